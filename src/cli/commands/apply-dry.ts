@@ -1,0 +1,73 @@
+// `keystonectl apply-dry PLAN`: load, validate and print the reconcile; changes nothing.
+import { parseArgs } from 'node:util';
+import { actualFromDesired, diff, EMPTY_ACTUAL, type ActualState } from '../../core/diff.js';
+import { DirectoryReader } from '../../source/directory-reader.js';
+import { GitTreeReader } from '../../source/git-tree-reader.js';
+import { loadRevision } from '../../source/load-revision.js';
+import { EXIT, UsageError, type CliIo } from '../io.js';
+import { renderDiagnosticsText } from '../render/diagnostics-text.js';
+import { renderDiagnosticsMarkdown, renderReconcileMarkdown } from '../render/reconcile-markdown.js';
+import { renderReconcileText } from '../render/reconcile-text.js';
+import { planPathIn, repoRoot } from '../repository-args.js';
+
+export const APPLY_DRY_USAGE = 'keystonectl apply-dry PLAN [--repo DIR] [--empty | --base REF] [--json] [--format text|markdown]';
+
+export async function applyDry(argv: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      repo: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      format: { type: 'string', default: 'text' },
+      empty: { type: 'boolean', default: false },
+      base: { type: 'string' },
+      'trusted-key': { type: 'string', multiple: true },
+    },
+  });
+  if (positionals.length !== 1) throw new UsageError('apply-dry takes exactly one PLAN');
+  if (values.format !== 'text' && values.format !== 'markdown') throw new UsageError(`--format must be text or markdown, not "${values.format}"`);
+  if (values.empty && values.base !== undefined) throw new UsageError('--empty and --base exclude each other');
+  const root = repoRoot(io.cwd, values.repo);
+  const plan = planPathIn(root, positionals[0]!);
+  const markdown = values.format === 'markdown';
+
+  // 1. The desired side: the repository as it is on disk.
+  const desired = await loadRevision(new DirectoryReader(root), plan);
+  if (!desired.ok) {
+    if (values.json) io.stdout.write(JSON.stringify({ error: { code: 'KS_INVALID_REVISION', plan, diagnostics: desired.diagnostics } }, null, 2) + '\n');
+    else if (markdown) io.stdout.write(renderDiagnosticsMarkdown(plan, desired.diagnostics));
+    else io.stderr.write(renderDiagnosticsText(plan, desired.diagnostics));
+    return EXIT.BAD_INPUT;
+  }
+
+  // 2. The side it is compared with. Until the agent exists, the empty state is the default.
+  let actual: ActualState = EMPTY_ACTUAL;
+  let comparedWith: { kind: 'empty' } | { kind: 'base'; ref: string; commit: string; planPresent: boolean } = { kind: 'empty' };
+  let comparedText = 'the empty state (a fresh device)';
+  let comparedMd = 'the empty state (a fresh device)';
+  if (values.base !== undefined) {
+    const reader = await GitTreeReader.open(root, values.base);
+    const base = await loadRevision(reader, plan);
+    const missing = !base.ok && base.diagnostics.length === 1 && base.diagnostics[0]!.code === 'KS_FILE_NOT_FOUND' && base.diagnostics[0]!.file === plan && base.diagnostics[0]!.path === '';
+    if (!base.ok && !missing) {
+      const subject = `${plan} at ${reader.label} (the base)`;
+      if (values.json) io.stdout.write(JSON.stringify({ error: { code: 'KS_INVALID_BASE', plan, base: values.base, diagnostics: base.diagnostics } }, null, 2) + '\n');
+      else io.stderr.write(renderDiagnosticsText(subject, base.diagnostics));
+      return EXIT.BAD_INPUT;
+    }
+    if (base.ok) actual = actualFromDesired(base.state);
+    comparedWith = { kind: 'base', ref: values.base, commit: reader.commit, planPresent: !missing };
+    comparedText = `${reader.label}${missing ? `, where ${plan} does not exist yet` : ''}`;
+    comparedMd = `\`${values.base}\` (\`${reader.commit.slice(0, 7)}\`)${missing ? `, where \`${plan}\` does not exist yet` : ''}`;
+  }
+
+  // 3. The pure reconcile, rendered.
+  const result = diff(desired.state, actual);
+  if (values.json) {
+    const { reasonCodes: _codes, ...plain } = result;
+    io.stdout.write(JSON.stringify({ plan, repo: root, comparedWith, ...plain }, null, 2) + '\n');
+  } else if (markdown) io.stdout.write(renderReconcileMarkdown(result, plan, comparedMd));
+  else io.stdout.write(renderReconcileText(result, `apply-dry ${plan} against ${comparedText}; nothing was changed`));
+  return EXIT.OK;
+}

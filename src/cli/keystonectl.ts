@@ -1,0 +1,45 @@
+// keystonectl: the operator's command line. One error boundary maps every failure to the exit codes of SPEC §9.
+import { OperationError } from '../core/errors.js';
+import { APPLY_DRY_USAGE, applyDry } from './commands/apply-dry.js';
+import { GRAPH_USAGE, graph } from './commands/graph.js';
+import { EXIT, UsageError, type CliIo } from './io.js';
+
+type Command = (argv: string[], io: CliIo) => Promise<number>;
+
+const COMMANDS: Record<string, { run: Command; usage: string; summary: string }> = {
+  'apply-dry': { run: applyDry, usage: APPLY_DRY_USAGE, summary: 'validate a plan and print what applying it would stop and start' },
+  graph: { run: graph, usage: GRAPH_USAGE, summary: 'print the resolved dependency layers and orders' },
+};
+
+function usage(): string {
+  const rows = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}\n      ${c.usage}`);
+  return `usage: keystonectl <command> [options]\n\ncommands:\n${rows.join('\n')}\n\nexit codes: 0 ok, 1 the operation failed, 2 bad input (invalid, unsigned, untrusted)\n`;
+}
+
+export async function main(argv: string[], io: CliIo): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    io.stdout.write(usage());
+    return name === undefined ? EXIT.BAD_INPUT : EXIT.OK;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    io.stderr.write(`keystonectl: unknown command "${name}"\n\n${usage()}`);
+    return EXIT.BAD_INPUT;
+  }
+  try {
+    return await command.run(rest, io);
+  } catch (e) {
+    const err = e as Error & { code?: string };
+    if (err instanceof UsageError || err.code?.startsWith('ERR_PARSE_ARGS')) {
+      io.stderr.write(`keystonectl ${name}: ${err.message}\nusage: ${command.usage}\n`);
+      return EXIT.BAD_INPUT;
+    }
+    if (err instanceof OperationError) {
+      io.stderr.write(`keystonectl ${name}: ${err.message} [${err.code}]\n`);
+      return EXIT.FAILED;
+    }
+    io.stderr.write(`keystonectl ${name}: unexpected failure: ${err.stack ?? err.message}\n`);
+    return EXIT.FAILED;
+  }
+}

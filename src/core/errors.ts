@@ -1,0 +1,91 @@
+// Diagnostics and errors with stable codes: callers branch on `code`, never on message text.
+
+/** Every validation and load error code Keystone emits. Stable: scripts and tests depend on them. */
+export const CODES = {
+  TOML_SYNTAX: 'KS_TOML_SYNTAX',
+  UNKNOWN_KEY: 'KS_UNKNOWN_KEY',
+  MISSING_FIELD: 'KS_MISSING_FIELD',
+  INVALID_TYPE: 'KS_INVALID_TYPE',
+  INVALID_VALUE: 'KS_INVALID_VALUE',
+  BAD_DURATION: 'KS_BAD_DURATION',
+  BAD_SEMVER: 'KS_BAD_SEMVER',
+  BAD_SEMVER_RANGE: 'KS_BAD_SEMVER_RANGE',
+  BAD_NAME: 'KS_BAD_NAME',
+  BAD_HEALTH_CHECK: 'KS_BAD_HEALTH_CHECK',
+  BAD_CAPABILITY: 'KS_BAD_CAPABILITY',
+  ARTIFACT_UNSIGNED: 'KS_ARTIFACT_UNSIGNED',
+  ARTIFACT_BAD_URI: 'KS_ARTIFACT_BAD_URI',
+  PROCESS_FIELD_ON_CONTAINER: 'KS_PROCESS_FIELD_ON_CONTAINER',
+  CONTAINER_FIELD_ON_PROCESS: 'KS_CONTAINER_FIELD_ON_PROCESS',
+  DUPLICATE_COMPONENT: 'KS_DUPLICATE_COMPONENT',
+  PATH_ESCAPE: 'KS_PATH_ESCAPE',
+  FILE_NOT_FOUND: 'KS_FILE_NOT_FOUND',
+  FILE_TOO_LARGE: 'KS_FILE_TOO_LARGE',
+  NOT_A_FILE: 'KS_NOT_A_FILE',
+  DEP_MISSING: 'KS_DEP_MISSING',
+  DEP_AMBIGUOUS: 'KS_DEP_AMBIGUOUS',
+  DEP_VERSION_MISMATCH: 'KS_DEP_VERSION_MISMATCH',
+  DEP_CYCLE: 'KS_DEP_CYCLE',
+  GIT_REF_NOT_FOUND: 'KS_GIT_REF_NOT_FOUND',
+  GIT_READ_FAILED: 'KS_GIT_READ_FAILED',
+  USAGE: 'KS_USAGE',
+} as const;
+
+export type ErrorCode = (typeof CODES)[keyof typeof CODES];
+
+/** One problem found in a revision: where it is (file, TOML path, line) and what to do about it. */
+export interface Diagnostic {
+  code: ErrorCode;
+  message: string;
+  file: string;
+  /** TOML path as rendered by formatTomlPath, e.g. `lifecycle.run.health.interval`; "" for the whole file. */
+  path: string;
+  line?: number;
+  column?: number;
+  hint?: string;
+}
+
+/** Orders diagnostics by file, then line, then path, so output is deterministic whatever order checks ran in. */
+export function sortDiagnostics(diags: readonly Diagnostic[]): Diagnostic[] {
+  return [...diags].sort(
+    (a, b) =>
+      cmp(a.file, b.file) ||
+      (a.line ?? Number.MAX_SAFE_INTEGER) - (b.line ?? Number.MAX_SAFE_INTEGER) ||
+      cmp(a.path, b.path) ||
+      cmp(a.code, b.code) ||
+      cmp(a.message, b.message),
+  );
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** `recipes/x.toml:12: lifecycle.run.health.interval: ... [KS_BAD_DURATION]` — the one line a person reads. */
+export function formatDiagnostic(d: Diagnostic): string {
+  const where = d.line !== undefined ? `${d.file}:${d.line}` : d.file;
+  const path = d.path ? ` ${d.path}:` : '';
+  const hint = d.hint ? ` (${d.hint})` : '';
+  return `${where}:${path} ${d.message}${hint} [${d.code}]`;
+}
+
+/** Thrown by the edges when a revision cannot be used; carries every diagnostic, not just the first. */
+export class InvalidRevisionError extends Error {
+  readonly code = 'KS_INVALID_REVISION';
+  constructor(readonly diagnostics: Diagnostic[]) {
+    super(
+      `the revision is invalid (${diagnostics.length} error${diagnostics.length === 1 ? '' : 's'}):\n` +
+        diagnostics.map((d) => '  ' + formatDiagnostic(d)).join('\n'),
+    );
+  }
+}
+
+/** An operation failed for a reason outside the input (I/O, Git): exit code 1, not 2. */
+export class OperationError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
