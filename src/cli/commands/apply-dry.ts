@@ -22,7 +22,6 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
       format: { type: 'string', default: 'text' },
       empty: { type: 'boolean', default: false },
       base: { type: 'string' },
-      'trusted-key': { type: 'string', multiple: true },
     },
   });
   if (positionals.length !== 1) throw new UsageError('apply-dry takes exactly one PLAN');

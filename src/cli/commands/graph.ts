@@ -17,7 +17,6 @@ export async function graph(argv: string[], io: CliIo): Promise<number> {
       repo: { type: 'string' },
       format: { type: 'string', default: 'text' },
       json: { type: 'boolean', default: false },
-      'trusted-key': { type: 'string', multiple: true },
     },
   });
   if (positionals.length > 1) throw new UsageError('graph takes at most one PLAN');

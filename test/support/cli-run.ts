@@ -1,0 +1,20 @@
+// Runs keystonectl in-process with captured output, the way a test wants to see a command.
+import { main } from '../../src/cli/keystonectl.js';
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export async function runCtl(args: string[], cwd: string): Promise<CliResult> {
+  let stdout = '';
+  let stderr = '';
+  const code = await main(args, {
+    stdout: { write: (s: string) => (stdout += s) },
+    stderr: { write: (s: string) => (stderr += s) },
+    cwd,
+    env: {},
+  });
+  return { code, stdout, stderr };
+}
