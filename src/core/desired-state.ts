@@ -51,7 +51,13 @@ export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<strin
 
   const entries = plan.plan.components;
   const parsed = entries.map((e) => recipes.get(recipePathOf(e)));
-  if (parsed.some((r) => !r?.recipe)) return { ok: false, diagnostics: dedupe(diagnostics) };
+  const unread = entries.filter((_e, i) => !parsed[i]?.recipe);
+  if (unread.length) {
+    // The loader always reports why a recipe is missing; a caller that did not gets a diagnostic, never a silent failure.
+    if (diagnostics.length === 0)
+      for (const e of unread) diagnostics.push(plan.doc.diagnostic(CODES.FILE_NOT_FOUND, ['components', entries.indexOf(e), 'recipe'], `recipe ${e.recipe} was not loaded`));
+    return { ok: false, diagnostics: dedupe(diagnostics) };
+  }
 
   const providers = new Map<string, number[]>();
   parsed.forEach((r, i) => {

@@ -1,7 +1,7 @@
 // The plan format of SPEC §3: which components a device runs, and from which recipe.
 import { posix } from 'node:path';
 import { z } from 'zod';
-import { CODES, type Diagnostic } from './errors.js';
+import { CODES, sortDiagnostics, type Diagnostic } from './errors.js';
 import { escapesRepository } from './recipe.js';
 import { componentName } from './schema-rules.js';
 import { parseTomlDocument, type ParsedDocument } from './toml-document.js';
@@ -54,7 +54,7 @@ export function parsePlan(file: string, text: string): ParsedPlan {
           );
         }
       }
-      if (typeof recipe !== 'string') return;
+      if (typeof recipe !== 'string' || posix.normalize(recipe) === '.') return;
       if (!escapesRepository(recipe)) readableEntries.push({ entry: { name: typeof name === 'string' ? name : `components[${i}]`, recipe }, index: i });
       else
         diagnostics.push(
@@ -62,7 +62,7 @@ export function parsePlan(file: string, text: string): ParsedPlan {
         );
     });
   }
-  return { file, plan: diagnostics.length === 0 ? doc.value : undefined, readableEntries, diagnostics, doc };
+  return { file, plan: diagnostics.length === 0 ? doc.value : undefined, readableEntries, diagnostics: sortDiagnostics(diagnostics), doc };
 }
 
 /** The normalised repository path of a plan entry's recipe. */

@@ -1,7 +1,7 @@
 // The recipe format of SPEC §2 as a zod schema over smol-toml, plus the cross-field rules a schema cannot say.
 import { posix } from 'node:path';
 import { z } from 'zod';
-import { CODES, type Diagnostic } from './errors.js';
+import { CODES, sortDiagnostics, type Diagnostic } from './errors.js';
 import { parseDuration } from './duration.js';
 import { LINUX_CAPABILITIES } from './capabilities.js';
 import {
@@ -82,7 +82,7 @@ const healthCheck = z.string().superRefine((v, ctx) => {
     return bad('not a URL');
   }
   if (url.protocol === 'tcp:') {
-    if (!url.hostname || !url.port) bad('tcp:// needs host:port');
+    if (!url.hostname || !url.port || url.port === '0') bad('tcp:// needs host:port with a port from 1 to 65535');
   } else if (url.protocol !== 'http:' && url.protocol !== 'https:') bad(`unsupported scheme ${url.protocol}`);
 });
 
@@ -142,7 +142,7 @@ export function parseRecipe(file: string, text: string): ParsedRecipe {
   if (doc.raw !== undefined) {
     diagnostics.push(...runKindRules(doc), ...artifactRules(doc, file));
   }
-  return { file, recipe: diagnostics.length === 0 ? doc.value : undefined, diagnostics, doc };
+  return { file, recipe: diagnostics.length === 0 ? doc.value : undefined, diagnostics: sortDiagnostics(diagnostics), doc };
 }
 
 /** An artifact without a digest is a security failure, not a mere missing key: give it its own code. */

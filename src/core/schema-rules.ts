@@ -11,14 +11,20 @@ export function issue(ctx: z.RefinementCtx, code: ErrorCode, message: string, hi
   ctx.addIssue({ code: 'custom', message, params: { [KS_CODE]: code, hint } });
 }
 
-/** A Go-style duration string; the parsed value is kept as milliseconds beside the text. */
+/** Timers past this misfire in Node (setTimeout's 2^31 ms limit); no probe or install needs a week. */
+export const MAX_DURATION_MS = 7 * 24 * 3_600_000;
+
+/** A Go-style duration string, more than zero and at most a week. */
 export const durationText = z.string().superRefine((v, ctx) => {
-  if (parseDuration(v) === undefined)
-    issue(ctx, CODES.BAD_DURATION, `"${v}" is not a duration`, 'use Go style: "200ms", "10s", "2m0s", "1h30m"');
+  const ms = parseDuration(v);
+  if (ms === undefined) issue(ctx, CODES.BAD_DURATION, `"${v}" is not a duration`, 'use Go style: "200ms", "10s", "2m0s", "1h30m"');
+  else if (ms < 1 || ms > MAX_DURATION_MS) issue(ctx, CODES.BAD_DURATION, `"${v}" is out of range`, 'between 1ms and 168h');
 });
 
 export const semverText = z.string().superRefine((v, ctx) => {
-  if (semver.valid(v) === null || semver.clean(v) !== v)
+  // Strict: the text must be exactly a version (build metadata allowed), not a loose "v1.2.3" or " 1.2.3".
+  const p = semver.parse(v);
+  if (!p || `${p.version}${p.build.length ? `+${p.build.join('.')}` : ''}` !== v)
     issue(ctx, CODES.BAD_SEMVER, `"${v}" is not a semantic version`, 'e.g. "2.7.5" or "1.0.0-rc.1"');
 });
 

@@ -1,4 +1,5 @@
 // Reads repository files from a plain directory (the development source and PR checkouts).
+import { constants } from 'node:fs';
 import { open, realpath } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import { escapesRepository } from '../core/recipe.js';
@@ -27,7 +28,8 @@ export class DirectoryReader implements RepoReader {
       return { ok: false, code: 'KS_PATH_ESCAPE', message: `${path} is a link to ${real}, outside the repository` };
     let fh;
     try {
-      fh = await open(real, 'r');
+      // O_NONBLOCK: opening a named pipe planted as a recipe must not wait forever for a writer.
+      fh = await open(real, constants.O_RDONLY | constants.O_NONBLOCK);
     } catch (e) {
       return { ok: false, code: 'KS_FILE_NOT_FOUND', message: `${path} cannot be opened: ${(e as Error).message}` };
     }
@@ -44,4 +46,24 @@ export class DirectoryReader implements RepoReader {
       await fh.close();
     }
   }
+}
+
+/** The signed documents of a directory repository: every `.toml` under `recipes/` and `plans/`, sorted. */
+export async function listDocuments(root: string): Promise<string[]> {
+  const { readdir } = await import('node:fs/promises');
+  const out: string[] = [];
+  for (const top of ['recipes', 'plans']) {
+    let entries;
+    try {
+      entries = await readdir(join(root, top), { recursive: true, withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const e of entries) {
+      if (!(e.isFile() || e.isSymbolicLink()) || !e.name.endsWith('.toml')) continue;
+      const rel = join(e.parentPath ?? (e as unknown as { path: string }).path, e.name).slice(root.length + 1);
+      out.push(rel.split(sep).join('/'));
+    }
+  }
+  return out.sort();
 }

@@ -1,5 +1,6 @@
 // Runs keystonectl in-process with captured output, the way a test wants to see a command.
 import { main } from '../../src/cli/keystonectl.js';
+import type { CliIo } from '../../src/cli/io.js';
 
 export interface CliResult {
   code: number;
@@ -7,7 +8,7 @@ export interface CliResult {
   stderr: string;
 }
 
-export async function runCtl(args: string[], cwd: string): Promise<CliResult> {
+export async function runCtl(args: string[], cwd: string, extra: Partial<CliIo> = {}): Promise<CliResult> {
   let stdout = '';
   let stderr = '';
   const code = await main(args, {
@@ -15,6 +16,7 @@ export async function runCtl(args: string[], cwd: string): Promise<CliResult> {
     stderr: { write: (s: string) => (stderr += s) },
     cwd,
     env: {},
+    ...extra,
   });
   return { code, stdout, stderr };
 }
