@@ -2,6 +2,10 @@
 import { OperationError } from '../core/errors.js';
 import { APPLY_DRY_USAGE, applyDry } from './commands/apply-dry.js';
 import { GRAPH_USAGE, graph } from './commands/graph.js';
+import { KEYGEN_USAGE, keygen } from './commands/keygen.js';
+import { SIGN_USAGE, sign } from './commands/sign.js';
+import { VERIFY_USAGE, verify } from './commands/verify.js';
+import { TrustError } from '../trust/trust-error.js';
 import { EXIT, UsageError, type CliIo } from './io.js';
 
 type Command = (argv: string[], io: CliIo) => Promise<number>;
@@ -9,6 +13,9 @@ type Command = (argv: string[], io: CliIo) => Promise<number>;
 const COMMANDS: Record<string, { run: Command; usage: string; summary: string }> = {
   'apply-dry': { run: applyDry, usage: APPLY_DRY_USAGE, summary: 'validate a plan and print what applying it would stop and start' },
   graph: { run: graph, usage: GRAPH_USAGE, summary: 'print the resolved dependency layers and orders' },
+  keygen: { run: keygen, usage: KEYGEN_USAGE, summary: 'make a minisign-compatible key pair' },
+  sign: { run: sign, usage: SIGN_USAGE, summary: 'write SHA256SUMS over every recipe and plan, and sign it' },
+  verify: { run: verify, usage: VERIFY_USAGE, summary: "check the repository's signature and digests" },
 };
 
 function usage(): string {
@@ -33,6 +40,13 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
     const err = e as Error & { code?: string };
     if (err instanceof UsageError || err.code?.startsWith('ERR_PARSE_ARGS')) {
       io.stderr.write(`keystonectl ${name}: ${err.message}\nusage: ${command.usage}\n`);
+      return EXIT.BAD_INPUT;
+    }
+    if (err instanceof TrustError) {
+      // Refused as a whole: say which file, which key, which check, as data too when --json was asked for.
+      const where = [err.file && `file ${err.file}`, err.keyId && `key ${err.keyId}`].filter(Boolean).join(', ');
+      if (rest.includes('--json')) io.stdout.write(JSON.stringify({ error: { code: err.code, message: err.message, file: err.file, keyId: err.keyId } }, null, 2) + '\n');
+      io.stderr.write(`keystonectl ${name}: refused: ${err.message}${where ? ` (${where})` : ''} [${err.code}]\n`);
       return EXIT.BAD_INPUT;
     }
     if (err instanceof OperationError) {

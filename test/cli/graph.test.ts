@@ -6,12 +6,12 @@ import { runCtl } from '../support/cli-run.js';
 import { exampleRepo, type ExampleRepo } from '../support/example-repo.js';
 
 let repo: ExampleRepo;
-beforeEach(() => {
-  repo = exampleRepo();
+beforeEach(async () => {
+  repo = await exampleRepo();
 });
 afterEach(() => repo.cleanup());
 
-const graph = (...args: string[]) => runCtl(['graph', 'plans/edge.toml', '--repo', repo.dir, ...args], '/');
+const graph = (...args: string[]) => runCtl(['graph', 'plans/edge.toml', '--repo', repo.dir, ...repo.trust, ...args], '/');
 
 describe('keystonectl graph', () => {
   it('text: layers, orders and typed edges', async () => {
@@ -62,17 +62,19 @@ describe('keystonectl graph', () => {
   });
 
   it('without PLAN it takes the only plan, and names the choices when there are several', async () => {
-    const several = await runCtl(['graph', '--repo', repo.dir], '/');
+    const several = await runCtl(['graph', '--repo', repo.dir, ...repo.trust], '/');
     expect(several.code).toBe(2);
     expect(several.stderr).toContain('choose one of: plans/edge-processes.toml, plans/edge.toml');
     rmSync(join(repo.dir, 'plans/edge-processes.toml'));
-    const one = await runCtl(['graph', '--repo', repo.dir], '/');
+    await repo.sign();
+    const one = await runCtl(['graph', '--repo', repo.dir, ...repo.trust], '/');
     expect(one.code).toBe(0);
     expect(one.stdout).toContain('layer 2: web');
   });
 
   it('a cycle is refused with exit code 2 and named', async () => {
     repo.edit('recipes/com.acme.influxdb.toml', /$/, '\n[[dependencies]]\nname = "com.acme.web"\ntype = "ordering"\n');
+    await repo.sign();
     const r = await graph();
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('dependency cycle: influxdb → web → api → influxdb');

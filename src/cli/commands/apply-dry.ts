@@ -9,8 +9,9 @@ import { renderDiagnosticsText } from '../render/diagnostics-text.js';
 import { renderDiagnosticsMarkdown, renderReconcileMarkdown } from '../render/reconcile-markdown.js';
 import { renderReconcileText } from '../render/reconcile-text.js';
 import { planPathIn, repoRoot } from '../repository-args.js';
+import { describeVerification, TRUST_OPTIONS, TRUST_USAGE, trustPolicy } from '../trust-args.js';
 
-export const APPLY_DRY_USAGE = 'keystonectl apply-dry PLAN [--repo DIR] [--empty | --base REF] [--json] [--format text|markdown]';
+export const APPLY_DRY_USAGE = `keystonectl apply-dry PLAN [--repo DIR] ${TRUST_USAGE} [--empty | --base REF] [--json] [--format text|markdown]`;
 
 export async function applyDry(argv: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -22,6 +23,7 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
       format: { type: 'string', default: 'text' },
       empty: { type: 'boolean', default: false },
       base: { type: 'string' },
+      ...TRUST_OPTIONS,
     },
   });
   if (positionals.length !== 1) throw new UsageError('apply-dry takes exactly one PLAN');
@@ -30,9 +32,12 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
   const root = repoRoot(io.cwd, values.repo);
   const plan = planPathIn(root, positionals[0]!);
   const markdown = values.format === 'markdown';
+  const policy = trustPolicy(values, io);
 
-  // 1. The desired side: the repository as it is on disk.
-  const desired = await loadRevision(new DirectoryReader(root), plan);
+  // 1. The desired side: the repository as it is on disk, verified before any TOML is parsed.
+  const head = await policy.open(new DirectoryReader(root));
+  if (head.verification.unsigned) io.stderr.write(`keystonectl apply-dry: WARNING: ${describeVerification(head.verification)}\n`);
+  const desired = await loadRevision(head.reader, plan);
   if (!desired.ok) {
     if (values.json) io.stdout.write(JSON.stringify({ error: { code: 'KS_INVALID_REVISION', plan, diagnostics: desired.diagnostics } }, null, 2) + '\n');
     else if (markdown) io.stdout.write(renderDiagnosticsMarkdown(plan, desired.diagnostics));
@@ -47,7 +52,7 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
   let comparedMd = 'the empty state (a fresh device)';
   if (values.base !== undefined) {
     const reader = await GitTreeReader.open(root, values.base);
-    const base = await loadRevision(reader, plan);
+    const base = await loadRevision((await policy.open(reader)).reader, plan);
     const missing = !base.ok && base.diagnostics.length === 1 && base.diagnostics[0]!.code === 'KS_FILE_NOT_FOUND' && base.diagnostics[0]!.file === plan && base.diagnostics[0]!.path === '';
     if (!base.ok && !missing) {
       const subject = `${plan} at ${reader.label} (the base)`;
@@ -65,8 +70,8 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
   const result = diff(desired.state, actual);
   if (values.json) {
     const { reasonCodes: _codes, ...plain } = result;
-    io.stdout.write(JSON.stringify({ plan, repo: root, comparedWith, ...plain }, null, 2) + '\n');
-  } else if (markdown) io.stdout.write(renderReconcileMarkdown(result, plan, comparedMd));
-  else io.stdout.write(renderReconcileText(result, `apply-dry ${plan} against ${comparedText}; nothing was changed`));
+    io.stdout.write(JSON.stringify({ plan, repo: root, signature: head.verification, comparedWith, ...plain }, null, 2) + '\n');
+  } else if (markdown) io.stdout.write(renderReconcileMarkdown(result, plan, comparedMd, describeVerification(head.verification)));
+  else io.stdout.write(renderReconcileText(result, `apply-dry ${plan} against ${comparedText}; nothing was changed\n${describeVerification(head.verification)}`));
   return EXIT.OK;
 }

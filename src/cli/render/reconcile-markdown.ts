@@ -7,13 +7,15 @@ const code = (s: string) => '`' + s.replace(/`/g, "'") + '`';
 const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 const chain = (xs: string[]) => (xs.length ? xs.map(code).join(' → ') : '_nothing_');
 
-export function renderReconcileMarkdown(r: Reconcile, plan: string, comparedWith: string): string {
+export function renderReconcileMarkdown(r: Reconcile, plan: string, comparedWith: string, signature: string): string {
   const names = componentsInOrder(r);
   const changed = names.filter((n) => actionOf(r, n) !== 'keep').length;
   const out = [
     `### Keystone dry run: ${code(plan)}`,
     '',
     `Compared with ${comparedWith}. ${changed === 0 ? 'Nothing changes.' : `${changed} of ${names.length} components change.`}`,
+    '',
+    signature.startsWith('UNSIGNED') ? `> **Warning:** ${signature}` : `Signature: ${signature}.`,
     '',
     '| component | action | reason |',
     '| --- | --- | --- |',

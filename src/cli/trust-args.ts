@@ -1,0 +1,77 @@
+// `--trusted-key`, `--threshold`, `--max-age` and `--allow-unsigned`: how every command that loads a revision verifies it first.
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseDuration } from '../core/duration.js';
+import type { RepoReader } from '../source/repo-reader.js';
+import { buildKeyring } from '../trust/keyring.js';
+import { VerifiedReader, verifyRevision, type VerifiedRevision } from '../trust/verify-revision.js';
+import { nowMs, UsageError, type CliIo } from './io.js';
+
+export const TRUST_OPTIONS = {
+  'trusted-key': { type: 'string', multiple: true },
+  threshold: { type: 'string' },
+  'max-age': { type: 'string' },
+  'allow-unsigned': { type: 'boolean', default: false },
+} as const;
+
+export const TRUST_USAGE = '(--trusted-key FILE [--trusted-key FILE…] [--threshold K] [--max-age DURATION] | --allow-unsigned)';
+
+export interface TrustValues {
+  'trusted-key'?: string[];
+  threshold?: string;
+  'max-age'?: string;
+  'allow-unsigned'?: boolean;
+}
+
+export type Verification =
+  | { unsigned: true }
+  | ({ unsigned: false; files: string[] } & Omit<VerifiedRevision, 'files' | 'sums'>);
+
+export interface TrustPolicy {
+  /** Verifies the revision behind `reader` and returns the reader the loader must use. */
+  open(reader: RepoReader): Promise<{ reader: RepoReader; verification: Verification }>;
+}
+
+/** Fails closed: no trusted key and no explicit --allow-unsigned is a usage error, not an unsigned load. */
+export function trustPolicy(values: TrustValues, io: CliIo): TrustPolicy {
+  const keys = values['trusted-key'] ?? [];
+  if (values['allow-unsigned']) {
+    if (keys.length) throw new UsageError('--allow-unsigned and --trusted-key exclude each other');
+    return { open: async (reader) => ({ reader, verification: { unsigned: true } }) };
+  }
+  if (keys.length === 0) throw new UsageError('no trusted key: give --trusted-key FILE (repeatable), or --allow-unsigned for development');
+  const threshold = values.threshold === undefined ? 1 : Number(values.threshold);
+  if (!Number.isInteger(threshold) || threshold < 1) throw new UsageError(`--threshold must be a whole number ≥ 1, not "${values.threshold}"`);
+  let maxAgeSeconds: number | undefined;
+  if (values['max-age'] !== undefined) {
+    const ms = parseDuration(values['max-age']);
+    if (ms === undefined || ms <= 0) throw new UsageError(`--max-age must be a duration such as 720h, not "${values['max-age']}"`);
+    maxAgeSeconds = ms / 1000;
+  }
+  const keyring = buildKeyring(
+    keys.map((k) => {
+      const path = resolve(io.cwd, k);
+      let text: string;
+      try {
+        text = readFileSync(path, 'utf8');
+      } catch (e) {
+        throw new UsageError(`cannot read the trusted key ${k}: ${(e as Error).message}`);
+      }
+      return { source: k, text };
+    }),
+    threshold,
+  );
+  return {
+    async open(reader) {
+      const verified = await verifyRevision(reader, { keyring, now: Math.floor(nowMs(io) / 1000), ...(maxAgeSeconds !== undefined && { maxAgeSeconds }) });
+      const { files: _f, sums, ...summary } = verified;
+      return { reader: new VerifiedReader(reader, verified), verification: { unsigned: false, ...summary, files: [...sums.keys()].sort() } };
+    },
+  };
+}
+
+/** One line for people: who signed, when, or a loud warning that nobody did. */
+export function describeVerification(v: Verification): string {
+  if (v.unsigned) return 'UNSIGNED: signatures were not checked (--allow-unsigned, development only)';
+  return `signed by ${v.signers.join(', ')} at ${new Date(v.signedAt * 1000).toISOString()} (${v.signers.length} of ${v.threshold} required)`;
+}

@@ -1,0 +1,143 @@
+// Verification of a whole revision: the signature over SHA256SUMS on raw bytes first, then every file it lists.
+import type { ReadResult, RepoReader } from '../source/repo-reader.js';
+import { MAX_DOCUMENT_BYTES } from '../source/repo-reader.js';
+import { escapesRepository } from '../core/recipe.js';
+import type { Keyring } from './keyring.js';
+import { keyIdHex, parseSignatures, signedTimestamp, verifySignature } from './minisign.js';
+import { parseSha256Sums, sha256Hex } from './sha256sums.js';
+import { TrustError } from './trust-error.js';
+
+export const SUMS_FILE = 'SHA256SUMS';
+export const SIG_FILE = 'SHA256SUMS.minisig';
+/** A signature block is ~300 bytes; 64 KiB allows a couple of hundred signers and no more. */
+export const MAX_SIGNATURE_BYTES = 64 * 1024;
+/** 10,000 components at ~100 bytes a line, with room to spare. */
+export const MAX_SUMS_BYTES = 16 * 1024 * 1024;
+
+export interface VerifyOptions {
+  keyring: Keyring;
+  /** Now, in seconds since the epoch (injected). */
+  now: number;
+  /** Refuse a revision signed earlier than this (the last applied revision's signing time): no replay. */
+  notBefore?: number;
+  /** Refuse a revision whose signature is older than this many seconds (a frozen state). */
+  maxAgeSeconds?: number;
+}
+
+export interface VerifiedRevision {
+  /** The signing time (seconds): the revision's serial for replay protection. */
+  signedAt: number;
+  /** Key ids (minisign's hex) of the trusted keys whose valid signatures counted. */
+  signers: string[];
+  threshold: number;
+  /** sha256 of SHA256SUMS: names the signed set. */
+  sumsDigest: string;
+  sums: ReadonlyMap<string, string>;
+  /** Every listed file, read and checked once; the loader reads from here. */
+  files: ReadonlyMap<string, Uint8Array>;
+}
+
+async function readCapped(reader: RepoReader, path: string, max: number, tooLarge: 'KS_SIGNATURE_TOO_LARGE' | 'KS_SUMS_TOO_LARGE'): Promise<Uint8Array> {
+  const r = await reader.readFile(path, max);
+  if (r.ok) return r.bytes;
+  if (r.code === 'KS_FILE_TOO_LARGE') throw new TrustError(tooLarge, `${path} is over the limit of ${max} bytes`, path);
+  if (r.code === 'KS_FILE_NOT_FOUND') throw new TrustError('KS_UNSIGNED', `the revision is not signed: ${path} is missing (${reader.label})`, path);
+  throw new TrustError('KS_UNSIGNED', `${path}: ${r.message}`, path);
+}
+
+/**
+ * Refuses the revision as a whole, with the file, key and check that failed, unless at least
+ * `threshold` distinct trusted keys signed SHA256SUMS and every file it lists matches its digest.
+ */
+export async function verifyRevision(reader: RepoReader, opts: VerifyOptions): Promise<VerifiedRevision> {
+  // 1. Raw bytes, capped, before anything is parsed.
+  const sigBytes = await readCapped(reader, SIG_FILE, MAX_SIGNATURE_BYTES, 'KS_SIGNATURE_TOO_LARGE');
+  const sumsBytes = await readCapped(reader, SUMS_FILE, MAX_SUMS_BYTES, 'KS_SUMS_TOO_LARGE');
+  let sigText: string;
+  try {
+    sigText = new TextDecoder('utf-8', { fatal: true }).decode(sigBytes);
+  } catch {
+    throw new TrustError('KS_SIGNATURE_MALFORMED', `${SIG_FILE} is not text`, SIG_FILE);
+  }
+  let signatures;
+  try {
+    signatures = parseSignatures(sigText);
+  } catch (e) {
+    throw new TrustError('KS_SIGNATURE_MALFORMED', `${SIG_FILE}: ${(e as Error).message}`, SIG_FILE);
+  }
+
+  // 2. Count the distinct trusted keys with a valid signature; remember why the others failed.
+  const { keys, threshold } = opts.keyring;
+  const valid = new Map<string, number>();
+  const failures: TrustError[] = [];
+  const untrusted: string[] = [];
+  for (const sig of signatures) {
+    const id = keyIdHex(sig.keyId);
+    const key = keys.get(id);
+    if (!key) {
+      untrusted.push(id);
+      continue;
+    }
+    try {
+      verifySignature(sumsBytes, sig, key, SIG_FILE);
+    } catch (e) {
+      failures.push(e as TrustError);
+      continue;
+    }
+    const at = signedTimestamp(sig.trustedComment);
+    if (at === undefined) {
+      failures.push(new TrustError('KS_SIGNATURE_NO_TIMESTAMP', `the trusted comment of key ${id} has no timestamp:N, so replay cannot be ruled out`, SIG_FILE, id));
+      continue;
+    }
+    valid.set(id, Math.max(at, valid.get(id) ?? 0));
+  }
+  if (valid.size < threshold) {
+    if (valid.size === 0 && failures.length > 0) throw failures[0]!;
+    if (valid.size === 0)
+      throw new TrustError('KS_UNTRUSTED_KEY', `${SIG_FILE} is signed only by untrusted key${untrusted.length > 1 ? 's' : ''} ${untrusted.join(', ')} (trusted: ${[...keys.keys()].join(', ')})`, SIG_FILE, untrusted[0]);
+    const why = [...failures.map((f) => f.message), ...untrusted.map((u) => `key ${u} is not trusted`)];
+    throw new TrustError('KS_THRESHOLD_NOT_MET', `${valid.size} of the ${threshold} required trusted signatures (${[...valid.keys()].join(', ')})${why.length ? `; ${why.join('; ')}` : ''}`, SIG_FILE);
+  }
+
+  // 3. Replay and staleness, on the signed time.
+  const signedAt = Math.max(...valid.values());
+  if (opts.notBefore !== undefined && signedAt < opts.notBefore)
+    throw new TrustError('KS_SIGNATURE_REPLAYED', `signed at ${iso(signedAt)}, earlier than the revision applied last (${iso(opts.notBefore)}): an old signed state is not applied again`, SIG_FILE);
+  if (opts.maxAgeSeconds !== undefined && opts.now - signedAt > opts.maxAgeSeconds)
+    throw new TrustError('KS_SIGNATURE_TOO_OLD', `signed at ${iso(signedAt)}, more than ${opts.maxAgeSeconds} s ago: the state looks frozen`, SIG_FILE);
+
+  // 4. Every listed file exists and matches: a removed, swapped or edited file refuses the set.
+  const sums = parseSha256Sums(new TextDecoder().decode(sumsBytes), SUMS_FILE);
+  const files = new Map<string, Uint8Array>();
+  for (const [path, digest] of sums) {
+    if (escapesRepository(path)) throw new TrustError('KS_SUMS_MALFORMED', `${SUMS_FILE} lists ${path}, outside the repository`, SUMS_FILE);
+    const r = await reader.readFile(path, MAX_DOCUMENT_BYTES);
+    if (!r.ok) throw new TrustError('KS_SIGNED_FILE_MISSING', `${path} is listed in ${SUMS_FILE} but cannot be read: ${r.message}`, path);
+    if (sha256Hex(r.bytes) !== digest) throw new TrustError('KS_DIGEST_MISMATCH', `${path} does not match its digest in ${SUMS_FILE} (edited, or from another signed revision)`, path);
+    files.set(path, r.bytes);
+  }
+  return { signedAt, signers: [...valid.keys()].sort(), threshold, sumsDigest: sha256Hex(sumsBytes), sums, files };
+}
+
+/** A reader that serves only what the signature covers: a file not in SHA256SUMS is refused, not read. */
+export class VerifiedReader implements RepoReader {
+  readonly label: string;
+  constructor(
+    private readonly inner: RepoReader,
+    private readonly verified: VerifiedRevision,
+  ) {
+    this.label = inner.label;
+  }
+  async readFile(path: string, maxBytes: number): Promise<ReadResult> {
+    const bytes = this.verified.files.get(path);
+    if (bytes) return { ok: true, bytes };
+    // A file that does not exist at all is a plain "not found"; one that exists unlisted is an attack or a forgotten re-sign.
+    const r = await this.inner.readFile(path, maxBytes);
+    if (!r.ok && r.code === 'KS_FILE_NOT_FOUND') return r;
+    throw new TrustError('KS_FILE_NOT_SIGNED', `${path} is not listed in ${SUMS_FILE}: it was added after signing, or the set was not re-signed`, path);
+  }
+}
+
+function iso(seconds: number): string {
+  return new Date(seconds * 1000).toISOString();
+}
