@@ -1,0 +1,48 @@
+// pino for the agent: JSON lines by default, the human form of SPEC §11 on a terminal.
+import pino, { type Logger } from 'pino';
+
+export type { Logger } from 'pino';
+
+export interface LogOptions {
+  /** Human form (`[agent] reconcile plan …`) instead of JSON lines. */
+  pretty: boolean;
+  level?: string;
+  write?: (line: string) => void;
+}
+
+/** One logger for the process; modules take `logger.child({ module: 'supervisor' })`. */
+export function createLogger(opts: LogOptions): Logger {
+  const write = opts.write ?? ((line: string) => process.stdout.write(line));
+  const destination = { write: opts.pretty ? (line: string) => write(humanLine(line)) : write };
+  return pino({ level: opts.level ?? 'info', base: undefined, timestamp: pino.stdTimeFunctions.isoTime }, destination);
+}
+
+const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: '', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
+const HIDDEN = new Set(['level', 'time', 'module', 'msg', 'pid', 'hostname']);
+
+function value(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(value).join(' ')}]`;
+  if (v !== null && typeof v === 'object') return JSON.stringify(v);
+  return String(v);
+}
+
+/**
+ * `[module] key=value … msg=text` for lines about a component or layer, `[module] text key=value …`
+ * for headlines, as in the worked example.
+ */
+export function humanLine(json: string): string {
+  let rec: Record<string, unknown>;
+  try {
+    rec = JSON.parse(json) as Record<string, unknown>;
+  } catch {
+    return json;
+  }
+  const level = LEVELS[rec.level as number] ?? '';
+  const fields = Object.entries(rec)
+    .filter(([k, v]) => !HIDDEN.has(k) && v !== undefined)
+    .map(([k, v]) => (k === 'err' && v && typeof v === 'object' ? `err=${JSON.stringify((v as { message?: string }).message ?? v)}` : `${k}=${value(v)}`));
+  const msg = typeof rec.msg === 'string' && rec.msg !== '' ? rec.msg : undefined;
+  const aboutOne = 'component' in rec || 'layer' in rec;
+  const parts = aboutOne ? [...fields, ...(msg ? [`msg=${msg}`] : [])] : [...(msg ? [msg] : []), ...fields];
+  return `${level ? `${level} ` : ''}[${rec.module ?? 'agent'}] ${parts.join(' ')}\n`;
+}

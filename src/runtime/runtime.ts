@@ -1,0 +1,37 @@
+// The interface every runtime (processes now, containers later) offers the executor and supervisor.
+import type { DesiredComponent } from '../core/desired-state.js';
+
+/** How to find a running instance again, persisted in the state store: never a bare pid. */
+export type InstanceRef =
+  | { kind: 'process'; pid: number; startTime: string }
+  | { kind: 'container'; id: string };
+
+export interface ExitStatus {
+  code: number | null;
+  signal: string | null;
+}
+
+export interface Instance {
+  ref: InstanceRef;
+  /** Resolves when the instance exits, for instances this agent started or can watch. */
+  exited: Promise<ExitStatus>;
+}
+
+/** Where a component lives on the device. */
+export interface ComponentPaths {
+  /** The work directory: owned by the run user, survives upgrades (data/ lives here). */
+  workDir: string;
+  /** stdout.log and stderr.log, rotated by size. */
+  logDir: string;
+}
+
+export interface Runtime {
+  readonly kind: 'process' | 'container';
+  /** Artifacts into the work directory and the install script; throws with a stable code on failure. */
+  install(c: DesiredComponent, paths: ComponentPaths, signal: AbortSignal): Promise<void>;
+  start(c: DesiredComponent, paths: ComponentPaths): Promise<Instance>;
+  /** SIGTERM (or the engine's stop), then SIGKILL after `graceMs`; resolves once it is gone. */
+  stop(ref: InstanceRef, graceMs: number): Promise<void>;
+  /** Re-attaches to an instance recorded before an agent restart, if it is still the same one. */
+  adopt(ref: InstanceRef): Promise<Instance | undefined>;
+}
