@@ -1,5 +1,6 @@
 // keystonectl: the operator's command line. One error boundary maps every failure to the exit codes of SPEC §9.
-import { OperationError } from '../core/errors.js';
+import { ArtifactError } from '../artifacts/artifact-error.js';
+import { InvalidRevisionError, OperationError } from '../core/errors.js';
 import { APPLY_DRY_USAGE, applyDry } from './commands/apply-dry.js';
 import { GRAPH_USAGE, graph } from './commands/graph.js';
 import { KEYGEN_USAGE, keygen } from './commands/keygen.js';
@@ -47,6 +48,15 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
       const where = [err.file && `file ${err.file}`, err.keyId && `key ${err.keyId}`].filter(Boolean).join(', ');
       if (rest.includes('--json')) io.stdout.write(JSON.stringify({ error: { code: err.code, message: err.message, file: err.file, keyId: err.keyId } }, null, 2) + '\n');
       io.stderr.write(`keystonectl ${name}: refused: ${err.message}${where ? ` (${where})` : ''} [${err.code}]\n`);
+      return EXIT.BAD_INPUT;
+    }
+    if (err instanceof ArtifactError) {
+      // A bad digest or archive is untrusted input (2); a server that does not answer is a failed operation (1).
+      io.stderr.write(`keystonectl ${name}: ${err.message} [${err.code}]\n`);
+      return err.code === 'KS_ARTIFACT_FETCH_FAILED' ? EXIT.FAILED : EXIT.BAD_INPUT;
+    }
+    if (err instanceof InvalidRevisionError) {
+      io.stderr.write(`keystonectl ${name}: ${err.message}\n`);
       return EXIT.BAD_INPUT;
     }
     if (err instanceof OperationError) {
