@@ -93,7 +93,12 @@ export async function parseSecretKey(text: string, password?: Uint8Array): Promi
   const body = raw.slice(54, 158);
   if (equal(kdf, KDF_SCRYPT)) {
     if (!password) throw new TrustError('KS_KEY_PASSWORD', 'secret key is password-protected and no password was given');
-    const stream = await deriveKeyStream(password, salt, opslimit, memlimit, body.length);
+    let stream: Buffer;
+    try {
+      stream = await deriveKeyStream(password, salt, opslimit, memlimit, body.length);
+    } catch (e) {
+      throw new TrustError('KS_KEY_MALFORMED', `secret key: ${(e as Error).message}`);
+    }
     for (let i = 0; i < body.length; i++) body[i]! ^= stream[i]!;
   } else if (kdf[0] !== 0 || kdf[1] !== 0) throw new TrustError('KS_KEY_MALFORMED', 'secret key: unknown key derivation');
   const keyId = body.slice(0, 8);

@@ -25,7 +25,7 @@ export interface VerifyOptions {
 }
 
 export interface VerifiedRevision {
-  /** The signing time (seconds): the revision's serial for replay protection. */
+  /** The signing time (seconds) by which `threshold` trusted keys had signed: the revision's serial for replay protection. */
   signedAt: number;
   /** Key ids (minisign's hex) of the trusted keys whose valid signatures counted. */
   signers: string[];
@@ -68,7 +68,7 @@ export async function verifyRevision(reader: RepoReader, opts: VerifyOptions): P
 
   // 2. Count the distinct trusted keys with a valid signature; remember why the others failed.
   const { keys, threshold } = opts.keyring;
-  const valid = new Map<string, number>();
+  const valid = new Map<string, { id: string; at: number }>();
   const failures: TrustError[] = [];
   const untrusted: string[] = [];
   for (const sig of signatures) {
@@ -89,18 +89,23 @@ export async function verifyRevision(reader: RepoReader, opts: VerifyOptions): P
       failures.push(new TrustError('KS_SIGNATURE_NO_TIMESTAMP', `the trusted comment of key ${id} has no timestamp:N, so replay cannot be ruled out`, SIG_FILE, id));
       continue;
     }
-    valid.set(id, Math.max(at, valid.get(id) ?? 0));
+    // Distinct keys are distinct public keys: one key listed twice under two ids counts once.
+    const pk = Buffer.from(key.publicKey).toString('hex');
+    const prev = valid.get(pk);
+    valid.set(pk, { id, at: Math.max(at, prev?.at ?? 0) });
   }
   if (valid.size < threshold) {
     if (valid.size === 0 && failures.length > 0) throw failures[0]!;
     if (valid.size === 0)
       throw new TrustError('KS_UNTRUSTED_KEY', `${SIG_FILE} is signed only by untrusted key${untrusted.length > 1 ? 's' : ''} ${untrusted.join(', ')} (trusted: ${[...keys.keys()].join(', ')})`, SIG_FILE, untrusted[0]);
     const why = [...failures.map((f) => f.message), ...untrusted.map((u) => `key ${u} is not trusted`)];
-    throw new TrustError('KS_THRESHOLD_NOT_MET', `${valid.size} of the ${threshold} required trusted signatures (${[...valid.keys()].join(', ')})${why.length ? `; ${why.join('; ')}` : ''}`, SIG_FILE);
+    throw new TrustError('KS_THRESHOLD_NOT_MET', `${valid.size} of the ${threshold} required trusted signatures (${[...valid.values()].map((v) => v.id).join(', ')})${why.length ? `; ${why.join('; ')}` : ''}`, SIG_FILE);
   }
 
-  // 3. Replay and staleness, on the signed time.
-  const signedAt = Math.max(...valid.values());
+  // 3. Replay and staleness, on the time by which `threshold` keys had signed (the k-th latest): one
+  //    compromised key adding a fresh signature to an old k-of-n set must not make it look new.
+  const times = [...valid.values()].map((v) => v.at).sort((a, b) => b - a);
+  const signedAt = times[threshold - 1]!;
   if (opts.notBefore !== undefined && signedAt < opts.notBefore)
     throw new TrustError('KS_SIGNATURE_REPLAYED', `signed at ${iso(signedAt)}, earlier than the revision applied last (${iso(opts.notBefore)}): an old signed state is not applied again`, SIG_FILE);
   if (opts.maxAgeSeconds !== undefined && opts.now - signedAt > opts.maxAgeSeconds)
@@ -116,7 +121,7 @@ export async function verifyRevision(reader: RepoReader, opts: VerifyOptions): P
     if (sha256Hex(r.bytes) !== digest) throw new TrustError('KS_DIGEST_MISMATCH', `${path} does not match its digest in ${SUMS_FILE} (edited, or from another signed revision)`, path);
     files.set(path, r.bytes);
   }
-  return { signedAt, signers: [...valid.keys()].sort(), threshold, sumsDigest: sha256Hex(sumsBytes), sums, files };
+  return { signedAt, signers: [...valid.values()].map((v) => v.id).sort(), threshold, sumsDigest: sha256Hex(sumsBytes), sums, files };
 }
 
 /** A reader that serves only what the signature covers: a file not in SHA256SUMS is refused, not read. */

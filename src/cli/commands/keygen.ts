@@ -1,5 +1,5 @@
 // `keystonectl keygen --out PREFIX`: a minisign-compatible key pair (PREFIX.key mode 0600, PREFIX.pub).
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { formatPublicKey, formatSecretKey, generateKey, keyIdHex } from '../../trust/minisign.js';
@@ -32,9 +32,12 @@ export async function keygen(argv: string[], io: CliIo): Promise<number> {
     if (password.length === 0) password = undefined;
   }
   const key = generateKey(random(io));
-  // The secret key is created 0600 from the first byte: never world-readable, not even briefly.
-  writeFileSync(secretPath, await formatSecretKey(key, password, random(io)), { mode: 0o600, flag: values.force ? 'w' : 'wx' });
-  writeFileSync(publicPath, formatPublicKey(key), { mode: 0o644, flag: values.force ? 'w' : 'wx' });
+  const secretText = await formatSecretKey(key, password, random(io));
+  // The secret key is created 0600 from the first byte: never world-readable, not even briefly. A mode
+  // only applies when a file is created, so --force removes the old files rather than writing over them.
+  if (values.force) for (const p of [secretPath, publicPath]) rmSync(p, { force: true });
+  writeFileSync(secretPath, secretText, { mode: 0o600, flag: 'wx' });
+  writeFileSync(publicPath, formatPublicKey(key), { mode: 0o644, flag: 'wx' });
   const id = keyIdHex(key.keyId);
   if (values.json) io.stdout.write(JSON.stringify({ keyId: id, secretKey: secretPath, publicKey: publicPath, encrypted: password !== undefined }) + '\n');
   else
