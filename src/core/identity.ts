@@ -50,14 +50,20 @@ export function sameIdentity(input: IdentityInput, runningHash: string): boolean
 
 /** JSON with object keys sorted at every level, so the digest does not depend on key order. */
 export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  const obj = value as Record<string, unknown>;
-  return `{${Object.keys(obj)
-    .filter((k) => obj[k] !== undefined)
-    .sort()
-    .map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`)
-    .join(',')}}`;
+  // The native serialiser with a key-sorting replacer: several times faster than recursing by hand.
+  return JSON.stringify(value, sortKeys) ?? 'null';
+}
+
+function sortKeys(_key: string, v: unknown): unknown {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
+  const obj = v as Record<string, unknown>;
+  const keys = Object.keys(obj);
+  let sorted = true;
+  for (let i = 1; i < keys.length; i++) if (keys[i - 1]! > keys[i]!) sorted = false;
+  if (sorted) return v;
+  const out: Record<string, unknown> = {};
+  for (const k of keys.sort()) out[k] = obj[k];
+  return out;
 }
 
 function sha256(text: string): string {

@@ -2,7 +2,6 @@
 import { parseArgs } from 'node:util';
 import { actualFromDesired, diff, EMPTY_ACTUAL, type ActualState } from '../../core/diff.js';
 import { DirectoryReader } from '../../source/directory-reader.js';
-import { GitTreeReader } from '../../source/git-tree-reader.js';
 import { loadRevision } from '../../source/load-revision.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
 import { renderDiagnosticsText } from '../render/diagnostics-text.js';
@@ -51,6 +50,8 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
   let comparedText = 'the empty state (a fresh device)';
   let comparedMd = 'the empty state (a fresh device)';
   if (values.base !== undefined) {
+    // isomorphic-git costs ~100 ms to load: only when a base is asked for.
+    const { GitTreeReader } = await import('../../source/git-tree-reader.js');
     const reader = await GitTreeReader.open(root, values.base);
     const base = await loadRevision((await policy.open(reader)).reader, plan);
     const missing = !base.ok && base.diagnostics.length === 1 && base.diagnostics[0]!.code === 'KS_FILE_NOT_FOUND' && base.diagnostics[0]!.file === plan && base.diagnostics[0]!.path === '';

@@ -1,0 +1,422 @@
+// Durable state of SPEC §5 in SQLite: the applied revision and replay floor, component records with restart
+// budgets and instance refs, and the apply history. Synchronous, one statement or one transaction per call,
+// and durable when the call returns (WAL + synchronous=FULL): the agent writes here before it acts.
+import { closeSync, constants as fsConstants, fsyncSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import Sqlite from 'better-sqlite3';
+import type { ActualState } from '../core/diff.js';
+import type { DependencyType } from '../core/desired-state.js';
+import type { RestartBudget } from '../core/restart-policy.js';
+import type { InstanceRef } from '../runtime/runtime.js';
+import {
+  applyFinishSchema,
+  applyStartSchema,
+  checked,
+  COMPONENT_STATES,
+  componentSchema,
+  historyQuerySchema,
+  instanceSchema,
+  migrate,
+  rejectedSchema,
+  revisionSchema,
+  RowReader,
+  stateSchema,
+  StateStoreError,
+  timeSchema,
+  type Row,
+} from './state-schema.js';
+
+export { COMPONENT_STATES, SCHEMA_VERSION, StateStoreError, type StateStoreCode } from './state-schema.js';
+
+export const STATE_DB_FILE = 'state.db';
+/** How long a write waits for another connection's lock before it fails with SQLITE_BUSY. */
+export const BUSY_TIMEOUT_MS = 5_000;
+/** Finished apply entries kept; older ones are pruned as new ones are written (unfinished ones never are). */
+export const DEFAULT_HISTORY_RETENTION = 1_000;
+
+export type ComponentState = (typeof COMPONENT_STATES)[number];
+/** The states in which a component counts as running for the diff: it has (or is getting) a live instance. */
+export const LIVE_STATES: ReadonlySet<ComponentState> = new Set(['installing', 'starting', 'running', 'unhealthy', 'backoff']);
+
+export interface AppliedRevision {
+  id: string;
+  source: string;
+  planFile: string;
+  /** Unix seconds of the signature; undefined exactly when the revision is unsigned. */
+  signedAt?: number;
+  unsigned: boolean;
+  /** ms */
+  appliedAt: number;
+}
+
+export interface ComponentDependency {
+  component: string;
+  type: DependencyType;
+}
+
+/** One component as the agent last recorded it; `restarts` and `healthySince` are its RestartBudget. */
+export interface ComponentRecord extends RestartBudget {
+  name: string;
+  hash: string;
+  version: string;
+  runtime: 'process' | 'container';
+  /** Start order, set by the writer; ties are broken by name. */
+  position: number;
+  dependencies: ComponentDependency[];
+  /** The last instance started; its kind matches `runtime`. Only meaningful while the state is live. */
+  instance?: InstanceRef;
+  state: ComponentState;
+  /** Held back by an operator (or by the supervisor); crash-looping holds on its own. */
+  held: boolean;
+  /** Why it is in this state, e.g. "crash-looping after 10 restarts". */
+  reason?: string;
+  /** ms, when it entered this state. */
+  since: number;
+  /** The revision that last started or changed it. */
+  revision?: string;
+}
+
+/** The reconcile as the history keeps it (a core `Reconcile` may be passed: its other fields are dropped). */
+export interface ApplyReconcile {
+  stopOrder: string[];
+  startOrder: string[];
+  noTouch: string[];
+  reasons: Record<string, string>;
+}
+
+export type ApplyOutcome = 'success' | 'failure' | 'rejected';
+
+export interface ApplyFailure {
+  name: string;
+  reason: string;
+}
+
+export interface HistoryEntry {
+  id: number;
+  revision: string;
+  planFile: string;
+  /** ms */
+  startedAt: number;
+  /** Absent for a revision rejected before it was diffed. */
+  reconcile?: ApplyReconcile;
+  /** The next three are absent while the apply runs, or when the agent died during it. */
+  finishedAt?: number;
+  outcome?: ApplyOutcome;
+  summary?: string;
+  /** Empty unless components failed. */
+  failed: ApplyFailure[];
+}
+
+export interface StateStoreOptions {
+  /** ms clock for `since` and migration times; default Date.now. */
+  now?: () => number;
+  /** Finished history entries kept; default DEFAULT_HISTORY_RETENTION. */
+  historyRetention?: number;
+}
+
+export interface StateStore {
+  /** `<stateDir>/state.db` */
+  readonly path: string;
+  appliedRevision(): AppliedRevision | undefined;
+  /** Records the revision and raises the replay floor to its signedAt (never lowers it), atomically. */
+  setAppliedRevision(r: AppliedRevision): void;
+  /** The replay floor: the greatest signedAt ever applied (seconds), whatever was applied after it. */
+  lastSignedAt(): number | undefined;
+
+  /** In start order (position, then name). */
+  components(): ComponentRecord[];
+  component(name: string): ComponentRecord | undefined;
+  upsertComponent(rec: ComponentRecord): void;
+  /** False when there was no such component. */
+  removeComponent(name: string): boolean;
+  /** The diff's view of the records, in start order. */
+  actualState(): ActualState;
+
+  // The supervisor's small writes: one statement each; KS_STATE_NOT_FOUND for an unknown component.
+  /** A new instance: state `starting` since `startedAt`, reason and healthySince cleared (restarts kept). */
+  recordStart(name: string, instance: InstanceRef, startedAt: number): void;
+  /** `since` moves to now only when the state changes; the reason is replaced (cleared when omitted). */
+  recordState(name: string, state: ComponentState, reason?: string): void;
+  /** Returns the new count. */
+  recordRestart(name: string): number;
+  recordHealthy(name: string, at: number): void;
+  resetRestarts(name: string): void;
+  recordHeld(name: string, held: boolean): void;
+
+  /** Returns the apply's id. */
+  beginApply(a: { revision: string; planFile: string; startedAt: number; reconcile: ApplyReconcile }): number;
+  /** KS_STATE_NOT_FOUND when the id is unknown or already finished. */
+  finishApply(id: number, f: { finishedAt: number; outcome: ApplyOutcome; summary: string; failed?: ApplyFailure[] }): void;
+  /** A revision refused before it was applied (invalid, unsigned, replayed): one finished entry. Returns its id. */
+  recordRejected(r: { revision: string; planFile: string; at: number; reason: string }): number;
+  /** Newest first; `before` pages to entries with a smaller id. */
+  history(q: { limit: number; before?: number }): HistoryEntry[];
+  /** The newest apply without a finish: the agent died during it. Finish it, then ask again for older ones. */
+  unfinishedApply(): HistoryEntry | undefined;
+
+  /** Runs `fn` in one IMMEDIATE transaction (a savepoint when nested); `fn` must be synchronous. */
+  transaction<T>(fn: () => T): T;
+  close(): void;
+}
+
+function orNull<T>(v: T | undefined): T | null {
+  return v === undefined ? null : v;
+}
+
+// ---- opening ----
+
+/** Opens (creating and migrating as needed) the store at `<stateDir>/state.db`. */
+export function openStateStore(stateDir: string, opts: StateStoreOptions = {}): StateStore {
+  const now = opts.now ?? Date.now;
+  const retention = opts.historyRetention ?? DEFAULT_HISTORY_RETENTION;
+  if (!Number.isSafeInteger(retention) || retention < 1) throw new StateStoreError('KS_STATE_INVALID', `historyRetention must be a positive integer, got ${retention}`);
+  const file = join(stateDir, STATE_DB_FILE);
+  const created = prepareFile(stateDir, file);
+  let db: Sqlite.Database | undefined;
+  try {
+    db = new Sqlite(file, { timeout: BUSY_TIMEOUT_MS });
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    const mode = db.pragma('journal_mode = WAL', { simple: true });
+    if (mode !== 'wal') throw new StateStoreError('KS_STATE_OPEN_FAILED', `${file}: the file system refused WAL mode (journal_mode is ${String(mode)})`);
+    db.pragma('synchronous = FULL');
+    db.pragma('foreign_keys = ON');
+    migrate(db, now());
+  } catch (e) {
+    db?.close();
+    if (e instanceof StateStoreError) throw e;
+    const code = e instanceof Sqlite.SqliteError ? e.code : undefined;
+    if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT')
+      throw new StateStoreError('KS_STATE_CORRUPT', `${file}: not a usable SQLite database (${(e as Error).message}); move it aside to start from empty state`, { cause: e });
+    throw new StateStoreError('KS_STATE_OPEN_FAILED', `${file}: cannot open the state database: ${(e as Error).message}`, { cause: e });
+  }
+  // A new file's directory entry must survive a power cut too (SQLite syncs the directory for its WAL itself).
+  if (created) syncDirectory(stateDir);
+  return new SqliteStateStore(db, file, now, retention);
+}
+
+/** The directory (0700 when created) and an empty 0600 database file; true when the file is new. */
+function prepareFile(stateDir: string, file: string): boolean {
+  const failed = (e: unknown) => new StateStoreError('KS_STATE_OPEN_FAILED', `state directory ${stateDir}: ${(e as Error).message}`, { cause: e });
+  try {
+    mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+    if (!statSync(stateDir).isDirectory()) throw new Error('not a directory');
+  } catch (e) {
+    throw failed(e);
+  }
+  try {
+    // O_EXCL: the first opener creates it with our mode; SQLite gives -wal and -shm the same mode.
+    closeSync(openSync(file, fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_WRONLY, 0o600));
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw failed(e);
+  }
+}
+
+function syncDirectory(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+// ---- the store ----
+
+const COMPONENT_COLUMNS = 'name, hash, version, runtime, position, dependencies, instance, state, restarts, healthy_since, held, reason, since, revision';
+
+class SqliteStateStore implements StateStore {
+  private readonly read: RowReader;
+  private readonly s;
+
+  constructor(
+    private readonly db: Sqlite.Database,
+    readonly path: string,
+    private readonly now: () => number,
+    retention: number,
+  ) {
+    this.read = new RowReader(path);
+    const p = (sql: string) => db.prepare(sql);
+    this.s = {
+      revision: p('SELECT * FROM applied_revision WHERE slot = 1'),
+      setRevision: p(`INSERT OR REPLACE INTO applied_revision (slot, id, source, plan_file, signed_at, unsigned, applied_at)
+                      VALUES (1, @id, @source, @planFile, @signedAt, @unsigned, @appliedAt)`),
+      raiseFloor: p(`INSERT INTO replay_floor (slot, signed_at) VALUES (1, ?)
+                     ON CONFLICT (slot) DO UPDATE SET signed_at = max(signed_at, excluded.signed_at)`),
+      floor: p('SELECT signed_at FROM replay_floor WHERE slot = 1').pluck(),
+      components: p(`SELECT ${COMPONENT_COLUMNS} FROM components ORDER BY position, name`),
+      component: p(`SELECT ${COMPONENT_COLUMNS} FROM components WHERE name = ?`),
+      upsert: p(`INSERT INTO components (${COMPONENT_COLUMNS})
+                 VALUES (@name, @hash, @version, @runtime, @position, @dependencies, @instance, @state, @restarts, @healthySince, @held, @reason, @since, @revision)
+                 ON CONFLICT (name) DO UPDATE SET hash = excluded.hash, version = excluded.version, runtime = excluded.runtime,
+                   position = excluded.position, dependencies = excluded.dependencies, instance = excluded.instance, state = excluded.state,
+                   restarts = excluded.restarts, healthy_since = excluded.healthy_since, held = excluded.held, reason = excluded.reason,
+                   since = excluded.since, revision = excluded.revision`),
+      remove: p('DELETE FROM components WHERE name = ?'),
+      start: p(`UPDATE components SET instance = @instance, state = 'starting', since = @at, reason = NULL, healthy_since = NULL
+                WHERE name = @name AND runtime = @kind`),
+      state: p(`UPDATE components SET since = CASE WHEN state = @state THEN since ELSE @at END, state = @state, reason = @reason
+                WHERE name = @name`),
+      restart: p('UPDATE components SET restarts = restarts + 1 WHERE name = ? RETURNING restarts').pluck(),
+      healthy: p('UPDATE components SET healthy_since = ? WHERE name = ?'),
+      resetRestarts: p('UPDATE components SET restarts = 0 WHERE name = ?'),
+      held: p('UPDATE components SET held = ? WHERE name = ?'),
+      begin: p('INSERT INTO applies (revision, plan_file, started_at, reconcile) VALUES (?, ?, ?, ?) RETURNING id').pluck(),
+      finish: p(`UPDATE applies SET finished_at = @finishedAt, outcome = @outcome, summary = @summary, failed = @failed
+                 WHERE id = @id AND finished_at IS NULL`),
+      rejected: p(`INSERT INTO applies (revision, plan_file, started_at, finished_at, outcome, summary)
+                   VALUES (?, ?, ?, ?, 'rejected', ?) RETURNING id`).pluck(),
+      prune: p(`DELETE FROM applies WHERE finished_at IS NOT NULL
+                  AND id NOT IN (SELECT id FROM applies ORDER BY id DESC LIMIT ${retention})`),
+      history: p('SELECT * FROM applies WHERE id < ? ORDER BY id DESC LIMIT ?'),
+      unfinished: p('SELECT * FROM applies WHERE finished_at IS NULL ORDER BY id DESC LIMIT 1'),
+    };
+  }
+
+  appliedRevision(): AppliedRevision | undefined {
+    const row = this.s.revision.get() as Row | undefined;
+    return row && this.read.revision(row);
+  }
+
+  setAppliedRevision(r: AppliedRevision): void {
+    const v = checked(revisionSchema, r, 'applied revision');
+    this.transaction(() => {
+      this.s.setRevision.run({ ...v, signedAt: orNull(v.signedAt), unsigned: v.unsigned ? 1 : 0 });
+      if (v.signedAt !== undefined) this.s.raiseFloor.run(v.signedAt);
+    });
+  }
+
+  lastSignedAt(): number | undefined {
+    const v = this.s.floor.get() as unknown;
+    if (v === undefined) return undefined;
+    if (!Number.isSafeInteger(v)) throw this.read.corrupt('replay_floor row', `signed_at: expected an integer, found ${JSON.stringify(v)}`);
+    return v as number;
+  }
+
+  components(): ComponentRecord[] {
+    return (this.s.components.all() as Row[]).map((row) => this.read.component(row));
+  }
+
+  component(name: string): ComponentRecord | undefined {
+    const row = this.s.component.get(name) as Row | undefined;
+    return row && this.read.component(row);
+  }
+
+  upsertComponent(rec: ComponentRecord): void {
+    const v = checked(componentSchema, rec, `component ${JSON.stringify((rec as Partial<ComponentRecord>).name)}`);
+    this.s.upsert.run({
+      ...v,
+      dependencies: JSON.stringify(v.dependencies),
+      instance: v.instance ? JSON.stringify(v.instance) : null,
+      healthySince: orNull(v.healthySince),
+      held: v.held ? 1 : 0,
+      reason: orNull(v.reason),
+      revision: orNull(v.revision),
+    });
+  }
+
+  removeComponent(name: string): boolean {
+    return this.s.remove.run(name).changes > 0;
+  }
+
+  actualState(): ActualState {
+    return {
+      components: this.components().map((c) => ({
+        name: c.name,
+        hash: c.hash,
+        version: c.version,
+        running: LIVE_STATES.has(c.state),
+        held: c.state === 'crash-looping' || c.held,
+        dependencies: c.dependencies,
+      })),
+    };
+  }
+
+  recordStart(name: string, instance: InstanceRef, startedAt: number): void {
+    const ref = checked(instanceSchema, instance, `instance of ${JSON.stringify(name)}`);
+    checked(timeSchema, startedAt, 'startedAt');
+    const changes = this.s.start.run({ name, instance: JSON.stringify(ref), at: startedAt, kind: ref.kind }).changes;
+    if (changes === 0) {
+      const rec = this.component(name);
+      if (rec) throw new StateStoreError('KS_STATE_INVALID', `component ${JSON.stringify(name)} runs as a ${rec.runtime}, not a ${ref.kind}`);
+      this.missing(name);
+    }
+  }
+
+  recordState(name: string, state: ComponentState, reason?: string): void {
+    checked(stateSchema, state, 'state');
+    this.expectOne(name, this.s.state.run({ name, state, reason: orNull(reason), at: this.now() }).changes);
+  }
+
+  recordRestart(name: string): number {
+    const n = this.s.restart.get(name) as number | undefined;
+    if (n === undefined) this.missing(name);
+    return n;
+  }
+
+  recordHealthy(name: string, at: number): void {
+    checked(timeSchema, at, 'healthy time');
+    this.expectOne(name, this.s.healthy.run(at, name).changes);
+  }
+
+  resetRestarts(name: string): void {
+    this.expectOne(name, this.s.resetRestarts.run(name).changes);
+  }
+
+  recordHeld(name: string, held: boolean): void {
+    this.expectOne(name, this.s.held.run(held ? 1 : 0, name).changes);
+  }
+
+  beginApply(a: { revision: string; planFile: string; startedAt: number; reconcile: ApplyReconcile }): number {
+    const v = checked(applyStartSchema, a, 'apply');
+    return this.transaction(() => {
+      const id = this.s.begin.get(v.revision, v.planFile, v.startedAt, JSON.stringify(v.reconcile)) as number;
+      this.s.prune.run();
+      return id;
+    });
+  }
+
+  finishApply(id: number, f: { finishedAt: number; outcome: ApplyOutcome; summary: string; failed?: ApplyFailure[] }): void {
+    const v = checked(applyFinishSchema, f, `finish of apply ${id}`);
+    const failed = v.failed?.length ? JSON.stringify(v.failed) : null;
+    if (this.s.finish.run({ id, finishedAt: v.finishedAt, outcome: v.outcome, summary: v.summary, failed }).changes === 0)
+      throw new StateStoreError('KS_STATE_NOT_FOUND', `apply ${id} does not exist or is already finished`);
+  }
+
+  recordRejected(r: { revision: string; planFile: string; at: number; reason: string }): number {
+    const v = checked(rejectedSchema, r, 'rejected revision');
+    return this.transaction(() => {
+      const id = this.s.rejected.get(v.revision, v.planFile, v.at, v.at, v.reason) as number;
+      this.s.prune.run();
+      return id;
+    });
+  }
+
+  history(q: { limit: number; before?: number }): HistoryEntry[] {
+    const v = checked(historyQuerySchema, q, 'history query');
+    const rows = this.s.history.all(v.before ?? Number.MAX_SAFE_INTEGER, v.limit) as Row[];
+    return rows.map((row) => this.read.history(row));
+  }
+
+  unfinishedApply(): HistoryEntry | undefined {
+    const row = this.s.unfinished.get() as Row | undefined;
+    return row && this.read.history(row);
+  }
+
+  transaction<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate();
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+
+  private expectOne(name: string, changes: number): void {
+    if (changes === 0) this.missing(name);
+  }
+
+  private missing(name: string): never {
+    throw new StateStoreError('KS_STATE_NOT_FOUND', `no component ${JSON.stringify(name)} in the state store`);
+  }
+}
