@@ -1,16 +1,41 @@
-// keystone: the agent's program. The agent loop arrives with issue 4; until then it says so plainly.
-import { EXIT, type CliIo } from './io.js';
+// keystone: the agent's program. One error boundary maps failures to the exit codes of SPEC §9.
+import { EventEmitter } from 'node:events';
+import { ArtifactError } from '../artifacts/artifact-error.js';
+import { OperationError } from '../core/errors.js';
+import { TrustError } from '../trust/trust-error.js';
+import { AGENT_USAGE, agentCommand } from './commands/agent.js';
+import { EXIT, UsageError, type CliIo } from './io.js';
 
-export async function main(argv: string[], io: CliIo): Promise<number> {
-  const [name] = argv;
+/** SIGINT and SIGTERM as one 'stop' event; tests pass their own emitter. */
+function processSignals(): EventEmitter {
+  const e = new EventEmitter();
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => e.emit('stop'));
+  return e;
+}
+
+export async function main(argv: string[], io: CliIo, signals: { once(ev: 'stop', fn: () => void): void } = processSignals()): Promise<number> {
+  const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h') {
-    io.stdout.write('usage: keystone agent (--repo URL|PATH | --dir PATH) --plan PLAN --trusted-key FILE [...]\n');
+    io.stdout.write(`usage: ${AGENT_USAGE}\n`);
     return name === undefined ? EXIT.BAD_INPUT : EXIT.OK;
   }
-  if (name === 'agent') {
-    io.stderr.write('keystone agent: not available in this version yet; use `keystonectl apply-dry PLAN` to see what it would do\n');
+  if (name !== 'agent') {
+    io.stderr.write(`keystone: unknown command "${name}"\nusage: ${AGENT_USAGE}\n`);
+    return EXIT.BAD_INPUT;
+  }
+  try {
+    return await agentCommand(rest, io, signals);
+  } catch (e) {
+    const err = e as Error & { code?: string };
+    if (err instanceof UsageError || err.code?.startsWith('ERR_PARSE_ARGS')) {
+      io.stderr.write(`keystone agent: ${err.message}\nusage: ${AGENT_USAGE}\n`);
+      return EXIT.BAD_INPUT;
+    }
+    if (err instanceof TrustError || (err instanceof ArtifactError && err.code !== 'KS_ARTIFACT_FETCH_FAILED')) {
+      io.stderr.write(`keystone agent: refused: ${err.message} [${err.code}]\n`);
+      return EXIT.BAD_INPUT;
+    }
+    io.stderr.write(`keystone agent: ${err instanceof OperationError ? `${err.message} [${err.code}]` : (err.stack ?? err.message)}\n`);
     return EXIT.FAILED;
   }
-  io.stderr.write(`keystone: unknown command "${name}"\n`);
-  return EXIT.BAD_INPUT;
 }

@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseDuration } from '../core/duration.js';
+import type { TrustSetting } from '../agent/agent.js';
 import type { RepoReader } from '../source/repo-reader.js';
 import { buildKeyring } from '../trust/keyring.js';
 import { VerifiedReader, verifyRevision, type VerifiedRevision } from '../trust/verify-revision.js';
@@ -34,10 +35,27 @@ export interface TrustPolicy {
 
 /** Fails closed: no trusted key and no explicit --allow-unsigned is a usage error, not an unsigned load. */
 export function trustPolicy(values: TrustValues, io: CliIo): TrustPolicy {
+  const setting = trustSetting(values, io);
+  if (setting.unsigned) return { open: async (reader) => ({ reader, verification: { unsigned: true } }) };
+  return {
+    async open(reader) {
+      const verified = await verifyRevision(reader, {
+        keyring: setting.keyring,
+        now: Math.floor(nowMs(io) / 1000),
+        ...(setting.maxAgeSeconds !== undefined && { maxAgeSeconds: setting.maxAgeSeconds }),
+      });
+      const { files: _f, sums, ...summary } = verified;
+      return { reader: new VerifiedReader(reader, verified), verification: { unsigned: false, ...summary, files: [...sums.keys()].sort() } };
+    },
+  };
+}
+
+/** The agent's form of the same flags: a keyring to verify every revision with, or an explicit unsigned mode. */
+export function trustSetting(values: TrustValues, io: CliIo): TrustSetting {
   const keys = values['trusted-key'] ?? [];
   if (values['allow-unsigned']) {
     if (keys.length) throw new UsageError('--allow-unsigned and --trusted-key exclude each other');
-    return { open: async (reader) => ({ reader, verification: { unsigned: true } }) };
+    return { unsigned: true };
   }
   if (keys.length === 0) throw new UsageError('no trusted key: give --trusted-key FILE (repeatable), or --allow-unsigned for development');
   const threshold = values.threshold === undefined ? 1 : Number(values.threshold);
@@ -50,24 +68,15 @@ export function trustPolicy(values: TrustValues, io: CliIo): TrustPolicy {
   }
   const keyring = buildKeyring(
     keys.map((k) => {
-      const path = resolve(io.cwd, k);
-      let text: string;
       try {
-        text = readFileSync(path, 'utf8');
+        return { source: k, text: readFileSync(resolve(io.cwd, k), 'utf8') };
       } catch (e) {
         throw new UsageError(`cannot read the trusted key ${k}: ${(e as Error).message}`);
       }
-      return { source: k, text };
     }),
     threshold,
   );
-  return {
-    async open(reader) {
-      const verified = await verifyRevision(reader, { keyring, now: Math.floor(nowMs(io) / 1000), ...(maxAgeSeconds !== undefined && { maxAgeSeconds }) });
-      const { files: _f, sums, ...summary } = verified;
-      return { reader: new VerifiedReader(reader, verified), verification: { unsigned: false, ...summary, files: [...sums.keys()].sort() } };
-    },
-  };
+  return { unsigned: false, keyring, ...(maxAgeSeconds !== undefined && { maxAgeSeconds }) };
 }
 
 /** One line for people: who signed, when, or a loud warning that nobody did. */

@@ -1,0 +1,162 @@
+// The spine of SPEC §7 for one device: source → verify → load → diff → apply → record, newest revision first.
+import { mkdirSync, chmodSync } from 'node:fs';
+import { join } from 'node:path';
+import { formatDiagnostic } from '../core/errors.js';
+import type { Logger } from '../log/logger.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { ProbeResult } from '../runtime/probe.js';
+import type { DesiredComponent } from '../core/desired-state.js';
+import type { ComponentPaths } from '../runtime/runtime.js';
+import { loadRevision } from '../source/load-revision.js';
+import type { Revision } from '../source/directory-source.js';
+import type { Keyring } from '../trust/keyring.js';
+import { TrustError } from '../trust/trust-error.js';
+import { VerifiedReader, verifyRevision } from '../trust/verify-revision.js';
+import { Engine, type ApplyResult } from './engine.js';
+import { openStateStore, type StateStore } from './state-store.js';
+
+export type TrustSetting = { unsigned: true } | { unsigned: false; keyring: Keyring; maxAgeSeconds?: number };
+
+export interface AgentOptions {
+  planFile: string;
+  stateDir: string;
+  trust: TrustSetting;
+  log: Logger;
+  runtimes: Partial<Record<'process' | 'container', Runtime>>;
+  probe: (c: DesiredComponent, paths: ComponentPaths, timeoutMs: number, signal: AbortSignal) => Promise<ProbeResult>;
+  concurrency: number;
+  graceMs: number;
+  now?: () => number;
+  random?: () => number;
+}
+
+export interface Agent {
+  store: StateStore;
+  engine: Engine;
+  /** Hands a revision to the loop; a burst collapses to the newest. */
+  offer(r: Revision): void;
+  /** Resolves when no revision is pending or being applied. */
+  idle(): Promise<void>;
+  lastResult?: ApplyResult;
+  close(opts?: { stopComponents?: boolean }): Promise<void>;
+}
+
+/** Where a component lives: `<state>/components/<name>/{work,logs}`. */
+export function componentPaths(stateDir: string, name: string): ComponentPaths {
+  return { workDir: join(stateDir, 'components', name, 'work'), logDir: join(stateDir, 'components', name, 'logs') };
+}
+
+export async function startAgent(opts: AgentOptions): Promise<Agent> {
+  const now = opts.now ?? Date.now;
+  const log = opts.log.child({ module: 'agent' });
+  mkdirSync(join(opts.stateDir, 'components'), { recursive: true, mode: 0o711 });
+  const store = openStateStore(opts.stateDir, { now });
+  // Run users must reach their own work directory inside the state directory: traverse, not list.
+  chmodSync(opts.stateDir, 0o711);
+  chmodSync(join(opts.stateDir, 'components'), 0o711);
+
+  const interrupted = store.unfinishedApply();
+  if (interrupted) {
+    store.finishApply(interrupted.id, { finishedAt: now(), outcome: 'failure', summary: 'interrupted: the agent stopped during this apply' });
+    log.warn({ revision: interrupted.revision }, 'the previous apply was interrupted; reconciling again');
+  }
+
+  const runtime = (kind: 'process' | 'container'): Runtime => {
+    const r = opts.runtimes[kind];
+    if (!r) throw Object.assign(new Error(`no ${kind} runtime on this device`), { code: 'KS_RUNTIME_UNAVAILABLE' });
+    return r;
+  };
+  const engine = new Engine({
+    store,
+    runtime,
+    paths: (name) => componentPaths(opts.stateDir, name),
+    probe: opts.probe,
+    log: opts.log,
+    now,
+    random: opts.random ?? Math.random,
+    graceMs: opts.graceMs,
+    concurrency: opts.concurrency,
+  });
+  await engine.adoptAll((kind) => opts.runtimes[kind]);
+
+  let pending: Revision | undefined;
+  let running: Promise<void> | undefined;
+  const agent: Agent = {
+    store,
+    engine,
+    offer(r) {
+      if (pending) log.info({ revision: pending.id, newer: r.id }, 'superseded before it was applied');
+      pending = r;
+      if (!running) running = drain().finally(() => (running = undefined));
+    },
+    async idle() {
+      while (running) await running;
+    },
+    async close(closeOpts = {}) {
+      await agent.idle();
+      if (closeOpts.stopComponents) await engine.stopAll();
+      else await engine.detach();
+      store.close();
+    },
+  };
+
+  async function drain(): Promise<void> {
+    while (pending) {
+      const rev = pending;
+      pending = undefined;
+      try {
+        await handle(rev);
+      } catch (e) {
+        log.error({ revision: rev.id, err: e as Error }, 'revision failed unexpectedly');
+      }
+    }
+  }
+
+  async function handle(rev: Revision): Promise<void> {
+    log.info({ revision: rev.id, source: rev.source }, 'new revision');
+    let reader = rev.reader;
+    let signedAt: number | undefined;
+    const reject = (reason: string) => {
+      store.recordRejected({ revision: rev.id, planFile: opts.planFile, at: now(), reason });
+      log.error({ revision: rev.id, reason }, 'revision refused; still running the previous one');
+    };
+    if (opts.trust.unsigned) {
+      log.warn({ revision: rev.id }, 'UNSIGNED revision: signatures are not checked (--allow-unsigned, development only)');
+    } else {
+      try {
+        const v = await verifyRevision(rev.reader, {
+          keyring: opts.trust.keyring,
+          now: Math.floor(now() / 1000),
+          ...(store.lastSignedAt() !== undefined && { notBefore: store.lastSignedAt()! }),
+          ...(opts.trust.maxAgeSeconds !== undefined && { maxAgeSeconds: opts.trust.maxAgeSeconds }),
+        });
+        reader = new VerifiedReader(rev.reader, v);
+        signedAt = v.signedAt;
+        log.info({ revision: rev.id, signers: v.signers, signed_at: new Date(v.signedAt * 1000).toISOString() }, 'signature verified');
+      } catch (e) {
+        if (e instanceof TrustError) return reject(`${e.code}: ${e.message}`);
+        throw e;
+      }
+    }
+    let resolution;
+    try {
+      resolution = await loadRevision(reader, opts.planFile);
+    } catch (e) {
+      if (e instanceof TrustError) return reject(`${e.code}: ${e.message}`);
+      throw e;
+    }
+    if (!resolution.ok) {
+      for (const d of resolution.diagnostics) log.error({ revision: rev.id, code: d.code }, formatDiagnostic(d));
+      return reject(`invalid: ${resolution.diagnostics.length} error(s), first: ${formatDiagnostic(resolution.diagnostics[0]!)}`);
+    }
+    agent.lastResult = await engine.apply(resolution.state, {
+      id: rev.id,
+      source: rev.source,
+      planFile: opts.planFile,
+      unsigned: opts.trust.unsigned,
+      ...(signedAt !== undefined && { signedAt }),
+    });
+  }
+
+  return agent;
+}

@@ -1,0 +1,320 @@
+// One component's life: install, start, health-gated readiness with restarts inside the start budget, health monitoring, crash restarts.
+import type { DesiredComponent } from '../core/desired-state.js';
+import { formatDuration } from '../core/duration.js';
+import { decideRestart, HEALTHY_SPELL_MS, refreshBudget, type ExitStatus } from '../core/restart-policy.js';
+import type { Logger } from '../log/logger.js';
+import type { ProbeResult } from '../runtime/probe.js';
+import type { ComponentPaths, Instance, Runtime } from '../runtime/runtime.js';
+import { crashPoint } from './crash-point.js';
+import type { ComponentState, StateStore } from './state-store.js';
+
+export interface WorkerDeps {
+  store: StateStore;
+  /** The runtime of a kind; a kind this device lacks throws KS_RUNTIME_UNAVAILABLE. */
+  runtime: (kind: 'process' | 'container') => Runtime;
+  paths: (name: string) => ComponentPaths;
+  probe: (c: DesiredComponent, paths: ComponentPaths, timeoutMs: number, signal: AbortSignal) => Promise<ProbeResult>;
+  log: Logger;
+  now: () => number;
+  random: () => number;
+  graceMs: number;
+  /** Serialises work with the engine's other operations (the one writer). */
+  enqueue: (op: () => Promise<void>) => Promise<void>;
+  /** A crash restart became healthy again: its hard dependents must follow (SPEC §4, at run time). */
+  onRecovered: (name: string) => void;
+}
+
+export type StartOutcome = { ok: true } | { ok: false; reason: string };
+
+/** Without a health check a component is healthy once it has stayed up this long (an instant exit is a crash, not a success). */
+export const NO_CHECK_SETTLE_MS = 200;
+
+/** Start budget of SPEC §4: interval × failure_threshold, or the settle time without a check. */
+export function startBudgetMs(c: DesiredComponent): number {
+  const h = c.recipe.lifecycle.run.health;
+  return h ? h.interval * h.failure_threshold : NO_CHECK_SETTLE_MS;
+}
+
+/** A timer that an abort cuts short; it removes its listener either way, so long-lived signals do not accumulate them. */
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    if (signal?.aborted) return resolve();
+    const onAbort = () => {
+      clearTimeout(t);
+      resolve();
+    };
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+
+/**
+ * Invariants: every change of generation (start, stop, adopt) invalidates the timers, monitors and
+ * exit watchers of the previous one, so a late event never acts on an instance that is no longer
+ * current; the state store is written before the worker acts (a record says `stopping` before the
+ * signal, `starting` with the pid right after the spawn).
+ */
+export class ComponentWorker {
+  private generation = 0;
+  private instance?: Instance;
+  private monitor?: AbortController;
+  private restartTimer?: NodeJS.Timeout;
+  desired?: DesiredComponent;
+  /** The revision that last started it, for every log line about it. */
+  private revision?: string;
+
+  constructor(
+    readonly name: string,
+    private readonly deps: WorkerDeps,
+  ) {}
+
+  get pid(): number | undefined {
+    return this.instance?.ref.kind === 'process' ? this.instance.ref.pid : undefined;
+  }
+
+  private state(state: ComponentState, reason?: string, extra: Record<string, unknown> = {}): void {
+    this.deps.store.recordState(this.name, state, reason);
+    const level = state === 'crash-looping' || state === 'failed' ? 'error' : state === 'unhealthy' || state === 'backoff' ? 'warn' : 'info';
+    this.deps.log[level]({ component: this.name, state, ...(reason && { reason }), ...(this.revision && { revision: this.revision }), ...extra });
+  }
+
+  /** Install and start a new instance, and wait until it is healthy within its start budget. */
+  async start(c: DesiredComponent, position: number, revision: string): Promise<StartOutcome> {
+    const gen = this.invalidate();
+    this.desired = c;
+    this.revision = revision;
+    const { store, now } = this.deps;
+    const prev = store.component(this.name);
+    store.upsertComponent({
+      name: c.name,
+      hash: c.hash,
+      version: c.recipe.metadata.version,
+      runtime: c.recipe.lifecycle.run.type,
+      position,
+      dependencies: c.dependencies.map((d) => ({ ...d })),
+      state: 'installing',
+      // A revision that (re)starts a component gives it a fresh crash budget (SPEC §5).
+      restarts: 0,
+      held: false,
+      since: now(),
+      revision,
+      ...(prev?.instance && { instance: prev.instance }),
+    });
+    this.deps.log.info({ component: this.name, state: 'installing', revision });
+    const paths = this.deps.paths(this.name);
+    try {
+      await this.deps.runtime(c.recipe.lifecycle.run.type).install(c, paths, new AbortController().signal);
+    } catch (e) {
+      const reason = `install failed: ${(e as Error).message}`;
+      this.state('failed', reason);
+      return { ok: false, reason };
+    }
+    crashPoint('after-install');
+    if (gen !== this.generation) return { ok: false, reason: 'superseded' };
+    return this.launchUntilHealthy(gen, now() + startBudgetMs(c));
+  }
+
+  /** Starts instances until one is healthy, restarting on exit per the policy, until the deadline. */
+  private async launchUntilHealthy(gen: number, deadline: number): Promise<StartOutcome> {
+    const c = this.desired!;
+    const { store, now } = this.deps;
+    const paths = this.deps.paths(this.name);
+    for (;;) {
+      let inst: Instance;
+      try {
+        inst = await this.deps.runtime(c.recipe.lifecycle.run.type).start(c, paths);
+      } catch (e) {
+        const reason = `start failed: ${(e as Error).message}`;
+        this.state('failed', reason);
+        return { ok: false, reason };
+      }
+      crashPoint('after-spawn');
+      if (gen !== this.generation) {
+        await this.deps.runtime(inst.ref.kind).stop(inst.ref, this.deps.graceMs);
+        return { ok: false, reason: 'superseded' };
+      }
+      this.instance = inst;
+      store.recordStart(this.name, inst.ref, now());
+      crashPoint('after-start-record');
+      this.deps.log.info({ component: this.name, state: 'starting', pid: this.pid, revision: this.revision });
+      const abort = new AbortController();
+      const outcome = await Promise.race([
+        inst.exited.then((exit) => ({ kind: 'exit' as const, exit })),
+        this.waitHealthy(c, paths, deadline, abort.signal).then((ok): { kind: 'healthy' } | { kind: 'timeout' } => (ok ? { kind: 'healthy' } : { kind: 'timeout' })),
+      ]);
+      abort.abort();
+      if (gen !== this.generation) return { ok: false, reason: 'superseded' };
+      if (outcome.kind === 'healthy') {
+        store.recordHealthy(this.name, now());
+        this.state('running');
+        crashPoint('after-healthy');
+        this.supervise(gen, inst);
+        return { ok: true };
+      }
+      if (outcome.kind === 'timeout') {
+        const reason = `not healthy within its start budget of ${formatDuration(startBudgetMs(c))}`;
+        this.state('unhealthy', reason);
+        this.supervise(gen, inst);
+        return { ok: false, reason };
+      }
+      const decision = this.decide(outcome.exit);
+      if (decision.kind !== 'restart') return { ok: false, reason: decision.reason };
+      if (now() + decision.delayMs >= deadline) {
+        this.scheduleRestart(gen, decision.delayMs);
+        return { ok: false, reason: `${describeExit(outcome.exit)} and did not become healthy within its start budget of ${formatDuration(startBudgetMs(c))}` };
+      }
+      await sleep(decision.delayMs);
+      if (gen !== this.generation) return { ok: false, reason: 'superseded' };
+    }
+  }
+
+  /** Applies the restart policy to an exit, recording the outcome. */
+  private decide(exit: ExitStatus): { kind: 'restart'; delayMs: number } | { kind: 'stop'; reason: string } {
+    const { store, now, random } = this.deps;
+    const rec = store.component(this.name);
+    const policy = this.desired!.recipe.lifecycle.run.restart_policy;
+    const budget = { restarts: rec?.restarts ?? 0, ...(rec?.healthySince !== undefined && { healthySince: rec.healthySince }) };
+    // A healthy spell long enough gives the budget back in the store too, before this restart is counted.
+    if (budget.restarts > 0 && refreshBudget(budget, now()).restarts === 0) store.resetRestarts(this.name);
+    const d = decideRestart(policy, exit, budget, now(), random);
+    if (d.kind === 'restart') {
+      const n = store.recordRestart(this.name);
+      this.state('backoff', `${describeExit(exit)}; restart ${n} in ${formatDuration(d.delayMs)}`);
+      return { kind: 'restart', delayMs: d.delayMs };
+    }
+    if (d.kind === 'crash-looping') {
+      const reason = `crash-looping after ${d.restarts} restarts without a healthy spell; held until a revision changes it or an operator restarts it`;
+      store.recordHeld(this.name, true);
+      this.state('crash-looping', reason);
+      return { kind: 'stop', reason: `crash-looping after ${d.restarts} restarts` };
+    }
+    const reason = `${describeExit(exit)} (${d.why})`;
+    this.state(isCleanExit(exit) ? 'stopped' : 'failed', reason);
+    return { kind: 'stop', reason };
+  }
+
+  /** After readiness: watch for exits (crash restarts) and keep probing (running ↔ unhealthy). */
+  private supervise(gen: number, inst: Instance): void {
+    void inst.exited.then((exit) => {
+      if (gen !== this.generation) return;
+      this.monitor?.abort();
+      this.deps.log.warn({ component: this.name, code: exit.code, signal: exit.signal }, 'exited');
+      const d = this.decide(exit);
+      if (d.kind === 'restart') this.scheduleRestart(gen, d.delayMs);
+    });
+    this.monitorHealth(gen);
+  }
+
+  private scheduleRestart(gen: number, delayMs: number): void {
+    clearTimeout(this.restartTimer);
+    this.restartTimer = setTimeout(() => {
+      void this.deps.enqueue(async () => {
+        if (gen !== this.generation || !this.desired) return;
+        const outcome = await this.launchUntilHealthy(gen, this.deps.now() + startBudgetMs(this.desired));
+        if (outcome.ok) this.deps.onRecovered(this.name);
+      });
+    }, delayMs);
+  }
+
+  private monitorHealth(gen: number): void {
+    const c = this.desired;
+    const h = c?.recipe.lifecycle.run.health;
+    this.monitor?.abort();
+    const abort = new AbortController();
+    this.monitor = abort;
+    if (!c) return;
+    const { store, now } = this.deps;
+    const paths = this.deps.paths(this.name);
+    void (async () => {
+      let failures = 0;
+      for (;;) {
+        await sleep(h ? h.interval : 1000, abort.signal);
+        if (abort.signal.aborted || gen !== this.generation) return;
+        const rec = store.component(this.name);
+        if (!h) {
+          if (rec?.healthySince !== undefined && now() - rec.healthySince >= HEALTHY_SPELL_MS && rec.restarts > 0) store.resetRestarts(this.name);
+          continue;
+        }
+        const r = await this.deps.probe(c, paths, h.timeout, abort.signal);
+        if (abort.signal.aborted || gen !== this.generation) return;
+        if (r.ok) {
+          failures = 0;
+          if (rec?.state === 'unhealthy') {
+            store.recordHealthy(this.name, now());
+            this.state('running');
+          } else if (rec?.healthySince !== undefined && now() - rec.healthySince >= HEALTHY_SPELL_MS && rec.restarts > 0) store.resetRestarts(this.name);
+        } else if (++failures === h.failure_threshold && rec?.state === 'running') {
+          this.state('unhealthy', `health check failed ${failures} times: ${r.detail}`);
+        }
+      }
+    })();
+  }
+
+  /** Probes until one passes (true) or the deadline passes (false). Without a check: stays up for a moment. */
+  private async waitHealthy(c: DesiredComponent, paths: ComponentPaths, deadline: number, signal: AbortSignal): Promise<boolean> {
+    const h = c.recipe.lifecycle.run.health;
+    if (!h) {
+      await sleep(Math.max(0, deadline - this.deps.now()), signal);
+      return !signal.aborted;
+    }
+    // Probe promptly at first (a fast component should not wait a whole interval), then every interval.
+    let wait = Math.min(100, h.interval);
+    for (;;) {
+      if (signal.aborted) return false;
+      const left = deadline - this.deps.now();
+      if (left <= 0) return false;
+      const r = await this.deps.probe(c, paths, Math.min(h.timeout, left), signal);
+      if (r.ok) return true;
+      await sleep(Math.min(wait, Math.max(0, deadline - this.deps.now())), signal);
+      wait = Math.min(wait * 2, h.interval);
+    }
+  }
+
+  /** Re-attaches to an instance that survived an agent restart: no restart, supervision resumes. */
+  adopt(inst: Instance, c: DesiredComponent | undefined, revision?: string): void {
+    const gen = this.invalidate();
+    this.revision = revision;
+    this.instance = inst;
+    this.desired = c;
+    this.supervise(gen, inst);
+  }
+
+  /** A new revision with the same hash: keep the instance, take the new description (positions, deps). */
+  refresh(c: DesiredComponent): void {
+    const hadNone = this.desired === undefined;
+    this.desired = c;
+    if (hadNone && this.instance) this.monitorHealth(this.generation);
+  }
+
+  /** Stops the instance (the whole process group), recording `stopping` first. */
+  async stop(): Promise<void> {
+    this.invalidate();
+    const inst = this.instance;
+    this.instance = undefined;
+    if (!inst) return;
+    this.deps.store.recordState(this.name, 'stopping');
+    this.deps.log.info({ component: this.name, state: 'stopping', pid: inst.ref.kind === 'process' ? inst.ref.pid : undefined });
+    await this.deps.runtime(inst.ref.kind).stop(inst.ref, this.deps.graceMs);
+  }
+
+  /** Stops timers and monitors without touching the instance: the agent's own exit leaves components running. */
+  detach(): void {
+    this.invalidate();
+  }
+
+  private invalidate(): number {
+    this.monitor?.abort();
+    clearTimeout(this.restartTimer);
+    return ++this.generation;
+  }
+}
+
+function isCleanExit(exit: ExitStatus): boolean {
+  return exit.code === 0 && exit.signal === null;
+}
+
+export function describeExit(exit: ExitStatus): string {
+  return exit.signal ? `killed by ${exit.signal}` : `exited with code ${exit.code}`;
+}

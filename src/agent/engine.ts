@@ -1,0 +1,170 @@
+// The one writer: every change to what runs (a revision, a crash cascade, later the API) runs here, one at a time.
+import type { DesiredState } from '../core/desired-state.js';
+import { diff, type Reconcile } from '../core/diff.js';
+import type { Logger } from '../log/logger.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { ComponentWorker, type WorkerDeps } from './component-worker.js';
+import { crashPoint } from './crash-point.js';
+import { execute, type ExecutionResult } from './executor.js';
+
+export interface EngineDeps extends Omit<WorkerDeps, 'enqueue' | 'onRecovered' | 'log'> {
+  log: Logger;
+  concurrency: number;
+}
+
+export interface RevisionInfo {
+  id: string;
+  source: string;
+  planFile: string;
+  signedAt?: number;
+  unsigned: boolean;
+}
+
+export interface ApplyResult {
+  reconcile: Reconcile;
+  execution: ExecutionResult;
+  outcome: 'success' | 'failure';
+  summary: string;
+}
+
+export class Engine {
+  private queue: Promise<unknown> = Promise.resolve();
+  readonly workers = new Map<string, ComponentWorker>();
+  desired?: DesiredState;
+  private readonly agentLog: Logger;
+  private readonly supLog: Logger;
+
+  constructor(private readonly deps: EngineDeps) {
+    this.agentLog = deps.log.child({ module: 'agent' });
+    this.supLog = deps.log.child({ module: 'supervisor' });
+  }
+
+  /** Runs `op` after every operation queued before it; the engine's only way to change what runs. */
+  run<T>(op: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(op, op);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private worker(name: string): ComponentWorker {
+    let w = this.workers.get(name);
+    if (!w) {
+      w = new ComponentWorker(name, {
+        ...this.deps,
+        log: this.supLog,
+        enqueue: (op) => this.run(op),
+        onRecovered: (n) => void this.run(() => this.cascadeAfterRecovery(n)),
+      });
+      this.workers.set(name, w);
+    }
+    return w;
+  }
+
+  /**
+   * At agent start: re-attach to every recorded instance that is still the same process (pid and
+   * start time) and mark the rest stopped. Nothing healthy is restarted.
+   */
+  async adoptAll(runtime: (kind: 'process' | 'container') => Runtime | undefined): Promise<void> {
+    for (const rec of this.deps.store.components()) {
+      const rt = rec.instance ? runtime(rec.instance.kind) : undefined;
+      const inst = rec.instance && rt ? await rt.adopt(rec.instance) : undefined;
+      const live = rec.state === 'running' || rec.state === 'unhealthy' || rec.state === 'starting' || rec.state === 'backoff' || rec.state === 'installing';
+      if (inst && live) {
+        this.worker(rec.name).adopt(inst, undefined, rec.revision);
+        // An instance caught mid-start is up but unproven: the next reconcile treats it as not running.
+        if (rec.state !== 'running' && rec.state !== 'unhealthy') {
+          await rt!.stop(inst.ref, this.deps.graceMs);
+          this.deps.store.recordState(rec.name, 'stopped', 'the agent stopped while it was starting');
+        } else this.agentLog.info({ component: rec.name, pid: inst.ref.kind === 'process' ? inst.ref.pid : undefined }, 'adopted running instance');
+      } else if (live || rec.state === 'stopping') {
+        if (inst && rt) await rt.stop(inst.ref, this.deps.graceMs);
+        this.deps.store.recordState(rec.name, 'stopped', 'not running after the agent restarted');
+      }
+    }
+  }
+
+  /** Diff the revision against what runs and carry it out (SPEC §4). */
+  apply(desired: DesiredState, rev: RevisionInfo): Promise<ApplyResult> {
+    return this.run(async () => {
+      const { store, now } = this.deps;
+      const reconcile = diff(desired, store.actualState());
+      this.agentLog.info({ revision: rev.id, stop_order: reconcile.stopOrder, start_order: reconcile.startOrder, no_touch: reconcile.noTouch }, 'reconcile plan');
+      const historyId = store.beginApply({ revision: rev.id, planFile: rev.planFile, startedAt: now(), reconcile });
+      store.setAppliedRevision({ id: rev.id, source: rev.source, planFile: rev.planFile, unsigned: rev.unsigned, appliedAt: now(), ...(rev.signedAt !== undefined && { signedAt: rev.signedAt }) });
+      crashPoint('after-begin-apply');
+
+      // Untouched components keep their instance; they take the new description (position, dependencies).
+      desired.startOrder.forEach((name, position) => {
+        if (!reconcile.noTouch.includes(name)) return;
+        const c = desired.components.find((x) => x.name === name)!;
+        const rec = store.component(name);
+        if (rec) store.upsertComponent({ ...rec, position, dependencies: c.dependencies.map((d) => ({ ...d })) });
+        this.workers.get(name)?.refresh(c);
+        if (rec?.state === 'running' || rec?.state === 'unhealthy')
+          this.agentLog.info({ component: name, revision: rev.id }, 'reusing existing running instance (no restart)');
+      });
+
+      const removed = new Set(Object.entries(reconcile.reasonCodes).filter(([, r]) => r.kind === 'removed').map(([n]) => n));
+      const execution = await execute(
+        { stopOrder: reconcile.stopOrder, startOrder: reconcile.startOrder, removed },
+        desired,
+        { store, workers: this.workers, worker: (n) => this.worker(n), log: this.supLog, concurrency: this.deps.concurrency, revision: rev.id },
+      );
+      for (const name of removed) if (store.component(name)) store.removeComponent(name);
+      this.desired = desired;
+
+      const outcome = execution.failed.length === 0 ? 'success' : 'failure';
+      const summary =
+        outcome === 'success'
+          ? `${execution.started.length} started, ${execution.stopped.length} stopped, ${reconcile.noTouch.length} untouched`
+          : `failed: ${execution.failed.map((f) => `${f.name} (${f.reason})`).join('; ')}`;
+      crashPoint('before-finish-apply');
+      store.finishApply(historyId, { finishedAt: now(), outcome, summary, failed: execution.failed });
+      if (outcome === 'success') {
+        const all = store.components().every((c) => c.state === 'running');
+        this.supLog.info(all ? 'all components running' : 'apply finished');
+      } else this.agentLog.error({ revision: rev.id, failed: execution.failed.map((f) => f.name) }, `apply failed: ${summary}`);
+      return { reconcile, execution, outcome, summary };
+    });
+  }
+
+  /** After a crash restart is healthy again, restart its hard dependents (transitively); ordering dependents stay. */
+  private async cascadeAfterRecovery(name: string): Promise<void> {
+    const desired = this.desired;
+    if (!desired) return;
+    const dependents = new Set<string>();
+    for (const n of desired.startOrder) {
+      const c = desired.components.find((x) => x.name === n)!;
+      if (c.dependencies.some((d) => d.type === 'hard' && (d.component === name || dependents.has(d.component)))) dependents.add(n);
+    }
+    if (dependents.size === 0) return;
+    const startOrder = desired.startOrder.filter((n) => dependents.has(n));
+    this.agentLog.info({ component: name, stop_order: [...startOrder].reverse(), start_order: startOrder }, 'hard dependency restarted: restarting its hard dependents');
+    await execute({ stopOrder: [...startOrder].reverse(), startOrder, removed: new Set() }, desired, {
+      store: this.deps.store,
+      workers: this.workers,
+      worker: (n) => this.worker(n),
+      log: this.supLog,
+      concurrency: this.deps.concurrency,
+      revision: this.deps.store.appliedRevision()?.id ?? 'unknown',
+    });
+  }
+
+  /** The agent is exiting: stop supervising, leave every component running (its restart must restart nothing). */
+  async detach(): Promise<void> {
+    await this.run(async () => {
+      for (const w of this.workers.values()) w.detach();
+    });
+  }
+
+  /** Stops every component (used by --stop-on-exit for demos; never on a plain agent restart). */
+  async stopAll(): Promise<void> {
+    await this.run(async () => {
+      const order = [...this.deps.store.components()].reverse();
+      for (const rec of order) {
+        await this.workers.get(rec.name)?.stop();
+        this.deps.store.recordState(rec.name, 'stopped', 'the agent stopped everything on exit');
+      }
+    });
+  }
+}

@@ -1,0 +1,102 @@
+// `keystone agent`: follow a desired-state source and keep this device converged on it, until SIGINT/SIGTERM.
+import { availableParallelism, hostname } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { startAgent, type TrustSetting } from '../../agent/agent.js';
+import { parseDuration } from '../../core/duration.js';
+import { createLogger } from '../../log/logger.js';
+import { artifactInstaller } from '../../runtime/artifact-installer.js';
+import { ProcessRuntime } from '../../runtime/process-runtime.js';
+import { DirectorySource, type Revision } from '../../source/directory-source.js';
+import type { RepoReader } from '../../source/repo-reader.js';
+import { EXIT, UsageError, type CliIo } from '../io.js';
+import { planPathIn } from '../repository-args.js';
+import { TRUST_OPTIONS, trustSetting } from '../trust-args.js';
+
+export const AGENT_USAGE =
+  'keystone agent --dir PATH --plan PLAN (--trusted-key FILE… [--threshold K] [--max-age D] | --allow-unsigned)\n' +
+  '               [--state-dir /var/lib/keystone] [--device NAME] [--concurrency N] [--grace 10s] [--log-format pretty|json] [--stop-on-exit]';
+
+/** 2 GiB: artifacts are programs and images, not datasets. */
+const MAX_ARTIFACT_BYTES = 2 * 1024 ** 3;
+
+export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev: 'stop', fn: () => void): void }): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      dir: { type: 'string' },
+      repo: { type: 'string' },
+      plan: { type: 'string' },
+      ref: { type: 'string' },
+      'state-dir': { type: 'string', default: '/var/lib/keystone' },
+      listen: { type: 'string' },
+      device: { type: 'string' },
+      poll: { type: 'string' },
+      concurrency: { type: 'string' },
+      grace: { type: 'string', default: '10s' },
+      'log-format': { type: 'string' },
+      'stop-on-exit': { type: 'boolean', default: false },
+      settle: { type: 'string', default: '300ms' },
+      ...TRUST_OPTIONS,
+    },
+  });
+  if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
+  if (values.repo !== undefined) throw new UsageError('--repo (Git sources) is not available in this version yet: use --dir PATH');
+  if (!values.dir) throw new UsageError('--dir PATH is required');
+  if (!values.plan) throw new UsageError('--plan PLAN is required');
+  const root = resolve(io.cwd, values.dir);
+  const planFile = planPathIn(root, values.plan);
+  const stateDir = resolve(io.cwd, values['state-dir']);
+  const trust: TrustSetting = trustSetting(values, io);
+  const concurrency = values.concurrency === undefined ? availableParallelism() : Number(values.concurrency);
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency must be a whole number ≥ 1, not "${values.concurrency}"`);
+  const graceMs = parseDuration(values.grace);
+  const settleMs = parseDuration(values.settle);
+  if (graceMs === undefined || settleMs === undefined) throw new UsageError('--grace and --settle take durations such as 10s');
+  const format = values['log-format'] ?? (io.stdout.isTTY ? 'pretty' : 'json');
+  if (format !== 'pretty' && format !== 'json') throw new UsageError(`--log-format must be pretty or json, not "${format}"`);
+  const logger = createLogger({ pretty: format === 'pretty', write: (l) => io.stdout.write(l) });
+  const log = logger.child({ module: 'agent' });
+
+  // Relative artifacts are read from the revision being applied (they are pinned by digest, not listed in SHA256SUMS).
+  let artifactReader: RepoReader | undefined;
+  const processRuntime = new ProcessRuntime({
+    installArtifacts: artifactInstaller({
+      reader: () => artifactReader!,
+      cacheDir: join(stateDir, 'cache'),
+      maxBytes: MAX_ARTIFACT_BYTES,
+    }),
+  });
+  if (processRuntime.privilegeNote) log.warn(processRuntime.privilegeNote);
+  if (trust.unsigned) log.warn('running UNSIGNED (--allow-unsigned): every revision is applied without a signature check; development only');
+
+  const agent = await startAgent({
+    planFile,
+    stateDir,
+    trust,
+    log: logger,
+    runtimes: { process: processRuntime },
+    probe: async (c, paths, _timeoutMs, signal) => {
+      const bound = await processRuntime.healthProbe(c, paths);
+      return bound ? bound(signal) : { ok: true, detail: 'no health check', latencyMs: 0 };
+    },
+    concurrency,
+    graceMs,
+  });
+  const source = new DirectorySource(root, {
+    settleMs,
+    onRevision: (r: Revision) => {
+      artifactReader = r.reader;
+      agent.offer(r);
+    },
+    onError: (e) => log.error({ err: e }, 'watching the directory failed'),
+  });
+  log.info({ dir: root, plan: planFile, state_dir: stateDir, device: values.device ?? hostname(), concurrency }, 'agent started');
+  await source.start();
+  await new Promise<void>((resolveStop) => signals.once('stop', resolveStop));
+  log.info(values['stop-on-exit'] ? 'stopping: components are stopped too (--stop-on-exit)' : 'stopping: components keep running and are adopted at the next start');
+  await source.close();
+  await agent.close({ stopComponents: values['stop-on-exit'] });
+  return EXIT.OK;
+}

@@ -1,0 +1,20 @@
+// Binds the artifacts module to the runtime's injected `(component, workDir)` signature.
+import { installArtifacts, type InstallArtifactsOptions } from '../artifacts/install-artifacts.js';
+import type { DesiredComponent } from '../core/desired-state.js';
+import type { RepoReader } from '../source/repo-reader.js';
+
+/** What ProcessRuntime calls to put a component's artifacts into a directory (throws ArtifactError). */
+export type InstallArtifactsFn = (c: DesiredComponent, workDir: string) => Promise<void>;
+
+/** The artifact options that do not depend on the component; `reader` is asked per call, since revisions change. */
+export type ArtifactInstallerOptions = Omit<InstallArtifactsOptions, 'workDir' | 'recipeFile' | 'reader'> & {
+  reader: (c: DesiredComponent) => RepoReader;
+};
+
+/** An InstallArtifactsFn over `installArtifacts` (fetch through the cache, verify, unpack, all or nothing). */
+export function artifactInstaller(opts: ArtifactInstallerOptions): InstallArtifactsFn {
+  const { reader, ...rest } = opts;
+  return async (c, workDir) => {
+    await installArtifacts(c.recipe.artifacts, { ...rest, reader: reader(c), recipeFile: c.recipePath, workDir });
+  };
+}

@@ -1,0 +1,115 @@
+// Component output goes straight to files the child holds itself (O_APPEND fds, not pipes through the agent), so a
+// component outlives an agent killed with -9; the agent only rotates them, by copy-then-truncate.
+import { constants } from 'node:fs';
+import { copyFile, lstat, mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+
+export const STDOUT_LOG = 'stdout.log';
+export const STDERR_LOG = 'stderr.log';
+
+/** The two log files of a component, open for appending; `close()` once the child has its own copies. */
+export interface ComponentLogs {
+  stdoutPath: string;
+  stderrPath: string;
+  stdoutFd: number;
+  stderrFd: number;
+  close(): Promise<void>;
+}
+
+// O_NOFOLLOW: a link planted in the log directory must not redirect the (root) agent's writes.
+const APPEND_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW;
+
+/** Opens (creating) `logDir/stdout.log` and `logDir/stderr.log` with O_APPEND, to hand to a child as fds. */
+export async function openComponentLogs(logDir: string): Promise<ComponentLogs> {
+  await mkdir(logDir, { recursive: true, mode: 0o750 });
+  const stdoutPath = join(logDir, STDOUT_LOG);
+  const stderrPath = join(logDir, STDERR_LOG);
+  const out = await open(stdoutPath, APPEND_FLAGS, 0o640);
+  let err: FileHandle;
+  try {
+    err = await open(stderrPath, APPEND_FLAGS, 0o640);
+  } catch (e) {
+    await out.close();
+    throw e;
+  }
+  return {
+    stdoutPath,
+    stderrPath,
+    stdoutFd: out.fd,
+    stderrFd: err.fd,
+    close: async () => {
+      await Promise.allSettled([out.close(), err.close()]);
+    },
+  };
+}
+
+/**
+ * Rotates `path` when it is larger than `maxBytes`: `.N-1` → `.N` … `.1` → `.2`, a copy of `path` becomes `.1`,
+ * then `path` is truncated in place, so a child writing with O_APPEND simply continues at the new end. Keeps
+ * `keep` old files (0: truncate only). Output written between the copy and the truncation is lost, as with
+ * logrotate's copytruncate. Returns true when it rotated.
+ */
+export async function rotateIfLarger(path: string, maxBytes: number, keep: number): Promise<boolean> {
+  let size: number;
+  try {
+    const st = await lstat(path);
+    if (!st.isFile()) return false;
+    size = st.size;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw e;
+  }
+  if (size <= maxBytes) return false;
+  if (keep > 0) {
+    await rm(`${path}.${keep}`, { force: true });
+    for (let i = keep - 1; i >= 1; i--) {
+      try {
+        await rename(`${path}.${i}`, `${path}.${i + 1}`);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      }
+    }
+    await copyFile(path, `${path}.1`);
+  }
+  const h = await open(path, constants.O_WRONLY | constants.O_NOFOLLOW);
+  try {
+    await h.truncate(0);
+  } finally {
+    await h.close();
+  }
+  return true;
+}
+
+/** The last `n` lines of a file (without their newlines), reading backwards from the end; [] when it does not exist. */
+export async function tailLines(path: string, n: number): Promise<string[]> {
+  if (n <= 0) return [];
+  let h: FileHandle;
+  try {
+    h = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw e;
+  }
+  try {
+    const size = (await h.stat()).size;
+    const chunks: Buffer[] = [];
+    let pos = size;
+    let newlines = 0;
+    // n lines need n+1 newlines (the one ending the line before them), unless the file starts first.
+    while (pos > 0 && newlines <= n) {
+      const len = Math.min(64 * 1024, pos);
+      pos -= len;
+      const buf = Buffer.alloc(len);
+      const { bytesRead } = await h.read(buf, 0, len, pos);
+      const chunk = buf.subarray(0, bytesRead);
+      for (const b of chunk) if (b === 0x0a) newlines++;
+      chunks.unshift(chunk);
+    }
+    const lines = Buffer.concat(chunks).toString('utf8').split('\n');
+    if (lines[lines.length - 1] === '') lines.pop();
+    if (pos > 0) lines.shift(); // the first piece may be the tail of a longer line
+    return lines.slice(-n);
+  } finally {
+    await h.close();
+  }
+}

@@ -1,0 +1,269 @@
+// The process runtime (SPEC §5): components as detached process groups, dropped to the recipe's user with setpriv.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { lstat, mkdtemp, rm } from 'node:fs/promises';
+import { userInfo } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+import type { DesiredComponent } from '../core/desired-state.js';
+import { mergeTree } from '../artifacts/merge-tree.js';
+import type { ComponentPaths, ExitStatus, Instance, InstanceRef, Runtime } from './runtime.js';
+import type { InstallArtifactsFn } from './artifact-installer.js';
+import { openComponentLogs, tailLines } from './log-files.js';
+import { buildPrivileges, type AgentIdentity, type Privileges, type RunIdentity } from './privileges.js';
+import { isAlive, isSameProcess, processStartTime } from './proc-identity.js';
+import { probe, type ProbeResult } from './probe.js';
+import { stopGroup, systemClock, type PollClock } from './process-group.js';
+import { DEFAULT_PATH, resolveCommand } from './resolve-command.js';
+import { runInGroup } from './run-in-group.js';
+import { RuntimeError } from './runtime-error.js';
+import { findUser, readUserDb, type UserDb } from './user-db.js';
+import { chownTree, prepareWorkDir } from './work-dir.js';
+
+export interface ProcessRuntimeOptions {
+  /** Puts a component's artifacts into a directory (see artifactInstaller). */
+  installArtifacts: InstallArtifactsFn;
+  /** Default /usr/bin/setpriv. */
+  setprivPath?: string;
+  /** Who the agent is; default: the current process. */
+  agent?: AgentIdentity;
+  /** The user database; default: /etc/passwd and /etc/group, read on every install and start. */
+  userDb?: () => Promise<UserDb>;
+  /** LANG of components; default the agent's LANG or C.UTF-8. */
+  lang?: string;
+  clock?: PollClock;
+  /** How often an adopted instance is checked for exit. Default 200 ms. */
+  adoptPollMs?: number;
+  /** How long to wait for the kernel after SIGKILL before KS_STOP_FAILED. Default 5000 ms. */
+  killWaitMs?: number;
+}
+
+/** A health probe bound to one component: its check, timeout, work directory, user and environment. */
+export type BoundProbe = (signal: AbortSignal) => Promise<ProbeResult>;
+
+/** The identity of the current process, from its uid and the passwd database. */
+export function currentAgentIdentity(): AgentIdentity {
+  const uid = process.getuid?.() ?? 0;
+  const gid = process.getgid?.() ?? 0;
+  try {
+    const u = userInfo();
+    return { uid, gid, name: u.username, home: u.homedir || process.env.HOME || '/' };
+  } catch {
+    return { uid, gid, home: process.env.HOME ?? '/' };
+  }
+}
+
+/** Runs components as process groups: install, start, stop (whole group), adopt after an agent restart. */
+export class ProcessRuntime implements Runtime {
+  readonly kind = 'process' as const;
+  /** Set when the agent is not root, for the caller to log once: recipe users and capabilities are not applied. */
+  readonly privilegeNote: string | undefined;
+  private readonly setprivPath: string;
+  private readonly agent: AgentIdentity;
+  private readonly clock: PollClock;
+
+  constructor(private readonly opts: ProcessRuntimeOptions) {
+    this.setprivPath = opts.setprivPath ?? '/usr/bin/setpriv';
+    this.agent = opts.agent ?? currentAgentIdentity();
+    this.clock = opts.clock ?? systemClock;
+    this.privilegeNote =
+      this.agent.uid === 0
+        ? undefined
+        : `the agent is not root: components run as ${this.agent.name ?? `uid ${this.agent.uid}`} (uid ${this.agent.uid}); recipe users and capabilities are not applied, no_new_privileges is`;
+  }
+
+  /** The recipe's security table resolved on this device (throws KS_USER_UNKNOWN). */
+  async privilegesFor(c: DesiredComponent): Promise<Privileges> {
+    const db = await (this.opts.userDb ?? (() => readUserDb()))();
+    const agent = this.agent.name === undefined ? { ...this.agent, name: db.passwd.find((u) => u.uid === this.agent.uid)?.name } : this.agent;
+    const p = buildPrivileges(c.recipe.lifecycle.run.security, agent, db);
+    // A passwd entry's home wins over the process environment for the agent's own user too.
+    if (!p.switchesUser && agent.name !== undefined) {
+      const home = findUser(db, agent.name)?.home;
+      if (home) p.identity.home = home;
+    }
+    return p;
+  }
+
+  /** The component's environment: a minimal base (PATH, HOME of the run user, LANG), then the recipe's env. */
+  environmentFor(c: DesiredComponent, identity: RunIdentity): Record<string, string> {
+    return {
+      PATH: DEFAULT_PATH,
+      HOME: identity.home,
+      LANG: this.opts.lang ?? process.env.LANG ?? 'C.UTF-8',
+      ...(c.recipe.lifecycle.run.exec?.env ?? {}),
+    };
+  }
+
+  /** `[setpriv, …options, '--']`: what every component command (run, install, cmd: probe) is prefixed with. */
+  privilegesArgv(p: Privileges): string[] {
+    return [this.setprivPath, ...p.setprivArgs, '--'];
+  }
+
+  /**
+   * Artifacts into the work directory (created, owned by the run user), then the install script by `sh -c` in
+   * it as the run user, output appended to the component's logs, the whole group killed at the recipe's timeout.
+   * Throws ArtifactError from the artifacts, or KS_INSTALL_FAILED / KS_INSTALL_TIMEOUT / KS_INSTALL_ABORTED / KS_USER_UNKNOWN.
+   */
+  async install(c: DesiredComponent, paths: ComponentPaths, signal: AbortSignal): Promise<void> {
+    this.assertProcess(c);
+    const priv = await this.privilegesFor(c);
+    const owner = priv.switchesUser ? { uid: priv.identity.uid, gid: priv.identity.gid } : undefined;
+    await prepareWorkDir(paths.workDir, owner);
+    if (signal.aborted) throw aborted(c);
+    if (c.recipe.artifacts.length) await this.installArtifactsAs(c, paths.workDir, owner);
+    const script = c.recipe.lifecycle.install;
+    if (!script) return;
+    if (signal.aborted) throw aborted(c);
+    const logs = await openComponentLogs(paths.logDir);
+    let r;
+    try {
+      r = await runInGroup([...this.privilegesArgv(priv), '/bin/sh', '-c', script.script], {
+        cwd: paths.workDir,
+        env: this.environmentFor(c, priv.identity),
+        stdout: logs.stdoutFd,
+        stderr: logs.stderrFd,
+        timeoutMs: script.timeout,
+        signal,
+        clock: this.clock,
+      });
+    } finally {
+      await logs.close();
+    }
+    if (r.spawnError)
+      throw new RuntimeError('KS_INSTALL_FAILED', `install script of ${c.name} could not start: ${r.spawnError.message}`, { component: c.name }, { cause: r.spawnError });
+    if (r.timedOut)
+      throw new RuntimeError('KS_INSTALL_TIMEOUT', `install script of ${c.name} did not finish within ${script.timeout} ms and was killed`, {
+        component: c.name,
+        timeoutMs: script.timeout,
+      });
+    if (r.aborted) throw aborted(c);
+    if (r.code !== 0) {
+      const last = (await tailLines(logs.stderrPath, 3)).join(' | ');
+      const how = r.code !== null ? `exited with ${r.code}` : `was killed by ${r.signal}`;
+      throw new RuntimeError('KS_INSTALL_FAILED', `install script of ${c.name} ${how}${last ? `: ${last}` : ''}`, {
+        component: c.name,
+        exitCode: r.code,
+        signal: r.signal,
+      });
+    }
+  }
+
+  /**
+   * Spawns `setpriv … -- command args` detached (its own session and process group) in the work directory,
+   * stdout/stderr appended to the log files by the child itself. Throws KS_START_FAILED (or KS_USER_UNKNOWN).
+   */
+  async start(c: DesiredComponent, paths: ComponentPaths): Promise<Instance> {
+    this.assertProcess(c);
+    const exec = c.recipe.lifecycle.run.exec;
+    if (!exec) throw new RuntimeError('KS_START_FAILED', `${c.name} has no [lifecycle.run.exec] command`, { component: c.name });
+    const priv = await this.privilegesFor(c);
+    await prepareWorkDir(paths.workDir, priv.switchesUser ? { uid: priv.identity.uid, gid: priv.identity.gid } : undefined);
+    const env = this.environmentFor(c, priv.identity);
+    const resolved = await resolveCommand(exec.command, { cwd: paths.workDir, pathVar: env.PATH, identity: priv.identity });
+    if (!resolved.ok) throw new RuntimeError('KS_START_FAILED', `cannot start ${c.name}: ${resolved.reason}`, { component: c.name, command: exec.command });
+    // A relative command (./influxd) stays relative: exec resolves it against the cwd, which needs no search
+    // permission on the work directory's parents for the run user.
+    const file = exec.command.includes('/') ? exec.command : resolved.path;
+    const logs = await openComponentLogs(paths.logDir);
+    let child: ChildProcess;
+    try {
+      child = spawn(this.setprivPath, [...priv.setprivArgs, '--', file, ...exec.args], {
+        cwd: paths.workDir,
+        env,
+        stdio: ['ignore', logs.stdoutFd, logs.stderrFd],
+        detached: true,
+      });
+    } catch (e) {
+      await logs.close();
+      throw new RuntimeError('KS_START_FAILED', `cannot start ${c.name}: ${(e as Error).message}`, { component: c.name, command: exec.command }, { cause: e });
+    }
+    // Listen before the first await: a spawn failure is emitted on the next tick.
+    const spawnError = new Promise<Error>((r) => child.once('error', r));
+    child.on('error', () => {}); // later errors (a failed kill) are not crashes of the agent
+    const exited = new Promise<ExitStatus>((r) => child.once('exit', (code, sig) => r({ code, signal: sig })));
+    const pid = child.pid;
+    // Read before the event loop can reap the child: until then /proc/<pid> exists even if it has exited.
+    const startTime = pid === undefined ? undefined : processStartTime(pid);
+    child.unref(); // the agent may exit (or be killed) while its components run on
+    await logs.close(); // the child has its own copies of the descriptors now
+    if (pid === undefined) {
+      const err = await spawnError;
+      throw new RuntimeError('KS_START_FAILED', `cannot start ${c.name}: ${err.message}`, { component: c.name, command: exec.command }, { cause: err });
+    }
+    if (startTime === undefined) throw new RuntimeError('KS_START_FAILED', `${c.name} (pid ${pid}) vanished before it could be identified`, { component: c.name, pid });
+    return { ref: { kind: 'process', pid, startTime }, exited };
+  }
+
+  /**
+   * SIGTERM to the process group, SIGKILL after `graceMs`; resolves once every member is gone (grandchildren
+   * included). A ref whose pid now belongs to another process is already stopped. Throws KS_STOP_FAILED.
+   */
+  async stop(ref: InstanceRef, graceMs: number): Promise<void> {
+    if (ref.kind !== 'process') throw new RuntimeError('KS_WRONG_RUNTIME', `the process runtime cannot stop a ${ref.kind}`);
+    const r = await stopGroup(ref.pid, ref.startTime, graceMs, { clock: this.clock, killWaitMs: this.opts.killWaitMs });
+    if (!r.gone) throw new RuntimeError('KS_STOP_FAILED', `process group ${ref.pid} did not disappear after SIGKILL`, { pid: ref.pid });
+  }
+
+  /** Re-attaches to a process started before an agent restart: only when pid AND start time match and it is alive. */
+  async adopt(ref: InstanceRef): Promise<Instance | undefined> {
+    if (ref.kind !== 'process') return undefined;
+    if (!isSameProcess(ref.pid, ref.startTime) || !isAlive(ref.pid)) return undefined;
+    const pollMs = this.opts.adoptPollMs ?? 200;
+    // Not our child any more: its exit status is unknowable, so exit is noticed by polling /proc.
+    const exited = new Promise<ExitStatus>((resolve) => {
+      const timer = setInterval(() => {
+        if (isSameProcess(ref.pid, ref.startTime) && isAlive(ref.pid)) return;
+        clearInterval(timer);
+        resolve({ code: null, signal: null });
+      }, pollMs);
+      timer.unref();
+    });
+    return { ref, exited };
+  }
+
+  /** The component's health check as a probe (undefined when the recipe has none: running is healthy). */
+  async healthProbe(c: DesiredComponent, paths: ComponentPaths): Promise<BoundProbe | undefined> {
+    const health = c.recipe.lifecycle.run.health;
+    if (!health) return undefined;
+    const priv = await this.privilegesFor(c);
+    const privilegesArgv = this.privilegesArgv(priv);
+    const env = this.environmentFor(c, priv.identity);
+    return (signal) => probe(health.check, { timeoutMs: health.timeout, cwd: paths.workDir, privilegesArgv, env, signal });
+  }
+
+  private assertProcess(c: DesiredComponent): void {
+    if (c.recipe.lifecycle.run.type !== 'process')
+      throw new RuntimeError('KS_WRONG_RUNTIME', `${c.name} runs a ${c.recipe.lifecycle.run.type}, not a process`, { component: c.name });
+  }
+
+  /**
+   * As root with another run user, artifacts are installed into a private staging directory (0700, the
+   * agent's), given to the run user there, and only then merged into the work directory: chowning inside the
+   * user-writable work directory itself could be redirected by a planted link.
+   */
+  private async installArtifactsAs(c: DesiredComponent, workDir: string, owner: { uid: number; gid: number } | undefined): Promise<void> {
+    if (!owner) return this.opts.installArtifacts(c, workDir);
+    const stage = await mkdtemp(join(dirname(workDir), `.${basename(workDir)}.artifacts-`));
+    try {
+      const tree = join(stage, 'tree');
+      await this.opts.installArtifacts(c, tree);
+      if (!(await exists(tree))) return;
+      await chownTree(tree, owner.uid, owner.gid);
+      await mergeTree(tree, workDir);
+    } finally {
+      await rm(stage, { recursive: true, force: true });
+    }
+  }
+}
+
+function aborted(c: DesiredComponent): RuntimeError {
+  return new RuntimeError('KS_INSTALL_ABORTED', `install of ${c.name} was aborted`, { component: c.name });
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await lstat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,42 @@
+// Runtime failures with stable codes: the executor and supervisor branch on `code`, never on message text.
+
+/** Every code the process runtime throws. Stable: reports, the CLI and tests depend on them. */
+export type RuntimeCode =
+  | 'KS_INSTALL_FAILED'
+  | 'KS_INSTALL_TIMEOUT'
+  | 'KS_INSTALL_ABORTED'
+  | 'KS_START_FAILED'
+  | 'KS_STOP_FAILED'
+  | 'KS_USER_UNKNOWN'
+  | 'KS_WORK_DIR_INVALID'
+  | 'KS_WRONG_RUNTIME';
+
+/** What a RuntimeError knows beyond its message; fields are set only where they mean something. */
+export interface RuntimeErrorData {
+  component?: string;
+  exitCode?: number | null;
+  signal?: string | null;
+  timeoutMs?: number;
+  user?: string;
+  command?: string;
+  pid?: number;
+  path?: string;
+}
+
+/** Thrown by the process runtime: callers branch on `code` and read `data`. */
+export class RuntimeError extends Error {
+  override readonly name = 'RuntimeError';
+  constructor(
+    readonly code: RuntimeCode,
+    message: string,
+    readonly data: RuntimeErrorData = {},
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** Narrowing helper for catch blocks and tests: `isRuntimeError(e, 'KS_START_FAILED')`. */
+export function isRuntimeError(e: unknown, code?: RuntimeCode): e is RuntimeError {
+  return e instanceof RuntimeError && (code === undefined || e.code === code);
+}
