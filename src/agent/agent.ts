@@ -2,6 +2,7 @@
 import { mkdirSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatDiagnostic } from '../core/errors.js';
+import { DEFAULT_RESTART_LIMITS, type RestartLimits } from '../core/restart-policy.js';
 import type { Logger } from '../log/logger.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { ProbeResult } from '../runtime/probe.js';
@@ -26,6 +27,7 @@ export interface AgentOptions {
   probe: (c: DesiredComponent, paths: ComponentPaths, timeoutMs: number, signal: AbortSignal) => Promise<ProbeResult>;
   concurrency: number;
   graceMs: number;
+  restartLimits?: RestartLimits;
   now?: () => number;
   random?: () => number;
 }
@@ -75,6 +77,7 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
     now,
     random: opts.random ?? Math.random,
     graceMs: opts.graceMs,
+    restartLimits: opts.restartLimits ?? DEFAULT_RESTART_LIMITS,
     concurrency: opts.concurrency,
   });
   await engine.adoptAll((kind) => opts.runtimes[kind]);

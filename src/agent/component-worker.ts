@@ -1,7 +1,7 @@
 // One component's life: install, start, health-gated readiness with restarts inside the start budget, health monitoring, crash restarts.
 import type { DesiredComponent } from '../core/desired-state.js';
 import { formatDuration } from '../core/duration.js';
-import { decideRestart, HEALTHY_SPELL_MS, refreshBudget, type ExitStatus } from '../core/restart-policy.js';
+import { decideRestart, refreshBudget, type ExitStatus, type RestartLimits } from '../core/restart-policy.js';
 import type { Logger } from '../log/logger.js';
 import type { ProbeResult } from '../runtime/probe.js';
 import type { ComponentPaths, Instance, Runtime } from '../runtime/runtime.js';
@@ -18,6 +18,7 @@ export interface WorkerDeps {
   now: () => number;
   random: () => number;
   graceMs: number;
+  restartLimits: RestartLimits;
   /** Serialises work with the engine's other operations (the one writer). */
   enqueue: (op: () => Promise<void>) => Promise<void>;
   /** A crash restart became healthy again: its hard dependents must follow (SPEC §4, at run time). */
@@ -177,8 +178,9 @@ export class ComponentWorker {
     const policy = this.desired!.recipe.lifecycle.run.restart_policy;
     const budget = { restarts: rec?.restarts ?? 0, ...(rec?.healthySince !== undefined && { healthySince: rec.healthySince }) };
     // A healthy spell long enough gives the budget back in the store too, before this restart is counted.
-    if (budget.restarts > 0 && refreshBudget(budget, now()).restarts === 0) store.resetRestarts(this.name);
-    const d = decideRestart(policy, exit, budget, now(), random);
+    const limits = this.deps.restartLimits;
+    if (budget.restarts > 0 && refreshBudget(budget, now(), limits).restarts === 0) store.resetRestarts(this.name);
+    const d = decideRestart(policy, exit, budget, now(), random, limits);
     if (d.kind === 'restart') {
       const n = store.recordRestart(this.name);
       this.state('backoff', `${describeExit(exit)}; restart ${n} in ${formatDuration(d.delayMs)}`);
@@ -234,7 +236,7 @@ export class ComponentWorker {
         if (abort.signal.aborted || gen !== this.generation) return;
         const rec = store.component(this.name);
         if (!h) {
-          if (rec?.healthySince !== undefined && now() - rec.healthySince >= HEALTHY_SPELL_MS && rec.restarts > 0) store.resetRestarts(this.name);
+          if (rec?.healthySince !== undefined && now() - rec.healthySince >= this.deps.restartLimits.healthySpellMs && rec.restarts > 0) store.resetRestarts(this.name);
           continue;
         }
         const r = await this.deps.probe(c, paths, h.timeout, abort.signal);
@@ -244,7 +246,7 @@ export class ComponentWorker {
           if (rec?.state === 'unhealthy') {
             store.recordHealthy(this.name, now());
             this.state('running');
-          } else if (rec?.healthySince !== undefined && now() - rec.healthySince >= HEALTHY_SPELL_MS && rec.restarts > 0) store.resetRestarts(this.name);
+          } else if (rec?.healthySince !== undefined && now() - rec.healthySince >= this.deps.restartLimits.healthySpellMs && rec.restarts > 0) store.resetRestarts(this.name);
         } else if (++failures === h.failure_threshold && rec?.state === 'running') {
           this.state('unhealthy', `health check failed ${failures} times: ${r.detail}`);
         }

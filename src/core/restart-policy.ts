@@ -20,6 +20,21 @@ export interface ExitStatus {
   signal: string | null;
 }
 
+/** The numbers of SPEC §5; a device may tune them (tests shorten the backoff so a crash loop takes seconds). */
+export interface RestartLimits {
+  firstRestartMs: number;
+  maxBackoffMs: number;
+  crashLoopLimit: number;
+  healthySpellMs: number;
+}
+
+export const DEFAULT_RESTART_LIMITS: RestartLimits = {
+  firstRestartMs: FIRST_RESTART_MS,
+  maxBackoffMs: MAX_BACKOFF_MS,
+  crashLoopLimit: CRASH_LOOP_LIMIT,
+  healthySpellMs: HEALTHY_SPELL_MS,
+};
+
 export type RestartDecision =
   | { kind: 'restart'; delayMs: number; attempt: number }
   | { kind: 'crash-looping'; restarts: number }
@@ -34,24 +49,31 @@ export function isFailure(exit: ExitStatus): boolean {
  * The delay before restart number `attempt` (1-based): the first is immediate (about 100 ms), then
  * exponential with ±20 % jitter, capped at 60 s. `random` returns [0, 1).
  */
-export function backoffDelay(attempt: number, random: () => number): number {
-  if (attempt <= 1) return FIRST_RESTART_MS;
-  const base = Math.min(MAX_BACKOFF_MS, FIRST_RESTART_MS * 2 ** (attempt - 1));
-  return Math.min(MAX_BACKOFF_MS, Math.round(base * (0.8 + 0.4 * random())));
+export function backoffDelay(attempt: number, random: () => number, limits: RestartLimits = DEFAULT_RESTART_LIMITS): number {
+  if (attempt <= 1) return limits.firstRestartMs;
+  const base = Math.min(limits.maxBackoffMs, limits.firstRestartMs * 2 ** (attempt - 1));
+  return Math.min(limits.maxBackoffMs, Math.round(base * (0.8 + 0.4 * random())));
 }
 
 /** The budget after a healthy spell: ten healthy minutes give every restart back. */
-export function refreshBudget(budget: RestartBudget, now: number): RestartBudget {
-  if (budget.healthySince !== undefined && now - budget.healthySince >= HEALTHY_SPELL_MS) return { ...budget, restarts: 0 };
+export function refreshBudget(budget: RestartBudget, now: number, limits: RestartLimits = DEFAULT_RESTART_LIMITS): RestartBudget {
+  if (budget.healthySince !== undefined && now - budget.healthySince >= limits.healthySpellMs) return { ...budget, restarts: 0 };
   return budget;
 }
 
 /** Decides what follows an exit the agent did not ask for. */
-export function decideRestart(policy: RestartPolicy, exit: ExitStatus, budget: RestartBudget, now: number, random: () => number): RestartDecision {
+export function decideRestart(
+  policy: RestartPolicy,
+  exit: ExitStatus,
+  budget: RestartBudget,
+  now: number,
+  random: () => number,
+  limits: RestartLimits = DEFAULT_RESTART_LIMITS,
+): RestartDecision {
   if (policy === 'never') return { kind: 'stay-stopped', why: 'restart_policy is "never"' };
   if (policy === 'on-failure' && !isFailure(exit)) return { kind: 'stay-stopped', why: 'exited 0 and restart_policy is "on-failure"' };
-  const { restarts } = refreshBudget(budget, now);
-  if (restarts >= CRASH_LOOP_LIMIT) return { kind: 'crash-looping', restarts };
+  const { restarts } = refreshBudget(budget, now, limits);
+  if (restarts >= limits.crashLoopLimit) return { kind: 'crash-looping', restarts };
   const attempt = restarts + 1;
-  return { kind: 'restart', delayMs: backoffDelay(attempt, random), attempt };
+  return { kind: 'restart', delayMs: backoffDelay(attempt, random, limits), attempt };
 }

@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startAgent, type TrustSetting } from '../../agent/agent.js';
 import { parseDuration } from '../../core/duration.js';
+import { DEFAULT_RESTART_LIMITS } from '../../core/restart-policy.js';
 import { createLogger } from '../../log/logger.js';
 import { artifactInstaller } from '../../runtime/artifact-installer.js';
 import { ProcessRuntime } from '../../runtime/process-runtime.js';
@@ -15,7 +16,8 @@ import { TRUST_OPTIONS, trustSetting } from '../trust-args.js';
 
 export const AGENT_USAGE =
   'keystone agent --dir PATH --plan PLAN (--trusted-key FILE… [--threshold K] [--max-age D] | --allow-unsigned)\n' +
-  '               [--state-dir /var/lib/keystone] [--device NAME] [--concurrency N] [--grace 10s] [--log-format pretty|json] [--stop-on-exit]';
+  '               [--state-dir /var/lib/keystone] [--device NAME] [--concurrency N] [--grace 10s] [--log-format pretty|json] [--stop-on-exit]\n' +
+  '               [--max-backoff 60s] [--crash-loop-limit 10] [--healthy-spell 10m] [--settle 300ms]';
 
 /** 2 GiB: artifacts are programs and images, not datasets. */
 const MAX_ARTIFACT_BYTES = 2 * 1024 ** 3;
@@ -38,6 +40,9 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
       'log-format': { type: 'string' },
       'stop-on-exit': { type: 'boolean', default: false },
       settle: { type: 'string', default: '300ms' },
+      'max-backoff': { type: 'string', default: '60s' },
+      'crash-loop-limit': { type: 'string', default: '10' },
+      'healthy-spell': { type: 'string', default: '10m' },
       ...TRUST_OPTIONS,
     },
   });
@@ -54,6 +59,12 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   const graceMs = parseDuration(values.grace);
   const settleMs = parseDuration(values.settle);
   if (graceMs === undefined || settleMs === undefined) throw new UsageError('--grace and --settle take durations such as 10s');
+  const maxBackoffMs = parseDuration(values['max-backoff']);
+  const healthySpellMs = parseDuration(values['healthy-spell']);
+  const crashLoopLimit = Number(values['crash-loop-limit']);
+  if (maxBackoffMs === undefined || healthySpellMs === undefined || !Number.isInteger(crashLoopLimit) || crashLoopLimit < 1)
+    throw new UsageError('--max-backoff and --healthy-spell take durations, --crash-loop-limit a whole number ≥ 1');
+  const restartLimits = { ...DEFAULT_RESTART_LIMITS, maxBackoffMs, healthySpellMs, crashLoopLimit };
   const format = values['log-format'] ?? (io.stdout.isTTY ? 'pretty' : 'json');
   if (format !== 'pretty' && format !== 'json') throw new UsageError(`--log-format must be pretty or json, not "${format}"`);
   const logger = createLogger({ pretty: format === 'pretty', write: (l) => io.stdout.write(l) });
@@ -83,6 +94,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
     },
     concurrency,
     graceMs,
+    restartLimits,
   });
   const source = new DirectorySource(root, {
     settleMs,
