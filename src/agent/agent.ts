@@ -28,6 +28,8 @@ export interface AgentOptions {
   concurrency: number;
   graceMs: number;
   restartLimits?: RestartLimits;
+  /** The mark the process runtime puts on components (see orphan-sweep.ts); enables the orphan sweep. */
+  ownerTag?: string;
   now?: () => number;
   random?: () => number;
 }
@@ -80,7 +82,7 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
     restartLimits: opts.restartLimits ?? DEFAULT_RESTART_LIMITS,
     concurrency: opts.concurrency,
   });
-  await engine.adoptAll((kind) => opts.runtimes[kind]);
+  await engine.adoptAll((kind) => opts.runtimes[kind], opts.ownerTag);
 
   let pending: Revision | undefined;
   let running: Promise<void> | undefined;

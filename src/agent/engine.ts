@@ -6,6 +6,7 @@ import type { Runtime } from '../runtime/runtime.js';
 import { ComponentWorker, type WorkerDeps } from './component-worker.js';
 import { crashPoint } from './crash-point.js';
 import { execute, type ExecutionResult } from './executor.js';
+import { sweepOrphans } from './orphan-sweep.js';
 
 export interface EngineDeps extends Omit<WorkerDeps, 'enqueue' | 'onRecovered' | 'log'> {
   log: Logger;
@@ -64,7 +65,15 @@ export class Engine {
    * At agent start: re-attach to every recorded instance that is still the same process (pid and
    * start time) and mark the rest stopped. Nothing healthy is restarted.
    */
-  async adoptAll(runtime: (kind: 'process' | 'container') => Runtime | undefined): Promise<void> {
+  async adoptAll(runtime: (kind: 'process' | 'container') => Runtime | undefined, ownerTag?: string): Promise<void> {
+    // First the processes no record accounts for (spawned just before a crash): they are ours, and unknown.
+    if (ownerTag !== undefined) {
+      const recorded = this.deps.store
+        .components()
+        .flatMap((r) => (r.instance?.kind === 'process' ? [{ pid: r.instance.pid, startTime: r.instance.startTime }] : []));
+      for (const o of await sweepOrphans(ownerTag, recorded))
+        this.agentLog.warn({ component: o.component, pid: o.pid }, 'removed an unrecorded process this agent started before it stopped');
+    }
     for (const rec of this.deps.store.components()) {
       const rt = rec.instance ? runtime(rec.instance.kind) : undefined;
       const inst = rec.instance && rt ? await rt.adopt(rec.instance) : undefined;

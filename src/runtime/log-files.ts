@@ -113,3 +113,13 @@ export async function tailLines(path: string, n: number): Promise<string[]> {
     await h.close();
   }
 }
+
+/** Rotates both logs of a component (for the agent's periodic pass); returns the paths it rotated. */
+export async function rotateComponentLogs(logDir: string, maxBytes: number, keep: number): Promise<string[]> {
+  const rotated: string[] = [];
+  for (const name of [STDOUT_LOG, STDERR_LOG]) {
+    const path = join(logDir, name);
+    if (await rotateIfLarger(path, maxBytes, keep)) rotated.push(path);
+  }
+  return rotated;
+}

@@ -45,13 +45,18 @@ function trySignal(target: number, signal: NodeJS.Signals): void {
   }
 }
 
-/** Polls `done` every `pollMs` until it holds (true) or `deadline` (on `clock`) passes (false). */
-export async function pollUntil(done: () => boolean, deadline: number, clock: PollClock = systemClock, pollMs = 25): Promise<boolean> {
+/**
+ * Polls `done` until it holds (true) or `deadline` (on `clock`) passes (false). The first checks are quick
+ * (`pollMs`), later ones back off to `maxPollMs`: a long grace period must not rescan /proc 40 times a second.
+ */
+export async function pollUntil(done: () => boolean, deadline: number, clock: PollClock = systemClock, pollMs = 10, maxPollMs = 200): Promise<boolean> {
+  let delay = pollMs;
   for (;;) {
     if (done()) return true;
     const left = deadline - clock.now();
     if (left <= 0) return false;
-    await new Promise((r) => setTimeout(r, Math.min(pollMs, left)));
+    await new Promise((r) => setTimeout(r, Math.min(delay, left)));
+    delay = Math.min(maxPollMs, delay * 1.5);
   }
 }
 

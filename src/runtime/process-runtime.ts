@@ -34,7 +34,16 @@ export interface ProcessRuntimeOptions {
   adoptPollMs?: number;
   /** How long to wait for the kernel after SIGKILL before KS_STOP_FAILED. Default 5000 ms. */
   killWaitMs?: number;
+  /**
+   * Marks every component process (KEYSTONE_OWNER in its environment) so that an agent that died
+   * between a spawn and its record can find and remove what it owns, and nothing else.
+   */
+  ownerTag?: string;
 }
+
+/** The environment variables that mark a process as a component of one agent (see ownerTag). */
+export const OWNER_ENV = 'KEYSTONE_OWNER';
+export const COMPONENT_ENV = 'KEYSTONE_COMPONENT';
 
 /** A health probe bound to one component: its check, timeout, work directory, user and environment. */
 export type BoundProbe = (signal: AbortSignal) => Promise<ProbeResult>;
@@ -90,6 +99,7 @@ export class ProcessRuntime implements Runtime {
       HOME: identity.home,
       LANG: this.opts.lang ?? process.env.LANG ?? 'C.UTF-8',
       ...(c.recipe.lifecycle.run.exec?.env ?? {}),
+      ...(this.opts.ownerTag !== undefined && { [OWNER_ENV]: this.opts.ownerTag, [COMPONENT_ENV]: c.name }),
     };
   }
 

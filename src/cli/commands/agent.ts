@@ -3,6 +3,7 @@ import { availableParallelism, hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startAgent, type TrustSetting } from '../../agent/agent.js';
+import { ownerTag } from '../../agent/orphan-sweep.js';
 import { parseDuration } from '../../core/duration.js';
 import { DEFAULT_RESTART_LIMITS } from '../../core/restart-policy.js';
 import { createLogger } from '../../log/logger.js';
@@ -72,7 +73,9 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
 
   // Relative artifacts are read from the revision being applied (they are pinned by digest, not listed in SHA256SUMS).
   let artifactReader: RepoReader | undefined;
+  const tag = ownerTag(stateDir);
   const processRuntime = new ProcessRuntime({
+    ownerTag: tag,
     installArtifacts: artifactInstaller({
       reader: () => artifactReader!,
       cacheDir: join(stateDir, 'cache'),
@@ -95,6 +98,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
     concurrency,
     graceMs,
     restartLimits,
+    ownerTag: tag,
   });
   const source = new DirectorySource(root, {
     settleMs,
