@@ -8,6 +8,7 @@ import type { Runtime } from '../runtime/runtime.js';
 import type { ProbeResult } from '../runtime/probe.js';
 import type { DesiredComponent } from '../core/desired-state.js';
 import type { ComponentPaths } from '../runtime/runtime.js';
+import { rotateComponentLogs } from '../runtime/log-files.js';
 import { loadRevision } from '../source/load-revision.js';
 import type { Revision } from '../source/directory-source.js';
 import type { Keyring } from '../trust/keyring.js';
@@ -28,6 +29,11 @@ export interface AgentOptions {
   concurrency: number;
   graceMs: number;
   restartLimits?: RestartLimits;
+  /** Component logs are rotated past this size (copy-then-truncate), keeping `logKeep` old files. */
+  logMaxBytes?: number;
+  logKeep?: number;
+  /** How often log sizes are checked. */
+  logCheckMs?: number;
   /** The mark the process runtime puts on components (see orphan-sweep.ts); enables the orphan sweep. */
   ownerTag?: string;
   now?: () => number;
@@ -84,6 +90,17 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
   });
   await engine.adoptAll((kind) => opts.runtimes[kind], opts.ownerTag);
 
+  // Size-based log rotation: the children write to their files directly (they outlive the agent), so the agent rotates.
+  const logTimer = setInterval(() => {
+    void (async () => {
+      for (const rec of store.components()) {
+        const rotated = await rotateComponentLogs(componentPaths(opts.stateDir, rec.name).logDir, opts.logMaxBytes ?? 10 * 1024 * 1024, opts.logKeep ?? 5).catch(() => []);
+        for (const path of rotated) log.info({ component: rec.name, path }, 'rotated log');
+      }
+    })();
+  }, opts.logCheckMs ?? 30_000);
+  logTimer.unref();
+
   let pending: Revision | undefined;
   let running: Promise<void> | undefined;
   const agent: Agent = {
@@ -98,6 +115,7 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
       while (running) await running;
     },
     async close(closeOpts = {}) {
+      clearInterval(logTimer);
       await agent.idle();
       if (closeOpts.stopComponents) await engine.stopAll();
       else await engine.detach();

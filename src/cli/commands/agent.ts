@@ -18,10 +18,17 @@ import { TRUST_OPTIONS, trustSetting } from '../trust-args.js';
 export const AGENT_USAGE =
   'keystone agent --dir PATH --plan PLAN (--trusted-key FILE… [--threshold K] [--max-age D] | --allow-unsigned)\n' +
   '               [--state-dir /var/lib/keystone] [--device NAME] [--concurrency N] [--grace 10s] [--log-format pretty|json] [--stop-on-exit]\n' +
-  '               [--max-backoff 60s] [--crash-loop-limit 10] [--healthy-spell 10m] [--settle 300ms]';
+  '               [--max-backoff 60s] [--crash-loop-limit 10] [--healthy-spell 10m] [--settle 300ms]\n' +
+  '               [--log-max-bytes 10485760] [--log-keep 5]';
 
 /** 2 GiB: artifacts are programs and images, not datasets. */
 const MAX_ARTIFACT_BYTES = 2 * 1024 ** 3;
+
+function positiveInt(text: string, flag: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`${flag} must be a whole number ≥ 1, not "${text}"`);
+  return n;
+}
 
 export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev: 'stop', fn: () => void): void }): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -44,6 +51,8 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
       'max-backoff': { type: 'string', default: '60s' },
       'crash-loop-limit': { type: 'string', default: '10' },
       'healthy-spell': { type: 'string', default: '10m' },
+      'log-max-bytes': { type: 'string', default: '10485760' },
+      'log-keep': { type: 'string', default: '5' },
       ...TRUST_OPTIONS,
     },
   });
@@ -99,6 +108,8 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
     graceMs,
     restartLimits,
     ownerTag: tag,
+    logMaxBytes: positiveInt(values['log-max-bytes'], '--log-max-bytes'),
+    logKeep: positiveInt(values['log-keep'], '--log-keep'),
   });
   const source = new DirectorySource(root, {
     settleMs,
