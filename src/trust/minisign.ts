@@ -33,9 +33,9 @@ const ALG_ED_HASHED = Uint8Array.from([0x45, 0x44]); // "ED": signature over BLA
 const KDF_SCRYPT = Uint8Array.from([0x53, 0x63]); // "Sc"
 const CHK_BLAKE2 = Uint8Array.from([0x42, 0x32]); // "B2"
 
-/** minisign prints key ids as the little-endian 64-bit number in upper-case hex. */
+/** minisign prints key ids as the little-endian 64-bit number in upper-case hex, without leading zeros (printf's %PRIX64). */
 export function keyIdHex(keyId: Uint8Array): string {
-  return Buffer.from(keyId).reverse().toString('hex').toUpperCase();
+  return Buffer.from(keyId).reverse().toString('hex').toUpperCase().replace(/^0+(?=.)/, '');
 }
 
 const equal = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((x, i) => x === b[i]);

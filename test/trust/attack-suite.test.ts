@@ -240,10 +240,11 @@ describe('attack suite: keys and thresholds', () => {
   ])('a weak trusted key (%s): KS_WEAK_KEY at key loading, naming the key file and id', async (_what, pointHex) => {
     const weak = join(repo.keyDir, 'weak.pub');
     const raw = Buffer.concat([Buffer.from('Ed'), Buffer.from('0102030405060708', 'hex'), Buffer.from(pointHex, 'hex')]);
-    writeFileSync(weak, `untrusted comment: minisign public key 0807060504030201\n${raw.toString('base64')}\n`);
-    const e = expectRefused(await applyDry(['--trusted-key', weak]), 'KS_WEAK_KEY', weak, '0807060504030201');
+    // minisign prints key ids without leading zeros (%PRIX64), and so does Keystone.
+    writeFileSync(weak, `untrusted comment: minisign public key 807060504030201\n${raw.toString('base64')}\n`);
+    const e = expectRefused(await applyDry(['--trusted-key', weak]), 'KS_WEAK_KEY', weak, '807060504030201');
     expect(e.message).toContain(weak);
-    expect(e.message).toContain('0807060504030201');
+    expect(e.message).toContain('807060504030201');
   });
 });
 
