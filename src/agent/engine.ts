@@ -103,9 +103,11 @@ export class Engine {
       crashPoint('after-begin-apply');
 
       // Untouched components keep their instance; they take the new description (position, dependencies).
+      const byName = new Map(desired.components.map((c) => [c.name, c]));
+      const untouched = new Set(reconcile.noTouch);
       desired.startOrder.forEach((name, position) => {
-        if (!reconcile.noTouch.includes(name)) return;
-        const c = desired.components.find((x) => x.name === name)!;
+        if (!untouched.has(name)) return;
+        const c = byName.get(name)!;
         const rec = store.component(name);
         if (rec) store.upsertComponent({ ...rec, position, dependencies: c.dependencies.map((d) => ({ ...d })) });
         this.workers.get(name)?.refresh(c);
@@ -142,8 +144,9 @@ export class Engine {
     const desired = this.desired;
     if (!desired) return;
     const dependents = new Set<string>();
+    const byName = new Map(desired.components.map((c) => [c.name, c]));
     for (const n of desired.startOrder) {
-      const c = desired.components.find((x) => x.name === n)!;
+      const c = byName.get(n)!;
       if (c.dependencies.some((d) => d.type === 'hard' && (d.component === name || dependents.has(d.component)))) dependents.add(n);
     }
     if (dependents.size === 0) return;
