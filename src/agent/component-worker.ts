@@ -4,6 +4,7 @@ import { formatDuration } from '../core/duration.js';
 import { decideRestart, refreshBudget, type ExitStatus, type RestartLimits } from '../core/restart-policy.js';
 import type { Logger } from '../log/logger.js';
 import type { ProbeResult } from '../runtime/probe.js';
+import { isSameProcess } from '../runtime/proc-identity.js';
 import type { ComponentPaths, Instance, Runtime } from '../runtime/runtime.js';
 import { crashPoint } from './crash-point.js';
 import type { ComponentState, StateStore } from './state-store.js';
@@ -26,6 +27,8 @@ export interface WorkerDeps {
 }
 
 export type StartOutcome = { ok: true } | { ok: false; reason: string };
+
+type LaunchOutcome = { kind: 'exit'; exit: ExitStatus } | { kind: 'healthy' } | { kind: 'timeout' };
 
 /** Without a health check a component is healthy once it has stayed up this long (an instant exit is a crash, not a success). */
 export const NO_CHECK_SETTLE_MS = 200;
@@ -114,14 +117,16 @@ export class ComponentWorker {
     }
     crashPoint('after-install');
     if (gen !== this.generation) return { ok: false, reason: 'superseded' };
-    return this.launchUntilHealthy(gen, now() + startBudgetMs(c));
+    return this.launchUntilHealthy(gen, startBudgetMs(c));
   }
 
-  /** Starts instances until one is healthy, restarting on exit per the policy, until the deadline. */
-  private async launchUntilHealthy(gen: number, deadline: number): Promise<StartOutcome> {
+  /** Starts instances until one is healthy, restarting on exit per the policy, within the start budget. */
+  private async launchUntilHealthy(gen: number, budgetMs: number): Promise<StartOutcome> {
     const c = this.desired!;
     const { store, now } = this.deps;
     const paths = this.deps.paths(this.name);
+    // The budget counts from the first spawn, not from before it: a slow spawn must not eat a component's time.
+    let deadline: number | undefined;
     for (;;) {
       let inst: Instance;
       try {
@@ -139,14 +144,22 @@ export class ComponentWorker {
       this.instance = inst;
       store.recordStart(this.name, inst.ref, now());
       crashPoint('after-start-record');
+      deadline ??= now() + budgetMs;
+      // Without a check, each launch must stay up for the settle time on its own.
+      const launchDeadline = c.recipe.lifecycle.run.health ? deadline : now() + NO_CHECK_SETTLE_MS;
       this.deps.log.info({ component: this.name, state: 'starting', pid: this.pid, revision: this.revision });
       const abort = new AbortController();
-      const outcome = await Promise.race([
+      let outcome: LaunchOutcome = await Promise.race([
         inst.exited.then((exit) => ({ kind: 'exit' as const, exit })),
-        this.waitHealthy(c, paths, deadline, abort.signal).then((ok): { kind: 'healthy' } | { kind: 'timeout' } => (ok ? { kind: 'healthy' } : { kind: 'timeout' })),
+        this.waitHealthy(c, paths, launchDeadline, abort.signal).then((ok): { kind: 'healthy' } | { kind: 'timeout' } => (ok ? { kind: 'healthy' } : { kind: 'timeout' })),
       ]);
       abort.abort();
       if (gen !== this.generation) return { ok: false, reason: 'superseded' };
+      // The exit event may lag the exit itself: a process that is gone (or a zombie) is not healthy.
+      if (outcome.kind === 'healthy' && inst.ref.kind === 'process' && !isSameProcess(inst.ref.pid, inst.ref.startTime)) {
+        const exit = await inst.exited;
+        outcome = { kind: 'exit', exit };
+      }
       if (outcome.kind === 'healthy') {
         store.recordHealthy(this.name, now());
         this.state('running');
@@ -202,7 +215,13 @@ export class ComponentWorker {
     void inst.exited.then((exit) => {
       if (gen !== this.generation) return;
       this.monitor?.abort();
+      this.instance = undefined;
       this.deps.log.warn({ component: this.name, code: exit.code, signal: exit.signal }, 'exited');
+      if (!this.desired) {
+        // Adopted before any revision of this run was valid: nothing to restart it from; the next apply will.
+        this.state('stopped', `${describeExit(exit)} while the agent had no valid revision loaded; the next revision starts it`);
+        return;
+      }
       const d = this.decide(exit);
       if (d.kind === 'restart') this.scheduleRestart(gen, d.delayMs);
     });
@@ -214,7 +233,7 @@ export class ComponentWorker {
     this.restartTimer = setTimeout(() => {
       void this.deps.enqueue(async () => {
         if (gen !== this.generation || !this.desired) return;
-        const outcome = await this.launchUntilHealthy(gen, this.deps.now() + startBudgetMs(this.desired));
+        const outcome = await this.launchUntilHealthy(gen, startBudgetMs(this.desired));
         if (outcome.ok) this.deps.onRecovered(this.name);
       });
     }, delayMs);
@@ -318,5 +337,6 @@ function isCleanExit(exit: ExitStatus): boolean {
 }
 
 export function describeExit(exit: ExitStatus): string {
+  if (exit.code === null && exit.signal === null) return 'exited (status unknown: the agent adopted it and is not its parent)';
   return exit.signal ? `killed by ${exit.signal}` : `exited with code ${exit.code}`;
 }

@@ -77,17 +77,15 @@ export class Engine {
     for (const rec of this.deps.store.components()) {
       const rt = rec.instance ? runtime(rec.instance.kind) : undefined;
       const inst = rec.instance && rt ? await rt.adopt(rec.instance) : undefined;
-      const live = rec.state === 'running' || rec.state === 'unhealthy' || rec.state === 'starting' || rec.state === 'backoff' || rec.state === 'installing';
-      if (inst && live) {
+      const proven = rec.state === 'running' || rec.state === 'unhealthy' || rec.state === 'backoff';
+      const live = proven || rec.state === 'starting' || rec.state === 'installing' || rec.state === 'stopping';
+      if (inst && proven) {
         this.worker(rec.name).adopt(inst, undefined, rec.revision);
-        // An instance caught mid-start is up but unproven: the next reconcile treats it as not running.
-        if (rec.state !== 'running' && rec.state !== 'unhealthy') {
-          await rt!.stop(inst.ref, this.deps.graceMs);
-          this.deps.store.recordState(rec.name, 'stopped', 'the agent stopped while it was starting');
-        } else this.agentLog.info({ component: rec.name, pid: inst.ref.kind === 'process' ? inst.ref.pid : undefined }, 'adopted running instance');
-      } else if (live || rec.state === 'stopping') {
+        this.agentLog.info({ component: rec.name, pid: inst.ref.kind === 'process' ? inst.ref.pid : undefined }, 'adopted running instance');
+      } else if (live) {
+        // Caught mid-start or mid-stop: up but unproven. Stop it without adopting; the next reconcile starts it afresh.
         if (inst && rt) await rt.stop(inst.ref, this.deps.graceMs);
-        this.deps.store.recordState(rec.name, 'stopped', 'not running after the agent restarted');
+        this.deps.store.recordState(rec.name, 'stopped', inst ? 'the agent stopped while it was starting or stopping' : 'not running after the agent restarted');
       }
     }
   }

@@ -40,9 +40,12 @@ export type RestartDecision =
   | { kind: 'crash-looping'; restarts: number }
   | { kind: 'stay-stopped'; why: string };
 
-/** True when the exit counts as a failure for `on-failure` (Docker's rule: a non-zero code, or a signal). */
+/**
+ * True when the exit counts as a failure for `on-failure` (Docker's rule: a non-zero code, or a
+ * signal). Only a known 0 is clean: an unknown status (an adopted process) counts as a failure.
+ */
 export function isFailure(exit: ExitStatus): boolean {
-  return exit.signal !== null || (exit.code !== null && exit.code !== 0);
+  return !(exit.code === 0 && exit.signal === null);
 }
 
 /**

@@ -22,6 +22,7 @@ describe('restart decisions (SPEC §5)', () => {
     ['on-failure', crash, 'restart'],
     ['on-failure', killed, 'restart'],
     ['on-failure', clean, 'stay-stopped'],
+    ['on-failure', { code: null, signal: null }, 'restart'], // an adopted process: its status is unknown, so not clean
     ['never', crash, 'stay-stopped'],
   ] as const)('%s after exit %j → %s', (policy, exit, kind) => {
     expect(decideRestart(policy, exit, { restarts: 0 }, 0, half).kind).toBe(kind);

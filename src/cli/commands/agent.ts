@@ -79,6 +79,9 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   if (format !== 'pretty' && format !== 'json') throw new UsageError(`--log-format must be pretty or json, not "${format}"`);
   const logger = createLogger({ pretty: format === 'pretty', write: (l) => io.stdout.write(l) });
   const log = logger.child({ module: 'agent' });
+  // A bug in a background task must be seen, not kill supervision silently.
+  const onUnhandled = (reason: unknown) => log.error({ err: reason as Error }, 'unhandled error in a background task');
+  process.on('unhandledRejection', onUnhandled);
 
   // Relative artifacts are read from the revision being applied (they are pinned by digest, not listed in SHA256SUMS).
   let artifactReader: RepoReader | undefined;
@@ -125,5 +128,6 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   log.info(values['stop-on-exit'] ? 'stopping: components are stopped too (--stop-on-exit)' : 'stopping: components keep running and are adopted at the next start');
   await source.close();
   await agent.close({ stopComponents: values['stop-on-exit'] });
+  process.off('unhandledRejection', onUnhandled);
   return EXIT.OK;
 }
