@@ -47,23 +47,31 @@ export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<strin
     seenFiles.add(r.file);
     diagnostics.push(...r.diagnostics);
   }
-  if (!plan.plan || diagnostics.length) return { ok: false, diagnostics: dedupe(diagnostics) };
+  if (!plan.plan) return { ok: false, diagnostics: dedupe(diagnostics) };
 
   const entries = plan.plan.components;
   const parsed = entries.map((e) => recipes.get(recipePathOf(e)));
   const unread = entries.filter((_e, i) => !parsed[i]?.recipe);
-  if (unread.length) {
+  if (unread.length && diagnostics.length === 0) {
     // The loader always reports why a recipe is missing; a caller that did not gets a diagnostic, never a silent failure.
-    if (diagnostics.length === 0)
-      for (const e of unread) diagnostics.push(plan.doc.diagnostic(CODES.FILE_NOT_FOUND, ['components', entries.indexOf(e), 'recipe'], `recipe ${e.recipe} was not loaded`));
-    return { ok: false, diagnostics: dedupe(diagnostics) };
+    for (const e of unread) diagnostics.push(plan.doc.diagnostic(CODES.FILE_NOT_FOUND, ['components', entries.indexOf(e), 'recipe'], `recipe ${e.recipe} was not loaded`));
   }
 
+  // Dependencies are still checked between the recipes that parsed, so one run reports every error of a
+  // revision. A recipe that failed still provides its raw metadata.name, so it causes no false "missing".
   const providers = new Map<string, number[]>();
+  // A recipe that could not be read or named at all might provide anything: then "missing" is not reported.
+  let unknownProvider = false;
   parsed.forEach((r, i) => {
-    const list = providers.get(r!.recipe!.metadata.name) ?? [];
+    const raw = (r?.doc?.raw as { metadata?: { name?: unknown } } | undefined)?.metadata?.name;
+    const name = r?.recipe?.metadata.name ?? (typeof raw === 'string' ? raw : undefined);
+    if (name === undefined) {
+      unknownProvider = true;
+      return;
+    }
+    const list = providers.get(name) ?? [];
     list.push(i);
-    providers.set(r!.recipe!.metadata.name, list);
+    providers.set(name, list);
   });
 
   const deps: number[][] = entries.map(() => []);
@@ -73,9 +81,11 @@ export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<strin
     return r.doc ? r.doc.diagnostic(code, path, message, hint) : { code, message, file: r.file, path: path.join('.'), ...(hint && { hint }) };
   };
   entries.forEach((entry, i) => {
-    const recipe = parsed[i]!.recipe!;
+    const recipe = parsed[i]?.recipe;
+    if (!recipe) return;
     recipe.dependencies.forEach((dep, d) => {
       const found = providers.get(dep.name) ?? [];
+      if (found.length === 0 && unknownProvider) return;
       if (found.length === 0) {
         diagnostics.push(
           at(i, ['dependencies', d, 'name'], CODES.DEP_MISSING, `component "${entry.name}" depends on ${dep.name}, which no component of ${plan.file} provides`, 'add a component with that recipe to the plan, or remove the dependency'),
@@ -89,7 +99,9 @@ export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<strin
         return;
       }
       const j = found[0]!;
-      const provided = parsed[j]!.recipe!.metadata.version;
+      const providerRecipe = parsed[j]!.recipe;
+      if (!providerRecipe) return; // its own errors are reported; its version cannot be checked
+      const provided = providerRecipe.metadata.version;
       if (dep.version !== undefined && !semver.satisfies(provided, dep.version, { includePrerelease: true })) {
         diagnostics.push(
           at(i, ['dependencies', d, 'version'], CODES.DEP_VERSION_MISMATCH, `component "${entry.name}" needs ${dep.name} ${dep.version}, but "${entries[j]!.name}" is ${provided}`),

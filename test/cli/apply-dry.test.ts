@@ -173,8 +173,12 @@ describe('apply-dry output formats and errors', () => {
     repo.edit('recipes/com.acme.api.toml', 'restart_policy', 'restart_polcy');
     await repo.sign();
     repo.edit('recipes/com.acme.influxdb.toml', /interval = "[^"]*"/, 'interval = "soon"');
+    repo.edit('recipes/com.acme.web.toml', 'name = "com.acme.api"', 'name = "com.acme.nothing"');
     await repo.sign();
     const r = await runCtl(['apply-dry', PLAN, '--repo', repo.dir, ...repo.trust], '/');
+    // Dependency errors between the recipes that parsed are reported in the same run as the parse errors.
+    expect(r.stderr).toMatch(/recipes\/com\.acme\.web\.toml:\d+: dependencies\[0\]\.name: .*com\.acme\.nothing.*\[KS_DEP_MISSING\]/);
+    expect(r.stderr).toContain('(3 errors)');
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(/recipes\/com\.acme\.api\.toml:\d+: lifecycle\.run\.restart_polcy: unknown key "restart_polcy" \(did you mean "restart_policy"\?\) \[KS_UNKNOWN_KEY\]/);
