@@ -1,6 +1,7 @@
 // The one writer: every change to what runs (a revision, a crash cascade, later the API) runs here, one at a time.
 import type { DesiredState } from '../core/desired-state.js';
 import { diff, type Reconcile } from '../core/diff.js';
+import { restartCascade, type RestartOrders } from '../core/restart-cascade.js';
 import type { Logger } from '../log/logger.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { ComponentWorker, type WorkerDeps } from './component-worker.js';
@@ -26,6 +27,11 @@ export interface ApplyResult {
   execution: ExecutionResult;
   outcome: 'success' | 'failure';
   summary: string;
+}
+
+/** What an operator action did: the orders of SPEC §10 and how the execution went. */
+export interface OperatorResult extends RestartOrders {
+  execution: ExecutionResult;
 }
 
 export class Engine {
@@ -137,6 +143,78 @@ export class Engine {
     });
   }
 
+  /** The orders an operator restart of `name` would carry out (the API's `?dry=true`); undefined for an unknown name. */
+  restartOrders(name: string): RestartOrders | undefined {
+    if (!this.desired?.components.some((c) => c.name === name)) return undefined;
+    return restartCascade(this.desired, name);
+  }
+
+  /**
+   * An operator restart: `name` and its transitive hard dependents, stopped dependents-first and
+   * started once their dependencies are healthy. Clears a crash-loop hold (SPEC §5).
+   */
+  restart(name: string): Promise<OperatorResult> {
+    return this.run(async () => {
+      const desired = this.requireDesired(name);
+      const orders = restartCascade(desired, name);
+      this.agentLog.info({ component: name, stop_order: orders.stopOrder, start_order: orders.startOrder }, 'restart requested');
+      const execution = await this.executeOrders(desired, orders.stopOrder, orders.startOrder);
+      return { ...orders, execution };
+    });
+  }
+
+  /** Stops `name` after its hard dependents, and holds them all stopped until started again (or changed by a revision). */
+  stop(name: string): Promise<OperatorResult> {
+    return this.run(async () => {
+      const desired = this.requireDesired(name);
+      const { stopOrder } = restartCascade(desired, name);
+      this.agentLog.info({ component: name, stop_order: stopOrder }, 'stop requested');
+      const execution = await this.executeOrders(desired, stopOrder, []);
+      for (const n of stopOrder) {
+        if (!this.deps.store.component(n)) continue;
+        this.deps.store.recordHeld(n, true);
+        this.deps.store.recordState(n, 'stopped', n === name ? 'stopped by an operator' : `stopped by an operator with its hard dependency ${name}`);
+      }
+      return { stopOrder, startOrder: [], execution };
+    });
+  }
+
+  /** Starts `name` once its dependencies are healthy, releasing an operator's or a crash loop's hold. */
+  start(name: string): Promise<OperatorResult> {
+    return this.run(async () => {
+      const desired = this.requireDesired(name);
+      const rec = this.deps.store.component(name);
+      const running = rec && (rec.state === 'running' || rec.state === 'starting' || rec.state === 'unhealthy');
+      const startOrder = running ? [] : [name];
+      this.agentLog.info({ component: name, start_order: startOrder }, running ? 'start requested: already running' : 'start requested');
+      const execution = await this.executeOrders(desired, [], startOrder);
+      return { stopOrder: [], startOrder, execution };
+    });
+  }
+
+  private requireDesired(name: string): DesiredState {
+    const desired = this.desired;
+    if (!desired || !desired.components.some((c) => c.name === name))
+      throw Object.assign(new Error(`no component "${name}" in the applied revision`), { code: 'KS_COMPONENT_NOT_FOUND' });
+    return desired;
+  }
+
+  private executeOrders(desired: DesiredState, stopOrder: string[], startOrder: string[]): Promise<ExecutionResult> {
+    return execute({ stopOrder, startOrder, removed: new Set() }, desired, {
+      store: this.deps.store,
+      workers: this.workers,
+      worker: (n) => this.worker(n),
+      log: this.supLog,
+      concurrency: this.deps.concurrency,
+      revision: this.deps.store.appliedRevision()?.id ?? 'unknown',
+    });
+  }
+
+  /** The pid of a component's current process instance, if it has one. */
+  pidOf(name: string): number | undefined {
+    return this.workers.get(name)?.pid;
+  }
+
   /** After a crash restart is healthy again, restart its hard dependents (transitively); ordering dependents stay. */
   private async cascadeAfterRecovery(name: string): Promise<void> {
     const desired = this.desired;
@@ -150,14 +228,7 @@ export class Engine {
     if (dependents.size === 0) return;
     const startOrder = desired.startOrder.filter((n) => dependents.has(n));
     this.agentLog.info({ component: name, stop_order: [...startOrder].reverse(), start_order: startOrder }, 'hard dependency restarted: restarting its hard dependents');
-    await execute({ stopOrder: [...startOrder].reverse(), startOrder, removed: new Set() }, desired, {
-      store: this.deps.store,
-      workers: this.workers,
-      worker: (n) => this.worker(n),
-      log: this.supLog,
-      concurrency: this.deps.concurrency,
-      revision: this.deps.store.appliedRevision()?.id ?? 'unknown',
-    });
+    await this.executeOrders(desired, [...startOrder].reverse(), startOrder);
   }
 
   /** The agent is exiting: stop supervising, leave every component running (its restart must restart nothing). */

@@ -58,7 +58,7 @@ export function reasonText(r: Reason): string {
     case 'removed':
       return 'removed';
     case 'held':
-      return 'crash-looping, held until changed or restarted';
+      return 'held stopped (crash-looping, or by an operator) until changed or started';
     case 'unchanged':
       return 'unchanged';
   }

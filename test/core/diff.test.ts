@@ -13,7 +13,7 @@ import {
 } from '../support/state-builder.js';
 
 const STACK_LAYERS = [['influxdb'], ['api', 'telemetry'], ['web']];
-const HELD = 'crash-looping, held until changed or restarted';
+const HELD = 'held stopped (crash-looping, or by an operator) until changed or started';
 
 interface Case {
   name: string;
