@@ -1,4 +1,5 @@
 // The spine of SPEC §7 for one device: source → verify → load → diff → apply → record, newest revision first.
+import { EventEmitter } from 'node:events';
 import { mkdirSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatDiagnostic } from '../core/errors.js';
@@ -7,7 +8,7 @@ import type { Logger } from '../log/logger.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { ProbeResult } from '../runtime/probe.js';
 import type { DesiredComponent } from '../core/desired-state.js';
-import type { ComponentPaths } from '../runtime/runtime.js';
+import type { ComponentPaths, InstanceRef } from '../runtime/runtime.js';
 import { rotateComponentLogs } from '../runtime/log-files.js';
 import { loadRevision } from '../source/load-revision.js';
 import type { Revision } from '../source/directory-source.js';
@@ -15,7 +16,7 @@ import type { Keyring } from '../trust/keyring.js';
 import { TrustError } from '../trust/trust-error.js';
 import { VerifiedReader, verifyRevision } from '../trust/verify-revision.js';
 import { Engine, type ApplyResult } from './engine.js';
-import { openStateStore, type StateStore } from './state-store.js';
+import { openStateStore, type ComponentState, type StateStore } from './state-store.js';
 
 export type TrustSetting = { unsigned: true } | { unsigned: false; keyring: Keyring; maxAgeSeconds?: number };
 
@@ -40,11 +41,36 @@ export interface AgentOptions {
   random?: () => number;
 }
 
+/**
+ * What the agent observes as it happens, for metrics and for API calls that wait. Emitted synchronously from inside
+ * the writer, so listeners must be cheap; one that throws is logged and does not disturb the agent.
+ */
+export interface AgentEventMap {
+  /** A state recorded for a component (the store's record is already written). */
+  state: [{ component: string; state: ComponentState; reason?: string }];
+  /** A new instance was spawned and recorded (state `starting`). */
+  started: [{ component: string; instance: InstanceRef }];
+  /** The supervisor counted a restart after an exit; `restarts` is the component's current count. */
+  restart: [{ component: string; restarts: number }];
+  /** One health probe, from the readiness wait or the monitor. */
+  probe: [{ component: string; ok: boolean; latencyMs: number }];
+  /** A revision went through the loop: applied (success or failure) or refused before it was applied. */
+  revision: [{ revision: string; outcome: 'success' | 'failure' | 'rejected'; durationMs: number }];
+}
+
 export interface Agent {
   store: StateStore;
   engine: Engine;
+  events: EventEmitter<AgentEventMap>;
   /** Hands a revision to the loop; a burst collapses to the newest. */
   offer(r: Revision): void;
+  /**
+   * Asks the source to look for a new revision now (POST /v1/sync); what it finds goes through offer(). Returns false
+   * when no source has registered a way to look. The look runs in the background; looks asked for meanwhile collapse.
+   */
+  sync(): boolean;
+  /** The source registers how to look now (directory: re-read; Git: fetch). The last registration wins. */
+  onSync(look: () => Promise<void>): void;
   /** Resolves when no revision is pending or being applied. */
   idle(): Promise<void>;
   lastResult?: ApplyResult;
@@ -60,7 +86,15 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
   const now = opts.now ?? Date.now;
   const log = opts.log.child({ module: 'agent' });
   mkdirSync(join(opts.stateDir, 'components'), { recursive: true, mode: 0o711 });
-  const store = openStateStore(opts.stateDir, { now });
+  const events = new EventEmitter<AgentEventMap>();
+  const emit = <K extends keyof AgentEventMap>(name: K, ...args: AgentEventMap[K]) => {
+    try {
+      (events.emit as (event: string, ...a: unknown[]) => boolean).call(events, name, ...args);
+    } catch (e) {
+      log.error({ err: e as Error, event: name }, 'an agent event listener failed');
+    }
+  };
+  const store = observedStore(openStateStore(opts.stateDir, { now }), emit);
   // Run users must reach their own work directory inside the state directory: traverse, not list.
   chmodSync(opts.stateDir, 0o711);
   chmodSync(join(opts.stateDir, 'components'), 0o711);
@@ -80,7 +114,11 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
     store,
     runtime,
     paths: (name) => componentPaths(opts.stateDir, name),
-    probe: opts.probe,
+    probe: async (c, paths, timeoutMs, signal) => {
+      const r = await opts.probe(c, paths, timeoutMs, signal);
+      emit('probe', { component: c.name, ok: r.ok, latencyMs: r.latencyMs });
+      return r;
+    },
     log: opts.log,
     now,
     random: opts.random ?? Math.random,
@@ -103,13 +141,27 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
 
   let pending: Revision | undefined;
   let running: Promise<void> | undefined;
+  let look: (() => Promise<void>) | undefined;
+  let looking: Promise<void> | undefined;
+  let lookAgain = false;
   const agent: Agent = {
     store,
     engine,
+    events,
     offer(r) {
       if (pending) log.info({ revision: pending.id, newer: r.id }, 'superseded before it was applied');
       pending = r;
       if (!running) running = drain().finally(() => (running = undefined));
+    },
+    sync() {
+      if (!look) return false;
+      // One look at a time; asks during a look make one more after it (it may have started before the change).
+      if (looking) lookAgain = true;
+      else looking = looks().finally(() => (looking = undefined));
+      return true;
+    },
+    onSync(fn) {
+      look = fn;
     },
     async idle() {
       while (running) await running;
@@ -122,6 +174,17 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
       store.close();
     },
   };
+
+  async function looks(): Promise<void> {
+    do {
+      lookAgain = false;
+      try {
+        await look?.();
+      } catch (e) {
+        log.error({ err: e as Error }, 'looking for a new revision failed');
+      }
+    } while (lookAgain);
+  }
 
   async function drain(): Promise<void> {
     while (pending) {
@@ -137,11 +200,13 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
 
   async function handle(rev: Revision): Promise<void> {
     log.info({ revision: rev.id, source: rev.source }, 'new revision');
+    const began = now();
     let reader = rev.reader;
     let signedAt: number | undefined;
     const reject = (reason: string) => {
       store.recordRejected({ revision: rev.id, planFile: opts.planFile, at: now(), reason });
       log.error({ revision: rev.id, reason }, 'revision refused; still running the previous one');
+      emit('revision', { revision: rev.id, outcome: 'rejected', durationMs: now() - began });
     };
     if (opts.trust.unsigned) {
       log.warn({ revision: rev.id }, 'UNSIGNED revision: signatures are not checked (--allow-unsigned, development only)');
@@ -179,7 +244,39 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
       unsigned: opts.trust.unsigned,
       ...(signedAt !== undefined && { signedAt }),
     });
+    emit('revision', { revision: rev.id, outcome: agent.lastResult.outcome, durationMs: now() - began });
   }
 
   return agent;
+}
+
+/** The store with its supervision writes reported as events: the writer stays unaware of who watches. */
+function observedStore(store: StateStore, emit: <K extends keyof AgentEventMap>(name: K, ...args: AgentEventMap[K]) => void): StateStore {
+  const hooks: Partial<StateStore> = {
+    recordState(name, state, reason) {
+      store.recordState(name, state, reason);
+      emit('state', { component: name, state, ...(reason !== undefined && { reason }) });
+    },
+    recordStart(name, instance, startedAt) {
+      store.recordStart(name, instance, startedAt);
+      emit('started', { component: name, instance });
+      emit('state', { component: name, state: 'starting' });
+    },
+    recordRestart(name) {
+      const restarts = store.recordRestart(name);
+      emit('restart', { component: name, restarts });
+      return restarts;
+    },
+  };
+  // Everything else goes to the store itself, bound to it (its methods use private fields through `this`).
+  const bound = new Map<PropertyKey, unknown>();
+  return new Proxy(store, {
+    get(target, key) {
+      if (Object.hasOwn(hooks, key)) return hooks[key as keyof StateStore];
+      const v: unknown = Reflect.get(target, key, target);
+      if (typeof v !== 'function') return v;
+      if (!bound.has(key)) bound.set(key, (v as (...a: unknown[]) => unknown).bind(target));
+      return bound.get(key);
+    },
+  });
 }

@@ -3,8 +3,14 @@ import { ArtifactError } from '../artifacts/artifact-error.js';
 import { InvalidRevisionError, OperationError } from '../core/errors.js';
 import { APPLY_DRY_USAGE, applyDry } from './commands/apply-dry.js';
 import { GRAPH_USAGE, graph } from './commands/graph.js';
+import { HISTORY_USAGE, history } from './commands/history.js';
 import { KEYGEN_USAGE, keygen } from './commands/keygen.js';
+import { LOGS_USAGE, logs } from './commands/logs.js';
+import { RESTART_USAGE, restart } from './commands/restart.js';
 import { SIGN_USAGE, sign } from './commands/sign.js';
+import { START_USAGE, start } from './commands/start.js';
+import { STATUS_USAGE, status } from './commands/status.js';
+import { STOP_USAGE, stop } from './commands/stop.js';
 import { VERIFY_USAGE, verify } from './commands/verify.js';
 import { TrustError } from '../trust/trust-error.js';
 import { EXIT, UsageError, type CliIo } from './io.js';
@@ -17,6 +23,12 @@ const COMMANDS: Record<string, { run: Command; usage: string; summary: string }>
   keygen: { run: keygen, usage: KEYGEN_USAGE, summary: 'make a minisign-compatible key pair' },
   sign: { run: sign, usage: SIGN_USAGE, summary: 'write SHA256SUMS over every recipe and plan, and sign it' },
   verify: { run: verify, usage: VERIFY_USAGE, summary: "check the repository's signature and digests" },
+  status: { run: status, usage: STATUS_USAGE, summary: 'the applied revision and every component, from the running agent' },
+  restart: { run: restart, usage: RESTART_USAGE, summary: 'restart a component and its hard dependents, and wait for them' },
+  stop: { run: stop, usage: STOP_USAGE, summary: 'stop a component (its hard dependents first) and hold it stopped' },
+  start: { run: start, usage: START_USAGE, summary: 'start a component once its dependencies are healthy' },
+  logs: { run: logs, usage: LOGS_USAGE, summary: "print (and follow) a component's stdout or stderr" },
+  history: { run: history, usage: HISTORY_USAGE, summary: "the agent's applies, newest first" },
 };
 
 function usage(): string {

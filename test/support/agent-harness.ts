@@ -255,6 +255,9 @@ export class AgentHarness {
       '800ms',
       '--grace',
       '3s',
+      // Many agents run at once in the tests: none takes the default API port.
+      '--listen',
+      'none',
       ...opts.trustArgs,
       ...(opts.args ?? []),
     ];

@@ -1,15 +1,23 @@
 // `keystone agent`: follow a desired-state source and keep this device converged on it, until SIGINT/SIGTERM.
+import { mkdirSync } from 'node:fs';
 import { availableParallelism, hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startAgent, type TrustSetting } from '../../agent/agent.js';
+import { startAgent, type Agent, type TrustSetting } from '../../agent/agent.js';
+import { ensureApiToken } from '../../api/api-token.js';
+import { buildServer } from '../../api/build-server.js';
+import { formatListenAddress, isLoopbackAddress, parseListenAddress, publicHostAllowance, type ListenAddress } from '../../api/listen-address.js';
+import { listenApi, type ApiListeners } from '../../api/listen-api.js';
 import { ownerTag } from '../../agent/orphan-sweep.js';
 import { parseDuration } from '../../core/duration.js';
+import { OperationError } from '../../core/errors.js';
+import type { Logger } from '../../log/logger.js';
 import { DEFAULT_RESTART_LIMITS } from '../../core/restart-policy.js';
 import { createLogger } from '../../log/logger.js';
 import { artifactInstaller } from '../../runtime/artifact-installer.js';
 import { ProcessRuntime } from '../../runtime/process-runtime.js';
-import { DirectorySource, type Revision } from '../../source/directory-source.js';
+import { DirectoryReader } from '../../source/directory-reader.js';
+import { DirectorySource, directoryRevisionId, type Revision } from '../../source/directory-source.js';
 import type { RepoReader } from '../../source/repo-reader.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
 import { planPathIn } from '../repository-args.js';
@@ -18,8 +26,12 @@ import { TRUST_OPTIONS, trustSetting } from '../trust-args.js';
 export const AGENT_USAGE =
   'keystone agent --dir PATH --plan PLAN (--trusted-key FILE… [--threshold K] [--max-age D] | --allow-unsigned)\n' +
   '               [--state-dir /var/lib/keystone] [--device NAME] [--concurrency N] [--grace 10s] [--log-format pretty|json] [--stop-on-exit]\n' +
+  '               [--listen 127.0.0.1:8080|none] [--listen-public] [--socket PATH]\n' +
   '               [--max-backoff 60s] [--crash-loop-limit 10] [--healthy-spell 10m] [--settle 300ms]\n' +
   '               [--log-max-bytes 10485760] [--log-keep 5]';
+
+/** SPEC §9: loopback, so that only this machine reaches the API unless the operator says otherwise. */
+const DEFAULT_LISTEN = '127.0.0.1:8080';
 
 /** 2 GiB: artifacts are programs and images, not datasets. */
 const MAX_ARTIFACT_BYTES = 2 * 1024 ** 3;
@@ -41,6 +53,8 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
       ref: { type: 'string' },
       'state-dir': { type: 'string', default: '/var/lib/keystone' },
       listen: { type: 'string' },
+      'listen-public': { type: 'boolean', default: false },
+      socket: { type: 'string' },
       device: { type: 'string' },
       poll: { type: 'string' },
       concurrency: { type: 'string' },
@@ -56,6 +70,8 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
       ...TRUST_OPTIONS,
     },
   });
+  // Listening from the start: a stop asked for while the agent is still starting must not be lost.
+  const stopRequested = new Promise<void>((resolveStop) => signals.once('stop', resolveStop));
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   if (values.repo !== undefined) throw new UsageError('--repo (Git sources) is not available in this version yet: use --dir PATH');
   if (!values.dir) throw new UsageError('--dir PATH is required');
@@ -75,6 +91,16 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   if (maxBackoffMs === undefined || healthySpellMs === undefined || !Number.isInteger(crashLoopLimit) || crashLoopLimit < 1)
     throw new UsageError('--max-backoff and --healthy-spell take durations, --crash-loop-limit a whole number ≥ 1');
   const restartLimits = { ...DEFAULT_RESTART_LIMITS, maxBackoffMs, healthySpellMs, crashLoopLimit };
+  let listen: ListenAddress | undefined;
+  try {
+    listen = parseListenAddress(values.listen ?? DEFAULT_LISTEN);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  // Loopback unless the operator says otherwise in so many words: the API steers every component on the device.
+  if (listen && !isLoopbackAddress(listen) && !values['listen-public'])
+    throw new UsageError(`--listen ${values.listen} is not a loopback address: add --listen-public to expose the API beyond this machine`);
+  const socketPath = values.socket === undefined ? undefined : resolve(io.cwd, values.socket);
   const format = values['log-format'] ?? (io.stdout.isTTY ? 'pretty' : 'json');
   if (format !== 'pretty' && format !== 'json') throw new UsageError(`--log-format must be pretty or json, not "${format}"`);
   const logger = createLogger({ pretty: format === 'pretty', write: (l) => io.stdout.write(l) });
@@ -114,20 +140,85 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
     logMaxBytes: positiveInt(values['log-max-bytes'], '--log-max-bytes'),
     logKeep: positiveInt(values['log-keep'], '--log-keep'),
   });
+  // The watcher and POST /v1/sync both offer through here; the same content is never offered twice.
+  let lastOffered: string | undefined;
+  const offer = (r: Revision) => {
+    if (r.id === lastOffered) return;
+    lastOffered = r.id;
+    artifactReader = r.reader;
+    agent.offer(r);
+  };
   const source = new DirectorySource(root, {
     settleMs,
-    onRevision: (r: Revision) => {
-      artifactReader = r.reader;
-      agent.offer(r);
-    },
+    onRevision: offer,
     onError: (e) => log.error({ err: e }, 'watching the directory failed'),
   });
+  // A sync re-reads the directory now, without waiting for the watcher to notice and settle.
+  agent.onSync(async () => offer({ id: await directoryRevisionId(root), source: `directory ${root}`, reader: new DirectoryReader(root) }));
+  let api: ApiListeners | undefined;
+  try {
+    api = await startApi(agent, { stateDir, listen, listenGiven: values.listen !== undefined, public: values['listen-public'], socketPath, log: logger });
+  } catch (e) {
+    await agent.close();
+    throw e;
+  }
   log.info({ dir: root, plan: planFile, state_dir: stateDir, device: values.device ?? hostname(), concurrency }, 'agent started');
   await source.start();
-  await new Promise<void>((resolveStop) => signals.once('stop', resolveStop));
+  await stopRequested;
   log.info(values['stop-on-exit'] ? 'stopping: components are stopped too (--stop-on-exit)' : 'stopping: components keep running and are adopted at the next start');
+  // The API first: calls still waiting answer now, and nothing new reaches the engine while it winds down.
+  await api?.close();
   await source.close();
   await agent.close({ stopComponents: values['stop-on-exit'] });
   process.off('unhandledRejection', onUnhandled);
   return EXIT.OK;
+}
+
+/** The token file, the server and its listeners; undefined when there is nothing to listen on (`--listen none`, no socket). */
+async function startApi(
+  agent: Agent,
+  opts: { stateDir: string; listen: ListenAddress | undefined; listenGiven: boolean; public: boolean; socketPath: string | undefined; log: Logger },
+): Promise<ApiListeners | undefined> {
+  const log = opts.log.child({ module: 'api' });
+  if (!opts.listen && opts.socketPath === undefined) {
+    log.info('the HTTP API is off (--listen none)');
+    return undefined;
+  }
+  mkdirSync(opts.stateDir, { recursive: true });
+  const token = ensureApiToken(opts.stateDir);
+  // Where the token is, never what it is.
+  log.info({ path: token.path }, token.created ? 'created the API token' : 'using the existing API token');
+  if (token.worldAccessible) log.warn({ path: token.path }, 'the API token file is readable or writable by every user: chmod 600 it');
+  const listen = async (tcp: ListenAddress | undefined) => {
+    const server = buildServer({
+      agent,
+      token: token.token,
+      log: opts.log,
+      ...(tcp && opts.public && { isAllowedHost: publicHostAllowance(tcp, [hostname()]) }),
+    });
+    try {
+      return await listenApi(server, { ...(tcp && { tcp }), ...(opts.socketPath !== undefined && { socketPath: opts.socketPath }) });
+    } catch (e) {
+      await server.close();
+      throw e;
+    }
+  };
+  const failed = (tcp: ListenAddress | undefined, e: unknown) => {
+    const where = [tcp && formatListenAddress(tcp), opts.socketPath].filter(Boolean).join(' and ');
+    return new OperationError('KS_API_LISTEN_FAILED', `the HTTP API cannot listen on ${where}: ${(e as Error).message}`);
+  };
+  let listeners: ApiListeners | undefined;
+  try {
+    listeners = await listen(opts.listen);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    // A busy default port does not stop supervision (another agent, or a test, may hold it); a port asked for does.
+    if (opts.listenGiven || opts.listen === undefined || code !== 'EADDRINUSE') throw failed(opts.listen, e);
+    log.warn({ listen: formatListenAddress(opts.listen), code }, 'the default API address is in use: the HTTP API is off on TCP; pass --listen HOST:PORT to choose another');
+    if (opts.socketPath !== undefined) listeners = await listen(undefined).catch((e2: unknown) => Promise.reject(failed(undefined, e2)));
+  }
+  if (opts.listen && !isLoopbackAddress(opts.listen))
+    log.warn({ listen: formatListenAddress(opts.listen) }, 'the HTTP API listens beyond this machine (--listen-public): anyone who can reach it can read the device state; actions still need the token');
+  if (listeners) log.info({ addresses: listeners.addresses }, 'HTTP API listening');
+  return listeners;
 }

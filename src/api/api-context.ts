@@ -1,0 +1,13 @@
+// What every route group gets from buildServer: the agent, the waits and the log.
+import type { Logger } from '../log/logger.js';
+import type { ApiAgent } from './api-deps.js';
+import type { OperatorWaits } from './operator-waits.js';
+
+export interface ApiContext {
+  agent: ApiAgent;
+  waits: OperatorWaits;
+  log?: Logger;
+  now: () => number;
+  /** ms, when the server was built (the agent's uptime, near enough). */
+  startedAt: number;
+}

@@ -1,0 +1,28 @@
+// What the API needs from the agent, as narrow as the routes use it: reads from the store, actions only through the
+// engine (the one writer), events for waits and metrics. The real Agent satisfies it; tests may pass less.
+import type { EventEmitter } from 'node:events';
+import type { AgentEventMap } from '../agent/agent.js';
+import type { Engine } from '../agent/engine.js';
+import type { StateStore } from '../agent/state-store.js';
+import type { Logger } from '../log/logger.js';
+
+export interface ApiAgent {
+  store: Pick<StateStore, 'components' | 'component' | 'appliedRevision' | 'history'>;
+  engine: Pick<Engine, 'desired' | 'restartOrders' | 'restart' | 'stop' | 'start' | 'pidOf'>;
+  events: EventEmitter<AgentEventMap>;
+  /** POST /v1/sync; false when no source can look on demand. */
+  sync(): boolean;
+}
+
+export interface ApiDeps {
+  agent: ApiAgent;
+  /** What POSTs over TCP must present as `Authorization: Bearer …` (the content of `<state-dir>/api-token`). */
+  token: string;
+  log?: Logger;
+  /** Host header names accepted besides loopback ones; only for an agent listening publicly. Default: none. */
+  isAllowedHost?: (hostname: string) => boolean;
+  /** Request body cap in bytes; default 64 KiB (the API's bodies are small JSON objects). */
+  bodyLimit?: number;
+  /** ms clock (uptime in /healthz). */
+  now?: () => number;
+}

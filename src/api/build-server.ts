@@ -1,0 +1,64 @@
+// The agent's HTTP API (SPEC §10) as a fastify instance that never listens by itself (see listenApi): tests inject
+// requests into the very server the agent runs.
+import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import type { ApiDeps } from './api-deps.js';
+import type { ApiContext } from './api-context.js';
+import { ApiError, fromFastifyError } from './api-error.js';
+import { createApiMetrics } from './api-metrics.js';
+import { OperatorWaits } from './operator-waits.js';
+import { requestGuard } from './request-guard.js';
+import { registerComponentActions } from './routes/component-actions.js';
+import { registerComponentRoutes } from './routes/component-routes.js';
+import { registerHealthRoutes } from './routes/health-routes.js';
+import { registerMetricsRoutes } from './routes/metrics-routes.js';
+import { registerRevisionRoutes } from './routes/revision-routes.js';
+import { registerSyncRoutes } from './routes/sync-routes.js';
+
+/** The API's bodies are small JSON objects; anything bigger is a mistake or an attack. */
+export const DEFAULT_BODY_LIMIT = 64 * 1024;
+
+export function buildServer(deps: ApiDeps): FastifyInstance {
+  const now = deps.now ?? Date.now;
+  const log = deps.log?.child({ module: 'api' });
+  const server = Fastify({
+    bodyLimit: deps.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    // Our own lines only: fastify's per-request logs would flood a device's log with every Prometheus scrape.
+    logger: false,
+    // Names are at most 63 characters; `{name}:restart` fits with room to spare.
+    routerOptions: { maxParamLength: 128 },
+  });
+  // JSON is the only body type: text/plain is what a browser form can send cross-origin without a preflight.
+  server.removeContentTypeParser('text/plain');
+
+  const waits = new OperatorWaits(deps.agent.events);
+  const metrics = createApiMetrics(deps.agent);
+  const ctx: ApiContext = { agent: deps.agent, waits, now, startedAt: now(), ...(log && { log }) };
+
+  server.addHook('onRequest', requestGuard({ token: deps.token, isAllowedHost: deps.isAllowedHost ?? (() => false), ...(log && { log }) }));
+  server.addHook('onSend', async (_request, reply) => {
+    // Answers describe this device at one moment: never cached, never sniffed as something else.
+    reply.header('cache-control', 'no-store');
+    reply.header('x-content-type-options', 'nosniff');
+  });
+  server.setErrorHandler((err: FastifyError, request, reply) => {
+    const e = fromFastifyError(err);
+    if (e.code === 'KS_INTERNAL') log?.error({ err, method: request.method, path: request.url.split('?', 1)[0] }, 'API request failed');
+    return reply.code(e.statusCode).send(e.body());
+  });
+  server.setNotFoundHandler((request, reply) => {
+    const e = new ApiError(404, 'KS_NOT_FOUND', `no route ${request.method} ${request.url.split('?', 1)[0]}`);
+    return reply.code(404).send(e.body());
+  });
+
+  registerComponentRoutes(server, ctx);
+  registerComponentActions(server, ctx);
+  registerRevisionRoutes(server, ctx);
+  registerSyncRoutes(server, ctx);
+  registerHealthRoutes(server, ctx);
+  registerMetricsRoutes(server, metrics);
+
+  // Before the listeners close: calls still waiting answer now instead of holding the agent's exit for their timeout.
+  server.addHook('preClose', async () => waits.close());
+  server.addHook('onClose', async () => metrics.close());
+  return server;
+}

@@ -1,0 +1,25 @@
+// `{name}:action` of SPEC §10 (`com.acme-x.y:restart`). Parsed here rather than by the router: find-my-way treats
+// `.` and `-` as separators between parameters of one segment, which would split names like `com.acme-x.y`.
+import { componentName } from '../core/schema-rules.js';
+import { ApiError } from './api-error.js';
+
+export const COMPONENT_ACTIONS = ['restart', 'stop', 'start'] as const;
+export type ComponentAction = (typeof COMPONENT_ACTIONS)[number];
+
+export interface ComponentTarget {
+  name: string;
+  action?: ComponentAction;
+}
+
+/** The router's already-decoded segment after `/v1/components/`. Names never contain `:`, so the last one splits. */
+export function parseComponentTarget(segment: string): ComponentTarget {
+  const colon = segment.lastIndexOf(':');
+  const name = colon < 0 ? segment : segment.slice(0, colon);
+  const action = colon < 0 ? undefined : segment.slice(colon + 1);
+  if (!componentName.safeParse(name).success)
+    throw new ApiError(400, 'KS_BAD_NAME', `${JSON.stringify(name)} is not a component name (letters, digits, ".", "_" and "-", at most 63 characters)`);
+  if (action === undefined) return { name };
+  if (!(COMPONENT_ACTIONS as readonly string[]).includes(action))
+    throw new ApiError(404, 'KS_NOT_FOUND', `no action ${JSON.stringify(action)} on components (actions: ${COMPONENT_ACTIONS.map((a) => `:${a}`).join(', ')})`);
+  return { name, action: action as ComponentAction };
+}

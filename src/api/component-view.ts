@@ -1,0 +1,62 @@
+// One component as the API shows it (GET /v1/components): the store's record, the live pid from the engine, the
+// health check from the applied revision. Times are ISO 8601 so that people and `jq` read them without arithmetic.
+import type { ComponentDependency, ComponentRecord, ComponentState } from '../agent/state-store.js';
+import type { ApiAgent } from './api-deps.js';
+
+export interface ComponentView {
+  name: string;
+  state: ComponentState;
+  /** The live process's pid; null for a container or while nothing runs. */
+  pid: number | null;
+  /** The container's id; null for a process or while nothing runs. */
+  containerId: string | null;
+  version: string;
+  hash: string;
+  runtime: 'process' | 'container';
+  /** `healthy` (state running), `unhealthy`, or `unknown` while it is not running or is still starting. */
+  health: 'healthy' | 'unhealthy' | 'unknown';
+  healthCheck: string | null;
+  /** Restarts since its last healthy spell (the crash-loop budget of SPEC §5). */
+  restarts: number;
+  /** When it entered its state. */
+  since: string;
+  healthySince: string | null;
+  reason: string | null;
+  /** Held stopped by an operator (`:stop`) or by a crash loop, until started or changed by a revision. */
+  held: boolean;
+  revision: string | null;
+  dependencies: ComponentDependency[];
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const LIVE: ReadonlySet<ComponentState> = new Set(['starting', 'running', 'unhealthy', 'stopping']);
+
+/** The pid or container id that runs `name` now, as the engine knows it (never a stale recorded pid). */
+export function instanceOf(agent: ApiAgent, rec: ComponentRecord | undefined, name: string): { pid: number | null; containerId: string | null } {
+  const pid = agent.engine.pidOf(name);
+  if (pid !== undefined) return { pid, containerId: null };
+  // Containers have no worker pid; their recorded id is current while the record says something runs.
+  if (rec?.instance?.kind === 'container' && LIVE.has(rec.state)) return { pid: null, containerId: rec.instance.id };
+  return { pid: null, containerId: null };
+}
+
+export function componentView(agent: ApiAgent, rec: ComponentRecord): ComponentView {
+  const desired = agent.engine.desired?.components.find((c) => c.name === rec.name);
+  return {
+    name: rec.name,
+    state: rec.state,
+    ...instanceOf(agent, rec, rec.name),
+    version: rec.version,
+    hash: rec.hash,
+    runtime: rec.runtime,
+    health: rec.state === 'running' ? 'healthy' : rec.state === 'unhealthy' ? 'unhealthy' : 'unknown',
+    healthCheck: desired?.recipe.lifecycle.run.health?.check ?? null,
+    restarts: rec.restarts,
+    since: iso(rec.since),
+    healthySince: rec.healthySince === undefined ? null : iso(rec.healthySince),
+    reason: rec.reason ?? null,
+    held: rec.held || rec.state === 'crash-looping',
+    revision: rec.revision ?? null,
+    dependencies: rec.dependencies,
+  };
+}

@@ -1,0 +1,56 @@
+// The API's front door (SPEC §10), run on every request before routing decides anything: no path tricks, only this
+// machine's names in Host (DNS rebinding), no foreign Origin (browser CSRF), and a bearer token for anything that
+// changes state, except through the Unix socket, whose file mode already says who may connect.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from '../log/logger.js';
+import { ApiError } from './api-error.js';
+import { checkBearer } from './bearer-token.js';
+import { hostnameOfHostHeader, isLoopbackHostname, isLoopbackOrigin } from './loopback.js';
+import { isSocketRequest } from './socket-request.js';
+
+export interface RequestGuardOptions {
+  token: string;
+  /** Host names accepted besides loopback ones (only when the agent listens publicly). */
+  isAllowedHost: (hostname: string) => boolean;
+  log?: Logger;
+}
+
+/** Reads need no token: they change nothing, and a browser on another origin cannot read the answers. */
+const READ_METHODS = new Set(['GET', 'HEAD']);
+
+/** `..` or `.` as a segment, a backslash, or an encoded dot, slash, backslash or NUL: refused before any routing. */
+function isSuspiciousPath(rawUrl: string): boolean {
+  const path = rawUrl.split('?', 1)[0]!;
+  if (/%(2e|2f|5c|00)/i.test(path) || path.includes('\\')) return true;
+  return path.split('/').some((seg) => seg === '.' || seg === '..');
+}
+
+export function requestGuard(opts: RequestGuardOptions) {
+  return async function guard(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const refuse = (err: ApiError): never => {
+      opts.log?.warn({ method: request.method, path: request.url.split('?', 1)[0], host: request.headers.host, origin: request.headers.origin, code: err.code }, 'API request refused');
+      throw err;
+    };
+    if (isSuspiciousPath(request.raw.url ?? '')) refuse(new ApiError(400, 'KS_BAD_PATH', 'paths may not contain dot segments, backslashes or encoded dots, slashes or NULs'));
+
+    const viaSocket = isSocketRequest(request.raw);
+    // A page on evil.example whose name was rebound to 127.0.0.1 still sends `Host: evil.example`.
+    if (!viaSocket) {
+      const header = request.headers.host;
+      const hostname = header === undefined ? undefined : hostnameOfHostHeader(header);
+      if (hostname === undefined || !(isLoopbackHostname(hostname) || opts.isAllowedHost(hostname)))
+        refuse(new ApiError(403, 'KS_FOREIGN_HOST', `requests must be addressed to this machine (Host ${JSON.stringify(header ?? '')} is not one of its names)`));
+    }
+    // Browsers send Origin on cross-origin requests (and on every POST); Sec-Fetch-Site covers those that do not.
+    const origin = request.headers.origin;
+    if (origin !== undefined && !isLoopbackOrigin(origin)) refuse(new ApiError(403, 'KS_FOREIGN_ORIGIN', `requests from web pages of other origins are refused (Origin ${JSON.stringify(origin)})`));
+    if (request.headers['sec-fetch-site'] === 'cross-site') refuse(new ApiError(403, 'KS_FOREIGN_ORIGIN', 'requests from web pages of other sites are refused'));
+
+    if (READ_METHODS.has(request.method) || viaSocket) return;
+    const check = checkBearer(request.headers.authorization, opts.token);
+    if (check === 'ok') return;
+    reply.header('www-authenticate', 'Bearer realm="keystone"');
+    if (check === 'missing') refuse(new ApiError(401, 'KS_TOKEN_MISSING', 'this request changes state: send Authorization: Bearer <token>, the token being in <state-dir>/api-token'));
+    refuse(new ApiError(401, 'KS_TOKEN_INVALID', 'the bearer token is not the one in <state-dir>/api-token'));
+  };
+}

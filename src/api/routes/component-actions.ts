@@ -1,0 +1,170 @@
+// POST /v1/components/{name}:restart|:stop|:start (SPEC §10). The engine does the work, one operation at a time; these
+// handlers only check the request, hand the operation over, and wait for it as the caller asked.
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { OperatorResult } from '../../agent/engine.js';
+import type { RestartOrders } from '../../core/restart-cascade.js';
+import { ApiError } from '../api-error.js';
+import type { ApiContext } from '../api-context.js';
+import { parseComponentTarget } from '../component-target.js';
+import { instanceOf } from '../component-view.js';
+import { parseBool, parseTimeout, parseWait, strictQuery, type WaitFor } from '../query-params.js';
+import { isSocketRequest } from '../socket-request.js';
+import type { WaitOutcome } from '../operator-waits.js';
+
+/** The state of each component an operation touches, for a caller whose wait ran out. */
+export interface ComponentProgress {
+  name: string;
+  state: string;
+  pid: number | null;
+  containerId?: string;
+  reason: string | null;
+  since: string | null;
+}
+
+/** Options go in the query string; a body, if any, must be an empty JSON object (it is never interpreted). */
+function requireEmptyBody(body: unknown): void {
+  if (body === undefined || body === null) return;
+  if (typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0) return;
+  throw new ApiError(400, 'KS_BAD_BODY', 'component actions take their options in the query string; the body must be empty or {}');
+}
+
+/** Engine errors a caller can cause become API errors; anything else stays a 500. */
+function fromEngineError(e: unknown): never {
+  const err = e as Error & { code?: string };
+  if (err.code === 'KS_COMPONENT_NOT_FOUND') throw new ApiError(404, 'KS_COMPONENT_NOT_FOUND', err.message);
+  throw e;
+}
+
+export function registerComponentActions(server: FastifyInstance, ctx: ApiContext): void {
+  const { engine, store } = ctx.agent;
+
+  /** The cascade of `name` in the applied revision; 404 when the revision has no such component. */
+  const ordersOf = (name: string): RestartOrders => {
+    const orders = engine.restartOrders(name);
+    if (!orders) throw new ApiError(404, 'KS_COMPONENT_NOT_FOUND', `no component ${JSON.stringify(name)} in the applied revision`);
+    return orders;
+  };
+
+  /** `pid` (or `containerId` for a container) of what runs `name` now. */
+  const instanceFields = (name: string): { pid: number | null; containerId?: string } => {
+    const { pid, containerId } = instanceOf(ctx.agent, store.component(name), name);
+    return containerId === null ? { pid } : { pid, containerId };
+  };
+  const idOf = (name: string): number | string | null => {
+    const { pid, containerId } = instanceFields(name);
+    return pid ?? containerId ?? null;
+  };
+
+  const progress = (names: readonly string[]): ComponentProgress[] =>
+    names.map((name) => {
+      const rec = store.component(name);
+      return {
+        name,
+        state: rec?.state ?? 'unknown',
+        ...instanceFields(name),
+        reason: rec?.reason ?? null,
+        since: rec ? new Date(rec.since).toISOString() : null,
+      };
+    });
+
+  /** The answers every action shares when the wait did not end in success. */
+  const unfinished = (outcome: WaitOutcome<OperatorResult>, what: string, names: readonly string[], timeoutText: string, failedCode: 'KS_RESTART_FAILED' | 'KS_STOP_FAILED' | 'KS_START_FAILED'): ApiError | undefined => {
+    if (outcome.kind === 'closing')
+      return new ApiError(503, 'KS_SHUTTING_DOWN', `the agent is shutting down; the ${what} was handed to it and finishes before it exits`, { components: progress(names) });
+    if (outcome.kind === 'timeout')
+      return new ApiError(504, 'KS_WAIT_TIMEOUT', `the ${what} did not finish within ${timeoutText}; it goes on in the agent`, { timeout: timeoutText, components: progress(names) });
+    if (outcome.kind === 'done' && outcome.result.execution.failed.length > 0) {
+      const failed = outcome.result.execution.failed;
+      // 502 beside the 504 above: the components behind the agent failed, as an upstream behind a gateway would.
+      return new ApiError(502, failedCode, `the ${what} failed: ${failed.map((f) => `${f.name}: ${f.reason}`).join('; ')}`, { failed, components: progress(names) });
+    }
+    return undefined;
+  };
+
+  /** The engine logs the failure of an operation nobody waits for; this only keeps its rejection from going unhandled. */
+  const detached = (op: Promise<unknown>, name: string, action: string) =>
+    void op.catch((e: Error) => ctx.log?.error({ component: name, action, err: e }, 'operator action failed'));
+
+  async function restart(name: string, query: unknown, reply: FastifyReply) {
+    const q = strictQuery(query, ['dry', 'wait', 'timeout']);
+    const dry = parseBool('dry', q.dry, false);
+    const wait = parseWait(q.wait);
+    const timeout = parseTimeout(q.timeout);
+    const orders = ordersOf(name);
+    // Exactly the two orders (SPEC §10): a pure read of the applied revision, nothing is queued.
+    if (dry) return { stopOrder: orders.stopOrder, startOrder: orders.startOrder };
+
+    const starts = wait === 'started' ? ctx.waits.starts(orders.startOrder) : undefined;
+    const op = engine.restart(name);
+    if (wait === 'none') {
+      detached(op, name, 'restart');
+      return reply.code(202).send({ component: name, stopOrder: orders.stopOrder, startOrder: orders.startOrder, wait });
+    }
+    let outcome: WaitOutcome<OperatorResult>;
+    try {
+      outcome = await ctx.waits.wait(op, timeout.ms, starts?.done);
+    } catch (e) {
+      fromEngineError(e);
+    } finally {
+      starts?.cancel();
+    }
+    const failure = unfinished(outcome, `restart of ${name}`, orders.startOrder, timeout.text, 'KS_RESTART_FAILED');
+    if (failure) throw failure;
+    // The new instances: the engine's workers hold them once each is started (and, for wait=health, healthy).
+    const dependents = Object.fromEntries(orders.startOrder.filter((n) => n !== name).map((n) => [n, idOf(n)]));
+    return { component: name, ...instanceFields(name), dependents, wait, timeout: timeout.text };
+  }
+
+  async function stop(name: string, query: unknown) {
+    const q = strictQuery(query, ['timeout']);
+    const timeout = parseTimeout(q.timeout);
+    const orders = ordersOf(name);
+    let outcome: WaitOutcome<OperatorResult>;
+    try {
+      outcome = await ctx.waits.wait(engine.stop(name), timeout.ms);
+    } catch (e) {
+      fromEngineError(e);
+    }
+    const failure = unfinished(outcome, `stop of ${name}`, orders.stopOrder, timeout.text, 'KS_STOP_FAILED');
+    if (failure) throw failure;
+    const stopOrder = outcome.kind === 'done' ? outcome.result.stopOrder : orders.stopOrder;
+    // Its hard dependents went first (a dependency never stops under a running dependent); all stay held stopped.
+    return { component: name, stopOrder, stoppedDependents: stopOrder.filter((n) => n !== name), held: true };
+  }
+
+  async function start(name: string, query: unknown, reply: FastifyReply) {
+    const q = strictQuery(query, ['wait', 'timeout']);
+    const wait: WaitFor = parseWait(q.wait);
+    const timeout = parseTimeout(q.timeout);
+    ordersOf(name);
+    const starts = wait === 'started' ? ctx.waits.starts([name]) : undefined;
+    const op = engine.start(name);
+    if (wait === 'none') {
+      detached(op, name, 'start');
+      return reply.code(202).send({ component: name, wait });
+    }
+    let outcome: WaitOutcome<OperatorResult>;
+    try {
+      outcome = await ctx.waits.wait(op, timeout.ms, starts?.done);
+    } catch (e) {
+      fromEngineError(e);
+    } finally {
+      starts?.cancel();
+    }
+    const failure = unfinished(outcome, `start of ${name}`, [name], timeout.text, 'KS_START_FAILED');
+    if (failure) throw failure;
+    // Empty when it was running already: a start never restarts anything.
+    const started = outcome.kind === 'done' ? outcome.result.startOrder : [name];
+    return { component: name, ...instanceFields(name), started, wait, timeout: timeout.text };
+  }
+
+  server.post<{ Params: { target: string } }>('/v1/components/:target', async (request, reply) => {
+    const { name, action } = parseComponentTarget(request.params.target);
+    if (!action) throw new ApiError(404, 'KS_NOT_FOUND', `POST /v1/components/${name} needs an action: :restart, :stop or :start`);
+    requireEmptyBody(request.body);
+    ctx.log?.info({ component: name, action, query: request.query, via: isSocketRequest(request.raw) ? 'socket' : 'tcp' }, 'operator action requested through the API');
+    if (action === 'restart') return restart(name, request.query, reply);
+    if (action === 'stop') return stop(name, request.query);
+    return start(name, request.query, reply);
+  });
+}

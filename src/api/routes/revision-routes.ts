@@ -1,0 +1,54 @@
+// GET /v1/revision and GET /v1/history: what the device applied, newest first, paged by id.
+import type { FastifyInstance } from 'fastify';
+import type { HistoryEntry } from '../../agent/state-store.js';
+import { ApiError } from '../api-error.js';
+import type { ApiContext } from '../api-context.js';
+import { parseIntParam, strictQuery } from '../query-params.js';
+
+export const DEFAULT_HISTORY_LIMIT = 20;
+export const MAX_HISTORY_LIMIT = 100;
+
+const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
+
+function historyView(h: HistoryEntry) {
+  return {
+    id: h.id,
+    revision: h.revision,
+    planFile: h.planFile,
+    startedAt: iso(h.startedAt),
+    finishedAt: iso(h.finishedAt),
+    // Unfinished: still applying, or the agent died during it (it is finished as interrupted at the next start).
+    outcome: h.outcome ?? 'applying',
+    summary: h.summary ?? null,
+    failed: h.failed,
+    reconcile: h.reconcile ?? null,
+  };
+}
+
+export function registerRevisionRoutes(server: FastifyInstance, ctx: ApiContext): void {
+  server.get('/v1/revision', async (request) => {
+    strictQuery(request.query, []);
+    const r = ctx.agent.store.appliedRevision();
+    if (!r) throw new ApiError(404, 'KS_NO_REVISION', 'no revision has been applied on this device yet');
+    return {
+      id: r.id,
+      source: r.source,
+      planFile: r.planFile,
+      unsigned: r.unsigned,
+      signedAt: r.signedAt === undefined ? null : new Date(r.signedAt * 1000).toISOString(),
+      appliedAt: iso(r.appliedAt),
+      // Said in words too: a dashboard that shows only messages must not present an unsigned device as fine.
+      ...(r.unsigned && { warning: 'UNSIGNED: this revision was applied without a signature check (--allow-unsigned, development only)' }),
+    };
+  });
+
+  server.get('/v1/history', async (request) => {
+    const q = strictQuery(request.query, ['limit', 'before']);
+    const limit = parseIntParam('limit', q.limit, DEFAULT_HISTORY_LIMIT, 1, MAX_HISTORY_LIMIT)!;
+    const before = parseIntParam('before', q.before, undefined, 1, Number.MAX_SAFE_INTEGER);
+    const entries = ctx.agent.store.history({ limit, ...(before !== undefined && { before }) });
+    const last = entries.at(-1);
+    // The cursor of the next (older) page; null on the last page.
+    return { entries: entries.map(historyView), nextBefore: entries.length === limit && last ? last.id : null };
+  });
+}

@@ -1,0 +1,272 @@
+// The agent's HTTP API (SPEC §10) as keystonectl sees it: a small fetch client, the shared flags, and one place
+// that turns the API's error bodies into the exit codes of SPEC §9.
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { formatDuration, parseDuration } from '../core/duration.js';
+import { componentName } from '../core/schema-rules.js';
+import { OperationError } from '../core/errors.js';
+import { EXIT, UsageError, type CliIo } from './io.js';
+
+export const DEFAULT_AGENT_URL = 'http://127.0.0.1:8080';
+export const DEFAULT_STATE_DIR = '/var/lib/keystone';
+/** The bearer token the agent writes at first start (mode 0600). */
+export const TOKEN_FILE = 'api-token';
+/** A read that takes longer than this means the agent is stuck, not slow. */
+export const READ_TIMEOUT_MS = 10_000;
+
+/** parseArgs options shared by every command that talks to the agent. */
+export const AGENT_OPTIONS = {
+  agent: { type: 'string' },
+  token: { type: 'string' },
+  'state-dir': { type: 'string' },
+} as const;
+
+export const AGENT_USAGE = '[--agent URL] [--token TOKEN] [--state-dir DIR]';
+
+export interface AgentArgs {
+  agent?: string | undefined;
+  token?: string | undefined;
+  'state-dir'?: string | undefined;
+}
+
+/** Nothing answered at the URL (refused, no route, timed out): exit code 1. */
+export class AgentUnreachableError extends OperationError {}
+
+/** The agent answered with an HTTP error and (usually) its `{"error":{"code","message"}}` body. */
+export class AgentApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    /** The parsed body, when it was JSON. */
+    readonly body: unknown,
+  ) {
+    super(message);
+  }
+}
+
+export type Query = Record<string, string | number | boolean | undefined>;
+
+export interface RequestOptions {
+  query?: Query;
+  /** ms before the client gives up waiting; default READ_TIMEOUT_MS. */
+  timeoutMs?: number;
+}
+
+/** The state directory the agent and keystonectl share on a device. */
+export function stateDirOf(args: AgentArgs, io: CliIo): string {
+  return resolve(io.cwd, args['state-dir'] ?? DEFAULT_STATE_DIR);
+}
+
+/** A component name from the command line: the plan's rule, checked before it goes into a URL or a path. */
+export function componentArg(positionals: string[], command: string): string {
+  if (positionals.length !== 1) throw new UsageError(`${command} takes exactly one component NAME`);
+  const name = positionals[0]!;
+  const r = componentName.safeParse(name);
+  if (!r.success) throw new UsageError(r.error.issues[0]?.message ?? `"${name}" is not a valid component name`);
+  return name;
+}
+
+/** Where the token comes from, in order: --token, KEYSTONE_TOKEN, then `<state-dir>/api-token` when readable. */
+export interface TokenSource {
+  token?: string;
+  /** Why there is none, for the message when the agent asks for one. */
+  missing?: string;
+}
+
+export function resolveToken(args: AgentArgs, io: CliIo): TokenSource {
+  if (args.token) return { token: args.token };
+  const env = io.env.KEYSTONE_TOKEN;
+  if (env) return { token: env };
+  const file = join(stateDirOf(args, io), TOKEN_FILE);
+  try {
+    const token = readFileSync(file, 'utf8').trim();
+    return token ? { token } : { missing: `${file} is empty` };
+  } catch (e) {
+    return { missing: `${file} is not readable (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})` };
+  }
+}
+
+function agentUrl(text: string | undefined): URL {
+  const raw = text ?? DEFAULT_AGENT_URL;
+  let url: URL;
+  try {
+    url = new URL(raw.includes('://') ? raw : `http://${raw}`);
+  } catch {
+    throw new UsageError(`--agent must be a URL such as ${DEFAULT_AGENT_URL}, not "${raw}"`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--agent must be an http or https URL, not "${raw}"`);
+  return url;
+}
+
+export class AgentClient {
+  private tokenSource?: TokenSource;
+
+  constructor(
+    readonly baseUrl: URL,
+    /** Called at most once, on the first request that needs a token. */
+    private readonly token: () => TokenSource,
+  ) {}
+
+  get<T = unknown>(path: string, opts: RequestOptions = {}): Promise<T> {
+    return this.request<T>('GET', path, opts);
+  }
+
+  /** POSTs carry the bearer token (they are the mutating routes); reads never need it. */
+  post<T = unknown>(path: string, opts: RequestOptions = {}): Promise<T> {
+    return this.request<T>('POST', path, opts);
+  }
+
+  /** The URL of `path` under the base (which may itself have a path prefix, behind a proxy). */
+  url(path: string, query: Query = {}): URL {
+    const u = new URL(this.baseUrl.pathname.replace(/\/+$/, '') + path, this.baseUrl);
+    for (const [k, v] of Object.entries(query)) if (v !== undefined) u.searchParams.set(k, String(v));
+    return u;
+  }
+
+  private async request<T>(method: 'GET' | 'POST', path: string, opts: RequestOptions): Promise<T> {
+    const url = this.url(path, opts.query);
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (method === 'POST') {
+      this.tokenSource ??= this.token();
+      if (this.tokenSource.token) headers.authorization = `Bearer ${this.tokenSource.token}`;
+    }
+    const timeoutMs = opts.timeoutMs ?? READ_TIMEOUT_MS;
+    let res: Response;
+    let text: string;
+    try {
+      res = await fetch(url, { method, headers, signal: AbortSignal.timeout(timeoutMs), redirect: 'error' });
+      text = await res.text();
+    } catch (e) {
+      throw this.unreachable(e, timeoutMs);
+    }
+    let body: unknown;
+    let isJson = false;
+    try {
+      body = text === '' ? undefined : JSON.parse(text);
+      isJson = text !== '';
+    } catch {
+      body = text;
+    }
+    if (res.ok) {
+      if (!isJson && text !== '')
+        throw new OperationError('KS_AGENT_BAD_RESPONSE', `${this.baseUrl.origin} answered ${method} ${url.pathname} with something that is not JSON: is it a Keystone agent?`);
+      return body as T;
+    }
+    const err = (isJson && typeof body === 'object' && body !== null ? (body as { error?: unknown }).error : undefined) as { code?: unknown; message?: unknown } | undefined;
+    const code = typeof err?.code === 'string' ? err.code : `HTTP_${res.status}`;
+    let message = typeof err?.message === 'string' ? err.message : `${method} ${url.pathname} failed: HTTP ${res.status} ${res.statusText}`.trim();
+    if (res.status === 401 && !this.tokenSource?.token)
+      message += `; no token was sent: pass --token, set KEYSTONE_TOKEN, or run as a user who can read the token file (${this.tokenSource?.missing ?? 'none found'})`;
+    throw new AgentApiError(res.status, code, message, body);
+  }
+
+  private unreachable(e: unknown, timeoutMs: number): AgentUnreachableError {
+    const err = e as Error & { cause?: { code?: string; message?: string } };
+    const where = this.baseUrl.origin;
+    if (err.name === 'TimeoutError')
+      return new AgentUnreachableError('KS_AGENT_UNREACHABLE', `the agent at ${where} did not answer within ${Math.round(timeoutMs / 1000)}s`);
+    const why = err.cause?.code ?? err.cause?.message ?? err.message;
+    return new AgentUnreachableError(
+      'KS_AGENT_UNREACHABLE',
+      `no agent answers at ${where} (${why}): is \`keystone agent\` running and listening there? (--agent URL)`,
+    );
+  }
+}
+
+/** The client for `--agent`, with the token resolved lazily (a read never needs the token file). */
+export function agentClient(args: AgentArgs, io: CliIo): AgentClient {
+  return new AgentClient(agentUrl(args.agent), () => resolveToken(args, io));
+}
+
+/** `{"error":{…}}` of an API error, for `--json` output. */
+export function errorBody(e: AgentApiError): unknown {
+  return typeof e.body === 'object' && e.body !== null ? e.body : { error: { code: e.code, message: e.message } };
+}
+
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** One component as an action's error reports it (the 504 of a wait that ran out, a 502 of a failed restart). */
+export interface ComponentProgress {
+  name: string;
+  state: string;
+  pid?: number | string;
+  reason?: string;
+}
+
+/**
+ * The state of each component an error body carries: `components` beside `error` (or inside it), as a list of
+ * `{name, state, pid, reason}` or a map of name → state.
+ */
+export function progressOf(body: unknown): ComponentProgress[] {
+  const root = isObject(body) ? body : {};
+  const err = isObject(root.error) ? root.error : {};
+  const found = root.components ?? err.components ?? root.states ?? err.states;
+  const one = (name: string, v: unknown): ComponentProgress => {
+    if (typeof v === 'string') return { name, state: v };
+    const o = isObject(v) ? v : {};
+    const id = typeof o.pid === 'number' ? o.pid : typeof o.containerId === 'string' ? o.containerId.slice(0, 12) : undefined;
+    return { name, state: typeof o.state === 'string' ? o.state : '?', ...(id !== undefined && { pid: id }), ...(typeof o.reason === 'string' && { reason: o.reason }) };
+  };
+  if (Array.isArray(found)) return found.filter(isObject).map((o) => one(String(o.name ?? '?'), o));
+  if (isObject(found)) return Object.entries(found).map(([n, v]) => one(n, v));
+  return [];
+}
+
+/** `  api  unhealthy  pid 41088  (probe …: 503)`, one line per component. */
+export function renderProgress(rows: ComponentProgress[]): string {
+  if (rows.length === 0) return '';
+  const nameW = Math.max(...rows.map((r) => r.name.length));
+  const stateW = Math.max(...rows.map((r) => r.state.length));
+  const id = (r: ComponentProgress) => (r.pid === undefined ? '' : typeof r.pid === 'number' ? `pid ${r.pid}` : r.pid);
+  const idW = Math.max(...rows.map((r) => id(r).length));
+  const line = (r: ComponentProgress) => {
+    const cells = [r.name.padEnd(nameW), r.state.padEnd(stateW), ...(idW > 0 ? [id(r).padEnd(idW)] : []), r.reason ? `(${r.reason})` : ''];
+    return `  ${cells.join('  ')}`.trimEnd();
+  };
+  return rows.map(line).join('\n') + '\n';
+}
+
+/**
+ * Runs a command body and maps the agent's HTTP errors to exit codes: 400 and 404 are bad input (2: a bad
+ * value, an unknown component), everything else a failed operation (1: a wait that timed out (504), a component
+ * that failed (502), a refused token). With `--json` the error body goes to stdout; otherwise the message, and the
+ * state of each component when the agent sent them.
+ */
+export async function withAgentErrors(command: string, io: CliIo, json: boolean, fn: () => Promise<number>): Promise<number> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (!(e instanceof AgentApiError)) throw e;
+    if (json) io.stdout.write(JSON.stringify(errorBody(e), null, 2) + '\n');
+    io.stderr.write(`keystonectl ${command}: ${e.message} [${e.code}]\n`);
+    if (!json) io.stderr.write(renderProgress(progressOf(e.body)));
+    return e.status === 400 || e.status === 404 ? EXIT.BAD_INPUT : EXIT.FAILED;
+  }
+}
+
+/** The path of a component route: `/v1/components/{name}` plus an optional `:action`. */
+export function componentPath(name: string, action?: 'restart' | 'stop' | 'start'): string {
+  return `/v1/components/${encodeURIComponent(name)}${action ? `:${action}` : ''}`;
+}
+
+/** Past the agent's own timeout, how long the client still waits for its answer (the 504 with the states). */
+export const ANSWER_MARGIN_MS = 30_000;
+
+export type WaitFor = 'health' | 'started' | 'none';
+
+/** `--wait` and `--timeout` checked, the timeout Go-style as the API echoes it (`2m` → `2m0s`). */
+export function parseWaitArgs(values: { wait?: string | undefined; timeout: string }): { wait: WaitFor; timeoutMs: number; timeout: string } {
+  const wait = values.wait ?? 'health';
+  if (wait !== 'health' && wait !== 'started' && wait !== 'none') throw new UsageError(`--wait must be health, started or none, not "${wait}"`);
+  const timeoutMs = parseDuration(values.timeout);
+  if (timeoutMs === undefined || timeoutMs <= 0) throw new UsageError(`--timeout takes a duration such as 2m or 90s, not "${values.timeout}"`);
+  return { wait, timeoutMs, timeout: formatDuration(timeoutMs) };
+}
+
+/** The names of a list in an answer (stopOrder, started …). */
+export const names = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+
+/** `pid 41002`, a short container id, or `-`. */
+export const shownId = (v: unknown): string => (typeof v === 'number' ? `pid ${v}` : typeof v === 'string' ? v.slice(0, 12) : '-');

@@ -1,0 +1,37 @@
+// `keystonectl status`: the applied revision and every component as the running agent sees them.
+import { parseArgs } from 'node:util';
+import { AGENT_OPTIONS, AGENT_USAGE, AgentApiError, agentClient, withAgentErrors, type AgentClient } from '../agent-client.js';
+import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';
+import { componentList, renderStatus, revisionOf } from '../render/status-table.js';
+
+export const STATUS_USAGE = `keystonectl status [--json] ${AGENT_USAGE}`;
+
+/** `GET /v1/revision`, or undefined when the agent has applied nothing yet (404). */
+async function revision(client: AgentClient): Promise<unknown> {
+  try {
+    return await client.get('/v1/revision');
+  } catch (e) {
+    if (e instanceof AgentApiError && e.status === 404) return undefined;
+    throw e;
+  }
+}
+
+export async function status(argv: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { json: { type: 'boolean', default: false }, ...AGENT_OPTIONS },
+  });
+  if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
+  const client = agentClient(values, io);
+  return withAgentErrors('status', io, values.json, async () => {
+    const [components, rev] = await Promise.all([client.get('/v1/components'), revision(client)]);
+    const list = componentList(components);
+    const applied = revisionOf(rev);
+    if (applied?.unsigned === true) io.stderr.write('keystonectl status: WARNING: the applied revision is UNSIGNED: signatures are not checked (development only)\n');
+    // The API's own JSON, both answers side by side.
+    if (values.json) io.stdout.write(JSON.stringify({ revision: rev ?? null, components: list }, null, 2) + '\n');
+    else io.stdout.write(renderStatus(list, applied, nowMs(io)));
+    return EXIT.OK;
+  });
+}

@@ -1,0 +1,136 @@
+// The human form of `keystonectl status`: the applied revision on top, then one row per component. Pure: the
+// API's JSON and the time in, text out. Tolerant of the shapes it reads (a field it does not find prints as "-").
+
+type Json = Record<string, unknown>;
+
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : undefined);
+
+/** The component list of `GET /v1/components`: a bare array or `{components: […]}`. */
+export function componentList(body: unknown): unknown[] {
+  if (Array.isArray(body)) return body;
+  if (isObject(body) && Array.isArray(body.components)) return body.components;
+  return [];
+}
+
+/** The revision of `GET /v1/revision`: the object itself or `{revision: {…}}`; undefined when none is applied. */
+export function revisionOf(body: unknown): Json | undefined {
+  if (!isObject(body)) return undefined;
+  if (isObject(body.revision)) return body.revision;
+  return str(body.id) !== undefined ? body : undefined;
+}
+
+/** A time as the API may give it (ms since the epoch, or an ISO string) in ms; undefined when absent. */
+export function timeMs(v: unknown): number | undefined {
+  if (typeof v === 'number' && Number.isFinite(v)) return v;
+  if (typeof v === 'string') {
+    const t = Date.parse(v);
+    return Number.isNaN(t) ? undefined : t;
+  }
+  return undefined;
+}
+
+/** `12s ago`, `3m ago`, `5h ago`, `2d ago`; a time in the future (clock skew) counts as now. */
+export function ago(thenMs: number, nowMs: number): string {
+  const s = Math.max(0, Math.floor((nowMs - thenMs) / 1000));
+  if (s < 60) return `${s}s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ago`;
+  if (s < 48 * 3600) return `${Math.floor(s / 3600)}h ago`;
+  return `${Math.floor(s / 86400)}d ago`;
+}
+
+/** `2024-05-01 10:00:03Z`: UTC, to the second, the same on every machine. */
+export function utc(ms: number): string {
+  return new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+}
+
+/** The pid or (short) container id of a component, from `pid`, `container`/`containerId` or an `instance` ref. */
+export function instanceOf(c: Json): string | undefined {
+  const pid = str(c.pid);
+  if (pid !== undefined) return pid;
+  const container = str(c.containerId) ?? str(c.container) ?? str(c.containerID);
+  if (container !== undefined) return container.slice(0, 12);
+  if (isObject(c.instance)) return str(c.instance.pid) ?? str(c.instance.id)?.slice(0, 12);
+  return undefined;
+}
+
+function healthOf(v: unknown): string | undefined {
+  if (typeof v === 'boolean') return v ? 'healthy' : 'unhealthy';
+  if (isObject(v)) {
+    const s = str(v.status) ?? str(v.state);
+    if (s !== undefined) return s;
+    if (typeof v.ok === 'boolean') return v.ok ? 'healthy' : 'unhealthy';
+    return undefined;
+  }
+  return str(v);
+}
+
+export interface StatusRow {
+  name: string;
+  state: string;
+  version: string;
+  instance: string;
+  health: string;
+  restarts: string;
+  since: string;
+  reason?: string;
+}
+
+export function statusRow(raw: unknown, nowMs: number): StatusRow {
+  const c = isObject(raw) ? raw : {};
+  const since = timeMs(c.since);
+  const reason = str(c.reason);
+  return {
+    name: str(c.name) ?? '?',
+    state: (str(c.state) ?? '?') + (c.held === true && c.state !== 'crash-looping' ? ' (held)' : ''),
+    version: str(c.version) ?? '-',
+    instance: instanceOf(c) ?? '-',
+    health: healthOf(c.health) ?? '-',
+    restarts: str(c.restarts) ?? '-',
+    since: since === undefined ? '-' : ago(since, nowMs),
+    ...(reason !== undefined && { reason }),
+  };
+}
+
+/** The line above the table: which revision runs, and `UNSIGNED` loudly when it is. */
+export function revisionLine(rev: Json | undefined, nowMs: number): string {
+  if (!rev) return 'revision: none applied yet';
+  const parts = [`revision ${str(rev.id) ?? '?'}`];
+  const plan = str(rev.planFile) ?? str(rev.plan);
+  if (plan) parts.push(`plan ${plan}`);
+  const applied = timeMs(rev.appliedAt);
+  if (applied !== undefined) parts.push(`applied ${ago(applied, nowMs)}`);
+  if (rev.unsigned === true) parts.push('*** UNSIGNED: signatures are not checked (development only) ***');
+  else {
+    // signedAt is Unix seconds in the store; an ISO string is accepted too.
+    const signed = typeof rev.signedAt === 'number' ? rev.signedAt * 1000 : timeMs(rev.signedAt);
+    if (signed !== undefined) parts.push(`signed ${utc(signed)}`);
+  }
+  return parts.join('  ');
+}
+
+const HEADERS: Record<keyof StatusRow, string> = {
+  name: 'COMPONENT',
+  state: 'STATE',
+  version: 'VERSION',
+  instance: 'PID/CONTAINER',
+  health: 'HEALTH',
+  restarts: 'RESTARTS',
+  since: 'SINCE',
+  reason: 'REASON',
+};
+
+/** The whole `status` output; the REASON column appears only when some component has a reason. */
+export function renderStatus(components: unknown[], revision: Json | undefined, nowMs: number): string {
+  const lines = [revisionLine(revision, nowMs)];
+  if (components.length === 0) return [...lines, 'no components'].join('\n') + '\n';
+  const rows = components.map((c) => statusRow(c, nowMs));
+  const columns: Array<keyof StatusRow> = ['name', 'state', 'version', 'instance', 'health', 'restarts', 'since'];
+  if (rows.some((r) => r.reason !== undefined)) columns.push('reason');
+  const cell = (r: StatusRow, k: keyof StatusRow) => r[k] ?? '';
+  const widths = columns.map((k) => Math.max(HEADERS[k].length, ...rows.map((r) => cell(r, k).length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  lines.push(line(columns.map((k) => HEADERS[k])));
+  for (const r of rows) lines.push(line(columns.map((k) => cell(r, k))));
+  return lines.join('\n') + '\n';
+}
