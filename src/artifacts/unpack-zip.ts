@@ -62,6 +62,10 @@ async function unpackEntry(tree: StagingTree, zip: ZipFile, entry: Entry): Promi
   } catch (e) {
     throw formatError(e, name);
   }
+  // yauzl re-emits inflate and size-check errors on a later tick, after an early stop has destroyed the
+  // stream and the reader has let go: without a listener they would be uncaught and take the agent down.
+  // The reader still sees every error that arrives while it reads (for-await listens too).
+  stream.on('error', () => undefined);
   try {
     await tree.writeFile(planned, formatErrorsOf(stream, name), (mode & 0o111) !== 0);
   } finally {
