@@ -122,7 +122,7 @@ async function load(repo) {
 
 function coldRun(repo, trust) {
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, [bin, 'apply-dry', 'plans/plan.toml', '--json', ...trust], { cwd: repo, maxBuffer: 1 << 30, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [bin, 'apply-dry', 'plans/plan.toml', '--json', '--empty', ...trust], { cwd: repo, maxBuffer: 1 << 30, encoding: 'utf8' });
   const ms = performance.now() - t0;
   if (r.status !== 0) throw new Error(`cold apply-dry exited ${r.status}: ${r.stderr.slice(0, 2000)}`);
   return ms;
@@ -132,8 +132,8 @@ async function benchSize(n, workDir, publicKey) {
   for (const k of Object.keys(cpuMs)) delete cpuMs[k];
   const runs = n === Math.max(...sizes) ? baseRuns : 2 * baseRuns + 1; // smaller sizes are cheap: a few more runs
   const trust = ['--trusted-key', publicKey];
-  const signed = ['apply-dry', 'plans/plan.toml', '--json', ...trust];
-  const unsigned = ['apply-dry', 'plans/plan.toml', '--json', '--allow-unsigned'];
+  const signed = ['apply-dry', 'plans/plan.toml', '--json', '--empty', ...trust];
+  const unsigned = ['apply-dry', 'plans/plan.toml', '--json', '--empty', '--allow-unsigned'];
   process.stderr.write(`N=${n}: generating and signing… `);
   const base = generateRepo(join(workDir, `base-${n}`), { n, seed });
   const changed = generateRepo(join(workDir, `changed-${n}`), { n, seed, changed: true });

@@ -1,13 +1,23 @@
 // Runs every benchmark in this folder (`*.bench.mjs`), one after the other, each in its own Node process
 // (so one bench's heap and JIT state do not colour the next) with --expose-gc so benches can collect between runs.
-// Usage: npm run bench [-- NAME…]   (NAME filters by file name, e.g. `npm run bench -- apply-dry`)
+// Usage: npm run bench [-- NAME… [--option value…]]   (NAME filters by file name, e.g. `npm run bench -- apply-dry`;
+// options are handed to every bench selected, e.g. `npm run bench -- convergence --sizes 20 --runs 3`)
+//
+//   apply-dry.bench.mjs     keystonectl apply-dry on 1,000 and 10,000 generated components
+//   convergence.bench.mjs   a fresh agent bringing up 20 and 50 stand-in processes (a DAG with known start delays)
+//                           against the critical path and the layer-by-layer schedule          (~1-2 min)
+//   supervision.bench.mjs   the same 50 programs under the agent, supervisord and PM2: restart latency after
+//                           kill -9, supervisor RSS and idle CPU (installs supervisor / pm2 when missing; ~3 min)
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const filters = process.argv.slice(2);
+const args = process.argv.slice(2);
+const firstOption = args.findIndex((a) => a.startsWith('--'));
+const filters = firstOption < 0 ? args : args.slice(0, firstOption);
+const options = firstOption < 0 ? [] : args.slice(firstOption);
 const benches = readdirSync(here)
   .filter((f) => f.endsWith('.bench.mjs'))
   .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
@@ -21,7 +31,7 @@ if (benches.length === 0) {
 let failed = 0;
 for (const file of benches) {
   console.log(`\n=== ${file}`);
-  const r = spawnSync(process.execPath, ['--expose-gc', join(here, file)], { stdio: 'inherit' });
+  const r = spawnSync(process.execPath, ['--expose-gc', join(here, file), ...options], { stdio: 'inherit' });
   if (r.status !== 0) {
     failed++;
     console.error(`${file} failed (${r.signal ?? `exit ${r.status}`})`);

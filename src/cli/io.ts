@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 
 export interface CliIo {
-  stdout: { write(s: string): unknown; isTTY?: boolean };
+  stdout: { write(s: string): unknown; isTTY?: boolean; on?(event: 'error', fn: (e: Error) => void): unknown };
   stderr: { write(s: string): unknown; isTTY?: boolean };
   cwd: string;
   env: Record<string, string | undefined>;

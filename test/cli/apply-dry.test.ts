@@ -219,12 +219,12 @@ describe('apply-dry output formats and errors', () => {
 
   it('the installed binary runs from the repository as its working directory, with the exit codes of SPEC §9', async () => {
     const bin = join(PROJECT_ROOT, 'bin/keystonectl.js');
-    const ok = spawnSync(process.execPath, [bin, 'apply-dry', PLAN, ...repo.trust], { cwd: repo.dir, encoding: 'utf8' });
+    const ok = spawnSync(process.execPath, [bin, 'apply-dry', PLAN, '--empty', ...repo.trust], { cwd: repo.dir, encoding: 'utf8' });
     expect(ok.status).toBe(0);
     expect(ok.stdout).toContain('[agent] reconcile plan stop_order=[] start_order=[influxdb api telemetry web] no_touch=[]');
     repo.edit('recipes/com.acme.api.toml', '[metadata]', '[metadata]\nbogus = 1');
     await repo.sign();
-    const bad = spawnSync(process.execPath, [bin, 'apply-dry', PLAN, ...repo.trust], { cwd: repo.dir, encoding: 'utf8' });
+    const bad = spawnSync(process.execPath, [bin, 'apply-dry', PLAN, '--empty', ...repo.trust], { cwd: repo.dir, encoding: 'utf8' });
     expect(bad.status).toBe(2);
     expect(bad.stderr).toContain('KS_UNKNOWN_KEY');
   });

@@ -1,6 +1,8 @@
 // `keystonectl apply-dry PLAN`: load, validate and print the reconcile; changes nothing.
 import { parseArgs } from 'node:util';
-import { actualFromDesired, diff, EMPTY_ACTUAL, type ActualState } from '../../core/diff.js';
+import { actualFromDesired, diff, EMPTY_ACTUAL, type ActualComponent, type ActualState } from '../../core/diff.js';
+import { OperationError } from '../../core/errors.js';
+import { DEFAULT_AGENT_URL } from '../agent-client.js';
 import { DirectoryReader } from '../../source/directory-reader.js';
 import { loadRevision } from '../../source/load-revision.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
@@ -10,7 +12,42 @@ import { renderReconcileText } from '../render/reconcile-text.js';
 import { planPathIn, repoRoot } from '../repository-args.js';
 import { describeVerification, TRUST_OPTIONS, TRUST_USAGE, trustPolicy } from '../trust-args.js';
 
-export const APPLY_DRY_USAGE = `keystonectl apply-dry PLAN [--repo DIR] ${TRUST_USAGE} [--empty | --base REF] [--json] [--format text|markdown]`;
+export const APPLY_DRY_USAGE = `keystonectl apply-dry PLAN [--repo DIR] ${TRUST_USAGE} [--empty | --base REF | --agent URL] [--json] [--format text|markdown]`;
+
+type ComparedWith =
+  | { kind: 'empty'; note?: string }
+  | { kind: 'agent'; url: string }
+  | { kind: 'base'; ref: string; commit: string; planPresent: boolean };
+
+/** States in which a component counts as running for the diff (as the agent's own store maps them). */
+const LIVE = new Set(['installing', 'starting', 'running', 'unhealthy', 'backoff']);
+
+/**
+ * What the local agent runs, as the diff's actual state, from `GET /v1/components` (no token needed).
+ * Undefined when nothing answers quickly; an explicit `--agent` that does not answer is an error.
+ */
+async function agentActualState(url: string, required: boolean): Promise<ActualState | undefined> {
+  let views: Array<{ name: string; hash: string; version: string; state: string; held: boolean; dependencies: ActualComponent['dependencies'] }>;
+  try {
+    const res = await fetch(new URL('/v1/components', url), { signal: AbortSignal.timeout(required ? 10_000 : 1_000), redirect: 'error' });
+    if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    views = (await res.json()) as typeof views;
+    if (!Array.isArray(views)) throw new Error('not a component list');
+  } catch (e) {
+    if (required) throw new OperationError('KS_AGENT_UNREACHABLE', `no agent answers at ${url}: ${(e as Error).message}`);
+    return undefined;
+  }
+  return {
+    components: views.map((v) => ({
+      name: v.name,
+      hash: v.hash,
+      version: v.version,
+      running: LIVE.has(v.state),
+      held: v.held || v.state === 'crash-looping',
+      dependencies: v.dependencies,
+    })),
+  };
+}
 
 export async function applyDry(argv: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -22,12 +59,14 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
       format: { type: 'string', default: 'text' },
       empty: { type: 'boolean', default: false },
       base: { type: 'string' },
+      agent: { type: 'string' },
       ...TRUST_OPTIONS,
     },
   });
   if (positionals.length !== 1) throw new UsageError('apply-dry takes exactly one PLAN');
   if (values.format !== 'text' && values.format !== 'markdown') throw new UsageError(`--format must be text or markdown, not "${values.format}"`);
-  if (values.empty && values.base !== undefined) throw new UsageError('--empty and --base exclude each other');
+  if ([values.empty, values.base !== undefined, values.agent !== undefined].filter(Boolean).length > 1)
+    throw new UsageError('--empty, --base and --agent exclude each other');
   const root = repoRoot(io.cwd, values.repo);
   const plan = planPathIn(root, positionals[0]!);
   const markdown = values.format === 'markdown';
@@ -44,11 +83,23 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
     return EXIT.BAD_INPUT;
   }
 
-  // 2. The side it is compared with. Until the agent exists, the empty state is the default.
+  // 2. The side it is compared with: a Git ref, the empty state, or (the default) the local agent when one answers.
   let actual: ActualState = EMPTY_ACTUAL;
-  let comparedWith: { kind: 'empty' } | { kind: 'base'; ref: string; commit: string; planPresent: boolean } = { kind: 'empty' };
+  let comparedWith: ComparedWith = { kind: 'empty' };
   let comparedText = 'the empty state (a fresh device)';
   let comparedMd = 'the empty state (a fresh device)';
+  if (!values.empty && values.base === undefined) {
+    const url = values.agent ?? DEFAULT_AGENT_URL;
+    const running = await agentActualState(url, values.agent !== undefined);
+    if (running) {
+      actual = running;
+      comparedWith = { kind: 'agent', url };
+      comparedText = comparedMd = `the running agent at ${url} (${running.components.length} components)`;
+    } else {
+      comparedWith = { kind: 'empty', note: `no agent answered at ${url}` };
+      comparedText = comparedMd = `the empty state (a fresh device; no agent answered at ${url})`;
+    }
+  }
   if (values.base !== undefined) {
     // isomorphic-git costs ~100 ms to load: only when a base is asked for.
     const { GitTreeReader } = await import('../../source/git-tree-reader.js');
