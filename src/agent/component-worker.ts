@@ -20,8 +20,6 @@ export interface WorkerDeps {
   random: () => number;
   graceMs: number;
   restartLimits: RestartLimits;
-  /** Serialises work with the engine's other operations (the one writer). */
-  enqueue: (op: () => Promise<void>) => Promise<void>;
   /** A crash restart became healthy again: its hard dependents must follow (SPEC §4, at run time). */
   onRecovered: (name: string) => void;
 }
@@ -58,7 +56,9 @@ const sleep = (ms: number, signal?: AbortSignal) =>
  * Invariants: every change of generation (start, stop, adopt) invalidates the timers, monitors and
  * exit watchers of the previous one, so a late event never acts on an instance that is no longer
  * current; the state store is written before the worker acts (a record says `stopping` before the
- * signal, `starting` with the pid right after the spawn).
+ * signal, `starting` with the pid right after the spawn). Crash restarts run outside the engine's
+ * queue (per-component, like kubelet's pod workers); everything that touches several components
+ * (applies, operator actions, cascades) runs inside it.
  */
 export class ComponentWorker {
   private generation = 0;
@@ -231,11 +231,16 @@ export class ComponentWorker {
   private scheduleRestart(gen: number, delayMs: number): void {
     clearTimeout(this.restartTimer);
     this.restartTimer = setTimeout(() => {
-      void this.deps.enqueue(async () => {
-        if (gen !== this.generation || !this.desired) return;
-        const outcome = await this.launchUntilHealthy(gen, startBudgetMs(this.desired));
-        if (outcome.ok) this.deps.onRecovered(this.name);
-      });
+      // A crash restart is this worker's own business and does not wait in the engine's queue: five
+      // components that crash together come back together, and a revision does not wait behind them.
+      // The generation makes it safe: an apply's stop or start invalidates it, and a stale spawn is
+      // stopped before it is recorded. The cascade to hard dependents is the engine's, so it queues.
+      if (gen !== this.generation || !this.desired) return;
+      void this.launchUntilHealthy(gen, startBudgetMs(this.desired))
+        .then((outcome) => {
+          if (outcome.ok) this.deps.onRecovered(this.name);
+        })
+        .catch((e: Error) => this.deps.log.error({ component: this.name, err: e }, 'crash restart failed'));
     }, delayMs);
   }
 

@@ -9,7 +9,7 @@ import { crashPoint } from './crash-point.js';
 import { execute, type ExecutionResult } from './executor.js';
 import { sweepOrphans } from './orphan-sweep.js';
 
-export interface EngineDeps extends Omit<WorkerDeps, 'enqueue' | 'onRecovered' | 'log'> {
+export interface EngineDeps extends Omit<WorkerDeps, 'onRecovered' | 'log'> {
   log: Logger;
   concurrency: number;
 }
@@ -59,7 +59,6 @@ export class Engine {
       w = new ComponentWorker(name, {
         ...this.deps,
         log: this.supLog,
-        enqueue: (op) => this.run(op),
         onRecovered: (n) => void this.run(() => this.cascadeAfterRecovery(n)),
       });
       this.workers.set(name, w);
