@@ -80,6 +80,26 @@ export async function rotateIfLarger(path: string, maxBytes: number, keep: numbe
   return true;
 }
 
+/**
+ * The end of an open file holding at least `newlines` newlines (or the whole file), read backwards in
+ * 64 KiB chunks: `bytes` starts at offset `start`. Shared by tailLines and `keystonectl logs`.
+ */
+export async function readTail(h: FileHandle, newlines: number): Promise<{ bytes: Buffer; start: number }> {
+  let pos = (await h.stat()).size;
+  const chunks: Buffer[] = [];
+  let seen = 0;
+  while (pos > 0 && seen < newlines) {
+    const len = Math.min(64 * 1024, pos);
+    pos -= len;
+    const buf = Buffer.alloc(len);
+    const { bytesRead } = await h.read(buf, 0, len, pos);
+    const chunk = buf.subarray(0, bytesRead);
+    for (const b of chunk) if (b === 0x0a) seen++;
+    chunks.unshift(chunk);
+  }
+  return { bytes: Buffer.concat(chunks), start: pos };
+}
+
 /** The last `n` lines of a file (without their newlines), reading backwards from the end; [] when it does not exist. */
 export async function tailLines(path: string, n: number): Promise<string[]> {
   if (n <= 0) return [];
@@ -91,23 +111,11 @@ export async function tailLines(path: string, n: number): Promise<string[]> {
     throw e;
   }
   try {
-    const size = (await h.stat()).size;
-    const chunks: Buffer[] = [];
-    let pos = size;
-    let newlines = 0;
     // n lines need n+1 newlines (the one ending the line before them), unless the file starts first.
-    while (pos > 0 && newlines <= n) {
-      const len = Math.min(64 * 1024, pos);
-      pos -= len;
-      const buf = Buffer.alloc(len);
-      const { bytesRead } = await h.read(buf, 0, len, pos);
-      const chunk = buf.subarray(0, bytesRead);
-      for (const b of chunk) if (b === 0x0a) newlines++;
-      chunks.unshift(chunk);
-    }
-    const lines = Buffer.concat(chunks).toString('utf8').split('\n');
+    const { bytes, start } = await readTail(h, n + 1);
+    const lines = bytes.toString('utf8').split('\n');
     if (lines[lines.length - 1] === '') lines.pop();
-    if (pos > 0) lines.shift(); // the first piece may be the tail of a longer line
+    if (start > 0) lines.shift(); // the first piece may be the tail of a longer line
     return lines.slice(-n);
   } finally {
     await h.close();

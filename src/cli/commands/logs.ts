@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { parseArgs } from 'node:util';
 import { OperationError } from '../../core/errors.js';
-import { STDERR_LOG, STDOUT_LOG, tailLines } from '../../runtime/log-files.js';
+import { readTail, STDERR_LOG, STDOUT_LOG, tailLines } from '../../runtime/log-files.js';
 import { componentArg, stateDirOf } from '../agent-client.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
 
@@ -80,20 +80,8 @@ export async function lastCompleteLines(path: string, n: number): Promise<{ line
     throw unreadable(path, e);
   }
   try {
-    let pos = (await h.stat()).size;
-    const chunks: Buffer[] = [];
-    let newlines = 0;
     // The last newline ends the complete part; n more before it start the n lines.
-    while (pos > 0 && newlines < n + 1) {
-      const len = Math.min(64 * 1024, pos);
-      pos -= len;
-      const buf = Buffer.alloc(len);
-      const { bytesRead } = await h.read(buf, 0, len, pos);
-      const chunk = buf.subarray(0, bytesRead);
-      for (const b of chunk) if (b === 0x0a) newlines++;
-      chunks.unshift(chunk);
-    }
-    const buf = Buffer.concat(chunks);
+    const { bytes: buf, start: pos } = await readTail(h, n + 1);
     const last = buf.lastIndexOf(0x0a);
     if (last < 0) return { lines: [], end: pos };
     const text = buf.subarray(0, last).toString('utf8').split('\n');
