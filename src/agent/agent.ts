@@ -16,7 +16,9 @@ import type { Keyring } from '../trust/keyring.js';
 import { TrustError } from '../trust/trust-error.js';
 import { VerifiedReader, verifyRevision } from '../trust/verify-revision.js';
 import { Engine, type ApplyResult } from './engine.js';
-import { openStateStore, type ComponentState, type StateStore } from './state-store.js';
+import { openStateStore, type ComponentState, type StateStore, type SyncSuspension } from './state-store.js';
+import type { Reconcile } from '../core/diff.js';
+import type { RepoReader } from '../source/repo-reader.js';
 
 export type TrustSetting = { unsigned: true } | { unsigned: false; keyring: Keyring; maxAgeSeconds?: number };
 
@@ -37,6 +39,13 @@ export interface AgentOptions {
   logCheckMs?: number;
   /** The mark the process runtime puts on components (see orphan-sweep.ts); enables the orphan sweep. */
   ownerTag?: string;
+  /**
+   * What the agent follows: a Git ref (its commits are the desired state, so a manual apply needs --force and then
+   * suspends the sync) or a development directory (a manual apply is taken; the next change of the directory wins).
+   */
+  following?: 'git' | 'directory';
+  /** Called with the revision's own reader just before it is applied: relative artifacts are read from it. */
+  useReader?: (reader: RepoReader) => void;
   now?: () => number;
   random?: () => number;
 }
@@ -55,7 +64,27 @@ export interface AgentEventMap {
   /** One health probe, from the readiness wait or the monitor. */
   probe: [{ component: string; ok: boolean; latencyMs: number }];
   /** A revision went through the loop: applied (success or failure) or refused before it was applied. */
-  revision: [{ revision: string; outcome: 'success' | 'failure' | 'rejected'; durationMs: number }];
+  revision: [{ revision: string; outcome: 'success' | 'failure' | 'rejected'; durationMs: number; summary: string }];
+  /** A revision passed verification and validation: what applying it stops and starts. */
+  applying: [{ revision: string; reconcile: Reconcile }];
+  /** A revision waiting to be applied was replaced by a newer one before its turn. */
+  superseded: [{ revision: string; by: string }];
+}
+
+/** What a manual apply was told at once; its progress follows as events. */
+export interface ManualApplyAccepted {
+  revision: string;
+  planFile: string;
+  /** True when this apply suspended the Git sync (--force on an agent that follows Git). */
+  suspendedSync: boolean;
+}
+
+export interface SyncState {
+  following: 'git' | 'directory';
+  /** Present while a forced manual apply holds the Git sync. */
+  suspended?: SyncSuspension;
+  /** A revision the source found while suspended, applied on resume. */
+  held?: string;
 }
 
 export interface Agent {
@@ -71,6 +100,14 @@ export interface Agent {
   sync(): boolean;
   /** The source registers how to look now (directory: re-read; Git: fetch). The last registration wins. */
   onSync(look: () => Promise<void>): void;
+  /**
+   * An operator's apply of a revision sent to the agent (`keystonectl apply`): verified and applied like any other.
+   * An agent following Git refuses it (KS_FOLLOWING_GIT) unless `force`, which suspends the Git sync until resume().
+   */
+  applyManual(r: Revision & { planFile: string }, opts: { force: boolean }): ManualApplyAccepted;
+  /** Ends a suspension: the newest revision the source found meanwhile is applied, or the source looks now. */
+  resume(): { resumed: boolean; revision?: string };
+  syncState(): SyncState;
   /** Resolves when no revision is pending or being applied. */
   idle(): Promise<void>;
   lastResult?: ApplyResult;
@@ -139,8 +176,22 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
   }, opts.logCheckMs ?? 30_000);
   logTimer.unref();
 
+  const following = opts.following ?? 'directory';
+  const suspendedAtStart = store.syncSuspension();
+  if (suspendedAtStart)
+    log.warn({ revision: suspendedAtStart.revision, since: new Date(suspendedAtStart.since).toISOString() }, 'the Git sync is suspended by a manual apply: run `keystonectl resume` to follow Git again');
   let pending: Revision | undefined;
+  /** The newest revision the source offered while the sync was suspended. */
+  let held: Revision | undefined;
   let running: Promise<void> | undefined;
+  const enqueue = (r: Revision) => {
+    if (pending) {
+      log.info({ revision: pending.id, newer: r.id }, 'superseded before it was applied');
+      emit('superseded', { revision: pending.id, by: r.id });
+    }
+    pending = r;
+    if (!running) running = drain().finally(() => (running = undefined));
+  };
   let look: (() => Promise<void>) | undefined;
   let looking: Promise<void> | undefined;
   let lookAgain = false;
@@ -149,9 +200,49 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
     engine,
     events,
     offer(r) {
-      if (pending) log.info({ revision: pending.id, newer: r.id }, 'superseded before it was applied');
-      pending = r;
-      if (!running) running = drain().finally(() => (running = undefined));
+      const suspension = store.syncSuspension();
+      if (suspension) {
+        if (held?.id !== r.id) log.info({ revision: r.id, suspended_by: suspension.revision }, 'the Git sync is suspended: holding this revision until `keystonectl resume`');
+        held = r;
+        return;
+      }
+      enqueue(r);
+    },
+    applyManual(r, applyOpts) {
+      let suspendedSync = false;
+      if (following === 'git') {
+        if (!applyOpts.force)
+          throw Object.assign(
+            new Error('this agent follows Git: push a commit to deploy instead (a manual apply would be undone by the next commit); --force applies it anyway and suspends the Git sync until `keystonectl resume`'),
+            { code: 'KS_FOLLOWING_GIT' },
+          );
+        if (!store.syncSuspension()) {
+          store.setSyncSuspension({ since: now(), revision: r.id, reason: 'a forced manual apply' });
+          suspendedSync = true;
+          log.warn({ revision: r.id }, 'the Git sync is suspended by a forced manual apply until `keystonectl resume`');
+        }
+      }
+      log.info({ revision: r.id, plan: r.planFile, source: r.source }, 'manual apply requested');
+      enqueue(r);
+      return { revision: r.id, planFile: r.planFile, suspendedSync };
+    },
+    resume() {
+      const was = store.syncSuspension();
+      if (!was) return { resumed: false };
+      store.setSyncSuspension(undefined);
+      const found = held;
+      held = undefined;
+      log.info({ suspended_by: was.revision, ...(found && { revision: found.id }) }, 'the Git sync resumed');
+      if (found) {
+        enqueue(found);
+        return { resumed: true, revision: found.id };
+      }
+      agent.sync();
+      return { resumed: true };
+    },
+    syncState() {
+      const suspended = store.syncSuspension();
+      return { following, ...(suspended && { suspended }), ...(held && { held: held.id }) };
     },
     sync() {
       if (!look) return false;
@@ -203,10 +294,11 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
     const began = now();
     let reader = rev.reader;
     let signedAt: number | undefined;
+    const planFile = rev.planFile ?? opts.planFile;
     const reject = (reason: string) => {
-      store.recordRejected({ revision: rev.id, planFile: opts.planFile, at: now(), reason });
+      store.recordRejected({ revision: rev.id, planFile, at: now(), reason });
       log.error({ revision: rev.id, reason }, 'revision refused; still running the previous one');
-      emit('revision', { revision: rev.id, outcome: 'rejected', durationMs: now() - began });
+      emit('revision', { revision: rev.id, outcome: 'rejected', durationMs: now() - began, summary: reason });
     };
     if (opts.trust.unsigned) {
       log.warn({ revision: rev.id }, 'UNSIGNED revision: signatures are not checked (--allow-unsigned, development only)');
@@ -228,7 +320,7 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
     }
     let resolution;
     try {
-      resolution = await loadRevision(reader, opts.planFile);
+      resolution = await loadRevision(reader, planFile);
     } catch (e) {
       if (e instanceof TrustError) return reject(`${e.code}: ${e.message}`);
       throw e;
@@ -237,14 +329,14 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
       for (const d of resolution.diagnostics) log.error({ revision: rev.id, code: d.code }, formatDiagnostic(d));
       return reject(`invalid: ${resolution.diagnostics.length} error(s), first: ${formatDiagnostic(resolution.diagnostics[0]!)}`);
     }
-    agent.lastResult = await engine.apply(resolution.state, {
-      id: rev.id,
-      source: rev.source,
-      planFile: opts.planFile,
-      unsigned: opts.trust.unsigned,
-      ...(signedAt !== undefined && { signedAt }),
-    });
-    emit('revision', { revision: rev.id, outcome: agent.lastResult.outcome, durationMs: now() - began });
+    // Artifacts are pinned by digest, not listed in SHA256SUMS: they come from the revision's own (unverified) reader.
+    opts.useReader?.(rev.reader);
+    agent.lastResult = await engine.apply(
+      resolution.state,
+      { id: rev.id, source: rev.source, planFile, unsigned: opts.trust.unsigned, ...(signedAt !== undefined && { signedAt }) },
+      { onReconcile: (reconcile) => emit('applying', { revision: rev.id, reconcile }) },
+    );
+    emit('revision', { revision: rev.id, outcome: agent.lastResult.outcome, durationMs: now() - began, summary: agent.lastResult.summary });
   }
 
   return agent;

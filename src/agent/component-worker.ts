@@ -104,7 +104,9 @@ export class ComponentWorker {
       held: false,
       since: now(),
       revision,
-      ...(prev?.instance && { instance: prev.instance }),
+      // The last instance stays on record until a new one replaces it, unless the component moved to another
+      // runtime (a process became a container): that record would describe nothing the new runtime knows.
+      ...(prev?.instance && prev.instance.kind === c.recipe.lifecycle.run.type && { instance: prev.instance }),
     });
     this.deps.log.info({ component: this.name, state: 'installing', revision });
     const paths = this.deps.paths(this.name);

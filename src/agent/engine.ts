@@ -96,10 +96,11 @@ export class Engine {
   }
 
   /** Diff the revision against what runs and carry it out (SPEC §4). */
-  apply(desired: DesiredState, rev: RevisionInfo): Promise<ApplyResult> {
+  apply(desired: DesiredState, rev: RevisionInfo, hooks: { onReconcile?: (r: Reconcile) => void } = {}): Promise<ApplyResult> {
     return this.run(async () => {
       const { store, now } = this.deps;
       const reconcile = diff(desired, store.actualState());
+      hooks.onReconcile?.(reconcile);
       this.agentLog.info({ revision: rev.id, stop_order: reconcile.stopOrder, start_order: reconcile.startOrder, no_touch: reconcile.noTouch }, 'reconcile plan');
       const historyId = store.beginApply({ revision: rev.id, planFile: rev.planFile, startedAt: now(), reconcile });
       store.setAppliedRevision({ id: rev.id, source: rev.source, planFile: rev.planFile, unsigned: rev.unsigned, appliedAt: now(), ...(rev.signedAt !== undefined && { signedAt: rev.signedAt }) });
@@ -178,14 +179,31 @@ export class Engine {
     });
   }
 
-  /** Starts `name` once its dependencies are healthy, releasing an operator's or a crash loop's hold. */
-  start(name: string): Promise<OperatorResult> {
+  /**
+   * Starts `name` once its dependencies are healthy, releasing an operator's or a crash loop's hold. Dependencies
+   * that are down (stopped, failed, crash-looping) are started first, in dependency order; ones that are on their
+   * way up (a crash restart in progress) are waited for, up to `dependencyWaitMs`.
+   */
+  start(name: string, dependencyWaitMs = 120_000): Promise<OperatorResult> {
     return this.run(async () => {
       const desired = this.requireDesired(name);
-      const rec = this.deps.store.component(name);
+      const { store } = this.deps;
+      const byName = new Map(desired.components.map((c) => [c.name, c]));
+      const needed = new Set<string>();
+      const visit = (n: string) => {
+        for (const d of byName.get(n)?.dependencies ?? []) if (!needed.has(d.component)) (needed.add(d.component), visit(d.component));
+      };
+      visit(name);
+      const up = (n: string) => ['running', 'starting', 'unhealthy', 'installing', 'backoff'].includes(store.component(n)?.state ?? 'stopped');
+      const rec = store.component(name);
       const running = rec && (rec.state === 'running' || rec.state === 'starting' || rec.state === 'unhealthy');
-      const startOrder = running ? [] : [name];
-      this.agentLog.info({ component: name, start_order: startOrder }, running ? 'start requested: already running' : 'start requested');
+      const startOrder = desired.startOrder.filter((n) => (n === name && !running) || (needed.has(n) && !up(n)));
+      const coming = desired.startOrder.filter((n) => needed.has(n) && up(n) && store.component(n)?.state !== 'running');
+      this.agentLog.info({ component: name, start_order: startOrder, waiting_for: coming }, running ? 'start requested: already running' : 'start requested');
+      // A dependency in a crash restart belongs to its worker: wait for it rather than start it a second time.
+      const deadline = this.deps.now() + dependencyWaitMs;
+      while (coming.some((n) => store.component(n)?.state !== 'running' && up(n)) && this.deps.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
       const execution = await this.executeOrders(desired, [], startOrder);
       return { stopOrder: [], startOrder, execution };
     });

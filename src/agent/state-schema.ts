@@ -95,6 +95,19 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX applies_unfinished ON applies (id) WHERE finished_at IS NULL;
     `,
   },
+  {
+    version: 2,
+    name: 'sync suspension (a forced manual apply holds the Git sync until resumed)',
+    sql: `
+      -- Present while suspended: an agent restart must not quietly resume a sync the operator suspended.
+      CREATE TABLE sync_suspension (
+        slot        INTEGER PRIMARY KEY CHECK (slot = 1),
+        since       INTEGER NOT NULL,
+        revision    TEXT    NOT NULL,
+        reason      TEXT    NOT NULL
+      ) STRICT;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.reduce((v, m) => Math.max(v, m.version), 0);

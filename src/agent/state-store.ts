@@ -107,6 +107,14 @@ export interface HistoryEntry {
   failed: ApplyFailure[];
 }
 
+export interface SyncSuspension {
+  /** ms */
+  since: number;
+  /** The manual revision that suspended it. */
+  revision: string;
+  reason: string;
+}
+
 export interface StateStoreOptions {
   /** ms clock for `since` and migration times; default Date.now. */
   now?: () => number;
@@ -153,6 +161,11 @@ export interface StateStore {
   history(q: { limit: number; before?: number }): HistoryEntry[];
   /** The newest apply without a finish: the agent died during it. Finish it, then ask again for older ones. */
   unfinishedApply(): HistoryEntry | undefined;
+
+  /** Present while an operator's forced manual apply holds the Git sync (until `keystonectl resume`). */
+  syncSuspension(): SyncSuspension | undefined;
+  /** Suspends (or, with undefined, resumes) the Git sync. */
+  setSyncSuspension(s: SyncSuspension | undefined): void;
 
   /** Runs `fn` in one IMMEDIATE transaction (a savepoint when nested); `fn` must be synchronous. */
   transaction<T>(fn: () => T): T;
@@ -271,6 +284,9 @@ class SqliteStateStore implements StateStore {
                   AND id NOT IN (SELECT id FROM applies ORDER BY id DESC LIMIT ${retention})`),
       history: p('SELECT * FROM applies WHERE id < ? ORDER BY id DESC LIMIT ?'),
       unfinished: p('SELECT * FROM applies WHERE finished_at IS NULL ORDER BY id DESC LIMIT 1'),
+      suspension: p('SELECT since, revision, reason FROM sync_suspension WHERE slot = 1'),
+      suspend: p('INSERT OR REPLACE INTO sync_suspension (slot, since, revision, reason) VALUES (1, @since, @revision, @reason)'),
+      resume: p('DELETE FROM sync_suspension'),
     };
   }
 
@@ -402,6 +418,22 @@ class SqliteStateStore implements StateStore {
   unfinishedApply(): HistoryEntry | undefined {
     const row = this.s.unfinished.get() as Row | undefined;
     return row && this.read.history(row);
+  }
+
+  syncSuspension(): SyncSuspension | undefined {
+    const row = this.s.suspension.get() as { since: unknown; revision: unknown; reason: unknown } | undefined;
+    if (!row) return undefined;
+    if (!Number.isSafeInteger(row.since) || typeof row.revision !== 'string' || typeof row.reason !== 'string')
+      throw this.read.corrupt('sync_suspension row', 'expected since (integer), revision and reason (text)');
+    return { since: row.since as number, revision: row.revision, reason: row.reason };
+  }
+
+  setSyncSuspension(s: SyncSuspension | undefined): void {
+    if (s === undefined) this.s.resume.run();
+    else {
+      if (!Number.isSafeInteger(s.since) || s.revision === '' || s.reason === '') throw new StateStoreError('KS_STATE_INVALID', 'a sync suspension needs since, revision and reason');
+      this.s.suspend.run(s);
+    }
   }
 
   transaction<T>(fn: () => T): T {

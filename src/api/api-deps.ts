@@ -1,7 +1,7 @@
 // What the API needs from the agent, as narrow as the routes use it: reads from the store, actions only through the
 // engine (the one writer), events for waits and metrics. The real Agent satisfies it; tests may pass less.
 import type { EventEmitter } from 'node:events';
-import type { AgentEventMap } from '../agent/agent.js';
+import type { Agent, AgentEventMap } from '../agent/agent.js';
 import type { Engine } from '../agent/engine.js';
 import type { StateStore } from '../agent/state-store.js';
 import type { Logger } from '../log/logger.js';
@@ -12,6 +12,10 @@ export interface ApiAgent {
   events: EventEmitter<AgentEventMap>;
   /** POST /v1/sync; false when no source can look on demand. */
   sync(): boolean;
+  /** POST /v1/apply, /v1/resume and the sync state in GET /v1/revision. */
+  applyManual: Agent['applyManual'];
+  resume: Agent['resume'];
+  syncState: Agent['syncState'];
 }
 
 export interface ApiDeps {

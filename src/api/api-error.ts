@@ -22,6 +22,7 @@ export type ApiErrorCode =
   | 'KS_STOP_FAILED'
   | 'KS_WAIT_TIMEOUT'
   | 'KS_SYNC_UNAVAILABLE'
+  | 'KS_FOLLOWING_GIT'
   | 'KS_SHUTTING_DOWN'
   | 'KS_NOT_IMPLEMENTED'
   | 'KS_INTERNAL';

@@ -7,6 +7,7 @@ import { ApiError, fromFastifyError } from './api-error.js';
 import { createApiMetrics } from './api-metrics.js';
 import { OperatorWaits } from './operator-waits.js';
 import { requestGuard } from './request-guard.js';
+import { registerApplyRoutes } from './routes/apply-routes.js';
 import { registerComponentActions } from './routes/component-actions.js';
 import { registerComponentRoutes } from './routes/component-routes.js';
 import { registerHealthRoutes } from './routes/health-routes.js';
@@ -54,6 +55,7 @@ export function buildServer(deps: ApiDeps): FastifyInstance {
   registerComponentActions(server, ctx);
   registerRevisionRoutes(server, ctx);
   registerSyncRoutes(server, ctx);
+  registerApplyRoutes(server, ctx);
   registerHealthRoutes(server, ctx);
   registerMetricsRoutes(server, metrics);
 

@@ -67,6 +67,11 @@ export class OperatorWaits {
     }
   }
 
+  /** Aborted when the server closes: a streamed answer ends then instead of holding the shutdown. */
+  get closingSignal(): AbortSignal {
+    return this.closing.signal;
+  }
+
   /** The server is closing: every wait answers now (503) instead of holding the shutdown for its timeout. */
   close(): void {
     this.closing.abort();

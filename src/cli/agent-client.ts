@@ -124,13 +124,64 @@ export class AgentClient {
     return u;
   }
 
-  private async request<T>(method: 'GET' | 'POST', path: string, opts: RequestOptions): Promise<T> {
+  /**
+   * POSTs a JSON body and yields the NDJSON lines of the answer as they arrive (POST /v1/apply). An error answer
+   * throws as request() does; the stream ending early (the agent went away) ends the iteration.
+   */
+  async *postStream(path: string, body: unknown, opts: RequestOptions = {}): AsyncGenerator<unknown> {
     const url = this.url(path, opts.query);
+    const timeoutMs = opts.timeoutMs ?? READ_TIMEOUT_MS;
+    let res: Response;
+    try {
+      res = await fetch(url, { method: 'POST', headers: this.headers('POST', true), body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs), redirect: 'error' });
+    } catch (e) {
+      throw this.unreachable(e, timeoutMs);
+    }
+    if (!res.ok || !res.body) {
+      let text: string;
+      try {
+        text = await res.text();
+      } catch (e) {
+        throw this.unreachable(e, timeoutMs);
+      }
+      this.answer('POST', url, res, text);
+      return;
+    }
+    if (!(res.headers.get('content-type') ?? '').includes('ndjson')) {
+      yield this.answer('POST', url, res, await res.text());
+      return;
+    }
+    const decoder = new TextDecoder();
+    let buffered = '';
+    try {
+      for await (const chunk of res.body) {
+        buffered += decoder.decode(chunk as Uint8Array, { stream: true });
+        let nl: number;
+        while ((nl = buffered.indexOf('\n')) >= 0) {
+          const lineText = buffered.slice(0, nl).trim();
+          buffered = buffered.slice(nl + 1);
+          if (lineText) yield JSON.parse(lineText) as unknown;
+        }
+      }
+    } catch (e) {
+      if (e instanceof SyntaxError) throw new OperationError('KS_AGENT_BAD_RESPONSE', `${this.baseUrl.origin} sent a progress line that is not JSON: is it a Keystone agent?`);
+      throw this.unreachable(e, timeoutMs);
+    }
+  }
+
+  private headers(method: 'GET' | 'POST', jsonBody = false): Record<string, string> {
     const headers: Record<string, string> = { accept: 'application/json' };
+    if (jsonBody) headers['content-type'] = 'application/json';
     if (method === 'POST') {
       this.tokenSource ??= this.token();
       if (this.tokenSource.token) headers.authorization = `Bearer ${this.tokenSource.token}`;
     }
+    return headers;
+  }
+
+  private async request<T>(method: 'GET' | 'POST', path: string, opts: RequestOptions): Promise<T> {
+    const url = this.url(path, opts.query);
+    const headers = this.headers(method);
     const timeoutMs = opts.timeoutMs ?? READ_TIMEOUT_MS;
     let res: Response;
     let text: string;
@@ -140,6 +191,11 @@ export class AgentClient {
     } catch (e) {
       throw this.unreachable(e, timeoutMs);
     }
+    return this.answer<T>(method, url, res, text);
+  }
+
+  /** The parsed JSON of a successful answer; an error answer thrown as AgentApiError. */
+  private answer<T>(method: 'GET' | 'POST', url: URL, res: Response, text: string): T {
     let body: unknown;
     let isJson = false;
     try {

@@ -1,12 +1,14 @@
 // keystonectl: the operator's command line. One error boundary maps every failure to the exit codes of SPEC §9.
 import { ArtifactError } from '../artifacts/artifact-error.js';
 import { InvalidRevisionError, OperationError } from '../core/errors.js';
+import { APPLY_USAGE, apply } from './commands/apply.js';
 import { APPLY_DRY_USAGE, applyDry } from './commands/apply-dry.js';
 import { GRAPH_USAGE, graph } from './commands/graph.js';
 import { HISTORY_USAGE, history } from './commands/history.js';
 import { KEYGEN_USAGE, keygen } from './commands/keygen.js';
 import { LOGS_USAGE, logs } from './commands/logs.js';
 import { RESTART_USAGE, restart } from './commands/restart.js';
+import { RESUME_USAGE, resume } from './commands/resume.js';
 import { SIGN_USAGE, sign } from './commands/sign.js';
 import { START_USAGE, start } from './commands/start.js';
 import { STATUS_USAGE, status } from './commands/status.js';
@@ -19,6 +21,7 @@ type Command = (argv: string[], io: CliIo) => Promise<number>;
 
 const COMMANDS: Record<string, { run: Command; usage: string; summary: string }> = {
   'apply-dry': { run: applyDry, usage: APPLY_DRY_USAGE, summary: 'validate a plan and print what applying it would stop and start' },
+  apply: { run: apply, usage: APPLY_USAGE, summary: 'hand a verified plan to the local agent and follow it until the device converged' },
   graph: { run: graph, usage: GRAPH_USAGE, summary: 'print the resolved dependency layers and orders' },
   keygen: { run: keygen, usage: KEYGEN_USAGE, summary: 'make a minisign-compatible key pair' },
   sign: { run: sign, usage: SIGN_USAGE, summary: 'write SHA256SUMS over every recipe and plan, and sign it' },
@@ -29,6 +32,7 @@ const COMMANDS: Record<string, { run: Command; usage: string; summary: string }>
   start: { run: start, usage: START_USAGE, summary: 'start a component once its dependencies are healthy' },
   logs: { run: logs, usage: LOGS_USAGE, summary: "print (and follow) a component's stdout or stderr" },
   history: { run: history, usage: HISTORY_USAGE, summary: "the agent's applies, newest first" },
+  resume: { run: resume, usage: RESUME_USAGE, summary: 'follow Git again after a forced manual apply suspended the sync' },
 };
 
 function usage(): string {

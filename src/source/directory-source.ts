@@ -12,6 +12,8 @@ export interface Revision {
   /** Where it came from, for people and the state store. */
   source: string;
   reader: RepoReader;
+  /** The plan to apply, when the revision names its own (a manual apply); otherwise the agent's `--plan`. */
+  planFile?: string;
 }
 
 /** Files whose change makes a new revision: what is signed and the signature itself. */
@@ -60,6 +62,11 @@ export class DirectorySource {
     this.watcher.on('all', () => this.changed());
     this.watcher.on('error', (e) => this.opts.onError?.(e as Error));
     await new Promise<void>((resolve) => this.watcher!.once('ready', () => resolve()));
+    await this.emitIfNew();
+  }
+
+  /** Looks now, without waiting for the watcher to notice and settle (POST /v1/sync); a new content is offered. */
+  async syncNow(): Promise<void> {
     await this.emitIfNew();
   }
 

@@ -181,6 +181,26 @@ describe('applied revision and replay floor', () => {
   });
 });
 
+describe('sync suspension', () => {
+  it('is absent by default, survives a reopen, and clears on resume', () => {
+    const dir = tempDir();
+    const a = store(dir);
+    expect(a.syncSuspension()).toBeUndefined();
+    a.setSyncSuspension({ since: 1_700_000_000_000, revision: 'manual:0123456789ab', reason: 'a forced manual apply' });
+    a.close();
+    const b = store(dir);
+    expect(b.syncSuspension()).toStrictEqual({ since: 1_700_000_000_000, revision: 'manual:0123456789ab', reason: 'a forced manual apply' });
+    b.setSyncSuspension(undefined);
+    expect(b.syncSuspension()).toBeUndefined();
+  });
+
+  it('refuses an incomplete suspension', () => {
+    const s = store(tempDir());
+    expect(() => s.setSyncSuspension({ since: 1, revision: '', reason: 'x' })).toThrow(/revision/);
+    expect(s.syncSuspension()).toBeUndefined();
+  });
+});
+
 describe('component records', () => {
   it('round-trip every field, in position order with ties by name', () => {
     const s = store(tempDir());

@@ -38,7 +38,9 @@ export interface ApiStack {
   close(): Promise<void>;
 }
 
-export async function apiStack(opts: { components?: (ports: StackPorts) => ComponentSpec[]; restartLimits?: RestartLimits } = {}): Promise<ApiStack> {
+export async function apiStack(
+  opts: { components?: (ports: StackPorts) => ComponentSpec[]; restartLimits?: RestartLimits; following?: 'git' | 'directory' } = {},
+): Promise<ApiStack> {
   const fx = await stackFixture({ signed: false, ...(opts.components && { components: opts.components }) });
   const stateDir = mkdtempSync(join(tmpdir(), 'keystone-api-state-'));
   const lines: Array<Record<string, unknown>> = [];
@@ -62,6 +64,8 @@ export async function apiStack(opts: { components?: (ports: StackPorts) => Compo
     concurrency: 4,
     graceMs: 2000,
     ownerTag: tag,
+    useReader: (r) => (reader = r),
+    ...(opts.following && { following: opts.following }),
     ...(opts.restartLimits && { restartLimits: opts.restartLimits }),
   });
   const { token } = ensureApiToken(stateDir);
@@ -87,9 +91,7 @@ export async function apiStack(opts: { components?: (ports: StackPorts) => Compo
       return out;
     },
     async apply() {
-      const r = { id: await fx.revisionId(), source: `directory ${fx.dir}`, reader: new DirectoryReader(fx.dir) };
-      reader = r.reader;
-      agent.offer(r);
+      agent.offer({ id: await fx.revisionId(), source: `directory ${fx.dir}`, reader: new DirectoryReader(fx.dir) });
       await agent.idle();
     },
     async close() {

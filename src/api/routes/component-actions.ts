@@ -138,7 +138,7 @@ export function registerComponentActions(server: FastifyInstance, ctx: ApiContex
     const timeout = parseTimeout(q.timeout);
     ordersOf(name);
     const starts = wait === 'started' ? ctx.waits.starts([name]) : undefined;
-    const op = engine.start(name);
+    const op = engine.start(name, timeout.ms);
     if (wait === 'none') {
       detached(op, name, 'start');
       return reply.code(202).send({ component: name, wait });

@@ -25,6 +25,15 @@ function historyView(h: HistoryEntry) {
   };
 }
 
+function syncView(ctx: ApiContext) {
+  const s = ctx.agent.syncState();
+  return {
+    following: s.following,
+    suspended: s.suspended ? { since: iso(s.suspended.since), revision: s.suspended.revision, reason: s.suspended.reason } : null,
+    held: s.held ?? null,
+  };
+}
+
 export function registerRevisionRoutes(server: FastifyInstance, ctx: ApiContext): void {
   server.get('/v1/revision', async (request) => {
     strictQuery(request.query, []);
@@ -37,6 +46,8 @@ export function registerRevisionRoutes(server: FastifyInstance, ctx: ApiContext)
       unsigned: r.unsigned,
       signedAt: r.signedAt === undefined ? null : new Date(r.signedAt * 1000).toISOString(),
       appliedAt: iso(r.appliedAt),
+      // What the device follows, and whether a forced manual apply holds the Git sync (until POST /v1/resume).
+      sync: syncView(ctx),
       // Said in words too: a dashboard that shows only messages must not present an unsigned device as fine.
       ...(r.unsigned && { warning: 'UNSIGNED: this revision was applied without a signature check (--allow-unsigned, development only)' }),
     };

@@ -16,8 +16,7 @@ import { DEFAULT_RESTART_LIMITS } from '../../core/restart-policy.js';
 import { createLogger } from '../../log/logger.js';
 import { artifactInstaller } from '../../runtime/artifact-installer.js';
 import { ProcessRuntime, type BoundProbe } from '../../runtime/process-runtime.js';
-import { DirectoryReader } from '../../source/directory-reader.js';
-import { DirectorySource, directoryRevisionId, type Revision } from '../../source/directory-source.js';
+import { DirectorySource, type Revision } from '../../source/directory-source.js';
 import type { RepoReader } from '../../source/repo-reader.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
 import { planPathIn } from '../repository-args.js';
@@ -147,24 +146,18 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
     graceMs,
     restartLimits,
     ownerTag: tag,
+    following: 'directory',
+    useReader: (r) => (artifactReader = r),
     logMaxBytes: positiveInt(values['log-max-bytes'], '--log-max-bytes'),
     logKeep: positiveInt(values['log-keep'], '--log-keep'),
   });
-  // The watcher and POST /v1/sync both offer through here; the same content is never offered twice.
-  let lastOffered: string | undefined;
-  const offer = (r: Revision) => {
-    if (r.id === lastOffered) return;
-    lastOffered = r.id;
-    artifactReader = r.reader;
-    agent.offer(r);
-  };
+  // The watcher and POST /v1/sync both offer through the source, which never offers the same content twice.
   const source = new DirectorySource(root, {
     settleMs,
-    onRevision: offer,
+    onRevision: (r: Revision) => agent.offer(r),
     onError: (e) => log.error({ err: e }, 'watching the directory failed'),
   });
-  // A sync re-reads the directory now, without waiting for the watcher to notice and settle.
-  agent.onSync(async () => offer({ id: await directoryRevisionId(root), source: `directory ${root}`, reader: new DirectoryReader(root) }));
+  agent.onSync(() => source.syncNow());
   let api: ApiListeners | undefined;
   try {
     api = await startApi(agent, { stateDir, listen, listenGiven: values.listen !== undefined, public: values['listen-public'], socketPath, log: logger });

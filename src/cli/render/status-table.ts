@@ -106,7 +106,14 @@ export function revisionLine(rev: Json | undefined, nowMs: number): string {
     const signed = typeof rev.signedAt === 'number' ? rev.signedAt * 1000 : timeMs(rev.signedAt);
     if (signed !== undefined) parts.push(`signed ${utc(signed)}`);
   }
-  return parts.join('  ');
+  const line = parts.join('  ');
+  // A suspended sync is the one thing an operator must not miss: the device no longer follows its commits.
+  const sync = isObject(rev.sync) ? rev.sync : undefined;
+  const suspended = sync && isObject(sync.suspended) ? sync.suspended : undefined;
+  if (!suspended) return line;
+  const since = timeMs(suspended.since);
+  const held = str(sync?.held);
+  return `${line}\n*** Git sync suspended by the manual apply ${str(suspended.revision) ?? '?'}${since !== undefined ? ` ${ago(since, nowMs)}` : ''}${held ? `; commit ${held.slice(0, 12)} is waiting` : ''}: run \`keystonectl resume\` ***`;
 }
 
 const HEADERS: Record<keyof StatusRow, string> = {
