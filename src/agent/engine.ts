@@ -191,7 +191,11 @@ export class Engine {
       const byName = new Map(desired.components.map((c) => [c.name, c]));
       const needed = new Set<string>();
       const visit = (n: string) => {
-        for (const d of byName.get(n)?.dependencies ?? []) if (!needed.has(d.component)) (needed.add(d.component), visit(d.component));
+        for (const d of byName.get(n)?.dependencies ?? []) {
+          if (needed.has(d.component)) continue;
+          needed.add(d.component);
+          visit(d.component);
+        }
       };
       visit(name);
       const up = (n: string) => ['running', 'starting', 'unhealthy', 'installing', 'backoff'].includes(store.component(n)?.state ?? 'stopped');
