@@ -10,4 +10,6 @@ export interface ApiContext {
   now: () => number;
   /** ms, when the server was built (the agent's uptime, near enough). */
   startedAt: number;
+  /** The GitHub webhook's secret and followed ref; absent when webhooks are off. */
+  webhook?: { secret: string; ref: string };
 }

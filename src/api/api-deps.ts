@@ -29,4 +29,9 @@ export interface ApiDeps {
   bodyLimit?: number;
   /** ms clock (uptime in /healthz). */
   now?: () => number;
+  /**
+   * POST /v1/webhooks/github: the secret shared with GitHub (the route checks X-Hub-Signature-256 with it) and the
+   * followed ref (`main`, or a full `refs/heads/…`). Without it the route answers 503 KS_WEBHOOK_DISABLED.
+   */
+  webhook?: { secret: string; ref: string };
 }

@@ -5,6 +5,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from '../log/logger.js';
 import { ApiError } from './api-error.js';
 import { checkBearer } from './bearer-token.js';
+import { GITHUB_WEBHOOK_PATH } from './github-webhook.js';
 import { hostnameOfHostHeader, isLoopbackHostname, isLoopbackOrigin } from './loopback.js';
 import { isSocketRequest } from './socket-request.js';
 
@@ -34,8 +35,14 @@ export function requestGuard(opts: RequestGuardOptions) {
     if (isSuspiciousPath(request.raw.url ?? '')) refuse(new ApiError(400, 'KS_BAD_PATH', 'paths may not contain dot segments, backslashes or encoded dots, slashes or NULs'));
 
     const viaSocket = isSocketRequest(request.raw);
+    // The GitHub webhook authenticates itself: its handler checks an HMAC of the body under a secret shared with
+    // GitHub, which cannot send our bearer token. It arrives through whatever public name, proxy or tunnel points at
+    // the device, so its Host is not one of ours either. Both checks can be waived for it alone: a rebound page or a
+    // forged request cannot compute the HMAC without the secret. Origin is still checked below: GitHub sends none, and
+    // no browser page has any business here. Matched on the route fastify found, so a query or odd path cannot widen it.
+    const hmacAuthenticated = request.method === 'POST' && request.routeOptions.url === GITHUB_WEBHOOK_PATH;
     // A page on evil.example whose name was rebound to 127.0.0.1 still sends `Host: evil.example`.
-    if (!viaSocket) {
+    if (!viaSocket && !hmacAuthenticated) {
       const header = request.headers.host;
       const hostname = header === undefined ? undefined : hostnameOfHostHeader(header);
       if (hostname === undefined || !(isLoopbackHostname(hostname) || opts.isAllowedHost(hostname)))
@@ -46,7 +53,7 @@ export function requestGuard(opts: RequestGuardOptions) {
     if (origin !== undefined && !isLoopbackOrigin(origin)) refuse(new ApiError(403, 'KS_FOREIGN_ORIGIN', `requests from web pages of other origins are refused (Origin ${JSON.stringify(origin)})`));
     if (request.headers['sec-fetch-site'] === 'cross-site') refuse(new ApiError(403, 'KS_FOREIGN_ORIGIN', 'requests from web pages of other sites are refused'));
 
-    if (READ_METHODS.has(request.method) || viaSocket) return;
+    if (READ_METHODS.has(request.method) || viaSocket || hmacAuthenticated) return;
     const check = checkBearer(request.headers.authorization, opts.token);
     if (check === 'ok') return;
     reply.header('www-authenticate', 'Bearer realm="keystone"');

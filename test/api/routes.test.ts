@@ -1,6 +1,6 @@
 // The routes of SPEC §10 against a running agent (fastify.inject): shapes, the `{name}:action` path with dots and
 // dashes, strict query values, every wait mode (health, started, none, a timeout's 504, a failure's 502), stop and
-// start with their dependents, the revision, paged history, sync and the webhook placeholder.
+// start with their dependents, the revision, paged history, sync and the webhook when it is off.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -215,11 +215,12 @@ describe('API routes', { timeout: 30_000 }, () => {
     await until(() => looks === 1, 'the source to look');
   });
 
-  it('POST /v1/webhooks/github is not implemented yet (501), behind the token like every POST', async () => {
+  it('POST /v1/webhooks/github answers 503 KS_WEBHOOK_DISABLED on an agent without a webhook secret (webhook.test.ts has the rest)', async () => {
     const r = await post('/v1/webhooks/github');
-    expect(r.status).toBe(501);
-    expect(code(r.body)).toBe('KS_NOT_IMPLEMENTED');
-    expect((await s.server.inject({ method: 'POST', url: '/v1/webhooks/github' })).statusCode).toBe(401);
+    expect(r.status).toBe(503);
+    expect(code(r.body)).toBe('KS_WEBHOOK_DISABLED');
+    // Its own door (an HMAC, not the token): without the token it is the same answer, and nothing was asked of the agent.
+    expect((await s.server.inject({ method: 'POST', url: '/v1/webhooks/github' })).statusCode).toBe(503);
   });
 
   it('GET /healthz is cheap liveness; unknown routes are JSON 404s', async () => {

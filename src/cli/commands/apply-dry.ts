@@ -4,10 +4,11 @@ import { actualFromDesired, diff, EMPTY_ACTUAL, type ActualComponent, type Actua
 import { OperationError } from '../../core/errors.js';
 import { DEFAULT_AGENT_URL } from '../agent-client.js';
 import { DirectoryReader } from '../../source/directory-reader.js';
+import { TrustError } from '../../trust/trust-error.js';
 import { loadRevision } from '../../source/load-revision.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
 import { renderDiagnosticsText } from '../render/diagnostics-text.js';
-import { renderDiagnosticsMarkdown, renderReconcileMarkdown } from '../render/reconcile-markdown.js';
+import { renderDiagnosticsMarkdown, renderReconcileMarkdown, renderRefusalMarkdown } from '../render/reconcile-markdown.js';
 import { renderReconcileText } from '../render/reconcile-text.js';
 import { planPathIn, repoRoot } from '../repository-args.js';
 import { describeVerification, TRUST_OPTIONS, TRUST_USAGE, trustPolicy } from '../trust-args.js';
@@ -73,7 +74,12 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
   const policy = trustPolicy(values, io);
 
   // 1. The desired side: the repository as it is on disk, verified before any TOML is parsed.
-  const head = await policy.open(new DirectoryReader(root));
+  // A refusal is still a report for a pull request: in markdown it goes to stdout too (main prints it and exits 2).
+  const refused = (base?: string) => (e: unknown): never => {
+    if (markdown && e instanceof TrustError) io.stdout.write(renderRefusalMarkdown(plan, e, base === undefined ? {} : { base }));
+    throw e;
+  };
+  const head = await policy.open(new DirectoryReader(root)).catch(refused());
   if (head.verification.unsigned) io.stderr.write(`keystonectl apply-dry: WARNING: ${describeVerification(head.verification)}\n`);
   const desired = await loadRevision(head.reader, plan);
   if (!desired.ok) {
@@ -104,11 +110,12 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
     // isomorphic-git costs ~100 ms to load: only when a base is asked for.
     const { GitTreeReader } = await import('../../source/git-tree-reader.js');
     const reader = await GitTreeReader.open(root, values.base);
-    const base = await loadRevision((await policy.open(reader)).reader, plan);
+    const base = await loadRevision((await policy.open(reader).catch(refused(values.base))).reader, plan);
     const missing = !base.ok && base.diagnostics.length === 1 && base.diagnostics[0]!.code === 'KS_FILE_NOT_FOUND' && base.diagnostics[0]!.file === plan && base.diagnostics[0]!.path === '';
     if (!base.ok && !missing) {
       const subject = `${plan} at ${reader.label} (the base)`;
       if (values.json) io.stdout.write(JSON.stringify({ error: { code: 'KS_INVALID_BASE', plan, base: values.base, diagnostics: base.diagnostics } }, null, 2) + '\n');
+      else if (markdown) io.stdout.write(renderDiagnosticsMarkdown(plan, base.diagnostics, { base: values.base }));
       else io.stderr.write(renderDiagnosticsText(subject, base.diagnostics));
       return EXIT.BAD_INPUT;
     }

@@ -34,14 +34,37 @@ export function renderReconcileMarkdown(r: Reconcile, plan: string, comparedWith
   return out.join('\n') + '\n';
 }
 
-export function renderDiagnosticsMarkdown(plan: string, diags: Diagnostic[]): string {
+/** `base`: the errors are the base revision's (the ref compared with), not the pull request's. */
+export function renderDiagnosticsMarkdown(plan: string, diags: Diagnostic[], opts: { base?: string } = {}): string {
+  const count = `${diags.length} error${diags.length === 1 ? '' : 's'}`;
   return (
     [
-      `### Keystone dry run: ${code(plan)} is invalid`,
+      opts.base === undefined ? `### Keystone dry run: ${code(plan)} is invalid` : `### Keystone dry run: ${code(plan)} is invalid at the base ${code(opts.base)}`,
       '',
-      `${diags.length} error${diags.length === 1 ? '' : 's'}; a device would refuse this revision and keep running what it has.`,
+      opts.base === undefined
+        ? `${count}; a device would refuse this revision and keep running what it has.`
+        : `${count} in the revision compared with, so there is nothing sound to compare this change with.`,
       '',
       ...diags.map((d) => `- ${code(d.line ? `${d.file}:${d.line}` : d.file)} ${d.path ? code(d.path) + ' ' : ''}${cell(d.message)}${d.hint ? ` (${cell(d.hint)})` : ''} \`${d.code}\``),
+    ].join('\n') + '\n'
+  );
+}
+
+/**
+ * A revision refused before anything was parsed (unsigned, untrusted, a file that does not match its digest): the
+ * comment must say so, since an empty comment would read as "nothing to report". `base` as for the diagnostics.
+ */
+export function renderRefusalMarkdown(plan: string, err: { code: string; message: string; file?: string | undefined; keyId?: string | undefined }, opts: { base?: string } = {}): string {
+  const where = [err.file && `file ${code(err.file)}`, err.keyId && `key ${code(err.keyId)}`].filter(Boolean).join(', ');
+  return (
+    [
+      `### Keystone dry run: ${code(plan)} is refused${opts.base === undefined ? '' : ` at the base ${code(opts.base)}`}`,
+      '',
+      `> **Signature check failed:** ${cell(err.message)}${where ? ` (${where})` : ''} ${code(err.code)}`,
+      '',
+      opts.base === undefined
+        ? 'A device would refuse this revision as a whole and keep running what it has. Sign the change with a trusted key (`keystonectl sign`).'
+        : 'The revision compared with does not verify with the trusted keys, so there is nothing sound to compare this change with.',
     ].join('\n') + '\n'
   );
 }
