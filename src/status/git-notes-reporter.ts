@@ -124,25 +124,25 @@ export class GitNotesReporter implements StatusReporter {
 
   /** The remote notes tip, its objects fetched into the cache; undefined when the remote has no notes yet. */
   private async fetchTip(gitdir: string, http: HttpClient): Promise<string | undefined> {
-    try {
-      const r = await git.fetch({
-        fs,
-        http,
-        gitdir,
-        url: this.opts.repository,
-        remote: 'origin',
-        ref: NOTES_REF,
-        remoteRef: NOTES_REF,
-        singleBranch: true,
-        tags: false,
-        headers: this.authHeaders(),
-      });
-      return r.fetchHead ?? undefined;
-    } catch (e) {
-      // The ref is absent (a fresh repository, or the first device to report): we start the notes history.
-      if (e instanceof Errors.NotFoundError) return undefined;
-      throw e;
-    }
+    // Ask for the ref first: absent means we start the notes history, and a tip we pushed ourselves needs no fetch.
+    // (isomorphic-git's fetch also fails on a remote without HEAD even when the notes ref is there.)
+    const refs = await git.listServerRefs({ http, url: this.opts.repository, prefix: NOTES_REF, headers: this.authHeaders() });
+    const tip = refs.find((r) => r.ref === NOTES_REF)?.oid;
+    if (tip === undefined || (await hasCommit(gitdir, tip))) return tip;
+    const r = await git.fetch({
+      fs,
+      http,
+      gitdir,
+      url: this.opts.repository,
+      remote: 'origin',
+      ref: NOTES_REF,
+      remoteRef: NOTES_REF,
+      singleBranch: true,
+      tags: false,
+      headers: this.authHeaders(),
+    });
+    // The ref may have moved since we listed it; either tip will do, the push finds out if it is stale.
+    return r.fetchHead ?? tip;
   }
 
   private authHeaders(): Record<string, string> {
@@ -216,6 +216,15 @@ async function resolveRef(gitdir: string, ref: string): Promise<string | undefin
   } catch (e) {
     if (e instanceof Errors.NotFoundError) return undefined;
     throw e;
+  }
+}
+
+async function hasCommit(gitdir: string, oid: string): Promise<boolean> {
+  try {
+    await git.readCommit({ fs, gitdir, oid });
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -186,7 +186,10 @@ export class StatusOutbox {
   /** One round over the heads that are due; true when some row finished (so the next row of its commit may be due). */
   private async pass(force: boolean, failed: Set<number>): Promise<boolean> {
     const now = this.now();
-    const due = this.store.outboxHeads().filter((h) => this.reporters.has(h.reporter) && !failed.has(h.id) && (force || (h.nextAttemptAt ?? 0) <= now));
+    // A row never tried is due whatever its time says: `at` comes from the caller's clock, which may run ahead.
+    const due = this.store
+      .outboxHeads()
+      .filter((h) => this.reporters.has(h.reporter) && !failed.has(h.id) && (force || h.attempts === 0 || (h.nextAttemptAt ?? 0) <= now));
     if (!due.length) return false;
     const byReporter = new Map<string, OutboxEntry[]>();
     for (const h of due) byReporter.set(h.reporter, [...(byReporter.get(h.reporter) ?? []), h]);
@@ -248,7 +251,8 @@ export class StatusOutbox {
     let next: number | undefined;
     for (const h of this.store.outboxHeads()) {
       if (!this.reporters.has(h.reporter) || h.nextAttemptAt === undefined) continue;
-      next = next === undefined ? h.nextAttemptAt : Math.min(next, h.nextAttemptAt);
+      const at = h.attempts === 0 ? this.now() : h.nextAttemptAt;
+      next = next === undefined ? at : Math.min(next, at);
     }
     if (next === undefined) return;
     this.clearTimer();

@@ -155,7 +155,7 @@ describe('GitNotesReporter against a Git smart-HTTP server', () => {
       .deliver(status(commit, 'dev-a', 'pending', 'applying'))
       .catch((e: unknown) => e);
     expect(isStatusDeliveryError(err, 'KS_STATUS_AUTH')).toBe(true);
-    expect((err as Error).retryable).toBe(false);
+    expect((err as { retryable: boolean }).retryable).toBe(false);
     expect(String((err as Error).message)).not.toContain('wrong-token-0815');
   });
 

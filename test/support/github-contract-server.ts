@@ -32,6 +32,8 @@ export interface GitHubContractServerOptions {
   prefix?: string;
   /** Clock for created_at; default Date.now. */
   now?: () => number;
+  /** GitHub keeps at most 1000 statuses per commit and context and answers 422 beyond; lower it to test that. */
+  maxStatusesPerContext?: number;
 }
 
 const DOCS = 'https://docs.github.com/rest/commits/statuses#create-a-commit-status';
@@ -49,11 +51,13 @@ export class GitHubContractServer {
   token: string;
   private readonly prefix: string;
   private readonly now: () => number;
+  private readonly maxPerContext: number;
 
   constructor(opts: GitHubContractServerOptions) {
     this.token = opts.token;
     this.prefix = opts.prefix ?? '';
     this.now = opts.now ?? Date.now;
+    this.maxPerContext = opts.maxStatusesPerContext ?? 1000;
   }
 
   async start(): Promise<void> {
@@ -75,9 +79,20 @@ export class GitHubContractServer {
     await new Promise<void>((resolve) => s.close(() => resolve()));
   }
 
+  get running(): boolean {
+    return this.server !== undefined;
+  }
+
   /** The API base to give a reporter: `http://127.0.0.1:PORT` plus the prefix. */
   get apiBase(): string {
     return `http://127.0.0.1:${this.port}${this.prefix}`;
+  }
+
+  /** Forgets every status and request, and behaves again (between tests). */
+  reset(): void {
+    this.statuses.clear();
+    this.requests.length = 0;
+    this.failNext = 0;
   }
 
   /** The statuses stored for a commit, newest first (as the GET endpoint lists them). */
@@ -124,6 +139,11 @@ export class GitHubContractServer {
     if (typeof body.state !== 'string' || !STATES.includes(body.state)) return invalid('state', 'state is not included in the list');
     if (body.description !== undefined && body.description !== null && (typeof body.description !== 'string' || [...body.description].length > 140))
       return invalid('description', 'description is too long (maximum is 140 characters)');
+    const context = typeof body.context === 'string' ? body.context : 'default';
+    const key = `${owner}/${repo}@${sha.toLowerCase()}`;
+    const existing = this.statuses.get(key) ?? [];
+    if (existing.filter((s) => s.context === context).length >= this.maxPerContext)
+      return send(422, { message: 'Validation Failed', errors: [{ resource: 'Status', code: 'custom', message: 'This SHA and context has reached the maximum number of statuses.' }], documentation_url: DOCS });
     const created = new Date(this.now()).toISOString().replace(/\.\d{3}Z$/, 'Z');
     const status: ContractStatus = {
       id: this.nextId++,
@@ -131,12 +151,11 @@ export class GitHubContractServer {
       state: body.state,
       description: typeof body.description === 'string' ? body.description : null,
       target_url: typeof body.target_url === 'string' ? body.target_url : null,
-      context: typeof body.context === 'string' ? body.context : 'default',
+      context,
       created_at: created,
       updated_at: created,
     };
-    const key = `${owner}/${repo}@${sha.toLowerCase()}`;
-    this.statuses.set(key, [...(this.statuses.get(key) ?? []), status]);
+    this.statuses.set(key, [...existing, status]);
     send(201, status);
   }
 }
