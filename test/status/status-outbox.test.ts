@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import Sqlite from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openStateStore, type StateStore } from '../../src/agent/state-store.js';
 import { statusContext, type CommitStatus } from '../../src/status/commit-status.js';
@@ -257,6 +258,20 @@ describe('StatusOutbox', () => {
     expect(gh.requests).toHaveLength(3);
     expect(s.outboxEntry(id!)).toMatchObject({ attempts: 3 });
     expect(o.counts().failed).toBe(1);
+  });
+
+  it('the table itself refuses states and shapes the agent does not know (STRICT, CHECK)', () => {
+    const dir = tempDir();
+    store(dir);
+    const db = new Sqlite(join(dir, 'state.db'));
+    cleanup.push(() => void db.close());
+    const insert = db.prepare(`INSERT INTO status_outbox (reporter, "commit", state, description, context, created_at, next_attempt_at, delivered_at, last_error)
+                               VALUES ('github', ?, ?, 'd', 'keystone/x', 1, ?, ?, ?)`);
+    expect(() => insert.run(A, 'done', 1, null, null)).toThrow(/CHECK/);
+    expect(() => insert.run(A, 'success', 1, 2, null)).toThrow(/CHECK/); // delivered yet still scheduled
+    expect(() => insert.run(A, 'success', null, null, null)).toThrow(/CHECK/); // finished without saying how
+    expect(() => insert.run(A, 'success', 'soon', null, null)).toThrow(/cannot store TEXT value in INTEGER column/);
+    expect(insert.run(A, 'success', 1, null, null).changes).toBe(1);
   });
 
   it('refuses a malformed status before writing anything', () => {
