@@ -108,6 +108,33 @@ export const MIGRATIONS: readonly Migration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 3,
+    name: 'status outbox',
+    // One row per (status, reporter), written before any delivery is tried. A row is open while next_attempt_at is
+    // set; it is finished when delivered (delivered_at) or given up (last_error kept, both times NULL). "commit" is
+    // quoted because COMMIT is an SQL keyword.
+    sql: `
+      CREATE TABLE status_outbox (
+        id               INTEGER PRIMARY KEY AUTOINCREMENT,
+        reporter         TEXT    NOT NULL,
+        "commit"         TEXT    NOT NULL,
+        state            TEXT    NOT NULL CHECK (state IN ('pending', 'success', 'failure', 'error')),
+        description      TEXT    NOT NULL,
+        context          TEXT    NOT NULL,
+        target_url       TEXT,
+        created_at       INTEGER NOT NULL,
+        attempts         INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+        next_attempt_at  INTEGER,
+        last_error       TEXT,
+        delivered_at     INTEGER,
+        CHECK (delivered_at IS NULL OR next_attempt_at IS NULL),
+        CHECK (next_attempt_at IS NOT NULL OR delivered_at IS NOT NULL OR last_error IS NOT NULL)
+      ) STRICT;
+      CREATE INDEX status_outbox_open ON status_outbox (reporter, "commit", id) WHERE next_attempt_at IS NOT NULL;
+      CREATE INDEX status_outbox_finished ON status_outbox (id) WHERE next_attempt_at IS NULL;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.reduce((v, m) => Math.max(v, m.version), 0);

@@ -4,6 +4,7 @@
 import { closeSync, constants as fsConstants, fsyncSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Sqlite from 'better-sqlite3';
+import { z } from 'zod';
 import type { ActualState } from '../core/diff.js';
 import type { DependencyType } from '../core/desired-state.js';
 import type { RestartBudget } from '../core/restart-policy.js';
@@ -115,6 +116,35 @@ export interface SyncSuspension {
   reason: string;
 }
 
+/** A status waiting for (or done with) one reporter: one `status_outbox` row (SPEC §5, §8). */
+export interface OutboxEntry {
+  id: number;
+  reporter: string;
+  commit: string;
+  state: 'pending' | 'success' | 'failure' | 'error';
+  description: string;
+  context: string;
+  targetUrl?: string;
+  /** ms */
+  createdAt: number;
+  attempts: number;
+  /** ms; set exactly while the entry is open (not yet delivered nor given up). */
+  nextAttemptAt?: number;
+  lastError?: string;
+  /** ms */
+  deliveredAt?: number;
+}
+
+export type OutboxInput = Pick<OutboxEntry, 'reporter' | 'commit' | 'state' | 'description' | 'context' | 'targetUrl' | 'createdAt'>;
+
+export interface OutboxCounts {
+  /** Still to be delivered. */
+  open: number;
+  delivered: number;
+  /** Given up after a permanent failure (kept, with last_error, until pruned). */
+  failed: number;
+}
+
 export interface StateStoreOptions {
   /** ms clock for `since` and migration times; default Date.now. */
   now?: () => number;
@@ -166,6 +196,24 @@ export interface StateStore {
   syncSuspension(): SyncSuspension | undefined;
   /** Suspends (or, with undefined, resumes) the Git sync. */
   setSyncSuspension(s: SyncSuspension | undefined): void;
+
+  // The status outbox: rows are written before delivery is tried, and finished rows are pruned to a retention.
+  /** Inserts the entries in one transaction, each open and due at its createdAt; returns their ids in order. */
+  enqueueOutbox(entries: OutboxInput[]): number[];
+  /** The oldest open entry of each (reporter, commit), by id: only these may be delivered next, which keeps order per commit. */
+  outboxHeads(): OutboxEntry[];
+  /** All entries, newest first (inspection and tests). */
+  outboxEntries(q: { limit: number }): OutboxEntry[];
+  outboxEntry(id: number): OutboxEntry | undefined;
+  /** Finishes an open entry as delivered; false when it was not open. */
+  markOutboxDelivered(id: number, at: number): boolean;
+  /** Records a failed attempt of an open entry and when to try next. */
+  retryOutbox(id: number, r: { attempts: number; nextAttemptAt: number; lastError: string }): boolean;
+  /** Finishes an open entry as given up, keeping the error. */
+  giveUpOutbox(id: number, r: { attempts: number; lastError: string }): boolean;
+  /** Deletes finished entries beyond the newest `keep` finished ones; returns how many went. Open ones are never pruned. */
+  pruneOutbox(keep: number): number;
+  outboxCounts(): OutboxCounts;
 
   /** Runs `fn` in one IMMEDIATE transaction (a savepoint when nested); `fn` must be synchronous. */
   transaction<T>(fn: () => T): T;
@@ -288,6 +336,81 @@ class SqliteStateStore implements StateStore {
       suspend: p('INSERT OR REPLACE INTO sync_suspension (slot, since, revision, reason) VALUES (1, @since, @revision, @reason)'),
       resume: p('DELETE FROM sync_suspension'),
     };
+  }
+
+  // ---- status outbox ----
+
+  private outboxStatements?: ReturnType<typeof prepareOutbox>;
+
+  private get o(): ReturnType<typeof prepareOutbox> {
+    this.outboxStatements ??= prepareOutbox(this.db);
+    return this.outboxStatements;
+  }
+
+  enqueueOutbox(entries: OutboxInput[]): number[] {
+    const rows = entries.map((e, i) => checked(outboxInputSchema, e, `outbox entry #${i}`));
+    return this.transaction(() => rows.map((r) => this.o.insert.get({ ...r, targetUrl: orNull(r.targetUrl) }) as number));
+  }
+
+  outboxHeads(): OutboxEntry[] {
+    return (this.o.heads.all() as Row[]).map((row) => this.outboxRow(row));
+  }
+
+  outboxEntries(q: { limit: number }): OutboxEntry[] {
+    const limit = checked(z.int().positive(), q.limit, 'outbox limit');
+    return (this.o.entries.all(limit) as Row[]).map((row) => this.outboxRow(row));
+  }
+
+  outboxEntry(id: number): OutboxEntry | undefined {
+    const row = this.o.entry.get(id) as Row | undefined;
+    return row && this.outboxRow(row);
+  }
+
+  markOutboxDelivered(id: number, at: number): boolean {
+    checked(timeSchema, at, 'delivered time');
+    return this.o.delivered.run(at, id).changes > 0;
+  }
+
+  retryOutbox(id: number, r: { attempts: number; nextAttemptAt: number; lastError: string }): boolean {
+    const v = checked(outboxRetrySchema, r, `retry of outbox entry ${id}`);
+    return this.o.retry.run({ id, ...v }).changes > 0;
+  }
+
+  giveUpOutbox(id: number, r: { attempts: number; lastError: string }): boolean {
+    const v = checked(outboxGiveUpSchema, r, `give-up of outbox entry ${id}`);
+    return this.o.giveUp.run({ id, ...v }).changes > 0;
+  }
+
+  pruneOutbox(keep: number): number {
+    const n = checked(z.int().nonnegative(), keep, 'outbox retention');
+    return this.o.prune.run(n).changes;
+  }
+
+  outboxCounts(): OutboxCounts {
+    const row = this.o.counts.get() as { open: number | null; delivered: number | null; failed: number | null };
+    return { open: row.open ?? 0, delivered: row.delivered ?? 0, failed: row.failed ?? 0 };
+  }
+
+  private outboxRow(row: Row): OutboxEntry {
+    const value = Object.fromEntries(
+      Object.entries({
+        id: row.id,
+        reporter: row.reporter,
+        commit: row.commit,
+        state: row.state,
+        description: row.description,
+        context: row.context,
+        targetUrl: row.target_url,
+        createdAt: row.created_at,
+        attempts: row.attempts,
+        nextAttemptAt: row.next_attempt_at,
+        lastError: row.last_error,
+        deliveredAt: row.delivered_at,
+      }).filter(([, v]) => v !== null && v !== undefined),
+    );
+    const r = outboxEntrySchema.safeParse(value);
+    if (!r.success) throw this.read.corrupt(`status_outbox row ${String(row.id)}`, r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+    return r.data as OutboxEntry;
   }
 
   appliedRevision(): AppliedRevision | undefined {
@@ -451,4 +574,50 @@ class SqliteStateStore implements StateStore {
   private missing(name: string): never {
     throw new StateStoreError('KS_STATE_NOT_FOUND', `no component ${JSON.stringify(name)} in the state store`);
   }
+}
+
+// ---- status outbox: row shapes and statements (kept apart from the statements above, which predate it) ----
+
+const outboxStateSchema = z.enum(['pending', 'success', 'failure', 'error']);
+const outboxInputSchema = z.object({
+  reporter: z.string().min(1),
+  commit: z.string().regex(/^[0-9a-f]{40}$/, 'must be 40 lowercase hex'),
+  state: outboxStateSchema,
+  description: z.string(),
+  context: z.string().min(1),
+  targetUrl: z.string().min(1).optional(),
+  createdAt: timeSchema,
+});
+const outboxEntrySchema = outboxInputSchema.extend({
+  id: z.int().positive(),
+  attempts: z.int().nonnegative(),
+  nextAttemptAt: timeSchema.optional(),
+  lastError: z.string().optional(),
+  deliveredAt: timeSchema.optional(),
+});
+const outboxRetrySchema = z.object({ attempts: z.int().nonnegative(), nextAttemptAt: timeSchema, lastError: z.string() });
+const outboxGiveUpSchema = z.object({ attempts: z.int().nonnegative(), lastError: z.string().min(1) });
+
+const OUTBOX_COLUMNS = 'id, reporter, "commit", state, description, context, target_url, created_at, attempts, next_attempt_at, last_error, delivered_at';
+
+function prepareOutbox(db: Sqlite.Database) {
+  const p = (sql: string) => db.prepare(sql);
+  return {
+    insert: p(`INSERT INTO status_outbox (reporter, "commit", state, description, context, target_url, created_at, next_attempt_at)
+               VALUES (@reporter, @commit, @state, @description, @context, @targetUrl, @createdAt, @createdAt) RETURNING id`).pluck(),
+    heads: p(`SELECT ${OUTBOX_COLUMNS} FROM status_outbox o WHERE next_attempt_at IS NOT NULL
+                AND id = (SELECT min(id) FROM status_outbox h WHERE h.reporter = o.reporter AND h."commit" = o."commit" AND h.next_attempt_at IS NOT NULL)
+              ORDER BY id`),
+    entries: p(`SELECT ${OUTBOX_COLUMNS} FROM status_outbox ORDER BY id DESC LIMIT ?`),
+    entry: p(`SELECT ${OUTBOX_COLUMNS} FROM status_outbox WHERE id = ?`),
+    delivered: p('UPDATE status_outbox SET delivered_at = ?, next_attempt_at = NULL, attempts = attempts + 1 WHERE id = ? AND next_attempt_at IS NOT NULL'),
+    retry: p(`UPDATE status_outbox SET attempts = @attempts, next_attempt_at = @nextAttemptAt, last_error = @lastError
+              WHERE id = @id AND next_attempt_at IS NOT NULL`),
+    giveUp: p(`UPDATE status_outbox SET attempts = @attempts, next_attempt_at = NULL, last_error = @lastError
+               WHERE id = @id AND next_attempt_at IS NOT NULL`),
+    prune: p(`DELETE FROM status_outbox WHERE next_attempt_at IS NULL
+                AND id NOT IN (SELECT id FROM status_outbox WHERE next_attempt_at IS NULL ORDER BY id DESC LIMIT ?)`),
+    counts: p(`SELECT sum(next_attempt_at IS NOT NULL) AS open, sum(delivered_at IS NOT NULL) AS delivered,
+                      sum(next_attempt_at IS NULL AND delivered_at IS NULL) AS failed FROM status_outbox`),
+  };
 }

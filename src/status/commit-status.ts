@@ -1,0 +1,141 @@
+// Commit status (SPEC §8): what the agent reports on each commit it takes up, the reporter contract, and the
+// coded error a reporter throws. The outbox decides from `retryable` alone whether to try again, so every
+// reporter must classify its failures here rather than leak library errors.
+
+export type CommitState = 'pending' | 'success' | 'failure' | 'error';
+export const COMMIT_STATES: readonly CommitState[] = ['pending', 'success', 'failure', 'error'];
+
+/** GitHub refuses longer descriptions with a 422; Gitea and Forgejo store them cut. One limit for every reporter. */
+export const MAX_DESCRIPTION = 140;
+
+export interface CommitStatus {
+  /** The commit id: 40 lowercase hex. */
+  commit: string;
+  state: CommitState;
+  /** One line, at most MAX_DESCRIPTION characters (see describe()). */
+  description: string;
+  /** `keystone/<device>`: per device, so devices never overwrite each other. */
+  context: string;
+  targetUrl?: string;
+  /** ms since the epoch: when the agent decided this status (not when it was delivered). */
+  at: number;
+}
+
+/** One destination for statuses (Git notes, the GitHub API …). */
+export interface StatusReporter {
+  /** Stable across restarts: the outbox keys its rows on it. */
+  readonly name: string;
+  /** Resolves once the status is stored remotely; throws StatusDeliveryError otherwise. */
+  deliver(s: CommitStatus): Promise<void>;
+}
+
+export type StatusDeliveryCode =
+  /** The server could not be reached or did not answer in time. Retryable. */
+  | 'KS_STATUS_UNREACHABLE'
+  /** The server answered 5xx, 429 or 408: it may accept the same request later. Retryable. */
+  | 'KS_STATUS_SERVER_ERROR'
+  /** Another writer moved the notes ref each time we tried to push. Retryable. */
+  | 'KS_STATUS_CONFLICT'
+  /** 401/403: the token is missing, wrong or lacks the permission; sending it again will not help. Permanent. */
+  | 'KS_STATUS_AUTH'
+  /** Any other 4xx (422 validation, 404 unknown repository or commit). Permanent. */
+  | 'KS_STATUS_REJECTED'
+  /** The status itself breaks the contract (not a 40-hex commit, unknown state). Permanent. */
+  | 'KS_STATUS_INVALID'
+  /** A local Git operation failed (the notes cache or a local repository). Retryable: disks and locks recover. */
+  | 'KS_STATUS_GIT_FAILED';
+
+const RETRYABLE: ReadonlySet<StatusDeliveryCode> = new Set(['KS_STATUS_UNREACHABLE', 'KS_STATUS_SERVER_ERROR', 'KS_STATUS_CONFLICT', 'KS_STATUS_GIT_FAILED']);
+
+export class StatusDeliveryError extends Error {
+  override readonly name = 'StatusDeliveryError';
+  readonly retryable: boolean;
+  constructor(
+    readonly code: StatusDeliveryCode,
+    message: string,
+    readonly data: { httpStatus?: number; retryAfterMs?: number } = {},
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.retryable = RETRYABLE.has(code);
+  }
+}
+
+export function isStatusDeliveryError(e: unknown, code?: StatusDeliveryCode): e is StatusDeliveryError {
+  return e instanceof StatusDeliveryError && (code === undefined || e.code === code);
+}
+
+/** The error for an HTTP answer that is not a success: the status code alone decides retryable or permanent. */
+export function httpDeliveryError(what: string, status: number, detail: string, retryAfterMs?: number): StatusDeliveryError {
+  const data = { httpStatus: status, ...(retryAfterMs !== undefined && { retryAfterMs }) };
+  const msg = `${what}: HTTP ${status}${detail ? `: ${detail}` : ''}`;
+  if (status >= 500 || status === 429 || status === 408) return new StatusDeliveryError('KS_STATUS_SERVER_ERROR', msg, data);
+  if (status === 401 || status === 403) return new StatusDeliveryError('KS_STATUS_AUTH', msg, data);
+  return new StatusDeliveryError('KS_STATUS_REJECTED', msg, data);
+}
+
+const COMMIT_RE = /^[0-9a-f]{40}$/;
+
+/** Throws KS_STATUS_INVALID unless the status can be sent anywhere as it is. */
+export function checkStatus(s: CommitStatus): void {
+  const bad = (why: string) => new StatusDeliveryError('KS_STATUS_INVALID', `commit status: ${why}`);
+  if (!COMMIT_RE.test(s.commit)) throw bad(`commit must be 40 lowercase hex, got ${JSON.stringify(s.commit)}`);
+  if (!COMMIT_STATES.includes(s.state)) throw bad(`unknown state ${JSON.stringify(s.state)}`);
+  if (!/^\S+$/.test(s.context)) throw bad(`context must be one word, got ${JSON.stringify(s.context)}`);
+  if (/[\r\n]/.test(s.description) || [...s.description].length > MAX_DESCRIPTION) throw bad('description must be one line of at most 140 characters (use describe())');
+  if (!Number.isSafeInteger(s.at) || s.at < 0) throw bad(`at must be ms since the epoch, got ${s.at}`);
+}
+
+/** `keystone/<device>` */
+export function statusContext(device: string): string {
+  return `keystone/${device}`;
+}
+
+/**
+ * One line of at most `max` characters: whitespace runs (newlines included) become one space, and a longer
+ * text is cut at the last word boundary that fits, ending with `…`, so it never stops mid-word when it can help
+ * it. Counts code points, so an emoji is never split into a lone surrogate.
+ */
+export function describe(text: string, max = MAX_DESCRIPTION): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  const chars = [...line];
+  if (chars.length <= max) return line;
+  const room = chars.slice(0, max - 1).join('');
+  const space = room.lastIndexOf(' ');
+  // A word longer than half the room (a path, a hash) is cut rather than dropping most of the text.
+  const cut = space >= room.length / 2 ? room.slice(0, space) : room;
+  return `${cut.replace(/[\s,;:.]+$/, '')}…`;
+}
+
+// ---- descriptions for the agent's four moments ----
+
+export interface PlanSummary {
+  stopOrder: readonly string[];
+  startOrder: readonly string[];
+  noTouch: readonly string[];
+}
+
+/** `pending`: the dry-run summary, e.g. `applying: start api, web; stop old; 2 unchanged`. */
+export function describePending(p: PlanSummary): string {
+  const parts: string[] = [];
+  if (p.startOrder.length) parts.push(`start ${p.startOrder.join(', ')}`);
+  if (p.stopOrder.length) parts.push(`stop ${p.stopOrder.join(', ')}`);
+  if (p.noTouch.length) parts.push(`${p.noTouch.length} unchanged`);
+  return describe(`applying: ${parts.length ? parts.join('; ') : 'nothing to change'}`);
+}
+
+export function describeSuccess(p: PlanSummary): string {
+  const n = p.startOrder.length + p.noTouch.length;
+  return describe(`applied: ${n} component${n === 1 ? '' : 's'} running`);
+}
+
+/** `failure`: which components failed and why, the first one first since the line may be cut. */
+export function describeFailure(failed: readonly { name: string; reason: string }[]): string {
+  if (!failed.length) return describe('apply failed');
+  return describe(`failed: ${failed.map((f) => `${f.name} (${f.reason})`).join('; ')}`);
+}
+
+/** `error`: the revision was rejected (invalid, unsigned, replayed); nothing was changed. */
+export function describeRejected(reason: string): string {
+  return describe(`rejected: ${reason}`);
+}

@@ -1,0 +1,45 @@
+// The text of a Keystone note (`refs/notes/keystone`): one line per device,
+//   keystone/<device> <state> <ISO time> <description>
+// Pure, so the merge rule is testable on its own: a device's new report replaces its own line and keeps every other
+// line as it was (other devices, and lines we do not understand, which a newer agent or a human may have written).
+import type { CommitStatus } from './commit-status.js';
+
+export const NOTES_REF = 'refs/notes/keystone';
+
+export interface StatusLine {
+  context: string;
+  state: string;
+  time: string;
+  description: string;
+}
+
+export function formatStatusLine(s: CommitStatus): string {
+  // The description is one line already (describe()); a stray newline would forge another device's line.
+  const description = s.description.replace(/[\r\n]+/g, ' ').trim();
+  return [s.context, s.state, new Date(s.at).toISOString(), description].filter((p) => p !== '').join(' ');
+}
+
+/** The lines of a note that have the Keystone shape; others are skipped. */
+export function parseStatusNote(note: string): StatusLine[] {
+  const out: StatusLine[] = [];
+  for (const line of note.split('\n')) {
+    const m = /^(\S+) (\S+) (\S+)(?: (.*))?$/.exec(line);
+    if (m) out.push({ context: m[1]!, state: m[2]!, time: m[3]!, description: m[4] ?? '' });
+  }
+  return out;
+}
+
+/** The note with this status's line in place of its device's line (appended when the device had none). */
+export function mergeStatusNote(existing: string | undefined, s: CommitStatus): string {
+  const line = formatStatusLine(s);
+  const lines = (existing ?? '').split('\n').filter((l) => l.trim() !== '');
+  let replaced = false;
+  const merged = lines.flatMap((l) => {
+    if (l.split(' ', 1)[0] !== s.context) return [l];
+    if (replaced) return []; // a duplicate line of ours (a hand edit): keep one
+    replaced = true;
+    return [line];
+  });
+  if (!replaced) merged.push(line);
+  return `${merged.join('\n')}\n`;
+}

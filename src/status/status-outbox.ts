@@ -1,0 +1,269 @@
+// The status outbox (SPEC §5, §8): every status is written to the state store, one row per reporter, before any
+// delivery is tried, so a crash, a restart or a server that is down loses nothing. One loop delivers the rows:
+// per (reporter, commit) strictly in the order they were written (`pending` before `success`: a reporter must never
+// show an old state over a newer one), across commits and reporters independently, so one unreachable server or one
+// rejected commit does not hold up the rest. Delivery is at least once: a row delivered just before a crash is sent
+// again after it, which both reporters tolerate (a status is replaced by an equal one).
+import type { OutboxCounts, OutboxEntry, StateStore } from '../agent/state-store.js';
+import { checkStatus, isStatusDeliveryError, type CommitStatus, type StatusReporter } from './commit-status.js';
+
+export interface OutboxTimers {
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+/** The subset of a pino logger the outbox writes to. */
+export interface OutboxLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface StatusOutboxOptions {
+  store: StateStore;
+  reporters: readonly StatusReporter[];
+  /** ms clock; default Date.now. */
+  now?: () => number;
+  /** [0, 1) for the backoff jitter; default Math.random. */
+  random?: () => number;
+  /** Default: the global timers, unref'd (a pending retry never keeps the process alive). */
+  timers?: OutboxTimers;
+  /** Delay after the first failure; doubles per attempt up to maxBackoffMs. Defaults 1 s and 5 min. */
+  initialBackoffMs?: number;
+  maxBackoffMs?: number;
+  /** Retryable failures are given up after this many attempts; default unlimited (a device may be offline for days). */
+  maxAttempts?: number;
+  /** Finished (delivered or given-up) rows kept for inspection; older ones are deleted. Default DEFAULT_OUTBOX_RETENTION. */
+  retention?: number;
+  log?: OutboxLog;
+}
+
+export const DEFAULT_OUTBOX_RETENTION = 500;
+/** last_error is for an operator to read, not an archive of response bodies. */
+const MAX_ERROR_CHARS = 1_000;
+
+const SILENT: OutboxLog = { info: () => undefined, warn: () => undefined, error: () => undefined };
+const GLOBAL_TIMERS: OutboxTimers = {
+  setTimeout: (fn, ms) => setTimeout(fn, ms).unref(),
+  clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
+};
+
+/**
+ * Exponential backoff with "equal jitter": half the delay is fixed, half random, so a fleet of devices that lost
+ * the same server does not come back in lockstep, yet no retry is ever immediate. Pure; exported for tests.
+ */
+export function backoffDelay(attempts: number, random: number, initialMs: number, maxMs: number): number {
+  const base = Math.min(maxMs, initialMs * 2 ** Math.max(0, attempts - 1));
+  return Math.round(base / 2 + (random * base) / 2);
+}
+
+export class StatusOutbox {
+  private readonly store: StateStore;
+  private readonly reporters: ReadonlyMap<string, StatusReporter>;
+  private readonly now: () => number;
+  private readonly random: () => number;
+  private readonly timers: OutboxTimers;
+  private readonly initialBackoffMs: number;
+  private readonly maxBackoffMs: number;
+  private readonly maxAttempts: number;
+  private readonly retention: number;
+  private readonly log: OutboxLog;
+
+  private running: Promise<void> | undefined;
+  private rerun = false;
+  private forceRequested = false;
+  private timer: unknown;
+  private closed = false;
+
+  constructor(opts: StatusOutboxOptions) {
+    this.store = opts.store;
+    const names = opts.reporters.map((r) => r.name);
+    if (new Set(names).size !== names.length) throw new Error(`status reporters must have distinct names, got ${names.join(', ')}`);
+    this.reporters = new Map(opts.reporters.map((r) => [r.name, r]));
+    this.now = opts.now ?? Date.now;
+    this.random = opts.random ?? Math.random;
+    this.timers = opts.timers ?? GLOBAL_TIMERS;
+    this.initialBackoffMs = opts.initialBackoffMs ?? 1_000;
+    this.maxBackoffMs = opts.maxBackoffMs ?? 300_000;
+    this.maxAttempts = opts.maxAttempts ?? Number.POSITIVE_INFINITY;
+    this.retention = opts.retention ?? DEFAULT_OUTBOX_RETENTION;
+    this.log = opts.log ?? SILENT;
+  }
+
+  /**
+   * Starts delivering what an earlier run left in the store. Separate from the constructor so a caller can
+   * build the outbox, wire it, and decide when the network traffic begins.
+   */
+  start(): void {
+    this.schedule();
+  }
+
+  /** Writes one row per reporter (durable when this returns), then wakes the loop. Returns the row ids. */
+  enqueue(status: CommitStatus): number[] {
+    if (this.closed) throw new Error('status outbox is closed');
+    checkStatus(status);
+    const ids = this.store.enqueueOutbox(
+      [...this.reporters.keys()].map((reporter) => ({
+        reporter,
+        commit: status.commit,
+        state: status.state,
+        description: status.description,
+        context: status.context,
+        ...(status.targetUrl !== undefined && { targetUrl: status.targetUrl }),
+        createdAt: status.at,
+      })),
+    );
+    this.schedule();
+    return ids;
+  }
+
+  /** Open rows (not yet delivered nor given up): the metric `keystone_status_outbox_pending`. */
+  pending(): number {
+    return this.store.outboxCounts().open;
+  }
+
+  counts(): OutboxCounts {
+    return this.store.outboxCounts();
+  }
+
+  /**
+   * Tries every open row now, ignoring backoff (each at most once per flush unless an earlier row of its commit
+   * was delivered meanwhile), and resolves when that is done. For tests and for a graceful shutdown.
+   */
+  async flush(): Promise<void> {
+    this.forceRequested = true;
+    this.schedule();
+    await this.idle();
+  }
+
+  /** Resolves when no delivery is in flight and nothing is due before the next timer. */
+  async idle(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  /** Stops the loop after the deliveries in flight have been recorded. Does not close the store. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.clearTimer();
+    await this.idle();
+  }
+
+  // ---- the loop ----
+
+  private schedule(): void {
+    if (this.closed) return;
+    if (this.running) {
+      this.rerun = true;
+      return;
+    }
+    this.clearTimer();
+    this.running = this.drain().finally(() => {
+      this.running = undefined;
+    });
+  }
+
+  private async drain(): Promise<void> {
+    // Rows that failed during this drain: a forced drain must not hammer them once per pass.
+    const failed = new Set<number>();
+    let force = false;
+    try {
+      do {
+        this.rerun = false;
+        if (this.forceRequested) {
+          force = true;
+          this.forceRequested = false;
+        }
+        const progressed = await this.pass(force, failed);
+        if (progressed) this.rerun = true;
+      } while (this.rerun && !this.closed);
+      this.arm();
+    } catch (e) {
+      // The store itself failed (closed under us, disk full): nothing to deliver against, so say so and stop.
+      this.log.error({ err: e }, 'status outbox stopped: the state store failed');
+    }
+  }
+
+  /** One round over the heads that are due; true when some row finished (so the next row of its commit may be due). */
+  private async pass(force: boolean, failed: Set<number>): Promise<boolean> {
+    const now = this.now();
+    // A row never tried is due whatever its time says: `at` comes from the caller's clock, which may run ahead.
+    const due = this.store
+      .outboxHeads()
+      .filter((h) => this.reporters.has(h.reporter) && !failed.has(h.id) && (force || h.attempts === 0 || (h.nextAttemptAt ?? 0) <= now));
+    if (!due.length) return false;
+    const byReporter = new Map<string, OutboxEntry[]>();
+    for (const h of due) byReporter.set(h.reporter, [...(byReporter.get(h.reporter) ?? []), h]);
+    let finished = false;
+    await Promise.all(
+      [...byReporter].map(async ([name, entries]) => {
+        const reporter = this.reporters.get(name) as StatusReporter;
+        // One at a time per reporter: a server that is down is found out once, not once per commit.
+        for (const entry of entries) {
+          if (this.closed) return;
+          const outcome = await this.attempt(reporter, entry);
+          if (outcome === 'retry') failed.add(entry.id);
+          else finished = true;
+        }
+      }),
+    );
+    if (finished) this.store.pruneOutbox(this.retention);
+    return finished;
+  }
+
+  private async attempt(reporter: StatusReporter, entry: OutboxEntry): Promise<'delivered' | 'retry' | 'given-up'> {
+    const status: CommitStatus = {
+      commit: entry.commit,
+      state: entry.state,
+      description: entry.description,
+      context: entry.context,
+      ...(entry.targetUrl !== undefined && { targetUrl: entry.targetUrl }),
+      at: entry.createdAt,
+    };
+    const fields = { reporter: reporter.name, commit: entry.commit, state: entry.state, attempts: entry.attempts + 1 };
+    try {
+      await reporter.deliver(status);
+    } catch (e) {
+      const attempts = entry.attempts + 1;
+      // Anything not classified by the reporter is treated as transient: better a retry too many than a lost status.
+      const retryable = !isStatusDeliveryError(e) || e.retryable;
+      const code = isStatusDeliveryError(e) ? e.code : 'KS_STATUS_UNEXPECTED';
+      const lastError = `${code}: ${e instanceof Error ? e.message : String(e)}`.slice(0, MAX_ERROR_CHARS);
+      if (!retryable || attempts >= this.maxAttempts) {
+        this.store.giveUpOutbox(entry.id, { attempts, lastError });
+        this.log.error({ ...fields, code, error: lastError }, retryable ? 'commit status given up after too many attempts' : 'commit status rejected; not retrying');
+        return 'given-up';
+      }
+      let delay = backoffDelay(attempts, this.random(), this.initialBackoffMs, this.maxBackoffMs);
+      // A server that says when to come back (429, Retry-After) is believed, within the cap.
+      if (isStatusDeliveryError(e) && e.data.retryAfterMs !== undefined) delay = Math.max(delay, Math.min(e.data.retryAfterMs, this.maxBackoffMs));
+      this.store.retryOutbox(entry.id, { attempts, nextAttemptAt: this.now() + delay, lastError });
+      this.log.warn({ ...fields, code, error: lastError, retry_in_ms: delay }, 'commit status not delivered; will retry');
+      return 'retry';
+    }
+    this.store.markOutboxDelivered(entry.id, this.now());
+    this.log.info(fields, 'commit status delivered');
+    return 'delivered';
+  }
+
+  /** Sets one timer for the earliest open row that waits on backoff. */
+  private arm(): void {
+    if (this.closed) return;
+    let next: number | undefined;
+    for (const h of this.store.outboxHeads()) {
+      if (!this.reporters.has(h.reporter) || h.nextAttemptAt === undefined) continue;
+      const at = h.attempts === 0 ? this.now() : h.nextAttemptAt;
+      next = next === undefined ? at : Math.min(next, at);
+    }
+    if (next === undefined) return;
+    this.clearTimer();
+    this.timer = this.timers.setTimeout(() => {
+      this.timer = undefined;
+      this.schedule();
+    }, Math.max(0, next - this.now()));
+  }
+
+  private clearTimer(): void {
+    if (this.timer !== undefined) this.timers.clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}
