@@ -5,7 +5,8 @@
 // (prom-client's monitorEventLoopDelay histogram, which every scrape resets: one scrape just before the apply, one at
 // convergence). Aims (issue 5): p99 under 10 ms, event-loop delay p99 under 20 ms.
 // Run by hand (`npm run bench -- api-latency`, which builds first); it asserts no timing, it reports.
-// Options: --components 50  --connections 10  --idle 5s  --runs 3 (the median run is reported)  --port-base 23000 (below Linux's ephemeral range, where autocannon's own client ports land)
+// Options: --components 50  --connections 10  --idle 5s  --runs 3 (the median run is reported)  --profile DIR (a
+// .cpuprofile of the agent per run)  --port-base 23000 (below Linux's ephemeral range, where autocannon's own client ports land)
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -40,6 +41,7 @@ const { values: opts } = parseArgs({
     idle: { type: 'string', default: '5s' },
     runs: { type: 'string', default: '3' },
     'port-base': { type: 'string', default: '23000' },
+    profile: { type: 'string' },
   },
 });
 const n = Number(opts.components);
@@ -104,7 +106,9 @@ async function oneRun(run) {
   const apiPort = portBase + run;
   await assertPortsFree([apiPort, ...all.map((c) => c.port)]);
   const base = `http://127.0.0.1:${apiPort}`;
-  const agent = startAgent({ repo, plan: 'plans/one.toml', stateDir: join(work, 'state'), extraArgs: ['--listen', `127.0.0.1:${apiPort}`] });
+  const agent = startAgent({ repo, plan: 'plans/one.toml', stateDir: join(work, 'state'), extraArgs: ['--listen', `127.0.0.1:${apiPort}`],
+    ...(opts.profile && { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', opts.profile] }),
+  });
   try {
     await agent.waitFor((e) => e.msg === 'all components running', 60_000, 'the first component');
     const token = readFileSync(join(work, 'state', 'api-token'), 'utf8').trim();

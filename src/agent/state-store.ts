@@ -332,6 +332,7 @@ class SqliteStateStore implements StateStore {
                   AND id NOT IN (SELECT id FROM applies ORDER BY id DESC LIMIT ${retention})`),
       history: p('SELECT * FROM applies WHERE id < ? ORDER BY id DESC LIMIT ?'),
       unfinished: p('SELECT * FROM applies WHERE finished_at IS NULL ORDER BY id DESC LIMIT 1'),
+      dataVersion: p('PRAGMA data_version').pluck(),
       suspension: p('SELECT since, revision, reason FROM sync_suspension WHERE slot = 1'),
       suspend: p('INSERT OR REPLACE INTO sync_suspension (slot, since, revision, reason) VALUES (1, @since, @revision, @reason)'),
       resume: p('DELETE FROM sync_suspension'),
@@ -433,16 +434,42 @@ class SqliteStateStore implements StateStore {
     return v as number;
   }
 
+  /**
+   * The component rows as last read, until this store writes one. Reads outnumber writes by far (every API call,
+   * every health tick) and reading 50 rows back through their checks cost most of the agent's CPU under load. Our own
+   * writes drop it; another connection's commit (a second store, an operator's sqlite3 shell) changes SQLite's
+   * data_version, which is checked on every read (microseconds).
+   */
+  private cache?: { list: readonly ComponentRecord[]; byName: ReadonlyMap<string, ComponentRecord>; dataVersion: number };
+
+  private cached(): { list: readonly ComponentRecord[]; byName: ReadonlyMap<string, ComponentRecord> } {
+    const dataVersion = this.s.dataVersion.get() as number;
+    if (this.cache?.dataVersion !== dataVersion) {
+      this.cache = undefined;
+      // Frozen: a caller that changed a shared record in place would change every later reader's view.
+      const list = (this.s.components.all() as Row[]).map((row) => deepFreeze(this.read.component(row)));
+      this.cache = { list, byName: new Map(list.map((c) => [c.name, c])), dataVersion };
+    }
+    return this.cache;
+  }
+
   components(): ComponentRecord[] {
-    return (this.s.components.all() as Row[]).map((row) => this.read.component(row));
+    return [...this.cached().list];
   }
 
   component(name: string): ComponentRecord | undefined {
-    const row = this.s.component.get(name) as Row | undefined;
-    return row && this.read.component(row);
+    try {
+      return this.cached().byName.get(name);
+    } catch (e) {
+      if (!(e instanceof StateStoreError) || e.code !== 'KS_STATE_CORRUPT') throw e;
+      // Another row is unreadable: this one may still be fine, and the agent can go on with it.
+      const row = this.s.component.get(name) as Row | undefined;
+      return row && this.read.component(row);
+    }
   }
 
   upsertComponent(rec: ComponentRecord): void {
+    this.cache = undefined;
     const v = checked(componentSchema, rec, `component ${JSON.stringify((rec as Partial<ComponentRecord>).name)}`);
     this.s.upsert.run({
       ...v,
@@ -456,6 +483,7 @@ class SqliteStateStore implements StateStore {
   }
 
   removeComponent(name: string): boolean {
+    this.cache = undefined;
     return this.s.remove.run(name).changes > 0;
   }
 
@@ -473,6 +501,7 @@ class SqliteStateStore implements StateStore {
   }
 
   recordStart(name: string, instance: InstanceRef, startedAt: number): void {
+    this.cache = undefined;
     const ref = checked(instanceSchema, instance, `instance of ${JSON.stringify(name)}`);
     checked(timeSchema, startedAt, 'startedAt');
     const changes = this.s.start.run({ name, instance: JSON.stringify(ref), at: startedAt, kind: ref.kind }).changes;
@@ -484,26 +513,31 @@ class SqliteStateStore implements StateStore {
   }
 
   recordState(name: string, state: ComponentState, reason?: string): void {
+    this.cache = undefined;
     checked(stateSchema, state, 'state');
     this.expectOne(name, this.s.state.run({ name, state, reason: orNull(reason), at: this.now() }).changes);
   }
 
   recordRestart(name: string): number {
+    this.cache = undefined;
     const n = this.s.restart.get(name) as number | undefined;
     if (n === undefined) this.missing(name);
     return n;
   }
 
   recordHealthy(name: string, at: number): void {
+    this.cache = undefined;
     checked(timeSchema, at, 'healthy time');
     this.expectOne(name, this.s.healthy.run(at, name).changes);
   }
 
   resetRestarts(name: string): void {
+    this.cache = undefined;
     this.expectOne(name, this.s.resetRestarts.run(name).changes);
   }
 
   recordHeld(name: string, held: boolean): void {
+    this.cache = undefined;
     this.expectOne(name, this.s.held.run(held ? 1 : 0, name).changes);
   }
 
@@ -560,7 +594,13 @@ class SqliteStateStore implements StateStore {
   }
 
   transaction<T>(fn: () => T): T {
-    return this.db.transaction(fn).immediate();
+    try {
+      return this.db.transaction(fn).immediate();
+    } catch (e) {
+      // Rolled back: what was read inside may have seen writes that never happened.
+      this.cache = undefined;
+      throw e;
+    }
   }
 
   close(): void {
@@ -620,4 +660,13 @@ function prepareOutbox(db: Sqlite.Database) {
     counts: p(`SELECT sum(next_attempt_at IS NOT NULL) AS open, sum(delivered_at IS NOT NULL) AS delivered,
                       sum(next_attempt_at IS NULL AND delivered_at IS NULL) AS failed FROM status_outbox`),
   };
+}
+
+/** Freezes a record and the arrays and objects inside it. */
+function deepFreeze<T>(v: T): T {
+  if (typeof v === 'object' && v !== null && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const inner of Object.values(v)) deepFreeze(inner);
+  }
+  return v;
 }

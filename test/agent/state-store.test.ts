@@ -488,6 +488,40 @@ describe('two stores on one directory', () => {
   });
 });
 
+describe('the read cache', () => {
+  it('serves repeated reads without going stale: own writes, another connection\'s writes, a rolled-back transaction', () => {
+    const dir = tempDir();
+    const a = store(dir);
+    const b = store(dir);
+    a.upsertComponent(rec('api'));
+    expect(a.component('api')?.state).toBe(rec('api').state);
+    a.recordState('api', 'running');
+    expect(a.component('api')?.state).toBe('running');
+    // Another connection's commit, after `a` cached the row.
+    b.recordState('api', 'unhealthy', 'probe failed');
+    expect(a.component('api')).toMatchObject({ state: 'unhealthy', reason: 'probe failed' });
+    raw(dir).prepare("UPDATE components SET restarts = 5 WHERE name = 'api'").run();
+    expect(a.components()[0]?.restarts).toBe(5);
+    expect(() =>
+      a.transaction(() => {
+        a.recordState('api', 'failed');
+        expect(a.component('api')?.state).toBe('failed');
+        throw new Error('roll back');
+      }),
+    ).toThrow('roll back');
+    expect(a.component('api')?.state).toBe('unhealthy');
+  });
+
+  it('hands out frozen records, so no caller can change what the next one reads', () => {
+    const s = store(tempDir());
+    s.upsertComponent(rec('api', { dependencies: [{ component: 'db', type: 'hard' }] }));
+    const r = s.component('api')!;
+    expect(() => ((r as { state: string }).state = 'running')).toThrow(TypeError);
+    expect(() => (r.dependencies as unknown[]).push({})).toThrow(TypeError);
+    expect(s.component('api')).toStrictEqual(rec('api', { dependencies: [{ component: 'db', type: 'hard' }] }));
+  });
+});
+
 describe('corrupt rows', () => {
   function corrupted(sql: string, ...params: unknown[]): StateStore {
     const dir = tempDir();
