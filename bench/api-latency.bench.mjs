@@ -1,3 +1,4 @@
+/* global fetch */
 // Benchmark of the API under load while the agent works: `GET /v1/components` latency (p50/p99) from autocannon's
 // concurrent connections, first against the idle agent (the reference, same run, same process), then while the agent
 // reconciles 50 components (a manual apply handed over with POST /v1/apply?wait=none, so the reconcile starts at a

@@ -40,23 +40,53 @@ export function instanceOf(agent: ApiAgent, rec: ComponentRecord | undefined, na
   return { pid: null, containerId: null };
 }
 
+type RecordPart = Omit<ComponentView, 'pid' | 'containerId' | 'healthCheck'>;
+
+/**
+ * What a record alone decides, kept per record object: the store hands out the same frozen record until the row
+ * changes, so under a polling dashboard each view is built once per change rather than once per request.
+ */
+const recordParts = new WeakMap<ComponentRecord, RecordPart>();
+/** The applied revision's health checks by component, per desired state (a lookup per component, not a scan). */
+const checksByDesired = new WeakMap<object, Map<string, string | null>>();
+
+function recordPart(rec: ComponentRecord): RecordPart {
+  let part = recordParts.get(rec);
+  if (!part) {
+    part = {
+      name: rec.name,
+      state: rec.state,
+      version: rec.version,
+      hash: rec.hash,
+      runtime: rec.runtime,
+      health: rec.state === 'running' ? 'healthy' : rec.state === 'unhealthy' ? 'unhealthy' : 'unknown',
+      restarts: rec.restarts,
+      since: iso(rec.since),
+      healthySince: rec.healthySince === undefined ? null : iso(rec.healthySince),
+      reason: rec.reason ?? null,
+      held: rec.held || rec.state === 'crash-looping',
+      revision: rec.revision ?? null,
+      dependencies: rec.dependencies,
+    };
+    if (Object.isFrozen(rec)) recordParts.set(rec, part);
+  }
+  return part;
+}
+
+function healthCheckOf(agent: ApiAgent, name: string): string | null {
+  const desired = agent.engine.desired;
+  if (!desired) return null;
+  let checks = checksByDesired.get(desired);
+  if (!checks) {
+    checks = new Map(desired.components.map((c) => [c.name, c.recipe.lifecycle.run.health?.check ?? null]));
+    checksByDesired.set(desired, checks);
+  }
+  return checks.get(name) ?? null;
+}
+
 export function componentView(agent: ApiAgent, rec: ComponentRecord): ComponentView {
-  const desired = agent.engine.desired?.components.find((c) => c.name === rec.name);
-  return {
-    name: rec.name,
-    state: rec.state,
-    ...instanceOf(agent, rec, rec.name),
-    version: rec.version,
-    hash: rec.hash,
-    runtime: rec.runtime,
-    health: rec.state === 'running' ? 'healthy' : rec.state === 'unhealthy' ? 'unhealthy' : 'unknown',
-    healthCheck: desired?.recipe.lifecycle.run.health?.check ?? null,
-    restarts: rec.restarts,
-    since: iso(rec.since),
-    healthySince: rec.healthySince === undefined ? null : iso(rec.healthySince),
-    reason: rec.reason ?? null,
-    held: rec.held || rec.state === 'crash-looping',
-    revision: rec.revision ?? null,
-    dependencies: rec.dependencies,
-  };
+  const { name, state, ...rest } = recordPart(rec);
+  // Key order as before: name, state, pid, containerId, version … (scripts may print the JSON as it comes).
+  const { version, hash, runtime, health, ...tail } = rest;
+  return { name, state, ...instanceOf(agent, rec, rec.name), version, hash, runtime, health, healthCheck: healthCheckOf(agent, name), ...tail };
 }
