@@ -64,7 +64,18 @@ export interface AgentEventMap {
   /** One health probe, from the readiness wait or the monitor. */
   probe: [{ component: string; ok: boolean; latencyMs: number }];
   /** A revision went through the loop: applied (success or failure) or refused before it was applied. */
-  revision: [{ revision: string; outcome: 'success' | 'failure' | 'rejected'; durationMs: number; summary: string }];
+  revision: [
+    {
+      revision: string;
+      outcome: 'success' | 'failure' | 'rejected';
+      durationMs: number;
+      summary: string;
+      /** What failed (outcome failure). */
+      failed?: Array<{ name: string; reason: string }>;
+      /** The reconcile that was carried out (success and failure). */
+      reconcile?: Reconcile;
+    },
+  ];
   /** A revision passed verification and validation: what applying it stops and starts. */
   applying: [{ revision: string; reconcile: Reconcile }];
   /** A revision waiting to be applied was replaced by a newer one before its turn. */
@@ -307,7 +318,9 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
         const v = await verifyRevision(rev.reader, {
           keyring: opts.trust.keyring,
           now: Math.floor(now() / 1000),
-          ...(store.lastSignedAt() !== undefined && { notBefore: store.lastSignedAt()! }),
+          // A rollback re-applies a revision this device already applied and saw succeed: the floor it raised since
+          // is its own doing, not a replay by someone else.
+          ...(store.lastSignedAt() !== undefined && !rev.rollback && { notBefore: store.lastSignedAt()! }),
           ...(opts.trust.maxAgeSeconds !== undefined && { maxAgeSeconds: opts.trust.maxAgeSeconds }),
         });
         reader = new VerifiedReader(rev.reader, v);
@@ -336,7 +349,8 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
       { id: rev.id, source: rev.source, planFile, unsigned: opts.trust.unsigned, ...(signedAt !== undefined && { signedAt }) },
       { onReconcile: (reconcile) => emit('applying', { revision: rev.id, reconcile }) },
     );
-    emit('revision', { revision: rev.id, outcome: agent.lastResult.outcome, durationMs: now() - began, summary: agent.lastResult.summary });
+    const r = agent.lastResult;
+    emit('revision', { revision: rev.id, outcome: r.outcome, durationMs: now() - began, summary: r.summary, failed: r.execution.failed, reconcile: r.reconcile });
   }
 
   return agent;

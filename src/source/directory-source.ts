@@ -14,6 +14,11 @@ export interface Revision {
   reader: RepoReader;
   /** The plan to apply, when the revision names its own (a manual apply); otherwise the agent's `--plan`. */
   planFile?: string;
+  /**
+   * Set only by the agent's own `--on-failure rollback`: a revision this device applied successfully before, applied
+   * again; the replay floor does not refuse it. Never set from outside the agent.
+   */
+  rollback?: boolean;
 }
 
 /** Files whose change makes a new revision: what is signed and the signature itself. */

@@ -1,0 +1,56 @@
+// SPEC §8: what the agent tells the Git host about each commit it takes up — `pending` with the dry-run summary when
+// it starts applying, then `success`, `failure` (what failed) or `error` (refused: why). The statuses go to the
+// durable outbox (written before anything is sent), which delivers them to every reporter in order, retrying.
+import type { EventEmitter } from 'node:events';
+import type { Reconcile } from '../core/diff.js';
+import { describeFailure, describePending, describeRejected, describeSuccess, describe, type CommitState } from '../status/commit-status.js';
+import type { StatusOutbox } from '../status/status-outbox.js';
+import type { AgentEventMap } from './agent.js';
+
+/** Only commits have statuses: a directory revision (`dir:…`) or a manual apply (`manual:…`) has nowhere to go. */
+export const isCommitId = (id: string): boolean => /^[0-9a-f]{40}$/.test(id);
+
+export interface CommitReportingOptions {
+  events: EventEmitter<AgentEventMap>;
+  outbox: Pick<StatusOutbox, 'enqueue'>;
+  /** `keystone/<device>` */
+  context: string;
+  now: () => number;
+  /** Revisions the agent applies for its own reasons (a rollback): no status of their own. */
+  silent?: (revision: string) => boolean;
+  /** Appended to a failure's description (e.g. `; rolled back to 3f2a1c0`): decided when the failure is seen. */
+  onFailure?: (revision: string) => string | undefined;
+}
+
+export interface CommitReporting {
+  /** A commit the source refused before the agent saw it (a force-push): an `error` status. */
+  rejected(commit: string, reason: string): void;
+  close(): void;
+}
+
+export function reportCommitStatuses(opts: CommitReportingOptions): CommitReporting {
+  const send = (commit: string, state: CommitState, description: string) => {
+    if (!isCommitId(commit) || opts.silent?.(commit)) return;
+    opts.outbox.enqueue({ commit, state, description, context: opts.context, at: opts.now() });
+  };
+  const onApplying = (e: AgentEventMap['applying'][0]) => send(e.revision, 'pending', describePending(e.reconcile));
+  const onRevision = (e: AgentEventMap['revision'][0]) => {
+    if (e.outcome === 'rejected') return send(e.revision, 'error', describeRejected(e.summary));
+    if (e.outcome === 'success') return send(e.revision, 'success', describeSuccess(e.reconcile ?? emptyPlan));
+    const extra = opts.onFailure?.(e.revision) ?? '';
+    // The suffix must survive the 140-character cut: it says what the device runs now.
+    const base = describeFailure(e.failed ?? []);
+    send(e.revision, 'failure', extra ? describe(base.slice(0, Math.max(20, 140 - extra.length)).replace(/…?$/, '') + extra) : base);
+  };
+  opts.events.on('applying', onApplying);
+  opts.events.on('revision', onRevision);
+  return {
+    rejected: (commit, reason) => send(commit, 'error', describeRejected(reason)),
+    close() {
+      opts.events.off('applying', onApplying);
+      opts.events.off('revision', onRevision);
+    },
+  };
+}
+
+const emptyPlan: Pick<Reconcile, 'stopOrder' | 'startOrder' | 'noTouch'> = { stopOrder: [], startOrder: [], noTouch: [] };
