@@ -191,7 +191,8 @@ export class GitSource {
     if (this.closed || !this.started || this.followUp) return;
     clearTimeout(this.timer);
     const delay = pollDelayMs(this.failures, { pollMs: this.opts.pollMs, retryBaseMs: this.opts.retryBaseMs }, this.opts.random);
-    this.timer = setTimeout(() => void this.syncNow(), delay);
+    // setTimeout treats anything past 2^31−1 ms (24.8 days) as 1 ms: clamp rather than poll in a tight loop.
+    this.timer = setTimeout(() => void this.syncNow(), Math.min(delay, 2 ** 31 - 1));
   }
 
   private async lookReporting(): Promise<void> {

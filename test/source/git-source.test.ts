@@ -415,6 +415,43 @@ describe('GitSource token auth', () => {
   });
 });
 
+describe('GitSource options', () => {
+  const make = (over: Partial<GitSourceOptions>) => () =>
+    new GitSource({
+      repo: 'http://127.0.0.1:1/fleet.git',
+      ref: 'main',
+      cacheDir: root,
+      pollMs: 1000,
+      random: Math.random,
+      allowHistoryRewrite: false,
+      lastAppliedCommit: () => undefined,
+      onRevision: () => undefined,
+      onRejected: () => undefined,
+      onError: () => undefined,
+      ...over,
+    });
+  const codeOf = (f: () => unknown) => {
+    try {
+      f();
+    } catch (e) {
+      return (e as OperationError).code;
+    }
+    return 'no error';
+  };
+
+  it('refuses what it cannot follow, with a code', () => {
+    expect(codeOf(make({}))).toBe('no error');
+    expect(codeOf(make({ ref: 'refs/heads/release/2.x' }))).toBe('no error');
+    expect(codeOf(make({ ref: 'refs/tags/v1' }))).toBe('KS_USAGE');
+    expect(codeOf(make({ ref: 'main..evil' }))).toBe('KS_USAGE');
+    expect(codeOf(make({ repo: 'git@example.com:fleet.git' }))).toBe('KS_GIT_BAD_URL');
+    expect(codeOf(make({ repo: 'ssh://example.com/fleet.git' }))).toBe('KS_GIT_BAD_URL');
+    expect(codeOf(make({ repo: 'https://example.com/fleet.git?access_token=x' }))).toBe('KS_GIT_BAD_URL');
+    expect(codeOf(make({ token: 'abc\r\nX-Injected: 1' }))).toBe('KS_USAGE');
+    expect(codeOf(make({ pollMs: 0 }))).toBe('KS_USAGE');
+  });
+});
+
 describe('GitSource on a local repository', () => {
   for (const bare of [false, true]) {
     it(`follows a ${bare ? 'bare repository' : 'working tree'} in place: offers, skips no-ops, refuses rewrites`, async () => {
