@@ -8,6 +8,8 @@
 //                           against the critical path and the layer-by-layer schedule          (~1-2 min)
 //   api-latency.bench.mjs   GET /v1/components under autocannon while the agent reconciles 50 components, and the
 //                           agent's event-loop delay p99 over that reconcile (~1 min)
+//   git-sync.bench.mjs      the Git source on a 1,000-commit repository over smart HTTP: a no-op poll and a one-commit
+//                           fetch through GitSource beside native `git fetch --depth=1` (~10 s)
 //   supervision.bench.mjs   the same 50 programs under the agent, supervisord and PM2: restart latency after
 //                           kill -9, supervisor RSS and idle CPU (installs supervisor / pm2 when missing; ~3 min)
 import { spawnSync } from 'node:child_process';

@@ -1,0 +1,363 @@
+// Benchmark of the Git source: what a poll costs when nothing is new, and what an incremental fetch of one new
+// commit costs, through GitSource (dist/source/git-source.js, isomorphic-git) beside native git in the same run.
+// Run by hand (`npm run bench -- git-sync`, which builds first); it asserts no timing, it reports.
+//
+// The repository: 1,000 commits (made with `git fast-import`, untimed) of 100 recipes and a plan, each commit
+// changing one recipe; served over smart HTTP by `git http-backend` behind a small loopback server that runs in a
+// child process (this file with --serve), so that its CPU is not counted against either client, and that counts
+// every request's and response's body bytes.
+//
+//   no-op poll     GitSource.syncNow() with the branch unchanged (protocol v2 ls-refs only), beside
+//                  `git fetch --depth=1 origin main` in a native shallow bare clone that is up to date (what a
+//                  naive agent would run each poll) and `git ls-remote URL refs/heads/main` (native's cheapest look);
+//   one commit     a new commit is pushed (untimed), then GitSource.syncNow() (look, shallow fetch, ancestry check,
+//                  offer) beside the native `git fetch --depth=1` of the same commit.
+// The measures take turns run by run. Wall: median ms. CPU: user + system ms, mean per run (GitSource: this
+// process's cpuUsage; native git: the children's cutime + cstime from /proc/self/stat, in clock ticks, which is
+// why it is a mean rather than a median). Bytes: request + response bodies seen by the server, mean per run.
+// Ratios are against native `git fetch --depth=1`. Aims: no-op poll < 50 ms; within 1.5× of native git.
+//
+// Options: --commits 1000  --runs 30 (no-op polls per measure)  --fetches 10 (one-commit rounds)
+import { Buffer } from 'node:buffer';
+import { execFile, fork, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { parseArgs, promisify } from 'node:util';
+
+const self = fileURLToPath(import.meta.url);
+
+if (process.argv[2] === '--serve') await serve(process.argv[3]);
+else await main();
+
+// ─── the server (child process) ─────────────────────────────────────────────────────────────────────────────
+
+/** `git http-backend` over every bare repository under `root`; reports its port, then answers {stats} with totals. */
+async function serve(root) {
+  const execPath = (await promisify(execFile)('git', ['--exec-path'])).stdout.trim();
+  const totals = { requests: 0, bytesIn: 0, bytesOut: 0 };
+  const server = createServer((req, res) => {
+    totals.requests++;
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const env = {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      GIT_PROJECT_ROOT: root,
+      GIT_HTTP_EXPORT_ALL: '1',
+      REQUEST_METHOD: req.method ?? 'GET',
+      PATH_INFO: decodeURIComponent(url.pathname),
+      QUERY_STRING: url.search.slice(1),
+      CONTENT_TYPE: req.headers['content-type'] ?? '',
+      REMOTE_ADDR: '127.0.0.1',
+    };
+    if (req.headers['content-length'] !== undefined) env.CONTENT_LENGTH = req.headers['content-length'];
+    if (req.headers['content-encoding'] !== undefined) env.HTTP_CONTENT_ENCODING = req.headers['content-encoding'];
+    if (typeof req.headers['git-protocol'] === 'string') env.GIT_PROTOCOL = req.headers['git-protocol'];
+    const child = spawn(join(execPath, 'git-http-backend'), [], { env, stdio: ['pipe', 'pipe', 'ignore'] });
+    req.on('data', (d) => (totals.bytesIn += d.length));
+    req.pipe(child.stdin);
+    child.stdin.on('error', () => undefined);
+    let head = Buffer.alloc(0);
+    let done = false;
+    child.stdout.on('data', (chunk) => {
+      if (done) {
+        totals.bytesOut += chunk.length;
+        res.write(chunk);
+        return;
+      }
+      head = Buffer.concat([head, chunk]);
+      let sep = head.indexOf('\r\n\r\n');
+      let len = 4;
+      if (sep < 0) [sep, len] = [head.indexOf('\n\n'), 2];
+      if (sep < 0) return;
+      done = true;
+      let status = 200;
+      const headers = {};
+      for (const line of head.subarray(0, sep).toString('latin1').split(/\r?\n/)) {
+        const i = line.indexOf(':');
+        if (i < 0) continue;
+        const name = line.slice(0, i).trim();
+        const value = line.slice(i + 1).trim();
+        if (name.toLowerCase() === 'status') status = Number(value.split(' ')[0]);
+        else headers[name] = value;
+      }
+      res.writeHead(status, headers);
+      const body = head.subarray(sep + len);
+      totals.bytesOut += body.length;
+      if (body.length) res.write(body);
+    });
+    child.on('close', () => (done ? res.end() : res.writeHead(502).end()));
+    res.on('close', () => child.kill());
+  });
+  server.listen(0, '127.0.0.1', () => process.send({ port: server.address().port }));
+  // The bench gone (Ctrl-C, a crash) means the server goes too.
+  process.on('disconnect', () => process.exit(0));
+  process.on('message', (m) => {
+    if (m === 'stats') process.send({ totals });
+    if (m === 'exit') server.close(() => process.exit(0));
+  });
+}
+
+// ─── the benchmark ──────────────────────────────────────────────────────────────────────────────────────────
+
+async function main() {
+  const { GitSource } = await import('../dist/source/git-source.js');
+  const { benchDir, ensureDir, fmt, machine, mean, median, ratio, round, clockTicksPerSecond } = await import('./harness.mjs');
+  const { values: opts } = parseArgs({
+    args: process.argv.slice(2),
+    options: {
+      commits: { type: 'string', default: '1000' },
+      runs: { type: 'string', default: '30' },
+      fetches: { type: 'string', default: '10' },
+    },
+  });
+  const commits = Number(opts.commits);
+  const runs = Number(opts.runs);
+  const fetches = Number(opts.fetches);
+  const resultsFile = join(benchDir, 'results', 'git-sync.json');
+  const hz = clockTicksPerSecond();
+  const env = {
+    ...process.env,
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_AUTHOR_NAME: 'Bench',
+    GIT_AUTHOR_EMAIL: 'bench@keystone.invalid',
+    GIT_COMMITTER_NAME: 'Bench',
+    GIT_COMMITTER_EMAIL: 'bench@keystone.invalid',
+  };
+
+  /** Runs git to completion; wall ms and the CPU ms it used (children's ticks of /proc/self/stat). */
+  const runGit = (args, input) =>
+    new Promise((resolve, reject) => {
+      const c0 = childTicks();
+      const t0 = performance.now();
+      const child = spawn('git', args, { env, stdio: [input === undefined ? 'ignore' : 'pipe', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (d) => (stderr += d));
+      if (input !== undefined) child.stdin.end(input);
+      child.on('error', reject);
+      child.on('close', (code) => {
+        const wallMs = performance.now() - t0;
+        if (code !== 0) return reject(new Error(`git ${args.join(' ')} failed (${code}): ${stderr}`));
+        resolve({ wallMs, cpuMs: ((childTicks() - c0) * 1000) / hz });
+      });
+    });
+
+  const work = mkdtempSync(join(tmpdir(), 'keystone-bench-git-sync-'));
+  const server = fork(self, ['--serve', join(work, 'srv')], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const ask = () => new Promise((resolve) => server.once('message', (m) => resolve(m)));
+  const stats = async () => {
+    const p = ask();
+    server.send('stats');
+    return (await p).totals;
+  };
+  const loadBefore = loadavg()[0];
+  const tStart = performance.now();
+  try {
+    const bare = join(work, 'srv', 'fleet.git');
+    mkdirSync(join(work, 'srv'), { recursive: true });
+    await runGit(['init', '--quiet', '--bare', '--initial-branch=main', bare]);
+    process.stdout.write(`generating ${commits} commits… `);
+    await runGit(['-C', bare, 'fast-import', '--quiet'], fastImportScript(commits));
+    console.log('done');
+    const { port } = await ask();
+    const url = `http://127.0.0.1:${port}/fleet.git`;
+
+    // The one writer of new commits: a local clone that pushes to the bare repository on disk (untimed).
+    const ws = join(work, 'ws');
+    await runGit(['clone', '--quiet', bare, ws]);
+    let next = commits;
+    const pushOne = async () => {
+      next++;
+      writeFileSync(join(ws, 'recipes', `r-${String(next % 100).padStart(3, '0')}.toml`), recipe(next % 100, next));
+      await runGit(['-C', ws, 'commit', '--quiet', '-am', `commit ${next}`]);
+      await runGit(['-C', ws, 'push', '--quiet', 'origin', 'HEAD:refs/heads/main']);
+    };
+
+    // GitSource, started (its first clone untimed).
+    let offered = 0;
+    let lastApplied;
+    const errors = [];
+    const src = new GitSource({
+      repo: url,
+      ref: 'main',
+      cacheDir: join(work, 'cache'),
+      pollMs: 3_600_000,
+      random: Math.random,
+      allowHistoryRewrite: false,
+      lastAppliedCommit: () => lastApplied,
+      onRevision: (r) => {
+        offered++;
+        lastApplied = r.id;
+      },
+      onRejected: (r) => errors.push(new Error(`${r.code}: ${r.reason}`)),
+      onError: (e) => errors.push(e),
+    });
+    await src.start();
+    if (offered !== 1) throw new Error(`GitSource did not offer the tip: ${errors.map((e) => e.message).join('; ')}`);
+
+    // Native: a shallow bare clone kept in step the same way.
+    const native = join(work, 'native.git');
+    await runGit(['clone', '--quiet', '--bare', '--depth=1', '--single-branch', '--branch', 'main', url, native]);
+    const nativeFetch = ['-C', native, 'fetch', '--quiet', '--depth=1', '--no-tags', 'origin', '+refs/heads/main:refs/heads/main'];
+
+    const measure = async (fn) => {
+      const s0 = await stats();
+      const r = await fn();
+      const s1 = await stats();
+      return { ...r, bytes: s1.bytesIn - s0.bytesIn + (s1.bytesOut - s0.bytesOut), requests: s1.requests - s0.requests };
+    };
+    const viaSource = async () => {
+      const c0 = process.cpuUsage();
+      const t0 = performance.now();
+      await src.syncNow();
+      const wallMs = performance.now() - t0;
+      const c = process.cpuUsage(c0);
+      return { wallMs, cpuMs: (c.user + c.system) / 1000 };
+    };
+
+    // Warm-up: one of each.
+    await viaSource();
+    await runGit(nativeFetch);
+    await runGit(['ls-remote', url, 'refs/heads/main']);
+
+    const noop = { keystone: [], native: [], lsRemote: [] };
+    for (let i = 0; i < runs; i++) {
+      globalThis.gc?.();
+      const order = i % 2 === 0 ? ['keystone', 'native', 'lsRemote'] : ['lsRemote', 'native', 'keystone'];
+      for (const k of order) {
+        if (k === 'keystone') noop.keystone.push(await measure(viaSource));
+        if (k === 'native') noop.native.push(await measure(() => runGit(nativeFetch)));
+        if (k === 'lsRemote') noop.lsRemote.push(await measure(() => runGit(['ls-remote', url, 'refs/heads/main'])));
+      }
+    }
+    if (offered !== 1) throw new Error('a no-op poll offered a revision');
+
+    const one = { keystone: [], native: [] };
+    for (let i = 0; i < fetches; i++) {
+      await pushOne();
+      globalThis.gc?.();
+      const before = offered;
+      const order = i % 2 === 0 ? ['keystone', 'native'] : ['native', 'keystone'];
+      for (const k of order) {
+        if (k === 'keystone') one.keystone.push(await measure(viaSource));
+        else one.native.push(await measure(() => runGit(nativeFetch)));
+      }
+      if (offered !== before + 1) throw new Error(`GitSource did not offer commit ${next}: ${errors.map((e) => e.message).join('; ')}`);
+    }
+    if (errors.length) throw new Error(`GitSource reported: ${errors.map((e) => e.message).join('; ')}`);
+    await src.close();
+
+    const sum = (xs) => ({
+      wallMs: round(median(xs.map((x) => x.wallMs)), 2),
+      cpuMs: round(mean(xs.map((x) => x.cpuMs)), 2),
+      bytes: Math.round(mean(xs.map((x) => x.bytes))),
+      requests: round(mean(xs.map((x) => x.requests)), 1),
+    });
+    const results = {
+      noop: { keystone: sum(noop.keystone), nativeFetch: sum(noop.native), nativeLsRemote: sum(noop.lsRemote) },
+      oneCommit: { keystone: sum(one.keystone), nativeFetch: sum(one.native) },
+    };
+    const loadAfter = loadavg()[0];
+
+    const rows = [
+      ['no-op poll: GitSource.syncNow', results.noop.keystone, results.noop.nativeFetch],
+      ['no-op poll: git fetch --depth=1', results.noop.nativeFetch, results.noop.nativeFetch],
+      ['no-op poll: git ls-remote', results.noop.nativeLsRemote, results.noop.nativeFetch],
+      ['one commit: GitSource.syncNow', results.oneCommit.keystone, results.oneCommit.nativeFetch],
+      ['one commit: git fetch --depth=1', results.oneCommit.nativeFetch, results.oneCommit.nativeFetch],
+    ];
+    console.log(`\ngit-sync benchmark — node ${process.version}, ${cpus().length} × ${cpus()[0]?.model.trim() ?? 'cpu'}, ${commits} commits, ${runs} no-op polls, ${fetches} one-commit fetches`);
+    console.log(`${'measure'.padEnd(34)} ${'wall ms'.padStart(8)} ${'ratio'.padStart(6)} │ ${'CPU ms'.padStart(7)} ${'ratio'.padStart(6)} │ ${'bytes'.padStart(7)} ${'ratio'.padStart(6)} │ requests`);
+    for (const [label, m, ref] of rows)
+      console.log(
+        `${label.padEnd(34)} ${fmt(m.wallMs, 1).padStart(8)} ${ratio(m.wallMs, ref.wallMs).padStart(6)} │ ${fmt(m.cpuMs, 1).padStart(7)} ${ratio(m.cpuMs, ref.cpuMs).padStart(6)} │ ` +
+          `${fmt(m.bytes).padStart(7)} ${ratio(m.bytes, ref.bytes).padStart(6)} │ ${fmt(m.requests, 1)}`,
+      );
+    const aims = {
+      noopUnder50ms: results.noop.keystone.wallMs < 50,
+      noopWithin1_5xNativeFetch: results.noop.keystone.wallMs <= 1.5 * results.noop.nativeFetch.wallMs,
+      oneCommitWithin1_5xNativeFetch: results.oneCommit.keystone.wallMs <= 1.5 * results.oneCommit.nativeFetch.wallMs,
+    };
+    console.log(
+      `\naims: no-op poll < 50 ms ${aims.noopUnder50ms ? 'met' : 'MISSED'}; no-op within 1.5× of native fetch ${aims.noopWithin1_5xNativeFetch ? 'met' : 'MISSED'}; ` +
+        `one commit within 1.5× of native fetch ${aims.oneCommitWithin1_5xNativeFetch ? 'met' : 'MISSED'} (wall-clock medians)`,
+    );
+    if (loadBefore > cpus().length / 2 || loadAfter > cpus().length / 2)
+      console.log(`note: load average ${fmt(loadBefore, 2)} before, ${fmt(loadAfter, 2)} after, on ${cpus().length} CPUs: other processes competed, the figures are noisy`);
+
+    ensureDir(join(benchDir, 'results'));
+    writeFileSync(
+      resultsFile,
+      JSON.stringify(
+        {
+          bench: 'git-sync',
+          date: new Date().toISOString(),
+          ...machine(),
+          git: (await promisify(execFile)('git', ['--version'])).stdout.trim(),
+          loadAverage1m: { before: round(loadBefore, 2), after: round(loadAfter, 2) },
+          commits,
+          runs,
+          fetches,
+          units: { wallMs: 'median ms', cpuMs: 'mean ms (user + system)', bytes: 'mean request + response body bytes', requests: 'mean HTTP requests' },
+          reference: 'native git fetch --depth=1 --no-tags origin +refs/heads/main:refs/heads/main in a shallow bare clone',
+          results,
+          aims,
+        },
+        null,
+        2,
+      ) + '\n',
+    );
+    console.log(`\nwrote ${resultsFile} (bench took ${fmt((performance.now() - tStart) / 1000, 0)} s)`);
+  } finally {
+    server.send('exit');
+    await new Promise((r) => server.once('exit', r));
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** CPU ticks of this process's reaped children (cutime + cstime). */
+function childTicks() {
+  const r = readFileSync('/proc/self/stat', 'utf8');
+  const f = r.slice(r.lastIndexOf(')') + 2).split(' ');
+  return Number(f[13]) + Number(f[14]);
+}
+
+function recipe(i, version) {
+  return [
+    `# Benchmark recipe ${i}, revision ${version}.`,
+    '[metadata]',
+    `name = "com.bench.r${i}"`,
+    `version = "1.0.${version}"`,
+    '',
+    '[lifecycle.run.exec]',
+    'command = "./run"',
+    `args = ["--port", "${20000 + i}", "--revision", "${version}"]`,
+    '',
+    '[lifecycle.run.health]',
+    `check = "tcp://127.0.0.1:${20000 + i}"`,
+    'interval = "5s"',
+    '',
+  ].join('\n');
+}
+
+/** A fast-import stream: the first commit writes 100 recipes and a plan, each next one changes one recipe. */
+function fastImportScript(n) {
+  const out = [];
+  const blob = (path, text) => `M 100644 inline ${path}\ndata ${Buffer.byteLength(text)}\n${text}\n`;
+  const t0 = 1_700_000_000;
+  for (let c = 1; c <= n; c++) {
+    const msg = `commit ${c}\n`;
+    out.push(`commit refs/heads/main\nmark :${c}\ncommitter Bench <bench@keystone.invalid> ${t0 + c * 60} +0000\ndata ${Buffer.byteLength(msg)}\n${msg}`);
+    if (c > 1) out.push(`from :${c - 1}\n`);
+    if (c === 1) {
+      const plan = Array.from({ length: 100 }, (_, i) => `[[components]]\nname = "r${i}"\nrecipe = "recipes/r-${String(i).padStart(3, '0')}.toml"\n`).join('\n');
+      out.push(blob('plans/plan.toml', plan));
+      for (let i = 0; i < 100; i++) out.push(blob(`recipes/r-${String(i).padStart(3, '0')}.toml`, recipe(i, 1)));
+    } else out.push(blob(`recipes/r-${String(c % 100).padStart(3, '0')}.toml`, recipe(c % 100, c)));
+    out.push('\n');
+  }
+  return out.join('');
+}

@@ -1,0 +1,228 @@
+// A remote Git repository followed on one branch, and the bare cache repository its commits are fetched into.
+// Looks are protocol v2 ls-refs with the branch as prefix; fetches are shallow, for that branch alone. The cache is
+// kept bounded by re-fetching into a fresh directory (a new generation) once it holds too many packs or bytes.
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import git from 'isomorphic-git';
+import { OperationError } from '../core/errors.js';
+import { budgetedHttpClient, TransferBudget } from './git-http-client.js';
+import { shortBranchRef } from './git-repo-location.js';
+
+export interface GitRemoteCacheOptions {
+  /** The remote, without credentials. */
+  url: string;
+  /** The full branch ref followed, `refs/heads/main`. */
+  branchRef: string;
+  /** The directory holding every remote's cache (`<state-dir>/git`); this remote uses a subdirectory of it. */
+  cacheDir: string;
+  /** The Authorization header, when the remote needs a token. */
+  headers: Record<string, string>;
+  maxFetchBytes: number;
+  fetchTimeoutMs: number;
+  /** A fetch into a cache holding this many packs or more goes to a fresh generation instead. */
+  maxPacks: number;
+  /** Likewise for the total size of the cache's packs. */
+  maxCacheBytes: number;
+  /** Removes secrets from a message. */
+  redact: (text: string) => string;
+}
+
+/** What every remote operation has moved so far (for the benchmark and the status page). */
+export interface TransferTotals {
+  requests: number;
+  bytesSent: number;
+  bytesReceived: number;
+}
+
+/** The failures of the transfer itself: the cache is not to blame for them. */
+const TRANSFER_CODES = new Set(['KS_GIT_TIMEOUT', 'KS_GIT_FETCH_TOO_LARGE', 'KS_GIT_UNREACHABLE', 'KS_GIT_AUTH_FAILED', 'KS_GIT_HTTP_ERROR', 'KS_GIT_REPO_NOT_FOUND']);
+const NETWORK_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EAI_AGAIN', 'EPIPE', 'ECONNABORTED', 'UND_ERR_SOCKET']);
+
+export class GitRemoteCache {
+  readonly totals: TransferTotals = { requests: 0, bytesSent: 0, bytesReceived: 0 };
+  private readonly base: string;
+  private readonly trackingRef: string;
+  private generation = 0;
+  private opened = false;
+  /** Set when a fetch into the current generation failed for a reason other than the transfer: start afresh. */
+  private suspect = false;
+
+  constructor(private readonly opts: GitRemoteCacheOptions) {
+    const key = createHash('sha256').update(`${opts.url}\0${opts.branchRef}`).digest('hex').slice(0, 16);
+    this.base = join(opts.cacheDir, key);
+    this.trackingRef = `refs/remotes/origin/${shortBranchRef(opts.branchRef)}`;
+  }
+
+  /** The bare repository revisions are read from now; undefined before the first fetch. */
+  get gitdir(): string | undefined {
+    return this.generation > 0 ? this.genDir(this.generation) : undefined;
+  }
+
+  /** Where the branch points on the remote: one protocol v2 ls-refs exchange, no objects. */
+  async lookRemote(): Promise<string> {
+    const refs = await this.transfer('looking up the branch', (http) =>
+      git.listServerRefs({ http, url: this.opts.url, protocolVersion: 2, prefix: this.opts.branchRef }),
+    );
+    // The prefix also matches `main-old`: only the exact ref counts.
+    const ref = refs.find((r) => r.ref === this.opts.branchRef);
+    if (!ref) throw new OperationError('KS_GIT_REF_NOT_FOUND', `${this.opts.url} has no branch ${shortBranchRef(this.opts.branchRef)}`);
+    return ref.oid;
+  }
+
+  /** True when the commit (and so its tree) is already in the current generation. */
+  async has(oid: string, cache?: object): Promise<boolean> {
+    await this.open();
+    const gitdir = this.gitdir;
+    if (!gitdir || this.suspect) return false;
+    try {
+      await git.readCommit({ fs, gitdir, oid, cache });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Fetches the branch tip at depth 1 and returns its commit id (which may be newer than the one ls-refs saw). Goes
+   * to a fresh generation when the cache is over its bounds; the previous generation is kept (a reader handed out
+   * may still be reading it) and the one before it removed.
+   */
+  async fetchTip(): Promise<string> {
+    await this.open();
+    if (this.generation === 0 || this.suspect || (await this.overBounds())) return this.fetchFresh();
+    const gitdir = this.gitdir!;
+    try {
+      return await this.fetchInto(gitdir, { depth: 1 });
+    } catch (e) {
+      if (!TRANSFER_CODES.has((e as OperationError).code)) this.suspect = true;
+      throw e;
+    }
+  }
+
+  /** Brings `by` more generations of history behind the current shallow boundary (deepen-relative). */
+  async deepen(by: number): Promise<void> {
+    const gitdir = this.gitdir;
+    if (!gitdir) throw new OperationError('KS_GIT_FETCH_FAILED', 'nothing fetched yet to deepen');
+    await this.fetchInto(gitdir, { depth: by, relative: true });
+  }
+
+  /** Packs and bytes in the current generation (for the bounds, and for tests). */
+  async usage(): Promise<{ packs: number; bytes: number }> {
+    const gitdir = this.gitdir;
+    if (!gitdir) return { packs: 0, bytes: 0 };
+    let packs = 0;
+    let bytes = 0;
+    const packDir = join(gitdir, 'objects', 'pack');
+    for (const name of await readdir(packDir).catch(() => [] as string[])) {
+      if (name.endsWith('.pack')) packs++;
+      bytes += (await stat(join(packDir, name)).catch(() => ({ size: 0 }))).size;
+    }
+    return { packs, bytes };
+  }
+
+  private genDir(n: number): string {
+    return join(this.base, `gen-${n}`);
+  }
+
+  /** Adopts the newest complete generation left by an earlier run; half-built and older ones go (no reader is out yet). */
+  private async open(): Promise<void> {
+    if (this.opened) return;
+    await mkdir(this.base, { recursive: true });
+    const names = await readdir(this.base);
+    const gens = names.map((n) => /^gen-(\d+)$/.exec(n)).filter((m) => m !== null).map((m) => Number(m[1]));
+    this.generation = gens.length ? Math.max(...gens) : 0;
+    for (const n of names) if (n !== `gen-${this.generation}`) await rm(join(this.base, n), { recursive: true, force: true });
+    this.opened = true;
+  }
+
+  private async overBounds(): Promise<boolean> {
+    const u = await this.usage();
+    return u.packs >= this.opts.maxPacks || u.bytes >= this.opts.maxCacheBytes;
+  }
+
+  private async fetchFresh(): Promise<string> {
+    const next = this.generation + 1;
+    // Built under a temporary name and renamed when complete, so a crash never leaves a half-fetched generation in use.
+    const tmp = `${this.genDir(next)}.tmp`;
+    await rm(tmp, { recursive: true, force: true });
+    await git.init({ fs, gitdir: tmp, bare: true, defaultBranch: shortBranchRef(this.opts.branchRef) });
+    await git.setConfig({ fs, gitdir: tmp, path: 'remote.origin.url', value: this.opts.url });
+    // Just this branch: fetching into a repository without a refspec fails (NoRefspecError), and a wider one would take more.
+    await git.setConfig({ fs, gitdir: tmp, path: 'remote.origin.fetch', value: `+${this.opts.branchRef}:${this.trackingRef}` });
+    let oid: string;
+    try {
+      oid = await this.fetchInto(tmp, { depth: 1 });
+    } catch (e) {
+      await rm(tmp, { recursive: true, force: true });
+      throw e;
+    }
+    await rename(tmp, this.genDir(next));
+    const previous = this.generation;
+    this.generation = next;
+    this.suspect = false;
+    // Keep `previous`: the revision offered from it may still be loading. Anything older has been superseded twice.
+    for (const name of await readdir(this.base)) {
+      const m = /^gen-(\d+)$/.exec(name);
+      if (m && Number(m[1]) < previous) await rm(join(this.base, name), { recursive: true, force: true });
+    }
+    return oid;
+  }
+
+  private async fetchInto(gitdir: string, depth: { depth: number; relative?: boolean }): Promise<string> {
+    const res = await this.transfer('fetching', (http) =>
+      git.fetch({
+        fs,
+        http,
+        gitdir,
+        url: this.opts.url,
+        remote: 'origin',
+        // The local tracking ref doubles as the "have" the server starts from.
+        ref: this.trackingRef,
+        remoteRef: this.opts.branchRef,
+        singleBranch: true,
+        tags: false,
+        ...depth,
+      }),
+    );
+    if (!res.fetchHead) throw new OperationError('KS_GIT_REF_NOT_FOUND', `${this.opts.url} has no branch ${shortBranchRef(this.opts.branchRef)}`);
+    return res.fetchHead;
+  }
+
+  /** Runs one remote operation under a fresh budget and turns whatever fails into a coded, redacted error. */
+  private async transfer<T>(what: string, op: (http: ReturnType<typeof budgetedHttpClient>) => Promise<T>): Promise<T> {
+    const budget = new TransferBudget(this.opts.maxFetchBytes, this.opts.fetchTimeoutMs, `${what} from ${this.opts.url}`);
+    try {
+      return await budget.run(() => op(budgetedHttpClient(budget, this.opts.headers)));
+    } catch (e) {
+      throw this.classify(e as Error & { code?: string; data?: { statusCode?: number } }, what);
+    } finally {
+      this.totals.requests += budget.requests;
+      this.totals.bytesSent += budget.sent;
+      this.totals.bytesReceived += budget.received;
+    }
+  }
+
+  private classify(e: Error & { code?: string; data?: { statusCode?: number }; cause?: unknown }, what: string): OperationError {
+    const r = this.opts.redact;
+    const url = this.opts.url;
+    if (e instanceof OperationError) return new OperationError(e.code, r(e.message));
+    if (e.code === 'HttpError') {
+      const status = e.data?.statusCode ?? 0;
+      if (status === 401 || status === 403)
+        return new OperationError(
+          'KS_GIT_AUTH_FAILED',
+          this.opts.headers.authorization
+            ? `${url} refused the token (HTTP ${status}): check that it is current and may read the repository`
+            : `${url} needs credentials (HTTP ${status}): give a token`,
+        );
+      if (status === 404) return new OperationError('KS_GIT_REPO_NOT_FOUND', `${url} answered HTTP 404: no such repository`);
+      return new OperationError('KS_GIT_HTTP_ERROR', r(`${what} from ${url} failed: ${e.message}`));
+    }
+    const errno = e.code ?? (e.cause as { code?: string } | undefined)?.code;
+    if (errno && NETWORK_ERRNOS.has(errno)) return new OperationError('KS_GIT_UNREACHABLE', `cannot reach ${url} (${errno})`);
+    if (e.code === 'RemoteCapabilityError') return new OperationError('KS_GIT_SERVER_UNSUPPORTED', r(`${url}: ${e.message}`));
+    return new OperationError('KS_GIT_FETCH_FAILED', r(`${what} from ${url} failed: ${e.message}`));
+  }
+}

@@ -1,0 +1,300 @@
+// The Git source (SPEC §7): follows one branch of a remote over HTTP(S), or of a local repository, and offers each
+// new tip as a revision read straight from the commit's tree. A look asks where the branch points (one protocol v2
+// ls-refs exchange for a remote, a ref file for a local repository); only when it moved is anything fetched.
+import fs from 'node:fs';
+import git from 'isomorphic-git';
+import { OperationError } from '../core/errors.js';
+import type { Revision } from './directory-source.js';
+import { searchAncestor } from './git-ancestry.js';
+import { pollDelayMs } from './git-poll-delay.js';
+import { GitRemoteCache, type TransferTotals } from './git-remote-cache.js';
+import { fullBranchRef, parseGitRepo, shortBranchRef, type GitRepoLocation } from './git-repo-location.js';
+import { GitTreeReader, locateGitRepository, type GitLocation } from './git-tree-reader.js';
+
+export interface GitSourceOptions {
+  /** An http(s) URL (without credentials: see parseGitRepo) or a local path, bare or a working tree. */
+  repo: string;
+  /** The branch followed: `main` or `refs/heads/main`. */
+  ref: string;
+  /** Where a remote is fetched to (`<state-dir>/git`); unused for a local path. */
+  cacheDir: string;
+  /** HTTP token, sent as Basic auth with the user `x-access-token` (GitHub, Gitea, Forgejo, GitLab). Never logged. */
+  token?: string;
+  /** Time between looks (jittered ±10%), and the cap of the retry backoff. */
+  pollMs: number;
+  /** First retry after a failed look; doubles per failure up to pollMs. Default 1 s. */
+  retryBaseMs?: number;
+  /** In [0, 1): the jitter. */
+  random: () => number;
+  /** Epoch milliseconds, for the status timestamps. Default Date.now. */
+  now?: () => number;
+  /** Cap on the bytes one remote operation (ls-refs, a fetch, one deepening) may receive. Default 128 MiB. */
+  maxFetchBytes?: number;
+  /** Cap on the time one remote operation may take. Default 60 s. */
+  fetchTimeoutMs?: number;
+  /**
+   * How far back the last applied commit is looked for: commits read, and generations a shallow cache is deepened
+   * by (deepening goes 16, 32, 64… at a time, so ~7 round trips for 1,000). Past it the commit is refused with
+   * KS_HISTORY_UNVERIFIED. Default 1,000.
+   */
+  maxHistoryCommits?: number;
+  /** A remote cache holding this many packs (one per fetch) is re-fetched into a fresh directory. Default 50. */
+  maxCachePacks?: number;
+  /** Likewise for the cache's size in bytes. Default 64 MiB. */
+  maxCacheBytes?: number;
+  /** The commit of the last revision applied from Git; anything that is not a 40-hex commit id sets no constraint. */
+  lastAppliedCommit: () => string | undefined;
+  /** Accept commits that do not descend from the last applied one (force-pushes). */
+  allowHistoryRewrite: boolean;
+  onRevision: (r: Revision) => void;
+  onRejected: (r: { commit: string; code: string; reason: string }) => void;
+  onError: (e: Error & { code?: string }) => void;
+}
+
+export interface GitSourceStatus {
+  /** The commit last offered or refused. */
+  tip?: string;
+  /** Looks failed in a row. */
+  failures: number;
+  lastLookAt?: number;
+  lastSuccessAt?: number;
+  /** Totals over the wire for a remote (zeros for a local repository). */
+  transfer: TransferTotals;
+}
+
+const DEFAULTS = {
+  maxFetchBytes: 128 * 1024 * 1024,
+  fetchTimeoutMs: 60_000,
+  maxHistoryCommits: 1000,
+  maxCachePacks: 50,
+  maxCacheBytes: 64 * 1024 * 1024,
+};
+const FIRST_DEEPEN = 16;
+const COMMIT_ID = /^[0-9a-f]{40}$/;
+// A branch name git would accept, restricted to what is safe in a refspec and a label.
+const BRANCH = /^(?!.*\.\.)(?!.*\/\/)(?!.*\.lock$)(?!.*\/$)[A-Za-z0-9_][A-Za-z0-9._/-]*$/;
+
+/**
+ * Follows a branch: `start()` looks once and then every pollMs (±10%); `syncNow()` looks at once (a webhook).
+ * Each new tip is offered through onRevision (id = the full commit id, reader = a GitTreeReader at that commit)
+ * or refused through onRejected when it does not descend from the last applied commit. Failures go to onError
+ * and the next look is retried with backoff, never later than one poll interval. Only the tip is ever taken, so
+ * a burst of pushes between two looks collapses to the newest commit.
+ */
+export class GitSource {
+  /** `git http://host/fleet.git main`: for people and the state store; never carries credentials. */
+  readonly label: string;
+  private readonly location: GitRepoLocation;
+  private readonly branchRef: string;
+  private readonly branch: string;
+  private readonly remote?: GitRemoteCache;
+  private readonly redactions: string[];
+  private readonly now: () => number;
+  private local?: GitLocation;
+  private lastSeen?: string;
+  private failures = 0;
+  private lastLookAt?: number;
+  private lastSuccessAt?: number;
+  private started = false;
+  private closed = false;
+  private timer?: NodeJS.Timeout;
+  private inflight?: Promise<void>;
+  private followUp?: Promise<void>;
+
+  /** Throws OperationError KS_USAGE, KS_GIT_BAD_URL or KS_GIT_CREDENTIALS_IN_URL for options that cannot work. */
+  constructor(private readonly opts: GitSourceOptions) {
+    const token = opts.token;
+    this.redactions = token ? [token, Buffer.from(`x-access-token:${token}`).toString('base64'), encodeURIComponent(token)] : [];
+    if (token !== undefined && (token === '' || [...token].some((c) => c.charCodeAt(0) <= 0x20 || c.charCodeAt(0) === 0x7f)))
+      throw new OperationError('KS_USAGE', 'the Git token is empty or contains whitespace or control characters');
+    if (!BRANCH.test(opts.ref.replace(/^refs\/heads\//, '')) || (opts.ref.startsWith('refs/') && !opts.ref.startsWith('refs/heads/')))
+      throw new OperationError('KS_USAGE', `"${opts.ref}" is not a branch name (a branch is followed, e.g. main)`);
+    if (!(opts.pollMs > 0)) throw new OperationError('KS_USAGE', 'the poll interval must be positive');
+    this.location = parseGitRepo(opts.repo);
+    this.branchRef = fullBranchRef(opts.ref);
+    this.branch = shortBranchRef(this.branchRef);
+    this.label = `git ${this.location.label} ${this.branch}`;
+    this.now = opts.now ?? Date.now;
+    if (this.location.kind === 'http')
+      this.remote = new GitRemoteCache({
+        url: this.location.url,
+        branchRef: this.branchRef,
+        cacheDir: opts.cacheDir,
+        headers: token ? { authorization: `Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}` } : {},
+        maxFetchBytes: opts.maxFetchBytes ?? DEFAULTS.maxFetchBytes,
+        fetchTimeoutMs: opts.fetchTimeoutMs ?? DEFAULTS.fetchTimeoutMs,
+        maxPacks: opts.maxCachePacks ?? DEFAULTS.maxCachePacks,
+        maxCacheBytes: opts.maxCacheBytes ?? DEFAULTS.maxCacheBytes,
+        redact: (t) => this.redact(t),
+      });
+  }
+
+  /** Looks once (failures go to onError, never thrown), then keeps polling until close(). */
+  async start(): Promise<void> {
+    if (this.started || this.closed) return;
+    this.started = true;
+    await this.syncNow();
+  }
+
+  /**
+   * Looks now; resolves once a look that began after this call has finished. Calls during a look collapse into
+   * one follow-up look, so any number of webhooks cost at most two looks.
+   */
+  syncNow(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    if (!this.inflight) return this.runLook();
+    this.followUp ??= this.inflight.then(() => {
+      this.followUp = undefined;
+      return this.runLook();
+    });
+    return this.followUp;
+  }
+
+  /** Stops polling and waits for a look in progress; nothing is offered after it resolves. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.followUp;
+    await this.inflight;
+  }
+
+  get status(): GitSourceStatus {
+    return {
+      ...(this.lastSeen !== undefined && { tip: this.lastSeen }),
+      failures: this.failures,
+      ...(this.lastLookAt !== undefined && { lastLookAt: this.lastLookAt }),
+      ...(this.lastSuccessAt !== undefined && { lastSuccessAt: this.lastSuccessAt }),
+      transfer: { ...(this.remote?.totals ?? { requests: 0, bytesSent: 0, bytesReceived: 0 }) },
+    };
+  }
+
+  /** The bare cache repository of a remote (undefined for a local repository or before the first fetch). */
+  get cacheGitdir(): string | undefined {
+    return this.remote?.gitdir;
+  }
+
+  private runLook(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const p: Promise<void> = this.lookReporting().finally(() => {
+      if (this.inflight === p) this.inflight = undefined;
+      this.schedule();
+    });
+    this.inflight = p;
+    return p;
+  }
+
+  private schedule(): void {
+    // A pending follow-up looks next and schedules after itself.
+    if (this.closed || !this.started || this.followUp) return;
+    clearTimeout(this.timer);
+    const delay = pollDelayMs(this.failures, { pollMs: this.opts.pollMs, retryBaseMs: this.opts.retryBaseMs }, this.opts.random);
+    // setTimeout treats anything past 2^31−1 ms (24.8 days) as 1 ms: clamp rather than poll in a tight loop.
+    this.timer = setTimeout(() => void this.syncNow(), Math.min(delay, 2 ** 31 - 1));
+  }
+
+  private async lookReporting(): Promise<void> {
+    this.lastLookAt = this.now();
+    let outcome: Outcome | undefined;
+    try {
+      outcome = await this.look();
+      this.failures = 0;
+      this.lastSuccessAt = this.now();
+    } catch (e) {
+      this.failures++;
+      if (!this.closed) this.report(this.coded(e));
+      return;
+    }
+    if (this.closed || !outcome) return;
+    // The callbacks belong to the agent: their failures are reported, but they are not failed looks.
+    try {
+      if (outcome.kind === 'revision') this.opts.onRevision(outcome.revision);
+      else this.opts.onRejected(outcome.rejection);
+    } catch (e) {
+      this.report(e as Error);
+    }
+  }
+
+  private report(e: Error & { code?: string }): void {
+    try {
+      this.opts.onError(e);
+    } catch {
+      /* an error handler that throws has nowhere left to report to */
+    }
+  }
+
+  /** One look: undefined when the branch has not moved since the last offer or refusal. */
+  private async look(): Promise<Outcome | undefined> {
+    const cache = {};
+    let tip: string;
+    let loc: GitLocation;
+    if (this.remote) {
+      tip = await this.remote.lookRemote();
+      if (tip === this.lastSeen) return undefined;
+      // Already here after a restart, or from a deepening: nothing to fetch.
+      if (!(await this.remote.has(tip, cache))) tip = await this.remote.fetchTip();
+      if (tip === this.lastSeen) return undefined;
+      loc = { gitdir: this.remote.gitdir! };
+    } else {
+      loc = this.local ??= locateGitRepository((this.location as { path: string }).path);
+      try {
+        tip = await git.resolveRef({ fs, gitdir: loc.gitdir, ref: this.branchRef });
+      } catch {
+        throw new OperationError('KS_GIT_REF_NOT_FOUND', `${this.location.label} has no branch ${this.branch}`);
+      }
+      if (tip === this.lastSeen) return undefined;
+    }
+    const rejection = await this.checkHistory(tip, loc.gitdir, cache);
+    if (this.closed) return undefined;
+    this.lastSeen = tip;
+    if (rejection) return { kind: 'rejected', rejection: { commit: tip, ...rejection } };
+    return { kind: 'revision', revision: { id: tip, source: this.label, reader: new GitTreeReader(loc, tip, this.branch) } };
+  }
+
+  /**
+   * Refuses a tip that does not descend from the last applied commit. A shallow cache is deepened 16, 32, 64…
+   * generations at a time until the commit is found, the whole history is present without it (a rewrite, proven),
+   * or maxHistoryCommits is reached (unverified: refused too, since it cannot be told from a rewrite).
+   */
+  private async checkHistory(tip: string, gitdir: string, cache: object): Promise<{ code: string; reason: string } | undefined> {
+    const last = this.opts.lastAppliedCommit();
+    if (this.opts.allowHistoryRewrite || last === undefined || !COMMIT_ID.test(last) || last === tip) return undefined;
+    const max = this.opts.maxHistoryCommits ?? DEFAULTS.maxHistoryCommits;
+    let deepened = 0;
+    for (let step = FIRST_DEEPEN; ; step *= 2) {
+      const r = await searchAncestor({ gitdir, tip, ancestor: last, maxCommits: max, cache });
+      if (r.kind === 'found') return undefined;
+      if (r.kind === 'absent')
+        return {
+          code: 'KS_HISTORY_REWRITE',
+          reason: `${tip.slice(0, 12)} does not descend from the last applied commit ${last.slice(0, 12)}: the history of ${this.branch} was rewritten (force-push); refused unless history rewrites are allowed`,
+        };
+      if (r.kind === 'too-deep' || !this.remote || deepened >= max)
+        return {
+          code: 'KS_HISTORY_UNVERIFIED',
+          reason: `cannot tell whether ${tip.slice(0, 12)} descends from the last applied commit ${last.slice(0, 12)}: not found within ${max} commits of ${this.branch}'s history; refused as a possible rewrite unless history rewrites are allowed`,
+        };
+      const by = Math.min(step, max - deepened);
+      await this.remote.deepen(by);
+      deepened += by;
+    }
+  }
+
+  private coded(e: unknown): Error & { code?: string } {
+    const err = e as Error & { code?: string };
+    if (err instanceof OperationError) return new OperationError(err.code, this.redact(err.message));
+    return new OperationError(typeof err.code === 'string' && err.code.startsWith('KS_') ? err.code : 'KS_GIT_FAILED', this.redact(`${this.label}: ${err.message}`));
+  }
+
+  private redact(text: string): string {
+    let out = text;
+    for (const s of this.redactions) out = out.split(s).join('***');
+    return out;
+  }
+}
+
+type Outcome =
+  | { kind: 'revision'; revision: Revision }
+  | { kind: 'rejected'; rejection: { commit: string; code: string; reason: string } };
