@@ -169,6 +169,27 @@ export class GitSource {
     };
   }
 
+  /**
+   * A commit this source offered before, read again (the agent's `--on-failure rollback`); undefined when it is no
+   * longer at hand (a re-fetched cache keeps only recent history). Never fetches: a rollback must not wait on a server.
+   */
+  async revisionAt(commit: string): Promise<Revision | undefined> {
+    if (!COMMIT_ID.test(commit)) return undefined;
+    let loc: GitLocation;
+    if (this.remote) {
+      if (!(await this.remote.has(commit))) return undefined;
+      loc = { gitdir: this.remote.gitdir! };
+    } else {
+      loc = this.local ??= locateGitRepository((this.location as { path: string }).path);
+      try {
+        await git.readCommit({ fs, gitdir: loc.gitdir, oid: commit });
+      } catch {
+        return undefined;
+      }
+    }
+    return { id: commit, source: this.label, reader: new GitTreeReader(loc, commit, this.branch) };
+  }
+
   /** The bare cache repository of a remote (undefined for a local repository or before the first fetch). */
   get cacheGitdir(): string | undefined {
     return this.remote?.gitdir;

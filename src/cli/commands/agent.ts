@@ -21,9 +21,13 @@ import type { RepoReader } from '../../source/repo-reader.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
 import { planPathIn } from '../repository-args.js';
 import { TRUST_OPTIONS, trustSetting } from '../trust-args.js';
+import { followGit, secretFrom } from './agent-git.js';
 
 export const AGENT_USAGE =
-  'keystone agent --dir PATH --plan PLAN (--trusted-key FILE… [--threshold K] [--max-age D] | --allow-unsigned)\n' +
+  'keystone agent (--repo URL|PATH [--ref main] [--poll 60s] [--git-token-file F] | --dir PATH) --plan PLAN\n' +
+  '               (--trusted-key FILE… [--threshold K] [--max-age D] | --allow-unsigned)\n' +
+  '               [--status git-notes,github|none] [--github-repo OWNER/REPO] [--github-token-file F] [--github-api URL]\n' +
+  '               [--webhook-secret-file F] [--allow-history-rewrite] [--on-failure none|rollback]\n' +
   '               [--state-dir /var/lib/keystone] [--device NAME] [--concurrency N] [--grace 10s] [--log-format pretty|json] [--stop-on-exit]\n' +
   '               [--listen 127.0.0.1:8080|none] [--listen-public] [--socket PATH]\n' +
   '               [--max-backoff 60s] [--crash-loop-limit 10] [--healthy-spell 10m] [--settle 300ms]\n' +
@@ -66,17 +70,38 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
       'healthy-spell': { type: 'string', default: '10m' },
       'log-max-bytes': { type: 'string', default: '10485760' },
       'log-keep': { type: 'string', default: '5' },
+      'git-token-file': { type: 'string' },
+      status: { type: 'string' },
+      'github-repo': { type: 'string' },
+      'github-token-file': { type: 'string' },
+      'github-api': { type: 'string' },
+      'webhook-secret-file': { type: 'string' },
+      'allow-history-rewrite': { type: 'boolean', default: false },
+      'on-failure': { type: 'string', default: 'none' },
       ...TRUST_OPTIONS,
     },
   });
   // Listening from the start: a stop asked for while the agent is still starting must not be lost.
   const stopRequested = new Promise<void>((resolveStop) => signals.once('stop', resolveStop));
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
-  if (values.repo !== undefined) throw new UsageError('--repo (Git sources) is not available in this version yet: use --dir PATH');
-  if (!values.dir) throw new UsageError('--dir PATH is required');
+  if ((values.repo === undefined) === (values.dir === undefined)) throw new UsageError('give one source: --repo URL|PATH (Git) or --dir PATH (a development directory)');
   if (!values.plan) throw new UsageError('--plan PLAN is required');
-  const root = resolve(io.cwd, values.dir);
-  const planFile = planPathIn(root, values.plan);
+  const gitFlags = ['ref', 'poll', 'git-token-file', 'status', 'github-repo', 'github-token-file', 'github-api', 'webhook-secret-file'] as const;
+  const misplaced = gitFlags.find((f) => values[f] !== undefined) ?? (values['allow-history-rewrite'] || values['on-failure'] !== 'none' ? 'allow-history-rewrite or --on-failure' : undefined);
+  if (values.dir !== undefined && misplaced) throw new UsageError(`--${misplaced} is for a Git source (--repo), not --dir`);
+  if (values['on-failure'] !== 'none' && values['on-failure'] !== 'rollback') throw new UsageError(`--on-failure must be none or rollback, not "${values['on-failure']}"`);
+  const gitUrl = values.repo !== undefined && /^https?:\/\//i.test(values.repo);
+  const repo = values.repo === undefined ? undefined : gitUrl ? values.repo : resolve(io.cwd, values.repo);
+  const root = values.dir === undefined ? undefined : resolve(io.cwd, values.dir);
+  // The plan is a path inside the repository: for a Git source it is read from each commit's tree.
+  const planFile = root !== undefined ? planPathIn(root, values.plan) : values.plan.split('\\').join('/').replace(/^\.\//, '');
+  const pollMs = parseDuration(values.poll ?? '60s');
+  if (pollMs === undefined || pollMs <= 0) throw new UsageError(`--poll takes a duration such as 60s, not "${values.poll}"`);
+  const gitToken = secretFrom(values['git-token-file'] && resolve(io.cwd, values['git-token-file']), io.env.KEYSTONE_GIT_TOKEN, 'Git token');
+  const githubToken = secretFrom(values['github-token-file'] && resolve(io.cwd, values['github-token-file']), io.env.KEYSTONE_GITHUB_TOKEN, 'GitHub token');
+  const webhookSecret = secretFrom(values['webhook-secret-file'] && resolve(io.cwd, values['webhook-secret-file']), io.env.KEYSTONE_WEBHOOK_SECRET, 'webhook secret');
+  const ref = values.ref ?? 'main';
+  const device = values.device ?? hostname();
   const stateDir = resolve(io.cwd, values['state-dir']);
   const trust: TrustSetting = trustSetting(values, io);
   const concurrency = values.concurrency === undefined ? availableParallelism() : Number(values.concurrency);
@@ -146,26 +171,62 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
     graceMs,
     restartLimits,
     ownerTag: tag,
-    following: 'directory',
+    following: repo !== undefined ? 'git' : 'directory',
     useReader: (r) => (artifactReader = r),
     logMaxBytes: positiveInt(values['log-max-bytes'], '--log-max-bytes'),
     logKeep: positiveInt(values['log-keep'], '--log-keep'),
   });
-  // The watcher and POST /v1/sync both offer through the source, which never offers the same content twice.
-  const source = new DirectorySource(root, {
-    settleMs,
-    onRevision: (r: Revision) => agent.offer(r),
-    onError: (e) => log.error({ err: e }, 'watching the directory failed'),
-  });
-  agent.onSync(() => source.syncNow());
-  let api: ApiListeners | undefined;
+  // The source offers revisions (and POST /v1/sync asks it to look now); it never offers the same content twice.
+  let source: { start(): Promise<void>; close(): Promise<void> };
   try {
-    api = await startApi(agent, { stateDir, listen, listenGiven: values.listen !== undefined, public: values['listen-public'], socketPath, log: logger });
+    if (repo !== undefined) {
+      const following = followGit(agent, {
+        repo,
+        ref,
+        stateDir,
+        planFile,
+        device,
+        pollMs,
+        ...(gitToken !== undefined && { token: gitToken }),
+        allowHistoryRewrite: values['allow-history-rewrite'],
+        onFailure: values['on-failure'] as 'none' | 'rollback',
+        status: (values.status ?? 'git-notes').split(',').map((x) => x.trim()).filter(Boolean),
+        github: { ...(values['github-repo'] !== undefined && { repo: values['github-repo'] }), ...(githubToken !== undefined && { token: githubToken }), ...(values['github-api'] !== undefined && { apiBase: values['github-api'] }) },
+        log: logger,
+        random: Math.random,
+        now: Date.now,
+      });
+      source = { start: () => following.source.start(), close: () => following.close() };
+    } else {
+      const dir = new DirectorySource(root!, {
+        settleMs,
+        onRevision: (r: Revision) => agent.offer(r),
+        onError: (e) => log.error({ err: e }, 'watching the directory failed'),
+      });
+      agent.onSync(() => dir.syncNow());
+      source = dir;
+    }
   } catch (e) {
     await agent.close();
     throw e;
   }
-  log.info({ dir: root, plan: planFile, state_dir: stateDir, device: values.device ?? hostname(), concurrency }, 'agent started');
+  let api: ApiListeners | undefined;
+  try {
+    api = await startApi(agent, {
+      stateDir,
+      listen,
+      listenGiven: values.listen !== undefined,
+      public: values['listen-public'],
+      socketPath,
+      log: logger,
+      ...(webhookSecret !== undefined && { webhook: { secret: webhookSecret, ref } }),
+    });
+  } catch (e) {
+    await source.close();
+    await agent.close();
+    throw e;
+  }
+  log.info({ ...(root !== undefined ? { dir: root } : { repo: values.repo, ref }), plan: planFile, state_dir: stateDir, device, concurrency }, 'agent started');
   await source.start();
   await stopRequested;
   log.info(values['stop-on-exit'] ? 'stopping: components are stopped too (--stop-on-exit)' : 'stopping: components keep running and are adopted at the next start');
@@ -180,7 +241,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
 /** The token file, the server and its listeners; undefined when there is nothing to listen on (`--listen none`, no socket). */
 async function startApi(
   agent: Agent,
-  opts: { stateDir: string; listen: ListenAddress | undefined; listenGiven: boolean; public: boolean; socketPath: string | undefined; log: Logger },
+  opts: { stateDir: string; listen: ListenAddress | undefined; listenGiven: boolean; public: boolean; socketPath: string | undefined; log: Logger; webhook?: { secret: string; ref: string } },
 ): Promise<ApiListeners | undefined> {
   const log = opts.log.child({ module: 'api' });
   if (!opts.listen && opts.socketPath === undefined) {
@@ -197,6 +258,7 @@ async function startApi(
       agent,
       token: token.token,
       log: opts.log,
+      ...(opts.webhook && { webhook: opts.webhook }),
       ...(tcp && opts.public && { isAllowedHost: publicHostAllowance(tcp, [hostname()]) }),
     });
     try {

@@ -1,0 +1,158 @@
+// `keystone agent --repo`: the Git source, the commit statuses it reports (outbox → Git notes and/or the GitHub API),
+// and the `--on-failure rollback` policy, wired onto a started agent.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Agent } from '../../agent/agent.js';
+import { isCommitId, reportCommitStatuses } from '../../agent/commit-reporting.js';
+import type { StateStore } from '../../agent/state-store.js';
+import type { Logger } from '../../log/logger.js';
+import { GitSource } from '../../source/git-source.js';
+import { statusContext, type StatusReporter } from '../../status/commit-status.js';
+import { GitNotesReporter } from '../../status/git-notes-reporter.js';
+import { GitHubStatusReporter, ownerRepoFromUrl } from '../../status/github-status-reporter.js';
+import { StatusOutbox } from '../../status/status-outbox.js';
+import { UsageError } from '../io.js';
+
+export interface GitFollowOptions {
+  repo: string;
+  ref: string;
+  stateDir: string;
+  planFile: string;
+  device: string;
+  pollMs: number;
+  token?: string;
+  allowHistoryRewrite: boolean;
+  onFailure: 'none' | 'rollback';
+  /** Reporter names: `git-notes`, `github`. */
+  status: string[];
+  github?: { repo?: string; token?: string; apiBase?: string };
+  log: Logger;
+  random: () => number;
+  now: () => number;
+}
+
+export interface GitFollowing {
+  source: GitSource;
+  outbox: StatusOutbox;
+  close(): Promise<void>;
+}
+
+/** A secret from a file (first line, trimmed) or an environment variable; never from the command line. */
+export function secretFrom(file: string | undefined, envValue: string | undefined, what: string): string | undefined {
+  if (file !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (e) {
+      throw new UsageError(`cannot read the ${what} file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+    const secret = text.split('\n', 1)[0]!.trim();
+    if (!secret) throw new UsageError(`the ${what} file ${file} is empty`);
+    return secret;
+  }
+  return envValue ? envValue.trim() : undefined;
+}
+
+/**
+ * The last commit applied from Git (success or failure: it ran on the device), which every new commit must descend
+ * from; a manual apply or a refused commit in between does not count.
+ */
+export function lastAppliedCommit(store: Pick<StateStore, 'appliedRevision' | 'history'>): string | undefined {
+  const applied = store.appliedRevision()?.id;
+  if (applied !== undefined && isCommitId(applied)) return applied;
+  return store.history({ limit: 100 }).find((h) => isCommitId(h.revision) && h.outcome !== 'rejected' && h.outcome !== undefined)?.revision;
+}
+
+/** The newest commit whose apply succeeded, other than `except`. */
+function lastGoodCommit(store: Pick<StateStore, 'history'>, except: string): string | undefined {
+  return store.history({ limit: 100 }).find((h) => isCommitId(h.revision) && h.revision !== except && h.outcome === 'success')?.revision;
+}
+
+export function followGit(agent: Agent, opts: GitFollowOptions): GitFollowing {
+  const log = opts.log.child({ module: 'agent' });
+  const reporters: StatusReporter[] = [];
+  for (const name of opts.status) {
+    if (name === 'git-notes')
+      reporters.push(new GitNotesReporter({ repository: opts.repo, cacheDir: join(opts.stateDir, 'notes.git'), ...(opts.token !== undefined && { token: opts.token }), now: opts.now }));
+    else if (name === 'github') {
+      const target = opts.github?.repo ? parseOwnerRepo(opts.github.repo) : ownerRepoFromUrl(opts.repo);
+      if (!target) throw new UsageError(`--status github: give --github-repo OWNER/REPO (it cannot be read from ${opts.repo})`);
+      const token = opts.github?.token ?? opts.token;
+      if (!token) throw new UsageError('--status github needs a token: --github-token-file FILE or KEYSTONE_GITHUB_TOKEN (or the Git token)');
+      reporters.push(new GitHubStatusReporter({ ...target, token, ...(opts.github?.apiBase !== undefined && { apiBase: opts.github.apiBase }) }));
+    } else if (name !== 'none') throw new UsageError(`--status takes git-notes, github or none, not "${name}"`);
+  }
+  const outbox = new StatusOutbox({ store: agent.store, reporters, now: opts.now, random: opts.random, log: opts.log.child({ module: 'status' }) });
+
+  const rollbacks = new Set<string>();
+  const reporting = reportCommitStatuses({
+    events: agent.events,
+    outbox,
+    context: statusContext(opts.device),
+    now: opts.now,
+    silent: (id) => rollbacks.has(id),
+    onFailure: (failed) => {
+      if (opts.onFailure !== 'rollback' || rollbacks.has(failed)) return undefined;
+      const good = lastGoodCommit(agent.store, failed);
+      if (!good) {
+        log.warn({ revision: failed }, 'apply failed and no earlier commit succeeded on this device: nothing to roll back to');
+        return '; no earlier good commit to roll back to';
+      }
+      rollbacks.add(good);
+      void source.revisionAt(good).then(
+        (rev) => {
+          if (!rev) {
+            rollbacks.delete(good);
+            log.error({ revision: failed, rollback_to: good }, 'cannot roll back: that commit is no longer in the local clone');
+            return;
+          }
+          log.warn({ revision: failed, rollback_to: good }, 'apply failed: rolling back to the last commit that succeeded (--on-failure rollback)');
+          agent.offer({ ...rev, rollback: true });
+        },
+        (e: Error) => log.error({ err: e, rollback_to: good }, 'rolling back failed'),
+      );
+      return `; rolling back to ${good.slice(0, 7)}`;
+    },
+  });
+
+  const source = new GitSource({
+    repo: opts.repo,
+    ref: opts.ref,
+    cacheDir: join(opts.stateDir, 'git'),
+    ...(opts.token !== undefined && { token: opts.token }),
+    pollMs: opts.pollMs,
+    random: opts.random,
+    now: opts.now,
+    lastAppliedCommit: () => lastAppliedCommit(agent.store),
+    allowHistoryRewrite: opts.allowHistoryRewrite,
+    onRevision: (r) => {
+      // A rollback target that becomes the tip again is an ordinary commit once more.
+      rollbacks.delete(r.id);
+      agent.offer(r);
+    },
+    onRejected: ({ commit, code, reason }) => {
+      agent.store.recordRejected({ revision: commit, planFile: opts.planFile, at: opts.now(), reason: `${code}: ${reason}` });
+      log.error({ revision: commit, code, reason }, 'commit refused; still running the previous one');
+      reporting.rejected(commit, `${code}: ${reason}`);
+    },
+    onError: (e) => log.warn({ code: e.code, err: e.message }, `cannot reach the Git source: keeping what runs, retrying`),
+  });
+  agent.onSync(() => source.syncNow());
+  outbox.start();
+
+  return {
+    source,
+    outbox,
+    async close() {
+      await source.close();
+      reporting.close();
+      outbox.close();
+    },
+  };
+}
+
+function parseOwnerRepo(text: string): { owner: string; repo: string } {
+  const m = /^([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+)$/.exec(text);
+  if (!m) throw new UsageError(`--github-repo must be OWNER/REPO, not "${text}"`);
+  return { owner: m[1]!, repo: m[2]! };
+}
