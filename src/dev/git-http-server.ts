@@ -1,0 +1,184 @@
+// A real Git smart-HTTP server for tests and try-outs: Debian's `git http-backend` (CGI) behind a small loopback HTTP wrapper.
+// It serves every bare repository under `root` at http://127.0.0.1:PORT/<name>.git, accepts pushes, can demand a
+// token, can be stopped and started again on the same port (a server that goes away), and counts what it served.
+// In a test it lives in the test's own process: run the git CLI against it asynchronously (execFile, never execFileSync, which
+// would block the very event loop that has to answer it).
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+
+const GIT_EXEC_PATH = execFileSync('git', ['--exec-path'], { encoding: 'utf8' }).trim();
+
+export interface GitHttpServerOptions {
+  /** Directory holding the bare repositories (`<name>.git`). */
+  root: string;
+  /** When set, every request must carry `Authorization: Bearer <token>` or Basic auth with it as the password. */
+  token?: string;
+  /** Milliseconds to hold every request before serving it (a slow server). */
+  delayMs?: number;
+  /** The port to listen on; default: one the OS picks. */
+  port?: number;
+}
+
+export interface ServedRequest {
+  method: string;
+  path: string;
+  query: string;
+  status: number;
+  /** Bytes sent in the response body. */
+  bytes: number;
+  /** `git-protocol` header: `version=2` when the client asked for protocol v2. */
+  protocol?: string;
+}
+
+export class GitHttpServer {
+  private server?: Server;
+  private listenPort: number;
+  readonly requests: ServedRequest[] = [];
+  delayMs: number;
+  token: string | undefined;
+
+  constructor(private readonly opts: GitHttpServerOptions) {
+    this.listenPort = opts.port ?? 0;
+    this.delayMs = opts.delayMs ?? 0;
+    this.token = opts.token;
+  }
+
+  /** Listens on 127.0.0.1 (the same port again after a stop). */
+  async start(): Promise<void> {
+    const server = createServer((req, res) => void this.serve(req, res));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.listenPort, '127.0.0.1', () => resolve());
+    });
+    this.listenPort = (server.address() as AddressInfo).port;
+    this.server = server;
+  }
+
+  /** Stops listening and cuts open connections: the server is gone, as when a Git host is down. */
+  async stop(): Promise<void> {
+    const s = this.server;
+    this.server = undefined;
+    if (!s) return;
+    s.closeAllConnections();
+    await new Promise<void>((resolve) => s.close(() => resolve()));
+  }
+
+  /** The port listened on (after start). */
+  get port(): number {
+    return this.listenPort;
+  }
+
+  get running(): boolean {
+    return this.server !== undefined;
+  }
+
+  /** http://127.0.0.1:PORT/<name>.git */
+  url(name: string): string {
+    return `http://127.0.0.1:${this.listenPort}/${name}.git`;
+  }
+
+  /** Creates an empty bare repository `<root>/<name>.git` that accepts pushes over HTTP; returns its path. */
+  createRepository(name: string, branch = 'main'): string {
+    const path = join(this.opts.root, `${name}.git`);
+    mkdirSync(this.opts.root, { recursive: true });
+    execFileSync('git', ['init', '--quiet', '--bare', `--initial-branch=${branch}`, path]);
+    execFileSync('git', ['-C', path, 'config', 'http.receivepack', 'true']);
+    execFileSync('git', ['-C', path, 'config', 'uploadpack.allowFilter', 'true']);
+    return path;
+  }
+
+  private authorized(req: IncomingMessage): boolean {
+    if (this.token === undefined) return true;
+    const h = req.headers.authorization ?? '';
+    if (h === `Bearer ${this.token}`) return true;
+    if (h.startsWith('Basic ')) {
+      const [, password] = Buffer.from(h.slice(6), 'base64').toString('utf8').split(':', 2);
+      return password === this.token;
+    }
+    return false;
+  }
+
+  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const record: ServedRequest = { method: req.method ?? 'GET', path: url.pathname, query: url.search.slice(1), status: 0, bytes: 0 };
+    if (typeof req.headers['git-protocol'] === 'string') record.protocol = req.headers['git-protocol'];
+    this.requests.push(record);
+    if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
+    if (!this.authorized(req)) {
+      record.status = 401;
+      res.writeHead(401, { 'www-authenticate': 'Basic realm="git"' }).end('authentication required\n');
+      return;
+    }
+    const child = spawn(join(GIT_EXEC_PATH, 'git-http-backend'), [], {
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        GIT_PROJECT_ROOT: this.opts.root,
+        GIT_HTTP_EXPORT_ALL: '1',
+        REQUEST_METHOD: record.method,
+        PATH_INFO: decodeURIComponent(url.pathname),
+        QUERY_STRING: record.query,
+        CONTENT_TYPE: req.headers['content-type'] ?? '',
+        ...(req.headers['content-length'] !== undefined && { CONTENT_LENGTH: req.headers['content-length'] }),
+        ...(req.headers['content-encoding'] !== undefined && { HTTP_CONTENT_ENCODING: req.headers['content-encoding'] }),
+        ...(record.protocol !== undefined && { GIT_PROTOCOL: record.protocol }),
+        REMOTE_USER: 'keystone-test',
+        REMOTE_ADDR: '127.0.0.1',
+      },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    req.pipe(child.stdin);
+    child.stdin.on('error', () => undefined);
+    child.stderr.resume();
+    // CGI: headers, a blank line, then the body.
+    let head = Buffer.alloc(0);
+    let headersDone = false;
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (headersDone) {
+        record.bytes += chunk.length;
+        res.write(chunk);
+        return;
+      }
+      head = Buffer.concat([head, chunk]);
+      let sep = head.indexOf('\r\n\r\n');
+      let sepLen = 4;
+      if (sep < 0) {
+        sep = head.indexOf('\n\n');
+        sepLen = 2;
+      }
+      if (sep < 0) return;
+      headersDone = true;
+      let status = 200;
+      const headers: Record<string, string> = {};
+      for (const line of head.subarray(0, sep).toString('latin1').split(/\r?\n/)) {
+        const i = line.indexOf(':');
+        if (i < 0) continue;
+        const name = line.slice(0, i).trim();
+        const value = line.slice(i + 1).trim();
+        if (name.toLowerCase() === 'status') status = Number(value.split(' ')[0]);
+        else headers[name] = value;
+      }
+      record.status = status;
+      res.writeHead(status, headers);
+      const body = head.subarray(sep + sepLen);
+      record.bytes += body.length;
+      if (body.length) res.write(body);
+    });
+    child.on('close', () => {
+      if (!headersDone) {
+        record.status = 502;
+        res.writeHead(502).end('git http-backend failed\n');
+      } else res.end();
+    });
+    res.on('close', () => child.kill());
+  }
+}
+
+/** Starts a server over `root`; stop it with `await server.stop()`. */
+export async function startGitHttpServer(opts: GitHttpServerOptions): Promise<GitHttpServer> {
+  const s = new GitHttpServer(opts);
+  await s.start();
+  return s;
+}
