@@ -46,7 +46,10 @@ export interface AgentExit {
 }
 
 export interface StartOptions {
-  dir: string;
+  /** A plain directory to follow (`--dir`). Give this or `repo`. */
+  dir?: string;
+  /** A Git remote URL or repository path to follow (`--repo`) instead of a directory. */
+  repo?: string;
   plan: string;
   trustArgs: string[];
   /** Extra flags (they may repeat defaults: parseArgs keeps the last). */
@@ -236,21 +239,21 @@ export class AgentHarness {
     this.stateDir = mkdtempSync(join(tmpdir(), 'keystone-agent-state-'));
   }
 
-  /** Starts `keystone agent` on the fixture with the test knobs (fast settle, short backoff cap, short grace). */
+  /** Starts `keystone agent` on the fixture (a directory or a Git repository) with the test knobs (fast settle, short backoff cap, short grace). */
   start(opts: StartOptions): AgentProcess {
+    if ((opts.dir === undefined) === (opts.repo === undefined)) throw new Error('AgentHarness.start: give exactly one of dir and repo');
+    // --settle is the directory watcher's; a Git source has nothing to settle.
+    const source = opts.repo !== undefined ? ['--repo', opts.repo] : ['--dir', opts.dir!, '--settle', '100ms'];
     const args = [
       KEYSTONE_BIN,
       'agent',
-      '--dir',
-      opts.dir,
+      ...source,
       '--plan',
       opts.plan,
       '--state-dir',
       this.stateDir,
       '--log-format',
       'json',
-      '--settle',
-      '100ms',
       '--max-backoff',
       '800ms',
       '--grace',
