@@ -247,7 +247,8 @@ async function main() {
             startMs: planLine.t - pushed.pushedAt,
             doneMs: doneLine.t - pushed.pushedAt,
             outcome: doneLine.msg,
-            restarted: [...(planLine.stop_order ?? []), ...(planLine.start_order ?? [])],
+            stopOrder: planLine.stop_order ?? [],
+            startOrder: planLine.start_order ?? [],
             newRevisionMs: newRev ? newRev.t - pushed.pushedAt : undefined,
             hookLoggedMs: hookLine ? hookLine.t - pushed.pushedAt : undefined,
           });
@@ -301,7 +302,7 @@ async function main() {
         },
         ...(mode === 'webhook' && { nativeFetchMs: stat(s.map((x) => x.nativeFetchMs)) }),
         outcomes: [...new Set(s.map((x) => x.outcome))],
-        restartedOnlyTheBumped: s.every((x) => x.restarted.every((c) => c === x.component) && x.restarted.includes(x.component)),
+        restartedOnlyTheBumped: s.every((x) => [...x.stopOrder, ...x.startOrder].every((c) => c === x.component) && x.startOrder.includes(x.component)),
       };
     }
     const W = summary.webhook;

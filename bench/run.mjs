@@ -10,6 +10,9 @@
 //                           agent's event-loop delay p99 over that reconcile (~1 min)
 //   git-sync.bench.mjs      the Git source on a 1,000-commit repository over smart HTTP: a no-op poll and a one-commit
 //                           fetch through GitSource beside native `git fetch --depth=1` (~10 s)
+//   push-to-apply.bench.mjs the agent following a signed fleet repository over smart HTTP: push → apply starts / ends
+//                           (p50, p95) with a GitHub webhook and with 2 s polling, beside native `git fetch --depth=1`
+//                           and P/2 (~30 s)
 //   supervision.bench.mjs   the same 50 programs under the agent, supervisord and PM2: restart latency after
 //                           kill -9, supervisor RSS and idle CPU (installs supervisor / pm2 when missing; ~3 min)
 import { spawnSync } from 'node:child_process';
