@@ -246,6 +246,13 @@ describe('keystonectl keygen: files and refusals', () => {
     expect(statSync(k('a.key')).mode & 0o777).toBe(0o600);
   });
 
+  it('an --out in a directory that does not exist is a usage error naming it (exit 2), not an unexpected failure', async () => {
+    const r = await runCtl(['keygen', '--out', k('missing/dir/key'), '--no-password'], '/');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/directory of --out .*missing\/dir\/key does not exist/);
+    expect(r.stderr).not.toContain('unexpected');
+  });
+
   // Regression (was a bug): `keygen --force` writes over an existing PREFIX.key with writeFileSync(…, { mode: 0o600, flag: 'w' });
   // the mode only applies when the file is created, so a pre-existing world-readable file keeps mode 0644 and
   // the new secret key is readable by everyone (keygen.ts claims "never world-readable, not even briefly").

@@ -1,6 +1,6 @@
 // `keystonectl keygen --out PREFIX`: a minisign-compatible key pair (PREFIX.key mode 0600, PREFIX.pub).
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { formatPublicKey, formatSecretKey, generateKey, keyIdHex } from '../../trust/minisign.js';
 import { EXIT, random, UsageError, type CliIo } from '../io.js';
@@ -25,6 +25,7 @@ export async function keygen(argv: string[], io: CliIo): Promise<number> {
   const secretPath = resolve(io.cwd, `${values.out}.key`);
   const publicPath = resolve(io.cwd, `${values.out}.pub`);
   for (const p of [secretPath, publicPath]) if (existsSync(p) && !values.force) throw new UsageError(`${p} exists; pass --force to overwrite it`);
+  if (!existsSync(dirname(secretPath))) throw new UsageError(`the directory of --out ${values.out} does not exist: create ${dirname(secretPath)} first`);
   let password: Uint8Array | undefined;
   if (!values['no-password']) {
     password = await readPassword(io, { ...(values['password-file'] !== undefined && { file: values['password-file'] }), confirm: true, purpose: 'the new secret key' });
