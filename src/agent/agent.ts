@@ -181,7 +181,7 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
     void (async () => {
       for (const rec of store.components()) {
         const rotated = await rotateComponentLogs(componentPaths(opts.stateDir, rec.name).logDir, opts.logMaxBytes ?? 10 * 1024 * 1024, opts.logKeep ?? 5).catch(() => []);
-        for (const path of rotated) log.info({ component: rec.name, path }, 'rotated log');
+        for (const path of rotated) log.info({ component: rec.name, path, revision: rec.revision }, 'rotated log');
       }
     })();
   }, opts.logCheckMs ?? 30_000);

@@ -218,7 +218,7 @@ export class ComponentWorker {
       if (gen !== this.generation) return;
       this.monitor?.abort();
       this.instance = undefined;
-      this.deps.log.warn({ component: this.name, code: exit.code, signal: exit.signal }, 'exited');
+      this.deps.log.warn({ component: this.name, code: exit.code, signal: exit.signal, ...(this.revision && { revision: this.revision }) }, 'exited');
       if (!this.desired) {
         // Adopted before any revision of this run was valid: nothing to restart it from; the next apply will.
         this.state('stopped', `${describeExit(exit)} while the agent had no valid revision loaded; the next revision starts it`);
@@ -242,7 +242,7 @@ export class ComponentWorker {
         .then((outcome) => {
           if (outcome.ok) this.deps.onRecovered(this.name);
         })
-        .catch((e: Error) => this.deps.log.error({ component: this.name, err: e }, 'crash restart failed'));
+        .catch((e: Error) => this.deps.log.error({ component: this.name, err: e, ...(this.revision && { revision: this.revision }) }, 'crash restart failed'));
     }, delayMs);
   }
 
@@ -323,7 +323,7 @@ export class ComponentWorker {
     this.instance = undefined;
     if (!inst) return;
     this.deps.store.recordState(this.name, 'stopping');
-    this.deps.log.info({ component: this.name, state: 'stopping', pid: inst.ref.kind === 'process' ? inst.ref.pid : undefined });
+    this.deps.log.info({ component: this.name, state: 'stopping', pid: inst.ref.kind === 'process' ? inst.ref.pid : undefined, ...(this.revision && { revision: this.revision }) });
     await this.deps.runtime(inst.ref.kind).stop(inst.ref, this.deps.graceMs);
   }
 

@@ -86,7 +86,7 @@ export class Engine {
       const live = proven || rec.state === 'starting' || rec.state === 'installing' || rec.state === 'stopping';
       if (inst && proven) {
         this.worker(rec.name).adopt(inst, undefined, rec.revision);
-        this.agentLog.info({ component: rec.name, pid: inst.ref.kind === 'process' ? inst.ref.pid : undefined }, 'adopted running instance');
+        this.agentLog.info({ component: rec.name, pid: inst.ref.kind === 'process' ? inst.ref.pid : undefined, revision: rec.revision }, 'adopted running instance');
       } else if (live) {
         // Caught mid-start or mid-stop: up but unproven. Stop it without adopting; the next reconcile starts it afresh.
         if (inst && rt) await rt.stop(inst.ref, this.deps.graceMs);
@@ -157,7 +157,7 @@ export class Engine {
     return this.run(async () => {
       const desired = this.requireDesired(name);
       const orders = restartCascade(desired, name);
-      this.agentLog.info({ component: name, stop_order: orders.stopOrder, start_order: orders.startOrder }, 'restart requested');
+      this.agentLog.info({ component: name, stop_order: orders.stopOrder, start_order: orders.startOrder, revision: this.deps.store.appliedRevision()?.id }, 'restart requested');
       const execution = await this.executeOrders(desired, orders.stopOrder, orders.startOrder);
       return { ...orders, execution };
     });
@@ -168,7 +168,7 @@ export class Engine {
     return this.run(async () => {
       const desired = this.requireDesired(name);
       const { stopOrder } = restartCascade(desired, name);
-      this.agentLog.info({ component: name, stop_order: stopOrder }, 'stop requested');
+      this.agentLog.info({ component: name, stop_order: stopOrder, revision: this.deps.store.appliedRevision()?.id }, 'stop requested');
       const execution = await this.executeOrders(desired, stopOrder, []);
       for (const n of stopOrder) {
         if (!this.deps.store.component(n)) continue;
@@ -203,7 +203,7 @@ export class Engine {
       const running = rec && (rec.state === 'running' || rec.state === 'starting' || rec.state === 'unhealthy');
       const startOrder = desired.startOrder.filter((n) => (n === name && !running) || (needed.has(n) && !up(n)));
       const coming = desired.startOrder.filter((n) => needed.has(n) && up(n) && store.component(n)?.state !== 'running');
-      this.agentLog.info({ component: name, start_order: startOrder, waiting_for: coming }, running ? 'start requested: already running' : 'start requested');
+      this.agentLog.info({ component: name, start_order: startOrder, waiting_for: coming, revision: this.deps.store.appliedRevision()?.id }, running ? 'start requested: already running' : 'start requested');
       // A dependency in a crash restart belongs to its worker: wait for it rather than start it a second time.
       const deadline = this.deps.now() + dependencyWaitMs;
       while (coming.some((n) => store.component(n)?.state !== 'running' && up(n)) && this.deps.now() < deadline)
@@ -248,7 +248,7 @@ export class Engine {
     }
     if (dependents.size === 0) return;
     const startOrder = desired.startOrder.filter((n) => dependents.has(n));
-    this.agentLog.info({ component: name, stop_order: [...startOrder].reverse(), start_order: startOrder }, 'hard dependency restarted: restarting its hard dependents');
+    this.agentLog.info({ component: name, stop_order: [...startOrder].reverse(), start_order: startOrder, revision: this.deps.store.appliedRevision()?.id }, 'hard dependency restarted: restarting its hard dependents');
     await this.executeOrders(desired, [...startOrder].reverse(), startOrder);
   }
 

@@ -43,7 +43,7 @@ export async function execute(plan: ExecutionPlan, desired: DesiredState, deps: 
     if (plan.removed.has(name)) {
       store.removeComponent(name);
       deps.workers.delete(name);
-      log.info({ component: name, state: 'stopped' }, 'removed');
+      log.info({ component: name, state: 'stopped', revision: deps.revision }, 'removed');
     } else if (store.component(name)) store.recordState(name, 'stopped');
     result.stopped.push(name);
     crashPoint('after-stop');
@@ -69,7 +69,7 @@ export async function execute(plan: ExecutionPlan, desired: DesiredState, deps: 
       const reason = `not started: dependency ${because} ${status.get(because) === 'skipped' ? 'was not started' : 'is not healthy'}`;
       result.failed.push({ name, reason });
       if (store.component(name)) store.recordState(name, 'stopped', reason);
-      log.warn({ component: name, state: 'stopped', reason });
+      log.warn({ component: name, state: 'stopped', reason, revision: deps.revision });
     }
     for (const name of step.start) {
       status.set(name, 'starting');

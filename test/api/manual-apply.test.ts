@@ -48,6 +48,9 @@ describe('keystonectl apply against an agent that follows a directory', { timeou
     const applied = s.agent.store.appliedRevision()!;
     expect(applied.id).toMatch(/^manual:[0-9a-f]{12}$/);
     expect(applied.planFile).toBe(s.fx.plan);
+    // SPEC §11 (issue 5): every log line about a component carries its name and revision.
+    const untagged = s.lines.filter((l) => typeof l.component === 'string' && typeof l.revision !== 'string');
+    expect(untagged).toEqual([]);
     const history = s.agent.store.history({ limit: 100 });
     expect(history.length).toBe(historyBefore + 1);
     expect(history[0]).toMatchObject({ revision: applied.id, outcome: 'success' });

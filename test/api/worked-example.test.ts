@@ -93,4 +93,10 @@ describe('the worked example through the HTTP API', { timeout: 60_000 }, () => {
     expect(after.telemetry).toBe(before.telemetry);
     expect(runningAt.has('telemetry')).toBe(false);
   });
+
+  it('every log line about a component carries its name and the revision (SPEC §11)', () => {
+    const about = s.lines.filter((l) => typeof l.component === 'string');
+    expect(about.length).toBeGreaterThan(20);
+    expect(about.filter((l) => typeof l.revision !== 'string')).toEqual([]);
+  });
 });

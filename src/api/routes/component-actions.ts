@@ -162,7 +162,7 @@ export function registerComponentActions(server: FastifyInstance, ctx: ApiContex
     const { name, action } = parseComponentTarget(request.params.target);
     if (!action) throw new ApiError(404, 'KS_NOT_FOUND', `POST /v1/components/${name} needs an action: :restart, :stop or :start`);
     requireEmptyBody(request.body);
-    ctx.log?.info({ component: name, action, query: request.query, via: isSocketRequest(request.raw) ? 'socket' : 'tcp' }, 'operator action requested through the API');
+    ctx.log?.info({ component: name, action, query: request.query, via: isSocketRequest(request.raw) ? 'socket' : 'tcp', revision: store.appliedRevision()?.id ?? null }, 'operator action requested through the API');
     if (action === 'restart') return restart(name, request.query, reply);
     if (action === 'stop') return stop(name, request.query);
     return start(name, request.query, reply);
