@@ -36,20 +36,21 @@ const exec = z.strictObject({
   env: stringMap.default({}),
 });
 
+/** Capabilities granted to a process or a container: exactly these, none when empty. */
+const capabilityList = z.array(
+  z.string().superRefine((v, ctx) => {
+    if (!LINUX_CAPABILITIES.has(v))
+      issue(ctx, CODES.BAD_CAPABILITY, `"${v}" is not a Linux capability`, 'e.g. "CAP_NET_BIND_SERVICE"');
+  }),
+);
+
 const security = z.strictObject({
   user: z
     .string()
     .regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?$/, 'expected "user" or "user:group"')
     .optional(),
   no_new_privileges: z.boolean().default(true),
-  capabilities: z
-    .array(
-      z.string().superRefine((v, ctx) => {
-        if (!LINUX_CAPABILITIES.has(v))
-          issue(ctx, CODES.BAD_CAPABILITY, `"${v}" is not a Linux capability`, 'e.g. "CAP_NET_BIND_SERVICE"');
-      }),
-    )
-    .default([]),
+  capabilities: capabilityList.default([]),
 });
 
 const container = z.strictObject({
@@ -66,6 +67,9 @@ const container = z.strictObject({
     .array(z.strictObject({ source: z.string().min(1), target: z.string().min(1), read_only: z.boolean().default(false) }))
     .default([]),
   resources: z.strictObject({ memory_mb: positiveInt.optional(), pids_limit: positiveInt.optional() }).optional(),
+  // Every capability is dropped (CapDrop ALL) unless listed here. Optional without a default (read it as `?? []`):
+  // a default would enter every parsed recipe and so change the hash of components that never set it.
+  capabilities: capabilityList.optional(),
 });
 
 const healthCheck = z.string().superRefine((v, ctx) => {
@@ -100,6 +104,12 @@ const run = z.strictObject({
   security: security.optional(),
   container: container.optional(),
   health: health.optional(),
+  // The next two have no zod default on purpose (read them as `?? 'stop-first'` and `?? 1`): a default would enter
+  // every parsed recipe and change the hash of every existing component, restarting a whole device on upgrade.
+  // How a new hash replaces a running instance: stop the old first, or start the new and stop the old once healthy.
+  update_strategy: z.enum(['stop-first', 'start-first']).optional(),
+  // Instances of the component; 0 keeps it in the plan with nothing running. More than one cannot share host ports.
+  replicas: z.number().int().min(0).optional(),
 });
 
 const dependency = z.strictObject({
@@ -140,7 +150,7 @@ export function parseRecipe(file: string, text: string): ParsedRecipe {
   const doc = parseTomlDocument(file, text, recipeSchema, missingRecipeField);
   const diagnostics = [...doc.diagnostics];
   if (doc.raw !== undefined) {
-    diagnostics.push(...runKindRules(doc), ...artifactRules(doc, file));
+    diagnostics.push(...runKindRules(doc), ...replicaRules(doc), ...artifactRules(doc, file));
   }
   return { file, recipe: diagnostics.length === 0 ? doc.value : undefined, diagnostics: sortDiagnostics(diagnostics), doc };
 }
@@ -189,6 +199,23 @@ function runKindRules(doc: ParsedDocument<unknown>): Diagnostic[] {
       out.push(doc.diagnostic(CODES.MISSING_FIELD, ['lifecycle', 'run', 'exec'], 'a process recipe needs [lifecycle.run.exec] with a command'));
   }
   return out;
+}
+
+/** Replicas of one component would all claim the same host ports: more than one is refused when it maps any. */
+function replicaRules(doc: ParsedDocument<unknown>): Diagnostic[] {
+  const runRaw = table(table(table(doc.raw)?.lifecycle)?.run);
+  const replicas = runRaw?.replicas;
+  if (typeof replicas !== 'number' || replicas <= 1) return [];
+  const ports = table(runRaw?.container)?.ports;
+  if (!Array.isArray(ports) || ports.length === 0) return [];
+  return [
+    doc.diagnostic(
+      CODES.INVALID_VALUE,
+      ['lifecycle', 'run', 'replicas'],
+      `replicas = ${replicas} with host ports: every replica would claim the same host ports`,
+      'use replicas = 1, or remove [[lifecycle.run.container.ports]]',
+    ),
+  ];
 }
 
 /** Artifacts must name a fetchable scheme or a path that stays inside the repository. */

@@ -1,0 +1,108 @@
+// Finding a container engine: Docker's socket or Podman's Docker-compatible one, the first that answers a ping.
+import Docker from 'dockerode';
+import { ContainerError, engineMessage } from './container-error.js';
+
+export type EngineKind = 'docker' | 'podman';
+/** The recipe's `runtime`. */
+export type EngineChoice = 'auto' | EngineKind;
+
+/** One place an engine may listen: a unix socket, or DOCKER_HOST's tcp://host:port. */
+export type Endpoint = { kind: EngineKind; label: string } & ({ socketPath: string } | { host: string; port: number });
+
+/** A connected engine: the client for ordinary calls (no timeout: wait and log follows are long). */
+export interface Engine {
+  kind: EngineKind;
+  endpoint: Endpoint;
+  docker: Docker;
+}
+
+/** Where to look, per engine kind; replaces the defaults (tests point these at files that do not exist). */
+export interface SocketPaths {
+  docker?: readonly string[];
+  podman?: readonly string[];
+}
+
+/** How long a ping may take before the endpoint counts as not answering. */
+export const PING_TIMEOUT_MS = 2000;
+
+/**
+ * The endpoints of `choice`, in order: DOCKER_HOST, /var/run/docker.sock, then Podman's user socket
+ * ($XDG_RUNTIME_DIR/podman/podman.sock) and system socket (/run/podman/podman.sock). `auto` is Docker's then Podman's.
+ * Endpoints that cannot be used (a DOCKER_HOST of another scheme) come back as strings in `unusable`.
+ */
+export function engineEndpoints(choice: EngineChoice, env: NodeJS.ProcessEnv, sockets: SocketPaths = {}): { endpoints: Endpoint[]; unusable: string[] } {
+  const endpoints: Endpoint[] = [];
+  const unusable: string[] = [];
+  const unix = (kind: EngineKind, path: string): Endpoint => ({ kind, label: path, socketPath: path });
+  if (choice !== 'podman') {
+    if (sockets.docker) endpoints.push(...sockets.docker.map((p) => unix('docker', p)));
+    else {
+      const dockerHost = env.DOCKER_HOST;
+      if (dockerHost) {
+        const ep = parseDockerHost(dockerHost);
+        if (ep) endpoints.push(ep);
+        else unusable.push(`DOCKER_HOST=${dockerHost} (only unix:// and tcp:// are supported)`);
+      }
+      endpoints.push(unix('docker', '/var/run/docker.sock'));
+    }
+  }
+  if (choice !== 'docker') {
+    if (sockets.podman) endpoints.push(...sockets.podman.map((p) => unix('podman', p)));
+    else {
+      const xdg = env.XDG_RUNTIME_DIR || (process.getuid?.() ? `/run/user/${process.getuid?.()}` : undefined);
+      if (xdg) endpoints.push(unix('podman', `${xdg}/podman/podman.sock`));
+      endpoints.push(unix('podman', '/run/podman/podman.sock'));
+    }
+  }
+  // The same socket twice (DOCKER_HOST naming the default) is tried once.
+  const seen = new Set<string>();
+  return { endpoints: endpoints.filter((e) => !seen.has(e.label) && seen.add(e.label)), unusable };
+}
+
+function parseDockerHost(value: string): Endpoint | undefined {
+  if (value.startsWith('unix://')) return { kind: 'docker', label: value.slice('unix://'.length), socketPath: value.slice('unix://'.length) };
+  if (value.startsWith('tcp://')) {
+    const u = new URL(value);
+    const port = Number(u.port || 2375);
+    return { kind: 'docker', label: value, host: u.hostname, port };
+  }
+  if (value.startsWith('/')) return { kind: 'docker', label: value, socketPath: value };
+  return undefined;
+}
+
+/** A dockerode client for one endpoint; every modem default that DOCKER_HOST or DOCKER_CLIENT_TIMEOUT would set is overridden. */
+export function clientFor(ep: Endpoint, timeoutMs?: number): Docker {
+  const where = 'socketPath' in ep ? { socketPath: ep.socketPath, host: undefined, port: undefined } : { host: ep.host, port: ep.port, protocol: 'http' as const };
+  return new Docker({ ...where, timeout: timeoutMs });
+}
+
+/**
+ * The first endpoint of `choice` that answers a ping within PING_TIMEOUT_MS.
+ * Throws KS_CONTAINER_ENGINE_UNAVAILABLE naming every endpoint tried and why each failed.
+ */
+export async function connectEngine(choice: EngineChoice, opts: { env?: NodeJS.ProcessEnv; socketPaths?: SocketPaths } = {}): Promise<Engine> {
+  const { endpoints, unusable } = engineEndpoints(choice, opts.env ?? process.env, opts.socketPaths);
+  const tried = [...unusable];
+  for (const ep of endpoints) {
+    try {
+      await clientFor(ep, PING_TIMEOUT_MS).ping();
+      return { kind: ep.kind, endpoint: ep, docker: clientFor(ep) };
+    } catch (e) {
+      tried.push(`${ep.label} (${describeConnectError(e)})`);
+    }
+  }
+  const which = choice === 'auto' ? 'Docker or Podman' : choice === 'docker' ? 'Docker' : 'Podman';
+  throw new ContainerError(
+    'KS_CONTAINER_ENGINE_UNAVAILABLE',
+    `no ${which} engine answered; tried ${tried.join(', ')}`,
+    { tried },
+  );
+}
+
+function describeConnectError(e: unknown): string {
+  const code = (e as NodeJS.ErrnoException | null)?.code;
+  if (code === 'ENOENT') return 'no such socket';
+  if (code === 'ECONNREFUSED') return 'connection refused';
+  if (code === 'EACCES') return 'permission denied';
+  return engineMessage(e);
+}

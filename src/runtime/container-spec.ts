@@ -1,0 +1,75 @@
+// A container component as the engine's create request: labels that say whose it is, and the default confinement.
+import type Docker from 'dockerode';
+import type { DesiredComponent } from '../core/desired-state.js';
+
+/** The labels every Keystone container carries: adoption and clean-up go by these, never by name. */
+export const LABELS = {
+  component: 'io.keystone.component',
+  /** The component's versioned hash (`v1:…`): a container of another hash is an old version. */
+  hash: 'io.keystone.hash',
+  /** The agent's identity (its ownerTag): a container without ours is never adopted, stopped or removed. */
+  owner: 'io.keystone.owner',
+  /** Where the agent copies the container's output, so that an agent that restarts resumes copying it. */
+  logDir: 'io.keystone.log-dir',
+} as const;
+
+/** The engine keeps at most this much output per container (json-file); the agent copies it into the log files. */
+export const ENGINE_LOG_MAX = { 'max-size': '10m', 'max-file': '2' } as const;
+
+/** `keystone-<component>-<12 hex of the hash>-<6 random hex>`: readable in `docker ps`, unique per start. */
+export function containerName(c: DesiredComponent, random: () => number): string {
+  const safe = c.name.replace(/[^a-zA-Z0-9_.-]/g, '-');
+  const short = c.hash.replace(/^v\d+:/, '').slice(0, 12);
+  const rand = Math.floor(random() * 0x1000000)
+    .toString(16)
+    .padStart(6, '0');
+  return `keystone-${safe}-${short}-${rand}`;
+}
+
+/**
+ * The create request of `c`: every field of [lifecycle.run.container], with no-new-privileges and every
+ * capability dropped but those the recipe grants. The engine restarts nothing (the agent supervises), and
+ * its output goes to the json-file driver, bounded, for the agent to copy.
+ */
+export function createOptions(c: DesiredComponent, o: { name: string; ownerTag: string; logDir: string }): Docker.ContainerCreateOptions {
+  const spec = c.recipe.lifecycle.run.container;
+  if (!spec) throw new Error(`${c.name} has no [lifecycle.run.container]`);
+  const exposed: Record<string, object> = {};
+  const bindings: Record<string, { HostPort: string }[]> = {};
+  for (const p of spec.ports) {
+    const key = `${p.container_port}/tcp`;
+    exposed[key] = {};
+    (bindings[key] ??= []).push({ HostPort: String(p.host_port) });
+  }
+  const res = spec.resources;
+  const memory = res?.memory_mb !== undefined ? res.memory_mb * 1024 * 1024 : undefined;
+  return {
+    name: o.name,
+    Image: spec.image,
+    ...(spec.command && { Cmd: spec.command }),
+    Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
+    ...(spec.user !== undefined && { User: spec.user }),
+    Labels: { [LABELS.component]: c.name, [LABELS.hash]: c.hash, [LABELS.owner]: o.ownerTag, [LABELS.logDir]: o.logDir },
+    ExposedPorts: exposed,
+    AttachStdin: false,
+    AttachStdout: false,
+    AttachStderr: false,
+    Tty: false,
+    OpenStdin: false,
+    HostConfig: {
+      NetworkMode: spec.network_mode,
+      PortBindings: bindings,
+      Privileged: spec.privileged,
+      SecurityOpt: ['no-new-privileges'],
+      CapDrop: ['ALL'],
+      CapAdd: [...(spec.capabilities ?? [])],
+      // `Mounts`, not `Binds`: a bind with a missing source fails instead of being created as an empty directory.
+      Mounts: spec.mounts.map((m) => ({ Type: 'bind' as const, Source: m.source, Target: m.target, ReadOnly: m.read_only })),
+      // The memory limit is the limit: no swap on top of it (ignored, with the engine's warning, without swap accounting).
+      ...(memory !== undefined && { Memory: memory, MemorySwap: memory }),
+      ...(res?.pids_limit !== undefined && { PidsLimit: res.pids_limit }),
+      RestartPolicy: { Name: 'no' },
+      LogConfig: { Type: 'json-file', Config: { ...ENGINE_LOG_MAX } },
+    },
+  };
+}
