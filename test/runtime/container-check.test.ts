@@ -1,0 +1,155 @@
+// The pure parts of the container runtime: permission and mount checks, the recipe's new fields, engine endpoints,
+// the create request, and the engine's log framing.
+import { describe, expect, it } from 'vitest';
+import { parseRecipe } from '../../src/core/recipe.js';
+import { componentHash } from '../../src/core/identity.js';
+import { checkContainerComponent } from '../../src/runtime/container-check.js';
+import { engineEndpoints } from '../../src/runtime/container-engine.js';
+import { FrameParser, nsToSince, timestampNs } from '../../src/runtime/container-log-pump.js';
+import { containerName, createOptions } from '../../src/runtime/container-spec.js';
+import { containerComponent } from './container-fixtures.js';
+
+const FILE = 'recipes/web.toml';
+const recipe = (...lines: string[]) =>
+  parseRecipe(FILE, ['[metadata]', 'name = "com.acme.web"', 'version = "1.0.0"', '[lifecycle.run]', 'type = "container"', ...lines].join('\n'));
+
+describe('checkContainerComponent', () => {
+  const c = containerComponent('web', {
+    image: 'img:1',
+    privileged: true,
+    network_mode: 'host',
+    mounts: [
+      { source: '/srv/present', target: '/a' },
+      { source: '/srv/absent', target: '/b' },
+      { source: 'relative', target: 'also-relative' },
+    ],
+  });
+  const exists = (p: string) => p === '/srv/present';
+
+  it('reports every refusal with its code and TOML path, in field order', () => {
+    expect(checkContainerComponent(c, { exists }).map((i) => [i.code, i.path])).toEqual([
+      ['KS_CONTAINER_NOT_PERMITTED', 'lifecycle.run.container.network_mode'],
+      ['KS_CONTAINER_NOT_PERMITTED', 'lifecycle.run.container.privileged'],
+      ['KS_MOUNT_SOURCE_MISSING', 'lifecycle.run.container.mounts[1].source'],
+      ['KS_MOUNT_SOURCE_INVALID', 'lifecycle.run.container.mounts[2].source'],
+      ['KS_MOUNT_SOURCE_INVALID', 'lifecycle.run.container.mounts[2].target'],
+    ]);
+  });
+
+  it('the device permissions lift the privileged and host-namespace refusals, not the mount ones', () => {
+    const codes = checkContainerComponent(c, { exists, allowPrivileged: true, allowHostNamespaces: true }).map((i) => i.code);
+    expect(codes).toEqual(['KS_MOUNT_SOURCE_MISSING', 'KS_MOUNT_SOURCE_INVALID', 'KS_MOUNT_SOURCE_INVALID']);
+  });
+
+  it('a plain bridge container with existing mounts passes', () => {
+    const ok = containerComponent('ok', { image: 'img:1', mounts: [{ source: '/srv/present', target: '/a', read_only: true }] });
+    expect(checkContainerComponent(ok, { exists })).toEqual([]);
+  });
+});
+
+describe('recipe fields for containers', () => {
+  it('container capabilities are validated like process capabilities', () => {
+    const r = recipe('[lifecycle.run.container]', 'image = "img:1"', 'capabilities = ["CAP_NET_BIND_SERVICE", "CAP_NOPE"]');
+    expect(r.diagnostics.map((d) => [d.code, d.path])).toEqual([['KS_BAD_CAPABILITY', 'lifecycle.run.container.capabilities[1]']]);
+    const ok = recipe('[lifecycle.run.container]', 'image = "img:1"', 'capabilities = ["CAP_NET_BIND_SERVICE"]');
+    expect(ok.recipe?.lifecycle.run.container?.capabilities).toEqual(['CAP_NET_BIND_SERVICE']);
+  });
+
+  it('update_strategy is stop-first or start-first; replicas an integer from 0', () => {
+    const ok = recipe('update_strategy = "start-first"', 'replicas = 0', '[lifecycle.run.container]', 'image = "img:1"');
+    expect(ok.diagnostics).toEqual([]);
+    expect(ok.recipe?.lifecycle.run).toMatchObject({ update_strategy: 'start-first', replicas: 0 });
+    const bad = recipe('update_strategy = "rolling"', 'replicas = -1', '[lifecycle.run.container]', 'image = "img:1"');
+    expect(bad.diagnostics.map((d) => [d.code, d.path])).toEqual([
+      ['KS_INVALID_VALUE', 'lifecycle.run.update_strategy'],
+      ['KS_INVALID_VALUE', 'lifecycle.run.replicas'],
+    ]);
+    expect(recipe('replicas = 1.5', '[lifecycle.run.container]', 'image = "img:1"').diagnostics.map((d) => d.path)).toEqual(['lifecycle.run.replicas']);
+  });
+
+  it('more than one replica with host ports is refused, naming replicas', () => {
+    const r = recipe('replicas = 2', '[lifecycle.run.container]', 'image = "img:1"', '[[lifecycle.run.container.ports]]', 'host_port = 8080', 'container_port = 80');
+    expect(r.diagnostics.map((d) => [d.code, d.path, d.line])).toEqual([['KS_INVALID_VALUE', 'lifecycle.run.replicas', 6]]);
+    expect(recipe('replicas = 3', '[lifecycle.run.container]', 'image = "img:1"').diagnostics).toEqual([]);
+  });
+
+  it('the new fields, when absent, leave the parsed recipe and so the component hash as before', () => {
+    const r = recipe('[lifecycle.run.container]', 'image = "img:1"').recipe!;
+    expect(r.lifecycle.run).not.toHaveProperty('update_strategy');
+    expect(r.lifecycle.run).not.toHaveProperty('replicas');
+    expect(r.lifecycle.run.container).not.toHaveProperty('capabilities');
+    // Pinned: the hash of this recipe as computed before the fields existed.
+    expect(componentHash({ recipe: r, entry: { name: 'web', recipe: 'recipes/web.toml' } })).toBe(PINNED_HASH);
+  });
+});
+
+// Computed with the schema before capabilities, update_strategy and replicas existed (commit 6e1bfcb).
+const PINNED_HASH = 'v1:2f316157eee01536f919261e020fe9d524dd5f3615089d4425adfcfbc95b64c6';
+
+describe('engine endpoints', () => {
+  it('auto: DOCKER_HOST, the Docker socket, then Podman\'s user and system sockets', () => {
+    const { endpoints } = engineEndpoints('auto', { DOCKER_HOST: 'unix:///custom/docker.sock', XDG_RUNTIME_DIR: '/run/user/1000' });
+    expect(endpoints.map((e) => [e.kind, e.label])).toEqual([
+      ['docker', '/custom/docker.sock'],
+      ['docker', '/var/run/docker.sock'],
+      ['podman', '/run/user/1000/podman/podman.sock'],
+      ['podman', '/run/podman/podman.sock'],
+    ]);
+  });
+
+  it('docker and podman pick their own; tcp:// is supported, other schemes are reported unusable', () => {
+    expect(engineEndpoints('podman', { XDG_RUNTIME_DIR: '/x' }).endpoints.map((e) => e.label)).toEqual(['/x/podman/podman.sock', '/run/podman/podman.sock']);
+    const tcp = engineEndpoints('docker', { DOCKER_HOST: 'tcp://10.0.0.2:2375' }).endpoints[0];
+    expect(tcp).toMatchObject({ kind: 'docker', host: '10.0.0.2', port: 2375 });
+    expect(engineEndpoints('docker', { DOCKER_HOST: 'ssh://me@box' }).unusable).toEqual(['DOCKER_HOST=ssh://me@box (only unix:// and tcp:// are supported)']);
+  });
+});
+
+describe('the create request', () => {
+  it('labels, name and the default confinement', () => {
+    const c = containerComponent('web', { image: 'img:1', ports: [{ host_port: 8080, container_port: 80 }], env: { A: '1' } });
+    const name = containerName(c, () => 0.5);
+    expect(name).toBe(`keystone-web-${c.hash.slice(3, 15)}-800000`);
+    const o = createOptions(c, { name, ownerTag: 'ks-me', logDir: '/logs/web' });
+    expect(o.Labels).toEqual({ 'io.keystone.component': 'web', 'io.keystone.hash': c.hash, 'io.keystone.owner': 'ks-me', 'io.keystone.log-dir': '/logs/web' });
+    expect(o.Env).toEqual(['A=1']);
+    expect(o.HostConfig).toMatchObject({
+      SecurityOpt: ['no-new-privileges'],
+      CapDrop: ['ALL'],
+      CapAdd: [],
+      Privileged: false,
+      NetworkMode: 'bridge',
+      PortBindings: { '80/tcp': [{ HostPort: '8080' }] },
+      RestartPolicy: { Name: 'no' },
+    });
+    expect(o.HostConfig).not.toHaveProperty('Memory');
+  });
+});
+
+describe('the engine\'s log stream', () => {
+  it('timestamps to nanoseconds and back to `since`', () => {
+    const ns = timestampNs('2026-11-29T12:00:01.000000042Z')!;
+    expect(ns).toBe(BigInt(Date.parse('2026-11-29T12:00:01Z')) * 1_000_000n + 42n);
+    expect(nsToSince(ns)).toBe(`${Date.parse('2026-11-29T12:00:01Z') / 1000}.000000042`);
+    expect(timestampNs('2026-11-29T12:00:01.5Z')! - timestampNs('2026-11-29T12:00:01Z')!).toBe(500_000_000n);
+    expect(timestampNs('not a time')).toBeUndefined();
+  });
+
+  it('frames split anywhere are put back together', () => {
+    const frame = (stream: number, text: string) => {
+      const payload = Buffer.from(text);
+      const h = Buffer.alloc(8);
+      h[0] = stream;
+      h.writeUInt32BE(payload.length, 4);
+      return Buffer.concat([h, payload]);
+    };
+    const all = Buffer.concat([frame(1, 'out\n'), frame(2, 'err\n'), frame(1, 'more\n')]);
+    const p = new FrameParser();
+    const got = [...p.push(all.subarray(0, 5)), ...p.push(all.subarray(5, 17)), ...p.push(all.subarray(17))];
+    expect(got.map((f) => [f.stream, f.payload.toString()])).toEqual([
+      [1, 'out\n'],
+      [2, 'err\n'],
+      [1, 'more\n'],
+    ]);
+  });
+});
