@@ -4,6 +4,8 @@
 // options are handed to every bench selected, e.g. `npm run bench -- convergence --sizes 20 --runs 3`)
 //
 //   apply-dry.bench.mjs     keystonectl apply-dry on 1,000 and 10,000 generated components
+//   container-start.bench.mjs create-and-start of a container through ContainerRuntime beside `docker run -d` of the
+//                           same image (and with Keystone's options), 10 runs each, medians (~20 s; needs Docker)
 //   convergence.bench.mjs   a fresh agent bringing up 20 and 50 stand-in processes (a DAG with known start delays)
 //                           against the critical path and the layer-by-layer schedule          (~1-2 min)
 //   api-latency.bench.mjs   GET /v1/components under autocannon while the agent reconciles 50 components, and the
