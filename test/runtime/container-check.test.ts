@@ -1,10 +1,14 @@
 // The pure parts of the container runtime: permission and mount checks, the recipe's new fields, engine endpoints,
 // the create request, and the engine's log framing.
+import { Readable } from 'node:stream';
+import type Docker from 'dockerode';
 import { describe, expect, it } from 'vitest';
 import { parseRecipe } from '../../src/core/recipe.js';
 import { componentHash } from '../../src/core/identity.js';
 import { checkContainerComponent } from '../../src/runtime/container-check.js';
 import { engineEndpoints } from '../../src/runtime/container-engine.js';
+import { isContainerError } from '../../src/runtime/container-error.js';
+import { ensureImage, type PullProgress } from '../../src/runtime/container-image.js';
 import { FrameParser, nsToSince, timestampNs } from '../../src/runtime/container-log-pump.js';
 import { containerName, createOptions } from '../../src/runtime/container-spec.js';
 import { containerComponent } from './container-fixtures.js';
@@ -151,5 +155,46 @@ describe('the engine\'s log stream', () => {
       [2, 'err\n'],
       [1, 'more\n'],
     ]);
+  });
+});
+
+describe('image pulls', () => {
+  // No registry is reachable here: the engine's pull stream (JSON lines, as Docker sends them) is replayed by a stand-in.
+  const engineWith = (lines: string[]) =>
+    ({
+      getImage: () => ({ inspect: () => Promise.reject(Object.assign(new Error('no such image'), { statusCode: 404 })) }),
+      pull: () => Promise.resolve(Readable.from(lines.map((l) => Buffer.from(l + '\n')))),
+    }) as unknown as Docker;
+
+  it('reports progress with running byte totals over the layers', async () => {
+    const seen: PullProgress[] = [];
+    const pulled = await ensureImage(
+      engineWith([
+        '{"status":"Pulling from library/nginx","id":"1.27"}',
+        '{"status":"Pulling fs layer","progressDetail":{},"id":"a"}',
+        '{"status":"Downloading","progressDetail":{"current":100,"total":1000},"id":"a"}',
+        '{"status":"Downloading","progressDetail":{"current":50,"total":500},"id":"b"}',
+        '{"status":"Download complete","progressDetail":{},"id":"a"}',
+        '{"status":"Status: Downloaded newer image for nginx:1.27"}',
+      ]),
+      'nginx:1.27',
+      'if-not-present',
+      { component: 'web', onProgress: (p) => seen.push(p) },
+    );
+    expect(pulled).toBe(true);
+    expect(seen.map((p) => [p.status, p.currentBytes, p.totalBytes])).toEqual([
+      ['Pulling from library/nginx', 0, 0],
+      ['Pulling fs layer', 0, 0],
+      ['Downloading', 100, 1000],
+      ['Downloading', 150, 1500],
+      ['Download complete', 1050, 1500],
+      ['Status: Downloaded newer image for nginx:1.27', 1050, 1500],
+    ]);
+  });
+
+  it('an error line in a successful stream is KS_IMAGE_PULL_FAILED with the engine\'s words', async () => {
+    const err = await ensureImage(engineWith(['{"status":"Pulling fs layer","id":"a"}', '{"errorDetail":{"message":"manifest unknown"},"error":"manifest unknown"}']), 'x:1', 'always', { component: 'web' }).catch((e: unknown) => e);
+    expect(isContainerError(err, 'KS_IMAGE_PULL_FAILED')).toBe(true);
+    expect((err as Error).message).toContain('manifest unknown');
   });
 });
