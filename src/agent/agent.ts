@@ -7,7 +7,7 @@ import { DEFAULT_RESTART_LIMITS, type RestartLimits } from '../core/restart-poli
 import type { Logger } from '../log/logger.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { ProbeResult } from '../runtime/probe.js';
-import type { DesiredComponent } from '../core/desired-state.js';
+import type { DesiredComponent, DesiredState } from '../core/desired-state.js';
 import type { ComponentPaths, InstanceRef } from '../runtime/runtime.js';
 import { rotateComponentLogs } from '../runtime/log-files.js';
 import { loadRevision } from '../source/load-revision.js';
@@ -21,6 +21,17 @@ import type { Reconcile } from '../core/diff.js';
 import type { RepoReader } from '../source/repo-reader.js';
 
 export type TrustSetting = { unsigned: true } | { unsigned: false; keyring: Keyring; maxAgeSeconds?: number };
+
+/** A component this device cannot run as its recipe asks. */
+export interface DeviceProblem {
+  component: string;
+  /** The recipe file. */
+  file: string;
+  /** TOML path, e.g. `lifecycle.run.container.mounts[0].source`. */
+  path: string;
+  code: string;
+  message: string;
+}
 
 export interface AgentOptions {
   planFile: string;
@@ -44,6 +55,11 @@ export interface AgentOptions {
    * suspends the sync) or a development directory (a manual apply is taken; the next change of the directory wins).
    */
   following?: 'git' | 'directory';
+  /**
+   * Checks only the device can make (container permissions, mount sources on this host): a revision that fails one
+   * is refused before anything is stopped or started, like an invalid one.
+   */
+  check?: (state: DesiredState) => DeviceProblem[];
   /** Called with the revision's own reader just before it is applied: relative artifacts are read from it. */
   useReader?: (reader: RepoReader) => void;
   now?: () => number;
@@ -341,6 +357,12 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
     if (!resolution.ok) {
       for (const d of resolution.diagnostics) log.error({ revision: rev.id, code: d.code }, formatDiagnostic(d));
       return reject(`invalid: ${resolution.diagnostics.length} error(s), first: ${formatDiagnostic(resolution.diagnostics[0]!)}`);
+    }
+    const problems = opts.check?.(resolution.state) ?? [];
+    if (problems.length) {
+      for (const p of problems) log.error({ revision: rev.id, component: p.component, code: p.code }, `${p.file}: ${p.path}: ${p.message}`);
+      const first = problems[0]!;
+      return reject(`refused on this device: ${problems.length} problem(s), first: ${first.file}: ${first.path}: ${first.message} [${first.code}]`);
     }
     // Artifacts are pinned by digest, not listed in SHA256SUMS: they come from the revision's own (unverified) reader.
     opts.useReader?.(rev.reader);

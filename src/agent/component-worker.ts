@@ -5,7 +5,7 @@ import { decideRestart, refreshBudget, type ExitStatus, type RestartLimits } fro
 import type { Logger } from '../log/logger.js';
 import type { ProbeResult } from '../runtime/probe.js';
 import { isSameProcess } from '../runtime/proc-identity.js';
-import type { ComponentPaths, Instance, Runtime } from '../runtime/runtime.js';
+import type { ComponentPaths, Instance, InstanceRef, Runtime } from '../runtime/runtime.js';
 import { crashPoint } from './crash-point.js';
 import type { ComponentState, StateStore } from './state-store.js';
 
@@ -73,6 +73,11 @@ export class ComponentWorker {
     readonly name: string,
     private readonly deps: WorkerDeps,
   ) {}
+
+  /** What runs this component now, as the state store records it. */
+  get instanceRef(): InstanceRef | undefined {
+    return this.instance?.ref;
+  }
 
   get pid(): number | undefined {
     return this.instance?.ref.kind === 'process' ? this.instance.ref.pid : undefined;

@@ -86,11 +86,28 @@ export class Engine {
       const live = proven || rec.state === 'starting' || rec.state === 'installing' || rec.state === 'stopping';
       if (inst && proven) {
         this.worker(rec.name).adopt(inst, undefined, rec.revision);
-        this.agentLog.info({ component: rec.name, pid: inst.ref.kind === 'process' ? inst.ref.pid : undefined, revision: rec.revision }, 'adopted running instance');
+        this.agentLog.info({ component: rec.name, pid: inst.ref.kind === 'process' ? inst.ref.pid : undefined, container: inst.ref.kind === 'container' ? inst.ref.id.slice(0, 12) : undefined, revision: rec.revision }, 'adopted running instance');
       } else if (live) {
         // Caught mid-start or mid-stop: up but unproven. Stop it without adopting; the next reconcile starts it afresh.
         if (inst && rt) await rt.stop(inst.ref, this.deps.graceMs);
         this.deps.store.recordState(rec.name, 'stopped', inst ? 'the agent stopped while it was starting or stopping' : 'not running after the agent restarted');
+      }
+    }
+    // Containers outlive their records (an exited one stays in the engine, a crash may leave a new one unrecorded):
+    // every owned container that is not a component's adopted instance goes. Foreign containers are never listed.
+    const container = runtime('container');
+    if (container?.listOwned && container.removeOwned) {
+      let owned: Array<{ id: string; component: string }> = [];
+      try {
+        owned = await container.listOwned();
+      } catch (e) {
+        this.agentLog.warn({ err: (e as Error).message }, 'cannot list this agent\'s containers: leftovers are removed at the next start');
+      }
+      const kept = new Set([...this.workers.values()].flatMap((w) => (w.instanceRef?.kind === 'container' ? [w.instanceRef.id] : [])));
+      for (const o of owned) {
+        if (kept.has(o.id)) continue;
+        await container.removeOwned(o.id).catch((e: Error) => this.agentLog.warn({ component: o.component, container: o.id, err: e.message }, 'cannot remove a leftover container'));
+        this.agentLog.info({ component: o.component, container: o.id.slice(0, 12) }, 'removed a container this agent owned but no longer runs');
       }
     }
   }

@@ -69,6 +69,9 @@ export function createOptions(c: DesiredComponent, o: { name: string; ownerTag: 
       ...(memory !== undefined && { Memory: memory, MemorySwap: memory }),
       ...(res?.pids_limit !== undefined && { PidsLimit: res.pids_limit }),
       RestartPolicy: { Name: 'no' },
+      // A small init as PID 1 (the engine's docker-init / catatonit): a program run as PID 1 has no default signal
+      // handlers, so SIGTERM would be ignored and every stop would wait out the grace period for SIGKILL.
+      Init: true,
       LogConfig: { Type: 'json-file', Config: { ...ENGINE_LOG_MAX } },
     },
   };

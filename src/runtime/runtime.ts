@@ -34,4 +34,10 @@ export interface Runtime {
   stop(ref: InstanceRef, graceMs: number): Promise<void>;
   /** Re-attaches to an instance recorded before an agent restart, if it is still the same one. */
   adopt(ref: InstanceRef): Promise<Instance | undefined>;
+  /**
+   * Instances this agent owns that the engine still holds (containers: by label), so that the agent can remove the
+   * ones no record accounts for. Runtimes whose instances vanish by themselves (processes) leave it out.
+   */
+  listOwned?(): Promise<Array<{ id: string; component: string }>>;
+  removeOwned?(id: string): Promise<void>;
 }
