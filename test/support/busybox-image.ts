@@ -89,3 +89,18 @@ async function build(): Promise<void> {
     await rm(root, { recursive: true, force: true });
   }
 }
+
+/** Ids of every container (running or not) carrying the label `key=value`. */
+export function containersLabelled(key: string, value: string): string[] {
+  const r = spawnSync('docker', ['ps', '-aq', '--no-trunc', '--filter', `label=${key}=${value}`], { encoding: 'utf8', timeout: 30_000 });
+  if (r.status !== 0) throw new Error(`docker ps --filter label=${key}=${value} failed: ${r.stderr || r.error?.message}`);
+  return r.stdout.split('\n').filter(Boolean);
+}
+
+/** Force-removes every container carrying the label `key=value` (a test's clean-up, e.g. by `io.keystone.owner`). */
+export function removeContainersLabelled(key: string, value: string): void {
+  const ids = containersLabelled(key, value);
+  if (ids.length === 0) return;
+  const r = spawnSync('docker', ['rm', '-f', '-v', ...ids], { encoding: 'utf8', timeout: 60_000 });
+  if (r.status !== 0 && containersLabelled(key, value).length > 0) throw new Error(`docker rm -f of ${ids.join(' ')} failed: ${r.stderr || r.error?.message}`);
+}

@@ -37,6 +37,31 @@ export interface ComponentSpec {
   restartPolicy?: 'always' | 'on-failure' | 'never';
   health?: HealthSpec;
   dependencies?: DependencySpec[];
+  /**
+   * Run as a container instead of a process: `[lifecycle.run] type = "container"` with this as
+   * `[lifecycle.run.container]` (`command`/`args` above are then ignored; see `asContainer`).
+   */
+  container?: ContainerFields;
+  /** `[lifecycle.run] update_strategy` (containers). */
+  updateStrategy?: 'stop-first' | 'start-first';
+  /** `[lifecycle.run] replicas` (containers). */
+  replicas?: number;
+}
+
+/** The fields of `[lifecycle.run.container]`, spelled as in the recipe. `pull_policy` defaults to "never" here (no registry in tests). */
+export interface ContainerFields {
+  image: string;
+  runtime?: 'auto' | 'docker' | 'podman';
+  pull_policy?: 'always' | 'if-not-present' | 'never';
+  network_mode?: string;
+  user?: string;
+  privileged?: boolean;
+  command?: string[];
+  env?: Record<string, string>;
+  ports?: Array<{ host_port: number; container_port: number }>;
+  mounts?: Array<{ source: string; target: string; read_only?: boolean }>;
+  resources?: { memory_mb?: number; pids_limit?: number };
+  capabilities?: string[];
 }
 
 export interface StackPorts {
@@ -141,6 +166,36 @@ export function fourStack(ports: StackPorts): ComponentSpec[] {
   ];
 }
 
+/** A container component (no artifact): `container` becomes its `[lifecycle.run.container]`. */
+export function asContainer(name: string, version: string, container: ContainerFields, more: Partial<Omit<ComponentSpec, 'name' | 'version' | 'container'>> = {}): ComponentSpec {
+  return { command: '', args: [], ...more, name, version, container };
+}
+
+/**
+ * The example's `web` as a container, as in recipes/com.acme.web.toml: busybox httpd serving the image's /www on the
+ * host network (which the agent allows only with --allow-host-namespaces) on `ports.web`, as nobody, with an http
+ * check against that port; hard dependency on api.
+ */
+export function webContainer(ports: StackPorts, image: string): ComponentSpec {
+  return asContainer(
+    'web',
+    '1.27.0',
+    {
+      image,
+      network_mode: 'host',
+      user: '65534:65534',
+      command: ['httpd', '-f', '-p', String(ports.web), '-h', '/www'],
+      resources: { memory_mb: 64, pids_limit: 32 },
+    },
+    { health: { ...FAST, check: `http://127.0.0.1:${ports.web}/` }, dependencies: [{ component: 'api', type: 'hard' }] },
+  );
+}
+
+/** The four-component stack with `web` a container of `image` (plans/edge.toml). */
+export function containerStack(image: string): (ports: StackPorts) => ComponentSpec[] {
+  return (ports) => fourStack(ports).map((c) => (c.name === 'web' ? webContainer(ports, image) : c));
+}
+
 /**
  * Exits at once with code 3 (no artifact), restart policy always: a crash loop. With `closedPort`, it gets a health
  * check that only a live process could pass (an endpoint on a port nobody listens on, failure_threshold 25 × 200 ms:
@@ -189,10 +244,13 @@ function renderRecipe(c: ComponentSpec, byName: Map<string, ComponentSpec>, arti
   const lines = ['[metadata]', `name = ${q(`com.acme.${c.name}`)}`, `version = ${q(c.version)}`, ''];
   if (c.artifact) lines.push('[[artifacts]]', `uri = ${q(`../artifacts/${c.artifact}`)}`, `sha256 = ${q(artifactSha(c.artifact))}`, 'unpack = false', '');
   if (c.install) lines.push('[lifecycle.install]', `script = ${q(c.install)}`, 'timeout = "30s"', '');
-  lines.push('[lifecycle.run]', 'type = "process"', `restart_policy = ${q(c.restartPolicy ?? 'always')}`, '');
-  lines.push('[lifecycle.run.exec]', `command = ${q(c.command)}`, `args = [${c.args.map(q).join(', ')}]`, '');
-  // No user: as root the component runs as root with no capabilities; not root, as the agent's user.
-  lines.push('[lifecycle.run.security]', 'no_new_privileges = true', 'capabilities = []', '');
+  if (c.container) lines.push(...renderContainer(c));
+  else {
+    lines.push('[lifecycle.run]', 'type = "process"', `restart_policy = ${q(c.restartPolicy ?? 'always')}`, '');
+    lines.push('[lifecycle.run.exec]', `command = ${q(c.command)}`, `args = [${c.args.map(q).join(', ')}]`, '');
+    // No user: as root the component runs as root with no capabilities; not root, as the agent's user.
+    lines.push('[lifecycle.run.security]', 'no_new_privileges = true', 'capabilities = []', '');
+  }
   if (c.health) {
     lines.push('[lifecycle.run.health]', `check = ${q(c.health.check)}`, `interval = ${q(c.health.interval)}`);
     if (c.health.timeout) lines.push(`timeout = ${q(c.health.timeout)}`);
@@ -205,6 +263,37 @@ function renderRecipe(c: ComponentSpec, byName: Map<string, ComponentSpec>, arti
     lines.push(`type = ${q(d.type)}`, '');
   }
   return lines.join('\n');
+}
+
+/** `[lifecycle.run]` and `[lifecycle.run.container]` (with its sub-tables) of a container component. */
+function renderContainer(c: ComponentSpec): string[] {
+  const k = c.container!;
+  const list = (xs: readonly string[]) => `[${xs.map(q).join(', ')}]`;
+  const lines = ['[lifecycle.run]', 'type = "container"', `restart_policy = ${q(c.restartPolicy ?? 'always')}`];
+  if (c.updateStrategy) lines.push(`update_strategy = ${q(c.updateStrategy)}`);
+  if (c.replicas !== undefined) lines.push(`replicas = ${c.replicas}`);
+  lines.push('', '[lifecycle.run.container]', `image = ${q(k.image)}`, `pull_policy = ${q(k.pull_policy ?? 'never')}`);
+  if (k.runtime) lines.push(`runtime = ${q(k.runtime)}`);
+  if (k.network_mode) lines.push(`network_mode = ${q(k.network_mode)}`);
+  if (k.user) lines.push(`user = ${q(k.user)}`);
+  if (k.privileged !== undefined) lines.push(`privileged = ${k.privileged}`);
+  if (k.command) lines.push(`command = ${list(k.command)}`);
+  if (k.capabilities) lines.push(`capabilities = ${list(k.capabilities)}`);
+  lines.push('');
+  if (k.env) lines.push('[lifecycle.run.container.env]', ...Object.entries(k.env).map(([n, v]) => `${n} = ${q(v)}`), '');
+  if (k.resources) {
+    lines.push('[lifecycle.run.container.resources]');
+    if (k.resources.memory_mb !== undefined) lines.push(`memory_mb = ${k.resources.memory_mb}`);
+    if (k.resources.pids_limit !== undefined) lines.push(`pids_limit = ${k.resources.pids_limit}`);
+    lines.push('');
+  }
+  for (const p of k.ports ?? []) lines.push('[[lifecycle.run.container.ports]]', `host_port = ${p.host_port}`, `container_port = ${p.container_port}`, '');
+  for (const m of k.mounts ?? []) {
+    lines.push('[[lifecycle.run.container.mounts]]', `source = ${q(m.source)}`, `target = ${q(m.target)}`);
+    if (m.read_only !== undefined) lines.push(`read_only = ${m.read_only}`);
+    lines.push('');
+  }
+  return lines;
 }
 
 /** Signing times only move forward (the agent refuses a signature older than the last applied one). */
