@@ -127,6 +127,87 @@ export class ComponentWorker {
     return this.launchUntilHealthy(gen, startBudgetMs(c));
   }
 
+  /**
+   * `update_strategy = "start-first"` (the zero-downtime roll): the new instance starts beside the old one, and only
+   * once it is healthy is the old one stopped. A new instance that never gets healthy (or exits) is removed and the
+   * old one keeps serving; the apply fails. The record keeps the old hash and instance until the new one is healthy,
+   * so an agent that dies mid-roll adopts the old one and rolls again.
+   */
+  async startFirst(c: DesiredComponent, position: number, revision: string): Promise<StartOutcome> {
+    const old = this.instance;
+    if (!old) return this.start(c, position, revision);
+    const previous = { desired: this.desired, revision: this.revision };
+    const gen = this.invalidate();
+    const { store, now } = this.deps;
+    const paths = this.deps.paths(this.name);
+    const runtime = this.deps.runtime(c.recipe.lifecycle.run.type);
+    const log = { component: this.name, revision };
+    this.deps.log.info({ ...log, old: refText(old.ref) }, 'rolling: starting the new instance beside the old one (start-first)');
+    const keepOld = (reason: string): StartOutcome => {
+      // The old one serves on, supervised again as before the roll.
+      const g = this.invalidate();
+      this.desired = previous.desired;
+      this.revision = previous.revision;
+      this.instance = old;
+      this.supervise(g, old);
+      this.deps.log.error({ ...log, old: refText(old.ref) }, `roll failed: ${reason}; the old instance keeps serving`);
+      return { ok: false, reason: `${reason}; the old instance keeps serving (start-first)` };
+    };
+    try {
+      await runtime.install(c, paths, new AbortController().signal);
+    } catch (e) {
+      return keepOld(`install failed: ${(e as Error).message}`);
+    }
+    let inst: Instance;
+    try {
+      inst = await runtime.start(c, paths);
+    } catch (e) {
+      return keepOld(`start failed: ${(e as Error).message}`);
+    }
+    if (gen !== this.generation) {
+      await runtime.stop(inst.ref, this.deps.graceMs);
+      return { ok: false, reason: 'superseded' };
+    }
+    this.deps.log.info({ ...log, state: 'starting', new: refText(inst.ref) }, 'rolling: new instance started');
+    const abort = new AbortController();
+    const outcome = await Promise.race([
+      inst.exited.then(() => 'exited' as const),
+      this.waitHealthy(c, paths, now() + startBudgetMs(c), abort.signal).then((ok) => (ok ? ('healthy' as const) : ('timeout' as const))),
+    ]);
+    abort.abort();
+    if (outcome !== 'healthy' || gen !== this.generation) {
+      await runtime.stop(inst.ref, this.deps.graceMs);
+      if (gen !== this.generation) return { ok: false, reason: 'superseded' };
+      return keepOld(outcome === 'exited' ? 'the new instance exited before it was healthy' : `the new instance was not healthy within its start budget of ${formatDuration(startBudgetMs(c))}`);
+    }
+    // Healthy: the new one takes over the record (through the same writes as any start, so that waits and metrics
+    // see it), then the old one goes.
+    this.desired = c;
+    this.revision = revision;
+    this.instance = inst;
+    store.upsertComponent({
+      name: c.name,
+      hash: c.hash,
+      version: c.recipe.metadata.version,
+      runtime: c.recipe.lifecycle.run.type,
+      position,
+      dependencies: c.dependencies.map((d) => ({ ...d })),
+      instance: inst.ref,
+      state: 'starting',
+      restarts: 0,
+      held: false,
+      since: now(),
+      revision,
+    });
+    store.recordStart(this.name, inst.ref, now());
+    store.recordHealthy(this.name, now());
+    this.state('running');
+    this.deps.log.info({ ...log, new: refText(inst.ref), old: refText(old.ref) }, 'rolling: new instance healthy; stopping the old one');
+    this.supervise(gen, inst);
+    await this.deps.runtime(old.ref.kind).stop(old.ref, this.deps.graceMs);
+    return { ok: true };
+  }
+
   /** Starts instances until one is healthy, restarting on exit per the policy, within the start budget. */
   private async launchUntilHealthy(gen: number, budgetMs: number): Promise<StartOutcome> {
     const c = this.desired!;
@@ -351,4 +432,9 @@ function isCleanExit(exit: ExitStatus): boolean {
 export function describeExit(exit: ExitStatus): string {
   if (exit.code === null && exit.signal === null) return 'exited (status unknown: the agent adopted it and is not its parent)';
   return exit.signal ? `killed by ${exit.signal}` : `exited with code ${exit.code}`;
+}
+
+/** `pid 41002` or a short container id, for log lines. */
+function refText(ref: InstanceRef): string {
+  return ref.kind === 'process' ? `pid ${ref.pid}` : ref.id.slice(0, 12);
 }

@@ -37,7 +37,13 @@ export async function execute(plan: ExecutionPlan, desired: DesiredState, deps: 
   const { store, log } = deps;
   const result: ExecutionResult = { started: [], stopped: [], failed: [] };
 
+  const byName = new Map(desired.components.map((c) => [c.name, c]));
+  // Start-first components that run now are rolled in the start phase (new beside old), not stopped here.
+  const rolling = new Set(
+    plan.startOrder.filter((n) => !plan.removed.has(n) && byName.get(n)?.recipe.lifecycle.run.update_strategy === 'start-first' && deps.workers.get(n)?.instanceRef !== undefined),
+  );
   for (const name of plan.stopOrder) {
+    if (rolling.has(name)) continue;
     const w = deps.workers.get(name);
     if (w) await w.stop();
     if (plan.removed.has(name)) {
@@ -49,7 +55,6 @@ export async function execute(plan: ExecutionPlan, desired: DesiredState, deps: 
     crashPoint('after-stop');
   }
 
-  const byName = new Map(desired.components.map((c) => [c.name, c]));
   const position = new Map(desired.startOrder.map((n, i) => [n, i]));
   const layerOf = new Map<string, number>();
   desired.layers.forEach((l, i) => l.forEach((n) => layerOf.set(n, i)));
@@ -81,9 +86,7 @@ export async function execute(plan: ExecutionPlan, desired: DesiredState, deps: 
       const c = byName.get(name)!;
       inflight.set(
         name,
-        deps
-          .worker(name)
-          .start(c, position.get(name)!, deps.revision)
+        (rolling.has(name) ? deps.worker(name).startFirst(c, position.get(name)!, deps.revision) : deps.worker(name).start(c, position.get(name)!, deps.revision))
           .catch((e: Error): StartOutcome => ({ ok: false, reason: e.message }))
           .then((outcome) => {
             inflight.delete(name);
