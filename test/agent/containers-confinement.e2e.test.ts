@@ -1,0 +1,156 @@
+// Container confinement through the real agent: what a recipe asks for is what the engine reports (and what the
+// program inside sees); what the device does not allow (privileged, the host's network) and a mount whose source is
+// missing refuse the whole revision before anything is created, and the running neighbours are left alone.
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ownerTag } from '../../src/agent/orphan-sweep.js';
+import { LABELS } from '../../src/runtime/container-spec.js';
+import { AgentHarness, is, type AgentProcess } from '../support/agent-harness.js';
+import { BUSYBOX_IMAGE, containersLabelled, dockerAvailable, ensureBusyboxImage, removeContainersLabelled } from '../support/busybox-image.js';
+import { asContainer, sleeper, stackFixture, type ComponentSpec, type StackFixture } from '../support/stack-fixture.js';
+import { docker } from '../runtime/container-fixtures.js';
+
+const hasDocker = dockerAvailable();
+
+/** Polls `fn` until it returns a truthy value; throws at the deadline. */
+async function until<T>(fn: () => T | undefined | false, what: string, deadlineMs = 10_000): Promise<T> {
+  const deadline = Date.now() + deadlineMs;
+  for (;;) {
+    const v = fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe.skipIf(!hasDocker)('container confinement through the agent (a real Docker engine)', { timeout: 60_000 }, () => {
+  let fx: StackFixture;
+  let h: AgentHarness;
+  let agent: AgentProcess;
+  let tag: string;
+  let data: string;
+
+  beforeAll(async () => {
+    await ensureBusyboxImage();
+    data = mkdtempSync(join(tmpdir(), 'keystone-mount-'));
+    writeFileSync(join(data, 'hello.txt'), 'hello from the host\n', { mode: 0o644 });
+    // Writable by anyone on the host: inside the container, only the read-only mount can stop a write.
+    chmodSync(data, 0o777);
+    const confined = asContainer('confined', '1.0.0', {
+      image: BUSYBOX_IMAGE,
+      user: '65534:65534',
+      command: ['sh', '-c', 'id -u; grep -E "^(NoNewPrivs|CapBnd|CapEff)" /proc/self/status; cat /data/hello.txt; touch /data/x || echo read-only; exec sleep 1000'],
+      mounts: [{ source: data, target: '/data', read_only: true }],
+      resources: { memory_mb: 48, pids_limit: 16 },
+    });
+    fx = await stackFixture({ signed: false, components: () => [sleeper('neighbour'), confined] });
+    h = new AgentHarness();
+    tag = ownerTag(h.stateDir);
+  }, 90_000);
+  afterAll(async () => {
+    await h?.cleanup();
+    if (tag) removeContainersLabelled(LABELS.owner, tag);
+    fx?.cleanup();
+    if (data) rmSync(data, { recursive: true, force: true });
+  });
+
+  const containerOf = (name: string) => {
+    const i = h.component(name)?.instance;
+    if (i?.kind !== 'container') throw new Error(`${name} has no container instance: ${JSON.stringify(i)}`);
+    return i.id;
+  };
+
+  it('the recipe user, memory and pids limits, a read-only mount, no capabilities and no-new-privileges, as the engine and the program report them', async () => {
+    // No --allow-privileged, no --allow-host-namespaces.
+    agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs });
+    const end = await agent.waitForLog(is.applyEnd, 30_000, 0, 'the end of the first apply');
+    expect(end.msg).toBe('all components running');
+    const id = containerOf('confined');
+    const info = await docker.getContainer(id).inspect();
+    expect(info.Config.User).toBe('65534:65534');
+    expect(info.HostConfig.Memory).toBe(48 * 1024 * 1024);
+    expect(info.HostConfig.PidsLimit).toBe(16);
+    expect(info.HostConfig.Privileged).toBe(false);
+    expect(info.HostConfig.NetworkMode).toBe('bridge');
+    expect(info.HostConfig.CapDrop).toEqual(['ALL']);
+    expect(info.HostConfig.CapAdd ?? []).toEqual([]);
+    expect(info.HostConfig.SecurityOpt).toContain('no-new-privileges');
+    expect(info.Mounts).toEqual([expect.objectContaining({ Type: 'bind', Source: data, Destination: '/data', RW: false })]);
+
+    // The program's own view, through the agent's copy of its output.
+    const stdout = join(h.stateDir, 'components', 'confined', 'logs', 'stdout.log');
+    const out = await until(() => {
+      const text = existsSync(stdout) ? readFileSync(stdout, 'utf8') : '';
+      return text.includes('read-only') && text;
+    }, 'the container to report its confinement in stdout.log');
+    expect(out).toMatch(/^65534$/m);
+    expect(out).toMatch(/^NoNewPrivs:\s+1$/m);
+    expect(out).toMatch(/^CapBnd:\s+0000000000000000$/m);
+    expect(out).toMatch(/^CapEff:\s+0000000000000000$/m);
+    expect(out).toContain('hello from the host');
+    expect(existsSync(join(data, 'x'))).toBe(false);
+    const stderr = join(h.stateDir, 'components', 'confined', 'logs', 'stderr.log');
+    await until(() => existsSync(stderr) && /read-only file system/i.test(readFileSync(stderr, 'utf8')), 'touch refused by the read-only mount, in stderr.log');
+  });
+
+  const refusals: Array<{ what: string; spec: () => ComponentSpec; path: string; code: string }> = [
+    {
+      what: 'privileged = true without --allow-privileged',
+      spec: () => asContainer('priv', '1.0.0', { image: BUSYBOX_IMAGE, command: ['sleep', '1000'], privileged: true }),
+      path: 'lifecycle.run.container.privileged',
+      code: 'KS_CONTAINER_NOT_PERMITTED',
+    },
+    {
+      what: 'network_mode = "host" without --allow-host-namespaces',
+      spec: () => asContainer('hostnet', '1.0.0', { image: BUSYBOX_IMAGE, command: ['sleep', '1000'], network_mode: 'host' }),
+      path: 'lifecycle.run.container.network_mode',
+      code: 'KS_CONTAINER_NOT_PERMITTED',
+    },
+    {
+      what: 'a mount whose source does not exist',
+      spec: () => asContainer('nomount', '1.0.0', { image: BUSYBOX_IMAGE, command: ['sleep', '1000'], mounts: [{ source: join(data, 'no-such-dir'), target: '/data' }] }),
+      path: 'lifecycle.run.container.mounts[0].source',
+      code: 'KS_MOUNT_SOURCE_MISSING',
+    },
+  ];
+
+  for (const r of refusals) {
+    it(`${r.what}: the revision is rejected, naming the recipe and the field; nothing created, neighbours untouched`, async () => {
+      const before = { confined: containerOf('confined'), neighbour: h.pidsOf().neighbour, owned: containersLabelled(LABELS.owner, tag) };
+      const spec = r.spec();
+      const mark = agent.mark();
+      // One write: the refused component replaces the previous case's (so each case is a new revision).
+      fx.components = fx.components.filter((c) => c.name === 'neighbour' || c.name === 'confined');
+      fx.components.push(spec);
+      fx.write();
+      const rev = await fx.revisionId();
+      const refusal = await agent.waitForLog(is.revision(rev, 'revision refused; still running the previous one'), 15_000, mark, `the refusal of ${rev}`);
+      const file = fx.recipePath(spec.name);
+      expect(refusal.reason).toContain(`${file}: ${r.path}`);
+      expect(refusal.reason).toContain(`[${r.code}]`);
+      expect(h.history()[0]).toMatchObject({ revision: rev, outcome: 'rejected' });
+      expect(h.history()[0]!.summary).toContain(`${file}: ${r.path}`);
+      expect(agent.lines(is.msg('reconcile plan'), mark)).toEqual([]);
+
+      // Nothing created: no container, no work directory, no state lines; the neighbours as they were.
+      expect(containersLabelled(LABELS.component, spec.name)).toEqual([]);
+      expect(containersLabelled(LABELS.owner, tag)).toEqual(before.owned);
+      expect(existsSync(join(h.stateDir, 'components', spec.name))).toBe(false);
+      expect(h.component(spec.name)).toBeUndefined();
+      expect(agent.lines((l) => l.state !== undefined, mark)).toEqual([]);
+      expect(containerOf('confined')).toBe(before.confined);
+      expect((await docker.getContainer(before.confined).inspect()).State.Running).toBe(true);
+      expect(h.pidsOf().neighbour).toBe(before.neighbour);
+      expect(h.components().map((c) => [c.name, c.state])).toEqual([
+        ['neighbour', 'running'],
+        ['confined', 'running'],
+      ]);
+    });
+  }
+
+  it('the mount source made missing is not created as an empty directory', () => {
+    expect(existsSync(join(data, 'no-such-dir'))).toBe(false);
+  });
+});
