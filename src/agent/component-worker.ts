@@ -261,6 +261,7 @@ export class ComponentWorker {
         this.supervise(gen, inst);
         return { ok: false, reason };
       }
+      this.release(inst);
       const decision = this.decide(outcome.exit);
       if (decision.kind !== 'restart') return { ok: false, reason: decision.reason };
       if (now() + decision.delayMs >= deadline) {
@@ -304,6 +305,7 @@ export class ComponentWorker {
       if (gen !== this.generation) return;
       this.monitor?.abort();
       this.instance = undefined;
+      this.release(inst);
       this.deps.log.warn({ component: this.name, code: exit.code, signal: exit.signal, ...(this.revision && { revision: this.revision }) }, 'exited');
       if (!this.desired) {
         // Adopted before any revision of this run was valid: nothing to restart it from; the next apply will.
@@ -416,6 +418,18 @@ export class ComponentWorker {
   /** Stops timers and monitors without touching the instance: the agent's own exit leaves components running. */
   detach(): void {
     this.invalidate();
+  }
+
+  /**
+   * An instance that exited by itself: a container stays in the engine until removed (a process is simply gone), so
+   * every restart would otherwise leave one behind. In the background: a restart does not wait for it.
+   */
+  private release(inst: Instance): void {
+    if (inst.ref.kind !== 'container') return;
+    void this.deps
+      .runtime('container')
+      .stop(inst.ref, 0)
+      .catch((e: Error) => this.deps.log.warn({ component: this.name, container: (inst.ref as { id: string }).id.slice(0, 12), err: e.message, ...(this.revision && { revision: this.revision }) }, 'cannot remove an exited container'));
   }
 
   private invalidate(): number {

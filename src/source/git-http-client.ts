@@ -73,7 +73,6 @@ export function budgetedHttpClient(budget: TransferBudget, headers: Record<strin
       if (budget.failure) throw budget.failure;
       budget.requests++;
       let body = req.body;
-      if (Array.isArray(body) && req.url.endsWith('/git-upload-pack')) body = [askForThinPack(Buffer.concat(body as Uint8Array[]))] as unknown as typeof body;
       if (Array.isArray(body)) budget.sent += (body as Uint8Array[]).reduce((n, b) => n + b.byteLength, 0);
       else if (body) body = countChunks(body, (n) => (budget.sent += n));
       const res = await nodeHttp.request({ ...req, body, headers: { ...req.headers, ...headers }, signal: budget.signal });
@@ -99,20 +98,8 @@ async function* limitChunks(source: AsyncIterableIterator<Uint8Array>, budget: T
   }
 }
 
-/**
- * Adds `thin-pack` to the capabilities of a protocol v1 fetch request (the first `want` line). isomorphic-git leaves
- * it out because canonical git cannot index the thin packs it would store; this cache is only ever read by
- * isomorphic-git, which resolves a thin pack's external delta bases from the repository. Without it the server
- * cannot leave out what the cache already has behind a shallow boundary, and every fetch re-sends the whole tree
- * (bench/git-sync: 18.7 kB instead of ~1 kB for one changed recipe out of 100). Anything else passes unchanged.
- */
-export function askForThinPack(body: Buffer): Buffer {
-  if (body.length < 4) return body;
-  const len = Number.parseInt(body.subarray(0, 4).toString('latin1'), 16);
-  if (!(len > 4) || len > body.length) return body;
-  const line = body.subarray(4, len).toString('latin1');
-  if (!line.startsWith('want ') || !line.includes(' ofs-delta') || line.includes(' thin-pack')) return body;
-  const changed = line.replace(' ofs-delta', ' ofs-delta thin-pack');
-  const head = Buffer.from((changed.length + 4).toString(16).padStart(4, '0') + changed, 'latin1');
-  return Buffer.concat([head, body.subarray(len)]);
-}
+// No `thin-pack` in fetch requests (isomorphic-git leaves it out, and so do we): a thin pack's deltas may point into
+// earlier packs, and when content comes back (a revert) or a shallow clone is deepened, two packs can hold the same
+// objects as deltas of each other. isomorphic-git reads an object from the first pack that lists it and follows such
+// a cycle forever (the agent hung at 100 % CPU: test/agent/gitops.e2e.test.ts). A full pack per fetch costs a few
+// kilobytes more; each pack then stands on its own.

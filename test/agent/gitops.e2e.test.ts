@@ -283,14 +283,11 @@ function expectAlive(h: AgentHarness, pids: Record<string, number>): void {
 const signature = (body: string, secret = WEBHOOK_SECRET) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 
 
-// BUG (found here, both it.fails below): src/source/git-http-client.ts asks for thin packs (commit ba62626), and
-// isomorphic-git reads an object from the first pack, in readdir order, that lists it (readObjectPacked), with no
-// check for delta cycles. When content comes back (a revert) or the shallow cache is deepened (a tip several commits
-// ahead, as after a burst), the same objects arrive in two packs as ref-deltas of each other (pack A: X = delta on Y;
-// pack B: Y = delta on X). Reading X then loops forever: after "new revision" the agent spins at 100 % CPU with
-// growing memory, never verifies the commit, and never applies anything again. Seen in about half the runs of a single
-// revert and in every burst run; reproduced offline from a copied cache with isomorphic-git's readObject.
-const DELTA_CYCLE_BUG = 'thin packs + isomorphic-git: ref-delta cycles across packs hang the agent';
+// Regression (was a bug, the two tests marked below): fetches asked for thin packs, and isomorphic-git reads an object
+// from the first pack that lists it with no check for delta cycles. When content came back (a revert) or the shallow
+// cache was deepened (a tip several commits ahead, as after a burst), the same objects arrived in two packs as
+// ref-deltas of each other, and reading one looped forever: the agent spun at 100 % CPU and never applied again.
+const DELTA_CYCLE_BUG = 'regression: thin packs made delta cycles across packs that hung the agent';
 
 describe('a device following a branch (long poll: looks are driven by POST /v1/sync and the webhook)', { timeout: 90_000 }, () => {
   let w: World;
@@ -518,7 +515,7 @@ describe('a device following a branch (long poll: looks are driven by POST /v1/s
   });
 
   // Last of this agent: with the bug it hangs the agent for good.
-  it.fails(`a revert, signed again, is a rollback: api and web restart once per commit, influxdb and telemetry never (${DELTA_CYCLE_BUG})`, async () => {
+  it(`a revert, signed again, is a rollback: api and web restart once per commit, influxdb and telemetry never (${DELTA_CYCLE_BUG})`, async () => {
     const mark = w.agent.mark();
     const pids0 = stackPids(w.h);
     const version = w.fx.spec('api').version;
@@ -619,7 +616,7 @@ describe('a device polling a branch every second', { timeout: 90_000 }, () => {
   });
 
   // Last of this agent: with the bug it hangs the agent for good.
-  it.fails(`a burst of 20 signed pushes collapses: the device ends at the newest commit, having applied far fewer (${DELTA_CYCLE_BUG})`, async () => {
+  it(`a burst of 20 signed pushes collapses: the device ends at the newest commit, having applied far fewer (${DELTA_CYCLE_BUG})`, async () => {
     const mark = w.agent.mark();
     const historyBefore = w.h.history().length;
     const commits: string[] = [];
