@@ -227,7 +227,8 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
     engine,
     events,
     offer(r) {
-      const suspension = store.syncSuspension();
+      // Only a Git sync is suspended: a development directory (say, after switching from --repo) is always followed.
+      const suspension = following === 'git' ? store.syncSuspension() : undefined;
       if (suspension) {
         if (held?.id !== r.id) log.info({ revision: r.id, suspended_by: suspension.revision }, 'the Git sync is suspended: holding this revision until `keystonectl resume`');
         held = r;
