@@ -37,6 +37,8 @@ export function reportCommitStatuses(opts: CommitReportingOptions): CommitReport
   const onRevision = (e: AgentEventMap['revision'][0]) => {
     if (e.outcome === 'rejected') return send(e.revision, 'error', describeRejected(e.summary));
     if (e.outcome === 'success') return send(e.revision, 'success', describeSuccess(e.reconcile ?? emptyPlan));
+    // Only a commit's failure is the policy's business: a failed manual apply is the operator's to follow up.
+    if (!isCommitId(e.revision) || opts.silent?.(e.revision)) return;
     const extra = opts.onFailure?.(e.revision) ?? '';
     // The suffix must survive the 140-character cut: it says what the device runs now.
     const base = describeFailure(e.failed ?? []);

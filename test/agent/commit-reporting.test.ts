@@ -40,8 +40,12 @@ describe('commit statuses from the agent', () => {
     expect(sent[2]!.description).toMatch(/^rejected: KS_HISTORY_REWRITE/);
   });
 
-  it('nothing for revisions that are not commits, for silent ones, or after close', () => {
-    const { events, sent, r } = setup({ silent: (id) => id === C2 });
+  it('nothing for revisions that are not commits, for silent ones, or after close; no failure policy for them', () => {
+    const asked: string[] = [];
+    const { events, sent, r } = setup({ silent: (id) => id === C2, onFailure: (id) => (asked.push(id), '; rolled back') });
+    events.emit('revision', { revision: 'manual:0123456789ab', outcome: 'failure', durationMs: 1, summary: 'x', failed: [] });
+    events.emit('revision', { revision: C2, outcome: 'failure', durationMs: 1, summary: 'x', failed: [] });
+    expect(asked).toEqual([]);
     events.emit('applying', { revision: 'dir:0123456789ab', reconcile: plan as never });
     events.emit('applying', { revision: 'manual:0123456789ab', reconcile: plan as never });
     events.emit('applying', { revision: C2, reconcile: plan as never });
