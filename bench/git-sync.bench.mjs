@@ -21,7 +21,6 @@
 import { Buffer } from 'node:buffer';
 import { execFile, fork, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -37,65 +36,14 @@ else await main();
 
 /** `git http-backend` over every bare repository under `root`; reports its port, then answers {stats} with totals. */
 async function serve(root) {
-  const execPath = (await promisify(execFile)('git', ['--exec-path'])).stdout.trim();
-  const totals = { requests: 0, bytesIn: 0, bytesOut: 0 };
-  const server = createServer((req, res) => {
-    totals.requests++;
-    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    const env = {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      GIT_PROJECT_ROOT: root,
-      GIT_HTTP_EXPORT_ALL: '1',
-      REQUEST_METHOD: req.method ?? 'GET',
-      PATH_INFO: decodeURIComponent(url.pathname),
-      QUERY_STRING: url.search.slice(1),
-      CONTENT_TYPE: req.headers['content-type'] ?? '',
-      REMOTE_ADDR: '127.0.0.1',
-    };
-    if (req.headers['content-length'] !== undefined) env.CONTENT_LENGTH = req.headers['content-length'];
-    if (req.headers['content-encoding'] !== undefined) env.HTTP_CONTENT_ENCODING = req.headers['content-encoding'];
-    if (typeof req.headers['git-protocol'] === 'string') env.GIT_PROTOCOL = req.headers['git-protocol'];
-    const child = spawn(join(execPath, 'git-http-backend'), [], { env, stdio: ['pipe', 'pipe', 'ignore'] });
-    req.on('data', (d) => (totals.bytesIn += d.length));
-    req.pipe(child.stdin);
-    child.stdin.on('error', () => undefined);
-    let head = Buffer.alloc(0);
-    let done = false;
-    child.stdout.on('data', (chunk) => {
-      if (done) {
-        totals.bytesOut += chunk.length;
-        res.write(chunk);
-        return;
-      }
-      head = Buffer.concat([head, chunk]);
-      let sep = head.indexOf('\r\n\r\n');
-      let len = 4;
-      if (sep < 0) [sep, len] = [head.indexOf('\n\n'), 2];
-      if (sep < 0) return;
-      done = true;
-      let status = 200;
-      const headers = {};
-      for (const line of head.subarray(0, sep).toString('latin1').split(/\r?\n/)) {
-        const i = line.indexOf(':');
-        if (i < 0) continue;
-        const name = line.slice(0, i).trim();
-        const value = line.slice(i + 1).trim();
-        if (name.toLowerCase() === 'status') status = Number(value.split(' ')[0]);
-        else headers[name] = value;
-      }
-      res.writeHead(status, headers);
-      const body = head.subarray(sep + len);
-      totals.bytesOut += body.length;
-      if (body.length) res.write(body);
-    });
-    child.on('close', () => (done ? res.end() : res.writeHead(502).end()));
-    res.on('close', () => child.kill());
-  });
-  server.listen(0, '127.0.0.1', () => process.send({ port: server.address().port }));
+  const { serveGitHttpBackend } = await import('./harness.mjs');
+  const { server, port, totals: sum } = await serveGitHttpBackend(root);
+  process.send({ port });
+
   // The bench gone (Ctrl-C, a crash) means the server goes too.
   process.on('disconnect', () => process.exit(0));
   process.on('message', (m) => {
-    if (m === 'stats') process.send({ totals });
+    if (m === 'stats') process.send({ totals: sum() });
     if (m === 'exit') server.close(() => process.exit(0));
   });
 }

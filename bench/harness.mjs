@@ -3,10 +3,8 @@
 // readers, loopback port checks, and the clean-up that leaves no process behind. Not a benchmark itself
 // (run.mjs only runs `*.bench.mjs`).
 import { spawn, spawnSync } from 'node:child_process';
-import { Buffer } from 'node:buffer';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
-import { createServer } from 'node:http';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -485,67 +483,19 @@ export function ensureDir(dir) {
 // ─── a Git smart-HTTP server ────────────────────────────────────────────────────────────────────────────
 
 /**
- * `git http-backend` over every bare repository under `root` (read-only: fetches and ls-refs), on 127.0.0.1:`port`
- * (0: any free port). Meant to run in a child process of its own, so that its CPU is not counted against the
- * client measured. Counts requests and body bytes in `totals`. Resolves with { server, port, totals }.
+ * `git http-backend` over every bare repository under `root`, on 127.0.0.1:`port` (0: any free port): the
+ * development server of src/dev (the one the tests and `npm run git-server` use). Meant to run in a child process of
+ * its own, so that its CPU is not counted against the client measured. `totals()` sums requests and body bytes.
+ * Resolves with { server: { close(cb) }, port, totals }.
  */
-export function serveGitHttpBackend(root, port = 0) {
-  const execPath = spawnSync('git', ['--exec-path'], { encoding: 'utf8' }).stdout.trim();
-  const totals = { requests: 0, bytesIn: 0, bytesOut: 0 };
-  const server = createServer((req, res) => {
-    totals.requests++;
-    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    const env = {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      GIT_PROJECT_ROOT: root,
-      GIT_HTTP_EXPORT_ALL: '1',
-      REQUEST_METHOD: req.method ?? 'GET',
-      PATH_INFO: decodeURIComponent(url.pathname),
-      QUERY_STRING: url.search.slice(1),
-      CONTENT_TYPE: req.headers['content-type'] ?? '',
-      REMOTE_ADDR: '127.0.0.1',
-    };
-    if (req.headers['content-length'] !== undefined) env.CONTENT_LENGTH = req.headers['content-length'];
-    if (req.headers['content-encoding'] !== undefined) env.HTTP_CONTENT_ENCODING = req.headers['content-encoding'];
-    if (typeof req.headers['git-protocol'] === 'string') env.GIT_PROTOCOL = req.headers['git-protocol'];
-    const child = spawn(join(execPath, 'git-http-backend'), [], { env, stdio: ['pipe', 'pipe', 'ignore'] });
-    req.on('data', (d) => (totals.bytesIn += d.length));
-    req.pipe(child.stdin);
-    child.stdin.on('error', () => undefined);
-    let head = Buffer.alloc(0);
-    let done = false;
-    child.stdout.on('data', (chunk) => {
-      if (done) {
-        totals.bytesOut += chunk.length;
-        res.write(chunk);
-        return;
-      }
-      head = Buffer.concat([head, chunk]);
-      let sep = head.indexOf('\r\n\r\n');
-      let len = 4;
-      if (sep < 0) [sep, len] = [head.indexOf('\n\n'), 2];
-      if (sep < 0) return;
-      done = true;
-      let status = 200;
-      const headers = {};
-      for (const line of head.subarray(0, sep).toString('latin1').split(/\r?\n/)) {
-        const i = line.indexOf(':');
-        if (i < 0) continue;
-        const name = line.slice(0, i).trim();
-        const value = line.slice(i + 1).trim();
-        if (name.toLowerCase() === 'status') status = Number(value.split(' ')[0]);
-        else headers[name] = value;
-      }
-      res.writeHead(status, headers);
-      const body = head.subarray(sep + len);
-      totals.bytesOut += body.length;
-      if (body.length) res.write(body);
-    });
-    child.on('close', () => (done ? res.end() : res.writeHead(502).end()));
-    res.on('close', () => child.kill());
+export async function serveGitHttpBackend(root, port = 0) {
+  const { GitHttpServer } = await import('../dist/dev/git-http-server.js');
+  const git = new GitHttpServer({ root, port });
+  await git.start();
+  const totals = () => ({
+    requests: git.requests.length,
+    bytesIn: git.requests.reduce((n, r) => n + r.received, 0),
+    bytesOut: git.requests.reduce((n, r) => n + r.bytes, 0),
   });
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve({ server, port: server.address().port, totals }));
-  });
+  return { server: { close: (cb) => void git.stop().then(cb) }, port: git.port, totals };
 }

@@ -29,6 +29,8 @@ export interface ServedRequest {
   status: number;
   /** Bytes sent in the response body. */
   bytes: number;
+  /** Bytes received in the request body. */
+  received: number;
   /** `git-protocol` header: `version=2` when the client asked for protocol v2. */
   protocol?: string;
 }
@@ -103,7 +105,7 @@ export class GitHttpServer {
 
   private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    const record: ServedRequest = { method: req.method ?? 'GET', path: url.pathname, query: url.search.slice(1), status: 0, bytes: 0 };
+    const record: ServedRequest = { method: req.method ?? 'GET', path: url.pathname, query: url.search.slice(1), status: 0, bytes: 0, received: 0 };
     if (typeof req.headers['git-protocol'] === 'string') record.protocol = req.headers['git-protocol'];
     this.requests.push(record);
     if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
@@ -129,6 +131,7 @@ export class GitHttpServer {
       },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
+    req.on('data', (d: Buffer) => (record.received += d.length));
     req.pipe(child.stdin);
     child.stdin.on('error', () => undefined);
     child.stderr.resume();
