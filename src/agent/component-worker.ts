@@ -94,25 +94,11 @@ export class ComponentWorker {
     const gen = this.invalidate();
     this.desired = c;
     this.revision = revision;
-    const { store, now } = this.deps;
+    const { store } = this.deps;
     const prev = store.component(this.name);
-    store.upsertComponent({
-      name: c.name,
-      hash: c.hash,
-      version: c.recipe.metadata.version,
-      runtime: c.recipe.lifecycle.run.type,
-      position,
-      dependencies: c.dependencies.map((d) => ({ ...d })),
-      state: 'installing',
-      // A revision that (re)starts a component gives it a fresh crash budget (SPEC §5).
-      restarts: 0,
-      held: false,
-      since: now(),
-      revision,
-      // The last instance stays on record until a new one replaces it, unless the component moved to another
-      // runtime (a process became a container): that record would describe nothing the new runtime knows.
-      ...(prev?.instance && prev.instance.kind === c.recipe.lifecycle.run.type && { instance: prev.instance }),
-    });
+    // The last instance stays on record until a new one replaces it, unless the component moved to another
+    // runtime (a process became a container): that record would describe nothing the new runtime knows.
+    this.record(c, position, revision, 'installing', prev?.instance?.kind === c.recipe.lifecycle.run.type ? prev.instance : undefined);
     this.deps.log.info({ component: this.name, state: 'installing', revision });
     const paths = this.deps.paths(this.name);
     try {
@@ -185,20 +171,7 @@ export class ComponentWorker {
     this.desired = c;
     this.revision = revision;
     this.instance = inst;
-    store.upsertComponent({
-      name: c.name,
-      hash: c.hash,
-      version: c.recipe.metadata.version,
-      runtime: c.recipe.lifecycle.run.type,
-      position,
-      dependencies: c.dependencies.map((d) => ({ ...d })),
-      instance: inst.ref,
-      state: 'starting',
-      restarts: 0,
-      held: false,
-      since: now(),
-      revision,
-    });
+    this.record(c, position, revision, 'starting', inst.ref);
     store.recordStart(this.name, inst.ref, now());
     store.recordHealthy(this.name, now());
     this.state('running');
@@ -206,6 +179,24 @@ export class ComponentWorker {
     this.supervise(gen, inst);
     await this.deps.runtime(old.ref.kind).stop(old.ref, this.deps.graceMs);
     return { ok: true };
+  }
+
+  /** The component's record for a new version: a revision that (re)starts a component gives it a fresh crash budget (SPEC §5). */
+  private record(c: DesiredComponent, position: number, revision: string, state: 'installing' | 'starting', instance: InstanceRef | undefined): void {
+    this.deps.store.upsertComponent({
+      name: c.name,
+      hash: c.hash,
+      version: c.recipe.metadata.version,
+      runtime: c.recipe.lifecycle.run.type,
+      position,
+      dependencies: c.dependencies.map((d) => ({ ...d })),
+      state,
+      restarts: 0,
+      held: false,
+      since: this.deps.now(),
+      revision,
+      ...(instance && { instance }),
+    });
   }
 
   /** Starts instances until one is healthy, restarting on exit per the policy, within the start budget. */
