@@ -287,6 +287,10 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
     },
     async close(closeOpts = {}) {
       clearInterval(logTimer);
+      // Revisions not yet begun are dropped, and the one being applied ends now: a stop must not wait out start budgets.
+      if (pending) log.info({ revision: pending.id }, 'not applied: the agent is stopping');
+      pending = undefined;
+      engine.interrupt();
       await agent.idle();
       if (closeOpts.stopComponents) await engine.stopAll();
       else await engine.detach();

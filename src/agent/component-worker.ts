@@ -63,6 +63,8 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 export class ComponentWorker {
   private generation = 0;
   private instance?: Instance;
+  /** Aborted when the generation ends. */
+  private current = new AbortController();
   private monitor?: AbortController;
   private restartTimer?: NodeJS.Timeout;
   desired?: DesiredComponent;
@@ -158,7 +160,7 @@ export class ComponentWorker {
     const abort = new AbortController();
     const outcome = await Promise.race([
       inst.exited.then(() => 'exited' as const),
-      this.waitHealthy(c, paths, now() + startBudgetMs(c), abort.signal).then((ok) => (ok ? ('healthy' as const) : ('timeout' as const))),
+      this.waitHealthy(c, paths, now() + startBudgetMs(c), AbortSignal.any([abort.signal, this.current.signal])).then((ok) => (ok ? ('healthy' as const) : ('timeout' as const))),
     ]);
     abort.abort();
     if (outcome !== 'healthy' || gen !== this.generation) {
@@ -230,7 +232,7 @@ export class ComponentWorker {
       const abort = new AbortController();
       let outcome: LaunchOutcome = await Promise.race([
         inst.exited.then((exit) => ({ kind: 'exit' as const, exit })),
-        this.waitHealthy(c, paths, launchDeadline, abort.signal).then((ok): { kind: 'healthy' } | { kind: 'timeout' } => (ok ? { kind: 'healthy' } : { kind: 'timeout' })),
+        this.waitHealthy(c, paths, launchDeadline, AbortSignal.any([abort.signal, this.current.signal])).then((ok): { kind: 'healthy' } | { kind: 'timeout' } => (ok ? { kind: 'healthy' } : { kind: 'timeout' })),
       ]);
       abort.abort();
       if (gen !== this.generation) return { ok: false, reason: 'superseded' };
@@ -259,7 +261,7 @@ export class ComponentWorker {
         this.scheduleRestart(gen, decision.delayMs);
         return { ok: false, reason: `${describeExit(outcome.exit)} and did not become healthy within its start budget of ${formatDuration(startBudgetMs(c))}` };
       }
-      await sleep(decision.delayMs);
+      await sleep(decision.delayMs, this.current.signal);
       if (gen !== this.generation) return { ok: false, reason: 'superseded' };
     }
   }
@@ -424,6 +426,9 @@ export class ComponentWorker {
   }
 
   private invalidate(): number {
+    // Waits of the generation that ends (a readiness wait, a restart delay) end now rather than at their deadline.
+    this.current.abort();
+    this.current = new AbortController();
     this.monitor?.abort();
     clearTimeout(this.restartTimer);
     return ++this.generation;

@@ -39,6 +39,8 @@ export class Engine {
   readonly workers = new Map<string, ComponentWorker>();
   desired?: DesiredState;
   private readonly agentLog: Logger;
+  /** Set by interrupt(): the agent is stopping. */
+  private stopping = false;
   private readonly supLog: Logger;
 
   constructor(private readonly deps: EngineDeps) {
@@ -140,14 +142,15 @@ export class Engine {
       const execution = await execute(
         { stopOrder: reconcile.stopOrder, startOrder: reconcile.startOrder, removed },
         desired,
-        { store, workers: this.workers, worker: (n) => this.worker(n), log: this.supLog, concurrency: this.deps.concurrency, revision: rev.id },
+        { store, workers: this.workers, worker: (n) => this.worker(n), log: this.supLog, concurrency: this.deps.concurrency, revision: rev.id, stopping: () => this.stopping },
       );
       for (const name of removed) if (store.component(name)) store.removeComponent(name);
       this.desired = desired;
 
       const outcome = execution.failed.length === 0 ? 'success' : 'failure';
-      const summary =
-        outcome === 'success'
+      const summary = this.stopping && outcome === 'failure'
+        ? 'interrupted: the agent stopped during this apply'
+        : outcome === 'success'
           ? `${execution.started.length} started, ${execution.stopped.length} stopped, ${reconcile.noTouch.length} untouched`
           : `failed: ${execution.failed.map((f) => `${f.name} (${f.reason})`).join('; ')}`;
       crashPoint('before-finish-apply');
@@ -245,6 +248,7 @@ export class Engine {
       log: this.supLog,
       concurrency: this.deps.concurrency,
       revision: this.deps.store.appliedRevision()?.id ?? 'unknown',
+      stopping: () => this.stopping,
     });
   }
 
@@ -267,6 +271,16 @@ export class Engine {
     const startOrder = desired.startOrder.filter((n) => dependents.has(n));
     this.agentLog.info({ component: name, stop_order: [...startOrder].reverse(), start_order: startOrder, revision: this.deps.store.appliedRevision()?.id }, 'hard dependency restarted: restarting its hard dependents');
     await this.executeOrders(desired, [...startOrder].reverse(), startOrder);
+  }
+
+  /**
+   * The agent is stopping: starts in progress give up now (their readiness waits end; nothing more is started), so
+   * the apply in progress ends as interrupted instead of waiting out its start budgets. Outside the queue on purpose:
+   * the queue is what it cuts short. What was spawned stays recorded as starting, and the next agent start stops it.
+   */
+  interrupt(): void {
+    this.stopping = true;
+    for (const w of this.workers.values()) w.detach();
   }
 
   /** The agent is exiting: stop supervising, leave every component running (its restart must restart nothing). */

@@ -26,6 +26,8 @@ export interface ExecutorDeps {
   log: Logger;
   concurrency: number;
   revision: string;
+  /** True once the agent is stopping: nothing more is started. */
+  stopping?: () => boolean;
 }
 
 /**
@@ -77,6 +79,11 @@ export async function execute(plan: ExecutionPlan, desired: DesiredState, deps: 
       log.warn({ component: name, state: 'stopped', reason, revision: deps.revision });
     }
     for (const name of step.start) {
+      if (deps.stopping?.()) {
+        status.set(name, 'skipped');
+        result.failed.push({ name, reason: 'not started: the agent is stopping' });
+        continue;
+      }
       status.set(name, 'starting');
       const layer = layerOf.get(name)!;
       if (!layersAnnounced.has(layer)) {

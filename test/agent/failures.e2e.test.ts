@@ -163,6 +163,23 @@ describe.concurrent('failures, end to end', { timeout: 90_000 }, () => {
     });
   });
 
+  it('a stop during an apply does not wait out the start budget: the apply ends as interrupted and the agent exits', async () => {
+    const [closed] = (await freePorts(1)) as [number];
+    // A start budget of 10 minutes: an agent that waited it out would outlive the test by far.
+    const slow = { ...neverHealthy('slow', closed), health: { check: `http://127.0.0.1:${closed}/never`, interval: '1s', timeout: '500ms', failureThreshold: 600 } };
+    await withStack({ signed: false, components: () => [sleeper('lone'), slow, sleeper('after', [{ component: 'slow', type: 'hard' }])] }, async (fx, h) => {
+      const agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args: ['--stop-on-exit'] });
+      await agent.waitForLog(is.state('slow', 'starting'), 15_000, 0, 'slow starting');
+      const exit = await agent.stop(20_000);
+      expect(exit.code).toBe(0);
+      expect(agent.lines(is.msgIncludes('apply failed')).map((l) => l.msg)).toEqual(['apply failed: interrupted: the agent stopped during this apply']);
+      expect(h.history()[0]).toMatchObject({ outcome: 'failure', summary: 'interrupted: the agent stopped during this apply' });
+      // Nothing was started after the stop began, and --stop-on-exit left nothing running.
+      expect(agent.lines(is.state('after', 'starting'))).toEqual([]);
+      for (const name of ['lone', 'slow', 'after']) expect(h.processesOf(name), name).toEqual([]);
+    });
+  });
+
   it('with a trusted key: an unsigned edit is refused, a re-signed one applied, an invalid signed one refused; refusals stop nothing', async () => {
     await withStack({ signed: true }, async (fx, h) => {
       const agent = await startConverged(h, fx);
