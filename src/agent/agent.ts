@@ -96,6 +96,8 @@ export interface AgentEventMap {
   applying: [{ revision: string; reconcile: Reconcile }];
   /** A revision waiting to be applied was replaced by a newer one before its turn. */
   superseded: [{ revision: string; by: string }];
+  /** An image pull for a container component, at most once a second while bytes flow (emitted by the runtime's owner). */
+  pull: [{ component: string; image: string; status: string; currentBytes: number; totalBytes: number }];
 }
 
 /** What a manual apply was told at once; its progress follows as events. */

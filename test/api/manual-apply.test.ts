@@ -1,6 +1,8 @@
 // `keystonectl apply PLAN` and POST /v1/apply against a running in-process agent with real processes: the files go over
 // real HTTP on loopback, the agent verifies and applies them through its own loop, and the progress streams back.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { DirectoryReader } from '../../src/source/directory-reader.js';
 import { runCtl } from '../support/cli-run.js';
 import { freePorts, neverHealthy } from '../support/stack-fixture.js';
@@ -124,6 +126,24 @@ describe('keystonectl apply against an agent that follows a directory', { timeou
     expect(events[1]).toMatchObject({ outcome: 'rejected', converged: false });
     expect(String(events[1]!.summary)).toMatch(/recipes\/ghost\.toml/);
     expect(s.livePids()).toEqual(before);
+  });
+
+  it('streams image pull progress reported while the apply runs', async () => {
+    const pull = { component: 'web', image: 'acme/web:1', status: 'Downloading', currentBytes: 1024, totalBytes: 4096 };
+    // After the route's own listener has seen the apply begin (listeners run in order; this one was added first).
+    s.agent.events.once('applying', () => queueMicrotask(() => s.agent.events.emit('pull', pull)));
+    const files = Object.fromEntries(
+      ['plans/stack.toml', ...['influxdb', 'api', 'telemetry', 'web'].map((n) => s.fx.recipePath(n))].map((f) => [f, readFileSync(join(s.fx.dir, f)).toString('base64')]),
+    );
+    const res = await s.server.inject({
+      method: 'POST',
+      url: '/v1/apply',
+      headers: { authorization: `Bearer ${s.token}`, 'content-type': 'application/json' },
+      payload: { plan: s.fx.plan, files },
+    });
+    const events = ndjson(res.body);
+    expect(events.map((e) => e.event)).toEqual(['accepted', 'reconcile', 'pull', 'done']);
+    expect(events[2]).toEqual({ event: 'pull', ...pull });
   });
 
   it('refuses bad requests before anything is applied', async () => {

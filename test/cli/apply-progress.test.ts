@@ -5,6 +5,7 @@ import { plainProgress, terminalProgress, type ProgressEvent } from '../../src/c
 const events: ProgressEvent[] = [
   { event: 'accepted', revision: 'manual:0123456789ab', planFile: 'plans/edge.toml', suspendedSync: true },
   { event: 'reconcile', stopOrder: ['web', 'api'], startOrder: ['api', 'web'], noTouch: ['influxdb', 'telemetry'] },
+  { event: 'pull', component: 'api', image: 'acme/api:1.5', status: 'Downloading', currentBytes: 3 * 1024 * 1024, totalBytes: 12 * 1024 * 1024 },
   { event: 'state', component: 'api', state: 'starting' },
   { event: 'state', component: 'influxdb', state: 'running' },
   { event: 'state', component: 'api', state: 'running' },
@@ -20,6 +21,7 @@ describe('apply progress', () => {
     expect(out.split('\n')).toEqual([
       '[apply] revision=manual:0123456789ab plan=plans/edge.toml msg=accepted by the agent (the Git sync is suspended until `keystonectl resume`)',
       '[agent] reconcile plan stop_order=[web api] start_order=[api web] no_touch=[influxdb telemetry]',
+      '[containers] component=api image=acme/api:1.5 status="Downloading" mb=3.0/12.0 msg=pulling image',
       '[supervisor] component=api state=starting',
       '[supervisor] component=influxdb state=running',
       '[supervisor] component=api state=running',
@@ -35,9 +37,10 @@ describe('apply progress', () => {
     const view = terminalProgress((s) => (out += s), () => (t += 100));
     for (const e of events) view.update(e);
     const frames = out.split('\x1b[5A');
-    // Five lines a frame (header, two rows, untouched, clock): one after the reconcile, one per state of a touched
-    // component (influxdb's is not one), and the final one.
-    expect(frames.length).toBe(5);
+    // Five lines a frame (header, two rows, untouched, clock): one after the reconcile, one per pull or state of a
+    // touched component (influxdb's is not one), and the final one.
+    expect(frames.length).toBe(6);
+    expect(frames.some((f) => f.includes('api  pulling acme/api:1.5 3.0/12.0 MB'))).toBe(true);
     const last = frames.at(-1)!.replaceAll('\x1b[2K', '');
     expect(last.startsWith("stop [web api]  start [api web]\n")).toBe(true);
     expect(last).toContain('  ✔ api  running\n');

@@ -36,6 +36,7 @@ export type ApplyProgress =
   | { event: 'accepted'; revision: string; planFile: string; suspendedSync: boolean }
   | { event: 'reconcile'; revision: string; stopOrder: string[]; startOrder: string[]; noTouch: string[] }
   | { event: 'state'; component: string; state: string; reason?: string }
+  | { event: 'pull'; component: string; image: string; status: string; currentBytes: number; totalBytes: number }
   | {
       event: 'done';
       revision: string;
@@ -76,6 +77,7 @@ export function registerApplyRoutes(server: FastifyInstance, ctx: ApiContext): v
       },
       // Only while this revision applies: the states of an apply queued before it belong to that one.
       state: (e) => void (applying && line({ event: 'state', component: e.component, state: e.state, ...(e.reason !== undefined && { reason: e.reason }) })),
+      pull: (e) => void (applying && line({ event: 'pull', ...e })),
       revision: (e) => void (e.revision === revision && finish(e.outcome, e.summary)),
       superseded: (e) => void (e.revision === revision && finish('superseded', `replaced by the newer revision ${e.by} before it was applied`)),
     };

@@ -160,11 +160,26 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
     allowHostNamespaces: values['allow-host-namespaces'],
     installArtifacts: artifactInstaller({ reader: () => artifactReader!, cacheDir: join(stateDir, 'cache'), maxBytes: MAX_ARTIFACT_BYTES }),
     log: logger.child({ module: 'containers' }),
+    // For `keystonectl apply`'s display: a line a second per component while bytes flow, and every other status.
+    onPullProgress: (component, p) => {
+      const t = Date.now();
+      const downloading = p.status === 'Downloading' || p.status === 'Extracting';
+      const last = lastPull.get(component);
+      if (last && (downloading ? t - last.at < 1000 : last.status === p.status)) return;
+      lastPull.set(component, { at: t, status: p.status });
+      try {
+        agentRef?.events.emit('pull', { component, image: p.image, status: p.status, currentBytes: p.currentBytes, totalBytes: p.totalBytes });
+      } catch (e) {
+        log.error({ err: e as Error }, 'a pull progress listener failed');
+      }
+    },
   });
+  const lastPull = new Map<string, { at: number; status: string }>();
+  let agentRef: Agent | undefined;
   const runtimeOf = (c: DesiredComponent) => (c.recipe.lifecycle.run.type === 'container' ? containerRuntime : processRuntime);
   if (trust.unsigned) log.warn('running UNSIGNED (--allow-unsigned): every revision is applied without a signature check; development only');
 
-  const agent = await startAgent({
+  const agent = (agentRef = await startAgent({
     planFile,
     stateDir,
     trust,
@@ -195,7 +210,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
     useReader: (r) => (artifactReader = r),
     logMaxBytes: positiveInt(values['log-max-bytes'], '--log-max-bytes'),
     logKeep: positiveInt(values['log-keep'], '--log-keep'),
-  });
+  }));
   // The source offers revisions (and POST /v1/sync asks it to look now); it never offers the same content twice.
   let source: { start(): Promise<void>; close(): Promise<void> };
   try {

@@ -6,6 +6,7 @@ export type ProgressEvent =
   | { event: 'accepted'; revision: string; planFile: string; suspendedSync: boolean }
   | { event: 'reconcile'; stopOrder: string[]; startOrder: string[]; noTouch: string[] }
   | { event: 'state'; component: string; state: string; reason?: string }
+  | { event: 'pull'; component: string; image: string; status: string; currentBytes: number; totalBytes: number }
   | { event: 'done'; outcome: string; summary: string; converged: boolean; components: Array<{ name: string; state: string; pid: number | null; reason: string | null }> };
 
 export interface ProgressView {
@@ -27,6 +28,9 @@ export function plainProgress(write: (s: string) => void): ProgressView {
           break;
         case 'state':
           write(`[supervisor] component=${e.component} state=${e.state}${e.reason ? ` reason=${JSON.stringify(e.reason)}` : ''}\n`);
+          break;
+        case 'pull':
+          write(`[containers] component=${e.component} image=${e.image} status=${JSON.stringify(e.status)}${e.totalBytes > 0 ? ` mb=${megabytes(e.currentBytes)}/${megabytes(e.totalBytes)}` : ''} msg=pulling image\n`);
           break;
         case 'done':
           write(`[apply] outcome=${e.outcome} converged=${e.converged} msg=${e.summary}\n`);
@@ -71,6 +75,10 @@ export function terminalProgress(write: (s: string) => void, now: () => number =
           if (!rows.has(e.component)) return;
           rows.set(e.component, { state: e.state, ...(e.reason && { reason: e.reason }) });
           break;
+        case 'pull':
+          if (!rows.has(e.component)) return;
+          rows.set(e.component, { state: `pulling ${e.image}${e.totalBytes > 0 ? ` ${megabytes(e.currentBytes)}/${megabytes(e.totalBytes)} MB` : ` (${e.status})`}` });
+          break;
         case 'done':
           for (const c of e.components) if (rows.has(c.name)) rows.set(c.name, { state: c.state, ...(c.reason && { reason: c.reason }) });
           if (header) draw();
@@ -88,3 +96,5 @@ function mark(state: string): string {
   if (state === 'stopped') return '■';
   return '…';
 }
+
+const megabytes = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
