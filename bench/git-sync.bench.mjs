@@ -52,7 +52,7 @@ async function serve(root) {
 
 async function main() {
   const { GitSource } = await import('../dist/source/git-source.js');
-  const { benchDir, ensureDir, fmt, machine, mean, median, ratio, round, clockTicksPerSecond } = await import('./harness.mjs');
+  const { benchDir, ensureDir, fmt, machine, mean, median, ratio, round, clockTicksPerSecond, BENCH_GIT_ENV } = await import('./harness.mjs');
   const { values: opts } = parseArgs({
     args: process.argv.slice(2),
     options: {
@@ -66,15 +66,8 @@ async function main() {
   const fetches = Number(opts.fetches);
   const resultsFile = join(benchDir, 'results', 'git-sync.json');
   const hz = clockTicksPerSecond();
-  const env = {
-    ...process.env,
-    GIT_CONFIG_NOSYSTEM: '1',
-    GIT_CONFIG_GLOBAL: '/dev/null',
-    GIT_AUTHOR_NAME: 'Bench',
-    GIT_AUTHOR_EMAIL: 'bench@keystone.invalid',
-    GIT_COMMITTER_NAME: 'Bench',
-    GIT_COMMITTER_EMAIL: 'bench@keystone.invalid',
-  };
+  const env = BENCH_GIT_ENV;
+
 
   /** Runs git to completion; wall ms and the CPU ms it used (children's ticks of /proc/self/stat). */
   const runGit = (args, input) =>

@@ -480,6 +480,17 @@ export function ensureDir(dir) {
   return dir;
 }
 
+/** The git CLI of the benches: no user or system configuration, a fixed identity. */
+export const BENCH_GIT_ENV = {
+  ...process.env,
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  GIT_AUTHOR_NAME: 'Bench',
+  GIT_AUTHOR_EMAIL: 'bench@keystone.invalid',
+  GIT_COMMITTER_NAME: 'Bench',
+  GIT_COMMITTER_EMAIL: 'bench@keystone.invalid',
+};
+
 // ─── a Git smart-HTTP server ────────────────────────────────────────────────────────────────────────────
 
 /**

@@ -98,15 +98,8 @@ async function main() {
   }
   const signed = !opts.unsigned;
   const resultsFile = join(benchDir, 'results', 'push-to-apply.json');
-  const gitEnv = {
-    ...process.env,
-    GIT_CONFIG_NOSYSTEM: '1',
-    GIT_CONFIG_GLOBAL: '/dev/null',
-    GIT_AUTHOR_NAME: 'Bench',
-    GIT_AUTHOR_EMAIL: 'bench@keystone.invalid',
-    GIT_COMMITTER_NAME: 'Bench',
-    GIT_COMMITTER_EMAIL: 'bench@keystone.invalid',
-  };
+  const gitEnv = h.BENCH_GIT_ENV;
+
 
   /** Runs a program to completion: its stdout and wall ms; throws on a non-zero exit. */
   const run = (cmd, args, env = gitEnv) =>

@@ -19,6 +19,7 @@ import { runCtl } from '../support/cli-run.js';
 import { startGitHttpServer, type GitHttpServer } from '../support/git-http-server.js';
 import { startGitHubContractServer, type ContractStatus, type GitHubContractServer } from '../support/github-contract-server.js';
 import { freePorts, neverHealthy, stackFixture, type StackFixture } from '../support/stack-fixture.js';
+import { GIT_ENV } from '../support/git-env.js';
 
 const run = promisify(execFile);
 const DEVICE = 'edge-07';
@@ -29,16 +30,6 @@ const GIT_TOKEN = 'git-token-for-the-gitops-e2e';
 const GITHUB_TOKEN = 'github-token-for-the-gitops-e2e';
 const WEBHOOK_SECRET = 'webhook-secret-for-the-gitops-e2e';
 const STACK = ['influxdb', 'api', 'telemetry', 'web'];
-// The git CLI of the tests: no user or system configuration, a fixed identity, the server's token on every request.
-const GIT_ENV = {
-  ...process.env,
-  GIT_CONFIG_NOSYSTEM: '1',
-  GIT_CONFIG_GLOBAL: '/dev/null',
-  GIT_AUTHOR_NAME: 'Keystone Test',
-  GIT_AUTHOR_EMAIL: 'test@keystone.invalid',
-  GIT_COMMITTER_NAME: 'Keystone Test',
-  GIT_COMMITTER_EMAIL: 'test@keystone.invalid',
-};
 
 /** Async on purpose: the Git server answers from this very process. */
 async function git(cwd: string, ...args: string[]): Promise<string> {

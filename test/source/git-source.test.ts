@@ -11,17 +11,9 @@ import { OperationError } from '../../src/core/errors.js';
 import type { Revision } from '../../src/source/directory-source.js';
 import { GitSource, type GitSourceOptions } from '../../src/source/git-source.js';
 import { startGitHttpServer, type GitHttpServer } from '../support/git-http-server.js';
+import { GIT_ENV } from '../support/git-env.js';
 
 const run = promisify(execFile);
-const GIT_ENV = {
-  ...process.env,
-  GIT_CONFIG_NOSYSTEM: '1',
-  GIT_CONFIG_GLOBAL: '/dev/null',
-  GIT_AUTHOR_NAME: 'Keystone Test',
-  GIT_AUTHOR_EMAIL: 'test@keystone.invalid',
-  GIT_COMMITTER_NAME: 'Keystone Test',
-  GIT_COMMITTER_EMAIL: 'test@keystone.invalid',
-};
 const git = async (...args: string[]) => (await run('git', args, { env: GIT_ENV })).stdout.trim();
 const decode = (b: Uint8Array) => Buffer.from(b).toString('utf8');
 

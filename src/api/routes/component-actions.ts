@@ -38,6 +38,17 @@ function fromEngineError(e: unknown): never {
 export function registerComponentActions(server: FastifyInstance, ctx: ApiContext): void {
   const { engine, store } = ctx.agent;
 
+  /** Waits for an operation as the caller asked (for it, or for its new instances, or until the timeout). */
+  const waitFor = async (op: Promise<OperatorResult>, timeoutMs: number, starts: { done: Promise<void>; cancel(): void } | undefined): Promise<WaitOutcome<OperatorResult>> => {
+    try {
+      return await ctx.waits.wait(op, timeoutMs, starts?.done);
+    } catch (e) {
+      return fromEngineError(e);
+    } finally {
+      starts?.cancel();
+    }
+  };
+
   /** The cascade of `name` in the applied revision; 404 when the revision has no such component. */
   const ordersOf = (name: string): RestartOrders => {
     const orders = engine.restartOrders(name);
@@ -100,14 +111,7 @@ export function registerComponentActions(server: FastifyInstance, ctx: ApiContex
       detached(op, name, 'restart');
       return reply.code(202).send({ component: name, stopOrder: orders.stopOrder, startOrder: orders.startOrder, wait });
     }
-    let outcome: WaitOutcome<OperatorResult>;
-    try {
-      outcome = await ctx.waits.wait(op, timeout.ms, starts?.done);
-    } catch (e) {
-      fromEngineError(e);
-    } finally {
-      starts?.cancel();
-    }
+    const outcome = await waitFor(op, timeout.ms, starts);
     const failure = unfinished(outcome, `restart of ${name}`, orders.startOrder, timeout.text, 'KS_RESTART_FAILED');
     if (failure) throw failure;
     // The new instances: the engine's workers hold them once each is started (and, for wait=health, healthy).
@@ -119,12 +123,7 @@ export function registerComponentActions(server: FastifyInstance, ctx: ApiContex
     const q = strictQuery(query, ['timeout']);
     const timeout = parseTimeout(q.timeout);
     const orders = ordersOf(name);
-    let outcome: WaitOutcome<OperatorResult>;
-    try {
-      outcome = await ctx.waits.wait(engine.stop(name), timeout.ms);
-    } catch (e) {
-      fromEngineError(e);
-    }
+    const outcome = await waitFor(engine.stop(name), timeout.ms, undefined);
     const failure = unfinished(outcome, `stop of ${name}`, orders.stopOrder, timeout.text, 'KS_STOP_FAILED');
     if (failure) throw failure;
     const stopOrder = outcome.kind === 'done' ? outcome.result.stopOrder : orders.stopOrder;
@@ -143,14 +142,7 @@ export function registerComponentActions(server: FastifyInstance, ctx: ApiContex
       detached(op, name, 'start');
       return reply.code(202).send({ component: name, wait });
     }
-    let outcome: WaitOutcome<OperatorResult>;
-    try {
-      outcome = await ctx.waits.wait(op, timeout.ms, starts?.done);
-    } catch (e) {
-      fromEngineError(e);
-    } finally {
-      starts?.cancel();
-    }
+    const outcome = await waitFor(op, timeout.ms, starts);
     const failure = unfinished(outcome, `start of ${name}`, [name], timeout.text, 'KS_START_FAILED');
     if (failure) throw failure;
     // Empty when it was running already: a start never restarts anything.
