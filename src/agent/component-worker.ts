@@ -198,6 +198,7 @@ export class ComponentWorker {
       since: this.deps.now(),
       revision,
       ...(instance && { instance }),
+      ...(c.inputs && { inputs: c.inputs }),
     });
   }
 

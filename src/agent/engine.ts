@@ -1,7 +1,8 @@
 // The one writer: every change to what runs (a revision, a crash cascade, later the API) runs here, one at a time.
 import type { DesiredState } from '../core/desired-state.js';
 import { diff, type Reconcile } from '../core/diff.js';
-import { restartCascade, type RestartOrders } from '../core/restart-cascade.js';
+import { allDependents, withGroupReplaced } from '../core/group-rollback.js';
+import { restartCascade, unitsOf, type RestartOrders } from '../core/restart-cascade.js';
 import type { Logger } from '../log/logger.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { ComponentWorker, type WorkerDeps } from './component-worker.js';
@@ -145,28 +146,72 @@ export class Engine {
         { store, workers: this.workers, worker: (n) => this.worker(n), log: this.supLog, concurrency: this.deps.concurrency, revision: rev.id, stopping: () => this.stopping },
       );
       for (const name of removed) if (store.component(name)) store.removeComponent(name);
+      const previous = this.desired;
       this.desired = desired;
+      const rolledBack = execution.failed.length && previous && !this.stopping ? await this.rollBackGroups(desired, previous, execution, rev.id) : [];
 
       const outcome = execution.failed.length === 0 ? 'success' : 'failure';
       const summary = this.stopping && outcome === 'failure'
         ? 'interrupted: the agent stopped during this apply'
         : outcome === 'success'
           ? `${execution.started.length} started, ${execution.stopped.length} stopped, ${reconcile.noTouch.length} untouched`
-          : `failed: ${execution.failed.map((f) => `${f.name} (${f.reason})`).join('; ')}`;
+          : `failed: ${execution.failed.map((f) => `${f.name} (${f.reason})`).join('; ')}${rolledBack.length ? `; ${rolledBack.map((g) => `${g} rolled back to its previous members`).join('; ')}` : ''}`;
       crashPoint('before-finish-apply');
       store.finishApply(historyId, { finishedAt: now(), outcome, summary, failed: execution.failed });
       if (outcome === 'success') {
         const all = store.components().every((c) => c.state === 'running');
         this.supLog.info(all ? 'all components running' : 'apply finished');
-      } else this.agentLog.error({ revision: rev.id, failed: execution.failed.map((f) => f.name) }, `apply failed: ${summary}`);
+      } else this.agentLog.error({ revision: rev.id, failed: execution.failed.map((f) => f.name) }, `apply ${summary}`);
       return { reconcile, execution, outcome, summary };
     });
   }
 
+  /**
+   * A composite (or a recipe's services) is updated as one unit: when one of its new members failed, every member
+   * goes back to what the previous revision ran, and what depends on them is started again. Returns the groups
+   * rolled back. A group the previous revision did not have, or whose members did not change, has nothing to undo.
+   */
+  private async rollBackGroups(desired: DesiredState, previous: DesiredState, execution: ExecutionResult, revision: string): Promise<string[]> {
+    const failed = new Set(execution.failed.map((f) => f.name));
+    const before = new Map(previous.components.map((c) => [c.name, c]));
+    let state = desired;
+    const groups: string[] = [];
+    for (const g of desired.groups ?? []) {
+      if (g.kind === 'replicas' || !g.members.some((m) => failed.has(m))) continue;
+      const old = previous.components.filter((c) => c.group === g.name);
+      const changed = g.members.some((m) => before.get(m)?.hash !== state.components.find((c) => c.name === m)?.hash) || old.some((o) => !g.members.includes(o.name));
+      if (!old.length || !changed) continue;
+      state = withGroupReplaced(state, g.name, old);
+      groups.push(g.name);
+    }
+    if (!groups.length) return [];
+    const { store } = this.deps;
+    const members = new Set(state.components.filter((c) => c.group !== undefined && groups.includes(c.group)).map((c) => c.name));
+    const undone = desired.components.filter((c) => c.group !== undefined && groups.includes(c.group) && !members.has(c.name)).map((c) => c.name);
+    const scope = new Set([...members, ...undone, ...allDependents(state, members)]);
+    const r = diff(state, store.actualState());
+    const removed = new Set(undone);
+    this.agentLog.warn({ revision, groups, start_order: r.startOrder.filter((n) => scope.has(n)) }, 'a new member never got healthy: rolling the composite back to its previous members');
+    const again = await execute(
+      { stopOrder: r.stopOrder.filter((n) => scope.has(n)), startOrder: r.startOrder.filter((n) => scope.has(n)), removed },
+      state,
+      { store, workers: this.workers, worker: (n) => this.worker(n), log: this.supLog, concurrency: this.deps.concurrency, revision, stopping: () => this.stopping },
+    );
+    for (const name of removed) if (store.component(name)) store.removeComponent(name);
+    this.desired = state;
+    if (again.failed.length) this.agentLog.error({ revision, failed: again.failed.map((f) => f.name) }, 'the rollback did not bring every previous member back');
+    return groups;
+  }
+
   /** The orders an operator restart of `name` would carry out (the API's `?dry=true`); undefined for an unknown name. */
   restartOrders(name: string): RestartOrders | undefined {
-    if (!this.desired?.components.some((c) => c.name === name)) return undefined;
-    return restartCascade(this.desired, name);
+    const units = this.desired && unitsOf(this.desired, name);
+    return units && restartCascade(this.desired!, units);
+  }
+
+  /** The units `name` stands for in the applied revision (a group's members), or undefined for an unknown name. */
+  unitsOf(name: string): string[] | undefined {
+    return this.desired && unitsOf(this.desired, name);
   }
 
   /**
@@ -175,8 +220,8 @@ export class Engine {
    */
   restart(name: string): Promise<OperatorResult> {
     return this.run(async () => {
-      const desired = this.requireDesired(name);
-      const orders = restartCascade(desired, name);
+      const { desired, units } = this.requireDesired(name);
+      const orders = restartCascade(desired, units);
       this.agentLog.info({ component: name, stop_order: orders.stopOrder, start_order: orders.startOrder, revision: this.deps.store.appliedRevision()?.id }, 'restart requested');
       const execution = await this.executeOrders(desired, orders.stopOrder, orders.startOrder);
       return { ...orders, execution };
@@ -186,14 +231,15 @@ export class Engine {
   /** Stops `name` after its hard dependents, and holds them all stopped until started again (or changed by a revision). */
   stop(name: string): Promise<OperatorResult> {
     return this.run(async () => {
-      const desired = this.requireDesired(name);
-      const { stopOrder } = restartCascade(desired, name);
+      const { desired, units } = this.requireDesired(name);
+      const { stopOrder } = restartCascade(desired, units);
+      const own = new Set(units);
       this.agentLog.info({ component: name, stop_order: stopOrder, revision: this.deps.store.appliedRevision()?.id }, 'stop requested');
       const execution = await this.executeOrders(desired, stopOrder, []);
       for (const n of stopOrder) {
         if (!this.deps.store.component(n)) continue;
         this.deps.store.recordHeld(n, true);
-        this.deps.store.recordState(n, 'stopped', n === name ? 'stopped by an operator' : `stopped by an operator with its hard dependency ${name}`);
+        this.deps.store.recordState(n, 'stopped', own.has(n) ? 'stopped by an operator' : `stopped by an operator with its hard dependency ${name}`);
       }
       return { stopOrder, startOrder: [], execution };
     });
@@ -206,22 +252,23 @@ export class Engine {
    */
   start(name: string, dependencyWaitMs = 120_000): Promise<OperatorResult> {
     return this.run(async () => {
-      const desired = this.requireDesired(name);
+      const { desired, units } = this.requireDesired(name);
       const { store } = this.deps;
+      const own = new Set(units);
       const byName = new Map(desired.components.map((c) => [c.name, c]));
       const needed = new Set<string>();
       const visit = (n: string) => {
         for (const d of byName.get(n)?.dependencies ?? []) {
-          if (needed.has(d.component)) continue;
+          if (needed.has(d.component) || own.has(d.component)) continue;
           needed.add(d.component);
           visit(d.component);
         }
       };
-      visit(name);
+      for (const u of units) visit(u);
       const up = (n: string) => ['running', 'starting', 'unhealthy', 'installing', 'backoff'].includes(store.component(n)?.state ?? 'stopped');
-      const rec = store.component(name);
-      const running = rec && (rec.state === 'running' || rec.state === 'starting' || rec.state === 'unhealthy');
-      const startOrder = desired.startOrder.filter((n) => (n === name && !running) || (needed.has(n) && !up(n)));
+      const isRunning = (n: string) => ['running', 'starting', 'unhealthy'].includes(store.component(n)?.state ?? 'stopped');
+      const running = units.every(isRunning);
+      const startOrder = desired.startOrder.filter((n) => (own.has(n) && !isRunning(n)) || (needed.has(n) && !up(n)));
       const coming = desired.startOrder.filter((n) => needed.has(n) && up(n) && store.component(n)?.state !== 'running');
       this.agentLog.info({ component: name, start_order: startOrder, waiting_for: coming, revision: this.deps.store.appliedRevision()?.id }, running ? 'start requested: already running' : 'start requested');
       // A dependency in a crash restart belongs to its worker: wait for it rather than start it a second time.
@@ -233,11 +280,11 @@ export class Engine {
     });
   }
 
-  private requireDesired(name: string): DesiredState {
+  private requireDesired(name: string): { desired: DesiredState; units: string[] } {
     const desired = this.desired;
-    if (!desired || !desired.components.some((c) => c.name === name))
-      throw Object.assign(new Error(`no component "${name}" in the applied revision`), { code: 'KS_COMPONENT_NOT_FOUND' });
-    return desired;
+    const units = desired && unitsOf(desired, name);
+    if (!desired || !units) throw Object.assign(new Error(`no component "${name}" in the applied revision`), { code: 'KS_COMPONENT_NOT_FOUND' });
+    return { desired, units };
   }
 
   private executeOrders(desired: DesiredState, stopOrder: string[], startOrder: string[]): Promise<ExecutionResult> {
@@ -250,6 +297,15 @@ export class Engine {
       revision: this.deps.store.appliedRevision()?.id ?? 'unknown',
       stopping: () => this.stopping,
     });
+  }
+
+  /**
+   * The health check of what runs `name` now: the worker's, which after a failed start-first roll is still the old
+   * instance's, not the revision's. Undefined when no worker knows (then the revision's is the answer).
+   */
+  healthCheckOf(name: string): string | null | undefined {
+    const c = this.workers.get(name)?.desired;
+    return c ? (c.recipe.lifecycle.run.health?.check ?? null) : undefined;
   }
 
   /** The pid of a component's current process instance, if it has one. */

@@ -135,6 +135,12 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX status_outbox_finished ON status_outbox (id) WHERE next_attempt_at IS NULL;
     `,
   },
+  {
+    version: 4,
+    name: 'component inputs (the configuration and bound values a component was started with)',
+    // JSON object of placeholder → value, so a dry run can say which value changed; NULL when it has none.
+    sql: `ALTER TABLE components ADD COLUMN inputs TEXT;`,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.reduce((v, m) => Math.max(v, m.version), 0);
@@ -211,6 +217,7 @@ export const componentSchema: z.ZodType<ComponentRecord> = z
     reason: z.string().optional(),
     since: ms,
     revision: z.string().optional(),
+    inputs: z.record(z.string(), z.string()).optional(),
   })
   .refine((c) => !c.instance || c.instance.kind === c.runtime, { message: 'the instance kind differs from the runtime', path: ['instance', 'kind'] });
 
@@ -291,6 +298,7 @@ export class RowReader {
       reason: row.reason ?? undefined,
       since: row.since,
       revision: row.revision ?? undefined,
+      inputs: row.inputs == null ? undefined : this.json(row, 'inputs', what),
     });
   }
 

@@ -75,6 +75,8 @@ export interface ComponentRecord extends RestartBudget {
   since: number;
   /** The revision that last started or changed it. */
   revision?: string;
+  /** The configuration and bound values it was started with (`config.http.port` → `8080`). */
+  inputs?: Record<string, string>;
 }
 
 /** The reconcile as the history keeps it (a core `Reconcile` may be passed: its other fields are dropped). */
@@ -285,7 +287,7 @@ function syncDirectory(dir: string): void {
 
 // ---- the store ----
 
-const COMPONENT_COLUMNS = 'name, hash, version, runtime, position, dependencies, instance, state, restarts, healthy_since, held, reason, since, revision';
+const COMPONENT_COLUMNS = 'name, hash, version, runtime, position, dependencies, instance, state, restarts, healthy_since, held, reason, since, revision, inputs';
 
 class SqliteStateStore implements StateStore {
   private readonly read: RowReader;
@@ -309,11 +311,11 @@ class SqliteStateStore implements StateStore {
       components: p(`SELECT ${COMPONENT_COLUMNS} FROM components ORDER BY position, name`),
       component: p(`SELECT ${COMPONENT_COLUMNS} FROM components WHERE name = ?`),
       upsert: p(`INSERT INTO components (${COMPONENT_COLUMNS})
-                 VALUES (@name, @hash, @version, @runtime, @position, @dependencies, @instance, @state, @restarts, @healthySince, @held, @reason, @since, @revision)
+                 VALUES (@name, @hash, @version, @runtime, @position, @dependencies, @instance, @state, @restarts, @healthySince, @held, @reason, @since, @revision, @inputs)
                  ON CONFLICT (name) DO UPDATE SET hash = excluded.hash, version = excluded.version, runtime = excluded.runtime,
                    position = excluded.position, dependencies = excluded.dependencies, instance = excluded.instance, state = excluded.state,
                    restarts = excluded.restarts, healthy_since = excluded.healthy_since, held = excluded.held, reason = excluded.reason,
-                   since = excluded.since, revision = excluded.revision`),
+                   since = excluded.since, revision = excluded.revision, inputs = excluded.inputs`),
       remove: p('DELETE FROM components WHERE name = ?'),
       start: p(`UPDATE components SET instance = @instance, state = 'starting', since = @at, reason = NULL, healthy_since = NULL
                 WHERE name = @name AND runtime = @kind`),
@@ -479,6 +481,7 @@ class SqliteStateStore implements StateStore {
       held: v.held ? 1 : 0,
       reason: orNull(v.reason),
       revision: orNull(v.revision),
+      inputs: v.inputs ? JSON.stringify(v.inputs) : null,
     });
   }
 
@@ -496,6 +499,7 @@ class SqliteStateStore implements StateStore {
         running: LIVE_STATES.has(c.state),
         held: c.state === 'crash-looping' || c.held,
         dependencies: c.dependencies,
+        ...(c.inputs && { inputs: c.inputs }),
       })),
     };
   }

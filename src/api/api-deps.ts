@@ -8,7 +8,7 @@ import type { Logger } from '../log/logger.js';
 
 export interface ApiAgent {
   store: Pick<StateStore, 'components' | 'component' | 'appliedRevision' | 'history'>;
-  engine: Pick<Engine, 'desired' | 'restartOrders' | 'restart' | 'stop' | 'start' | 'pidOf'>;
+  engine: Pick<Engine, 'desired' | 'restartOrders' | 'restart' | 'stop' | 'start' | 'pidOf' | 'unitsOf'> & Partial<Pick<Engine, 'healthCheckOf'>>;
   events: EventEmitter<AgentEventMap>;
   /** POST /v1/sync; false when no source can look on demand. */
   sync(): boolean;

@@ -11,13 +11,15 @@ export interface ComponentTarget {
   action?: ComponentAction;
 }
 
-/** The router's already-decoded segment after `/v1/components/`. Names never contain `:`, so the last one splits. */
+/** The router's already-decoded path after `/v1/components/`. Names never contain `:`, so the last one splits. */
 export function parseComponentTarget(segment: string): ComponentTarget {
   const colon = segment.lastIndexOf(':');
   const name = colon < 0 ? segment : segment.slice(0, colon);
   const action = colon < 0 ? undefined : segment.slice(colon + 1);
-  if (!componentName.safeParse(name).success)
-    throw new ApiError(400, 'KS_BAD_NAME', `${JSON.stringify(name)} is not a component name (letters, digits, ".", "_" and "-", at most 63 characters)`);
+  // `app/web`, `workers/2`: a composite's member or a replica, under its plan component's name.
+  const [first, ...rest] = name.split('/');
+  if (!componentName.safeParse(first).success || rest.some((m) => !/^[a-z0-9][a-z0-9_-]{0,62}$/i.test(m)))
+    throw new ApiError(400, 'KS_BAD_NAME', `${JSON.stringify(name)} is not a component name (letters, digits, ".", "_" and "-", at most 63 characters; "/" before a member)`);
   if (action === undefined) return { name };
   if (!(COMPONENT_ACTIONS as readonly string[]).includes(action))
     throw new ApiError(404, 'KS_NOT_FOUND', `no action ${JSON.stringify(action)} on components (actions: ${COMPONENT_ACTIONS.map((a) => `:${a}`).join(', ')})`);

@@ -26,6 +26,8 @@ export interface ComponentView {
   held: boolean;
   revision: string | null;
   dependencies: ComponentDependency[];
+  /** The configuration and bound values it runs with (`config.port` → `18090`); null when its recipe has none. */
+  inputs: Record<string, string> | null;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -67,6 +69,7 @@ function recordPart(rec: ComponentRecord): RecordPart {
       held: rec.held || rec.state === 'crash-looping',
       revision: rec.revision ?? null,
       dependencies: rec.dependencies,
+      inputs: rec.inputs ?? null,
     };
     if (Object.isFrozen(rec)) recordParts.set(rec, part);
   }
@@ -74,6 +77,8 @@ function recordPart(rec: ComponentRecord): RecordPart {
 }
 
 function healthCheckOf(agent: ApiAgent, name: string): string | null {
+  const running = agent.engine.healthCheckOf?.(name);
+  if (running !== undefined) return running;
   const desired = agent.engine.desired;
   if (!desired) return null;
   let checks = checksByDesired.get(desired);

@@ -62,8 +62,11 @@ export function stateDirOf(args: AgentArgs, io: CliIo): string {
 export function componentArg(positionals: string[], command: string): string {
   if (positionals.length !== 1) throw new UsageError(`${command} takes exactly one component NAME`);
   const name = positionals[0]!;
-  const r = componentName.safeParse(name);
+  // `app/web`: a member of composite `app` (or a replica, `workers/2`).
+  const [first, ...members] = name.split('/');
+  const r = componentName.safeParse(first);
   if (!r.success) throw new UsageError(r.error.issues[0]?.message ?? `"${name}" is not a valid component name`);
+  if (members.some((m) => !/^[a-z0-9][a-z0-9_-]{0,62}$/i.test(m))) throw new UsageError(`"${name}" is not a valid member name: COMPONENT/MEMBER, each letters, digits, "_" and "-"`);
   return name;
 }
 
@@ -304,7 +307,7 @@ export async function withAgentErrors(command: string, io: CliIo, json: boolean,
 
 /** The path of a component route: `/v1/components/{name}` plus an optional `:action`. */
 export function componentPath(name: string, action?: 'restart' | 'stop' | 'start'): string {
-  return `/v1/components/${encodeURIComponent(name)}${action ? `:${action}` : ''}`;
+  return `/v1/components/${name.split('/').map(encodeURIComponent).join('/')}${action ? `:${action}` : ''}`;
 }
 
 /** Past the agent's own timeout, how long the client still waits for its answer (the 504 with the states). */

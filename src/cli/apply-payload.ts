@@ -28,6 +28,8 @@ export async function collectApplyFiles(reader: RepoReader, plan: string, desire
   };
   await add(plan, true);
   for (const c of desired.components) await add(c.recipePath, true);
+  // A composite's own recipe names its members; a group scaled to zero has no unit to bring its recipe along.
+  for (const g of desired.groups ?? []) await add(g.recipePath, true);
   if (!verification.unsigned) for (const f of verification.files) await add(f, true);
   // Sent even when unsigned here: the agent may hold keys the sender did not use, and decides for itself.
   await add(SUMS_FILE, !verification.unsigned, 16 * 1024 * 1024);

@@ -13,6 +13,8 @@ export interface ActualComponent {
   held?: boolean;
   /** The dependencies it was started with: removed components are stopped dependents-first by these. */
   dependencies: ReadonlyArray<{ component: string; type: DependencyType }>;
+  /** The configuration and bound values it was started with, when its recipe has placeholders. */
+  inputs?: Readonly<Record<string, string>>;
 }
 
 export interface ActualState {
@@ -23,7 +25,7 @@ export interface ActualState {
 export type Reason =
   | { kind: 'new' }
   | { kind: 'version'; from: string; to: string }
-  | { kind: 'configuration' }
+  | { kind: 'configuration'; changes?: string[] }
   | { kind: 'not-running' }
   | { kind: 'cascade'; dependency: string }
   | { kind: 'removed' }
@@ -50,7 +52,7 @@ export function reasonText(r: Reason): string {
     case 'version':
       return `version ${r.from} → ${r.to}`;
     case 'configuration':
-      return 'configuration changed';
+      return r.changes?.length ? `configuration changed: ${r.changes.join(', ')}` : 'configuration changed';
     case 'not-running':
       return 'not running';
     case 'cascade':
@@ -70,11 +72,21 @@ function ownChange(c: DesiredComponent, a: ActualComponent | undefined): Reason 
   // Same-version hashes compare directly; an older version is recomputed so an agent upgrade restarts nothing.
   if (a.hash !== c.hash && !(hashVersion(a.hash) !== CURRENT_HASH_VERSION && sameIdentity(c, a.hash))) {
     const to = c.recipe.metadata.version;
-    return a.version !== to ? { kind: 'version', from: a.version, to } : { kind: 'configuration' };
+    if (a.version !== to) return { kind: 'version', from: a.version, to };
+    const changes = inputChanges(a.inputs, c.inputs);
+    return changes.length ? { kind: 'configuration', changes } : { kind: 'configuration' };
   }
   if (a.held) return undefined;
   if (!a.running) return { kind: 'not-running' };
   return undefined;
+}
+
+/** `config.http.port 8080 → 9090` for each placeholder value that differs (one side may have none). */
+function inputChanges(from: Readonly<Record<string, string>> | undefined, to: Readonly<Record<string, string>> | undefined): string[] {
+  if (!from && !to) return [];
+  const keys = [...new Set([...Object.keys(from ?? {}), ...Object.keys(to ?? {})])].sort();
+  const show = (v: string | undefined) => (v === undefined ? '(unused)' : v === '' ? '""' : v);
+  return keys.filter((k) => from?.[k] !== to?.[k]).map((k) => `${k} ${show(from?.[k])} → ${show(to?.[k])}`);
 }
 
 /**
@@ -227,7 +239,7 @@ export function actualFromDesired(state: DesiredState): ActualState {
   return {
     components: state.startOrder.map((n) => {
       const c = byName.get(n)!;
-      return { name: c.name, hash: c.hash, version: c.recipe.metadata.version, running: true, dependencies: c.dependencies };
+      return { name: c.name, hash: c.hash, version: c.recipe.metadata.version, running: true, dependencies: c.dependencies, ...(c.inputs && { inputs: c.inputs }) };
     }),
   };
 }

@@ -2,13 +2,15 @@
 import { posix } from 'node:path';
 import { z } from 'zod';
 import { CODES, sortDiagnostics, type Diagnostic } from './errors.js';
-import { escapesRepository } from './recipe.js';
+import { configTable, escapesRepository } from './recipe.js';
 import { componentName } from './schema-rules.js';
 import { parseTomlDocument, type ParsedDocument } from './toml-document.js';
 
 const planEntry = z.strictObject({
   name: componentName,
   recipe: z.string().min(1),
+  // Overrides of the recipe's [config] defaults (for a composite, one section per member). No default: see identity.
+  config: configTable.optional(),
 });
 
 export const planSchema = z.strictObject({

@@ -15,6 +15,7 @@ import {
 } from './schema-rules.js';
 import { parseTomlDocument, type ParsedDocument } from './toml-document.js';
 import type { TomlPath } from './toml-locate.js';
+import { mapStrings, parseTemplate } from './template.js';
 
 const duration = (fallback: string) =>
   durationText.default(fallback).transform((v) => parseDuration(v) as number);
@@ -72,7 +73,9 @@ const container = z.strictObject({
   capabilities: capabilityList.optional(),
 });
 
-const healthCheck = z.string().superRefine((v, ctx) => {
+const healthCheck = z.string().superRefine((text, ctx) => {
+  // A check with {{…}} placeholders is checked with each replaced by a port-like value here, and again once resolved.
+  const v = withPlaceholders(text, '1');
   const bad = (why: string) =>
     issue(ctx, CODES.BAD_HEALTH_CHECK, `"${v}" is not a health check: ${why}`, 'http(s)://…, tcp://host:port or cmd:<command line>');
   if (v.startsWith('cmd:')) {
@@ -97,7 +100,7 @@ const health = z.strictObject({
   failure_threshold: positiveInt.default(3),
 });
 
-const run = z.strictObject({
+const runShape = {
   type: z.enum(['process', 'container']).default('process'),
   restart_policy: z.enum(['always', 'on-failure', 'never']).default('always'),
   exec: exec.optional(),
@@ -110,6 +113,30 @@ const run = z.strictObject({
   update_strategy: z.enum(['stop-first', 'start-first']).optional(),
   // Instances of the component; 0 keeps it in the plan with nothing running. More than one cannot share host ports.
   replicas: z.number().int().min(0).optional(),
+};
+const run = z.strictObject(runShape);
+
+/** A configuration value: a scalar, or a table of them (`[config.http]`). Interpolated into strings by `{{config.…}}`. */
+type ConfigValue = string | number | boolean | { [key: string]: ConfigValue };
+const configValue: z.ZodType<ConfigValue> = z.lazy(() => z.union([z.string(), z.number(), z.boolean(), z.record(z.string(), configValue)]));
+export const configTable = z.record(z.string(), configValue);
+export type ConfigTable = z.output<typeof configTable>;
+
+/** Values a component offers its dependents (`{{deps.NAME.exports.KEY}}`); they may interpolate `{{config.…}}`. */
+const exportsTable = z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]));
+
+/** One of several services run from one recipe: a run of its own, plus its order among its siblings. */
+const service = z.strictObject({
+  ...runShape,
+  // Siblings this service needs: `requires` restarts it with them (hard), `after` only orders its start.
+  requires: z.array(z.string()).optional(),
+  after: z.array(z.string()).optional(),
+  exports: exportsTable.optional(),
+});
+
+const member = z.strictObject({
+  name: z.string(),
+  recipe: z.string().min(1),
 });
 
 const dependency = z.strictObject({
@@ -125,24 +152,48 @@ export const recipeSchema = z.strictObject({
     description: z.string().optional(),
   }),
   artifacts: z.array(artifact).default([]),
-  lifecycle: z.strictObject({
-    install: z.strictObject({ script: z.string().min(1), timeout: duration('5m') }).optional(),
-    run,
-  }),
+  // Optional, with no defaults, like every key added after the first release: absent keys keep hashes stable.
+  config: configTable.optional(),
+  exports: exportsTable.optional(),
+  lifecycle: z
+    .strictObject({
+      install: z.strictObject({ script: z.string().min(1), timeout: duration('5m') }).optional(),
+      run: run.optional(),
+      services: z.record(z.string(), service).optional(),
+    })
+    .optional(),
+  // A sidecar composite: member recipes installed, updated and operated as one (SPEC §12).
+  members: z.array(member).optional(),
   dependencies: z.array(dependency).default([]),
 });
 
-/** A recipe as parsed: defaults applied, durations in milliseconds. */
-export type Recipe = z.output<typeof recipeSchema>;
-export type RecipeDependency = Recipe['dependencies'][number];
-export type RunSpec = Recipe['lifecycle']['run'];
+/** A recipe file as parsed: defaults applied, durations in milliseconds. One run, several services, or members. */
+export type RecipeFile = z.output<typeof recipeSchema>;
+export type RunSpec = z.output<typeof run>;
+export type ServiceSpec = z.output<typeof service>;
+export type RecipeMember = z.output<typeof member>;
+export type RecipeDependency = RecipeFile['dependencies'][number];
+/** What one runnable unit runs: a recipe with exactly one resolved run (a plain recipe, a service, a member, a replica). */
+export type Recipe = Omit<RecipeFile, 'lifecycle' | 'members' | 'config' | 'exports'> & {
+  lifecycle: { install?: NonNullable<RecipeFile['lifecycle']>['install']; run: RunSpec };
+  config?: ConfigTable;
+  exports?: RecipeFile['exports'];
+};
+
+/** The health-check rule alone, for checking a check again once its placeholders are resolved. */
+export const healthCheckRule = healthCheck;
+
+/** Replaces every `{{…}}` placeholder with `value`. */
+export function withPlaceholders(text: string, value: string): string {
+  return text.replace(/\{\{[^{}]*\}\}/g, value);
+}
 
 export interface ParsedRecipe {
   file: string;
-  recipe?: Recipe;
+  recipe?: RecipeFile;
   diagnostics: Diagnostic[];
   /** Locates later diagnostics (from resolution) in this file. */
-  doc?: ParsedDocument<Recipe>;
+  doc?: ParsedDocument<RecipeFile>;
 }
 
 /** Parses one recipe file. Pure: `file` is only used for messages and to resolve relative artifact paths. */
@@ -150,7 +201,7 @@ export function parseRecipe(file: string, text: string): ParsedRecipe {
   const doc = parseTomlDocument(file, text, recipeSchema, missingRecipeField);
   const diagnostics = [...doc.diagnostics];
   if (doc.raw !== undefined) {
-    diagnostics.push(...runKindRules(doc), ...replicaRules(doc), ...artifactRules(doc, file));
+    diagnostics.push(...shapeRules(doc, file), ...artifactRules(doc, file));
   }
   return { file, recipe: diagnostics.length === 0 ? doc.value : undefined, diagnostics: sortDiagnostics(diagnostics), doc };
 }
@@ -166,11 +217,125 @@ type RawTable = Record<string, unknown>;
 const table = (v: unknown): RawTable | undefined =>
   typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as RawTable) : undefined;
 
-/** `security`/`exec` belong to processes, `container` to containers; each kind needs its own table. */
-function runKindRules(doc: ParsedDocument<unknown>): Diagnostic[] {
+const MEMBER_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/i;
+const RUN_ENUMS = new Set(['type', 'restart_policy', 'update_strategy', 'runtime', 'pull_policy']);
+
+/**
+ * What a recipe is made of: exactly one of [lifecycle.run] (one program), [lifecycle.services.NAME] (several
+ * programs from one install) or [[members]] (a composite of other recipes), with each part's own rules.
+ */
+function shapeRules(doc: ParsedDocument<unknown>, file: string): Diagnostic[] {
   const out: Diagnostic[] = [];
-  const runRaw = table(table(table(doc.raw)?.lifecycle)?.run);
+  const raw = table(doc.raw);
+  if (!raw) return out;
+  const lifecycle = table(raw.lifecycle);
+  const runRaw = table(lifecycle?.run);
+  const services = table(lifecycle?.services);
+  const members = Array.isArray(raw.members) ? raw.members : undefined;
+  const kinds = [runRaw && 'lifecycle.run', services && 'lifecycle.services', members && 'members'].filter(Boolean) as string[];
+  if (kinds.length === 0 && raw.lifecycle === undefined && raw.members === undefined)
+    out.push(doc.diagnostic(CODES.MISSING_FIELD, ['lifecycle'], 'a recipe needs [lifecycle.run], [lifecycle.services.NAME] or [[members]]'));
+  else if (kinds.length === 0 && lifecycle && lifecycle.run === undefined && lifecycle.services === undefined)
+    out.push(doc.diagnostic(CODES.MISSING_FIELD, ['lifecycle', 'run'], 'a recipe needs [lifecycle.run] (one program) or [lifecycle.services.NAME] (several)'));
+  if (kinds.length > 1)
+    out.push(
+      doc.diagnostic(
+        CODES.RECIPE_KIND,
+        kinds[1] === 'members' ? ['members'] : ['lifecycle', 'services'],
+        `a recipe has one of [lifecycle.run], [lifecycle.services.NAME] or [[members]], not ${kinds.join(' and ')}`,
+        'split it into several recipes, or make the composite list them as members',
+      ),
+    );
+
+  if (runRaw) out.push(...runKindRules(doc, runRaw, ['lifecycle', 'run']), ...replicaRules(doc, runRaw, ['lifecycle', 'run']), ...templateRules(doc, runRaw, ['lifecycle', 'run']));
+  if (services) {
+    const names = Object.keys(services);
+    if (names.length === 0) out.push(doc.diagnostic(CODES.MISSING_FIELD, ['lifecycle', 'services'], '[lifecycle.services] lists no service'));
+    for (const name of names) {
+      const at = ['lifecycle', 'services', name];
+      if (!MEMBER_NAME.test(name))
+        out.push(doc.diagnostic(CODES.BAD_NAME, at, `"${name}" is not a valid service name`, 'letters, digits, "_" and "-", starting with a letter or digit'));
+      const svc = table(services[name]);
+      if (!svc) continue;
+      out.push(...runKindRules(doc, svc, at), ...replicaRules(doc, svc, at), ...templateRules(doc, svc, at));
+      for (const key of ['requires', 'after'] as const) {
+        const list = svc[key];
+        if (!Array.isArray(list)) continue;
+        list.forEach((sibling, k) => {
+          if (typeof sibling !== 'string') return;
+          if (sibling === name || !names.includes(sibling))
+            out.push(
+              doc.diagnostic(
+                CODES.MEMBER_UNKNOWN,
+                [...at, key, k],
+                sibling === name ? `service ${name} cannot come after itself` : `service ${name} names ${sibling}, which this recipe does not declare`,
+                `services: ${names.join(', ')}`,
+              ),
+            );
+        });
+      }
+    }
+  }
+  if (members) {
+    if (lifecycle !== undefined) out.push(doc.diagnostic(CODES.RECIPE_KIND, ['lifecycle'], 'a composite runs its members: it has no [lifecycle] of its own'));
+    if (Array.isArray(raw.artifacts) && raw.artifacts.length)
+      out.push(doc.diagnostic(CODES.RECIPE_KIND, ['artifacts'], 'a composite installs its members\' artifacts: it has none of its own'));
+    if (raw.exports !== undefined)
+      out.push(doc.diagnostic(CODES.RECIPE_KIND, ['exports'], 'a composite exports what its members export', 'move [exports] into the member recipe'));
+    if (members.length === 0) out.push(doc.diagnostic(CODES.MISSING_FIELD, ['members'], 'a composite lists at least one member'));
+    const seen = new Map<string, number>();
+    members.forEach((m, i) => {
+      const t = table(m);
+      if (!t) return;
+      if (typeof t.name === 'string') {
+        if (!MEMBER_NAME.test(t.name))
+          out.push(doc.diagnostic(CODES.BAD_NAME, ['members', i, 'name'], `"${t.name}" is not a valid member name`, 'letters, digits, "_" and "-", starting with a letter or digit'));
+        const first = seen.get(t.name);
+        if (first !== undefined) out.push(doc.diagnostic(CODES.DUPLICATE_COMPONENT, ['members', i, 'name'], `member "${t.name}" is listed twice`, `first at members[${first}]`));
+        else seen.set(t.name, i);
+      }
+      if (typeof t.recipe === 'string' && (escapesRepository(t.recipe) || t.recipe === file))
+        out.push(
+          doc.diagnostic(
+            t.recipe === file ? CODES.COMPOSITE_NESTED : CODES.PATH_ESCAPE,
+            ['members', i, 'recipe'],
+            t.recipe === file ? 'a composite cannot list itself' : `"${t.recipe}" points outside the repository`,
+            'member recipe paths are relative to the repository root',
+          ),
+        );
+    });
+    // A composite's configuration has one section per member.
+    const config = table(raw.config);
+    for (const key of Object.keys(config ?? {})) {
+      if (!seen.has(key))
+        out.push(doc.diagnostic(CODES.MEMBER_UNKNOWN, ['config', key], `[config.${key}] names no member of this composite`, `members: ${[...seen.keys()].join(', ')}`));
+      else if (!table(config![key])) out.push(doc.diagnostic(CODES.INVALID_TYPE, ['config', key], `[config.${key}] must be a table: a composite's configuration has one section per member`));
+    }
+  }
+  const exportsRaw = table(raw.exports);
+  if (exportsRaw) out.push(...templateRules(doc, exportsRaw, ['exports'], true));
+  return out;
+}
+
+/** Placeholders must parse; in exports only `{{config.…}}` (an export does not re-export another component's). */
+function templateRules(doc: ParsedDocument<unknown>, value: RawTable, at: string[], configOnly = false): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  mapStrings(value, at, (text, path) => {
+    if (path.length === at.length + 1 && RUN_ENUMS.has(String(path[at.length]))) return text;
+    const { placeholders, error } = parseTemplate(text);
+    if (error) out.push(doc.diagnostic(CODES.TEMPLATE_SYNTAX, path, error, 'placeholders are {{config.KEY}} or {{deps.NAME.exports.KEY}}'));
+    else if (configOnly && placeholders.some((p) => p.ref.kind === 'bind'))
+      out.push(doc.diagnostic(CODES.TEMPLATE_SYNTAX, path, `an export cannot bind another component's export: "${text}"`, 'exports may use {{config.KEY}}'));
+    return text;
+  });
+  return out;
+}
+
+/** `security`/`exec` belong to processes, `container` to containers; each kind needs its own table. */
+function runKindRules(doc: ParsedDocument<unknown>, runRaw: RawTable | undefined, at: string[]): Diagnostic[] {
+  const out: Diagnostic[] = [];
   if (!runRaw) return out;
+  const where = at.join('.');
   const type = runRaw.type ?? 'process';
   if (type === 'container') {
     for (const key of ['security', 'exec'] as const)
@@ -178,32 +343,31 @@ function runKindRules(doc: ParsedDocument<unknown>): Diagnostic[] {
         out.push(
           doc.diagnostic(
             CODES.PROCESS_FIELD_ON_CONTAINER,
-            ['lifecycle', 'run', key],
-            `[lifecycle.run.${key}] is for processes, but this recipe runs a container`,
-            key === 'security' ? 'confine containers with [lifecycle.run.container] user, privileged and resources' : 'set the command in [lifecycle.run.container] command',
+            [...at, key],
+            `[${where}.${key}] is for processes, but this recipe runs a container`,
+            key === 'security' ? `confine containers with [${where}.container] user, privileged and resources` : `set the command in [${where}.container] command`,
           ),
         );
     if (runRaw.container === undefined)
-      out.push(doc.diagnostic(CODES.MISSING_FIELD, ['lifecycle', 'run', 'container'], 'a container recipe needs [lifecycle.run.container]'));
+      out.push(doc.diagnostic(CODES.MISSING_FIELD, [...at, 'container'], `a container recipe needs [${where}.container]`));
   } else if (type === 'process') {
     if (runRaw.container !== undefined)
       out.push(
         doc.diagnostic(
           CODES.CONTAINER_FIELD_ON_PROCESS,
-          ['lifecycle', 'run', 'container'],
-          '[lifecycle.run.container] is for containers, but this recipe runs a process',
+          [...at, 'container'],
+          `[${where}.container] is for containers, but this recipe runs a process`,
           'set type = "container" or remove the table',
         ),
       );
     if (runRaw.exec === undefined)
-      out.push(doc.diagnostic(CODES.MISSING_FIELD, ['lifecycle', 'run', 'exec'], 'a process recipe needs [lifecycle.run.exec] with a command'));
+      out.push(doc.diagnostic(CODES.MISSING_FIELD, [...at, 'exec'], `a process recipe needs [${where}.exec] with a command`));
   }
   return out;
 }
 
 /** Replicas of one component would all claim the same host ports: more than one is refused when it maps any. */
-function replicaRules(doc: ParsedDocument<unknown>): Diagnostic[] {
-  const runRaw = table(table(table(doc.raw)?.lifecycle)?.run);
+function replicaRules(doc: ParsedDocument<unknown>, runRaw: RawTable | undefined, at: string[]): Diagnostic[] {
   const replicas = runRaw?.replicas;
   if (typeof replicas !== 'number' || replicas <= 1) return [];
   const ports = table(runRaw?.container)?.ports;
@@ -211,7 +375,7 @@ function replicaRules(doc: ParsedDocument<unknown>): Diagnostic[] {
   return [
     doc.diagnostic(
       CODES.INVALID_VALUE,
-      ['lifecycle', 'run', 'replicas'],
+      [...at, 'replicas'],
       `replicas = ${replicas} with host ports: every replica would claim the same host ports`,
       'use replicas = 1, or remove [[lifecycle.run.container.ports]]',
     ),

@@ -3,7 +3,7 @@ import { posix } from 'node:path';
 import type { Diagnostic } from '../core/errors.js';
 import { resolveDesiredState, type Resolution } from '../core/desired-state.js';
 import { parsePlan, recipePathOf } from '../core/plan.js';
-import { parseRecipe, type ParsedRecipe } from '../core/recipe.js';
+import { escapesRepository, parseRecipe, type ParsedRecipe } from '../core/recipe.js';
 import { MAX_DOCUMENT_BYTES, type RepoReader } from './repo-reader.js';
 
 /** Bounded so that a 10,000-component plan does not open 10,000 files at once. */
@@ -24,16 +24,37 @@ export async function loadRevision(reader: RepoReader, planPath: string): Promis
     const p = recipePathOf(entry);
     if (!firstEntry.has(p)) firstEntry.set(p, index);
   }
-  const paths = [...firstEntry.keys()];
   const recipes = new Map<string, ParsedRecipe>();
+  await readRecipes(reader, [...firstEntry.keys()], recipes, (path, code, message) => plan.doc.diagnostic(code, ['components', firstEntry.get(path)!, 'recipe'], message));
+
+  // Composites name their members' recipes: one more level (a member that is itself a composite is refused later).
+  const memberOf = new Map<string, { composite: ParsedRecipe; index: number }>();
+  for (const r of recipes.values())
+    r.recipe?.members?.forEach((m, index) => {
+      const p = posix.normalize(m.recipe);
+      if (!recipes.has(p) && !memberOf.has(p) && !escapesRepository(p)) memberOf.set(p, { composite: r, index });
+    });
+  await readRecipes(reader, [...memberOf.keys()], recipes, (path, code, message) => {
+    const { composite, index } = memberOf.get(path)!;
+    return composite.doc!.diagnostic(code, ['members', index, 'recipe'], message);
+  });
+  return resolveDesiredState(plan, recipes);
+}
+
+/** Reads and parses `paths` into `recipes`, a few at a time; a read failure is reported where `blame` says. */
+async function readRecipes(
+  reader: RepoReader,
+  paths: string[],
+  recipes: Map<string, ParsedRecipe>,
+  blame: (path: string, code: Diagnostic['code'], message: string) => Diagnostic,
+): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < paths.length) {
       const path = paths[next++]!;
       const read = await reader.readFile(path, MAX_DOCUMENT_BYTES);
       if (!read.ok) {
-        const d = plan.doc.diagnostic(read.code, ['components', firstEntry.get(path)!, 'recipe'], read.message);
-        recipes.set(path, { file: path, diagnostics: [d] });
+        recipes.set(path, { file: path, diagnostics: [blame(path, read.code, read.message)] });
         continue;
       }
       const text = decode(read.bytes);
@@ -41,7 +62,6 @@ export async function loadRevision(reader: RepoReader, planPath: string): Promis
     }
   };
   await Promise.all(Array.from({ length: Math.min(READ_CONCURRENCY, paths.length) }, worker));
-  return resolveDesiredState(plan, recipes);
 }
 
 function decode(bytes: Uint8Array): string | undefined {

@@ -23,7 +23,7 @@ function fakeAgent(canSync = true): ApiAgent & { syncs: number } {
   const agent = {
     syncs: 0,
     store: { components: () => [], component: () => undefined, appliedRevision: () => undefined, history: () => [] },
-    engine: { restartOrders: () => undefined, restart: unused, stop: unused, start: unused, pidOf: () => undefined },
+    engine: { restartOrders: () => undefined, restart: unused, stop: unused, start: unused, pidOf: () => undefined, unitsOf: () => undefined },
     events: new EventEmitter<AgentEventMap>(),
     applyManual: unused,
     resume: unused,

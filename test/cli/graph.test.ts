@@ -64,8 +64,9 @@ describe('keystonectl graph', () => {
   it('without PLAN it takes the only plan, and names the choices when there are several', async () => {
     const several = await runCtl(['graph', '--repo', repo.dir, ...repo.trust], '/');
     expect(several.code).toBe(2);
-    expect(several.stderr).toContain('choose one of: plans/edge-processes.toml, plans/edge.toml');
+    expect(several.stderr).toContain('choose one of: plans/edge-gateway.toml, plans/edge-processes.toml, plans/edge.toml');
     rmSync(join(repo.dir, 'plans/edge-processes.toml'));
+    rmSync(join(repo.dir, 'plans/edge-gateway.toml'));
     await repo.sign();
     const one = await runCtl(['graph', '--repo', repo.dir, ...repo.trust], '/');
     expect(one.code).toBe(0);

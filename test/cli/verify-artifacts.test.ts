@@ -23,9 +23,9 @@ describe('keystonectl verify --artifacts', () => {
     const first = await runCtl(['verify', '--repo', repo.dir, ...repo.trust, '--artifacts', '--cache', cache, '--json'], '/');
     expect(first.code, first.stderr).toBe(0);
     const out = JSON.parse(first.stdout);
-    expect(out.artifacts).toHaveLength(4); // four process recipes; the container recipe has none
+    expect(out.artifacts).toHaveLength(6); // six process recipes (the gateway's two members among them); the container recipe and the composite have none
     expect(out.artifacts.every((a: { cached: boolean }) => !a.cached)).toBe(true);
-    expect(readdirSync(join(cache, 'sha256'))).toHaveLength(4);
+    expect(readdirSync(join(cache, 'sha256'))).toHaveLength(6);
     const second = JSON.parse((await runCtl(['verify', '--repo', repo.dir, ...repo.trust, '--artifacts', '--cache', cache, '--json'], '/')).stdout);
     expect(second.artifacts.every((a: { cached: boolean }) => a.cached)).toBe(true);
   });

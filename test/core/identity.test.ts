@@ -18,8 +18,8 @@ const base: ComponentSpec = {
   health: { check: 'http://127.0.0.1:8086/health', interval: '10s', timeout: '3s', failure_threshold: 6 },
   deps: [{ on: 'com.acme.other', type: 'hard' }],
   edit: (raw) => {
-    raw.lifecycle.install = { script: 'mkdir -p data', timeout: '1m' };
-    raw.lifecycle.run.security = { user: 'influx:influx', capabilities: [] };
+    raw.lifecycle!.install = { script: 'mkdir -p data', timeout: '1m' };
+    raw.lifecycle!.run!.security = { user: 'influx:influx', capabilities: [] };
   },
 };
 
@@ -64,8 +64,8 @@ describe('componentHash', () => {
 
   it('hashes the recipe as parsed: equal durations written differently and spelled-out defaults are no change', () => {
     expect(hashOf({ ...base, health: { ...base.health!, interval: '10000ms', timeout: '3s' } })).toBe(H);
-    expect(hashOf({ ...base, ...andEdit((raw) => (raw.lifecycle.run.restart_policy = 'always')) })).toBe(H);
-    expect(hashOf({ ...base, ...andEdit((raw) => (raw.lifecycle.run.security!.no_new_privileges = true)) })).toBe(H);
+    expect(hashOf({ ...base, ...andEdit((raw) => (raw.lifecycle!.run!.restart_policy = 'always')) })).toBe(H);
+    expect(hashOf({ ...base, ...andEdit((raw) => (raw.lifecycle!.run!.security!.no_new_privileges = true)) })).toBe(H);
   });
 
   it.each<{ what: string; patch: Partial<ComponentSpec> }>([
@@ -85,10 +85,10 @@ describe('componentHash', () => {
     { what: 'the health failure threshold', patch: { health: { ...base.health!, failure_threshold: 7 } } },
     { what: 'removing the health check', patch: { health: undefined } },
     { what: 'the component name in the plan', patch: { name: 'influxdb-b' } },
-    { what: 'the run user', patch: andEdit((raw) => (raw.lifecycle.run.security!.user = 'root')) },
-    { what: 'the capabilities', patch: andEdit((raw) => (raw.lifecycle.run.security!.capabilities = ['CAP_NET_BIND_SERVICE'])) },
-    { what: 'the restart policy', patch: andEdit((raw) => (raw.lifecycle.run.restart_policy = 'on-failure')) },
-    { what: 'the install script', patch: andEdit((raw) => (raw.lifecycle.install!.script = 'mkdir -p data wal')) },
+    { what: 'the run user', patch: andEdit((raw) => (raw.lifecycle!.run!.security!.user = 'root')) },
+    { what: 'the capabilities', patch: andEdit((raw) => (raw.lifecycle!.run!.security!.capabilities = ['CAP_NET_BIND_SERVICE'])) },
+    { what: 'the restart policy', patch: andEdit((raw) => (raw.lifecycle!.run!.restart_policy = 'on-failure')) },
+    { what: 'the install script', patch: andEdit((raw) => (raw.lifecycle!.install!.script = 'mkdir -p data wal')) },
   ])('changes with $what', ({ patch }) => {
     expect(hashOf({ ...base, ...patch })).not.toBe(H);
   });

@@ -110,7 +110,7 @@ describe('unknown keys', () => {
     { name: 'top level', toml: edit({ 1: 'device = "edge-1"' }), expected: [d(CODES.UNKNOWN_KEY, 'device', 1, { message: /unknown key "device"/, hint: 'known keys: components' })] },
     { name: 'a misspelt [[component]] table', toml: edit({}, '[[component]]', 'name = "x"', 'recipe = "recipes/x.toml"'), expected: [d(CODES.UNKNOWN_KEY, 'component', 14, { hint: 'did you mean "components"?' })] },
     { name: 'in components[0], a typo', toml: edit({ 5: 'recipie = "recipes/x.toml"' }), expected: [d(CODES.UNKNOWN_KEY, 'components[0].recipie', 5, { hint: 'did you mean "recipe"?' })] },
-    { name: 'in components[1]', toml: edit({ 9: 'enabled = false' }), expected: [d(CODES.UNKNOWN_KEY, 'components[1].enabled', 9, { hint: 'known keys: name, recipe' })] },
+    { name: 'in components[1]', toml: edit({ 9: 'enabled = false' }), expected: [d(CODES.UNKNOWN_KEY, 'components[1].enabled', 9, { hint: 'known keys: name, recipe, config' })] },
     { name: 'a sub-table of components[2]', toml: edit({}, '[components.env]', 'A = "1"'), expected: [d(CODES.UNKNOWN_KEY, 'components[2].env', 14)] },
   ]);
 });

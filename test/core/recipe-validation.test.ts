@@ -188,7 +188,7 @@ describe('valid recipes', () => {
   it('the container base recipe parses', () => {
     const r = parseRecipe(FILE, edit(CONTAINER, {}));
     expect(r.diagnostics).toEqual([]);
-    expect(r.recipe?.lifecycle.run.container?.ports).toEqual([
+    expect(r.recipe?.lifecycle?.run?.container?.ports).toEqual([
       { host_port: 8080, container_port: 80 },
       { host_port: 8443, container_port: 443 },
     ]);
@@ -224,10 +224,10 @@ describe('valid recipes', () => {
 
 describe('unknown keys, at every level', () => {
   runRows([
-    { name: 'top level', toml: edit(PROCESS, { 1: 'colour = "blue"' }), expected: [d(CODES.UNKNOWN_KEY, 'colour', 1, { message: /unknown key "colour"/, hint: 'known keys: metadata, artifacts, lifecycle, dependencies' })] },
+    { name: 'top level', toml: edit(PROCESS, { 1: 'colour = "blue"' }), expected: [d(CODES.UNKNOWN_KEY, 'colour', 1, { message: /unknown key "colour"/, hint: 'known keys: metadata, artifacts, config, exports, lifecycle, members, dependencies' })] },
     { name: 'metadata', toml: edit(PROCESS, { 6: 'descripton = "x"' }), expected: [d(CODES.UNKNOWN_KEY, 'metadata.descripton', 6, { hint: 'did you mean "description"?' })] },
     { name: 'artifacts[0]', toml: edit(PROCESS, { 11: 'unpak = false' }), expected: [d(CODES.UNKNOWN_KEY, 'artifacts[0].unpak', 11, { hint: 'did you mean "unpack"?' })] },
-    { name: 'lifecycle (a table)', toml: edit(PROCESS, {}, '[lifecycle.stop]', 'script = "x"'), expected: [d(CODES.UNKNOWN_KEY, 'lifecycle.stop', 41, { hint: 'known keys: install, run' })] },
+    { name: 'lifecycle (a table)', toml: edit(PROCESS, {}, '[lifecycle.stop]', 'script = "x"'), expected: [d(CODES.UNKNOWN_KEY, 'lifecycle.stop', 41, { hint: 'known keys: install, run, services' })] },
     { name: 'lifecycle.install', toml: edit(PROCESS, { 15: 'timout = "1m"' }), expected: [d(CODES.UNKNOWN_KEY, 'lifecycle.install.timout', 15, { hint: 'did you mean "timeout"?' })] },
     { name: 'lifecycle.run: a typo gets "did you mean"', toml: edit(PROCESS, { 19: 'restart_polcy = "never"' }), expected: [d(CODES.UNKNOWN_KEY, 'lifecycle.run.restart_polcy', 19, { message: /unknown key "restart_polcy"/, hint: 'did you mean "restart_policy"?' })] },
     { name: 'lifecycle.run.exec', toml: edit(PROCESS, { 24: 'workdir = "/tmp"' }), expected: [d(CODES.UNKNOWN_KEY, 'lifecycle.run.exec.workdir', 24, { hint: 'known keys: command, args, env' })] },
@@ -333,8 +333,8 @@ describe('durations', () => {
   it('omitted durations take their defaults: interval 10s, timeout 3s, install timeout 5m', () => {
     const r = parseRecipe(FILE, edit(PROCESS, { 14: '', 32: '', 33: '' }));
     expect(r.diagnostics).toEqual([]);
-    expect(r.recipe?.lifecycle.run.health).toMatchObject({ interval: 10_000, timeout: 3_000 });
-    expect(r.recipe?.lifecycle.install?.timeout).toBe(300_000);
+    expect(r.recipe?.lifecycle?.run?.health).toMatchObject({ interval: 10_000, timeout: 3_000 });
+    expect(r.recipe?.lifecycle?.install?.timeout).toBe(300_000);
   });
 
   runRows([{ name: 'a number where a duration string goes', toml: edit(PROCESS, { 32: 'interval = 10' }), expected: [d(CODES.INVALID_TYPE, 'lifecycle.run.health.interval', 32)] }]);

@@ -3,7 +3,7 @@
 import { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { describe, expect, it } from 'vitest';
-import { parseRecipe } from '../../src/core/recipe.js';
+import { parseRecipe, type Recipe } from '../../src/core/recipe.js';
 import { componentHash } from '../../src/core/identity.js';
 import { checkContainerComponent } from '../../src/runtime/container-check.js';
 import { engineEndpoints } from '../../src/runtime/container-engine.js';
@@ -56,13 +56,13 @@ describe('recipe fields for containers', () => {
     const r = recipe('[lifecycle.run.container]', 'image = "img:1"', 'capabilities = ["CAP_NET_BIND_SERVICE", "CAP_NOPE"]');
     expect(r.diagnostics.map((d) => [d.code, d.path])).toEqual([['KS_BAD_CAPABILITY', 'lifecycle.run.container.capabilities[1]']]);
     const ok = recipe('[lifecycle.run.container]', 'image = "img:1"', 'capabilities = ["CAP_NET_BIND_SERVICE"]');
-    expect(ok.recipe?.lifecycle.run.container?.capabilities).toEqual(['CAP_NET_BIND_SERVICE']);
+    expect(ok.recipe?.lifecycle?.run?.container?.capabilities).toEqual(['CAP_NET_BIND_SERVICE']);
   });
 
   it('update_strategy is stop-first or start-first; replicas an integer from 0', () => {
     const ok = recipe('update_strategy = "start-first"', 'replicas = 0', '[lifecycle.run.container]', 'image = "img:1"');
     expect(ok.diagnostics).toEqual([]);
-    expect(ok.recipe?.lifecycle.run).toMatchObject({ update_strategy: 'start-first', replicas: 0 });
+    expect(ok.recipe?.lifecycle?.run).toMatchObject({ update_strategy: 'start-first', replicas: 0 });
     const bad = recipe('update_strategy = "rolling"', 'replicas = -1', '[lifecycle.run.container]', 'image = "img:1"');
     expect(bad.diagnostics.map((d) => [d.code, d.path])).toEqual([
       ['KS_INVALID_VALUE', 'lifecycle.run.update_strategy'],
@@ -79,11 +79,11 @@ describe('recipe fields for containers', () => {
 
   it('the new fields, when absent, leave the parsed recipe and so the component hash as before', () => {
     const r = recipe('[lifecycle.run.container]', 'image = "img:1"').recipe!;
-    expect(r.lifecycle.run).not.toHaveProperty('update_strategy');
-    expect(r.lifecycle.run).not.toHaveProperty('replicas');
-    expect(r.lifecycle.run.container).not.toHaveProperty('capabilities');
+    expect(r.lifecycle!.run!).not.toHaveProperty('update_strategy');
+    expect(r.lifecycle!.run!).not.toHaveProperty('replicas');
+    expect(r.lifecycle!.run!.container).not.toHaveProperty('capabilities');
     // Pinned: the hash of this recipe as computed before the fields existed.
-    expect(componentHash({ recipe: r, entry: { name: 'web', recipe: 'recipes/web.toml' } })).toBe(PINNED_HASH);
+    expect(componentHash({ recipe: r as Recipe, entry: { name: "web", recipe: "recipes/web.toml" } })).toBe(PINNED_HASH);
   });
 });
 

@@ -3,11 +3,11 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import Docker from 'dockerode';
 import type { DesiredComponent } from '../../src/core/desired-state.js';
-import { recipeSchema } from '../../src/core/recipe.js';
+import { recipeSchema, type Recipe } from '../../src/core/recipe.js';
 import { LABELS } from '../../src/runtime/container-spec.js';
 import type { RecipeInput } from './runtime-fixtures.js';
 
-type RunInput = RecipeInput['lifecycle']['run'];
+type RunInput = NonNullable<NonNullable<RecipeInput['lifecycle']>['run']>;
 export type ContainerInput = NonNullable<RunInput['container']>;
 
 export const docker = new Docker({ socketPath: '/var/run/docker.sock' });
@@ -28,7 +28,7 @@ export function containerComponent(name: string, container: ContainerInput, more
     metadata: { name: `com.test.${name}`, version: '1.0.0' },
     lifecycle: { run: { type: 'container', container, ...(more.health && { health: more.health }) } },
   };
-  const recipe = recipeSchema.parse(raw);
+  const recipe = recipeSchema.parse(raw) as Recipe;
   const hash = `v1:${randomBytes(32).toString('hex')}`;
   return { name, index: 0, recipePath: `recipes/${name}.toml`, entry: { name, recipe: `recipes/${name}.toml` }, recipe, dependencies: [], hash };
 }

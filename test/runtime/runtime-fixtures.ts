@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { z } from 'zod';
 import type { DesiredComponent } from '../../src/core/desired-state.js';
-import { recipeSchema } from '../../src/core/recipe.js';
+import { recipeSchema, type Recipe } from '../../src/core/recipe.js';
 import { listProcesses } from '../../src/runtime/proc-identity.js';
 import type { ComponentPaths } from '../../src/runtime/runtime.js';
 
 export type RecipeInput = z.input<typeof recipeSchema>;
-type RunInput = RecipeInput['lifecycle']['run'];
+type RunInput = NonNullable<NonNullable<RecipeInput['lifecycle']>['run']>;
 
 export const isRoot = process.getuid?.() === 0;
 export const NOT_ROOT_REASON = 'needs root: setpriv can only change uid and capabilities as root';
@@ -27,7 +27,7 @@ export function processComponent(
       ...(more.install && { install: more.install }),
     },
   };
-  const recipe = recipeSchema.parse(raw);
+  const recipe = recipeSchema.parse(raw) as Recipe;
   return { name, index: 0, recipePath: `recipes/${name}.toml`, entry: { name, recipe: `recipes/${name}.toml` }, recipe, dependencies: [], hash: 'test' };
 }
 

@@ -11,7 +11,7 @@ import { recipeSchema, type ParsedRecipe, type Recipe } from '../../src/core/rec
 
 /** A recipe as TOML would give it, before the schema. */
 export type RecipeInput = z.input<typeof recipeSchema>;
-type RunInput = RecipeInput['lifecycle']['run'];
+type RunInput = NonNullable<NonNullable<RecipeInput['lifecycle']>['run']>;
 
 /** A dependency by component name (`on`); a name that is no component of the list is taken as a recipe id. */
 export interface DepSpec {
@@ -70,7 +70,7 @@ export function rawRecipe(spec: ComponentSpec, specs: readonly ComponentSpec[] =
 
 /** The parsed recipe of one spec (throws on a schema error: a builder misuse, not a test subject). */
 export function recipe(spec: ComponentSpec, specs: readonly ComponentSpec[] = [spec]): Recipe {
-  return recipeSchema.parse(rawRecipe(spec, specs));
+  return recipeSchema.parse(rawRecipe(spec, specs)) as Recipe;
 }
 
 /** The plan entry of one spec, as parsePlan gives it. */

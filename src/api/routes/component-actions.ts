@@ -66,6 +66,12 @@ export function registerComponentActions(server: FastifyInstance, ctx: ApiContex
     return pid ?? containerId ?? null;
   };
 
+  /** The units `name` stands for: itself, or a group's members (`app` → `app/web`, `app/proxy`). */
+  const unitsOf = (name: string): string[] => engine.unitsOf(name) ?? [name];
+  /** For a group: the pid or container id of each member, since the group itself has none. */
+  const membersOf = (name: string, units: readonly string[]): { members?: Record<string, number | string | null> } =>
+    units.length === 1 && units[0] === name ? {} : { members: Object.fromEntries(units.map((u) => [u, idOf(u)])) };
+
   const progress = (names: readonly string[]): ComponentProgress[] =>
     names.map((name) => {
       const rec = store.component(name);
@@ -115,8 +121,9 @@ export function registerComponentActions(server: FastifyInstance, ctx: ApiContex
     const failure = unfinished(outcome, `restart of ${name}`, orders.startOrder, timeout.text, 'KS_RESTART_FAILED');
     if (failure) throw failure;
     // The new instances: the engine's workers hold them once each is started (and, for wait=health, healthy).
-    const dependents = Object.fromEntries(orders.startOrder.filter((n) => n !== name).map((n) => [n, idOf(n)]));
-    return { component: name, ...instanceFields(name), dependents, wait, timeout: timeout.text };
+    const units = unitsOf(name);
+    const dependents = Object.fromEntries(orders.startOrder.filter((n) => !units.includes(n)).map((n) => [n, idOf(n)]));
+    return { component: name, ...instanceFields(name), ...membersOf(name, units), dependents, wait, timeout: timeout.text };
   }
 
   async function stop(name: string, query: unknown) {
@@ -128,7 +135,8 @@ export function registerComponentActions(server: FastifyInstance, ctx: ApiContex
     if (failure) throw failure;
     const stopOrder = outcome.kind === 'done' ? outcome.result.stopOrder : orders.stopOrder;
     // Its hard dependents went first (a dependency never stops under a running dependent); all stay held stopped.
-    return { component: name, stopOrder, stoppedDependents: stopOrder.filter((n) => n !== name), held: true };
+    const units = unitsOf(name);
+    return { component: name, stopOrder, stoppedDependents: stopOrder.filter((n) => !units.includes(n)), held: true };
   }
 
   async function start(name: string, query: unknown, reply: FastifyReply) {
@@ -136,22 +144,23 @@ export function registerComponentActions(server: FastifyInstance, ctx: ApiContex
     const wait: WaitFor = parseWait(q.wait);
     const timeout = parseTimeout(q.timeout);
     ordersOf(name);
-    const starts = wait === 'started' ? ctx.waits.starts([name]) : undefined;
+    const units = unitsOf(name);
+    const starts = wait === 'started' ? ctx.waits.starts(units) : undefined;
     const op = engine.start(name, timeout.ms);
     if (wait === 'none') {
       detached(op, name, 'start');
       return reply.code(202).send({ component: name, wait });
     }
     const outcome = await waitFor(op, timeout.ms, starts);
-    const failure = unfinished(outcome, `start of ${name}`, [name], timeout.text, 'KS_START_FAILED');
+    const failure = unfinished(outcome, `start of ${name}`, units, timeout.text, 'KS_START_FAILED');
     if (failure) throw failure;
     // Empty when it was running already: a start never restarts anything.
-    const started = outcome.kind === 'done' ? outcome.result.startOrder : [name];
-    return { component: name, ...instanceFields(name), started, wait, timeout: timeout.text };
+    const started = outcome.kind === 'done' ? outcome.result.startOrder : units;
+    return { component: name, ...instanceFields(name), ...membersOf(name, units), started, wait, timeout: timeout.text };
   }
 
-  server.post<{ Params: { target: string } }>('/v1/components/:target', async (request, reply) => {
-    const { name, action } = parseComponentTarget(request.params.target);
+  server.post<{ Params: { '*': string } }>('/v1/components/*', async (request, reply) => {
+    const { name, action } = parseComponentTarget(request.params['*']);
     if (!action) throw new ApiError(404, 'KS_NOT_FOUND', `POST /v1/components/${name} needs an action: :restart, :stop or :start`);
     requireEmptyBody(request.body);
     ctx.log?.info({ component: name, action, query: request.query, via: isSocketRequest(request.raw) ? 'socket' : 'tcp', revision: store.appliedRevision()?.id ?? null }, 'operator action requested through the API');

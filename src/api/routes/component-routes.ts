@@ -4,6 +4,8 @@ import { ApiError } from '../api-error.js';
 import type { ApiContext } from '../api-context.js';
 import { parseComponentTarget } from '../component-target.js';
 import { componentView, type ComponentView } from '../component-view.js';
+import { groupView, type GroupView } from '../group-view.js';
+import type { DesiredGroup } from '../../core/desired-state.js';
 import { strictQuery } from '../query-params.js';
 import type { ComponentRecord } from '../../agent/state-store.js';
 
@@ -33,18 +35,45 @@ export function registerComponentRoutes(server: FastifyInstance, ctx: ApiContext
     const desired = ctx.agent.engine.desired;
     const pids = records.map((r) => ctx.agent.engine.pidOf(r.name));
     if (!memo || !sameList(memo, records, desired, pids)) {
-      const views: ComponentView[] = records.map((rec) => componentView(ctx.agent, rec));
+      const views: Array<ComponentView | GroupView> = nest(records.map((rec) => componentView(ctx.agent, rec)), desired?.groups ?? []);
       memo = { records, desired, pids, body: JSON.stringify(views) };
     }
     return reply.type('application/json; charset=utf-8').send(memo.body);
   });
 
-  server.get<{ Params: { target: string } }>('/v1/components/:target', async (request): Promise<ComponentView> => {
+  server.get<{ Params: { '*': string } }>('/v1/components/*', async (request): Promise<ComponentView | GroupView> => {
     strictQuery(request.query, []);
-    const { name, action } = parseComponentTarget(request.params.target);
+    const { name, action } = parseComponentTarget(request.params['*']);
     if (action) throw new ApiError(404, 'KS_NOT_FOUND', `:${action} is an action: POST it`);
     const rec = ctx.agent.store.component(name);
-    if (!rec) throw new ApiError(404, 'KS_COMPONENT_NOT_FOUND', `no component ${JSON.stringify(name)} on this device`);
-    return componentView(ctx.agent, rec);
+    if (rec) return componentView(ctx.agent, rec);
+    const group = ctx.agent.engine.desired?.groups?.find((g) => g.name === name);
+    if (!group) throw new ApiError(404, 'KS_COMPONENT_NOT_FOUND', `no component ${JSON.stringify(name)} on this device`);
+    const members = group.members.flatMap((m) => {
+      const r = ctx.agent.store.component(m);
+      return r ? [componentView(ctx.agent, r)] : [];
+    });
+    return groupView(group, members);
   });
+}
+
+/** The members of each group under one entry for the group, where its first member would be; the rest as they come. */
+function nest(views: ComponentView[], groups: readonly DesiredGroup[]): Array<ComponentView | GroupView> {
+  if (groups.length === 0) return views;
+  const groupOf = new Map<string, DesiredGroup>();
+  for (const g of groups) for (const m of g.members) groupOf.set(m, g);
+  const byName = new Map(views.map((v) => [v.name, v]));
+  const out: Array<ComponentView | GroupView> = [];
+  const placed = new Set<string>();
+  for (const v of views) {
+    const g = groupOf.get(v.name);
+    if (!g) out.push(v);
+    else if (!placed.has(g.name)) {
+      placed.add(g.name);
+      out.push(groupView(g, g.members.flatMap((m) => (byName.has(m) ? [byName.get(m)!] : []))));
+    }
+  }
+  // A group with no running record (scaled to zero, or not started yet) is still shown.
+  for (const g of groups) if (!placed.has(g.name)) out.push(groupView(g, []));
+  return out;
 }

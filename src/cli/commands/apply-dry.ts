@@ -28,7 +28,8 @@ const LIVE = new Set(['installing', 'starting', 'running', 'unhealthy', 'backoff
  * Undefined when nothing answers quickly; an explicit `--agent` that does not answer is an error.
  */
 async function agentActualState(url: string, required: boolean): Promise<ActualState | undefined> {
-  let views: Array<{ name: string; hash: string; version: string; state: string; held: boolean; dependencies: ActualComponent['dependencies'] }>;
+  type View = { name: string; hash: string; version: string; state: string; held: boolean; dependencies: ActualComponent['dependencies']; inputs?: Record<string, string> | null; members?: View[] };
+  let views: View[];
   try {
     const res = await fetch(new URL('/v1/components', url), { signal: AbortSignal.timeout(required ? 10_000 : 1_000), redirect: 'error' });
     if (!res.ok) throw new Error(`HTTP ${res.status}`);
@@ -38,14 +39,16 @@ async function agentActualState(url: string, required: boolean): Promise<ActualS
     if (required) throw new OperationError('KS_AGENT_UNREACHABLE', `no agent answers at ${url}: ${(e as Error).message}`);
     return undefined;
   }
+  // A composite's entry carries its members: they are what runs.
   return {
-    components: views.map((v) => ({
+    components: views.flatMap((v) => (Array.isArray(v.members) ? v.members : [v])).map((v) => ({
       name: v.name,
       hash: v.hash,
       version: v.version,
       running: LIVE.has(v.state),
       held: v.held || v.state === 'crash-looping',
       dependencies: v.dependencies,
+      ...(v.inputs && { inputs: v.inputs }),
     })),
   };
 }

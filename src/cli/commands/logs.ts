@@ -1,7 +1,7 @@
 // `keystonectl logs NAME`: a component's output, read straight from the state directory (the agent and keystonectl
 // share the device; the agent has no log route). `--follow` polls the file size and survives rotation.
 import { constants } from 'node:fs';
-import { open, stat, type FileHandle } from 'node:fs/promises';
+import { open, readdir, stat, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { parseArgs } from 'node:util';
@@ -52,7 +52,11 @@ export async function logs(argv: string[], io: LogsIo): Promise<number> {
     await stat(logDir);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw unreadable(logDir, e);
-    io.stderr.write(`keystonectl logs: no component "${name}" on this device (no ${logDir}; --state-dir is ${stateDir})\n`);
+    // A composite (or replicas) has no log of its own: its members do, one directory each under its name.
+    const members = await readdir(join(stateDir, 'components', name), { withFileTypes: true }).catch(() => []);
+    const named = members.filter((d) => d.isDirectory() && d.name !== 'work' && d.name !== 'logs').map((d) => `${name}/${d.name}`);
+    if (named.length) io.stderr.write(`keystonectl logs: ${name} has no log of its own: its members do (${named.sort().join(', ')}); e.g. keystonectl logs ${named[0]}\n`);
+    else io.stderr.write(`keystonectl logs: no component "${name}" on this device (no ${logDir}; --state-dir is ${stateDir})\n`);
     return EXIT.BAD_INPUT;
   }
 

@@ -46,10 +46,14 @@ export async function restart(argv: string[], io: CliIo): Promise<number> {
     }
 
     // 3. The new pids of the component and of each dependent it took along.
-    const rows: Array<[string, string]> = [[name, shownId(result?.pid ?? result?.containerId)]];
+    // A composite has no pid of its own: each member's new one instead.
+    const rows: Array<[string, string]> = isObject(result?.members)
+      ? Object.entries(result.members).map(([n, v]): [string, string] => [n, shownId(v)])
+      : [[name, shownId(result?.pid ?? result?.containerId)]];
+    const own = rows.length;
     if (isObject(result?.dependents)) for (const [n, v] of Object.entries(result.dependents)) rows.push([n, shownId(v)]);
     const waited = wait === 'health' ? `healthy again (timeout ${timeout})` : `started (timeout ${timeout})`;
-    const deps = rows.length > 1 ? ` and ${rows.length - 1} hard dependent${rows.length > 2 ? 's' : ''}` : '';
+    const deps = rows.length > own ? ` and ${rows.length - own} hard dependent${rows.length - own > 1 ? 's' : ''}` : '';
     const width = Math.max(...rows.map(([n]) => n.length));
     io.stdout.write(`restarted ${name}${deps}: ${waited}\n` + rows.map(([n, p]) => `  ${n.padEnd(width)}  ${p}`).join('\n') + '\n');
     return EXIT.OK;

@@ -31,7 +31,9 @@ export function graphJson(s: DesiredState): object {
       layer: layerOf.get(c.name),
       hash: c.hash,
       dependencies: c.dependencies,
+      ...(c.group !== undefined && { group: c.group, member: c.member }),
     })),
+    ...(s.groups?.length && { groups: s.groups.map((g) => ({ name: g.name, kind: g.kind, version: g.version, recipe: g.recipePath, members: g.members })) }),
   };
 }
 
@@ -49,7 +51,11 @@ export function renderGraph(s: DesiredState, format: GraphFormat): string {
     case 'mermaid': {
       const id = nodeIds(s);
       const lines = ['flowchart TB'];
-      for (const c of s.components) lines.push(`    ${id.get(c.name)}["${c.name.replace(/"/g, '#quot;')}"]`);
+      const node = (n: string) => `${id.get(n)}["${n.replace(/"/g, '#quot;')}"]`;
+      const grouped = new Set((s.groups ?? []).flatMap((g) => g.members));
+      for (const c of s.components) if (!grouped.has(c.name)) lines.push(`    ${node(c.name)}`);
+      // A composite's members inside one box, named after it.
+      (s.groups ?? []).forEach((g, i) => lines.push(`    subgraph group${i}["${g.name} (${g.kind})"]`, ...g.members.map((m) => `        ${node(m)}`), '    end'));
       for (const e of edges(s))
         lines.push(e.type === 'hard' ? `    ${id.get(e.from)} -- "hard" --> ${id.get(e.to)}` : `    ${id.get(e.from)} -. "ordering" .-> ${id.get(e.to)}`);
       return lines.join('\n') + '\n';
@@ -58,6 +64,7 @@ export function renderGraph(s: DesiredState, format: GraphFormat): string {
       const q = (n: string) => JSON.stringify(n);
       const lines = ['digraph keystone {', '  rankdir=TB;', '  node [shape=box];'];
       s.layers.forEach((l) => lines.push(`  { rank=same; ${l.map(q).join('; ')}; }`));
+      (s.groups ?? []).forEach((g, i) => lines.push(`  subgraph cluster_${i} { label=${q(`${g.name} (${g.kind})`)}; ${g.members.map(q).join('; ')}${g.members.length ? ';' : ''} }`));
       for (const e of edges(s))
         lines.push(`  ${q(e.from)} -> ${q(e.to)} [label=${q(e.type)}${e.type === 'ordering' ? ', style=dashed' : ''}];`);
       lines.push('}');

@@ -92,6 +92,26 @@ export function statusRow(raw: unknown, nowMs: number): StatusRow {
   };
 }
 
+/**
+ * One row, or for a group (a composite, a recipe's services, replicas) its own row and its members' rows nested
+ * under it, as `hab svc status` showed composites.
+ */
+function rowsOf(raw: unknown, nowMs: number): StatusRow[] {
+  const row = statusRow(raw, nowMs);
+  if (!isObject(raw) || !Array.isArray(raw.members)) return [row];
+  const members = raw.members;
+  const noun = raw.kind === 'replicas' ? 'replica' : 'member';
+  const running = members.filter((m) => isObject(m) && m.state === 'running').length;
+  row.instance = `${running}/${members.length} ${noun}${members.length === 1 ? '' : 's'} up`;
+  return [
+    row,
+    ...members.map((m, i) => {
+      const r = statusRow(m, nowMs);
+      return { ...r, name: `${i === members.length - 1 ? '└─' : '├─'} ${r.name}` };
+    }),
+  ];
+}
+
 /** The line above the table: which revision runs, and `UNSIGNED` loudly when it is. */
 export function revisionLine(rev: Json | undefined, nowMs: number): string {
   if (!rev) return 'revision: none applied yet';
@@ -131,7 +151,7 @@ const HEADERS: Record<keyof StatusRow, string> = {
 export function renderStatus(components: unknown[], revision: Json | undefined, nowMs: number): string {
   const lines = [revisionLine(revision, nowMs)];
   if (components.length === 0) return [...lines, 'no components'].join('\n') + '\n';
-  const rows = components.map((c) => statusRow(c, nowMs));
+  const rows = components.flatMap((c) => rowsOf(c, nowMs));
   const columns: Array<keyof StatusRow> = ['name', 'state', 'version', 'instance', 'health', 'restarts', 'since'];
   if (rows.some((r) => r.reason !== undefined)) columns.push('reason');
   const cell = (r: StatusRow, k: keyof StatusRow) => r[k] ?? '';
