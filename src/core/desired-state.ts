@@ -92,7 +92,11 @@ interface Unit {
   siblings: Array<{ unit: number; type: DependencyType; at: Located }>;
   /** Dependencies by recipe name, resolved against the plan. */
   external: Array<{ dep: RecipeDependency; at: Located }>;
+  /** Sibling members it depends on whose recipes did not parse: named, but with nothing known about them. */
+  brokenSiblings: string[];
 }
+
+type Aliases = Map<string, { exports: Map<string, ExportValue>; label: string; unknown?: boolean }>;
 
 const SERVICE_ONLY_KEYS = ['requires', 'after', 'exports'] as const;
 const RUN_ENUMS = new Set(['type', 'restart_policy', 'update_strategy', 'runtime', 'pull_policy']);
@@ -149,6 +153,9 @@ export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<strin
     return unitsOfEntry(entry, i, r, recipes, diagnostics, at, planAt);
   });
 
+  // An entry whose recipe (or a member's) did not parse exports what nobody can know: binds to it are not checked.
+  const complete = entries.map((_e, i) => !!parsed[i]?.recipe && (parsed[i]!.recipe!.members ?? []).every((m) => !!recipes.get(recipePathOf({ name: m.name, recipe: m.recipe }))?.recipe));
+
   // 2. Exports: each unit's, and each entry's (the union of its units', which must not collide).
   const entryExports: Array<Map<string, ExportValue>> = unitsOf.map((units) => {
     const all = new Map<string, ExportValue>();
@@ -185,9 +192,10 @@ export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<strin
         }
         const j = found[0]!;
         const providerRecipe = parsed[j]!.recipe;
-        if (!providerRecipe) continue; // its own errors are reported; its version cannot be checked
-        const provided = providerRecipe.metadata.version;
-        if (dep.version !== undefined && !semver.satisfies(provided, dep.version, { includePrerelease: true })) {
+        // Its own errors are reported; its version cannot be checked, but it is still a dependency (binds to it are not
+        // reported as binds to a stranger).
+        const provided = providerRecipe?.metadata.version;
+        if (provided !== undefined && dep.version !== undefined && !semver.satisfies(provided, dep.version, { includePrerelease: true })) {
           diagnostics.push(
             at({ ...loc, path: [...loc.path.slice(0, -1), 'version'] }, CODES.DEP_VERSION_MISMATCH, `component "${who}" needs ${dep.name} ${dep.version}, but "${entries[j]!.name}" is ${provided}`),
           );
@@ -201,11 +209,12 @@ export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<strin
   // 4. Placeholders: configuration and binds, resolved per unit; then the resolved health check is checked again.
   const resolvedRuns = unitsOf.map((units, i) =>
     units.map((u, k) => {
-      const aliases = new Map<string, { exports: Map<string, ExportValue>; label: string }>();
+      const aliases: Aliases = new Map();
       for (const d of unitDeps[i]![k]!) {
         if (d.unit !== undefined) aliases.set(unitsOf[i]![d.unit]!.member!, { exports: unitsOf[i]![d.unit]!.exports, label: unitsOf[i]![d.unit]!.name });
-        else aliases.set(entries[d.entry]!.name, { exports: entryExports[d.entry]!, label: entries[d.entry]!.name });
+        else aliases.set(entries[d.entry]!.name, { exports: entryExports[d.entry]!, label: entries[d.entry]!.name, ...(!complete[d.entry] && { unknown: true }) });
       }
+      for (const s of u.brokenSiblings) aliases.set(s, { exports: new Map(), label: `${u.name.slice(0, u.name.lastIndexOf('/'))}/${s}`, unknown: true });
       return resolveRun(u, aliases, diagnostics, at);
     }),
   );
@@ -320,7 +329,9 @@ function unitsOfEntry(
       return p;
     });
     for (const key of Object.keys(overrides))
-      if (!recipe.members.some((m) => m.name === key))
+      if (recipe.members.some((m) => m.name === key) && !table(overrides[key]))
+        diagnostics.push(at(planAt([...overridePath, key]), CODES.INVALID_TYPE, `[components.config.${key}] must be a table: a composite's configuration has one section per member`));
+      else if (!recipe.members.some((m) => m.name === key))
         diagnostics.push(at(planAt([...overridePath, key]), CODES.MEMBER_UNKNOWN, `[components.config.${key}] names no member of ${entry.name}`, `members: ${recipe.members.map((m) => m.name).join(', ')}`));
     const units: Unit[] = [];
     const indexOfMember = new Map<number, number>();
@@ -343,6 +354,7 @@ function unitsOfEntry(
         exports: new Map(),
         siblings: [],
         external: [],
+        brokenSiblings: [],
       });
     });
     // A member's dependency on a sibling's recipe is an edge inside the composite; the rest, and the composite's own, go to the plan.
@@ -352,9 +364,11 @@ function unitsOfEntry(
       const u = units[ui]!;
       u.external.push(...external(r));
       for (const e of external(u.parsed)) {
-        const sibling = recipe.members!.findIndex((_s, s) => s !== k && memberRecipes[s]?.recipe?.metadata.name === e.dep.name);
+        // A sibling is found by its recipe's name even when that recipe has errors of its own (reported there).
+        const sibling = recipe.members!.findIndex((_s, s) => s !== k && recipeName(recipes.get(recipePathOf({ name: _s.name, recipe: _s.recipe }))) === e.dep.name);
         const si = sibling < 0 ? undefined : indexOfMember.get(sibling);
-        if (si === undefined) u.external.push(e);
+        if (sibling >= 0 && si === undefined) u.brokenSiblings.push(recipe.members![sibling]!.name);
+        else if (si === undefined) u.external.push(e);
         else {
           const provided = units[si]!.recipe.metadata.version;
           if (e.dep.version !== undefined && !semver.satisfies(provided, e.dep.version, { includePrerelease: true }))
@@ -379,10 +393,10 @@ function unitsOfEntry(
         (svc[key] ?? []).flatMap((s, k) => (names.includes(s) && s !== name ? [{ unit: names.indexOf(s), type: (key === 'requires' ? 'hard' : 'ordering') as DependencyType, at: { parsed: r, path: ['lifecycle', 'services', name, key, k] } }] : [])),
       );
       const own = exportsOf(r, ['lifecycle', 'services', name, 'exports'], svc.exports, config, `${entry.name}/${name}`, diagnostics, at);
-      return { entryIndex: i, name: `${entry.name}/${name}`, member: name, parsed: r, recipe, runPath: ['lifecycle', 'services', name], run, config, exports: new Map([...shared, ...own]), siblings, external: external(r) };
+      return { entryIndex: i, name: `${entry.name}/${name}`, member: name, parsed: r, recipe, runPath: ['lifecycle', 'services', name], run, config, exports: new Map([...shared, ...own]), siblings, external: external(r), brokenSiblings: [] };
     });
   }
-  return [{ entryIndex: i, name: entry.name, parsed: r, recipe, runPath: ['lifecycle', 'run'], run: recipe.lifecycle!.run!, config, exports: shared, siblings: [], external: external(r) }];
+  return [{ entryIndex: i, name: entry.name, parsed: r, recipe, runPath: ['lifecycle', 'run'], run: recipe.lifecycle!.run!, config, exports: shared, siblings: [], external: external(r), brokenSiblings: [] }];
 }
 
 function table(v: unknown): ConfigTable | undefined {
@@ -448,7 +462,7 @@ function resolveText(
   text: string,
   loc: Located,
   config: ConfigTable,
-  aliases: Map<string, { exports: Map<string, ExportValue>; label: string }> | undefined,
+  aliases: Aliases | undefined,
   inputs: Record<string, string> | undefined,
   diagnostics: Diagnostic[],
   at: At,
@@ -482,6 +496,11 @@ function resolveText(
         continue;
       }
       const exported = dep.exports.get(p.ref.key);
+      if (!exported && dep.unknown) {
+        // The dependency's own recipe has errors (reported there): what it exports cannot be known.
+        ok = false;
+        continue;
+      }
       if (!exported) {
         ok = false;
         const keys = [...dep.exports.keys()];
@@ -499,7 +518,7 @@ function resolveText(
 /** The unit's run with placeholders replaced, and the values used; a resolved health check is checked again. */
 function resolveRun(
   u: Unit,
-  aliases: Map<string, { exports: Map<string, ExportValue>; label: string }>,
+  aliases: Aliases,
   diagnostics: Diagnostic[],
   at: At,
 ): { run: RunSpec; inputs?: Record<string, string> } {
@@ -513,7 +532,7 @@ function resolveRun(
   if (check !== undefined && check !== u.run.health?.check) {
     const result = healthCheckRule.safeParse(check);
     if (!result.success)
-      diagnostics.push(at({ parsed: u.parsed, path: [...u.runPath, 'health', 'check'] }, CODES.BAD_HEALTH_CHECK, `resolved to "${check}", which is not a health check: ${result.error.issues[0]?.message ?? 'invalid'}`));
+      diagnostics.push(at({ parsed: u.parsed, path: [...u.runPath, 'health', 'check'] }, CODES.BAD_HEALTH_CHECK, `resolved to ${result.error.issues[0]?.message ?? `"${check}", which is not a health check`}`));
   }
   return { run, inputs };
 }

@@ -10,7 +10,9 @@ export function withGroupReplaced(state: DesiredState, group: string, previous: 
   const kept = state.components.filter((c) => c.group !== group);
   const firstIndex = state.components.findIndex((c) => c.group === group);
   const at = firstIndex < 0 ? kept.length : state.components.slice(0, firstIndex).filter((c) => c.group !== group).length;
-  const components = [...kept.slice(0, at), ...previous, ...kept.slice(at)];
+  const merged = [...kept.slice(0, at), ...previous, ...kept.slice(at)];
+  const names = new Set(merged.map((c) => c.name));
+  const components = merged.map((c) => (c.dependencies.every((d) => names.has(d.component)) ? c : { ...c, dependencies: c.dependencies.filter((d) => names.has(d.component)) }));
   const index = new Map(components.map((c, i) => [c.name, i]));
   const deps = components.map((c) => c.dependencies.flatMap((d) => (index.has(d.component) ? [index.get(d.component)!] : [])));
   const layers = computeLayers(deps).map((l) => l.map((i) => components[i]!.name));

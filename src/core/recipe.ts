@@ -15,7 +15,7 @@ import {
 } from './schema-rules.js';
 import { parseTomlDocument, type ParsedDocument } from './toml-document.js';
 import type { TomlPath } from './toml-locate.js';
-import { mapStrings, parseTemplate } from './template.js';
+import { hasPlaceholder, mapStrings, parseTemplate } from './template.js';
 
 const duration = (fallback: string) =>
   durationText.default(fallback).transform((v) => parseDuration(v) as number);
@@ -73,9 +73,9 @@ const container = z.strictObject({
   capabilities: capabilityList.optional(),
 });
 
-const healthCheck = z.string().superRefine((text, ctx) => {
-  // A check with {{…}} placeholders is checked with each replaced by a port-like value here, and again once resolved.
-  const v = withPlaceholders(text, '1');
+const healthCheck = z.string().superRefine((v, ctx) => {
+  // A check with placeholders is checked once resolved (a placeholder may stand for any part of it, or all of it).
+  if (hasPlaceholder(v)) return;
   const bad = (why: string) =>
     issue(ctx, CODES.BAD_HEALTH_CHECK, `"${v}" is not a health check: ${why}`, 'http(s)://…, tcp://host:port or cmd:<command line>');
   if (v.startsWith('cmd:')) {
@@ -183,10 +183,6 @@ export type Recipe = Omit<RecipeFile, 'lifecycle' | 'members' | 'config' | 'expo
 /** The health-check rule alone, for checking a check again once its placeholders are resolved. */
 export const healthCheckRule = healthCheck;
 
-/** Replaces every `{{…}}` placeholder with `value`. */
-export function withPlaceholders(text: string, value: string): string {
-  return text.replace(/\{\{[^{}]*\}\}/g, value);
-}
 
 export interface ParsedRecipe {
   file: string;
@@ -257,7 +253,10 @@ function shapeRules(doc: ParsedDocument<unknown>, file: string): Diagnostic[] {
         out.push(doc.diagnostic(CODES.BAD_NAME, at, `"${name}" is not a valid service name`, 'letters, digits, "_" and "-", starting with a letter or digit'));
       const svc = table(services[name]);
       if (!svc) continue;
-      out.push(...runKindRules(doc, svc, at), ...replicaRules(doc, svc, at), ...templateRules(doc, svc, at));
+      const { exports: svcExports, ...svcRun } = svc;
+      out.push(...runKindRules(doc, svc, at), ...replicaRules(doc, svc, at), ...templateRules(doc, svcRun, at));
+      const exportsTableRaw = table(svcExports);
+      if (exportsTableRaw) out.push(...templateRules(doc, exportsTableRaw, [...at, 'exports'], true));
       for (const key of ['requires', 'after'] as const) {
         const list = svc[key];
         if (!Array.isArray(list)) continue;
@@ -268,7 +267,7 @@ function shapeRules(doc: ParsedDocument<unknown>, file: string): Diagnostic[] {
               doc.diagnostic(
                 CODES.MEMBER_UNKNOWN,
                 [...at, key, k],
-                sibling === name ? `service ${name} cannot come after itself` : `service ${name} names ${sibling}, which this recipe does not declare`,
+                sibling === name ? `service ${name} cannot ${key === 'after' ? 'come after' : 'require'} itself` : `service ${name} names ${sibling}, which this recipe does not declare`,
                 `services: ${names.join(', ')}`,
               ),
             );

@@ -11,27 +11,27 @@ export interface Placeholder {
 const CONFIG_REF = /^config((?:\.[A-Za-z0-9_-]+)+)$/;
 const BIND_REF = /^deps\.([A-Za-z0-9][A-Za-z0-9._-]*)\.exports\.([A-Za-z0-9_-]+)$/;
 
-/** Every placeholder of `text`, or why one cannot be read. Text without `{{` is returned as is, at no cost. */
+/**
+ * Only `{{config.…}}` and `{{deps.…}}` are placeholders: any other braces are the recipe's own text (a JSON value in an
+ * env var, a Go template in a container command such as `{{.ID}}`), left as written, as before placeholders existed.
+ */
+const OPENING = /\{\{\s*(?:config|deps)\b/g;
+const PLACEHOLDER = /\{\{\s*((?:config|deps)\b[^{}]*?)\s*\}\}/g;
+
+/** Every placeholder of `text`, or why one cannot be read. Text without one is returned as is, at no cost. */
 export function parseTemplate(text: string): { placeholders: Placeholder[]; error?: string } {
   const placeholders: Placeholder[] = [];
-  if (!text.includes('{{') && !text.includes('}}')) return { placeholders };
-  let i = 0;
-  for (;;) {
-    const open = text.indexOf('{{', i);
-    const strayClose = text.indexOf('}}', i);
-    if (open < 0) {
-      if (strayClose >= 0) return { placeholders, error: `"}}" without "{{" in "${text}"` };
-      return { placeholders };
-    }
-    if (strayClose >= 0 && strayClose < open) return { placeholders, error: `"}}" without "{{" in "${text}"` };
-    const close = text.indexOf('}}', open + 2);
-    if (close < 0) return { placeholders, error: `"{{" without "}}" in "${text}"` };
-    const inner = text.slice(open + 2, close).trim();
+  if (!text.includes('{{')) return { placeholders };
+  for (const m of text.matchAll(OPENING)) {
+    const close = text.indexOf('}}', m.index);
+    const nextOpen = text.indexOf('{{', m.index + 2);
+    if (close < 0 || (nextOpen >= 0 && nextOpen < close)) return { placeholders, error: `"{{" without "}}" in "${text}"` };
+    const inner = text.slice(m.index + 2, close).trim();
     const ref = parseRef(inner);
     if (!ref) return { placeholders, error: `{{${inner}}} is neither {{config.KEY}} nor {{deps.NAME.exports.KEY}}` };
     placeholders.push({ text: inner, ref });
-    i = close + 2;
   }
+  return { placeholders };
 }
 
 function parseRef(inner: string): TemplateRef | undefined {
@@ -45,10 +45,15 @@ function parseRef(inner: string): TemplateRef | undefined {
 /** Replaces each placeholder with `value(placeholder)`; assumes `text` parsed without error. */
 export function interpolate(text: string, value: (p: Placeholder) => string): string {
   if (!text.includes('{{')) return text;
-  return text.replace(/\{\{([^{}]*)\}\}/g, (_m, inner: string) => {
+  return text.replace(PLACEHOLDER, (_m, inner: string) => {
     const trimmed = inner.trim();
     return value({ text: trimmed, ref: parseRef(trimmed)! });
   });
+}
+
+/** True when `text` has a placeholder (well formed or not). */
+export function hasPlaceholder(text: string): boolean {
+  return text.includes('{{') && /\{\{\s*(?:config|deps)\b/.test(text);
 }
 
 /**

@@ -2,7 +2,7 @@
 // real: collects its JSON log lines, waits on them with deadlines, reads its state store read-only, inspects the
 // component processes through /proc, and kills every process a test started when the test ends.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Sqlite from 'better-sqlite3';
@@ -90,6 +90,8 @@ export class AgentProcess {
   }
 
   private take(chunk: string): void {
+    // KEYSTONE_HARNESS_LOG=FILE keeps every agent's log of a run, to read (or quote) after it.
+    if (process.env.KEYSTONE_HARNESS_LOG) appendFileSync(process.env.KEYSTONE_HARNESS_LOG, chunk);
     this.buffered += chunk;
     let nl: number;
     while ((nl = this.buffered.indexOf('\n')) >= 0) {
