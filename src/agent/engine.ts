@@ -161,7 +161,7 @@ export class Engine {
       if (outcome === 'success') {
         const all = store.components().every((c) => c.state === 'running');
         this.supLog.info(all ? 'all components running' : 'apply finished');
-      } else this.agentLog.error({ revision: rev.id, failed: execution.failed.map((f) => f.name) }, `apply ${summary}`);
+      } else this.agentLog.error({ revision: rev.id, failed: execution.failed.map((f) => f.name) }, summary.startsWith('failed: ') ? `apply ${summary}` : `apply failed: ${summary}`);
       return { reconcile, execution, outcome, summary };
     });
   }

@@ -186,11 +186,12 @@ describe('the example workflow, run', () => {
     expect(r.outputs.exit).toBe('0');
     const report = readFileSync(r.outputs.report!, 'utf8');
     expect(readFileSync(join(runner, 'summary'), 'utf8')).toBe(report);
-    expect(report.startsWith(`${MARKER}\n\n### Keystone dry run: \`plans/edge-processes.toml\``)).toBe(true);
+    expect(report.startsWith(`${MARKER}\n\n### Keystone dry run: \`plans/edge-gateway.toml\``)).toBe(true);
+    expect(report).toContain('### Keystone dry run: `plans/edge-processes.toml`');
     expect(report).toContain('### Keystone dry run: `plans/edge.toml`');
-    expect(report.match(/\| `api` \| restart \| version 1\.4\.0 → 1\.5\.0 \|/g)).toHaveLength(2);
+    expect(report.match(/\| `api` \| restart \| version 1\.4\.0 → 1\.5\.0 \|/g)).toHaveLength(3);
     const fences = [...report.matchAll(/^```mermaid\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
-    expect(fences).toHaveLength(2);
+    expect(fences).toHaveLength(3);
     for (const f of fences) {
       expect(f.startsWith('flowchart TB\n')).toBe(true);
       expect(f).toContain('c0_influxdb -- "hard" --> c1_api');
@@ -209,9 +210,11 @@ describe('the example workflow, run', () => {
     const report = readFileSync(r.outputs.report!, 'utf8');
     expect(report).toContain('### Keystone dry run: `plans/edge.toml` is invalid');
     expect(report).toMatch(/`recipes\/com\.acme\.web\.toml:\d+` `dependencies\[0\]\.name` .*`KS_DEP_MISSING`/);
-    // edge-processes.toml runs web as a process, from another recipe: still valid, still reported with its graph.
+    // edge-processes.toml and edge-gateway.toml run web as a process, from another recipe: still valid, still reported
+    // with their graphs.
     expect(report).toContain('### Keystone dry run: `plans/edge-processes.toml`\n');
-    expect(report.match(/^```mermaid$/gm)).toHaveLength(1);
+    expect(report).toContain('### Keystone dry run: `plans/edge-gateway.toml`\n');
+    expect(report.match(/^```mermaid$/gm)).toHaveLength(2);
   });
 
   it('an unsigned edit: the refusal is in the report, and the step says 2', () => {

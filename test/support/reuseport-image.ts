@@ -4,11 +4,9 @@
 // mounts the host's /usr read-only (REUSEPORT_USR_MOUNT), and the rootfs has the links a merged-/usr Debian expects
 // (lib -> usr/lib, lib64 -> usr/lib64), so /usr/bin/perl (perl-base, always there on Debian) and its libc resolve.
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { constants } from 'node:fs';
-import { copyFile, mkdir, mkdtemp, open, rm, stat, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ensureRootfsImage } from './rootfs-image.js';
 
 export const REUSEPORT_IMAGE = 'keystone-test/reuseport:1';
 /** The server's path inside the image. */
@@ -16,7 +14,6 @@ export const REUSEPORT_SERVER = '/srv/reuseport-http.pl';
 /** The host's /usr, read-only: where /usr/bin/perl and its libraries come from. */
 export const REUSEPORT_USR_MOUNT = { source: '/usr', target: '/usr', read_only: true } as const;
 
-const BUSYBOX = '/bin/busybox';
 const APPLETS = ['sh', 'sleep', 'true', 'false', 'cat', 'echo', 'ls'] as const;
 
 /**
@@ -110,16 +107,6 @@ print "$version stopped on SIGTERM: $served answered, $late after the SIGTERM\n"
 exit 0;
 `;
 
-/** What the image holds, as a label: an image of the same tag from another recipe (another script) is rebuilt. */
-const RECIPE_ID = createHash('sha256')
-  .update(JSON.stringify({ v: 1, applets: APPLETS, script: REUSEPORT_SERVER_SCRIPT }))
-  .digest('hex')
-  .slice(0, 16);
-const RECIPE_LABEL = 'io.keystone.test-image';
-const LOCK = join(tmpdir(), 'keystone-test-reuseport-image.lock');
-/** A lock older than this was left by a killed run. */
-const STALE_LOCK_MS = 120_000;
-
 /** The container command that serves `version` on 127.0.0.1:`port` (with REUSEPORT_USR_MOUNT among the mounts). */
 export function reuseportCommand(port: number, version: string): string[] {
   return ['/usr/bin/perl', REUSEPORT_SERVER, String(port), version];
@@ -130,70 +117,22 @@ export function hostPerlAvailable(): boolean {
   return spawnSync('/usr/bin/perl', ['-MSocket=SO_REUSEPORT', '-MIO::Socket::INET', '-MIO::Select', '-e', '1'], { stdio: 'ignore', timeout: 10_000 }).status === 0;
 }
 
-function imageIsCurrent(): boolean {
-  const r = spawnSync('docker', ['image', 'inspect', REUSEPORT_IMAGE, '--format', `{{index .Config.Labels "${RECIPE_LABEL}"}}`], { encoding: 'utf8' });
-  return r.status === 0 && r.stdout.trim() === RECIPE_ID;
-}
-
-/**
- * Builds `keystone-test/reuseport:1` unless the engine has it already (from this recipe). Safe to call from every
- * test file at once: one builds under an exclusive lock file, the others poll (with a deadline) until it is there.
- */
-export async function ensureReuseportImage(timeoutMs = 60_000): Promise<string> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (imageIsCurrent()) return REUSEPORT_IMAGE;
-    const lock = await tryLock();
-    if (lock) {
-      try {
-        if (!imageIsCurrent()) await build();
-        return REUSEPORT_IMAGE;
-      } finally {
-        await lock.close();
-        await rm(LOCK, { force: true });
-      }
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for another test file to build ${REUSEPORT_IMAGE} (lock ${LOCK})`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-async function tryLock() {
-  try {
-    return await open(LOCK, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-    const st = await stat(LOCK).catch(() => undefined);
-    if (st && Date.now() - st.mtimeMs > STALE_LOCK_MS) await rm(LOCK, { force: true });
-    return undefined;
-  }
-}
-
-async function build(): Promise<void> {
-  const root = await mkdtemp(join(tmpdir(), 'ks-reuseport-rootfs-'));
-  try {
-    for (const d of ['bin', 'etc', 'tmp', 'srv', 'usr']) await mkdir(join(root, d), { recursive: true });
-    await copyFile(BUSYBOX, join(root, 'bin', 'busybox'));
-    for (const a of APPLETS) await symlink('busybox', join(root, 'bin', a));
-    // Merged /usr: the mounted /usr/bin/perl asks for /lib64/ld-linux-*.so.2 and /lib/<triplet>/libc.so.6.
-    await symlink('usr/lib', join(root, 'lib'));
-    await symlink('usr/lib64', join(root, 'lib64'));
-    await writeFile(join(root, 'etc', 'passwd'), 'root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n');
-    await writeFile(join(root, 'etc', 'group'), 'root:x:0:\nnogroup:x:65534:\n');
-    await writeFile(join(root, REUSEPORT_SERVER), REUSEPORT_SERVER_SCRIPT, { mode: 0o644 });
-    const r = spawnSync(
-      'sh',
-      [
-        '-c',
-        `tar -C "$1" -c . | docker import --change 'ENV PATH=/bin:/usr/bin' --change 'CMD ["sh"]' --change "LABEL ${RECIPE_LABEL}=${RECIPE_ID}" - "$2"`,
-        'sh',
-        root,
-        REUSEPORT_IMAGE,
-      ],
-      { encoding: 'utf8', timeout: 60_000 },
-    );
-    if (r.status !== 0) throw new Error(`docker import of ${REUSEPORT_IMAGE} failed: ${r.stderr || r.error?.message}`);
-  } finally {
-    await rm(root, { recursive: true, force: true });
-  }
+/** Builds `keystone-test/reuseport:1` unless the engine has it already (see ensureRootfsImage). */
+export function ensureReuseportImage(timeoutMs = 60_000): Promise<string> {
+  return ensureRootfsImage(
+    {
+      tag: REUSEPORT_IMAGE,
+      applets: APPLETS,
+      dirs: ['srv', 'usr'],
+      path: '/bin:/usr/bin',
+      describe: REUSEPORT_SERVER_SCRIPT,
+      fill: async (root) => {
+        // Merged /usr: the mounted /usr/bin/perl asks for /lib64/ld-linux-*.so.2 and /lib/<triplet>/libc.so.6.
+        await symlink('usr/lib', join(root, 'lib'));
+        await symlink('usr/lib64', join(root, 'lib64'));
+        await writeFile(join(root, REUSEPORT_SERVER), REUSEPORT_SERVER_SCRIPT, { mode: 0o644 });
+      },
+    },
+    timeoutMs,
+  );
 }

@@ -1,0 +1,94 @@
+// Test images without a registry: a rootfs of the host's static busybox (plus whatever a test image adds),
+// `docker import`ed once per machine under a lock file, and rebuilt when what it should hold changes.
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { constants } from 'node:fs';
+import { copyFile, mkdir, mkdtemp, open, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const BUSYBOX = '/bin/busybox';
+const RECIPE_LABEL = 'io.keystone.test-image';
+/** A lock older than this was left by a killed run. */
+const STALE_LOCK_MS = 120_000;
+
+export interface RootfsImage {
+  tag: string;
+  /** Busybox applets linked in /bin. */
+  applets: readonly string[];
+  /** Directories made at the root besides bin, etc and tmp. */
+  dirs?: readonly string[];
+  /** PATH inside the image. */
+  path?: string;
+  /** Adds the image's own files to the rootfs; `describe` enters the recipe label, so a change rebuilds it. */
+  fill?: (root: string) => Promise<void>;
+  describe?: unknown;
+}
+
+/** The short digest of what `image` holds, kept as a label on the built image. */
+function recipeId(image: RootfsImage): string {
+  return createHash('sha256')
+    .update(JSON.stringify({ v: 1, applets: image.applets, dirs: image.dirs ?? [], path: image.path ?? '/bin', describe: image.describe ?? null }))
+    .digest('hex')
+    .slice(0, 16);
+}
+
+function imageIsCurrent(image: RootfsImage): boolean {
+  const r = spawnSync('docker', ['image', 'inspect', image.tag, '--format', `{{index .Config.Labels "${RECIPE_LABEL}"}}`], { encoding: 'utf8' });
+  return r.status === 0 && r.stdout.trim() === recipeId(image);
+}
+
+/**
+ * Builds `image` unless the engine has it already (from this recipe). Safe to call from every test file at once: one
+ * builds under an exclusive lock file, the others poll (with a deadline) until it is there.
+ */
+export async function ensureRootfsImage(image: RootfsImage, timeoutMs = 60_000): Promise<string> {
+  const lockPath = join(tmpdir(), `keystone-test-${image.tag.replace(/[^a-z0-9]+/gi, '-')}.lock`);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (imageIsCurrent(image)) return image.tag;
+    const lock = await tryLock(lockPath);
+    if (lock) {
+      try {
+        if (!imageIsCurrent(image)) await build(image);
+        return image.tag;
+      } finally {
+        await lock.close();
+        await rm(lockPath, { force: true });
+      }
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for another test file to build ${image.tag} (lock ${lockPath})`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function tryLock(path: string) {
+  try {
+    return await open(path, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    const st = await stat(path).catch(() => undefined);
+    if (st && Date.now() - st.mtimeMs > STALE_LOCK_MS) await rm(path, { force: true });
+    return undefined;
+  }
+}
+
+async function build(image: RootfsImage): Promise<void> {
+  const root = await mkdtemp(join(tmpdir(), 'ks-rootfs-'));
+  try {
+    for (const d of ['bin', 'etc', 'tmp', ...(image.dirs ?? [])]) await mkdir(join(root, d), { recursive: true });
+    await copyFile(BUSYBOX, join(root, 'bin', 'busybox'));
+    for (const a of image.applets) await symlink('busybox', join(root, 'bin', a));
+    await writeFile(join(root, 'etc', 'passwd'), 'root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n');
+    await writeFile(join(root, 'etc', 'group'), 'root:x:0:\nnogroup:x:65534:\n');
+    await image.fill?.(root);
+    const r = spawnSync(
+      'sh',
+      ['-c', `tar -C "$1" -c . | docker import --change "ENV PATH=$3" --change 'CMD ["sh"]' --change "LABEL ${RECIPE_LABEL}=$4" - "$2"`, 'sh', root, image.tag, image.path ?? '/bin', recipeId(image)],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
+    if (r.status !== 0) throw new Error(`docker import of ${image.tag} failed: ${r.stderr || r.error?.message}`);
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+}
