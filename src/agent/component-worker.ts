@@ -199,6 +199,7 @@ export class ComponentWorker {
       revision,
       ...(instance && { instance }),
       ...(c.inputs && { inputs: c.inputs }),
+      spec: c,
     });
   }
 

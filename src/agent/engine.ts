@@ -1,5 +1,5 @@
 // The one writer: every change to what runs (a revision, a crash cascade, later the API) runs here, one at a time.
-import type { DesiredState } from '../core/desired-state.js';
+import type { DesiredComponent, DesiredState } from '../core/desired-state.js';
 import { diff, type Reconcile } from '../core/diff.js';
 import { allDependents, withGroupReplaced } from '../core/group-rollback.js';
 import { restartCascade, unitsOf, type RestartOrders } from '../core/restart-cascade.js';
@@ -119,6 +119,9 @@ export class Engine {
   apply(desired: DesiredState, rev: RevisionInfo, hooks: { onReconcile?: (r: Reconcile) => void } = {}): Promise<ApplyResult> {
     return this.run(async () => {
       const { store, now } = this.deps;
+      // What ran before this apply, for a composite's rollback: the revision in memory, or after an agent restart the
+      // units as the store recorded them.
+      const previous = this.desired?.components ?? store.components().flatMap((r) => (r.spec ? [r.spec] : []));
       const reconcile = diff(desired, store.actualState());
       hooks.onReconcile?.(reconcile);
       this.agentLog.info({ revision: rev.id, stop_order: reconcile.stopOrder, start_order: reconcile.startOrder, no_touch: reconcile.noTouch }, 'reconcile plan');
@@ -133,7 +136,7 @@ export class Engine {
         if (!untouched.has(name)) return;
         const c = byName.get(name)!;
         const rec = store.component(name);
-        if (rec) store.upsertComponent({ ...rec, position, dependencies: c.dependencies.map((d) => ({ ...d })) });
+        if (rec) store.upsertComponent({ ...rec, position, dependencies: c.dependencies.map((d) => ({ ...d })), spec: c });
         this.workers.get(name)?.refresh(c);
         if (rec?.state === 'running' || rec?.state === 'unhealthy')
           this.agentLog.info({ component: name, revision: rev.id }, 'reusing existing running instance (no restart)');
@@ -146,9 +149,8 @@ export class Engine {
         { store, workers: this.workers, worker: (n) => this.worker(n), log: this.supLog, concurrency: this.deps.concurrency, revision: rev.id, stopping: () => this.stopping },
       );
       for (const name of removed) if (store.component(name)) store.removeComponent(name);
-      const previous = this.desired;
       this.desired = desired;
-      const rolledBack = execution.failed.length && previous && !this.stopping ? await this.rollBackGroups(desired, previous, execution, rev.id) : [];
+      const rolledBack = execution.failed.length && !this.stopping ? await this.rollBackGroups(desired, previous, execution, rev.id) : [];
 
       const outcome = execution.failed.length === 0 ? 'success' : 'failure';
       const summary = this.stopping && outcome === 'failure'
@@ -171,14 +173,14 @@ export class Engine {
    * goes back to what the previous revision ran, and what depends on them is started again. Returns the groups
    * rolled back. A group the previous revision did not have, or whose members did not change, has nothing to undo.
    */
-  private async rollBackGroups(desired: DesiredState, previous: DesiredState, execution: ExecutionResult, revision: string): Promise<string[]> {
+  private async rollBackGroups(desired: DesiredState, previous: readonly DesiredComponent[], execution: ExecutionResult, revision: string): Promise<string[]> {
     const failed = new Set(execution.failed.map((f) => f.name));
-    const before = new Map(previous.components.map((c) => [c.name, c]));
+    const before = new Map(previous.map((c) => [c.name, c]));
     let state = desired;
     const groups: string[] = [];
     for (const g of desired.groups ?? []) {
       if (g.kind === 'replicas' || !g.members.some((m) => failed.has(m))) continue;
-      const old = previous.components.filter((c) => c.group === g.name);
+      const old = previous.filter((c) => c.group === g.name);
       const changed = g.members.some((m) => before.get(m)?.hash !== state.components.find((c) => c.name === m)?.hash) || old.some((o) => !g.members.includes(o.name));
       if (!old.length || !changed) continue;
       state = withGroupReplaced(state, g.name, old);

@@ -141,6 +141,12 @@ export const MIGRATIONS: readonly Migration[] = [
     // JSON object of placeholder → value, so a dry run can say which value changed; NULL when it has none.
     sql: `ALTER TABLE components ADD COLUMN inputs TEXT;`,
   },
+  {
+    version: 5,
+    name: 'component spec (what each component runs, so a composite can be rolled back after an agent restart)',
+    // The resolved unit as JSON (recipe, dependencies, hash); NULL for rows written before it existed.
+    sql: `ALTER TABLE components ADD COLUMN spec TEXT;`,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.reduce((v, m) => Math.max(v, m.version), 0);
@@ -218,6 +224,7 @@ export const componentSchema: z.ZodType<ComponentRecord> = z
     since: ms,
     revision: z.string().optional(),
     inputs: z.record(z.string(), z.string()).optional(),
+    spec: z.custom<NonNullable<ComponentRecord['spec']>>((v) => typeof v === 'object' && v !== null && !Array.isArray(v)).optional(),
   })
   .refine((c) => !c.instance || c.instance.kind === c.runtime, { message: 'the instance kind differs from the runtime', path: ['instance', 'kind'] });
 
@@ -299,6 +306,7 @@ export class RowReader {
       since: row.since,
       revision: row.revision ?? undefined,
       inputs: row.inputs == null ? undefined : this.json(row, 'inputs', what),
+      spec: row.spec == null ? undefined : this.json(row, 'spec', what),
     });
   }
 

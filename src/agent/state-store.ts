@@ -1,6 +1,7 @@
 // Durable state of SPEC §5 in SQLite: the applied revision and replay floor, component records with restart
 // budgets and instance refs, and the apply history. Synchronous, one statement or one transaction per call,
 // and durable when the call returns (WAL + synchronous=FULL): the agent writes here before it acts.
+import type { DesiredComponent } from '../core/desired-state.js';
 import { closeSync, constants as fsConstants, fsyncSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Sqlite from 'better-sqlite3';
@@ -77,6 +78,8 @@ export interface ComponentRecord extends RestartBudget {
   revision?: string;
   /** The configuration and bound values it was started with (`config.http.port` → `8080`). */
   inputs?: Record<string, string>;
+  /** What it runs, as resolved (the desired unit it was started from): what a composite's rollback goes back to. */
+  spec?: DesiredComponent;
 }
 
 /** The reconcile as the history keeps it (a core `Reconcile` may be passed: its other fields are dropped). */
@@ -287,7 +290,7 @@ function syncDirectory(dir: string): void {
 
 // ---- the store ----
 
-const COMPONENT_COLUMNS = 'name, hash, version, runtime, position, dependencies, instance, state, restarts, healthy_since, held, reason, since, revision, inputs';
+const COMPONENT_COLUMNS = 'name, hash, version, runtime, position, dependencies, instance, state, restarts, healthy_since, held, reason, since, revision, inputs, spec';
 
 class SqliteStateStore implements StateStore {
   private readonly read: RowReader;
@@ -311,11 +314,11 @@ class SqliteStateStore implements StateStore {
       components: p(`SELECT ${COMPONENT_COLUMNS} FROM components ORDER BY position, name`),
       component: p(`SELECT ${COMPONENT_COLUMNS} FROM components WHERE name = ?`),
       upsert: p(`INSERT INTO components (${COMPONENT_COLUMNS})
-                 VALUES (@name, @hash, @version, @runtime, @position, @dependencies, @instance, @state, @restarts, @healthySince, @held, @reason, @since, @revision, @inputs)
+                 VALUES (@name, @hash, @version, @runtime, @position, @dependencies, @instance, @state, @restarts, @healthySince, @held, @reason, @since, @revision, @inputs, @spec)
                  ON CONFLICT (name) DO UPDATE SET hash = excluded.hash, version = excluded.version, runtime = excluded.runtime,
                    position = excluded.position, dependencies = excluded.dependencies, instance = excluded.instance, state = excluded.state,
                    restarts = excluded.restarts, healthy_since = excluded.healthy_since, held = excluded.held, reason = excluded.reason,
-                   since = excluded.since, revision = excluded.revision, inputs = excluded.inputs`),
+                   since = excluded.since, revision = excluded.revision, inputs = excluded.inputs, spec = excluded.spec`),
       remove: p('DELETE FROM components WHERE name = ?'),
       start: p(`UPDATE components SET instance = @instance, state = 'starting', since = @at, reason = NULL, healthy_since = NULL
                 WHERE name = @name AND runtime = @kind`),
@@ -482,6 +485,7 @@ class SqliteStateStore implements StateStore {
       reason: orNull(v.reason),
       revision: orNull(v.revision),
       inputs: v.inputs ? JSON.stringify(v.inputs) : null,
+      spec: v.spec ? JSON.stringify(v.spec) : null,
     });
   }
 

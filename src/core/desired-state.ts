@@ -534,7 +534,7 @@ function resolveRun(
     if (!result.success)
       diagnostics.push(at({ parsed: u.parsed, path: [...u.runPath, 'health', 'check'] }, CODES.BAD_HEALTH_CHECK, `resolved to ${result.error.issues[0]?.message ?? `"${check}", which is not a health check`}`));
   }
-  return { run, inputs };
+  return Object.keys(inputs).length ? { run, inputs } : { run };
 }
 
 const placeholderCache = new WeakMap<object, boolean>();
