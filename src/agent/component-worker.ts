@@ -199,7 +199,6 @@ export class ComponentWorker {
       revision,
       ...(instance && { instance }),
       ...(c.inputs && { inputs: c.inputs }),
-      spec: c,
     });
   }
 

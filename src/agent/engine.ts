@@ -1,7 +1,7 @@
 // The one writer: every change to what runs (a revision, a crash cascade, later the API) runs here, one at a time.
 import type { DesiredComponent, DesiredState } from '../core/desired-state.js';
 import { diff, type Reconcile } from '../core/diff.js';
-import { allDependents, withGroupReplaced } from '../core/group-rollback.js';
+import { allDependents, rollbackRelevant, withGroupsRestored } from '../core/group-rollback.js';
 import { restartCascade, unitsOf, type RestartOrders } from '../core/restart-cascade.js';
 import type { Logger } from '../log/logger.js';
 import type { Runtime } from '../runtime/runtime.js';
@@ -116,12 +116,13 @@ export class Engine {
   }
 
   /** Diff the revision against what runs and carry it out (SPEC §4). */
-  apply(desired: DesiredState, rev: RevisionInfo, hooks: { onReconcile?: (r: Reconcile) => void } = {}): Promise<ApplyResult> {
+  apply(revision: DesiredState, rev: RevisionInfo, hooks: { onReconcile?: (r: Reconcile) => void } = {}): Promise<ApplyResult> {
     return this.run(async () => {
       const { store, now } = this.deps;
-      // What ran before this apply, for a composite's rollback: the revision in memory, or after an agent restart the
-      // units as the store recorded them.
-      const previous = this.desired?.components ?? store.components().flatMap((r) => (r.spec ? [r.spec] : []));
+      // What grouped units last ran healthy: what a composite's rollback goes back to, even after an agent restart or
+      // a crash in the middle of an apply (a spec is kept only once its unit started healthy).
+      const previous = store.specs();
+      const desired = this.heldBack(revision, rev.id, previous);
       const reconcile = diff(desired, store.actualState());
       hooks.onReconcile?.(reconcile);
       this.agentLog.info({ revision: rev.id, stop_order: reconcile.stopOrder, start_order: reconcile.startOrder, no_touch: reconcile.noTouch }, 'reconcile plan');
@@ -132,11 +133,14 @@ export class Engine {
       // Untouched components keep their instance; they take the new description (position, dependencies).
       const byName = new Map(desired.components.map((c) => [c.name, c]));
       const untouched = new Set(reconcile.noTouch);
+      const kept = new Set(previous.map((c) => c.name));
       desired.startOrder.forEach((name, position) => {
         if (!untouched.has(name)) return;
         const c = byName.get(name)!;
         const rec = store.component(name);
-        if (rec) store.upsertComponent({ ...rec, position, dependencies: c.dependencies.map((d) => ({ ...d })), spec: c });
+        if (rec) store.upsertComponent({ ...rec, position, dependencies: c.dependencies.map((d) => ({ ...d })) });
+        // A unit that runs unchanged and has no spec kept yet (one started before specs were kept) gets its own now.
+        if (rec && !kept.has(name) && rollbackRelevant(c) && rec.state === 'running') store.recordSpec(name, c);
         this.workers.get(name)?.refresh(c);
         if (rec?.state === 'running' || rec?.state === 'unhealthy')
           this.agentLog.info({ component: name, revision: rev.id }, 'reusing existing running instance (no restart)');
@@ -149,6 +153,7 @@ export class Engine {
         { store, workers: this.workers, worker: (n) => this.worker(n), log: this.supLog, concurrency: this.deps.concurrency, revision: rev.id, stopping: () => this.stopping },
       );
       for (const name of removed) if (store.component(name)) store.removeComponent(name);
+      this.keepSpecs(desired, execution.started);
       this.desired = desired;
       const rolledBack = execution.failed.length && !this.stopping ? await this.rollBackGroups(desired, previous, execution, rev.id) : [];
 
@@ -169,25 +174,52 @@ export class Engine {
   }
 
   /**
+   * A revision that could not update a group (its rollback is recorded) leaves that group at its previous members
+   * when it is applied again (an agent restart, a resync): retrying would restart a healthy composite only to fail
+   * again. Any other revision is a new attempt, and clears the record.
+   */
+  private heldBack(revision: DesiredState, id: string, previous: readonly DesiredComponent[]): DesiredState {
+    const { store } = this.deps;
+    const holds = store.groupRollbacks();
+    if (holds.length === 0) return revision;
+    if (holds.some((h) => h.revision !== id)) {
+      store.clearGroupRollbacks();
+      return revision;
+    }
+    const groups = holds.map((h) => h.group).filter((g) => revision.groups?.some((x) => x.name === g) && previous.some((c) => c.group === g));
+    if (groups.length === 0) return revision;
+    this.agentLog.warn({ revision: id, groups }, 'this revision could not update these composites: they stay at their previous members until another revision');
+    return withGroupsRestored(revision, groups, previous);
+  }
+
+  /** Keeps the spec of each grouped unit that started healthy: the next rollback's point of return. */
+  private keepSpecs(state: DesiredState, started: readonly string[]): void {
+    const byName = new Map(state.components.map((c) => [c.name, c]));
+    for (const name of started) {
+      const c = byName.get(name);
+      if (c && rollbackRelevant(c) && this.deps.store.component(name)) this.deps.store.recordSpec(name, c);
+    }
+  }
+
+  /**
    * A composite (or a recipe's services) is updated as one unit: when one of its new members failed, every member
-   * goes back to what the previous revision ran, and what depends on them is started again. Returns the groups
-   * rolled back. A group the previous revision did not have, or whose members did not change, has nothing to undo.
+   * goes back to what it last ran healthy, what binds their exports goes back with them, and what depends on them is
+   * started again. Returns the groups rolled back. A group with nothing kept, or whose members did not change, has
+   * nothing to undo.
    */
   private async rollBackGroups(desired: DesiredState, previous: readonly DesiredComponent[], execution: ExecutionResult, revision: string): Promise<string[]> {
     const failed = new Set(execution.failed.map((f) => f.name));
     const before = new Map(previous.map((c) => [c.name, c]));
-    let state = desired;
     const groups: string[] = [];
     for (const g of desired.groups ?? []) {
       if (g.kind === 'replicas' || !g.members.some((m) => failed.has(m))) continue;
       const old = previous.filter((c) => c.group === g.name);
-      const changed = g.members.some((m) => before.get(m)?.hash !== state.components.find((c) => c.name === m)?.hash) || old.some((o) => !g.members.includes(o.name));
-      if (!old.length || !changed) continue;
-      state = withGroupReplaced(state, g.name, old);
-      groups.push(g.name);
+      const changed = g.members.some((m) => before.get(m)?.hash !== desired.components.find((c) => c.name === m)?.hash) || old.some((o) => !g.members.includes(o.name));
+      if (old.length && changed) groups.push(g.name);
     }
     if (!groups.length) return [];
     const { store } = this.deps;
+    const state = withGroupsRestored(desired, groups, previous);
     const members = new Set(state.components.filter((c) => c.group !== undefined && groups.includes(c.group)).map((c) => c.name));
     const undone = desired.components.filter((c) => c.group !== undefined && groups.includes(c.group) && !members.has(c.name)).map((c) => c.name);
     const scope = new Set([...members, ...undone, ...allDependents(state, members)]);
@@ -200,6 +232,8 @@ export class Engine {
       { store, workers: this.workers, worker: (n) => this.worker(n), log: this.supLog, concurrency: this.deps.concurrency, revision, stopping: () => this.stopping },
     );
     for (const name of removed) if (store.component(name)) store.removeComponent(name);
+    this.keepSpecs(state, again.started);
+    for (const g of groups) store.recordGroupRollback(g, revision);
     this.desired = state;
     if (again.failed.length) this.agentLog.error({ revision, failed: again.failed.map((f) => f.name) }, 'the rollback did not bring every previous member back');
     return groups;

@@ -143,9 +143,19 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 5,
-    name: 'component spec (what each component runs, so a composite can be rolled back after an agent restart)',
-    // The resolved unit as JSON (recipe, dependencies, hash); NULL for rows written before it existed.
-    sql: `ALTER TABLE components ADD COLUMN spec TEXT;`,
+    name: 'composite rollback: the last healthy spec of grouped components, and the groups a revision could not update',
+    // spec: the resolved unit as JSON (recipe, dependencies, hash) the last time it started healthy in an apply, kept
+    // only for the units a composite's rollback may restore (members, replicas, binds to them); read apart from the row.
+    // group_rollbacks: a group rolled back for a revision stays at its previous members while that revision is applied
+    // again (an agent restart must not retry, and so restart, a healthy composite); any other revision clears it.
+    sql: `
+      ALTER TABLE components ADD COLUMN spec TEXT;
+      CREATE TABLE group_rollbacks (
+        grp       TEXT    PRIMARY KEY,
+        revision  TEXT    NOT NULL,
+        at        INTEGER NOT NULL
+      ) STRICT;
+    `,
   },
 ];
 
@@ -224,7 +234,6 @@ export const componentSchema: z.ZodType<ComponentRecord> = z
     since: ms,
     revision: z.string().optional(),
     inputs: z.record(z.string(), z.string()).optional(),
-    spec: z.custom<NonNullable<ComponentRecord['spec']>>((v) => typeof v === 'object' && v !== null && !Array.isArray(v)).optional(),
   })
   .refine((c) => !c.instance || c.instance.kind === c.runtime, { message: 'the instance kind differs from the runtime', path: ['instance', 'kind'] });
 
@@ -306,7 +315,6 @@ export class RowReader {
       since: row.since,
       revision: row.revision ?? undefined,
       inputs: row.inputs == null ? undefined : this.json(row, 'inputs', what),
-      spec: row.spec == null ? undefined : this.json(row, 'spec', what),
     });
   }
 

@@ -78,8 +78,6 @@ export interface ComponentRecord extends RestartBudget {
   revision?: string;
   /** The configuration and bound values it was started with (`config.http.port` → `8080`). */
   inputs?: Record<string, string>;
-  /** What it runs, as resolved (the desired unit it was started from): what a composite's rollback goes back to. */
-  spec?: DesiredComponent;
 }
 
 /** The reconcile as the history keeps it (a core `Reconcile` may be passed: its other fields are dropped). */
@@ -197,6 +195,16 @@ export interface StateStore {
   /** The newest apply without a finish: the agent died during it. Finish it, then ask again for older ones. */
   unfinishedApply(): HistoryEntry | undefined;
 
+  // A composite's rollback (SPEC §12): what grouped components last ran healthy, and groups held back for a revision.
+  /** Keeps `spec` as what `name` last started healthy from (KS_STATE_NOT_FOUND for an unknown component). */
+  recordSpec(name: string, spec: DesiredComponent): void;
+  /** Every kept spec, in start order; a spec that cannot be read is skipped (there is then nothing to roll back to). */
+  specs(): DesiredComponent[];
+  /** Groups rolled back, with the revision that could not update them. */
+  groupRollbacks(): Array<{ group: string; revision: string }>;
+  recordGroupRollback(group: string, revision: string): void;
+  clearGroupRollbacks(): void;
+
   /** Present while an operator's forced manual apply holds the Git sync (until `keystonectl resume`). */
   syncSuspension(): SyncSuspension | undefined;
   /** Suspends (or, with undefined, resumes) the Git sync. */
@@ -290,7 +298,7 @@ function syncDirectory(dir: string): void {
 
 // ---- the store ----
 
-const COMPONENT_COLUMNS = 'name, hash, version, runtime, position, dependencies, instance, state, restarts, healthy_since, held, reason, since, revision, inputs, spec';
+const COMPONENT_COLUMNS = 'name, hash, version, runtime, position, dependencies, instance, state, restarts, healthy_since, held, reason, since, revision, inputs';
 
 class SqliteStateStore implements StateStore {
   private readonly read: RowReader;
@@ -314,11 +322,11 @@ class SqliteStateStore implements StateStore {
       components: p(`SELECT ${COMPONENT_COLUMNS} FROM components ORDER BY position, name`),
       component: p(`SELECT ${COMPONENT_COLUMNS} FROM components WHERE name = ?`),
       upsert: p(`INSERT INTO components (${COMPONENT_COLUMNS})
-                 VALUES (@name, @hash, @version, @runtime, @position, @dependencies, @instance, @state, @restarts, @healthySince, @held, @reason, @since, @revision, @inputs, @spec)
+                 VALUES (@name, @hash, @version, @runtime, @position, @dependencies, @instance, @state, @restarts, @healthySince, @held, @reason, @since, @revision, @inputs)
                  ON CONFLICT (name) DO UPDATE SET hash = excluded.hash, version = excluded.version, runtime = excluded.runtime,
                    position = excluded.position, dependencies = excluded.dependencies, instance = excluded.instance, state = excluded.state,
                    restarts = excluded.restarts, healthy_since = excluded.healthy_since, held = excluded.held, reason = excluded.reason,
-                   since = excluded.since, revision = excluded.revision, inputs = excluded.inputs, spec = excluded.spec`),
+                   since = excluded.since, revision = excluded.revision, inputs = excluded.inputs`),
       remove: p('DELETE FROM components WHERE name = ?'),
       start: p(`UPDATE components SET instance = @instance, state = 'starting', since = @at, reason = NULL, healthy_since = NULL
                 WHERE name = @name AND runtime = @kind`),
@@ -337,6 +345,11 @@ class SqliteStateStore implements StateStore {
                   AND id NOT IN (SELECT id FROM applies ORDER BY id DESC LIMIT ${retention})`),
       history: p('SELECT * FROM applies WHERE id < ? ORDER BY id DESC LIMIT ?'),
       unfinished: p('SELECT * FROM applies WHERE finished_at IS NULL ORDER BY id DESC LIMIT 1'),
+      setSpec: p('UPDATE components SET spec = ? WHERE name = ?'),
+      specs: p('SELECT name, spec FROM components WHERE spec IS NOT NULL ORDER BY position, name'),
+      rollbacks: p('SELECT grp, revision FROM group_rollbacks ORDER BY grp'),
+      addRollback: p('INSERT OR REPLACE INTO group_rollbacks (grp, revision, at) VALUES (?, ?, ?)'),
+      clearRollbacks: p('DELETE FROM group_rollbacks'),
       dataVersion: p('PRAGMA data_version').pluck(),
       suspension: p('SELECT since, revision, reason FROM sync_suspension WHERE slot = 1'),
       suspend: p('INSERT OR REPLACE INTO sync_suspension (slot, since, revision, reason) VALUES (1, @since, @revision, @reason)'),
@@ -485,7 +498,6 @@ class SqliteStateStore implements StateStore {
       reason: orNull(v.reason),
       revision: orNull(v.revision),
       inputs: v.inputs ? JSON.stringify(v.inputs) : null,
-      spec: v.spec ? JSON.stringify(v.spec) : null,
     });
   }
 
@@ -578,6 +590,34 @@ class SqliteStateStore implements StateStore {
     const v = checked(historyQuerySchema, q, 'history query');
     const rows = this.s.history.all(v.before ?? Number.MAX_SAFE_INTEGER, v.limit) as Row[];
     return rows.map((row) => this.read.history(row));
+  }
+
+  recordSpec(name: string, spec: DesiredComponent): void {
+    // Not part of the cached record: a spec is only read when an apply begins.
+    if (this.s.setSpec.run(JSON.stringify(spec), name).changes === 0) throw new StateStoreError('KS_STATE_NOT_FOUND', `no component ${JSON.stringify(name)}`);
+  }
+
+  specs(): DesiredComponent[] {
+    return (this.s.specs.all() as Array<{ name: string; spec: string }>).flatMap((r) => {
+      try {
+        const spec = JSON.parse(r.spec) as DesiredComponent;
+        return spec && spec.name === r.name && spec.recipe?.lifecycle?.run ? [spec] : [];
+      } catch {
+        return [];
+      }
+    });
+  }
+
+  groupRollbacks(): Array<{ group: string; revision: string }> {
+    return (this.s.rollbacks.all() as Array<{ grp: string; revision: string }>).map((r) => ({ group: r.grp, revision: r.revision }));
+  }
+
+  recordGroupRollback(group: string, revision: string): void {
+    this.s.addRollback.run(group, revision, this.now());
+  }
+
+  clearGroupRollbacks(): void {
+    this.s.clearRollbacks.run();
   }
 
   unfinishedApply(): HistoryEntry | undefined {

@@ -9,7 +9,7 @@ import { computeLayers, findCycles } from './graph.js';
 import { componentHash } from './identity.js';
 import { recipePathOf, type ParsedPlan, type PlanEntry } from './plan.js';
 import { healthCheckRule, type ConfigTable, type ParsedRecipe, type Recipe, type RecipeDependency, type RecipeFile, type RunSpec } from './recipe.js';
-import { interpolate, mapStrings, parseTemplate } from './template.js';
+import { hasPlaceholder, interpolate, mapStrings, parseTemplate } from './template.js';
 import type { TomlPath } from './toml-locate.js';
 
 export type DependencyType = 'hard' | 'ordering';
@@ -96,7 +96,7 @@ interface Unit {
   brokenSiblings: string[];
 }
 
-type Aliases = Map<string, { exports: Map<string, ExportValue>; label: string; unknown?: boolean }>;
+type Aliases = Map<string, { exports: Map<string, ExportValue>; label: string; unknown?: boolean; ambiguous?: [string, string] }>;
 
 const SERVICE_ONLY_KEYS = ['requires', 'after', 'exports'] as const;
 const RUN_ENUMS = new Set(['type', 'restart_policy', 'update_strategy', 'runtime', 'pull_policy']);
@@ -210,9 +210,15 @@ export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<strin
   const resolvedRuns = unitsOf.map((units, i) =>
     units.map((u, k) => {
       const aliases: Aliases = new Map();
+      const alias = (name: string, target: { exports: Map<string, ExportValue>; label: string; unknown?: boolean }) => {
+        const seen = aliases.get(name);
+        // A sibling member and a plan component of one name: a bind to it would be a guess, so it is refused.
+        if (seen?.ambiguous || seen?.label === target.label) return;
+        aliases.set(name, seen ? { exports: new Map(), label: name, ambiguous: [seen.label, target.label] } : target);
+      };
       for (const d of unitDeps[i]![k]!) {
-        if (d.unit !== undefined) aliases.set(unitsOf[i]![d.unit]!.member!, { exports: unitsOf[i]![d.unit]!.exports, label: unitsOf[i]![d.unit]!.name });
-        else aliases.set(entries[d.entry]!.name, { exports: entryExports[d.entry]!, label: entries[d.entry]!.name, ...(!complete[d.entry] && { unknown: true }) });
+        if (d.unit !== undefined) alias(unitsOf[i]![d.unit]!.member!, { exports: unitsOf[i]![d.unit]!.exports, label: unitsOf[i]![d.unit]!.name });
+        else alias(entries[d.entry]!.name, { exports: entryExports[d.entry]!, label: entries[d.entry]!.name, ...(!complete[d.entry] && { unknown: true }) });
       }
       for (const s of u.brokenSiblings) aliases.set(s, { exports: new Map(), label: `${u.name.slice(0, u.name.lastIndexOf('/'))}/${s}`, unknown: true });
       return resolveRun(u, aliases, diagnostics, at);
@@ -228,7 +234,7 @@ export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<strin
       const { replicas, ...single } = run;
       const names = replicas === undefined ? [u.name] : Array.from({ length: replicas }, (_x, n) => `${u.name}/${n + 1}`);
       for (const name of names) {
-        const recipe = leafRecipe(u.recipe, replicas === undefined ? run : single);
+        const recipe = leafRecipe(u.recipe, replicas === undefined ? run : single, resolvedRuns[i]![k]!.script);
         const entry = { name, recipe: recipePathOf({ name, recipe: u.parsed.file }) };
         leafIndices[i]![k]!.push(components.length);
         const grouped = name !== entries[i]!.name;
@@ -495,6 +501,11 @@ function resolveText(
         diagnostics.push(at(loc, CODES.BIND_UNKNOWN, `{{${p.text}}}: ${p.ref.dep} is not a dependency of this component`, known.length ? `its dependencies: ${known.join(', ')}` : 'declare the dependency in [[dependencies]] (or requires/after for a sibling service)'));
         continue;
       }
+      if (dep.ambiguous) {
+        ok = false;
+        diagnostics.push(at(loc, CODES.BIND_UNKNOWN, `{{${p.text}}}: ${p.ref.dep} names both ${dep.ambiguous[0]} and ${dep.ambiguous[1]}`, 'rename the member or the plan component so that each dependency has its own name'));
+        continue;
+      }
       const exported = dep.exports.get(p.ref.key);
       if (!exported && dep.unknown) {
         // The dependency's own recipe has errors (reported there): what it exports cannot be known.
@@ -521,9 +532,13 @@ function resolveRun(
   aliases: Aliases,
   diagnostics: Diagnostic[],
   at: At,
-): { run: RunSpec; inputs?: Record<string, string> } {
-  if (!hasPlaceholders(u.run)) return { run: u.run };
+): { run: RunSpec; script?: string; inputs?: Record<string, string> } {
+  const install = u.recipe.lifecycle?.install?.script;
+  const scriptHas = install !== undefined && hasPlaceholder(install);
+  if (!hasPlaceholders(u.run) && !scriptHas) return { run: u.run };
   const inputs: Record<string, string> = {};
+  // The install script takes the unit's configuration too (a service's, a member's): `mkdir -p {{config.data_dir}}`.
+  const script = scriptHas ? (resolveText(install, { parsed: u.parsed, path: ['lifecycle', 'install', 'script'] }, u.config, aliases, inputs, diagnostics, at) ?? install) : undefined;
   const run = mapStrings(u.run, u.runPath, (text, path) => {
     if (path.length === u.runPath.length + 1 && RUN_ENUMS.has(String(path[path.length - 1]))) return text;
     return resolveText(text, { parsed: u.parsed, path }, u.config, aliases, inputs, diagnostics, at) ?? text;
@@ -534,7 +549,7 @@ function resolveRun(
     if (!result.success)
       diagnostics.push(at({ parsed: u.parsed, path: [...u.runPath, 'health', 'check'] }, CODES.BAD_HEALTH_CHECK, `resolved to ${result.error.issues[0]?.message ?? `"${check}", which is not a health check`}`));
   }
-  return Object.keys(inputs).length ? { run, inputs } : { run };
+  return { run, ...(script !== undefined && { script }), ...(Object.keys(inputs).length && { inputs }) };
 }
 
 const placeholderCache = new WeakMap<object, boolean>();
@@ -548,8 +563,9 @@ function hasPlaceholders(run: RunSpec): boolean {
 }
 
 /** The recipe one unit runs: the provider's identity and install, with exactly this run. */
-function leafRecipe(own: RecipeFile, run: RunSpec): Recipe {
-  const { members: _m, lifecycle, config: _c, exports: _e, ...rest } = own;
+function leafRecipe(own: RecipeFile, run: RunSpec, script: string | undefined): Recipe {
+  const { members: _m, lifecycle: parsedLifecycle, config: _c, exports: _e, ...rest } = own;
+  const lifecycle = script !== undefined && parsedLifecycle?.install ? { ...parsedLifecycle, install: { ...parsedLifecycle.install, script } } : parsedLifecycle;
   return { ...rest, lifecycle: { ...(lifecycle?.install && { install: lifecycle.install }), run } };
 }
 

@@ -105,6 +105,10 @@ export function diff(desired: DesiredState, actual: ActualState): Reconcile {
     if (r) reasons.set(c.name, r);
   }
 
+  // Groups (composites, replicas) with a unit that exists already.
+  const runningGroups = new Set<string>();
+  for (const c of desired.components) if (c.group !== undefined && actualByName.has(c.name)) runningGroups.add(c.group);
+
   // 2. Hard cascade, in start order so a cascade names the earliest restarting dependency.
   const hardDependents = new Map<string, string[]>();
   for (const name of desired.startOrder) {
@@ -116,7 +120,11 @@ export function diff(desired: DesiredState, actual: ActualState): Reconcile {
     }
   }
   for (const name of desired.startOrder) {
-    if (!reasons.has(name)) continue;
+    const own = reasons.get(name);
+    if (!own) continue;
+    // A new replica or member joining a group that already runs restarts nothing: its dependents lost nothing.
+    const group = desiredByName.get(name)!.group;
+    if (own.kind === 'new' && group !== undefined && runningGroups.has(group)) continue;
     for (const dependent of hardDependents.get(name) ?? []) {
       if (!reasons.has(dependent)) reasons.set(dependent, { kind: 'cascade', dependency: name });
     }

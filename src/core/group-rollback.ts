@@ -20,6 +20,37 @@ export function withGroupReplaced(state: DesiredState, group: string, previous: 
   return { ...state, components, layers, startOrder: layers.flat(), ...(groups && { groups }) };
 }
 
+/** `state` with each unit of `replacements` in place of the unit of the same name, layers and start order recomputed. */
+export function withUnitsReplaced(state: DesiredState, replacements: readonly DesiredComponent[]): DesiredState {
+  if (replacements.length === 0) return state;
+  const byName = new Map(replacements.map((c) => [c.name, c]));
+  const components = state.components.map((c) => byName.get(c.name) ?? c);
+  const names = new Set(components.map((c) => c.name));
+  const index = new Map(components.map((c, i) => [c.name, i]));
+  const deps = components.map((c) => c.dependencies.flatMap((d) => (names.has(d.component) ? [index.get(d.component)!] : [])));
+  const layers = computeLayers(deps).map((l) => l.map((i) => components[i]!.name));
+  return { ...state, components, layers, startOrder: layers.flat() };
+}
+
+/**
+ * `state` with groups `groups` back at their `previous` members, and every other unit that binds one of their exports
+ * (`{{deps.GROUP.exports.…}}`) back at its previous spec too, so it runs with the values of the members restored.
+ */
+export function withGroupsRestored(state: DesiredState, groups: readonly string[], previous: readonly DesiredComponent[]): DesiredState {
+  let s = state;
+  for (const g of groups) s = withGroupReplaced(s, g, previous.filter((c) => c.group === g));
+  const before = new Map(previous.map((c) => [c.name, c]));
+  const binders = s.components.filter(
+    (c) => (c.group === undefined || !groups.includes(c.group)) && before.has(c.name) && Object.keys(c.inputs ?? {}).some((k) => groups.some((g) => k.startsWith(`deps.${g}.`))),
+  );
+  return withUnitsReplaced(s, binders.map((c) => before.get(c.name)!));
+}
+
+/** Units whose spec a composite's rollback may need: members and replicas, and units that bind another's exports. */
+export function rollbackRelevant(c: DesiredComponent): boolean {
+  return c.group !== undefined || Object.keys(c.inputs ?? {}).some((k) => k.startsWith('deps.'));
+}
+
 /** Every unit that depends on one of `names`, directly or not, by any kind of edge (start order makes one pass enough). */
 export function allDependents(state: DesiredState, names: Iterable<string>): Set<string> {
   const reached = new Set(names);

@@ -214,6 +214,8 @@ const table = (v: unknown): RawTable | undefined =>
   typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as RawTable) : undefined;
 
 const MEMBER_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/i;
+/** A member's directory sits beside the group's own `work` and `logs` (a component that was plain before): not those. */
+const RESERVED_MEMBER_NAMES = new Set(['work', 'logs']);
 const RUN_ENUMS = new Set(['type', 'restart_policy', 'update_strategy', 'runtime', 'pull_policy']);
 
 /**
@@ -249,8 +251,8 @@ function shapeRules(doc: ParsedDocument<unknown>, file: string): Diagnostic[] {
     if (names.length === 0) out.push(doc.diagnostic(CODES.MISSING_FIELD, ['lifecycle', 'services'], '[lifecycle.services] lists no service'));
     for (const name of names) {
       const at = ['lifecycle', 'services', name];
-      if (!MEMBER_NAME.test(name))
-        out.push(doc.diagnostic(CODES.BAD_NAME, at, `"${name}" is not a valid service name`, 'letters, digits, "_" and "-", starting with a letter or digit'));
+      if (!MEMBER_NAME.test(name) || RESERVED_MEMBER_NAMES.has(name))
+        out.push(doc.diagnostic(CODES.BAD_NAME, at, `"${name}" is not a valid service name`, 'letters, digits, "_" and "-", starting with a letter or digit; not "work" or "logs"'));
       const svc = table(services[name]);
       if (!svc) continue;
       const { exports: svcExports, ...svcRun } = svc;
@@ -287,8 +289,8 @@ function shapeRules(doc: ParsedDocument<unknown>, file: string): Diagnostic[] {
       const t = table(m);
       if (!t) return;
       if (typeof t.name === 'string') {
-        if (!MEMBER_NAME.test(t.name))
-          out.push(doc.diagnostic(CODES.BAD_NAME, ['members', i, 'name'], `"${t.name}" is not a valid member name`, 'letters, digits, "_" and "-", starting with a letter or digit'));
+        if (!MEMBER_NAME.test(t.name) || RESERVED_MEMBER_NAMES.has(t.name))
+          out.push(doc.diagnostic(CODES.BAD_NAME, ['members', i, 'name'], `"${t.name}" is not a valid member name`, 'letters, digits, "_" and "-", starting with a letter or digit; not "work" or "logs"'));
         const first = seen.get(t.name);
         if (first !== undefined) out.push(doc.diagnostic(CODES.DUPLICATE_COMPONENT, ['members', i, 'name'], `member "${t.name}" is listed twice`, `first at members[${first}]`));
         else seen.set(t.name, i);
@@ -313,6 +315,8 @@ function shapeRules(doc: ParsedDocument<unknown>, file: string): Diagnostic[] {
   }
   const exportsRaw = table(raw.exports);
   if (exportsRaw) out.push(...templateRules(doc, exportsRaw, ['exports'], true));
+  const installRaw = table(lifecycle?.install);
+  if (installRaw && typeof installRaw.script === 'string') out.push(...templateRules(doc, { script: installRaw.script }, ['lifecycle', 'install']));
   return out;
 }
 

@@ -12,11 +12,11 @@ const CONFIG_REF = /^config((?:\.[A-Za-z0-9_-]+)+)$/;
 const BIND_REF = /^deps\.([A-Za-z0-9][A-Za-z0-9._-]*)\.exports\.([A-Za-z0-9_-]+)$/;
 
 /**
- * Only `{{config.…}}` and `{{deps.…}}` are placeholders: any other braces are the recipe's own text (a JSON value in an
+ * Only `{{config.…}}` and `{{deps.…}}` are placeholders (text that opens with `{{config.` or `{{deps.`): any other braces are the recipe's own text (a JSON value in an
  * env var, a Go template in a container command such as `{{.ID}}`), left as written, as before placeholders existed.
  */
-const OPENING = /\{\{\s*(?:config|deps)\b/g;
-const PLACEHOLDER = /\{\{\s*((?:config|deps)\b[^{}]*?)\s*\}\}/g;
+const OPENING = /\{\{\s*(?:config|deps)\./g;
+const PLACEHOLDER = /\{\{\s*((?:config|deps)\.[^{}]*?)\s*\}\}/g;
 
 /** Every placeholder of `text`, or why one cannot be read. Text without one is returned as is, at no cost. */
 export function parseTemplate(text: string): { placeholders: Placeholder[]; error?: string } {
@@ -53,7 +53,7 @@ export function interpolate(text: string, value: (p: Placeholder) => string): st
 
 /** True when `text` has a placeholder (well formed or not). */
 export function hasPlaceholder(text: string): boolean {
-  return text.includes('{{') && /\{\{\s*(?:config|deps)\b/.test(text);
+  return text.includes('{{') && /\{\{\s*(?:config|deps)\./.test(text);
 }
 
 /**

@@ -593,6 +593,67 @@ describe('an API + proxy composite ([[members]], exports and binds)', { timeout:
       expect(record(n), n).toMatchObject({ state: 'running', hash: rec.hash, version: rec.version });
     expect(await throughProxy()).toMatchObject({ version: '0.9.2' });
   });
+
+  it('the same revision applied again after a rollback (another agent restart) restarts nothing: the composite stays at its previous members', async () => {
+    const pids = livePids(ca);
+    const revision = await repo.revisionId();
+    expect(await ca.agent.stop()).toEqual({ code: 0, signal: null });
+    await ca.start();
+    const plan = ca.agent.lines((l) => l.msg === 'reconcile plan').at(-1)!;
+    expect(plan).toMatchObject({ revision, stop_order: [], start_order: [] });
+    expect(ca.agent.lines((l) => l.msg === 'this revision could not update these composites: they stay at their previous members until another revision')).toHaveLength(1);
+    expect(livePids(ca)).toEqual(pids);
+    expect(await throughProxy()).toMatchObject({ version: '0.9.2' });
+  });
+
+  it('killed in the middle of a composite update, the agent rolls back on its next start to what ran healthy before', async () => {
+    // First back to a good revision (a new one: the held-back record is cleared), then a broken update, killed mid-way.
+    const good = await ca.push({ 'recipes/api.toml': apiRecipe(repo, { version: '0.9.4' }), 'recipes/proxy.toml': proxyRecipe(repo) });
+    expect(good.end.msg).toBe('all components running');
+    const before = { api: record('app/api'), proxy: record('app/proxy') };
+    const mark = ca.agent.mark();
+    repo.write({ 'recipes/api.toml': apiRecipe(repo, { version: '0.9.5' }), 'recipes/proxy.toml': proxyRecipe(repo, { brokenCheckPort: closedPort }) });
+    await ca.agent.waitForLog((l) => l.component === 'app/proxy' && l.state === 'starting', 30_000, mark, 'the new proxy starting');
+    // By now the new api (0.9.5) is healthy and recorded; the proxy is not.
+    expect(record('app/api').version).toBe('0.9.5');
+    await ca.agent.kill9();
+    const end = await ca.start();
+    expect(end.msg).toMatch(/^apply failed/);
+    expect(ca.h.history()[0]!.summary).toContain('app rolled back to its previous members');
+    for (const [n, rec] of [['app/api', before.api], ['app/proxy', before.proxy]] as const)
+      expect(record(n), n).toMatchObject({ state: 'running', hash: rec.hash, version: rec.version });
+    expect(await throughProxy()).toMatchObject({ version: '0.9.4' });
+  });
+
+  it('a component that binds the composite\'s export goes back with it: it runs with the value of the members restored', async () => {
+    const binder = [
+      '[metadata]',
+      'name = "com.test.binder"',
+      'version = "1.0.0"',
+      '[lifecycle.run]',
+      '[lifecycle.run.exec]',
+      'command = "sleep"',
+      'args = ["1000", "{{deps.app.exports.port}}"]',
+      '[[dependencies]]',
+      'name = "com.test.app"',
+      'type = "ordering"',
+      '',
+    ].join('\n');
+    const good = await ca.push({ 'recipes/api.toml': apiRecipe(repo, { version: '0.9.4' }), 'recipes/proxy.toml': proxyRecipe(repo), 'recipes/binder.toml': binder, [repo.plan]: planOf(entry('app', 'recipes/app.toml'), entry('binder', 'recipes/binder.toml')) });
+    expect(good.end.msg).toBe('all components running');
+    expect(record('binder').inputs).toEqual({ 'deps.app.exports.port': String(apiPort) });
+    // The API moves to another port and the proxy breaks: the rollback puts the API back on its port, and the binder too.
+    const { end } = await ca.push({
+      'recipes/proxy.toml': proxyRecipe(repo, { brokenCheckPort: closedPort }),
+      [repo.plan]: planOf(entry('app', 'recipes/app.toml', '[components.config.api]', `port = ${apiPort2}`), entry('binder', 'recipes/binder.toml')),
+    });
+    expect(end.msg).toMatch(/^apply failed/);
+    expect(ca.h.history()[0]!.summary).toContain('app rolled back to its previous members');
+    await until(() => record('binder')?.state === 'running', 15_000, 'binder running');
+    expect(record('app/api').inputs).toMatchObject({ 'config.port': String(apiPort) });
+    expect(record('binder').inputs).toEqual({ 'deps.app.exports.port': String(apiPort) });
+    expect(await throughProxy()).toMatchObject({ version: '0.9.4', port: apiPort });
+  });
 });
 
 // ---------------------------------------------------------------------------------------------------------------

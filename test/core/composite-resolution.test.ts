@@ -426,6 +426,22 @@ describe('replicas', () => {
     expect(r.noTouch).toEqual(expect.arrayContaining(['w/1', 'w/2']));
   });
 
+  it('scaling up restarts no hard dependent: a new replica of a group that runs is not a restart of it', async () => {
+    const hardOnW = (n: number) => ({
+      ...revision({ replicas: n }),
+      [PLAN]: planText([{ name: 'w', recipe: 'recipes/w.toml' }, { name: 'hard', recipe: 'recipes/hard.toml' }]),
+      'recipes/hard.toml': '[metadata]\nname = "com.acme.hard"\nversion = "1.0.0"\n[lifecycle.run.exec]\ncommand = "./hard"\n[[dependencies]]\nname = "com.acme.w"\ntype = "hard"\n',
+    });
+    const two = await load(hardOnW(2));
+    const three = await load(hardOnW(3));
+    const r = diff(three, actualFromDesired(two));
+    expect(r.startOrder).toEqual(['w/3']);
+    expect(r.reasonCodes.hard).toEqual({ kind: 'unchanged' });
+    // A brand-new group is another matter: nothing of it ran, so it cascades as a new component does.
+    const none = diff(three, actualFromDesired({ ...two, components: two.components.filter((c) => c.group !== 'w'), startOrder: ['hard'], layers: [['hard']] }));
+    expect(none.reasonCodes.hard).toEqual({ kind: 'cascade', dependency: 'w/1' });
+  });
+
   it('replicas = 0 keeps a group with no unit', async () => {
     const s = await load(revision({ replicas: 0 }));
     expect(s.components.filter((c) => c.name === 'w' || c.name.startsWith('w/'))).toEqual([]);

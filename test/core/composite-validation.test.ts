@@ -632,6 +632,41 @@ describe('composite, configuration, export and bind validation', () => {
   // ends in "}}") or a docker --format '{{.ID}}' is KS_TEMPLATE_SYNTAX. Such recipes were valid before composites
   // (template.ts parseTemplate, applied to every string by recipe.ts templateRules), so an upgrade refuses revisions
   // that deployed yesterday. Placeholders should be only {{config.…}}/{{deps.…}}, or literal braces escapable.
+  it('only {{config.…}} and {{deps.…}} are placeholders: other braces (Go templates, a bare {{config}}) stay literal', () => {
+    for (const literal of ['{{config}}', '{{ deps }}', '{{config-file}}', '{{config "x"}}', '{{.ID}}', '{{configx.y}}']) {
+      const text = BASE['recipes/w.toml']!.replace('command = "./worker"', `command = "./worker"\nargs = [${JSON.stringify(literal)}]`);
+      expect(parseRecipe('recipes/w.toml', text).diagnostics, literal).toEqual([]);
+    }
+    const bad = BASE['recipes/w.toml']!.replace('command = "./worker"', 'command = "./worker"\nargs = ["{{config.}}"]');
+    expect(parseRecipe('recipes/w.toml', bad).diagnostics.map((d) => d.code)).toEqual([CODES.TEMPLATE_SYNTAX]);
+  });
+
+  it('a bind to a name that is both a sibling member and a plan component is refused, naming both', async () => {
+    // The proxy depends on com.acme.api, a sibling, and on com.acme.db, whose plan component is renamed "api".
+    let files = edit(BASE, PLAN, 'name = "db"', 'name = "api"');
+    files = edit(files, 'recipes/app.toml', '{{deps.db.exports.port}}', '{{deps.api.exports.port}}');
+    files = append(files, 'recipes/proxy.toml', '\n[[dependencies]]\nname = "com.acme.db"\ntype = "ordering"\n');
+    const diags = (await diagnosticsOf(noClient(files))).filter((d) => d.file === 'recipes/proxy.toml');
+    expect(diags.map((d) => d.code)).toEqual([CODES.BIND_UNKNOWN]);
+    expect(diags[0]!.message).toContain('gw/api');
+    expect(diags[0]!.message).toMatch(/names both .*api/);
+  });
+
+  it('a member or service named "work" or "logs" is refused (their directories sit beside the group\'s own)', async () => {
+    const files = edit(BASE, 'recipes/gw.toml', 'name = "proxy"', 'name = "logs"');
+    const diags = await diagnosticsOf(edit(files, 'recipes/gw.toml', '[config.proxy]', '[config.logs]'));
+    expect(where(diags.filter((d) => d.code === CODES.BAD_NAME))).toEqual([{ code: CODES.BAD_NAME, file: 'recipes/gw.toml', path: 'members[1].name', line: lineOf(files, 'recipes/gw.toml', 'name = "logs"') }]);
+  });
+
+  it('the install script takes placeholders too: resolved per unit, an unknown key refused', async () => {
+    const files = edit(BASE, 'recipes/app.toml', 'script = "npm ci"', 'script = "npm ci --workers {{config.workers}}"');
+    const r = await load(files);
+    expect(r.ok).toBe(true);
+    if (r.ok) expect(r.state.components.find((c) => c.name === 'app/web')!.recipe.lifecycle.install!.script).toBe('npm ci --workers 2');
+    const bad = edit(BASE, 'recipes/app.toml', 'script = "npm ci"', 'script = "npm ci {{config.nope}}"');
+    expect(where(await diagnosticsOf(bad))).toEqual([{ code: CODES.CONFIG_UNKNOWN, file: 'recipes/app.toml', path: 'lifecycle.install.script', line: lineOf(bad, 'recipes/app.toml', 'npm ci {{config.nope}}') }]);
+  });
+
   it('a recipe that was valid before placeholders existed stays valid (JSON in env)', () => {
     const text = BASE['recipes/w.toml']!.replace('command = "./worker"', 'command = "./worker"\nenv = { CONFIG = \'{"log":{"level":"info"}}\' }');
     expect(parseRecipe('recipes/w.toml', text).diagnostics).toEqual([]);

@@ -47,7 +47,13 @@ export function registerComponentRoutes(server: FastifyInstance, ctx: ApiContext
     if (action) throw new ApiError(404, 'KS_NOT_FOUND', `:${action} is an action: POST it`);
     const rec = ctx.agent.store.component(name);
     if (rec) return componentView(ctx.agent, rec);
-    const group = ctx.agent.engine.desired?.groups?.find((g) => g.name === name);
+    let group = ctx.agent.engine.desired?.groups?.find((g) => g.name === name);
+    // `app/jobs` where jobs has replicas: the replicas of one member, shown as a group of their own.
+    const units = group ? undefined : ctx.agent.engine.unitsOf(name);
+    if (!group && units?.length) {
+      const version = ctx.agent.store.component(units[0]!)?.version ?? '';
+      group = { name, kind: 'replicas', version, recipePath: '', members: units, index: 0 };
+    }
     if (!group) throw new ApiError(404, 'KS_COMPONENT_NOT_FOUND', `no component ${JSON.stringify(name)} on this device`);
     const members = group.members.flatMap((m) => {
       const r = ctx.agent.store.component(m);

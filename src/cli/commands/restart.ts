@@ -51,6 +51,7 @@ export async function restart(argv: string[], io: CliIo): Promise<number> {
       ? Object.entries(result.members).map(([n, v]): [string, string] => [n, shownId(v)])
       : [[name, shownId(result?.pid ?? result?.containerId)]];
     const own = rows.length;
+    if (own === 0) rows.push([name, 'no members (replicas = 0)']);
     if (isObject(result?.dependents)) for (const [n, v] of Object.entries(result.dependents)) rows.push([n, shownId(v)]);
     const waited = wait === 'health' ? `healthy again (timeout ${timeout})` : `started (timeout ${timeout})`;
     const deps = rows.length > own ? ` and ${rows.length - own} hard dependent${rows.length - own > 1 ? 's' : ''}` : '';

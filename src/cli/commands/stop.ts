@@ -19,7 +19,8 @@ export async function stop(argv: string[], io: CliIo): Promise<number> {
     if (values.json) io.stdout.write(JSON.stringify(result, null, 2) + '\n');
     else {
       const stopped = Array.isArray(result?.stopOrder) ? names(result.stopOrder) : Array.isArray(result?.stopped) ? names(result.stopped) : [name];
-      const dependents = stopped.filter((n) => n !== name);
+      // The agent names the hard dependents (a composite's own members are not its dependents).
+      const dependents = Array.isArray(result?.stoppedDependents) ? names(result.stoppedDependents) : stopped.filter((n) => n !== name);
       const why = dependents.length ? `${dependents.join(', ')} ${dependents.length === 1 ? 'depends' : 'depend'} hard on ${name}; ` : '';
       io.stdout.write(`stopped: ${stopped.join(' ')}\n(${why}held stopped until \`keystonectl start\`)\n`);
     }
