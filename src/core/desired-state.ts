@@ -171,6 +171,15 @@ export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<strin
     return all;
   });
 
+  // A member's recipe provides nothing to the plan; a dependency on it is pointed at its composite.
+  const memberOf = new Map<string, { composite: string; name: string }>();
+  parsed.forEach((r, i) => {
+    for (const m of r?.recipe?.members ?? []) {
+      const name = recipeName(recipes.get(recipePathOf({ name: m.name, recipe: m.recipe })));
+      if (name !== undefined && !memberOf.has(name)) memberOf.set(name, { composite: entries[i]!.name, name: r!.recipe!.metadata.name });
+    }
+  });
+
   // 3. Dependencies, unit by unit: siblings by index, the rest against the plan.
   const unitDeps: Array<Array<Array<{ entry: number; unit?: number; type: DependencyType; at: Located }>>> = unitsOf.map((units, i) =>
     units.map((u) => {
@@ -181,8 +190,14 @@ export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<strin
         const found = providers.get(dep.name) ?? [];
         if (found.length === 0 && unknownProvider) continue;
         if (found.length === 0) {
+          const within = memberOf.get(dep.name);
           diagnostics.push(
-            at(loc, CODES.DEP_MISSING, `component "${who}" depends on ${dep.name}, which no component of ${plan.file} provides`, 'add a component with that recipe to the plan, or remove the dependency'),
+            at(
+              loc,
+              CODES.DEP_MISSING,
+              `component "${who}" depends on ${dep.name}, which no component of ${plan.file} provides`,
+              within ? `${dep.name} is a member of composite "${within.composite}": depend on the composite (${within.name})` : 'add a component with that recipe to the plan, or remove the dependency',
+            ),
           );
           continue;
         }

@@ -652,6 +652,14 @@ describe('composite, configuration, export and bind validation', () => {
     expect(diags[0]!.message).toMatch(/names both .*api/);
   });
 
+  it('a plan component that depends on a member\'s recipe is pointed at the composite', async () => {
+    const files = edit(BASE, 'recipes/client.toml', 'name = "com.acme.gw"', 'name = "com.acme.api"');
+    // (Its binds to gw's exports are refused too, gw being no longer a dependency: not the subject here.)
+    const diags = (await diagnosticsOf(files)).filter((d) => d.code === CODES.DEP_MISSING);
+    expect(where(diags)).toEqual([{ code: CODES.DEP_MISSING, file: 'recipes/client.toml', path: 'dependencies[0].name', line: lineOf(files, 'recipes/client.toml', 'name = "com.acme.api"') }]);
+    expect(diags[0]!.hint).toBe('com.acme.api is a member of composite "gw": depend on the composite (com.acme.gw)');
+  });
+
   it('a member or service named "work" or "logs" is refused (their directories sit beside the group\'s own)', async () => {
     const files = edit(BASE, 'recipes/gw.toml', 'name = "proxy"', 'name = "logs"');
     const diags = await diagnosticsOf(edit(files, 'recipes/gw.toml', '[config.proxy]', '[config.logs]'));
