@@ -7,7 +7,7 @@ import type { StateStore } from '../agent/state-store.js';
 import type { Logger } from '../log/logger.js';
 
 export interface ApiAgent {
-  store: Pick<StateStore, 'components' | 'component' | 'appliedRevision' | 'history'>;
+  store: Pick<StateStore, 'components' | 'component' | 'appliedRevision' | 'history'> & Partial<Pick<StateStore, 'groupRollbacks'>>;
   engine: Pick<Engine, 'desired' | 'restartOrders' | 'restart' | 'stop' | 'start' | 'pidOf' | 'unitsOf'> & Partial<Pick<Engine, 'healthCheckOf'>>;
   events: EventEmitter<AgentEventMap>;
   /** POST /v1/sync; false when no source can look on demand. */

@@ -604,12 +604,16 @@ describe('an API + proxy composite ([[members]], exports and binds)', { timeout:
     expect(ca.agent.lines((l) => l.msg === 'this revision could not update these composites: they stay at their previous members until another revision')).toHaveLength(1);
     expect(livePids(ca)).toEqual(pids);
     expect(await throughProxy()).toMatchObject({ version: '0.9.2' });
+    // The operator sees it: the revision names the composite it could not update.
+    const rev = await ca.get<{ rolledBack: Array<{ group: string; revision: string }> }>('/v1/revision');
+    expect(rev.body.rolledBack).toEqual([{ group: 'app', revision }]);
   });
 
   it('killed in the middle of a composite update, the agent rolls back on its next start to what ran healthy before', async () => {
     // First back to a good revision (a new one: the held-back record is cleared), then a broken update, killed mid-way.
     const good = await ca.push({ 'recipes/api.toml': apiRecipe(repo, { version: '0.9.4' }), 'recipes/proxy.toml': proxyRecipe(repo) });
     expect(good.end.msg).toBe('all components running');
+    expect((await ca.get<{ rolledBack: unknown[] }>('/v1/revision')).body.rolledBack).toEqual([]);
     const before = { api: record('app/api'), proxy: record('app/proxy') };
     const mark = ca.agent.mark();
     repo.write({ 'recipes/api.toml': apiRecipe(repo, { version: '0.9.5' }), 'recipes/proxy.toml': proxyRecipe(repo, { brokenCheckPort: closedPort }) });

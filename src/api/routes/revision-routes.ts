@@ -48,6 +48,8 @@ export function registerRevisionRoutes(server: FastifyInstance, ctx: ApiContext)
       appliedAt: iso(r.appliedAt),
       // What the device follows, and whether a forced manual apply holds the Git sync (until POST /v1/resume).
       sync: syncView(ctx),
+      // Composites this revision could not update: rolled back, and held at their previous members until another revision.
+      rolledBack: ctx.agent.store.groupRollbacks?.() ?? [],
       // Said in words too: a dashboard that shows only messages must not present an unsigned device as fine.
       ...(r.unsigned && { warning: 'UNSIGNED: this revision was applied without a signature check (--allow-unsigned, development only)' }),
     };

@@ -127,13 +127,18 @@ export function revisionLine(rev: Json | undefined, nowMs: number): string {
     if (signed !== undefined) parts.push(`signed ${utc(signed)}`);
   }
   const line = parts.join('  ');
+  // A composite this revision could not update runs its previous members: say so, or the table alone would look fine.
+  const rolledBack = Array.isArray(rev.rolledBack) ? rev.rolledBack.filter(isObject) : [];
+  const heldBack = rolledBack.length
+    ? `\n*** ${rolledBack.map((r) => str(r.group) ?? '?').join(', ')}: this revision could not update ${rolledBack.length === 1 ? 'it' : 'them'}; rolled back to the previous members until another revision ***`
+    : '';
   // A suspended sync is the one thing an operator must not miss: the device no longer follows its commits.
   const sync = isObject(rev.sync) ? rev.sync : undefined;
   const suspended = sync && isObject(sync.suspended) ? sync.suspended : undefined;
-  if (!suspended) return line;
+  if (!suspended) return line + heldBack;
   const since = timeMs(suspended.since);
   const held = str(sync?.held);
-  return `${line}\n*** Git sync suspended by the manual apply ${str(suspended.revision) ?? '?'}${since !== undefined ? ` ${ago(since, nowMs)}` : ''}${held ? `; commit ${held.slice(0, 12)} is waiting` : ''}: run \`keystonectl resume\` ***`;
+  return `${line}${heldBack}\n*** Git sync suspended by the manual apply ${str(suspended.revision) ?? '?'}${since !== undefined ? ` ${ago(since, nowMs)}` : ''}${held ? `; commit ${held.slice(0, 12)} is waiting` : ''}: run \`keystonectl resume\` ***`;
 }
 
 const HEADERS: Record<keyof StatusRow, string> = {
