@@ -31,7 +31,9 @@ export interface ExecutorDeps {
 }
 
 /**
- * 1. Stop, dependents first, one at a time (a dependency never stops under a running dependent).
+ * 1. Stop, dependents first: a component stops once every dependent being stopped with it has stopped (a dependency
+ *    never stops under a running dependent); components that do not depend on each other stop at once, under the
+ *    concurrency limit.
  * 2. Start eagerly under the concurrency limit: no waiting for a whole layer. A failure skips its
  *    dependents (transitively); independent work goes on.
  */
@@ -44,18 +46,7 @@ export async function execute(plan: ExecutionPlan, desired: DesiredState, deps: 
   const rolling = new Set(
     plan.startOrder.filter((n) => !plan.removed.has(n) && byName.get(n)?.recipe.lifecycle.run.update_strategy === 'start-first' && deps.workers.get(n)?.instanceRef !== undefined),
   );
-  for (const name of plan.stopOrder) {
-    if (rolling.has(name)) continue;
-    const w = deps.workers.get(name);
-    if (w) await w.stop();
-    if (plan.removed.has(name)) {
-      store.removeComponent(name);
-      deps.workers.delete(name);
-      log.info({ component: name, state: 'stopped', revision: deps.revision }, 'removed');
-    } else if (store.component(name)) store.recordState(name, 'stopped');
-    result.stopped.push(name);
-    crashPoint('after-stop');
-  }
+  await stopAll(plan.stopOrder.filter((n) => !rolling.has(n)), plan.removed, deps, result);
 
   const position = new Map(desired.startOrder.map((n, i) => [n, i]));
   const layerOf = new Map<string, number>();
@@ -107,4 +98,65 @@ export async function execute(plan: ExecutionPlan, desired: DesiredState, deps: 
     await Promise.race(inflight.values());
   }
   return result;
+}
+
+/**
+ * Stops `order` (dependents before dependencies, as the diff orders it): each component once the components being
+ * stopped that depend on it, by the edges that run now (the store's records), have stopped; the rest in parallel.
+ */
+async function stopAll(order: readonly string[], removed: ReadonlySet<string>, deps: ExecutorDeps, result: ExecutionResult): Promise<void> {
+  const { store, log } = deps;
+  if (order.length === 0) return;
+  const inSet = new Set(order);
+  // waitingOn[n]: how many components being stopped depend on n and have not stopped yet.
+  const waitingOn = new Map(order.map((n) => [n, 0]));
+  const dependenciesOf = new Map<string, string[]>();
+  for (const n of order) {
+    const ds = [...new Set((store.component(n)?.dependencies ?? []).map((d) => d.component))].filter((d) => inSet.has(d) && d !== n);
+    dependenciesOf.set(n, ds);
+    for (const d of ds) waitingOn.set(d, waitingOn.get(d)! + 1);
+  }
+  const pending = [...order];
+  const inflight = new Map<string, Promise<void>>();
+  // A stop that throws (the runtime failed) ends the phase as before, once the stops in flight have ended.
+  let failure: unknown;
+  const stopOne = async (name: string): Promise<void> => {
+    const w = deps.workers.get(name);
+    if (w) await w.stop();
+    if (removed.has(name)) {
+      store.removeComponent(name);
+      deps.workers.delete(name);
+      log.info({ component: name, state: 'stopped', revision: deps.revision }, 'removed');
+    } else if (store.component(name)) store.recordState(name, 'stopped');
+    result.stopped.push(name);
+    crashPoint('after-stop');
+    for (const d of dependenciesOf.get(name) ?? []) waitingOn.set(d, waitingOn.get(d)! - 1);
+  };
+  while (pending.length || inflight.size) {
+    // In stop order among the ready ones, so a chain keeps its order and the log reads as the plan does.
+    for (let i = 0; failure === undefined && i < pending.length && inflight.size < Math.max(1, deps.concurrency); ) {
+      const name = pending[i]!;
+      if (waitingOn.get(name)! > 0) {
+        i++;
+        continue;
+      }
+      pending.splice(i, 1);
+      inflight.set(
+        name,
+        stopOne(name)
+          .catch((e: unknown) => {
+            failure ??= e;
+          })
+          .finally(() => inflight.delete(name)),
+      );
+    }
+    if (inflight.size === 0) {
+      if (failure !== undefined) break;
+      // A cycle in recorded edges cannot come from a valid revision: stop what is left in order rather than hang.
+      for (const n of pending) waitingOn.set(n, 0);
+      continue;
+    }
+    await Promise.race(inflight.values());
+  }
+  if (failure !== undefined) throw failure;
 }
