@@ -122,7 +122,7 @@ export class Engine {
       // What grouped units last ran healthy: what a composite's rollback goes back to, even after an agent restart or
       // a crash in the middle of an apply (a spec is kept only once its unit started healthy).
       const previous = store.specs();
-      const desired = this.heldBack(revision, rev.id, previous);
+      const { state: desired, held } = this.heldBack(revision, rev.id, previous);
       const reconcile = diff(desired, store.actualState());
       hooks.onReconcile?.(reconcile);
       this.agentLog.info({ revision: rev.id, stop_order: reconcile.stopOrder, start_order: reconcile.startOrder, no_touch: reconcile.noTouch }, 'reconcile plan');
@@ -139,8 +139,8 @@ export class Engine {
         const c = byName.get(name)!;
         const rec = store.component(name);
         if (rec) store.upsertComponent({ ...rec, position, dependencies: c.dependencies.map((d) => ({ ...d })) });
-        // A unit that runs unchanged and has no spec kept yet (one started before specs were kept) gets its own now.
-        if (rec && !kept.has(name) && rollbackRelevant(c) && rec.state === 'running') store.recordSpec(name, c);
+        // A unit outside any group that binds another's exports, running unchanged with no spec kept yet, gets its own.
+        if (rec && !kept.has(name) && c.group === undefined && rollbackRelevant(c) && rec.state === 'running') store.recordSpec(name, c);
         this.workers.get(name)?.refresh(c);
         if (rec?.state === 'running' || rec?.state === 'unhealthy')
           this.agentLog.info({ component: name, revision: rev.id }, 'reusing existing running instance (no restart)');
@@ -153,18 +153,24 @@ export class Engine {
         { store, workers: this.workers, worker: (n) => this.worker(n), log: this.supLog, concurrency: this.deps.concurrency, revision: rev.id, stopping: () => this.stopping },
       );
       for (const name of removed) if (store.component(name)) store.removeComponent(name);
-      this.keepSpecs(desired, execution.started);
       this.desired = desired;
-      const rolledBack = execution.failed.length && !this.stopping ? await this.rollBackGroups(desired, previous, execution, rev.id) : [];
+      // Members not healthy after the apply (failed now, or left unhealthy by an update a crash cut short).
+      const down = this.stopping ? [] : this.downMembers(desired, execution);
+      const rolledBack = down.length ? await this.rollBackGroups(desired, previous, down, rev.id) : [];
+      this.keepSpecs(this.desired, execution.started);
 
-      const outcome = execution.failed.length === 0 ? 'success' : 'failure';
+      // A member left down by an earlier, cut-short update fails this apply only when its composite was rolled back.
+      const groupOf = new Map(desired.components.map((c) => [c.name, c.group]));
+      const failures = [...execution.failed, ...down.filter((d) => !execution.failed.some((f) => f.name === d.name) && rolledBack.includes(groupOf.get(d.name) ?? ''))];
+      const outcome = failures.length === 0 && held.length === 0 ? 'success' : 'failure';
+      const heldText = held.length ? `${held.join(', ')} held at ${held.length === 1 ? 'its' : 'their'} previous members: this revision could not update ${held.length === 1 ? 'it' : 'them'}` : '';
       const summary = this.stopping && outcome === 'failure'
         ? 'interrupted: the agent stopped during this apply'
         : outcome === 'success'
           ? `${execution.started.length} started, ${execution.stopped.length} stopped, ${reconcile.noTouch.length} untouched`
-          : `failed: ${execution.failed.map((f) => `${f.name} (${f.reason})`).join('; ')}${rolledBack.length ? `; ${rolledBack.map((g) => `${g} rolled back to its previous members`).join('; ')}` : ''}`;
+          : `failed: ${[...failures.map((f) => `${f.name} (${f.reason})`), ...rolledBack.map((g) => `${g} rolled back to its previous members`), ...(heldText ? [heldText] : [])].join('; ')}`;
       crashPoint('before-finish-apply');
-      store.finishApply(historyId, { finishedAt: now(), outcome, summary, failed: execution.failed });
+      store.finishApply(historyId, { finishedAt: now(), outcome, summary, failed: failures });
       if (outcome === 'success') {
         const all = store.components().every((c) => c.state === 'running');
         this.supLog.info(all ? 'all components running' : 'apply finished');
@@ -178,27 +184,56 @@ export class Engine {
    * when it is applied again (an agent restart, a resync): retrying would restart a healthy composite only to fail
    * again. Any other revision is a new attempt, and clears the record.
    */
-  private heldBack(revision: DesiredState, id: string, previous: readonly DesiredComponent[]): DesiredState {
+  private heldBack(revision: DesiredState, id: string, previous: readonly DesiredComponent[]): { state: DesiredState; held: string[] } {
     const { store } = this.deps;
     const holds = store.groupRollbacks();
-    if (holds.length === 0) return revision;
+    if (holds.length === 0) return { state: revision, held: [] };
     if (holds.some((h) => h.revision !== id)) {
       store.clearGroupRollbacks();
-      return revision;
+      return { state: revision, held: [] };
     }
     const groups = holds.map((h) => h.group).filter((g) => revision.groups?.some((x) => x.name === g) && previous.some((c) => c.group === g));
-    if (groups.length === 0) return revision;
+    if (groups.length === 0) return { state: revision, held: [] };
     this.agentLog.warn({ revision: id, groups }, 'this revision could not update these composites: they stay at their previous members until another revision');
-    return withGroupsRestored(revision, groups, previous);
+    return { state: withGroupsRestored(revision, groups, previous), held: groups };
   }
 
-  /** Keeps the spec of each grouped unit that started healthy: the next rollback's point of return. */
+  /**
+   * The next rollback's point of return. A group's members are kept together, and only once every one of them runs
+   * healthy (a set that never ran healthy as a whole is nothing to go back to); a unit outside any group that binds
+   * another's exports is kept when it started healthy.
+   */
   private keepSpecs(state: DesiredState, started: readonly string[]): void {
+    const { store } = this.deps;
+    for (const g of state.groups ?? []) {
+      if (g.kind === 'replicas' && g.members.length === 0) continue;
+      const members = state.components.filter((c) => c.group === g.name);
+      if (members.length && members.every((c) => store.component(c.name)?.state === 'running')) for (const c of members) store.recordSpec(c.name, c);
+    }
     const byName = new Map(state.components.map((c) => [c.name, c]));
     for (const name of started) {
       const c = byName.get(name);
-      if (c && rollbackRelevant(c) && this.deps.store.component(name)) this.deps.store.recordSpec(name, c);
+      if (c && c.group === undefined && rollbackRelevant(c) && store.component(name)?.state === 'running') store.recordSpec(name, c);
     }
+  }
+
+  /**
+   * Members of composites (and services groups) that are not healthy once an apply has run: those that failed in it,
+   * and those still unhealthy or failed from an update a crash cut short (the agent adopted them, so nothing failed now).
+   * Held ones (stopped by an operator, crash-looping) are not the update's doing.
+   */
+  private downMembers(state: DesiredState, execution: ExecutionResult): Array<{ name: string; reason: string }> {
+    const failed = new Map(execution.failed.map((f) => [f.name, f.reason]));
+    const out: Array<{ name: string; reason: string }> = [];
+    for (const g of state.groups ?? []) {
+      if (g.kind === 'replicas') continue;
+      for (const m of g.members) {
+        const rec = this.deps.store.component(m);
+        if (failed.has(m)) out.push({ name: m, reason: failed.get(m)! });
+        else if (rec && !rec.held && rec.state !== 'running' && rec.state !== 'crash-looping') out.push({ name: m, reason: `${rec.state} after the update` });
+      }
+    }
+    return out;
   }
 
   /**
@@ -207,8 +242,8 @@ export class Engine {
    * started again. Returns the groups rolled back. A group with nothing kept, or whose members did not change, has
    * nothing to undo.
    */
-  private async rollBackGroups(desired: DesiredState, previous: readonly DesiredComponent[], execution: ExecutionResult, revision: string): Promise<string[]> {
-    const failed = new Set(execution.failed.map((f) => f.name));
+  private async rollBackGroups(desired: DesiredState, previous: readonly DesiredComponent[], down: ReadonlyArray<{ name: string }>, revision: string): Promise<string[]> {
+    const failed = new Set(down.map((f) => f.name));
     const before = new Map(previous.map((c) => [c.name, c]));
     const groups: string[] = [];
     for (const g of desired.groups ?? []) {
@@ -232,7 +267,6 @@ export class Engine {
       { store, workers: this.workers, worker: (n) => this.worker(n), log: this.supLog, concurrency: this.deps.concurrency, revision, stopping: () => this.stopping },
     );
     for (const name of removed) if (store.component(name)) store.removeComponent(name);
-    this.keepSpecs(state, again.started);
     for (const g of groups) store.recordGroupRollback(g, revision);
     this.desired = state;
     if (again.failed.length) this.agentLog.error({ revision, failed: again.failed.map((f) => f.name) }, 'the rollback did not bring every previous member back');

@@ -106,8 +106,13 @@ export function diff(desired: DesiredState, actual: ActualState): Reconcile {
   }
 
   // Groups (composites, replicas) with a unit that exists already.
-  const runningGroups = new Set<string>();
-  for (const c of desired.components) if (c.group !== undefined && actualByName.has(c.name)) runningGroups.add(c.group);
+  // Replica sets (`w/1`, `app/jobs/2`) with a slot that exists already: scaling up adds a slot beside running ones.
+  const slotOf = (name: string) => /^(.+)\/\d+$/.exec(name)?.[1];
+  const runningSets = new Set<string>();
+  for (const a of actual.components) {
+    const set = slotOf(a.name);
+    if (set !== undefined && desiredByName.has(a.name)) runningSets.add(set);
+  }
 
   // 2. Hard cascade, in start order so a cascade names the earliest restarting dependency.
   const hardDependents = new Map<string, string[]>();
@@ -122,9 +127,10 @@ export function diff(desired: DesiredState, actual: ActualState): Reconcile {
   for (const name of desired.startOrder) {
     const own = reasons.get(name);
     if (!own) continue;
-    // A new replica or member joining a group that already runs restarts nothing: its dependents lost nothing.
-    const group = desiredByName.get(name)!.group;
-    if (own.kind === 'new' && group !== undefined && runningGroups.has(group)) continue;
+    // A new replica beside running ones (a scale-up) restarts nothing: its dependents lost nothing. A new member of a
+    // composite may replace one that goes, so it cascades as any change does.
+    const set = slotOf(name);
+    if (own.kind === 'new' && desiredByName.get(name)!.group !== undefined && set !== undefined && runningSets.has(set)) continue;
     for (const dependent of hardDependents.get(name) ?? []) {
       if (!reasons.has(dependent)) reasons.set(dependent, { kind: 'cascade', dependency: name });
     }

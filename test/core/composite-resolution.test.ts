@@ -442,6 +442,22 @@ describe('replicas', () => {
     expect(none.reasonCodes.hard).toEqual({ kind: 'cascade', dependency: 'w/1' });
   });
 
+  it('a member replaced by a new one cascades to the hard dependents of the composite (only a scale-up does not)', async () => {
+    const sl = (n: string) => `[metadata]\nname = "com.acme.${n}"\nversion = "1.0.0"\n[lifecycle.run.exec]\ncommand = "./${n}"\n`;
+    const composite = (ms: string[]) => `[metadata]\nname = "com.acme.app"\nversion = "1.0.0"\n${ms.map((m) => `[[members]]\nname = "${m}"\nrecipe = "recipes/${m}.toml"\n`).join('')}`;
+    const files = (ms: string[]): Files => ({
+      [PLAN]: planText([{ name: 'app', recipe: 'recipes/app.toml' }, { name: 'd', recipe: 'recipes/d.toml' }]),
+      'recipes/a.toml': sl('a'),
+      'recipes/b.toml': sl('b'),
+      'recipes/c.toml': sl('c'),
+      'recipes/app.toml': composite(ms),
+      'recipes/d.toml': '[metadata]\nname = "com.acme.d"\nversion = "1.0.0"\n[lifecycle.run.exec]\ncommand = "./d"\n[[dependencies]]\nname = "com.acme.app"\ntype = "hard"\n',
+    });
+    const r = diff(await load(files(['a', 'c'])), actualFromDesired(await load(files(['a', 'b']))));
+    expect(r.reasonCodes['app/c']).toEqual({ kind: 'new' });
+    expect(r.reasonCodes.d).toEqual({ kind: 'cascade', dependency: 'app/c' });
+  });
+
   it('replicas = 0 keeps a group with no unit', async () => {
     const s = await load(revision({ replicas: 0 }));
     expect(s.components.filter((c) => c.name === 'w' || c.name.startsWith('w/'))).toEqual([]);
