@@ -7,7 +7,7 @@ import type { Logger } from '../log/logger.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { ComponentWorker, type WorkerDeps } from './component-worker.js';
 import { crashPoint } from './crash-point.js';
-import { execute, type ExecutionResult } from './executor.js';
+import { execute, stopAll, type ExecutionResult } from './executor.js';
 import { sweepOrphans } from './orphan-sweep.js';
 
 export interface EngineDeps extends Omit<WorkerDeps, 'onRecovered' | 'log'> {
@@ -419,11 +419,11 @@ export class Engine {
   /** Stops every component (used by --stop-on-exit for demos; never on a plain agent restart). */
   async stopAll(): Promise<void> {
     await this.run(async () => {
-      const order = [...this.deps.store.components()].reverse();
-      for (const rec of order) {
-        await this.workers.get(rec.name)?.stop();
-        this.deps.store.recordState(rec.name, 'stopped', 'the agent stopped everything on exit');
-      }
+      // Dependents first, independent components at once, as an apply stops them.
+      const order = this.deps.store.components().map((r) => r.name).reverse();
+      const result: ExecutionResult = { started: [], stopped: [], failed: [] };
+      await stopAll(order, new Set(), { store: this.deps.store, workers: this.workers, worker: (n) => this.worker(n), log: this.supLog, concurrency: this.deps.concurrency, revision: this.deps.store.appliedRevision()?.id ?? 'unknown' }, result);
+      for (const name of order) if (this.deps.store.component(name)) this.deps.store.recordState(name, 'stopped', 'the agent stopped everything on exit');
     });
   }
 }

@@ -104,7 +104,7 @@ export async function execute(plan: ExecutionPlan, desired: DesiredState, deps: 
  * Stops `order` (dependents before dependencies, as the diff orders it): each component once the components being
  * stopped that depend on it, by the edges that run now (the store's records), have stopped; the rest in parallel.
  */
-async function stopAll(order: readonly string[], removed: ReadonlySet<string>, deps: ExecutorDeps, result: ExecutionResult): Promise<void> {
+export async function stopAll(order: readonly string[], removed: ReadonlySet<string>, deps: ExecutorDeps, result: ExecutionResult): Promise<void> {
   const { store, log } = deps;
   if (order.length === 0) return;
   const inSet = new Set(order);
