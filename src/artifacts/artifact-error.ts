@@ -1,4 +1,5 @@
 // Artifact and unpack failures: each threat or fault has its own stable code, and the data to act on it.
+import { CodedError } from '../core/errors.js';
 
 /** Every code the artifact edge throws. Stable: the reconcile, the CLI and tests branch on them. */
 export type ArtifactCode =
@@ -50,16 +51,8 @@ export interface ArtifactErrorData {
 }
 
 /** Thrown by the artifact edge: callers branch on `code` and read `data`, never parse the message. */
-export class ArtifactError extends Error {
+export class ArtifactError extends CodedError<ArtifactCode, ArtifactErrorData> {
   override readonly name = 'ArtifactError';
-  constructor(
-    readonly code: ArtifactCode,
-    message: string,
-    readonly data: ArtifactErrorData = {},
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
 }
 
 /** Narrowing helper for catch blocks and tests: `isArtifactError(e, 'KS_UNPACK_TOO_LARGE')`. */

@@ -99,3 +99,18 @@ export class OperationError extends Error {
     super(message);
   }
 }
+
+/**
+ * An error of an edge (artifacts, runtimes): callers branch on `code` and read `data`, never parse the message. Each
+ * edge names its own subclass, codes and data.
+ */
+export class CodedError<C extends string, D extends object> extends Error {
+  constructor(
+    readonly code: C,
+    message: string,
+    readonly data: D = {} as D,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}

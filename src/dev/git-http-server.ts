@@ -5,9 +5,9 @@
 // would block the very event loop that has to answer it).
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
+import { LoopbackHttpServer } from './loopback-http-server.js';
 
 const GIT_EXEC_PATH = execFileSync('git', ['--exec-path'], { encoding: 'utf8' }).trim();
 
@@ -35,51 +35,20 @@ export interface ServedRequest {
   protocol?: string;
 }
 
-export class GitHttpServer {
-  private server?: Server;
-  private listenPort: number;
+export class GitHttpServer extends LoopbackHttpServer {
   readonly requests: ServedRequest[] = [];
   delayMs: number;
   token: string | undefined;
 
   constructor(private readonly opts: GitHttpServerOptions) {
-    this.listenPort = opts.port ?? 0;
+    super(opts.port ?? 0);
     this.delayMs = opts.delayMs ?? 0;
     this.token = opts.token;
   }
 
-  /** Listens on 127.0.0.1 (the same port again after a stop). */
-  async start(): Promise<void> {
-    const server = createServer((req, res) => void this.serve(req, res));
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.listenPort, '127.0.0.1', () => resolve());
-    });
-    this.listenPort = (server.address() as AddressInfo).port;
-    this.server = server;
-  }
-
-  /** Stops listening and cuts open connections: the server is gone, as when a Git host is down. */
-  async stop(): Promise<void> {
-    const s = this.server;
-    this.server = undefined;
-    if (!s) return;
-    s.closeAllConnections();
-    await new Promise<void>((resolve) => s.close(() => resolve()));
-  }
-
-  /** The port listened on (after start). */
-  get port(): number {
-    return this.listenPort;
-  }
-
-  get running(): boolean {
-    return this.server !== undefined;
-  }
-
   /** http://127.0.0.1:PORT/<name>.git */
   url(name: string): string {
-    return `http://127.0.0.1:${this.listenPort}/${name}.git`;
+    return `http://127.0.0.1:${this.port}/${name}.git`;
   }
 
   /** Creates an empty bare repository `<root>/<name>.git` that accepts pushes over HTTP; returns its path. */
@@ -103,7 +72,7 @@ export class GitHttpServer {
     return false;
   }
 
-  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  protected async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const record: ServedRequest = { method: req.method ?? 'GET', path: url.pathname, query: url.search.slice(1), status: 0, bytes: 0, received: 0 };
     if (typeof req.headers['git-protocol'] === 'string') record.protocol = req.headers['git-protocol'];

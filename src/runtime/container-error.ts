@@ -1,4 +1,5 @@
 // Container runtime failures with stable codes: the agent branches on `code`, never on message text.
+import { CodedError } from '../core/errors.js';
 
 /**
  * Every code the container runtime throws (or reports from checkContainerComponent). Stable: reports, the CLI and
@@ -29,16 +30,8 @@ export interface ContainerErrorData {
   tried?: string[];
 }
 
-export class ContainerError extends Error {
+export class ContainerError extends CodedError<ContainerCode, ContainerErrorData> {
   override readonly name = 'ContainerError';
-  constructor(
-    readonly code: ContainerCode,
-    message: string,
-    readonly data: ContainerErrorData = {},
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
 }
 
 /** Narrowing helper for catch blocks and tests: `isContainerError(e, 'KS_IMAGE_MISSING')`. */

@@ -1,4 +1,5 @@
 // Runtime failures with stable codes: the executor and supervisor branch on `code`, never on message text.
+import { CodedError } from '../core/errors.js';
 
 /** Every code the process runtime throws. Stable: reports, the CLI and tests depend on them. */
 export type RuntimeCode =
@@ -24,16 +25,8 @@ export interface RuntimeErrorData {
 }
 
 /** Thrown by the process runtime: callers branch on `code` and read `data`. */
-export class RuntimeError extends Error {
+export class RuntimeError extends CodedError<RuntimeCode, RuntimeErrorData> {
   override readonly name = 'RuntimeError';
-  constructor(
-    readonly code: RuntimeCode,
-    message: string,
-    readonly data: RuntimeErrorData = {},
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
 }
 
 /** Narrowing helper for catch blocks and tests: `isRuntimeError(e, 'KS_START_FAILED')`. */

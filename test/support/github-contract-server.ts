@@ -4,8 +4,8 @@
 //   GET  /repos/{owner}/{repo}/commits/{ref}/statuses  the statuses of a commit, newest first
 // An optional path prefix (`/api/v1`) plays Gitea/Forgejo. Test hooks: fail the next N requests with 503,
 // stop and start on the same port (a server that goes away), and a log of every request with its headers and body.
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { LoopbackHttpServer } from '../../src/dev/loopback-http-server.js';
 
 export interface ContractStatus {
   id: number;
@@ -39,9 +39,7 @@ export interface GitHubContractServerOptions {
 const DOCS = 'https://docs.github.com/rest/commits/statuses#create-a-commit-status';
 const STATES = ['error', 'failure', 'pending', 'success'];
 
-export class GitHubContractServer {
-  private server?: Server;
-  private port = 0;
+export class GitHubContractServer extends LoopbackHttpServer {
   private nextId = 1;
   /** `owner/repo@sha` → statuses, oldest first. */
   private readonly statuses = new Map<string, ContractStatus[]>();
@@ -54,33 +52,11 @@ export class GitHubContractServer {
   private readonly maxPerContext: number;
 
   constructor(opts: GitHubContractServerOptions) {
+    super();
     this.token = opts.token;
     this.prefix = opts.prefix ?? '';
     this.now = opts.now ?? Date.now;
     this.maxPerContext = opts.maxStatusesPerContext ?? 1000;
-  }
-
-  async start(): Promise<void> {
-    const server = createServer((req, res) => void this.serve(req, res));
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.port, '127.0.0.1', () => resolve());
-    });
-    this.port = (server.address() as AddressInfo).port;
-    this.server = server;
-  }
-
-  /** Stops listening and cuts open connections: clients see connection refused until start(). */
-  async stop(): Promise<void> {
-    const s = this.server;
-    this.server = undefined;
-    if (!s) return;
-    s.closeAllConnections();
-    await new Promise<void>((resolve) => s.close(() => resolve()));
-  }
-
-  get running(): boolean {
-    return this.server !== undefined;
   }
 
   /** The API base to give a reporter: `http://127.0.0.1:PORT` plus the prefix. */
@@ -100,7 +76,7 @@ export class GitHubContractServer {
     return [...(this.statuses.get(`${owner}/${repo}@${sha}`) ?? [])].reverse();
   }
 
-  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  protected async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
