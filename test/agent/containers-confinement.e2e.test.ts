@@ -5,10 +5,10 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ownerTag } from '../../src/agent/orphan-sweep.js';
 import { LABELS } from '../../src/runtime/container-spec.js';
-import { AgentHarness, is, type AgentProcess } from '../support/agent-harness.js';
-import { BUSYBOX_IMAGE, containersLabelled, dockerAvailable, ensureBusyboxImage, removeContainersLabelled } from '../support/busybox-image.js';
+import { ContainerHarness } from '../support/container-harness.js';
+import { is, type AgentProcess } from '../support/agent-harness.js';
+import { BUSYBOX_IMAGE, containersLabelled, dockerAvailable, ensureBusyboxImage } from '../support/busybox-image.js';
 import { asContainer, sleeper, stackFixture, type ComponentSpec, type StackFixture } from '../support/stack-fixture.js';
 import { docker } from '../runtime/container-fixtures.js';
 
@@ -27,7 +27,7 @@ async function until<T>(fn: () => T | undefined | false, what: string, deadlineM
 
 describe.skipIf(!hasDocker)('container confinement through the agent (a real Docker engine)', { timeout: 60_000 }, () => {
   let fx: StackFixture;
-  let h: AgentHarness;
+  let h: ContainerHarness;
   let agent: AgentProcess;
   let tag: string;
   let data: string;
@@ -46,12 +46,11 @@ describe.skipIf(!hasDocker)('container confinement through the agent (a real Doc
       resources: { memory_mb: 48, pids_limit: 16 },
     });
     fx = await stackFixture({ signed: false, components: () => [sleeper('neighbour'), confined] });
-    h = new AgentHarness();
-    tag = ownerTag(h.stateDir);
+    h = new ContainerHarness();
+    tag = h.tag;
   }, 90_000);
   afterAll(async () => {
     await h?.cleanup();
-    if (tag) removeContainersLabelled(LABELS.owner, tag);
     fx?.cleanup();
     if (data) rmSync(data, { recursive: true, force: true });
   });

@@ -1,10 +1,10 @@
 // A container that exits at once, through the real agent: the same bounded restarts and crash-loop limit as a
 // process, its neighbours (a process and another container) untouched, and a redeploy with a fresh budget.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ownerTag } from '../../src/agent/orphan-sweep.js';
 import { LABELS } from '../../src/runtime/container-spec.js';
-import { AgentHarness, is, type AgentProcess, type LogLine } from '../support/agent-harness.js';
-import { BUSYBOX_IMAGE, containersLabelled, dockerAvailable, ensureBusyboxImage, removeContainersLabelled } from '../support/busybox-image.js';
+import { ContainerHarness } from '../support/container-harness.js';
+import { is, type AgentProcess, type LogLine } from '../support/agent-harness.js';
+import { BUSYBOX_IMAGE, containersLabelled, dockerAvailable, ensureBusyboxImage } from '../support/busybox-image.js';
 import { asContainer, freePorts, sleeper, stackFixture, type ComponentSpec, type StackFixture } from '../support/stack-fixture.js';
 import { docker, inspectOrUndefined } from '../runtime/container-fixtures.js';
 
@@ -26,7 +26,7 @@ function crasher(version: string, closedPort: number): ComponentSpec {
 
 describe.skipIf(!hasDocker)('a container that exits at once (a real Docker engine)', { timeout: 60_000 }, () => {
   let fx: StackFixture;
-  let h: AgentHarness;
+  let h: ContainerHarness;
   let agent: AgentProcess;
   let tag: string;
   let closed: number;
@@ -37,12 +37,11 @@ describe.skipIf(!hasDocker)('a container that exits at once (a real Docker engin
     [closed] = (await freePorts(1)) as [number];
     const steady = asContainer('steady', '1.0.0', { image: BUSYBOX_IMAGE, command: ['sleep', '1000'] });
     fx = await stackFixture({ signed: false, components: () => [sleeper('neighbour'), steady] });
-    h = new AgentHarness();
-    tag = ownerTag(h.stateDir);
+    h = new ContainerHarness();
+    tag = h.tag;
   }, 90_000);
   afterAll(async () => {
     await h?.cleanup();
-    if (tag) removeContainersLabelled(LABELS.owner, tag);
     fx?.cleanup();
   });
 

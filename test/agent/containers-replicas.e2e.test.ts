@@ -2,10 +2,10 @@
 // with its slot; scaling up starts only the new slots, scaling down removes the highest, 0 removes them all, and the
 // slots are adopted (not recreated) across an agent restart.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ownerTag } from '../../src/agent/orphan-sweep.js';
 import { LABELS } from '../../src/runtime/container-spec.js';
-import { AgentHarness, is, type AgentProcess } from '../support/agent-harness.js';
-import { BUSYBOX_IMAGE, containersLabelled, dockerAvailable, ensureBusyboxImage, removeContainersLabelled } from '../support/busybox-image.js';
+import { ContainerHarness } from '../support/container-harness.js';
+import { is, type AgentProcess } from '../support/agent-harness.js';
+import { BUSYBOX_IMAGE, containersLabelled, dockerAvailable, ensureBusyboxImage } from '../support/busybox-image.js';
 import { asContainer, stackFixture, type StackFixture } from '../support/stack-fixture.js';
 import { inspectOrUndefined } from '../runtime/container-fixtures.js';
 
@@ -13,7 +13,7 @@ const hasDocker = dockerAvailable();
 
 describe.skipIf(!hasDocker)('container replicas (a real Docker engine)', { timeout: 60_000 }, () => {
   let fx: StackFixture;
-  let h: AgentHarness;
+  let h: ContainerHarness;
   let agent: AgentProcess;
   let tag: string;
 
@@ -21,14 +21,13 @@ describe.skipIf(!hasDocker)('container replicas (a real Docker engine)', { timeo
     await ensureBusyboxImage();
     const worker = asContainer('worker', '1.0.0', { image: BUSYBOX_IMAGE, command: ['sleep', '1000'] }, { replicas: 3, health: { check: 'cmd:true', interval: '200ms', failureThreshold: 10 } });
     fx = await stackFixture({ signed: false, components: () => [worker] });
-    h = new AgentHarness();
-    tag = ownerTag(h.stateDir);
+    h = new ContainerHarness();
+    tag = h.tag;
     agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs });
     expect((await agent.waitForLog(is.applyEnd, 30_000, 0, 'the first apply')).msg).toBe('all components running');
   }, 90_000);
   afterAll(async () => {
     await h?.cleanup();
-    if (tag) removeContainersLabelled(LABELS.owner, tag);
     fx?.cleanup();
   });
 

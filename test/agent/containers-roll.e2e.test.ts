@@ -8,10 +8,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { get as httpGet } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ownerTag } from '../../src/agent/orphan-sweep.js';
 import { LABELS } from '../../src/runtime/container-spec.js';
-import { AgentHarness, is, type AgentProcess, type LogLine } from '../support/agent-harness.js';
-import { dockerAvailable, removeContainersLabelled } from '../support/busybox-image.js';
+import { ContainerHarness } from '../support/container-harness.js';
+import { is, type AgentProcess, type LogLine } from '../support/agent-harness.js';
+import { dockerAvailable } from '../support/busybox-image.js';
 import { ensureReuseportImage, hostPerlAvailable, REUSEPORT_IMAGE, REUSEPORT_USR_MOUNT, reuseportCommand } from '../support/reuseport-image.js';
 import { asContainer, stackFixture, type ComponentSpec, type StackFixture } from '../support/stack-fixture.js';
 import { freeLowPort, inspectOrUndefined } from '../runtime/container-fixtures.js';
@@ -80,7 +80,7 @@ async function until(cond: () => boolean | Promise<boolean>, deadlineMs: number,
 
 describe.skipIf(!canRun)('start-first rolls of a container under a loop of requests (a real Docker engine)', { timeout: 60_000 }, () => {
   let fx: StackFixture;
-  let h: AgentHarness;
+  let h: ContainerHarness;
   let agent: AgentProcess;
   let tag: string;
   let port: number;
@@ -146,8 +146,8 @@ describe.skipIf(!canRun)('start-first rolls of a container under a loop of reque
     do apiPort = await freeLowPort();
     while (apiPort === port);
     fx = await stackFixture({ signed: false, components: () => [web('1.0.0', 'v1')] });
-    h = new AgentHarness();
-    tag = ownerTag(h.stateDir);
+    h = new ContainerHarness();
+    tag = h.tag;
     agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args: ['--allow-host-namespaces', '--listen', `127.0.0.1:${apiPort}`] });
     expect((await agent.waitForLog(is.applyEnd, 30_000, 0, 'the first apply')).msg).toBe('all components running');
     token = readFileSync(join(h.stateDir, 'api-token'), 'utf8').trim();
@@ -158,7 +158,6 @@ describe.skipIf(!canRun)('start-first rolls of a container under a loop of reque
   afterAll(async () => {
     await Promise.all(loops.splice(0).map((l) => l.stop()));
     await h?.cleanup();
-    if (tag) removeContainersLabelled(LABELS.owner, tag);
     fx?.cleanup();
   });
 

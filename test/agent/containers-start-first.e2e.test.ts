@@ -2,10 +2,9 @@
 // the old one runs, the old one is stopped and removed only once the new one is healthy, and a roll to a broken image
 // keeps the old container serving (the apply fails).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ownerTag } from '../../src/agent/orphan-sweep.js';
-import { LABELS } from '../../src/runtime/container-spec.js';
-import { AgentHarness, is, type AgentProcess } from '../support/agent-harness.js';
-import { BUSYBOX_IMAGE, dockerAvailable, ensureBusyboxImage, removeContainersLabelled } from '../support/busybox-image.js';
+import { ContainerHarness } from '../support/container-harness.js';
+import { is, type AgentProcess } from '../support/agent-harness.js';
+import { BUSYBOX_IMAGE, dockerAvailable, ensureBusyboxImage } from '../support/busybox-image.js';
 import { asContainer, stackFixture, type StackFixture } from '../support/stack-fixture.js';
 import { inspectOrUndefined } from '../runtime/container-fixtures.js';
 
@@ -13,22 +12,19 @@ const hasDocker = dockerAvailable();
 
 describe.skipIf(!hasDocker)('a start-first container roll (a real Docker engine)', { timeout: 60_000 }, () => {
   let fx: StackFixture;
-  let h: AgentHarness;
+  let h: ContainerHarness;
   let agent: AgentProcess;
-  let tag: string;
 
   beforeAll(async () => {
     await ensureBusyboxImage();
     const worker = asContainer('worker', '1.0.0', { image: BUSYBOX_IMAGE, command: ['sleep', '1000'] }, { updateStrategy: 'start-first', health: { check: 'cmd:true', interval: '200ms', failureThreshold: 10 } });
     fx = await stackFixture({ signed: false, components: () => [worker] });
-    h = new AgentHarness();
-    tag = ownerTag(h.stateDir);
+    h = new ContainerHarness();
     agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs });
     expect((await agent.waitForLog(is.applyEnd, 30_000, 0, 'the first apply')).msg).toBe('all components running');
   }, 90_000);
   afterAll(async () => {
     await h?.cleanup();
-    if (tag) removeContainersLabelled(LABELS.owner, tag);
     fx?.cleanup();
   });
 

@@ -8,11 +8,11 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ownerTag } from '../../src/agent/orphan-sweep.js';
 import { isSameProcess } from '../../src/runtime/proc-identity.js';
 import { LABELS } from '../../src/runtime/container-spec.js';
-import { AgentHarness, is, type AgentProcess, type LogLine } from '../support/agent-harness.js';
-import { BUSYBOX_IMAGE, containersLabelled, dockerAvailable, ensureBusyboxImage, removeContainersLabelled } from '../support/busybox-image.js';
+import { ContainerHarness } from '../support/container-harness.js';
+import { is, type AgentProcess, type LogLine } from '../support/agent-harness.js';
+import { BUSYBOX_IMAGE, containersLabelled, dockerAvailable, ensureBusyboxImage } from '../support/busybox-image.js';
 import { containerStack, freePorts, stackFixture, type StackFixture } from '../support/stack-fixture.js';
 import { docker, inspectOrUndefined } from '../runtime/container-fixtures.js';
 
@@ -22,7 +22,7 @@ const hasDocker = dockerAvailable();
 
 describe.skipIf(!hasDocker)('the worked example with web as a container (a real Docker engine)', { timeout: 60_000 }, () => {
   let fx: StackFixture;
-  let h: AgentHarness;
+  let h: ContainerHarness;
   let agent: AgentProcess;
   let tag: string;
   let apiPort: number;
@@ -33,8 +33,8 @@ describe.skipIf(!hasDocker)('the worked example with web as a container (a real 
   beforeAll(async () => {
     await ensureBusyboxImage();
     fx = await stackFixture({ signed: false, components: containerStack(BUSYBOX_IMAGE) });
-    h = new AgentHarness();
-    tag = ownerTag(h.stateDir);
+    h = new ContainerHarness();
+    tag = h.tag;
     [apiPort] = (await freePorts(1)) as [number];
     // Someone else's container on the same engine, there before the agent: no Keystone label at all.
     const run = spawnSync('docker', ['run', '-d', '--name', foreignName, BUSYBOX_IMAGE, 'sleep', '1000'], { encoding: 'utf8' });
@@ -44,7 +44,6 @@ describe.skipIf(!hasDocker)('the worked example with web as a container (a real 
   afterAll(async () => {
     // The agents first (they would restart what is removed), then their containers by owner label, then the foreign one.
     await h?.cleanup();
-    if (tag) removeContainersLabelled(LABELS.owner, tag);
     spawnSync('docker', ['rm', '-f', foreignName], { stdio: 'ignore' });
     fx?.cleanup();
   });
