@@ -59,7 +59,7 @@ export interface AgentOptions {
    * Checks only the device can make (container permissions, mount sources on this host): a revision that fails one
    * is refused before anything is stopped or started, like an invalid one.
    */
-  check?: (state: DesiredState) => DeviceProblem[];
+  check?: (state: DesiredState) => DeviceProblem[] | Promise<DeviceProblem[]>;
   /** Called with the revision's own reader just before it is applied: relative artifacts are read from it. */
   useReader?: (reader: RepoReader) => void;
   now?: () => number;
@@ -365,7 +365,7 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
       for (const d of resolution.diagnostics) log.error({ revision: rev.id, code: d.code }, formatDiagnostic(d));
       return reject(`invalid: ${resolution.diagnostics.length} error(s), first: ${formatDiagnostic(resolution.diagnostics[0]!)}`);
     }
-    const problems = opts.check?.(resolution.state) ?? [];
+    const problems = (await opts.check?.(resolution.state)) ?? [];
     if (problems.length) {
       for (const p of problems) log.error({ revision: rev.id, component: p.component, code: p.code }, `${p.file}: ${p.path}: ${p.message}`);
       const first = problems[0]!;

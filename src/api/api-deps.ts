@@ -4,6 +4,7 @@ import type { EventEmitter } from 'node:events';
 import type { Agent, AgentEventMap } from '../agent/agent.js';
 import type { Engine } from '../agent/engine.js';
 import type { StateStore } from '../agent/state-store.js';
+import type { DevicePolicy } from '../core/device-policy.js';
 import type { Logger } from '../log/logger.js';
 
 export interface ApiAgent {
@@ -34,4 +35,6 @@ export interface ApiDeps {
    * followed ref (`main`, or a full `refs/heads/…`). Without it the route answers 503 KS_WEBHOOK_DISABLED.
    */
   webhook?: { secret: string; ref: string };
+  /** What this device allows recipes (SPEC §5), shown by GET /v1/revision and GET /v1/policy. */
+  policy?: DevicePolicy;
 }

@@ -33,7 +33,7 @@ export function buildServer(deps: ApiDeps): FastifyInstance {
 
   const waits = new OperatorWaits(deps.agent.events);
   const metrics = createApiMetrics(deps.agent);
-  const ctx: ApiContext = { agent: deps.agent, waits, now, startedAt: now(), ...(log && { log }), ...(deps.webhook && { webhook: deps.webhook }) };
+  const ctx: ApiContext = { agent: deps.agent, waits, now, startedAt: now(), ...(log && { log }), ...(deps.webhook && { webhook: deps.webhook }), ...(deps.policy && { policy: deps.policy }) };
 
   server.addHook('onRequest', requestGuard({ token: deps.token, isAllowedHost: deps.isAllowedHost ?? (() => false), ...(log && { log }) }));
   server.addHook('onSend', async (_request, reply) => {

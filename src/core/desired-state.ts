@@ -27,6 +27,8 @@ export interface DesiredComponent {
   index: number;
   /** The recipe file it runs from (a composite member's own recipe). */
   recipePath: string;
+  /** Where its run is in that file (`lifecycle.run`, `lifecycle.services.web`): diagnostics name fields under it. */
+  runPath?: string;
   /** The hash input: the unit's name and recipe path (a plan entry's configuration enters resolved, through `recipe`). */
   entry: PlanEntry;
   /** What this unit runs: one resolved run, placeholders replaced. */
@@ -257,6 +259,7 @@ export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<strin
           name,
           index: i,
           recipePath: entry.recipe,
+          runPath: u.runPath.join('.'),
           entry,
           recipe,
           dependencies: [],

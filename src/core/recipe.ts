@@ -71,6 +71,14 @@ const container = z.strictObject({
   // Every capability is dropped (CapDrop ALL) unless listed here. Optional without a default (read it as `?? []`):
   // a default would enter every parsed recipe and so change the hash of components that never set it.
   capabilities: capabilityList.optional(),
+  // The other namespaces, private unless set (no defaults, for the same reason). Anything but a private one is a host
+  // namespace or another container's, which the device policy allows only with --allow-host-namespaces.
+  pid_mode: z.string().min(1).optional(),
+  ipc_mode: z.string().min(1).optional(),
+  uts_mode: z.string().min(1).optional(),
+  userns_mode: z.string().min(1).optional(),
+  // Host devices given to the container at the same path (`/dev/ttyUSB0`); each needs --allow-device.
+  devices: z.array(z.string().regex(/^\/dev\//, 'expected a device path under /dev/')).optional(),
 });
 
 const healthCheck = z.string().superRefine((v, ctx) => {

@@ -1,5 +1,6 @@
 // Container runtime failures with stable codes: the agent branches on `code`, never on message text.
 import { CodedError } from '../core/errors.js';
+import type { PolicyCode } from '../core/policy-check.js';
 
 /**
  * Every code the container runtime throws (or reports from checkContainerComponent). Stable: reports, the CLI and
@@ -17,7 +18,9 @@ export type ContainerCode =
   | 'KS_START_FAILED'
   | 'KS_STOP_FAILED'
   | 'KS_WRONG_RUNTIME'
-  | 'KS_INSTALL_ABORTED';
+  | 'KS_INSTALL_ABORTED'
+  // A device policy refusal, raised again by the runtime before it creates anything (see checkDevicePolicy).
+  | PolicyCode;
 
 /** What a ContainerError knows beyond its message; fields are set only where they mean something. */
 export interface ContainerErrorData {

@@ -1,7 +1,9 @@
 // The container runtime (SPEC §5): components as containers of a Docker or Podman engine, owned by label, confined.
 import { existsSync } from 'node:fs';
 import type Docker from 'dockerode';
+import type { DevicePolicy } from '../core/device-policy.js';
 import type { DesiredComponent } from '../core/desired-state.js';
+import type { PolicyHost } from '../core/policy-check.js';
 import type { Logger } from '../log/logger.js';
 import type { InstallArtifactsFn } from './artifact-installer.js';
 import { checkContainerComponent, type ContainerIssue } from './container-check.js';
@@ -14,15 +16,16 @@ import { probe } from './probe.js';
 import type { BoundProbe } from './process-runtime.js';
 import { DEFAULT_PATH } from './resolve-command.js';
 import type { ComponentPaths, ExitStatus, Instance, InstanceRef, Runtime } from './runtime.js';
+import { hostPolicyFacts } from './policy-host.js';
 import { prepareWorkDir } from './work-dir.js';
 
 export interface ContainerRuntimeOptions {
   /** The agent's identity (as ProcessRuntime's ownerTag): the `io.keystone.owner` label of every container it creates. */
   ownerTag: string;
-  /** The device allows `privileged = true`. Default false: refused with KS_CONTAINER_NOT_PERMITTED. */
-  allowPrivileged?: boolean;
-  /** The device allows the host's namespaces (`network_mode = "host"`). Default false. */
-  allowHostNamespaces?: boolean;
+  /** What this device allows (SPEC §5 device policy); default: nothing beyond the safe defaults. */
+  policy?: DevicePolicy;
+  /** The host facts the policy is checked against; default: this machine's (hostPolicyFacts). */
+  policyHost?: PolicyHost;
   /** Puts a component's artifacts into its work directory (as for processes); without it, artifacts are refused. */
   installArtifacts?: InstallArtifactsFn;
   /** Pull progress, failures of log copying, foreign containers left alone. */
@@ -71,6 +74,7 @@ export class ContainerRuntime implements Runtime {
   private readonly located = new Map<string, Engine>();
   private readonly watches = new Map<string, Watch>();
   private readonly now: () => number;
+  private policyHost: PolicyHost | undefined;
 
   constructor(private readonly opts: ContainerRuntimeOptions) {
     this.now = opts.now ?? Date.now;
@@ -90,8 +94,8 @@ export class ContainerRuntime implements Runtime {
   /** Every reason `c` cannot run here (see checkContainerComponent), with this runtime's permissions. */
   check(c: DesiredComponent): ContainerIssue[] {
     return checkContainerComponent(c, {
-      allowPrivileged: this.opts.allowPrivileged,
-      allowHostNamespaces: this.opts.allowHostNamespaces,
+      ...(this.opts.policy && { policy: this.opts.policy }),
+      host: (this.policyHost ??= this.opts.policyHost ?? hostPolicyFacts({ env: this.opts.env ?? process.env })),
       exists: this.opts.exists ?? existsSync,
     });
   }

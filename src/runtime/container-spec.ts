@@ -58,6 +58,12 @@ export function createOptions(c: DesiredComponent, o: { name: string; ownerTag: 
     OpenStdin: false,
     HostConfig: {
       NetworkMode: spec.network_mode,
+      // "private" is the engine's default, spelled as the empty string; anything else passed the device policy.
+      ...namespaceMode('PidMode', spec.pid_mode),
+      ...namespaceMode('IpcMode', spec.ipc_mode),
+      ...namespaceMode('UTSMode', spec.uts_mode),
+      ...namespaceMode('UsernsMode', spec.userns_mode),
+      ...(spec.devices?.length && { Devices: spec.devices.map((d) => ({ PathOnHost: d, PathInContainer: d, CgroupPermissions: 'rwm' })) }),
       PortBindings: bindings,
       Privileged: spec.privileged,
       SecurityOpt: ['no-new-privileges'],
@@ -75,4 +81,10 @@ export function createOptions(c: DesiredComponent, o: { name: string; ownerTag: 
       LogConfig: { Type: 'json-file', Config: { ...ENGINE_LOG_MAX } },
     },
   };
+}
+
+/** A namespace mode for the create request: absent when private (the engine's default). */
+function namespaceMode<K extends string>(key: K, mode: string | undefined): Partial<Record<K, string>> {
+  if (mode === undefined || mode === 'private') return {};
+  return { [key]: mode } as Partial<Record<K, string>>;
 }

@@ -47,13 +47,30 @@ export function capabilitySetArg(capabilities: readonly string[]): string {
   return ['-all', ...names.map((n) => `+${n}`)].join(',');
 }
 
+/** Who runs a process whose recipe names no user, in order of preference (SPEC §5: never root). */
+export const DEFAULT_RUN_USERS = ['keystone', 'nobody'] as const;
+
+/** The device's unprivileged default run user: a `keystone` system user where it exists, else `nobody`. */
+export function defaultRunUser(db: UserDb): string | undefined {
+  return DEFAULT_RUN_USERS.find((name) => {
+    const u = findUser(db, name);
+    return u !== undefined && u.uid !== 0;
+  });
+}
+
+export interface PrivilegeOptions {
+  /** The device allows uid or gid 0 for process users (--allow-root). Default false: KS_ROOT_NOT_PERMITTED. */
+  allowRoot?: boolean;
+}
+
 /**
- * Builds the setpriv options for a recipe's `security` (absent = no user change, no_new_privs, no capabilities).
- * As root: `--reuid/--regid` from "user[:group]" (a user without a group gets its primary group),
- * `--init-groups` for a passwd user or `--clear-groups` for a bare numeric uid, `--no-new-privs`, and the
- * capability sets. Not root: the agent's own user, only `--no-new-privs`. Unknown user or group: KS_USER_UNKNOWN.
+ * Builds the setpriv options for a recipe's `security` (absent = the default run user, no_new_privs, no capabilities).
+ * As root: `--reuid/--regid` from "user[:group]" (a user without a group gets its primary group; no user at all gets
+ * the device's default unprivileged user), `--init-groups` for a passwd user or `--clear-groups` for a bare numeric
+ * uid, `--no-new-privs`, and the capability sets. Not root: the agent's own user, only `--no-new-privs`. Unknown user
+ * or group, or no default user: KS_USER_UNKNOWN; uid or gid 0 without `allowRoot`: KS_ROOT_NOT_PERMITTED.
  */
-export function buildPrivileges(security: SecuritySpec | undefined, agent: AgentIdentity, db: UserDb): Privileges {
+export function buildPrivileges(security: SecuritySpec | undefined, agent: AgentIdentity, db: UserDb, opts: PrivilegeOptions = {}): Privileges {
   const noNewPrivs = security?.no_new_privileges ?? true;
   const caps = security?.capabilities ?? [];
   const nnp = noNewPrivs ? ['--no-new-privs'] : [];
@@ -73,15 +90,17 @@ export function buildPrivileges(security: SecuritySpec | undefined, agent: Agent
   }
 
   const capArgs = [`--inh-caps=${capabilitySetArg(caps)}`, `--ambient-caps=${capabilitySetArg(caps)}`, `--bounding-set=${capabilitySetArg(caps)}`];
-  if (security?.user === undefined) {
-    return {
-      identity: { uid: agent.uid, gid: agent.gid, name: agent.name, home: agent.home, gids: groupsOf(db, agent.name, agent.gid) },
-      setprivArgs: [...nnp, ...capArgs],
-      switchesUser: false,
-    };
-  }
+  // No user named: the device's unprivileged default, never the agent's root (capabilities emptied or not, uid 0
+  // still owns every root file).
+  const spec = security?.user ?? defaultRunUser(db);
+  if (spec === undefined)
+    throw new RuntimeError(
+      'KS_USER_UNKNOWN',
+      `this recipe names no run user and the device has no unprivileged default (neither ${DEFAULT_RUN_USERS.join(' nor ')} exists): create one with \`adduser --system --group keystone\`, or name a user in [lifecycle.run.security]`,
+      {},
+    );
 
-  const [userSpec = '', groupSpec] = security.user.split(':');
+  const [userSpec = '', groupSpec] = spec.split(':');
   const entry = findUser(db, userSpec);
   let uid: number;
   if (entry) uid = entry.uid;
@@ -92,7 +111,7 @@ export function buildPrivileges(security: SecuritySpec | undefined, agent: Agent
       /^\d+$/.test(userSpec)
         ? `uid ${userSpec} has no passwd entry, so it has no primary group; write "${userSpec}:<group>"`
         : `user "${userSpec}" does not exist on this device (not in /etc/passwd)`,
-      { user: security.user },
+      { user: spec },
     );
   let gid: number;
   if (groupSpec === undefined) gid = entry!.gid;
@@ -100,8 +119,11 @@ export function buildPrivileges(security: SecuritySpec | undefined, agent: Agent
     const g = findGroup(db, groupSpec);
     if (g) gid = g.gid;
     else if (/^\d+$/.test(groupSpec)) gid = Number(groupSpec);
-    else throw new RuntimeError('KS_USER_UNKNOWN', `group "${groupSpec}" does not exist on this device (not in /etc/group)`, { user: security.user });
+    else throw new RuntimeError('KS_USER_UNKNOWN', `group "${groupSpec}" does not exist on this device (not in /etc/group)`, { user: spec });
   }
+  // The agent refuses such a revision before it runs (the device policy); this is the runtime's own last word.
+  if ((uid === 0 || gid === 0) && !opts.allowRoot)
+    throw new RuntimeError('KS_ROOT_NOT_PERMITTED', `user "${spec}" is ${uid === 0 ? 'uid 0' : 'gid 0'}, and this device does not allow root process users (--allow-root)`, { user: spec });
   return {
     identity: { uid, gid, name: entry?.name, home: entry?.home || '/', gids: entry ? groupsOf(db, entry.name, gid) : [gid] },
     setprivArgs: [`--reuid=${uid}`, `--regid=${gid}`, entry ? '--init-groups' : '--clear-groups', ...nnp, ...capArgs],

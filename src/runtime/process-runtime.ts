@@ -17,6 +17,7 @@ import { runInGroup } from './run-in-group.js';
 import { RuntimeError } from './runtime-error.js';
 import { findUser, readUserDb, type UserDb } from './user-db.js';
 import { chownTree, prepareWorkDir } from './work-dir.js';
+import { blockingAncestor } from './work-dir-reach.js';
 
 export interface ProcessRuntimeOptions {
   /** Puts a component's artifacts into a directory (see artifactInstaller). */
@@ -25,6 +26,8 @@ export interface ProcessRuntimeOptions {
   setprivPath?: string;
   /** Who the agent is; default: the current process. */
   agent?: AgentIdentity;
+  /** The device allows root process users (--allow-root); default false. */
+  allowRoot?: boolean;
   /** The user database; default: /etc/passwd and /etc/group, read on every install and start. */
   userDb?: () => Promise<UserDb>;
   /** LANG of components; default the agent's LANG or C.UTF-8. */
@@ -83,13 +86,32 @@ export class ProcessRuntime implements Runtime {
   async privilegesFor(c: DesiredComponent): Promise<Privileges> {
     const db = await (this.opts.userDb ?? (() => readUserDb()))();
     const agent = this.agent.name === undefined ? { ...this.agent, name: db.passwd.find((u) => u.uid === this.agent.uid)?.name } : this.agent;
-    const p = buildPrivileges(c.recipe.lifecycle.run.security, agent, db);
+    const p = buildPrivileges(c.recipe.lifecycle.run.security, agent, db, { allowRoot: this.opts.allowRoot ?? false });
     // A passwd entry's home wins over the process environment for the agent's own user too.
     if (!p.switchesUser && agent.name !== undefined) {
       const home = findUser(db, agent.name)?.home;
       if (home) p.identity.home = home;
     }
     return p;
+  }
+
+  /**
+   * Why the run user of `c` could not reach its work directory (KS_WORK_DIR_UNREACHABLE), for the agent to refuse the
+   * revision at once instead of crash-looping on a program it cannot find; undefined when it can, or when the user is
+   * unknown (that fails the component at install, with its own code).
+   */
+  async unreachableWorkDir(c: DesiredComponent, paths: ComponentPaths): Promise<string | undefined> {
+    let priv: Privileges;
+    try {
+      priv = await this.privilegesFor(c);
+    } catch {
+      return undefined;
+    }
+    if (!priv.switchesUser) return undefined;
+    const blocked = await blockingAncestor(paths.workDir, priv.identity);
+    if (!blocked) return undefined;
+    const who = priv.identity.name ?? `uid ${priv.identity.uid}`;
+    return `${c.name} runs as ${who}, who cannot reach its work directory ${paths.workDir}: ${blocked.dir} (mode ${blocked.mode.toString(8).padStart(4, '0')}) does not let it through; use a state directory every run user can traverse (--state-dir /var/lib/keystone; for the example: KEYSTONE_STATE_DIR=/var/tmp/keystone-example npm start), or chmod o+x ${blocked.dir}`;
   }
 
   /** The component's environment: a minimal base (PATH, HOME of the run user, LANG), then the recipe's env. */

@@ -9,6 +9,8 @@ export type RuntimeCode =
   | 'KS_START_FAILED'
   | 'KS_STOP_FAILED'
   | 'KS_USER_UNKNOWN'
+  | 'KS_ROOT_NOT_PERMITTED'
+  | 'KS_WORK_DIR_UNREACHABLE'
   | 'KS_WORK_DIR_INVALID'
   | 'KS_WRONG_RUNTIME';
 

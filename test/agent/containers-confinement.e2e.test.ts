@@ -31,6 +31,10 @@ describe.skipIf(!hasDocker)('container confinement through the agent (a real Doc
   let agent: AgentProcess;
   let tag: string;
   let data: string;
+  /** Where the / mount case would write on the host, were it not refused. */
+  let pwned: string;
+  /** A container name for the container:… case (refused before the engine is asked, so it need not exist). */
+  let hostNetContainer: string;
 
   beforeAll(async () => {
     await ensureBusyboxImage();
@@ -38,6 +42,8 @@ describe.skipIf(!hasDocker)('container confinement through the agent (a real Doc
     writeFileSync(join(data, 'hello.txt'), 'hello from the host\n', { mode: 0o644 });
     // Writable by anyone on the host: inside the container, only the read-only mount can stop a write.
     chmodSync(data, 0o777);
+    pwned = join(tmpdir(), `keystone-pwned-${process.pid}`);
+    hostNetContainer = `keystone-test-hostnet-${process.pid}`;
     const confined = asContainer('confined', '1.0.0', {
       image: BUSYBOX_IMAGE,
       user: '65534:65534',
@@ -62,8 +68,8 @@ describe.skipIf(!hasDocker)('container confinement through the agent (a real Doc
   };
 
   it('the recipe user, memory and pids limits, a read-only mount, no capabilities and no-new-privileges, as the engine and the program report them', async () => {
-    // No --allow-privileged, no --allow-host-namespaces.
-    agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs });
+    // No --allow-privileged, no --allow-host-namespaces: only the test's own directory is mountable.
+    agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args: ['--allow-mount', data] });
     const end = await agent.waitForLog(is.applyEnd, 30_000, 0, 'the end of the first apply');
     expect(end.msg).toBe('all components running');
     const id = containerOf('confined');
@@ -107,9 +113,48 @@ describe.skipIf(!hasDocker)('container confinement through the agent (a real Doc
       path: 'lifecycle.run.container.network_mode',
       code: 'KS_CONTAINER_NOT_PERMITTED',
     },
+    // Issue 13, finding 1: each of these alone was host root (a busybox container wrote a root-owned file on the
+    // host through a / mount) with no --allow-* flag at all.
+    {
+      what: 'a writable bind mount of the host\'s / (a root-owned file written on the host)',
+      spec: () => asContainer('rootfs', '1.0.0', { image: BUSYBOX_IMAGE, command: ['sh', '-c', `touch /host${pwned}; exec sleep 1000`], mounts: [{ source: '/', target: '/host' }] }),
+      path: 'lifecycle.run.container.mounts[0].source',
+      code: 'KS_MOUNT_NOT_PERMITTED',
+    },
+    {
+      what: 'the engine socket, even read-only',
+      spec: () => asContainer('sock', '1.0.0', { image: BUSYBOX_IMAGE, user: '65534:65534', command: ['sleep', '1000'], mounts: [{ source: '/var/run/docker.sock', target: '/var/run/docker.sock', read_only: true }] }),
+      path: 'lifecycle.run.container.mounts[0].source',
+      code: 'KS_MOUNT_NOT_PERMITTED',
+    },
+    {
+      what: 'CAP_SYS_ADMIN',
+      spec: () => asContainer('sysadmin', '1.0.0', { image: BUSYBOX_IMAGE, command: ['sleep', '1000'], capabilities: ['CAP_SYS_ADMIN'] }),
+      path: 'lifecycle.run.container.capabilities[0]',
+      code: 'KS_CAPABILITY_NOT_PERMITTED',
+    },
+    {
+      what: 'root with a writable mount of an allowed directory',
+      spec: () => asContainer('rootrw', '1.0.0', { image: BUSYBOX_IMAGE, command: ['sh', '-c', 'touch /data/by-root; exec sleep 1000'], mounts: [{ source: data, target: '/data' }] }),
+      path: 'lifecycle.run.container.mounts[0].read_only',
+      code: 'KS_ROOT_NOT_PERMITTED',
+    },
+    // Finding 2: the host's network reached through another container's (it reached the agent's loopback API).
+    {
+      what: 'network_mode = "container:…" (another container\'s namespace)',
+      spec: () => asContainer('joiner', '1.0.0', { image: BUSYBOX_IMAGE, command: ['sleep', '1000'], network_mode: `container:${hostNetContainer}` }),
+      path: 'lifecycle.run.container.network_mode',
+      code: 'KS_CONTAINER_NOT_PERMITTED',
+    },
+    {
+      what: 'pid_mode = "host"',
+      spec: () => asContainer('hostpid', '1.0.0', { image: BUSYBOX_IMAGE, command: ['sleep', '1000'], pid_mode: 'host' }),
+      path: 'lifecycle.run.container.pid_mode',
+      code: 'KS_CONTAINER_NOT_PERMITTED',
+    },
     {
       what: 'a mount whose source does not exist',
-      spec: () => asContainer('nomount', '1.0.0', { image: BUSYBOX_IMAGE, command: ['sleep', '1000'], mounts: [{ source: join(data, 'no-such-dir'), target: '/data' }] }),
+      spec: () => asContainer('nomount', '1.0.0', { image: BUSYBOX_IMAGE, user: '65534:65534', command: ['sleep', '1000'], mounts: [{ source: join(data, 'no-such-dir'), target: '/data' }] }),
       path: 'lifecycle.run.container.mounts[0].source',
       code: 'KS_MOUNT_SOURCE_MISSING',
     },
@@ -149,7 +194,9 @@ describe.skipIf(!hasDocker)('container confinement through the agent (a real Doc
     });
   }
 
-  it('the mount source made missing is not created as an empty directory', () => {
+  it('the mount source made missing is not created as an empty directory; nothing was written on the host', () => {
     expect(existsSync(join(data, 'no-such-dir'))).toBe(false);
+    expect(existsSync(pwned)).toBe(false);
+    expect(existsSync(join(data, 'by-root'))).toBe(false);
   });
 });

@@ -148,7 +148,7 @@ describe.skipIf(!canRun)('start-first rolls of a container under a loop of reque
     fx = await stackFixture({ signed: false, components: () => [web('1.0.0', 'v1')] });
     h = new ContainerHarness();
     tag = h.tag;
-    agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args: ['--allow-host-namespaces', '--listen', `127.0.0.1:${apiPort}`] });
+    agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args: ['--allow-host-namespaces', '--allow-mount', '/usr', '--listen', `127.0.0.1:${apiPort}`] });
     expect((await agent.waitForLog(is.applyEnd, 30_000, 0, 'the first apply')).msg).toBe('all components running');
     token = readFileSync(join(h.stateDir, 'api-token'), 'utf8').trim();
   }, 90_000);

@@ -1,7 +1,7 @@
 // Stops run like starts: dependents before their dependencies, and components that do not depend on each other at
 // once. Proven without timing: a and b each, on SIGTERM, wait for the other's SIGTERM before exiting (a rendezvous in a
 // shared directory); stopped one at a time, the first would wait in vain and be killed at the end of the grace period.
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,6 +33,8 @@ describe('independent components stop at once; dependents still stop first', { t
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'ks-rendezvous-'));
+    // The components write here as the device's unprivileged default user.
+    chmodSync(dir, 0o777);
     const top: ComponentSpec = { name: 'top', version: '1.0.0', command: 'sleep', args: ['1000'], dependencies: [{ component: 'a', type: 'hard' }, { component: 'b', type: 'hard' }] };
     fx = await stackFixture({ signed: false, components: () => [rendezvous('a', 'b', dir), rendezvous('b', 'a', dir), top] });
     h = new AgentHarness();

@@ -1,7 +1,7 @@
 // The routes of SPEC §10 against a running agent (fastify.inject): shapes, the `{name}:action` path with dots and
 // dashes, strict query values, every wait mode (health, started, none, a timeout's 504, a failure's 502), stop and
 // start with their dependents, the revision, paged history, sync and the webhook when it is off.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -36,6 +36,8 @@ describe('API routes', { timeout: 30_000 }, () => {
 
   beforeAll(async () => {
     gateDir = mkdtempSync(join(tmpdir(), 'keystone-api-gate-'));
+    // The check runs as the component's user (the device's unprivileged default): it must see the file.
+    chmodSync(gateDir, 0o755);
     gateFile = join(gateDir, 'ok');
     writeFileSync(gateFile, '');
     s = await apiStack({

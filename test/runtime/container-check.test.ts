@@ -5,6 +5,7 @@ import type Docker from 'dockerode';
 import { describe, expect, it } from 'vitest';
 import { parseRecipe, type Recipe } from '../../src/core/recipe.js';
 import { componentHash } from '../../src/core/identity.js';
+import { DEFAULT_DEVICE_POLICY } from '../../src/core/device-policy.js';
 import { checkContainerComponent } from '../../src/runtime/container-check.js';
 import { engineEndpoints } from '../../src/runtime/container-engine.js';
 import { isContainerError } from '../../src/runtime/container-error.js';
@@ -22,6 +23,7 @@ describe('checkContainerComponent', () => {
     image: 'img:1',
     privileged: true,
     network_mode: 'host',
+    user: '65534:65534',
     mounts: [
       { source: '/srv/present', target: '/a' },
       { source: '/srv/absent', target: '/b' },
@@ -30,24 +32,38 @@ describe('checkContainerComponent', () => {
   });
   const exists = (p: string) => p === '/srv/present';
 
-  it('reports every refusal with its code and TOML path, in field order', () => {
+  it('reports every refusal with its code and TOML path: the device policy first, then the mounts', () => {
     expect(checkContainerComponent(c, { exists }).map((i) => [i.code, i.path])).toEqual([
       ['KS_CONTAINER_NOT_PERMITTED', 'lifecycle.run.container.network_mode'],
       ['KS_CONTAINER_NOT_PERMITTED', 'lifecycle.run.container.privileged'],
+      ['KS_MOUNT_NOT_PERMITTED', 'lifecycle.run.container.mounts[0].source'],
+      ['KS_MOUNT_NOT_PERMITTED', 'lifecycle.run.container.mounts[1].source'],
       ['KS_MOUNT_SOURCE_MISSING', 'lifecycle.run.container.mounts[1].source'],
       ['KS_MOUNT_SOURCE_INVALID', 'lifecycle.run.container.mounts[2].source'],
       ['KS_MOUNT_SOURCE_INVALID', 'lifecycle.run.container.mounts[2].target'],
     ]);
+    // Each refusal says what would allow it.
+    expect(checkContainerComponent(c, { exists })[0]!.hint).toContain('--allow-host-namespaces');
   });
 
-  it('the device permissions lift the privileged and host-namespace refusals, not the mount ones', () => {
-    const codes = checkContainerComponent(c, { exists, allowPrivileged: true, allowHostNamespaces: true }).map((i) => i.code);
+  it('the device policy lifts the privileged, host-namespace and mount-prefix refusals, not a missing or relative mount', () => {
+    const policy = { ...DEFAULT_DEVICE_POLICY, allowPrivileged: true, allowHostNamespaces: true, allowMounts: ['/srv'] };
+    const codes = checkContainerComponent(c, { exists, policy }).map((i) => i.code);
     expect(codes).toEqual(['KS_MOUNT_SOURCE_MISSING', 'KS_MOUNT_SOURCE_INVALID', 'KS_MOUNT_SOURCE_INVALID']);
   });
 
-  it('a plain bridge container with existing mounts passes', () => {
+  it('a plain bridge container with an allowed, existing read-only mount passes', () => {
     const ok = containerComponent('ok', { image: 'img:1', mounts: [{ source: '/srv/present', target: '/a', read_only: true }] });
-    expect(checkContainerComponent(ok, { exists })).toEqual([]);
+    expect(checkContainerComponent(ok, { exists, policy: { ...DEFAULT_DEVICE_POLICY, allowMounts: ['/srv/present'] } })).toEqual([]);
+  });
+
+  it('the namespace modes and devices reach the create request; "private" is the engine default', () => {
+    const c2 = containerComponent('ns', { image: 'img:1', pid_mode: 'host', ipc_mode: 'shareable', uts_mode: 'private', devices: ['/dev/ttyUSB0'] });
+    const hc = createOptions(c2, { name: 'n', ownerTag: 't', logDir: '/l' }).HostConfig!;
+    expect(hc.PidMode).toBe('host');
+    expect(hc.IpcMode).toBe('shareable');
+    expect(hc).not.toHaveProperty('UTSMode');
+    expect(hc.Devices).toEqual([{ PathOnHost: '/dev/ttyUSB0', PathInContainer: '/dev/ttyUSB0', CgroupPermissions: 'rwm' }]);
   });
 });
 

@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { DEFAULT_DEVICE_POLICY } from '../../src/core/device-policy.js';
 import { ContainerRuntime } from '../../src/runtime/container-runtime.js';
 import { isContainerError, type ContainerCode } from '../../src/runtime/container-error.js';
 import { LABELS } from '../../src/runtime/container-spec.js';
@@ -122,7 +123,8 @@ describe.skipIf(!hasDocker)('ContainerRuntime (a real Docker engine)', () => {
   });
 
   it('confines by default: the recipe user, memory and pids limits, a read-only mount, no-new-privileges, every capability dropped but those granted', async () => {
-    const rt = runtime();
+    // The device allows mounts from the test's own directory (nothing is mountable by default).
+    const rt = runtime('agent', { policy: { ...DEFAULT_DEVICE_POLICY, allowMounts: [tmp.root] } });
     const data = join(tmp.root, 'data');
     await mkdir(data);
     await writeFile(join(data, 'hello.txt'), 'hello\n');
@@ -178,7 +180,7 @@ describe.skipIf(!hasDocker)('ContainerRuntime (a real Docker engine)', () => {
     }
     expect(await strict.listOwned()).toEqual([]);
 
-    const lenient = runtime('lenient', { allowPrivileged: true, allowHostNamespaces: true });
+    const lenient = runtime('lenient', { policy: { ...DEFAULT_DEVICE_POLICY, allowPrivileged: true, allowHostNamespaces: true } });
     if (privilegedWorks) {
       const p = await lenient.start(privileged, tmp.paths('priv'));
       expect((await docker.getContainer(idOf(p)).inspect()).HostConfig.Privileged).toBe(true);
@@ -206,9 +208,9 @@ describe.skipIf(!hasDocker)('ContainerRuntime (a real Docker engine)', () => {
   });
 
   it('a missing mount source is refused before anything is created', async () => {
-    const rt = runtime();
+    const rt = runtime('agent', { policy: { ...DEFAULT_DEVICE_POLICY, allowMounts: [tmp.root] } });
     const gone = join(tmp.root, 'no-such-dir');
-    const c = containerComponent('nomount', { image: BUSYBOX_IMAGE, pull_policy: 'never', command: ['sleep', '1000'], mounts: [{ source: gone, target: '/data' }] });
+    const c = containerComponent('nomount', { image: BUSYBOX_IMAGE, pull_policy: 'never', user: '65534:65534', command: ['sleep', '1000'], mounts: [{ source: gone, target: '/data' }] });
     const err = await expectCode(rt.install(c, tmp.paths('nomount'), never), 'KS_MOUNT_SOURCE_MISSING');
     expect(err.message).toContain(gone);
     await expectCode(rt.start(c, tmp.paths('nomount')), 'KS_MOUNT_SOURCE_MISSING');
@@ -235,11 +237,12 @@ describe.skipIf(!hasDocker)('ContainerRuntime (a real Docker engine)', () => {
       image: BUSYBOX_IMAGE,
       pull_policy: 'never',
       command: ['sh', '-c', 'echo one; until test -e /sig/go; do sleep 1; done; echo two; exec sleep 1000'],
-      mounts: [{ source: sig, target: '/sig' }],
+      mounts: [{ source: sig, target: '/sig', read_only: true }],
     });
     const paths = tmp.paths('resume');
     const stdout = join(paths.logDir, 'stdout.log');
-    const first = runtime('resume');
+    const mountable = { policy: { ...DEFAULT_DEVICE_POLICY, allowMounts: [tmp.root] } };
+    const first = runtime('resume', mountable);
     const inst = await first.start(c, paths);
     await waitFor(async () => (await readOr(stdout)) === 'one\n', '"one" copied');
     await first.close();
@@ -264,7 +267,7 @@ describe.skipIf(!hasDocker)('ContainerRuntime (a real Docker engine)', () => {
   });
 
   it('health probes run from the host: http against httpd on the host network and on a published port, cmd: in the work directory', async () => {
-    const rt = runtime('health', { allowHostNamespaces: true });
+    const rt = runtime('health', { policy: { ...DEFAULT_DEVICE_POLICY, allowHostNamespaces: true } });
     const hostPort = await freeLowPort();
     const onHost = containerComponent(
       'httpd-host',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildPrivileges, capabilitySetArg, type SecuritySpec } from '../../src/runtime/privileges.js';
+import { buildPrivileges, capabilitySetArg, defaultRunUser, type SecuritySpec } from '../../src/runtime/privileges.js';
 import { isRuntimeError } from '../../src/runtime/runtime-error.js';
 import { parseGroup, parsePasswd, type UserDb } from '../../src/runtime/user-db.js';
 
@@ -68,10 +68,30 @@ describe('buildPrivileges as root', () => {
     expect(buildPrivileges(sec({ user: 'nobody', no_new_privileges: false }), root, db).setprivArgs).not.toContain('--no-new-privs');
   });
 
-  it('without a user keeps the agent identity but still drops every capability', () => {
+  it('without a user runs as the default unprivileged user (keystone where it exists, else nobody), never as root', () => {
     const p = buildPrivileges(undefined, root, db);
-    expect(p.setprivArgs).toEqual(['--no-new-privs', '--inh-caps=-all', '--ambient-caps=-all', '--bounding-set=-all']);
-    expect(p.switchesUser).toBe(false);
+    expect(p.setprivArgs).toEqual(['--reuid=65534', '--regid=65534', '--init-groups', '--no-new-privs', '--inh-caps=-all', '--ambient-caps=-all', '--bounding-set=-all']);
+    expect(p.switchesUser).toBe(true);
+    expect(buildPrivileges(sec({}), root, db).identity.uid).toBe(65534);
+    const withKeystone: UserDb = { ...db, passwd: [...db.passwd, ...parsePasswd('keystone:x:990:990::/var/lib/keystone:/usr/sbin/nologin')] };
+    expect(buildPrivileges(undefined, root, withKeystone).identity).toMatchObject({ uid: 990, gid: 990, name: 'keystone' });
+    expect(defaultRunUser(withKeystone)).toBe('keystone');
+    // Neither: refused, with what to do, rather than falling back to root.
+    const bare: UserDb = { passwd: db.passwd.filter((u) => u.name === 'root'), groups: db.groups };
+    expect(() => buildPrivileges(undefined, root, bare)).toThrow(/adduser --system/);
+  });
+
+  it('uid or gid 0 is refused with KS_ROOT_NOT_PERMITTED unless the device allows root', () => {
+    for (const user of ['root', '0:0', 'nobody:root', 'influx:0']) {
+      let err: unknown;
+      try {
+        buildPrivileges(sec({ user }), root, db);
+      } catch (e) {
+        err = e;
+      }
+      expect(isRuntimeError(err, 'KS_ROOT_NOT_PERMITTED'), user).toBe(true);
+      expect(buildPrivileges(sec({ user }), root, db, { allowRoot: true }).setprivArgs).toContain('--no-new-privs');
+    }
   });
 
   it('refuses unknown users and groups with KS_USER_UNKNOWN', () => {

@@ -4,6 +4,8 @@ import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ProcessRuntime } from '../../src/runtime/process-runtime.js';
+import { defaultRunUser } from '../../src/runtime/privileges.js';
+import { findUser, readUserDb } from '../../src/runtime/user-db.js';
 import { readProcStat } from '../../src/runtime/proc-identity.js';
 import { isRuntimeError } from '../../src/runtime/runtime-error.js';
 import type { Instance } from '../../src/runtime/runtime.js';
@@ -183,7 +185,10 @@ describe('start', () => {
     const env = Object.fromEntries((await readFile(join(paths.workDir, 'env.txt'), 'utf8')).trim().split('\n').map((l) => l.split(/=(.*)/s).slice(0, 2)));
     expect(env.GREETING).toBe('hi there');
     expect(env.PATH).toBe('/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin');
-    expect(env.HOME).toBe(userInfo().homedir); // the passwd home of the run user (the agent's own here)
+    // The passwd home of the run user: as root, the device's default unprivileged user (the recipe names none).
+    const db = await readUserDb();
+    const home = process.getuid?.() === 0 ? findUser(db, defaultRunUser(db)!)!.home : userInfo().homedir;
+    expect(env.HOME).toBe(home);
     expect(env.LANG).toBeDefined();
     expect(env.KS_TEST_LEAK).toBeUndefined();
     expect(Object.keys(env).filter((k) => !['GREETING', 'PATH', 'HOME', 'LANG', 'PWD', 'SHLVL', 'OLDPWD', '_'].includes(k))).toEqual([]);

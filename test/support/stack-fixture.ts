@@ -46,6 +46,8 @@ export interface ComponentSpec {
   updateStrategy?: 'stop-first' | 'start-first';
   /** `[lifecycle.run] replicas` (containers). */
   replicas?: number;
+  /** `[lifecycle.run.security] user` (processes); absent: the device's default unprivileged user. */
+  user?: string;
 }
 
 /** The fields of `[lifecycle.run.container]`, spelled as in the recipe. `pull_policy` defaults to "never" here (no registry in tests). */
@@ -62,6 +64,8 @@ export interface ContainerFields {
   mounts?: Array<{ source: string; target: string; read_only?: boolean }>;
   resources?: { memory_mb?: number; pids_limit?: number };
   capabilities?: string[];
+  pid_mode?: string;
+  devices?: string[];
 }
 
 export interface StackPorts {
@@ -248,8 +252,9 @@ function renderRecipe(c: ComponentSpec, byName: Map<string, ComponentSpec>, arti
   else {
     lines.push('[lifecycle.run]', 'type = "process"', `restart_policy = ${q(c.restartPolicy ?? 'always')}`, '');
     lines.push('[lifecycle.run.exec]', `command = ${q(c.command)}`, `args = [${c.args.map(q).join(', ')}]`, '');
-    // No user: as root the component runs as root with no capabilities; not root, as the agent's user.
-    lines.push('[lifecycle.run.security]', 'no_new_privileges = true', 'capabilities = []', '');
+    // No user: as root the component runs as the device's default unprivileged user (nobody here) with no
+    // capabilities; not root, as the agent's user.
+    lines.push('[lifecycle.run.security]', ...(c.user !== undefined ? [`user = ${q(c.user)}`] : []), 'no_new_privileges = true', 'capabilities = []', '');
   }
   if (c.health) {
     lines.push('[lifecycle.run.health]', `check = ${q(c.health.check)}`, `interval = ${q(c.health.interval)}`);
@@ -279,6 +284,8 @@ function renderContainer(c: ComponentSpec): string[] {
   if (k.privileged !== undefined) lines.push(`privileged = ${k.privileged}`);
   if (k.command) lines.push(`command = ${list(k.command)}`);
   if (k.capabilities) lines.push(`capabilities = ${list(k.capabilities)}`);
+  if (k.pid_mode) lines.push(`pid_mode = ${q(k.pid_mode)}`);
+  if (k.devices) lines.push(`devices = ${list(k.devices)}`);
   lines.push('');
   if (k.env) lines.push('[lifecycle.run.container.env]', ...Object.entries(k.env).map(([n, v]) => `${n} = ${q(v)}`), '');
   if (k.resources) {

@@ -1,6 +1,7 @@
 // GET /v1/revision and GET /v1/history: what the device applied, newest first, paged by id.
 import type { FastifyInstance } from 'fastify';
 import type { HistoryEntry } from '../../agent/state-store.js';
+import { DEFAULT_DEVICE_POLICY, devicePolicyView } from '../../core/device-policy.js';
 import { ApiError } from '../api-error.js';
 import type { ApiContext } from '../api-context.js';
 import { parseIntParam, strictQuery } from '../query-params.js';
@@ -50,9 +51,17 @@ export function registerRevisionRoutes(server: FastifyInstance, ctx: ApiContext)
       sync: syncView(ctx),
       // Composites this revision could not update: rolled back, and held at their previous members until another revision.
       rolledBack: ctx.agent.store.groupRollbacks?.() ?? [],
+      // What this device allows any recipe (SPEC §5 device policy): what a revision was checked against.
+      policy: devicePolicyView(ctx.policy ?? DEFAULT_DEVICE_POLICY),
       // Said in words too: a dashboard that shows only messages must not present an unsigned device as fine.
       ...(r.unsigned && { warning: 'UNSIGNED: this revision was applied without a signature check (--allow-unsigned, development only)' }),
     };
+  });
+
+  // The policy alone, also before any revision is applied (apply-dry --agent checks a plan against it).
+  server.get('/v1/policy', async (request) => {
+    strictQuery(request.query, []);
+    return devicePolicyView(ctx.policy ?? DEFAULT_DEVICE_POLICY);
   });
 
   server.get('/v1/history', async (request) => {

@@ -3,7 +3,11 @@ import { mkdirSync } from 'node:fs';
 import { availableParallelism, hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startAgent, type Agent, type TrustSetting } from '../../agent/agent.js';
+import { componentPaths, startAgent, type Agent, type TrustSetting } from '../../agent/agent.js';
+import { describeDevicePolicy, type DevicePolicy } from '../../core/device-policy.js';
+import { checkDevice } from '../../runtime/device-check.js';
+import { hostPolicyFacts } from '../../runtime/policy-host.js';
+import { devicePolicyFrom, POLICY_OPTIONS, POLICY_USAGE } from '../policy-args.js';
 import { ensureApiToken } from '../../api/api-token.js';
 import { buildServer } from '../../api/build-server.js';
 import { formatListenAddress, isLoopbackAddress, parseListenAddress, publicHostAllowance, type ListenAddress } from '../../api/listen-address.js';
@@ -30,7 +34,7 @@ export const AGENT_USAGE =
   '               (--trusted-key FILE… [--threshold K] [--max-age D] | --allow-unsigned)\n' +
   '               [--status git-notes,github|none] [--github-repo OWNER/REPO] [--github-token-file F] [--github-api URL]\n' +
   '               [--webhook-secret-file F] [--allow-history-rewrite] [--on-failure none|rollback]\n' +
-  '               [--allow-privileged] [--allow-host-namespaces]\n' +
+  `               ${POLICY_USAGE}\n` +
   '               [--state-dir /var/lib/keystone] [--device NAME] [--concurrency N] [--grace 10s] [--log-format pretty|json] [--stop-on-exit]\n' +
   '               [--listen 127.0.0.1:8080|none] [--listen-public] [--socket PATH]\n' +
   '               [--max-backoff 60s] [--crash-loop-limit 10] [--healthy-spell 10m] [--settle 300ms]\n' +
@@ -81,8 +85,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
       'webhook-secret-file': { type: 'string' },
       'allow-history-rewrite': { type: 'boolean', default: false },
       'on-failure': { type: 'string', default: 'none' },
-      'allow-privileged': { type: 'boolean', default: false },
-      'allow-host-namespaces': { type: 'boolean', default: false },
+      ...POLICY_OPTIONS,
       ...TRUST_OPTIONS,
     },
   });
@@ -109,6 +112,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   const device = values.device ?? hostname();
   const stateDir = resolve(io.cwd, values['state-dir']);
   const trust: TrustSetting = trustSetting(values, io);
+  const policy = devicePolicyFrom(values);
   const concurrency = values.concurrency === undefined ? availableParallelism() : Number(values.concurrency);
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency must be a whole number ≥ 1, not "${values.concurrency}"`);
   const graceMs = parseDuration(values.grace);
@@ -144,8 +148,11 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   // A log reader that goes away (a closed pipe) must not take supervision down with it.
   io.stdout.on?.('error', () => undefined);
   const tag = ownerTag(stateDir);
+  // The state directory is guarded too: a container that mounts it holds the API token.
+  const policyHost = hostPolicyFacts({ stateDir, env: io.env });
   const processRuntime = new ProcessRuntime({
     ownerTag: tag,
+    allowRoot: policy.allowRoot,
     installArtifacts: artifactInstaller({
       reader: () => artifactReader!,
       cacheDir: join(stateDir, 'cache'),
@@ -156,8 +163,8 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   // Containers: the engine is found when a container component first needs it (a device without one runs processes).
   const containerRuntime = new ContainerRuntime({
     ownerTag: tag,
-    allowPrivileged: values['allow-privileged'],
-    allowHostNamespaces: values['allow-host-namespaces'],
+    policy,
+    policyHost,
     installArtifacts: artifactInstaller({ reader: () => artifactReader!, cacheDir: join(stateDir, 'cache'), maxBytes: MAX_ARTIFACT_BYTES }),
     log: logger.child({ module: 'containers' }),
     // For `keystonectl apply`'s display: a line a second per component while bytes flow, and every other status.
@@ -185,12 +192,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
     trust,
     log: logger,
     runtimes: { process: processRuntime, container: containerRuntime },
-    check: (state) =>
-      state.components.flatMap((c) =>
-        c.recipe.lifecycle.run.type !== 'container'
-          ? []
-          : containerRuntime.check(c).map((i) => ({ component: c.name, file: c.recipePath, path: i.path, code: i.code, message: i.message })),
-      ),
+    check: (state) => checkDevice(state, { policy, host: policyHost, containers: containerRuntime, processes: processRuntime, paths: (name) => componentPaths(stateDir, name) }),
     probe: async (c, paths, _timeoutMs, signal) => {
       // Bind each component's probe once per hash: binding resolves the run user from /etc/passwd,
       // which is too costly to repeat on every probe (a profile showed 13 % of the agent's CPU).
@@ -255,6 +257,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
       socketPath,
       log: logger,
       ...(webhookSecret !== undefined && { webhook: { secret: webhookSecret, ref } }),
+      policy,
     });
   } catch (e) {
     await source.close();
@@ -262,6 +265,8 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
     throw e;
   }
   log.info({ ...(root !== undefined ? { dir: root } : { repo: values.repo, ref }), plan: planFile, state_dir: stateDir, device, concurrency }, 'agent started');
+  const grants = describeDevicePolicy(policy);
+  log.info({ policy: grants.length ? grants : 'safe defaults only' }, 'device policy');
   await source.start();
   await stopRequested;
   log.info(values['stop-on-exit'] ? 'stopping: components are stopped too (--stop-on-exit)' : 'stopping: components keep running and are adopted at the next start');
@@ -278,7 +283,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
 /** The token file, the server and its listeners; undefined when there is nothing to listen on (`--listen none`, no socket). */
 async function startApi(
   agent: Agent,
-  opts: { stateDir: string; listen: ListenAddress | undefined; listenGiven: boolean; public: boolean; socketPath: string | undefined; log: Logger; webhook?: { secret: string; ref: string } },
+  opts: { stateDir: string; listen: ListenAddress | undefined; listenGiven: boolean; public: boolean; socketPath: string | undefined; log: Logger; webhook?: { secret: string; ref: string }; policy: DevicePolicy },
 ): Promise<ApiListeners | undefined> {
   const log = opts.log.child({ module: 'api' });
   if (!opts.listen && opts.socketPath === undefined) {
@@ -296,6 +301,7 @@ async function startApi(
       token: token.token,
       log: opts.log,
       ...(opts.webhook && { webhook: opts.webhook }),
+      policy: opts.policy,
       ...(tcp && opts.public && { isAllowedHost: publicHostAllowance(tcp, [hostname()]) }),
     });
     try {

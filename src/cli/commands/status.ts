@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { AGENT_OPTIONS, AGENT_USAGE, AgentApiError, agentClient, withAgentErrors, type AgentClient } from '../agent-client.js';
 import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';
+import { devicePolicyFromView } from '../../core/device-policy.js';
 import { componentList, renderStatus, revisionOf } from '../render/status-table.js';
 
 export const STATUS_USAGE = `keystonectl status [--json] ${AGENT_USAGE}`;
@@ -26,12 +27,14 @@ export async function status(argv: string[], io: CliIo): Promise<number> {
   const client = agentClient(values, io);
   return withAgentErrors('status', io, values.json, async () => {
     const [components, rev] = await Promise.all([client.get('/v1/components'), revision(client)]);
+    // The device policy rides on the revision (an agent from before it has none, and none is shown).
+    const policy = devicePolicyFromView((rev as { policy?: unknown } | undefined)?.policy);
     const list = componentList(components);
     const applied = revisionOf(rev);
     if (applied?.unsigned === true) io.stderr.write('keystonectl status: WARNING: the applied revision is UNSIGNED: signatures are not checked (development only)\n');
     // The API's own JSON, both answers side by side.
     if (values.json) io.stdout.write(JSON.stringify({ revision: rev ?? null, components: list }, null, 2) + '\n');
-    else io.stdout.write(renderStatus(list, applied, nowMs(io)));
+    else io.stdout.write(renderStatus(list, applied, nowMs(io), policy));
     return EXIT.OK;
   });
 }

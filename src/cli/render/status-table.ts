@@ -1,5 +1,6 @@
 // The human form of `keystonectl status`: the applied revision on top, then one row per component. Pure: the
 // API's JSON and the time in, text out. Tolerant of the shapes it reads (a field it does not find prints as "-").
+import { describeDevicePolicy, type DevicePolicy } from '../../core/device-policy.js';
 
 type Json = Record<string, unknown>;
 
@@ -153,8 +154,14 @@ const HEADERS: Record<keyof StatusRow, string> = {
 };
 
 /** The whole `status` output; the REASON column appears only when some component has a reason. */
-export function renderStatus(components: unknown[], revision: Json | undefined, nowMs: number): string {
-  const lines = [revisionLine(revision, nowMs)];
+/** `policy: safe defaults only` or `policy: allows host namespaces (--allow-host-namespaces); …`. */
+export function policyLine(policy: DevicePolicy): string {
+  const grants = describeDevicePolicy(policy);
+  return grants.length ? `policy: allows ${grants.join('; ')}` : 'policy: safe defaults only (no --allow-* flag)';
+}
+
+export function renderStatus(components: unknown[], revision: Json | undefined, nowMs: number, policy?: DevicePolicy): string {
+  const lines = [revisionLine(revision, nowMs), ...(policy ? [policyLine(policy)] : [])];
   if (components.length === 0) return [...lines, 'no components'].join('\n') + '\n';
   const rows = components.flatMap((c) => rowsOf(c, nowMs));
   const columns: Array<keyof StatusRow> = ['name', 'state', 'version', 'instance', 'health', 'restarts', 'since'];

@@ -57,8 +57,10 @@ describe('keystonectl against a running agent', { timeout: 60_000 }, () => {
   it('status prints the table under the revision line', async () => {
     const r = await ctl('status');
     expect(r.code).toBe(0);
-    const [head, header, ...rows] = r.stdout.trimEnd().split('\n');
+    const [head, policy, header, ...rows] = r.stdout.trimEnd().split('\n');
     expect(head).toMatch(/^revision dir:[0-9a-f]+ {2}plan plans\/\S+ {2}applied \d+s ago {2}\*\*\* UNSIGNED/);
+    // The device policy (SPEC §5) under it: this agent was given no --allow-* flag.
+    expect(policy).toBe('policy: safe defaults only (no --allow-* flag)');
     expect(header).toMatch(/^COMPONENT +STATE +VERSION +PID\/CONTAINER +HEALTH +RESTARTS +SINCE$/);
     const pids = s.livePids();
     expect(rows.map((l) => l.split(/ +/).slice(0, 5))).toEqual([
