@@ -1,17 +1,17 @@
 // mergeTree as root into a work directory its run user (uid 65534) can write: whatever that user swaps while
 // the merge runs, no file is placed, replaced or removed outside the directories the agent checked.
 import { describe, it, expect, beforeEach, afterEach } from 'vitest';
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isArtifactError } from '../../src/artifacts/artifact-error.js';
 import { MAX_REMOVE_DEPTH, mergeTree, type MergeTreeSeam } from '../../src/artifacts/merge-tree.js';
 import { chownTree, prepareWorkDir } from '../../src/runtime/work-dir.js';
 import { snapshot, tempDir } from './fs-snapshot.js';
+import { RUN_USER_SETPRIV, startRacer, type Racer } from './run-user-racer.js';
 
 const RUN = { uid: 65534, gid: 65534 };
 const isRoot = process.getuid?.() === 0;
-const SETPRIV = ['--reuid=65534', '--regid=65534', '--clear-groups', '--'];
 
 let t: { dir: string; cleanup(): void };
 /** The component's directory (root's, like <state>/components/NAME), its work directory (the run user's) and a root-only directory. */
@@ -40,19 +40,15 @@ afterEach(async () => {
 });
 
 /** The racing process of the run user, while a test runs one. */
-let racer: ChildProcess | undefined;
+let racer: Racer | undefined;
 async function stopRacer(): Promise<void> {
-  const r = racer;
+  await racer?.stop();
   racer = undefined;
-  if (!r || r.exitCode !== null || r.signalCode !== null) return;
-  const exited = new Promise((resolve) => r.once('exit', resolve));
-  r.kill('SIGKILL');
-  await exited;
 }
 
 /** Runs `script` in the work directory as the run user: what any process of the component could do. */
 function asRunUser(script: string): void {
-  execFileSync('setpriv', [...SETPRIV, '/bin/sh', '-c', script], { cwd: work, stdio: 'inherit' });
+  execFileSync('setpriv', [...RUN_USER_SETPRIV, '/bin/sh', '-c', script], { cwd: work, stdio: 'inherit' });
 }
 
 /** A staged tree as process-runtime builds it: in a root-only directory next to the work directory, given to the run user. */
@@ -158,12 +154,7 @@ describe.skipIf(!isRoot)('mergeTree into a work directory the run user can write
 
 /** Merges `count` staged trees (`files(i)`) while the run user swaps each of `swapped` for a link to the root-only directory. */
 async function raceMerges(swapped: string[], count: number, files: (i: number) => Record<string, string>): Promise<void> {
-  const r = spawn('setpriv', [...SETPRIV, process.execPath, '-e', RACER, outside, ...swapped], { cwd: work, stdio: ['ignore', 'pipe', 'inherit'] });
-  racer = r;
-  await new Promise<void>((resolve, reject) => {
-    r.stdout.once('data', () => resolve());
-    r.once('exit', (code) => reject(new Error(`racer exited early (${code})`)));
-  });
+  const r = (racer = await startRacer(work, outside, swapped));
   let merged = 0;
   for (let i = 0; i < count; i++) {
     const tree = await stage(files(i));
@@ -175,26 +166,6 @@ async function raceMerges(swapped: string[], count: number, files: (i: number) =
     );
     expect(snapshot(outside), `after merge ${i}`).toEqual(outsideBefore);
   }
-  expect(r.exitCode, 'the racer ran throughout').toBe(null);
+  expect(r.running(), 'the racer ran throughout').toBe(true);
   expect(merged).toBeGreaterThan(0);
 }
-
-/** The racer, run as the run user in the work directory: argv is the link target, then the paths to swap. */
-const RACER = `
-const fs = require('fs');
-const [target, ...swapped] = process.argv.slice(1);
-const parent = process.ppid;
-const swap = (p) => {
-  try { fs.renameSync(p, p + '.x'); } catch {}
-  try { fs.symlinkSync(target, p); } catch {}
-  try { fs.unlinkSync(p); } catch {}
-  try { fs.renameSync(p + '.x', p); } catch {}
-};
-process.stdout.write('ready\\n');
-// Bounded by its parent: should the test process die, the racer ends on its own.
-for (let n = 0; ; n++) {
-  for (const p of swapped) swap(p);
-  if (n % 1000 === 0 && process.ppid !== parent) process.exit(0);
-}
-`;
-
