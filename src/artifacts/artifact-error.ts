@@ -9,6 +9,7 @@ export type ArtifactCode =
   | 'KS_ARTIFACT_FETCH_FAILED'
   | 'KS_ARTIFACT_NOT_FOUND'
   | 'KS_ARTIFACT_BAD_URI'
+  | 'KS_ARTIFACT_INSTALL_UNSAFE'
   | 'KS_UNPACK_UNSAFE_ENTRY'
   | 'KS_UNPACK_TOO_LARGE'
   | 'KS_UNPACK_TOO_DEEP'
@@ -48,6 +49,8 @@ export interface ArtifactErrorData {
   entry?: string;
   reason?: UnsafeEntryReason;
   depth?: number;
+  /** The directory an install into was refused (KS_ARTIFACT_INSTALL_UNSAFE). */
+  path?: string;
 }
 
 /** Thrown by the artifact edge: callers branch on `code` and read `data`, never parse the message. */
