@@ -33,8 +33,8 @@ export interface ApiDeps {
   now?: () => number;
   /** Connections per listener and their timeouts; default DEFAULT_CONNECTION_LIMITS. */
   limits?: Partial<ConnectionLimits>;
-  /** The refusal log's interval, source cap and timer (tests); default one summary per source per minute. */
-  refusalLog?: Pick<RefusalLogOptions, 'intervalMs' | 'maxSources' | 'every'>;
+  /** The refusal log's clock, interval, source cap and timer (tests); default one summary per source per minute. */
+  refusalLog?: Partial<Pick<RefusalLogOptions, 'now' | 'intervalMs' | 'maxSources' | 'every'>>;
   /**
    * POST /v1/webhooks/github: the secret shared with GitHub (the route checks X-Hub-Signature-256 with it) and the
    * followed ref (`main`, or a full `refs/heads/…`). Without it the route answers 503 KS_WEBHOOK_DISABLED.

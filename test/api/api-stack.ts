@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { startAgent, type Agent } from '../../src/agent/agent.js';
 import { ownerTag } from '../../src/agent/orphan-sweep.js';
 import type { RestartLimits } from '../../src/core/restart-policy.js';
@@ -28,7 +28,7 @@ export interface ApiStack {
   /** `{ authorization: 'Bearer <token>' }`: every /v1 route needs it, reads too. */
   auth(): { authorization: string };
   /** GET with the token, through fastify.inject. */
-  get(url: string): ReturnType<FastifyInstance['inject']>;
+  get(url: string): Promise<LightMyRequestResponse>;
   stateDir: string;
   /** The agent's JSON log lines so far. */
   lines: Array<Record<string, unknown>>;
