@@ -85,8 +85,9 @@ function applyBody(root, plan) {
   return { plan, files };
 }
 
-function runCannon(url, durationSec) {
-  const instance = autocannon({ url, connections, duration: durationSec, pipelining: 1 });
+/** GET `url` under load, with the API token (every /v1 route needs it, reads too). */
+function runCannon(url, durationSec, token) {
+  const instance = autocannon({ url, connections, duration: durationSec, pipelining: 1, headers: { authorization: `Bearer ${token}` } });
   const done = new Promise((resolve, reject) => instance.once('done', resolve).once('error', reject));
   return { instance, done };
 }
@@ -118,10 +119,10 @@ async function oneRun(run) {
     const token = readFileSync(join(work, 'state', 'api-token'), 'utf8').trim();
 
     // 1. The reference: the idle agent, same requests.
-    const idle = await runCannon(`${base}/v1/components`, Math.max(1, Math.round(idleMs / 1000))).done;
+    const idle = await runCannon(`${base}/v1/components`, Math.max(1, Math.round(idleMs / 1000)), token).done;
 
     // 2. Under load while it reconciles the 50.
-    const loaded = runCannon(`${base}/v1/components`, 120);
+    const loaded = runCannon(`${base}/v1/components`, 120, token);
     await new Promise((r) => setTimeout(r, 300));
     await metric(base, 'nodejs_eventloop_lag_p99_seconds'); // resets the histogram: the reconcile alone is measured
     const t0 = epochNow();

@@ -6,6 +6,8 @@ import type { Engine } from '../agent/engine.js';
 import type { StateStore } from '../agent/state-store.js';
 import type { DevicePolicy } from '../core/device-policy.js';
 import type { Logger } from '../log/logger.js';
+import type { ConnectionLimits } from './connection-limits.js';
+import type { RefusalLogOptions } from './refusal-log.js';
 
 export interface ApiAgent {
   store: Pick<StateStore, 'components' | 'component' | 'appliedRevision' | 'history'> & Partial<Pick<StateStore, 'groupRollbacks'>>;
@@ -21,15 +23,19 @@ export interface ApiAgent {
 
 export interface ApiDeps {
   agent: ApiAgent;
-  /** What POSTs over TCP must present as `Authorization: Bearer …` (the content of `<state-dir>/api-token`). */
+  /** What requests over TCP (all but /healthz, /metrics and the webhook) present as `Authorization: Bearer …` (the content of `<state-dir>/api-token`). */
   token: string;
   log?: Logger;
   /** Host header names accepted besides loopback ones; only for an agent listening publicly. Default: none. */
   isAllowedHost?: (hostname: string) => boolean;
   /** Request body cap in bytes; default 64 KiB (the API's bodies are small JSON objects). */
   bodyLimit?: number;
-  /** ms clock (uptime in /healthz). */
+  /** ms clock (uptime in /healthz, the refusal log's intervals). */
   now?: () => number;
+  /** Connections per listener and their timeouts; default DEFAULT_CONNECTION_LIMITS. */
+  limits?: Partial<ConnectionLimits>;
+  /** The refusal log's clock, interval, source cap and timer (tests); default one summary per source per minute. */
+  refusalLog?: Partial<Pick<RefusalLogOptions, 'now' | 'intervalMs' | 'maxSources' | 'every'>>;
   /**
    * POST /v1/webhooks/github: the secret shared with GitHub (the route checks X-Hub-Signature-256 with it) and the
    * followed ref (`main`, or a full `refs/heads/…`). Without it the route answers 503 KS_WEBHOOK_DISABLED.

@@ -5,7 +5,9 @@ import type { ApiDeps } from './api-deps.js';
 import type { ApiContext } from './api-context.js';
 import { ApiError, fromFastifyError } from './api-error.js';
 import { createApiMetrics } from './api-metrics.js';
+import { connectionLimits, limitedHttpServer, type ConnectionLimits } from './connection-limits.js';
 import { OperatorWaits } from './operator-waits.js';
+import { RefusalLog } from './refusal-log.js';
 import { requestGuard } from './request-guard.js';
 import { registerApplyRoutes } from './routes/apply-routes.js';
 import { registerComponentActions } from './routes/component-actions.js';
@@ -18,10 +20,20 @@ import { registerSyncRoutes } from './routes/sync-routes.js';
 /** The API's bodies are small JSON objects; anything bigger is a mistake or an attack. */
 export const DEFAULT_BODY_LIMIT = 64 * 1024;
 
+/** The limits each built server runs with, for listenApi's Unix socket, which must hold to the same. */
+const limitsOfServer = new WeakMap<FastifyInstance, ConnectionLimits>();
+
+export function connectionLimitsOf(server: FastifyInstance): ConnectionLimits {
+  return limitsOfServer.get(server) ?? connectionLimits();
+}
+
 export function buildServer(deps: ApiDeps): FastifyInstance {
   const now = deps.now ?? Date.now;
   const log = deps.log?.child({ module: 'api' });
+  const limits = connectionLimits(deps.limits);
   const server = Fastify({
+    // Every TCP listener (fastify makes one per address of a name such as localhost) with the connection limits.
+    serverFactory: (handler) => limitedHttpServer(limits, handler),
     bodyLimit: deps.bodyLimit ?? DEFAULT_BODY_LIMIT,
     // Our own lines only: fastify's per-request logs would flood a device's log with every Prometheus scrape.
     logger: false,
@@ -31,11 +43,13 @@ export function buildServer(deps: ApiDeps): FastifyInstance {
   // JSON is the only body type: text/plain is what a browser form can send cross-origin without a preflight.
   server.removeContentTypeParser('text/plain');
 
+  limitsOfServer.set(server, limits);
   const waits = new OperatorWaits(deps.agent.events);
   const metrics = createApiMetrics(deps.agent);
-  const ctx: ApiContext = { agent: deps.agent, waits, now, startedAt: now(), ...(log && { log }), ...(deps.webhook && { webhook: deps.webhook }), ...(deps.policy && { policy: deps.policy }) };
+  const refusals = new RefusalLog({ now, ...(log && { log }), ...deps.refusalLog });
+  const ctx: ApiContext = { agent: deps.agent, waits, refusals, now, startedAt: now(), ...(log && { log }), ...(deps.webhook && { webhook: deps.webhook }), ...(deps.policy && { policy: deps.policy }) };
 
-  server.addHook('onRequest', requestGuard({ token: deps.token, isAllowedHost: deps.isAllowedHost ?? (() => false), ...(log && { log }) }));
+  server.addHook('onRequest', requestGuard({ token: deps.token, isAllowedHost: deps.isAllowedHost ?? (() => false), refusals }));
   server.addHook('onSend', async (_request, reply) => {
     // Answers describe this device at one moment: never cached, never sniffed as something else.
     reply.header('cache-control', 'no-store');
@@ -61,6 +75,10 @@ export function buildServer(deps: ApiDeps): FastifyInstance {
 
   // Before the listeners close: calls still waiting answer now instead of holding the agent's exit for their timeout.
   server.addHook('preClose', async () => waits.close());
-  server.addHook('onClose', async () => metrics.close());
+  server.addHook('onClose', async () => {
+    metrics.close();
+    // What is still counted is said now rather than lost with the process.
+    refusals.close();
+  });
   return server;
 }

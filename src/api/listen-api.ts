@@ -1,9 +1,11 @@
 // Puts a built server on its listeners: TCP (the agent's --listen) and optionally a Unix socket (--socket), which
 // serves the same routes but is authenticated by its file mode (0600: the agent's user only) instead of the token.
 import { chmodSync, lstatSync, rmSync, statSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { connect } from 'node:net';
 import type { FastifyInstance } from 'fastify';
+import { connectionLimitsOf } from './build-server.js';
+import { limitedHttpServer } from './connection-limits.js';
 import type { ListenAddress } from './listen-address.js';
 import { markSocketRequest } from './socket-request.js';
 
@@ -38,7 +40,8 @@ export async function listenApi(server: FastifyInstance, opts: ListenOptions): P
     await server.ready();
     try {
       await removeStaleSocket(socketPath);
-      socket = createServer((req, res) => {
+      // The TCP listeners' limits: a process of the agent's user could otherwise hold descriptors without bound.
+      socket = limitedHttpServer(connectionLimitsOf(server), (req, res) => {
         markSocketRequest(req);
         server.routing(req, res);
       });

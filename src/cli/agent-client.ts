@@ -107,7 +107,7 @@ export class AgentClient {
 
   constructor(
     readonly baseUrl: URL,
-    /** Called at most once, on the first request that needs a token. */
+    /** Called at most once, on the first request. */
     private readonly token: () => TokenSource,
   ) {}
 
@@ -115,7 +115,6 @@ export class AgentClient {
     return this.request<T>('GET', path, opts);
   }
 
-  /** POSTs carry the bearer token (they are the mutating routes); reads never need it. */
   post<T = unknown>(path: string, opts: RequestOptions = {}): Promise<T> {
     return this.request<T>('POST', path, opts);
   }
@@ -136,7 +135,7 @@ export class AgentClient {
     const timeoutMs = opts.timeoutMs ?? READ_TIMEOUT_MS;
     let res: Response;
     try {
-      res = await fetch(url, { method: 'POST', headers: this.headers('POST', true), body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs), redirect: 'error' });
+      res = await fetch(url, { method: 'POST', headers: this.headers(true), body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs), redirect: 'error' });
     } catch (e) {
       throw this.unreachable(e, timeoutMs);
     }
@@ -172,19 +171,18 @@ export class AgentClient {
     }
   }
 
-  private headers(method: 'GET' | 'POST', jsonBody = false): Record<string, string> {
+  /** Every request carries the bearer token when there is one: every /v1 route needs it, reads too (SPEC §10). */
+  private headers(jsonBody = false): Record<string, string> {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (jsonBody) headers['content-type'] = 'application/json';
-    if (method === 'POST') {
-      this.tokenSource ??= this.token();
-      if (this.tokenSource.token) headers.authorization = `Bearer ${this.tokenSource.token}`;
-    }
+    this.tokenSource ??= this.token();
+    if (this.tokenSource.token) headers.authorization = `Bearer ${this.tokenSource.token}`;
     return headers;
   }
 
   private async request<T>(method: 'GET' | 'POST', path: string, opts: RequestOptions): Promise<T> {
     const url = this.url(path, opts.query);
-    const headers = this.headers(method);
+    const headers = this.headers();
     const timeoutMs = opts.timeoutMs ?? READ_TIMEOUT_MS;
     let res: Response;
     let text: string;
@@ -233,7 +231,7 @@ export class AgentClient {
   }
 }
 
-/** The client for `--agent`, with the token resolved lazily (a read never needs the token file). */
+/** The client for `--agent`, with the token resolved on the first request (a usage error never reads the token file). */
 export function agentClient(args: AgentArgs, io: CliIo): AgentClient {
   return new AgentClient(agentUrl(args.agent), () => resolveToken(args, io));
 }

@@ -93,7 +93,7 @@ describe('keystone agent serves the API', { timeout: 30_000 }, () => {
     expect(JSON.stringify(a.lines)).not.toContain(token);
     expect(statSync(socketPath).mode & 0o777).toBe(0o600);
 
-    const components = await rawRequest({ port, path: '/v1/components', headers: { host: `localhost:${port}` } });
+    const components = await rawRequest({ port, path: '/v1/components', headers: { host: `localhost:${port}`, authorization: `Bearer ${token}` } });
     expect((components.json as Array<{ name: string; state: string }>).map((c) => [c.name, c.state])).toEqual([
       ['db', 'running'],
       ['app', 'running'],

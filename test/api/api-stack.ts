@@ -3,11 +3,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { startAgent, type Agent } from '../../src/agent/agent.js';
 import { ownerTag } from '../../src/agent/orphan-sweep.js';
 import type { RestartLimits } from '../../src/core/restart-policy.js';
 import { ensureApiToken } from '../../src/api/api-token.js';
+import type { ApiDeps } from '../../src/api/api-deps.js';
 import { buildServer } from '../../src/api/build-server.js';
 import { listenApi, type ApiListeners } from '../../src/api/listen-api.js';
 import { createLogger } from '../../src/log/logger.js';
@@ -24,6 +25,10 @@ export interface ApiStack {
   agent: Agent;
   server: FastifyInstance;
   token: string;
+  /** `{ authorization: 'Bearer <token>' }`: every /v1 route needs it, reads too. */
+  auth(): { authorization: string };
+  /** GET with the token, through fastify.inject. */
+  get(url: string): Promise<LightMyRequestResponse>;
   stateDir: string;
   /** The agent's JSON log lines so far. */
   lines: Array<Record<string, unknown>>;
@@ -39,7 +44,13 @@ export interface ApiStack {
 }
 
 export async function apiStack(
-  opts: { components?: (ports: StackPorts) => ComponentSpec[]; restartLimits?: RestartLimits; following?: 'git' | 'directory' } = {},
+  opts: {
+    components?: (ports: StackPorts) => ComponentSpec[];
+    restartLimits?: RestartLimits;
+    following?: 'git' | 'directory';
+    /** The server's connection limits, clock and refusal log (tests of finding 8). */
+    api?: Pick<ApiDeps, 'limits' | 'now' | 'refusalLog'>;
+  } = {},
 ): Promise<ApiStack> {
   const fx = await stackFixture({ signed: false, ...(opts.components && { components: opts.components }) });
   const stateDir = mkdtempSync(join(tmpdir(), 'keystone-api-state-'));
@@ -69,13 +80,15 @@ export async function apiStack(
     ...(opts.restartLimits && { restartLimits: opts.restartLimits }),
   });
   const { token } = ensureApiToken(stateDir);
-  const server = buildServer({ agent, token, log: logger });
+  const server = buildServer({ agent, token, log: logger, ...opts.api });
 
   const stack: ApiStack = {
     fx,
     agent,
     server,
     token,
+    auth: () => ({ authorization: `Bearer ${token}` }),
+    get: (url) => server.inject({ method: 'GET', url, headers: { authorization: `Bearer ${token}` } }),
     stateDir,
     lines,
     async listen(socketPath) {

@@ -1,7 +1,7 @@
 // Raw HTTP for the tests that need what fetch and inject normalise away: a path sent byte for byte (`..`), any Host
 // header, no Host at all, or the Unix socket.
 import { request } from 'node:http';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 
 export interface RawResponse {
   status: number;
@@ -61,5 +61,39 @@ export function handWritten(port: number, text: string): Promise<string> {
     c.on('end', () => resolve(got.split('\r\n', 1)[0]!));
     c.on('error', reject);
     c.write(text);
+  });
+}
+
+/** A raw connection the test writes to at will: a half-open request, or a whole one, and what came back. */
+export interface RawConnection {
+  socket: Socket;
+  /** Everything the server sent so far. */
+  received(): string;
+  /** True once the server (or the test) closed it. */
+  closed(): boolean;
+  /** Resolves when it is closed, with everything the server sent. */
+  ended: Promise<string>;
+}
+
+/** Connects (TCP on 127.0.0.1, or a Unix socket) and writes `text`, resolving once connected. */
+export function openConnection(target: { port?: number; socketPath?: string }, text = ''): Promise<RawConnection> {
+  return new Promise((resolve, reject) => {
+    const socket = target.socketPath !== undefined ? connect(target.socketPath) : connect(target.port!, '127.0.0.1');
+    let got = '';
+    let isClosed = false;
+    socket.setEncoding('utf8');
+    socket.on('data', (d: string) => (got += d));
+    // A reset is how a server may drop a connection it will not serve: the connection is closed all the same.
+    socket.on('error', () => {});
+    const ended = new Promise<string>((r) => socket.once('close', () => {
+      isClosed = true;
+      r(got);
+    }));
+    socket.once('connect', () => {
+      socket.off('error', reject);
+      if (text) socket.write(text);
+      resolve({ socket, received: () => got, closed: () => isClosed, ended });
+    });
+    socket.once('error', reject);
   });
 }

@@ -208,7 +208,7 @@ describe('keystonectl apply against an agent that follows Git', { timeout: 90_00
     expect(r.stdout).toMatch(/the Git sync is suspended until `keystonectl resume`/);
     expect(s.agent.store.component('web')?.version).toBe('1.28.0');
     const manual = s.agent.store.appliedRevision()!.id;
-    const rev = (await s.server.inject({ method: 'GET', url: '/v1/revision' })).json<Json>();
+    const rev = (await s.get('/v1/revision')).json<Json>();
     expect(rev.sync).toMatchObject({ following: 'git', suspended: { revision: manual, reason: 'a forced manual apply' }, held: null });
 
     // A new "commit" from the source: held, not applied.

@@ -56,7 +56,7 @@ describe('API routes', { timeout: 30_000 }, () => {
   });
 
   const get = async (url: string) => {
-    const r = await s.server.inject({ method: 'GET', url });
+    const r = await s.get(url);
     return { status: r.statusCode, body: r.json<Json>(), headers: r.headers };
   };
   const post = async (url: string) => {

@@ -4,6 +4,7 @@ import { ApiError } from '../api-error.js';
 import type { ApiContext } from '../api-context.js';
 import { checkGithubSignature, GITHUB_WEBHOOK_BODY_LIMIT, GITHUB_WEBHOOK_PATH, githubWebhookAction } from '../github-webhook.js';
 import { strictQuery } from '../query-params.js';
+import { sourceOf } from '../request-guard.js';
 
 export function registerSyncRoutes(server: FastifyInstance, ctx: ApiContext): void {
   server.post('/v1/sync', async (request, reply) => {
@@ -29,7 +30,7 @@ export function registerSyncRoutes(server: FastifyInstance, ctx: ApiContext): vo
       const check = checkGithubSignature(request.headers['x-hub-signature-256'] as string | undefined, hook.secret, body);
       if (check !== 'ok') {
         // Nothing about the secret or the expected value: which of the two failed is all a sender may learn.
-        ctx.log?.warn({ path: GITHUB_WEBHOOK_PATH, delivery: request.headers['x-github-delivery'], check }, 'webhook refused: bad signature');
+        ctx.refusals.refused(sourceOf(request), 'KS_WEBHOOK_SIGNATURE', { path: GITHUB_WEBHOOK_PATH, delivery: request.headers['x-github-delivery'], check }, 'webhook refused: bad signature');
         throw new ApiError(401, 'KS_WEBHOOK_SIGNATURE', check === 'missing' ? 'send X-Hub-Signature-256: sha256=<HMAC-SHA256 of the body with the webhook secret>' : 'X-Hub-Signature-256 does not match the body and the webhook secret');
       }
       const action = githubWebhookAction(request.headers['x-github-event'] as string | undefined, body, request.headers['content-type'], hook.ref);

@@ -2,7 +2,7 @@
 import { parseArgs } from 'node:util';
 import { actualFromDesired, diff, EMPTY_ACTUAL, type ActualComponent, type ActualState } from '../../core/diff.js';
 import { OperationError } from '../../core/errors.js';
-import { DEFAULT_AGENT_URL } from '../agent-client.js';
+import { AGENT_OPTIONS, AgentApiError, agentClient, AgentUnreachableError, DEFAULT_AGENT_URL, type AgentClient } from '../agent-client.js';
 import { DirectoryReader } from '../../source/directory-reader.js';
 import { TrustError } from '../../trust/trust-error.js';
 import { loadRevision } from '../../source/load-revision.js';
@@ -13,7 +13,7 @@ import { renderReconcileText } from '../render/reconcile-text.js';
 import { planPathIn, repoRoot } from '../repository-args.js';
 import { describeVerification, TRUST_OPTIONS, TRUST_USAGE, trustPolicy } from '../trust-args.js';
 
-export const APPLY_DRY_USAGE = `keystonectl apply-dry PLAN [--repo DIR] ${TRUST_USAGE} [--empty | --base REF | --agent URL] [--json] [--format text|markdown]`;
+export const APPLY_DRY_USAGE = `keystonectl apply-dry PLAN [--repo DIR] ${TRUST_USAGE} [--empty | --base REF | --agent URL] [--token TOKEN] [--state-dir DIR] [--json] [--format text|markdown]`;
 
 type ComparedWith =
   | { kind: 'empty'; note?: string }
@@ -24,19 +24,21 @@ type ComparedWith =
 const LIVE = new Set(['installing', 'starting', 'running', 'unhealthy', 'backoff']);
 
 /**
- * What the local agent runs, as the diff's actual state, from `GET /v1/components` (no token needed).
- * Undefined when nothing answers quickly; an explicit `--agent` that does not answer is an error.
+ * What the local agent runs, as the diff's actual state, from `GET /v1/components` (with the token: component views
+ * carry configuration values). Undefined when nothing answers quickly; an explicit `--agent` that does not answer is
+ * an error. An agent that answers but refuses the token is always an error: comparing with the empty state instead
+ * would print a reconcile of a fresh device for one that runs.
  */
-async function agentActualState(url: string, required: boolean): Promise<ActualState | undefined> {
+async function agentActualState(client: AgentClient, url: string, required: boolean): Promise<ActualState | undefined> {
   type View = { name: string; hash: string; version: string; state: string; held: boolean; dependencies: ActualComponent['dependencies']; inputs?: Record<string, string> | null; members?: View[] };
   let views: View[];
   try {
-    const res = await fetch(new URL('/v1/components', url), { signal: AbortSignal.timeout(required ? 10_000 : 1_000), redirect: 'error' });
-    if (!res.ok) throw new Error(`HTTP ${res.status}`);
-    views = (await res.json()) as typeof views;
+    views = await client.get<View[]>('/v1/components', { timeoutMs: required ? 10_000 : 1_000 });
     if (!Array.isArray(views)) throw new Error('not a component list');
   } catch (e) {
-    if (required) throw new OperationError('KS_AGENT_UNREACHABLE', `no agent answers at ${url}: ${(e as Error).message}`);
+    if (e instanceof AgentApiError && e.status === 401)
+      throw new OperationError(e.code, `the agent at ${url} answered but needs its API token to show what it runs (or pass --empty or --base REF): ${e.message}`);
+    if (required) throw new OperationError('KS_AGENT_UNREACHABLE', e instanceof AgentUnreachableError ? e.message : `no agent answers at ${url}: ${(e as Error).message}`);
     return undefined;
   }
   // A composite's entry carries its members: they are what runs.
@@ -63,7 +65,7 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
       format: { type: 'string', default: 'text' },
       empty: { type: 'boolean', default: false },
       base: { type: 'string' },
-      agent: { type: 'string' },
+      ...AGENT_OPTIONS,
       ...TRUST_OPTIONS,
     },
   });
@@ -99,7 +101,7 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
   let comparedMd = 'the empty state (a fresh device)';
   if (!values.empty && values.base === undefined) {
     const url = values.agent ?? DEFAULT_AGENT_URL;
-    const running = await agentActualState(url, values.agent !== undefined);
+    const running = await agentActualState(agentClient(values, io), url, values.agent !== undefined);
     if (running) {
       actual = running;
       comparedWith = { kind: 'agent', url };

@@ -59,7 +59,7 @@ async function closedPort(): Promise<number> {
 }
 
 describe('keystonectl status', () => {
-  it('prints the revision on top and a row per component; reads need no token', async () => {
+  it('prints the revision on top and a row per component; its reads carry the token (every /v1 route needs it)', async () => {
     agent.on('GET /v1/components', COMPONENTS).on('GET /v1/revision', REVISION);
     const r = await ctl(['status'], { KEYSTONE_TOKEN: 'secret' });
     expect(r.code).toBe(0);
@@ -75,7 +75,7 @@ describe('keystonectl status', () => {
       ].join('\n'),
     );
     expect(agent.requests.map((q) => `${q.method} ${q.path}`).sort()).toEqual(['GET /v1/components', 'GET /v1/revision']);
-    expect(agent.requests.every((q) => q.authorization === undefined)).toBe(true);
+    expect(agent.requests.map((q) => q.authorization)).toEqual(['Bearer secret', 'Bearer secret']);
     expect(agent.requests[0]!.host).toBe(new URL(agent.url).host);
   });
 
@@ -115,6 +115,15 @@ describe('keystonectl status', () => {
     const bad = await runCtl(['status', '--agent', 'ftp://127.0.0.1:21'], '/');
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--agent must be an http or https URL/);
+  });
+
+  it('a 401 on a read (no token found) is exit 1, saying where a token would come from', async () => {
+    agent.on('GET /v1/components', apiError(401, 'KS_TOKEN_MISSING', 'the API needs a token')).on('GET /v1/revision', apiError(401, 'KS_TOKEN_MISSING', 'the API needs a token'));
+    const r = await ctl(['status']);
+    expect(r.code).toBe(1);
+    expect(agent.requests.every((q) => q.authorization === undefined)).toBe(true);
+    expect(r.stderr).toContain(`no token was sent: pass --token, set KEYSTONE_TOKEN, or run as a user who can read the token file (${join(stateDir, 'api-token')} is not readable (ENOENT))`);
+    expect(r.stderr).toContain('[KS_TOKEN_MISSING]');
   });
 
   it('something that is not the Keystone API is a failed operation, not a crash', async () => {
@@ -280,6 +289,10 @@ describe('keystonectl history', () => {
       ].join('\n'),
     );
     expect(agent.requests[0]).toMatchObject({ method: 'GET', path: '/v1/history', query: {} });
+    // The token file of the state directory, read for a read too.
+    writeFileSync(join(stateDir, 'api-token'), 'tok-file\n', { mode: 0o600 });
+    await ctl(['history']);
+    expect(agent.requests[1]!.authorization).toBe('Bearer tok-file');
   });
 
   it('--limit and --before page; a full page says how to get older entries; --json is the API JSON', async () => {

@@ -1,0 +1,69 @@
+// How many connections the API holds and for how long (issue 13, finding 8): a local user could hold thousands of
+// half-open connections for over a minute each, and every one is a file descriptor of the agent, which also needs
+// descriptors to supervise its components. Applied to every listener the API has: fastify's TCP servers (one per
+// address a name resolves to) and the Unix socket.
+import { createServer, type RequestListener, type Server } from 'node:http';
+
+export interface ConnectionLimits {
+  /** Open connections per listener; further ones are closed as soon as they are accepted. */
+  maxConnections: number;
+  /** From the first byte of a request (or from the connection, for its first) to the end of its headers. */
+  headersTimeoutMs: number;
+  /**
+   * Until the whole request (headers and body) has arrived. It never covers the answer: a restart that waits for
+   * health, or the progress stream of POST /v1/apply, may take as long as the route allows.
+   */
+  requestTimeoutMs: number;
+  /** A kept-alive connection with no request in flight is closed after this. */
+  idleTimeoutMs: number;
+}
+
+/**
+ * 256: the API answers an operator, keystonectl, a dashboard and a Prometheus scraper, a handful of connections at
+ * a time; 256 leaves room for bursts and still keeps the agent well inside the 1024 descriptors a device's default
+ * limit gives it. 10 s of headers: on loopback they arrive within milliseconds, and a client that takes longer is
+ * holding the connection, not sending a request. 2 min for the body: POST /v1/apply may send up to 48 MiB, which can
+ * be slow when the API listens publicly on a thin link. 60 s idle: long enough for keystonectl and scrapers to reuse
+ * a connection, short enough that abandoned ones go.
+ */
+export const DEFAULT_CONNECTION_LIMITS: Readonly<ConnectionLimits> = Object.freeze({
+  maxConnections: 256,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 120_000,
+  idleTimeoutMs: 60_000,
+});
+
+/**
+ * Node checks the header and request timeouts of all connections on a timer (30 s by default, which would let a
+ * 10 s limit hold connections for 40 s); a quarter of the header timeout, at most a second, keeps them near their
+ * limit for the cost of walking a list of at most maxConnections.
+ */
+function checkingIntervalMs(limits: ConnectionLimits): number {
+  return Math.max(10, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 4)));
+}
+
+/** An HTTP/1 server with the limits: fastify's serverFactory for its TCP listeners, and the Unix socket's. */
+export function limitedHttpServer(limits: ConnectionLimits, handler: RequestListener): Server {
+  const server = createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      connectionsCheckingInterval: checkingIntervalMs(limits),
+    },
+    handler,
+  );
+  server.keepAliveTimeout = limits.idleTimeoutMs;
+  // No inactivity timeout on the socket itself: it would cut the long waits the routes make on purpose (the
+  // timeouts above stop counting once a request has arrived).
+  server.setTimeout(0);
+  server.maxConnections = limits.maxConnections;
+  return server;
+}
+
+/** The limits with the caller's overrides, each checked (a zero would mean "none" to node). */
+export function connectionLimits(overrides: Partial<ConnectionLimits> = {}): ConnectionLimits {
+  const limits = { ...DEFAULT_CONNECTION_LIMITS, ...overrides };
+  for (const [k, v] of Object.entries(limits)) if (!Number.isInteger(v) || v < 1) throw new RangeError(`connection limit ${k} must be a whole number ≥ 1, not ${v}`);
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs) throw new RangeError('headersTimeoutMs may not exceed requestTimeoutMs');
+  return limits;
+}
