@@ -20,7 +20,7 @@ import { openStateStore, type ComponentState, type StateStore, type SyncSuspensi
 import type { Reconcile } from '../core/diff.js';
 import type { RepoReader } from '../source/repo-reader.js';
 
-export type TrustSetting = { unsigned: true } | { unsigned: false; keyring: Keyring; maxAgeSeconds?: number };
+export type TrustSetting = { unsigned: true } | { unsigned: false; keyring: Keyring; maxAgeSeconds?: number; maxClockSkewSeconds?: number };
 
 /** A component this device cannot run as its recipe asks. */
 export interface DeviceProblem {
@@ -345,6 +345,7 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
           // is its own doing, not a replay by someone else.
           ...(store.lastSignedAt() !== undefined && !rev.rollback && { notBefore: store.lastSignedAt()! }),
           ...(opts.trust.maxAgeSeconds !== undefined && { maxAgeSeconds: opts.trust.maxAgeSeconds }),
+          ...(opts.trust.maxClockSkewSeconds !== undefined && { maxClockSkewSeconds: opts.trust.maxClockSkewSeconds }),
         });
         reader = new VerifiedReader(rev.reader, v);
         signedAt = v.signedAt;

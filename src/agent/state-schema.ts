@@ -15,7 +15,9 @@ export type StateStoreCode =
   /** The database was migrated by a newer agent: reading it with this one could lose data. */
   | 'KS_STATE_SCHEMA_TOO_NEW'
   /** The state directory or database cannot be opened or set up as the store needs. */
-  | 'KS_STATE_OPEN_FAILED';
+  | 'KS_STATE_OPEN_FAILED'
+  /** Opened for exclusive use (offline maintenance) while another connection, such as a running agent, has it open. */
+  | 'KS_STATE_BUSY';
 
 export class StateStoreError extends Error {
   constructor(

@@ -153,6 +153,11 @@ export interface StateStoreOptions {
   now?: () => number;
   /** Finished history entries kept; default DEFAULT_HISTORY_RETENTION. */
   historyRetention?: number;
+  /**
+   * Hold the database alone while the store is open (SQLite's exclusive locking mode, taken at once): opening fails
+   * with KS_STATE_BUSY while any other connection has it open, as a running agent always does. For offline repairs.
+   */
+  exclusive?: boolean;
 }
 
 export interface StateStore {
@@ -163,6 +168,12 @@ export interface StateStore {
   setAppliedRevision(r: AppliedRevision): void;
   /** The replay floor: the greatest signedAt ever applied (seconds), whatever was applied after it. */
   lastSignedAt(): number | undefined;
+  /**
+   * Lowers the replay floor to `signedAt` (seconds); never raises it. Only the device owner's repair of a floor raised
+   * by a signature from the future (`keystone floor --reset`): the agent itself never lowers it. False when the floor
+   * was already at or below `signedAt`, or there is none.
+   */
+  lowerReplayFloor(signedAt: number): boolean;
 
   /** In start order (position, then name). */
   components(): ComponentRecord[];
@@ -248,8 +259,15 @@ export function openStateStore(stateDir: string, opts: StateStoreOptions = {}): 
   const created = prepareFile(stateDir, file);
   let db: Sqlite.Database | undefined;
   try {
-    db = new Sqlite(file, { timeout: BUSY_TIMEOUT_MS });
-    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    // Exclusive: another connection holds its lock for as long as it is open, so waiting for it is pointless.
+    const timeout = opts.exclusive ? 0 : BUSY_TIMEOUT_MS;
+    db = new Sqlite(file, { timeout });
+    db.pragma(`busy_timeout = ${timeout}`);
+    if (opts.exclusive) {
+      // Before the first access, so SQLite keeps the WAL index in private memory; the empty transaction takes the lock.
+      db.pragma('locking_mode = EXCLUSIVE');
+      db.exec('BEGIN EXCLUSIVE; COMMIT');
+    }
     const mode = db.pragma('journal_mode = WAL', { simple: true });
     if (mode !== 'wal') throw new StateStoreError('KS_STATE_OPEN_FAILED', `${file}: the file system refused WAL mode (journal_mode is ${String(mode)})`);
     db.pragma('synchronous = FULL');
@@ -259,6 +277,8 @@ export function openStateStore(stateDir: string, opts: StateStoreOptions = {}): 
     db?.close();
     if (e instanceof StateStoreError) throw e;
     const code = e instanceof Sqlite.SqliteError ? e.code : undefined;
+    if (code === 'SQLITE_BUSY')
+      throw new StateStoreError('KS_STATE_BUSY', `${file} is in use by another process (a running keystone agent?): stop it first`, { cause: e });
     if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT')
       throw new StateStoreError('KS_STATE_CORRUPT', `${file}: not a usable SQLite database (${(e as Error).message}); move it aside to start from empty state`, { cause: e });
     throw new StateStoreError('KS_STATE_OPEN_FAILED', `${file}: cannot open the state database: ${(e as Error).message}`, { cause: e });
@@ -319,6 +339,7 @@ class SqliteStateStore implements StateStore {
       raiseFloor: p(`INSERT INTO replay_floor (slot, signed_at) VALUES (1, ?)
                      ON CONFLICT (slot) DO UPDATE SET signed_at = max(signed_at, excluded.signed_at)`),
       floor: p('SELECT signed_at FROM replay_floor WHERE slot = 1').pluck(),
+      lowerFloor: p('UPDATE replay_floor SET signed_at = ? WHERE slot = 1 AND signed_at > ?'),
       components: p(`SELECT ${COMPONENT_COLUMNS} FROM components ORDER BY position, name`),
       component: p(`SELECT ${COMPONENT_COLUMNS} FROM components WHERE name = ?`),
       upsert: p(`INSERT INTO components (${COMPONENT_COLUMNS})
@@ -443,6 +464,11 @@ class SqliteStateStore implements StateStore {
       this.s.setRevision.run({ ...v, signedAt: orNull(v.signedAt), unsigned: v.unsigned ? 1 : 0 });
       if (v.signedAt !== undefined) this.s.raiseFloor.run(v.signedAt);
     });
+  }
+
+  lowerReplayFloor(signedAt: number): boolean {
+    if (!Number.isSafeInteger(signedAt) || signedAt < 0) throw new StateStoreError('KS_STATE_INVALID', `replay floor: expected whole seconds ≥ 0, got ${signedAt}`);
+    return this.s.lowerFloor.run(signedAt, signedAt).changes > 0;
   }
 
   lastSignedAt(): number | undefined {

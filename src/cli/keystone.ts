@@ -2,8 +2,10 @@
 import { EventEmitter } from 'node:events';
 import { ArtifactError } from '../artifacts/artifact-error.js';
 import { OperationError } from '../core/errors.js';
+import { StateStoreError } from '../agent/state-store.js';
 import { TrustError } from '../trust/trust-error.js';
 import { AGENT_USAGE, agentCommand } from './commands/agent.js';
+import { FLOOR_USAGE, floorCommand } from './commands/floor.js';
 import { EXIT, UsageError, type CliIo } from './io.js';
 
 /** SIGINT and SIGTERM as one 'stop' event; tests pass their own emitter. */
@@ -13,29 +15,33 @@ function processSignals(): EventEmitter {
   return e;
 }
 
+const USAGE = `${AGENT_USAGE}\n       ${FLOOR_USAGE}`;
+
 export async function main(argv: string[], io: CliIo, signals: { once(ev: 'stop', fn: () => void): void } = processSignals()): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h') {
-    io.stdout.write(`usage: ${AGENT_USAGE}\n`);
+    io.stdout.write(`usage: ${USAGE}\n`);
     return name === undefined ? EXIT.BAD_INPUT : EXIT.OK;
   }
-  if (name !== 'agent') {
-    io.stderr.write(`keystone: unknown command "${name}"\nusage: ${AGENT_USAGE}\n`);
+  if (name !== 'agent' && name !== 'floor') {
+    io.stderr.write(`keystone: unknown command "${name}"\nusage: ${USAGE}\n`);
     return EXIT.BAD_INPUT;
   }
+  const usage = name === 'agent' ? AGENT_USAGE : FLOOR_USAGE;
   try {
-    return await agentCommand(rest, io, signals);
+    return name === 'agent' ? await agentCommand(rest, io, signals) : await floorCommand(rest, io);
   } catch (e) {
     const err = e as Error & { code?: string };
     if (err instanceof UsageError || err.code?.startsWith('ERR_PARSE_ARGS')) {
-      io.stderr.write(`keystone agent: ${err.message}\nusage: ${AGENT_USAGE}\n`);
+      io.stderr.write(`keystone ${name}: ${err.message}\nusage: ${usage}\n`);
       return EXIT.BAD_INPUT;
     }
     if (err instanceof TrustError || (err instanceof ArtifactError && err.code !== 'KS_ARTIFACT_FETCH_FAILED')) {
-      io.stderr.write(`keystone agent: refused: ${err.message} [${err.code}]\n`);
+      io.stderr.write(`keystone ${name}: refused: ${err.message} [${err.code}]\n`);
       return EXIT.BAD_INPUT;
     }
-    io.stderr.write(`keystone agent: ${err instanceof OperationError ? `${err.message} [${err.code}]` : (err.stack ?? err.message)}\n`);
+    const coded = err instanceof OperationError || err instanceof StateStoreError;
+    io.stderr.write(`keystone ${name}: ${coded ? `${err.message} [${err.code}]` : (err.stack ?? err.message)}\n`);
     return EXIT.FAILED;
   }
 }

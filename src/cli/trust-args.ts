@@ -1,4 +1,4 @@
-// `--trusted-key`, `--threshold`, `--max-age` and `--allow-unsigned`: how every command that loads a revision verifies it first.
+// `--trusted-key`, `--threshold`, `--max-age`, `--max-clock-skew` and `--allow-unsigned`: how every command that loads a revision verifies it first.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseDuration } from '../core/duration.js';
@@ -12,15 +12,17 @@ export const TRUST_OPTIONS = {
   'trusted-key': { type: 'string', multiple: true },
   threshold: { type: 'string' },
   'max-age': { type: 'string' },
+  'max-clock-skew': { type: 'string' },
   'allow-unsigned': { type: 'boolean', default: false },
 } as const;
 
-export const TRUST_USAGE = '(--trusted-key FILE [--trusted-key FILE…] [--threshold K] [--max-age DURATION] | --allow-unsigned)';
+export const TRUST_USAGE = '(--trusted-key FILE [--trusted-key FILE…] [--threshold K] [--max-age DURATION] [--max-clock-skew 5m] | --allow-unsigned)';
 
 export interface TrustValues {
   'trusted-key'?: string[];
   threshold?: string;
   'max-age'?: string;
+  'max-clock-skew'?: string;
   'allow-unsigned'?: boolean;
 }
 
@@ -43,6 +45,7 @@ export function trustPolicy(values: TrustValues, io: CliIo): TrustPolicy {
         keyring: setting.keyring,
         now: Math.floor(nowMs(io) / 1000),
         ...(setting.maxAgeSeconds !== undefined && { maxAgeSeconds: setting.maxAgeSeconds }),
+        ...(setting.maxClockSkewSeconds !== undefined && { maxClockSkewSeconds: setting.maxClockSkewSeconds }),
       });
       const { files: _f, sums, ...summary } = verified;
       return { reader: new VerifiedReader(reader, verified), verification: { unsigned: false, ...summary, files: [...sums.keys()].sort() } };
@@ -66,6 +69,12 @@ export function trustSetting(values: TrustValues, io: CliIo): TrustSetting {
     if (ms === undefined || ms <= 0) throw new UsageError(`--max-age must be a duration such as 720h, not "${values['max-age']}"`);
     maxAgeSeconds = ms / 1000;
   }
+  let maxClockSkewSeconds: number | undefined;
+  if (values['max-clock-skew'] !== undefined) {
+    const ms = parseDuration(values['max-clock-skew']);
+    if (ms === undefined) throw new UsageError(`--max-clock-skew must be a duration such as 5m, not "${values['max-clock-skew']}"`);
+    maxClockSkewSeconds = ms / 1000;
+  }
   const keyring = buildKeyring(
     keys.map((k) => {
       try {
@@ -76,7 +85,7 @@ export function trustSetting(values: TrustValues, io: CliIo): TrustSetting {
     }),
     threshold,
   );
-  return { unsigned: false, keyring, ...(maxAgeSeconds !== undefined && { maxAgeSeconds }) };
+  return { unsigned: false, keyring, ...(maxAgeSeconds !== undefined && { maxAgeSeconds }), ...(maxClockSkewSeconds !== undefined && { maxClockSkewSeconds }) };
 }
 
 /** One line for people: who signed, when, or a loud warning that nobody did. */

@@ -9,7 +9,7 @@ import { computeLayers, findCycles } from './graph.js';
 import { componentHash } from './identity.js';
 import { recipePathOf, type ParsedPlan, type PlanEntry } from './plan.js';
 import { healthCheckRule, type ConfigTable, type ParsedRecipe, type Recipe, type RecipeDependency, type RecipeFile, type RunSpec } from './recipe.js';
-import { hasPlaceholder, interpolate, mapStrings, parseTemplate } from './template.js';
+import { hasPlaceholder, mapStrings, parseTemplate, placeholderContext, substitute } from './template.js';
 import type { TomlPath } from './toml-locate.js';
 
 export type DependencyType = 'hard' | 'ordering';
@@ -541,7 +541,13 @@ function resolveText(
   }
   if (!ok) return undefined;
   if (inputs) for (const [k, v] of values) inputs[k] = v;
-  return interpolate(text, (p) => values.get(p.text)!);
+  // Values are data (SPEC §6): one quoted word in sh code, never a new host in a check's URL, verbatim in argv and env.
+  const out = substitute(text, placeholderContext(loc.path), (p) => values.get(p.text)!);
+  if ('error' in out) {
+    diagnostics.push(at(loc, CODES.BAD_HEALTH_CHECK, out.error, 'a value in a check\'s host or port is a host name, an address or a port number'));
+    return undefined;
+  }
+  return out.text;
 }
 
 /** The unit's run with placeholders replaced, and the values used; a resolved health check is checked again. */

@@ -39,6 +39,8 @@ export const CODES = {
   CONFIG_OVERRIDE_UNKNOWN: 'KS_CONFIG_OVERRIDE_UNKNOWN',
   BIND_UNKNOWN: 'KS_BIND_UNKNOWN',
   EXPORT_COLLISION: 'KS_EXPORT_COLLISION',
+  // Configuration values are data (SPEC §6): a placeholder where one quoted shell word would not be exactly its value.
+  TEMPLATE_SHELL_CONTEXT: 'KS_TEMPLATE_SHELL_CONTEXT',
 } as const;
 
 export type ErrorCode = (typeof CODES)[keyof typeof CODES];

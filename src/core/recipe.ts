@@ -15,7 +15,7 @@ import {
 } from './schema-rules.js';
 import { parseTomlDocument, type ParsedDocument } from './toml-document.js';
 import type { TomlPath } from './toml-locate.js';
-import { hasPlaceholder, mapStrings, parseTemplate } from './template.js';
+import { hasPlaceholder, mapStrings, parseTemplate, placeholderContext, placementProblems } from './template.js';
 
 const duration = (fallback: string) =>
   durationText.default(fallback).transform((v) => parseDuration(v) as number);
@@ -81,9 +81,8 @@ const container = z.strictObject({
   devices: z.array(z.string().regex(/^\/dev\//, 'expected a device path under /dev/')).optional(),
 });
 
-const healthCheck = z.string().superRefine((v, ctx) => {
-  // A check with placeholders is checked once resolved (a placeholder may stand for any part of it, or all of it).
-  if (hasPlaceholder(v)) return;
+/** A health check as it runs: `http(s)://…`, `tcp://host:port` or `cmd:<command line>`. */
+function checkHealthCheck(v: string, ctx: z.RefinementCtx): void {
   const bad = (why: string) =>
     issue(ctx, CODES.BAD_HEALTH_CHECK, `"${v}" is not a health check: ${why}`, 'http(s)://…, tcp://host:port or cmd:<command line>');
   if (v.startsWith('cmd:')) {
@@ -99,6 +98,24 @@ const healthCheck = z.string().superRefine((v, ctx) => {
   if (url.protocol === 'tcp:') {
     if (!url.hostname || !url.port || url.port === '0') bad('tcp:// needs host:port with a port from 1 to 65535');
   } else if (url.protocol !== 'http:' && url.protocol !== 'https:') bad(`unsupported scheme ${url.protocol}`);
+}
+
+/** The kind of check, written in the recipe itself: a value can fill in a port or a path, never turn a URL into a command. */
+const LITERAL_CHECK_KIND = /^(?:(?:https?|tcp):\/\/|cmd:)/i;
+
+const healthCheck = z.string().superRefine((v, ctx) => {
+  // A check with placeholders is checked again once resolved; here only its kind, which no value may choose.
+  if (hasPlaceholder(v)) {
+    if (!LITERAL_CHECK_KIND.test(v))
+      issue(
+        ctx,
+        CODES.BAD_HEALTH_CHECK,
+        `"${v}" does not begin with its kind: a configuration value cannot choose between a URL and a command`,
+        'begin the check with http://, https://, tcp:// or cmd: and put placeholders after it (http://127.0.0.1:{{config.port}}/health)',
+      );
+    return;
+  }
+  checkHealthCheck(v, ctx);
 });
 
 const health = z.strictObject({
@@ -188,8 +205,8 @@ export type Recipe = Omit<RecipeFile, 'lifecycle' | 'members' | 'config' | 'expo
   exports?: RecipeFile['exports'];
 };
 
-/** The health-check rule alone, for checking a check again once its placeholders are resolved. */
-export const healthCheckRule = healthCheck;
+/** The health-check rule for a check whose placeholders are resolved: checked in full, whatever the values hold. */
+export const healthCheckRule = z.string().superRefine(checkHealthCheck);
 
 
 export interface ParsedRecipe {
@@ -337,6 +354,10 @@ function templateRules(doc: ParsedDocument<unknown>, value: RawTable, at: string
     if (error) out.push(doc.diagnostic(CODES.TEMPLATE_SYNTAX, path, error, 'placeholders are {{config.KEY}} or {{deps.NAME.exports.KEY}}'));
     else if (configOnly && placeholders.some((p) => p.ref.kind === 'bind'))
       out.push(doc.diagnostic(CODES.TEMPLATE_SYNTAX, path, `an export cannot bind another component's export: "${text}"`, 'exports may use {{config.KEY}}'));
+    else
+      // In sh code a value is one single-quoted word (SPEC §6): only where such a word means exactly the value.
+      for (const p of placementProblems(text, placeholderContext(path)))
+        out.push(doc.diagnostic(CODES.TEMPLATE_SHELL_CONTEXT, path, `${p.placeholder} cannot stand here in shell code: ${p.why}`, p.hint));
     return text;
   });
   return out;

@@ -1,4 +1,6 @@
 // `{{config.http.port}}` and `{{deps.api.exports.port}}` in recipe strings (SPEC §12): parsed, then resolved per unit.
+// Values are data (SPEC §6): in shell text each is one quoted word, and in a health check's URL it cannot move the host.
+import { shellPlacementProblems, shellQuote } from './shell-word.js';
 
 export type TemplateRef = { kind: 'config'; path: string[] } | { kind: 'bind'; dep: string; key: string };
 
@@ -49,6 +51,80 @@ export function interpolate(text: string, value: (p: Placeholder) => string): st
     const trimmed = inner.trim();
     return value({ text: trimmed, ref: parseRef(trimmed)! });
   });
+}
+
+/** Where each placeholder of `text` starts and ends (after its `}}`); assumes `text` parsed without error. */
+export function placeholderSpans(text: string): { start: number; end: number }[] {
+  if (!text.includes('{{')) return [];
+  return [...text.matchAll(PLACEHOLDER)].map((m) => ({ start: m.index, end: m.index + m[0].length }));
+}
+
+/**
+ * How a string's placeholders are substituted, by its TOML path: the install script is sh code; a health check is a
+ * URL or (`cmd:`) sh code; everything else (args, env, a container's command: argv arrays) takes values verbatim.
+ */
+export type PlaceholderContext = 'verbatim' | 'shell' | 'check';
+
+export function placeholderContext(path: readonly (string | number)[]): PlaceholderContext {
+  const n = path.length;
+  if (n >= 3 && path[n - 3] === 'lifecycle' && path[n - 2] === 'install' && path[n - 1] === 'script') return 'shell';
+  if (n >= 2 && path[n - 2] === 'health' && path[n - 1] === 'check') return 'check';
+  return 'verbatim';
+}
+
+const CMD_CHECK = 'cmd:';
+
+/** Why each placeholder of `text` (parsed without error) cannot stand where it is in its context; [] when all can. */
+export function placementProblems(text: string, context: PlaceholderContext): { placeholder: string; why: string; hint: string }[] {
+  const spans = placeholderSpans(text);
+  if (spans.length === 0 || context === 'verbatim') return [];
+  let problems;
+  if (context === 'shell') problems = shellPlacementProblems(text, spans);
+  else if (text.startsWith(CMD_CHECK))
+    problems = shellPlacementProblems(
+      text.slice(CMD_CHECK.length),
+      spans.map((s) => ({ start: s.start - CMD_CHECK.length, end: s.end - CMD_CHECK.length })),
+    ).map((p) => ({ ...p, start: p.start + CMD_CHECK.length, end: p.end + CMD_CHECK.length }));
+  else return [];
+  return problems.map((p) => ({ placeholder: text.slice(p.start, p.end), why: p.why, hint: p.hint }));
+}
+
+/** Characters a value may hold in a health check URL's host or port: no `@ / ? # \`, which would move the host. */
+const AUTHORITY_VALUE = /^[A-Za-z0-9._:[\]-]*$/;
+
+/**
+ * `text` with each placeholder replaced by `value(placeholder)` as its context wants: a single-quoted word in sh code
+ * (install script, `cmd:` check), verbatim elsewhere. In a URL check a value in the host or port that could change
+ * the host is an error. Assumes `text` parsed without error and, for a check, starts with its literal scheme.
+ */
+export function substitute(text: string, context: PlaceholderContext, value: (p: Placeholder) => string): { text: string } | { error: string } {
+  if (context === 'verbatim') return { text: interpolate(text, value) };
+  if (context === 'shell' || text.startsWith(CMD_CHECK)) return { text: interpolate(text, (p) => shellQuote(value(p))) };
+  const authorityEnd = urlAuthorityEnd(text);
+  let error: string | undefined;
+  const out = text.replace(PLACEHOLDER, (m, inner: string, offset: number) => {
+    const trimmed = inner.trim();
+    const v = value({ text: trimmed, ref: parseRef(trimmed)! });
+    if (offset < authorityEnd && !AUTHORITY_VALUE.test(v))
+      error ??= `{{${trimmed}}} is ${JSON.stringify(v)}: in a health check's host or port a value may hold only letters, digits and . _ : [ ] -, so that it cannot change the host`;
+    return v;
+  });
+  return error !== undefined ? { error } : { text: out };
+}
+
+/** Where the host and port of `scheme://…` end: at the first literal `/ ? # \\` after `://` (values cannot reopen them). */
+function urlAuthorityEnd(text: string): number {
+  const starts = new Map(placeholderSpans(text).map((s) => [s.start, s.end]));
+  let i = text.indexOf('://');
+  if (i < 0) return text.length;
+  i += 3;
+  while (i < text.length) {
+    const end = starts.get(i);
+    if (end !== undefined) i = end;
+    else if ('/?#\\'.includes(text[i]!)) return i;
+    else i++;
+  }
+  return text.length;
 }
 
 /** True when `text` has a placeholder (well formed or not). */

@@ -19,7 +19,8 @@ export type TrustCode =
   | 'KS_DIGEST_MISMATCH'
   | 'KS_SIGNED_FILE_MISSING'
   | 'KS_SIGNATURE_REPLAYED'
-  | 'KS_SIGNATURE_TOO_OLD';
+  | 'KS_SIGNATURE_TOO_OLD'
+  | 'KS_SIGNATURE_FROM_FUTURE';
 
 /** Refuses a revision or a key: which file, which key, which check. Exit code 2 at the CLI. */
 export class TrustError extends Error {

@@ -22,7 +22,17 @@ export interface VerifyOptions {
   notBefore?: number;
   /** Refuse a revision whose signature is older than this many seconds (a frozen state). */
   maxAgeSeconds?: number;
+  /**
+   * How far (seconds) a signature may be dated after `now` (default DEFAULT_MAX_CLOCK_SKEW_SECONDS): a signature from
+   * the future would raise the replay floor above every honest signature to come, so it is refused.
+   */
+  maxClockSkewSeconds?: number;
 }
+
+/** Five minutes: more than two NTP-synchronised clocks drift apart, far less than a poisoned floor would lock out. */
+export const DEFAULT_MAX_CLOCK_SKEW_SECONDS = 300;
+/** A device clock before this (2020-01-01) was never set: a board without a real-time clock booted at 1970. */
+const UNSET_CLOCK_BEFORE = 1_577_836_800;
 
 export interface VerifiedRevision {
   /** The signing time (seconds) by which `threshold` trusted keys had signed: the revision's serial for replay protection. */
@@ -68,6 +78,7 @@ export async function verifyRevision(reader: RepoReader, opts: VerifyOptions): P
 
   // 2. Count the distinct trusted keys with a valid signature; remember why the others failed.
   const { keys, threshold } = opts.keyring;
+  const skew = opts.maxClockSkewSeconds ?? DEFAULT_MAX_CLOCK_SKEW_SECONDS;
   const valid = new Map<string, { id: string; at: number }>();
   const failures: TrustError[] = [];
   const untrusted: string[] = [];
@@ -87,6 +98,11 @@ export async function verifyRevision(reader: RepoReader, opts: VerifyOptions): P
     const at = signedTimestamp(sig.trustedComment);
     if (at === undefined) {
       failures.push(new TrustError('KS_SIGNATURE_NO_TIMESTAMP', `the trusted comment of key ${id} has no timestamp:N, so replay cannot be ruled out`, SIG_FILE, id));
+      continue;
+    }
+    // A signature from the future does not count: it would raise the replay floor past every honest one to come.
+    if (at > opts.now + skew) {
+      failures.push(fromTheFuture(at, opts.now, skew, id));
       continue;
     }
     // Distinct keys are distinct public keys: one key listed twice under two ids counts once.
@@ -143,6 +159,23 @@ export class VerifiedReader implements RepoReader {
   }
 }
 
+/** The refusal names both clocks and both fixes: the device's clock may be the wrong one (unset, years behind). */
+function fromTheFuture(at: number, now: number, skew: number, keyId: string): TrustError {
+  const unset =
+    now < UNSET_CLOCK_BEFORE
+      ? "; this device's clock looks unset (a board without a real-time clock boots at 1970): no signature is accepted until it is set (NTP, or date -s)"
+      : '';
+  return new TrustError(
+    'KS_SIGNATURE_FROM_FUTURE',
+    `key ${keyId} signed at ${iso(at)}, later than this device's clock (${iso(now)}) plus the allowed clock skew (${skew} s, --max-clock-skew): ` +
+      `check the device's clock, or re-sign with a correct clock (applied, it would raise the replay floor above every honest signature to come)${unset}`,
+    SIG_FILE,
+    keyId,
+  );
+}
+
 function iso(seconds: number): string {
-  return new Date(seconds * 1000).toISOString();
+  const d = new Date(seconds * 1000);
+  // minisign allows timestamps past what a Date can hold (year 275760): say the number rather than throw.
+  return Number.isNaN(d.getTime()) ? `${seconds} s after 1970` : d.toISOString();
 }

@@ -670,7 +670,8 @@ describe('composite, configuration, export and bind validation', () => {
     const files = edit(BASE, 'recipes/app.toml', 'script = "npm ci"', 'script = "npm ci --workers {{config.workers}}"');
     const r = await load(files);
     expect(r.ok).toBe(true);
-    if (r.ok) expect(r.state.components.find((c) => c.name === 'app/web')!.recipe.lifecycle.install!.script).toBe('npm ci --workers 2');
+    // A value is one single-quoted shell word in the script (SPEC §6).
+    if (r.ok) expect(r.state.components.find((c) => c.name === 'app/web')!.recipe.lifecycle.install!.script).toBe("npm ci --workers '2'");
     const bad = edit(BASE, 'recipes/app.toml', 'script = "npm ci"', 'script = "npm ci {{config.nope}}"');
     expect(where(await diagnosticsOf(bad))).toEqual([{ code: CODES.CONFIG_UNKNOWN, file: 'recipes/app.toml', path: 'lifecycle.install.script', line: lineOf(bad, 'recipes/app.toml', 'npm ci {{config.nope}}') }]);
   });
@@ -680,13 +681,15 @@ describe('composite, configuration, export and bind validation', () => {
     expect(parseRecipe('recipes/w.toml', text).diagnostics).toEqual([]);
   });
 
-  // Regression (bug F, fixed): a health check that is one placeholder (`check = "{{config.health}}"`) is refused when the recipe is parsed,
-  // as `"1" is not a health check: not a URL` — a value the author never wrote — although the resolved check
-  // ("http://127.0.0.1:8000/health") is valid and resolution checks it again.
-  it('a health check made of one placeholder is checked once resolved', async () => {
+  // Bug F asked for `check = "{{config.health}}"` to be checked once resolved instead of refused as a URL the author
+  // never wrote. SPEC §6 now says more: a value cannot choose the kind of check (a plan value "cmd:…" would be a
+  // command), so such a check is refused when the recipe is parsed, saying why and what to write instead.
+  it('a health check that begins with a placeholder is refused: its kind (http, https, tcp, cmd) is the recipe\'s', async () => {
     let files = edit(BASE, 'recipes/api.toml', 'check = "http://127.0.0.1:{{config.port}}/health"', 'check = "{{config.health}}"');
     files = edit(files, 'recipes/api.toml', 'port = 8000\n', 'port = 8000\nhealth = "http://127.0.0.1:8000/health"\n');
-    const r = await load(files);
-    expect(r.ok ? [] : where(r.diagnostics)).toEqual([]);
+    const diags = await diagnosticsOf(files);
+    expect(where(diags)).toEqual([{ code: CODES.BAD_HEALTH_CHECK, file: 'recipes/api.toml', path: 'lifecycle.run.health.check', line: lineOf(files, 'recipes/api.toml', 'check = "{{config.health}}"') }]);
+    expect(diags[0]!.message).toMatch(/does not begin with its kind/);
+    expect(diags[0]!.hint).toMatch(/http:\/\/, https:\/\/, tcp:\/\/ or cmd:/);
   });
 });

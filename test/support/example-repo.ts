@@ -21,8 +21,11 @@ export interface ExampleRepo {
   cleanup(): void;
 }
 
-/** Signing times advance a second per signature, so replay checks see a strict order. */
-let clock = 1_800_000_000;
+/**
+ * Signing times advance a second per signature, so replay checks see a strict order; they start a day in the past,
+ * since a signature dated after the verifier's clock (plus a few minutes of skew) is refused.
+ */
+let clock = Math.floor(Date.now() / 1000) - 86_400;
 
 export async function exampleRepo(opts: { signed?: boolean } = {}): Promise<ExampleRepo> {
   const signed = opts.signed ?? true;

@@ -201,7 +201,8 @@ describe('attack suite: keys and thresholds', () => {
 
   it('a threshold met: two signers via sign --append, both listed in signature.signers', async () => {
     const second = await keygen('second');
-    await signWith('second', 1_900_000_000, '--append');
+    // A second after the first signature: a signature dated after the verifier's clock would be refused.
+    await signWith('second', signedAt() + 1, '--append');
     expect(sigLines().filter((l) => l.startsWith('untrusted comment:'))).toHaveLength(2);
     const trust = ['--trusted-key', keyPath('test', 'pub'), '--trusted-key', keyPath('second', 'pub'), '--threshold', '2'];
     const r = await applyDry(trust);

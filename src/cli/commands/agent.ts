@@ -31,7 +31,7 @@ import { followGit, secretFrom } from './agent-git.js';
 
 export const AGENT_USAGE =
   'keystone agent (--repo URL|PATH [--ref main] [--poll 60s] [--git-token-file F] | --dir PATH) --plan PLAN\n' +
-  '               (--trusted-key FILE… [--threshold K] [--max-age D] | --allow-unsigned)\n' +
+  '               (--trusted-key FILE… [--threshold K] [--max-age D] [--max-clock-skew 5m] | --allow-unsigned)\n' +
   '               [--status git-notes,github|none] [--github-repo OWNER/REPO] [--github-token-file F] [--github-api URL]\n' +
   '               [--webhook-secret-file F] [--allow-history-rewrite] [--on-failure none|rollback]\n' +
   `               ${POLICY_USAGE}\n` +
