@@ -1,7 +1,11 @@
 // `keystonectl apply-dry PLAN`: load, validate and print the reconcile; changes nothing.
 import { parseArgs } from 'node:util';
 import { actualFromDesired, diff, EMPTY_ACTUAL, type ActualComponent, type ActualState } from '../../core/diff.js';
+import type { DesiredState } from '../../core/desired-state.js';
+import { devicePolicyFromView } from '../../core/device-policy.js';
 import { OperationError } from '../../core/errors.js';
+import { checkDevicePolicy, withFlagHint } from '../../core/policy-check.js';
+import { hostPolicyFacts } from '../../runtime/policy-host.js';
 import { AGENT_OPTIONS, AgentApiError, agentClient, AgentUnreachableError, DEFAULT_AGENT_URL, type AgentClient } from '../agent-client.js';
 import { DirectoryReader } from '../../source/directory-reader.js';
 import { TrustError } from '../../trust/trust-error.js';
@@ -10,6 +14,7 @@ import { EXIT, UsageError, type CliIo } from '../io.js';
 import { renderDiagnosticsText } from '../render/diagnostics-text.js';
 import { renderDiagnosticsMarkdown, renderReconcileMarkdown, renderRefusalMarkdown } from '../render/reconcile-markdown.js';
 import { renderReconcileText } from '../render/reconcile-text.js';
+import { renderPolicyRefusalMarkdown, renderPolicyRefusalText, type PolicyProblem } from '../render/policy-refusal.js';
 import { planPathIn, repoRoot } from '../repository-args.js';
 import { describeVerification, TRUST_OPTIONS, TRUST_USAGE, trustPolicy } from '../trust-args.js';
 
@@ -53,6 +58,23 @@ async function agentActualState(client: AgentClient, url: string, required: bool
       ...(v.inputs && { inputs: v.inputs }),
     })),
   };
+}
+
+/**
+ * Every component of `state` the agent's device policy refuses, checked here against this machine's paths and users
+ * (apply-dry against the local agent runs on the device). [] when the agent predates GET /v1/policy.
+ */
+async function refusedByAgentPolicy(client: AgentClient, state: DesiredState): Promise<PolicyProblem[]> {
+  let policy;
+  try {
+    policy = devicePolicyFromView(await client.get('/v1/policy'));
+  } catch (e) {
+    if (e instanceof AgentApiError && e.status === 404) return [];
+    throw e;
+  }
+  if (!policy) throw new OperationError('KS_AGENT_BAD_ANSWER', 'the agent answered GET /v1/policy with something that is not a device policy');
+  const host = hostPolicyFacts();
+  return state.components.flatMap((c) => checkDevicePolicy(c, policy, host).map((i) => ({ component: c.name, file: c.recipePath, ...withFlagHint(i) })));
 }
 
 export async function applyDry(argv: string[], io: CliIo): Promise<number> {
@@ -101,8 +123,17 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
   let comparedMd = 'the empty state (a fresh device)';
   if (!values.empty && values.base === undefined) {
     const url = values.agent ?? DEFAULT_AGENT_URL;
-    const running = await agentActualState(agentClient(values, io), url, values.agent !== undefined);
+    const client = agentClient(values, io);
+    const running = await agentActualState(client, url, values.agent !== undefined);
     if (running) {
+      // What this device allows (SPEC §5): a plan it would refuse is said now, before it is pushed.
+      const problems = await refusedByAgentPolicy(client, desired.state);
+      if (problems.length) {
+        if (values.json) io.stdout.write(JSON.stringify({ error: { code: 'KS_NOT_PERMITTED', plan, agent: url, problems } }, null, 2) + '\n');
+        else if (markdown) io.stdout.write(renderPolicyRefusalMarkdown(plan, url, problems));
+        else io.stderr.write(renderPolicyRefusalText(plan, url, problems));
+        return EXIT.BAD_INPUT;
+      }
       actual = running;
       comparedWith = { kind: 'agent', url };
       comparedText = comparedMd = `the running agent at ${url} (${running.components.length} components)`;
