@@ -17,6 +17,9 @@ import type { BoundProbe } from './process-runtime.js';
 import { DEFAULT_PATH } from './resolve-command.js';
 import type { ComponentPaths, ExitStatus, Instance, InstanceRef, Runtime } from './runtime.js';
 import { hostPolicyFacts } from './policy-host.js';
+import { buildPrivileges, type AgentIdentity, type Privileges } from './privileges.js';
+import { currentAgentIdentity } from './process-runtime.js';
+import { readUserDb, type UserDb } from './user-db.js';
 import { prepareWorkDir } from './work-dir.js';
 
 export interface ContainerRuntimeOptions {
@@ -39,6 +42,10 @@ export interface ContainerRuntimeOptions {
   socketPaths?: SocketPaths;
   /** DOCKER_HOST and XDG_RUNTIME_DIR come from here; default process.env. */
   env?: NodeJS.ProcessEnv;
+  /** Who the agent is (default: this process), the user database and setpriv, for host-side `cmd:` checks. */
+  agent?: AgentIdentity;
+  userDb?: () => Promise<UserDb>;
+  setprivPath?: string;
   /** Does a host path exist (mount sources)? Default existsSync. */
   exists?: (path: string) => boolean;
   /** How long an exit (or a stop) waits for the container's last output to reach the log files. Default 2000 ms. */
@@ -108,7 +115,7 @@ export class ContainerRuntime implements Runtime {
    */
   async install(c: DesiredComponent, paths: ComponentPaths, signal: AbortSignal): Promise<void> {
     const spec = this.assertAllowed(c);
-    await prepareWorkDir(paths.workDir);
+    await this.prepareWorkDir(paths);
     if (c.recipe.artifacts.length) {
       if (!this.opts.installArtifacts) throw new ContainerError('KS_START_FAILED', `${c.name} has artifacts, but this container runtime was given no artifact installer`, { component: c.name });
       await this.opts.installArtifacts(c, paths.workDir);
@@ -126,7 +133,7 @@ export class ContainerRuntime implements Runtime {
   async start(c: DesiredComponent, paths: ComponentPaths): Promise<Instance> {
     const spec = this.assertAllowed(c);
     const engine = await this.engine(spec.runtime);
-    await prepareWorkDir(paths.workDir);
+    await this.prepareWorkDir(paths);
     const name = containerName(c, this.opts.random ?? Math.random);
     const request = createOptions(c, { name, ownerTag: this.opts.ownerTag, logDir: paths.logDir });
     let container: Docker.Container;
@@ -223,8 +230,30 @@ export class ContainerRuntime implements Runtime {
   async healthProbe(c: DesiredComponent, paths: ComponentPaths): Promise<BoundProbe | undefined> {
     const health = c.recipe.lifecycle.run.health;
     if (!health) return undefined;
-    const env = { PATH: DEFAULT_PATH, HOME: process.env.HOME ?? '/', LANG: process.env.LANG ?? 'C.UTF-8', ...(c.recipe.lifecycle.run.container?.env ?? {}) };
-    return (signal) => probe(health.check, { timeoutMs: health.timeout, cwd: paths.workDir, env, signal });
+    // A `cmd:` check runs on the host: as the device's unprivileged default user, never as the agent's root (a
+    // container recipe's check would otherwise be root code on the host).
+    const priv = await this.probePrivileges();
+    const env = { PATH: DEFAULT_PATH, HOME: priv?.identity.home ?? process.env.HOME ?? '/', LANG: process.env.LANG ?? 'C.UTF-8', ...(c.recipe.lifecycle.run.container?.env ?? {}) };
+    const privilegesArgv = priv ? [this.opts.setprivPath ?? '/usr/bin/setpriv', ...priv.setprivArgs, '--'] : undefined;
+    return (signal) => probe(health.check, { timeoutMs: health.timeout, cwd: paths.workDir, env, signal, ...(privilegesArgv && { privilegesArgv }) });
+  }
+
+  /**
+   * Who a container's host-side `cmd:` check runs as: the device's default unprivileged user, no capabilities,
+   * no_new_privs (undefined when the agent is not root: it runs as the agent's own user then). Throws KS_USER_UNKNOWN
+   * when the device has no such user.
+   */
+  private async probePrivileges(): Promise<Privileges | undefined> {
+    const agent = this.opts.agent ?? currentAgentIdentity();
+    if (agent.uid !== 0) return undefined;
+    return buildPrivileges(undefined, agent, await (this.opts.userDb ?? (() => readUserDb()))());
+  }
+
+  /** The work directory: the agent's, with the probe user's group so that a `cmd:` check can work in it (0750). */
+  private async prepareWorkDir(paths: ComponentPaths): Promise<void> {
+    const priv = await this.probePrivileges();
+    const agent = this.opts.agent ?? currentAgentIdentity();
+    await prepareWorkDir(paths.workDir, priv ? { uid: agent.uid, gid: priv.identity.gid } : undefined);
   }
 
   /**

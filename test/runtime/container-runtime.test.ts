@@ -1,7 +1,7 @@
 // ContainerRuntime against the real Docker engine: labels, adoption, confinement, permissions, images, exits, logs.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_DEVICE_POLICY } from '../../src/core/device-policy.js';
@@ -298,5 +298,20 @@ describe.skipIf(!hasDocker)('ContainerRuntime (a real Docker engine)', () => {
     expect((await probe(never)).ok).toBe(false);
     await writeFile(join(paths.workDir, 'marker'), '');
     expect((await probe(never)).ok).toBe(true);
+
+    // A container recipe's cmd: check is host code: never the agent's root (issue 13), but the device's unprivileged
+    // default user, with no capabilities.
+    if (process.getuid?.() === 0) {
+      const whoami = containerComponent('whoami', { image: BUSYBOX_IMAGE, pull_policy: 'never' }, { health: { check: 'cmd:id -u > uid.txt; grep CapEff /proc/self/status > caps.txt', timeout: '2s' } });
+      const wp = tmp.paths('whoami');
+      await rt.install(whoami, wp, never);
+      for (const f of ['uid.txt', 'caps.txt']) {
+        await writeFile(join(wp.workDir, f), '');
+        await chmod(join(wp.workDir, f), 0o666);
+      }
+      expect((await (await rt.healthProbe(whoami, wp))!(never)).ok).toBe(true);
+      expect((await readOr(join(wp.workDir, 'uid.txt'))).trim()).toBe('65534');
+      expect(await readOr(join(wp.workDir, 'caps.txt'))).toMatch(/^CapEff:\s+0+$/m);
+    }
   });
 });
