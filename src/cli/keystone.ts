@@ -2,6 +2,7 @@
 import { EventEmitter } from 'node:events';
 import { ArtifactError } from '../artifacts/artifact-error.js';
 import { OperationError } from '../core/errors.js';
+import { StateDirError } from '../runtime/safe-path.js';
 import { TrustError } from '../trust/trust-error.js';
 import { AGENT_USAGE, agentCommand } from './commands/agent.js';
 import { EXIT, UsageError, type CliIo } from './io.js';
@@ -30,6 +31,12 @@ export async function main(argv: string[], io: CliIo, signals: { once(ev: 'stop'
     if (err instanceof UsageError || err.code?.startsWith('ERR_PARSE_ARGS')) {
       io.stderr.write(`keystone agent: ${err.message}\nusage: ${AGENT_USAGE}\n`);
       return EXIT.BAD_INPUT;
+    }
+    // A state directory another user could have written to is bad input (2); one another agent holds is a failed start (1).
+    if (err instanceof StateDirError) {
+      const unsafe = err.code === 'KS_STATE_DIR_UNSAFE';
+      io.stderr.write(`keystone agent: ${unsafe ? 'refused: ' : ''}${err.message} [${err.code}]\n`);
+      return unsafe ? EXIT.BAD_INPUT : EXIT.FAILED;
     }
     if (err instanceof TrustError || (err instanceof ArtifactError && err.code !== 'KS_ARTIFACT_FETCH_FAILED')) {
       io.stderr.write(`keystone agent: refused: ${err.message} [${err.code}]\n`);
