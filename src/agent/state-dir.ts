@@ -1,6 +1,6 @@
 // The state directory is the agent's alone: checked whole before the agent trusts anything in it (SPEC §5).
-import { lstatSync, readdirSync } from 'node:fs';
-import { join, sep } from 'node:path';
+import { lstatSync, mkdirSync, readdirSync, realpathSync } from 'node:fs';
+import { dirname, join, resolve, sep } from 'node:path';
 import { chownSpec, describeUid, safeDirectory, unsafe, writableByOthers } from '../runtime/safe-path.js';
 import { lockStateDir, type StateDirLock } from './state-dir-lock.js';
 
@@ -16,15 +16,22 @@ function isRunUsersTree(rel: string[]): boolean {
  * user can change. The first problem is reported with its fix, and how many more there are.
  */
 export function checkStateDir(stateDir: string): void {
-  checkStateDirItself(stateDir);
-  checkStateDirContents(stateDir);
+  checkStateDirItself(resolve(stateDir));
+  checkStateDirContents(resolve(stateDir));
 }
 
 /** The directory itself and the way to it (created 0711 if missing). */
 function checkStateDirItself(stateDir: string): void {
-  safeDirectory(stateDir, { mode: 0o711 });
+  safeDirectory(dirname(stateDir), { mode: 0o755 });
+  try {
+    mkdirSync(stateDir, { mode: 0o711 });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+  }
   const me = process.geteuid?.() ?? 0;
   const st = lstatSync(stateDir);
+  if (st.isSymbolicLink()) throw unsafe(stateDir, `state directory ${stateDir} is a symbolic link: give --state-dir its real path${realPath(stateDir)}`);
+  if (!st.isDirectory()) throw unsafe(stateDir, `state directory ${stateDir} is not a directory`);
   const fixDir = `chown ${chownSpec()} ${stateDir} && chmod 711 ${stateDir}`;
   // A sticky directory is not enough here: another user could still add the files the agent looks for (api-token).
   if (st.uid !== me)
@@ -67,7 +74,8 @@ function checkStateDirContents(stateDir: string): void {
  * (lockStateDir). The directory itself is checked before the lock file is opened in it, its contents after the
  * lock is held, so that another agent's files do not change while they are checked.
  */
-export function openStateDir(stateDir: string): StateDirLock {
+export function openStateDir(dir: string): StateDirLock {
+  const stateDir = resolve(dir);
   checkStateDirItself(stateDir);
   const lock = lockStateDir(stateDir);
   try {
@@ -85,5 +93,13 @@ function lstatIfPresent(path: string) {
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw e;
+  }
+}
+
+function realPath(path: string): string {
+  try {
+    return ` (${realpathSync(path)})`;
+  } catch {
+    return '';
   }
 }
