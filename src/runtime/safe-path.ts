@@ -6,7 +6,7 @@
 // O_NOFOLLOW on the file at its end). The run users' work directories are theirs by design: nothing is ever reached
 // through one of them.
 import { lstatSync, mkdirSync, readFileSync, type Stats } from 'node:fs';
-import { dirname, join, resolve, sep } from 'node:path';
+import { join, resolve, sep } from 'node:path';
 import { CodedError } from '../core/errors.js';
 import { parsePasswd } from './user-db.js';
 
@@ -125,9 +125,4 @@ export function checkOwnFileIfPresent(path: string, fix?: string): boolean {
   if (!st) return false;
   checkOwnFile(path, st, fix);
   return true;
-}
-
-/** The parent of a file, walked as safeDirectory does (created when `create` is given). */
-export function safeParent(file: string, create?: { mode: number }): boolean {
-  return safeDirectory(dirname(resolve(file)), create);
 }
