@@ -43,7 +43,8 @@ function checkStateDirItself(stateDir: string): void {
 /** Everything in it but the run users' trees. */
 function checkStateDirContents(stateDir: string): void {
   const me = process.geteuid?.() ?? 0;
-
+  const owner = chownSpec();
+  const fix = (path: string) => `remove it if you did not put it there, else chown ${owner} ${path} && chmod go-w ${path}`;
   const problems: Array<{ path: string; message: string }> = [];
   const pending: string[][] = [[]];
   while (pending.length) {
@@ -55,10 +56,9 @@ function checkStateDirContents(stateDir: string): void {
       const path = join(stateDir, ...entry);
       const e = lstatIfPresent(path);
       if (!e) continue; // removed meanwhile (a rotated log, a finished download)
-      const fix = `remove it if you did not put it there, else chown ${chownSpec()} ${path} && chmod go-w ${path}`;
       if (e.isSymbolicLink()) problems.push({ path, message: `${path} is a symbolic link, and the agent follows none in its state directory: remove it` });
-      else if (e.uid !== me) problems.push({ path, message: `${path} is owned by ${describeUid(e.uid)}, not by the agent's user ${describeUid(me)}: ${fix}` });
-      else if (writableByOthers(e)) problems.push({ path, message: `${path} is writable by other users (mode ${(e.mode & 0o7777).toString(8)}): ${fix}` });
+      else if (e.uid !== me) problems.push({ path, message: `${path} is owned by ${describeUid(e.uid)}, not by the agent's user ${describeUid(me)}: ${fix(path)}` });
+      else if (writableByOthers(e)) problems.push({ path, message: `${path} is writable by other users (mode ${(e.mode & 0o7777).toString(8)}): ${fix(path)}` });
       else if (e.isDirectory()) pending.push(entry);
     }
   }

@@ -111,12 +111,14 @@ export function safeDirectory(path: string, create?: { mode: number }): boolean 
  * A file the agent keeps (state.db, api-token, a log), from lstat or from fstat of a descriptor opened with
  * O_NOFOLLOW: a regular file of the agent's user that no one else can write. `fix` says what to do instead.
  */
-export function checkOwnFile(path: string, st: Stats, fix = `remove it if you did not put it there, else chown ${chownSpec()} ${path} && chmod go-w ${path}`): void {
-  if (st.isSymbolicLink()) throw unsafe(path, `${path} is a symbolic link: the agent follows no link in its state directory (${fix})`);
-  if (!st.isFile()) throw unsafe(path, `${path} is not a regular file (${fix})`);
+export function checkOwnFile(path: string, st: Stats, fix?: string): void {
+  // The default fix names the agent's user from /etc/passwd: worked out only for a refusal.
+  const how = () => fix ?? `remove it if you did not put it there, else chown ${chownSpec()} ${path} && chmod go-w ${path}`;
+  if (st.isSymbolicLink()) throw unsafe(path, `${path} is a symbolic link: the agent follows no link in its state directory (${how()})`);
+  if (!st.isFile()) throw unsafe(path, `${path} is not a regular file (${how()})`);
   const me = self().uid;
-  if (st.uid !== me) throw unsafe(path, `${path} is owned by ${describeUid(st.uid)}, not by the agent's user ${describeUid(me)} (${fix})`);
-  if (writableByOthers(st)) throw unsafe(path, `${path} is writable by other users (mode ${mode(st)}) (${fix})`);
+  if (st.uid !== me) throw unsafe(path, `${path} is owned by ${describeUid(st.uid)}, not by the agent's user ${describeUid(me)} (${how()})`);
+  if (writableByOthers(st)) throw unsafe(path, `${path} is writable by other users (mode ${mode(st)}) (${how()})`);
 }
 
 /** checkOwnFile for a path that may not exist yet: false when it does not. */

@@ -36,9 +36,13 @@ function oneLine(agent: AgentProcess): string {
   return lines[0]!;
 }
 
+/**
+ * Holds a TCP port. Whoever connects meanwhile (another test's keystonectl trying the default agent address) is cut
+ * off at once, so that nothing waits on this test and closing never waits on a connection.
+ */
 function listen(port: number, host = '127.0.0.1'): Promise<Server> {
   return new Promise((resolve, reject) => {
-    const s = createServer();
+    const s = createServer((socket) => socket.destroy());
     s.once('error', reject);
     s.listen({ host, port, exclusive: true }, () => resolve(s));
   });
