@@ -1,6 +1,6 @@
 // The spine of SPEC §7 for one device: source → verify → load → diff → apply → record, newest revision first.
 import { EventEmitter } from 'node:events';
-import { mkdirSync, chmodSync } from 'node:fs';
+import { chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatDiagnostic } from '../core/errors.js';
 import { DEFAULT_RESTART_LIMITS, type RestartLimits } from '../core/restart-policy.js';
@@ -17,6 +17,9 @@ import { TrustError } from '../trust/trust-error.js';
 import { VerifiedReader, verifyRevision } from '../trust/verify-revision.js';
 import { Engine, type ApplyResult } from './engine.js';
 import { openStateStore, type ComponentState, type StateStore, type SyncSuspension } from './state-store.js';
+import { openStateDir } from './state-dir.js';
+import type { StateDirLock } from './state-dir-lock.js';
+import { safeDirectory } from '../runtime/safe-path.js';
 import type { Reconcile } from '../core/diff.js';
 import type { RepoReader } from '../source/repo-reader.js';
 
@@ -48,6 +51,8 @@ export interface AgentOptions {
   logKeep?: number;
   /** How often log sizes are checked. */
   logCheckMs?: number;
+  /** The state directory's lock, when the caller took it already (openStateDir); it is released by close(). */
+  stateDirLock?: StateDirLock;
   /** The mark the process runtime puts on components (see orphan-sweep.ts); enables the orphan sweep. */
   ownerTag?: string;
   /**
@@ -148,10 +153,25 @@ export function componentPaths(stateDir: string, name: string): ComponentPaths {
   return { workDir: join(stateDir, 'components', name, 'work'), logDir: join(stateDir, 'components', name, 'logs') };
 }
 
+/**
+ * Checks the state directory and takes its lock (unless the caller holds it: `stateDirLock`), then opens the store
+ * and adopts what runs. Throws StateDirError (KS_STATE_DIR_UNSAFE, KS_STATE_DIR_LOCKED) before anything is read or
+ * adopted; the lock is released by close(), or at once when the start fails.
+ */
 export async function startAgent(opts: AgentOptions): Promise<Agent> {
+  const lock = opts.stateDirLock ?? openStateDir(opts.stateDir);
+  try {
+    return await startLocked(opts, lock);
+  } catch (e) {
+    lock.release();
+    throw e;
+  }
+}
+
+async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agent> {
   const now = opts.now ?? Date.now;
   const log = opts.log.child({ module: 'agent' });
-  mkdirSync(join(opts.stateDir, 'components'), { recursive: true, mode: 0o711 });
+  safeDirectory(join(opts.stateDir, 'components'), { mode: 0o711 });
   const events = new EventEmitter<AgentEventMap>();
   const emit = <K extends keyof AgentEventMap>(name: K, ...args: AgentEventMap[K]) => {
     try {
@@ -297,6 +317,7 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
       if (closeOpts.stopComponents) await engine.stopAll();
       else await engine.detach();
       store.close();
+      lock.release();
     },
   };
 

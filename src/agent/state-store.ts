@@ -2,7 +2,7 @@
 // budgets and instance refs, and the apply history. Synchronous, one statement or one transaction per call,
 // and durable when the call returns (WAL + synchronous=FULL): the agent writes here before it acts.
 import type { DesiredComponent } from '../core/desired-state.js';
-import { closeSync, constants as fsConstants, fsyncSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { closeSync, constants as fsConstants, existsSync, fsyncSync, openSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Sqlite from 'better-sqlite3';
 import { z } from 'zod';
@@ -10,6 +10,7 @@ import type { ActualState } from '../core/diff.js';
 import type { DependencyType } from '../core/desired-state.js';
 import type { RestartBudget } from '../core/restart-policy.js';
 import type { InstanceRef } from '../runtime/runtime.js';
+import { checkOwnFileIfPresent, chownSpec, safeDirectory, StateDirError } from '../runtime/safe-path.js';
 import {
   applyFinishSchema,
   applyStartSchema,
@@ -291,20 +292,26 @@ export function openStateStore(stateDir: string, opts: StateStoreOptions = {}): 
 /** The directory (0700 when created) and an empty 0600 database file; true when the file is new. */
 function prepareFile(stateDir: string, file: string): boolean {
   const failed = (e: unknown) => new StateStoreError('KS_STATE_OPEN_FAILED', `state directory ${stateDir}: ${(e as Error).message}`, { cause: e });
+  if (existsSync(stateDir) && !statSync(stateDir).isDirectory()) throw failed(new Error('not a directory'));
   try {
-    mkdirSync(stateDir, { recursive: true, mode: 0o700 });
-    if (!statSync(stateDir).isDirectory()) throw new Error('not a directory');
+    // Reached without following a link, through directories no other user can change (KS_STATE_DIR_UNSAFE).
+    safeDirectory(stateDir, { mode: 0o700 });
   } catch (e) {
+    if (e instanceof StateDirError) throw e;
     throw failed(e);
   }
+  let created: boolean;
   try {
     // O_EXCL: the first opener creates it with our mode; SQLite gives -wal and -shm the same mode.
-    closeSync(openSync(file, fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_WRONLY, 0o600));
-    return true;
+    closeSync(openSync(file, fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_WRONLY | fsConstants.O_NOFOLLOW, 0o600));
+    created = true;
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw failed(e);
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw failed(e);
+    created = false;
   }
+  // SQLite opens these by name and follows links: each must be the agent's own file, writable by no one else.
+  for (const f of [file, `${file}-wal`, `${file}-shm`]) checkOwnFileIfPresent(f, `move it aside if you did not put it there, else chown ${chownSpec()} ${f} && chmod 600 ${f}`);
+  return created;
 }
 
 function syncDirectory(dir: string): void {

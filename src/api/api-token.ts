@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, existsSync, fstatSync, fsyncSync, linkSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { checkOwnFile, safeDirectory } from '../runtime/safe-path.js';
 
 export const API_TOKEN_FILE = 'api-token';
 /** Shorter than this (an operator's own token) is too easy to guess to guard a device. */
@@ -17,12 +18,14 @@ export interface ApiToken {
   path: string;
   /** True when this call created the file. */
   created: boolean;
-  /** Set when the existing file is readable or writable by every user: worth a warning, not a refusal. */
+  /** Set when the existing file is readable by every user: worth a warning, not a refusal (a writable one is refused). */
   worldAccessible?: boolean;
 }
 
 /** Reads the token, creating the file first if there is none. Never logs or returns the token anywhere else. */
 export function ensureApiToken(stateDir: string, random: (n: number) => Buffer = randomBytes): ApiToken {
+  // Through directories no other user can change, and no link (KS_STATE_DIR_UNSAFE): the name then stays ours.
+  safeDirectory(stateDir, { mode: 0o700 });
   const path = join(stateDir, API_TOKEN_FILE);
   if (existsSync(path)) return readToken(path);
   // Written whole to a private temporary file, then linked into place: link() fails if the name exists, so two
@@ -60,6 +63,8 @@ function readToken(path: string): ApiToken {
   try {
     const st = fstatSync(fd);
     if (!st.isFile()) throw new ApiTokenError(`${path} is not a regular file`);
+    // A token another user planted (or could rewrite) would let them steer the agent: refused, never used.
+    checkOwnFile(path, st, `remove it, and the agent makes a new one`);
     const token = readFileSync(fd, 'utf8').trim();
     if (token.length < MIN_TOKEN_LENGTH || /\s/.test(token))
       throw new ApiTokenError(`${path} must hold one token of at least ${MIN_TOKEN_LENGTH} characters without spaces; remove it to have a new one made`);

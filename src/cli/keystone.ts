@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import { ArtifactError } from '../artifacts/artifact-error.js';
 import { OperationError } from '../core/errors.js';
 import { StateStoreError } from '../agent/state-store.js';
+import { StateDirError } from '../runtime/safe-path.js';
 import { TrustError } from '../trust/trust-error.js';
 import { AGENT_USAGE, agentCommand } from './commands/agent.js';
 import { FLOOR_USAGE, floorCommand } from './commands/floor.js';
@@ -35,6 +36,12 @@ export async function main(argv: string[], io: CliIo, signals: { once(ev: 'stop'
     if (err instanceof UsageError || err.code?.startsWith('ERR_PARSE_ARGS')) {
       io.stderr.write(`keystone ${name}: ${err.message}\nusage: ${usage}\n`);
       return EXIT.BAD_INPUT;
+    }
+    // A state directory another user could have written to is bad input (2); one another agent holds is a failed start (1).
+    if (err instanceof StateDirError) {
+      const unsafe = err.code === 'KS_STATE_DIR_UNSAFE';
+      io.stderr.write(`keystone ${name}: ${unsafe ? 'refused: ' : ''}${err.message} [${err.code}]\n`);
+      return unsafe ? EXIT.BAD_INPUT : EXIT.FAILED;
     }
     if (err instanceof TrustError || (err instanceof ArtifactError && err.code !== 'KS_ARTIFACT_FETCH_FAILED')) {
       io.stderr.write(`keystone ${name}: refused: ${err.message} [${err.code}]\n`);

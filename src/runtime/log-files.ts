@@ -1,8 +1,9 @@
 // Component output goes straight to files the child holds itself (O_APPEND fds, not pipes through the agent), so a
 // component outlives an agent killed with -9; the agent only rotates them, by copy-then-truncate.
 import { constants } from 'node:fs';
-import { copyFile, lstat, mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
+import { copyFile, lstat, open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
+import { checkOwnFile, safeDirectory } from './safe-path.js';
 
 export const STDOUT_LOG = 'stdout.log';
 export const STDERR_LOG = 'stderr.log';
@@ -21,13 +22,15 @@ const APPEND_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT
 
 /** Opens (creating) `logDir/stdout.log` and `logDir/stderr.log` with O_APPEND, to hand to a child as fds. */
 export async function openComponentLogs(logDir: string): Promise<ComponentLogs> {
-  await mkdir(logDir, { recursive: true, mode: 0o750 });
+  // No link at any level (O_NOFOLLOW alone guards only the file's own name), through directories only the agent's
+  // user can change: KS_STATE_DIR_UNSAFE otherwise, and nothing is created.
+  safeDirectory(logDir, { mode: 0o750 });
   const stdoutPath = join(logDir, STDOUT_LOG);
   const stderrPath = join(logDir, STDERR_LOG);
-  const out = await open(stdoutPath, APPEND_FLAGS, 0o640);
+  const out = await openOwn(stdoutPath);
   let err: FileHandle;
   try {
-    err = await open(stderrPath, APPEND_FLAGS, 0o640);
+    err = await openOwn(stderrPath);
   } catch (e) {
     await out.close();
     throw e;
@@ -41,6 +44,18 @@ export async function openComponentLogs(logDir: string): Promise<ComponentLogs> 
       await Promise.allSettled([out.close(), err.close()]);
     },
   };
+}
+
+/** Opens a log for appending; it must be the agent's own file (a planted one is refused, not written to). */
+async function openOwn(path: string): Promise<FileHandle> {
+  const h = await open(path, APPEND_FLAGS, 0o640);
+  try {
+    checkOwnFile(path, await h.stat());
+  } catch (e) {
+    await h.close();
+    throw e;
+  }
+  return h;
 }
 
 /**
@@ -124,6 +139,8 @@ export async function tailLines(path: string, n: number): Promise<string[]> {
 
 /** Rotates both logs of a component (for the agent's periodic pass); returns the paths it rotated. */
 export async function rotateComponentLogs(logDir: string, maxBytes: number, keep: number): Promise<string[]> {
+  // Copies and renames by name: only in a directory reached as openComponentLogs reaches it.
+  if (!safeDirectory(logDir)) return [];
   const rotated: string[] = [];
   for (const name of [STDOUT_LOG, STDERR_LOG]) {
     const path = join(logDir, name);

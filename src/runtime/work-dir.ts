@@ -2,13 +2,16 @@
 import { lchown, lstat, mkdir, readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { RuntimeError } from './runtime-error.js';
+import { safeDirectory } from './safe-path.js';
 
 /**
  * Creates `workDir` (mode 0750; missing parents 0755 so the run user can reach it) and, when `owner` is given
- * (the agent is root), makes it the owner's. Refuses anything but a real directory (a planted symlink).
+ * (the agent is root), makes it the owner's. Refuses anything but a real directory (a planted symlink), and a
+ * parent reached through a link or a directory another user can change (KS_STATE_DIR_UNSAFE): the work directory
+ * itself is the run user's, and nothing is ever reached through it.
  */
 export async function prepareWorkDir(workDir: string, owner?: { uid: number; gid: number }): Promise<void> {
-  await mkdir(dirname(workDir), { recursive: true, mode: 0o755 });
+  safeDirectory(dirname(workDir), { mode: 0o755 });
   try {
     await mkdir(workDir, { mode: 0o750 });
   } catch (e) {

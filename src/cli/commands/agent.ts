@@ -1,5 +1,4 @@
 // `keystone agent`: follow a desired-state source and keep this device converged on it, until SIGINT/SIGTERM.
-import { mkdirSync } from 'node:fs';
 import { availableParallelism, hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -9,10 +8,12 @@ import { checkDevice } from '../../runtime/device-check.js';
 import { hostPolicyFacts } from '../../runtime/policy-host.js';
 import { devicePolicyFrom, POLICY_OPTIONS, POLICY_USAGE } from '../policy-args.js';
 import { ensureApiToken } from '../../api/api-token.js';
+import { checkListenAddress } from '../../api/check-listen-address.js';
 import { buildServer } from '../../api/build-server.js';
 import { formatListenAddress, isLoopbackAddress, parseListenAddress, publicHostAllowance, type ListenAddress } from '../../api/listen-address.js';
 import { listenApi, type ApiListeners } from '../../api/listen-api.js';
 import { ownerTag } from '../../agent/orphan-sweep.js';
+import { openStateDir } from '../../agent/state-dir.js';
 import { parseDuration } from '../../core/duration.js';
 import { OperationError } from '../../core/errors.js';
 import type { Logger } from '../../log/logger.js';
@@ -186,7 +187,17 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   const runtimeOf = (c: DesiredComponent) => (c.recipe.lifecycle.run.type === 'container' ? containerRuntime : processRuntime);
   if (trust.unsigned) log.warn('running UNSIGNED (--allow-unsigned): every revision is applied without a signature check; development only');
 
+  // Before anything in the state directory is read or adopted: it is checked and locked (one agent per state
+  // directory), and the API's address is tried, so that an agent that cannot run touches nothing.
+  const stateDirLock = openStateDir(stateDir);
+  try {
+    if (listen) await checkListenAddress(listen);
+  } catch (e) {
+    stateDirLock.release();
+    throw listenFailed(listen && formatListenAddress(listen), undefined, e);
+  }
   const agent = (agentRef = await startAgent({
+    stateDirLock,
     planFile,
     stateDir,
     trust,
@@ -252,7 +263,6 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
     api = await startApi(agent, {
       stateDir,
       listen,
-      listenGiven: values.listen !== undefined,
       public: values['listen-public'],
       socketPath,
       log: logger,
@@ -283,50 +293,44 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
 /** The token file, the server and its listeners; undefined when there is nothing to listen on (`--listen none`, no socket). */
 async function startApi(
   agent: Agent,
-  opts: { stateDir: string; listen: ListenAddress | undefined; listenGiven: boolean; public: boolean; socketPath: string | undefined; log: Logger; webhook?: { secret: string; ref: string }; policy: DevicePolicy },
+  opts: { stateDir: string; listen: ListenAddress | undefined; public: boolean; socketPath: string | undefined; log: Logger; webhook?: { secret: string; ref: string }; policy: DevicePolicy },
 ): Promise<ApiListeners | undefined> {
   const log = opts.log.child({ module: 'api' });
   if (!opts.listen && opts.socketPath === undefined) {
     log.info('the HTTP API is off (--listen none)');
     return undefined;
   }
-  mkdirSync(opts.stateDir, { recursive: true });
   const token = ensureApiToken(opts.stateDir);
   // Where the token is, never what it is.
   log.info({ path: token.path }, token.created ? 'created the API token' : 'using the existing API token');
-  if (token.worldAccessible) log.warn({ path: token.path }, 'the API token file is readable or writable by every user: chmod 600 it');
-  const listen = async (tcp: ListenAddress | undefined) => {
-    const server = buildServer({
-      agent,
-      token: token.token,
-      log: opts.log,
-      ...(opts.webhook && { webhook: opts.webhook }),
-      policy: opts.policy,
-      ...(tcp && opts.public && { isAllowedHost: publicHostAllowance(tcp, [hostname()]) }),
-    });
-    try {
-      return await listenApi(server, { ...(tcp && { tcp }), ...(opts.socketPath !== undefined && { socketPath: opts.socketPath }) });
-    } catch (e) {
-      await server.close();
-      throw e;
-    }
-  };
-  const failed = (tcp: ListenAddress | undefined, e: unknown) => {
-    const where = [tcp && formatListenAddress(tcp), opts.socketPath].filter(Boolean).join(' and ');
-    return new OperationError('KS_API_LISTEN_FAILED', `the HTTP API cannot listen on ${where}: ${(e as Error).message}`);
-  };
-  let listeners: ApiListeners | undefined;
+  if (token.worldAccessible) log.warn({ path: token.path }, 'the API token file is readable by every user: chmod 600 it');
+  const server = buildServer({
+    agent,
+    token: token.token,
+    log: opts.log,
+    ...(opts.webhook && { webhook: opts.webhook }),
+    policy: opts.policy,
+    ...(opts.listen && opts.public && { isAllowedHost: publicHostAllowance(opts.listen, [hostname()]) }),
+  });
+  let listeners: ApiListeners;
   try {
-    listeners = await listen(opts.listen);
+    // An address that is in use is an error, never an API quietly turned off: keystonectl would talk to whatever
+    // holds it (another agent, with its own token and components).
+    listeners = await listenApi(server, { ...(opts.listen && { tcp: opts.listen }), ...(opts.socketPath !== undefined && { socketPath: opts.socketPath }) });
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    // A busy default port does not stop supervision (another agent, or a test, may hold it); a port asked for does.
-    if (opts.listenGiven || opts.listen === undefined || code !== 'EADDRINUSE') throw failed(opts.listen, e);
-    log.warn({ listen: formatListenAddress(opts.listen), code }, 'the default API address is in use: the HTTP API is off on TCP; pass --listen HOST:PORT to choose another');
-    if (opts.socketPath !== undefined) listeners = await listen(undefined).catch((e2: unknown) => Promise.reject(failed(undefined, e2)));
+    await server.close();
+    throw listenFailed(opts.listen && formatListenAddress(opts.listen), opts.socketPath, e);
   }
   if (opts.listen && !isLoopbackAddress(opts.listen))
     log.warn({ listen: formatListenAddress(opts.listen) }, 'the HTTP API listens beyond this machine (--listen-public): anyone who can reach it can read the device state; actions still need the token');
-  if (listeners) log.info({ addresses: listeners.addresses }, 'HTTP API listening');
+  log.info({ addresses: listeners.addresses }, 'HTTP API listening');
   return listeners;
+}
+
+/** KS_API_LISTEN_FAILED: where, why, and the flags that choose another address or none. */
+function listenFailed(tcp: string | undefined, socketPath: string | undefined, e: unknown): OperationError {
+  const where = [tcp, socketPath].filter(Boolean).join(' and ');
+  const why = (e as NodeJS.ErrnoException).code === 'EADDRINUSE' && tcp !== undefined ? 'the address is in use (another agent or program listens on it)' : (e as Error).message;
+  const fix = tcp !== undefined ? 'pass --listen HOST:PORT for another address, or --listen none to run without the TCP API' : 'pass --socket with another path';
+  return new OperationError('KS_API_LISTEN_FAILED', `the HTTP API cannot listen on ${where}: ${why}; ${fix}`);
 }
