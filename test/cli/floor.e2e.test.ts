@@ -62,7 +62,9 @@ describe('a signature from the future, end to end', { timeout: 120_000 }, () => 
       // 3. The reset refuses while the agent runs on the state directory.
       const busy = await keystone(['floor', '--state-dir', h.stateDir, '--reset']);
       expect(busy.code).toBe(1);
-      expect(busy.stderr).toContain('[KS_STATE_BUSY]');
+      // Refused by the agent's own lock, naming the agent that holds it.
+      expect(busy.stderr).toContain(`another agent (pid ${agent.pid})`);
+      expect(busy.stderr).toContain('[KS_STATE_DIR_LOCKED]');
       expect(floorOf(h.stateDir)).toBe(YEAR_2100);
       await agent.stop();
 

@@ -6,7 +6,9 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { lockStateDir, type StateDirLock } from '../../agent/state-dir-lock.js';
 import { openStateStore, STATE_DB_FILE, StateStoreError, type StateStore } from '../../agent/state-store.js';
+import { StateDirError } from '../../runtime/safe-path.js';
 import { DEFAULT_MAX_CLOCK_SKEW_SECONDS } from '../../trust/verify-revision.js';
 import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';
 
@@ -46,11 +48,23 @@ export async function floorCommand(argv: string[], io: CliIo): Promise<number> {
   // Never create a state database: a mistyped --state-dir is an error, not an empty device.
   if (!existsSync(join(stateDir, STATE_DB_FILE))) throw new UsageError(`no state database at ${join(stateDir, STATE_DB_FILE)}: give the agent's --state-dir`);
 
+  // A reset holds the agent's own lock (no agent starts meanwhile; a running one is named) and opens the store
+  // exclusively as well (a store held by anything else fails at once): an agent would apply on its own floor.
+  let lock: StateDirLock | undefined;
+  if (values.reset) {
+    try {
+      lock = lockStateDir(stateDir);
+    } catch (e) {
+      if (!(e instanceof StateDirError) || e.code !== 'KS_STATE_DIR_LOCKED') throw e;
+      io.stderr.write(`keystone floor: ${e.message}; the replay floor is changed only while no agent runs on ${stateDir} [${e.code}]\n`);
+      return EXIT.FAILED;
+    }
+  }
   let store: StateStore;
   try {
-    // Exclusive, so this fails at once while an agent runs on the directory: it would apply on its own floor.
     store = openStateStore(stateDir, { exclusive: values.reset });
   } catch (e) {
+    lock?.release();
     if (e instanceof StateStoreError && e.code === 'KS_STATE_BUSY') {
       io.stderr.write(`keystone floor: ${e.message}; the replay floor is changed only while no agent runs on ${stateDir} [${e.code}]\n`);
       return EXIT.FAILED;
@@ -80,6 +94,7 @@ export async function floorCommand(argv: string[], io: CliIo): Promise<number> {
     return EXIT.OK;
   } finally {
     store.close();
+    lock?.release();
   }
 }
 
