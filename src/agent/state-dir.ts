@@ -6,7 +6,10 @@ import { lockStateDir, type StateDirLock } from './state-dir-lock.js';
 
 /** `components/<name>/work` belongs to the component's run user, and so may what a crashed install left next to it. */
 function isRunUsersTree(rel: string[]): boolean {
-  return rel.length === 3 && rel[0] === 'components' && (rel[2] === 'work' || rel[2]!.startsWith('.work.'));
+  // `components/NAME/work`, and for units of a group `components/app/web/work`, `components/w/5/work`… ('work' is
+  // a reserved member name, so no group directory is called that).
+  const last = rel[rel.length - 1]!;
+  return rel.length >= 3 && rel[0] === 'components' && (last === 'work' || last.startsWith('.work.'));
 }
 
 /**

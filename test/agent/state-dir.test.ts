@@ -48,6 +48,19 @@ describe('checkStateDir', () => {
     expect(() => checkStateDir(dir)).not.toThrow();
   });
 
+  it("accepts the work directories of a group's units (components/app/web/work, components/w/5/work), not their logs", () => {
+    const dir = temp();
+    lived(dir);
+    for (const unit of [['app', 'web'], ['w', '5'], ['app', 'jobs', '2']]) {
+      mkdirSync(join(dir, 'components', ...unit, 'work'), { recursive: true });
+      chownSync(join(dir, 'components', ...unit, 'work'), NOBODY, NOBODY);
+    }
+    expect(() => checkStateDir(dir)).not.toThrow();
+    mkdirSync(join(dir, 'components', 'w', '5', 'logs'));
+    chownSync(join(dir, 'components', 'w', '5', 'logs'), NOBODY, NOBODY);
+    expect(refusal(() => checkStateDir(dir)).message).toContain(`${join(dir, 'components', 'w', '5', 'logs')} is owned by uid ${NOBODY}`);
+  });
+
   it('creates a missing state directory 0711', () => {
     const dir = join(temp(), 'keystone');
     checkStateDir(dir);
