@@ -4,21 +4,12 @@
 import { describe, expect, it } from 'vitest';
 import { isSameProcess, listProcesses } from '../../src/runtime/proc-identity.js';
 import { AgentHarness, is, type AgentProcess, type LogLine } from '../support/agent-harness.js';
-import { crasher, forker, freePorts, neverHealthy, sleeper, stackFixture, type StackFixture } from '../support/stack-fixture.js';
+import { crasher, forker, freePorts, neverHealthy, sleeper, type StackFixture } from '../support/stack-fixture.js';
+import { withStack } from '../support/with-stack.js';
 
 const STACK = ['influxdb', 'api', 'telemetry', 'web'];
 
 /** Runs `body` with a fixture and a harness, and always cleans both up. */
-async function withStack(opts: Parameters<typeof stackFixture>[0], body: (fx: StackFixture, h: AgentHarness) => Promise<void>): Promise<void> {
-  const fx = await stackFixture(opts);
-  const h = new AgentHarness();
-  try {
-    await body(fx, h);
-  } finally {
-    await h.cleanup();
-    fx.cleanup();
-  }
-}
 
 /** Starts the agent and waits for the end of its first apply. */
 async function startConverged(h: AgentHarness, fx: StackFixture, args: string[] = []): Promise<AgentProcess> {

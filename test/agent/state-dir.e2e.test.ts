@@ -12,20 +12,12 @@ import { isSameProcess } from '../../src/runtime/proc-identity.js';
 import { AgentHarness, AgentProcess, is, processesUnder } from '../support/agent-harness.js';
 import { PROJECT_ROOT } from '../support/example-repo.js';
 import { freePorts, sleeper, stackFixture, type StackFixture } from '../support/stack-fixture.js';
+import { withStack } from '../support/with-stack.js';
 
 /** "Another user": nobody. The tests run as root, which may chown to it. */
 const NOBODY = 65534;
 
-async function withAgents(body: (fx: StackFixture, h: AgentHarness) => Promise<void>): Promise<void> {
-  const fx = await stackFixture({ components: () => [sleeper('db')] });
-  const h = new AgentHarness();
-  try {
-    await body(fx, h);
-  } finally {
-    await h.cleanup();
-    fx.cleanup();
-  }
-}
+const withAgents = (body: (fx: StackFixture, h: AgentHarness) => Promise<void>) => withStack({ components: () => [sleeper('db')] }, body);
 
 const start = (h: AgentHarness, fx: StackFixture, args: string[] = []) => h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args });
 
