@@ -3,7 +3,7 @@
 // readers, loopback port checks, and the clean-up that leaves no process behind. Not a benchmark itself
 // (run.mjs only runs `*.bench.mjs`).
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -159,6 +159,10 @@ export function writeProcessRepo(root, components, standIn) {
  */
 export function startAgent({ repo, gitRepo, plan, stateDir, concurrency, extraArgs = [], env = process.env, nodeArgs = [], trustArgs = ['--allow-unsigned'] }) {
   const source = gitRepo !== undefined ? ['--repo', gitRepo] : ['--dir', repo];
+  // The components run as an unprivileged user, who must be able to reach their work directories: the benches keep
+  // their state inside a mkdtemp directory (0700), which the agent would refuse (KS_WORK_DIR_UNREACHABLE).
+  mkdirSync(dirname(stateDir), { recursive: true });
+  chmodSync(dirname(stateDir), 0o755);
   const args = [KEYSTONE_BIN, 'agent', ...source, '--plan', plan, ...trustArgs, '--state-dir', stateDir, '--log-format', 'json', '--stop-on-exit'];
   if (concurrency !== undefined) args.push('--concurrency', String(concurrency));
   args.push(...extraArgs);
