@@ -6,8 +6,8 @@ import type { Logger } from '../log/logger.js';
 import type { ProbeResult } from '../runtime/probe.js';
 import { isSameProcess } from '../runtime/proc-identity.js';
 import type { ComponentPaths, Instance, InstanceRef, Runtime } from '../runtime/runtime.js';
+import type { ComponentState, StateStore } from '../store/state-store.js';
 import { crashPoint } from './crash-point.js';
-import type { ComponentState, StateStore } from './state-store.js';
 
 export interface WorkerDeps {
   store: StateStore;

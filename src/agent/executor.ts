@@ -2,9 +2,9 @@
 import type { DesiredState } from '../core/desired-state.js';
 import { nextSteps, type StartStatus } from '../core/schedule.js';
 import type { Logger } from '../log/logger.js';
+import type { StateStore } from '../store/state-store.js';
 import type { ComponentWorker, StartOutcome } from './component-worker.js';
 import { crashPoint } from './crash-point.js';
-import type { StateStore } from './state-store.js';
 
 export interface ExecutionPlan {
   stopOrder: readonly string[];

@@ -3,9 +3,9 @@
 import type { EventEmitter } from 'node:events';
 import type { Agent, AgentEventMap } from '../agent/agent.js';
 import type { Engine } from '../agent/engine.js';
-import type { StateStore } from '../agent/state-store.js';
 import type { DevicePolicy } from '../core/device-policy.js';
 import type { Logger } from '../log/logger.js';
+import type { StateStore } from '../store/state-store.js';
 import type { ConnectionLimits } from './connection-limits.js';
 import type { RefusalLogOptions } from './refusal-log.js';
 

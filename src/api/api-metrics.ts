@@ -3,7 +3,7 @@
 // Gauges read the store when scraped; counters and histograms count agent events from the moment the server exists.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { AgentEventMap } from '../agent/agent.js';
-import { COMPONENT_STATES } from '../agent/state-store.js';
+import { COMPONENT_STATES } from '../store/state-store.js';
 import type { ApiAgent } from './api-deps.js';
 
 export interface ApiMetrics {

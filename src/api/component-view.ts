@@ -1,6 +1,6 @@
 // One component as the API shows it (GET /v1/components): the store's record, the live pid from the engine, the
 // health check from the applied revision. Times are ISO 8601 so that people and `jq` read them without arithmetic.
-import type { ComponentDependency, ComponentRecord, ComponentState } from '../agent/state-store.js';
+import type { ComponentDependency, ComponentRecord, ComponentState } from '../store/state-store.js';
 import type { ApiAgent } from './api-deps.js';
 
 export interface ComponentView {

@@ -1,7 +1,7 @@
 // A plan component made of several units (a composite, a recipe's services, replicas) as the API shows it: one entry
 // whose state is derived from its members', with the members' own views nested under it.
-import type { ComponentState } from '../agent/state-store.js';
 import type { DesiredGroup, GroupKind } from '../core/desired-state.js';
+import type { ComponentState } from '../store/state-store.js';
 import type { ComponentView } from './component-view.js';
 
 export interface GroupView {

@@ -2,8 +2,8 @@
 import { EventEmitter } from 'node:events';
 import { ArtifactError } from '../artifacts/artifact-error.js';
 import { OperationError } from '../core/errors.js';
-import { StateStoreError } from '../agent/state-store.js';
 import { StateDirError } from '../runtime/safe-path.js';
+import { StateStoreError } from '../store/state-store.js';
 import { TrustError } from '../trust/trust-error.js';
 import { AGENT_USAGE, agentCommand } from './commands/agent.js';
 import { FLOOR_USAGE, floorCommand } from './commands/floor.js';

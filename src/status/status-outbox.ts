@@ -4,7 +4,7 @@
 // show an old state over a newer one), across commits and reporters independently, so one unreachable server or one
 // rejected commit does not hold up the rest. Delivery is at least once: a row delivered just before a crash is sent
 // again after it, which both reporters tolerate (a status is replaced by an equal one).
-import type { OutboxCounts, OutboxEntry, StateStore } from '../agent/state-store.js';
+import type { OutboxCounts, OutboxEntry, StateStore } from '../store/state-store.js';
 import { checkStatus, isStatusDeliveryError, type CommitStatus, type StatusReporter } from './commit-status.js';
 
 export interface OutboxTimers {

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import Sqlite from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { diff, type Reconcile } from '../../src/core/diff.js';
-import { migrate, MIGRATIONS } from '../../src/agent/state-schema.js';
+import { migrate, MIGRATIONS } from '../../src/store/migrations.js';
 import {
   COMPONENT_STATES,
   openStateStore,
@@ -19,7 +19,7 @@ import {
   type ComponentState,
   type StateStore,
   type StateStoreOptions,
-} from '../../src/agent/state-store.js';
+} from '../../src/store/state-store.js';
 
 const dirs: string[] = [];
 const open: Array<StateStore | Sqlite.Database> = [];

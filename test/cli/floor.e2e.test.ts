@@ -4,9 +4,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { openStateStore } from '../../src/agent/state-store.js';
 import { main } from '../../src/cli/keystone.js';
 import type { CliIo } from '../../src/cli/io.js';
+import { openStateStore } from '../../src/store/state-store.js';
 import { AgentHarness, is, type AgentProcess } from '../support/agent-harness.js';
 import { runCtl } from '../support/cli-run.js';
 import { sleeper, stackFixture, type StackFixture } from '../support/stack-fixture.js';

@@ -5,11 +5,11 @@ import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, mkdtempSync, re
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openStateStore } from '../../src/agent/state-store.js';
 import { ensureApiToken } from '../../src/api/api-token.js';
 import { openComponentLogs } from '../../src/runtime/log-files.js';
 import { safeDirectory, StateDirError } from '../../src/runtime/safe-path.js';
 import { prepareWorkDir } from '../../src/runtime/work-dir.js';
+import { openStateStore } from '../../src/store/state-store.js';
 
 const NOBODY = 65534;
 const dirs: string[] = [];

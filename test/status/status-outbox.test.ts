@@ -8,11 +8,11 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import Sqlite from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { openStateStore, type StateStore } from '../../src/agent/state-store.js';
 import { statusContext, type CommitStatus } from '../../src/status/commit-status.js';
 import { GitHubStatusReporter } from '../../src/status/github-status-reporter.js';
 import { GitNotesReporter } from '../../src/status/git-notes-reporter.js';
 import { backoffDelay, StatusOutbox, type OutboxLog, type OutboxTimers, type StatusOutboxOptions } from '../../src/status/status-outbox.js';
+import { openStateStore, type StateStore } from '../../src/store/state-store.js';
 import { startGitHubContractServer, type GitHubContractServer } from '../support/github-contract-server.js';
 import { startGitHttpServer, type GitHttpServer } from '../support/git-http-server.js';
 

@@ -6,9 +6,12 @@ import { appendFileSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, r
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Sqlite from 'better-sqlite3';
-import { RowReader, type Row } from '../../src/agent/state-schema.js';
-import { STATE_DB_FILE, type AppliedRevision, type ComponentRecord, type HistoryEntry } from '../../src/agent/state-store.js';
 import { readProcStat, type ProcStat } from '../../src/runtime/proc-identity.js';
+import { revisionFromRow } from '../../src/store/applied-revision.js';
+import { historyFromRow } from '../../src/store/apply-history.js';
+import { componentFromRow } from '../../src/store/component-records.js';
+import { RowReader, type Row } from '../../src/store/row-reader.js';
+import { STATE_DB_FILE, type AppliedRevision, type ComponentRecord, type HistoryEntry } from '../../src/store/state-store.js';
 import { PROJECT_ROOT } from './example-repo.js';
 
 /** One line of the agent's pino output (level, ISO time, module, msg and the structured fields). */
@@ -277,7 +280,7 @@ export class AgentHarness {
 
   /** The store's component records, read through a read-only connection (the agent may be running). */
   components(): ComponentRecord[] {
-    return this.read((db, rows) => (db.prepare('SELECT * FROM components ORDER BY position, name').all() as Row[]).map((r) => rows.component(r)));
+    return this.read((db, rows) => (db.prepare('SELECT * FROM components ORDER BY position, name').all() as Row[]).map((r) => componentFromRow(rows, r)));
   }
 
   component(name: string): ComponentRecord | undefined {
@@ -286,13 +289,13 @@ export class AgentHarness {
 
   /** Newest first. */
   history(): HistoryEntry[] {
-    return this.read((db, rows) => (db.prepare('SELECT * FROM applies ORDER BY id DESC').all() as Row[]).map((r) => rows.history(r)));
+    return this.read((db, rows) => (db.prepare('SELECT * FROM applies ORDER BY id DESC').all() as Row[]).map((r) => historyFromRow(rows, r)));
   }
 
   appliedRevision(): AppliedRevision | undefined {
     return this.read((db, rows) => {
       const r = db.prepare('SELECT * FROM applied_revision WHERE slot = 1').get() as Row | undefined;
-      return r && rows.revision(r);
+      return r && revisionFromRow(rows, r);
     });
   }
 

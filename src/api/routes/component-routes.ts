@@ -1,5 +1,6 @@
 // GET /v1/components and GET /v1/components/{name}: what runs, from the store (reads never wait for the writer).
 import type { FastifyInstance } from 'fastify';
+import type { ComponentRecord } from '../../store/state-store.js';
 import { ApiError } from '../api-error.js';
 import type { ApiContext } from '../api-context.js';
 import { parseComponentTarget } from '../component-target.js';
@@ -7,7 +8,6 @@ import { componentView, type ComponentView } from '../component-view.js';
 import { groupView, type GroupView } from '../group-view.js';
 import type { DesiredGroup } from '../../core/desired-state.js';
 import { strictQuery } from '../query-params.js';
-import type { ComponentRecord } from '../../agent/state-store.js';
 
 /**
  * The last answer of GET /v1/components and what it was made from: the store's records (frozen, the same objects

@@ -1,7 +1,7 @@
 // GET /v1/revision and GET /v1/history: what the device applied, newest first, paged by id.
 import type { FastifyInstance } from 'fastify';
-import type { HistoryEntry } from '../../agent/state-store.js';
 import { DEFAULT_DEVICE_POLICY, devicePolicyView } from '../../core/device-policy.js';
+import type { HistoryEntry } from '../../store/state-store.js';
 import { ApiError } from '../api-error.js';
 import type { ApiContext } from '../api-context.js';
 import { parseIntParam, strictQuery } from '../query-params.js';

@@ -4,13 +4,13 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Agent } from '../../agent/agent.js';
 import { isCommitId, reportCommitStatuses } from '../../agent/commit-reporting.js';
-import type { StateStore } from '../../agent/state-store.js';
 import type { Logger } from '../../log/logger.js';
 import { GitSource } from '../../source/git-source.js';
 import { statusContext, type StatusReporter } from '../../status/commit-status.js';
 import { GitNotesReporter } from '../../status/git-notes-reporter.js';
 import { GitHubStatusReporter, ownerRepoFromUrl } from '../../status/github-status-reporter.js';
 import { StatusOutbox } from '../../status/status-outbox.js';
+import type { StateStore } from '../../store/state-store.js';
 import { UsageError } from '../io.js';
 
 export interface GitFollowOptions {

@@ -1,0 +1,77 @@
+// The applied revision and the replay floor (SPEC §6): what the agent last applied, and the greatest signed time
+// ever applied, which only the device owner's repair may lower.
+import { z } from 'zod';
+import { bool, checked, orNull, textSchema as text, timeSchema, type Row, type RowReader } from './row-reader.js';
+import { StateStoreError } from './state-store-error.js';
+import type { TableContext } from './table-context.js';
+
+export interface AppliedRevision {
+  id: string;
+  source: string;
+  planFile: string;
+  /** Unix seconds of the signature; undefined exactly when the revision is unsigned. */
+  signedAt?: number;
+  unsigned: boolean;
+  /** ms */
+  appliedAt: number;
+}
+
+const revisionSchema: z.ZodType<AppliedRevision> = z
+  .object({ id: text, source: text, planFile: z.string(), signedAt: z.int().nonnegative().optional(), unsigned: z.boolean(), appliedAt: timeSchema })
+  .refine((r) => r.unsigned === (r.signedAt === undefined), { message: 'signedAt must be given exactly when the revision is signed', path: ['signedAt'] });
+
+/** The applied_revision row as a record, or KS_STATE_CORRUPT naming the column. */
+export function revisionFromRow(read: RowReader, row: Row): AppliedRevision {
+  return read.decode(revisionSchema, 'applied_revision row', {
+    id: row.id,
+    source: row.source,
+    planFile: row.plan_file,
+    signedAt: row.signed_at ?? undefined,
+    unsigned: bool(row.unsigned),
+    appliedAt: row.applied_at,
+  });
+}
+
+/** The applied_revision and replay_floor tables, one row each. */
+export class AppliedRevisionTable {
+  private readonly s;
+
+  constructor(private readonly ctx: TableContext) {
+    const p = (sql: string) => ctx.db.prepare(sql);
+    this.s = {
+      revision: p('SELECT * FROM applied_revision WHERE slot = 1'),
+      setRevision: p(`INSERT OR REPLACE INTO applied_revision (slot, id, source, plan_file, signed_at, unsigned, applied_at)
+                      VALUES (1, @id, @source, @planFile, @signedAt, @unsigned, @appliedAt)`),
+      raiseFloor: p(`INSERT INTO replay_floor (slot, signed_at) VALUES (1, ?)
+                     ON CONFLICT (slot) DO UPDATE SET signed_at = max(signed_at, excluded.signed_at)`),
+      floor: p('SELECT signed_at FROM replay_floor WHERE slot = 1').pluck(),
+      lowerFloor: p('UPDATE replay_floor SET signed_at = ? WHERE slot = 1 AND signed_at > ?'),
+    };
+  }
+
+  get(): AppliedRevision | undefined {
+    const row = this.s.revision.get() as Row | undefined;
+    return row && revisionFromRow(this.ctx.read, row);
+  }
+
+  /** Records the revision and raises the replay floor to its signedAt (never lowers it), atomically. */
+  set(r: AppliedRevision): void {
+    const v = checked(revisionSchema, r, 'applied revision');
+    this.ctx.transaction(() => {
+      this.s.setRevision.run({ ...v, signedAt: orNull(v.signedAt), unsigned: v.unsigned ? 1 : 0 });
+      if (v.signedAt !== undefined) this.s.raiseFloor.run(v.signedAt);
+    });
+  }
+
+  lowerReplayFloor(signedAt: number): boolean {
+    if (!Number.isSafeInteger(signedAt) || signedAt < 0) throw new StateStoreError('KS_STATE_INVALID', `replay floor: expected whole seconds ≥ 0, got ${signedAt}`);
+    return this.s.lowerFloor.run(signedAt, signedAt).changes > 0;
+  }
+
+  lastSignedAt(): number | undefined {
+    const v = this.s.floor.get() as unknown;
+    if (v === undefined) return undefined;
+    if (!Number.isSafeInteger(v)) throw this.ctx.read.corrupt('replay_floor row', `signed_at: expected an integer, found ${JSON.stringify(v)}`);
+    return v as number;
+  }
+}

@@ -1,0 +1,141 @@
+// The apply history (SPEC §5): one entry per apply or rejected revision, written before the apply acts, finished
+// after it, and pruned to a retention (unfinished entries never are: they say the agent died during an apply).
+import { z } from 'zod';
+import { checked, textSchema as text, timeSchema, type Row, type RowReader } from './row-reader.js';
+import { StateStoreError } from './state-store-error.js';
+import type { TableContext } from './table-context.js';
+
+/** Finished apply entries kept; older ones are pruned as new ones are written (unfinished ones never are). */
+export const DEFAULT_HISTORY_RETENTION = 1_000;
+
+/** The reconcile as the history keeps it (a core `Reconcile` may be passed: its other fields are dropped). */
+export interface ApplyReconcile {
+  stopOrder: string[];
+  startOrder: string[];
+  noTouch: string[];
+  reasons: Record<string, string>;
+}
+
+export type ApplyOutcome = 'success' | 'failure' | 'rejected';
+
+export interface ApplyFailure {
+  name: string;
+  reason: string;
+}
+
+export interface HistoryEntry {
+  id: number;
+  revision: string;
+  planFile: string;
+  /** ms */
+  startedAt: number;
+  /** Absent for a revision rejected before it was diffed. */
+  reconcile?: ApplyReconcile;
+  /** The next three are absent while the apply runs, or when the agent died during it. */
+  finishedAt?: number;
+  outcome?: ApplyOutcome;
+  summary?: string;
+  /** Empty unless components failed. */
+  failed: ApplyFailure[];
+}
+
+const outcomeSchema = z.enum(['success', 'failure', 'rejected']);
+const reconcileSchema: z.ZodType<ApplyReconcile> = z.object({
+  stopOrder: z.array(z.string()),
+  startOrder: z.array(z.string()),
+  noTouch: z.array(z.string()),
+  reasons: z.record(z.string(), z.string()),
+});
+const failedSchema: z.ZodType<ApplyFailure[]> = z.array(z.object({ name: text, reason: z.string() }));
+
+const historySchema: z.ZodType<HistoryEntry> = z.object({
+  id: z.int().positive(),
+  revision: z.string(),
+  planFile: z.string(),
+  startedAt: timeSchema,
+  reconcile: reconcileSchema.optional(),
+  finishedAt: timeSchema.optional(),
+  outcome: outcomeSchema.optional(),
+  summary: z.string().optional(),
+  failed: failedSchema,
+});
+
+const applyStartSchema = z.object({ revision: z.string(), planFile: z.string(), startedAt: timeSchema, reconcile: reconcileSchema });
+const applyFinishSchema = z.object({ finishedAt: timeSchema, outcome: outcomeSchema, summary: z.string(), failed: failedSchema.optional() });
+const rejectedSchema = z.object({ revision: z.string(), planFile: z.string(), at: timeSchema, reason: z.string() });
+const historyQuerySchema = z.object({ limit: z.int().positive(), before: z.int().optional() });
+
+/** An applies row as an entry, or KS_STATE_CORRUPT naming the row and the column. */
+export function historyFromRow(read: RowReader, row: Row): HistoryEntry {
+  const what = `applies row ${String(row.id)}`;
+  return read.decode(historySchema, what, {
+    id: row.id,
+    revision: row.revision,
+    planFile: row.plan_file,
+    startedAt: row.started_at,
+    reconcile: read.json(row, 'reconcile', what),
+    finishedAt: row.finished_at ?? undefined,
+    outcome: row.outcome ?? undefined,
+    summary: row.summary ?? undefined,
+    failed: read.json(row, 'failed', what) ?? [],
+  });
+}
+
+/** The applies table. */
+export class ApplyHistory {
+  private readonly s;
+
+  constructor(
+    private readonly ctx: TableContext,
+    retention: number,
+  ) {
+    const p = (sql: string) => ctx.db.prepare(sql);
+    this.s = {
+      begin: p('INSERT INTO applies (revision, plan_file, started_at, reconcile) VALUES (?, ?, ?, ?) RETURNING id').pluck(),
+      finish: p(`UPDATE applies SET finished_at = @finishedAt, outcome = @outcome, summary = @summary, failed = @failed
+                 WHERE id = @id AND finished_at IS NULL`),
+      rejected: p(`INSERT INTO applies (revision, plan_file, started_at, finished_at, outcome, summary)
+                   VALUES (?, ?, ?, ?, 'rejected', ?) RETURNING id`).pluck(),
+      prune: p(`DELETE FROM applies WHERE finished_at IS NOT NULL
+                  AND id NOT IN (SELECT id FROM applies ORDER BY id DESC LIMIT ${retention})`),
+      history: p('SELECT * FROM applies WHERE id < ? ORDER BY id DESC LIMIT ?'),
+      unfinished: p('SELECT * FROM applies WHERE finished_at IS NULL ORDER BY id DESC LIMIT 1'),
+    };
+  }
+
+  begin(a: { revision: string; planFile: string; startedAt: number; reconcile: ApplyReconcile }): number {
+    const v = checked(applyStartSchema, a, 'apply');
+    return this.ctx.transaction(() => {
+      const id = this.s.begin.get(v.revision, v.planFile, v.startedAt, JSON.stringify(v.reconcile)) as number;
+      this.s.prune.run();
+      return id;
+    });
+  }
+
+  finish(id: number, f: { finishedAt: number; outcome: ApplyOutcome; summary: string; failed?: ApplyFailure[] }): void {
+    const v = checked(applyFinishSchema, f, `finish of apply ${id}`);
+    const failed = v.failed?.length ? JSON.stringify(v.failed) : null;
+    if (this.s.finish.run({ id, finishedAt: v.finishedAt, outcome: v.outcome, summary: v.summary, failed }).changes === 0)
+      throw new StateStoreError('KS_STATE_NOT_FOUND', `apply ${id} does not exist or is already finished`);
+  }
+
+  recordRejected(r: { revision: string; planFile: string; at: number; reason: string }): number {
+    const v = checked(rejectedSchema, r, 'rejected revision');
+    return this.ctx.transaction(() => {
+      const id = this.s.rejected.get(v.revision, v.planFile, v.at, v.at, v.reason) as number;
+      this.s.prune.run();
+      return id;
+    });
+  }
+
+  history(q: { limit: number; before?: number }): HistoryEntry[] {
+    const v = checked(historyQuerySchema, q, 'history query');
+    const rows = this.s.history.all(v.before ?? Number.MAX_SAFE_INTEGER, v.limit) as Row[];
+    return rows.map((row) => historyFromRow(this.ctx.read, row));
+  }
+
+  unfinished(): HistoryEntry | undefined {
+    const row = this.s.unfinished.get() as Row | undefined;
+    return row && historyFromRow(this.ctx.read, row);
+  }
+}

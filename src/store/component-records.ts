@@ -1,0 +1,214 @@
+// The components table (SPEC §5): one record per component the agent runs, with its restart budget and
+// instance, and the supervisor's small writes, one statement each.
+import type Sqlite from 'better-sqlite3';
+import { z } from 'zod';
+import type { DependencyType } from '../core/desired-state.js';
+import type { ActualState } from '../core/diff.js';
+import type { RestartBudget } from '../core/restart-policy.js';
+import type { InstanceRef } from '../runtime/runtime.js';
+import { bool, checked, orNull, textSchema as text, timeSchema, type Row, type RowReader } from './row-reader.js';
+import { StateStoreError } from './state-store-error.js';
+import type { TableContext } from './table-context.js';
+
+export const COMPONENT_STATES = ['installing', 'starting', 'running', 'unhealthy', 'backoff', 'crash-looping', 'failed', 'stopping', 'stopped'] as const;
+export type ComponentState = (typeof COMPONENT_STATES)[number];
+/** The states in which a component counts as running for the diff: it has (or is getting) a live instance. */
+export const LIVE_STATES: ReadonlySet<ComponentState> = new Set(['installing', 'starting', 'running', 'unhealthy', 'backoff']);
+
+export interface ComponentDependency {
+  component: string;
+  type: DependencyType;
+}
+
+/** One component as the agent last recorded it; `restarts` and `healthySince` are its RestartBudget. */
+export interface ComponentRecord extends RestartBudget {
+  name: string;
+  hash: string;
+  version: string;
+  runtime: 'process' | 'container';
+  /** Start order, set by the writer; ties are broken by name. */
+  position: number;
+  dependencies: ComponentDependency[];
+  /** The last instance started; its kind matches `runtime`. Only meaningful while the state is live. */
+  instance?: InstanceRef;
+  state: ComponentState;
+  /** Held back by an operator (or by the supervisor); crash-looping holds on its own. */
+  held: boolean;
+  /** Why it is in this state, e.g. "crash-looping after 10 restarts". */
+  reason?: string;
+  /** ms, when it entered this state. */
+  since: number;
+  /** The revision that last started or changed it. */
+  revision?: string;
+  /** The configuration and bound values it was started with (`config.http.port` → `8080`). */
+  inputs?: Record<string, string>;
+}
+
+const dependencySchema = z.object({ component: text, type: z.enum(['hard', 'ordering']) });
+const instanceSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('process'), pid: z.int().positive(), startTime: text }),
+  z.object({ kind: z.literal('container'), id: text }),
+]);
+const stateSchema = z.enum(COMPONENT_STATES);
+
+const componentSchema: z.ZodType<ComponentRecord> = z
+  .object({
+    name: text,
+    hash: text,
+    version: text,
+    runtime: z.enum(['process', 'container']),
+    position: z.int(),
+    dependencies: z.array(dependencySchema),
+    instance: instanceSchema.optional(),
+    state: stateSchema,
+    restarts: z.int().nonnegative(),
+    healthySince: timeSchema.optional(),
+    held: z.boolean(),
+    reason: z.string().optional(),
+    since: timeSchema,
+    revision: z.string().optional(),
+    inputs: z.record(z.string(), z.string()).optional(),
+  })
+  .refine((c) => !c.instance || c.instance.kind === c.runtime, { message: 'the instance kind differs from the runtime', path: ['instance', 'kind'] });
+
+/** A components row as a record, or KS_STATE_CORRUPT naming the row and the column. */
+export function componentFromRow(read: RowReader, row: Row): ComponentRecord {
+  const what = `components row ${JSON.stringify(row.name)}`;
+  return read.decode(componentSchema, what, {
+    name: row.name,
+    hash: row.hash,
+    version: row.version,
+    runtime: row.runtime,
+    position: row.position,
+    dependencies: read.json(row, 'dependencies', what) ?? row.dependencies,
+    instance: read.json(row, 'instance', what),
+    state: row.state,
+    restarts: row.restarts,
+    healthySince: row.healthy_since ?? undefined,
+    held: bool(row.held),
+    reason: row.reason ?? undefined,
+    since: row.since,
+    revision: row.revision ?? undefined,
+    inputs: row.inputs == null ? undefined : read.json(row, 'inputs', what),
+  });
+}
+
+/** The diff's view of the records, in the order given. */
+export function actualStateOf(records: readonly ComponentRecord[]): ActualState {
+  return {
+    components: records.map((c) => ({
+      name: c.name,
+      hash: c.hash,
+      version: c.version,
+      running: LIVE_STATES.has(c.state),
+      held: c.state === 'crash-looping' || c.held,
+      dependencies: c.dependencies,
+      ...(c.inputs && { inputs: c.inputs }),
+    })),
+  };
+}
+
+const COMPONENT_COLUMNS = 'name, hash, version, runtime, position, dependencies, instance, state, restarts, healthy_since, held, reason, since, revision, inputs';
+
+function prepare(db: Sqlite.Database) {
+  const p = (sql: string) => db.prepare(sql);
+  return {
+    components: p(`SELECT ${COMPONENT_COLUMNS} FROM components ORDER BY position, name`),
+    component: p(`SELECT ${COMPONENT_COLUMNS} FROM components WHERE name = ?`),
+    upsert: p(`INSERT INTO components (${COMPONENT_COLUMNS})
+               VALUES (@name, @hash, @version, @runtime, @position, @dependencies, @instance, @state, @restarts, @healthySince, @held, @reason, @since, @revision, @inputs)
+               ON CONFLICT (name) DO UPDATE SET hash = excluded.hash, version = excluded.version, runtime = excluded.runtime,
+                 position = excluded.position, dependencies = excluded.dependencies, instance = excluded.instance, state = excluded.state,
+                 restarts = excluded.restarts, healthy_since = excluded.healthy_since, held = excluded.held, reason = excluded.reason,
+                 since = excluded.since, revision = excluded.revision, inputs = excluded.inputs`),
+    remove: p('DELETE FROM components WHERE name = ?'),
+    start: p(`UPDATE components SET instance = @instance, state = 'starting', since = @at, reason = NULL, healthy_since = NULL
+              WHERE name = @name AND runtime = @kind`),
+    state: p(`UPDATE components SET since = CASE WHEN state = @state THEN since ELSE @at END, state = @state, reason = @reason
+              WHERE name = @name`),
+    restart: p('UPDATE components SET restarts = restarts + 1 WHERE name = ? RETURNING restarts').pluck(),
+    healthy: p('UPDATE components SET healthy_since = ? WHERE name = ?'),
+    resetRestarts: p('UPDATE components SET restarts = 0 WHERE name = ?'),
+    held: p('UPDATE components SET held = ? WHERE name = ?'),
+  };
+}
+
+/** Reads and writes of the components table; uncached (the facade keeps the read cache). */
+export class ComponentRecords {
+  private readonly s;
+
+  constructor(private readonly ctx: TableContext) {
+    this.s = prepare(ctx.db);
+  }
+
+  /** In start order (position, then name). */
+  all(): ComponentRecord[] {
+    return (this.s.components.all() as Row[]).map((row) => componentFromRow(this.ctx.read, row));
+  }
+
+  get(name: string): ComponentRecord | undefined {
+    const row = this.s.component.get(name) as Row | undefined;
+    return row && componentFromRow(this.ctx.read, row);
+  }
+
+  upsert(rec: ComponentRecord): void {
+    const v = checked(componentSchema, rec, `component ${JSON.stringify((rec as Partial<ComponentRecord>).name)}`);
+    this.s.upsert.run({
+      ...v,
+      dependencies: JSON.stringify(v.dependencies),
+      instance: v.instance ? JSON.stringify(v.instance) : null,
+      healthySince: orNull(v.healthySince),
+      held: v.held ? 1 : 0,
+      reason: orNull(v.reason),
+      revision: orNull(v.revision),
+      inputs: v.inputs ? JSON.stringify(v.inputs) : null,
+    });
+  }
+
+  remove(name: string): boolean {
+    return this.s.remove.run(name).changes > 0;
+  }
+
+  recordStart(name: string, instance: InstanceRef, startedAt: number): void {
+    const ref = checked(instanceSchema, instance, `instance of ${JSON.stringify(name)}`);
+    checked(timeSchema, startedAt, 'startedAt');
+    const changes = this.s.start.run({ name, instance: JSON.stringify(ref), at: startedAt, kind: ref.kind }).changes;
+    if (changes === 0) {
+      const rec = this.get(name);
+      if (rec) throw new StateStoreError('KS_STATE_INVALID', `component ${JSON.stringify(name)} runs as a ${rec.runtime}, not a ${ref.kind}`);
+      this.missing(name);
+    }
+  }
+
+  recordState(name: string, state: ComponentState, reason?: string): void {
+    checked(stateSchema, state, 'state');
+    this.expectOne(name, this.s.state.run({ name, state, reason: orNull(reason), at: this.ctx.now() }).changes);
+  }
+
+  recordRestart(name: string): number {
+    const n = this.s.restart.get(name) as number | undefined;
+    if (n === undefined) this.missing(name);
+    return n;
+  }
+
+  recordHealthy(name: string, at: number): void {
+    checked(timeSchema, at, 'healthy time');
+    this.expectOne(name, this.s.healthy.run(at, name).changes);
+  }
+
+  resetRestarts(name: string): void {
+    this.expectOne(name, this.s.resetRestarts.run(name).changes);
+  }
+
+  recordHeld(name: string, held: boolean): void {
+    this.expectOne(name, this.s.held.run(held ? 1 : 0, name).changes);
+  }
+
+  private expectOne(name: string, changes: number): void {
+    if (changes === 0) this.missing(name);
+  }
+
+  private missing(name: string): never {
+    throw new StateStoreError('KS_STATE_NOT_FOUND', `no component ${JSON.stringify(name)} in the state store`);
+  }
+}

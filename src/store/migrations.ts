@@ -1,0 +1,178 @@
+// What the state store keeps on disk: the tables and their numbered migrations, each applied once, in one
+// transaction, when the store is opened.
+import type { Database } from 'better-sqlite3';
+import { StateStoreError } from './state-store-error.js';
+
+export interface Migration {
+  /** 1, 2, 3 …: applied in order, each exactly once; never renumber or edit one that has shipped. */
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/**
+ * Later issues append here (status outbox, …). STRICT tables make SQLite enforce the column types;
+ * the CHECKs keep foreign writers (an operator's sqlite3 shell) from storing states the agent does not know.
+ */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'applied revision, replay floor, components, apply history',
+    sql: `
+      CREATE TABLE applied_revision (
+        slot        INTEGER PRIMARY KEY CHECK (slot = 1),
+        id          TEXT    NOT NULL,
+        source      TEXT    NOT NULL,
+        plan_file   TEXT    NOT NULL,
+        signed_at   INTEGER,
+        unsigned    INTEGER NOT NULL CHECK (unsigned IN (0, 1)),
+        applied_at  INTEGER NOT NULL
+      ) STRICT;
+
+      -- The greatest signed time ever applied: only ever raised (SPEC §6 replay check).
+      CREATE TABLE replay_floor (
+        slot        INTEGER PRIMARY KEY CHECK (slot = 1),
+        signed_at   INTEGER NOT NULL
+      ) STRICT;
+
+      CREATE TABLE components (
+        name          TEXT    PRIMARY KEY,
+        hash          TEXT    NOT NULL,
+        version       TEXT    NOT NULL,
+        runtime       TEXT    NOT NULL CHECK (runtime IN ('process', 'container')),
+        position      INTEGER NOT NULL,
+        dependencies  TEXT    NOT NULL,
+        instance      TEXT,
+        state         TEXT    NOT NULL CHECK (state IN ('installing', 'starting', 'running', 'unhealthy', 'backoff',
+                                                        'crash-looping', 'failed', 'stopping', 'stopped')),
+        restarts      INTEGER NOT NULL DEFAULT 0 CHECK (restarts >= 0),
+        healthy_since INTEGER,
+        held          INTEGER NOT NULL DEFAULT 0 CHECK (held IN (0, 1)),
+        reason        TEXT,
+        since         INTEGER NOT NULL,
+        revision      TEXT
+      ) STRICT;
+      CREATE INDEX components_by_position ON components (position, name);
+
+      -- AUTOINCREMENT: an id is never reused, even after old entries are pruned, so paging and reports stay stable.
+      CREATE TABLE applies (
+        id           INTEGER PRIMARY KEY AUTOINCREMENT,
+        revision     TEXT    NOT NULL,
+        plan_file    TEXT    NOT NULL,
+        started_at   INTEGER NOT NULL,
+        reconcile    TEXT,
+        finished_at  INTEGER,
+        outcome      TEXT    CHECK (outcome IN ('success', 'failure', 'rejected')),
+        summary      TEXT,
+        failed       TEXT,
+        CHECK ((finished_at IS NULL) = (outcome IS NULL))
+      ) STRICT;
+      CREATE INDEX applies_unfinished ON applies (id) WHERE finished_at IS NULL;
+    `,
+  },
+  {
+    version: 2,
+    name: 'sync suspension (a forced manual apply holds the Git sync until resumed)',
+    sql: `
+      -- Present while suspended: an agent restart must not quietly resume a sync the operator suspended.
+      CREATE TABLE sync_suspension (
+        slot        INTEGER PRIMARY KEY CHECK (slot = 1),
+        since       INTEGER NOT NULL,
+        revision    TEXT    NOT NULL,
+        reason      TEXT    NOT NULL
+      ) STRICT;
+    `,
+  },
+  {
+    version: 3,
+    name: 'status outbox',
+    // One row per (status, reporter), written before any delivery is tried. A row is open while next_attempt_at is
+    // set; it is finished when delivered (delivered_at) or given up (last_error kept, both times NULL). "commit" is
+    // quoted because COMMIT is an SQL keyword.
+    sql: `
+      CREATE TABLE status_outbox (
+        id               INTEGER PRIMARY KEY AUTOINCREMENT,
+        reporter         TEXT    NOT NULL,
+        "commit"         TEXT    NOT NULL,
+        state            TEXT    NOT NULL CHECK (state IN ('pending', 'success', 'failure', 'error')),
+        description      TEXT    NOT NULL,
+        context          TEXT    NOT NULL,
+        target_url       TEXT,
+        created_at       INTEGER NOT NULL,
+        attempts         INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+        next_attempt_at  INTEGER,
+        last_error       TEXT,
+        delivered_at     INTEGER,
+        CHECK (delivered_at IS NULL OR next_attempt_at IS NULL),
+        CHECK (next_attempt_at IS NOT NULL OR delivered_at IS NOT NULL OR last_error IS NOT NULL)
+      ) STRICT;
+      CREATE INDEX status_outbox_open ON status_outbox (reporter, "commit", id) WHERE next_attempt_at IS NOT NULL;
+      CREATE INDEX status_outbox_finished ON status_outbox (id) WHERE next_attempt_at IS NULL;
+    `,
+  },
+  {
+    version: 4,
+    name: 'component inputs (the configuration and bound values a component was started with)',
+    // JSON object of placeholder → value, so a dry run can say which value changed; NULL when it has none.
+    sql: `ALTER TABLE components ADD COLUMN inputs TEXT;`,
+  },
+  {
+    version: 5,
+    name: 'composite rollback: the last healthy spec of grouped components, and the groups a revision could not update',
+    // spec: the resolved unit as JSON (recipe, dependencies, hash) the last time it started healthy in an apply, kept
+    // only for the units a composite's rollback may restore (members, replicas, binds to them); read apart from the row.
+    // group_rollbacks: a group rolled back for a revision stays at its previous members while that revision is applied
+    // again (an agent restart must not retry, and so restart, a healthy composite); any other revision clears it.
+    sql: `
+      ALTER TABLE components ADD COLUMN spec TEXT;
+      CREATE TABLE group_rollbacks (
+        grp       TEXT    PRIMARY KEY,
+        revision  TEXT    NOT NULL,
+        at        INTEGER NOT NULL
+      ) STRICT;
+    `,
+  },
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.reduce((v, m) => Math.max(v, m.version), 0);
+
+/**
+ * Brings the database to SCHEMA_VERSION. The version is read inside the same IMMEDIATE transaction that
+ * applies the pending migrations, so two agents opening one fresh directory at once migrate it once.
+ * Returns the versions applied now (empty when it was already current).
+ */
+export function migrate(db: Database, now: number, migrations: readonly Migration[] = MIGRATIONS): number[] {
+  checkMigrationList(migrations);
+  const latest = migrations.at(-1)?.version ?? 0;
+  const run = db.transaction((): number[] => {
+    db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version     INTEGER PRIMARY KEY,
+      name        TEXT    NOT NULL,
+      applied_at  INTEGER NOT NULL
+    ) STRICT`);
+    const row = db.prepare('SELECT max(version) AS v FROM schema_migrations').get() as { v: number | null };
+    const current = row.v ?? 0;
+    if (current > latest)
+      throw new StateStoreError(
+        'KS_STATE_SCHEMA_TOO_NEW',
+        `the state database has schema version ${current}, newer than this agent knows (${latest}): it was written by a newer Keystone; upgrade the agent instead of downgrading`,
+      );
+    const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+    const applied: number[] = [];
+    for (const m of migrations) {
+      if (m.version <= current) continue;
+      db.exec(m.sql);
+      record.run(m.version, m.name, now);
+      applied.push(m.version);
+    }
+    return applied;
+  });
+  return run.immediate();
+}
+
+/** Versions 1..n, each once, in order: a gap or a duplicate is a programming error caught at open. */
+function checkMigrationList(migrations: readonly Migration[]): void {
+  migrations.forEach((m, i) => {
+    if (m.version !== i + 1) throw new Error(`state-store migration #${i} has version ${m.version}, expected ${i + 1}`);
+  });
+}

@@ -1,0 +1,245 @@
+// The store behind the facade: the table modules composed around one connection, with one transaction and a read
+// cache of the component records (the reads that outnumber every write).
+import type Sqlite from 'better-sqlite3';
+import type { DesiredComponent } from '../core/desired-state.js';
+import type { ActualState } from '../core/diff.js';
+import type { InstanceRef } from '../runtime/runtime.js';
+import { AppliedRevisionTable, type AppliedRevision } from './applied-revision.js';
+import { ApplyHistory, type ApplyFailure, type ApplyOutcome, type ApplyReconcile, type HistoryEntry } from './apply-history.js';
+import { actualStateOf, ComponentRecords, type ComponentRecord, type ComponentState } from './component-records.js';
+import { GroupRollbacks } from './group-rollbacks.js';
+import { RowReader } from './row-reader.js';
+import type { StateStore } from './state-store.js';
+import { StateStoreError } from './state-store-error.js';
+import { StatusOutboxTable, type OutboxCounts, type OutboxEntry, type OutboxInput } from './status-outbox-table.js';
+import { SyncSuspensionTable, type SyncSuspension } from './sync-suspension.js';
+import { UnitSpecs } from './unit-specs.js';
+
+export class SqliteStateStore implements StateStore {
+  private readonly revisions;
+  private readonly records;
+  private readonly applies;
+  private readonly unitSpecs;
+  private readonly rollbacks;
+  private readonly suspension;
+  private readonly outbox;
+  private readonly dataVersion;
+
+  constructor(
+    private readonly db: Sqlite.Database,
+    readonly path: string,
+    now: () => number,
+    retention: number,
+  ) {
+    const ctx = { db, read: new RowReader(path), now, transaction: <T>(fn: () => T): T => this.transaction(fn) };
+    this.revisions = new AppliedRevisionTable(ctx);
+    this.records = new ComponentRecords(ctx);
+    this.applies = new ApplyHistory(ctx, retention);
+    this.unitSpecs = new UnitSpecs(ctx);
+    this.rollbacks = new GroupRollbacks(ctx);
+    this.suspension = new SyncSuspensionTable(ctx);
+    this.outbox = new StatusOutboxTable(ctx);
+    this.dataVersion = db.prepare('PRAGMA data_version').pluck();
+  }
+
+  appliedRevision(): AppliedRevision | undefined {
+    return this.revisions.get();
+  }
+
+  setAppliedRevision(r: AppliedRevision): void {
+    this.revisions.set(r);
+  }
+
+  lowerReplayFloor(signedAt: number): boolean {
+    return this.revisions.lowerReplayFloor(signedAt);
+  }
+
+  lastSignedAt(): number | undefined {
+    return this.revisions.lastSignedAt();
+  }
+
+  /**
+   * The component rows as last read, until this store writes one. Reads outnumber writes by far (every API call,
+   * every health tick) and reading 50 rows back through their checks cost most of the agent's CPU under load. Our own
+   * writes drop it; another connection's commit (a second store, an operator's sqlite3 shell) changes SQLite's
+   * data_version, which is checked on every read (microseconds).
+   */
+  private cache?: { list: readonly ComponentRecord[]; byName: ReadonlyMap<string, ComponentRecord>; dataVersion: number };
+
+  private cached(): { list: readonly ComponentRecord[]; byName: ReadonlyMap<string, ComponentRecord> } {
+    const dataVersion = this.dataVersion.get() as number;
+    if (this.cache?.dataVersion !== dataVersion) {
+      this.cache = undefined;
+      // Frozen: a caller that changed a shared record in place would change every later reader's view.
+      const list = this.records.all().map((c) => deepFreeze(c));
+      this.cache = { list, byName: new Map(list.map((c) => [c.name, c])), dataVersion };
+    }
+    return this.cache;
+  }
+
+  components(): ComponentRecord[] {
+    return [...this.cached().list];
+  }
+
+  component(name: string): ComponentRecord | undefined {
+    try {
+      return this.cached().byName.get(name);
+    } catch (e) {
+      if (!(e instanceof StateStoreError) || e.code !== 'KS_STATE_CORRUPT') throw e;
+      // Another row is unreadable: this one may still be fine, and the agent can go on with it.
+      return this.records.get(name);
+    }
+  }
+
+  // Every write to the components table drops the cache first, even one that then fails.
+  upsertComponent(rec: ComponentRecord): void {
+    this.cache = undefined;
+    this.records.upsert(rec);
+  }
+
+  removeComponent(name: string): boolean {
+    this.cache = undefined;
+    return this.records.remove(name);
+  }
+
+  actualState(): ActualState {
+    return actualStateOf(this.components());
+  }
+
+  recordStart(name: string, instance: InstanceRef, startedAt: number): void {
+    this.cache = undefined;
+    this.records.recordStart(name, instance, startedAt);
+  }
+
+  recordState(name: string, state: ComponentState, reason?: string): void {
+    this.cache = undefined;
+    this.records.recordState(name, state, reason);
+  }
+
+  recordRestart(name: string): number {
+    this.cache = undefined;
+    return this.records.recordRestart(name);
+  }
+
+  recordHealthy(name: string, at: number): void {
+    this.cache = undefined;
+    this.records.recordHealthy(name, at);
+  }
+
+  resetRestarts(name: string): void {
+    this.cache = undefined;
+    this.records.resetRestarts(name);
+  }
+
+  recordHeld(name: string, held: boolean): void {
+    this.cache = undefined;
+    this.records.recordHeld(name, held);
+  }
+
+  beginApply(a: { revision: string; planFile: string; startedAt: number; reconcile: ApplyReconcile }): number {
+    return this.applies.begin(a);
+  }
+
+  finishApply(id: number, f: { finishedAt: number; outcome: ApplyOutcome; summary: string; failed?: ApplyFailure[] }): void {
+    this.applies.finish(id, f);
+  }
+
+  recordRejected(r: { revision: string; planFile: string; at: number; reason: string }): number {
+    return this.applies.recordRejected(r);
+  }
+
+  history(q: { limit: number; before?: number }): HistoryEntry[] {
+    return this.applies.history(q);
+  }
+
+  unfinishedApply(): HistoryEntry | undefined {
+    return this.applies.unfinished();
+  }
+
+  recordSpec(name: string, spec: DesiredComponent): void {
+    this.unitSpecs.recordSpec(name, spec);
+  }
+
+  specs(): DesiredComponent[] {
+    return this.unitSpecs.specs();
+  }
+
+  groupRollbacks(): Array<{ group: string; revision: string }> {
+    return this.rollbacks.all();
+  }
+
+  recordGroupRollback(group: string, revision: string): void {
+    this.rollbacks.record(group, revision);
+  }
+
+  clearGroupRollbacks(): void {
+    this.rollbacks.clear();
+  }
+
+  syncSuspension(): SyncSuspension | undefined {
+    return this.suspension.get();
+  }
+
+  setSyncSuspension(s: SyncSuspension | undefined): void {
+    this.suspension.set(s);
+  }
+
+  enqueueOutbox(entries: OutboxInput[]): number[] {
+    return this.outbox.enqueue(entries);
+  }
+
+  outboxHeads(): OutboxEntry[] {
+    return this.outbox.heads();
+  }
+
+  outboxEntries(q: { limit: number }): OutboxEntry[] {
+    return this.outbox.entries(q);
+  }
+
+  outboxEntry(id: number): OutboxEntry | undefined {
+    return this.outbox.entry(id);
+  }
+
+  markOutboxDelivered(id: number, at: number): boolean {
+    return this.outbox.markDelivered(id, at);
+  }
+
+  retryOutbox(id: number, r: { attempts: number; nextAttemptAt: number; lastError: string }): boolean {
+    return this.outbox.retry(id, r);
+  }
+
+  giveUpOutbox(id: number, r: { attempts: number; lastError: string }): boolean {
+    return this.outbox.giveUp(id, r);
+  }
+
+  pruneOutbox(keep: number): number {
+    return this.outbox.prune(keep);
+  }
+
+  outboxCounts(): OutboxCounts {
+    return this.outbox.counts();
+  }
+
+  transaction<T>(fn: () => T): T {
+    try {
+      return this.db.transaction(fn).immediate();
+    } catch (e) {
+      // Rolled back: what was read inside may have seen writes that never happened.
+      this.cache = undefined;
+      throw e;
+    }
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}
+
+/** Freezes a record and the arrays and objects inside it. */
+function deepFreeze<T>(v: T): T {
+  if (typeof v === 'object' && v !== null && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const inner of Object.values(v)) deepFreeze(inner);
+  }
+  return v;
+}

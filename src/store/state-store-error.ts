@@ -1,0 +1,27 @@
+// The one error type of the state store, with its stable codes: the agent, the CLI and tests branch on them.
+
+/** Every code the state store throws. Stable: the agent and tests branch on them. */
+export type StateStoreCode =
+  /** A row read back does not have the shape it was written with (or the file is no database). */
+  | 'KS_STATE_CORRUPT'
+  /** A write was refused before it reached the database: the value breaks the store's contract. */
+  | 'KS_STATE_INVALID'
+  /** A named write addressed a component or apply that has no row (or an apply already finished). */
+  | 'KS_STATE_NOT_FOUND'
+  /** The database was migrated by a newer agent: reading it with this one could lose data. */
+  | 'KS_STATE_SCHEMA_TOO_NEW'
+  /** The state directory or database cannot be opened or set up as the store needs. */
+  | 'KS_STATE_OPEN_FAILED'
+  /** Opened for exclusive use (offline maintenance) while another connection, such as a running agent, has it open. */
+  | 'KS_STATE_BUSY';
+
+export class StateStoreError extends Error {
+  constructor(
+    readonly code: StateStoreCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'StateStoreError';
+  }
+}
