@@ -25,8 +25,19 @@ export interface PolicyIssue {
 export interface PolicyHost {
   /** The real path of an existing host path (every link resolved); undefined when it does not exist. */
   realpath(path: string): string | undefined;
-  /** The uid and gid a process user spec (`nobody`, `998:33`) has on this device; undefined when unknown here. */
-  resolveUser(spec: string): { uid: number; gid: number } | undefined;
+  /**
+   * The uid, gid and every group (primary and supplementary, as `--init-groups` gives them) a process user spec
+   * (`nobody`, `998:33`) has on this device; undefined when unknown here.
+   */
+  resolveUser(spec: string): { uid: number; gid: number; gids?: readonly number[] } | undefined;
+  /** Groups whose members are root in all but name: 0, the engine socket's group (`docker`), `disk`. */
+  rootGroups?: readonly number[];
+  /**
+   * Who other than root (or the agent) could change this existing directory (replace an entry with a link), as words
+   * (`uid 1000`, `everyone`); undefined when nobody could. Bind mount sources are resolved by the engine again at
+   * start, so every directory between the allowed prefix and the source must be beyond others' reach.
+   */
+  changeableBy?(dir: string): string | undefined;
   /**
    * Host paths no bind mount may reach, in either direction, without --allow-privileged: the container engine's
    * sockets (whoever holds one starts privileged containers) and the agent's state directory (its API token).
@@ -52,6 +63,9 @@ export function isPrivateNetwork(mode: string): boolean {
   if (m === 'host') return false;
   return PRIVATE_NETWORK.has(m) || NETWORK_NAME.test(mode);
 }
+
+/** The highest id a user or group may have: 4294967295 is (uid_t)-1, "leave unchanged", to setresuid and chown. */
+export const MAX_ID = 2147483646;
 
 /** The uid and gid a numeric container user spec names (`"65534:65534"`, `"1000"`); undefined for names. */
 function numericUser(spec: string | undefined): { uid: number; gid?: number } | undefined {
@@ -83,17 +97,36 @@ export function checkDevicePolicy(c: DesiredComponent, policy: DevicePolicy, hos
 
   if (run.type !== 'container') {
     const sec = run.security;
+    const rootGroups = new Set([0, ...(host.rootGroups ?? [])]);
     if (sec?.user !== undefined && !policy.allowRoot) {
-      const ids = host.resolveUser(sec.user) ?? numericProcessUser(sec.user);
-      if (ids && (ids.uid === 0 || ids.gid === 0))
+      const ids: { uid: number; gid: number; gids?: readonly number[] } | undefined = host.resolveUser(sec.user) ?? numericProcessUser(sec.user);
+      const why = !ids
+        ? undefined
+        : ids.uid === 0
+          ? 'uid 0'
+          : ids.uid > MAX_ID || ids.gid > MAX_ID
+            ? 'an id beyond the range of ids, which setpriv and chown read as "leave it as it is": root'
+            : [ids.gid, ...(ids.gids ?? [])].some((g) => rootGroups.has(g))
+              ? `a member of group ${[ids.gid, ...(ids.gids ?? [])].find((g) => rootGroups.has(g))}, which is root in all but name (gid 0, the container engine's socket, raw disks)`
+              : undefined;
+      if (why)
         out.push({
           code: 'KS_ROOT_NOT_PERMITTED',
-          message: `${c.name} asks to run as user "${sec.user}" (${ids.uid === 0 ? 'uid 0' : 'gid 0'}), and this device does not allow root process users`,
+          message: `${c.name} asks to run as user "${sec.user}" (${why}), and this device does not allow root process users`,
           path: `${base}.security.user`,
           flag: '--allow-root',
           hint: 'name an unprivileged user (without one, the process runs as the device\'s default unprivileged user)',
         });
     }
+    // Without no_new_privs a setuid program (sudo, su, pkexec) can make the process root.
+    if (sec?.no_new_privileges === false && !policy.allowRoot)
+      out.push({
+        code: 'KS_ROOT_NOT_PERMITTED',
+        message: `${c.name} asks for no_new_privileges = false, with which a setuid program (sudo, su) can make it root`,
+        path: `${base}.security.no_new_privileges`,
+        flag: '--allow-root',
+        hint: 'leave no_new_privileges at true',
+      });
     capabilityIssues(sec?.capabilities ?? [], SAFE_PROCESS_CAPABILITIES, `${base}.security.capabilities`);
     return out;
   }
@@ -147,7 +180,18 @@ export function checkDevicePolicy(c: DesiredComponent, policy: DevicePolicy, hos
         path: at(`mounts[${i}].source`),
         flag: '--allow-privileged',
       });
-    else if (!seen.every((s) => prefixes.some((p) => isWithin(s, p))))
+    else if (seen.every((s) => prefixes.some((p) => isWithin(s, p)))) {
+      const prefix = prefixes.filter((p) => isWithin(real, p)).sort((a, b) => b.length - a.length)[0];
+      const open = prefix === undefined ? undefined : changeableOnTheWay(prefix, real, host);
+      if (open)
+        out.push({
+          code: 'KS_MOUNT_NOT_PERMITTED',
+          message: `${c.name} mounts ${m.source}, but ${open.dir} on the way to it can be changed by ${open.who}, who could swap it for a link between this check and the container's start`,
+          path: at(`mounts[${i}].source`),
+          flag: `--allow-mount ${real}`,
+          hint: `make ${open.dir} root's and not writable by others, or allow the source itself`,
+        });
+    } else
       out.push({
         code: 'KS_MOUNT_NOT_PERMITTED',
         message: `${c.name} mounts host path ${m.source}${real !== source ? ` (really ${real})` : ''}, which this device does not allow (${policy.allowMounts.length ? `it allows mounts under ${policy.allowMounts.join(', ')}` : 'it allows no host mounts'})`,
@@ -159,15 +203,16 @@ export function checkDevicePolicy(c: DesiredComponent, policy: DevicePolicy, hos
 
   // Root in the container owns what it writes through a host mount: a setuid-root file there is host root.
   if (writableMount >= 0 && !policy.allowRoot) {
+    // Both ids: the engine gives a bare uid without a passwd entry in the image gid 0 (a setgid-root file on the host).
     const ids = numericUser(spec.user);
-    if (!ids || ids.uid === 0 || ids.gid === 0)
+    if (!ids || ids.gid === undefined || ids.uid === 0 || ids.gid === 0 || ids.uid > MAX_ID || ids.gid > MAX_ID)
       out.push({
         code: 'KS_ROOT_NOT_PERMITTED',
         message:
           spec.user === undefined
             ? `${c.name} has a writable host mount (mounts[${writableMount}]) and no user, so it may run as root (the image's default)`
             : ids
-              ? `${c.name} runs as user "${spec.user}" (root) with a writable host mount (mounts[${writableMount}])`
+              ? `${c.name} runs as user "${spec.user}" (${ids.gid === undefined ? 'no group: the engine may give it gid 0' : 'root'}) with a writable host mount (mounts[${writableMount}])`
               : `${c.name} runs as user "${spec.user}", a name resolved inside the image (it may be root), with a writable host mount (mounts[${writableMount}])`,
         path: spec.user === undefined ? at(`mounts[${writableMount}].read_only`) : at('user'),
         flag: '--allow-root',
@@ -195,6 +240,20 @@ export function checkDevicePolicy(c: DesiredComponent, policy: DevicePolicy, hos
 /** The issue with the flag that would allow it said in its hint: what a person reads after the message. */
 export function withFlagHint(i: PolicyIssue): PolicyIssue {
   return { ...i, hint: i.hint ? `allow it with ${i.flag}, or ${i.hint}` : `allow it with ${i.flag}` };
+}
+
+/** The first directory from `prefix` (inclusive) down to the parent of `source` that someone else could change. */
+function changeableOnTheWay(prefix: string, source: string, host: PolicyHost): { dir: string; who: string } | undefined {
+  if (!host.changeableBy || source === prefix) return undefined;
+  const rest = source.slice(prefix === '/' ? 1 : prefix.length + 1).split('/');
+  let dir = prefix;
+  for (const seg of rest.slice(0, -1)) {
+    const who = host.changeableBy(dir);
+    if (who) return { dir, who };
+    dir = dir === '/' ? `/${seg}` : `${dir}/${seg}`;
+  }
+  const who = host.changeableBy(dir);
+  return who ? { dir, who } : undefined;
 }
 
 /** `"0"`, `"0:0"`, `"x:0"`: numeric ids a process user spec names when the device's passwd does not answer. */

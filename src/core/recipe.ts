@@ -45,10 +45,14 @@ const capabilityList = z.array(
   }),
 );
 
+/** A numeric id a recipe may name: (uid_t)-1 and beyond would read as "leave unchanged" (root) to setresuid. */
+const inIdRange = (spec: string) => spec.split(':').every((part) => !/^\d+$/.test(part) || Number(part) <= 2147483646);
+
 const security = z.strictObject({
   user: z
     .string()
     .regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?$/, 'expected "user" or "user:group"')
+    .refine(inIdRange, 'a numeric uid or gid is at most 2147483646')
     .optional(),
   no_new_privileges: z.boolean().default(true),
   capabilities: capabilityList.default([]),
@@ -59,7 +63,7 @@ const container = z.strictObject({
   runtime: z.enum(['auto', 'docker', 'podman']).default('auto'),
   pull_policy: z.enum(['always', 'if-not-present', 'never']).default('if-not-present'),
   network_mode: z.string().min(1).default('bridge'),
-  user: z.string().min(1).optional(),
+  user: z.string().min(1).refine(inIdRange, 'a numeric uid or gid is at most 2147483646').optional(),
   privileged: z.boolean().default(false),
   command: z.array(z.string()).optional(),
   env: stringMap.default({}),

@@ -102,7 +102,7 @@ export class ContainerRuntime implements Runtime {
   check(c: DesiredComponent): ContainerIssue[] {
     return checkContainerComponent(c, {
       ...(this.opts.policy && { policy: this.opts.policy }),
-      host: (this.policyHost ??= this.opts.policyHost ?? hostPolicyFacts({ env: this.opts.env ?? process.env })),
+      host: this.host(),
       exists: this.opts.exists ?? existsSync,
     });
   }
@@ -135,7 +135,11 @@ export class ContainerRuntime implements Runtime {
     const engine = await this.engine(spec.runtime);
     await this.prepareWorkDir(paths);
     const name = containerName(c, this.opts.random ?? Math.random);
-    const request = createOptions(c, { name, ownerTag: this.opts.ownerTag, logDir: paths.logDir });
+    // Each mount source with its links resolved, as the check just saw it: the engine is handed a path with no link
+    // left to swap (and the check refuses a source whose directories someone else could change).
+    const host = this.host();
+    const mountSources = spec.mounts.map((m) => host.realpath(m.source) ?? m.source);
+    const request = createOptions(c, { name, ownerTag: this.opts.ownerTag, logDir: paths.logDir, mountSources });
     let container: Docker.Container;
     try {
       container = await engine.docker.createContainer(request);
@@ -236,6 +240,10 @@ export class ContainerRuntime implements Runtime {
     const env = { PATH: DEFAULT_PATH, HOME: priv?.identity.home ?? process.env.HOME ?? '/', LANG: process.env.LANG ?? 'C.UTF-8', ...(c.recipe.lifecycle.run.container?.env ?? {}) };
     const privilegesArgv = priv ? [this.opts.setprivPath ?? '/usr/bin/setpriv', ...priv.setprivArgs, '--'] : undefined;
     return (signal) => probe(health.check, { timeoutMs: health.timeout, cwd: paths.workDir, env, signal, ...(privilegesArgv && { privilegesArgv }) });
+  }
+
+  private host(): PolicyHost {
+    return (this.policyHost ??= this.opts.policyHost ?? hostPolicyFacts({ env: this.opts.env ?? process.env }));
   }
 
   /**

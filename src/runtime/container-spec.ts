@@ -31,7 +31,7 @@ export function containerName(c: DesiredComponent, random: () => number): string
  * capability dropped but those the recipe grants. The engine restarts nothing (the agent supervises), and
  * its output goes to the json-file driver, bounded, for the agent to copy.
  */
-export function createOptions(c: DesiredComponent, o: { name: string; ownerTag: string; logDir: string }): Docker.ContainerCreateOptions {
+export function createOptions(c: DesiredComponent, o: { name: string; ownerTag: string; logDir: string; mountSources?: readonly string[] }): Docker.ContainerCreateOptions {
   const spec = c.recipe.lifecycle.run.container;
   if (!spec) throw new Error(`${c.name} has no [lifecycle.run.container]`);
   const exposed: Record<string, object> = {};
@@ -70,7 +70,8 @@ export function createOptions(c: DesiredComponent, o: { name: string; ownerTag: 
       CapDrop: ['ALL'],
       CapAdd: [...(spec.capabilities ?? [])],
       // `Mounts`, not `Binds`: a bind with a missing source fails instead of being created as an empty directory.
-      Mounts: spec.mounts.map((m) => ({ Type: 'bind' as const, Source: m.source, Target: m.target, ReadOnly: m.read_only })),
+      // The source as the device policy saw it, links resolved (mountSources), when given: not a path to resolve again.
+      Mounts: spec.mounts.map((m, i) => ({ Type: 'bind' as const, Source: o.mountSources?.[i] ?? m.source, Target: m.target, ReadOnly: m.read_only })),
       // The memory limit is the limit: no swap on top of it (ignored, with the engine's warning, without swap accounting).
       ...(memory !== undefined && { Memory: memory, MemorySwap: memory }),
       ...(res?.pids_limit !== undefined && { PidsLimit: res.pids_limit }),

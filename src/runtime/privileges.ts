@@ -1,4 +1,5 @@
 // The recipe's `security` table as setpriv(1) options: drop to the run user, no_new_privs, exactly the listed capabilities.
+import { MAX_ID } from '../core/policy-check.js';
 import type { RunSpec } from '../core/recipe.js';
 import { RuntimeError } from './runtime-error.js';
 import { findGroup, findUser, groupsOf, type UserDb } from './user-db.js';
@@ -121,6 +122,8 @@ export function buildPrivileges(security: SecuritySpec | undefined, agent: Agent
     else if (/^\d+$/.test(groupSpec)) gid = Number(groupSpec);
     else throw new RuntimeError('KS_USER_UNKNOWN', `group "${groupSpec}" does not exist on this device (not in /etc/group)`, { user: spec });
   }
+  // (uid_t)-1 and beyond: setresuid and chown read them as "leave it as it is", so the process would stay root.
+  if (uid > MAX_ID || gid > MAX_ID) throw new RuntimeError('KS_USER_UNKNOWN', `user "${spec}" has an id beyond ${MAX_ID}, which would leave the process root`, { user: spec });
   // The agent refuses such a revision before it runs (the device policy); this is the runtime's own last word.
   if ((uid === 0 || gid === 0) && !opts.allowRoot)
     throw new RuntimeError('KS_ROOT_NOT_PERMITTED', `user "${spec}" is ${uid === 0 ? 'uid 0' : 'gid 0'}, and this device does not allow root process users (--allow-root)`, { user: spec });

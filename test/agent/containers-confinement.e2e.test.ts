@@ -1,7 +1,7 @@
 // Container confinement through the real agent: what a recipe asks for is what the engine reports (and what the
 // program inside sees); what the device does not allow (privileged, the host's network) and a mount whose source is
 // missing refuse the whole revision before anything is created, and the running neighbours are left alone.
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,6 +31,7 @@ describe.skipIf(!hasDocker)('container confinement through the agent (a real Doc
   let agent: AgentProcess;
   let tag: string;
   let data: string;
+  let safe: string;
   /** Where the / mount case would write on the host, were it not refused. */
   let pwned: string;
   /** A container name for the container:… case (refused before the engine is asked, so it need not exist). */
@@ -42,6 +43,10 @@ describe.skipIf(!hasDocker)('container confinement through the agent (a real Doc
     writeFileSync(join(data, 'hello.txt'), 'hello from the host\n', { mode: 0o644 });
     // Writable by anyone on the host: inside the container, only the read-only mount can stop a write.
     chmodSync(data, 0o777);
+    // Root's and closed to others: a mount source under it cannot be swapped for a link by someone else.
+    safe = mkdtempSync(join(tmpdir(), 'keystone-mount-safe-'));
+    mkdirSync(join(data, 'sub'));
+    chmodSync(safe, 0o755);
     pwned = join(tmpdir(), `keystone-pwned-${process.pid}`);
     hostNetContainer = `keystone-test-hostnet-${process.pid}`;
     const confined = asContainer('confined', '1.0.0', {
@@ -59,6 +64,7 @@ describe.skipIf(!hasDocker)('container confinement through the agent (a real Doc
     await h?.cleanup();
     fx?.cleanup();
     if (data) rmSync(data, { recursive: true, force: true });
+    if (safe) rmSync(safe, { recursive: true, force: true });
   });
 
   const containerOf = (name: string) => {
@@ -69,7 +75,7 @@ describe.skipIf(!hasDocker)('container confinement through the agent (a real Doc
 
   it('the recipe user, memory and pids limits, a read-only mount, no capabilities and no-new-privileges, as the engine and the program report them', async () => {
     // No --allow-privileged, no --allow-host-namespaces: only the test's own directory is mountable.
-    agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args: ['--allow-mount', data] });
+    agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args: ['--allow-mount', data, '--allow-mount', safe] });
     const end = await agent.waitForLog(is.applyEnd, 30_000, 0, 'the end of the first apply');
     expect(end.msg).toBe('all components running');
     const id = containerOf('confined');
@@ -152,9 +158,17 @@ describe.skipIf(!hasDocker)('container confinement through the agent (a real Doc
       path: 'lifecycle.run.container.pid_mode',
       code: 'KS_CONTAINER_NOT_PERMITTED',
     },
+    // The second review: the engine resolves a source again at start, so a directory on the way that another user can
+    // change could be swapped for a link to /var/run between the check and the start.
+    {
+      what: 'a mount source under a directory every user can write',
+      spec: () => asContainer('racy', '1.0.0', { image: BUSYBOX_IMAGE, user: '65534:65534', command: ['sleep', '1000'], mounts: [{ source: join(data, 'sub'), target: '/sub', read_only: true }] }),
+      path: 'lifecycle.run.container.mounts[0].source',
+      code: 'KS_MOUNT_NOT_PERMITTED',
+    },
     {
       what: 'a mount whose source does not exist',
-      spec: () => asContainer('nomount', '1.0.0', { image: BUSYBOX_IMAGE, user: '65534:65534', command: ['sleep', '1000'], mounts: [{ source: join(data, 'no-such-dir'), target: '/data' }] }),
+      spec: () => asContainer('nomount', '1.0.0', { image: BUSYBOX_IMAGE, user: '65534:65534', command: ['sleep', '1000'], mounts: [{ source: join(safe, 'no-such-dir'), target: '/data' }] }),
       path: 'lifecycle.run.container.mounts[0].source',
       code: 'KS_MOUNT_SOURCE_MISSING',
     },
@@ -195,7 +209,7 @@ describe.skipIf(!hasDocker)('container confinement through the agent (a real Doc
   }
 
   it('the mount source made missing is not created as an empty directory; nothing was written on the host', () => {
-    expect(existsSync(join(data, 'no-such-dir'))).toBe(false);
+    expect(existsSync(join(safe, 'no-such-dir'))).toBe(false);
     expect(existsSync(pwned)).toBe(false);
     expect(existsSync(join(data, 'by-root'))).toBe(false);
   });

@@ -47,6 +47,26 @@ describe.skipIf(!asRoot)('process users through the agent (as root)', { timeout:
     expect(h.pidsOf().plain).toBe(pid);
   });
 
+  it('the second review: a docker-group user and a uid of (uid_t)-1 were root in all but name; both refuse the revision', async () => {
+    const { fx, h } = await world(() => [sleeper('plain')]);
+    const agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs });
+    expect((await agent.waitForLog(is.applyEnd, 30_000, 0, 'the first apply')).msg).toBe('all components running');
+    const hasDockerGroup = /^docker:/m.test(readFileSync('/etc/group', 'utf8'));
+    if (hasDockerGroup) {
+      const mark = agent.mark();
+      fx.add({ ...sleeper('dockery'), user: 'nobody:docker' });
+      const refusal = await agent.waitForLog(is.revision(await fx.revisionId(), 'revision refused; still running the previous one'), 15_000, mark, 'the refusal');
+      expect(refusal.reason).toMatch(/dockery.*member of group \d+, which is root in all but name.*\[KS_ROOT_NOT_PERMITTED\]/);
+      fx.remove('dockery');
+    }
+    const mark = agent.mark();
+    fx.add({ ...sleeper('minusone'), user: '4294967295:4294967295' });
+    const refusal = await agent.waitForLog(is.revision(await fx.revisionId(), 'revision refused; still running the previous one'), 15_000, mark, 'the refusal');
+    expect(refusal.reason).toContain(`${fx.recipePath('minusone')}:`);
+    expect(refusal.reason).toContain('at most 2147483646');
+    expect(h.component('minusone')).toBeUndefined();
+  });
+
   it('with --allow-root the device lets a recipe run as root', async () => {
     const { fx, h } = await world(() => [{ ...sleeper('rooty'), user: 'root' }]);
     const agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args: ['--allow-root'] });

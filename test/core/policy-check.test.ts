@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonicalCapability, canonicalHostPath, DEFAULT_DEVICE_POLICY, devicePolicyFromView, devicePolicyView, isWithin, type DevicePolicy } from '../../src/core/device-policy.js';
 import { checkDevicePolicy, isPrivateNetwork, type PolicyHost } from '../../src/core/policy-check.js';
+import { parseRecipe } from '../../src/core/recipe.js';
 import { containerComponent } from '../runtime/container-fixtures.js';
 import { processComponent } from '../runtime/runtime-fixtures.js';
 
@@ -193,5 +194,58 @@ describe('policy values', () => {
     expect(devicePolicyFromView(JSON.parse(JSON.stringify(devicePolicyView(p))))).toEqual(p);
     expect(devicePolicyFromView({ allowPrivileged: 'yes' })).toBeUndefined();
     expect(devicePolicyView(DEFAULT_DEVICE_POLICY).safeCapabilities.process).toEqual(['CAP_NET_BIND_SERVICE', 'CAP_NET_BROADCAST', 'CAP_WAKE_ALARM']);
+  });
+});
+
+describe('the second review: ids beyond range, root-equivalent groups, no_new_privileges, bare container uids, mount paths others can change', () => {
+  const proc = (security: { user?: string; no_new_privileges?: boolean }) =>
+    processComponent('api', { command: 'node' }, { security: { no_new_privileges: true, capabilities: [], ...security } });
+  const withGroups: PolicyHost = {
+    ...host,
+    resolveUser: (spec) => (spec === 'pi' ? { uid: 1000, gid: 1000, gids: [1000, 106] } : spec === 'nobody:docker' ? { uid: 65534, gid: 106, gids: [106] } : host.resolveUser(spec)),
+    rootGroups: [0, 106, 6],
+  };
+  const check = (c: Parameters<typeof checkDevicePolicy>[0], p: Partial<DevicePolicy> = {}, h = withGroups) => checkDevicePolicy(c, policy(p), h).map((i) => [i.code, i.path, i.flag]);
+
+  it('uid or gid (uid_t)-1 and beyond, which setpriv and chown read as "leave unchanged", counts as root', () => {
+    // The schema refuses them already (below); the policy must not rely on that alone.
+    for (const user of ['4294967295:4294967295', '4294967295', '1000:4294967296']) {
+      const c = proc({ user: '1000:1000' });
+      c.recipe.lifecycle.run.security!.user = user;
+      expect(check(c), user).toEqual([['KS_ROOT_NOT_PERMITTED', 'lifecycle.run.security.user', '--allow-root']]);
+    }
+    const r = parseRecipe('recipes/x.toml', ['[metadata]', 'name = "com.acme.x"', 'version = "1.0.0"', '[lifecycle.run.exec]', 'command = "sleep"', '[lifecycle.run.security]', 'user = "4294967295:4294967295"'].join('\n'));
+    expect(r.diagnostics.map((d) => [d.path, d.line])).toEqual([['lifecycle.run.security.user', 7]]);
+    expect(r.diagnostics[0]!.message).toContain('at most 2147483646');
+  });
+
+  it('a user whose primary or supplementary group is root in all but name (the engine socket\'s, disk) needs --allow-root', () => {
+    expect(check(proc({ user: 'nobody:docker' }))).toEqual([['KS_ROOT_NOT_PERMITTED', 'lifecycle.run.security.user', '--allow-root']]);
+    expect(check(proc({ user: 'pi' }))).toEqual([['KS_ROOT_NOT_PERMITTED', 'lifecycle.run.security.user', '--allow-root']]);
+    expect(check(proc({ user: 'nobody' }))).toEqual([]);
+    expect(check(proc({ user: 'pi' }), { allowRoot: true })).toEqual([]);
+  });
+
+  it('no_new_privileges = false (setuid programs could make it root) needs --allow-root', () => {
+    expect(check(proc({ user: 'nobody', no_new_privileges: false }))).toEqual([['KS_ROOT_NOT_PERMITTED', 'lifecycle.run.security.no_new_privileges', '--allow-root']]);
+    expect(check(proc({ user: 'nobody', no_new_privileges: false }), { allowRoot: true })).toEqual([]);
+  });
+
+  it('a container with a writable host mount needs both ids: a bare uid may get gid 0 from the engine', () => {
+    const rw = (user: string) => container({ user, mounts: [{ source: '/srv/data', target: '/d' }] });
+    expect(check(rw('1000'), { allowMounts: ['/srv/data'] })).toEqual([['KS_ROOT_NOT_PERMITTED', at('user'), '--allow-root']]);
+    const beyond = rw('1000:1000');
+    beyond.recipe.lifecycle.run.container!.user = '4294967295:1000';
+    expect(check(beyond, { allowMounts: ['/srv/data'] })).toEqual([['KS_ROOT_NOT_PERMITTED', at('user'), '--allow-root']]);
+    expect(check(rw('1000:1000'), { allowMounts: ['/srv/data'] })).toEqual([]);
+  });
+
+  it('a mount source under a directory another user can change (swap for a link before the start) is refused', () => {
+    const h: PolicyHost = { ...host, changeableBy: (d) => (d === '/srv/data/www' ? 'uid 1000, its owner' : undefined) };
+    const m = (source: string) => container({ user: '65534:65534', mounts: [{ source, target: '/x', read_only: true }] });
+    expect(check(m('/srv/data/www/site'), { allowMounts: ['/srv/data'] }, h)).toEqual([['KS_MOUNT_NOT_PERMITTED', at('mounts[0].source'), '--allow-mount /srv/data/www/site']]);
+    // The allowed directory itself may be anyone's: it is the source, nothing above it is the user's.
+    expect(check(m('/srv/data/www'), { allowMounts: ['/srv/data/www'] }, h)).toEqual([]);
+    expect(check(m('/srv/data/www'), { allowMounts: ['/srv/data'] }, h)).toEqual([]);
   });
 });

@@ -1,4 +1,5 @@
 // `keystonectl apply-dry PLAN`: load, validate and print the reconcile; changes nothing.
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { actualFromDesired, diff, EMPTY_ACTUAL, type ActualComponent, type ActualState } from '../../core/diff.js';
 import type { DesiredState } from '../../core/desired-state.js';
@@ -6,7 +7,7 @@ import { devicePolicyFromView } from '../../core/device-policy.js';
 import { OperationError } from '../../core/errors.js';
 import { checkDevicePolicy, withFlagHint } from '../../core/policy-check.js';
 import { hostPolicyFacts } from '../../runtime/policy-host.js';
-import { AGENT_OPTIONS, AgentApiError, agentClient, AgentUnreachableError, DEFAULT_AGENT_URL, type AgentClient } from '../agent-client.js';
+import { AGENT_OPTIONS, AgentApiError, agentClient, AgentUnreachableError, DEFAULT_AGENT_URL, DEFAULT_STATE_DIR, type AgentClient } from '../agent-client.js';
 import { DirectoryReader } from '../../source/directory-reader.js';
 import { TrustError } from '../../trust/trust-error.js';
 import { loadRevision } from '../../source/load-revision.js';
@@ -64,7 +65,7 @@ async function agentActualState(client: AgentClient, url: string, required: bool
  * Every component of `state` the agent's device policy refuses, checked here against this machine's paths and users
  * (apply-dry against the local agent runs on the device). [] when the agent predates GET /v1/policy.
  */
-async function refusedByAgentPolicy(client: AgentClient, state: DesiredState): Promise<PolicyProblem[]> {
+async function refusedByAgentPolicy(client: AgentClient, state: DesiredState, stateDir: string | undefined): Promise<PolicyProblem[]> {
   let policy;
   try {
     policy = devicePolicyFromView(await client.get('/v1/policy'));
@@ -73,7 +74,8 @@ async function refusedByAgentPolicy(client: AgentClient, state: DesiredState): P
     throw e;
   }
   if (!policy) throw new OperationError('KS_AGENT_BAD_ANSWER', 'the agent answered GET /v1/policy with something that is not a device policy');
-  const host = hostPolicyFacts();
+  // The agent's state directory is guarded too, when we know where it is.
+  const host = hostPolicyFacts(stateDir !== undefined ? { stateDir } : {});
   return state.components.flatMap((c) => checkDevicePolicy(c, policy, host).map((i) => ({ component: c.name, file: c.recipePath, ...withFlagHint(i) })));
 }
 
@@ -127,7 +129,7 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
     const running = await agentActualState(client, url, values.agent !== undefined);
     if (running) {
       // What this device allows (SPEC §5): a plan it would refuse is said now, before it is pushed.
-      const problems = await refusedByAgentPolicy(client, desired.state);
+      const problems = await refusedByAgentPolicy(client, desired.state, resolve(io.cwd, values['state-dir'] ?? DEFAULT_STATE_DIR));
       if (problems.length) {
         if (values.json) io.stdout.write(JSON.stringify({ error: { code: 'KS_NOT_PERMITTED', plan, agent: url, problems } }, null, 2) + '\n');
         else if (markdown) io.stdout.write(renderPolicyRefusalMarkdown(plan, url, problems));
