@@ -52,6 +52,17 @@ export function processStartTime(pid: number): string | undefined {
   return readProcStat(pid)?.startTime;
 }
 
+/** The real uid of `pid` (the `Uid:` line of /proc/<pid>/status); undefined when there is no such process. */
+export function processUid(pid: number): number | undefined {
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
+  try {
+    const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('Uid:'));
+    return line === undefined ? undefined : Number(line.split(/\s+/)[1]);
+  } catch {
+    return undefined;
+  }
+}
+
 /** True when `pid` is still the very process recorded with `startTime` (a reused pid has another start time). */
 export function isSameProcess(pid: number, startTime: string): boolean {
   return startTime !== '' && processStartTime(pid) === startTime;

@@ -71,7 +71,15 @@ describe.skipIf(!asRoot)('process users through the agent (as root)', { timeout:
     const { fx, h } = await world(() => [{ ...sleeper('rooty'), user: 'root' }]);
     const agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args: ['--allow-root'] });
     expect((await agent.waitForLog(is.applyEnd, 30_000, 0, 'the first apply')).msg).toBe('all components running');
-    expect(uidOf(h.pidsOf().rooty!)).toBe(0);
+    const pid = h.pidsOf().rooty!;
+    expect(uidOf(pid)).toBe(0);
+
+    // The device stops allowing root: the adopted root process is named at start (and the revision is refused).
+    await agent.stop();
+    const next = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs });
+    const warning = await next.waitForLog((l) => l.component === 'rooty' && typeof l.msg === 'string' && l.msg.startsWith('runs as root'), 15_000, 0, 'the warning');
+    expect(warning.pid).toBe(pid);
+    await next.waitForLog(is.msg('revision refused; still running the previous one'), 15_000, 0, 'the refusal');
   });
 
   it('a state directory inside a directory run users cannot traverse (a checkout in /root): refused at once, saying what to do', async () => {

@@ -6,6 +6,7 @@ import { componentPaths, startAgent, type Agent, type TrustSetting } from '../..
 import { describeDevicePolicy, type DevicePolicy } from '../../core/device-policy.js';
 import { checkDevice } from '../../runtime/device-check.js';
 import { hostPolicyFacts } from '../../runtime/policy-host.js';
+import { isSameProcess, processUid } from '../../runtime/proc-identity.js';
 import { devicePolicyFrom, POLICY_OPTIONS, POLICY_USAGE } from '../policy-args.js';
 import { ensureApiToken } from '../../api/api-token.js';
 import { checkListenAddress } from '../../api/check-listen-address.js';
@@ -277,6 +278,16 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   log.info({ ...(root !== undefined ? { dir: root } : { repo: values.repo, ref }), plan: planFile, state_dir: stateDir, device, concurrency }, 'agent started');
   const grants = describeDevicePolicy(policy);
   log.info({ policy: grants.length ? grants : 'safe defaults only' }, 'device policy');
+  // Adopted, not started: a process an earlier version (or an --allow-root run) started as root keeps running as root
+  // until it restarts. Said loudly rather than restarted behind the operator's back (the agent's own restart never
+  // restarts a healthy component).
+  if (!policy.allowRoot && (process.getuid?.() ?? 0) === 0)
+    for (const rec of agent.store.components())
+      if (rec.instance?.kind === 'process' && isSameProcess(rec.instance.pid, rec.instance.startTime) && processUid(rec.instance.pid) === 0)
+        log.warn(
+          { component: rec.name, pid: rec.instance.pid },
+          'runs as root, started before this device refused root process users: `keystonectl restart` it (or apply a revision that changes it) to run it as its recipe user or the unprivileged default',
+        );
   await source.start();
   await stopRequested;
   log.info(values['stop-on-exit'] ? 'stopping: components are stopped too (--stop-on-exit)' : 'stopping: components keep running and are adopted at the next start');
