@@ -193,15 +193,6 @@ async function resolveRef(gitdir: string, ref: string): Promise<string | undefin
   }
 }
 
-async function hasCommit(gitdir: string, oid: string): Promise<boolean> {
-  try {
-    await git.readCommit({ fs, gitdir, oid });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** `<path>/.git` for a work tree, `<path>` for a bare repository, undefined for anything else. */
 function localGitdir(path: string): string | undefined {
   const dotGit = join(path, '.git');
