@@ -1,22 +1,25 @@
-// Commit statuses as Git notes under refs/notes/keystone (SPEC §8): works with any Git server, since a note is only
-// a commit on another ref. One note per commit, one line per device; a device rewrites only its own line, so
-// devices sharing a repository merge rather than clobber each other.
+// Commit statuses as Git notes (SPEC §8): works with any Git server, since a note is only a commit on another ref.
+// Each device writes its own notes ref, refs/notes/keystone-devices/<device> (see device-notes-ref.ts for the name
+// and why it is not under refs/notes/keystone/), and no other: however many devices report on one commit at once,
+// no push ever races another device's. Plain git shows them together: `git log --notes='keystone*'`.
 //
-// For a remote, notes commits are built in a bare cache repository of our own: fetch the remote notes tip (it may not
-// exist yet), read the commit's note, rewrite our line, commit with the fetched tip as parent, push. When another
-// device pushed in between the push is not a fast-forward: fetch again and redo, a few times. The annotated commit
-// never has to be present: a notes tree is keyed by the commit id, nothing more. isomorphic-git's addNote/readNote
-// only know the flat layout, while git itself fans notes out (`ab/cdef…`) once there are many; so the tree is read
-// and written here, keeping whichever layout a note already has.
+// For a remote, notes commits are built in a bare cache repository of our own (`<state-dir>/notes.git`), on top of
+// this device's own last notes commit kept there: since only we write that ref, the server's copy is that commit or
+// an older one, so a report is one push (the ref advertisement and the receive-pack POST) and no fetch. The push is
+// refused only when the server holds a tip we do not have (the cache was wiped, or another agent runs under the same
+// device name): then we fetch that one ref, rebuild on it, and push again. The shared refs/notes/keystone of
+// earlier agents is never written (status-notes-read.ts reads it for history).
 //
-// For a local repository path the note is written straight into that repository.
+// For a local repository path the note is written straight into that repository, on the same per-device ref.
 import { existsSync, statSync } from 'node:fs';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import git, { Errors, type GitHttpRequest, type GitHttpResponse, type HttpClient, type TreeEntry } from 'isomorphic-git';
+import git, { Errors, type GitHttpRequest, type GitHttpResponse, type HttpClient } from 'isomorphic-git';
 import nodeHttp from 'isomorphic-git/http/node';
 import { checkStatus, httpDeliveryError, StatusDeliveryError, type CommitStatus, type StatusReporter } from './commit-status.js';
-import { mergeStatusNote, NOTES_REF } from './status-note.js';
+import { DEVICE_NOTES_PREFIX, deviceNotesRef, deviceOfContext } from './device-notes-ref.js';
+import { findNote, setNote } from './notes-tree.js';
+import { mergeStatusNote } from './status-note.js';
 
 export interface GitNotesReporterOptions {
   /** An http(s) URL of the remote, or the path of a local repository (work tree or bare). */
@@ -31,7 +34,7 @@ export interface GitNotesReporterOptions {
   name?: string;
   /** Per delivery (all its fetches and pushes); default 30 s. */
   timeoutMs?: number;
-  /** Push attempts when another writer keeps moving the notes ref; default 5. */
+  /** Push attempts when the server holds a tip of this device's ref that the cache lacks; default 5. */
   pushAttempts?: number;
   /** Author and committer of the notes commits; default `Keystone <keystone@localhost>`. */
   author?: { name: string; email: string };
@@ -39,8 +42,8 @@ export interface GitNotesReporterOptions {
   now?: () => number;
 }
 
-/** Where to push notes commits when this ref is fetched: kept apart from our own refs/notes/keystone. */
-const TRACKING_REF = 'refs/remotes/origin/notes-keystone';
+/** Where fetch() records a device ref's remote tip: kept apart from the ref we build on. */
+const TRACKING_PREFIX = 'refs/remotes/origin/keystone-devices/';
 
 export class GitNotesReporter implements StatusReporter {
   readonly name: string;
@@ -75,10 +78,10 @@ export class GitNotesReporter implements StatusReporter {
   private async deliverLocal(s: CommitStatus): Promise<void> {
     const gitdir = localGitdir(this.opts.repository);
     if (!gitdir) throw new StatusDeliveryError('KS_STATUS_GIT_FAILED', `${this.opts.repository} is not a Git repository`);
+    const ref = deviceNotesRef(deviceOfContext(s.context));
     try {
-      const tip = await resolveRef(gitdir, NOTES_REF);
-      const next = await this.noteCommit(gitdir, tip, s);
-      await git.writeRef({ fs, gitdir, ref: NOTES_REF, value: next, force: true });
+      const tip = await resolveRef(gitdir, ref);
+      await git.writeRef({ fs, gitdir, ref, value: await this.noteCommit(gitdir, tip, s), force: true });
     } catch (e) {
       throw this.gitError(`writing the note for ${s.commit.slice(0, 12)} in ${this.opts.repository}`, e);
     }
@@ -88,26 +91,31 @@ export class GitNotesReporter implements StatusReporter {
 
   private async deliverRemote(s: CommitStatus): Promise<void> {
     const gitdir = this.opts.cacheDir as string;
+    const ref = deviceNotesRef(deviceOfContext(s.context));
     const what = `notes for ${s.commit.slice(0, 12)} at ${redactUrl(this.opts.repository)}`;
     const deadline = new Deadline(this.timeoutMs, what);
     try {
       await deadline.run(async () => {
         await this.prepareCache(gitdir);
         const http = timedHttpClient(deadline.signal);
+        // Our own last notes commit: in the steady state the server has exactly it, so no fetch is needed.
+        let tip = await resolveRef(gitdir, ref);
         for (let attempt = 1; attempt <= this.pushAttempts; attempt++) {
-          const tip = await this.fetchTip(gitdir, http);
           const next = await this.noteCommit(gitdir, tip, s);
-          await git.writeRef({ fs, gitdir, ref: NOTES_REF, value: next, force: true });
+          // Written before the push: a push that fails keeps the line locally, and the next report carries it.
+          await git.writeRef({ fs, gitdir, ref, value: next, force: true });
           try {
-            await git.push({ fs, http, gitdir, url: this.opts.repository, ref: NOTES_REF, remoteRef: NOTES_REF, headers: this.authHeaders() });
+            await git.push({ fs, http, gitdir, url: this.opts.repository, ref, remoteRef: ref, headers: this.authHeaders() });
             return;
           } catch (e) {
-            // Another device pushed since our fetch: isomorphic-git refuses (it cannot see the new tip as our
-            // ancestor, or does not even have it), or the server does when the race is closer still.
+            // The server's tip is not our ancestor (isomorphic-git refuses, or lacks the object to tell), or the
+            // server refused: take the server's tip of this one ref and build on it.
             if (!isPushConflict(e)) throw e;
           }
+          // Absent there (it refused for another reason, or lost the ref): keep building on ours.
+          tip = (await this.fetchTip(gitdir, http, ref)) ?? tip;
         }
-        throw new StatusDeliveryError('KS_STATUS_CONFLICT', `${what}: ${NOTES_REF} moved under us ${this.pushAttempts} times; will try again later`);
+        throw new StatusDeliveryError('KS_STATUS_CONFLICT', `${what}: ${ref} moved under us ${this.pushAttempts} times (another agent with this device name?); will try again later`);
       });
     } catch (e) {
       throw this.gitError(what, e);
@@ -118,31 +126,19 @@ export class GitNotesReporter implements StatusReporter {
     if (this.cacheReady) return;
     if (!existsSync(join(gitdir, 'HEAD'))) await git.init({ fs, gitdir, bare: true });
     // fetch() records the remote tip through the remote's refspec, and refuses to fetch without one.
-    await git.setConfig({ fs, gitdir, path: 'remote.origin.fetch', value: `+${NOTES_REF}:${TRACKING_REF}` });
+    await git.setConfig({ fs, gitdir, path: 'remote.origin.fetch', value: `+${DEVICE_NOTES_PREFIX}*:${TRACKING_PREFIX}*` });
     this.cacheReady = true;
   }
 
-  /** The remote notes tip, its objects fetched into the cache; undefined when the remote has no notes yet. */
-  private async fetchTip(gitdir: string, http: HttpClient): Promise<string | undefined> {
-    // Ask for the ref first: absent means we start the notes history, and a tip we pushed ourselves needs no fetch.
-    // (isomorphic-git's fetch also fails on a remote without HEAD even when the notes ref is there.)
-    const refs = await git.listServerRefs({ http, url: this.opts.repository, prefix: NOTES_REF, headers: this.authHeaders() });
-    const tip = refs.find((r) => r.ref === NOTES_REF)?.oid;
-    if (tip === undefined || (await hasCommit(gitdir, tip))) return tip;
-    const r = await git.fetch({
-      fs,
-      http,
-      gitdir,
-      url: this.opts.repository,
-      remote: 'origin',
-      ref: NOTES_REF,
-      remoteRef: NOTES_REF,
-      singleBranch: true,
-      tags: false,
-      headers: this.authHeaders(),
-    });
-    // The ref may have moved since we listed it; either tip will do, the push finds out if it is stale.
-    return r.fetchHead ?? tip;
+  /** The server's tip of `ref`, its objects fetched into the cache; undefined when the server has no such ref. */
+  private async fetchTip(gitdir: string, http: HttpClient, ref: string): Promise<string | undefined> {
+    try {
+      const r = await git.fetch({ fs, http, gitdir, url: this.opts.repository, remote: 'origin', ref, remoteRef: ref, singleBranch: true, tags: false, headers: this.authHeaders() });
+      return r.fetchHead ?? undefined;
+    } catch (e) {
+      if (e instanceof Errors.NotFoundError) return undefined; // gone meanwhile (a server restored from a backup): start it again
+      throw e;
+    }
   }
 
   private authHeaders(): Record<string, string> {
@@ -186,28 +182,6 @@ export class GitNotesReporter implements StatusReporter {
   }
 }
 
-// ---- notes trees, flat or fanned out ----
-
-/** The note for `rest` under `tree`: `rest` itself, or `rest[0..2]/…` recursively (git's fanout). */
-async function findNote(gitdir: string, tree: string, rest: string): Promise<string | undefined> {
-  const entries = (await git.readTree({ fs, gitdir, oid: tree })).tree;
-  const flat = entries.find((e) => e.path === rest && e.type === 'blob');
-  if (flat) return Buffer.from((await git.readBlob({ fs, gitdir, oid: flat.oid })).blob).toString('utf8');
-  const sub = entries.find((e) => e.path === rest.slice(0, 2) && e.type === 'tree');
-  return sub && rest.length > 2 ? findNote(gitdir, sub.oid, rest.slice(2)) : undefined;
-}
-
-/** `tree` with the note for `rest` set to `blob`, where it already is, else flat at this level. Returns the new tree. */
-async function setNote(gitdir: string, tree: string | undefined, rest: string, blob: string): Promise<string> {
-  const entries: TreeEntry[] = tree ? (await git.readTree({ fs, gitdir, oid: tree })).tree.map((e) => ({ ...e })) : [];
-  const flat = entries.find((e) => e.path === rest && e.type === 'blob');
-  const sub = entries.find((e) => e.path === rest.slice(0, 2) && e.type === 'tree');
-  if (flat) flat.oid = blob;
-  else if (sub && rest.length > 2 && (await findNote(gitdir, sub.oid, rest.slice(2))) !== undefined) sub.oid = await setNote(gitdir, sub.oid, rest.slice(2), blob);
-  else entries.push({ mode: '100644', path: rest, oid: blob, type: 'blob' });
-  return git.writeTree({ fs, gitdir, tree: entries });
-}
-
 // ---- helpers ----
 
 async function resolveRef(gitdir: string, ref: string): Promise<string | undefined> {
@@ -216,15 +190,6 @@ async function resolveRef(gitdir: string, ref: string): Promise<string | undefin
   } catch (e) {
     if (e instanceof Errors.NotFoundError) return undefined;
     throw e;
-  }
-}
-
-async function hasCommit(gitdir: string, oid: string): Promise<boolean> {
-  try {
-    await git.readCommit({ fs, gitdir, oid });
-    return true;
-  } catch {
-    return false;
   }
 }
 

@@ -1,10 +1,9 @@
-// The text of a Keystone note (`refs/notes/keystone`): one line per device,
+// The text of a Keystone note (on a device's refs/notes/keystone-devices/<device>, or the shared refs/notes/keystone
+// of earlier agents): one line per device,
 //   keystone/<device> <state> <ISO time> <description>
 // Pure, so the merge rule is testable on its own: a device's new report replaces its own line and keeps every other
 // line as it was (other devices, and lines we do not understand, which a newer agent or a human may have written).
 import type { CommitStatus } from './commit-status.js';
-
-export const NOTES_REF = 'refs/notes/keystone';
 
 export interface StatusLine {
   context: string;

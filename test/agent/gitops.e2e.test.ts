@@ -187,8 +187,9 @@ async function startWorld(opts: { poll: string; args?: string[] }): Promise<Worl
       },
       async note(id) {
         try {
-          await git(fx.dir, 'fetch', '--quiet', url, '+refs/notes/keystone:refs/notes/keystone');
-          const text = await git(fx.dir, 'notes', '--ref', 'keystone', 'show', id);
+          // The README's commands: one fetch of every device's notes ref (and the shared one of earlier agents).
+          await git(fx.dir, 'fetch', '--quiet', url, '+refs/notes/keystone*:refs/notes/keystone*');
+          const text = await git(fx.dir, 'log', '--no-walk', '--notes=keystone*', '--format=%N', id);
           for (const line of text.split('\n')) {
             const m = /^(\S+) (\S+) (\S+) ?(.*)$/.exec(line);
             if (m && m[1] === CONTEXT) return { state: m[2]!, time: m[3]!, description: m[4]! };

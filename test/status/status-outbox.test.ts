@@ -195,8 +195,8 @@ describe('StatusOutbox', () => {
     const clone = tempDir();
     const run = promisify(execFile);
     await run('git', ['-c', `http.extraHeader=Authorization: Bearer ${TOKEN}`, 'clone', '--quiet', '--bare', notesUrl, clone]);
-    await run('git', ['-C', clone, '-c', `http.extraHeader=Authorization: Bearer ${TOKEN}`, 'fetch', '--quiet', 'origin', '+refs/notes/keystone:refs/notes/keystone']);
-    const { stdout } = await run('git', ['-C', clone, 'log', '--format=%s', 'refs/notes/keystone']);
+    await run('git', ['-C', clone, '-c', `http.extraHeader=Authorization: Bearer ${TOKEN}`, 'fetch', '--quiet', 'origin', '+refs/notes/keystone*:refs/notes/keystone*']);
+    const { stdout } = await run('git', ['-C', clone, 'log', '--format=%s', 'refs/notes/keystone-devices/dev-a']);
     expect(stdout.trim().split('\n')).toEqual([`keystone/dev-a: success ${A}`, `keystone/dev-a: pending ${A}`]);
   });
 
