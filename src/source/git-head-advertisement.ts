@@ -4,6 +4,7 @@
 // HEAD at all, so every fetch failed with "Could not find HEAD." although `git fetch origin main` works there. The
 // followed branch is all a fetch here wants, so the advertisement is completed with a HEAD line naming its commit:
 // with singleBranch the library only uses HEAD for the `defaultBranch` it reports, which nothing here reads.
+import type { GitHttpRequest, GitHttpResponse, HttpClient } from 'isomorphic-git';
 
 const FLUSH = '0000';
 const REF_LINE = /^([0-9a-f]{40}|[0-9a-f]{64}) ([^\0\n ]+)/;
@@ -36,4 +37,26 @@ export function withAdvertisedHead(body: Uint8Array, branchRef: string): Uint8Ar
   const payload = `${branchOid} HEAD\n`;
   const line = `${(payload.length + 4).toString(16).padStart(4, '0')}${payload}`;
   return Buffer.concat([Buffer.from(body).subarray(0, lastFlush), Buffer.from(line, 'latin1'), Buffer.from(FLUSH)]);
+}
+
+/**
+ * An HttpClient for fetches of `ref` (a branch, or any ref such as refs/notes/…) whose ref advertisements are
+ * completed with HEAD by withAdvertisedHead. Wrap the client a fetch uses; other requests pass through untouched.
+ */
+export function headCompletingHttp(http: HttpClient, ref: string): HttpClient {
+  return {
+    async request(req: GitHttpRequest): Promise<GitHttpResponse> {
+      const res = await http.request(req);
+      if (res.body && res.statusCode === 200 && (req.method ?? 'GET') === 'GET' && /\/info\/refs\?service=git-upload-pack$/.test(req.url))
+        res.body = completed(res.body, ref);
+      return res;
+    },
+  };
+}
+
+/** The whole advertisement (it is small: refs only, and bounded by the wrapped client), with HEAD if it lacked one. */
+async function* completed(source: AsyncIterableIterator<Uint8Array>, ref: string): AsyncIterableIterator<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of source) chunks.push(chunk);
+  yield withAdvertisedHead(Buffer.concat(chunks), ref);
 }

@@ -3,7 +3,6 @@
 import type { GitHttpRequest, GitHttpResponse, HttpClient } from 'isomorphic-git';
 import nodeHttp from 'isomorphic-git/http/node';
 import { OperationError } from '../core/errors.js';
-import { withAdvertisedHead } from './git-head-advertisement.js';
 
 /** One operation's limits and what it has used so far. */
 export class TransferBudget {
@@ -72,9 +71,8 @@ export class TransferBudget {
 /**
  * An isomorphic-git HttpClient bound to one budget. `headers` (the Authorization header) are added to every
  * request here rather than through onAuth: onAuth only runs after a 401, which would double every poll.
- * `headFor` (a fetch of that branch): a v1 ref advertisement without HEAD gets one (see git-head-advertisement.ts).
  */
-export function budgetedHttpClient(budget: TransferBudget, headers: Record<string, string>, headFor?: string): HttpClient {
+export function budgetedHttpClient(budget: TransferBudget, headers: Record<string, string>): HttpClient {
   return {
     async request(req: GitHttpRequest): Promise<GitHttpResponse> {
       if (budget.failure) throw budget.failure;
@@ -88,18 +86,9 @@ export function budgetedHttpClient(budget: TransferBudget, headers: Record<strin
         budget.busy = { status: res.statusCode, ...(typeof retryAfter === 'string' && { retryAfter }) };
       }
       if (res.body) res.body = limitChunks(res.body, budget);
-      if (headFor !== undefined && res.body && res.statusCode === 200 && req.method === 'GET' && /\/info\/refs\?service=git-upload-pack$/.test(req.url))
-        res.body = completed(res.body, headFor);
       return res;
     },
   };
-}
-
-/** The whole advertisement (already counted against the budget), with HEAD added if it lacks one. */
-async function* completed(source: AsyncIterableIterator<Uint8Array>, branchRef: string): AsyncIterableIterator<Uint8Array> {
-  const chunks: Uint8Array[] = [];
-  for await (const chunk of source) chunks.push(chunk);
-  yield withAdvertisedHead(Buffer.concat(chunks), branchRef);
 }
 
 async function* countChunks(source: AsyncIterableIterator<Uint8Array>, add: (n: number) => void): AsyncIterableIterator<Uint8Array> {

@@ -7,6 +7,7 @@ import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import git from 'isomorphic-git';
 import { OperationError } from '../core/errors.js';
+import { headCompletingHttp } from './git-head-advertisement.js';
 import { budgetedHttpClient, TransferBudget } from './git-http-client.js';
 import { shortBranchRef } from './git-repo-location.js';
 
@@ -207,11 +208,15 @@ export class GitRemoteCache {
     return res.fetchHead;
   }
 
-  /** Runs one remote operation under a fresh budget and turns whatever fails into a coded, redacted error. */
+  /**
+   * Runs one remote operation under a fresh budget and turns whatever fails into a coded, redacted error. `headFor`:
+   * a fetch of that ref, whose advertisement may need a HEAD (git-head-advertisement.ts).
+   */
   private async transfer<T>(what: string, op: (http: ReturnType<typeof budgetedHttpClient>) => Promise<T>, headFor?: string): Promise<T> {
     const budget = new TransferBudget(this.opts.maxFetchBytes, this.opts.fetchTimeoutMs, `${what} from ${this.opts.url}`);
     try {
-      return await budget.run(() => op(budgetedHttpClient(budget, this.opts.headers, headFor)));
+      const http = budgetedHttpClient(budget, this.opts.headers);
+      return await budget.run(() => op(headFor === undefined ? http : headCompletingHttp(http, headFor)));
     } catch (e) {
       const err = e as Error & { code?: string; data?: { statusCode?: number } };
       if (budget.busy && err.code === 'HttpError' && err.data?.statusCode === budget.busy.status)

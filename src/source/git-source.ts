@@ -10,6 +10,9 @@ import { busyWaitMs, firstLookDelayMs, pollDelayMs, retryAfterMs } from './git-p
 import { GitRemoteCache, GitServerBusyError, type TransferTotals } from './git-remote-cache.js';
 import { fullBranchRef, parseGitRepo, shortBranchRef, type GitRepoLocation } from './git-repo-location.js';
 import { GitTreeReader, locateGitRepository, type GitLocation } from './git-tree-reader.js';
+import { GLOBAL_TIMERS, type SourceTimers } from './source-timers.js';
+
+export type { SourceTimers } from './source-timers.js';
 
 export interface GitSourceOptions {
   /** An http(s) URL (without credentials: see parseGitRepo) or a local path, bare or a working tree. */
@@ -71,16 +74,6 @@ export interface GitSourceStatus {
   transfer: TransferTotals;
 }
 
-export interface SourceTimers {
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-const GLOBAL_TIMERS: SourceTimers = {
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
-};
-
 const DEFAULTS = {
   maxFetchBytes: 128 * 1024 * 1024,
   fetchTimeoutMs: 60_000,
@@ -94,11 +87,13 @@ const COMMIT_ID = /^[0-9a-f]{40}$/;
 const BRANCH = /^(?!.*\.\.)(?!.*\/\/)(?!.*\.lock$)(?!.*\/$)[A-Za-z0-9_][A-Za-z0-9._/-]*$/;
 
 /**
- * Follows a branch: `start()` looks once and then every pollMs (±10%); `syncNow()` looks at once (a webhook).
+ * Follows a branch: `start()` looks once (or, given `device`, at the device's offset in the interval) and then every
+ * pollMs (±10%); `syncNow()` looks at once (a webhook). A server answering 429/503 with Retry-After is left alone
+ * that long (capped) before the next scheduled look.
  * Each new tip is offered through onRevision (id = the full commit id, reader = a GitTreeReader at that commit)
  * or refused through onRejected when it does not descend from the last applied commit. Failures go to onError
- * and the next look is retried with backoff, never later than one poll interval. Only the tip is ever taken, so
- * a burst of pushes between two looks collapses to the newest commit.
+ * and the next look is retried with backoff, never later than one poll interval unless a Retry-After asks for more.
+ * Only the tip is ever taken, so a burst of pushes between two looks collapses to the newest commit.
  */
 export class GitSource {
   /** `git http://host/fleet.git main`: for people and the state store; never carries credentials. */
