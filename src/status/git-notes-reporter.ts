@@ -17,6 +17,7 @@ import git, { Errors, type GitHttpRequest, type GitHttpResponse, type HttpClient
 import nodeHttp from 'isomorphic-git/http/node';
 import { checkStatus, httpDeliveryError, StatusDeliveryError, type CommitStatus, type StatusReporter } from './commit-status.js';
 import { mergeStatusNote, NOTES_REF } from './status-note.js';
+import { headCompletingHttp } from '../source/git-head-advertisement.js';
 
 export interface GitNotesReporterOptions {
   /** An http(s) URL of the remote, or the path of a local repository (work tree or bare). */
@@ -125,13 +126,13 @@ export class GitNotesReporter implements StatusReporter {
   /** The remote notes tip, its objects fetched into the cache; undefined when the remote has no notes yet. */
   private async fetchTip(gitdir: string, http: HttpClient): Promise<string | undefined> {
     // Ask for the ref first: absent means we start the notes history, and a tip we pushed ourselves needs no fetch.
-    // (isomorphic-git's fetch also fails on a remote without HEAD even when the notes ref is there.)
     const refs = await git.listServerRefs({ http, url: this.opts.repository, prefix: NOTES_REF, headers: this.authHeaders() });
     const tip = refs.find((r) => r.ref === NOTES_REF)?.oid;
     if (tip === undefined || (await hasCommit(gitdir, tip))) return tip;
     const r = await git.fetch({
       fs,
-      http,
+      // A server whose HEAD names a missing branch advertises no HEAD, which isomorphic-git's fetch cannot do without.
+      http: headCompletingHttp(http, NOTES_REF),
       gitdir,
       url: this.opts.repository,
       remote: 'origin',
