@@ -39,12 +39,14 @@ export interface ServedRequest {
 export interface CannedAnswer {
   status: number;
   headers?: Record<string, string>;
+  /** Only a request this matches gets the answer (default: the next request); others are served meanwhile. */
+  when?: (r: ServedRequest) => boolean;
 }
 
 export class GitHttpServer extends LoopbackHttpServer {
   readonly requests: ServedRequest[] = [];
   /**
-   * Answers given, one per request and in order, before anything is served again: `429` with `Retry-After`, a `503`.
+   * Answers given, one per request and in order, instead of serving it: `429` with `Retry-After`, a `503`.
    * For tests: a real server answers so only under load, which cannot be produced on cue.
    */
   readonly cannedAnswers: CannedAnswer[] = [];
@@ -89,7 +91,8 @@ export class GitHttpServer extends LoopbackHttpServer {
     if (typeof req.headers['git-protocol'] === 'string') record.protocol = req.headers['git-protocol'];
     this.requests.push(record);
     if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
-    const canned = this.cannedAnswers.shift();
+    const i = this.cannedAnswers.findIndex((a) => !a.when || a.when(record));
+    const canned = i < 0 ? undefined : this.cannedAnswers.splice(i, 1)[0];
     if (canned) {
       record.status = canned.status;
       req.resume();

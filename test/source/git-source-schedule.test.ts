@@ -132,6 +132,19 @@ describe('a server that answers 429 or 503', () => {
     expect(f.revisions.map((r) => r.id)).toEqual([f.commit]);
   });
 
+  it('a 429 on the fetch itself (the ls-refs look went through) is waited out the same way', async () => {
+    const f = await fixture();
+    // isomorphic-git fetches with protocol v1: the one request without the git-protocol header.
+    server.cannedAnswers.push({ status: 429, headers: { 'retry-after': '90' }, when: (r) => r.protocol === undefined });
+    await f.source.start();
+    expect(f.errors.map((e) => e.code)).toEqual(['KS_GIT_SERVER_BUSY']);
+    expect(f.errors[0]!.message).toContain('while fetching');
+    expect(f.timers.ms).toBe(90_000);
+    f.timers.fire();
+    await until(() => f.revisions.length > 0, 'the commit offered after the wait');
+    expect(f.revisions.map((r) => r.id)).toEqual([f.commit]);
+  });
+
   it('caps a Retry-After far in the future at ten poll intervals', async () => {
     const f = await fixture();
     server.cannedAnswers.push({ status: 429, headers: { 'retry-after': '86400' } });
