@@ -35,8 +35,21 @@ export interface ServedRequest {
   protocol?: string;
 }
 
+/** An answer given instead of serving a request: a busy or failing server on cue. */
+export interface CannedAnswer {
+  status: number;
+  headers?: Record<string, string>;
+  /** Only a request this matches gets the answer (default: the next request); others are served meanwhile. */
+  when?: (r: ServedRequest) => boolean;
+}
+
 export class GitHttpServer extends LoopbackHttpServer {
   readonly requests: ServedRequest[] = [];
+  /**
+   * Answers given, one per request and in order, instead of serving it: `429` with `Retry-After`, a `503`.
+   * For tests: a real server answers so only under load, which cannot be produced on cue.
+   */
+  readonly cannedAnswers: CannedAnswer[] = [];
   delayMs: number;
   token: string | undefined;
 
@@ -78,6 +91,14 @@ export class GitHttpServer extends LoopbackHttpServer {
     if (typeof req.headers['git-protocol'] === 'string') record.protocol = req.headers['git-protocol'];
     this.requests.push(record);
     if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
+    const i = this.cannedAnswers.findIndex((a) => !a.when || a.when(record));
+    const canned = i < 0 ? undefined : this.cannedAnswers.splice(i, 1)[0];
+    if (canned) {
+      record.status = canned.status;
+      req.resume();
+      res.writeHead(canned.status, { 'content-type': 'text/plain', ...canned.headers }).end(`HTTP ${canned.status} (canned)\n`);
+      return;
+    }
     if (!this.authorized(req)) {
       record.status = 401;
       res.writeHead(401, { 'www-authenticate': 'Basic realm="git"' }).end('authentication required\n');

@@ -9,6 +9,11 @@ export class TransferBudget {
   received = 0;
   sent = 0;
   requests = 0;
+  /**
+   * The last answer that asked the client to come back later (429, 503), with its `Retry-After` as sent. The library
+   * turns it into an HttpError without the headers, so it is kept here for the caller to honour.
+   */
+  busy?: { status: number; retryAfter?: string };
   /** Set once the budget was exceeded or the deadline passed: the reason the operation failed, whatever the library says. */
   failure?: OperationError;
   private readonly controller = new AbortController();
@@ -76,6 +81,10 @@ export function budgetedHttpClient(budget: TransferBudget, headers: Record<strin
       if (Array.isArray(body)) budget.sent += (body as Uint8Array[]).reduce((n, b) => n + b.byteLength, 0);
       else if (body) body = countChunks(body, (n) => (budget.sent += n));
       const res = await nodeHttp.request({ ...req, body, headers: { ...req.headers, ...headers }, signal: budget.signal });
+      if (res.statusCode === 429 || res.statusCode === 503) {
+        const retryAfter = res.headers?.['retry-after'];
+        budget.busy = { status: res.statusCode, ...(typeof retryAfter === 'string' && { retryAfter }) };
+      }
       if (res.body) res.body = limitChunks(res.body, budget);
       return res;
     },

@@ -7,6 +7,7 @@ import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import git from 'isomorphic-git';
 import { OperationError } from '../core/errors.js';
+import { headCompletingHttp } from './git-head-advertisement.js';
 import { budgetedHttpClient, TransferBudget } from './git-http-client.js';
 import { shortBranchRef } from './git-repo-location.js';
 
@@ -37,8 +38,22 @@ export interface TransferTotals {
 }
 
 /** The failures of the transfer itself: the cache is not to blame for them. */
-const TRANSFER_CODES = new Set(['KS_GIT_TIMEOUT', 'KS_GIT_FETCH_TOO_LARGE', 'KS_GIT_UNREACHABLE', 'KS_GIT_AUTH_FAILED', 'KS_GIT_HTTP_ERROR', 'KS_GIT_REPO_NOT_FOUND']);
+const TRANSFER_CODES = new Set(['KS_GIT_SERVER_BUSY', 'KS_GIT_TIMEOUT', 'KS_GIT_FETCH_TOO_LARGE', 'KS_GIT_UNREACHABLE', 'KS_GIT_AUTH_FAILED', 'KS_GIT_HTTP_ERROR', 'KS_GIT_REPO_NOT_FOUND']);
 const NETWORK_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EAI_AGAIN', 'EPIPE', 'ECONNABORTED', 'UND_ERR_SOCKET']);
+
+/**
+ * The server asked to be left alone for a while (429 Too Many Requests, 503 Service Unavailable): KS_GIT_SERVER_BUSY,
+ * with its Retry-After as sent (seconds or an HTTP date), which the source turns into the wait before its next look.
+ */
+export class GitServerBusyError extends OperationError {
+  constructor(
+    readonly status: number,
+    readonly retryAfter: string | undefined,
+    message: string,
+  ) {
+    super('KS_GIT_SERVER_BUSY', message);
+  }
+}
 
 export class GitRemoteCache {
   readonly totals: TransferTotals = { requests: 0, bytesSent: 0, bytesReceived: 0 };
@@ -171,7 +186,9 @@ export class GitRemoteCache {
   }
 
   private async fetchInto(gitdir: string, depth: { depth: number; relative?: boolean }): Promise<string> {
-    const res = await this.transfer('fetching', (http) =>
+    const res = await this.transfer(
+      'fetching',
+      (http) =>
       git.fetch({
         fs,
         http,
@@ -185,18 +202,26 @@ export class GitRemoteCache {
         tags: false,
         ...depth,
       }),
+      this.opts.branchRef,
     );
     if (!res.fetchHead) throw new OperationError('KS_GIT_REF_NOT_FOUND', `${this.opts.url} has no branch ${shortBranchRef(this.opts.branchRef)}`);
     return res.fetchHead;
   }
 
-  /** Runs one remote operation under a fresh budget and turns whatever fails into a coded, redacted error. */
-  private async transfer<T>(what: string, op: (http: ReturnType<typeof budgetedHttpClient>) => Promise<T>): Promise<T> {
+  /**
+   * Runs one remote operation under a fresh budget and turns whatever fails into a coded, redacted error. `headFor`:
+   * a fetch of that ref, whose advertisement may need a HEAD (git-head-advertisement.ts).
+   */
+  private async transfer<T>(what: string, op: (http: ReturnType<typeof budgetedHttpClient>) => Promise<T>, headFor?: string): Promise<T> {
     const budget = new TransferBudget(this.opts.maxFetchBytes, this.opts.fetchTimeoutMs, `${what} from ${this.opts.url}`);
     try {
-      return await budget.run(() => op(budgetedHttpClient(budget, this.opts.headers)));
+      const http = budgetedHttpClient(budget, this.opts.headers);
+      return await budget.run(() => op(headFor === undefined ? http : headCompletingHttp(http, headFor)));
     } catch (e) {
-      throw this.classify(e as Error & { code?: string; data?: { statusCode?: number } }, what);
+      const err = e as Error & { code?: string; data?: { statusCode?: number } };
+      if (budget.busy && err.code === 'HttpError' && err.data?.statusCode === budget.busy.status)
+        throw new GitServerBusyError(budget.busy.status, budget.busy.retryAfter, `${this.opts.url} answered HTTP ${budget.busy.status} (${budget.busy.status === 429 ? 'too many requests' : 'unavailable'}) while ${what}`);
+      throw this.classify(err, what);
     } finally {
       this.totals.requests += budget.requests;
       this.totals.bytesSent += budget.sent;

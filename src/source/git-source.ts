@@ -6,10 +6,13 @@ import git from 'isomorphic-git';
 import { OperationError } from '../core/errors.js';
 import type { Revision } from './directory-source.js';
 import { searchAncestor } from './git-ancestry.js';
-import { pollDelayMs } from './git-poll-delay.js';
-import { GitRemoteCache, type TransferTotals } from './git-remote-cache.js';
+import { busyWaitMs, firstLookDelayMs, pollDelayMs, retryAfterMs } from './git-poll-delay.js';
+import { GitRemoteCache, GitServerBusyError, type TransferTotals } from './git-remote-cache.js';
 import { fullBranchRef, parseGitRepo, shortBranchRef, type GitRepoLocation } from './git-repo-location.js';
 import { GitTreeReader, locateGitRepository, type GitLocation } from './git-tree-reader.js';
+import { GLOBAL_TIMERS, type SourceTimers } from './source-timers.js';
+
+export type { SourceTimers } from './source-timers.js';
 
 export interface GitSourceOptions {
   /** An http(s) URL (without credentials: see parseGitRepo) or a local path, bare or a working tree. */
@@ -26,8 +29,15 @@ export interface GitSourceOptions {
   retryBaseMs?: number;
   /** In [0, 1): the jitter. */
   random: () => number;
-  /** Epoch milliseconds, for the status timestamps. Default Date.now. */
+  /** Epoch milliseconds, for the status timestamps and Retry-After dates. Default Date.now. */
   now?: () => number;
+  /** Schedules the looks. Default the global setTimeout/clearTimeout. */
+  timers?: SourceTimers;
+  /**
+   * The device's name: when set, the first look after start() waits for the device's offset in the poll interval
+   * (SPEC §13, see firstLookDelayMs), unless nothing from Git was applied yet. Unset: start() looks at once.
+   */
+  device?: string;
   /** Cap on the bytes one remote operation (ls-refs, a fetch, one deepening) may receive. Default 128 MiB. */
   maxFetchBytes?: number;
   /** Cap on the time one remote operation may take. Default 60 s. */
@@ -58,6 +68,8 @@ export interface GitSourceStatus {
   failures: number;
   lastLookAt?: number;
   lastSuccessAt?: number;
+  /** When the next scheduled look is due (a webhook may come first). */
+  nextLookAt?: number;
   /** Totals over the wire for a remote (zeros for a local repository). */
   transfer: TransferTotals;
 }
@@ -75,11 +87,13 @@ const COMMIT_ID = /^[0-9a-f]{40}$/;
 const BRANCH = /^(?!.*\.\.)(?!.*\/\/)(?!.*\.lock$)(?!.*\/$)[A-Za-z0-9_][A-Za-z0-9._/-]*$/;
 
 /**
- * Follows a branch: `start()` looks once and then every pollMs (±10%); `syncNow()` looks at once (a webhook).
+ * Follows a branch: `start()` looks once (or, given `device`, at the device's offset in the interval) and then every
+ * pollMs (±10%); `syncNow()` looks at once (a webhook). A server answering 429/503 with Retry-After is left alone
+ * that long (capped) before the next scheduled look.
  * Each new tip is offered through onRevision (id = the full commit id, reader = a GitTreeReader at that commit)
  * or refused through onRejected when it does not descend from the last applied commit. Failures go to onError
- * and the next look is retried with backoff, never later than one poll interval. Only the tip is ever taken, so
- * a burst of pushes between two looks collapses to the newest commit.
+ * and the next look is retried with backoff, never later than one poll interval unless a Retry-After asks for more.
+ * Only the tip is ever taken, so a burst of pushes between two looks collapses to the newest commit.
  */
 export class GitSource {
   /** `git http://host/fleet.git main`: for people and the state store; never carries credentials. */
@@ -90,6 +104,7 @@ export class GitSource {
   private readonly remote?: GitRemoteCache;
   private readonly redactions: string[];
   private readonly now: () => number;
+  private readonly timers: SourceTimers;
   private local?: GitLocation;
   private lastSeen?: string;
   private failures = 0;
@@ -97,7 +112,10 @@ export class GitSource {
   private lastSuccessAt?: number;
   private started = false;
   private closed = false;
-  private timer?: NodeJS.Timeout;
+  private timer?: unknown;
+  private nextLookAt?: number;
+  /** Set by a 429/503 with Retry-After: no scheduled look before then. */
+  private notBefore?: number;
   private inflight?: Promise<void>;
   private followUp?: Promise<void>;
 
@@ -115,6 +133,7 @@ export class GitSource {
     this.branch = shortBranchRef(this.branchRef);
     this.label = `git ${this.location.label} ${this.branch}`;
     this.now = opts.now ?? Date.now;
+    this.timers = opts.timers ?? GLOBAL_TIMERS;
     if (this.location.kind === 'http')
       this.remote = new GitRemoteCache({
         url: this.location.url,
@@ -129,11 +148,20 @@ export class GitSource {
       });
   }
 
-  /** Looks once (failures go to onError, never thrown), then keeps polling until close(). */
+  /**
+   * Looks once (failures go to onError, never thrown), then keeps polling until close(). With `device`, the first
+   * look is at the device's offset instead and start() returns once it is scheduled.
+   */
   async start(): Promise<void> {
     if (this.started || this.closed) return;
     this.started = true;
-    await this.syncNow();
+    const last = this.opts.lastAppliedCommit();
+    const delay =
+      this.opts.device === undefined
+        ? 0
+        : firstLookDelayMs({ device: this.opts.device, pollMs: this.opts.pollMs, running: last !== undefined && COMMIT_ID.test(last) }, this.opts.random);
+    if (delay > 0) this.arm(delay);
+    else await this.syncNow();
   }
 
   /**
@@ -153,8 +181,7 @@ export class GitSource {
   /** Stops polling and waits for a look in progress; nothing is offered after it resolves. */
   async close(): Promise<void> {
     this.closed = true;
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    this.disarm();
     await this.followUp;
     await this.inflight;
   }
@@ -165,6 +192,7 @@ export class GitSource {
       failures: this.failures,
       ...(this.lastLookAt !== undefined && { lastLookAt: this.lastLookAt }),
       ...(this.lastSuccessAt !== undefined && { lastSuccessAt: this.lastSuccessAt }),
+      ...(this.nextLookAt !== undefined && { nextLookAt: this.nextLookAt }),
       transfer: { ...(this.remote?.totals ?? { requests: 0, bytesSent: 0, bytesReceived: 0 }) },
     };
   }
@@ -197,8 +225,7 @@ export class GitSource {
 
   private runLook(): Promise<void> {
     if (this.closed) return Promise.resolve();
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    this.disarm();
     const p: Promise<void> = this.lookReporting().finally(() => {
       if (this.inflight === p) this.inflight = undefined;
       this.schedule();
@@ -210,14 +237,28 @@ export class GitSource {
   private schedule(): void {
     // A pending follow-up looks next and schedules after itself.
     if (this.closed || !this.started || this.followUp) return;
-    clearTimeout(this.timer);
-    const delay = pollDelayMs(this.failures, { pollMs: this.opts.pollMs, retryBaseMs: this.opts.retryBaseMs }, this.opts.random);
+    let delay = pollDelayMs(this.failures, { pollMs: this.opts.pollMs, retryBaseMs: this.opts.retryBaseMs }, this.opts.random);
+    if (this.notBefore !== undefined) delay = Math.max(delay, this.notBefore - this.now());
+    this.arm(delay);
+  }
+
+  private arm(delay: number): void {
+    this.disarm();
     // setTimeout treats anything past 2^31−1 ms (24.8 days) as 1 ms: clamp rather than poll in a tight loop.
-    this.timer = setTimeout(() => void this.syncNow(), Math.min(delay, 2 ** 31 - 1));
+    const ms = Math.min(Math.max(0, delay), 2 ** 31 - 1);
+    this.nextLookAt = this.now() + ms;
+    this.timer = this.timers.setTimeout(() => void this.syncNow(), ms);
+  }
+
+  private disarm(): void {
+    if (this.timer !== undefined) this.timers.clearTimeout(this.timer);
+    this.timer = undefined;
+    this.nextLookAt = undefined;
   }
 
   private async lookReporting(): Promise<void> {
     this.lastLookAt = this.now();
+    this.notBefore = undefined;
     let outcome: Outcome | undefined;
     try {
       outcome = await this.look();
@@ -225,7 +266,7 @@ export class GitSource {
       this.lastSuccessAt = this.now();
     } catch (e) {
       this.failures++;
-      if (!this.closed) this.report(this.coded(e));
+      if (!this.closed) this.report(e instanceof GitServerBusyError ? this.busy(e) : this.coded(e));
       return;
     }
     if (this.closed || !outcome) return;
@@ -301,6 +342,22 @@ export class GitSource {
       await this.remote.deepen(by);
       deepened += by;
     }
+  }
+
+  /**
+   * A 429/503: the next scheduled look waits what its Retry-After asks (capped, see busyWaitMs), said once in the
+   * error of the look that got it. A webhook or `syncNow()` in the meantime still looks at once: someone asked.
+   */
+  private busy(e: GitServerBusyError): OperationError {
+    const now = this.now();
+    const asked = retryAfterMs(e.retryAfter, now);
+    if (asked === undefined) return new OperationError(e.code, this.redact(`${e.message}; retrying with backoff`));
+    const wait = busyWaitMs(asked, this.opts.pollMs);
+    this.notBefore = now + wait;
+    const capped = wait < asked ? ` (it asked for ${Math.ceil(asked / 1000)} s; capped)` : '';
+    // The header is the server's text: shown bounded and printable.
+    const said = [...(e.retryAfter ?? '')].filter((c) => c >= ' ' && c <= '~').join('').slice(0, 40);
+    return new OperationError(e.code, this.redact(`${e.message}; Retry-After ${said}: next look in ${Math.ceil(wait / 1000)} s${capped}`));
   }
 
   private coded(e: unknown): Error & { code?: string } {

@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import git, { Errors, type GitHttpRequest, type GitHttpResponse, type HttpClient } from 'isomorphic-git';
 import nodeHttp from 'isomorphic-git/http/node';
 import { checkStatus, httpDeliveryError, StatusDeliveryError, type CommitStatus, type StatusReporter } from './commit-status.js';
+import { headCompletingHttp } from '../source/git-head-advertisement.js';
 import { DEVICE_NOTES_PREFIX, deviceNotesRef, deviceOfContext } from './device-notes-ref.js';
 import { findNote, setNote } from './notes-tree.js';
 import { mergeStatusNote } from './status-note.js';
@@ -133,7 +134,8 @@ export class GitNotesReporter implements StatusReporter {
   /** The server's tip of `ref`, its objects fetched into the cache; undefined when the server has no such ref. */
   private async fetchTip(gitdir: string, http: HttpClient, ref: string): Promise<string | undefined> {
     try {
-      const r = await git.fetch({ fs, http, gitdir, url: this.opts.repository, remote: 'origin', ref, remoteRef: ref, singleBranch: true, tags: false, headers: this.authHeaders() });
+      // A server whose HEAD names a missing branch advertises no HEAD, which isomorphic-git's fetch cannot do without.
+      const r = await git.fetch({ fs, http: headCompletingHttp(http, ref), gitdir, url: this.opts.repository, remote: 'origin', ref, remoteRef: ref, singleBranch: true, tags: false, headers: this.authHeaders() });
       return r.fetchHead ?? undefined;
     } catch (e) {
       if (e instanceof Errors.NotFoundError) return undefined; // gone meanwhile (a server restored from a backup): start it again

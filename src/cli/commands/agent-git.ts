@@ -33,6 +33,8 @@ export interface GitFollowOptions {
 
 export interface GitFollowing {
   source: GitSource;
+  /** Starts the source; says when the first look is, if it waits for the device's place in the poll interval. */
+  start(): Promise<void>;
   outbox: StatusOutbox;
   close(): Promise<void>;
 }
@@ -123,6 +125,8 @@ export function followGit(agent: Agent, opts: GitFollowOptions): GitFollowing {
     pollMs: opts.pollMs,
     random: opts.random,
     now: opts.now,
+    // A fleet rebooted together spreads its first looks by device name (SPEC §13).
+    device: opts.device,
     lastAppliedCommit: () => lastAppliedCommit(agent.store),
     allowHistoryRewrite: opts.allowHistoryRewrite,
     onRevision: (r) => {
@@ -143,6 +147,15 @@ export function followGit(agent: Agent, opts: GitFollowOptions): GitFollowing {
   return {
     source,
     outbox,
+    async start() {
+      await source.start();
+      const { nextLookAt, lastLookAt } = source.status;
+      if (lastLookAt === undefined && nextLookAt !== undefined)
+        log.info(
+          { device: opts.device, first_look_in_ms: nextLookAt - opts.now() },
+          `first look at the Git source in ${Math.ceil((nextLookAt - opts.now()) / 1000)} s: this device's place in the poll interval, so a fleet restarted together does not poll in step (POST /v1/sync looks at once)`,
+        );
+    },
     async close() {
       await source.close();
       reporting.close();

@@ -245,7 +245,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
         random: Math.random,
         now: Date.now,
       });
-      source = { start: () => following.source.start(), close: () => following.close() };
+      source = { start: () => following.start(), close: () => following.close() };
     } else {
       const dir = new DirectorySource(root!, {
         settleMs,

@@ -1,0 +1,44 @@
+// Git notes on a server repository whose HEAD names a branch that does not exist (made with `master`, the fleet pushes
+// `main`): a second device, whose cache must fetch the first device's notes, still reports. It failed with
+// "Could not find HEAD." (isomorphic-git's fetch resolves the remote HEAD whatever ref it is asked for).
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { GitNotesReporter } from '../../src/status/git-notes-reporter.js';
+import { startGitHttpServer, type GitHttpServer } from '../support/git-http-server.js';
+import { GIT_ENV } from '../support/git-env.js';
+
+const run = promisify(execFile);
+const git = async (...args: string[]) => (await run('git', args, { env: GIT_ENV })).stdout.trim();
+
+let root: string;
+let server: GitHttpServer;
+
+beforeEach(async () => {
+  root = mkdtempSync(join(tmpdir(), 'keystone-noteshead-'));
+  server = await startGitHttpServer({ root: join(root, 'srv') });
+});
+
+afterEach(async () => {
+  await server.stop();
+  rmSync(root, { recursive: true, force: true });
+});
+
+it('two devices report on one commit of a server whose HEAD is master', async () => {
+  const bare = server.createRepository('fleet', 'master');
+  const ws = join(root, 'ws');
+  await git('init', '--quiet', '--initial-branch=main', ws);
+  await git('-C', ws, 'commit', '--quiet', '--allow-empty', '-m', 'one');
+  await git('-C', ws, 'push', '--quiet', bare, 'HEAD:refs/heads/main');
+  const commit = await git('-C', ws, 'rev-parse', 'HEAD');
+  const device = (name: string) => new GitNotesReporter({ repository: server.url('fleet'), cacheDir: join(root, `cache-${name}`) });
+  const at = Date.parse('2026-12-01T12:00:00Z');
+  await device('a').deliver({ commit, state: 'success', description: 'applied', context: 'keystone/a', at });
+  await device('b').deliver({ commit, state: 'failure', description: 'apply failed', context: 'keystone/b', at });
+  const note = await git('--git-dir', bare, 'notes', '--ref', 'keystone', 'show', commit);
+  expect(note).toMatch(/^keystone\/a success /m);
+  expect(note).toMatch(/^keystone\/b failure /m);
+});
