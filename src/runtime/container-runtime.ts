@@ -17,8 +17,7 @@ import type { BoundProbe } from './process-runtime.js';
 import { DEFAULT_PATH } from './resolve-command.js';
 import type { ComponentPaths, ExitStatus, Instance, InstanceRef, Runtime } from './runtime.js';
 import { hostPolicyFacts } from './policy-host.js';
-import { buildPrivileges, type AgentIdentity, type Privileges } from './privileges.js';
-import { currentAgentIdentity } from './process-runtime.js';
+import { buildPrivileges, currentAgentIdentity, type AgentIdentity, type Privileges } from './privileges.js';
 import { readUserDb, type UserDb } from './user-db.js';
 import { prepareWorkDir } from './work-dir.js';
 

@@ -1,9 +1,9 @@
 // The host facts the device policy is checked against: real paths, this device's users, and the paths no bind mount
 // may reach without --allow-privileged.
-import { lstatSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { lstatSync, realpathSync, statSync } from 'node:fs';
 import type { PolicyHost } from '../core/policy-check.js';
 import { engineEndpoints } from './container-engine.js';
-import { findGroup, findUser, groupsOf, parseGroup, parsePasswd, type UserDb } from './user-db.js';
+import { findGroup, findUser, groupsOf, readUserDbSync } from './user-db.js';
 
 /** Groups that are root in all but name: the engine's (its socket), raw disks. */
 const ROOT_GROUP_NAMES = ['docker', 'disk'];
@@ -24,17 +24,6 @@ const ALWAYS_GUARDED = [
   '/proc',
   '/sys',
 ];
-
-function readUserDbSync(): UserDb {
-  const read = (p: string) => {
-    try {
-      return readFileSync(p, 'utf8');
-    } catch {
-      return '';
-    }
-  };
-  return { passwd: parsePasswd(read('/etc/passwd')), groups: parseGroup(read('/etc/group')) };
-}
 
 /** A PolicyHost over this machine: `realpath(3)`, /etc/passwd and /etc/group read at each check, the guarded paths. */
 export function hostPolicyFacts(opts: { stateDir?: string; env?: NodeJS.ProcessEnv } = {}): PolicyHost {

@@ -1,4 +1,5 @@
 // The recipe's `security` table as setpriv(1) options: drop to the run user, no_new_privs, exactly the listed capabilities.
+import { userInfo } from 'node:os';
 import { MAX_ID } from '../core/policy-check.js';
 import type { RunSpec } from '../core/recipe.js';
 import { RuntimeError } from './runtime-error.js';
@@ -132,4 +133,16 @@ export function buildPrivileges(security: SecuritySpec | undefined, agent: Agent
     setprivArgs: [`--reuid=${uid}`, `--regid=${gid}`, entry ? '--init-groups' : '--clear-groups', ...nnp, ...capArgs],
     switchesUser: uid !== agent.uid || gid !== agent.gid,
   };
+}
+
+/** The identity of the current process, from its uid and the passwd database. */
+export function currentAgentIdentity(): AgentIdentity {
+  const uid = process.getuid?.() ?? 0;
+  const gid = process.getgid?.() ?? 0;
+  try {
+    const u = userInfo();
+    return { uid, gid, name: u.username, home: u.homedir || process.env.HOME || '/' };
+  } catch {
+    return { uid, gid, home: process.env.HOME ?? '/' };
+  }
 }

@@ -1,14 +1,13 @@
 // The process runtime (SPEC §5): components as detached process groups, dropped to the recipe's user with setpriv.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { lstat, mkdtemp, rm } from 'node:fs/promises';
-import { userInfo } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import type { DesiredComponent } from '../core/desired-state.js';
 import { mergeTree } from '../artifacts/merge-tree.js';
 import type { ComponentPaths, ExitStatus, Instance, InstanceRef, Runtime } from './runtime.js';
 import type { InstallArtifactsFn } from './artifact-installer.js';
 import { openComponentLogs, tailLines } from './log-files.js';
-import { buildPrivileges, type AgentIdentity, type Privileges, type RunIdentity } from './privileges.js';
+import { buildPrivileges, currentAgentIdentity, type AgentIdentity, type Privileges, type RunIdentity } from './privileges.js';
 import { isAlive, isSameProcess, processStartTime } from './proc-identity.js';
 import { probe, type ProbeResult } from './probe.js';
 import { stopGroup, systemClock, type PollClock } from './process-group.js';
@@ -50,18 +49,6 @@ export const COMPONENT_ENV = 'KEYSTONE_COMPONENT';
 
 /** A health probe bound to one component: its check, timeout, work directory, user and environment. */
 export type BoundProbe = (signal: AbortSignal) => Promise<ProbeResult>;
-
-/** The identity of the current process, from its uid and the passwd database. */
-export function currentAgentIdentity(): AgentIdentity {
-  const uid = process.getuid?.() ?? 0;
-  const gid = process.getgid?.() ?? 0;
-  try {
-    const u = userInfo();
-    return { uid, gid, name: u.username, home: u.homedir || process.env.HOME || '/' };
-  } catch {
-    return { uid, gid, home: process.env.HOME ?? '/' };
-  }
-}
 
 /** Runs components as process groups: install, start, stop (whole group), adopt after an agent restart. */
 export class ProcessRuntime implements Runtime {

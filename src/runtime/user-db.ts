@@ -1,4 +1,5 @@
 // /etc/passwd and /etc/group parsed directly: names resolve to ids without a shell, `id` or NSS tools.
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 
 /** One line of /etc/passwd. */
@@ -61,6 +62,19 @@ export async function readUserDb(paths: { passwd?: string; group?: string } = {}
   };
   const [passwd, group] = await Promise.all([read(paths.passwd ?? '/etc/passwd'), read(paths.group ?? '/etc/group')]);
   return { passwd: parsePasswd(passwd), groups: parseGroup(group) };
+}
+
+/** readUserDb for a synchronous check (the device policy's); a missing file reads as empty. */
+export function readUserDbSync(paths: { passwd?: string; group?: string } = {}): UserDb {
+  const read = (p: string) => {
+    try {
+      return readFileSync(p, 'utf8');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return '';
+      throw e;
+    }
+  };
+  return { passwd: parsePasswd(read(paths.passwd ?? '/etc/passwd')), groups: parseGroup(read(paths.group ?? '/etc/group')) };
 }
 
 /** A user by name, or by numeric uid when `spec` is all digits and no user has that name. */

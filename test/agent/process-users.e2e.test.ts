@@ -6,16 +6,14 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { processUid } from '../../src/runtime/proc-identity.js';
 import { AgentHarness, is } from '../support/agent-harness.js';
 import { sleeper, stackFixture, type StackFixture } from '../support/stack-fixture.js';
 
 const asRoot = process.getuid?.() === 0;
 
 /** The real uid of a live process, from /proc. */
-function uidOf(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('Uid:'))!;
-  return Number(line.split(/\s+/)[1]);
-}
+const uidOf = (pid: number): number => processUid(pid)!;
 
 describe.skipIf(!asRoot)('process users through the agent (as root)', { timeout: 60_000 }, () => {
   const cleanups: Array<() => Promise<void> | void> = [];
