@@ -108,7 +108,27 @@ const RUN_ENUMS = new Set(['type', 'restart_policy', 'update_strategy', 'runtime
  * expands services, members and replicas into units, resolves configuration, exports and binds, and computes
  * layers. Reports every problem of the revision at once.
  */
-export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<string, ParsedRecipe>): Resolution {
+/**
+ * Configuration laid over a plan's own, from another file: a fleet target's `config` (SPEC §13), per component.
+ * Its problems are reported in that file, at `path` (e.g. `targets[1].config`).
+ */
+export interface ConfigOverlay {
+  file: string;
+  doc: { diagnostic: (code: Diagnostic['code'], path: TomlPath, message: string, hint?: string) => Diagnostic };
+  path: TomlPath;
+  config: Readonly<Record<string, ConfigTable>>;
+}
+
+/** One layer of configuration overrides on a plan entry: where it is written, and what it sets. */
+interface OverrideLayer {
+  config: ConfigTable;
+  path: TomlPath;
+  /** How messages name it: `components.config`, `targets.config.api`. */
+  label: string;
+  loc: (path: TomlPath) => Located;
+}
+
+export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<string, ParsedRecipe>, overlay?: ConfigOverlay): Resolution {
   const diagnostics: Diagnostic[] = [...plan.diagnostics];
   const seenFiles = new Set<string>();
   for (const r of recipes.values()) {
@@ -147,12 +167,23 @@ export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<strin
     return r.doc ? r.doc.diagnostic(code, where.path, message, hint) : { code, message, file: r.file, path: where.path.join('.'), ...(hint && { hint }) };
   };
   const planAt = (path: TomlPath) => ({ parsed: { file: plan.file, diagnostics: [], doc: plan.doc } as unknown as ParsedRecipe, path });
+  const overlayAt = (path: TomlPath) => ({ parsed: { file: overlay!.file, diagnostics: [], doc: overlay!.doc } as unknown as ParsedRecipe, path });
+  for (const name of Object.keys(overlay?.config ?? {}))
+    if (!entries.some((e) => e.name === name))
+      diagnostics.push(
+        at(overlayAt([...overlay!.path, name]), CODES.FLEET_UNKNOWN_COMPONENT, `"${name}" is not a component of ${plan.file}`, entries.length ? `its components: ${entries.map((e) => e.name).join(', ')}` : `${plan.file} has no components`),
+      );
+  const layersOf = (entry: PlanEntry, i: number): OverrideLayer[] => {
+    const own: OverrideLayer = { config: entry.config ?? {}, path: ['components', i, 'config'], label: 'components.config', loc: planAt };
+    const over = overlay?.config[entry.name];
+    return over ? [own, { config: over, path: [...overlay!.path, entry.name], label: `${overlay!.path.filter((p) => typeof p === 'string').join('.')}.${entry.name}`, loc: overlayAt }] : [own];
+  };
 
   // 1. Units of every entry whose recipes parsed.
   const unitsOf: Unit[][] = entries.map((entry, i) => {
     const r = parsed[i];
     if (!r?.recipe) return [];
-    return unitsOfEntry(entry, i, r, recipes, diagnostics, at, planAt);
+    return unitsOfEntry(entry, i, r, recipes, diagnostics, at, layersOf(entry, i));
   });
 
   // An entry whose recipe (or a member's) did not parse exports what nobody can know: binds to it are not checked.
@@ -330,11 +361,9 @@ function unitsOfEntry(
   recipes: ReadonlyMap<string, ParsedRecipe>,
   diagnostics: Diagnostic[],
   at: At,
-  planAt: (path: TomlPath) => Located,
+  layers: OverrideLayer[],
 ): Unit[] {
   const recipe = r.recipe!;
-  const overrides = entry.config ?? {};
-  const overridePath: TomlPath = ['components', i, 'config'];
   const external = (p: ParsedRecipe) => p.recipe!.dependencies.map((dep, d) => ({ dep, at: { parsed: p, path: ['dependencies', d, 'name'] } }));
 
   if (recipe.members) {
@@ -352,11 +381,12 @@ function unitsOfEntry(
       }
       return p;
     });
-    for (const key of Object.keys(overrides))
-      if (recipe.members.some((m) => m.name === key) && !table(overrides[key]))
-        diagnostics.push(at(planAt([...overridePath, key]), CODES.INVALID_TYPE, `[components.config.${key}] must be a table: a composite's configuration has one section per member`));
-      else if (!recipe.members.some((m) => m.name === key))
-        diagnostics.push(at(planAt([...overridePath, key]), CODES.MEMBER_UNKNOWN, `[components.config.${key}] names no member of ${entry.name}`, `members: ${recipe.members.map((m) => m.name).join(', ')}`));
+    for (const layer of layers)
+      for (const key of Object.keys(layer.config))
+        if (recipe.members.some((m) => m.name === key) && !table(layer.config[key]))
+          diagnostics.push(at(layer.loc([...layer.path, key]), CODES.INVALID_TYPE, `[${layer.label}.${key}] must be a table: a composite's configuration has one section per member`));
+        else if (!recipe.members.some((m) => m.name === key))
+          diagnostics.push(at(layer.loc([...layer.path, key]), CODES.MEMBER_UNKNOWN, `[${layer.label}.${key}] names no member of ${entry.name}`, `members: ${recipe.members.map((m) => m.name).join(', ')}`));
     const units: Unit[] = [];
     const indexOfMember = new Map<number, number>();
     recipe.members.forEach((m, k) => {
@@ -364,7 +394,7 @@ function unitsOfEntry(
       if (!p) return;
       const member = p.recipe!;
       let config = mergeConfig(member.config ?? {}, table(recipe.config?.[m.name]), { parsed: r, path: ['config', m.name] }, p.file, diagnostics, at);
-      config = mergeConfig(config, table(overrides[m.name]), planAt([...overridePath, m.name]), p.file, diagnostics, at);
+      for (const layer of layers) config = mergeConfig(config, table(layer.config[m.name]), layer.loc([...layer.path, m.name]), p.file, diagnostics, at);
       indexOfMember.set(k, units.length);
       units.push({
         entryIndex: i,
@@ -405,7 +435,7 @@ function unitsOfEntry(
     return units;
   }
 
-  const config = mergeConfig(recipe.config ?? {}, overrides, planAt(overridePath), r.file, diagnostics, at);
+  const config = layers.reduce((c, layer) => mergeConfig(c, layer.config, layer.loc(layer.path), r.file, diagnostics, at), recipe.config ?? {});
   const shared = exportsOf(r, ['exports'], recipe.exports, config, entry.name, diagnostics, at);
   const services = recipe.lifecycle?.services;
   if (services) {

@@ -41,6 +41,14 @@ export const CODES = {
   EXPORT_COLLISION: 'KS_EXPORT_COLLISION',
   // Configuration values are data (SPEC §6): a placeholder where one quoted shell word would not be exactly its value.
   TEMPLATE_SHELL_CONTEXT: 'KS_TEMPLATE_SHELL_CONTEXT',
+  // Fleets (SPEC §13): fleet.toml and the device's own labels.
+  BAD_LABEL: 'KS_BAD_LABEL',
+  FLEET_MISSING: 'KS_FLEET_MISSING',
+  FLEET_DUPLICATE_TARGET: 'KS_FLEET_DUPLICATE_TARGET',
+  FLEET_TARGET_EMPTY: 'KS_FLEET_TARGET_EMPTY',
+  FLEET_PLAN_INVALID: 'KS_FLEET_PLAN_INVALID',
+  FLEET_UNKNOWN_COMPONENT: 'KS_FLEET_UNKNOWN_COMPONENT',
+  FLEET_NO_TARGET: 'KS_FLEET_NO_TARGET',
 } as const;
 
 export type ErrorCode = (typeof CODES)[keyof typeof CODES];

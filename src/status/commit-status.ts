@@ -19,7 +19,15 @@ export interface CommitStatus {
   targetUrl?: string;
   /** ms since the epoch: when the agent decided this status (not when it was delivered). */
   at: number;
+  /**
+   * What the fleet view groups by (SPEC §13–14), e.g. `{ target: 'pi4-eu' }`: keys and values are single words
+   * (REPORT_FIELD_KEYS; values without spaces). Git notes carry them as `key=value`; GitHub has no place for them.
+   */
+  fields?: Readonly<Record<string, string>>;
 }
+
+/** The fields a report may carry: the fleet target a device took its plan from, and its rollout wave. */
+export const REPORT_FIELD_KEYS = ['target', 'wave'] as const;
 
 /** One destination for statuses (Git notes, the GitHub API …). */
 export interface StatusReporter {
@@ -84,6 +92,8 @@ export function checkStatus(s: CommitStatus): void {
   if (!/^\S+$/.test(s.context)) throw bad(`context must be one word, got ${JSON.stringify(s.context)}`);
   if (/[\r\n]/.test(s.description) || [...s.description].length > MAX_DESCRIPTION) throw bad('description must be one line of at most 140 characters (use describe())');
   if (!Number.isSafeInteger(s.at) || s.at < 0) throw bad(`at must be ms since the epoch, got ${s.at}`);
+  for (const [k, v] of Object.entries(s.fields ?? {}))
+    if (!(REPORT_FIELD_KEYS as readonly string[]).includes(k) || !/^[^\s=]{1,100}$/.test(v)) throw bad(`field ${JSON.stringify(k)}=${JSON.stringify(v)}: keys are ${REPORT_FIELD_KEYS.join(', ')}, values one word`);
 }
 
 /** `keystone/<device>` */

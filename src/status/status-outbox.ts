@@ -110,6 +110,7 @@ export class StatusOutbox {
         description: status.description,
         context: status.context,
         ...(status.targetUrl !== undefined && { targetUrl: status.targetUrl }),
+        ...(status.fields !== undefined && Object.keys(status.fields).length > 0 && { fields: { ...status.fields } }),
         createdAt: status.at,
       })),
     );
@@ -217,6 +218,7 @@ export class StatusOutbox {
       description: entry.description,
       context: entry.context,
       ...(entry.targetUrl !== undefined && { targetUrl: entry.targetUrl }),
+      ...(entry.fields !== undefined && { fields: entry.fields }),
       at: entry.createdAt,
     };
     const fields = { reporter: reporter.name, commit: entry.commit, state: entry.state, attempts: entry.attempts + 1 };

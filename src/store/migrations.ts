@@ -132,6 +132,17 @@ export const MIGRATIONS: readonly Migration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 6,
+    name: 'fleets: the target a revision was applied for, and the fields a commit status carries',
+    // target: the fleet.toml target the plan came from (SPEC §13), NULL for --plan and for revisions before fleets.
+    // fields: a status's key=value fields as a JSON object (target, wave), NULL when it has none.
+    sql: `
+      ALTER TABLE applied_revision ADD COLUMN target TEXT;
+      ALTER TABLE applies ADD COLUMN target TEXT;
+      ALTER TABLE status_outbox ADD COLUMN fields TEXT;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.reduce((v, m) => Math.max(v, m.version), 0);

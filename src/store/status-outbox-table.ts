@@ -14,6 +14,8 @@ export interface OutboxEntry {
   description: string;
   context: string;
   targetUrl?: string;
+  /** The status's fields (target, wave). */
+  fields?: Record<string, string>;
   /** ms */
   createdAt: number;
   attempts: number;
@@ -24,7 +26,7 @@ export interface OutboxEntry {
   deliveredAt?: number;
 }
 
-export type OutboxInput = Pick<OutboxEntry, 'reporter' | 'commit' | 'state' | 'description' | 'context' | 'targetUrl' | 'createdAt'>;
+export type OutboxInput = Pick<OutboxEntry, 'reporter' | 'commit' | 'state' | 'description' | 'context' | 'targetUrl' | 'fields' | 'createdAt'>;
 
 export interface OutboxCounts {
   /** Still to be delivered. */
@@ -42,6 +44,7 @@ const outboxInputSchema = z.object({
   description: z.string(),
   context: z.string().min(1),
   targetUrl: z.string().min(1).optional(),
+  fields: z.record(z.string(), z.string()).optional(),
   createdAt: timeSchema,
 });
 const outboxEntrySchema = outboxInputSchema.extend({
@@ -54,13 +57,13 @@ const outboxEntrySchema = outboxInputSchema.extend({
 const outboxRetrySchema = z.object({ attempts: z.int().nonnegative(), nextAttemptAt: timeSchema, lastError: z.string() });
 const outboxGiveUpSchema = z.object({ attempts: z.int().nonnegative(), lastError: z.string().min(1) });
 
-const OUTBOX_COLUMNS = 'id, reporter, "commit", state, description, context, target_url, created_at, attempts, next_attempt_at, last_error, delivered_at';
+const OUTBOX_COLUMNS = 'id, reporter, "commit", state, description, context, target_url, fields, created_at, attempts, next_attempt_at, last_error, delivered_at';
 
 function prepareOutbox(db: Sqlite.Database) {
   const p = (sql: string) => db.prepare(sql);
   return {
-    insert: p(`INSERT INTO status_outbox (reporter, "commit", state, description, context, target_url, created_at, next_attempt_at)
-               VALUES (@reporter, @commit, @state, @description, @context, @targetUrl, @createdAt, @createdAt) RETURNING id`).pluck(),
+    insert: p(`INSERT INTO status_outbox (reporter, "commit", state, description, context, target_url, fields, created_at, next_attempt_at)
+               VALUES (@reporter, @commit, @state, @description, @context, @targetUrl, @fields, @createdAt, @createdAt) RETURNING id`).pluck(),
     heads: p(`SELECT ${OUTBOX_COLUMNS} FROM status_outbox o WHERE next_attempt_at IS NOT NULL
                 AND id = (SELECT min(id) FROM status_outbox h WHERE h.reporter = o.reporter AND h."commit" = o."commit" AND h.next_attempt_at IS NOT NULL)
               ORDER BY id`),
@@ -91,7 +94,7 @@ export class StatusOutboxTable {
 
   enqueue(entries: OutboxInput[]): number[] {
     const rows = entries.map((e, i) => checked(outboxInputSchema, e, `outbox entry #${i}`));
-    return this.ctx.transaction(() => rows.map((r) => this.o.insert.get({ ...r, targetUrl: orNull(r.targetUrl) }) as number));
+    return this.ctx.transaction(() => rows.map((r) => this.o.insert.get({ ...r, targetUrl: orNull(r.targetUrl), fields: r.fields ? JSON.stringify(r.fields) : null }) as number));
   }
 
   heads(): OutboxEntry[] {
@@ -143,6 +146,7 @@ export class StatusOutboxTable {
         description: row.description,
         context: row.context,
         targetUrl: row.target_url,
+        fields: typeof row.fields === 'string' ? parseFields(row.fields) : undefined,
         createdAt: row.created_at,
         attempts: row.attempts,
         nextAttemptAt: row.next_attempt_at,
@@ -153,5 +157,14 @@ export class StatusOutboxTable {
     const r = outboxEntrySchema.safeParse(value);
     if (!r.success) throw this.ctx.read.corrupt(`status_outbox row ${String(row.id)}`, r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
     return r.data as OutboxEntry;
+  }
+}
+
+/** A row's fields column; text that is not a JSON object of strings fails the row's schema check (corrupt). */
+function parseFields(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
   }
 }

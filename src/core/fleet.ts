@@ -1,0 +1,99 @@
+// The fleet file of SPEC §13: `fleet.toml` at the repository root maps devices to plans, so the shape of a fleet
+// lives in Git, signed like every recipe and plan. Pure: parsing, what the file alone can tell, and which target a
+// device (its name and its own labels) falls in. Reading the plans each target names is load-fleet.ts's job.
+import { posix } from 'node:path';
+import { z } from 'zod';
+import { CODES, sortDiagnostics, type Diagnostic } from './errors.js';
+import { labelKeyProblem, labelValueProblem, LABEL_KEY_HINT, LABEL_VALUE_HINT, type Labels } from './labels.js';
+import { configTable, escapesRepository } from './recipe.js';
+import { componentName, KS_CODE } from './schema-rules.js';
+import { parseTomlDocument, type ParsedDocument } from './toml-document.js';
+
+export const FLEET_FILE = 'fleet.toml';
+
+/** A device name as a fleet file may list it: what `--device` takes (a hostname, usually), one printable word. */
+const deviceName = z.string().superRefine((v, ctx) => {
+  if (!/^[^\s\p{Cc}]{1,253}$/u.test(v)) ctx.addIssue({ code: 'custom', message: `${JSON.stringify(v)} is not a device name`, params: { [KS_CODE]: CODES.BAD_NAME, hint: 'one word of at most 253 characters, no spaces or control characters' } });
+});
+
+const selector = z.record(z.string(), z.string()).superRefine((labels, ctx) => {
+  for (const [k, v] of Object.entries(labels)) {
+    const keyProblem = labelKeyProblem(k);
+    const problem = keyProblem ?? labelValueProblem(v);
+    if (problem) ctx.addIssue({ code: 'custom', path: [k], message: problem, params: { [KS_CODE]: CODES.BAD_LABEL, hint: keyProblem ? LABEL_KEY_HINT : LABEL_VALUE_HINT } });
+  }
+});
+
+const target = z.strictObject({
+  // Named in reports and the fleet view, so kept as plain as a component name.
+  name: componentName,
+  // Every label must match; {} matches every device. Absent: only `devices` match.
+  selector: selector.optional(),
+  // These devices match too, whatever their labels.
+  devices: z.array(deviceName).optional(),
+  plan: z.string().min(1),
+  // Per-component configuration overrides, laid over the plan's (SPEC §12): { api = { http = { port = 9090 } } }.
+  config: z.record(z.string(), configTable).optional(),
+});
+
+export const fleetSchema = z.strictObject({
+  targets: z.array(target).default([]),
+});
+
+export type Fleet = z.output<typeof fleetSchema>;
+export type FleetTarget = Fleet['targets'][number];
+
+export interface ParsedFleet {
+  file: string;
+  fleet?: Fleet;
+  diagnostics: Diagnostic[];
+  /** Locates later diagnostics (a target's plan that does not validate) in this file. */
+  doc: ParsedDocument<Fleet>;
+}
+
+/** Parses a fleet file and checks what it alone can tell: target names, match rules, plan paths. */
+export function parseFleet(file: string, text: string): ParsedFleet {
+  const doc = parseTomlDocument(file, text, fleetSchema);
+  const diagnostics = [...doc.diagnostics];
+  const raw = doc.raw as { targets?: unknown } | undefined;
+  if (raw && Array.isArray(raw.targets)) {
+    const firstIndex = new Map<string, number>();
+    raw.targets.forEach((t: unknown, i) => {
+      if (typeof t !== 'object' || t === null) return;
+      const { name, plan, selector: sel, devices } = t as Record<string, unknown>;
+      if (typeof name === 'string') {
+        const first = firstIndex.get(name);
+        if (first === undefined) firstIndex.set(name, i);
+        else {
+          const firstLine = doc.diagnostic(CODES.FLEET_DUPLICATE_TARGET, ['targets', first, 'name'], '').line;
+          diagnostics.push(
+            doc.diagnostic(CODES.FLEET_DUPLICATE_TARGET, ['targets', i, 'name'], `target "${name}" is declared twice`, `first declared at targets[${first}]${firstLine ? ` (line ${firstLine})` : ''}: target names are unique`),
+          );
+        }
+      }
+      if (sel === undefined && devices === undefined)
+        diagnostics.push(doc.diagnostic(CODES.FLEET_TARGET_EMPTY, ['targets', i], `target ${typeof name === 'string' ? `"${name}"` : `targets[${i}]`} matches no device`, 'give it a selector (selector = {} matches every device) or a devices list'));
+      if (typeof plan === 'string' && escapesRepository(plan))
+        diagnostics.push(doc.diagnostic(CODES.PATH_ESCAPE, ['targets', i, 'plan'], `"${plan}" points outside the repository`, 'plan paths are relative to the repository root'));
+    });
+  }
+  return { file, ...(diagnostics.length === 0 && { fleet: doc.value! }), diagnostics: sortDiagnostics(diagnostics), doc };
+}
+
+/** The normalised repository path of a target's plan. */
+export function targetPlanPath(t: FleetTarget): string {
+  return posix.normalize(t.plan);
+}
+
+/** Whether a target takes this device: named in `devices`, or every selector label equal to the device's. */
+export function targetMatches(t: FleetTarget, device: string, labels: Labels): boolean {
+  if (t.devices?.includes(device)) return true;
+  if (!t.selector) return false;
+  return Object.entries(t.selector).every(([k, v]) => Object.hasOwn(labels, k) && labels[k] === v);
+}
+
+/** The first target, in file order, that takes this device. */
+export function selectTarget(fleet: Fleet, device: string, labels: Labels): { target: FleetTarget; index: number } | undefined {
+  const index = fleet.targets.findIndex((t) => targetMatches(t, device, labels));
+  return index < 0 ? undefined : { target: fleet.targets[index]!, index };
+}
