@@ -11,6 +11,9 @@ import type { DesiredComponent, DesiredState } from '../core/desired-state.js';
 import type { ComponentPaths, InstanceRef } from '../runtime/runtime.js';
 import { rotateComponentLogs } from '../runtime/log-files.js';
 import { loadRevision } from '../source/load-revision.js';
+import { loadForDevice } from '../source/load-fleet.js';
+import type { Labels } from '../core/labels.js';
+import { FLEET_FILE } from '../core/fleet.js';
 import type { Revision } from '../source/directory-source.js';
 import { openStateStore, type ComponentState, type StateStore, type SyncSuspension } from '../store/state-store.js';
 import type { Keyring } from '../trust/keyring.js';
@@ -37,7 +40,10 @@ export interface DeviceProblem {
 }
 
 export interface AgentOptions {
-  planFile: string;
+  /** The plan to run (`--plan`); without it the plan comes from fleet.toml, by `fleet`'s name and labels (SPEC §13). */
+  planFile?: string;
+  /** This device as fleet.toml's targets see it. */
+  fleet?: { device: string; labels: Labels };
   stateDir: string;
   trust: TrustSetting;
   log: Logger;
@@ -95,10 +101,12 @@ export interface AgentEventMap {
       failed?: Array<{ name: string; reason: string }>;
       /** The reconcile that was carried out (success and failure). */
       reconcile?: Reconcile;
+      /** The fleet.toml target the plan came from. */
+      target?: string;
     },
   ];
   /** A revision passed verification and validation: what applying it stops and starts. */
-  applying: [{ revision: string; reconcile: Reconcile }];
+  applying: [{ revision: string; reconcile: Reconcile; target?: string }];
   /** A revision waiting to be applied was replaced by a newer one before its turn. */
   superseded: [{ revision: string; by: string }];
   /** An image pull for a container component, at most once a second while bytes flow (emitted by the runtime's owner). */
@@ -349,11 +357,14 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     const began = now();
     let reader = rev.reader;
     let signedAt: number | undefined;
-    const planFile = rev.planFile ?? opts.planFile;
+    // A manual apply names its plan; else --plan; else fleet.toml picks one by this device's name and labels.
+    const explicitPlan = rev.planFile ?? opts.planFile;
+    let planFile = explicitPlan ?? FLEET_FILE;
+    let target: string | undefined;
     const reject = (reason: string) => {
-      store.recordRejected({ revision: rev.id, planFile, at: now(), reason });
+      store.recordRejected({ revision: rev.id, planFile, ...(target !== undefined && { target }), at: now(), reason });
       log.error({ revision: rev.id, reason }, 'revision refused; still running the previous one');
-      emit('revision', { revision: rev.id, outcome: 'rejected', durationMs: now() - began, summary: reason });
+      emit('revision', { revision: rev.id, outcome: 'rejected', durationMs: now() - began, summary: reason, ...(target !== undefined && { target }) });
     };
     if (opts.trust.unsigned) {
       log.warn({ revision: rev.id }, 'UNSIGNED revision: signatures are not checked (--allow-unsigned, development only)');
@@ -378,7 +389,19 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     }
     let resolution;
     try {
-      resolution = await loadRevision(reader, planFile);
+      if (explicitPlan !== undefined || !opts.fleet) resolution = await loadRevision(reader, planFile);
+      else {
+        resolution = await loadForDevice(reader, opts.fleet.device, opts.fleet.labels);
+        if (resolution.ok) {
+          ({ planFile, target } = resolution);
+          log.info({ revision: rev.id, device: opts.fleet.device, target, plan: planFile }, 'fleet target');
+        } else if (resolution.noTarget) {
+          // A valid revision with no place for this device: it keeps what runs, and says so with its labels.
+          const d = resolution.diagnostics[0]!;
+          log.error({ revision: rev.id, code: d.code, device: opts.fleet.device, labels: opts.fleet.labels }, formatDiagnostic(d));
+          return reject(`${d.message} [${d.code}]`);
+        }
+      }
     } catch (e) {
       if (e instanceof TrustError) return reject(`${e.code}: ${e.message}`);
       throw e;
@@ -397,11 +420,11 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     opts.useReader?.(rev.reader);
     agent.lastResult = await engine.apply(
       resolution.state,
-      { id: rev.id, source: rev.source, planFile, unsigned: opts.trust.unsigned, ...(signedAt !== undefined && { signedAt }) },
-      { onReconcile: (reconcile) => emit('applying', { revision: rev.id, reconcile }) },
+      { id: rev.id, source: rev.source, planFile, ...(target !== undefined && { target }), unsigned: opts.trust.unsigned, ...(signedAt !== undefined && { signedAt }) },
+      { onReconcile: (reconcile) => emit('applying', { revision: rev.id, reconcile, ...(target !== undefined && { target }) }) },
     );
     const r = agent.lastResult;
-    emit('revision', { revision: rev.id, outcome: r.outcome, durationMs: now() - began, summary: r.summary, failed: r.execution.failed, reconcile: r.reconcile });
+    emit('revision', { revision: rev.id, outcome: r.outcome, durationMs: now() - began, summary: r.summary, failed: r.execution.failed, reconcile: r.reconcile, ...(target !== undefined && { target }) });
   }
 
   return agent;

@@ -19,6 +19,8 @@ export interface RevisionInfo {
   id: string;
   source: string;
   planFile: string;
+  /** The fleet.toml target the plan came from (SPEC §13). */
+  target?: string;
   signedAt?: number;
   unsigned: boolean;
 }
@@ -126,8 +128,8 @@ export class Engine {
       const reconcile = diff(desired, store.actualState());
       hooks.onReconcile?.(reconcile);
       this.agentLog.info({ revision: rev.id, stop_order: reconcile.stopOrder, start_order: reconcile.startOrder, no_touch: reconcile.noTouch }, 'reconcile plan');
-      const historyId = store.beginApply({ revision: rev.id, planFile: rev.planFile, startedAt: now(), reconcile });
-      store.setAppliedRevision({ id: rev.id, source: rev.source, planFile: rev.planFile, unsigned: rev.unsigned, appliedAt: now(), ...(rev.signedAt !== undefined && { signedAt: rev.signedAt }) });
+      const historyId = store.beginApply({ revision: rev.id, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), startedAt: now(), reconcile });
+      store.setAppliedRevision({ id: rev.id, source: rev.source, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), unsigned: rev.unsigned, appliedAt: now(), ...(rev.signedAt !== undefined && { signedAt: rev.signedAt }) });
       crashPoint('after-begin-apply');
 
       // Untouched components keep their instance; they take the new description (position, dependencies).

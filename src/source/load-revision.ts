@@ -1,7 +1,7 @@
 // The load phase: read a plan and the recipes it names through any RepoReader, then hand them to the pure core.
 import { posix } from 'node:path';
 import type { Diagnostic } from '../core/errors.js';
-import { resolveDesiredState, type Resolution } from '../core/desired-state.js';
+import { resolveDesiredState, type ConfigOverlay, type Resolution } from '../core/desired-state.js';
 import { parsePlan, recipePathOf } from '../core/plan.js';
 import { escapesRepository, parseRecipe, type ParsedRecipe } from '../core/recipe.js';
 import { MAX_DOCUMENT_BYTES, type RepoReader } from './repo-reader.js';
@@ -10,7 +10,8 @@ import { MAX_DOCUMENT_BYTES, type RepoReader } from './repo-reader.js';
 const READ_CONCURRENCY = 64;
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
-export async function loadRevision(reader: RepoReader, planPath: string): Promise<Resolution> {
+/** `overlay`: configuration laid over the plan's own, from another file (a fleet target's `config`). */
+export async function loadRevision(reader: RepoReader, planPath: string, overlay?: ConfigOverlay): Promise<Resolution> {
   const planFile = posix.normalize(planPath);
   const planRead = await reader.readFile(planFile, MAX_DOCUMENT_BYTES);
   if (!planRead.ok) return { ok: false, diagnostics: [{ code: planRead.code, message: planRead.message, file: planFile, path: '' }] };
@@ -38,7 +39,7 @@ export async function loadRevision(reader: RepoReader, planPath: string): Promis
     const { composite, index } = memberOf.get(path)!;
     return composite.doc!.diagnostic(code, ['members', index, 'recipe'], message);
   });
-  return resolveDesiredState(plan, recipes);
+  return resolveDesiredState(plan, recipes, overlay);
 }
 
 /** Reads and parses `paths` into `recipes`, a few at a time; a read failure is reported where `blame` says. */

@@ -9,6 +9,8 @@ export interface AppliedRevision {
   id: string;
   source: string;
   planFile: string;
+  /** The fleet.toml target the plan came from (SPEC §13); absent for --plan and manual applies. */
+  target?: string;
   /** Unix seconds of the signature; undefined exactly when the revision is unsigned. */
   signedAt?: number;
   unsigned: boolean;
@@ -17,7 +19,7 @@ export interface AppliedRevision {
 }
 
 const revisionSchema: z.ZodType<AppliedRevision> = z
-  .object({ id: text, source: text, planFile: z.string(), signedAt: z.int().nonnegative().optional(), unsigned: z.boolean(), appliedAt: timeSchema })
+  .object({ id: text, source: text, planFile: z.string(), target: text.optional(), signedAt: z.int().nonnegative().optional(), unsigned: z.boolean(), appliedAt: timeSchema })
   .refine((r) => r.unsigned === (r.signedAt === undefined), { message: 'signedAt must be given exactly when the revision is signed', path: ['signedAt'] });
 
 /** The applied_revision row as a record, or KS_STATE_CORRUPT naming the column. */
@@ -26,6 +28,7 @@ export function revisionFromRow(read: RowReader, row: Row): AppliedRevision {
     id: row.id,
     source: row.source,
     planFile: row.plan_file,
+    target: row.target ?? undefined,
     signedAt: row.signed_at ?? undefined,
     unsigned: bool(row.unsigned),
     appliedAt: row.applied_at,
@@ -40,8 +43,8 @@ export class AppliedRevisionTable {
     const p = (sql: string) => ctx.db.prepare(sql);
     this.s = {
       revision: p('SELECT * FROM applied_revision WHERE slot = 1'),
-      setRevision: p(`INSERT OR REPLACE INTO applied_revision (slot, id, source, plan_file, signed_at, unsigned, applied_at)
-                      VALUES (1, @id, @source, @planFile, @signedAt, @unsigned, @appliedAt)`),
+      setRevision: p(`INSERT OR REPLACE INTO applied_revision (slot, id, source, plan_file, target, signed_at, unsigned, applied_at)
+                      VALUES (1, @id, @source, @planFile, @target, @signedAt, @unsigned, @appliedAt)`),
       raiseFloor: p(`INSERT INTO replay_floor (slot, signed_at) VALUES (1, ?)
                      ON CONFLICT (slot) DO UPDATE SET signed_at = max(signed_at, excluded.signed_at)`),
       floor: p('SELECT signed_at FROM replay_floor WHERE slot = 1').pluck(),
@@ -58,7 +61,7 @@ export class AppliedRevisionTable {
   set(r: AppliedRevision): void {
     const v = checked(revisionSchema, r, 'applied revision');
     this.ctx.transaction(() => {
-      this.s.setRevision.run({ ...v, signedAt: orNull(v.signedAt), unsigned: v.unsigned ? 1 : 0 });
+      this.s.setRevision.run({ ...v, target: orNull(v.target), signedAt: orNull(v.signedAt), unsigned: v.unsigned ? 1 : 0 });
       if (v.signedAt !== undefined) this.s.raiseFloor.run(v.signedAt);
     });
   }

@@ -27,6 +27,8 @@ export interface HistoryEntry {
   id: number;
   revision: string;
   planFile: string;
+  /** The fleet.toml target the plan came from (SPEC §13). */
+  target?: string;
   /** ms */
   startedAt: number;
   /** Absent for a revision rejected before it was diffed. */
@@ -52,6 +54,7 @@ const historySchema: z.ZodType<HistoryEntry> = z.object({
   id: z.int().positive(),
   revision: z.string(),
   planFile: z.string(),
+  target: text.optional(),
   startedAt: timeSchema,
   reconcile: reconcileSchema.optional(),
   finishedAt: timeSchema.optional(),
@@ -60,9 +63,9 @@ const historySchema: z.ZodType<HistoryEntry> = z.object({
   failed: failedSchema,
 });
 
-const applyStartSchema = z.object({ revision: z.string(), planFile: z.string(), startedAt: timeSchema, reconcile: reconcileSchema });
+const applyStartSchema = z.object({ revision: z.string(), planFile: z.string(), target: text.optional(), startedAt: timeSchema, reconcile: reconcileSchema });
 const applyFinishSchema = z.object({ finishedAt: timeSchema, outcome: outcomeSchema, summary: z.string(), failed: failedSchema.optional() });
-const rejectedSchema = z.object({ revision: z.string(), planFile: z.string(), at: timeSchema, reason: z.string() });
+const rejectedSchema = z.object({ revision: z.string(), planFile: z.string(), target: text.optional(), at: timeSchema, reason: z.string() });
 const historyQuerySchema = z.object({ limit: z.int().positive(), before: z.int().optional() });
 
 /** An applies row as an entry, or KS_STATE_CORRUPT naming the row and the column. */
@@ -72,6 +75,7 @@ export function historyFromRow(read: RowReader, row: Row): HistoryEntry {
     id: row.id,
     revision: row.revision,
     planFile: row.plan_file,
+    target: row.target ?? undefined,
     startedAt: row.started_at,
     reconcile: read.json(row, 'reconcile', what),
     finishedAt: row.finished_at ?? undefined,
@@ -91,11 +95,11 @@ export class ApplyHistory {
   ) {
     const p = (sql: string) => ctx.db.prepare(sql);
     this.s = {
-      begin: p('INSERT INTO applies (revision, plan_file, started_at, reconcile) VALUES (?, ?, ?, ?) RETURNING id').pluck(),
+      begin: p('INSERT INTO applies (revision, plan_file, target, started_at, reconcile) VALUES (?, ?, ?, ?, ?) RETURNING id').pluck(),
       finish: p(`UPDATE applies SET finished_at = @finishedAt, outcome = @outcome, summary = @summary, failed = @failed
                  WHERE id = @id AND finished_at IS NULL`),
-      rejected: p(`INSERT INTO applies (revision, plan_file, started_at, finished_at, outcome, summary)
-                   VALUES (?, ?, ?, ?, 'rejected', ?) RETURNING id`).pluck(),
+      rejected: p(`INSERT INTO applies (revision, plan_file, target, started_at, finished_at, outcome, summary)
+                   VALUES (?, ?, ?, ?, ?, 'rejected', ?) RETURNING id`).pluck(),
       prune: p(`DELETE FROM applies WHERE finished_at IS NOT NULL
                   AND id NOT IN (SELECT id FROM applies ORDER BY id DESC LIMIT ${retention})`),
       history: p('SELECT * FROM applies WHERE id < ? ORDER BY id DESC LIMIT ?'),
@@ -103,10 +107,10 @@ export class ApplyHistory {
     };
   }
 
-  begin(a: { revision: string; planFile: string; startedAt: number; reconcile: ApplyReconcile }): number {
+  begin(a: { revision: string; planFile: string; target?: string; startedAt: number; reconcile: ApplyReconcile }): number {
     const v = checked(applyStartSchema, a, 'apply');
     return this.ctx.transaction(() => {
-      const id = this.s.begin.get(v.revision, v.planFile, v.startedAt, JSON.stringify(v.reconcile)) as number;
+      const id = this.s.begin.get(v.revision, v.planFile, v.target ?? null, v.startedAt, JSON.stringify(v.reconcile)) as number;
       this.s.prune.run();
       return id;
     });
@@ -119,10 +123,10 @@ export class ApplyHistory {
       throw new StateStoreError('KS_STATE_NOT_FOUND', `apply ${id} does not exist or is already finished`);
   }
 
-  recordRejected(r: { revision: string; planFile: string; at: number; reason: string }): number {
+  recordRejected(r: { revision: string; planFile: string; target?: string; at: number; reason: string }): number {
     const v = checked(rejectedSchema, r, 'rejected revision');
     return this.ctx.transaction(() => {
-      const id = this.s.rejected.get(v.revision, v.planFile, v.at, v.at, v.reason) as number;
+      const id = this.s.rejected.get(v.revision, v.planFile, v.target ?? null, v.at, v.at, v.reason) as number;
       this.s.prune.run();
       return id;
     });

@@ -136,7 +136,7 @@ export class SqliteStateStore implements StateStore {
     this.records.recordHeld(name, held);
   }
 
-  beginApply(a: { revision: string; planFile: string; startedAt: number; reconcile: ApplyReconcile }): number {
+  beginApply(a: { revision: string; planFile: string; target?: string; startedAt: number; reconcile: ApplyReconcile }): number {
     return this.applies.begin(a);
   }
 
@@ -144,7 +144,7 @@ export class SqliteStateStore implements StateStore {
     this.applies.finish(id, f);
   }
 
-  recordRejected(r: { revision: string; planFile: string; at: number; reason: string }): number {
+  recordRejected(r: { revision: string; planFile: string; target?: string; at: number; reason: string }): number {
     return this.applies.recordRejected(r);
   }
 

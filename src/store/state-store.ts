@@ -70,11 +70,11 @@ export interface StateStore {
   recordHeld(name: string, held: boolean): void;
 
   /** Returns the apply's id. */
-  beginApply(a: { revision: string; planFile: string; startedAt: number; reconcile: ApplyReconcile }): number;
+  beginApply(a: { revision: string; planFile: string; target?: string; startedAt: number; reconcile: ApplyReconcile }): number;
   /** KS_STATE_NOT_FOUND when the id is unknown or already finished. */
   finishApply(id: number, f: { finishedAt: number; outcome: ApplyOutcome; summary: string; failed?: ApplyFailure[] }): void;
   /** A revision refused before it was applied (invalid, unsigned, replayed): one finished entry. Returns its id. */
-  recordRejected(r: { revision: string; planFile: string; at: number; reason: string }): number;
+  recordRejected(r: { revision: string; planFile: string; target?: string; at: number; reason: string }): number;
   /** Newest first; `before` pages to entries with a smaller id. */
   history(q: { limit: number; before?: number }): HistoryEntry[];
   /** The newest apply without a finish: the agent died during it. Finish it, then ask again for older ones. */
