@@ -42,6 +42,12 @@ export type StatusDeliveryCode =
   | 'KS_STATUS_UNREACHABLE'
   /** The server answered 5xx, 429 or 408: it may accept the same request later. Retryable. */
   | 'KS_STATUS_SERVER_ERROR'
+  /**
+   * The server said "too many requests, come back later" (GitHub: 429, or 403 with Retry-After, a secondary rate
+   * limit message or x-ratelimit-remaining 0). Retryable; `retryAfterMs` says when, and the outbox holds every status
+   * for that reporter until then.
+   */
+  | 'KS_STATUS_RATE_LIMITED'
   /** Another writer moved the notes ref each time we tried to push. Retryable. */
   | 'KS_STATUS_CONFLICT'
   /** 401/403: the token is missing, wrong or lacks the permission; sending it again will not help. Permanent. */
@@ -53,7 +59,7 @@ export type StatusDeliveryCode =
   /** A local Git operation failed (the notes cache or a local repository). Retryable: disks and locks recover. */
   | 'KS_STATUS_GIT_FAILED';
 
-const RETRYABLE: ReadonlySet<StatusDeliveryCode> = new Set(['KS_STATUS_UNREACHABLE', 'KS_STATUS_SERVER_ERROR', 'KS_STATUS_CONFLICT', 'KS_STATUS_GIT_FAILED']);
+const RETRYABLE: ReadonlySet<StatusDeliveryCode> = new Set(['KS_STATUS_UNREACHABLE', 'KS_STATUS_SERVER_ERROR', 'KS_STATUS_RATE_LIMITED', 'KS_STATUS_CONFLICT', 'KS_STATUS_GIT_FAILED']);
 
 export class StatusDeliveryError extends Error {
   override readonly name = 'StatusDeliveryError';

@@ -1,7 +1,10 @@
 // Commit statuses through the GitHub REST API (`POST /repos/{owner}/{repo}/statuses/{sha}`), which Gitea and
 // Forgejo serve too under `/api/v1`: the API base is taken as the whole prefix so one reporter fits all three.
-// Failures are classified by HTTP status for the outbox: 5xx, 408, 429 and network errors are retried; other 4xx
-// are permanent (sending the same request again gets the same 422 or 404).
+// Failures are classified by HTTP status for the outbox: 5xx, 408 and network errors are retried; rate limits
+// (429, and GitHub's 403 flavours of it) are retried after the wait the server asked for; other 4xx are permanent
+// (sending the same request again gets the same 422 or 404). At fleet scale see docs/fleet-reports.md.
+import { setTimeout as sleepMs } from 'node:timers/promises';
+import { retryAfterMs } from '../source/git-poll-delay.js';
 import { checkStatus, httpDeliveryError, StatusDeliveryError, type CommitStatus, type StatusReporter } from './commit-status.js';
 
 export interface GitHubStatusReporterOptions {
@@ -16,12 +19,28 @@ export interface GitHubStatusReporterOptions {
   userAgent?: string;
   /** The outbox key; default `github`. Two reporters to two hosts need two names. */
   name?: string;
+  /**
+   * Least time between the starts of two requests of this reporter; default 1 s, i.e. at most 60 a minute, under
+   * GitHub's ~80 content-creating requests a minute per token. 0 turns pacing off.
+   */
+  minIntervalMs?: number;
+  /** ms clock for pacing, x-ratelimit-reset and HTTP-date Retry-After; default Date.now. */
+  now?: () => number;
+  /** Waits for pacing; default a timer. Injected so tests pace without sleeping. */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 export const GITHUB_API = 'https://api.github.com';
 const DEFAULT_TIMEOUT_MS = 10_000;
 /** Enough of an error body to say what was wrong, not enough to flood the log. */
 const MAX_DETAIL = 300;
+export const DEFAULT_MIN_INTERVAL_MS = 1_000;
+/** GitHub's secondary rate limit message (and its older "abuse detection" wording), for a 403 without Retry-After. */
+const SECONDARY_LIMIT_RE = /secondary rate limit|abuse detection/i;
+/** GitHub's docs for a rate limit answer with no time in it: wait at least a minute, and longer on each repeat. */
+export const RATE_LIMIT_FALLBACK_MS = 60_000;
+/** The repeat doubling stops here; the outbox caps any wait at its maxBackoffMs anyway. */
+const MAX_RATE_LIMIT_FALLBACK_MS = 16 * 60_000;
 
 export class GitHubStatusReporter implements StatusReporter {
   readonly name: string;
@@ -29,6 +48,13 @@ export class GitHubStatusReporter implements StatusReporter {
   private readonly token: string;
   private readonly timeoutMs: number;
   private readonly userAgent: string;
+  private readonly minIntervalMs: number;
+  private readonly now: () => number;
+  private readonly sleep: (ms: number) => Promise<void>;
+  /** When the next request may start (pacing). */
+  private nextSlot = Number.NEGATIVE_INFINITY;
+  /** Rate limit answers in a row that named no time: each doubles the fallback wait; a delivery resets it. */
+  private untimedLimits = 0;
 
   constructor(private readonly opts: GitHubStatusReporterOptions) {
     this.name = opts.name ?? 'github';
@@ -36,6 +62,9 @@ export class GitHubStatusReporter implements StatusReporter {
     this.token = opts.token;
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.userAgent = opts.userAgent ?? 'keystone-agent';
+    this.minIntervalMs = Math.max(0, opts.minIntervalMs ?? DEFAULT_MIN_INTERVAL_MS);
+    this.now = opts.now ?? Date.now;
+    this.sleep = opts.sleep ?? ((ms) => sleepMs(ms));
     if (!opts.owner || !opts.repo) throw new Error('GitHubStatusReporter needs an owner and a repo');
   }
 
@@ -48,6 +77,7 @@ export class GitHubStatusReporter implements StatusReporter {
     checkStatus(s);
     const url = this.statusUrl(s.commit);
     const what = `GitHub status for ${s.commit.slice(0, 12)} (${this.redact(url)})`;
+    await this.pace();
     let res: Response;
     try {
       res = await fetch(url, {
@@ -68,14 +98,46 @@ export class GitHubStatusReporter implements StatusReporter {
       throw new StatusDeliveryError('KS_STATUS_UNREACHABLE', `${what}: ${this.redact(why)}`, {}, { cause: e });
     }
     const body = await res.text().catch(() => '');
-    if (res.ok) return;
-    // GitHub's rate limits answer 403 (or 429) with the reset time: that is a "later", not a "never".
-    if (res.status === 403 && res.headers.get('x-ratelimit-remaining') === '0') {
-      const reset = Number(res.headers.get('x-ratelimit-reset'));
-      const retryAfterMs = Number.isFinite(reset) && reset > 0 ? Math.max(0, reset * 1000 - Date.now()) : undefined;
-      throw new StatusDeliveryError('KS_STATUS_SERVER_ERROR', `${what}: rate limited (HTTP 403)`, { httpStatus: 403, ...(retryAfterMs !== undefined && { retryAfterMs }) });
+    if (res.ok) {
+      this.untimedLimits = 0;
+      return;
     }
-    throw httpDeliveryError(what, res.status, this.redact(errorDetail(body)), retryAfter(res.headers.get('retry-after')));
+    const detail = this.redact(errorDetail(body));
+    const limitedFor = this.rateLimitWait(res, body);
+    if (limitedFor !== undefined)
+      throw new StatusDeliveryError('KS_STATUS_RATE_LIMITED', `${what}: rate limited (HTTP ${res.status})${detail ? `: ${detail}` : ''}; retry in ${Math.ceil(limitedFor / 1000)} s`, {
+        httpStatus: res.status,
+        retryAfterMs: limitedFor,
+      });
+    throw httpDeliveryError(what, res.status, detail, retryAfterMs(res.headers.get('retry-after') ?? undefined, this.now()));
+  }
+
+  /**
+   * How long GitHub asked us to wait, or undefined when the answer is not a rate limit. A 403 is one when it says
+   * so: Retry-After, x-ratelimit-remaining 0, or the secondary limit message; any other 403 (a token without
+   * statuses:write) stays a permanent KS_STATUS_AUTH. The order is GitHub's documented one.
+   */
+  private rateLimitWait(res: Response, body: string): number | undefined {
+    const h = res.headers;
+    const after = retryAfterMs(h.get('retry-after') ?? undefined, this.now());
+    const primary = h.get('x-ratelimit-remaining') === '0';
+    const limited = res.status === 429 || (res.status === 403 && (after !== undefined || primary || SECONDARY_LIMIT_RE.test(body)));
+    if (!limited) return undefined;
+    if (after !== undefined) return after;
+    const reset = Number(h.get('x-ratelimit-reset'));
+    if (primary && Number.isFinite(reset) && reset > 0) return Math.max(0, reset * 1000 - this.now());
+    const wait = Math.min(MAX_RATE_LIMIT_FALLBACK_MS, RATE_LIMIT_FALLBACK_MS * 2 ** this.untimedLimits);
+    this.untimedLimits++;
+    return wait;
+  }
+
+  /** Takes the next request slot (synchronously, so concurrent calls queue) and waits for it. */
+  private async pace(): Promise<void> {
+    if (this.minIntervalMs === 0) return;
+    const now = this.now();
+    const at = Math.max(now, this.nextSlot);
+    this.nextSlot = at + this.minIntervalMs;
+    if (at > now) await this.sleep(at - now);
   }
 
   /** The token never reaches a message, even if a server echoes it. */
@@ -102,12 +164,6 @@ function errorDetail(body: string): string {
     // not JSON: fall through to the raw text
   }
   return body.replace(/\s+/g, ' ').trim().slice(0, MAX_DETAIL);
-}
-
-/** Retry-After in seconds (the HTTP-date form is rare for APIs and ignored). */
-function retryAfter(v: string | null): number | undefined {
-  if (v === null || !/^\d+$/.test(v.trim())) return undefined;
-  return Number(v.trim()) * 1000;
 }
 
 function describeNetworkError(e: unknown): string {

@@ -3,7 +3,10 @@
 // per (reporter, commit) strictly in the order they were written (`pending` before `success`: a reporter must never
 // show an old state over a newer one), across commits and reporters independently, so one unreachable server or one
 // rejected commit does not hold up the rest. Delivery is at least once: a row delivered just before a crash is sent
-// again after it, which both reporters tolerate (a status is replaced by an equal one).
+// again after it, which both reporters tolerate (a status is replaced by an equal one). A server that says when to
+// come back (Retry-After, a rate limit) holds every row of that reporter until then, not only the one it refused:
+// sending the next commit's status to a server that just said "wait" only earns a longer wait. The hold is kept in
+// memory; after a restart the first request finds it out again (one request, then held again).
 import type { OutboxCounts, OutboxEntry, StateStore } from '../store/state-store.js';
 import { checkStatus, isStatusDeliveryError, type CommitStatus, type StatusReporter } from './commit-status.js';
 
@@ -74,6 +77,8 @@ export class StatusOutbox {
   private forceRequested = false;
   private timer: unknown;
   private closed = false;
+  /** Reporter name → ms until which none of its rows is sent (the server asked us to wait). */
+  private readonly heldUntil = new Map<string, number>();
 
   constructor(opts: StatusOutboxOptions) {
     this.store = opts.store;
@@ -129,7 +134,8 @@ export class StatusOutbox {
 
   /**
    * Tries every open row now, ignoring backoff (each at most once per flush unless an earlier row of its commit
-   * was delivered meanwhile), and resolves when that is done. For tests and for a graceful shutdown.
+   * was delivered meanwhile), and resolves when that is done. For tests and for a graceful shutdown. A reporter
+   * whose server asked us to wait stays on hold: our backoff is ours to skip, its rate limit is not.
    */
   async flush(): Promise<void> {
     this.forceRequested = true;
@@ -190,7 +196,7 @@ export class StatusOutbox {
     // A row never tried is due whatever its time says: `at` comes from the caller's clock, which may run ahead.
     const due = this.store
       .outboxHeads()
-      .filter((h) => this.reporters.has(h.reporter) && !failed.has(h.id) && (force || h.attempts === 0 || (h.nextAttemptAt ?? 0) <= now));
+      .filter((h) => this.reporters.has(h.reporter) && !this.held(h.reporter, now) && !failed.has(h.id) && (force || h.attempts === 0 || (h.nextAttemptAt ?? 0) <= now));
     if (!due.length) return false;
     const byReporter = new Map<string, OutboxEntry[]>();
     for (const h of due) byReporter.set(h.reporter, [...(byReporter.get(h.reporter) ?? []), h]);
@@ -204,11 +210,21 @@ export class StatusOutbox {
           const outcome = await this.attempt(reporter, entry);
           if (outcome === 'retry') failed.add(entry.id);
           else finished = true;
+          if (this.held(name, this.now())) return; // it said "wait": the rest of its rows wait too
         }
       }),
     );
     if (finished) this.store.pruneOutbox(this.retention);
     return finished;
+  }
+
+  /** True while the reporter is on hold; forgets a hold that has run out. */
+  private held(reporter: string, now: number): boolean {
+    const until = this.heldUntil.get(reporter);
+    if (until === undefined) return false;
+    if (until > now) return true;
+    this.heldUntil.delete(reporter);
+    return false;
   }
 
   private async attempt(reporter: StatusReporter, entry: OutboxEntry): Promise<'delivered' | 'retry' | 'given-up'> {
@@ -230,14 +246,16 @@ export class StatusOutbox {
       const retryable = !isStatusDeliveryError(e) || e.retryable;
       const code = isStatusDeliveryError(e) ? e.code : 'KS_STATUS_UNEXPECTED';
       const lastError = `${code}: ${e instanceof Error ? e.message : String(e)}`.slice(0, MAX_ERROR_CHARS);
+      // A server that says when to come back (429, Retry-After) is believed, within the cap, for all its rows.
+      const askedMs = isStatusDeliveryError(e) ? e.data.retryAfterMs : undefined;
+      const holdMs = askedMs === undefined ? undefined : Math.min(askedMs, this.maxBackoffMs);
+      if (holdMs !== undefined) this.heldUntil.set(reporter.name, Math.max(this.heldUntil.get(reporter.name) ?? 0, this.now() + holdMs));
       if (!retryable || attempts >= this.maxAttempts) {
         this.store.giveUpOutbox(entry.id, { attempts, lastError });
         this.log.error({ ...fields, code, error: lastError }, retryable ? 'commit status given up after too many attempts' : 'commit status rejected; not retrying');
         return 'given-up';
       }
-      let delay = backoffDelay(attempts, this.random(), this.initialBackoffMs, this.maxBackoffMs);
-      // A server that says when to come back (429, Retry-After) is believed, within the cap.
-      if (isStatusDeliveryError(e) && e.data.retryAfterMs !== undefined) delay = Math.max(delay, Math.min(e.data.retryAfterMs, this.maxBackoffMs));
+      const delay = Math.max(backoffDelay(attempts, this.random(), this.initialBackoffMs, this.maxBackoffMs), holdMs ?? 0);
       this.store.retryOutbox(entry.id, { attempts, nextAttemptAt: this.now() + delay, lastError });
       this.log.warn({ ...fields, code, error: lastError, retry_in_ms: delay }, 'commit status not delivered; will retry');
       return 'retry';
@@ -247,13 +265,13 @@ export class StatusOutbox {
     return 'delivered';
   }
 
-  /** Sets one timer for the earliest open row that waits on backoff. */
+  /** Sets one timer for the earliest open row that waits on backoff or on its reporter's hold. */
   private arm(): void {
     if (this.closed) return;
     let next: number | undefined;
     for (const h of this.store.outboxHeads()) {
       if (!this.reporters.has(h.reporter) || h.nextAttemptAt === undefined) continue;
-      const at = h.attempts === 0 ? this.now() : h.nextAttemptAt;
+      const at = Math.max(h.attempts === 0 ? this.now() : h.nextAttemptAt, this.heldUntil.get(h.reporter) ?? 0);
       next = next === undefined ? at : Math.min(next, at);
     }
     if (next === undefined) return;

@@ -1,5 +1,6 @@
 // The GitHub commit status reporter against a local server that implements the documented contract (not a mock of
-// our client): request fields and headers, 401 and 422 as permanent failures, 5xx and a dead server as retryable.
+// our client): request fields and headers, 401 and 422 as permanent failures, 5xx and a dead server as retryable,
+// GitHub's rate limit answers as retryable with the wait they ask for, and pacing. Clocks are injected: no sleeping.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { describe as describeText, describeFailure, describePending, isStatusDeliveryError, MAX_DESCRIPTION, statusContext, type CommitStatus } from '../../src/status/commit-status.js';
 import { GitHubStatusReporter, ownerRepoFromUrl } from '../../src/status/github-status-reporter.js';
@@ -20,14 +21,15 @@ afterEach(() => {
 });
 
 function reporter(over: Partial<ConstructorParameters<typeof GitHubStatusReporter>[0]> = {}): GitHubStatusReporter {
-  return new GitHubStatusReporter({ apiBase: gh.apiBase, owner: 'acme', repo: 'fleet', token: TOKEN, userAgent: 'keystone-test/1', ...over });
+  // Pacing off unless a test is about it: with the real clock it would make back-to-back deliveries wait.
+  return new GitHubStatusReporter({ apiBase: gh.apiBase, owner: 'acme', repo: 'fleet', token: TOKEN, userAgent: 'keystone-test/1', minIntervalMs: 0, ...over });
 }
 
 function status(over: Partial<CommitStatus> = {}): CommitStatus {
   return { commit: SHA, state: 'pending', description: 'applying: start api', context: statusContext('dev-a'), at: 1_700_000_000_000, ...over };
 }
 
-async function failure(p: Promise<unknown>): Promise<Error & { code: string; retryable: boolean; data: { httpStatus?: number } }> {
+async function failure(p: Promise<unknown>): Promise<Error & { code: string; retryable: boolean; data: { httpStatus?: number; retryAfterMs?: number } }> {
   const e = await p.then(
     () => undefined,
     (err: unknown) => err,
@@ -132,6 +134,89 @@ describe('GitHubStatusReporter', () => {
     }
     await reporter().deliver(status());
     expect(gh.requests.at(-1)!.status).toBe(201);
+  });
+});
+
+/** What a rate-limited delivery failed with: [code, retryable, HTTP status, wait asked]. */
+async function limited(r: GitHubStatusReporter): Promise<[string, boolean, number | undefined, number | undefined]> {
+  const e = await failure(r.deliver(status()));
+  return [e.code, e.retryable, e.data.httpStatus, e.data.retryAfterMs];
+}
+
+describe('GitHubStatusReporter at GitHub\'s rate limits', () => {
+  const NOW = Date.parse('Tue, 01 Dec 2026 12:00:00 GMT');
+
+  it('a 403 with Retry-After is a retryable KS_STATUS_RATE_LIMITED for that long; a 403 that is no limit stays KS_STATUS_AUTH', async () => {
+    const r = reporter({ now: () => NOW });
+    gh.rateLimit = { kind: 'secondary', retryAfter: '30' };
+    expect(await limited(r)).toEqual(['KS_STATUS_RATE_LIMITED', true, 403, 30_000]); // the header wins over the one-minute default
+    gh.rateLimit = { kind: 'secondary', retryAfter: '5', message: 'Forbidden' };
+    expect(await limited(r)).toEqual(['KS_STATUS_RATE_LIMITED', true, 403, 5_000]); // the header alone is enough
+    gh.rateLimit = undefined;
+    const e = await failure(reporter({ token: gh.readOnlyToken }).deliver(status()));
+    expect([e.code, e.retryable, e.data.httpStatus]).toEqual(['KS_STATUS_AUTH', false, 403]);
+    expect(e.message).toContain('Resource not accessible');
+    expect(gh.list('acme', 'fleet', SHA)).toEqual([]);
+  });
+
+  it('a 403 that only says "secondary rate limit" or "abuse detection" waits a minute, longer on each repeat, until a delivery', async () => {
+    const r = reporter({ now: () => NOW });
+    gh.rateLimit = { kind: 'secondary' };
+    const first = await failure(r.deliver(status()));
+    expect([first.code, first.retryable, first.data.retryAfterMs]).toEqual(['KS_STATUS_RATE_LIMITED', true, 60_000]);
+    expect(first.message).toContain('secondary rate limit');
+    gh.rateLimit = { kind: 'secondary', message: 'You have triggered an ABUSE DETECTION mechanism. Please wait a few minutes before you try again.' };
+    expect(await limited(r)).toEqual(['KS_STATUS_RATE_LIMITED', true, 403, 120_000]);
+    expect(await limited(r)).toEqual(['KS_STATUS_RATE_LIMITED', true, 403, 240_000]);
+    gh.rateLimit = undefined;
+    await r.deliver(status());
+    gh.rateLimit = { kind: 'secondary' };
+    expect(await limited(r)).toEqual(['KS_STATUS_RATE_LIMITED', true, 403, 60_000]); // a delivery in between starts over
+  });
+
+  it('a 429 honours Retry-After in seconds and as an HTTP date on the injected clock, and waits a minute without one', async () => {
+    const r = reporter({ now: () => NOW });
+    gh.rateLimit = { kind: 'secondary', status: 429, retryAfter: '7' };
+    expect(await limited(r)).toEqual(['KS_STATUS_RATE_LIMITED', true, 429, 7_000]);
+    gh.rateLimit = { kind: 'secondary', status: 429, retryAfter: 'Tue, 01 Dec 2026 12:02:00 GMT' };
+    expect(await limited(r)).toEqual(['KS_STATUS_RATE_LIMITED', true, 429, 120_000]);
+    gh.rateLimit = { kind: 'secondary', status: 403, retryAfter: 'Tue, 01 Dec 2026 12:00:45 GMT' };
+    expect(await limited(r)).toEqual(['KS_STATUS_RATE_LIMITED', true, 403, 45_000]);
+    gh.rateLimit = { kind: 'secondary', status: 429, message: 'Too Many Requests' };
+    expect(await limited(r)).toEqual(['KS_STATUS_RATE_LIMITED', true, 429, 60_000]);
+  });
+
+  it('the primary limit (x-ratelimit-remaining 0) waits until x-ratelimit-reset by the injected clock, not Date.now', async () => {
+    const later = Date.parse('Tue, 01 Dec 2099 12:00:00 GMT'); // far from the real clock, so Date.now would show
+    gh.rateLimit = { kind: 'primary', resetEpochSeconds: later / 1000 + 90 };
+    expect(await limited(reporter({ now: () => later }))).toEqual(['KS_STATUS_RATE_LIMITED', true, 403, 90_000]);
+    gh.rateLimit = { kind: 'primary', resetEpochSeconds: later / 1000 - 10 }; // already reset: try again at once
+    expect(await limited(reporter({ now: () => later }))).toEqual(['KS_STATUS_RATE_LIMITED', true, 403, 0]);
+  });
+
+  it('paces its requests at least minIntervalMs apart (default 1 s), waiting on the injected clock', async () => {
+    let t = NOW;
+    const waits: number[] = [];
+    const sleep = (ms: number) => {
+      waits.push(ms);
+      t += ms;
+      return Promise.resolve();
+    };
+    const r = reporter({ minIntervalMs: undefined, now: () => t, sleep });
+    await r.deliver(status());
+    await r.deliver(status({ state: 'success' }));
+    t += 400;
+    await r.deliver(status({ state: 'failure' }));
+    expect(waits).toEqual([1_000, 600]);
+    t += 5_000;
+    await r.deliver(status({ state: 'error' }));
+    expect(waits).toEqual([1_000, 600]); // a quiet reporter does not wait
+    // Concurrent callers queue for their slots rather than all going at once.
+    const fast = reporter({ minIntervalMs: 250, now: () => t, sleep: (ms) => (waits.push(ms), Promise.resolve()) });
+    waits.length = 0;
+    await Promise.all([0, 1, 2].map(() => fast.deliver(status())));
+    expect(waits).toEqual([250, 500]);
+    expect(gh.requests.map((q) => q.status)).toEqual([201, 201, 201, 201, 201, 201, 201]);
   });
 });
 

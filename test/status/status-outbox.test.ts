@@ -88,7 +88,8 @@ function store(dir: string): StateStore {
 }
 
 function github(over: Partial<ConstructorParameters<typeof GitHubStatusReporter>[0]> = {}): GitHubStatusReporter {
-  return new GitHubStatusReporter({ apiBase: gh.apiBase, owner: 'acme', repo: 'fleet', token: TOKEN, ...over });
+  // Pacing off: the reporter's own clock is the real one, and these tests are about the outbox's time.
+  return new GitHubStatusReporter({ apiBase: gh.apiBase, owner: 'acme', repo: 'fleet', token: TOKEN, minIntervalMs: 0, ...over });
 }
 
 function outbox(opts: Partial<StatusOutboxOptions> & Pick<StatusOutboxOptions, 'store'>, time: ManualTime): StatusOutbox {
@@ -241,6 +242,47 @@ describe('StatusOutbox', () => {
     expect(o.counts()).toEqual({ open: 0, delivered: 0, failed: 2 });
     expect(log.lines.filter((l) => l.level === 'error').map((l) => l.msg)).toEqual(['commit status rejected; not retrying', 'commit status rejected; not retrying']);
     expect(JSON.stringify(log.lines)).not.toContain('revoked-token');
+  });
+
+  it('a reporter that says "wait" (rate limited) holds all its rows until then, even on flush; another reporter is not held', async () => {
+    const time = new ManualTime();
+    const s = store(tempDir());
+    const other = await startGitHubContractServer({ token: TOKEN });
+    cleanup.push(() => other.stop());
+    const o = outbox({ store: s, maxBackoffMs: 300_000, reporters: [github(), github({ name: 'github-mirror', apiBase: other.apiBase })] }, time);
+    const start = time.t;
+    gh.rateLimit = { kind: 'secondary', retryAfter: '120' };
+    for (const c of [A, B]) o.enqueue(status(c, 'pending', time.t));
+    await o.idle();
+    expect(gh.requests.map((r) => r.status)).toEqual([403]); // B was not sent to a server that had just said wait
+    expect(other.requests.map((r) => r.status)).toEqual([201, 201]);
+    const heads = s.outboxHeads().filter((h) => h.reporter === 'github');
+    expect(heads.map((h) => [h.commit, h.attempts])).toEqual([
+      [A, 1],
+      [B, 0],
+    ]);
+    expect(heads[0]?.lastError).toMatch(/^KS_STATUS_RATE_LIMITED: .*secondary rate limit/);
+    expect(time.next()).toBe(start + 120_000);
+
+    // A new status queues behind the hold too, and so does a forced round; the other reporter still delivers.
+    o.enqueue(status(A, 'success', time.t));
+    await o.flush();
+    expect(gh.requests).toHaveLength(1);
+    expect(other.requests).toHaveLength(3);
+
+    // Still limited when the hold ends: one request finds that out, and the rest wait again.
+    time.advance();
+    await o.idle();
+    expect(gh.requests.map((r) => r.status)).toEqual([403, 403]);
+    expect(time.next()).toBe(start + 240_000);
+
+    gh.rateLimit = undefined;
+    time.advance();
+    await o.idle();
+    expect(states(A)).toEqual(['success', 'pending']);
+    expect(states(B)).toEqual(['pending']);
+    expect(o.counts()).toEqual({ open: 0, delivered: 6, failed: 0 });
+    expect(time.next()).toBeUndefined();
   });
 
   it('gives up a retryable failure after maxAttempts', async () => {

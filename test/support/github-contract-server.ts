@@ -4,6 +4,9 @@
 //   GET  /repos/{owner}/{repo}/commits/{ref}/statuses  the statuses of a commit, newest first
 // An optional path prefix (`/api/v1`) plays Gitea/Forgejo. Test hooks: fail the next N requests with 503,
 // stop and start on the same port (a server that goes away), and a log of every request with its headers and body.
+// `rateLimit` plays GitHub's rate limit answers as its docs describe them (rate-limits-for-the-rest-api): a secondary
+// limit is 403 or 429 with "You have exceeded a secondary rate limit" and maybe Retry-After; a primary one is 403
+// with x-ratelimit-remaining 0 and x-ratelimit-reset in epoch seconds.
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { LoopbackHttpServer } from '../../src/dev/loopback-http-server.js';
 
@@ -36,6 +39,12 @@ export interface GitHubContractServerOptions {
   maxStatusesPerContext?: number;
 }
 
+export type RateLimitAnswer =
+  | { kind: 'secondary'; status?: 403 | 429; retryAfter?: string; message?: string }
+  | { kind: 'primary'; resetEpochSeconds: number };
+
+const SECONDARY_MESSAGE =
+  'You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID 0000:1111:2222.';
 const DOCS = 'https://docs.github.com/rest/commits/statuses#create-a-commit-status';
 const STATES = ['error', 'failure', 'pending', 'success'];
 
@@ -46,7 +55,11 @@ export class GitHubContractServer extends LoopbackHttpServer {
   readonly requests: ContractRequest[] = [];
   /** The next this-many requests answer 503 (then the server behaves again). */
   failNext = 0;
+  /** While set, every authenticated POST is answered as over a rate limit, and nothing is stored. */
+  rateLimit: RateLimitAnswer | undefined;
   token: string;
+  /** A token that authenticates but lacks statuses:write: GitHub answers its POST with a plain 403. */
+  readOnlyToken = 'read-only-token';
   private readonly prefix: string;
   private readonly now: () => number;
   private readonly maxPerContext: number;
@@ -69,6 +82,7 @@ export class GitHubContractServer extends LoopbackHttpServer {
     this.statuses.clear();
     this.requests.length = 0;
     this.failNext = 0;
+    this.rateLimit = undefined;
   }
 
   /** The statuses stored for a commit, newest first (as the GET endpoint lists them). */
@@ -82,15 +96,28 @@ export class GitHubContractServer extends LoopbackHttpServer {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const record: ContractRequest = { method: req.method ?? 'GET', path: url.pathname, headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), status: 0 };
     this.requests.push(record);
-    const send = (status: number, body: unknown) => {
+    const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
       record.status = status;
-      res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(body));
+      res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers }).end(JSON.stringify(body));
     };
     if (this.failNext > 0) {
       this.failNext--;
       return send(503, { message: 'Service Unavailable' });
     }
+    if (req.headers.authorization === `Bearer ${this.readOnlyToken}` && req.method === 'POST')
+      return send(403, { message: 'Resource not accessible by personal access token', documentation_url: DOCS, status: '403' });
     if (req.headers.authorization !== `Bearer ${this.token}`) return send(401, { message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest', status: '401' });
+    const limit = this.rateLimit;
+    if (limit && req.method === 'POST') {
+      const docs = 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api';
+      if (limit.kind === 'primary')
+        return send(
+          403,
+          { message: 'API rate limit exceeded for user ID 1.', documentation_url: docs },
+          { 'x-ratelimit-limit': '5000', 'x-ratelimit-remaining': '0', 'x-ratelimit-used': '5000', 'x-ratelimit-reset': String(limit.resetEpochSeconds), 'x-ratelimit-resource': 'core' },
+        );
+      return send(limit.status ?? 403, { message: limit.message ?? SECONDARY_MESSAGE, documentation_url: docs }, limit.retryAfter !== undefined ? { 'retry-after': limit.retryAfter } : {});
+    }
     if (!url.pathname.startsWith(`${this.prefix}/`)) return send(404, { message: 'Not Found' });
     const path = url.pathname.slice(this.prefix.length);
     let m = /^\/repos\/([^/]+)\/([^/]+)\/statuses\/([^/]+)$/.exec(path);
