@@ -29,20 +29,21 @@ export interface CommitReporting {
 }
 
 export function reportCommitStatuses(opts: CommitReportingOptions): CommitReporting {
-  const send = (commit: string, state: CommitState, description: string) => {
+  // The fleet target goes with every report of the device's own doing, so the fleet view can group by it (SPEC §13).
+  const send = (commit: string, state: CommitState, description: string, target?: string) => {
     if (!isCommitId(commit) || opts.silent?.(commit)) return;
-    opts.outbox.enqueue({ commit, state, description, context: opts.context, at: opts.now() });
+    opts.outbox.enqueue({ commit, state, description, context: opts.context, at: opts.now(), ...(target !== undefined && { fields: { target } }) });
   };
-  const onApplying = (e: AgentEventMap['applying'][0]) => send(e.revision, 'pending', describePending(e.reconcile));
+  const onApplying = (e: AgentEventMap['applying'][0]) => send(e.revision, 'pending', describePending(e.reconcile), e.target);
   const onRevision = (e: AgentEventMap['revision'][0]) => {
-    if (e.outcome === 'rejected') return send(e.revision, 'error', describeRejected(e.summary));
-    if (e.outcome === 'success') return send(e.revision, 'success', describeSuccess(e.reconcile ?? emptyPlan));
+    if (e.outcome === 'rejected') return send(e.revision, 'error', describeRejected(e.summary), e.target);
+    if (e.outcome === 'success') return send(e.revision, 'success', describeSuccess(e.reconcile ?? emptyPlan), e.target);
     // Only a commit's failure is the policy's business: a failed manual apply is the operator's to follow up.
     if (!isCommitId(e.revision) || opts.silent?.(e.revision)) return;
     const extra = opts.onFailure?.(e.revision) ?? '';
     // The suffix must survive the 140-character cut: it says what the device runs now.
     const base = describeFailure(e.failed ?? []);
-    send(e.revision, 'failure', extra ? describe(base.slice(0, Math.max(20, 140 - extra.length)).replace(/…?$/, '') + extra) : base);
+    send(e.revision, 'failure', extra ? describe(base.slice(0, Math.max(20, 140 - extra.length)).replace(/…?$/, '') + extra) : base, e.target);
   };
   opts.events.on('applying', onApplying);
   opts.events.on('revision', onRevision);

@@ -16,6 +16,7 @@ function historyView(h: HistoryEntry) {
     id: h.id,
     revision: h.revision,
     planFile: h.planFile,
+    target: h.target ?? null,
     startedAt: iso(h.startedAt),
     finishedAt: iso(h.finishedAt),
     // Unfinished: still applying, or the agent died during it (it is finished as interrupted at the next start).
@@ -44,6 +45,8 @@ export function registerRevisionRoutes(server: FastifyInstance, ctx: ApiContext)
       id: r.id,
       source: r.source,
       planFile: r.planFile,
+      // The fleet.toml target the plan came from (SPEC §13); null for --plan or a manual apply.
+      target: r.target ?? null,
       unsigned: r.unsigned,
       signedAt: r.signedAt === undefined ? null : new Date(r.signedAt * 1000).toISOString(),
       appliedAt: iso(r.appliedAt),

@@ -12,12 +12,14 @@ import { GitHubStatusReporter, ownerRepoFromUrl } from '../../status/github-stat
 import { StatusOutbox } from '../../status/status-outbox.js';
 import type { StateStore } from '../../store/state-store.js';
 import { UsageError } from '../io.js';
+import { FLEET_FILE } from '../../core/fleet.js';
 
 export interface GitFollowOptions {
   repo: string;
   ref: string;
   stateDir: string;
-  planFile: string;
+  /** Absent when fleet.toml picks the plan. */
+  planFile?: string;
   device: string;
   pollMs: number;
   token?: string;
@@ -135,7 +137,7 @@ export function followGit(agent: Agent, opts: GitFollowOptions): GitFollowing {
       agent.offer(r);
     },
     onRejected: ({ commit, code, reason }) => {
-      agent.store.recordRejected({ revision: commit, planFile: opts.planFile, at: opts.now(), reason: `${code}: ${reason}` });
+      agent.store.recordRejected({ revision: commit, planFile: opts.planFile ?? FLEET_FILE, at: opts.now(), reason: `${code}: ${reason}` });
       log.error({ revision: commit, code, reason }, 'commit refused; still running the previous one');
       reporting.rejected(commit, `${code}: ${reason}`);
     },

@@ -28,16 +28,18 @@ import { DirectorySource, type Revision } from '../../source/directory-source.js
 import type { RepoReader } from '../../source/repo-reader.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
 import { planPathIn } from '../repository-args.js';
+import { formatLabels, labelsFromArgs, type Labels } from '../../core/labels.js';
 import { TRUST_OPTIONS, trustSetting } from '../trust-args.js';
 import { followGit, secretFrom } from './agent-git.js';
 
 export const AGENT_USAGE =
-  'keystone agent (--repo URL|PATH [--ref main] [--poll 60s] [--git-token-file F] | --dir PATH) --plan PLAN\n' +
+  'keystone agent (--repo URL|PATH [--ref main] [--poll 60s] [--git-token-file F] | --dir PATH) [--plan PLAN]\n' +
+  '               [--device NAME] [--label KEY=VALUE…]   (without --plan, fleet.toml picks the plan by name and labels)\n' +
   '               (--trusted-key FILE… [--threshold K] [--max-age D] [--max-clock-skew 5m] | --allow-unsigned)\n' +
   '               [--status git-notes,github|none] [--github-repo OWNER/REPO] [--github-token-file F] [--github-api URL]\n' +
   '               [--webhook-secret-file F] [--allow-history-rewrite] [--on-failure none|rollback]\n' +
   `               ${POLICY_USAGE}\n` +
-  '               [--state-dir /var/lib/keystone] [--device NAME] [--concurrency N] [--grace 10s] [--log-format pretty|json] [--stop-on-exit]\n' +
+  '               [--state-dir /var/lib/keystone] [--concurrency N] [--grace 10s] [--log-format pretty|json] [--stop-on-exit]\n' +
   '               [--listen 127.0.0.1:8080|none] [--listen-public] [--socket PATH]\n' +
   '               [--max-backoff 60s] [--crash-loop-limit 10] [--healthy-spell 10m] [--settle 300ms]\n' +
   '               [--log-max-bytes 10485760] [--log-keep 5]';
@@ -68,6 +70,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
       'listen-public': { type: 'boolean', default: false },
       socket: { type: 'string' },
       device: { type: 'string' },
+      label: { type: 'string', multiple: true },
       poll: { type: 'string' },
       concurrency: { type: 'string' },
       grace: { type: 'string', default: '10s' },
@@ -95,7 +98,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   const stopRequested = new Promise<void>((resolveStop) => signals.once('stop', resolveStop));
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   if ((values.repo === undefined) === (values.dir === undefined)) throw new UsageError('give one source: --repo URL|PATH (Git) or --dir PATH (a development directory)');
-  if (!values.plan) throw new UsageError('--plan PLAN is required');
+  if (values.plan === '') throw new UsageError('--plan takes a plan file; leave it out to take the plan from fleet.toml');
   const gitFlags = ['ref', 'poll', 'git-token-file', 'status', 'github-repo', 'github-token-file', 'github-api', 'webhook-secret-file'] as const;
   const misplaced = gitFlags.find((f) => values[f] !== undefined) ?? (values['allow-history-rewrite'] || values['on-failure'] !== 'none' ? 'allow-history-rewrite or --on-failure' : undefined);
   if (values.dir !== undefined && misplaced) throw new UsageError(`--${misplaced} is for a Git source (--repo), not --dir`);
@@ -104,7 +107,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   const repo = values.repo === undefined ? undefined : gitUrl ? values.repo : resolve(io.cwd, values.repo);
   const root = values.dir === undefined ? undefined : resolve(io.cwd, values.dir);
   // The plan is a path inside the repository: for a Git source it is read from each commit's tree.
-  const planFile = root !== undefined ? planPathIn(root, values.plan) : values.plan.split('\\').join('/').replace(/^\.\//, '');
+  const planFile = values.plan === undefined ? undefined : root !== undefined ? planPathIn(root, values.plan) : values.plan.split('\\').join('/').replace(/^\.\//, '');
   const pollMs = parseDuration(values.poll ?? '60s');
   if (pollMs === undefined || pollMs <= 0) throw new UsageError(`--poll takes a duration such as 60s, not "${values.poll}"`);
   const gitToken = secretFrom(values['git-token-file'] && resolve(io.cwd, values['git-token-file']), io.env.KEYSTONE_GIT_TOKEN, 'Git token');
@@ -112,6 +115,12 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   const webhookSecret = secretFrom(values['webhook-secret-file'] && resolve(io.cwd, values['webhook-secret-file']), io.env.KEYSTONE_WEBHOOK_SECRET, 'webhook secret');
   const ref = values.ref ?? 'main';
   const device = values.device ?? hostname();
+  let labels: Labels;
+  try {
+    labels = labelsFromArgs(values.label ?? []);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
   const stateDir = resolve(io.cwd, values['state-dir']);
   const trust: TrustSetting = trustSetting(values, io);
   const policy = devicePolicyFrom(values);
@@ -199,7 +208,8 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   }
   const agent = (agentRef = await startAgent({
     stateDirLock,
-    planFile,
+    ...(planFile !== undefined && { planFile }),
+    fleet: { device, labels },
     stateDir,
     trust,
     log: logger,
@@ -233,7 +243,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
         repo,
         ref,
         stateDir,
-        planFile,
+        ...(planFile !== undefined && { planFile }),
         device,
         pollMs,
         ...(gitToken !== undefined && { token: gitToken }),
@@ -275,7 +285,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
     await agent.close();
     throw e;
   }
-  log.info({ ...(root !== undefined ? { dir: root } : { repo: values.repo, ref }), plan: planFile, state_dir: stateDir, device, concurrency }, 'agent started');
+  log.info({ ...(root !== undefined ? { dir: root } : { repo: values.repo, ref }), plan: planFile ?? 'from fleet.toml', state_dir: stateDir, device, ...(Object.keys(labels).length > 0 && { labels: formatLabels(labels) }), concurrency }, 'agent started');
   const grants = describeDevicePolicy(policy);
   log.info({ policy: grants.length ? grants : 'safe defaults only' }, 'device policy');
   // Adopted, not started: a process an earlier version (or an --allow-root run) started as root keeps running as root

@@ -119,6 +119,8 @@ export function revisionLine(rev: Json | undefined, nowMs: number): string {
   const parts = [`revision ${str(rev.id) ?? '?'}`];
   const plan = str(rev.planFile) ?? str(rev.plan);
   if (plan) parts.push(`plan ${plan}`);
+  const target = str(rev.target);
+  if (target) parts.push(`target ${target}`);
   const applied = timeMs(rev.appliedAt);
   if (applied !== undefined) parts.push(`applied ${ago(applied, nowMs)}`);
   if (rev.unsigned === true) parts.push('*** UNSIGNED: signatures are not checked (development only) ***');
