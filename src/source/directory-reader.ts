@@ -52,10 +52,13 @@ export class DirectoryReader implements RepoReader {
   }
 }
 
-/** The signed documents of a directory repository: every `.toml` under `recipes/` and `plans/`, sorted. */
+/** The signed documents of a directory repository: every `.toml` under `recipes/` and `plans/`, and `fleet.toml`, sorted. */
 export async function listDocuments(root: string): Promise<string[]> {
-  const { readdir } = await import('node:fs/promises');
+  const { readdir, lstat } = await import('node:fs/promises');
   const out: string[] = [];
+  // The fleet file is signed like the rest (SPEC §13); a symlink is listed and then refused by the safe reader.
+  const fleet = await lstat(join(root, 'fleet.toml')).catch(() => undefined);
+  if (fleet && (fleet.isFile() || fleet.isSymbolicLink())) out.push('fleet.toml');
   for (const top of ['recipes', 'plans']) {
     let entries;
     try {

@@ -53,7 +53,8 @@ export interface StartOptions {
   dir?: string;
   /** A Git remote URL or repository path to follow (`--repo`) instead of a directory. */
   repo?: string;
-  plan: string;
+  /** `--plan`; undefined: the agent takes its plan from fleet.toml. */
+  plan: string | undefined;
   trustArgs: string[];
   /** Extra flags (they may repeat defaults: parseArgs keeps the last). */
   args?: string[];
@@ -253,8 +254,7 @@ export class AgentHarness {
       KEYSTONE_BIN,
       'agent',
       ...source,
-      '--plan',
-      opts.plan,
+      ...(opts.plan !== undefined ? ['--plan', opts.plan] : []),
       '--state-dir',
       this.stateDir,
       '--log-format',
