@@ -3,6 +3,7 @@ import { ArtifactError } from '../artifacts/artifact-error.js';
 import { InvalidRevisionError, OperationError } from '../core/errors.js';
 import { APPLY_USAGE, apply } from './commands/apply.js';
 import { APPLY_DRY_USAGE, applyDry } from './commands/apply-dry.js';
+import { FLEET_USAGE, fleet } from './commands/fleet.js';
 import { GRAPH_USAGE, graph } from './commands/graph.js';
 import { HISTORY_USAGE, history } from './commands/history.js';
 import { KEYGEN_USAGE, keygen } from './commands/keygen.js';
@@ -32,6 +33,7 @@ const COMMANDS: Record<string, { run: Command; usage: string; summary: string }>
   start: { run: start, usage: START_USAGE, summary: 'start a component once its dependencies are healthy' },
   logs: { run: logs, usage: LOGS_USAGE, summary: "print (and follow) a component's stdout or stderr" },
   history: { run: history, usage: HISTORY_USAGE, summary: "the agent's applies, newest first" },
+  fleet: { run: fleet, usage: FLEET_USAGE, summary: "the fleet's reports for a commit, per target (needs git for a remote)" },
   resume: { run: resume, usage: RESUME_USAGE, summary: 'follow Git again after a forced manual apply suspended the sync' },
 };
 

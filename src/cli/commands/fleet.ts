@@ -1,0 +1,143 @@
+// `keystonectl fleet status`: the fleet's reports for one commit, per target (SPEC §13). Read-only: it reads the
+// devices' Git notes and the commit's fleet.toml, and checks no signature (it changes nothing a device would run).
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { OperationError } from '../../core/errors.js';
+import { formatDuration, parseDuration } from '../../core/duration.js';
+import { FLEET_FILE, parseFleet } from '../../core/fleet.js';
+import { buildFleetView, type ViewTarget } from '../../status/fleet-view.js';
+import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';
+import { renderDiagnosticsText } from '../render/diagnostics-text.js';
+import { renderFleetStatusMarkdown } from '../render/fleet-status-markdown.js';
+import { renderFleetStatusText } from '../render/fleet-status-text.js';
+
+const isRemote = (repo: string) => /^https?:\/\//i.test(repo);
+
+export const FLEET_USAGE =
+  'keystonectl fleet status [--repo URL|PATH] [--ref BRANCH] [--commit REF] [--devices] [--silent-after 10m] [--json] [--format text|markdown] [--token-file F] [--cache-dir DIR] [--depth N]';
+
+export const FLEET_HELP = `${FLEET_USAGE}
+
+The fleet's reports (each device's Git notes) for one commit, per target of the commit's fleet.toml.
+
+  --repo URL|PATH     a local repository (work tree or bare), read as it is (default: the current directory), or an
+                      http(s) remote: one \`git fetch\` of the branch and every device's notes ref into a cache
+                      ($XDG_CACHE_HOME/keystone/fleet/<sha256 of the URL>, else ~/.cache/...; --cache-dir to move it).
+                      Needs the git command. A token from --token-file or KEYSTONE_GIT_TOKEN is sent as the Basic-auth
+                      password, as the agent does.
+  --ref BRANCH        the branch (default: main; for a local repository, HEAD)
+  --commit REF        the commit to show (default: the tip of --ref)
+  --silent-after D    a device known to the fleet with no report on the commit, and none at all since the first
+                      report on it (or the commit's time), is silent once D has passed (Go duration; default 10m)
+  --devices           one line per device: name, target, state (or "on <commit>", "silent"), time, description
+  --json              { commit, ref, fleetFile, silentAfter, silentSince, silenceCounts,
+                        targets: [{ name, plan, devices, success, failure, pending, error, otherCommit, silent,
+                                    waiting, members }],
+                        devices: [{ device, target, state, commit, relation, at, description }] }
+                      state: success|failure|pending|error|other-commit|silent|waiting; relation (of another commit):
+                      older|newer|unknown, else null
+  --format markdown   tables for a pull-request comment or a CI summary
+  --depth N           remote only: the history fetched (default 1; more tells older commits from other ones)
+
+Signatures are not checked: this view only reads. Exit codes: 0 printed, 1 the remote could not be read,
+2 bad input (a bad flag, an unknown ref or commit, a fleet.toml that does not parse).`;
+
+export async function fleet(argv: string[], io: CliIo): Promise<number> {
+  const [sub, ...rest] = argv;
+  if (sub === '--help' || sub === '-h' || sub === 'help') {
+    io.stdout.write(FLEET_HELP + '\n');
+    return EXIT.OK;
+  }
+  if (sub !== 'status') throw new UsageError(sub === undefined ? 'fleet needs a subcommand: status' : `unknown fleet subcommand "${sub}" (there is: status)`);
+  return fleetStatus(rest, io);
+}
+
+async function fleetStatus(argv: string[], io: CliIo): Promise<number> {
+  // isomorphic-git and the agent's Git wiring cost ~100 ms to load: only for this command, not every keystonectl run.
+  const [{ openFleetRepository, readFleetReports, UnknownRefError }, { secretFrom }] = await Promise.all([import('../../status/fleet-reports-read.js'), import('./agent-git.js')]);
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      repo: { type: 'string' },
+      ref: { type: 'string' },
+      commit: { type: 'string' },
+      devices: { type: 'boolean', default: false },
+      'silent-after': { type: 'string', default: '10m' },
+      json: { type: 'boolean', default: false },
+      format: { type: 'string', default: 'text' },
+      'token-file': { type: 'string' },
+      'cache-dir': { type: 'string' },
+      depth: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) {
+    io.stdout.write(FLEET_HELP + '\n');
+    return EXIT.OK;
+  }
+  if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
+  if (values.format !== 'text' && values.format !== 'markdown') throw new UsageError(`--format must be text or markdown, not "${values.format}"`);
+  if (values.json && values.format !== 'text') throw new UsageError('--json and --format markdown exclude each other');
+  const silentAfterMs = parseDuration(values['silent-after']);
+  if (silentAfterMs === undefined) throw new UsageError(`--silent-after takes a duration such as 10m, not "${values['silent-after']}"`);
+  const depth = values.depth === undefined ? undefined : Number(values.depth);
+  if (depth !== undefined && (!/^\d+$/.test(values.depth!) || !Number.isSafeInteger(depth) || depth < 1)) throw new UsageError(`--depth must be a whole number ≥ 1, not "${values.depth}"`);
+  if (values.ref !== undefined && !/^[^\s~^:?*[\\]+$/.test(values.ref)) throw new UsageError(`--ref takes a branch name, not "${values.ref}"`);
+  const repo = values.repo !== undefined && isRemote(values.repo) ? values.repo : resolve(io.cwd, values.repo ?? '.');
+  const remote = isRemote(repo);
+  if (!remote && (values['token-file'] !== undefined || values['cache-dir'] !== undefined || depth !== undefined))
+    throw new UsageError('--token-file, --cache-dir and --depth are for a remote (--repo URL)');
+  const token = remote ? secretFrom(values['token-file'] && resolve(io.cwd, values['token-file']), io.env.KEYSTONE_GIT_TOKEN, 'Git token') : undefined;
+
+  const badInput = (code: string, message: string): number => {
+    if (values.json) io.stdout.write(JSON.stringify({ error: { code, message } }, null, 2) + '\n');
+    io.stderr.write(`keystonectl fleet status: ${message} [${code}]\n`);
+    return EXIT.BAD_INPUT;
+  };
+  let opened;
+  try {
+    opened = await openFleetRepository({
+      repo,
+      ...(values.ref !== undefined && { ref: values.ref }),
+      ...(values.commit !== undefined && { commit: values.commit }),
+      ...(values['cache-dir'] !== undefined && { cacheDir: resolve(io.cwd, values['cache-dir']) }),
+      ...(token !== undefined && { token }),
+      ...(depth !== undefined && { depth }),
+      env: io.env,
+    });
+  } catch (e) {
+    if (e instanceof UnknownRefError) return badInput(e.code, e.message);
+    if (e instanceof OperationError && e.code === 'KS_NOT_A_GIT_REPOSITORY') return badInput(e.code, e.message);
+    if (e instanceof OperationError && values.json) io.stdout.write(JSON.stringify({ error: { code: e.code, message: e.message } }, null, 2) + '\n');
+    throw e;
+  }
+  const read = await readFleetReports(opened.gitdir, opened.commit);
+
+  let targets: ViewTarget[] | undefined;
+  if (read.fleetText !== undefined) {
+    const parsed = parseFleet(FLEET_FILE, read.fleetText);
+    if (!parsed.fleet) {
+      if (values.json) io.stdout.write(JSON.stringify({ error: { code: 'KS_INVALID_FLEET', commit: opened.commit, diagnostics: parsed.diagnostics } }, null, 2) + '\n');
+      io.stderr.write(renderDiagnosticsText(`${FLEET_FILE} at ${opened.commit.slice(0, 12)}`, parsed.diagnostics).replace(/; nothing was changed\n/, '\n'));
+      return EXIT.BAD_INPUT;
+    }
+    targets = parsed.fleet.targets.map((t) => ({ name: t.name, plan: t.plan, ...(t.devices && { devices: t.devices }) }));
+  }
+  const view = buildFleetView({
+    commit: opened.commit,
+    commitTime: read.commitTime,
+    ...(targets && { targets }),
+    reports: read.reports,
+    now: nowMs(io),
+    silentAfterMs,
+    ancestry: read.ancestry,
+  });
+  const meta = { label: opened.label, silentAfter: values['silent-after'] };
+  if (values.json) {
+    const { commit, fleetFile, silentSince, silenceCounts, targets: groups, devices } = view;
+    io.stdout.write(JSON.stringify({ commit, ref: opened.label, fleetFile, silentAfter: formatDuration(silentAfterMs), silentSince, silenceCounts, targets: groups, devices }, null, 2) + '\n');
+  } else if (values.format === 'markdown') io.stdout.write(renderFleetStatusMarkdown(view, meta));
+  else io.stdout.write(renderFleetStatusText(view, meta, { devices: values.devices }));
+  return EXIT.OK;
+}

@@ -1,0 +1,30 @@
+// The fleet view for a pull-request comment or a CI job summary: a summary table, then a table per target.
+import type { FleetView } from '../../status/fleet-view.js';
+import { deviceStateText, short, sinceText, type FleetStatusMeta } from './fleet-status-text.js';
+import { utc } from './status-table.js';
+
+const code = (s: string) => '`' + s.replace(/`/g, "'") + '`';
+const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+
+export function renderFleetStatusMarkdown(view: FleetView, meta: FleetStatusMeta): string {
+  const out = [
+    `### Keystone fleet status: ${code(short(view.commit))} (${code(meta.label)})`,
+    '',
+    `${view.devices.length} device${view.devices.length === 1 ? '' : 's'}${view.fleetFile ? '' : ', no `fleet.toml` at this commit'}. Silent: no report within ${cell(meta.silentAfter)} of ${sinceText(view)}${view.silenceCounts ? '' : ' (not yet)'}.`,
+    '',
+    '| target | plan | devices | success | failure | pending | error | other commit | silent | waiting |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    ...view.targets.map((t) => `| ${cell(t.name)} | ${t.plan ? code(t.plan) : '-'} | ${t.devices} | ${t.success} | ${t.failure} | ${t.pending} | ${t.error} | ${t.otherCommit} | ${t.silent} | ${t.waiting} |`),
+  ];
+  for (const t of view.targets) {
+    const members = view.devices.filter((d) => d.target === t.name);
+    out.push('', `#### ${cell(t.name)}${t.plan ? ` (${code(t.plan)})` : ''}`, '');
+    if (members.length === 0) {
+      out.push('_no devices_');
+      continue;
+    }
+    out.push('| device | state | time | description |', '| --- | --- | --- | --- |');
+    for (const d of members) out.push(`| ${code(d.device)} | ${cell(deviceStateText(d))} | ${d.at ? utc(Date.parse(d.at)) : '-'} | ${cell(d.description)} |`);
+  }
+  return out.join('\n') + '\n';
+}

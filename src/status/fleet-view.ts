@@ -1,0 +1,181 @@
+// The fleet view of SPEC §13: every device's reports, grouped into the fleet file's targets, for one commit. Pure
+// (the time is passed in, the reports are read elsewhere: fleet-reports-read.ts), so the grouping rules are testable
+// on their own. Each device lands in exactly one target and exactly one bucket:
+//   - success / failure / pending / error: it reported on this commit (its newest line for it);
+//   - otherCommit: no report on this commit, but its newest report is on another commit, and it made that report
+//     after the commit's reports began (it is alive, just not on this commit: held, pinned), or that commit is newer
+//     (it moved on), or --silent-after has not passed yet (it may still be catching up);
+//   - silent: no report on this commit and nothing at all from it since the reports on this commit began, once
+//     --silent-after has passed since then (since the first report on the commit, or the commit's committer time
+//     when nobody has reported yet; a note keeps each device's newest line only, so "first" is the earliest line
+//     the notes still hold for the commit);
+//   - waiting: the same as silent, before --silent-after has passed (a device named in fleet.toml that never
+//     reported, say, on a commit pushed a minute ago).
+// Rollouts (SPEC §14) will add `wave` beside `target` per device and per target; nothing here assumes there is none.
+import type { CommitState } from './commit-status.js';
+
+/** The group of devices whose reports carry no target (rejected devices, agents run with --plan). */
+export const NO_TARGET = '(no target)';
+/** The one group when the commit has no fleet.toml. */
+export const NO_FLEET_FILE = '(no fleet.toml)';
+
+export const DEVICE_STATES = ['success', 'failure', 'pending', 'error', 'other-commit', 'silent', 'waiting'] as const;
+export type DeviceState = (typeof DEVICE_STATES)[number];
+
+/** One report line of a device, on some commit. */
+export interface DeviceReport {
+  commit: string;
+  state: string;
+  /** ms since the epoch; NaN when the line's time does not parse. */
+  at: number;
+  /** `target`, `wave` when the line carries them. */
+  fields: Readonly<Record<string, string>>;
+  description: string;
+}
+
+/** What the repository tells about one device. */
+export interface DeviceReports {
+  device: string;
+  /** Its line on the commit viewed, if any. */
+  onCommit?: DeviceReport;
+  /** Its newest report on any commit (its notes ref's tip), if it ever reported. */
+  newest?: DeviceReport;
+}
+
+/** A target as the fleet file gives it; only what the view needs. */
+export interface ViewTarget {
+  name: string;
+  plan: string;
+  devices?: readonly string[];
+}
+
+export type Ancestry = 'older' | 'newer' | 'unknown';
+
+export interface FleetViewInput {
+  commit: string;
+  /** The commit's committer time, ms. */
+  commitTime: number;
+  /** The targets of the commit's fleet.toml in file order; undefined when the commit has none. */
+  targets?: readonly ViewTarget[];
+  reports: readonly DeviceReports[];
+  now: number;
+  silentAfterMs: number;
+  /** How another commit relates to the one viewed (an ancestor is older); absent means unknown. */
+  ancestry?: Readonly<Record<string, Ancestry>>;
+}
+
+export interface DeviceView {
+  device: string;
+  /** The target group it is counted in. */
+  target: string;
+  state: DeviceState;
+  /** The commit of the report shown: this commit, another one, or null when the device never reported. */
+  commit: string | null;
+  /** For a report on another commit: whether that commit is older (an ancestor of this one), newer, or unknown. */
+  relation: Ancestry | null;
+  /** ISO time of the report shown, or null. */
+  at: string | null;
+  description: string;
+}
+
+export interface TargetView {
+  name: string;
+  /** The plan the fleet file gives it; null for the groups that are not targets of the file. */
+  plan: string | null;
+  /** How many devices are counted in this target (the length of members). */
+  devices: number;
+  success: number;
+  failure: number;
+  pending: number;
+  error: number;
+  otherCommit: number;
+  silent: number;
+  waiting: number;
+  /** Device names, sorted. */
+  members: string[];
+}
+
+export interface FleetView {
+  commit: string;
+  fleetFile: boolean;
+  /** ISO time silence is counted from: the first report on this commit, or the commit's time. */
+  silentSince: string;
+  /** Whether --silent-after has passed since silentSince. */
+  silenceCounts: boolean;
+  targets: TargetView[];
+  devices: DeviceView[];
+}
+
+const BUCKET: Record<DeviceState, keyof Omit<TargetView, 'name' | 'plan' | 'devices' | 'members'>> = {
+  success: 'success',
+  failure: 'failure',
+  pending: 'pending',
+  error: 'error',
+  'other-commit': 'otherCommit',
+  silent: 'silent',
+  waiting: 'waiting',
+};
+
+const REPORTED: readonly string[] = ['success', 'failure', 'pending', 'error'] satisfies CommitState[];
+
+const iso = (ms: number): string | null => (Number.isFinite(ms) ? new Date(ms).toISOString() : null);
+
+export function buildFleetView(input: FleetViewInput): FleetView {
+  const { commit, targets, now, silentAfterMs } = input;
+  // A device listed twice (it cannot be, from refs; a caller's slip) counts once: its first entry.
+  const byDevice = new Map<string, DeviceReports>();
+  for (const r of input.reports) if (!byDevice.has(r.device)) byDevice.set(r.device, r);
+  for (const t of targets ?? []) for (const d of t.devices ?? []) if (!byDevice.has(d)) byDevice.set(d, { device: d });
+
+  const firstReport = Math.min(...[...byDevice.values()].map((r) => r.onCommit?.at ?? Infinity).filter(Number.isFinite));
+  const since = Number.isFinite(firstReport) ? firstReport : input.commitTime;
+  const silenceCounts = now - since >= silentAfterMs;
+
+  const named = new Map<string, string>(); // device → the first target of the file that names it
+  for (const t of targets ?? []) for (const d of t.devices ?? []) if (!named.has(d)) named.set(d, t.name);
+
+  const devices: DeviceView[] = [...byDevice.values()].map((r) => {
+    const shown = r.onCommit ?? r.newest;
+    const reportedTarget = shown?.fields.target;
+    const target = targets === undefined ? NO_FLEET_FILE : (reportedTarget ?? (shown ? undefined : named.get(r.device)) ?? NO_TARGET);
+    let state: DeviceState;
+    if (r.onCommit) state = REPORTED.includes(r.onCommit.state) ? (r.onCommit.state as DeviceState) : 'error';
+    // On a newer commit it has moved on; it is not silent about this one.
+    else if (r.newest && (r.newest.at >= since || !silenceCounts || input.ancestry?.[r.newest.commit] === 'newer')) state = 'other-commit';
+    else state = silenceCounts ? 'silent' : 'waiting';
+    const other = !r.onCommit && r.newest && r.newest.commit !== commit;
+    return {
+      device: r.device,
+      target,
+      state,
+      commit: shown?.commit ?? null,
+      relation: other ? (input.ancestry?.[r.newest!.commit] ?? 'unknown') : null,
+      at: shown ? iso(shown.at) : null,
+      description: shown?.description ?? '',
+    };
+  });
+
+  // Groups: the file's targets in file order, then targets reports name that the file does not (renamed, removed),
+  // by name, then the devices with no target.
+  const groups = new Map<string, TargetView>();
+  const group = (name: string, plan: string | null) => {
+    let g = groups.get(name);
+    if (!g) groups.set(name, (g = { name, plan, devices: 0, success: 0, failure: 0, pending: 0, error: 0, otherCommit: 0, silent: 0, waiting: 0, members: [] }));
+    return g;
+  };
+  if (targets === undefined) group(NO_FLEET_FILE, null);
+  for (const t of targets ?? []) group(t.name, t.plan);
+  const unknown = [...new Set(devices.map((d) => d.target))].filter((n) => !groups.has(n) && n !== NO_TARGET).sort();
+  for (const n of unknown) group(n, null);
+  if (devices.some((d) => d.target === NO_TARGET)) group(NO_TARGET, null);
+
+  const order = [...groups.keys()];
+  devices.sort((a, b) => order.indexOf(a.target) - order.indexOf(b.target) || (a.device < b.device ? -1 : a.device > b.device ? 1 : 0));
+  for (const d of devices) {
+    const g = groups.get(d.target)!;
+    g.devices++;
+    g[BUCKET[d.state]]++;
+    g.members.push(d.device);
+  }
+  return { commit, fleetFile: targets !== undefined, silentSince: iso(since) ?? new Date(0).toISOString(), silenceCounts, targets: [...groups.values()], devices };
+}
