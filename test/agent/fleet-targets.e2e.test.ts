@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readStatusNotes } from '../../src/status/status-notes-read.js';
 import { AgentHarness, type AgentProcess } from '../support/agent-harness.js';
 import { until } from '../support/composite-fixture.js';
+import { runCtl } from '../support/cli-run.js';
 import { GIT_ENV } from '../support/git-env.js';
 import { sleeper, stackFixture, type StackFixture } from '../support/stack-fixture.js';
 
@@ -122,6 +123,19 @@ describe('a fleet of three devices on two targets', { timeout: 180_000 }, () => 
     await until(() => running('d1').join() === 'b' || undefined, 30_000, 'd1 to run b only');
     await until(async () => (await lineOf(head, 'd1'))?.fields.target === 'rest' || undefined, 30_000, "d1's report with target rest");
     for (const d of ['d1', 'd2', 'd3']) pids.set(d, h(d).pidsOf());
+  });
+
+  it('keystonectl fleet status shows the three, per target, from their own reports', async () => {
+    const head = await git(fx.dir, 'rev-parse', 'HEAD');
+    const r = await runCtl(['fleet', 'status', '--repo', fx.dir, '--json'], fx.dir);
+    expect(r.code, r.stderr).toBe(0);
+    const view = JSON.parse(r.stdout) as { commit: string; targets: Array<{ name: string; success: number; error: number; members: string[] }> };
+    expect(view.commit).toBe(head);
+    const t = Object.fromEntries(view.targets.map((x) => [x.name, x]));
+    expect(t.gw).toMatchObject({ success: 1, members: ['d2'] });
+    expect(t.rest).toMatchObject({ success: 1, members: ['d1'] });
+    // d3 matches no target: its error report carries none.
+    expect(view.targets.find((x) => x.members.includes('d3'))).toMatchObject({ error: 1 });
   });
 
   it('an invalid fleet file is refused by every device, and nothing that runs is touched', async () => {

@@ -76,7 +76,7 @@ describe('loadFleet and loadForDevice', () => {
 
   it('a plan that does not exist is named at its target, and rejects the whole revision for every device', async () => {
     const r = repo({ 'fleet.toml': FLEET.replace('plans/b.toml', 'plans/missing.toml') });
-    for (const labels of [{ role: 'gateway' }, {}]) {
+    for (const labels of [{ role: 'gateway' }, {}] as Record<string, string>[]) {
       const d = await loadForDevice(r, 'x', labels);
       expect(d.ok).toBe(false);
       if (d.ok) continue;
