@@ -25,6 +25,11 @@ export interface GitFollowOptions {
   token?: string;
   allowHistoryRewrite: boolean;
   onFailure: 'none' | 'rollback';
+  /**
+   * Where Git notes go, when not to the followed repository (`--status-repo`): a fleet's reports repository keeps
+   * every device's notes ref out of the ref advertisement every device reads when it fetches a new commit.
+   */
+  statusRepo?: string;
   /** Reporter names: `git-notes`, `github`. */
   status: string[];
   github?: { repo?: string; token?: string; apiBase?: string };
@@ -77,7 +82,7 @@ export function followGit(agent: Agent, opts: GitFollowOptions): GitFollowing {
   const reporters: StatusReporter[] = [];
   for (const name of opts.status) {
     if (name === 'git-notes')
-      reporters.push(new GitNotesReporter({ repository: opts.repo, cacheDir: join(opts.stateDir, 'notes.git'), ...(opts.token !== undefined && { token: opts.token }), now: opts.now }));
+      reporters.push(new GitNotesReporter({ repository: opts.statusRepo ?? opts.repo, cacheDir: join(opts.stateDir, 'notes.git'), ...(opts.token !== undefined && { token: opts.token }), now: opts.now }));
     else if (name === 'github') {
       const target = opts.github?.repo ? parseOwnerRepo(opts.github.repo) : ownerRepoFromUrl(opts.repo);
       if (!target) throw new UsageError(`--status github: give --github-repo OWNER/REPO (it cannot be read from ${opts.repo})`);

@@ -36,7 +36,7 @@ export const AGENT_USAGE =
   'keystone agent (--repo URL|PATH [--ref main] [--poll 60s] [--git-token-file F] | --dir PATH) [--plan PLAN]\n' +
   '               [--device NAME] [--label KEY=VALUE…]   (without --plan, fleet.toml picks the plan by name and labels)\n' +
   '               (--trusted-key FILE… [--threshold K] [--max-age D] [--max-clock-skew 5m] | --allow-unsigned)\n' +
-  '               [--status git-notes,github|none] [--github-repo OWNER/REPO] [--github-token-file F] [--github-api URL]\n' +
+  '               [--status git-notes,github|none] [--status-repo URL|PATH] [--github-repo OWNER/REPO] [--github-token-file F] [--github-api URL]\n' +
   '               [--webhook-secret-file F] [--allow-history-rewrite] [--on-failure none|rollback]\n' +
   `               ${POLICY_USAGE}\n` +
   '               [--state-dir /var/lib/keystone] [--concurrency N] [--grace 10s] [--log-format pretty|json] [--stop-on-exit]\n' +
@@ -84,6 +84,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
       'log-keep': { type: 'string', default: '5' },
       'git-token-file': { type: 'string' },
       status: { type: 'string' },
+      'status-repo': { type: 'string' },
       'github-repo': { type: 'string' },
       'github-token-file': { type: 'string' },
       'github-api': { type: 'string' },
@@ -99,7 +100,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   if ((values.repo === undefined) === (values.dir === undefined)) throw new UsageError('give one source: --repo URL|PATH (Git) or --dir PATH (a development directory)');
   if (values.plan === '') throw new UsageError('--plan takes a plan file; leave it out to take the plan from fleet.toml');
-  const gitFlags = ['ref', 'poll', 'git-token-file', 'status', 'github-repo', 'github-token-file', 'github-api', 'webhook-secret-file'] as const;
+  const gitFlags = ['ref', 'poll', 'git-token-file', 'status', 'status-repo', 'github-repo', 'github-token-file', 'github-api', 'webhook-secret-file'] as const;
   const misplaced = gitFlags.find((f) => values[f] !== undefined) ?? (values['allow-history-rewrite'] || values['on-failure'] !== 'none' ? 'allow-history-rewrite or --on-failure' : undefined);
   if (values.dir !== undefined && misplaced) throw new UsageError(`--${misplaced} is for a Git source (--repo), not --dir`);
   if (values['on-failure'] !== 'none' && values['on-failure'] !== 'rollback') throw new UsageError(`--on-failure must be none or rollback, not "${values['on-failure']}"`);
@@ -249,6 +250,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
         ...(gitToken !== undefined && { token: gitToken }),
         allowHistoryRewrite: values['allow-history-rewrite'],
         onFailure: values['on-failure'] as 'none' | 'rollback',
+        ...(values['status-repo'] !== undefined && { statusRepo: /^https?:\/\//i.test(values['status-repo']) ? values['status-repo'] : resolve(io.cwd, values['status-repo']) }),
         status: (values.status ?? 'git-notes').split(',').map((x) => x.trim()).filter(Boolean),
         github: { ...(values['github-repo'] !== undefined && { repo: values['github-repo'] }), ...(githubToken !== undefined && { token: githubToken }), ...(values['github-api'] !== undefined && { apiBase: values['github-api'] }) },
         log: logger,
