@@ -1,6 +1,7 @@
 // Reads repository files from a plain directory (the development source and PR checkouts).
 import { closeSync, constants, fstatSync, openSync, readSync, realpathSync } from 'node:fs';
 import { join, sep } from 'node:path';
+import { FLEET_FILE } from '../core/fleet.js';
 import { escapesRepository } from '../core/recipe.js';
 import type { ReadResult, RepoReader } from './repo-reader.js';
 
@@ -52,7 +53,7 @@ export class DirectoryReader implements RepoReader {
   }
 }
 
-/** The signed documents of a directory repository: every `.toml` under `recipes/` and `plans/`, sorted. */
+/** The signed documents of a directory repository: every `.toml` under `recipes/` and `plans/`, and fleet.toml; sorted. */
 export async function listDocuments(root: string): Promise<string[]> {
   const { readdir } = await import('node:fs/promises');
   const out: string[] = [];
@@ -68,6 +69,14 @@ export async function listDocuments(root: string): Promise<string[]> {
       const rel = join(e.parentPath ?? (e as unknown as { path: string }).path, e.name).slice(root.length + 1);
       out.push(rel.split(sep).join('/'));
     }
+  }
+  // The fleet file (SPEC §13) maps devices to plans: signed like them, or a change could move devices unseen.
+  try {
+    const { lstat } = await import('node:fs/promises');
+    const st = await lstat(join(root, FLEET_FILE));
+    if (st.isFile() || st.isSymbolicLink()) out.push(FLEET_FILE);
+  } catch {
+    /* no fleet file: a repository of plans only */
   }
   return out.sort();
 }

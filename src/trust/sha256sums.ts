@@ -28,7 +28,7 @@ export function sha256Hex(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
 
-/** The files `sign` covers: every `.toml` under `recipes/` and `plans/`. */
+/** The files `sign` covers: every `.toml` under `recipes/` and `plans/`, and the fleet file at the root (SPEC §13). */
 export function isSignedDocument(path: string): boolean {
-  return /^(recipes|plans)\/.+\.toml$/.test(path);
+  return /^(recipes|plans)\/.+\.toml$/.test(path) || path === 'fleet.toml';
 }
