@@ -21,7 +21,7 @@ import { EXIT, UsageError, type CliIo } from './io.js';
 type Command = (argv: string[], io: CliIo) => Promise<number>;
 
 const COMMANDS: Record<string, { run: Command; usage: string; summary: string }> = {
-  'apply-dry': { run: applyDry, usage: APPLY_DRY_USAGE, summary: 'validate a plan and print what applying it would stop and start' },
+  'apply-dry': { run: applyDry, usage: APPLY_DRY_USAGE, summary: 'validate a plan (or, with --fleet, every fleet target) and print what applying it would stop and start' },
   apply: { run: apply, usage: APPLY_USAGE, summary: 'hand a verified plan to the local agent and follow it until the device converged' },
   graph: { run: graph, usage: GRAPH_USAGE, summary: 'print the resolved dependency layers and orders' },
   keygen: { run: keygen, usage: KEYGEN_USAGE, summary: 'make a minisign-compatible key pair' },

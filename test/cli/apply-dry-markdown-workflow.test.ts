@@ -99,7 +99,7 @@ describe('the example workflow, as text', () => {
 
   it('calls keystonectl only with flags and values the commands have', () => {
     const calls = keystonectlCalls(step('Dry run').run);
-    expect(calls.map((c) => c[0])).toEqual(['apply-dry', 'graph']);
+    expect(calls.map((c) => c[0])).toEqual(['apply-dry', 'apply-dry', 'graph']);
     const usage: Record<string, string> = { 'apply-dry': APPLY_DRY_USAGE, graph: GRAPH_USAGE };
     for (const [command, ...words] of calls) {
       const flags = words.filter((w) => w.startsWith('--'));
@@ -108,9 +108,20 @@ describe('the example workflow, as text', () => {
       const format = words[words.indexOf('--format') + 1]!;
       expect(usage[command!]).toMatch(new RegExp(`--format [a-z|]*\\b${format}\\b`));
     }
-    const [applyDry, graph] = calls;
+    const [fleet, applyDry, graph] = calls;
+    // A fleet repository: one run for every target; otherwise one per plan, each with its graph.
+    expect(fleet).toEqual(['apply-dry', '--fleet', '--base', '"origin/$BASE_REF"', '--trusted-key', '"$key"', '--format', 'markdown']);
     expect(applyDry).toEqual(['apply-dry', '"$plan"', '--base', '"origin/$BASE_REF"', '--trusted-key', '"$key"', '--format', 'markdown']);
     expect(graph).toEqual(['graph', '"$plan"', '--trusted-key', '"$key"', '--format', 'mermaid']);
+  });
+
+  it('takes the fleet branch exactly when the checkout has a fleet.toml, the per-plan loop otherwise', () => {
+    const run = step('Dry run').run;
+    const branch = /^if \[ -f fleet\.toml \]; then\n([\s\S]*?)^else\n([\s\S]*?)^fi$/m.exec(run);
+    expect(branch, run).not.toBeNull();
+    expect(branch![1]).toContain('keystonectl apply-dry --fleet ');
+    expect(branch![1]).not.toContain('$KEYSTONE_PLANS');
+    expect(branch![2]).toMatch(/^ {2}for plan in \$KEYSTONE_PLANS; do$/m);
   });
 
   it('comments once per pull request (a hidden marker), fails the job on a non-zero exit', () => {
@@ -231,6 +242,86 @@ describe('the example workflow, run', () => {
     const r = runStep('Dry run', { BASE_REF: 'no-such-branch' });
     expect(r.outputs.exit).toBe('1');
     expect(readFileSync(r.outputs.report!, 'utf8')).toMatch(/\*\*`keystonectl apply-dry plans\/edge\.toml` exited with 1:\*\*\n\n````text\nkeystonectl apply-dry: .+\n````/);
+  });
+
+  describe('a fleet repository (fleet.toml at the root)', () => {
+    const FLEET = [
+      '[[targets]]',
+      'name = "pi4-eu"',
+      'selector = { hw = "pi4", region = "eu" }',
+      'plan = "plans/edge.toml"',
+      '',
+      '[[targets]]',
+      'name = "gateways"',
+      'selector = { role = "gateway" }',
+      'plan = "plans/edge-gateway.toml"',
+      'config = { gateway = { proxy = { listen = 19091 } } }',
+      '',
+    ].join('\n');
+
+    /** The base branch gains fleet.toml: origin/main as the pull request's base. */
+    const baseHasFleet = async () => {
+      writeFileSync(join(repo.dir, 'fleet.toml'), FLEET);
+      await repo.sign();
+      repo.commit('fleet.toml');
+      repo.git('push', '-q', 'origin', 'change:main');
+      repo.git('fetch', '-q', 'origin');
+    };
+
+    it('one report for the whole fleet: a section per target, no per-plan sections or graphs, exit 0', async () => {
+      await baseHasFleet();
+      repo.edit('recipes/com.acme.api.toml', 'version = "1.4.0"', 'version = "1.5.0"');
+      repo.edit('fleet.toml', 'listen = 19091', 'listen = 19092');
+      await repo.sign();
+      repo.commit('api 1.5.0, gateways on 19092');
+      prepare();
+      const r = runStep('Dry run', { BASE_REF: 'main' });
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.outputs.exit).toBe('0');
+      const report = readFileSync(r.outputs.report!, 'utf8');
+      expect(readFileSync(join(runner, 'summary'), 'utf8')).toBe(report);
+      expect(report.startsWith(`${MARKER}\n\n## Keystone dry run: \`fleet.toml\` (2 targets)\n\nCompared with \`origin/main\``)).toBe(true);
+      expect(report.match(/^### target .*$/gm)).toEqual(['### target pi4-eu — plans/edge.toml', '### target gateways — plans/edge-gateway.toml']);
+      expect(report.match(/\| `api` \| restart \| version 1\.4\.0 → 1\.5\.0 \|/g)).toHaveLength(2);
+      expect(report).toContain('| `gateway/proxy` | restart | configuration changed: config.listen 19091 → 19092 |');
+      expect(report).not.toContain('### Keystone dry run: `plans/');
+      expect(report).not.toContain('```mermaid');
+    });
+
+    it('fleet.toml added by the pull request: every target is new, compared with the empty state', async () => {
+      writeFileSync(join(repo.dir, 'fleet.toml'), FLEET);
+      await repo.sign();
+      repo.commit('fleet.toml');
+      prepare();
+      const r = runStep('Dry run', { BASE_REF: 'main' });
+      expect(r.outputs.exit, r.stderr).toBe('0');
+      const report = readFileSync(r.outputs.report!, 'utf8');
+      expect(report).toContain(', where `fleet.toml` does not exist yet.');
+      expect(report.match(/^New target: compared with the empty state\./gm)).toHaveLength(2);
+    });
+
+    it('an invalid fleet.toml: its errors with file and line in the report, and the step says 2', async () => {
+      await baseHasFleet();
+      writeFileSync(join(repo.dir, 'fleet.toml'), FLEET.replace('name = "gateways"', 'name = "pi4-eu"'));
+      await repo.sign();
+      repo.commit('two targets, one name');
+      prepare();
+      const r = runStep('Dry run', { BASE_REF: 'main' });
+      expect(r.outputs.exit, r.stderr).toBe('2');
+      const report = readFileSync(r.outputs.report!, 'utf8');
+      expect(report).toContain('### Keystone dry run: `fleet.toml` is invalid\n');
+      expect(report).toMatch(/- `fleet\.toml:7` `targets\[1\]\.name` target "pi4-eu" is declared twice .*`KS_FLEET_DUPLICATE_TARGET`/);
+    });
+
+    it('a failure reported only on stderr still reaches the report (a base that does not exist: exit 1)', async () => {
+      writeFileSync(join(repo.dir, 'fleet.toml'), FLEET);
+      await repo.sign();
+      repo.commit('fleet.toml');
+      prepare();
+      const r = runStep('Dry run', { BASE_REF: 'no-such-branch' });
+      expect(r.outputs.exit).toBe('1');
+      expect(readFileSync(r.outputs.report!, 'utf8')).toMatch(/\*\*`keystonectl apply-dry --fleet` exited with 1:\*\*\n\n````text\nkeystonectl apply-dry: .+KS_GIT_REF_NOT_FOUND.*\n````/);
+    });
   });
 
   it('without the repository variable the key step fails and says what to set', () => {

@@ -1,4 +1,4 @@
-// `keystonectl apply-dry PLAN`: load, validate and print the reconcile; changes nothing.
+// `keystonectl apply-dry PLAN`: load, validate and print the reconcile; changes nothing. `--fleet`: apply-dry-fleet.ts.
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { actualFromDesired, diff, EMPTY_ACTUAL, type ActualComponent, type ActualState } from '../../core/diff.js';
@@ -11,6 +11,7 @@ import { AGENT_OPTIONS, AgentApiError, agentClient, AgentUnreachableError, DEFAU
 import { DirectoryReader } from '../../source/directory-reader.js';
 import { TrustError } from '../../trust/trust-error.js';
 import { loadRevision } from '../../source/load-revision.js';
+import { applyDryFleet } from './apply-dry-fleet.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
 import { renderDiagnosticsText } from '../render/diagnostics-text.js';
 import { renderDiagnosticsMarkdown, renderReconcileMarkdown, renderRefusalMarkdown } from '../render/reconcile-markdown.js';
@@ -19,7 +20,9 @@ import { renderPolicyRefusalMarkdown, renderPolicyRefusalText, type PolicyProble
 import { planPathIn, repoRoot } from '../repository-args.js';
 import { describeVerification, TRUST_OPTIONS, TRUST_USAGE, trustPolicy } from '../trust-args.js';
 
-export const APPLY_DRY_USAGE = `keystonectl apply-dry PLAN [--repo DIR] ${TRUST_USAGE} [--empty | --base REF | --agent URL] [--token TOKEN] [--state-dir DIR] [--json] [--format text|markdown]`;
+export const APPLY_DRY_USAGE =
+  `keystonectl apply-dry PLAN [--repo DIR] ${TRUST_USAGE} [--empty | --base REF | --agent URL] [--token TOKEN] [--state-dir DIR] [--json] [--format text|markdown]\n` +
+  `      keystonectl apply-dry --fleet [--repo DIR] ${TRUST_USAGE} [--empty | --base REF] [--json] [--format text|markdown]`;
 
 type ComparedWith =
   | { kind: 'empty'; note?: string }
@@ -89,12 +92,21 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
       format: { type: 'string', default: 'text' },
       empty: { type: 'boolean', default: false },
       base: { type: 'string' },
+      fleet: { type: 'boolean', default: false },
       ...AGENT_OPTIONS,
       ...TRUST_OPTIONS,
     },
   });
-  if (positionals.length !== 1) throw new UsageError('apply-dry takes exactly one PLAN');
   if (values.format !== 'text' && values.format !== 'markdown') throw new UsageError(`--format must be text or markdown, not "${values.format}"`);
+  if (values.fleet) {
+    if (positionals.length) throw new UsageError('--fleet dry-runs every target of fleet.toml: give no PLAN');
+    // A device's agent runs one target's plan: comparing every target with it would be wrong for all but one.
+    const agentFlag = (['agent', 'token', 'state-dir'] as const).find((k) => values[k] !== undefined);
+    if (agentFlag) throw new UsageError(`--${agentFlag} excludes --fleet (a device's agent is one target): compare the fleet with --base REF or --empty`);
+    if (values.empty && values.base !== undefined) throw new UsageError('--empty and --base exclude each other');
+    return applyDryFleet(values, io);
+  }
+  if (positionals.length !== 1) throw new UsageError('apply-dry takes exactly one PLAN (or --fleet)');
   if ([values.empty, values.base !== undefined, values.agent !== undefined].filter(Boolean).length > 1)
     throw new UsageError('--empty, --base and --agent exclude each other');
   const root = repoRoot(io.cwd, values.repo);

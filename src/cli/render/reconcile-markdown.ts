@@ -3,20 +3,39 @@ import type { Reconcile } from '../../core/diff.js';
 import type { Diagnostic } from '../../core/errors.js';
 import { actionOf, componentsInOrder } from './reconcile-text.js';
 
-const code = (s: string) => '`' + s.replace(/`/g, "'") + '`';
-const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+export const code = (s: string) => '`' + s.replace(/`/g, "'") + '`';
+export const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 const chain = (xs: string[]) => (xs.length ? xs.map(code).join(' → ') : '_nothing_');
 
 export function renderReconcileMarkdown(r: Reconcile, plan: string, comparedWith: string, signature: string): string {
-  const names = componentsInOrder(r);
-  const changed = names.filter((n) => actionOf(r, n) !== 'keep').length;
   const out = [
     `### Keystone dry run: ${code(plan)}`,
     '',
-    `Compared with ${comparedWith}. ${changed === 0 ? 'Nothing changes.' : `${changed} of ${names.length} components change.`}`,
+    `Compared with ${comparedWith}. ${changeSummary(r)}`,
     '',
-    signature.startsWith('UNSIGNED') ? `> **Warning:** ${signature}` : `Signature: ${signature}.`,
+    signatureLine(signature),
     '',
+    ...reconcileBodyMarkdown(r),
+  ];
+  return out.join('\n') + '\n';
+}
+
+/** "Nothing changes." or "2 of 5 components change." */
+export function changeSummary(r: Reconcile): string {
+  const names = componentsInOrder(r);
+  const changed = names.filter((n) => actionOf(r, n) !== 'keep').length;
+  return changed === 0 ? 'Nothing changes.' : `${changed} of ${names.length} components change.`;
+}
+
+/** An unsigned revision is a warning a reviewer must not miss; a signed one is a plain line. */
+export function signatureLine(signature: string): string {
+  return signature.startsWith('UNSIGNED') ? `> **Warning:** ${signature}` : `Signature: ${signature}.`;
+}
+
+/** The table of actions, the orders and the layers: what a section for one plan (or one fleet target) holds. */
+export function reconcileBodyMarkdown(r: Reconcile): string[] {
+  const names = componentsInOrder(r);
+  return [
     '| component | action | reason |',
     '| --- | --- | --- |',
     ...names.map((n) => `| ${code(n)} | ${actionOf(r, n)} | ${cell(r.reasons[n] ?? '')} |`),
@@ -31,7 +50,6 @@ export function renderReconcileMarkdown(r: Reconcile, plan: string, comparedWith
     '',
     '</details>',
   ];
-  return out.join('\n') + '\n';
 }
 
 /** `base`: the errors are the base revision's (the ref compared with), not the pull request's. */

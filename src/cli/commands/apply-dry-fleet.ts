@@ -1,0 +1,112 @@
+// `keystonectl apply-dry --fleet` (SPEC §13): the dry run of every fleet target's plan, with the target's config, for a
+// pull request. Each target is compared with the same target (by name) at --base, or with the empty state: what a
+// device of that target would do on merge. A device's running agent is one target, so --agent has no place here.
+import { actualFromDesired, diff, EMPTY_ACTUAL, type Reconcile } from '../../core/diff.js';
+import { CODES, type Diagnostic } from '../../core/errors.js';
+import { FLEET_FILE } from '../../core/fleet.js';
+import { DirectoryReader } from '../../source/directory-reader.js';
+import { loadFleet, type ResolvedTarget } from '../../source/load-fleet.js';
+import { TrustError } from '../../trust/trust-error.js';
+import { EXIT, type CliIo } from '../io.js';
+import { renderDiagnosticsText } from '../render/diagnostics-text.js';
+import { renderFleetDryMarkdown, renderFleetDryText, type FleetDry } from '../render/fleet-reconcile.js';
+import { renderDiagnosticsMarkdown, renderRefusalMarkdown } from '../render/reconcile-markdown.js';
+import { repoRoot } from '../repository-args.js';
+import { describeVerification, trustPolicy, type TrustValues } from '../trust-args.js';
+
+export interface FleetDryValues extends TrustValues {
+  repo?: string | undefined;
+  json: boolean;
+  format: string;
+  empty: boolean;
+  base?: string | undefined;
+}
+
+type ComparedWith = { kind: 'empty' } | { kind: 'base'; ref: string; commit: string; fleetPresent: boolean };
+
+/** The JSON of one reconcile: apply-dry's keys (the reason codes are internal). */
+function plainReconcile(r: Reconcile): Omit<Reconcile, 'reasonCodes'> {
+  const { reasonCodes: _codes, ...plain } = r;
+  return plain;
+}
+
+/** Flags were checked by apply-dry (no PLAN, no --agent, one of --empty and --base at most). */
+export async function applyDryFleet(values: FleetDryValues, io: CliIo): Promise<number> {
+  const root = repoRoot(io.cwd, values.repo);
+  const markdown = values.format === 'markdown';
+  const policy = trustPolicy(values, io);
+  const invalid = (diagnostics: Diagnostic[], base?: string): number => {
+    if (values.json)
+      io.stdout.write(JSON.stringify({ error: base === undefined ? { code: 'KS_INVALID_REVISION', plan: FLEET_FILE, diagnostics } : { code: 'KS_INVALID_BASE', plan: FLEET_FILE, base, diagnostics } }, null, 2) + '\n');
+    else if (markdown) io.stdout.write(renderDiagnosticsMarkdown(FLEET_FILE, diagnostics, base === undefined ? {} : { base }));
+    else io.stderr.write(renderDiagnosticsText(base === undefined ? FLEET_FILE : `${FLEET_FILE} at ${base} (the base)`, diagnostics));
+    return EXIT.BAD_INPUT;
+  };
+  // A refusal is still a report for a pull request: in markdown it goes to stdout too (main prints it and exits 2).
+  const refused = (base?: string) => (e: unknown): never => {
+    if (markdown && e instanceof TrustError) io.stdout.write(renderRefusalMarkdown(FLEET_FILE, e, base === undefined ? {} : { base }));
+    throw e;
+  };
+
+  // 1. The head: the repository on disk, verified once, then fleet.toml and every target's plan.
+  const head = await policy.open(new DirectoryReader(root)).catch(refused());
+  if (head.verification.unsigned) io.stderr.write(`keystonectl apply-dry: WARNING: ${describeVerification(head.verification)}\n`);
+  const loaded = await loadFleet(head.reader);
+  if (!loaded.ok) return invalid(loaded.diagnostics);
+
+  // 2. The base: its fleet.toml's targets by name. A base without fleet.toml (the fleet starts in this change) makes
+  // every target new; a base whose fleet.toml is invalid leaves nothing sound to compare with.
+  let before = new Map<string, ResolvedTarget>();
+  let comparedWith: ComparedWith = { kind: 'empty' };
+  let comparedText = 'the empty state (a fresh device)';
+  let comparedMd = comparedText;
+  if (values.base !== undefined) {
+    // isomorphic-git costs ~100 ms to load: only when a base is asked for.
+    const { GitTreeReader } = await import('../../source/git-tree-reader.js');
+    const reader = await GitTreeReader.open(root, values.base);
+    const base = await loadFleet((await policy.open(reader).catch(refused(values.base))).reader);
+    const missing = !base.ok && base.diagnostics.length === 1 && base.diagnostics[0]!.code === CODES.FLEET_MISSING;
+    if (!base.ok && !missing) return invalid(base.diagnostics, values.base);
+    if (base.ok) before = new Map(base.targets.map((t) => [t.target.name, t]));
+    comparedWith = { kind: 'base', ref: values.base, commit: reader.commit, fleetPresent: !missing };
+    comparedText = `${reader.label}${missing ? `, where ${FLEET_FILE} does not exist yet` : ''}`;
+    comparedMd = `\`${values.base}\` (\`${reader.commit.slice(0, 7)}\`)${missing ? `, where \`${FLEET_FILE}\` does not exist yet` : ''}`;
+  }
+
+  // 3. The pure reconciles, one per target.
+  const names = new Set(loaded.targets.map((t) => t.target.name));
+  const dry: FleetDry = {
+    targets: loaded.targets.map((t) => {
+      const was = before.get(t.target.name);
+      return {
+        name: t.target.name,
+        plan: t.planFile,
+        ...(was && was.planFile !== t.planFile && { planBefore: was.planFile }),
+        isNew: comparedWith.kind === 'base' && !was,
+        result: diff(t.state, was ? actualFromDesired(was.state) : EMPTY_ACTUAL),
+      };
+    }),
+    removed: [...before.values()].filter((t) => !names.has(t.target.name)).map((t) => ({ name: t.target.name, plan: t.planFile })),
+  };
+
+  if (values.json) {
+    const targets = dry.targets.map((t, i) => {
+      const { target } = loaded.targets[i]!;
+      return {
+        name: t.name,
+        plan: t.plan,
+        // null: no selector (only `devices` match), which is not {} (every device matches).
+        selector: target.selector ?? null,
+        devices: target.devices ?? [],
+        ...(t.isNew && { new: true }),
+        reconcile: plainReconcile(t.result),
+      };
+    });
+    io.stdout.write(JSON.stringify({ fleet: true, repo: root, signature: head.verification, comparedWith, targets, removed: dry.removed.map((t) => t.name) }, null, 2) + '\n');
+  } else if (markdown) io.stdout.write(renderFleetDryMarkdown(dry, comparedMd, describeVerification(head.verification)));
+  else {
+    const count = `${dry.targets.length} target${dry.targets.length === 1 ? '' : 's'}`;
+    io.stdout.write(renderFleetDryText(dry, `apply-dry --fleet: ${count} of ${FLEET_FILE} against ${comparedText}; nothing was changed\n${describeVerification(head.verification)}`));
+  }
+  return EXIT.OK;
+}
