@@ -1,0 +1,617 @@
+// Benchmark of a fleet following one repository (issue 14): what N real agents cost the Git host while they poll and
+// when one commit reaches them all, and whether that cost per device stays flat as N grows. Run by hand (`npm run
+// bench -- fleet`, which builds first); it asserts nothing, it reports.
+//
+// The fleet repository: one component (an idle process, a copy of `sleep` under the run's work directory so that
+// the clean-up finds it by path; no health check), signed with a key made by `keystonectl keygen` (`keystonectl
+// sign` before every commit, untimed). It is served over smart HTTP by the project's loopback server
+// (src/dev/git-http-server.ts: real `git http-backend`, every request recorded with method, path, query, status,
+// bytes) in a child process (this file with --serve), and N real agents follow it, each a child process in its own
+// process group:
+//   keystone agent --repo http://127.0.0.1:PORT/fleet-N.git --ref main --plan plans/idle.toml --device dev-NNN
+//     --poll 5s --state-dir FRESH --trusted-key K.pub --status git-notes --listen 127.0.0.1:PORT_i --log-format json
+//     --stop-on-exit
+// Each device reports on refs/notes/keystone-devices/<device> (git-notes-reporter.ts): `pending` when it starts
+// applying a commit and `success` when done, one push each. The bench reads those refs straight from the bare
+// repository every ~200 ms (`git for-each-ref`: a notes commit's subject is `keystone/<device>: <state> <commit>`).
+//
+// For each N (--sizes 10,25,50), a fresh bare repository, fresh state directories and a fresh fleet:
+//   1. start the N agents; wait (polling, with a deadline) until every device's success note for the tip is there;
+//   2. quiet: --quiet poll intervals (default 2) of no-op polls; requests and bytes per device per poll;
+//   3. the ref advertisements at this N: info/refs for receive-pack (every report starts with it), for upload-pack
+//      in protocol v1 (every fetch of isomorphic-git starts with it), and in protocol v2 (a poll's);
+//   4. push one commit bumping the component's version (to the bare repository on disk); from `git push` returning
+//      until every device's success note for it is on the server: p50 and max per device; everything the server
+//      served meanwhile, by kind (look = protocol v2 upload-pack, fetch = v1 upload-pack, report = receive-pack),
+//      the commit's own cost per device being its fetches and reports plus one look per device (the one that found
+//      it; later no-op looks in the window are not the commit's); receive-pack POSTs per device against the two
+//      reports (pending, success) that were delivered, and any answer other than 200 (push collisions).
+// References printed beside each figure: per-device cost at the largest N ÷ at the smallest (aim ≤ 1.1, flat);
+// time to all reported against one poll interval + the apply time (aim: within 10 s at N = 50).
+//
+// Options: --sizes 10,25,50  --poll 5s  --quiet 2 (poll intervals)  --port-base 31700 (the agents' API ports,
+//          port-base…port-base+N−1; keep below 32768, the ephemeral range)
+import { execFile, fork, spawn } from 'node:child_process';
+import { chmodSync, copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { get } from 'node:http';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { parseArgs, promisify } from 'node:util';
+
+const self = fileURLToPath(import.meta.url);
+
+if (process.argv[2] === '--serve') await serve(process.argv[3]);
+else await main();
+
+// ─── the server (child process) ─────────────────────────────────────────────────────────────────────────────
+
+/**
+ * `git http-backend` over the bare repositories under `root`. The bench asks, over IPC, for a mark (how many requests
+ * have arrived so far: records are appended on arrival, so a mark splits time) and for the records between two marks.
+ */
+async function serve(root) {
+  const { GitHttpServer } = await import('../dist/dev/git-http-server.js');
+  const git = new GitHttpServer({ root, port: 0 });
+  await git.start();
+  process.send({ port: git.port });
+  process.on('disconnect', () => process.exit(0));
+  process.on('message', (m) => {
+    if (m?.op === 'mark') process.send({ id: m.id, mark: git.requests.length });
+    else if (m?.op === 'records') process.send({ id: m.id, records: git.requests.slice(m.from, m.to) });
+    else if (m?.op === 'exit') void git.stop().then(() => process.exit(0));
+  });
+}
+
+// ─── the benchmark ──────────────────────────────────────────────────────────────────────────────────────────
+
+async function main() {
+  const { parseDuration } = await import('../dist/core/duration.js');
+  const h = await import('./harness.mjs');
+  const { benchDir, epochNow, fmt, median, ratio, round, sleep } = h;
+  const { values: opts } = parseArgs({
+    args: process.argv.slice(2),
+    options: {
+      sizes: { type: 'string', default: '10,25,50' },
+      poll: { type: 'string', default: '5s' },
+      quiet: { type: 'string', default: '2' },
+      'port-base': { type: 'string', default: '31700' },
+    },
+  });
+  const sizes = opts.sizes.split(',').map((s) => Number(s.trim()));
+  const pollMs = parseDuration(opts.poll);
+  const quietPolls = Number(opts.quiet);
+  const portBase = Number(opts['port-base']);
+  if (
+    sizes.length === 0 ||
+    sizes.some((n) => !Number.isInteger(n) || n < 1 || n > 999) ||
+    !(pollMs >= 1000) ||
+    !(quietPolls >= 1) ||
+    !Number.isInteger(portBase) ||
+    portBase < 1024 ||
+    portBase + Math.max(...sizes) >= 32768
+  ) {
+    console.error('usage: node bench/fleet.bench.mjs [--sizes 10,25,50] [--poll 5s] [--quiet 2] [--port-base 31700]');
+    process.exit(2);
+  }
+  const resultsFile = join(benchDir, 'results', 'fleet.json');
+  const gitEnv = h.BENCH_GIT_ENV;
+
+  /** Runs a program to completion: its stdout; throws on a non-zero exit. */
+  const run = (cmd, args, env = gitEnv) =>
+    new Promise((resolve, reject) => {
+      const child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d) => (stdout += d));
+      child.stderr.on('data', (d) => (stderr += d));
+      child.on('error', reject);
+      child.on('close', (code) => (code === 0 ? resolve({ stdout, endedAt: epochNow() }) : reject(new Error(`${cmd} ${args.join(' ')} failed (${code}): ${stderr}`))));
+    });
+  const git = (...args) => run('git', args);
+  const keystonectl = (...args) => run(process.execPath, [join(h.projectDir, 'bin', 'keystonectl.js'), ...args], process.env);
+
+  const work = mkdtempSync(join(tmpdir(), 'keystone-bench-fleet-'));
+  // The components run as an unprivileged user, who must reach the idle program under it.
+  chmodSync(work, 0o755);
+  const rmWork = () => rmSync(work, { recursive: true, force: true });
+  h.cleanUpOnSignal(work, rmWork);
+  const others = h.othersCpu(work);
+  const loadBefore = h.load1();
+  const tStart = performance.now();
+  const server = fork(self, ['--serve', join(work, 'srv')], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const serverPort = new Promise((resolve) => server.once('message', (m) => resolve(m.port)));
+  // A server that dies midway fails the question asked (and so the run, whose clean-up then runs) rather than
+  // crashing the bench with an unhandled 'error' and leaving the fleet behind.
+  let serverGone;
+  server.on('error', (e) => (serverGone ??= e));
+  server.once('exit', (code, signal) => (serverGone ??= new Error(`the Git server exited (${signal ?? code})`)));
+  let nextId = 0;
+  /** One IPC question to the server, its answer. */
+  const ask = (msg) =>
+    new Promise((resolve, reject) => {
+      if (serverGone || !server.connected) return reject(serverGone ?? new Error('the Git server is gone'));
+      const id = ++nextId;
+      const on = (m) => {
+        if (m?.id !== id) return;
+        server.off('message', on);
+        server.off('exit', gone);
+        resolve(m);
+      };
+      const gone = () => {
+        server.off('message', on);
+        reject(serverGone ?? new Error('the Git server exited'));
+      };
+      server.on('message', on);
+      server.once('exit', gone);
+      server.send({ ...msg, id }, (e) => e && gone());
+    });
+  const mark = async () => (await ask({ op: 'mark' })).mark;
+  const records = async (from, to) => (await ask({ op: 'records', from, to })).records;
+  let agents = [];
+
+  try {
+    // The idle program: `sleep` copied under the work directory, so that killStragglers(work) finds it by path.
+    h.ensureDir(join(work, 'bin'));
+    chmodSync(join(work, 'bin'), 0o755);
+    const idle = join(work, 'bin', 'idle-sleep');
+    copyFileSync((await run('sh', ['-c', 'command -v sleep'])).stdout.trim(), idle);
+    chmodSync(idle, 0o755);
+
+    // The repository: a work tree that commits and pushes to each N's bare repository on disk.
+    const ws = join(work, 'ws');
+    await git('init', '--quiet', '--initial-branch=main', ws);
+    h.ensureDir(join(ws, 'recipes'));
+    h.ensureDir(join(ws, 'plans'));
+    const recipeFile = join(ws, 'recipes', 'com.bench.idle.toml');
+    const writeRecipe = (version) =>
+      writeFileSync(
+        recipeFile,
+        [
+          '# Benchmark idle component: one process that does nothing, no health check.',
+          '[metadata]',
+          'name = "com.bench.idle"',
+          `version = "${version}"`,
+          '',
+          '[lifecycle.run]',
+          'type = "process"',
+          'restart_policy = "always"',
+          '',
+          '[lifecycle.run.exec]',
+          `command = ${JSON.stringify(idle)}`,
+          'args = ["100000"]',
+          '',
+        ].join('\n'),
+      );
+    writeRecipe('1.0.0');
+    writeFileSync(join(ws, 'plans', 'idle.toml'), '# Generated by bench/fleet.bench.mjs.\n\n[[components]]\nname = "idle"\nrecipe = "recipes/com.bench.idle.toml"\n');
+    h.ensureDir(join(work, 'keys'));
+    const keyPrefix = join(work, 'keys', 'bench');
+    await keystonectl('keygen', '--out', keyPrefix, '--no-password');
+    let version = 0;
+    const commit = async (message) => {
+      await keystonectl('sign', '--key', `${keyPrefix}.key`, '--repo', ws);
+      await git('-C', ws, 'add', '-A');
+      await git('-C', ws, 'commit', '--quiet', '-m', message);
+      return (await git('-C', ws, 'rev-parse', 'HEAD')).stdout.trim();
+    };
+    await commit('the fleet: one idle component');
+    const port = await serverPort;
+
+    /** Every device's notes ref on the server: device → { oid, state, commit } (from the notes commit's subject). */
+    const readNotes = async (bare) => {
+      const out = (await git('-C', bare, 'for-each-ref', '--format=%(refname) %(objectname) %(contents:subject)', 'refs/notes/keystone-devices/')).stdout;
+      const notes = new Map();
+      for (const line of out.split('\n')) {
+        const m = /^refs\/notes\/keystone-devices\/(\S+) ([0-9a-f]+) keystone\/\S+: (\S+) ([0-9a-f]{40})$/.exec(line);
+        if (m) notes.set(decodeURIComponent(m[1]), { oid: m[2], state: m[3], commit: m[4] });
+      }
+      return notes;
+    };
+    /**
+     * Polls the bare repository every ~200 ms until every device's ref says `success` for `sha` (deadline); returns
+     * device → epoch ms when the bench first saw it (and the pending note, when seen before).
+     */
+    const waitForSuccess = async (bare, devices, sha, deadlineMs, what) => {
+      const seen = new Map();
+      const pendingSeen = new Map();
+      const until = epochNow() + deadlineMs;
+      for (;;) {
+        const notes = await readNotes(bare);
+        const t = epochNow();
+        for (const d of devices) {
+          const n = notes.get(d);
+          if (n?.commit !== sha) continue;
+          if (n.state === 'pending' && !pendingSeen.has(d)) pendingSeen.set(d, t);
+          if (n.state === 'success' && !seen.has(d)) seen.set(d, t);
+          if (n.state === 'failure' || n.state === 'error') throw new Error(`${d} reported ${n.state} for ${sha.slice(0, 7)}`);
+        }
+        if (seen.size === devices.length) return { seen, pendingSeen };
+        if (t > until) {
+          const missing = devices.filter((d) => !seen.has(d));
+          const exited = agents.filter((a) => a.exit).map((a) => `${a.device}: ${a.stderr.slice(-300)}`);
+          throw new Error(`${what}: ${missing.length} device(s) without a success note after ${fmt(deadlineMs)} ms (${missing.slice(0, 5).join(', ')}…)${exited.length ? `; exited: ${exited.join(' | ')}` : ''}`);
+        }
+        await sleep(200);
+      }
+    };
+
+    /** What a record is: a poll's look (protocol v2 upload-pack), a fetch (v1 upload-pack) or a report (receive-pack). */
+    const kindOf = (r) => {
+      const service = /service=(git-[a-z-]+)/.exec(r.query)?.[1] ?? /\/(git-[a-z-]+)$/.exec(r.path)?.[1];
+      if (service === 'git-receive-pack') return 'report';
+      if (service === 'git-upload-pack') return r.protocol === 'version=2' ? 'look' : 'fetch';
+      return 'other';
+    };
+    const isAdvert = (r) => r.method === 'GET' && /\/info\/refs$/.test(r.path);
+    const tally = (recs) => {
+      const t = { requests: recs.length, bytesOut: 0, bytesIn: 0, byKind: {} };
+      for (const r of recs) {
+        t.bytesOut += r.bytes;
+        t.bytesIn += r.received;
+        const k = (t.byKind[kindOf(r)] ??= { requests: 0, bytesOut: 0, bytesIn: 0, adverts: 0, advertBytes: 0, posts: 0, non200: 0 });
+        k.requests++;
+        k.bytesOut += r.bytes;
+        k.bytesIn += r.received;
+        if (isAdvert(r)) {
+          k.adverts++;
+          k.advertBytes += r.bytes;
+        } else if (r.method === 'POST') k.posts++;
+        if (r.status !== 200) k.non200++;
+      }
+      return t;
+    };
+    const kind = (t, k) => t.byKind[k] ?? { requests: 0, bytesOut: 0, bytesIn: 0, adverts: 0, advertBytes: 0, posts: 0, non200: 0 };
+
+    /**
+     * CPU of the fleet (the agents, their components) and of the server (with its reaped `git http-backend`
+     * children) since the last call, as a share of the machine's cores: on 2 cores, N agents and the server compete
+     * for the same CPU, so a slow report may be the machine's doing rather than the protocol's.
+     */
+    const cpuMeter = () => {
+      const read = () => ({
+        at: performance.now(),
+        fleet: agents.reduce((s, a) => s + (h.procStat(a.pid)?.withChildren ?? 0), 0),
+        server: h.procStat(server.pid)?.withChildren ?? 0,
+      });
+      let last = read();
+      return () => {
+        const now = read();
+        const capacity = ((now.at - last.at) / 1000) * h.clockTicksPerSecond() * cpus().length;
+        const r = { fleetPercent: round(((now.fleet - last.fleet) / capacity) * 100, 1), serverPercent: round(((now.server - last.server) / capacity) * 100, 1) };
+        last = now;
+        return r;
+      };
+    };
+
+    /** Body size of GET info/refs?service=S (with a Git-Protocol header for v2). */
+    const advertBytes = (url, service, v2) =>
+      new Promise((resolve, reject) => {
+        const req = get(`${url}/info/refs?service=${service}`, { headers: v2 ? { 'git-protocol': 'version=2' } : {} }, (res) => {
+          let bytes = 0;
+          res.on('data', (d) => (bytes += d.length));
+          res.on('end', () => (res.statusCode === 200 ? resolve(bytes) : reject(new Error(`GET info/refs?service=${service}: HTTP ${res.statusCode}`))));
+        });
+        req.on('error', reject);
+      });
+
+    const isDone = (e) => e.msg === 'all components running' || e.msg === 'apply finished' || e.msg?.startsWith?.('apply failed');
+    const bySize = [];
+    for (const n of sizes) {
+      const name = `fleet-${n}`;
+      const bare = join(work, 'srv', `${name}.git`);
+      await git('init', '--quiet', '--bare', '--initial-branch=main', bare);
+      await git('-C', bare, 'config', 'http.receivepack', 'true');
+      await git('-C', ws, 'push', '--quiet', bare, 'HEAD:refs/heads/main');
+      const sha0 = (await git('-C', ws, 'rev-parse', 'HEAD')).stdout.trim();
+      const url = `http://127.0.0.1:${port}/${name}.git`;
+      const devices = Array.from({ length: n }, (_, i) => `dev-${String(i + 1).padStart(3, '0')}`);
+      const apiPorts = devices.map((_, i) => portBase + i);
+      await h.assertPortsFree(apiPorts);
+      process.stderr.write(`N = ${n}: starting ${n} agents… `);
+
+      // 1. the fleet comes up and reports the tip
+      const m0 = await mark();
+      const startedAt = epochNow();
+      agents = devices.map((device, i) => {
+        const a = h.startAgent({
+          gitRepo: url,
+          plan: 'plans/idle.toml',
+          stateDir: join(work, `state-${n}`, device),
+          trustArgs: ['--trusted-key', `${keyPrefix}.pub`],
+          extraArgs: ['--ref', 'main', '--device', device, '--poll', opts.poll, '--status', 'git-notes', '--listen', `127.0.0.1:${apiPorts[i]}`],
+        });
+        a.device = device;
+        void a.exited.then((x) => (a.exit = x));
+        return a;
+      });
+      const up = await waitForSuccess(bare, devices, sha0, 60_000 + 3_000 * n, `N = ${n}, first commit`);
+      const allUpMs = Math.max(...up.seen.values()) - startedAt;
+      // The last `success` push has updated the ref; wait for every agent to have logged its delivery (its POST
+      // answered) so that no report of the first commit overlaps the quiet window.
+      const delivered = (a, sha, state) => a.events.some((e) => e.msg === 'commit status delivered' && e.commit === sha && e.state === state);
+      await Promise.all(agents.map((a) => a.waitFor((e) => e.msg === 'commit status delivered' && e.commit === sha0 && e.state === 'success', 30_000, `${a.device}'s success delivery`)));
+      process.stderr.write(`all reported ${sha0.slice(0, 7)} after ${fmt(allUpMs / 1000, 1)} s; quiet ${quietPolls} × ${opts.poll}… `);
+
+      // 2. the quiet window: no-op polls only
+      const q0 = await mark();
+      const quietStart = epochNow();
+      const cpu = cpuMeter();
+      await sleep(quietPolls * pollMs);
+      const q1 = await mark();
+      const quietMs = epochNow() - quietStart;
+      const quietCpu = cpu();
+
+      // 3. the ref advertisements at this N (outside both windows)
+      const refsOnServer = (await git('-C', bare, 'for-each-ref', '--format=%(refname)')).stdout.split('\n').filter(Boolean).length;
+      const adverts = {
+        refsOnServer,
+        receivePackInfoRefs: await advertBytes(url, 'git-receive-pack', false),
+        uploadPackV1InfoRefs: await advertBytes(url, 'git-upload-pack', false),
+        uploadPackV2InfoRefs: await advertBytes(url, 'git-upload-pack', true),
+      };
+
+      // 4. one commit
+      version++;
+      writeRecipe(`1.0.${version}`);
+      const sha1 = await commit(`idle 1.0.${version}`);
+      cpu();
+      const p0 = await mark();
+      const push = await git('-C', ws, 'push', '--quiet', bare, 'HEAD:refs/heads/main');
+      const pushedAt = push.endedAt;
+      process.stderr.write(`pushed ${sha1.slice(0, 7)}… `);
+      const rep = await waitForSuccess(bare, devices, sha1, 3 * pollMs + 60_000 + 1_000 * n, `N = ${n}, the pushed commit`);
+      const p1 = await mark();
+      const commitCpu = cpu();
+      await Promise.all(agents.map((a) => a.waitFor((e) => e.msg === 'commit status delivered' && e.commit === sha1 && e.state === 'success', 30_000, `${a.device}'s success delivery`)));
+      const lastReportMs = Math.max(...rep.seen.values()) - pushedAt;
+      process.stderr.write(`all reported after ${fmt(lastReportMs / 1000, 1)} s\n`);
+
+      const startup = tally(await records(m0, q0));
+      const quiet = tally(await records(q0, q1));
+      const commitRecs = await records(p0, p1);
+      const win = tally(commitRecs);
+
+      // Per device, from its own log: push → new revision (the look that found it), → reconcile plan, → done.
+      const perDevice = agents.map((a) => {
+        const at = (pred) => a.events.find(pred)?.t;
+        const newRev = at((e) => e.msg === 'new revision' && e.revision === sha1);
+        const planIdx = a.events.findIndex((e) => e.msg === 'reconcile plan' && e.revision === sha1);
+        const plan = planIdx >= 0 ? a.events[planIdx].t : undefined;
+        const done = a.events.find((e, i) => i > planIdx && isDone(e));
+        return {
+          device: a.device,
+          reportedMs: rep.seen.get(a.device) - pushedAt,
+          pendingSeenMs: rep.pendingSeen.has(a.device) ? rep.pendingSeen.get(a.device) - pushedAt : undefined,
+          newRevisionMs: newRev !== undefined ? newRev - pushedAt : undefined,
+          applyMs: plan !== undefined && done ? done.t - plan : undefined,
+          appliedMs: done ? done.t - pushedAt : undefined,
+          outcome: done?.msg,
+          deliveries: a.events.filter((e) => e.msg === 'commit status delivered' && e.commit === sha1).length,
+          retries: a.events.filter((e) => e.msg === 'commit status not delivered; will retry' && e.commit === sha1).length,
+          pendingDelivered: delivered(a, sha1, 'pending'),
+        };
+      });
+      // Warnings and errors, counted by message and code (with one example of the error text).
+      const warnings = {};
+      for (const e of agents.flatMap((a) => a.events.filter((x) => x.level >= 40))) {
+        const key = `${e.msg}${e.code ? ` (${e.code})` : ''}`;
+        warnings[key] ??= { count: 0, afterPush: 0, example: String(e.err ?? e.error ?? '').slice(0, 300) };
+        warnings[key].count++;
+        if (e.t >= pushedAt) warnings[key].afterPush++;
+      }
+
+      // Polls: a look is one GET info/refs (v2 capabilities) and one POST (ls-refs); count looks by their GET.
+      const quietLooks = kind(quiet, 'look').adverts;
+      const noopPoll = {
+        looks: quietLooks,
+        looksPerDevicePerInterval: round(quietLooks / n / (quietMs / pollMs), 2),
+        requests: round(quiet.requests / quietLooks, 2),
+        bytesOut: round(quiet.bytesOut / quietLooks, 1),
+        bytesIn: round(quiet.bytesIn / quietLooks, 1),
+        lsRefsResponseBytes: median(recordsOf(await records(q0, q1), 'POST', 'look').map((r) => r.bytes)),
+        otherRequestsInWindow: quiet.requests - kind(quiet, 'look').requests,
+      };
+      // The commit's own cost: its fetches and reports, plus one look per device (the one that found it).
+      const fetchK = kind(win, 'fetch');
+      const reportK = kind(win, 'report');
+      const commitReq = fetchK.requests + reportK.requests + n * noopPoll.requests;
+      const commitOut = fetchK.bytesOut + reportK.bytesOut + n * noopPoll.bytesOut;
+      const commitIn = fetchK.bytesIn + reportK.bytesIn + n * noopPoll.bytesIn;
+      const deliveries = perDevice.reduce((s, d) => s + d.deliveries, 0);
+      const reported = perDevice.map((d) => d.reportedMs);
+      const applies = perDevice.map((d) => d.applyMs).filter(Number.isFinite);
+      const r = {
+        n,
+        allUpMs: round(allUpMs),
+        startup: { requests: startup.requests, bytesOut: startup.bytesOut, bytesIn: startup.bytesIn, perDevice: { requests: round(startup.requests / n, 1), bytes: round((startup.bytesOut + startup.bytesIn) / n) } },
+        quiet: { ms: round(quietMs), ...quiet, noopPoll, cpu: quietCpu },
+        adverts,
+        commit: {
+          sha: sha1,
+          reportedMs: { p50: round(median(reported)), max: round(Math.max(...reported)), min: round(Math.min(...reported)) },
+          newRevisionMs: { p50: round(median(perDevice.map((d) => d.newRevisionMs).filter(Number.isFinite))), max: round(Math.max(...perDevice.map((d) => d.newRevisionMs).filter(Number.isFinite))) },
+          applyMs: { p50: round(median(applies)), max: round(Math.max(...applies)) },
+          appliedMs: { p50: round(median(perDevice.map((d) => d.appliedMs).filter(Number.isFinite))), max: round(Math.max(...perDevice.map((d) => d.appliedMs).filter(Number.isFinite))) },
+          // Applied (the agent's log) → the success note on the server: the two report pushes, pending then success.
+          appliedToReportedMs: { p50: round(median(perDevice.filter((d) => Number.isFinite(d.appliedMs)).map((d) => d.reportedMs - d.appliedMs))) },
+          cpu: commitCpu,
+          window: win,
+          perDevice: {
+            requests: round(commitReq / n, 2),
+            bytesOut: round(commitOut / n),
+            bytesIn: round(commitIn / n),
+            bytes: round((commitOut + commitIn) / n),
+            // The same without the ref advertisements of its fetch and reports (the part that grows with the refs).
+            bytesWithoutAdverts: round((commitOut + commitIn - fetchK.advertBytes - reportK.advertBytes) / n),
+            fetch: { requests: round(fetchK.requests / n, 2), bytesOut: round(fetchK.bytesOut / n), bytesIn: round(fetchK.bytesIn / n), advertBytes: round(fetchK.advertBytes / Math.max(1, fetchK.adverts)) },
+            report: { requests: round(reportK.requests / n, 2), bytesOut: round(reportK.bytesOut / n), bytesIn: round(reportK.bytesIn / n), advertBytes: round(reportK.advertBytes / Math.max(1, reportK.adverts)) },
+            look: { requests: noopPoll.requests, bytesOut: noopPoll.bytesOut, bytesIn: noopPoll.bytesIn },
+          },
+          noopLooksInWindowBeyondOne: kind(win, 'look').adverts - n,
+          receivePackPosts: reportK.posts,
+          receivePackPostsPerDevice: round(reportK.posts / n, 2),
+          statusesDelivered: deliveries,
+          // A POST beyond one per delivered status is a push the server refused and the reporter redid (a collision).
+          collisions: { extraPosts: reportK.posts - deliveries, non200: reportK.non200 + fetchK.non200, outboxRetries: perDevice.reduce((s, d) => s + d.retries, 0) },
+          outcomes: [...new Set(perDevice.map((d) => d.outcome))],
+        },
+        perDevice,
+        warnings,
+      };
+      bySize.push(r);
+
+      // The fleet goes before the next N: SIGTERM (each stops its component), SIGKILL to its group after 15 s.
+      // (Not killStragglers(work): the server's command line names the work directory too.)
+      await Promise.all(agents.map((a) => a.stop(15_000)));
+      await h.killStragglers(agents.map((a) => a.pid), join(work, `state-${n}`));
+      await h.killStragglers([], idle);
+      agents = [];
+    }
+    const loadAfter = h.load1();
+    const othersPercent = others.percent();
+
+    // ─── summary ───
+    const first = bySize[0];
+    const last = bySize[bySize.length - 1];
+    const fit = linearFit(bySize.map((r) => [r.adverts.refsOnServer, r.adverts.receivePackInfoRefs]));
+    const fitUp = linearFit(bySize.map((r) => [r.adverts.refsOnServer, r.adverts.uploadPackV1InfoRefs]));
+    const ratios = {
+      from: first.n,
+      to: last.n,
+      perDeviceCommitRequests: round(last.commit.perDevice.requests / first.commit.perDevice.requests, 3),
+      perDeviceCommitBytes: round(last.commit.perDevice.bytes / first.commit.perDevice.bytes, 3),
+      perDeviceCommitBytesWithoutAdverts: round(last.commit.perDevice.bytesWithoutAdverts / first.commit.perDevice.bytesWithoutAdverts, 3),
+      perDeviceNoopPollRequests: round(last.quiet.noopPoll.requests / first.quiet.noopPoll.requests, 3),
+      perDeviceNoopPollBytes: round((last.quiet.noopPoll.bytesOut + last.quiet.noopPoll.bytesIn) / (first.quiet.noopPoll.bytesOut + first.quiet.noopPoll.bytesIn), 3),
+    };
+    const timeRef = (r) => pollMs + r.commit.applyMs.max;
+    const aims = {
+      flatCommitCost: ratios.perDeviceCommitRequests <= 1.1 && ratios.perDeviceCommitBytes <= 1.1,
+      flatPollCost: ratios.perDeviceNoopPollRequests <= 1.1 && ratios.perDeviceNoopPollBytes <= 1.1,
+      allReportedWithin10sOfPollPlusApply: last.commit.reportedMs.max - timeRef(last) <= 10_000,
+    };
+
+    console.log(
+      `\nfleet benchmark — node ${process.version}, ${h.machine().cpu.count} × ${h.machine().cpu.model ?? 'cpu'}; one idle component, signed, ` +
+        `--poll ${opts.poll} (±10 %), git-notes reports; N = ${sizes.join(', ')}, a fresh fleet and repository each`,
+    );
+    const L = 46;
+    const W = 12;
+    for (const r of bySize) {
+      const c = r.commit;
+      const q = r.quiet.noopPoll;
+      const pd = c.perDevice;
+      console.log(`\nN = ${r.n}  (all ${r.n} up and reporting the first commit ${fmt(r.allUpMs / 1000, 1)} s after spawning)`);
+      console.log(`${'measure'.padEnd(L)} ${'value'.padStart(W)}  reference`);
+      const row = (label, value, ref = '') => console.log(`${label.padEnd(L)} ${value.padStart(W)}  ${ref}`);
+      row('no-op poll: requests / device / poll', fmt(q.requests, 2), `${q.looks} looks in ${fmt(r.quiet.ms / 1000, 1)} s = ${fmt(q.looksPerDevicePerInterval, 2)} per device per interval (1)`);
+      row('no-op poll: bytes out + in / device / poll', `${fmt(q.bytesOut)} + ${fmt(q.bytesIn)}`, `ls-refs answer ${fmt(q.lsRefsResponseBytes)} B; ${q.otherRequestsInWindow} other requests in the window (0)`);
+      row('push → device reported success, p50', `${fmt(c.reportedMs.p50)} ms`, `poll interval ${fmt(pollMs)} ms: expected p50 ≈ P/2 + apply = ${fmt(pollMs / 2 + c.applyMs.p50)} ms`);
+      row('push → device reported success, max', `${fmt(c.reportedMs.max)} ms`, `poll + apply (max) = ${fmt(timeRef(r))} ms (${ratio(c.reportedMs.max, timeRef(r))}; aim within +10 s)`);
+      row('  push → new revision (found), p50 / max', `${fmt(c.newRevisionMs.p50)} / ${fmt(c.newRevisionMs.max)}`, `apply (reconcile plan → running) p50 ${fmt(c.applyMs.p50)} / max ${fmt(c.applyMs.max)} ms`);
+      row('  push → applied, p50 / max', `${fmt(c.appliedMs.p50)} / ${fmt(c.appliedMs.max)}`, `applied → success note on the server p50 ${fmt(c.appliedToReportedMs.p50)} ms (two pushes: pending, success)`);
+      row('CPU: fleet / server, quiet', `${fmt(r.quiet.cpu.fleetPercent, 0)} / ${fmt(r.quiet.cpu.serverPercent, 0)} %`, `of ${cpus().length} cores; during the commit: ${fmt(c.cpu.fleetPercent, 0)} / ${fmt(c.cpu.serverPercent, 0)} %`);
+      row('commit: requests / device', fmt(pd.requests, 2), `look ${fmt(pd.look.requests, 0)} + fetch ${fmt(pd.fetch.requests, 2)} + reports ${fmt(pd.report.requests, 2)}; vs N = ${first.n}: ${ratio(pd.requests, first.commit.perDevice.requests)}`);
+      row('commit: bytes out + in / device', `${fmt(pd.bytesOut)} + ${fmt(pd.bytesIn)}`, `fetch ${fmt(pd.fetch.bytesOut + pd.fetch.bytesIn)}, reports ${fmt(pd.report.bytesOut + pd.report.bytesIn)}; vs N = ${first.n}: ${ratio(pd.bytes, first.commit.perDevice.bytes)}`);
+      row('  the same without ref advertisements', fmt(pd.bytesWithoutAdverts), `vs N = ${first.n}: ${ratio(pd.bytesWithoutAdverts, first.commit.perDevice.bytesWithoutAdverts)}`);
+      row('receive-pack POSTs / device', fmt(c.receivePackPostsPerDevice, 2), `2 (pending, success); ${c.statusesDelivered} statuses delivered, ${c.collisions.extraPosts} extra POSTs, ${c.collisions.non200} non-200, ${c.collisions.outboxRetries} outbox retries`);
+      row('advertisement: receive-pack info/refs', `${fmt(r.adverts.receivePackInfoRefs)} B`, `${r.adverts.refsOnServer} refs on the server; each report starts with it`);
+      row('advertisement: upload-pack v1 info/refs', `${fmt(r.adverts.uploadPackV1InfoRefs)} B`, `each fetch starts with it (isomorphic-git fetches in protocol v1)`);
+      row('advertisement: upload-pack v2 info/refs', `${fmt(r.adverts.uploadPackV2InfoRefs)} B`, `a poll's (capabilities only; ls-refs asks for refs/heads/main)`);
+      if (c.noopLooksInWindowBeyondOne > 0) row('  (no-op looks in the commit window, not counted)', String(c.noopLooksInWindowBeyondOne), '');
+    }
+    console.log('');
+    console.log(
+      `per-device cost, N = ${last.n} ÷ N = ${first.n}: commit requests ×${fmt(ratios.perDeviceCommitRequests, 3)}, commit bytes ×${fmt(ratios.perDeviceCommitBytes, 3)} ` +
+        `(×${fmt(ratios.perDeviceCommitBytesWithoutAdverts, 3)} without the ref advertisements), ` +
+        `no-op poll requests ×${fmt(ratios.perDeviceNoopPollRequests, 3)}, no-op poll bytes ×${fmt(ratios.perDeviceNoopPollBytes, 3)} (aim ≤ 1.1: commit ${aims.flatCommitCost ? 'met' : 'MISSED'}, poll ${aims.flatPollCost ? 'met' : 'MISSED'})`,
+    );
+    console.log(
+      `ref advertisements grow with the refs on the server: receive-pack info/refs ≈ ${fmt(fit.intercept)} + ${fmt(fit.slope, 1)} B per ref (r² ${fmt(fit.r2, 4)}), ` +
+        `upload-pack v1 ≈ ${fmt(fitUp.intercept)} + ${fmt(fitUp.slope, 1)} B per ref; at 100,000 devices ≈ ${fmt((fit.intercept + fit.slope * 100_000) / 1e6, 1)} MB per report`,
+    );
+    console.log(
+      `time to all reported at N = ${last.n}: ${fmt(last.commit.reportedMs.max)} ms against poll + apply ${fmt(timeRef(last))} ms: ` +
+        `${fmt(Math.abs(last.commit.reportedMs.max - timeRef(last)) / 1000, 1)} s ${last.commit.reportedMs.max >= timeRef(last) ? 'over' : 'under'} ` +
+        `(aim within 10 s: ${aims.allReportedWithin10sOfPollPlusApply ? 'met' : 'MISSED'})`,
+    );
+    for (const r of bySize) {
+      if (r.commit.outcomes.some((o) => o !== 'all components running')) console.log(`warning: N = ${r.n}: outcomes ${r.commit.outcomes.join(', ')}`);
+      for (const [w, { count, afterPush, example }] of Object.entries(r.warnings))
+        console.log(`warning: N = ${r.n}: agents logged "${w}" ${count} time(s), ${afterPush} after the push${example ? `, e.g. ${example}` : ''}`);
+    }
+    const note = h.busyNote(othersPercent, loadBefore, loadAfter);
+    if (note) console.log(note);
+
+    h.ensureDir(join(benchDir, 'results'));
+    writeFileSync(
+      resultsFile,
+      JSON.stringify(
+        {
+          bench: 'fleet',
+          date: new Date().toISOString(),
+          ...h.machine(),
+          git: (await promisify(execFile)('git', ['--version'])).stdout.trim(),
+          loadAverage1m: { before: round(loadBefore, 2), after: round(loadAfter, 2) },
+          othersCpuPercent: round(othersPercent, 1),
+          sizes,
+          pollMs,
+          quietPolls,
+          command:
+            'keystone agent --repo http://127.0.0.1:PORT/fleet-N.git --ref main --plan plans/idle.toml --device dev-NNN ' +
+            `--poll ${opts.poll} --state-dir FRESH --trusted-key K.pub --status git-notes --listen 127.0.0.1:PORT_i --log-format json --stop-on-exit`,
+          measure:
+            'requests and bytes served by git http-backend (src/dev/git-http-server.ts records), split by kind: look = protocol v2 upload-pack ' +
+            '(a poll), fetch = v1 upload-pack, report = receive-pack; a commit costs its fetches and reports plus one look per device. ' +
+            'reportedMs: from `git push` returning to the bench seeing the device\'s success note on the bare repository (polled every ~200 ms).',
+          references: {
+            flat: `per-device cost at N = ${last.n} ÷ at N = ${first.n}, aim ≤ 1.1`,
+            timeToAllReported: 'one poll interval + the slowest apply, aim: the last report within 10 s of it',
+          },
+          ratios,
+          aims,
+          advertisementFit: { receivePack: fit, uploadPackV1: fitUp },
+          bySize: bySize.map((r) => ({ ...r, perDevice: r.perDevice.map((d) => Object.fromEntries(Object.entries(d).map(([k, v]) => [k, typeof v === 'number' ? round(v, 1) : v]))) })),
+          benchSeconds: round((performance.now() - tStart) / 1000, 1),
+        },
+        null,
+        2,
+      ) + '\n',
+    );
+    console.log(`\nwrote ${resultsFile} (bench took ${fmt((performance.now() - tStart) / 1000)} s)`);
+  } finally {
+    // Every agent in its own process group: SIGKILL the groups that are left (a failure midway), then anything
+    // else still naming the work directory (the idle programs).
+    for (const a of agents) if (!a.exit) h.signalGroup(a.pid, 'SIGKILL');
+    if (server.connected) server.send({ op: 'exit' });
+    if (server.exitCode === null && server.signalCode === null) await Promise.race([new Promise((r) => server.once('exit', r)), sleep(5000)]);
+    await h.killStragglers([], work);
+    rmWork();
+  }
+}
+
+/** Records of `method` and kind `kind` (look: protocol v2 upload-pack). */
+function recordsOf(recs, method, kind) {
+  return recs.filter((r) => r.method === method && /git-upload-pack$/.test(r.path) && (kind !== 'look' || r.protocol === 'version=2'));
+}
+
+/** Least squares y = intercept + slope · x, with r². */
+function linearFit(points) {
+  const n = points.length;
+  const mx = points.reduce((s, [x]) => s + x, 0) / n;
+  const my = points.reduce((s, [, y]) => s + y, 0) / n;
+  let sxy = 0;
+  let sxx = 0;
+  let syy = 0;
+  for (const [x, y] of points) {
+    sxy += (x - mx) * (y - my);
+    sxx += (x - mx) ** 2;
+    syy += (y - my) ** 2;
+  }
+  const slope = sxx > 0 ? sxy / sxx : NaN;
+  const intercept = my - slope * mx;
+  const r2 = sxx > 0 && syy > 0 ? (sxy * sxy) / (sxx * syy) : NaN;
+  return { slope: +slope.toFixed(2), intercept: +intercept.toFixed(1), r2: +r2.toFixed(5) };
+}
