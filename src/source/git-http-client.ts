@@ -3,6 +3,7 @@
 import type { GitHttpRequest, GitHttpResponse, HttpClient } from 'isomorphic-git';
 import nodeHttp from 'isomorphic-git/http/node';
 import { OperationError } from '../core/errors.js';
+import { gitHttpAgent } from './git-http-agent.js';
 
 /** One operation's limits and what it has used so far. */
 export class TransferBudget {
@@ -80,7 +81,7 @@ export function budgetedHttpClient(budget: TransferBudget, headers: Record<strin
       let body = req.body;
       if (Array.isArray(body)) budget.sent += (body as Uint8Array[]).reduce((n, b) => n + b.byteLength, 0);
       else if (body) body = countChunks(body, (n) => (budget.sent += n));
-      const res = await nodeHttp.request({ ...req, body, headers: { ...req.headers, ...headers }, signal: budget.signal });
+      const res = await nodeHttp.request({ ...req, body, headers: { ...req.headers, ...headers }, signal: budget.signal, agent: gitHttpAgent(req.url) });
       if (res.statusCode === 429 || res.statusCode === 503) {
         const retryAfter = res.headers?.['retry-after'];
         budget.busy = { status: res.statusCode, ...(typeof retryAfter === 'string' && { retryAfter }) };

@@ -18,6 +18,7 @@ import git, { Errors, type GitHttpRequest, type GitHttpResponse, type HttpClient
 import nodeHttp from 'isomorphic-git/http/node';
 import { checkStatus, httpDeliveryError, StatusDeliveryError, type CommitStatus, type StatusReporter } from './commit-status.js';
 import { headCompletingHttp } from '../source/git-head-advertisement.js';
+import { gitHttpAgent } from '../source/git-http-agent.js';
 import { DEVICE_NOTES_PREFIX, deviceNotesRef, deviceOfContext } from './device-notes-ref.js';
 import { findNote, setNote } from './notes-tree.js';
 import { mergeStatusNote } from './status-note.js';
@@ -248,6 +249,6 @@ class Deadline {
 
 function timedHttpClient(signal: AbortSignal): HttpClient {
   return {
-    request: (req: GitHttpRequest): Promise<GitHttpResponse> => nodeHttp.request({ ...req, signal }),
+    request: (req: GitHttpRequest): Promise<GitHttpResponse> => nodeHttp.request({ ...req, signal, agent: gitHttpAgent(req.url) }),
   };
 }
