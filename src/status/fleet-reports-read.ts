@@ -86,6 +86,22 @@ export async function openFleetRepository(o: OpenFleetRepositoryOptions): Promis
   }
 }
 
+/** A reports repository (`--reports`): a local one as it is, a remote after one fetch of every notes ref. */
+export async function openReportsRepository(o: Omit<OpenFleetRepositoryOptions, 'ref' | 'commit' | 'depth'>): Promise<string> {
+  if (!isRemote(o.repo)) {
+    const dotGit = join(o.repo, '.git');
+    if (fs.existsSync(dotGit) && fs.statSync(dotGit).isFile()) {
+      const { stdout } = await exec('git', ['-C', o.repo, 'rev-parse', '--path-format=absolute', '--git-common-dir'], { env: { ...process.env, ...o.env } });
+      return stdout.trim();
+    }
+    return locateGitRepository(o.repo).gitdir;
+  }
+  const gitdir = join(o.cacheDir ?? defaultCacheRoot(o.env), createHash('sha256').update(o.repo).digest('hex'));
+  if (!fs.existsSync(join(gitdir, 'HEAD'))) await runGit(['init', '--quiet', '--bare', gitdir], o, 'creating the cache');
+  await fetchRemote(gitdir, o.repo, ['+refs/notes/keystone*:refs/notes/keystone*'], o, 'refs/notes/keystone*');
+  return gitdir;
+}
+
 /**
  * A linked work tree (`git worktree add`; `.git` is a file): isomorphic-git cannot follow it, so native git resolves
  * the commit (HEAD is the work tree's own), and the reading happens in the common directory, where the objects and
@@ -176,24 +192,28 @@ export interface FleetReports {
   ancestry: Record<string, Ancestry>;
 }
 
-export async function readFleetReports(gitdir: string, commit: string): Promise<FleetReports> {
+/**
+ * The commit, its fleet file and the history come from `gitdir`; the notes from `notesGitdir`, which is the same
+ * repository unless the fleet reports to a repository of its own (`keystone agent --status-repo`).
+ */
+export async function readFleetReports(gitdir: string, commit: string, notesGitdir = gitdir): Promise<FleetReports> {
   const cache = {};
   const { commit: c } = await git.readCommit({ fs, gitdir, oid: commit, cache });
   const fleetText = await readFleetFile(gitdir, commit);
   const reports: DeviceReports[] = [];
-  const refs = (await git.listRefs({ fs, gitdir, filepath: DEVICE_NOTES_PREFIX.replace(/\/$/, '') })).map((r) => `${DEVICE_NOTES_PREFIX}${r}`).sort();
+  const refs = (await git.listRefs({ fs, gitdir: notesGitdir, filepath: DEVICE_NOTES_PREFIX.replace(/\/$/, '') })).map((r) => `${DEVICE_NOTES_PREFIX}${r}`).sort();
   for (const ref of refs) {
     const device = deviceOfNotesRef(ref);
-    const tip = await resolve(gitdir, ref);
+    const tip = await resolve(notesGitdir, ref);
     if (device === undefined || tip === undefined) continue;
     const context = statusContext(device);
-    const onCommit = lineOf(await noteAt(gitdir, tip, commit), context, commit);
-    const newest = (await newestFromMessage(gitdir, tip, context)) ?? (await newestInTree(gitdir, tip, context));
+    const onCommit = lineOf(await noteAt(notesGitdir, tip, commit), context, commit);
+    const newest = (await newestFromMessage(notesGitdir, tip, context)) ?? (await newestInTree(notesGitdir, tip, context));
     reports.push({ device, ...(onCommit && { onCommit }), ...(newest && { newest }) });
   }
   // Earlier agents' lines on this commit, for devices whose own ref has none.
-  const legacyTip = await resolve(gitdir, LEGACY_NOTES_REF);
-  const legacy = legacyTip === undefined ? undefined : await noteAt(gitdir, legacyTip, commit);
+  const legacyTip = await resolve(notesGitdir, LEGACY_NOTES_REF);
+  const legacy = legacyTip === undefined ? undefined : await noteAt(notesGitdir, legacyTip, commit);
   for (const line of legacy === undefined ? [] : parseStatusNote(legacy)) {
     if (!line.context.startsWith('keystone/')) continue;
     const device = line.context.slice('keystone/'.length);

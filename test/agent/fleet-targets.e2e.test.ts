@@ -4,8 +4,8 @@
 // keeps running and reports error with its labels), a device restarted with other labels moves, and an invalid fleet
 // file is refused by every device with nothing touched.
 import { execFile } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { rmSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readStatusNotes } from '../../src/status/status-notes-read.js';
@@ -37,14 +37,14 @@ async function commit(fleet: string, message: string): Promise<string> {
   return git(fx.dir, 'rev-parse', 'HEAD');
 }
 
-function start(device: string, labels: string[]): AgentProcess {
+function start(device: string, labels: string[], extra: string[] = []): AgentProcess {
   let h = harness.get(device);
   if (!h) harness.set(device, (h = new AgentHarness()));
   const agent = h.start({
     repo: fx.dir,
     plan: undefined,
     trustArgs: fx.trustArgs,
-    args: ['--ref', 'main', '--poll', '1s', '--device', device, ...labels.flatMap((l) => ['--label', l]), '--status', 'git-notes'],
+    args: ['--ref', 'main', '--poll', '1s', '--device', device, ...labels.flatMap((l) => ['--label', l]), '--status', 'git-notes', ...extra],
   });
   agents.set(device, agent);
   return agent;
@@ -121,7 +121,10 @@ describe('a fleet of three devices on two targets', { timeout: 180_000 }, () => 
     const agent = start('d1', ['role=sensor']);
     await until(() => agent.lines((l) => l.msg === 'fleet target' && l.target === 'rest').length > 0 || undefined, 30_000, 'd1 to take target rest');
     await until(() => running('d1').join() === 'b' || undefined, 30_000, 'd1 to run b only');
-    await until(async () => (await lineOf(head, 'd1'))?.fields.target === 'rest' || undefined, 30_000, "d1's report with target rest");
+    await until(async () => {
+      const l = await lineOf(head, 'd1');
+      return (l?.state === 'success' && l.fields.target === 'rest') || undefined;
+    }, 30_000, "d1's success report with target rest");
     for (const d of ['d1', 'd2', 'd3']) pids.set(d, h(d).pidsOf());
   });
 
@@ -136,6 +139,17 @@ describe('a fleet of three devices on two targets', { timeout: 180_000 }, () => 
     expect(t.rest).toMatchObject({ success: 1, members: ['d1'] });
     // d3 matches no target: its error report carries none.
     expect(view.targets.find((x) => x.members.includes('d3'))).toMatchObject({ error: 1 });
+  });
+
+  it('--status-repo: a device reports to a reports repository of its own, not to the one it follows', async () => {
+    const head = await git(fx.dir, 'rev-parse', 'HEAD');
+    const reports = join(fx.dir, '..', `${basename(fx.dir)}-reports.git`);
+    await run('git', ['init', '--quiet', '--bare', reports]);
+    start('d4', ['role=gateway'], ['--status-repo', reports]);
+    await until(async () => (await readStatusNotes(reports, head)).find((l) => l.context === 'keystone/d4' && l.state === 'success'), 30_000, "d4's report in the reports repository");
+    expect(await lineOf(head, 'd4')).toBeUndefined();
+    await agents.get('d4')!.stop();
+    rmSync(reports, { recursive: true, force: true });
   });
 
   it('an invalid fleet file is refused by every device, and nothing that runs is touched', async () => {

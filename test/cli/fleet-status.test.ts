@@ -200,6 +200,35 @@ describe('keystonectl fleet status', () => {
     expect(r.stdout).toContain('#### (no target)');
   });
 
+  it('--reports: the notes from a reports repository of their own (agents run with --status-repo), local and remote', async () => {
+    const expected = JSON.parse((await local(['--json'])).stdout) as { targets: unknown; devices: unknown };
+    // The followed repository without any notes; the reports where the devices pushed them.
+    const code = join(root, 'code-only.git');
+    await git(root, ['clone', '--quiet', '--bare', repo.dir, code]);
+    expect(await git(code, ['for-each-ref', 'refs/notes'])).toBe('');
+    const viaLocal = await runCtl(['fleet', 'status', '--repo', code, '--ref', 'main', '--reports', repo.dir, '--json'], '/', at(T0 + 20 * min));
+    expect(viaLocal.code, viaLocal.stderr).toBe(0);
+    const localView = JSON.parse(viaLocal.stdout) as typeof expected;
+    expect([localView.targets, localView.devices]).toEqual([expected.targets, expected.devices]);
+
+    server.createRepository('code');
+    server.createRepository('reports');
+    const auth = ['-c', `http.extraHeader=Authorization: Bearer ${TOKEN}`];
+    await git(repo.dir, [...auth, 'push', '--quiet', server.url('code'), 'main']);
+    await git(repo.dir, [...auth, 'push', '--quiet', server.url('reports'), 'refs/notes/*:refs/notes/*']);
+    const before = server.requests.length;
+    const viaRemote = await runCtl(['fleet', 'status', '--repo', server.url('code'), '--reports', server.url('reports'), '--depth', '5', '--cache-dir', mkdtempSync(join(root, 'cache-')), '--json'], '/', {
+      ...at(T0 + 20 * min),
+      env: { KEYSTONE_GIT_TOKEN: TOKEN },
+    });
+    expect(viaRemote.code, viaRemote.stderr).toBe(0);
+    const remoteView = JSON.parse(viaRemote.stdout) as typeof expected;
+    expect([remoteView.targets, remoteView.devices]).toEqual([expected.targets, expected.devices]);
+    // One fetch from each repository, whatever the fleet's size.
+    const served = server.requests.slice(before);
+    expect(served.filter((r) => r.path.endsWith('/info/refs')).map((r) => r.path.split('/')[1])).toEqual(['code.git', 'reports.git']);
+  });
+
   it('exit 2 for a commit the repository does not have, and for a bad flag', async () => {
     const bad = await local(['--commit', 'no-such-ref']);
     expect(bad.code).toBe(2);

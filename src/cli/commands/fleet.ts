@@ -14,7 +14,7 @@ import { renderFleetStatusText } from '../render/fleet-status-text.js';
 const isRemote = (repo: string) => /^https?:\/\//i.test(repo);
 
 export const FLEET_USAGE =
-  'keystonectl fleet status [--repo URL|PATH] [--ref BRANCH] [--commit REF] [--devices] [--silent-after 10m] [--json] [--format text|markdown] [--token-file F] [--cache-dir DIR] [--depth N]';
+  'keystonectl fleet status [--repo URL|PATH] [--reports URL|PATH] [--ref BRANCH] [--commit REF] [--devices] [--silent-after 10m] [--json] [--format text|markdown] [--token-file F] [--cache-dir DIR] [--depth N]';
 
 export const FLEET_HELP = `${FLEET_USAGE}
 
@@ -25,6 +25,8 @@ The fleet's reports (each device's Git notes) for one commit, per target of the 
                       ($XDG_CACHE_HOME/keystone/fleet/<sha256 of the URL>, else ~/.cache/...; --cache-dir to move it).
                       Needs the git command. A token from --token-file or KEYSTONE_GIT_TOKEN is sent as the Basic-auth
                       password, as the agent does.
+  --reports URL|PATH  where the devices report, when not to --repo (agents run with --status-repo): the notes are
+                      read there (a remote: one fetch of every notes ref), the commit and fleet.toml from --repo
   --ref BRANCH        the branch (default: main; for a local repository, HEAD)
   --commit REF        the commit to show (default: the tip of --ref)
   --silent-after D    a device known to the fleet with no report on the commit, and none at all since the first
@@ -54,12 +56,13 @@ export async function fleet(argv: string[], io: CliIo): Promise<number> {
 
 async function fleetStatus(argv: string[], io: CliIo): Promise<number> {
   // isomorphic-git and the agent's Git wiring cost ~100 ms to load: only for this command, not every keystonectl run.
-  const [{ openFleetRepository, readFleetReports, UnknownRefError }, { secretFrom }] = await Promise.all([import('../../status/fleet-reports-read.js'), import('./agent-git.js')]);
+  const [{ openFleetRepository, openReportsRepository, readFleetReports, UnknownRefError }, { secretFrom }] = await Promise.all([import('../../status/fleet-reports-read.js'), import('./agent-git.js')]);
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
     options: {
       repo: { type: 'string' },
+      reports: { type: 'string' },
       ref: { type: 'string' },
       commit: { type: 'string' },
       devices: { type: 'boolean', default: false },
@@ -86,9 +89,10 @@ async function fleetStatus(argv: string[], io: CliIo): Promise<number> {
   if (values.ref !== undefined && !/^[^\s~^:?*[\\]+$/.test(values.ref)) throw new UsageError(`--ref takes a branch name, not "${values.ref}"`);
   const repo = values.repo !== undefined && isRemote(values.repo) ? values.repo : resolve(io.cwd, values.repo ?? '.');
   const remote = isRemote(repo);
-  if (!remote && (values['token-file'] !== undefined || values['cache-dir'] !== undefined || depth !== undefined))
-    throw new UsageError('--token-file, --cache-dir and --depth are for a remote (--repo URL)');
-  const token = remote ? secretFrom(values['token-file'] && resolve(io.cwd, values['token-file']), io.env.KEYSTONE_GIT_TOKEN, 'Git token') : undefined;
+  const anyRemote = remote || (values.reports !== undefined && isRemote(values.reports));
+  if (!anyRemote && (values['token-file'] !== undefined || values['cache-dir'] !== undefined)) throw new UsageError('--token-file and --cache-dir are for a remote (--repo URL, --reports URL)');
+  if (!remote && depth !== undefined) throw new UsageError('--depth is for a remote (--repo URL)');
+  const token = anyRemote ? secretFrom(values['token-file'] && resolve(io.cwd, values['token-file']), io.env.KEYSTONE_GIT_TOKEN, 'Git token') : undefined;
 
   const badInput = (code: string, message: string): number => {
     if (values.json) io.stdout.write(JSON.stringify({ error: { code, message } }, null, 2) + '\n');
@@ -112,7 +116,22 @@ async function fleetStatus(argv: string[], io: CliIo): Promise<number> {
     if (e instanceof OperationError && values.json) io.stdout.write(JSON.stringify({ error: { code: e.code, message: e.message } }, null, 2) + '\n');
     throw e;
   }
-  const read = await readFleetReports(opened.gitdir, opened.commit);
+  let notesGitdir = opened.gitdir;
+  if (values.reports !== undefined) {
+    const reports = isRemote(values.reports) ? values.reports : resolve(io.cwd, values.reports);
+    try {
+      notesGitdir = await openReportsRepository({
+        repo: reports,
+        ...(values['cache-dir'] !== undefined && { cacheDir: resolve(io.cwd, values['cache-dir']) }),
+        ...(token !== undefined && { token }),
+        env: io.env,
+      });
+    } catch (e) {
+      if (e instanceof OperationError && e.code === 'KS_NOT_A_GIT_REPOSITORY') return badInput(e.code, e.message);
+      throw e;
+    }
+  }
+  const read = await readFleetReports(opened.gitdir, opened.commit, notesGitdir);
 
   let targets: ViewTarget[] | undefined;
   if (read.fleetText !== undefined) {
