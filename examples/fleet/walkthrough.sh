@@ -9,9 +9,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 W=${1:-$(mktemp -d)} && mkdir -p "$W"
 PORT=${KEYSTONE_WALKTHROUGH_PORT:-8418}
-keystone() { node "$top/bin/keystone.js" "$@"; }
 keystonectl() { node "$top/bin/keystonectl.js" "$@"; }
 pids=()
+# The agents run with --stop-on-exit: stopping them stops their components too.
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true' EXIT
 export GIT_AUTHOR_NAME=${GIT_AUTHOR_NAME:-ops} GIT_AUTHOR_EMAIL=${GIT_AUTHOR_EMAIL:-ops@example.com}
 export GIT_COMMITTER_NAME=${GIT_COMMITTER_NAME:-ops} GIT_COMMITTER_EMAIL=${GIT_COMMITTER_EMAIL:-ops@example.com}
@@ -34,7 +34,8 @@ echo "== three devices, each with its own name and labels"
 for device in gw-1:role=gateway sensor-1:role=sensor,site=lab sensor-2:role=sensor; do
   name=${device%%:*} labels=()
   IFS=, read -ra kv <<<"${device#*:}"; for l in "${kv[@]}"; do labels+=(--label "$l"); done
-  keystone agent --repo "http://127.0.0.1:$PORT/fleet.git" --device "$name" "${labels[@]}" \
+  # node itself in the background (not the shell function), so that $! is the agent the EXIT trap stops.
+  node "$top/bin/keystone.js" agent --repo "http://127.0.0.1:$PORT/fleet.git" --device "$name" "${labels[@]}" \
     --trusted-key "$W/release.pub" --state-dir "$W/devices/$name" --listen none --poll 2s --stop-on-exit \
     >"$W/$name.log" 2>&1 & pids+=($!)
 done

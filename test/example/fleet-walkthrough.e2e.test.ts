@@ -1,7 +1,7 @@
 // The README's fleet walkthrough, run as written (examples/fleet/walkthrough.sh): three real agents on two targets
 // from one repository over smart HTTP, one push, the fleet view, and a pull request's dry run for both targets.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -10,6 +10,20 @@ import { PROJECT_ROOT } from '../support/example-repo.js';
 import { freePorts } from '../support/stack-fixture.js';
 
 const run = promisify(execFile);
+
+/** Live processes whose command line names `text` (the agents name their state directories). */
+function processesMentioning(text: string): string[] {
+  return readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p))
+    .flatMap((p) => {
+      try {
+        const cmd = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0').join(' ');
+        return cmd.includes(text) ? [`${p} ${cmd}`] : [];
+      } catch {
+        return [];
+      }
+    });
+}
 const work = mkdtempSync(join(tmpdir(), 'keystone-walkthrough-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
@@ -31,5 +45,7 @@ describe('the fleet walkthrough', { timeout: 240_000 }, () => {
     expect(dry).toContain('1.1.0');
     expect(last).toMatch(/^gateways\s+plans\/gateway\.toml\s+1\s+1\s/m);
     expect(last).toMatch(/^sensors\s+plans\/sensor\.toml\s+2\s+2\s/m);
+    // The script stops what it started: no agent, server or component is left behind.
+    expect(processesMentioning(join(work, 'w'))).toEqual([]);
   });
 });
