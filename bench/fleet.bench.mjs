@@ -14,23 +14,31 @@
 // Each device reports on refs/notes/keystone-devices/<device> (git-notes-reporter.ts): `pending` when it starts
 // applying a commit and `success` when done, one push each. The bench reads those refs straight from the bare
 // repository every ~200 ms (`git for-each-ref`: a notes commit's subject is `keystone/<device>: <state> <commit>`).
+// Where the reports go (--reports same|separate|both, default both; both runs each N twice, a fresh fleet each):
+//   same:     to the followed repository, fleet-N.git (every device's notes ref is in every fetch's advertisement);
+//   separate: to a second bare repository on the same server, reports-N.git, with
+//             --status-repo http://127.0.0.1:PORT/reports-N.git; the followed repository (fleet-N-sep.git) then holds
+//             only its branch, and the device refs are read from reports-N.git.
 //
-// For each N (--sizes 10,25,50), a fresh bare repository, fresh state directories and a fresh fleet:
+// For each N (--sizes 10,25,50) and mode, a fresh bare repository (and reports repository), fresh state
+// directories and a fresh fleet:
 //   1. start the N agents; wait (polling, with a deadline) until every device's success note for the tip is there;
 //   2. quiet: --quiet poll intervals (default 2) of no-op polls; requests and bytes per device per poll;
-//   3. the ref advertisements at this N: info/refs for receive-pack (every report starts with it), for upload-pack
-//      in protocol v1 (every fetch of isomorphic-git starts with it), and in protocol v2 (a poll's);
+//   3. the ref advertisements at this N: info/refs for receive-pack of the repository the reports go to (every
+//      report starts with it), for upload-pack of the followed one in protocol v1 (every fetch of isomorphic-git
+//      starts with it), and in protocol v2 (a poll's);
 //   4. push one commit bumping the component's version (to the bare repository on disk); from `git push` returning
 //      until every device's success note for it is on the server: p50 and max per device; everything the server
 //      served meanwhile, by kind (look = protocol v2 upload-pack, fetch = v1 upload-pack, report = receive-pack),
 //      the commit's own cost per device being its fetches and reports plus one look per device (the one that found
 //      it; later no-op looks in the window are not the commit's); receive-pack POSTs per device against the two
 //      reports (pending, success) that were delivered, and any answer other than 200 (push collisions).
-// References printed beside each figure: per-device cost at the largest N ÷ at the smallest (aim ≤ 1.1, flat);
+// Printed per N with the modes side by side, then per mode: per-device cost at the largest N ÷ at the smallest (aim
+// ≤ 1.1, flat), the followed repository's part (look, fetch) apart from the reports';
 // time to all reported against one poll interval + the apply time (aim: within 10 s at N = 50).
 //
-// Options: --sizes 10,25,50  --poll 5s  --quiet 2 (poll intervals)  --port-base 31700 (the agents' API ports,
-//          port-base…port-base+N−1; keep below 32768, the ephemeral range)
+// Options: --sizes 10,25,50  --reports same|separate|both (default both)  --poll 5s  --quiet 2 (poll intervals)
+//          --port-base 31700 (the agents' API ports, port-base…port-base+N−1; keep below 32768, the ephemeral range)
 import { execFile, fork, spawn } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
@@ -74,6 +82,7 @@ async function main() {
     args: process.argv.slice(2),
     options: {
       sizes: { type: 'string', default: '10,25,50' },
+      reports: { type: 'string', default: 'both' },
       poll: { type: 'string', default: '5s' },
       quiet: { type: 'string', default: '2' },
       'port-base': { type: 'string', default: '31700' },
@@ -83,7 +92,9 @@ async function main() {
   const pollMs = parseDuration(opts.poll);
   const quietPolls = Number(opts.quiet);
   const portBase = Number(opts['port-base']);
+  const modes = opts.reports === 'both' ? ['same', 'separate'] : [opts.reports];
   if (
+    !['same', 'separate', 'both'].includes(opts.reports) ||
     sizes.length === 0 ||
     sizes.some((n) => !Number.isInteger(n) || n < 1 || n > 999) ||
     !(pollMs >= 1000) ||
@@ -92,7 +103,7 @@ async function main() {
     portBase < 1024 ||
     portBase + Math.max(...sizes) >= 32768
   ) {
-    console.error('usage: node bench/fleet.bench.mjs [--sizes 10,25,50] [--poll 5s] [--quiet 2] [--port-base 31700]');
+    console.error('usage: node bench/fleet.bench.mjs [--sizes 10,25,50] [--reports same|separate|both] [--poll 5s] [--quiet 2] [--port-base 31700]');
     process.exit(2);
   }
   const resultsFile = join(benchDir, 'results', 'fleet.json');
@@ -240,7 +251,8 @@ async function main() {
     /** What a record is: a poll's look (protocol v2 upload-pack), a fetch (v1 upload-pack) or a report (receive-pack). */
     const kindOf = (r) => {
       const service = /service=(git-[a-z-]+)/.exec(r.query)?.[1] ?? /\/(git-[a-z-]+)$/.exec(r.path)?.[1];
-      if (service === 'git-receive-pack') return 'report';
+      // Anything asked of a reports repository is reporting (a reporter fetches its ref back after a refused push).
+      if (service === 'git-receive-pack' || /\/reports-\d+\.git\//.test(r.path)) return 'report';
       if (service === 'git-upload-pack') return r.protocol === 'version=2' ? 'look' : 'fetch';
       return 'other';
     };
@@ -297,19 +309,29 @@ async function main() {
       });
 
     const isDone = (e) => e.msg === 'all components running' || e.msg === 'apply finished' || e.msg?.startsWith?.('apply failed');
-    const bySize = [];
-    for (const n of sizes) {
-      const name = `fleet-${n}`;
+    const byMode = Object.fromEntries(modes.map((m) => [m, []]));
+    // Each N in each mode, the modes of one N back to back (so that a change in the machine's load falls on both).
+    for (const [n, mode] of sizes.flatMap((size) => modes.map((m) => [size, m]))) {
+      const separate = mode === 'separate';
+      const name = separate ? `fleet-${n}-sep` : `fleet-${n}`;
       const bare = join(work, 'srv', `${name}.git`);
       await git('init', '--quiet', '--bare', '--initial-branch=main', bare);
       await git('-C', bare, 'config', 'http.receivepack', 'true');
       await git('-C', ws, 'push', '--quiet', bare, 'HEAD:refs/heads/main');
       const sha0 = (await git('-C', ws, 'rev-parse', 'HEAD')).stdout.trim();
       const url = `http://127.0.0.1:${port}/${name}.git`;
+      // Where the notes land: the followed repository, or an empty reports repository beside it.
+      const notesBare = separate ? join(work, 'srv', `reports-${n}.git`) : bare;
+      const notesUrl = separate ? `http://127.0.0.1:${port}/reports-${n}.git` : url;
+      if (separate) {
+        await git('init', '--quiet', '--bare', '--initial-branch=main', notesBare);
+        await git('-C', notesBare, 'config', 'http.receivepack', 'true');
+      }
+      const stateRoot = join(work, `state-${mode}-${n}`);
       const devices = Array.from({ length: n }, (_, i) => `dev-${String(i + 1).padStart(3, '0')}`);
       const apiPorts = devices.map((_, i) => portBase + i);
       await h.assertPortsFree(apiPorts);
-      process.stderr.write(`N = ${n}: starting ${n} agents… `);
+      process.stderr.write(`N = ${n}, reports ${mode}: starting ${n} agents… `);
 
       // 1. the fleet comes up and reports the tip
       const m0 = await mark();
@@ -318,15 +340,18 @@ async function main() {
         const a = h.startAgent({
           gitRepo: url,
           plan: 'plans/idle.toml',
-          stateDir: join(work, `state-${n}`, device),
+          stateDir: join(stateRoot, device),
           trustArgs: ['--trusted-key', `${keyPrefix}.pub`],
-          extraArgs: ['--ref', 'main', '--device', device, '--poll', opts.poll, '--status', 'git-notes', '--listen', `127.0.0.1:${apiPorts[i]}`],
+          extraArgs: [
+            ...['--ref', 'main', '--device', device, '--poll', opts.poll, '--status', 'git-notes', '--listen', `127.0.0.1:${apiPorts[i]}`],
+            ...(separate ? ['--status-repo', notesUrl] : []),
+          ],
         });
         a.device = device;
         void a.exited.then((x) => (a.exit = x));
         return a;
       });
-      const up = await waitForSuccess(bare, devices, sha0, 60_000 + 3_000 * n, `N = ${n}, first commit`);
+      const up = await waitForSuccess(notesBare, devices, sha0, 60_000 + 3_000 * n, `N = ${n} (${mode}), first commit`);
       const allUpMs = Math.max(...up.seen.values()) - startedAt;
       // The last `success` push has updated the ref; wait for every agent to have logged its delivery (its POST
       // answered) so that no report of the first commit overlaps the quiet window.
@@ -344,10 +369,13 @@ async function main() {
       const quietCpu = cpu();
 
       // 3. the ref advertisements at this N (outside both windows)
-      const refsOnServer = (await git('-C', bare, 'for-each-ref', '--format=%(refname)')).stdout.split('\n').filter(Boolean).length;
+      const refsIn = async (b) => (await git('-C', b, 'for-each-ref', '--format=%(refname)')).stdout.split('\n').filter(Boolean).length;
       const adverts = {
-        refsOnServer,
-        receivePackInfoRefs: await advertBytes(url, 'git-receive-pack', false),
+        // Refs in the followed repository, and in the repository the reports go to (the same one in mode same).
+        refsOnServer: await refsIn(bare),
+        refsInReportsRepo: await refsIn(notesBare),
+        // The report push's advertisement is the reports repository's; the fetch's and the poll's, the followed one's.
+        receivePackInfoRefs: await advertBytes(notesUrl, 'git-receive-pack', false),
         uploadPackV1InfoRefs: await advertBytes(url, 'git-upload-pack', false),
         uploadPackV2InfoRefs: await advertBytes(url, 'git-upload-pack', true),
       };
@@ -361,7 +389,7 @@ async function main() {
       const push = await git('-C', ws, 'push', '--quiet', bare, 'HEAD:refs/heads/main');
       const pushedAt = push.endedAt;
       process.stderr.write(`pushed ${sha1.slice(0, 7)}… `);
-      const rep = await waitForSuccess(bare, devices, sha1, 3 * pollMs + 60_000 + 1_000 * n, `N = ${n}, the pushed commit`);
+      const rep = await waitForSuccess(notesBare, devices, sha1, 3 * pollMs + 60_000 + 1_000 * n, `N = ${n} (${mode}), the pushed commit`);
       const p1 = await mark();
       const commitCpu = cpu();
       await Promise.all(agents.map((a) => a.waitFor((e) => e.msg === 'commit status delivered' && e.commit === sha1 && e.state === 'success', 30_000, `${a.device}'s success delivery`)));
@@ -424,6 +452,7 @@ async function main() {
       const applies = perDevice.map((d) => d.applyMs).filter(Number.isFinite);
       const r = {
         n,
+        reports: mode,
         allUpMs: round(allUpMs),
         startup: { requests: startup.requests, bytesOut: startup.bytesOut, bytesIn: startup.bytesIn, perDevice: { requests: round(startup.requests / n, 1), bytes: round((startup.bytesOut + startup.bytesIn) / n) } },
         quiet: { ms: round(quietMs), ...quiet, noopPoll, cpu: quietCpu },
@@ -460,91 +489,119 @@ async function main() {
         perDevice,
         warnings,
       };
-      bySize.push(r);
+      byMode[mode].push(r);
 
       // The fleet goes before the next N: SIGTERM (each stops its component), SIGKILL to its group after 15 s.
       // (Not killStragglers(work): the server's command line names the work directory too.)
       await Promise.all(agents.map((a) => a.stop(15_000)));
-      await h.killStragglers(agents.map((a) => a.pid), join(work, `state-${n}`));
+      await h.killStragglers(agents.map((a) => a.pid), stateRoot);
       await h.killStragglers([], idle);
       agents = [];
     }
     const loadAfter = h.load1();
     const othersPercent = others.percent();
 
-    // ─── summary ───
-    const first = bySize[0];
-    const last = bySize[bySize.length - 1];
-    const fit = linearFit(bySize.map((r) => [r.adverts.refsOnServer, r.adverts.receivePackInfoRefs]));
-    const fitUp = linearFit(bySize.map((r) => [r.adverts.refsOnServer, r.adverts.uploadPackV1InfoRefs]));
-    const ratios = {
-      from: first.n,
-      to: last.n,
-      perDeviceCommitRequests: round(last.commit.perDevice.requests / first.commit.perDevice.requests, 3),
-      perDeviceCommitBytes: round(last.commit.perDevice.bytes / first.commit.perDevice.bytes, 3),
-      perDeviceCommitBytesWithoutAdverts: round(last.commit.perDevice.bytesWithoutAdverts / first.commit.perDevice.bytesWithoutAdverts, 3),
-      perDeviceNoopPollRequests: round(last.quiet.noopPoll.requests / first.quiet.noopPoll.requests, 3),
-      perDeviceNoopPollBytes: round((last.quiet.noopPoll.bytesOut + last.quiet.noopPoll.bytesIn) / (first.quiet.noopPoll.bytesOut + first.quiet.noopPoll.bytesIn), 3),
-    };
+    // ─── summary, per reports mode ───
     const timeRef = (r) => pollMs + r.commit.applyMs.max;
-    const aims = {
-      flatCommitCost: ratios.perDeviceCommitRequests <= 1.1 && ratios.perDeviceCommitBytes <= 1.1,
-      flatPollCost: ratios.perDeviceNoopPollRequests <= 1.1 && ratios.perDeviceNoopPollBytes <= 1.1,
-      allReportedWithin10sOfPollPlusApply: last.commit.reportedMs.max - timeRef(last) <= 10_000,
-    };
+    const summaries = {};
+    for (const mode of modes) {
+      const list = byMode[mode];
+      const first = list[0];
+      const last = list[list.length - 1];
+      // Against the devices (not the refs): the projection is in devices, and in mode separate the followed
+      // repository's ref count does not move.
+      const fit = linearFit(list.map((r) => [r.n, r.adverts.receivePackInfoRefs]));
+      const fitUp = linearFit(list.map((r) => [r.n, r.adverts.uploadPackV1InfoRefs]));
+      const ratios = {
+        from: first.n,
+        to: last.n,
+        perDeviceCommitRequests: round(last.commit.perDevice.requests / first.commit.perDevice.requests, 3),
+        perDeviceCommitBytes: round(last.commit.perDevice.bytes / first.commit.perDevice.bytes, 3),
+        perDeviceCommitBytesWithoutAdverts: round(last.commit.perDevice.bytesWithoutAdverts / first.commit.perDevice.bytesWithoutAdverts, 3),
+        perDeviceCommitFetchBytes: round(
+          (last.commit.perDevice.fetch.bytesOut + last.commit.perDevice.fetch.bytesIn) / (first.commit.perDevice.fetch.bytesOut + first.commit.perDevice.fetch.bytesIn),
+          3,
+        ),
+        perDeviceCommitReportBytes: round(
+          (last.commit.perDevice.report.bytesOut + last.commit.perDevice.report.bytesIn) / (first.commit.perDevice.report.bytesOut + first.commit.perDevice.report.bytesIn),
+          3,
+        ),
+        perDeviceNoopPollRequests: round(last.quiet.noopPoll.requests / first.quiet.noopPoll.requests, 3),
+        perDeviceNoopPollBytes: round((last.quiet.noopPoll.bytesOut + last.quiet.noopPoll.bytesIn) / (first.quiet.noopPoll.bytesOut + first.quiet.noopPoll.bytesIn), 3),
+      };
+      const aims = {
+        flatCommitCost: ratios.perDeviceCommitRequests <= 1.1 && ratios.perDeviceCommitBytes <= 1.1,
+        flatPollCost: ratios.perDeviceNoopPollRequests <= 1.1 && ratios.perDeviceNoopPollBytes <= 1.1,
+        allReportedWithin10sOfPollPlusApply: last.commit.reportedMs.max - timeRef(last) <= 10_000,
+      };
+      summaries[mode] = { first, last, fit, fitUp, ratios, aims };
+    }
 
+    const modeLabel = { same: 'same', separate: 'separate' };
     console.log(
       `\nfleet benchmark — node ${process.version}, ${h.machine().cpu.count} × ${h.machine().cpu.model ?? 'cpu'}; one idle component, signed, ` +
-        `--poll ${opts.poll} (±10 %), git-notes reports; N = ${sizes.join(', ')}, a fresh fleet and repository each`,
+        `--poll ${opts.poll} (±10 %), git-notes reports; N = ${sizes.join(', ')}, a fresh fleet and repository each; ` +
+        `reports: ${modes.map((m) => (m === 'same' ? 'same (to the followed repository)' : 'separate (--status-repo reports-N.git)')).join(' and ')}`,
     );
     const L = 46;
-    const W = 12;
-    for (const r of bySize) {
-      const c = r.commit;
-      const q = r.quiet.noopPoll;
-      const pd = c.perDevice;
-      console.log(`\nN = ${r.n}  (all ${r.n} up and reporting the first commit ${fmt(r.allUpMs / 1000, 1)} s after spawning)`);
-      console.log(`${'measure'.padEnd(L)} ${'value'.padStart(W)}  reference`);
-      const row = (label, value, ref = '') => console.log(`${label.padEnd(L)} ${value.padStart(W)}  ${ref}`);
-      row('no-op poll: requests / device / poll', fmt(q.requests, 2), `${q.looks} looks in ${fmt(r.quiet.ms / 1000, 1)} s = ${fmt(q.looksPerDevicePerInterval, 2)} per device per interval (1)`);
-      row('no-op poll: bytes out + in / device / poll', `${fmt(q.bytesOut)} + ${fmt(q.bytesIn)}`, `ls-refs answer ${fmt(q.lsRefsResponseBytes)} B; ${q.otherRequestsInWindow} other requests in the window (0)`);
-      row('push → device reported success, p50', `${fmt(c.reportedMs.p50)} ms`, `poll interval ${fmt(pollMs)} ms: expected p50 ≈ P/2 + apply = ${fmt(pollMs / 2 + c.applyMs.p50)} ms`);
-      row('push → device reported success, max', `${fmt(c.reportedMs.max)} ms`, `poll + apply (max) = ${fmt(timeRef(r))} ms (${ratio(c.reportedMs.max, timeRef(r))}; aim within +10 s)`);
-      row('  push → new revision (found), p50 / max', `${fmt(c.newRevisionMs.p50)} / ${fmt(c.newRevisionMs.max)}`, `apply (reconcile plan → running) p50 ${fmt(c.applyMs.p50)} / max ${fmt(c.applyMs.max)} ms`);
-      row('  push → applied, p50 / max', `${fmt(c.appliedMs.p50)} / ${fmt(c.appliedMs.max)}`, `applied → success note on the server p50 ${fmt(c.appliedToReportedMs.p50)} ms (two pushes: pending, success)`);
-      row('CPU: fleet / server, quiet', `${fmt(r.quiet.cpu.fleetPercent, 0)} / ${fmt(r.quiet.cpu.serverPercent, 0)} %`, `of ${cpus().length} cores; during the commit: ${fmt(c.cpu.fleetPercent, 0)} / ${fmt(c.cpu.serverPercent, 0)} %`);
-      row('commit: requests / device', fmt(pd.requests, 2), `look ${fmt(pd.look.requests, 0)} + fetch ${fmt(pd.fetch.requests, 2)} + reports ${fmt(pd.report.requests, 2)}; vs N = ${first.n}: ${ratio(pd.requests, first.commit.perDevice.requests)}`);
-      row('commit: bytes out + in / device', `${fmt(pd.bytesOut)} + ${fmt(pd.bytesIn)}`, `fetch ${fmt(pd.fetch.bytesOut + pd.fetch.bytesIn)}, reports ${fmt(pd.report.bytesOut + pd.report.bytesIn)}; vs N = ${first.n}: ${ratio(pd.bytes, first.commit.perDevice.bytes)}`);
-      row('  the same without ref advertisements', fmt(pd.bytesWithoutAdverts), `vs N = ${first.n}: ${ratio(pd.bytesWithoutAdverts, first.commit.perDevice.bytesWithoutAdverts)}`);
-      row('receive-pack POSTs / device', fmt(c.receivePackPostsPerDevice, 2), `2 (pending, success); ${c.statusesDelivered} statuses delivered, ${c.collisions.extraPosts} extra POSTs, ${c.collisions.non200} non-200, ${c.collisions.outboxRetries} outbox retries`);
-      row('advertisement: receive-pack info/refs', `${fmt(r.adverts.receivePackInfoRefs)} B`, `${r.adverts.refsOnServer} refs on the server; each report starts with it`);
-      row('advertisement: upload-pack v1 info/refs', `${fmt(r.adverts.uploadPackV1InfoRefs)} B`, `each fetch starts with it (isomorphic-git fetches in protocol v1)`);
-      row('advertisement: upload-pack v2 info/refs', `${fmt(r.adverts.uploadPackV2InfoRefs)} B`, `a poll's (capabilities only; ls-refs asks for refs/heads/main)`);
-      if (c.noopLooksInWindowBeyondOne > 0) row('  (no-op looks in the commit window, not counted)', String(c.noopLooksInWindowBeyondOne), '');
+    const W = 16;
+    for (const n of sizes) {
+      const rs = modes.map((m) => byMode[m].find((r) => r.n === n));
+      console.log(`\nN = ${n}  (all ${n} up and reporting the first commit after ${rs.map((r, i) => `${fmt(r.allUpMs / 1000, 1)} s ${modeLabel[modes[i]]}`).join(', ')})`);
+      console.log(`${'measure'.padEnd(L)} ${modes.map((m) => m.padStart(W)).join(' ')}  reference`);
+      const row = (label, value, ref = '') => console.log(`${label.padEnd(L)} ${rs.map((r, i) => value(r, summaries[modes[i]].first).padStart(W)).join(' ')}  ${ref}`);
+      const both = (f) => rs.map((r, i) => f(r, summaries[modes[i]].first)).join(' / ');
+      const pdb = (pd) => pd.bytesOut + pd.bytesIn;
+      row('no-op poll: requests / device / poll', (r) => fmt(r.quiet.noopPoll.requests, 2), `looks per device per interval ${both((r) => fmt(r.quiet.noopPoll.looksPerDevicePerInterval, 2))} (1)`);
+      row('no-op poll: bytes out + in / device / poll', (r) => `${fmt(r.quiet.noopPoll.bytesOut)} + ${fmt(r.quiet.noopPoll.bytesIn)}`, `ls-refs answer ${both((r) => `${fmt(r.quiet.noopPoll.lsRefsResponseBytes)} B`)}; other requests in the window ${both((r) => String(r.quiet.noopPoll.otherRequestsInWindow))} (0)`);
+      row('commit: requests / device', (r) => fmt(r.commit.perDevice.requests, 2), `look + fetch + reports: ${both((r) => `${fmt(r.commit.perDevice.look.requests, 0)} + ${fmt(r.commit.perDevice.fetch.requests, 2)} + ${fmt(r.commit.perDevice.report.requests, 2)}`)}`);
+      row('commit: bytes out + in / device', (r) => fmt(r.commit.perDevice.bytes), `vs N = ${rs.length ? summaries[modes[0]].first.n : ''}: ${both((r, f) => ratio(r.commit.perDevice.bytes, f.commit.perDevice.bytes))}`);
+      row('  of which the fetch / the reports', (r) => `${fmt(pdb(r.commit.perDevice.fetch))} / ${fmt(pdb(r.commit.perDevice.report))}`, `reports vs N = ${summaries[modes[0]].first.n}: ${both((r, f) => ratio(pdb(r.commit.perDevice.report), pdb(f.commit.perDevice.report)))}`);
+      row('  the same without ref advertisements', (r) => fmt(r.commit.perDevice.bytesWithoutAdverts), `vs N = ${summaries[modes[0]].first.n}: ${both((r, f) => ratio(r.commit.perDevice.bytesWithoutAdverts, f.commit.perDevice.bytesWithoutAdverts))}`);
+      row('receive-pack POSTs / device', (r) => fmt(r.commit.receivePackPostsPerDevice, 2), `2 (pending, success); extra POSTs ${both((r) => String(r.commit.collisions.extraPosts))}, non-200 ${both((r) => String(r.commit.collisions.non200))}, outbox retries ${both((r) => String(r.commit.collisions.outboxRetries))}`);
+      row('advertisement: receive-pack info/refs', (r) => `${fmt(r.adverts.receivePackInfoRefs)} B`, `each report starts with it; refs in the reports' repository ${both((r) => String(r.adverts.refsInReportsRepo))}`);
+      row('advertisement: upload-pack v1 info/refs', (r) => `${fmt(r.adverts.uploadPackV1InfoRefs)} B`, `each fetch starts with it (isomorphic-git fetches in v1); refs in the followed repository ${both((r) => String(r.adverts.refsOnServer))}`);
+      row('advertisement: upload-pack v2 info/refs', (r) => `${fmt(r.adverts.uploadPackV2InfoRefs)} B`, `a poll's (capabilities only; ls-refs asks for refs/heads/main)`);
+      row('push → device reported success, p50', (r) => `${fmt(r.commit.reportedMs.p50)} ms`, `P/2 + apply p50 = ${both((r) => `${fmt(pollMs / 2 + r.commit.applyMs.p50)} ms`)}`);
+      row('push → all reported (max)', (r) => `${fmt(r.commit.reportedMs.max)} ms`, `poll + apply (max) = ${both((r) => `${fmt(timeRef(r))} ms (${r.commit.reportedMs.max >= timeRef(r) ? '+' : '−'}${fmt(Math.abs(r.commit.reportedMs.max - timeRef(r)) / 1000, 1)} s)`)}; aim within +10 s`);
+      row('  push → new revision (found), p50 / max', (r) => `${fmt(r.commit.newRevisionMs.p50)} / ${fmt(r.commit.newRevisionMs.max)}`, `apply p50 / max ${both((r) => `${fmt(r.commit.applyMs.p50)} / ${fmt(r.commit.applyMs.max)} ms`)}`);
+      row('  applied → success note on the server, p50', (r) => `${fmt(r.commit.appliedToReportedMs.p50)} ms`, 'two pushes: pending, success');
+      row('CPU: fleet / server, during the commit', (r) => `${fmt(r.commit.cpu.fleetPercent, 0)} / ${fmt(r.commit.cpu.serverPercent, 0)} %`, `of ${cpus().length} cores; quiet: ${both((r) => `${fmt(r.quiet.cpu.fleetPercent, 0)} / ${fmt(r.quiet.cpu.serverPercent, 0)} %`)}`);
+      for (const r of rs) if (r.commit.noopLooksInWindowBeyondOne > 0) console.log(`  (${r.reports}: ${r.commit.noopLooksInWindowBeyondOne} no-op looks in the commit window, not counted)`);
     }
-    console.log('');
-    console.log(
-      `per-device cost, N = ${last.n} ÷ N = ${first.n}: commit requests ×${fmt(ratios.perDeviceCommitRequests, 3)}, commit bytes ×${fmt(ratios.perDeviceCommitBytes, 3)} ` +
-        `(×${fmt(ratios.perDeviceCommitBytesWithoutAdverts, 3)} without the ref advertisements), ` +
-        `no-op poll requests ×${fmt(ratios.perDeviceNoopPollRequests, 3)}, no-op poll bytes ×${fmt(ratios.perDeviceNoopPollBytes, 3)} (aim ≤ 1.1: commit ${aims.flatCommitCost ? 'met' : 'MISSED'}, poll ${aims.flatPollCost ? 'met' : 'MISSED'})`,
-    );
-    console.log(
-      `ref advertisements grow with the refs on the server: receive-pack info/refs ≈ ${fmt(fit.intercept)} + ${fmt(fit.slope, 1)} B per ref (r² ${fmt(fit.r2, 4)}), ` +
-        `upload-pack v1 ≈ ${fmt(fitUp.intercept)} + ${fmt(fitUp.slope, 1)} B per ref; at 100,000 devices ≈ ${fmt((fit.intercept + fit.slope * 100_000) / 1e6, 1)} MB per report`,
-    );
-    console.log(
-      `time to all reported at N = ${last.n}: ${fmt(last.commit.reportedMs.max)} ms against poll + apply ${fmt(timeRef(last))} ms: ` +
-        `${fmt(Math.abs(last.commit.reportedMs.max - timeRef(last)) / 1000, 1)} s ${last.commit.reportedMs.max >= timeRef(last) ? 'over' : 'under'} ` +
-        `(aim within 10 s: ${aims.allReportedWithin10sOfPollPlusApply ? 'met' : 'MISSED'})`,
-    );
-    for (const r of bySize) {
-      if (r.commit.outcomes.some((o) => o !== 'all components running')) console.log(`warning: N = ${r.n}: outcomes ${r.commit.outcomes.join(', ')}`);
-      for (const [w, { count, afterPush, example }] of Object.entries(r.warnings))
-        console.log(`warning: N = ${r.n}: agents logged "${w}" ${count} time(s), ${afterPush} after the push${example ? `, e.g. ${example}` : ''}`);
+    const s0 = summaries[modes[0]];
+    console.log(`\nper-device cost, N = ${s0.last.n} ÷ N = ${s0.first.n} (aim ≤ 1.1):`);
+    console.log(`${''.padEnd(L)} ${modes.map((m) => m.padStart(W)).join(' ')}`);
+    const ratioRow = (label, key) => console.log(`${label.padEnd(L)} ${modes.map((m) => `×${fmt(summaries[m].ratios[key], 3)}`.padStart(W)).join(' ')}`);
+    ratioRow('no-op poll requests', 'perDeviceNoopPollRequests');
+    ratioRow('no-op poll bytes', 'perDeviceNoopPollBytes');
+    ratioRow('commit requests', 'perDeviceCommitRequests');
+    ratioRow('commit bytes', 'perDeviceCommitBytes');
+    ratioRow('  the fetch\'s bytes', 'perDeviceCommitFetchBytes');
+    ratioRow('  the reports\' bytes', 'perDeviceCommitReportBytes');
+    ratioRow('  commit bytes without advertisements', 'perDeviceCommitBytesWithoutAdverts');
+    console.log(`${'aim ≤ 1.1: commit / poll'.padEnd(L)} ${modes.map((m) => `${summaries[m].aims.flatCommitCost ? 'met' : 'MISSED'} / ${summaries[m].aims.flatPollCost ? 'met' : 'MISSED'}`.padStart(W)).join(' ')}`);
+    for (const m of modes) {
+      const { fit, fitUp, last } = summaries[m];
+      console.log(
+        `${m}: advertisements against the devices: receive-pack ≈ ${fmt(fit.intercept)} + ${fmt(fit.slope, 1)} B per device (r² ${fmt(fit.r2, 4)}), ` +
+          `upload-pack v1 ≈ ${fmt(fitUp.intercept)} + ${fmt(fitUp.slope, 1)} B per device; ` +
+          `time to all reported at N = ${last.n}: ${fmt(last.commit.reportedMs.max)} ms against poll + apply ${fmt(timeRef(last))} ms ` +
+          `(aim within 10 s: ${summaries[m].aims.allReportedWithin10sOfPollPlusApply ? 'met' : 'MISSED'})`,
+      );
     }
+    for (const m of modes)
+      for (const r of byMode[m]) {
+        if (r.commit.outcomes.some((o) => o !== 'all components running')) console.log(`warning: N = ${r.n} (${m}): outcomes ${r.commit.outcomes.join(', ')}`);
+        for (const [w, { count, afterPush, example }] of Object.entries(r.warnings))
+          console.log(`warning: N = ${r.n} (${m}): agents logged "${w}" ${count} time(s), ${afterPush} after the push${example ? `, e.g. ${example}` : ''}`);
+      }
     const note = h.busyNote(othersPercent, loadBefore, loadAfter);
     if (note) console.log(note);
 
+    const agentCommand =
+      'keystone agent --repo http://127.0.0.1:PORT/fleet-N.git --ref main --plan plans/idle.toml --device dev-NNN ' +
+      `--poll ${opts.poll} --state-dir FRESH --trusted-key K.pub --status git-notes --listen 127.0.0.1:PORT_i --log-format json --stop-on-exit`;
     h.ensureDir(join(benchDir, 'results'));
     writeFileSync(
       resultsFile,
@@ -559,21 +616,31 @@ async function main() {
           sizes,
           pollMs,
           quietPolls,
-          command:
-            'keystone agent --repo http://127.0.0.1:PORT/fleet-N.git --ref main --plan plans/idle.toml --device dev-NNN ' +
-            `--poll ${opts.poll} --state-dir FRESH --trusted-key K.pub --status git-notes --listen 127.0.0.1:PORT_i --log-format json --stop-on-exit`,
+          reportsModes: modes,
+          commands: {
+            same: agentCommand,
+            separate: `${agentCommand.replace('fleet-N.git', 'fleet-N-sep.git')} --status-repo http://127.0.0.1:PORT/reports-N.git`,
+          },
           measure:
             'requests and bytes served by git http-backend (src/dev/git-http-server.ts records), split by kind: look = protocol v2 upload-pack ' +
-            '(a poll), fetch = v1 upload-pack, report = receive-pack; a commit costs its fetches and reports plus one look per device. ' +
-            'reportedMs: from `git push` returning to the bench seeing the device\'s success note on the bare repository (polled every ~200 ms).',
+            '(a poll), fetch = v1 upload-pack, report = receive-pack (and anything asked of a reports repository); a commit costs its fetches and ' +
+            'reports plus one look per device. reportedMs: from `git push` returning to the bench seeing the device\'s success note on the bare ' +
+            'repository the reports go to (polled every ~200 ms). advertisementFit: bytes against the number of devices.',
           references: {
-            flat: `per-device cost at N = ${last.n} ÷ at N = ${first.n}, aim ≤ 1.1`,
+            flat: `per-device cost at N = ${s0.last.n} ÷ at N = ${s0.first.n}, aim ≤ 1.1`,
             timeToAllReported: 'one poll interval + the slowest apply, aim: the last report within 10 s of it',
           },
-          ratios,
-          aims,
-          advertisementFit: { receivePack: fit, uploadPackV1: fitUp },
-          bySize: bySize.map((r) => ({ ...r, perDevice: r.perDevice.map((d) => Object.fromEntries(Object.entries(d).map(([k, v]) => [k, typeof v === 'number' ? round(v, 1) : v]))) })),
+          byReports: Object.fromEntries(
+            modes.map((m) => [
+              m,
+              {
+                ratios: summaries[m].ratios,
+                aims: summaries[m].aims,
+                advertisementFit: { receivePack: summaries[m].fit, uploadPackV1: summaries[m].fitUp },
+                bySize: byMode[m].map((r) => ({ ...r, perDevice: r.perDevice.map((d) => Object.fromEntries(Object.entries(d).map(([k, v]) => [k, typeof v === 'number' ? round(v, 1) : v]))) })),
+              },
+            ]),
+          ),
           benchSeconds: round((performance.now() - tStart) / 1000, 1),
         },
         null,

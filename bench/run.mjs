@@ -11,8 +11,9 @@
 //   api-latency.bench.mjs   GET /v1/components under autocannon while the agent reconciles 50 components, and the
 //                           agent's event-loop delay p99 over that reconcile (~1 min)
 //   fleet.bench.mjs         N = 10, 25, 50 real agents following one signed repository over smart HTTP, reporting to
-//                           per-device Git notes: requests and bytes per device per no-op poll and per commit, push →
-//                           all reported (p50, max), push collisions, ref advertisement size against N (~3 min)
+//                           per-device Git notes in it and in a separate reports repository (--status-repo): requests
+//                           and bytes per device per no-op poll and per commit, push → all reported (p50, max), push
+//                           collisions, ref advertisement size against N (~6 min)
 //   git-sync.bench.mjs      the Git source on a 1,000-commit repository over smart HTTP: a no-op poll and a one-commit
 //                           fetch through GitSource beside native `git fetch --depth=1` (~10 s)
 //   push-to-apply.bench.mjs the agent following a signed fleet repository over smart HTTP: push → apply starts / ends
