@@ -8,6 +8,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 W=${1:-$(mktemp -d)} && mkdir -p "$W"
+# The components run as nobody (no user in their recipes): they must be able to reach their work directories under W.
+chmod 0755 "$W"
 PORT=${KEYSTONE_WALKTHROUGH_PORT:-8418}
 keystonectl() { node "$top/bin/keystonectl.js" "$@"; }
 pids=()
