@@ -10,8 +10,7 @@ import type { ProbeResult } from '../runtime/probe.js';
 import type { DesiredComponent, DesiredState } from '../core/desired-state.js';
 import type { ComponentPaths, InstanceRef } from '../runtime/runtime.js';
 import { rotateComponentLogs } from '../runtime/log-files.js';
-import { loadRevision } from '../source/load-revision.js';
-import { loadForDevice } from '../source/load-fleet.js';
+import { loadDeviceRevision } from '../source/load-fleet.js';
 import type { Labels } from '../core/labels.js';
 import { FLEET_FILE } from '../core/fleet.js';
 import type { Revision } from '../source/directory-source.js';
@@ -42,7 +41,7 @@ export interface DeviceProblem {
 export interface AgentOptions {
   /** The plan to run (`--plan`); without it the plan comes from fleet.toml, by `fleet`'s name and labels (SPEC §13). */
   planFile?: string;
-  /** This device as fleet.toml's targets see it. */
+  /** This device as fleet.toml's targets see it; needed without `planFile`. */
   fleet?: { device: string; labels: Labels };
   stateDir: string;
   trust: TrustSetting;
@@ -179,6 +178,9 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
 async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agent> {
   const now = opts.now ?? Date.now;
   const log = opts.log.child({ module: 'agent' });
+  if (opts.planFile === undefined && !opts.fleet) throw new Error('startAgent: give planFile, or fleet (the device name and labels fleet.toml picks a plan by)');
+  // Without a fleet identity every revision names its plan (planFile, or a manual apply's).
+  const fleet = opts.fleet ?? { device: '', labels: {} };
   safeDirectory(join(opts.stateDir, 'components'), { mode: 0o711 });
   const events = new EventEmitter<AgentEventMap>();
   const emit = <K extends keyof AgentEventMap>(name: K, ...args: AgentEventMap[K]) => {
@@ -389,18 +391,15 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     }
     let resolution;
     try {
-      if (explicitPlan !== undefined || !opts.fleet) resolution = await loadRevision(reader, planFile);
-      else {
-        resolution = await loadForDevice(reader, opts.fleet.device, opts.fleet.labels);
-        if (resolution.ok) {
-          ({ planFile, target } = resolution);
-          log.info({ revision: rev.id, device: opts.fleet.device, target, plan: planFile }, 'fleet target');
-        } else if (resolution.noTarget) {
-          // A valid revision with no place for this device: it keeps what runs, and says so with its labels.
-          const d = resolution.diagnostics[0]!;
-          log.error({ revision: rev.id, code: d.code, device: opts.fleet.device, labels: opts.fleet.labels }, formatDiagnostic(d));
-          return reject(`${d.message} [${d.code}]`);
-        }
+      resolution = await loadDeviceRevision(reader, { ...(explicitPlan !== undefined && { plan: explicitPlan }), ...fleet });
+      if (resolution.ok) {
+        ({ planFile, target } = resolution);
+        if (target !== undefined) log.info({ revision: rev.id, device: fleet.device, target, plan: planFile }, 'fleet target');
+      } else if (resolution.noTarget) {
+        // A valid revision with no place for this device: it keeps what runs, and says so with its labels.
+        const d = resolution.diagnostics[0]!;
+        log.error({ revision: rev.id, code: d.code, device: fleet.device, labels: fleet.labels }, formatDiagnostic(d));
+        return reject(`${d.message} [${d.code}]`);
       }
     } catch (e) {
       if (e instanceof TrustError) return reject(`${e.code}: ${e.message}`);

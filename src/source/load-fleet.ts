@@ -20,7 +20,7 @@ export type LoadedFleet = { ok: true; fleet: ParsedFleet; targets: ResolvedTarge
 
 /** What a device runs from a revision: its target's resolved plan, or why there is none. */
 export type DeviceResolution =
-  | { ok: true; state: DesiredState; planFile: string; target: string }
+  | { ok: true; state: DesiredState; planFile: string; target?: string }
   | { ok: false; diagnostics: Diagnostic[]; noTarget?: undefined }
   /** The revision is valid, but no target takes this device: it keeps what runs. */
   | { ok: false; diagnostics: Diagnostic[]; noTarget: { device: string; labels: Labels } };
@@ -68,6 +68,19 @@ export async function loadFleet(reader: RepoReader): Promise<LoadedFleet> {
     diagnostics.push(...blameTarget(fleet, index, planFile, resolution));
   }
   return diagnostics.length ? { ok: false, diagnostics: dedupe(diagnostics) } : { ok: true, fleet, targets };
+}
+
+/**
+ * What a revision gives this device to run: the plan it was told (`--plan`, a manual apply), else the plan of its
+ * fleet.toml target. `planFile` says which plan it was, also when it does not resolve.
+ */
+export async function loadDeviceRevision(
+  reader: RepoReader,
+  choice: { plan?: string; device: string; labels: Labels },
+): Promise<DeviceResolution & { planFile?: string }> {
+  if (choice.plan === undefined) return loadForDevice(reader, choice.device, choice.labels);
+  const r = await loadRevision(reader, choice.plan);
+  return r.ok ? { ok: true, state: r.state, planFile: choice.plan } : { ...r, planFile: choice.plan };
 }
 
 /** The plan of the first target that takes this device (SPEC §13), after checking the whole fleet file. */
