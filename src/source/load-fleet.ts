@@ -113,6 +113,8 @@ function blameTarget(fleet: ParsedFleet, index: number, planFile: string, resolu
   const name = fleet.fleet!.targets[index]!.name;
   const unread = resolution.diagnostics.find((d) => d.file === planFile && d.path === '' && READ_FAILURES.has(d.code));
   if (unread) return [fleet.doc.diagnostic(unread.code, ['targets', index, 'plan'], `target "${name}": plan ${planFile}: ${unread.message}`)];
+  // Only the target's own config is wrong (located in fleet.toml already): the plan itself is fine, say no more.
+  if (resolution.diagnostics.every((d) => d.file === FLEET_FILE)) return resolution.diagnostics;
   const first = resolution.diagnostics[0]!;
   return [
     fleet.doc.diagnostic(CODES.FLEET_PLAN_INVALID, ['targets', index, 'plan'], `target "${name}": plan ${planFile} does not validate (${resolution.diagnostics.length} error(s))`, `first: ${formatDiagnostic(first)}`),
