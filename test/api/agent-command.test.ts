@@ -127,6 +127,27 @@ describe('keystone agent serves the API', { timeout: 30_000 }, () => {
     expect(await bad.exit).toBe(2);
   });
 
+  it('--status-repo and --label are checked before anything starts: credentials in the URL, a --dir source, a bad label (exit 2)', async () => {
+    const fx = await fixture();
+    const stateDir = mkdtempSync(join(tmpdir(), 'keystone-api-cmd-'));
+    cleanups.push(() => rmSync(stateDir, { recursive: true, force: true }));
+    const attempt = async (argv: string[]) => {
+      let stderr = '';
+      const io = { stdout: { write: () => undefined }, stderr: { write: (t: string) => (stderr += t) }, cwd: fx.dir, env: {} };
+      return { code: await main(['agent', ...argv, '--allow-unsigned', '--state-dir', stateDir, '--listen', 'none'], io, new EventEmitter()), stderr };
+    };
+    const creds = await attempt(['--repo', fx.dir, '--status-repo', 'https://ops:s3cret@git.example/reports.git']);
+    expect(creds.code).toBe(2);
+    expect(creds.stderr).toContain('--status-repo: the repository URL https://git.example/reports.git carries credentials');
+    expect(creds.stderr).not.toContain('s3cret');
+    expect((await attempt(['--dir', fx.dir, '--status-repo', '/tmp/reports.git'])).stderr).toContain('--status-repo is for a Git source (--repo), not --dir');
+    const label = await attempt(['--dir', fx.dir, '--label', 'hw=pi 4']);
+    expect(label.code).toBe(2);
+    expect(label.stderr).toContain('--label hw=pi 4: "pi 4" is not a label value');
+    // Nothing started: no state store was created.
+    expect(existsSync(join(stateDir, 'state.db'))).toBe(false);
+  });
+
   it('with --listen-public warns, and still refuses foreign Host names', async () => {
     const fx = await fixture();
     const [port] = (await freePorts(1)) as [number];

@@ -29,6 +29,7 @@ import type { RepoReader } from '../../source/repo-reader.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
 import { planPathIn } from '../repository-args.js';
 import { formatLabels, labelsFromArgs, type Labels } from '../../core/labels.js';
+import { parseGitRepo } from '../../source/git-repo-location.js';
 import { TRUST_OPTIONS, trustSetting } from '../trust-args.js';
 import { followGit, secretFrom } from './agent-git.js';
 
@@ -115,6 +116,16 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   const githubToken = secretFrom(values['github-token-file'] && resolve(io.cwd, values['github-token-file']), io.env.KEYSTONE_GITHUB_TOKEN, 'GitHub token');
   const webhookSecret = secretFrom(values['webhook-secret-file'] && resolve(io.cwd, values['webhook-secret-file']), io.env.KEYSTONE_WEBHOOK_SECRET, 'webhook secret');
   const ref = values.ref ?? 'main';
+  // The reports repository is held to the rules of --repo: no credentials or query in the URL, no SSH.
+  let statusRepo: string | undefined;
+  if (values['status-repo'] !== undefined) {
+    try {
+      const loc = parseGitRepo(/^[a-z][a-z0-9+.-]*:\/\//i.test(values['status-repo']) ? values['status-repo'] : resolve(io.cwd, values['status-repo']));
+      statusRepo = loc.kind === 'http' ? loc.url : loc.path;
+    } catch (e) {
+      throw new UsageError(`--status-repo: ${(e as Error).message}`);
+    }
+  }
   const device = values.device ?? hostname();
   let labels: Labels;
   try {
@@ -250,7 +261,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
         ...(gitToken !== undefined && { token: gitToken }),
         allowHistoryRewrite: values['allow-history-rewrite'],
         onFailure: values['on-failure'] as 'none' | 'rollback',
-        ...(values['status-repo'] !== undefined && { statusRepo: /^https?:\/\//i.test(values['status-repo']) ? values['status-repo'] : resolve(io.cwd, values['status-repo']) }),
+        ...(statusRepo !== undefined && { statusRepo }),
         status: (values.status ?? 'git-notes').split(',').map((x) => x.trim()).filter(Boolean),
         github: { ...(values['github-repo'] !== undefined && { repo: values['github-repo'] }), ...(githubToken !== undefined && { token: githubToken }), ...(values['github-api'] !== undefined && { apiBase: values['github-api'] }) },
         log: logger,
