@@ -11,6 +11,7 @@ import type { DesiredComponent, DesiredState } from '../core/desired-state.js';
 import type { ComponentPaths, InstanceRef } from '../runtime/runtime.js';
 import { rotateComponentLogs } from '../runtime/log-files.js';
 import { loadDeviceRevision } from '../source/load-fleet.js';
+import { deviceIdentity } from './device-identity.js';
 import type { Labels } from '../core/labels.js';
 import { FLEET_FILE } from '../core/fleet.js';
 import type { Revision } from '../source/directory-source.js';
@@ -181,6 +182,7 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
   if (opts.planFile === undefined && !opts.fleet) throw new Error('startAgent: give planFile, or fleet (the device name and labels fleet.toml picks a plan by)');
   // Without a fleet identity every revision names its plan (planFile, or a manual apply's).
   const fleet = opts.fleet ?? { device: '', labels: {} };
+  const identity = deviceIdentity(opts.fleet, opts.planFile);
   safeDirectory(join(opts.stateDir, 'components'), { mode: 0o711 });
   const events = new EventEmitter<AgentEventMap>();
   const emit = <K extends keyof AgentEventMap>(name: K, ...args: AgentEventMap[K]) => {
@@ -419,7 +421,7 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     opts.useReader?.(rev.reader);
     agent.lastResult = await engine.apply(
       resolution.state,
-      { id: rev.id, source: rev.source, planFile, ...(target !== undefined && { target }), unsigned: opts.trust.unsigned, ...(signedAt !== undefined && { signedAt }) },
+      { id: rev.id, source: rev.source, planFile, ...(target !== undefined && { target }), identity, unsigned: opts.trust.unsigned, ...(signedAt !== undefined && { signedAt }) },
       { onReconcile: (reconcile) => emit('applying', { revision: rev.id, reconcile, ...(target !== undefined && { target }) }) },
     );
     const r = agent.lastResult;

@@ -21,6 +21,8 @@ export interface RevisionInfo {
   planFile: string;
   /** The fleet.toml target the plan came from (SPEC §13). */
   target?: string;
+  /** What the plan was chosen with (agent/device-identity.ts). */
+  identity?: string;
   signedAt?: number;
   unsigned: boolean;
 }
@@ -129,7 +131,7 @@ export class Engine {
       hooks.onReconcile?.(reconcile);
       this.agentLog.info({ revision: rev.id, stop_order: reconcile.stopOrder, start_order: reconcile.startOrder, no_touch: reconcile.noTouch }, 'reconcile plan');
       const historyId = store.beginApply({ revision: rev.id, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), startedAt: now(), reconcile });
-      store.setAppliedRevision({ id: rev.id, source: rev.source, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), unsigned: rev.unsigned, appliedAt: now(), ...(rev.signedAt !== undefined && { signedAt: rev.signedAt }) });
+      store.setAppliedRevision({ id: rev.id, source: rev.source, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), ...(rev.identity !== undefined && { identity: rev.identity }), unsigned: rev.unsigned, appliedAt: now(), ...(rev.signedAt !== undefined && { signedAt: rev.signedAt }) });
       crashPoint('after-begin-apply');
 
       // Untouched components keep their instance; they take the new description (position, dependencies).

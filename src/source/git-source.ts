@@ -38,6 +38,8 @@ export interface GitSourceOptions {
    * (SPEC §13, see firstLookDelayMs), unless nothing from Git was applied yet. Unset: start() looks at once.
    */
   device?: string;
+  /** Look at once at start() even with `device` (what the device's plan is chosen by changed since the last apply). */
+  lookAtOnce?: boolean;
   /** Cap on the bytes one remote operation (ls-refs, a fetch, one deepening) may receive. Default 128 MiB. */
   maxFetchBytes?: number;
   /** Cap on the time one remote operation may take. Default 60 s. */
@@ -157,7 +159,7 @@ export class GitSource {
     this.started = true;
     const last = this.opts.lastAppliedCommit();
     const delay =
-      this.opts.device === undefined
+      this.opts.device === undefined || this.opts.lookAtOnce
         ? 0
         : firstLookDelayMs({ device: this.opts.device, pollMs: this.opts.pollMs, running: last !== undefined && COMMIT_ID.test(last) }, this.opts.random);
     if (delay > 0) this.arm(delay);

@@ -11,6 +11,8 @@ export interface AppliedRevision {
   planFile: string;
   /** The fleet.toml target the plan came from (SPEC §13); absent for --plan and manual applies. */
   target?: string;
+  /** The device's name, labels and --plan when it was applied (agent/device-identity.ts). */
+  identity?: string;
   /** Unix seconds of the signature; undefined exactly when the revision is unsigned. */
   signedAt?: number;
   unsigned: boolean;
@@ -19,7 +21,7 @@ export interface AppliedRevision {
 }
 
 const revisionSchema: z.ZodType<AppliedRevision> = z
-  .object({ id: text, source: text, planFile: z.string(), target: text.optional(), signedAt: z.int().nonnegative().optional(), unsigned: z.boolean(), appliedAt: timeSchema })
+  .object({ id: text, source: text, planFile: z.string(), target: text.optional(), identity: z.string().optional(), signedAt: z.int().nonnegative().optional(), unsigned: z.boolean(), appliedAt: timeSchema })
   .refine((r) => r.unsigned === (r.signedAt === undefined), { message: 'signedAt must be given exactly when the revision is signed', path: ['signedAt'] });
 
 /** The applied_revision row as a record, or KS_STATE_CORRUPT naming the column. */
@@ -29,6 +31,7 @@ export function revisionFromRow(read: RowReader, row: Row): AppliedRevision {
     source: row.source,
     planFile: row.plan_file,
     target: row.target ?? undefined,
+    identity: row.identity ?? undefined,
     signedAt: row.signed_at ?? undefined,
     unsigned: bool(row.unsigned),
     appliedAt: row.applied_at,
@@ -43,8 +46,8 @@ export class AppliedRevisionTable {
     const p = (sql: string) => ctx.db.prepare(sql);
     this.s = {
       revision: p('SELECT * FROM applied_revision WHERE slot = 1'),
-      setRevision: p(`INSERT OR REPLACE INTO applied_revision (slot, id, source, plan_file, target, signed_at, unsigned, applied_at)
-                      VALUES (1, @id, @source, @planFile, @target, @signedAt, @unsigned, @appliedAt)`),
+      setRevision: p(`INSERT OR REPLACE INTO applied_revision (slot, id, source, plan_file, target, identity, signed_at, unsigned, applied_at)
+                      VALUES (1, @id, @source, @planFile, @target, @identity, @signedAt, @unsigned, @appliedAt)`),
       raiseFloor: p(`INSERT INTO replay_floor (slot, signed_at) VALUES (1, ?)
                      ON CONFLICT (slot) DO UPDATE SET signed_at = max(signed_at, excluded.signed_at)`),
       floor: p('SELECT signed_at FROM replay_floor WHERE slot = 1').pluck(),
@@ -61,7 +64,7 @@ export class AppliedRevisionTable {
   set(r: AppliedRevision): void {
     const v = checked(revisionSchema, r, 'applied revision');
     this.ctx.transaction(() => {
-      this.s.setRevision.run({ ...v, target: orNull(v.target), signedAt: orNull(v.signedAt), unsigned: v.unsigned ? 1 : 0 });
+      this.s.setRevision.run({ ...v, target: orNull(v.target), identity: orNull(v.identity), signedAt: orNull(v.signedAt), unsigned: v.unsigned ? 1 : 0 });
       if (v.signedAt !== undefined) this.s.raiseFloor.run(v.signedAt);
     });
   }

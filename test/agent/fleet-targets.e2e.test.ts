@@ -120,6 +120,9 @@ describe('a fleet of three devices on two targets', { timeout: 180_000 }, () => 
     await agents.get('d1')!.stop();
     const agent = start('d1', ['role=sensor']);
     await until(() => agent.lines((l) => l.msg === 'fleet target' && l.target === 'rest').length > 0 || undefined, 30_000, 'd1 to take target rest');
+    // Its labels changed since the last apply: it looked at once, not at its place in the poll interval.
+    expect(agent.lines((l) => typeof l.msg === 'string' && l.msg.includes('labels or --plan changed since the last apply'))).toHaveLength(1);
+    expect(agent.lines((l) => typeof l.msg === 'string' && l.msg.startsWith('first look at the Git source in'))).toEqual([]);
     await until(() => running('d1').join() === 'b' || undefined, 30_000, 'd1 to run b only');
     await until(async () => {
       const l = await lineOf(head, 'd1');

@@ -13,6 +13,8 @@ import { StatusOutbox } from '../../status/status-outbox.js';
 import type { StateStore } from '../../store/state-store.js';
 import { UsageError } from '../io.js';
 import { FLEET_FILE } from '../../core/fleet.js';
+import { formatLabels, type Labels } from '../../core/labels.js';
+import { deviceIdentity } from '../../agent/device-identity.js';
 
 export interface GitFollowOptions {
   repo: string;
@@ -21,6 +23,8 @@ export interface GitFollowOptions {
   /** Absent when fleet.toml picks the plan. */
   planFile?: string;
   device: string;
+  /** The device's labels (`--label`), which fleet.toml's targets select by. */
+  labels: Labels;
   pollMs: number;
   token?: string;
   allowHistoryRewrite: boolean;
@@ -124,6 +128,10 @@ export function followGit(agent: Agent, opts: GitFollowOptions): GitFollowing {
     },
   });
 
+  // Other labels, another name or another --plan since the last apply: the plan may have changed, so no waiting.
+  const recorded = agent.store.appliedRevision()?.identity;
+  const identityChanged = recorded !== undefined && recorded !== deviceIdentity({ device: opts.device, labels: opts.labels }, opts.planFile);
+  if (identityChanged) log.info({ device: opts.device, labels: formatLabels(opts.labels), plan: opts.planFile ?? 'from fleet.toml' }, "this device's name, labels or --plan changed since the last apply: looking at the Git source at once");
   const source = new GitSource({
     repo: opts.repo,
     ref: opts.ref,
@@ -134,6 +142,7 @@ export function followGit(agent: Agent, opts: GitFollowOptions): GitFollowing {
     now: opts.now,
     // A fleet rebooted together spreads its first looks by device name (SPEC §13).
     device: opts.device,
+    lookAtOnce: identityChanged,
     lastAppliedCommit: () => lastAppliedCommit(agent.store),
     allowHistoryRewrite: opts.allowHistoryRewrite,
     onRevision: (r) => {

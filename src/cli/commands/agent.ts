@@ -257,6 +257,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
         stateDir,
         ...(planFile !== undefined && { planFile }),
         device,
+        labels,
         pollMs,
         ...(gitToken !== undefined && { token: gitToken }),
         allowHistoryRewrite: values['allow-history-rewrite'],
