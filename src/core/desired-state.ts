@@ -463,7 +463,7 @@ function mergeConfig(base: ConfigTable, over: ConfigTable | undefined, loc: Loca
   const out: ConfigTable = { ...base };
   for (const [key, value] of Object.entries(over)) {
     const path = [...loc.path, key];
-    if (!(key in base)) {
+    if (!Object.hasOwn(base, key)) {
       const known = Object.keys(base);
       diagnostics.push(at({ ...loc, path }, CODES.CONFIG_OVERRIDE_UNKNOWN, `"${key}" is not a configuration key of ${defaultsFile}`, known.length ? `its [config] keys: ${known.join(', ')}` : `${defaultsFile} has no [config]`));
       continue;
@@ -482,7 +482,7 @@ function configValue(config: ConfigTable, path: string[]): { value?: string; err
   let v: unknown = config;
   for (const seg of path) {
     const t = table(v);
-    if (!t || !(seg in t)) return { error: 'unknown' };
+    if (!t || !Object.hasOwn(t, seg)) return { error: 'unknown' };
     v = t[seg];
   }
   if (table(v)) return { error: 'table' };

@@ -4,7 +4,7 @@
 import { posix } from 'node:path';
 import { z } from 'zod';
 import { CODES, sortDiagnostics, type Diagnostic } from './errors.js';
-import { labelKeyProblem, labelValueProblem, LABEL_KEY_HINT, LABEL_VALUE_HINT, type Labels } from './labels.js';
+import { deviceNameProblem, labelKeyProblem, labelValueProblem, LABEL_KEY_HINT, LABEL_VALUE_HINT, type Labels } from './labels.js';
 import { configTable, escapesRepository } from './recipe.js';
 import { componentName, KS_CODE } from './schema-rules.js';
 import { parseTomlDocument, type ParsedDocument } from './toml-document.js';
@@ -13,7 +13,7 @@ export const FLEET_FILE = 'fleet.toml';
 
 /** A device name as a fleet file may list it: what `--device` takes (a hostname, usually), one printable word. */
 const deviceName = z.string().superRefine((v, ctx) => {
-  if (!/^[^\s\p{Cc}]{1,253}$/u.test(v)) ctx.addIssue({ code: 'custom', message: `${JSON.stringify(v)} is not a device name`, params: { [KS_CODE]: CODES.BAD_NAME, hint: 'one word of at most 253 characters, no spaces or control characters' } });
+  if (deviceNameProblem(v)) ctx.addIssue({ code: 'custom', message: `${JSON.stringify(v)} is not a device name`, params: { [KS_CODE]: CODES.BAD_NAME, hint: 'one word of at most 253 characters, no spaces or control characters' } });
 });
 
 const selector = z.record(z.string(), z.string()).superRefine((labels, ctx) => {
@@ -75,6 +75,10 @@ export function parseFleet(file: string, text: string): ParsedFleet {
         diagnostics.push(doc.diagnostic(CODES.FLEET_TARGET_EMPTY, ['targets', i], `target ${typeof name === 'string' ? `"${name}"` : `targets[${i}]`} matches no device`, 'give it a selector (selector = {} matches every device) or a devices list'));
       if (typeof plan === 'string' && escapesRepository(plan))
         diagnostics.push(doc.diagnostic(CODES.PATH_ESCAPE, ['targets', i, 'plan'], `"${plan}" points outside the repository`, 'plan paths are relative to the repository root'));
+      // Only plans/**.toml is signed (SHA256SUMS): a plan elsewhere would pass `sign` and `verify`, then be refused
+      // by every device as unsigned. Said here, where the operator looks.
+      else if (typeof plan === 'string' && !/^plans\/[^\p{Cc}]+\.toml$/u.test(posix.normalize(plan)))
+        diagnostics.push(doc.diagnostic(CODES.FLEET_PLAN_PATH, ['targets', i, 'plan'], `${JSON.stringify(plan)} is not a plan under plans/`, 'a target names a .toml file under plans/, as the signed set holds'));
     });
   }
   return { file, ...(diagnostics.length === 0 && { fleet: doc.value! }), diagnostics: sortDiagnostics(diagnostics), doc };

@@ -26,6 +26,11 @@ export function labelValueProblem(value: string): string | undefined {
   return VALUE.test(value) ? undefined : `${JSON.stringify(value)} is not a label value`;
 }
 
+/** A device name (`--device`, a fleet file's `devices`): one printable word, as a report's context must be. */
+export function deviceNameProblem(name: string): string | undefined {
+  return /^[^\s\p{Cc}]{1,253}$/u.test(name) ? undefined : `${JSON.stringify(name)} is not a device name (one word of at most 253 characters, no spaces or control characters)`;
+}
+
 /** `KEY=VALUE` from the command line; throws with the reason when it is not one label. */
 export function parseLabelArg(text: string): [string, string] {
   const eq = text.indexOf('=');
@@ -42,7 +47,7 @@ export function labelsFromArgs(args: readonly string[]): Labels {
   const out: Record<string, string> = {};
   for (const a of args) {
     const [k, v] = parseLabelArg(a);
-    if (k in out && out[k] !== v) throw new Error(`--label ${k} is given twice, as ${JSON.stringify(out[k])} and ${JSON.stringify(v)}`);
+    if (Object.hasOwn(out, k) && out[k] !== v) throw new Error(`--label ${k} is given twice, as ${JSON.stringify(out[k])} and ${JSON.stringify(v)}`);
     out[k] = v;
   }
   return out;

@@ -51,11 +51,16 @@ export function deviceOfNotesRef(ref: string): string | undefined {
   if (!ref.startsWith(DEVICE_NOTES_PREFIX)) return undefined;
   const rest = ref.slice(DEVICE_NOTES_PREFIX.length);
   if (rest === '' || rest.includes('/')) return undefined;
+  let device: string;
   try {
-    return decodeDeviceName(rest);
+    device = decodeDeviceName(rest);
   } catch {
     return undefined; // not one of ours (a stray `%`)
   }
+  // Only the one encoding a device writes: `edge%2D7` must not pass for edge-7's own ref and outvote it. And only a
+  // name a device can have (one printable word): a ref is anyone's to push, its name reaches terminals and PR comments.
+  if (encodeDeviceName(device) !== rest || !/^[^\s\p{Cc}]{1,253}$/u.test(device)) return undefined;
+  return device;
 }
 
 /** The device of a status context `keystone/<device>`; the notes reporter files each status under it. */

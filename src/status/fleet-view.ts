@@ -127,8 +127,15 @@ export function buildFleetView(input: FleetViewInput): FleetView {
   for (const r of input.reports) if (!byDevice.has(r.device)) byDevice.set(r.device, r);
   for (const t of targets ?? []) for (const d of t.devices ?? []) if (!byDevice.has(d)) byDevice.set(d, { device: d });
 
-  const firstReport = Math.min(...[...byDevice.values()].map((r) => r.onCommit?.at ?? Infinity).filter(Number.isFinite));
-  const since = Number.isFinite(firstReport) ? firstReport : input.commitTime;
+  // A loop, not Math.min(...spread): that throws past ~100,000 arguments, and fleets get that large.
+  let firstReport = Infinity;
+  for (const r of byDevice.values()) {
+    const at = r.onCommit?.at;
+    if (at !== undefined && Number.isFinite(at) && at < firstReport) firstReport = at;
+  }
+  // Never before the commit itself: one board with an unset clock (reports stamped 1970) must not make the whole
+  // fleet silent at once.
+  const since = Number.isFinite(firstReport) ? Math.max(firstReport, input.commitTime) : input.commitTime;
   const silenceCounts = now - since >= silentAfterMs;
 
   const named = new Map<string, string>(); // device → the first target of the file that names it

@@ -23,13 +23,13 @@ export function formatStatusLine(s: CommitStatus): string {
   return [s.context, s.state, new Date(s.at).toISOString(), ...fields, description].filter((p) => p !== '').join(' ');
 }
 
-const FIELD = new RegExp(`^(${REPORT_FIELD_KEYS.join('|')})=(\\S+)$`);
+const FIELD = new RegExp(`^(${REPORT_FIELD_KEYS.join('|')})=([^\\s\\p{Cc}]+)$`, 'u');
 
 /** The lines of a note that have the Keystone shape; others are skipped. */
 export function parseStatusNote(note: string): StatusLine[] {
   const out: StatusLine[] = [];
   for (const line of note.split('\n')) {
-    const m = /^(\S+) (\S+) (\S+)(?: (.*))?$/.exec(line);
+    const m = /^([^\s\p{Cc}]+) ([^\s\p{Cc}]+) ([^\s\p{Cc}]+)(?: (.*))?$/u.exec(line);
     if (!m) continue;
     const words = (m[4] ?? '').split(' ');
     const fields: Record<string, string> = {};
@@ -39,7 +39,8 @@ export function parseStatusNote(note: string): StatusLine[] {
       if (!f || f[1]! in fields) break;
       fields[f[1]!] = f[2]!;
     }
-    out.push({ context: m[1]!, state: m[2]!, time: m[3]!, fields, description: words.slice(k).join(' ') });
+    // A note is anyone's to push: no control characters reach a terminal or a PR comment from it.
+    out.push({ context: m[1]!, state: m[2]!, time: m[3]!, fields, description: words.slice(k).join(' ').replace(/\p{Cc}/gu, ' ') });
   }
   return out;
 }

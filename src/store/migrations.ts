@@ -136,14 +136,18 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 6,
     name: 'fleets: the target a revision was applied for, and the fields a commit status carries',
     // target: the fleet.toml target the plan came from (SPEC §13), NULL for --plan and for revisions before fleets.
-    // identity: the device name, labels and --plan it was chosen with (agent/device-identity.ts).
     // fields: a status's key=value fields as a JSON object (target, wave), NULL when it has none.
     sql: `
       ALTER TABLE applied_revision ADD COLUMN target TEXT;
-      ALTER TABLE applied_revision ADD COLUMN identity TEXT;
       ALTER TABLE applies ADD COLUMN target TEXT;
       ALTER TABLE status_outbox ADD COLUMN fields TEXT;
     `,
+  },
+  {
+    version: 7,
+    name: 'fleets: the device identity (name, labels, --plan) a revision was applied with',
+    // A migration once committed is never edited: state databases at version 6 exist.
+    sql: `ALTER TABLE applied_revision ADD COLUMN identity TEXT;`,
   },
 ];
 

@@ -229,6 +229,16 @@ describe('keystonectl fleet status', () => {
     expect(served.filter((r) => r.path.endsWith('/info/refs')).map((r) => r.path.split('/')[1])).toEqual(['code.git', 'reports.git']);
   });
 
+  it('exit 2 for a URL with credentials in it (--repo, --reports), which never reaches git', async () => {
+    const before = server.requests.length;
+    for (const args of [['--repo', url.replace('http://', 'http://ops:s3cret@')], ['--repo', repo.dir, '--reports', `${url}?token=s3cret`]]) {
+      const r = await runCtl(['fleet', 'status', ...args], '/', at(T0));
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).not.toContain('s3cret');
+    }
+    expect(server.requests.length).toBe(before);
+  });
+
   it('exit 2 for a commit the repository does not have, and for a bad flag', async () => {
     const bad = await local(['--commit', 'no-such-ref']);
     expect(bad.code).toBe(2);

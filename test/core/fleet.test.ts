@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseFleet, selectTarget, targetMatches, type Fleet } from '../../src/core/fleet.js';
-import { formatLabels, labelsFromArgs, parseLabelArg } from '../../src/core/labels.js';
+import { deviceNameProblem, formatLabels, labelsFromArgs, parseLabelArg } from '../../src/core/labels.js';
 
 const parsed = (text: string) => parseFleet('fleet.toml', text);
 const fleetOf = (text: string): Fleet => {
@@ -105,6 +105,12 @@ describe('fleet.toml validation', () => {
     expect(only('[[targets]]\nname = "a"\ndevices = ["ok", "not ok"]\nplan = "plans/a.toml"\n')).toEqual([{ code: 'KS_BAD_NAME', path: 'targets[0].devices[1]', line: 3 }]);
   });
 
+  it('a plan that is not a .toml under plans/ (only those are signed), or has control characters', () => {
+    for (const plan of ['extra/p.toml', 'plans/p.txt', 'SHA256SUMS', 'plans/a\u001b[2J.toml'])
+      expect(only(`[[targets]]\nname = "a"\nselector = {}\nplan = ${JSON.stringify(plan)}\n`), plan).toEqual([{ code: 'KS_FLEET_PLAN_PATH', path: 'targets[0].plan', line: 4 }]);
+    expect(parsed('[[targets]]\nname = "a"\nselector = {}\nplan = "./plans//a.toml"\n').diagnostics).toEqual([]);
+  });
+
   it('TOML that does not parse', () => {
     expect(only('[[targets]\n')[0]).toMatchObject({ code: 'KS_TOML_SYNTAX', line: 1 });
   });
@@ -123,5 +129,9 @@ describe('device labels from the command line', () => {
   it('refuses what is not one label, and one key with two values', () => {
     for (const bad of ['hw', '=x', 'hw=pi 4', '-hw=x', 'hw=x-', 'a/b/=x', `${'k'.repeat(64)}=x`]) expect(() => parseLabelArg(bad), bad).toThrow(/--label/);
     expect(() => labelsFromArgs(['hw=pi4', 'hw=pi5'])).toThrow(/given twice/);
+    // Keys that every object inherits are labels like any other.
+    expect(labelsFromArgs(['constructor=x', 'toString=y'])).toEqual({ constructor: 'x', toString: 'y' });
+    expect(deviceNameProblem('edge-7.example.com')).toBeUndefined();
+    for (const bad of ['', 'edge 7', 'edge\u001b7', 'x'.repeat(254)]) expect(deviceNameProblem(bad), bad).toBeDefined();
   });
 });

@@ -101,6 +101,11 @@ describe('loadFleet and loadForDevice', () => {
     expect(own).toEqual(['fleet.toml:5 targets[0].config.a.titel KS_CONFIG_OVERRIDE_UNKNOWN', 'fleet.toml:5 targets[0].config.nope KS_FLEET_UNKNOWN_COMPONENT']);
   });
 
+  it('a config key every object inherits (toString, constructor) is an unknown key like any other', async () => {
+    const l = await loadFleet(repo({ 'fleet.toml': FLEET.replace('{ a = { title = "gw" } }', '{ a = { toString = "x", constructor = 5 } }') }));
+    expect(!l.ok && l.diagnostics.map((d) => `${d.path} ${d.code}`)).toEqual(['targets[0].config.a.constructor KS_CONFIG_OVERRIDE_UNKNOWN', 'targets[0].config.a.toString KS_CONFIG_OVERRIDE_UNKNOWN']);
+  });
+
   it('no fleet.toml (and no --plan): KS_FLEET_MISSING, saying what to do', async () => {
     const l = await loadFleet(repo({}));
     expect(l.ok).toBe(false);

@@ -51,6 +51,17 @@ describe('buildFleetView', () => {
     expect(at(T - 20 * min, []).devices.find((d) => d.device === 'named-1')!.state).toBe('silent');
   });
 
+  it('a report from a board with an unset clock (1970) does not make the fleet silent: silence never counts from before the commit', () => {
+    const v = buildFleetView(base({ now: T - 25 * min, reports: [on('rtc-less', 'error', Date.UTC(1970, 0, 1, 0, 1), 'pi4-eu')] }));
+    expect(v.silentSince).toBe(new Date(T - 30 * min).toISOString());
+    expect(v.devices.find((d) => d.device === 'named-1')!.state).toBe('waiting');
+  });
+
+  it('100,000 reports on the commit (no argument-list limit)', () => {
+    const reports = Array.from({ length: 100_000 }, (_, i) => on(`d-${i}`, 'success', T + i, 'pi4-eu'));
+    expect(buildFleetView(base({ reports })).targets[0]!.success).toBe(100_000);
+  });
+
   it('a device that spoke since the reports began, or moved to a newer commit, is on another commit, not silent', () => {
     const v = buildFleetView(
       base({

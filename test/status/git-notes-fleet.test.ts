@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { statusContext } from '../../src/status/commit-status.js';
 import { decodeDeviceName, deviceNotesRef, deviceOfNotesRef, encodeDeviceName, LEGACY_NOTES_REF } from '../../src/status/device-notes-ref.js';
 import { readStatusNotes } from '../../src/status/status-notes-read.js';
+import { parseStatusNote } from '../../src/status/status-note.js';
 import { cliAllLines, fetchNotes, git, NotesFixture, status } from '../support/notes-fixture.js';
 
 const exec = promisify(execFile);
@@ -36,12 +37,25 @@ describe('device notes ref names', () => {
     const refs = names.map(deviceNotesRef);
     for (const ref of refs) await exec('git', ['check-ref-format', ref]); // throws on a ref git refuses
     expect(new Set(refs).size).toBe(names.length);
-    expect(refs.map((r) => deviceOfNotesRef(r))).toEqual(names);
+    // A name with a space is no device's (`--device` refuses it): its ref is not read back as one.
+    expect(refs.map((r) => deviceOfNotesRef(r))).toEqual(names.map((n) => (n === 'a b' ? undefined : n)));
+    // Only the encoding a device writes counts: edge%2D7 must not pass for edge-7's own ref; nor control characters.
+    expect(deviceOfNotesRef('refs/notes/keystone-devices/edge%2D7')).toBeUndefined();
+    expect(deviceOfNotesRef('refs/notes/keystone-devices/x%0A%23%23%20ALL%20GREEN')).toBeUndefined();
+    expect(deviceOfNotesRef('refs/notes/keystone-devices/x%1B%5B2J')).toBeUndefined();
     expect(names.map((n) => decodeDeviceName(encodeDeviceName(n)))).toEqual(names);
     // Readable where the name allows it; `/` never makes a directory of another device's ref.
     expect(deviceNotesRef('edge-1.example.com')).toBe('refs/notes/keystone-devices/edge-1.example.com');
     expect(deviceNotesRef('a/b')).toBe('refs/notes/keystone-devices/a%2Fb');
     expect(deviceNotesRef('a%2Fb')).toBe('refs/notes/keystone-devices/a%252Fb');
+  });
+});
+
+describe('note lines anyone could have pushed', () => {
+  it('carry no control characters into fields or descriptions, and a context with one is no line', () => {
+    const [line, ...rest] = parseStatusNote('keystone/x success 2026-12-01T00:00:00.000Z target=\u001b[2J applied\u0007 ok\nkeystone/\u001by error 2026-12-01T00:00:00.000Z bad\n');
+    expect(rest).toEqual([]);
+    expect(line).toMatchObject({ context: 'keystone/x', fields: {}, description: 'target= [2J applied  ok' });
   });
 });
 

@@ -28,7 +28,7 @@ import { DirectorySource, type Revision } from '../../source/directory-source.js
 import type { RepoReader } from '../../source/repo-reader.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
 import { planPathIn } from '../repository-args.js';
-import { formatLabels, labelsFromArgs, type Labels } from '../../core/labels.js';
+import { deviceNameProblem, formatLabels, labelsFromArgs, type Labels } from '../../core/labels.js';
 import { parseGitRepo } from '../../source/git-repo-location.js';
 import { TRUST_OPTIONS, trustSetting } from '../trust-args.js';
 import { followGit, secretFrom } from './agent-git.js';
@@ -127,6 +127,9 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
     }
   }
   const device = values.device ?? hostname();
+  // It names the device's reports (`keystone/<device>`) and fleet.toml's `devices`: one printable word.
+  const badDevice = deviceNameProblem(device);
+  if (badDevice) throw new UsageError(`--device: ${badDevice}`);
   let labels: Labels;
   try {
     labels = labelsFromArgs(values.label ?? []);

@@ -1,6 +1,7 @@
 // `keystonectl fleet status`: the fleet's reports for one commit, per target (SPEC §13). Read-only: it reads the
 // devices' Git notes and the commit's fleet.toml, and checks no signature (it changes nothing a device would run).
 import { resolve } from 'node:path';
+import { parseGitRepo } from '../../source/git-repo-location.js';
 import { parseArgs } from 'node:util';
 import { OperationError } from '../../core/errors.js';
 import { formatDuration, parseDuration } from '../../core/duration.js';
@@ -89,6 +90,14 @@ async function fleetStatus(argv: string[], io: CliIo): Promise<number> {
   if (values.ref !== undefined && !/^[^\s~^:?*[\\]+$/.test(values.ref)) throw new UsageError(`--ref takes a branch name, not "${values.ref}"`);
   const repo = values.repo !== undefined && isRemote(values.repo) ? values.repo : resolve(io.cwd, values.repo ?? '.');
   const remote = isRemote(repo);
+  // As the agent: no credentials or query in a URL (they reach git's command line, shell history and logs).
+  for (const [flag, url] of [['--repo', repo], ['--reports', values.reports]] as const)
+    if (url !== undefined && isRemote(url))
+      try {
+        parseGitRepo(url);
+      } catch (e) {
+        throw new UsageError(`${flag}: ${(e as Error).message}`);
+      }
   const anyRemote = remote || (values.reports !== undefined && isRemote(values.reports));
   if (!anyRemote && (values['token-file'] !== undefined || values['cache-dir'] !== undefined)) throw new UsageError('--token-file and --cache-dir are for a remote (--repo URL, --reports URL)');
   if (!remote && depth !== undefined) throw new UsageError('--depth is for a remote (--repo URL)');

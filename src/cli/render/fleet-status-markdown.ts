@@ -3,8 +3,11 @@ import type { FleetView } from '../../status/fleet-view.js';
 import { deviceStateText, short, sinceText, type FleetStatusMeta } from './fleet-status-text.js';
 import { utc } from './status-table.js';
 
-const code = (s: string) => '`' + s.replace(/`/g, "'") + '`';
-const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+// Whatever reaches a cell came from a ref, a note or fleet.toml, which anyone who can push may write: no control
+// characters, no newline, no `|` that would end the cell (in code spans too).
+const plain = (s: string) => s.replace(/\p{Cc}/gu, ' ').replace(/\|/g, '\\|');
+const code = (s: string) => '`' + plain(s).replace(/`/g, "'") + '`';
+const cell = (s: string) => plain(s);
 
 export function renderFleetStatusMarkdown(view: FleetView, meta: FleetStatusMeta): string {
   const out = [
