@@ -24,8 +24,13 @@ export interface GitHubStatusReporterOptions {
    * GitHub's ~80 content-creating requests a minute per token. 0 turns pacing off.
    */
   minIntervalMs?: number;
-  /** ms clock for pacing, x-ratelimit-reset and HTTP-date Retry-After; default Date.now. */
+  /** ms wall clock for x-ratelimit-reset and HTTP-date Retry-After; default Date.now. */
   now?: () => number;
+  /**
+   * ms monotonic clock for pacing; default performance.now. Not the wall clock: a clock stepped back by NTP (or set
+   * from 1970 at boot) would otherwise hold every status for as long as the step.
+   */
+  elapsed?: () => number;
   /** Waits for pacing; default a timer. Injected so tests pace without sleeping. */
   sleep?: (ms: number) => Promise<void>;
 }
@@ -50,6 +55,7 @@ export class GitHubStatusReporter implements StatusReporter {
   private readonly userAgent: string;
   private readonly minIntervalMs: number;
   private readonly now: () => number;
+  private readonly elapsed: () => number;
   private readonly sleep: (ms: number) => Promise<void>;
   /** When the next request may start (pacing). */
   private nextSlot = Number.NEGATIVE_INFINITY;
@@ -64,6 +70,7 @@ export class GitHubStatusReporter implements StatusReporter {
     this.userAgent = opts.userAgent ?? 'keystone-agent';
     this.minIntervalMs = Math.max(0, opts.minIntervalMs ?? DEFAULT_MIN_INTERVAL_MS);
     this.now = opts.now ?? Date.now;
+    this.elapsed = opts.elapsed ?? (() => performance.now());
     this.sleep = opts.sleep ?? ((ms) => sleepMs(ms));
     if (!opts.owner || !opts.repo) throw new Error('GitHubStatusReporter needs an owner and a repo');
   }
@@ -134,7 +141,7 @@ export class GitHubStatusReporter implements StatusReporter {
   /** Takes the next request slot (synchronously, so concurrent calls queue) and waits for it. */
   private async pace(): Promise<void> {
     if (this.minIntervalMs === 0) return;
-    const now = this.now();
+    const now = this.elapsed();
     const at = Math.max(now, this.nextSlot);
     this.nextSlot = at + this.minIntervalMs;
     if (at > now) await this.sleep(at - now);

@@ -202,7 +202,7 @@ describe('GitHubStatusReporter at GitHub\'s rate limits', () => {
       t += ms;
       return Promise.resolve();
     };
-    const r = reporter({ minIntervalMs: undefined, now: () => t, sleep });
+    const r = reporter({ minIntervalMs: undefined, elapsed: () => t, sleep });
     await r.deliver(status());
     await r.deliver(status({ state: 'success' }));
     t += 400;
@@ -212,11 +212,22 @@ describe('GitHubStatusReporter at GitHub\'s rate limits', () => {
     await r.deliver(status({ state: 'error' }));
     expect(waits).toEqual([1_000, 600]); // a quiet reporter does not wait
     // Concurrent callers queue for their slots rather than all going at once.
-    const fast = reporter({ minIntervalMs: 250, now: () => t, sleep: (ms) => (waits.push(ms), Promise.resolve()) });
+    const fast = reporter({ minIntervalMs: 250, elapsed: () => t, sleep: (ms) => (waits.push(ms), Promise.resolve()) });
     waits.length = 0;
     await Promise.all([0, 1, 2].map(() => fast.deliver(status())));
     expect(waits).toEqual([250, 500]);
     expect(gh.requests.map((q) => q.status)).toEqual([201, 201, 201, 201, 201, 201, 201]);
+  });
+
+  it('paces on the monotonic clock: a wall clock stepped back a day holds nothing', async () => {
+    let wall = NOW;
+    const waits: number[] = [];
+    const r = reporter({ minIntervalMs: undefined, now: () => wall, elapsed: () => 5_000, sleep: (ms) => (waits.push(ms), Promise.resolve()) });
+    await r.deliver(status());
+    wall -= 86_400_000;
+    await r.deliver(status({ state: 'success' }));
+    // One slot's wait (the monotonic clock stood still), not a day.
+    expect(waits).toEqual([1_000]);
   });
 });
 
