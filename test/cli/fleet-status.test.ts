@@ -249,7 +249,7 @@ describe('keystonectl fleet status', () => {
     expect((await runCtl(['fleet', 'stats'], '/')).code).toBe(2);
   });
 
-  it('exit 2 with file:line for a fleet.toml that does not parse, and one group without a fleet.toml', async () => {
+  it('a fleet.toml that does not parse: its errors with file:line, and the devices grouped by what they reported; one group without a fleet.toml', async () => {
     const dir = join(root, 'broken');
     mkdirSync(dir);
     await git(dir, ['init', '--quiet', '--initial-branch=main']);
@@ -258,10 +258,14 @@ describe('keystonectl fleet status', () => {
     const none = await runCtl(['fleet', 'status', '--repo', dir, '--json'], '/', at(T0));
     expect(none.code).toBe(0);
     expect(JSON.parse(none.stdout)).toMatchObject({ fleetFile: false, targets: [{ name: '(no fleet.toml)', devices: 1, success: 1 }] });
-    await commit(dir, 'fleet.toml', '[[targets]]\nname = "a"\nplan = "plans/a.toml"\nselector = {}\ncolour = "red"\n', T0);
-    const r = await runCtl(['fleet', 'status', '--repo', dir], '/', at(T0));
-    expect(r.code).toBe(2);
+    const broken = await commit(dir, 'fleet.toml', '[[targets]]\nname = "a"\nplan = "plans/a.toml"\nselector = {}\ncolour = "red"\n', T0);
+    await report(dir, 'edge-a', broken, 'error', T0 + 1000, 'rejected: invalid: 1 error(s), first: fleet.toml:5: colour: unknown key "colour"');
+    const r = await runCtl(['fleet', 'status', '--repo', dir, '--json'], '/', at(T0 + 2000));
+    expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/fleet\.toml:5: .*colour.*\[KS_/);
+    const view = JSON.parse(r.stdout) as { fleetFile: boolean; fleetFileErrors: unknown[]; targets: Array<{ name: string; error: number; members: string[] }> };
+    expect(view.fleetFileErrors).toHaveLength(1);
+    expect(view.targets.find((t) => t.members.includes('edge-a'))).toMatchObject({ error: 1 });
   });
 });
 

@@ -43,7 +43,9 @@ The fleet's reports (each device's Git notes) for one commit, per target of the 
   --depth N           remote only: the history fetched (default 1; more tells older commits from other ones)
 
 Signatures are not checked: this view only reads. Exit codes: 0 printed, 1 the remote could not be read,
-2 bad input (a bad flag, an unknown ref or commit, a fleet.toml that does not parse).`;
+2 bad input (a bad flag, an unknown ref or commit, a URL with credentials). A fleet.toml that does not parse is
+printed as a warning with file:line (and as fleetFileErrors in --json); the devices are then grouped by the targets
+they reported.`;
 
 export async function fleet(argv: string[], io: CliIo): Promise<number> {
   const [sub, ...rest] = argv;
@@ -143,14 +145,18 @@ async function fleetStatus(argv: string[], io: CliIo): Promise<number> {
   const read = await readFleetReports(opened.gitdir, opened.commit, notesGitdir);
 
   let targets: ViewTarget[] | undefined;
+  let invalidFleet: unknown[] | undefined;
   if (read.fleetText !== undefined) {
     const parsed = parseFleet(FLEET_FILE, read.fleetText);
     if (!parsed.fleet) {
-      if (values.json) io.stdout.write(JSON.stringify({ error: { code: 'KS_INVALID_FLEET', commit: opened.commit, diagnostics: parsed.diagnostics } }, null, 2) + '\n');
-      io.stderr.write(renderDiagnosticsText(`${FLEET_FILE} at ${opened.commit.slice(0, 12)}`, parsed.diagnostics).replace(/; nothing was changed\n/, '\n'));
-      return EXIT.BAD_INPUT;
-    }
-    targets = parsed.fleet.targets.map((t) => ({ name: t.name, plan: t.plan, ...(t.devices && { devices: t.devices }) }));
+      // The very commit whose damage an operator must see: every device refused it. Warn, and group the devices by
+      // the target they last reported instead of by the file.
+      invalidFleet = parsed.diagnostics;
+      io.stderr.write(
+        renderDiagnosticsText(`${FLEET_FILE} at ${opened.commit.slice(0, 12)}`, parsed.diagnostics).replace(/; nothing was changed\n/, '; its devices are grouped by the targets they reported\n'),
+      );
+      targets = [];
+    } else targets = parsed.fleet.targets.map((t) => ({ name: t.name, plan: t.plan, ...(t.devices && { devices: t.devices }) }));
   }
   const view = buildFleetView({
     commit: opened.commit,
@@ -164,7 +170,9 @@ async function fleetStatus(argv: string[], io: CliIo): Promise<number> {
   const meta = { label: opened.label, silentAfter: values['silent-after'] };
   if (values.json) {
     const { commit, fleetFile, silentSince, silenceCounts, targets: groups, devices } = view;
-    io.stdout.write(JSON.stringify({ commit, ref: opened.label, fleetFile, silentAfter: formatDuration(silentAfterMs), silentSince, silenceCounts, targets: groups, devices }, null, 2) + '\n');
+    io.stdout.write(
+      JSON.stringify({ commit, ref: opened.label, fleetFile, ...(invalidFleet && { fleetFileErrors: invalidFleet }), silentAfter: formatDuration(silentAfterMs), silentSince, silenceCounts, targets: groups, devices }, null, 2) + '\n',
+    );
   } else if (values.format === 'markdown') io.stdout.write(renderFleetStatusMarkdown(view, meta));
   else io.stdout.write(renderFleetStatusText(view, meta, { devices: values.devices }));
   return EXIT.OK;
