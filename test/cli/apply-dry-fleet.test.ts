@@ -40,7 +40,7 @@ const json = async (...args: string[]) => {
   const r = await dry(...args, '--json');
   expect(r.code, r.stderr + r.stdout).toBe(0);
   return JSON.parse(r.stdout) as {
-    targets: Array<{ name: string; plan: string; new?: true; reconcile: { stopOrder: string[]; startOrder: string[]; noTouch: string[]; reasons: Record<string, string> } }>;
+    targets: Array<{ name: string; plan: string; new?: true; renamedFrom?: string; reconcile: { stopOrder: string[]; startOrder: string[]; noTouch: string[]; reasons: Record<string, string> } }>;
     removed: string[];
     comparedWith: unknown;
   };
@@ -170,7 +170,7 @@ describe('apply-dry --fleet --base', () => {
   });
 
   it('a new target is compared with the empty state and marked; a removed one is listed with what its devices do', async () => {
-    writeFleet(FLEET.replace('name = "pi4-eu"', 'name = "pi4-de"') + '\n[[targets]]\nname = "lab"\ndevices = ["lab-1"]\nplan = "plans/edge-processes.toml"\n');
+    writeFleet(FLEET.replace('name = "pi4-eu"', 'name = "pi4-de"').replace('region = "eu"', 'region = "de"') + '\n[[targets]]\nname = "lab"\ndevices = ["lab-1"]\nplan = "plans/edge-processes.toml"\n');
     await repo.sign();
     const out = await json('--base', 'main');
     expect(out.targets.map((t) => [t.name, t.new ?? false])).toEqual([
@@ -186,13 +186,27 @@ describe('apply-dry --fleet --base', () => {
     expect(text.code).toBe(0);
     expect(text.stdout).toContain('\ntarget pi4-de — plans/edge.toml (new target: compared with the empty state)\n');
     expect(text.stdout).toContain('\ntarget gateways — plans/edge-gateway.toml\n');
-    expect(text.stdout.endsWith('\nremoved: target pi4-eu (plans/edge.toml): its devices would find no target and keep running what they have\n')).toBe(true);
+    expect(text.stdout.endsWith('\nremoved: target pi4-eu (plans/edge.toml): its devices go to the first other target that matches them, or keep running what they have if none does\n')).toBe(true);
 
     const md = await dry('--base', 'main', '--format', 'markdown');
     expect(md.stdout).toContain(`Compared with \`main\` (\`${repo.git('rev-parse', '--short=7', 'main')}\`). 2 of 3 targets change; 1 target removed.`);
     expect(md.stdout).toContain('### target lab — plans/edge-processes.toml\n\nNew target: compared with the empty state. 4 of 4 components change.\n');
     expect(md.stdout).toContain('### target gateways — plans/edge-gateway.toml\n\nNothing changes.\n');
-    expect(md.stdout.endsWith('### removed targets\n\n- `pi4-eu` (`plans/edge.toml`): removed: its devices would find no target and keep running what they have.\n')).toBe(true);
+    expect(md.stdout.endsWith('### removed targets\n\n- `pi4-eu` (`plans/edge.toml`): removed: its devices go to the first other target that matches them, or keep running what they have if none does.\n')).toBe(true);
+  });
+
+  it('a target renamed (the same selector and devices) is compared with its old self, not with the empty state, and is not listed as removed', async () => {
+    writeFleet(FLEET.replace('name = "pi4-eu"', 'name = "pi4-de"'));
+    await repo.sign();
+    const out = await json('--base', 'main');
+    const pi4 = byName(out.targets, 'pi4-de');
+    expect(pi4.new).toBeUndefined();
+    expect(pi4.renamedFrom).toBe('pi4-eu');
+    expect(pi4.reconcile.startOrder).toEqual([]);
+    expect(out.removed).toEqual([]);
+    const text = await dry('--base', 'main');
+    expect(text.stdout).toContain('\ntarget pi4-de — plans/edge.toml (renamed from pi4-eu: the same devices, compared with its plan at the base)\n');
+    expect(text.stdout).not.toContain('removed:');
   });
 
   it("a target moved to another plan is compared with its old plan's state, and the text says which plan it was", async () => {

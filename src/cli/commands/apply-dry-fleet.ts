@@ -30,6 +30,13 @@ function plainReconcile(r: Reconcile): Omit<Reconcile, 'reasonCodes'> {
   return plain;
 }
 
+/** Whether two targets take the same devices: equal selectors (or both none) and equal device lists, in any order. */
+function sameDevices(a: ResolvedTarget, b: ResolvedTarget): boolean {
+  const sel = (t: ResolvedTarget) => (t.target.selector ? JSON.stringify(Object.entries(t.target.selector).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))) : 'none');
+  const devs = (t: ResolvedTarget) => JSON.stringify([...(t.target.devices ?? [])].sort());
+  return sel(a) === sel(b) && devs(a) === devs(b);
+}
+
 /** Flags were checked by apply-dry (no PLAN, no --agent, one of --empty and --base at most). */
 export async function applyDryFleet(values: FleetDryValues, io: CliIo): Promise<number> {
   const root = repoRoot(io.cwd, values.repo);
@@ -74,19 +81,31 @@ export async function applyDryFleet(values: FleetDryValues, io: CliIo): Promise<
   }
 
   // 3. The pure reconciles, one per target.
+  // A target the base has under another name, taking the same devices (same selector and devices), is a rename:
+  // its devices go from that target's plan to this one's, not from nothing.
   const names = new Set(loaded.targets.map((t) => t.target.name));
+  const gone = [...before.values()].filter((t) => !names.has(t.target.name));
+  const renamedFrom = new Map<string, ResolvedTarget>();
+  for (const t of loaded.targets) {
+    if (before.has(t.target.name)) continue;
+    const same = gone.find((g) => ![...renamedFrom.values()].includes(g) && sameDevices(g, t));
+    if (same) renamedFrom.set(t.target.name, same);
+  }
+  const renamed = new Set(renamedFrom.values());
   const dry: FleetDry = {
     targets: loaded.targets.map((t) => {
-      const was = before.get(t.target.name);
+      const from = renamedFrom.get(t.target.name);
+      const was = before.get(t.target.name) ?? from;
       return {
         name: t.target.name,
         plan: t.planFile,
         ...(was && was.planFile !== t.planFile && { planBefore: was.planFile }),
         isNew: comparedWith.kind === 'base' && !was,
+        ...(from && { renamedFrom: from.target.name }),
         result: diff(t.state, was ? actualFromDesired(was.state) : EMPTY_ACTUAL),
       };
     }),
-    removed: [...before.values()].filter((t) => !names.has(t.target.name)).map((t) => ({ name: t.target.name, plan: t.planFile })),
+    removed: gone.filter((t) => !renamed.has(t)).map((t) => ({ name: t.target.name, plan: t.planFile })),
   };
 
   if (values.json) {
@@ -99,6 +118,7 @@ export async function applyDryFleet(values: FleetDryValues, io: CliIo): Promise<
         selector: target.selector ?? null,
         devices: target.devices ?? [],
         ...(t.isNew && { new: true }),
+        ...(t.renamedFrom !== undefined && { renamedFrom: t.renamedFrom }),
         reconcile: plainReconcile(t.result),
       };
     });

@@ -12,6 +12,8 @@ export interface FleetTargetDry {
   planBefore?: string;
   /** Compared with --base, and the base's fleet.toml has no target of this name. */
   isNew: boolean;
+  /** The base's target of another name that takes the same devices (same selector and devices): a rename. */
+  renamedFrom?: string;
   result: Reconcile;
 }
 
@@ -21,11 +23,12 @@ export interface FleetDry {
   removed: Array<{ name: string; plan: string }>;
 }
 
-export const REMOVED_NOTE = 'its devices would find no target and keep running what they have';
+export const REMOVED_NOTE = 'its devices go to the first other target that matches them, or keep running what they have if none does';
 
 const changes = (r: Reconcile) => componentsInOrder(r).some((n) => actionOf(r, n) !== 'keep');
 
 function targetNote(t: FleetTargetDry): string {
+  if (t.renamedFrom !== undefined) return `renamed from ${t.renamedFrom}: the same devices, compared with its plan at the base`;
   if (t.isNew) return 'new target: compared with the empty state';
   return t.planBefore ? `plan was ${t.planBefore} at the base` : '';
 }
