@@ -24,7 +24,8 @@ export function sinceText(view: FleetView): string {
 }
 
 function table(rows: string[][]): string[] {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  // reduce, not Math.max(...spread): --devices on a fleet of 100,000 is that many rows.
+  const widths = rows[0]!.map((_, i) => rows.reduce((w, r) => Math.max(w, r[i]!.length), 0));
   return rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
 }
 
