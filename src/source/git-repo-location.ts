@@ -55,3 +55,14 @@ export function fullBranchRef(ref: string): string {
 export function shortBranchRef(ref: string): string {
   return ref.startsWith('refs/heads/') ? ref.slice('refs/heads/'.length) : ref;
 }
+
+/** A URL fit for a message: any user name or password in it replaced by `***`. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.username || u.password) u.username = u.password = '***';
+    return u.toString();
+  } catch {
+    return url;
+  }
+}

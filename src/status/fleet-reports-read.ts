@@ -27,7 +27,8 @@ import { locateGitRepository, resolveCommit } from '../source/git-tree-reader.js
 import { statusContext } from './commit-status.js';
 import { DEVICE_NOTES_PREFIX, deviceOfNotesRef, LEGACY_NOTES_REF } from './device-notes-ref.js';
 import type { Ancestry, DeviceReport, DeviceReports } from './fleet-view.js';
-import { noteAt } from './notes-tree.js';
+import { noteAt, resolveRefIfAny } from './notes-tree.js';
+import { redactUrl } from '../source/git-repo-location.js';
 import { parseStatusNote, type StatusLine } from './status-note.js';
 
 const exec = promisify(execFile);
@@ -156,15 +157,6 @@ async function runGit(args: string[], o: OpenFleetRepositoryOptions, what: strin
 
 const redact = (text: string, token?: string) => (token ? text.split(token).join('***') : text);
 
-function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.username || u.password) u.username = u.password = '***';
-    return u.toString();
-  } catch {
-    return url;
-  }
-}
 
 async function resolveOrThrow(gitdir: string, ref: string): Promise<string> {
   let oid: string;
@@ -204,7 +196,7 @@ export async function readFleetReports(gitdir: string, commit: string, notesGitd
   const refs = (await git.listRefs({ fs, gitdir: notesGitdir, filepath: DEVICE_NOTES_PREFIX.replace(/\/$/, '') })).map((r) => `${DEVICE_NOTES_PREFIX}${r}`).sort();
   for (const ref of refs) {
     const device = deviceOfNotesRef(ref);
-    const tip = await resolve(notesGitdir, ref);
+    const tip = await resolveRefIfAny(notesGitdir, ref);
     if (device === undefined || tip === undefined) continue;
     const context = statusContext(device);
     const onCommit = lineOf(await noteAt(notesGitdir, tip, commit), context, commit);
@@ -212,7 +204,7 @@ export async function readFleetReports(gitdir: string, commit: string, notesGitd
     reports.push({ device, ...(onCommit && { onCommit }), ...(newest && { newest }) });
   }
   // Earlier agents' lines on this commit, for devices whose own ref has none.
-  const legacyTip = await resolve(notesGitdir, LEGACY_NOTES_REF);
+  const legacyTip = await resolveRefIfAny(notesGitdir, LEGACY_NOTES_REF);
   const legacy = legacyTip === undefined ? undefined : await noteAt(notesGitdir, legacyTip, commit);
   for (const line of legacy === undefined ? [] : parseStatusNote(legacy)) {
     if (!line.context.startsWith('keystone/')) continue;
@@ -283,11 +275,3 @@ async function relate(gitdir: string, commit: string, other: string, cache: obje
   return 'unknown';
 }
 
-async function resolve(gitdir: string, ref: string): Promise<string | undefined> {
-  try {
-    return await git.resolveRef({ fs, gitdir, ref });
-  } catch (e) {
-    if (e instanceof Errors.NotFoundError) return undefined;
-    throw e;
-  }
-}

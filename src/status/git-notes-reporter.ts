@@ -20,7 +20,8 @@ import { checkStatus, httpDeliveryError, StatusDeliveryError, type CommitStatus,
 import { headCompletingHttp } from '../source/git-head-advertisement.js';
 import { gitHttpAgent } from '../source/git-http-agent.js';
 import { DEVICE_NOTES_PREFIX, deviceNotesRef, deviceOfContext } from './device-notes-ref.js';
-import { findNote, setNote } from './notes-tree.js';
+import { findNote, resolveRefIfAny, setNote } from './notes-tree.js';
+import { redactUrl } from '../source/git-repo-location.js';
 import { mergeStatusNote } from './status-note.js';
 
 export interface GitNotesReporterOptions {
@@ -82,7 +83,7 @@ export class GitNotesReporter implements StatusReporter {
     if (!gitdir) throw new StatusDeliveryError('KS_STATUS_GIT_FAILED', `${this.opts.repository} is not a Git repository`);
     const ref = deviceNotesRef(deviceOfContext(s.context));
     try {
-      const tip = await resolveRef(gitdir, ref);
+      const tip = await resolveRefIfAny(gitdir, ref);
       await git.writeRef({ fs, gitdir, ref, value: await this.noteCommit(gitdir, tip, s), force: true });
     } catch (e) {
       throw this.gitError(`writing the note for ${s.commit.slice(0, 12)} in ${this.opts.repository}`, e);
@@ -101,7 +102,7 @@ export class GitNotesReporter implements StatusReporter {
         await this.prepareCache(gitdir);
         const http = timedHttpClient(deadline.signal);
         // Our own last notes commit: in the steady state the server has exactly it, so no fetch is needed.
-        let tip = await resolveRef(gitdir, ref);
+        let tip = await resolveRefIfAny(gitdir, ref);
         for (let attempt = 1; attempt <= this.pushAttempts; attempt++) {
           const next = await this.noteCommit(gitdir, tip, s);
           // Written before the push: a push that fails keeps the line locally, and the next report carries it.
@@ -187,14 +188,6 @@ export class GitNotesReporter implements StatusReporter {
 
 // ---- helpers ----
 
-async function resolveRef(gitdir: string, ref: string): Promise<string | undefined> {
-  try {
-    return await git.resolveRef({ fs, gitdir, ref });
-  } catch (e) {
-    if (e instanceof Errors.NotFoundError) return undefined;
-    throw e;
-  }
-}
 
 /** `<path>/.git` for a work tree, `<path>` for a bare repository, undefined for anything else. */
 function localGitdir(path: string): string | undefined {
@@ -208,15 +201,6 @@ function isPushConflict(e: unknown): boolean {
   return e instanceof Errors.PushRejectedError || e instanceof Errors.GitPushError || e instanceof Errors.NotFoundError;
 }
 
-function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.username || u.password) u.username = u.password = '***';
-    return u.toString();
-  } catch {
-    return url;
-  }
-}
 
 /** Bounds one delivery: aborts its requests, and gives up on the library if it does not notice the abort. */
 class Deadline {

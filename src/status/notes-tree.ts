@@ -2,7 +2,7 @@
 // never has to be present. isomorphic-git's addNote/readNote only know the flat layout, while git itself fans notes
 // out (`ab/cdef…`) once there are many; so the tree is read and written here, keeping whichever layout a note has.
 import * as fs from 'node:fs';
-import git, { type TreeEntry } from 'isomorphic-git';
+import git, { Errors, type TreeEntry } from 'isomorphic-git';
 
 /** The note for `rest` under `tree`: `rest` itself, or `rest[0..2]/…` recursively (git's fanout). */
 export async function findNote(gitdir: string, tree: string, rest: string): Promise<string | undefined> {
@@ -28,4 +28,14 @@ export async function setNote(gitdir: string, tree: string | undefined, rest: st
 export async function noteAt(gitdir: string, notesCommit: string, commit: string): Promise<string | undefined> {
   const { tree } = (await git.readCommit({ fs, gitdir, oid: notesCommit })).commit;
   return findNote(gitdir, tree, commit);
+}
+
+/** The commit a ref points at, or undefined when the repository has no such ref. */
+export async function resolveRefIfAny(gitdir: string, ref: string): Promise<string | undefined> {
+  try {
+    return await git.resolveRef({ fs, gitdir, ref });
+  } catch (e) {
+    if (e instanceof Errors.NotFoundError) return undefined;
+    throw e;
+  }
 }

@@ -5,9 +5,9 @@
 // (one fetch for the whole fleet; isomorphic-git's fetch takes one non-branch ref at a time, so a fleet reader fetches
 // with that refspec first).
 import * as fs from 'node:fs';
-import git, { Errors } from 'isomorphic-git';
+import git from 'isomorphic-git';
 import { DEVICE_NOTES_PREFIX, LEGACY_NOTES_REF } from './device-notes-ref.js';
-import { noteAt } from './notes-tree.js';
+import { noteAt, resolveRefIfAny } from './notes-tree.js';
 import { parseStatusNote, type StatusLine } from './status-note.js';
 
 export interface NotedStatusLine extends StatusLine {
@@ -21,7 +21,7 @@ export async function readStatusNotes(gitdir: string, commit: string): Promise<N
   const out: NotedStatusLine[] = [];
   const seen = new Set<string>();
   for (const ref of [...deviceRefs, LEGACY_NOTES_REF]) {
-    const tip = await resolve(gitdir, ref);
+    const tip = await resolveRefIfAny(gitdir, ref);
     const note = tip === undefined ? undefined : await noteAt(gitdir, tip, commit);
     for (const line of note === undefined ? [] : parseStatusNote(note)) {
       if (seen.has(line.context)) continue;
@@ -32,11 +32,3 @@ export async function readStatusNotes(gitdir: string, commit: string): Promise<N
   return out;
 }
 
-async function resolve(gitdir: string, ref: string): Promise<string | undefined> {
-  try {
-    return await git.resolveRef({ fs, gitdir, ref });
-  } catch (e) {
-    if (e instanceof Errors.NotFoundError) return undefined;
-    throw e;
-  }
-}
