@@ -25,6 +25,9 @@ import type { StateDirLock } from './state-dir-lock.js';
 import { safeDirectory } from '../runtime/safe-path.js';
 import type { Reconcile } from '../core/diff.js';
 import type { RepoReader } from '../source/repo-reader.js';
+import type { Rollout } from '../core/rollout.js';
+import { stateDigest, type RolloutGate } from './rollout-gate.js';
+import { isCommitId } from './commit-reporting.js';
 
 export type TrustSetting = { unsigned: true } | { unsigned: false; keyring: Keyring; maxAgeSeconds?: number; maxClockSkewSeconds?: number };
 
@@ -71,6 +74,14 @@ export interface AgentOptions {
    * is refused before anything is stopped or started, like an invalid one.
    */
   check?: (state: DesiredState) => DeviceProblem[] | Promise<DeviceProblem[]>;
+  /**
+   * Staged rollouts (SPEC §14): reads the fleet's rollout refs. Without it a commit whose fleet.toml has [rollout] is
+   * held (`rolloutUnavailable` says why): a device that cannot see the fleet's reports cannot tell when its turn is.
+   */
+  rolloutGate?: (store: StateStore) => RolloutGate;
+  rolloutUnavailable?: string;
+  /** How often commits held at the gate are looked at again; default 60 s (the poll interval, for a Git source). */
+  gateRecheckMs?: number;
   /** Called with the revision's own reader just before it is applied: relative artifacts are read from it. */
   useReader?: (reader: RepoReader) => void;
   now?: () => number;
@@ -103,10 +114,17 @@ export interface AgentEventMap {
       reconcile?: Reconcile;
       /** The fleet.toml target the plan came from. */
       target?: string;
+      /** The device's rollout wave for this commit (SPEC §14). */
+      wave?: string;
     },
   ];
   /** A revision passed verification and validation: what applying it stops and starts. */
-  applying: [{ revision: string; reconcile: Reconcile; target?: string }];
+  applying: [{ revision: string; reconcile: Reconcile; target?: string; wave?: string }];
+  /**
+   * A commit verified and valid for this device but held at its rollout's gate (SPEC §14), or halted there for good.
+   * Emitted when the reason's kind changes (another wave waited for, halted), not on every look.
+   */
+  held: [{ revision: string; target?: string; wave: string; reason: string; halted: boolean }];
   /** A revision waiting to be applied was replaced by a newer one before its turn. */
   superseded: [{ revision: string; by: string }];
   /** An image pull for a container component, at most once a second while bytes flow (emitted by the runtime's owner). */
@@ -119,6 +137,15 @@ export interface ManualApplyAccepted {
   planFile: string;
   /** True when this apply suspended the Git sync (--force on an agent that follows Git). */
   suspendedSync: boolean;
+}
+
+export interface RolloutHold {
+  revision: string;
+  target?: string;
+  wave: string;
+  reason: string;
+  /** When the gate was last read (ms, this device's clock). */
+  checkedAt?: number;
 }
 
 export interface SyncState {
@@ -150,6 +177,10 @@ export interface Agent {
   /** Ends a suspension: the newest revision the source found meanwhile is applied, or the source looks now. */
   resume(): { resumed: boolean; revision?: string };
   syncState(): SyncState;
+  /** Commits held at the rollout gate, newest first, with why (SPEC §14). */
+  rolloutHolds(): RolloutHold[];
+  /** The commits whose rollout refs this device keeps: the one it runs and those it holds. */
+  rolloutKeep(): string[];
   /** Resolves when no revision is pending or being applied. */
   idle(): Promise<void>;
   lastResult?: ApplyResult;
@@ -245,13 +276,38 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
   /** The newest revision the source offered while the sync was suspended. */
   let held: Revision | undefined;
   let running: Promise<void> | undefined;
+  /** Commits held at the rollout gate, newest first (SPEC §14): the newest whose gate opens is applied. */
+  let candidates: Candidate[] = [];
+  /** Per held commit, the kind of reason last reported (a report per change of kind, not per look). */
+  const heldReported = new Map<string, string>();
+  let recheckWanted = false;
+  let recheckTimer: NodeJS.Timeout | undefined;
+  let lastPlacement = '';
+  const gate = opts.rolloutGate?.(store);
+  const kick = () => {
+    if (!running) running = drain().finally(() => (running = undefined));
+  };
   const enqueue = (r: Revision) => {
     if (pending) {
       log.info({ revision: pending.id, newer: r.id }, 'superseded before it was applied');
       emit('superseded', { revision: pending.id, by: r.id });
     }
     pending = r;
-    if (!running) running = drain().finally(() => (running = undefined));
+    kick();
+  };
+  const requestRecheck = () => {
+    if (!candidates.length) return;
+    recheckWanted = true;
+    kick();
+  };
+  const scheduleRecheck = () => {
+    if (recheckTimer) clearTimeout(recheckTimer);
+    recheckTimer = undefined;
+    if (!candidates.length) return;
+    const base = opts.gateRecheckMs ?? 60_000;
+    // ±10 %: a fleet held at one gate does not read in step.
+    recheckTimer = setTimeout(requestRecheck, Math.round(base * (0.9 + 0.2 * (opts.random ?? Math.random)())));
+    recheckTimer.unref();
   };
   let look: (() => Promise<void>) | undefined;
   let looking: Promise<void> | undefined;
@@ -306,7 +362,16 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
       const suspended = store.syncSuspension();
       return { following, ...(suspended && { suspended }), ...(held && { held: held.id }) };
     },
+    rolloutHolds() {
+      return candidates.map((c) => ({ revision: c.rev.id, ...(c.target !== undefined && { target: c.target }), wave: c.waveName, reason: c.reason ?? 'held: not read yet', ...(c.checkedAt !== undefined && { checkedAt: c.checkedAt }) }));
+    },
+    rolloutKeep() {
+      const applied = store.appliedRevision()?.id;
+      return [...new Set([...(applied !== undefined && isCommitId(applied) ? [applied] : []), ...candidates.map((c) => c.rev.id)])];
+    },
     sync() {
+      // A held commit is looked at again too: someone asked (a webhook, `POST /v1/sync`).
+      requestRecheck();
       if (!look) return false;
       // One look at a time; asks during a look make one more after it (it may have started before the change).
       if (looking) lookAgain = true;
@@ -321,6 +386,8 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     },
     async close(closeOpts = {}) {
       clearInterval(logTimer);
+      if (recheckTimer) clearTimeout(recheckTimer);
+      candidates = [];
       // Revisions not yet begun are dropped, and the one being applied ends now: a stop must not wait out start budgets.
       if (pending) log.info({ revision: pending.id }, 'not applied: the agent is stopping');
       pending = undefined;
@@ -345,7 +412,16 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
   }
 
   async function drain(): Promise<void> {
-    while (pending) {
+    while (pending || recheckWanted) {
+      if (!pending) {
+        recheckWanted = false;
+        try {
+          await gateCandidates();
+        } catch (e) {
+          log.error({ err: e as Error }, 'the rollout gate failed unexpectedly');
+        }
+        continue;
+      }
       const rev = pending;
       pending = undefined;
       try {
@@ -354,6 +430,73 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
         log.error({ revision: rev.id, err: e as Error }, 'revision failed unexpectedly');
       }
     }
+  }
+
+  /**
+   * Reads the fleet's reports once for every held commit and applies the newest whose gate is open; older ones go
+   * (they are behind what runs now), newer ones stay held. Halted commits are dropped for good.
+   */
+  async function gateCandidates(): Promise<void> {
+    if (!candidates.length) return;
+    if (!gate) {
+      for (const c of candidates) noteHeld(c, `held: ${opts.rolloutUnavailable ?? 'this device cannot read the fleet\'s rollout reports'}`, 'unavailable', false);
+      return;
+    }
+    const result = await gate.decide(candidates.map((c) => ({ commit: c.rev.id, rollout: c.rollout, wave: c.wave, state: c.state })));
+    if ('error' in result) {
+      log.warn({ err: result.error.message, held: candidates.map((c) => c.rev.id) }, 'cannot read the fleet\'s rollout reports: holding, and keeping what runs');
+      scheduleRecheck();
+      return;
+    }
+    const checkedAt = now();
+    const keep: Candidate[] = [];
+    let open: Candidate | undefined;
+    for (const c of candidates) {
+      const d = result.decisions.get(c.rev.id)!;
+      c.checkedAt = checkedAt;
+      if (d.kind === 'open') {
+        log.info({ revision: c.rev.id, wave: c.waveName, reason: d.reason }, 'rollout gate open');
+        open = c;
+        break;
+      }
+      if (d.kind === 'halted') noteHeld(c, `${d.reason}; not applied`, 'halted', true);
+      else {
+        noteHeld(c, d.reason, `held:${d.waitingFor}`, false);
+        keep.push(c);
+      }
+    }
+    // Older than the one opened: behind what is about to run.
+    candidates = keep;
+    if (open) {
+      heldReported.delete(open.rev.id);
+      await applyResolved(open);
+    }
+    scheduleRecheck();
+  }
+
+  function noteHeld(c: Candidate, reason: string, kind: string, halted: boolean): void {
+    if (c.reason !== reason) log.info({ revision: c.rev.id, wave: c.waveName, ...(c.target !== undefined && { target: c.target }) }, reason);
+    c.reason = reason;
+    if (heldReported.get(c.rev.id) === kind) return;
+    heldReported.set(c.rev.id, kind);
+    // Bounded: one entry per commit this agent held since it started.
+    if (heldReported.size > 64) heldReported.delete(heldReported.keys().next().value!);
+    emit('held', { revision: c.rev.id, ...(c.target !== undefined && { target: c.target }), wave: c.waveName, reason, halted });
+  }
+
+  async function applyResolved(c: Omit<Candidate, 'rollout' | 'wave' | 'waveName' | 'reason' | 'checkedAt'> & { waveName?: string }): Promise<void> {
+    const { rev, state, planFile, target, signedAt, waveName } = c;
+    // Artifacts are pinned by digest, not listed in SHA256SUMS: they come from the revision's own (unverified) reader.
+    opts.useReader?.(rev.reader);
+    agent.lastResult = await engine.apply(
+      state,
+      { id: rev.id, source: rev.source, planFile, ...(target !== undefined && { target }), identity, unsigned: opts.trust.unsigned, ...(signedAt !== undefined && { signedAt }) },
+      { onReconcile: (reconcile) => emit('applying', { revision: rev.id, reconcile, ...(target !== undefined && { target }), ...(waveName !== undefined && { wave: waveName }) }) },
+    );
+    const r = agent.lastResult;
+    // What ran well here: a later commit that brings it back is a revert to a known-good state (SPEC §14).
+    if (r.outcome === 'success') store.recordGoodState(stateDigest(state), rev.id, now());
+    emit('revision', { revision: rev.id, outcome: r.outcome, durationMs: now() - c.began, summary: r.summary, failed: r.execution.failed, reconcile: r.reconcile, ...(target !== undefined && { target }), ...(waveName !== undefined && { wave: waveName }) });
   }
 
   async function handle(rev: Revision): Promise<void> {
@@ -396,7 +539,13 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
       resolution = await loadDeviceRevision(reader, { ...(explicitPlan !== undefined && { plan: explicitPlan }), ...fleet });
       if (resolution.ok) {
         ({ planFile, target } = resolution);
-        if (target !== undefined) log.info({ revision: rev.id, device: fleet.device, target, plan: planFile }, 'fleet target');
+        if (target !== undefined) {
+          const placement = `device=${fleet.device} target=${target}${resolution.wave ? ` wave=${resolution.wave.name}` : ''}`;
+          // Once per agent and whenever it changes: where this device stands in the fleet (SPEC §13–14).
+          if (placement !== lastPlacement) log.info({ device: fleet.device, target, ...(resolution.wave && { wave: resolution.wave.name }) }, 'this device in the fleet');
+          lastPlacement = placement;
+          log.info({ revision: rev.id, device: fleet.device, target, ...(resolution.wave && { wave: resolution.wave.name }), plan: planFile }, 'fleet target');
+        }
       } else if (resolution.noTarget) {
         // A valid revision with no place for this device: it keeps what runs, and says so with its labels.
         const d = resolution.diagnostics[0]!;
@@ -417,18 +566,38 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
       const first = problems[0]!;
       return reject(`refused on this device: ${problems.length} problem(s), first: ${first.file}: ${first.path}: ${first.message} [${first.code}]`);
     }
-    // Artifacts are pinned by digest, not listed in SHA256SUMS: they come from the revision's own (unverified) reader.
-    opts.useReader?.(rev.reader);
-    agent.lastResult = await engine.apply(
-      resolution.state,
-      { id: rev.id, source: rev.source, planFile, ...(target !== undefined && { target }), identity, unsigned: opts.trust.unsigned, ...(signedAt !== undefined && { signedAt }) },
-      { onReconcile: (reconcile) => emit('applying', { revision: rev.id, reconcile, ...(target !== undefined && { target }) }) },
-    );
-    const r = agent.lastResult;
-    emit('revision', { revision: rev.id, outcome: r.outcome, durationMs: now() - began, summary: r.summary, failed: r.execution.failed, reconcile: r.reconcile, ...(target !== undefined && { target }) });
+    const waveName = resolution.wave?.name;
+    if (resolution.rollout && resolution.wave && isCommitId(rev.id) && !rev.rollback && following === 'git') {
+      // Staged (SPEC §14): held until its gate opens. A newer commit goes first in line; the same one offered again
+      // (a restart, a rollback target become the tip) replaces its entry.
+      const c: Candidate = { rev, state: resolution.state, planFile, ...(target !== undefined && { target }), ...(signedAt !== undefined && { signedAt }), began, rollout: resolution.rollout, wave: resolution.wave.index, waveName: resolution.wave.name };
+      candidates = [c, ...candidates.filter((x) => x.rev.id !== rev.id)].slice(0, MAX_HELD);
+      await gateCandidates();
+      return;
+    }
+    await applyResolved({ rev, state: resolution.state, planFile, ...(target !== undefined && { target }), ...(signedAt !== undefined && { signedAt }), began, ...(waveName !== undefined && { waveName }) });
   }
 
   return agent;
+}
+
+/** Commits held at the gate: enough for a burst of pushes during a long bake, bounded. */
+const MAX_HELD = 8;
+
+/** A commit verified and resolved for this device, held at its rollout gate. */
+interface Candidate {
+  rev: Revision;
+  state: DesiredState;
+  planFile: string;
+  target?: string;
+  signedAt?: number;
+  /** When the agent took it up (ms). */
+  began: number;
+  rollout: Rollout;
+  wave: number;
+  waveName: string;
+  reason?: string;
+  checkedAt?: number;
 }
 
 /** The store with its supervision writes reported as events: the writer stays unaware of who watches. */

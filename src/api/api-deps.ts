@@ -19,6 +19,8 @@ export interface ApiAgent {
   applyManual: Agent['applyManual'];
   resume: Agent['resume'];
   syncState: Agent['syncState'];
+  /** Commits held at the rollout gate (SPEC §14), in GET /v1/revision. */
+  rolloutHolds?: Agent['rolloutHolds'];
 }
 
 export interface ApiDeps {

@@ -4,25 +4,17 @@
 import { posix } from 'node:path';
 import { z } from 'zod';
 import { CODES, sortDiagnostics, type Diagnostic } from './errors.js';
-import { deviceNameProblem, labelKeyProblem, labelValueProblem, LABEL_KEY_HINT, LABEL_VALUE_HINT, type Labels } from './labels.js';
+import type { Labels } from './labels.js';
+import { deviceNameField, labelSelector } from './label-schemas.js';
 import { configTable, escapesRepository } from './recipe.js';
-import { componentName, KS_CODE } from './schema-rules.js';
+import { componentName } from './schema-rules.js';
 import { parseTomlDocument, type ParsedDocument } from './toml-document.js';
+import { checkRollout, rolloutSchema } from './rollout.js';
 
 export const FLEET_FILE = 'fleet.toml';
 
-/** A device name as a fleet file may list it: what `--device` takes (a hostname, usually), one printable word. */
-const deviceName = z.string().superRefine((v, ctx) => {
-  if (deviceNameProblem(v)) ctx.addIssue({ code: 'custom', message: `${JSON.stringify(v)} is not a device name`, params: { [KS_CODE]: CODES.BAD_NAME, hint: 'one word of at most 253 characters, no spaces or control characters' } });
-});
-
-const selector = z.record(z.string(), z.string()).superRefine((labels, ctx) => {
-  for (const [k, v] of Object.entries(labels)) {
-    const keyProblem = labelKeyProblem(k);
-    const problem = keyProblem ?? labelValueProblem(v);
-    if (problem) ctx.addIssue({ code: 'custom', path: [k], message: problem, params: { [KS_CODE]: CODES.BAD_LABEL, hint: keyProblem ? LABEL_KEY_HINT : LABEL_VALUE_HINT } });
-  }
-});
+const deviceName = deviceNameField;
+const selector = labelSelector;
 
 const target = z.strictObject({
   // Named in reports and the fleet view, so kept as plain as a component name.
@@ -38,6 +30,8 @@ const target = z.strictObject({
 
 export const fleetSchema = z.strictObject({
   targets: z.array(target).default([]),
+  // Staged rollouts (SPEC §14); absent: every device applies each commit at once.
+  rollout: rolloutSchema.optional(),
 });
 
 export type Fleet = z.output<typeof fleetSchema>;
@@ -55,7 +49,8 @@ export interface ParsedFleet {
 export function parseFleet(file: string, text: string): ParsedFleet {
   const doc = parseTomlDocument(file, text, fleetSchema);
   const diagnostics = [...doc.diagnostics];
-  const raw = doc.raw as { targets?: unknown } | undefined;
+  const raw = doc.raw as { targets?: unknown; rollout?: unknown } | undefined;
+  if (raw) diagnostics.push(...checkRollout(raw.rollout, doc));
   if (raw && Array.isArray(raw.targets)) {
     const firstIndex = new Map<string, number>();
     raw.targets.forEach((t: unknown, i) => {

@@ -1,14 +1,17 @@
 // A remote Git repository followed on one branch, and the bare cache repository its commits are fetched into.
-// Looks are protocol v2 ls-refs with the branch as prefix; fetches are shallow, for that branch alone. The cache is
-// kept bounded by re-fetching into a fresh directory (a new generation) once it holds too many packs or bytes.
+// Looks are protocol v2 ls-refs with the branch as prefix: the first one after the discovery (`GET info/refs`, which
+// shows the server speaks v2), every later one the ls-refs POST alone (git-ls-refs.ts), one request per poll instead
+// of two. Fetches are shallow, for that branch alone. The cache is kept bounded by re-fetching into a fresh
+// directory (a new generation) once it holds too many packs or bytes.
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import git from 'isomorphic-git';
+import git, { type HttpClient } from 'isomorphic-git';
 import { OperationError } from '../core/errors.js';
 import { headCompletingHttp } from './git-head-advertisement.js';
 import { budgetedHttpClient, TransferBudget } from './git-http-client.js';
+import { GitServerBusyError, lsRefsV2, NETWORK_ERRNOS, type RefEntry } from './git-ls-refs.js';
 import { shortBranchRef } from './git-repo-location.js';
 
 export interface GitRemoteCacheOptions {
@@ -39,21 +42,9 @@ export interface TransferTotals {
 
 /** The failures of the transfer itself: the cache is not to blame for them. */
 const TRANSFER_CODES = new Set(['KS_GIT_SERVER_BUSY', 'KS_GIT_TIMEOUT', 'KS_GIT_FETCH_TOO_LARGE', 'KS_GIT_UNREACHABLE', 'KS_GIT_AUTH_FAILED', 'KS_GIT_HTTP_ERROR', 'KS_GIT_REPO_NOT_FOUND']);
-const NETWORK_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EAI_AGAIN', 'EPIPE', 'ECONNABORTED', 'UND_ERR_SOCKET']);
 
-/**
- * The server asked to be left alone for a while (429 Too Many Requests, 503 Service Unavailable): KS_GIT_SERVER_BUSY,
- * with its Retry-After as sent (seconds or an HTTP date), which the source turns into the wait before its next look.
- */
-export class GitServerBusyError extends OperationError {
-  constructor(
-    readonly status: number,
-    readonly retryAfter: string | undefined,
-    message: string,
-  ) {
-    super('KS_GIT_SERVER_BUSY', message);
-  }
-}
+// Defined beside lsRefsV2, which raises it too; importers of this module keep finding it here.
+export { GitServerBusyError };
 
 export class GitRemoteCache {
   readonly totals: TransferTotals = { requests: 0, bytesSent: 0, bytesReceived: 0 };
@@ -63,6 +54,12 @@ export class GitRemoteCache {
   private opened = false;
   /** Set when a fetch into the current generation failed for a reason other than the transfer: start afresh. */
   private suspect = false;
+  /**
+   * Whether a look may be the ls-refs POST alone: `yes` once a look's discovery showed the server speaks protocol v2;
+   * `never` once the POST alone was refused while the discovery then worked (a server or proxy that wants the GET
+   * first): such a server costs two requests a look, but it is not asked in vain at every poll.
+   */
+  private directLook: 'unknown' | 'yes' | 'never' = 'unknown';
 
   constructor(private readonly opts: GitRemoteCacheOptions) {
     const key = createHash('sha256').update(`${opts.url}\0${opts.branchRef}`).digest('hex').slice(0, 16);
@@ -75,11 +72,34 @@ export class GitRemoteCache {
     return this.generation > 0 ? this.genDir(this.generation) : undefined;
   }
 
-  /** Where the branch points on the remote: one protocol v2 ls-refs exchange, no objects. */
+  /**
+   * Where the branch points on the remote: one protocol v2 ls-refs exchange, no objects. One request (the POST)
+   * once a look has shown the server speaks v2; the discovery and the POST (isomorphic-git) before that, and again
+   * whenever the POST alone is refused as unsupported.
+   */
   async lookRemote(): Promise<string> {
-    const refs = await this.transfer('looking up the branch', (http) =>
-      git.listServerRefs({ http, url: this.opts.url, protocolVersion: 2, prefix: this.opts.branchRef }),
-    );
+    let refs: RefEntry[] | undefined;
+    const direct = this.directLook === 'yes';
+    if (direct) {
+      try {
+        const what = 'looking up the branch';
+        const listed = await this.transfer(what, (_http, budget) =>
+          lsRefsV2({ url: this.opts.url, prefixes: [this.opts.branchRef], headers: this.opts.headers, budget, what }),
+        );
+        refs = listed.refs;
+      } catch (e) {
+        if ((e as OperationError).code !== 'KS_GIT_SERVER_UNSUPPORTED') throw e;
+      }
+    }
+    if (!refs) {
+      let v2 = false;
+      refs = await this.transfer('looking up the branch', (http) =>
+        git.listServerRefs({ http: postSeen(http, () => (v2 = true)), url: this.opts.url, protocolVersion: 2, prefix: this.opts.branchRef }),
+      );
+      // Only a look that went through decides: a failed one (a repository gone: 404) says nothing about the protocol.
+      if (direct) this.directLook = v2 ? 'never' : 'unknown';
+      else if (v2 && this.directLook === 'unknown') this.directLook = 'yes';
+    }
     // The prefix also matches `main-old`: only the exact ref counts.
     const ref = refs.find((r) => r.ref === this.opts.branchRef);
     if (!ref) throw new OperationError('KS_GIT_REF_NOT_FOUND', `${this.opts.url} has no branch ${shortBranchRef(this.opts.branchRef)}`);
@@ -212,11 +232,15 @@ export class GitRemoteCache {
    * Runs one remote operation under a fresh budget and turns whatever fails into a coded, redacted error. `headFor`:
    * a fetch of that ref, whose advertisement may need a HEAD (git-head-advertisement.ts).
    */
-  private async transfer<T>(what: string, op: (http: ReturnType<typeof budgetedHttpClient>) => Promise<T>, headFor?: string): Promise<T> {
+  private async transfer<T>(
+    what: string,
+    op: (http: ReturnType<typeof budgetedHttpClient>, budget: TransferBudget) => Promise<T>,
+    headFor?: string,
+  ): Promise<T> {
     const budget = new TransferBudget(this.opts.maxFetchBytes, this.opts.fetchTimeoutMs, `${what} from ${this.opts.url}`);
     try {
       const http = budgetedHttpClient(budget, this.opts.headers);
-      return await budget.run(() => op(headFor === undefined ? http : headCompletingHttp(http, headFor)));
+      return await budget.run(() => op(headFor === undefined ? http : headCompletingHttp(http, headFor), budget));
     } catch (e) {
       const err = e as Error & { code?: string; data?: { statusCode?: number } };
       if (budget.busy && err.code === 'HttpError' && err.data?.statusCode === budget.busy.status)
@@ -232,6 +256,8 @@ export class GitRemoteCache {
   private classify(e: Error & { code?: string; data?: { statusCode?: number }; cause?: unknown }, what: string): OperationError {
     const r = this.opts.redact;
     const url = this.opts.url;
+    // lsRefsV2's errors come coded; a busy server's keeps its Retry-After.
+    if (e instanceof GitServerBusyError) return new GitServerBusyError(e.status, e.retryAfter, r(e.message));
     if (e instanceof OperationError) return new OperationError(e.code, r(e.message));
     if (e.code === 'HttpError') {
       const status = e.data?.statusCode ?? 0;
@@ -250,4 +276,15 @@ export class GitRemoteCache {
     if (e.code === 'RemoteCapabilityError') return new OperationError('KS_GIT_SERVER_UNSUPPORTED', r(`${url}: ${e.message}`));
     return new OperationError('KS_GIT_FETCH_FAILED', r(`${what} from ${url} failed: ${e.message}`));
   }
+}
+
+/** `http`, calling `onPost` when an upload-pack POST is answered 200: isomorphic-git only sends one in protocol v2. */
+function postSeen(http: HttpClient, onPost: () => void): HttpClient {
+  return {
+    async request(req) {
+      const res = await http.request(req);
+      if (req.method === 'POST' && res.statusCode === 200 && /\/git-upload-pack$/.test(req.url)) onPost();
+      return res;
+    },
+  };
 }

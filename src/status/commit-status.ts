@@ -1,6 +1,7 @@
 // Commit status (SPEC §8): what the agent reports on each commit it takes up, the reporter contract, and the
 // coded error a reporter throws. The outbox decides from `retryable` alone whether to try again, so every
 // reporter must classify its failures here rather than leak library errors.
+import { ROLLOUT_STATES, type RolloutState } from '../core/rollout-gate.js';
 
 export type CommitState = 'pending' | 'success' | 'failure' | 'error';
 export const COMMIT_STATES: readonly CommitState[] = ['pending', 'success', 'failure', 'error'];
@@ -24,6 +25,12 @@ export interface CommitStatus {
    * (REPORT_FIELD_KEYS; values without spaces). Git notes carry them as `key=value`; GitHub has no place for them.
    */
   fields?: Readonly<Record<string, string>>;
+  /**
+   * Staged rollouts (SPEC §14): the device's rollout ref for this commit (rollout-refs.ts), written by the Git notes
+   * reporter in the same push as the note; other reporters ignore it. `keep`: the other commits whose rollout refs
+   * this device keeps (the one it runs, newer ones it holds); its refs for any other commit are deleted.
+   */
+  rollout?: { wave: string; state: RolloutState; keep: readonly string[] };
 }
 
 /** The fields a report may carry: the fleet target a device took its plan from, and its rollout wave. */
@@ -100,6 +107,12 @@ export function checkStatus(s: CommitStatus): void {
   if (!Number.isSafeInteger(s.at) || s.at < 0) throw bad(`at must be ms since the epoch, got ${s.at}`);
   for (const [k, v] of Object.entries(s.fields ?? {}))
     if (!(REPORT_FIELD_KEYS as readonly string[]).includes(k) || !/^[^\s=]{1,100}$/.test(v)) throw bad(`field ${JSON.stringify(k)}=${JSON.stringify(v)}: keys are ${REPORT_FIELD_KEYS.join(', ')}, values one word`);
+  if (s.rollout) {
+    const { wave, state, keep } = s.rollout;
+    if (!/^[a-z0-9][a-z0-9._-]{0,62}$/i.test(wave) || wave.includes('..')) throw bad(`rollout wave ${JSON.stringify(wave)} is not a wave name`);
+    if (!ROLLOUT_STATES.includes(state)) throw bad(`unknown rollout state ${JSON.stringify(state)}`);
+    if (keep.length > 16 || keep.some((c) => !COMMIT_RE.test(c))) throw bad('rollout keep: at most 16 commit ids of 40 lowercase hex');
+  }
 }
 
 /** `keystone/<device>` */

@@ -2,7 +2,8 @@
 //
 // A local repository (a work tree or a bare one) is read as it is. A remote is brought into a bare cache repository
 // of ours with ONE native `git fetch` of the branch and `+refs/notes/keystone*:refs/notes/keystone*`: every
-// device's own notes ref and the shared ref of earlier agents, however many devices there are (SPEC §8). Native git,
+// device's own notes ref and the shared ref of earlier agents, however many devices there are (SPEC §8), and the
+// rollout refs beside them (SPEC §14; fleet-rollout-read.ts), which cost nothing where there are none. Native git,
 // because isomorphic-git fetches one non-branch ref at a time, which would be one fetch per device. The fetch is
 // shallow (--depth, default 1): a notes ref's tip commit carries, in its tree, every note that device ever wrote, and
 // its message names the commit of its newest report, so the notes' history is never needed; the branch's history
@@ -26,6 +27,7 @@ import { searchAncestor } from '../source/git-ancestry.js';
 import { locateGitRepository, resolveCommit } from '../source/git-tree-reader.js';
 import { statusContext } from './commit-status.js';
 import { DEVICE_NOTES_PREFIX, deviceOfNotesRef, LEGACY_NOTES_REF } from './device-notes-ref.js';
+import { ROLLOUT_REFSPEC } from './fleet-rollout-read.js';
 import type { Ancestry, DeviceReport, DeviceReports } from './fleet-view.js';
 import { noteAt, resolveRefIfAny } from './notes-tree.js';
 import { redactUrl } from '../source/git-repo-location.js';
@@ -75,7 +77,7 @@ export async function openFleetRepository(o: OpenFleetRepositoryOptions): Promis
   const ref = o.ref ?? 'main';
   const gitdir = join(o.cacheDir ?? defaultCacheRoot(o.env), createHash('sha256').update(o.repo).digest('hex'));
   if (!fs.existsSync(join(gitdir, 'HEAD'))) await runGit(['init', '--quiet', '--bare', gitdir], o, 'creating the cache');
-  await fetchRemote(gitdir, o.repo, [`+refs/heads/${ref}:refs/heads/${ref}`, '+refs/notes/keystone*:refs/notes/keystone*'], o, ref);
+  await fetchRemote(gitdir, o.repo, [`+refs/heads/${ref}:refs/heads/${ref}`, '+refs/notes/keystone*:refs/notes/keystone*', ROLLOUT_REFSPEC], o, ref);
   const want = o.commit ?? ref;
   try {
     return { gitdir, commit: await resolveOrThrow(gitdir, want), label: want };
@@ -87,7 +89,7 @@ export async function openFleetRepository(o: OpenFleetRepositoryOptions): Promis
   }
 }
 
-/** A reports repository (`--reports`): a local one as it is, a remote after one fetch of every notes ref. */
+/** A reports repository (`--reports`): a local one as it is, a remote after one fetch of every notes and rollout ref. */
 export async function openReportsRepository(o: Omit<OpenFleetRepositoryOptions, 'ref' | 'commit' | 'depth'>): Promise<string> {
   if (!isRemote(o.repo)) {
     const dotGit = join(o.repo, '.git');
@@ -99,7 +101,7 @@ export async function openReportsRepository(o: Omit<OpenFleetRepositoryOptions, 
   }
   const gitdir = join(o.cacheDir ?? defaultCacheRoot(o.env), createHash('sha256').update(o.repo).digest('hex'));
   if (!fs.existsSync(join(gitdir, 'HEAD'))) await runGit(['init', '--quiet', '--bare', gitdir], o, 'creating the cache');
-  await fetchRemote(gitdir, o.repo, ['+refs/notes/keystone*:refs/notes/keystone*'], o, 'refs/notes/keystone*');
+  await fetchRemote(gitdir, o.repo, ['+refs/notes/keystone*:refs/notes/keystone*', ROLLOUT_REFSPEC], o, 'refs/notes/keystone*');
   return gitdir;
 }
 

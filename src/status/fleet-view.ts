@@ -11,7 +11,8 @@
 //     the notes still hold for the commit);
 //   - waiting: the same as silent, before --silent-after has passed (a device named in fleet.toml that never
 //     reported, say, on a commit pushed a minute ago).
-// Rollouts (SPEC §14) will add `wave` beside `target` per device and per target; nothing here assumes there is none.
+// Rollouts (SPEC §14): when the commit's fleet.toml has `[rollout]`, each device also shows its wave (its line's
+// `wave=`, else its rollout ref's); the per-wave counts are fleet-rollout-view.ts.
 import type { CommitState } from './commit-status.js';
 
 /** The group of devices whose reports carry no target (rejected devices, agents run with --plan). */
@@ -62,12 +63,19 @@ export interface FleetViewInput {
   silentAfterMs: number;
   /** How another commit relates to the one viewed (an ancestor is older); absent means unknown. */
   ancestry?: Readonly<Record<string, Ancestry>>;
+  /**
+   * The commit has a `[rollout]`: each device's wave as its rollout refs say (fleet-rollout-view.ts refWaves). Given,
+   * every device gets `wave`; absent, none does (and the JSON keeps its shape without a rollout).
+   */
+  waves?: ReadonlyMap<string, string>;
 }
 
 export interface DeviceView {
   device: string;
   /** The target group it is counted in. */
   target: string;
+  /** Its rollout wave, only when the commit has a `[rollout]`: null when neither a report nor a rollout ref tells. */
+  wave?: string | null;
   state: DeviceState;
   /** The commit of the report shown: this commit, another one, or null when the device never reported. */
   commit: string | null;
@@ -151,9 +159,12 @@ export function buildFleetView(input: FleetViewInput): FleetView {
     else if (r.newest && (r.newest.at >= since || !silenceCounts || input.ancestry?.[r.newest.commit] === 'newer')) state = 'other-commit';
     else state = silenceCounts ? 'silent' : 'waiting';
     const other = !r.onCommit && r.newest && r.newest.commit !== commit;
+    // What it reported this commit with, else its rollout ref, else what it reported another commit with.
+    const wave = input.waves && (r.onCommit?.fields.wave ?? input.waves.get(r.device) ?? shown?.fields.wave ?? null);
     return {
       device: r.device,
       target,
+      ...(wave !== undefined && { wave }),
       state,
       commit: shown?.commit ?? null,
       relation: other ? (input.ancestry?.[r.newest!.commit] ?? 'unknown') : null,

@@ -1,16 +1,22 @@
 // Commit statuses as Git notes (SPEC §8): works with any Git server, since a note is only a commit on another ref.
 // Each device writes its own notes ref, refs/notes/keystone-devices/<device> (see device-notes-ref.ts for the name
 // and why it is not under refs/notes/keystone/), and no other: however many devices report on one commit at once,
-// no push ever races another device's. Plain git shows them together: `git log --notes='keystone*'`.
+// no push ever races another device's. Plain git shows them together: `git log --notes='keystone*'`. With a staged
+// rollout (SPEC §14) a status also carries the device's rollout ref for the commit (rollout-refs.ts), pointing at the
+// notes commit, and the device deletes its rollout refs of commits it no longer keeps: all in the same push.
 //
 // For a remote, notes commits are built in a bare cache repository of our own (`<state-dir>/notes.git`), on top of
-// this device's own last notes commit kept there: since only we write that ref, the server's copy is that commit or
-// an older one, so a report is one push (the ref advertisement and the receive-pack POST) and no fetch. The push is
-// refused only when the server holds a tip we do not have (the cache was wiped, or another agent runs under the same
-// device name): then we fetch that one ref, rebuild on it, and push again. The shared refs/notes/keystone of
-// earlier agents is never written (status-notes-read.ts reads it for history).
+// this device's own last notes commit kept there. Since only we write this device's refs, the cache also knows their
+// values on the server: the notes ref's as last pushed or fetched (under refs/remotes/origin/keystone-devices/), the
+// rollout refs' under their own names. So a report is one request, a receive-pack POST that names each ref's old
+// value (receive-pack-push.ts), without the ref advertisement, which lists every ref of the repository and grows
+// with the fleet (docs/fleet-scale.md). The server refuses a ref whose old value is not what it holds (the cache was
+// wiped or is from an older agent, a push went through but its answer was lost, another agent runs under the same
+// device name): only then do we ask the server (one receive-pack advertisement, and the notes ref fetched when its
+// tip is not ours), rebuild on what it holds, and push again. The shared refs/notes/keystone of earlier agents is
+// never written (status-notes-read.ts reads it for history).
 //
-// For a local repository path the note is written straight into that repository, on the same per-device ref.
+// For a local repository path the note and the rollout refs are written straight into that repository.
 import { existsSync, statSync } from 'node:fs';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
@@ -21,6 +27,8 @@ import { headCompletingHttp } from '../source/git-head-advertisement.js';
 import { gitHttpAgent } from '../source/git-http-agent.js';
 import { DEVICE_NOTES_PREFIX, deviceNotesRef, deviceOfContext } from './device-notes-ref.js';
 import { findNote, resolveRefIfAny, setNote } from './notes-tree.js';
+import { pushRefs, receivePackRefs, ZERO_OID, type RefUpdate, type RefUpdateResult } from './receive-pack-push.js';
+import { parseRolloutRef, ROLLOUT_PREFIX, rolloutRef } from './rollout-refs.js';
 import { redactUrl } from '../source/git-repo-location.js';
 import { mergeStatusNote } from './status-note.js';
 
@@ -37,7 +45,7 @@ export interface GitNotesReporterOptions {
   name?: string;
   /** Per delivery (all its fetches and pushes); default 30 s. */
   timeoutMs?: number;
-  /** Push attempts when the server holds a tip of this device's ref that the cache lacks; default 5. */
+  /** Push attempts when the server holds other values of this device's refs than the cache says; default 5. */
   pushAttempts?: number;
   /** Author and committer of the notes commits; default `Keystone <keystone@localhost>`. */
   author?: { name: string; email: string };
@@ -45,7 +53,10 @@ export interface GitNotesReporterOptions {
   now?: () => number;
 }
 
-/** Where fetch() records a device ref's remote tip: kept apart from the ref we build on. */
+/**
+ * The server's value of a device's notes ref as last seen (pushed, fetched or advertised): the `old` of the next push.
+ * Kept apart from the ref we build on, which runs ahead of the server while a push fails. fetch() writes it too.
+ */
 const TRACKING_PREFIX = 'refs/remotes/origin/keystone-devices/';
 
 export class GitNotesReporter implements StatusReporter {
@@ -81,10 +92,18 @@ export class GitNotesReporter implements StatusReporter {
   private async deliverLocal(s: CommitStatus): Promise<void> {
     const gitdir = localGitdir(this.opts.repository);
     if (!gitdir) throw new StatusDeliveryError('KS_STATUS_GIT_FAILED', `${this.opts.repository} is not a Git repository`);
-    const ref = deviceNotesRef(deviceOfContext(s.context));
+    const device = deviceOfContext(s.context);
+    const ref = deviceNotesRef(device);
     try {
       const tip = await resolveRefIfAny(gitdir, ref);
-      await git.writeRef({ fs, gitdir, ref, value: await this.noteCommit(gitdir, tip, s), force: true });
+      const next = await this.noteCommit(gitdir, tip, s);
+      await git.writeRef({ fs, gitdir, ref, value: next, force: true });
+      if (!s.rollout) return;
+      const own = await rolloutRefsOf(gitdir, device);
+      for (const u of rolloutUpdates(s, device, next, own)) {
+        if (u.new === ZERO_OID) await git.deleteRef({ fs, gitdir, ref: u.ref });
+        else await git.writeRef({ fs, gitdir, ref: u.ref, value: u.new, force: true });
+      }
     } catch (e) {
       throw this.gitError(`writing the note for ${s.commit.slice(0, 12)} in ${this.opts.repository}`, e);
     }
@@ -94,35 +113,89 @@ export class GitNotesReporter implements StatusReporter {
 
   private async deliverRemote(s: CommitStatus): Promise<void> {
     const gitdir = this.opts.cacheDir as string;
-    const ref = deviceNotesRef(deviceOfContext(s.context));
+    const device = deviceOfContext(s.context);
+    const ref = deviceNotesRef(device);
+    const tracking = `${TRACKING_PREFIX}${ref.slice(DEVICE_NOTES_PREFIX.length)}`;
     const what = `notes for ${s.commit.slice(0, 12)} at ${redactUrl(this.opts.repository)}`;
     const deadline = new Deadline(this.timeoutMs, what);
     try {
       await deadline.run(async () => {
         await this.prepareCache(gitdir);
-        const http = timedHttpClient(deadline.signal);
-        // Our own last notes commit: in the steady state the server has exactly it, so no fetch is needed.
-        let tip = await resolveRefIfAny(gitdir, ref);
+        const remote = { url: this.opts.repository, headers: this.authHeaders(), signal: deadline.signal };
+        // Our own last notes commit, and what the server holds of our refs: in the steady state the server has
+        // exactly that, so the push needs nothing else. A cache of an earlier agent has no tracking ref: its pushes
+        // left the server at our tip.
+        let base = await resolveRefIfAny(gitdir, ref);
+        let serverNotes = (await resolveRefIfAny(gitdir, tracking)) ?? base;
+        let serverRollout = await rolloutRefsOf(gitdir, device);
+        let next: string | undefined;
+        let moved: string[] = [];
         for (let attempt = 1; attempt <= this.pushAttempts; attempt++) {
-          const next = await this.noteCommit(gitdir, tip, s);
-          // Written before the push: a push that fails keeps the line locally, and the next report carries it.
-          await git.writeRef({ fs, gitdir, ref, value: next, force: true });
-          try {
-            await git.push({ fs, http, gitdir, url: this.opts.repository, ref, remoteRef: ref, headers: this.authHeaders() });
-            return;
-          } catch (e) {
-            // The server's tip is not our ancestor (isomorphic-git refuses, or lacks the object to tell), or the
-            // server refused: take the server's tip of this one ref and build on it.
-            if (!isPushConflict(e)) throw e;
+          if (next === undefined) {
+            next = await this.noteCommit(gitdir, base, s);
+            // Written before the push: a push that fails keeps the line locally, and the next report carries it.
+            await git.writeRef({ fs, gitdir, ref, value: next, force: true });
           }
-          // Absent there (it refused for another reason, or lost the ref): keep building on ours.
-          tip = (await this.fetchTip(gitdir, http, ref)) ?? tip;
+          const updates: RefUpdate[] = [];
+          if (serverNotes !== next) updates.push({ ref, old: serverNotes ?? ZERO_OID, new: next });
+          if (s.rollout) updates.push(...rolloutUpdates(s, device, next, serverRollout));
+          if (updates.length === 0) return; // all there already (a push whose answer was lost)
+          const results = await pushRefs({ ...remote, gitdir, updates });
+          // What went through is on the server now, whatever happened to the rest.
+          for (const [i, r] of results.entries()) {
+            if (r.status !== 'ok') continue;
+            const u = updates[i] as RefUpdate;
+            if (u.ref === ref) {
+              serverNotes = u.new;
+              await git.writeRef({ fs, gitdir, ref: tracking, value: u.new, force: true });
+            } else serverRollout = await this.recordRollout(gitdir, serverRollout, u.ref, u.new);
+          }
+          const refused = results.filter((r): r is Exclude<RefUpdateResult, { status: 'ok' }> => r.status !== 'ok');
+          if (refused.length === 0) return;
+          moved = refused.map((r) => r.ref);
+          const rejected = refused.find((r) => r.status === 'rejected');
+          if (rejected) throw new StatusDeliveryError('KS_STATUS_REJECTED', `${what}: the server refused ${rejected.ref}: ${rejected.reason}`);
+          if (attempt === this.pushAttempts) break;
+          // Stale: the server holds other values than we thought. Learn them, and rebuild only what needs it.
+          const held = await receivePackRefs({ ...remote, wanted: (r) => r === ref || parseRolloutRef(r)?.device === device });
+          for (const [r, oid] of serverRollout) if (held.get(r) !== oid) serverRollout = await this.recordRollout(gitdir, serverRollout, r, held.get(r));
+          for (const [r, oid] of held) if (r !== ref && serverRollout.get(r) !== oid) serverRollout = await this.recordRollout(gitdir, serverRollout, r, oid);
+          const theirs = held.get(ref);
+          if (theirs === serverNotes) continue;
+          if (theirs === undefined || theirs === next || (await isAncestor(gitdir, theirs, next))) {
+            // Lost there (a server restored from a backup), or behind our tip: push ours on top of what it holds.
+            serverNotes = theirs;
+            if (theirs === undefined) await git.deleteRef({ fs, gitdir, ref: tracking });
+            else await git.writeRef({ fs, gitdir, ref: tracking, value: theirs, force: true });
+            continue;
+          }
+          // A tip we do not have, or not behind ours: take it and build on it.
+          const fetched = await this.fetchTip(gitdir, timedHttpClient(deadline.signal), ref);
+          serverNotes = fetched;
+          if (fetched !== undefined) {
+            base = fetched;
+            next = undefined;
+          }
         }
-        throw new StatusDeliveryError('KS_STATUS_CONFLICT', `${what}: ${ref} moved under us ${this.pushAttempts} times (another agent with this device name?); will try again later`);
+        throw new StatusDeliveryError('KS_STATUS_CONFLICT', `${what}: ${moved.join(', ')} moved under us ${this.pushAttempts} times (another agent with this device name?); will try again later`);
       });
     } catch (e) {
       throw this.gitError(what, e);
     }
+  }
+
+  /** Records the server's value of one of our rollout refs in the cache (undefined: it has none); returns the new map. */
+  private async recordRollout(gitdir: string, known: ReadonlyMap<string, string>, ref: string, oid: string | undefined): Promise<Map<string, string>> {
+    const next = new Map(known);
+    if (oid === undefined || oid === ZERO_OID) {
+      next.delete(ref);
+      await git.deleteRef({ fs, gitdir, ref });
+    } else {
+      next.set(ref, oid);
+      // Only an id: the object need not be in the cache, since the push uses it as an old value and nothing reads it.
+      await git.writeRef({ fs, gitdir, ref, value: oid, force: true });
+    }
+    return next;
   }
 
   private async prepareCache(gitdir: string): Promise<void> {
@@ -169,7 +242,10 @@ export class GitNotesReporter implements StatusReporter {
 
   /** Coded, and without the token whatever the library put in its message. */
   private gitError(what: string, e: unknown): StatusDeliveryError {
-    if (e instanceof StatusDeliveryError) return new StatusDeliveryError(e.code, this.redact(e.message), e.data, { cause: e.cause });
+    if (e instanceof StatusDeliveryError) {
+      const message = e.message.startsWith(what) ? e.message : `${what}: ${e.message}`;
+      return new StatusDeliveryError(e.code, this.redact(message), e.data, { cause: e.cause });
+    }
     const detail = this.redact(e instanceof Error ? e.message : String(e));
     if (e instanceof Errors.HttpError) return httpDeliveryError(what, e.data.statusCode, this.redact(e.data.statusMessage));
     const code = (e as { code?: unknown }).code;
@@ -197,8 +273,45 @@ function localGitdir(path: string): string | undefined {
   return undefined;
 }
 
-function isPushConflict(e: unknown): boolean {
-  return e instanceof Errors.PushRejectedError || e instanceof Errors.GitPushError || e instanceof Errors.NotFoundError;
+/** This device's rollout refs in `gitdir`, any wave, with their values. */
+async function rolloutRefsOf(gitdir: string, device: string): Promise<Map<string, string>> {
+  const refs = new Map<string, string>();
+  for (const rest of await git.listRefs({ fs, gitdir, filepath: ROLLOUT_PREFIX.replace(/\/$/, '') })) {
+    const ref = `${ROLLOUT_PREFIX}${rest}`;
+    if (parseRolloutRef(ref)?.device !== device) continue;
+    const oid = await resolveRefIfAny(gitdir, ref);
+    if (oid !== undefined) refs.set(ref, oid);
+  }
+  return refs;
+}
+
+/**
+ * The rollout ref updates of a status, given this device's rollout refs as they stand (`own`): its ref for this
+ * commit set to the notes commit `next`, and deleted every other one whose commit it does not keep. Its refs for
+ * this commit in another state or wave go too: one state per device and commit, or a reader could count it twice.
+ */
+function rolloutUpdates(s: CommitStatus, device: string, next: string, own: ReadonlyMap<string, string>): RefUpdate[] {
+  if (!s.rollout) return [];
+  const { wave, state, keep } = s.rollout;
+  const target = rolloutRef({ wave, device, commit: s.commit, state });
+  const updates: RefUpdate[] = [];
+  if (own.get(target) !== next) updates.push({ ref: target, old: own.get(target) ?? ZERO_OID, new: next });
+  for (const [ref, oid] of own) {
+    const commit = parseRolloutRef(ref)?.commit;
+    if (ref !== target && (commit === s.commit || !keep.includes(commit as string))) updates.push({ ref, old: oid, new: ZERO_OID });
+  }
+  return updates;
+}
+
+/** Whether `ancestor` is behind `tip` in the cache; false when the cache lacks it (it cannot be ours then). */
+async function isAncestor(gitdir: string, ancestor: string, tip: string): Promise<boolean> {
+  try {
+    await git.readCommit({ fs, gitdir, oid: ancestor });
+    return await git.isDescendent({ fs, gitdir, oid: tip, ancestor, depth: -1 });
+  } catch (e) {
+    if (e instanceof Errors.NotFoundError || e instanceof Errors.ObjectTypeError) return false;
+    throw e;
+  }
 }
 
 

@@ -116,6 +116,7 @@ export class StatusOutbox {
         context: status.context,
         ...(status.targetUrl !== undefined && { targetUrl: status.targetUrl }),
         ...(status.fields !== undefined && Object.keys(status.fields).length > 0 && { fields: { ...status.fields } }),
+        ...(status.rollout !== undefined && { rollout: { ...status.rollout, keep: [...status.rollout.keep] } }),
         createdAt: status.at,
       })),
     );
@@ -235,6 +236,7 @@ export class StatusOutbox {
       context: entry.context,
       ...(entry.targetUrl !== undefined && { targetUrl: entry.targetUrl }),
       ...(entry.fields !== undefined && { fields: entry.fields }),
+      ...(entry.rollout !== undefined && { rollout: entry.rollout }),
       at: entry.createdAt,
     };
     const fields = { reporter: reporter.name, commit: entry.commit, state: entry.state, attempts: entry.attempts + 1 };

@@ -149,6 +149,30 @@ export const MIGRATIONS: readonly Migration[] = [
     // A migration once committed is never edited: state databases at version 6 exist.
     sql: `ALTER TABLE applied_revision ADD COLUMN identity TEXT;`,
   },
+  {
+    version: 8,
+    name: 'rollouts: the rollout ref a status carries, the first success seen of a wave, the plans that ran well here',
+    // rollout: JSON {wave, state, keep} of a status (SPEC §14), NULL when the fleet has no [rollout].
+    // rollout_observations: when this device first saw, for a commit, a success of a wave (wave = its name) or a wave
+    // with no device known in it (wave = `empty:<name>`), on the Git host's clock: the bake and an empty wave's turn
+    // are measured from it, and an agent restarted mid-rollout keeps its place.
+    // good_states: digests of the desired states this device applied successfully (a revert to one is not held).
+    sql: `
+      ALTER TABLE status_outbox ADD COLUMN rollout TEXT;
+      CREATE TABLE rollout_observations (
+        revision          TEXT    NOT NULL,
+        wave              TEXT    NOT NULL,
+        first_success_at  INTEGER NOT NULL,
+        recorded_at       INTEGER NOT NULL,
+        PRIMARY KEY (revision, wave)
+      ) STRICT;
+      CREATE TABLE good_states (
+        digest    TEXT    PRIMARY KEY,
+        revision  TEXT    NOT NULL,
+        at        INTEGER NOT NULL
+      ) STRICT;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.reduce((v, m) => Math.max(v, m.version), 0);

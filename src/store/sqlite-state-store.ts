@@ -13,6 +13,7 @@ import type { StateStore } from './state-store.js';
 import { StateStoreError } from './state-store-error.js';
 import { StatusOutboxTable, type OutboxCounts, type OutboxEntry, type OutboxInput } from './status-outbox-table.js';
 import { SyncSuspensionTable, type SyncSuspension } from './sync-suspension.js';
+import { RolloutMemory } from './rollout-memory.js';
 import { UnitSpecs } from './unit-specs.js';
 
 export class SqliteStateStore implements StateStore {
@@ -23,6 +24,7 @@ export class SqliteStateStore implements StateStore {
   private readonly rollbacks;
   private readonly suspension;
   private readonly outbox;
+  private readonly rollouts;
   private readonly dataVersion;
 
   constructor(
@@ -39,6 +41,7 @@ export class SqliteStateStore implements StateStore {
     this.rollbacks = new GroupRollbacks(ctx);
     this.suspension = new SyncSuspensionTable(ctx);
     this.outbox = new StatusOutboxTable(ctx);
+    this.rollouts = new RolloutMemory(ctx);
     this.dataVersion = db.prepare('PRAGMA data_version').pluck();
   }
 
@@ -178,6 +181,22 @@ export class SqliteStateStore implements StateStore {
 
   syncSuspension(): SyncSuspension | undefined {
     return this.suspension.get();
+  }
+
+  firstSuccessSeen(revision: string, wave: string): number | undefined {
+    return this.rollouts.firstSuccessSeen(revision, wave);
+  }
+
+  recordFirstSuccess(revision: string, wave: string, at: number): void {
+    this.rollouts.recordFirstSuccess(revision, wave, at);
+  }
+
+  goodState(digest: string): string | undefined {
+    return this.rollouts.goodState(digest);
+  }
+
+  recordGoodState(digest: string, revision: string, at: number): void {
+    this.rollouts.recordGoodState(digest, revision, at);
   }
 
   setSyncSuspension(s: SyncSuspension | undefined): void {

@@ -95,6 +95,15 @@ export interface StateStore {
   /** Suspends (or, with undefined, resumes) the Git sync. */
   setSyncSuspension(s: SyncSuspension | undefined): void;
 
+  // Rollouts (SPEC §14).
+  /** When this device first saw a success of `wave` for the commit (ms, the Git host's clock). */
+  firstSuccessSeen(revision: string, wave: string): number | undefined;
+  /** The first observation wins. */
+  recordFirstSuccess(revision: string, wave: string, at: number): void;
+  /** The revision that last ran the desired state with this digest successfully, if any did. */
+  goodState(digest: string): string | undefined;
+  recordGoodState(digest: string, revision: string, at: number): void;
+
   // The status outbox: rows are written before delivery is tried, and finished rows are pruned to a retention.
   /** Inserts the entries in one transaction, each open and due at its createdAt; returns their ids in order. */
   enqueueOutbox(entries: OutboxInput[]): number[];

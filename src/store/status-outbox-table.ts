@@ -16,6 +16,8 @@ export interface OutboxEntry {
   targetUrl?: string;
   /** The status's fields (target, wave). */
   fields?: Record<string, string>;
+  /** The status's rollout ref (SPEC §14). */
+  rollout?: { wave: string; state: 'held' | 'applying' | 'success' | 'failure' | 'error' | 'halted'; keep: string[] };
   /** ms */
   createdAt: number;
   attempts: number;
@@ -26,7 +28,7 @@ export interface OutboxEntry {
   deliveredAt?: number;
 }
 
-export type OutboxInput = Pick<OutboxEntry, 'reporter' | 'commit' | 'state' | 'description' | 'context' | 'targetUrl' | 'fields' | 'createdAt'>;
+export type OutboxInput = Pick<OutboxEntry, 'reporter' | 'commit' | 'state' | 'description' | 'context' | 'targetUrl' | 'fields' | 'rollout' | 'createdAt'>;
 
 export interface OutboxCounts {
   /** Still to be delivered. */
@@ -45,6 +47,7 @@ const outboxInputSchema = z.object({
   context: z.string().min(1),
   targetUrl: z.string().min(1).optional(),
   fields: z.record(z.string(), z.string()).optional(),
+  rollout: z.object({ wave: z.string().min(1), state: z.enum(['held', 'applying', 'success', 'failure', 'error', 'halted']), keep: z.array(z.string().regex(/^[0-9a-f]{40}$/)) }).optional(),
   createdAt: timeSchema,
 });
 const outboxEntrySchema = outboxInputSchema.extend({
@@ -57,13 +60,13 @@ const outboxEntrySchema = outboxInputSchema.extend({
 const outboxRetrySchema = z.object({ attempts: z.int().nonnegative(), nextAttemptAt: timeSchema, lastError: z.string() });
 const outboxGiveUpSchema = z.object({ attempts: z.int().nonnegative(), lastError: z.string().min(1) });
 
-const OUTBOX_COLUMNS = 'id, reporter, "commit", state, description, context, target_url, fields, created_at, attempts, next_attempt_at, last_error, delivered_at';
+const OUTBOX_COLUMNS = 'id, reporter, "commit", state, description, context, target_url, fields, rollout, created_at, attempts, next_attempt_at, last_error, delivered_at';
 
 function prepareOutbox(db: Sqlite.Database) {
   const p = (sql: string) => db.prepare(sql);
   return {
-    insert: p(`INSERT INTO status_outbox (reporter, "commit", state, description, context, target_url, fields, created_at, next_attempt_at)
-               VALUES (@reporter, @commit, @state, @description, @context, @targetUrl, @fields, @createdAt, @createdAt) RETURNING id`).pluck(),
+    insert: p(`INSERT INTO status_outbox (reporter, "commit", state, description, context, target_url, fields, rollout, created_at, next_attempt_at)
+               VALUES (@reporter, @commit, @state, @description, @context, @targetUrl, @fields, @rollout, @createdAt, @createdAt) RETURNING id`).pluck(),
     heads: p(`SELECT ${OUTBOX_COLUMNS} FROM status_outbox o WHERE next_attempt_at IS NOT NULL
                 AND id = (SELECT min(id) FROM status_outbox h WHERE h.reporter = o.reporter AND h."commit" = o."commit" AND h.next_attempt_at IS NOT NULL)
               ORDER BY id`),
@@ -94,7 +97,7 @@ export class StatusOutboxTable {
 
   enqueue(entries: OutboxInput[]): number[] {
     const rows = entries.map((e, i) => checked(outboxInputSchema, e, `outbox entry #${i}`));
-    return this.ctx.transaction(() => rows.map((r) => this.o.insert.get({ ...r, targetUrl: orNull(r.targetUrl), fields: r.fields ? JSON.stringify(r.fields) : null }) as number));
+    return this.ctx.transaction(() => rows.map((r) => this.o.insert.get({ ...r, targetUrl: orNull(r.targetUrl), fields: r.fields ? JSON.stringify(r.fields) : null, rollout: r.rollout ? JSON.stringify(r.rollout) : null }) as number));
   }
 
   heads(): OutboxEntry[] {
@@ -147,6 +150,7 @@ export class StatusOutboxTable {
         context: row.context,
         targetUrl: row.target_url,
         fields: typeof row.fields === 'string' ? parseFields(row.fields) : undefined,
+        rollout: typeof row.rollout === 'string' ? parseFields(row.rollout) : undefined,
         createdAt: row.created_at,
         attempts: row.attempts,
         nextAttemptAt: row.next_attempt_at,

@@ -24,4 +24,11 @@ describe('keystonectl status with a composite', () => {
     expect(out.split('\n')[1]).toBe('*** app: this revision could not update it; rolled back to the previous members until another revision ***');
     expect(renderStatus([], { id: 'dir:abc', rolledBack: [] }, NOW)).not.toContain('could not update');
   });
+
+  it('names the commits held at the rollout gate and why (SPEC §14)', () => {
+    const held = { revision: 'c'.repeat(40), target: 'all', wave: 'early', reason: 'held: waiting for wave canary (0 of 1 successes)', checkedAt: since };
+    const out = renderStatus([], { id: 'a'.repeat(40), planFile: 'plans/p.toml', rollout: [held] }, NOW);
+    expect(out.split('\n')[1]).toBe(`commit ${'c'.repeat(12)} (wave early): held: waiting for wave canary (0 of 1 successes)`);
+    expect(renderStatus([], { id: 'a'.repeat(40), rollout: [] }, NOW)).not.toContain('wave');
+  });
 });

@@ -1,29 +1,17 @@
 // The README's fleet walkthrough, run as written (examples/fleet/walkthrough.sh): three real agents on two targets
 // from one repository over smart HTTP, one push, the fleet view, and a pull request's dry run for both targets.
 import { execFile } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../support/example-repo.js';
 import { freePorts } from '../support/stack-fixture.js';
+import { processesMentioning } from '../support/leftover-processes.js';
 
 const run = promisify(execFile);
 
-/** Live processes whose command line names `text` (the agents name their state directories). */
-function processesMentioning(text: string): string[] {
-  return readdirSync('/proc')
-    .filter((p) => /^\d+$/.test(p))
-    .flatMap((p) => {
-      try {
-        const cmd = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0').join(' ');
-        return cmd.includes(text) ? [`${p} ${cmd}`] : [];
-      } catch {
-        return [];
-      }
-    });
-}
 const work = mkdtempSync(join(tmpdir(), 'keystone-walkthrough-'));
 // Traversable, as a user's working directory is: the components run as nobody under it.
 chmodSync(work, 0o755);

@@ -52,6 +52,8 @@ export function registerRevisionRoutes(server: FastifyInstance, ctx: ApiContext)
       appliedAt: iso(r.appliedAt),
       // What the device follows, and whether a forced manual apply holds the Git sync (until POST /v1/resume).
       sync: syncView(ctx),
+      // Newer commits held at the rollout gate (SPEC §14), newest first, each with why: `held: waiting for wave …`.
+      rollout: (ctx.agent.rolloutHolds?.() ?? []).map((h) => ({ revision: h.revision, target: h.target ?? null, wave: h.wave, reason: h.reason, checkedAt: iso(h.checkedAt) })),
       // Composites this revision could not update: rolled back, and held at their previous members until another revision.
       rolledBack: ctx.agent.store.groupRollbacks?.() ?? [],
       // What this device allows any recipe (SPEC §5 device policy): what a revision was checked against.

@@ -104,6 +104,7 @@ export function followGit(agent: Agent, opts: GitFollowOptions): GitFollowing {
     context: statusContext(opts.device),
     now: opts.now,
     silent: (id) => rollbacks.has(id),
+    rolloutKeep: () => agent.rolloutKeep(),
     onFailure: (failed) => {
       if (opts.onFailure !== 'rollback' || rollbacks.has(failed)) return undefined;
       const good = lastGoodCommit(agent.store, failed);

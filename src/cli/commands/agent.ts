@@ -32,6 +32,8 @@ import { deviceNameProblem, formatLabels, labelsFromArgs, type Labels } from '..
 import { parseGitRepo } from '../../source/git-repo-location.js';
 import { TRUST_OPTIONS, trustSetting } from '../trust-args.js';
 import { followGit, secretFrom } from './agent-git.js';
+import { RolloutGate, type RolloutRecall } from '../../agent/rollout-gate.js';
+import { refListerFor } from '../../source/ref-lister.js';
 
 export const AGENT_USAGE =
   'keystone agent (--repo URL|PATH [--ref main] [--poll 60s] [--git-token-file F] | --dir PATH) [--plan PLAN]\n' +
@@ -221,8 +223,20 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
     stateDirLock.release();
     throw listenFailed(listen && formatListenAddress(listen), undefined, e);
   }
+  // Staged rollouts (SPEC §14) read the fleet's rollout refs where the Git notes go: the reports repository, else
+  // the followed one. A device that sends no Git notes cannot take part: it holds such commits and says why.
+  const statusNames = (values.status ?? 'git-notes').split(',').map((x) => x.trim()).filter(Boolean);
+  const reportsRepo = statusRepo ?? repo;
+  const rolloutGate =
+    reportsRepo !== undefined && statusNames.includes('git-notes')
+      ? (store: RolloutRecall) =>
+          new RolloutGate({ refs: refListerFor(reportsRepo, { ...(gitToken !== undefined && { token: gitToken }), now: Date.now }), store, now: Date.now, random: Math.random })
+      : undefined;
   const agent = (agentRef = await startAgent({
     stateDirLock,
+    ...(rolloutGate && { rolloutGate }),
+    ...(!rolloutGate && { rolloutUnavailable: 'this device sends no Git notes (--status git-notes), so it cannot see the waves before it' }),
+    gateRecheckMs: pollMs,
     ...(planFile !== undefined && { planFile }),
     fleet: { device, labels },
     stateDir,
@@ -266,7 +280,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
         allowHistoryRewrite: values['allow-history-rewrite'],
         onFailure: values['on-failure'] as 'none' | 'rollback',
         ...(statusRepo !== undefined && { statusRepo }),
-        status: (values.status ?? 'git-notes').split(',').map((x) => x.trim()).filter(Boolean),
+        status: statusNames,
         github: { ...(values['github-repo'] !== undefined && { repo: values['github-repo'] }), ...(githubToken !== undefined && { token: githubToken }), ...(values['github-api'] !== undefined && { apiBase: values['github-api'] }) },
         log: logger,
         random: Math.random,

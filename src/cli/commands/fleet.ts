@@ -1,11 +1,14 @@
-// `keystonectl fleet status`: the fleet's reports for one commit, per target (SPEC §13). Read-only: it reads the
-// devices' Git notes and the commit's fleet.toml, and checks no signature (it changes nothing a device would run).
+// `keystonectl fleet status`: the fleet's reports for one commit, per target (SPEC §13), and per wave when the
+// commit's fleet.toml has a `[rollout]` (SPEC §14). Read-only: it reads the devices' Git notes, their rollout refs and
+// the commit's fleet.toml, and checks no signature (it changes nothing a device would run).
 import { resolve } from 'node:path';
 import { parseGitRepo } from '../../source/git-repo-location.js';
 import { parseArgs } from 'node:util';
 import { OperationError } from '../../core/errors.js';
 import { formatDuration, parseDuration } from '../../core/duration.js';
 import { FLEET_FILE, parseFleet } from '../../core/fleet.js';
+import { rolloutOf, type Rollout } from '../../core/rollout.js';
+import { buildRolloutView, refWaves } from '../../status/fleet-rollout-view.js';
 import { buildFleetView, type ViewTarget } from '../../status/fleet-view.js';
 import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';
 import { renderDiagnosticsText } from '../render/diagnostics-text.js';
@@ -26,21 +29,35 @@ The fleet's reports (each device's Git notes) for one commit, per target of the 
                       ($XDG_CACHE_HOME/keystone/fleet/<sha256 of the URL>, else ~/.cache/...; --cache-dir to move it).
                       Needs the git command. A token from --token-file or KEYSTONE_GIT_TOKEN is sent as the Basic-auth
                       password, as the agent does.
-  --reports URL|PATH  where the devices report, when not to --repo (agents run with --status-repo): the notes are
-                      read there (a remote: one fetch of every notes ref), the commit and fleet.toml from --repo
+  --reports URL|PATH  where the devices report, when not to --repo (agents run with --status-repo): the notes and
+                      rollout refs are read there (a remote: one fetch of every notes and rollout ref), the commit
+                      and fleet.toml from --repo
   --ref BRANCH        the branch (default: main; for a local repository, HEAD)
   --commit REF        the commit to show (default: the tip of --ref)
   --silent-after D    a device known to the fleet with no report on the commit, and none at all since the first
                       report on it (or the commit's time), is silent once D has passed (Go duration; default 10m)
-  --devices           one line per device: name, target, state (or "on <commit>", "silent"), time, description
+  --devices           one line per device: name, target, (wave,) state (or "on <commit>", "silent"), time, description
   --json              { commit, ref, fleetFile, silentAfter, silentSince, silenceCounts,
                         targets: [{ name, plan, devices, success, failure, pending, error, otherCommit, silent,
                                     waiting, members }],
-                        devices: [{ device, target, state, commit, relation, at, description }] }
+                        devices: [{ device, target, wave?, state, commit, relation, at, description }],
+                        rollout?: { commit, waves: [{ name, percent?, named?: { selector?, devices? }, devices,
+                                    success, failed, applying, held, firstSuccessAt?, bakeLeftMs?, waitingFor?,
+                                    state }], halted?: { wave, failed, of }, bake, minSuccess,
+                                    abortFailurePercent } }
                       state: success|failure|pending|error|other-commit|silent|waiting; relation (of another commit):
-                      older|newer|unknown, else null
+                      older|newer|unknown, else null. rollout, and each device's wave (null: unknown), only when the
+                      commit's fleet.toml has a [rollout]
   --format markdown   tables for a pull-request comment or a CI summary
   --depth N           remote only: the history fetched (default 1; more tells older commits from other ones)
+
+Rollouts: per wave of the commit's [rollout], from the devices' rollout refs (refs/keystone-rollout/...): devices
+known in the wave (a ref on any commit), applied (success), failed (failure, error), applying, held (held, halted),
+the bake left before the next wave applies, and the wave's state: done, baking, applying, waiting (for an earlier
+wave's successes or bake) or halted (more than abort_failure_percent of a wave failed: "halted at canary: 3 of 20
+failed"; every later wave is halted too). The bake left is an estimate: from the oldest success report of the wave,
+stamped by that device's own clock, to the time of this read; each device times its own bake on the Git host's
+clock, so it may open the next wave somewhat earlier or later than the estimate says.
 
 Signatures are not checked: this view only reads. Exit codes: 0 printed, 1 the remote could not be read,
 2 bad input (a bad flag, an unknown ref or commit, a URL with credentials). A fleet.toml that does not parse is
@@ -59,7 +76,11 @@ export async function fleet(argv: string[], io: CliIo): Promise<number> {
 
 async function fleetStatus(argv: string[], io: CliIo): Promise<number> {
   // isomorphic-git and the agent's Git wiring cost ~100 ms to load: only for this command, not every keystonectl run.
-  const [{ openFleetRepository, openReportsRepository, readFleetReports, UnknownRefError }, { secretFrom }] = await Promise.all([import('../../status/fleet-reports-read.js'), import('./agent-git.js')]);
+  const [{ openFleetRepository, openReportsRepository, readFleetReports, UnknownRefError }, { readRolloutRefs }, { secretFrom }] = await Promise.all([
+    import('../../status/fleet-reports-read.js'),
+    import('../../status/fleet-rollout-read.js'),
+    import('./agent-git.js'),
+  ]);
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -146,6 +167,7 @@ async function fleetStatus(argv: string[], io: CliIo): Promise<number> {
 
   let targets: ViewTarget[] | undefined;
   let invalidFleet: unknown[] | undefined;
+  let rollout: Rollout | undefined;
   if (read.fleetText !== undefined) {
     const parsed = parseFleet(FLEET_FILE, read.fleetText);
     if (!parsed.fleet) {
@@ -156,24 +178,37 @@ async function fleetStatus(argv: string[], io: CliIo): Promise<number> {
         renderDiagnosticsText(`${FLEET_FILE} at ${opened.commit.slice(0, 12)}`, parsed.diagnostics).replace(/; nothing was changed\n/, '; its devices are grouped by the targets they reported\n'),
       );
       targets = [];
-    } else targets = parsed.fleet.targets.map((t) => ({ name: t.name, plan: t.plan, ...(t.devices && { devices: t.devices }) }));
+    } else {
+      targets = parsed.fleet.targets.map((t) => ({ name: t.name, plan: t.plan, ...(t.devices && { devices: t.devices }) }));
+      if (parsed.fleet.rollout) rollout = rolloutOf(parsed.fleet.rollout);
+    }
   }
+  const now = nowMs(io);
+  // Only with a [rollout]: a fleet without one keeps its view (and its JSON) as it was. The refs come from where the
+  // notes do; the remote's arrived with them, in the one fetch.
+  const refs = rollout ? await readRolloutRefs(notesGitdir, io.env) : undefined;
+  const rolloutView = rollout && refs && buildRolloutView({ commit: opened.commit, commitTime: read.commitTime, rollout, refs, reports: read.reports, now });
   const view = buildFleetView({
     commit: opened.commit,
     commitTime: read.commitTime,
     ...(targets && { targets }),
     reports: read.reports,
-    now: nowMs(io),
+    now,
     silentAfterMs,
     ancestry: read.ancestry,
+    ...(refs && { waves: refWaves(refs, opened.commit) }),
   });
   const meta = { label: opened.label, silentAfter: values['silent-after'] };
   if (values.json) {
     const { commit, fleetFile, silentSince, silenceCounts, targets: groups, devices } = view;
     io.stdout.write(
-      JSON.stringify({ commit, ref: opened.label, fleetFile, ...(invalidFleet && { fleetFileErrors: invalidFleet }), silentAfter: formatDuration(silentAfterMs), silentSince, silenceCounts, targets: groups, devices }, null, 2) + '\n',
+      JSON.stringify(
+        { commit, ref: opened.label, fleetFile, ...(invalidFleet && { fleetFileErrors: invalidFleet }), silentAfter: formatDuration(silentAfterMs), silentSince, silenceCounts, targets: groups, devices, ...(rolloutView && { rollout: rolloutView }) },
+        null,
+        2,
+      ) + '\n',
     );
-  } else if (values.format === 'markdown') io.stdout.write(renderFleetStatusMarkdown(view, meta));
-  else io.stdout.write(renderFleetStatusText(view, meta, { devices: values.devices }));
+  } else if (values.format === 'markdown') io.stdout.write(renderFleetStatusMarkdown(view, meta, rolloutView));
+  else io.stdout.write(renderFleetStatusText(view, meta, { devices: values.devices, ...(rolloutView && { rollout: rolloutView }) }));
   return EXIT.OK;
 }

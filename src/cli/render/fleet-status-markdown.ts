@@ -1,6 +1,8 @@
-// The fleet view for a pull-request comment or a CI job summary: a summary table, then a table per target.
+// The fleet view for a pull-request comment or a CI job summary: a summary table, the rollout's waves when the
+// commit has a `[rollout]`, then a table per target.
+import type { RolloutView } from '../../status/fleet-rollout-view.js';
 import type { FleetView } from '../../status/fleet-view.js';
-import { deviceStateText, short, sinceText, type FleetStatusMeta } from './fleet-status-text.js';
+import { BAKE_ESTIMATE_NOTE, bakeText, deviceStateText, haltedText, rolloutSettingsText, short, sinceText, waveRule, waveStateText, type FleetStatusMeta } from './fleet-status-text.js';
 import { utc } from './status-table.js';
 
 // Whatever reaches a cell came from a ref, a note or fleet.toml, which anyone who can push may write: no control
@@ -9,7 +11,22 @@ const plain = (s: string) => s.replace(/\p{Cc}/gu, ' ').replace(/\|/g, '\\|');
 const code = (s: string) => '`' + plain(s).replace(/`/g, "'") + '`';
 const cell = (s: string) => plain(s);
 
-export function renderFleetStatusMarkdown(view: FleetView, meta: FleetStatusMeta): string {
+function rolloutSection(r: RolloutView): string[] {
+  const halted = haltedText(r);
+  return [
+    '',
+    `#### Rollout of ${code(short(r.commit))}`,
+    '',
+    `${cell(rolloutSettingsText(r))}.${halted ? ` **${cell(halted)}**.` : ''}`,
+    '',
+    '| wave | rule | devices | applied | failed | applying | held | bake left | state |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    ...r.waves.map((w) => `| ${cell(w.name)} | ${cell(waveRule(w))} | ${w.devices} | ${w.success} | ${w.failed} | ${w.applying} | ${w.held} | ${bakeText(w)} | ${cell(waveStateText(w))} |`),
+    ...(r.waves.some((w) => w.bakeLeftMs !== undefined) ? ['', `_${cell(BAKE_ESTIMATE_NOTE)}._`] : []),
+  ];
+}
+
+export function renderFleetStatusMarkdown(view: FleetView, meta: FleetStatusMeta, rollout?: RolloutView): string {
   const out = [
     `### Keystone fleet status: ${code(short(view.commit))} (${code(meta.label)})`,
     '',
@@ -18,7 +35,10 @@ export function renderFleetStatusMarkdown(view: FleetView, meta: FleetStatusMeta
     '| target | plan | devices | success | failure | pending | error | other commit | silent | waiting |',
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...view.targets.map((t) => `| ${cell(t.name)} | ${t.plan ? code(t.plan) : '-'} | ${t.devices} | ${t.success} | ${t.failure} | ${t.pending} | ${t.error} | ${t.otherCommit} | ${t.silent} | ${t.waiting} |`),
+    ...(rollout ? rolloutSection(rollout) : []),
   ];
+  // The wave column only with a rollout: without one the tables stay as they always were.
+  const waves = rollout !== undefined;
   for (const t of view.targets) {
     const members = view.devices.filter((d) => d.target === t.name);
     out.push('', `#### ${cell(t.name)}${t.plan ? ` (${code(t.plan)})` : ''}`, '');
@@ -26,8 +46,8 @@ export function renderFleetStatusMarkdown(view: FleetView, meta: FleetStatusMeta
       out.push('_no devices_');
       continue;
     }
-    out.push('| device | state | time | description |', '| --- | --- | --- | --- |');
-    for (const d of members) out.push(`| ${code(d.device)} | ${cell(deviceStateText(d))} | ${d.at ? utc(Date.parse(d.at)) : '-'} | ${cell(d.description)} |`);
+    out.push(waves ? '| device | wave | state | time | description |' : '| device | state | time | description |', waves ? '| --- | --- | --- | --- | --- |' : '| --- | --- | --- | --- |');
+    for (const d of members) out.push(`| ${code(d.device)} |${waves ? ` ${d.wave ? cell(d.wave) : '-'} |` : ''} ${cell(deviceStateText(d))} | ${d.at ? utc(Date.parse(d.at)) : '-'} | ${cell(d.description)} |`);
   }
   return out.join('\n') + '\n';
 }

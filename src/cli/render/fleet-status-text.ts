@@ -1,5 +1,9 @@
 // The fleet view for a terminal: one row per target with its counts, the devices not on the commit named under
-// it, and with --devices one line per device. Columns are padded so the table reads in a terminal and a CI log.
+// it, the waves of the commit's rollout when it has one, and with --devices one line per device. Columns are padded
+// so the table reads in a terminal and a CI log.
+import { formatDuration, parseDuration } from '../../core/duration.js';
+import { describeRollout } from '../../core/rollout.js';
+import type { RolloutView, WaveView } from '../../status/fleet-rollout-view.js';
 import type { DeviceView, FleetView, TargetView } from '../../status/fleet-view.js';
 import { utc } from './status-table.js';
 
@@ -48,7 +52,51 @@ function notes(view: FleetView, t: TargetView): string[] {
   return [...(other.length ? [`  ${t.name}: on another commit: ${other.join(', ')}`] : []), ...(silent.length ? [`  ${t.name}: silent: ${silent.join(', ')}`] : [])];
 }
 
-export function renderFleetStatusText(view: FleetView, meta: FleetStatusMeta, opts: { devices?: boolean } = {}): string {
+/** `5 %`, `named: ring=canary`, `named: gw-1, gw-2, gw-3 +4`. */
+export function waveRule(w: WaveView): string {
+  if (w.percent !== undefined) return `${w.percent} %`;
+  const sel = Object.entries(w.named?.selector ?? {}).map(([k, v]) => `${k}=${v}`);
+  const devices = w.named?.devices ?? [];
+  const list = devices.length > 3 ? [...devices.slice(0, 3), `+${devices.length - 3}`] : devices;
+  return `named: ${[...sel, ...list].join(', ') || '-'}`;
+}
+
+/** `4m10s` left (rounded up to the second, as the gate says it), `baked`, or `-` (no success yet, the last wave). */
+export function bakeText(w: WaveView): string {
+  if (w.bakeLeftMs === undefined) return '-';
+  return w.bakeLeftMs > 0 ? formatDuration(Math.ceil(w.bakeLeftMs / 1000) * 1000) : 'baked';
+}
+
+/** `waiting for canary`, `halted`, `baking`. */
+export function waveStateText(w: WaveView): string {
+  return w.state === 'waiting' && w.waitingFor !== undefined ? `waiting for ${w.waitingFor}` : w.state;
+}
+
+/** `halted at canary: 3 of 20 failed` */
+export const haltedText = (r: RolloutView) => (r.halted ? `halted at ${r.halted.wave}: ${r.halted.failed} of ${r.halted.of} failed` : undefined);
+
+export const BAKE_ESTIMATE_NOTE = "bake left: estimated from the devices' own report times; each device times its bake on the Git host's clock";
+
+/** `canary 5 %, early 25 %, everyone 100 %; bake 10m0s, min_success 3, abort above 10 % failed` */
+export function rolloutSettingsText(r: RolloutView): string {
+  const waves = r.waves.map((w) => ({ name: w.name, ...(w.percent !== undefined && { percent: w.percent }) }));
+  return describeRollout({ waves, bakeMs: parseDuration(r.bake) ?? 0, minSuccess: r.minSuccess, abortFailurePercent: r.abortFailurePercent });
+}
+
+function rolloutLines(r: RolloutView): string[] {
+  const halted = haltedText(r);
+  return [
+    `rollout of ${short(r.commit)}: ${rolloutSettingsText(r)}`,
+    ...(halted ? [halted] : []),
+    ...table([
+      ['wave', 'rule', 'devices', 'applied', 'failed', 'applying', 'held', 'bake left', 'state'],
+      ...r.waves.map((w) => [w.name, waveRule(w), String(w.devices), String(w.success), String(w.failed), String(w.applying), String(w.held), bakeText(w), waveStateText(w)]),
+    ]),
+    ...(r.waves.some((w) => w.bakeLeftMs !== undefined) ? [BAKE_ESTIMATE_NOTE] : []),
+  ];
+}
+
+export function renderFleetStatusText(view: FleetView, meta: FleetStatusMeta, opts: { devices?: boolean; rollout?: RolloutView } = {}): string {
   const out = [
     `fleet status of ${short(view.commit)} (${meta.label})${view.fleetFile ? '' : ', no fleet.toml at this commit'}`,
     `silent: no report within ${meta.silentAfter} of ${sinceText(view)}${view.silenceCounts ? '' : '; not yet'}`,
@@ -57,14 +105,17 @@ export function renderFleetStatusText(view: FleetView, meta: FleetStatusMeta, op
   ];
   const extra = view.targets.flatMap((t) => notes(view, t));
   if (extra.length) out.push('', ...extra);
+  if (opts.rollout) out.push('', ...rolloutLines(opts.rollout));
   if (opts.devices) {
     out.push('');
+    // The wave column only with a rollout: without one the table stays as it always was.
+    const waves = opts.rollout !== undefined;
     if (view.devices.length === 0) out.push('no devices');
     else
       out.push(
         ...table([
-          ['device', 'target', 'state', 'time', 'description'],
-          ...view.devices.map((d) => [d.device, d.target, deviceStateText(d), d.at ? utc(Date.parse(d.at)) : '-', d.description]),
+          ['device', 'target', ...(waves ? ['wave'] : []), 'state', 'time', 'description'],
+          ...view.devices.map((d) => [d.device, d.target, ...(waves ? [d.wave ?? '-'] : []), deviceStateText(d), d.at ? utc(Date.parse(d.at)) : '-', d.description]),
         ]),
       );
   }

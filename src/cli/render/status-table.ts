@@ -135,13 +135,16 @@ export function revisionLine(rev: Json | undefined, nowMs: number): string {
   const heldBack = rolledBack.length
     ? `\n*** ${rolledBack.map((r) => str(r.group) ?? '?').join(', ')}: this revision could not update ${rolledBack.length === 1 ? 'it' : 'them'}; rolled back to the previous members until another revision ***`
     : '';
+  // Newer commits waiting at the rollout gate (SPEC §14): what this device will run next, and why not yet.
+  const holds = Array.isArray(rev.rollout) ? rev.rollout.filter(isObject) : [];
+  const gate = holds.map((h) => `\ncommit ${(str(h.revision) ?? '?').slice(0, 12)} (wave ${str(h.wave) ?? '?'}): ${str(h.reason) ?? 'held'}`).join('');
   // A suspended sync is the one thing an operator must not miss: the device no longer follows its commits.
   const sync = isObject(rev.sync) ? rev.sync : undefined;
   const suspended = sync && isObject(sync.suspended) ? sync.suspended : undefined;
-  if (!suspended) return line + heldBack;
+  if (!suspended) return line + heldBack + gate;
   const since = timeMs(suspended.since);
   const held = str(sync?.held);
-  return `${line}${heldBack}\n*** Git sync suspended by the manual apply ${str(suspended.revision) ?? '?'}${since !== undefined ? ` ${ago(since, nowMs)}` : ''}${held ? `; commit ${held.slice(0, 12)} is waiting` : ''}: run \`keystonectl resume\` ***`;
+  return `${line}${heldBack}${gate}\n*** Git sync suspended by the manual apply ${str(suspended.revision) ?? '?'}${since !== undefined ? ` ${ago(since, nowMs)}` : ''}${held ? `; commit ${held.slice(0, 12)} is waiting` : ''}: run \`keystonectl resume\` ***`;
 }
 
 const HEADERS: Record<keyof StatusRow, string> = {

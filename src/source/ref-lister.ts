@@ -1,0 +1,259 @@
+// Reads a few groups of refs (given by prefix) of a repository, cheaply enough to do at every poll: a staged rollout's
+// device reads the waves before its own this way. A remote is asked with one protocol v2 ls-refs POST
+// (git-ls-refs.ts); a local repository is read from its files, loose refs and packed-refs, without Git.
+import fs from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import git, { type GitHttpResponse, type HttpClient } from 'isomorphic-git';
+import { OperationError } from '../core/errors.js';
+import { budgetedHttpClient, TransferBudget } from './git-http-client.js';
+import { checkPrefixes, httpDate, isValidRefName, LS_REFS_DEFAULTS, lsRefsV2, statusError, transportError, type RefEntry } from './git-ls-refs.js';
+import { parseGitRepo } from './git-repo-location.js';
+import { locateGitRepository } from './git-tree-reader.js';
+
+export type { RefEntry };
+
+export interface RefListing {
+  /** Every ref whose name starts with one of the prefixes, with the object it points at (tags not peeled). */
+  refs: RefEntry[];
+  /** The repository's clock when it answered (ms since the epoch): the host's HTTP Date, or now() for a local one. */
+  serverTime?: number;
+  /** Requests made to the host (0 for a local repository). */
+  requests: number;
+  /** Bytes sent and received over them. */
+  bytes: number;
+}
+
+export interface RefLister {
+  /** The refs under `prefixes` (none: an empty listing, nothing asked). Throws OperationError with a KS_* code. */
+  list(prefixes: string[]): Promise<RefListing>;
+}
+
+export interface RefListerOptions {
+  /** For an http(s) repository: sent as `x-access-token` Basic credentials, like the Git source's. */
+  token?: string;
+  /** The clock a local repository's serverTime is read from (default Date.now). */
+  now?: () => number;
+  /** Bounds on one list() against a remote, every request of it together. */
+  timeoutMs?: number;
+  maxBytes?: number;
+}
+
+/**
+ * A lister for `repository`: an http(s) URL, or a local repository (bare, or a work tree with `.git`). Throws
+ * KS_GIT_BAD_URL / KS_GIT_CREDENTIALS_IN_URL for a URL that cannot be used, KS_USAGE for an unusable token.
+ */
+export function refListerFor(repository: string, opts: RefListerOptions = {}): RefLister {
+  const location = parseGitRepo(repository);
+  if (location.kind === 'local') return new LocalRefLister(location.path, opts.now ?? Date.now);
+  const token = opts.token;
+  if (token !== undefined && (token === '' || [...token].some((c) => c.charCodeAt(0) <= 0x20 || c.charCodeAt(0) === 0x7f)))
+    throw new OperationError('KS_USAGE', 'the Git token is empty or contains whitespace or control characters');
+  const headers: Record<string, string> = token ? { authorization: `Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}` } : {};
+  return new HttpRefLister(location.url, headers, opts.maxBytes ?? LS_REFS_DEFAULTS.maxBytes, opts.timeoutMs ?? LS_REFS_DEFAULTS.timeoutMs);
+}
+
+/**
+ * How a remote is read, learnt on the first listing that goes through and kept: `post`, the ls-refs POST alone (one
+ * request); `discover`, the discovery GET and then the POST (a server that speaks v2 but refuses the POST alone);
+ * `v1`, the discovery GET alone, whose protocol v1 advertisement lists every ref (a server without v2).
+ */
+type HttpMode = 'unknown' | 'post' | 'discover' | 'v1';
+
+class HttpRefLister implements RefLister {
+  private mode: HttpMode = 'unknown';
+
+  constructor(
+    private readonly url: string,
+    private readonly headers: Record<string, string>,
+    private readonly maxBytes: number,
+    private readonly timeoutMs: number,
+  ) {}
+
+  async list(prefixes: string[]): Promise<RefListing> {
+    if (prefixes.length === 0) return { refs: [], requests: 0, bytes: 0 };
+    checkPrefixes(prefixes);
+    const budget = new TransferBudget(this.maxBytes, this.timeoutMs, `listing refs of ${this.url}`);
+    const { refs, serverTime } = await budget.run(() => this.listWithin(budget, prefixes));
+    return { refs, ...(serverTime !== undefined && { serverTime }), requests: budget.requests, bytes: budget.sent + budget.received };
+  }
+
+  private async listWithin(budget: TransferBudget, prefixes: string[]): Promise<{ refs: RefEntry[]; serverTime?: number }> {
+    const post = () => lsRefsV2({ url: this.url, prefixes, headers: this.headers, budget });
+    if (this.mode === 'post') return post();
+    if (this.mode === 'unknown') {
+      try {
+        const r = await post();
+        this.mode = 'post';
+        return r;
+      } catch (e) {
+        // Only "not understood" is worth a second request; auth, busy, unreachable would fail the discovery too.
+        if ((e as OperationError).code !== 'KS_GIT_SERVER_UNSUPPORTED') throw e;
+      }
+    }
+    const found = await this.discover(budget);
+    if (found.info.protocolVersion === 2) {
+      if (!found.info.capabilities['ls-refs']) throw new OperationError('KS_GIT_SERVER_UNSUPPORTED', `${this.url} speaks protocol v2 without ls-refs`);
+      const r = await post();
+      this.mode = 'discover';
+      return r;
+    }
+    const refs = v1Refs(found.info.refs ?? [], prefixes, this.url);
+    this.mode = 'v1';
+    return { refs, ...(found.serverTime !== undefined && { serverTime: found.serverTime }) };
+  }
+
+  /** `GET info/refs?service=git-upload-pack` asking for v2: the capabilities, or (v1) every ref. */
+  private async discover(budget: TransferBudget): Promise<{ info: Awaited<ReturnType<typeof git.getRemoteInfo2>>; serverTime?: number }> {
+    let last: GitHttpResponse | undefined;
+    const http: HttpClient = {
+      request: async (req) => (last = await budgetedHttpClient(budget, this.headers).request(req)),
+    };
+    try {
+      const info = await git.getRemoteInfo2({ http, url: this.url, protocolVersion: 2 });
+      const serverTime = httpDate(last?.headers?.['date']);
+      return { info, ...(serverTime !== undefined && { serverTime }) };
+    } catch (e) {
+      if (budget.failure) throw budget.failure;
+      const err = e as Error & { code?: string; data?: { statusCode?: number } };
+      if (err.code === 'HttpError') {
+        const status = err.data?.statusCode ?? 0;
+        // A 4xx to the discovery is not "unsupported" any more: it is the host's last word (404: no such repository).
+        if (status === 404) throw new OperationError('KS_GIT_REPO_NOT_FOUND', `${this.url} answered HTTP 404: no such repository`);
+        const retryAfter = budget.busy?.status === status ? budget.busy.retryAfter : undefined;
+        throw statusError(status, retryAfter, { url: this.url, what: 'listing refs', authorized: 'authorization' in this.headers });
+      }
+      if (err.code === 'SmartHttpError' || err.code === 'ParseError' || err.code === 'EmptyServerResponseError')
+        throw new OperationError('KS_GIT_SERVER_UNSUPPORTED', `${this.url} is not a Git smart-HTTP server (its ref advertisement cannot be read)`);
+      throw transportError(e, this.url, 'listing refs');
+    }
+  }
+}
+
+/** The refs of a v1 advertisement under `prefixes`, checked like an ls-refs answer's. */
+function v1Refs(all: { ref: string; oid: string }[], prefixes: string[], url: string): RefEntry[] {
+  const refs: RefEntry[] = [];
+  for (const { ref, oid } of all) {
+    if (!prefixes.some((p) => ref.startsWith(p))) continue;
+    if (!/^[0-9a-f]{40}$/.test(oid) || !isValidRefName(ref))
+      throw new OperationError('KS_GIT_SERVER_UNSUPPORTED', `${url} advertised a ref that is not one (a bad name or object id)`);
+    refs.push({ ref, oid });
+  }
+  return refs;
+}
+
+/**
+ * A local repository's refs, read from its files the way Git's files backend keeps them: loose refs (one file each
+ * under refs/) and packed-refs, a loose ref winning over a packed one of the same name. Loose refs are read first and
+ * packed-refs after: `git pack-refs` writes packed-refs before it removes the loose files, so a ref being packed
+ * meanwhile is found in one or the other.
+ */
+class LocalRefLister implements RefLister {
+  constructor(
+    private readonly path: string,
+    private readonly now: () => number,
+  ) {}
+
+  async list(prefixes: string[]): Promise<RefListing> {
+    if (prefixes.length === 0) return { refs: [], serverTime: this.now(), requests: 0, bytes: 0 };
+    checkPrefixes(prefixes);
+    const common = commonGitDir(this.path);
+    if (fs.existsSync(join(common, 'reftable')))
+      throw new OperationError('KS_GIT_READ_FAILED', `${this.path} keeps its refs in a reftable, which cannot be read here`);
+    const loose = new Map<string, string>();
+    for (const dir of new Set(prefixes.map(looseDirOf))) await readLooseRefs(common, dir, loose);
+    const packed = await readPackedRefs(common);
+    const refs: RefEntry[] = [];
+    const names = new Set([...loose.keys(), ...packed.keys()]);
+    for (const ref of [...names].sort()) {
+      if (!prefixes.some((p) => ref.startsWith(p)) || !isValidRefName(ref)) continue;
+      const oid = await resolveRef(ref, loose, packed, common);
+      if (oid) refs.push({ ref, oid });
+    }
+    return { refs, serverTime: this.now(), requests: 0, bytes: 0 };
+  }
+}
+
+/** The directory all of a repository's shared refs are under: the git directory, or a linked work tree's common one. */
+function commonGitDir(path: string): string {
+  let gitdir = locateGitRepository(path).gitdir;
+  // A linked work tree or submodule: `.git` is a file naming the git directory.
+  if (fs.statSync(gitdir).isFile()) {
+    const m = /^gitdir: (.+)$/m.exec(fs.readFileSync(gitdir, 'utf8'));
+    if (!m) throw new OperationError('KS_NOT_A_GIT_REPOSITORY', `${gitdir} is neither a git directory nor a gitdir: file`);
+    gitdir = resolve(path, m[1]!.trim());
+  }
+  const commondir = join(gitdir, 'commondir');
+  return fs.existsSync(commondir) ? resolve(gitdir, fs.readFileSync(commondir, 'utf8').trim()) : gitdir;
+}
+
+/** The directory of loose refs a prefix's refs are in: `refs/heads` for `refs/heads/ma`; `refs/a/` is `refs/a`. */
+function looseDirOf(prefix: string): string {
+  const cut = prefix.lastIndexOf('/');
+  return cut < 0 ? '' : prefix.slice(0, cut);
+}
+
+/** Every loose ref file under `<gitdir>/<dir>` (recursively), as name → content. Lock files and the like are skipped. */
+async function readLooseRefs(gitdir: string, dir: string, into: Map<string, string>): Promise<void> {
+  // A prefix is a ref name's start: it never climbs out of the git directory, but a `..` in it is refused anyway.
+  if (dir.split('/').some((c) => c === '..' || c === '.')) return;
+  let entries: fs.Dirent[];
+  try {
+    entries = await readdir(join(gitdir, dir), { withFileTypes: true });
+  } catch {
+    return; // no such directory (or a file, which no ref under the prefix can be): nothing loose under it
+  }
+  for (const e of entries) {
+    const name = dir === '' ? e.name : `${dir}/${e.name}`;
+    if (dir === '' && e.name !== 'refs') continue; // the top level holds HEAD, config, objects…: only refs/ is listed
+    if (e.isDirectory()) await readLooseRefs(gitdir, name, into);
+    else if (e.isFile() && isValidRefName(name)) await readLooseRef(gitdir, name, into);
+  }
+}
+
+async function readLooseRef(gitdir: string, name: string, into: Map<string, string>): Promise<void> {
+  try {
+    into.set(name, (await readFile(join(gitdir, name), 'utf8')).trim());
+  } catch {
+    // Deleted since the directory was read (or being packed: packed-refs, read after, has it).
+  }
+}
+
+/** packed-refs as name → oid; `^<oid>` lines (a tag's peeled object) and the header are skipped. */
+async function readPackedRefs(gitdir: string): Promise<Map<string, string>> {
+  const packed = new Map<string, string>();
+  let text: string;
+  try {
+    text = await readFile(join(gitdir, 'packed-refs'), 'utf8');
+  } catch {
+    return packed;
+  }
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#') || line.startsWith('^')) continue;
+    const m = /^([0-9a-f]{40}) (\S+)$/.exec(line);
+    if (!m) throw new OperationError('KS_GIT_READ_FAILED', `${join(gitdir, 'packed-refs')} has a line that is not a packed ref`);
+    packed.set(m[2]!, m[1]!);
+  }
+  return packed;
+}
+
+/** The oid a ref names, following symbolic refs (`ref: refs/…`) a few levels; '' when it leads nowhere. */
+async function resolveRef(ref: string, loose: Map<string, string>, packed: Map<string, string>, gitdir: string): Promise<string> {
+  let name = ref;
+  for (let depth = 0; depth < 5; depth++) {
+    let content = loose.get(name);
+    // A symbolic ref's target may lie outside the prefixes read: read it on its own.
+    if (content === undefined && name !== ref && isValidRefName(name)) {
+      const one = new Map<string, string>();
+      await readLooseRef(gitdir, name, one);
+      content = one.get(name);
+    }
+    content ??= packed.get(name);
+    if (content === undefined) return '';
+    if (/^[0-9a-f]{40}$/.test(content)) return content;
+    const m = /^ref: (\S+)$/.exec(content);
+    if (!m || !m[1]!.startsWith('refs/')) return '';
+    name = m[1]!;
+  }
+  return '';
+}

@@ -1,0 +1,77 @@
+// The rollout refs (SPEC §8, §14): where each device tells the fleet how one commit went for it, laid out so that a
+// device waiting at a gate reads only the waves it needs, and on a large fleet only a sample of them.
+//
+//   refs/keystone-rollout/<wave>/<bucket>/<device>/<commit>-<state>
+//
+// - Each device writes only its own refs (no two devices race for one), next to its notes ref and in the same push.
+// - <wave> first: a device in wave k lists `refs/keystone-rollout/<wave j>/` for j ≤ k with protocol v2 ls-refs
+//   prefixes, never the whole fleet's refs.
+// - <bucket>, two hex digits from the device's name (independent of its wave's hash): past ~700 refs a reader
+//   lists only some of the 256 buckets, an unbiased sample of every wave, so what it reads stays near 100 KB however
+//   large the fleet (agent/rollout-gate.ts).
+// - A device keeps refs for the commit it runs and for newer ones it has seen, and deletes the rest as it reports:
+//   at most a few per device, and a device is known in its wave by them.
+// - The ref points at the device's notes commit (pushed with it): names alone carry what the gate needs, so a
+//   reader fetches no objects.
+import { createHash } from 'node:crypto';
+import { ROLLOUT_STATES, type RolloutReport, type RolloutState } from '../core/rollout-gate.js';
+import { encodeDeviceName } from './device-notes-ref.js';
+
+export const ROLLOUT_PREFIX = 'refs/keystone-rollout/';
+/** The 256 buckets, `00` … `ff`. */
+export const BUCKETS: readonly string[] = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+
+const WAVE = /^[a-z0-9][a-z0-9._-]{0,62}$/i;
+const COMMIT = /^[0-9a-f]{40}$/;
+
+/** Two hex digits from the device's name: which sample a reader meets it in. */
+export function bucketOf(device: string): string {
+  return BUCKETS[createHash('sha256').update(`keystone-bucket\0${device}`).digest()[0]!]!;
+}
+
+export interface RolloutRef extends RolloutReport {
+  bucket: string;
+}
+
+export function rolloutRef(r: Pick<RolloutReport, 'wave' | 'device' | 'commit' | 'state'>): string {
+  return `${ROLLOUT_PREFIX}${r.wave}/${bucketOf(r.device)}/${encodeDeviceName(r.device)}/${r.commit}-${r.state}`;
+}
+
+/** The prefix under which all of one device's rollout refs in one wave live. */
+export function deviceRolloutPrefix(wave: string, device: string): string {
+  return `${ROLLOUT_PREFIX}${wave}/${bucketOf(device)}/${encodeDeviceName(device)}/`;
+}
+
+/**
+ * The ls-refs prefixes that list `waves`, whole or in the given buckets: a bucket (two hex digits) or a group of
+ * sixteen (its first digit). No slash after the bucket: `…/early/a` is the group a0–af.
+ */
+export function rolloutPrefixes(waves: readonly string[], buckets?: readonly string[]): string[] {
+  const all = buckets === undefined || buckets.length >= BUCKETS.length;
+  return waves.flatMap((w) => (all ? [`${ROLLOUT_PREFIX}${w}/`] : buckets.map((b) => `${ROLLOUT_PREFIX}${w}/${b}`)));
+}
+
+/**
+ * A rollout ref as a device writes it, or undefined. Anyone who can push can push any ref: only the canonical form
+ * counts (the device's own bucket, the one encoding of its name, a known state), so a forged name cannot stand in
+ * for a device or be counted twice.
+ */
+export function parseRolloutRef(ref: string): RolloutRef | undefined {
+  if (!ref.startsWith(ROLLOUT_PREFIX)) return undefined;
+  const parts = ref.slice(ROLLOUT_PREFIX.length).split('/');
+  if (parts.length !== 4) return undefined;
+  const [wave, bucket, encoded, leaf] = parts as [string, string, string, string];
+  if (!WAVE.test(wave) || wave.includes('..')) return undefined;
+  const dash = leaf.indexOf('-');
+  const commit = leaf.slice(0, dash);
+  const state = leaf.slice(dash + 1) as RolloutState;
+  if (dash !== 40 || !COMMIT.test(commit) || !ROLLOUT_STATES.includes(state)) return undefined;
+  let device: string;
+  try {
+    device = decodeURIComponent(encoded);
+  } catch {
+    return undefined;
+  }
+  if (!/^[^\s\p{Cc}]{1,253}$/u.test(device) || encodeDeviceName(device) !== encoded || bucketOf(device) !== bucket) return undefined;
+  return { wave, bucket, device, commit, state };
+}
