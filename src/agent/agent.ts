@@ -25,8 +25,10 @@ import type { StateDirLock } from './state-dir-lock.js';
 import { safeDirectory } from '../runtime/safe-path.js';
 import type { Reconcile } from '../core/diff.js';
 import type { RepoReader } from '../source/repo-reader.js';
-import type { Rollout } from '../core/rollout.js';
 import { stateDigest, type RolloutGate } from './rollout-gate.js';
+import { RolloutHolds, type Candidate, type RolloutHold } from './rollout-holds.js';
+
+export type { RolloutHold } from './rollout-holds.js';
 import { isCommitId } from './commit-reporting.js';
 
 export type TrustSetting = { unsigned: true } | { unsigned: false; keyring: Keyring; maxAgeSeconds?: number; maxClockSkewSeconds?: number };
@@ -137,15 +139,6 @@ export interface ManualApplyAccepted {
   planFile: string;
   /** True when this apply suspended the Git sync (--force on an agent that follows Git). */
   suspendedSync: boolean;
-}
-
-export interface RolloutHold {
-  revision: string;
-  target?: string;
-  wave: string;
-  reason: string;
-  /** When the gate was last read (ms, this device's clock). */
-  checkedAt?: number;
 }
 
 export interface SyncState {
@@ -276,14 +269,8 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
   /** The newest revision the source offered while the sync was suspended. */
   let held: Revision | undefined;
   let running: Promise<void> | undefined;
-  /** Commits held at the rollout gate, newest first (SPEC §14): the newest whose gate opens is applied. */
-  let candidates: Candidate[] = [];
-  /** Per held commit, the kind of reason last reported (a report per change of kind, not per look). */
-  const heldReported = new Map<string, string>();
   let recheckWanted = false;
-  let recheckTimer: NodeJS.Timeout | undefined;
   let lastPlacement = '';
-  const gate = opts.rolloutGate?.(store);
   const kick = () => {
     if (!running) running = drain().finally(() => (running = undefined));
   };
@@ -296,19 +283,22 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     kick();
   };
   const requestRecheck = () => {
-    if (!candidates.length) return;
+    if (!holds.size) return;
     recheckWanted = true;
     kick();
   };
-  const scheduleRecheck = () => {
-    if (recheckTimer) clearTimeout(recheckTimer);
-    recheckTimer = undefined;
-    if (!candidates.length) return;
-    const base = opts.gateRecheckMs ?? 60_000;
-    // ±10 %: a fleet held at one gate does not read in step.
-    recheckTimer = setTimeout(requestRecheck, Math.round(base * (0.9 + 0.2 * (opts.random ?? Math.random)())));
-    recheckTimer.unref();
-  };
+  /** Commits held at the rollout gate (SPEC §14). */
+  const holds = new RolloutHolds({
+    ...(opts.rolloutGate && { gate: opts.rolloutGate(store) }),
+    ...(opts.rolloutUnavailable !== undefined && { unavailable: opts.rolloutUnavailable }),
+    recheckMs: opts.gateRecheckMs ?? 60_000,
+    random: opts.random ?? Math.random,
+    now,
+    log,
+    onHeld: (e) => emit('held', e),
+    apply: (c) => applyResolved(c),
+    wantRecheck: requestRecheck,
+  });
   let look: (() => Promise<void>) | undefined;
   let looking: Promise<void> | undefined;
   let lookAgain = false;
@@ -363,11 +353,11 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
       return { following, ...(suspended && { suspended }), ...(held && { held: held.id }) };
     },
     rolloutHolds() {
-      return candidates.map((c) => ({ revision: c.rev.id, ...(c.target !== undefined && { target: c.target }), wave: c.waveName, reason: c.reason ?? 'held: not read yet', ...(c.checkedAt !== undefined && { checkedAt: c.checkedAt }) }));
+      return holds.holds();
     },
     rolloutKeep() {
       const applied = store.appliedRevision()?.id;
-      return [...new Set([...(applied !== undefined && isCommitId(applied) ? [applied] : []), ...candidates.map((c) => c.rev.id)])];
+      return [...new Set([...(applied !== undefined && isCommitId(applied) ? [applied] : []), ...holds.ids()])];
     },
     sync() {
       // A held commit is looked at again too: someone asked (a webhook, `POST /v1/sync`).
@@ -386,8 +376,7 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     },
     async close(closeOpts = {}) {
       clearInterval(logTimer);
-      if (recheckTimer) clearTimeout(recheckTimer);
-      candidates = [];
+      holds.close();
       // Revisions not yet begun are dropped, and the one being applied ends now: a stop must not wait out start budgets.
       if (pending) log.info({ revision: pending.id }, 'not applied: the agent is stopping');
       pending = undefined;
@@ -416,7 +405,7 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
       if (!pending) {
         recheckWanted = false;
         try {
-          await gateCandidates();
+          await holds.recheck();
         } catch (e) {
           log.error({ err: e as Error }, 'the rollout gate failed unexpectedly');
         }
@@ -430,58 +419,6 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
         log.error({ revision: rev.id, err: e as Error }, 'revision failed unexpectedly');
       }
     }
-  }
-
-  /**
-   * Reads the fleet's reports once for every held commit and applies the newest whose gate is open; older ones go
-   * (they are behind what runs now), newer ones stay held. Halted commits are dropped for good.
-   */
-  async function gateCandidates(): Promise<void> {
-    if (!candidates.length) return;
-    if (!gate) {
-      for (const c of candidates) noteHeld(c, `held: ${opts.rolloutUnavailable ?? 'this device cannot read the fleet\'s rollout reports'}`, 'unavailable', false);
-      return;
-    }
-    const result = await gate.decide(candidates.map((c) => ({ commit: c.rev.id, rollout: c.rollout, wave: c.wave, state: c.state })));
-    if ('error' in result) {
-      log.warn({ err: result.error.message, held: candidates.map((c) => c.rev.id) }, 'cannot read the fleet\'s rollout reports: holding, and keeping what runs');
-      scheduleRecheck();
-      return;
-    }
-    const checkedAt = now();
-    const keep: Candidate[] = [];
-    let open: Candidate | undefined;
-    for (const c of candidates) {
-      const d = result.decisions.get(c.rev.id)!;
-      c.checkedAt = checkedAt;
-      if (d.kind === 'open') {
-        log.info({ revision: c.rev.id, wave: c.waveName, reason: d.reason }, 'rollout gate open');
-        open = c;
-        break;
-      }
-      if (d.kind === 'halted') noteHeld(c, `${d.reason}; not applied`, 'halted', true);
-      else {
-        noteHeld(c, d.reason, `held:${d.waitingFor}`, false);
-        keep.push(c);
-      }
-    }
-    // Older than the one opened: behind what is about to run.
-    candidates = keep;
-    if (open) {
-      heldReported.delete(open.rev.id);
-      await applyResolved(open);
-    }
-    scheduleRecheck();
-  }
-
-  function noteHeld(c: Candidate, reason: string, kind: string, halted: boolean): void {
-    if (c.reason !== reason) log.info({ revision: c.rev.id, wave: c.waveName, ...(c.target !== undefined && { target: c.target }) }, reason);
-    c.reason = reason;
-    if (heldReported.get(c.rev.id) === kind) return;
-    heldReported.set(c.rev.id, kind);
-    // Bounded: one entry per commit this agent held since it started.
-    if (heldReported.size > 64) heldReported.delete(heldReported.keys().next().value!);
-    emit('held', { revision: c.rev.id, ...(c.target !== undefined && { target: c.target }), wave: c.waveName, reason, halted });
   }
 
   async function applyResolved(c: Omit<Candidate, 'rollout' | 'wave' | 'waveName' | 'reason' | 'checkedAt'> & { waveName?: string }): Promise<void> {
@@ -571,33 +508,13 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
       // Staged (SPEC §14): held until its gate opens. A newer commit goes first in line; the same one offered again
       // (a restart, a rollback target become the tip) replaces its entry.
       const c: Candidate = { rev, state: resolution.state, planFile, ...(target !== undefined && { target }), ...(signedAt !== undefined && { signedAt }), began, rollout: resolution.rollout, wave: resolution.wave.index, waveName: resolution.wave.name };
-      candidates = [c, ...candidates.filter((x) => x.rev.id !== rev.id)].slice(0, MAX_HELD);
-      await gateCandidates();
+      await holds.hold(c);
       return;
     }
     await applyResolved({ rev, state: resolution.state, planFile, ...(target !== undefined && { target }), ...(signedAt !== undefined && { signedAt }), began, ...(waveName !== undefined && { waveName }) });
   }
 
   return agent;
-}
-
-/** Commits held at the gate: enough for a burst of pushes during a long bake, bounded. */
-const MAX_HELD = 8;
-
-/** A commit verified and resolved for this device, held at its rollout gate. */
-interface Candidate {
-  rev: Revision;
-  state: DesiredState;
-  planFile: string;
-  target?: string;
-  signedAt?: number;
-  /** When the agent took it up (ms). */
-  began: number;
-  rollout: Rollout;
-  wave: number;
-  waveName: string;
-  reason?: string;
-  checkedAt?: number;
 }
 
 /** The store with its supervision writes reported as events: the writer stays unaware of who watches. */
