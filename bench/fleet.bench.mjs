@@ -12,7 +12,11 @@
 //     --poll 5s --state-dir FRESH --trusted-key K.pub --status git-notes --listen 127.0.0.1:PORT_i --log-format json
 //     --stop-on-exit
 // Each device reports on refs/notes/keystone-devices/<device> (git-notes-reporter.ts): `pending` when it starts
-// applying a commit and `success` when done, one push each. The bench reads those refs straight from the bare
+// applying a commit and `success` when done, one push each: a single `POST git-receive-pack` naming the ref's old value,
+// without the ref advertisement (receive-pack-push.ts; the advertisement only when the server refused it as stale).
+// A poll is a single protocol v2 ls-refs `POST git-upload-pack` (`git-protocol: version=2`): the discovery `GET
+// info/refs` only on an agent's first look (git-remote-cache.ts, git-ls-refs.ts). A fetch is still protocol v1 (the
+// advertisement `GET` and the pack `POST`: isomorphic-git's fetch). The bench reads those refs straight from the bare
 // repository every ~200 ms (`git for-each-ref`: a notes commit's subject is `keystone/<device>: <state> <commit>`).
 // Where the reports go (--reports same|separate|both, default both; both runs each N twice, a fresh fleet each):
 //   same:     to the followed repository, fleet-N.git (every device's notes ref is in every fetch's advertisement);
@@ -24,15 +28,16 @@
 // directories and a fresh fleet:
 //   1. start the N agents; wait (polling, with a deadline) until every device's success note for the tip is there;
 //   2. quiet: --quiet poll intervals (default 2) of no-op polls; requests and bytes per device per poll;
-//   3. the ref advertisements at this N: info/refs for receive-pack of the repository the reports go to (every
-//      report starts with it), for upload-pack of the followed one in protocol v1 (every fetch of isomorphic-git
-//      starts with it), and in protocol v2 (a poll's);
+//   3. the ref advertisements at this N: info/refs for receive-pack of the repository the reports go to (a report
+//      asks for it only when a push was refused as stale), for upload-pack of the followed one in protocol v1 (every
+//      fetch of isomorphic-git starts with it), and in protocol v2 (an agent's first look only);
 //   4. push one commit bumping the component's version (to the bare repository on disk); from `git push` returning
 //      until every device's success note for it is on the server: p50 and max per device; everything the server
 //      served meanwhile, by kind (look = protocol v2 upload-pack, fetch = v1 upload-pack, report = receive-pack),
 //      the commit's own cost per device being its fetches and reports plus one look per device (the one that found
 //      it; later no-op looks in the window are not the commit's); receive-pack POSTs per device against the two
-//      reports (pending, success) that were delivered, and any answer other than 200 (push collisions).
+//      reports (pending, success) that were delivered, the advertisements (GETs) asked for by looks and reports (0
+//      when nothing was refused), and any answer other than 200 (push collisions).
 // Printed per N with the modes side by side, then per mode: per-device cost at the largest N ÷ at the smallest (aim
 // ≤ 1.1, flat), the followed repository's part (look, fetch) apart from the reports';
 // time to all reported against one poll interval + the apply time (aim: within 10 s at N = 50).
@@ -248,7 +253,11 @@ async function main() {
       }
     };
 
-    /** What a record is: a poll's look (protocol v2 upload-pack), a fetch (v1 upload-pack) or a report (receive-pack). */
+    /**
+     * What a record is: a poll's look (protocol v2 upload-pack: the ls-refs POST, and on an agent's first look the
+     * capabilities GET before it), a fetch (v1 upload-pack: advertisement GET, pack POST) or a report (receive-pack:
+     * the POST, and the advertisement GET only after a push refused as stale).
+     */
     const kindOf = (r) => {
       const service = /service=(git-[a-z-]+)/.exec(r.query)?.[1] ?? /\/(git-[a-z-]+)$/.exec(r.path)?.[1];
       // Anything asked of a reports repository is reporting (a reporter fetches its ref back after a refused push).
@@ -430,8 +439,9 @@ async function main() {
         if (e.t >= pushedAt) warnings[key].afterPush++;
       }
 
-      // Polls: a look is one GET info/refs (v2 capabilities) and one POST (ls-refs); count looks by their GET.
-      const quietLooks = kind(quiet, 'look').adverts;
+      // Polls: a look is one POST (ls-refs; the capabilities GET only on an agent's first look): count looks by
+      // their POST.
+      const quietLooks = kind(quiet, 'look').posts;
       const noopPoll = {
         looks: quietLooks,
         looksPerDevicePerInterval: round(quietLooks / n / (quietMs / pollMs), 2),
@@ -440,6 +450,8 @@ async function main() {
         bytesIn: round(quiet.bytesIn / quietLooks, 1),
         lsRefsResponseBytes: median(recordsOf(await records(q0, q1), 'POST', 'look').map((r) => r.bytes)),
         otherRequestsInWindow: quiet.requests - kind(quiet, 'look').requests,
+        // Discovery GETs among the looks (0: every look after an agent's first is the POST alone).
+        lookGets: kind(quiet, 'look').adverts,
       };
       // The commit's own cost: its fetches and reports, plus one look per device (the one that found it).
       const fetchK = kind(win, 'fetch');
@@ -478,7 +490,10 @@ async function main() {
             report: { requests: round(reportK.requests / n, 2), bytesOut: round(reportK.bytesOut / n), bytesIn: round(reportK.bytesIn / n), advertBytes: round(reportK.advertBytes / Math.max(1, reportK.adverts)) },
             look: { requests: noopPoll.requests, bytesOut: noopPoll.bytesOut, bytesIn: noopPoll.bytesIn },
           },
-          noopLooksInWindowBeyondOne: kind(win, 'look').adverts - n,
+          noopLooksInWindowBeyondOne: kind(win, 'look').posts - n,
+          // Advertisements asked for in the window: a report's only after a refused push, a look's only on a first look.
+          reportAdverts: reportK.adverts,
+          lookAdverts: kind(win, 'look').adverts,
           receivePackPosts: reportK.posts,
           receivePackPostsPerDevice: round(reportK.posts / n, 2),
           statusesDelivered: deliveries,
@@ -559,13 +574,14 @@ async function main() {
       row('  of which the fetch / the reports', (r) => `${fmt(pdb(r.commit.perDevice.fetch))} / ${fmt(pdb(r.commit.perDevice.report))}`, `reports vs N = ${summaries[modes[0]].first.n}: ${both((r, f) => ratio(pdb(r.commit.perDevice.report), pdb(f.commit.perDevice.report)))}`);
       row('  the same without ref advertisements', (r) => fmt(r.commit.perDevice.bytesWithoutAdverts), `vs N = ${summaries[modes[0]].first.n}: ${both((r, f) => ratio(r.commit.perDevice.bytesWithoutAdverts, f.commit.perDevice.bytesWithoutAdverts))}`);
       row('receive-pack POSTs / device', (r) => fmt(r.commit.receivePackPostsPerDevice, 2), `2 (pending, success); extra POSTs ${both((r) => String(r.commit.collisions.extraPosts))}, non-200 ${both((r) => String(r.commit.collisions.non200))}, outbox retries ${both((r) => String(r.commit.collisions.outboxRetries))}`);
-      row('advertisement: receive-pack info/refs', (r) => `${fmt(r.adverts.receivePackInfoRefs)} B`, `each report starts with it; refs in the reports' repository ${both((r) => String(r.adverts.refsInReportsRepo))}`);
+      row('advertisements asked: reports / looks', (r) => `${r.commit.reportAdverts} / ${r.commit.lookAdverts}`, `in the commit window (0 / 0: a report is one POST, a look one POST); in the quiet window, looks ${both((r) => String(r.quiet.noopPoll.lookGets))}`);
+      row('advertisement: receive-pack info/refs', (r) => `${fmt(r.adverts.receivePackInfoRefs)} B`, `no longer asked by a report (only after a refused push); refs in the reports' repository ${both((r) => String(r.adverts.refsInReportsRepo))}`);
       row('advertisement: upload-pack v1 info/refs', (r) => `${fmt(r.adverts.uploadPackV1InfoRefs)} B`, `each fetch starts with it (isomorphic-git fetches in v1); refs in the followed repository ${both((r) => String(r.adverts.refsOnServer))}`);
-      row('advertisement: upload-pack v2 info/refs', (r) => `${fmt(r.adverts.uploadPackV2InfoRefs)} B`, `a poll's (capabilities only; ls-refs asks for refs/heads/main)`);
+      row('advertisement: upload-pack v2 info/refs', (r) => `${fmt(r.adverts.uploadPackV2InfoRefs)} B`, `an agent's first look only (capabilities only; ls-refs asks for refs/heads/main)`);
       row('push → device reported success, p50', (r) => `${fmt(r.commit.reportedMs.p50)} ms`, `P/2 + apply p50 = ${both((r) => `${fmt(pollMs / 2 + r.commit.applyMs.p50)} ms`)}`);
       row('push → all reported (max)', (r) => `${fmt(r.commit.reportedMs.max)} ms`, `poll + apply (max) = ${both((r) => `${fmt(timeRef(r))} ms (${r.commit.reportedMs.max >= timeRef(r) ? '+' : '−'}${fmt(Math.abs(r.commit.reportedMs.max - timeRef(r)) / 1000, 1)} s)`)}; aim within +10 s`);
       row('  push → new revision (found), p50 / max', (r) => `${fmt(r.commit.newRevisionMs.p50)} / ${fmt(r.commit.newRevisionMs.max)}`, `apply p50 / max ${both((r) => `${fmt(r.commit.applyMs.p50)} / ${fmt(r.commit.applyMs.max)} ms`)}`);
-      row('  applied → success note on the server, p50', (r) => `${fmt(r.commit.appliedToReportedMs.p50)} ms`, 'two pushes: pending, success');
+      row('  applied → success note on the server, p50', (r) => `${fmt(r.commit.appliedToReportedMs.p50)} ms`, 'two pushes: pending, success (one POST each)');
       row('CPU: fleet / server, during the commit', (r) => `${fmt(r.commit.cpu.fleetPercent, 0)} / ${fmt(r.commit.cpu.serverPercent, 0)} %`, `of ${cpus().length} cores; quiet: ${both((r) => `${fmt(r.quiet.cpu.fleetPercent, 0)} / ${fmt(r.quiet.cpu.serverPercent, 0)} %`)}`);
       for (const r of rs) if (r.commit.noopLooksInWindowBeyondOne > 0) console.log(`  (${r.reports}: ${r.commit.noopLooksInWindowBeyondOne} no-op looks in the commit window, not counted)`);
     }
@@ -584,8 +600,8 @@ async function main() {
     for (const m of modes) {
       const { fit, fitUp, last } = summaries[m];
       console.log(
-        `${m}: advertisements against the devices: receive-pack ≈ ${fmt(fit.intercept)} + ${fmt(fit.slope, 1)} B per device (r² ${fmt(fit.r2, 4)}), ` +
-          `upload-pack v1 ≈ ${fmt(fitUp.intercept)} + ${fmt(fitUp.slope, 1)} B per device; ` +
+        `${m}: advertisements against the devices: receive-pack ≈ ${fmt(fit.intercept)} + ${fmt(fit.slope, 1)} B per device (r² ${fmt(fit.r2, 4)}; no longer in a report), ` +
+          `upload-pack v1 ≈ ${fmt(fitUp.intercept)} + ${fmt(fitUp.slope, 1)} B per device (each fetch); ` +
           `time to all reported at N = ${last.n}: ${fmt(last.commit.reportedMs.max)} ms against poll + apply ${fmt(timeRef(last))} ms ` +
           `(aim within 10 s: ${summaries[m].aims.allReportedWithin10sOfPollPlusApply ? 'met' : 'MISSED'})`,
       );
@@ -623,7 +639,8 @@ async function main() {
           },
           measure:
             'requests and bytes served by git http-backend (src/dev/git-http-server.ts records), split by kind: look = protocol v2 upload-pack ' +
-            '(a poll), fetch = v1 upload-pack, report = receive-pack (and anything asked of a reports repository); a commit costs its fetches and ' +
+            '(a poll: one ls-refs POST, counted by its POST), fetch = v1 upload-pack, report = receive-pack (one POST, no advertisement; and ' +
+            'anything asked of a reports repository); a commit costs its fetches and ' +
             'reports plus one look per device. reportedMs: from `git push` returning to the bench seeing the device\'s success note on the bare ' +
             'repository the reports go to (polled every ~200 ms). advertisementFit: bytes against the number of devices.',
           references: {

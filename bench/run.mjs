@@ -12,13 +12,19 @@
 //                           agent's event-loop delay p99 over that reconcile (~1 min)
 //   fleet.bench.mjs         N = 10, 25, 50 real agents following one signed repository over smart HTTP, reporting to
 //                           per-device Git notes in it and in a separate reports repository (--status-repo): requests
-//                           and bytes per device per no-op poll and per commit, push → all reported (p50, max), push
-//                           collisions, ref advertisement size against N (~6 min)
+//                           and bytes per device per no-op poll (one ls-refs POST) and per commit (reports: one
+//                           receive-pack POST each), push → all reported (p50, max), push collisions, ref
+//                           advertisement size against N (~6 min)
 //   git-sync.bench.mjs      the Git source on a 1,000-commit repository over smart HTTP: a no-op poll and a one-commit
 //                           fetch through GitSource beside native `git fetch --depth=1` (~10 s)
 //   push-to-apply.bench.mjs the agent following a signed fleet repository over smart HTTP: push → apply starts / ends
 //                           (p50, p95) with a GitHub webhook and with 2 s polling, beside native `git fetch --depth=1`
 //                           and P/2 (~30 s)
+//   rollout.bench.mjs       staged rollouts (SPEC §14): 30 real agents in waves canary 10 / early 40 / everyone 100 %,
+//                           beside the same fleet without [rollout]: a good commit's push → all reported against poll +
+//                           apply + two bakes, a bad commit (who applied it, push → halted), requests and bytes per held
+//                           device per poll, and one gate read over rollout refs of 1,000 / 10,000 / 100,000 devices
+//                           (~3 min)
 //   supervision.bench.mjs   the same 50 programs under the agent, supervisord and PM2: restart latency after
 //                           kill -9, supervisor RSS and idle CPU (installs supervisor / pm2 when missing; ~3 min)
 import { spawnSync } from 'node:child_process';

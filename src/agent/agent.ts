@@ -27,9 +27,9 @@ import type { Reconcile } from '../core/diff.js';
 import type { RepoReader } from '../source/repo-reader.js';
 import { stateDigest, type RolloutGate } from './rollout-gate.js';
 import { RolloutHolds, type Candidate, type RolloutHold } from './rollout-holds.js';
+import { isCommitId } from './commit-reporting.js';
 
 export type { RolloutHold } from './rollout-holds.js';
-import { isCommitId } from './commit-reporting.js';
 
 export type TrustSetting = { unsigned: true } | { unsigned: false; keyring: Keyring; maxAgeSeconds?: number; maxClockSkewSeconds?: number };
 
@@ -172,6 +172,11 @@ export interface Agent {
   syncState(): SyncState;
   /** Commits held at the rollout gate, newest first, with why (SPEC §14). */
   rolloutHolds(): RolloutHold[];
+  /**
+   * Holds again the commits held at the gate when the agent last stopped (SPEC §14: the newest commit whose gate is
+   * open is applied, not only the tip the source offers after a restart); `load` reads one from the local clone.
+   */
+  restoreHolds(load: (commit: string) => Promise<Revision | undefined>): Promise<void>;
   /** The commits whose rollout refs this device keeps: the one it runs and those it holds. */
   rolloutKeep(): string[];
   /** Resolves when no revision is pending or being applied. */
@@ -298,6 +303,9 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     onHeld: (e) => emit('held', e),
     apply: (c) => applyResolved(c),
     wantRecheck: requestRecheck,
+    // A forced manual apply holds the Git sync: no held commit may replace it before `keystonectl resume`.
+    paused: () => (following === 'git' && store.syncSuspension() ? 'the Git sync is suspended by a manual apply (`keystonectl resume` follows Git again)' : undefined),
+    persist: (revisions) => store.setHeldCommits(revisions),
   });
   let look: (() => Promise<void>) | undefined;
   let looking: Promise<void> | undefined;
@@ -354,6 +362,18 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     },
     rolloutHolds() {
       return holds.holds();
+    },
+    async restoreHolds(load) {
+      // Oldest first: each is verified, resolved and held again as when it came; the newest ends first in line.
+      for (const id of store.heldCommits().reverse()) {
+        const rev = await load(id).catch(() => undefined);
+        if (!rev) {
+          log.warn({ revision: id }, 'a commit held before the restart is no longer in the local clone: not held again');
+          continue;
+        }
+        enqueue(rev);
+        await agent.idle();
+      }
     },
     rolloutKeep() {
       const applied = store.appliedRevision()?.id;
@@ -445,10 +465,12 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     const explicitPlan = rev.planFile ?? opts.planFile;
     let planFile = explicitPlan ?? FLEET_FILE;
     let target: string | undefined;
+    /** The device's rollout wave, once the plan is resolved: a refusal on the device then counts towards a halt. */
+    let waveName: string | undefined;
     const reject = (reason: string) => {
       store.recordRejected({ revision: rev.id, planFile, ...(target !== undefined && { target }), at: now(), reason });
       log.error({ revision: rev.id, reason }, 'revision refused; still running the previous one');
-      emit('revision', { revision: rev.id, outcome: 'rejected', durationMs: now() - began, summary: reason, ...(target !== undefined && { target }) });
+      emit('revision', { revision: rev.id, outcome: 'rejected', durationMs: now() - began, summary: reason, ...(target !== undefined && { target }), ...(waveName !== undefined && { wave: waveName }) });
     };
     if (opts.trust.unsigned) {
       log.warn({ revision: rev.id }, 'UNSIGNED revision: signatures are not checked (--allow-unsigned, development only)');
@@ -476,6 +498,8 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
       resolution = await loadDeviceRevision(reader, { ...(explicitPlan !== undefined && { plan: explicitPlan }), ...fleet });
       if (resolution.ok) {
         ({ planFile, target } = resolution);
+        // Only a staged commit followed from Git has a wave: its refusal here is this device's `error` in the rollout.
+        if (resolution.rollout && isCommitId(rev.id) && !rev.rollback && following === 'git') waveName = resolution.wave?.name;
         if (target !== undefined) {
           const placement = `device=${fleet.device} target=${target}${resolution.wave ? ` wave=${resolution.wave.name}` : ''}`;
           // Once per agent and whenever it changes: where this device stands in the fleet (SPEC §13–14).
@@ -503,14 +527,18 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
       const first = problems[0]!;
       return reject(`refused on this device: ${problems.length} problem(s), first: ${first.file}: ${first.path}: ${first.message} [${first.code}]`);
     }
-    const waveName = resolution.wave?.name;
-    if (resolution.rollout && resolution.wave && isCommitId(rev.id) && !rev.rollback && following === 'git') {
+    // The commit this device already runs (offered again after a restart) is not gated again: its own report
+    // stands (a failed canary must stay a failure in the rollout, not turn into `halted` by its own failure).
+    const current = rev.id === store.appliedRevision()?.id;
+    if (resolution.rollout && resolution.wave && waveName !== undefined && !current) {
       // Staged (SPEC §14): held until its gate opens. A newer commit goes first in line; the same one offered again
       // (a restart, a rollback target become the tip) replaces its entry.
       const c: Candidate = { rev, state: resolution.state, planFile, ...(target !== undefined && { target }), ...(signedAt !== undefined && { signedAt }), began, rollout: resolution.rollout, wave: resolution.wave.index, waveName: resolution.wave.name };
       await holds.hold(c);
       return;
     }
+    // A newer commit applied without the gate: what is held is behind it (a rollback is older, and keeps them).
+    if (isCommitId(rev.id) && !rev.rollback && !current) holds.drop();
     await applyResolved({ rev, state: resolution.state, planFile, ...(target !== undefined && { target }), ...(signedAt !== undefined && { signedAt }), began, ...(waveName !== undefined && { waveName }) });
   }
 

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import type { DesiredState } from '../core/desired-state.js';
 import { decideGate, type GateDecision, type RolloutReport } from '../core/rollout-gate.js';
 import type { Rollout } from '../core/rollout.js';
-import { BUCKETS, parseRolloutRef, rolloutPrefixes } from '../status/rollout-refs.js';
+import { BUCKETS, failuresPrefix, parseRolloutRef, rolloutPrefixes } from '../status/rollout-refs.js';
 
 /** Lists refs under prefixes, with the host's time of the answer (source/ref-lister.ts). */
 export interface RolloutRefSource {
@@ -49,45 +49,76 @@ export function stateDigest(state: DesiredState): string {
   return createHash('sha256').update(lines.join('\n')).digest('hex');
 }
 
+/** How many of the 256 buckets a sample (buckets and groups of 16) covers. */
+const covered = (sample: readonly string[]) => sample.reduce((n, b) => n + (b.length === 1 ? 16 : 1), 0);
+
 export class RolloutGate {
-  /** Refs the last read returned per bucket read: sizes the next sample. */
-  private perBucket = 0;
+  /** Per wave, what its last read saw: non-failure refs and buckets read. Sizes that wave's next sample. */
+  private readonly lastRead = new Map<string, { refs: number; buckets: number }>();
 
   constructor(private readonly opts: RolloutGateOptions) {}
 
-  /** One read for every candidate; undefined when the read failed (nothing is decided then). */
+  /**
+   * One read (one request) for every candidate: per wave up to the device's own, the wave whole or a sample of its
+   * buckets sized to a share of the budget, plus every failure of each candidate commit in it, whole.
+   */
   async decide(candidates: readonly GateCandidate[]): Promise<{ decisions: Map<string, GateDecision>; complete: boolean; refs: number; serverTime: number } | { error: Error }> {
     const decisions = new Map<string, GateDecision>();
     // A revert to a known-good state reads nothing.
     const pending = candidates.filter((c) => {
       if (this.opts.store.goodState(stateDigest(c.state)) === undefined) return true;
-      decisions.set(c.commit, decideGate({ rollout: c.rollout, wave: c.wave, commit: c.commit, reports: [], complete: true, seen: () => undefined, now: 0, knownGood: true }));
+      decisions.set(c.commit, decideGate({ rollout: c.rollout, wave: c.wave, commit: c.commit, reports: [], seen: () => undefined, now: 0, knownGood: true }));
       return false;
     });
     if (!pending.length) return { decisions, complete: true, refs: 0, serverTime: this.opts.now() };
     const waves = [...new Set(pending.flatMap((c) => c.rollout.waves.slice(0, c.wave + 1).map((w) => w.name)))];
-    const buckets = this.sample();
+    const commits = pending.map((c) => c.commit);
+    const share = (this.opts.budgetRefs ?? DEFAULT_BUDGET_REFS) / waves.length;
+    const samples = new Map(waves.map((w) => [w, this.sample(w, share)] as const));
+    const prefixes = waves.flatMap((w) => {
+      const sample = samples.get(w);
+      return sample === undefined ? rolloutPrefixes([w]) : [...rolloutPrefixes([w], sample), ...commits.map((c) => failuresPrefix(w, c))];
+    });
     let read;
     try {
-      read = await this.opts.refs.list(rolloutPrefixes(waves, buckets));
+      read = await this.opts.refs.list(prefixes);
     } catch (e) {
       return { error: e as Error };
     }
+    // The host's clock or none: this device's clock against a time the host gave earlier would let its skew shorten
+    // a bake (a local repository's lister gives this machine's time, the one clock there is).
+    if (read.serverTime === undefined) return { error: new Error("the Git host's answer carried no usable Date header: the bake is timed on the host's clock") };
     const reports: RolloutReport[] = [];
+    const seenRefs = new Set<string>();
+    const inSample = new Map<string, number>();
     for (const r of read.refs) {
+      if (seenRefs.has(r.ref)) continue;
+      seenRefs.add(r.ref);
       const parsed = parseRolloutRef(r.ref);
-      if (parsed && (buckets === undefined || buckets.some((b) => parsed.bucket.startsWith(b)))) reports.push(parsed);
+      if (!parsed || !samples.has(parsed.wave)) continue;
+      const sample = samples.get(parsed.wave);
+      const failure = parsed.state === 'failure' || parsed.state === 'error';
+      // A group prefix `…/f` also lists failures of other commits: outside the sample, they are not members here.
+      const sampled = sample === undefined || sample.some((b) => parsed.bucket.startsWith(b));
+      if (!(sampled || (failure && commits.includes(parsed.commit)))) continue;
+      reports.push(parsed);
+      if (!failure) inSample.set(parsed.wave, (inSample.get(parsed.wave) ?? 0) + 1);
     }
-    this.perBucket = read.refs.length / (buckets === undefined ? BUCKETS.length : buckets.reduce((n, b) => n + (b.length === 1 ? 16 : 1), 0));
-    const complete = buckets === undefined;
-    const now = read.serverTime ?? this.opts.now();
+    const scale: Record<string, number> = {};
+    for (const w of waves) {
+      const sample = samples.get(w);
+      const buckets = sample === undefined ? BUCKETS.length : covered(sample);
+      this.lastRead.set(w, { refs: inSample.get(w) ?? 0, buckets });
+      if (sample !== undefined) scale[w] = BUCKETS.length / buckets;
+    }
+    const now = read.serverTime;
     for (const c of pending) {
       const d = decideGate({
         rollout: c.rollout,
         wave: c.wave,
         commit: c.commit,
         reports,
-        complete,
+        scale,
         seen: (key) => this.opts.store.firstSuccessSeen(c.commit, key),
         now,
         knownGood: false,
@@ -95,19 +126,24 @@ export class RolloutGate {
       for (const key of d.observe) this.opts.store.recordFirstSuccess(c.commit, key, now);
       decisions.set(c.commit, d);
     }
-    return { decisions, complete, refs: read.refs.length, serverTime: now };
+    return { decisions, complete: Object.keys(scale).length === 0, refs: read.refs.length, serverTime: now };
   }
 
   /**
-   * Every bucket while the last read fitted the budget; else as many as fit, from a random start, so that each read
-   * samples another part of the fleet. Undefined: all of them. A sample of 16 buckets or more is taken in whole
-   * groups of 16 (one hex digit: one ref prefix each), so a request never names more than 16 prefixes per wave.
+   * A wave whole while its last read fitted its share of the budget; else as many buckets as fit, from a random
+   * start, so that each read samples another part of the fleet; undefined: whole. A wave not read yet starts from one
+   * bucket (1/256), and a sample grows at most 16-fold from one read to the next: no read is ever the whole of a large
+   * fleet on the strength of a small sample that happened to be empty. The estimate counts one ref more than seen,
+   * for the same reason. A sample of 16 buckets or more is taken in whole groups of 16 (one hex digit: one prefix).
    */
-  private sample(): string[] | undefined {
-    const budget = this.opts.budgetRefs ?? DEFAULT_BUDGET_REFS;
-    if (this.perBucket * BUCKETS.length <= budget) return undefined;
-    const n = Math.max(1, Math.min(BUCKETS.length - 16, Math.floor(budget / this.perBucket)));
+  private sample(wave: string, share: number): string[] | undefined {
     const start = Math.floor(this.opts.random() * BUCKETS.length);
+    const last = this.lastRead.get(wave);
+    if (last === undefined) return [BUCKETS[start]!];
+    const perBucket = (last.refs + 1) / last.buckets;
+    const most = Math.min(BUCKETS.length, last.buckets * 16);
+    if (most === BUCKETS.length && perBucket * BUCKETS.length <= share) return undefined;
+    const n = Math.max(1, Math.min(most, BUCKETS.length - 16, Math.floor(share / perBucket)));
     if (n < 16) return Array.from({ length: n }, (_, i) => BUCKETS[(start + i) % BUCKETS.length]!);
     return Array.from({ length: Math.floor(n / 16) }, (_, i) => (((start >> 4) + i) % 16).toString(16));
   }

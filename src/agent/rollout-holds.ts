@@ -61,6 +61,10 @@ export interface RolloutHoldsOptions {
   apply: (c: Candidate) => Promise<void>;
   /** Asks the agent's loop to call recheck() (a timer fired). */
   wantRecheck: () => void;
+  /** Why nothing held may be applied now (a forced manual apply suspends the Git sync), or undefined. */
+  paused?: () => string | undefined;
+  /** Records the held commits (newest first) whenever they change, for an agent restarted later. */
+  persist?: (revisions: string[]) => void;
 }
 
 export class RolloutHolds {
@@ -77,7 +81,7 @@ export class RolloutHolds {
 
   /** Holds a newly offered commit (newest first; the same commit offered again replaces its entry) and decides. */
   async hold(c: Candidate): Promise<void> {
-    this.candidates = [c, ...this.candidates.filter((x) => x.rev.id !== c.rev.id)].slice(0, MAX_HELD);
+    this.set([c, ...this.candidates.filter((x) => x.rev.id !== c.rev.id)].slice(0, MAX_HELD));
     await this.recheck();
   }
 
@@ -85,6 +89,12 @@ export class RolloutHolds {
   async recheck(): Promise<void> {
     if (!this.candidates.length) return;
     const { gate, log } = this.opts;
+    const paused = this.opts.paused?.();
+    if (paused !== undefined) {
+      for (const c of this.candidates) this.note(c, `held: ${paused}`, 'paused', false);
+      this.schedule();
+      return;
+    }
     if (!gate) {
       for (const c of this.candidates) this.note(c, `held: ${this.opts.unavailable ?? "this device cannot read the fleet's rollout reports"}`, 'unavailable', false);
       return;
@@ -113,7 +123,7 @@ export class RolloutHolds {
       }
     }
     // Older than the one opened: behind what is about to run.
-    this.candidates = keep;
+    this.set(keep);
     if (open) {
       this.reported.delete(open.rev.id);
       await this.opts.apply(open);
@@ -127,6 +137,22 @@ export class RolloutHolds {
 
   ids(): string[] {
     return this.candidates.map((c) => c.rev.id);
+  }
+
+  /**
+   * Drops every held commit: a newer commit is being applied without the gate (its fleet.toml has no [rollout]), so
+   * each of them is behind what runs from now on.
+   */
+  drop(): void {
+    if (this.candidates.length) this.opts.log.info({ dropped: this.ids() }, 'held commits dropped: a newer commit is applied');
+    this.close();
+    this.opts.persist?.([]);
+  }
+
+  private set(candidates: Candidate[]): void {
+    const before = this.ids().join();
+    this.candidates = candidates;
+    if (this.ids().join() !== before) this.opts.persist?.(this.ids());
   }
 
   close(): void {

@@ -1,9 +1,9 @@
 // The gate of SPEC §14, decided on each device from the fleet's own reports: a device in wave k applies a commit
 // once the nearest earlier wave with devices has enough successes for it, the oldest of them a bake old, and no
 // wave up to its own has failed past the abort threshold. Pure: the reports are read, and the first success
-// observed and the time measured, by the caller (agent/rollout-gate-runner.ts) on the Git host's clock.
+// observed and the time measured, by the caller (agent/rollout-gate.ts) on the Git host's clock.
 import { formatDuration } from './duration.js';
-import type { Rollout } from './rollout.js';
+import { waveHash, type Rollout } from './rollout.js';
 
 /** Where a device stands on one commit, as its rollout ref says. `halted`: held for good, never applied. */
 export type RolloutState = 'held' | 'applying' | 'success' | 'failure' | 'error' | 'halted';
@@ -19,46 +19,83 @@ export interface RolloutReport {
 
 export interface WaveCount {
   wave: string;
-  /** Devices known in the wave: any report, on any commit, under its name, and those its `devices` list names. */
+  /**
+   * Devices in the wave: each device once, in the wave of its report on this commit, else of its other reports, and
+   * those the wave's `devices` list names. An estimate (sample × scale, plus every failure) when the wave was sampled.
+   */
   devices: number;
+  /** Successes seen: in a sampled wave, those of the sample (never scaled up: a gate may open later, not earlier). */
   success: number;
-  /** failure and error: the commit did not work there. */
+  /** failure and error: the commit did not work there. Always complete: failures are read whole. */
   failed: number;
   applying: number;
   held: number;
 }
 
-/** Per wave of `rollout`, in order: who is in it and how the commit went there. */
-export function waveCounts(rollout: Pick<Rollout, 'waves'>, reports: readonly RolloutReport[], commit: string): WaveCount[] {
-  const members = new Map<string, Set<string>>();
-  const states = new Map<string, Map<string, RolloutState>>();
-  // A device a wave names is in it before it has ever reported (a fleet starting together), unless an earlier wave
-  // names it too (the first wave that names a device takes it).
-  const named = new Set<string>();
-  for (const w of rollout.waves) {
-    const m = new Set((w.devices ?? []).filter((d) => !named.has(d)));
-    for (const d of m) named.add(d);
-    members.set(w.name, m);
+/** Whether a report under wave `i` can be the device's: a percent wave takes only names that hash into it. */
+function admissible(rollout: Pick<Rollout, 'waves'>, i: number, device: string, listedIn: ReadonlyMap<string, number>): boolean {
+  const w = rollout.waves[i]!;
+  const listed = listedIn.get(device);
+  if (listed !== undefined) return listed === i || w.selector !== undefined;
+  if (w.percent !== undefined) {
+    const h = waveHash(device);
+    const lo = rollout.waves.slice(0, i).reduce((m, x) => (x.percent !== undefined ? x.percent : m), 0);
+    return h >= lo && h < w.percent;
   }
-  for (const r of reports) {
-    let m = members.get(r.wave);
-    if (!m) members.set(r.wave, (m = new Set()));
-    m.add(r.device);
-    if (r.commit !== commit) continue;
-    let s = states.get(r.wave);
-    if (!s) states.set(r.wave, (s = new Map()));
-    s.set(r.device, r.state);
-  }
-  return rollout.waves.map((w) => {
-    const c: WaveCount = { wave: w.name, devices: members.get(w.name)?.size ?? 0, success: 0, failed: 0, applying: 0, held: 0 };
-    for (const st of states.get(w.name)?.values() ?? []) {
-      if (st === 'success') c.success++;
-      else if (st === 'failure' || st === 'error') c.failed++;
-      else if (st === 'applying') c.applying++;
-      else c.held++;
-    }
-    return c;
+  // A list alone takes only the devices it names; a selector, any device (labels are the device's own to say).
+  return w.selector !== undefined;
+}
+
+/**
+ * Per wave of `rollout`, in order: who is in it and how the commit went there. `scale` gives, per wave name, the
+ * factor of a sampled read (buckets in all ÷ buckets read); absent: the wave was read whole. A report a device
+ * cannot have written (a percent wave its name does not hash into, a list that does not name it) is not counted,
+ * nor is a device counted in two waves.
+ */
+export function waveCounts(rollout: Pick<Rollout, 'waves'>, reports: readonly RolloutReport[], commit: string, scale: Readonly<Record<string, number>> = {}): WaveCount[] {
+  const index = new Map(rollout.waves.map((w, i) => [w.name, i]));
+  // A device a wave's list names is in the first wave that names it, before it has ever reported.
+  const listedIn = new Map<string, number>();
+  rollout.waves.forEach((w, i) => {
+    for (const d of w.devices ?? []) if (!listedIn.has(d)) listedIn.set(d, i);
   });
+  const byDevice = new Map<string, RolloutReport[]>();
+  for (const r of reports) {
+    const i = index.get(r.wave);
+    if (i === undefined || !admissible(rollout, i, r.device, listedIn)) continue;
+    let list = byDevice.get(r.device);
+    if (!list) byDevice.set(r.device, (list = []));
+    list.push(r);
+  }
+  const counts = rollout.waves.map((w): WaveCount => ({ wave: w.name, devices: 0, success: 0, failed: 0, applying: 0, held: 0 }));
+  const sampledMembers = new Map<string, number>();
+  const place = (device: string, i: number, st: RolloutState | undefined) => {
+    const c = counts[i]!;
+    if (st === 'failure' || st === 'error') {
+      c.failed++;
+      c.devices++;
+      return;
+    }
+    if (scale[c.wave] === undefined) c.devices++;
+    else sampledMembers.set(c.wave, (sampledMembers.get(c.wave) ?? 0) + 1);
+    if (st === 'success') c.success++;
+    else if (st === 'applying') c.applying++;
+    else if (st !== undefined) c.held++;
+    void device;
+  };
+  for (const [device, list] of byDevice) {
+    // The last one read wins, should a device have two (a state moving between two reads).
+    const onCommit = list.findLast((r) => r.commit === commit);
+    const listed = listedIn.get(device);
+    const i = onCommit ? index.get(onCommit.wave)! : listed !== undefined ? listed : Math.min(...list.map((r) => index.get(r.wave)!));
+    place(device, i, onCommit?.state);
+  }
+  for (const [device, i] of listedIn) if (!byDevice.has(device)) place(device, i, undefined);
+  for (const c of counts) {
+    const f = scale[c.wave];
+    if (f !== undefined) c.devices = c.failed + Math.round((sampledMembers.get(c.wave) ?? 0) * f);
+  }
+  return counts;
 }
 
 /** Failures past the threshold: strictly more than `abortFailurePercent` of the wave's devices. */
@@ -72,8 +109,11 @@ export interface GateInput {
   wave: number;
   commit: string;
   reports: readonly RolloutReport[];
-  /** Every report was read; false when the reader took a sample of the fleet (large fleets): then the count must reach min_success in the sample. */
-  complete: boolean;
+  /**
+   * The waves read in a sample (large fleets), with their scale (buckets in all ÷ buckets read); a wave absent was
+   * read whole. In a sampled wave min_success must be reached within the sample, and it is never taken for empty.
+   */
+  scale?: Readonly<Record<string, number>>;
   /**
    * When this device first saw, for this commit, a success of wave `w` (key `w`) or wave `w` without any device
    * (key `empty:w`), on the Git host's clock (ms); undefined: not yet.
@@ -108,7 +148,8 @@ const bakeText = (ms: number) => formatDuration(Math.ceil(ms / 1000) * 1000);
 
 export function decideGate(g: GateInput): GateDecision {
   if (g.knownGood) return { kind: 'open', reason: 'a plan this device ran successfully before: not held by the waves', observe: [] };
-  const counts = waveCounts(g.rollout, g.reports, g.commit);
+  const scale = g.scale ?? {};
+  const counts = waveCounts(g.rollout, g.reports, g.commit, scale);
   // Up to the device's own wave: a later wave cannot have applied it before this one.
   for (const c of counts.slice(0, g.wave + 1))
     if (waveHalted(c, g.rollout.abortFailurePercent))
@@ -122,7 +163,7 @@ export function decideGate(g: GateInput): GateDecision {
   };
   // The nearest earlier wave with devices. A wave nobody is known in may be empty (a small fleet's 5 %) or may be
   // devices that have not looked yet (a fleet starting together): it passes its turn on only once it has stayed
-  // empty for a bake, as this device saw it.
+  // empty for a bake, as this device saw it, in whole reads (a sample that misses a wave says nothing of it).
   let prev: WaveCount | undefined;
   for (let j = g.wave - 1; j >= 0 && !prev; j--) {
     const c = counts[j]!;
@@ -130,12 +171,14 @@ export function decideGate(g: GateInput): GateDecision {
       prev = c;
       break;
     }
+    if (scale[c.wave] !== undefined)
+      return { kind: 'held', waitingFor: c.wave, successes: 0, needed: g.rollout.minSuccess, reason: `held: waiting for wave ${c.wave} (none of its devices in this read's sample)`, observe };
     const left = since(`empty:${c.wave}`, true)! + g.rollout.bakeMs - g.now;
     if (left > 0)
       return { kind: 'held', waitingFor: c.wave, successes: 0, needed: 1, reason: `held: waiting for wave ${c.wave} (no device known in it yet; its turn passes in ${bakeText(left)})`, observe };
   }
   if (!prev) return { kind: 'open', reason: g.wave === 0 ? `wave ${counts[0]!.wave} goes first` : 'no earlier wave has devices', observe };
-  const needed = g.complete ? Math.min(g.rollout.minSuccess, prev.devices) : g.rollout.minSuccess;
+  const needed = scale[prev.wave] === undefined ? Math.min(g.rollout.minSuccess, prev.devices) : g.rollout.minSuccess;
   const first = since(prev.wave, prev.success > 0);
   const bakeLeftMs = first === undefined ? undefined : Math.max(0, first + g.rollout.bakeMs - g.now);
   if (prev.success >= needed && bakeLeftMs === 0)

@@ -31,6 +31,12 @@ export interface CommitStatus {
    * this device keeps (the one it runs, newer ones it holds); its refs for any other commit are deleted.
    */
   rollout?: { wave: string; state: RolloutState; keep: readonly string[] };
+  /**
+   * The order the agent decided statuses in (the outbox row id), across commits. The outbox keeps order only per
+   * commit, so a status retried late may arrive after a newer commit's: a reporter must not let it undo the newer
+   * one's rollout refs (git-notes-reporter.ts).
+   */
+  seq?: number;
 }
 
 /** The fields a report may carry: the fleet target a device took its plan from, and its rollout wave. */

@@ -59,6 +59,9 @@ export interface GitNotesReporterOptions {
  */
 const TRACKING_PREFIX = 'refs/remotes/origin/keystone-devices/';
 
+/** In the notes cache: the seq of the newest status whose rollout refs were pushed (see current()). */
+const ROLLOUT_SEQ_FILE = 'keystone-rollout-seq';
+
 export class GitNotesReporter implements StatusReporter {
   readonly name: string;
   private readonly remote: boolean;
@@ -69,6 +72,8 @@ export class GitNotesReporter implements StatusReporter {
   /** One delivery at a time: each rewrites the same ref of the same cache. */
   private chain: Promise<unknown> = Promise.resolve();
   private cacheReady = false;
+  /** The seq of the newest status whose rollout refs were written (persisted in the cache for a remote). */
+  private rolloutSeq?: number;
 
   constructor(private readonly opts: GitNotesReporterOptions) {
     this.name = opts.name ?? 'git-notes';
@@ -98,12 +103,14 @@ export class GitNotesReporter implements StatusReporter {
       const tip = await resolveRefIfAny(gitdir, ref);
       const next = await this.noteCommit(gitdir, tip, s);
       await git.writeRef({ fs, gitdir, ref, value: next, force: true });
-      if (!s.rollout) return;
+      const staged = await this.current(s, undefined);
+      if (!staged.rollout) return;
       const own = await rolloutRefsOf(gitdir, device);
-      for (const u of rolloutUpdates(s, device, next, own)) {
+      for (const u of rolloutUpdates(staged, device, next, own)) {
         if (u.new === ZERO_OID) await git.deleteRef({ fs, gitdir, ref: u.ref });
         else await git.writeRef({ fs, gitdir, ref: u.ref, value: u.new, force: true });
       }
+      await this.wroteRollout(staged, undefined);
     } catch (e) {
       throw this.gitError(`writing the note for ${s.commit.slice(0, 12)} in ${this.opts.repository}`, e);
     }
@@ -121,6 +128,7 @@ export class GitNotesReporter implements StatusReporter {
     try {
       await deadline.run(async () => {
         await this.prepareCache(gitdir);
+        s = await this.current(s, gitdir);
         const remote = { url: this.opts.repository, headers: this.authHeaders(), signal: deadline.signal };
         // Our own last notes commit, and what the server holds of our refs: in the steady state the server has
         // exactly that, so the push needs nothing else. A cache of an earlier agent has no tracking ref: its pushes
@@ -139,7 +147,7 @@ export class GitNotesReporter implements StatusReporter {
           const updates: RefUpdate[] = [];
           if (serverNotes !== next) updates.push({ ref, old: serverNotes ?? ZERO_OID, new: next });
           if (s.rollout) updates.push(...rolloutUpdates(s, device, next, serverRollout));
-          if (updates.length === 0) return; // all there already (a push whose answer was lost)
+          if (updates.length === 0) return await this.wroteRollout(s, gitdir); // all there already (a push whose answer was lost)
           const results = await pushRefs({ ...remote, gitdir, updates });
           // What went through is on the server now, whatever happened to the rest.
           for (const [i, r] of results.entries()) {
@@ -151,7 +159,7 @@ export class GitNotesReporter implements StatusReporter {
             } else serverRollout = await this.recordRollout(gitdir, serverRollout, u.ref, u.new);
           }
           const refused = results.filter((r): r is Exclude<RefUpdateResult, { status: 'ok' }> => r.status !== 'ok');
-          if (refused.length === 0) return;
+          if (refused.length === 0) return await this.wroteRollout(s, gitdir);
           moved = refused.map((r) => r.ref);
           const rejected = refused.find((r) => r.status === 'rejected');
           if (rejected) throw new StatusDeliveryError('KS_STATUS_REJECTED', `${what}: the server refused ${rejected.ref}: ${rejected.reason}`);
@@ -182,6 +190,28 @@ export class GitNotesReporter implements StatusReporter {
     } catch (e) {
       throw this.gitError(what, e);
     }
+  }
+
+  /**
+   * The status as far as this reporter acts on it: without its rollout part when a newer status (a higher seq) has
+   * written this device's rollout refs already. The outbox retries per commit, so a `held` of an older commit can
+   * arrive after the newer commit's `success`: written then, it would bring back a ref the device has moved past
+   * and delete the success other devices' gates count.
+   */
+  private async current(s: CommitStatus, cacheDir: string | undefined): Promise<CommitStatus> {
+    if (!s.rollout || s.seq === undefined) return s;
+    if (this.rolloutSeq === undefined && cacheDir !== undefined) {
+      const text = await fs.promises.readFile(join(cacheDir, ROLLOUT_SEQ_FILE), 'utf8').catch(() => '');
+      if (/^\d+\n?$/.test(text)) this.rolloutSeq = Number(text);
+    }
+    if (this.rolloutSeq !== undefined && s.seq < this.rolloutSeq) return { ...s, rollout: undefined };
+    return s;
+  }
+
+  private async wroteRollout(s: CommitStatus, cacheDir: string | undefined): Promise<void> {
+    if (!s.rollout || s.seq === undefined) return;
+    this.rolloutSeq = Math.max(this.rolloutSeq ?? 0, s.seq);
+    if (cacheDir !== undefined) await fs.promises.writeFile(join(cacheDir, ROLLOUT_SEQ_FILE), `${this.rolloutSeq}\n`);
   }
 
   /** Records the server's value of one of our rollout refs in the cache (undefined: it has none); returns the new map. */

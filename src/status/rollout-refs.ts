@@ -1,7 +1,8 @@
 // The rollout refs (SPEC §8, §14): where each device tells the fleet how one commit went for it, laid out so that a
 // device waiting at a gate reads only the waves it needs, and on a large fleet only a sample of them.
 //
-//   refs/keystone-rollout/<wave>/<bucket>/<device>/<commit>-<state>
+//   refs/keystone-rollout/<wave>/<bucket>/<device>/<commit>-<state>      held, applying, success, halted
+//   refs/keystone-rollout/<wave>/failed/<commit>/<device>-<state>        failure, error
 //
 // - Each device writes only its own refs (no two devices race for one), next to its notes ref and in the same push.
 // - <wave> first: a device in wave k lists `refs/keystone-rollout/<wave j>/` for j ≤ k with protocol v2 ls-refs
@@ -11,6 +12,9 @@
 //   large the fleet (agent/rollout-gate.ts).
 // - A device keeps refs for the commit it runs and for newer ones it has seen, and deletes the rest as it reports:
 //   at most a few per device, and a device is known in its wave by them.
+// - Failures apart, under the commit: a reader lists every failure of a commit in every wave it reads, complete,
+//   however it samples the rest, so a halt is never missed for want of a sample ("failed" is not a bucket: buckets
+//   are two hex digits, and a group prefix `…/f` also matches it, so readers take each ref once, by name).
 // - The ref points at the device's notes commit (pushed with it): names alone carry what the gate needs, so a
 //   reader fetches no objects.
 import { createHash } from 'node:crypto';
@@ -33,14 +37,19 @@ export interface RolloutRef extends RolloutReport {
   bucket: string;
 }
 
+const FAILED = 'failed';
+const isFailure = (state: RolloutState) => state === 'failure' || state === 'error';
+
 export function rolloutRef(r: Pick<RolloutReport, 'wave' | 'device' | 'commit' | 'state'>): string {
+  if (isFailure(r.state)) return `${ROLLOUT_PREFIX}${r.wave}/${FAILED}/${r.commit}/${encodeDeviceName(r.device)}-${r.state}`;
   return `${ROLLOUT_PREFIX}${r.wave}/${bucketOf(r.device)}/${encodeDeviceName(r.device)}/${r.commit}-${r.state}`;
 }
 
-/** The prefix under which all of one device's rollout refs in one wave live. */
-export function deviceRolloutPrefix(wave: string, device: string): string {
-  return `${ROLLOUT_PREFIX}${wave}/${bucketOf(device)}/${encodeDeviceName(device)}/`;
+/** The ls-refs prefix of every failure of `commit` in `wave`. */
+export function failuresPrefix(wave: string, commit: string): string {
+  return `${ROLLOUT_PREFIX}${wave}/${FAILED}/${commit}/`;
 }
+
 
 /**
  * The ls-refs prefixes that list `waves`, whole or in the given buckets: a bucket (two hex digits) or a group of
@@ -60,18 +69,35 @@ export function parseRolloutRef(ref: string): RolloutRef | undefined {
   if (!ref.startsWith(ROLLOUT_PREFIX)) return undefined;
   const parts = ref.slice(ROLLOUT_PREFIX.length).split('/');
   if (parts.length !== 4) return undefined;
-  const [wave, bucket, encoded, leaf] = parts as [string, string, string, string];
+  const wave = parts[0]!;
   if (!WAVE.test(wave) || wave.includes('..')) return undefined;
-  const dash = leaf.indexOf('-');
-  const commit = leaf.slice(0, dash);
-  const state = leaf.slice(dash + 1) as RolloutState;
-  if (dash !== 40 || !COMMIT.test(commit) || !ROLLOUT_STATES.includes(state)) return undefined;
+  let bucket: string | undefined;
+  let encoded: string;
+  let commit: string;
+  let state: RolloutState;
+  if (parts[1] === FAILED) {
+    const leaf = parts[3]!;
+    const dash = leaf.lastIndexOf('-');
+    commit = parts[2]!;
+    encoded = leaf.slice(0, dash);
+    state = leaf.slice(dash + 1) as RolloutState;
+    if (dash < 1 || !COMMIT.test(commit) || !isFailure(state)) return undefined;
+  } else {
+    const leaf = parts[3]!;
+    const dash = leaf.indexOf('-');
+    bucket = parts[1]!;
+    encoded = parts[2]!;
+    commit = leaf.slice(0, dash);
+    state = leaf.slice(dash + 1) as RolloutState;
+    if (dash !== 40 || !COMMIT.test(commit) || !ROLLOUT_STATES.includes(state) || isFailure(state)) return undefined;
+  }
   let device: string;
   try {
     device = decodeURIComponent(encoded);
   } catch {
     return undefined;
   }
-  if (!/^[^\s\p{Cc}]{1,253}$/u.test(device) || encodeDeviceName(device) !== encoded || bucketOf(device) !== bucket) return undefined;
-  return { wave, bucket, device, commit, state };
+  if (!/^[^\s\p{Cc}]{1,253}$/u.test(device) || encodeDeviceName(device) !== encoded) return undefined;
+  if (bucket !== undefined && bucketOf(device) !== bucket) return undefined;
+  return { wave, bucket: bucket ?? bucketOf(device), device, commit, state };
 }

@@ -237,6 +237,7 @@ export class StatusOutbox {
       ...(entry.targetUrl !== undefined && { targetUrl: entry.targetUrl }),
       ...(entry.fields !== undefined && { fields: entry.fields }),
       ...(entry.rollout !== undefined && { rollout: entry.rollout }),
+      seq: entry.id,
       at: entry.createdAt,
     };
     const fields = { reporter: reporter.name, commit: entry.commit, state: entry.state, attempts: entry.attempts + 1 };

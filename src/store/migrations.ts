@@ -173,6 +173,17 @@ export const MIGRATIONS: readonly Migration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 9,
+    name: 'rollouts: the commits held at the gate, so that a restarted agent holds them again',
+    // position 0 is the newest.
+    sql: `
+      CREATE TABLE rollout_holds (
+        revision  TEXT    PRIMARY KEY,
+        position  INTEGER NOT NULL
+      ) STRICT;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.reduce((v, m) => Math.max(v, m.version), 0);

@@ -18,6 +18,9 @@ export class RolloutMemory {
       pruneSeen: p(`DELETE FROM rollout_observations WHERE rowid NOT IN (SELECT rowid FROM rollout_observations ORDER BY recorded_at DESC, rowid DESC LIMIT ${KEEP_OBSERVATIONS})`),
       good: p('SELECT revision FROM good_states WHERE digest = ?').pluck(),
       addGood: p('INSERT INTO good_states (digest, revision, at) VALUES (?, ?, ?) ON CONFLICT (digest) DO UPDATE SET revision = excluded.revision, at = excluded.at'),
+      holds: p('SELECT revision FROM rollout_holds ORDER BY position').pluck(),
+      clearHolds: p('DELETE FROM rollout_holds'),
+      addHold: p('INSERT INTO rollout_holds (revision, position) VALUES (?, ?)'),
       pruneGood: p(`DELETE FROM good_states WHERE rowid NOT IN (SELECT rowid FROM good_states ORDER BY at DESC, rowid DESC LIMIT ${KEEP_GOOD_STATES})`),
     };
   }
@@ -41,6 +44,18 @@ export class RolloutMemory {
   goodState(digest: string): string | undefined {
     const v = this.s.good.get(digest);
     return typeof v === 'string' ? v : undefined;
+  }
+
+  /** The commits held at the gate when last recorded, newest first. */
+  heldCommits(): string[] {
+    return (this.s.holds.all() as unknown[]).filter((v): v is string => typeof v === 'string');
+  }
+
+  setHeldCommits(revisions: readonly string[]): void {
+    this.ctx.transaction(() => {
+      this.s.clearHolds.run();
+      revisions.forEach((r, i) => this.s.addHold.run(r, i));
+    });
   }
 
   recordGoodState(digest: string, revision: string, at: number): void {

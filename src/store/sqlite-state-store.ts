@@ -191,6 +191,14 @@ export class SqliteStateStore implements StateStore {
     this.rollouts.recordFirstSuccess(revision, wave, at);
   }
 
+  heldCommits(): string[] {
+    return this.rollouts.heldCommits();
+  }
+
+  setHeldCommits(revisions: readonly string[]): void {
+    this.rollouts.setHeldCommits(revisions);
+  }
+
   goodState(digest: string): string | undefined {
     return this.rollouts.goodState(digest);
   }

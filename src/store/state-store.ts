@@ -103,6 +103,9 @@ export interface StateStore {
   /** The revision that last ran the desired state with this digest successfully, if any did. */
   goodState(digest: string): string | undefined;
   recordGoodState(digest: string, revision: string, at: number): void;
+  /** The commits held at the rollout gate, newest first, as last recorded (an agent restarted holds them again). */
+  heldCommits(): string[];
+  setHeldCommits(revisions: readonly string[]): void;
 
   // The status outbox: rows are written before delivery is tried, and finished rows are pruned to a retention.
   /** Inserts the entries in one transaction, each open and due at its createdAt; returns their ids in order. */

@@ -71,8 +71,8 @@ async function rolloutRepo(root: string): Promise<Repo> {
   const base = await commit(dir, 'plans/edge.toml', '# edge 0\n', T0 - 120 * min);
   const bad = await commit(dir, 'plans/edge.toml', '# edge 1\n', T0 - 60 * min);
   const tip = await commit(dir, 'plans/edge.toml', '# edge 2\n', T0 - 10 * min);
-  // e-3 runs the base and has not looked since: known in early by its ref on c0 alone.
-  await report(dir, 'e-3', base, 'early', 'success', T0 - 110 * min, 'applied: 1 component running');
+  // e-4 runs the base and has not looked since: known in early by its ref on c0 alone.
+  await report(dir, 'e-4', base, 'early', 'success', T0 - 110 * min, 'applied: 1 component running');
   // c1 halted at the canary: two of its three devices failed.
   await report(dir, 'c-1', bad, 'canary', 'failure', T0 - 55 * min, 'failed: api (exited 1)');
   await report(dir, 'c-2', bad, 'canary', 'error', T0 - 55 * min, 'rejected: invalid plan');
@@ -131,7 +131,7 @@ describe('keystonectl fleet status with a [rollout]', () => {
       'c-3     all     canary    pending                  2026-12-01 17:03:00Z  applying: restart api',
       'e-1     all     early     pending                  2026-12-01 17:03:00Z  held: waiting for wave canary (2 of 2 successes, baking 7m0s left)',
       'e-2     all     early     pending                  2026-12-01 17:03:00Z  held: waiting for wave canary (2 of 2 successes, baking 7m0s left)',
-      `e-3     all     early     on ${short(repo.base)} (older)  2026-12-01 15:10:00Z  applied: 1 component running`,
+      `e-4     all     early     on ${short(repo.base)} (older)  2026-12-01 15:10:00Z  applied: 1 component running`,
       'x-1     all     everyone  pending                  2026-12-01 17:03:00Z  held: waiting for wave early (0 of 2 successes)',
     ]);
   });
@@ -171,7 +171,7 @@ describe('keystonectl fleet status with a [rollout]', () => {
       minSuccess: 2,
       abortFailurePercent: 34,
     });
-    expect(Object.fromEntries(j.devices.map((d: { device: string; wave: string }) => [d.device, d.wave]))).toEqual({ 'c-1': 'canary', 'c-2': 'canary', 'c-3': 'canary', 'e-1': 'early', 'e-2': 'early', 'e-3': 'early', 'x-1': 'everyone' });
+    expect(Object.fromEntries(j.devices.map((d: { device: string; wave: string }) => [d.device, d.wave]))).toEqual({ 'c-1': 'canary', 'c-2': 'canary', 'c-3': 'canary', 'e-1': 'early', 'e-2': 'early', 'e-4': 'early', 'x-1': 'everyone' });
     expect(j.devices[0]).toEqual({ device: 'c-1', target: 'all', wave: 'canary', state: 'success', commit: repo.tip, relation: null, at: new Date(T0).toISOString(), description: 'applied: 1 component running' });
 
     const halted = JSON.parse((await local(['--json', '--commit', repo.bad])).stdout);

@@ -90,12 +90,24 @@ describe('wave membership', () => {
   });
 });
 
+// Gate tests name their devices freely: waves by selector (a device's labels are its own to say), and the rest.
+const GATE = `[rollout]
+waves = [
+  { name = "canary", selector = { ring = "canary" } },
+  { name = "early", selector = { ring = "early" } },
+  { name = "everyone", percent = 100 },
+]
+bake = "10m"
+min_success = 3
+abort_failure_percent = 10
+`;
+
 describe('the gate', () => {
-  const r = rolloutFrom(THREE);
+  const r = rolloutFrom(GATE);
   const C = 'c'.repeat(40);
   const OLD = 'a'.repeat(40);
   const reports = (spec: Array<[string, string, RolloutState, string?]>): RolloutReport[] => spec.map(([wave, device, state, commit]) => ({ wave, device, state, commit: commit ?? C }));
-  const base = (over: Partial<GateInput>): GateInput => ({ rollout: r, wave: 1, commit: C, reports: [], complete: true, seen: () => undefined, now: 1_000_000, knownGood: false, ...over });
+  const base = (over: Partial<GateInput>): GateInput => ({ rollout: r, wave: 1, commit: C, reports: [], seen: () => undefined, now: 1_000_000, knownGood: false, ...over });
   const canary3 = reports([['canary', 'c1', 'success'], ['canary', 'c2', 'success'], ['canary', 'c3', 'applying']]);
 
   it('the first wave goes at once', () => {
@@ -114,7 +126,7 @@ describe('the gate', () => {
     const done = reports([['canary', 'c1', 'success'], ['canary', 'c2', 'success']]);
     expect(decideGate(base({ reports: done, seen: () => 0 })).kind).toBe('open');
     // A sample (not every bucket read): the wave's size is unknown, so min_success itself is needed.
-    expect(decideGate(base({ reports: done, seen: () => 0, complete: false }))).toMatchObject({ kind: 'held', needed: 3 });
+    expect(decideGate(base({ reports: done, seen: () => 0, scale: { canary: 16 } }))).toMatchObject({ kind: 'held', needed: 3 });
   });
 
   it('opens only once the first success seen is a bake old, on the clock it was seen by', () => {
@@ -156,12 +168,12 @@ describe('the gate', () => {
     wave: fc.integer({ min: 0, max: 2 }),
     reports: fc.uniqueArray(reportArb, { selector: (x) => x.device, maxLength: 16 }),
     seen: fc.option(fc.integer({ min: 0, max: 2_000_000 }), { nil: undefined }),
-    complete: fc.boolean(),
+    sampled: fc.boolean(),
   });
   it('is monotone: a success turned failure, or less time, never opens it (property)', () => {
     fc.assert(
-      fc.property(inputArb, fc.nat(), ({ wave, reports: rs, seen, complete }, pick) => {
-        const input = base({ wave, reports: rs, complete, seen: () => seen });
+      fc.property(inputArb, fc.nat(), ({ wave, reports: rs, seen, sampled }, pick) => {
+        const input = base({ wave, reports: rs, ...(sampled && { scale: { canary: 16, early: 16, everyone: 16 } }), seen: () => seen });
         const d = decideGate(input);
         if (d.kind !== 'open') {
           const successes = rs.filter((x) => x.state === 'success');
@@ -182,6 +194,27 @@ describe('the gate', () => {
     const named = rolloutFrom('[rollout]\nwaves = [\n  { name = "lab", devices = ["b1", "b2"] },\n  { name = "pilot", devices = ["b2", "p1"] },\n  { name = "rest", percent = 100 },\n]\nmin_success = 3\n');
     expect(waveCounts(named, [], C).map((w) => [w.wave, w.devices])).toEqual([['lab', 2], ['pilot', 1], ['rest', 0]]);
     expect(decideGate({ ...base({ rollout: named, wave: 1 }), reports: reports([['lab', 'b1', 'success']]), seen: () => 0 })).toMatchObject({ kind: 'held', needed: 2, successes: 1 });
+  });
+
+  it('a sampled wave is never taken for empty, and its size is the sample scaled, its failures counted whole', () => {
+    expect(decideGate(base({ wave: 1, reports: [], scale: { canary: 16 } }))).toMatchObject({ kind: 'held', waitingFor: 'canary', reason: "held: waiting for wave canary (none of its devices in this read's sample)" });
+    const c = waveCounts(r, reports([['canary', 'a', 'success'], ['canary', 'b', 'applying'], ['canary', 'x', 'failure']]), C, { canary: 16 });
+    expect(c[0]).toMatchObject({ devices: 1 + 2 * 16, success: 1, failed: 1 });
+  });
+
+  it('counts a device once, in the wave of its report on the commit; a report a device cannot have written is not counted', () => {
+    const mixed = rolloutFrom('[rollout]\nwaves = [\n  { name = "canary", selector = { ring = "canary" } },\n  { name = "rest", percent = 100 },\n]\nabort_failure_percent = 40\n');
+    // k9 was in the canary for OLD; for C its labels put it in rest: it counts in rest, not in both.
+    const left = reports([['canary', 'k1', 'failure'], ['canary', 'k2', 'success'], ['canary', 'k9', 'success', OLD], ['rest', 'k9', 'held']]);
+    expect(decideGate({ ...base({ rollout: mixed, wave: 1 }), reports: left })).toMatchObject({ kind: 'halted', failed: 1, of: 2 });
+    // A ref under a wave that lists its devices, from a device it does not list (any device token can push one).
+    const listed = rolloutFrom('[rollout]\nwaves = [\n  { name = "canary", devices = ["k1"] },\n  { name = "rest", percent = 100 },\n]\n');
+    expect(waveCounts(listed, reports([['canary', 'k1', 'applying'], ['canary', 'ghost', 'success']]), C)[0]).toMatchObject({ devices: 1, success: 0 });
+    // A percent wave takes only names that hash into it.
+    const pct = rolloutFrom(THREE);
+    const inCanary = Array.from({ length: 200 }, (_, i) => `n${i}`).find((d) => waveHash(d) < 10)!;
+    const notCanary = Array.from({ length: 200 }, (_, i) => `n${i}`).find((d) => waveHash(d) >= 10)!;
+    expect(waveCounts(pct, reports([['canary', inCanary, 'success'], ['canary', notCanary, 'success']]), C)[0]).toMatchObject({ devices: 1, success: 1 });
   });
 
   it('counts each device once per wave, whatever commits it reported on', () => {

@@ -15,7 +15,8 @@ const min = 60_000;
 const ROLLOUT: Rollout = {
   waves: [
     { name: 'canary', selector: { ring: 'canary' }, devices: ['c-1'] },
-    { name: 'early', percent: 30 },
+    // By selector: a percent wave takes only names that hash into it, and these names are the test's own.
+    { name: 'early', selector: { ring: 'early' } },
     { name: 'everyone', percent: 100 },
   ],
   bakeMs: 10 * min,
@@ -57,7 +58,7 @@ describe('buildRolloutView', () => {
     ]);
     expect(v.waves.map((w) => [w.percent, w.named])).toEqual([
       [undefined, { selector: { ring: 'canary' }, devices: ['c-1'] }],
-      [30, undefined],
+      [undefined, { selector: { ring: 'early' } }],
       [100, undefined],
     ]);
     expect(v).toMatchObject({ commit: C, bake: '10m0s', minSuccess: 2, abortFailurePercent: 34 });

@@ -165,6 +165,8 @@ export function followGit(agent: Agent, opts: GitFollowOptions): GitFollowing {
     source,
     outbox,
     async start() {
+      // Commits held at the rollout gate before a restart are held again, from the local clone, before the first look.
+      await agent.restoreHolds((commit) => source.revisionAt(commit));
       await source.start();
       const { nextLookAt, lastLookAt } = source.status;
       if (lastLookAt === undefined && nextLookAt !== undefined)
