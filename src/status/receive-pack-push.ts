@@ -143,7 +143,8 @@ function checkUpdates(updates: readonly RefUpdate[]): void {
   }
 }
 
-function readReport(lines: string[], updates: readonly RefUpdate[], what: string): RefUpdateResult[] {
+/** The report-status lines of a receive-pack answer, per update in order; coded errors for anything else. */
+export function readReport(lines: string[], updates: readonly RefUpdate[], what: string): RefUpdateResult[] {
   const [unpack, ...rest] = lines;
   if (unpack === undefined || !unpack.startsWith('unpack ')) throw new StatusDeliveryError('KS_STATUS_SERVER_ERROR', `${what}: the answer is not a report-status (${JSON.stringify((unpack ?? '').slice(0, 80))})`);
   if (unpack !== 'unpack ok') throw new StatusDeliveryError('KS_STATUS_SERVER_ERROR', `${what}: the server could not unpack the pack: ${unpack.slice('unpack '.length)}`);
