@@ -40,6 +40,9 @@ export interface TransferTotals {
   bytesReceived: number;
 }
 
+/** Looks after which a server that refused the ls-refs POST alone is asked that way again. */
+const DIRECT_RETRY_LOOKS = 100;
+
 /** The failures of the transfer itself: the cache is not to blame for them. */
 const TRANSFER_CODES = new Set(['KS_GIT_SERVER_BUSY', 'KS_GIT_TIMEOUT', 'KS_GIT_FETCH_TOO_LARGE', 'KS_GIT_UNREACHABLE', 'KS_GIT_AUTH_FAILED', 'KS_GIT_HTTP_ERROR', 'KS_GIT_REPO_NOT_FOUND']);
 
@@ -57,9 +60,11 @@ export class GitRemoteCache {
   /**
    * Whether a look may be the ls-refs POST alone: `yes` once a look's discovery showed the server speaks protocol v2;
    * `never` once the POST alone was refused while the discovery then worked (a server or proxy that wants the GET
-   * first): such a server costs two requests a look, but it is not asked in vain at every poll.
+   * first): such a server costs two requests a look, but it is not asked in vain at every poll. Not for good: a
+   * refusal may have been a proxy's passing mood, so the POST alone is tried again after DIRECT_RETRY_LOOKS looks.
    */
   private directLook: 'unknown' | 'yes' | 'never' = 'unknown';
+  private looksSinceNever = 0;
 
   constructor(private readonly opts: GitRemoteCacheOptions) {
     const key = createHash('sha256').update(`${opts.url}\0${opts.branchRef}`).digest('hex').slice(0, 16);
@@ -79,6 +84,7 @@ export class GitRemoteCache {
    */
   async lookRemote(): Promise<string> {
     let refs: RefEntry[] | undefined;
+    if (this.directLook === 'never' && ++this.looksSinceNever >= DIRECT_RETRY_LOOKS) this.directLook = 'unknown';
     const direct = this.directLook === 'yes';
     if (direct) {
       try {
@@ -97,7 +103,10 @@ export class GitRemoteCache {
         git.listServerRefs({ http: postSeen(http, () => (v2 = true)), url: this.opts.url, protocolVersion: 2, prefix: this.opts.branchRef }),
       );
       // Only a look that went through decides: a failed one (a repository gone: 404) says nothing about the protocol.
-      if (direct) this.directLook = v2 ? 'never' : 'unknown';
+      if (direct) {
+        this.directLook = v2 ? 'never' : 'unknown';
+        this.looksSinceNever = 0;
+      }
       else if (v2 && this.directLook === 'unknown') this.directLook = 'yes';
     }
     // The prefix also matches `main-old`: only the exact ref counts.

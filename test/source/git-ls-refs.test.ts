@@ -291,6 +291,12 @@ describe('the remote cache look', () => {
     expect(refused.reqs.map((q) => `${q.method} ${q.status}`)).toEqual(['POST 400', 'GET 200', 'POST 200']);
     const later = await served(() => c.lookRemote());
     expect(later.reqs.map((q) => q.method)).toEqual(['GET', 'POST']);
+    // Not for good: a hundred looks on, the POST alone is tried again (the refusal may have been a proxy's mood).
+    for (let i = 0; i < 98; i++) await c.lookRemote();
+    const again = await served(() => c.lookRemote());
+    expect(again.reqs.map((q) => q.method)).toEqual(['GET', 'POST']);
+    const direct = await served(() => c.lookRemote());
+    expect(direct.reqs.map((q) => q.method)).toEqual(['POST']);
   });
 
   it('keeps the classification of failures on the POST alone: busy, auth, not found, unreachable', async () => {
