@@ -174,8 +174,9 @@ describe('a staged rollout over five real agents', { timeout: 420_000 }, () => {
     const revert = await push('back to the first release');
     for (const d of DEVICES) await until(() => applied(d) === revert || undefined, 30_000, `${d} to run the revert`);
     for (const d of DEVICES) {
+      // Its log line may still be in the pipe when the store says it runs the revert: wait for it, then look back.
+      expect((await waitGateOpen(d, revert)).reason).toContain('ran successfully before');
       expect(heldLines(d, revert)).toEqual([]);
-      expect(gateOpen(d, revert)?.reason).toContain('ran successfully before');
     }
   });
 
