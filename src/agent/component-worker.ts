@@ -5,8 +5,9 @@ import { decideRestart, refreshBudget, type ExitStatus, type RestartLimits } fro
 import type { Logger } from '../log/logger.js';
 import type { ProbeResult } from '../runtime/probe.js';
 import { isSameProcess } from '../runtime/proc-identity.js';
-import type { ComponentPaths, Instance, InstanceRef, Runtime } from '../runtime/runtime.js';
-import type { ComponentState, StateStore } from '../store/state-store.js';
+import { coalescedTimers } from '../runtime/coalesced-timers.js';
+import type { ComponentPaths, Instance, InstanceRef, PreparedStart, Runtime } from '../runtime/runtime.js';
+import type { ComponentRecord, ComponentState, StateStore } from '../store/state-store.js';
 import { crashPoint } from './crash-point.js';
 
 export interface WorkerDeps {
@@ -22,6 +23,12 @@ export interface WorkerDeps {
   restartLimits: RestartLimits;
   /** A crash restart became healthy again: its hard dependents must follow (SPEC §4, at run time). */
   onRecovered: (name: string) => void;
+  /**
+   * Runs the CPU-bound part of an apply's start (an install, a spawn) under the device's concurrency limit
+   * (engine.ts). The wait for health runs outside it: a slow database must not hold a slot that an independent
+   * component could start in (most of a start is waiting, not CPU).
+   */
+  startSlot: <T>(work: () => Promise<T>) => Promise<T>;
 }
 
 export type StartOutcome = { ok: true } | { ok: false; reason: string };
@@ -30,6 +37,12 @@ type LaunchOutcome = { kind: 'exit'; exit: ExitStatus } | { kind: 'healthy' } | 
 
 /** Without a health check a component is healthy once it has stayed up this long (an instant exit is a crash, not a success). */
 export const NO_CHECK_SETTLE_MS = 200;
+
+/**
+ * A restart's start is prepared (user database, work directory, log files, the fork of the privilege wrapper) this
+ * long before its delay ends, or at once for a shorter delay: at the delay's end only the program's exec remains.
+ */
+export const PREPARE_LEAD_MS = 250;
 
 /** Start budget of SPEC §4: interval × failure_threshold, or the settle time without a check. */
 export function startBudgetMs(c: DesiredComponent): number {
@@ -67,6 +80,10 @@ export class ComponentWorker {
   private current = new AbortController();
   private monitor?: AbortController;
   private restartTimer?: NodeJS.Timeout;
+  /** A restart's start prepared during its delay: discarded when the generation ends before it is used. */
+  private prepared?: Promise<PreparedStart | undefined>;
+  /** Cancels the coalesced timers of the current monitor (probe, restart budget). */
+  private readonly timers = new Map<'probe' | 'budget', () => void>();
   desired?: DesiredComponent;
   /** The revision that last started it, for every log line about it. */
   private revision?: string;
@@ -104,7 +121,7 @@ export class ComponentWorker {
     this.deps.log.info({ component: this.name, state: 'installing', revision });
     const paths = this.deps.paths(this.name);
     try {
-      await this.deps.runtime(c.recipe.lifecycle.run.type).install(c, paths, new AbortController().signal);
+      await this.deps.startSlot(() => this.deps.runtime(c.recipe.lifecycle.run.type).install(c, paths, new AbortController().signal));
     } catch (e) {
       const reason = `install failed: ${(e as Error).message}`;
       this.state('failed', reason);
@@ -112,7 +129,7 @@ export class ComponentWorker {
     }
     crashPoint('after-install');
     if (gen !== this.generation) return { ok: false, reason: 'superseded' };
-    return this.launchUntilHealthy(gen, startBudgetMs(c));
+    return this.launchUntilHealthy(gen, startBudgetMs(c), this.deps.startSlot);
   }
 
   /**
@@ -142,13 +159,13 @@ export class ComponentWorker {
       return { ok: false, reason: `${reason}; the old instance keeps serving (start-first)` };
     };
     try {
-      await runtime.install(c, paths, new AbortController().signal);
+      await this.deps.startSlot(() => runtime.install(c, paths, new AbortController().signal));
     } catch (e) {
       return keepOld(`install failed: ${(e as Error).message}`);
     }
     let inst: Instance;
     try {
-      inst = await runtime.start(c, paths);
+      inst = await this.deps.startSlot(() => runtime.start(c, paths));
     } catch (e) {
       return keepOld(`start failed: ${(e as Error).message}`);
     }
@@ -202,17 +219,33 @@ export class ComponentWorker {
     });
   }
 
-  /** Starts instances until one is healthy, restarting on exit per the policy, within the start budget. */
-  private async launchUntilHealthy(gen: number, budgetMs: number): Promise<StartOutcome> {
+  /**
+   * Starts instances until one is healthy, restarting on exit per the policy, within the start budget. `slot`: an
+   * apply's spawns queue under the device's limit; a crash restart spawns at once (its delay is the policy's).
+   */
+  private async launchUntilHealthy(
+    gen: number,
+    budgetMs: number,
+    slot: WorkerDeps['startSlot'] = (work) => work(),
+    prepared?: Promise<PreparedStart | undefined>,
+  ): Promise<StartOutcome> {
     const c = this.desired!;
     const { store, now } = this.deps;
     const paths = this.deps.paths(this.name);
     // The budget counts from the first spawn, not from before it: a slow spawn must not eat a component's time.
     let deadline: number | undefined;
+    let next = prepared;
     for (;;) {
       let inst: Instance;
       try {
-        inst = await this.deps.runtime(c.recipe.lifecycle.run.type).start(c, paths);
+        // A restart prepared during its delay only has its program run now (the prepared process exists already).
+        const ready = next && (await this.takePrepared(next));
+        next = undefined;
+        if (gen !== this.generation) {
+          await ready?.discard();
+          return { ok: false, reason: 'superseded' };
+        }
+        inst = ready ? ready.go() : await slot(() => this.deps.runtime(c.recipe.lifecycle.run.type).start(c, paths));
       } catch (e) {
         const reason = `start failed: ${(e as Error).message}`;
         this.state('failed', reason);
@@ -255,16 +288,54 @@ export class ComponentWorker {
         this.supervise(gen, inst);
         return { ok: false, reason };
       }
+      const exitAt = now();
       this.release(inst);
       const decision = this.decide(outcome.exit);
       if (decision.kind !== 'restart') return { ok: false, reason: decision.reason };
-      if (now() + decision.delayMs >= deadline) {
-        this.scheduleRestart(gen, decision.delayMs);
+      // The delay counts from the exit, not from when its records were written.
+      const delayMs = Math.max(0, decision.delayMs - (now() - exitAt));
+      if (now() + delayMs >= deadline) {
+        this.scheduleRestart(gen, delayMs);
         return { ok: false, reason: `${describeExit(outcome.exit)} and did not become healthy within its start budget of ${formatDuration(startBudgetMs(c))}` };
       }
-      await sleep(decision.delayMs, this.current.signal);
+      next = this.prepareAhead(delayMs);
+      await sleep(delayMs, this.current.signal);
       if (gen !== this.generation) return { ok: false, reason: 'superseded' };
     }
+  }
+
+  /**
+   * Prepares the next start so that it is ready when a delay of `delayMs` ends (PREPARE_LEAD_MS before it), when the
+   * runtime can; undefined otherwise. Ends with the generation: invalidate() discards it unless a launch took it.
+   */
+  private prepareAhead(delayMs: number): Promise<PreparedStart | undefined> | undefined {
+    const c = this.desired;
+    if (!c) return undefined;
+    let rt: Runtime;
+    try {
+      rt = this.deps.runtime(c.recipe.lifecycle.run.type);
+    } catch {
+      return undefined;
+    }
+    if (!rt.prepareStart) return undefined;
+    const signal = this.current.signal;
+    const paths = this.deps.paths(this.name);
+    const p = (async () => {
+      if (delayMs > PREPARE_LEAD_MS) await sleep(delayMs - PREPARE_LEAD_MS, signal);
+      if (signal.aborted) return undefined;
+      return rt.prepareStart!(c, paths);
+    })();
+    p.catch(() => {}); // a failure surfaces where the launch takes it, as a start failure
+    // One restart at a time: one that was prepared and never taken goes.
+    void this.prepared?.then((old) => old?.discard()).catch(() => {});
+    this.prepared = p;
+    return p;
+  }
+
+  /** The launch takes the prepared start: from now on it is the launch's to run or discard. */
+  private takePrepared(p: Promise<PreparedStart | undefined>): Promise<PreparedStart | undefined> {
+    if (this.prepared === p) this.prepared = undefined;
+    return p;
   }
 
   /** Applies the restart policy to an exit, recording the outcome. */
@@ -297,6 +368,7 @@ export class ComponentWorker {
   private supervise(gen: number, inst: Instance): void {
     void inst.exited.then((exit) => {
       if (gen !== this.generation) return;
+      const exitAt = this.deps.now();
       this.monitor?.abort();
       this.instance = undefined;
       this.release(inst);
@@ -307,20 +379,22 @@ export class ComponentWorker {
         return;
       }
       const d = this.decide(exit);
-      if (d.kind === 'restart') this.scheduleRestart(gen, d.delayMs);
+      // The delay counts from the exit, not from when its records were written.
+      if (d.kind === 'restart') this.scheduleRestart(gen, Math.max(0, d.delayMs - (this.deps.now() - exitAt)));
     });
     this.monitorHealth(gen);
   }
 
   private scheduleRestart(gen: number, delayMs: number): void {
     clearTimeout(this.restartTimer);
+    const prepared = this.prepareAhead(delayMs);
     this.restartTimer = setTimeout(() => {
       // A crash restart is this worker's own business and does not wait in the engine's queue: five
       // components that crash together come back together, and a revision does not wait behind them.
       // The generation makes it safe: an apply's stop or start invalidates it, and a stale spawn is
       // stopped before it is recorded. The cascade to hard dependents is the engine's, so it queues.
       if (gen !== this.generation || !this.desired) return;
-      void this.launchUntilHealthy(gen, startBudgetMs(this.desired))
+      void this.launchUntilHealthy(gen, startBudgetMs(this.desired), undefined, prepared)
         .then((outcome) => {
           if (outcome.ok) this.deps.onRecovered(this.name);
         })
@@ -328,38 +402,77 @@ export class ComponentWorker {
     }, delayMs);
   }
 
+  /**
+   * While an instance runs: its health check every interval (running ↔ unhealthy), and its restart budget given
+   * back after a healthy spell. Event-driven otherwise: without a check nothing runs until the exit event or the spell
+   * ends. The record is read once here, not on every tick: until the generation ends this worker is its only writer.
+   * Timers are the shared coalesced ones (one Node timer for every component).
+   */
   private monitorHealth(gen: number): void {
     const c = this.desired;
     const h = c?.recipe.lifecycle.run.health;
     this.monitor?.abort();
+    this.cancelMonitorTimers();
     const abort = new AbortController();
     this.monitor = abort;
     if (!c) return;
     const { store, now } = this.deps;
+    const live = () => !abort.signal.aborted && gen === this.generation;
+    const rec = store.component(this.name);
+    let state = rec?.state;
+    this.scheduleBudgetRefresh(rec, live, () => state !== 'unhealthy');
+    if (!h) return;
     const paths = this.deps.paths(this.name);
-    void (async () => {
-      let failures = 0;
-      for (;;) {
-        await sleep(h ? h.interval : 1000, abort.signal);
-        if (abort.signal.aborted || gen !== this.generation) return;
-        const rec = store.component(this.name);
-        if (!h) {
-          if (rec?.healthySince !== undefined && now() - rec.healthySince >= this.deps.restartLimits.healthySpellMs && rec.restarts > 0) store.resetRestarts(this.name);
-          continue;
+    let failures = 0;
+    const tick = async () => {
+      if (!live()) return;
+      const r = await this.deps.probe(c, paths, h.timeout, abort.signal);
+      if (!live()) return;
+      if (r.ok) {
+        failures = 0;
+        if (state === 'unhealthy') {
+          const at = now();
+          store.recordHealthy(this.name, at);
+          this.state('running');
+          state = 'running';
+          if (rec) this.scheduleBudgetRefresh({ restarts: rec.restarts, healthySince: at }, live, () => state !== 'unhealthy');
         }
-        const r = await this.deps.probe(c, paths, h.timeout, abort.signal);
-        if (abort.signal.aborted || gen !== this.generation) return;
-        if (r.ok) {
-          failures = 0;
-          if (rec?.state === 'unhealthy') {
-            store.recordHealthy(this.name, now());
-            this.state('running');
-          } else if (rec?.healthySince !== undefined && now() - rec.healthySince >= this.deps.restartLimits.healthySpellMs && rec.restarts > 0) store.resetRestarts(this.name);
-        } else if (++failures === h.failure_threshold && rec?.state === 'running') {
-          this.state('unhealthy', `health check failed ${failures} times: ${r.detail}`);
-        }
+      } else if (++failures === h.failure_threshold && state === 'running') {
+        this.state('unhealthy', `health check failed ${failures} times: ${r.detail}`);
+        state = 'unhealthy';
       }
-    })();
+      next();
+    };
+    const next = () => {
+      if (!live()) return;
+      this.timers.set('probe', coalescedTimers.schedule(h.interval, () => void tick()));
+    };
+    next();
+  }
+
+  /**
+   * Gives the restart budget back once the instance has been healthy for the spell (SPEC §5): one timer at the
+   * spell's end, only when there are restarts to give back. An exit before it counts the spell itself (decide()).
+   */
+  private scheduleBudgetRefresh(rec: Pick<ComponentRecord, 'restarts' | 'healthySince'> | undefined, live: () => boolean, healthy: () => boolean): void {
+    if (!rec || rec.restarts <= 0 || rec.healthySince === undefined) return;
+    const spell = this.deps.restartLimits.healthySpellMs;
+    const wait = Math.max(0, rec.healthySince + spell - this.deps.now());
+    this.timers.get('budget')?.();
+    this.timers.set(
+      'budget',
+      coalescedTimers.schedule(wait, () => {
+        if (!live() || !healthy()) return;
+        const now = this.deps.now();
+        const cur = this.deps.store.component(this.name);
+        if (cur?.healthySince !== undefined && now - cur.healthySince >= spell && cur.restarts > 0) this.deps.store.resetRestarts(this.name);
+      }),
+    );
+  }
+
+  private cancelMonitorTimers(): void {
+    for (const cancel of this.timers.values()) cancel();
+    this.timers.clear();
   }
 
   /** Probes until one passes (true) or the deadline passes (false). Without a check: stays up for a moment. */
@@ -431,7 +544,12 @@ export class ComponentWorker {
     this.current.abort();
     this.current = new AbortController();
     this.monitor?.abort();
+    this.cancelMonitorTimers();
     clearTimeout(this.restartTimer);
+    // A start prepared for a restart that will not happen: its waiting process goes.
+    const prepared = this.prepared;
+    this.prepared = undefined;
+    void prepared?.then((p) => p?.discard()).catch(() => {});
     return ++this.generation;
   }
 }

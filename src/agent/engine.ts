@@ -3,6 +3,7 @@ import type { DesiredComponent, DesiredState } from '../core/desired-state.js';
 import { diff, type Reconcile } from '../core/diff.js';
 import { allDependents, rollbackRelevant, withGroupsRestored } from '../core/group-rollback.js';
 import { restartCascade, unitsOf, type RestartOrders } from '../core/restart-cascade.js';
+import pLimit from 'p-limit';
 import type { Logger } from '../log/logger.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { ComponentWorker, type WorkerDeps } from './component-worker.js';
@@ -10,8 +11,9 @@ import { crashPoint } from './crash-point.js';
 import { execute, stopAll, type ExecutionResult } from './executor.js';
 import { sweepOrphans } from './orphan-sweep.js';
 
-export interface EngineDeps extends Omit<WorkerDeps, 'onRecovered' | 'log'> {
+export interface EngineDeps extends Omit<WorkerDeps, 'onRecovered' | 'log' | 'startSlot'> {
   log: Logger;
+  /** How many installs and spawns run at once; the waits for health are not counted (component-worker.ts). */
   concurrency: number;
 }
 
@@ -47,10 +49,14 @@ export class Engine {
   /** Set by interrupt(): the agent is stopping. */
   private stopping = false;
   private readonly supLog: Logger;
+  /** Shared by every worker: the limit is the device's, not a component's. */
+  private readonly startSlot: WorkerDeps['startSlot'];
 
   constructor(private readonly deps: EngineDeps) {
     this.agentLog = deps.log.child({ module: 'agent' });
     this.supLog = deps.log.child({ module: 'supervisor' });
+    const limit = pLimit(Math.max(1, deps.concurrency));
+    this.startSlot = (work) => limit(work);
   }
 
   /** Runs `op` after every operation queued before it; the engine's only way to change what runs. */
@@ -66,6 +72,7 @@ export class Engine {
       w = new ComponentWorker(name, {
         ...this.deps,
         log: this.supLog,
+        startSlot: this.startSlot,
         onRecovered: (n) => void this.run(() => this.cascadeAfterRecovery(n)),
       });
       this.workers.set(name, w);

@@ -34,8 +34,10 @@ export interface ExecutorDeps {
  * 1. Stop, dependents first: a component stops once every dependent being stopped with it has stopped (a dependency
  *    never stops under a running dependent); components that do not depend on each other stop at once, under the
  *    concurrency limit.
- * 2. Start eagerly under the concurrency limit: no waiting for a whole layer. A failure skips its
- *    dependents (transitively); independent work goes on.
+ * 2. Start eagerly: each component the moment its dependencies are healthy, no waiting for a whole layer. The
+ *    concurrency limit bounds the installs and spawns in flight (the worker's start slot), not the waits for health,
+ *    so a slow start never holds back an independent one. A failure skips its dependents (transitively); independent
+ *    work goes on.
  */
 export async function execute(plan: ExecutionPlan, desired: DesiredState, deps: ExecutorDeps): Promise<ExecutionResult> {
   const { store, log } = deps;
@@ -61,7 +63,9 @@ export async function execute(plan: ExecutionPlan, desired: DesiredState, deps: 
   const inflight = new Map<string, Promise<void>>();
 
   for (;;) {
-    const step = nextSteps({ startOrder: plan.startOrder, dependencies, satisfiedOutside }, status, deps.concurrency);
+    // Every ready component is dispatched: the workers queue for start slots in this order (start order among the
+    // ready ones), so the limit still admits them as the plan reads.
+    const step = nextSteps({ startOrder: plan.startOrder, dependencies, satisfiedOutside }, status, Number.POSITIVE_INFINITY);
     for (const { name, because } of step.skip) {
       status.set(name, 'skipped');
       const reason = `not started: dependency ${because} ${status.get(because) === 'skipped' ? 'was not started' : 'is not healthy'}`;

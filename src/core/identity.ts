@@ -50,8 +50,57 @@ export function sameIdentity(input: IdentityInput, runningHash: string): boolean
 
 /** JSON with object keys sorted at every level, so the digest does not depend on key order. */
 export function canonicalJson(value: unknown): string {
-  // The native serialiser with a key-sorting replacer: several times faster than recursing by hand.
+  // The native serialiser on a copy whose tables have their keys sorted (only those that are not sorted already
+  // are copied): the same text as the key-sorting replacer below, without a call back into JS for every value.
+  const sorted = sortedDeep(value, 0);
+  if (sorted === UNSUPPORTED) return canonicalJsonByReplacer(value);
+  return JSON.stringify(sorted) ?? 'null';
+}
+
+/** The reference: the native serialiser with a key-sorting replacer. Kept for values the walk leaves to it (and for tests). */
+export function canonicalJsonByReplacer(value: unknown): string {
   return JSON.stringify(value, sortKeys) ?? 'null';
+}
+
+const UNSUPPORTED = Symbol('unsupported');
+
+/**
+ * `v` with every plain table's keys in sorted order, as sortKeys would give them to JSON.stringify: the same value
+ * when nothing needs sorting. UNSUPPORTED for what the walk does not model (toJSON, class instances, boxed
+ * primitives, very deep nesting), which the replacer then serialises.
+ */
+function sortedDeep(v: unknown, depth: number): unknown {
+  if (v === null || typeof v !== 'object') return v;
+  if (depth > 64) return UNSUPPORTED;
+  if (Array.isArray(v)) {
+    let out: unknown[] | undefined;
+    for (let i = 0; i < v.length; i++) {
+      const x = v[i];
+      const s = sortedDeep(x, depth + 1);
+      if (s === UNSUPPORTED) return UNSUPPORTED;
+      if (s !== x) (out ??= v.slice())[i] = s;
+    }
+    return out ?? v;
+  }
+  const proto = Object.getPrototypeOf(v);
+  if ((proto !== Object.prototype && proto !== null) || typeof (v as { toJSON?: unknown }).toJSON === 'function') return UNSUPPORTED;
+  const obj = v as Record<string, unknown>;
+  const keys = Object.keys(obj);
+  let sorted = true;
+  for (let i = 1; i < keys.length; i++) if (keys[i - 1]! > keys[i]!) sorted = false;
+  let changed: Record<string, unknown> | undefined;
+  for (const k of keys) {
+    // Assigning "__proto__" to a new table would set its prototype: the replacer's own way with such a key is kept.
+    if (k === '__proto__') return UNSUPPORTED;
+    const x = obj[k];
+    const s = sortedDeep(x, depth + 1);
+    if (s === UNSUPPORTED) return UNSUPPORTED;
+    if (s !== x) (changed ??= {})[k] = s;
+  }
+  if (sorted && !changed) return v;
+  const out: Record<string, unknown> = {};
+  for (const k of sorted ? keys : keys.sort()) out[k] = changed && Object.hasOwn(changed, k) ? changed[k] : obj[k];
+  return out;
 }
 
 function sortKeys(_key: string, v: unknown): unknown {

@@ -3,7 +3,8 @@ import { posix } from 'node:path';
 import { z } from 'zod';
 import { CODES, sortDiagnostics, type Diagnostic } from './errors.js';
 import { configTable, escapesRepository } from './recipe.js';
-import { componentName } from './schema-rules.js';
+import { componentName, withFastPath } from './schema-rules.js';
+import { fastPlan } from './recipe-fast-path.js';
 import { parseTomlDocument, type ParsedDocument } from './toml-document.js';
 
 const planEntry = z.strictObject({
@@ -30,9 +31,12 @@ export interface ParsedPlan {
   doc: ParsedDocument<Plan>;
 }
 
+/** The plan schema, with its fast path for plans that are valid (recipe-fast-path.ts). */
+const validatedPlan = withFastPath(planSchema, fastPlan);
+
 /** Parses a plan and checks what it alone can tell: duplicate names and recipe paths that leave the repository. */
 export function parsePlan(file: string, text: string): ParsedPlan {
-  const doc = parseTomlDocument(file, text, planSchema);
+  const doc = parseTomlDocument(file, text, validatedPlan);
   const diagnostics = [...doc.diagnostics];
   const readableEntries: { entry: PlanEntry; index: number }[] = [];
   const raw = doc.raw as { components?: unknown } | undefined;

@@ -6,16 +6,22 @@ import { parseDuration } from './duration.js';
 import { LINUX_CAPABILITIES } from './capabilities.js';
 import {
   durationText,
+  healthCheckProblem,
+  inIdRange,
   issue,
+  LITERAL_CHECK_KIND,
   portNumber,
   positiveInt,
   reverseDnsName,
   semverRangeText,
   semverText,
+  USER_SPEC,
+  withFastPath,
 } from './schema-rules.js';
+import { fastRecipe } from './recipe-fast-path.js';
 import { parseTomlDocument, type ParsedDocument } from './toml-document.js';
 import type { TomlPath } from './toml-locate.js';
-import { hasPlaceholder, mapStrings, parseTemplate, placeholderContext, placementProblems } from './template.js';
+import { hasPlaceholder, mapStrings, parseTemplate, placeholderContext, placementProblems, someString } from './template.js';
 
 const duration = (fallback: string) =>
   durationText.default(fallback).transform((v) => parseDuration(v) as number);
@@ -45,13 +51,10 @@ const capabilityList = z.array(
   }),
 );
 
-/** A numeric id a recipe may name: (uid_t)-1 and beyond would read as "leave unchanged" (root) to setresuid. */
-const inIdRange = (spec: string) => spec.split(':').every((part) => !/^\d+$/.test(part) || Number(part) <= 2147483646);
-
 const security = z.strictObject({
   user: z
     .string()
-    .regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?$/, 'expected "user" or "user:group"')
+    .regex(USER_SPEC, 'expected "user" or "user:group"')
     .refine(inIdRange, 'a numeric uid or gid is at most 2147483646')
     .optional(),
   no_new_privileges: z.boolean().default(true),
@@ -87,25 +90,9 @@ const container = z.strictObject({
 
 /** A health check as it runs: `http(s)://…`, `tcp://host:port` or `cmd:<command line>`. */
 function checkHealthCheck(v: string, ctx: z.RefinementCtx): void {
-  const bad = (why: string) =>
-    issue(ctx, CODES.BAD_HEALTH_CHECK, `"${v}" is not a health check: ${why}`, 'http(s)://…, tcp://host:port or cmd:<command line>');
-  if (v.startsWith('cmd:')) {
-    if (v.slice(4).trim() === '') bad('the command is empty');
-    return;
-  }
-  let url: URL;
-  try {
-    url = new URL(v);
-  } catch {
-    return bad('not a URL');
-  }
-  if (url.protocol === 'tcp:') {
-    if (!url.hostname || !url.port || url.port === '0') bad('tcp:// needs host:port with a port from 1 to 65535');
-  } else if (url.protocol !== 'http:' && url.protocol !== 'https:') bad(`unsupported scheme ${url.protocol}`);
+  const why = healthCheckProblem(v);
+  if (why !== undefined) issue(ctx, CODES.BAD_HEALTH_CHECK, `"${v}" is not a health check: ${why}`, 'http(s)://…, tcp://host:port or cmd:<command line>');
 }
-
-/** The kind of check, written in the recipe itself: a value can fill in a port or a path, never turn a URL into a command. */
-const LITERAL_CHECK_KIND = /^(?:(?:https?|tcp):\/\/|cmd:)/i;
 
 const healthCheck = z.string().superRefine((v, ctx) => {
   // A check with placeholders is checked again once resolved; here only its kind, which no value may choose.
@@ -221,9 +208,12 @@ export interface ParsedRecipe {
   doc?: ParsedDocument<RecipeFile>;
 }
 
+/** The recipe schema, with its fast path for recipes that are valid (recipe-fast-path.ts). */
+const validatedRecipe = withFastPath(recipeSchema, fastRecipe);
+
 /** Parses one recipe file. Pure: `file` is only used for messages and to resolve relative artifact paths. */
 export function parseRecipe(file: string, text: string): ParsedRecipe {
-  const doc = parseTomlDocument(file, text, recipeSchema, missingRecipeField);
+  const doc = parseTomlDocument(file, text, validatedRecipe, missingRecipeField);
   const diagnostics = [...doc.diagnostics];
   if (doc.raw !== undefined) {
     diagnostics.push(...shapeRules(doc, file), ...artifactRules(doc, file));
@@ -352,6 +342,8 @@ function shapeRules(doc: ParsedDocument<unknown>, file: string): Diagnostic[] {
 /** Placeholders must parse; in exports only `{{config.…}}` (an export does not re-export another component's). */
 function templateRules(doc: ParsedDocument<unknown>, value: RawTable, at: string[], configOnly = false): Diagnostic[] {
   const out: Diagnostic[] = [];
+  // Text without "{{" has no placeholder and no template error: most recipes have none, and need no walk with paths.
+  if (!someString(value, (s) => s.includes('{{'))) return out;
   mapStrings(value, at, (text, path) => {
     if (path.length === at.length + 1 && RUN_ENUMS.has(String(path[at.length]))) return text;
     const { placeholders, error } = parseTemplate(text);

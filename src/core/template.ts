@@ -132,6 +132,19 @@ export function hasPlaceholder(text: string): boolean {
   return text.includes('{{') && /\{\{\s*(?:config|deps)\./.test(text);
 }
 
+/** True when some string in `value` (not a key) satisfies `test`; no paths are built. */
+export function someString(value: unknown, test: (text: string) => boolean): boolean {
+  if (typeof value === 'string') return test(value);
+  if (Array.isArray(value)) {
+    for (const v of value) if (someString(v, test)) return true;
+    return false;
+  }
+  if (value !== null && typeof value === 'object') {
+    for (const k in value) if (Object.hasOwn(value, k) && someString((value as Record<string, unknown>)[k], test)) return true;
+  }
+  return false;
+}
+
 /**
  * Calls `fn` on every string in `value` with its path (object keys and array indices), rebuilding only what changes.
  * Parsed recipes use the TOML keys unchanged, so the path is also the string's TOML path.

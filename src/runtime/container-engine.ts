@@ -1,5 +1,7 @@
 // Finding a container engine: Docker's socket or Podman's Docker-compatible one, the first that answers a ping.
-import Docker from 'dockerode';
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type Docker from 'dockerode';
 import { ContainerError, engineMessage } from './container-error.js';
 
 export type EngineKind = 'docker' | 'podman';
@@ -73,7 +75,16 @@ function parseDockerHost(value: string): Endpoint | undefined {
 /** A dockerode client for one endpoint; every modem default that DOCKER_HOST or DOCKER_CLIENT_TIMEOUT would set is overridden. */
 export function clientFor(ep: Endpoint, timeoutMs?: number): Docker {
   const where = 'socketPath' in ep ? { socketPath: ep.socketPath, host: undefined, port: undefined } : { host: ep.host, port: ep.port, protocol: 'http' as const };
-  return new Docker({ ...where, timeout: timeoutMs });
+  return new (dockerode())({ ...where, timeout: timeoutMs });
+}
+
+let dockerodeClass: typeof Docker | undefined;
+/**
+ * dockerode, loaded on first use: with its SSH transport it costs a device ~25 MB of memory (modules, and a 16 MB
+ * WebAssembly buffer of ssh2), which a device without containers should not pay (issue 16).
+ */
+function dockerode(): typeof Docker {
+  return (dockerodeClass ??= createRequire(import.meta.url)('dockerode') as typeof Docker);
 }
 
 /**
@@ -84,6 +95,11 @@ export async function connectEngine(choice: EngineChoice, opts: { env?: NodeJS.P
   const { endpoints, unusable } = engineEndpoints(choice, opts.env ?? process.env, opts.socketPaths);
   const tried = [...unusable];
   for (const ep of endpoints) {
+    // A socket that is not there cannot answer: said so without loading the client.
+    if ('socketPath' in ep && !existsSync(ep.socketPath)) {
+      tried.push(`${ep.label} (no such socket)`);
+      continue;
+    }
     try {
       await clientFor(ep, PING_TIMEOUT_MS).ping();
       return { kind: ep.kind, endpoint: ep, docker: clientFor(ep) };

@@ -4,13 +4,14 @@ import { lstat, mkdtemp, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { DesiredComponent } from '../core/desired-state.js';
 import { mergeTree } from '../artifacts/merge-tree.js';
-import type { ComponentPaths, ExitStatus, Instance, InstanceRef, Runtime } from './runtime.js';
+import type { ComponentPaths, ExitStatus, Instance, InstanceRef, PreparedStart, Runtime } from './runtime.js';
+import type { Writable } from 'node:stream';
 import type { InstallArtifactsFn } from './artifact-installer.js';
 import { openComponentLogs, tailLines } from './log-files.js';
 import { buildPrivileges, currentAgentIdentity, type AgentIdentity, type Privileges, type RunIdentity } from './privileges.js';
-import { isAlive, isSameProcess, processStartTime } from './proc-identity.js';
+import { isAlive, isDeadState, isSameProcess, processStartTime, readProcStat } from './proc-identity.js';
 import { probe, type ProbeResult } from './probe.js';
-import { stopGroup, systemClock, type PollClock } from './process-group.js';
+import { killGroup, stopGroup, systemClock, type PollClock } from './process-group.js';
 import { DEFAULT_PATH, resolveCommand } from './resolve-command.js';
 import { runInGroup } from './run-in-group.js';
 import { RuntimeError } from './runtime-error.js';
@@ -32,7 +33,10 @@ export interface ProcessRuntimeOptions {
   /** LANG of components; default the agent's LANG or C.UTF-8. */
   lang?: string;
   clock?: PollClock;
-  /** How often an adopted instance is checked for exit. Default 200 ms. */
+  /**
+   * How often the instances adopted after an agent restart are checked for exit (one timer and one /proc read each
+   * for all of them: they are not the agent's children, so no exit event tells). Default 1000 ms.
+   */
   adoptPollMs?: number;
   /** How long to wait for the kernel after SIGKILL before KS_STOP_FAILED. Default 5000 ms. */
   killWaitMs?: number;
@@ -171,6 +175,42 @@ export class ProcessRuntime implements Runtime {
    * stdout/stderr appended to the log files by the child itself. Throws KS_START_FAILED (or KS_USER_UNKNOWN).
    */
   async start(c: DesiredComponent, paths: ComponentPaths): Promise<Instance> {
+    const p = await this.prepareSpawn(c, paths);
+    return (await this.spawnPrepared(c, p, false)).instance;
+  }
+
+  /**
+   * A start done ahead, for a restart's delay to hide it: everything `start` does (user database, work directory,
+   * command, log files, and the fork of `setpriv … -- /bin/sh`, which drops the privileges) but the exec of the
+   * component's program, which waits on a pipe until `go()`; then only that exec stands between the delay's end and
+   * the new process. The pid and start time are the prepared process's (exec keeps both). `discard()` kills it
+   * unopened. The waiting shell exits without running anything when the agent dies (the pipe closes), and carries
+   * the owner mark meanwhile (the orphan sweep finds it). Throws as `start` does.
+   */
+  async prepareStart(c: DesiredComponent, paths: ComponentPaths): Promise<PreparedStart> {
+    const p = await this.prepareSpawn(c, paths);
+    const { instance, gate } = await this.spawnPrepared(c, p, true);
+    let open = false;
+    return {
+      instance,
+      go: () => {
+        if (open) return instance;
+        open = true;
+        gate?.end('\n');
+        return instance;
+      },
+      discard: async () => {
+        if (open) return;
+        open = true;
+        gate?.destroy();
+        if (instance.ref.kind === 'process') await killGroup(instance.ref.pid, instance.ref.startTime);
+        await instance.exited;
+      },
+    };
+  }
+
+  /** What a spawn needs, read and checked: privileges, the work directory, the environment, the command, the logs. */
+  private async prepareSpawn(c: DesiredComponent, paths: ComponentPaths): Promise<PreparedSpawn> {
     this.assertProcess(c);
     const exec = c.recipe.lifecycle.run.exec;
     if (!exec) throw new RuntimeError('KS_START_FAILED', `${c.name} has no [lifecycle.run.exec] command`, { component: c.name });
@@ -183,17 +223,24 @@ export class ProcessRuntime implements Runtime {
     // permission on the work directory's parents for the run user.
     const file = exec.command.includes('/') ? exec.command : resolved.path;
     const logs = await openComponentLogs(paths.logDir);
+    return { priv, env, file, args: exec.args, command: exec.command, workDir: paths.workDir, logs };
+  }
+
+  /** Spawns what `prepareSpawn` prepared; `gated`: behind a shell that execs the program once its fd 3 has a line. */
+  private async spawnPrepared(c: DesiredComponent, p: PreparedSpawn, gated: boolean): Promise<{ instance: Instance; gate?: Writable }> {
+    const { priv, env, file, logs, command: exec } = p;
+    const argv = gated ? [...priv.setprivArgs, '--', '/bin/sh', '-c', gateScript(env), 'sh', file, ...p.args] : [...priv.setprivArgs, '--', file, ...p.args];
     let child: ChildProcess;
     try {
-      child = spawn(this.setprivPath, [...priv.setprivArgs, '--', file, ...exec.args], {
-        cwd: paths.workDir,
+      child = spawn(this.setprivPath, argv, {
+        cwd: p.workDir,
         env,
-        stdio: ['ignore', logs.stdoutFd, logs.stderrFd],
+        stdio: gated ? ['ignore', logs.stdoutFd, logs.stderrFd, 'pipe'] : ['ignore', logs.stdoutFd, logs.stderrFd],
         detached: true,
       });
     } catch (e) {
       await logs.close();
-      throw new RuntimeError('KS_START_FAILED', `cannot start ${c.name}: ${(e as Error).message}`, { component: c.name, command: exec.command }, { cause: e });
+      throw new RuntimeError('KS_START_FAILED', `cannot start ${c.name}: ${(e as Error).message}`, { component: c.name, command: exec }, { cause: e });
     }
     // Listen before the first await: a spawn failure is emitted on the next tick.
     const spawnError = new Promise<Error>((r) => child.once('error', r));
@@ -203,13 +250,20 @@ export class ProcessRuntime implements Runtime {
     // Read before the event loop can reap the child: until then /proc/<pid> exists even if it has exited.
     const startTime = pid === undefined ? undefined : processStartTime(pid);
     child.unref(); // the agent may exit (or be killed) while its components run on
+    const gate = gated ? (child.stdio[3] as (Writable & { unref?: () => void }) | null) ?? undefined : undefined;
+    gate?.on('error', () => {}); // a gate whose shell died: the exit says so
+    gate?.unref?.();
     await logs.close(); // the child has its own copies of the descriptors now
     if (pid === undefined) {
+      gate?.destroy();
       const err = await spawnError;
-      throw new RuntimeError('KS_START_FAILED', `cannot start ${c.name}: ${err.message}`, { component: c.name, command: exec.command }, { cause: err });
+      throw new RuntimeError('KS_START_FAILED', `cannot start ${c.name}: ${err.message}`, { component: c.name, command: exec }, { cause: err });
     }
-    if (startTime === undefined) throw new RuntimeError('KS_START_FAILED', `${c.name} (pid ${pid}) vanished before it could be identified`, { component: c.name, pid });
-    return { ref: { kind: 'process', pid, startTime }, exited };
+    if (startTime === undefined) {
+      gate?.destroy();
+      throw new RuntimeError('KS_START_FAILED', `${c.name} (pid ${pid}) vanished before it could be identified`, { component: c.name, pid });
+    }
+    return { instance: { ref: { kind: 'process', pid, startTime }, exited }, ...(gate && { gate }) };
   }
 
   /**
@@ -226,17 +280,32 @@ export class ProcessRuntime implements Runtime {
   async adopt(ref: InstanceRef): Promise<Instance | undefined> {
     if (ref.kind !== 'process') return undefined;
     if (!isSameProcess(ref.pid, ref.startTime) || !isAlive(ref.pid)) return undefined;
-    const pollMs = this.opts.adoptPollMs ?? 200;
-    // Not our child any more: its exit status is unknowable, so exit is noticed by polling /proc.
+    // Not our child any more: no exit event, and its exit status is unknowable; exit is noticed by a slow check of
+    // /proc, one timer for every adopted instance.
     const exited = new Promise<ExitStatus>((resolve) => {
-      const timer = setInterval(() => {
-        if (isSameProcess(ref.pid, ref.startTime) && isAlive(ref.pid)) return;
-        clearInterval(timer);
-        resolve({ code: null, signal: null });
-      }, pollMs);
-      timer.unref();
+      this.adopted.add({ pid: ref.pid, startTime: ref.startTime, resolve });
+      this.armAdoptCheck();
     });
     return { ref, exited };
+  }
+
+  /** Instances adopted after an agent restart, until they exit: checked together by one timer. */
+  private readonly adopted = new Set<{ pid: number; startTime: string; resolve: (s: ExitStatus) => void }>();
+  private adoptTimer: NodeJS.Timeout | undefined;
+
+  private armAdoptCheck(): void {
+    if (this.adoptTimer !== undefined || this.adopted.size === 0) return;
+    this.adoptTimer = setTimeout(() => {
+      this.adoptTimer = undefined;
+      for (const a of this.adopted) {
+        const st = readProcStat(a.pid);
+        if (st && st.startTime === a.startTime && !isDeadState(st.state)) continue;
+        this.adopted.delete(a);
+        a.resolve({ code: null, signal: null });
+      }
+      this.armAdoptCheck();
+    }, this.opts.adoptPollMs ?? 1000);
+    this.adoptTimer.unref();
   }
 
   /** The component's health check as a probe (undefined when the recipe has none: running is healthy). */
@@ -272,6 +341,26 @@ export class ProcessRuntime implements Runtime {
       await rm(stage, { recursive: true, force: true });
     }
   }
+}
+
+interface PreparedSpawn {
+  priv: Privileges;
+  env: Record<string, string>;
+  file: string;
+  args: string[];
+  command: string;
+  workDir: string;
+  logs: Awaited<ReturnType<typeof openComponentLogs>>;
+}
+
+/**
+ * The shell of a prepared start: waits for a line on fd 3, then execs the program ("$@") with fd 3 closed. A shell
+ * exports PWD (and some SHLVL) of its own: unset again unless the component's environment has them, so that the
+ * program sees exactly the environment a direct start gives it. EOF (the agent died) runs nothing.
+ */
+function gateScript(env: Record<string, string>): string {
+  const own = ['PWD', 'SHLVL', 'OLDPWD'].filter((v) => !(v in env));
+  return `read -r _ <&3 || exit 125; ${own.length ? `unset ${own.join(' ')}; ` : ''}exec "$@" 3<&-`;
 }
 
 function aborted(c: DesiredComponent): RuntimeError {

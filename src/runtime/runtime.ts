@@ -17,6 +17,13 @@ export interface Instance {
   exited: Promise<ExitStatus>;
 }
 
+/** A start prepared ahead (Runtime.prepareStart): `go()` runs the program, `discard()` removes it unrun. */
+export interface PreparedStart {
+  readonly instance: Instance;
+  go(): Instance;
+  discard(): Promise<void>;
+}
+
 /** Where a component lives on the device. */
 export interface ComponentPaths {
   /** The work directory: owned by the run user, survives upgrades (data/ lives here). */
@@ -30,6 +37,11 @@ export interface Runtime {
   /** Artifacts into the work directory and the install script; throws with a stable code on failure. */
   install(c: DesiredComponent, paths: ComponentPaths, signal: AbortSignal): Promise<void>;
   start(c: DesiredComponent, paths: ComponentPaths): Promise<Instance>;
+  /**
+   * `start` done ahead of time, for a restart's delay to hide it: the instance exists (pid recorded, exit watched)
+   * but its program runs only once `go()` is called. Runtimes without it start at the delay's end.
+   */
+  prepareStart?(c: DesiredComponent, paths: ComponentPaths): Promise<PreparedStart>;
   /** SIGTERM (or the engine's stop), then SIGKILL after `graceMs`; resolves once it is gone. */
   stop(ref: InstanceRef, graceMs: number): Promise<void>;
   /** Re-attaches to an instance recorded before an agent restart, if it is still the same one. */

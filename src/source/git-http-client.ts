@@ -108,8 +108,7 @@ async function* limitChunks(source: AsyncIterableIterator<Uint8Array>, budget: T
   }
 }
 
-// No `thin-pack` in fetch requests (isomorphic-git leaves it out, and so do we): a thin pack's deltas may point into
-// earlier packs, and when content comes back (a revert) or a shallow clone is deepened, two packs can hold the same
-// objects as deltas of each other. isomorphic-git reads an object from the first pack that lists it and follows such
-// a cycle forever (the agent hung at 100 % CPU: test/agent/gitops.e2e.test.ts). A full pack per fetch costs a few
-// kilobytes more; each pack then stands on its own.
+// The fetch asks for thin packs (thin-pack-http.ts wraps this client): isomorphic-git cannot be left a thin pack on
+// disk (a delta cycle across packs hung the agent at 100 % CPU: test/agent/gitops.e2e.test.ts), so each is completed
+// against the local store before the library stores it (thin-pack.ts). This client, beneath that one, counts the
+// bytes that crossed the wire.

@@ -1,8 +1,9 @@
 // A remote Git repository followed on one branch, and the bare cache repository its commits are fetched into.
 // Looks are protocol v2 ls-refs with the branch as prefix: the first one after the discovery (`GET info/refs`, which
 // shows the server speaks v2), every later one the ls-refs POST alone (git-ls-refs.ts), one request per poll instead
-// of two. Fetches are shallow, for that branch alone. The cache is kept bounded by re-fetching into a fresh
-// directory (a new generation) once it holds too many packs or bytes.
+// of two. Fetches are shallow, for that branch alone, with thin packs completed before they are stored
+// (thin-pack-http.ts): a new commit costs what changed, not its whole tree. The cache is kept bounded by re-fetching
+// into a fresh directory (a new generation) once it holds too many packs or bytes.
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
@@ -13,6 +14,7 @@ import { headCompletingHttp } from './git-head-advertisement.js';
 import { budgetedHttpClient, TransferBudget } from './git-http-client.js';
 import { GitServerBusyError, lsRefsV2, NETWORK_ERRNOS, type RefEntry } from './git-ls-refs.js';
 import { shortBranchRef } from './git-repo-location.js';
+import { storeBases, thinPackHttp } from './thin-pack-http.js';
 
 export interface GitRemoteCacheOptions {
   /** The remote, without credentials. */
@@ -220,7 +222,7 @@ export class GitRemoteCache {
       (http) =>
       git.fetch({
         fs,
-        http,
+        http: thinPackHttp(http, storeBases(gitdir)),
         gitdir,
         url: this.opts.url,
         remote: 'origin',

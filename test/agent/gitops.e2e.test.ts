@@ -275,10 +275,12 @@ function expectAlive(h: AgentHarness, pids: Record<string, number>): void {
 const signature = (body: string, secret = WEBHOOK_SECRET) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 
 
-// Regression (was a bug, the two tests marked below): fetches asked for thin packs, and isomorphic-git reads an object
-// from the first pack that lists it with no check for delta cycles. When content came back (a revert) or the shallow
-// cache was deepened (a tip several commits ahead, as after a burst), the same objects arrived in two packs as
-// ref-deltas of each other, and reading one looped forever: the agent spun at 100 % CPU and never applied again.
+// Regression (was a bug, the two tests marked below): fetches asked for thin packs stored as they came, and
+// isomorphic-git reads an object from the first pack that lists it with no check for delta cycles. When content came
+// back (a revert) or the shallow cache was deepened (a tip several commits ahead, as after a burst), the same objects
+// arrived in two packs as ref-deltas of each other, and reading one looped forever: the agent spun at 100 % CPU and
+// never applied again. Thin packs are asked for again, but completed against the cache before they are stored
+// (src/source/thin-pack.ts), so no stored pack has a delta into another.
 const DELTA_CYCLE_BUG = 'regression: thin packs made delta cycles across packs that hung the agent';
 
 describe('a device following a branch (long poll: looks are driven by POST /v1/sync and the webhook)', { timeout: 90_000 }, () => {

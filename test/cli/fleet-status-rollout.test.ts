@@ -2,28 +2,23 @@
 // devices' notes (the real Git notes reporter, with target= and wave=) and their rollout refs (made with
 // `git update-ref`, as the names alone count), read as a local path, as a reports repository, and over smart HTTP
 // in the one fetch that brings the notes.
-import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RolloutState } from '../../src/core/rollout-gate.js';
 import { statusContext, type CommitState } from '../../src/status/commit-status.js';
 import { GitNotesReporter } from '../../src/status/git-notes-reporter.js';
 import { bucketOf, rolloutRef } from '../../src/status/rollout-refs.js';
 import { runCtl } from '../support/cli-run.js';
-import { GIT_ENV } from '../support/git-env.js';
+import { gitIn } from '../support/git-env.js';
 import { startGitHttpServer, type GitHttpServer } from '../support/git-http-server.js';
 
-const run = promisify(execFile);
 const T0 = Date.parse('2026-12-01T17:00:00Z'); // the canary's first success on the tip
 const min = 60_000;
 const TOKEN = 'fleet-rollout-token-1234';
 
-async function git(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
-  return (await run('git', args, { cwd, env: { ...GIT_ENV, ...env } })).stdout.trim();
-}
+const git = gitIn;
 
 const FLEET_TOML = `[[targets]]
 name = "all"

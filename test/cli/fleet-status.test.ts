@@ -1,27 +1,22 @@
 // `keystonectl fleet status` end to end: a real repository whose devices reported through the real Git notes
 // reporter (per-device refs) and an earlier agent's shared ref, read as a local path and over smart HTTP
 // (git http-backend), where the whole fleet's reports are one fetch however many devices there are.
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { statusContext, type CommitState } from '../../src/status/commit-status.js';
 import { GitNotesReporter } from '../../src/status/git-notes-reporter.js';
 import { runCtl } from '../support/cli-run.js';
-import { GIT_ENV } from '../support/git-env.js';
+import { gitIn } from '../support/git-env.js';
 import { startGitHttpServer, type GitHttpServer } from '../support/git-http-server.js';
 
-const run = promisify(execFile);
 const T0 = Date.parse('2026-12-01T17:00:00Z'); // edge-ok's first report on the tip (its success at T0 + 1m replaces it)
 const min = 60_000;
 const TOKEN = 'fleet-status-token-1234';
 
-async function git(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
-  return (await run('git', args, { cwd, env: { ...GIT_ENV, ...env } })).stdout.trim();
-}
+const git = gitIn;
 
 const FLEET_TOML = `[[targets]]
 name = "pi4-eu"

@@ -283,3 +283,74 @@ describe('adopt', () => {
     expect(await runtime.adopt({ kind: 'container', id: 'abc' })).toBeUndefined();
   });
 });
+
+describe('prepareStart (a restart prepared during its delay)', () => {
+  it('the prepared process exists in its own group but runs the program only at go(): same pid, start time, environment and fds', async () => {
+    const paths = tmp.paths('gated');
+    const prepared = await runtime.prepareStart(processComponent('gated', { command: 'sleep', args: ['1000'] }), paths);
+    const i = track(prepared.instance);
+    const st = readProcStat(i.ref.pid)!;
+    expect(st.pgrp).toBe(i.ref.pid);
+    expect(st.session).toBe(i.ref.pid);
+    expect(st.startTime).toBe(i.ref.startTime);
+    // Waiting at the gate: the shell, not the program.
+    await waitFor(async () => (await procStatus(i.ref.pid, 'Name')) === 'sh', 'the gate shell');
+    expect(prepared.go()).toBe(prepared.instance);
+    await waitFor(async () => (await procStatus(i.ref.pid, 'Name')) === 'sleep', 'the program to run');
+    expect(readProcStat(i.ref.pid)?.startTime).toBe(i.ref.startTime);
+    // The gate's fd 3 is closed before the exec: the program has its stdio only.
+    const { readdir } = await import('node:fs/promises');
+    const fds = await readdir(`/proc/${i.ref.pid}/fd`);
+    expect(fds).toEqual(expect.arrayContaining(['0', '1', '2']));
+    expect(fds).not.toContain('3');
+    expect(await readlink(`/proc/${i.ref.pid}/fd/0`)).toBe('/dev/null');
+    expect(await readlink(`/proc/${i.ref.pid}/fd/1`)).toBe(join(paths.logDir, 'stdout.log'));
+    process.kill(-i.ref.pid, 'SIGKILL');
+    expect(await i.exited).toEqual({ code: null, signal: 'SIGKILL' });
+
+    // The program's environment is exactly a direct start's: the gate shell's own PWD is not passed on.
+    const envOf = async (name: string, gated: boolean) => {
+      const c = processComponent(name, { command: 'env', env: { GREETING: 'hi' } });
+      const inst = track(gated ? (await runtime.prepareStart(c, tmp.paths(name))).go() : await runtime.start(c, tmp.paths(name)));
+      expect(await inst.exited).toEqual({ code: 0, signal: null });
+      return (await readOr(join(tmp.paths(name).logDir, 'stdout.log'))).trim().split('\n').sort();
+    };
+    const direct = await envOf('env-direct', false);
+    expect(direct.map((l) => l.split('=')[0])).toEqual(['GREETING', 'HOME', 'LANG', 'PATH']);
+    expect(await envOf('env-gated', true)).toEqual(direct);
+  });
+
+  it('exited reports the program exit code; discard() removes a prepared process that never ran its program', async () => {
+    const ran = track((await runtime.prepareStart(processComponent('exit9', { command: 'sh', args: ['-c', 'exit 9'] }), tmp.paths('exit9'))).go());
+    expect(await ran.exited).toEqual({ code: 9, signal: null });
+
+    const paths = tmp.paths('unused');
+    await mkdir(paths.workDir, { recursive: true, mode: 0o777 });
+    const prepared = await runtime.prepareStart(processComponent('unused', { command: 'touch', args: ['ran'] }), paths);
+    const i = track(prepared.instance);
+    await prepared.discard();
+    expect(readProcStat(i.ref.pid)?.startTime === i.ref.startTime && readProcStat(i.ref.pid)?.state !== 'Z').toBe(false);
+    expect(existsSync(join(paths.workDir, 'ran'))).toBe(false);
+  });
+
+  it('fails as start does: a missing command is KS_START_FAILED before anything is spawned', async () => {
+    await expectCode(runtime.prepareStart(processComponent('nope', { command: 'no-such-command-ks' }), tmp.paths('nope')), 'KS_START_FAILED');
+  });
+});
+
+describe('adopt: one slow check for every adopted instance', () => {
+  it('each adopted instance is noticed when it dies, the others stay watched', async () => {
+    const fast = new ProcessRuntime({ installArtifacts: noArtifacts, adoptPollMs: 50 });
+    const a = track(await runtime.start(processComponent('ad-a', { command: 'sleep', args: ['1000'] }), tmp.paths('ad-a')));
+    const b = track(await runtime.start(processComponent('ad-b', { command: 'sleep', args: ['1000'] }), tmp.paths('ad-b')));
+    const adoptedA = (await fast.adopt(a.ref))!;
+    const adoptedB = (await fast.adopt(b.ref))!;
+    let bDone = false;
+    void adoptedB.exited.then(() => (bDone = true));
+    process.kill(-a.ref.pid, 'SIGKILL');
+    expect(await adoptedA.exited).toEqual({ code: null, signal: null });
+    expect(bDone).toBe(false);
+    process.kill(-b.ref.pid, 'SIGKILL');
+    expect(await adoptedB.exited).toEqual({ code: null, signal: null });
+  });
+});

@@ -13,7 +13,8 @@ import { OperationError } from '../../src/core/errors.js';
 import { TransferBudget } from '../../src/source/git-http-client.js';
 import { GitServerBusyError, httpDate, isValidRefName, lsRefsRequest, lsRefsV2, parseLsRefsAnswer } from '../../src/source/git-ls-refs.js';
 import { GitRemoteCache, GitServerBusyError as ReExported } from '../../src/source/git-remote-cache.js';
-import { startGitHttpServer, type GitHttpServer } from '../support/git-http-server.js';
+import { codedFailure } from '../support/coded-failure.js';
+import { servedDuring, startGitHttpServer, type GitHttpServer } from '../support/git-http-server.js';
 import { GIT_ENV } from '../support/git-env.js';
 
 const run = promisify(execFile);
@@ -59,23 +60,9 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-/** The requests the server saw during `fn`, and what fn returned. */
-async function served<T>(fn: () => Promise<T>) {
-  const from = server.requests.length;
-  const value = await fn();
-  return { value, reqs: server.requests.slice(from) };
-}
+const served = <T>(fn: () => Promise<T>) => servedDuring(server, fn);
 
-/** The coded error `p` fails with (a test failure if it does not fail, or fails uncoded). */
-async function failure(p: Promise<unknown>): Promise<OperationError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(OperationError);
-    return e as OperationError;
-  }
-  throw new Error('expected a failure');
-}
+const failure = codedFailure;
 
 async function codeOf(p: Promise<unknown>): Promise<string> {
   return (await failure(p)).code;

@@ -10,10 +10,10 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { OperationError } from '../../src/core/errors.js';
 import { GitServerBusyError } from '../../src/source/git-ls-refs.js';
 import { refListerFor } from '../../src/source/ref-lister.js';
-import { startGitHttpServer, type GitHttpServer } from '../support/git-http-server.js';
+import { codedFailure } from '../support/coded-failure.js';
+import { servedDuring, startGitHttpServer, type GitHttpServer } from '../support/git-http-server.js';
 import { GIT_ENV } from '../support/git-env.js';
 
 const run = promisify(execFile);
@@ -66,22 +66,9 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-async function served<T>(fn: () => Promise<T>) {
-  const from = server.requests.length;
-  const value = await fn();
-  return { value, reqs: server.requests.slice(from) };
-}
+const served = <T>(fn: () => Promise<T>) => servedDuring(server, fn);
 
-/** The coded error `p` fails with (a test failure if it does not fail, or fails uncoded). */
-async function failure(p: Promise<unknown>): Promise<OperationError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(OperationError);
-    return e as OperationError;
-  }
-  throw new Error('expected a failure');
-}
+const failure = codedFailure;
 
 const EXPECTED = () => [
   { ref: 'refs/heads/alias', oid: c3 },

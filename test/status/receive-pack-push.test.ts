@@ -17,6 +17,8 @@ const run = promisify(execFile);
 const git = async (cwd: string, ...args: string[]) => (await run('git', args, { cwd, env: GIT_ENV })).stdout.trim();
 const TOKEN = 'push-secret-4242';
 const AUTH = { authorization: `Basic ${Buffer.from(`x-access-token:${TOKEN}`).toString('base64')}` };
+/** One push with the token: the report per ref. */
+const push = (url: string, gitdir: string, updates: RefUpdate[]) => pushRefs({ url, headers: AUTH, gitdir, updates });
 
 let root: string;
 let server: GitHttpServer;
@@ -71,32 +73,22 @@ describe('pushRefs', () => {
     const { url, bare } = repo('many');
     const { gitdir, a, b, c } = await localHistory();
     let from = server.requests.length;
-    const created = await pushRefs({
-      url,
-      headers: AUTH,
-      gitdir,
-      updates: [
+    const created = await push(url, gitdir, [
         { ref: 'refs/keystone-test/one', old: ZERO_OID, new: a },
         { ref: 'refs/keystone-test/two', old: ZERO_OID, new: b },
         { ref: 'refs/notes/keystone-devices/dev-a', old: ZERO_OID, new: c },
-      ],
-    });
+    ]);
     expect(created.map((r) => r.status)).toEqual(['ok', 'ok', 'ok']);
     expect(served('many', from)).toEqual(['POST git-receive-pack 200']);
     expect(await serverRefs(bare)).toEqual({ 'refs/keystone-test/one': a, 'refs/keystone-test/two': b, 'refs/notes/keystone-devices/dev-a': c });
     await git(bare, 'fsck', '--connectivity-only', '--no-dangling'); // every object the refs need arrived
 
     from = server.requests.length;
-    const moved = await pushRefs({
-      url,
-      headers: AUTH,
-      gitdir,
-      updates: [
+    const moved = await push(url, gitdir, [
         { ref: 'refs/keystone-test/one', old: a, new: c },
         { ref: 'refs/keystone-test/two', old: b, new: ZERO_OID },
         { ref: 'refs/keystone-test/three', old: ZERO_OID, new: b },
-      ],
-    });
+    ]);
     expect(moved).toEqual([
       { ref: 'refs/keystone-test/one', status: 'ok' },
       { ref: 'refs/keystone-test/two', status: 'ok' },
@@ -110,10 +102,10 @@ describe('pushRefs', () => {
     const { url, bare } = repo('thin');
     const { gitdir, b, c } = await localHistory();
     const ref = 'refs/notes/keystone-devices/dev-a';
-    expect(await pushRefs({ url, headers: AUTH, gitdir, updates: [{ ref, old: ZERO_OID, new: b }] })).toEqual([{ ref, status: 'ok' }]);
+    expect(await push(url, gitdir, [{ ref, old: ZERO_OID, new: b }])).toEqual([{ ref, status: 'ok' }]);
     const before = Number(/^count: (\d+)$/m.exec(await git(bare, 'count-objects', '-v'))![1]);
     // The server unpacks a small pack into loose objects, so the count says how many came.
-    expect(await pushRefs({ url, headers: AUTH, gitdir, updates: [{ ref, old: b, new: c }] })).toEqual([{ ref, status: 'ok' }]);
+    expect(await push(url, gitdir, [{ ref, old: b, new: c }])).toEqual([{ ref, status: 'ok' }]);
     const after = Number(/^count: (\d+)$/m.exec(await git(bare, 'count-objects', '-v'))![1]);
     expect(after - before).toBe(3);
     await git(bare, 'fsck', '--connectivity-only', '--no-dangling');
@@ -122,21 +114,16 @@ describe('pushRefs', () => {
   it('moves a ref to an object the server has with an empty pack, and sends no pack for deletions alone', async () => {
     const { url, bare } = repo('empty-pack');
     const { gitdir, a, b } = await localHistory();
-    await pushRefs({ url, headers: AUTH, gitdir, updates: [{ ref: 'refs/keystone-test/x', old: ZERO_OID, new: b }] });
+    await push(url, gitdir, [{ ref: 'refs/keystone-test/x', old: ZERO_OID, new: b }]);
     // A rename: the new ref points at what the old one did, so the server lacks nothing.
-    const renamed = await pushRefs({
-      url,
-      headers: AUTH,
-      gitdir,
-      updates: [
+    const renamed = await push(url, gitdir, [
         { ref: 'refs/keystone-test/y', old: ZERO_OID, new: b },
         { ref: 'refs/keystone-test/x', old: b, new: ZERO_OID },
-      ],
-    });
+    ]);
     expect(renamed.map((r) => r.status)).toEqual(['ok', 'ok']);
     expect(await serverRefs(bare)).toEqual({ 'refs/keystone-test/y': b });
     const from = server.requests.length;
-    expect(await pushRefs({ url, headers: AUTH, gitdir, updates: [{ ref: 'refs/keystone-test/y', old: b, new: ZERO_OID }] })).toEqual([{ ref: 'refs/keystone-test/y', status: 'ok' }]);
+    expect(await push(url, gitdir, [{ ref: 'refs/keystone-test/y', old: b, new: ZERO_OID }])).toEqual([{ ref: 'refs/keystone-test/y', status: 'ok' }]);
     const [post] = server.requests.slice(from);
     expect(post!.received).toBeLessThan(200); // one command and a flush: no pack
     expect(await serverRefs(bare)).toEqual({});
@@ -146,17 +133,12 @@ describe('pushRefs', () => {
   it('refuses, as stale and for that ref alone, an update whose old value is not what the server holds', async () => {
     const { url, bare } = repo('stale');
     const { gitdir, a, b, c } = await localHistory();
-    await pushRefs({
-      url,
-      headers: AUTH,
-      gitdir,
-      updates: [
+    await push(url, gitdir, [
         { ref: 'refs/keystone-test/moved', old: ZERO_OID, new: b },
         { ref: 'refs/keystone-test/present', old: ZERO_OID, new: a },
         { ref: 'refs/keystone-test/gone', old: ZERO_OID, new: a },
         { ref: 'refs/keystone-test/side', old: ZERO_OID, new: c },
-      ],
-    });
+    ]);
     await git(bare, 'update-ref', 'refs/keystone-test/moved', c); // someone else moved it
     await git(bare, 'update-ref', '-d', 'refs/keystone-test/gone');
     const updates: RefUpdate[] = [
@@ -166,7 +148,7 @@ describe('pushRefs', () => {
       { ref: 'refs/keystone-test/fresh', old: ZERO_OID, new: c },
     ];
     const from = server.requests.length;
-    const results = await pushRefs({ url, headers: AUTH, gitdir, updates });
+    const results = await push(url, gitdir, updates);
     expect(results.map((r) => [r.ref, r.status])).toEqual([
       ['refs/keystone-test/moved', 'stale'],
       ['refs/keystone-test/present', 'stale'],
@@ -181,8 +163,8 @@ describe('pushRefs', () => {
   it('refuses a deletion whose old value is stale and keeps the ref', async () => {
     const { url, bare } = repo('stale-delete');
     const { gitdir, a, b } = await localHistory();
-    await pushRefs({ url, headers: AUTH, gitdir, updates: [{ ref: 'refs/keystone-test/d', old: ZERO_OID, new: b }] });
-    const [r] = await pushRefs({ url, headers: AUTH, gitdir, updates: [{ ref: 'refs/keystone-test/d', old: a, new: ZERO_OID }] });
+    await push(url, gitdir, [{ ref: 'refs/keystone-test/d', old: ZERO_OID, new: b }]);
+    const [r] = await push(url, gitdir, [{ ref: 'refs/keystone-test/d', old: a, new: ZERO_OID }]);
     expect(r).toMatchObject({ ref: 'refs/keystone-test/d', status: 'stale' });
     expect(await serverRefs(bare)).toEqual({ 'refs/keystone-test/d': b });
   });
@@ -191,15 +173,10 @@ describe('pushRefs', () => {
     const { url, bare } = repo('hook');
     const { gitdir, a } = await localHistory();
     writeFileSync(join(bare, 'hooks', 'update'), '#!/bin/sh\ncase "$1" in refs/keystone-test/forbidden) exit 1;; esac\nexit 0\n', { mode: 0o755 });
-    const results = await pushRefs({
-      url,
-      headers: AUTH,
-      gitdir,
-      updates: [
+    const results = await push(url, gitdir, [
         { ref: 'refs/keystone-test/forbidden', old: ZERO_OID, new: a },
         { ref: 'refs/keystone-test/allowed', old: ZERO_OID, new: a },
-      ],
-    });
+    ]);
     expect(results).toEqual([
       { ref: 'refs/keystone-test/forbidden', status: 'rejected', reason: 'hook declined' },
       { ref: 'refs/keystone-test/allowed', status: 'ok' },
@@ -211,7 +188,7 @@ describe('pushRefs', () => {
     const { gitdir, a } = await localHistory();
     await git(bare, 'config', 'http.receivepack', 'false');
     const updates = [{ ref: 'refs/keystone-test/x', old: ZERO_OID, new: a }];
-    const off = await pushRefs({ url, headers: AUTH, gitdir, updates }).catch((e: unknown) => e);
+    const off = await push(url, gitdir, updates).catch((e: unknown) => e);
     expect(isStatusDeliveryError(off, 'KS_STATUS_AUTH')).toBe(true);
     expect((off as { data: { httpStatus?: number } }).data.httpStatus).toBe(403);
 
@@ -230,7 +207,7 @@ describe('pushRefs', () => {
 
     await server.stop();
     try {
-      const down = await pushRefs({ url, headers: AUTH, gitdir, updates }).catch((e: unknown) => e);
+      const down = await push(url, gitdir, updates).catch((e: unknown) => e);
       expect(isStatusDeliveryError(down, 'KS_STATUS_UNREACHABLE')).toBe(true);
       expect((down as { retryable: boolean }).retryable).toBe(true);
     } finally {
@@ -287,16 +264,11 @@ describe('receivePackRefs', () => {
     const { url } = repo('adverts');
     const { gitdir, a, b } = await localHistory();
     expect(await receivePackRefs({ url, headers: AUTH })).toEqual(new Map()); // an empty repository
-    await pushRefs({
-      url,
-      headers: AUTH,
-      gitdir,
-      updates: [
+    await push(url, gitdir, [
         { ref: 'refs/keystone-test/one', old: ZERO_OID, new: a },
         { ref: 'refs/keystone-test/two', old: ZERO_OID, new: b },
         { ref: 'refs/heads/main', old: ZERO_OID, new: b },
-      ],
-    });
+    ]);
     const from = server.requests.length;
     const refs = await receivePackRefs({ url, headers: AUTH, wanted: (r) => r.startsWith('refs/keystone-test/') });
     expect(refs).toEqual(

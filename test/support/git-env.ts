@@ -8,3 +8,13 @@ export const GIT_ENV: NodeJS.ProcessEnv = {
   GIT_COMMITTER_NAME: 'Keystone Test',
   GIT_COMMITTER_EMAIL: 'test@keystone.invalid',
 };
+
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+/** `git ARGS` in `cwd` with the tests' environment (plus `env`): its stdout, trimmed. */
+export async function gitIn(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
+  return (await run('git', args, { cwd, env: { ...GIT_ENV, ...env } })).stdout.trim();
+}

@@ -1,6 +1,5 @@
 // `keystone agent --repo`: the Git source, the commit statuses it reports (outbox → Git notes and/or the GitHub API),
 // and the `--on-failure rollback` policy, wired onto a started agent.
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Agent } from '../../agent/agent.js';
 import { isCommitId, reportCommitStatuses } from '../../agent/commit-reporting.js';
@@ -15,6 +14,9 @@ import { UsageError } from '../io.js';
 import { FLEET_FILE } from '../../core/fleet.js';
 import { formatLabels, type Labels } from '../../core/labels.js';
 import { deviceIdentity } from '../../agent/device-identity.js';
+
+// Defined beside the command that reads the secrets before it knows the source; `keystonectl fleet` takes it from here.
+export { secretFrom } from './agent.js';
 
 export interface GitFollowOptions {
   repo: string;
@@ -48,22 +50,6 @@ export interface GitFollowing {
   start(): Promise<void>;
   outbox: StatusOutbox;
   close(): Promise<void>;
-}
-
-/** A secret from a file (first line, trimmed) or an environment variable; never from the command line. */
-export function secretFrom(file: string | undefined, envValue: string | undefined, what: string): string | undefined {
-  if (file !== undefined) {
-    let text: string;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch (e) {
-      throw new UsageError(`cannot read the ${what} file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
-    }
-    const secret = text.split('\n', 1)[0]!.trim();
-    if (!secret) throw new UsageError(`the ${what} file ${file} is empty`);
-    return secret;
-  }
-  return envValue ? envValue.trim() : undefined;
 }
 
 /**

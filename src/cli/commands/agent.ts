@@ -1,4 +1,5 @@
 // `keystone agent`: follow a desired-state source and keep this device converged on it, until SIGINT/SIGTERM.
+import { readFileSync } from 'node:fs';
 import { availableParallelism, hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -10,9 +11,8 @@ import { isSameProcess, processUid } from '../../runtime/proc-identity.js';
 import { devicePolicyFrom, POLICY_OPTIONS, POLICY_USAGE } from '../policy-args.js';
 import { ensureApiToken } from '../../api/api-token.js';
 import { checkListenAddress } from '../../api/check-listen-address.js';
-import { buildServer } from '../../api/build-server.js';
 import { formatListenAddress, isLoopbackAddress, parseListenAddress, publicHostAllowance, type ListenAddress } from '../../api/listen-address.js';
-import { listenApi, type ApiListeners } from '../../api/listen-api.js';
+import type { ApiListeners } from '../../api/listen-api.js';
 import { ownerTag } from '../../agent/orphan-sweep.js';
 import { openStateDir } from '../../agent/state-dir.js';
 import { parseDuration } from '../../core/duration.js';
@@ -20,20 +20,18 @@ import { OperationError } from '../../core/errors.js';
 import type { Logger } from '../../log/logger.js';
 import { DEFAULT_RESTART_LIMITS } from '../../core/restart-policy.js';
 import { createLogger } from '../../log/logger.js';
-import { artifactInstaller } from '../../runtime/artifact-installer.js';
+import type { ArtifactInstallerOptions, InstallArtifactsFn } from '../../runtime/artifact-installer.js';
 import { ProcessRuntime, type BoundProbe } from '../../runtime/process-runtime.js';
 import { ContainerRuntime } from '../../runtime/container-runtime.js';
 import type { DesiredComponent } from '../../core/desired-state.js';
-import { DirectorySource, type Revision } from '../../source/directory-source.js';
+import type { Revision } from '../../source/directory-source.js';
 import type { RepoReader } from '../../source/repo-reader.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
 import { planPathIn } from '../repository-args.js';
 import { deviceNameProblem, formatLabels, labelsFromArgs, type Labels } from '../../core/labels.js';
 import { parseGitRepo } from '../../source/git-repo-location.js';
 import { TRUST_OPTIONS, trustSetting } from '../trust-args.js';
-import { followGit, secretFrom } from './agent-git.js';
-import { RolloutGate, type RolloutRecall } from '../../agent/rollout-gate.js';
-import { refListerFor } from '../../source/ref-lister.js';
+import type { RolloutRecall } from '../../agent/rollout-gate.js';
 
 export const AGENT_USAGE =
   'keystone agent (--repo URL|PATH [--ref main] [--poll 60s] [--git-token-file F] | --dir PATH) [--plan PLAN]\n' +
@@ -57,6 +55,52 @@ function positiveInt(text: string, flag: string): number {
   const n = Number(text);
   if (!Number.isInteger(n) || n < 1) throw new UsageError(`${flag} must be a whole number ≥ 1, not "${text}"`);
   return n;
+}
+
+/** A secret from a file (first line, trimmed) or an environment variable; never from the command line. */
+export function secretFrom(file: string | undefined, envValue: string | undefined, what: string): string | undefined {
+  if (file !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (e) {
+      throw new UsageError(`cannot read the ${what} file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+    const secret = text.split('\n', 1)[0]!.trim();
+    if (!secret) throw new UsageError(`the ${what} file ${file} is empty`);
+    return secret;
+  }
+  return envValue ? envValue.trim() : undefined;
+}
+
+/**
+ * Artifacts (fetch, verify, unpack: tar, yauzl) are loaded when a component first has some to install: most devices
+ * run programs already on disk.
+ */
+function lazyArtifactInstaller(opts: ArtifactInstallerOptions): InstallArtifactsFn {
+  let installer: Promise<InstallArtifactsFn> | undefined;
+  return async (c, workDir) => {
+    installer ??= import('../../runtime/artifact-installer.js').then((m) => m.artifactInstaller(opts));
+    return (await installer)(c, workDir);
+  };
+}
+
+const MiB = (bytes: number) => Math.round((bytes / 1048576) * 10) / 10;
+
+/**
+ * KEYSTONE_MEMORY_PHASES=1: one `memory` log line per start-up phase (process.memoryUsage() in MiB), and one a
+ * minute after, to see what each phase and feature costs on a device. Off by default.
+ */
+function memoryPhases(env: NodeJS.ProcessEnv, log: Logger): { mark(phase: string): void; close(): void } {
+  if (env.KEYSTONE_MEMORY_PHASES !== '1') return { mark: () => undefined, close: () => undefined };
+  const mark = (phase: string) => {
+    const m = process.memoryUsage();
+    log.info({ phase, rss_mib: MiB(m.rss), heap_used_mib: MiB(m.heapUsed), heap_total_mib: MiB(m.heapTotal), external_mib: MiB(m.external), array_buffers_mib: MiB(m.arrayBuffers) }, 'memory');
+  };
+  mark('modules loaded');
+  const timer = setInterval(() => mark('running'), 60_000);
+  timer.unref();
+  return { mark, close: () => clearInterval(timer) };
 }
 
 export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev: 'stop', fn: () => void): void }): Promise<number> {
@@ -166,6 +210,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   if (format !== 'pretty' && format !== 'json') throw new UsageError(`--log-format must be pretty or json, not "${format}"`);
   const logger = createLogger({ pretty: format === 'pretty', write: (l) => io.stdout.write(l) });
   const log = logger.child({ module: 'agent' });
+  const memory = memoryPhases(io.env, logger.child({ module: 'memory' }));
   // A bug in a background task must be seen, not kill supervision silently.
   const onUnhandled = (reason: unknown) => log.error({ err: reason as Error }, 'unhandled error in a background task');
   process.on('unhandledRejection', onUnhandled);
@@ -181,7 +226,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   const processRuntime = new ProcessRuntime({
     ownerTag: tag,
     allowRoot: policy.allowRoot,
-    installArtifacts: artifactInstaller({
+    installArtifacts: lazyArtifactInstaller({
       reader: () => artifactReader!,
       cacheDir: join(stateDir, 'cache'),
       maxBytes: MAX_ARTIFACT_BYTES,
@@ -193,7 +238,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
     ownerTag: tag,
     policy,
     policyHost,
-    installArtifacts: artifactInstaller({ reader: () => artifactReader!, cacheDir: join(stateDir, 'cache'), maxBytes: MAX_ARTIFACT_BYTES }),
+    installArtifacts: lazyArtifactInstaller({ reader: () => artifactReader!, cacheDir: join(stateDir, 'cache'), maxBytes: MAX_ARTIFACT_BYTES }),
     log: logger.child({ module: 'containers' }),
     // For `keystonectl apply`'s display: a line a second per component while bytes flow, and every other status.
     onPullProgress: (component, p) => {
@@ -214,6 +259,11 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   const runtimeOf = (c: DesiredComponent) => (c.recipe.lifecycle.run.type === 'container' ? containerRuntime : processRuntime);
   if (trust.unsigned) log.warn('running UNSIGNED (--allow-unsigned): every revision is applied without a signature check; development only');
 
+  // The Git modules (isomorphic-git) are loaded only when the agent follows Git.
+  const gitModules =
+    repo !== undefined
+      ? await Promise.all([import('./agent-git.js'), import('../../agent/rollout-gate.js'), import('../../source/ref-lister.js')]).then(([g, r, l]) => ({ followGit: g.followGit, RolloutGate: r.RolloutGate, refListerFor: l.refListerFor }))
+      : undefined;
   // Before anything in the state directory is read or adopted: it is checked and locked (one agent per state
   // directory), and the API's address is tried, so that an agent that cannot run touches nothing.
   const stateDirLock = openStateDir(stateDir);
@@ -228,9 +278,9 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   const statusNames = (values.status ?? 'git-notes').split(',').map((x) => x.trim()).filter(Boolean);
   const reportsRepo = statusRepo ?? repo;
   const rolloutGate =
-    reportsRepo !== undefined && statusNames.includes('git-notes')
+    gitModules !== undefined && reportsRepo !== undefined && statusNames.includes('git-notes')
       ? (store: RolloutRecall) =>
-          new RolloutGate({ refs: refListerFor(reportsRepo, { ...(gitToken !== undefined && { token: gitToken }), now: Date.now }), store, now: Date.now, random: Math.random })
+          new gitModules.RolloutGate({ refs: gitModules.refListerFor(reportsRepo, { ...(gitToken !== undefined && { token: gitToken }), now: Date.now }), store, now: Date.now, random: Math.random })
       : undefined;
   const agent = (agentRef = await startAgent({
     stateDirLock,
@@ -264,11 +314,12 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
     logMaxBytes: positiveInt(values['log-max-bytes'], '--log-max-bytes'),
     logKeep: positiveInt(values['log-keep'], '--log-keep'),
   }));
+  memory.mark('agent started');
   // The source offers revisions (and POST /v1/sync asks it to look now); it never offers the same content twice.
   let source: { start(): Promise<void>; close(): Promise<void> };
   try {
-    if (repo !== undefined) {
-      const following = followGit(agent, {
+    if (repo !== undefined && gitModules !== undefined) {
+      const following = gitModules.followGit(agent, {
         repo,
         ref,
         stateDir,
@@ -288,6 +339,8 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
       });
       source = { start: () => following.start(), close: () => following.close() };
     } else {
+      // chokidar only in directory mode.
+      const { DirectorySource } = await import('../../source/directory-source.js');
       const dir = new DirectorySource(root!, {
         settleMs,
         onRevision: (r: Revision) => agent.offer(r),
@@ -329,8 +382,11 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
           { component: rec.name, pid: rec.instance.pid },
           'runs as root, started before this device refused root process users: `keystonectl restart` it (or apply a revision that changes it) to run it as its recipe user or the unprivileged default',
         );
+  memory.mark('API started');
   await source.start();
+  memory.mark('source started');
   await stopRequested;
+  memory.close();
   log.info(values['stop-on-exit'] ? 'stopping: components are stopped too (--stop-on-exit)' : 'stopping: components keep running and are adopted at the next start');
   // The API first: calls still waiting answer now, and nothing new reaches the engine while it winds down.
   await api?.close();
@@ -356,6 +412,8 @@ async function startApi(
   // Where the token is, never what it is.
   log.info({ path: token.path }, token.created ? 'created the API token' : 'using the existing API token');
   if (token.worldAccessible) log.warn({ path: token.path }, 'the API token file is readable by every user: chmod 600 it');
+  // The HTTP server (fastify, prom-client) is loaded only when the API listens somewhere.
+  const [{ buildServer }, { listenApi }] = await Promise.all([import('../../api/build-server.js'), import('../../api/listen-api.js')]);
   const server = buildServer({
     agent,
     token: token.token,
