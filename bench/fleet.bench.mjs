@@ -6,7 +6,7 @@
 // the clean-up finds it by path; no health check), signed with a key made by `keystonectl keygen` (`keystonectl
 // sign` before every commit, untimed). It is served over smart HTTP by the project's loopback server
 // (src/dev/git-http-server.ts: real `git http-backend`, every request recorded with method, path, query, status,
-// bytes) in a child process (this file with --serve), and N real agents follow it, each a child process in its own
+// bytes) in a child process (counted-git-server.mjs), and N real agents follow it, each a child process in its own
 // process group:
 //   keystone agent --repo http://127.0.0.1:PORT/fleet-N.git --ref main --plan plans/idle.toml --device dev-NNN
 //     --poll 5s --state-dir FRESH --trusted-key K.pub --status git-notes --listen 127.0.0.1:PORT_i --log-format json
@@ -44,38 +44,16 @@
 //
 // Options: --sizes 10,25,50  --reports same|separate|both (default both)  --poll 5s  --quiet 2 (poll intervals)
 //          --port-base 31700 (the agents' API ports, port-base…port-base+N−1; keep below 32768, the ephemeral range)
-import { execFile, fork, spawn } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
-import { parseArgs, promisify } from 'node:util';
+import { parseArgs } from 'node:util';
+import { forkCountedGitServer, runProgram } from './counted-git-server.mjs';
 
-const self = fileURLToPath(import.meta.url);
 
-if (process.argv[2] === '--serve') await serve(process.argv[3]);
-else await main();
-
-// ─── the server (child process) ─────────────────────────────────────────────────────────────────────────────
-
-/**
- * `git http-backend` over the bare repositories under `root`. The bench asks, over IPC, for a mark (how many requests
- * have arrived so far: records are appended on arrival, so a mark splits time) and for the records between two marks.
- */
-async function serve(root) {
-  const { GitHttpServer } = await import('../dist/dev/git-http-server.js');
-  const git = new GitHttpServer({ root, port: 0 });
-  await git.start();
-  process.send({ port: git.port });
-  process.on('disconnect', () => process.exit(0));
-  process.on('message', (m) => {
-    if (m?.op === 'mark') process.send({ id: m.id, mark: git.requests.length });
-    else if (m?.op === 'records') process.send({ id: m.id, records: git.requests.slice(m.from, m.to) });
-    else if (m?.op === 'exit') void git.stop().then(() => process.exit(0));
-  });
-}
+await main();
 
 // ─── the benchmark ──────────────────────────────────────────────────────────────────────────────────────────
 
@@ -114,17 +92,7 @@ async function main() {
   const resultsFile = join(benchDir, 'results', 'fleet.json');
   const gitEnv = h.BENCH_GIT_ENV;
 
-  /** Runs a program to completion: its stdout; throws on a non-zero exit. */
-  const run = (cmd, args, env = gitEnv) =>
-    new Promise((resolve, reject) => {
-      const child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d) => (stdout += d));
-      child.stderr.on('data', (d) => (stderr += d));
-      child.on('error', reject);
-      child.on('close', (code) => (code === 0 ? resolve({ stdout, endedAt: epochNow() }) : reject(new Error(`${cmd} ${args.join(' ')} failed (${code}): ${stderr}`))));
-    });
+  const run = (cmd, args, env = gitEnv) => runProgram(cmd, args, env);
   const git = (...args) => run('git', args);
   const keystonectl = (...args) => run(process.execPath, [join(h.projectDir, 'bin', 'keystonectl.js'), ...args], process.env);
 
@@ -136,35 +104,9 @@ async function main() {
   const others = h.othersCpu(work);
   const loadBefore = h.load1();
   const tStart = performance.now();
-  const server = fork(self, ['--serve', join(work, 'srv')], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const serverPort = new Promise((resolve) => server.once('message', (m) => resolve(m.port)));
-  // A server that dies midway fails the question asked (and so the run, whose clean-up then runs) rather than
-  // crashing the bench with an unhandled 'error' and leaving the fleet behind.
-  let serverGone;
-  server.on('error', (e) => (serverGone ??= e));
-  server.once('exit', (code, signal) => (serverGone ??= new Error(`the Git server exited (${signal ?? code})`)));
-  let nextId = 0;
-  /** One IPC question to the server, its answer. */
-  const ask = (msg) =>
-    new Promise((resolve, reject) => {
-      if (serverGone || !server.connected) return reject(serverGone ?? new Error('the Git server is gone'));
-      const id = ++nextId;
-      const on = (m) => {
-        if (m?.id !== id) return;
-        server.off('message', on);
-        server.off('exit', gone);
-        resolve(m);
-      };
-      const gone = () => {
-        server.off('message', on);
-        reject(serverGone ?? new Error('the Git server exited'));
-      };
-      server.on('message', on);
-      server.once('exit', gone);
-      server.send({ ...msg, id }, (e) => e && gone());
-    });
-  const mark = async () => (await ask({ op: 'mark' })).mark;
-  const records = async (from, to) => (await ask({ op: 'records', from, to })).records;
+  const server = forkCountedGitServer(join(work, 'srv'));
+  const serverPort = server.port;
+  const { mark, records } = server;
   let agents = [];
 
   try {
@@ -623,12 +565,7 @@ async function main() {
       resultsFile,
       JSON.stringify(
         {
-          bench: 'fleet',
-          date: new Date().toISOString(),
-          ...h.machine(),
-          git: (await promisify(execFile)('git', ['--version'])).stdout.trim(),
-          loadAverage1m: { before: round(loadBefore, 2), after: round(loadAfter, 2) },
-          othersCpuPercent: round(othersPercent, 1),
+          ...h.resultsHead('fleet', { loadBefore, loadAfter, othersPercent, withGit: true }),
           sizes,
           pollMs,
           quietPolls,
@@ -669,8 +606,7 @@ async function main() {
     // Every agent in its own process group: SIGKILL the groups that are left (a failure midway), then anything
     // else still naming the work directory (the idle programs).
     for (const a of agents) if (!a.exit) h.signalGroup(a.pid, 'SIGKILL');
-    if (server.connected) server.send({ op: 'exit' });
-    if (server.exitCode === null && server.signalCode === null) await Promise.race([new Promise((r) => server.once('exit', r)), sleep(5000)]);
+    await server.stop();
     await h.killStragglers([], work);
     rmWork();
   }

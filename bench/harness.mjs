@@ -404,6 +404,21 @@ export function machine() {
 
 export const load1 = () => loadavg()[0];
 
+/**
+ * The head every results file starts with: which bench, when, on what, and how busy the machine was (`withGit`: the
+ * version of git too, for the benches that talk to a Git server).
+ */
+export function resultsHead(bench, { loadBefore, loadAfter, othersPercent, withGit = false }) {
+  return {
+    bench,
+    date: new Date().toISOString(),
+    ...machine(),
+    ...(withGit && { git: spawnSync('git', ['--version'], { encoding: 'utf8' }).stdout.trim() }),
+    loadAverage1m: { before: Math.round(loadBefore * 100) / 100, after: Math.round(loadAfter * 100) / 100 },
+    othersCpuPercent: Math.round(othersPercent * 10) / 10,
+  };
+}
+
 /** Busy clock ticks of the whole machine since boot: user + nice + system of /proc/stat (no irq, softirq, steal). */
 function machineBusyTicks() {
   const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);

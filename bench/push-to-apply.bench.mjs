@@ -30,7 +30,7 @@
 //          --port-base 31500 (stand-ins on port-base…, the agent's API on port-base + 50; below 32768, the ephemeral
 //          range)  --unsigned
 import { Buffer } from 'node:buffer';
-import { execFile, fork, spawn } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
@@ -38,7 +38,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { parseArgs, promisify } from 'node:util';
+import { parseArgs } from 'node:util';
 
 const self = fileURLToPath(import.meta.url);
 
@@ -357,12 +357,7 @@ async function main() {
       resultsFile,
       JSON.stringify(
         {
-          bench: 'push-to-apply',
-          date: new Date().toISOString(),
-          ...h.machine(),
-          git: (await promisify(execFile)('git', ['--version'])).stdout.trim(),
-          loadAverage1m: { before: round(loadBefore, 2), after: round(loadAfter, 2) },
-          othersCpuPercent: round(othersPercent, 1),
+          ...h.resultsHead('push-to-apply', { loadBefore, loadAfter, othersPercent, withGit: true }),
           components: n,
           signed,
           pushesPerMode: pushes,

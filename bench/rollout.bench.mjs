@@ -9,7 +9,7 @@
 // idle process, a copy of `sleep` under the run's work directory). The repository is signed (`keystonectl keygen` /
 // `sign` before every commit, untimed) and served over smart HTTP by the project's loopback server
 // (src/dev/git-http-server.ts: real `git http-backend`, every request recorded with method, path, protocol, status
-// and bytes) in a child process (this file with --serve). The bench reads the devices' notes refs
+// and bytes) in a child process (counted-git-server.mjs). The bench reads the devices' notes refs
 // (refs/notes/keystone-devices/<device>: `keystone/<device>: <state> <commit>`) and rollout refs
 // (refs/keystone-rollout/<wave>/<bucket>/<device>/<commit>-<state>) straight from the bare repository every ~200 ms.
 //
@@ -48,36 +48,18 @@
 //
 // Options: --devices 30  --poll 2s  --bake 5s  --min-success 2  --abort 0  --held-polls 3
 //          --synthetic 1000,10000,100000 (none: skip)  --fleets rollout,plain
-import { execFile, fork, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
-import { parseArgs, promisify } from 'node:util';
+import { parseArgs } from 'node:util';
+import { forkCountedGitServer, runProgram } from './counted-git-server.mjs';
 
-const self = fileURLToPath(import.meta.url);
 
-if (process.argv[2] === '--serve') await serve(process.argv[3]);
-else await main();
-
-// ─── the server (child process) ─────────────────────────────────────────────────────────────────────────────
-
-/** `git http-backend` over the bare repositories under `root`; marks and records over IPC (as in fleet.bench.mjs). */
-async function serve(root) {
-  const { GitHttpServer } = await import('../dist/dev/git-http-server.js');
-  const git = new GitHttpServer({ root, port: 0 });
-  await git.start();
-  process.send({ port: git.port });
-  process.on('disconnect', () => process.exit(0));
-  process.on('message', (m) => {
-    if (m?.op === 'mark') process.send({ id: m.id, mark: git.requests.length });
-    else if (m?.op === 'records') process.send({ id: m.id, records: git.requests.slice(m.from, m.to) });
-    else if (m?.op === 'exit') void git.stop().then(() => process.exit(0));
-  });
-}
+await main();
 
 // ─── the benchmark ──────────────────────────────────────────────────────────────────────────────────────────
 
@@ -148,16 +130,7 @@ async function main() {
   const resultsFile = join(benchDir, 'results', 'rollout.json');
   const gitEnv = h.BENCH_GIT_ENV;
 
-  const run = (cmd, args, env = gitEnv) =>
-    new Promise((resolve, reject) => {
-      const child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d) => (stdout += d));
-      child.stderr.on('data', (d) => (stderr += d));
-      child.on('error', reject);
-      child.on('close', (code) => (code === 0 ? resolve({ stdout, endedAt: epochNow() }) : reject(new Error(`${cmd} ${args.join(' ')} failed (${code}): ${stderr}`))));
-    });
+  const run = (cmd, args, env = gitEnv) => runProgram(cmd, args, env);
   const git = (...args) => run('git', args);
   const keystonectl = (...args) => run(process.execPath, [join(h.projectDir, 'bin', 'keystonectl.js'), ...args], process.env);
 
@@ -168,32 +141,9 @@ async function main() {
   const others = h.othersCpu(work);
   const loadBefore = h.load1();
   const tStart = performance.now();
-  const server = fork(self, ['--serve', join(work, 'srv')], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const serverPort = new Promise((resolve) => server.once('message', (m) => resolve(m.port)));
-  let serverGone;
-  server.on('error', (e) => (serverGone ??= e));
-  server.once('exit', (code, signal) => (serverGone ??= new Error(`the Git server exited (${signal ?? code})`)));
-  let nextId = 0;
-  const ask = (msg) =>
-    new Promise((resolve, reject) => {
-      if (serverGone || !server.connected) return reject(serverGone ?? new Error('the Git server is gone'));
-      const id = ++nextId;
-      const on = (m) => {
-        if (m?.id !== id) return;
-        server.off('message', on);
-        server.off('exit', gone);
-        resolve(m);
-      };
-      const gone = () => {
-        server.off('message', on);
-        reject(serverGone ?? new Error('the Git server exited'));
-      };
-      server.on('message', on);
-      server.once('exit', gone);
-      server.send({ ...msg, id }, (e) => e && gone());
-    });
-  const mark = async () => (await ask({ op: 'mark' })).mark;
-  const records = async (from, to) => (await ask({ op: 'records', from, to })).records;
+  const server = forkCountedGitServer(join(work, 'srv'));
+  const serverPort = server.port;
+  const { mark, records } = server;
 
   let agents = [];
   const devices = Array.from({ length: n }, (_, i) => `dev-${String(i + 1).padStart(3, '0')}`);
@@ -772,12 +722,7 @@ async function main() {
       resultsFile,
       JSON.stringify(
         {
-          bench: 'rollout',
-          date: new Date().toISOString(),
-          ...h.machine(),
-          git: (await promisify(execFile)('git', ['--version'])).stdout.trim(),
-          loadAverage1m: { before: round(loadBefore, 2), after: round(loadAfter, 2) },
-          othersCpuPercent: round(othersPercent, 1),
+          ...h.resultsHead('rollout', { loadBefore, loadAfter, othersPercent, withGit: true }),
           devices: n,
           pollMs,
           bakeMs,
@@ -800,8 +745,7 @@ async function main() {
     console.log(`\nwrote ${resultsFile} (bench took ${fmt((performance.now() - tStart) / 1000)} s)`);
   } finally {
     for (const a of agents) if (!a.exit) h.signalGroup(a.pid, 'SIGKILL');
-    if (server.connected) server.send({ op: 'exit' });
-    if (server.exitCode === null && server.signalCode === null) await Promise.race([new Promise((r) => server.once('exit', r)), sleep(5000)]);
+    await server.stop();
     await h.killStragglers([], work);
     rmWork();
   }

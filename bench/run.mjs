@@ -3,11 +3,12 @@
 // Usage: npm run bench [-- NAME… [--option value…]]   (NAME filters by file name, e.g. `npm run bench -- apply-dry`;
 // options are handed to every bench selected, e.g. `npm run bench -- convergence --sizes 20 --runs 3`)
 //
-//   apply-dry.bench.mjs     keystonectl apply-dry on 1,000 and 10,000 generated components
+//   apply-dry.bench.mjs     keystonectl apply-dry on 1,000, 10,000 and 100,000 generated components
 //   container-start.bench.mjs create-and-start of a container through ContainerRuntime beside `docker run -d` of the
 //                           same image (and with Keystone's options), 10 runs each, medians (~20 s; needs Docker)
-//   convergence.bench.mjs   a fresh agent bringing up 20 and 50 stand-in processes (a DAG with known start delays)
-//                           against the critical path and the layer-by-layer schedule          (~1-2 min)
+//   convergence.bench.mjs   a fresh agent bringing up three chains of three and DAGs of 20 and 50 stand-in processes
+//                           (known start delays) against the own start path, the critical path of the delays and
+//                           the layer-by-layer schedule, at no limit and at the default concurrency (~1-2 min)
 //   api-latency.bench.mjs   GET /v1/components under autocannon while the agent reconciles 50 components, and the
 //                           agent's event-loop delay p99 over that reconcile (~1 min)
 //   fleet.bench.mjs         N = 10, 25, 50 real agents following one signed repository over smart HTTP, reporting to
@@ -15,6 +16,9 @@
 //                           and bytes per device per no-op poll (one ls-refs POST) and per commit (reports: one
 //                           receive-pack POST each), push → all reported (p50, max), push collisions, ref
 //                           advertisement size against N (~6 min)
+//   footprint.bench.mjs     the agent's RSS with 50 programs in directory mode (API on, API off) and following Git over
+//                           smart HTTP with the API on, and both with V8's defaults (KEYSTONE_V8_DEFAULTS=1), beside an empty node
+//                           process kept alive (Node's floor) and PM2's daemon from supervision.json (~3 min)
 //   git-sync.bench.mjs      the Git source on a 1,000-commit repository over smart HTTP: a no-op poll and a one-commit
 //                           fetch through GitSource beside native `git fetch --depth=1` (~10 s)
 //   push-to-apply.bench.mjs the agent following a signed fleet repository over smart HTTP: push → apply starts / ends
@@ -26,7 +30,8 @@
 //                           device per poll, and one gate read over rollout refs of 1,000 / 10,000 / 100,000 devices
 //                           (~3 min)
 //   supervision.bench.mjs   the same 50 programs under the agent, supervisord and PM2: restart latency after
-//                           kill -9, supervisor RSS and idle CPU (installs supervisor / pm2 when missing; ~3 min)
+//                           kill -9 and its overhead beyond the delay, supervisor RSS, idle CPU with and without
+//                           probes (installs supervisor / pm2 when missing; ~6 min)
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
