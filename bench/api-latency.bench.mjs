@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
+import { EVENT_LOOP_SAMPLE_MS } from '../dist/api/api-metrics.js';
 import { parseDuration } from '../dist/core/duration.js';
 import {
   assertPortsFree,
@@ -142,8 +143,9 @@ async function oneRun(run) {
     return {
       idle: { p50: idle.latency.p50, p99: idle.latency.p99, rps: idle.requests.average, errors: idle.errors + idle.non2xx },
       loaded: { p50: busy.latency.p50, p99: busy.latency.p99, rps: busy.requests.average, errors: busy.errors + busy.non2xx, requests: busy.requests.total },
-      eldP99Ms: eldP99 * 1000,
-      eldMaxMs: eldMax * 1000,
+      // Node's histogram records each sampling interval whole: what is over it is the delay.
+      eldP99Ms: Math.max(0, eldP99 * 1000 - EVENT_LOOP_SAMPLE_MS),
+      eldMaxMs: Math.max(0, eldMax * 1000 - EVENT_LOOP_SAMPLE_MS),
       convergedMs,
     };
   } finally {
@@ -179,7 +181,7 @@ console.log(`\nGET /v1/components, ${connections} connections, ${n} components r
 console.log('                     idle agent (reference)   while reconciling   ratio     aim');
 console.log(`  latency p50        ${fmt(summary.idleP50, 1).padStart(8)} ms              ${fmt(summary.loadedP50, 1).padStart(8)} ms       ${ratio(summary.loadedP50, summary.idleP50).padEnd(8)}`);
 console.log(`  latency p99        ${fmt(summary.idleP99, 1).padStart(8)} ms              ${fmt(summary.loadedP99, 1).padStart(8)} ms       ${ratio(summary.loadedP99, summary.idleP99).padEnd(8)}  < 10 ms ${summary.loadedP99 < 10 ? 'met' : 'NOT met'}`);
-console.log(`  event-loop delay p99                          ${fmt(summary.eldP99Ms, 1).padStart(8)} ms                 < 20 ms ${summary.eldP99Ms < 20 ? 'met' : 'NOT met'}`);
+console.log(`  event-loop delay p99 (over the ${EVENT_LOOP_SAMPLE_MS} ms sampling)  ${fmt(summary.eldP99Ms, 1).padStart(8)} ms                 < 20 ms ${summary.eldP99Ms < 20 ? 'met' : 'NOT met'}`);
 console.log(`  errors: ${summary.errors}; converged in ${fmt(summary.convergedMs)} ms`);
 // The bench process itself (autocannon) counts among the others here: the load generator shares the two cores.
 const note = busyNote(others.percent(), loadBefore, load1());

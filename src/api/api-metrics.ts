@@ -6,6 +6,14 @@ import type { AgentEventMap } from '../agent/agent.js';
 import { COMPONENT_STATES } from '../store/state-store.js';
 import type { ApiAgent } from './api-deps.js';
 
+/**
+ * How often the event-loop delay is sampled: every 100 ms, not prom-client's 10 ms, whose sampling timer alone woke an
+ * idle agent ~190 times a second (most of its idle CPU, issue 16); ten samples a second still give a p99 over an
+ * apply. Node's histogram records each sampling interval whole, so nodejs_eventloop_lag_* read this much over the
+ * delay itself (0.1 s; with prom-client's default it was 0.01 s).
+ */
+export const EVENT_LOOP_SAMPLE_MS = 100;
+
 export interface ApiMetrics {
   registry: Registry;
   /** Stops counting agent events. */
@@ -78,9 +86,7 @@ export function createApiMetrics(agent: ApiAgent): ApiMetrics {
     registers,
   });
   // The agent's own process: memory and event-loop lag matter on a small device.
-  // The event-loop delay is sampled every 100 ms, not prom-client's 10 ms: at 10 ms the sampling timer alone woke an
-  // idle agent ~190 times a second (most of its idle CPU, issue 16); ten samples a second still give a p99 over an apply.
-  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 100 });
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
   // Gauges named *_total break the Prometheus naming rules (promtool check metrics refuses them); the per-type gauges
   // without the suffix carry the same numbers.
   for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) registry.removeSingleMetric(name);
