@@ -5,10 +5,12 @@ import { decideRestart, refreshBudget, type ExitStatus, type RestartLimits } fro
 import type { Logger } from '../log/logger.js';
 import type { ProbeResult } from '../runtime/probe.js';
 import { isSameProcess } from '../runtime/proc-identity.js';
-import { coalescedTimers } from '../runtime/coalesced-timers.js';
 import type { ComponentPaths, Instance, InstanceRef, PreparedStart, Runtime } from '../runtime/runtime.js';
-import type { ComponentRecord, ComponentState, StateStore } from '../store/state-store.js';
+import type { ComponentState, StateStore } from '../store/state-store.js';
 import { crashPoint } from './crash-point.js';
+import { abortableSleep, NO_CHECK_SETTLE_MS, startBudgetMs, waitHealthy, watchRunning } from './health-watch.js';
+
+export { NO_CHECK_SETTLE_MS, startBudgetMs } from './health-watch.js';
 
 export interface WorkerDeps {
   store: StateStore;
@@ -35,35 +37,11 @@ export type StartOutcome = { ok: true } | { ok: false; reason: string };
 
 type LaunchOutcome = { kind: 'exit'; exit: ExitStatus } | { kind: 'healthy' } | { kind: 'timeout' };
 
-/** Without a health check a component is healthy once it has stayed up this long (an instant exit is a crash, not a success). */
-export const NO_CHECK_SETTLE_MS = 200;
-
 /**
  * A restart's start is prepared (user database, work directory, log files, the fork of the privilege wrapper) this
  * long before its delay ends, or at once for a shorter delay: at the delay's end only the program's exec remains.
  */
 export const PREPARE_LEAD_MS = 250;
-
-/** Start budget of SPEC §4: interval × failure_threshold, or the settle time without a check. */
-export function startBudgetMs(c: DesiredComponent): number {
-  const h = c.recipe.lifecycle.run.health;
-  return h ? h.interval * h.failure_threshold : NO_CHECK_SETTLE_MS;
-}
-
-/** A timer that an abort cuts short; it removes its listener either way, so long-lived signals do not accumulate them. */
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    if (signal?.aborted) return resolve();
-    const onAbort = () => {
-      clearTimeout(t);
-      resolve();
-    };
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 
 /**
  * Invariants: every change of generation (start, stop, adopt) invalidates the timers, monitors and
@@ -78,12 +56,11 @@ export class ComponentWorker {
   private instance?: Instance;
   /** Aborted when the generation ends. */
   private current = new AbortController();
-  private monitor?: AbortController;
+  /** Cancels the watch of the running instance (health checks, the restart budget's spell). */
+  private stopWatch?: () => void;
   private restartTimer?: NodeJS.Timeout;
   /** A restart's start prepared during its delay: discarded when the generation ends before it is used. */
   private prepared?: Promise<PreparedStart | undefined>;
-  /** Cancels the coalesced timers of the current monitor (probe, restart budget). */
-  private readonly timers = new Map<'probe' | 'budget', () => void>();
   desired?: DesiredComponent;
   /** The revision that last started it, for every log line about it. */
   private revision?: string;
@@ -177,7 +154,7 @@ export class ComponentWorker {
     const abort = new AbortController();
     const outcome = await Promise.race([
       inst.exited.then(() => 'exited' as const),
-      this.waitHealthy(c, paths, now() + startBudgetMs(c), AbortSignal.any([abort.signal, this.current.signal])).then((ok) => (ok ? ('healthy' as const) : ('timeout' as const))),
+      waitHealthy(c, paths, now() + startBudgetMs(c), AbortSignal.any([abort.signal, this.current.signal]), this.deps).then((ok) => (ok ? ('healthy' as const) : ('timeout' as const))),
     ]);
     abort.abort();
     if (outcome !== 'healthy' || gen !== this.generation) {
@@ -266,7 +243,7 @@ export class ComponentWorker {
       const abort = new AbortController();
       let outcome: LaunchOutcome = await Promise.race([
         inst.exited.then((exit) => ({ kind: 'exit' as const, exit })),
-        this.waitHealthy(c, paths, launchDeadline, AbortSignal.any([abort.signal, this.current.signal])).then((ok): { kind: 'healthy' } | { kind: 'timeout' } => (ok ? { kind: 'healthy' } : { kind: 'timeout' })),
+        waitHealthy(c, paths, launchDeadline, AbortSignal.any([abort.signal, this.current.signal]), this.deps).then((ok): { kind: 'healthy' } | { kind: 'timeout' } => (ok ? { kind: 'healthy' } : { kind: 'timeout' })),
       ]);
       abort.abort();
       if (gen !== this.generation) return { ok: false, reason: 'superseded' };
@@ -299,7 +276,7 @@ export class ComponentWorker {
         return { ok: false, reason: `${describeExit(outcome.exit)} and did not become healthy within its start budget of ${formatDuration(startBudgetMs(c))}` };
       }
       next = this.prepareAhead(delayMs);
-      await sleep(delayMs, this.current.signal);
+      await abortableSleep(delayMs, this.current.signal);
       if (gen !== this.generation) return { ok: false, reason: 'superseded' };
     }
   }
@@ -321,7 +298,7 @@ export class ComponentWorker {
     const signal = this.current.signal;
     const paths = this.deps.paths(this.name);
     const p = (async () => {
-      if (delayMs > PREPARE_LEAD_MS) await sleep(delayMs - PREPARE_LEAD_MS, signal);
+      if (delayMs > PREPARE_LEAD_MS) await abortableSleep(delayMs - PREPARE_LEAD_MS, signal);
       if (signal.aborted) return undefined;
       return rt.prepareStart!(c, paths);
     })();
@@ -369,7 +346,7 @@ export class ComponentWorker {
     void inst.exited.then((exit) => {
       if (gen !== this.generation) return;
       const exitAt = this.deps.now();
-      this.monitor?.abort();
+      this.unwatch();
       this.instance = undefined;
       this.release(inst);
       this.deps.log.warn({ component: this.name, code: exit.code, signal: exit.signal, ...(this.revision && { revision: this.revision }) }, 'exited');
@@ -402,97 +379,26 @@ export class ComponentWorker {
     }, delayMs);
   }
 
-  /**
-   * While an instance runs: its health check every interval (running ↔ unhealthy), and its restart budget given
-   * back after a healthy spell. Event-driven otherwise: without a check nothing runs until the exit event or the spell
-   * ends. The record is read once here, not on every tick: until the generation ends this worker is its only writer.
-   * Timers are the shared coalesced ones (one Node timer for every component).
-   */
+  /** While an instance runs: its health watch (health-watch.ts), replacing any earlier one. */
   private monitorHealth(gen: number): void {
+    this.unwatch();
     const c = this.desired;
-    const h = c?.recipe.lifecycle.run.health;
-    this.monitor?.abort();
-    this.cancelMonitorTimers();
-    const abort = new AbortController();
-    this.monitor = abort;
-    if (!c) return;
-    const { store, now } = this.deps;
-    const live = () => !abort.signal.aborted && gen === this.generation;
-    const rec = store.component(this.name);
-    let state = rec?.state;
-    this.scheduleBudgetRefresh(rec, live, () => state !== 'unhealthy');
-    if (!h) return;
-    const paths = this.deps.paths(this.name);
-    let failures = 0;
-    const tick = async () => {
-      if (!live()) return;
-      const r = await this.deps.probe(c, paths, h.timeout, abort.signal);
-      if (!live()) return;
-      if (r.ok) {
-        failures = 0;
-        if (state === 'unhealthy') {
-          const at = now();
-          store.recordHealthy(this.name, at);
-          this.state('running');
-          state = 'running';
-          if (rec) this.scheduleBudgetRefresh({ restarts: rec.restarts, healthySince: at }, live, () => state !== 'unhealthy');
-        }
-      } else if (++failures === h.failure_threshold && state === 'running') {
-        this.state('unhealthy', `health check failed ${failures} times: ${r.detail}`);
-        state = 'unhealthy';
-      }
-      next();
-    };
-    const next = () => {
-      if (!live()) return;
-      this.timers.set('probe', coalescedTimers.schedule(h.interval, () => void tick()));
-    };
-    next();
+    if (!c || gen !== this.generation) return;
+    this.stopWatch = watchRunning({
+      name: this.name,
+      desired: c,
+      paths: this.deps.paths(this.name),
+      store: this.deps.store,
+      probe: this.deps.probe,
+      now: this.deps.now,
+      healthySpellMs: this.deps.restartLimits.healthySpellMs,
+      onState: (state, reason) => this.state(state, reason),
+    });
   }
 
-  /**
-   * Gives the restart budget back once the instance has been healthy for the spell (SPEC §5): one timer at the
-   * spell's end, only when there are restarts to give back. An exit before it counts the spell itself (decide()).
-   */
-  private scheduleBudgetRefresh(rec: Pick<ComponentRecord, 'restarts' | 'healthySince'> | undefined, live: () => boolean, healthy: () => boolean): void {
-    if (!rec || rec.restarts <= 0 || rec.healthySince === undefined) return;
-    const spell = this.deps.restartLimits.healthySpellMs;
-    const wait = Math.max(0, rec.healthySince + spell - this.deps.now());
-    this.timers.get('budget')?.();
-    this.timers.set(
-      'budget',
-      coalescedTimers.schedule(wait, () => {
-        if (!live() || !healthy()) return;
-        const now = this.deps.now();
-        const cur = this.deps.store.component(this.name);
-        if (cur?.healthySince !== undefined && now - cur.healthySince >= spell && cur.restarts > 0) this.deps.store.resetRestarts(this.name);
-      }),
-    );
-  }
-
-  private cancelMonitorTimers(): void {
-    for (const cancel of this.timers.values()) cancel();
-    this.timers.clear();
-  }
-
-  /** Probes until one passes (true) or the deadline passes (false). Without a check: stays up for a moment. */
-  private async waitHealthy(c: DesiredComponent, paths: ComponentPaths, deadline: number, signal: AbortSignal): Promise<boolean> {
-    const h = c.recipe.lifecycle.run.health;
-    if (!h) {
-      await sleep(Math.max(0, deadline - this.deps.now()), signal);
-      return !signal.aborted;
-    }
-    // Probe promptly at first (a fast component should not wait a whole interval), then every interval.
-    let wait = Math.min(100, h.interval);
-    for (;;) {
-      if (signal.aborted) return false;
-      const left = deadline - this.deps.now();
-      if (left <= 0) return false;
-      const r = await this.deps.probe(c, paths, Math.min(h.timeout, left), signal);
-      if (r.ok) return true;
-      await sleep(Math.min(wait, Math.max(0, deadline - this.deps.now())), signal);
-      wait = Math.min(wait * 2, h.interval);
-    }
+  private unwatch(): void {
+    this.stopWatch?.();
+    this.stopWatch = undefined;
   }
 
   /** Re-attaches to an instance that survived an agent restart: no restart, supervision resumes. */
@@ -543,8 +449,7 @@ export class ComponentWorker {
     // Waits of the generation that ends (a readiness wait, a restart delay) end now rather than at their deadline.
     this.current.abort();
     this.current = new AbortController();
-    this.monitor?.abort();
-    this.cancelMonitorTimers();
+    this.unwatch();
     clearTimeout(this.restartTimer);
     // A start prepared for a restart that will not happen: its waiting process goes.
     const prepared = this.prepared;
