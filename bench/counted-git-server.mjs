@@ -5,6 +5,10 @@
 //
 // Run as a child: `node bench/counted-git-server.mjs ROOT` (forkCountedGitServer does that).
 import { fork, spawn } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { epochNow, sleep } from './harness.mjs';
 
@@ -82,4 +86,30 @@ export function runProgram(cmd, args, env) {
     child.on('error', reject);
     child.on('close', (code) => (code === 0 ? resolve({ stdout, endedAt: epochNow() }) : reject(new Error(`${cmd} ${args.join(' ')} failed (${code}): ${stderr}`))));
   });
+}
+
+/**
+ * What a bench of many agents against one Git host starts with (fleet, rollout): programs to run (git with the
+ * benches' environment, keystonectl), a work directory the components' user can reach, removed on a signal, the
+ * machine's load and the others' CPU from now on, and the counted Git server over `work/srv`.
+ */
+export async function openFleetBench(name) {
+  const h = await import('./harness.mjs');
+  const run = (cmd, args, env = h.BENCH_GIT_ENV) => runProgram(cmd, args, env);
+  const work = mkdtempSync(join(tmpdir(), `keystone-bench-${name}-`));
+  // The components run as an unprivileged user, who must reach the programs under it.
+  chmodSync(work, 0o755);
+  const rmWork = () => rmSync(work, { recursive: true, force: true });
+  h.cleanUpOnSignal(work, rmWork);
+  return {
+    run,
+    git: (...args) => run('git', args),
+    keystonectl: (...args) => run(process.execPath, [join(h.projectDir, 'bin', 'keystonectl.js'), ...args], process.env),
+    work,
+    rmWork,
+    others: h.othersCpu(work),
+    loadBefore: h.load1(),
+    tStart: performance.now(),
+    server: forkCountedGitServer(join(work, 'srv')),
+  };
 }

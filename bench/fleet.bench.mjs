@@ -44,13 +44,13 @@
 //
 // Options: --sizes 10,25,50  --reports same|separate|both (default both)  --poll 5s  --quiet 2 (poll intervals)
 //          --port-base 31700 (the agents' API ports, port-base…port-base+N−1; keep below 32768, the ephemeral range)
-import { chmodSync, copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
-import { cpus, tmpdir } from 'node:os';
+import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { forkCountedGitServer, runProgram } from './counted-git-server.mjs';
+import { openFleetBench } from './counted-git-server.mjs';
 
 
 await main();
@@ -90,21 +90,8 @@ async function main() {
     process.exit(2);
   }
   const resultsFile = join(benchDir, 'results', 'fleet.json');
-  const gitEnv = h.BENCH_GIT_ENV;
 
-  const run = (cmd, args, env = gitEnv) => runProgram(cmd, args, env);
-  const git = (...args) => run('git', args);
-  const keystonectl = (...args) => run(process.execPath, [join(h.projectDir, 'bin', 'keystonectl.js'), ...args], process.env);
-
-  const work = mkdtempSync(join(tmpdir(), 'keystone-bench-fleet-'));
-  // The components run as an unprivileged user, who must reach the idle program under it.
-  chmodSync(work, 0o755);
-  const rmWork = () => rmSync(work, { recursive: true, force: true });
-  h.cleanUpOnSignal(work, rmWork);
-  const others = h.othersCpu(work);
-  const loadBefore = h.load1();
-  const tStart = performance.now();
-  const server = forkCountedGitServer(join(work, 'srv'));
+  const { run, git, keystonectl, work, rmWork, others, loadBefore, tStart, server } = await openFleetBench('fleet');
   const serverPort = server.port;
   const { mark, records } = server;
   let agents = [];

@@ -49,14 +49,14 @@
 // Options: --devices 30  --poll 2s  --bake 5s  --min-success 2  --abort 0  --held-polls 3
 //          --synthetic 1000,10000,100000 (none: skip)  --fleets rollout,plain
 import { spawn } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
-import { cpus, tmpdir } from 'node:os';
+import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import { forkCountedGitServer, runProgram } from './counted-git-server.mjs';
+import { openFleetBench } from './counted-git-server.mjs';
 
 
 await main();
@@ -128,20 +128,8 @@ async function main() {
     '',
   ].join('\n');
   const resultsFile = join(benchDir, 'results', 'rollout.json');
-  const gitEnv = h.BENCH_GIT_ENV;
 
-  const run = (cmd, args, env = gitEnv) => runProgram(cmd, args, env);
-  const git = (...args) => run('git', args);
-  const keystonectl = (...args) => run(process.execPath, [join(h.projectDir, 'bin', 'keystonectl.js'), ...args], process.env);
-
-  const work = mkdtempSync(join(tmpdir(), 'keystone-bench-rollout-'));
-  chmodSync(work, 0o755);
-  const rmWork = () => rmSync(work, { recursive: true, force: true });
-  h.cleanUpOnSignal(work, rmWork);
-  const others = h.othersCpu(work);
-  const loadBefore = h.load1();
-  const tStart = performance.now();
-  const server = forkCountedGitServer(join(work, 'srv'));
+  const { run, git, keystonectl, work, rmWork, others, loadBefore, tStart, server } = await openFleetBench('rollout');
   const serverPort = server.port;
   const { mark, records } = server;
 
