@@ -17,9 +17,23 @@ function processSignals(): EventEmitter {
   return e;
 }
 
-const usageOf = async (name: 'agent' | 'floor'): Promise<string> =>
-  name === 'agent' ? (await import('./commands/agent.js')).AGENT_USAGE : (await import('./commands/floor.js')).FLOOR_USAGE;
-const allUsage = async () => `${await usageOf('agent')}\n       ${await usageOf('floor')}`;
+const COMMANDS = ['agent', 'init', 'doctor', 'floor'] as const;
+type CommandName = (typeof COMMANDS)[number];
+const isCommand = (name: string): name is CommandName => (COMMANDS as readonly string[]).includes(name);
+
+async function usageOf(name: CommandName): Promise<string> {
+  switch (name) {
+    case 'agent':
+      return (await import('./commands/agent.js')).AGENT_USAGE;
+    case 'init':
+      return (await import('./commands/init.js')).INIT_USAGE;
+    case 'doctor':
+      return (await import('./commands/doctor.js')).DOCTOR_USAGE;
+    case 'floor':
+      return (await import('./commands/floor.js')).FLOOR_USAGE;
+  }
+}
+const allUsage = async () => (await Promise.all(COMMANDS.map(usageOf))).join('\n       ') + '\n       keystone --version';
 
 /**
  * The agent is a long-lived daemon on small devices: V8's young generation (1 MiB semi-spaces at start) is kept from
@@ -42,7 +56,11 @@ export async function main(argv: string[], io: CliIo, signals: { once(ev: 'stop'
     io.stdout.write(`usage: ${await allUsage()}\n`);
     return name === undefined ? EXIT.BAD_INPUT : EXIT.OK;
   }
-  if (name !== 'agent' && name !== 'floor') {
+  if (name === '--version' || name === '-V') {
+    io.stdout.write(`keystone ${(await import('./version.js')).packageVersion()}\n`);
+    return EXIT.OK;
+  }
+  if (!isCommand(name)) {
     io.stderr.write(`keystone: unknown command "${name}"\nusage: ${await allUsage()}\n`);
     return EXIT.BAD_INPUT;
   }
@@ -51,6 +69,8 @@ export async function main(argv: string[], io: CliIo, signals: { once(ev: 'stop'
       keepYoungGenerationSmall(io.env);
       return await (await import('./commands/agent.js')).agentCommand(rest, io, signals);
     }
+    if (name === 'init') return await (await import('./commands/init.js')).initCommand(rest, io);
+    if (name === 'doctor') return await (await import('./commands/doctor.js')).doctorCommand(rest, io);
     return await (await import('./commands/floor.js')).floorCommand(rest, io);
   } catch (e) {
     const err = e as Error & { code?: string };

@@ -2,13 +2,13 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism, hostname } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { componentPaths, startAgent, type Agent, type TrustSetting } from '../../agent/agent.js';
 import { describeDevicePolicy, type DevicePolicy } from '../../core/device-policy.js';
 import { checkDevice } from '../../runtime/device-check.js';
 import { hostPolicyFacts } from '../../runtime/policy-host.js';
 import { isSameProcess, processUid } from '../../runtime/proc-identity.js';
-import { devicePolicyFrom, POLICY_OPTIONS, POLICY_USAGE } from '../policy-args.js';
+import { devicePolicyFrom, POLICY_USAGE } from '../policy-args.js';
+import { parseAgentOptions } from '../agent-options.js';
 import { ensureApiToken } from '../../api/api-token.js';
 import { checkListenAddress } from '../../api/check-listen-address.js';
 import { formatListenAddress, isLoopbackAddress, parseListenAddress, publicHostAllowance, type ListenAddress } from '../../api/listen-address.js';
@@ -30,7 +30,7 @@ import { EXIT, UsageError, type CliIo } from '../io.js';
 import { planPathIn } from '../repository-args.js';
 import { deviceNameProblem, formatLabels, labelsFromArgs, type Labels } from '../../core/labels.js';
 import { parseGitRepo } from '../../source/git-repo-location.js';
-import { TRUST_OPTIONS, trustSetting } from '../trust-args.js';
+import { trustSetting } from '../trust-args.js';
 import type { RolloutRecall } from '../../agent/rollout-gate.js';
 
 export const AGENT_USAGE =
@@ -104,44 +104,7 @@ function memoryPhases(env: NodeJS.ProcessEnv, log: Logger): { mark(phase: string
 }
 
 export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev: 'stop', fn: () => void): void }): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      dir: { type: 'string' },
-      repo: { type: 'string' },
-      plan: { type: 'string' },
-      ref: { type: 'string' },
-      'state-dir': { type: 'string', default: '/var/lib/keystone' },
-      listen: { type: 'string' },
-      'listen-public': { type: 'boolean', default: false },
-      socket: { type: 'string' },
-      device: { type: 'string' },
-      label: { type: 'string', multiple: true },
-      poll: { type: 'string' },
-      concurrency: { type: 'string' },
-      grace: { type: 'string', default: '10s' },
-      'log-format': { type: 'string' },
-      'stop-on-exit': { type: 'boolean', default: false },
-      settle: { type: 'string', default: '300ms' },
-      'max-backoff': { type: 'string', default: '60s' },
-      'crash-loop-limit': { type: 'string', default: '10' },
-      'healthy-spell': { type: 'string', default: '10m' },
-      'log-max-bytes': { type: 'string', default: '10485760' },
-      'log-keep': { type: 'string', default: '5' },
-      'git-token-file': { type: 'string' },
-      status: { type: 'string' },
-      'status-repo': { type: 'string' },
-      'github-repo': { type: 'string' },
-      'github-token-file': { type: 'string' },
-      'github-api': { type: 'string' },
-      'webhook-secret-file': { type: 'string' },
-      'allow-history-rewrite': { type: 'boolean', default: false },
-      'on-failure': { type: 'string', default: 'none' },
-      ...POLICY_OPTIONS,
-      ...TRUST_OPTIONS,
-    },
-  });
+  const { values, positionals } = parseAgentOptions(argv);
   // Listening from the start: a stop asked for while the agent is still starting must not be lost.
   const stopRequested = new Promise<void>((resolveStop) => signals.once('stop', resolveStop));
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
