@@ -3,6 +3,7 @@
 import { parseArgs } from 'node:util';
 import { POLICY_OPTIONS } from './policy-args.js';
 import { TRUST_OPTIONS } from './trust-args.js';
+import type { CliIo } from './io.js';
 
 export const AGENT_OPTIONS = {
   dir: { type: 'string' },
@@ -40,9 +41,22 @@ export const AGENT_OPTIONS = {
 } as const;
 
 
-/** The agent's options from its command line, with their defaults. */
-export function parseAgentOptions(argv: string[]) {
-  return parseArgs({ args: argv, allowPositionals: true, options: AGENT_OPTIONS });
+const parseCommandLine = (argv: string[]) => parseArgs({ args: argv, allowPositionals: true, options: AGENT_OPTIONS });
+
+export type AgentOptionValues = ReturnType<typeof parseCommandLine>['values'];
+
+export interface ParsedAgentOptions {
+  values: AgentOptionValues;
+  positionals: string[];
+  /** The configuration file the values were read from (`--config`), when one was given. */
+  configFile?: string;
 }
 
-export type AgentOptionValues = ReturnType<typeof parseAgentOptions>['values'];
+/**
+ * The agent's options from its command line, with their defaults. (`--config FILE` is being added: the file's keys
+ * are these flags' names, and flags given on the command line override it.)
+ */
+export function parseAgentOptions(argv: string[], _io: CliIo): ParsedAgentOptions {
+  const { values, positionals } = parseCommandLine(argv);
+  return { values, positionals };
+}

@@ -104,7 +104,7 @@ function memoryPhases(env: NodeJS.ProcessEnv, log: Logger): { mark(phase: string
 }
 
 export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev: 'stop', fn: () => void): void }): Promise<number> {
-  const { values, positionals } = parseAgentOptions(argv);
+  const { values, positionals } = parseAgentOptions(argv, io);
   // Listening from the start: a stop asked for while the agent is still starting must not be lost.
   const stopRequested = new Promise<void>((resolveStop) => signals.once('stop', resolveStop));
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
