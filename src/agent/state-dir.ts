@@ -90,7 +90,8 @@ export function openStateDir(dir: string): StateDirLock {
   return lock;
 }
 
-function lstatIfPresent(path: string) {
+/** lstat, or undefined when nothing is there (doctor reads the state directory the same way). */
+export function lstatIfPresent(path: string) {
   try {
     return lstatSync(path);
   } catch (e) {

@@ -1,9 +1,12 @@
 // The agent's options: one table for `keystone agent`, `keystone doctor` (which checks what the agent would run with)
 // and the configuration file (whose keys are the flags' names).
-import { parseArgs } from 'node:util';
+import { resolve } from 'node:path';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { AgentConfigError } from './agent-config-error.js';
+import { readAgentConfig } from './agent-config.js';
 import { POLICY_OPTIONS } from './policy-args.js';
 import { TRUST_OPTIONS } from './trust-args.js';
-import type { CliIo } from './io.js';
+import { UsageError, type CliIo } from './io.js';
 
 export const AGENT_OPTIONS = {
   dir: { type: 'string' },
@@ -40,10 +43,13 @@ export const AGENT_OPTIONS = {
   ...TRUST_OPTIONS,
 } as const;
 
+export type AgentOptionName = keyof typeof AGENT_OPTIONS;
 
-const parseCommandLine = (argv: string[]) => parseArgs({ args: argv, allowPositionals: true, options: AGENT_OPTIONS });
+/** `--config FILE`: outside AGENT_OPTIONS, since the file's keys are those options and a file cannot name another. */
+export const CONFIG_OPTION = { config: { type: 'string' } } as const;
 
-export type AgentOptionValues = ReturnType<typeof parseCommandLine>['values'];
+/** What `parseArgs` gives for the table: the defaulted options are always set. */
+export type AgentOptionValues = ReturnType<typeof parseArgs<{ allowPositionals: true; options: typeof AGENT_OPTIONS }>>['values'];
 
 export interface ParsedAgentOptions {
   values: AgentOptionValues;
@@ -52,11 +58,43 @@ export interface ParsedAgentOptions {
   configFile?: string;
 }
 
+type OptionValue = string | boolean | string[] | boolean[];
+
+type OptionsConfig = NonNullable<ParseArgsConfig['options']>;
+
+/** The table without its defaults, so that what the command line gave can be told from what it left out. */
+const GIVEN_OPTIONS: OptionsConfig = { ...CONFIG_OPTION };
+const DEFAULTS: Record<string, OptionValue> = {};
+for (const [name, { default: value, ...option }] of Object.entries(AGENT_OPTIONS as OptionsConfig)) {
+  GIVEN_OPTIONS[name] = option;
+  if (value !== undefined) DEFAULTS[name] = value;
+}
+
 /**
- * The agent's options from its command line, with their defaults. (`--config FILE` is being added: the file's keys
- * are these flags' names, and flags given on the command line override it.)
+ * Two keys are one choice each: a command line that makes the choice replaces the file's (`--dir` beside a file with
+ * `repo`, `--allow-unsigned` beside a file with `trusted-key`), rather than adding to it and being refused. (`--no-allow-unsigned`
+ * makes no choice.)
  */
-export function parseAgentOptions(argv: string[], _io: CliIo): ParsedAgentOptions {
-  const { values, positionals } = parseCommandLine(argv);
-  return { values, positionals };
+const CHOICES: ReadonlyArray<readonly AgentOptionName[]> = [
+  ['repo', 'dir'],
+  ['trusted-key', 'allow-unsigned'],
+];
+
+/**
+ * The agent's options: the command line, over the configuration file (`--config FILE`, whose keys are the flags'
+ * names), over the defaults. A repeatable flag on the command line replaces the file's list; `--no-FLAG` turns off a
+ * boolean the file turns on. An invalid file throws AgentConfigError (every problem, with file, TOML path and line).
+ * No environment variable names a configuration file: the agent reads the one it is told to, or none.
+ */
+export function parseAgentOptions(argv: string[], io: CliIo): ParsedAgentOptions {
+  const { values: parsed, positionals } = parseArgs({ args: argv, allowPositionals: true, allowNegative: true, options: GIVEN_OPTIONS });
+  const { config, ...given } = parsed as Record<string, OptionValue | undefined>;
+  if (config === undefined) return { values: { ...DEFAULTS, ...given } as AgentOptionValues, positionals };
+  if (typeof config !== 'string' || config === '') throw new UsageError('--config takes the configuration file, e.g. /etc/keystone/agent.toml');
+  const configFile = resolve(io.cwd, config);
+  const loaded = readAgentConfig(configFile);
+  if (loaded.diagnostics.length) throw new AgentConfigError(configFile, loaded.diagnostics);
+  const fromFile: Record<string, OptionValue | undefined> = { ...loaded.values };
+  for (const choice of CHOICES) if (choice.some((name) => given[name] !== undefined && given[name] !== false)) for (const name of choice) delete fromFile[name];
+  return { values: { ...DEFAULTS, ...fromFile, ...given } as AgentOptionValues, positionals, configFile };
 }

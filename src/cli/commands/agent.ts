@@ -34,7 +34,8 @@ import { trustSetting } from '../trust-args.js';
 import type { RolloutRecall } from '../../agent/rollout-gate.js';
 
 export const AGENT_USAGE =
-  'keystone agent (--repo URL|PATH [--ref main] [--poll 60s] [--git-token-file F] | --dir PATH) [--plan PLAN]\n' +
+  'keystone agent [--config /etc/keystone/agent.toml]   (a TOML file of these flags; flags given here win)\n' +
+  '               (--repo URL|PATH [--ref main] [--poll 60s] [--git-token-file F] | --dir PATH) [--plan PLAN]\n' +
   '               [--device NAME] [--label KEY=VALUE…]   (without --plan, fleet.toml picks the plan by name and labels)\n' +
   '               (--trusted-key FILE… [--threshold K] [--max-age D] [--max-clock-skew 5m] | --allow-unsigned)\n' +
   '               [--status git-notes,github|none] [--status-repo URL|PATH] [--github-repo OWNER/REPO] [--github-token-file F] [--github-api URL]\n' +
@@ -104,7 +105,7 @@ function memoryPhases(env: NodeJS.ProcessEnv, log: Logger): { mark(phase: string
 }
 
 export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev: 'stop', fn: () => void): void }): Promise<number> {
-  const { values, positionals } = parseAgentOptions(argv, io);
+  const { values, positionals, configFile } = parseAgentOptions(argv, io);
   // Listening from the start: a stop asked for while the agent is still starting must not be lost.
   const stopRequested = new Promise<void>((resolveStop) => signals.once('stop', resolveStop));
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
@@ -332,7 +333,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
     await agent.close();
     throw e;
   }
-  log.info({ ...(root !== undefined ? { dir: root } : { repo: values.repo, ref }), plan: planFile ?? 'from fleet.toml', state_dir: stateDir, device, ...(Object.keys(labels).length > 0 && { labels: formatLabels(labels) }), concurrency }, 'agent started');
+  log.info({ ...(configFile !== undefined && { config: configFile }), ...(root !== undefined ? { dir: root } : { repo: values.repo, ref }), plan: planFile ?? 'from fleet.toml', state_dir: stateDir, device, ...(Object.keys(labels).length > 0 && { labels: formatLabels(labels) }), concurrency }, 'agent started');
   const grants = describeDevicePolicy(policy);
   log.info({ policy: grants.length ? grants : 'safe defaults only' }, 'device policy');
   // Adopted, not started: a process an earlier version (or an --allow-root run) started as root keeps running as root

@@ -1,0 +1,75 @@
+// The plan the agent would run, read the way the agent reads it: for --dir, from the directory now (fleet.toml picks
+// it when there is no --plan); for --repo, from the commit it applied last, out of its own Git cache (or the local
+// repository), never fetched. A Git device that applied nothing yet has no known plan, which is not a fault.
+import type { DesiredState } from '../core/desired-state.js';
+import { formatDiagnostic } from '../core/errors.js';
+import { DirectoryReader } from '../source/directory-reader.js';
+import { fullBranchRef, shortBranchRef } from '../source/git-repo-location.js';
+import { loadDeviceRevision } from '../source/load-fleet.js';
+import type { RepoReader } from '../source/repo-reader.js';
+import type { AppliedState } from './applied-state.js';
+import { fail, pass, skip, type CheckResult } from './check-result.js';
+import type { DoctorSetup } from './doctor-setup.js';
+
+export type CurrentPlan =
+  | { kind: 'known'; state: DesiredState; planFile: string; target?: string; from: string }
+  /** Nothing to read it from yet: not a failure. */
+  | { kind: 'unknown'; why: string }
+  /** The agent would refuse it. */
+  | { kind: 'invalid'; why: string; fix: string; code?: string };
+
+const COMMIT_ID = /^[0-9a-f]{40}$/;
+
+export async function currentPlan(setup: DoctorSetup, applied: AppliedState): Promise<CurrentPlan> {
+  const source = setup.source;
+  if (source.kind === 'none') return { kind: 'unknown', why: 'no source to read it from (see source)' };
+  let reader: RepoReader;
+  let from: string;
+  if (source.kind === 'dir') {
+    reader = new DirectoryReader(source.root);
+    from = `directory ${source.root}`;
+  } else {
+    const rev = applied.kind === 'read' ? applied.revision : undefined;
+    if (!rev) return { kind: 'unknown', why: `not known yet: nothing was applied from Git with the state directory ${setup.stateDir}` };
+    if (!COMMIT_ID.test(rev.id)) return { kind: 'unknown', why: `not known: the revision applied last (${rev.id}) is no commit (a manual apply)` };
+    let found: RepoReader | undefined;
+    try {
+      const { appliedCommitReader } = await import('./applied-commit-reader.js');
+      found = await appliedCommitReader({ repo: source.repo, commit: rev.id, branch: shortBranchRef(fullBranchRef(source.ref)), stateDir: setup.stateDir });
+    } catch {
+      found = undefined;
+    }
+    if (!found) return { kind: 'unknown', why: `not known: commit ${rev.id.slice(0, 12)}, applied last, is not in the agent's Git cache (or the repository) any more` };
+    reader = found;
+    from = `commit ${rev.id.slice(0, 12)} (applied last)`;
+  }
+  let r: Awaited<ReturnType<typeof loadDeviceRevision>>;
+  try {
+    r = await loadDeviceRevision(reader, { ...(setup.planFile !== undefined && { plan: setup.planFile }), device: setup.device, labels: setup.labels });
+  } catch (e) {
+    return { kind: 'invalid', why: `cannot read the plan from ${from}: ${(e as Error).message}`, fix: 'check that the source is readable by the agent', code: (e as { code?: string }).code };
+  }
+  if (r.ok) return { kind: 'known', state: r.state, planFile: r.planFile, ...(r.target !== undefined && { target: r.target }), from };
+  const first = r.diagnostics[0];
+  const more = r.diagnostics.length > 1 ? ` (and ${r.diagnostics.length - 1} more)` : '';
+  const what = r.planFile ?? 'fleet.toml';
+  if (r.noTarget)
+    return { kind: 'invalid', why: `${from}: ${first ? first.message : 'no target matches this device'}`, fix: `give --device or --label values a target of fleet.toml selects (${first?.hint ?? 'see fleet.toml'}), or --plan PLAN`, code: first?.code };
+  return {
+    kind: 'invalid',
+    why: `${what} from ${from} does not load: ${first ? formatDiagnostic(first) : 'invalid'}${more}`,
+    fix: 'correct the files named (keystonectl apply-dry shows every error of a plan, --fleet of every target)',
+    code: first?.code,
+  };
+}
+
+/** The `plan` line. */
+export function checkPlan(plan: CurrentPlan, setup: DoctorSetup): CheckResult {
+  if (plan.kind === 'unknown') return skip('plan', plan.why);
+  if (plan.kind === 'invalid') return fail('plan', plan.why, plan.fix, plan.code);
+  const chosen = setup.planFile !== undefined ? '--plan' : `fleet.toml target ${plan.target ?? '?'}`;
+  const cs = plan.state.components;
+  const containers = cs.filter((c) => c.recipe.lifecycle.run.type === 'container').length;
+  const kinds = [cs.length - containers && `${cs.length - containers} process${cs.length - containers === 1 ? '' : 'es'}`, containers && `${containers} container${containers === 1 ? '' : 's'}`].filter(Boolean).join(', ');
+  return pass('plan', `${plan.planFile} (${chosen}) from ${plan.from}: ${cs.length} component${cs.length === 1 ? '' : 's'}${kinds ? ` (${kinds})` : ''}`);
+}

@@ -1,0 +1,24 @@
+// What `keystone doctor` checks: what `keystone agent` would run with, given the same arguments (the CLI builds it
+// from them, so this room never reads a command line).
+import type { Labels } from '../core/labels.js';
+
+/** The agent's source, or why the arguments name none it could follow. */
+export type DoctorSource =
+  | { kind: 'dir'; root: string }
+  /** `repo`: an http(s) URL, or an absolute path to a local repository. */
+  | { kind: 'git'; repo: string; ref: string; token?: string; tokenProblem?: string }
+  | { kind: 'none'; problem: string };
+
+export interface DoctorSetup {
+  /** Absolute. */
+  stateDir: string;
+  source: DoctorSource;
+  /** Repository-relative (`--plan`); absent when fleet.toml picks the plan. */
+  planFile?: string;
+  device: string;
+  labels: Labels;
+  /** `--trusted-key` files (absolute), `--threshold` as given, `--allow-unsigned`. */
+  trust: { unsigned: boolean; keyFiles: string[]; threshold?: string };
+  /** The device policy's --allow-root: root process users are allowed. */
+  allowRoot: boolean;
+}

@@ -1,0 +1,17 @@
+// Node new enough for this package: the range is package.json's `engines.node` (one source of truth), read beside dist/.
+import { readFileSync } from 'node:fs';
+import semver from 'semver';
+import { fail, pass, type CheckResult } from './check-result.js';
+
+let cached: string | undefined;
+
+/** `>=20.19`, from package.json. */
+export function requiredNodeRange(): string {
+  cached ??= (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { engines: { node: string } }).engines.node;
+  return cached;
+}
+
+export function checkNodeVersion(version: string, range: string = requiredNodeRange()): CheckResult {
+  if (semver.satisfies(version, range)) return pass('node-version', `Node ${version} (keystone needs ${range})`);
+  return fail('node-version', `Node ${version} is older than keystone needs (${range})`, `install Node ${range.replace(/^>=\s*/, '')} or later (e.g. from nodejs.org or NodeSource) and run the agent with it`);
+}
