@@ -160,6 +160,12 @@ export interface Agent {
    * when no source has registered a way to look. The look runs in the background; looks asked for meanwhile collapse.
    */
   sync(): boolean;
+  /**
+   * sync(), then resolves once that look (and any asked for during it) has ended and the loop is idle: what the look
+   * found was applied, held at the rollout gate or refused (POST /v1/sync?wait=done). Undefined when no source can
+   * look on demand; `lookFailed` when the last look threw.
+   */
+  syncSettled(): Promise<{ lookFailed?: string }> | undefined;
   /** The source registers how to look now (directory: re-read; Git: fetch). The last registration wins. */
   onSync(look: () => Promise<void>): void;
   /**
@@ -310,6 +316,8 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
   let look: (() => Promise<void>) | undefined;
   let looking: Promise<void> | undefined;
   let lookAgain = false;
+  /** Why the last look failed; cleared by a look that succeeds. */
+  let lookFailed: string | undefined;
   const agent: Agent = {
     store,
     engine,
@@ -388,6 +396,15 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
       else looking = looks().finally(() => (looking = undefined));
       return true;
     },
+    syncSettled() {
+      if (!agent.sync()) return undefined;
+      return (async () => {
+        // `looking` covers the look asked for just now (a look already under way is followed by one more).
+        while (looking) await looking;
+        await agent.idle();
+        return lookFailed === undefined ? {} : { lookFailed };
+      })();
+    },
     onSync(fn) {
       look = fn;
     },
@@ -414,7 +431,9 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
       lookAgain = false;
       try {
         await look?.();
+        lookFailed = undefined;
       } catch (e) {
+        lookFailed = (e as Error).message;
         log.error({ err: e as Error }, 'looking for a new revision failed');
       }
     } while (lookAgain);

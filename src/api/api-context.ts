@@ -1,6 +1,7 @@
 // What every route group gets from buildServer: the agent, the waits, the log, the refusal log and the device policy.
 import type { DevicePolicy } from '../core/device-policy.js';
 import type { Logger } from '../log/logger.js';
+import type { AgentSelf } from './agent-view.js';
 import type { ApiAgent } from './api-deps.js';
 import type { OperatorWaits } from './operator-waits.js';
 import type { RefusalLog } from './refusal-log.js';
@@ -14,6 +15,8 @@ export interface ApiContext {
   now: () => number;
   /** ms, when the server was built (the agent's uptime, near enough). */
   startedAt: number;
+  /** The agent's own pid and version. */
+  self: AgentSelf;
   /** The GitHub webhook's secret and followed ref; absent when webhooks are off. */
   webhook?: { secret: string; ref: string };
   /** The device policy; absent for servers built without one (tests): shown as the safe defaults. */

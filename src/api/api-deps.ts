@@ -6,6 +6,7 @@ import type { Engine } from '../agent/engine.js';
 import type { DevicePolicy } from '../core/device-policy.js';
 import type { Logger } from '../log/logger.js';
 import type { StateStore } from '../store/state-store.js';
+import type { AgentSelf } from './agent-view.js';
 import type { ConnectionLimits } from './connection-limits.js';
 import type { RefusalLogOptions } from './refusal-log.js';
 
@@ -15,6 +16,8 @@ export interface ApiAgent {
   events: EventEmitter<AgentEventMap>;
   /** POST /v1/sync; false when no source can look on demand. */
   sync(): boolean;
+  /** POST /v1/sync?wait=done: sync() and the end of what that look found; absent, such a wait is not offered (501). */
+  syncSettled?: Agent['syncSettled'];
   /** POST /v1/apply, /v1/resume and the sync state in GET /v1/revision. */
   applyManual: Agent['applyManual'];
   resume: Agent['resume'];
@@ -45,4 +48,6 @@ export interface ApiDeps {
   webhook?: { secret: string; ref: string };
   /** What this device allows recipes (SPEC §5), shown by GET /v1/revision and GET /v1/policy. */
   policy?: DevicePolicy;
+  /** The agent's pid and version in GET /v1/revision (`agent`); default: this process and the package's version. */
+  self?: AgentSelf;
 }

@@ -1,6 +1,7 @@
 // The agent's HTTP API (SPEC §10) as a fastify instance that never listens by itself (see listenApi): tests inject
 // requests into the very server the agent runs.
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import { ownAgentSelf } from './agent-view.js';
 import type { ApiDeps } from './api-deps.js';
 import type { ApiContext } from './api-context.js';
 import { ApiError, fromFastifyError } from './api-error.js';
@@ -47,7 +48,7 @@ export function buildServer(deps: ApiDeps): FastifyInstance {
   const waits = new OperatorWaits(deps.agent.events);
   const metrics = createApiMetrics(deps.agent);
   const refusals = new RefusalLog({ now, ...(log && { log }), ...deps.refusalLog });
-  const ctx: ApiContext = { agent: deps.agent, waits, refusals, now, startedAt: now(), ...(log && { log }), ...(deps.webhook && { webhook: deps.webhook }), ...(deps.policy && { policy: deps.policy }) };
+  const ctx: ApiContext = { agent: deps.agent, waits, refusals, now, startedAt: now(), self: deps.self ?? ownAgentSelf(), ...(log && { log }), ...(deps.webhook && { webhook: deps.webhook }), ...(deps.policy && { policy: deps.policy }) };
 
   server.addHook('onRequest', requestGuard({ token: deps.token, isAllowedHost: deps.isAllowedHost ?? (() => false), refusals }));
   server.addHook('onSend', async (_request, reply) => {

@@ -8,12 +8,17 @@ import { OperationError } from '../core/errors.js';
 import { StateDirError } from '../runtime/safe-path.js';
 import { StateStoreError } from '../store/state-store-error.js';
 import { TrustError } from '../trust/trust-error.js';
+import { AgentConfigError } from './agent-config-error.js';
 import { EXIT, UsageError, type CliIo } from './io.js';
 
-/** SIGINT and SIGTERM as one 'stop' event; tests pass their own emitter. */
+/**
+ * SIGINT and SIGTERM as one 'stop' event; tests pass their own emitter. The handlers stay installed after the first
+ * signal: Ctrl-C under `npm start` delivers SIGINT twice (the terminal's to the group, npm's forward), and a second
+ * signal must not kill the agent in the middle of its orderly stop.
+ */
 function processSignals(): EventEmitter {
   const e = new EventEmitter();
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => e.emit('stop'));
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => e.emit('stop'));
   return e;
 }
 
@@ -40,7 +45,7 @@ const allUsage = async () => (await Promise.all(COMMANDS.map(usageOf))).join('\n
  * growing towards its 16 MiB default, which saved ~20-30 MiB of RSS with 50 components (bench/footprint.bench.mjs) for
  * a few more, cheap, scavenges. `--semi-space-growth-factor` is read at each scavenge, so it works when set at run time
  * (--max-semi-space-size is read only at start). Newer V8 versions hold the factor at 2 or more (a minimum implied
- * on the flag), so there it changes nothing: the README tells Node 22/24 users to pass --max-semi-space-size=1 in
+ * on the flag), so there it changes nothing: docs/agent.md (Memory) tells Node 22/24 users to pass --max-semi-space-size=1 in
  * NODE_OPTIONS. Left alone when node was given a semi-space flag of its own, or with KEYSTONE_V8_DEFAULTS=1.
  */
 export function keepYoungGenerationSmall(env: NodeJS.ProcessEnv, execArgv: readonly string[] = process.execArgv): boolean {
@@ -76,6 +81,11 @@ export async function main(argv: string[], io: CliIo, signals: { once(ev: 'stop'
     const err = e as Error & { code?: string };
     if (err instanceof UsageError || err.code?.startsWith('ERR_PARSE_ARGS')) {
       io.stderr.write(`keystone ${name}: ${err.message}\nusage: ${await usageOf(name)}\n`);
+      return EXIT.BAD_INPUT;
+    }
+    // A configuration file that does not validate is bad input, told like a bad recipe: every problem with its line.
+    if (err instanceof AgentConfigError) {
+      io.stderr.write(`keystone ${name}: ${err.message}\n`);
       return EXIT.BAD_INPUT;
     }
     // A state directory another user could have written to is bad input (2); one another agent holds is a failed start (1).

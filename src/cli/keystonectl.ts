@@ -14,9 +14,11 @@ import { SIGN_USAGE, sign } from './commands/sign.js';
 import { START_USAGE, start } from './commands/start.js';
 import { STATUS_USAGE, status } from './commands/status.js';
 import { STOP_USAGE, stop } from './commands/stop.js';
+import { SYNC_USAGE, sync } from './commands/sync.js';
 import { VERIFY_USAGE, verify } from './commands/verify.js';
 import { TrustError } from '../trust/trust-error.js';
 import { EXIT, UsageError, type CliIo } from './io.js';
+import { packageVersion } from './version.js';
 
 type Command = (argv: string[], io: CliIo) => Promise<number>;
 
@@ -35,11 +37,12 @@ const COMMANDS: Record<string, { run: Command; usage: string; summary: string }>
   history: { run: history, usage: HISTORY_USAGE, summary: "the agent's applies, newest first" },
   fleet: { run: fleet, usage: FLEET_USAGE, summary: "the fleet's reports for a commit, per target (needs git for a remote)" },
   resume: { run: resume, usage: RESUME_USAGE, summary: 'follow Git again after a forced manual apply suspended the sync' },
+  sync: { run: sync, usage: SYNC_USAGE, summary: 'the agent looks at its source now; waits for what became of it (applied, held, rejected)' },
 };
 
 function usage(): string {
   const rows = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}\n      ${c.usage}`);
-  return `usage: keystonectl <command> [options]\n\ncommands:\n${rows.join('\n')}\n\nexit codes: 0 ok, 1 the operation failed, 2 bad input (invalid, unsigned, untrusted)\n`;
+  return `usage: keystonectl <command> [options]\n       keystonectl --version\n\ncommands:\n${rows.join('\n')}\n\nexit codes: 0 ok, 1 the operation failed, 2 bad input (invalid, unsigned, untrusted)\n`;
 }
 
 export async function main(argv: string[], io: CliIo): Promise<number> {
@@ -48,7 +51,12 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
     io.stdout.write(usage());
     return name === undefined ? EXIT.BAD_INPUT : EXIT.OK;
   }
-  const command = COMMANDS[name];
+  if (name === '--version' || name === '-V') {
+    // As `keystone --version`: the package's version, read from package.json beside dist/.
+    io.stdout.write(`keystonectl ${packageVersion()}\n`);
+    return EXIT.OK;
+  }
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!command) {
     io.stderr.write(`keystonectl: unknown command "${name}"\n\n${usage()}`);
     return EXIT.BAD_INPUT;

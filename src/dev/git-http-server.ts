@@ -91,6 +91,12 @@ export class GitHttpServer extends LoopbackHttpServer {
     if (typeof req.headers['git-protocol'] === 'string') record.protocol = req.headers['git-protocol'];
     this.requests.push(record);
     if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
+    // A client that gave up during the delay gets nothing: a backend spawned now would never see its 'close' (already
+    // past) nor the end of a request body, and was found spinning for hours after the test that caused it.
+    if (res.closed || req.destroyed) {
+      record.status = 499;
+      return;
+    }
     const i = this.cannedAnswers.findIndex((a) => !a.when || a.when(record));
     const canned = i < 0 ? undefined : this.cannedAnswers.splice(i, 1)[0];
     if (canned) {

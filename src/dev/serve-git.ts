@@ -16,4 +16,11 @@ const token = values['token-file'] === undefined ? undefined : readFileSync(valu
 const server = new GitHttpServer({ root, ...(token !== undefined && { token }), port: Number(values.port) });
 await server.start();
 process.stdout.write(`serving the bare repositories under ${root} at http://127.0.0.1:${server.port}/<name>.git${token ? ' (token required)' : ''}; Ctrl-C stops\n`);
-for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void server.stop().then(() => process.exit(0)));
+// Once stopping, a repeated signal (Ctrl-C under npm arrives twice) is ignored rather than killing the stop.
+let stopping = false;
+for (const sig of ['SIGINT', 'SIGTERM'] as const)
+  process.on(sig, () => {
+    if (stopping) return;
+    stopping = true;
+    void server.stop().then(() => process.exit(0));
+  });

@@ -46,7 +46,11 @@ describe('the device policy through a running agent', { timeout: 60_000 }, () =>
   it('status prints the policy under the revision line; GET /v1/revision carries it', async () => {
     const r = await ctl(['status']);
     expect(r.code).toBe(0);
-    expect(r.stdout.split('\n')[1]).toBe('policy: allows bind mounts under /srv/acme (--allow-mount); capability CAP_NET_ADMIN (--allow-capability)');
+    const lines = r.stdout.split('\n');
+    // The agent's own line first (pid, version), then the revision, then the policy under it.
+    expect(lines[0]).toMatch(/^agent pid \d+ /);
+    expect(lines[1]).toMatch(/^revision /);
+    expect(lines[2]).toBe('policy: allows bind mounts under /srv/acme (--allow-mount); capability CAP_NET_ADMIN (--allow-capability)');
     const json = JSON.parse((await ctl(['status', '--json'])).stdout) as { revision: { policy: Record<string, unknown> } };
     expect(json.revision.policy).toMatchObject({ allowPrivileged: false, allowHostNamespaces: false, allowRoot: false, allowMounts: ['/srv/acme'], allowCapabilities: ['CAP_NET_ADMIN'], allowDevices: [] });
   });

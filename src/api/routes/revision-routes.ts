@@ -2,9 +2,11 @@
 import type { FastifyInstance } from 'fastify';
 import { DEFAULT_DEVICE_POLICY, devicePolicyView } from '../../core/device-policy.js';
 import type { HistoryEntry } from '../../store/state-store.js';
+import { agentView } from '../agent-view.js';
 import { ApiError } from '../api-error.js';
 import type { ApiContext } from '../api-context.js';
 import { parseIntParam, strictQuery } from '../query-params.js';
+import { newestRejection } from '../rejected-view.js';
 
 export const DEFAULT_HISTORY_LIMIT = 20;
 export const MAX_HISTORY_LIMIT = 100;
@@ -40,7 +42,10 @@ export function registerRevisionRoutes(server: FastifyInstance, ctx: ApiContext)
   server.get('/v1/revision', async (request) => {
     strictQuery(request.query, []);
     const r = ctx.agent.store.appliedRevision();
-    if (!r) throw new ApiError(404, 'KS_NO_REVISION', 'no revision has been applied on this device yet');
+    // Which agent answers, and the newest revision it refused while that is the last thing it looked at: also on a
+    // device that has applied nothing yet (its first commit refused is when a new user needs to see why most).
+    const about = { agent: agentView(ctx), rejected: newestRejection(ctx.agent.store) ?? null };
+    if (!r) throw new ApiError(404, 'KS_NO_REVISION', 'no revision has been applied on this device yet', about);
     return {
       id: r.id,
       source: r.source,
@@ -60,6 +65,10 @@ export function registerRevisionRoutes(server: FastifyInstance, ctx: ApiContext)
       policy: devicePolicyView(ctx.policy ?? DEFAULT_DEVICE_POLICY),
       // Said in words too: a dashboard that shows only messages must not present an unsigned device as fine.
       ...(r.unsigned && { warning: 'UNSIGNED: this revision was applied without a signature check (--allow-unsigned, development only)' }),
+      // The agent's pid and version (a shared machine runs several agents: stop this one by its pid).
+      agent: about.agent,
+      // The newest revision refused, while nothing newer was applied: {revision, at, code, reason}, else null.
+      rejected: about.rejected,
     };
   });
 

@@ -1,17 +1,36 @@
-// POST /v1/sync (look for a new revision now) and POST /v1/webhooks/github (GitHub says the followed branch moved).
+// POST /v1/sync (look for a new revision now; with wait=done, answer with what became of it) and
+// POST /v1/webhooks/github (GitHub says the followed branch moved).
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../api-error.js';
 import type { ApiContext } from '../api-context.js';
 import { checkGithubSignature, GITHUB_WEBHOOK_BODY_LIMIT, GITHUB_WEBHOOK_PATH, githubWebhookAction } from '../github-webhook.js';
-import { strictQuery } from '../query-params.js';
+import { parseTimeout, strictQuery } from '../query-params.js';
 import { sourceOf } from '../request-guard.js';
+import { historyMark, syncOutcome } from '../sync-outcome.js';
+
+const UNAVAILABLE = 'this agent has no source that can look for a revision on demand';
 
 export function registerSyncRoutes(server: FastifyInstance, ctx: ApiContext): void {
   server.post('/v1/sync', async (request, reply) => {
-    strictQuery(request.query, []);
-    if (!ctx.agent.sync()) throw new ApiError(503, 'KS_SYNC_UNAVAILABLE', 'this agent has no source that can look for a revision on demand');
-    // Accepted, not done: the look runs in the background and a new revision goes through the agent's loop.
-    return reply.code(202).send({ sync: 'requested' });
+    const q = strictQuery(request.query, ['wait', 'timeout']);
+    if (q.wait !== undefined && q.wait !== 'none' && q.wait !== 'done') throw new ApiError(400, 'KS_BAD_QUERY', `wait must be done or none, not ${JSON.stringify(q.wait)}`);
+    const timeout = parseTimeout(q.timeout);
+    if (q.wait !== 'done') {
+      if (!ctx.agent.sync()) throw new ApiError(503, 'KS_SYNC_UNAVAILABLE', UNAVAILABLE);
+      // Accepted, not done: the look runs in the background and a new revision goes through the agent's loop.
+      return reply.code(202).send({ sync: 'requested' });
+    }
+    if (!ctx.agent.syncSettled) throw new ApiError(501, 'KS_NOT_IMPLEMENTED', 'this agent cannot wait for a look: POST /v1/sync without wait');
+    const mark = historyMark(ctx.agent);
+    const settled = ctx.agent.syncSettled();
+    if (!settled) throw new ApiError(503, 'KS_SYNC_UNAVAILABLE', UNAVAILABLE);
+    // Waiting never cancels: the look and what it found carry on whatever happens to this call.
+    const w = await ctx.waits.wait(settled, timeout.ms);
+    if (w.kind === 'closing') throw new ApiError(503, 'KS_SHUTTING_DOWN', 'the agent is shutting down: the look was asked for, its outcome was not waited for');
+    if (w.kind !== 'done') throw new ApiError(504, 'KS_WAIT_TIMEOUT', `the look and what it found did not finish within ${timeout.text}; they go on in the agent`, { timeout: timeout.text });
+    const outcome = syncOutcome(ctx.agent, mark, w.result.lookFailed);
+    if (!outcome) throw new ApiError(502, 'KS_SYNC_FAILED', `looking at the source failed: ${w.result.lookFailed}; the device keeps what it runs`);
+    return outcome;
   });
 
   // In a context of its own, so its body parsers stay its own: every other route keeps parsed JSON only.
@@ -42,7 +61,7 @@ export function registerSyncRoutes(server: FastifyInstance, ctx: ApiContext): vo
         case 'ignored':
           return reply.code(202).send({ ignored: action.reason, event: action.event, ...(action.ref !== undefined && { ref: action.ref }) });
         case 'sync':
-          if (!ctx.agent.sync()) throw new ApiError(503, 'KS_SYNC_UNAVAILABLE', 'this agent has no source that can look for a revision on demand');
+          if (!ctx.agent.sync()) throw new ApiError(503, 'KS_SYNC_UNAVAILABLE', UNAVAILABLE);
           ctx.log?.info({ ref: action.ref, after: action.after, delivery: request.headers['x-github-delivery'] }, 'webhook: the followed ref moved, looking for a revision now');
           // As POST /v1/sync: the look runs in the background; `after` is what GitHub saw, not necessarily what gets applied.
           return reply.code(202).send({ sync: 'requested', ref: action.ref, after: action.after });

@@ -119,6 +119,7 @@ export function followGit(agent: Agent, opts: GitFollowOptions): GitFollowing {
   const recorded = agent.store.appliedRevision()?.identity;
   const identityChanged = recorded !== undefined && recorded !== deviceIdentity({ device: opts.device, labels: opts.labels }, opts.planFile);
   if (identityChanged) log.info({ device: opts.device, labels: formatLabels(opts.labels), plan: opts.planFile ?? 'from fleet.toml' }, "this device's name, labels or --plan changed since the last apply: looking at the Git source at once");
+  let lastSourceError: string | undefined;
   const source = new GitSource({
     repo: opts.repo,
     ref: opts.ref,
@@ -142,9 +143,17 @@ export function followGit(agent: Agent, opts: GitFollowOptions): GitFollowing {
       log.error({ revision: commit, code, reason }, 'commit refused; still running the previous one');
       reporting.rejected(commit, `${code}: ${reason}`);
     },
-    onError: (e) => log.warn({ code: e.code, err: e.message }, `cannot reach the Git source: keeping what runs, retrying`),
+    onError: (e) => {
+      lastSourceError = `${e.message}${e.code ? ` [${e.code}]` : ''}`;
+      log.warn({ code: e.code, err: e.message }, `cannot reach the Git source: keeping what runs, retrying`);
+    },
   });
-  agent.onSync(() => source.syncNow());
+  // The source reports a failed look through onError and never throws (its own polls retry); a look someone asked
+  // for (`keystonectl sync`, a webhook) is told it failed, so that `sync` does not answer "nothing new".
+  agent.onSync(async () => {
+    await source.syncNow();
+    if (source.status.failures > 0) throw new Error(`the Git source could not be read: ${lastSourceError ?? 'unknown error'}`);
+  });
   outbox.start();
 
   return {

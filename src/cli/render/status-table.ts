@@ -158,15 +158,48 @@ const HEADERS: Record<keyof StatusRow, string> = {
   reason: 'REASON',
 };
 
-/** The whole `status` output; the REASON column appears only when some component has a reason. */
 /** `policy: safe defaults only` or `policy: allows host namespaces (--allow-host-namespaces); …`. */
 export function policyLine(policy: DevicePolicy): string {
   const grants = describeDevicePolicy(policy);
   return grants.length ? `policy: allows ${grants.join('; ')}` : 'policy: safe defaults only (no --allow-* flag)';
 }
 
-export function renderStatus(components: unknown[], revision: Json | undefined, nowMs: number, policy?: DevicePolicy): string {
-  const lines = [revisionLine(revision, nowMs), ...(policy ? [policyLine(policy)] : [])];
+/** `agent pid 23401  keystone 0.1.0  started 5m ago`: which agent answers (GET /v1/revision's `agent`). */
+export function agentLine(agent: unknown, nowMs: number): string | undefined {
+  if (!isObject(agent)) return undefined;
+  const pid = str(agent.pid);
+  if (pid === undefined) return undefined;
+  const version = str(agent.version);
+  const started = timeMs(agent.startedAt);
+  return [`agent pid ${pid}`, ...(version ? [`keystone ${version}`] : []), ...(started !== undefined ? [`started ${ago(started, nowMs)}`] : [])].join('  ');
+}
+
+/**
+ * `newest commit 1a2b3c4d rejected: KS_SIGNATURE_REPLAYED: …` (GET /v1/revision's `rejected`): the newest revision the
+ * agent refused, while nothing newer was applied; the table below is what still runs.
+ */
+export function rejectedLine(rejected: unknown): string | undefined {
+  if (!isObject(rejected)) return undefined;
+  const id = str(rejected.revision) ?? '?';
+  const what = /^[0-9a-f]{40}$/.test(id) ? `commit ${id.slice(0, 8)}` : `revision ${id}`;
+  const code = str(rejected.code);
+  let reason = str(rejected.reason) ?? '';
+  // The code once, in front: reasons carry it either as a prefix or as a trailing `[KS_…]`.
+  if (code !== undefined && !reason.startsWith(`${code}:`)) reason = `${code}: ${reason.endsWith(` [${code}]`) ? reason.slice(0, -` [${code}]`.length) : reason}`;
+  return `newest ${what} rejected: ${reason}`.trimEnd();
+}
+
+/** What GET /v1/revision says besides the revision (also in its 404, before any revision is applied). */
+export interface StatusExtras {
+  agent?: unknown;
+  rejected?: unknown;
+}
+
+/** The whole `status` output; the REASON column appears only when some component has a reason. */
+export function renderStatus(components: unknown[], revision: Json | undefined, nowMs: number, policy?: DevicePolicy, extras: StatusExtras = {}): string {
+  const agent = agentLine(extras.agent, nowMs);
+  const rejected = rejectedLine(extras.rejected);
+  const lines = [...(agent ? [agent] : []), revisionLine(revision, nowMs), ...(rejected ? [rejected] : []), ...(policy ? [policyLine(policy)] : [])];
   if (components.length === 0) return [...lines, 'no components'].join('\n') + '\n';
   const rows = components.flatMap((c) => rowsOf(c, nowMs));
   const columns: Array<keyof StatusRow> = ['name', 'state', 'version', 'instance', 'health', 'restarts', 'since'];

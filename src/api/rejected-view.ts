@@ -1,0 +1,29 @@
+// The newest revision the agent refused (GET /v1/revision's `rejected`): while it is the last thing the agent looked
+// at, the device runs an older revision than its source offers, and `keystonectl status` must say so with the code.
+import type { HistoryEntry, StateStore } from '../store/state-store.js';
+
+export interface RejectedView {
+  revision: string;
+  /** ISO */
+  at: string;
+  /** The stable code of the refusal (`KS_SIGNATURE_REPLAYED`); null when the reason carries none. */
+  code: string | null;
+  /** The reason as recorded in the history (and reported on the commit). */
+  reason: string;
+}
+
+/**
+ * The code in a refusal's reason. Reasons are written as `KS_CODE: message` (trust and Git refusals) or end their
+ * first problem with `[KS_CODE]` (an invalid revision, a device check, a fleet without a target for this device).
+ */
+export function rejectionCode(reason: string): string | undefined {
+  return /^(KS_[A-Z0-9_]+):/.exec(reason)?.[1] ?? /\[(KS_[A-Z0-9_]+)\]/.exec(reason)?.[1];
+}
+
+/** The newest history entry, when it is a refusal; undefined once anything newer was applied (or is applying). */
+export function newestRejection(store: Pick<StateStore, 'history'>): RejectedView | undefined {
+  const newest: HistoryEntry | undefined = store.history({ limit: 1 })[0];
+  if (newest?.outcome !== 'rejected') return undefined;
+  const reason = newest.summary ?? '';
+  return { revision: newest.revision, at: new Date(newest.finishedAt ?? newest.startedAt).toISOString(), code: rejectionCode(reason) ?? null, reason };
+}
