@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A small fleet on one machine (README, "A fleet from one repository"): three devices with their own names and labels
+# A small fleet on one machine (docs/fleets.md): three devices with their own names and labels
 # follow one signed repository over Git's smart HTTP, on two targets of fleet.toml. One push deploys to all three;
 # `keystonectl fleet status` shows them per target; a pull request's dry run shows both targets.
 #   bash examples/fleet/walkthrough.sh [WORK_DIR]      (from the Keystone checkout, after `npm ci && npm run build`)

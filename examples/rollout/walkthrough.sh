@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A staged rollout on one machine (README, "Staged rollouts"): six devices follow one signed repository over Git's
+# A staged rollout on one machine (docs/rollouts.md): six devices follow one signed repository over Git's
 # smart HTTP, in three waves (examples/rollout/fleet.toml). A good commit walks the waves, canary → early → everyone,
 # each a bake after the one before; a bad one (its health check never passes) fails on the canary and halts there,
 # no other device applying it; its revert reaches every wave at once. `keystonectl fleet status` at each step.

@@ -187,7 +187,7 @@ async function startWorld(opts: { poll: string; args?: string[] }): Promise<Worl
       },
       async note(id) {
         try {
-          // The README's commands: one fetch of every device's notes ref (and the shared one of earlier agents).
+          // docs/gitops.md's commands: one fetch of every device's notes ref (and the shared one of earlier agents).
           await git(fx.dir, 'fetch', '--quiet', url, '+refs/notes/keystone*:refs/notes/keystone*');
           const text = await git(fx.dir, 'log', '--no-walk', '--notes=keystone*', '--format=%N', id);
           for (const line of text.split('\n')) {

@@ -1,4 +1,4 @@
-// The README's fleet walkthrough, run as written (examples/fleet/walkthrough.sh): three real agents on two targets
+// The fleet walkthrough of docs/fleets.md, run as written (examples/fleet/walkthrough.sh): three real agents on two targets
 // from one repository over smart HTTP, one push, the fleet view, and a pull request's dry run for both targets.
 import { execFile } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// The README's rollout walkthrough, run as written (examples/rollout/walkthrough.sh): six real agents in three waves
+// The rollout walkthrough of docs/rollouts.md, run as written (examples/rollout/walkthrough.sh): six real agents in three waves
 // over smart HTTP; a good commit walks the waves, a bad one halts at the canary, its revert goes everywhere at once.
 // The script waits on `fleet status --json`; this test checks what it printed at each step, and the devices' logs.
 import { execFile } from 'node:child_process';

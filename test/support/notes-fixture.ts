@@ -16,7 +16,7 @@ export const TOKEN = 'notes-secret-token-4711';
 const AUTH = ['-c', `http.extraHeader=Authorization: Bearer ${TOKEN}`];
 const GIT_ENV = { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' };
 
-/** The one fetch the README gives an operator: the shared ref of earlier agents and every device's own ref. */
+/** The one fetch docs/gitops.md gives an operator: the shared ref of earlier agents and every device's own ref. */
 export const NOTES_FETCH_REFSPEC = '+refs/notes/keystone*:refs/notes/keystone*';
 
 export async function git(cwd: string, ...args: string[]): Promise<string> {
@@ -88,7 +88,7 @@ export async function cliNote(clone: string, commit: string, device = 'dev-a'): 
   return git(clone, 'notes', '--ref', deviceNotesRef(device), 'show', commit);
 }
 
-/** Every line noted under a commit, old shared ref and per-device refs, with the README's command. */
+/** Every line noted under a commit, old shared ref and per-device refs, with docs/gitops.md's command. */
 export async function cliAllLines(clone: string, commit: string): Promise<string[]> {
   await fetchNotes(clone);
   const out = await git(clone, 'log', '--no-walk', '--notes=keystone*', '--format=%N', commit);
