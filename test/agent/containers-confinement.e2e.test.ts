@@ -8,11 +8,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABELS } from '../../src/runtime/container-spec.js';
 import { ContainerHarness } from '../support/container-harness.js';
 import { is, type AgentProcess } from '../support/agent-harness.js';
-import { BUSYBOX_IMAGE, containersLabelled, dockerAvailable, ensureBusyboxImage } from '../support/busybox-image.js';
+import { BUSYBOX_IMAGE, containersLabelled, ensureBusyboxImage } from '../support/busybox-image.js';
+import { needs } from '../support/requirements.js';
 import { asContainer, sleeper, stackFixture, type ComponentSpec, type StackFixture } from '../support/stack-fixture.js';
 import { docker } from '../runtime/container-fixtures.js';
 
-const hasDocker = dockerAvailable();
+/** The busybox test image is `docker import`ed from the host's static busybox. */
+const engine = needs('docker', 'busybox');
 
 /** Polls `fn` until it returns a truthy value; throws at the deadline. */
 async function until<T>(fn: () => T | undefined | false, what: string, deadlineMs = 10_000): Promise<T> {
@@ -25,7 +27,7 @@ async function until<T>(fn: () => T | undefined | false, what: string, deadlineM
   }
 }
 
-describe.skipIf(!hasDocker)('container confinement through the agent (a real Docker engine)', { timeout: 60_000 }, () => {
+describe.skipIf(engine.skip)(engine.title('container confinement through the agent (a real Docker engine)'), { timeout: 60_000 }, () => {
   let fx: StackFixture;
   let h: ContainerHarness;
   let agent: AgentProcess;

@@ -4,11 +4,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABELS } from '../../src/runtime/container-spec.js';
 import { ContainerHarness } from '../support/container-harness.js';
 import { is, type AgentProcess, type LogLine } from '../support/agent-harness.js';
-import { BUSYBOX_IMAGE, containersLabelled, dockerAvailable, ensureBusyboxImage } from '../support/busybox-image.js';
+import { BUSYBOX_IMAGE, containersLabelled, ensureBusyboxImage } from '../support/busybox-image.js';
+import { needs } from '../support/requirements.js';
 import { asContainer, freePorts, sleeper, stackFixture, type ComponentSpec, type StackFixture } from '../support/stack-fixture.js';
 import { docker, inspectOrUndefined } from '../runtime/container-fixtures.js';
 
-const hasDocker = dockerAvailable();
+/** The busybox test image is `docker import`ed from the host's static busybox. */
+const engine = needs('docker', 'busybox');
 const LIMIT = 3;
 
 /**
@@ -24,7 +26,7 @@ function crasher(version: string, closedPort: number): ComponentSpec {
   );
 }
 
-describe.skipIf(!hasDocker)('a container that exits at once (a real Docker engine)', { timeout: 60_000 }, () => {
+describe.skipIf(engine.skip)(engine.title('a container that exits at once (a real Docker engine)'), { timeout: 60_000 }, () => {
   let fx: StackFixture;
   let h: ContainerHarness;
   let agent: AgentProcess;

@@ -5,13 +5,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABELS } from '../../src/runtime/container-spec.js';
 import { ContainerHarness } from '../support/container-harness.js';
 import { is, type AgentProcess } from '../support/agent-harness.js';
-import { BUSYBOX_IMAGE, containersLabelled, dockerAvailable, ensureBusyboxImage } from '../support/busybox-image.js';
+import { BUSYBOX_IMAGE, containersLabelled, ensureBusyboxImage } from '../support/busybox-image.js';
+import { needs } from '../support/requirements.js';
 import { asContainer, stackFixture, type StackFixture } from '../support/stack-fixture.js';
 import { inspectOrUndefined } from '../runtime/container-fixtures.js';
 
-const hasDocker = dockerAvailable();
+/** The busybox test image is `docker import`ed from the host's static busybox. */
+const engine = needs('docker', 'busybox');
 
-describe.skipIf(!hasDocker)('container replicas (a real Docker engine)', { timeout: 60_000 }, () => {
+describe.skipIf(engine.skip)(engine.title('container replicas (a real Docker engine)'), { timeout: 60_000 }, () => {
   let fx: StackFixture;
   let h: ContainerHarness;
   let agent: AgentProcess;

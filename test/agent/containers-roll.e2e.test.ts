@@ -11,12 +11,14 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LABELS } from '../../src/runtime/container-spec.js';
 import { ContainerHarness } from '../support/container-harness.js';
 import { is, type AgentProcess, type LogLine } from '../support/agent-harness.js';
-import { dockerAvailable } from '../support/busybox-image.js';
 import { ensureReuseportImage, hostPerlAvailable, REUSEPORT_IMAGE, REUSEPORT_USR_MOUNT, reuseportCommand } from '../support/reuseport-image.js';
+import { needs } from '../support/requirements.js';
 import { asContainer, stackFixture, type ComponentSpec, type StackFixture } from '../support/stack-fixture.js';
 import { freeLowPort, inspectOrUndefined } from '../runtime/container-fixtures.js';
 
-const canRun = dockerAvailable() && existsSync('/bin/busybox') && hostPerlAvailable();
+/** The image is `docker import`ed from the host's static busybox; its server is the host's perl (perl-base, essential on Debian). */
+const engine = needs('docker', 'busybox');
+const canRun = !engine.skip && hostPerlAvailable();
 
 /** One request of the loop: when it started (ms since the epoch) and which version answered, or why it failed. */
 interface Answer {
@@ -78,7 +80,7 @@ async function until(cond: () => boolean | Promise<boolean>, deadlineMs: number,
   }
 }
 
-describe.skipIf(!canRun)('start-first rolls of a container under a loop of requests (a real Docker engine)', { timeout: 60_000 }, () => {
+describe.skipIf(!canRun)(engine.title('start-first rolls of a container under a loop of requests (a real Docker engine)'), { timeout: 60_000 }, () => {
   let fx: StackFixture;
   let h: ContainerHarness;
   let agent: AgentProcess;

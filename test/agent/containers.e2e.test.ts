@@ -12,15 +12,17 @@ import { isSameProcess } from '../../src/runtime/proc-identity.js';
 import { LABELS } from '../../src/runtime/container-spec.js';
 import { ContainerHarness } from '../support/container-harness.js';
 import { is, type AgentProcess, type LogLine } from '../support/agent-harness.js';
-import { BUSYBOX_IMAGE, containersLabelled, dockerAvailable, ensureBusyboxImage } from '../support/busybox-image.js';
+import { BUSYBOX_IMAGE, containersLabelled, ensureBusyboxImage } from '../support/busybox-image.js';
+import { needs } from '../support/requirements.js';
 import { containerStack, freePorts, stackFixture, type StackFixture } from '../support/stack-fixture.js';
 import { docker, inspectOrUndefined } from '../runtime/container-fixtures.js';
 
 const STACK = ['influxdb', 'api', 'telemetry', 'web'];
 const PROCESSES = ['influxdb', 'api', 'telemetry'];
-const hasDocker = dockerAvailable();
+/** The busybox test image is `docker import`ed from the host's static busybox. */
+const engine = needs('docker', 'busybox');
 
-describe.skipIf(!hasDocker)('the worked example with web as a container (a real Docker engine)', { timeout: 60_000 }, () => {
+describe.skipIf(engine.skip)(engine.title('the worked example with web as a container (a real Docker engine)'), { timeout: 60_000 }, () => {
   let fx: StackFixture;
   let h: ContainerHarness;
   let agent: AgentProcess;

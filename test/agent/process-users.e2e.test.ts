@@ -8,14 +8,16 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { processUid } from '../../src/runtime/proc-identity.js';
 import { AgentHarness, is } from '../support/agent-harness.js';
+import { needs } from '../support/requirements.js';
 import { sleeper, stackFixture, type StackFixture } from '../support/stack-fixture.js';
 
-const asRoot = process.getuid?.() === 0;
+/** The agent switches users (setpriv) only as root. */
+const root = needs('root');
 
 /** The real uid of a live process, from /proc. */
 const uidOf = (pid: number): number => processUid(pid)!;
 
-describe.skipIf(!asRoot)('process users through the agent (as root)', { timeout: 60_000 }, () => {
+describe.skipIf(root.skip)(root.title('process users through the agent (as root)'), { timeout: 60_000 }, () => {
   const cleanups: Array<() => Promise<void> | void> = [];
   afterAll(async () => {
     for (const c of cleanups.reverse()) await c();

@@ -7,8 +7,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { checkStateDir, openStateDir } from '../../src/agent/state-dir.js';
 import { LOCK_FILE, lockStateDir, PID_FILE } from '../../src/agent/state-dir-lock.js';
 import { StateDirError } from '../../src/runtime/safe-path.js';
+import { needs } from '../support/requirements.js';
 
 const NOBODY = 65534;
+/** Planting another user's file takes chown to nobody, which only root may do. */
+const root = needs('root');
 const dirs: string[] = [];
 afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
@@ -42,13 +45,13 @@ function lived(dir: string): void {
 }
 
 describe('checkStateDir', () => {
-  it("accepts the agent's own files and the run users' work directories, whatever is in those", () => {
+  it.skipIf(root.skip)(root.title("accepts the agent's own files and the run users' work directories, whatever is in those"), () => {
     const dir = temp();
     lived(dir);
     expect(() => checkStateDir(dir)).not.toThrow();
   });
 
-  it("accepts the work directories of a group's units (components/app/web/work, components/w/5/work), not their logs", () => {
+  it.skipIf(root.skip)(root.title("accepts the work directories of a group's units (components/app/web/work, components/w/5/work), not their logs"), () => {
     const dir = temp();
     lived(dir);
     for (const unit of [['app', 'web'], ['w', '5'], ['app', 'jobs', '2']]) {
@@ -67,7 +70,7 @@ describe('checkStateDir', () => {
     expect(existsSync(dir)).toBe(true);
   });
 
-  it('refuses a state directory others can write, or that another user owns, saying how to fix it', () => {
+  it.skipIf(root.skip)(root.title('refuses a state directory others can write, or that another user owns, saying how to fix it'), () => {
     const dir = temp();
     chmodSync(dir, 0o1777);
     // Sticky is not enough: another user could still add an api-token before the agent makes its own.
@@ -79,7 +82,7 @@ describe('checkStateDir', () => {
     expect(refusal(() => checkStateDir(dir)).message).toContain(`is owned by uid ${NOBODY} (nobody), not by the agent's user uid 0 (root): chown root: ${dir} && chmod 711 ${dir}`);
   });
 
-  it('refuses what another user put anywhere in it but a work directory, naming the first and counting the rest', () => {
+  it.skipIf(root.skip)(root.title('refuses what another user put anywhere in it but a work directory, naming the first and counting the rest'), () => {
     const dir = temp();
     lived(dir);
     writeFileSync(join(dir, 'api-token'), 'x'.repeat(64));
@@ -104,7 +107,7 @@ describe('checkStateDir', () => {
     expect(refusal(() => checkStateDir(`${other}-link`)).message).toBe(`state directory ${other}-link is a symbolic link: give --state-dir its real path (${other})`);
   });
 
-  it('refuses a state directory under a directory another user owns (they could swap it)', () => {
+  it.skipIf(root.skip)(root.title('refuses a state directory under a directory another user owns (they could swap it)'), () => {
     const parent = temp();
     chownSync(parent, NOBODY, NOBODY);
     expect(refusal(() => checkStateDir(join(parent, 'state'))).message).toContain(`${parent} is owned by uid ${NOBODY} (nobody)`);
@@ -132,7 +135,7 @@ describe('the lock', () => {
     again.release();
   });
 
-  it('a refused start releases the lock it took (the contents are checked under it)', () => {
+  it.skipIf(root.skip)(root.title('a refused start releases the lock it took (the contents are checked under it)'), () => {
     const dir = temp();
     writeFileSync(join(dir, 'api-token'), 'x'.repeat(64));
     chownSync(join(dir, 'api-token'), NOBODY, NOBODY);

@@ -10,11 +10,13 @@ import { artifactInstaller } from '../../src/runtime/artifact-installer.js';
 import { DirectoryReader } from '../../src/source/directory-reader.js';
 import { processComponent } from '../runtime/runtime-fixtures.js';
 import { tempRepo, type TempRepo } from '../support/repo-fixture.js';
+import { needs } from '../support/requirements.js';
 import { buildTarGz } from './archive-builders.js';
 import { snapshot, tempDir } from './fs-snapshot.js';
 import { startRacer, type Racer } from './run-user-racer.js';
 
-const isRoot = process.getuid?.() === 0;
+/** Only root can install for another user (the run user, nobody) and chown to it. */
+const root = needs('root');
 const APP = buildTarGz([
   { name: 'conf/', type: '5' },
   { name: 'conf/app.conf', data: 'key = 1\n' },
@@ -52,7 +54,7 @@ function owners(root: string): Record<string, string> {
   return out;
 }
 
-describe.skipIf(!isRoot)('installing artifacts for a run user whose process races the install', () => {
+describe.skipIf(root.skip)(root.title('installing artifacts for a run user whose process races the install'), () => {
   it('never places, replaces, removes or chowns anything outside the work directory', async () => {
     const outside = join(t.dir, 'root-only');
     mkdirSync(join(outside, 'sub'), { recursive: true, mode: 0o700 });

@@ -7,11 +7,13 @@ import { join } from 'node:path';
 import { isArtifactError } from '../../src/artifacts/artifact-error.js';
 import { MAX_REMOVE_DEPTH, mergeTree, type MergeTreeSeam } from '../../src/artifacts/merge-tree.js';
 import { chownTree, prepareWorkDir } from '../../src/runtime/work-dir.js';
+import { needs } from '../support/requirements.js';
 import { snapshot, tempDir } from './fs-snapshot.js';
 import { RUN_USER_SETPRIV, startRacer, type Racer } from './run-user-racer.js';
 
 const RUN = { uid: 65534, gid: 65534 };
-const isRoot = process.getuid?.() === 0;
+/** Only root can hand the work directory to another user (the run user, nobody). */
+const root = needs('root');
 
 let t: { dir: string; cleanup(): void };
 /** The component's directory (root's, like <state>/components/NAME), its work directory (the run user's) and a root-only directory. */
@@ -76,7 +78,7 @@ function swapForLinkAfterCheck(rel: string): MergeTreeSeam {
   };
 }
 
-describe.skipIf(!isRoot)('mergeTree into a work directory the run user can write', () => {
+describe.skipIf(root.skip)(root.title('mergeTree into a work directory the run user can write'), () => {
   it('a directory swapped for a link after it was checked does not redirect the files moved into it', async () => {
     asRunUser('mkdir conf && echo mine > conf/local.txt');
     const tree = await stage({ 'conf/app.conf': 'new', 'conf/plugins/one.so': 'one' });

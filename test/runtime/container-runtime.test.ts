@@ -9,7 +9,8 @@ import { ContainerRuntime } from '../../src/runtime/container-runtime.js';
 import { isContainerError, type ContainerCode } from '../../src/runtime/container-error.js';
 import { LABELS } from '../../src/runtime/container-spec.js';
 import type { Instance } from '../../src/runtime/runtime.js';
-import { BUSYBOX_IMAGE, dockerAvailable, ensureBusyboxImage } from '../support/busybox-image.js';
+import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../support/busybox-image.js';
+import { needs } from '../support/requirements.js';
 import {
   FOREIGN_LABEL,
   containerComponent,
@@ -23,9 +24,10 @@ import {
 import { readOr, tempRoot, waitFor } from './runtime-fixtures.js';
 
 const RUN = newRunId();
-const hasDocker = dockerAvailable();
+/** The busybox test image is `docker import`ed from the host's static busybox. */
+const engine = needs('docker', 'busybox');
 /** Can this engine run a privileged container at all? (Not when dockerd itself lacks capabilities, as in a sandbox.) */
-const privilegedWorks = hasDocker && spawnSync('docker', ['run', '--rm', '--privileged', '--entrypoint', 'true', 'keystone-test/busybox:1'], { stdio: 'ignore' }).status === 0;
+const privilegedWorks = !engine.skip && spawnSync('docker', ['run', '--rm', '--privileged', '--entrypoint', 'true', 'keystone-test/busybox:1'], { stdio: 'ignore' }).status === 0;
 const never = new AbortController().signal;
 let tmp: Awaited<ReturnType<typeof tempRoot>>;
 const runtimes: ContainerRuntime[] = [];
@@ -51,7 +53,7 @@ async function expectCode(p: Promise<unknown>, code: ContainerCode): Promise<Err
   return err as Error;
 }
 
-describe.skipIf(!hasDocker)('ContainerRuntime (a real Docker engine)', () => {
+describe.skipIf(engine.skip)(engine.title('ContainerRuntime (a real Docker engine)'), () => {
   beforeAll(async () => {
     await ensureBusyboxImage();
   }, 90_000);

@@ -9,10 +9,13 @@ import { findUser, readUserDb } from '../../src/runtime/user-db.js';
 import { readProcStat } from '../../src/runtime/proc-identity.js';
 import { isRuntimeError } from '../../src/runtime/runtime-error.js';
 import type { Instance } from '../../src/runtime/runtime.js';
-import { GroupReaper, NOT_ROOT_REASON, isRoot, liveGroup, procStatus, processComponent, readOr, tempRoot, waitFor } from './runtime-fixtures.js';
+import { needs } from '../support/requirements.js';
+import { GroupReaper, liveGroup, procStatus, processComponent, readOr, tempRoot, waitFor } from './runtime-fixtures.js';
 
 const reaper = new GroupReaper();
-const hasPython = existsSync('/usr/bin/python3');
+const python3 = needs('python3');
+/** setpriv can change uid and capabilities only as root. */
+const root = needs('root');
 let tmp: Awaited<ReturnType<typeof tempRoot>>;
 const noArtifacts = async () => {};
 const runtime = new ProcessRuntime({ installArtifacts: noArtifacts });
@@ -41,7 +44,7 @@ async function expectCode(p: Promise<unknown>, code: Parameters<typeof isRuntime
   return err as Error;
 }
 
-describe.skipIf(!isRoot)(`privileges (${isRoot ? 'root' : NOT_ROOT_REASON})`, () => {
+describe.skipIf(root.skip)(root.title('privileges'), () => {
   it('a component run as nobody has that uid, NoNewPrivs and no capabilities at all', async () => {
     const c = processComponent('nobody', { command: 'sleep', args: ['1000'] }, { security: { user: 'nobody' } });
     const i = track(await runtime.start(c, tmp.paths('nobody')));
@@ -242,7 +245,7 @@ describe('stop', () => {
     expect(st === undefined || st.state === 'Z').toBe(true);
   });
 
-  it.skipIf(!hasPython)('also reaches a descendant that moved to its own process group in the session', async () => {
+  it.skipIf(python3.skip)(python3.title('also reaches a descendant that moved to its own process group in the session'), async () => {
     const paths = tmp.paths('moved');
     const c = processComponent('moved', {
       command: 'sh',

@@ -12,7 +12,6 @@ export type RecipeInput = z.input<typeof recipeSchema>;
 type RunInput = NonNullable<NonNullable<RecipeInput['lifecycle']>['run']>;
 
 export const isRoot = process.getuid?.() === 0;
-export const NOT_ROOT_REASON = 'needs root: setpriv can only change uid and capabilities as root';
 
 /** A process component through the real schema (defaults and millisecond durations as in production). */
 export function processComponent(

@@ -10,8 +10,11 @@ import { openComponentLogs } from '../../src/runtime/log-files.js';
 import { safeDirectory, StateDirError } from '../../src/runtime/safe-path.js';
 import { prepareWorkDir } from '../../src/runtime/work-dir.js';
 import { openStateStore } from '../../src/store/state-store.js';
+import { needs } from '../support/requirements.js';
 
 const NOBODY = 65534;
+/** Planting another user's file, or handing one over, takes chown to nobody, which only root may do. */
+const root = needs('root');
 const dirs: string[] = [];
 afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
@@ -60,7 +63,7 @@ describe('safeDirectory', () => {
     expect(readdirSync(target)).toEqual([]);
   });
 
-  it("refuses a directory of another user's, and one others can write that is not sticky", async () => {
+  it.skipIf(root.skip)(root.title("refuses a directory of another user's, and one others can write that is not sticky"), async () => {
     const root = temp();
     mkdirSync(join(root, 'theirs'));
     chownSync(join(root, 'theirs'), NOBODY, NOBODY);
@@ -87,7 +90,7 @@ describe('openComponentLogs', () => {
     expect(readdirSync(target)).toEqual([]);
   });
 
-  it("refuses a log file another user planted instead of appending to it", async () => {
+  it.skipIf(root.skip)(root.title("refuses a log file another user planted instead of appending to it"), async () => {
     const logs = join(temp(), 'logs');
     mkdirSync(logs, { mode: 0o750 });
     writeFileSync(join(logs, 'stdout.log'), '');
@@ -107,7 +110,7 @@ describe('prepareWorkDir', () => {
     expect(readdirSync(target)).toEqual([]);
   });
 
-  it("gives the work directory to its run user (it is theirs, under the agent's own directory)", async () => {
+  it.skipIf(root.skip)(root.title("gives the work directory to its run user (it is theirs, under the agent's own directory)"), async () => {
     const state = temp();
     const work = join(state, 'components', 'web', 'work');
     await prepareWorkDir(work, { uid: NOBODY, gid: NOBODY });
@@ -117,7 +120,7 @@ describe('prepareWorkDir', () => {
 });
 
 describe('the token and the store', () => {
-  it('refuses an API token another user planted, or that others can rewrite', async () => {
+  it.skipIf(root.skip)(root.title('refuses an API token another user planted, or that others can rewrite'), async () => {
     const state = temp();
     const token = join(state, 'api-token');
     writeFileSync(token, `${'b'.repeat(64)}\n`, { mode: 0o600 });
@@ -128,7 +131,7 @@ describe('the token and the store', () => {
     expect((await refusal(() => ensureApiToken(state))).message).toContain('is writable by other users (mode 666)');
   });
 
-  it('refuses a state database that is a link, or that another user owns', async () => {
+  it.skipIf(root.skip)(root.title('refuses a state database that is a link, or that another user owns'), async () => {
     const state = temp();
     const elsewhere = join(rootOnly(), 'state.db');
     symlinkSync(elsewhere, join(state, 'state.db'));

@@ -7,11 +7,6 @@ import { ensureRootfsImage } from './rootfs-image.js';
 export const BUSYBOX_IMAGE = 'keystone-test/busybox:1';
 export const BUSYBOX_APPLETS = ['sh', 'httpd', 'sleep', 'nc', 'id', 'cat', 'echo', 'wget', 'true', 'false', 'ls', 'grep', 'touch', 'test'] as const;
 
-/** Is a Docker engine answering (`docker info`)? */
-export function dockerAvailable(): boolean {
-  return spawnSync('docker', ['info', '--format', '{{.ServerVersion}}'], { stdio: 'ignore', timeout: 10_000 }).status === 0;
-}
-
 /** Builds `keystone-test/busybox:1` unless the engine has it already (see ensureRootfsImage). */
 export function ensureBusyboxImage(timeoutMs = 60_000): Promise<string> {
   return ensureRootfsImage(

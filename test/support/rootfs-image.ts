@@ -6,8 +6,8 @@ import { constants } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, open, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { staticBusybox } from './requirement-checks.js';
 
-const BUSYBOX = '/bin/busybox';
 const RECIPE_LABEL = 'io.keystone.test-image';
 /** A lock older than this was left by a killed run. */
 const STALE_LOCK_MS = 120_000;
@@ -77,7 +77,8 @@ async function build(image: RootfsImage): Promise<void> {
   const root = await mkdtemp(join(tmpdir(), 'ks-rootfs-'));
   try {
     for (const d of ['bin', 'etc', 'tmp', ...(image.dirs ?? [])]) await mkdir(join(root, d), { recursive: true });
-    await copyFile(BUSYBOX, join(root, 'bin', 'busybox'));
+    // The one needs('busybox') found on PATH (busybox-static installs /bin/busybox).
+    await copyFile(staticBusybox() ?? '/bin/busybox', join(root, 'bin', 'busybox'));
     for (const a of image.applets) await symlink('busybox', join(root, 'bin', a));
     await writeFile(join(root, 'etc', 'passwd'), 'root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n');
     await writeFile(join(root, 'etc', 'group'), 'root:x:0:\nnogroup:x:65534:\n');

@@ -15,9 +15,12 @@ import { blake2b } from '@noble/hashes/blake2.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runCtl } from '../support/cli-run.js';
 import { PROJECT_ROOT } from '../support/example-repo.js';
+import { needs } from '../support/requirements.js';
 
 const SCRYPT_TIMEOUT = 60_000;
 const PW = 'correct horse';
+/** The real minisign CLI, for the suites that run it (the keygen refusals below do not). */
+const minisignCli = needs('minisign');
 
 let dir: string; // a repository: the example's recipes and plans, nothing signed yet
 let keys: string; // where keys live, outside the repository
@@ -88,7 +91,7 @@ function encryptCheaply(plainKeyFile: string, password: string, outFile: string)
   writeFileSync(outFile, `untrusted comment: minisign encrypted secret key\n${out.toString('base64')}\n`, { mode: 0o600 });
 }
 
-describe('minisign signs, Keystone verifies', () => {
+describe.skipIf(minisignCli.skip)(minisignCli.title('minisign signs, Keystone verifies'), () => {
   it('a `minisign -G -W` key signs SHA256SUMS with -S (prehashed) and -S -l (legacy); keystonectl verify accepts both', async () => {
     minisign(['-G', '-W', '-p', k('ms.pub'), '-s', k('ms.key')]);
     writeSumsWithSha256sum();
@@ -113,7 +116,7 @@ describe('minisign signs, Keystone verifies', () => {
   });
 });
 
-describe('Keystone signs with minisign keys, minisign verifies', () => {
+describe.skipIf(minisignCli.skip)(minisignCli.title('Keystone signs with minisign keys, minisign verifies'), () => {
   it('an unencrypted `minisign -G -W` key: keystonectl sign, prehashed and --legacy; minisign -Vm accepts both', async () => {
     minisign(['-G', '-W', '-p', k('ms.pub'), '-s', k('ms.key')]);
     const r = await runCtl(['sign', '--key', k('ms.key'), '--repo', dir], '/');
@@ -188,7 +191,7 @@ describe('Keystone signs with minisign keys, minisign verifies', () => {
   });
 });
 
-describe('keystonectl keygen keys sign with minisign', () => {
+describe.skipIf(minisignCli.skip)(minisignCli.title('keystonectl keygen keys sign with minisign'), () => {
   it('a --no-password key: minisign -S signs, minisign -V verifies, minisign -R recreates the same public key', async () => {
     const r = await runCtl(['keygen', '--out', k('ks'), '--no-password', '--json'], '/');
     expect(r.code, r.stderr).toBe(0);

@@ -1,0 +1,152 @@
+// What a requirement of the tests is, how to tell whether this machine has it, and the one-line fix when it does not.
+// No vitest import: the skip-summary reporter (main process) reads the same checks the tests (workers) use.
+import { spawnSync } from 'node:child_process';
+import { accessSync, closeSync, constants, openSync, readSync, statSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+
+export type Requirement =
+  | 'docker'
+  | 'minisign'
+  | 'busybox'
+  | 'promtool'
+  | 'root'
+  | 'python3'
+  | 'openssl'
+  | 'debootstrap'
+  | 'dpkg-deb'
+  | 'systemd-analyze';
+
+export const REQUIREMENTS: readonly Requirement[] = [
+  'docker', 'minisign', 'busybox', 'promtool', 'root', 'python3', 'openssl', 'debootstrap', 'dpkg-deb', 'systemd-analyze',
+];
+
+/** Set to "1", a skip for a missing requirement fails the run instead (CI must run everything). */
+export const STRICT_ENV = 'KEYSTONE_TEST_STRICT';
+
+export const isStrict = (env: NodeJS.ProcessEnv = process.env): boolean => env[STRICT_ENV] === '1';
+
+/** The marker a suite title carries, e.g. " [needs docker, busybox]"; the reporter finds skips by it. */
+export const markerOf = (reqs: readonly Requirement[]): string => `[needs ${reqs.join(', ')}]`;
+
+const MARKER = /\[needs ([a-z0-9, -]+)\]/g;
+
+/** Every requirement named by the markers in `title` (a test's full name, parents included). */
+export function requirementsInTitle(title: string): Requirement[] {
+  const found = new Set<Requirement>();
+  for (const m of title.matchAll(MARKER)) {
+    for (const name of m[1]!.split(',')) {
+      const r = name.trim() as Requirement;
+      if (REQUIREMENTS.includes(r)) found.add(r);
+    }
+  }
+  return [...found];
+}
+
+/** An executable file called `name` in a directory of `env.PATH` (PATH, not a fixed path, so a test can hide a tool). */
+export function findInPath(name: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  for (const dir of (env.PATH ?? '').split(delimiter)) {
+    if (!dir) continue;
+    const candidate = join(dir, name);
+    try {
+      if (!statSync(candidate).isFile()) continue;
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here: the next directory
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Is `file` a statically linked ELF (no PT_INTERP program header)? The test images copy busybox into a bare rootfs,
+ * where a dynamically linked one (Debian's `busybox` package) finds no loader and every container exits 127.
+ */
+export function isStaticElf(file: string): boolean {
+  let fd: number | undefined;
+  try {
+    fd = openSync(file, 'r');
+    const head = Buffer.alloc(64);
+    if (readSync(fd, head, 0, 64, 0) < 64 || head.readUInt32BE(0) !== 0x7f454c46) return false;
+    const is64 = head[4] === 2;
+    const le = head[5] === 1;
+    const u16 = (b: Buffer, o: number) => (le ? b.readUInt16LE(o) : b.readUInt16BE(o));
+    const u32 = (b: Buffer, o: number) => (le ? b.readUInt32LE(o) : b.readUInt32BE(o));
+    const phoff = is64 ? Number(le ? head.readBigUInt64LE(32) : head.readBigUInt64BE(32)) : u32(head, 28);
+    const phentsize = u16(head, is64 ? 54 : 42);
+    const phnum = u16(head, is64 ? 56 : 44);
+    const table = Buffer.alloc(phentsize * phnum);
+    readSync(fd, table, 0, table.length, phoff);
+    const PT_INTERP = 3;
+    for (let i = 0; i < phnum; i++) if (u32(table, i * phentsize) === PT_INTERP) return false;
+    return true;
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** The static busybox the test images are built from (test/support/rootfs-image.ts), if this machine has one. */
+export function staticBusybox(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const found = findInPath('busybox', env);
+  return found && isStaticElf(found) ? found : undefined;
+}
+
+/**
+ * The tests drive Docker both through the CLI (`docker import`, `docker ps`) and through dockerode on the same
+ * endpoint, so the requirement is "the CLI is on PATH and its engine answers". `docker version` asks the engine that
+ * DOCKER_HOST names, else /var/run/docker.sock: the same endpoint src/runtime/container-engine.ts tries first.
+ */
+function dockerMissing(env: NodeJS.ProcessEnv): string | undefined {
+  const where = env.DOCKER_HOST ? `DOCKER_HOST=${env.DOCKER_HOST}` : '/var/run/docker.sock';
+  const cli = findInPath('docker', env);
+  if (!cli) return `no Docker engine answered: the docker CLI is not installed (apt-get install docker.io, start dockerd)`;
+  const r = spawnSync(cli, ['version', '--format', '{{.Server.Version}}'], { env, encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'], timeout: 10_000 });
+  if (r.status === 0) return undefined;
+  // A newcomer's usual case on a machine that has an engine: not in the docker group.
+  if (/permission denied/i.test(r.stderr ?? '')) return `the Docker engine on ${where} refused this user (permission denied: usermod -aG docker $USER, then log in again)`;
+  return `no Docker engine answered on ${where} (apt-get install docker.io, start dockerd)`;
+}
+
+/** The sbin directories a user's PATH often lacks (Debian puts them only in root's). */
+const SBIN = ['/usr/local/sbin', '/usr/sbin', '/sbin'].join(delimiter);
+
+const tool = (name: string, pkg: string) => (env: NodeJS.ProcessEnv) => {
+  if (findInPath(name, env)) return undefined;
+  const inSbin = findInPath(name, { PATH: SBIN });
+  return inSbin ? `${name} is not on PATH (it is ${inSbin}: add its directory to PATH)` : `${name} is not installed (apt-get install ${pkg})`;
+};
+
+/** Per requirement: undefined when this machine has it, else why not and how to get it (one line). */
+const CHECKS: Record<Requirement, (env: NodeJS.ProcessEnv) => string | undefined> = {
+  docker: dockerMissing,
+  minisign: tool('minisign', 'minisign'),
+  promtool: tool('promtool', 'prometheus'),
+  python3: tool('python3', 'python3'),
+  openssl: tool('openssl', 'openssl'),
+  // debootstrap lives in /usr/sbin, which a non-root PATH often lacks (the reason then says where it is).
+  debootstrap: tool('debootstrap', 'debootstrap'),
+  'dpkg-deb': tool('dpkg-deb', 'dpkg'),
+  'systemd-analyze': tool('systemd-analyze', 'systemd'),
+  busybox: (env) =>
+    staticBusybox(env)
+      ? undefined
+      : findInPath('busybox', env)
+        ? 'busybox on PATH is not statically linked (apt-get install busybox-static)'
+        : 'no static busybox on PATH (apt-get install busybox-static)',
+  root: () => (process.getuid?.() === 0 ? undefined : `not running as root (uid ${process.getuid?.()}; run the tests as root, e.g. sudo npm test)`),
+};
+
+// Once per process and environment: a test file that hides a tool (changes PATH) gets its own answer, and the Docker
+// engine is asked once per worker, not once per suite. globalThis, not module state: vitest re-evaluates modules per file.
+const CACHE_KEY = Symbol.for('keystone.test.requirement-checks');
+type Cache = Map<string, string | undefined>;
+const cache: Cache = ((globalThis as Record<symbol, Cache | undefined>)[CACHE_KEY] ??= new Map());
+
+/** Why `req` is missing here (the fix included), or undefined when it is met. */
+export function missingReason(req: Requirement, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const key = `${req}\0${env.PATH ?? ''}\0${req === 'docker' ? (env.DOCKER_HOST ?? '') : ''}\0${process.getuid?.()}`;
+  if (!cache.has(key)) cache.set(key, CHECKS[req](env));
+  return cache.get(key);
+}
