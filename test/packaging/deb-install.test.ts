@@ -9,7 +9,7 @@ import { ensureDebianImage } from './debian-image.js';
 import { DebianContainer, pollUntil } from './debian-container.js';
 import { allGone, EXAMPLE_CONFIG, healthyStack, identities, prepareExample, writeExampleConfig } from './example-stack.js';
 
-const r = needs('docker', 'debootstrap', 'dpkg-deb');
+const r = needs('docker', 'debootstrap', 'dpkg-deb', 'root');
 
 /** The agent as the unit starts it, in the background; its pid in /run/keystone-agent.pid (the launcher execs node). */
 const START_AGENT =

@@ -9,7 +9,7 @@ import { ensureDebianImage } from './debian-image.js';
 import { DebianContainer, pollUntil } from './debian-container.js';
 import { allGone, identities, isHealthy, prepareExample, stackStatus, writeExampleConfig, type StackStatus } from './example-stack.js';
 
-const r = needs('docker', 'debootstrap', 'dpkg-deb');
+const r = needs('docker', 'debootstrap', 'dpkg-deb', 'root');
 
 describe.skipIf(r.skip)(r.title('the keystone unit under systemd (PID 1 in a container)'), () => {
   let debs: BuiltDebs;
