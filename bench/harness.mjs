@@ -3,7 +3,7 @@
 // readers, loopback port checks, and the clean-up that leaves no process behind. Not a benchmark itself
 // (run.mjs only runs `*.bench.mjs`).
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -302,6 +302,32 @@ export function rssKiB(pid) {
   } catch {
     return undefined;
   }
+}
+
+/** Open file descriptors of a process (entries of /proc/PID/fd; undefined when gone or not ours to read). */
+export function fdCount(pid) {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).length;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Bytes of the regular files under a directory, recursively (a missing directory is 0). */
+export function dirBytes(dir) {
+  let total = 0;
+  let entries;
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return 0;
+  }
+  for (const e of entries) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) total += dirBytes(p);
+    else if (e.isFile()) total += statSync(p).size;
+  }
+  return total;
 }
 
 let clkTck;

@@ -12,6 +12,14 @@
 //              median of one sample a second over --window seconds, with the probes still running (they are the
 //              steady state); taken at the same way after the warm-up and at the end. The agent runs without
 //              --expose-gc, as on a device. Aim: growth ≤ 1 MiB.
+//   fds        open file descriptors of the agent (/proc/PID/fd), sampled with the RSS; the lowest sample of each
+//              window (probe sockets come and go). Aim: no growth — a descriptor leaked per restart or per probe
+//              would show as hundreds.
+//   store      bytes of state.db, its -wal and -shm, and of the whole state directory (component logs included), at
+//              the same two moments. Aim: state.db grows by less than 1 MiB over the soak (restarts update rows in
+//              place; the history grows per apply, and there is one apply) and the WAL stays within SQLite's own
+//              bound (it is checkpointed at 1,000 pages and reused, never shrunk: ≤ 1,000 × 4 KiB plus 1 MiB). Every
+//              restart commits a few pages to the WAL, so its size alone climbs to that bound early in a soak.
 //
 // The agent gets --healthy-spell 1s and a crash-loop limit no soak reaches, so that 20 kills of each program stay
 // restarts (on a device 10 quick crashes make a crash loop, which the soak is not about); restarts come after the
@@ -19,8 +27,10 @@
 //
 // Options: --programs 50  --interval 100 (ms)  --restarts 1000  --probes 10000  --warm 100  --kill-every 150 (ms)
 //          --settle 5 (s)  --window 15 (s)  --port-base 27000  --node-args "" (flags for the agent's node, e.g. --max-semi-space-size=1)
+//          --aims rss,fds,store (the aims whose miss makes the exit code 1; a short CI run leaves rss out: a heap
+//          measured over seconds is noise, descriptors and bytes are not)
 /* global fetch */
-import { mkdtempSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -35,6 +45,8 @@ import {
   killStragglers,
   machine,
   median,
+  dirBytes,
+  fdCount,
   rssKiB,
   sleep,
   startAgent,
@@ -54,6 +66,7 @@ const { values: opts } = parseArgs({
     window: { type: 'string', default: '15' },
     'port-base': { type: 'string', default: '27000' },
     'node-args': { type: 'string', default: '' },
+    aims: { type: 'string', default: 'rss,fds,store' },
   },
 });
 const N = Number(opts.programs);
@@ -70,7 +83,22 @@ if (![N, INTERVAL_MS, RESTARTS, PROBES, WARM, KILL_EVERY_MS, SETTLE_S, WINDOW_S,
   console.error('usage: node bench/soak.mjs [--programs 50] [--interval 100] [--restarts 1000] [--probes 10000] [--warm 100] [--kill-every 150] [--settle 5] [--window 15] [--port-base 27000] [--node-args "…"]');
   process.exit(2);
 }
+const AIMS = new Set(opts.aims.split(',').map((a) => a.trim()).filter(Boolean));
+if ([...AIMS].some((a) => !['rss', 'fds', 'store'].includes(a))) {
+  console.error(`--aims: a comma list of rss, fds, store (got ${opts.aims})`);
+  process.exit(2);
+}
 const AIM_KIB = 1024;
+const AIM_STORE_BYTES = 1024 * 1024;
+const WAL_BOUND_BYTES = 1000 * 4096 + 1024 * 1024;
+/** Size of one file, 0 when absent (the -wal and -shm files come and go with checkpoints). */
+const fileBytes = (file) => {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
+};
 const resultsFile = join(benchDir, 'results', 'soak.json');
 const MiB = (kib) => kib / 1024;
 
@@ -85,6 +113,8 @@ try {
   await assertPortsFree(ports);
   const standIn = writeStandIn(join(work, 'bin'));
   const repo = join(work, 'repo');
+  const stateDir = join(work, 'state');
+  const storeBytes = () => ['', '-wal', '-shm'].reduce((n, suffix) => n + fileBytes(join(stateDir, `state.db${suffix}`)), 0);
   const plan = writeProcessRepo(
     repo,
     names.map((name, i) => ({ name, port: ports[i], delay: 0, check: 'tcp', interval: `${INTERVAL_MS}ms`, timeout: '1s', threshold: Math.max(3, Math.ceil(5000 / INTERVAL_MS)), dependencies: [] })),
@@ -93,7 +123,7 @@ try {
   agent = startAgent({
     repo,
     plan,
-    stateDir: join(work, 'state'),
+    stateDir,
     concurrency: 64,
     env: cleanEnv(),
     nodeArgs: NODE_ARGS,
@@ -166,14 +196,16 @@ try {
   const sampleRss = async (label) => {
     await sleep(SETTLE_S * 1000);
     const samples = [];
+    const fds = [];
     for (let i = 0; i < WINDOW_S; i++) {
       await sleep(1000);
       samples.push(rssKiB(agent.pid));
+      fds.push(fdCount(agent.pid));
     }
     follow();
     const probes = await probesSoFar();
-    const rec = { label, restarts, probes, rssKiB: median(samples), rssKiBMin: Math.min(...samples), rssKiBMax: Math.max(...samples), samples, atSeconds: +((performance.now() - started) / 1000).toFixed(1) };
-    process.stderr.write(`  ${label}: ${restarts} restarts, ${probes} probes, RSS ${fmt(MiB(rec.rssKiB), 1)} MiB (min ${fmt(MiB(rec.rssKiBMin), 1)}, max ${fmt(MiB(rec.rssKiBMax), 1)})\n`);
+    const rec = { label, restarts, probes, rssKiB: median(samples), rssKiBMin: Math.min(...samples), rssKiBMax: Math.max(...samples), samples, fdsMin: Math.min(...fds), fdsMax: Math.max(...fds), storeBytes: storeBytes(), storeFiles: Object.fromEntries(['', '-wal', '-shm'].map((x) => [`state.db${x}`, fileBytes(join(stateDir, `state.db${x}`))])), stateDirBytes: dirBytes(stateDir), atSeconds: +((performance.now() - started) / 1000).toFixed(1) };
+    process.stderr.write(`  ${label}: ${restarts} restarts, ${probes} probes, RSS ${fmt(MiB(rec.rssKiB), 1)} MiB (min ${fmt(MiB(rec.rssKiBMin), 1)}, max ${fmt(MiB(rec.rssKiBMax), 1)}), ${rec.fdsMin}–${rec.fdsMax} fds, store ${fmt(rec.storeBytes / 1024)} KiB, state dir ${fmt(rec.stateDirBytes / 1024)} KiB\n`);
     return rec;
   };
 
@@ -192,7 +224,14 @@ try {
   const growthKiB = end.rssKiB - warm.rssKiB;
   // The lowest sample of each window too: the heap breathes (probes allocate all along), its troughs do not lie about growth.
   const growthOfMinKiB = end.rssKiBMin - warm.rssKiBMin;
-  const ok = growthKiB <= AIM_KIB && growthOfMinKiB <= AIM_KIB;
+  const rssMet = growthKiB <= AIM_KIB && growthOfMinKiB <= AIM_KIB;
+  const fdGrowth = end.fdsMin - warm.fdsMin;
+  const fdsMet = fdGrowth <= 0;
+  const storeGrowth = end.storeBytes - warm.storeBytes;
+  const dbGrowth = end.storeFiles['state.db'] - warm.storeFiles['state.db'];
+  const storeMet = dbGrowth < AIM_STORE_BYTES && end.storeFiles['state.db-wal'] <= WAL_BOUND_BYTES;
+  const missed = [...(rssMet ? [] : ['rss']), ...(fdsMet ? [] : ['fds']), ...(storeMet ? [] : ['store'])];
+  const ok = missed.every((a) => !AIMS.has(a));
   follow();
   const stillRunning = names.filter((n) => stateOf.get(n)?.state === 'running').length;
   const crashLooping = names.filter((n) => stateOf.get(n)?.state === 'crash-looping').length;
@@ -202,12 +241,19 @@ try {
       `kill -9 every ${KILL_EVERY_MS} ms${NODE_ARGS.length ? `; agent node ${NODE_ARGS.join(' ')}` : ''}`,
   );
   console.log('');
-  console.log('                      restarts     probes   RSS MiB (median)   min     max');
-  for (const r of [warm, end]) console.log(`  ${r.label.padEnd(18)} ${String(r.restarts).padStart(9)} ${String(r.probes).padStart(10)}   ${fmt(MiB(r.rssKiB), 1).padStart(16)} ${fmt(MiB(r.rssKiBMin), 1).padStart(7)} ${fmt(MiB(r.rssKiBMax), 1).padStart(7)}`);
+  console.log('                      restarts     probes   RSS MiB (median)   min     max    fds   store KiB   state dir KiB');
+  for (const r of [warm, end])
+    console.log(
+      `  ${r.label.padEnd(18)} ${String(r.restarts).padStart(9)} ${String(r.probes).padStart(10)}   ${fmt(MiB(r.rssKiB), 1).padStart(16)} ${fmt(MiB(r.rssKiBMin), 1).padStart(7)} ${fmt(MiB(r.rssKiBMax), 1).padStart(7)} ${String(r.fdsMin).padStart(6)} ${fmt(r.storeBytes / 1024).padStart(11)} ${fmt(r.stateDirBytes / 1024).padStart(15)}`,
+    );
   console.log('');
   console.log(
     `growth: ${growthKiB >= 0 ? '+' : ''}${fmt(MiB(growthKiB), 2)} MiB over ${end.restarts - warm.restarts} restarts and ${end.probes - warm.probes} probes ` +
-      `(${fmt(soakSeconds)} s; of the lowest samples: ${growthOfMinKiB >= 0 ? '+' : ''}${fmt(MiB(growthOfMinKiB), 2)} MiB); aim ≤ 1 MiB: ${ok ? 'met' : 'NOT met'}`,
+      `(${fmt(soakSeconds)} s; of the lowest samples: ${growthOfMinKiB >= 0 ? '+' : ''}${fmt(MiB(growthOfMinKiB), 2)} MiB); aim ≤ 1 MiB: ${rssMet ? 'met' : 'NOT met'}`,
+  );
+  console.log(`file descriptors: ${warm.fdsMin} → ${end.fdsMin} (lowest sample of each window); aim no growth: ${fdsMet ? 'met' : 'NOT met'}`);
+  console.log(
+    `store: ${fmt(warm.storeBytes / 1024)} → ${fmt(end.storeBytes / 1024)} KiB (state.db ${fmt(warm.storeFiles['state.db'] / 1024)} → ${fmt(end.storeFiles['state.db'] / 1024)}, WAL ${fmt(warm.storeFiles['state.db-wal'] / 1024)} → ${fmt(end.storeFiles['state.db-wal'] / 1024)}); state directory ${fmt(warm.stateDirBytes / 1024)} → ${fmt(end.stateDirBytes / 1024)} KiB; aim state.db growth < 1 MiB and WAL ≤ ${fmt(WAL_BOUND_BYTES / 1024)} KiB: ${storeMet ? 'met' : 'NOT met'}`,
   );
   if (stillRunning !== N) {
     const others = names.filter((n) => stateOf.get(n)?.state !== 'running').map((n) => `${n} ${stateOf.get(n)?.state}`);
@@ -239,7 +285,15 @@ try {
         growthKiB,
         growthOfMinKiB,
         aimKiB: AIM_KIB,
-        met: ok,
+        met: rssMet,
+        fdGrowth,
+        fdsMet,
+        storeGrowthBytes: storeGrowth,
+        dbGrowthBytes: dbGrowth,
+        walBoundBytes: WAL_BOUND_BYTES,
+        storeMet,
+        aimsChecked: [...AIMS],
+        allAimsMet: ok,
         soakSeconds: +soakSeconds.toFixed(1),
         kills,
         stillRunning,
@@ -250,6 +304,7 @@ try {
     ) + '\n',
   );
   console.log(`\nwrote ${resultsFile}`);
+  if (!ok) process.exitCode = 1;
 } finally {
   if (agent) await agent.stop().catch(() => {});
   await killStragglers(agent ? [agent.pid, ...agent.componentPids()] : [], work);

@@ -31,6 +31,9 @@ import { isCommitId } from './commit-reporting.js';
 
 export type { RolloutHold } from './rollout-holds.js';
 
+/** Refusals that depend on the device's clock (docs/signing.md, "Time"): the same revision is looked at again later. */
+const CLOCK_REFUSALS: ReadonlySet<string> = new Set(['KS_SIGNATURE_FROM_FUTURE', 'KS_SIGNATURE_TOO_OLD']);
+
 export type TrustSetting = { unsigned: true } | { unsigned: false; keyring: Keyring; maxAgeSeconds?: number; maxClockSkewSeconds?: number };
 
 /** A component this device cannot run as its recipe asks. */
@@ -84,6 +87,12 @@ export interface AgentOptions {
   rolloutUnavailable?: string;
   /** How often commits held at the gate are looked at again; default 60 s (the poll interval, for a Git source). */
   gateRecheckMs?: number;
+  /**
+   * A revision whose handling failed unexpectedly (the state store could not write: a full disk), or that this device's
+   * clock refused (a signature from its future, or older than --max-age), is tried again at the next look
+   * (POST /v1/sync) or after this long, doubling up to 16 times it; default 60 s.
+   */
+  retryMs?: number;
   /** Called with the revision's own reader just before it is applied: relative artifacts are read from it. */
   useReader?: (reader: RepoReader) => void;
   now?: () => number;
@@ -180,7 +189,8 @@ export interface Agent {
   rolloutHolds(): RolloutHold[];
   /**
    * Holds again the commits held at the gate when the agent last stopped (SPEC §14: the newest commit whose gate is
-   * open is applied, not only the tip the source offers after a restart); `load` reads one from the local clone.
+   * open is applied, not only the tip the source offers after a restart); `load` reads one from the local clone. The
+   * agent keeps `load` to read back the commit it applied last when the first revision after a restart is refused.
    */
   restoreHolds(load: (commit: string) => Promise<Revision | undefined>): Promise<void>;
   /** The commits whose rollout refs this device keeps: the one it runs and those it holds. */
@@ -265,7 +275,8 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
   const logTimer = setInterval(() => {
     void (async () => {
       for (const rec of store.components()) {
-        const rotated = await rotateComponentLogs(componentPaths(opts.stateDir, rec.name).logDir, opts.logMaxBytes ?? 10 * 1024 * 1024, opts.logKeep ?? 5).catch(() => []);
+        const noSpace = (path: string, err: Error) => log.warn({ component: rec.name, path, err: err.message, code: 'KS_LOG_NO_SPACE' }, 'the file system is full: log truncated without keeping a copy');
+        const rotated = await rotateComponentLogs(componentPaths(opts.stateDir, rec.name).logDir, opts.logMaxBytes ?? 10 * 1024 * 1024, opts.logKeep ?? 5, noSpace).catch(() => []);
         for (const path of rotated) log.info({ component: rec.name, path, revision: rec.revision }, 'rotated log');
       }
     })();
@@ -282,8 +293,56 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
   let running: Promise<void> | undefined;
   let recheckWanted = false;
   let lastPlacement = '';
+  /**
+   * How to read a commit back from the local clone (the Git source hands it over in restoreHolds); undefined for a
+   * directory, whose earlier content is gone.
+   */
+  let loadCommit: ((commit: string) => Promise<Revision | undefined>) | undefined;
+  let reloadedApplied = false;
+  /**
+   * After a restart the engine has no revision loaded until one is applied: an adopted component that exits cannot be
+   * restarted, and an apply a kill cut short stays half done. When the first revision offered is refused, nothing
+   * else would be applied until the next valid commit, however long that takes: the commit applied last is read back
+   * from the clone and applied again instead (once per run), as it would have been had it still been the tip.
+   */
+  const reloadApplied = (refused: string) => {
+    const applied = store.appliedRevision()?.id;
+    if (reloadedApplied || engine.desired || !loadCommit || applied === undefined || !isCommitId(applied) || applied === refused) return;
+    reloadedApplied = true;
+    void loadCommit(applied).then(
+      (r) => {
+        if (!r) return log.warn({ revision: applied, refused }, 'the revision applied last is no longer in the local clone: what was adopted runs on as it is until a valid revision comes');
+        if (pending || engine.desired) return;
+        log.info({ revision: applied, refused }, 'applying again the revision applied last: nothing valid is loaded since the restart');
+        enqueue(r);
+      },
+      (e: Error) => log.error({ revision: applied, err: e }, 'cannot read back the revision applied last'),
+    );
+  };
   const kick = () => {
     if (!running) running = drain().finally(() => (running = undefined));
+  };
+  // The source offers each content once: a revision that failed for a passing reason (a full disk) would otherwise
+  // never be applied, however long the device keeps running the previous one.
+  let unfinished: Revision | undefined;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let retries = 0;
+  const retryUnfinished = () => {
+    clearTimeout(retryTimer);
+    const r = unfinished;
+    unfinished = undefined;
+    if (r && !pending) {
+      log.info({ revision: r.id, attempt: retries + 1 }, 'trying again a revision that could not be applied');
+      enqueue(r);
+    }
+  };
+  const retryLater = (r: Revision) => {
+    unfinished = r;
+    const delayMs = (opts.retryMs ?? 60_000) * 2 ** Math.min(retries++, 4);
+    clearTimeout(retryTimer);
+    retryTimer = setTimeout(retryUnfinished, delayMs);
+    retryTimer.unref();
+    log.warn({ revision: r.id, retry_in_ms: delayMs }, 'still running the previous revision; this one is tried again at the next look (keystonectl sync) or after the delay');
   };
   const enqueue = (r: Revision) => {
     if (pending) {
@@ -323,6 +382,8 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     engine,
     events,
     offer(r) {
+      // What the source found since replaces the revision waiting to be tried again (not a read-back of the applied one).
+      unfinished = undefined;
       // Only a Git sync is suspended: a development directory (say, after switching from --repo) is always followed.
       const suspension = following === 'git' ? store.syncSuspension() : undefined;
       if (suspension) {
@@ -333,6 +394,7 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
       enqueue(r);
     },
     applyManual(r, applyOpts) {
+      unfinished = undefined;
       let suspendedSync = false;
       if (following === 'git') {
         if (!applyOpts.force)
@@ -372,6 +434,7 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
       return holds.holds();
     },
     async restoreHolds(load) {
+      loadCommit = load;
       // Oldest first: each is verified, resolved and held again as when it came; the newest ends first in line.
       for (const id of store.heldCommits().reverse()) {
         const rev = await load(id).catch(() => undefined);
@@ -413,6 +476,8 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     },
     async close(closeOpts = {}) {
       clearInterval(logTimer);
+      clearTimeout(retryTimer);
+      unfinished = undefined;
       holds.close();
       // Revisions not yet begun are dropped, and the one being applied ends now: a stop must not wait out start budgets.
       if (pending) log.info({ revision: pending.id }, 'not applied: the agent is stopping');
@@ -437,6 +502,8 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
         log.error({ err: e as Error }, 'looking for a new revision failed');
       }
     } while (lookAgain);
+    // Nothing newer found: someone asked (keystonectl sync, after freeing space), so the failed one goes again now.
+    if (unfinished) retryUnfinished();
   }
 
   async function drain(): Promise<void> {
@@ -454,8 +521,10 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
       pending = undefined;
       try {
         await handle(rev);
+        if (unfinished !== rev) retries = 0;
       } catch (e) {
         log.error({ revision: rev.id, err: e as Error }, 'revision failed unexpectedly');
+        if (!pending) retryLater(rev);
       }
     }
   }
@@ -490,10 +559,15 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
       store.recordRejected({ revision: rev.id, planFile, ...(target !== undefined && { target }), at: now(), reason });
       log.error({ revision: rev.id, reason }, 'revision refused; still running the previous one');
       emit('revision', { revision: rev.id, outcome: 'rejected', durationMs: now() - began, summary: reason, ...(target !== undefined && { target }), ...(waveName !== undefined && { wave: waveName }) });
+      reloadApplied(rev.id);
     };
     if (opts.trust.unsigned) {
       log.warn({ revision: rev.id }, 'UNSIGNED revision: signatures are not checked (--allow-unsigned, development only)');
     } else {
+      // What this device already runs passed --max-age when it was applied. Offered again (the agent restarted, its
+      // clock now a year ahead, or the state frozen) it is loaded again rather than refused, so that what runs stays
+      // supervised; it is said loudly. A newer revision still has to pass.
+      const runs = rev.id === store.appliedRevision()?.id;
       try {
         const v = await verifyRevision(rev.reader, {
           keyring: opts.trust.keyring,
@@ -501,15 +575,20 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
           // A rollback re-applies a revision this device already applied and saw succeed: the floor it raised since
           // is its own doing, not a replay by someone else.
           ...(store.lastSignedAt() !== undefined && !rev.rollback && { notBefore: store.lastSignedAt()! }),
-          ...(opts.trust.maxAgeSeconds !== undefined && { maxAgeSeconds: opts.trust.maxAgeSeconds }),
+          ...(opts.trust.maxAgeSeconds !== undefined && !runs && { maxAgeSeconds: opts.trust.maxAgeSeconds }),
           ...(opts.trust.maxClockSkewSeconds !== undefined && { maxClockSkewSeconds: opts.trust.maxClockSkewSeconds }),
         });
         reader = new VerifiedReader(rev.reader, v);
         signedAt = v.signedAt;
         log.info({ revision: rev.id, signers: v.signers, signed_at: new Date(v.signedAt * 1000).toISOString() }, 'signature verified');
+        if (runs && opts.trust.maxAgeSeconds !== undefined && Math.floor(now() / 1000) - v.signedAt > opts.trust.maxAgeSeconds)
+          log.warn({ revision: rev.id, code: 'KS_SIGNATURE_TOO_OLD', signed_at: new Date(v.signedAt * 1000).toISOString() }, 'the revision this device runs is older than --max-age: it keeps running, supervised; only a newer signed revision replaces it (or check the clock)');
       } catch (e) {
-        if (e instanceof TrustError) return reject(`${e.code}: ${e.message}`);
-        throw e;
+        if (!(e instanceof TrustError)) throw e;
+        reject(`${e.code}: ${e.message}`);
+        // Refused by this device's clock rather than by the signature: once the clock is right (NTP, date -s) it may pass.
+        if (CLOCK_REFUSALS.has(e.code) && !pending) retryLater(rev);
+        return;
       }
     }
     let resolution;

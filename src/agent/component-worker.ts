@@ -355,9 +355,23 @@ export class ComponentWorker {
         this.state('stopped', `${describeExit(exit)} while the agent had no valid revision loaded; the next revision starts it`);
         return;
       }
-      const d = this.decide(exit);
-      // The delay counts from the exit, not from when its records were written.
-      if (d.kind === 'restart') this.scheduleRestart(gen, Math.max(0, d.delayMs - (this.deps.now() - exitAt)));
+      const decideAndRestart = (attempt: number) => {
+        if (gen !== this.generation) return;
+        let d: ReturnType<ComponentWorker['decide']>;
+        try {
+          d = this.decide(exit);
+        } catch (e) {
+          // The restart is counted in the store before it happens. A store that cannot write (a full disk) delays it
+          // until it can: given up, the component would stay down for good, recorded as running.
+          const delayMs = Math.min(this.deps.restartLimits.maxBackoffMs, 1000 * 2 ** Math.min(attempt, 3));
+          this.deps.log.error({ component: this.name, err: e as Error, retry_in_ms: delayMs, ...(this.revision && { revision: this.revision }) }, 'cannot record the exit: the restart waits until the state store can write');
+          this.restartTimer = setTimeout(() => decideAndRestart(attempt + 1), delayMs);
+          return;
+        }
+        // The delay counts from the exit, not from when its records were written.
+        if (d.kind === 'restart') this.scheduleRestart(gen, Math.max(0, d.delayMs - (this.deps.now() - exitAt)));
+      };
+      decideAndRestart(0);
     });
     this.monitorHealth(gen);
   }

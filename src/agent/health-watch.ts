@@ -88,14 +88,19 @@ export function watchRunning(w: RunningWatch): () => void {
   /** One timer at the spell's end (SPEC §5), only when there are restarts to give back; an exit before it counts the spell itself. */
   const refreshBudgetAfterSpell = (r: Pick<ComponentRecord, 'restarts' | 'healthySince'> | undefined) => {
     if (!r || r.restarts <= 0 || r.healthySince === undefined) return;
-    const wait = Math.max(0, r.healthySince + w.healthySpellMs - now());
+    const armedAt = now();
+    const wait = Math.max(0, r.healthySince + w.healthySpellMs - armedAt);
     timers.get('budget')?.();
     timers.set(
       'budget',
       coalescedTimers.schedule(wait, () => {
         if (!live() || state === 'unhealthy') return;
         const cur = store.component(name);
-        if (cur?.healthySince !== undefined && now() - cur.healthySince >= w.healthySpellMs && cur.restarts > 0) store.resetRestarts(name);
+        // The timer waited on the monotonic clock. A wall clock that moved less meanwhile was stepped back: the spell
+        // is over all the same (by the wall clock alone, a day's step back would keep the restarts for a day).
+        const at = now();
+        const steppedBack = at < armedAt + wait;
+        if (cur?.healthySince !== undefined && (steppedBack || at - cur.healthySince >= w.healthySpellMs) && cur.restarts > 0) store.resetRestarts(name);
       }),
     );
   };

@@ -1,6 +1,6 @@
 // The agent's HTTP API (SPEC §10) as a fastify instance that never listens by itself (see listenApi): tests inject
 // requests into the very server the agent runs.
-import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import { ownAgentSelf } from './agent-view.js';
 import type { ApiDeps } from './api-deps.js';
 import type { ApiContext } from './api-context.js';
@@ -40,6 +40,11 @@ export function buildServer(deps: ApiDeps): FastifyInstance {
     logger: false,
     // Names are at most 63 characters; `{name}:restart` fits with room to spare.
     routerOptions: { maxParamLength: 128 },
+    // A path the router cannot decode (a malformed %-escape: `/v1/components/%zz`) is refused before any hook runs;
+    // it gets our error shape and code, not fastify's own body (found by the api-request fuzz target).
+    frameworkErrors: (e, _request, reply) => {
+      void (reply as FastifyReply).code(400).send(new ApiError(400, 'KS_BAD_PATH', `the path is not a valid URL: ${e.message}`).body());
+    },
   });
   // JSON is the only body type: text/plain is what a browser form can send cross-origin without a preflight.
   server.removeContentTypeParser('text/plain');

@@ -34,12 +34,12 @@ export function checkGithubSignature(header: string | undefined, secret: string,
 export type WebhookAction =
   | { kind: 'pong' }
   | { kind: 'sync'; ref: string; after: string }
-  | { kind: 'ignored'; reason: 'other ref' | 'other event'; event: string; ref?: string }
+  | { kind: 'ignored'; reason: 'other ref' | 'other event' | 'branch deleted'; event: string; ref?: string }
   /** 400: KS_BAD_REQUEST without an event name, KS_BAD_JSON when the body is not JSON, KS_BAD_BODY for a push without its fields. */
   | { kind: 'bad-payload'; code: 'KS_BAD_REQUEST' | 'KS_BAD_JSON' | 'KS_BAD_BODY'; message: string };
 
 /** Only the fields we act on; GitHub adds fields freely, so the rest is not our business. */
-const PushPayload = z.object({ ref: z.string().min(1), after: z.string() });
+const PushPayload = z.object({ ref: z.string().min(1), after: z.string(), deleted: z.boolean().optional() });
 
 /** `main` → `refs/heads/main`; a full ref (`refs/heads/x`, `refs/tags/v1`) stays as it is. */
 export function fullRef(ref: string): string {
@@ -58,7 +58,10 @@ function payloadText(body: Uint8Array, contentType: string | undefined): string 
 
 /**
  * Decides what a delivery (already authenticated) means for an agent following `followedRef`. Only a push to that
- * very ref syncs: a push to another branch or a tag cannot change what this device runs.
+ * very ref syncs: a push to another branch or a tag cannot change what this device runs. Nor can the deletion of the
+ * followed branch (`deleted`, `after` all zeros): there is nothing to fetch, and a look would only fail
+ * (KS_GIT_REF_NOT_FOUND) while the device keeps what it runs; it is answered as ignored, and the branch pushed again
+ * is an ordinary push.
  */
 export function githubWebhookAction(event: string | undefined, body: Uint8Array, contentType: string | undefined, followedRef: string): WebhookAction {
   if (event === undefined || event === '') return { kind: 'bad-payload', code: 'KS_BAD_REQUEST', message: 'the X-GitHub-Event header is missing' };
@@ -74,7 +77,8 @@ export function githubWebhookAction(event: string | undefined, body: Uint8Array,
   if (event !== 'push') return { kind: 'ignored', reason: 'other event', event };
   const push = PushPayload.safeParse(json);
   if (!push.success) return { kind: 'bad-payload', code: 'KS_BAD_BODY', message: 'a push payload must have the string fields ref and after' };
-  const { ref, after } = push.data;
+  const { ref, after, deleted } = push.data;
   if (ref !== fullRef(followedRef)) return { kind: 'ignored', reason: 'other ref', event, ref };
+  if (deleted === true || /^0+$/.test(after)) return { kind: 'ignored', reason: 'branch deleted', event, ref };
   return { kind: 'sync', ref, after };
 }

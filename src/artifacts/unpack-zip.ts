@@ -2,6 +2,7 @@
 // sizes); names are decoded and judged here, by the same rules as tar, and the entries are written here.
 import type { Readable } from 'node:stream';
 import yauzl, { type Entry, type ZipFile } from 'yauzl';
+import { openZip } from './open-zip.js';
 import { ArtifactError, isArtifactError } from './artifact-error.js';
 import { unsafeEntry, type EntryKind, type StagingTree } from './staging-tree.js';
 
@@ -20,7 +21,7 @@ const UNIX_HOSTS = new Set([3, 19]);
 export async function unpackZipInto(tree: StagingTree, archivePath: string): Promise<void> {
   let zip: ZipFile;
   try {
-    zip = await yauzl.openPromise(archivePath, {
+    zip = await openZip(archivePath, {
       lazyEntries: true,
       autoClose: false,
       // Names are decoded below with strict file names, then checked by the rules shared with tar, so that an
@@ -64,10 +65,13 @@ async function unpackEntry(tree: StagingTree, zip: ZipFile, entry: Entry): Promi
   }
   // yauzl re-emits inflate and size-check errors on a later tick, after an early stop has destroyed the
   // stream and the reader has let go: without a listener they would be uncaught and take the agent down.
-  // The reader still sees every error that arrives while it reads (for-await listens too).
-  stream.on('error', () => undefined);
+  // The reader sees every error that arrives while it reads (for-await listens too). One that arrives before it
+  // starts (garbage deflate data, while a slow disk creates the file) is only emitted, not kept by the stream, which
+  // then never ends: it is kept here and thrown when the reading starts, else the unpack would wait forever.
+  let early: { error: unknown } | undefined;
+  stream.on('error', (error: unknown) => void (early ??= { error }));
   try {
-    await tree.writeFile(planned, formatErrorsOf(stream, name), (mode & 0o111) !== 0);
+    await tree.writeFile(planned, formatErrorsOf(stream, name, () => early), (mode & 0o111) !== 0);
   } finally {
     stream.destroy();
   }
@@ -114,9 +118,14 @@ function nextEntry(zip: ZipFile): Promise<Entry | undefined> {
   });
 }
 
-/** Passes the inflated bytes through, turning inflate and size-check failures into `KS_UNPACK_FORMAT`. */
-async function* formatErrorsOf(stream: Readable, name: string): AsyncGenerator<Uint8Array> {
+/**
+ * Passes the inflated bytes through, turning inflate and size-check failures into `KS_UNPACK_FORMAT`; `early` is an
+ * error the stream emitted before the first read (checked in the same tick as the iterator starts listening).
+ */
+async function* formatErrorsOf(stream: Readable, name: string, early: () => { error: unknown } | undefined): AsyncGenerator<Uint8Array> {
   try {
+    const before = early();
+    if (before) throw before.error;
     for await (const chunk of stream) yield chunk as Uint8Array;
   } catch (e) {
     throw formatError(e, name);

@@ -8,7 +8,7 @@ import { CODES, type Diagnostic } from './errors.js';
 import type { Labels } from './labels.js';
 import { deviceNameField, labelSelector } from './label-schemas.js';
 import { componentName, issue, MAX_DURATION_MS } from './schema-rules.js';
-import type { ParsedDocument } from './toml-document.js';
+import { describe, type ParsedDocument } from './toml-document.js';
 
 const deviceName = deviceNameField;
 
@@ -89,7 +89,7 @@ export function checkRollout(raw: unknown, doc: Pick<ParsedDocument<unknown>, 'd
       doc.diagnostic(
         CODES.ROLLOUT_PERCENTS,
         ['rollout', 'waves', last, ...(lastWave.percent !== undefined ? ['percent'] : [])],
-        `the last wave${typeof lastWave.name === 'string' ? ` "${lastWave.name}"` : ''} has ${lastWave.percent === undefined ? 'no percent' : `percent ${String(lastWave.percent)}`}: devices no wave names would have no wave`,
+        `the last wave${typeof lastWave.name === 'string' ? ` "${lastWave.name}"` : ''} has ${lastWave.percent === undefined ? 'no percent' : `percent ${typeof lastWave.percent === 'number' ? lastWave.percent : describe(lastWave.percent)}`}: devices no wave names would have no wave`,
         'end with a wave of percent = 100 (the rest of the fleet)',
       ),
     );

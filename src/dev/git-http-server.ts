@@ -3,7 +3,7 @@
 // token, can be stopped and started again on the same port (a server that goes away), and counts what it served.
 // In a test it lives in the test's own process: run the git CLI against it asynchronously (execFile, never execFileSync, which
 // would block the very event loop that has to answer it).
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
@@ -91,17 +91,20 @@ export class GitHttpServer extends LoopbackHttpServer {
     if (typeof req.headers['git-protocol'] === 'string') record.protocol = req.headers['git-protocol'];
     this.requests.push(record);
     if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
-    // A client that gave up during the delay gets nothing: a backend spawned now would never see its 'close' (already
-    // past) nor the end of a request body, and was found spinning for hours after the test that caused it.
-    if (res.closed || req.destroyed) {
+    // The whole request body before any backend: `git http-backend` reads a push's body by its Content-Length and, at
+    // an end of input before that, loops on read() for ever (git's pipe_fixed_length). A client that gave up during
+    // the delay or mid-body, or a process that exited with a request in flight (a test's worker), left such a backend
+    // spinning for hours; now a backend gets its body whole or is never started.
+    const body = res.closed || req.destroyed ? undefined : await readBody(req);
+    if (body === undefined || res.closed) {
       record.status = 499;
       return;
     }
+    record.received = body.length;
     const i = this.cannedAnswers.findIndex((a) => !a.when || a.when(record));
     const canned = i < 0 ? undefined : this.cannedAnswers.splice(i, 1)[0];
     if (canned) {
       record.status = canned.status;
-      req.resume();
       res.writeHead(canned.status, { 'content-type': 'text/plain', ...canned.headers }).end(`HTTP ${canned.status} (canned)\n`);
       return;
     }
@@ -119,7 +122,7 @@ export class GitHttpServer extends LoopbackHttpServer {
         PATH_INFO: decodeURIComponent(url.pathname),
         QUERY_STRING: record.query,
         CONTENT_TYPE: req.headers['content-type'] ?? '',
-        ...(req.headers['content-length'] !== undefined && { CONTENT_LENGTH: req.headers['content-length'] }),
+        ...(record.method === 'POST' && { CONTENT_LENGTH: String(body.length) }),
         ...(req.headers['content-encoding'] !== undefined && { HTTP_CONTENT_ENCODING: req.headers['content-encoding'] }),
         ...(record.protocol !== undefined && { GIT_PROTOCOL: record.protocol }),
         REMOTE_USER: 'keystone-test',
@@ -127,9 +130,10 @@ export class GitHttpServer extends LoopbackHttpServer {
       },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
-    req.on('data', (d: Buffer) => (record.received += d.length));
-    req.pipe(child.stdin);
+    live.add(child);
+    child.on('exit', () => live.delete(child));
     child.stdin.on('error', () => undefined);
+    child.stdin.end(body);
     child.stderr.resume();
     // CGI: headers, a blank line, then the body.
     let head = Buffer.alloc(0);
@@ -173,6 +177,24 @@ export class GitHttpServer extends LoopbackHttpServer {
     });
     res.on('close', () => child.kill());
   }
+}
+
+/** Backends running: killed if this process exits with one in flight (a test worker that ends mid-request). */
+const live = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+});
+
+/** The request's whole body; undefined when the request closed before its end (the client went away). */
+function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.once('end', () => resolve(Buffer.concat(chunks)));
+    // After 'end' this changes nothing; before it, the body will never be whole.
+    req.once('close', () => resolve(undefined));
+    req.once('error', () => resolve(undefined));
+  });
 }
 
 /** Starts a server over `root`; stop it with `await server.stop()`. */

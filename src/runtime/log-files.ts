@@ -63,8 +63,11 @@ async function openOwn(path: string): Promise<FileHandle> {
  * then `path` is truncated in place, so a child writing with O_APPEND simply continues at the new end. Keeps
  * `keep` old files (0: truncate only). Output written between the copy and the truncation is lost, as with
  * logrotate's copytruncate. Returns true when it rotated.
+ *
+ * On a full file system the copy cannot be made: the file is truncated without it (`onNoSpace` is told), because a
+ * log that can no longer be rotated would otherwise keep the disk full for good, and every component with it.
  */
-export async function rotateIfLarger(path: string, maxBytes: number, keep: number): Promise<boolean> {
+export async function rotateIfLarger(path: string, maxBytes: number, keep: number, onNoSpace?: (path: string, err: Error) => void): Promise<boolean> {
   let size: number;
   try {
     const st = await lstat(path);
@@ -84,7 +87,15 @@ export async function rotateIfLarger(path: string, maxBytes: number, keep: numbe
         if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
       }
     }
-    await copyFile(path, `${path}.1`);
+    try {
+      await copyFile(path, `${path}.1`);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== 'ENOSPC' && code !== 'EDQUOT') throw e;
+      // The partial copy takes the last of the space: it goes, and the older generations stay as they were renamed.
+      await rm(`${path}.1`, { force: true });
+      onNoSpace?.(path, e as Error);
+    }
   }
   const h = await open(path, constants.O_WRONLY | constants.O_NOFOLLOW);
   try {
@@ -138,13 +149,13 @@ export async function tailLines(path: string, n: number): Promise<string[]> {
 }
 
 /** Rotates both logs of a component (for the agent's periodic pass); returns the paths it rotated. */
-export async function rotateComponentLogs(logDir: string, maxBytes: number, keep: number): Promise<string[]> {
+export async function rotateComponentLogs(logDir: string, maxBytes: number, keep: number, onNoSpace?: (path: string, err: Error) => void): Promise<string[]> {
   // Copies and renames by name: only in a directory reached as openComponentLogs reaches it.
   if (!safeDirectory(logDir)) return [];
   const rotated: string[] = [];
   for (const name of [STDOUT_LOG, STDERR_LOG]) {
     const path = join(logDir, name);
-    if (await rotateIfLarger(path, maxBytes, keep)) rotated.push(path);
+    if (await rotateIfLarger(path, maxBytes, keep, onNoSpace)) rotated.push(path);
   }
   return rotated;
 }

@@ -8,11 +8,12 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import git, { type HttpClient } from 'isomorphic-git';
+import git from 'isomorphic-git';
 import { OperationError } from '../core/errors.js';
+import { discoveryHttp } from './discovery-http.js';
 import { headCompletingHttp } from './git-head-advertisement.js';
 import { budgetedHttpClient, TransferBudget } from './git-http-client.js';
-import { GitServerBusyError, lsRefsV2, NETWORK_ERRNOS, type RefEntry } from './git-ls-refs.js';
+import { GitServerBusyError, LS_REFS_DEFAULTS, lsRefsV2, NETWORK_ERRNOS, type RefEntry } from './git-ls-refs.js';
 import { shortBranchRef } from './git-repo-location.js';
 import { storeBases, thinPackHttp } from './thin-pack-http.js';
 
@@ -91,8 +92,11 @@ export class GitRemoteCache {
     if (direct) {
       try {
         const what = 'looking up the branch';
-        const listed = await this.transfer(what, (_http, budget) =>
-          lsRefsV2({ url: this.opts.url, prefixes: [this.opts.branchRef], headers: this.opts.headers, budget, what }),
+        const listed = await this.transfer(
+          what,
+          (_http, budget) => lsRefsV2({ url: this.opts.url, prefixes: [this.opts.branchRef], headers: this.opts.headers, budget, what }),
+          undefined,
+          this.listingCap,
         );
         refs = listed.refs;
       } catch (e) {
@@ -101,8 +105,13 @@ export class GitRemoteCache {
     }
     if (!refs) {
       let v2 = false;
-      refs = await this.transfer('looking up the branch', (http) =>
-        git.listServerRefs({ http: postSeen(http, () => (v2 = true)), url: this.opts.url, protocolVersion: 2, prefix: this.opts.branchRef }),
+      refs = await this.transfer('looking up the branch', (http, budget) =>
+        git.listServerRefs({
+          http: discoveryHttp(http, { onPost: () => (v2 = true), budget, maxBytes: this.listingCap, what: `looking up the branch from ${this.opts.url}` }),
+          url: this.opts.url,
+          protocolVersion: 2,
+          prefix: this.opts.branchRef,
+        }),
       );
       // Only a look that went through decides: a failed one (a repository gone: 404) says nothing about the protocol.
       if (direct) {
@@ -117,6 +126,14 @@ export class GitRemoteCache {
     return ref.oid;
   }
 
+  /**
+   * The cap on a protocol v2 ls-refs answer: the ref lister's, not a fetch's. It lists one branch (a server speaking v2
+   * honours the prefix) and a look runs at every poll, so a server sending a flood costs 8 MiB a look, not 128.
+   */
+  private get listingCap(): number {
+    return Math.min(this.opts.maxFetchBytes, LS_REFS_DEFAULTS.maxBytes);
+  }
+
   /** True when the commit (and so its tree) is already in the current generation. */
   async has(oid: string, cache?: object): Promise<boolean> {
     await this.open();
@@ -125,9 +142,19 @@ export class GitRemoteCache {
     try {
       await git.readCommit({ fs, gitdir, oid, cache });
       return true;
-    } catch {
+    } catch (e) {
+      // Absent is the ordinary answer; anything else (a pack that fails its checksum) is a cache that cannot be read.
+      if ((e as { code?: string }).code !== 'NotFoundError') this.suspect = true;
       return false;
     }
+  }
+
+  /**
+   * The current generation cannot be read (a look failed reading it): the next fetch goes to a fresh one. Without
+   * this a damaged pack stayed in use for good, every look failing on it, since nothing is fetched for a tip at hand.
+   */
+  distrust(): void {
+    this.suspect = true;
   }
 
   /**
@@ -140,7 +167,7 @@ export class GitRemoteCache {
     if (this.generation === 0 || this.suspect || (await this.overBounds())) return this.fetchFresh();
     const gitdir = this.gitdir!;
     try {
-      return await this.fetchInto(gitdir, { depth: 1 });
+      return await this.readBack(gitdir, await this.fetchInto(gitdir, { depth: 1 }));
     } catch (e) {
       if (!TRANSFER_CODES.has((e as OperationError).code)) this.suspect = true;
       throw e;
@@ -199,7 +226,7 @@ export class GitRemoteCache {
     await git.setConfig({ fs, gitdir: tmp, path: 'remote.origin.fetch', value: `+${this.opts.branchRef}:${this.trackingRef}` });
     let oid: string;
     try {
-      oid = await this.fetchInto(tmp, { depth: 1 });
+      oid = await this.readBack(tmp, await this.fetchInto(tmp, { depth: 1 }));
     } catch (e) {
       await rm(tmp, { recursive: true, force: true });
       throw e;
@@ -214,6 +241,22 @@ export class GitRemoteCache {
       if (m && Number(m[1]) < previous) await rm(join(this.base, name), { recursive: true, force: true });
     }
     return oid;
+  }
+
+  /**
+   * `oid` once it reads back from `gitdir`: isomorphic-git stores a fetched pack without checking its checksum and
+   * checks it at the first read, so a pack damaged on the way would otherwise be found only by the revision's reader,
+   * after the commit had been offered (and then never looked at again). A fetch is done when its tip reads.
+   */
+  private async readBack(gitdir: string, oid: string): Promise<string> {
+    try {
+      await git.readCommit({ fs, gitdir, oid });
+      return oid;
+    } catch (e) {
+      const why = (e as Error).message.split('\n').at(-1)!.slice(0, 200);
+      const message = `the commit ${oid.slice(0, 12)} fetched from ${this.opts.url} does not read back (${why}); the next fetch starts a fresh cache`;
+      throw new OperationError('KS_GIT_PACK_CORRUPT', this.opts.redact(message));
+    }
   }
 
   private async fetchInto(gitdir: string, depth: { depth: number; relative?: boolean }): Promise<string> {
@@ -241,14 +284,16 @@ export class GitRemoteCache {
 
   /**
    * Runs one remote operation under a fresh budget and turns whatever fails into a coded, redacted error. `headFor`:
-   * a fetch of that ref, whose advertisement may need a HEAD (git-head-advertisement.ts).
+   * a fetch of that ref, whose advertisement may need a HEAD (git-head-advertisement.ts). `maxBytes`: its cap, if
+   * not the fetch's.
    */
   private async transfer<T>(
     what: string,
     op: (http: ReturnType<typeof budgetedHttpClient>, budget: TransferBudget) => Promise<T>,
     headFor?: string,
+    maxBytes = this.opts.maxFetchBytes,
   ): Promise<T> {
-    const budget = new TransferBudget(this.opts.maxFetchBytes, this.opts.fetchTimeoutMs, `${what} from ${this.opts.url}`);
+    const budget = new TransferBudget(maxBytes, this.opts.fetchTimeoutMs, `${what} from ${this.opts.url}`);
     try {
       const http = budgetedHttpClient(budget, this.opts.headers);
       return await budget.run(() => op(headFor === undefined ? http : headCompletingHttp(http, headFor), budget));
@@ -287,15 +332,4 @@ export class GitRemoteCache {
     if (e.code === 'RemoteCapabilityError') return new OperationError('KS_GIT_SERVER_UNSUPPORTED', r(`${url}: ${e.message}`));
     return new OperationError('KS_GIT_FETCH_FAILED', r(`${what} from ${url} failed: ${e.message}`));
   }
-}
-
-/** `http`, calling `onPost` when an upload-pack POST is answered 200: isomorphic-git only sends one in protocol v2. */
-function postSeen(http: HttpClient, onPost: () => void): HttpClient {
-  return {
-    async request(req) {
-      const res = await http.request(req);
-      if (req.method === 'POST' && res.statusCode === 200 && /\/git-upload-pack$/.test(req.url)) onPost();
-      return res;
-    },
-  };
 }

@@ -310,7 +310,14 @@ export class GitSource {
       }
       if (tip === this.lastSeen) return undefined;
     }
-    const rejection = await this.checkHistory(tip, loc.gitdir, cache);
+    let rejection: { code: string; reason: string } | undefined;
+    try {
+      rejection = await this.checkHistory(tip, loc.gitdir, cache);
+    } catch (e) {
+      // Not a coded failure of a transfer but a read of the cache that failed (a damaged pack): fetch afresh next time.
+      if (!(e instanceof OperationError)) this.remote?.distrust();
+      throw e;
+    }
     if (this.closed) return undefined;
     this.lastSeen = tip;
     if (rejection) return { kind: 'rejected', rejection: { commit: tip, ...rejection } };

@@ -9,6 +9,7 @@
 //   - the response's pack (side band 1) is gathered, completed against the local store, and handed on re-framed, with
 //     the lines before it (shallow, ACK/NAK) unchanged. Progress (band 2) is dropped: nothing here shows it.
 // The byte budget sits beneath this client, so it counts what crossed the wire, not the completed pack.
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import git, { type GitHttpRequest, type GitHttpResponse, type HttpClient } from 'isomorphic-git';
 import { OperationError } from '../core/errors.js';
@@ -126,12 +127,27 @@ async function* completed(source: AsyncIterableIterator<Uint8Array>, readBase: R
     yield FLUSH;
     return;
   }
-  const pack = await completeThinPack(Buffer.concat(packParts), readBase);
+  const pack = await completeThinPack(checkedPack(Buffer.concat(packParts)), readBase);
   for (let at = 0; at < pack.length; at += MAX_BAND_DATA) {
     const data = pack.subarray(at, at + MAX_BAND_DATA);
     yield Buffer.concat([Buffer.from((data.length + 5).toString(16).padStart(4, '0') + '\x01', 'latin1'), data]);
   }
   yield FLUSH;
+}
+
+/**
+ * The pack, if its trailing SHA-1 is that of its content; else KS_GIT_PACK_CORRUPT. Completing a thin pack writes a
+ * new trailer, so a pack damaged on the way (a truncated or corrupted transfer) must be caught before that, as
+ * `git index-pack` does; and a pack stored with a bad trailer made every later read of it fail (isomorphic-git checks
+ * it on first read), so the damage is refused here rather than found in the cache. Shorter than a header and a trailer,
+ * it is left to completeThinPack to refuse.
+ */
+export function checkedPack(pack: Buffer): Buffer {
+  if (pack.length < 12 + 20) return pack;
+  const want = pack.subarray(pack.length - 20);
+  const got = createHash('sha1').update(pack.subarray(0, pack.length - 20)).digest();
+  if (!got.equals(want)) throw new OperationError('KS_GIT_PACK_CORRUPT', `the fetched pack (${pack.length} bytes) does not match its SHA-1 checksum: truncated or corrupted on the way`);
+  return pack;
 }
 
 async function collect(source: AsyncIterableIterator<Uint8Array>): Promise<Buffer> {

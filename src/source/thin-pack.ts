@@ -182,6 +182,9 @@ function parsePack(pack: Buffer): Entry[] {
     pos += inflated.engine.bytesWritten;
     entries.push(e);
   }
+  // Bytes between the last object and the trailer would be stored with the completed pack (git index-pack refuses
+  // such a pack as "junk at the end"): a count lower than the objects sent, or garbage appended before the checksum.
+  if (pos !== end) fail(`the pack has ${end - pos} bytes after its last object`);
   return entries;
 }
 

@@ -10,7 +10,7 @@ import { actualStateOf, ComponentRecords, type ComponentRecord, type ComponentSt
 import { GroupRollbacks } from './group-rollbacks.js';
 import { RowReader } from './row-reader.js';
 import type { StateStore } from './state-store.js';
-import { StateStoreError } from './state-store-error.js';
+import { StateStoreError, writeFailure } from './state-store-error.js';
 import { StatusOutboxTable, type OutboxCounts, type OutboxEntry, type OutboxInput } from './status-outbox-table.js';
 import { SyncSuspensionTable, type SyncSuspension } from './sync-suspension.js';
 import { RolloutMemory } from './rollout-memory.js';
@@ -50,11 +50,11 @@ export class SqliteStateStore implements StateStore {
   }
 
   setAppliedRevision(r: AppliedRevision): void {
-    this.revisions.set(r);
+    this.write(() => this.revisions.set(r));
   }
 
   lowerReplayFloor(signedAt: number): boolean {
-    return this.revisions.lowerReplayFloor(signedAt);
+    return this.write(() => this.revisions.lowerReplayFloor(signedAt));
   }
 
   lastSignedAt(): number | undefined {
@@ -97,12 +97,12 @@ export class SqliteStateStore implements StateStore {
   // Every write to the components table drops the cache first, even one that then fails.
   upsertComponent(rec: ComponentRecord): void {
     this.cache = undefined;
-    this.records.upsert(rec);
+    this.write(() => this.records.upsert(rec));
   }
 
   removeComponent(name: string): boolean {
     this.cache = undefined;
-    return this.records.remove(name);
+    return this.write(() => this.records.remove(name));
   }
 
   actualState(): ActualState {
@@ -111,44 +111,44 @@ export class SqliteStateStore implements StateStore {
 
   recordStart(name: string, instance: InstanceRef, startedAt: number): void {
     this.cache = undefined;
-    this.records.recordStart(name, instance, startedAt);
+    this.write(() => this.records.recordStart(name, instance, startedAt));
   }
 
   recordState(name: string, state: ComponentState, reason?: string): void {
     this.cache = undefined;
-    this.records.recordState(name, state, reason);
+    this.write(() => this.records.recordState(name, state, reason));
   }
 
   recordRestart(name: string): number {
     this.cache = undefined;
-    return this.records.recordRestart(name);
+    return this.write(() => this.records.recordRestart(name));
   }
 
   recordHealthy(name: string, at: number): void {
     this.cache = undefined;
-    this.records.recordHealthy(name, at);
+    this.write(() => this.records.recordHealthy(name, at));
   }
 
   resetRestarts(name: string): void {
     this.cache = undefined;
-    this.records.resetRestarts(name);
+    this.write(() => this.records.resetRestarts(name));
   }
 
   recordHeld(name: string, held: boolean): void {
     this.cache = undefined;
-    this.records.recordHeld(name, held);
+    this.write(() => this.records.recordHeld(name, held));
   }
 
   beginApply(a: { revision: string; planFile: string; target?: string; startedAt: number; reconcile: ApplyReconcile }): number {
-    return this.applies.begin(a);
+    return this.write(() => this.applies.begin(a));
   }
 
   finishApply(id: number, f: { finishedAt: number; outcome: ApplyOutcome; summary: string; failed?: ApplyFailure[] }): void {
-    this.applies.finish(id, f);
+    this.write(() => this.applies.finish(id, f));
   }
 
   recordRejected(r: { revision: string; planFile: string; target?: string; at: number; reason: string }): number {
-    return this.applies.recordRejected(r);
+    return this.write(() => this.applies.recordRejected(r));
   }
 
   history(q: { limit: number; before?: number }): HistoryEntry[] {
@@ -160,7 +160,7 @@ export class SqliteStateStore implements StateStore {
   }
 
   recordSpec(name: string, spec: DesiredComponent): void {
-    this.unitSpecs.recordSpec(name, spec);
+    this.write(() => this.unitSpecs.recordSpec(name, spec));
   }
 
   specs(): DesiredComponent[] {
@@ -172,11 +172,11 @@ export class SqliteStateStore implements StateStore {
   }
 
   recordGroupRollback(group: string, revision: string): void {
-    this.rollbacks.record(group, revision);
+    this.write(() => this.rollbacks.record(group, revision));
   }
 
   clearGroupRollbacks(): void {
-    this.rollbacks.clear();
+    this.write(() => this.rollbacks.clear());
   }
 
   syncSuspension(): SyncSuspension | undefined {
@@ -188,7 +188,7 @@ export class SqliteStateStore implements StateStore {
   }
 
   recordFirstSuccess(revision: string, wave: string, at: number): void {
-    this.rollouts.recordFirstSuccess(revision, wave, at);
+    this.write(() => this.rollouts.recordFirstSuccess(revision, wave, at));
   }
 
   heldCommits(): string[] {
@@ -196,7 +196,7 @@ export class SqliteStateStore implements StateStore {
   }
 
   setHeldCommits(revisions: readonly string[]): void {
-    this.rollouts.setHeldCommits(revisions);
+    this.write(() => this.rollouts.setHeldCommits(revisions));
   }
 
   goodState(digest: string): string | undefined {
@@ -204,15 +204,15 @@ export class SqliteStateStore implements StateStore {
   }
 
   recordGoodState(digest: string, revision: string, at: number): void {
-    this.rollouts.recordGoodState(digest, revision, at);
+    this.write(() => this.rollouts.recordGoodState(digest, revision, at));
   }
 
   setSyncSuspension(s: SyncSuspension | undefined): void {
-    this.suspension.set(s);
+    this.write(() => this.suspension.set(s));
   }
 
   enqueueOutbox(entries: OutboxInput[]): number[] {
-    return this.outbox.enqueue(entries);
+    return this.write(() => this.outbox.enqueue(entries));
   }
 
   outboxHeads(): OutboxEntry[] {
@@ -228,19 +228,19 @@ export class SqliteStateStore implements StateStore {
   }
 
   markOutboxDelivered(id: number, at: number): boolean {
-    return this.outbox.markDelivered(id, at);
+    return this.write(() => this.outbox.markDelivered(id, at));
   }
 
   retryOutbox(id: number, r: { attempts: number; nextAttemptAt: number; lastError: string }): boolean {
-    return this.outbox.retry(id, r);
+    return this.write(() => this.outbox.retry(id, r));
   }
 
   giveUpOutbox(id: number, r: { attempts: number; lastError: string }): boolean {
-    return this.outbox.giveUp(id, r);
+    return this.write(() => this.outbox.giveUp(id, r));
   }
 
   pruneOutbox(keep: number): number {
-    return this.outbox.prune(keep);
+    return this.write(() => this.outbox.prune(keep));
   }
 
   outboxCounts(): OutboxCounts {
@@ -253,7 +253,16 @@ export class SqliteStateStore implements StateStore {
     } catch (e) {
       // Rolled back: what was read inside may have seen writes that never happened.
       this.cache = undefined;
-      throw e;
+      throw writeFailure(e, this.path);
+    }
+  }
+
+  /** A write, with SQLite's "disk full" turned into the store's code: the agent reports it and carries on. */
+  private write<T>(fn: () => T): T {
+    try {
+      return fn();
+    } catch (e) {
+      throw writeFailure(e, this.path);
     }
   }
 

@@ -13,7 +13,12 @@ export type StateStoreCode =
   /** The state directory or database cannot be opened or set up as the store needs. */
   | 'KS_STATE_OPEN_FAILED'
   /** Opened for exclusive use (offline maintenance) while another connection, such as a running agent, has it open. */
-  | 'KS_STATE_BUSY';
+  | 'KS_STATE_BUSY'
+  /**
+   * A write found the state directory's file system full (SQLITE_FULL). Nothing of it was written (the statement or
+   * transaction rolled back, the database is intact); the same write succeeds once space is freed.
+   */
+  | 'KS_STATE_DISK_FULL';
 
 export class StateStoreError extends Error {
   constructor(
@@ -24,4 +29,13 @@ export class StateStoreError extends Error {
     super(message, options);
     this.name = 'StateStoreError';
   }
+}
+
+/**
+ * SQLite's SQLITE_FULL as KS_STATE_DISK_FULL, naming the file and the fix; any other error unchanged. (SQLite reports
+ * ENOSPC and EDQUOT from its writes as SQLITE_FULL, and rolls the statement or transaction back.)
+ */
+export function writeFailure(e: unknown, file: string): unknown {
+  if ((e as { code?: unknown } | null)?.code !== 'SQLITE_FULL') return e;
+  return new StateStoreError('KS_STATE_DISK_FULL', `${file}: the state store cannot write, the file system is full: free space there (nothing was half-written)`, { cause: e });
 }

@@ -9,7 +9,12 @@ export function parseSha256Sums(text: string, file = 'SHA256SUMS'): Map<string, 
     if (line === '') return;
     const m = /^([0-9a-f]{64}) [ *](.+)$/.exec(line);
     if (!m) throw new TrustError('KS_SUMS_MALFORMED', `${file}:${i + 1}: not a "<sha256>  <path>" line`, file);
-    const path = m[2]!.replace(/^\.\//, '');
+    // Every leading `./` (sha256sum writes one for `./x`), so that the path read is the one formatSha256Sums writes.
+    const path = m[2]!.replace(/^(\.\/)+/, '');
+    // `./` alone names no file: read as the empty path, it would be a digest of nothing in particular.
+    if (path === '') throw new TrustError('KS_SUMS_MALFORMED', `${file}:${i + 1}: no path after the digest`, file);
+    // No file name holds a NUL, and a carriage return is a CRLF file's, not the name's: refused, not looked up.
+    if (/\p{Cc}/u.test(path)) throw new TrustError('KS_SUMS_MALFORMED', `${file}:${i + 1}: a control character in the path`, file);
     if (sums.has(path)) throw new TrustError('KS_SUMS_MALFORMED', `${file}:${i + 1}: ${path} is listed twice`, file);
     sums.set(path, m[1]!);
   });

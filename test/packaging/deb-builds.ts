@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { PROJECT_ROOT } from '../support/example-repo.js';
-import { withFileLock } from './file-lock.js';
+import { withFileLock } from '../support/file-lock.js';
 
 const run = promisify(execFile);
 const CACHE = join(tmpdir(), 'keystone-deb-test');

@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { withFileLock } from './file-lock.js';
+import { withFileLock } from '../support/file-lock.js';
 
 const run = promisify(execFile);
 

@@ -14,10 +14,11 @@ export type Requirement =
   | 'openssl'
   | 'debootstrap'
   | 'dpkg-deb'
-  | 'systemd-analyze';
+  | 'systemd-analyze'
+  | 'faketime';
 
 export const REQUIREMENTS: readonly Requirement[] = [
-  'docker', 'minisign', 'busybox', 'promtool', 'root', 'python3', 'openssl', 'debootstrap', 'dpkg-deb', 'systemd-analyze',
+  'docker', 'minisign', 'busybox', 'promtool', 'root', 'python3', 'openssl', 'debootstrap', 'dpkg-deb', 'systemd-analyze', 'faketime',
 ];
 
 /** Set to "1", a skip for a missing requirement fails the run instead (CI must run everything). */
@@ -93,6 +94,22 @@ export function staticBusybox(env: NodeJS.ProcessEnv = process.env): string | un
   return found && isStaticElf(found) ? found : undefined;
 }
 
+/** Where Debian's `faketime` package (and a source build) put the library the tests preload into an agent. */
+const LIBFAKETIME_DIRS = ['/usr/lib/x86_64-linux-gnu/faketime', '/usr/lib/aarch64-linux-gnu/faketime', '/usr/lib/faketime', '/usr/local/lib/faketime'];
+
+/** libfaketime.so.1, if this machine has it: LD_PRELOADed, it steps a process's wall clock at run time. */
+export function libfaketime(): string | undefined {
+  for (const dir of LIBFAKETIME_DIRS) {
+    const candidate = join(dir, 'libfaketime.so.1');
+    try {
+      if (statSync(candidate).isFile()) return candidate;
+    } catch {
+      // not here: the next directory
+    }
+  }
+  return undefined;
+}
+
 /**
  * The tests drive Docker both through the CLI (`docker import`, `docker ps`) and through dockerode on the same
  * endpoint, so the requirement is "the CLI is on PATH and its engine answers". `docker version` asks the engine that
@@ -129,6 +146,7 @@ const CHECKS: Record<Requirement, (env: NodeJS.ProcessEnv) => string | undefined
   debootstrap: tool('debootstrap', 'debootstrap'),
   'dpkg-deb': tool('dpkg-deb', 'dpkg'),
   'systemd-analyze': tool('systemd-analyze', 'systemd'),
+  faketime: () => (libfaketime() ? undefined : 'libfaketime.so.1 is not installed (apt-get install faketime)'),
   busybox: (env) =>
     staticBusybox(env)
       ? undefined

@@ -2,10 +2,10 @@
 // `docker import`ed once per machine under a lock file, and rebuilt when what it should hold changes.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { constants } from 'node:fs';
-import { copyFile, mkdir, mkdtemp, open, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { withFileLock } from './file-lock.js';
 import { staticBusybox } from './requirement-checks.js';
 
 const RECIPE_LABEL = 'io.keystone.test-image';
@@ -44,33 +44,8 @@ function imageIsCurrent(image: RootfsImage): boolean {
  */
 export async function ensureRootfsImage(image: RootfsImage, timeoutMs = 60_000): Promise<string> {
   const lockPath = join(tmpdir(), `keystone-test-${image.tag.replace(/[^a-z0-9]+/gi, '-')}.lock`);
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (imageIsCurrent(image)) return image.tag;
-    const lock = await tryLock(lockPath);
-    if (lock) {
-      try {
-        if (!imageIsCurrent(image)) await build(image);
-        return image.tag;
-      } finally {
-        await lock.close();
-        await rm(lockPath, { force: true });
-      }
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for another test file to build ${image.tag} (lock ${lockPath})`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-async function tryLock(path: string) {
-  try {
-    return await open(path, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-    const st = await stat(path).catch(() => undefined);
-    if (st && Date.now() - st.mtimeMs > STALE_LOCK_MS) await rm(path, { force: true });
-    return undefined;
-  }
+  await withFileLock(lockPath, { staleMs: STALE_LOCK_MS, timeoutMs }, () => imageIsCurrent(image), () => build(image));
+  return image.tag;
 }
 
 async function build(image: RootfsImage): Promise<void> {

@@ -1,0 +1,108 @@
+// The agent under chaos: the real `keystone agent` (test/support/agent-harness.ts runs it as a child, so kill -9 is
+// real) following the chaos repository over smart HTTP, reporting statuses as Git notes to the same server, with its
+// HTTP API on a fixed loopback port. Knobs are turned down so that a cycle takes seconds: a 300 ms poll (and a nudge
+// through POST /v1/sync after each push), a 1 s grace, short backoffs, and a healthy spell of 1 s so that the many
+// crashes of a long run never add up to a crash loop.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ownerTag } from '../../src/agent/orphan-sweep.js';
+import { AgentHarness, type AgentProcess } from '../../test/support/agent-harness.js';
+import { ContainerHarness } from '../../test/support/container-harness.js';
+import { freePorts } from '../../test/support/stack-fixture.js';
+import type { ChaosRepo } from './chaos-repo.js';
+
+export const DEVICE = 'chaos-01';
+
+export class ChaosAgent {
+  readonly h: AgentHarness;
+  /** `io.keystone.owner` of the agent's containers. */
+  readonly tag: string;
+  agent: AgentProcess | undefined;
+  /** The log tail of the agent killed last: what it was doing when it died, for a failure report. */
+  lastTail = '';
+  private apiPort = 0;
+
+  constructor(
+    private readonly repo: ChaosRepo,
+    readonly withContainer: boolean,
+  ) {
+    // ContainerHarness also removes the agent's containers at the end; without an engine there are none.
+    this.h = withContainer ? new ContainerHarness() : new AgentHarness();
+    this.tag = ownerTag(this.h.stateDir);
+  }
+
+  async init(): Promise<void> {
+    [this.apiPort] = (await freePorts(1)) as [number];
+  }
+
+  /** `env`: extra environment, e.g. KEYSTONE_CRASH_AT for a scenario that needs a kill at one exact point. */
+  start(env?: Record<string, string>): AgentProcess {
+    const { fx, url } = this.repo;
+    this.agent = this.h.start({
+      ...(env && { env }),
+      repo: url,
+      plan: fx.plan,
+      trustArgs: fx.trustArgs,
+      args: [
+        '--ref', 'main',
+        '--poll', '300ms',
+        '--device', DEVICE,
+        '--status', 'git-notes',
+        '--listen', `127.0.0.1:${this.apiPort}`,
+        '--grace', '1s',
+        '--max-backoff', '500ms',
+        '--healthy-spell', '1s',
+        '--crash-loop-limit', '1000',
+        // stack-fixture moves every signing time a second past the last: a fast run signs ahead of the clock.
+        '--max-clock-skew', '24h',
+      ],
+    });
+    return this.agent;
+  }
+
+  /** kill -9 of the agent alone; its components (own sessions) and containers (the engine's) live on. */
+  async kill9(): Promise<void> {
+    const a = this.agent;
+    if (!a) return;
+    await a.kill9();
+    this.lastTail = a.tail(30);
+    // A long run starts a thousand agents: keep no dead agent's log lines.
+    a.logs.length = 0;
+    const i = this.h.agents.indexOf(a);
+    if (i >= 0) this.h.agents.splice(i, 1);
+    this.agent = undefined;
+  }
+
+  private token(): string | undefined {
+    const f = join(this.h.stateDir, 'api-token');
+    return existsSync(f) ? readFileSync(f, 'utf8').trim() : undefined;
+  }
+
+  /** One API request; undefined when the agent does not answer (not up yet, or killed meanwhile). */
+  async api(method: 'GET' | 'POST', path: string, timeoutMs = 10_000): Promise<{ status: number; body: unknown } | undefined> {
+    const token = this.token();
+    if (!token) return undefined;
+    try {
+      const res = await fetch(`http://127.0.0.1:${this.apiPort}${path}`, { method, headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(timeoutMs) });
+      const text = await res.text();
+      let body: unknown = text;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        /* not JSON */
+      }
+      return { status: res.status, body };
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Look at the branch now (the poll would, within a second). */
+  async nudge(): Promise<void> {
+    await this.api('POST', '/v1/sync', 2_000);
+  }
+
+  async close(): Promise<void> {
+    await this.h.cleanup();
+  }
+}
