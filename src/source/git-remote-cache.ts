@@ -134,6 +134,24 @@ export class GitRemoteCache {
     return Math.min(this.opts.maxFetchBytes, LS_REFS_DEFAULTS.maxBytes);
   }
 
+  /**
+   * The generation that holds `oid`: the current one, else the one before it (kept while its readers may still be
+   * reading). After a fresh generation, which holds the tip alone, the commit a device applied last is often only in
+   * the previous one; reading it back there is what lets an agent whose first offered revision is refused apply again
+   * what it ran (found by the chaos run).
+   */
+  async locate(oid: string): Promise<string | undefined> {
+    if (await this.has(oid)) return this.gitdir;
+    if (this.generation <= 1) return undefined;
+    const previous = this.genDir(this.generation - 1);
+    try {
+      await git.readCommit({ fs, gitdir: previous, oid });
+      return previous;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** True when the commit (and so its tree) is already in the current generation. */
   async has(oid: string, cache?: object): Promise<boolean> {
     await this.open();
@@ -199,14 +217,17 @@ export class GitRemoteCache {
     return join(this.base, `gen-${n}`);
   }
 
-  /** Adopts the newest complete generation left by an earlier run; half-built and older ones go (no reader is out yet). */
+  /**
+   * Adopts the newest complete generation left by an earlier run and keeps the one before it (it may hold the commit
+   * the device applied last: see locate); half-built and older ones go.
+   */
   private async open(): Promise<void> {
     if (this.opened) return;
     await mkdir(this.base, { recursive: true });
     const names = await readdir(this.base);
     const gens = names.map((n) => /^gen-(\d+)$/.exec(n)).filter((m) => m !== null).map((m) => Number(m[1]));
     this.generation = gens.length ? Math.max(...gens) : 0;
-    for (const n of names) if (n !== `gen-${this.generation}`) await rm(join(this.base, n), { recursive: true, force: true });
+    for (const n of names) if (n !== `gen-${this.generation}` && n !== `gen-${this.generation - 1}`) await rm(join(this.base, n), { recursive: true, force: true });
     this.opened = true;
   }
 

@@ -200,15 +200,17 @@ export class GitSource {
   }
 
   /**
-   * A commit this source offered before, read again (the agent's `--on-failure rollback`); undefined when it is no
-   * longer at hand (a re-fetched cache keeps only recent history). Never fetches: a rollback must not wait on a server.
+   * A commit this source offered before, read again (the agent's `--on-failure rollback`, the commit applied last after
+   * a restart); from the current generation of the cache or the one before it; undefined when it is no longer at hand
+   * (a re-fetched cache keeps only recent history). Never fetches: a rollback must not wait on a server.
    */
   async revisionAt(commit: string): Promise<Revision | undefined> {
     if (!COMMIT_ID.test(commit)) return undefined;
     let loc: GitLocation;
     if (this.remote) {
-      if (!(await this.remote.has(commit))) return undefined;
-      loc = { gitdir: this.remote.gitdir! };
+      const gitdir = await this.remote.locate(commit);
+      if (gitdir === undefined) return undefined;
+      loc = { gitdir };
     } else {
       loc = this.local ??= locateGitRepository((this.location as { path: string }).path);
       try {

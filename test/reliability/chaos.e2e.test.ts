@@ -30,10 +30,12 @@ describe('kill -9 of the agent at random moments (issue 18)', () => {
     240_000,
   );
 
-  // Without an engine the run goes on without the container (the line above is then skipped, and counted).
-  it.runIf(engine.skip)(
-    `${KILLS} kills with the stack and a composite: every invariant holds after every restart (seed ${SEED})`,
-    async () => expectAllHeld(await runChaos({ kills: KILLS, seed: SEED, container: false })),
-    240_000,
-  );
+  // Without an engine the run goes on without the container (the line above is then skipped, and counted). Declared
+  // only then: a test skipped on a machine with an engine would be a skip CI's strict run has to explain.
+  if (engine.skip)
+    it(
+      `${KILLS} kills with the stack and a composite: every invariant holds after every restart (seed ${SEED})`,
+      async () => expectAllHeld(await runChaos({ kills: KILLS, seed: SEED, container: false })),
+      240_000,
+    );
 });

@@ -341,6 +341,31 @@ describe('GitSource over HTTP', () => {
     expect(rec.revisions).toHaveLength(13);
   });
 
+  it('reads back a commit that is only in the previous generation, also after a restart (the commit applied last)', async () => {
+    const { ws, rec } = await remoteFixture({ maxCachePacks: 2 });
+    await rec.source.start();
+    let swapped: { applied: Revision; tip: Revision } | undefined;
+    for (let i = 0; i < 6 && !swapped; i++) {
+      await ws.commitAndPush({ 'plans/plan.toml': `# commit ${i}\n` });
+      const before = rec.last!;
+      const gitdirBefore = rec.source.cacheGitdir!;
+      await rec.source.syncNow();
+      if (rec.source.cacheGitdir !== gitdirBefore) swapped = { applied: before, tip: rec.last! };
+    }
+    if (!swapped) throw new Error('the cache never started a fresh generation');
+    // The fresh generation holds the tip alone (depth 1): the commit before it is read from the previous one.
+    const { applied } = swapped;
+    const again = await rec.source.revisionAt(applied.id);
+    expect(again?.id).toBe(applied.id);
+    expect(await read(again)).toBe(await read(applied));
+    await rec.source.close();
+    const restarted = follow({ repo: server.url('fleet'), maxCachePacks: 2 });
+    const back = await restarted.source.revisionAt(applied.id);
+    expect(back?.id, 'after a restart, from the kept previous generation').toBe(applied.id);
+    expect(await read(back)).toBe(await read(applied));
+    await restarted.source.close();
+  });
+
   it('reuses the cache after a restart: the tip it already holds is offered without a fetch', async () => {
     const { first, rec } = await remoteFixture();
     await rec.source.start();
