@@ -6,6 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ownerTag } from '../../src/agent/orphan-sweep.js';
+import { callAgentApi } from '../../test/support/agent-api.js';
 import { AgentHarness, type AgentProcess } from '../../test/support/agent-harness.js';
 import { ContainerHarness } from '../../test/support/container-harness.js';
 import { freePorts } from '../../test/support/stack-fixture.js';
@@ -83,15 +84,7 @@ export class ChaosAgent {
     const token = this.token();
     if (!token) return undefined;
     try {
-      const res = await fetch(`http://127.0.0.1:${this.apiPort}${path}`, { method, headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(timeoutMs) });
-      const text = await res.text();
-      let body: unknown = text;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        /* not JSON */
-      }
-      return { status: res.status, body };
+      return await callAgentApi(this.apiPort, token, method, path, timeoutMs);
     } catch {
       return undefined;
     }

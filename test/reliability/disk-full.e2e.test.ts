@@ -12,7 +12,7 @@ import { AgentHarness, is, type AgentProcess, type LogLine } from '../support/ag
 import { needs } from '../support/requirements.js';
 import { fourStack, freePorts, sleeper, stackFixture, type ComponentSpec, type StackFixture } from '../support/stack-fixture.js';
 import { mountSmallFilesystem, type SmallFilesystem } from './small-filesystem.js';
-import { apiOf, probeCount, type AgentApi } from './agent-api.js';
+import { apiOf, probeCount, type AgentApi } from '../support/agent-api.js';
 
 const root = needs('root');
 const MiB = 1024 * 1024;
