@@ -9,6 +9,10 @@
 //   convergence.bench.mjs   a fresh agent bringing up three chains of three and DAGs of 20 and 50 stand-in processes
 //                           (known start delays) against the own start path, the critical path of the delays and
 //                           the layer-by-layer schedule, at no limit and at the default concurrency (~1-2 min)
+//   dashboard.bench.mjs     the device dashboard in Debian's Chromium (playwright-core), a fresh context per visit, on
+//                           the example stack: bytes of a first visit (login page; signed-in overview, page files vs API
+//                           data) against the 150 KB aim, first paint and components table filled against a static
+//                           page's first paint (the floor) and the 300 ms aim, the agent's RSS before/after (~1 min)
 //   api-latency.bench.mjs   GET /v1/components under autocannon while the agent reconciles 50 components, and the
 //                           agent's event-loop delay p99 over that reconcile (~1 min)
 //   fleet.bench.mjs         N = 10, 25, 50 real agents following one signed repository over smart HTTP, reporting to

@@ -24,6 +24,20 @@ const CANNOT_RELOAD = 'the revision applied last is no longer in the local clone
 const interrupted = (e: HistoryEntry) => e.summary?.startsWith('interrupted') === true;
 const STATUS_OF: Record<string, Expected> = { success: 'success', failure: 'failure', rejected: 'error' };
 
+/**
+ * The commit the device must run: the newest accepted one, except when the tip is refused and the device never took
+ * that commit up (no apply or refusal of it in its history: a kill came before its apply began, and the refused tip
+ * was pushed on top while the agent was down). A device follows the tip alone, so it then runs on the commit it
+ * applied last, which must itself be an accepted commit of the branch (found by seed 20261203 at kill 489).
+ */
+export function wanted(repo: ChaosRepo, ca: ChaosAgent): PushedCommit {
+  const want = repo.newestAccepted();
+  if (repo.tip().expected !== 'error') return want;
+  if (recentHistory(ca.h.stateDir, 200).some((e) => e.revision === want.id)) return want;
+  const applied = ca.h.appliedRevision()?.id;
+  return repo.pushed.find((c) => c.id === applied && c.expected !== 'error') ?? want;
+}
+
 /** What keeps the device from being settled, or undefined when it is: the newest accepted revision applied, everything running, the outbox empty. */
 export function unsettled(repo: ChaosRepo, ca: ChaosAgent): string | undefined {
   if (!ca.agent || ca.agent.exit) return 'the agent is not running';
@@ -31,7 +45,7 @@ export function unsettled(repo: ChaosRepo, ca: ChaosAgent): string | undefined {
   // (the tip, or, when the tip is refused, the commit it applied last: see reloadApplied in src/agent/agent.ts), or
   // said that it cannot read that commit back (then what it adopted must be whole: the checks below say if it is not).
   if (!ca.agent.lines((l) => is.applyEnd(l) || l.msg === CANNOT_RELOAD).length) return 'the restarted agent has not ended an apply yet';
-  const want = repo.newestAccepted();
+  const want = wanted(repo, ca);
   const applied = ca.h.appliedRevision()?.id;
   if (applied !== want.id) return `applied ${applied?.slice(0, 12)}, want ${want.id.slice(0, 12)} (${want.kind})`;
   const history = recentHistory(ca.h.stateDir, 50);
@@ -90,7 +104,7 @@ async function persistentView(repo: ChaosRepo, ca: ChaosAgent): Promise<DeviceVi
 }
 
 function converged(repo: ChaosRepo, ca: ChaosAgent, view: DeviceView): InvariantResult {
-  const want = repo.newestAccepted();
+  const want = wanted(repo, ca);
   const problems: string[] = [...view.dead];
   const last = recentHistory(ca.h.stateDir, 50).find((e) => e.outcome !== 'rejected');
   if (last && STATUS_OF[last.outcome!] !== want.expected) problems.push(`${want.kind} ${want.id.slice(0, 12)} ended as ${last.outcome} (${last.summary}), want ${want.expected}`);

@@ -187,6 +187,8 @@ export interface Agent {
   syncState(): SyncState;
   /** Commits held at the rollout gate, newest first, with why (SPEC §14). */
   rolloutHolds(): RolloutHold[];
+  /** The directory of a component's stdout.log and stderr.log (GET /v1/logs/{name}). */
+  logDirOf(name: string): string;
   /**
    * Holds again the commits held at the gate when the agent last stopped (SPEC §14: the newest commit whose gate is
    * open is applied, not only the tip the source offers after a restart); `load` reads one from the local clone. The
@@ -433,6 +435,9 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     rolloutHolds() {
       return holds.holds();
     },
+    logDirOf(name) {
+      return componentPaths(opts.stateDir, name).logDir;
+    },
     async restoreHolds(load) {
       loadCommit = load;
       // Oldest first: each is verified, resolved and held again as when it came; the newest ends first in line.
@@ -530,12 +535,12 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
   }
 
   async function applyResolved(c: Omit<Candidate, 'rollout' | 'wave' | 'waveName' | 'reason' | 'checkedAt'> & { waveName?: string }): Promise<void> {
-    const { rev, state, planFile, target, signedAt, waveName } = c;
+    const { rev, state, planFile, target, signedAt, signers, waveName } = c;
     // Artifacts are pinned by digest, not listed in SHA256SUMS: they come from the revision's own (unverified) reader.
     opts.useReader?.(rev.reader);
     agent.lastResult = await engine.apply(
       state,
-      { id: rev.id, source: rev.source, planFile, ...(target !== undefined && { target }), identity, unsigned: opts.trust.unsigned, ...(signedAt !== undefined && { signedAt }) },
+      { id: rev.id, source: rev.source, planFile, ...(target !== undefined && { target }), identity, unsigned: opts.trust.unsigned, ...(signedAt !== undefined && { signedAt }), ...(signers !== undefined && { signers }), ...(waveName !== undefined && { wave: waveName }) },
       { onReconcile: (reconcile) => emit('applying', { revision: rev.id, reconcile, ...(target !== undefined && { target }), ...(waveName !== undefined && { wave: waveName }) }) },
     );
     const r = agent.lastResult;
@@ -549,6 +554,7 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     const began = now();
     let reader = rev.reader;
     let signedAt: number | undefined;
+    let signers: string[] | undefined;
     // A manual apply names its plan; else --plan; else fleet.toml picks one by this device's name and labels.
     const explicitPlan = rev.planFile ?? opts.planFile;
     let planFile = explicitPlan ?? FLEET_FILE;
@@ -580,6 +586,7 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
         });
         reader = new VerifiedReader(rev.reader, v);
         signedAt = v.signedAt;
+        signers = [...v.signers];
         log.info({ revision: rev.id, signers: v.signers, signed_at: new Date(v.signedAt * 1000).toISOString() }, 'signature verified');
         if (runs && opts.trust.maxAgeSeconds !== undefined && Math.floor(now() / 1000) - v.signedAt > opts.trust.maxAgeSeconds)
           log.warn({ revision: rev.id, code: 'KS_SIGNATURE_TOO_OLD', signed_at: new Date(v.signedAt * 1000).toISOString() }, 'the revision this device runs is older than --max-age: it keeps running, supervised; only a newer signed revision replaces it (or check the clock)');
@@ -631,13 +638,13 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     if (resolution.rollout && resolution.wave && waveName !== undefined && !current) {
       // Staged (SPEC §14): held until its gate opens. A newer commit goes first in line; the same one offered again
       // (a restart, a rollback target become the tip) replaces its entry.
-      const c: Candidate = { rev, state: resolution.state, planFile, ...(target !== undefined && { target }), ...(signedAt !== undefined && { signedAt }), began, rollout: resolution.rollout, wave: resolution.wave.index, waveName: resolution.wave.name };
+      const c: Candidate = { rev, state: resolution.state, planFile, ...(target !== undefined && { target }), ...(signedAt !== undefined && { signedAt }), ...(signers !== undefined && { signers }), began, rollout: resolution.rollout, wave: resolution.wave.index, waveName: resolution.wave.name };
       await holds.hold(c);
       return;
     }
     // A newer commit applied without the gate: what is held is behind it (a rollback is older, and keeps them).
     if (isCommitId(rev.id) && !rev.rollback && !current) holds.drop();
-    await applyResolved({ rev, state: resolution.state, planFile, ...(target !== undefined && { target }), ...(signedAt !== undefined && { signedAt }), began, ...(waveName !== undefined && { waveName }) });
+    await applyResolved({ rev, state: resolution.state, planFile, ...(target !== undefined && { target }), ...(signedAt !== undefined && { signedAt }), ...(signers !== undefined && { signers }), began, ...(waveName !== undefined && { waveName }) });
   }
 
   return agent;

@@ -267,6 +267,7 @@ export class ComponentWorker {
       }
       const exitAt = now();
       this.release(inst);
+      this.noteExit(outcome.exit, exitAt);
       const decision = this.decide(outcome.exit);
       if (decision.kind !== 'restart') return { ok: false, reason: decision.reason };
       // The delay counts from the exit, not from when its records were written.
@@ -341,6 +342,18 @@ export class ComponentWorker {
     return { kind: 'stop', reason };
   }
 
+  /**
+   * How the instance ended, for the dashboard and GET /v1/components. Only shown, never decided on: a store that
+   * cannot write it (a full disk) must not stand in the way of the restart, so the failure is only logged.
+   */
+  private noteExit(exit: ExitStatus, at: number): void {
+    try {
+      this.deps.store.recordExit(this.name, { code: exit.code, signal: exit.signal, at });
+    } catch (e) {
+      this.deps.log.warn({ component: this.name, err: (e as Error).message }, 'cannot record the exit for the API');
+    }
+  }
+
   /** After readiness: watch for exits (crash restarts) and keep probing (running ↔ unhealthy). */
   private supervise(gen: number, inst: Instance): void {
     void inst.exited.then((exit) => {
@@ -350,6 +363,7 @@ export class ComponentWorker {
       this.instance = undefined;
       this.release(inst);
       this.deps.log.warn({ component: this.name, code: exit.code, signal: exit.signal, ...(this.revision && { revision: this.revision }) }, 'exited');
+      this.noteExit(exit, exitAt);
       if (!this.desired) {
         // Adopted before any revision of this run was valid: nothing to restart it from; the next apply will.
         this.state('stopped', `${describeExit(exit)} while the agent had no valid revision loaded; the next revision starts it`);

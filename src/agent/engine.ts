@@ -26,6 +26,10 @@ export interface RevisionInfo {
   /** What the plan was chosen with (agent/device-identity.ts). */
   identity?: string;
   signedAt?: number;
+  /** The keys whose signatures counted. */
+  signers?: string[];
+  /** The device's rollout wave for this commit (SPEC §14). */
+  wave?: string;
   unsigned: boolean;
 }
 
@@ -138,7 +142,7 @@ export class Engine {
       hooks.onReconcile?.(reconcile);
       this.agentLog.info({ revision: rev.id, stop_order: reconcile.stopOrder, start_order: reconcile.startOrder, no_touch: reconcile.noTouch }, 'reconcile plan');
       const historyId = store.beginApply({ revision: rev.id, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), startedAt: now(), reconcile });
-      store.setAppliedRevision({ id: rev.id, source: rev.source, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), ...(rev.identity !== undefined && { identity: rev.identity }), unsigned: rev.unsigned, appliedAt: now(), ...(rev.signedAt !== undefined && { signedAt: rev.signedAt }) });
+      store.setAppliedRevision({ id: rev.id, source: rev.source, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), ...(rev.identity !== undefined && { identity: rev.identity }), unsigned: rev.unsigned, appliedAt: now(), ...(rev.signedAt !== undefined && { signedAt: rev.signedAt }), ...(rev.signers !== undefined && { signers: rev.signers }), ...(rev.wave !== undefined && { wave: rev.wave }) });
       crashPoint('after-begin-apply');
 
       // Untouched components keep their instance; they take the new description (position, dependencies).
@@ -333,24 +337,8 @@ export class Engine {
    */
   start(name: string, dependencyWaitMs = 120_000): Promise<OperatorResult> {
     return this.run(async () => {
-      const { desired, units } = this.requireDesired(name);
       const { store } = this.deps;
-      const own = new Set(units);
-      const byName = new Map(desired.components.map((c) => [c.name, c]));
-      const needed = new Set<string>();
-      const visit = (n: string) => {
-        for (const d of byName.get(n)?.dependencies ?? []) {
-          if (needed.has(d.component) || own.has(d.component)) continue;
-          needed.add(d.component);
-          visit(d.component);
-        }
-      };
-      for (const u of units) visit(u);
-      const up = (n: string) => ['running', 'starting', 'unhealthy', 'installing', 'backoff'].includes(store.component(n)?.state ?? 'stopped');
-      const isRunning = (n: string) => ['running', 'starting', 'unhealthy'].includes(store.component(n)?.state ?? 'stopped');
-      const running = units.every(isRunning);
-      const startOrder = desired.startOrder.filter((n) => (own.has(n) && !isRunning(n)) || (needed.has(n) && !up(n)));
-      const coming = desired.startOrder.filter((n) => needed.has(n) && up(n) && store.component(n)?.state !== 'running');
+      const { desired, startOrder, waitingFor: coming, running, up } = this.startPlan(name);
       this.agentLog.info({ component: name, start_order: startOrder, waiting_for: coming, revision: this.deps.store.appliedRevision()?.id }, running ? 'start requested: already running' : 'start requested');
       // A dependency in a crash restart belongs to its worker: wait for it rather than start it a second time.
       const deadline = this.deps.now() + dependencyWaitMs;
@@ -359,6 +347,35 @@ export class Engine {
       const execution = await this.executeOrders(desired, [], startOrder);
       return { stopOrder: [], startOrder, execution };
     });
+  }
+
+  /** What an operator start of `name` would start now, and which dependencies on their way up it would wait for (`?dry=true`). */
+  startOrders(name: string): { startOrder: string[]; waitingFor: string[] } | undefined {
+    if (!this.desired || !unitsOf(this.desired, name)) return undefined;
+    const { startOrder, waitingFor } = this.startPlan(name);
+    return { startOrder, waitingFor };
+  }
+
+  /** The start of `name` as the store stands: its own units not running, and its dependencies down (transitively). */
+  private startPlan(name: string) {
+    const { desired, units } = this.requireDesired(name);
+    const { store } = this.deps;
+    const own = new Set(units);
+    const byName = new Map(desired.components.map((c) => [c.name, c]));
+    const needed = new Set<string>();
+    const visit = (n: string) => {
+      for (const d of byName.get(n)?.dependencies ?? []) {
+        if (needed.has(d.component) || own.has(d.component)) continue;
+        needed.add(d.component);
+        visit(d.component);
+      }
+    };
+    for (const u of units) visit(u);
+    const up = (n: string) => ['running', 'starting', 'unhealthy', 'installing', 'backoff'].includes(store.component(n)?.state ?? 'stopped');
+    const isRunning = (n: string) => ['running', 'starting', 'unhealthy'].includes(store.component(n)?.state ?? 'stopped');
+    const startOrder = desired.startOrder.filter((n) => (own.has(n) && !isRunning(n)) || (needed.has(n) && !up(n)));
+    const waitingFor = desired.startOrder.filter((n) => needed.has(n) && up(n) && store.component(n)?.state !== 'running');
+    return { desired, startOrder, waitingFor, running: units.every(isRunning), up };
   }
 
   private requireDesired(name: string): { desired: DesiredState; units: string[] } {

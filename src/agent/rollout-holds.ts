@@ -19,6 +19,8 @@ export interface Candidate {
   planFile: string;
   target?: string;
   signedAt?: number;
+  /** The keys whose signatures counted (their ids, as `keystonectl verify` names them). */
+  signers?: string[];
   /** When the agent took it up (ms). */
   began: number;
   rollout: Rollout;

@@ -12,7 +12,7 @@ import type { RefusalLogOptions } from './refusal-log.js';
 
 export interface ApiAgent {
   store: Pick<StateStore, 'components' | 'component' | 'appliedRevision' | 'history'> & Partial<Pick<StateStore, 'groupRollbacks'>>;
-  engine: Pick<Engine, 'desired' | 'restartOrders' | 'restart' | 'stop' | 'start' | 'pidOf' | 'unitsOf'> & Partial<Pick<Engine, 'healthCheckOf'>>;
+  engine: Pick<Engine, 'desired' | 'restartOrders' | 'restart' | 'stop' | 'start' | 'pidOf' | 'unitsOf'> & Partial<Pick<Engine, 'healthCheckOf' | 'startOrders'>>;
   events: EventEmitter<AgentEventMap>;
   /** POST /v1/sync; false when no source can look on demand. */
   sync(): boolean;
@@ -24,6 +24,8 @@ export interface ApiAgent {
   syncState: Agent['syncState'];
   /** Commits held at the rollout gate (SPEC §14), in GET /v1/revision. */
   rolloutHolds?: Agent['rolloutHolds'];
+  /** Where a component's stdout.log and stderr.log are (GET /v1/logs/{name}); absent, the route answers 404. */
+  logDirOf?: Agent['logDirOf'];
 }
 
 export interface ApiDeps {
@@ -50,4 +52,9 @@ export interface ApiDeps {
   policy?: DevicePolicy;
   /** The agent's pid and version in GET /v1/revision (`agent`); default: this process and the package's version. */
   self?: AgentSelf;
+  /**
+   * The dashboard at `/` and its sessions (`--no-dashboard`: false). Default on, its files from dist/web; tests may
+   * pass the directory, the session lifetime, the session cap and the random source.
+   */
+  dashboard?: false | { dir?: string; ttlMs?: number; maxSessions?: number; random?: (n: number) => Buffer };
 }

@@ -1,11 +1,14 @@
 // The agent's HTTP API (SPEC §10) as a fastify instance that never listens by itself (see listenApi): tests inject
 // requests into the very server the agent runs.
+import { setMaxListeners } from 'node:events';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import { ownAgentSelf } from './agent-view.js';
 import type { ApiDeps } from './api-deps.js';
 import type { ApiContext } from './api-context.js';
 import { ApiError, fromFastifyError } from './api-error.js';
 import { createApiMetrics } from './api-metrics.js';
+import { defaultDashboardDir, loadDashboardAssets } from './dashboard-assets.js';
+import { DashboardSessions } from './dashboard-sessions.js';
 import { connectionLimits, limitedHttpServer, type ConnectionLimits } from './connection-limits.js';
 import { OperatorWaits } from './operator-waits.js';
 import { RefusalLog } from './refusal-log.js';
@@ -13,9 +16,14 @@ import { requestGuard } from './request-guard.js';
 import { registerApplyRoutes } from './routes/apply-routes.js';
 import { registerComponentActions } from './routes/component-actions.js';
 import { registerComponentRoutes } from './routes/component-routes.js';
+import { registerDashboardRoutes } from './routes/dashboard-routes.js';
+import { MAX_EVENT_STREAMS, registerEventRoutes } from './routes/event-routes.js';
+import { registerGraphRoutes } from './routes/graph-routes.js';
 import { registerHealthRoutes } from './routes/health-routes.js';
+import { MAX_LOG_STREAMS, registerLogRoutes } from './routes/log-routes.js';
 import { registerMetricsRoutes } from './routes/metrics-routes.js';
 import { registerRevisionRoutes } from './routes/revision-routes.js';
+import { registerSessionRoutes } from './routes/session-routes.js';
 import { registerSyncRoutes } from './routes/sync-routes.js';
 
 /** The API's bodies are small JSON objects; anything bigger is a mistake or an attack. */
@@ -51,14 +59,31 @@ export function buildServer(deps: ApiDeps): FastifyInstance {
 
   limitsOfServer.set(server, limits);
   const waits = new OperatorWaits(deps.agent.events);
+  // Every open event or log stream listens for the shutdown: more than node's default of 10 is expected, not a leak.
+  setMaxListeners(MAX_EVENT_STREAMS + MAX_LOG_STREAMS + 16, waits.closingSignal);
   const metrics = createApiMetrics(deps.agent);
   const refusals = new RefusalLog({ now, ...(log && { log }), ...deps.refusalLog });
   const ctx: ApiContext = { agent: deps.agent, waits, refusals, now, startedAt: now(), self: deps.self ?? ownAgentSelf(), ...(log && { log }), ...(deps.webhook && { webhook: deps.webhook }), ...(deps.policy && { policy: deps.policy }) };
 
-  server.addHook('onRequest', requestGuard({ token: deps.token, isAllowedHost: deps.isAllowedHost ?? (() => false), refusals }));
+  // The dashboard (on unless --no-dashboard): its sessions, and its built files when there are any.
+  const dashboardOn = deps.dashboard !== false;
+  const sessions = dashboardOn ? new DashboardSessions({ now, ...(typeof deps.dashboard === 'object' && deps.dashboard) }) : undefined;
+  const dashboardDir = typeof deps.dashboard === 'object' && deps.dashboard.dir !== undefined ? deps.dashboard.dir : defaultDashboardDir();
+  const assets = dashboardOn ? loadDashboardAssets(dashboardDir) : undefined;
+
+  server.addHook(
+    'onRequest',
+    requestGuard({
+      token: deps.token,
+      isAllowedHost: deps.isAllowedHost ?? (() => false),
+      refusals,
+      ...(sessions && { dashboard: { sessions, isPublicAsset: (path: string) => assets?.isPublic(path) ?? false } }),
+    }),
+  );
   server.addHook('onSend', async (_request, reply) => {
-    // Answers describe this device at one moment: never cached, never sniffed as something else.
-    reply.header('cache-control', 'no-store');
+    // Answers describe this device at one moment: never cached (the dashboard's hashed files say otherwise themselves),
+    // never sniffed as something else.
+    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
     reply.header('x-content-type-options', 'nosniff');
   });
   server.setErrorHandler((err: FastifyError, request, reply) => {
@@ -78,6 +103,13 @@ export function buildServer(deps: ApiDeps): FastifyInstance {
   registerApplyRoutes(server, ctx);
   registerHealthRoutes(server, ctx);
   registerMetricsRoutes(server, metrics);
+  registerEventRoutes(server, ctx);
+  registerGraphRoutes(server, ctx);
+  registerLogRoutes(server, ctx);
+  if (sessions) {
+    registerSessionRoutes(server, ctx, sessions, deps.token);
+    registerDashboardRoutes(server, assets);
+  }
 
   // Before the listeners close: calls still waiting answer now instead of holding the agent's exit for their timeout.
   server.addHook('preClose', async () => waits.close());

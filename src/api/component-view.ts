@@ -28,6 +28,8 @@ export interface ComponentView {
   dependencies: ComponentDependency[];
   /** The configuration and bound values it runs with (`config.port` → `18090`); null when its recipe has none. */
   inputs: Record<string, string> | null;
+  /** How its last instance ended: `{code, signal, at}`; null when none has ended since it was first recorded. */
+  lastExit: { code: number | null; signal: string | null; at: string } | null;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -70,6 +72,7 @@ function recordPart(rec: ComponentRecord): RecordPart {
       revision: rec.revision ?? null,
       dependencies: rec.dependencies,
       inputs: rec.inputs ?? null,
+      lastExit: rec.lastExit ? { code: rec.lastExit.code, signal: rec.lastExit.signal, at: iso(rec.lastExit.at) } : null,
     };
     if (Object.isFrozen(rec)) recordParts.set(rec, part);
   }

@@ -2,10 +2,12 @@
 // machine's names in Host (DNS rebinding), no foreign Origin (browser CSRF), and a bearer token for everything but
 // /healthz and /metrics (reads too: component views carry configuration values, which may be secrets), except
 // through the Unix socket, whose file mode already says who may connect. Refusals are logged through a RefusalLog,
-// which bounds the lines a client that keeps being refused can cause.
+// which bounds the lines a client that keeps being refused can cause. The dashboard's session cookie stands in for the
+// token only with its CSRF header and from the page's own origin (dashboard-sessions.ts).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from './api-error.js';
 import { checkBearer } from './bearer-token.js';
+import { CSRF_HEADER, sessionIdOf, type DashboardSession, type DashboardSessions } from './dashboard-sessions.js';
 import { GITHUB_WEBHOOK_PATH } from './github-webhook.js';
 import { hostnameOfHostHeader, isLoopbackHostname, isLoopbackOrigin } from './loopback.js';
 import type { RefusalLog } from './refusal-log.js';
@@ -16,6 +18,31 @@ export interface RequestGuardOptions {
   /** Host names accepted besides loopback ones (only when the agent listens publicly). */
   isAllowedHost: (hostname: string) => boolean;
   refusals: RefusalLog;
+  /** The dashboard's sessions and which of its asset paths are open; absent when the dashboard is off. */
+  dashboard?: {
+    sessions: DashboardSessions;
+    /** The login page and what it loads before a session exists (the page's code, no device data). */
+    isPublicAsset(path: string): boolean;
+  };
+}
+
+/** The routes of the page's own files (dashboard-routes.ts). */
+const ASSET_ROUTES = new Set(['/', '/index.html', '/assets/*']);
+export const SESSION_PATH = '/v1/session';
+
+/** The dashboard session a request was let in with (GET /v1/session answers its expiry). */
+const sessionsOfRequests = new WeakMap<FastifyRequest, DashboardSession>();
+export const dashboardSessionOf = (request: FastifyRequest): DashboardSession | undefined => sessionsOfRequests.get(request);
+
+/** The page's own origin: the scheme-less `host:port` of Origin is exactly the request's Host (already checked as ours). */
+function isSameOrigin(origin: string, host: string | undefined): boolean {
+  if (host === undefined) return false;
+  try {
+    const url = new URL(origin);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.host.toLowerCase() === host.trim().toLowerCase();
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -60,12 +87,40 @@ export function requestGuard(opts: RequestGuardOptions) {
         refuse(new ApiError(403, 'KS_FOREIGN_HOST', `requests must be addressed to this machine (Host ${JSON.stringify(header ?? '')} is not one of its names)`));
     }
     // Browsers send Origin on cross-origin requests (and on every POST); Sec-Fetch-Site covers those that do not.
+    // The dashboard's own origin is allowed too when the API listens publicly (http://device:8080 is not loopback).
     const origin = request.headers.origin;
-    if (origin !== undefined && !isLoopbackOrigin(origin)) refuse(new ApiError(403, 'KS_FOREIGN_ORIGIN', `requests from web pages of other origins are refused (Origin ${JSON.stringify(origin)})`));
+    if (origin !== undefined && !isLoopbackOrigin(origin) && !(!viaSocket && isSameOrigin(origin, request.headers.host))) refuse(new ApiError(403, 'KS_FOREIGN_ORIGIN', `requests from web pages of other origins are refused (Origin ${JSON.stringify(origin)})`));
     if (request.headers['sec-fetch-site'] === 'cross-site') refuse(new ApiError(403, 'KS_FOREIGN_ORIGIN', 'requests from web pages of other sites are refused'));
 
-    const open = READ_METHODS.has(request.method) && OPEN_ROUTES.has(request.routeOptions.url ?? '');
+    const route = request.routeOptions.url ?? '';
+    const open = READ_METHODS.has(request.method) && OPEN_ROUTES.has(route);
     if (open || viaSocket || hmacAuthenticated) return;
+
+    const dashboard = opts.dashboard;
+    if (dashboard && READ_METHODS.has(request.method) && ASSET_ROUTES.has(route)) {
+      const path = request.url.split('?', 1)[0]!;
+      // The rest of the page's code only after sign-in; a browser loads scripts with cookies but no custom header.
+      const id = sessionIdOf(request.headers.cookie);
+      if (dashboard.isPublicAsset(path) || (id !== undefined && dashboard.sessions.current(id))) return;
+      refuse(new ApiError(401, 'KS_SESSION_MISSING', 'sign in to the dashboard first (at /)'));
+    }
+    // Signing in: the route checks the token in the body (a JSON body: a foreign page cannot send one without a preflight).
+    if (dashboard && request.method === 'POST' && route === SESSION_PATH) return;
+    // A session stands in for the token only from the page itself: its exact origin (not any loopback port: a
+    // component's own web page on 127.0.0.1:18088 shares the cookie jar) and with the CSRF header.
+    const sessionId = dashboard && request.headers.authorization === undefined ? sessionIdOf(request.headers.cookie) : undefined;
+    if (dashboard && sessionId !== undefined) {
+      const site = request.headers['sec-fetch-site'];
+      if ((origin !== undefined && !isSameOrigin(origin, request.headers.host)) || (site !== undefined && site !== 'same-origin' && site !== 'none'))
+        refuse(new ApiError(403, 'KS_FOREIGN_ORIGIN', 'a dashboard session is accepted only from the dashboard\'s own origin'));
+      const csrf = request.headers[CSRF_HEADER];
+      const check = dashboard.sessions.check(sessionId, typeof csrf === 'string' ? csrf : undefined);
+      if (check.ok) {
+        sessionsOfRequests.set(request, check.session);
+        return;
+      }
+      refuse(new ApiError(401, check.code, check.message));
+    }
     // Everything else, unknown paths included: a client without the token learns nothing, not even which routes exist.
     const check = checkBearer(request.headers.authorization, opts.token);
     if (check === 'ok') return;

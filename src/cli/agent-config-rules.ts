@@ -232,6 +232,7 @@ export const CONFIG_RULES: Record<AgentOptionName, Rule> = {
   listen: one(listen),
   'listen-public': boolean,
   socket: one(path),
+  dashboard: boolean,
   device: one(device),
   label: labels,
   poll: duration(true),

@@ -100,6 +100,7 @@ export function agentConfigText(c: InitialConfig): string {
     line('listen', undefined, '"127.0.0.1:8080"', 'the HTTP API; "none" turns it off'),
     line('listen-public', undefined, 'false', 'true: allow an address beyond loopback'),
     line('socket', undefined, '"/run/keystone/api.sock"', 'the API on a Unix socket too'),
+    line('dashboard', undefined, 'true', 'false: no web page at / (the API stays)'),
     line('concurrency', undefined, '2', 'components started at once; default: the CPUs'),
     line('grace', undefined, '"10s"', 'between SIGTERM and SIGKILL'),
     line('log-format', undefined, '"json"', 'default: pretty on a terminal, else json'),

@@ -17,6 +17,7 @@ export const AGENT_OPTIONS = {
   listen: { type: 'string' },
   'listen-public': { type: 'boolean', default: false },
   socket: { type: 'string' },
+  dashboard: { type: 'boolean', default: true },
   device: { type: 'string' },
   label: { type: 'string', multiple: true },
   poll: { type: 'string' },

@@ -15,13 +15,17 @@ export interface AppliedRevision {
   identity?: string;
   /** Unix seconds of the signature; undefined exactly when the revision is unsigned. */
   signedAt?: number;
+  /** The keys whose signatures counted (absent for unsigned revisions and for rows written before they were kept). */
+  signers?: string[];
+  /** The device's rollout wave for this commit (SPEC §14); absent outside a staged rollout. */
+  wave?: string;
   unsigned: boolean;
   /** ms */
   appliedAt: number;
 }
 
 const revisionSchema: z.ZodType<AppliedRevision> = z
-  .object({ id: text, source: text, planFile: z.string(), target: text.optional(), identity: z.string().optional(), signedAt: z.int().nonnegative().optional(), unsigned: z.boolean(), appliedAt: timeSchema })
+  .object({ id: text, source: text, planFile: z.string(), target: text.optional(), identity: z.string().optional(), signedAt: z.int().nonnegative().optional(), signers: z.array(text).optional(), wave: text.optional(), unsigned: z.boolean(), appliedAt: timeSchema })
   .refine((r) => r.unsigned === (r.signedAt === undefined), { message: 'signedAt must be given exactly when the revision is signed', path: ['signedAt'] });
 
 /** The applied_revision row as a record, or KS_STATE_CORRUPT naming the column. */
@@ -33,6 +37,8 @@ export function revisionFromRow(read: RowReader, row: Row): AppliedRevision {
     target: row.target ?? undefined,
     identity: row.identity ?? undefined,
     signedAt: row.signed_at ?? undefined,
+    signers: row.signers == null ? undefined : read.json(row, 'signers', 'applied_revision row'),
+    wave: row.wave ?? undefined,
     unsigned: bool(row.unsigned),
     appliedAt: row.applied_at,
   });
@@ -46,8 +52,8 @@ export class AppliedRevisionTable {
     const p = (sql: string) => ctx.db.prepare(sql);
     this.s = {
       revision: p('SELECT * FROM applied_revision WHERE slot = 1'),
-      setRevision: p(`INSERT OR REPLACE INTO applied_revision (slot, id, source, plan_file, target, identity, signed_at, unsigned, applied_at)
-                      VALUES (1, @id, @source, @planFile, @target, @identity, @signedAt, @unsigned, @appliedAt)`),
+      setRevision: p(`INSERT OR REPLACE INTO applied_revision (slot, id, source, plan_file, target, identity, signed_at, signers, wave, unsigned, applied_at)
+                      VALUES (1, @id, @source, @planFile, @target, @identity, @signedAt, @signers, @wave, @unsigned, @appliedAt)`),
       raiseFloor: p(`INSERT INTO replay_floor (slot, signed_at) VALUES (1, ?)
                      ON CONFLICT (slot) DO UPDATE SET signed_at = max(signed_at, excluded.signed_at)`),
       floor: p('SELECT signed_at FROM replay_floor WHERE slot = 1').pluck(),
@@ -64,7 +70,7 @@ export class AppliedRevisionTable {
   set(r: AppliedRevision): void {
     const v = checked(revisionSchema, r, 'applied revision');
     this.ctx.transaction(() => {
-      this.s.setRevision.run({ ...v, target: orNull(v.target), identity: orNull(v.identity), signedAt: orNull(v.signedAt), unsigned: v.unsigned ? 1 : 0 });
+      this.s.setRevision.run({ ...v, target: orNull(v.target), identity: orNull(v.identity), signedAt: orNull(v.signedAt), signers: v.signers ? JSON.stringify(v.signers) : null, wave: orNull(v.wave), unsigned: v.unsigned ? 1 : 0 });
       if (v.signedAt !== undefined) this.s.raiseFloor.run(v.signedAt);
     });
   }

@@ -42,6 +42,14 @@ export interface ComponentRecord extends RestartBudget {
   revision?: string;
   /** The configuration and bound values it was started with (`config.http.port` → `8080`). */
   inputs?: Record<string, string>;
+  /** How its last instance ended (ms `at`); kept across restarts and revisions, written only by recordExit. */
+  lastExit?: LastExit;
+}
+
+export interface LastExit {
+  code: number | null;
+  signal: string | null;
+  at: number;
 }
 
 const dependencySchema = z.object({ component: text, type: z.enum(['hard', 'ordering']) });
@@ -50,6 +58,7 @@ const instanceSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('container'), id: text }),
 ]);
 const stateSchema = z.enum(COMPONENT_STATES);
+const lastExitSchema = z.object({ code: z.int().nullable(), signal: z.string().nullable(), at: timeSchema });
 
 const componentSchema: z.ZodType<ComponentRecord> = z
   .object({
@@ -68,6 +77,7 @@ const componentSchema: z.ZodType<ComponentRecord> = z
     since: timeSchema,
     revision: z.string().optional(),
     inputs: z.record(z.string(), z.string()).optional(),
+    lastExit: lastExitSchema.optional(),
   })
   .refine((c) => !c.instance || c.instance.kind === c.runtime, { message: 'the instance kind differs from the runtime', path: ['instance', 'kind'] });
 
@@ -90,6 +100,7 @@ export function componentFromRow(read: RowReader, row: Row): ComponentRecord {
     since: row.since,
     revision: row.revision ?? undefined,
     inputs: row.inputs == null ? undefined : read.json(row, 'inputs', what),
+    lastExit: row.last_exit == null ? undefined : read.json(row, 'last_exit', what),
   });
 }
 
@@ -110,11 +121,14 @@ export function actualStateOf(records: readonly ComponentRecord[]): ActualState 
 
 const COMPONENT_COLUMNS = 'name, hash, version, runtime, position, dependencies, instance, state, restarts, healthy_since, held, reason, since, revision, inputs';
 
+/** Read with the rest, never written by upsert: a new revision's record keeps how the last instance ended. */
+const READ_COLUMNS = `${COMPONENT_COLUMNS}, last_exit`;
+
 function prepare(db: Sqlite.Database) {
   const p = (sql: string) => db.prepare(sql);
   return {
-    components: p(`SELECT ${COMPONENT_COLUMNS} FROM components ORDER BY position, name`),
-    component: p(`SELECT ${COMPONENT_COLUMNS} FROM components WHERE name = ?`),
+    components: p(`SELECT ${READ_COLUMNS} FROM components ORDER BY position, name`),
+    component: p(`SELECT ${READ_COLUMNS} FROM components WHERE name = ?`),
     upsert: p(`INSERT INTO components (${COMPONENT_COLUMNS})
                VALUES (@name, @hash, @version, @runtime, @position, @dependencies, @instance, @state, @restarts, @healthySince, @held, @reason, @since, @revision, @inputs)
                ON CONFLICT (name) DO UPDATE SET hash = excluded.hash, version = excluded.version, runtime = excluded.runtime,
@@ -130,6 +144,7 @@ function prepare(db: Sqlite.Database) {
     healthy: p('UPDATE components SET healthy_since = ? WHERE name = ?'),
     resetRestarts: p('UPDATE components SET restarts = 0 WHERE name = ?'),
     held: p('UPDATE components SET held = ? WHERE name = ?'),
+    exit: p('UPDATE components SET last_exit = ? WHERE name = ?'),
   };
 }
 
@@ -202,6 +217,11 @@ export class ComponentRecords {
 
   recordHeld(name: string, held: boolean): void {
     this.expectOne(name, this.s.held.run(held ? 1 : 0, name).changes);
+  }
+
+  recordExit(name: string, exit: LastExit): void {
+    const v = checked(lastExitSchema, exit, `last exit of ${JSON.stringify(name)}`);
+    this.expectOne(name, this.s.exit.run(JSON.stringify(v), name).changes);
   }
 
   private expectOne(name: string, changes: number): void {

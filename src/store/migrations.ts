@@ -184,6 +184,16 @@ export const MIGRATIONS: readonly Migration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 10,
+    name: 'the dashboard: the last exit of each component; the signers and wave of the applied revision',
+    // JSON: {"code":1,"signal":null,"at":ms} and ["key id", …].
+    sql: `
+      ALTER TABLE components ADD COLUMN last_exit TEXT;
+      ALTER TABLE applied_revision ADD COLUMN signers TEXT;
+      ALTER TABLE applied_revision ADD COLUMN wave TEXT;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.reduce((v, m) => Math.max(v, m.version), 0);

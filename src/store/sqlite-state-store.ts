@@ -6,7 +6,7 @@ import type { ActualState } from '../core/diff.js';
 import type { InstanceRef } from '../runtime/runtime.js';
 import { AppliedRevisionTable, type AppliedRevision } from './applied-revision.js';
 import { ApplyHistory, type ApplyFailure, type ApplyOutcome, type ApplyReconcile, type HistoryEntry } from './apply-history.js';
-import { actualStateOf, ComponentRecords, type ComponentRecord, type ComponentState } from './component-records.js';
+import { actualStateOf, ComponentRecords, type ComponentRecord, type ComponentState, type LastExit } from './component-records.js';
 import { GroupRollbacks } from './group-rollbacks.js';
 import { RowReader } from './row-reader.js';
 import type { StateStore } from './state-store.js';
@@ -137,6 +137,11 @@ export class SqliteStateStore implements StateStore {
   recordHeld(name: string, held: boolean): void {
     this.cache = undefined;
     this.write(() => this.records.recordHeld(name, held));
+  }
+
+  recordExit(name: string, exit: LastExit): void {
+    this.cache = undefined;
+    this.write(() => this.records.recordExit(name, exit));
   }
 
   beginApply(a: { revision: string; planFile: string; target?: string; startedAt: number; reconcile: ApplyReconcile }): number {

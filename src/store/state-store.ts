@@ -6,7 +6,7 @@ import type { ActualState } from '../core/diff.js';
 import type { InstanceRef } from '../runtime/runtime.js';
 import type { AppliedRevision } from './applied-revision.js';
 import { DEFAULT_HISTORY_RETENTION, type ApplyFailure, type ApplyOutcome, type ApplyReconcile, type HistoryEntry } from './apply-history.js';
-import type { ComponentRecord, ComponentState } from './component-records.js';
+import type { ComponentRecord, ComponentState, LastExit } from './component-records.js';
 import { SqliteStateStore } from './sqlite-state-store.js';
 import { openStateDatabase } from './state-database.js';
 import { StateStoreError } from './state-store-error.js';
@@ -15,7 +15,7 @@ import type { SyncSuspension } from './sync-suspension.js';
 
 export type { AppliedRevision } from './applied-revision.js';
 export { DEFAULT_HISTORY_RETENTION, type ApplyFailure, type ApplyOutcome, type ApplyReconcile, type HistoryEntry } from './apply-history.js';
-export { COMPONENT_STATES, LIVE_STATES, type ComponentDependency, type ComponentRecord, type ComponentState } from './component-records.js';
+export { COMPONENT_STATES, LIVE_STATES, type ComponentDependency, type ComponentRecord, type ComponentState, type LastExit } from './component-records.js';
 export { SCHEMA_VERSION } from './migrations.js';
 export { BUSY_TIMEOUT_MS, STATE_DB_FILE } from './state-database.js';
 export { StateStoreError, type StateStoreCode } from './state-store-error.js';
@@ -68,6 +68,8 @@ export interface StateStore {
   recordHealthy(name: string, at: number): void;
   resetRestarts(name: string): void;
   recordHeld(name: string, held: boolean): void;
+  /** How the instance ended (GET /v1/components `lastExit`); kept across restarts. */
+  recordExit(name: string, exit: LastExit): void;
 
   /** Returns the apply's id. */
   beginApply(a: { revision: string; planFile: string; target?: string; startedAt: number; reconcile: ApplyReconcile }): number;

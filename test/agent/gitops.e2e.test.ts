@@ -335,6 +335,11 @@ describe('a device following a branch (long poll: looks are driven by POST /v1/s
     expectAlive(w.h, after);
     expect(w.h.component('api')?.version).toBe('1.5.0');
     expect(startsAfter(w.agent, mark)).toEqual({ influxdb: 0, api: 1, telemetry: 0, web: 1 });
+    // Who signed it, as the agent verified it, is shown with the revision (the dashboard's revision panel).
+    const verified = w.agent.lines(is.msg('signature verified'), mark).find((l) => l.revision === commit);
+    const revision = (await w.api('GET', '/v1/revision')).json as { id: string; signers: string[]; signedAt: string; wave: string | null };
+    expect(revision).toMatchObject({ id: commit, signers: verified?.signers, signedAt: verified?.signed_at, wave: null });
+    expect(revision.signers).toHaveLength(1);
 
     const { github, note } = await reported(w, commit, 'success');
     // Pending (with the dry run) came first, then success, under this device's context.

@@ -125,6 +125,8 @@ describe('a staged rollout over five real agents', { timeout: 420_000 }, () => {
     await expectOrdered(good, ['d1'], ['d2', 'd3']);
     await expectOrdered(good, ['d2', 'd3'], ['d4', 'd5']);
     for (const d of DEVICES) await until(() => applied(d) === good || undefined, 30_000, `${d} to run the first release`);
+    // Each device keeps the wave it applied the commit in (GET /v1/revision and the dashboard show it).
+    expect(DEVICES.map((d) => harness.get(d)!.appliedRevision()?.wave)).toEqual(['canary', 'early', 'early', 'everyone', 'everyone']);
     // Each device said where it stands, and reported held (with the reason) before its turn.
     expect(ag('d4').lines((l) => l.msg === 'this device in the fleet')[0]).toMatchObject({ device: 'd4', target: 'all', wave: 'everyone' });
     expect(heldLines('d4', good).map((l) => l.msg)).toContainEqual(expect.stringMatching(/^held: waiting for wave early \([012] of 2 successes(, baking \ds left)?\)$/));

@@ -49,7 +49,7 @@ export async function apiStack(
     restartLimits?: RestartLimits;
     following?: 'git' | 'directory';
     /** The server's connection limits, clock and refusal log (tests of finding 8). */
-    api?: Pick<ApiDeps, 'limits' | 'now' | 'refusalLog'>;
+    api?: Pick<ApiDeps, 'limits' | 'now' | 'refusalLog' | 'dashboard'>;
   } = {},
 ): Promise<ApiStack> {
   const fx = await stackFixture({ signed: false, ...(opts.components && { components: opts.components }) });

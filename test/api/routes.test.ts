@@ -76,7 +76,7 @@ describe('API routes', { timeout: 30_000 }, () => {
     const db = list[0]!;
     expect(Object.keys(db)).toEqual([
       'name', 'state', 'pid', 'containerId', 'version', 'hash', 'runtime', 'health', 'healthCheck',
-      'restarts', 'since', 'healthySince', 'reason', 'held', 'revision', 'dependencies', 'inputs',
+      'restarts', 'since', 'healthySince', 'reason', 'held', 'revision', 'dependencies', 'inputs', 'lastExit',
     ]);
     expect(db).toMatchObject({ name: 'db', state: 'running', pid: pids.db, containerId: null, version: '1.0.0', runtime: 'process', health: 'healthy', healthCheck: null, restarts: 0, reason: null, held: false, dependencies: [] });
     expect(db.hash).toMatch(/^v1:[0-9a-f]{64}$/);

@@ -83,6 +83,7 @@ allow-root = false
 allow-mount = ["/srv/data"]
 allow-capability = ["CAP_NET_BIND_SERVICE"]
 allow-device = ["/dev/ttyUSB0"]
+dashboard = true
 `;
 
 describe('a complete configuration', () => {

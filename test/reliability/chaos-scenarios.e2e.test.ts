@@ -97,4 +97,23 @@ describe('kill -9 sequences the chaos run found', { timeout: 150_000 }, () => {
     await expectAllHeld(repo, ca);
     expect(ca.h.component('web')?.instance).not.toEqual(web);
   });
+
+  it('a commit pushed while the agent is down and never taken up, then a refused tip: it runs on what it applied last (seed 20261203, kill 489)', async () => {
+    const { repo, ca } = await settledWorld();
+    // A second accepted commit first: the first one's signature is the floor, and only an older one is a replay.
+    const ran = await repo.pushBump('telemetry');
+    await ca.nudge();
+    expect(await waitSettled(repo, ca, 60_000)).toBeUndefined();
+    await ca.kill9();
+    // Both pushed while it is down: a good commit the device never sees as the tip, then a replay on top of it.
+    const skipped = await repo.pushBump('api');
+    const replay = await repo.pushReplay();
+    ca.start();
+    await ca.agent!.waitForLog((l) => l.revision === replay.id && l.msg === 'revision refused; still running the previous one', 60_000, 0, 'the refusal');
+    // A device follows the tip alone: the refused tip leaves it on the commit it applied last, never on one it did not see.
+    await expectAllHeld(repo, ca);
+    expect(ca.h.appliedRevision()?.id).toBe(ran.id);
+    expect(repo.newestAccepted().id).toBe(skipped.id);
+    expect(ca.h.component('api')?.version).toBe(ran.model!.versions.api);
+  });
 });

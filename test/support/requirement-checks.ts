@@ -15,10 +15,11 @@ export type Requirement =
   | 'debootstrap'
   | 'dpkg-deb'
   | 'systemd-analyze'
-  | 'faketime';
+  | 'faketime'
+  | 'chromium';
 
 export const REQUIREMENTS: readonly Requirement[] = [
-  'docker', 'minisign', 'busybox', 'promtool', 'root', 'python3', 'openssl', 'debootstrap', 'dpkg-deb', 'systemd-analyze', 'faketime',
+  'docker', 'minisign', 'busybox', 'promtool', 'root', 'python3', 'openssl', 'debootstrap', 'dpkg-deb', 'systemd-analyze', 'faketime', 'chromium',
 ];
 
 /** Set to "1", a skip for a missing requirement fails the run instead (CI must run everything). */
@@ -110,6 +111,26 @@ export function libfaketime(): string | undefined {
   return undefined;
 }
 
+/** Where Debian's `chromium` package puts its launcher. */
+export const DEBIAN_CHROMIUM = '/usr/bin/chromium';
+
+/**
+ * The chromium the dashboard's browser tests drive (test/support/browser.ts), if this machine has one: `chromium` on
+ * PATH first (so a test can offer another build, or hide it), else Debian's own launcher, which a user's PATH may
+ * lack when it was reduced. Only Debian's package is meant (playwright-core downloads no browser here).
+ */
+export function chromiumExecutable(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const found = findInPath('chromium', env);
+  if (found) return found;
+  try {
+    if (!statSync(DEBIAN_CHROMIUM).isFile()) return undefined;
+    accessSync(DEBIAN_CHROMIUM, constants.X_OK);
+    return DEBIAN_CHROMIUM;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The tests drive Docker both through the CLI (`docker import`, `docker ps`) and through dockerode on the same
  * endpoint, so the requirement is "the CLI is on PATH and its engine answers". `docker version` asks the engine that
@@ -146,6 +167,7 @@ const CHECKS: Record<Requirement, (env: NodeJS.ProcessEnv) => string | undefined
   debootstrap: tool('debootstrap', 'debootstrap'),
   'dpkg-deb': tool('dpkg-deb', 'dpkg'),
   'systemd-analyze': tool('systemd-analyze', 'systemd'),
+  chromium: (env) => (chromiumExecutable(env) ? undefined : 'chromium is not installed (apt-get install chromium)'),
   faketime: () => (libfaketime() ? undefined : 'libfaketime.so.1 is not installed (apt-get install faketime)'),
   busybox: (env) =>
     staticBusybox(env)

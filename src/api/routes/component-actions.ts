@@ -127,9 +127,12 @@ export function registerComponentActions(server: FastifyInstance, ctx: ApiContex
   }
 
   async function stop(name: string, query: unknown) {
-    const q = strictQuery(query, ['timeout']);
+    const q = strictQuery(query, ['dry', 'timeout']);
+    const dry = parseBool('dry', q.dry, false);
     const timeout = parseTimeout(q.timeout);
     const orders = ordersOf(name);
+    // What a stop takes down: `name` after its hard dependents (a pure read; nothing is queued).
+    if (dry) return { stopOrder: orders.stopOrder };
     const outcome = await waitFor(engine.stop(name), timeout.ms, undefined);
     const failure = unfinished(outcome, `stop of ${name}`, orders.stopOrder, timeout.text, 'KS_STOP_FAILED');
     if (failure) throw failure;
@@ -140,10 +143,13 @@ export function registerComponentActions(server: FastifyInstance, ctx: ApiContex
   }
 
   async function start(name: string, query: unknown, reply: FastifyReply) {
-    const q = strictQuery(query, ['wait', 'timeout']);
+    const q = strictQuery(query, ['dry', 'wait', 'timeout']);
+    const dry = parseBool('dry', q.dry, false);
     const wait: WaitFor = parseWait(q.wait);
     const timeout = parseTimeout(q.timeout);
     ordersOf(name);
+    // What a start would bring up now (its own units not running, dependencies that are down) and wait for.
+    if (dry) return engine.startOrders?.(name) ?? { startOrder: unitsOf(name), waitingFor: [] };
     const units = unitsOf(name);
     const starts = wait === 'started' ? ctx.waits.starts(units) : undefined;
     const op = engine.start(name, timeout.ms);

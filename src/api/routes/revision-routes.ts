@@ -54,6 +54,10 @@ export function registerRevisionRoutes(server: FastifyInstance, ctx: ApiContext)
       target: r.target ?? null,
       unsigned: r.unsigned,
       signedAt: r.signedAt === undefined ? null : new Date(r.signedAt * 1000).toISOString(),
+      // The keys whose signatures counted; null when unsigned (or applied by an agent that did not keep them).
+      signers: r.signers ?? null,
+      // This device's rollout wave for the commit (SPEC §14); null outside a staged rollout.
+      wave: r.wave ?? null,
       appliedAt: iso(r.appliedAt),
       // What the device follows, and whether a forced manual apply holds the Git sync (until POST /v1/resume).
       sync: syncView(ctx),

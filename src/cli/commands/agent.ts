@@ -42,7 +42,7 @@ export const AGENT_USAGE =
   '               [--webhook-secret-file F] [--allow-history-rewrite] [--on-failure none|rollback]\n' +
   `               ${POLICY_USAGE}\n` +
   '               [--state-dir /var/lib/keystone] [--concurrency N] [--grace 10s] [--log-format pretty|json] [--stop-on-exit]\n' +
-  '               [--listen 127.0.0.1:8080|none] [--listen-public] [--socket PATH]\n' +
+  '               [--listen 127.0.0.1:8080|none] [--listen-public] [--socket PATH] [--no-dashboard]\n' +
   '               [--max-backoff 60s] [--crash-loop-limit 10] [--healthy-spell 10m] [--settle 300ms]\n' +
   '               [--log-max-bytes 10485760] [--log-keep 5]';
 
@@ -327,6 +327,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
       log: logger,
       ...(webhookSecret !== undefined && { webhook: { secret: webhookSecret, ref } }),
       policy,
+      dashboard: values.dashboard,
     });
   } catch (e) {
     await source.close();
@@ -365,7 +366,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
 /** The token file, the server and its listeners; undefined when there is nothing to listen on (`--listen none`, no socket). */
 async function startApi(
   agent: Agent,
-  opts: { stateDir: string; listen: ListenAddress | undefined; public: boolean; socketPath: string | undefined; log: Logger; webhook?: { secret: string; ref: string }; policy: DevicePolicy },
+  opts: { stateDir: string; listen: ListenAddress | undefined; public: boolean; socketPath: string | undefined; log: Logger; webhook?: { secret: string; ref: string }; policy: DevicePolicy; dashboard: boolean },
 ): Promise<ApiListeners | undefined> {
   const log = opts.log.child({ module: 'api' });
   if (!opts.listen && opts.socketPath === undefined) {
@@ -385,6 +386,7 @@ async function startApi(
     ...(opts.webhook && { webhook: opts.webhook }),
     policy: opts.policy,
     ...(opts.listen && opts.public && { isAllowedHost: publicHostAllowance(opts.listen, [hostname()]) }),
+    ...(!opts.dashboard && { dashboard: false as const }),
   });
   let listeners: ApiListeners;
   try {
@@ -398,6 +400,9 @@ async function startApi(
   if (opts.listen && !isLoopbackAddress(opts.listen))
     log.warn({ listen: formatListenAddress(opts.listen) }, 'the HTTP API listens beyond this machine (--listen-public): anyone who can reach it can read the device state; actions still need the token');
   log.info({ addresses: listeners.addresses }, 'HTTP API listening');
+  // The address a person opens (the first TCP one; a socket alone has none a browser can use), and where the token is.
+  const page = listeners.addresses.find((a) => a.startsWith('http://'));
+  if (opts.dashboard && page !== undefined) log.info({ url: `${page}/`, token: token.path }, 'dashboard: open the url and sign in with the token in the file');
   return listeners;
 }
 

@@ -1,0 +1,43 @@
+// POST /v1/session (the token for a session cookie), GET /v1/session (is this browser signed in), DELETE /v1/session
+// (sign out): the dashboard's access (SPEC §10). The token is checked here, in the body, never kept by the browser.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ApiError } from '../api-error.js';
+import type { ApiContext } from '../api-context.js';
+import { checkBearer } from '../bearer-token.js';
+import { clearedCookies, sessionCookies, sessionIdOf, type DashboardSessions } from '../dashboard-sessions.js';
+import { dashboardSessionOf, SESSION_PATH, sourceOf } from '../request-guard.js';
+import { strictQuery } from '../query-params.js';
+
+/** Secure cookies when the page came over https (a TLS proxy in front of the agent says so in X-Forwarded-Proto). */
+const overHttps = (request: FastifyRequest) => request.protocol === 'https' || request.headers['x-forwarded-proto'] === 'https';
+
+export function registerSessionRoutes(server: FastifyInstance, ctx: ApiContext, sessions: DashboardSessions, token: string): void {
+  server.post<{ Body: unknown }>(SESSION_PATH, async (request, reply) => {
+    strictQuery(request.query, []);
+    const body = request.body;
+    const sent = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>).token : undefined;
+    if (typeof sent !== 'string' || sent === '') throw new ApiError(400, 'KS_BAD_BODY', 'send {"token": "<the content of <state-dir>/api-token>"} as JSON');
+    // The same constant-time comparison as the Authorization header's.
+    if (checkBearer(`Bearer ${sent.trim()}`, token) !== 'ok') {
+      ctx.refusals.refused(sourceOf(request), 'KS_TOKEN_INVALID', { method: 'POST', path: SESSION_PATH }, 'dashboard sign-in refused');
+      throw new ApiError(401, 'KS_TOKEN_INVALID', 'that is not the token in <state-dir>/api-token');
+    }
+    const s = sessions.create();
+    ctx.log?.info({ source: sourceOf(request), sessions: sessions.size, expires: new Date(s.expiresAt).toISOString() }, 'dashboard session started');
+    return reply.header('set-cookie', sessionCookies(s, sessions.ttlMs, overHttps(request))).send({ expiresAt: new Date(s.expiresAt).toISOString() });
+  });
+
+  server.get(SESSION_PATH, async (request) => {
+    strictQuery(request.query, []);
+    const s = dashboardSessionOf(request);
+    // A bearer-token client is signed in too, without an expiry of its own.
+    return { expiresAt: s ? new Date(s.expiresAt).toISOString() : null };
+  });
+
+  server.delete(SESSION_PATH, async (request, reply) => {
+    strictQuery(request.query, []);
+    const id = sessionIdOf(request.headers.cookie);
+    if (id !== undefined) sessions.end(id);
+    return reply.code(204).header('set-cookie', clearedCookies(overHttps(request))).send();
+  });
+}
