@@ -160,7 +160,8 @@ export class GitNotesReporter implements StatusReporter {
           }
           const refused = results.filter((r): r is Exclude<RefUpdateResult, { status: 'ok' }> => r.status !== 'ok');
           if (refused.length === 0) return await this.wroteRollout(s, gitdir);
-          moved = refused.map((r) => r.ref);
+          // With the server's words (failed to lock, stale info, missing objects): what moved, or what else refused it.
+          moved = refused.map((r) => `${r.ref} (${r.reason})`);
           const rejected = refused.find((r) => r.status === 'rejected');
           if (rejected) throw new StatusDeliveryError('KS_STATUS_REJECTED', `${what}: the server refused ${rejected.ref}: ${rejected.reason}`);
           if (attempt === this.pushAttempts) break;
