@@ -15,7 +15,7 @@ declare const document: PageDocument;
 export const isStream = (url: string) => /\/v1\/events(\?|$)/.test(url) || /[?&]follow=true/.test(url);
 
 /** Call inside a describe: registers the hooks and returns the stack, the browser and the helpers. */
-export function dashboardBrowser() {
+export function dashboardBrowser(opts: { plan?: string } = {}) {
   let stack: DashboardStack;
   let browser: Browser;
   let foreign: Awaited<ReturnType<typeof startForeignSite>>;
@@ -23,7 +23,7 @@ export function dashboardBrowser() {
   const scratch: string[] = [];
 
   beforeAll(async () => {
-    stack = await startDashboardStack();
+    stack = await startDashboardStack(opts);
     foreign = await startForeignSite();
     browser = await launchChromium({ args: [FOREIGN_SITE_RULE] });
   }, 120_000);

@@ -16,8 +16,8 @@ import { freePorts } from '../support/stack-fixture.js';
 
 export const COMPONENTS = ['influxdb', 'api', 'telemetry', 'web'] as const;
 
-/** The example's fixed ports (recipes/*.toml), each moved to a free one. */
-const EXAMPLE_PORTS = ['18086', '18087', '18088'] as const;
+/** The example's fixed ports (recipes/*.toml: the stack's three, the gateway composite's two), each moved to a free one. */
+const EXAMPLE_PORTS = ['18086', '18087', '18088', '18090', '18091'] as const;
 
 export interface ComponentJson {
   name: string;
@@ -48,7 +48,7 @@ export interface DashboardStack {
  * until the stack runs. `--max-backoff 3s` instead of the harness's 800 ms: after a few crashes in a row the agent waits
  * over a second before the next restart (100 ms, then doubling: SPEC §5), long enough for the page to show `backoff`.
  */
-export async function startDashboardStack(): Promise<DashboardStack> {
+export async function startDashboardStack(opts: { plan?: string } = {}): Promise<DashboardStack> {
   if (!existsSync(join(PROJECT_ROOT, 'dist', 'web', 'index.html'))) throw new Error('dist/web/index.html is missing: run `npm run build` first (it bundles web/ into dist/web/)');
   const dir = mkdtempSync(join(tmpdir(), 'keystone-dashboard-'));
   // The components run as nobody when the tests run as root: they must reach the copy.
@@ -63,7 +63,7 @@ export async function startDashboardStack(): Promise<DashboardStack> {
     writeFileSync(path, text);
   }
   const h = new AgentHarness();
-  const agent = h.start({ dir, plan: 'plans/edge-processes.toml', trustArgs: ['--allow-unsigned'], args: ['--listen', `127.0.0.1:${port}`, '--max-backoff', '3s'] });
+  const agent = h.start({ dir, plan: opts.plan ?? 'plans/edge-processes.toml', trustArgs: ['--allow-unsigned'], args: ['--listen', `127.0.0.1:${port}`, '--max-backoff', '3s'] });
   const stop = async () => {
     await h.cleanup();
     rmSync(dir, { recursive: true, force: true });
