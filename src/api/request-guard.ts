@@ -87,9 +87,10 @@ export function requestGuard(opts: RequestGuardOptions) {
         refuse(new ApiError(403, 'KS_FOREIGN_HOST', `requests must be addressed to this machine (Host ${JSON.stringify(header ?? '')} is not one of its names)`));
     }
     // Browsers send Origin on cross-origin requests (and on every POST); Sec-Fetch-Site covers those that do not.
-    // The dashboard's own origin is allowed too when the API listens publicly (http://device:8080 is not loopback).
+    // The dashboard's own origin is allowed too when the API listens publicly (http://device:8080 is not loopback): its
+    // Host passed the check above. Not for the webhook, whose Host is not checked: no page has business there.
     const origin = request.headers.origin;
-    if (origin !== undefined && !isLoopbackOrigin(origin) && !(!viaSocket && isSameOrigin(origin, request.headers.host))) refuse(new ApiError(403, 'KS_FOREIGN_ORIGIN', `requests from web pages of other origins are refused (Origin ${JSON.stringify(origin)})`));
+    if (origin !== undefined && !isLoopbackOrigin(origin) && !(!viaSocket && !hmacAuthenticated && isSameOrigin(origin, request.headers.host))) refuse(new ApiError(403, 'KS_FOREIGN_ORIGIN', `requests from web pages of other origins are refused (Origin ${JSON.stringify(origin)})`));
     if (request.headers['sec-fetch-site'] === 'cross-site') refuse(new ApiError(403, 'KS_FOREIGN_ORIGIN', 'requests from web pages of other sites are refused'));
 
     const route = request.routeOptions.url ?? '';

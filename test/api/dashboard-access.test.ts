@@ -222,6 +222,26 @@ describe('dashboard access', { timeout: 30_000 }, () => {
     expect([entry.statusCode, entry.body]).toEqual([200, 'import("./app-BBBB.js") // rebuilt']);
   });
 
+  it("listening publicly: the page of the device's own name is its origin; another name, or a page posting to the webhook, is not", async () => {
+    const server = buildServer({ agent: s.agent, token: s.token, isAllowedHost: (h) => h === 'device.local', dashboard: { dir } });
+    try {
+      const host = 'device.local:8080';
+      const login = await server.inject({ method: 'POST', url: '/v1/session', headers: { host, origin: `http://${host}`, 'content-type': 'application/json' }, payload: JSON.stringify({ token: s.token }) });
+      expect(login.statusCode).toBe(200);
+      const cookies = ([] as string[]).concat(login.headers['set-cookie'] ?? []).map((c) => c.split(';', 1)[0]!);
+      const csrf = cookies.find((c) => c.startsWith('keystone_csrf='))!.slice('keystone_csrf='.length);
+      const asPage = (origin: string) => server.inject({ method: 'POST', url: '/v1/components/db:restart?dry=true', headers: { host, origin, cookie: cookies.join('; '), 'x-keystone-csrf': csrf } });
+      expect((await asPage(`http://${host}`)).statusCode).toBe(200);
+      const other = await asPage('http://other.local:8080');
+      expect([other.statusCode, code(other)]).toEqual([403, 'KS_FOREIGN_ORIGIN']);
+      // The webhook's Host is not checked (it comes through any public name): an Origin equal to it proves nothing.
+      const hook = await server.inject({ method: 'POST', url: '/v1/webhooks/github', headers: { host: 'evil.example', origin: 'http://evil.example', 'content-type': 'application/json' }, payload: '{}' });
+      expect([hook.statusCode, code(hook)]).toEqual([403, 'KS_FOREIGN_ORIGIN']);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('says so when the page is not built, rather than answering with nothing', async () => {
     const empty = mkdtempSync(join(tmpdir(), 'keystone-no-dashboard-'));
     writeFileSync(join(empty, 'manifest.json'), JSON.stringify({ public: [], files: {} }));
