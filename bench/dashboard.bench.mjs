@@ -498,7 +498,7 @@ try {
   if (last.overview.live !== 'live') odd.push(`#live reads ${JSON.stringify(last.overview.live)} in the last run`);
   for (const [k, x] of Object.entries({ login: runs.map((r) => r.login), overview: runs.map((r) => r.overview) })) {
     if (x.some((v) => !v.settled)) odd.push(`${k}: requests still pending after 10 s in ${x.filter((v) => !v.settled).length} run(s)`);
-    // Without a session, the page's GET /v1/session is answered 401 (the contract), which Chromium logs as an error.
+    // Without a session, the page's GET /v1/session is answered 401 (docs/dashboard.md), which Chromium logs as an error.
     const expected401 = (text) => k === 'login' && /status of 401/.test(text);
     const errs = [...new Set(x.flatMap((v) => v.errors.filter((e) => !expected401(e))))];
     if (errs.length) odd.push(`${k}: ${errs.length} distinct console/page error(s): ${errs.join(' | ')}`);

@@ -205,7 +205,7 @@ describe.skipIf(browserNeeded.skip)(browserNeeded.title('the dashboard in a brow
     await page.locator('form#login').waitFor({ timeout: 15_000 });
     await settled();
     expect([...origins]).toEqual([b.stack.origin]);
-    // The page allows nothing but its own origin (no inline scripts or styles, no framing), as the contract spells it.
+    // The page allows nothing but its own origin (no inline scripts or styles, no framing), as docs/dashboard.md spells it.
     const csp = (await shell!.headerValue('content-security-policy')) ?? '';
     const directives = (v: string) => v.split(';').map((d) => d.trim().replace(/\s+/g, ' ')).filter(Boolean).sort();
     expect(directives(csp)).toEqual(
