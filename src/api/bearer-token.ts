@@ -11,7 +11,10 @@ export function checkBearer(header: string | undefined, token: string): BearerCh
   if (header === undefined || header === '') return 'missing';
   const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
   if (!m) return 'invalid';
-  const sent = createHash('sha256').update(m[1]!).digest();
-  const want = createHash('sha256').update(token).digest();
-  return timingSafeEqual(sent, want) ? 'ok' : 'invalid';
+  return sameSecret(m[1]!, token) ? 'ok' : 'invalid';
+}
+
+/** `sent` equals `secret`, compared in constant time whatever the lengths (the token, a session's CSRF token). */
+export function sameSecret(sent: string, secret: string): boolean {
+  return timingSafeEqual(createHash('sha256').update(sent).digest(), createHash('sha256').update(secret).digest());
 }

@@ -2,8 +2,9 @@
 // has to sit in the browser's storage. A session is accepted in the token's place only together with its CSRF token
 // in a header (X-Keystone-CSRF), which a page of another origin cannot send without a CORS preflight the API never
 // grants. Sessions live in the agent's memory: a restart of the agent signs every browser out, which is the safe side.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { parse, serialize, type SerializeOptions } from 'cookie';
+import { sameSecret } from './bearer-token.js';
 
 export const SESSION_COOKIE = 'keystone_session';
 export const CSRF_COOKIE = 'keystone_csrf';
@@ -36,8 +37,6 @@ export interface DashboardSessionsOptions {
 }
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
-/** Constant time, whatever the lengths (see bearer-token.ts). */
-const sameSecret = (a: string, b: string) => timingSafeEqual(digest(a), digest(b));
 
 export class DashboardSessions {
   /** By the sha256 of the session id: the ids themselves are kept nowhere but in the browsers' cookies. */

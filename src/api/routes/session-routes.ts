@@ -3,7 +3,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../api-error.js';
 import type { ApiContext } from '../api-context.js';
-import { checkBearer } from '../bearer-token.js';
+import { sameSecret } from '../bearer-token.js';
 import { clearedCookies, sessionCookies, sessionIdOf, type DashboardSessions } from '../dashboard-sessions.js';
 import { dashboardSessionOf, SESSION_PATH, sourceOf } from '../request-guard.js';
 import { strictQuery } from '../query-params.js';
@@ -18,7 +18,7 @@ export function registerSessionRoutes(server: FastifyInstance, ctx: ApiContext, 
     const sent = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>).token : undefined;
     if (typeof sent !== 'string' || sent === '') throw new ApiError(400, 'KS_BAD_BODY', 'send {"token": "<the content of <state-dir>/api-token>"} as JSON');
     // The same constant-time comparison as the Authorization header's.
-    if (checkBearer(`Bearer ${sent.trim()}`, token) !== 'ok') {
+    if (!sameSecret(sent.trim(), token)) {
       ctx.refusals.refused(sourceOf(request), 'KS_TOKEN_INVALID', { method: 'POST', path: SESSION_PATH }, 'dashboard sign-in refused');
       throw new ApiError(401, 'KS_TOKEN_INVALID', 'that is not the token in <state-dir>/api-token');
     }
