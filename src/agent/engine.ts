@@ -1,15 +1,17 @@
-// The one writer: every change to what runs (a revision, a crash cascade, later the API) runs here, one at a time.
+// The one writer: every change to what runs (a revision, a crash cascade, an operator's action) runs here, one at a time.
 import type { DesiredComponent, DesiredState } from '../core/desired-state.js';
 import { diff, type Reconcile } from '../core/diff.js';
-import { allDependents, rollbackRelevant, withGroupsRestored } from '../core/group-rollback.js';
+import { rollbackRelevant } from '../core/group-rollback.js';
 import { restartCascade, unitsOf, type RestartOrders } from '../core/restart-cascade.js';
 import pLimit from 'p-limit';
 import type { Logger } from '../log/logger.js';
 import type { Runtime } from '../runtime/runtime.js';
+import { adoptRecorded, checkUntouched, type AdoptionDeps } from './adoption.js';
 import { ComponentWorker, type WorkerDeps } from './component-worker.js';
-import { crashPoint } from './crash-point.js';
-import { execute, stopAll, type ExecutionResult } from './executor.js';
-import { sweepOrphans } from './orphan-sweep.js';
+import { downMembers, holdBackGroups, keepSpecs, rollBackGroups } from './composite-steps.js';
+import { execute, stopAll, type ExecutionResult, type ExecutorDeps } from './executor.js';
+import { applyOutcome, type ApplyResult } from './apply-outcome.js';
+import { hardDependents, startPlan } from './operator-orders.js';
 
 export interface EngineDeps extends Omit<WorkerDeps, 'onRecovered' | 'log' | 'startSlot'> {
   log: Logger;
@@ -33,12 +35,7 @@ export interface RevisionInfo {
   unsigned: boolean;
 }
 
-export interface ApplyResult {
-  reconcile: Reconcile;
-  execution: ExecutionResult;
-  outcome: 'success' | 'failure';
-  summary: string;
-}
+export type { ApplyResult } from './apply-outcome.js';
 
 /** What an operator action did: the orders of SPEC §10 and how the execution went. */
 export interface OperatorResult extends RestartOrders {
@@ -52,6 +49,10 @@ export class Engine {
   private readonly agentLog: Logger;
   /** Set by interrupt(): the agent is stopping. */
   private stopping = false;
+  /** An apply (or a resume) runs: nothing is to be concluded from the records meanwhile. */
+  private busy = false;
+  /** The revision whose desired state was last carried out in this run (applied or resumed). */
+  loaded?: string;
   private readonly supLog: Logger;
   /** Shared by every worker: the limit is the device's, not a component's. */
   private readonly startSlot: WorkerDeps['startSlot'];
@@ -84,208 +85,97 @@ export class Engine {
     return w;
   }
 
-  /**
-   * At agent start: re-attach to every recorded instance that is still the same process (pid and
-   * start time) and mark the rest stopped. Nothing healthy is restarted.
-   */
-  async adoptAll(runtime: (kind: 'process' | 'container') => Runtime | undefined, ownerTag?: string): Promise<void> {
-    // First the processes no record accounts for (spawned just before a crash): they are ours, and unknown.
-    if (ownerTag !== undefined) {
-      const recorded = this.deps.store
-        .components()
-        .flatMap((r) => (r.instance?.kind === 'process' ? [{ pid: r.instance.pid, startTime: r.instance.startTime }] : []));
-      for (const o of await sweepOrphans(ownerTag, recorded))
-        this.agentLog.warn({ component: o.component, pid: o.pid }, 'removed an unrecorded process this agent started before it stopped');
-    }
-    for (const rec of this.deps.store.components()) {
-      const rt = rec.instance ? runtime(rec.instance.kind) : undefined;
-      const inst = rec.instance && rt ? await rt.adopt(rec.instance) : undefined;
-      const proven = rec.state === 'running' || rec.state === 'unhealthy' || rec.state === 'backoff';
-      const live = proven || rec.state === 'starting' || rec.state === 'installing' || rec.state === 'stopping';
-      if (inst && proven) {
-        this.worker(rec.name).adopt(inst, undefined, rec.revision);
-        this.agentLog.info({ component: rec.name, pid: inst.ref.kind === 'process' ? inst.ref.pid : undefined, container: inst.ref.kind === 'container' ? inst.ref.id.slice(0, 12) : undefined, revision: rec.revision }, 'adopted running instance');
-      } else if (live) {
-        // Caught mid-start or mid-stop: up but unproven. Stop it without adopting; the next reconcile starts it afresh.
-        if (inst && rt) await rt.stop(inst.ref, this.deps.graceMs);
-        this.deps.store.recordState(rec.name, 'stopped', inst ? 'the agent stopped while it was starting or stopping' : 'not running after the agent restarted');
-      }
-    }
-    // Containers outlive their records (an exited one stays in the engine, a crash may leave a new one unrecorded):
-    // every owned container that is not a component's adopted instance goes. Foreign containers are never listed.
-    const container = runtime('container');
-    if (container?.listOwned && container.removeOwned) {
-      let owned: Array<{ id: string; component: string }> = [];
-      try {
-        owned = await container.listOwned();
-      } catch (e) {
-        this.agentLog.warn({ err: (e as Error).message }, 'cannot list this agent\'s containers: leftovers are removed at the next start');
-      }
-      const kept = new Set([...this.workers.values()].flatMap((w) => (w.instanceRef?.kind === 'container' ? [w.instanceRef.id] : [])));
-      for (const o of owned) {
-        if (kept.has(o.id)) continue;
-        await container.removeOwned(o.id).catch((e: Error) => this.agentLog.warn({ component: o.component, container: o.id, err: e.message }, 'cannot remove a leftover container'));
-        this.agentLog.info({ component: o.component, container: o.id.slice(0, 12) }, 'removed a container this agent owned but no longer runs');
-      }
-    }
+  /** At agent start: re-attach to what runs as recorded (adoption.ts). Nothing is restarted, nothing assumed healthy. */
+  adoptAll(runtime: (kind: 'process' | 'container') => Runtime | undefined, ownerTag?: string): Promise<void> {
+    return adoptRecorded(runtime, ownerTag, this.adoptionDeps());
   }
 
-  /** Diff the revision against what runs and carry it out (SPEC §4). */
-  apply(revision: DesiredState, rev: RevisionInfo, hooks: { onReconcile?: (r: Reconcile) => void } = {}): Promise<ApplyResult> {
+  /**
+   * Diffs the revision against what runs and carries it out (SPEC §4), in the queue. `begin` is told the reconcile
+   * before anything is touched (outcomes.ts writes the apply's row there); without it the revision is resumed (the
+   * one the device runs, offered again after a restart): the same steps, nothing recorded. Returns what happened;
+   * outcomes.ts alone turns it into rows and reports.
+   */
+  apply(revision: DesiredState, rev: RevisionInfo, begin?: (r: Reconcile) => void): Promise<ApplyResult> {
     return this.run(async () => {
-      const { store, now } = this.deps;
-      // What grouped units last ran healthy: what a composite's rollback goes back to, even after an agent restart or
-      // a crash in the middle of an apply (a spec is kept only once its unit started healthy).
-      const previous = store.specs();
-      const { state: desired, held } = this.heldBack(revision, rev.id, previous);
-      const reconcile = diff(desired, store.actualState());
-      hooks.onReconcile?.(reconcile);
-      this.agentLog.info({ revision: rev.id, stop_order: reconcile.stopOrder, start_order: reconcile.startOrder, no_touch: reconcile.noTouch }, 'reconcile plan');
-      const historyId = store.beginApply({ revision: rev.id, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), startedAt: now(), reconcile });
-      store.setAppliedRevision({ id: rev.id, source: rev.source, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), ...(rev.identity !== undefined && { identity: rev.identity }), unsigned: rev.unsigned, appliedAt: now(), ...(rev.signedAt !== undefined && { signedAt: rev.signedAt }), ...(rev.signers !== undefined && { signers: rev.signers }), ...(rev.wave !== undefined && { wave: rev.wave }) });
-      crashPoint('after-begin-apply');
+      this.busy = true;
+      try {
+        return await this.applySteps(revision, rev, begin);
+      } finally {
+        this.busy = false;
+      }
+    });
+  }
 
-      // Untouched components keep their instance; they take the new description (position, dependencies).
-      const byName = new Map(desired.components.map((c) => [c.name, c]));
-      const untouched = new Set(reconcile.noTouch);
-      const kept = new Set(previous.map((c) => c.name));
-      desired.startOrder.forEach((name, position) => {
-        if (!untouched.has(name)) return;
-        const c = byName.get(name)!;
-        const rec = store.component(name);
-        if (rec) store.upsertComponent({ ...rec, position, dependencies: c.dependencies.map((d) => ({ ...d })) });
-        // A unit outside any group that binds another's exports, running unchanged with no spec kept yet, gets its own.
-        if (rec && !kept.has(name) && c.group === undefined && rollbackRelevant(c) && rec.state === 'running') store.recordSpec(name, c);
-        this.workers.get(name)?.refresh(c);
-        if (rec?.state === 'running' || rec?.state === 'unhealthy')
-          this.agentLog.info({ component: name, revision: rev.id }, 'reusing existing running instance (no restart)');
-      });
+  private async applySteps(revision: DesiredState, rev: RevisionInfo, begin?: (r: Reconcile) => void): Promise<ApplyResult> {
+    const { store } = this.deps;
+    // 1. Composites this revision could not update stay at what they last ran healthy (kept even across a crash).
+    const previous = store.specs();
+    const { state: desired, held } = holdBackGroups(store, this.agentLog, revision, rev.id, previous);
+    // 2. The reconcile, told before anything is touched.
+    const reconcile = diff(desired, store.actualState());
+    begin?.(reconcile);
+    this.agentLog.info({ revision: rev.id, stop_order: reconcile.stopOrder, start_order: reconcile.startOrder, no_touch: reconcile.noTouch }, 'reconcile plan');
+    // 3. Untouched components keep their instance and take the new description (position, dependencies).
+    this.refreshUntouched(desired, reconcile, previous, rev.id);
+    // 4. Stops, then starts, each the moment its dependencies are healthy.
+    const removed = new Set(Object.entries(reconcile.reasonCodes).filter(([, r]) => r.kind === 'removed').map(([n]) => n));
+    const deps = this.executorDeps(rev.id);
+    const execution = await execute({ stopOrder: reconcile.stopOrder, startOrder: reconcile.startOrder, removed }, desired, deps);
+    for (const name of removed) if (store.component(name)) store.removeComponent(name);
+    this.desired = desired;
+    // 5. What was left untouched is healthy too: adopted instances are probed, unhealthy ones given their budget.
+    const untouched = this.stopping ? [] : await checkUntouched(reconcile.noTouch, desired, { ...this.adoptionDeps(), now: this.deps.now, stopping: () => this.stopping });
+    // 6. A composite whose new member failed goes back to its previous members, as one unit.
+    const down = this.stopping ? [] : downMembers(store, desired, execution);
+    const rolledBack = down.length ? await rollBackGroups(desired, previous, down, deps, this.agentLog) : { groups: [], state: desired };
+    this.desired = rolledBack.state;
+    keepSpecs(store, this.desired, execution.started);
+    if (!this.stopping) this.loaded = rev.id;
+    // 7. The outcome: success only when everything the revision asked runs healthy (SPEC §5).
+    return applyOutcome({ desired, reconcile, execution, untouched, down, rolledBack: rolledBack.groups, held, stopping: this.stopping });
+  }
 
-      const removed = new Set(Object.entries(reconcile.reasonCodes).filter(([, r]) => r.kind === 'removed').map(([n]) => n));
-      const execution = await execute(
-        { stopOrder: reconcile.stopOrder, startOrder: reconcile.startOrder, removed },
-        desired,
-        { store, workers: this.workers, worker: (n) => this.worker(n), log: this.supLog, concurrency: this.deps.concurrency, revision: rev.id, stopping: () => this.stopping },
-      );
-      for (const name of removed) if (store.component(name)) store.removeComponent(name);
-      this.desired = desired;
-      // Members not healthy after the apply (failed now, or left unhealthy by an update a crash cut short).
-      const down = this.stopping ? [] : this.downMembers(desired, execution);
-      const rolledBack = down.length ? await this.rollBackGroups(desired, previous, down, rev.id) : [];
-      this.keepSpecs(this.desired, execution.started);
-
-      // A member left down by an earlier, cut-short update fails this apply only when its composite was rolled back.
-      const groupOf = new Map(desired.components.map((c) => [c.name, c.group]));
-      const failures = [...execution.failed, ...down.filter((d) => !execution.failed.some((f) => f.name === d.name) && rolledBack.includes(groupOf.get(d.name) ?? ''))];
-      const outcome = failures.length === 0 && held.length === 0 ? 'success' : 'failure';
-      const heldText = held.length ? `${held.join(', ')} held at ${held.length === 1 ? 'its' : 'their'} previous members: this revision could not update ${held.length === 1 ? 'it' : 'them'}` : '';
-      const summary = this.stopping && outcome === 'failure'
-        ? 'interrupted: the agent stopped during this apply'
-        : outcome === 'success'
-          ? `${execution.started.length} started, ${execution.stopped.length} stopped, ${reconcile.noTouch.length} untouched`
-          : `failed: ${[...failures.map((f) => `${f.name} (${f.reason})`), ...rolledBack.map((g) => `${g} rolled back to its previous members`), ...(heldText ? [heldText] : [])].join('; ')}`;
-      crashPoint('before-finish-apply');
-      store.finishApply(historyId, { finishedAt: now(), outcome, summary, failed: failures });
-      if (outcome === 'success') {
-        const all = store.components().every((c) => c.state === 'running');
-        this.supLog.info(all ? 'all components running' : 'apply finished');
-      } else this.agentLog.error({ revision: rev.id, failed: execution.failed.map((f) => f.name) }, summary.startsWith('failed: ') ? `apply ${summary}` : `apply failed: ${summary}`);
-      return { reconcile, execution, outcome, summary };
+  private refreshUntouched(desired: DesiredState, reconcile: Reconcile, previous: readonly DesiredComponent[], revision: string): void {
+    const { store } = this.deps;
+    const byName = new Map(desired.components.map((c) => [c.name, c]));
+    const untouched = new Set(reconcile.noTouch);
+    const kept = new Set(previous.map((c) => c.name));
+    desired.startOrder.forEach((name, position) => {
+      if (!untouched.has(name)) return;
+      const c = byName.get(name)!;
+      const rec = store.component(name);
+      if (rec) store.upsertComponent({ ...rec, position, dependencies: c.dependencies.map((d) => ({ ...d })) });
+      // A unit outside any group that binds another's exports, running unchanged with no spec kept yet, gets its own.
+      if (rec && !kept.has(name) && c.group === undefined && rollbackRelevant(c) && rec.state === 'running') store.recordSpec(name, c);
+      this.workers.get(name)?.refresh(c);
+      if (rec?.state === 'running' || rec?.state === 'unhealthy') this.agentLog.info({ component: name, revision }, 'reusing existing running instance (no restart)');
     });
   }
 
   /**
-   * A revision that could not update a group (its rollback is recorded) leaves that group at its previous members
-   * when it is applied again (an agent restart, a resync): retrying would restart a healthy composite only to fail
-   * again. Any other revision is a new attempt, and clears the record.
+   * Whether everything the applied revision asked runs healthy: every component running the hash it asked for,
+   * proven since any restart, no composite held back. Undefined while an apply runs or before one has.
    */
-  private heldBack(revision: DesiredState, id: string, previous: readonly DesiredComponent[]): { state: DesiredState; held: string[] } {
+  healthy(): { ok: boolean; down: string[] } | undefined {
+    if (this.busy || !this.desired) return undefined;
     const { store } = this.deps;
-    const holds = store.groupRollbacks();
-    if (holds.length === 0) return { state: revision, held: [] };
-    if (holds.some((h) => h.revision !== id)) {
-      store.clearGroupRollbacks();
-      return { state: revision, held: [] };
-    }
-    const groups = holds.map((h) => h.group).filter((g) => revision.groups?.some((x) => x.name === g) && previous.some((c) => c.group === g));
-    if (groups.length === 0) return { state: revision, held: [] };
-    this.agentLog.warn({ revision: id, groups }, 'this revision could not update these composites: they stay at their previous members until another revision');
-    return { state: withGroupsRestored(revision, groups, previous), held: groups };
+    const down = this.desired.components
+      .filter((c) => {
+        const r = store.component(c.name);
+        return r?.state !== 'running' || r.hash !== c.hash || this.workers.get(c.name)?.unproven === true;
+      })
+      .map((c) => c.name);
+    const heldBack = store.groupRollbacks().map((g) => g.group);
+    return { ok: down.length === 0 && heldBack.length === 0, down: [...down, ...heldBack] };
   }
 
-  /**
-   * The next rollback's point of return. A group's members are kept together, and only once every one of them runs
-   * healthy (a set that never ran healthy as a whole is nothing to go back to); a unit outside any group that binds
-   * another's exports is kept when it started healthy.
-   */
-  private keepSpecs(state: DesiredState, started: readonly string[]): void {
-    const { store } = this.deps;
-    for (const g of state.groups ?? []) {
-      if (g.kind === 'replicas' && g.members.length === 0) continue;
-      const members = state.components.filter((c) => c.group === g.name);
-      if (members.length && members.every((c) => store.component(c.name)?.state === 'running')) for (const c of members) store.recordSpec(c.name, c);
-    }
-    const byName = new Map(state.components.map((c) => [c.name, c]));
-    for (const name of started) {
-      const c = byName.get(name);
-      if (c && c.group === undefined && rollbackRelevant(c) && store.component(name)?.state === 'running') store.recordSpec(name, c);
-    }
+  private executorDeps(revision: string): ExecutorDeps {
+    return { store: this.deps.store, workers: this.workers, worker: (n) => this.worker(n), log: this.supLog, concurrency: this.deps.concurrency, revision, stopping: () => this.stopping };
   }
 
-  /**
-   * Members of composites (and services groups) that are not healthy once an apply has run: those that failed in it,
-   * and those still unhealthy or failed from an update a crash cut short (the agent adopted them, so nothing failed now).
-   * Held ones (stopped by an operator, crash-looping) are not the update's doing.
-   */
-  private downMembers(state: DesiredState, execution: ExecutionResult): Array<{ name: string; reason: string }> {
-    const failed = new Map(execution.failed.map((f) => [f.name, f.reason]));
-    const out: Array<{ name: string; reason: string }> = [];
-    for (const g of state.groups ?? []) {
-      if (g.kind === 'replicas') continue;
-      for (const m of g.members) {
-        const rec = this.deps.store.component(m);
-        if (failed.has(m)) out.push({ name: m, reason: failed.get(m)! });
-        else if (rec && !rec.held && rec.state !== 'running' && rec.state !== 'crash-looping') out.push({ name: m, reason: `${rec.state} after the update` });
-      }
-    }
-    return out;
-  }
-
-  /**
-   * A composite (or a recipe's services) is updated as one unit: when one of its new members failed, every member
-   * goes back to what it last ran healthy, what binds their exports goes back with them, and what depends on them is
-   * started again. Returns the groups rolled back. A group with nothing kept, or whose members did not change, has
-   * nothing to undo.
-   */
-  private async rollBackGroups(desired: DesiredState, previous: readonly DesiredComponent[], down: ReadonlyArray<{ name: string }>, revision: string): Promise<string[]> {
-    const failed = new Set(down.map((f) => f.name));
-    const before = new Map(previous.map((c) => [c.name, c]));
-    const groups: string[] = [];
-    for (const g of desired.groups ?? []) {
-      if (g.kind === 'replicas' || !g.members.some((m) => failed.has(m))) continue;
-      const old = previous.filter((c) => c.group === g.name);
-      const changed = g.members.some((m) => before.get(m)?.hash !== desired.components.find((c) => c.name === m)?.hash) || old.some((o) => !g.members.includes(o.name));
-      if (old.length && changed) groups.push(g.name);
-    }
-    if (!groups.length) return [];
-    const { store } = this.deps;
-    const state = withGroupsRestored(desired, groups, previous);
-    const members = new Set(state.components.filter((c) => c.group !== undefined && groups.includes(c.group)).map((c) => c.name));
-    const undone = desired.components.filter((c) => c.group !== undefined && groups.includes(c.group) && !members.has(c.name)).map((c) => c.name);
-    const scope = new Set([...members, ...undone, ...allDependents(state, members)]);
-    const r = diff(state, store.actualState());
-    const removed = new Set(undone);
-    this.agentLog.warn({ revision, groups, start_order: r.startOrder.filter((n) => scope.has(n)) }, 'a new member never got healthy: rolling the composite back to its previous members');
-    const again = await execute(
-      { stopOrder: r.stopOrder.filter((n) => scope.has(n)), startOrder: r.startOrder.filter((n) => scope.has(n)), removed },
-      state,
-      { store, workers: this.workers, worker: (n) => this.worker(n), log: this.supLog, concurrency: this.deps.concurrency, revision, stopping: () => this.stopping },
-    );
-    for (const name of removed) if (store.component(name)) store.removeComponent(name);
-    for (const g of groups) store.recordGroupRollback(g, revision);
-    this.desired = state;
-    if (again.failed.length) this.agentLog.error({ revision, failed: again.failed.map((f) => f.name) }, 'the rollback did not bring every previous member back');
-    return groups;
+  private adoptionDeps(): AdoptionDeps {
+    return { store: this.deps.store, log: this.agentLog, graceMs: this.deps.graceMs, worker: (n) => this.worker(n), workers: this.workers };
   }
 
   /** The orders an operator restart of `name` would carry out (the API's `?dry=true`); undefined for an unknown name. */
@@ -356,26 +246,10 @@ export class Engine {
     return { startOrder, waitingFor };
   }
 
-  /** The start of `name` as the store stands: its own units not running, and its dependencies down (transitively). */
+  /** The start of `name` as the store stands (operator-orders.ts). */
   private startPlan(name: string) {
     const { desired, units } = this.requireDesired(name);
-    const { store } = this.deps;
-    const own = new Set(units);
-    const byName = new Map(desired.components.map((c) => [c.name, c]));
-    const needed = new Set<string>();
-    const visit = (n: string) => {
-      for (const d of byName.get(n)?.dependencies ?? []) {
-        if (needed.has(d.component) || own.has(d.component)) continue;
-        needed.add(d.component);
-        visit(d.component);
-      }
-    };
-    for (const u of units) visit(u);
-    const up = (n: string) => ['running', 'starting', 'unhealthy', 'installing', 'backoff'].includes(store.component(n)?.state ?? 'stopped');
-    const isRunning = (n: string) => ['running', 'starting', 'unhealthy'].includes(store.component(n)?.state ?? 'stopped');
-    const startOrder = desired.startOrder.filter((n) => (own.has(n) && !isRunning(n)) || (needed.has(n) && !up(n)));
-    const waitingFor = desired.startOrder.filter((n) => needed.has(n) && up(n) && store.component(n)?.state !== 'running');
-    return { desired, startOrder, waitingFor, running: units.every(isRunning), up };
+    return { desired, ...startPlan(desired, units, (n) => this.deps.store.component(n)?.state) };
   }
 
   private requireDesired(name: string): { desired: DesiredState; units: string[] } {
@@ -386,15 +260,7 @@ export class Engine {
   }
 
   private executeOrders(desired: DesiredState, stopOrder: string[], startOrder: string[]): Promise<ExecutionResult> {
-    return execute({ stopOrder, startOrder, removed: new Set() }, desired, {
-      store: this.deps.store,
-      workers: this.workers,
-      worker: (n) => this.worker(n),
-      log: this.supLog,
-      concurrency: this.deps.concurrency,
-      revision: this.deps.store.appliedRevision()?.id ?? 'unknown',
-      stopping: () => this.stopping,
-    });
+    return execute({ stopOrder, startOrder, removed: new Set() }, desired, this.executorDeps(this.deps.store.appliedRevision()?.id ?? 'unknown'));
   }
 
   /**
@@ -415,14 +281,8 @@ export class Engine {
   private async cascadeAfterRecovery(name: string): Promise<void> {
     const desired = this.desired;
     if (!desired) return;
-    const dependents = new Set<string>();
-    const byName = new Map(desired.components.map((c) => [c.name, c]));
-    for (const n of desired.startOrder) {
-      const c = byName.get(n)!;
-      if (c.dependencies.some((d) => d.type === 'hard' && (d.component === name || dependents.has(d.component)))) dependents.add(n);
-    }
-    if (dependents.size === 0) return;
-    const startOrder = desired.startOrder.filter((n) => dependents.has(n));
+    const startOrder = hardDependents(desired, name);
+    if (startOrder.length === 0) return;
     this.agentLog.info({ component: name, stop_order: [...startOrder].reverse(), start_order: startOrder, revision: this.deps.store.appliedRevision()?.id }, 'hard dependency restarted: restarting its hard dependents');
     await this.executeOrders(desired, [...startOrder].reverse(), startOrder);
   }
@@ -450,7 +310,7 @@ export class Engine {
       // Dependents first, independent components at once, as an apply stops them.
       const order = this.deps.store.components().map((r) => r.name).reverse();
       const result: ExecutionResult = { started: [], stopped: [], failed: [] };
-      await stopAll(order, new Set(), { store: this.deps.store, workers: this.workers, worker: (n) => this.worker(n), log: this.supLog, concurrency: this.deps.concurrency, revision: this.deps.store.appliedRevision()?.id ?? 'unknown' }, result);
+      await stopAll(order, new Set(), this.executorDeps(this.deps.store.appliedRevision()?.id ?? 'unknown'), result);
       for (const name of order) if (this.deps.store.component(name)) this.deps.store.recordState(name, 'stopped', 'the agent stopped everything on exit');
     });
   }

@@ -22,7 +22,7 @@ export function rejectionCode(reason: string): string | undefined {
 
 /** The newest history entry, when it is a refusal; undefined once anything newer was applied (or is applying). */
 export function newestRejection(store: Pick<StateStore, 'history'>): RejectedView | undefined {
-  const newest: HistoryEntry | undefined = store.history({ limit: 1 })[0];
+  const newest: HistoryEntry | undefined = store.history({ limit: 8 }).find((e) => e.outcome !== 'recovered');
   if (newest?.outcome !== 'rejected') return undefined;
   const reason = newest.summary ?? '';
   return { revision: newest.revision, at: new Date(newest.finishedAt ?? newest.startedAt).toISOString(), code: rejectionCode(reason) ?? null, reason };

@@ -21,6 +21,23 @@ export interface SyncOutcome {
   applied: string | null;
   /** Commits held at the rollout gate after the look, newest first (SPEC §14). */
   rollout: Array<{ revision: string; wave: string; reason: string }>;
+  /**
+   * How the apply of what the device runs ended (SPEC §5): `success`, `failure`, `recovered` (failed, healthy since),
+   * `applying`, or null when none is known. A look that found nothing new on a device whose revision failed is no
+   * success: `keystonectl sync` exits 1 for it.
+   */
+  appliedOutcome: 'success' | 'failure' | 'recovered' | 'applying' | null;
+}
+
+/** The outcome of the applied revision's own apply, and of a recovery since. */
+function appliedOutcomeOf(agent: Pick<ApiAgent, 'store'>, applied: string | null): SyncOutcome['appliedOutcome'] {
+  if (applied === null) return null;
+  const mine = agent.store.history({ limit: 50 }).filter((e) => e.revision === applied && e.outcome !== 'rejected');
+  const apply = mine.find((e) => e.outcome !== 'recovered');
+  if (!apply) return null;
+  if (apply.outcome === undefined) return 'applying';
+  if (apply.outcome === 'failure' && mine.some((e) => e.outcome === 'recovered' && e.id > apply.id)) return 'recovered';
+  return apply.outcome === 'success' ? 'success' : 'failure';
 }
 
 /** The history before the look: entries after it, and an apply then under way, end during the wait. */
@@ -30,17 +47,22 @@ export interface HistoryMark {
   open: boolean;
 }
 
+/** The newest entry about a revision taken up (a recovery is about what runs, not about what a look found). */
+function newestTaken(agent: Pick<ApiAgent, 'store'>) {
+  return agent.store.history({ limit: 8 }).find((e) => e.outcome !== 'recovered');
+}
+
 export function historyMark(agent: Pick<ApiAgent, 'store'>): HistoryMark {
-  const newest = agent.store.history({ limit: 1 })[0];
+  const newest = newestTaken(agent);
   return { id: newest?.id ?? 0, open: newest !== undefined && newest.outcome === undefined };
 }
 
 /** undefined when the look failed and found nothing: the caller answers with the failure. */
 export function syncOutcome(agent: Pick<ApiAgent, 'store' | 'rolloutHolds'>, mark: HistoryMark, lookFailed: string | undefined): SyncOutcome | undefined {
-  const newest = agent.store.history({ limit: 1 })[0];
+  const newest = newestTaken(agent);
   const applied = agent.store.appliedRevision()?.id ?? null;
   const rollout = (agent.rolloutHolds?.() ?? []).map((h) => ({ revision: h.revision, wave: h.wave, reason: h.reason }));
-  const base = { sync: 'done' as const, applied, rollout };
+  const base = { sync: 'done' as const, applied, rollout, appliedOutcome: appliedOutcomeOf(agent, applied) };
   if (newest && (newest.id > mark.id || (newest.id === mark.id && mark.open))) {
     const summary = newest.summary ?? '';
     const outcome: SyncOutcomeKind = newest.outcome === 'success' ? 'applied' : newest.outcome === 'failure' ? 'failed' : newest.outcome === 'rejected' ? 'rejected' : 'applying';

@@ -16,7 +16,11 @@ export interface ApplyReconcile {
   reasons: Record<string, string>;
 }
 
-export type ApplyOutcome = 'success' | 'failure' | 'rejected';
+/**
+ * `recovered`: every component of a revision whose apply failed became healthy later (a crash restart, the health
+ * check passing again, an operator restart): written beside the failure, which it never rewrites (SPEC §5).
+ */
+export type ApplyOutcome = 'success' | 'failure' | 'rejected' | 'recovered';
 
 export interface ApplyFailure {
   name: string;
@@ -41,7 +45,7 @@ export interface HistoryEntry {
   failed: ApplyFailure[];
 }
 
-const outcomeSchema = z.enum(['success', 'failure', 'rejected']);
+const outcomeSchema = z.enum(['success', 'failure', 'rejected', 'recovered']);
 const reconcileSchema: z.ZodType<ApplyReconcile> = z.object({
   stopOrder: z.array(z.string()),
   startOrder: z.array(z.string()),
@@ -66,6 +70,7 @@ const historySchema: z.ZodType<HistoryEntry> = z.object({
 const applyStartSchema = z.object({ revision: z.string(), planFile: z.string(), target: text.optional(), startedAt: timeSchema, reconcile: reconcileSchema });
 const applyFinishSchema = z.object({ finishedAt: timeSchema, outcome: outcomeSchema, summary: z.string(), failed: failedSchema.optional() });
 const rejectedSchema = z.object({ revision: z.string(), planFile: z.string(), target: text.optional(), at: timeSchema, reason: z.string() });
+const recoveredSchema = z.object({ revision: z.string(), planFile: z.string(), target: text.optional(), at: timeSchema, summary: z.string() });
 const historyQuerySchema = z.object({ limit: z.int().positive(), before: z.int().optional() });
 
 /** An applies row as an entry, or KS_STATE_CORRUPT naming the row and the column. */
@@ -100,6 +105,8 @@ export class ApplyHistory {
                  WHERE id = @id AND finished_at IS NULL`),
       rejected: p(`INSERT INTO applies (revision, plan_file, target, started_at, finished_at, outcome, summary)
                    VALUES (?, ?, ?, ?, ?, 'rejected', ?) RETURNING id`).pluck(),
+      recovered: p(`INSERT INTO applies (revision, plan_file, target, started_at, finished_at, outcome, summary)
+                    VALUES (?, ?, ?, ?, ?, 'recovered', ?) RETURNING id`).pluck(),
       prune: p(`DELETE FROM applies WHERE finished_at IS NOT NULL
                   AND id NOT IN (SELECT id FROM applies ORDER BY id DESC LIMIT ${retention})`),
       history: p('SELECT * FROM applies WHERE id < ? ORDER BY id DESC LIMIT ?'),
@@ -127,6 +134,15 @@ export class ApplyHistory {
     const v = checked(rejectedSchema, r, 'rejected revision');
     return this.ctx.transaction(() => {
       const id = this.s.rejected.get(v.revision, v.planFile, v.target ?? null, v.at, v.at, v.reason) as number;
+      this.s.prune.run();
+      return id;
+    });
+  }
+
+  recordRecovered(r: { revision: string; planFile: string; target?: string; at: number; summary: string }): number {
+    const v = checked(recoveredSchema, r, 'recovery');
+    return this.ctx.transaction(() => {
+      const id = this.s.recovered.get(v.revision, v.planFile, v.target ?? null, v.at, v.at, v.summary) as number;
       this.s.prune.run();
       return id;
     });

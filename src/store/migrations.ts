@@ -194,6 +194,32 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE applied_revision ADD COLUMN wave TEXT;
     `,
   },
+  {
+    version: 11,
+    name: 'outcomes across restarts: a recovery is its own history entry',
+    // SQLite cannot change a CHECK in place: the table is copied into one that also admits `recovered` (SPEC §5: a
+    // failed apply whose components became healthy later stays failed; the recovery is written beside it).
+    sql: `
+      CREATE TABLE applies_v11 (
+        id           INTEGER PRIMARY KEY AUTOINCREMENT,
+        revision     TEXT    NOT NULL,
+        plan_file    TEXT    NOT NULL,
+        started_at   INTEGER NOT NULL,
+        reconcile    TEXT,
+        finished_at  INTEGER,
+        outcome      TEXT    CHECK (outcome IN ('success', 'failure', 'rejected', 'recovered')),
+        summary      TEXT,
+        failed       TEXT,
+        target       TEXT,
+        CHECK ((finished_at IS NULL) = (outcome IS NULL))
+      ) STRICT;
+      INSERT INTO applies_v11 (id, revision, plan_file, started_at, reconcile, finished_at, outcome, summary, failed, target)
+        SELECT id, revision, plan_file, started_at, reconcile, finished_at, outcome, summary, failed, target FROM applies;
+      DROP TABLE applies;
+      ALTER TABLE applies_v11 RENAME TO applies;
+      CREATE INDEX applies_unfinished ON applies (id) WHERE finished_at IS NULL;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.reduce((v, m) => Math.max(v, m.version), 0);

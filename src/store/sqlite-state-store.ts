@@ -156,6 +156,10 @@ export class SqliteStateStore implements StateStore {
     return this.write(() => this.applies.recordRejected(r));
   }
 
+  recordRecovered(r: { revision: string; planFile: string; target?: string; at: number; summary: string }): number {
+    return this.write(() => this.applies.recordRecovered(r));
+  }
+
   history(q: { limit: number; before?: number }): HistoryEntry[] {
     return this.applies.history(q);
   }

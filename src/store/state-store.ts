@@ -77,6 +77,8 @@ export interface StateStore {
   finishApply(id: number, f: { finishedAt: number; outcome: ApplyOutcome; summary: string; failed?: ApplyFailure[] }): void;
   /** A revision refused before it was applied (invalid, unsigned, replayed): one finished entry. Returns its id. */
   recordRejected(r: { revision: string; planFile: string; target?: string; at: number; reason: string }): number;
+  /** The applied revision's components all became healthy after its apply failed (SPEC §5): one finished entry. */
+  recordRecovered(r: { revision: string; planFile: string; target?: string; at: number; summary: string }): number;
   /** Newest first; `before` pages to entries with a smaller id. */
   history(q: { limit: number; before?: number }): HistoryEntry[];
   /** The newest apply without a finish: the agent died during it. Finish it, then ask again for older ones. */

@@ -1,37 +1,34 @@
-// The statuses the agent hands to the outbox for each moment of a commit (SPEC §8), from its own events.
-import { EventEmitter } from 'node:events';
+// The statuses outcomes.ts hands to the outbox for each moment of a commit (SPEC §8).
 import { describe, expect, it } from 'vitest';
-import type { AgentEventMap } from '../../src/agent/agent.js';
-import { reportCommitStatuses } from '../../src/agent/commit-reporting.js';
+import { commitReports, type CommitReportingOptions } from '../../src/agent/commit-reporting.js';
 import type { CommitStatus } from '../../src/status/commit-status.js';
 
 const C1 = 'a'.repeat(40);
 const C2 = 'b'.repeat(40);
 const plan = { stopOrder: ['web', 'api'], startOrder: ['api', 'web'], noTouch: ['influxdb', 'telemetry'], layers: [], reasons: {}, reasonCodes: {} };
 
-function setup(extra: Partial<Parameters<typeof reportCommitStatuses>[0]> = {}) {
-  const events = new EventEmitter<AgentEventMap>();
+function setup(extra: Partial<CommitReportingOptions> = {}) {
   const sent: CommitStatus[] = [];
-  const r = reportCommitStatuses({ events, outbox: { enqueue: (s) => (sent.push(s), [sent.length]) }, context: 'keystone/edge-1', now: () => 1000, ...extra });
-  return { events, sent, r };
+  const r = commitReports({ outbox: { enqueue: (s) => (sent.push(s), [sent.length]) }, context: 'keystone/edge-1', now: () => 1000, ...extra });
+  return { sent, r };
 }
 
-describe('commit statuses from the agent', () => {
+describe('commit statuses from outcomes', () => {
   it('pending with the dry run, then success, for a commit', () => {
-    const { events, sent } = setup();
-    events.emit('applying', { revision: C1, reconcile: plan as never });
-    events.emit('revision', { revision: C1, outcome: 'success', durationMs: 5, summary: '2 started', reconcile: plan as never, failed: [] });
+    const { sent, r } = setup();
+    r.applying({ revision: C1, reconcile: plan as never });
+    r.finished({ revision: C1, outcome: 'success', durationMs: 5, summary: '2 started', reconcile: plan as never, failed: [] });
     expect(sent).toEqual([
       { commit: C1, state: 'pending', description: 'applying: start api, web; stop web, api; 2 unchanged', context: 'keystone/edge-1', at: 1000 },
       { commit: C1, state: 'success', description: 'applied: 4 components running', context: 'keystone/edge-1', at: 1000 },
     ]);
   });
 
-  it('failure names what failed, with a suffix that survives the cut; error says why it was refused', () => {
-    const { events, sent, r } = setup({ onFailure: () => '; rolled back to bbbbbbb' });
-    events.emit('revision', { revision: C1, outcome: 'failure', durationMs: 5, summary: 'x', failed: [{ name: 'api', reason: 'not healthy within its start budget '.repeat(6) }] });
-    events.emit('revision', { revision: C2, outcome: 'rejected', durationMs: 5, summary: 'KS_UNSIGNED: no signature' });
-    r.rejected(C2, 'KS_HISTORY_REWRITE: does not descend from the last applied commit');
+  it('failure names what failed, with what the device does about it surviving the cut; error says why it was refused', () => {
+    const { sent, r } = setup();
+    r.finished({ revision: C1, outcome: 'failure', durationMs: 5, summary: 'x', failed: [{ name: 'api', reason: 'not healthy within its start budget '.repeat(6) }], then: 'rolled back to bbbbbbb' });
+    r.finished({ revision: C2, outcome: 'rejected', durationMs: 5, summary: 'KS_UNSIGNED: no signature' });
+    r.refused(C2, 'KS_HISTORY_REWRITE: does not descend from the last applied commit');
     expect(sent.map((s) => s.state)).toEqual(['failure', 'error', 'error']);
     expect(sent[0]!.description.length).toBeLessThanOrEqual(140);
     expect(sent[0]!.description).toMatch(/^failed: api \(not healthy/);
@@ -40,17 +37,22 @@ describe('commit statuses from the agent', () => {
     expect(sent[2]!.description).toMatch(/^rejected: KS_HISTORY_REWRITE/);
   });
 
-  it('nothing for revisions that are not commits, for silent ones, or after close; no failure policy for them', () => {
-    const asked: string[] = [];
-    const { events, sent, r } = setup({ silent: (id) => id === C2, onFailure: (id) => (asked.push(id), '; rolled back') });
-    events.emit('revision', { revision: 'manual:0123456789ab', outcome: 'failure', durationMs: 1, summary: 'x', failed: [] });
-    events.emit('revision', { revision: C2, outcome: 'failure', durationMs: 1, summary: 'x', failed: [] });
-    expect(asked).toEqual([]);
-    events.emit('applying', { revision: 'dir:0123456789ab', reconcile: plan as never });
-    events.emit('applying', { revision: 'manual:0123456789ab', reconcile: plan as never });
-    events.emit('applying', { revision: C2, reconcile: plan as never });
-    r.close();
-    events.emit('applying', { revision: C1, reconcile: plan as never });
+  it('nothing for revisions that are not commits', () => {
+    const { sent, r } = setup();
+    r.finished({ revision: 'manual:0123456789ab', outcome: 'failure', durationMs: 1, summary: 'x', failed: [] });
+    r.applying({ revision: 'dir:0123456789ab', reconcile: plan as never });
+    r.applying({ revision: 'manual:0123456789ab', reconcile: plan as never });
+    r.held({ revision: 'dir:0123456789ab', wave: 'canary', reason: 'held', halted: false });
     expect(sent).toEqual([]);
+  });
+
+  it('a wave goes with the report as a rollout ref, keeping what the device keeps but the commit itself', () => {
+    const { sent, r } = setup({ rolloutKeep: () => [C1, C2] });
+    r.held({ revision: C1, wave: 'early', reason: 'held: waiting for wave canary (0 of 1 successes)', halted: false });
+    r.held({ revision: C1, wave: 'early', reason: 'halted: canary failed', halted: true });
+    expect(sent.map((s) => [s.state, s.rollout])).toEqual([
+      ['pending', { wave: 'early', state: 'held', keep: [C2] }],
+      ['error', { wave: 'early', state: 'halted', keep: [C2] }],
+    ]);
   });
 });

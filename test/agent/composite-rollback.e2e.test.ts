@@ -97,16 +97,20 @@ describe('composite rollback at the edges', { timeout: 60_000 }, () => {
     expect(a.h.components().map((c) => c.state)).toEqual(['running', 'running']);
   });
 
-  it('the held revision applied again is reported as failed, naming the composite it could not update', async () => {
+  it('the held revision, resumed after a restart, keeps its failure and the composite its previous members (SPEC §5)', async () => {
     const [p1, p2, closed] = (await freePorts(3)) as [number, number, number];
     const { ca: a, repo: r } = await healthy(p1);
     const { end } = await a.push({ 'recipes/side.toml': side(closed), [r.plan]: plan(p2) });
     expect(end.msg).toMatch(/^apply failed/);
+    const failed = a.h.history()[0]!;
+    expect(failed).toMatchObject({ outcome: 'failure' });
     expect(await a.agent.stop()).toEqual({ code: 0, signal: null });
-    const again = await a.start();
-    expect(again.msg).toMatch(/^apply failed/);
-    expect(a.h.history()[0]).toMatchObject({ outcome: 'failure' });
-    expect(a.h.history()[0]!.summary).toContain('app held at its previous members: this revision could not update it');
+    await a.start();
+    // A restart re-reports nothing: no new row, and the resume says the failure stands and why the composite is held.
+    const resumed = a.agent.lines((l) => typeof l.msg === 'string' && l.msg.startsWith('resumed the revision applied last'));
+    expect(resumed).toMatchObject([{ outcome: 'failure' }]);
+    expect(a.h.history()[0]).toEqual(failed);
+    expect(a.agent.lines((l) => l.msg === 'this revision could not update these composites: they stay at their previous members until another revision')).toMatchObject([{ groups: ['app'] }]);
     expect(inputsOf(a, 'app/api')).toEqual({ 'config.port': String(p1) });
   });
 });

@@ -12,7 +12,7 @@ import { createLogger } from '../../src/log/logger.js';
 import { ProcessRuntime } from '../../src/runtime/process-runtime.js';
 import { DirectoryReader } from '../../src/source/directory-reader.js';
 import { rolloutRef } from '../../src/status/rollout-refs.js';
-import { reportCommitStatuses } from '../../src/agent/commit-reporting.js';
+import { commitReports } from '../../src/agent/commit-reporting.js';
 import type { CommitStatus } from '../../src/status/commit-status.js';
 
 const dirs: string[] = [];
@@ -165,7 +165,7 @@ describe('held commits in the agent', () => {
   it('a canary device that refuses the commit (a device check fails) writes an `error` rollout ref, so the halt counts it', async () => {
     const { a } = await agent({ device: 'k1', check: () => [{ component: 'one', file: 'recipes/one.toml', path: 'lifecycle.run', code: 'KS_DEVICE_CHECK', message: 'not possible on this device' }] });
     const sent: CommitStatus[] = [];
-    reportCommitStatuses({ events: a.events, outbox: { enqueue: (s) => (sent.push(s), [sent.length]) }, context: 'keystone/k1', now: Date.now, rolloutKeep: () => a.rolloutKeep() });
+    a.outcomes.reportTo(commitReports({ outbox: { enqueue: (s) => (sent.push(s), [sent.length]) }, context: 'keystone/k1', now: Date.now, rolloutKeep: () => a.rolloutKeep() }));
     a.offer({ id: C1, source: 'git', reader: repo('one', true) });
     await a.idle();
     expect(sent.map((s) => s.state)).toEqual(['error']);

@@ -11,9 +11,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import Sqlite from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readStatusNotes } from '../../src/status/status-notes-read.js';
 import { parseRolloutRef } from '../../src/status/rollout-refs.js';
+import { STATE_DB_FILE } from '../../src/store/state-store.js';
 import { AgentHarness, type AgentProcess, type LogLine } from '../support/agent-harness.js';
 import { until } from '../support/composite-fixture.js';
 import { runCtl } from '../support/cli-run.js';
@@ -240,4 +242,70 @@ describe('a staged rollout over five real agents', { timeout: 420_000 }, () => {
     expect((await rolloutRefs()).find((r) => r?.commit === c && r.device === 'd5')?.wave).toBe('early');
     for (const d of DEVICES) await until(() => applied(d) === c || undefined, 60_000, `${d} to run it`);
   });
+
+  // Issue 27 (SPEC §5): a restarted canary used to adopt its unhealthy instance, find nothing to change and report the
+  // failed commit a success; with the canary's failure gone, the next device to look opened its gate.
+  it('a failed canary stays failed across restarts of its agent (SIGTERM, then kill -9): the rollout stays halted and the next wave never applies', async () => {
+    const port0 = (await freePorts(1))[0]!;
+    fx.components = [{ ...neverHealthy('a', port0), version: '8.0.0' }];
+    const c = await push('a release that never gets healthy, and a canary that restarts');
+    await reported(c, 'd1', 'failure');
+    for (const d of ['d2', 'd3']) expect((await reported(c, d, 'error')).description).toContain('halted at canary: 1 of 1 failed');
+    const d1 = harness.get('d1')!;
+    const appliesOfC = () => d1.history().filter((e) => e.revision === c && (e.outcome === undefined || e.outcome === 'success' || e.outcome === 'failure')).reverse().map((e) => e.outcome ?? 'unfinished');
+    expect(appliesOfC()).toEqual(['failure']);
+    const d2Before = applied('d2');
+
+    for (const [how, down] of [['SIGTERM', (a: AgentProcess) => a.stop()], ['kill -9', (a: AgentProcess) => a.kill9()]] as const) {
+      await down(ag('d1'));
+      const restarted = start('d1');
+      // Done with the commit it ran: resumed (SPEC §5), or applied again (the bug).
+      const settled = await until(() => restarted.lines((l) => String(l.msg).startsWith('resumed the revision applied last') || l.msg === 'apply finished' || l.msg === 'all components running' || String(l.msg).startsWith('apply failed'))[0], 60_000, `the canary to take up the commit again after ${how}`);
+      const statuses = await until(() => {
+        const rows = outboxOf(d1, c);
+        return rows.every((r) => r.open === 0) ? rows : undefined;
+      }, 30_000, `the canary's statuses of the commit delivered after ${how}`);
+      expect(appliesOfC(), `the canary's applies of the commit after ${how} (it said "${String(settled.msg)}")`).toEqual(['failure']);
+      expect(statuses.map((r) => r.state), `the canary's statuses of the commit after ${how}`).not.toContain('success');
+      expect((await noteOf(c, 'd1'))?.state, `the canary's note after ${how}`).toBe('failure');
+    }
+    // The canary's rollout ref for the commit is still its failure.
+    expect((await rolloutRefs()).filter((r) => r?.commit === c && r.device === 'd1').map((r) => r!.state)).toEqual(['failure']);
+
+    // The fleet view still says halted.
+    const r = await runCtl(['fleet', 'status', '--repo', server.url('fleet'), '--commit', c, '--json'], fx.dir);
+    expect(r.code, r.stderr).toBe(0);
+    const view = JSON.parse(r.stdout) as { rollout: { halted?: { wave: string; failed: number; of: number } } };
+    expect(view.rollout.halted).toEqual({ wave: 'canary', failed: 1, of: 1 });
+
+    // A device of the next wave looks at the commit afresh (an upgrade restarts every agent): halted, never applied,
+    // over longer than a bake and two of its gate's rechecks (--poll 1s).
+    await ag('d2').stop();
+    const d2 = start('d2');
+    const looked = await until(
+      () => d2.lines((l) => l.revision === c && (l.msg === 'rollout gate open' || String(l.msg).includes('halted at canary')))[0],
+      60_000,
+      'the restarted d2 to look at the gate for the commit',
+    );
+    expect(looked.msg).toContain('halted at canary: 1 of 1 failed');
+    const watchUntil = looked.t + BAKE_MS + 2 * 1000 + 1000;
+    while (Date.now() < watchUntil) {
+      expect(gateOpen('d2', c), 'the gate opened for d2').toBeUndefined();
+      expect(harness.get('d2')!.history().some((e) => e.revision === c && e.outcome !== 'rejected'), 'd2 applied the commit').toBe(false);
+      await new Promise((res) => setTimeout(res, 200));
+    }
+    expect(applied('d2')).toBe(d2Before);
+    const again = await runCtl(['fleet', 'status', '--repo', server.url('fleet'), '--commit', c, '--json'], fx.dir);
+    expect((JSON.parse(again.stdout) as typeof view).rollout.halted).toEqual({ wave: 'canary', failed: 1, of: 1 });
+  });
 });
+
+/** A device's statuses of `commit` in its outbox, oldest first (`open` 1 while not yet delivered nor given up). */
+function outboxOf(h: AgentHarness, commit: string): Array<{ state: string; open: number }> {
+  const db = new Sqlite(join(h.stateDir, STATE_DB_FILE), { readonly: true, fileMustExist: true, timeout: 5_000 });
+  try {
+    return db.prepare('SELECT state, next_attempt_at IS NOT NULL AS open FROM status_outbox WHERE "commit" = ? ORDER BY id').all(commit) as Array<{ state: string; open: number }>;
+  } finally {
+    db.close();
+  }
+}

@@ -67,7 +67,7 @@ describe('start-first updates', { timeout: 60_000 }, () => {
     await s.apply();
 
     expect(s.agent.store.history({ limit: 1 })[0]).toMatchObject({ outcome: 'failure' });
-    expect(s.agent.lastResult?.execution.failed).toEqual([{ name: 'svc', reason: expect.stringMatching(/not healthy within its start budget.*old instance keeps serving/) }]);
+    expect(s.agent.store.history({ limit: 1 })[0]!.failed).toEqual([{ name: 'svc', reason: expect.stringMatching(/not healthy within its start budget.*old instance keeps serving/) }]);
     const rec = s.agent.store.component('svc')!;
     // The record still describes the old instance: same pid, old version and hash, running.
     expect(rec).toMatchObject({ state: 'running', version: '1.1.0', hash: before.hash });

@@ -123,7 +123,7 @@ describe('POST /v1/sync?wait=done', { timeout: 60_000 }, () => {
     const applied = s.agent.store.appliedRevision()!.id;
     expect(await sync('?wait=done')).toEqual({
       status: 200,
-      body: { sync: 'done', outcome: 'unchanged', revision: applied, summary: 'nothing new: the device runs the newest revision of its source', code: null, applied, rollout: [] },
+      body: { sync: 'done', outcome: 'unchanged', revision: applied, summary: 'nothing new: the device runs the newest revision of its source', code: null, applied, rollout: [], appliedOutcome: 'success' },
     });
   });
 
@@ -132,7 +132,7 @@ describe('POST /v1/sync?wait=done', { timeout: 60_000 }, () => {
     s.fx.bumpVersion('api', '1.1.0');
     const id = await s.fx.revisionId();
     const r = await sync('?wait=done&timeout=30s');
-    expect(r).toEqual({ status: 200, body: { sync: 'done', outcome: 'applied', revision: id, summary: '1 started, 1 stopped, 1 untouched', code: null, applied: id, rollout: [] } });
+    expect(r).toEqual({ status: 200, body: { sync: 'done', outcome: 'applied', revision: id, summary: '1 started, 1 stopped, 1 untouched', code: null, applied: id, rollout: [], appliedOutcome: 'success' } });
     expect(s.livePids().api).not.toBe(before.api);
     expect(s.livePids().db).toBe(before.db);
   });

@@ -62,7 +62,7 @@ describe('the agent loads what a feature needs only when the feature is in use',
     const urls = await loadedBy(['--dir', fx.dir], ['--listen', 'none']);
     expect(distLoaded(urls, 'cli/commands/agent.js')).toBe(true);
     for (const name of ['fastify', 'prom-client', 'isomorphic-git', 'tar', 'yauzl']) expect(packageLoaded(urls, name), name).toBe(false);
-    for (const file of ['api/build-server.js', 'api/listen-api.js', 'cli/commands/agent-git.js', 'source/git-source.js', 'source/ref-lister.js', 'runtime/artifact-installer.js'])
+    for (const file of ['api/build-server.js', 'api/listen-api.js', 'agent/follow-git.js', 'source/git-source.js', 'source/ref-lister.js', 'runtime/artifact-installer.js'])
       expect(distLoaded(urls, file), file).toBe(false);
     expect(packageLoaded(urls, 'chokidar')).toBe(true);
   });
@@ -85,7 +85,7 @@ describe('the agent loads what a feature needs only when the feature is in use',
       git('commit', '-q', '-m', 'fixture');
       const urls = await loadedBy(['--repo', repo], ['--listen', 'none', '--poll', '1s', '--status', 'none']);
       expect(packageLoaded(urls, 'isomorphic-git')).toBe(true);
-      expect(distLoaded(urls, 'cli/commands/agent-git.js')).toBe(true);
+      expect(distLoaded(urls, 'agent/follow-git.js')).toBe(true);
       expect(packageLoaded(urls, 'chokidar')).toBe(false);
       expect(packageLoaded(urls, 'fastify')).toBe(false);
     } finally {

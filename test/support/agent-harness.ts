@@ -39,8 +39,9 @@ export const is = {
   state: (component: string, state: string): LogPredicate => (l) => l.component === component && l.state === state,
   about: (component: string, msg: string): LogPredicate => (l) => l.component === component && l.msg === msg,
   revision: (revision: string, msg: string): LogPredicate => (l) => l.revision === revision && l.msg === msg,
-  /** The end of an apply: every way engine.apply reports one. */
-  applyEnd: (l: LogLine): boolean => l.msg === 'all components running' || l.msg === 'apply finished' || (typeof l.msg === 'string' && l.msg.startsWith('apply failed')),
+  /** The end of an apply: every way outcomes.ts reports one, and the resume of the revision a restarted agent runs. */
+  applyEnd: (l: LogLine): boolean =>
+    l.msg === 'all components running' || l.msg === 'apply finished' || (typeof l.msg === 'string' && (l.msg.startsWith('apply failed') || l.msg.startsWith('resumed the revision applied last'))),
 };
 
 export interface AgentExit {

@@ -5,6 +5,8 @@ const TONES: Record<string, Tone> = {
   running: 'ok',
   healthy: 'ok',
   success: 'ok',
+  // A failed apply whose components got healthy later: good news, but not the apply's success (SPEC §5).
+  recovered: 'ok',
   installing: 'busy',
   starting: 'busy',
   stopping: 'busy',

@@ -203,6 +203,8 @@ export function useDashboardData(): DashboardData {
             }
             break;
           case 'revision':
+          case 'resumed':
+          case 'recovered':
             all();
             break;
           case 'applying':

@@ -29,6 +29,23 @@ function historyView(h: HistoryEntry) {
   };
 }
 
+/**
+ * How the applied revision's apply ended (SPEC §5): `success`, `failure` or `applying`, and — after a failure — the
+ * recovery, if its components got healthy since. A recovery never turns the failure into a success.
+ */
+function outcomeView(entries: readonly HistoryEntry[], id: string) {
+  const mine = entries.filter((e) => e.revision === id && e.outcome !== 'rejected');
+  const apply = mine.find((e) => e.outcome !== 'recovered');
+  if (!apply) return null;
+  const recovery = apply.outcome === 'failure' ? mine.find((e) => e.outcome === 'recovered' && e.id > apply.id) : undefined;
+  return {
+    apply: apply.outcome ?? 'applying',
+    summary: apply.summary ?? null,
+    finishedAt: iso(apply.finishedAt),
+    recovered: recovery ? { at: iso(recovery.finishedAt), summary: recovery.summary ?? null } : null,
+  };
+}
+
 function syncView(ctx: ApiContext) {
   const s = ctx.agent.syncState();
   return {
@@ -59,6 +76,8 @@ export function registerRevisionRoutes(server: FastifyInstance, ctx: ApiContext)
       // This device's rollout wave for the commit (SPEC §14); null outside a staged rollout.
       wave: r.wave ?? null,
       appliedAt: iso(r.appliedAt),
+      // How its apply ended, and a later recovery (SPEC §5); null when the history no longer has it.
+      outcome: outcomeView(ctx.agent.store.history({ limit: 50 }), r.id),
       // What the device follows, and whether a forced manual apply holds the Git sync (until POST /v1/resume).
       sync: syncView(ctx),
       // Newer commits held at the rollout gate (SPEC §14), newest first, each with why: `held: waiting for wave …`.

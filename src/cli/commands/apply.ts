@@ -1,5 +1,5 @@
 // `keystonectl apply PLAN`: verify and validate the plan here, hand it with its recipes to the local agent, and
-// follow the apply to the end. Exit 0 only when the device converged (SPEC §9).
+// follow the apply to the end. The exit code is the outcome's, health included (applyExit, SPEC §9).
 import { parseArgs } from 'node:util';
 import { formatDuration, parseDuration } from '../../core/duration.js';
 import { DirectoryReader } from '../../source/directory-reader.js';
@@ -84,9 +84,29 @@ export async function apply(argv: string[], io: CliIo): Promise<number> {
       return EXIT.FAILED;
     }
     if (values.json) io.stdout.write(JSON.stringify({ ...summary, ...done, event: undefined }, null, 2) + '\n');
-    if (done.converged) return EXIT.OK;
-    if (!values.json) io.stderr.write(`keystonectl apply: ${done.outcome}: ${done.summary}\n`);
-    // Refused by the agent's own checks (invalid, unsigned, untrusted, replayed) is bad input, as everywhere.
-    return done.outcome === 'rejected' ? EXIT.BAD_INPUT : EXIT.FAILED;
+    return applyExit(done, values.json ? undefined : (s) => io.stderr.write(s));
   });
+}
+
+/**
+ * The exit code of a finished apply: its outcome, health included (SPEC §5, §9). `success` is 0 when every component
+ * runs, or is stopped (held by an operator: `keystonectl stop`, the one thing a success may leave not running); a
+ * component that is not healthy makes it 1 even then, so that the exit code never says more than the device does.
+ * `failure` (and an apply superseded before it ran) is 1; a revision the agent refused (invalid, unsigned, untrusted,
+ * replayed) is bad input, 2, as everywhere.
+ */
+export function applyExit(done: Pick<Extract<ProgressEvent, { event: 'done' }>, 'outcome' | 'summary' | 'converged' | 'components'>, warn?: (s: string) => void): number {
+  if (done.outcome === 'success') {
+    if (done.converged) return EXIT.OK;
+    const down = done.components.filter((c) => c.state !== 'running' && c.state !== 'stopped');
+    const held = done.components.filter((c) => c.state === 'stopped');
+    if (down.length === 0) {
+      if (held.length) warn?.(`keystonectl apply: success; held stopped: ${held.map((c) => c.name).join(', ')} (keystonectl start NAME runs it again)\n`);
+      return EXIT.OK;
+    }
+    warn?.(`keystonectl apply: the agent reported success, but not every component is healthy: ${down.map((c) => `${c.name} (${c.state}${c.reason ? `: ${c.reason}` : ''})`).join(', ')}\n`);
+    return EXIT.FAILED;
+  }
+  warn?.(`keystonectl apply: ${done.outcome}: ${done.summary}\n`);
+  return done.outcome === 'rejected' ? EXIT.BAD_INPUT : EXIT.FAILED;
 }

@@ -13,7 +13,7 @@ import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';
 import { devicePolicyFrom } from '../policy-args.js';
 import { doctorJson, doctorText } from '../render/doctor-text.js';
 import { planPathIn } from '../repository-args.js';
-import { secretFrom } from './agent.js';
+import { secretFrom } from '../secret-file.js';
 
 export const DOCTOR_USAGE = 'keystone doctor [--config FILE] [agent flags…] [--json]   (no --config, --repo or --dir: /etc/keystone/agent.toml when it exists)';
 

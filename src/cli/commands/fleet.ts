@@ -79,7 +79,7 @@ async function fleetStatus(argv: string[], io: CliIo): Promise<number> {
   const [{ openFleetRepository, openReportsRepository, readFleetReports, UnknownRefError }, { readRolloutRefs }, { secretFrom }] = await Promise.all([
     import('../../status/fleet-reports-read.js'),
     import('../../status/fleet-rollout-read.js'),
-    import('./agent-git.js'),
+    import('../secret-file.js'),
   ]);
   const { values, positionals } = parseArgs({
     args: argv,

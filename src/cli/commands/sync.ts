@@ -41,6 +41,8 @@ export function renderSyncOutcome(r: Json): string {
       break;
     default:
       line = r.revision === null ? summary : `${summary} (${rev})`;
+      // What runs failed here and has not recovered: nothing new is no good news (SPEC §5).
+      if (r.appliedOutcome === 'failure') line += '; its apply failed on this device (keystonectl history): push a fix or git revert';
   }
   const held = Array.isArray(r.rollout) ? r.rollout.filter((h): h is Json => typeof h === 'object' && h !== null) : [];
   // The held commit the line is about is not repeated.
@@ -73,6 +75,7 @@ export async function sync(argv: string[], io: CliIo): Promise<number> {
     }
     const r = await client.post<Json>('/v1/sync', { query: { wait: 'done', timeout: formatDuration(timeoutMs) }, timeoutMs: timeoutMs + ANSWER_MARGIN_MS });
     io.stdout.write(values.json ? JSON.stringify(r, null, 2) + '\n' : renderSyncOutcome(r));
+    if (r.outcome === 'unchanged' && r.appliedOutcome === 'failure') return EXIT.FAILED;
     return EXIT_OF[String(r.outcome)] ?? EXIT.OK;
   });
 }

@@ -123,6 +123,12 @@ export function revisionLine(rev: Json | undefined, nowMs: number): string {
   if (target) parts.push(`target ${target}`);
   const applied = timeMs(rev.appliedAt);
   if (applied !== undefined) parts.push(`applied ${ago(applied, nowMs)}`);
+  // How the apply ended: a failure stays a failure after a restart; a later recovery is said beside it (SPEC §5).
+  const outcome = isObject(rev.outcome) ? rev.outcome : undefined;
+  if (outcome && str(outcome.apply) !== undefined) {
+    const recovered = isObject(outcome.recovered) ? timeMs(outcome.recovered.at) : undefined;
+    parts.push(`outcome ${str(outcome.apply)}${recovered !== undefined ? `, recovered ${ago(recovered, nowMs)}` : ''}`);
+  }
   if (rev.unsigned === true) parts.push('*** UNSIGNED: signatures are not checked (development only) ***');
   else {
     // signedAt is Unix seconds in the store; an ISO string is accepted too.

@@ -60,7 +60,7 @@ describe('keystonectl against a running agent', { timeout: 60_000 }, () => {
     const [agent, head, policy, header, ...rows] = r.stdout.trimEnd().split('\n');
     // Which agent answers (issue 17): this test's agent runs in this very process.
     expect(agent).toMatch(new RegExp(`^agent pid ${process.pid} {2}keystone \\d+\\.\\d+\\.\\d+\\S* {2}started \\d+s ago$`));
-    expect(head).toMatch(/^revision dir:[0-9a-f]+ {2}plan plans\/\S+ {2}applied \d+s ago {2}\*\*\* UNSIGNED/);
+    expect(head).toMatch(/^revision dir:[0-9a-f]+ {2}plan plans\/\S+ {2}applied \d+s ago {2}outcome success {2}\*\*\* UNSIGNED/);
     // The device policy (SPEC §5) under it: this agent was given no --allow-* flag.
     expect(policy).toBe('policy: safe defaults only (no --allow-* flag)');
     expect(header).toMatch(/^COMPONENT +STATE +VERSION +PID\/CONTAINER +HEALTH +RESTARTS +SINCE$/);

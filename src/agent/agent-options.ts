@@ -1,0 +1,78 @@
+// What starting an agent takes (agent.ts): the composition root (run-agent.ts) fills it from the validated
+// configuration; tests fill it directly.
+import type { DesiredComponent, DesiredState } from '../core/desired-state.js';
+import type { Labels } from '../core/labels.js';
+import type { RestartLimits } from '../core/restart-policy.js';
+import type { Logger } from '../log/logger.js';
+import type { ProbeResult } from '../runtime/probe.js';
+import type { ComponentPaths, Runtime } from '../runtime/runtime.js';
+import type { RepoReader } from '../source/repo-reader.js';
+import type { StateStore } from '../store/state-store.js';
+import type { Keyring } from '../trust/keyring.js';
+import type { RolloutGate } from './rollout-gate.js';
+import type { StateDirLock } from './state-dir-lock.js';
+
+export type TrustSetting = { unsigned: true } | { unsigned: false; keyring: Keyring; maxAgeSeconds?: number; maxClockSkewSeconds?: number };
+
+/** A component this device cannot run as its recipe asks. */
+export interface DeviceProblem {
+  component: string;
+  /** The recipe file. */
+  file: string;
+  /** TOML path, e.g. `lifecycle.run.container.mounts[0].source`. */
+  path: string;
+  code: string;
+  message: string;
+}
+
+export interface AgentOptions {
+  /** The plan to run (`--plan`); without it the plan comes from fleet.toml, by `fleet`'s name and labels (SPEC §13). */
+  planFile?: string;
+  /** This device as fleet.toml's targets see it; needed without `planFile`. */
+  fleet?: { device: string; labels: Labels };
+  stateDir: string;
+  trust: TrustSetting;
+  log: Logger;
+  runtimes: Partial<Record<'process' | 'container', Runtime>>;
+  probe: (c: DesiredComponent, paths: ComponentPaths, timeoutMs: number, signal: AbortSignal) => Promise<ProbeResult>;
+  concurrency: number;
+  graceMs: number;
+  restartLimits?: RestartLimits;
+  /** Component logs are rotated past this size (copy-then-truncate), keeping `logKeep` old files. */
+  logMaxBytes?: number;
+  logKeep?: number;
+  /** How often log sizes are checked. */
+  logCheckMs?: number;
+  /** The state directory's lock, when the caller took it already (openStateDir); it is released by close(). */
+  stateDirLock?: StateDirLock;
+  /** The mark the process runtime puts on components (see orphan-sweep.ts); enables the orphan sweep. */
+  ownerTag?: string;
+  /**
+   * What the agent follows: a Git ref (its commits are the desired state, so a manual apply needs --force and then
+   * suspends the sync) or a development directory (a manual apply is taken; the next change of the directory wins).
+   */
+  following?: 'git' | 'directory';
+  /**
+   * Checks only the device can make (container permissions, mount sources on this host): a revision that fails one
+   * is refused before anything is stopped or started, like an invalid one.
+   */
+  check?: (state: DesiredState) => DeviceProblem[] | Promise<DeviceProblem[]>;
+  /**
+   * Staged rollouts (SPEC §14): reads the fleet's rollout refs. Without it a commit whose fleet.toml has [rollout] is
+   * held (`rolloutUnavailable` says why): a device that cannot see the fleet's reports cannot tell when its turn is.
+   */
+  rolloutGate?: (store: StateStore) => RolloutGate;
+  rolloutUnavailable?: string;
+  /** How often commits held at the gate are looked at again; default 60 s (the poll interval, for a Git source). */
+  gateRecheckMs?: number;
+  /**
+   * A revision whose handling failed unexpectedly (the state store could not write: a full disk), or that this device's
+   * clock refused (a signature from its future, or older than --max-age), is tried again at the next look
+   * (POST /v1/sync) or after this long, doubling up to 16 times it; default 60 s.
+   */
+  retryMs?: number;
+  /** Called with the revision's own reader just before it is applied: relative artifacts are read from it. */
+  useReader?: (reader: RepoReader) => void;
+  now?: () => number;
+  random?: () => number;
+}

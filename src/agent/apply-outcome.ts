@@ -1,0 +1,50 @@
+// An apply's outcome from what its steps found (engine.ts step 7): pure. `success` only when everything the revision
+// asked for runs healthy (SPEC §5); outcomes.ts turns the result into rows and reports.
+import type { DesiredState } from '../core/desired-state.js';
+import type { Reconcile } from '../core/diff.js';
+import type { ApplyFailure } from '../store/state-store.js';
+import type { ExecutionResult } from './executor.js';
+
+export interface ApplyResult {
+  reconcile: Reconcile;
+  execution: ExecutionResult;
+  outcome: 'success' | 'failure';
+  summary: string;
+  /** What failed: started components, untouched ones not healthy, members of a composite rolled back. */
+  failures: ApplyFailure[];
+  /** The agent stopped during it: not an outcome (outcomes.ts keeps its row open for the next start). */
+  interrupted: boolean;
+}
+
+export interface ApplySteps {
+  desired: DesiredState;
+  reconcile: Reconcile;
+  execution: ExecutionResult;
+  /** Untouched components not healthy (adoption.ts checkUntouched). */
+  untouched: ApplyFailure[];
+  /** Members of composites not healthy after the apply. */
+  down: ReadonlyArray<{ name: string; reason: string }>;
+  /** Composites rolled back to their previous members by this apply. */
+  rolledBack: string[];
+  /** Composites held at their previous members: this revision could not update them before. */
+  held: string[];
+  /** The agent is stopping. */
+  stopping: boolean;
+}
+
+export function applyOutcome(a: ApplySteps): ApplyResult {
+  const { desired, reconcile, execution, untouched, down, rolledBack, held } = a;
+  // A member left down by an earlier, cut-short update fails this apply only when its composite was rolled back.
+  const groupOf = new Map(desired.components.map((c) => [c.name, c.group]));
+  const failures = [...execution.failed];
+  for (const d of [...untouched, ...down.filter((d) => rolledBack.includes(groupOf.get(d.name) ?? ''))]) if (!failures.some((f) => f.name === d.name)) failures.push(d);
+  const interrupted = a.stopping && (failures.length > 0 || held.length > 0);
+  const outcome = failures.length === 0 && held.length === 0 ? 'success' : 'failure';
+  const heldText = held.length ? `${held.join(', ')} held at ${held.length === 1 ? 'its' : 'their'} previous members: this revision could not update ${held.length === 1 ? 'it' : 'them'}` : '';
+  const summary = interrupted
+    ? 'interrupted: the agent stopped during this apply'
+    : outcome === 'success'
+      ? `${execution.started.length} started, ${execution.stopped.length} stopped, ${reconcile.noTouch.length} untouched`
+      : `failed: ${[...failures.map((f) => `${f.name} (${f.reason})`), ...rolledBack.map((g) => `${g} rolled back to its previous members`), ...(heldText ? [heldText] : [])].join('; ')}`;
+  return { reconcile, execution, outcome, summary, failures, interrupted };
+}

@@ -1,0 +1,272 @@
+// The one writer of outcomes (SPEC §5, §8): where what became of a revision turns into history rows, the applied
+// revision, events and commit reports. Nothing else writes an apply's row, emits `revision`, `resumed`, `recovered`,
+// `applying` or `held`, or hands a report to the outbox.
+//
+// Invariants ("outcomes are the truth, across restarts"; the chaos run checks them after every settled restart, and
+// test/agent/outcomes-*.e2e.test.ts pins each path):
+//  1. Rows and reports go together: an outcome's history row and its report are written in one transaction, so a
+//     kill between them leaves neither or both.
+//  2. A commit that failed on this device is never reported `success` afterwards. A failed commit offered again is not
+//     applied again (standing() says `failed-before`) unless it is what runs (then it is resumed, below) or the agent's
+//     own rollback brings it; only a new commit changes what the device says about it.
+//  3. An agent restart re-reports nothing: the revision the device runs, offered again, is resumed — loaded, adopted
+//     instances health-checked, what stopped meanwhile started — and its outcome stands as it was written.
+//  4. An apply cut short (kill -9, a stop during it) is not an outcome: its row stays open and is reported by nobody;
+//     the same revision, applied next, finishes that row with the true result. Another revision first closes it as
+//     `failure` (summary `interrupted: …`), with no report.
+//  5. A recovery (every component of a failed revision healthy again: by itself, after a crash restart, an operator
+//     action, or the health check after a restart) is its own row, `recovered`, and its own event. It is never
+//     reported to the Git host and never rewrites the failure, so no rollout gate counts it.
+//  6. A success is written only for an apply whose components were all healthy when it ended (engine.ts step 6).
+import { isCommitId } from '../core/commit-id.js';
+import type { Logger } from '../log/logger.js';
+import type { ApplyFailure, HistoryEntry, StateStore } from '../store/state-store.js';
+import type { Emit } from './agent-events.js';
+import type { OutcomeReports } from './commit-reporting.js';
+import { crashPoint } from './crash-point.js';
+import type { ApplyResult, RevisionInfo } from './engine.js';
+import type { HeldEvent } from './rollout-holds.js';
+
+/** How far back the history is read for a revision's standing: far beyond a burst of commits, bounded. */
+const STANDING_LOOKBACK = 200;
+
+/** What taking a revision up means on this device now (the spine's step 4 asks before anything is touched). */
+export type Standing =
+  /** Never decided here: an apply, with its own row. */
+  | { kind: 'new' }
+  /** The agent died during this revision's apply: this apply finishes that row. */
+  | { kind: 'continue'; historyId: number }
+  /** What the device runs, offered again (a restart): resumed, its outcome stands. */
+  | { kind: 'resume'; outcome: 'success' | 'failure' }
+  /** The commit the device runs, carried out in this run already: nothing to do. */
+  | { kind: 'current' }
+  /** A commit that failed here and is not what runs: not applied again. */
+  | { kind: 'failed-before'; summary: string };
+
+/** A revision on its way through an apply: what its row and its reports need. */
+export interface ApplyTicket {
+  historyId: number;
+  rev: RevisionInfo;
+  began: number;
+  /** The agent's own rollback: no report of its own. */
+  silent: boolean;
+}
+
+/** What a failure's listener is told; it may answer what the device does about it (`rolling back to 3f2a1c0`). */
+export interface FailedOutcome {
+  revision: string;
+  summary: string;
+  failed: ApplyFailure[];
+}
+
+export interface OutcomesDeps {
+  store: StateStore;
+  emit: Emit;
+  log: Logger;
+  now: () => number;
+  /**
+   * Whether every component of the applied revision runs healthy as it asked (undefined while an apply runs or before
+   * a revision is loaded): a failed revision's recovery is recorded once this says so.
+   */
+  healthy: () => { ok: boolean; down: string[] } | undefined;
+}
+
+export class Outcomes {
+  private reports?: OutcomeReports;
+  private readonly failureListeners: Array<(o: FailedOutcome) => string | undefined> = [];
+  /** The apply the agent died during, open until its revision (or another) is applied. */
+  private interrupted?: HistoryEntry;
+  /** The applied revision while its last outcome is a failure nothing has recovered yet. */
+  private standingFailure?: { revision: string; planFile: string; target?: string; failed: string[] };
+  private readonly log: Logger;
+  private readonly supLog: Logger;
+
+  constructor(private readonly deps: OutcomesDeps) {
+    this.log = deps.log.child({ module: 'agent' });
+    this.supLog = deps.log.child({ module: 'supervisor' });
+    // At most one apply is ever open: every begin() closes the one before it.
+    this.interrupted = deps.store.unfinishedApply();
+    if (this.interrupted) this.log.warn({ revision: this.interrupted.revision }, 'the previous apply was interrupted: applying that revision again finishes it with its true outcome');
+  }
+
+  /** The commit reports (Git notes, GitHub statuses) of a Git-following agent; there is one reporter, the last wins. */
+  reportTo(reports: OutcomeReports | undefined): void {
+    this.reports = reports;
+  }
+
+  /** Asked, before anything is written, about every failure that is reported: what the device does about it. */
+  onFailure(listener: (o: FailedOutcome) => string | undefined): () => void {
+    this.failureListeners.push(listener);
+    return () => this.failureListeners.splice(this.failureListeners.indexOf(listener), 1);
+  }
+
+  /**
+   * Rules 2–4: what applying `rev` means now. `identity` is what the plan is chosen with (a device whose name, labels
+   * or --plan changed has a new desired state); `loaded` whether the engine carried it out in this run already.
+   */
+  standing(rev: { id: string; rollback?: boolean; planFile?: string }, o: { identity: string; loaded: boolean }): Standing {
+    const { store } = this.deps;
+    const { id } = rev;
+    if (this.interrupted?.revision === id) return { kind: 'continue', historyId: this.interrupted.id };
+    // An operator's apply is an operator action: a new attempt, whatever came before.
+    if (rev.planFile !== undefined) return { kind: 'new' };
+    const applied = store.appliedRevision();
+    // Another name, other labels, another --plan: another desired state, even from the same commit.
+    if (applied?.identity !== undefined && applied.identity !== o.identity) return { kind: 'new' };
+    if (applied?.id === id && o.loaded) {
+      // A commit offered again in the same run (resumed from the local clone, then found by the first look) is
+      // running; a directory changed back to what runs is a new attempt, the developer's.
+      return isCommitId(id) ? { kind: 'current' } : { kind: 'new' };
+    }
+    const rows = this.rowsOf(id);
+    const last = rows.find((r) => r.outcome === 'success' || r.outcome === 'failure' || r.outcome === 'recovered');
+    if (last && applied?.id === id) return { kind: 'resume', outcome: last.outcome === 'success' ? 'success' : 'failure' };
+    const failed = rows.find(isFailure);
+    if (failed && rev.rollback !== true && isCommitId(id)) return { kind: 'failed-before', summary: failed.summary ?? 'failed' };
+    return { kind: 'new' };
+  }
+
+  /** An apply begins: its row (or the interrupted one it finishes), the applied revision, `pending`. */
+  begin(rev: RevisionInfo, reconcile: Parameters<StateStore['beginApply']>[0]['reconcile'], standing: Standing, silent: boolean, began: number): ApplyTicket {
+    const { store, now } = this.deps;
+    const historyId = store.transaction(() => {
+      let id: number;
+      if (standing.kind === 'continue') id = standing.historyId;
+      else {
+        if (this.interrupted)
+          store.finishApply(this.interrupted.id, { finishedAt: now(), outcome: 'failure', summary: `interrupted: the agent stopped during this apply, and ${short(rev.id)} was applied next` });
+        id = store.beginApply({ revision: rev.id, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), startedAt: now(), reconcile });
+      }
+      this.interrupted = undefined;
+      store.setAppliedRevision({ id: rev.id, source: rev.source, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), ...(rev.identity !== undefined && { identity: rev.identity }), unsigned: rev.unsigned, appliedAt: now(), ...(rev.signedAt !== undefined && { signedAt: rev.signedAt }), ...(rev.signers !== undefined && { signers: rev.signers }), ...(rev.wave !== undefined && { wave: rev.wave }) });
+      // `pending` was said when the interrupted apply began: not again.
+      const e = { revision: rev.id, reconcile, ...(rev.target !== undefined && { target: rev.target }), ...(rev.wave !== undefined && { wave: rev.wave }) };
+      if (!silent && standing.kind !== 'continue') this.reports?.applying(e as never);
+      return id;
+    });
+    this.standingFailure = undefined;
+    this.deps.emit('applying', { revision: rev.id, reconcile: reconcile as never, ...(rev.target !== undefined && { target: rev.target }), ...(rev.wave !== undefined && { wave: rev.wave }) });
+    crashPoint('after-begin-apply');
+    return { historyId, rev, began, silent };
+  }
+
+  /** An apply that threw after it began: its row stays open, and the same revision's next apply finishes it. */
+  abandoned(t: ApplyTicket): void {
+    this.interrupted = { id: t.historyId, revision: t.rev.id, planFile: t.rev.planFile, startedAt: t.began, failed: [] };
+  }
+
+  /** Rule 4 and 1: an apply ended; cut short, it stays open. */
+  finish(t: ApplyTicket, r: ApplyResult & { stateDigest?: string }): void {
+    const { store, now } = this.deps;
+    const { rev } = t;
+    if (r.interrupted) {
+      this.abandoned(t);
+      this.log.warn({ revision: rev.id }, 'apply interrupted: the agent is stopping; the next start finishes it with its true outcome');
+      return;
+    }
+    crashPoint('before-finish-apply');
+    const failed = r.failures;
+    const then = r.outcome === 'failure' && !t.silent ? this.askFailureListeners({ revision: rev.id, summary: r.summary, failed }) : undefined;
+    const summary = then === undefined ? r.summary : `${r.summary}; ${then}`;
+    const event = { revision: rev.id, outcome: r.outcome, durationMs: now() - t.began, summary, failed, reconcile: r.reconcile, ...(rev.target !== undefined && { target: rev.target }), ...(rev.wave !== undefined && { wave: rev.wave }) };
+    store.transaction(() => {
+      store.finishApply(t.historyId, { finishedAt: now(), outcome: r.outcome, summary, failed });
+      // What ran well here: a later commit that brings it back is a revert to a known-good state (SPEC §14).
+      if (r.outcome === 'success' && r.stateDigest !== undefined) store.recordGoodState(r.stateDigest, rev.id, now());
+      if (!t.silent) this.reports?.finished({ ...event, ...(then !== undefined && { then }) });
+    });
+    // Said once the row is written: whoever reads the log line finds the history agreeing with it.
+    if (r.outcome === 'success') this.supLog.info(this.deps.store.components().every((c) => c.state === 'running') ? 'all components running' : 'apply finished');
+    else this.log.error({ revision: rev.id, failed: failed.map((f) => f.name) }, `apply ${summary}`);
+    this.standingFailure = r.outcome === 'failure' ? { revision: rev.id, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), failed: failed.map((f) => f.name) } : undefined;
+    this.deps.emit('revision', event);
+  }
+
+  /** Rule 3: the revision the device runs, taken up again after a restart; nothing is written or reported for it. */
+  resumed(rev: RevisionInfo, outcome: 'success' | 'failure', r: ApplyResult): void {
+    const down = r.failures.map((f) => f.name);
+    // What runs, said as an apply says it: the resume changes nothing about the revision's outcome.
+    if (down.length === 0 && this.deps.store.components().every((c) => c.state === 'running')) this.supLog.info('all components running');
+    this.log.info(
+      { revision: rev.id, outcome, started: r.execution.started, ...(down.length > 0 && { not_healthy: down }) },
+      `resumed the revision applied last: its outcome stands (${outcome})${down.length > 0 && outcome === 'success' ? '; what is not healthy now shows in the component states' : ''}`,
+    );
+    if (outcome === 'failure') {
+      const last = this.rowsOf(rev.id).find((e) => e.outcome === 'failure' || e.outcome === 'recovered' || e.outcome === 'success');
+      this.standingFailure = last?.outcome === 'failure' ? { revision: rev.id, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), failed: last.failed.map((f) => f.name) } : undefined;
+    }
+    this.deps.emit('resumed', { revision: rev.id, outcome, summary: r.summary });
+    this.checkRecovery();
+  }
+
+  /** A revision refused before anything was touched (invalid, unsigned, not for this device). */
+  rejected(r: { revision: string; planFile: string; target?: string; wave?: string; reason: string; began: number; silent: boolean }): void {
+    const { store, now } = this.deps;
+    const event = { revision: r.revision, outcome: 'rejected' as const, durationMs: now() - r.began, summary: r.reason, ...(r.target !== undefined && { target: r.target }), ...(r.wave !== undefined && { wave: r.wave }) };
+    store.transaction(() => {
+      store.recordRejected({ revision: r.revision, planFile: r.planFile, ...(r.target !== undefined && { target: r.target }), at: now(), reason: r.reason });
+      if (!r.silent) this.reports?.finished(event);
+    });
+    this.deps.emit('revision', event);
+  }
+
+  /** A commit the source refused before the agent saw it (a force-push): a refusal with no plan read. */
+  refusedBySource(commit: string, planFile: string, reason: string): void {
+    const { store, now } = this.deps;
+    store.transaction(() => {
+      store.recordRejected({ revision: commit, planFile, at: now(), reason });
+      this.reports?.refused(commit, reason);
+    });
+  }
+
+  /** A commit held at its rollout gate, or halted there (rollout-holds.ts). */
+  held(e: HeldEvent): void {
+    this.reports?.held(e);
+    this.deps.emit('held', e);
+  }
+
+  /** Rule 5: called whenever a component becomes healthy; records a recovery once everything the revision asked runs. */
+  checkRecovery(): void {
+    const f = this.standingFailure;
+    if (!f) return;
+    const h = this.deps.healthy();
+    if (!h?.ok) return;
+    const { store, now } = this.deps;
+    const summary = `recovered: every component runs healthy again after the failed apply${f.failed.length ? ` (${f.failed.join(', ')})` : ''}; the apply's outcome stays failure`;
+    this.standingFailure = undefined;
+    store.recordRecovered({ revision: f.revision, planFile: f.planFile, ...(f.target !== undefined && { target: f.target }), at: now(), summary });
+    this.log.info({ revision: f.revision }, summary);
+    this.deps.emit('recovered', { revision: f.revision, summary });
+  }
+
+  /** Commits that failed here lately, newest first: their rollout refs are kept, so a halt stays visible (SPEC §14). */
+  recentFailures(limit = 4): string[] {
+    const out: string[] = [];
+    for (const e of this.deps.store.history({ limit: 50 })) if (isFailure(e) && isCommitId(e.revision) && !out.includes(e.revision) && out.length < limit) out.push(e.revision);
+    return out;
+  }
+
+  private rowsOf(id: string): HistoryEntry[] {
+    return this.deps.store.history({ limit: STANDING_LOOKBACK }).filter((e) => e.revision === id);
+  }
+
+  private askFailureListeners(o: FailedOutcome): string | undefined {
+    const answers: string[] = [];
+    for (const l of this.failureListeners) {
+      try {
+        const a = l(o);
+        if (a !== undefined) answers.push(a);
+      } catch (e) {
+        this.log.error({ err: e as Error, revision: o.revision }, 'a failure listener failed');
+      }
+    }
+    return answers.length ? answers.join('; ') : undefined;
+  }
+}
+
+/** A failure the device saw: not an apply that a stop cut short and a newer revision superseded. */
+function isFailure(e: HistoryEntry): boolean {
+  return e.outcome === 'failure' && e.summary?.startsWith('interrupted') !== true;
+}
+
+const short = (id: string) => (isCommitId(id) ? id.slice(0, 12) : id);

@@ -1,0 +1,34 @@
+// `--on-failure rollback` (SPEC §7): a listener on outcomes. When a commit's apply fails, the device goes back to the
+// newest commit that succeeded here, applied as the agent's own rollback (no report of its own; the replay floor
+// does not refuse it). The failed commit's report says so ("; rolling back to 3f2a1c0").
+import { isCommitId } from '../core/commit-id.js';
+import type { Logger } from '../log/logger.js';
+import type { Revision } from '../source/directory-source.js';
+import type { StateStore } from '../store/state-store.js';
+import type { Outcomes } from './outcomes.js';
+
+/** The newest commit whose apply succeeded, other than `except`. */
+export function lastGoodCommit(store: Pick<StateStore, 'history'>, except: string): string | undefined {
+  return store.history({ limit: 100 }).find((h) => isCommitId(h.revision) && h.revision !== except && h.outcome === 'success')?.revision;
+}
+
+export function rollBackOnFailure(o: { outcomes: Outcomes; store: StateStore; offer: (r: Revision) => void; revisionAt: (commit: string) => Promise<Revision | undefined>; log: Logger }): () => void {
+  const log = o.log.child({ module: 'agent' });
+  return o.outcomes.onFailure((failed) => {
+    if (!isCommitId(failed.revision)) return undefined;
+    const good = lastGoodCommit(o.store, failed.revision);
+    if (!good) {
+      log.warn({ revision: failed.revision }, 'apply failed and no earlier commit succeeded on this device: nothing to roll back to');
+      return 'no earlier good commit to roll back to';
+    }
+    void o.revisionAt(good).then(
+      (rev) => {
+        if (!rev) return log.error({ revision: failed.revision, rollback_to: good }, 'cannot roll back: that commit is no longer in the local clone');
+        log.warn({ revision: failed.revision, rollback_to: good }, 'apply failed: rolling back to the last commit that succeeded (--on-failure rollback)');
+        o.offer({ ...rev, rollback: true });
+      },
+      (e: Error) => log.error({ err: e, rollback_to: good }, 'rolling back failed'),
+    );
+    return `rolling back to ${good.slice(0, 7)}`;
+  });
+}

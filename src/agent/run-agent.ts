@@ -1,0 +1,189 @@
+// The composition root of `keystone agent`: from validated settings (run-settings.ts) to a running agent — the
+// runtimes, the health probes, the state directory's lock, the rollout gate, the agent itself, and its source (Git,
+// with its reports and rollback policy, or a watched directory). The CLI parses and validates (cli/agent-settings.ts),
+// serves the API and waits for a stop; nothing here parses a flag.
+import { join } from 'node:path';
+import { isSameProcess, processUid } from '../runtime/proc-identity.js';
+import type { DesiredComponent } from '../core/desired-state.js';
+import type { Logger } from '../log/logger.js';
+import type { ArtifactInstallerOptions, InstallArtifactsFn } from '../runtime/artifact-installer.js';
+import { ContainerRuntime } from '../runtime/container-runtime.js';
+import { checkDevice } from '../runtime/device-check.js';
+import { hostPolicyFacts } from '../runtime/policy-host.js';
+import { ProcessRuntime, type BoundProbe } from '../runtime/process-runtime.js';
+import type { Revision } from '../source/directory-source.js';
+import type { RepoReader } from '../source/repo-reader.js';
+import { componentPaths, startAgent, type Agent } from './agent.js';
+import { ownerTag } from './orphan-sweep.js';
+import type { RolloutRecall } from './rollout-gate.js';
+import type { RunSettings } from './run-settings.js';
+import { openStateDir } from './state-dir.js';
+
+/** 2 GiB: artifacts are programs and images, not datasets. */
+const MAX_ARTIFACT_BYTES = 2 * 1024 ** 3;
+
+export interface RunningAgent {
+  agent: Agent;
+  /** Starts following the source (the first look, or the device's place in the poll interval). */
+  start(): Promise<void>;
+  /** Stops following, then the agent (its components too with `stopComponents`), then the container runtime's watches. */
+  close(opts: { stopComponents: boolean }): Promise<void>;
+}
+
+export interface RunHooks {
+  logger: Logger;
+  /** The agent's environment (the host facts of the device policy read it). */
+  env: NodeJS.ProcessEnv;
+  /** Runs once the state directory is locked and before anything in it is read (the CLI tries the API's address). */
+  beforeAdopt?: () => Promise<void>;
+}
+
+/**
+ * Artifacts (fetch, verify, unpack: tar, yauzl) are loaded when a component first has some to install: most devices
+ * run programs already on disk.
+ */
+function lazyArtifactInstaller(opts: ArtifactInstallerOptions): InstallArtifactsFn {
+  let installer: Promise<InstallArtifactsFn> | undefined;
+  return async (c, workDir) => {
+    installer ??= import('../runtime/artifact-installer.js').then((m) => m.artifactInstaller(opts));
+    return (await installer)(c, workDir);
+  };
+}
+
+export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<RunningAgent> {
+  const { logger } = hooks;
+  const log = logger.child({ module: 'agent' });
+  const { stateDir, policy } = s;
+  // Relative artifacts are read from the revision being applied (they are pinned by digest, not listed in SHA256SUMS).
+  let artifactReader: RepoReader | undefined;
+  const installArtifacts = () => lazyArtifactInstaller({ reader: () => artifactReader!, cacheDir: join(stateDir, 'cache'), maxBytes: MAX_ARTIFACT_BYTES });
+  const tag = ownerTag(stateDir);
+  // The state directory is guarded too: a container that mounts it holds the API token.
+  const policyHost = hostPolicyFacts({ stateDir, env: hooks.env });
+  const processRuntime = new ProcessRuntime({ ownerTag: tag, allowRoot: policy.allowRoot, installArtifacts: installArtifacts() });
+  if (processRuntime.privilegeNote) log.warn(processRuntime.privilegeNote);
+  let agentRef: Agent | undefined;
+  const lastPull = new Map<string, { at: number; status: string }>();
+  // Containers: the engine is found when a container component first needs it (a device without one runs processes).
+  const containerRuntime = new ContainerRuntime({
+    ownerTag: tag,
+    policy,
+    policyHost,
+    installArtifacts: installArtifacts(),
+    log: logger.child({ module: 'containers' }),
+    // For `keystonectl apply`'s display: a line a second per component while bytes flow, and every other status.
+    onPullProgress: (component, p) => {
+      const t = Date.now();
+      const downloading = p.status === 'Downloading' || p.status === 'Extracting';
+      const last = lastPull.get(component);
+      if (last && (downloading ? t - last.at < 1000 : last.status === p.status)) return;
+      lastPull.set(component, { at: t, status: p.status });
+      try {
+        agentRef?.events.emit('pull', { component, image: p.image, status: p.status, currentBytes: p.currentBytes, totalBytes: p.totalBytes });
+      } catch (e) {
+        log.error({ err: e as Error }, 'a pull progress listener failed');
+      }
+    },
+  });
+  const runtimeOf = (c: DesiredComponent) => (c.recipe.lifecycle.run.type === 'container' ? containerRuntime : processRuntime);
+  if (s.trust.unsigned) log.warn('running UNSIGNED (--allow-unsigned): every revision is applied without a signature check; development only');
+
+  // The Git modules (isomorphic-git) are loaded only when the agent follows Git.
+  const git = s.source.kind === 'git' ? s.source : undefined;
+  const gitModules = git
+    ? await Promise.all([import('./follow-git.js'), import('./rollout-gate.js'), import('../source/ref-lister.js')]).then(([g, r, l]) => ({ followGit: g.followGit, RolloutGate: r.RolloutGate, refListerFor: l.refListerFor }))
+    : undefined;
+  // Before anything in the state directory is read or adopted: it is checked and locked (one agent per state
+  // directory), and the caller's checks run, so that an agent that cannot run touches nothing.
+  const stateDirLock = openStateDir(stateDir);
+  try {
+    await hooks.beforeAdopt?.();
+  } catch (e) {
+    stateDirLock.release();
+    throw e;
+  }
+  // Staged rollouts (SPEC §14) read the fleet's rollout refs where the Git notes go: the reports repository, else
+  // the followed one. A device that sends no Git notes cannot take part: it holds such commits and says why.
+  const reportsRepo = git?.statusRepo ?? git?.repo;
+  const rolloutGate =
+    gitModules && git && reportsRepo !== undefined && git.status.includes('git-notes')
+      ? (store: RolloutRecall) => new gitModules.RolloutGate({ refs: gitModules.refListerFor(reportsRepo, { ...(git.token !== undefined && { token: git.token }), now: Date.now }), store, now: Date.now, random: Math.random })
+      : undefined;
+  const boundProbes = new Map<string, BoundProbe | undefined>();
+  const agent = (agentRef = await startAgent({
+    stateDirLock,
+    ...(rolloutGate && { rolloutGate }),
+    ...(!rolloutGate && { rolloutUnavailable: 'this device sends no Git notes (--status git-notes), so it cannot see the waves before it' }),
+    ...(git && { gateRecheckMs: git.pollMs }),
+    ...(s.planFile !== undefined && { planFile: s.planFile }),
+    fleet: { device: s.device, labels: s.labels },
+    stateDir,
+    trust: s.trust,
+    log: logger,
+    runtimes: { process: processRuntime, container: containerRuntime },
+    check: (state) => checkDevice(state, { policy, host: policyHost, containers: containerRuntime, processes: processRuntime, paths: (name) => componentPaths(stateDir, name) }),
+    probe: async (c, paths, _timeoutMs, signal) => {
+      // Bind each component's probe once per hash: binding resolves the run user from /etc/passwd,
+      // which is too costly to repeat on every probe (a profile showed 13 % of the agent's CPU).
+      const key = `${c.name}\0${c.hash}`;
+      let bound = boundProbes.get(key);
+      if (!boundProbes.has(key)) {
+        bound = await runtimeOf(c).healthProbe(c, paths);
+        boundProbes.set(key, bound);
+      }
+      return bound ? bound(signal) : { ok: true, detail: 'no health check', latencyMs: 0 };
+    },
+    concurrency: s.concurrency,
+    graceMs: s.graceMs,
+    restartLimits: s.restartLimits,
+    ownerTag: tag,
+    following: git ? 'git' : 'directory',
+    useReader: (r) => (artifactReader = r),
+    logMaxBytes: s.logMaxBytes,
+    logKeep: s.logKeep,
+  }));
+  // The source offers revisions (and POST /v1/sync asks it to look now); it never offers the same content twice.
+  let source: { start(): Promise<void>; close(): Promise<void> };
+  try {
+    if (git && gitModules) {
+      const { kind: _kind, ...gitOpts } = git;
+      const following = gitModules.followGit(agent, { ...gitOpts, stateDir, ...(s.planFile !== undefined && { planFile: s.planFile }), device: s.device, labels: s.labels, log: logger, random: Math.random, now: Date.now });
+      source = { start: () => following.start(), close: () => following.close() };
+    } else if (s.source.kind === 'dir') {
+      // chokidar only in directory mode.
+      const { DirectorySource } = await import('../source/directory-source.js');
+      const dir = new DirectorySource(s.source.root, { settleMs: s.source.settleMs, onRevision: (r: Revision) => agent.offer(r), onError: (e) => log.error({ err: e }, 'watching the directory failed') });
+      agent.onSync(() => dir.syncNow());
+      source = dir;
+    } else throw new Error('runAgent: no source');
+  } catch (e) {
+    await agent.close();
+    throw e;
+  }
+  warnRootProcesses(agent, policy.allowRoot, log);
+  return {
+    agent,
+    start: () => source.start(),
+    async close(opts) {
+      await source.close();
+      await agent.close({ stopComponents: opts.stopComponents });
+      // Containers keep running; the runtime only stops following their exits and logs (it saves where it got to).
+      await containerRuntime.close();
+    },
+  };
+}
+
+/**
+ * Adopted, not started: a process an earlier version (or an --allow-root run) started as root keeps running as root
+ * until it restarts. Said loudly rather than restarted behind the operator's back (the agent's own restart never
+ * restarts a healthy component).
+ */
+function warnRootProcesses(agent: Agent, allowRoot: boolean, log: Logger): void {
+  if (allowRoot || (process.getuid?.() ?? 0) !== 0) return;
+  for (const rec of agent.store.components())
+    if (rec.instance?.kind === 'process' && isSameProcess(rec.instance.pid, rec.instance.startTime) && processUid(rec.instance.pid) === 0)
+      log.warn(
+        { component: rec.name, pid: rec.instance.pid },
+        'runs as root, started before this device refused root process users: `keystonectl restart` it (or apply a revision that changes it) to run it as its recipe user or the unprivileged default',
+      );
+}

@@ -1,0 +1,47 @@
+// Everything the composition root (run-agent.ts) needs, validated once by the caller (the CLI's agent-settings.ts:
+// flags and the configuration file, with their messages): typed values, no strings left to parse here.
+import type { DevicePolicy } from '../core/device-policy.js';
+import type { Labels } from '../core/labels.js';
+import type { RestartLimits } from '../core/restart-policy.js';
+import type { TrustSetting } from './agent-options.js';
+
+export interface GitSettings {
+  kind: 'git';
+  /** A URL (http/https) or an absolute path. */
+  repo: string;
+  ref: string;
+  pollMs: number;
+  token?: string;
+  allowHistoryRewrite: boolean;
+  onFailure: 'none' | 'rollback';
+  /** Where Git notes and rollout refs go, when not to `repo` (`--status-repo`). */
+  statusRepo?: string;
+  /** `git-notes`, `github`; empty for `none`. */
+  status: Array<'git-notes' | 'github'>;
+  /** With `github` in `status`: where and how. */
+  github?: { owner: string; repo: string; token: string; apiBase?: string };
+}
+
+export interface DirectorySettings {
+  kind: 'dir';
+  /** Absolute. */
+  root: string;
+  settleMs: number;
+}
+
+export interface RunSettings {
+  source: GitSettings | DirectorySettings;
+  /** A path inside the repository; absent when fleet.toml picks the plan. */
+  planFile?: string;
+  device: string;
+  labels: Labels;
+  /** Absolute. */
+  stateDir: string;
+  trust: TrustSetting;
+  policy: DevicePolicy;
+  concurrency: number;
+  graceMs: number;
+  restartLimits: RestartLimits;
+  logMaxBytes: number;
+  logKeep: number;
+}

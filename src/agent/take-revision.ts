@@ -1,0 +1,200 @@
+// What happens to a new revision, in order (SPEC §7): 1 verify → 2 target and load → 3 device check → 4 standing and
+// gate → 5 apply (or resume). Each step either passes the revision on or ends it with an outcome value; outcomes.ts
+// writes what the outcome means (rows, events, reports), so this file decides and never records.
+import { isCommitId } from '../core/commit-id.js';
+import type { DesiredState } from '../core/desired-state.js';
+import { formatDiagnostic } from '../core/errors.js';
+import { FLEET_FILE } from '../core/fleet.js';
+import type { Labels } from '../core/labels.js';
+import type { Logger } from '../log/logger.js';
+import type { Revision } from '../source/directory-source.js';
+import { loadDeviceRevision } from '../source/load-fleet.js';
+import type { RepoReader } from '../source/repo-reader.js';
+import type { StateStore } from '../store/state-store.js';
+import { TrustError } from '../trust/trust-error.js';
+import { VerifiedReader, verifyRevision } from '../trust/verify-revision.js';
+import type { Engine } from './engine.js';
+import type { Outcomes } from './outcomes.js';
+import { stateDigest } from './rollout-gate.js';
+import type { Candidate, RolloutHolds } from './rollout-holds.js';
+import type { DeviceProblem, TrustSetting } from './agent-options.js';
+
+/** Refusals that depend on the device's clock (docs/signing.md, "Time"): the same revision is looked at again later. */
+const CLOCK_REFUSALS: ReadonlySet<string> = new Set(['KS_SIGNATURE_FROM_FUTURE', 'KS_SIGNATURE_TOO_OLD']);
+
+/** What became of a revision the loop took up. */
+export type RevisionOutcome =
+  | { kind: 'rejected'; reason: string; byClock: boolean }
+  | { kind: 'held' }
+  | { kind: 'failed-before' }
+  /** The commit the device runs, carried out in this run already. */
+  | { kind: 'current' }
+  | { kind: 'applied'; outcome: 'success' | 'failure' | 'interrupted' }
+  | { kind: 'resumed'; outcome: 'success' | 'failure' };
+
+export interface RevisionSteps {
+  trust: TrustSetting;
+  /** `--plan`; without it fleet.toml picks the plan by the device's name and labels. */
+  planFile?: string;
+  fleet: { device: string; labels: Labels };
+  /** What the plan was chosen with (device-identity.ts). */
+  identity: string;
+  following: 'git' | 'directory';
+  check?: (state: DesiredState) => DeviceProblem[] | Promise<DeviceProblem[]>;
+  useReader?: (reader: RepoReader) => void;
+  store: StateStore;
+  engine: Engine;
+  outcomes: Outcomes;
+  holds: RolloutHolds;
+  log: Logger;
+  now: () => number;
+}
+
+/** The last placement logged ("this device in the fleet"), said again only when it changes. */
+const placements = new WeakMap<RevisionSteps, string>();
+
+export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<RevisionOutcome> {
+  const { store, log, now } = s;
+  log.info({ revision: rev.id, source: rev.source }, 'new revision');
+  const began = now();
+  // A manual apply names its plan; else --plan; else fleet.toml picks one by this device's name and labels.
+  const explicitPlan = rev.planFile ?? s.planFile;
+  let planFile = explicitPlan ?? FLEET_FILE;
+  let target: string | undefined;
+  /** The device's rollout wave, once the plan is resolved: a refusal on the device then counts towards a halt. */
+  let waveName: string | undefined;
+  const reject = (reason: string, byClock = false): RevisionOutcome => {
+    // Written, then said: whoever reads the log line finds the history agreeing with it.
+    s.outcomes.rejected({ revision: rev.id, planFile, ...(target !== undefined && { target }), ...(waveName !== undefined && { wave: waveName }), reason, began, silent: rev.rollback === true });
+    log.error({ revision: rev.id, reason }, 'revision refused; still running the previous one');
+    return { kind: 'rejected', reason, byClock };
+  };
+
+  // 1. Verify: the signatures over SHA256SUMS, before any TOML is parsed.
+  let reader = rev.reader;
+  let signedAt: number | undefined;
+  let signers: string[] | undefined;
+  if (s.trust.unsigned) log.warn({ revision: rev.id }, 'UNSIGNED revision: signatures are not checked (--allow-unsigned, development only)');
+  else {
+    // What this device already runs passed --max-age when it was applied. Offered again (the agent restarted, its
+    // clock now a year ahead, or the state frozen) it is loaded again rather than refused, so that what runs stays
+    // supervised; it is said loudly. A newer revision still has to pass.
+    const runs = rev.id === store.appliedRevision()?.id;
+    const { keyring, maxAgeSeconds, maxClockSkewSeconds } = s.trust;
+    try {
+      const v = await verifyRevision(rev.reader, {
+        keyring,
+        now: Math.floor(now() / 1000),
+        // A rollback re-applies a revision this device already applied and saw succeed, and what runs (resumed after a
+        // restart, maybe a rollback's target) is not new either: the floor raised since is the device's own doing,
+        // not a replay by someone else.
+        ...(store.lastSignedAt() !== undefined && !rev.rollback && !runs && { notBefore: store.lastSignedAt()! }),
+        ...(maxAgeSeconds !== undefined && !runs && { maxAgeSeconds }),
+        ...(maxClockSkewSeconds !== undefined && { maxClockSkewSeconds }),
+      });
+      reader = new VerifiedReader(rev.reader, v);
+      signedAt = v.signedAt;
+      signers = [...v.signers];
+      log.info({ revision: rev.id, signers: v.signers, signed_at: new Date(v.signedAt * 1000).toISOString() }, 'signature verified');
+      if (runs && maxAgeSeconds !== undefined && Math.floor(now() / 1000) - v.signedAt > maxAgeSeconds)
+        log.warn({ revision: rev.id, code: 'KS_SIGNATURE_TOO_OLD', signed_at: new Date(v.signedAt * 1000).toISOString() }, 'the revision this device runs is older than --max-age: it keeps running, supervised; only a newer signed revision replaces it (or check the clock)');
+    } catch (e) {
+      if (!(e instanceof TrustError)) throw e;
+      // Refused by this device's clock rather than by the signature: once the clock is right (NTP, date -s) it may pass.
+      return reject(`${e.code}: ${e.message}`, CLOCK_REFUSALS.has(e.code));
+    }
+  }
+
+  // 2. Target and load: the plan for this device (fleet.toml's target, or the named plan), validated and resolved.
+  let resolution;
+  try {
+    resolution = await loadDeviceRevision(reader, { ...(explicitPlan !== undefined && { plan: explicitPlan }), ...s.fleet });
+  } catch (e) {
+    if (e instanceof TrustError) return reject(`${e.code}: ${e.message}`);
+    throw e;
+  }
+  if (resolution.ok) {
+    ({ planFile, target } = resolution);
+    // Only a staged commit followed from Git has a wave: its refusal here is this device's `error` in the rollout.
+    if (resolution.rollout && isCommitId(rev.id) && !rev.rollback && s.following === 'git') waveName = resolution.wave?.name;
+    if (target !== undefined) logPlacement(s, rev.id, target, planFile, resolution.wave?.name);
+  } else if (resolution.noTarget) {
+    // A valid revision with no place for this device: it keeps what runs, and says so with its labels.
+    const d = resolution.diagnostics[0]!;
+    log.error({ revision: rev.id, code: d.code, device: s.fleet.device, labels: s.fleet.labels }, formatDiagnostic(d));
+    return reject(`${d.message} [${d.code}]`);
+  } else {
+    for (const d of resolution.diagnostics) log.error({ revision: rev.id, code: d.code }, formatDiagnostic(d));
+    return reject(`invalid: ${resolution.diagnostics.length} error(s), first: ${formatDiagnostic(resolution.diagnostics[0]!)}`);
+  }
+
+  // 3. Device check: what only this device can tell (container permissions, mount sources on this host).
+  const problems = (await s.check?.(resolution.state)) ?? [];
+  if (problems.length) {
+    for (const p of problems) log.error({ revision: rev.id, component: p.component, code: p.code }, `${p.file}: ${p.path}: ${p.message}`);
+    const first = problems[0]!;
+    return reject(`refused on this device: ${problems.length} problem(s), first: ${first.file}: ${first.path}: ${first.message} [${first.code}]`);
+  }
+
+  // 4. Standing and gate. A commit that failed here is not tried again by a restart (outcomes.ts, rule 2).
+  const standing = s.outcomes.standing(rev, { identity: s.identity, loaded: s.engine.loaded === rev.id });
+  if (standing.kind === 'current') {
+    log.info({ revision: rev.id }, 'the revision this device runs: nothing to do');
+    return { kind: 'current' };
+  }
+  if (standing.kind === 'failed-before') {
+    log.warn({ revision: rev.id, outcome: 'failure', summary: standing.summary }, 'failed on this device before: not applied again, its outcome stands; a new commit (a fix, or git revert) changes what runs');
+    return { kind: 'failed-before' };
+  }
+  // The revision this device runs (offered again after a restart) is not gated again: its own report stands (a
+  // failed canary must stay a failure in the rollout, not turn into `halted` by its own failure).
+  const current = standing.kind === 'resume' || standing.kind === 'continue';
+  const c = { rev, state: resolution.state, planFile, ...(target !== undefined && { target }), ...(signedAt !== undefined && { signedAt }), ...(signers !== undefined && { signers }), began };
+  if (resolution.rollout && resolution.wave && waveName !== undefined && !current) {
+    // Staged (SPEC §14): held until its gate opens. A newer commit goes first in line; the same one offered again
+    // (a restart, a rollback target become the tip) replaces its entry.
+    await s.holds.hold({ ...c, rollout: resolution.rollout, wave: resolution.wave.index, waveName: resolution.wave.name });
+    return { kind: 'held' };
+  }
+  // A newer commit applied without the gate: what is held is behind it (a rollback is older, and keeps them).
+  if (isCommitId(rev.id) && !rev.rollback && !current) s.holds.drop();
+
+  // 5. Apply.
+  return applyCandidate({ ...c, ...(waveName !== undefined && { waveName }) }, s);
+}
+
+/** Step 5, also where a held commit goes once its gate opens: apply it, or resume the revision the device runs. */
+export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'waveName' | 'reason' | 'checkedAt'> & { waveName?: string }, s: RevisionSteps): Promise<RevisionOutcome> {
+  const { rev, state, planFile, target, signedAt, signers, waveName, began } = c;
+  // Artifacts are pinned by digest, not listed in SHA256SUMS: they come from the revision's own (unverified) reader.
+  s.useReader?.(rev.reader);
+  const info = { id: rev.id, source: rev.source, planFile, ...(target !== undefined && { target }), identity: s.identity, unsigned: s.trust.unsigned, ...(signedAt !== undefined && { signedAt }), ...(signers !== undefined && { signers }), ...(waveName !== undefined && { wave: waveName }) };
+  const standing = s.outcomes.standing(rev, { identity: s.identity, loaded: s.engine.loaded === rev.id });
+  // Decided between its hold and its gate opening (step 4 said so for a revision not held).
+  if (standing.kind === 'current' || standing.kind === 'failed-before') return { kind: standing.kind };
+  if (standing.kind === 'resume') {
+    const r = await s.engine.apply(state, info);
+    if (!r.interrupted) s.outcomes.resumed(info, standing.outcome, r);
+    return { kind: 'resumed', outcome: standing.outcome };
+  }
+  let ticket: ReturnType<Outcomes['begin']> | undefined;
+  let r;
+  try {
+    r = await s.engine.apply(state, info, (reconcile) => (ticket = s.outcomes.begin(info, reconcile, standing, rev.rollback === true, began)));
+  } catch (e) {
+    // Cut short by an error (the store could not write): the row stays open for the retry to finish.
+    if (ticket) s.outcomes.abandoned(ticket);
+    throw e;
+  }
+  s.outcomes.finish(ticket!, { ...r, stateDigest: stateDigest(state) });
+  return { kind: 'applied', outcome: r.interrupted ? 'interrupted' : r.outcome };
+}
+
+function logPlacement(s: RevisionSteps, revision: string, target: string, planFile: string, wave: string | undefined): void {
+  const { device } = s.fleet;
+  const placement = `device=${device} target=${target}${wave !== undefined ? ` wave=${wave}` : ''}`;
+  // Once per agent and whenever it changes: where this device stands in the fleet (SPEC §13–14).
+  if (placement !== placements.get(s)) s.log.info({ device, target, ...(wave !== undefined && { wave }) }, 'this device in the fleet');
+  placements.set(s, placement);
+  s.log.info({ revision, device, target, ...(wave !== undefined && { wave }), plan: planFile }, 'fleet target');
+}

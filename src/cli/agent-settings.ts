@@ -1,0 +1,157 @@
+// `keystone agent`'s flags (over the configuration file, over the defaults: agent-options.ts) checked once and turned
+// into the typed settings the composition root takes (agent/run-agent.ts). Each problem is a UsageError naming the
+// flag: exit code 2, and nothing on the device touched.
+import { availableParallelism, hostname } from 'node:os';
+import { resolve } from 'node:path';
+import type { GitSettings, RunSettings } from '../agent/run-settings.js';
+import { parseDuration } from '../core/duration.js';
+import { deviceNameProblem, labelsFromArgs, type Labels } from '../core/labels.js';
+import { DEFAULT_RESTART_LIMITS } from '../core/restart-policy.js';
+import { parseGitRepo } from '../source/git-repo-location.js';
+import { ownerRepoFromUrl } from '../status/github-status-reporter.js';
+import { isLoopbackAddress, parseListenAddress, type ListenAddress } from '../api/listen-address.js';
+import type { AgentOptionValues } from './agent-options.js';
+import { UsageError, type CliIo } from './io.js';
+import { devicePolicyFrom } from './policy-args.js';
+import { planPathIn } from './repository-args.js';
+import { secretFrom } from './secret-file.js';
+import { trustSetting } from './trust-args.js';
+
+/** SPEC §9: loopback, so that only this machine reaches the API unless the operator says otherwise. */
+const DEFAULT_LISTEN = '127.0.0.1:8080';
+
+/** What the CLI keeps for itself: the API's listeners, the log's form, what a stop does. */
+export interface AgentCliSettings {
+  run: RunSettings;
+  listen: ListenAddress | undefined;
+  listenPublic: boolean;
+  socketPath: string | undefined;
+  dashboard: boolean;
+  webhookSecret?: string;
+  logFormat: 'pretty' | 'json';
+  stopOnExit: boolean;
+}
+
+function positiveInt(text: string, flag: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`${flag} must be a whole number ≥ 1, not "${text}"`);
+  return n;
+}
+
+export function agentSettings(values: AgentOptionValues, positionals: string[], io: CliIo): AgentCliSettings {
+  if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
+  if ((values.repo === undefined) === (values.dir === undefined)) throw new UsageError('give one source: --repo URL|PATH (Git) or --dir PATH (a development directory)');
+  if (values.plan === '') throw new UsageError('--plan takes a plan file; leave it out to take the plan from fleet.toml');
+  const gitFlags = ['ref', 'poll', 'git-token-file', 'status', 'status-repo', 'github-repo', 'github-token-file', 'github-api', 'webhook-secret-file'] as const;
+  const misplaced = gitFlags.find((f) => values[f] !== undefined) ?? (values['allow-history-rewrite'] || values['on-failure'] !== 'none' ? 'allow-history-rewrite or --on-failure' : undefined);
+  if (values.dir !== undefined && misplaced) throw new UsageError(`--${misplaced} is for a Git source (--repo), not --dir`);
+  if (values['on-failure'] !== 'none' && values['on-failure'] !== 'rollback') throw new UsageError(`--on-failure must be none or rollback, not "${values['on-failure']}"`);
+  const root = values.dir === undefined ? undefined : resolve(io.cwd, values.dir);
+  // The plan is a path inside the repository: for a Git source it is read from each commit's tree.
+  const planFile = values.plan === undefined ? undefined : root !== undefined ? planPathIn(root, values.plan) : values.plan.split('\\').join('/').replace(/^\.\//, '');
+  const settleMs = parseDuration(values.settle);
+  const graceMs = parseDuration(values.grace);
+  if (graceMs === undefined || settleMs === undefined) throw new UsageError('--grace and --settle take durations such as 10s');
+  const device = values.device ?? hostname();
+  // It names the device's reports (`keystone/<device>`) and fleet.toml's `devices`: one printable word.
+  const badDevice = deviceNameProblem(device);
+  if (badDevice) throw new UsageError(`--device: ${badDevice}`);
+  let labels: Labels;
+  try {
+    labels = labelsFromArgs(values.label ?? []);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  const concurrency = values.concurrency === undefined ? availableParallelism() : Number(values.concurrency);
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency must be a whole number ≥ 1, not "${values.concurrency}"`);
+  const maxBackoffMs = parseDuration(values['max-backoff']);
+  const healthySpellMs = parseDuration(values['healthy-spell']);
+  const crashLoopLimit = Number(values['crash-loop-limit']);
+  if (maxBackoffMs === undefined || healthySpellMs === undefined || !Number.isInteger(crashLoopLimit) || crashLoopLimit < 1)
+    throw new UsageError('--max-backoff and --healthy-spell take durations, --crash-loop-limit a whole number ≥ 1');
+  let listen: ListenAddress | undefined;
+  try {
+    listen = parseListenAddress(values.listen ?? DEFAULT_LISTEN);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  // Loopback unless the operator says otherwise in so many words: the API steers every component on the device.
+  if (listen && !isLoopbackAddress(listen) && !values['listen-public'])
+    throw new UsageError(`--listen ${values.listen} is not a loopback address: add --listen-public to expose the API beyond this machine`);
+  const logFormat = values['log-format'] ?? (io.stdout.isTTY ? 'pretty' : 'json');
+  if (logFormat !== 'pretty' && logFormat !== 'json') throw new UsageError(`--log-format must be pretty or json, not "${logFormat}"`);
+  const gitToken = secretFrom(values['git-token-file'] && resolve(io.cwd, values['git-token-file']), io.env.KEYSTONE_GIT_TOKEN, 'Git token');
+  const webhookSecret = secretFrom(values['webhook-secret-file'] && resolve(io.cwd, values['webhook-secret-file']), io.env.KEYSTONE_WEBHOOK_SECRET, 'webhook secret');
+  const run: RunSettings = {
+    source: root !== undefined ? { kind: 'dir', root, settleMs } : gitSettings(values, io, gitToken),
+    ...(planFile !== undefined && { planFile }),
+    device,
+    labels,
+    stateDir: resolve(io.cwd, values['state-dir']),
+    trust: trustSetting(values, io),
+    policy: devicePolicyFrom(values),
+    concurrency,
+    graceMs,
+    restartLimits: { ...DEFAULT_RESTART_LIMITS, maxBackoffMs, healthySpellMs, crashLoopLimit },
+    logMaxBytes: positiveInt(values['log-max-bytes'], '--log-max-bytes'),
+    logKeep: positiveInt(values['log-keep'], '--log-keep'),
+  };
+  return {
+    run,
+    listen,
+    listenPublic: values['listen-public'],
+    socketPath: values.socket === undefined ? undefined : resolve(io.cwd, values.socket),
+    dashboard: values.dashboard,
+    ...(webhookSecret !== undefined && { webhookSecret }),
+    logFormat,
+    stopOnExit: values['stop-on-exit'],
+  };
+}
+
+function gitSettings(values: AgentOptionValues, io: CliIo, token: string | undefined): GitSettings {
+  const url = /^https?:\/\//i.test(values.repo!);
+  const repo = url ? values.repo! : resolve(io.cwd, values.repo!);
+  const pollMs = parseDuration(values.poll ?? '60s');
+  if (pollMs === undefined || pollMs <= 0) throw new UsageError(`--poll takes a duration such as 60s, not "${values.poll}"`);
+  // The reports repository is held to the rules of --repo: no credentials or query in the URL, no SSH.
+  let statusRepo: string | undefined;
+  if (values['status-repo'] !== undefined) {
+    try {
+      const loc = parseGitRepo(/^[a-z][a-z0-9+.-]*:\/\//i.test(values['status-repo']) ? values['status-repo'] : resolve(io.cwd, values['status-repo']));
+      statusRepo = loc.kind === 'http' ? loc.url : loc.path;
+    } catch (e) {
+      throw new UsageError(`--status-repo: ${(e as Error).message}`);
+    }
+  }
+  const status: GitSettings['status'] = [];
+  for (const name of (values.status ?? 'git-notes').split(',').map((x) => x.trim()).filter(Boolean)) {
+    if (name === 'git-notes' || name === 'github') status.push(name);
+    else if (name !== 'none') throw new UsageError(`--status takes git-notes, github or none, not "${name}"`);
+  }
+  let github: GitSettings['github'];
+  if (status.includes('github')) {
+    const target = values['github-repo'] !== undefined ? parseOwnerRepo(values['github-repo']) : ownerRepoFromUrl(repo);
+    if (!target) throw new UsageError(`--status github: give --github-repo OWNER/REPO (it cannot be read from ${repo})`);
+    const githubToken = secretFrom(values['github-token-file'] && resolve(io.cwd, values['github-token-file']), io.env.KEYSTONE_GITHUB_TOKEN, 'GitHub token') ?? token;
+    if (!githubToken) throw new UsageError('--status github needs a token: --github-token-file FILE or KEYSTONE_GITHUB_TOKEN (or the Git token)');
+    github = { ...target, token: githubToken, ...(values['github-api'] !== undefined && { apiBase: values['github-api'] }) };
+  }
+  return {
+    kind: 'git',
+    repo,
+    ref: values.ref ?? 'main',
+    pollMs,
+    ...(token !== undefined && { token }),
+    allowHistoryRewrite: values['allow-history-rewrite'],
+    onFailure: values['on-failure'] as 'none' | 'rollback',
+    ...(statusRepo !== undefined && { statusRepo }),
+    status,
+    ...(github && { github }),
+  };
+}
+
+function parseOwnerRepo(text: string): { owner: string; repo: string } {
+  const m = /^([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+)$/.exec(text);
+  if (!m) throw new UsageError(`--github-repo must be OWNER/REPO, not "${text}"`);
+  return { owner: m[1]!, repo: m[2]! };
+}
