@@ -7,8 +7,8 @@
 //  1. Rows and reports go together: an outcome's history row and its report are written in one transaction, so a
 //     kill between them leaves neither or both.
 //  2. A commit that failed on this device is never reported `success` afterwards. A failed commit offered again is not
-//     applied again (standing() says `failed-before`) unless it is what runs (then it is resumed, below) or the agent's
-//     own rollback brings it; only a new commit changes what the device says about it.
+//     applied again (standing() says `failed-before`), not even as a rollback's target, unless it is what runs (then
+//     it is resumed, below); only a new commit changes what the device says about it.
 //  3. An agent restart re-reports nothing: the revision the device runs, offered again, is resumed — loaded, adopted
 //     instances health-checked, what stopped meanwhile started — and its outcome stands as it was written.
 //  4. An apply cut short (kill -9, a stop during it) is not an outcome: its row stays open and is reported by nobody;
@@ -122,7 +122,8 @@ export class Outcomes {
     const last = rows.find((r) => r.outcome === 'success' || r.outcome === 'failure' || r.outcome === 'recovered');
     if (last && applied?.id === id) return { kind: 'resume', outcome: last.outcome === 'success' ? 'success' : 'failure' };
     const failed = rows.find(isFailure);
-    if (failed && rev.rollback !== true && isCommitId(id)) return { kind: 'failed-before', summary: failed.summary ?? 'failed' };
+    // Not even as a rollback's target (rollback-on-failure.ts picks commits whose last outcome here is a success).
+    if (failed && isCommitId(id)) return { kind: 'failed-before', summary: failed.summary ?? 'failed' };
     return { kind: 'new' };
   }
 

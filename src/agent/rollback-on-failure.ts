@@ -7,9 +7,15 @@ import type { Revision } from '../source/directory-source.js';
 import type { StateStore } from '../store/state-store.js';
 import type { Outcomes } from './outcomes.js';
 
-/** The newest commit whose apply succeeded, other than `except`. */
+/** The newest commit whose apply succeeded and never failed since, other than `except`. */
 export function lastGoodCommit(store: Pick<StateStore, 'history'>, except: string): string | undefined {
-  return store.history({ limit: 100 }).find((h) => isCommitId(h.revision) && h.revision !== except && h.outcome === 'success')?.revision;
+  const failed = new Set<string>();
+  for (const h of store.history({ limit: 100 })) {
+    if (!isCommitId(h.revision) || h.revision === except) continue;
+    if (h.outcome === 'failure' && h.summary?.startsWith('interrupted') !== true) failed.add(h.revision);
+    if (h.outcome === 'success' && !failed.has(h.revision)) return h.revision;
+  }
+  return undefined;
 }
 
 export function rollBackOnFailure(o: { outcomes: Outcomes; store: StateStore; offer: (r: Revision) => void; revisionAt: (commit: string) => Promise<Revision | undefined>; log: Logger }): () => void {

@@ -133,9 +133,18 @@ export class AgentClient {
   async *postStream(path: string, body: unknown, opts: RequestOptions = {}): AsyncGenerator<unknown> {
     const url = this.url(path, opts.query);
     const timeoutMs = opts.timeoutMs ?? READ_TIMEOUT_MS;
+    const limit = deadline(timeoutMs);
+    try {
+      yield* this.streamLines(url, body, limit.signal, timeoutMs);
+    } finally {
+      limit.clear();
+    }
+  }
+
+  private async *streamLines(url: URL, body: unknown, signal: AbortSignal, timeoutMs: number): AsyncGenerator<unknown> {
     let res: Response;
     try {
-      res = await fetch(url, { method: 'POST', headers: this.headers(true), body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs), redirect: 'error' });
+      res = await fetch(url, { method: 'POST', headers: this.headers(true), body: JSON.stringify(body), signal, redirect: 'error' });
     } catch (e) {
       throw this.unreachable(e, timeoutMs);
     }
@@ -184,13 +193,16 @@ export class AgentClient {
     const url = this.url(path, opts.query);
     const headers = this.headers();
     const timeoutMs = opts.timeoutMs ?? READ_TIMEOUT_MS;
+    const limit = deadline(timeoutMs);
     let res: Response;
     let text: string;
     try {
-      res = await fetch(url, { method, headers, signal: AbortSignal.timeout(timeoutMs), redirect: 'error' });
+      res = await fetch(url, { method, headers, signal: limit.signal, redirect: 'error' });
       text = await res.text();
     } catch (e) {
       throw this.unreachable(e, timeoutMs);
+    } finally {
+      limit.clear();
     }
     return this.answer<T>(method, url, res, text);
   }
@@ -306,6 +318,17 @@ export async function withAgentErrors(command: string, io: CliIo, json: boolean,
 /** The path of a component route: `/v1/components/{name}` plus an optional `:action`. */
 export function componentPath(name: string, action?: 'restart' | 'stop' | 'start'): string {
   return `/v1/components/${name.split('/').map(encodeURIComponent).join('/')}${action ? `:${action}` : ''}`;
+}
+
+/**
+ * A timeout that holds for the whole request, body included. Not AbortSignal.timeout(): its signal can be collected
+ * while a long answer's body is read (nodejs/node#55428, undici#4068), and `--timeout` then silently stops holding.
+ * The timer here keeps the controller alive until clear() is called.
+ */
+function deadline(ms: number): { signal: AbortSignal; clear(): void } {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new DOMException(`no answer within ${ms} ms`, 'TimeoutError')), ms);
+  return { signal: controller.signal, clear: () => clearTimeout(timer) };
 }
 
 /** Past the agent's own timeout, how long the client still waits for its answer (the 504 with the states). */

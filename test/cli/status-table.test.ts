@@ -25,6 +25,15 @@ describe('keystonectl status with a composite', () => {
     expect(renderStatus([], { id: 'dir:abc', rolledBack: [] }, NOW)).not.toContain('could not update');
   });
 
+  it("says how the applied revision's apply ended, and a recovery beside a failure, never instead of it (SPEC §5)", () => {
+    const line = (outcome: unknown) => renderStatus([], { id: 'dir:abc', planFile: 'plans/p.toml', outcome }, NOW).split('\n')[0];
+    expect(line({ apply: 'failure', summary: 'failed: api (…)', recovered: null })).toBe('revision dir:abc  plan plans/p.toml  outcome failure');
+    expect(line({ apply: 'failure', recovered: { at: new Date(NOW - 120_000).toISOString(), summary: 'recovered: …' } })).toBe('revision dir:abc  plan plans/p.toml  outcome failure, recovered 2m ago');
+    expect(line({ apply: 'success', recovered: null })).toBe('revision dir:abc  plan plans/p.toml  outcome success');
+    // An agent from before outcomes were shown: nothing said.
+    expect(line(undefined)).toBe('revision dir:abc  plan plans/p.toml');
+  });
+
   it('names the commits held at the rollout gate and why (SPEC §14)', () => {
     const held = { revision: 'c'.repeat(40), target: 'all', wave: 'early', reason: 'held: waiting for wave canary (0 of 1 successes)', checkedAt: since };
     const out = renderStatus([], { id: 'a'.repeat(40), planFile: 'plans/p.toml', rollout: [held] }, NOW);
