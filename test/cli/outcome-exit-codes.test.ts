@@ -81,6 +81,17 @@ describe('keystonectl apply and sync exit with the outcome, health included (a r
     expect(h.component('broken')?.state).toBe('unhealthy');
   });
 
+  it('sync with nothing new while what runs failed: unchanged, but exit 1 and said (appliedOutcome failure)', async () => {
+    const rev = await fx.revisionId();
+    const r = await ctl('sync', '--json');
+    const body = JSON.parse(r.stdout) as Json;
+    expect(body, shown(r)).toMatchObject({ outcome: 'unchanged', revision: rev, appliedOutcome: 'failure' });
+    expect(r.code, shown(r)).toBe(1);
+    const plain = await ctl('sync');
+    expect(plain.stdout, shown(plain)).toContain('its apply failed on this device');
+    expect(plain.code, shown(plain)).toBe(1);
+  });
+
   it('apply of that content: outcome failure, exit 1, in the plain form and in --json', async () => {
     const r = await ctl('apply', fx.plan, '--allow-unsigned');
     expect(r.stdout.trim().split('\n').at(-1), shown(r)).toMatch(/^\[apply\] outcome=failure converged=false msg=failed: broken/);
