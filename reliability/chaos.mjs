@@ -66,7 +66,8 @@ mkdirSync(join(here, 'results'), { recursive: true });
 writeFileSync(join(here, 'results', 'chaos.json'), `${JSON.stringify({ figure, at: new Date().toISOString(), replay, ...result }, null, 2)}\n`);
 
 console.log(
-  `chaos: ${result.settles} settled restarts checked; ${result.killsInsideApply} kills landed inside an apply, ${result.killsDuringRecovery} during a restart's recovery; ` +
+  `chaos: ${result.settles} settled restarts checked; ${result.killsInsideApply} kills landed inside an apply, ${result.killsDuringRecovery} during a restart's recovery, ` +
+    `${result.killsInAdoptedHealthWait} inside the health check of adopted instances (${result.adoptedWaitAims - result.adoptedWaitMissed} of ${result.adoptedWaitAims} aimed there); ` +
     `${result.pushesWhileDown} pushes while the agent was down, ${result.stalledPushes} made again after a stall; mean settle ${result.meanSettleSeconds.toFixed(1)} s; actions ${JSON.stringify(result.actions)}`,
 );
 if (result.outOfTime) console.log(`chaos: stopped at the time budget (--max-minutes ${maxMinutes}) after ${result.kills} of the ${kills} kills asked for (${(result.seconds / Math.max(1, result.kills)).toFixed(1)} s a kill)`);

@@ -1,5 +1,6 @@
 // What happens to the device between kills: Git pushes (a version bump, a revert, a composite change that fails its
-// health and is rolled back, a replayed old signature that must be refused), a component's crash (its process or
+// health and is rolled back, a sick gauge that fails its health and stays unhealthy, so that the device runs a
+// revision that failed, a replayed old signature that must be refused), a component's crash (its process or
 // container killed, so the supervisor restarts it) and an operator's restart through the API. Each returns at once
 // (a push once it is on the server): the agent is then killed at a random moment of what the action set off.
 import type { ChaosAgent } from './chaos-agent.js';
@@ -7,13 +8,16 @@ import type { ChaosRepo, PushedCommit } from './chaos-repo.js';
 import { killContainer } from './device-view.js';
 import type { SeededRandom } from './seeded-random.js';
 
-export type ActionKind = 'bump' | 'revert' | 'composite-break' | 'replay' | 'crash' | 'operator-restart' | 'idle';
+export type ActionKind = 'bump' | 'revert' | 'composite-break' | 'sick' | 'replay' | 'crash' | 'operator-restart' | 'idle';
+export type PushKind = 'bump' | 'revert' | 'composite-break' | 'sick' | 'replay';
 
 /** How often each comes up. Pushes dominate: they are what makes the agent stop, install, start and report. */
 export const ACTION_WEIGHTS: Readonly<Record<ActionKind, number>> = {
   bump: 30,
   revert: 10,
   'composite-break': 8,
+  // A failed revision left running: the restarts after it (the next actions are often not pushes) must keep it failed.
+  sick: 10,
   replay: 6,
   crash: 16,
   'operator-restart': 12,
@@ -25,6 +29,8 @@ export const KILL_WITHIN_MS: Readonly<Record<ActionKind, number>> = {
   bump: 2_500,
   revert: 2_500,
   'composite-break': 3_500,
+  // gauge's stop and start, then its 2 s start budget.
+  sick: 3_500,
   replay: 1_000,
   crash: 1_500,
   'operator-restart': 1_500,
@@ -38,7 +44,7 @@ export interface ActionDone {
 }
 
 /** A push of the given kind (the actions that push, also used while the agent is down). */
-export async function push(kind: 'bump' | 'revert' | 'composite-break' | 'replay', repo: ChaosRepo, rng: SeededRandom): Promise<ActionDone> {
+export async function push(kind: PushKind, repo: ChaosRepo, rng: SeededRandom): Promise<ActionDone> {
   let pushed: PushedCommit;
   let what: string = kind;
   if (kind === 'bump') {
@@ -47,6 +53,7 @@ export async function push(kind: 'bump' | 'revert' | 'composite-break' | 'replay
     what = `bump ${name}`;
   } else if (kind === 'revert') pushed = await repo.pushRevert();
   else if (kind === 'composite-break') pushed = await repo.pushCompositeBreak();
+  else if (kind === 'sick') pushed = await repo.pushSick();
   else pushed = await repo.pushReplay();
   return { kind, what: `${what} ${pushed.id.slice(0, 7)}`, pushed };
 }
@@ -56,6 +63,7 @@ export async function act(kind: ActionKind, repo: ChaosRepo, ca: ChaosAgent, rng
     case 'bump':
     case 'revert':
     case 'composite-break':
+    case 'sick':
     case 'replay': {
       const done = await push(kind, repo, rng);
       // The poll would look within a second; the nudge makes the apply start now (not awaited past its answer).

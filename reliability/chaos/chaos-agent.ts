@@ -3,16 +3,27 @@
 // HTTP API on a fixed loopback port. Knobs are turned down so that a cycle takes seconds: a 300 ms poll (and a nudge
 // through POST /v1/sync after each push), a 1 s grace, short backoffs, and a healthy spell of 1 s so that the many
 // crashes of a long run never add up to a crash loop.
+import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ownerTag } from '../../src/agent/orphan-sweep.js';
 import { callAgentApi } from '../../test/support/agent-api.js';
-import { AgentHarness, type AgentProcess } from '../../test/support/agent-harness.js';
+import { AgentHarness, is, type AgentProcess } from '../../test/support/agent-harness.js';
 import { ContainerHarness } from '../../test/support/container-harness.js';
 import { freePorts } from '../../test/support/stack-fixture.js';
 import type { ChaosRepo } from './chaos-repo.js';
 
 export const DEVICE = 'chaos-01';
+
+/**
+ * Issue 27 (SPEC §5): after a restart, the agent probes the instances it adopted before it says anything about them,
+ * between these two log lines (src/agent/, "checking the health of adopted instances" with the components, then
+ * "adopted instances checked" with which were healthy).
+ */
+export const ADOPTED_CHECKING = 'checking the health of adopted instances';
+export const ADOPTED_CHECKED = 'adopted instances checked';
+/** What an agent says when it cannot read back the revision it applied last (then it loads nothing, and checks nothing). */
+export const CANNOT_RELOAD = 'the revision applied last is no longer in the local clone: what was adopted runs on as it is until a valid revision comes';
 
 export class ChaosAgent {
   readonly h: AgentHarness;
@@ -21,6 +32,8 @@ export class ChaosAgent {
   agent: AgentProcess | undefined;
   /** The log tail of the agent killed last: what it was doing when it died, for a failure report. */
   lastTail = '';
+  /** Whether the agent killed last died inside the health check of the instances it adopted (between the two lines above). */
+  lastKillInAdoptedWait = false;
   private apiPort = 0;
 
   constructor(
@@ -66,12 +79,35 @@ export class ChaosAgent {
     const a = this.agent;
     if (!a) return;
     await a.kill9();
+    // Everything it wrote before it died, read to the end (the exit can be seen before the last lines are).
+    const out = a.child.stdout;
+    if (out && !out.closed) {
+      let deadline: NodeJS.Timeout | undefined;
+      await Promise.race([once(out, 'close'), new Promise((r) => (deadline = setTimeout(r, 2_000)))]).catch(() => undefined);
+      clearTimeout(deadline);
+    }
+    const checking = a.logs.findIndex((l) => l.msg === ADOPTED_CHECKING);
+    this.lastKillInAdoptedWait = checking >= 0 && !a.logs.slice(checking).some((l) => l.msg === ADOPTED_CHECKED);
     this.lastTail = a.tail(30);
     // A long run starts a thousand agents: keep no dead agent's log lines.
     a.logs.length = 0;
     const i = this.h.agents.indexOf(a);
     if (i >= 0) this.h.agents.splice(i, 1);
     this.agent = undefined;
+  }
+
+  /**
+   * Resolves true as soon as the running agent logs that it checks the health of the instances it adopted (kill it
+   * then, and the kill lands inside that check: it lasts ~200 ms at least, for the components without a check, and a
+   * sick gauge's whole 2 s start budget); false when it goes past its first apply (or resume) without such a line.
+   */
+  async adoptedCheckBegun(deadlineMs = 20_000): Promise<boolean> {
+    const a = this.agent;
+    if (!a) return false;
+    const seen = await a
+      .waitForLog((l) => l.msg === ADOPTED_CHECKING || l.msg === ADOPTED_CHECKED || is.applyEnd(l) || l.msg === CANNOT_RELOAD, deadlineMs, 0, 'the health check of adopted instances')
+      .catch(() => undefined);
+    return seen?.msg === ADOPTED_CHECKING;
   }
 
   private token(): string | undefined {

@@ -1,8 +1,10 @@
-// The chaos run's desired-state repository: the example's four-component stack (stack-fixture), a busybox container
-// `box` (when an engine is there) and a composite `app` (members api and side, side bound to api's exported port),
-// signed with a key of its own, committed in a work tree and pushed over smart HTTP to a real `git http-backend`, so
-// every push is what an operator's would be. It keeps a ledger of what it pushed and what each commit must end as:
-// the invariants compare the device with it.
+// The chaos run's desired-state repository: the example's four-component stack (stack-fixture), a standalone
+// component `gauge` (a plain process that a "sick" commit gives a health check nothing can pass: the apply fails and,
+// unlike the composite, nothing rolls it back, so the device keeps running a revision that failed, with an unhealthy
+// instance that the next agent adopts), a busybox container `box` (when an engine is there) and a composite `app`
+// (members api and side, side bound to api's exported port), signed with a key of its own, committed in a work tree
+// and pushed over smart HTTP to a real `git http-backend`, so every push is what an operator's would be. It keeps a
+// ledger of what it pushed and what each commit must end as: the invariants compare the device with it.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -23,9 +25,33 @@ export interface Model {
   appPort: number;
   /** side's check targets a closed port: the composite update fails and is rolled back. */
   appBroken: boolean;
+  /**
+   * gauge's check targets a closed port: its apply fails, nothing is rolled back, and gauge runs on unhealthy (the
+   * revision the device runs is one that failed: what an agent restart must not turn into a success, issue 27).
+   */
+  sick: boolean;
 }
 
-/** What the device must end as for a commit: applied and healthy, applied but its composite rolled back, refused. */
+/** The standalone component that a sick commit breaks; `sleep 200000` (the argument marks its process). */
+export const GAUGE = 'gauge';
+export const GAUGE_MARKER = '200000';
+
+/**
+ * gauge: healthy, a plain sleep without a check (healthy once it stayed up a moment: the adopted-instance check settles
+ * it in ~200 ms); sick, a check nothing can pass within a 2 s start budget (200 ms × 10), so an agent that restarts on
+ * a sick revision spends 2 s in the health wait of the adopted instance (where the chaos aims some of its kills).
+ */
+function gauge(version: string, sick: boolean, closedPort: number): ComponentSpec {
+  return {
+    name: GAUGE,
+    version,
+    command: 'sleep',
+    args: [GAUGE_MARKER],
+    ...(sick && { health: { check: `tcp://127.0.0.1:${closedPort}`, interval: '200ms', timeout: '150ms', failureThreshold: 10 } }),
+  };
+}
+
+/** What the device must end as for a commit: applied and healthy, applied but failed (its composite rolled back, or gauge unhealthy), refused. */
 export type Expected = 'success' | 'failure' | 'error';
 
 export interface PushedCommit {
@@ -83,12 +109,12 @@ export class ChaosRepo {
 
   static async create(root: string, opts: { image?: string }): Promise<ChaosRepo> {
     const image = opts.image;
-    const fx = await stackFixture({ signed: true, components: (ports) => [...fourStack(ports), ...(image ? [box(image, '1.0.0')] : [])] });
+    const [p1, p2, closed] = (await freePorts(3)) as [number, number, number];
+    const fx = await stackFixture({ signed: true, components: (ports) => [...fourStack(ports), gauge('1.0.0', false, closed), ...(image ? [box(image, '1.0.0')] : [])] });
     const server = await startGitHttpServer({ root: join(root, 'srv') });
     const bare = server.createRepository('fleet');
-    const [p1, p2, closed] = (await freePorts(3)) as [number, number, number];
     const versions = Object.fromEntries(fx.components.map((c) => [c.name, c.version]));
-    const repo = new ChaosRepo(fx, server, server.url('fleet'), bare, [p1, p2], closed, { versions, appVersion: '0.9.0', appPort: p1, appBroken: false });
+    const repo = new ChaosRepo(fx, server, server.url('fleet'), bare, [p1, p2], closed, { versions, appVersion: '0.9.0', appPort: p1, appBroken: false, sick: false });
     await repo.git('init', '--quiet', '--initial-branch=main');
     await repo.commitAndPush('initial', repo.model);
     return repo;
@@ -112,8 +138,9 @@ export class ChaosRepo {
   async pushBump(name: string): Promise<PushedCommit> {
     const n = ++this.counter;
     const next = structuredClone(this.model);
-    // A bump after a broken composite also repairs it: an operator's next commit is the fix.
+    // A bump after a broken composite (or a sick gauge) also repairs it: an operator's next commit is the fix.
     next.appBroken = false;
+    next.sick = false;
     if (name === 'app') next.appVersion = `0.9.${n}`;
     else next.versions[name] = `${next.versions[name]!.split('.').slice(0, 2).join('.')}.${100 + n}`;
     return this.commitAndPush(`bump ${name}`, next);
@@ -122,7 +149,18 @@ export class ChaosRepo {
   /** `git revert` of the last push, signed again (a newer signature over older content). */
   async pushRevert(): Promise<PushedCommit> {
     const before = this.history.at(-2) ?? this.model;
-    return this.commitAndPush('revert', { ...structuredClone(before), appBroken: false });
+    return this.commitAndPush('revert', { ...structuredClone(before), appBroken: false, sick: false });
+  }
+
+  /**
+   * A new version of gauge whose health check nothing can pass: the apply fails (gauge `unhealthy`), nothing is rolled
+   * back, and the device runs on a revision that failed until the next commit (which repairs it).
+   */
+  async pushSick(): Promise<PushedCommit> {
+    const next = structuredClone(this.model);
+    next.sick = true;
+    next.versions[GAUGE] = `1.0.${100 + ++this.counter}`;
+    return this.commitAndPush('make gauge sick', next);
   }
 
   /** A composite member change that cannot become healthy: api moves to the other port, side gets a check it fails. */
@@ -157,6 +195,8 @@ export class ChaosRepo {
       const i = c.args.indexOf('--version-label');
       if (i >= 0) c.args[i + 1] = c.version;
     }
+    const g = gauge(next.versions[GAUGE]!, next.sick, this.closedPort);
+    fx.components = fx.components.map((c) => (c.name === GAUGE ? g : c));
     fx.write();
     for (const [file, text] of Object.entries(compositeFiles(next, this.sha('fake-reports.mjs'), this.closedPort))) writeFileSync(join(fx.dir, file), text);
     const planPath = join(fx.dir, fx.plan);
@@ -168,7 +208,7 @@ export class ChaosRepo {
     const id = await this.git('rev-parse', 'HEAD');
     this.model = next;
     this.history.push(next);
-    const c: PushedCommit = { id, kind, expected: next.appBroken ? 'failure' : 'success', model: next };
+    const c: PushedCommit = { id, kind, expected: next.appBroken || next.sick ? 'failure' : 'success', model: next };
     this.pushed.push(c);
     return c;
   }

@@ -1,28 +1,39 @@
 // The invariants of issue 18, checked after every restart that is allowed to settle (and the store's two after every
 // kill): the device converges to the newest accepted revision, with no duplicate process or container and no orphan;
 // the store passes `PRAGMA integrity_check`; no commit status is lost from the outbox; the replay floor never moves
-// back. Each returns a result rather than throwing, so a run counts what held and reports everything that did not.
+// back. And issue 27's two (outcome-invariants.ts): no success reported for a revision whose components were not all
+// healthy, and no revision that failed reported success later. Each returns a result rather than throwing, so a run
+// counts what held and reports everything that did not.
 import { statusContext } from '../../src/status/commit-status.js';
 import { readStatusNotes } from '../../src/status/status-notes-read.js';
 import type { HistoryEntry } from '../../src/store/state-store.js';
 import { is } from '../../test/support/agent-harness.js';
-import { DEVICE, type ChaosAgent } from './chaos-agent.js';
-import type { ChaosRepo, Expected, PushedCommit } from './chaos-repo.js';
+import { CANNOT_RELOAD, DEVICE, type ChaosAgent } from './chaos-agent.js';
+import { GAUGE, type ChaosRepo, type Expected, type PushedCommit } from './chaos-repo.js';
 import { viewDevice, type DeviceView } from './device-view.js';
-import { integrityCheck, openOutboxRows, outboxRows, recentHistory, replayFloor } from './store-probe.js';
+import { checkOutcomes, interrupted, OutcomeLedger, outcomeOf, type OutcomeResult } from './outcome-invariants.js';
+import { integrityCheck, outboxRows, recentHistory, replayFloor } from './store-probe.js';
+
+export { OutcomeLedger } from './outcome-invariants.js';
 
 export interface InvariantResult {
-  name: 'converged' | 'no duplicates' | 'no orphans' | 'store integrity' | 'no status lost' | 'replay floor';
+  name: 'converged' | 'no duplicates' | 'no orphans' | 'store integrity' | 'no status lost' | 'replay floor' | OutcomeResult['name'];
   ok: boolean;
   detail?: string;
 }
 
+/** How many invariants a settle checks (and a kill: the store's two). */
+export const SETTLED_CHECKS = 8;
+export const KILL_CHECKS = 2;
+
 const CONTEXT = statusContext(DEVICE);
 /** unsettled()'s reasons that are about statuses: at the deadline they fail "no status lost", not "converged". */
 export const STATUS_WAIT = 'status: ';
-const CANNOT_RELOAD = 'the revision applied last is no longer in the local clone: what was adopted runs on as it is until a valid revision comes';
-const interrupted = (e: HistoryEntry) => e.summary?.startsWith('interrupted') === true;
+/** Issue 27: a restarted agent offered the revision it runs resumes it (no new apply, no new report) and says so. */
+export const RESUMED = 'resumed the revision applied last';
 const STATUS_OF: Record<string, Expected> = { success: 'success', failure: 'failure', rejected: 'error' };
+/** The newest row that is an apply (not a refusal, not a recovery: those leave the applied revision's outcome as it was). */
+const lastApply = (history: readonly HistoryEntry[]) => history.find((e) => outcomeOf(e) !== 'rejected' && outcomeOf(e) !== 'recovered');
 
 /**
  * The commit the device must run: the newest accepted one, except when the tip is refused and the device never took
@@ -43,28 +54,39 @@ export function unsettled(repo: ChaosRepo, ca: ChaosAgent): string | undefined {
   if (!ca.agent || ca.agent.exit) return 'the agent is not running';
   // The store may look settled before the restarted agent has even loaded: it must have applied something itself
   // (the tip, or, when the tip is refused, the commit it applied last: see reloadApplied in src/agent/agent.ts), or
-  // said that it cannot read that commit back (then what it adopted must be whole: the checks below say if it is not).
-  if (!ca.agent.lines((l) => is.applyEnd(l) || l.msg === CANNOT_RELOAD).length) return 'the restarted agent has not ended an apply yet';
+  // resumed the revision it runs (issue 27), or said that it cannot read that commit back (then what it adopted must
+  // be whole: the checks below say if it is not).
+  if (!ca.agent.lines((l) => is.applyEnd(l) || l.msg === CANNOT_RELOAD || (typeof l.msg === 'string' && l.msg.startsWith(RESUMED))).length)
+    return 'the restarted agent has not ended an apply (nor resumed the revision it runs) yet';
   const want = wanted(repo, ca);
   const applied = ca.h.appliedRevision()?.id;
   if (applied !== want.id) return `applied ${applied?.slice(0, 12)}, want ${want.id.slice(0, 12)} (${want.kind})`;
   const history = recentHistory(ca.h.stateDir, 50);
   if (history.some((e) => e.finishedAt === undefined)) return 'an apply is under way';
-  const last = history.find((e) => e.outcome !== 'rejected');
+  const last = lastApply(history);
   if (last?.revision !== want.id || interrupted(last)) return `the last apply is of ${last?.revision.slice(0, 12)} (${last?.summary})`;
   const tip = repo.tip();
-  if (tip.expected === 'error' && !history.some((e) => e.revision === tip.id && e.outcome === 'rejected')) return `the tip ${tip.id.slice(0, 12)} is not refused yet`;
+  const refusal = tip.expected === 'error' ? history.find((e) => e.revision === tip.id && e.outcome === 'rejected') : undefined;
+  if (tip.expected === 'error' && !refusal) return `the tip ${tip.id.slice(0, 12)} is not refused yet`;
   const records = ca.h.components();
   const names = records.map((c) => c.name).sort();
   if (names.join() !== repo.componentNames().join()) return `components ${names.join(', ')}`;
-  const down = records.filter((c) => c.state !== 'running');
+  // A sick revision leaves gauge running unhealthy (its apply failed, and nothing rolls it back): that is settled.
+  const sick = want.model?.sick === true;
+  const down = records.filter((c) => c.state !== 'running' && !(sick && c.name === GAUGE && c.state === 'unhealthy'));
   if (down.length) return `not running: ${down.map((c) => `${c.name} ${c.state}${c.reason ? ` (${c.reason})` : ''}`).join(', ')}`;
-  const open = openOutboxRows(ca.h.stateDir);
+  // One read of the outbox: read apart, a status enqueued between "none open" and "the newest" passes as delivered.
+  const outbox = outboxRows(ca.h.stateDir);
+  const open = outbox.filter((r) => r.open).length;
   if (open) return `${STATUS_WAIT}${open} status(es) not delivered yet`;
-  // The apply's end is logged before its status is written: wait for the status the device must end with.
+  // The apply's end is logged before its status is written: wait for the status of the row the device ended on
+  // (whether that status is the one it must end with is for the invariants to say, not a reason to wait).
   const reported = tip.expected === 'error' ? tip : want;
-  const newest = outboxRows(ca.h.stateDir, new Set([reported.id])).at(-1);
-  if (newest?.state !== reported.expected) return `${STATUS_WAIT}the newest status of ${reported.kind} ${reported.id.slice(0, 12)} is ${newest?.state ?? 'none'}, want ${reported.expected}`;
+  const ended = refusal ?? last;
+  const newest = outbox.filter((r) => r.commit === reported.id).at(-1);
+  const state = STATUS_OF[outcomeOf(ended) ?? ''];
+  if (!newest || newest.createdAt < ended.finishedAt! || newest.state !== state)
+    return `${STATUS_WAIT}the status of ${reported.kind} ${reported.id.slice(0, 12)} for its ${ended.outcome} (history row ${ended.id}) is not written yet: the newest is ${newest?.state ?? 'none'}`;
   return undefined;
 }
 
@@ -106,7 +128,7 @@ async function persistentView(repo: ChaosRepo, ca: ChaosAgent): Promise<DeviceVi
 function converged(repo: ChaosRepo, ca: ChaosAgent, view: DeviceView): InvariantResult {
   const want = wanted(repo, ca);
   const problems: string[] = [...view.dead];
-  const last = recentHistory(ca.h.stateDir, 50).find((e) => e.outcome !== 'rejected');
+  const last = lastApply(recentHistory(ca.h.stateDir, 50));
   if (last && STATUS_OF[last.outcome!] !== want.expected) problems.push(`${want.kind} ${want.id.slice(0, 12)} ended as ${last.outcome} (${last.summary}), want ${want.expected}`);
   for (const c of ca.h.components()) {
     // A rolled-back composite runs its previous members: only a healthy commit's member versions are its own.
@@ -133,7 +155,8 @@ async function statusesKept(repo: ChaosRepo, ca: ChaosAgent, commits: readonly P
   const history = recentHistory(ca.h.stateDir, 300).filter((e) => ids.has(e.revision));
   for (const c of commits) {
     const mine = rows.filter((r) => r.commit === c.id);
-    const finished = history.find((e) => e.revision === c.id && e.outcome !== undefined && !interrupted(e));
+    // Its newest outcome (a recovery sends no status: the failure before it is what was reported).
+    const finished = history.find((e) => e.revision === c.id && e.outcome !== undefined && !interrupted(e) && outcomeOf(e) !== 'recovered');
     const note = (await readStatusNotes(repo.bare, c.id)).find((l) => l.context === CONTEXT);
     if (finished) {
       const state = STATUS_OF[finished.outcome!]!;
@@ -149,8 +172,11 @@ async function statusesKept(repo: ChaosRepo, ca: ChaosAgent, commits: readonly P
   return { name: 'no status lost', ok: problems.length === 0, ...(problems.length && { detail: problems.join('; ') }) };
 }
 
-/** Every invariant of a settled device; `commits`: those pushed since the last settled check (their statuses are looked at). */
-export async function checkSettled(repo: ChaosRepo, ca: ChaosAgent, commits: readonly PushedCommit[], floor: { max: number }): Promise<InvariantResult[]> {
+/**
+ * Every invariant of a settled device (SETTLED_CHECKS of them); `commits`: those pushed since the last settled check
+ * (their statuses are looked at); `ledger`: what the outcome invariants saw at the earlier settles of the run.
+ */
+export async function checkSettled(repo: ChaosRepo, ca: ChaosAgent, commits: readonly PushedCommit[], floor: { max: number }, ledger = new OutcomeLedger()): Promise<InvariantResult[]> {
   const view = await persistentView(repo, ca);
   const store = checkStore(ca.h.stateDir, floor);
   const applied = ca.h.appliedRevision();
@@ -162,5 +188,6 @@ export async function checkSettled(repo: ChaosRepo, ca: ChaosAgent, commits: rea
     { name: 'no orphans', ok: view.orphans.length === 0, ...(view.orphans.length && { detail: view.orphans.join('; ') }) },
     ...store,
     await statusesKept(repo, ca, commits),
+    ...(await checkOutcomes(repo, ca, ledger)),
   ];
 }

@@ -6,7 +6,7 @@ import { isSameProcess } from '../../src/runtime/proc-identity.js';
 import { LABELS } from '../../src/runtime/container-spec.js';
 import type { AgentProcess, ProcInfo } from '../../test/support/agent-harness.js';
 import type { ChaosAgent } from './chaos-agent.js';
-import type { ChaosRepo } from './chaos-repo.js';
+import { GAUGE, GAUGE_MARKER, type ChaosRepo } from './chaos-repo.js';
 
 const docker = new Docker({ socketPath: '/var/run/docker.sock' });
 
@@ -27,10 +27,11 @@ export async function killContainer(id: string): Promise<void> {
   await docker.getContainer(id).kill({ signal: 'SIGKILL' });
 }
 
-/** How a component's instance shows on the process list: the stand-in's file, or side's `sleep 100000`. */
+/** How a component's instance shows on the process list: the stand-in's file, side's `sleep 100000`, gauge's `sleep 200000`. */
 export function instanceMarker(repo: ChaosRepo, name: string): string {
   if (name === 'app/api') return 'fake-reports.mjs';
   if (name === 'app/side') return '100000';
+  if (name === GAUGE) return GAUGE_MARKER;
   return repo.fx.spec(name).artifact!;
 }
 

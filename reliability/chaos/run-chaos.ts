@@ -1,8 +1,9 @@
 // Issue 18, kill -9 at random points: one long-lived world (a Git server, the chaos repository, the real agent with
 // the example stack, a composite and a container) driven by a seeded schedule. Each cycle: an action (a push, a
 // crash, an operator restart, nothing), a kill -9 of the agent at a random moment after it, the store checked as the
-// kill left it, sometimes a push while the agent is down, a restart, sometimes another kill during that restart's own
-// recovery; then the device is allowed to settle and every invariant is checked. Used by reliability/chaos.mjs
+// kill left it, sometimes a push while the agent is down, a restart, sometimes a kill aimed inside the restarted agent's
+// health check of the instances it adopted (issue 27), sometimes another kill during that restart's own recovery; then
+// the device is allowed to settle and every invariant is checked. Used by reliability/chaos.mjs
 // (`npm run chaos`) and by test/reliability/chaos.e2e.test.ts (a small N).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,7 +12,7 @@ import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../../test/support/busybox-im
 import { act, ACTION_WEIGHTS, KILL_WITHIN_MS, push, type ActionKind } from './chaos-actions.js';
 import { ChaosAgent } from './chaos-agent.js';
 import { ChaosRepo, type PushedCommit } from './chaos-repo.js';
-import { checkSettled, checkStore, STATUS_WAIT, waitSettled, type InvariantResult } from './check-invariants.js';
+import { checkSettled, checkStore, OutcomeLedger, STATUS_WAIT, waitSettled, type InvariantResult } from './check-invariants.js';
 import { SeededRandom } from './seeded-random.js';
 import { applyInProgress } from './store-probe.js';
 
@@ -51,6 +52,15 @@ export interface ChaosResult {
   actions: Record<string, number>;
   pushesWhileDown: number;
   killsDuringRecovery: number;
+  /**
+   * Kills that landed inside the health check of the instances a restarted agent adopted (SPEC §5, issue 27), aimed
+   * there or by chance: the agent had logged that it checks them and not yet that it had.
+   */
+  killsInAdoptedHealthWait: number;
+  /** Kills aimed there: right after a restart, the agent is killed as soon as it logs that it checks what it adopted. */
+  adoptedWaitAims: number;
+  /** Aims that saw no such check (the agent went past its first apply without one): no kill was made for them. */
+  adoptedWaitMissed: number;
   container: boolean;
   /** The run ended at its time budget before making every kill asked for. */
   outOfTime: boolean;
@@ -74,9 +84,11 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
   await ca.init();
   const r: ChaosResult = {
     seed: opts.seed, kills: 0, restarts: 0, settles: 0, checks: 0, held: 0, failures: [], killsInsideApply: 0,
-    actions: {}, pushesWhileDown: 0, killsDuringRecovery: 0, container: opts.container, outOfTime: false, stalledPushes: 0, seconds: 0, meanSettleSeconds: 0,
+    actions: {}, pushesWhileDown: 0, killsDuringRecovery: 0, killsInAdoptedHealthWait: 0, adoptedWaitAims: 0, adoptedWaitMissed: 0,
+    container: opts.container, outOfTime: false, stalledPushes: 0, seconds: 0, meanSettleSeconds: 0,
   };
   const floor = { max: 0 };
+  const ledger = new OutcomeLedger();
   let settleMs = 0;
   let cycle = 0;
   let log: string[] = [];
@@ -93,7 +105,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     await ca.kill9();
     r.kills++;
     if (applyInProgress(ca.h.stateDir)) r.killsInsideApply++;
-    log.push(`kill ${r.kills}`);
+    if (ca.lastKillInAdoptedWait) r.killsInAdoptedHealthWait++;
+    log.push(`kill ${r.kills}${ca.lastKillInAdoptedWait ? ' (inside the health check of adopted instances)' : ''}`);
     record(checkStore(ca.h.stateDir, floor));
   };
   const restart = () => {
@@ -111,7 +124,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       record([{ name: why.startsWith(STATUS_WAIT) ? 'no status lost' : 'converged', ok: false, detail: `not settled after ${settleDeadline / 1000} s: ${why}\nthe running agent's log:\n${ca.agent?.tail(40) ?? '(none)'}` }]);
       return false;
     }
-    record(await checkSettled(repo, ca, unchecked, floor));
+    record(await checkSettled(repo, ca, unchecked, floor, ledger));
     unchecked = [];
     return true;
   };
@@ -138,12 +151,27 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       await kill();
       // A push that lands while the agent is down: the restart must take it up (and the cut-short apply's commit is superseded).
       if (rng.chance(0.12)) {
-        const p = await push(rng.weighted({ bump: 6, revert: 2, 'composite-break': 1, replay: 1 }), repo, rng);
+        const p = await push(rng.weighted({ bump: 6, revert: 2, 'composite-break': 1, sick: 1, replay: 1 }), repo, rng);
         unchecked.push(p.pushed!);
         r.pushesWhileDown++;
         log.push(`while down: ${p.what}`);
       }
       restart();
+      // Issue 27: a kill inside the health check of what the restarted agent adopted; more often when the device runs a
+      // revision that failed (an unhealthy instance is then adopted, and the check waits out its start budget).
+      const runsFailed = repo.pushed.find((c) => c.id === ca.h.appliedRevision()?.id)?.expected === 'failure';
+      if (r.kills < opts.kills && rng.chance(runsFailed ? 0.6 : 0.25)) {
+        r.adoptedWaitAims++;
+        log.push('kill aimed inside the health check of adopted instances');
+        // kill -9 as soon as the agent says it checks them (nothing is killed when it goes past that point without it).
+        if (await ca.adoptedCheckBegun()) {
+          await kill();
+          restart();
+        } else {
+          r.adoptedWaitMissed++;
+          log.push('  no such check seen: not killed');
+        }
+      }
       // Sometimes the restart's own recovery (adoption, the sweep, the re-apply) is cut short too.
       while (r.kills < opts.kills && rng.chance(0.5)) {
         const d = rng.int(0, 1_500);

@@ -80,3 +80,9 @@ export function recentHistory(stateDir: string, limit: number): HistoryEntry[] {
   const rows = new RowReader(join(stateDir, STATE_DB_FILE));
   return withDb(stateDir, (db) => (db.prepare('SELECT * FROM applies ORDER BY id DESC LIMIT ?').all(limit) as Row[]).map((r) => historyFromRow(rows, r)));
 }
+
+/** Apply history entries with an id above `afterId`, oldest first (what was recorded since an earlier look). */
+export function historySince(stateDir: string, afterId: number): HistoryEntry[] {
+  const rows = new RowReader(join(stateDir, STATE_DB_FILE));
+  return withDb(stateDir, (db) => (db.prepare('SELECT * FROM applies WHERE id > ? ORDER BY id').all(afterId) as Row[]).map((r) => historyFromRow(rows, r)));
+}

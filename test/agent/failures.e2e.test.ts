@@ -1,6 +1,8 @@
 // What goes wrong, end to end with the real agent: a crash loop, a component that never becomes healthy,
 // refused revisions (invalid, unsigned), and a stop that must reach grandchildren. Each scenario has its own
 // repository, state directory and agent, so they run concurrently.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isSameProcess, listProcesses } from '../../src/runtime/proc-identity.js';
 import { AgentHarness, is, type AgentProcess, type LogLine } from '../support/agent-harness.js';
@@ -46,7 +48,9 @@ describe.concurrent('failures, end to end', { timeout: 90_000 }, () => {
 
       const mark = agent.mark();
       const [closed] = (await freePorts(1)) as [number];
-      fx.add(crasher('crasher', closed));
+      // Each instance stamps its own clock (to its stdout.log) once it runs, and exits at once: a stamp after each start
+      // and before each exit.
+      fx.add({ ...crasher('crasher', closed), args: ['-e', 'console.log(Date.now()); process.exit(3)'] });
       const rev = await fx.revisionId();
       const failed = await agent.waitForLog(is.msgIncludes('apply failed'), 15_000, mark, 'the failed apply');
       expect(failed).toMatchObject({ revision: rev, failed: ['crasher'] });
@@ -54,11 +58,14 @@ describe.concurrent('failures, end to end', { timeout: 90_000 }, () => {
       const looping = await agent.waitForLog(is.state('crasher', 'crash-looping'), 15_000, mark, 'crash-looping');
       expect(looping.reason).toMatch(/crash-looping after 4 restarts/);
 
-      // Four restarts, each announced with its delay; the gap between an exit and the next start grows.
+      // Four restarts, each announced with its delay, after its exit; each a new process.
       const starts = agent.lines(is.state('crasher', 'starting'), mark);
       const backoffs = agent.lines(is.state('crasher', 'backoff'), mark);
       expect(starts).toHaveLength(5);
       expect(backoffs).toHaveLength(4);
+      const order = stateLines(agent, 'crasher', mark).filter((l) => ['starting', 'backoff', 'crash-looping'].includes(l.state!));
+      expect(order.map((l) => l.state)).toEqual(['starting', 'backoff', 'starting', 'backoff', 'starting', 'backoff', 'starting', 'backoff', 'starting', 'crash-looping']);
+      expect(new Set(starts.map((l) => l.pid)).size).toBe(5);
       const announced = backoffs.map((b) => {
         const m = /restart (\d+) in (\d+)ms/.exec(b.reason ?? '');
         expect(m, b.reason).not.toBeNull();
@@ -73,20 +80,19 @@ describe.concurrent('failures, end to end', { timeout: 90_000 }, () => {
         expect(a.ms, `delay ${a.n}`).toBeLessThanOrEqual(Math.min(800, Math.ceil(1.2 * base)));
         if (i > 0) expect(a.ms, `announced delays ${announced.map((x) => x.ms).join(', ')}`).toBeGreaterThan(announced[i - 1]!.ms);
       });
-      // Measured on the agent's log clock, from the backoff line to the next start: each gap holds its delay plus the
-      // spawn, which a loaded machine can stretch by up to ~100 ms — the tolerance between adjacent gaps. The delay
-      // counts from the exit itself, which comes after the previous start and before the backoff line is written (its
-      // records take a few ms on a busy machine): the next start is at least the delay after the previous one.
-      const gaps = backoffs.map((b, i) => starts[i + 1]!.t - b.t);
-      const shown = `gaps ${gaps.join(', ')} ms for delays ${announced.map((a) => a.ms).join(', ')} ms`;
-      gaps.forEach((g, i) => {
-        expect(starts[i + 1]!.t - starts[i]!.t, shown).toBeGreaterThanOrEqual(announced[i]!.ms - 2);
-        expect(g, shown).toBeGreaterThanOrEqual(announced[i]!.ms - 50);
-        expect(g, shown).toBeLessThan(announced[i]!.ms + 500);
-        if (i > 0) expect(g, shown).toBeGreaterThan(gaps[i - 1]! - 100);
-      });
-      expect(gaps[2]!, shown).toBeGreaterThan(gaps[0]!);
-      expect(gaps[3]!, shown).toBeGreaterThan(gaps[1]!);
+      // The gaps grow with the backoff: each restart waits at least its own delay, counted from the exit (the delay
+      // "counts from the exit", component-worker.ts), and the delays grow. Measured from the instances' own stamps: one
+      // taken before each exit, one after each start, so a measured gap can only be longer than the real one, never
+      // shorter (2 ms: the stamps' and the timer's millisecond rounding). Only this lower bound is asserted: how much
+      // longer a gap is depends on the machine's load (restart timings are bench/supervision.bench.mjs's). Not the
+      // agent's log lines either: its backoff line is written once the exit is recorded (a few store writes, up to
+      // ~80 ms on a loaded machine), so from that line the next start comes sooner than the delay by as much (this
+      // test failed so, with gaps 84, 158, 314, 641 ms for delays 100, 168, 374, 645 ms; issue 27).
+      const stamps = readFileSync(join(h.stateDir, 'components', 'crasher', 'logs', 'stdout.log'), 'utf8').trim().split('\n').map(Number);
+      expect(stamps).toHaveLength(5);
+      const gaps = stamps.slice(1).map((s, i) => s - stamps[i]!);
+      const shown = `gaps ${gaps.join(', ')} ms (from an instance's stamp to the next one's) for delays ${announced.map((a) => a.ms).join(', ')} ms`;
+      gaps.forEach((g, i) => expect(g, shown).toBeGreaterThanOrEqual(announced[i]!.ms - 2));
 
       // The apply that started it failed, in the log and in the store's history.
       const entry = h.history().find((e) => e.revision === rev);
@@ -96,12 +102,14 @@ describe.concurrent('failures, end to end', { timeout: 90_000 }, () => {
       expect(pidsOf(h, STACK)).toEqual(neighbours);
       for (const name of STACK) expect(stateLines(agent, name, mark), name).toEqual([]);
 
-      // It stays stopped: a later revision that does not change it leaves it held (and starts nothing).
+      // It stays stopped: a later revision that does not change it leaves it held (and starts nothing). That revision
+      // fails: one of its components is not running, and only an operator's stop is not held against it (SPEC §5).
       const mark2 = agent.mark();
       fx.edit(fx.plan, /^/, '# a comment: a new revision that changes no component\n');
       const { plan, end } = await applied(agent, fx, mark2);
       expect(plan).toMatchObject({ stop_order: [], start_order: [], no_touch: ['influxdb', 'crasher', 'api', 'telemetry', 'web'] }); // in start order: crasher is in layer 0
-      expect(end.msg).toBe('apply finished');
+      expect(end.msg).toMatch(/^apply failed: crasher \(crash-looping after 4 restarts/);
+      expect(h.history()[0]).toMatchObject({ revision: plan.revision, outcome: 'failure', failed: [{ name: 'crasher' }] });
       expect(h.history()[0]?.reconcile?.reasons.crasher).toMatch(/crash-looping/);
       expect(agent.lines(is.state('crasher', 'starting'), agent.logs.indexOf(looping))).toEqual([]);
       expect(h.component('crasher')?.state).toBe('crash-looping');
@@ -157,17 +165,22 @@ describe.concurrent('failures, end to end', { timeout: 90_000 }, () => {
     });
   });
 
-  it('a stop during an apply does not wait out the start budget: the apply ends as interrupted and the agent exits', async () => {
+  it('a stop during an apply does not wait out the start budget: the apply is left unfinished, not reported as failure, and the agent exits', async () => {
     const [closed] = (await freePorts(1)) as [number];
     // A start budget of 10 minutes: an agent that waited it out would outlive the test by far.
     const slow = { ...neverHealthy('slow', closed), health: { check: `http://127.0.0.1:${closed}/never`, interval: '1s', timeout: '500ms', failureThreshold: 600 } };
     await withStack({ signed: false, components: () => [sleeper('lone'), slow, sleeper('after', [{ component: 'slow', type: 'hard' }])] }, async (fx, h) => {
       const agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args: ['--stop-on-exit'] });
       await agent.waitForLog(is.state('slow', 'starting'), 15_000, 0, 'slow starting');
+      const rev = await fx.revisionId();
       const exit = await agent.stop(20_000);
       expect(exit.code).toBe(0);
-      expect(agent.lines(is.msgIncludes('apply failed')).map((l) => l.msg)).toEqual(['apply failed: interrupted: the agent stopped during this apply']);
-      expect(h.history()[0]).toMatchObject({ outcome: 'failure', summary: 'interrupted: the agent stopped during this apply' });
+      // Interrupted is no outcome (SPEC §5): the row stays unfinished until the next start finishes it with the true one.
+      expect(agent.lines(is.msgIncludes('apply failed'))).toEqual([]);
+      expect(agent.lines((l) => l.revision === rev && typeof l.msg === 'string' && l.msg.startsWith('apply interrupted'))).toHaveLength(1);
+      expect(h.history()[0]).toMatchObject({ revision: rev });
+      expect(h.history()[0]?.finishedAt).toBeUndefined();
+      expect(h.history()[0]?.outcome).toBeUndefined();
       // Nothing was started after the stop began, and --stop-on-exit left nothing running.
       expect(agent.lines(is.state('after', 'starting'))).toEqual([]);
       for (const name of ['lone', 'slow', 'after']) expect(h.processesOf(name), name).toEqual([]);

@@ -4,6 +4,7 @@
 // at random moments, and after each restart that settles every invariant is checked. The seed is printed; a failure
 // names it (KEYSTONE_CHAOS_SEED=S replays the schedule here, `npm run chaos -- --kills N --seed S` on the command line).
 import { describe, expect, it } from 'vitest';
+import { KILL_CHECKS, SETTLED_CHECKS } from '../../reliability/chaos/check-invariants.js';
 import { figure, runChaos, type ChaosResult } from '../../reliability/chaos/run-chaos.js';
 import { needs } from '../support/requirements.js';
 
@@ -18,8 +19,8 @@ function expectAllHeld(r: ChaosResult): void {
   expect(r.failures, `invariants failed (replay: ${replay})\n${failed}`).toEqual([]);
   expect(r.kills, `every kill was made (replay: ${replay})`).toBe(KILLS);
   expect(r.restarts).toBeGreaterThanOrEqual(KILLS);
-  // Every settle checks six invariants, every kill two more (the store as the kill left it).
-  expect(r.checks).toBe(r.settles * 6 + r.kills * 2);
+  // Every settle checks eight invariants, every kill two more (the store as the kill left it).
+  expect(r.checks).toBe(r.settles * SETTLED_CHECKS + r.kills * KILL_CHECKS);
   expect(r.held).toBe(r.checks);
 }
 
