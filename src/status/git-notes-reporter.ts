@@ -189,7 +189,14 @@ export class GitNotesReporter implements StatusReporter {
         throw new StatusDeliveryError('KS_STATUS_CONFLICT', `${what}: ${moved.join(', ')} moved under us ${this.pushAttempts} times (another agent with this device name?); will try again later`);
       });
     } catch (e) {
-      throw this.gitError(what, e);
+      const err = this.gitError(what, e);
+      if (!damagedCache(e)) throw err;
+      // An object the cache holds cannot be read (an agent killed while writing it: isomorphic-git does not fsync).
+      // Every retry would fail alike, and the status never arrive: the cache goes, and the next attempt builds on the
+      // server's tip again (what was pushed is there; what was not waits in the outbox). Found by `npm run chaos`.
+      await fs.promises.rm(gitdir, { recursive: true, force: true });
+      this.cacheReady = false;
+      throw new StatusDeliveryError(err.code, `${err.message}; the local notes cache was damaged and is rebuilt at the next attempt`, err.data, { cause: e });
     }
   }
 
@@ -379,4 +386,12 @@ function timedHttpClient(signal: AbortSignal): HttpClient {
   return {
     request: (req: GitHttpRequest): Promise<GitHttpResponse> => nodeHttp.request({ ...req, signal, agent: gitHttpAgent(req.url) }),
   };
+}
+
+/** An error that says the cache's own objects are unreadable (truncated or corrupt), not that the server refused. */
+function damagedCache(e: unknown): boolean {
+  for (let x: unknown = e, depth = 0; x instanceof Error && depth < 5; x = (x as { cause?: unknown }).cause, depth++)
+    if (/Invalid compressed buffer|incorrect header check|unexpected end of file|invalid (?:stored block lengths|distance|code)|an object is missing from|SHA check failed|Z_(?:BUF|DATA)_ERROR/i.test(x.message))
+      return true;
+  return false;
 }

@@ -1,7 +1,7 @@
 // The Git notes reporter against a real Git smart-HTTP server (git http-backend), read back with the git CLI: what
 // another tool or an operator would see. Each device writes only its own refs/notes/keystone-devices/<device>.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isStatusDeliveryError } from '../../src/status/commit-status.js';
 import { deviceNotesRef } from '../../src/status/device-notes-ref.js';
@@ -81,6 +81,26 @@ describe('GitNotesReporter against a Git smart-HTTP server', () => {
     const ref = deviceNotesRef('dev-a');
     expect((await git(clone, 'ls-tree', '-r', '--name-only', ref)).trim().split('\n').sort()).toEqual([`${commit.slice(0, 2)}/${commit.slice(2)}`, other].sort());
     expect((await git(clone, 'rev-parse', `${ref}^`)).trim()).toBe(notesCommit);
+  });
+
+  it('a cache object damaged by a kill mid-write: the delivery fails saying so, the cache is rebuilt, the next one arrives (npm run chaos found it)', async () => {
+    const { url, clone, commit } = await fx.remoteWithCommit('damaged');
+    const cacheDir = join(fx.tempDir('keystone-notes-cache-'), 'notes.git');
+    const a = fx.reporter(url, 'dev-a', { cacheDir });
+    await a.deliver(status(commit, 'dev-a', 'pending', 'applying'));
+    // Every loose object the cache wrote, cut short as a power cut leaves a file that was never synced.
+    const objects = join(cacheDir, 'objects');
+    for (const d of readdirSync(objects).filter((x) => /^[0-9a-f]{2}$/.test(x)))
+      for (const f of readdirSync(join(objects, d))) truncateSync(join(objects, d, f), 7);
+    const damaged = await a.deliver(status(commit, 'dev-a', 'failure', 'failed: api')).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(isStatusDeliveryError(damaged) && damaged.retryable, String(damaged)).toBe(true);
+    expect(String(damaged)).toContain('the local notes cache was damaged and is rebuilt at the next attempt');
+    // The outbox tries again: the line arrives, on top of what the server held.
+    await a.deliver(status(commit, 'dev-a', 'failure', 'failed: api'));
+    expect(await cliNote(clone, commit)).toMatch(/^keystone\/dev-a failure \S+ failed: api\n$/);
   });
 
   it('pushes its whole notes history again when the server lost the ref', async () => {
