@@ -186,11 +186,11 @@ export class Outcomes {
   /** Rule 3: the revision the device runs, taken up again after a restart; nothing is written or reported for it. */
   resumed(rev: RevisionInfo, outcome: 'success' | 'failure', r: ApplyResult): void {
     const down = r.failures.map((f) => f.name);
-    // What runs, said as an apply says it: the resume changes nothing about the revision's outcome.
-    if (down.length === 0 && this.deps.store.components().every((c) => c.state === 'running')) this.supLog.info('all components running');
+    // One line, the resume's end (tests and people wait for it): what runs, said beside the outcome that stands.
+    const all = down.length === 0 && this.deps.store.components().every((c) => c.state === 'running');
     this.log.info(
       { revision: rev.id, outcome, started: r.execution.started, ...(down.length > 0 && { not_healthy: down }) },
-      `resumed the revision applied last: its outcome stands (${outcome})${down.length > 0 && outcome === 'success' ? '; what is not healthy now shows in the component states' : ''}`,
+      `resumed the revision applied last: its outcome stands (${outcome}); ${all ? 'all components running' : 'not every component is healthy: see keystonectl status'}`,
     );
     if (outcome === 'failure') {
       const last = this.rowsOf(rev.id).find((e) => e.outcome === 'failure' || e.outcome === 'recovered' || e.outcome === 'success');

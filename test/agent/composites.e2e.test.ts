@@ -744,7 +744,7 @@ describe('replicas = N', { timeout: 60_000 }, () => {
     expect((await ca.agent.kill9()).signal).toBe('SIGKILL');
     expect(replicaPids()).toEqual(before);
     const end = await ca.start();
-    expect(end.msg).toBe('all components running');
+    expect(end.msg).toBe('resumed the revision applied last: its outcome stands (success); all components running');
     expect(ca.agent.lines((l) => l.msg === 'reconcile plan')[0]).toMatchObject({ stop_order: [], start_order: [], no_touch: names(5) });
     expect(ca.agent.lines((l) => l.msg === 'adopted running instance').map((l) => [l.component, l.pid])).toEqual(names(5).map((n) => [n, before[n]]));
     expect(ca.agent.lines((l) => l.state === 'starting' || l.state === 'stopping')).toEqual([]);
