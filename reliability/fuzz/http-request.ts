@@ -77,7 +77,7 @@ export async function inject(server: FastifyInstance, req: DecodedRequest): Prom
 export function standInAgent(): ApiAgent {
   const events = new EventEmitter<AgentEventMap>();
   return {
-    store: { components: () => [], component: () => undefined, appliedRevision: () => undefined, history: () => [] },
+    store: { components: () => [], component: () => undefined, appliedRevision: () => undefined, history: () => [], historyOf: () => [] },
     engine: { desired: undefined, restartOrders: () => undefined, restart: never, stop: never, start: never, pidOf: () => undefined, unitsOf: () => undefined },
     events,
     sync: () => true,

@@ -1,6 +1,7 @@
 // What an agent finds running when it starts (SPEC §5): the recorded instances it adopts, and — at the first apply
 // after that — the health check that proves an adopted instance before anything is said about it.
-import type { DesiredState } from '../core/desired-state.js';
+import type { DesiredComponent, DesiredState } from '../core/desired-state.js';
+import { rollbackRelevant } from '../core/group-rollback.js';
 import type { Logger } from '../log/logger.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { ApplyFailure, StateStore } from '../store/state-store.js';
@@ -58,6 +59,27 @@ export async function adoptRecorded(runtime: (kind: 'process' | 'container') => 
       log.info({ component: o.component, container: o.id.slice(0, 12) }, 'removed a container this agent owned but no longer runs');
     }
   }
+}
+
+/**
+ * An apply's step 3: what it leaves untouched keeps its instance and takes the new description (position,
+ * dependencies); a unit outside any group that binds another's exports, running unchanged with no spec kept yet,
+ * gets its own (the point of return of a later rollback).
+ */
+export function refreshUntouched(desired: DesiredState, noTouch: readonly string[], previous: readonly DesiredComponent[], revision: string, deps: AdoptionDeps): void {
+  const { store } = deps;
+  const byName = new Map(desired.components.map((c) => [c.name, c]));
+  const untouched = new Set(noTouch);
+  const kept = new Set(previous.map((c) => c.name));
+  desired.startOrder.forEach((name, position) => {
+    if (!untouched.has(name)) return;
+    const c = byName.get(name)!;
+    const rec = store.component(name);
+    if (rec) store.upsertComponent({ ...rec, position, dependencies: c.dependencies.map((d) => ({ ...d })) });
+    if (rec && !kept.has(name) && c.group === undefined && rollbackRelevant(c) && rec.state === 'running') store.recordSpec(name, c);
+    deps.workers.get(name)?.refresh(c);
+    if (rec?.state === 'running' || rec?.state === 'unhealthy') deps.log.info({ component: name, revision }, 'reusing existing running instance (no restart)');
+  });
 }
 
 /** How long a crash restart under way (backoff, starting) is waited for beyond the component's start budget. */

@@ -30,15 +30,18 @@ export interface ApplySteps {
   held: string[];
   /** The agent is stopping. */
   stopping: boolean;
+  /** Components this apply started healthy that are not running any more when it ends (a crash meanwhile). */
+  crashedSince: ApplyFailure[];
 }
 
 export function applyOutcome(a: ApplySteps): ApplyResult {
   const { desired, reconcile, execution, untouched, down, rolledBack, held } = a;
   // A member left down by an earlier, cut-short update fails this apply only when its composite was rolled back.
   const groupOf = new Map(desired.components.map((c) => [c.name, c.group]));
-  const failures = [...execution.failed];
+  const failures = [...execution.failed, ...a.crashedSince];
   for (const d of [...untouched, ...down.filter((d) => rolledBack.includes(groupOf.get(d.name) ?? ''))]) if (!failures.some((f) => f.name === d.name)) failures.push(d);
-  const interrupted = a.stopping && (failures.length > 0 || held.length > 0);
+  // The agent stopping cut the apply short (its checks skipped, starts given up): not an outcome, whatever it found.
+  const interrupted = a.stopping;
   const outcome = failures.length === 0 && held.length === 0 ? 'success' : 'failure';
   const heldText = held.length ? `${held.join(', ')} held at ${held.length === 1 ? 'its' : 'their'} previous members: this revision could not update ${held.length === 1 ? 'it' : 'them'}` : '';
   const summary = interrupted

@@ -23,8 +23,6 @@ export class ComponentWorker extends InstanceSupervision {
     super(name, deps);
   }
 
-
-
   /** Install and start a new instance, and wait until it is healthy within its start budget. */
   async start(c: DesiredComponent, position: number, revision: string): Promise<StartOutcome> {
     const gen = this.invalidate();
@@ -189,13 +187,6 @@ export class ComponentWorker extends InstanceSupervision {
     }
   }
 
-
-
-
-
-
-
-
   /** Re-attaches to an instance that survived an agent restart: no restart, supervision resumes. */
   adopt(inst: Instance, c: DesiredComponent | undefined, revision?: string): void {
     const gen = this.invalidate();
@@ -263,6 +254,5 @@ export class ComponentWorker extends InstanceSupervision {
   detach(): void {
     this.invalidate();
   }
-
 
 }

@@ -1,12 +1,11 @@
 // The one writer: every change to what runs (a revision, a crash cascade, an operator's action) runs here, one at a time.
-import type { DesiredComponent, DesiredState } from '../core/desired-state.js';
+import type { DesiredState } from '../core/desired-state.js';
 import { diff, type Reconcile } from '../core/diff.js';
-import { rollbackRelevant } from '../core/group-rollback.js';
 import { restartCascade, unitsOf, type RestartOrders } from '../core/restart-cascade.js';
 import pLimit from 'p-limit';
 import type { Logger } from '../log/logger.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { adoptRecorded, checkUntouched, type AdoptionDeps } from './adoption.js';
+import { adoptRecorded, checkUntouched, refreshUntouched, type AdoptionDeps } from './adoption.js';
 import { ComponentWorker, type WorkerDeps } from './component-worker.js';
 import { downMembers, holdBackGroups, keepSpecs, rollBackGroups } from './composite-steps.js';
 import { execute, stopAll, type ExecutionResult, type ExecutorDeps } from './executor.js';
@@ -117,7 +116,7 @@ export class Engine {
     begin?.(reconcile);
     this.agentLog.info({ revision: rev.id, stop_order: reconcile.stopOrder, start_order: reconcile.startOrder, no_touch: reconcile.noTouch }, 'reconcile plan');
     // 3. Untouched components keep their instance and take the new description (position, dependencies).
-    this.refreshUntouched(desired, reconcile, previous, rev.id);
+    refreshUntouched(desired, reconcile.noTouch, previous, rev.id, this.adoptionDeps());
     // 4. Stops, then starts, each the moment its dependencies are healthy.
     const removed = new Set(Object.entries(reconcile.reasonCodes).filter(([, r]) => r.kind === 'removed').map(([n]) => n));
     const deps = this.executorDeps(rev.id);
@@ -133,24 +132,11 @@ export class Engine {
     keepSpecs(store, this.desired, execution.started);
     if (!this.stopping) this.loaded = rev.id;
     // 7. The outcome: success only when everything the revision asked runs healthy (SPEC §5).
-    return applyOutcome({ desired, reconcile, execution, untouched, down, rolledBack: rolledBack.groups, held, stopping: this.stopping });
-  }
-
-  private refreshUntouched(desired: DesiredState, reconcile: Reconcile, previous: readonly DesiredComponent[], revision: string): void {
-    const { store } = this.deps;
-    const byName = new Map(desired.components.map((c) => [c.name, c]));
-    const untouched = new Set(reconcile.noTouch);
-    const kept = new Set(previous.map((c) => c.name));
-    desired.startOrder.forEach((name, position) => {
-      if (!untouched.has(name)) return;
-      const c = byName.get(name)!;
-      const rec = store.component(name);
-      if (rec) store.upsertComponent({ ...rec, position, dependencies: c.dependencies.map((d) => ({ ...d })) });
-      // A unit outside any group that binds another's exports, running unchanged with no spec kept yet, gets its own.
-      if (rec && !kept.has(name) && c.group === undefined && rollbackRelevant(c) && rec.state === 'running') store.recordSpec(name, c);
-      this.workers.get(name)?.refresh(c);
-      if (rec?.state === 'running' || rec?.state === 'unhealthy') this.agentLog.info({ component: name, revision }, 'reusing existing running instance (no restart)');
+    const crashedSince = execution.started.flatMap((n) => {
+      const r = store.component(n);
+      return r && r.state !== 'running' ? [{ name: n, reason: `${r.state} before the apply ended${r.reason ? `: ${r.reason}` : ''}` }] : [];
     });
+    return applyOutcome({ desired, reconcile, execution, untouched, down, rolledBack: rolledBack.groups, held, stopping: this.stopping, crashedSince });
   }
 
   /**

@@ -34,6 +34,9 @@ export interface GitFollowing {
   /** Starts the source; says when the first look is, if it waits for the device's place in the poll interval. */
   start(): Promise<void>;
   outbox: StatusOutbox;
+  /** Stops looking at the source: nothing new is offered. Reports still go out (close() ends them). */
+  stopLooking(): Promise<void>;
+  /** Ends reporting: call once the agent has closed, so that the outcome of an apply that ended meanwhile is reported. */
   close(): Promise<void>;
 }
 
@@ -108,6 +111,7 @@ export function followGit(agent: Agent, opts: GitFollowOptions): GitFollowing {
           `first look at the Git source in ${Math.ceil((nextLookAt - opts.now()) / 1000)} s: this device's place in the poll interval, so a fleet restarted together does not poll in step (POST /v1/sync looks at once)`,
         );
     },
+    stopLooking: () => source.close(),
     async close() {
       await source.close();
       stopRollbacks();

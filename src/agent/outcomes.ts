@@ -8,7 +8,9 @@
 //     kill between them leaves neither or both.
 //  2. A commit that failed on this device is never reported `success` afterwards. A failed commit offered again is not
 //     applied again (standing() says `failed-before`), not even as a rollback's target, unless it is what runs (then
-//     it is resumed, below); only a new commit changes what the device says about it.
+//     it is resumed, below); only a new commit changes what the device says about it — or a new desired state from
+//     the same commit (the device's name, labels or --plan changed), which is a new attempt by design. Failures are
+//     never pruned from the history (store/apply-history.ts), so no amount of later history hides one.
 //  3. An agent restart re-reports nothing: the revision the device runs, offered again, is resumed — loaded, adopted
 //     instances health-checked, what stopped meanwhile started — and its outcome stands as it was written.
 //  4. An apply cut short (kill -9, a stop during it) is not an outcome: its row stays open and is reported by nobody;
@@ -17,7 +19,7 @@
 //  5. A recovery (every component of a failed revision healthy again: by itself, after a crash restart, an operator
 //     action, or the health check after a restart) is its own row, `recovered`, and its own event. It is never
 //     reported to the Git host and never rewrites the failure, so no rollout gate counts it.
-//  6. A success is written only for an apply whose components were all healthy when it ended (engine.ts step 6).
+//  6. A success is written only for an apply whose components were all healthy when it ended (engine.ts step 7).
 import { isCommitId } from '../core/commit-id.js';
 import type { Logger } from '../log/logger.js';
 import type { ApplyFailure, HistoryEntry, StateStore } from '../store/state-store.js';
@@ -27,7 +29,7 @@ import { crashPoint } from './crash-point.js';
 import type { ApplyResult, RevisionInfo } from './engine.js';
 import type { HeldEvent } from './rollout-holds.js';
 
-/** How far back the history is read for a revision's standing: far beyond a burst of commits, bounded. */
+/** A revision's own rows read for its standing (its failures are never pruned; store/apply-history.ts). */
 const STANDING_LOOKBACK = 200;
 
 /** What taking a revision up means on this device now (the spine's step 4 asks before anything is touched). */
@@ -59,6 +61,9 @@ export interface FailedOutcome {
   failed: ApplyFailure[];
 }
 
+/** `then` goes into the failure's report; `act` runs once the failure is written. */
+export type FailureListener = (o: FailedOutcome) => { then: string; act?: () => void } | undefined;
+
 export interface OutcomesDeps {
   store: StateStore;
   emit: Emit;
@@ -73,7 +78,7 @@ export interface OutcomesDeps {
 
 export class Outcomes {
   private reports?: OutcomeReports;
-  private readonly failureListeners: Array<(o: FailedOutcome) => string | undefined> = [];
+  private readonly failureListeners: Array<FailureListener> = [];
   /** The apply the agent died during, open until its revision (or another) is applied. */
   private interrupted?: HistoryEntry;
   /** The applied revision while its last outcome is a failure nothing has recovered yet. */
@@ -94,8 +99,12 @@ export class Outcomes {
     this.reports = reports;
   }
 
-  /** Asked, before anything is written, about every failure that is reported: what the device does about it. */
-  onFailure(listener: (o: FailedOutcome) => string | undefined): () => void {
+  /**
+   * Asked, before anything is written, about every failure that is reported: what the device does about it (said in
+   * the report); what it then does runs once the failure is written (a failure that could not be written is retried,
+   * and nothing is done about it meanwhile).
+   */
+  onFailure(listener: FailureListener): () => void {
     this.failureListeners.push(listener);
     return () => this.failureListeners.splice(this.failureListeners.indexOf(listener), 1);
   }
@@ -134,8 +143,8 @@ export class Outcomes {
       let id: number;
       if (standing.kind === 'continue') id = standing.historyId;
       else {
-        if (this.interrupted)
-          store.finishApply(this.interrupted.id, { finishedAt: now(), outcome: 'failure', summary: `interrupted: the agent stopped during this apply, and ${short(rev.id)} was applied next` });
+        const open = this.interrupted ?? store.unfinishedApply();
+        if (open) store.finishApply(open.id, { finishedAt: now(), outcome: 'failure', summary: `interrupted: the agent stopped during this apply, and ${short(rev.id)} was applied next` });
         id = store.beginApply({ revision: rev.id, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), startedAt: now(), reconcile });
       }
       this.interrupted = undefined;
@@ -167,20 +176,28 @@ export class Outcomes {
     }
     crashPoint('before-finish-apply');
     const failed = r.failures;
-    const then = r.outcome === 'failure' && !t.silent ? this.askFailureListeners({ revision: rev.id, summary: r.summary, failed }) : undefined;
+    const answers = r.outcome === 'failure' && !t.silent ? this.askFailureListeners({ revision: rev.id, summary: r.summary, failed }) : [];
+    const then = answers.length ? answers.map((a) => a.then).join('; ') : undefined;
     const summary = then === undefined ? r.summary : `${r.summary}; ${then}`;
     const event = { revision: rev.id, outcome: r.outcome, durationMs: now() - t.began, summary, failed, reconcile: r.reconcile, ...(rev.target !== undefined && { target: rev.target }), ...(rev.wave !== undefined && { wave: rev.wave }) };
-    store.transaction(() => {
-      store.finishApply(t.historyId, { finishedAt: now(), outcome: r.outcome, summary, failed });
-      // What ran well here: a later commit that brings it back is a revert to a known-good state (SPEC §14).
-      if (r.outcome === 'success' && r.stateDigest !== undefined) store.recordGoodState(r.stateDigest, rev.id, now());
-      if (!t.silent) this.reports?.finished({ ...event, ...(then !== undefined && { then }) });
-    });
+    try {
+      store.transaction(() => {
+        store.finishApply(t.historyId, { finishedAt: now(), outcome: r.outcome, summary, failed });
+        // What ran well here: a later commit that brings it back is a revert to a known-good state (SPEC §14).
+        if (r.outcome === 'success' && r.stateDigest !== undefined) store.recordGoodState(r.stateDigest, rev.id, now());
+        if (!t.silent) this.reports?.finished({ ...event, ...(then !== undefined && { then }) });
+      });
+    } catch (e) {
+      // Not written (a full disk): no outcome yet. The row stays open, and the loop tries the revision again.
+      this.abandoned(t);
+      throw e;
+    }
     // Said once the row is written: whoever reads the log line finds the history agreeing with it.
     if (r.outcome === 'success') this.supLog.info(this.deps.store.components().every((c) => c.state === 'running') ? 'all components running' : 'apply finished');
     else this.log.error({ revision: rev.id, failed: failed.map((f) => f.name) }, `apply ${summary}`);
     this.standingFailure = r.outcome === 'failure' ? { revision: rev.id, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), failed: failed.map((f) => f.name) } : undefined;
     this.deps.emit('revision', event);
+    for (const a of answers) a.act?.();
   }
 
   /** Rule 3: the revision the device runs, taken up again after a restart; nothing is written or reported for it. */
@@ -198,6 +215,9 @@ export class Outcomes {
     }
     this.deps.emit('resumed', { revision: rev.id, outcome, summary: r.summary });
     this.checkRecovery();
+    // Still failed: what was to be done about it (a rollback a kill cut short) is asked for again. Nothing is written.
+    if (this.standingFailure && !r.interrupted)
+      for (const a of this.askFailureListeners({ revision: rev.id, summary: r.summary, failed: r.failures })) a.act?.();
   }
 
   /** A revision refused before anything was touched (invalid, unsigned, not for this device). */
@@ -248,11 +268,11 @@ export class Outcomes {
   }
 
   private rowsOf(id: string): HistoryEntry[] {
-    return this.deps.store.history({ limit: STANDING_LOOKBACK }).filter((e) => e.revision === id);
+    return this.deps.store.historyOf(id, STANDING_LOOKBACK);
   }
 
-  private askFailureListeners(o: FailedOutcome): string | undefined {
-    const answers: string[] = [];
+  private askFailureListeners(o: FailedOutcome): Array<{ then: string; act?: () => void }> {
+    const answers: Array<{ then: string; act?: () => void }> = [];
     for (const l of this.failureListeners) {
       try {
         const a = l(o);
@@ -261,7 +281,7 @@ export class Outcomes {
         this.log.error({ err: e as Error, revision: o.revision }, 'a failure listener failed');
       }
     }
-    return answers.length ? answers.join('; ') : undefined;
+    return answers;
   }
 }
 

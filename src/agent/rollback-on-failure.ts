@@ -25,16 +25,19 @@ export function rollBackOnFailure(o: { outcomes: Outcomes; store: StateStore; of
     const good = lastGoodCommit(o.store, failed.revision);
     if (!good) {
       log.warn({ revision: failed.revision }, 'apply failed and no earlier commit succeeded on this device: nothing to roll back to');
-      return 'no earlier good commit to roll back to';
+      return { then: 'no earlier good commit to roll back to' };
     }
-    void o.revisionAt(good).then(
-      (rev) => {
-        if (!rev) return log.error({ revision: failed.revision, rollback_to: good }, 'cannot roll back: that commit is no longer in the local clone');
-        log.warn({ revision: failed.revision, rollback_to: good }, 'apply failed: rolling back to the last commit that succeeded (--on-failure rollback)');
-        o.offer({ ...rev, rollback: true });
-      },
-      (e: Error) => log.error({ err: e, rollback_to: good }, 'rolling back failed'),
-    );
-    return `rolling back to ${good.slice(0, 7)}`;
+    // Done once the failure is written (outcomes.ts), and asked again when a restart resumes the failed commit: a
+    // kill between the failure and the rollback's apply must not leave the device on the failed commit for good.
+    const act = () =>
+      void o.revisionAt(good).then(
+        (rev) => {
+          if (!rev) return log.error({ revision: failed.revision, rollback_to: good }, 'cannot roll back: that commit is no longer in the local clone');
+          log.warn({ revision: failed.revision, rollback_to: good }, 'apply failed: rolling back to the last commit that succeeded (--on-failure rollback)');
+          o.offer({ ...rev, rollback: true });
+        },
+        (e: Error) => log.error({ err: e, rollback_to: good }, 'rolling back failed'),
+      );
+    return { then: `rolling back to ${good.slice(0, 7)}`, act };
   });
 }

@@ -26,7 +26,7 @@ export interface RunningAgent {
   agent: Agent;
   /** Starts following the source (the first look, or the device's place in the poll interval). */
   start(): Promise<void>;
-  /** Stops following, then the agent (its components too with `stopComponents`), then the container runtime's watches. */
+  /** Stops looking, then the agent (its components too with `stopComponents`), then reporting and the container runtime's watches. */
   close(opts: { stopComponents: boolean }): Promise<void>;
 }
 
@@ -143,18 +143,18 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
     logKeep: s.logKeep,
   }));
   // The source offers revisions (and POST /v1/sync asks it to look now); it never offers the same content twice.
-  let source: { start(): Promise<void>; close(): Promise<void> };
+  let source: { start(): Promise<void>; stopLooking(): Promise<void>; close(): Promise<void> };
   try {
     if (git && gitModules) {
       const { kind: _kind, ...gitOpts } = git;
       const following = gitModules.followGit(agent, { ...gitOpts, stateDir, ...(s.planFile !== undefined && { planFile: s.planFile }), device: s.device, labels: s.labels, log: logger, random: Math.random, now: Date.now });
-      source = { start: () => following.start(), close: () => following.close() };
+      source = { start: () => following.start(), stopLooking: () => following.stopLooking(), close: () => following.close() };
     } else if (s.source.kind === 'dir') {
       // chokidar only in directory mode.
       const { DirectorySource } = await import('../source/directory-source.js');
       const dir = new DirectorySource(s.source.root, { settleMs: s.source.settleMs, onRevision: (r: Revision) => agent.offer(r), onError: (e) => log.error({ err: e }, 'watching the directory failed') });
       agent.onSync(() => dir.syncNow());
-      source = dir;
+      source = { start: () => dir.start(), stopLooking: () => dir.close(), close: async () => undefined };
     } else throw new Error('runAgent: no source');
   } catch (e) {
     await agent.close();
@@ -165,8 +165,11 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
     agent,
     start: () => source.start(),
     async close(opts) {
-      await source.close();
+      // Nothing new is taken up; the apply in flight ends (its outcome written and handed to the outbox), then the
+      // reporting ends: closed first, it would leave that outcome's report unsent for good (a restart resumes).
+      await source.stopLooking();
       await agent.close({ stopComponents: opts.stopComponents });
+      await source.close();
       // Containers keep running; the runtime only stops following their exits and logs (it saves where it got to).
       await containerRuntime.close();
     },

@@ -79,7 +79,9 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
     // What this device already runs passed --max-age when it was applied. Offered again (the agent restarted, its
     // clock now a year ahead, or the state frozen) it is loaded again rather than refused, so that what runs stays
     // supervised; it is said loudly. A newer revision still has to pass.
-    const runs = rev.id === store.appliedRevision()?.id;
+    // A commit id names its content (SHA-1 over the whole tree); a directory's or a manual apply's id is a short hash
+    // that someone able to write files could make collide with another signed set's: only a commit is exempt.
+    const runs = isCommitId(rev.id) && rev.id === store.appliedRevision()?.id;
     const { keyring, maxAgeSeconds, maxClockSkewSeconds } = s.trust;
     try {
       const v = await verifyRevision(rev.reader, {

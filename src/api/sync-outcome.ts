@@ -32,7 +32,7 @@ export interface SyncOutcome {
 /** The outcome of the applied revision's own apply, and of a recovery since. */
 function appliedOutcomeOf(agent: Pick<ApiAgent, 'store'>, applied: string | null): SyncOutcome['appliedOutcome'] {
   if (applied === null) return null;
-  const mine = agent.store.history({ limit: 50 }).filter((e) => e.revision === applied && e.outcome !== 'rejected');
+  const mine = agent.store.historyOf(applied, 50).filter((e) => e.outcome !== 'rejected');
   const apply = mine.find((e) => e.outcome !== 'recovered');
   if (!apply) return null;
   if (apply.outcome === undefined) return 'applying';

@@ -1,5 +1,6 @@
 // The apply history (SPEC §5): one entry per apply or rejected revision, written before the apply acts, finished
-// after it, and pruned to a retention (unfinished entries never are: they say the agent died during an apply).
+// after it, and pruned to a retention (unfinished entries never are: they say the agent died during an apply; nor are
+// failures, which say a revision failed on this device for good).
 import { z } from 'zod';
 import { checked, textSchema as text, timeSchema, type Row, type RowReader } from './row-reader.js';
 import { StateStoreError } from './state-store-error.js';
@@ -107,8 +108,12 @@ export class ApplyHistory {
                    VALUES (?, ?, ?, ?, ?, 'rejected', ?) RETURNING id`).pluck(),
       recovered: p(`INSERT INTO applies (revision, plan_file, target, started_at, finished_at, outcome, summary)
                     VALUES (?, ?, ?, ?, ?, 'recovered', ?) RETURNING id`).pluck(),
+      // A failure the device saw is kept past the retention (SPEC §5: a commit that failed here stays failed, however
+      // many revisions come after): a row per failed signed commit, which only signers can make.
       prune: p(`DELETE FROM applies WHERE finished_at IS NOT NULL
+                  AND NOT (outcome = 'failure' AND summary NOT LIKE 'interrupted%')
                   AND id NOT IN (SELECT id FROM applies ORDER BY id DESC LIMIT ${retention})`),
+      of: p('SELECT * FROM applies WHERE revision = ? ORDER BY id DESC LIMIT ?'),
       history: p('SELECT * FROM applies WHERE id < ? ORDER BY id DESC LIMIT ?'),
       unfinished: p('SELECT * FROM applies WHERE finished_at IS NULL ORDER BY id DESC LIMIT 1'),
     };
@@ -151,6 +156,12 @@ export class ApplyHistory {
   history(q: { limit: number; before?: number }): HistoryEntry[] {
     const v = checked(historyQuerySchema, q, 'history query');
     const rows = this.s.history.all(v.before ?? Number.MAX_SAFE_INTEGER, v.limit) as Row[];
+    return rows.map((row) => historyFromRow(this.ctx.read, row));
+  }
+
+  /** One revision's entries, newest first, whatever came after them. */
+  historyOf(revision: string, limit: number): HistoryEntry[] {
+    const rows = this.s.of.all(revision, limit) as Row[];
     return rows.map((row) => historyFromRow(this.ctx.read, row));
   }
 

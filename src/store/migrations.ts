@@ -218,6 +218,8 @@ export const MIGRATIONS: readonly Migration[] = [
       DROP TABLE applies;
       ALTER TABLE applies_v11 RENAME TO applies;
       CREATE INDEX applies_unfinished ON applies (id) WHERE finished_at IS NULL;
+      -- A revision's own rows, however much history came after (outcomes.ts asks how a revision stood here).
+      CREATE INDEX applies_revision ON applies (revision, id);
     `,
   },
 ];

@@ -160,6 +160,10 @@ export class SqliteStateStore implements StateStore {
     return this.write(() => this.applies.recordRecovered(r));
   }
 
+  historyOf(revision: string, limit = 100): HistoryEntry[] {
+    return this.applies.historyOf(revision, limit);
+  }
+
   history(q: { limit: number; before?: number }): HistoryEntry[] {
     return this.applies.history(q);
   }

@@ -81,6 +81,8 @@ export interface StateStore {
   recordRecovered(r: { revision: string; planFile: string; target?: string; at: number; summary: string }): number;
   /** Newest first; `before` pages to entries with a smaller id. */
   history(q: { limit: number; before?: number }): HistoryEntry[];
+  /** One revision's entries, newest first, however much history came after them (failures are never pruned). */
+  historyOf(revision: string, limit?: number): HistoryEntry[];
   /** The newest apply without a finish: the agent died during it. Finish it, then ask again for older ones. */
   unfinishedApply(): HistoryEntry | undefined;
 

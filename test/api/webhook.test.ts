@@ -22,7 +22,7 @@ function fakeAgent(canSync = true): ApiAgent & { syncs: number } {
   };
   const agent = {
     syncs: 0,
-    store: { components: () => [], component: () => undefined, appliedRevision: () => undefined, history: () => [] },
+    store: { components: () => [], component: () => undefined, appliedRevision: () => undefined, history: () => [], historyOf: () => [] },
     engine: { restartOrders: () => undefined, restart: unused, stop: unused, start: unused, pidOf: () => undefined, unitsOf: () => undefined },
     events: new EventEmitter<AgentEventMap>(),
     applyManual: unused,

@@ -33,8 +33,8 @@ function historyView(h: HistoryEntry) {
  * How the applied revision's apply ended (SPEC §5): `success`, `failure` or `applying`, and — after a failure — the
  * recovery, if its components got healthy since. A recovery never turns the failure into a success.
  */
-function outcomeView(entries: readonly HistoryEntry[], id: string) {
-  const mine = entries.filter((e) => e.revision === id && e.outcome !== 'rejected');
+function outcomeView(entries: readonly HistoryEntry[]) {
+  const mine = entries.filter((e) => e.outcome !== 'rejected');
   const apply = mine.find((e) => e.outcome !== 'recovered');
   if (!apply) return null;
   const recovery = apply.outcome === 'failure' ? mine.find((e) => e.outcome === 'recovered' && e.id > apply.id) : undefined;
@@ -77,7 +77,7 @@ export function registerRevisionRoutes(server: FastifyInstance, ctx: ApiContext)
       wave: r.wave ?? null,
       appliedAt: iso(r.appliedAt),
       // How its apply ended, and a later recovery (SPEC §5); null when the history no longer has it.
-      outcome: outcomeView(ctx.agent.store.history({ limit: 50 }), r.id),
+      outcome: outcomeView(ctx.agent.store.historyOf(r.id, 50)),
       // What the device follows, and whether a forced manual apply holds the Git sync (until POST /v1/resume).
       sync: syncView(ctx),
       // Newer commits held at the rollout gate (SPEC §14), newest first, each with why: `held: waiting for wave …`.

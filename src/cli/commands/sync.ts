@@ -42,7 +42,7 @@ export function renderSyncOutcome(r: Json): string {
     default:
       line = r.revision === null ? summary : `${summary} (${rev})`;
       // What runs failed here and has not recovered: nothing new is no good news (SPEC §5).
-      if (r.appliedOutcome === 'failure') line += '; its apply failed on this device (keystonectl history): push a fix or git revert';
+      if (r.appliedOutcome === 'failure') line += '; its apply failed on this device (keystonectl history): only a new revision changes that (a fix, a git revert, an edit of the directory)';
   }
   const held = Array.isArray(r.rollout) ? r.rollout.filter((h): h is Json => typeof h === 'object' && h !== null) : [];
   // The held commit the line is about is not repeated.
