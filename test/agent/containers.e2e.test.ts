@@ -165,7 +165,8 @@ describe.skipIf(engine.skip)(engine.title('the worked example with web as a cont
     const plan = await agent.waitForLog(is.revision(rev, 'reconcile plan'), 15_000, 0, 'the reconcile after the restart');
     expect(plan).toMatchObject({ stop_order: [], start_order: [], no_touch: STACK });
     const end = await agent.waitForLog(is.applyEnd, 15_000, 0, 'the end of the apply after the restart');
-    expect(end.msg).toBe('all components running');
+    // A restart resumes the revision it runs (SPEC §5): its outcome stands, everything adopted and healthy.
+    expect(end.msg).toBe('resumed the revision applied last: its outcome stands (success); all components running');
 
     const adoptedWeb = agent.lines(is.about('web', 'adopted running instance'));
     expect(adoptedWeb).toHaveLength(1);

@@ -179,7 +179,7 @@ describe.skipIf(root.skip)(root.title('a full disk under a running agent'), { ti
     }, ['--log-max-bytes', String(2 * MiB), '--log-keep', '1']);
   });
 
-  it('fault: the agent restarts on a full disk: it comes up, adopts every component (same pids), and applies the revision it could not record once space returns', async () => {
+  it('fault: the agent restarts on a full disk: it comes up, adopts every component (same pids), and resumes the revision it runs once space returns', async () => {
     // What an operator expects of a restart (a reboot, a package upgrade) on a full disk: nothing that runs is
     // touched, and the agent stays up to say what is wrong, rather than an exit loop under systemd.
     await withFullDiskWorld(16 * MiB, steady, async (w) => {
@@ -192,14 +192,16 @@ describe.skipIf(root.skip)(root.title('a full disk under a running agent'), { ti
       const failed = await w.agent.waitForLog(is.msg('revision failed unexpectedly'), 20_000, 0, 'the failed apply');
       expect(errCode(failed)).toBe('KS_STATE_DISK_FULL');
       expectSamePids(w);
-      // Space returns; keystonectl sync: the revision is reconciled now, and its apply recorded; still nothing restarts.
+      // Space returns; keystonectl sync: the revision it runs is resumed now (SPEC §5: its outcome stands, no new row,
+      // no new report); still nothing restarts.
+      const rows = w.h.history();
       w.disk.drain();
       const again = w.agent.mark();
       const outcome = await w.api.post('/v1/sync?wait=done');
-      expect(outcome.body).toMatchObject({ outcome: 'applied', revision: w.h.appliedRevision()?.id });
-      const end = await w.agent.waitForLog(is.applyEnd, 20_000, again, 'the apply after space returned');
-      expect(end.msg).toBe('all components running');
-      expect(w.h.history()[0]).toMatchObject({ outcome: 'success' });
+      expect(outcome.body).toMatchObject({ outcome: 'unchanged', revision: w.h.appliedRevision()?.id, appliedOutcome: 'success' });
+      const end = await w.agent.waitForLog(is.applyEnd, 20_000, again, 'the resume after space returned');
+      expect(end.msg).toBe('resumed the revision applied last: its outcome stands (success); all components running');
+      expect(w.h.history()).toEqual(rows);
       expectSamePids(w);
       await w.agent.stop();
       expectStoreIntact(w.h);
