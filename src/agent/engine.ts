@@ -258,6 +258,11 @@ export class Engine {
     return c ? (c.recipe.lifecycle.run.health?.check ?? null) : undefined;
   }
 
+  /** Adopted after a restart and not health-checked yet (SPEC §5): nothing is to be said of its health. */
+  unproven(name: string): boolean {
+    return this.workers.get(name)?.unproven === true;
+  }
+
   /** The pid of a component's current process instance, if it has one. */
   pidOf(name: string): number | undefined {
     return this.workers.get(name)?.pid;

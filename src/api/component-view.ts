@@ -13,7 +13,7 @@ export interface ComponentView {
   version: string;
   hash: string;
   runtime: 'process' | 'container';
-  /** `healthy` (state running), `unhealthy`, or `unknown` while it is not running or is still starting. */
+  /** `healthy` (state running), `unhealthy`, or `unknown` while it is not running, still starting, or adopted unchecked. */
   health: 'healthy' | 'unhealthy' | 'unknown';
   healthCheck: string | null;
   /** Restarts since its last healthy spell (the crash-loop budget of SPEC §5). */
@@ -96,5 +96,8 @@ export function componentView(agent: ApiAgent, rec: ComponentRecord): ComponentV
   const { name, state, ...rest } = recordPart(rec);
   // Key order as before: name, state, pid, containerId, version … (scripts may print the JSON as it comes).
   const { version, hash, runtime, health, ...tail } = rest;
-  return { name, state, ...instanceOf(agent, rec, rec.name), version, hash, runtime, health, healthCheck: healthCheckOf(agent, name), ...tail };
+  // An instance adopted after a restart is not assumed healthy (SPEC §5): `unknown` until its check has run, which
+  // is at the first revision loaded (and never, while every revision offered is refused).
+  const shown = agent.engine.unproven?.(name) ? 'unknown' : health;
+  return { name, state, ...instanceOf(agent, rec, rec.name), version, hash, runtime, health: shown, healthCheck: healthCheckOf(agent, name), ...tail };
 }
