@@ -76,24 +76,27 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
   let signers: string[] | undefined;
   if (s.trust.unsigned) log.warn({ revision: rev.id }, 'UNSIGNED revision: signatures are not checked (--allow-unsigned, development only)');
   else {
-    // What this device already runs passed --max-age when it was applied. Offered again (the agent restarted, its
-    // clock now a year ahead, or the state frozen) it is loaded again rather than refused, so that what runs stays
-    // supervised; it is said loudly. A newer revision still has to pass.
-    // A commit id names its content (SHA-1 over the whole tree); a directory's or a manual apply's id is a short hash
-    // that someone able to write files could make collide with another signed set's: only a commit is exempt.
-    const runs = isCommitId(rev.id) && rev.id === store.appliedRevision()?.id;
+    // What this device already runs passed --max-age and the replay floor when it was applied. Offered again (the
+    // agent restarted, its clock now a year ahead, or the state frozen; or a rollback's target, below a floor its
+    // failed successor raised) it is loaded again rather than refused, so that what runs stays supervised; it is said
+    // loudly. "The same" is the same id and the very signature time recorded when it was applied: a directory's or a
+    // manual apply's id is a short hash that someone able to write files could make collide with another signed set.
+    const applied = store.appliedRevision();
+    const runs = rev.id === applied?.id && applied.signedAt !== undefined;
     const { keyring, maxAgeSeconds, maxClockSkewSeconds } = s.trust;
+    const floor = runs ? applied.signedAt : store.lastSignedAt();
     try {
       const v = await verifyRevision(rev.reader, {
         keyring,
         now: Math.floor(now() / 1000),
-        // A rollback re-applies a revision this device already applied and saw succeed, and what runs (resumed after a
-        // restart, maybe a rollback's target) is not new either: the floor raised since is the device's own doing,
-        // not a replay by someone else.
-        ...(store.lastSignedAt() !== undefined && !rev.rollback && !runs && { notBefore: store.lastSignedAt()! }),
+        // A rollback re-applies a revision this device already applied and saw succeed: the floor it raised since
+        // is its own doing, not a replay by someone else.
+        ...(floor !== undefined && !rev.rollback && { notBefore: floor }),
         ...(maxAgeSeconds !== undefined && !runs && { maxAgeSeconds }),
         ...(maxClockSkewSeconds !== undefined && { maxClockSkewSeconds }),
       });
+      if (runs && v.signedAt !== applied.signedAt)
+        return reject(`KS_SIGNATURE_REPLAYED: signed at ${new Date(v.signedAt * 1000).toISOString()}, not the signature of the revision this device runs under the same id (signed at ${new Date(applied.signedAt! * 1000).toISOString()})`);
       reader = new VerifiedReader(rev.reader, v);
       signedAt = v.signedAt;
       signers = [...v.signers];
