@@ -3,11 +3,11 @@
 // but on ports the OS hands out, so that test files (and concurrent tests) never collide.
 import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { directoryRevisionId } from '../../src/source/directory-source.js';
 import { runCtl } from './cli-run.js';
+import { freePorts } from './free-ports.js';
 import { PROJECT_ROOT } from './example-repo.js';
 
 export interface HealthSpec {
@@ -104,23 +104,7 @@ export interface StackFixture {
   cleanup(): void;
 }
 
-/** Ports the OS considers free right now: listen on 0, read the port, close. Distinct within one call. */
-export async function freePorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: n },
-      () =>
-        new Promise<Server>((resolve, reject) => {
-          const s = createServer();
-          s.once('error', reject);
-          s.listen(0, '127.0.0.1', () => resolve(s));
-        }),
-    ),
-  );
-  const ports = servers.map((s) => (s.address() as AddressInfo).port);
-  await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
-  return ports;
-}
+export { freePorts };
 
 /** Health probing for tests: fast, with a generous threshold so a loaded machine does not fail a start budget (10 s). */
 const FAST = { interval: '200ms', timeout: '1s', failureThreshold: 50 } as const;
