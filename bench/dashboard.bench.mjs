@@ -16,8 +16,8 @@
 //   floor      a minimal static HTML page (a line of text) from a plain node:http server on loopback: its first
 //              contentful paint is the browser's own floor, the reference of the times below.
 //   login      GET / without a session: the login form. Bytes until the form is there and no request is pending.
-//   overview   GET / with a session (POST /v1/session with the token from Node, its two Set-Cookie values added to
-//              the context): the signed-in overview, until every component has its row in `#components` and the
+//   overview   GET / with a session (POST /v1/session with the token from Node, its Set-Cookie added to the context
+//              and its CSRF token put in the page's localStorage): the signed-in overview, until every component has its row in `#components` and the
 //              graph `#graph g.node` is drawn, then until no request but the event stream is pending.
 // Bytes: what Chromium counts on the wire per request (DevTools Network.loadingFinished encodedDataLength: headers
 // plus the compressed body; for the event stream, still open, its headers plus the chunks received so far), split
@@ -42,7 +42,7 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { chromium } from 'playwright-core';
 import { API_TOKEN_FILE } from '../dist/api/api-token.js';
-import { CSRF_COOKIE, SESSION_COOKIE } from '../dist/api/dashboard-sessions.js';
+import { SESSION_COOKIE } from '../dist/api/dashboard-sessions.js';
 import { modelRepo } from './generate-repo.mjs';
 import {
   assertPortsFree,
@@ -139,7 +139,7 @@ async function rssOver(pid, ms) {
   return median(samples);
 }
 
-/** Signs in from Node as the page would (POST /v1/session) and returns the two cookies for context.addCookies. */
+/** Signs in from Node as the page would (POST /v1/session): the session cookie for context.addCookies, and the CSRF token the page keeps in localStorage. */
 async function signIn(origin, token) {
   const res = await fetch(`${origin}/v1/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token }) });
   if (res.status !== 200) throw new Error(`POST /v1/session answered ${res.status}: ${await res.text()}`);
@@ -160,8 +160,10 @@ async function signIn(origin, token) {
       ...(a.has('max-age') && { expires: Math.floor(Date.now() / 1000) + Number(a.get('max-age')) }),
     });
   }
-  for (const want of [SESSION_COOKIE, CSRF_COOKIE]) if (!cookies.some((c) => c.name === want)) throw new Error(`POST /v1/session set no ${want} cookie (Set-Cookie: ${res.headers.getSetCookie().join(' | ')})`);
-  return cookies;
+  if (!cookies.some((c) => c.name === SESSION_COOKIE)) throw new Error(`POST /v1/session set no ${SESSION_COOKIE} cookie (Set-Cookie: ${res.headers.getSetCookie().join(' | ')})`);
+  const { csrf } = await res.json();
+  if (typeof csrf !== 'string' || !csrf) throw new Error('POST /v1/session answered no csrf');
+  return { cookies, csrf };
 }
 
 /** The row names the table must show (group members have rows of their own) and the graph's node count. */
@@ -240,9 +242,19 @@ async function recordNetwork(context, page) {
 }
 
 /** A fresh context (cold cache) with one page, console errors and page errors collected. */
-async function freshPage(browser, cookies) {
+async function freshPage(browser, session) {
   const context = await browser.newContext();
-  if (cookies) await context.addCookies(cookies);
+  if (session) {
+    await context.addCookies(session.cookies);
+    // Where the page keeps the CSRF token (web/src/api-client.ts), set before its scripts run.
+    await context.addInitScript((csrf) => {
+      try {
+        window.localStorage.setItem('keystone.csrf', csrf);
+      } catch {
+        // about:blank and other documents without storage of their own.
+      }
+    }, session.csrf);
+  }
   const page = await context.newPage();
   const errors = [];
   page.on('console', (m) => m.type() === 'error' && errors.push(`console: ${m.text()}`));
@@ -306,8 +318,8 @@ async function visitLogin(browser, origin) {
   }
 }
 
-async function visitOverview(browser, origin, cookies, expected, screenshot) {
-  const { context, page, errors } = await freshPage(browser, cookies);
+async function visitOverview(browser, origin, session, expected, screenshot) {
+  const { context, page, errors } = await freshPage(browser, session);
   try {
     const net = await recordNetwork(context, page);
     await page.goto(`${origin}/`, { waitUntil: 'commit' });
@@ -417,9 +429,9 @@ try {
     await pause();
     const login = await visitLogin(browser, origin);
     if (login.fileRequests < 2) throw new Error(`the login page loaded ${login.fileRequests} file(s)`);
-    const cookies = await signIn(origin, token);
+    const session = await signIn(origin, token);
     await pause();
-    const overview = await visitOverview(browser, origin, cookies, expected, r === RUNS - 1 ? opts.screenshot : undefined);
+    const overview = await visitOverview(browser, origin, session, expected, r === RUNS - 1 ? opts.screenshot : undefined);
     runs.push({ floor, login, overview });
     console.log(
       `run ${r + 1}: floor FCP ${fmt(floor.fcpMs, 1)} ms | login ${fmt(KB(login.totalBytes), 1)} KB, FCP ${fmt(login.fcpMs, 1)} ms | ` +

@@ -67,7 +67,7 @@ async function main() {
   const { parseDuration } = await import('../dist/core/duration.js');
   const { waveOf, waveHash } = await import('../dist/core/rollout.js');
   const { waveCounts, waveHalted } = await import('../dist/core/rollout-gate.js');
-  const { parseRolloutRef, rolloutRef, rolloutPrefixes } = await import('../dist/status/rollout-refs.js');
+  const { failuresPrefix, parseRolloutRef, rolloutRef, rolloutPrefixes } = await import('../dist/status/rollout-refs.js');
   const { lsRefsRequest } = await import('../dist/source/git-ls-refs.js');
   const { RolloutGate } = await import('../dist/agent/rollout-gate.js');
   const { refListerFor } = await import('../dist/source/ref-lister.js');
@@ -306,10 +306,12 @@ async function main() {
       agents = [];
     };
 
-    // The request bodies of an agent's look and of its gate reads (a complete read: one prefix per wave up to its own),
-    // to tell them apart in the server's log: both are protocol v2 ls-refs POSTs to git-upload-pack.
+    // The request bodies of an agent's look and of its gate reads (a complete read: every bucket of each wave up to its
+    // own, and the failures of the one commit held in each), to tell them apart in the server's log: both are protocol
+    // v2 ls-refs POSTs to git-upload-pack. A commit id's length is all that matters to the size.
     const lookBody = lsRefsRequest(['refs/heads/main'], 'keystone').length;
-    const gateBodies = new Map(WAVES.map((w, k) => [lsRefsRequest(rolloutPrefixes(WAVES.slice(0, k + 1).map((x) => x.name)), 'keystone').length, w.name]));
+    const completeRead = (waves) => waves.flatMap((x) => [...rolloutPrefixes([x.name]), failuresPrefix(x.name, '0'.repeat(40))]);
+    const gateBodies = new Map(WAVES.map((w, k) => [lsRefsRequest(completeRead(WAVES.slice(0, k + 1)), 'keystone').length, w.name]));
     const kindOf = (r) => {
       const service = /service=(git-[a-z-]+)/.exec(r.query)?.[1] ?? /\/(git-[a-z-]+)$/.exec(r.path)?.[1];
       if (service === 'git-receive-pack') return 'report';

@@ -25,6 +25,9 @@
 //                           process kept alive (Node's floor) and PM2's daemon from supervision.json (~3 min)
 //   git-sync.bench.mjs      the Git source on a 1,000-commit repository over smart HTTP: a no-op poll and a one-commit
 //                           fetch through GitSource beside native `git fetch --depth=1` (~10 s)
+//   notes-cache.bench.mjs   10,000 Git-notes reports, one note each, through the reporter against git http-backend: the
+//                           size of <state-dir>/notes.git at 1,000 / 5,000 / 10,000 against its bound (8 MiB), bytes
+//                           per push; --before-rev REV adds the same through REV's reporter (~15 min)
 //   push-to-apply.bench.mjs the agent following a signed fleet repository over smart HTTP: push → apply starts / ends
 //                           (p50, p95) with a GitHub webhook and with 2 s polling, beside native `git fetch --depth=1`
 //                           and P/2 (~30 s)

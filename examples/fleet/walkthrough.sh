@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A small fleet on one machine (docs/fleets.md): three devices with their own names and labels
-# follow one signed repository over Git's smart HTTP, on two targets of fleet.toml. One push deploys to all three;
-# `keystonectl fleet status` shows them per target; a pull request's dry run shows both targets.
+# follow one signed repository over Git's smart HTTP, on two targets of fleet.toml, and report to a repository of
+# their own (so that a device needs only read access to the one it follows: docs/security.md). One push deploys to all
+# three; `keystonectl fleet status` shows them per target; a pull request's dry run shows both targets; the merge is
+# signed for main (`sign --ref main`), and the devices count only signatures made for the branch they follow.
 #   bash examples/fleet/walkthrough.sh [WORK_DIR]      (from the Keystone checkout, after `npm ci && npm run build`)
 # Everything lives under WORK_DIR (default: a new temporary directory) and stops when the script ends.
 set -euo pipefail
@@ -23,11 +25,11 @@ until_ok() { local n=$1; shift; for _ in $(seq "$n"); do "$@" >/dev/null 2>&1 &&
 echo "== the fleet repository: recipes, plans and fleet.toml, signed"
 keystonectl keygen --out "$W/release" --no-password >/dev/null
 cp -r "$here" "$W/fleet" && rm "$W/fleet/walkthrough.sh" && cd "$W/fleet"
-git init -q -b main && keystonectl sign --key "$W/release.key" >/dev/null
+git init -q -b main && keystonectl sign --key "$W/release.key" --ref main >/dev/null
 git add -A && git commit -qm "fleet v1"
 
-echo "== served over smart HTTP"
-git init -q --bare -b main "$W/git/fleet.git" && git -C "$W/git/fleet.git" config http.receivepack true
+echo "== served over smart HTTP: the fleet repository, and one for the devices' reports"
+for repo in fleet reports; do git init -q --bare -b main "$W/git/$repo.git" && git -C "$W/git/$repo.git" config http.receivepack true; done
 node "$top/dist/dev/serve-git.js" "$W/git" --port "$PORT" >"$W/git-server.log" 2>&1 & pids+=($!)
 until_ok 20 git ls-remote "http://127.0.0.1:$PORT/fleet.git"
 git remote add origin "http://127.0.0.1:$PORT/fleet.git" && git push -q -u origin main
@@ -38,24 +40,25 @@ for device in gw-1:role=gateway sensor-1:role=sensor,site=lab sensor-2:role=sens
   IFS=, read -ra kv <<<"${device#*:}"; for l in "${kv[@]}"; do labels+=(--label "$l"); done
   # node itself in the background (not the shell function), so that $! is the agent the EXIT trap stops.
   node "$top/bin/keystone.js" agent --repo "http://127.0.0.1:$PORT/fleet.git" --device "$name" "${labels[@]}" \
-    --trusted-key "$W/release.pub" --state-dir "$W/devices/$name" --listen none --poll 2s --stop-on-exit \
+    --status-repo "http://127.0.0.1:$PORT/reports.git" --trusted-key "$W/release.pub" --require-ref --state-dir "$W/devices/$name" --listen none --poll 2s --stop-on-exit \
     >"$W/$name.log" 2>&1 & pids+=($!)
 done
 
 # Every device's report on a commit, in one fetch: 3 successes.
-all_ok() { keystonectl fleet status --repo "http://127.0.0.1:$PORT/fleet.git" --json | node -e '
+all_ok() { keystonectl fleet status --repo "http://127.0.0.1:$PORT/fleet.git" --reports "http://127.0.0.1:$PORT/reports.git" --json | node -e '
   const v = JSON.parse(require("fs").readFileSync(0, "utf8"));
   process.exit(v.targets.reduce((n, t) => n + t.success, 0) === 3 ? 0 : 1)'; }
 until_ok 60 all_ok
-keystonectl fleet status --repo "http://127.0.0.1:$PORT/fleet.git" --devices
+keystonectl fleet status --repo "http://127.0.0.1:$PORT/fleet.git" --reports "http://127.0.0.1:$PORT/reports.git" --devices
 
-echo "== a pull request: the heartbeat 1.1.0, its dry run for every target"
+echo "== a pull request: the heartbeat 1.1.0, its dry run for every target (reviewed unsigned: it is signed on merge)"
 git checkout -qb heartbeat-1.1
 sed -i 's/^version = "1.0.0"/version = "1.1.0"/' recipes/com.acme.heartbeat.toml
-keystonectl sign --key "$W/release.key" >/dev/null && git commit -qam "heartbeat 1.1.0"
-keystonectl apply-dry --fleet --base main --trusted-key "$W/release.pub" --format markdown
+git commit -qam "heartbeat 1.1.0"
+keystonectl apply-dry --fleet --base main --allow-unsigned --format markdown 2>/dev/null
 
-echo "== merged and pushed: all three apply it"
-git checkout -q main && git merge -q --ff-only heartbeat-1.1 && git push -q origin main
+echo "== merged, signed for main, pushed: all three apply it"
+git checkout -q main && git merge -q --ff-only heartbeat-1.1
+keystonectl sign --key "$W/release.key" --ref main >/dev/null && git commit -qam "sign heartbeat 1.1.0 for main" && git push -q origin main
 until_ok 60 all_ok
-keystonectl fleet status --repo "http://127.0.0.1:$PORT/fleet.git"
+keystonectl fleet status --repo "http://127.0.0.1:$PORT/fleet.git" --reports "http://127.0.0.1:$PORT/reports.git"

@@ -12,7 +12,10 @@ import type { Keyring } from '../trust/keyring.js';
 import type { RolloutGate } from './rollout-gate.js';
 import type { StateDirLock } from './state-dir-lock.js';
 
-export type TrustSetting = { unsigned: true } | { unsigned: false; keyring: Keyring; maxAgeSeconds?: number; maxClockSkewSeconds?: number };
+export type TrustSetting =
+  | { unsigned: true }
+  /** `requireRef`: only signatures bound to a ref count (SPEC §6, `--require-ref`). */
+  | { unsigned: false; keyring: Keyring; maxAgeSeconds?: number; maxClockSkewSeconds?: number; requireRef?: boolean };
 
 /** A component this device cannot run as its recipe asks. */
 export interface DeviceProblem {

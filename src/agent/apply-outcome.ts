@@ -2,8 +2,10 @@
 // asked for runs healthy (SPEC §5); outcomes.ts turns the result into rows and reports.
 import type { DesiredState } from '../core/desired-state.js';
 import type { Reconcile } from '../core/diff.js';
+import { cutLine } from '../core/line-bound.js';
 import type { ApplyFailure } from '../store/state-store.js';
 import type { ExecutionResult } from './executor.js';
+import { publishedFailures } from './given-values.js';
 
 export interface ApplyResult {
   reconcile: Reconcile;
@@ -12,6 +14,11 @@ export interface ApplyResult {
   summary: string;
   /** What failed: started components, untouched ones not healthy, members of a composite rolled back. */
   failures: ApplyFailure[];
+  /**
+   * The same failures as a commit status may tell them (every reader of the repository sees it): each reason without
+   * the values its component was given (given-values.ts). The device keeps `failures` as they are.
+   */
+  published: ApplyFailure[];
   /** The agent stopped during it: not an outcome (outcomes.ts keeps its row open for the next start). */
   interrupted: boolean;
 }
@@ -44,10 +51,12 @@ export function applyOutcome(a: ApplySteps): ApplyResult {
   const interrupted = a.stopping;
   const outcome = failures.length === 0 && held.length === 0 ? 'success' : 'failure';
   const heldText = held.length ? `${held.join(', ')} held at ${held.length === 1 ? 'its' : 'their'} previous members: this revision could not update ${held.length === 1 ? 'it' : 'them'}` : '';
-  const summary = interrupted
+  const text = interrupted
     ? 'interrupted: the agent stopped during this apply'
     : outcome === 'success'
       ? `${execution.started.length} started, ${execution.stopped.length} stopped, ${reconcile.noTouch.length} untouched`
       : `failed: ${[...failures.map((f) => `${f.name} (${f.reason})`), ...rolledBack.map((g) => `${g} rolled back to its previous members`), ...(heldText ? [heldText] : [])].join('; ')}`;
-  return { reconcile, execution, outcome, summary, failures, interrupted };
+  // Each reason is bounded, but a summary of many is one line too: held to the same bound (its head names the first).
+  const summary = cutLine(text);
+  return { reconcile, execution, outcome, summary, failures, published: publishedFailures(failures, desired.components), interrupted };
 }

@@ -15,7 +15,7 @@ import type { Agent } from './agent.js';
 import { commitReports } from './commit-reporting.js';
 import { deviceIdentity } from './device-identity.js';
 import { rollBackOnFailure } from './rollback-on-failure.js';
-import type { GitSettings } from './run-settings.js';
+import { reportsRemote, type GitSettings } from './run-settings.js';
 
 export interface GitFollowOptions extends Omit<GitSettings, 'kind'> {
   stateDir: string;
@@ -53,8 +53,13 @@ export function lastAppliedCommit(store: Pick<StateStore, 'appliedRevision' | 'h
 export function followGit(agent: Agent, opts: GitFollowOptions): GitFollowing {
   const log = opts.log.child({ module: 'agent' });
   const reporters: StatusReporter[] = [];
-  if (opts.status.includes('git-notes'))
-    reporters.push(new GitNotesReporter({ repository: opts.statusRepo ?? opts.repo, cacheDir: join(opts.stateDir, 'notes.git'), ...(opts.token !== undefined && { token: opts.token }), now: opts.now }));
+  if (opts.status.includes('git-notes')) {
+    const reports = reportsRemote(opts);
+    // The followed repository's credential then has to push: a device holding it could change what every device runs.
+    if (!reports.separate)
+      log.warn({ repo: reports.repo }, 'reports go to the followed repository, so its credential on this device can push to it: give reports a repository of their own (--status-repo, --status-token-file; docs/security.md)');
+    reporters.push(new GitNotesReporter({ repository: reports.repo, cacheDir: join(opts.stateDir, 'notes.git'), ...(reports.token !== undefined && { token: reports.token }), now: opts.now }));
+  }
   if (opts.status.includes('github') && opts.github) reporters.push(new GitHubStatusReporter(opts.github));
   const outbox = new StatusOutbox({ store: agent.store, reporters, now: opts.now, random: opts.random, log: opts.log.child({ module: 'status' }) });
   agent.outcomes.reportTo(commitReports({ outbox, context: statusContext(opts.device), now: opts.now, rolloutKeep: () => agent.rolloutKeep() }));

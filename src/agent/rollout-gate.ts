@@ -42,6 +42,11 @@ export interface RolloutGateOptions {
 }
 
 export const DEFAULT_BUDGET_REFS = 700;
+/**
+ * git-ls-refs.ts's MAX_REF_PREFIXES, the most one listing asks for (not imported: this module is loaded without Git,
+ * for stateDigest, and that one brings the HTTP client).
+ */
+const MAX_REF_PREFIXES = 4096;
 
 /** The desired state's identity for "ran this before": each unit and its hash, in a stable order. */
 export function stateDigest(state: DesiredState): string {
@@ -75,13 +80,11 @@ export class RolloutGate {
     const commits = pending.map((c) => c.commit);
     const share = (this.opts.budgetRefs ?? DEFAULT_BUDGET_REFS) / waves.length;
     const samples = new Map(waves.map((w) => [w, this.sample(w, share)] as const));
-    const prefixes = waves.flatMap((w) => {
-      const sample = samples.get(w);
-      return sample === undefined ? rolloutPrefixes([w]) : [...rolloutPrefixes([w], sample), ...commits.map((c) => failuresPrefix(w, c))];
-    });
+    // Each bucket and each held commit's failures by its exact subtree: nothing else under a wave is ever sent.
+    const prefixes = waves.flatMap((w) => [...rolloutPrefixes([w], samples.get(w)), ...commits.map((c) => failuresPrefix(w, c))]);
     let read;
     try {
-      read = await this.opts.refs.list(prefixes);
+      read = await this.read(prefixes);
     } catch (e) {
       return { error: e as Error };
     }
@@ -98,7 +101,6 @@ export class RolloutGate {
       if (!parsed || !samples.has(parsed.wave)) continue;
       const sample = samples.get(parsed.wave);
       const failure = parsed.state === 'failure' || parsed.state === 'error';
-      // A group prefix `…/f` also lists failures of other commits: outside the sample, they are not members here.
       const sampled = sample === undefined || sample.some((b) => parsed.bucket.startsWith(b));
       if (!(sampled || (failure && commits.includes(parsed.commit)))) continue;
       reports.push(parsed);
@@ -130,11 +132,29 @@ export class RolloutGate {
   }
 
   /**
+   * The refs under `prefixes`: one listing, or (past what one ls-refs request may ask: a wave whole is 256 bucket
+   * prefixes, so more than 15 waves) one per MAX_REF_PREFIXES, with the earliest of their times: a bake timed from
+   * the earlier answer is never shorter than the host's clock says.
+   */
+  private async read(prefixes: string[]): Promise<{ refs: Array<{ ref: string; oid: string }>; serverTime?: number }> {
+    if (prefixes.length <= MAX_REF_PREFIXES) return this.opts.refs.list(prefixes);
+    const refs: Array<{ ref: string; oid: string }> = [];
+    let serverTime: number | undefined;
+    for (let i = 0; i < prefixes.length; i += MAX_REF_PREFIXES) {
+      const part = await this.opts.refs.list(prefixes.slice(i, i + MAX_REF_PREFIXES));
+      refs.push(...part.refs);
+      if (part.serverTime === undefined) return { refs };
+      serverTime = Math.min(serverTime ?? part.serverTime, part.serverTime);
+    }
+    return { refs, ...(serverTime !== undefined && { serverTime }) };
+  }
+
+  /**
    * A wave whole while its last read fitted its share of the budget; else as many buckets as fit, from a random
    * start, so that each read samples another part of the fleet; undefined: whole. A wave not read yet starts from one
    * bucket (1/256), and a sample grows at most 16-fold from one read to the next: no read is ever the whole of a large
    * fleet on the strength of a small sample that happened to be empty. The estimate counts one ref more than seen,
-   * for the same reason. A sample of 16 buckets or more is taken in whole groups of 16 (one hex digit: one prefix).
+   * for the same reason. A sample of 16 buckets or more is taken in whole groups of 16 (one hex digit).
    */
   private sample(wave: string, share: number): string[] | undefined {
     const start = Math.floor(this.opts.random() * BUCKETS.length);

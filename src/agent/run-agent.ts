@@ -16,7 +16,7 @@ import type { RepoReader } from '../source/repo-reader.js';
 import { componentPaths, startAgent, type Agent } from './agent.js';
 import { ownerTag } from './orphan-sweep.js';
 import type { RolloutRecall } from './rollout-gate.js';
-import type { RunSettings } from './run-settings.js';
+import { reportsRemote, type RunSettings } from './run-settings.js';
 import { openStateDir } from './state-dir.js';
 
 /** 2 GiB: artifacts are programs and images, not datasets. */
@@ -104,10 +104,10 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
   }
   // Staged rollouts (SPEC §14) read the fleet's rollout refs where the Git notes go: the reports repository, else
   // the followed one. A device that sends no Git notes cannot take part: it holds such commits and says why.
-  const reportsRepo = git?.statusRepo ?? git?.repo;
+  const reports = git && reportsRemote(git);
   const rolloutGate =
-    gitModules && git && reportsRepo !== undefined && git.status.includes('git-notes')
-      ? (store: RolloutRecall) => new gitModules.RolloutGate({ refs: gitModules.refListerFor(reportsRepo, { ...(git.token !== undefined && { token: git.token }), now: Date.now }), store, now: Date.now, random: Math.random })
+    gitModules && git && reports && git.status.includes('git-notes')
+      ? (store: RolloutRecall) => new gitModules.RolloutGate({ refs: gitModules.refListerFor(reports.repo, { ...(reports.token !== undefined && { token: reports.token }), now: Date.now }), store, now: Date.now, random: Math.random })
       : undefined;
   const boundProbes = new Map<string, BoundProbe | undefined>();
   const agent = (agentRef = await startAgent({

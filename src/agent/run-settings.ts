@@ -16,10 +16,24 @@ export interface GitSettings {
   onFailure: 'none' | 'rollback';
   /** Where Git notes and rollout refs go, when not to `repo` (`--status-repo`). */
   statusRepo?: string;
+  /**
+   * The token for `statusRepo` (`--status-token-file`): reports are pushed, so it can write; `token` then needs only
+   * to read the followed repository. Without it, `token` serves both.
+   */
+  statusToken?: string;
   /** `git-notes`, `github`; empty for `none`. */
   status: Array<'git-notes' | 'github'>;
   /** With `github` in `status`: where and how. */
   github?: { owner: string; repo: string; token: string; apiBase?: string };
+}
+
+/**
+ * Where this device's reports go and with which credential (the one place that decides it): the reports repository
+ * with its own token, else the followed repository with its token (which must then be able to push).
+ */
+export function reportsRemote(git: Omit<GitSettings, 'kind'>): { repo: string; token?: string; separate: boolean } {
+  const token = git.statusRepo !== undefined ? (git.statusToken ?? git.token) : git.token;
+  return { repo: git.statusRepo ?? git.repo, ...(token !== undefined && { token }), separate: git.statusRepo !== undefined && git.statusRepo !== git.repo };
 }
 
 export interface DirectorySettings {

@@ -2,7 +2,14 @@
 import { lstatSync, mkdirSync, readdirSync, realpathSync } from 'node:fs';
 import { dirname, join, resolve, sep } from 'node:path';
 import { chownSpec, describeUid, safeDirectory, unsafe, writableByOthers } from '../runtime/safe-path.js';
+import { makePrivate } from '../source/private-fs.js';
 import { lockStateDir, type StateDirLock } from './state-dir-lock.js';
+
+/**
+ * What under the state directory holds repository content: the followed repository's cache (every plan's
+ * configuration values, other components' too) and the reports' notes cache. The agent's user's alone.
+ */
+export const REPOSITORY_CONTENT: readonly string[] = ['git', 'notes.git'];
 
 /** `components/<name>/work` belongs to the component's run user, and so may what a crashed install left next to it. */
 function isRunUsersTree(rel: string[]): boolean {
@@ -83,11 +90,29 @@ export function openStateDir(dir: string): StateDirLock {
   const lock = lockStateDir(stateDir);
   try {
     checkStateDirContents(stateDir);
+    keepRepositoryContentPrivate(stateDir);
   } catch (e) {
     lock.release();
     throw e;
   }
   return lock;
+}
+
+/**
+ * Repository content readable by others (SPEC §10: a component's run user must not read other components' values
+ * there, nor its own round the API's token): its directories are made 0700 before anything is fetched into them,
+ * and what an earlier version left 0755/0644 is tightened (directories 0700, files 0600: group and other bits off).
+ */
+function keepRepositoryContentPrivate(stateDir: string): void {
+  for (const name of REPOSITORY_CONTENT) {
+    const dir = join(stateDir, name);
+    try {
+      mkdirSync(dir, { mode: 0o700 });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    makePrivate(dir);
+  }
 }
 
 /** lstat, or undefined when nothing is there (doctor reads the state directory the same way). */

@@ -83,7 +83,7 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
     // manual apply's id is a short hash that someone able to write files could make collide with another signed set.
     const applied = store.appliedRevision();
     const runs = rev.id === applied?.id && applied.signedAt !== undefined;
-    const { keyring, maxAgeSeconds, maxClockSkewSeconds } = s.trust;
+    const { keyring, maxAgeSeconds, maxClockSkewSeconds, requireRef } = s.trust;
     const floor = runs ? applied.signedAt : store.lastSignedAt();
     try {
       const v = await verifyRevision(rev.reader, {
@@ -94,6 +94,8 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
         ...(floor !== undefined && !rev.rollback && { notBefore: floor }),
         ...(maxAgeSeconds !== undefined && !runs && { maxAgeSeconds }),
         ...(maxClockSkewSeconds !== undefined && { maxClockSkewSeconds }),
+        ...(rev.ref !== undefined && { ref: rev.ref }),
+        ...(requireRef === true && !runs && { requireRef }),
       });
       if (runs && v.signedAt !== applied.signedAt)
         return reject(`KS_SIGNATURE_REPLAYED: signed at ${new Date(v.signedAt * 1000).toISOString()}, not the signature of the revision this device runs under the same id (signed at ${new Date(applied.signedAt! * 1000).toISOString()})`);

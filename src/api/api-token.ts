@@ -18,8 +18,8 @@ export interface ApiToken {
   path: string;
   /** True when this call created the file. */
   created: boolean;
-  /** Set when the existing file is readable by every user: worth a warning, not a refusal (a writable one is refused). */
-  worldAccessible?: boolean;
+  /** Set when the existing file is readable by its group or every user: worth a warning, not a refusal (a writable one is refused). */
+  readableByOthers?: boolean;
 }
 
 /** Reads the token, creating the file first if there is none. Never logs or returns the token anywhere else. */
@@ -68,7 +68,7 @@ function readToken(path: string): ApiToken {
     const token = readFileSync(fd, 'utf8').trim();
     if (token.length < MIN_TOKEN_LENGTH || /\s/.test(token))
       throw new ApiTokenError(`${path} must hold one token of at least ${MIN_TOKEN_LENGTH} characters without spaces; remove it to have a new one made`);
-    return { token, path, created: false, ...((st.mode & 0o006) !== 0 && { worldAccessible: true }) };
+    return { token, path, created: false, ...((st.mode & 0o044) !== 0 && { readableByOthers: true }) };
   } finally {
     closeSync(fd);
   }

@@ -2,12 +2,22 @@
 // has to sit in the browser's storage. A session is accepted in the token's place only together with its CSRF token
 // in a header (X-Keystone-CSRF), which a page of another origin cannot send without a CORS preflight the API never
 // grants. Sessions live in the agent's memory: a restart of the agent signs every browser out, which is the safe side.
+//
+// Cookies belong to a host, not to an origin: a component's own web page on another loopback port shares the jar
+// (issue 28, finding 8). So the CSRF token is never a cookie (the sign-in answer hands it to the page, which keeps it
+// in its origin's storage), and a request may carry several session cookies (one planted with `Path=/v1` is sent
+// before the operator's own): each is tried, and only a current session whose CSRF token came in the header counts.
 import { createHash, randomBytes } from 'node:crypto';
 import { parse, serialize, type SerializeOptions } from 'cookie';
 import { sameSecret } from './bearer-token.js';
 
 export const SESSION_COOKIE = 'keystone_session';
-export const CSRF_COOKIE = 'keystone_csrf';
+/**
+ * Over https the session cookie takes the `__Host-` prefix: the browser then refuses it from any page that is not
+ * https, with a Domain or a path other than `/`. Not over plain http: not every browser takes a Secure cookie from
+ * http://127.0.0.1 (Chromium does, and then lets every other loopback port set the same `__Host-` cookie anyway).
+ */
+export const SECURE_SESSION_COOKIE = '__Host-keystone_session';
 export const CSRF_HEADER = 'x-keystone-csrf';
 
 /** 8 hours: a technician's shift; after it the page asks for the token again. */
@@ -25,7 +35,7 @@ interface Entry extends DashboardSession {
 }
 
 export type SessionCheck =
-  | { ok: true; session: DashboardSession }
+  | { ok: true; session: DashboardSession; id: string }
   | { ok: false; code: 'KS_SESSION_INVALID' | 'KS_SESSION_EXPIRED' | 'KS_CSRF_MISSING' | 'KS_CSRF_INVALID'; message: string };
 
 export interface DashboardSessionsOptions {
@@ -37,6 +47,9 @@ export interface DashboardSessionsOptions {
 }
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
+
+/** The refusals of checkAny, from the least to the most telling. */
+const CLOSENESS: ReadonlyArray<Extract<SessionCheck, { ok: false }>['code']> = ['KS_SESSION_INVALID', 'KS_SESSION_EXPIRED', 'KS_CSRF_MISSING', 'KS_CSRF_INVALID'];
 
 export class DashboardSessions {
   /** By the sha256 of the session id: the ids themselves are kept nowhere but in the browsers' cookies. */
@@ -73,13 +86,30 @@ export class DashboardSessions {
     }
     if (csrf === undefined || csrf === '') return { ok: false, code: 'KS_CSRF_MISSING', message: `a dashboard session is accepted only with its ${CSRF_HEADER} header` };
     if (!sameSecret(csrf, entry.csrf)) return { ok: false, code: 'KS_CSRF_INVALID', message: `the ${CSRF_HEADER} header is not this session's` };
-    return { ok: true, session: { expiresAt: entry.expiresAt } };
+    return { ok: true, session: { expiresAt: entry.expiresAt }, id };
   }
 
-  /** A current session, for the page's own assets (a browser loads scripts without custom headers; they carry no data). */
-  current(id: string): boolean {
-    const entry = this.entries.get(digest(id).toString('hex'));
-    return entry !== undefined && entry.expiresAt > this.opts.now();
+  /**
+   * The one of several session cookies that is a current session with `csrf` as its token: cookies another port
+   * planted are passed over, not taken for the operator's. When none is, the refusal of the cookie that came
+   * closest (a known session without its header says more than an unknown id).
+   */
+  checkAny(ids: readonly string[], csrf: string | undefined): SessionCheck {
+    let closest: Extract<SessionCheck, { ok: false }> | undefined;
+    for (const id of ids) {
+      const check = this.check(id, csrf);
+      if (check.ok) return check;
+      if (!closest || CLOSENESS.indexOf(check.code) > CLOSENESS.indexOf(closest.code)) closest = check;
+    }
+    return closest ?? { ok: false, code: 'KS_SESSION_INVALID', message: 'no dashboard session: sign in again' };
+  }
+
+  /** A current session among `ids`, for the page's own assets (a browser loads scripts without custom headers; they carry no data). */
+  current(ids: readonly string[]): boolean {
+    return ids.some((id) => {
+      const entry = this.entries.get(digest(id).toString('hex'));
+      return entry !== undefined && entry.expiresAt > this.opts.now();
+    });
   }
 
   end(id: string): void {
@@ -96,24 +126,37 @@ export class DashboardSessions {
   }
 }
 
-/** The session cookie's value in a Cookie header, if any. */
-export function sessionIdOf(cookieHeader: string | undefined): string | undefined {
-  if (!cookieHeader) return undefined;
-  const v = parse(cookieHeader)[SESSION_COOKIE];
-  return v === undefined || v === '' ? undefined : v;
+/**
+ * Every session cookie's value in a Cookie header, in the order sent, either name. A browser sends one cookie per name
+ * and path, so a page on another port that planted its own adds values rather than replacing the operator's; all are
+ * kept (the header's size, which Node bounds, bounds them).
+ */
+export function sessionIdsOf(cookieHeader: string | undefined): string[] {
+  if (!cookieHeader) return [];
+  const ids: string[] = [];
+  for (const part of cookieHeader.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq < 0) continue;
+    const name = part.slice(0, eq).trim();
+    if (name !== SESSION_COOKIE && name !== SECURE_SESSION_COOKIE) continue;
+    // The value as the cookie library reads it: quotes and percent-escapes undone where they are well formed.
+    const value = parse(`v=${part.slice(eq + 1).trim()}`).v;
+    if (value !== undefined && value !== '' && !ids.includes(value)) ids.push(value);
+  }
+  return ids;
 }
 
 /**
- * The two Set-Cookie values of a new session: the id HttpOnly (scripts never see it), the CSRF token readable by the
- * page (it echoes it in the header). Both SameSite=Strict: no other site's page makes the browser send them. Secure
- * only when the page came over https (the agent itself speaks plain HTTP, on loopback or behind a tunnel or proxy).
+ * The Set-Cookie value of a new session: HttpOnly (scripts never see it), SameSite=Strict (no other site's page makes
+ * the browser send it), with the session's lifetime. Over https `__Host-` and Secure; the agent itself speaks plain
+ * HTTP, on loopback or behind a tunnel or proxy. The CSRF token goes in the sign-in answer's body, never in a cookie.
  */
-export function sessionCookies(s: { id: string; csrf: string }, maxAgeMs: number, secure: boolean): string[] {
-  const base: SerializeOptions = { path: '/', sameSite: 'strict', maxAge: Math.floor(maxAgeMs / 1000), secure };
-  return [serialize(SESSION_COOKIE, s.id, { ...base, httpOnly: true }), serialize(CSRF_COOKIE, s.csrf, base)];
+export function sessionCookies(s: { id: string }, maxAgeMs: number, secure: boolean): string[] {
+  const options: SerializeOptions = { path: '/', sameSite: 'strict', maxAge: Math.floor(maxAgeMs / 1000), secure, httpOnly: true };
+  return [serialize(secure ? SECURE_SESSION_COOKIE : SESSION_COOKIE, s.id, options)];
 }
 
 export function clearedCookies(secure: boolean): string[] {
-  const base: SerializeOptions = { path: '/', sameSite: 'strict', maxAge: 0, expires: new Date(0), secure };
-  return [serialize(SESSION_COOKIE, '', { ...base, httpOnly: true }), serialize(CSRF_COOKIE, '', base)];
+  const options: SerializeOptions = { path: '/', sameSite: 'strict', maxAge: 0, expires: new Date(0), secure, httpOnly: true };
+  return [serialize(secure ? SECURE_SESSION_COOKIE : SESSION_COOKIE, '', options)];
 }

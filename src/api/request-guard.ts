@@ -7,7 +7,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from './api-error.js';
 import { checkBearer } from './bearer-token.js';
-import { CSRF_HEADER, sessionIdOf, type DashboardSession, type DashboardSessions } from './dashboard-sessions.js';
+import { CSRF_HEADER, sessionIdsOf, type DashboardSession, type DashboardSessions } from './dashboard-sessions.js';
 import { GITHUB_WEBHOOK_PATH } from './github-webhook.js';
 import { hostnameOfHostHeader, isLoopbackHostname, isLoopbackOrigin } from './loopback.js';
 import type { RefusalLog } from './refusal-log.js';
@@ -30,9 +30,10 @@ export interface RequestGuardOptions {
 const ASSET_ROUTES = new Set(['/', '/index.html', '/assets/*']);
 export const SESSION_PATH = '/v1/session';
 
-/** The dashboard session a request was let in with (GET /v1/session answers its expiry). */
-const sessionsOfRequests = new WeakMap<FastifyRequest, DashboardSession>();
-export const dashboardSessionOf = (request: FastifyRequest): DashboardSession | undefined => sessionsOfRequests.get(request);
+/** The dashboard session a request was let in with (GET /v1/session answers its expiry; DELETE ends that one). */
+const sessionsOfRequests = new WeakMap<FastifyRequest, { session: DashboardSession; id: string }>();
+export const dashboardSessionOf = (request: FastifyRequest): DashboardSession | undefined => sessionsOfRequests.get(request)?.session;
+export const dashboardSessionIdOf = (request: FastifyRequest): string | undefined => sessionsOfRequests.get(request)?.id;
 
 /** The page's own origin: the scheme-less `host:port` of Origin is exactly the request's Host (already checked as ours). */
 function isSameOrigin(origin: string, host: string | undefined): boolean {
@@ -101,23 +102,23 @@ export function requestGuard(opts: RequestGuardOptions) {
     if (dashboard && READ_METHODS.has(request.method) && ASSET_ROUTES.has(route)) {
       const path = request.url.split('?', 1)[0]!;
       // The rest of the page's code only after sign-in; a browser loads scripts with cookies but no custom header.
-      const id = sessionIdOf(request.headers.cookie);
-      if (dashboard.isPublicAsset(path) || (id !== undefined && dashboard.sessions.current(id))) return;
+      if (dashboard.isPublicAsset(path) || dashboard.sessions.current(sessionIdsOf(request.headers.cookie))) return;
       refuse(new ApiError(401, 'KS_SESSION_MISSING', 'sign in to the dashboard first (at /)'));
     }
     // Signing in: the route checks the token in the body (a JSON body: a foreign page cannot send one without a preflight).
     if (dashboard && request.method === 'POST' && route === SESSION_PATH) return;
     // A session stands in for the token only from the page itself: its exact origin (not any loopback port: a
-    // component's own web page on 127.0.0.1:18088 shares the cookie jar) and with the CSRF header.
-    const sessionId = dashboard && request.headers.authorization === undefined ? sessionIdOf(request.headers.cookie) : undefined;
-    if (dashboard && sessionId !== undefined) {
+    // component's own web page on 127.0.0.1:18088 shares the cookie jar) and with the CSRF header. That page may have
+    // planted session cookies of its own beside the operator's: the one that is a session with this header counts.
+    const sessionIds = dashboard && request.headers.authorization === undefined ? sessionIdsOf(request.headers.cookie) : [];
+    if (dashboard && sessionIds.length > 0) {
       const site = request.headers['sec-fetch-site'];
       if ((origin !== undefined && !isSameOrigin(origin, request.headers.host)) || (site !== undefined && site !== 'same-origin' && site !== 'none'))
         refuse(new ApiError(403, 'KS_FOREIGN_ORIGIN', 'a dashboard session is accepted only from the dashboard\'s own origin'));
       const csrf = request.headers[CSRF_HEADER];
-      const check = dashboard.sessions.check(sessionId, typeof csrf === 'string' ? csrf : undefined);
+      const check = dashboard.sessions.checkAny(sessionIds, typeof csrf === 'string' ? csrf : undefined);
       if (check.ok) {
-        sessionsOfRequests.set(request, check.session);
+        sessionsOfRequests.set(request, { session: check.session, id: check.id });
         return;
       }
       refuse(new ApiError(401, check.code, check.message));

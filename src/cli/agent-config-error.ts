@@ -10,7 +10,11 @@ export const CONFIG_CODES = {
   SOURCE: 'KS_CONFIG_SOURCE',
   /** Two keys that exclude each other (`dir` with a Git-only key, `allow-unsigned` with `trusted-key`, …). */
   CONFLICT: 'KS_CONFIG_CONFLICT',
-  /** A configuration file any user may write: whoever edits it decides what the agent (root) allows. */
+  /**
+   * A configuration file another user could change: owned by them, writable by a group or others, or in (or reached
+   * through a link or a directory) they could change (runtime/trusted-file.ts). Whoever edits it decides what the
+   * agent (root) allows.
+   */
   UNSAFE: 'KS_CONFIG_UNSAFE',
   /** A file the configuration names exists but cannot be read (permissions, I/O). */
   FILE_UNREADABLE: 'KS_FILE_UNREADABLE',

@@ -249,6 +249,7 @@ export const CONFIG_RULES: Record<AgentOptionName, Rule> = {
   'git-token-file': one(secretFile('Git token')),
   status: one(status),
   'status-repo': one(gitLocation),
+  'status-token-file': one(secretFile('reports repository token')),
   'github-repo': one(),
   'github-token-file': one(secretFile('GitHub token')),
   'github-api': one(httpUrl),
@@ -266,6 +267,7 @@ export const CONFIG_RULES: Record<AgentOptionName, Rule> = {
   'max-age': duration(true),
   'max-clock-skew': duration(false),
   'allow-unsigned': boolean,
+  'require-ref': boolean,
 };
 
 /** For a key that would hold a secret inline (`git-token = "…"`): where the secret goes instead; undefined for other keys. */

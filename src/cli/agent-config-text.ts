@@ -7,6 +7,10 @@ export interface InitialConfig {
   /** Exactly one of repo and dir; paths are absolute (the file may move, the device's paths do not). */
   repo?: string;
   ref?: string;
+  /** Where the device's reports go (`status-repo`), and the files holding the two tokens. */
+  statusRepo?: string;
+  statusTokenFile?: string;
+  gitTokenFile?: string;
   dir?: string;
   plan?: string;
   device?: string;
@@ -51,7 +55,12 @@ export function agentConfigText(c: InitialConfig): string {
       line('repo', tomlString(c.repo), '"https://git.example.com/acme/edge.git"'),
       line('ref', c.ref !== undefined ? tomlString(c.ref) : undefined, '"main"'),
       line('poll', undefined, '"60s"', 'how often to look for a new commit (with jitter)'),
-      line('git-token-file', undefined, '"/etc/keystone/git-token"', "a private repository's token, on the file's first line"),
+      line('git-token-file', c.gitTokenFile !== undefined ? tomlString(c.gitTokenFile) : undefined, '"/etc/keystone/git-token"', 'a token that may READ repo, on the first line'),
+      '',
+      '# Where this device pushes its reports (Git notes, rollout refs): a repository of their own, so that the token',
+      '# above only reads. A device that can push to repo could change what every device runs (docs/security.md).',
+      line('status-repo', c.statusRepo !== undefined ? tomlString(c.statusRepo) : undefined, '"https://git.example.com/acme/reports.git"'),
+      line('status-token-file', c.statusTokenFile !== undefined ? tomlString(c.statusTokenFile) : undefined, '"/etc/keystone/status-token"', 'a token that may push to status-repo'),
     );
   } else {
     out.push(
@@ -80,13 +89,13 @@ export function agentConfigText(c: InitialConfig): string {
       line('threshold', undefined, '1', 'how many distinct trusted keys must have signed'),
       line('max-age', undefined, '"720h"', 'refuse a signed state older than this (a frozen mirror)'),
       line('max-clock-skew', undefined, '"5m"', 'refuse a signature dated further in the future'),
+      line('require-ref', undefined, 'true', 'count only signatures made for the followed ref (keystonectl sign --ref main)'),
     );
   }
   if (c.repo !== undefined)
     out.push(
       section('Reports and recovery (Git)'),
       line('status', undefined, '"git-notes"', 'git-notes and/or github (comma-separated), or none'),
-      line('status-repo', undefined, '"https://git.example.com/acme/reports.git"', 'where Git notes go, when not to repo'),
       line('github-repo', undefined, '"acme/edge"', 'OWNER/REPO for the GitHub commit status API'),
       line('github-token-file', undefined, '"/etc/keystone/github-token"'),
       line('github-api', undefined, '"https://api.github.com"', 'Gitea and Forgejo serve the same API'),

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { isLoopbackAddress, parseListenAddress } from '../api/listen-address.js';
 import { CODES, type ErrorCode } from '../core/errors.js';
 import { parseTomlDocument } from '../core/toml-document.js';
+import { trustedFileProblem } from '../runtime/trusted-file.js';
 import { formatTomlPath, type TomlPath } from '../core/toml-locate.js';
 import { CONFIG_CODES, type ConfigCode, type ConfigDiagnostic } from './agent-config-error.js';
 import { CONFIG_RULES, inlineSecretHint, type At, type ConfigValue } from './agent-config-rules.js';
@@ -27,22 +28,26 @@ export interface AgentConfig {
 }
 
 /** Keys that only make sense when following Git (`repo`): the agent refuses their flags with `--dir`, and so does the file. */
-const GIT_ONLY = ['ref', 'poll', 'git-token-file', 'status', 'status-repo', 'github-repo', 'github-token-file', 'github-api', 'webhook-secret-file'] as const;
+const GIT_ONLY = ['ref', 'poll', 'git-token-file', 'status', 'status-repo', 'status-token-file', 'github-repo', 'github-token-file', 'github-api', 'webhook-secret-file'] as const;
 
 const RULE_KEYS = Object.keys(CONFIG_RULES) as AgentOptionName[];
 
 /** Strict, so that an unknown key is reported with a "did you mean" the way recipes do; the values are the rules' business. */
 const SCHEMA = z.strictObject(Object.fromEntries(RULE_KEYS.map((k) => [k, z.unknown().optional()])));
 
-/** Reads and validates a configuration file. Never throws: every problem, the file's own included, is a diagnostic. */
-export function readAgentConfig(file: string): AgentConfig {
+/**
+ * Reads and validates a configuration file. Never throws: every problem, the file's own included, is a diagnostic.
+ * `checkOwner: false` reads a file another user could change (doctor, which reports that as a check of its own).
+ */
+export function readAgentConfig(file: string, { checkOwner = true }: { checkOwner?: boolean } = {}): AgentConfig {
   const fail = (code: ConfigCode, message: string, hint?: string): AgentConfig => ({ file, values: {}, diagnostics: [{ code, message, file, path: '', ...(hint && { hint }) }] });
   let bytes: Buffer;
   try {
     const st = statSync(file);
     if (!st.isFile()) return fail(CODES.NOT_A_FILE, 'the configuration is not a file');
-    if (st.mode & 0o002)
-      return fail(CONFIG_CODES.UNSAFE, `the configuration file is writable by every user (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}), so any of them could decide what the agent allows`, `chmod o-w ${file}`);
+    // Whoever could change the file, or put another in its place, decides what the agent (root) allows.
+    const unsafe = checkOwner ? trustedFileProblem({ path: file, role: 'config' }) : undefined;
+    if (unsafe) return fail(CONFIG_CODES.UNSAFE, `${unsafe.problem}, so they could decide what the agent allows`, unsafe.fix);
     if (st.size > MAX_CONFIG_BYTES) return fail(CODES.FILE_TOO_LARGE, `the configuration file is ${st.size} bytes, more than ${MAX_CONFIG_BYTES}`);
     bytes = readFileSync(file);
   } catch (e) {

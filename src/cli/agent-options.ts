@@ -34,6 +34,7 @@ export const AGENT_OPTIONS = {
   'git-token-file': { type: 'string' },
   status: { type: 'string' },
   'status-repo': { type: 'string' },
+  'status-token-file': { type: 'string' },
   'github-repo': { type: 'string' },
   'github-token-file': { type: 'string' },
   'github-api': { type: 'string' },
@@ -86,14 +87,15 @@ const CHOICES: ReadonlyArray<readonly AgentOptionName[]> = [
  * names), over the defaults. A repeatable flag on the command line replaces the file's list; `--no-FLAG` turns off a
  * boolean the file turns on. An invalid file throws AgentConfigError (every problem, with file, TOML path and line).
  * No environment variable names a configuration file: the agent reads the one it is told to, or none.
+ * `checkConfigOwner: false` (doctor) reads a file another user could change, to report that among its checks.
  */
-export function parseAgentOptions(argv: string[], io: CliIo): ParsedAgentOptions {
+export function parseAgentOptions(argv: string[], io: CliIo, opts: { checkConfigOwner?: boolean } = {}): ParsedAgentOptions {
   const { values: parsed, positionals } = parseArgs({ args: argv, allowPositionals: true, allowNegative: true, options: GIVEN_OPTIONS });
   const { config, ...given } = parsed as Record<string, OptionValue | undefined>;
   if (config === undefined) return { values: { ...DEFAULTS, ...given } as AgentOptionValues, positionals };
   if (typeof config !== 'string' || config === '') throw new UsageError('--config takes the configuration file, e.g. /etc/keystone/agent.toml');
   const configFile = resolve(io.cwd, config);
-  const loaded = readAgentConfig(configFile);
+  const loaded = readAgentConfig(configFile, { checkOwner: opts.checkConfigOwner ?? true });
   if (loaded.diagnostics.length) throw new AgentConfigError(configFile, loaded.diagnostics);
   const fromFile: Record<string, OptionValue | undefined> = { ...loaded.values };
   for (const choice of CHOICES) if (choice.some((name) => given[name] !== undefined && given[name] !== false)) for (const name of choice) delete fromFile[name];

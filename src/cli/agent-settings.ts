@@ -42,7 +42,7 @@ export function agentSettings(values: AgentOptionValues, positionals: string[], 
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   if ((values.repo === undefined) === (values.dir === undefined)) throw new UsageError('give one source: --repo URL|PATH (Git) or --dir PATH (a development directory)');
   if (values.plan === '') throw new UsageError('--plan takes a plan file; leave it out to take the plan from fleet.toml');
-  const gitFlags = ['ref', 'poll', 'git-token-file', 'status', 'status-repo', 'github-repo', 'github-token-file', 'github-api', 'webhook-secret-file'] as const;
+  const gitFlags = ['ref', 'poll', 'git-token-file', 'status', 'status-repo', 'status-token-file', 'github-repo', 'github-token-file', 'github-api', 'webhook-secret-file'] as const;
   const misplaced = gitFlags.find((f) => values[f] !== undefined) ?? (values['allow-history-rewrite'] || values['on-failure'] !== 'none' ? 'allow-history-rewrite or --on-failure' : undefined);
   if (values.dir !== undefined && misplaced) throw new UsageError(`--${misplaced} is for a Git source (--repo), not --dir`);
   if (values['on-failure'] !== 'none' && values['on-failure'] !== 'rollback') throw new UsageError(`--on-failure must be none or rollback, not "${values['on-failure']}"`);
@@ -123,6 +123,9 @@ function gitSettings(values: AgentOptionValues, io: CliIo, token: string | undef
       throw new UsageError(`--status-repo: ${(e as Error).message}`);
     }
   }
+  // The reports repository's own credential (it must push), so that the followed repository's may be read-only.
+  const statusToken = secretFrom(values['status-token-file'] && resolve(io.cwd, values['status-token-file']), io.env.KEYSTONE_STATUS_TOKEN, 'reports repository token');
+  if (statusToken !== undefined && statusRepo === undefined) throw new UsageError('--status-token-file is the token of --status-repo: give the reports repository too');
   const status: GitSettings['status'] = [];
   for (const name of (values.status ?? 'git-notes').split(',').map((x) => x.trim()).filter(Boolean)) {
     if (name === 'git-notes' || name === 'github') status.push(name);
@@ -145,6 +148,7 @@ function gitSettings(values: AgentOptionValues, io: CliIo, token: string | undef
     allowHistoryRewrite: values['allow-history-rewrite'],
     onFailure: values['on-failure'] as 'none' | 'rollback',
     ...(statusRepo !== undefined && { statusRepo }),
+    ...(statusToken !== undefined && { statusToken }),
     status,
     ...(github && { github }),
   };

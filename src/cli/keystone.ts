@@ -6,6 +6,7 @@ import { setFlagsFromString } from 'node:v8';
 import { ArtifactError } from '../artifacts/artifact-error.js';
 import { OperationError } from '../core/errors.js';
 import { StateDirError } from '../runtime/safe-path.js';
+import { TrustedFileError } from '../runtime/trusted-file.js';
 import { StateStoreError } from '../store/state-store-error.js';
 import { TrustError } from '../trust/trust-error.js';
 import { AgentConfigError } from './agent-config-error.js';
@@ -94,7 +95,7 @@ export async function main(argv: string[], io: CliIo, signals: { once(ev: 'stop'
       io.stderr.write(`keystone ${name}: ${unsafe ? 'refused: ' : ''}${err.message} [${err.code}]\n`);
       return unsafe ? EXIT.BAD_INPUT : EXIT.FAILED;
     }
-    if (err instanceof TrustError || (err instanceof ArtifactError && err.code !== 'KS_ARTIFACT_FETCH_FAILED')) {
+    if (err instanceof TrustError || err instanceof TrustedFileError || (err instanceof ArtifactError && err.code !== 'KS_ARTIFACT_FETCH_FAILED')) {
       io.stderr.write(`keystone ${name}: refused: ${err.message} [${err.code}]\n`);
       return EXIT.BAD_INPUT;
     }

@@ -14,9 +14,10 @@ export const TRUST_OPTIONS = {
   'max-age': { type: 'string' },
   'max-clock-skew': { type: 'string' },
   'allow-unsigned': { type: 'boolean', default: false },
+  'require-ref': { type: 'boolean', default: false },
 } as const;
 
-export const TRUST_USAGE = '(--trusted-key FILE [--trusted-key FILE…] [--threshold K] [--max-age DURATION] [--max-clock-skew 5m] | --allow-unsigned)';
+export const TRUST_USAGE = '(--trusted-key FILE [--trusted-key FILE…] [--threshold K] [--max-age DURATION] [--max-clock-skew 5m] [--require-ref] | --allow-unsigned)';
 
 export interface TrustValues {
   'trusted-key'?: string[];
@@ -24,6 +25,7 @@ export interface TrustValues {
   'max-age'?: string;
   'max-clock-skew'?: string;
   'allow-unsigned'?: boolean;
+  'require-ref'?: boolean;
 }
 
 export type Verification =
@@ -35,8 +37,11 @@ export interface TrustPolicy {
   open(reader: RepoReader): Promise<{ reader: RepoReader; verification: Verification }>;
 }
 
-/** Fails closed: no trusted key and no explicit --allow-unsigned is a usage error, not an unsigned load. */
-export function trustPolicy(values: TrustValues, io: CliIo): TrustPolicy {
+/**
+ * Fails closed: no trusted key and no explicit --allow-unsigned is a usage error, not an unsigned load. `ref` (full,
+ * `refs/heads/main`): the ref the files are meant for, so a signature bound to another one does not count.
+ */
+export function trustPolicy(values: TrustValues, io: CliIo, ref?: string): TrustPolicy {
   const setting = trustSetting(values, io);
   if (setting.unsigned) return { open: async (reader) => ({ reader, verification: { unsigned: true } }) };
   return {
@@ -46,6 +51,8 @@ export function trustPolicy(values: TrustValues, io: CliIo): TrustPolicy {
         now: Math.floor(nowMs(io) / 1000),
         ...(setting.maxAgeSeconds !== undefined && { maxAgeSeconds: setting.maxAgeSeconds }),
         ...(setting.maxClockSkewSeconds !== undefined && { maxClockSkewSeconds: setting.maxClockSkewSeconds }),
+        ...(ref !== undefined && { ref }),
+        ...(setting.requireRef === true && { requireRef: true }),
       });
       const { files: _f, sums, ...summary } = verified;
       return { reader: new VerifiedReader(reader, verified), verification: { unsigned: false, ...summary, files: [...sums.keys()].sort() } };
@@ -58,6 +65,7 @@ export function trustSetting(values: TrustValues, io: CliIo): TrustSetting {
   const keys = values['trusted-key'] ?? [];
   if (values['allow-unsigned']) {
     if (keys.length) throw new UsageError('--allow-unsigned and --trusted-key exclude each other');
+    if (values['require-ref']) throw new UsageError('--require-ref checks signatures: it makes no sense with --allow-unsigned');
     return { unsigned: true };
   }
   if (keys.length === 0) throw new UsageError('no trusted key: give --trusted-key FILE (repeatable), or --allow-unsigned for development');
@@ -85,7 +93,13 @@ export function trustSetting(values: TrustValues, io: CliIo): TrustSetting {
     }),
     threshold,
   );
-  return { unsigned: false, keyring, ...(maxAgeSeconds !== undefined && { maxAgeSeconds }), ...(maxClockSkewSeconds !== undefined && { maxClockSkewSeconds }) };
+  return {
+    unsigned: false,
+    keyring,
+    ...(maxAgeSeconds !== undefined && { maxAgeSeconds }),
+    ...(maxClockSkewSeconds !== undefined && { maxClockSkewSeconds }),
+    ...(values['require-ref'] === true && { requireRef: true }),
+  };
 }
 
 /** One line for people: who signed, when, or a loud warning that nobody did. */

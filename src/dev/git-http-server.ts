@@ -16,6 +16,8 @@ export interface GitHttpServerOptions {
   root: string;
   /** When set, every request must carry `Authorization: Bearer <token>` or Basic auth with it as the password. */
   token?: string;
+  /** A token that may fetch but not push (a deploy token with read access): receive-pack answers it 403. */
+  readToken?: string;
   /** Milliseconds to hold every request before serving it (a slow server). */
   delayMs?: number;
   /** The port to listen on; default: one the OS picks. */
@@ -52,11 +54,13 @@ export class GitHttpServer extends LoopbackHttpServer {
   readonly cannedAnswers: CannedAnswer[] = [];
   delayMs: number;
   token: string | undefined;
+  readToken: string | undefined;
 
   constructor(private readonly opts: GitHttpServerOptions) {
     super(opts.port ?? 0);
     this.delayMs = opts.delayMs ?? 0;
     this.token = opts.token;
+    this.readToken = opts.readToken;
   }
 
   /** http://127.0.0.1:PORT/<name>.git */
@@ -74,14 +78,14 @@ export class GitHttpServer extends LoopbackHttpServer {
     return path;
   }
 
-  private authorized(req: IncomingMessage): boolean {
-    if (this.token === undefined) return true;
+  /** What the request's credential may do: `write` (or no token required), `read` (readToken), or nothing. */
+  private authorized(req: IncomingMessage): 'write' | 'read' | false {
+    if (this.token === undefined && this.readToken === undefined) return 'write';
     const h = req.headers.authorization ?? '';
-    if (h === `Bearer ${this.token}`) return true;
-    if (h.startsWith('Basic ')) {
-      const [, password] = Buffer.from(h.slice(6), 'base64').toString('utf8').split(':', 2);
-      return password === this.token;
-    }
+    const given = h.startsWith('Bearer ') ? h.slice(7) : h.startsWith('Basic ') ? Buffer.from(h.slice(6), 'base64').toString('utf8').split(':', 2)[1] : undefined;
+    if (given === undefined) return false;
+    if (this.token !== undefined && given === this.token) return 'write';
+    if (this.readToken !== undefined && given === this.readToken) return 'read';
     return false;
   }
 
@@ -108,9 +112,15 @@ export class GitHttpServer extends LoopbackHttpServer {
       res.writeHead(canned.status, { 'content-type': 'text/plain', ...canned.headers }).end(`HTTP ${canned.status} (canned)\n`);
       return;
     }
-    if (!this.authorized(req)) {
+    const may = this.authorized(req);
+    if (!may) {
       record.status = 401;
       res.writeHead(401, { 'www-authenticate': 'Basic realm="git"' }).end('authentication required\n');
+      return;
+    }
+    if (may === 'read' && (url.pathname.endsWith('/git-receive-pack') || url.searchParams.get('service') === 'git-receive-pack')) {
+      record.status = 403;
+      res.writeHead(403, { 'content-type': 'text/plain' }).end('this token may read, not push\n');
       return;
     }
     const child = spawn(join(GIT_EXEC_PATH, 'git-http-backend'), [], {

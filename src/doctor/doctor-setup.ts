@@ -1,12 +1,14 @@
 // What `keystone doctor` checks: what `keystone agent` would run with, given the same arguments (the CLI builds it
 // from them, so this room never reads a command line).
 import type { Labels } from '../core/labels.js';
+import type { TrustedFileRef } from '../runtime/trusted-file.js';
 
 /** The agent's source, or why the arguments name none it could follow. */
 export type DoctorSource =
   | { kind: 'dir'; root: string }
   /** `repo`: an http(s) URL, or an absolute path to a local repository. */
-  | { kind: 'git'; repo: string; ref: string; token?: string; tokenProblem?: string }
+  /** `gitNotes`: reports are pushed as Git notes, to `statusRepo` (`--status-repo`) or else to `repo` itself. */
+  | { kind: 'git'; repo: string; ref: string; token?: string; tokenProblem?: string; statusRepo?: string; gitNotes: boolean }
   | { kind: 'none'; problem: string };
 
 export interface DoctorSetup {
@@ -19,6 +21,8 @@ export interface DoctorSetup {
   labels: Labels;
   /** `--trusted-key` files (absolute), `--threshold` as given, `--allow-unsigned`. */
   trust: { unsigned: boolean; keyFiles: string[]; threshold?: string };
+  /** The configuration file, trusted keys and secret files the agent would read (cli/trusted-files.ts); none when absent. */
+  trustedFiles?: TrustedFileRef[];
   /** The device policy's --allow-root: root process users are allowed. */
   allowRoot: boolean;
 }

@@ -10,10 +10,12 @@ import type { DoctorFacts } from './doctor-facts.js';
 import type { DoctorSetup } from './doctor-setup.js';
 import { checkGitRemote } from './git-remote-check.js';
 import { checkNodeVersion } from './node-version-check.js';
+import { checkPushAccess } from './push-access-check.js';
 import { checkRunUsers, processComponents, runUsersOf } from './run-users-check.js';
 import { checkSetpriv } from './setpriv-check.js';
 import { checkSource } from './source-check.js';
 import { checkStateDirectory } from './state-dir-check.js';
+import { checkTrustedFiles } from './trusted-files-check.js';
 import { checkTrustedKeys } from './trusted-keys-check.js';
 import { checkWorkDirReach } from './work-dir-reach-check.js';
 
@@ -32,7 +34,9 @@ export async function runDoctor(setup: DoctorSetup, facts: DoctorFacts): Promise
     checkStateDirectory(setup.stateDir),
     checkDiskSpace(setup.stateDir, facts),
     checkTrustedKeys(setup.trust),
+    checkTrustedFiles(setup),
     source.status === 'fail' ? skip('git-remote', 'no usable source (see source)') : checkGitRemote(setup.source, facts.gitTimeoutMs),
+    source.status === 'fail' ? skip('push-access', 'no usable source (see source)') : checkPushAccess(setup.source, facts.gitTimeoutMs),
     checkPlan(plan, setup),
     checkRunUsers(plan, users, facts.agent),
     checkWorkDirReach({ plan, users, stateDir: setup.stateDir, agent: facts.agent, db }),

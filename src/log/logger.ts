@@ -1,5 +1,6 @@
 // pino for the agent: JSON lines by default, the human form of SPEC §11 on a terminal.
 import pino, { type Logger } from 'pino';
+import { cutLine } from '../core/line-bound.js';
 
 export type { Logger } from 'pino';
 
@@ -14,7 +15,33 @@ export interface LogOptions {
 export function createLogger(opts: LogOptions): Logger {
   const write = opts.write ?? ((line: string) => process.stdout.write(line));
   const destination = { write: opts.pretty ? (line: string) => write(humanLine(line)) : write };
-  return pino({ level: opts.level ?? 'info', base: undefined, timestamp: pino.stdTimeFunctions.isoTime }, destination);
+  return pino(
+    {
+      level: opts.level ?? 'info',
+      base: undefined,
+      timestamp: pino.stdTimeFunctions.isoTime,
+      // The last guard of "no line past the bound": a reason quoting a component's output is cut where it is made,
+      // but a log line must never carry megabytes whoever forgot to.
+      formatters: { log: boundFields },
+      hooks: {
+        logMethod(args, method) {
+          method.apply(this, args.map((a: unknown) => (typeof a === 'string' ? cutLine(a) : a)) as Parameters<typeof method>);
+        },
+      },
+    },
+    destination,
+  );
+}
+
+/** The object of a log line with every string field held to one line's bound. */
+function boundFields(obj: Record<string, unknown>): Record<string, unknown> {
+  let out: Record<string, unknown> | undefined;
+  for (const [k, v] of Object.entries(obj)) {
+    if (typeof v !== 'string') continue;
+    const cut = cutLine(v);
+    if (cut !== v) (out ??= { ...obj })[k] = cut;
+  }
+  return out ?? obj;
 }
 
 const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: '', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };

@@ -3,6 +3,7 @@
 import { constants } from 'node:fs';
 import { copyFile, lstat, open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
+import { keepEnd, MAX_LINE_BYTES } from '../core/line-bound.js';
 import { checkOwnFile, safeDirectory } from './safe-path.js';
 
 export const STDOUT_LOG = 'stdout.log';
@@ -106,16 +107,39 @@ export async function rotateIfLarger(path: string, maxBytes: number, keep: numbe
   return true;
 }
 
+/** The most a tail reads from the end of a log: `keystonectl logs -n 5000` of ordinary lines fits, and no tail holds more. */
+export const MAX_TAIL_BYTES = 4 * 1024 * 1024;
+
 /**
- * The end of an open file holding at least `newlines` newlines (or the whole file), read backwards in
- * 64 KiB chunks: `bytes` starts at offset `start`. Shared by tailLines and `keystonectl logs`.
+ * How far back a tail looks for the start of a line longer than what it keeps, reading without keeping (one 1 MiB
+ * buffer): the cut then says exactly how much it cut. Logs rotate at 10 MiB by default; past this it says `at least`.
  */
-export async function readTail(h: FileHandle, newlines: number): Promise<{ bytes: Buffer; start: number }> {
-  let pos = (await h.stat()).size;
+export const MAX_LINE_SCAN_BYTES = 64 * 1024 * 1024;
+
+/** The end of a file, as readTail read it. */
+export interface TailBytes {
+  bytes: Buffer;
+  /** The file offset of `bytes`. */
+  start: number;
+  /** Reading stopped at the byte budget, before enough newlines: the first piece is the end of a line begun earlier. */
+  cut: boolean;
+  /** When `cut`: where that line begins, if the scan found it (else it began more than MAX_LINE_SCAN_BYTES earlier). */
+  lineStart?: number;
+}
+
+/**
+ * The end of an open file holding at least `newlines` newlines (or the whole file), read backwards in 64 KiB
+ * chunks, but never more than those lines can hold at MAX_LINE_BYTES each (nor MAX_TAIL_BYTES): a file of one
+ * newline-less line yields its last part, not the whole file. Shared by tailLines and the follows (log-follow.ts).
+ */
+export async function readTail(h: FileHandle, newlines: number): Promise<TailBytes> {
+  const size = (await h.stat()).size;
+  const budget = Math.min(MAX_TAIL_BYTES, Math.max(1, newlines) * (MAX_LINE_BYTES + 1));
+  let pos = size;
   const chunks: Buffer[] = [];
   let seen = 0;
-  while (pos > 0 && seen < newlines) {
-    const len = Math.min(64 * 1024, pos);
+  while (pos > 0 && seen < newlines && size - pos < budget) {
+    const len = Math.min(64 * 1024, pos, budget - (size - pos));
     pos -= len;
     const buf = Buffer.alloc(len);
     const { bytesRead } = await h.read(buf, 0, len, pos);
@@ -123,11 +147,56 @@ export async function readTail(h: FileHandle, newlines: number): Promise<{ bytes
     for (const b of chunk) if (b === 0x0a) seen++;
     chunks.unshift(chunk);
   }
-  return { bytes: Buffer.concat(chunks), start: pos };
+  const cut = pos > 0 && seen < newlines;
+  return { bytes: Buffer.concat(chunks), start: pos, cut, ...(cut && { lineStart: await lineStartBefore(h, pos) }) };
 }
 
-/** The last `n` lines of a file (without their newlines), reading backwards from the end; [] when it does not exist. */
-export async function tailLines(path: string, n: number): Promise<string[]> {
+/** The offset just past the last newline before `pos` (0 at the file's start); undefined past MAX_LINE_SCAN_BYTES. */
+async function lineStartBefore(h: FileHandle, pos: number): Promise<number | undefined> {
+  const buf = Buffer.alloc(Math.min(1024 * 1024, pos));
+  const stop = Math.max(0, pos - MAX_LINE_SCAN_BYTES);
+  while (pos > stop) {
+    const len = Math.min(buf.length, pos - stop);
+    pos -= len;
+    const { bytesRead } = await h.read(buf, 0, len, pos);
+    const nl = buf.subarray(0, bytesRead).lastIndexOf(0x0a);
+    if (nl >= 0) return pos + nl + 1;
+  }
+  return pos === 0 ? 0 : undefined;
+}
+
+/** Of the line a tail (or a follow) starts inside: how many of its bytes come before, and whether that is a lower bound. */
+export function partBefore(t: TailBytes): { skipped: number; atLeast: boolean } {
+  return t.lineStart === undefined ? { skipped: t.start - Math.max(0, t.start - MAX_LINE_SCAN_BYTES), atLeast: true } : { skipped: t.start - t.lineStart, atLeast: false };
+}
+
+/**
+ * The lines of `bytes` (a tail ending at a line's end), each held to MAX_LINE_BYTES (its end kept). The first piece
+ * is the end of a line that began before the tail: dropped, unless reading stopped at the budget inside a line past
+ * the bound, which is then the line to show, cut (with what came before it counted).
+ */
+export function tailPieces(t: TailBytes, bytes: Buffer = t.bytes, maxLine = MAX_LINE_BYTES): string[] {
+  const pieces: Buffer[] = [];
+  let from = 0;
+  for (let nl = bytes.indexOf(0x0a); nl >= 0; nl = bytes.indexOf(0x0a, from)) {
+    pieces.push(bytes.subarray(from, nl));
+    from = nl + 1;
+  }
+  pieces.push(bytes.subarray(from));
+  const lines = pieces.map((p) => keepEnd(p, maxLine));
+  if (t.start > 0) {
+    const first = pieces[0]!;
+    if (!t.cut || first.length <= MAX_LINE_BYTES) lines.shift();
+    else {
+      const { skipped, atLeast } = partBefore(t);
+      lines[0] = keepEnd(first, maxLine, skipped, atLeast);
+    }
+  }
+  return lines;
+}
+
+/** The last `n` lines of a file (without their newlines, each cut to `maxLine` bytes), reading backwards from the end; [] when it does not exist. */
+export async function tailLines(path: string, n: number, maxLine = MAX_LINE_BYTES): Promise<string[]> {
   if (n <= 0) return [];
   let h: FileHandle;
   try {
@@ -138,11 +207,10 @@ export async function tailLines(path: string, n: number): Promise<string[]> {
   }
   try {
     // n lines need n+1 newlines (the one ending the line before them), unless the file starts first.
-    const { bytes, start } = await readTail(h, n + 1);
-    const lines = bytes.toString('utf8').split('\n');
-    if (lines[lines.length - 1] === '') lines.pop();
-    if (start > 0) lines.shift(); // the first piece may be the tail of a longer line
-    return lines.slice(-n);
+    const t = await readTail(h, n + 1);
+    const bytes = t.bytes.at(-1) === 0x0a ? t.bytes.subarray(0, -1) : t.bytes;
+    if (t.bytes.length === 0) return [];
+    return tailPieces(t, bytes, maxLine).slice(-n);
   } finally {
     await h.close();
   }

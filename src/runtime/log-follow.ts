@@ -3,19 +3,22 @@
 // costs a watch per follower) and surviving rotation, which truncates the file in place or replaces it.
 import { constants } from 'node:fs';
 import { open, stat, type FileHandle } from 'node:fs/promises';
-import { StringDecoder } from 'node:string_decoder';
 import { OperationError } from '../core/errors.js';
-import { readTail } from './log-files.js';
+import { MAX_LINE_BYTES } from '../core/line-bound.js';
+import { LineCutter } from './line-cutter.js';
+import { partBefore, readTail, tailPieces } from './log-files.js';
 
 export interface FollowOptions {
   /** Stops following; what was written up to then is still delivered. */
   signal: AbortSignal;
   /** How often the file size is checked. */
   pollMs: number;
-  /** Complete lines, newline included (several at once); the last line without its newline only when stopping. */
+  /** Complete lines, newline included (several at once), each cut to MAX_LINE_BYTES; the last unfinished one only when stopping. */
   onText(text: string): void;
   /** The file was truncated or replaced (rotation); reading goes on from its start. */
   onRotated?(): void;
+  /** `offset` is inside a line, this many bytes of which came before (lastCompleteLines says so): counted in its cut. */
+  before?: { skipped: number; atLeast: boolean };
 }
 
 /** KS_LOG_UNREADABLE: the path and why (permission, a link planted where a log should be, …). */
@@ -25,8 +28,12 @@ export function unreadable(path: string, e: unknown): OperationError {
   return new OperationError('KS_LOG_UNREADABLE', `cannot read ${path}${hint}`);
 }
 
-/** The last `n` complete lines of a file and the offset just past them (a line still being written is left to follow). */
-export async function lastCompleteLines(path: string, n: number): Promise<{ lines: string[]; end: number }> {
+/**
+ * The last `n` complete lines of a file (each cut to MAX_LINE_BYTES) and the offset just past them (a line still
+ * being written is left to follow). `before`: no newline was found within what a tail reads, so following starts
+ * inside a line, this many bytes of which came before `end` (its first line then says how much was cut).
+ */
+export async function lastCompleteLines(path: string, n: number): Promise<{ lines: string[]; end: number; before?: { skipped: number; atLeast: boolean } }> {
   let h: FileHandle;
   try {
     h = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
@@ -36,12 +43,10 @@ export async function lastCompleteLines(path: string, n: number): Promise<{ line
   }
   try {
     // The last newline ends the complete part; n more before it start the n lines.
-    const { bytes: buf, start: pos } = await readTail(h, n + 1);
-    const last = buf.lastIndexOf(0x0a);
-    if (last < 0) return { lines: [], end: pos };
-    const text = buf.subarray(0, last).toString('utf8').split('\n');
-    if (pos > 0) text.shift(); // the first piece is the tail of an earlier line
-    return { lines: n === 0 ? [] : text.slice(-n), end: pos + last + 1 };
+    const t = await readTail(h, n + 1);
+    const last = t.bytes.lastIndexOf(0x0a);
+    if (last < 0) return { lines: [], end: t.start, ...(t.start > 0 && { before: partBefore(t) }) };
+    return { lines: n === 0 ? [] : tailPieces(t, t.bytes.subarray(0, last)).slice(-n), end: t.start + last + 1 };
   } finally {
     await h.close();
   }
@@ -58,15 +63,12 @@ export async function followLog(path: string, offset: number, opts: FollowOption
   /** The last bytes read, ending at `pos`: how a rotated copy is recognised as this file's past. */
   let recent = Buffer.alloc(0);
   if (offset > 0) await readFrom(path, Math.max(0, offset - 256), offset, (b) => (recent = Buffer.concat([recent, b])));
-  const decoder = new StringDecoder('utf8');
-  let partial = '';
+  // A line that never ends (a progress bar) is held to its last MAX_LINE_BYTES, not kept growing.
+  const lines = new LineCutter(MAX_LINE_BYTES, opts.before);
   const take = (chunk: Buffer) => {
     recent = Buffer.concat([recent, chunk]).subarray(-256);
-    partial += decoder.write(chunk);
-    const nl = partial.lastIndexOf('\n');
-    if (nl < 0) return;
-    opts.onText(partial.slice(0, nl + 1));
-    partial = partial.slice(nl + 1);
+    const done = lines.push(chunk);
+    if (done.length) opts.onText(`${done.join('\n')}\n`);
   };
   const restart = () => {
     pos = 0;
@@ -97,8 +99,8 @@ export async function followLog(path: string, offset: number, opts: FollowOption
   while (!signal.aborted) if (!(await poll())) await sleep(pollMs, signal);
   // Stopping: what was written up to now is still delivered, a last line without its newline too.
   await poll();
-  partial += decoder.end();
-  if (partial) opts.onText(partial + '\n');
+  const partial = lines.end();
+  if (partial !== undefined) opts.onText(`${partial}\n`);
 }
 
 /**

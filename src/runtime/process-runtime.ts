@@ -8,6 +8,7 @@ import type { ComponentPaths, ExitStatus, Instance, InstanceRef, PreparedStart, 
 import type { Writable } from 'node:stream';
 import type { InstallArtifactsFn } from './artifact-installer.js';
 import { openComponentLogs, tailLines } from './log-files.js';
+import { cutLine, MAX_REASON_BYTES } from '../core/line-bound.js';
 import { buildPrivileges, currentAgentIdentity, type AgentIdentity, type Privileges, type RunIdentity } from './privileges.js';
 import { isAlive, isDeadState, isSameProcess, processStartTime, readProcStat } from './proc-identity.js';
 import { probe, type ProbeResult } from './probe.js';
@@ -160,9 +161,10 @@ export class ProcessRuntime implements Runtime {
       });
     if (r.aborted) throw aborted(c);
     if (r.code !== 0) {
-      const last = (await tailLines(logs.stderrPath, 3)).join(' | ');
+      // Its last words, bounded: a script may write one line of any length (a line's end says the most).
+      const last = (await tailLines(logs.stderrPath, 3, MAX_REASON_BYTES / 2)).join(' | ');
       const how = r.code !== null ? `exited with ${r.code}` : `was killed by ${r.signal}`;
-      throw new RuntimeError('KS_INSTALL_FAILED', `install script of ${c.name} ${how}${last ? `: ${last}` : ''}`, {
+      throw new RuntimeError('KS_INSTALL_FAILED', cutLine(`install script of ${c.name} ${how}${last ? `: ${last}` : ''}`, MAX_REASON_BYTES), {
         component: c.name,
         exitCode: r.code,
         signal: r.signal,

@@ -22,6 +22,9 @@ function self(): { uid: number; gid: number } {
   return { uid: process.geteuid?.() ?? 0, gid: process.getegid?.() ?? 0 };
 }
 
+/** The agent's user: besides root, the only owner its files may have. */
+export const agentUid = (): number => self().uid;
+
 /**
  * Writable by someone other than the owner: by others, or by a group that is not the agent's own (files the agent
  * makes under a umask of 002 are writable by its own group, which is no other user's doing).
@@ -32,6 +35,20 @@ export function writableByOthers(st: Stats): boolean {
 
 /** S_ISVTX: in a sticky directory only an entry's owner may rename or remove it. */
 const STICKY = 0o1000;
+
+/**
+ * Whether a user other than root and the agent's could change what `st` is (a directory: its entries; a file: its
+ * bytes): `owner` when another user owns it, `writable` when others (or, `strictGroup`, any group at all) may write
+ * it. A sticky directory writable by others (/tmp) is safe: others cannot rename or remove what is not theirs in it,
+ * and the next step's owner is checked. `strictGroup` is sshd's rule, for the files the agent trusts and does not
+ * make itself; without it, the agent's own group may write (what the agent makes under a umask of 002).
+ */
+export function changeableByOthers(st: Stats, opts: { strictGroup: boolean }): 'owner' | 'writable' | undefined {
+  if (st.uid !== 0 && st.uid !== self().uid) return 'owner';
+  const writable = opts.strictGroup ? (st.mode & 0o022) !== 0 : writableByOthers(st);
+  if (writable && !(st.isDirectory() && (st.mode & STICKY) !== 0)) return 'writable';
+  return undefined;
+}
 
 const mode = (st: Stats) => (st.mode & 0o7777).toString(8).padStart(3, '0');
 
@@ -58,17 +75,13 @@ export function unsafe(path: string, message: string): StateDirError {
   return new StateDirError('KS_STATE_DIR_UNSAFE', message, { path });
 }
 
-/**
- * One step of a walk: a directory only root or the agent's user can change. A sticky directory writable by others
- * (/tmp) is a safe step: others cannot rename or remove what is not theirs in it, and the next step's owner is checked.
- */
+/** One step of a walk: a directory only root or the agent's user can change (changeableByOthers). */
 function checkStep(path: string, st: Stats): void {
   if (st.isSymbolicLink()) throw unsafe(path, `${path} is a symbolic link: the agent follows no link on the way to its files (give the real path, or remove the link)`);
   if (!st.isDirectory()) throw unsafe(path, `${path} is not a directory`);
-  const me = self().uid;
-  if (st.uid !== 0 && st.uid !== me) throw unsafe(path, `${path} is owned by ${describeUid(st.uid)}, who could replace what the agent keeps under it: use a directory only ${describeUid(me)} can change`);
-  if (writableByOthers(st) && (st.mode & STICKY) === 0)
-    throw unsafe(path, `${path} is writable by other users (mode ${mode(st)}), who could replace what the agent keeps under it: chmod go-w ${path}`);
+  const who = changeableByOthers(st, { strictGroup: false });
+  if (who === 'owner') throw unsafe(path, `${path} is owned by ${describeUid(st.uid)}, who could replace what the agent keeps under it: use a directory only ${describeUid(self().uid)} can change`);
+  if (who === 'writable') throw unsafe(path, `${path} is writable by other users (mode ${mode(st)}), who could replace what the agent keeps under it: chmod go-w ${path}`);
 }
 
 function lstatOrUndefined(path: string): Stats | undefined {

@@ -11,6 +11,8 @@ export interface Revision {
   id: string;
   /** Where it came from, for people and the state store. */
   source: string;
+  /** The full Git ref it was read from (`refs/heads/main`); absent for a directory or a manual apply. */
+  ref?: string;
   reader: RepoReader;
   /** The plan to apply, when the revision names its own (a manual apply); otherwise the agent's `--plan`. */
   planFile?: string;

@@ -8,6 +8,7 @@
 // GitServerBusyError lives here, re-exported by git-remote-cache.ts where it was first defined: the remote cache
 // looks through lsRefsV2, and both raise it, without an import cycle between the two.
 import { OperationError } from '../core/errors.js';
+import { exactRefAnswer } from './exact-ref-answer.js';
 import { budgetedHttpClient, TransferBudget } from './git-http-client.js';
 
 /** One ref as listed: its full name and the object it points at (a tag's own object, not peeled). */
@@ -32,6 +33,11 @@ export interface LsRefsV2Options {
   agent?: string | false;
   /** What the listing is for, in error messages: `looking up the branch`. Default `listing refs`. */
   what?: string;
+  /**
+   * Only this ref is wanted (a prefix names it whole): the answer is read only until its line, and nothing else is
+   * kept (exact-ref-answer.ts), so no number of refs that merely share its prefix makes the listing pass its cap.
+   */
+  exact?: string;
 }
 
 export interface LsRefsV2Result {
@@ -99,14 +105,16 @@ export async function lsRefsV2(opts: LsRefsV2Options): Promise<LsRefsV2Result> {
       });
       status = res.statusCode;
       headers = res.headers ?? {};
+      const listing = status === 200 && contentType(headers) === 'application/x-git-upload-pack-result';
       // An error answer is read too (its body is small, and the budget bounds it): the connection then goes back to
       // the pool instead of hanging half-read.
-      answer = res.body ? await collect(res.body) : new Uint8Array();
+      if (!res.body) answer = new Uint8Array();
+      else answer = await collect(listing && opts.exact !== undefined ? exactRefAnswer(res.body, opts.exact, url) : res.body);
     } catch (e) {
       throw budget.failure ?? transportError(e, url, what);
     }
     if (status !== 200) throw statusError(status, headers['retry-after'], { url, what, authorized: hasAuthorization(opts.headers) });
-    const type = (headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    const type = contentType(headers);
     if (type !== 'application/x-git-upload-pack-result')
       throw unsupported(url, `answered the ls-refs request with Content-Type "${printable(type)}", not a Git upload-pack result`);
     const refs = parseLsRefsAnswer(answer, url).filter((r) => opts.prefixes.some((p) => r.ref.startsWith(p)));
@@ -239,6 +247,10 @@ function hasControlOrSpace(text: string): boolean {
   return false;
 }
 
+function contentType(headers: Record<string, string>): string {
+  return (headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+}
+
 function hasAuthorization(headers: Record<string, string> | undefined): boolean {
   return Object.keys(headers ?? {}).some((k) => k.toLowerCase() === 'authorization');
 }
@@ -252,7 +264,7 @@ function pkt(line: string): Buffer {
   return Buffer.concat([Buffer.from((payload.length + 4).toString(16).padStart(4, '0')), payload]);
 }
 
-async function collect(source: AsyncIterableIterator<Uint8Array>): Promise<Uint8Array> {
+async function collect(source: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
   for await (const chunk of source) chunks.push(chunk);
   return Buffer.concat(chunks);

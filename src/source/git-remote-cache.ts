@@ -3,18 +3,22 @@
 // shows the server speaks v2), every later one the ls-refs POST alone (git-ls-refs.ts), one request per poll instead
 // of two. Fetches are shallow, for that branch alone, with thin packs completed before they are stored
 // (thin-pack-http.ts): a new commit costs what changed, not its whole tree. The cache is kept bounded by re-fetching
-// into a fresh directory (a new generation) once it holds too many packs or bytes.
+// into a fresh directory (a new generation) once it holds too many packs or bytes. A look reads its answer only as
+// far as the branch (exact-ref-answer.ts); a fetched pack is bounded in what it inflates before it is kept
+// (pack-inflation.ts); and everything written here is the agent's user's alone (private-fs.ts).
 import { createHash } from 'node:crypto';
-import fs from 'node:fs';
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { chmod, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import git from 'isomorphic-git';
 import { OperationError } from '../core/errors.js';
 import { discoveryHttp } from './discovery-http.js';
+import { oneRefAdvertisedHttp } from './fetch-advertisement.js';
 import { headCompletingHttp } from './git-head-advertisement.js';
 import { budgetedHttpClient, TransferBudget } from './git-http-client.js';
 import { GitServerBusyError, LS_REFS_DEFAULTS, lsRefsV2, NETWORK_ERRNOS, type RefEntry } from './git-ls-refs.js';
 import { shortBranchRef } from './git-repo-location.js';
+import { PACK_INFLATION_LIMITS, type PackInflationLimits } from './pack-inflation.js';
+import { PRIVATE_FS as fs } from './private-fs.js';
 import { storeBases, thinPackHttp } from './thin-pack-http.js';
 
 export interface GitRemoteCacheOptions {
@@ -34,6 +38,8 @@ export interface GitRemoteCacheOptions {
   maxCacheBytes: number;
   /** Removes secrets from a message. */
   redact: (text: string) => string;
+  /** What one fetched pack may inflate to (tests lower it). Default PACK_INFLATION_LIMITS. */
+  inflation?: PackInflationLimits;
 }
 
 /** What every remote operation has moved so far (for the benchmark and the status page). */
@@ -47,7 +53,7 @@ export interface TransferTotals {
 const DIRECT_RETRY_LOOKS = 100;
 
 /** The failures of the transfer itself: the cache is not to blame for them. */
-const TRANSFER_CODES = new Set(['KS_GIT_SERVER_BUSY', 'KS_GIT_TIMEOUT', 'KS_GIT_FETCH_TOO_LARGE', 'KS_GIT_UNREACHABLE', 'KS_GIT_AUTH_FAILED', 'KS_GIT_HTTP_ERROR', 'KS_GIT_REPO_NOT_FOUND']);
+const TRANSFER_CODES = new Set(['KS_GIT_SERVER_BUSY', 'KS_GIT_TIMEOUT', 'KS_GIT_FETCH_TOO_LARGE', 'KS_GIT_PACK_TOO_LARGE', 'KS_GIT_UNREACHABLE', 'KS_GIT_AUTH_FAILED', 'KS_GIT_HTTP_ERROR', 'KS_GIT_REPO_NOT_FOUND']);
 
 // Defined beside lsRefsV2, which raises it too; importers of this module keep finding it here.
 export { GitServerBusyError };
@@ -94,7 +100,7 @@ export class GitRemoteCache {
         const what = 'looking up the branch';
         const listed = await this.transfer(
           what,
-          (_http, budget) => lsRefsV2({ url: this.opts.url, prefixes: [this.opts.branchRef], headers: this.opts.headers, budget, what }),
+          (_http, budget) => lsRefsV2({ url: this.opts.url, prefixes: [this.opts.branchRef], exact: this.opts.branchRef, headers: this.opts.headers, budget, what }),
           undefined,
           this.listingCap,
         );
@@ -107,7 +113,7 @@ export class GitRemoteCache {
       let v2 = false;
       refs = await this.transfer('looking up the branch', (http, budget) =>
         git.listServerRefs({
-          http: discoveryHttp(http, { onPost: () => (v2 = true), budget, maxBytes: this.listingCap, what: `looking up the branch from ${this.opts.url}` }),
+          http: discoveryHttp(http, { onPost: () => (v2 = true), budget, maxBytes: this.listingCap, what: `looking up the branch from ${this.opts.url}`, exact: this.opts.branchRef, url: this.opts.url }),
           url: this.opts.url,
           protocolVersion: 2,
           prefix: this.opts.branchRef,
@@ -120,15 +126,16 @@ export class GitRemoteCache {
       }
       else if (v2 && this.directLook === 'unknown') this.directLook = 'yes';
     }
-    // The prefix also matches `main-old`: only the exact ref counts.
+    // A v1 advertisement lists every ref, and the prefix also matches `main-old`: only the exact ref counts.
     const ref = refs.find((r) => r.ref === this.opts.branchRef);
     if (!ref) throw new OperationError('KS_GIT_REF_NOT_FOUND', `${this.opts.url} has no branch ${shortBranchRef(this.opts.branchRef)}`);
     return ref.oid;
   }
 
   /**
-   * The cap on a protocol v2 ls-refs answer: the ref lister's, not a fetch's. It lists one branch (a server speaking v2
-   * honours the prefix) and a look runs at every poll, so a server sending a flood costs 8 MiB a look, not 128.
+   * The cap on a protocol v2 ls-refs answer: the ref lister's, not a fetch's. A look reads it only as far as the
+   * branch (the first line of a sorted listing, whatever shares its prefix) and runs at every poll, so a server
+   * sending a flood before it costs 8 MiB a look, not 128.
    */
   private get listingCap(): number {
     return Math.min(this.opts.maxFetchBytes, LS_REFS_DEFAULTS.maxBytes);
@@ -223,7 +230,9 @@ export class GitRemoteCache {
    */
   private async open(): Promise<void> {
     if (this.opened) return;
-    await mkdir(this.base, { recursive: true });
+    // The agent's user's alone, like everything written in it (private-fs.ts): it holds every plan's configuration.
+    await mkdir(this.base, { recursive: true, mode: 0o700 });
+    await chmod(this.opts.cacheDir, 0o700);
     const names = await readdir(this.base);
     const gens = names.map((n) => /^gen-(\d+)$/.exec(n)).filter((m) => m !== null).map((m) => Number(m[1]));
     this.generation = gens.length ? Math.max(...gens) : 0;
@@ -286,7 +295,8 @@ export class GitRemoteCache {
       (http) =>
       git.fetch({
         fs,
-        http: thinPackHttp(http, storeBases(gitdir)),
+        // A deepening is for the ancestry check alone: its blobs past the limits are left out rather than refused.
+        http: thinPackHttp(http, storeBases(gitdir), { limits: this.opts.inflation ?? PACK_INFLATION_LIMITS, history: depth.relative === true }),
         gitdir,
         url: this.opts.url,
         remote: 'origin',
@@ -317,7 +327,8 @@ export class GitRemoteCache {
     const budget = new TransferBudget(maxBytes, this.opts.fetchTimeoutMs, `${what} from ${this.opts.url}`);
     try {
       const http = budgetedHttpClient(budget, this.opts.headers);
-      return await budget.run(() => op(headFor === undefined ? http : headCompletingHttp(http, headFor), budget));
+      // A fetch of one ref reads its advertisement only as far as that ref (fetch-advertisement.ts), then completes it.
+      return await budget.run(() => op(headFor === undefined ? http : headCompletingHttp(oneRefAdvertisedHttp(http, headFor), headFor), budget));
     } catch (e) {
       const err = e as Error & { code?: string; data?: { statusCode?: number } };
       if (budget.busy && err.code === 'HttpError' && err.data?.statusCode === budget.busy.status)

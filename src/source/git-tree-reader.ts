@@ -1,9 +1,12 @@
-// Reads repository files straight from a commit's tree with isomorphic-git: no checkout, no working copy.
+// Reads repository files straight from a commit's tree with isomorphic-git: no checkout, no working copy. A file's
+// size is read from its object's header first (git-object-size.ts): one over the caller's limit is refused without
+// being inflated, so a huge blob in a commit (a pack bomb's 1 GiB of zeros) is never held in memory by reading it.
 import fs from 'node:fs';
 import { join } from 'node:path';
 import git from 'isomorphic-git';
 import { OperationError } from '../core/errors.js';
 import { escapesRepository } from '../core/recipe.js';
+import { GitObjectSizes } from './git-object-size.js';
 import type { ReadResult, RepoReader } from './repo-reader.js';
 
 interface TreeEntry {
@@ -50,6 +53,7 @@ export async function resolveCommit(loc: GitLocation, ref: string): Promise<stri
 export class GitTreeReader implements RepoReader {
   readonly label: string;
   private trees = new Map<string, Promise<TreeEntry[]>>();
+  private readonly sizes: GitObjectSizes;
 
   constructor(
     private readonly loc: GitLocation,
@@ -57,6 +61,7 @@ export class GitTreeReader implements RepoReader {
     ref: string,
   ) {
     this.label = `git ${ref} (${commit.slice(0, 7)})`;
+    this.sizes = new GitObjectSizes(loc.gitdir);
   }
 
   static async open(repoPath: string, ref: string): Promise<GitTreeReader> {
@@ -86,6 +91,9 @@ export class GitTreeReader implements RepoReader {
           // A symlink blob holds a link target, not a recipe: refuse rather than follow it anywhere.
           if (entry.type !== 'blob' || entry.mode === '120000')
             return { ok: false, code: 'KS_NOT_A_FILE', message: `${path} is not a regular file at ${this.label}` };
+          const size = await this.sizes.sizeOf(entry.oid);
+          if (size !== undefined && size > maxBytes)
+            return { ok: false, code: 'KS_FILE_TOO_LARGE', message: `${path} is ${size} bytes, over the limit of ${maxBytes}` };
           const { blob } = await git.readBlob({ fs, gitdir: this.loc.gitdir, oid: entry.oid });
           if (blob.length > maxBytes)
             return { ok: false, code: 'KS_FILE_TOO_LARGE', message: `${path} is ${blob.length} bytes, over the limit of ${maxBytes}` };

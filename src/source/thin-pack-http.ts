@@ -8,19 +8,35 @@
 //     when offered (the library asks for progress, which cost as many bytes as the pack of one commit, unread);
 //   - the response's pack (side band 1) is gathered, completed against the local store, and handed on re-framed, with
 //     the lines before it (shallow, ACK/NAK) unchanged. Progress (band 2) is dropped: nothing here shows it.
+// Every fetch's pack, thin or not, side band or not, is first walked for what it inflates to (pack-inflation.ts) and
+// refused past the limits before the library, which inflates all of it to index it, ever sees it.
 // The byte budget sits beneath this client, so it counts what crossed the wire, not the completed pack.
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import git, { type GitHttpRequest, type GitHttpResponse, type HttpClient } from 'isomorphic-git';
 import { OperationError } from '../core/errors.js';
+import { pruneHistoryPack } from './history-pack.js';
+import { checkPackInflation, PACK_INFLATION_LIMITS, type PackInflationLimits } from './pack-inflation.js';
 import { completeThinPack, type ReadBase } from './thin-pack.js';
 
 /** Largest side-band-64k data line: 65520 bytes, less the length and the band byte. */
 const MAX_BAND_DATA = 65520 - 5;
 const FLUSH = Buffer.from('0000');
 
-/** `http`, asking for thin packs where the server offers them and completing each against `readBase`. */
-export function thinPackHttp(http: HttpClient, readBase: ReadBase): HttpClient {
+export interface ThinPackHttpOptions {
+  /** What a fetched pack may inflate to (KS_GIT_PACK_TOO_LARGE past it). Default PACK_INFLATION_LIMITS. */
+  limits?: PackInflationLimits;
+  /** A deepening, for the ancestry check alone: blobs past the limits are left out instead (history-pack.ts). */
+  history?: boolean;
+}
+
+/**
+ * `http`, asking for thin packs where the server offers them and completing each against `readBase`, and refusing a
+ * pack that inflates past the limits (KS_GIT_PACK_TOO_LARGE).
+ */
+export function thinPackHttp(http: HttpClient, readBase: ReadBase, opts: ThinPackHttpOptions = {}): HttpClient {
+  const limits = opts.limits ?? PACK_INFLATION_LIMITS;
+  const history = opts.history === true;
   let offered: string[] = [];
   return {
     async request(req: GitHttpRequest): Promise<GitHttpResponse> {
@@ -32,13 +48,12 @@ export function thinPackHttp(http: HttpClient, readBase: ReadBase): HttpClient {
         offered = requestable(body);
         return { ...res, body: once(body) };
       }
-      if (method !== 'POST' || offered.length === 0 || !/\/git-upload-pack$/.test(req.url) || !Array.isArray(req.body)) return http.request(req);
-      const asked = withCapabilities(Buffer.concat(req.body as Uint8Array[]), offered);
-      if (!asked) return http.request(req);
+      if (method !== 'POST' || !/\/git-upload-pack$/.test(req.url)) return http.request(req);
+      const asked = offered.length > 0 && Array.isArray(req.body) ? withCapabilities(Buffer.concat(req.body as Uint8Array[]), offered) : undefined;
       // isomorphic-git sends its request as an array of buffers (its types say an iterator): kept that way.
-      const res = await http.request({ ...req, body: [asked] as unknown as GitHttpRequest['body'] });
+      const res = await http.request(asked ? { ...req, body: [asked] as unknown as GitHttpRequest['body'] } : req);
       if (res.statusCode !== 200 || !res.body) return res;
-      return { ...res, body: completed(res.body, readBase) };
+      return { ...res, body: completed(res.body, readBase, limits, history) };
     },
   };
 }
@@ -89,10 +104,13 @@ export function withCapabilities(body: Buffer, caps: string[]): Buffer | undefin
 }
 
 /**
- * The upload-pack response with its pack completed. Everything up to the first side-band line passes as it came;
- * band 3 (a fatal message from the server) passes too, for the library to report.
+ * The upload-pack response with its pack bounded and completed. Everything up to the first side-band line passes as it
+ * came; band 3 (a fatal message from the server) passes too, for the library to report. A pack sent without a side
+ * band (a server offering none) follows the lines before it raw: it is bounded and passed on as it came. Nothing is
+ * handed on before the pack has passed: a refused fetch leaves the repository as it was (the library records the
+ * `shallow` lines before the pack as soon as it reads them).
  */
-async function* completed(source: AsyncIterableIterator<Uint8Array>, readBase: ReadBase): AsyncIterableIterator<Uint8Array> {
+async function* completed(source: AsyncIterableIterator<Uint8Array>, readBase: ReadBase, limits: PackInflationLimits, history: boolean): AsyncIterableIterator<Uint8Array> {
   const raw = await collect(source);
   const packParts: Buffer[] = [];
   const errors: Buffer[] = [];
@@ -100,6 +118,11 @@ async function* completed(source: AsyncIterableIterator<Uint8Array>, readBase: R
   let pos = 0;
   let inBand = false;
   while (pos < raw.length) {
+    if (!inBand && raw.toString('latin1', pos, pos + 4) === 'PACK') {
+      const pack = await bounded(checkedPack(raw.subarray(pos)), readBase, limits, history);
+      yield Buffer.concat([raw.subarray(0, pos), pack]);
+      return;
+    }
     const len = pos + 4 <= raw.length ? parseInt(raw.toString('latin1', pos, pos + 4), 16) : NaN;
     if (Number.isNaN(len) || (len > 0 && len < 4) || pos + Math.max(len, 4) > raw.length)
       throw new OperationError('KS_GIT_THIN_PACK', `the fetch response is not pkt-line framed at byte ${pos}`);
@@ -120,19 +143,23 @@ async function* completed(source: AsyncIterableIterator<Uint8Array>, readBase: R
     }
     pos += len;
   }
+  const pack = packParts.length > 0 ? await bounded(checkedPack(Buffer.concat(packParts)), readBase, limits, history) : undefined;
   yield raw.subarray(0, head);
   if (!inBand) return;
   for (const e of errors) yield e;
-  if (packParts.length === 0) {
-    yield FLUSH;
-    return;
-  }
-  const pack = await completeThinPack(checkedPack(Buffer.concat(packParts)), readBase);
-  for (let at = 0; at < pack.length; at += MAX_BAND_DATA) {
+  for (let at = 0; pack && at < pack.length; at += MAX_BAND_DATA) {
     const data = pack.subarray(at, at + MAX_BAND_DATA);
     yield Buffer.concat([Buffer.from((data.length + 5).toString(16).padStart(4, '0') + '\x01', 'latin1'), data]);
   }
   yield FLUSH;
+}
+
+/** The pack once it passed its limits (a history's without its blobs past them), completed when it is thin. */
+async function bounded(whole: Buffer, readBase: ReadBase, limits: PackInflationLimits, history: boolean): Promise<Buffer> {
+  const { pack, cost } = history ? await pruneHistoryPack(whole, limits) : { pack: whole, cost: checkPackInflation(whole, limits) };
+  // Only a pack naming bases by id can be thin; the rest is stored as it came, without inflating it a second time.
+  if (cost.refDeltas === 0) return pack;
+  return Buffer.from(await completeThinPack(pack, readBase, { maxBaseBytes: limits.maxInflatedBytes - cost.inflatedBytes }));
 }
 
 /**

@@ -11,8 +11,9 @@
 // (a whole object, or one read from the local store), so a pack whose deltas form a loop (a broken or hostile server)
 // ends with objects left unresolved and is refused (KS_GIT_THIN_PACK) instead of being followed round.
 import { createHash } from 'node:crypto';
-import { deflateSync, inflateSync } from 'node:zlib';
+import { deflateSync } from 'node:zlib';
 import { OperationError } from '../core/errors.js';
+import { OFS_DELTA, PACK_HEADER, PACK_TRAILER, REF_DELTA, walkPack } from './pack-walk.js';
 
 export type GitObjectType = 'commit' | 'tree' | 'blob' | 'tag';
 
@@ -27,10 +28,6 @@ export type ReadBase = (oid: string) => Promise<BaseObject | undefined>;
 
 const TYPES: Record<number, GitObjectType> = { 1: 'commit', 2: 'tree', 3: 'blob', 4: 'tag' };
 const TYPE_NUMBERS: Record<GitObjectType, number> = { commit: 1, tree: 2, blob: 3, tag: 4 };
-const OFS_DELTA = 6;
-const REF_DELTA = 7;
-const HEADER = 12;
-const TRAILER = 20;
 
 interface Entry {
   offset: number;
@@ -54,9 +51,11 @@ function fail(message: string): never {
  * The pack with every base it names from outside itself added as a whole object (before the pack's own entries, so
  * that ofs-delta distances stay as they were and bases come before their deltas), the object count and trailing
  * checksum rewritten. A pack with no such base comes back unchanged. Refused with KS_GIT_THIN_PACK when it is
- * malformed, names a base the local store lacks, or has deltas that never resolve (a cycle).
+ * malformed, names a base the local store lacks, or has deltas that never resolve (a cycle); with
+ * KS_GIT_PACK_TOO_LARGE when the bases read from the store come to more than `maxBaseBytes` (what is left of the
+ * fetch's inflation bound once the pack itself is counted: pack-inflation.ts).
  */
-export async function completeThinPack(input: Uint8Array, readBase: ReadBase): Promise<Uint8Array> {
+export async function completeThinPack(input: Uint8Array, readBase: ReadBase, opts: { maxBaseBytes?: number } = {}): Promise<Uint8Array> {
   const pack = Buffer.from(input.buffer, input.byteOffset, input.byteLength);
   const entries = parsePack(pack);
   if (!entries.some((e) => e.kind === REF_DELTA)) return input;
@@ -104,6 +103,7 @@ export async function completeThinPack(input: Uint8Array, readBase: ReadBase): P
   // lacks may yet be an object of the pack waiting on another base, so it is set aside, not refused, until no read
   // helps; each id is read once, so this ends.
   const absent = new Set<string>();
+  let baseBytes = 0;
   while (waitingOnOid.size > 0) {
     const oid = [...waitingOnOid.keys()].find((k) => !absent.has(k));
     if (oid === undefined) fail(`the pack names base ${[...absent][0]} that is neither in it nor in the local store (or its deltas form a cycle)`);
@@ -112,6 +112,10 @@ export async function completeThinPack(input: Uint8Array, readBase: ReadBase): P
       absent.add(oid);
       continue;
     }
+    // Each base is kept, and stored again in the pack: they count against what the fetch may inflate.
+    baseBytes += base.object.byteLength;
+    if (opts.maxBaseBytes !== undefined && baseBytes > opts.maxBaseBytes)
+      throw new OperationError('KS_GIT_PACK_TOO_LARGE', `the fetched pack's deltas name bases from the local store of more than ${opts.maxBaseBytes} bytes in all, past what a fetch may inflate`);
     // A base must be the object named: the pack stored is only sound if the ids its deltas name are true.
     if (objectId(base.type, Buffer.from(base.object)) !== oid) fail(`the local store answered ${oid} with another object`);
     external.set(oid, base);
@@ -125,66 +129,17 @@ export async function completeThinPack(input: Uint8Array, readBase: ReadBase): P
   if (external.size === 0) return input;
 
   const added = [...external.values()].map((b) => wholeEntry(b.type, Buffer.from(b.object)));
-  const header = Buffer.alloc(HEADER);
+  const header = Buffer.alloc(PACK_HEADER);
   pack.copy(header, 0, 0, 8);
   header.writeUInt32BE(entries.length + added.length, 8);
-  const body = Buffer.concat([header, ...added, pack.subarray(HEADER, pack.length - TRAILER)]);
+  const body = Buffer.concat([header, ...added, pack.subarray(PACK_HEADER, pack.length - PACK_TRAILER)]);
   return Buffer.concat([body, createHash('sha1').update(body).digest()]);
 }
 
 /** Every entry of a pack, inflated: bounded by the pack itself (each inflation by the size its header states). */
 function parsePack(pack: Buffer): Entry[] {
-  if (pack.length < HEADER + TRAILER || pack.toString('latin1', 0, 4) !== 'PACK') fail('the response holds no pack');
-  const version = pack.readUInt32BE(4);
-  if (version !== 2 && version !== 3) fail(`pack version ${version} is not supported`);
-  const count = pack.readUInt32BE(8);
-  const end = pack.length - TRAILER;
   const entries: Entry[] = [];
-  let pos = HEADER;
-  for (let i = 0; i < count; i++) {
-    if (pos >= end) fail('the pack ends before its last object');
-    const offset = pos;
-    let byte = pack[pos++]!;
-    const kind = (byte >> 4) & 7;
-    let size = byte & 15;
-    let shift = 4;
-    while (byte & 0x80) {
-      if (pos >= end || shift > 49) fail(`bad object header at ${offset}`);
-      byte = pack[pos++]!;
-      size += (byte & 0x7f) * 2 ** shift;
-      shift += 7;
-    }
-    const e: Entry = { offset, kind, data: Buffer.alloc(0) };
-    if (kind === OFS_DELTA) {
-      byte = pack[pos++]!;
-      let distance = byte & 0x7f;
-      while (byte & 0x80) {
-        if (pos >= end || distance > 2 ** 40) fail(`bad ofs-delta at ${offset}`);
-        byte = pack[pos++]!;
-        distance = (distance + 1) * 128 + (byte & 0x7f);
-      }
-      // Backwards only, to an object's start (checked when deltas are matched to bases): no forward or self loops.
-      if (distance === 0 || distance > offset) fail(`bad ofs-delta at ${offset}`);
-      e.baseOffset = offset - distance;
-    } else if (kind === REF_DELTA) {
-      if (pos + 20 > end) fail(`bad ref-delta at ${offset}`);
-      e.baseOid = pack.toString('hex', pos, pos + 20);
-      pos += 20;
-    } else if (!TYPES[kind]) fail(`unknown object type ${kind} at ${offset}`);
-    let inflated: { buffer: Buffer; engine: { bytesWritten: number } };
-    try {
-      inflated = inflateSync(pack.subarray(pos, end), { info: true, maxOutputLength: Math.max(size, 1) }) as unknown as typeof inflated;
-    } catch (err) {
-      fail(`object at ${offset} does not inflate: ${(err as Error).message}`);
-    }
-    if (inflated.buffer.length !== size) fail(`object at ${offset} inflates to ${inflated.buffer.length} bytes, not ${size}`);
-    e.data = inflated.buffer;
-    pos += inflated.engine.bytesWritten;
-    entries.push(e);
-  }
-  // Bytes between the last object and the trailer would be stored with the completed pack (git index-pack refuses
-  // such a pack as "junk at the end"): a count lower than the objects sent, or garbage appended before the checksum.
-  if (pos !== end) fail(`the pack has ${end - pos} bytes after its last object`);
+  walkPack(pack, fail, () => undefined, (h, data) => entries.push({ ...h, data }));
   return entries;
 }
 

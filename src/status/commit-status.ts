@@ -46,8 +46,17 @@ export const REPORT_FIELD_KEYS = ['target', 'wave'] as const;
 export interface StatusReporter {
   /** Stable across restarts: the outbox keys its rows on it. */
   readonly name: string;
-  /** Resolves once the status is stored remotely; throws StatusDeliveryError otherwise. */
-  deliver(s: CommitStatus): Promise<void>;
+  /**
+   * Resolves once the status is stored remotely, with a notice when the delivery did something an operator should
+   * hear of (the outbox logs it as a warning); throws StatusDeliveryError otherwise.
+   */
+  deliver(s: CommitStatus): Promise<void | DeliveryNotice>;
+}
+
+/** Something a delivery that went through had to do: e.g. replace a device's notes ref the server held too large. */
+export interface DeliveryNotice {
+  code: StatusDeliveryCode;
+  message: string;
 }
 
 export type StatusDeliveryCode =
@@ -70,9 +79,15 @@ export type StatusDeliveryCode =
   /** The status itself breaks the contract (not a 40-hex commit, unknown state). Permanent. */
   | 'KS_STATUS_INVALID'
   /** A local Git operation failed (the notes cache or a local repository). Retryable: disks and locks recover. */
-  | 'KS_STATUS_GIT_FAILED';
+  | 'KS_STATUS_GIT_FAILED'
+  /**
+   * The server's notes ref of this device holds more than a device reads back (bytes on the wire, inflated, objects).
+   * As a DeliveryNotice: the device replaced it with its own notes. As an error: the server refused to have it
+   * replaced. Retryable: someone may delete the ref (docs/fleet-reports.md).
+   */
+  | 'KS_STATUS_NOTES_TOO_LARGE';
 
-const RETRYABLE: ReadonlySet<StatusDeliveryCode> = new Set(['KS_STATUS_UNREACHABLE', 'KS_STATUS_SERVER_ERROR', 'KS_STATUS_RATE_LIMITED', 'KS_STATUS_CONFLICT', 'KS_STATUS_GIT_FAILED']);
+const RETRYABLE: ReadonlySet<StatusDeliveryCode> = new Set(['KS_STATUS_UNREACHABLE', 'KS_STATUS_SERVER_ERROR', 'KS_STATUS_RATE_LIMITED', 'KS_STATUS_CONFLICT', 'KS_STATUS_GIT_FAILED', 'KS_STATUS_NOTES_TOO_LARGE']);
 
 export class StatusDeliveryError extends Error {
   override readonly name = 'StatusDeliveryError';

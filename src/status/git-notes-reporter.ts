@@ -16,21 +16,29 @@
 // tip is not ours), rebuild on what it holds, and push again. The shared refs/notes/keystone of earlier agents is
 // never written (status-notes-read.ts reads it for history).
 //
+// That fetch is bounded (notes-fetch.ts): anyone who can push can put a notes commit of any size on this device's
+// ref. One past the limits is not read: this device's line replaces it, started afresh (a root commit) from the notes
+// the cache holds, since the ref is this device's alone; the outbox logs that it did (issue 28, docs/fleet-reports.md).
+// A server that lost the ref gets the same fresh start. The cache itself is kept small (notes-cache-bound.ts): only
+// the tip the server holds, and what was written since.
+//
 // For a local repository path the note and the rollout refs are written straight into that repository.
-import { existsSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import git, { Errors, type GitHttpRequest, type GitHttpResponse, type HttpClient } from 'isomorphic-git';
-import nodeHttp from 'isomorphic-git/http/node';
-import { checkStatus, httpDeliveryError, StatusDeliveryError, type CommitStatus, type StatusReporter } from './commit-status.js';
-import { headCompletingHttp } from '../source/git-head-advertisement.js';
-import { gitHttpAgent } from '../source/git-http-agent.js';
+import git from 'isomorphic-git';
+import { checkStatus, isStatusDeliveryError, StatusDeliveryError, type CommitStatus, type DeliveryNotice, type StatusReporter } from './commit-status.js';
+import { deliveryError, redact } from './delivery-error.js';
+import { damagedCache, Deadline } from './delivery-deadline.js';
 import { DEVICE_NOTES_PREFIX, deviceNotesRef, deviceOfContext } from './device-notes-ref.js';
-import { findNote, resolveRefIfAny, setNote } from './notes-tree.js';
+import { NotesCacheBound, type NotesCacheBoundOptions } from './notes-cache-bound.js';
+import { DEFAULT_NOTES_FETCH_LIMITS, fetchNotesTip, type NotesFetchLimits } from './notes-fetch.js';
+import { isAncestor, localGitdir, noteCommit } from './note-commit.js';
+import { resolveRefIfAny } from './notes-tree.js';
 import { pushRefs, receivePackRefs, ZERO_OID, type RefUpdate, type RefUpdateResult } from './receive-pack-push.js';
-import { parseRolloutRef, ROLLOUT_PREFIX, rolloutRef } from './rollout-refs.js';
+import { parseRolloutRef } from './rollout-refs.js';
+import { rolloutRefsOf, rolloutUpdates } from './rollout-updates.js';
 import { redactUrl } from '../source/git-repo-location.js';
-import { mergeStatusNote } from './status-note.js';
 
 export interface GitNotesReporterOptions {
   /** An http(s) URL of the remote, or the path of a local repository (work tree or bare). */
@@ -51,6 +59,10 @@ export interface GitNotesReporterOptions {
   author?: { name: string; email: string };
   /** ms clock for the notes commit time; default Date.now. */
   now?: () => number;
+  /** Remote: the limits of a fetch of this device's notes ref from the server; default DEFAULT_NOTES_FETCH_LIMITS. */
+  fetchLimits?: Partial<NotesFetchLimits>;
+  /** Remote: when the notes cache is compacted (notes-cache-bound.ts). */
+  cacheBound?: NotesCacheBoundOptions;
 }
 
 /**
@@ -74,6 +86,10 @@ export class GitNotesReporter implements StatusReporter {
   private cacheReady = false;
   /** The seq of the newest status whose rollout refs were written (persisted in the cache for a remote). */
   private rolloutSeq?: number;
+  private readonly fetchLimits: NotesFetchLimits;
+  private readonly bound: NotesCacheBound;
+  /** The server's tip of our notes ref last refused as too large, and why: not fetched again while it stays. */
+  private refusedTip?: { oid: string; error: StatusDeliveryError };
 
   constructor(private readonly opts: GitNotesReporterOptions) {
     this.name = opts.name ?? 'git-notes';
@@ -83,11 +99,13 @@ export class GitNotesReporter implements StatusReporter {
     this.pushAttempts = opts.pushAttempts ?? 5;
     this.author = opts.author ?? { name: 'Keystone', email: 'keystone@localhost' };
     this.now = opts.now ?? Date.now;
+    this.fetchLimits = { ...DEFAULT_NOTES_FETCH_LIMITS, ...opts.fetchLimits };
+    this.bound = new NotesCacheBound(opts.cacheBound);
   }
 
-  deliver(s: CommitStatus): Promise<void> {
+  deliver(s: CommitStatus): Promise<void | DeliveryNotice> {
     checkStatus(s);
-    const run = this.chain.then(() => (this.remote ? this.deliverRemote(s) : this.deliverLocal(s)));
+    const run = this.chain.then((): Promise<void | DeliveryNotice> => (this.remote ? this.deliverRemote(s) : this.deliverLocal(s)));
     this.chain = run.catch(() => undefined);
     return run;
   }
@@ -101,7 +119,7 @@ export class GitNotesReporter implements StatusReporter {
     const ref = deviceNotesRef(device);
     try {
       const tip = await resolveRefIfAny(gitdir, ref);
-      const next = await this.noteCommit(gitdir, tip, s);
+      const next = await noteCommit(gitdir, tip, s, this.signature());
       await git.writeRef({ fs, gitdir, ref, value: next, force: true });
       const staged = await this.current(s, undefined);
       if (!staged.rollout) return;
@@ -112,84 +130,24 @@ export class GitNotesReporter implements StatusReporter {
       }
       await this.wroteRollout(staged, undefined);
     } catch (e) {
-      throw this.gitError(`writing the note for ${s.commit.slice(0, 12)} in ${this.opts.repository}`, e);
+      throw deliveryError(`writing the note for ${s.commit.slice(0, 12)} in ${this.opts.repository}`, e, this.opts.token);
     }
   }
 
   // ---- remote ----
 
-  private async deliverRemote(s: CommitStatus): Promise<void> {
+  private async deliverRemote(s: CommitStatus): Promise<DeliveryNotice | undefined> {
     const gitdir = this.opts.cacheDir as string;
     const device = deviceOfContext(s.context);
     const ref = deviceNotesRef(device);
     const tracking = `${TRACKING_PREFIX}${ref.slice(DEVICE_NOTES_PREFIX.length)}`;
     const what = `notes for ${s.commit.slice(0, 12)} at ${redactUrl(this.opts.repository)}`;
     const deadline = new Deadline(this.timeoutMs, what);
+    let notice: DeliveryNotice | undefined;
     try {
-      await deadline.run(async () => {
-        await this.prepareCache(gitdir);
-        s = await this.current(s, gitdir);
-        const remote = { url: this.opts.repository, headers: this.authHeaders(), signal: deadline.signal };
-        // Our own last notes commit, and what the server holds of our refs: in the steady state the server has
-        // exactly that, so the push needs nothing else. A cache of an earlier agent has no tracking ref: its pushes
-        // left the server at our tip.
-        let base = await resolveRefIfAny(gitdir, ref);
-        let serverNotes = (await resolveRefIfAny(gitdir, tracking)) ?? base;
-        let serverRollout = await rolloutRefsOf(gitdir, device);
-        let next: string | undefined;
-        let moved: string[] = [];
-        for (let attempt = 1; attempt <= this.pushAttempts; attempt++) {
-          if (next === undefined) {
-            next = await this.noteCommit(gitdir, base, s);
-            // Written before the push: a push that fails keeps the line locally, and the next report carries it.
-            await git.writeRef({ fs, gitdir, ref, value: next, force: true });
-          }
-          const updates: RefUpdate[] = [];
-          if (serverNotes !== next) updates.push({ ref, old: serverNotes ?? ZERO_OID, new: next });
-          if (s.rollout) updates.push(...rolloutUpdates(s, device, next, serverRollout));
-          if (updates.length === 0) return await this.wroteRollout(s, gitdir); // all there already (a push whose answer was lost)
-          const results = await pushRefs({ ...remote, gitdir, updates });
-          // What went through is on the server now, whatever happened to the rest.
-          for (const [i, r] of results.entries()) {
-            if (r.status !== 'ok') continue;
-            const u = updates[i] as RefUpdate;
-            if (u.ref === ref) {
-              serverNotes = u.new;
-              await git.writeRef({ fs, gitdir, ref: tracking, value: u.new, force: true });
-            } else serverRollout = await this.recordRollout(gitdir, serverRollout, u.ref, u.new);
-          }
-          const refused = results.filter((r): r is Exclude<RefUpdateResult, { status: 'ok' }> => r.status !== 'ok');
-          if (refused.length === 0) return await this.wroteRollout(s, gitdir);
-          // With the server's words (failed to lock, stale info, missing objects): what moved, or what else refused it.
-          moved = refused.map((r) => `${r.ref} (${r.reason})`);
-          const rejected = refused.find((r) => r.status === 'rejected');
-          if (rejected) throw new StatusDeliveryError('KS_STATUS_REJECTED', `${what}: the server refused ${rejected.ref}: ${rejected.reason}`);
-          if (attempt === this.pushAttempts) break;
-          // Stale: the server holds other values than we thought. Learn them, and rebuild only what needs it.
-          const held = await receivePackRefs({ ...remote, wanted: (r) => r === ref || parseRolloutRef(r)?.device === device });
-          for (const [r, oid] of serverRollout) if (held.get(r) !== oid) serverRollout = await this.recordRollout(gitdir, serverRollout, r, held.get(r));
-          for (const [r, oid] of held) if (r !== ref && serverRollout.get(r) !== oid) serverRollout = await this.recordRollout(gitdir, serverRollout, r, oid);
-          const theirs = held.get(ref);
-          if (theirs === serverNotes) continue;
-          if (theirs === undefined || theirs === next || (await isAncestor(gitdir, theirs, next))) {
-            // Lost there (a server restored from a backup), or behind our tip: push ours on top of what it holds.
-            serverNotes = theirs;
-            if (theirs === undefined) await git.deleteRef({ fs, gitdir, ref: tracking });
-            else await git.writeRef({ fs, gitdir, ref: tracking, value: theirs, force: true });
-            continue;
-          }
-          // A tip we do not have, or not behind ours: take it and build on it.
-          const fetched = await this.fetchTip(gitdir, timedHttpClient(deadline.signal), ref);
-          serverNotes = fetched;
-          if (fetched !== undefined) {
-            base = fetched;
-            next = undefined;
-          }
-        }
-        throw new StatusDeliveryError('KS_STATUS_CONFLICT', `${what}: ${moved.join(', ')} moved under us ${this.pushAttempts} times (another agent with this device name?); will try again later`);
-      });
+      notice = await deadline.run(() => this.pushNote(s, { gitdir, device, ref, tracking, what, signal: deadline.signal }));
     } catch (e) {
-      const err = this.gitError(what, e);
+      const err = deliveryError(what, e, this.opts.token);
       if (!damagedCache(e)) throw err;
       // An object the cache holds cannot be read (an agent killed while writing it: isomorphic-git does not fsync).
       // Every retry would fail alike, and the status never arrive: the cache goes, and the next attempt builds on the
@@ -198,6 +156,112 @@ export class GitNotesReporter implements StatusReporter {
       this.cacheReady = false;
       throw new StatusDeliveryError(err.code, `${err.message}; the local notes cache was damaged and is rebuilt at the next attempt`, err.data, { cause: e });
     }
+    // Outside the deadline: a compaction cut short by it would go on beside the next delivery.
+    try {
+      await this.bound.after(gitdir, ref, tracking);
+    } catch (e) {
+      const detail = redact(e instanceof Error ? e.message : String(e), this.opts.token);
+      return notice ?? { code: 'KS_STATUS_GIT_FAILED', message: `the status was delivered, but compacting the notes cache ${gitdir} failed: ${detail}` };
+    }
+    return notice;
+  }
+
+  /** One delivery to a remote: the notes commit built, pushed with the rollout refs, and rebuilt while the push is stale. */
+  private async pushNote(s: CommitStatus, c: { gitdir: string; device: string; ref: string; tracking: string; what: string; signal: AbortSignal }): Promise<DeliveryNotice | undefined> {
+    const { gitdir, device, ref, tracking, what } = c;
+    await this.prepareCache(gitdir);
+    s = await this.current(s, gitdir);
+    const remote = { url: this.opts.repository, headers: this.authHeaders(), signal: c.signal };
+    // Our own last notes commit, and what the server holds of our refs: in the steady state the server has exactly
+    // that, so the push needs nothing else. A cache of an earlier agent has no tracking ref: its pushes left the server
+    // at our tip.
+    let base = await resolveRefIfAny(gitdir, ref);
+    let serverNotes = (await resolveRefIfAny(gitdir, tracking)) ?? base;
+    let serverRollout = await rolloutRefsOf(gitdir, device);
+    let next: string | undefined;
+    let moved: string[] = [];
+    // `afresh`: the next notes commit is a root (the server holds none of our line, or a tip we will not read);
+    // `replacing`: why the server's tip is not read, when that is so.
+    let afresh = false;
+    let replacing: StatusDeliveryError | undefined;
+    const done = async () => {
+      await this.wroteRollout(s, gitdir);
+      if (!replacing) return undefined;
+      return { code: replacing.code, message: `${what}: this device's notes ref on the server was replaced by its own line, started afresh from the notes it keeps: ${replacing.message}` };
+    };
+    for (let attempt = 1; attempt <= this.pushAttempts; attempt++) {
+      if (next === undefined) {
+        next = await noteCommit(gitdir, base, s, { ...this.signature(), root: afresh });
+        // Written before the push: a push that fails keeps the line locally, and the next report carries it.
+        await git.writeRef({ fs, gitdir, ref, value: next, force: true });
+      }
+      const updates: RefUpdate[] = [];
+      if (serverNotes !== next) updates.push({ ref, old: serverNotes ?? ZERO_OID, new: next });
+      if (s.rollout) updates.push(...rolloutUpdates(s, device, next, serverRollout));
+      if (updates.length === 0) return done(); // all there already (a push whose answer was lost)
+      const results = await pushRefs({ ...remote, gitdir, updates });
+      // What went through is on the server now, whatever happened to the rest.
+      for (const [i, r] of results.entries()) {
+        if (r.status !== 'ok') continue;
+        const u = updates[i] as RefUpdate;
+        if (u.ref === ref) {
+          serverNotes = u.new;
+          await git.writeRef({ fs, gitdir, ref: tracking, value: u.new, force: true });
+        } else serverRollout = await this.recordRollout(gitdir, serverRollout, u.ref, u.new);
+      }
+      const refused = results.filter((r): r is Exclude<RefUpdateResult, { status: 'ok' }> => r.status !== 'ok');
+      if (refused.length === 0) return done();
+      // With the server's words (failed to lock, stale info, missing objects): what moved, or what else refused it.
+      moved = refused.map((r) => `${r.ref} (${r.reason})`);
+      const rejected = refused.find((r) => r.status === 'rejected');
+      const refusal = rejected && new StatusDeliveryError('KS_STATUS_REJECTED', `${what}: the server refused ${rejected.ref}: ${rejected.reason}`);
+      // The notes ref refused for good may yet be a stale guess: a hook that refuses what does not descend from the
+      // tip it holds (a rule against force pushes) answers before the server compares `old`. The server is asked.
+      if (refusal && rejected?.ref !== ref) throw refusal;
+      if (attempt === this.pushAttempts && !refusal) break;
+      // Stale: the server holds other values than we thought. Learn them, and rebuild only what needs it.
+      const held = await receivePackRefs({ ...remote, wanted: (r) => r === ref || parseRolloutRef(r)?.device === device });
+      for (const [r, oid] of serverRollout) if (held.get(r) !== oid) serverRollout = await this.recordRollout(gitdir, serverRollout, r, held.get(r));
+      for (const [r, oid] of held) if (r !== ref && serverRollout.get(r) !== oid) serverRollout = await this.recordRollout(gitdir, serverRollout, r, oid);
+      const theirs = held.get(ref);
+      if (theirs === serverNotes) {
+        // Refused although it named what the server holds: a server that will not replace a tip (non-fast-forward).
+        if (replacing) throw notReplaced(replacing, ref, moved);
+        if (refusal) throw refusal;
+        continue;
+      }
+      if (attempt === this.pushAttempts) break;
+      if (theirs === undefined) {
+        // Lost there (a server restored from a backup): our notes go again, as a new root. The cache keeps no history
+        // to push on top of nothing (notes-cache-bound.ts), and readers need only the tip.
+        serverNotes = undefined;
+        await git.deleteRef({ fs, gitdir, ref: tracking });
+        if (!afresh) [afresh, next] = [true, undefined];
+        continue;
+      }
+      if (theirs === next || (await isAncestor(gitdir, theirs, next))) {
+        // Behind our tip: push ours on top of what it holds.
+        serverNotes = theirs;
+        await git.writeRef({ fs, gitdir, ref: tracking, value: theirs, force: true });
+        continue;
+      }
+      // A tip we do not have, or not behind ours: take it and build on it, unless it is more than a device reads.
+      try {
+        if (this.refusedTip?.oid === theirs) throw this.refusedTip.error;
+        const fetched = await fetchNotesTip({ gitdir, url: this.opts.repository, ref, headers: remote.headers, signal: c.signal, limits: this.fetchLimits, what: `fetching ${ref} from ${redactUrl(this.opts.repository)}` });
+        serverNotes = fetched;
+        [afresh, replacing] = [fetched === undefined, undefined];
+        if (fetched !== undefined) base = fetched;
+        next = undefined;
+      } catch (e) {
+        if (!isStatusDeliveryError(e, 'KS_STATUS_NOTES_TOO_LARGE')) throw e;
+        // Only this device writes this ref: what it holds past the limits is no report of ours, and replacing it is
+        // what lets the device report at all (docs/fleet-reports.md). The server holds it still: named as `old`.
+        this.refusedTip = { oid: theirs, error: e };
+        [serverNotes, afresh, replacing, next] = [theirs, true, e, undefined];
+      }
+    }
+    throw new StatusDeliveryError('KS_STATUS_CONFLICT', `${what}: ${moved.join(', ')} moved under us ${this.pushAttempts} times (another agent with this device name?); will try again later`);
   }
 
   /**
@@ -244,154 +308,24 @@ export class GitNotesReporter implements StatusReporter {
     this.cacheReady = true;
   }
 
-  /** The server's tip of `ref`, its objects fetched into the cache; undefined when the server has no such ref. */
-  private async fetchTip(gitdir: string, http: HttpClient, ref: string): Promise<string | undefined> {
-    try {
-      // A server whose HEAD names a missing branch advertises no HEAD, which isomorphic-git's fetch cannot do without.
-      const r = await git.fetch({ fs, http: headCompletingHttp(http, ref), gitdir, url: this.opts.repository, remote: 'origin', ref, remoteRef: ref, singleBranch: true, tags: false, headers: this.authHeaders() });
-      return r.fetchHead ?? undefined;
-    } catch (e) {
-      if (e instanceof Errors.NotFoundError) return undefined; // gone meanwhile (a server restored from a backup): start it again
-      throw e;
-    }
-  }
-
   private authHeaders(): Record<string, string> {
     if (!this.opts.token) return {};
     const basic = Buffer.from(`${this.opts.username ?? 'x-access-token'}:${this.opts.token}`).toString('base64');
     return { authorization: `Basic ${basic}` };
   }
 
-  // ---- the notes commit ----
-
-  /** A notes commit on top of `tip` whose tree has `s`'s line merged into the commit's note. */
-  private async noteCommit(gitdir: string, tip: string | undefined, s: CommitStatus): Promise<string> {
-    const tree = tip ? (await git.readCommit({ fs, gitdir, oid: tip })).commit.tree : undefined;
-    const existing = tree ? await findNote(gitdir, tree, s.commit) : undefined;
-    const blob = await git.writeBlob({ fs, gitdir, blob: Buffer.from(mergeStatusNote(existing, s), 'utf8') });
-    const newTree = await setNote(gitdir, tree, s.commit, blob);
-    const sig = { ...this.author, timestamp: Math.floor(this.now() / 1000), timezoneOffset: 0 };
-    return git.writeCommit({
-      fs,
-      gitdir,
-      commit: { message: `${s.context}: ${s.state} ${s.commit}\n`, tree: newTree, parent: tip ? [tip] : [], author: sig, committer: sig },
-    });
-  }
-
-  /** Coded, and without the token whatever the library put in its message. */
-  private gitError(what: string, e: unknown): StatusDeliveryError {
-    if (e instanceof StatusDeliveryError) {
-      const message = e.message.startsWith(what) ? e.message : `${what}: ${e.message}`;
-      return new StatusDeliveryError(e.code, this.redact(message), e.data, { cause: e.cause });
-    }
-    const detail = this.redact(e instanceof Error ? e.message : String(e));
-    if (e instanceof Errors.HttpError) return httpDeliveryError(what, e.data.statusCode, this.redact(e.data.statusMessage));
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|EPIPE|UND_ERR_\w+)$/.test(code))
-      return new StatusDeliveryError('KS_STATUS_UNREACHABLE', `${what}: ${code}`, {});
-    if (e instanceof Errors.SmartHttpError || e instanceof Errors.UserCanceledError)
-      return new StatusDeliveryError('KS_STATUS_UNREACHABLE', `${what}: ${detail}`, {});
-    return new StatusDeliveryError('KS_STATUS_GIT_FAILED', `${what}: ${detail}`, {});
-  }
-
-  private redact(text: string): string {
-    const t = this.opts.token;
-    return t ? text.split(t).join('***') : text;
+  /** Author and committer of a notes commit made now. */
+  private signature(): { author: { name: string; email: string }; at: number } {
+    return { author: this.author, at: this.now() };
   }
 }
 
 // ---- helpers ----
 
-
-/** `<path>/.git` for a work tree, `<path>` for a bare repository, undefined for anything else. */
-function localGitdir(path: string): string | undefined {
-  const dotGit = join(path, '.git');
-  if (existsSync(dotGit) && statSync(dotGit).isDirectory()) return dotGit;
-  if (existsSync(join(path, 'HEAD')) && existsSync(join(path, 'objects'))) return path;
-  return undefined;
-}
-
-/** This device's rollout refs in `gitdir`, any wave, with their values. */
-async function rolloutRefsOf(gitdir: string, device: string): Promise<Map<string, string>> {
-  const refs = new Map<string, string>();
-  for (const rest of await git.listRefs({ fs, gitdir, filepath: ROLLOUT_PREFIX.replace(/\/$/, '') })) {
-    const ref = `${ROLLOUT_PREFIX}${rest}`;
-    if (parseRolloutRef(ref)?.device !== device) continue;
-    const oid = await resolveRefIfAny(gitdir, ref);
-    if (oid !== undefined) refs.set(ref, oid);
-  }
-  return refs;
-}
-
 /**
- * The rollout ref updates of a status, given this device's rollout refs as they stand (`own`): its ref for this
- * commit set to the notes commit `next`, and deleted every other one whose commit it does not keep. Its refs for
- * this commit in another state or wave go too: one state per device and commit, or a reader could count it twice.
+ * The server keeps a tip past the limits, and refused to have it replaced (a hook, a rule against force pushes): retryable,
+ * since the ref is the fleet operator's to delete, and the device then reports again.
  */
-function rolloutUpdates(s: CommitStatus, device: string, next: string, own: ReadonlyMap<string, string>): RefUpdate[] {
-  if (!s.rollout) return [];
-  const { wave, state, keep } = s.rollout;
-  const target = rolloutRef({ wave, device, commit: s.commit, state });
-  const updates: RefUpdate[] = [];
-  if (own.get(target) !== next) updates.push({ ref: target, old: own.get(target) ?? ZERO_OID, new: next });
-  for (const [ref, oid] of own) {
-    const commit = parseRolloutRef(ref)?.commit;
-    if (ref !== target && (commit === s.commit || !keep.includes(commit as string))) updates.push({ ref, old: oid, new: ZERO_OID });
-  }
-  return updates;
-}
-
-/** Whether `ancestor` is behind `tip` in the cache; false when the cache lacks it (it cannot be ours then). */
-async function isAncestor(gitdir: string, ancestor: string, tip: string): Promise<boolean> {
-  try {
-    await git.readCommit({ fs, gitdir, oid: ancestor });
-    return await git.isDescendent({ fs, gitdir, oid: tip, ancestor, depth: -1 });
-  } catch (e) {
-    if (e instanceof Errors.NotFoundError || e instanceof Errors.ObjectTypeError) return false;
-    throw e;
-  }
-}
-
-
-/** Bounds one delivery: aborts its requests, and gives up on the library if it does not notice the abort. */
-class Deadline {
-  private readonly controller = new AbortController();
-  constructor(
-    private readonly ms: number,
-    private readonly what: string,
-  ) {}
-
-  get signal(): AbortSignal {
-    return this.controller.signal;
-  }
-
-  async run<T>(op: () => Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const expired = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        const e = new StatusDeliveryError('KS_STATUS_UNREACHABLE', `${this.what}: no answer within ${this.ms} ms`);
-        this.controller.abort(e);
-        reject(e);
-      }, this.ms);
-    });
-    try {
-      return await Promise.race([op(), expired]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-}
-
-function timedHttpClient(signal: AbortSignal): HttpClient {
-  return {
-    request: (req: GitHttpRequest): Promise<GitHttpResponse> => nodeHttp.request({ ...req, signal, agent: gitHttpAgent(req.url) }),
-  };
-}
-
-/** An error that says the cache's own objects are unreadable (truncated or corrupt), not that the server refused. */
-function damagedCache(e: unknown): boolean {
-  for (let x: unknown = e, depth = 0; x instanceof Error && depth < 5; x = (x as { cause?: unknown }).cause, depth++)
-    if (/Invalid compressed buffer|incorrect header check|unexpected end of file|invalid (?:stored block lengths|distance|code)|an object is missing from|SHA check failed|Z_(?:BUF|DATA)_ERROR/i.test(x.message))
-      return true;
-  return false;
+function notReplaced(why: StatusDeliveryError, ref: string, refused: string[]): StatusDeliveryError {
+  return new StatusDeliveryError('KS_STATUS_NOTES_TOO_LARGE', `${why.message}; the server refused to replace it (${refused.join(', ')}): delete ${ref} on the server (docs/fleet-reports.md)`);
 }

@@ -190,11 +190,14 @@ async function packFor(gitdir: string, updates: readonly RefUpdate[], what: stri
  * The commits from `wants` back to (not including) any of `haves`, each with its tree's objects that differ from its
  * first parent's tree. The server has every object reachable from a `have`, and each commit's unchanged subtrees are
  * its parent's, so this is all it lacks. A `want` with no `have` among its ancestors (a ref created, or a guess that
- * was wrong) gets its whole history: more than needed only when the guess was wrong, and never too little.
+ * was wrong) gets its whole history as far as the repository has it: a commit it lists as shallow (a fetch of depth 1,
+ * a compacted notes cache) ends the walk. Past one, the server lacks what it needs only when the guess was wrong, and
+ * then refuses the ref as it would anyway.
  */
 async function objectsToSend(gitdir: string, wants: readonly string[], haves: ReadonlySet<string>, cache: object): Promise<string[]> {
   const out = new Set<string>();
   const visited = new Set<string>();
+  const shallow = await shallowCommits(gitdir);
   const queue = [...wants];
   while (queue.length) {
     const oid = queue.pop() as string;
@@ -202,12 +205,18 @@ async function objectsToSend(gitdir: string, wants: readonly string[], haves: Re
     visited.add(oid);
     const { commit } = await git.readCommit({ fs, gitdir, oid, cache });
     out.add(oid);
-    queue.push(...commit.parent);
+    if (!shallow.has(oid)) queue.push(...commit.parent);
     const parent = commit.parent[0];
     const parentTree = parent === undefined ? undefined : await treeOfIfAny(gitdir, parent, cache);
     await treeObjects(gitdir, commit.tree, parentTree, out, cache);
   }
   return [...out];
+}
+
+/** The commits `<gitdir>/shallow` lists: their parents are not in the repository, on purpose. */
+async function shallowCommits(gitdir: string): Promise<Set<string>> {
+  const text = await fs.promises.readFile(`${gitdir}/shallow`, 'utf8').catch(() => '');
+  return new Set(text.split('\n').filter((l) => OID.test(l)));
 }
 
 /** A `have` need not be in the local repository (only its id was learnt): then its tree is not compared against. */

@@ -5,8 +5,10 @@
 //   refs/keystone-rollout/<wave>/failed/<commit>/<device>-<state>        failure, error
 //
 // - Each device writes only its own refs (no two devices race for one), next to its notes ref and in the same push.
-// - <wave> first: a device in wave k lists `refs/keystone-rollout/<wave j>/` for j ≤ k with protocol v2 ls-refs
-//   prefixes, never the whole fleet's refs.
+// - <wave> first: a device in wave k lists the waves j ≤ k with protocol v2 ls-refs prefixes, never the whole fleet's
+//   refs; and in each wave only the subtrees it needs, each by its exact name (`<wave>/<bucket>/`, and
+//   `<wave>/failed/<commit>/` for the commits it holds): refs anywhere else, the failures of other commits or names
+//   that are no bucket, are never sent however many a pusher adds (issue 28, finding 11).
 // - <bucket>, two hex digits from the device's name (independent of its wave's hash): past ~700 refs a reader
 //   lists only some of the 256 buckets, an unbiased sample of every wave, so what it reads stays near 100 KB however
 //   large the fleet (agent/rollout-gate.ts).
@@ -14,7 +16,7 @@
 //   at most a few per device, and a device is known in its wave by them.
 // - Failures apart, under the commit: a reader lists every failure of a commit in every wave it reads, complete,
 //   however it samples the rest, so a halt is never missed for want of a sample ("failed" is not a bucket: buckets
-//   are two hex digits, and a group prefix `…/f` also matches it, so readers take each ref once, by name).
+//   are two hex digits).
 // - The ref points at the device's notes commit (pushed with it): names alone carry what the gate needs, so a
 //   reader fetches no objects.
 import { createHash } from 'node:crypto';
@@ -53,11 +55,13 @@ export function failuresPrefix(wave: string, commit: string): string {
 
 /**
  * The ls-refs prefixes that list `waves`, whole or in the given buckets: a bucket (two hex digits) or a group of
- * sixteen (its first digit). No slash after the bucket: `…/early/a` is the group a0–af.
+ * sixteen (its first digit, `a` for a0–af). One prefix per bucket, ending in its slash: `…/early/a3/` lists that
+ * bucket and nothing else (`…/early/` or `…/early/a` would also list whatever else anyone pushed under the wave).
+ * Not the failures: failuresPrefix, per commit held.
  */
 export function rolloutPrefixes(waves: readonly string[], buckets?: readonly string[]): string[] {
-  const all = buckets === undefined || buckets.length >= BUCKETS.length;
-  return waves.flatMap((w) => (all ? [`${ROLLOUT_PREFIX}${w}/`] : buckets.map((b) => `${ROLLOUT_PREFIX}${w}/${b}`)));
+  const chosen = new Set((buckets ?? BUCKETS).flatMap((b) => (b.length === 1 ? BUCKETS.filter((x) => x.startsWith(b)) : [b])));
+  return waves.flatMap((w) => BUCKETS.filter((b) => chosen.has(b)).map((b) => `${ROLLOUT_PREFIX}${w}/${b}/`));
 }
 
 /**

@@ -8,7 +8,7 @@
 // sending the next commit's status to a server that just said "wait" only earns a longer wait. The hold is kept in
 // memory; after a restart the first request finds it out again (one request, then held again).
 import type { OutboxCounts, OutboxEntry, StateStore } from '../store/state-store.js';
-import { checkStatus, isStatusDeliveryError, type CommitStatus, type StatusReporter } from './commit-status.js';
+import { checkStatus, isStatusDeliveryError, type CommitStatus, type DeliveryNotice, type StatusReporter } from './commit-status.js';
 
 export interface OutboxTimers {
   setTimeout(fn: () => void, ms: number): unknown;
@@ -241,8 +241,9 @@ export class StatusOutbox {
       at: entry.createdAt,
     };
     const fields = { reporter: reporter.name, commit: entry.commit, state: entry.state, attempts: entry.attempts + 1 };
+    let notice: DeliveryNotice | void;
     try {
-      await reporter.deliver(status);
+      notice = await reporter.deliver(status);
     } catch (e) {
       const attempts = entry.attempts + 1;
       // Anything not classified by the reporter is treated as transient: better a retry too many than a lost status.
@@ -265,6 +266,8 @@ export class StatusOutbox {
     }
     this.store.markOutboxDelivered(entry.id, this.now());
     this.log.info(fields, 'commit status delivered');
+    // Delivered, but not as usual (a notes ref replaced): the operator hears of it once, here.
+    if (notice) this.log.warn({ ...fields, code: notice.code }, notice.message);
     return 'delivered';
   }
 

@@ -2,6 +2,7 @@
 // after it, and pruned to a retention (unfinished entries never are: they say the agent died during an apply; nor are
 // failures, which say a revision failed on this device for good).
 import { z } from 'zod';
+import { cutLine } from '../core/line-bound.js';
 import { checked, textSchema as text, timeSchema, type Row, type RowReader } from './row-reader.js';
 import { StateStoreError } from './state-store-error.js';
 import type { TableContext } from './table-context.js';
@@ -68,10 +69,12 @@ const historySchema: z.ZodType<HistoryEntry> = z.object({
   failed: failedSchema,
 });
 
+// What is written is held to one line's bound (a reason may quote a component's output): never megabytes per row.
+const keptText = z.string().transform((t) => cutLine(t));
 const applyStartSchema = z.object({ revision: z.string(), planFile: z.string(), target: text.optional(), startedAt: timeSchema, reconcile: reconcileSchema });
-const applyFinishSchema = z.object({ finishedAt: timeSchema, outcome: outcomeSchema, summary: z.string(), failed: failedSchema.optional() });
-const rejectedSchema = z.object({ revision: z.string(), planFile: z.string(), target: text.optional(), at: timeSchema, reason: z.string() });
-const recoveredSchema = z.object({ revision: z.string(), planFile: z.string(), target: text.optional(), at: timeSchema, summary: z.string() });
+const applyFinishSchema = z.object({ finishedAt: timeSchema, outcome: outcomeSchema, summary: keptText, failed: z.array(z.object({ name: text, reason: keptText })).optional() });
+const rejectedSchema = z.object({ revision: z.string(), planFile: z.string(), target: text.optional(), at: timeSchema, reason: keptText });
+const recoveredSchema = z.object({ revision: z.string(), planFile: z.string(), target: text.optional(), at: timeSchema, summary: keptText });
 const historyQuerySchema = z.object({ limit: z.int().positive(), before: z.int().optional() });
 
 /** An applies row as an entry, or KS_STATE_CORRUPT naming the row and the column. */

@@ -3,6 +3,7 @@
 import type Sqlite from 'better-sqlite3';
 import { z } from 'zod';
 import type { DependencyType } from '../core/desired-state.js';
+import { cutLine } from '../core/line-bound.js';
 import type { ActualState } from '../core/diff.js';
 import type { RestartBudget } from '../core/restart-policy.js';
 import type { InstanceRef } from '../runtime/runtime.js';
@@ -174,7 +175,7 @@ export class ComponentRecords {
       instance: v.instance ? JSON.stringify(v.instance) : null,
       healthySince: orNull(v.healthySince),
       held: v.held ? 1 : 0,
-      reason: orNull(v.reason),
+      reason: orNull(v.reason === undefined ? undefined : cutLine(v.reason)),
       revision: orNull(v.revision),
       inputs: v.inputs ? JSON.stringify(v.inputs) : null,
     });
@@ -197,7 +198,8 @@ export class ComponentRecords {
 
   recordState(name: string, state: ComponentState, reason?: string): void {
     checked(stateSchema, state, 'state');
-    this.expectOne(name, this.s.state.run({ name, state, reason: orNull(reason), at: this.ctx.now() }).changes);
+    // A reason may quote a component's output: held to one line's bound.
+    this.expectOne(name, this.s.state.run({ name, state, reason: orNull(reason === undefined ? undefined : cutLine(reason)), at: this.ctx.now() }).changes);
   }
 
   recordRestart(name: string): number {

@@ -225,3 +225,13 @@ export function signedTimestamp(trustedComment: string): number | undefined {
   const m = /(?:^|\s)timestamp:(\d{1,15})(?:\s|$)/.exec(trustedComment);
   return m ? Number(m[1]) : undefined;
 }
+
+/**
+ * The ref a signature is meant for (`ref=refs/heads/main` in the trusted comment, SPEC §6), or undefined when it
+ * names none. Two `ref=` fields make it malformed (undefined would read as "unbound"), so they give null.
+ */
+export function signedRef(trustedComment: string): string | null | undefined {
+  const all = [...trustedComment.matchAll(/(?:^|\s)ref=(\S+)(?=\s|$)/g)];
+  if (all.length > 1) return null;
+  return all[0]?.[1];
+}

@@ -3,7 +3,7 @@ import type { ReadResult, RepoReader } from '../source/repo-reader.js';
 import { MAX_DOCUMENT_BYTES } from '../source/repo-reader.js';
 import { escapesRepository } from '../core/recipe.js';
 import type { Keyring } from './keyring.js';
-import { keyIdHex, parseSignatures, signedTimestamp, verifySignature } from './minisign.js';
+import { keyIdHex, parseSignatures, signedRef, signedTimestamp, verifySignature } from './minisign.js';
 import { parseSha256Sums, sha256Hex } from './sha256sums.js';
 import { TrustError } from './trust-error.js';
 
@@ -27,6 +27,13 @@ export interface VerifyOptions {
    * the future would raise the replay floor above every honest signature to come, so it is refused.
    */
   maxClockSkewSeconds?: number;
+  /**
+   * The full ref the revision was read from (`refs/heads/main`), when it came from a followed Git ref: a signature
+   * bound to another ref does not count (SPEC §6), so a signed branch cannot be promoted by whoever can push.
+   */
+  ref?: string;
+  /** Count only signatures bound to a ref (`--require-ref`): an unbound set is refused, not taken as meant for any. */
+  requireRef?: boolean;
 }
 
 /** Five minutes: more than two NTP-synchronised clocks drift apart, far less than a poisoned floor would lock out. */
@@ -100,6 +107,11 @@ export async function verifyRevision(reader: RepoReader, opts: VerifyOptions): P
       failures.push(new TrustError('KS_SIGNATURE_NO_TIMESTAMP', `the trusted comment of key ${id} has no timestamp:N, so replay cannot be ruled out`, SIG_FILE, id));
       continue;
     }
+    const refError = checkRef(signedRef(sig.trustedComment), opts, id);
+    if (refError) {
+      failures.push(refError);
+      continue;
+    }
     // A signature from the future does not count: it would raise the replay floor past every honest one to come.
     if (at > opts.now + skew) {
       failures.push(fromTheFuture(at, opts.now, skew, id));
@@ -140,6 +152,17 @@ export async function verifyRevision(reader: RepoReader, opts: VerifyOptions): P
   return { signedAt, signers: [...valid.values()].map((v) => v.id).sort(), threshold, sumsDigest: sha256Hex(sumsBytes), sums, files };
 }
 
+/** Why a valid signature does not count for the ref this revision came from, or undefined when it does. */
+function checkRef(bound: string | null | undefined, opts: VerifyOptions, id: string): TrustError | undefined {
+  if (bound === null) return new TrustError('KS_TRUSTED_COMMENT_INVALID', `the trusted comment of key ${id} names more than one ref=`, SIG_FILE, id);
+  if (bound === undefined) {
+    if (!opts.requireRef) return undefined;
+    return new TrustError('KS_SIGNATURE_NO_REF', `key ${id} signed without a ref, and this device requires one (--require-ref): sign with keystonectl sign --ref ${opts.ref ?? 'BRANCH'}`, SIG_FILE, id);
+  }
+  if (opts.ref === undefined || bound === opts.ref) return undefined;
+  return new TrustError('KS_SIGNATURE_WRONG_REF', `key ${id} signed this set for ${bound}, and it was read from ${opts.ref}: a set signed for one ref is not applied from another`, SIG_FILE, id);
+}
+
 /** A reader that serves only what the signature covers: a file not in SHA256SUMS is refused, not read. */
 export class VerifiedReader implements RepoReader {
   readonly label: string;
@@ -149,11 +172,13 @@ export class VerifiedReader implements RepoReader {
   ) {
     this.label = inner.label;
   }
-  async readFile(path: string, maxBytes: number): Promise<ReadResult> {
+  async readFile(path: string, _maxBytes: number): Promise<ReadResult> {
     const bytes = this.verified.files.get(path);
     if (bytes) return { ok: true, bytes };
     // A file that does not exist at all is a plain "not found"; one that exists unlisted is an attack or a forgotten re-sign.
-    const r = await this.inner.readFile(path, maxBytes);
+    // Asked with a limit of 0 bytes: a reader checks a file's size before reading it, so an unlisted file is never
+    // loaded (it may be a 1 GiB blob beside the signed ones), only found to be there.
+    const r = await this.inner.readFile(path, 0);
     if (!r.ok && r.code === 'KS_FILE_NOT_FOUND') return r;
     throw new TrustError('KS_FILE_NOT_SIGNED', `${path} is not listed in ${SUMS_FILE}: it was added after signing, or the set was not re-signed`, path);
   }

@@ -40,6 +40,7 @@ function result(outcome: 'success' | 'failure'): ApplyResult {
     outcome,
     summary: outcome === 'success' ? '1 started' : 'failed: x (not healthy)',
     failures: outcome === 'failure' ? [{ name: 'x', reason: 'not healthy' }] : [],
+    published: outcome === 'failure' ? [{ name: 'x', reason: 'not healthy' }] : [],
     interrupted: false,
   };
 }

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { RolloutGate, stateDigest, type RolloutRecall } from '../../src/agent/rollout-gate.js';
 import { rolloutOf } from '../../src/core/rollout.js';
-import { bucketOf, rolloutRef } from '../../src/status/rollout-refs.js';
+import { bucketOf, failuresPrefix, rolloutPrefixes, rolloutRef } from '../../src/status/rollout-refs.js';
 import type { DesiredState } from '../../src/core/desired-state.js';
 import type { RolloutState } from '../../src/core/rollout-gate.js';
 
@@ -41,10 +41,12 @@ describe('RolloutGate', () => {
     // The first read of a wave is a sample (one bucket of 256), the next at most 16 times that; then, the waves being
     // small, whole-wave prefixes. A sample may miss the canary, and says so.
     let r = await gate.decide(cand);
+    // One bucket of each wave, and the failures of the commit in each.
     expect(asked[0]).toHaveLength(2 + 2);
     for (let i = 0; i < 3 && !('complete' in r && r.complete); i++) r = await gate.decide(cand);
     expect(asked.length).toBe(3);
-    expect(asked[2]).toEqual(['refs/keystone-rollout/canary/', 'refs/keystone-rollout/rest/']);
+    // Whole: every bucket of each wave by its exact subtree, and the commit's failures (never all of a wave's refs).
+    expect(asked[2]).toEqual([...rolloutPrefixes(['canary']), failuresPrefix('canary', C), ...rolloutPrefixes(['rest']), failuresPrefix('rest', C)]);
     expect('decisions' in r && r.decisions.get(C)).toMatchObject({ kind: 'held', successes: 1, needed: 2 });
     expect(store.seen.get(`${C}/canary`)).toBe(1_000_000);
     listed = refs([['canary', 'a', 'success'], ['canary', 'b', 'success']]);

@@ -30,12 +30,16 @@ describe('ensureApiToken', () => {
     expect(readdirSync(dir)).toEqual(['api-token']);
   });
 
-  it("keeps an operator's own token, and flags a world-readable file", () => {
+  it("keeps an operator's own token, and flags a file its group or every user can read", () => {
     const dir = temp();
     const mine = 'my-own-token-that-is-long-enough-0123456789';
     writeFileSync(join(dir, 'api-token'), `${mine}\n`, { mode: 0o644 });
     chmodSync(join(dir, 'api-token'), 0o644);
-    expect(ensureApiToken(dir)).toMatchObject({ token: mine, created: false, worldAccessible: true });
+    expect(ensureApiToken(dir)).toMatchObject({ token: mine, created: false, readableByOthers: true });
+    chmodSync(join(dir, 'api-token'), 0o640);
+    expect(ensureApiToken(dir)).toMatchObject({ token: mine, created: false, readableByOthers: true });
+    chmodSync(join(dir, 'api-token'), 0o600);
+    expect(ensureApiToken(dir)).toEqual({ token: mine, path: join(dir, 'api-token'), created: false });
   });
 
   it('refuses a short token, an empty file and a symbolic link', () => {

@@ -1,6 +1,6 @@
 // The dashboard's access (SPEC §10, issue 19), against a running agent through fastify.inject: the token exchanged for
-// a session cookie (HttpOnly, SameSite=Strict, Path=/, expiring), accepted only with its CSRF header and from the
-// page's own origin; the login page open, the rest of the page's code only with a session; compressed, cached and
+// a session cookie (HttpOnly, SameSite=Strict, Path=/, expiring) and a CSRF token in the answer's body, the session
+// accepted only with its CSRF header and from the page's own origin; the login page open, the rest of the page's code only with a session; compressed, cached and
 // framed as the page needs; no dashboard at all with --no-dashboard.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -70,26 +70,28 @@ describe('dashboard access', { timeout: 30_000 }, () => {
     expect(r.statusCode, r.body).toBe(200);
     const setCookie = ([] as string[]).concat(r.headers['set-cookie'] ?? []);
     const raw = setCookie.map((c) => parseSetCookie(c.replace(/;\s*(HttpOnly|Secure)/gi, '; $1=1')));
-    return { session: raw.find((c) => 'keystone_session' in c)!.keystone_session!, csrf: raw.find((c) => 'keystone_csrf' in c)!.keystone_csrf!, raw, setCookie };
+    return { session: raw.find((c) => 'keystone_session' in c)!.keystone_session!, csrf: (r.json() as { csrf: string }).csrf, raw, setCookie };
   }
   /** The cookies, and the CSRF header unless `csrf` is null. */
   const withSession = (c: Cookies, csrf: string | null = c.csrf, more: Record<string, string> = {}) => ({
-    cookie: `keystone_session=${c.session}; keystone_csrf=${c.csrf}`,
+    cookie: `keystone_session=${c.session}`,
     ...(csrf !== null && { 'x-keystone-csrf': csrf }),
     ...more,
   });
 
-  it('exchanges the token for an HttpOnly, SameSite=Strict session cookie with an expiry, and a readable CSRF cookie', async () => {
+  it('exchanges the token for an HttpOnly, SameSite=Strict session cookie with an expiry, and a CSRF token in the body, never a cookie', async () => {
     const c = await signIn();
-    const session = c.setCookie.find((x) => x.startsWith('keystone_session='))!;
-    const csrf = c.setCookie.find((x) => x.startsWith('keystone_csrf='))!;
+    // One cookie: a CSRF cookie would be readable (and replaceable) by a page on any other port of this host.
+    expect(c.setCookie).toHaveLength(1);
+    const session = c.setCookie[0]!;
+    expect(session).toMatch(/^keystone_session=/);
     expect(session).toMatch(/; HttpOnly/);
     expect(session).toMatch(/; SameSite=Strict/);
     expect(session).toMatch(/; Path=\//);
     expect(session).toMatch(/; Max-Age=60(;|$)/);
-    expect(csrf).not.toMatch(/HttpOnly/);
-    expect(csrf).toMatch(/; SameSite=Strict/);
-    // Neither cookie is the token: the browser never holds it.
+    expect(session).not.toMatch(/Secure/);
+    expect(c.csrf).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    // Neither is the token: the browser never holds it.
     expect(c.session).not.toBe(s.token);
     expect(c.csrf).not.toBe(s.token);
     expect(c.session).toMatch(/^[A-Za-z0-9_-]{43}$/);
@@ -229,7 +231,7 @@ describe('dashboard access', { timeout: 30_000 }, () => {
       const login = await server.inject({ method: 'POST', url: '/v1/session', headers: { host, origin: `http://${host}`, 'content-type': 'application/json' }, payload: JSON.stringify({ token: s.token }) });
       expect(login.statusCode).toBe(200);
       const cookies = ([] as string[]).concat(login.headers['set-cookie'] ?? []).map((c) => c.split(';', 1)[0]!);
-      const csrf = cookies.find((c) => c.startsWith('keystone_csrf='))!.slice('keystone_csrf='.length);
+      const { csrf } = login.json() as { csrf: string };
       const asPage = (origin: string) => server.inject({ method: 'POST', url: '/v1/components/db:restart?dry=true', headers: { host, origin, cookie: cookies.join('; '), 'x-keystone-csrf': csrf } });
       expect((await asPage(`http://${host}`)).statusCode).toBe(200);
       const other = await asPage('http://other.local:8080');
@@ -264,10 +266,10 @@ describe('DashboardSessions', () => {
     const made = [sessions.create(), sessions.create(), sessions.create(), sessions.create()];
     expect(sessions.size).toBe(3);
     expect(sessions.check(made[0]!.id, made[0]!.csrf)).toMatchObject({ ok: false, code: 'KS_SESSION_INVALID' });
-    expect(sessions.check(made[3]!.id, made[3]!.csrf)).toEqual({ ok: true, session: { expiresAt: 1_100 } });
+    expect(sessions.check(made[3]!.id, made[3]!.csrf)).toEqual({ ok: true, session: { expiresAt: 1_100 }, id: made[3]!.id });
     expect(JSON.stringify([...(sessions as unknown as { entries: Map<string, unknown> }).entries])).not.toContain(made[3]!.id);
     now = 1_100;
-    expect(sessions.current(made[3]!.id)).toBe(false);
+    expect(sessions.current([made[3]!.id])).toBe(false);
     expect(sessions.check(made[3]!.id, made[3]!.csrf)).toMatchObject({ ok: false, code: 'KS_SESSION_EXPIRED' });
   });
 });

@@ -162,13 +162,14 @@ describe('the configuration file itself', () => {
     expect(r.stderr).toContain('[KS_FILE_TOO_LARGE]');
   });
 
-  it('is writable by every user: refused, since whoever edits it decides what the agent allows', async () => {
+  it('is writable by every user, or by a group: refused, since whoever edits it decides what the agent allows', async () => {
     const file = configFile(DIR_BASE());
-    chmodSync(file, 0o666);
-    const r = await keystone(['agent', '--config', file]);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`${file}: the configuration file is writable by every user (mode 0666)`);
-    expect(r.stderr).toContain('[KS_CONFIG_UNSAFE]');
+    for (const mode of [0o666, 0o664]) {
+      chmodSync(file, mode);
+      const r = await keystone(['agent', '--config', file]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`${file}: ${file} is writable by other users (mode 0${mode.toString(8)}), so they could decide what the agent allows (chmod go-w ${file}) [KS_CONFIG_UNSAFE]`);
+    }
   });
 
   it('reports every problem, in line order, not just the first', async () => {

@@ -25,6 +25,8 @@ beforeAll(async () => {
   pub = join(root, 'release.pub');
   writeFileSync(join(root, 'not-a-key.pub'), 'untrusted comment: minisign public key 0\nnot base64 at all\n');
   mkdirSync(join(root, 'devrepo'));
+  writeFileSync(join(root, 'git-token'), 'read-only-token\n', { mode: 0o600 });
+  writeFileSync(join(root, 'status-token'), 'push-token\n', { mode: 0o600 });
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
@@ -41,7 +43,7 @@ describe('keystone init', () => {
   it('writes 0640 and makes the missing directories 0755, whatever the umask (the real program, umask 077)', () => {
     const etc = freshEtc();
     const file = join(etc, 'agent.toml');
-    const r = spawnSync('sh', ['-c', 'umask 077 && exec "$0" "$@"', process.execPath, join(PROJECT_ROOT, 'bin', 'keystone.js'), 'init', '--config', file, '--repo', 'https://git.example.com/acme/edge.git', '--trusted-key', pub], {
+    const r = spawnSync('sh', ['-c', 'umask 077 && exec "$0" "$@"', process.execPath, join(PROJECT_ROOT, 'bin', 'keystone.js'), 'init', '--config', file, '--repo', 'https://git.example.com/acme/edge.git', '--status-repo', 'https://git.example.com/acme/reports.git', '--trusted-key', pub], {
       encoding: 'utf8',
       cwd: root,
     });
@@ -57,7 +59,7 @@ describe('keystone init', () => {
   it('writes what it was given, loadable by the agent, with paths made absolute from where it ran', async () => {
     const file = join(freshEtc(), 'agent.toml');
     const r = await keystone(
-      ['init', '--config', file, '--repo', 'https://git.example.com/acme/edge.git', '--ref', 'stable', '--plan', 'plans/edge.toml', '--device', 'edge-7', '--label', 'hw=pi4', '--label', 'region=eu', '--trusted-key', 'release.pub', '--state-dir', 'state'],
+      ['init', '--config', file, '--repo', 'https://git.example.com/acme/edge.git', '--ref', 'stable', '--status-repo', 'https://git.example.com/acme/reports.git', '--status-token-file', 'status-token', '--git-token-file', 'git-token', '--plan', 'plans/edge.toml', '--device', 'edge-7', '--label', 'hw=pi4', '--label', 'region=eu', '--trusted-key', 'release.pub', '--state-dir', 'state'],
       root,
     );
     expect(r.code, r.stderr).toBe(0);
@@ -66,6 +68,9 @@ describe('keystone init', () => {
     expect(loaded.values).toEqual({
       repo: 'https://git.example.com/acme/edge.git',
       ref: 'stable',
+      'status-repo': 'https://git.example.com/acme/reports.git',
+      'status-token-file': join(root, 'status-token'),
+      'git-token-file': join(root, 'git-token'),
       plan: 'plans/edge.toml',
       device: 'edge-7',
       label: ['hw=pi4', 'region=eu'],
@@ -75,6 +80,15 @@ describe('keystone init', () => {
     const text = readFileSync(file, 'utf8');
     expect(text).toMatch(/^# .*keystone init/);
     expect(text).toContain(`trusted-key = [${JSON.stringify(pub)}]`);
+  });
+
+  it('--status-repo naming the followed repository itself is written, with a warning that the device can then push there', async () => {
+    const file = join(freshEtc(), 'agent.toml');
+    const same = 'https://git.example.com/acme/edge.git';
+    const r = await keystone(['init', '--config', file, '--repo', same, '--status-repo', same, '--trusted-key', pub]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain(`warning: reports go to the followed repository ${same}`);
+    expect(readAgentConfig(file).values['status-repo']).toBe(same);
   });
 
   it('the development form: --dir and --allow-unsigned; relative --dir made absolute', async () => {
@@ -117,13 +131,13 @@ describe('keystone init', () => {
 
   it('checks the trusted keys before writing anything: a file that is not a key is refused (exit 2)', async () => {
     const etc = freshEtc();
-    const r = await keystone(['init', '--config', join(etc, 'agent.toml'), '--repo', 'https://git.example.com/acme/edge.git', '--trusted-key', 'not-a-key.pub']);
+    const r = await keystone(['init', '--config', join(etc, 'agent.toml'), '--repo', 'https://git.example.com/acme/edge.git', '--status-repo', 'https://git.example.com/acme/reports.git', '--trusted-key', 'not-a-key.pub']);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('refused');
     expect(r.stderr).toContain('not-a-key.pub');
     expect(r.stderr).toContain('[KS_KEY_MALFORMED]');
     expect(existsSync(etc)).toBe(false);
-    const missing = await keystone(['init', '--config', join(etc, 'agent.toml'), '--repo', 'https://git.example.com/acme/edge.git', '--trusted-key', 'absent.pub']);
+    const missing = await keystone(['init', '--config', join(etc, 'agent.toml'), '--repo', 'https://git.example.com/acme/edge.git', '--status-repo', 'https://git.example.com/acme/reports.git', '--trusted-key', 'absent.pub']);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('cannot read the trusted key');
     expect(existsSync(etc)).toBe(false);
@@ -131,10 +145,12 @@ describe('keystone init', () => {
 
   it.each([
     ['no source', ['--allow-unsigned'], 'give one source'],
-    ['two sources', ['--repo', 'https://git.example.com/x.git', '--dir', 'devrepo', '--allow-unsigned'], 'give one source'],
-    ['no trust', ['--repo', 'https://git.example.com/x.git'], 'no trusted key'],
-    ['both trust forms', ['--repo', 'https://git.example.com/x.git', '--allow-unsigned', '--trusted-key', 'release.pub'], 'exclude each other'],
+    ['two sources', ['--repo', 'https://git.example.com/x.git', '--status-repo', 'https://git.example.com/r.git', '--dir', 'devrepo', '--allow-unsigned'], 'give one source'],
+    ['no trust', ['--repo', 'https://git.example.com/x.git', '--status-repo', 'https://git.example.com/r.git'], 'no trusted key'],
+    ['both trust forms', ['--repo', 'https://git.example.com/x.git', '--status-repo', 'https://git.example.com/r.git', '--allow-unsigned', '--trusted-key', 'release.pub'], 'exclude each other'],
     ['--ref with --dir', ['--dir', 'devrepo', '--ref', 'main', '--allow-unsigned'], '--ref is for a Git source'],
+    ['--status-repo with --dir', ['--dir', 'devrepo', '--status-repo', 'https://git.example.com/r.git', '--allow-unsigned'], '--status-repo is for a Git source'],
+    ['a Git source without a reports repository', ['--repo', 'https://git.example.com/x.git', '--allow-unsigned'], 'give --status-repo URL|PATH'],
     ['a bad label', ['--dir', 'devrepo', '--allow-unsigned', '--label', 'role'], 'KEY=VALUE'],
     ['a bad device name', ['--dir', 'devrepo', '--allow-unsigned', '--device', 'edge 7'], 'not a device name'],
     ['an argument', ['--dir', 'devrepo', '--allow-unsigned', 'extra'], 'unexpected argument extra'],
@@ -151,7 +167,7 @@ describe('keystone init', () => {
   it('a repository credential in the URL never reaches the file: the loader refuses it, nothing is written', async () => {
     const etc = freshEtc();
     const file = join(etc, 'agent.toml');
-    const r = await keystone(['init', '--config', file, '--repo', 'https://x:ghp_s3cretS3cretS3cret@git.example.com/acme/edge.git', '--trusted-key', 'release.pub']);
+    const r = await keystone(['init', '--config', file, '--repo', 'https://x:ghp_s3cretS3cretS3cret@git.example.com/acme/edge.git', '--status-repo', 'https://git.example.com/acme/reports.git', '--trusted-key', 'release.pub']);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('[KS_CONFIG_SECRET_INLINE]');
     expect(r.stderr).toContain('nothing was written');
@@ -161,7 +177,7 @@ describe('keystone init', () => {
 
   it('comments out the other keys with their defaults: each is an agent flag, and uncommented they still load', async () => {
     const file = join(freshEtc(), 'agent.toml');
-    expect((await keystone(['init', '--config', file, '--repo', 'https://git.example.com/acme/edge.git', '--trusted-key', pub])).code).toBe(0);
+    expect((await keystone(['init', '--config', file, '--repo', 'https://git.example.com/acme/edge.git', '--status-repo', 'https://git.example.com/acme/reports.git', '--trusted-key', pub])).code).toBe(0);
     const text = readFileSync(file, 'utf8');
     const commented = [...text.matchAll(/^# ([a-z-]+) = (.*)$/gm)];
     const keys = commented.map((m) => m[1]!);

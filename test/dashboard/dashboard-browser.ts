@@ -113,11 +113,12 @@ export function dashboardBrowser(opts: { plan?: string } = {}) {
   const seenOnPage = (page: Page) => page.evaluate(() => window.ksSeen ?? {});
   const markerOf = (page: Page) => page.evaluate(() => window.ksMarker);
 
-  /** The CSRF token the page echoes (the readable cookie), as this context holds it. */
-  async function csrfOf(context: BrowserContext): Promise<string> {
-    const c = (await context.cookies(stack.origin)).find((k) => k.name === 'keystone_csrf');
-    expect(c?.value, 'the keystone_csrf cookie').toBeTruthy();
-    return c!.value;
+  /** The CSRF token the page echoes, where the page keeps it: its origin's localStorage (never a cookie). */
+  async function csrfOf(page: Page): Promise<string> {
+    if (!page.url().startsWith(`${stack.origin}/`)) throw new Error(`csrfOf: the page is at ${page.url()}, not on the dashboard's origin`);
+    const csrf = await page.evaluate(() => window.localStorage.getItem('keystone.csrf'));
+    expect(csrf, "the page's keystone.csrf").toBeTruthy();
+    return csrf!;
   }
 
   /** fetch() from inside the page (its origin, its cookies): the status and the JSON body (or null). */

@@ -29,7 +29,7 @@ afterAll(async () => {
   s.cleanup();
 });
 
-const git = (repo: string, ref = 'main', extra: { token?: string } = {}) => ({ kind: 'git' as const, repo, ref, ...extra });
+const git = (repo: string, ref = 'main', extra: { token?: string } = {}) => ({ kind: 'git' as const, repo, ref, gitNotes: true, ...extra });
 
 describe('git-remote', () => {
   it('passes a remote that has the branch, saying where it points', async () => {

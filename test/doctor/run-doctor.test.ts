@@ -45,7 +45,9 @@ describe('runDoctor on the example repository', () => {
       'state-dir': 'pass',
       'disk-space': 'pass',
       'trusted-keys': 'pass',
+      'trusted-files': 'pass',
       'git-remote': 'skip',
+      'push-access': 'skip',
       plan: 'pass',
       'run-users': process.getuid?.() === 0 ? 'pass' : 'warn',
       'work-dir-reach': 'pass',
@@ -62,7 +64,7 @@ describe('runDoctor on the example repository', () => {
     const now = Date.now();
     stateWithApplied(stateDir, { id: head, source: `git ${repo.dir} main`, planFile: 'plans/edge-processes.toml', signedAt: Math.floor(now / 1000) - HOUR });
     const before = snapshot(stateDir);
-    const results = await runDoctor(signedSetup(stateDir, { source: { kind: 'git', repo: repo.dir, ref: 'main' } }), facts({ now: () => now }));
+    const results = await runDoctor(signedSetup(stateDir, { source: { kind: 'git', repo: repo.dir, ref: 'main', gitNotes: true } }), facts({ now: () => now }));
     expect(snapshot(stateDir)).toEqual(before);
     expect(byId(results, 'git-remote')).toMatchObject({ status: 'pass', detail: `${repo.dir} main is at ${head.slice(0, 12)}` });
     expect(byId(results, 'plan')).toMatchObject({ status: 'pass', detail: `plans/edge-processes.toml (--plan) from commit ${head.slice(0, 12)} (applied last): 4 components (4 processes)` });
@@ -71,7 +73,7 @@ describe('runDoctor on the example repository', () => {
   });
 
   it('--repo with nothing applied yet: the plan is not known, which fails nothing', async () => {
-    const results = await runDoctor(signedSetup(join(s.dir, 'fresh'), { source: { kind: 'git', repo: repo.dir, ref: 'main' } }), facts());
+    const results = await runDoctor(signedSetup(join(s.dir, 'fresh'), { source: { kind: 'git', repo: repo.dir, ref: 'main', gitNotes: true } }), facts());
     expect(byId(results, 'plan')).toMatchObject({ status: 'skip', detail: `not known yet: nothing was applied from Git with the state directory ${join(s.dir, 'fresh')}` });
     expect(byId(results, 'run-users').status).toBe('skip');
     expect(byId(results, 'clock').status).toBe('skip');

@@ -67,7 +67,7 @@ describe.skipIf(r.skip)(r.title('the keystone .deb in Debian 12 without systemd'
 
   it('keystone init replaces the shipped template (comments only) by a configuration the agent takes; then it needs --force', async () => {
     await c.must('keystonectl keygen --out /etc/keystone/keys/release --no-password');
-    const init = 'keystone init --repo https://git.fleet.invalid/fleet.git --device edge-7 --label role=gateway --trusted-key /etc/keystone/keys/release.pub';
+    const init = 'keystone init --repo https://git.fleet.invalid/fleet.git --status-repo https://git.fleet.invalid/reports.git --device edge-7 --label role=gateway --trusted-key /etc/keystone/keys/release.pub';
     await c.must(init);
     expect(await c.must('cat /etc/keystone/agent.toml')).toMatch(/^repo = "https:\/\/git\.fleet\.invalid\/fleet\.git"$/m);
     const again = await c.exec(init);

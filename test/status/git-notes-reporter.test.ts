@@ -103,7 +103,7 @@ describe('GitNotesReporter against a Git smart-HTTP server', () => {
     expect(await cliNote(clone, commit)).toMatch(/^keystone\/dev-a failure \S+ failed: api\n$/);
   });
 
-  it('pushes its whole notes history again when the server lost the ref', async () => {
+  it('pushes its notes again, as a new root commit, when the server lost the ref (the cache keeps no history to push)', async () => {
     const { url, bare, clone, commit } = await fx.remoteWithCommit('lost');
     const other = 'e'.repeat(40);
     const a = fx.reporter(url, 'dev-a');
@@ -112,6 +112,7 @@ describe('GitNotesReporter against a Git smart-HTTP server', () => {
     await a.deliver(status(commit, 'dev-a', 'success', 'applied'));
     expect(await cliNote(clone, commit)).toBe('keystone/dev-a success 2025-01-02T03:04:05.000Z applied\n');
     expect(await git(clone, 'notes', '--ref', deviceNotesRef('dev-a'), 'show', other)).toBe('keystone/dev-a success 2025-01-02T03:04:05.000Z applied\n');
+    expect((await git(clone, 'rev-list', '--count', deviceNotesRef('dev-a'))).trim()).toBe('1');
   });
 
   it('fails with a permanent coded error on a wrong token, and never shows the token', async () => {

@@ -35,10 +35,21 @@ describe('rollout refs', () => {
     expect(parseRolloutRef(`refs/keystone-rollout/canary/${bucketOf('a')}/a/b/${C}-success`)).toBeUndefined();
   });
 
-  it('a wave is one prefix, or one per bucket of a sample', () => {
-    expect(rolloutPrefixes(['canary', 'early'])).toEqual(['refs/keystone-rollout/canary/', 'refs/keystone-rollout/early/']);
-    expect(rolloutPrefixes(['canary'], ['03', 'a'])).toEqual(['refs/keystone-rollout/canary/03', 'refs/keystone-rollout/canary/a']);
-    expect(rolloutPrefixes(['canary'], BUCKETS)).toEqual(['refs/keystone-rollout/canary/']);
+  it('a wave is listed by the exact subtree of each bucket it reads: nothing else under the wave matches', () => {
+    const whole = rolloutPrefixes(['canary', 'early']);
+    expect(whole).toHaveLength(512);
+    expect(whole.slice(0, 2)).toEqual(['refs/keystone-rollout/canary/00/', 'refs/keystone-rollout/canary/01/']);
+    expect(whole.at(-1)).toBe('refs/keystone-rollout/early/ff/');
+    expect(rolloutPrefixes(['canary'], BUCKETS)).toEqual(rolloutPrefixes(['canary']));
+    // A group of 16 (one hex digit) is its 16 buckets, each with its slash.
+    const sample = rolloutPrefixes(['canary'], ['03', 'a']);
+    expect(sample).toEqual(['refs/keystone-rollout/canary/03/', ...BUCKETS.filter((b) => b.startsWith('a')).map((b) => `refs/keystone-rollout/canary/${b}/`)]);
+    // A device's ref is under its bucket's prefix; a failure, names that are no bucket, another wave are under none.
+    const listed = (ref: string) => whole.some((p) => ref.startsWith(p));
+    expect(listed(rolloutRef({ wave: 'canary', device: 'edge-7', commit: C, state: 'success' }))).toBe(true);
+    expect(listed(rolloutRef({ wave: 'canary', device: 'edge-7', commit: C, state: 'failure' }))).toBe(false);
+    for (const junk of ['refs/keystone-rollout/canary/failed/x/y-error', 'refs/keystone-rollout/canary/a3x/y', 'refs/keystone-rollout/canary/zz/y', 'refs/keystone-rollout/canary-2/00/y'])
+      expect(listed(junk), junk).toBe(false);
   });
 
   it('buckets are spread evenly over names, apart from the wave hash', () => {

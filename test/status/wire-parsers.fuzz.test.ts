@@ -1,7 +1,10 @@
 // Fuzzing the parsers of what a Git host sends back for rollouts (SPEC §14): the protocol v2 ls-refs answer, the
-// receive-pack report-status, and rollout ref names. Whatever the bytes, each returns a well-formed value or throws
+// receive-pack report-status, and rollout ref names; and the walk of an upload-pack answer before a device's notes tip
+// is fetched (upload-pack-limits.ts, issue 28). Whatever the bytes, each returns a well-formed value or throws
 // its own coded error: never another exception, never a value outside its contract. fast-check with arbitrary bytes
 // and with mutations of valid answers (so that the inputs reach past the first check).
+import { createHash } from 'node:crypto';
+import { deflateSync } from 'node:zlib';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { OperationError } from '../../src/core/errors.js';
@@ -9,6 +12,7 @@ import { isValidRefName, parseLsRefsAnswer } from '../../src/source/git-ls-refs.
 import { readReport, ZERO_OID } from '../../src/status/receive-pack-push.js';
 import { StatusDeliveryError } from '../../src/status/commit-status.js';
 import { parseRolloutRef, rolloutRef } from '../../src/status/rollout-refs.js';
+import { uploadPackCost } from '../../src/status/upload-pack-limits.js';
 import { ROLLOUT_STATES } from '../../src/core/rollout-gate.js';
 
 const RUNS = 2_000;
@@ -83,6 +87,38 @@ describe('fuzz: rollout ref names', () => {
         if (r === undefined) return;
         expect(ROLLOUT_STATES).toContain(r.state);
         expect(rolloutRef(r)).toBe(ref);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+});
+
+describe('fuzz: the upload-pack answer walked before a notes fetch', () => {
+  // NAK, then a pack of a blob and a tree on side band 1.
+  const entry = (type: number, data: Buffer) => Buffer.concat([Buffer.from([(type << 4) | data.length]), deflateSync(data)]);
+  const body = Buffer.concat([Buffer.from('PACK\0\0\0\x02\0\0\0\x02', 'latin1'), entry(3, Buffer.from('a note\n')), entry(2, Buffer.alloc(12, 1))]);
+  const pack = Buffer.concat([body, createHash('sha1').update(body).digest()]);
+  const answer = Buffer.concat([Buffer.from(pkt('NAK\n')), Buffer.from((pack.length + 5).toString(16).padStart(4, '0')), Buffer.from([1]), pack, Buffer.from('0000')]);
+  const limits = { maxInflatedBytes: 1 << 16, maxObjects: 100 };
+  const changed = fc.tuple(fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 6 }), fc.nat(), fc.uint8Array({ maxLength: 20 })).map(([flips, cut, extra]) => {
+    const b = Buffer.from(answer);
+    for (const [i, v] of flips) b[i % b.length] = v;
+    return Buffer.concat([b.subarray(0, b.length - (cut % 8)), Buffer.from(extra)]);
+  });
+  it('counts within the limits or throws a coded error, for arbitrary and mutated bytes', () => {
+    expect(uploadPackCost(answer, limits, 'a fetch')).toEqual({ objects: 2, inflatedBytes: 19 });
+    fc.assert(
+      fc.property(fc.oneof(fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b)), changed), (bytes) => {
+        let cost;
+        try {
+          cost = uploadPackCost(bytes, limits, 'a fetch');
+        } catch (e) {
+          expect(e).toBeInstanceOf(StatusDeliveryError);
+          expect(['KS_STATUS_NOTES_TOO_LARGE', 'KS_STATUS_SERVER_ERROR']).toContain((e as StatusDeliveryError).code);
+          return;
+        }
+        expect(cost.objects).toBeLessThanOrEqual(limits.maxObjects);
+        expect(cost.inflatedBytes).toBeLessThanOrEqual(limits.maxInflatedBytes);
       }),
       { numRuns: RUNS },
     );

@@ -27,8 +27,10 @@ export type GitFault =
   /**
    * Adds `refs` refs (about 65 bytes each: 200,000 is 13 MB) to the protocol v1 ref advertisement a fetch reads, or to
    * the answer of a look (ls-refs), whose prefix a server is then ignoring. Generated as it is sent, never held whole.
+   * After the refs the server listed, or with `first` before them (after a v1 advertisement's first line): a listing
+   * out of order.
    */
-  | { kind: 'huge-advertisement'; refs: number; on: 'advertisement' | 'ls-refs' };
+  | { kind: 'huge-advertisement'; refs: number; on: 'advertisement' | 'ls-refs'; first?: boolean };
 
 export interface ProxiedRequest {
   kind: GitRequestKind;
@@ -169,7 +171,7 @@ export class FaultyGitProxy {
             res.on('drain', done).on('close', done);
           });
         // A protocol v2 capability advertisement lists no refs: passed as it came, and not counted as met.
-        if (!(await padAdvertisement(whole, fault.refs, (b) => !res.destroyed && send(b), drained, () => res.destroyed))) record.fault = 'none';
+        if (!(await padAdvertisement(whole, fault.refs, (b) => !res.destroyed && send(b), drained, () => res.destroyed, fault.first === true))) record.fault = 'none';
         res.end();
         return;
       }
@@ -279,14 +281,17 @@ export function damagePack(answer: Buffer, fault: { kind: 'truncate' } | { kind:
  * naming the commit of its first ref line; written as it goes (with the socket's backpressure), never held whole.
  * False when it has no ref to copy (a protocol v2 capability advertisement), sent unchanged.
  */
-async function padAdvertisement(answer: Buffer, count: number, send: (b: Buffer) => boolean, drained: () => Promise<unknown>, gone: () => boolean): Promise<boolean> {
+async function padAdvertisement(answer: Buffer, count: number, send: (b: Buffer) => boolean, drained: () => Promise<unknown>, gone: () => boolean, first = false): Promise<boolean> {
   const lastFlush = answer.length - 4;
   const oid = /([0-9a-f]{40}) refs\//.exec(answer.toString('latin1'))?.[1];
   if (oid === undefined || answer.toString('latin1', lastFlush) !== '0000') {
     send(answer);
     return false;
   }
-  send(answer.subarray(0, lastFlush));
+  // `first`: before the server's refs, or for a v1 advertisement right after its first ref line (which carries the
+  // capabilities a client reads there), so the listing is out of order.
+  const split = first ? firstRefLineEnd(answer) : lastFlush;
+  send(answer.subarray(0, split));
   const line = (i: number) => {
     const text = `${oid} refs/pull/${i}/head\n`;
     return (text.length + 4).toString(16).padStart(4, '0') + text;
@@ -296,6 +301,14 @@ async function padAdvertisement(answer: Buffer, count: number, send: (b: Buffer)
     for (let n = 0; n < 2000 && i < count; n++, i++) chunk += line(i);
     if (!send(Buffer.from(chunk, 'latin1')) && !gone()) await drained();
   }
-  send(FLUSH);
+  send(first ? answer.subarray(split) : FLUSH);
   return true;
+}
+
+/** Where a v1 advertisement's first ref line ends (after `# service=…` and its flush); 0 for an ls-refs answer. */
+function firstRefLineEnd(answer: Buffer): number {
+  if (!answer.toString('latin1', 4, 14).startsWith('# service=')) return 0;
+  let pos = parseInt(answer.toString('latin1', 0, 4), 16);
+  pos += 4; // the header's flush
+  return pos + parseInt(answer.toString('latin1', pos, pos + 4), 16);
 }

@@ -108,8 +108,11 @@ export interface GitWorld {
   /** The bare repository the server serves (the tests push straight into it: never through the server). */
   bare: string;
   device: string;
-  /** Writes the fixture, signs it (unless `sign: false`), commits and pushes to main; returns the commit. */
-  push(message: string, opts?: { sign?: boolean }): Promise<string>;
+  /**
+   * Writes the fixture, signs it (unless `sign: false`; `signArgs` such as `['--ref', 'pr']`), commits and pushes to
+   * main; returns the commit.
+   */
+  push(message: string, opts?: { sign?: boolean; signArgs?: string[] }): Promise<string>;
   start(args?: string[]): AgentProcess;
   /** This device's line of `commit`'s note on the server. */
   note(commit: string): Promise<{ state: string; description: string } | undefined>;
@@ -138,7 +141,7 @@ export async function withGitWorld(components: ComponentSpec[], body: (w: GitWor
       device,
       async push(message, opts = {}) {
         fx.write();
-        if (opts.sign !== false) await fx.sign();
+        if (opts.sign !== false) await fx.sign(opts.signArgs);
         await git(fx.dir, 'add', '-A');
         await git(fx.dir, 'commit', '--quiet', '--allow-empty', '-m', message);
         await git(fx.dir, 'push', '--quiet', bare, 'HEAD:refs/heads/main');

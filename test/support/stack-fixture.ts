@@ -48,6 +48,8 @@ export interface ComponentSpec {
   replicas?: number;
   /** `[lifecycle.run.security] user` (processes); absent: the device's default unprivileged user. */
   user?: string;
+  /** The recipe's `[config]` (values for `{{config.KEY}}` in the install script, args, env …). */
+  config?: Record<string, string>;
 }
 
 /** The fields of `[lifecycle.run.container]`, spelled as in the recipe. `pull_policy` defaults to "never" here (no registry in tests). */
@@ -97,8 +99,8 @@ export interface StackFixture {
   recipePath(name: string): string;
   /** Replaces text in a repository file (`from` must occur). */
   edit(file: string, from: string | RegExp, to: string): void;
-  /** keystonectl sign: SHA256SUMS + SHA256SUMS.minisig (signed fixtures only). */
-  sign(): Promise<void>;
+  /** keystonectl sign: SHA256SUMS + SHA256SUMS.minisig (signed fixtures only); `args` such as `['--ref', 'main']`. */
+  sign(args?: string[]): Promise<void>;
   /** The revision id the directory source will give the repository's current content. */
   revisionId(): Promise<string>;
   cleanup(): void;
@@ -232,6 +234,7 @@ function renderRecipe(c: ComponentSpec, byName: Map<string, ComponentSpec>, arti
   const lines = ['[metadata]', `name = ${q(`com.acme.${c.name}`)}`, `version = ${q(c.version)}`, ''];
   if (c.artifact) lines.push('[[artifacts]]', `uri = ${q(`../artifacts/${c.artifact}`)}`, `sha256 = ${q(artifactSha(c.artifact))}`, 'unpack = false', '');
   if (c.install) lines.push('[lifecycle.install]', `script = ${q(c.install)}`, 'timeout = "30s"', '');
+  if (c.config) lines.push('[config]', ...Object.entries(c.config).map(([k, v]) => `${k} = ${q(v)}`), '');
   if (c.container) lines.push(...renderContainer(c));
   else {
     lines.push('[lifecycle.run]', 'type = "process"', `restart_policy = ${q(c.restartPolicy ?? 'always')}`, '');
@@ -371,9 +374,9 @@ export async function stackFixture(opts: { signed?: boolean; components?: (ports
       if (after === before) throw new Error(`edit of ${file} changed nothing`);
       writeFileSync(p, after);
     },
-    async sign() {
+    async sign(args = []) {
       if (!signed) throw new Error('this fixture is unsigned');
-      await ctl(['sign', '--key', `${keyPrefix}.key`]);
+      await ctl(['sign', '--key', `${keyPrefix}.key`, ...args]);
     },
     revisionId: () => directoryRevisionId(dir),
     cleanup() {

@@ -1,5 +1,5 @@
-// Every request the page makes goes through here: the session cookie rides along (same origin) and the CSRF cookie's
-// value is echoed in a header, which is what lets the API accept the cookie in place of a bearer token.
+// Every request the page makes goes through here: the session cookie rides along (same origin) and the session's CSRF
+// token is sent in a header, which is what lets the API accept the cookie in place of a bearer token.
 
 export class ApiError extends Error {
   constructor(
@@ -19,9 +19,32 @@ export function onSessionEnded(handler: () => void): void {
   sessionEnded = handler;
 }
 
+/**
+ * The CSRF token lives in this origin's localStorage, never in a cookie: cookies are the host's, so a component's own
+ * page on another loopback port could read or replace one, while storage is this origin's alone (scheme, host and
+ * port). localStorage rather than memory, so that a reload or a second tab stays signed in as the cookie does.
+ */
+const CSRF_KEY = 'keystone.csrf';
+/** Where storage is refused (some private modes): this page only. */
+let csrfInMemory = '';
+
 export function csrfToken(): string {
-  const match = /(?:^|;\s*)keystone_csrf=([^;]*)/.exec(document.cookie);
-  return match?.[1] ? decodeURIComponent(match[1]) : '';
+  try {
+    return localStorage.getItem(CSRF_KEY) ?? '';
+  } catch {
+    return csrfInMemory;
+  }
+}
+
+/** Keeps the token the sign-in answered with; '' forgets it (signing out). */
+export function setCsrfToken(token: string): void {
+  csrfInMemory = token;
+  try {
+    if (token) localStorage.setItem(CSRF_KEY, token);
+    else localStorage.removeItem(CSRF_KEY);
+  } catch {
+    // Kept in memory only.
+  }
 }
 
 /** `gateway/reports` stays a path (the API's routes take the slash); each segment is escaped on its own. */

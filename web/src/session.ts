@@ -1,5 +1,6 @@
-// The cookie session: exchanged once for the API token, which the page never keeps.
-import { api, ApiError } from './api-client.js';
+// The cookie session: exchanged once for the API token, which the page never keeps. The answer carries the session's
+// CSRF token, kept by api-client.ts in this origin's storage.
+import { api, ApiError, setCsrfToken } from './api-client.js';
 
 export interface Session {
   expiresAt: string;
@@ -15,12 +16,21 @@ export async function currentSession(): Promise<Session | null> {
   }
 }
 
-export const signIn = (token: string): Promise<Session> =>
-  api<Session>('/v1/session', {
+export async function signIn(token: string): Promise<Session> {
+  const { expiresAt, csrf } = await api<Session & { csrf: string }>('/v1/session', {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ token }),
     expect401: true,
   });
+  setCsrfToken(csrf);
+  return { expiresAt };
+}
 
-export const signOut = (): Promise<void> => api<void>('/v1/session', { method: 'DELETE', expect401: true });
+export async function signOut(): Promise<void> {
+  try {
+    await api<void>('/v1/session', { method: 'DELETE', expect401: true });
+  } finally {
+    setCsrfToken('');
+  }
+}

@@ -51,7 +51,8 @@ export const uploadPackResponse: FuzzTarget = {
     try {
       for await (const chunk of res.body!) void chunk;
     } catch (e) {
-      return refusedWith(e, (x) => x instanceof OperationError && (x.code === 'KS_GIT_THIN_PACK' || x.code === 'KS_GIT_PACK_CORRUPT'));
+      // KS_GIT_PACK_TOO_LARGE: a pack whose headers state more than a fetch may inflate (pack-inflation.ts).
+      return refusedWith(e, (x) => x instanceof OperationError && ['KS_GIT_THIN_PACK', 'KS_GIT_PACK_CORRUPT', 'KS_GIT_PACK_TOO_LARGE'].includes(x.code));
     }
     return 'accepted';
   },

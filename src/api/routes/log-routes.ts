@@ -47,6 +47,7 @@ export function registerLogRoutes(server: FastifyInstance, ctx: ApiContext): voi
     const sse = openEventStream(reply, { closing: ctx.waits.closingSignal, release });
     for (const text of tail.lines) sse.send('line', { text });
     followLog(path, tail.end, {
+      ...(tail.before && { before: tail.before }),
       signal: sse.signal,
       pollMs: FOLLOW_POLL_MS,
       onText: (text) => {

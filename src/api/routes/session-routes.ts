@@ -4,8 +4,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../api-error.js';
 import type { ApiContext } from '../api-context.js';
 import { sameSecret } from '../bearer-token.js';
-import { clearedCookies, sessionCookies, sessionIdOf, type DashboardSessions } from '../dashboard-sessions.js';
-import { dashboardSessionOf, SESSION_PATH, sourceOf } from '../request-guard.js';
+import { clearedCookies, sessionCookies, type DashboardSessions } from '../dashboard-sessions.js';
+import { dashboardSessionIdOf, dashboardSessionOf, SESSION_PATH, sourceOf } from '../request-guard.js';
 import { strictQuery } from '../query-params.js';
 
 /** Secure cookies when the page came over https (a TLS proxy in front of the agent says so in X-Forwarded-Proto). */
@@ -24,7 +24,8 @@ export function registerSessionRoutes(server: FastifyInstance, ctx: ApiContext, 
     }
     const s = sessions.create();
     ctx.log?.info({ source: sourceOf(request), sessions: sessions.size, expires: new Date(s.expiresAt).toISOString() }, 'dashboard session started');
-    return reply.header('set-cookie', sessionCookies(s, sessions.ttlMs, overHttps(request))).send({ expiresAt: new Date(s.expiresAt).toISOString() });
+    // The CSRF token in the body, for the page to keep in its own origin's storage: a cookie would be every port's.
+    return reply.header('set-cookie', sessionCookies(s, sessions.ttlMs, overHttps(request))).send({ expiresAt: new Date(s.expiresAt).toISOString(), csrf: s.csrf });
   });
 
   server.get(SESSION_PATH, async (request) => {
@@ -36,7 +37,8 @@ export function registerSessionRoutes(server: FastifyInstance, ctx: ApiContext, 
 
   server.delete(SESSION_PATH, async (request, reply) => {
     strictQuery(request.query, []);
-    const id = sessionIdOf(request.headers.cookie);
+    // The session the guard let this request in with, not whichever cookie came first.
+    const id = dashboardSessionIdOf(request);
     if (id !== undefined) sessions.end(id);
     return reply.code(204).header('set-cookie', clearedCookies(overHttps(request))).send();
   });

@@ -14,6 +14,7 @@ import { parseAgentOptions } from '../agent-options.js';
 import { agentSettings } from '../agent-settings.js';
 import { EXIT, type CliIo } from '../io.js';
 import { POLICY_USAGE } from '../policy-args.js';
+import { checkAgentFiles, trustedFilesOf } from '../trusted-files.js';
 
 // `keystone doctor` and `keystonectl fleet` read secrets the agent's way.
 export { secretFrom } from '../secret-file.js';
@@ -22,8 +23,8 @@ export const AGENT_USAGE =
   'keystone agent [--config /etc/keystone/agent.toml]   (a TOML file of these flags; flags given here win)\n' +
   '               (--repo URL|PATH [--ref main] [--poll 60s] [--git-token-file F] | --dir PATH) [--plan PLAN]\n' +
   '               [--device NAME] [--label KEY=VALUE…]   (without --plan, fleet.toml picks the plan by name and labels)\n' +
-  '               (--trusted-key FILE… [--threshold K] [--max-age D] [--max-clock-skew 5m] | --allow-unsigned)\n' +
-  '               [--status git-notes,github|none] [--status-repo URL|PATH] [--github-repo OWNER/REPO] [--github-token-file F] [--github-api URL]\n' +
+  '               (--trusted-key FILE… [--threshold K] [--max-age D] [--max-clock-skew 5m] [--require-ref] | --allow-unsigned)\n' +
+  '               [--status git-notes,github|none] [--status-repo URL|PATH] [--status-token-file F] [--github-repo OWNER/REPO] [--github-token-file F] [--github-api URL]\n' +
   '               [--webhook-secret-file F] [--allow-history-rewrite] [--on-failure none|rollback]\n' +
   `               ${POLICY_USAGE}\n` +
   '               [--state-dir /var/lib/keystone] [--concurrency N] [--grace 10s] [--log-format pretty|json] [--stop-on-exit]\n' +
@@ -54,10 +55,13 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   const { values, positionals, configFile } = parseAgentOptions(argv, io);
   // Listening from the start: a stop asked for while the agent is still starting must not be lost.
   const stopRequested = new Promise<void>((resolveStop) => signals.once('stop', resolveStop));
+  // Before any key or secret is read: a key another user could change is refused (exit 2); a secret, warned about.
+  const exposedSecrets = checkAgentFiles(trustedFilesOf(values, io, configFile));
   const settings = agentSettings(values, positionals, io);
   const { run, listen } = settings;
   const logger = createLogger({ pretty: settings.logFormat === 'pretty', write: (l) => io.stdout.write(l) });
   const log = logger.child({ module: 'agent' });
+  for (const p of exposedSecrets) log.warn({ path: p.file, code: p.code, fix: p.fix }, `${p.problem}: another user could read or replace this secret`);
   const memory = memoryPhases(io.env, logger.child({ module: 'memory' }));
   // A bug in a background task must be seen, not kill supervision silently.
   const onUnhandled = (reason: unknown) => log.error({ err: reason as Error }, 'unhandled error in a background task');
@@ -124,7 +128,7 @@ async function startApi(
   const token = ensureApiToken(opts.stateDir);
   // Where the token is, never what it is.
   log.info({ path: token.path }, token.created ? 'created the API token' : 'using the existing API token');
-  if (token.worldAccessible) log.warn({ path: token.path }, 'the API token file is readable by every user: chmod 600 it');
+  if (token.readableByOthers) log.warn({ path: token.path, code: 'KS_SECRET_FILE_UNSAFE', fix: `chmod 600 ${token.path}` }, 'the API token file is readable by other users: chmod 600 it');
   // The HTTP server (fastify, prom-client) is loaded only when the API listens somewhere.
   const [{ buildServer }, { listenApi }] = await Promise.all([import('../../api/build-server.js'), import('../../api/listen-api.js')]);
   const server = buildServer({

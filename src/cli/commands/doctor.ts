@@ -14,6 +14,7 @@ import { devicePolicyFrom } from '../policy-args.js';
 import { doctorJson, doctorText } from '../render/doctor-text.js';
 import { planPathIn } from '../repository-args.js';
 import { secretFrom } from '../secret-file.js';
+import { trustedFilesOf } from '../trusted-files.js';
 
 export const DOCTOR_USAGE = 'keystone doctor [--config FILE] [agent flags…] [--json]   (no --config, --repo or --dir: /etc/keystone/agent.toml when it exists)';
 
@@ -27,9 +28,10 @@ export async function doctorCommand(argv: string[], io: CliIo): Promise<number> 
   // On a device, bare `keystone doctor` checks what the service runs: the installed configuration file.
   const bare = !rest.some((a) => ['--config', '--repo', '--dir'].includes(a.split('=')[0]!));
   const installed = bare && existsSync(INSTALLED_CONFIG) ? ['--config', INSTALLED_CONFIG] : [];
-  const { values, positionals } = parseAgentOptions([...installed, ...rest], io);
+  // A configuration file another user could change is read all the same: the trusted-files check names it and its fix.
+  const { values, positionals, configFile } = parseAgentOptions([...installed, ...rest], io, { checkConfigOwner: false });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
-  const setup = doctorSetup(values, io);
+  const setup = { ...doctorSetup(values, io), trustedFiles: trustedFilesOf(values, io, configFile) };
   // The clock is io's, so that an in-process run can set it (the clock check).
   const results = await runDoctor(setup, systemFacts({ env: io.env, now: () => nowMs(io) }));
   io.stdout.write(json ? doctorJson(results) : doctorText(results));
@@ -46,7 +48,10 @@ function doctorSetup(values: AgentOptionValues, io: CliIo): DoctorSetup {
   else {
     const repo = values.repo!;
     const token = gitToken(values, io);
-    source = { kind: 'git', repo: /^[a-z][a-z0-9+.-]*:\/\//i.test(repo) ? repo : resolve(io.cwd, repo), ref: values.ref ?? 'main', ...token };
+    const location = (r: string) => (/^[a-z][a-z0-9+.-]*:\/\//i.test(r) ? r : resolve(io.cwd, r));
+    const gitNotes = (values.status ?? 'git-notes').split(',').some((x) => x.trim() === 'git-notes');
+    const statusRepo = values['status-repo'] === undefined ? undefined : location(values['status-repo']);
+    source = { kind: 'git', repo: location(repo), ref: values.ref ?? 'main', ...token, ...(statusRepo !== undefined && { statusRepo }), gitNotes };
   }
   if (values.plan === '') throw new UsageError('--plan takes a plan file; leave it out to take the plan from fleet.toml');
   const planFile = values.plan === undefined ? undefined : root !== undefined ? planPathIn(root, values.plan) : values.plan.split('\\').join('/').replace(/^\.\//, '');

@@ -15,7 +15,8 @@ import { parseAgentConfig } from '../agent-config.js';
 import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';
 
 export const INIT_USAGE =
-  'keystone init [--config /etc/keystone/agent.toml] (--repo URL|PATH [--ref main] | --dir PATH) [--plan PLAN]\n' +
+  'keystone init [--config /etc/keystone/agent.toml] (--repo URL|PATH [--ref main] --status-repo URL|PATH [--status-token-file F] | --dir PATH)\n' +
+  '               [--plan PLAN] [--git-token-file F]' +
   '               [--device NAME] [--label KEY=VALUE…] (--trusted-key FILE… | --allow-unsigned) [--state-dir /var/lib/keystone] [--force]';
 
 export const DEFAULT_CONFIG_FILE = '/etc/keystone/agent.toml';
@@ -30,6 +31,9 @@ const OPTIONS = {
   repo: { type: 'string' },
   dir: { type: 'string' },
   ref: { type: 'string' },
+  'status-repo': { type: 'string' },
+  'status-token-file': { type: 'string' },
+  'git-token-file': { type: 'string' },
   plan: { type: 'string' },
   device: { type: 'string' },
   label: { type: 'string', multiple: true },
@@ -43,11 +47,19 @@ export async function initCommand(argv: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   if ((values.repo === undefined) === (values.dir === undefined)) throw new UsageError('give one source: --repo URL|PATH (Git) or --dir PATH (a development directory)');
-  if (values.dir !== undefined && values.ref !== undefined) throw new UsageError('--ref is for a Git source (--repo), not --dir');
+  for (const gitOnly of ['ref', 'status-repo', 'status-token-file', 'git-token-file'] as const)
+    if (values.dir !== undefined && values[gitOnly] !== undefined) throw new UsageError(`--${gitOnly} is for a Git source (--repo), not --dir`);
+  // Reports are pushed: a device reporting into the repository it follows holds a credential that can change what
+  // every device runs. So a repository of their own is asked for; naming the followed one again is a choice made.
+  if (values.repo !== undefined && values['status-repo'] === undefined)
+    throw new UsageError(
+      'give --status-repo URL|PATH: a repository of its own for this device\'s reports, so that its credential for --repo may only read (docs/security.md). ' +
+        'To report into the followed repository anyway, give --status-repo with the same URL as --repo',
+    );
   const keys = values['trusted-key'] ?? [];
   if (values['allow-unsigned'] && keys.length) throw new UsageError('--allow-unsigned and --trusted-key exclude each other');
   if (!values['allow-unsigned'] && !keys.length) throw new UsageError('no trusted key: give --trusted-key FILE (repeatable), or --allow-unsigned for a development device');
-  const given = [['--config', values.config], ['--repo', values.repo], ['--dir', values.dir], ['--plan', values.plan], ['--ref', values.ref], ['--state-dir', values['state-dir']]] as const;
+  const given = [['--config', values.config], ['--repo', values.repo], ['--dir', values.dir], ['--plan', values.plan], ['--ref', values.ref], ['--status-repo', values['status-repo']], ['--state-dir', values['state-dir']]] as const;
   for (const [flag, v] of given)
     if (v === '') throw new UsageError(`${flag} must not be empty`);
   const badDevice = values.device !== undefined ? deviceNameProblem(values.device) : undefined;
@@ -80,6 +92,9 @@ export async function initCommand(argv: string[], io: CliIo): Promise<number> {
     file,
     ...(values.repo !== undefined && { repo: isUrl(values.repo) ? values.repo : resolve(io.cwd, values.repo) }),
     ...(values.ref !== undefined && { ref: values.ref }),
+    ...(values['status-repo'] !== undefined && { statusRepo: isUrl(values['status-repo']) ? values['status-repo'] : resolve(io.cwd, values['status-repo']) }),
+    ...(values['status-token-file'] !== undefined && { statusTokenFile: resolve(io.cwd, values['status-token-file']) }),
+    ...(values['git-token-file'] !== undefined && { gitTokenFile: resolve(io.cwd, values['git-token-file']) }),
     ...(values.dir !== undefined && { dir: resolve(io.cwd, values.dir) }),
     ...(values.plan !== undefined && { plan: values.plan }),
     ...(values.device !== undefined && { device: values.device }),
@@ -91,6 +106,8 @@ export async function initCommand(argv: string[], io: CliIo): Promise<number> {
     now: new Date(nowMs(io)),
   });
   const created = writeChecked(file, text, replace);
+  if (values.repo !== undefined && values['status-repo'] === values.repo)
+    io.stderr.write(`warning: reports go to the followed repository ${values.repo}: this device's credential must push there, so a compromised device could change what every device runs (docs/security.md)\n`);
   io.stdout.write(
     `wrote ${file} (mode ${CONFIG_FILE_MODE.toString(8).padStart(4, '0')}${created.length ? `; created ${created.join(', ')} with mode 0755` : ''})\n` +
       `  run the agent:     keystone agent --config ${file}\n` +

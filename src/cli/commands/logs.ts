@@ -4,7 +4,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { STDERR_LOG, STDOUT_LOG, tailLines } from '../../runtime/log-files.js';
-import { followLog, lastCompleteLines, unreadable } from '../../runtime/log-follow.js';
+import { followLog, lastCompleteLines, unreadable, type FollowOptions } from '../../runtime/log-follow.js';
 import { componentArg, stateDirOf } from '../agent-client.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
 
@@ -62,12 +62,12 @@ export async function logs(argv: string[], io: LogsIo): Promise<number> {
   }
   const start = await lastCompleteLines(path, lines);
   if (start.lines.length) io.stdout.write(start.lines.join('\n') + '\n');
-  await follow(path, start.end, io);
+  await follow(path, start.end, start.before, io);
   return EXIT.OK;
 }
 
 /** Prints what is appended until io.signal, or SIGINT/SIGTERM without one. */
-async function follow(path: string, offset: number, io: LogsIo): Promise<void> {
+async function follow(path: string, offset: number, before: FollowOptions['before'], io: LogsIo): Promise<void> {
   const stopper = new AbortController();
   const onSignal = () => stopper.abort();
   if (io.signal) io.signal.addEventListener('abort', onSignal, { once: true });
@@ -77,7 +77,7 @@ async function follow(path: string, offset: number, io: LogsIo): Promise<void> {
   }
   if (io.signal?.aborted) stopper.abort();
   try {
-    await followLog(path, offset, { signal: stopper.signal, pollMs: io.followPollMs ?? DEFAULT_POLL_MS, onText: (t) => io.stdout.write(t) });
+    await followLog(path, offset, { ...(before && { before }), signal: stopper.signal, pollMs: io.followPollMs ?? DEFAULT_POLL_MS, onText: (t) => io.stdout.write(t) });
   } finally {
     io.signal?.removeEventListener('abort', onSignal);
     process.removeListener('SIGINT', onSignal);

@@ -11,13 +11,14 @@ import { DirectoryReader, listDocuments } from '../../source/directory-reader.js
 import { TrustError } from '../../trust/trust-error.js';
 import { SUMS_FILE } from '../../trust/verify-revision.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
+import { fullBranchRef } from '../../source/git-repo-location.js';
 import { repoRoot } from '../repository-args.js';
 import { describeVerification, TRUST_OPTIONS, TRUST_USAGE, trustPolicy } from '../trust-args.js';
 
 /** 2 GiB: artifacts are programs and images, not datasets. */
 const MAX_ARTIFACT_BYTES = 2 * 1024 ** 3;
 
-export const VERIFY_USAGE = `keystonectl verify [--repo DIR] ${TRUST_USAGE} [--artifacts [--cache DIR]] [--json]`;
+export const VERIFY_USAGE = `keystonectl verify [--repo DIR] [--ref BRANCH] ${TRUST_USAGE} [--artifacts [--cache DIR]] [--json]`;
 
 export async function verify(argv: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -25,6 +26,7 @@ export async function verify(argv: string[], io: CliIo): Promise<number> {
     allowPositionals: true,
     options: {
       repo: { type: 'string' },
+      ref: { type: 'string' },
       json: { type: 'boolean', default: false },
       artifacts: { type: 'boolean', default: false },
       cache: { type: 'string' },
@@ -35,7 +37,7 @@ export async function verify(argv: string[], io: CliIo): Promise<number> {
   if (values['allow-unsigned']) throw new UsageError('verify checks signatures: --allow-unsigned makes no sense here');
   const root = repoRoot(io.cwd, values.repo);
   const raw = new DirectoryReader(root);
-  const { verification, reader } = await trustPolicy(values, io).open(raw);
+  const { verification, reader } = await trustPolicy(values, io, values.ref === undefined ? undefined : fullBranchRef(values.ref)).open(raw);
   if (verification.unsigned) throw new UsageError('verify needs --trusted-key');
   const v = verification;
   // A recipe or plan that is present but not listed would be refused the moment a plan used it: say so now.
