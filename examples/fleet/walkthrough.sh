@@ -29,10 +29,15 @@ git init -q -b main && keystonectl sign --key "$W/release.key" --ref main >/dev/
 git add -A && git commit -qm "fleet v1"
 
 echo "== served over smart HTTP: the fleet repository, and one for the devices' reports"
-for repo in fleet reports; do git init -q --bare -b main "$W/git/$repo.git" && git -C "$W/git/$repo.git" config http.receivepack true; done
+# Over HTTP the fleet repository is read-only (the devices' view of it); the operator pushes to it as a path. The
+# reports repository takes the devices' pushes.
+for repo in fleet reports; do git init -q --bare -b main "$W/git/$repo.git"; done
+git -C "$W/git/fleet.git" config http.receivepack false && git -C "$W/git/reports.git" config http.receivepack true
 node "$top/dist/dev/serve-git.js" "$W/git" --port "$PORT" >"$W/git-server.log" 2>&1 & pids+=($!)
 until_ok 20 git ls-remote "http://127.0.0.1:$PORT/fleet.git"
-git remote add origin "http://127.0.0.1:$PORT/fleet.git" && git push -q -u origin main
+git remote add origin "$W/git/fleet.git" && git push -q -u origin main
+if git push -q "http://127.0.0.1:$PORT/fleet.git" main:refs/heads/from-a-device 2>/dev/null; then echo "the fleet repository took a push over HTTP" >&2; exit 1; fi
+echo "a push to the fleet repository over HTTP, as a device would try it: refused"
 
 echo "== three devices, each with its own name and labels"
 for device in gw-1:role=gateway sensor-1:role=sensor,site=lab sensor-2:role=sensor; do

@@ -39,10 +39,12 @@ keystonectl keygen --out "$W/release" --no-password >/dev/null
 cp -r "$top/examples/fleet" "$W/fleet" && rm "$W/fleet/walkthrough.sh" && cp "$here/fleet.toml" "$W/fleet/fleet.toml"
 cd "$W/fleet" && git init -q -b main && keystonectl sign --key "$W/release.key" --ref main >/dev/null
 git add -A && git commit -qm "fleet v1, staged"
-for repo in fleet reports; do git init -q --bare -b main "$W/git/$repo.git" && git -C "$W/git/$repo.git" config http.receivepack true; done
+# Over HTTP the fleet repository is read-only (the devices' view of it); the operator pushes to it as a path.
+for repo in fleet reports; do git init -q --bare -b main "$W/git/$repo.git"; done
+git -C "$W/git/fleet.git" config http.receivepack false && git -C "$W/git/reports.git" config http.receivepack true
 node "$top/dist/dev/serve-git.js" "$W/git" --port "$PORT" >"$W/git-server.log" 2>&1 & pids+=($!)
 until_ok 20 git ls-remote "$URL"
-git remote add origin "$URL" && git push -q -u origin main
+git remote add origin "$W/git/fleet.git" && git push -q -u origin main
 
 echo "== six devices: gw-1 the canary, two labelled ring=early, three for everyone"
 for device in gw-1:role=gateway gw-2:role=gateway,ring=early sensor-1:role=sensor,ring=early \

@@ -3,6 +3,7 @@
 import type { DevicePolicy } from '../core/device-policy.js';
 import type { Labels } from '../core/labels.js';
 import type { RestartLimits } from '../core/restart-policy.js';
+import { sameRepository } from '../source/git-repo-location.js';
 import type { TrustSetting } from './agent-options.js';
 
 export interface GitSettings {
@@ -33,7 +34,7 @@ export interface GitSettings {
  */
 export function reportsRemote(git: Omit<GitSettings, 'kind'>): { repo: string; token?: string; separate: boolean } {
   const token = git.statusRepo !== undefined ? (git.statusToken ?? git.token) : git.token;
-  return { repo: git.statusRepo ?? git.repo, ...(token !== undefined && { token }), separate: git.statusRepo !== undefined && git.statusRepo !== git.repo };
+  return { repo: git.statusRepo ?? git.repo, ...(token !== undefined && { token }), separate: git.statusRepo !== undefined && !sameRepository(git.statusRepo, git.repo) };
 }
 
 export interface DirectorySettings {

@@ -17,6 +17,8 @@ export interface InitialConfig {
   labels: readonly string[];
   trustedKeys: readonly string[];
   allowUnsigned: boolean;
+  /** `require-ref = true`: only signatures made for the followed ref count. */
+  requireRef?: boolean;
   stateDir: string;
   /** The name the agent reports under when `device` is not set, for the comment that says so. */
   hostname: string;
@@ -89,7 +91,7 @@ export function agentConfigText(c: InitialConfig): string {
       line('threshold', undefined, '1', 'how many distinct trusted keys must have signed'),
       line('max-age', undefined, '"720h"', 'refuse a signed state older than this (a frozen mirror)'),
       line('max-clock-skew', undefined, '"5m"', 'refuse a signature dated further in the future'),
-      line('require-ref', undefined, 'true', 'count only signatures made for the followed ref (keystonectl sign --ref main)'),
+      line('require-ref', c.requireRef ? 'true' : undefined, 'true', 'count only signatures made for the followed ref (keystonectl sign --ref main)'),
     );
   }
   if (c.repo !== undefined)

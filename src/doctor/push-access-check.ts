@@ -8,6 +8,7 @@ import { request } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { gitHttpAgent } from '../source/git-http-agent.js';
+import { sameRepository } from '../source/git-repo-location.js';
 import { pass, skip, warn, type CheckResult } from './check-result.js';
 import type { DoctorSource } from './doctor-setup.js';
 
@@ -17,12 +18,23 @@ const FIX_SEPARATE =
 export async function checkPushAccess(source: DoctorSource, timeoutMs: number): Promise<CheckResult> {
   if (source.kind !== 'git') return skip('push-access', 'not a Git source');
   if (source.tokenProblem !== undefined) return skip('push-access', 'the Git token cannot be read (see git-remote)');
-  if (source.gitNotes && (source.statusRepo === undefined || source.statusRepo === source.repo))
+  if (source.gitNotes && (source.statusRepo === undefined || sameRepository(source.statusRepo, source.repo)))
     return warn('push-access', `reports go to the followed repository ${source.repo}, so this device's credential can push to it: a compromised device could change what every device runs`, FIX_SEPARATE);
-  const can = await canPush(source.repo, source.token, timeoutMs);
-  if (can === 'yes')
-    return warn('push-access', `the credential for ${source.repo} can push to it: a compromised device could change what every device runs`, 'give --git-token-file a read-only token (a deploy token with read access only); reports have their own (--status-token-file)');
-  if (can === 'unknown') return skip('push-access', `cannot tell whether the credential for ${source.repo} can push (the server did not answer the push discovery plainly)`);
+  // Every credential the device holds is asked about: the reports token may reach the followed repository too (one
+  // token scoped to both, or the reports repository named by another host name for the same server).
+  const held = [{ flag: '--git-token-file', token: source.token }, ...(source.gitNotes && source.statusToken !== undefined ? [{ flag: '--status-token-file', token: source.statusToken }] : [])];
+  let unknown = false;
+  for (const { flag, token } of held) {
+    const can = await canPush(source.repo, token, timeoutMs);
+    if (can === 'yes')
+      return warn(
+        'push-access',
+        `the credential of ${flag} can push to ${source.repo}: a compromised device could change what every device runs`,
+        flag === '--git-token-file' ? 'give --git-token-file a read-only token (a deploy token with read access only); reports have their own (--status-token-file)' : 'scope the reports token to the reports repository alone',
+      );
+    if (can === 'unknown') unknown = true;
+  }
+  if (unknown) return skip('push-access', `cannot tell whether this device's credentials can push to ${source.repo} (the server did not answer the push discovery plainly)`);
   return pass('push-access', `${source.repo} is read-only for this device${source.gitNotes ? `; reports go to ${source.statusRepo}` : ''}`);
 }
 

@@ -66,3 +66,20 @@ export function redactUrl(url: string): string {
     return url;
   }
 }
+
+/**
+ * Whether two repository locations name the same repository, as far as the text tells: the scheme and host in any
+ * case, a default port, a trailing slash or `.git`, and the loopback names are one. (The push discovery above is
+ * what settles it for a server known by two names.)
+ */
+export function sameRepository(a: string, b: string): boolean {
+  return repositoryKey(a) === repositoryKey(b);
+}
+
+function repositoryKey(location: string): string {
+  if (!/^https?:\/\//i.test(location)) return location.replace(/\/+$/, '').replace(/\/\.git$/, '').replace(/\.git$/, '');
+  const u = new URL(location);
+  const host = ['localhost', '127.0.0.1', '[::1]'].includes(u.hostname.toLowerCase()) ? 'loopback' : u.hostname.toLowerCase();
+  const port = u.port || (u.protocol === 'https:' ? '443' : '80');
+  return `${u.protocol.toLowerCase()}//${host}:${port}${u.pathname.replace(/\/+$/, '').replace(/\.git$/, '')}`;
+}

@@ -39,6 +39,7 @@ import { pushRefs, receivePackRefs, ZERO_OID, type RefUpdate, type RefUpdateResu
 import { parseRolloutRef } from './rollout-refs.js';
 import { rolloutRefsOf, rolloutUpdates } from './rollout-updates.js';
 import { redactUrl } from '../source/git-repo-location.js';
+import { makePrivate } from '../source/private-fs.js';
 
 export interface GitNotesReporterOptions {
   /** An http(s) URL of the remote, or the path of a local repository (work tree or bare). */
@@ -303,6 +304,9 @@ export class GitNotesReporter implements StatusReporter {
   private async prepareCache(gitdir: string): Promise<void> {
     if (this.cacheReady) return;
     if (!existsSync(join(gitdir, 'HEAD'))) await git.init({ fs, gitdir, bare: true });
+    // The agent's alone, also when a damaged cache was just rebuilt (the state directory's check tightens it only at
+    // start): a 0700 top directory keeps every other user out of whatever isomorphic-git writes below it.
+    makePrivate(gitdir);
     // fetch() records the remote tip through the remote's refspec, and refuses to fetch without one.
     await git.setConfig({ fs, gitdir, path: 'remote.origin.fetch', value: `+${DEVICE_NOTES_PREFIX}*:${TRACKING_PREFIX}*` });
     this.cacheReady = true;

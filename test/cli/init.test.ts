@@ -82,6 +82,15 @@ describe('keystone init', () => {
     expect(text).toContain(`trusted-key = [${JSON.stringify(pub)}]`);
   });
 
+  it('--require-ref writes require-ref = true, which the agent loads as the flag', async () => {
+    const file = join(freshEtc(), 'agent.toml');
+    const r = await keystone(['init', '--config', file, '--repo', 'https://git.example.com/acme/edge.git', '--status-repo', 'https://git.example.com/acme/reports.git', '--trusted-key', pub, '--require-ref']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(readAgentConfig(file).values['require-ref']).toBe(true);
+    const unsigned = await keystone(['init', '--config', join(freshEtc(), 'agent.toml'), '--dir', 'devrepo', '--allow-unsigned', '--require-ref']);
+    expect(unsigned.code).toBe(2);
+  });
+
   it('--status-repo naming the followed repository itself is written, with a warning that the device can then push there', async () => {
     const file = join(freshEtc(), 'agent.toml');
     const same = 'https://git.example.com/acme/edge.git';

@@ -6,6 +6,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkPushAccess } from '../../src/doctor/push-access-check.js';
+import { sameRepository } from '../../src/source/git-repo-location.js';
 import { execFile } from 'node:child_process';
 import { PROJECT_ROOT } from '../support/example-repo.js';
 import { gitIn } from '../support/git-env.js';
@@ -46,7 +47,15 @@ function doctor(args: string[], cwd: string): Promise<Array<{ check: string; sta
   );
 }
 
-const source = (token: string, statusRepo?: string) => ({ kind: 'git' as const, repo: server.url('fleet'), ref: 'main', token, gitNotes: true, ...(statusRepo !== undefined && { statusRepo }) });
+const source = (token: string, statusRepo?: string, statusToken?: string) => ({
+  kind: 'git' as const,
+  repo: server.url('fleet'),
+  ref: 'main',
+  token,
+  gitNotes: true,
+  ...(statusRepo !== undefined && { statusRepo }),
+  ...(statusToken !== undefined && { statusToken }),
+});
 
 describe('push-access', () => {
   it('warns when reports go to the followed repository (its credential must push there)', async () => {
@@ -59,13 +68,30 @@ describe('push-access', () => {
   it('warns when the followed repository has its own reports repository but a token that can push to it', async () => {
     const r = await checkPushAccess(source(WRITE, server.url('reports')), 5000);
     expect(r).toMatchObject({ status: 'warn' });
-    expect(r.detail).toBe(`the credential for ${server.url('fleet')} can push to it: a compromised device could change what every device runs`);
+    expect(r.detail).toBe(`the credential of --git-token-file can push to ${server.url('fleet')}: a compromised device could change what every device runs`);
     expect(r.fix).toContain('read-only token');
   });
 
   it('passes a read-only token with a reports repository of its own', async () => {
     const r = await checkPushAccess(source(READ, server.url('reports')), 5000);
     expect(r).toMatchObject({ status: 'pass', detail: `${server.url('fleet')} is read-only for this device; reports go to ${server.url('reports')}` });
+  });
+
+  it('warns when the reports token can push to the followed repository too (one token scoped to both)', async () => {
+    const r = await checkPushAccess(source(READ, server.url('reports'), WRITE), 5000);
+    expect(r).toMatchObject({ status: 'warn' });
+    expect(r.detail).toContain('the credential of --status-token-file can push to');
+    expect(r.fix).toContain('reports repository alone');
+  });
+
+  it('the followed repository under another name for the same server is the followed repository', async () => {
+    const alias = server.url('fleet').replace('127.0.0.1', 'localhost').replace(/\.git$/, '.git/');
+    const r = await checkPushAccess(source(READ, alias, WRITE), 5000);
+    expect(r).toMatchObject({ status: 'warn' });
+    expect(r.detail).toContain('reports go to the followed repository');
+    expect(sameRepository('HTTP://LocalHost:80/a/fleet.git/', 'http://127.0.0.1/a/fleet')).toBe(true);
+    expect(sameRepository('https://git.example.com/a/fleet.git', 'https://git.example.com/a/reports.git')).toBe(false);
+    expect(sameRepository('/srv/git/fleet.git', '/srv/git/fleet/')).toBe(true);
   });
 
   it('the read-only token does read: it is not "no access at all"', async () => {

@@ -1,7 +1,7 @@
 // The Git notes reporter against a real Git smart-HTTP server (git http-backend), read back with the git CLI: what
 // another tool or an operator would see. Each device writes only its own refs/notes/keystone-devices/<device>.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { readdirSync, truncateSync, writeFileSync } from 'node:fs';
+import { readdirSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isStatusDeliveryError } from '../../src/status/commit-status.js';
 import { deviceNotesRef } from '../../src/status/device-notes-ref.js';
@@ -101,6 +101,8 @@ describe('GitNotesReporter against a Git smart-HTTP server', () => {
     // The outbox tries again: the line arrives, on top of what the server held.
     await a.deliver(status(commit, 'dev-a', 'failure', 'failed: api'));
     expect(await cliNote(clone, commit)).toMatch(/^keystone\/dev-a failure \S+ failed: api\n$/);
+    // The rebuilt cache is the agent's alone at once, not only after the next start (issue 28's review).
+    expect(statSync(cacheDir).mode & 0o777).toBe(0o700);
   });
 
   it('pushes its notes again, as a new root commit, when the server lost the ref (the cache keeps no history to push)', async () => {

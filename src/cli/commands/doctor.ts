@@ -51,7 +51,8 @@ function doctorSetup(values: AgentOptionValues, io: CliIo): DoctorSetup {
     const location = (r: string) => (/^[a-z][a-z0-9+.-]*:\/\//i.test(r) ? r : resolve(io.cwd, r));
     const gitNotes = (values.status ?? 'git-notes').split(',').some((x) => x.trim() === 'git-notes');
     const statusRepo = values['status-repo'] === undefined ? undefined : location(values['status-repo']);
-    source = { kind: 'git', repo: location(repo), ref: values.ref ?? 'main', ...token, ...(statusRepo !== undefined && { statusRepo }), gitNotes };
+    const statusToken = secretOrNothing(values['status-token-file'] && resolve(io.cwd, values['status-token-file']), io.env.KEYSTONE_STATUS_TOKEN);
+    source = { kind: 'git', repo: location(repo), ref: values.ref ?? 'main', ...token, ...(statusRepo !== undefined && { statusRepo }), ...(statusToken !== undefined && { statusToken }), gitNotes };
   }
   if (values.plan === '') throw new UsageError('--plan takes a plan file; leave it out to take the plan from fleet.toml');
   const planFile = values.plan === undefined ? undefined : root !== undefined ? planPathIn(root, values.plan) : values.plan.split('\\').join('/').replace(/^\.\//, '');
@@ -74,6 +75,15 @@ function doctorSetup(values: AgentOptionValues, io: CliIo): DoctorSetup {
     },
     allowRoot: devicePolicyFrom(values).allowRoot,
   };
+}
+
+/** The reports repository's token as the agent reads it; one that cannot be read is the trusted-files check's finding. */
+function secretOrNothing(file: string | undefined, env: string | undefined): string | undefined {
+  try {
+    return secretFrom(file, env, 'reports repository token');
+  } catch {
+    return undefined;
+  }
 }
 
 /** The Git token as the agent reads it (--git-token-file, else KEYSTONE_GIT_TOKEN); a file it cannot read is a finding. */

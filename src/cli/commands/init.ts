@@ -16,8 +16,8 @@ import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';
 
 export const INIT_USAGE =
   'keystone init [--config /etc/keystone/agent.toml] (--repo URL|PATH [--ref main] --status-repo URL|PATH [--status-token-file F] | --dir PATH)\n' +
-  '               [--plan PLAN] [--git-token-file F]' +
-  '               [--device NAME] [--label KEY=VALUE…] (--trusted-key FILE… | --allow-unsigned) [--state-dir /var/lib/keystone] [--force]';
+  '               [--plan PLAN] [--git-token-file F]\n' +
+  '               [--device NAME] [--label KEY=VALUE…] (--trusted-key FILE… [--require-ref] | --allow-unsigned) [--state-dir /var/lib/keystone] [--force]';
 
 export const DEFAULT_CONFIG_FILE = '/etc/keystone/agent.toml';
 
@@ -39,6 +39,7 @@ const OPTIONS = {
   label: { type: 'string', multiple: true },
   'trusted-key': { type: 'string', multiple: true },
   'allow-unsigned': { type: 'boolean', default: false },
+  'require-ref': { type: 'boolean', default: false },
   'state-dir': { type: 'string', default: '/var/lib/keystone' },
   force: { type: 'boolean', default: false },
 } as const;
@@ -58,6 +59,7 @@ export async function initCommand(argv: string[], io: CliIo): Promise<number> {
     );
   const keys = values['trusted-key'] ?? [];
   if (values['allow-unsigned'] && keys.length) throw new UsageError('--allow-unsigned and --trusted-key exclude each other');
+  if (values['allow-unsigned'] && values['require-ref']) throw new UsageError('--require-ref checks signatures: it makes no sense with --allow-unsigned');
   if (!values['allow-unsigned'] && !keys.length) throw new UsageError('no trusted key: give --trusted-key FILE (repeatable), or --allow-unsigned for a development device');
   const given = [['--config', values.config], ['--repo', values.repo], ['--dir', values.dir], ['--plan', values.plan], ['--ref', values.ref], ['--status-repo', values['status-repo']], ['--state-dir', values['state-dir']]] as const;
   for (const [flag, v] of given)
@@ -101,6 +103,7 @@ export async function initCommand(argv: string[], io: CliIo): Promise<number> {
     labels: values.label ?? [],
     trustedKeys: keyFiles,
     allowUnsigned: values['allow-unsigned'],
+    requireRef: values['require-ref'],
     stateDir: resolve(io.cwd, values['state-dir']),
     hostname: hostname(),
     now: new Date(nowMs(io)),
