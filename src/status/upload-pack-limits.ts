@@ -5,7 +5,7 @@
 // held (its wire bytes are capped before this) and walked here first: each object's header states its size, checked
 // against what is left of the limit BEFORE anything is inflated; each is then inflated to exactly that size at most,
 // so a header that lies is caught too. A delta is charged for the object it produces (its header says how big).
-import { inflateSync } from 'node:zlib';
+import { deltaResultSize, OFS_DELTA, packCount, REF_DELTA, walkPack } from '../source/pack-walk.js';
 import { StatusDeliveryError } from './commit-status.js';
 
 export interface PackLimits {
@@ -20,10 +20,6 @@ export interface PackCost {
   inflatedBytes: number;
 }
 
-const OFS_DELTA = 6;
-const REF_DELTA = 7;
-const HEADER = 12;
-const TRAILER = 20;
 
 /**
  * The cost of the pack in an upload-pack answer (`body`: its pkt-lines, side band or not). Throws StatusDeliveryError
@@ -51,66 +47,30 @@ function packOf(body: Buffer, what: string): Buffer | undefined {
 }
 
 function packCost(pack: Buffer, limits: PackLimits, what: string): PackCost {
-  if (pack.length < HEADER + TRAILER || pack.toString('latin1', 0, 4) !== 'PACK') throw malformed(what, 'no pack header');
-  const count = pack.readUInt32BE(8);
+  // zlib's own words are left out of what is said: "unexpected end of file" would read as a damaged cache
+  // (delivery-deadline.ts).
+  const fail = (message: string): never => {
+    throw malformed(what, message.replace(/: .*$/, ''));
+  };
+  const count = packCount(pack, fail);
   if (count > limits.maxObjects) throw tooLarge(what, `${count} objects (the limit is ${limits.maxObjects})`);
-  const end = pack.length - TRAILER;
   let inflatedBytes = 0;
-  let pos = HEADER;
   const charge = (bytes: number) => {
     if (inflatedBytes + bytes > limits.maxInflatedBytes) throw tooLarge(what, `objects that inflate to more than ${limits.maxInflatedBytes} bytes`);
   };
-  for (let i = 0; i < count; i++) {
-    if (pos >= end) throw malformed(what, 'the pack ends before its last object');
-    const offset = pos;
-    let byte = pack[pos++]!;
-    const kind = (byte >> 4) & 7;
-    let size = byte & 15;
-    for (let shift = 4; byte & 0x80; shift += 7) {
-      if (pos >= end || shift > 49) throw malformed(what, `bad object header at ${offset}`);
-      byte = pack[pos++]!;
-      size += (byte & 0x7f) * 2 ** shift;
-    }
-    if (kind === OFS_DELTA) {
-      do if (pos >= end) throw malformed(what, `bad ofs-delta at ${offset}`);
-      while (pack[pos++]! & 0x80);
-    } else if (kind === REF_DELTA) pos += 20;
-    else if (kind < 1 || kind > 4) throw malformed(what, `unknown object type ${kind} at ${offset}`);
+  walkPack(
+    pack,
+    fail,
     // Before inflating: the size the header states is what inflating may allocate.
-    charge(size);
-    let inflated: { buffer: Buffer; engine: { bytesWritten: number } };
-    try {
-      inflated = inflateSync(pack.subarray(pos, end), { info: true, maxOutputLength: Math.max(size, 1) }) as unknown as typeof inflated;
-    } catch {
-      // zlib's own words are left out: "unexpected end of file" would read as a damaged cache (delivery-deadline.ts).
-      throw malformed(what, `the object at ${offset} does not inflate to the ${size} bytes its header states`);
-    }
-    if (inflated.buffer.length !== size) throw malformed(what, `the object at ${offset} inflates to ${inflated.buffer.length} bytes, not ${size}`);
-    pos += inflated.engine.bytesWritten;
-    // A delta costs the object it makes: its second size (after the base's) says how big.
-    const made = kind === OFS_DELTA || kind === REF_DELTA ? deltaResultSize(inflated.buffer, what) : size;
-    charge(made);
-    inflatedBytes += made;
-  }
+    (h) => charge(h.size),
+    (h, data) => {
+      // A delta costs the object it makes: its second size (after the base's) says how big.
+      const made = h.kind === OFS_DELTA || h.kind === REF_DELTA ? deltaResultSize(data, fail) : h.size;
+      charge(made);
+      inflatedBytes += made;
+    },
+  );
   return { objects: count, inflatedBytes };
-}
-
-function deltaResultSize(delta: Buffer, what: string): number {
-  let pos = 0;
-  const varint = () => {
-    let n = 0;
-    let byte: number;
-    let shift = 0;
-    do {
-      if (pos >= delta.length || shift > 49) throw malformed(what, 'a truncated delta');
-      byte = delta[pos++]!;
-      n += (byte & 0x7f) * 2 ** shift;
-      shift += 7;
-    } while (byte & 0x80);
-    return n;
-  };
-  varint(); // the base's size
-  return varint();
 }
 
 function tooLarge(what: string, detail: string): StatusDeliveryError {
