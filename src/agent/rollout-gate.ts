@@ -9,10 +9,20 @@ import { decideGate, type GateDecision, type RolloutReport } from '../core/rollo
 import type { Rollout } from '../core/rollout.js';
 import { BUCKETS, failuresPrefix, parseRolloutRef, rolloutPrefixes } from '../status/rollout-refs.js';
 
-/** Lists refs under prefixes, with the host's time of the answer (source/ref-lister.ts). */
+/**
+ * Lists refs under prefixes, with the host's time of the answer (source/ref-lister.ts). `keep` drops every other ref
+ * as the answer streams, so that they cost no memory and do not count against the listing's cap.
+ */
 export interface RolloutRefSource {
-  list(prefixes: string[]): Promise<{ refs: Array<{ ref: string; oid: string }>; serverTime?: number }>;
+  list(prefixes: string[], opts?: { keep?: (ref: string) => boolean }): Promise<{ refs: Array<{ ref: string; oid: string }>; serverTime?: number }>;
 }
+
+/**
+ * Only refs that parse as rollout refs are read: anyone who can push reports can push any other name inside the very
+ * subtrees read (80,000 under `<wave>/failed/<held commit>/` stopped every read: issue 28, finding 11), and those
+ * would never be counted anyway.
+ */
+const keep = (ref: string): boolean => parseRolloutRef(ref) !== undefined;
 
 /** What the gate needs of the store: what it saw first, per commit and key (GateInput.seen). */
 export interface RolloutRecall {
@@ -137,11 +147,11 @@ export class RolloutGate {
    * the earlier answer is never shorter than the host's clock says.
    */
   private async read(prefixes: string[]): Promise<{ refs: Array<{ ref: string; oid: string }>; serverTime?: number }> {
-    if (prefixes.length <= MAX_REF_PREFIXES) return this.opts.refs.list(prefixes);
+    if (prefixes.length <= MAX_REF_PREFIXES) return this.opts.refs.list(prefixes, { keep });
     const refs: Array<{ ref: string; oid: string }> = [];
     let serverTime: number | undefined;
     for (let i = 0; i < prefixes.length; i += MAX_REF_PREFIXES) {
-      const part = await this.opts.refs.list(prefixes.slice(i, i + MAX_REF_PREFIXES));
+      const part = await this.opts.refs.list(prefixes.slice(i, i + MAX_REF_PREFIXES), { keep });
       refs.push(...part.refs);
       if (part.serverTime === undefined) return { refs };
       serverTime = Math.min(serverTime ?? part.serverTime, part.serverTime);

@@ -71,7 +71,7 @@ export async function* exactRefAnswer(source: AsyncIterable<Uint8Array>, ref: st
  * The ref name of one ls-refs line (`<oid> <ref>[ <attribute>…]`), as UTF-8 bytes. Only the line kept is read as a
  * ref by the caller's parser; the others are read for their name alone.
  */
-function refOf(line: Buffer, url: string): Buffer {
+export function refOf(line: Buffer, url: string): Buffer {
   let text: string;
   try {
     text = UTF8.decode(line.subarray(4));
@@ -89,7 +89,7 @@ function refOf(line: Buffer, url: string): Buffer {
  * Ends a body read no further. isomorphic-git's node client destroys the response there but answers `return()` with
  * undefined, which an async generator wrapped around it turns into a TypeError: the body is closed all the same.
  */
-async function closeQuietly(it: AsyncIterator<Uint8Array>): Promise<void> {
+export async function closeQuietly(it: AsyncIterator<Uint8Array>): Promise<void> {
   try {
     await it.return?.();
   } catch {

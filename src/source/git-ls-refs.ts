@@ -9,6 +9,7 @@
 // looks through lsRefsV2, and both raise it, without an import cycle between the two.
 import { OperationError } from '../core/errors.js';
 import { exactRefAnswer } from './exact-ref-answer.js';
+import { keptRefsAnswer } from './kept-refs-answer.js';
 import { budgetedHttpClient, TransferBudget } from './git-http-client.js';
 
 /** One ref as listed: its full name and the object it points at (a tag's own object, not peeled). */
@@ -38,6 +39,13 @@ export interface LsRefsV2Options {
    * kept (exact-ref-answer.ts), so no number of refs that merely share its prefix makes the listing pass its cap.
    */
   exact?: string;
+  /**
+   * Only refs this keeps are wanted: the others are dropped as the answer streams, never held (kept-refs-answer.ts),
+   * and only the kept lines count against `maxKeptBytes`; the wire is bounded by `maxBytes` or the budget as ever.
+   */
+  keep?: (ref: string) => boolean;
+  /** With `keep`: the most bytes of kept lines (default LS_REFS_DEFAULTS.maxBytes). */
+  maxKeptBytes?: number;
 }
 
 export interface LsRefsV2Result {
@@ -109,7 +117,7 @@ export async function lsRefsV2(opts: LsRefsV2Options): Promise<LsRefsV2Result> {
       // An error answer is read too (its body is small, and the budget bounds it): the connection then goes back to
       // the pool instead of hanging half-read.
       if (!res.body) answer = new Uint8Array();
-      else answer = await collect(listing && opts.exact !== undefined ? exactRefAnswer(res.body, opts.exact, url) : res.body);
+      else answer = await collect(listing ? reduced(res.body, opts, url) : res.body);
     } catch (e) {
       throw budget.failure ?? transportError(e, url, what);
     }
@@ -127,6 +135,13 @@ export async function lsRefsV2(opts: LsRefsV2Options): Promise<LsRefsV2Result> {
   } catch (e) {
     throw budget.failure ?? e;
   }
+}
+
+/** The answer as the whole-answer parser is given it: one ref's line, the kept lines, or all of it. */
+function reduced(body: AsyncIterableIterator<Uint8Array>, opts: LsRefsV2Options, url: string): AsyncIterable<Uint8Array> {
+  if (opts.exact !== undefined) return exactRefAnswer(body, opts.exact, url);
+  if (opts.keep === undefined) return body;
+  return keptRefsAnswer(body, { keep: opts.keep, maxKeptBytes: opts.maxKeptBytes ?? LS_REFS_DEFAULTS.maxBytes, url, what: `listing refs of ${url}` });
 }
 
 /**

@@ -5,6 +5,12 @@
 // limits are left out instead: skipped by inflating them as a stream into nothing (a 1 GiB blob of zeros: about
 // 0.25 s and no memory), and the pack rewritten without them, and without any delta built on them. Commits and trees
 // are kept, within the limits, or the pack is refused like any other (KS_GIT_PACK_TOO_LARGE).
+//
+// Skipping still costs the inflating, and deflate expands up to ~1,032 times: a header may state up to 2^53 bytes, so
+// a 128 MiB pack of zeros could have a deepening inflate ~128 GiB (tens of seconds of CPU) at every deepening through
+// that commit. So a left-out entry's stream is abandoned as soon as it passes the size its header states, and what all
+// the left-out entries of one pack may state together is capped (MAX_SKIPPED_BYTES; one past it alone is refused at
+// its header, unread).
 import { createHash } from 'node:crypto';
 import { createInflate } from 'node:zlib';
 import { OperationError } from '../core/errors.js';
@@ -12,6 +18,14 @@ import { inflateEntry, OFS_DELTA, PACK_HEADER, PACK_TRAILER, packCount, readEntr
 import type { PackInflation, PackInflationLimits } from './pack-inflation.js';
 
 const BLOB = 3;
+/**
+ * The most the left-out entries of one history pack may inflate to, together: 4 GiB, about a second of inflating
+ * (zeros inflate at ~3.5 GB/s), where 128 GiB took over half a minute. 2^32 because no legitimate history comes near
+ * it: Git hosts refuse a file far smaller (GitHub at 100 MiB), Git for Windows could not hold an object of 4 GiB for
+ * years, and data other than a bomb's deflates by well under 32 times, which the 128 MiB a fetch may bring would need.
+ * Past it the pack is refused (KS_GIT_PACK_TOO_LARGE), as a pack with a commit past the limits is.
+ */
+export const MAX_SKIPPED_BYTES = 2 ** 32;
 const TYPE_NAMES: Record<number, string> = { 1: 'commit', 2: 'tree', 3: 'blob', 4: 'tag' };
 
 interface Kept {
@@ -28,7 +42,7 @@ interface Kept {
  * KS_GIT_PACK_TOO_LARGE for a commit, tree or tag past the limits (or an object of unknown type: a delta on a base
  * from outside the pack), KS_GIT_THIN_PACK for a malformed pack.
  */
-export async function pruneHistoryPack(pack: Buffer, limits: PackInflationLimits): Promise<{ pack: Buffer; dropped: number; cost: PackInflation }> {
+export async function pruneHistoryPack(pack: Buffer, limits: PackInflationLimits, maxSkippedBytes = MAX_SKIPPED_BYTES): Promise<{ pack: Buffer; dropped: number; cost: PackInflation }> {
   const fail = (message: string): never => {
     throw new OperationError('KS_GIT_THIN_PACK', message);
   };
@@ -40,6 +54,7 @@ export async function pruneHistoryPack(pack: Buffer, limits: PackInflationLimits
   const typeAt = new Map<number, number | undefined>();
   const droppedAt = new Set<number>();
   const droppedOids = new Set<string>();
+  let skipped = 0;
   let pos = PACK_HEADER;
   for (let i = 0; i < count; i++) {
     const { h, dataStart } = readEntryHeader(pack, pos, fail);
@@ -49,6 +64,9 @@ export async function pruneHistoryPack(pack: Buffer, limits: PackInflationLimits
     const fits = (bytes: number) => bytes <= limits.maxObjectBytes && cost.inflatedBytes + bytes <= limits.maxInflatedBytes;
     const leaveOut = async () => {
       // A blob left out by its header alone: skipped as a stream, and its id kept for ref-deltas that name it.
+      if (h.size > maxSkippedBytes - skipped)
+        throw tooLarge(`the fetched history holds ${skipped === 0 ? 'an object' : 'objects'} left out that would inflate to ${skipped + h.size} bytes, past the ${maxSkippedBytes} one pack may`);
+      skipped += h.size;
       const { dataEnd, oid } = await skipEntry(pack, h.kind === BLOB ? 'blob' : undefined, h.size, dataStart, h.offset, fail);
       if (oid) droppedOids.add(oid);
       droppedAt.add(h.offset);
@@ -116,25 +134,35 @@ function ofsDistance(distance: number): Buffer {
 
 /**
  * Inflates an entry's data as a stream into nothing: where it ends, and (for a whole object of a known type) its id.
- * It must inflate to exactly `size`, as every entry must.
+ * It must inflate to exactly `size`, as every entry must; one that goes past it is abandoned there, not read on.
  */
 function skipEntry(pack: Buffer, type: string | undefined, size: number, dataStart: number, offset: number, fail: (m: string) => never): Promise<{ dataEnd: number; oid?: string }> {
   return new Promise((resolve, reject) => {
     const z = createInflate({ chunkSize: 256 * 1024 });
     const hash = type ? createHash('sha1').update(`${type} ${size}\0`) : undefined;
     let out = 0;
-    z.on('data', (chunk: Buffer) => {
-      out += chunk.length;
-      hash?.update(chunk);
-    });
-    z.on('error', (e) => {
+    let refused = false;
+    const refuse = (message: string) => {
+      if (refused) return;
+      refused = true;
       try {
-        fail(`object at ${offset} does not inflate: ${e.message}`);
+        fail(message);
       } catch (err) {
         reject(err as Error);
       }
+    };
+    z.on('data', (chunk: Buffer) => {
+      out += chunk.length;
+      if (out > size) {
+        refuse(`object at ${offset} inflates to more than the ${size} bytes its header states`);
+        z.destroy();
+        return;
+      }
+      hash?.update(chunk);
     });
+    z.on('error', (e) => refuse(`object at ${offset} does not inflate: ${e.message}`));
     z.on('end', () => {
+      if (refused) return;
       try {
         if (out !== size) fail(`object at ${offset} inflates to ${out} bytes, not ${size}`);
         resolve({ dataEnd: dataStart + z.bytesWritten, ...(hash && { oid: hash.digest('hex') }) });

@@ -9,6 +9,7 @@ import { OperationError } from '../core/errors.js';
 import { budgetedHttpClient, TransferBudget } from './git-http-client.js';
 import { checkPrefixes, httpDate, isValidRefName, LS_REFS_DEFAULTS, lsRefsV2, statusError, transportError, type RefEntry } from './git-ls-refs.js';
 import { parseGitRepo } from './git-repo-location.js';
+import { keptAdvertisement } from './kept-refs-answer.js';
 import { locateGitRepository } from './git-tree-reader.js';
 
 export type { RefEntry };
@@ -24,9 +25,18 @@ export interface RefListing {
   bytes: number;
 }
 
+export interface ListOptions {
+  /**
+   * Only refs this keeps are wanted (a rollout gate: those that parse as rollout refs). The others are dropped as
+   * they stream, never held; the kept ones are capped at the lister's maxBytes, and the wire at
+   * FILTERED_LISTING_WIRE_BYTES, so that no number of refs the caller would drop stops the listing below that.
+   */
+  keep?: (ref: string) => boolean;
+}
+
 export interface RefLister {
   /** The refs under `prefixes` (none: an empty listing, nothing asked). Throws OperationError with a KS_* code. */
-  list(prefixes: string[]): Promise<RefListing>;
+  list(prefixes: string[], opts?: ListOptions): Promise<RefListing>;
 }
 
 export interface RefListerOptions {
@@ -38,6 +48,15 @@ export interface RefListerOptions {
   timeoutMs?: number;
   maxBytes?: number;
 }
+
+/**
+ * The wire cap of a listing filtered by `keep`, eight times the default. Refs that are dropped cost this device
+ * download bytes and parsing time, not memory (each is let go as it arrives), so the cap on what is kept, the memory
+ * bound, stays at 8 MiB, and the wire's is set where a pusher's junk stops a read only past ~600,000 refs in the very
+ * subtree read, instead of ~80,000. It stays a cap: anyone with push rights can always cost a device bandwidth (by
+ * refs, or by objects it must fetch), and a metered link should not pay for an unbounded answer at every poll.
+ */
+export const FILTERED_LISTING_WIRE_BYTES = 64 * 1024 * 1024;
 
 /**
  * A lister for `repository`: an http(s) URL, or a local repository (bare, or a work tree with `.git`). Throws
@@ -70,16 +89,18 @@ class HttpRefLister implements RefLister {
     private readonly timeoutMs: number,
   ) {}
 
-  async list(prefixes: string[]): Promise<RefListing> {
+  async list(prefixes: string[], opts: ListOptions = {}): Promise<RefListing> {
     if (prefixes.length === 0) return { refs: [], requests: 0, bytes: 0 };
     checkPrefixes(prefixes);
-    const budget = new TransferBudget(this.maxBytes, this.timeoutMs, `listing refs of ${this.url}`);
-    const { refs, serverTime } = await budget.run(() => this.listWithin(budget, prefixes));
+    const wire = opts.keep ? Math.max(this.maxBytes, FILTERED_LISTING_WIRE_BYTES) : this.maxBytes;
+    const budget = new TransferBudget(wire, this.timeoutMs, `listing refs of ${this.url}`);
+    const { refs, serverTime } = await budget.run(() => this.listWithin(budget, prefixes, opts.keep));
     return { refs, ...(serverTime !== undefined && { serverTime }), requests: budget.requests, bytes: budget.sent + budget.received };
   }
 
-  private async listWithin(budget: TransferBudget, prefixes: string[]): Promise<{ refs: RefEntry[]; serverTime?: number }> {
-    const post = () => lsRefsV2({ url: this.url, prefixes, headers: this.headers, budget });
+  private async listWithin(budget: TransferBudget, prefixes: string[], keep?: (ref: string) => boolean): Promise<{ refs: RefEntry[]; serverTime?: number }> {
+    const filter = keep && { keep, maxKeptBytes: this.maxBytes };
+    const post = () => lsRefsV2({ url: this.url, prefixes, headers: this.headers, budget, ...filter });
     if (this.mode === 'post') return post();
     if (this.mode === 'unknown') {
       try {
@@ -91,23 +112,32 @@ class HttpRefLister implements RefLister {
         if ((e as OperationError).code !== 'KS_GIT_SERVER_UNSUPPORTED') throw e;
       }
     }
-    const found = await this.discover(budget);
+    const found = await this.discover(budget, keep);
     if (found.info.protocolVersion === 2) {
       if (!found.info.capabilities['ls-refs']) throw new OperationError('KS_GIT_SERVER_UNSUPPORTED', `${this.url} speaks protocol v2 without ls-refs`);
       const r = await post();
       this.mode = 'discover';
       return r;
     }
-    const refs = v1Refs(found.info.refs ?? [], prefixes, this.url);
+    const refs = v1Refs(found.info.refs ?? [], prefixes, this.url).filter((r) => !keep || keep(r.ref));
     this.mode = 'v1';
     return { refs, ...(found.serverTime !== undefined && { serverTime: found.serverTime }) };
   }
 
-  /** `GET info/refs?service=git-upload-pack` asking for v2: the capabilities, or (v1) every ref. */
-  private async discover(budget: TransferBudget): Promise<{ info: Awaited<ReturnType<typeof git.getRemoteInfo2>>; serverTime?: number }> {
+  /**
+   * `GET info/refs?service=git-upload-pack` asking for v2: the capabilities, or (v1) every ref of the repository,
+   * which with `keep` is filtered as it streams, like an ls-refs answer (kept-refs-answer.ts).
+   */
+  private async discover(budget: TransferBudget, keep?: (ref: string) => boolean): Promise<{ info: Awaited<ReturnType<typeof git.getRemoteInfo2>>; serverTime?: number }> {
     let last: GitHttpResponse | undefined;
+    const what = `listing refs of ${this.url}`;
     const http: HttpClient = {
-      request: async (req) => (last = await budgetedHttpClient(budget, this.headers).request(req)),
+      request: async (req) => {
+        last = await budgetedHttpClient(budget, this.headers).request(req);
+        if (keep && last.statusCode === 200 && last.body)
+          last.body = keptAdvertisement(last.body, { keep, maxKeptBytes: this.maxBytes, url: this.url, what });
+        return last;
+      },
     };
     try {
       const info = await git.getRemoteInfo2({ http, url: this.url, protocolVersion: 2 });
@@ -154,7 +184,7 @@ class LocalRefLister implements RefLister {
     private readonly now: () => number,
   ) {}
 
-  async list(prefixes: string[]): Promise<RefListing> {
+  async list(prefixes: string[], opts: ListOptions = {}): Promise<RefListing> {
     if (prefixes.length === 0) return { refs: [], serverTime: this.now(), requests: 0, bytes: 0 };
     checkPrefixes(prefixes);
     const common = commonGitDir(this.path);
@@ -166,7 +196,7 @@ class LocalRefLister implements RefLister {
     const refs: RefEntry[] = [];
     const names = new Set([...loose.keys(), ...packed.keys()]);
     for (const ref of [...names].sort()) {
-      if (!prefixes.some((p) => ref.startsWith(p)) || !isValidRefName(ref)) continue;
+      if (!prefixes.some((p) => ref.startsWith(p)) || !isValidRefName(ref) || (opts.keep && !opts.keep(ref))) continue;
       const oid = await resolveRef(ref, loose, packed, common);
       if (oid) refs.push({ ref, oid });
     }

@@ -156,4 +156,25 @@ describe('a history pack', () => {
     const lying = () => Buffer.concat([entryHeader(3, 4 * MiB), deflateSync(Buffer.alloc(5 * MiB))]);
     await expect(pruneHistoryPack(pack([lying]), limits)).rejects.toMatchObject({ code: 'KS_GIT_THIN_PACK' });
   });
+
+  // A header may state up to 2^53 bytes and deflate expands ~1,000-fold: skipping used to inflate whatever the stream
+  // held and compare sizes at its end, so a 128 MiB pack of zeros cost ~128 GiB of inflating at every deepening.
+  it('refuses a left-out blob whose header states more than any pack may skip, without inflating it', async () => {
+    const huge = () => Buffer.concat([entryHeader(3, 2 ** 40), deflateSync(Buffer.alloc(MiB))]);
+    await expect(pruneHistoryPack(pack([whole(3, small), huge]), limits)).rejects.toMatchObject({ code: 'KS_GIT_PACK_TOO_LARGE', message: expect.stringContaining('past the 4294967296') });
+  });
+
+  it('abandons a left-out stream as soon as it passes its stated size, not at its end', async () => {
+    // 64 MiB of zeros stated as 2 MiB, its checksum broken: read to its end, the stream would fail on the checksum.
+    const data = deflateSync(Buffer.alloc(64 * MiB));
+    data[data.length - 1]! ^= 0xff;
+    const lying = () => Buffer.concat([entryHeader(3, 2 * MiB), data]);
+    await expect(pruneHistoryPack(pack([lying]), limits)).rejects.toMatchObject({ code: 'KS_GIT_THIN_PACK', message: expect.stringContaining(`inflates to more than the ${2 * MiB} bytes`) });
+  });
+
+  it('caps what the left-out entries of one pack inflate to together (KS_GIT_PACK_TOO_LARGE)', async () => {
+    const p = pack([whole(3, Buffer.alloc(2 * MiB, 1)), whole(3, Buffer.alloc(2 * MiB, 2)), whole(3, Buffer.alloc(2 * MiB, 3))]);
+    expect((await pruneHistoryPack(p, limits)).dropped).toBe(3);
+    await expect(pruneHistoryPack(p, limits, 5 * MiB)).rejects.toMatchObject({ code: 'KS_GIT_PACK_TOO_LARGE', message: expect.stringContaining(`${6 * MiB} bytes, past the ${5 * MiB}`) });
+  });
 });
