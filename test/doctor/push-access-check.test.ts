@@ -101,15 +101,26 @@ describe('push-access', () => {
   });
 
   it('keystone doctor shows it, and a warning does not fail the device', async () => {
-    const dir = join(s.dir, 'cli');
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, 'read-token'), `${READ}\n`, { mode: 0o600 });
-    writeFileSync(join(dir, 'push-token'), `${WRITE}\n`, { mode: 0o600 });
-    const common = ['--json', '--repo', server.url('fleet'), '--allow-unsigned', '--state-dir', join(dir, 'state'), '--plan', 'plans/x.toml'];
-    const readOnly = await doctor([...common, '--git-token-file', join(dir, 'read-token'), '--status-repo', server.url('reports'), '--status-token-file', join(dir, 'push-token')], dir);
-    const sameRepo = await doctor([...common, '--git-token-file', join(dir, 'push-token')], dir);
-    const find = (checks: Array<{ check: string; status: string }>) => checks.find((c) => c.check === 'push-access');
-    expect(find(readOnly)).toMatchObject({ status: 'pass' });
-    expect(find(sameRepo)).toMatchObject({ status: 'warn' });
+    // The reports on a server of their own, whose token the fleet's server does not take: as on a real Git host where
+    // the reports token is scoped to the reports repository.
+    const reportsServer = await startGitHttpServer({ root: join(s.dir, 'reports-srv'), token: 'reports-only' });
+    try {
+      reportsServer.createRepository('reports');
+      const dir = join(s.dir, 'cli');
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, 'read-token'), `${READ}\n`, { mode: 0o600 });
+      writeFileSync(join(dir, 'push-token'), `${WRITE}\n`, { mode: 0o600 });
+      writeFileSync(join(dir, 'reports-token'), 'reports-only\n', { mode: 0o600 });
+      const common = ['--json', '--repo', server.url('fleet'), '--allow-unsigned', '--state-dir', join(dir, 'state'), '--plan', 'plans/x.toml'];
+      const readOnly = await doctor([...common, '--git-token-file', join(dir, 'read-token'), '--status-repo', reportsServer.url('reports'), '--status-token-file', join(dir, 'reports-token')], dir);
+      const reachesBoth = await doctor([...common, '--git-token-file', join(dir, 'read-token'), '--status-repo', server.url('reports'), '--status-token-file', join(dir, 'push-token')], dir);
+      const sameRepo = await doctor([...common, '--git-token-file', join(dir, 'push-token')], dir);
+      const find = (checks: Array<{ check: string; status: string }>) => checks.find((c) => c.check === 'push-access');
+      expect(find(readOnly)).toMatchObject({ status: 'pass' });
+      expect(find(reachesBoth)).toMatchObject({ status: 'warn' });
+      expect(find(sameRepo)).toMatchObject({ status: 'warn' });
+    } finally {
+      await reportsServer.stop();
+    }
   });
 });

@@ -3,7 +3,7 @@
 // user and writable by no group and no other user; a secret readable by no one else. Links are followed and each hop
 // is checked. "Another user" is nobody (65534): planting one's file takes chown, which only root may do.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, lchownSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, cpSync, lchownSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -149,8 +149,11 @@ describe('a file the agent trusts', () => {
       const rootsConfig = file(join(d, 'root.toml'), 0o644);
       const theirs = file(join(d, 'theirs.toml'), 0o644);
       chownSync(theirs, 1, 1);
-      // The real module (dist/), judged by a process whose user is nobody: the rule reads the process's own uid.
-      const script = `import('${join(PROJECT_ROOT, 'dist', 'runtime', 'trusted-file.js')}').then((m) => console.log(JSON.stringify(${JSON.stringify([
+      // The real module (dist/), judged by a process whose user is nobody: the rule reads the process's own uid. A copy
+      // nobody can reach: the checkout may sit below a directory only root may enter (CI clones into a mktemp -d).
+      const built = temp();
+      for (const room of ['runtime', 'core']) cpSync(join(PROJECT_ROOT, 'dist', room), join(built, room), { recursive: true });
+      const script = `import('${join(built, 'runtime', 'trusted-file.js')}').then((m) => console.log(JSON.stringify(${JSON.stringify([
         [config, 'config'],
         [token, 'secret'],
         [rootsConfig, 'config'],
