@@ -11,19 +11,20 @@ import { is } from '../../test/support/agent-harness.js';
 import { CANNOT_RELOAD, DEVICE, type ChaosAgent } from './chaos-agent.js';
 import { GAUGE, type ChaosRepo, type Expected, type PushedCommit } from './chaos-repo.js';
 import { viewDevice, type DeviceView } from './device-view.js';
+import { reportsSigned, REPORTS_SIGNED, type IdentityLedger } from './report-invariants.js';
 import { checkOutcomes, interrupted, OutcomeLedger, outcomeOf, type OutcomeResult } from './outcome-invariants.js';
 import { integrityCheck, outboxRows, recentHistory, replayFloor } from './store-probe.js';
 
 export { OutcomeLedger } from './outcome-invariants.js';
 
 export interface InvariantResult {
-  name: 'converged' | 'no duplicates' | 'no orphans' | 'store integrity' | 'no status lost' | 'replay floor' | OutcomeResult['name'];
+  name: 'converged' | 'no duplicates' | 'no orphans' | 'store integrity' | 'no status lost' | 'replay floor' | OutcomeResult['name'] | typeof REPORTS_SIGNED;
   ok: boolean;
   detail?: string;
 }
 
 /** How many invariants a settle checks (and a kill: the store's two). */
-export const SETTLED_CHECKS = 8;
+export const SETTLED_CHECKS = 9;
 export const KILL_CHECKS = 2;
 
 const CONTEXT = statusContext(DEVICE);
@@ -176,7 +177,7 @@ async function statusesKept(repo: ChaosRepo, ca: ChaosAgent, commits: readonly P
  * Every invariant of a settled device (SETTLED_CHECKS of them); `commits`: those pushed since the last settled check
  * (their statuses are looked at); `ledger`: what the outcome invariants saw at the earlier settles of the run.
  */
-export async function checkSettled(repo: ChaosRepo, ca: ChaosAgent, commits: readonly PushedCommit[], floor: { max: number }, ledger = new OutcomeLedger()): Promise<InvariantResult[]> {
+export async function checkSettled(repo: ChaosRepo, ca: ChaosAgent, commits: readonly PushedCommit[], floor: { max: number }, ledger = new OutcomeLedger(), identity: IdentityLedger = {}): Promise<InvariantResult[]> {
   const view = await persistentView(repo, ca);
   const store = checkStore(ca.h.stateDir, floor);
   const applied = ca.h.appliedRevision();
@@ -189,5 +190,6 @@ export async function checkSettled(repo: ChaosRepo, ca: ChaosAgent, commits: rea
     ...store,
     await statusesKept(repo, ca, commits),
     ...(await checkOutcomes(repo, ca, ledger)),
+    await reportsSigned(repo, ca, commits, identity),
   ];
 }

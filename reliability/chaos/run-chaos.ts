@@ -5,6 +5,7 @@
 // health check of the instances it adopted (issue 27), sometimes another kill during that restart's own recovery; then
 // the device is allowed to settle and every invariant is checked. Used by reliability/chaos.mjs
 // (`npm run chaos`) and by test/reliability/chaos.e2e.test.ts (a small N).
+import type { IdentityLedger } from './report-invariants.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -89,6 +90,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
   };
   const floor = { max: 0 };
   const ledger = new OutcomeLedger();
+  const identity: IdentityLedger = {};
   let settleMs = 0;
   let cycle = 0;
   let log: string[] = [];
@@ -124,7 +126,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       record([{ name: why.startsWith(STATUS_WAIT) ? 'no status lost' : 'converged', ok: false, detail: `not settled after ${settleDeadline / 1000} s: ${why}\nthe running agent's log:\n${ca.agent?.tail(40) ?? '(none)'}` }]);
       return false;
     }
-    record(await checkSettled(repo, ca, unchecked, floor, ledger));
+    record(await checkSettled(repo, ca, unchecked, floor, ledger, identity));
     unchecked = [];
     return true;
   };

@@ -5,6 +5,7 @@ import { gitLsRefs } from './targets/git-ls-refs.js';
 import { gitRefAdvertisement } from './targets/git-ref-advertisement.js';
 import { agentConfig } from './targets/agent-config.js';
 import { apiRequest } from './targets/api-request.js';
+import { deviceCertificate } from './targets/device-certificate.js';
 import { fleetLoad } from './targets/fleet-load.js';
 import { fleetToml } from './targets/fleet-toml.js';
 import { httpRetryAfter } from './targets/http-retry-after.js';
@@ -17,6 +18,7 @@ import { revisionLoad } from './targets/revision-load.js';
 import { queryParams } from './targets/query-params.js';
 import { receivePackAdvertisement } from './targets/receive-pack-advertisement.js';
 import { receivePackReport } from './targets/receive-pack-report.js';
+import { revocationsToml } from './targets/revocations-toml.js';
 import { rolloutRefs } from './targets/rollout-refs.js';
 import { sha256sums } from './targets/sha256sums.js';
 import { statusNotes } from './targets/status-notes.js';
@@ -50,6 +52,8 @@ export const TARGETS: readonly FuzzTarget[] = [
   queryParams,
   githubWebhook,
   agentConfig,
+  deviceCertificate,
+  revocationsToml,
 ];
 
 export function targetNamed(name: string): FuzzTarget | undefined {

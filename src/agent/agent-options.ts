@@ -1,5 +1,6 @@
 // What starting an agent takes (agent.ts): the composition root (run-agent.ts) fills it from the validated
 // configuration; tests fill it directly.
+import type { PublicKey } from '../trust/minisign.js';
 import type { DesiredComponent, DesiredState } from '../core/desired-state.js';
 import type { Labels } from '../core/labels.js';
 import type { RestartLimits } from '../core/restart-policy.js';
@@ -33,6 +34,8 @@ export interface AgentOptions {
   planFile?: string;
   /** This device as fleet.toml's targets see it; needed without `planFile`. */
   fleet?: { device: string; labels: Labels };
+  /** The enrolment keys trusted here (`--enrollment-key`): the rollout gate counts reports that verify (SPEC §15). */
+  enrollmentKeys?: readonly PublicKey[];
   stateDir: string;
   trust: TrustSetting;
   log: Logger;

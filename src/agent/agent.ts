@@ -10,9 +10,11 @@ import { DEFAULT_RESTART_LIMITS } from '../core/restart-policy.js';
 import type { ComponentPaths, Runtime } from '../runtime/runtime.js';
 import { safeDirectory } from '../runtime/safe-path.js';
 import type { Revision } from '../source/directory-source.js';
+import type { DeviceHealth } from '../status/commit-status.js';
 import { openStateStore, type StateStore } from '../store/state-store.js';
 import { agentEvents, type AgentEventMap } from './agent-events.js';
 import type { AgentOptions } from './agent-options.js';
+import { deviceHealth } from './device-health.js';
 import { deviceIdentity } from './device-identity.js';
 import { Engine } from './engine.js';
 import { rotateLogsEvery } from './log-rotation.js';
@@ -63,6 +65,8 @@ export interface Agent {
   rolloutHolds(): RolloutHold[];
   /** The directory of a component's stdout.log and stderr.log (GET /v1/logs/{name}). */
   logDirOf(name: string): string;
+  /** The device's health now, as reports carry it (device-health.ts; GET /v1/revision's `agent.health`). */
+  health(): DeviceHealth;
   /**
    * After a restart, from the local clone (`load`): the commit applied last is resumed at once (its adopted instances
    * health-checked, supervision back) rather than at the first look, then the commits held at the gate when the agent
@@ -203,6 +207,7 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     holds,
     log,
     now,
+    ...(opts.enrollmentKeys && { enrollmentKeys: opts.enrollmentKeys }),
   };
 
   const agent: Agent = {
@@ -219,6 +224,7 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     onSync: (fn) => controls.onSync(fn),
     rolloutHolds: () => holds.holds(),
     logDirOf: (name) => componentPaths(opts.stateDir, name).logDir,
+    health: () => deviceHealth({ stateDir: opts.stateDir }),
     async restoreHolds(load) {
       loadCommit = load;
       // What runs is taken up before the first look (which may wait for the device's place in the poll interval).

@@ -19,6 +19,8 @@ export interface ApplyResult {
    * the values its component was given (given-values.ts). The device keeps `failures` as they are.
    */
   published: ApplyFailure[];
+  /** The desired state the apply carried out (before a composite's rollback): what else is published is scrubbed against it. */
+  desired?: DesiredState;
   /** The agent stopped during it: not an outcome (outcomes.ts keeps its row open for the next start). */
   interrupted: boolean;
 }
@@ -58,5 +60,5 @@ export function applyOutcome(a: ApplySteps): ApplyResult {
       : `failed: ${[...failures.map((f) => `${f.name} (${f.reason})`), ...rolledBack.map((g) => `${g} rolled back to its previous members`), ...(heldText ? [heldText] : [])].join('; ')}`;
   // Each reason is bounded, but a summary of many is one line too: held to the same bound (its head names the first).
   const summary = cutLine(text);
-  return { reconcile, execution, outcome, summary, failures, published: publishedFailures(failures, desired.components), interrupted };
+  return { reconcile, execution, outcome, summary, failures, published: publishedFailures(failures, desired.components), desired, interrupted };
 }

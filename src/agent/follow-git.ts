@@ -1,9 +1,11 @@
 // An agent that follows Git (`keystone agent --repo`): the Git source, the commit statuses it reports (outbox → Git
 // notes and/or the GitHub API) registered with outcomes.ts, and the `--on-failure rollback` listener.
 import { join } from 'node:path';
+import { packageVersion } from '../cli/version.js';
 import { isCommitId } from '../core/commit-id.js';
 import { FLEET_FILE } from '../core/fleet.js';
 import { formatLabels, type Labels } from '../core/labels.js';
+import type { ReportSigner } from '../identity/report-signature.js';
 import type { Logger } from '../log/logger.js';
 import { GitSource } from '../source/git-source.js';
 import { statusContext, type StatusReporter } from '../status/commit-status.js';
@@ -14,6 +16,7 @@ import type { StateStore } from '../store/state-store.js';
 import type { Agent } from './agent.js';
 import { commitReports } from './commit-reporting.js';
 import { deviceIdentity } from './device-identity.js';
+import { failedUnits, failureLogTail } from './failure-log-tail.js';
 import { rollBackOnFailure } from './rollback-on-failure.js';
 import { reportsRemote, type GitSettings } from './run-settings.js';
 
@@ -27,6 +30,10 @@ export interface GitFollowOptions extends Omit<GitSettings, 'kind'> {
   log: Logger;
   random: () => number;
   now: () => number;
+  /** Signs this device's reports (SPEC §15). */
+  reportSigner?: ReportSigner;
+  /** This device's certificate, published beside its reports. */
+  certificate?: string;
 }
 
 export interface GitFollowing {
@@ -58,11 +65,24 @@ export function followGit(agent: Agent, opts: GitFollowOptions): GitFollowing {
     // The followed repository's credential then has to push: a device holding it could change what every device runs.
     if (!reports.separate)
       log.warn({ repo: reports.repo }, 'reports go to the followed repository, so its credential on this device can push to it: give reports a repository of their own (--status-repo, --status-token-file; docs/security.md)');
-    reporters.push(new GitNotesReporter({ repository: reports.repo, cacheDir: join(opts.stateDir, 'notes.git'), ...(reports.token !== undefined && { token: reports.token }), now: opts.now }));
+    reporters.push(new GitNotesReporter({ repository: reports.repo, cacheDir: join(opts.stateDir, 'notes.git'), ...(reports.token !== undefined && { token: reports.token }), now: opts.now, ...(opts.reportSigner && { signer: opts.reportSigner }), ...(opts.certificate !== undefined && { certificate: opts.certificate }) }));
   }
   if (opts.status.includes('github') && opts.github) reporters.push(new GitHubStatusReporter(opts.github));
   const outbox = new StatusOutbox({ store: agent.store, reporters, now: opts.now, random: opts.random, log: opts.log.child({ module: 'status' }) });
-  agent.outcomes.reportTo(commitReports({ outbox, context: statusContext(opts.device), now: opts.now, rolloutKeep: () => agent.rolloutKeep() }));
+  agent.outcomes.reportTo(
+    commitReports({
+      outbox,
+      context: statusContext(opts.device),
+      now: opts.now,
+      rolloutKeep: () => agent.rolloutKeep(),
+      // SPEC §8: what a report says beside its state. A failure's log lines are scrubbed of what the units were given in
+      // the apply and of what runs now (a composite rolled back to its previous members writes to the same logs).
+      agentVersion: packageVersion(),
+      health: () => agent.health(),
+      failureLog: (failed, components) => failureLogTail(failedUnits(failed, [...components, ...(agent.engine.desired?.components ?? [])], (n) => agent.logDirOf(n))),
+      onDetailsError: (e) => log.warn({ err: e as Error }, 'reading what a report says beside its state failed: it goes without'),
+    }),
+  );
   const stopRollbacks = opts.onFailure === 'rollback' ? rollBackOnFailure({ outcomes: agent.outcomes, store: agent.store, offer: (r) => agent.offer(r), revisionAt: (c) => source.revisionAt(c), log: opts.log }) : () => undefined;
 
   // Other labels, another name or another --plan since the last apply: the plan may have changed, so no waiting.

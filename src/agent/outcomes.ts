@@ -186,7 +186,7 @@ export class Outcomes {
         // What ran well here: a later commit that brings it back is a revert to a known-good state (SPEC §14).
         if (r.outcome === 'success' && r.stateDigest !== undefined) store.recordGoodState(r.stateDigest, rev.id, now());
         // The report tells the failures as published (scrubbed of the values given); the row and the event keep them whole.
-        if (!t.silent) this.reports?.finished({ ...event, failed: r.published, ...(then !== undefined && { then }) });
+        if (!t.silent) this.reports?.finished({ ...event, failed: r.published, ...(then !== undefined && { then }), ...(r.desired && { components: r.desired.components }) });
       });
     } catch (e) {
       // Not written (a full disk): no outcome yet. The row stays open, and the loop tries the revision again.

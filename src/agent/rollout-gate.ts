@@ -6,8 +6,10 @@
 import { createHash } from 'node:crypto';
 import type { DesiredState } from '../core/desired-state.js';
 import { decideGate, type GateDecision, type RolloutReport } from '../core/rollout-gate.js';
+import type { Verification } from '../identity/report-verifier.js';
 import type { Rollout } from '../core/rollout.js';
-import { BUCKETS, failuresPrefix, parseRolloutRef, rolloutPrefixes } from '../status/rollout-refs.js';
+import { BUCKETS, failuresPrefix, parseRolloutRef, rolloutPrefixes, type RolloutRef } from '../status/rollout-refs.js';
+import type { ReportAdmission } from './report-admission.js';
 
 /**
  * Lists refs under prefixes, with the host's time of the answer (source/ref-lister.ts). `keep` drops every other ref
@@ -38,6 +40,8 @@ export interface GateCandidate {
   /** This device's wave in that commit's fleet.toml. */
   wave: number;
   state: DesiredState;
+  /** Which reports count for this commit (report-admission.ts); absent: every report read (no enrolment here). */
+  admission?: ReportAdmission;
 }
 
 export interface RolloutGateOptions {
@@ -62,6 +66,15 @@ const MAX_REF_PREFIXES = 4096;
 export function stateDigest(state: DesiredState): string {
   const lines = state.components.map((c) => `${c.name}\0${c.hash}`).sort();
   return createHash('sha256').update(lines.join('\n')).digest('hex');
+}
+
+/** `; 2 reports not counted (forged: gw-2; unverified: gw-9)`: why a gate that looks open to a reader of the refs is not. */
+function notCounted(refused: ReadonlyArray<{ report: RolloutReport; verification: Verification }>): string {
+  if (!refused.length) return '';
+  const by = new Map<string, string[]>();
+  for (const { report, verification } of refused) by.set(verification.verdict, [...(by.get(verification.verdict) ?? []), report.device]);
+  const parts = [...by].map(([verdict, devices]) => `${verdict}: ${[...new Set(devices)].slice(0, 3).join(', ')}${new Set(devices).size > 3 ? ' …' : ''}`);
+  return `; ${refused.length} report${refused.length === 1 ? '' : 's'} not counted (${parts.join('; ')})`;
 }
 
 /** How many of the 256 buckets a sample (buckets and groups of 16) covers. */
@@ -101,7 +114,7 @@ export class RolloutGate {
     // The host's clock or none: this device's clock against a time the host gave earlier would let its skew shorten
     // a bake (a local repository's lister gives this machine's time, the one clock there is).
     if (read.serverTime === undefined) return { error: new Error("the Git host's answer carried no usable Date header: the bake is timed on the host's clock") };
-    const reports: RolloutReport[] = [];
+    const reports: RolloutRef[] = [];
     const seenRefs = new Set<string>();
     const inSample = new Map<string, number>();
     for (const r of read.refs) {
@@ -125,18 +138,20 @@ export class RolloutGate {
     }
     const now = read.serverTime;
     for (const c of pending) {
+      // Per commit: each has its own devices/ and revoked.toml, and its own require_enrolled.
+      const admitted = c.admission ? await c.admission.admit(reports) : { counted: reports, refused: [] };
       const d = decideGate({
         rollout: c.rollout,
         wave: c.wave,
         commit: c.commit,
-        reports,
+        reports: admitted.counted,
         scale,
         seen: (key) => this.opts.store.firstSuccessSeen(c.commit, key),
         now,
         knownGood: false,
       });
       for (const key of d.observe) this.opts.store.recordFirstSuccess(c.commit, key, now);
-      decisions.set(c.commit, d);
+      decisions.set(c.commit, d.kind === 'held' ? { ...d, reason: d.reason + notCounted(admitted.refused) } : d);
     }
     return { decisions, complete: Object.keys(scale).length === 0, refs: read.refs.length, serverTime: now };
   }

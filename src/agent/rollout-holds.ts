@@ -7,6 +7,7 @@ import type { DesiredState } from '../core/desired-state.js';
 import type { Rollout } from '../core/rollout.js';
 import type { Logger } from '../log/logger.js';
 import type { Revision } from '../source/directory-source.js';
+import type { ReportAdmission } from './report-admission.js';
 import type { RolloutGate } from './rollout-gate.js';
 
 /** Commits held at once: enough for a burst of pushes during a long bake, bounded. */
@@ -30,6 +31,8 @@ export interface Candidate {
   reason?: string;
   /** When the gate was last read for it (ms, this device's clock). */
   checkedAt?: number;
+  /** Which of the fleet's reports count for it (SPEC §15). */
+  admission?: ReportAdmission;
 }
 
 export interface RolloutHold {
@@ -101,7 +104,7 @@ export class RolloutHolds {
       for (const c of this.candidates) this.note(c, `held: ${this.opts.unavailable ?? "this device cannot read the fleet's rollout reports"}`, 'unavailable', false);
       return;
     }
-    const result = await gate.decide(this.candidates.map((c) => ({ commit: c.rev.id, rollout: c.rollout, wave: c.wave, state: c.state })));
+    const result = await gate.decide(this.candidates.map((c) => ({ commit: c.rev.id, rollout: c.rollout, wave: c.wave, state: c.state, ...(c.admission && { admission: c.admission }) })));
     if ('error' in result) {
       log.warn({ err: result.error.message, held: this.candidates.map((c) => c.rev.id) }, "cannot read the fleet's rollout reports: holding, and keeping what runs");
       this.schedule();

@@ -2,6 +2,7 @@
 // runtimes, the health probes, the state directory's lock, the rollout gate, the agent itself, and its source (Git,
 // with its reports and rollback policy, or a watched directory). The CLI parses and validates (cli/agent-settings.ts),
 // serves the API and waits for a stop; nothing here parses a flag.
+import { reportSigner, type ReportSigner } from '../identity/report-signature.js';
 import { join } from 'node:path';
 import { isSameProcess, processUid } from '../runtime/proc-identity.js';
 import type { DesiredComponent } from '../core/desired-state.js';
@@ -48,6 +49,12 @@ function lazyArtifactInstaller(opts: ArtifactInstallerOptions): InstallArtifacts
     installer ??= import('../runtime/artifact-installer.js').then((m) => m.artifactInstaller(opts));
     return (await installer)(c, workDir);
   };
+}
+
+/** How this device signs its reports, and the certificate it publishes beside them (SPEC §15). */
+function identityReporting(s: RunSettings): { reportSigner?: ReportSigner; certificate?: string } {
+  if (!s.identity) return {};
+  return { reportSigner: reportSigner(s.identity.keys.report), ...(s.identity.certificate && { certificate: s.identity.certificate.text }) };
 }
 
 export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<RunningAgent> {
@@ -117,6 +124,7 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
     ...(git && { gateRecheckMs: git.pollMs }),
     ...(s.planFile !== undefined && { planFile: s.planFile }),
     fleet: { device: s.device, labels: s.labels },
+    ...(s.identity && { enrollmentKeys: s.identity.enrollmentKeys.map((k) => k.key) }),
     stateDir,
     trust: s.trust,
     log: logger,
@@ -147,7 +155,7 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
   try {
     if (git && gitModules) {
       const { kind: _kind, ...gitOpts } = git;
-      const following = gitModules.followGit(agent, { ...gitOpts, stateDir, ...(s.planFile !== undefined && { planFile: s.planFile }), device: s.device, labels: s.labels, log: logger, random: Math.random, now: Date.now });
+      const following = gitModules.followGit(agent, { ...gitOpts, stateDir, ...(s.planFile !== undefined && { planFile: s.planFile }), device: s.device, labels: s.labels, log: logger, random: Math.random, now: Date.now, ...identityReporting(s) });
       source = { start: () => following.start(), stopLooking: () => following.stopLooking(), close: () => following.close() };
     } else if (s.source.kind === 'dir') {
       // chokidar only in directory mode.

@@ -3,7 +3,9 @@
 import type { DevicePolicy } from '../core/device-policy.js';
 import type { Labels } from '../core/labels.js';
 import type { RestartLimits } from '../core/restart-policy.js';
+import type { DeviceKeys } from '../identity/device-keys.js';
 import { sameRepository } from '../source/git-repo-location.js';
+import type { PublicKey } from '../trust/minisign.js';
 import type { TrustSetting } from './agent-options.js';
 
 export interface GitSettings {
@@ -44,6 +46,22 @@ export interface DirectorySettings {
   settleMs: number;
 }
 
+/** `--certificate` is read whole: a certificate is a few hundred bytes (a larger file was named by mistake). */
+export const MAX_CERTIFICATE_FILE_BYTES = 16 * 1024;
+
+/** The device's identity (SPEC §15), as the agent runs with it. */
+export interface IdentitySettings {
+  /** The device's own keys (`<state-dir>/identity`), made at its first start. Their secret halves never leave the device. */
+  keys: DeviceKeys;
+  /** `--enrollment-key`: the operator keys a device certificate must be signed by; empty when none is given. */
+  enrollmentKeys: Array<{ file: string; key: PublicKey }>;
+  /** `--certificate`: this device's certificate given locally, unverified (else it is looked for in the repository's devices/). */
+  certificate?: { file: string; text: string };
+}
+
+/** `--enrollment-key` and `--certificate`, read and checked with the other flags: what IdentitySettings has besides the keys. */
+export type EnrollmentSettings = Omit<IdentitySettings, 'keys'>;
+
 export interface RunSettings {
   source: GitSettings | DirectorySettings;
   /** A path inside the repository; absent when fleet.toml picks the plan. */
@@ -59,4 +77,10 @@ export interface RunSettings {
   restartLimits: RestartLimits;
   logMaxBytes: number;
   logKeep: number;
+  /**
+   * Set by `keystone agent` once the state directory is locked and before anything in it is read (runAgent's
+   * beforeAdopt hook: the keys live in the state directory, and a device whose keys are unsafe or gone must not start);
+   * so undefined before that hook has run, and for callers that run an agent without keys.
+   */
+  identity?: IdentitySettings;
 }

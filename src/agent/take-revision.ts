@@ -17,6 +17,9 @@ import type { Engine } from './engine.js';
 import type { Outcomes } from './outcomes.js';
 import { stateDigest } from './rollout-gate.js';
 import type { Candidate, RolloutHolds } from './rollout-holds.js';
+import { reportAdmission } from './report-admission.js';
+import { IdentityError } from '../identity/identity-error.js';
+import type { PublicKey } from '../trust/minisign.js';
 import type { DeviceProblem, TrustSetting } from './agent-options.js';
 
 /** Refusals that depend on the device's clock (docs/signing.md, "Time"): the same revision is looked at again later. */
@@ -48,6 +51,8 @@ export interface RevisionSteps {
   holds: RolloutHolds;
   log: Logger;
   now: () => number;
+  /** The enrolment keys this device trusts (`--enrollment-key`): its gate counts only reports that verify (SPEC §15). */
+  enrollmentKeys?: readonly PublicKey[];
 }
 
 /** The last placement logged ("this device in the fleet"), said again only when it changes. */
@@ -160,7 +165,17 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
   if (resolution.rollout && resolution.wave && waveName !== undefined && !current) {
     // Staged (SPEC §14): held until its gate opens. A newer commit goes first in line; the same one offered again
     // (a restart, a rollback target become the tip) replaces its entry.
-    await s.holds.hold({ ...c, rollout: resolution.rollout, wave: resolution.wave.index, waveName: resolution.wave.name });
+    let admission;
+    try {
+      admission = await reportAdmission({ raw: rev.reader, signed: reader, rollout: resolution.rollout, enrollmentKeys: s.enrollmentKeys ?? [], now });
+    } catch (e) {
+      // A devices/revoked.toml that does not parse revokes nothing anyone can tell: the commit is refused (fails closed).
+      if (e instanceof IdentityError || e instanceof TrustError) return reject(`${e.code}: ${e.message}`);
+      throw e;
+    }
+    if (admission.requireEnrolled && !s.enrollmentKeys?.length)
+      log.warn({ revision: rev.id, code: 'KS_NO_ENROLLMENT_KEY' }, 'this fleet counts only reports of enrolled devices, and this device has no --enrollment-key to verify them with: the commit stays held');
+    await s.holds.hold({ ...c, rollout: resolution.rollout, wave: resolution.wave.index, waveName: resolution.wave.name, admission });
     return { kind: 'held' };
   }
   // A newer commit applied without the gate: what is held is behind it (a rollback is older, and keeps them).

@@ -1,6 +1,9 @@
 // Which agent answers (GET /v1/revision's `agent`): its pid and version, so that an operator stops this agent, not
-// every `keystone agent` on a shared machine, and knows which release runs.
+// every `keystone agent` on a shared machine, and knows which release runs; and the device's health as its reports
+// carry it (SPEC §8), read at each request (a few small files and a statfs), for the dashboard's header.
+import { deviceHealth } from '../agent/device-health.js';
 import { packageVersion } from '../cli/version.js';
+import type { DeviceHealth } from '../status/commit-status.js';
 import type { ApiContext } from './api-context.js';
 
 export interface AgentSelf {
@@ -11,6 +14,8 @@ export interface AgentSelf {
 export interface AgentView extends AgentSelf {
   /** ISO; when the API was built, which is when the agent finished starting, near enough. */
   startedAt: string;
+  /** Each value only when the device has it (no thermal zone: no tempC). */
+  health: DeviceHealth;
 }
 
 /** The process the API runs in: the agent's own (the API is never served from anywhere else). */
@@ -18,6 +23,6 @@ export function ownAgentSelf(): AgentSelf {
   return { pid: process.pid, version: packageVersion() };
 }
 
-export function agentView(ctx: Pick<ApiContext, 'self' | 'startedAt'>): AgentView {
-  return { pid: ctx.self.pid, version: ctx.self.version, startedAt: new Date(ctx.startedAt).toISOString() };
+export function agentView(ctx: Pick<ApiContext, 'self' | 'startedAt'> & { agent: Pick<ApiContext['agent'], 'health'> }): AgentView {
+  return { pid: ctx.self.pid, version: ctx.self.version, startedAt: new Date(ctx.startedAt).toISOString(), health: ctx.agent.health?.() ?? deviceHealth() };
 }

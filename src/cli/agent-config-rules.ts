@@ -5,6 +5,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { MAX_CERTIFICATE_FILE_BYTES } from '../agent/run-settings.js';
 import { parseListenAddress } from '../api/listen-address.js';
 import { canonicalCapability, canonicalHostPath } from '../core/device-policy.js';
 import { parseDuration } from '../core/duration.js';
@@ -131,17 +132,29 @@ const secretFile = (what: string): Check => (text, at) => {
   return resolve(at.dir, text);
 };
 
-const trustedKey: Check = (text, at) => {
-  const hint = 'name the public key file, e.g. trusted-key = ["/etc/keystone/keys/release.pub"] (keystonectl keygen or minisign -G writes one)';
-  if (looksLikeInlineKey(text)) return at.problem(CONFIG_CODES.SECRET_INLINE, 'a trusted key is named by its file, never written in the configuration', hint);
-  const content = readNamed(text, at, 'trusted key', () => false, hint);
+/** A minisign public key the device trusts, named by its file: `trusted-key` (releases), `enrollment-key` (certificates). */
+const publicKeyFile =
+  (what: string, example: string): Check =>
+  (text, at) => {
+    const hint = `name the public key file, e.g. ${example} (keystonectl keygen or minisign -G writes one)`;
+    if (looksLikeInlineKey(text)) return at.problem(CONFIG_CODES.SECRET_INLINE, `a ${what} is named by its file, never written in the configuration`, hint);
+    const content = readNamed(text, at, what, () => false, hint);
+    if (content === undefined) return undefined;
+    try {
+      parsePublicKey(content);
+    } catch (e) {
+      const code = (e as { code?: string }).code === CONFIG_CODES.WEAK_KEY ? CONFIG_CODES.WEAK_KEY : CONFIG_CODES.KEY_MALFORMED;
+      return at.problem(code, `the ${what} ${resolve(at.dir, text)} is not a minisign public key: ${(e as Error).message}`);
+    }
+    return resolve(at.dir, text);
+  };
+
+/** A certificate (`keystonectl enroll`) is verified where it is used, against the enrolment keys and the clock: here, read. */
+const certificateFile: Check = (text, at) => {
+  const content = readNamed(text, at, 'certificate', () => false, 'name the file keystonectl enroll wrote for this device, e.g. "/etc/keystone/device.cert"');
   if (content === undefined) return undefined;
-  try {
-    parsePublicKey(content);
-  } catch (e) {
-    const code = (e as { code?: string }).code === CONFIG_CODES.WEAK_KEY ? CONFIG_CODES.WEAK_KEY : CONFIG_CODES.KEY_MALFORMED;
-    return at.problem(code, `the trusted key ${resolve(at.dir, text)} is not a minisign public key: ${(e as Error).message}`);
-  }
+  const size = Buffer.byteLength(content);
+  if (size > MAX_CERTIFICATE_FILE_BYTES) return at.problem(CODES.FILE_TOO_LARGE, `the certificate ${resolve(at.dir, text)} is ${size} bytes, more than a certificate can be (${MAX_CERTIFICATE_FILE_BYTES})`);
   return resolve(at.dir, text);
 };
 
@@ -256,13 +269,15 @@ export const CONFIG_RULES: Record<AgentOptionName, Rule> = {
   'webhook-secret-file': one(secretFile('webhook secret')),
   'allow-history-rewrite': boolean,
   'on-failure': oneOf('none', 'rollback'),
+  'enrollment-key': many(publicKeyFile('enrollment key', 'enrollment-key = ["/etc/keystone/keys/enroll.pub"]')),
+  certificate: one(certificateFile),
   'allow-privileged': boolean,
   'allow-host-namespaces': boolean,
   'allow-mount': many(hostPath()),
   'allow-capability': many(capability),
   'allow-device': many(hostPath('/dev/')),
   'allow-root': boolean,
-  'trusted-key': many(trustedKey),
+  'trusted-key': many(publicKeyFile('trusted key', 'trusted-key = ["/etc/keystone/keys/release.pub"]')),
   threshold: wholeNumber,
   'max-age': duration(true),
   'max-clock-skew': duration(false),

@@ -19,6 +19,10 @@ export interface InitialConfig {
   allowUnsigned: boolean;
   /** `require-ref = true`: only signatures made for the followed ref count. */
   requireRef?: boolean;
+  /** `enrollment-key`: the operator keys device certificates are signed by (absolute). */
+  enrollmentKeys?: readonly string[];
+  /** `certificate`: this device's certificate, given locally (absolute). */
+  certificate?: string;
   stateDir: string;
   /** The name the agent reports under when `device` is not set, for the comment that says so. */
   hostname: string;
@@ -94,6 +98,13 @@ export function agentConfigText(c: InitialConfig): string {
       line('require-ref', c.requireRef ? 'true' : undefined, 'true', 'count only signatures made for the followed ref (keystonectl sign --ref main)'),
     );
   }
+  out.push(
+    section('Device identity'),
+    "# This device's own keys are made in state-dir/identity at its first start (keystone identity prints the public halves).",
+    '# The operator\'s enrolment keys, which sign device certificates (keystonectl enroll): reports are checked against them.',
+    line('enrollment-key', c.enrollmentKeys?.length ? tomlList(c.enrollmentKeys) : undefined, '["/etc/keystone/keys/enroll.pub"]'),
+    line('certificate', c.certificate !== undefined ? tomlString(c.certificate) : undefined, '"/etc/keystone/device.cert"', "this device's certificate; else devices/<device>.cert in the repository"),
+  );
   if (c.repo !== undefined)
     out.push(
       section('Reports and recovery (Git)'),

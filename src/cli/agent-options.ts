@@ -1,5 +1,6 @@
 // The agent's options: one table for `keystone agent`, `keystone doctor` (which checks what the agent would run with)
 // and the configuration file (whose keys are the flags' names).
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { AgentConfigError } from './agent-config-error.js';
@@ -41,6 +42,9 @@ export const AGENT_OPTIONS = {
   'webhook-secret-file': { type: 'string' },
   'allow-history-rewrite': { type: 'boolean', default: false },
   'on-failure': { type: 'string', default: 'none' },
+  // The device's identity (SPEC §15): the operator keys that sign certificates, and this device's own given locally.
+  'enrollment-key': { type: 'string', multiple: true },
+  certificate: { type: 'string' },
   ...POLICY_OPTIONS,
   ...TRUST_OPTIONS,
 } as const;
@@ -81,6 +85,20 @@ const CHOICES: ReadonlyArray<readonly AgentOptionName[]> = [
   ['repo', 'dir'],
   ['trusted-key', 'allow-unsigned'],
 ];
+
+/** The configuration the Debian package's service runs the agent with (packaging/keystone.service). */
+export const INSTALLED_CONFIG = '/etc/keystone/agent.toml';
+
+/**
+ * The agent's options as a command run beside it reads them (`keystone doctor`, `keystone identity`): parseAgentOptions,
+ * and when the command line names no configuration and no source (no --config, --repo or --dir), the installed
+ * configuration file where there is one, so that the bare command on a device speaks of what the service runs.
+ */
+export function parseOptionsBesideAgent(argv: string[], io: CliIo, opts: { checkConfigOwner?: boolean } = {}): ParsedAgentOptions {
+  const bare = !argv.some((a) => ['--config', '--repo', '--dir'].includes(a.split('=')[0]!));
+  const installed = bare && existsSync(INSTALLED_CONFIG) ? ['--config', INSTALLED_CONFIG] : [];
+  return parseAgentOptions([...installed, ...argv], io, opts);
+}
 
 /**
  * The agent's options: the command line, over the configuration file (`--config FILE`, whose keys are the flags'

@@ -1,9 +1,10 @@
 // `keystone agent`'s flags (over the configuration file, over the defaults: agent-options.ts) checked once and turned
 // into the typed settings the composition root takes (agent/run-agent.ts). Each problem is a UsageError naming the
 // flag: exit code 2, and nothing on the device touched.
+import { readFileSync, statSync } from 'node:fs';
 import { availableParallelism, hostname } from 'node:os';
 import { resolve } from 'node:path';
-import type { GitSettings, RunSettings } from '../agent/run-settings.js';
+import { MAX_CERTIFICATE_FILE_BYTES, type EnrollmentSettings, type GitSettings, type RunSettings } from '../agent/run-settings.js';
 import { parseDuration } from '../core/duration.js';
 import { deviceNameProblem, labelsFromArgs, type Labels } from '../core/labels.js';
 import { DEFAULT_RESTART_LIMITS } from '../core/restart-policy.js';
@@ -15,6 +16,7 @@ import { UsageError, type CliIo } from './io.js';
 import { devicePolicyFrom } from './policy-args.js';
 import { planPathIn } from './repository-args.js';
 import { secretFrom } from './secret-file.js';
+import { parsePublicKey } from '../trust/minisign.js';
 import { trustSetting } from './trust-args.js';
 
 /** SPEC §9: loopback, so that only this machine reaches the API unless the operator says otherwise. */
@@ -30,6 +32,8 @@ export interface AgentCliSettings {
   webhookSecret?: string;
   logFormat: 'pretty' | 'json';
   stopOnExit: boolean;
+  /** `--enrollment-key` and `--certificate`: run.identity once the device's keys are read at start. */
+  enrollment: EnrollmentSettings;
 }
 
 function positiveInt(text: string, flag: string): number {
@@ -52,10 +56,7 @@ export function agentSettings(values: AgentOptionValues, positionals: string[], 
   const settleMs = parseDuration(values.settle);
   const graceMs = parseDuration(values.grace);
   if (graceMs === undefined || settleMs === undefined) throw new UsageError('--grace and --settle take durations such as 10s');
-  const device = values.device ?? hostname();
-  // It names the device's reports (`keystone/<device>`) and fleet.toml's `devices`: one printable word.
-  const badDevice = deviceNameProblem(device);
-  if (badDevice) throw new UsageError(`--device: ${badDevice}`);
+  const device = deviceName(values);
   let labels: Labels;
   try {
     labels = labelsFromArgs(values.label ?? []);
@@ -105,7 +106,54 @@ export function agentSettings(values: AgentOptionValues, positionals: string[], 
     ...(webhookSecret !== undefined && { webhookSecret }),
     logFormat,
     stopOnExit: values['stop-on-exit'],
+    enrollment: enrollmentSettings(values, io),
   };
+}
+
+/** `--device`, else the host name: checked, since it names the device's reports (`keystone/<device>`) and fleet.toml's `devices`. */
+export function deviceName(values: Pick<AgentOptionValues, 'device'>): string {
+  const device = values.device ?? hostname();
+  const badDevice = deviceNameProblem(device);
+  if (badDevice) throw new UsageError(`--device: ${badDevice}`);
+  return device;
+}
+
+/**
+ * `--enrollment-key FILE…` (minisign public keys, trusted as --trusted-key is: cli/trusted-files.ts checks who could
+ * change them) and `--certificate FILE` (read, size-capped; verified by whoever uses it, against the enrolment keys).
+ */
+export function enrollmentSettings(values: Pick<AgentOptionValues, 'enrollment-key' | 'certificate'>, io: Pick<CliIo, 'cwd'>): EnrollmentSettings {
+  const enrollmentKeys = (values['enrollment-key'] ?? []).map((given) => {
+    const file = resolve(io.cwd, given);
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (e) {
+      throw new UsageError(`cannot read the enrollment key ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+    try {
+      return { file, key: parsePublicKey(text) };
+    } catch (e) {
+      throw new UsageError(`--enrollment-key ${file} is not a minisign public key: ${(e as Error).message}`);
+    }
+  });
+  if (values.certificate === undefined) return { enrollmentKeys };
+  if (values.certificate === '') throw new UsageError('--certificate takes the file keystonectl enroll wrote for this device');
+  const file = resolve(io.cwd, values.certificate);
+  let size: number;
+  try {
+    const st = statSync(file);
+    if (!st.isFile()) throw new UsageError(`--certificate ${file} is not a file`);
+    size = st.size;
+  } catch (e) {
+    if (e instanceof UsageError) throw e;
+    throw new UsageError(`cannot read the certificate ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+  // Checked before reading: a wrong file named by mistake (an image, a log) is not read whole.
+  if (size > MAX_CERTIFICATE_FILE_BYTES) throw new UsageError(`--certificate ${file} is ${size} bytes, more than a certificate can be (${MAX_CERTIFICATE_FILE_BYTES})`);
+  const text = readFileSync(file, 'utf8');
+  if (Buffer.byteLength(text) > MAX_CERTIFICATE_FILE_BYTES) throw new UsageError(`--certificate ${file} is more than a certificate can be (${MAX_CERTIFICATE_FILE_BYTES} bytes)`);
+  return { enrollmentKeys, certificate: { file, text } };
 }
 
 function gitSettings(values: AgentOptionValues, io: CliIo, token: string | undefined): GitSettings {

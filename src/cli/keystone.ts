@@ -5,6 +5,7 @@ import { EventEmitter } from 'node:events';
 import { setFlagsFromString } from 'node:v8';
 import { ArtifactError } from '../artifacts/artifact-error.js';
 import { OperationError } from '../core/errors.js';
+import { IdentityError } from '../identity/identity-error.js';
 import { StateDirError } from '../runtime/safe-path.js';
 import { TrustedFileError } from '../runtime/trusted-file.js';
 import { StateStoreError } from '../store/state-store-error.js';
@@ -23,7 +24,7 @@ function processSignals(): EventEmitter {
   return e;
 }
 
-const COMMANDS = ['agent', 'init', 'doctor', 'floor'] as const;
+const COMMANDS = ['agent', 'init', 'doctor', 'identity', 'floor'] as const;
 type CommandName = (typeof COMMANDS)[number];
 const isCommand = (name: string): name is CommandName => (COMMANDS as readonly string[]).includes(name);
 
@@ -35,6 +36,8 @@ async function usageOf(name: CommandName): Promise<string> {
       return (await import('./commands/init.js')).INIT_USAGE;
     case 'doctor':
       return (await import('./commands/doctor.js')).DOCTOR_USAGE;
+    case 'identity':
+      return (await import('./commands/identity.js')).IDENTITY_USAGE;
     case 'floor':
       return (await import('./commands/floor.js')).FLOOR_USAGE;
   }
@@ -77,6 +80,7 @@ export async function main(argv: string[], io: CliIo, signals: { once(ev: 'stop'
     }
     if (name === 'init') return await (await import('./commands/init.js')).initCommand(rest, io);
     if (name === 'doctor') return await (await import('./commands/doctor.js')).doctorCommand(rest, io);
+    if (name === 'identity') return await (await import('./commands/identity.js')).identityCommand(rest, io);
     return await (await import('./commands/floor.js')).floorCommand(rest, io);
   } catch (e) {
     const err = e as Error & { code?: string };
@@ -95,7 +99,8 @@ export async function main(argv: string[], io: CliIo, signals: { once(ev: 'stop'
       io.stderr.write(`keystone ${name}: ${unsafe ? 'refused: ' : ''}${err.message} [${err.code}]\n`);
       return unsafe ? EXIT.BAD_INPUT : EXIT.FAILED;
     }
-    if (err instanceof TrustError || err instanceof TrustedFileError || (err instanceof ArtifactError && err.code !== 'KS_ARTIFACT_FETCH_FAILED')) {
+    // The device's keys unsafe, unreadable or gone: the agent does not start, and says which file and the fix.
+    if (err instanceof TrustError || err instanceof TrustedFileError || err instanceof IdentityError || (err instanceof ArtifactError && err.code !== 'KS_ARTIFACT_FETCH_FAILED')) {
       io.stderr.write(`keystone ${name}: refused: ${err.message} [${err.code}]\n`);
       return EXIT.BAD_INPUT;
     }

@@ -3,6 +3,7 @@ import { ArtifactError } from '../artifacts/artifact-error.js';
 import { InvalidRevisionError, OperationError } from '../core/errors.js';
 import { APPLY_USAGE, apply } from './commands/apply.js';
 import { APPLY_DRY_USAGE, applyDry } from './commands/apply-dry.js';
+import { ENROLL_USAGE, enroll } from './commands/enroll.js';
 import { FLEET_USAGE, fleet } from './commands/fleet.js';
 import { GRAPH_USAGE, graph } from './commands/graph.js';
 import { HISTORY_USAGE, history } from './commands/history.js';
@@ -17,6 +18,7 @@ import { STOP_USAGE, stop } from './commands/stop.js';
 import { SYNC_USAGE, sync } from './commands/sync.js';
 import { VERIFY_USAGE, verify } from './commands/verify.js';
 import { TrustError } from '../trust/trust-error.js';
+import { IdentityError } from '../identity/identity-error.js';
 import { EXIT, UsageError, type CliIo } from './io.js';
 import { packageVersion } from './version.js';
 
@@ -28,6 +30,7 @@ const COMMANDS: Record<string, { run: Command; usage: string; summary: string }>
   graph: { run: graph, usage: GRAPH_USAGE, summary: 'print the resolved dependency layers and orders' },
   keygen: { run: keygen, usage: KEYGEN_USAGE, summary: 'make a minisign-compatible key pair' },
   sign: { run: sign, usage: SIGN_USAGE, summary: 'write SHA256SUMS over every recipe and plan, and sign it' },
+  enroll: { run: enroll, usage: ENROLL_USAGE, summary: "sign a device's certificate (devices/NAME.cert) with the enrolment key; --check verifies one" },
   verify: { run: verify, usage: VERIFY_USAGE, summary: "check the repository's signature and digests" },
   status: { run: status, usage: STATUS_USAGE, summary: 'the applied revision and every component, from the running agent' },
   restart: { run: restart, usage: RESTART_USAGE, summary: 'restart a component and its hard dependents, and wait for them' },
@@ -74,6 +77,12 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
       const where = [err.file && `file ${err.file}`, err.keyId && `key ${err.keyId}`].filter(Boolean).join(', ');
       if (rest.includes('--json')) io.stdout.write(JSON.stringify({ error: { code: err.code, message: err.message, file: err.file, keyId: err.keyId } }, null, 2) + '\n');
       io.stderr.write(`keystonectl ${name}: refused: ${err.message}${where ? ` (${where})` : ''} [${err.code}]\n`);
+      return EXIT.BAD_INPUT;
+    }
+    if (err instanceof IdentityError) {
+      // A certificate, a key or devices/revoked.toml refused: bad input, named with its file and code.
+      if (rest.includes('--json')) io.stdout.write(JSON.stringify({ error: { code: err.code, message: err.message, file: err.file } }, null, 2) + '\n');
+      io.stderr.write(`keystonectl ${name}: refused: ${err.message} [${err.code}]\n`);
       return EXIT.BAD_INPUT;
     }
     if (err instanceof ArtifactError) {

@@ -1,5 +1,5 @@
 // Which files the agent's options make it trust (runtime/trusted-file.ts says how each is judged): the configuration
-// file, the trusted keys, and every secret given by file. `keystone agent` refuses to start on a key or configuration
+// file, the trusted keys (releases' and enrolment's), and every secret given by file. `keystone agent` refuses to start on a key or configuration
 // another user could change and warns about a secret another user could read or change; `keystone doctor` fails both.
 import { resolve } from 'node:path';
 import { describeProblem, TrustedFileError, trustedFileProblems, type TrustedFileProblem, type TrustedFileRef } from '../runtime/trusted-file.js';
@@ -14,6 +14,8 @@ export function trustedFilesOf(values: AgentOptionValues, io: CliIo, configFile?
   const refs: TrustedFileRef[] = [];
   if (configFile !== undefined) refs.push({ path: configFile, role: 'config', what: 'the configuration file' });
   if (!values['allow-unsigned']) for (const key of values['trusted-key'] ?? []) refs.push({ path: resolve(io.cwd, key), role: 'trusted-key', what: 'trusted-key' });
+  // Whoever could change an enrolment key could enrol devices of their own making: it is trusted as a release key is.
+  for (const key of values['enrollment-key'] ?? []) refs.push({ path: resolve(io.cwd, key), role: 'trusted-key', what: 'enrollment-key' });
   for (const name of SECRET_FILE_OPTIONS) {
     const file = values[name];
     if (typeof file === 'string' && file !== '') refs.push({ path: resolve(io.cwd, file), role: 'secret', what: name });

@@ -34,6 +34,8 @@ export const rolloutSchema = z.strictObject({
   bake: bakeText.default('10m'),
   min_success: z.number().int().min(1).max(1_000_000).default(1),
   abort_failure_percent: z.number().min(0).max(100).default(0),
+  // Absent: true once the repository holds a device certificate (SPEC §15); decided where devices/ can be seen.
+  require_enrolled: z.boolean().optional(),
 });
 
 export type RolloutSection = z.output<typeof rolloutSchema>;
@@ -45,10 +47,18 @@ export interface Rollout {
   bakeMs: number;
   minSuccess: number;
   abortFailurePercent: number;
+  /** Count only reports that verify (SPEC §15); undefined: as the repository says (true once devices/ holds a certificate). */
+  requireEnrolled?: boolean;
 }
 
 export function rolloutOf(section: RolloutSection): Rollout {
-  return { waves: section.waves, bakeMs: parseDuration(section.bake) ?? 0, minSuccess: section.min_success, abortFailurePercent: section.abort_failure_percent };
+  return {
+    waves: section.waves,
+    bakeMs: parseDuration(section.bake) ?? 0,
+    minSuccess: section.min_success,
+    abortFailurePercent: section.abort_failure_percent,
+    ...(section.require_enrolled !== undefined && { requireEnrolled: section.require_enrolled }),
+  };
 }
 
 /**

@@ -9,6 +9,8 @@ export const CHECK_IDS = [
   'disk-space',
   'trusted-keys',
   'trusted-files',
+  'identity',
+  'enrollment',
   'git-remote',
   'push-access',
   'plan',

@@ -20,29 +20,32 @@ export type CurrentPlan =
 
 const COMMIT_ID = /^[0-9a-f]{40}$/;
 
-export async function currentPlan(setup: DoctorSetup, applied: AppliedState): Promise<CurrentPlan> {
+/**
+ * What the agent reads its revision from, as the plan is read: the directory now, or the commit applied last out of
+ * the agent's Git cache (or the local repository); `why` when there is nothing to read yet. Never fetched.
+ */
+export async function currentReader(setup: Pick<DoctorSetup, 'source' | 'stateDir'>, applied: AppliedState): Promise<{ reader: RepoReader; from: string } | { why: string }> {
   const source = setup.source;
-  if (source.kind === 'none') return { kind: 'unknown', why: 'no source to read it from (see source)' };
-  let reader: RepoReader;
-  let from: string;
-  if (source.kind === 'dir') {
-    reader = new DirectoryReader(source.root);
-    from = `directory ${source.root}`;
-  } else {
-    const rev = applied.kind === 'read' ? applied.revision : undefined;
-    if (!rev) return { kind: 'unknown', why: `not known yet: nothing was applied from Git with the state directory ${setup.stateDir}` };
-    if (!COMMIT_ID.test(rev.id)) return { kind: 'unknown', why: `not known: the revision applied last (${rev.id}) is no commit (a manual apply)` };
-    let found: RepoReader | undefined;
-    try {
-      const { appliedCommitReader } = await import('./applied-commit-reader.js');
-      found = await appliedCommitReader({ repo: source.repo, commit: rev.id, branch: shortBranchRef(fullBranchRef(source.ref)), stateDir: setup.stateDir });
-    } catch {
-      found = undefined;
-    }
-    if (!found) return { kind: 'unknown', why: `not known: commit ${rev.id.slice(0, 12)}, applied last, is not in the agent's Git cache (or the repository) any more` };
-    reader = found;
-    from = `commit ${rev.id.slice(0, 12)} (applied last)`;
+  if (source.kind === 'none') return { why: 'no source to read it from (see source)' };
+  if (source.kind === 'dir') return { reader: new DirectoryReader(source.root), from: `directory ${source.root}` };
+  const rev = applied.kind === 'read' ? applied.revision : undefined;
+  if (!rev) return { why: `not known yet: nothing was applied from Git with the state directory ${setup.stateDir}` };
+  if (!COMMIT_ID.test(rev.id)) return { why: `not known: the revision applied last (${rev.id}) is no commit (a manual apply)` };
+  let found: RepoReader | undefined;
+  try {
+    const { appliedCommitReader } = await import('./applied-commit-reader.js');
+    found = await appliedCommitReader({ repo: source.repo, commit: rev.id, branch: shortBranchRef(fullBranchRef(source.ref)), stateDir: setup.stateDir });
+  } catch {
+    found = undefined;
   }
+  if (!found) return { why: `not known: commit ${rev.id.slice(0, 12)}, applied last, is not in the agent's Git cache (or the repository) any more` };
+  return { reader: found, from: `commit ${rev.id.slice(0, 12)} (applied last)` };
+}
+
+export async function currentPlan(setup: DoctorSetup, applied: AppliedState): Promise<CurrentPlan> {
+  const opened = await currentReader(setup, applied);
+  if ('why' in opened) return { kind: 'unknown', why: opened.why };
+  const { reader, from } = opened;
   let r: Awaited<ReturnType<typeof loadDeviceRevision>>;
   try {
     r = await loadDeviceRevision(reader, { ...(setup.planFile !== undefined && { plan: setup.planFile }), device: setup.device, labels: setup.labels });

@@ -25,4 +25,6 @@ export interface DoctorSetup {
   trustedFiles?: TrustedFileRef[];
   /** The device policy's --allow-root: root process users are allowed. */
   allowRoot: boolean;
+  /** `--enrollment-key` files and `--certificate` (absolute); absent or empty: the device checks no certificates. */
+  enrollment?: { keyFiles: string[]; certificateFile?: string };
 }

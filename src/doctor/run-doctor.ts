@@ -8,7 +8,9 @@ import { checkPlan, currentPlan, type CurrentPlan } from './current-plan.js';
 import { checkDiskSpace } from './disk-space-check.js';
 import type { DoctorFacts } from './doctor-facts.js';
 import type { DoctorSetup } from './doctor-setup.js';
+import { checkEnrollment } from './enrollment-check.js';
 import { checkGitRemote } from './git-remote-check.js';
+import { checkIdentity } from './identity-check.js';
 import { checkNodeVersion } from './node-version-check.js';
 import { checkPushAccess } from './push-access-check.js';
 import { checkRunUsers, processComponents, runUsersOf } from './run-users-check.js';
@@ -35,6 +37,8 @@ export async function runDoctor(setup: DoctorSetup, facts: DoctorFacts): Promise
     checkDiskSpace(setup.stateDir, facts),
     checkTrustedKeys(setup.trust),
     checkTrustedFiles(setup),
+    checkIdentity(setup.stateDir),
+    checkEnrollment(setup, applied, facts.now()),
     source.status === 'fail' ? skip('git-remote', 'no usable source (see source)') : checkGitRemote(setup.source, facts.gitTimeoutMs),
     source.status === 'fail' ? skip('push-access', 'no usable source (see source)') : checkPushAccess(setup.source, facts.gitTimeoutMs),
     checkPlan(plan, setup),

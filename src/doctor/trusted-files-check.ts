@@ -25,7 +25,7 @@ export function checkTrustedFiles(setup: Pick<DoctorSetup, 'trustedFiles' | 'tru
     const fixes = [...new Set(problems.map((p) => p.fix))];
     return fail('trusted-files', problems.map((p) => p.problem).join('; '), fixes.join('; '), problems[0]!.code);
   }
-  const names = refs.map((r) => `${r.role === 'config' ? 'the configuration file' : r.role === 'trusted-key' ? 'trusted key' : r.what} ${r.path}`);
+  const names = refs.map((r) => `${r.role === 'config' ? 'the configuration file' : r.what === 'enrollment-key' ? 'enrollment key' : r.role === 'trusted-key' ? 'trusted key' : r.what} ${r.path}`);
   const who = agentUid() === 0 ? 'root' : `root or ${describeUid(agentUid())}`;
   return pass('trusted-files', `${names.join(', ')}: only ${who} can change them${refs.some((r) => r.role === 'secret') ? ', and no other user can read the secrets' : ''}`);
 }

@@ -52,13 +52,19 @@ export class DirectoryReader implements RepoReader {
   }
 }
 
-/** The signed documents of a directory repository: every `.toml` under `recipes/` and `plans/`, and `fleet.toml`, sorted. */
+/**
+ * The signed documents of a directory repository: every `.toml` under `recipes/` and `plans/`, `fleet.toml`, and
+ * `devices/revoked.toml` (SPEC §15: revocations are signed with the recipes; certificates are not, each is signed by
+ * the enrolment key), sorted.
+ */
 export async function listDocuments(root: string): Promise<string[]> {
   const { readdir, lstat } = await import('node:fs/promises');
   const out: string[] = [];
   // The fleet file is signed like the rest (SPEC §13); a symlink is listed and then refused by the safe reader.
   const fleet = await lstat(join(root, 'fleet.toml')).catch(() => undefined);
   if (fleet && (fleet.isFile() || fleet.isSymbolicLink())) out.push('fleet.toml');
+  const revoked = await lstat(join(root, 'devices', 'revoked.toml')).catch(() => undefined);
+  if (revoked && (revoked.isFile() || revoked.isSymbolicLink())) out.push('devices/revoked.toml');
   for (const top of ['recipes', 'plans']) {
     let entries;
     try {

@@ -37,7 +37,39 @@ export interface CommitStatus {
    * one's rollout refs (git-notes-reporter.ts).
    */
   seq?: number;
+  /**
+   * What a report says beside its state (SPEC §8, issue 29), bounded: the agent's version, the device's health, and
+   * on `failure` the last lines of the failing component's log (at most MAX_LOG_TAIL_LINES lines and
+   * MAX_LOG_TAIL_BYTES bytes, control characters stripped, secret values scrubbed before they get here). Git notes
+   * carry them (signed with the rest); GitHub has no place for them.
+   */
+  details?: ReportDetails;
 }
+
+/** A device's health as the agent saw it when it decided a status; every field optional (a board may lack one). */
+export interface DeviceHealth {
+  /** Seconds since the device booted. */
+  uptimeS?: number;
+  /** The 1-minute load average. */
+  load1?: number;
+  /** Bytes of memory available (MemAvailable). */
+  memFreeBytes?: number;
+  /** Bytes free on the file system of the state directory. */
+  diskFreeBytes?: number;
+  /** Degrees Celsius of the first thermal zone, where /sys/class/thermal has one. */
+  tempC?: number;
+}
+
+export interface ReportDetails {
+  /** The agent's version (package.json). */
+  agent?: string;
+  health?: DeviceHealth;
+  /** On failure: the failing component's last log lines, oldest first, each `<component>: <line>`. */
+  log?: readonly string[];
+}
+
+export const MAX_LOG_TAIL_LINES = 20;
+export const MAX_LOG_TAIL_BYTES = 2048;
 
 /** The fields a report may carry: the fleet target a device took its plan from, and its rollout wave. */
 export const REPORT_FIELD_KEYS = ['target', 'wave'] as const;

@@ -29,6 +29,7 @@ import { statusContext } from './commit-status.js';
 import { DEVICE_NOTES_PREFIX, deviceOfNotesRef, LEGACY_NOTES_REF } from './device-notes-ref.js';
 import { ROLLOUT_REFSPEC } from './fleet-rollout-read.js';
 import type { Ancestry, DeviceReport, DeviceReports } from './fleet-view.js';
+import { CERTIFICATE_ENTRY } from './note-commit.js';
 import { noteAt, resolveRefIfAny } from './notes-tree.js';
 import { redactUrl } from '../source/git-repo-location.js';
 import { parseStatusNote, type StatusLine } from './status-note.js';
@@ -203,7 +204,8 @@ export async function readFleetReports(gitdir: string, commit: string, notesGitd
     const context = statusContext(device);
     const onCommit = lineOf(await noteAt(notesGitdir, tip, commit), context, commit);
     const newest = (await newestFromMessage(notesGitdir, tip, context)) ?? (await newestInTree(notesGitdir, tip, context));
-    reports.push({ device, ...(onCommit && { onCommit }), ...(newest && { newest }) });
+    const cert = await publishedCertificate(notesGitdir, tip);
+    reports.push({ device, ...(onCommit && { onCommit }), ...(newest && { newest }), ...(cert !== undefined && { publishedCertificate: cert }) });
   }
   // Earlier agents' lines on this commit, for devices whose own ref has none.
   const legacyTip = await resolveRefIfAny(notesGitdir, LEGACY_NOTES_REF);
@@ -236,7 +238,25 @@ async function readFleetFile(gitdir: string, commit: string): Promise<string | u
 }
 
 function toReport(line: StatusLine, commit: string): DeviceReport {
-  return { commit, state: line.state, at: Date.parse(line.time), fields: line.fields, description: line.description };
+  return {
+    commit,
+    state: line.state,
+    at: Date.parse(line.time),
+    fields: line.fields,
+    description: line.description,
+    ...(line.log.length > 0 && { log: line.log }),
+    ...(line.signature && { signature: line.signature }),
+    signed: line.signed,
+  };
+}
+
+/** The certificate a device publishes in its notes tree (note-commit.ts), if any and not oversized. */
+async function publishedCertificate(gitdir: string, tip: string): Promise<string | undefined> {
+  const { tree } = (await git.readCommit({ fs, gitdir, oid: tip })).commit;
+  const entry = (await git.readTree({ fs, gitdir, oid: tree })).tree.find((e) => e.path === CERTIFICATE_ENTRY && e.type === 'blob');
+  if (!entry) return undefined;
+  const { blob } = await git.readBlob({ fs, gitdir, oid: entry.oid });
+  return blob.length <= 16 * 1024 ? Buffer.from(blob).toString('utf8') : undefined;
 }
 
 function lineOf(note: string | undefined, context: string, commit: string): DeviceReport | undefined {

@@ -55,6 +55,10 @@ export interface RolloutView {
   bake: string;
   minSuccess: number;
   abortFailurePercent: number;
+  /** Rollout refs of this commit the gates do not count (SPEC §15): forged, revoked, or unverified where enrolment is required. */
+  notCounted?: Array<{ device: string; wave: string; state: string; verdict: string; reason?: string }>;
+  /** Whether the gates count only reports of enrolled devices. */
+  requireEnrolled?: boolean;
 }
 
 export interface RolloutViewInput {

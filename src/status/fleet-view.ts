@@ -13,14 +13,20 @@
 //     reported, say, on a commit pushed a minute ago).
 // Rollouts (SPEC §14): when the commit's fleet.toml has `[rollout]`, each device also shows its wave (its line's
 // `wave=`, else its rollout ref's); the per-wave counts are fleet-rollout-view.ts.
-import type { CommitState } from './commit-status.js';
+import type { ReportSignature } from '../identity/report-signature.js';
+import type { Verdict, Verification } from '../identity/report-verifier.js';
+import type { CommitState, DeviceHealth } from './commit-status.js';
 
 /** The group of devices whose reports carry no target (rejected devices, agents run with --plan). */
 export const NO_TARGET = '(no target)';
 /** The one group when the commit has no fleet.toml. */
 export const NO_FLEET_FILE = '(no fleet.toml)';
 
-export const DEVICE_STATES = ['success', 'failure', 'pending', 'error', 'other-commit', 'silent', 'waiting'] as const;
+/**
+ * forged, revoked, unverified: its report on the commit is not counted (SPEC §15): not its own, or not checkable where
+ * the fleet requires enrolment. `claimed` says what that report said.
+ */
+export const DEVICE_STATES = ['success', 'failure', 'pending', 'error', 'other-commit', 'silent', 'waiting', 'forged', 'revoked', 'unverified'] as const;
 export type DeviceState = (typeof DEVICE_STATES)[number];
 
 /** One report line of a device, on some commit. */
@@ -32,6 +38,15 @@ export interface DeviceReport {
   /** `target`, `wave` when the line carries them. */
   fields: Readonly<Record<string, string>>;
   description: string;
+  /** The failing component's last lines, when the report carries them. */
+  log?: readonly string[];
+  /** The device's signature, and what it covers (status-note.ts); absent on an unsigned line. */
+  signature?: ReportSignature;
+  signed?: readonly string[];
+  /** Whether it is the device's own (identity/report-verifier.ts); absent: not checked. */
+  verification?: Verification;
+  /** Whether the view counts it: a verified report, or an unverified one where enrolment is not required. */
+  counted?: boolean;
 }
 
 /** What the repository tells about one device. */
@@ -41,6 +56,8 @@ export interface DeviceReports {
   onCommit?: DeviceReport;
   /** Its newest report on any commit (its notes ref's tip), if it ever reported. */
   newest?: DeviceReport;
+  /** The certificate it publishes beside its reports (note-commit.ts CERTIFICATE_ENTRY), if any. */
+  publishedCertificate?: string;
 }
 
 /** A target as the fleet file gives it; only what the view needs. */
@@ -84,6 +101,16 @@ export interface DeviceView {
   /** ISO time of the report shown, or null. */
   at: string | null;
   description: string;
+  /** The verdict on the report shown (SPEC §15), when reports were checked. */
+  report?: Verdict;
+  /** Why it is not verified. */
+  reportReason?: string;
+  /** What a report that is not counted said (its state). */
+  claimed?: string;
+  /** What the report shown carries beside its state (issue 29): the agent's version, the device's health, log lines. */
+  agent?: string;
+  health?: DeviceHealth;
+  log?: readonly string[];
 }
 
 export interface TargetView {
@@ -99,6 +126,10 @@ export interface TargetView {
   otherCommit: number;
   silent: number;
   waiting: number;
+  /** Devices whose report on the commit is not counted (SPEC §15). */
+  forged: number;
+  revoked: number;
+  unverified: number;
   /** Device names, sorted. */
   members: string[];
 }
@@ -122,6 +153,9 @@ const BUCKET: Record<DeviceState, keyof Omit<TargetView, 'name' | 'plan' | 'devi
   'other-commit': 'otherCommit',
   silent: 'silent',
   waiting: 'waiting',
+  forged: 'forged',
+  revoked: 'revoked',
+  unverified: 'unverified',
 };
 
 const REPORTED: readonly string[] = ['success', 'failure', 'pending', 'error'] satisfies CommitState[];
@@ -154,7 +188,8 @@ export function buildFleetView(input: FleetViewInput): FleetView {
     const reportedTarget = shown?.fields.target;
     const target = targets === undefined ? NO_FLEET_FILE : (reportedTarget ?? (shown ? undefined : named.get(r.device)) ?? NO_TARGET);
     let state: DeviceState;
-    if (r.onCommit) state = REPORTED.includes(r.onCommit.state) ? (r.onCommit.state as DeviceState) : 'error';
+    if (r.onCommit && r.onCommit.counted === false) state = r.onCommit.verification!.verdict as DeviceState;
+    else if (r.onCommit) state = REPORTED.includes(r.onCommit.state) ? (r.onCommit.state as DeviceState) : 'error';
     // On a newer commit it has moved on; it is not silent about this one.
     else if (r.newest && (r.newest.at >= since || !silenceCounts || input.ancestry?.[r.newest.commit] === 'newer')) state = 'other-commit';
     else state = silenceCounts ? 'silent' : 'waiting';
@@ -170,6 +205,10 @@ export function buildFleetView(input: FleetViewInput): FleetView {
       relation: other ? (input.ancestry?.[r.newest!.commit] ?? 'unknown') : null,
       at: shown ? iso(shown.at) : null,
       description: shown?.description ?? '',
+      ...(shown?.verification && { report: shown.verification.verdict }),
+      ...(shown?.verification?.reason !== undefined && { reportReason: shown.verification.reason }),
+      ...(shown?.counted === false && { claimed: shown.state }),
+      ...(shown && detailsOf(shown)),
     };
   });
 
@@ -178,7 +217,7 @@ export function buildFleetView(input: FleetViewInput): FleetView {
   const groups = new Map<string, TargetView>();
   const group = (name: string, plan: string | null) => {
     let g = groups.get(name);
-    if (!g) groups.set(name, (g = { name, plan, devices: 0, success: 0, failure: 0, pending: 0, error: 0, otherCommit: 0, silent: 0, waiting: 0, members: [] }));
+    if (!g) groups.set(name, (g = { name, plan, devices: 0, success: 0, failure: 0, pending: 0, error: 0, otherCommit: 0, silent: 0, waiting: 0, forged: 0, revoked: 0, unverified: 0, members: [] }));
     return g;
   };
   if (targets === undefined) group(NO_FLEET_FILE, null);
@@ -196,4 +235,28 @@ export function buildFleetView(input: FleetViewInput): FleetView {
     g.members.push(d.device);
   }
   return { commit, fleetFile: targets !== undefined, silentSince: iso(since) ?? new Date(0).toISOString(), silenceCounts, targets: [...groups.values()], devices };
+}
+
+/** The agent version, health and log lines a report carries (status-note.ts's fields), as the view shows them. */
+function detailsOf(r: DeviceReport): Pick<DeviceView, 'agent' | 'health' | 'log'> {
+  const f = r.fields;
+  const num = (k: string) => {
+    const v = f[k] === undefined ? NaN : Number(f[k]);
+    return Number.isFinite(v) ? v : undefined;
+  };
+  const health: DeviceHealth = {};
+  const put = (key: keyof DeviceHealth, field: string) => {
+    const v = num(field);
+    if (v !== undefined) health[key] = v;
+  };
+  put('uptimeS', 'uptime');
+  put('load1', 'load');
+  put('memFreeBytes', 'mem');
+  put('diskFreeBytes', 'disk');
+  put('tempC', 'temp');
+  return {
+    ...(f.agent !== undefined && { agent: f.agent }),
+    ...(Object.keys(health).length > 0 && { health }),
+    ...(r.log?.length && { log: r.log }),
+  };
 }

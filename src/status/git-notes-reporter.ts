@@ -33,11 +33,12 @@ import { damagedCache, Deadline } from './delivery-deadline.js';
 import { DEVICE_NOTES_PREFIX, deviceNotesRef, deviceOfContext } from './device-notes-ref.js';
 import { NotesCacheBound, type NotesCacheBoundOptions } from './notes-cache-bound.js';
 import { DEFAULT_NOTES_FETCH_LIMITS, fetchNotesTip, type NotesFetchLimits } from './notes-fetch.js';
-import { isAncestor, localGitdir, noteCommit } from './note-commit.js';
+import { isAncestor, localGitdir, noteCommit, type NoteCommitOptions } from './note-commit.js';
 import { resolveRefIfAny } from './notes-tree.js';
 import { pushRefs, receivePackRefs, ZERO_OID, type RefUpdate, type RefUpdateResult } from './receive-pack-push.js';
 import { parseRolloutRef } from './rollout-refs.js';
 import { rolloutRefsOf, rolloutUpdates } from './rollout-updates.js';
+import type { ReportSigner } from '../identity/report-signature.js';
 import { redactUrl } from '../source/git-repo-location.js';
 import { makePrivate } from '../source/private-fs.js';
 
@@ -64,6 +65,10 @@ export interface GitNotesReporterOptions {
   fetchLimits?: Partial<NotesFetchLimits>;
   /** Remote: when the notes cache is compacted (notes-cache-bound.ts). */
   cacheBound?: NotesCacheBoundOptions;
+  /** Signs every entry and rollout ref with the device's report key (SPEC §15); absent: unsigned, as earlier agents. */
+  signer?: ReportSigner;
+  /** The device's certificate text, published in its notes tree (note-commit.ts CERTIFICATE_ENTRY). */
+  certificate?: string;
 }
 
 /**
@@ -125,7 +130,7 @@ export class GitNotesReporter implements StatusReporter {
       const staged = await this.current(s, undefined);
       if (!staged.rollout) return;
       const own = await rolloutRefsOf(gitdir, device);
-      for (const u of rolloutUpdates(staged, device, next, own)) {
+      for (const u of rolloutUpdates(staged, device, next, own, this.opts.signer)) {
         if (u.new === ZERO_OID) await git.deleteRef({ fs, gitdir, ref: u.ref });
         else await git.writeRef({ fs, gitdir, ref: u.ref, value: u.new, force: true });
       }
@@ -198,7 +203,7 @@ export class GitNotesReporter implements StatusReporter {
       }
       const updates: RefUpdate[] = [];
       if (serverNotes !== next) updates.push({ ref, old: serverNotes ?? ZERO_OID, new: next });
-      if (s.rollout) updates.push(...rolloutUpdates(s, device, next, serverRollout));
+      if (s.rollout) updates.push(...rolloutUpdates(s, device, next, serverRollout, this.opts.signer));
       if (updates.length === 0) return done(); // all there already (a push whose answer was lost)
       const results = await pushRefs({ ...remote, gitdir, updates });
       // What went through is on the server now, whatever happened to the rest.
@@ -319,8 +324,9 @@ export class GitNotesReporter implements StatusReporter {
   }
 
   /** Author and committer of a notes commit made now. */
-  private signature(): { author: { name: string; email: string }; at: number } {
-    return { author: this.author, at: this.now() };
+  private signature(): NoteCommitOptions {
+    const { signer, certificate } = this.opts;
+    return { author: this.author, at: this.now(), ...(signer && { signer }), ...(certificate !== undefined && { certificate }) };
   }
 }
 

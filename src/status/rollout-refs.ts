@@ -1,8 +1,11 @@
 // The rollout refs (SPEC §8, §14): where each device tells the fleet how one commit went for it, laid out so that a
 // device waiting at a gate reads only the waves it needs, and on a large fleet only a sample of them.
 //
-//   refs/keystone-rollout/<wave>/<bucket>/<device>/<commit>-<state>      held, applying, success, halted
-//   refs/keystone-rollout/<wave>/failed/<commit>/<device>-<state>        failure, error
+//   refs/keystone-rollout/<wave>/<bucket>/<device>/<commit>-<state>[.<sig>]      held, applying, success, halted
+//   refs/keystone-rollout/<wave>/failed/<commit>/<device>-<state>[.<sig>]        failure, error
+//
+// `.<sig>`: the device's signature over what the name says (identity/report-signature.ts, SPEC §15): 16 hex digits of
+// key id and 86 of base64url. Earlier agents wrote none; a reader decides what an unsigned ref is worth.
 //
 // - Each device writes only its own refs (no two devices race for one), next to its notes ref and in the same push.
 // - <wave> first: a device in wave k lists the waves j ≤ k with protocol v2 ls-refs prefixes, never the whole fleet's
@@ -21,6 +24,7 @@
 //   reader fetches no objects.
 import { createHash } from 'node:crypto';
 import { ROLLOUT_STATES, type RolloutReport, type RolloutState } from '../core/rollout-gate.js';
+import { formatRefSignature, parseRefSignature, rolloutMessage, signWith, type ReportSignature, type ReportSigner } from '../identity/report-signature.js';
 import { encodeDeviceName } from './device-notes-ref.js';
 
 export const ROLLOUT_PREFIX = 'refs/keystone-rollout/';
@@ -37,14 +41,26 @@ export function bucketOf(device: string): string {
 
 export interface RolloutRef extends RolloutReport {
   bucket: string;
+  /** The device's signature from the name, when it carries one. */
+  signature?: ReportSignature;
 }
 
 const FAILED = 'failed';
 const isFailure = (state: RolloutState) => state === 'failure' || state === 'error';
 
-export function rolloutRef(r: Pick<RolloutReport, 'wave' | 'device' | 'commit' | 'state'>): string {
-  if (isFailure(r.state)) return `${ROLLOUT_PREFIX}${r.wave}/${FAILED}/${r.commit}/${encodeDeviceName(r.device)}-${r.state}`;
-  return `${ROLLOUT_PREFIX}${r.wave}/${bucketOf(r.device)}/${encodeDeviceName(r.device)}/${r.commit}-${r.state}`;
+/** The ref of a report; signed by `signer` when given (the name then ends in the signature). */
+export function rolloutRef(r: Pick<RolloutReport, 'wave' | 'device' | 'commit' | 'state'>, signer?: ReportSigner): string {
+  const sig = signer ? `.${formatRefSignature(signWith(signer, rolloutMessage(r)))}` : '';
+  if (isFailure(r.state)) return `${ROLLOUT_PREFIX}${r.wave}/${FAILED}/${r.commit}/${encodeDeviceName(r.device)}-${r.state}${sig}`;
+  return `${ROLLOUT_PREFIX}${r.wave}/${bucketOf(r.device)}/${encodeDeviceName(r.device)}/${r.commit}-${r.state}${sig}`;
+}
+
+/** A ref name's leaf without its signature (`.` + 102 characters at the end), and the signature; undefined: malformed. */
+function splitSignature(leaf: string): { rest: string; signature?: ReportSignature } | undefined {
+  const at = leaf.length - 103;
+  if (at < 1 || leaf[at] !== '.' || !/^[0-9a-f]{16}[A-Za-z0-9_-]{86}$/.test(leaf.slice(at + 1))) return { rest: leaf };
+  const signature = parseRefSignature(leaf.slice(at + 1));
+  return signature ? { rest: leaf.slice(0, at), signature } : undefined;
 }
 
 /** The ls-refs prefix of every failure of `commit` in `wave`. */
@@ -79,15 +95,16 @@ export function parseRolloutRef(ref: string): RolloutRef | undefined {
   let encoded: string;
   let commit: string;
   let state: RolloutState;
+  const split = splitSignature(parts[3]!);
+  if (!split) return undefined;
+  const leaf = split.rest;
   if (parts[1] === FAILED) {
-    const leaf = parts[3]!;
     const dash = leaf.lastIndexOf('-');
     commit = parts[2]!;
     encoded = leaf.slice(0, dash);
     state = leaf.slice(dash + 1) as RolloutState;
     if (dash < 1 || !COMMIT.test(commit) || !isFailure(state)) return undefined;
   } else {
-    const leaf = parts[3]!;
     const dash = leaf.indexOf('-');
     bucket = parts[1]!;
     encoded = parts[2]!;
@@ -103,5 +120,5 @@ export function parseRolloutRef(ref: string): RolloutRef | undefined {
   }
   if (!/^[^\s\p{Cc}]{1,253}$/u.test(device) || encodeDeviceName(device) !== encoded) return undefined;
   if (bucket !== undefined && bucketOf(device) !== bucket) return undefined;
-  return { wave, bucket: bucket ?? bucketOf(device), device, commit, state };
+  return { wave, bucket: bucket ?? bucketOf(device), device, commit, state, ...(split.signature && { signature: split.signature }) };
 }

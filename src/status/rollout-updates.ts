@@ -2,6 +2,7 @@
 // updates one status makes of them, pushed with its notes commit (git-notes-reporter.ts).
 import * as fs from 'node:fs';
 import git from 'isomorphic-git';
+import type { ReportSigner } from '../identity/report-signature.js';
 import type { CommitStatus } from './commit-status.js';
 import { resolveRefIfAny } from './notes-tree.js';
 import { ZERO_OID, type RefUpdate } from './receive-pack-push.js';
@@ -24,10 +25,11 @@ export async function rolloutRefsOf(gitdir: string, device: string): Promise<Map
  * commit set to the notes commit `next`, and deleted every other one whose commit it does not keep. Its refs for
  * this commit in another state or wave go too: one state per device and commit, or a reader could count it twice.
  */
-export function rolloutUpdates(s: CommitStatus, device: string, next: string, own: ReadonlyMap<string, string>): RefUpdate[] {
+export function rolloutUpdates(s: CommitStatus, device: string, next: string, own: ReadonlyMap<string, string>, signer?: ReportSigner): RefUpdate[] {
   if (!s.rollout) return [];
   const { wave, state, keep } = s.rollout;
-  const target = rolloutRef({ wave, device, commit: s.commit, state });
+  // Ed25519 signs deterministically: the same report by the same key has the same name, so a retry rewrites no ref.
+  const target = rolloutRef({ wave, device, commit: s.commit, state }, signer);
   const updates: RefUpdate[] = [];
   if (own.get(target) !== next) updates.push({ ref: target, old: own.get(target) ?? ZERO_OID, new: next });
   for (const [ref, oid] of own) {

@@ -117,6 +117,7 @@ export class StatusOutbox {
         ...(status.targetUrl !== undefined && { targetUrl: status.targetUrl }),
         ...(status.fields !== undefined && Object.keys(status.fields).length > 0 && { fields: { ...status.fields } }),
         ...(status.rollout !== undefined && { rollout: { ...status.rollout, keep: [...status.rollout.keep] } }),
+        ...(status.details !== undefined && { details: status.details }),
         createdAt: status.at,
       })),
     );
@@ -237,6 +238,8 @@ export class StatusOutbox {
       ...(entry.targetUrl !== undefined && { targetUrl: entry.targetUrl }),
       ...(entry.fields !== undefined && { fields: entry.fields }),
       ...(entry.rollout !== undefined && { rollout: entry.rollout }),
+      // A row enqueued before details existed (an upgrade) has none: it goes as it was decided.
+      ...(entry.details !== undefined && { details: entry.details }),
       seq: entry.id,
       at: entry.createdAt,
     };

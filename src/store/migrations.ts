@@ -222,6 +222,12 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX applies_revision ON applies (revision, id);
     `,
   },
+  {
+    version: 12,
+    name: 'reports that say more: the details a commit status carries',
+    // details: JSON {agent, health, log} of a status (SPEC §8), NULL for rows enqueued before (they go without).
+    sql: `ALTER TABLE status_outbox ADD COLUMN details TEXT;`,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.reduce((v, m) => Math.max(v, m.version), 0);

@@ -2,6 +2,7 @@
 // tried; a row is open until delivered or given up, and finished rows are pruned to a retention.
 import type Sqlite from 'better-sqlite3';
 import { z } from 'zod';
+import type { ReportDetails } from '../status/commit-status.js';
 import { checked, orNull, timeSchema, type Row } from './row-reader.js';
 import type { TableContext } from './table-context.js';
 
@@ -18,6 +19,8 @@ export interface OutboxEntry {
   fields?: Record<string, string>;
   /** The status's rollout ref (SPEC §14). */
   rollout?: { wave: string; state: 'held' | 'applying' | 'success' | 'failure' | 'error' | 'halted'; keep: string[] };
+  /** What the status says beside its state (agent version, health, a failure's log lines; SPEC §8). */
+  details?: ReportDetails;
   /** ms */
   createdAt: number;
   attempts: number;
@@ -28,7 +31,7 @@ export interface OutboxEntry {
   deliveredAt?: number;
 }
 
-export type OutboxInput = Pick<OutboxEntry, 'reporter' | 'commit' | 'state' | 'description' | 'context' | 'targetUrl' | 'fields' | 'rollout' | 'createdAt'>;
+export type OutboxInput = Pick<OutboxEntry, 'reporter' | 'commit' | 'state' | 'description' | 'context' | 'targetUrl' | 'fields' | 'rollout' | 'details' | 'createdAt'>;
 
 export interface OutboxCounts {
   /** Still to be delivered. */
@@ -39,6 +42,13 @@ export interface OutboxCounts {
 }
 
 const outboxStateSchema = z.enum(['pending', 'success', 'failure', 'error']);
+/** zod's numbers are finite: no NaN or Infinity reaches a note. */
+const finite = z.number().optional();
+const detailsSchema = z.object({
+  agent: z.string().optional(),
+  health: z.object({ uptimeS: finite, load1: finite, memFreeBytes: finite, diskFreeBytes: finite, tempC: finite }).optional(),
+  log: z.array(z.string()).optional(),
+});
 const outboxInputSchema = z.object({
   reporter: z.string().min(1),
   commit: z.string().regex(/^[0-9a-f]{40}$/, 'must be 40 lowercase hex'),
@@ -48,6 +58,7 @@ const outboxInputSchema = z.object({
   targetUrl: z.string().min(1).optional(),
   fields: z.record(z.string(), z.string()).optional(),
   rollout: z.object({ wave: z.string().min(1), state: z.enum(['held', 'applying', 'success', 'failure', 'error', 'halted']), keep: z.array(z.string().regex(/^[0-9a-f]{40}$/)) }).optional(),
+  details: detailsSchema.optional(),
   createdAt: timeSchema,
 });
 const outboxEntrySchema = outboxInputSchema.extend({
@@ -60,13 +71,13 @@ const outboxEntrySchema = outboxInputSchema.extend({
 const outboxRetrySchema = z.object({ attempts: z.int().nonnegative(), nextAttemptAt: timeSchema, lastError: z.string() });
 const outboxGiveUpSchema = z.object({ attempts: z.int().nonnegative(), lastError: z.string().min(1) });
 
-const OUTBOX_COLUMNS = 'id, reporter, "commit", state, description, context, target_url, fields, rollout, created_at, attempts, next_attempt_at, last_error, delivered_at';
+const OUTBOX_COLUMNS = 'id, reporter, "commit", state, description, context, target_url, fields, rollout, details, created_at, attempts, next_attempt_at, last_error, delivered_at';
 
 function prepareOutbox(db: Sqlite.Database) {
   const p = (sql: string) => db.prepare(sql);
   return {
-    insert: p(`INSERT INTO status_outbox (reporter, "commit", state, description, context, target_url, fields, rollout, created_at, next_attempt_at)
-               VALUES (@reporter, @commit, @state, @description, @context, @targetUrl, @fields, @rollout, @createdAt, @createdAt) RETURNING id`).pluck(),
+    insert: p(`INSERT INTO status_outbox (reporter, "commit", state, description, context, target_url, fields, rollout, details, created_at, next_attempt_at)
+               VALUES (@reporter, @commit, @state, @description, @context, @targetUrl, @fields, @rollout, @details, @createdAt, @createdAt) RETURNING id`).pluck(),
     heads: p(`SELECT ${OUTBOX_COLUMNS} FROM status_outbox o WHERE next_attempt_at IS NOT NULL
                 AND id = (SELECT min(id) FROM status_outbox h WHERE h.reporter = o.reporter AND h."commit" = o."commit" AND h.next_attempt_at IS NOT NULL)
               ORDER BY id`),
@@ -97,7 +108,18 @@ export class StatusOutboxTable {
 
   enqueue(entries: OutboxInput[]): number[] {
     const rows = entries.map((e, i) => checked(outboxInputSchema, e, `outbox entry #${i}`));
-    return this.ctx.transaction(() => rows.map((r) => this.o.insert.get({ ...r, targetUrl: orNull(r.targetUrl), fields: r.fields ? JSON.stringify(r.fields) : null, rollout: r.rollout ? JSON.stringify(r.rollout) : null }) as number));
+    return this.ctx.transaction(() =>
+      rows.map(
+        (r) =>
+          this.o.insert.get({
+            ...r,
+            targetUrl: orNull(r.targetUrl),
+            fields: r.fields ? JSON.stringify(r.fields) : null,
+            rollout: r.rollout ? JSON.stringify(r.rollout) : null,
+            details: r.details ? JSON.stringify(r.details) : null,
+          }) as number,
+      ),
+    );
   }
 
   heads(): OutboxEntry[] {
@@ -151,6 +173,7 @@ export class StatusOutboxTable {
         targetUrl: row.target_url,
         fields: typeof row.fields === 'string' ? parseFields(row.fields) : undefined,
         rollout: typeof row.rollout === 'string' ? parseFields(row.rollout) : undefined,
+        details: typeof row.details === 'string' ? parseDetails(row.details) : undefined,
         createdAt: row.created_at,
         attempts: row.attempts,
         nextAttemptAt: row.next_attempt_at,
@@ -171,4 +194,14 @@ function parseFields(text: string): unknown {
   } catch {
     return text;
   }
+}
+
+/**
+ * A row's details column. Unlike the other columns, details that do not parse are dropped, not a corrupt row: they
+ * are what a status says beside its state, and the state must still be delivered (nor may the row hold up every
+ * row after it). Keys a newer agent added are dropped the same way (the schema keeps what it knows).
+ */
+function parseDetails(text: string): ReportDetails | undefined {
+  const r = detailsSchema.safeParse(parseFields(text));
+  return r.success ? (r.data as ReportDetails) : undefined;
 }

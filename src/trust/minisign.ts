@@ -193,6 +193,15 @@ export function verifySignature(message: Uint8Array, sig: Signature, key: Public
     throw new TrustError('KS_TRUSTED_COMMENT_INVALID', `the trusted comment signed by key ${id} was altered`, file, id);
 }
 
+/**
+ * A bare Ed25519 signature (no minisign framing: a device's report, SPEC §15), as strictly as verifySignature: S
+ * canonical, R not of small order, then the signature itself.
+ */
+export function verifyEd25519(message: Uint8Array, signature: Uint8Array, publicKey: Uint8Array): boolean {
+  if (signature.length !== 64 || !isCanonicalScalar(signature.subarray(32)) || hasSmallOrder(signature.subarray(0, 32))) return false;
+  return ed25519Verify(message, signature, publicKey);
+}
+
 /** DER prefix of an Ed25519 SubjectPublicKeyInfo (RFC 8410): the 32 key bytes follow. */
 const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 const keyObjects = new WeakMap<Uint8Array, KeyObject | null>();

@@ -57,7 +57,7 @@ describe('GET /v1/revision: the agent and the newest refused revision', { timeou
       status: 404,
       body: {
         error: { code: 'KS_NO_REVISION', message: 'no revision has been applied on this device yet' },
-        agent: { pid: 4242, version: '9.9.9', startedAt: '2026-01-02T03:04:05.000Z' },
+        agent: { pid: 4242, version: '9.9.9', startedAt: '2026-01-02T03:04:05.000Z', health: expect.objectContaining({ uptimeS: expect.any(Number) }) as unknown },
         rejected: null,
       },
     });

@@ -30,6 +30,7 @@ beforeAll(async () => {
     expect(r.code, r.stderr).toBe(0);
   }
   for (const f of ['git-token', 'github-token', 'webhook-secret']) writeFileSync(join(etc, f), `${f}-value\n`, { mode: 0o600 });
+  writeFileSync(join(etc, 'device.cert'), 'keystone-certificate = 1\n');
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
@@ -86,6 +87,8 @@ allow-mount = ["/srv/data"]
 allow-capability = ["CAP_NET_BIND_SERVICE"]
 allow-device = ["/dev/ttyUSB0"]
 dashboard = true
+enrollment-key = ["ETC/keys/ops.pub"]
+certificate = "ETC/device.cert"
 `;
 
 describe('a complete configuration', () => {

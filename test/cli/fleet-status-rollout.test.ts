@@ -165,6 +165,7 @@ describe('keystonectl fleet status with a [rollout]', () => {
       bake: '10m0s',
       minSuccess: 2,
       abortFailurePercent: 34,
+      requireEnrolled: false,
     });
     expect(Object.fromEntries(j.devices.map((d: { device: string; wave: string }) => [d.device, d.wave]))).toEqual({ 'c-1': 'canary', 'c-2': 'canary', 'c-3': 'canary', 'e-1': 'early', 'e-2': 'early', 'e-4': 'early', 'x-1': 'everyone' });
     expect(j.devices[0]).toEqual({ device: 'c-1', target: 'all', wave: 'canary', state: 'success', commit: repo.tip, relation: null, at: new Date(T0).toISOString(), description: 'applied: 1 component running' });

@@ -153,7 +153,7 @@ describe('keystonectl fleet status', () => {
     const j = JSON.parse(r.stdout);
     expect(Object.keys(j)).toEqual(['commit', 'ref', 'fleetFile', 'silentAfter', 'silentSince', 'silenceCounts', 'targets', 'devices']);
     expect(j).toMatchObject({ commit: c3, ref: 'main', fleetFile: true, silentAfter: '10m0s', silentSince: '2026-12-01T17:01:00.000Z', silenceCounts: true });
-    expect(j.targets[0]).toEqual({ name: 'pi4-eu', plan: 'plans/edge.toml', devices: 4, success: 1, failure: 1, pending: 0, error: 0, otherCommit: 1, silent: 1, waiting: 0, members: ['edge-fail', 'edge-ok', 'edge-old', 'edge-quiet'] });
+    expect(j.targets[0]).toEqual({ name: 'pi4-eu', plan: 'plans/edge.toml', devices: 4, success: 1, failure: 1, pending: 0, error: 0, otherCommit: 1, silent: 1, waiting: 0, forged: 0, revoked: 0, unverified: 0, members: ['edge-fail', 'edge-ok', 'edge-old', 'edge-quiet'] });
     expect(j.targets.map((t: { name: string }) => t.name)).toEqual(['pi4-eu', 'x86-us', '(no target)']);
     const byName = Object.fromEntries(j.devices.map((d: { device: string }) => [d.device, d]));
     expect(byName['edge-old']).toEqual({ device: 'edge-old', target: 'pi4-eu', state: 'other-commit', commit: c2, relation: 'older', at: '2026-12-01T17:05:00.000Z', description: 'applied: 1 component running' });

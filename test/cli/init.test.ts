@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAgentConfig } from '../../src/cli/agent-config.js';
 import { AGENT_OPTIONS } from '../../src/cli/agent-options.js';
+import { readDevicePublicIdentity } from '../../src/identity/device-keys.js';
 import { main } from '../../src/cli/keystone.js';
 import { runCtl } from '../support/cli-run.js';
 import { PROJECT_ROOT } from '../support/example-repo.js';
@@ -30,7 +31,12 @@ beforeAll(async () => {
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-async function keystone(args: string[], cwd = root): Promise<{ code: number; stdout: string; stderr: string }> {
+/** `keystone init` makes the device's keys in its state directory: each run gets its own, never /var/lib/keystone. */
+let states = 0;
+const withStateDir = (args: string[]) => (args[0] === 'init' && !args.includes('--state-dir') ? [...args, '--state-dir', join(root, `state${++states}`)] : args);
+
+async function keystone(given: string[], cwd = root): Promise<{ code: number; stdout: string; stderr: string }> {
+  const args = withStateDir(given);
   let stdout = '';
   let stderr = '';
   const code = await main(args, { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) }, cwd, env: {} }, { once: () => {} });
@@ -43,7 +49,7 @@ describe('keystone init', () => {
   it('writes 0640 and makes the missing directories 0755, whatever the umask (the real program, umask 077)', () => {
     const etc = freshEtc();
     const file = join(etc, 'agent.toml');
-    const r = spawnSync('sh', ['-c', 'umask 077 && exec "$0" "$@"', process.execPath, join(PROJECT_ROOT, 'bin', 'keystone.js'), 'init', '--config', file, '--repo', 'https://git.example.com/acme/edge.git', '--status-repo', 'https://git.example.com/acme/reports.git', '--trusted-key', pub], {
+    const r = spawnSync('sh', ['-c', 'umask 077 && exec "$0" "$@"', process.execPath, join(PROJECT_ROOT, 'bin', 'keystone.js'), 'init', '--config', file, '--repo', 'https://git.example.com/acme/edge.git', '--status-repo', 'https://git.example.com/acme/reports.git', '--trusted-key', pub, '--state-dir', join(root, 'state-umask')], {
       encoding: 'utf8',
       cwd: root,
     });
@@ -106,7 +112,7 @@ describe('keystone init', () => {
     expect(r.code, r.stderr).toBe(0);
     const loaded = readAgentConfig(file);
     expect(loaded.diagnostics).toEqual([]);
-    expect(loaded.values).toMatchObject({ dir: join(root, 'devrepo'), 'allow-unsigned': true, 'state-dir': '/var/lib/keystone' });
+    expect(loaded.values).toMatchObject({ dir: join(root, 'devrepo'), 'allow-unsigned': true, 'state-dir': join(root, `state${states}`) });
     expect(loaded.values.repo).toBeUndefined();
   });
 
@@ -196,5 +202,50 @@ describe('keystone init', () => {
     const uncommented = text.replace(/^# ([a-z-]+ = (?!.*\/etc\/keystone\/).*)$/gm, '$1');
     writeFileSync(file, uncommented);
     expect(readAgentConfig(file).diagnostics).toEqual([]);
+  });
+  it("makes the device's keys in the state directory and prints their public halves; init again keeps them", async () => {
+    const stateDir = join(root, 'state-keys');
+    const file = join(freshEtc(), 'agent.toml');
+    const r = await keystone(['init', '--config', file, '--dir', 'devrepo', '--allow-unsigned', '--device', 'edge-9', '--state-dir', stateDir]);
+    expect(r.code, r.stderr).toBe(0);
+    const id = (await readDevicePublicIdentity(stateDir))!;
+    expect(id.reportKey).toMatch(/^RW/);
+    expect(r.stdout).toContain(`made the device's keys in ${join(stateDir, 'identity')}:\n  device         edge-9\n  report key     ${id.reportKey}\n  age recipient  ${id.ageRecipient}\n`);
+    expect(r.stdout).toContain(`keystone identity --config ${file} --json > edge-9.identity.json`);
+    expect(r.stdout).not.toContain('AGE-SECRET-KEY');
+    expect(mode(join(stateDir, 'identity')).toString(8)).toBe('700');
+    expect(mode(join(stateDir, 'identity', 'report.key')).toString(8)).toBe('600');
+
+    const again = await keystone(['init', '--config', file, '--dir', 'devrepo', '--allow-unsigned', '--device', 'edge-9', '--state-dir', stateDir, '--force']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toContain(`kept the device's keys in ${join(stateDir, 'identity')}:`);
+    expect(await readDevicePublicIdentity(stateDir)).toEqual(id);
+  });
+
+  it('writes --enrollment-key and --certificate, which the agent loads as its flags', async () => {
+    const file = join(freshEtc(), 'agent.toml');
+    writeFileSync(join(root, 'device.cert'), 'keystone-certificate = 1\n');
+    const r = await keystone(['init', '--config', file, '--dir', 'devrepo', '--allow-unsigned', '--enrollment-key', 'release.pub', '--certificate', 'device.cert']);
+    expect(r.code, r.stderr).toBe(0);
+    const loaded = readAgentConfig(file);
+    expect(loaded.diagnostics).toEqual([]);
+    expect(loaded.values).toMatchObject({ 'enrollment-key': [pub], certificate: join(root, 'device.cert') });
+    // Without them, both stay commented out, as examples.
+    const plain = join(freshEtc(), 'agent.toml');
+    expect((await keystone(['init', '--config', plain, '--dir', 'devrepo', '--allow-unsigned'])).code).toBe(0);
+    expect(readFileSync(plain, 'utf8')).toMatch(/^# enrollment-key = \["\/etc\/keystone\/keys\/enroll\.pub"\]$/m);
+    expect(readAgentConfig(plain).values['enrollment-key']).toBeUndefined();
+  });
+
+  it('refuses an enrollment key that is not a key and a certificate too large to be one (exit 2), writing nothing', async () => {
+    const etc = freshEtc();
+    const notKey = await keystone(['init', '--config', join(etc, 'agent.toml'), '--dir', 'devrepo', '--allow-unsigned', '--enrollment-key', 'not-a-key.pub']);
+    expect(notKey.code).toBe(2);
+    expect(notKey.stderr).toContain(`--enrollment-key ${join(root, 'not-a-key.pub')} is not a minisign public key`);
+    writeFileSync(join(root, 'huge.cert'), 'x'.repeat(17 * 1024));
+    const huge = await keystone(['init', '--config', join(etc, 'agent.toml'), '--dir', 'devrepo', '--allow-unsigned', '--certificate', 'huge.cert']);
+    expect(huge.code).toBe(2);
+    expect(huge.stderr).toContain('more than a certificate can be (16384)');
+    expect(existsSync(etc)).toBe(false);
   });
 });

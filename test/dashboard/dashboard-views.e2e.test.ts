@@ -190,6 +190,20 @@ describe.skipIf(browserNeeded.skip)(browserNeeded.title('the dashboard in a brow
     expect(page.url()).toMatch(/#\/components\/telemetry$/);
   });
 
+  it("the header shows the device's health as its reports carry it: uptime, load, memory and disk free", async () => {
+    await b.stack.waitAllRunning();
+    const { page } = await signedIn();
+    const health = page.locator('header [data-field="health"]');
+    await health.waitFor({ timeout: 15_000 });
+    // The machine running the tests is Linux: these four are always there (a temperature only where a sensor is).
+    for (const field of ['uptime', 'load', 'mem', 'disk']) expect(await health.locator(`[data-health="${field}"]`).count(), field).toBe(1);
+    const text = (await health.textContent()) ?? '';
+    expect(text).toMatch(/up \d+ (d|h|min)/);
+    expect(text).toMatch(/load \d+\.\d\d/);
+    expect(text).toMatch(/\d+(\.\d+)? (B|KB|MB|GB) memory free/);
+    expect(text).toMatch(/\d+(\.\d+)? (B|KB|MB|GB) disk free/);
+  });
+
   it('from the keyboard: Tab reaches the first Restart button (focus visible), Enter opens the dialog, Escape closes it', async () => {
     const pids = await b.stack.waitAllRunning();
     const { page } = await signedIn();

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allPassed, CHECK_IDS, type CheckResult, type CheckStatus } from '../../src/doctor/check-result.js';
 import type { DoctorSetup } from '../../src/doctor/doctor-setup.js';
 import { runDoctor } from '../../src/doctor/run-doctor.js';
+import { ensureDeviceKeys } from '../../src/identity/device-keys.js';
 import { exampleRepo, PROJECT_ROOT, type ExampleRepo } from '../support/example-repo.js';
 import { facts, scratch, setup, snapshot, stateWithApplied, type Scratch } from './doctor-fixtures.js';
 
@@ -35,6 +36,7 @@ describe('runDoctor on the example repository', () => {
     const stateDir = join(s.dir, 'dir-state');
     const now = Date.now();
     stateWithApplied(stateDir, { id: 'dir:f41ef900a015', source: repo.dir, planFile: 'plans/edge-processes.toml', signedAt: Math.floor(now / 1000) - HOUR });
+    await ensureDeviceKeys(stateDir, { now: () => now, randomBytes: (n) => new Uint8Array(n).fill(7), create: true });
     const results = await runDoctor(signedSetup(stateDir, { source: { kind: 'dir', root: repo.dir } }), facts({ now: () => now }));
     expect(results.map((r) => r.check)).toEqual([...CHECK_IDS]);
     const { 'container-engine': engine, ...rest } = statuses(results);
@@ -46,6 +48,8 @@ describe('runDoctor on the example repository', () => {
       'disk-space': 'pass',
       'trusted-keys': 'pass',
       'trusted-files': 'pass',
+      identity: 'pass',
+      enrollment: 'skip',
       'git-remote': 'skip',
       'push-access': 'skip',
       plan: 'pass',

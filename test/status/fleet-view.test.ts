@@ -36,7 +36,7 @@ describe('buildFleetView', () => {
   it('no fleet.toml: one group, whatever the reports say', () => {
     const v = buildFleetView(base({ targets: undefined, reports: [on('a', 'success', T, 'pi4-eu'), on('b', 'error', T)] }));
     expect(v.fleetFile).toBe(false);
-    expect(v.targets).toEqual([{ name: NO_FLEET_FILE, plan: null, devices: 2, success: 1, failure: 0, pending: 0, error: 1, otherCommit: 0, silent: 0, waiting: 0, members: ['a', 'b'] }]);
+    expect(v.targets).toEqual([{ name: NO_FLEET_FILE, plan: null, devices: 2, success: 1, failure: 0, pending: 0, error: 1, otherCommit: 0, silent: 0, waiting: 0, forged: 0, revoked: 0, unverified: 0, members: ['a', 'b'] }]);
   });
 
   it('silence counts from the first report on the commit, or the commit time when nobody reported', () => {

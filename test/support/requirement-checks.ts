@@ -7,6 +7,7 @@ import { delimiter, join } from 'node:path';
 export type Requirement =
   | 'docker'
   | 'minisign'
+  | 'age'
   | 'busybox'
   | 'promtool'
   | 'root'
@@ -19,7 +20,7 @@ export type Requirement =
   | 'chromium';
 
 export const REQUIREMENTS: readonly Requirement[] = [
-  'docker', 'minisign', 'busybox', 'promtool', 'root', 'python3', 'openssl', 'debootstrap', 'dpkg-deb', 'systemd-analyze', 'faketime', 'chromium',
+  'docker', 'minisign', 'age', 'busybox', 'promtool', 'root', 'python3', 'openssl', 'debootstrap', 'dpkg-deb', 'systemd-analyze', 'faketime', 'chromium',
 ];
 
 /** Set to "1", a skip for a missing requirement fails the run instead (CI must run everything). */
@@ -160,6 +161,8 @@ const tool = (name: string, pkg: string) => (env: NodeJS.ProcessEnv) => {
 const CHECKS: Record<Requirement, (env: NodeJS.ProcessEnv) => string | undefined> = {
   docker: dockerMissing,
   minisign: tool('minisign', 'minisign'),
+  // age and age-keygen come together (Debian's age package).
+  age: tool('age-keygen', 'age'),
   promtool: tool('promtool', 'prometheus'),
   python3: tool('python3', 'python3'),
   openssl: tool('openssl', 'openssl'),

@@ -70,6 +70,16 @@ export interface AgentInfo {
   pid: number;
   version: string;
   startedAt?: string;
+  /** The device's health as its reports carry it; each value only where the device has it. */
+  health?: DeviceHealth;
+}
+
+export interface DeviceHealth {
+  uptimeS?: number;
+  load1?: number;
+  memFreeBytes?: number;
+  diskFreeBytes?: number;
+  tempC?: number;
 }
 
 export interface Rejected {

@@ -175,6 +175,8 @@ export function useDashboardData(): DashboardData {
     // The views are read once the stream is open (nothing that happens after the read is missed, and nothing is read
     // twice); a stream that cannot open (the agent's cap of streams reached) must not leave the page empty.
     const fallback = setTimeout(all, 1_500);
+    // The device's health (in the revision's `agent`) is a reading, not an event: read again every minute.
+    const healthEvery = setInterval(() => refreshers.revision.request(), 60_000);
     const stop = followEventStream('/v1/events', {
       // Whatever happened before the stream was connected was missed: read everything (again, after a reconnect).
       onOpen: () => {
@@ -224,6 +226,7 @@ export function useDashboardData(): DashboardData {
     });
     return () => {
       clearTimeout(fallback);
+      clearInterval(healthEvery);
       stop();
       Object.values(refreshers).forEach((r) => r.stop());
     };

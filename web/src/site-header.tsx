@@ -1,5 +1,7 @@
-// Which device and agent this is, what revision it runs, whether the page is live, and the way out.
+// Which device and agent this is, how the device is (uptime, load, memory, disk, temperature), what revision it
+// runs, whether the page is live, and the way out.
 import type { DashboardData } from './dashboard-data.js';
+import { DeviceHealthLine } from './device-health-line.js';
 import { shortRevision } from './format.js';
 import type { Route } from './route.js';
 
@@ -27,15 +29,18 @@ export function SiteHeader({ data, route, onSignOut }: Props) {
             History
           </a>
         </nav>
-        <p class="device" data-field="agent">
-          <span title="This device's agent">{location.host}</span>
-          {agent && (
-            <span class="muted">
-              {' '}
-              · agent pid {agent.pid} · v{agent.version}
-            </span>
-          )}
-        </p>
+        <div class="device">
+          <p data-field="agent">
+            <span title="This device's agent">{location.host}</span>
+            {agent && (
+              <span class="muted">
+                {' '}
+                · agent pid {agent.pid} · v{agent.version}
+              </span>
+            )}
+          </p>
+          {agent?.health && <DeviceHealthLine health={agent.health} />}
+        </div>
         <p class="header-revision" data-field="revision">
           {r ? (
             <>

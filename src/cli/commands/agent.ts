@@ -2,6 +2,7 @@
 import { hostname } from 'node:os';
 import type { Agent } from '../../agent/agent.js';
 import { runAgent } from '../../agent/run-agent.js';
+import type { EnrollmentSettings, IdentitySettings } from '../../agent/run-settings.js';
 import { ensureApiToken } from '../../api/api-token.js';
 import { checkListenAddress } from '../../api/check-listen-address.js';
 import { formatListenAddress, isLoopbackAddress, publicHostAllowance, type ListenAddress } from '../../api/listen-address.js';
@@ -9,10 +10,11 @@ import type { ApiListeners } from '../../api/listen-api.js';
 import { describeDevicePolicy, type DevicePolicy } from '../../core/device-policy.js';
 import { OperationError } from '../../core/errors.js';
 import { formatLabels } from '../../core/labels.js';
+import { ensureDeviceKeys, identityPaths } from '../../identity/device-keys.js';
 import { createLogger, type Logger } from '../../log/logger.js';
 import { parseAgentOptions } from '../agent-options.js';
 import { agentSettings } from '../agent-settings.js';
-import { EXIT, type CliIo } from '../io.js';
+import { EXIT, nowMs, random, type CliIo } from '../io.js';
 import { POLICY_USAGE } from '../policy-args.js';
 import { checkAgentFiles, trustedFilesOf } from '../trusted-files.js';
 
@@ -24,6 +26,7 @@ export const AGENT_USAGE =
   '               (--repo URL|PATH [--ref main] [--poll 60s] [--git-token-file F] | --dir PATH) [--plan PLAN]\n' +
   '               [--device NAME] [--label KEY=VALUE…]   (without --plan, fleet.toml picks the plan by name and labels)\n' +
   '               (--trusted-key FILE… [--threshold K] [--max-age D] [--max-clock-skew 5m] [--require-ref] | --allow-unsigned)\n' +
+  "               [--enrollment-key FILE…] [--certificate FILE]   (the device's own keys: <state-dir>/identity, keystone identity)\n" +
   '               [--status git-notes,github|none] [--status-repo URL|PATH] [--status-token-file F] [--github-repo OWNER/REPO] [--github-token-file F] [--github-api URL]\n' +
   '               [--webhook-secret-file F] [--allow-history-rewrite] [--on-failure none|rollback]\n' +
   `               ${POLICY_USAGE}\n` +
@@ -71,8 +74,10 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   const running = await runAgent(run, {
     logger,
     env: io.env,
-    // The API's address is tried before anything in the state directory is read or adopted.
+    // The device's keys, then the API's address, before anything else in the state directory is read or adopted: a
+    // device whose keys are unsafe or gone does not start (IdentityError: exit code 2), and touches nothing that runs.
     beforeAdopt: async () => {
+      run.identity = await deviceIdentity(run.stateDir, settings.enrollment, io, log);
       try {
         if (listen) await checkListenAddress(listen);
       } catch (e) {
@@ -113,6 +118,15 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   await running.close({ stopComponents: settings.stopOnExit });
   process.off('unhandledRejection', onUnhandled);
   return EXIT.OK;
+}
+
+/** The device's keys (made at its first start) with the enrolment settings; the public halves logged, never the secrets. */
+async function deviceIdentity(stateDir: string, enrollment: EnrollmentSettings, io: CliIo, log: Logger): Promise<IdentitySettings> {
+  const { keys, created } = await ensureDeviceKeys(stateDir, { now: () => nowMs(io), randomBytes: random(io), create: true });
+  const fields = { path: identityPaths(stateDir).dir, report_key: keys.reportPublic, age_recipient: keys.ageRecipient };
+  if (created) log.info(fields, 'created the device identity: keystone identity prints it, for keystonectl enroll');
+  else log.info(fields, 'device identity');
+  return { keys, ...enrollment };
 }
 
 /** The token file, the server and its listeners; undefined when there is nothing to listen on (`--listen none`, no socket). */

@@ -1,6 +1,5 @@
 // `keystone doctor`: one line per check of what `keystone agent` would run with, given the same arguments, and the
 // fix for each that fails. Exit 0 when none fails, 1 otherwise (2 for arguments the agent would not take at all).
-import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { labelsFromArgs, type Labels } from '../../core/labels.js';
@@ -8,7 +7,7 @@ import { systemFacts } from '../../doctor/doctor-facts.js';
 import type { DoctorSetup, DoctorSource } from '../../doctor/doctor-setup.js';
 import { allPassed } from '../../doctor/check-result.js';
 import { runDoctor } from '../../doctor/run-doctor.js';
-import { parseAgentOptions, type AgentOptionValues } from '../agent-options.js';
+import { parseOptionsBesideAgent, type AgentOptionValues } from '../agent-options.js';
 import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';
 import { devicePolicyFrom } from '../policy-args.js';
 import { doctorJson, doctorText } from '../render/doctor-text.js';
@@ -19,17 +18,15 @@ import { trustedFilesOf } from '../trusted-files.js';
 export const DOCTOR_USAGE = 'keystone doctor [--config FILE] [agent flags…] [--json]   (no --config, --repo or --dir: /etc/keystone/agent.toml when it exists)';
 
 /** The file the Debian package's service runs the agent with (packaging/keystone.service). */
-export const INSTALLED_CONFIG = '/etc/keystone/agent.toml';
+export { INSTALLED_CONFIG } from '../agent-options.js';
 
 export async function doctorCommand(argv: string[], io: CliIo): Promise<number> {
   // --json is doctor's own; everything else is the agent's, parsed by the agent's own table (and --config).
   const json = argv.includes('--json');
   const rest = argv.filter((a) => a !== '--json');
   // On a device, bare `keystone doctor` checks what the service runs: the installed configuration file.
-  const bare = !rest.some((a) => ['--config', '--repo', '--dir'].includes(a.split('=')[0]!));
-  const installed = bare && existsSync(INSTALLED_CONFIG) ? ['--config', INSTALLED_CONFIG] : [];
   // A configuration file another user could change is read all the same: the trusted-files check names it and its fix.
-  const { values, positionals, configFile } = parseAgentOptions([...installed, ...rest], io, { checkConfigOwner: false });
+  const { values, positionals, configFile } = parseOptionsBesideAgent(rest, io, { checkConfigOwner: false });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const setup = { ...doctorSetup(values, io), trustedFiles: trustedFilesOf(values, io, configFile) };
   // The clock is io's, so that an in-process run can set it (the clock check).
@@ -74,6 +71,10 @@ function doctorSetup(values: AgentOptionValues, io: CliIo): DoctorSetup {
       ...(values.threshold !== undefined && { threshold: values.threshold }),
     },
     allowRoot: devicePolicyFrom(values).allowRoot,
+    enrollment: {
+      keyFiles: (values['enrollment-key'] ?? []).map((k) => resolve(io.cwd, k)),
+      ...(values.certificate !== undefined && { certificateFile: resolve(io.cwd, values.certificate) }),
+    },
   };
 }
 

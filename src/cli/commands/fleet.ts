@@ -1,7 +1,11 @@
 // `keystonectl fleet status`: the fleet's reports for one commit, per target (SPEC §13), and per wave when the
 // commit's fleet.toml has a `[rollout]` (SPEC §14). Read-only: it reads the devices' Git notes, their rollout refs and
 // the commit's fleet.toml, and checks no signature (it changes nothing a device would run).
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { IdentityError } from '../../identity/identity-error.js';
+import { verifyFleetReports } from '../../status/fleet-verify.js';
+import { parsePublicKey, type PublicKey } from '../../trust/minisign.js';
 import { parseGitRepo } from '../../source/git-repo-location.js';
 import { parseArgs } from 'node:util';
 import { OperationError } from '../../core/errors.js';
@@ -17,8 +21,23 @@ import { renderFleetStatusText } from '../render/fleet-status-text.js';
 
 const isRemote = (repo: string) => /^https?:\/\//i.test(repo);
 
+/** An enrolment public key file (`--enrollment-key`), or a usage error naming it. */
+function readEnrollmentKey(file: string): PublicKey {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new UsageError(`--enrollment-key ${file}: ${(e as Error).message}`);
+  }
+  try {
+    return parsePublicKey(text);
+  } catch (e) {
+    throw new UsageError(`--enrollment-key ${file}: ${(e as Error).message}`);
+  }
+}
+
 export const FLEET_USAGE =
-  'keystonectl fleet status [--repo URL|PATH] [--reports URL|PATH] [--ref BRANCH] [--commit REF] [--devices] [--silent-after 10m] [--json] [--format text|markdown] [--token-file F] [--cache-dir DIR] [--depth N]';
+  'keystonectl fleet status [--repo URL|PATH] [--reports URL|PATH] [--ref BRANCH] [--commit REF] [--enrollment-key PUB …] [--devices] [--silent-after 10m] [--json] [--format text|markdown] [--token-file F] [--cache-dir DIR] [--depth N]';
 
 export const FLEET_HELP = `${FLEET_USAGE}
 
@@ -34,18 +53,29 @@ The fleet's reports (each device's Git notes) for one commit, per target of the 
                       and fleet.toml from --repo
   --ref BRANCH        the branch (default: main; for a local repository, HEAD)
   --commit REF        the commit to show (default: the tip of --ref)
+  --enrollment-key F  the operator's enrolment public key (repeatable): each report is checked against its device's
+                      certificate (devices/<name>.cert at the commit, else the one the device publishes with its
+                      reports) and shown verified, unverified, forged or revoked (SPEC §15). A report that is not
+                      counted shows as its verdict ("forged (says success)") with the reason; the rollout counts
+                      what the devices' gates count. Without it no report can be verified: where the commit has a
+                      devices/ directory (or [rollout] require_enrolled = true) every report then shows unverified
   --silent-after D    a device known to the fleet with no report on the commit, and none at all since the first
                       report on it (or the commit's time), is silent once D has passed (Go duration; default 10m)
   --devices           one line per device: name, target, (wave,) state (or "on <commit>", "silent"), time, description
   --json              { commit, ref, fleetFile, silentAfter, silentSince, silenceCounts,
                         targets: [{ name, plan, devices, success, failure, pending, error, otherCommit, silent,
                                     waiting, members }],
-                        devices: [{ device, target, wave?, state, commit, relation, at, description }],
+                        devices: [{ device, target, wave?, state, commit, relation, at, description, report?,
+                                    reportReason?, claimed?, agent?, health?: { uptimeS?, load1?, memFreeBytes?,
+                                    diskFreeBytes?, tempC? }, log? }],
                         rollout?: { commit, waves: [{ name, percent?, named?: { selector?, devices? }, devices,
                                     success, failed, applying, held, firstSuccessAt?, bakeLeftMs?, waitingFor?,
                                     state }], halted?: { wave, failed, of }, bake, minSuccess,
-                                    abortFailurePercent } }
-                      state: success|failure|pending|error|other-commit|silent|waiting; relation (of another commit):
+                                    abortFailurePercent, requireEnrolled, notCounted?: [{ device, wave, state,
+                                    verdict, reason? }] } }
+                      state: success|failure|pending|error|other-commit|silent|waiting, or forged|revoked|unverified
+                      for a report on the commit that is not counted (claimed: what it said); report: verified|
+                      unverified|forged|revoked; targets also count forged, revoked, unverified; relation (of another commit):
                       older|newer|unknown, else null. rollout, and each device's wave (null: unknown), only when the
                       commit's fleet.toml has a [rollout]
   --format markdown   tables for a pull-request comment or a CI summary
@@ -59,7 +89,7 @@ failed"; every later wave is halted too). The bake left is an estimate: from the
 stamped by that device's own clock, to the time of this read; each device times its own bake on the Git host's
 clock, so it may open the next wave somewhat earlier or later than the estimate says.
 
-Signatures are not checked: this view only reads. Exit codes: 0 printed, 1 the remote could not be read,
+The recipes' signatures are not checked: this view only reads (the reports' are, with --enrollment-key). Exit codes: 0 printed, 1 the remote could not be read,
 2 bad input (a bad flag, an unknown ref or commit, a URL with credentials). A fleet.toml that does not parse is
 printed as a warning with file:line (and as fleetFileErrors in --json); the devices are then grouped by the targets
 they reported.`;
@@ -96,6 +126,7 @@ async function fleetStatus(argv: string[], io: CliIo): Promise<number> {
       'token-file': { type: 'string' },
       'cache-dir': { type: 'string' },
       depth: { type: 'string' },
+      'enrollment-key': { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -124,6 +155,7 @@ async function fleetStatus(argv: string[], io: CliIo): Promise<number> {
   const anyRemote = remote || (values.reports !== undefined && isRemote(values.reports));
   if (!anyRemote && (values['token-file'] !== undefined || values['cache-dir'] !== undefined)) throw new UsageError('--token-file and --cache-dir are for a remote (--repo URL, --reports URL)');
   if (!remote && depth !== undefined) throw new UsageError('--depth is for a remote (--repo URL)');
+  const enrollmentKeys = (values['enrollment-key'] ?? []).map((f) => readEnrollmentKey(resolve(io.cwd, f)));
   const token = anyRemote ? secretFrom(values['token-file'] && resolve(io.cwd, values['token-file']), io.env.KEYSTONE_GIT_TOKEN, 'Git token') : undefined;
 
   const badInput = (code: string, message: string): number => {
@@ -186,8 +218,26 @@ async function fleetStatus(argv: string[], io: CliIo): Promise<number> {
   const now = nowMs(io);
   // Only with a [rollout]: a fleet without one keeps its view (and its JSON) as it was. The refs come from where the
   // notes do; the remote's arrived with them, in the one fetch.
-  const refs = rollout ? await readRolloutRefs(notesGitdir, io.env) : undefined;
-  const rolloutView = rollout && refs && buildRolloutView({ commit: opened.commit, commitTime: read.commitTime, rollout, refs, reports: read.reports, now });
+  const allRefs = rollout ? await readRolloutRefs(notesGitdir, io.env) : undefined;
+  // Every report checked as the gates check theirs (SPEC §15); the rollout counts only what they count.
+  let verified;
+  try {
+    verified = await verifyFleetReports(read.reports, allRefs ?? [], { gitdir: opened.gitdir, commit: opened.commit, enrollmentKeys, now, ...(rollout?.requireEnrolled !== undefined && { requireEnrolled: rollout.requireEnrolled }) });
+  } catch (e) {
+    if (e instanceof IdentityError) return badInput(e.code, e.message);
+    throw e;
+  }
+  const refs = allRefs && verified.countedRefs;
+  const notCounted = verified.refusedRefs
+    .filter((r) => r.ref.commit === opened.commit)
+    .map(({ ref, verification: v }) => ({ device: ref.device, wave: ref.wave, state: ref.state, verdict: v.verdict, ...(v.reason !== undefined && { reason: v.reason }) }));
+  const built = rollout && refs && buildRolloutView({ commit: opened.commit, commitTime: read.commitTime, rollout, refs, reports: read.reports, now });
+  const rolloutView = built && { ...built, requireEnrolled: verified.requireEnrolled, ...(notCounted.length > 0 && { notCounted }) };
+  // Reports were checked against something: an enrolment key given, or a fleet that requires enrolment. Otherwise
+  // every report is unverified and the view keeps the shape it had before device identity (no report verdicts).
+  if (!enrollmentKeys.length && !verified.requireEnrolled)
+    for (const r of read.reports)
+      for (const x of [r.onCommit, r.newest]) if (x) delete x.verification;
   const view = buildFleetView({
     commit: opened.commit,
     commitTime: read.commitTime,
@@ -196,7 +246,7 @@ async function fleetStatus(argv: string[], io: CliIo): Promise<number> {
     now,
     silentAfterMs,
     ancestry: read.ancestry,
-    ...(refs && { waves: refWaves(refs, opened.commit) }),
+    ...(allRefs && { waves: refWaves(allRefs, opened.commit) }),
   });
   const meta = { label: opened.label, silentAfter: values['silent-after'] };
   if (values.json) {

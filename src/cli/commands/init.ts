@@ -1,23 +1,29 @@
 // `keystone init`: writes a first configuration file for this device (default /etc/keystone/agent.toml), commented so
 // that an operator can read and edit it. The file is checked by the loader the agent uses before it takes its place,
-// so init never leaves a file the agent would refuse; an existing file is replaced only with --force.
+// so init never leaves a file the agent would refuse; an existing file is replaced only with --force. Then it makes
+// the device's keys in the state directory, as the first start would (kept when there are some), and prints their
+// public halves, so that the device can be enrolled before it first runs.
 import { randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { checkStateDir } from '../../agent/state-dir.js';
 import { OperationError } from '../../core/errors.js';
 import { deviceNameProblem, labelsFromArgs } from '../../core/labels.js';
+import { ensureDeviceKeys, identityPaths } from '../../identity/device-keys.js';
 import { buildKeyring } from '../../trust/keyring.js';
 import { AgentConfigError } from '../agent-config-error.js';
 import { agentConfigText } from '../agent-config-text.js';
 import { parseAgentConfig } from '../agent-config.js';
-import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';
+import { enrollmentSettings } from '../agent-settings.js';
+import { EXIT, nowMs, random, UsageError, type CliIo } from '../io.js';
 
 export const INIT_USAGE =
   'keystone init [--config /etc/keystone/agent.toml] (--repo URL|PATH [--ref main] --status-repo URL|PATH [--status-token-file F] | --dir PATH)\n' +
   '               [--plan PLAN] [--git-token-file F]\n' +
-  '               [--device NAME] [--label KEY=VALUE…] (--trusted-key FILE… [--require-ref] | --allow-unsigned) [--state-dir /var/lib/keystone] [--force]';
+  '               [--device NAME] [--label KEY=VALUE…] (--trusted-key FILE… [--require-ref] | --allow-unsigned) [--enrollment-key FILE…] [--certificate FILE]\n' +
+  '               [--state-dir /var/lib/keystone] [--force]   (then makes the device\'s keys in the state directory, as its first start would)';
 
 export const DEFAULT_CONFIG_FILE = '/etc/keystone/agent.toml';
 
@@ -40,6 +46,8 @@ const OPTIONS = {
   'trusted-key': { type: 'string', multiple: true },
   'allow-unsigned': { type: 'boolean', default: false },
   'require-ref': { type: 'boolean', default: false },
+  'enrollment-key': { type: 'string', multiple: true },
+  certificate: { type: 'string' },
   'state-dir': { type: 'string', default: '/var/lib/keystone' },
   force: { type: 'boolean', default: false },
 } as const;
@@ -83,6 +91,8 @@ export async function initCommand(argv: string[], io: CliIo): Promise<number> {
         }
       }),
     );
+  // The enrolment keys and the certificate as the agent reads them: a file that is not one is refused before writing.
+  const enrollment = enrollmentSettings(values, io);
 
   const file = resolve(io.cwd, values.config ?? DEFAULT_CONFIG_FILE);
   // A file with nothing but comments (the Debian package's template) holds no setting to lose: it is replaced as if absent.
@@ -104,6 +114,8 @@ export async function initCommand(argv: string[], io: CliIo): Promise<number> {
     trustedKeys: keyFiles,
     allowUnsigned: values['allow-unsigned'],
     requireRef: values['require-ref'],
+    enrollmentKeys: enrollment.enrollmentKeys.map((k) => k.file),
+    ...(enrollment.certificate && { certificate: enrollment.certificate.file }),
     stateDir: resolve(io.cwd, values['state-dir']),
     hostname: hostname(),
     now: new Date(nowMs(io)),
@@ -116,7 +128,21 @@ export async function initCommand(argv: string[], io: CliIo): Promise<number> {
       `  run the agent:     keystone agent --config ${file}\n` +
       `  check the device:  keystone doctor --config ${file}\n`,
   );
+  await printIdentity(resolve(io.cwd, values['state-dir']), values.device ?? hostname(), file, io);
   return EXIT.OK;
+}
+
+/** The device's keys, made as the agent's first start makes them (the state directory checked whole first), and their public halves. */
+async function printIdentity(stateDir: string, device: string, configFile: string, io: CliIo): Promise<void> {
+  checkStateDir(stateDir);
+  const { keys, created } = await ensureDeviceKeys(stateDir, { now: () => nowMs(io), randomBytes: random(io), create: true });
+  io.stdout.write(
+    `${created ? 'made' : 'kept'} the device's keys in ${identityPaths(stateDir).dir}:\n` +
+      `  device         ${device}\n` +
+      `  report key     ${keys.reportPublic}\n` +
+      `  age recipient  ${keys.ageRecipient}\n` +
+      `  enrol it:      keystone identity --config ${configFile} --json > ${device}.identity.json, then keystonectl enroll --key ENROLL.key --identity ${device}.identity.json\n`,
+  );
 }
 
 /** True when `file` exists and every line is blank or a comment: the shipped template, nothing of the operator's. */

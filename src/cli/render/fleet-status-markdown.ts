@@ -2,7 +2,7 @@
 // commit has a `[rollout]`, then a table per target.
 import type { RolloutView } from '../../status/fleet-rollout-view.js';
 import type { FleetView } from '../../status/fleet-view.js';
-import { BAKE_ESTIMATE_NOTE, bakeText, deviceStateText, haltedText, rolloutSettingsText, short, sinceText, waveRule, waveStateText, type FleetStatusMeta } from './fleet-status-text.js';
+import { BAKE_ESTIMATE_NOTE, bakeText, countColumns, deviceStateText, haltedText, rolloutSettingsText, short, sinceText, waveRule, waveStateText, type FleetStatusMeta } from './fleet-status-text.js';
 import { utc } from './status-table.js';
 
 // Whatever reaches a cell came from a ref, a note or fleet.toml, which anyone who can push may write: no control
@@ -23,6 +23,7 @@ function rolloutSection(r: RolloutView): string[] {
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...r.waves.map((w) => `| ${cell(w.name)} | ${cell(waveRule(w))} | ${w.devices} | ${w.success} | ${w.failed} | ${w.applying} | ${w.held} | ${bakeText(w)} | ${cell(waveStateText(w))} |`),
     ...(r.waves.some((w) => w.bakeLeftMs !== undefined) ? ['', `_${cell(BAKE_ESTIMATE_NOTE)}._`] : []),
+    ...(r.notCounted?.length ? ['', ...r.notCounted.map((n) => `- not counted: ${code(n.device)} ${cell(n.state)} in ${cell(n.wave)} (**${cell(n.verdict)}**: ${cell(n.reason ?? '')})`)] : []),
   ];
 }
 
@@ -32,9 +33,9 @@ export function renderFleetStatusMarkdown(view: FleetView, meta: FleetStatusMeta
     '',
     `${view.devices.length} device${view.devices.length === 1 ? '' : 's'}${view.fleetFile ? '' : ', no `fleet.toml` at this commit'}. Silent: no report within ${cell(meta.silentAfter)} of ${sinceText(view)}${view.silenceCounts ? '' : ' (not yet)'}.`,
     '',
-    '| target | plan | devices | success | failure | pending | error | other commit | silent | waiting |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
-    ...view.targets.map((t) => `| ${cell(t.name)} | ${t.plan ? code(t.plan) : '-'} | ${t.devices} | ${t.success} | ${t.failure} | ${t.pending} | ${t.error} | ${t.otherCommit} | ${t.silent} | ${t.waiting} |`),
+    `| target | plan | ${countColumns(view).map(([, h]) => h).join(' | ')} |`,
+    `| --- | --- | ${countColumns(view).map(() => '---').join(' | ')} |`,
+    ...view.targets.map((t) => `| ${cell(t.name)} | ${t.plan ? code(t.plan) : '-'} | ${countColumns(view).map(([k]) => String(t[k])).join(' | ')} |`),
     ...(rollout ? rolloutSection(rollout) : []),
   ];
   // The wave column only with a rollout: without one the tables stay as they always were.
@@ -47,7 +48,10 @@ export function renderFleetStatusMarkdown(view: FleetView, meta: FleetStatusMeta
       continue;
     }
     out.push(waves ? '| device | wave | state | time | description |' : '| device | state | time | description |', waves ? '| --- | --- | --- | --- | --- |' : '| --- | --- | --- | --- |');
-    for (const d of members) out.push(`| ${code(d.device)} |${waves ? ` ${d.wave ? cell(d.wave) : '-'} |` : ''} ${cell(deviceStateText(d))} | ${d.at ? utc(Date.parse(d.at)) : '-'} | ${cell(d.description)} |`);
+    for (const d of members) {
+      const why = d.claimed !== undefined && d.reportReason ? ` (${d.reportReason})` : '';
+      out.push(`| ${code(d.device)} |${waves ? ` ${d.wave ? cell(d.wave) : '-'} |` : ''} ${cell(deviceStateText(d))} | ${d.at ? utc(Date.parse(d.at)) : '-'} | ${cell(d.description + why)} |`);
+    }
   }
   return out.join('\n') + '\n';
 }

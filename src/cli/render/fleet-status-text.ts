@@ -18,6 +18,7 @@ export const short = (commit: string) => commit.slice(0, 12);
 
 /** `success`, `on 9f8e7d6a0b1c (older)`, `silent`, `waiting`. */
 export function deviceStateText(d: DeviceView): string {
+  if (d.claimed !== undefined) return `${d.state} (says ${d.claimed})`;
   if (d.state === 'other-commit' && d.commit) return `on ${short(d.commit)}${d.relation === 'unknown' ? '' : ` (${d.relation})`}`;
   return d.state;
 }
@@ -44,12 +45,44 @@ const COUNTS: [keyof TargetView, string][] = [
   ['waiting', 'waiting'],
 ];
 
+/** Shown only when some report was not counted (SPEC §15): a fleet without enrolment keeps its table. */
+const NOT_COUNTED: [keyof TargetView, string][] = [
+  ['forged', 'forged'],
+  ['revoked', 'revoked'],
+  ['unverified', 'unverified'],
+];
+
+/** The count columns of this view. */
+export function countColumns(view: FleetView): [keyof TargetView, string][] {
+  return view.targets.some((t) => t.forged + t.revoked + t.unverified > 0) ? [...COUNTS, ...NOT_COUNTED] : COUNTS;
+}
+
+/** `up 3h0m0s, load 0.12, mem 1.2 GB, disk 3.4 GB, 48.5 °C`, or `-`. */
+export function healthText(d: DeviceView): string {
+  const h = d.health;
+  if (!h) return '-';
+  const gb = (b: number) => (b >= 1e9 ? `${(b / 1e9).toFixed(1)} GB` : `${Math.round(b / 1e6)} MB`);
+  const parts = [
+    ...(h.uptimeS !== undefined ? [`up ${formatDuration(Math.round(h.uptimeS) * 1000)}`] : []),
+    ...(h.load1 !== undefined ? [`load ${h.load1}`] : []),
+    ...(h.memFreeBytes !== undefined ? [`mem ${gb(h.memFreeBytes)}`] : []),
+    ...(h.diskFreeBytes !== undefined ? [`disk ${gb(h.diskFreeBytes)}`] : []),
+    ...(h.tempC !== undefined ? [`${h.tempC} °C`] : []),
+  ];
+  return parts.join(', ') || '-';
+}
+
 /** What stands out in a target: devices on other commits, silent ones. */
 function notes(view: FleetView, t: TargetView): string[] {
   const members = view.devices.filter((d) => d.target === t.name);
   const other = members.filter((d) => d.state === 'other-commit').map((d) => `${d.device} ${deviceStateText(d)}`);
   const silent = members.filter((d) => d.state === 'silent').map((d) => (d.commit ? `${d.device} (last on ${short(d.commit)})` : `${d.device} (never reported)`));
-  return [...(other.length ? [`  ${t.name}: on another commit: ${other.join(', ')}`] : []), ...(silent.length ? [`  ${t.name}: silent: ${silent.join(', ')}`] : [])];
+  const notCounted = members.filter((d) => d.claimed !== undefined).map((d) => `${d.device} ${d.state}: ${d.reportReason ?? ''}`);
+  return [
+    ...(other.length ? [`  ${t.name}: on another commit: ${other.join(', ')}`] : []),
+    ...(silent.length ? [`  ${t.name}: silent: ${silent.join(', ')}`] : []),
+    ...notCounted.map((n) => `  ${t.name}: not counted: ${n}`),
+  ];
 }
 
 /** `5 %`, `named: ring=canary`, `named: gw-1, gw-2, gw-3 +4`. */
@@ -93,6 +126,7 @@ function rolloutLines(r: RolloutView): string[] {
       ...r.waves.map((w) => [w.name, waveRule(w), String(w.devices), String(w.success), String(w.failed), String(w.applying), String(w.held), bakeText(w), waveStateText(w)]),
     ]),
     ...(r.waves.some((w) => w.bakeLeftMs !== undefined) ? [BAKE_ESTIMATE_NOTE] : []),
+    ...(r.notCounted ?? []).map((n) => `not counted: ${n.device} ${n.state} in ${n.wave} (${n.verdict}: ${n.reason ?? ''})`),
   ];
 }
 
@@ -101,7 +135,7 @@ export function renderFleetStatusText(view: FleetView, meta: FleetStatusMeta, op
     `fleet status of ${short(view.commit)} (${meta.label})${view.fleetFile ? '' : ', no fleet.toml at this commit'}`,
     `silent: no report within ${meta.silentAfter} of ${sinceText(view)}${view.silenceCounts ? '' : '; not yet'}`,
     '',
-    ...table([['target', 'plan', ...COUNTS.map(([, h]) => h)], ...view.targets.map((t) => [t.name, t.plan ?? '-', ...COUNTS.map(([k]) => String(t[k]))])]),
+    ...table([['target', 'plan', ...countColumns(view).map(([, h]) => h)], ...view.targets.map((t) => [t.name, t.plan ?? '-', ...countColumns(view).map(([k]) => String(t[k]))])]),
   ];
   const extra = view.targets.flatMap((t) => notes(view, t));
   if (extra.length) out.push('', ...extra);
@@ -110,14 +144,27 @@ export function renderFleetStatusText(view: FleetView, meta: FleetStatusMeta, op
     out.push('');
     // The wave column only with a rollout: without one the table stays as it always was.
     const waves = opts.rollout !== undefined;
+    // The report column once reports were checked; agent and health once any report carries them.
+    const checked = view.devices.some((d) => d.report !== undefined);
+    const detailed = view.devices.some((d) => d.agent !== undefined || d.health !== undefined);
     if (view.devices.length === 0) out.push('no devices');
-    else
-      out.push(
-        ...table([
-          ['device', 'target', ...(waves ? ['wave'] : []), 'state', 'time', 'description'],
-          ...view.devices.map((d) => [d.device, d.target, ...(waves ? [d.wave ?? '-'] : []), deviceStateText(d), d.at ? utc(Date.parse(d.at)) : '-', d.description]),
+    else {
+      const rows = table([
+        ['device', 'target', ...(waves ? ['wave'] : []), 'state', ...(checked ? ['report'] : []), 'time', ...(detailed ? ['agent', 'health'] : []), 'description'],
+        ...view.devices.map((d) => [
+          d.device,
+          d.target,
+          ...(waves ? [d.wave ?? '-'] : []),
+          deviceStateText(d),
+          ...(checked ? [d.report ?? '-'] : []),
+          d.at ? utc(Date.parse(d.at)) : '-',
+          ...(detailed ? [d.agent ?? '-', healthText(d)] : []),
+          d.description,
         ]),
-      );
+      ]);
+      // A failure's last log lines under its row: what the device saw, without a trip to it.
+      out.push(rows[0]!, ...view.devices.flatMap((d, i) => [rows[i + 1]!, ...(d.log ?? []).map((l) => `    | ${l}`)]));
+    }
   }
   return out.join('\n') + '\n';
 }

@@ -1,0 +1,68 @@
+// Which of the fleet's rollout reports a device's gate counts for one held commit (SPEC §14, §15): those that verify
+// against the reporting device's certificate in that commit's devices/, under the enrolment keys this device trusts,
+// minus what that commit's devices/revoked.toml revokes. A forged, revoked or (when the fleet requires enrolment)
+// unverified report is as if it had not been pushed: it opens nothing and halts nothing.
+//
+// Certificates are read from the commit's own tree, one file per device the read met (never a list of the fleet);
+// revoked.toml through the verified reader, since it is signed with the recipes. The default of require_enrolled is
+// the repository's: true once the commit has a devices/ directory.
+import type { Rollout } from '../core/rollout.js';
+import { counts, ReportVerifier, type Verification } from '../identity/report-verifier.js';
+import { parseRevocations, REVOCATIONS_FILE, revokedReason } from '../identity/revocations.js';
+import { CERTIFICATE_DIR, certificatePath } from '../identity/certificate.js';
+import { rolloutMessage } from '../identity/report-signature.js';
+import type { RepoReader } from '../source/repo-reader.js';
+import type { RolloutRef } from '../status/rollout-refs.js';
+import type { PublicKey } from '../trust/minisign.js';
+import { MAX_CERTIFICATE_FILE_BYTES } from './run-settings.js';
+
+const MAX_REVOKED_BYTES = 1024 * 1024;
+
+export interface ReportAdmission {
+  requireEnrolled: boolean;
+  /** The reports that count, and the others with why not. */
+  admit(reports: readonly RolloutRef[]): Promise<{ counted: RolloutRef[]; refused: Array<{ report: RolloutRef; verification: Verification }> }>;
+}
+
+export interface ReportAdmissionOptions {
+  /** The commit as read from Git: certificates are not in SHA256SUMS (each authenticates itself). */
+  raw: RepoReader;
+  /** The commit through its signature: devices/revoked.toml must be signed. */
+  signed: RepoReader;
+  rollout: Rollout;
+  enrollmentKeys: readonly PublicKey[];
+  now: () => number;
+}
+
+export async function reportAdmission(o: ReportAdmissionOptions): Promise<ReportAdmission> {
+  const dir = await o.raw.readFile(CERTIFICATE_DIR, 0);
+  const hasDevices = !dir.ok && dir.code === 'KS_NOT_A_FILE';
+  const requireEnrolled = o.rollout.requireEnrolled ?? hasDevices;
+  const revokedText = await o.signed.readFile(REVOCATIONS_FILE, MAX_REVOKED_BYTES);
+  const revocations = revokedText.ok ? parseRevocations(new TextDecoder().decode(revokedText.bytes), REVOCATIONS_FILE) : undefined;
+  const decoder = new TextDecoder();
+  const verifier = new ReportVerifier({
+    enrollmentKeys: o.enrollmentKeys,
+    now: o.now(),
+    ...(revocations && { revoked: (c) => revokedReason(revocations, c) }),
+    certificateOf: async (device) => {
+      const file = certificatePath(device);
+      if (file === undefined) return undefined;
+      const read = await o.raw.readFile(file, MAX_CERTIFICATE_FILE_BYTES);
+      return read.ok ? { text: decoder.decode(read.bytes), file } : undefined;
+    },
+  });
+  return {
+    requireEnrolled,
+    async admit(reports) {
+      const counted: RolloutRef[] = [];
+      const refused: Array<{ report: RolloutRef; verification: Verification }> = [];
+      for (const r of reports) {
+        const v = await verifier.check(r.device, rolloutMessage(r), r.signature);
+        if (counts(v, requireEnrolled)) counted.push(r);
+        else refused.push({ report: r, verification: v });
+      }
+      return { counted, refused };
+    },
+  };
+}

@@ -1,0 +1,288 @@
+// A device certificate (SPEC §15): the operator's enrolment key vouching that a device name holds two public keys —
+// the minisign key its reports are signed with and the age recipient its secrets are encrypted to — and, optionally,
+// labels. `keystonectl enroll` writes one to devices/NAME.cert; readers of reports check it with the enrolment public
+// key alone, so verifying one device's report never needs a list of every device.
+//
+// The file is a TOML body followed by a minisign signature block over the body's exact bytes (everything before the
+// BEGIN line, its last newline included):
+//
+//   keystone-certificate = 1
+//   device = "gw-1"
+//   report_key = "RWQ…"               # the device's minisign public key, its base64 line
+//   age_recipient = "age1…"
+//   issued = 2026-12-04T10:00:00Z
+//   expires = 2027-12-04T10:00:00Z     # optional
+//   [labels]                           # optional: labels the operator vouches for
+//   site = "berlin"
+//   -----BEGIN KEYSTONE SIGNATURE-----
+//   untrusted comment: signature from keystone enrolment key 1A2B3C4D5E6F7A8B
+//   RUR…                               # prehashed (BLAKE2b-512), as `minisign -S` signs
+//   trusted comment: timestamp:1796378400 device=gw-1
+//   …                                  # the signature over the signature and the trusted comment
+//   -----END KEYSTONE SIGNATURE-----
+//
+// So that no Keystone is needed to check one, minisign reads the two halves as they are:
+//
+//   awk '/^-----BEGIN KEYSTONE SIGNATURE-----$/ {exit} {print}' gw-1.cert > body
+//   awk '/^-----END KEYSTONE SIGNATURE-----$/ {s=0} s {print} /^-----BEGIN KEYSTONE SIGNATURE-----$/ {s=1}' gw-1.cert > sig
+//   minisign -V -m body -x sig -p enroll.pub
+//
+// (test/identity/certificate.test.ts runs exactly these lines against the real minisign.)
+//
+// A certificate has one spelling: the untrusted comment is fixed, base64 must be canonical and nothing may follow the
+// END line, so any byte changed anywhere in the file is refused — no two files are the same certificate.
+// Verification is the hot path of every rollout gate read (one certificate per device whose report counts): no
+// scrypt, no cache, two Ed25519 checks by Node's crypto and a TOML parse of at most 8 KiB.
+import { TomlDate } from 'smol-toml';
+import { z } from 'zod';
+import { formatDiagnostic, sortDiagnostics, CODES } from '../core/errors.js';
+import { labelSelector, deviceNameField } from '../core/label-schemas.js';
+import { deviceNameProblem, labelKeyProblem, labelValueProblem } from '../core/labels.js';
+import { issue } from '../core/schema-rules.js';
+import { parseTomlDocument } from '../core/toml-document.js';
+import { formatSignature, keyIdHex, parsePublicKey, parseSignatures, sign, signedTimestamp, verifySignature, type PublicKey, type SecretKey, type Signature } from '../trust/minisign.js';
+import { TrustError } from '../trust/trust-error.js';
+import { ageRecipientProblem } from './age-recipient-syntax.js';
+import { IdentityError } from './identity-error.js';
+
+export interface DeviceCertificate {
+  device: string;
+  reportKey: PublicKey;
+  /** The report key's base64 line as the certificate spells it (`RWQ…`, 56 characters). */
+  reportKeyText: string;
+  ageRecipient: string;
+  /** Labels the operator vouches for ({} when none). */
+  labels: Record<string, string>;
+  /** Milliseconds since the epoch (Date.now()'s unit), as every other time an agent keeps. */
+  issuedAt: number;
+  expiresAt?: number;
+  /** keyIdHex of the enrolment key that signed it (minisign's spelling: upper-case hex, no leading zeros). */
+  signer: string;
+}
+
+/** Where a device's certificate lives in the repository. */
+export const CERTIFICATE_DIR = 'devices';
+/** The body (the signed TOML) is small: two keys, a name, a few labels. Larger is refused before any parsing. */
+export const MAX_CERTIFICATE_BODY_BYTES = 8 * 1024;
+/** A body and its signature block (about 400 bytes). */
+const MAX_CERTIFICATE_CHARS = MAX_CERTIFICATE_BODY_BYTES + 2 * 1024;
+/** How far a certificate's `issued` may lie after the verifier's clock: enrolment machines and devices disagree a little. */
+export const CERTIFICATE_FUTURE_SKEW_MS = 5 * 60_000;
+
+const BEGIN = '-----BEGIN KEYSTONE SIGNATURE-----';
+const END = '-----END KEYSTONE SIGNATURE-----';
+const FORMAT_VERSION = 1;
+const CERT_FILE_NAME = /^[^/\\]+$/;
+
+/** `devices/NAME.cert`, or undefined when the device name cannot be one file name (it holds a `/` or is `.`/`..`). */
+export function certificatePath(device: string): string | undefined {
+  return CERT_FILE_NAME.test(device) && device !== '.' && device !== '..' && !deviceNameProblem(device) ? `${CERTIFICATE_DIR}/${device}.cert` : undefined;
+}
+
+/** The base64 line of a minisign public key, as a certificate and `keystone identity` spell a report key. */
+export function reportKeyLine(key: PublicKey): string {
+  return Buffer.concat([Buffer.from('Ed', 'latin1'), key.keyId, key.publicKey]).toString('base64');
+}
+
+/** Why `text` is not a report key as a certificate spells it (one base64 line of a strong minisign key), or undefined. */
+export function reportKeyProblem(text: string): string | undefined {
+  if (!/^[A-Za-z0-9+/]{56}$/.test(text)) return `${JSON.stringify(text.length > 80 ? text.slice(0, 80) + '…' : text)} is not a minisign public key's base64 line (RWQ…, 56 characters)`;
+  try {
+    parsePublicKey(text);
+    return undefined;
+  } catch (e) {
+    if (e instanceof TrustError) return `not a usable minisign public key: ${e.message}`;
+    throw e;
+  }
+}
+
+const untrustedCommentFor = (keyId: Uint8Array) => `signature from keystone enrolment key ${keyIdHex(keyId)}`;
+
+// ---------------------------------------------------------------------------------------------------------------
+// The body's schema: strict (an unknown key is refused, not ignored: a newer format must not be half-read as this one).
+
+const offsetDateTime = z.date().superRefine((v, ctx) => {
+  if (!(v instanceof TomlDate) || !v.isDateTime() || v.isLocal() || Number.isNaN(v.getTime()))
+    issue(ctx, CODES.INVALID_VALUE, 'must be a date and time with its offset', 'e.g. 2026-12-04T10:00:00Z');
+});
+
+const certificateSchema = z.strictObject({
+  'keystone-certificate': z.number().superRefine((v, ctx) => {
+    if (v !== FORMAT_VERSION) issue(ctx, CODES.INVALID_VALUE, `format ${v} is not one this Keystone reads`, `keystone-certificate = ${FORMAT_VERSION}`);
+  }),
+  device: deviceNameField,
+  report_key: z.string().superRefine((v, ctx) => {
+    const p = reportKeyProblem(v);
+    if (p) issue(ctx, CODES.INVALID_VALUE, p, "the base64 line of the device's minisign public key, as `keystone identity` prints it");
+  }),
+  age_recipient: z.string().superRefine((v, ctx) => {
+    const p = ageRecipientProblem(v);
+    if (p) issue(ctx, CODES.INVALID_VALUE, p, 'age1 and the bech32 of an X25519 key, as `keystone identity` prints it');
+  }),
+  issued: offsetDateTime,
+  expires: offsetDateTime.optional(),
+  labels: labelSelector.optional(),
+});
+
+const malformed = (file: string, detail: string) => new IdentityError('KS_CERT_MALFORMED', `${file}: not a keystone certificate: ${detail}`, file);
+
+/** A key of the body as TOML writes it: bare when it can be, else a basic string. */
+const tomlKey = (k: string) => (/^[A-Za-z0-9_-]+$/.test(k) ? k : JSON.stringify(k));
+/** A TOML basic string. JSON's escapes are TOML's for every text a certificate can hold (the round trip proves it). */
+const tomlString = (s: string) => JSON.stringify(s);
+/** RFC 3339 to the second, as TOML writes an offset date-time. */
+const tomlDateTime = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+// ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * Writes a certificate: the body, signed with the enrolment key (prehashed, minisign's default), in the one layout
+ * parseCertificate reads. Times are floored to the second. Refuses (KS_CERT_MALFORMED) anything the certificate could
+ * not carry, by reading back what it wrote: what this signs, every verifier parses.
+ */
+export function signCertificate(
+  body: { device: string; reportKey: string; ageRecipient: string; labels: Record<string, string>; issuedAt: number; expiresAt?: number },
+  enrollmentKey: SecretKey,
+): string {
+  const what = `the certificate of ${JSON.stringify(body.device)}`;
+  const problem =
+    deviceNameProblem(body.device) ??
+    (/\p{Cs}/u.test(body.device) ? `${JSON.stringify(body.device)} is not a device name (a lone surrogate)` : undefined) ??
+    reportKeyProblem(body.reportKey) ??
+    ageRecipientProblem(body.ageRecipient) ??
+    Object.entries(body.labels)
+      .map(([k, v]) => labelKeyProblem(k) ?? labelValueProblem(v))
+      .find((p) => p !== undefined) ??
+    (!Number.isSafeInteger(Math.floor(body.issuedAt)) || body.issuedAt < 0 ? 'issuedAt is not a time' : undefined) ??
+    (body.expiresAt !== undefined && !(Math.floor(body.expiresAt / 1000) > Math.floor(body.issuedAt / 1000)) ? 'it would expire before it is issued' : undefined);
+  if (problem) throw malformed(what, problem);
+  const issuedAt = Math.floor(body.issuedAt / 1000) * 1000;
+  const lines = [
+    `keystone-certificate = ${FORMAT_VERSION}`,
+    `device = ${tomlString(body.device)}`,
+    `report_key = ${tomlString(body.reportKey)}`,
+    `age_recipient = ${tomlString(body.ageRecipient)}`,
+    `issued = ${tomlDateTime(issuedAt)}`,
+    ...(body.expiresAt !== undefined ? [`expires = ${tomlDateTime(Math.floor(body.expiresAt / 1000) * 1000)}`] : []),
+  ];
+  const labelKeys = Object.keys(body.labels).sort();
+  if (labelKeys.length) lines.push('[labels]', ...labelKeys.map((k) => `${tomlKey(k)} = ${tomlString(body.labels[k]!)}`));
+  const text = lines.join('\n') + '\n';
+  const sig = sign(new TextEncoder().encode(text), enrollmentKey, `timestamp:${issuedAt / 1000} device=${body.device}`, 'prehashed', untrustedCommentFor(enrollmentKey.keyId));
+  const out = `${text}${BEGIN}\n${formatSignature(sig)}${END}\n`;
+  // The round trip: a name or label this format cannot carry exactly is refused here, not by every device later.
+  const back = parseCertificate(out, what).cert;
+  if (back.device !== body.device || back.reportKeyText !== body.reportKey || back.ageRecipient !== body.ageRecipient || JSON.stringify(sortedLabels(back.labels)) !== JSON.stringify(sortedLabels(body.labels)))
+    throw malformed(what, 'its fields do not read back as written');
+  return out;
+}
+
+function sortedLabels(labels: Record<string, string>): [string, string][] {
+  return Object.keys(labels)
+    .sort()
+    .map((k) => [k, labels[k]!]);
+}
+
+/** Splits and parses a certificate without trusting it: the body, the signature block, the fields. KS_CERT_MALFORMED. */
+export function parseCertificate(text: string, file: string): { cert: DeviceCertificate; signature: Signature; body: Uint8Array } {
+  if (text.length > MAX_CERTIFICATE_CHARS) throw malformed(file, `${text.length} characters, more than a certificate's ${MAX_CERTIFICATE_CHARS}`);
+  const at = text.indexOf(`${BEGIN}\n`);
+  if (at < 0 || (at > 0 && text[at - 1] !== '\n'))
+    throw malformed(file, text.includes(`${BEGIN}\r\n`) ? 'Windows line endings (CRLF): the file was changed after it was signed (git config core.autocrlf?)' : `no "${BEGIN}" line`);
+  if (text.indexOf(BEGIN, at + 1) >= 0) throw malformed(file, `"${BEGIN}" appears twice`);
+  const bodyText = text.slice(0, at);
+  const body = new TextEncoder().encode(bodyText);
+  if (body.length > MAX_CERTIFICATE_BODY_BYTES) throw malformed(file, `its body is ${body.length} bytes, more than ${MAX_CERTIFICATE_BODY_BYTES}`);
+  const block = text.slice(at + BEGIN.length + 1).split('\n');
+  if (block.at(-1) === '') block.pop();
+  if (block.length !== 5 || block[4] !== END) throw malformed(file, `the signature block is 4 lines between "${BEGIN}" and "${END}", ending the file`);
+  const [uc, sigLine, tc, globalLine] = block as [string, string, string, string, string];
+  let signature: Signature;
+  try {
+    [signature] = parseSignatures(`${uc}\n${sigLine}\n${tc}\n${globalLine}\n`) as [Signature];
+  } catch (e) {
+    if (e instanceof TrustError) throw malformed(file, e.message);
+    throw e;
+  }
+  // One spelling per signature: base64 whose unused bits vary would make a second file of the same certificate.
+  for (const [line, bytes] of [
+    [sigLine, Buffer.concat([Buffer.from(signature.algorithm === 'prehashed' ? 'ED' : 'Ed', 'latin1'), signature.keyId, signature.signature])],
+    [globalLine, Buffer.from(signature.globalSignature)],
+  ] as const)
+    if (bytes.toString('base64') !== line) throw malformed(file, 'the signature block is not canonical base64');
+  if (signature.algorithm !== 'prehashed') throw malformed(file, 'a legacy (not prehashed) signature: certificates are signed as `minisign -S` signs by default');
+  if (uc !== `untrusted comment: ${untrustedCommentFor(signature.keyId)}`) throw malformed(file, `the untrusted comment is not "${untrustedCommentFor(signature.keyId)}"`);
+  const devices = [...signature.trustedComment.matchAll(/(?:^|\s)device=(\S*)/g)];
+  if (devices.length !== 1 || !devices[0]![1]) throw malformed(file, 'the trusted comment does not name the device once (device=NAME)');
+  if (signedTimestamp(signature.trustedComment) === undefined) throw malformed(file, 'the trusted comment has no timestamp');
+
+  const doc = parseTomlDocument(file, bodyText, certificateSchema);
+  if (doc.diagnostics.length) {
+    const [first, ...more] = sortDiagnostics(doc.diagnostics);
+    throw malformed(file, `${formatDiagnostic(first!).replace(/ \[KS_[A-Z_]+\]$/, '')}${more.length ? ` (and ${more.length} more)` : ''}`);
+  }
+  const v = doc.value!;
+  const issuedAt = v.issued.getTime();
+  const expiresAt = v.expires?.getTime();
+  if (expiresAt !== undefined && expiresAt <= issuedAt) throw malformed(file, `expires (${v.expires!.toISOString()}) is not after issued (${v.issued.toISOString()})`);
+  const labels: Record<string, string> = {};
+  for (const [k, value] of Object.entries(v.labels ?? {})) labels[k] = value;
+  const cert: DeviceCertificate = {
+    device: v.device,
+    reportKey: parsePublicKey(v.report_key),
+    reportKeyText: v.report_key,
+    ageRecipient: v.age_recipient,
+    labels,
+    issuedAt,
+    ...(expiresAt !== undefined && { expiresAt }),
+    signer: keyIdHex(signature.keyId),
+  };
+  return { cert, signature, body };
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * Parses and checks a certificate: signed by one of `enrollmentKeys`, for `device` when given, valid at `now`
+ * (milliseconds), not revoked. Returns it, or throws IdentityError with the failed check's code; every message
+ * names `file`.
+ */
+export function verifyCertificate(
+  text: string,
+  o: { enrollmentKeys: readonly PublicKey[]; device?: string; now: number; revoked?: (c: DeviceCertificate) => string | undefined; file: string },
+): DeviceCertificate {
+  const { file } = o;
+  const { cert, signature, body } = parseCertificate(text, file);
+  const candidates = o.enrollmentKeys.filter((k) => k.keyId.length === signature.keyId.length && k.keyId.every((b, i) => b === signature.keyId[i]));
+  if (!candidates.length) {
+    const trusted = o.enrollmentKeys.map((k) => keyIdHex(k.keyId));
+    throw new IdentityError(
+      'KS_CERT_UNKNOWN_KEY',
+      `${file}: signed by key ${cert.signer}, which is not a trusted enrolment key (${trusted.length ? `trusted: ${trusted.join(', ')}` : 'none is trusted: --enrollment-key FILE'})`,
+      file,
+    );
+  }
+  let failure: TrustError | undefined;
+  for (const key of candidates) {
+    try {
+      verifySignature(body, signature, key, file);
+      failure = undefined;
+      break;
+    } catch (e) {
+      if (!(e instanceof TrustError)) throw e;
+      failure = e;
+    }
+  }
+  if (failure) throw new IdentityError('KS_CERT_BAD_SIGNATURE', `${file}: the signature by enrolment key ${cert.signer} does not verify: ${failure.message}`, file);
+  // Signed, so what the trusted comment says is the operator's word too: it must agree with the body.
+  const signedDevice = /(?:^|\s)device=(\S+)/.exec(signature.trustedComment)![1]!;
+  if (signedDevice !== cert.device) throw new IdentityError('KS_CERT_WRONG_DEVICE', `${file}: the signed trusted comment names device ${signedDevice}, the body ${cert.device}`, file);
+  if (o.device !== undefined && o.device !== cert.device) throw new IdentityError('KS_CERT_WRONG_DEVICE', `${file}: a certificate of device ${cert.device}, not of ${o.device}`, file);
+  if (cert.expiresAt !== undefined && o.now > cert.expiresAt)
+    throw new IdentityError('KS_CERT_EXPIRED', `${file}: the certificate of ${cert.device} expired at ${iso(cert.expiresAt)} (now ${iso(o.now)}): enrol the device again`, file);
+  if (cert.issuedAt > o.now + CERTIFICATE_FUTURE_SKEW_MS)
+    throw new IdentityError('KS_CERT_EXPIRED', `${file}: the certificate of ${cert.device} is issued at ${iso(cert.issuedAt)}, more than 5 minutes after this clock (${iso(o.now)}): is a clock wrong?`, file);
+  const reason = o.revoked?.(cert);
+  if (reason !== undefined) throw new IdentityError('KS_CERT_REVOKED', `${file}: the certificate of ${cert.device} is revoked: ${reason}`, file);
+  return cert;
+}

@@ -1,0 +1,395 @@
+// The device's own key pair (SPEC §15), kept in the state directory and never leaving the device:
+//
+//   <state-dir>/identity/            0700
+//     report.key   0600  Ed25519, minisign's secret key format, unencrypted (as `minisign -G -W` writes): signs reports
+//     report.pub   0644  its public half, a minisign public key file (what enrolment and `minisign -V -p` take)
+//     age.key      0600  an age X25519 identity, as `age-keygen` writes it: decrypts the secrets sent to the device
+//   <state-dir>/device.json          the marker: the device had an identity, and its public halves
+//
+// The keys are made once, at the first start (or by `keystone init` / `keystone identity`), in a directory of their
+// own that is renamed into place whole: a crash leaves either no identity or a complete one, and two processes making
+// one at once end with one of the two. The report key is unencrypted because the agent starts unattended; the
+// directory's and files' modes and owner are what protect it, and are checked at every start.
+//
+// The marker is what tells "this device never had keys" (a fresh device, or a state directory of an earlier version:
+// keys are made) from "its keys are gone" (identity/ wiped or not copied with the rest: refused, since new keys
+// would not be the device its certificate names, and the fleet would read its reports as forged).
+import { randomUUID } from 'node:crypto';
+import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmSync, writeSync, type Stats } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { agentUid, chownSpec, describeUid } from '../runtime/safe-path.js';
+import { formatPublicKey, formatSecretKey, generateKey, parsePublicKey, parseSecretKey, secretKeyIsEncrypted, type SecretKey } from '../trust/minisign.js';
+import { ageRecipientOf, formatAgeIdentityFile, parseAgeIdentityFile, type AgeIdentity } from './age-identity-file.js';
+import { IdentityError, type IdentityCode } from './identity-error.js';
+
+export const IDENTITY_DIR = 'identity';
+export const REPORT_KEY_FILE = 'report.key';
+export const REPORT_PUB_FILE = 'report.pub';
+export const AGE_KEY_FILE = 'age.key';
+/** The marker, beside identity/ rather than in it: a wiped or uncopied identity/ leaves it behind. */
+export const DEVICE_FILE = 'device.json';
+
+const DIR_MODE = 0o700;
+const SECRET_MODE = 0o600;
+const PUBLIC_MODE = 0o644;
+/** A key file is a few lines; anything larger is not one (and is not read whole). */
+const MAX_KEY_FILE_BYTES = 4096;
+/** A temporary identity directory this old was left by a process that died making it. */
+const STALE_TEMP_MS = 60_000;
+
+export interface DeviceKeys {
+  /** The report key, secret half included. Never logged, printed, served or reported. */
+  report: SecretKey;
+  /** The base64 line of the minisign public key (`RW…`). */
+  reportPublic: string;
+  /** 16 lowercase hex digits: the key id bytes as stored (`Buffer.from(key.keyId).toString('hex')`). */
+  reportKeyId: string;
+  /** `AGE-SECRET-KEY-1…`. Never logged, printed, served or reported. */
+  ageIdentity: string;
+  /** `age1…`. */
+  ageRecipient: string;
+}
+
+/** What `keystone identity` prints: the public halves only. */
+export interface DevicePublicIdentity {
+  /** The base64 line of the minisign public key (`RW…`). */
+  reportKey: string;
+  reportKeyId: string;
+  ageRecipient: string;
+}
+
+export interface IdentityPaths {
+  dir: string;
+  reportKey: string;
+  reportPub: string;
+  ageKey: string;
+  marker: string;
+}
+
+export function identityPaths(stateDir: string): IdentityPaths {
+  const dir = join(resolve(stateDir), IDENTITY_DIR);
+  return { dir, reportKey: join(dir, REPORT_KEY_FILE), reportPub: join(dir, REPORT_PUB_FILE), ageKey: join(dir, AGE_KEY_FILE), marker: join(resolve(stateDir), DEVICE_FILE) };
+}
+
+export interface EnsureDeviceKeysOptions {
+  /** ms since the epoch: the age file's `# created:` line and the marker's time. */
+  now: () => number;
+  /** The report key's seed and key id. (The age identity's randomness is age-encryption's own, crypto.getRandomValues.) */
+  randomBytes: (n: number) => Uint8Array;
+  /** Make the keys when the device has none yet (the agent's start, init, `keystone identity`); else refuse. */
+  create: boolean;
+}
+
+/**
+ * The device's keys, made when it has none yet and `create` is set. Throws IdentityError: KS_IDENTITY_UNSAFE when the
+ * directory or a key file is not the agent's user's alone (the message ends with the chmod/chown that fixes it),
+ * KS_IDENTITY_MALFORMED when a file does not parse, KS_IDENTITY_MISSING when one key file is there without the other,
+ * when the marker says the device had keys that are gone, or when there are none and `create` is not set.
+ */
+export async function ensureDeviceKeys(stateDir: string, o: EnsureDeviceKeysOptions): Promise<{ keys: DeviceKeys; created: boolean }> {
+  const paths = identityPaths(stateDir);
+  const found = await readIdentity(paths);
+  if (found.kind === 'keys') {
+    // Only what is derived from the keys is repaired: a public half removed by hand, a marker an earlier run did not write.
+    if (o.create) {
+      if (found.pubMissing) linkNew(paths.dir, REPORT_PUB_FILE, formatPublicKey(found.keys.report), PUBLIC_MODE);
+      if (found.marker === undefined) writeMarker(paths, found.keys, o.now());
+    }
+    return { keys: found.keys, created: false };
+  }
+  if (found.marker !== undefined) throw gone(paths, found.marker);
+  if (!o.create) throw refuse('KS_IDENTITY_MISSING', paths.dir, `the device has no identity yet in ${paths.dir}`, 'give the agent its first start, or run keystone identity (or keystone init), which make one');
+  await createIdentity(paths, o);
+  const made = await readIdentity(paths);
+  if (made.kind !== 'keys') throw refuse('KS_IDENTITY_MISSING', paths.dir, `${paths.dir} holds no key files after they were made (another process emptied it?)`, `move ${paths.dir} aside and start again`);
+  writeMarker(paths, made.keys, o.now());
+  return { keys: made.keys, created: true };
+}
+
+/**
+ * The device's public halves for `keystone identity` and doctor, read without writing anything (so it works beside a
+ * running agent, and without write access to the state directory); undefined when the device has no identity yet.
+ * Refuses what ensureDeviceKeys refuses.
+ */
+export async function readDevicePublicIdentity(stateDir: string): Promise<DevicePublicIdentity | undefined> {
+  const paths = identityPaths(stateDir);
+  const found = await readIdentity(paths);
+  if (found.kind === 'keys') return publicOf(found.keys);
+  if (found.marker !== undefined) throw gone(paths, found.marker);
+  return undefined;
+}
+
+export const publicOf = (k: DeviceKeys): DevicePublicIdentity => ({ reportKey: k.reportPublic, reportKeyId: k.reportKeyId, ageRecipient: k.ageRecipient });
+
+type Found =
+  | { kind: 'keys'; keys: DeviceKeys; pubMissing: boolean; marker: Marker | undefined }
+  /** Neither key file (nor, maybe, the directory). */
+  | { kind: 'none'; marker: Marker | undefined };
+
+/** What the marker says; an unreadable one still says that the device had an identity. */
+type Marker = Partial<DevicePublicIdentity>;
+
+async function readIdentity(paths: IdentityPaths): Promise<Found> {
+  const marker = readMarker(paths.marker);
+  if (!checkDirectory(paths.dir)) return { kind: 'none', marker };
+  const report = checkKeyFile(paths.reportKey);
+  const age = checkKeyFile(paths.ageKey);
+  if (!report && !age) return { kind: 'none', marker };
+  if (!report || !age) {
+    const [missing, present] = report ? [paths.ageKey, paths.reportKey] : [paths.reportKey, paths.ageKey];
+    throw refuse(
+      'KS_IDENTITY_MISSING',
+      missing,
+      `${missing} is missing while ${present} is there: the device's identity is half gone`,
+      `move ${paths.dir} aside${marker ? ` and ${paths.marker}` : ''} to make a new identity (then enrol the device again: keystonectl enroll --identity …), or put the missing file back from a backup`,
+    );
+  }
+  const reportKey = await parseReportKey(paths.reportKey);
+  const ageId = parseAgeKey(paths.ageKey);
+  const keys: DeviceKeys = {
+    report: reportKey,
+    reportPublic: formatPublicKey(reportKey).split('\n')[1]!,
+    reportKeyId: Buffer.from(reportKey.keyId).toString('hex'),
+    ageIdentity: ageId.identity,
+    ageRecipient: ageId.recipient,
+  };
+  return { kind: 'keys', keys, pubMissing: !checkPublicFile(paths.reportPub, reportKey), marker };
+}
+
+function refuse(code: IdentityCode, file: string, problem: string, fix: string): IdentityError {
+  return new IdentityError(code, `${problem}: ${fix}`, file);
+}
+
+/** KS_IDENTITY_MISSING for keys the marker remembers. */
+function gone(paths: IdentityPaths, marker: Marker): IdentityError {
+  const had = [marker.reportKey && `report key ${marker.reportKey}`, marker.ageRecipient && `age recipient ${marker.ageRecipient}`].filter(Boolean).join(', ');
+  return refuse(
+    'KS_IDENTITY_MISSING',
+    paths.dir,
+    `the device's identity is gone: ${paths.marker} says this device had one${had ? ` (${had})` : ''}, and ${paths.dir} holds no key files; new keys would not be the device its certificate names`,
+    `move ${paths.marker} aside to make a new identity (then enrol the device again: keystonectl enroll --identity …), or put ${paths.dir} back from a backup`,
+  );
+}
+
+function lstatOrUndefined(path: string): Stats | undefined {
+  try {
+    return lstatSync(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw e;
+  }
+}
+
+const modeText = (st: Stats) => (st.mode & 0o7777).toString(8).padStart(4, '0');
+
+/** The fix for an owner or mode problem: the chown and chmod that apply. */
+function ownFix(path: string, st: Stats, mode: number): string {
+  const steps = [...(st.uid !== agentUid() ? [`chown ${chownSpec()} ${path}`] : []), ...((st.mode & 0o077) !== 0 ? [`chmod ${mode.toString(8)} ${path}`] : [])];
+  return steps.join(' && ');
+}
+
+/** The directory is the agent's user's alone (0700); false when it is not there. */
+function checkDirectory(dir: string): boolean {
+  const st = lstatOrUndefined(dir);
+  if (!st) return false;
+  if (st.isSymbolicLink()) throw refuse('KS_IDENTITY_UNSAFE', dir, `${dir} is a symbolic link, and the device's keys are kept in a real directory`, `move the link aside and put the directory it points to in its place`);
+  if (!st.isDirectory()) throw refuse('KS_IDENTITY_MALFORMED', dir, `${dir} is not a directory`, `move it aside: the agent makes the device's keys there`);
+  // The usual cause on a device: a command run as an operator beside an agent that runs as root.
+  if (st.uid === 0 && agentUid() !== 0)
+    throw refuse('KS_IDENTITY_UNSAFE', dir, `${dir} is root's, and this process runs as ${describeUid(agentUid())}`, `use the agent's user to run it (sudo), or give the agent a state directory of its own user`);
+  if (st.uid !== agentUid())
+    throw refuse('KS_IDENTITY_UNSAFE', dir, `${dir} is owned by ${describeUid(st.uid)}, not by the agent's user ${describeUid(agentUid())}, so they hold the device's keys`, ownFix(dir, st, DIR_MODE));
+  if ((st.mode & 0o077) !== 0)
+    throw refuse('KS_IDENTITY_UNSAFE', dir, `${dir} can be read or written by other users (mode ${modeText(st)}), and it holds the device's secret keys`, ownFix(dir, st, DIR_MODE));
+  return true;
+}
+
+/** A secret key file that only the agent's user can read or write (0600); undefined when it is not there. */
+function checkKeyFile(file: string): Stats | undefined {
+  const st = lstatOrUndefined(file);
+  if (!st) return undefined;
+  if (st.isSymbolicLink()) throw refuse('KS_IDENTITY_UNSAFE', file, `${file} is a symbolic link, and the agent reads no key through one`, `move the link aside and put the key file itself in its place`);
+  if (!st.isFile()) throw refuse('KS_IDENTITY_MALFORMED', file, `${file} is not a regular file`, `move it aside`);
+  if (st.uid !== agentUid())
+    throw refuse('KS_IDENTITY_UNSAFE', file, `${file} is owned by ${describeUid(st.uid)}, not by the agent's user ${describeUid(agentUid())}`, ownFix(file, st, SECRET_MODE));
+  // Read by another user is a key that may have been copied: the fix stops it, and says what the copy would mean.
+  if ((st.mode & 0o077) !== 0)
+    throw refuse(
+      'KS_IDENTITY_UNSAFE',
+      file,
+      `${file} can be read or written by other users (mode ${modeText(st)}): another user could sign this device's reports or read its secrets`,
+      `${ownFix(file, st, SECRET_MODE)} (if someone may have copied it, give the device a new identity and enrol it again)`,
+    );
+  return st;
+}
+
+/** At most MAX_KEY_FILE_BYTES of a file, never through a link. */
+function readSmall(file: string): string {
+  const fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    const size = fstatSync(fd).size;
+    if (size > MAX_KEY_FILE_BYTES) throw refuse('KS_IDENTITY_MALFORMED', file, `${file} is ${size} bytes, more than a key file can be (${MAX_KEY_FILE_BYTES})`, `move it aside`);
+    const buf = Buffer.alloc(size);
+    let at = 0;
+    while (at < size) {
+      const n = readSync(fd, buf, at, size - at, at);
+      if (n === 0) break;
+      at += n;
+    }
+    return buf.subarray(0, at).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+async function parseReportKey(file: string): Promise<SecretKey> {
+  const text = readSmall(file);
+  const malformed = (why: string) =>
+    refuse('KS_IDENTITY_MALFORMED', file, `${file} is not the device's report key: ${why}`, `move ${file} aside and put back the device's own from a backup (or move the whole identity aside to make a new one, then enrol the device again)`);
+  let encrypted: boolean;
+  try {
+    encrypted = secretKeyIsEncrypted(text);
+  } catch (e) {
+    throw malformed((e as Error).message);
+  }
+  if (encrypted) throw malformed('it is password-protected, and the agent starts unattended (the device key is unencrypted, protected by its mode)');
+  try {
+    return await parseSecretKey(text);
+  } catch (e) {
+    // The trust layer's messages name the check that failed, never the key's bytes.
+    throw malformed((e as Error).message);
+  }
+}
+
+function parseAgeKey(file: string): AgeIdentity {
+  const parsed = parseAgeIdentityFile(readSmall(file));
+  if ('problem' in parsed)
+    throw refuse('KS_IDENTITY_MALFORMED', file, `${file} is not an age identity file: ${parsed.problem}`, `move ${file} aside and put back the device's own from a backup (or move the whole identity aside to make a new one, then enrol the device again)`);
+  return parsed;
+}
+
+/** report.pub, when there, must be report.key's public half; false when it is missing (it is derived: written again). */
+function checkPublicFile(file: string, key: SecretKey): boolean {
+  const st = lstatOrUndefined(file);
+  if (!st) return false;
+  const wrong = (why: string) => refuse('KS_IDENTITY_MALFORMED', file, `${file} ${why}`, `remove it: the agent writes it again from ${REPORT_KEY_FILE} at its next start (or keystone identity does)`);
+  if (!st.isFile()) throw wrong('is not a regular file');
+  let pub;
+  try {
+    pub = parsePublicKey(readSmall(file));
+  } catch (e) {
+    if (e instanceof IdentityError) throw e;
+    throw wrong(`is not a minisign public key (${(e as Error).message})`);
+  }
+  const same = Buffer.from(pub.keyId).equals(Buffer.from(key.keyId)) && Buffer.from(pub.publicKey).equals(Buffer.from(key.publicKey));
+  if (!same) throw wrong(`is not the public half of ${REPORT_KEY_FILE}`);
+  return true;
+}
+
+function readMarker(file: string): Marker | undefined {
+  const st = lstatOrUndefined(file);
+  if (!st) return undefined;
+  try {
+    const parsed = JSON.parse(readSmall(file)) as { identity?: Marker };
+    const id = parsed.identity ?? {};
+    return { ...(typeof id.reportKey === 'string' && { reportKey: id.reportKey }), ...(typeof id.ageRecipient === 'string' && { ageRecipient: id.ageRecipient }) };
+  } catch {
+    return {};
+  }
+}
+
+/** The marker, written once (linked into place, so an existing one is never replaced). */
+function writeMarker(paths: IdentityPaths, keys: DeviceKeys, nowMs: number): void {
+  const text = JSON.stringify({ identity: { ...publicOf(keys), created: new Date(nowMs).toISOString() } }, null, 2) + '\n';
+  linkNew(resolve(paths.marker, '..'), DEVICE_FILE, text, PUBLIC_MODE);
+}
+
+/** Creates `file` with `mode` from its first byte (O_EXCL, never through a link) and makes it durable. */
+function writeNew(file: string, text: string, mode: number): void {
+  const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+  try {
+    // The umask can only have taken bits away; the mode is set, not hoped for.
+    fchmodSync(fd, mode);
+    const bytes = Buffer.from(text, 'utf8');
+    let at = 0;
+    while (at < bytes.length) at += writeSync(fd, bytes, at, bytes.length - at);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** `dir/name` made whole beside it and linked into place: a reader never sees half of it, and what is there stays. */
+function linkNew(dir: string, name: string, text: string, mode: number): void {
+  const temp = join(dir, `.${name}.${randomUUID()}.tmp`);
+  try {
+    writeNew(temp, text, mode);
+    try {
+      linkSync(temp, join(dir, name));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    syncDirectory(dir);
+  } finally {
+    rmSync(temp, { force: true });
+  }
+}
+
+function syncDirectory(dir: string): void {
+  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+const TEMP_PREFIX = `.${IDENTITY_DIR}.`;
+
+/** The three files in a directory of their own, renamed into place whole; another process's identity made first wins. */
+async function createIdentity(paths: IdentityPaths, o: EnsureDeviceKeysOptions): Promise<void> {
+  const stateDir = resolve(paths.dir, '..');
+  removeStaleTemps(stateDir, o.now());
+  const report = generateKey(o.randomBytes);
+  const age = await newAgeIdentity();
+  const temp = join(stateDir, `${TEMP_PREFIX}${randomUUID()}.tmp`);
+  mkdirSync(temp, { mode: DIR_MODE });
+  try {
+    writeNew(join(temp, REPORT_KEY_FILE), await formatSecretKey(report, undefined, o.randomBytes), SECRET_MODE);
+    writeNew(join(temp, REPORT_PUB_FILE), formatPublicKey(report), PUBLIC_MODE);
+    writeNew(join(temp, AGE_KEY_FILE), formatAgeIdentityFile(age, o.now()), SECRET_MODE);
+    syncDirectory(temp);
+    try {
+      // Onto nothing, or onto an empty identity/ (checked already): both are replaced. A full one is another's.
+      renameSync(temp, paths.dir);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw e;
+    }
+    syncDirectory(stateDir);
+  } finally {
+    rmSync(temp, { recursive: true, force: true });
+  }
+}
+
+/** What a process that died while making an identity left (secret keys, in a 0700 directory of the agent's). */
+function removeStaleTemps(stateDir: string, nowMs: number): void {
+  for (const name of readdirSync(stateDir)) {
+    if (!name.startsWith(TEMP_PREFIX) || !name.endsWith('.tmp')) continue;
+    const st = lstatOrUndefined(join(stateDir, name));
+    if (st && st.uid === agentUid() && nowMs - st.mtimeMs > STALE_TEMP_MS) rmSync(join(stateDir, name), { recursive: true, force: true });
+  }
+}
+
+/**
+ * A new X25519 identity by age-encryption (loaded here only: about 7 MiB that a start reading existing keys does not
+ * need). Its recipient is worked out both ways, age-encryption's and ours (age-identity-file.ts), which must agree:
+ * the agent reads the file with ours at every later start.
+ */
+async function newAgeIdentity(): Promise<AgeIdentity> {
+  const { generateX25519Identity, identityToRecipient } = await import('age-encryption');
+  const identity = await generateX25519Identity();
+  const recipient = await identityToRecipient(identity);
+  if (ageRecipientOf(identity) !== recipient) throw new Error('age identity: the recipient worked out by node:crypto differs from age-encryption\'s');
+  return { identity, recipient };
+}
