@@ -4,13 +4,19 @@
 // unverified report is as if it had not been pushed: it opens nothing and halts nothing.
 //
 // Certificates are read from the commit's own tree, one file per device the read met (never a list of the fleet);
-// revoked.toml through the verified reader, since it is signed with the recipes. The default of require_enrolled is
-// the repository's: true once the commit has a devices/ directory.
+// revoked.toml through the verified reader, since it is signed with the recipes. require_enrolled, when the signed
+// fleet.toml does not say: true on a device that trusts an enrolment key (devices/ is not signed: whoever can push a
+// commit without it must not turn verification off, issue 29 review), else true once the commit has devices/.
+//
+// A selector wave admits a device by its labels, which a device states itself: an enrolled device's report counts
+// there only when its certificate vouches for the labels the wave selects (or the wave names it), so one device
+// cannot report a success in the canary's wave by saying it is a canary.
 import type { Rollout } from '../core/rollout.js';
 import { counts, ReportVerifier, type Verification } from '../identity/report-verifier.js';
 import { parseRevocations, REVOCATIONS_FILE, revokedReason } from '../identity/revocations.js';
 import { CERTIFICATE_DIR, certificatePath } from '../identity/certificate.js';
 import { rolloutMessage } from '../identity/report-signature.js';
+import { vouched } from '../identity/vouched-wave.js';
 import type { RepoReader } from '../source/repo-reader.js';
 import type { RolloutRef } from '../status/rollout-refs.js';
 import type { PublicKey } from '../trust/minisign.js';
@@ -20,6 +26,8 @@ const MAX_REVOKED_BYTES = 1024 * 1024;
 
 export interface ReportAdmission {
   requireEnrolled: boolean;
+  /** The commit has a devices/ directory. */
+  hasDevices: boolean;
   /** The reports that count, and the others with why not. */
   admit(reports: readonly RolloutRef[]): Promise<{ counted: RolloutRef[]; refused: Array<{ report: RolloutRef; verification: Verification }> }>;
 }
@@ -37,13 +45,13 @@ export interface ReportAdmissionOptions {
 export async function reportAdmission(o: ReportAdmissionOptions): Promise<ReportAdmission> {
   const dir = await o.raw.readFile(CERTIFICATE_DIR, 0);
   const hasDevices = !dir.ok && dir.code === 'KS_NOT_A_FILE';
-  const requireEnrolled = o.rollout.requireEnrolled ?? hasDevices;
+  const requireEnrolled = o.rollout.requireEnrolled ?? (o.enrollmentKeys.length > 0 || hasDevices);
   const revokedText = await o.signed.readFile(REVOCATIONS_FILE, MAX_REVOKED_BYTES);
   const revocations = revokedText.ok ? parseRevocations(new TextDecoder().decode(revokedText.bytes), REVOCATIONS_FILE) : undefined;
   const decoder = new TextDecoder();
   const verifier = new ReportVerifier({
     enrollmentKeys: o.enrollmentKeys,
-    now: o.now(),
+    now: o.now,
     ...(revocations && { revoked: (c) => revokedReason(revocations, c) }),
     certificateOf: async (device) => {
       const file = certificatePath(device);
@@ -54,11 +62,12 @@ export async function reportAdmission(o: ReportAdmissionOptions): Promise<Report
   });
   return {
     requireEnrolled,
+    hasDevices,
     async admit(reports) {
       const counted: RolloutRef[] = [];
       const refused: Array<{ report: RolloutRef; verification: Verification }> = [];
       for (const r of reports) {
-        const v = await verifier.check(r.device, rolloutMessage(r), r.signature);
+        const v = vouched(o.rollout, r, await verifier.check(r.device, rolloutMessage(r), r.signature));
         if (counts(v, requireEnrolled)) counted.push(r);
         else refused.push({ report: r, verification: v });
       }
@@ -66,3 +75,4 @@ export async function reportAdmission(o: ReportAdmissionOptions): Promise<Report
     },
   };
 }
+

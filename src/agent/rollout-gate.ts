@@ -151,7 +151,9 @@ export class RolloutGate {
         knownGood: false,
       });
       for (const key of d.observe) this.opts.store.recordFirstSuccess(c.commit, key, now);
-      decisions.set(c.commit, d.kind === 'held' ? { ...d, reason: d.reason + notCounted(admitted.refused) } : d);
+      // Named: this commit's reports it did not count (those of other commits only place devices in waves).
+      const refused = admitted.refused.filter((x) => x.report.commit === c.commit);
+      decisions.set(c.commit, d.kind === 'held' ? { ...d, reason: d.reason + notCounted(refused) } : d);
     }
     return { decisions, complete: Object.keys(scale).length === 0, refs: read.refs.length, serverTime: now };
   }

@@ -173,6 +173,8 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
       if (e instanceof IdentityError || e instanceof TrustError) return reject(`${e.code}: ${e.message}`);
       throw e;
     }
+    if (s.enrollmentKeys?.length && !admission.hasDevices)
+      log.warn({ revision: rev.id, code: 'KS_NO_DEVICES_DIR' }, 'this commit has no devices/ directory: no device is enrolled in it, so no report verifies and the commit stays held (unless its signed fleet.toml sets require_enrolled = false)');
     if (admission.requireEnrolled && !s.enrollmentKeys?.length)
       log.warn({ revision: rev.id, code: 'KS_NO_ENROLLMENT_KEY' }, 'this fleet counts only reports of enrolled devices, and this device has no --enrollment-key to verify them with: the commit stays held');
     await s.holds.hold({ ...c, rollout: resolution.rollout, wave: resolution.wave.index, waveName: resolution.wave.name, admission });

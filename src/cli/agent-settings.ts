@@ -106,8 +106,21 @@ export function agentSettings(values: AgentOptionValues, positionals: string[], 
     ...(webhookSecret !== undefined && { webhookSecret }),
     logFormat,
     stopOnExit: values['stop-on-exit'],
-    enrollment: enrollmentSettings(values, io),
+    enrollment: separateKeys(run.trust, enrollmentSettings(values, io)),
   };
+}
+
+/**
+ * One key, one role: a release key that also enrols devices lets whoever holds it mint an identity as well as sign
+ * what runs, and an enrolment key trusted as a release key (`keystonectl keygen` makes both alike) would let the
+ * enrolment desk sign releases. Refused, with both flags named.
+ */
+function separateKeys(trust: RunSettings['trust'], enrollment: EnrollmentSettings): EnrollmentSettings {
+  if (trust.unsigned) return enrollment;
+  const release = [...trust.keyring.keys.values()].map((k) => Buffer.from(k.publicKey).toString('hex'));
+  const both = enrollment.enrollmentKeys.find((e) => release.includes(Buffer.from(e.key.publicKey).toString('hex')));
+  if (both) throw new UsageError(`--enrollment-key ${both.file} is also a --trusted-key: a release key must not enrol devices, nor an enrolment key sign releases (make one with keystonectl keygen --out enroll)`);
+  return enrollment;
 }
 
 /** `--device`, else the host name: checked, since it names the device's reports (`keystone/<device>`) and fleet.toml's `devices`. */

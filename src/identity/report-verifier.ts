@@ -28,6 +28,8 @@ export interface Verification {
   enrolled: boolean;
   /** Where the certificate came from, when one was found. */
   certificate?: string;
+  /** The labels the device's valid certificate vouches for (what a selector wave may admit it by). */
+  labels?: Readonly<Record<string, string>>;
 }
 
 /** A device's certificate text and where it was found (`devices/gw-1.cert`), or undefined. */
@@ -39,14 +41,17 @@ export interface ReportVerifierOptions {
   certificateOf: CertificateLookup;
   /** devices/revoked.toml's say on a certificate (identity/revocations.ts): the reason, or undefined. */
   revoked?: (c: DeviceCertificate) => string | undefined;
-  /** ms, for certificate expiry. */
-  now: number;
+  /** ms, for certificate expiry: asked at each check, since a verifier lives as long as a commit is held. */
+  now: () => number;
 }
 
 type CertState = { kind: 'none'; reason: string } | { kind: 'refused'; error: IdentityError; file: string } | { kind: 'ok'; cert: DeviceCertificate; file: string };
 
+/** A certificate looked up is looked up again after this long: one refused for a clock's sake may pass later. */
+const CERT_CACHE_MS = 5 * 60_000;
+
 export class ReportVerifier {
-  private readonly certs = new Map<string, Promise<CertState>>();
+  private readonly certs = new Map<string, { at: number; state: Promise<CertState> }>();
 
   constructor(private readonly opts: ReportVerifierOptions) {}
 
@@ -62,9 +67,11 @@ export class ReportVerifier {
       return { verdict, reason: c.error.message, enrolled: false, certificate: c.file };
     }
     const { cert, file } = c;
+    if (cert.expiresAt !== undefined && this.opts.now() >= cert.expiresAt)
+      return { verdict: 'unverified', reason: `${file}: the certificate expired at ${new Date(cert.expiresAt).toISOString()}`, enrolled: false, certificate: file };
     const enrolledKey = reportKeyId(cert.reportKey.keyId);
     if (signature?.keyId === enrolledKey) {
-      if (verifyEd25519(message, signature.signature, cert.reportKey.publicKey)) return { verdict: 'verified', enrolled: true, certificate: file };
+      if (verifyEd25519(message, signature.signature, cert.reportKey.publicKey)) return { verdict: 'verified', enrolled: true, certificate: file, labels: cert.labels };
       return { verdict: 'forged', reason: `the signature does not match what the report says (key ${enrolledKey} of ${file})`, enrolled: true, certificate: file };
     }
     const what = signature === undefined ? 'unsigned' : `signed by key ${signature.keyId}, not ${device}'s enrolled key ${enrolledKey}`;
@@ -75,9 +82,10 @@ export class ReportVerifier {
   }
 
   private certificate(device: string): Promise<CertState> {
-    let p = this.certs.get(device);
-    if (!p) this.certs.set(device, (p = this.lookUp(device)));
-    return p;
+    const now = this.opts.now();
+    let entry = this.certs.get(device);
+    if (!entry || now - entry.at > CERT_CACHE_MS) this.certs.set(device, (entry = { at: now, state: this.lookUp(device) }));
+    return entry.state;
   }
 
   private async lookUp(device: string): Promise<CertState> {
@@ -85,7 +93,7 @@ export class ReportVerifier {
     const found = await this.opts.certificateOf(device);
     if (!found) return { kind: 'none', reason: `${device} is not enrolled (no devices/${device}.cert)` };
     try {
-      const cert = verifyCertificate(found.text, { enrollmentKeys: this.opts.enrollmentKeys, device, now: this.opts.now, ...(this.opts.revoked && { revoked: this.opts.revoked }), file: found.file });
+      const cert = verifyCertificate(found.text, { enrollmentKeys: this.opts.enrollmentKeys, device, now: this.opts.now(), ...(this.opts.revoked && { revoked: this.opts.revoked }), file: found.file });
       return { kind: 'ok', cert, file: found.file };
     } catch (e) {
       if (e instanceof IdentityError) return { kind: 'refused', error: e, file: found.file };

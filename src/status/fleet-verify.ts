@@ -9,6 +9,9 @@ import { certificatePath, CERTIFICATE_DIR } from '../identity/certificate.js';
 import { counts, ReportVerifier, type Verification } from '../identity/report-verifier.js';
 import { noteMessage, rolloutMessage } from '../identity/report-signature.js';
 import { parseRevocations, REVOCATIONS_FILE, revokedReason, type Revocations } from '../identity/revocations.js';
+import { vouched } from '../identity/vouched-wave.js';
+import type { Rollout } from '../core/rollout.js';
+import { IdentityError } from '../identity/identity-error.js';
 import type { PublicKey } from '../trust/minisign.js';
 import type { DeviceReport, DeviceReports } from './fleet-view.js';
 import type { RolloutRef } from './rollout-refs.js';
@@ -18,13 +21,16 @@ export interface FleetVerifyOptions {
   gitdir: string;
   commit: string;
   enrollmentKeys: readonly PublicKey[];
-  /** fleet.toml's `[rollout] require_enrolled`, if it says. */
-  requireEnrolled?: boolean;
+  /** fleet.toml's `[rollout]`, if the commit has one: its require_enrolled, and its waves (a selector wave admits an
+   * enrolled device by its certificate's labels, as the gates do). */
+  rollout?: Pick<Rollout, 'waves' | 'requireEnrolled'>;
   now: number;
 }
 
 export interface FleetVerification {
   requireEnrolled: boolean;
+  /** What the reader should know about this check (an unreadable revoked.toml, no devices/ at the commit). */
+  warnings: string[];
   /** The rollout refs that count: what the gates count. */
   countedRefs: RolloutRef[];
   /** Those that do not, with why. */
@@ -33,13 +39,25 @@ export interface FleetVerification {
 
 /** Sets `verification` and `counted` on every report of `reports` (in place), and sorts `refs` into counted or not. */
 export async function verifyFleetReports(reports: readonly DeviceReports[], refs: readonly RolloutRef[], o: FleetVerifyOptions): Promise<FleetVerification> {
-  const revocations = await readRevocations(o.gitdir, o.commit);
+  const warnings: string[] = [];
+  let revocations: Revocations | undefined;
+  try {
+    revocations = await readRevocations(o.gitdir, o.commit);
+  } catch (e) {
+    // The devices refuse this commit (a revoked.toml that does not parse revokes nothing they can tell); the view
+    // still shows the fleet, and says so.
+    if (!(e instanceof IdentityError)) throw e;
+    warnings.push(`${e.message}: the devices refuse this commit; no revocation is applied in this view`);
+  }
   const hasDevices = (await treeEntryType(o.gitdir, o.commit, CERTIFICATE_DIR)) === 'tree';
-  const requireEnrolled = o.requireEnrolled ?? hasDevices;
+  // As the gates decide it (report-admission.ts): a reader holding an enrolment key requires enrolment unless the
+  // signed fleet.toml says otherwise; devices/ is not signed, and a commit without it must not turn checks off.
+  const requireEnrolled = o.rollout?.requireEnrolled ?? (o.enrollmentKeys.length > 0 || hasDevices);
+  if (o.enrollmentKeys.length > 0 && !hasDevices) warnings.push(`no ${CERTIFICATE_DIR}/ at this commit: no device is enrolled in it, so no report verifies`);
   const published = new Map(reports.flatMap((r) => (r.publishedCertificate !== undefined ? [[r.device, r.publishedCertificate] as const] : [])));
   const verifier = new ReportVerifier({
     enrollmentKeys: o.enrollmentKeys,
-    now: o.now,
+    now: () => o.now,
     ...(revocations && { revoked: (c) => revokedReason(revocations, c) }),
     certificateOf: async (device) => {
       const file = certificatePath(device);
@@ -61,13 +79,14 @@ export async function verifyFleetReports(reports: readonly DeviceReports[], refs
   const countedRefs: RolloutRef[] = [];
   const refusedRefs: FleetVerification['refusedRefs'] = [];
   for (const ref of refs) {
-    const v = await verifier.check(ref.device, rolloutMessage(ref), ref.signature);
+    const checked = await verifier.check(ref.device, rolloutMessage(ref), ref.signature);
+    const v = o.rollout ? vouched(o.rollout, ref, checked) : checked;
     // A published certificate is no gate's: the ref counts only as a gate would count it.
     const gateCounts = counts(v, requireEnrolled) && !(v.certificate ?? '').startsWith('the certificate ');
     if (gateCounts) countedRefs.push(ref);
     else refusedRefs.push({ ref, verification: v });
   }
-  return { requireEnrolled, countedRefs, refusedRefs };
+  return { requireEnrolled, warnings, countedRefs, refusedRefs };
 }
 
 async function readRevocations(gitdir: string, commit: string): Promise<Revocations | undefined> {

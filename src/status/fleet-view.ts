@@ -172,7 +172,7 @@ export function buildFleetView(input: FleetViewInput): FleetView {
   // A loop, not Math.min(...spread): that throws past ~100,000 arguments, and fleets get that large.
   let firstReport = Infinity;
   for (const r of byDevice.values()) {
-    const at = r.onCommit?.at;
+    const at = r.onCommit?.counted === false ? undefined : r.onCommit?.at;
     if (at !== undefined && Number.isFinite(at) && at < firstReport) firstReport = at;
   }
   // Never before the commit itself: one board with an unset clock (reports stamped 1970) must not make the whole
@@ -185,17 +185,21 @@ export function buildFleetView(input: FleetViewInput): FleetView {
 
   const devices: DeviceView[] = [...byDevice.values()].map((r) => {
     const shown = r.onCommit ?? r.newest;
-    const reportedTarget = shown?.fields.target;
-    const target = targets === undefined ? NO_FLEET_FILE : (reportedTarget ?? (shown ? undefined : named.get(r.device)) ?? NO_TARGET);
+    // Where a device is placed, and whether it is alive, only its own reports say: one that is not counted (forged,
+    // revoked) decides neither its target nor its wave nor that it is not silent (issue 29 review).
+    const ownNewest = r.newest?.counted === false ? undefined : r.newest;
+    const own = (r.onCommit?.counted === false ? undefined : r.onCommit) ?? ownNewest;
+    const reportedTarget = own?.fields.target;
+    const target = targets === undefined ? NO_FLEET_FILE : (reportedTarget ?? (own ? undefined : named.get(r.device)) ?? NO_TARGET);
     let state: DeviceState;
     if (r.onCommit && r.onCommit.counted === false) state = r.onCommit.verification!.verdict as DeviceState;
     else if (r.onCommit) state = REPORTED.includes(r.onCommit.state) ? (r.onCommit.state as DeviceState) : 'error';
     // On a newer commit it has moved on; it is not silent about this one.
-    else if (r.newest && (r.newest.at >= since || !silenceCounts || input.ancestry?.[r.newest.commit] === 'newer')) state = 'other-commit';
+    else if (ownNewest && (ownNewest.at >= since || !silenceCounts || input.ancestry?.[ownNewest.commit] === 'newer')) state = 'other-commit';
     else state = silenceCounts ? 'silent' : 'waiting';
     const other = !r.onCommit && r.newest && r.newest.commit !== commit;
     // What it reported this commit with, else its rollout ref, else what it reported another commit with.
-    const wave = input.waves && (r.onCommit?.fields.wave ?? input.waves.get(r.device) ?? shown?.fields.wave ?? null);
+    const wave = input.waves && ((r.onCommit?.counted === false ? undefined : r.onCommit)?.fields.wave ?? input.waves.get(r.device) ?? own?.fields.wave ?? null);
     return {
       device: r.device,
       target,

@@ -41,13 +41,38 @@ export function scrubValues(text: string, given: readonly GivenValue[]): string 
   return out + text.slice(at);
 }
 
-/** Every value worth scrubbing, with its lines, longest first. */
+/** Every value worth scrubbing, with its lines and the forms a program prints it in, longest first. */
 function expand(given: readonly GivenValue[]): GivenValue[] {
   const out = new Map<string, GivenValue>();
   for (const g of given) {
-    for (const v of [g.value, ...g.value.split(/\r?\n/).map((l) => l.trim())]) if ([...v].length >= MIN_SCRUB_LENGTH && !out.has(v)) out.set(v, { label: g.label, value: v });
+    for (const v of [g.value, ...g.value.split(/\r?\n/).map((l) => l.trim())]) {
+      if ([...v].length < MIN_SCRUB_LENGTH) continue;
+      for (const form of [v, ...encodings(v)]) if (!out.has(form)) out.set(form, { label: g.label, value: form });
+    }
   }
   return [...out.values()].sort((a, b) => b.value.length - a.value.length);
+}
+
+/** Bytes of a value whose base64 forms are scrubbed: shorter ones give runs of letters that occur in other text. */
+const MIN_BASE64_BYTES = 9;
+
+/**
+ * The value as a program that logs it may have encoded it (issue 29's review: a log tail published a token inside a
+ * JSON string, URL-encoded, and base64-encoded): JSON-escaped, URL-encoded, and base64 / base64url at each of the
+ * three alignments a value can have inside a longer base64 text (the whole groups of three bytes from byte 0, 1, 2).
+ */
+function encodings(v: string): string[] {
+  const out = new Set<string>([JSON.stringify(v).slice(1, -1), encodeURIComponent(v)]);
+  const bytes = Buffer.from(v, 'utf8');
+  for (let a = 0; a < 3; a++) {
+    const whole = Math.floor((bytes.length - a) / 3) * 3;
+    if (whole < MIN_BASE64_BYTES) continue;
+    const part = bytes.subarray(a, a + whole);
+    out.add(part.toString('base64'));
+    out.add(part.toString('base64url'));
+  }
+  out.delete(v);
+  return [...out].filter((f) => f.length >= MIN_SCRUB_LENGTH);
 }
 
 /** The longest value end right after a marker and value start right before it (the space cutLine puts there aside). */

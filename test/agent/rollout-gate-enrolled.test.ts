@@ -95,6 +95,25 @@ describe('the rollout gate with enrolled devices', () => {
     expect((await decide(refs([['c-1', 'success', undefined]]), { files: {}, keys: [] })).kind).toBe('open');
   });
 
+  it('a device that trusts an enrolment key requires enrolment even where the commit has no devices/ (devices/ is not signed: a pushed commit without it turns no check off)', async () => {
+    expect((await decide(refs([['c-1', 'success', undefined]]), { files: {} })).kind).toBe('held');
+    expect((await decide(refs([['c-1', 'success', KEYS['c-1']]]), { files: {} })).kind).toBe('held');
+    // Only the signed fleet.toml turns it off.
+    expect((await decide(refs([['c-1', 'success', undefined]]), { files: {}, rollout: rollout({ require_enrolled: false }) })).kind).toBe('open');
+  });
+
+  it("a selector wave counts an enrolled device's report only when its certificate vouches for the selected labels", async () => {
+    const bySelector = rolloutOf({ waves: [{ name: 'canary', selector: { ring: 'canary' } }, { name: 'rest', percent: 100 }], bake: '1h', min_success: 1, abort_failure_percent: 0 });
+    const vouched = signCertificate({ device: 'c-1', reportKey: reportKeyLine(KEYS['c-1']!), ageRecipient: AGE, labels: { ring: 'canary' }, issuedAt: NOW }, ENROLL);
+    // r-1, enrolled without labels, signs a success under the canary's wave: its own, but not a canary's.
+    const d = await decide(refs([['r-1', 'success', KEYS['r-1']]]), { rollout: bySelector });
+    expect(d).toMatchObject({ kind: 'held', reason: expect.stringContaining('unverified: r-1') });
+    // c-1, vouched for: counted (its bake of an hour then runs: held on the bake, no longer on the count).
+    const ok = await decide(refs([['c-1', 'success', KEYS['c-1']]]), { rollout: bySelector, files: { ...enrolled, 'devices/c-1.cert': vouched } });
+    expect(ok).toMatchObject({ kind: 'held', successes: 1 });
+    expect(ok.reason).not.toContain('not counted');
+  });
+
   it('a devices/revoked.toml that does not parse refuses the commit (nothing is counted on a guess)', async () => {
     const reader = files({ ...enrolled, 'devices/revoked.toml': '[[revoked]]\nname = 1\n' });
     await expect(reportAdmission({ raw: reader, signed: reader, rollout: rollout(), enrollmentKeys: [ENROLL], now: () => NOW })).rejects.toMatchObject({ code: 'KS_REVOCATIONS_INVALID' });

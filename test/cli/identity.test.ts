@@ -116,4 +116,16 @@ describe("the agent's --enrollment-key and --certificate", () => {
     writeFileSync(join(root, 'big.cert'), 'x'.repeat(16 * 1024 + 1));
     expect(() => settingsOf(['--certificate', 'big.cert'])).toThrow('is 16385 bytes, more than a certificate can be (16384)');
   });
+
+  it('refuses one key as both a release key and the enrolment key', () => {
+    const key = generateKey((n) => new Uint8Array(n).fill(5));
+    writeFileSync(join(root, 'both.pub'), formatPublicKey(key));
+    const parse = (args: string[]) => {
+      const { values, positionals } = parseAgentOptions(['--dir', root, ...args], io());
+      return agentSettings(values, positionals, io());
+    };
+    expect(() => parse(['--trusted-key', 'both.pub', '--enrollment-key', 'both.pub'])).toThrow(/--enrollment-key .*both\.pub is also a --trusted-key/);
+    writeFileSync(join(root, 'other.pub'), formatPublicKey(generateKey((n) => new Uint8Array(n).fill(6))));
+    expect(parse(['--trusted-key', 'other.pub', '--enrollment-key', 'both.pub']).enrollment.enrollmentKeys).toHaveLength(1);
+  });
 });

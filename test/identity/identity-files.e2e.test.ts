@@ -1,7 +1,9 @@
-// The device's key files as the real agent checks them at its start (SPEC §15, issue 29 "Bad input"): a report key
-// other users can read, or an identity gone while the state directory says the device had one, and the agent refuses
-// to start (exit 2), naming the file and the fix, before it runs anything; once fixed as it says, it starts.
-import { chmodSync, renameSync } from 'node:fs';
+// A device given a new identity in place (SPEC §15), the way the agent's own refusal says to: its identity directory is
+// gone while device.json remembers it, the agent refuses to start (KS_IDENTITY_MISSING, exit 2) naming the fix, and
+// once device.json is moved aside as it says, the next start makes new keys (another report key, which the fleet
+// reads as forged until the device is enrolled again: test/identity/device-identity.e2e.test.ts) and runs the stack.
+// The refusals themselves (a report key others can read, an identity gone) are test/agent/identity.e2e.test.ts's.
+import { renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AgentHarness } from '../support/agent-harness.js';
@@ -18,50 +20,25 @@ afterEach(async () => {
   fx = undefined;
 });
 
-async function world() {
-  fx = await stackFixture({ components: () => [sleeper('a')] });
-  h = new AgentHarness();
-  const before = await keystoneIdentity(h.stateDir, 'gw-1');
-  const start = () => h!.start({ dir: fx!.dir, plan: fx!.plan, trustArgs: fx!.trustArgs, args: ['--device', 'gw-1', '--stop-on-exit'] });
-  return { h, before, start, identityDir: join(h.stateDir, 'identity') };
-}
+describe('a new identity in place', { timeout: 60_000 }, () => {
+  it('moving device.json aside, as KS_IDENTITY_MISSING says, makes new keys at the next start, and the agent runs', async () => {
+    fx = await stackFixture({ components: () => [sleeper('a')] });
+    h = new AgentHarness();
+    const before = await keystoneIdentity(h.stateDir, 'gw-1');
+    const start = () => h!.start({ dir: fx!.dir, plan: fx!.plan, trustArgs: fx!.trustArgs, args: ['--device', 'gw-1', '--stop-on-exit'] });
+    const marker = join(h.stateDir, 'device.json');
 
-describe("the agent refuses to start on the device's key files", { timeout: 60_000 }, () => {
-  it('a report key other users can read (0644): exit 2, KS_IDENTITY_UNSAFE with the file and the chmod; nothing runs', async () => {
-    const w = await world();
-    const key = join(w.identityDir, 'report.key');
-    chmodSync(key, 0o644);
-    const refused = w.start();
+    renameSync(join(h.stateDir, 'identity'), join(h.stateDir, 'identity.lost'));
+    const refused = start();
     expect((await refused.waitForExit()).code).toBe(2);
-    expect(refused.stderr).toContain(`${key} can be read or written by other users (mode 0644)`);
-    expect(refused.stderr).toContain(`chmod 600 ${key}`);
-    expect(refused.stderr).toContain('[KS_IDENTITY_UNSAFE]');
-    expect(refused.lines((l) => l.msg === 'agent started')).toEqual([]);
-    expect(w.h.processesOf('a')).toEqual([]);
-
-    // Fixed as it says: the same keys, and the stack runs.
-    chmodSync(key, 0o600);
-    const ok = w.start();
-    const identity = await ok.waitForLog((l) => l.msg === 'device identity', 15_000, 0, 'the device identity line');
-    expect(identity.report_key).toBe(w.before.reportKey);
-    await ok.waitForLog((l) => l.msg === 'all components running', 30_000, 0, 'the stack to run');
-  });
-
-  it("the identity directory gone while device.json remembers it: exit 2, KS_IDENTITY_MISSING; moving device.json aside makes a new identity", async () => {
-    const w = await world();
-    renameSync(w.identityDir, join(w.h.stateDir, 'identity.lost'));
-    const refused = w.start();
-    expect((await refused.waitForExit()).code).toBe(2);
-    expect(refused.stderr).toContain(`report key ${w.before.reportKey}`);
-    expect(refused.stderr).toContain(`move ${join(w.h.stateDir, 'device.json')} aside to make a new identity`);
+    expect(refused.stderr).toContain(`move ${marker} aside to make a new identity`);
     expect(refused.stderr).toContain('[KS_IDENTITY_MISSING]');
-    expect(refused.lines((l) => l.msg === 'agent started')).toEqual([]);
 
-    // A new identity, as the message says: a new key, which a fleet reads as forged until the device is enrolled again.
-    renameSync(join(w.h.stateDir, 'device.json'), join(w.h.stateDir, 'device.json.old'));
-    const ok = w.start();
+    renameSync(marker, `${marker}.old`);
+    const ok = start();
     const created = await ok.waitForLog((l) => String(l.msg).startsWith('created the device identity'), 15_000, 0, 'a new identity');
-    expect(created.report_key).not.toBe(w.before.reportKey);
+    expect(created.report_key).not.toBe(before.reportKey);
+    expect((await keystoneIdentity(h.stateDir, 'gw-1')).reportKey).toBe(created.report_key);
     await ok.waitForLog((l) => l.msg === 'all components running', 30_000, 0, 'the stack to run');
   });
 });

@@ -29,7 +29,7 @@ function verifier(certs: Record<string, string>, o: { keys?: typeof ENROLL[]; re
   const revocations = o.revoked === undefined ? undefined : parseRevocations(o.revoked, 'devices/revoked.toml');
   return new ReportVerifier({
     enrollmentKeys: o.keys ?? [ENROLL],
-    now: NOW + 3_600_000,
+    now: () => NOW + 3_600_000,
     ...(revocations && { revoked: (c) => revokedReason(revocations, c) }),
     certificateOf: async (d) => (certs[d] === undefined ? undefined : { text: certs[d]!, file: `devices/${d}.cert` }),
   });

@@ -148,3 +148,27 @@ describe('buildFleetView', () => {
     );
   });
 });
+
+describe('reports that are not counted (SPEC §15)', () => {
+  const forged = { counted: false, verification: { verdict: 'forged' as const, reason: 'unsigned', enrolled: true } };
+  it("a forged report on the commit shows as forged, saying what it claimed; it places the device nowhere", () => {
+    const v = buildFleetView(
+      base({
+        targets: [{ name: 'edge', plan: 'plans/edge.toml', devices: ['gw-2'] }],
+        reports: [{ device: 'gw-2', onCommit: { ...on('gw-2', 'success', T).onCommit!, fields: { target: 'elsewhere' }, ...forged } }],
+      }),
+    );
+    expect(v.devices[0]).toMatchObject({ device: 'gw-2', target: 'edge', state: 'forged', claimed: 'success', report: 'forged', reportReason: 'unsigned' });
+    expect(v.targets.find((t) => t.name === 'edge')).toMatchObject({ forged: 1, success: 0 });
+  });
+
+  it('a forged newest report on another commit does not make a silent device look alive', () => {
+    const v = buildFleetView(
+      base({
+        targets: [{ name: 'edge', plan: 'plans/edge.toml', devices: ['gw-2'] }],
+        reports: [{ device: 'gw-2', newest: { commit: 'b'.repeat(40), state: 'success', at: T, fields: { target: 'other' }, description: 'x', ...forged } }],
+      }),
+    );
+    expect(v.devices[0]).toMatchObject({ device: 'gw-2', target: 'edge', state: 'silent' });
+  });
+});

@@ -51,3 +51,23 @@ describe('scrubValues', () => {
     expect(scrubValues('as it was', [])).toBe('as it was');
   });
 });
+
+describe('encoded forms of a value (issue 29 review)', () => {
+  const token = 'ab"cd/ef-secret-1234';
+  const given = [{ label: '[config:token]', value: token }];
+  it('JSON-escaped, URL-encoded and base64 at any alignment are scrubbed too', () => {
+    for (const printed of [
+      JSON.stringify({ token }),
+      `token=${encodeURIComponent(token)}`,
+      `auth: ${Buffer.from(token).toString('base64')}`,
+      `basic ${Buffer.from(`user:${token}`).toString('base64')}`,
+      `basic ${Buffer.from(`us:${token}`).toString('base64url')}`,
+    ]) {
+      const out = scrubValues(printed, given);
+      expect(out, printed).toContain('[config:token]');
+      expect(out).not.toContain('secret-1234');
+      // No run of the value's base64 (any alignment) is left.
+      for (let a = 0; a < 3; a++) expect(out).not.toContain(Buffer.from(token).subarray(a, a + 12).toString('base64'));
+    }
+  });
+});

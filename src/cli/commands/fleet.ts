@@ -222,11 +222,12 @@ async function fleetStatus(argv: string[], io: CliIo): Promise<number> {
   // Every report checked as the gates check theirs (SPEC §15); the rollout counts only what they count.
   let verified;
   try {
-    verified = await verifyFleetReports(read.reports, allRefs ?? [], { gitdir: opened.gitdir, commit: opened.commit, enrollmentKeys, now, ...(rollout?.requireEnrolled !== undefined && { requireEnrolled: rollout.requireEnrolled }) });
+    verified = await verifyFleetReports(read.reports, allRefs ?? [], { gitdir: opened.gitdir, commit: opened.commit, enrollmentKeys, now, ...(rollout && { rollout }) });
   } catch (e) {
     if (e instanceof IdentityError) return badInput(e.code, e.message);
     throw e;
   }
+  for (const w of verified.warnings) io.stderr.write(`keystonectl fleet status: warning: ${w}\n`);
   const refs = allRefs && verified.countedRefs;
   const notCounted = verified.refusedRefs
     .filter((r) => r.ref.commit === opened.commit)

@@ -44,7 +44,8 @@ export async function keygen(argv: string[], io: CliIo): Promise<number> {
   else
     io.stdout.write(
       `key ${id}${password ? ' (password-protected)' : ' (not password-protected)'}\n  secret key: ${secretPath}\n  public key: ${publicPath}\n` +
-        `Devices trust it with: keystone agent … --trusted-key ${publicPath}\n`,
+        `Devices trust it as a release key with: keystone agent … --trusted-key ${publicPath}\n` +
+        `  or, made for enrolment, as the enrolment key with: --enrollment-key ${publicPath} (one role per key, never both)\n`,
     );
   return EXIT.OK;
 }
