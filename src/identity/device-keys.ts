@@ -14,28 +14,20 @@
 // The marker is what tells "this device never had keys" (a fresh device, or a state directory of an earlier version:
 // keys are made) from "its keys are gone" (identity/ wiped or not copied with the rest: refused, since new keys
 // would not be the device its certificate names, and the fleet would read its reports as forged).
-import { randomUUID } from 'node:crypto';
-import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmSync, writeSync, type Stats } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, type Stats } from 'node:fs';
+import { resolve } from 'node:path';
 import { agentUid, chownSpec, describeUid } from '../runtime/safe-path.js';
-import { formatPublicKey, formatSecretKey, generateKey, parsePublicKey, parseSecretKey, secretKeyIsEncrypted, type SecretKey } from '../trust/minisign.js';
-import { ageRecipientOf, formatAgeIdentityFile, parseAgeIdentityFile, type AgeIdentity } from './age-identity-file.js';
+import { formatPublicKey, parsePublicKey, parseSecretKey, secretKeyIsEncrypted, type SecretKey } from '../trust/minisign.js';
+import { parseAgeIdentityFile, type AgeIdentity } from './age-identity-file.js';
+import { createIdentity } from './create-identity.js';
+import { linkNew } from './durable-write.js';
 import { IdentityError, type IdentityCode } from './identity-error.js';
+import { DEVICE_FILE, DIR_MODE, identityPaths, PUBLIC_MODE, REPORT_KEY_FILE, REPORT_PUB_FILE, SECRET_MODE, type IdentityPaths } from './identity-layout.js';
 
-export const IDENTITY_DIR = 'identity';
-export const REPORT_KEY_FILE = 'report.key';
-export const REPORT_PUB_FILE = 'report.pub';
-export const AGE_KEY_FILE = 'age.key';
-/** The marker, beside identity/ rather than in it: a wiped or uncopied identity/ leaves it behind. */
-export const DEVICE_FILE = 'device.json';
+export { AGE_KEY_FILE, DEVICE_FILE, IDENTITY_DIR, identityPaths, REPORT_KEY_FILE, REPORT_PUB_FILE, type IdentityPaths } from './identity-layout.js';
 
-const DIR_MODE = 0o700;
-const SECRET_MODE = 0o600;
-const PUBLIC_MODE = 0o644;
 /** A key file is a few lines; anything larger is not one (and is not read whole). */
 const MAX_KEY_FILE_BYTES = 4096;
-/** A temporary identity directory this old was left by a process that died making it. */
-const STALE_TEMP_MS = 60_000;
 
 export interface DeviceKeys {
   /** The report key, secret half included. Never logged, printed, served or reported. */
@@ -56,19 +48,6 @@ export interface DevicePublicIdentity {
   reportKey: string;
   reportKeyId: string;
   ageRecipient: string;
-}
-
-export interface IdentityPaths {
-  dir: string;
-  reportKey: string;
-  reportPub: string;
-  ageKey: string;
-  marker: string;
-}
-
-export function identityPaths(stateDir: string): IdentityPaths {
-  const dir = join(resolve(stateDir), IDENTITY_DIR);
-  return { dir, reportKey: join(dir, REPORT_KEY_FILE), reportPub: join(dir, REPORT_PUB_FILE), ageKey: join(dir, AGE_KEY_FILE), marker: join(resolve(stateDir), DEVICE_FILE) };
 }
 
 export interface EnsureDeviceKeysOptions {
@@ -302,94 +281,4 @@ function readMarker(file: string): Marker | undefined {
 function writeMarker(paths: IdentityPaths, keys: DeviceKeys, nowMs: number): void {
   const text = JSON.stringify({ identity: { ...publicOf(keys), created: new Date(nowMs).toISOString() } }, null, 2) + '\n';
   linkNew(resolve(paths.marker, '..'), DEVICE_FILE, text, PUBLIC_MODE);
-}
-
-/** Creates `file` with `mode` from its first byte (O_EXCL, never through a link) and makes it durable. */
-function writeNew(file: string, text: string, mode: number): void {
-  const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
-  try {
-    // The umask can only have taken bits away; the mode is set, not hoped for.
-    fchmodSync(fd, mode);
-    const bytes = Buffer.from(text, 'utf8');
-    let at = 0;
-    while (at < bytes.length) at += writeSync(fd, bytes, at, bytes.length - at);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** `dir/name` made whole beside it and linked into place: a reader never sees half of it, and what is there stays. */
-function linkNew(dir: string, name: string, text: string, mode: number): void {
-  const temp = join(dir, `.${name}.${randomUUID()}.tmp`);
-  try {
-    writeNew(temp, text, mode);
-    try {
-      linkSync(temp, join(dir, name));
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-    }
-    syncDirectory(dir);
-  } finally {
-    rmSync(temp, { force: true });
-  }
-}
-
-function syncDirectory(dir: string): void {
-  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-const TEMP_PREFIX = `.${IDENTITY_DIR}.`;
-
-/** The three files in a directory of their own, renamed into place whole; another process's identity made first wins. */
-async function createIdentity(paths: IdentityPaths, o: EnsureDeviceKeysOptions): Promise<void> {
-  const stateDir = resolve(paths.dir, '..');
-  removeStaleTemps(stateDir, o.now());
-  const report = generateKey(o.randomBytes);
-  const age = await newAgeIdentity();
-  const temp = join(stateDir, `${TEMP_PREFIX}${randomUUID()}.tmp`);
-  mkdirSync(temp, { mode: DIR_MODE });
-  try {
-    writeNew(join(temp, REPORT_KEY_FILE), await formatSecretKey(report, undefined, o.randomBytes), SECRET_MODE);
-    writeNew(join(temp, REPORT_PUB_FILE), formatPublicKey(report), PUBLIC_MODE);
-    writeNew(join(temp, AGE_KEY_FILE), formatAgeIdentityFile(age, o.now()), SECRET_MODE);
-    syncDirectory(temp);
-    try {
-      // Onto nothing, or onto an empty identity/ (checked already): both are replaced. A full one is another's.
-      renameSync(temp, paths.dir);
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw e;
-    }
-    syncDirectory(stateDir);
-  } finally {
-    rmSync(temp, { recursive: true, force: true });
-  }
-}
-
-/** What a process that died while making an identity left (secret keys, in a 0700 directory of the agent's). */
-function removeStaleTemps(stateDir: string, nowMs: number): void {
-  for (const name of readdirSync(stateDir)) {
-    if (!name.startsWith(TEMP_PREFIX) || !name.endsWith('.tmp')) continue;
-    const st = lstatOrUndefined(join(stateDir, name));
-    if (st && st.uid === agentUid() && nowMs - st.mtimeMs > STALE_TEMP_MS) rmSync(join(stateDir, name), { recursive: true, force: true });
-  }
-}
-
-/**
- * A new X25519 identity by age-encryption (loaded here only: about 7 MiB that a start reading existing keys does not
- * need). Its recipient is worked out both ways, age-encryption's and ours (age-identity-file.ts), which must agree:
- * the agent reads the file with ours at every later start.
- */
-async function newAgeIdentity(): Promise<AgeIdentity> {
-  const { generateX25519Identity, identityToRecipient } = await import('age-encryption');
-  const identity = await generateX25519Identity();
-  const recipient = await identityToRecipient(identity);
-  if (ageRecipientOf(identity) !== recipient) throw new Error('age identity: the recipient worked out by node:crypto differs from age-encryption\'s');
-  return { identity, recipient };
 }

@@ -1,0 +1,62 @@
+// Making a device's identity (device-keys.ts): the three files in a directory of their own, renamed into place whole.
+import { randomUUID } from 'node:crypto';
+import { lstatSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { agentUid } from '../runtime/safe-path.js';
+import { formatPublicKey, formatSecretKey, generateKey } from '../trust/minisign.js';
+import { ageRecipientOf, formatAgeIdentityFile, type AgeIdentity } from './age-identity-file.js';
+import { syncDirectory, writeNew } from './durable-write.js';
+import { AGE_KEY_FILE, DIR_MODE, IDENTITY_DIR, PUBLIC_MODE, REPORT_KEY_FILE, REPORT_PUB_FILE, SECRET_MODE, type IdentityPaths } from './identity-layout.js';
+
+/** A temporary identity directory this old was left by a process that died making it. */
+const STALE_TEMP_MS = 60_000;
+
+const TEMP_PREFIX = `.${IDENTITY_DIR}.`;
+
+/** The three files in a directory of their own, renamed into place whole; another process's identity made first wins. */
+export async function createIdentity(paths: IdentityPaths, o: { now: () => number; randomBytes: (n: number) => Uint8Array }): Promise<void> {
+  const stateDir = resolve(paths.dir, '..');
+  removeStaleTemps(stateDir, o.now());
+  const report = generateKey(o.randomBytes);
+  const age = await newAgeIdentity();
+  const temp = join(stateDir, `${TEMP_PREFIX}${randomUUID()}.tmp`);
+  mkdirSync(temp, { mode: DIR_MODE });
+  try {
+    writeNew(join(temp, REPORT_KEY_FILE), await formatSecretKey(report, undefined, o.randomBytes), SECRET_MODE);
+    writeNew(join(temp, REPORT_PUB_FILE), formatPublicKey(report), PUBLIC_MODE);
+    writeNew(join(temp, AGE_KEY_FILE), formatAgeIdentityFile(age, o.now()), SECRET_MODE);
+    syncDirectory(temp);
+    try {
+      // Onto nothing, or onto an empty identity/ (checked already): both are replaced. A full one is another's.
+      renameSync(temp, paths.dir);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw e;
+    }
+    syncDirectory(stateDir);
+  } finally {
+    rmSync(temp, { recursive: true, force: true });
+  }
+}
+
+/** What a process that died while making an identity left (secret keys, in a 0700 directory of the agent's). */
+function removeStaleTemps(stateDir: string, nowMs: number): void {
+  for (const name of readdirSync(stateDir)) {
+    if (!name.startsWith(TEMP_PREFIX) || !name.endsWith('.tmp')) continue;
+    const st = lstatSync(join(stateDir, name), { throwIfNoEntry: false });
+    if (st && st.uid === agentUid() && nowMs - st.mtimeMs > STALE_TEMP_MS) rmSync(join(stateDir, name), { recursive: true, force: true });
+  }
+}
+
+/**
+ * A new X25519 identity by age-encryption (loaded here only: about 7 MiB that a start reading existing keys does not
+ * need). Its recipient is worked out both ways, age-encryption's and ours (age-identity-file.ts), which must agree:
+ * the agent reads the file with ours at every later start.
+ */
+async function newAgeIdentity(): Promise<AgeIdentity> {
+  const { generateX25519Identity, identityToRecipient } = await import('age-encryption');
+  const identity = await generateX25519Identity();
+  const recipient = await identityToRecipient(identity);
+  if (ageRecipientOf(identity) !== recipient) throw new Error('age identity: the recipient worked out by node:crypto differs from age-encryption\'s');
+  return { identity, recipient };
+}
