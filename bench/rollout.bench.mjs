@@ -43,11 +43,22 @@
 //       (dist/agent/rollout-gate.js) with refListerFor (dist/source/ref-lister.js) reads it as a device of the last
 //       wave does, four times as a newly started agent would (one bucket of each wave first, at most 16 times more the
 //       next time, then sized from what it saw: a sample past ~700 refs). Requests, bytes and refs per read, from the
-//       server's log and the lister, against the aim of ~100 KB.
+//       server's log and the lister, against the aim of ~100 KB; the listing's time and the whole decision's.
+//       Device identity (issue 29, SPEC §15), in the same run and with the same seeded bucket sample: the same fleet's
+//       refs signed (each device a key pair of its own; each ref name ends `.<key id><signature>`, rolloutRef with
+//       reportSigner) and every device enrolled (a certificate by signCertificate under one enrolment key), read by a
+//       gate whose held commit has its admission (reportAdmission over the commit's devices/, made once per held
+//       commit as take-revision.ts does): every report is counted only once it verifies. devices/ is read from a
+//       plain directory (DirectoryReader: the verification alone) and from a bare Git repository holding the commit
+//       in one pack (GitTreeReader, the reader an agent gives the admission over its cache), --verify-readers
+//       dir,git; the Git reader makes one read only past --git-reader-up-to devices (10,000). Reference: the unsigned
+//       read without devices/ (agents before issue 29): aim, the decision within 2× of it.
 // Results: printed beside their references, and bench/results/rollout.json.
 //
 // Options: --devices 30  --poll 2s  --bake 5s  --min-success 2  --abort 0  --held-polls 3
-//          --synthetic 1000,10000,100000 (none: skip)  --fleets rollout,plain
+//          --synthetic 1000,10000,100000 (none: skip)  --verify-readers dir,git (none: unsigned only)
+//          --git-reader-up-to 10000  --fleets rollout,plain
+import { Buffer } from 'node:buffer';
 import { spawn } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
@@ -71,6 +82,8 @@ async function main() {
   const { lsRefsRequest } = await import('../dist/source/git-ls-refs.js');
   const { RolloutGate } = await import('../dist/agent/rollout-gate.js');
   const { refListerFor } = await import('../dist/source/ref-lister.js');
+  const { reportAdmission } = await import('../dist/agent/report-admission.js');
+  const { reportSigner } = await import('../dist/identity/report-signature.js');
   const h = await import('./harness.mjs');
   const { benchDir, epochNow, fmt, median, ratio, round, sleep } = h;
   const { values: opts } = parseArgs({
@@ -83,6 +96,8 @@ async function main() {
       abort: { type: 'string', default: '0' },
       'held-polls': { type: 'string', default: '3' },
       synthetic: { type: 'string', default: '1000,10000,100000' },
+      'verify-readers': { type: 'string', default: 'dir,git' },
+      'git-reader-up-to': { type: 'string', default: '10000' },
       fleets: { type: 'string', default: 'rollout,plain' },
     },
   });
@@ -94,6 +109,8 @@ async function main() {
   const heldPolls = Number(opts['held-polls']);
   const synthSizes = opts.synthetic === 'none' || opts.synthetic === '' ? [] : opts.synthetic.split(',').map((s) => Number(s.trim()));
   const fleets = opts.fleets === 'none' ? [] : opts.fleets.split(',').map((s) => s.trim());
+  const verifyReaders = opts['verify-readers'] === 'none' ? [] : opts['verify-readers'].split(',').map((s) => s.trim());
+  const gitReaderUpTo = Number(opts['git-reader-up-to']);
   if (
     !Number.isInteger(n) ||
     n < 3 ||
@@ -104,10 +121,13 @@ async function main() {
     !(abortPercent >= 0 && abortPercent <= 100) ||
     !(heldPolls >= 1) ||
     synthSizes.some((s) => !Number.isInteger(s) || s < 10 || s > 1_000_000) ||
-    fleets.some((f) => !['rollout', 'plain'].includes(f))
+    fleets.some((f) => !['rollout', 'plain'].includes(f)) ||
+    verifyReaders.some((r) => !['dir', 'git'].includes(r)) ||
+    !(gitReaderUpTo >= 0)
   ) {
     console.error(
-      'usage: node bench/rollout.bench.mjs [--devices 30] [--poll 2s] [--bake 5s] [--min-success 2] [--abort 0] [--held-polls 3] [--synthetic 1000,10000,100000|none] [--fleets rollout,plain|none]',
+      'usage: node bench/rollout.bench.mjs [--devices 30] [--poll 2s] [--bake 5s] [--min-success 2] [--abort 0] [--held-polls 3] [--synthetic 1000,10000,100000|none] ' +
+        '[--verify-readers dir,git|none] [--git-reader-up-to 10000] [--fleets rollout,plain|none]',
     );
     process.exit(2);
   }
@@ -534,7 +554,9 @@ async function main() {
 
     for (const kind of fleets) results.fleets[kind] = await runFleet(kind);
 
-    // (c') synthetic reads at scale
+    // (c') synthetic reads at scale: the same fleet's rollout refs unsigned (as agents before issue 29 wrote them, and
+    // no devices/) and signed (each device's key, each device enrolled in devices/), read by the same gate with the
+    // same seeded sample; the signed refs are counted only once each verifies against its device's certificate.
     const synthetic = [];
     if (synthSizes.length) {
       const base = join(work, 'srv', 'synth-base.git');
@@ -557,37 +579,31 @@ async function main() {
         for (const [s, p] of STATES) if ((x -= p) < 0) return s;
         return 'held';
       };
-      for (const size of synthSizes) {
-        const name = `synth-${size}`;
+      const identity = verifyReaders.length ? await syntheticIdentities() : undefined;
+      /** A bare repository on the server holding `lines` (ref names, sorted here) as a packed-refs file, each at `oid`. */
+      const writeRefs = async (name, lines) => {
         const bare = join(work, 'srv', `${name}.git`);
         await git('clone', '--quiet', '--bare', base, bare);
-        const t0 = performance.now();
-        const lines = [];
-        const perWave = Object.fromEntries(WAVES.map((w) => [w.name, 0]));
-        for (let i = 1; i <= size; i++) {
-          const d = `dev-${String(i).padStart(6, '0')}`;
-          const wave = waveOf(rollout, d, {}).wave.name;
-          const s = stateOf(d);
-          lines.push(rolloutRef({ wave, device: d, commit: NEW, state: s }));
-          perWave[wave]++;
-          if (s !== 'success') lines.push(rolloutRef({ wave, device: d, commit: OLD, state: 'success' }));
-        }
         lines.push('refs/heads/main');
         lines.sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
         writeFileSync(join(bare, 'packed-refs'), `# pack-refs with: peeled fully-peeled sorted \n${lines.map((ref) => `${oid} ${ref}\n`).join('')}`);
         rmSync(join(bare, 'refs', 'heads', 'main'), { force: true });
-        const writeMs = performance.now() - t0;
-        const refsTotal = lines.length - 1;
-        // What a device of the last wave reads: the waves before it and its own, whole, in each read.
-        const readable = (await git('-C', bare, 'for-each-ref', '--format=%(refname)', ...WAVES.map((w) => `refs/keystone-rollout/${w.name}/`))).stdout.split('\n').filter(Boolean).length;
+        return bare;
+      };
+      /**
+       * Four gate decisions from a fresh gate (a newly started device of the last wave), over `name` on the server, with
+       * the bucket sample drawn from `seed` (the same for every variant of one size); `admission`: the held commit's
+       * (report-admission.ts), as take-revision.ts makes it once per held commit and the gate reuses it.
+       */
+      const gateReads = async (name, seed, admission, count = 4) => {
         const lister = refListerFor(`http://127.0.0.1:${port}/${name}.git`);
         const listings = [];
         const refs = {
-          list: async (prefixes) => {
+          list: async (prefixes, o) => {
             const m0 = await mark();
             const t = performance.now();
             try {
-              const l = await lister.list(prefixes);
+              const l = await lister.list(prefixes, o);
               listings.push({ prefixes: prefixes.length, refs: l.refs.length, requests: l.requests, bytes: l.bytes, ms: performance.now() - t, m0, m1: await mark() });
               return l;
             } catch (e) {
@@ -602,11 +618,28 @@ async function main() {
           recordFirstSuccess: (rev, key, at) => seen.has(`${rev}\0${key}`) || seen.set(`${rev}\0${key}`, at),
           goodState: () => undefined,
         };
-        const gate = new RolloutGate({ refs, store, now: Date.now, random: Math.random });
-        const candidate = { commit: NEW, rollout, wave: WAVES.length - 1, state: { components: [] } };
+        // What each decision's admission did: reports verified and counted, refused (with the verdicts), its time.
+        let admitted;
+        const counting = admission && {
+          requireEnrolled: admission.requireEnrolled,
+          admit: async (reports) => {
+            const t = performance.now();
+            const a = await admission.admit(reports);
+            const verdicts = {};
+            for (const x of a.refused) verdicts[x.verification.verdict] = (verdicts[x.verification.verdict] ?? 0) + 1;
+            admitted = { counted: a.counted.length, refused: a.refused.length, verdicts, ms: performance.now() - t };
+            return a;
+          },
+        };
+        const gate = new RolloutGate({ refs, store, now: Date.now, random: h.mulberry32(seed) });
+        const candidate = { commit: NEW, rollout, wave: WAVES.length - 1, state: { components: [] }, ...(counting && { admission: counting }) };
         const reads = [];
-        for (let i = 0; i < 4; i++) {
+        for (let i = 0; i < count; i++) {
+          admitted = undefined;
+          globalThis.gc?.();
+          const t = performance.now();
           const d = await gate.decide([candidate]);
+          const decideMs = performance.now() - t;
           const l = listings[listings.length - 1];
           const recs = await records(l.m0, l.m1);
           reads.push({
@@ -620,13 +653,84 @@ async function main() {
             serverRequests: recs.length,
             serverBytesOut: recs.reduce((s, x) => s + x.bytes, 0),
             serverBytesIn: recs.reduce((s, x) => s + x.received, 0),
+            // The listing alone (as this bench measured a read before issue 29), and the whole decision: the listing,
+            // parsing the refs, verifying the reports against their devices' certificates, the gate itself.
             ms: round(l.ms),
+            decideMs: round(decideMs),
+            ...(admitted && { verify: { counted: admitted.counted, refused: admitted.refused, verdicts: admitted.verdicts, ms: round(admitted.ms) } }),
             error: l.error,
           });
         }
-        synthetic.push({ devices: size, refs: refsTotal, refsPerDevice: round(refsTotal / size, 2), devicesPerWave: perWave, refsReadableByLastWave: readable, writeMs: round(writeMs), reads });
+        return reads;
+      };
+      for (const size of synthSizes) {
+        const t0 = performance.now();
+        const devs = [];
+        const perWave = Object.fromEntries(WAVES.map((w) => [w.name, 0]));
+        for (let i = 1; i <= size; i++) {
+          const d = `dev-${String(i).padStart(6, '0')}`;
+          const wave = waveOf(rollout, d, {}).wave.name;
+          devs.push({ d, wave, s: stateOf(d) });
+          perWave[wave]++;
+        }
+        const reportsOf = ({ d, wave, s }) => [{ wave, device: d, commit: NEW, state: s }, ...(s !== 'success' ? [{ wave, device: d, commit: OLD, state: 'success' }] : [])];
+        const name = `synth-${size}`;
+        const bare = await writeRefs(name, devs.flatMap((x) => reportsOf(x).map((r) => rolloutRef(r))));
+        const writeMs = performance.now() - t0;
+        const refsTotal = devs.reduce((n, x) => n + reportsOf(x).length, 0);
+        // What a device of the last wave reads: the waves before it and its own, whole, in each read.
+        const readable = (await git('-C', bare, 'for-each-ref', '--format=%(refname)', ...WAVES.map((w) => `refs/keystone-rollout/${w.name}/`))).stdout.split('\n').filter(Boolean).length;
+        const seed = 0x5eed ^ size;
+        const variants = [{ variant: 'unsigned', reads: await gateReads(name, seed) }];
         rmSync(bare, { recursive: true, force: true });
-        process.stderr.write(`synthetic ${fmt(size)} devices: ${reads.map((x) => (x.error ? `read ${x.read} failed` : `read ${x.read} ${fmt(x.refs)} refs ${fmt(x.serverBytesOut)} B`)).join(', ')}\n`);
+        process.stderr.write(`synthetic ${fmt(size)} devices, unsigned: ${variants[0].reads.map((x) => (x.error ? `read ${x.read} failed` : `read ${x.read} ${fmt(x.refs)} refs ${fmt(x.serverBytesOut)} B ${fmt(x.decideMs)} ms`)).join(', ')}\n`);
+        let signedSetup;
+        if (identity) {
+          // Every device: a key pair, its certificate (devices/<name>.cert, signed by the enrolment key) and its refs
+          // signed with its key (each name ends `.<key id><signature>`).
+          const t1 = performance.now();
+          const certs = [];
+          const lines = [];
+          for (const [i, x] of devs.entries()) {
+            const key = identity.deviceKey();
+            certs.push(identity.certificate(x.d, key));
+            const signer = reportSigner(key);
+            for (const r of reportsOf(x)) lines.push(rolloutRef(r, signer));
+            if ((i + 1) % 10_000 === 0) process.stderr.write(`  ${fmt(i + 1)} devices enrolled and signed (${fmt((performance.now() - t1) / 1000, 1)} s)\n`);
+          }
+          const signMs = performance.now() - t1;
+          const signedName = `${name}-signed`;
+          const signedBare = await writeRefs(signedName, lines);
+          const meanRef = round(lines.reduce((n, l) => n + l.length, 0) / lines.length, 1);
+          signedSetup = { signMs: round(signMs), certificateBytes: round(certs.reduce((n, c) => n + c.length, 0) / certs.length), refNameChars: meanRef };
+          for (const kindOfReader of verifyReaders) {
+            const t2 = performance.now();
+            const reader = kindOfReader === 'dir' ? identity.directoryOf(join(work, `synth-dir-${size}`), devs, certs) : await identity.gitCacheOf(join(work, `synth-cache-${size}.git`), devs, certs);
+            const readerSetupMs = performance.now() - t2;
+            const admission = await reportAdmission({ raw: reader.reader, signed: reader.reader, rollout, enrollmentKeys: [identity.enrollmentPublic], now: Date.now });
+            const count = kindOfReader === 'git' && size > gitReaderUpTo ? 1 : 4;
+            const reads = await gateReads(signedName, seed, admission, count);
+            variants.push({ variant: `signed, verified (${kindOfReader === 'dir' ? 'devices/ in a directory' : "devices/ in a Git cache"})`, reader: kindOfReader, readerSetupMs: round(readerSetupMs), ...reader.info, reads });
+            reader.remove();
+            process.stderr.write(
+              `synthetic ${fmt(size)} devices, signed (${kindOfReader}): ${reads.map((x) => (x.error ? `read ${x.read} failed` : `read ${x.read} ${fmt(x.refs)} refs ${fmt(x.serverBytesOut)} B ${fmt(x.decideMs)} ms${x.verify ? ` (${x.verify.counted} counted, ${x.verify.refused} refused)` : ''}`)).join(', ')}\n`,
+            );
+          }
+          rmSync(signedBare, { recursive: true, force: true });
+        }
+        synthetic.push({
+          devices: size,
+          refs: refsTotal,
+          refsPerDevice: round(refsTotal / size, 2),
+          devicesPerWave: perWave,
+          refsReadableByLastWave: readable,
+          writeMs: round(writeMs),
+          seed,
+          ...(signedSetup && { signedSetup }),
+          // Kept at the top level too: the unsigned reads, as before issue 29.
+          reads: variants[0].reads,
+          variants,
+        });
       }
     }
     results.synthetic = synthetic;
@@ -677,13 +781,24 @@ async function main() {
       }
     }
     if (synthetic.length) {
-      console.log(`\n(c') one gate read as a device of the last wave does it (RolloutGate + refListerFor, over the same server), four times from a fresh start; aim ~100 KB per read`);
-      console.log(`${'devices'.padStart(9)} ${'refs'.padStart(9)} ${'readable'.padStart(9)}  ${'read'.padEnd(5)} ${'sampled'.padEnd(8)} ${'refs read'.padStart(9)} ${'requests'.padStart(8)} ${'bytes received'.padStart(15)} ${'÷ 100 KB'.padStart(9)} ${'ms'.padStart(7)}  decision`);
+      console.log(
+        `\n(c') one gate decision as a device of the last wave makes it (RolloutGate + refListerFor, over the same server), four times from a fresh start, ` +
+          `the same seeded bucket sample for each variant; aim ~100 KB per read; signed: each ref name carries its device's signature and is counted once it ` +
+          `verifies against devices/<name>.cert (report-admission.ts; one admission per held commit, reused by every read); ms = the listing alone, ` +
+          `decision = listing + parsing + verification + the gate`,
+      );
+      console.log(
+        `${'devices'.padStart(9)} ${'variant'.padEnd(10)} ${'read'.padEnd(4)} ${'sampled'.padEnd(7)} ${'refs read'.padStart(9)} ${'req'.padStart(3)} ${'bytes received'.padStart(14)} ${'÷ 100 KB'.padStart(8)} ${'÷ unsigned'.padStart(10)} ${'ms'.padStart(6)} ${'decision ms'.padStart(11)} ${'÷ unsigned'.padStart(10)} ${'verified'.padStart(8)}  decision`,
+      );
+      const short = (v) => (v.reader ? `signed/${v.reader}` : v.variant);
       for (const x of synthetic)
-        for (const rd of x.reads)
-          console.log(
-            `${fmt(x.devices).padStart(9)} ${fmt(x.refs).padStart(9)} ${fmt(x.refsReadableByLastWave).padStart(9)}  ${String(rd.read).padEnd(5)} ${String(rd.sampled ?? '—').padEnd(8)} ${(rd.error ? '—' : fmt(rd.refs)).padStart(9)} ${String(rd.serverRequests).padStart(8)} ${fmt(rd.serverBytesOut).padStart(15)} ${ratio(rd.serverBytesOut, 100_000).padStart(9)} ${fmt(rd.ms).padStart(7)}  ${rd.decision}`,
-          );
+        for (const v of x.variants)
+          for (const rd of v.reads) {
+            const u = x.variants[0].reads[rd.read - 1];
+            console.log(
+              `${fmt(x.devices).padStart(9)} ${short(v).padEnd(10)} ${String(rd.read).padEnd(4)} ${String(rd.sampled ?? '—').padEnd(7)} ${(rd.error ? '—' : fmt(rd.refs)).padStart(9)} ${String(rd.serverRequests).padStart(3)} ${fmt(rd.serverBytesOut).padStart(14)} ${ratio(rd.serverBytesOut, 100_000).padStart(8)} ${(v === x.variants[0] ? '' : ratio(rd.serverBytesOut, u?.serverBytesOut)).padStart(10)} ${fmt(rd.ms).padStart(6)} ${fmt(rd.decideMs).padStart(11)} ${(v === x.variants[0] ? '' : ratio(rd.decideMs, u?.decideMs)).padStart(10)} ${(rd.verify ? `${rd.verify.counted}/${rd.verify.counted + rd.verify.refused}` : '').padStart(8)}  ${rd.decision}`,
+            );
+          }
       // The sampled read of each size once sized: the last.
       const sampledOf = (x) => x.reads.filter((rd) => !rd.error && rd.sampled).pop();
       const withSample = synthetic.filter(sampledOf);
@@ -691,9 +806,25 @@ async function main() {
         const a = withSample[0];
         const b = withSample[withSample.length - 1];
         console.log(
-          `sampled read, ${fmt(b.devices)} ÷ ${fmt(a.devices)} devices: requests ${ratio(sampledOf(b).serverRequests, sampledOf(a).serverRequests)}, ` +
+          `sampled read (unsigned), ${fmt(b.devices)} ÷ ${fmt(a.devices)} devices: requests ${ratio(sampledOf(b).serverRequests, sampledOf(a).serverRequests)}, ` +
             `bytes ${ratio(sampledOf(b).serverBytesOut, sampledOf(a).serverBytesOut)} (the fleet ×${fmt(b.devices / a.devices)})`,
         );
+      }
+      // Signed + verified ÷ unsigned: the last read each variant made (sized, when it made four), aim ≤ 2 for the decision.
+      if (synthetic.some((x) => x.variants.length > 1)) {
+        console.log(`\nsigned + verified ÷ unsigned, the last read of each (aim: the decision within ×2):`);
+        for (const x of synthetic)
+          for (const v of x.variants.slice(1)) {
+            const rd = v.reads[v.reads.length - 1];
+            const u = x.variants[0].reads[rd.read - 1];
+            const verify = rd.verify ? `${rd.verify.counted} of ${rd.verify.counted + rd.verify.refused} reports verified${rd.verify.refused ? ` (refused: ${JSON.stringify(rd.verify.verdicts)})` : ''}, admission ${fmt(rd.verify.ms)} ms` : '';
+            console.log(
+              `${fmt(x.devices).padStart(9)} ${short(v).padEnd(10)} read ${rd.read}: bytes ${fmt(rd.serverBytesOut)} / ${fmt(u.serverBytesOut)} = ${ratio(rd.serverBytesOut, u.serverBytesOut)}; ` +
+                `listing ${fmt(rd.ms)} / ${fmt(u.ms)} ms = ${ratio(rd.ms, u.ms)}; decision ${fmt(rd.decideMs)} / ${fmt(u.decideMs)} ms = ${ratio(rd.decideMs, u.decideMs)} ` +
+                `(aim ×2: ${rd.decideMs <= 2 * u.decideMs ? 'met' : 'MISSED'}); ${verify}${v.packBytes ? `; devices/ pack ${fmt(v.packBytes)} B, tree ${fmt(v.devicesTreeBytes)} B` : ''}`,
+            );
+          }
+        for (const x of synthetic) if (x.variants.some((v) => v.reader === 'git' && v.reads.length === 1)) console.log(`${fmt(x.devices)} devices, signed/git: one read only (--git-reader-up-to ${gitReaderUpTo})`);
       }
       for (const x of synthetic)
         if (x.reads[0].error)
@@ -723,6 +854,7 @@ async function main() {
             bad: 'with [rollout]: the canary only applies it; halt reported by every other device within poll + failed apply + poll',
             held: 'requests per held device per poll ≤ 2 (a look and a gate read)',
             synthetic: '~100 KB per gate read, not growing with the fleet beyond the sample',
+            syntheticSigned: 'signed refs + verification against devices/ certificates ÷ unsigned refs without devices/, same sample: the decision within ×2',
           },
           fleets: results.fleets,
           synthetic,
@@ -739,4 +871,84 @@ async function main() {
     await h.killStragglers([], work);
     rmWork();
   }
+}
+
+/**
+ * Device identities for the synthetic reads (SPEC §15), made in this process: an enrolment key, a key pair per device,
+ * its certificate by `signCertificate` (dist/identity/certificate.js), and the devices/ directory a gate's admission
+ * reads them from, as a plain directory (DirectoryReader) or as a commit in a bare Git repository whose objects are in
+ * one pack, as an agent's cache holds a fetched commit (GitTreeReader, the reader report-admission gets on a device).
+ *
+ * Signing speed only: signCertificate signs with tweetnacl's pure JavaScript Ed25519 (~4 ms a signature, two per
+ * certificate: ~15 minutes for 100,000 certificates on this machine). Ed25519 signatures are deterministic, so
+ * tweetnacl's `sign.detached` is swapped, in this process only, for Node's crypto over the same key, after checking
+ * that both give the same bytes; verification (what is measured) is the product's own, untouched.
+ */
+async function syntheticIdentities() {
+  const { createPrivateKey, createPublicKey, randomBytes, sign: cryptoSign } = await import('node:crypto');
+  const { mkdirSync, rmSync, writeFileSync } = await import('node:fs');
+  const { spawnSync } = await import('node:child_process');
+  const { join } = await import('node:path');
+  const nacl = (await import('tweetnacl')).default;
+  const { generateKey } = await import('../dist/trust/minisign.js');
+  const { signCertificate, reportKeyLine } = await import('../dist/identity/certificate.js');
+  const { DirectoryReader } = await import('../dist/source/directory-reader.js');
+  const { GitTreeReader } = await import('../dist/source/git-tree-reader.js');
+  const { BENCH_GIT_ENV } = await import('./harness.mjs');
+  const PKCS8 = Buffer.from('302e020100300506032b657004220420', 'hex');
+  const enrollment = generateKey((n) => new Uint8Array(randomBytes(n)));
+  const original = nacl.sign.detached;
+  const keyObjects = new Map();
+  const fast = (message, secretKey) => {
+    const seed = Buffer.from(secretKey.subarray(0, 32));
+    const id = seed.toString('hex');
+    let k = keyObjects.get(id);
+    if (!k) keyObjects.set(id, (k = createPrivateKey({ key: Buffer.concat([PKCS8, seed]), format: 'der', type: 'pkcs8' })));
+    return new Uint8Array(cryptoSign(null, Buffer.from(message), k));
+  };
+  const probe = randomBytes(97);
+  if (!Buffer.from(original(probe, enrollment.secretKey)).equals(Buffer.from(fast(probe, enrollment.secretKey)))) throw new Error("Node's Ed25519 and tweetnacl's disagree: not swapping");
+  nacl.sign.detached = fast;
+  const AGE = 'age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p';
+  const issuedAt = Date.now() - 60_000;
+  return {
+    enrollmentPublic: { keyId: enrollment.keyId, publicKey: enrollment.publicKey },
+    /** A device's report key, as ensureDeviceKeys makes one (minisign's layout: seed ‖ public key, a random key id). */
+    // (Not generateKeyPairSync + a JWK export: on Node 20, tens of thousands of those deadlocked this process, a
+    // collected KeyGenJob's destructor waiting on a mutex the export held.)
+    deviceKey() {
+      const seed = randomBytes(32);
+      const pub = createPublicKey(createPrivateKey({ key: Buffer.concat([PKCS8, seed]), format: 'der', type: 'pkcs8' }))
+        .export({ format: 'der', type: 'spki' })
+        .subarray(-32);
+      return { keyId: new Uint8Array(randomBytes(8)), secretKey: new Uint8Array(Buffer.concat([seed, pub])), publicKey: new Uint8Array(pub) };
+    },
+    certificate: (device, key) => signCertificate({ device, reportKey: reportKeyLine(key), ageRecipient: AGE, labels: {}, issuedAt }, enrollment),
+    /** devices/<name>.cert for every device, in a plain directory. */
+    directoryOf(dir, devs, certs) {
+      mkdirSync(join(dir, 'devices'), { recursive: true });
+      for (let i = 0; i < devs.length; i++) writeFileSync(join(dir, 'devices', `${devs[i].d}.cert`), certs[i]);
+      return { reader: new DirectoryReader(dir), info: { files: devs.length }, remove: () => rmSync(dir, { recursive: true, force: true }) };
+    },
+    /** One commit whose tree is devices/<name>.cert for every device, written by `git fast-import` (one pack). */
+    async gitCacheOf(gitdir, devs, certs) {
+      const init = spawnSync('git', ['init', '--quiet', '--bare', '--initial-branch=main', gitdir], { env: BENCH_GIT_ENV });
+      if (init.status !== 0) throw new Error(`git init: ${init.stderr}`);
+      const parts = [Buffer.from('commit refs/heads/main\ncommitter Bench <bench@keystone.invalid> 1796378400 +0000\ndata 8\nenrolled\n')];
+      for (let i = 0; i < devs.length; i++) {
+        const b = Buffer.from(certs[i]);
+        parts.push(Buffer.from(`M 100644 inline devices/${devs[i].d}.cert\ndata ${b.length}\n`), b, Buffer.from('\n'));
+      }
+      const r = spawnSync('git', ['-C', gitdir, 'fast-import', '--quiet'], { input: Buffer.concat(parts), env: BENCH_GIT_ENV, maxBuffer: 64 * 1024 * 1024 });
+      if (r.status !== 0) throw new Error(`git fast-import: ${r.stderr}`);
+      const commit = spawnSync('git', ['-C', gitdir, 'rev-parse', 'refs/heads/main'], { env: BENCH_GIT_ENV, encoding: 'utf8' }).stdout.trim();
+      const packs = spawnSync('sh', ['-c', `du -b ${gitdir}/objects/pack/*.pack | awk '{s+=$1} END {print s}'`], { encoding: 'utf8' }).stdout.trim();
+      const tree = spawnSync('git', ['-C', gitdir, 'cat-file', '-s', 'refs/heads/main:devices'], { env: BENCH_GIT_ENV, encoding: 'utf8' }).stdout.trim();
+      return {
+        reader: new GitTreeReader({ gitdir }, commit, 'main'),
+        info: { packBytes: Number(packs), devicesTreeBytes: Number(tree) },
+        remove: () => rmSync(gitdir, { recursive: true, force: true }),
+      };
+    },
+  };
 }

@@ -19,7 +19,9 @@
 //                           per-device Git notes in it and in a separate reports repository (--status-repo): requests
 //                           and bytes per device per no-op poll (one ls-refs POST) and per commit (reports: one
 //                           receive-pack POST each), push → all reported (p50, max), push collisions, ref
-//                           advertisement size against N (~6 min)
+//                           advertisement size against N; each N with and without device enrolment (--enrolment
+//                           on|off|both: devices/ certificates, --enrollment-key) and the enrolment commits' own cost
+//                           (~6 min with --reports separate, ~16 min with both modes)
 //   footprint.bench.mjs     the agent's RSS with 50 programs in directory mode (API on, API off) and following Git over
 //                           smart HTTP with the API on, and both with V8's defaults (KEYSTONE_V8_DEFAULTS=1), beside an empty node
 //                           process kept alive (Node's floor) and PM2's daemon from supervision.json (~3 min)
@@ -34,8 +36,9 @@
 //   rollout.bench.mjs       staged rollouts (SPEC §14): 30 real agents in waves canary 10 / early 40 / everyone 100 %,
 //                           beside the same fleet without [rollout]: a good commit's push → all reported against poll +
 //                           apply + two bakes, a bad commit (who applied it, push → halted), requests and bytes per held
-//                           device per poll, and one gate read over rollout refs of 1,000 / 10,000 / 100,000 devices
-//                           (~3 min)
+//                           device per poll, and one gate read over rollout refs of 1,000 / 10,000 / 100,000 devices,
+//                           unsigned and signed + verified against devices/ certificates (--verify-readers dir,git)
+//                           (~6.5 min)
 //   supervision.bench.mjs   the same 50 programs under the agent, supervisord and PM2: restart latency after
 //                           kill -9 and its overhead beyond the delay, supervisor RSS, idle CPU with and without
 //                           probes (installs supervisor / pm2 when missing; ~6 min)

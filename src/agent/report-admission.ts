@@ -49,6 +49,9 @@ export async function reportAdmission(o: ReportAdmissionOptions): Promise<Report
   const revokedText = await o.signed.readFile(REVOCATIONS_FILE, MAX_REVOKED_BYTES);
   const revocations = revokedText.ok ? parseRevocations(new TextDecoder().decode(revokedText.bytes), REVOCATIONS_FILE) : undefined;
   const decoder = new TextDecoder();
+  // One cache for the certificate reads of one admit(): a Git reader parses its pack once for all of them, and lets it
+  // go after (a pack kept for as long as a commit is held would be megabytes of a small board's memory).
+  let batch: object | undefined;
   const verifier = new ReportVerifier({
     enrollmentKeys: o.enrollmentKeys,
     now: o.now,
@@ -56,7 +59,7 @@ export async function reportAdmission(o: ReportAdmissionOptions): Promise<Report
     certificateOf: async (device) => {
       const file = certificatePath(device);
       if (file === undefined) return undefined;
-      const read = await o.raw.readFile(file, MAX_CERTIFICATE_FILE_BYTES);
+      const read = await o.raw.readFile(file, MAX_CERTIFICATE_FILE_BYTES, batch && { cache: batch });
       return read.ok ? { text: decoder.decode(read.bytes), file } : undefined;
     },
   });
@@ -64,6 +67,7 @@ export async function reportAdmission(o: ReportAdmissionOptions): Promise<Report
     requireEnrolled,
     hasDevices,
     async admit(reports) {
+      batch = {};
       const counted: RolloutRef[] = [];
       const refused: Array<{ report: RolloutRef; verification: Verification }> = [];
       for (const r of reports) {
@@ -71,6 +75,7 @@ export async function reportAdmission(o: ReportAdmissionOptions): Promise<Report
         if (counts(v, requireEnrolled)) counted.push(r);
         else refused.push({ report: r, verification: v });
       }
+      batch = undefined;
       return { counted, refused };
     },
   };

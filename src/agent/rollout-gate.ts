@@ -51,7 +51,7 @@ export interface RolloutGateOptions {
   now: () => number;
   /** [0, 1): which buckets a sample takes. */
   random: () => number;
-  /** Rollout refs one read aims to stay under: ~140 B each on the wire, so ~100 KB at the default. */
+  /** Rollout refs one read aims to stay under: ~140 B each on the wire (~240 B signed), so ~100 KB (~170 KB) at the default. */
   budgetRefs?: number;
 }
 

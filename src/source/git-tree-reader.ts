@@ -69,22 +69,22 @@ export class GitTreeReader implements RepoReader {
     return new GitTreeReader(loc, await resolveCommit(loc, ref), ref);
   }
 
-  private tree(oid: string): Promise<TreeEntry[]> {
+  private tree(oid: string, cache?: object): Promise<TreeEntry[]> {
     let t = this.trees.get(oid);
     if (!t) {
-      t = git.readTree({ fs, gitdir: this.loc.gitdir, oid }).then((r) => r.tree as TreeEntry[]);
+      t = git.readTree({ fs, gitdir: this.loc.gitdir, oid, ...(cache && { cache }) }).then((r) => r.tree as TreeEntry[]);
       this.trees.set(oid, t);
     }
     return t;
   }
 
-  async readFile(path: string, maxBytes: number): Promise<ReadResult> {
+  async readFile(path: string, maxBytes: number, o: { cache?: object } = {}): Promise<ReadResult> {
     if (escapesRepository(path)) return { ok: false, code: 'KS_PATH_ESCAPE', message: `${path} points outside the repository` };
     const parts = path.split('/').filter((p) => p !== '' && p !== '.');
     try {
       let oid = this.commit;
       for (let i = 0; i < parts.length; i++) {
-        const entry = (await this.tree(oid)).find((e) => e.path === parts[i]);
+        const entry = (await this.tree(oid, o.cache)).find((e) => e.path === parts[i]);
         if (!entry) return { ok: false, code: 'KS_FILE_NOT_FOUND', message: `${path} does not exist at ${this.label}` };
         const last = i === parts.length - 1;
         if (last) {
@@ -94,7 +94,7 @@ export class GitTreeReader implements RepoReader {
           const size = await this.sizes.sizeOf(entry.oid);
           if (size !== undefined && size > maxBytes)
             return { ok: false, code: 'KS_FILE_TOO_LARGE', message: `${path} is ${size} bytes, over the limit of ${maxBytes}` };
-          const { blob } = await git.readBlob({ fs, gitdir: this.loc.gitdir, oid: entry.oid });
+          const { blob } = await git.readBlob({ fs, gitdir: this.loc.gitdir, oid: entry.oid, ...(o.cache && { cache: o.cache }) });
           if (blob.length > maxBytes)
             return { ok: false, code: 'KS_FILE_TOO_LARGE', message: `${path} is ${blob.length} bytes, over the limit of ${maxBytes}` };
           return { ok: true, bytes: blob };

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { signCertificate, reportKeyLine } from '../../src/identity/certificate.js';
 import { noteMessage, parseRefSignature, formatRefSignature, reportSigner, rolloutMessage } from '../../src/identity/report-signature.js';
-import { counts, ReportVerifier } from '../../src/identity/report-verifier.js';
+import { CERT_CACHE_ENTRIES, counts, ReportVerifier } from '../../src/identity/report-verifier.js';
 import { parseRevocations, revokedReason } from '../../src/identity/revocations.js';
 import type { CommitStatus } from '../../src/status/commit-status.js';
 import { formatStatusEntry, mergeStatusNote, parseStatusNote } from '../../src/status/status-note.js';
@@ -174,5 +174,20 @@ describe('a signed rollout ref', () => {
         expect(Buffer.from(parseRefSignature(text)!.signature)).toEqual(Buffer.from(bytes));
       }),
     );
+  });
+});
+
+describe('the verifier keeps a bounded number of certificates', () => {
+  it('looks up again the least recently used one once more than CERT_CACHE_ENTRIES devices were met', async () => {
+    const looked: string[] = [];
+    const v = new ReportVerifier({ enrollmentKeys: [ENROLL], now: () => NOW, certificateOf: async (d) => (looked.push(d), undefined) });
+    const msg = new Uint8Array(1);
+    await v.check('d-0', msg, undefined);
+    for (let i = 1; i <= CERT_CACHE_ENTRIES; i++) await v.check(`d-${i}`, msg, undefined);
+    expect(looked).toHaveLength(CERT_CACHE_ENTRIES + 1);
+    await v.check(`d-${CERT_CACHE_ENTRIES}`, msg, undefined); // still kept
+    expect(looked).toHaveLength(CERT_CACHE_ENTRIES + 1);
+    await v.check('d-0', msg, undefined); // the oldest went
+    expect(looked).toHaveLength(CERT_CACHE_ENTRIES + 2);
   });
 });
