@@ -52,7 +52,8 @@ export async function resolveCommit(loc: GitLocation, ref: string): Promise<stri
 
 export class GitTreeReader implements RepoReader {
   readonly label: string;
-  private trees = new Map<string, Promise<TreeEntry[]>>();
+  /** Each tree read, by entry name: a devices/ of 100,000 certificates is looked up hundreds of times a gate read. */
+  private trees = new Map<string, Promise<Map<string, TreeEntry>>>();
   private readonly sizes: GitObjectSizes;
 
   constructor(
@@ -69,10 +70,10 @@ export class GitTreeReader implements RepoReader {
     return new GitTreeReader(loc, await resolveCommit(loc, ref), ref);
   }
 
-  private tree(oid: string, cache?: object): Promise<TreeEntry[]> {
+  private tree(oid: string, cache?: object): Promise<Map<string, TreeEntry>> {
     let t = this.trees.get(oid);
     if (!t) {
-      t = git.readTree({ fs, gitdir: this.loc.gitdir, oid, ...(cache && { cache }) }).then((r) => r.tree as TreeEntry[]);
+      t = git.readTree({ fs, gitdir: this.loc.gitdir, oid, ...(cache && { cache }) }).then((r) => firstByName(r.tree as TreeEntry[]));
       this.trees.set(oid, t);
     }
     return t;
@@ -84,7 +85,7 @@ export class GitTreeReader implements RepoReader {
     try {
       let oid = this.commit;
       for (let i = 0; i < parts.length; i++) {
-        const entry = (await this.tree(oid, o.cache)).find((e) => e.path === parts[i]);
+        const entry = (await this.tree(oid, o.cache)).get(parts[i]!);
         if (!entry) return { ok: false, code: 'KS_FILE_NOT_FOUND', message: `${path} does not exist at ${this.label}` };
         const last = i === parts.length - 1;
         if (last) {
@@ -107,4 +108,11 @@ export class GitTreeReader implements RepoReader {
       throw new OperationError('KS_GIT_READ_FAILED', `cannot read ${path} at ${this.label}: ${(e as Error).message}`);
     }
   }
+}
+
+/** A tree's entries by name, the first of a name winning (a tree that repeats one is malformed; git reads the first). */
+function firstByName(entries: readonly TreeEntry[]): Map<string, TreeEntry> {
+  const byName = new Map<string, TreeEntry>();
+  for (const e of entries) if (!byName.has(e.path)) byName.set(e.path, e);
+  return byName;
 }
