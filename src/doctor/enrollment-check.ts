@@ -19,7 +19,7 @@ import type { DoctorSetup } from './doctor-setup.js';
 const enrolHint = (device: string) =>
   `enrol it: keystone identity --json > ${device}.identity.json on the device, then keystonectl enroll --key ENROLL.key --identity ${device}.identity.json --out devices/${device}.cert, and commit the certificate (or give the agent --certificate FILE)`;
 
-export async function checkEnrollment(setup: Pick<DoctorSetup, 'enrollment' | 'device' | 'source' | 'stateDir'>, applied: AppliedState, now: number): Promise<CheckResult> {
+export async function checkEnrollment(setup: Pick<DoctorSetup, 'enrollment' | 'device' | 'labels' | 'source' | 'stateDir'>, applied: AppliedState, now: number): Promise<CheckResult> {
   const files = setup.enrollment?.keyFiles ?? [];
   if (files.length === 0) return skip('enrollment', 'no --enrollment-key: this device checks no certificates, and its reports are shown unverified where the fleet checks them');
   const keys: PublicKey[] = [];
@@ -67,6 +67,12 @@ export async function checkEnrollment(setup: Pick<DoctorSetup, 'enrollment' | 'd
   if (others.length) {
     const held = own === undefined ? 'the device has no keys yet' : `the device holds report key ${own.reportKey} and age recipient ${own.ageRecipient}`;
     return { ...warn('enrollment', `${what}; it names ${others.join(' and ')}, not this device's own (${held}): a reinstalled device not enrolled again, whose reports will not verify`, `re-enrol with keystonectl enroll --identity …: ${enrolHint(setup.device)}`), code: 'KS_CERT_OTHER_KEY' };
+  }
+  // A selector wave counts this device's reports by the labels its certificate vouches for, not by what it says.
+  const unvouched = Object.entries(setup.labels).filter(([k, v]) => cert.labels[k] !== v);
+  if (unvouched.length) {
+    const said = unvouched.map(([k, v]) => `${k}=${v}`).join(', ');
+    return warn('enrollment', `${what}; it names this device's own keys, but does not vouch for its labels ${said}: a rollout wave that selects by them does not count this device's reports`, `enrol it again with them: keystonectl enroll --identity … ${unvouched.map(([k, v]) => `--label ${k}=${v}`).join(' ')} --force`);
   }
   return pass('enrollment', `${what}; it names this device's own keys`);
 }

@@ -84,9 +84,10 @@ describe('the identity check', () => {
 });
 
 describe('the enrollment check', () => {
-  const setupWith = (over: { certificateFile?: string; keyFiles?: string[]; root?: string; device?: string } = {}) => ({
+  const setupWith = (over: { certificateFile?: string; keyFiles?: string[]; root?: string; device?: string; labels?: Record<string, string> } = {}) => ({
     stateDir: s.stateDir,
     device: over.device ?? 'gw-1',
+    labels: over.labels ?? { site: 'berlin' },
     source: over.root !== undefined ? { kind: 'dir' as const, root: over.root } : { kind: 'none' as const, problem: 'no source' },
     enrollment: { keyFiles: over.keyFiles ?? [enrolPub], ...(over.certificateFile !== undefined && { certificateFile: over.certificateFile }) },
   });
@@ -104,6 +105,9 @@ describe('the enrollment check', () => {
     expect(r.status, r.detail).toBe('pass');
     expect(r.detail).toContain(`${file}: device gw-1, signed by enrolment key`);
     expect(r.detail).toContain("it names this device's own keys");
+    // Labels the agent states that the certificate does not vouch for: a selector wave would not count the device.
+    const unvouched = await checkEnrollment(setupWith({ certificateFile: file, labels: { site: 'berlin', ring: 'canary' } }), NOTHING_APPLIED, NOW);
+    expect(unvouched).toMatchObject({ status: 'warn', detail: expect.stringContaining('does not vouch for its labels ring=canary'), fix: expect.stringContaining('--label ring=canary') });
   });
 
   it('finds devices/<device>.cert in the directory followed, and honours devices/revoked.toml there', async () => {
