@@ -16,6 +16,9 @@ import type { PublicKey } from '../trust/minisign.js';
 import type { DeviceReport, DeviceReports } from './fleet-view.js';
 import type { RolloutRef } from './rollout-refs.js';
 
+/** How a certificate found only in a device's notes is named: the gates never read those. */
+const PUBLISHED = 'the certificate';
+
 export interface FleetVerifyOptions {
   /** The repository and commit viewed: devices/ and revoked.toml are read there. */
   gitdir: string;
@@ -64,7 +67,7 @@ export async function verifyFleetReports(reports: readonly DeviceReports[], refs
       const text = file === undefined ? undefined : await readText(o.gitdir, o.commit, file);
       if (text !== undefined) return { text, file: file! };
       const own = published.get(device);
-      return own === undefined ? undefined : { text: own, file: `the certificate ${device} publishes (not in devices/: no gate counts it)` };
+      return own === undefined ? undefined : { text: own, file: `${PUBLISHED} ${device} publishes (not in devices/: no gate counts it)` };
     },
   });
   const check = async (device: string, r: DeviceReport | undefined) => {
@@ -82,7 +85,7 @@ export async function verifyFleetReports(reports: readonly DeviceReports[], refs
     const checked = await verifier.check(ref.device, rolloutMessage(ref), ref.signature);
     const v = o.rollout ? vouched(o.rollout, ref, checked) : checked;
     // A published certificate is no gate's: the ref counts only as a gate would count it.
-    const gateCounts = counts(v, requireEnrolled) && !(v.certificate ?? '').startsWith('the certificate ');
+    const gateCounts = counts(v, requireEnrolled) && !(v.certificate ?? '').startsWith(PUBLISHED);
     if (gateCounts) countedRefs.push(ref);
     else refusedRefs.push({ ref, verification: v });
   }
