@@ -12,6 +12,7 @@
 // there only when its certificate vouches for the labels the wave selects (or the wave names it), so one device
 // cannot report a success in the canary's wave by saying it is a canary.
 import type { Rollout } from '../core/rollout.js';
+import { IdentityError } from '../identity/identity-error.js';
 import { counts, ReportVerifier, type Verification } from '../identity/report-verifier.js';
 import { parseRevocations, REVOCATIONS_FILE, revokedReason } from '../identity/revocations.js';
 import { CERTIFICATE_DIR, certificatePath } from '../identity/certificate.js';
@@ -47,6 +48,9 @@ export async function reportAdmission(o: ReportAdmissionOptions): Promise<Report
   const hasDevices = !dir.ok && dir.code === 'KS_NOT_A_FILE';
   const requireEnrolled = o.rollout.requireEnrolled ?? (o.enrollmentKeys.length > 0 || hasDevices);
   const revokedText = await o.signed.readFile(REVOCATIONS_FILE, MAX_REVOKED_BYTES);
+  // Fails closed: a revocation list that is there but cannot be read (too large, not a file) revokes nothing we can
+  // tell, so the commit is refused rather than read as revoking no one.
+  if (!revokedText.ok && revokedText.code !== 'KS_FILE_NOT_FOUND') throw new IdentityError('KS_REVOCATIONS_INVALID', `${REVOCATIONS_FILE}: ${revokedText.message}`, REVOCATIONS_FILE);
   const revocations = revokedText.ok ? parseRevocations(new TextDecoder().decode(revokedText.bytes), REVOCATIONS_FILE) : undefined;
   const decoder = new TextDecoder();
   // One cache for the certificate reads of one admit(): a Git reader parses its pack once for all of them, and lets it

@@ -117,5 +117,8 @@ describe('the rollout gate with enrolled devices', () => {
   it('a devices/revoked.toml that does not parse refuses the commit (nothing is counted on a guess)', async () => {
     const reader = files({ ...enrolled, 'devices/revoked.toml': '[[revoked]]\nname = 1\n' });
     await expect(reportAdmission({ raw: reader, signed: reader, rollout: rollout(), enrollmentKeys: [ENROLL], now: () => NOW })).rejects.toMatchObject({ code: 'KS_REVOCATIONS_INVALID' });
+    // Nor one too large to read.
+    const big = files({ ...enrolled, 'devices/revoked.toml': '#'.repeat(1024 * 1024 + 1) });
+    await expect(reportAdmission({ raw: big, signed: big, rollout: rollout(), enrollmentKeys: [ENROLL], now: () => NOW })).rejects.toMatchObject({ code: 'KS_REVOCATIONS_INVALID' });
   });
 });
