@@ -150,14 +150,8 @@ function gone(paths: IdentityPaths, marker: Marker): IdentityError {
   );
 }
 
-function lstatOrUndefined(path: string): Stats | undefined {
-  try {
-    return lstatSync(path);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw e;
-  }
-}
+/** Node's own "or undefined": ENOENT gives undefined, every other error throws. */
+const lstatOrUndefined = (path: string): Stats | undefined => lstatSync(path, { throwIfNoEntry: false });
 
 const modeText = (st: Stats) => (st.mode & 0o7777).toString(8).padStart(4, '0');
 

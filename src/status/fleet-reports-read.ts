@@ -204,8 +204,7 @@ export async function readFleetReports(gitdir: string, commit: string, notesGitd
     const context = statusContext(device);
     const onCommit = lineOf(await noteAt(notesGitdir, tip, commit), context, commit);
     const newest = (await newestFromMessage(notesGitdir, tip, context)) ?? (await newestInTree(notesGitdir, tip, context));
-    const cert = await publishedCertificate(notesGitdir, tip);
-    reports.push({ device, ...(onCommit && { onCommit }), ...(newest && { newest }), ...(cert !== undefined && { publishedCertificate: cert }) });
+    reports.push({ device, ...(onCommit && { onCommit }), ...(newest && { newest }), publishedCertificate: () => publishedCertificate(notesGitdir, tip) });
   }
   // Earlier agents' lines on this commit, for devices whose own ref has none.
   const legacyTip = await resolveRefIfAny(notesGitdir, LEGACY_NOTES_REF);
@@ -250,7 +249,7 @@ function toReport(line: StatusLine, commit: string): DeviceReport {
   };
 }
 
-/** The certificate a device publishes in its notes tree (note-commit.ts), if any and not oversized. */
+/** The certificate a device publishes in its notes tree (note-commit.ts), if any and not oversized; read only when asked. */
 async function publishedCertificate(gitdir: string, tip: string): Promise<string | undefined> {
   const { tree } = (await git.readCommit({ fs, gitdir, oid: tip })).commit;
   const entry = (await git.readTree({ fs, gitdir, oid: tree })).tree.find((e) => e.path === CERTIFICATE_ENTRY && e.type === 'blob');

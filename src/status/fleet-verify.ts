@@ -66,7 +66,7 @@ export async function verifyFleetReports(reports: readonly DeviceReports[], refs
       const file = certificatePath(device);
       const text = file === undefined ? undefined : await readText(o.gitdir, o.commit, file);
       if (text !== undefined) return { text, file: file! };
-      const own = published.get(device);
+      const own = await published.get(device)?.();
       return own === undefined ? undefined : { text: own, file: `${PUBLISHED} ${device} publishes (not in devices/: no gate counts it)` };
     },
   });

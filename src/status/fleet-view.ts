@@ -56,8 +56,11 @@ export interface DeviceReports {
   onCommit?: DeviceReport;
   /** Its newest report on any commit (its notes ref's tip), if it ever reported. */
   newest?: DeviceReport;
-  /** The certificate it publishes beside its reports (note-commit.ts CERTIFICATE_ENTRY), if any. */
-  publishedCertificate?: string;
+  /**
+   * The certificate it publishes beside its reports (note-commit.ts CERTIFICATE_ENTRY), if any: read when asked, only for
+   * a device devices/ has none for (one tree read per device of the fleet otherwise).
+   */
+  publishedCertificate?: () => Promise<string | undefined>;
 }
 
 /** A target as the fleet file gives it; only what the view needs. */
