@@ -19,6 +19,7 @@ import { queryParams } from './targets/query-params.js';
 import { receivePackAdvertisement } from './targets/receive-pack-advertisement.js';
 import { receivePackReport } from './targets/receive-pack-report.js';
 import { revocationsToml } from './targets/revocations-toml.js';
+import { ageSecret } from './targets/age-secret.js';
 import { rolloutRefs } from './targets/rollout-refs.js';
 import { sha256sums } from './targets/sha256sums.js';
 import { statusNotes } from './targets/status-notes.js';
@@ -54,6 +55,7 @@ export const TARGETS: readonly FuzzTarget[] = [
   agentConfig,
   deviceCertificate,
   revocationsToml,
+  ageSecret,
 ];
 
 export function targetNamed(name: string): FuzzTarget | undefined {

@@ -1,5 +1,6 @@
 // What starting an agent takes (agent.ts): the composition root (run-agent.ts) fills it from the validated
 // configuration; tests fill it directly.
+import type { SecretSteps } from './revision-secrets.js';
 import type { PublicKey } from '../trust/minisign.js';
 import type { DesiredComponent, DesiredState } from '../core/desired-state.js';
 import type { Labels } from '../core/labels.js';
@@ -36,6 +37,8 @@ export interface AgentOptions {
   fleet?: { device: string; labels: Labels };
   /** The enrolment keys trusted here (`--enrollment-key`): the rollout gate counts reports that verify (SPEC §15). */
   enrollmentKeys?: readonly PublicKey[];
+  /** How secrets are opened (SPEC §16): the device's opener and the vault its runtimes read values from. */
+  secrets?: SecretSteps;
   stateDir: string;
   trust: TrustSetting;
   log: Logger;

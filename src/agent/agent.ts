@@ -65,6 +65,8 @@ export interface Agent {
   rolloutHolds(): RolloutHold[];
   /** The directory of a component's stdout.log and stderr.log (GET /v1/logs/{name}). */
   logDirOf(name: string): string;
+  /** `text` without the secret values this agent holds (SPEC §16): for what leaves the device, such as a log tail. */
+  scrubSecrets(text: string): string;
   /** The device's health now, as reports carry it (device-health.ts; GET /v1/revision's `agent.health`). */
   health(): DeviceHealth;
   /**
@@ -111,7 +113,8 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
   const { events, emit } = agentEvents(log);
   // Outcomes look for a recovery whenever a component is recorded healthy; they exist once the engine does.
   const late: { outcomes?: Outcomes } = {};
-  const store = observedStore(openStateStore(opts.stateDir, { now }), emit, () => late.outcomes?.checkRecovery());
+  const scrub = (text: string) => opts.secrets?.vault.scrub(text) ?? text;
+  const store = observedStore(openStateStore(opts.stateDir, { now }), emit, () => late.outcomes?.checkRecovery(), scrub);
   // Run users must reach their own work directory inside the state directory: traverse, not list.
   chmodSync(opts.stateDir, 0o711);
   chmodSync(join(opts.stateDir, 'components'), 0o711);
@@ -137,7 +140,7 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     restartLimits: opts.restartLimits ?? DEFAULT_RESTART_LIMITS,
     concurrency: opts.concurrency,
   });
-  const out = (late.outcomes = new Outcomes({ store, emit, log: opts.log, now, healthy: () => engine.healthy() }));
+  const out = (late.outcomes = new Outcomes({ store, emit, log: opts.log, now, healthy: () => engine.healthy(), scrub }));
   await engine.adoptAll((kind) => opts.runtimes[kind], opts.ownerTag);
   const stopRotation = rotateLogsEvery({ store, logDirOf: (n) => componentPaths(opts.stateDir, n).logDir, maxBytes: opts.logMaxBytes ?? 10 * 1024 * 1024, keep: opts.logKeep ?? 5, everyMs: opts.logCheckMs ?? 30_000, log });
 
@@ -208,6 +211,7 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     log,
     now,
     ...(opts.enrollmentKeys && { enrollmentKeys: opts.enrollmentKeys }),
+    ...(opts.secrets && { secrets: opts.secrets }),
   };
 
   const agent: Agent = {
@@ -224,6 +228,7 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     onSync: (fn) => controls.onSync(fn),
     rolloutHolds: () => holds.holds(),
     logDirOf: (name) => componentPaths(opts.stateDir, name).logDir,
+    scrubSecrets: scrub,
     health: () => deviceHealth({ stateDir: opts.stateDir }),
     async restoreHolds(load) {
       loadCommit = load;

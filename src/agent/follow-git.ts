@@ -79,7 +79,7 @@ export function followGit(agent: Agent, opts: GitFollowOptions): GitFollowing {
       // the apply and of what runs now (a composite rolled back to its previous members writes to the same logs).
       agentVersion: packageVersion(),
       health: () => agent.health(),
-      failureLog: (failed, components) => failureLogTail(failedUnits(failed, [...components, ...(agent.engine.desired?.components ?? [])], (n) => agent.logDirOf(n))),
+      failureLog: (failed, components) => failureLogTail(failedUnits(failed, [...components, ...(agent.engine.desired?.components ?? [])], (n) => agent.logDirOf(n))).map((l) => agent.scrubSecrets(l)),
       onDetailsError: (e) => log.warn({ err: e as Error }, 'reading what a report says beside its state failed: it goes without'),
     }),
   );

@@ -2,10 +2,14 @@
 import type { StateStore } from '../store/state-store.js';
 import type { Emit } from './agent-events.js';
 
-/** `onRunning` is told whenever a component is recorded healthy (outcomes.ts looks for a recovery then). */
-export function observedStore(store: StateStore, emit: Emit, onRunning: () => void): StateStore {
+/**
+ * `onRunning` is told whenever a component is recorded healthy (outcomes.ts looks for a recovery then). `scrub` cleans a
+ * reason of secret values before it is kept or told (a `cmd:` check's output may quote its environment).
+ */
+export function observedStore(store: StateStore, emit: Emit, onRunning: () => void, scrub: (text: string) => string = (t) => t): StateStore {
   const hooks: Partial<StateStore> = {
-    recordState(name, state, reason) {
+    recordState(name, state, given) {
+      const reason = given === undefined ? undefined : scrub(given);
       store.recordState(name, state, reason);
       emit('state', { component: name, state, ...(reason !== undefined && { reason }) });
       if (state === 'running') onRunning();

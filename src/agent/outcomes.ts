@@ -74,6 +74,8 @@ export interface OutcomesDeps {
    * a revision is loaded): a failed revision's recovery is recorded once this says so.
    */
   healthy: () => { ok: boolean; down: string[] } | undefined;
+  /** Cleans text of secret values (SPEC §16) before it is recorded, told or reported; the identity without secrets. */
+  scrub?: (text: string) => string;
 }
 
 export class Outcomes {
@@ -92,6 +94,14 @@ export class Outcomes {
     // At most one apply is ever open: every begin() closes the one before it.
     this.interrupted = deps.store.unfinishedApply();
     if (this.interrupted) this.log.warn({ revision: this.interrupted.revision }, 'the previous apply was interrupted: applying that revision again finishes it with its true outcome');
+  }
+
+  /** `r` with its summary and every failure's reason cleaned of secret values (a component's output may quote one). */
+  private scrubbed<T extends ApplyResult>(r: T): T {
+    const scrub = this.deps.scrub;
+    if (!scrub) return r;
+    const clean = (fs: ApplyResult['failures']) => fs.map((f) => ({ ...f, reason: scrub(f.reason) }));
+    return { ...r, summary: scrub(r.summary), failures: clean(r.failures), published: r.published.map((f) => ({ ...f, reason: scrub(f.reason) })) };
   }
 
   /** The commit reports (Git notes, GitHub statuses) of a Git-following agent; there is one reporter, the last wins. */
@@ -166,8 +176,9 @@ export class Outcomes {
   }
 
   /** Rule 4 and 1: an apply ended; cut short, it stays open. */
-  finish(t: ApplyTicket, r: ApplyResult & { stateDigest?: string }): void {
+  finish(t: ApplyTicket, given: ApplyResult & { stateDigest?: string }): void {
     const { store, now } = this.deps;
+    const r = this.scrubbed(given);
     const { rev } = t;
     if (r.interrupted) {
       this.abandoned(t);
@@ -202,7 +213,8 @@ export class Outcomes {
   }
 
   /** Rule 3: the revision the device runs, taken up again after a restart; nothing is written or reported for it. */
-  resumed(rev: RevisionInfo, outcome: 'success' | 'failure', r: ApplyResult): void {
+  resumed(rev: RevisionInfo, outcome: 'success' | 'failure', given: ApplyResult): void {
+    const r = this.scrubbed(given);
     const down = r.failures.map((f) => f.name);
     // One line, the resume's end (tests and people wait for it): what runs, said beside the outcome that stands.
     const all = down.length === 0 && this.deps.store.components().every((c) => c.state === 'running');
@@ -222,8 +234,9 @@ export class Outcomes {
   }
 
   /** A revision refused before anything was touched (invalid, unsigned, not for this device). */
-  rejected(r: { revision: string; planFile: string; target?: string; wave?: string; reason: string; began: number; silent: boolean }): void {
+  rejected(given: { revision: string; planFile: string; target?: string; wave?: string; reason: string; began: number; silent: boolean }): void {
     const { store, now } = this.deps;
+    const r = { ...given, reason: this.deps.scrub?.(given.reason) ?? given.reason };
     const event = { revision: r.revision, outcome: 'rejected' as const, durationMs: now() - r.began, summary: r.reason, ...(r.target !== undefined && { target: r.target }), ...(r.wave !== undefined && { wave: r.wave }) };
     store.transaction(() => {
       store.recordRejected({ revision: r.revision, planFile: r.planFile, ...(r.target !== undefined && { target: r.target }), at: now(), reason: r.reason });

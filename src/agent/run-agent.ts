@@ -12,6 +12,7 @@ import { ContainerRuntime } from '../runtime/container-runtime.js';
 import { checkDevice } from '../runtime/device-check.js';
 import { hostPolicyFacts } from '../runtime/policy-host.js';
 import { ProcessRuntime, type BoundProbe } from '../runtime/process-runtime.js';
+import { chooseSecretsRoot } from '../runtime/secrets-root.js';
 import type { Revision } from '../source/directory-source.js';
 import type { RepoReader } from '../source/repo-reader.js';
 import { componentPaths, startAgent, type Agent } from './agent.js';
@@ -19,6 +20,9 @@ import { ownerTag } from './orphan-sweep.js';
 import type { RolloutRecall } from './rollout-gate.js';
 import { reportsRemote, type RunSettings } from './run-settings.js';
 import { openStateDir } from './state-dir.js';
+import { SecretVault } from '../secrets/secret-vault.js';
+import { SecretOpener } from '../secrets/open-secrets.js';
+import { digestKeyOf } from '../secrets/secret-digest.js';
 
 /** 2 GiB: artifacts are programs and images, not datasets. */
 const MAX_ARTIFACT_BYTES = 2 * 1024 ** 3;
@@ -37,6 +41,8 @@ export interface RunHooks {
   env: NodeJS.ProcessEnv;
   /** Runs once the state directory is locked and before anything in it is read (the CLI tries the API's address). */
   beforeAdopt?: () => Promise<void>;
+  /** The values of opened secrets (SPEC §16), kept in memory; the CLI's logger scrubs them from every line. */
+  vault?: SecretVault;
 }
 
 /**
@@ -61,13 +67,17 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
   const { logger } = hooks;
   const log = logger.child({ module: 'agent' });
   const { stateDir, policy } = s;
+  const vault = hooks.vault ?? new SecretVault();
   // Relative artifacts are read from the revision being applied (they are pinned by digest, not listed in SHA256SUMS).
   let artifactReader: RepoReader | undefined;
   const installArtifacts = () => lazyArtifactInstaller({ reader: () => artifactReader!, cacheDir: join(stateDir, 'cache'), maxBytes: MAX_ARTIFACT_BYTES });
   const tag = ownerTag(stateDir);
   // The state directory is guarded too: a container that mounts it holds the API token.
   const policyHost = hostPolicyFacts({ stateDir, env: hooks.env });
-  const processRuntime = new ProcessRuntime({ ownerTag: tag, allowRoot: policy.allowRoot, installArtifacts: installArtifacts() });
+  // Secret files (SPEC §16) on tmpfs where the device has one; said once when they would be on disk.
+  const secretsRoot = chooseSecretsRoot(stateDir);
+  if (secretsRoot.warning) log.warn(secretsRoot.warning);
+  const processRuntime = new ProcessRuntime({ ownerTag: tag, allowRoot: policy.allowRoot, installArtifacts: installArtifacts(), secretsRoot: secretsRoot.dir, secrets: vault });
   if (processRuntime.privilegeNote) log.warn(processRuntime.privilegeNote);
   let agentRef: Agent | undefined;
   const lastPull = new Map<string, { at: number; status: string }>();
@@ -77,6 +87,8 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
     policy,
     policyHost,
     installArtifacts: installArtifacts(),
+    secretsRoot: secretsRoot.dir,
+    secrets: vault,
     log: logger.child({ module: 'containers' }),
     // For `keystonectl apply`'s display: a line a second per component while bytes flow, and every other status.
     onPullProgress: (component, p) => {
@@ -125,6 +137,8 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
     ...(s.planFile !== undefined && { planFile: s.planFile }),
     fleet: { device: s.device, labels: s.labels },
     ...(s.identity && { enrollmentKeys: s.identity.enrollmentKeys.map((k) => k.key) }),
+    // Secrets are opened with the device's own age identity (SPEC §15–16); the values stay in the vault, in memory.
+    ...(s.identity && { secrets: { opener: new SecretOpener({ ageIdentity: s.identity.keys.ageIdentity, digestKey: digestKeyOf(s.identity.keys.ageIdentity) }), vault } }),
     stateDir,
     trust: s.trust,
     log: logger,
@@ -150,6 +164,8 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
     logMaxBytes: s.logMaxBytes,
     logKeep: s.logKeep,
   }));
+  // Adopted, the orphans swept: the secret files of instances that ended while no agent ran go now (SPEC §16).
+  await Promise.all([processRuntime.sweepSecretFiles(), containerRuntime.sweepSecretFiles()]).catch((e: Error) => log.warn({ err: e }, 'cannot sweep the secret files of ended components'));
   // The source offers revisions (and POST /v1/sync asks it to look now); it never offers the same content twice.
   let source: { start(): Promise<void>; stopLooking(): Promise<void>; close(): Promise<void> };
   try {

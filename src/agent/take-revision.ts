@@ -21,6 +21,7 @@ import { reportAdmission } from './report-admission.js';
 import { IdentityError } from '../identity/identity-error.js';
 import type { PublicKey } from '../trust/minisign.js';
 import type { DeviceProblem, TrustSetting } from './agent-options.js';
+import { openRevisionSecrets, type SecretSteps } from './revision-secrets.js';
 
 /** Refusals that depend on the device's clock (docs/signing.md, "Time"): the same revision is looked at again later. */
 const CLOCK_REFUSALS: ReadonlySet<string> = new Set(['KS_SIGNATURE_FROM_FUTURE', 'KS_SIGNATURE_TOO_OLD']);
@@ -53,6 +54,8 @@ export interface RevisionSteps {
   now: () => number;
   /** The enrolment keys this device trusts (`--enrollment-key`): its gate counts only reports that verify (SPEC §15). */
   enrollmentKeys?: readonly PublicKey[];
+  /** How this device opens the secrets a plan reads (SPEC §16); without it a plan that reads one is refused. */
+  secrets?: SecretSteps;
 }
 
 /** The last placement logged ("this device in the fleet"), said again only when it changes. */
@@ -139,6 +142,11 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
     for (const d of resolution.diagnostics) log.error({ revision: rev.id, code: d.code }, formatDiagnostic(d));
     return reject(`invalid: ${resolution.diagnostics.length} error(s), first: ${formatDiagnostic(resolution.diagnostics[0]!)}`);
   }
+
+  // 2b. Secrets: opened with this device's keys, through the signed reader (a swapped ciphertext is refused there).
+  const opened = await openRevisionSecrets(reader, resolution.state, { target, ...s.fleet, secrets: s.secrets });
+  if (!opened.ok) return reject(opened.reason);
+  resolution = { ...resolution, state: opened.state };
 
   // 3. Device check: what only this device can tell (container permissions, mount sources on this host).
   const problems = (await s.check?.(resolution.state)) ?? [];

@@ -26,6 +26,8 @@ export interface ApiAgent {
   rolloutHolds?: Agent['rolloutHolds'];
   /** Where a component's stdout.log and stderr.log are (GET /v1/logs/{name}); absent, the route answers 404. */
   logDirOf?: Agent['logDirOf'];
+  /** Cleans text of the secret values the agent holds (SPEC §16): a component's log may print one. */
+  scrubSecrets?: Agent['scrubSecrets'];
   /** The device's health in GET /v1/revision's `agent`; absent, it is read without the state directory's disk. */
   health?: Agent['health'];
 }

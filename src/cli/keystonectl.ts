@@ -11,6 +11,7 @@ import { KEYGEN_USAGE, keygen } from './commands/keygen.js';
 import { LOGS_USAGE, logs } from './commands/logs.js';
 import { RESTART_USAGE, restart } from './commands/restart.js';
 import { RESUME_USAGE, resume } from './commands/resume.js';
+import { SECRET_USAGE, secret } from './commands/secret.js';
 import { SIGN_USAGE, sign } from './commands/sign.js';
 import { START_USAGE, start } from './commands/start.js';
 import { STATUS_USAGE, status } from './commands/status.js';
@@ -19,6 +20,7 @@ import { SYNC_USAGE, sync } from './commands/sync.js';
 import { VERIFY_USAGE, verify } from './commands/verify.js';
 import { TrustError } from '../trust/trust-error.js';
 import { IdentityError } from '../identity/identity-error.js';
+import { SecretError } from '../secrets/secret-error.js';
 import { EXIT, UsageError, type CliIo } from './io.js';
 import { packageVersion } from './version.js';
 
@@ -29,8 +31,9 @@ const COMMANDS: Record<string, { run: Command; usage: string; summary: string }>
   apply: { run: apply, usage: APPLY_USAGE, summary: 'hand a verified plan to the local agent and follow it until the device converged' },
   graph: { run: graph, usage: GRAPH_USAGE, summary: 'print the resolved dependency layers and orders' },
   keygen: { run: keygen, usage: KEYGEN_USAGE, summary: 'make a minisign-compatible key pair' },
-  sign: { run: sign, usage: SIGN_USAGE, summary: 'write SHA256SUMS over every recipe and plan, and sign it' },
+  sign: { run: sign, usage: SIGN_USAGE, summary: 'write SHA256SUMS over every recipe, plan, fleet.toml and secrets/ file, and sign it' },
   enroll: { run: enroll, usage: ENROLL_USAGE, summary: "sign a device's certificate (devices/NAME.cert) with the enrolment key; --check verifies one" },
+  secret: { run: secret, usage: SECRET_USAGE, summary: 'set, list, remove and rekey the secrets a fleet target reads (secrets/NAME.age)' },
   verify: { run: verify, usage: VERIFY_USAGE, summary: "check the repository's signature and digests" },
   status: { run: status, usage: STATUS_USAGE, summary: 'the applied revision and every component, from the running agent' },
   restart: { run: restart, usage: RESTART_USAGE, summary: 'restart a component and its hard dependents, and wait for them' },
@@ -82,6 +85,12 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
     if (err instanceof IdentityError) {
       // A certificate, a key or devices/revoked.toml refused: bad input, named with its file and code.
       if (rest.includes('--json')) io.stdout.write(JSON.stringify({ error: { code: err.code, message: err.message, file: err.file } }, null, 2) + '\n');
+      io.stderr.write(`keystonectl ${name}: refused: ${err.message} [${err.code}]\n`);
+      return EXIT.BAD_INPUT;
+    }
+    if (err instanceof SecretError) {
+      // A secret refused (a swapped recipient, no identity that opens the key): bad input, never with a value in it.
+      if (rest.includes('--json')) io.stdout.write(JSON.stringify({ error: { code: err.code, message: err.message, file: err.file ?? null, secret: err.secret ?? null } }, null, 2) + '\n');
       io.stderr.write(`keystonectl ${name}: refused: ${err.message} [${err.code}]\n`);
       return EXIT.BAD_INPUT;
     }

@@ -33,6 +33,13 @@ export interface DesiredComponent {
   member?: string;
   /** The values its placeholders resolved to (`config.http.port` → `8080`), to say which one changed. */
   inputs?: Record<string, string>;
+  /** The secrets it reads (SPEC §16), by name, sorted: in its environment (`{{secret.NAME}}`, kept as written) or as files. */
+  secrets?: string[];
+  /**
+   * A keyed digest of each secret's value (name → hex), once the device has decrypted them (secret-digests.ts): part of
+   * the hash, so that a new value restarts the component and a re-encryption of the same value restarts nothing.
+   */
+  secretDigests?: Record<string, string>;
 }
 
 export type GroupKind = 'services' | 'composite' | 'replicas';

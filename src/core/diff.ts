@@ -15,6 +15,8 @@ export interface ActualComponent {
   dependencies: ReadonlyArray<{ component: string; type: DependencyType }>;
   /** The configuration and bound values it was started with, when its recipe has placeholders. */
   inputs?: Readonly<Record<string, string>>;
+  /** The digests of the secrets it read (SPEC §16), when known: `secret NAME changed` is told by them, never a value. */
+  secretDigests?: Readonly<Record<string, string>>;
 }
 
 export interface ActualState {
@@ -73,7 +75,7 @@ function ownChange(c: DesiredComponent, a: ActualComponent | undefined): Reason 
   if (a.hash !== c.hash && !(hashVersion(a.hash) !== CURRENT_HASH_VERSION && sameIdentity(c, a.hash))) {
     const to = c.recipe.metadata.version;
     if (a.version !== to) return { kind: 'version', from: a.version, to };
-    const changes = inputChanges(a.inputs, c.inputs);
+    const changes = [...inputChanges(a.inputs, c.inputs), ...secretChanges(a.secretDigests, c.secretDigests)];
     return changes.length ? { kind: 'configuration', changes } : { kind: 'configuration' };
   }
   if (a.held) return undefined;
@@ -88,6 +90,26 @@ function inputChanges(from: Readonly<Record<string, string>> | undefined, to: Re
   const show = (v: string | undefined) => (v === undefined ? '(unused)' : v === '' ? '""' : v);
   return keys.filter((k) => from?.[k] !== to?.[k]).map((k) => `${k} ${show(from?.[k])} → ${show(to?.[k])}`);
 }
+
+/**
+ * `secret db_password changed` for each secret whose digest differs; `ciphertext changed` where only the encrypted files
+ * could be compared (a pull request's dry run cannot decrypt: its digests are the files', prefixed `ciphertext:`).
+ */
+function secretChanges(from: Readonly<Record<string, string>> | undefined, to: Readonly<Record<string, string>> | undefined): string[] {
+  // The running side keeps no digests it could show (an agent's are keyed by the device): nothing to say then.
+  if (!from || !to) return [];
+  const keys = [...new Set([...Object.keys(from ?? {}), ...Object.keys(to ?? {})])].sort();
+  return keys.flatMap((k) => {
+    const [a, b] = [from?.[k], to?.[k]];
+    if (a === b) return [];
+    if (a === undefined) return [`secret ${k} now read`];
+    if (b === undefined) return [`secret ${k} no longer read`];
+    return [a.startsWith(CIPHERTEXT_DIGEST) && b.startsWith(CIPHERTEXT_DIGEST) ? `secret ${k} ciphertext changed` : `secret ${k} changed`];
+  });
+}
+
+/** The prefix of a digest taken over a secret's encrypted file rather than its value. */
+export const CIPHERTEXT_DIGEST = 'ciphertext:';
 
 /**
  * Computes the reconcile. Invariants (property-tested): an unchanged state gives empty orders;
@@ -253,7 +275,7 @@ export function actualFromDesired(state: DesiredState): ActualState {
   return {
     components: state.startOrder.map((n) => {
       const c = byName.get(n)!;
-      return { name: c.name, hash: c.hash, version: c.recipe.metadata.version, running: true, dependencies: c.dependencies, ...(c.inputs && { inputs: c.inputs }) };
+      return { name: c.name, hash: c.hash, version: c.recipe.metadata.version, running: true, dependencies: c.dependencies, ...(c.inputs && { inputs: c.inputs }), ...(c.secretDigests && { secretDigests: c.secretDigests }) };
     }),
   };
 }

@@ -54,6 +54,9 @@ export const CODES = {
   ROLLOUT_DUPLICATE_WAVE: 'KS_ROLLOUT_DUPLICATE_WAVE',
   ROLLOUT_WAVE_RULE: 'KS_ROLLOUT_WAVE_RULE',
   ROLLOUT_PERCENTS: 'KS_ROLLOUT_PERCENTS',
+  // Secrets (SPEC §16): `{{secret.NAME}}` only in an environment variable's value; files by [[lifecycle.run.secrets]].
+  SECRET_PLACEMENT: 'KS_SECRET_PLACEMENT',
+  SECRET_FILE: 'KS_SECRET_FILE',
 } as const;
 
 export type ErrorCode = (typeof CODES)[keyof typeof CODES];

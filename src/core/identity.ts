@@ -11,6 +11,8 @@ import type { PlanEntry } from './plan.js';
 export interface IdentityInput {
   recipe: Recipe;
   entry: PlanEntry;
+  /** Keyed digests of the secrets it reads (never values): absent for a component that reads none, whose hash is unchanged. */
+  secretDigests?: Record<string, string>;
 }
 
 type HashFn = (input: IdentityInput) => string;
@@ -20,10 +22,11 @@ type HashFn = (input: IdentityInput) => string;
  * the version it was hashed with instead of restarting the whole device (kubelet learned this the hard way).
  */
 const HASHERS: Record<number, HashFn> = {
-  1: ({ recipe, entry }) => {
+  1: ({ recipe, entry, secretDigests }) => {
     const { recipe: _path, ...planEntry } = entry;
     const { description: _d, ...metadata } = recipe.metadata;
-    return sha256(canonicalJson({ metadata, artifacts: recipe.artifacts, lifecycle: recipe.lifecycle, planEntry }));
+    const secrets = secretDigests && Object.keys(secretDigests).length ? { secrets: secretDigests } : {};
+    return sha256(canonicalJson({ metadata, artifacts: recipe.artifacts, lifecycle: recipe.lifecycle, planEntry, ...secrets }));
   },
 };
 

@@ -21,7 +21,8 @@ import {
 import { fastRecipe } from './recipe-fast-path.js';
 import { parseTomlDocument, type ParsedDocument } from './toml-document.js';
 import type { TomlPath } from './toml-locate.js';
-import { hasPlaceholder, mapStrings, parseTemplate, placeholderContext, placementProblems, someString } from './template.js';
+import { hasPlaceholder, mapStrings, parseTemplate, placeholderContext, placementProblems, SECRET_NAME, someString } from './template.js';
+import { SECRET_PLACEMENT_HINT, secretPlacementProblem } from './secret-placement.js';
 
 const duration = (fallback: string) =>
   durationText.default(fallback).transform((v) => parseDuration(v) as number);
@@ -116,6 +117,15 @@ const health = z.strictObject({
   failure_threshold: positiveInt.default(3),
 });
 
+/**
+ * A secret given as a file (SPEC §16): `name` is secrets/NAME.age, `path` a file name in the component's own run
+ * directory (a process), or where the container sees it (a name: under /run/secrets; or an absolute path).
+ */
+const secretFile = z.strictObject({
+  name: z.string().regex(SECRET_NAME, 'a secret\'s name is letters, digits, "_" and "-" (at most 63), as its file secrets/NAME.age'),
+  path: z.string().min(1),
+});
+
 const runShape = {
   type: z.enum(['process', 'container']).default('process'),
   restart_policy: z.enum(['always', 'on-failure', 'never']).default('always'),
@@ -129,6 +139,8 @@ const runShape = {
   update_strategy: z.enum(['stop-first', 'start-first']).optional(),
   // Instances of the component; 0 keeps it in the plan with nothing running. More than one cannot share host ports.
   replicas: z.number().int().min(0).optional(),
+  // Secrets given as files; optional without a default, so that recipes without any keep their hashes.
+  secrets: z.array(secretFile).optional(),
 };
 const run = z.strictObject(runShape);
 
@@ -264,7 +276,8 @@ function shapeRules(doc: ParsedDocument<unknown>, file: string): Diagnostic[] {
       ),
     );
 
-  if (runRaw) out.push(...runKindRules(doc, runRaw, ['lifecycle', 'run']), ...replicaRules(doc, runRaw, ['lifecycle', 'run']), ...templateRules(doc, runRaw, ['lifecycle', 'run']));
+  if (runRaw)
+    out.push(...runKindRules(doc, runRaw, ['lifecycle', 'run']), ...replicaRules(doc, runRaw, ['lifecycle', 'run']), ...templateRules(doc, runRaw, ['lifecycle', 'run']), ...secretFileRules(doc, runRaw, ['lifecycle', 'run']));
   if (services) {
     const names = Object.keys(services);
     if (names.length === 0) out.push(doc.diagnostic(CODES.MISSING_FIELD, ['lifecycle', 'services'], '[lifecycle.services] lists no service'));
@@ -275,7 +288,7 @@ function shapeRules(doc: ParsedDocument<unknown>, file: string): Diagnostic[] {
       const svc = table(services[name]);
       if (!svc) continue;
       const { exports: svcExports, ...svcRun } = svc;
-      out.push(...runKindRules(doc, svc, at), ...replicaRules(doc, svc, at), ...templateRules(doc, svcRun, at));
+      out.push(...runKindRules(doc, svc, at), ...replicaRules(doc, svc, at), ...templateRules(doc, svcRun, at), ...secretFileRules(doc, svc, at));
       const exportsTableRaw = table(svcExports);
       if (exportsTableRaw) out.push(...templateRules(doc, exportsTableRaw, [...at, 'exports'], true));
       for (const key of ['requires', 'after'] as const) {
@@ -347,7 +360,17 @@ function templateRules(doc: ParsedDocument<unknown>, value: RawTable, at: string
   mapStrings(value, at, (text, path) => {
     if (path.length === at.length + 1 && RUN_ENUMS.has(String(path[at.length]))) return text;
     const { placeholders, error } = parseTemplate(text);
-    if (error) out.push(doc.diagnostic(CODES.TEMPLATE_SYNTAX, path, error, 'placeholders are {{config.KEY}} or {{deps.NAME.exports.KEY}}'));
+    const secret = placeholders.find((p) => p.ref.kind === 'secret');
+    if (error) out.push(doc.diagnostic(CODES.TEMPLATE_SYNTAX, path, error, 'placeholders are {{config.KEY}}, {{deps.NAME.exports.KEY}} or {{secret.NAME}}'));
+    else if (secret && (configOnly || secretPlacementProblem(path.slice(at.length)) !== undefined))
+      out.push(
+        doc.diagnostic(
+          CODES.SECRET_PLACEMENT,
+          path,
+          `{{${secret.text}}}: ${configOnly ? 'an export cannot carry a secret' : at[at.length - 1] === 'install' ? 'a secret cannot stand in the install script: shell code is logged and shown by ps' : secretPlacementProblem(path.slice(at.length))!}`,
+          configOnly ? 'the dependent names the secret in its own recipe or configuration' : SECRET_PLACEMENT_HINT,
+        ),
+      );
     else if (configOnly && placeholders.some((p) => p.ref.kind === 'bind'))
       out.push(doc.diagnostic(CODES.TEMPLATE_SYNTAX, path, `an export cannot bind another component's export: "${text}"`, 'exports may use {{config.KEY}}'));
     else
@@ -355,6 +378,34 @@ function templateRules(doc: ParsedDocument<unknown>, value: RawTable, at: string
       for (const p of placementProblems(text, placeholderContext(path)))
         out.push(doc.diagnostic(CODES.TEMPLATE_SHELL_CONTEXT, path, `${p.placeholder} cannot stand here in shell code: ${p.why}`, p.hint));
     return text;
+  });
+  return out;
+}
+
+/** A secret file's path: a plain file name for a process; for a container also an absolute path; each path once. */
+function secretFileRules(doc: ParsedDocument<unknown>, runRaw: RawTable, at: string[]): Diagnostic[] {
+  const list = runRaw.secrets;
+  if (!Array.isArray(list)) return [];
+  const out: Diagnostic[] = [];
+  const container = (runRaw.type ?? 'process') === 'container';
+  const seen = new Map<string, number>();
+  list.forEach((entry, i) => {
+    const path = table(entry)?.path;
+    if (typeof path !== 'string' || path === '') return;
+    const plainName = /^[A-Za-z0-9._-]+$/.test(path) && path !== '.' && path !== '..';
+    const absolute = container && path.startsWith('/') && !path.split('/').some((p) => p === '..' || p === '.') && !path.includes('\0');
+    if (!plainName && !absolute)
+      out.push(
+        doc.diagnostic(
+          CODES.SECRET_FILE,
+          [...at, 'secrets', i, 'path'],
+          `"${path}" is not ${container ? 'a file name or an absolute path in the container' : "a file name in the component's run directory"}`,
+          container ? 'e.g. path = "db_password" (seen as /run/secrets/db_password) or "/etc/app/tls.key"' : 'e.g. path = "tls.key": letters, digits, ".", "_" and "-", no directories',
+        ),
+      );
+    const first = seen.get(path);
+    if (first !== undefined) out.push(doc.diagnostic(CODES.SECRET_FILE, [...at, 'secrets', i, 'path'], `"${path}" is given twice`, `first at secrets[${first}]`));
+    else seen.set(path, i);
   });
   return out;
 }

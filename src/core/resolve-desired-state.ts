@@ -182,7 +182,7 @@ export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<strin
   const leafIndices: number[][][] = unitsOf.map((units) => units.map(() => []));
   unitsOf.forEach((units, i) =>
     units.forEach((u, k) => {
-      const { run, inputs } = resolvedRuns[i]![k]!;
+      const { run, inputs, secrets } = resolvedRuns[i]![k]!;
       const { replicas, ...single } = run;
       const names = replicas === undefined ? [u.name] : Array.from({ length: replicas }, (_x, n) => `${u.name}/${n + 1}`);
       for (const name of names) {
@@ -201,6 +201,7 @@ export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<strin
           hash: componentHash({ recipe, entry }),
           ...(grouped && { group: entries[i]!.name, member: name.slice(entries[i]!.name.length + 1) }),
           ...(inputs && { inputs }),
+          ...(secrets && { secrets }),
         });
       }
     }),

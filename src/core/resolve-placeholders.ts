@@ -4,7 +4,8 @@ import { CODES, type Diagnostic } from './errors.js';
 import { configKeys, configValue } from './merge-config.js';
 import { healthCheckRule, type ConfigTable, type ParsedRecipe, type RunSpec } from './recipe.js';
 import type { Aliases, At, ExportValue, Located, Unit } from './resolution-types.js';
-import { hasPlaceholder, mapStrings, parseTemplate, placeholderContext, someString, substitute } from './template.js';
+import { hasPlaceholder, mapStrings, parseTemplate, placeholderContext, secretNamesIn, secretPlaceholder, someString, substitute } from './template.js';
+import { SECRET_PLACEMENT_HINT, secretPlacementProblem } from './secret-placement.js';
 import type { TomlPath } from './toml-locate.js';
 
 const RUN_ENUMS = new Set(['type', 'restart_policy', 'update_strategy', 'runtime', 'pull_policy']);
@@ -21,7 +22,12 @@ export function exportsOf(
   const out = new Map<string, ExportValue>();
   for (const [key, v] of Object.entries(raw ?? {})) {
     const loc = { parsed, path: [...path, key] };
-    const text = typeof v === 'string' ? resolveText(v, loc, config, undefined, undefined, diagnostics, at) : String(v);
+    let text = typeof v === 'string' ? resolveText(v, loc, config, undefined, undefined, diagnostics, at) : String(v);
+    // A secret reaches only the components whose own recipe or configuration names it: never another through an export.
+    if (text !== undefined && secretNamesIn(text).length) {
+      diagnostics.push(at(loc, CODES.SECRET_PLACEMENT, `an export cannot carry a secret (${secretNamesIn(text).map(secretPlaceholder).join(', ')})`, 'the dependent names the secret in its own recipe or configuration'));
+      text = undefined;
+    }
     out.set(key, { ...loc, value: text ?? '', owner });
   }
   return out;
@@ -44,7 +50,15 @@ function resolveText(
   const values = new Map<string, string>();
   for (const p of placeholders) {
     if (values.has(p.text)) continue;
-    if (p.ref.kind === 'config') {
+    if (p.ref.kind === 'secret') {
+      // Kept as written: the value is put in only where the component starts (runtime), never in the desired state.
+      if (placeholderContext(loc.path) !== 'verbatim') {
+        ok = false;
+        diagnostics.push(at(loc, CODES.SECRET_PLACEMENT, `{{${p.text}}}: ${secretPlacementProblem(loc.path.slice(-2)) ?? 'a secret cannot stand in shell code or a health check'}`, SECRET_PLACEMENT_HINT));
+        continue;
+      }
+      values.set(p.text, secretPlaceholder(p.ref.name));
+    } else if (p.ref.kind === 'config') {
       const { value, error: why } = configValue(config, p.ref.path);
       if (value === undefined) {
         ok = false;
@@ -102,10 +116,11 @@ export function resolveRun(
   aliases: Aliases,
   diagnostics: Diagnostic[],
   at: At,
-): { run: RunSpec; script?: string; inputs?: Record<string, string> } {
+): { run: RunSpec; script?: string; inputs?: Record<string, string>; secrets?: string[] } {
   const install = u.recipe.lifecycle?.install?.script;
   const scriptHas = install !== undefined && hasPlaceholder(install);
-  if (!hasPlaceholders(u.run) && !scriptHas) return { run: u.run };
+  const files = u.run.secrets?.map((s) => s.name) ?? [];
+  if (!hasPlaceholders(u.run) && !scriptHas) return { run: u.run, ...(files.length && { secrets: [...new Set(files)].sort() }) };
   const inputs: Record<string, string> = {};
   // The install script takes the unit's configuration too (a service's, a member's): `mkdir -p {{config.data_dir}}`.
   const script = scriptHas ? (resolveText(install, { parsed: u.parsed, path: ['lifecycle', 'install', 'script'] }, u.config, aliases, inputs, diagnostics, at) ?? install) : undefined;
@@ -113,13 +128,27 @@ export function resolveRun(
     if (path.length === u.runPath.length + 1 && RUN_ENUMS.has(String(path[path.length - 1]))) return text;
     return resolveText(text, { parsed: u.parsed, path }, u.config, aliases, inputs, diagnostics, at) ?? text;
   });
+  // Where each secret ended up once configuration values are in: only an environment variable's value may hold one.
+  const used = new Set(files);
+  mapStrings(run, u.runPath, (text, path) => {
+    const names = secretNamesIn(text);
+    if (names.length === 0) return text;
+    const why = secretPlacementProblem(path.slice(u.runPath.length));
+    if (why) diagnostics.push(at({ parsed: u.parsed, path }, CODES.SECRET_PLACEMENT, `${names.map(secretPlaceholder).join(', ')}: ${why}`, SECRET_PLACEMENT_HINT));
+    else for (const n of names) used.add(n);
+    return text;
+  });
+  if (script !== undefined && secretNamesIn(script).length)
+    diagnostics.push(at({ parsed: u.parsed, path: ['lifecycle', 'install', 'script'] }, CODES.SECRET_PLACEMENT, 'a secret cannot stand in the install script: shell code is logged and shown by ps', SECRET_PLACEMENT_HINT));
   const check = run.health?.check;
   if (check !== undefined && check !== u.run.health?.check) {
     const result = healthCheckRule.safeParse(check);
     if (!result.success)
       diagnostics.push(at({ parsed: u.parsed, path: [...u.runPath, 'health', 'check'] }, CODES.BAD_HEALTH_CHECK, `resolved to ${result.error.issues[0]?.message ?? `"${check}", which is not a health check`}`));
   }
-  return { run, ...(script !== undefined && { script }), ...(Object.keys(inputs).length && { inputs }) };
+  // A secret's "input" is its name, never its value: inputs are shown by apply-dry and kept in the state store.
+  for (const k of Object.keys(inputs)) if (k.startsWith('secret.')) delete inputs[k];
+  return { run, ...(script !== undefined && { script }), ...(Object.keys(inputs).length && { inputs }), ...(used.size && { secrets: [...used].sort() }) };
 }
 
 const placeholderCache = new WeakMap<object, boolean>();

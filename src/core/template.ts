@@ -2,7 +2,7 @@
 // Values are data (SPEC §6): in shell text each is one quoted word, and in a health check's URL it cannot move the host.
 import { shellPlacementProblems, shellQuote } from './shell-word.js';
 
-export type TemplateRef = { kind: 'config'; path: string[] } | { kind: 'bind'; dep: string; key: string };
+export type TemplateRef = { kind: 'config'; path: string[] } | { kind: 'bind'; dep: string; key: string } | { kind: 'secret'; name: string };
 
 export interface Placeholder {
   /** As written between the braces, trimmed: the key of a unit's recorded inputs (`config.http.port`). */
@@ -12,13 +12,17 @@ export interface Placeholder {
 
 const CONFIG_REF = /^config((?:\.[A-Za-z0-9_-]+)+)$/;
 const BIND_REF = /^deps\.([A-Za-z0-9][A-Za-z0-9._-]*)\.exports\.([A-Za-z0-9_-]+)$/;
+/** A secret's name (SPEC §16): also its file name, `secrets/NAME.age`. */
+export const SECRET_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
+const SECRET_REF = /^secret\.(.*)$/;
 
 /**
- * Only `{{config.…}}` and `{{deps.…}}` are placeholders (text that opens with `{{config.` or `{{deps.`): any other braces are the recipe's own text (a JSON value in an
- * env var, a Go template in a container command such as `{{.ID}}`), left as written, as before placeholders existed.
+ * Only `{{config.…}}`, `{{deps.…}}` and `{{secret.…}}` are placeholders (text that opens with `{{config.`, `{{deps.` or
+ * `{{secret.`): any other braces are the recipe's own text (a JSON value in an env var, a Go template in a container
+ * command such as `{{.ID}}`), left as written, as before placeholders existed.
  */
-const OPENING = /\{\{\s*(?:config|deps)\./g;
-const PLACEHOLDER = /\{\{\s*((?:config|deps)\.[^{}]*?)\s*\}\}/g;
+const OPENING = /\{\{\s*(?:config|deps|secret)\./g;
+const PLACEHOLDER = /\{\{\s*((?:config|deps|secret)\.[^{}]*?)\s*\}\}/g;
 
 /** Every placeholder of `text`, or why one cannot be read. Text without one is returned as is, at no cost. */
 export function parseTemplate(text: string): { placeholders: Placeholder[]; error?: string } {
@@ -30,7 +34,11 @@ export function parseTemplate(text: string): { placeholders: Placeholder[]; erro
     if (close < 0 || (nextOpen >= 0 && nextOpen < close)) return { placeholders, error: `"{{" without "}}" in "${text}"` };
     const inner = text.slice(m.index + 2, close).trim();
     const ref = parseRef(inner);
-    if (!ref) return { placeholders, error: `{{${inner}}} is neither {{config.KEY}} nor {{deps.NAME.exports.KEY}}` };
+    if (!ref)
+      return {
+        placeholders,
+        error: inner.startsWith('secret.') ? `{{${inner}}}: a secret's name is letters, digits, "_" and "-" (at most 63), as its file secrets/NAME.age` : `{{${inner}}} is neither {{config.KEY}}, {{deps.NAME.exports.KEY}} nor {{secret.NAME}}`,
+      };
     placeholders.push({ text: inner, ref });
   }
   return { placeholders };
@@ -41,6 +49,8 @@ function parseRef(inner: string): TemplateRef | undefined {
   if (c) return { kind: 'config', path: c[1]!.slice(1).split('.') };
   const b = BIND_REF.exec(inner);
   if (b) return { kind: 'bind', dep: b[1]!, key: b[2]! };
+  const sec = SECRET_REF.exec(inner);
+  if (sec && SECRET_NAME.test(sec[1]!)) return { kind: 'secret', name: sec[1]! };
   return undefined;
 }
 
@@ -129,7 +139,20 @@ function urlAuthorityEnd(text: string): number {
 
 /** True when `text` has a placeholder (well formed or not). */
 export function hasPlaceholder(text: string): boolean {
-  return text.includes('{{') && /\{\{\s*(?:config|deps)\./.test(text);
+  return text.includes('{{') && /\{\{\s*(?:config|deps|secret)\./.test(text);
+}
+
+/** The names of the `{{secret.NAME}}` placeholders of `text`, in order (empty for text that does not parse). */
+export function secretNamesIn(text: string): string[] {
+  if (!text.includes('{{')) return [];
+  const { placeholders, error } = parseTemplate(text);
+  if (error) return [];
+  return placeholders.flatMap((p) => (p.ref.kind === 'secret' ? [p.ref.name] : []));
+}
+
+/** `{{secret.NAME}}` as the resolved desired state keeps it: the value is put in only where the component starts. */
+export function secretPlaceholder(name: string): string {
+  return `{{secret.${name}}}`;
 }
 
 /** True when some string in `value` (not a key) satisfies `test`; no paths are built. */

@@ -9,11 +9,15 @@ export interface LogOptions {
   pretty: boolean;
   level?: string;
   write?: (line: string) => void;
+  /** Applied to every line before it is written: the agent's secret values become `[secret]` (secrets/secret-vault.ts). */
+  scrub?: (line: string) => string;
 }
 
 /** One logger for the process; modules take `logger.child({ module: 'supervisor' })`. */
 export function createLogger(opts: LogOptions): Logger {
-  const write = opts.write ?? ((line: string) => process.stdout.write(line));
+  const raw = opts.write ?? ((line: string) => process.stdout.write(line));
+  const scrub = opts.scrub;
+  const write = scrub ? (line: string) => raw(scrub(line)) : raw;
   const destination = { write: opts.pretty ? (line: string) => write(humanLine(line)) : write };
   return pino(
     {

@@ -20,6 +20,9 @@ import { hostPolicyFacts } from './policy-host.js';
 import { buildPrivileges, currentAgentIdentity, type AgentIdentity, type Privileges } from './privileges.js';
 import { readUserDb, type UserDb } from './user-db.js';
 import { prepareWorkDir } from './work-dir.js';
+import type { SecretValues } from '../secrets/secret-vault.js';
+import { ComponentSecrets } from './component-secrets.js';
+import { secretMounts } from './secret-mounts.js';
 
 export interface ContainerRuntimeOptions {
   /** The agent's identity (as ProcessRuntime's ownerTag): the `io.keystone.owner` label of every container it creates. */
@@ -51,6 +54,10 @@ export interface ContainerRuntimeOptions {
   logDrainMs?: number;
   /** How often an exit is polled when the engine's wait fails (an engine restart). Default 1000 ms. */
   exitPollMs?: number;
+  /** Secret values by digest (SPEC §16): into the container's Env and read-only files, only where it is created. */
+  secrets?: SecretValues;
+  /** Where the files mounted into containers are written (secrets-root.ts). */
+  secretsRoot?: string;
 }
 
 /** A container carrying this agent's owner label, as the engine lists it. */
@@ -81,9 +88,13 @@ export class ContainerRuntime implements Runtime {
   private readonly watches = new Map<string, Watch>();
   private readonly now: () => number;
   private policyHost: PolicyHost | undefined;
+  private readonly secrets: ComponentSecrets;
 
   constructor(private readonly opts: ContainerRuntimeOptions) {
     this.now = opts.now ?? Date.now;
+    // A container the engine cannot be asked about counts as there: its files stay until it is known to be gone.
+    const alive = (r: InstanceRef) => r.kind === 'container' && this.locate(r.id).then((f) => f !== undefined, () => true);
+    this.secrets = new ComponentSecrets({ kind: 'container', values: opts.secrets, root: opts.secretsRoot, alive });
   }
 
   /** The engine a recipe's `runtime` names, found once and remembered; a failed discovery is retried next time. */
@@ -138,28 +149,38 @@ export class ContainerRuntime implements Runtime {
     // left to swap (and the check refuses a source whose directories someone else could change).
     const host = this.host();
     const mountSources = spec.mounts.map((m) => host.realpath(m.source) ?? m.source);
-    const request = createOptions(c, { name, ownerTag: this.opts.ownerTag, logDir: paths.logDir, mountSources });
+    // Secret values only here, in the create request; their files are written for this container alone.
+    const env = this.secrets.env(c, spec.env);
+    const placed = await this.secrets.place(c, { kind: 'container' });
+    const request = createOptions(c, { name, ownerTag: this.opts.ownerTag, logDir: paths.logDir, mountSources, env, secretMounts: secretMounts(placed) });
+    const container = await this.createStarted(engine, c, request).catch(async (e: unknown) => {
+      await placed?.discard();
+      throw e;
+    });
+    await placed?.bind({ kind: 'container', id: container.id });
+    this.located.set(container.id, engine);
+    return { ref: { kind: 'container', id: container.id }, exited: this.watch(engine, container.id, paths.logDir) };
+  }
+
+  /** The container created and started; one that cannot start is removed again. */
+  private async createStarted(engine: Engine, c: DesiredComponent, request: Docker.ContainerCreateOptions): Promise<Docker.Container> {
+    const policy = c.recipe.lifecycle.run.container!.pull_policy;
     let container: Docker.Container;
     try {
       container = await engine.docker.createContainer(request);
     } catch (e) {
-      if (engineStatus(e) !== 404 || spec.pull_policy === 'never') throw this.createError(c, e);
+      if (engineStatus(e) !== 404 || policy === 'never') throw this.createError(c, e);
       // No such image: pulled at install, removed since (a prune). The policy allows pulling it again.
-      await this.ensureImage(engine, c, spec.pull_policy);
-      try {
-        container = await engine.docker.createContainer(request);
-      } catch (e2) {
-        throw this.createError(c, e2);
-      }
+      await this.ensureImage(engine, c, policy);
+      container = await engine.docker.createContainer(request).catch((e2: unknown) => Promise.reject(this.createError(c, e2)));
     }
     try {
       await container.start();
     } catch (e) {
       await container.remove({ force: true, v: true }).catch(() => {});
-      throw new ContainerError('KS_START_FAILED', `cannot start container of ${c.name}: ${engineMessage(e)}`, { component: c.name, containerId: container.id }, { cause: e });
+      throw new ContainerError('KS_START_FAILED', `cannot start container of ${c.name}: ${this.secrets.scrub(c, engineMessage(e))}`, { component: c.name, containerId: container.id });
     }
-    this.located.set(container.id, engine);
-    return { ref: { kind: 'container', id: container.id }, exited: this.watch(engine, container.id, paths.logDir) };
+    return container;
   }
 
   /**
@@ -170,7 +191,7 @@ export class ContainerRuntime implements Runtime {
   async stop(ref: InstanceRef, graceMs: number): Promise<void> {
     if (ref.kind !== 'container') throw new ContainerError('KS_WRONG_RUNTIME', `the container runtime cannot stop a ${ref.kind}`);
     const found = await this.locate(ref.id);
-    if (!found) return;
+    if (!found) return this.secrets.release(ref);
     if (!this.owns(found.info)) {
       this.opts.log?.warn({ container: ref.id, owner: found.info.Config.Labels?.[LABELS.owner] ?? null }, 'not stopping a container this agent does not own');
       return;
@@ -180,11 +201,22 @@ export class ContainerRuntime implements Runtime {
       await container.stop({ t: Math.max(0, Math.ceil(graceMs / 1000)) });
     } catch (e) {
       const status = engineStatus(e);
-      if (status === 404) return this.forget(ref.id);
+      if (status === 404) return this.forgetRemoved(ref.id);
       if (status !== 304) throw new ContainerError('KS_STOP_FAILED', `cannot stop container ${short(ref.id)}: ${engineMessage(e)}`, { containerId: ref.id }, { cause: e });
     }
     await this.drain(ref.id);
     await this.remove(found.engine, ref.id);
+  }
+
+  /** Removes secret files no existing container accounts for (component-secrets.ts): for the agent, after adoption. */
+  sweepSecretFiles(): Promise<void> {
+    return this.secrets.sweep();
+  }
+
+  /** A container gone from the engine: nothing more to follow, and its secret files go. */
+  private async forgetRemoved(id: string): Promise<void> {
+    this.forget(id);
+    await this.secrets.release({ kind: 'container', id });
   }
 
   /** Re-attaches to a running container of ours after an agent restart: exit watching and log copying resume. */
@@ -219,7 +251,7 @@ export class ContainerRuntime implements Runtime {
   /** Removes (killing if it runs) a container of ours; one that is gone is fine; another's is KS_CONTAINER_NOT_OWNED. */
   async removeOwned(id: string): Promise<void> {
     const found = await this.locate(id);
-    if (!found) return;
+    if (!found) return this.secrets.release({ kind: 'container', id });
     if (!this.owns(found.info))
       throw new ContainerError('KS_CONTAINER_NOT_OWNED', `container ${short(id)} does not carry this agent's owner label; it is left alone`, { containerId: id });
     await this.remove(found.engine, found.info.Id);
@@ -236,9 +268,9 @@ export class ContainerRuntime implements Runtime {
     // A `cmd:` check runs on the host: as the device's unprivileged default user, never as the agent's root (a
     // container recipe's check would otherwise be root code on the host).
     const priv = await this.probePrivileges();
-    const env = { PATH: DEFAULT_PATH, HOME: priv?.identity.home ?? process.env.HOME ?? '/', LANG: process.env.LANG ?? 'C.UTF-8', ...(c.recipe.lifecycle.run.container?.env ?? {}) };
+    const base = { PATH: DEFAULT_PATH, HOME: priv?.identity.home ?? process.env.HOME ?? '/', LANG: process.env.LANG ?? 'C.UTF-8', ...(c.recipe.lifecycle.run.container?.env ?? {}) };
     const privilegesArgv = priv ? [this.opts.setprivPath ?? '/usr/bin/setpriv', ...priv.setprivArgs, '--'] : undefined;
-    return (signal) => probe(health.check, { timeoutMs: health.timeout, cwd: paths.workDir, env, signal, ...(privilegesArgv && { privilegesArgv }) });
+    return (signal) => this.secrets.probe(c, base, (env) => probe(health.check, { timeoutMs: health.timeout, cwd: paths.workDir, env, signal, ...(privilegesArgv && { privilegesArgv }) }));
   }
 
   private host(): PolicyHost {
@@ -315,7 +347,8 @@ export class ContainerRuntime implements Runtime {
     const image = c.recipe.lifecycle.run.container!.image;
     if (engineStatus(e) === 404)
       return new ContainerError('KS_IMAGE_MISSING', `image ${image} of ${c.name} is not on this device: ${engineMessage(e)}`, { component: c.name, image }, { cause: e });
-    return new ContainerError('KS_START_FAILED', `cannot create container of ${c.name}: ${engineMessage(e)}`, { component: c.name, image }, { cause: e });
+    // The engine's refusal of a create request may quote it (an env entry): said without the values, no cause kept.
+    return new ContainerError('KS_START_FAILED', `cannot create container of ${c.name}: ${this.secrets.scrub(c, engineMessage(e))}`, { component: c.name, image });
   }
 
   /** Exit from the engine's wait (its status code), after the container's last output has reached the log files. */
@@ -373,7 +406,7 @@ export class ContainerRuntime implements Runtime {
       // 404: gone already; 409: a removal is already in progress (the engine finishes it).
       if (status !== 404 && status !== 409) throw new ContainerError('KS_STOP_FAILED', `cannot remove container ${short(id)}: ${engineMessage(e)}`, { containerId: id }, { cause: e });
     }
-    this.forget(id);
+    await this.forgetRemoved(id);
   }
 
   private forget(id: string): void {

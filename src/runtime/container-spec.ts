@@ -1,6 +1,7 @@
 // A container component as the engine's create request: labels that say whose it is, and the default confinement.
 import type Docker from 'dockerode';
 import type { DesiredComponent } from '../core/desired-state.js';
+import type { SecretMount } from './secret-mounts.js';
 
 /** The labels every Keystone container carries: adoption and clean-up go by these, never by name. */
 export const LABELS = {
@@ -29,9 +30,13 @@ export function containerName(c: DesiredComponent, random: () => number): string
 /**
  * The create request of `c`: every field of [lifecycle.run.container], with no-new-privileges and every
  * capability dropped but those the recipe grants. The engine restarts nothing (the agent supervises), and
- * its output goes to the json-file driver, bounded, for the agent to copy.
+ * its output goes to the json-file driver, bounded, for the agent to copy. `env` replaces the recipe's (its secrets
+ * filled in: secret-env.ts), and each secret file is mounted read-only (`secretMounts`).
  */
-export function createOptions(c: DesiredComponent, o: { name: string; ownerTag: string; logDir: string; mountSources?: readonly string[] }): Docker.ContainerCreateOptions {
+export function createOptions(
+  c: DesiredComponent,
+  o: { name: string; ownerTag: string; logDir: string; mountSources?: readonly string[]; env?: Record<string, string>; secretMounts?: readonly SecretMount[] },
+): Docker.ContainerCreateOptions {
   const spec = c.recipe.lifecycle.run.container;
   if (!spec) throw new Error(`${c.name} has no [lifecycle.run.container]`);
   const exposed: Record<string, object> = {};
@@ -47,7 +52,7 @@ export function createOptions(c: DesiredComponent, o: { name: string; ownerTag: 
     name: o.name,
     Image: spec.image,
     ...(spec.command && { Cmd: spec.command }),
-    Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
+    Env: Object.entries(o.env ?? spec.env).map(([k, v]) => `${k}=${v}`),
     ...(spec.user !== undefined && { User: spec.user }),
     Labels: { [LABELS.component]: c.name, [LABELS.hash]: c.hash, [LABELS.owner]: o.ownerTag, [LABELS.logDir]: o.logDir },
     ExposedPorts: exposed,
@@ -71,7 +76,10 @@ export function createOptions(c: DesiredComponent, o: { name: string; ownerTag: 
       CapAdd: [...(spec.capabilities ?? [])],
       // `Mounts`, not `Binds`: a bind with a missing source fails instead of being created as an empty directory.
       // The source as the device policy saw it, links resolved (mountSources), when given: not a path to resolve again.
-      Mounts: spec.mounts.map((m, i) => ({ Type: 'bind' as const, Source: o.mountSources?.[i] ?? m.source, Target: m.target, ReadOnly: m.read_only })),
+      Mounts: [
+        ...spec.mounts.map((m, i) => ({ Type: 'bind' as const, Source: o.mountSources?.[i] ?? m.source, Target: m.target, ReadOnly: m.read_only })),
+        ...(o.secretMounts ?? []).map((m) => ({ Type: 'bind' as const, Source: m.source, Target: m.target, ReadOnly: true })),
+      ],
       // The memory limit is the limit: no swap on top of it (ignored, with the engine's warning, without swap accounting).
       ...(memory !== undefined && { Memory: memory, MemorySwap: memory }),
       ...(res?.pids_limit !== undefined && { PidsLimit: res.pids_limit }),

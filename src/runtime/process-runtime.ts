@@ -1,24 +1,26 @@
 // The process runtime (SPEC §5): components as detached process groups, dropped to the recipe's user with setpriv.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { lstat, mkdtemp, rm } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
 import type { DesiredComponent } from '../core/desired-state.js';
-import { mergeTree } from '../artifacts/merge-tree.js';
 import type { ComponentPaths, ExitStatus, Instance, InstanceRef, PreparedStart, Runtime } from './runtime.js';
 import type { Writable } from 'node:stream';
 import type { InstallArtifactsFn } from './artifact-installer.js';
 import { openComponentLogs, tailLines } from './log-files.js';
 import { cutLine, MAX_REASON_BYTES } from '../core/line-bound.js';
 import { buildPrivileges, currentAgentIdentity, type AgentIdentity, type Privileges, type RunIdentity } from './privileges.js';
-import { isAlive, isDeadState, isSameProcess, processStartTime, readProcStat } from './proc-identity.js';
+import { isAlive, isSameProcess, processStartTime } from './proc-identity.js';
+import { AdoptedExits } from './adopted-exits.js';
 import { probe, type ProbeResult } from './probe.js';
 import { killGroup, stopGroup, systemClock, type PollClock } from './process-group.js';
 import { DEFAULT_PATH, resolveCommand } from './resolve-command.js';
 import { runInGroup } from './run-in-group.js';
 import { RuntimeError } from './runtime-error.js';
 import { findUser, readUserDb, type UserDb } from './user-db.js';
-import { chownTree, prepareWorkDir } from './work-dir.js';
+import { prepareWorkDir } from './work-dir.js';
+import { installArtifactsAs } from './install-artifacts-as.js';
 import { blockingAncestor } from './work-dir-reach.js';
+import type { SecretValues } from '../secrets/secret-vault.js';
+import { ComponentSecrets } from './component-secrets.js';
+import type { PlacedSecrets } from './secret-files.js';
 
 export interface ProcessRuntimeOptions {
   /** Puts a component's artifacts into a directory (see artifactInstaller). */
@@ -46,6 +48,10 @@ export interface ProcessRuntimeOptions {
    * between a spawn and its record can find and remove what it owns, and nothing else.
    */
   ownerTag?: string;
+  /** Secret values by digest (SPEC §16), put into a component's environment and files only where it starts. */
+  secrets?: SecretValues;
+  /** Where secret files are written (secrets-root.ts: tmpfs where there is one). */
+  secretsRoot?: string;
 }
 
 /** The environment variables that mark a process as a component of one agent (see ownerTag). */
@@ -63,8 +69,13 @@ export class ProcessRuntime implements Runtime {
   private readonly setprivPath: string;
   private readonly agent: AgentIdentity;
   private readonly clock: PollClock;
+  private readonly secrets: ComponentSecrets;
+  private readonly adoptedExits: AdoptedExits;
 
   constructor(private readonly opts: ProcessRuntimeOptions) {
+    const alive = (r: InstanceRef) => r.kind === 'process' && isSameProcess(r.pid, r.startTime) && isAlive(r.pid);
+    this.secrets = new ComponentSecrets({ kind: 'process', values: opts.secrets, root: opts.secretsRoot, alive });
+    this.adoptedExits = new AdoptedExits(opts.adoptPollMs ?? 1000);
     this.setprivPath = opts.setprivPath ?? '/usr/bin/setpriv';
     this.agent = opts.agent ?? currentAgentIdentity();
     this.clock = opts.clock ?? systemClock;
@@ -133,16 +144,17 @@ export class ProcessRuntime implements Runtime {
     const owner = priv.switchesUser ? { uid: priv.identity.uid, gid: priv.identity.gid } : undefined;
     await prepareWorkDir(paths.workDir, owner);
     if (signal.aborted) throw aborted(c);
-    if (c.recipe.artifacts.length) await this.installArtifactsAs(c, paths.workDir, owner);
+    if (c.recipe.artifacts.length) await installArtifactsAs(this.opts.installArtifacts, c, paths.workDir, owner);
     const script = c.recipe.lifecycle.install;
     if (!script) return;
     if (signal.aborted) throw aborted(c);
+    const env = this.secrets.env(c, this.environmentFor(c, priv.identity));
     const logs = await openComponentLogs(paths.logDir);
     let r;
     try {
       r = await runInGroup([...this.privilegesArgv(priv), '/bin/sh', '-c', script.script], {
         cwd: paths.workDir,
-        env: this.environmentFor(c, priv.identity),
+        env,
         stdout: logs.stdoutFd,
         stderr: logs.stderrFd,
         timeoutMs: script.timeout,
@@ -153,7 +165,7 @@ export class ProcessRuntime implements Runtime {
       await logs.close();
     }
     if (r.spawnError)
-      throw new RuntimeError('KS_INSTALL_FAILED', `install script of ${c.name} could not start: ${r.spawnError.message}`, { component: c.name }, { cause: r.spawnError });
+      throw new RuntimeError('KS_INSTALL_FAILED', `install script of ${c.name} could not start: ${this.secrets.scrub(c, r.spawnError.message)}`, { component: c.name }, { cause: r.spawnError });
     if (r.timedOut)
       throw new RuntimeError('KS_INSTALL_TIMEOUT', `install script of ${c.name} did not finish within ${script.timeout} ms and was killed`, {
         component: c.name,
@@ -164,7 +176,7 @@ export class ProcessRuntime implements Runtime {
       // Its last words, bounded: a script may write one line of any length (a line's end says the most).
       const last = (await tailLines(logs.stderrPath, 3, MAX_REASON_BYTES / 2)).join(' | ');
       const how = r.code !== null ? `exited with ${r.code}` : `was killed by ${r.signal}`;
-      throw new RuntimeError('KS_INSTALL_FAILED', cutLine(`install script of ${c.name} ${how}${last ? `: ${last}` : ''}`, MAX_REASON_BYTES), {
+      throw new RuntimeError('KS_INSTALL_FAILED', cutLine(`install script of ${c.name} ${how}${last ? `: ${this.secrets.scrub(c, last)}` : ''}`, MAX_REASON_BYTES), {
         component: c.name,
         exitCode: r.code,
         signal: r.signal,
@@ -207,6 +219,7 @@ export class ProcessRuntime implements Runtime {
         gate?.destroy();
         if (instance.ref.kind === 'process') await killGroup(instance.ref.pid, instance.ref.startTime);
         await instance.exited;
+        await this.secrets.release(instance.ref);
       },
     };
   }
@@ -217,15 +230,20 @@ export class ProcessRuntime implements Runtime {
     const exec = c.recipe.lifecycle.run.exec;
     if (!exec) throw new RuntimeError('KS_START_FAILED', `${c.name} has no [lifecycle.run.exec] command`, { component: c.name });
     const priv = await this.privilegesFor(c);
-    await prepareWorkDir(paths.workDir, priv.switchesUser ? { uid: priv.identity.uid, gid: priv.identity.gid } : undefined);
-    const env = this.environmentFor(c, priv.identity);
+    const owner = priv.switchesUser ? { uid: priv.identity.uid, gid: priv.identity.gid } : undefined;
+    await prepareWorkDir(paths.workDir, owner);
+    const env = this.secrets.env(c, this.environmentFor(c, priv.identity));
     const resolved = await resolveCommand(exec.command, { cwd: paths.workDir, pathVar: env.PATH, identity: priv.identity });
     if (!resolved.ok) throw new RuntimeError('KS_START_FAILED', `cannot start ${c.name}: ${resolved.reason}`, { component: c.name, command: exec.command });
     // A relative command (./influxd) stays relative: exec resolves it against the cwd, which needs no search
     // permission on the work directory's parents for the run user.
     const file = exec.command.includes('/') ? exec.command : resolved.path;
-    const logs = await openComponentLogs(paths.logDir);
-    return { priv, env, file, args: exec.args, command: exec.command, workDir: paths.workDir, logs };
+    const secrets = await this.secrets.place(c, { kind: 'process', workDir: paths.workDir, ...(owner && { owner }) });
+    const logs = await openComponentLogs(paths.logDir).catch(async (e: unknown) => {
+      await secrets?.discard();
+      throw e;
+    });
+    return { priv, env, file, args: exec.args, command: exec.command, workDir: paths.workDir, logs, ...(secrets && { secrets }) };
   }
 
   /** Spawns what `prepareSpawn` prepared; `gated`: behind a shell that execs the program once its fd 3 has a line. */
@@ -242,7 +260,9 @@ export class ProcessRuntime implements Runtime {
       });
     } catch (e) {
       await logs.close();
-      throw new RuntimeError('KS_START_FAILED', `cannot start ${c.name}: ${(e as Error).message}`, { component: c.name, command: exec }, { cause: e });
+      await p.secrets?.discard();
+      // Node's checks of the options quote the offending value: said without any secret, and not kept as a cause.
+      throw new RuntimeError('KS_START_FAILED', `cannot start ${c.name}: ${this.secrets.scrub(c, (e as Error).message)}`, { component: c.name, command: exec });
     }
     // Listen before the first await: a spawn failure is emitted on the next tick.
     const spawnError = new Promise<Error>((r) => child.once('error', r));
@@ -258,14 +278,21 @@ export class ProcessRuntime implements Runtime {
     await logs.close(); // the child has its own copies of the descriptors now
     if (pid === undefined) {
       gate?.destroy();
+      await p.secrets?.discard();
       const err = await spawnError;
-      throw new RuntimeError('KS_START_FAILED', `cannot start ${c.name}: ${err.message}`, { component: c.name, command: exec }, { cause: err });
+      throw new RuntimeError('KS_START_FAILED', `cannot start ${c.name}: ${this.secrets.scrub(c, err.message)}`, { component: c.name, command: exec }, { cause: err });
     }
     if (startTime === undefined) {
       gate?.destroy();
+      await p.secrets?.discard();
       throw new RuntimeError('KS_START_FAILED', `${c.name} (pid ${pid}) vanished before it could be identified`, { component: c.name, pid });
     }
-    return { instance: { ref: { kind: 'process', pid, startTime }, exited }, ...(gate && { gate }) };
+    const ref: InstanceRef = { kind: 'process', pid, startTime };
+    if (p.secrets) {
+      await p.secrets.bind(ref);
+      this.releaseSecretsOnExit(ref, exited);
+    }
+    return { instance: { ref, exited }, ...(gate && { gate }) };
   }
 
   /**
@@ -276,38 +303,27 @@ export class ProcessRuntime implements Runtime {
     if (ref.kind !== 'process') throw new RuntimeError('KS_WRONG_RUNTIME', `the process runtime cannot stop a ${ref.kind}`);
     const r = await stopGroup(ref.pid, ref.startTime, graceMs, { clock: this.clock, killWaitMs: this.opts.killWaitMs });
     if (!r.gone) throw new RuntimeError('KS_STOP_FAILED', `process group ${ref.pid} did not disappear after SIGKILL`, { pid: ref.pid });
+    await this.secrets.release(ref);
+  }
+
+  /** Removes secret files no running instance accounts for (component-secrets.ts): for the agent, after adoption. */
+  sweepSecretFiles(): Promise<void> {
+    return this.secrets.sweep();
+  }
+
+  /** A process that exits by itself has stopped too: its secret files go (a restart writes them again). */
+  private releaseSecretsOnExit(ref: InstanceRef, exited: Promise<ExitStatus>): void {
+    void exited.then(() => this.secrets.release(ref));
   }
 
   /** Re-attaches to a process started before an agent restart: only when pid AND start time match and it is alive. */
   async adopt(ref: InstanceRef): Promise<Instance | undefined> {
     if (ref.kind !== 'process') return undefined;
     if (!isSameProcess(ref.pid, ref.startTime) || !isAlive(ref.pid)) return undefined;
-    // Not our child any more: no exit event, and its exit status is unknowable; exit is noticed by a slow check of
-    // /proc, one timer for every adopted instance.
-    const exited = new Promise<ExitStatus>((resolve) => {
-      this.adopted.add({ pid: ref.pid, startTime: ref.startTime, resolve });
-      this.armAdoptCheck();
-    });
+    // Not our child any more: exit is noticed by a slow check of /proc (adopted-exits.ts).
+    const exited = this.adoptedExits.watch(ref.pid, ref.startTime);
+    this.releaseSecretsOnExit(ref, exited);
     return { ref, exited };
-  }
-
-  /** Instances adopted after an agent restart, until they exit: checked together by one timer. */
-  private readonly adopted = new Set<{ pid: number; startTime: string; resolve: (s: ExitStatus) => void }>();
-  private adoptTimer: NodeJS.Timeout | undefined;
-
-  private armAdoptCheck(): void {
-    if (this.adoptTimer !== undefined || this.adopted.size === 0) return;
-    this.adoptTimer = setTimeout(() => {
-      this.adoptTimer = undefined;
-      for (const a of this.adopted) {
-        const st = readProcStat(a.pid);
-        if (st && st.startTime === a.startTime && !isDeadState(st.state)) continue;
-        this.adopted.delete(a);
-        a.resolve({ code: null, signal: null });
-      }
-      this.armAdoptCheck();
-    }, this.opts.adoptPollMs ?? 1000);
-    this.adoptTimer.unref();
   }
 
   /** The component's health check as a probe (undefined when the recipe has none: running is healthy). */
@@ -316,32 +332,13 @@ export class ProcessRuntime implements Runtime {
     if (!health) return undefined;
     const priv = await this.privilegesFor(c);
     const privilegesArgv = this.privilegesArgv(priv);
-    const env = this.environmentFor(c, priv.identity);
-    return (signal) => probe(health.check, { timeoutMs: health.timeout, cwd: paths.workDir, privilegesArgv, env, signal });
+    const base = this.environmentFor(c, priv.identity);
+    return (signal) => this.secrets.probe(c, base, (env) => probe(health.check, { timeoutMs: health.timeout, cwd: paths.workDir, privilegesArgv, env, signal }));
   }
 
   private assertProcess(c: DesiredComponent): void {
     if (c.recipe.lifecycle.run.type !== 'process')
       throw new RuntimeError('KS_WRONG_RUNTIME', `${c.name} runs a ${c.recipe.lifecycle.run.type}, not a process`, { component: c.name });
-  }
-
-  /**
-   * As root with another run user, artifacts are installed into a private staging directory (0700, the
-   * agent's), given to the run user there, and only then merged into the work directory: chowning inside the
-   * user-writable work directory itself could be redirected by a planted link.
-   */
-  private async installArtifactsAs(c: DesiredComponent, workDir: string, owner: { uid: number; gid: number } | undefined): Promise<void> {
-    if (!owner) return this.opts.installArtifacts(c, workDir);
-    const stage = await mkdtemp(join(dirname(workDir), `.${basename(workDir)}.artifacts-`));
-    try {
-      const tree = join(stage, 'tree');
-      await this.opts.installArtifacts(c, tree);
-      if (!(await exists(tree))) return;
-      await chownTree(tree, owner.uid, owner.gid);
-      await mergeTree(tree, workDir);
-    } finally {
-      await rm(stage, { recursive: true, force: true });
-    }
   }
 }
 
@@ -353,6 +350,7 @@ interface PreparedSpawn {
   command: string;
   workDir: string;
   logs: Awaited<ReturnType<typeof openComponentLogs>>;
+  secrets?: PlacedSecrets;
 }
 
 /**
@@ -369,11 +367,3 @@ function aborted(c: DesiredComponent): RuntimeError {
   return new RuntimeError('KS_INSTALL_ABORTED', `install of ${c.name} was aborted`, { component: c.name });
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await lstat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}

@@ -12,7 +12,12 @@ export type RuntimeCode =
   | 'KS_ROOT_NOT_PERMITTED'
   | 'KS_WORK_DIR_UNREACHABLE'
   | 'KS_WORK_DIR_INVALID'
-  | 'KS_WRONG_RUNTIME';
+  | 'KS_WRONG_RUNTIME'
+  // Secrets (SPEC §16), where a component starts: each names the component and the secret, never a value.
+  | 'KS_SECRET_UNAVAILABLE'
+  | 'KS_SECRET_NOT_TEXT'
+  | 'KS_SECRET_PATH_TAKEN'
+  | 'KS_SECRET_FILE_FAILED';
 
 /** What a RuntimeError knows beyond its message; fields are set only where they mean something. */
 export interface RuntimeErrorData {
@@ -24,6 +29,8 @@ export interface RuntimeErrorData {
   command?: string;
   pid?: number;
   path?: string;
+  /** A secret's name (never its value). */
+  secret?: string;
 }
 
 /** Thrown by the process runtime: callers branch on `code` and read `data`. */

@@ -2,6 +2,7 @@
 import { closeSync, constants, fstatSync, openSync, readSync, realpathSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { escapesRepository } from '../core/recipe.js';
+import { isSecretsPath, SECRETS_DIR } from '../secrets/secret-paths.js';
 import type { ReadResult, RepoReader } from './repo-reader.js';
 
 export class DirectoryReader implements RepoReader {
@@ -53,9 +54,10 @@ export class DirectoryReader implements RepoReader {
 }
 
 /**
- * The signed documents of a directory repository: every `.toml` under `recipes/` and `plans/`, `fleet.toml`, and
+ * The signed documents of a directory repository: every `.toml` under `recipes/` and `plans/`, `fleet.toml`,
  * `devices/revoked.toml` (SPEC §15: revocations are signed with the recipes; certificates are not, each is signed by
- * the enrolment key), sorted.
+ * the enrolment key) and the files of secrets/ (SPEC §16: the secrets, the target keys, their recipients and the
+ * operators, so that none can be swapped), sorted.
  */
 export async function listDocuments(root: string): Promise<string[]> {
   const { readdir, lstat } = await import('node:fs/promises');
@@ -65,7 +67,7 @@ export async function listDocuments(root: string): Promise<string[]> {
   if (fleet && (fleet.isFile() || fleet.isSymbolicLink())) out.push('fleet.toml');
   const revoked = await lstat(join(root, 'devices', 'revoked.toml')).catch(() => undefined);
   if (revoked && (revoked.isFile() || revoked.isSymbolicLink())) out.push('devices/revoked.toml');
-  for (const top of ['recipes', 'plans']) {
+  for (const top of ['recipes', 'plans', SECRETS_DIR]) {
     let entries;
     try {
       entries = await readdir(join(root, top), { recursive: true, withFileTypes: true });
@@ -73,9 +75,10 @@ export async function listDocuments(root: string): Promise<string[]> {
       continue;
     }
     for (const e of entries) {
-      if (!(e.isFile() || e.isSymbolicLink()) || !e.name.endsWith('.toml')) continue;
-      const rel = join(e.parentPath ?? (e as unknown as { path: string }).path, e.name).slice(root.length + 1);
-      out.push(rel.split(sep).join('/'));
+      // As a recipe: a symlink is listed, then the safe reader refuses it when it leads out of the repository.
+      if (!(e.isFile() || e.isSymbolicLink())) continue;
+      const rel = join(e.parentPath ?? (e as unknown as { path: string }).path, e.name).slice(root.length + 1).split(sep).join('/');
+      if (top === SECRETS_DIR ? isSecretsPath(rel) : e.name.endsWith('.toml')) out.push(rel);
     }
   }
   return out.sort();

@@ -24,7 +24,7 @@ export interface Revision {
 }
 
 /** Files whose change makes a new revision: what is signed and the signature itself. */
-const WATCHED = ['recipes', 'plans', 'fleet.toml', 'devices', 'SHA256SUMS', 'SHA256SUMS.minisig'];
+const WATCHED = ['recipes', 'plans', 'fleet.toml', 'devices', 'secrets', 'SHA256SUMS', 'SHA256SUMS.minisig'];
 
 /** Names the directory's current content: the hash of every watched file's path and digest. */
 export async function directoryRevisionId(root: string): Promise<string> {

@@ -1,5 +1,6 @@
 // SHA256SUMS in `sha256sum` format: one "<hex>  <path>" line per recipe and plan file, signed as one set.
 import { createHash } from 'node:crypto';
+import { isSecretsPath } from '../secrets/secret-paths.js';
 import { TrustError } from './trust-error.js';
 
 /** Parses strictly: a line that is not `<64 hex>  <path>` (or ` *<path>`), or a path listed twice, refuses the whole file. */
@@ -33,7 +34,10 @@ export function sha256Hex(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
 
-/** The files `sign` covers: every `.toml` under `recipes/` and `plans/`, and the fleet file (SPEC §13). */
+/**
+ * The files `sign` covers: every `.toml` under `recipes/` and `plans/`, the fleet file (SPEC §13), the revocations
+ * (SPEC §15) and the files of secrets/ (SPEC §16).
+ */
 export function isSignedDocument(path: string): boolean {
-  return /^(recipes|plans)\/.+\.toml$/.test(path) || path === 'fleet.toml';
+  return /^(recipes|plans)\/.+\.toml$/.test(path) || path === 'fleet.toml' || path === 'devices/revoked.toml' || isSecretsPath(path);
 }

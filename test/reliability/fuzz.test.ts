@@ -11,7 +11,7 @@ const SEED = Number(process.env.KEYSTONE_FUZZ_SEED ?? 18);
 describe('fuzz: every parser of outside input', () => {
   it('has a target for each parser the issue names', () => {
     const names = TARGETS.map((t) => t.name);
-    for (const n of ['recipe-toml', 'plan-toml', 'fleet-toml', 'revision-load', 'fleet-load', 'sha256sums', 'minisign-public-key', 'minisign-secret-key', 'minisign-signature', 'tar-unpack', 'zip-unpack', 'api-request', 'query-params', 'github-webhook', 'git-ls-refs', 'git-ref-advertisement', 'thin-pack', 'upload-pack-response', 'receive-pack-advertisement', 'receive-pack-report', 'rollout-refs', 'status-notes', 'http-retry-after', 'agent-config', 'device-certificate', 'revocations-toml'])
+    for (const n of ['recipe-toml', 'plan-toml', 'fleet-toml', 'revision-load', 'fleet-load', 'sha256sums', 'minisign-public-key', 'minisign-secret-key', 'minisign-signature', 'tar-unpack', 'zip-unpack', 'api-request', 'query-params', 'github-webhook', 'git-ls-refs', 'git-ref-advertisement', 'thin-pack', 'upload-pack-response', 'receive-pack-advertisement', 'receive-pack-report', 'rollout-refs', 'status-notes', 'http-retry-after', 'agent-config', 'device-certificate', 'revocations-toml', 'age-secret'])
       expect(names).toContain(n);
     expect(new Set(names).size).toBe(names.length);
   });

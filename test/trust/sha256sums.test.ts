@@ -152,4 +152,11 @@ describe('isSignedDocument', () => {
     for (const p of ['README.md', 'recipes/a.txt', 'artifacts/x.toml', 'SHA256SUMS', 'x/recipes/a.toml', 'recipes/.toml'])
       expect(isSignedDocument(p)).toBe(false);
   });
+
+  it('covers the files of secrets/ (SPEC §16) and the revocations, nothing else there', () => {
+    for (const p of ['secrets/db.age', 'secrets/keys/edge.age', 'secrets/recipients/edge.txt', 'secrets/operators.txt', 'devices/revoked.toml', 'fleet.toml'])
+      expect(isSignedDocument(p)).toBe(true);
+    for (const p of ['secrets/db.txt', 'secrets/keys/edge.txt', 'secrets/recipients/edge.age', 'secrets/sub/db.age', 'secrets/.age', 'devices/gw-1.cert'])
+      expect(isSignedDocument(p)).toBe(false);
+  });
 });

@@ -36,22 +36,24 @@ export function registerLogRoutes(server: FastifyInstance, ctx: ApiContext): voi
       const hint = members && !(members.length === 1 && members[0] === name) ? `: ${name} has no log of its own, its members do (${members.join(', ')})` : '';
       throw new ApiError(404, 'KS_COMPONENT_NOT_FOUND', `no component ${JSON.stringify(name)} with a log on this device${hint}`);
     }
+    // A component that prints a secret it was given does not publish it through the API (SPEC §16).
+    const scrub = (text: string) => ctx.agent.scrubSecrets?.(text) ?? text;
     const stream = stderr ? 'stderr' : 'stdout';
     const path = join(logDir, stderr ? STDERR_LOG : STDOUT_LOG);
     const tail = await lastCompleteLines(path, lines).catch((e: unknown) => {
       throw unreadable(e);
     });
-    if (!follow) return { component: name, stream, lines: tail.lines };
+    if (!follow) return { component: name, stream, lines: tail.lines.map(scrub) };
 
     const release = slots.take('log');
     const sse = openEventStream(reply, { closing: ctx.waits.closingSignal, release });
-    for (const text of tail.lines) sse.send('line', { text });
+    for (const text of tail.lines) sse.send('line', { text: scrub(text) });
     followLog(path, tail.end, {
       ...(tail.before && { before: tail.before }),
       signal: sse.signal,
       pollMs: FOLLOW_POLL_MS,
       onText: (text) => {
-        for (const line of text.slice(0, -1).split('\n')) sse.send('line', { text: line });
+        for (const line of text.slice(0, -1).split('\n')) sse.send('line', { text: scrub(line) });
       },
       onRotated: () => sse.send('rotated', {}),
     }).then(

@@ -1,4 +1,5 @@
 // `keystone agent`: follow a desired-state source and keep this device converged on it, until SIGINT/SIGTERM.
+import { SecretVault } from '../../secrets/secret-vault.js';
 import { hostname } from 'node:os';
 import type { Agent } from '../../agent/agent.js';
 import { runAgent } from '../../agent/run-agent.js';
@@ -62,7 +63,9 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   const exposedSecrets = checkAgentFiles(trustedFilesOf(values, io, configFile));
   const settings = agentSettings(values, positionals, io);
   const { run, listen } = settings;
-  const logger = createLogger({ pretty: settings.logFormat === 'pretty', write: (l) => io.stdout.write(l) });
+  // Secret values (SPEC §16) live in the vault, in memory; every log line is scrubbed of them, whatever quoted one.
+  const vault = new SecretVault();
+  const logger = createLogger({ pretty: settings.logFormat === 'pretty', write: (l) => io.stdout.write(l), scrub: (l) => vault.scrub(l) });
   const log = logger.child({ module: 'agent' });
   for (const p of exposedSecrets) log.warn({ path: p.file, code: p.code, fix: p.fix }, `${p.problem}: another user could read or replace this secret`);
   const memory = memoryPhases(io.env, logger.child({ module: 'memory' }));
@@ -73,6 +76,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   io.stdout.on?.('error', () => undefined);
   const running = await runAgent(run, {
     logger,
+    vault,
     env: io.env,
     // The device's keys, then the API's address, before anything else in the state directory is read or adopted: a
     // device whose keys are unsafe or gone does not start (IdentityError: exit code 2), and touches nothing that runs.

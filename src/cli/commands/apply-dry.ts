@@ -12,6 +12,7 @@ import { DirectoryReader } from '../../source/directory-reader.js';
 import { TrustError } from '../../trust/trust-error.js';
 import { loadRevision } from '../../source/load-revision.js';
 import { applyDryFleet } from './apply-dry-fleet.js';
+import { dryRunKeys, withDryRunDigests } from '../dry-run-secrets.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
 import { renderDiagnosticsText } from '../render/diagnostics-text.js';
 import { renderDiagnosticsMarkdown, renderReconcileMarkdown, renderRefusalMarkdown } from '../render/reconcile-markdown.js';
@@ -21,7 +22,7 @@ import { planPathIn, repoRoot } from '../repository-args.js';
 import { describeVerification, TRUST_OPTIONS, TRUST_USAGE, trustPolicy } from '../trust-args.js';
 
 export const APPLY_DRY_USAGE =
-  `keystonectl apply-dry PLAN [--repo DIR] ${TRUST_USAGE} [--empty | --base REF | --agent URL] [--token TOKEN] [--state-dir DIR] [--json] [--format text|markdown]\n` +
+  `keystonectl apply-dry PLAN [--repo DIR] ${TRUST_USAGE} [--empty | --base REF | --agent URL] [--token TOKEN] [--state-dir DIR] [--identity FILE] [--json] [--format text|markdown]\n` +
   `      keystonectl apply-dry --fleet [--repo DIR] ${TRUST_USAGE} [--empty | --base REF] [--json] [--format text|markdown]`;
 
 type ComparedWith =
@@ -93,6 +94,8 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
       empty: { type: 'boolean', default: false },
       base: { type: 'string' },
       fleet: { type: 'boolean', default: false },
+      // An operator's age identity (SPEC §16): secrets it can open are compared by value, the rest by ciphertext.
+      identity: { type: 'string' },
       ...AGENT_OPTIONS,
       ...TRUST_OPTIONS,
     },
@@ -122,7 +125,10 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
   };
   const head = await policy.open(new DirectoryReader(root)).catch(refused());
   if (head.verification.unsigned) io.stderr.write(`keystonectl apply-dry: WARNING: ${describeVerification(head.verification)}\n`);
-  const desired = await loadRevision(head.reader, plan);
+  const loaded = await loadRevision(head.reader, plan);
+  const identityFile = values.identity ?? io.env.KEYSTONE_AGE_IDENTITY;
+  const secretKeys = await dryRunKeys(root, identityFile === undefined ? undefined : resolve(io.cwd, identityFile));
+  const desired = loaded.ok ? { ...loaded, state: await withDryRunDigests(head.reader, loaded.state, secretKeys) } : loaded;
   if (!desired.ok) {
     if (values.json) io.stdout.write(JSON.stringify({ error: { code: 'KS_INVALID_REVISION', plan, diagnostics: desired.diagnostics } }, null, 2) + '\n');
     else if (markdown) io.stdout.write(renderDiagnosticsMarkdown(plan, desired.diagnostics));
@@ -160,7 +166,9 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
     // isomorphic-git costs ~100 ms to load: only when a base is asked for.
     const { GitTreeReader } = await import('../../source/git-tree-reader.js');
     const reader = await GitTreeReader.open(root, values.base);
-    const base = await loadRevision((await policy.open(reader).catch(refused(values.base))).reader, plan);
+    const baseReader = (await policy.open(reader).catch(refused(values.base))).reader;
+    const baseLoaded = await loadRevision(baseReader, plan);
+    const base = baseLoaded.ok ? { ...baseLoaded, state: await withDryRunDigests(baseReader, baseLoaded.state, secretKeys) } : baseLoaded;
     const missing = !base.ok && base.diagnostics.length === 1 && base.diagnostics[0]!.code === 'KS_FILE_NOT_FOUND' && base.diagnostics[0]!.file === plan && base.diagnostics[0]!.path === '';
     if (!base.ok && !missing) {
       const subject = `${plan} at ${reader.label} (the base)`;

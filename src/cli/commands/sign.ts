@@ -1,4 +1,5 @@
-// `keystonectl sign --key FILE`: SHA256SUMS over every recipe and plan, and its minisign signature with the signing time.
+// `keystonectl sign --key FILE`: SHA256SUMS over every recipe and plan, fleet.toml, devices/revoked.toml and the files
+// of secrets/, and its minisign signature with the signing time.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -46,7 +47,7 @@ export async function sign(argv: string[], io: CliIo): Promise<number> {
   }
   const key = await parseSecretKey(keyText, password);
 
-  // 2. SHA256SUMS over every recipe and plan, read through the same safe reader the loader uses.
+  // 2. SHA256SUMS over every signed document (listDocuments), read through the same safe reader the loader uses.
   const reader = new DirectoryReader(root);
   const sums = new Map<string, string>();
   for (const path of await listDocuments(root)) {

@@ -1,0 +1,53 @@
+// `keystonectl secret set|ls|rm|rekey`: the secrets of the repository (SPEC §16), encrypted to fleet targets.
+import { EXIT, UsageError, type CliIo } from '../io.js';
+import { secretLs } from './secret-ls.js';
+import { secretRekey } from './secret-rekey.js';
+import { secretRm } from './secret-rm.js';
+import { secretSet } from './secret-set.js';
+
+export const SECRET_USAGE =
+  'keystonectl secret set NAME --target T [--target T…] [--file F] [--binary] [--enrollment-key PUB…] [--identity FILE] [--repo DIR] [--json]   (the value: --file or stdin)\n' +
+  '      keystonectl secret ls [--identity FILE] [--repo DIR] [--json]\n' +
+  '      keystonectl secret rm NAME [--repo DIR] [--json]\n' +
+  '      keystonectl secret rekey --target T --enrollment-key PUB [--enrollment-key PUB…] [--identity FILE] [--repo DIR] [--json]';
+
+export const SECRET_HELP = `${SECRET_USAGE}
+
+Secrets are age files in the repository, signed with the recipes (keystonectl sign lists secrets/**):
+  secrets/NAME.age            a secret, encrypted to the recipient of each target that reads it
+  secrets/recipients/T.txt    target T's recipient (age -R secrets/recipients/T.txt encrypts for T's devices)
+  secrets/keys/T.age          target T's key, encrypted to T's enrolled devices and to the operators
+  secrets/operators.txt       the operators' age recipients (one age1… a line): they rekey and list
+
+  set NAME --target T   encrypts the value (from --file F, else stdin; never an argument, never printed) to each
+                        target. A target without a key gets one, wrapped to its devices: those whose certificate
+                        (devices/NAME.cert) verifies with --enrollment-key, is not revoked, and whose vouched labels
+                        (or name) put it in T, as fleet.toml picks a device's target. --binary: not armored.
+                        Refused when SHA256SUMS lists secrets/recipients/T.txt with another digest (a swapped
+                        recipient would receive the secret); with --identity, the recipient is also checked against
+                        the key itself.
+  ls                    every secret: size, format, the targets that read it (needs --identity) and their devices,
+                        the recipes and plans that use it; secrets they use that are missing; the targets.
+  rm NAME               removes secrets/NAME.age; warns when a recipe or plan still uses it.
+  rekey --target T      after an enrolment or a revocation: a new key for T wrapped to its current devices, and every
+                        secret of T re-encrypted (to T and the other targets it was for). Needs --identity: an age
+                        identity that opens secrets/keys/T.age (its recipient was in secrets/operators.txt when the
+                        key was made). Refused when a secret is also for a recipient the identity cannot tell apart.
+
+  --identity FILE       the operator's age identity (age-keygen -o FILE), else the file KEYSTONE_AGE_IDENTITY names.
+
+Then sign (keystonectl sign) and commit: devices refuse a secrets/ file SHA256SUMS does not list.
+Exit codes: 0 done, 2 bad input or refused (a code such as KS_SECRET_OPERATOR says why), 1 another failure.`;
+
+const SUBCOMMANDS: Record<string, (argv: string[], io: CliIo) => Promise<number>> = { set: secretSet, ls: secretLs, rm: secretRm, rekey: secretRekey };
+
+export async function secret(argv: string[], io: CliIo): Promise<number> {
+  const [sub, ...rest] = argv;
+  if (sub === '--help' || sub === '-h' || sub === 'help' || rest.includes('--help') || rest.includes('-h')) {
+    io.stdout.write(SECRET_HELP + '\n');
+    return EXIT.OK;
+  }
+  const run = sub !== undefined && Object.hasOwn(SUBCOMMANDS, sub) ? SUBCOMMANDS[sub]! : undefined;
+  if (!run) throw new UsageError(sub === undefined ? 'secret needs a subcommand: set, ls, rm or rekey' : `unknown secret subcommand "${sub}" (there are: set, ls, rm, rekey)`);
+  return run(rest, io);
+}

@@ -1,0 +1,77 @@
+// age (https://age-encryption.org/v1) through age-encryption, the TypeScript implementation by age's author: loaded on
+// first use only (several MiB a device that reads no secret never pays). Files are armored or binary, as `age` writes.
+
+const ARMOR_BEGIN = '-----BEGIN AGE ENCRYPTED FILE-----';
+const BINARY_MAGIC = 'age-encryption.org/v1\n';
+
+type AgeModule = typeof import('age-encryption');
+let loaded: Promise<AgeModule> | undefined;
+const age = (): Promise<AgeModule> => (loaded ??= import('age-encryption'));
+
+/** Whether `bytes` look like an age file at all: its binary header line, or the armor's first line. */
+export function ageFormat(bytes: Uint8Array): 'binary' | 'armored' | undefined {
+  const head = new TextDecoder().decode(bytes.subarray(0, 64));
+  if (head.startsWith(BINARY_MAGIC)) return 'binary';
+  if (head.trimStart().startsWith(ARMOR_BEGIN)) return 'armored';
+  return undefined;
+}
+
+/** `plaintext` encrypted to every recipient (`age1…`); armored (text, diffable in Git) unless `binary`. */
+export async function encryptTo(recipients: readonly string[], plaintext: Uint8Array, o: { binary?: boolean } = {}): Promise<Uint8Array> {
+  if (recipients.length === 0) throw new Error('no recipient to encrypt to');
+  const { Encrypter, armor } = await age();
+  const e = new Encrypter();
+  for (const r of recipients) e.addRecipient(r);
+  const bytes = await e.encrypt(plaintext);
+  return o.binary ? bytes : new TextEncoder().encode(armor.encode(bytes));
+}
+
+/**
+ * The plaintext of an age file, with the first identity (`AGE-SECRET-KEY-1…`) that opens it; `undefined` when none of
+ * them is a recipient. Throws `Error` (message without any secret) when the file is not an age file or is damaged.
+ */
+export async function decryptWith(identities: readonly string[], file: Uint8Array): Promise<Uint8Array | undefined> {
+  const format = ageFormat(file);
+  if (!format) throw new Error('not an age file (neither "age-encryption.org/v1" nor "-----BEGIN AGE ENCRYPTED FILE-----")');
+  const { Decrypter, armor } = await age();
+  let binary = file;
+  if (format === 'armored') {
+    try {
+      binary = armor.decode(new TextDecoder('utf-8', { fatal: true }).decode(file));
+    } catch (e) {
+      throw new Error(`damaged armor: ${(e as Error).message}`);
+    }
+  }
+  const d = new Decrypter();
+  for (const i of identities) d.addIdentity(i);
+  try {
+    return await d.decrypt(binary);
+  } catch (e) {
+    const message = (e as Error).message;
+    // age-encryption says so in words; every other failure is a damaged file (header, MAC, payload).
+    if (/no identity matched/i.test(message)) return undefined;
+    throw new Error(`damaged age file: ${message}`);
+  }
+}
+
+/** A new X25519 identity and its recipient. */
+export async function newAgeIdentity(): Promise<{ identity: string; recipient: string }> {
+  const { generateX25519Identity, identityToRecipient } = await age();
+  const identity = await generateX25519Identity();
+  return { identity, recipient: await identityToRecipient(identity) };
+}
+
+/**
+ * The recipients of a recipients file as `age -R` reads it: one per line, `#` comments and blank lines skipped.
+ * Only X25519 recipients (`age1…`); anything else is named by its line.
+ */
+export function parseRecipients(text: string, file: string): string[] {
+  const out: string[] = [];
+  for (const [i, raw] of text.replace(/\r\n/g, '\n').split('\n').entries()) {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) continue;
+    if (!/^age1[02-9ac-hj-np-z]{58}$/.test(line)) throw new Error(`${file}:${i + 1}: not an age X25519 recipient (age1…)`);
+    out.push(line);
+  }
+  return out;
+}
