@@ -39,6 +39,9 @@
 //                           device per poll, and one gate read over rollout refs of 1,000 / 10,000 / 100,000 devices,
 //                           unsigned and signed + verified against devices/ certificates (--verify-readers dir,git)
 //                           (~6.5 min)
+//   secrets.bench.mjs       a device opening its target's key file (one stanza per device of the target) and a secret,
+//                           by the last and the first recipient, at 1 / 100 / 1,000 / 5,000 devices, beside Debian's
+//                           `age -d` on the same files; key file and secret bytes per device (~1 min)
 //   supervision.bench.mjs   the same 50 programs under the agent, supervisord and PM2: restart latency after
 //                           kill -9 and its overhead beyond the delay, supervisor RSS, idle CPU with and without
 //                           probes (installs supervisor / pm2 when missing; ~6 min)

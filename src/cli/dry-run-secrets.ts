@@ -11,42 +11,54 @@ import { secretsRead, withSecretDigests } from '../core/secret-digests.js';
 import { parseAgeIdentityFile } from '../identity/age-identity-file.js';
 import { decryptWith } from '../secrets/age-codec.js';
 import { SecretError } from '../secrets/secret-error.js';
-import { MAX_SECRET_FILE_BYTES, secretPath } from '../secrets/secret-paths.js';
+import { MAX_SECRET_FILE_BYTES, secretPath, targetKeyPath } from '../secrets/secret-paths.js';
 import type { RepoReader } from '../source/repo-reader.js';
 
 export interface DryRunKeys {
-  /** The target identities the operator's identity opened ([] without one). */
+  /** The operator's identity (none: only ciphertexts are compared). */
+  operator?: string;
+  /** The targets with a key file in the working tree: each side's own key file of that name is opened with `operator`. */
   targets: string[];
   /** This run's digest key. */
   key: Buffer;
 }
 
-/** The target keys under `<root>/secrets/keys/` that `identityFile` (an age identity file) opens. */
-export async function dryRunKeys(root: string, identityFile: string | undefined): Promise<DryRunKeys> {
+/** The operator's identity (`identityFile`, an age identity file) and the targets of `<root>/secrets/keys/`. */
+export function dryRunKeys(root: string, identityFile: string | undefined): DryRunKeys {
   const key = randomBytes(32);
   if (identityFile === undefined) return { targets: [], key };
   const parsed = parseAgeIdentityFile(readFileSync(identityFile, 'utf8'));
   if ('problem' in parsed) throw new SecretError('KS_SECRET_OPERATOR', `${identityFile} is not an age identity file: ${parsed.problem}`);
-  const dir = join(root, 'secrets', 'keys');
-  let names: string[] = [];
+  let targets: string[] = [];
   try {
-    names = readdirSync(dir).filter((n) => n.endsWith('.age'));
+    targets = readdirSync(join(root, 'secrets', 'keys'))
+      .filter((n) => n.endsWith('.age'))
+      .map((n) => n.slice(0, -'.age'.length));
   } catch {
-    return { targets: [], key };
+    // No key file: nothing the identity could open.
   }
-  const targets: string[] = [];
-  for (const n of names) {
-    const plain = await decryptWith([parsed.identity], readFileSync(join(dir, n))).catch(() => undefined);
-    const t = plain && parseAgeIdentityFile(new TextDecoder().decode(plain));
-    if (t && !('problem' in t)) targets.push(t.identity);
+  return { operator: parsed.identity, targets, key };
+}
+
+/** The target identities of `reader`'s own key files that the operator opens (a base has its own keys, before a rekey). */
+async function targetIdentities(reader: RepoReader, keys: DryRunKeys): Promise<string[]> {
+  if (keys.operator === undefined) return [];
+  const out: string[] = [];
+  for (const t of keys.targets) {
+    const r = await reader.readFile(targetKeyPath(t), MAX_SECRET_FILE_BYTES).catch(() => undefined);
+    if (!r?.ok) continue;
+    const plain = await decryptWith([keys.operator], r.bytes).catch(() => undefined);
+    const id = plain && parseAgeIdentityFile(new TextDecoder().decode(plain));
+    if (id && !('problem' in id)) out.push(id.identity);
   }
-  return { targets, key };
+  return out;
 }
 
 /** `state` with the digest of every secret it reads: of its value where `keys` open it, else of its encrypted file. */
 export async function withDryRunDigests(reader: RepoReader, state: DesiredState, keys: DryRunKeys): Promise<DesiredState> {
   const names = secretsRead(state);
   if (names.length === 0) return state;
+  const identities = await targetIdentities(reader, keys);
   const digests = new Map<string, string>();
   for (const name of names) {
     const file = secretPath(name);
@@ -58,7 +70,7 @@ export async function withDryRunDigests(reader: RepoReader, state: DesiredState,
         file,
         name,
       );
-    const value = keys.targets.length ? await decryptWith(keys.targets, r.bytes).catch(() => undefined) : undefined;
+    const value = identities.length ? await decryptWith(identities, r.bytes).catch(() => undefined) : undefined;
     digests.set(name, value ? `value:${createHmac('sha256', keys.key).update(value).digest('hex')}` : `${CIPHERTEXT_DIGEST}${createHash('sha256').update(r.bytes).digest('hex')}`);
   }
   return withSecretDigests(state, digests);

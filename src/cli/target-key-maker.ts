@@ -5,7 +5,7 @@ import type { Fleet } from '../core/fleet.js';
 import { SecretError } from '../secrets/secret-error.js';
 import { OPERATORS_FILE } from '../secrets/secret-paths.js';
 import type { SecretsRepo } from '../secrets/secrets-repo.js';
-import { makeTargetKey, type NewTargetKey } from '../secrets/target-key.js';
+import { makeTargetKey, wrapTargetKey, type NewTargetKey } from '../secrets/target-key.js';
 import { enrolledDevices, readersOf, type RefusedCertificate } from '../secrets/target-readers.js';
 import type { PublicKey } from '../trust/minisign.js';
 
@@ -20,8 +20,11 @@ export class TargetKeyMaker {
     private readonly now: number,
   ) {}
 
-  /** A new key for `target`: refused without an enrolment key, since readers are only computed from verified certificates. */
-  async make(target: string): Promise<NewTargetKey> {
+  /**
+   * A new key for `target` (or `keep`, its current key, wrapped anew: a rewrap): refused without an enrolment key,
+   * since readers are only computed from verified certificates.
+   */
+  async make(target: string, keep?: { identity: string; recipient: string }): Promise<NewTargetKey> {
     if (!this.enrollmentKeys.length)
       throw new SecretError(
         'KS_SECRET_OPERATOR',
@@ -38,7 +41,8 @@ export class TargetKeyMaker {
         `${OPERATORS_FILE} is not the file SHA256SUMS lists (changed since the last signature): no key is wrapped to it until it is reviewed and signed (git diff ${OPERATORS_FILE}; keystonectl sign), then run this again`,
         OPERATORS_FILE,
       );
-    return makeTargetKey(target, readersOf(target, this.fleet, this.enrolled).readers, this.ops.recipients, this.now);
+    const readers = readersOf(target, this.fleet, this.enrolled).readers;
+    return keep ? wrapTargetKey(target, keep, readers, this.ops.recipients, this.now) : makeTargetKey(target, readers, this.ops.recipients, this.now);
   }
 
   /** Certificates that counted for nothing, once `make` ran. */

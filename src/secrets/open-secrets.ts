@@ -29,12 +29,20 @@ export class SecretOpener {
     if (target === undefined)
       throw new SecretError('KS_SECRET_NO_TARGET', `the plan reads ${names.map((n) => `secret ${n}`).join(', ')}, and this device is in no fleet.toml target: secrets are encrypted to targets (SPEC §16)`, undefined, names[0]);
     const keyFile = targetKeyPath(target);
-    const keyBytes = await this.read(reader, keyFile, `target ${target} has no key file ${keyFile} (keystonectl secret rekey --target ${target} makes one)`, names[0]);
+    // Every message names the secrets first: a report's description is cut at its end.
+    const which = `secret ${names.join(', ')}`;
+    const keyBytes = await this.read(reader, keyFile, `${which}: target ${target} has no key file ${keyFile} (keystonectl secret rekey --target ${target} makes one)`, names[0]);
     const targetIdentity = await this.cached(`key\0${digestOf(keyBytes)}`, async () => {
-      const plain = await this.decrypt([this.device.ageIdentity], keyBytes, keyFile, undefined);
-      if (!plain) throw new SecretError('KS_SECRET_NOT_RECIPIENT', `this device is not a recipient of ${keyFile}: enrolled after the target's last rekey, revoked, or in another target (keystonectl secret rekey --target ${target})`, keyFile);
+      const plain = await this.decrypt([this.device.ageIdentity], keyBytes, keyFile, names.join(', '));
+      if (!plain)
+        throw new SecretError(
+          'KS_SECRET_NOT_RECIPIENT',
+          `${which}: this device is not a recipient of ${keyFile} (enrolled after the target's last rekey or rewrap, revoked, or in another target: keystonectl secret rewrap --target ${target})`,
+          keyFile,
+          names[0],
+        );
       const parsed = parseAgeIdentityFile(new TextDecoder().decode(plain));
-      if ('problem' in parsed) throw new SecretError('KS_SECRET_CORRUPT', `${keyFile} does not hold a target key: ${parsed.problem}`, keyFile);
+      if ('problem' in parsed) throw new SecretError('KS_SECRET_CORRUPT', `${which}: ${keyFile} does not hold a target key: ${parsed.problem}`, keyFile, names[0]);
       return parsed.identity;
     });
     for (const name of names) {

@@ -37,7 +37,14 @@ export async function makeTargetKey(target: string, readers: readonly TargetRead
         '(enrol a device of the target with keystonectl enroll, or add your age recipient to secrets/operators.txt)',
       targetKeyPath(target),
     );
-  const id = await newAgeIdentity();
+  return wrapTargetKey(target, await newAgeIdentity(), readers, operators, now);
+}
+
+/**
+ * `id`, a target's key, wrapped to its readers and the operators: a new key (above), or the same one after an enrolment
+ * (`secret rewrap`: only the key file changes, no secret is re-encrypted).
+ */
+export async function wrapTargetKey(target: string, id: { identity: string; recipient: string }, readers: readonly TargetReader[], operators: readonly string[], now: number): Promise<NewTargetKey> {
   const recipients = [...new Set([...readers.map((r) => r.ageRecipient), ...operators])];
   const keyFile = await encryptTo(recipients, new TextEncoder().encode(formatAgeIdentityFile(id, now)));
   const recipientsFile = new TextEncoder().encode(formatRecipientsFile(target, { recipient: id.recipient, readers: readers.map((r) => r.device), operators: operators.length }));

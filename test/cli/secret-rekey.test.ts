@@ -104,3 +104,37 @@ describe('keystonectl secret rekey', () => {
     expect(repo.text('secrets/recipients/edge.txt')).toBe(before.rec);
   });
 });
+
+describe('keystonectl secret rewrap', () => {
+  const rewrap = (target: string) => repo.ctl(['secret', 'rewrap', '--target', target, '--enrollment-key', repo.enrollPub, '--identity', repo.operator.keyFile]);
+
+  it('after an enrolment: the same key to the current devices, one file rewritten, no secret re-encrypted', async () => {
+    expect((await repo.set('db', ['edge'], 'value of db')).code).toBe(0);
+    const before = { recipient: recipientOf('edge'), db: repo.read('secrets/db.age'), identity: await repo.targetIdentity('edge') };
+    await repo.enrol('edge-4', { site: 'berlin' });
+    const r = await rewrap('edge');
+    expect(r.code, r.stderr).toBe(0);
+    expect(recipientOf('edge')).toBe(before.recipient);
+    expect(await repo.targetIdentity('edge')).toBe(before.identity);
+    expect(await repo.openers('secrets/keys/edge.age')).toEqual(['edge-1', 'edge-2', 'edge-4', 'operator']);
+    expect(repo.read('secrets/db.age').equals(before.db)).toBe(true);
+    expect(r.stdout).toContain(`rewrapped target edge's key (recipient ${before.recipient}, unchanged)`);
+    expect(r.stdout).toContain('readers: edge-1, edge-2, edge-4 (added: edge-4; removed: none)');
+    expect(r.stdout).not.toContain('re-encrypted');
+    expect(r.stdout + r.stderr).not.toContain('value of db');
+  });
+
+  it('refused when a device would lose the key it knows (revoked): only a rekey cuts it off; refused without a key', async () => {
+    expect((await repo.set('db', ['edge'], 'value of db')).code).toBe(0);
+    const key = repo.read('secrets/keys/edge.age');
+    repo.write('devices/revoked.toml', `${repo.text('devices/revoked.toml')}\n[[revoked]]\ndevice = "edge-2"\nreason = "sold"\n`);
+    const r = await rewrap('edge');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('a rewrap of target edge would drop edge-2');
+    expect(r.stderr).toContain('[KS_SECRET_OPERATOR]');
+    expect(repo.read('secrets/keys/edge.age').equals(key)).toBe(true);
+    const none = await rewrap('lab');
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('target lab has no key yet');
+  });
+});

@@ -127,7 +127,7 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
   if (head.verification.unsigned) io.stderr.write(`keystonectl apply-dry: WARNING: ${describeVerification(head.verification)}\n`);
   const loaded = await loadRevision(head.reader, plan);
   const identityFile = values.identity ?? io.env.KEYSTONE_AGE_IDENTITY;
-  const secretKeys = await dryRunKeys(root, identityFile === undefined ? undefined : resolve(io.cwd, identityFile));
+  const secretKeys = dryRunKeys(root, identityFile === undefined ? undefined : resolve(io.cwd, identityFile));
   const desired = loaded.ok ? { ...loaded, state: await withDryRunDigests(head.reader, loaded.state, secretKeys) } : loaded;
   if (!desired.ok) {
     if (values.json) io.stdout.write(JSON.stringify({ error: { code: 'KS_INVALID_REVISION', plan, diagnostics: desired.diagnostics } }, null, 2) + '\n');

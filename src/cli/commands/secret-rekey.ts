@@ -18,6 +18,19 @@ import { checkTargets, enrollmentKeysFrom, SIGN_REMINDER } from '../secret-args.
 import { TargetKeyMaker } from '../target-key-maker.js';
 
 export async function secretRekey(argv: string[], io: CliIo): Promise<number> {
+  return rekeyOrRewrap(argv, io, 'rekey');
+}
+
+/**
+ * `keystonectl secret rewrap --target T`: after an enrolment, the same key of T wrapped to T's current devices and
+ * the operators — one small file rewritten, no secret re-encrypted. Refused when a device would lose the key: it
+ * knows the key already, so only a rekey (a new key) cuts it off.
+ */
+export async function secretRewrap(argv: string[], io: CliIo): Promise<number> {
+  return rekeyOrRewrap(argv, io, 'rewrap');
+}
+
+async function rekeyOrRewrap(argv: string[], io: CliIo, mode: 'rekey' | 'rewrap'): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -43,8 +56,10 @@ export async function secretRekey(argv: string[], io: CliIo): Promise<number> {
   const oldKeyBytes = await repo.read(keyFile);
   const operator = operatorIdentity(values.identity, io.env, io.cwd);
   let oldKey: { identity: string; recipient: string } | undefined;
+  if (mode === 'rewrap' && !oldKeyBytes) throw new SecretError('KS_SECRET_MISSING', `target ${target} has no key yet (${keyFile}) to rewrap: keystonectl secret rekey --target ${target} makes one`, keyFile);
   if (oldKeyBytes) {
-    if (!operator) throw new SecretError('KS_SECRET_OPERATOR', `rekeying target ${target} re-encrypts its secrets, which needs its current key (${keyFile}): ${IDENTITY_HINT}`, keyFile);
+    if (!operator)
+      throw new SecretError('KS_SECRET_OPERATOR', `${mode === 'rekey' ? `rekeying target ${target} re-encrypts its secrets, which needs` : `rewrapping target ${target}'s key needs`} its current key (${keyFile}): ${IDENTITY_HINT}`, keyFile);
     oldKey = await openTargetKey(operator.identities, oldKeyBytes, keyFile);
     if (!oldKey)
       throw new SecretError(
@@ -62,12 +77,23 @@ export async function secretRekey(argv: string[], io: CliIo): Promise<number> {
     // A damaged recipients file is what a rekey replaces: who read before is then unknown.
   }
 
-  // 2. The new key, and every secret of the old one re-encrypted, in memory.
+  // 2. The new key (a rewrap: the same one), and every secret of the old one re-encrypted, in memory.
   const maker = new TargetKeyMaker(repo, fleet, enrollmentKeys, nowMs(io));
-  const newKey = await maker.make(target);
+  const newKey = await maker.make(target, mode === 'rewrap' ? oldKey : undefined);
+  if (mode === 'rewrap') {
+    const lost = before === undefined ? undefined : before.filter((d) => !newKey.readers.some((r) => r.device === d));
+    if (lost === undefined || lost.length)
+      throw new SecretError(
+        'KS_SECRET_OPERATOR',
+        lost === undefined
+          ? `${recFile} does not say who reads target ${target}'s key now: a rewrap could drop a device that knows the key; keystonectl secret rekey --target ${target} gives a new one`
+          : `a rewrap of target ${target} would drop ${lost.join(', ')} (revoked, re-labelled, or gone), who knows its key already: keystonectl secret rekey --target ${target} gives a new key instead`,
+        keyFile,
+      );
+  }
   const rewritten: { name: string; bytes: Uint8Array; alsoFor: string[] }[] = [];
   const problems: string[] = [];
-  if (oldKey && operator) {
+  if (oldKey && operator && mode === 'rekey') {
     const others = await openTargetKeys(repo, operator.identities);
     others.opened.delete(target);
     const unopened = others.unopened.filter((t) => t !== target);
@@ -122,6 +148,7 @@ export async function secretRekey(argv: string[], io: CliIo): Promise<number> {
         recipient: newKey.recipient,
         previousRecipient: oldKey?.recipient ?? null,
         created: !oldKey,
+        rewrapped: mode === 'rewrap',
         readers,
         added: added ?? null,
         removed: removed ?? null,
@@ -134,10 +161,12 @@ export async function secretRekey(argv: string[], io: CliIo): Promise<number> {
   }
   const change = added === undefined ? ' (who read before is not stated)' : added.length || removed!.length ? ` (added: ${added.join(', ') || 'none'}; removed: ${removed!.join(', ') || 'none'})` : ' (unchanged)';
   const lines = [
-    `${oldKey ? 'rekeyed' : 'made a key for'} target ${target}: recipient ${newKey.recipient}${oldKey ? ` (was ${oldKey.recipient})` : ''}; ${keyFile}, ${recFile}`,
+    mode === 'rewrap'
+      ? `rewrapped target ${target}'s key (recipient ${newKey.recipient}, unchanged) to its current devices; ${keyFile}, ${recFile}`
+      : `${oldKey ? 'rekeyed' : 'made a key for'} target ${target}: recipient ${newKey.recipient}${oldKey ? ` (was ${oldKey.recipient})` : ''}; ${keyFile}, ${recFile}`,
     `  readers: ${readers.join(', ') || 'none'}${change}`,
     `  operators: ${newKey.operators.length}`,
-    `  re-encrypted ${rewritten.length} secret${rewritten.length === 1 ? '' : 's'}${rewritten.length ? `: ${rewritten.map((r) => (r.alsoFor.length ? `${r.name} (also for ${r.alsoFor.join(', ')})` : r.name)).join(', ')}` : ''}`,
+    ...(mode === 'rewrap' ? [] : [`  re-encrypted ${rewritten.length} secret${rewritten.length === 1 ? '' : 's'}${rewritten.length ? `: ${rewritten.map((r) => (r.alsoFor.length ? `${r.name} (also for ${r.alsoFor.join(', ')})` : r.name)).join(', ')}` : ''}`]),
   ];
   if (removed?.length) lines.push(`note: ${removed.join(', ')} could read these values until now, and Git keeps the old files: set new values for what they must no longer know`);
   lines.push(SIGN_REMINDER);

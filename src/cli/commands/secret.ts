@@ -1,7 +1,7 @@
-// `keystonectl secret set|ls|rm|rekey`: the secrets of the repository (SPEC §16), encrypted to fleet targets.
+// `keystonectl secret set|ls|rm|rekey|rewrap`: the secrets of the repository (SPEC §16), encrypted to fleet targets.
 import { EXIT, UsageError, type CliIo } from '../io.js';
 import { secretLs } from './secret-ls.js';
-import { secretRekey } from './secret-rekey.js';
+import { secretRekey, secretRewrap } from './secret-rekey.js';
 import { secretRm } from './secret-rm.js';
 import { secretSet } from './secret-set.js';
 
@@ -9,7 +9,8 @@ export const SECRET_USAGE =
   'keystonectl secret set NAME --target T [--target T…] [--file F] [--binary] [--enrollment-key PUB…] [--identity FILE] [--repo DIR] [--json]   (the value: --file or stdin)\n' +
   '      keystonectl secret ls [--identity FILE] [--repo DIR] [--json]\n' +
   '      keystonectl secret rm NAME [--repo DIR] [--json]\n' +
-  '      keystonectl secret rekey --target T --enrollment-key PUB [--enrollment-key PUB…] [--identity FILE] [--repo DIR] [--json]';
+  '      keystonectl secret rekey --target T --enrollment-key PUB [--enrollment-key PUB…] [--identity FILE] [--repo DIR] [--json]\n' +
+  '      keystonectl secret rewrap --target T --enrollment-key PUB [--enrollment-key PUB…] [--identity FILE] [--repo DIR] [--json]';
 
 export const SECRET_HELP = `${SECRET_USAGE}
 
@@ -33,13 +34,16 @@ Secrets are age files in the repository, signed with the recipes (keystonectl si
                         secret of T re-encrypted (to T and the other targets it was for). Needs --identity: an age
                         identity that opens secrets/keys/T.age (its recipient was in secrets/operators.txt when the
                         key was made). Refused when a secret is also for a recipient the identity cannot tell apart.
+  rewrap --target T     after an enrolment: the same key of T wrapped to its current devices (one file rewritten, no
+                        secret re-encrypted). Needs --identity as rekey does. Refused when a device would lose the key
+                        (revoked, re-labelled): it knows it already, so only a rekey cuts it off.
 
   --identity FILE       the operator's age identity (age-keygen -o FILE), else the file KEYSTONE_AGE_IDENTITY names.
 
 Then sign (keystonectl sign) and commit: devices refuse a secrets/ file SHA256SUMS does not list.
 Exit codes: 0 done, 2 bad input or refused (a code such as KS_SECRET_OPERATOR says why), 1 another failure.`;
 
-const SUBCOMMANDS: Record<string, (argv: string[], io: CliIo) => Promise<number>> = { set: secretSet, ls: secretLs, rm: secretRm, rekey: secretRekey };
+const SUBCOMMANDS: Record<string, (argv: string[], io: CliIo) => Promise<number>> = { set: secretSet, ls: secretLs, rm: secretRm, rekey: secretRekey, rewrap: secretRewrap };
 
 export async function secret(argv: string[], io: CliIo): Promise<number> {
   const [sub, ...rest] = argv;
@@ -48,6 +52,6 @@ export async function secret(argv: string[], io: CliIo): Promise<number> {
     return EXIT.OK;
   }
   const run = sub !== undefined && Object.hasOwn(SUBCOMMANDS, sub) ? SUBCOMMANDS[sub]! : undefined;
-  if (!run) throw new UsageError(sub === undefined ? 'secret needs a subcommand: set, ls, rm or rekey' : `unknown secret subcommand "${sub}" (there are: set, ls, rm, rekey)`);
+  if (!run) throw new UsageError(sub === undefined ? 'secret needs a subcommand: set, ls, rm, rekey or rewrap' : `unknown secret subcommand "${sub}" (there are: set, ls, rm, rekey, rewrap)`);
   return run(rest, io);
 }
