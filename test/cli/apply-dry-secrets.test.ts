@@ -77,3 +77,25 @@ describe('apply-dry with secrets', () => {
     expect(r.stderr).toMatch(/secret pw: secrets\/pw.age is not in/);
   });
 });
+
+describe('apply-dry --fleet with secrets', () => {
+  const fleetDry = async (...args: string[]) => {
+    const r = await runCtl(['apply-dry', '--fleet', '--repo', repo.dir, '--allow-unsigned', '--base', 'HEAD', '--json', ...args], '/');
+    expect(r.code, r.stderr + r.stdout).toBe(0);
+    expect(r.stdout + r.stderr).not.toContain(VALUE_1);
+    expect(r.stdout + r.stderr).not.toContain(VALUE_2);
+    return (JSON.parse(r.stdout) as { targets: Array<{ name: string; reconcile: { noTouch: string[]; reasons: Record<string, string> } }> }).targets.find((t) => t.name === 't')!.reconcile;
+  };
+  beforeEach(() => {
+    writeFileSync(join(repo.dir, 'fleet.toml'), `[[targets]]\nname = "t"\nselector = {}\nplan = "${PLAN}"\n`);
+    repo.commit('a fleet');
+  });
+
+  it('tells a re-encryption (with the identity: unchanged) from a new value, per target', async () => {
+    await writeSecret(VALUE_1);
+    expect((await fleetDry()).reasons.reader).toMatch(/secret pw ciphertext changed/);
+    expect((await fleetDry('--identity', operatorFile)).noTouch).toContain('reader');
+    await writeSecret(VALUE_2);
+    expect((await fleetDry('--identity', operatorFile)).reasons.reader).toMatch(/secret pw changed/);
+  });
+});

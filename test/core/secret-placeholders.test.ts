@@ -143,3 +143,27 @@ describe('the hash with secret digests', () => {
     expect(() => withSecretDigests(s, new Map())).toThrow(/no digest for secret pw/);
   });
 });
+
+describe('secrets in a composite', () => {
+  it('a member reads only what its own recipe (or the configuration given to it) names', async () => {
+    const s = await state({
+      [PLAN]: plan([{ name: 'app' }]),
+      'recipes/app.toml': recipe('app', ['[[members]]', 'name = "db"', 'recipe = "recipes/db.toml"', '[[members]]', 'name = "web"', 'recipe = "recipes/web.toml"', '[config.web]', 'greeting = "hello"']),
+      'recipes/db.toml': recipe('db', ['[lifecycle.run.exec]', 'command = "./db"', 'env = { PW = "{{secret.db_pw}}" }']),
+      'recipes/web.toml': recipe('web', ['[config]', 'greeting = "x"', '[lifecycle.run.exec]', 'command = "./web"', 'env = { G = "{{config.greeting}}" }']),
+    });
+    const byName = new Map(s.components.map((c) => [c.name, c]));
+    expect(byName.get('app/db')!.secrets).toEqual(['db_pw']);
+    expect(byName.get('app/web')!.secrets).toBeUndefined();
+  });
+
+  it('a sibling cannot get another member\'s secret through an export', async () => {
+    const d = await refusal({
+      [PLAN]: plan([{ name: 'app' }]),
+      'recipes/app.toml': recipe('app', ['[[members]]', 'name = "db"', 'recipe = "recipes/db.toml"', '[[members]]', 'name = "web"', 'recipe = "recipes/web.toml"', '[config.db]', 'pw = "{{secret.db_pw}}"']),
+      'recipes/db.toml': recipe('db', ['[config]', 'pw = "x"', '[exports]', 'pw = "{{config.pw}}"', '[lifecycle.run.exec]', 'command = "./db"']),
+      'recipes/web.toml': recipe('web', ['[[dependencies]]', 'name = "com.acme.db"', '[lifecycle.run.exec]', 'command = "./web"', 'env = { PW = "{{deps.db.exports.pw}}" }']),
+    });
+    expect(d.map((x) => x.code)).toContain(CODES.SECRET_PLACEMENT);
+  });
+});

@@ -5,7 +5,10 @@ import { actualFromDesired, diff, EMPTY_ACTUAL, type Reconcile } from '../../cor
 import { CODES, type Diagnostic } from '../../core/errors.js';
 import { FLEET_FILE } from '../../core/fleet.js';
 import { DirectoryReader } from '../../source/directory-reader.js';
+import { resolve } from 'node:path';
 import { loadFleet, type ResolvedTarget } from '../../source/load-fleet.js';
+import type { RepoReader } from '../../source/repo-reader.js';
+import { dryRunKeys, withDryRunDigests } from '../dry-run-secrets.js';
 import { TrustError } from '../../trust/trust-error.js';
 import { EXIT, type CliIo } from '../io.js';
 import { renderDiagnosticsText } from '../render/diagnostics-text.js';
@@ -20,6 +23,8 @@ export interface FleetDryValues extends TrustValues {
   format: string;
   empty: boolean;
   base?: string | undefined;
+  /** An operator's age identity: secrets it opens are compared by value (dry-run-secrets.ts). */
+  identity?: string | undefined;
 }
 
 type ComparedWith = { kind: 'empty' } | { kind: 'base'; ref: string; commit: string; fleetPresent: boolean };
@@ -60,6 +65,13 @@ export async function applyDryFleet(values: FleetDryValues, io: CliIo): Promise<
   if (head.verification.unsigned) io.stderr.write(`keystonectl apply-dry: WARNING: ${describeVerification(head.verification)}\n`);
   const loaded = await loadFleet(head.reader);
   if (!loaded.ok) return invalid(loaded.diagnostics);
+  // Secrets (SPEC §16): each target's components take the digests of what they read, by value or by ciphertext.
+  const identityFile = values.identity ?? io.env.KEYSTONE_AGE_IDENTITY;
+  const secretKeys = dryRunKeys(root, identityFile === undefined ? undefined : resolve(io.cwd, identityFile));
+  const withSecrets = async (reader: RepoReader, targets: ResolvedTarget[]) => {
+    for (const t of targets) t.state = await withDryRunDigests(reader, t.state, secretKeys);
+  };
+  await withSecrets(head.reader, loaded.targets);
 
   // 2. The base: its fleet.toml's targets by name. A base without fleet.toml (the fleet starts in this change) makes
   // every target new; a base whose fleet.toml is invalid leaves nothing sound to compare with.
@@ -71,7 +83,9 @@ export async function applyDryFleet(values: FleetDryValues, io: CliIo): Promise<
     // isomorphic-git costs ~100 ms to load: only when a base is asked for.
     const { GitTreeReader } = await import('../../source/git-tree-reader.js');
     const reader = await GitTreeReader.open(root, values.base);
-    const base = await loadFleet((await policy.open(reader).catch(refused(values.base))).reader);
+    const baseReader = (await policy.open(reader).catch(refused(values.base))).reader;
+    const base = await loadFleet(baseReader);
+    if (base.ok) await withSecrets(baseReader, base.targets);
     const missing = !base.ok && base.diagnostics.length === 1 && base.diagnostics[0]!.code === CODES.FLEET_MISSING;
     if (!base.ok && !missing) return invalid(base.diagnostics, values.base);
     if (base.ok) before = new Map(base.targets.map((t) => [t.target.name, t]));

@@ -23,7 +23,7 @@ import { describeVerification, TRUST_OPTIONS, TRUST_USAGE, trustPolicy } from '.
 
 export const APPLY_DRY_USAGE =
   `keystonectl apply-dry PLAN [--repo DIR] ${TRUST_USAGE} [--empty | --base REF | --agent URL] [--token TOKEN] [--state-dir DIR] [--identity FILE] [--json] [--format text|markdown]\n` +
-  `      keystonectl apply-dry --fleet [--repo DIR] ${TRUST_USAGE} [--empty | --base REF] [--json] [--format text|markdown]`;
+  `      keystonectl apply-dry --fleet [--repo DIR] ${TRUST_USAGE} [--empty | --base REF] [--identity FILE] [--json] [--format text|markdown]`;
 
 type ComparedWith =
   | { kind: 'empty'; note?: string }
