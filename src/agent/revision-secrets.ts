@@ -10,6 +10,7 @@ import type { SecretOpener } from '../secrets/open-secrets.js';
 import { SecretError } from '../secrets/secret-error.js';
 import type { SecretVault } from '../secrets/secret-vault.js';
 import { MAX_DOCUMENT_BYTES, type RepoReader } from '../source/repo-reader.js';
+import { TrustError } from '../trust/trust-error.js';
 
 /** How this agent opens secrets: its own identity's opener, and the vault the runtimes read values from. */
 export interface SecretSteps {
@@ -35,6 +36,8 @@ export async function openRevisionSecrets(
     return { ok: true, state: withSecretDigests(state, opened.digests) };
   } catch (e) {
     if (e instanceof SecretError) return { ok: false, reason: `${e.code}: ${e.message}` };
+    // A secrets/ file the signature does not cover (set after signing, not re-signed): refused like any unsigned file.
+    if (e instanceof TrustError) return { ok: false, reason: `${e.code}: secret ${names.join(', ')}: ${e.message}` };
     throw e;
   }
 }

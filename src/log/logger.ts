@@ -11,12 +11,15 @@ export interface LogOptions {
   write?: (line: string) => void;
   /** Applied to every line before it is written: the agent's secret values become `[secret]` (secrets/secret-vault.ts). */
   scrub?: (line: string) => string;
+  /** Whether there is anything to scrub (the fields of a line are walked only then); default: always. */
+  scrubbing?: () => boolean;
 }
 
 /** One logger for the process; modules take `logger.child({ module: 'supervisor' })`. */
 export function createLogger(opts: LogOptions): Logger {
   const raw = opts.write ?? ((line: string) => process.stdout.write(line));
   const scrub = opts.scrub;
+  const scrubbing = opts.scrubbing ?? (() => true);
   const write = scrub ? (line: string) => raw(scrub(line)) : raw;
   const destination = { write: opts.pretty ? (line: string) => write(humanLine(line)) : write };
   return pino(
@@ -26,15 +29,31 @@ export function createLogger(opts: LogOptions): Logger {
       timestamp: pino.stdTimeFunctions.isoTime,
       // The last guard of "no line past the bound": a reason quoting a component's output is cut where it is made,
       // but a log line must never carry megabytes whoever forgot to.
-      formatters: { log: boundFields },
+      // Secrets are scrubbed from each field before it is serialised (a value a component printed JSON-escaped would be
+      // escaped again in the line, past a scrub of the line), and from the line as written (what a serialiser added).
+      formatters: { log: scrub ? (obj) => boundFields(scrubbing() ? scrubFields(obj, scrub) : obj) : boundFields },
       hooks: {
         logMethod(args, method) {
-          method.apply(this, args.map((a: unknown) => (typeof a === 'string' ? cutLine(a) : a)) as Parameters<typeof method>);
+          method.apply(this, args.map((a: unknown) => (typeof a === 'string' ? cutLine(scrub ? scrub(a) : a) : a)) as Parameters<typeof method>);
         },
       },
     },
     destination,
   );
+}
+
+/** `obj` with every string in it (nested tables, arrays, an error's message and stack) passed through `scrub`. */
+function scrubFields(obj: Record<string, unknown>, scrub: (text: string) => string): Record<string, unknown> {
+  const walk = (v: unknown, depth: number): unknown => {
+    if (typeof v === 'string') return scrub(v);
+    if (v === null || typeof v !== 'object' || depth > 4) return v;
+    if (v instanceof Error) return { type: v.name, message: scrub(v.message), ...(v.stack !== undefined && { stack: scrub(v.stack) }), ...((v as { code?: unknown }).code !== undefined && { code: (v as { code?: unknown }).code }) };
+    if (Array.isArray(v)) return v.map((x) => walk(x, depth + 1));
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) out[k] = walk(x, depth + 1);
+    return out;
+  };
+  return walk(obj, 0) as Record<string, unknown>;
 }
 
 /** The object of a log line with every string field held to one line's bound. */

@@ -24,11 +24,26 @@ export const MIN_SCRUB_LENGTH = 4;
  * two, a piece of a value is scrubbed too: the start of one just before the marker, the end of one just after it.
  */
 export function scrubValues(text: string, given: readonly GivenValue[]): string {
+  return scrubExpanded(text, expand(given), false);
+}
+
+/**
+ * scrubValues with the values' forms worked out once, for text scrubbed often against the same values (every log line
+ * against the agent's secrets). `edges`: the text's own start and end count as cuts too (a reason sliced to its first
+ * 200 characters, a line kept from its end), so the start of a value at its very end, and the end of one at its very
+ * start, are scrubbed as well.
+ */
+export function scrubber(given: readonly GivenValue[], o: { edges?: boolean } = {}): (text: string) => string {
   const values = expand(given);
+  return (text) => scrubExpanded(text, values, o.edges === true);
+}
+
+function scrubExpanded(text: string, values: readonly GivenValue[], edges: boolean): string {
   if (values.length === 0) return text;
   const hits: Array<{ start: number; end: number; label: string }> = [];
   for (const v of values) for (let i = text.indexOf(v.value); i >= 0; i = text.indexOf(v.value, i + 1)) hits.push({ start: i, end: i + v.value.length, label: v.label });
   for (const m of text.matchAll(CUT_MARKER_RE)) hits.push(...piecesAround(text, m.index, m.index + m[0].length, values));
+  if (edges) hits.push(...piecesAround(text, text.length, text.length, values), ...piecesAround(text, 0, 0, values));
   // Leftmost first, the longest of those that start together; overlaps give way to what came first.
   hits.sort((a, b) => a.start - b.start || b.end - a.end);
   let out = '';

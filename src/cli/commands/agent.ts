@@ -65,7 +65,7 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   const { run, listen } = settings;
   // Secret values (SPEC §16) live in the vault, in memory; every log line is scrubbed of them, whatever quoted one.
   const vault = new SecretVault();
-  const logger = createLogger({ pretty: settings.logFormat === 'pretty', write: (l) => io.stdout.write(l), scrub: (l) => vault.scrub(l) });
+  const logger = createLogger({ pretty: settings.logFormat === 'pretty', write: (l) => io.stdout.write(l), scrub: (l) => vault.scrub(l), scrubbing: () => vault.holdsAny });
   const log = logger.child({ module: 'agent' });
   for (const p of exposedSecrets) log.warn({ path: p.file, code: p.code, fix: p.fix }, `${p.problem}: another user could read or replace this secret`);
   const memory = memoryPhases(io.env, logger.child({ module: 'memory' }));

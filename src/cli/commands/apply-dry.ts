@@ -185,9 +185,16 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
 
   // 3. The pure reconcile, rendered.
   const result = diff(desired.state, actual);
+  // A device keys its secrets' digests with its own identity: against its agent, a component reading one always looks
+  // changed. Said, rather than left to look like a restart (SPEC §16).
+  const readers = comparedWith.kind === 'agent' ? desired.state.components.filter((c) => c.secrets?.length).map((c) => c.name) : [];
+  const secretsNote = readers.length
+    ? `note: ${readers.join(', ')} read${readers.length === 1 ? 's' : ''} secrets, whose digests the device keys with its own identity: against the agent a dry run cannot tell whether their values changed (compare with --base REF)`
+    : undefined;
+  if (secretsNote && !values.json) io.stderr.write(`${secretsNote}\n`);
   if (values.json) {
     const { reasonCodes: _codes, ...plain } = result;
-    io.stdout.write(JSON.stringify({ plan, repo: root, signature: head.verification, comparedWith, ...plain }, null, 2) + '\n');
+    io.stdout.write(JSON.stringify({ plan, repo: root, signature: head.verification, comparedWith, ...plain, ...(secretsNote && { notes: [secretsNote] }) }, null, 2) + '\n');
   } else if (markdown) io.stdout.write(renderReconcileMarkdown(result, plan, comparedMd, describeVerification(head.verification)));
   else io.stdout.write(renderReconcileText(result, `apply-dry ${plan} against ${comparedText}; nothing was changed\n${describeVerification(head.verification)}`));
   return EXIT.OK;
