@@ -74,10 +74,11 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
   const tag = ownerTag(stateDir);
   // The state directory is guarded too: a container that mounts it holds the API token.
   const policyHost = hostPolicyFacts({ stateDir, env: hooks.env });
-  // Secret files (SPEC §16) on tmpfs where the device has one; said once when they would be on disk.
+  // Secret files (SPEC §16) on tmpfs where the device has one, in a directory made at the first of them (both runtimes
+  // share it); said once when they would be on disk.
   const secretsRoot = chooseSecretsRoot(stateDir);
   if (secretsRoot.warning) log.warn(secretsRoot.warning);
-  const processRuntime = new ProcessRuntime({ ownerTag: tag, allowRoot: policy.allowRoot, installArtifacts: installArtifacts(), secretsRoot: secretsRoot.dir, secrets: vault });
+  const processRuntime = new ProcessRuntime({ ownerTag: tag, allowRoot: policy.allowRoot, installArtifacts: installArtifacts(), secretsRoot, secrets: vault });
   if (processRuntime.privilegeNote) log.warn(processRuntime.privilegeNote);
   let agentRef: Agent | undefined;
   const lastPull = new Map<string, { at: number; status: string }>();
@@ -87,7 +88,7 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
     policy,
     policyHost,
     installArtifacts: installArtifacts(),
-    secretsRoot: secretsRoot.dir,
+    secretsRoot,
     secrets: vault,
     log: logger.child({ module: 'containers' }),
     // For `keystonectl apply`'s display: a line a second per component while bytes flow, and every other status.
@@ -143,7 +144,16 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
     trust: s.trust,
     log: logger,
     runtimes: { process: processRuntime, container: containerRuntime },
-    check: (state) => checkDevice(state, { policy, host: policyHost, containers: containerRuntime, processes: processRuntime, paths: (name) => componentPaths(stateDir, name) }),
+    check: (state) =>
+      checkDevice(state, {
+        policy,
+        host: policyHost,
+        containers: containerRuntime,
+        processes: processRuntime,
+        paths: (name) => componentPaths(stateDir, name),
+        // Components that read secrets and share their run user: said at each revision taken, refused never.
+        warn: (w) => log.warn({ component: w.component, code: w.code, user: w.user, others: w.others }, w.message),
+      }),
     probe: async (c, paths, _timeoutMs, signal) => {
       // Bind each component's probe once per hash: binding resolves the run user from /etc/passwd,
       // which is too costly to repeat on every probe (a profile showed 13 % of the agent's CPU).

@@ -2,6 +2,7 @@
 import { lstatSync, mkdirSync, readdirSync, realpathSync } from 'node:fs';
 import { dirname, join, resolve, sep } from 'node:path';
 import { chownSpec, describeUid, safeDirectory, unsafe, writableByOthers } from '../runtime/safe-path.js';
+import { SECRETS_ON_DISK } from '../runtime/secrets-root.js';
 import { makePrivate } from '../source/private-fs.js';
 import { lockStateDir, type StateDirLock } from './state-dir-lock.js';
 
@@ -11,8 +12,12 @@ import { lockStateDir, type StateDirLock } from './state-dir-lock.js';
  */
 export const REPOSITORY_CONTENT: readonly string[] = ['git', 'notes.git'];
 
-/** `components/<name>/work` belongs to the component's run user, and so may what a crashed install left next to it. */
+/**
+ * `components/<name>/work` belongs to the component's run user, and so may what a crashed install left next to it; so
+ * does a process's secret file in `secrets-run/<start>/` (secret files are there only on a device without tmpfs).
+ */
 function isRunUsersTree(rel: string[]): boolean {
+  if (rel.length === 3 && rel[0] === SECRETS_ON_DISK) return true;
   // `components/NAME/work`, and for units of a group `components/app/web/work`, `components/w/5/work`… ('work' is
   // a reserved member name, so no group directory is called that).
   const last = rel[rel.length - 1]!;

@@ -3,32 +3,34 @@
 // nothing may decrypt — `secret db_password ciphertext changed`, from the encrypted files. Values are never printed:
 // a value's digest is keyed by a random key of this run only.
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DesiredState } from '../core/desired-state.js';
 import { CIPHERTEXT_DIGEST } from '../core/diff.js';
 import { secretsRead, withSecretDigests } from '../core/secret-digests.js';
 import { parseAgeIdentityFile } from '../identity/age-identity-file.js';
 import { decryptWith } from '../secrets/age-codec.js';
+import type { OperatorIdentity } from '../secrets/operator-identity.js';
 import { SecretError } from '../secrets/secret-error.js';
 import { MAX_SECRET_FILE_BYTES, secretPath, targetKeyPath } from '../secrets/secret-paths.js';
 import type { RepoReader } from '../source/repo-reader.js';
 
 export interface DryRunKeys {
-  /** The operator's identity (none: only ciphertexts are compared). */
-  operator?: string;
+  /** The operator's identities (none: only ciphertexts are compared). */
+  operator: readonly string[];
   /** The targets with a key file in the working tree: each side's own key file of that name is opened with `operator`. */
   targets: string[];
   /** This run's digest key. */
   key: Buffer;
 }
 
-/** The operator's identity (`identityFile`, an age identity file) and the targets of `<root>/secrets/keys/`. */
-export function dryRunKeys(root: string, identityFile: string | undefined): DryRunKeys {
+/**
+ * The operator's identity (operator-identity.ts: `--identity FILE` or KEYSTONE_AGE_IDENTITY, read and checked there,
+ * as `secret ls` and `rekey` read it) and the targets of `<root>/secrets/keys/`.
+ */
+export function dryRunKeys(root: string, operator: OperatorIdentity | undefined): DryRunKeys {
   const key = randomBytes(32);
-  if (identityFile === undefined) return { targets: [], key };
-  const parsed = parseAgeIdentityFile(readFileSync(identityFile, 'utf8'));
-  if ('problem' in parsed) throw new SecretError('KS_SECRET_OPERATOR', `${identityFile} is not an age identity file: ${parsed.problem}`);
+  if (operator === undefined) return { operator: [], targets: [], key };
   let targets: string[] = [];
   try {
     targets = readdirSync(join(root, 'secrets', 'keys'))
@@ -37,17 +39,17 @@ export function dryRunKeys(root: string, identityFile: string | undefined): DryR
   } catch {
     // No key file: nothing the identity could open.
   }
-  return { operator: parsed.identity, targets, key };
+  return { operator: operator.identities, targets, key };
 }
 
 /** The target identities of `reader`'s own key files that the operator opens (a base has its own keys, before a rekey). */
 async function targetIdentities(reader: RepoReader, keys: DryRunKeys): Promise<string[]> {
-  if (keys.operator === undefined) return [];
+  if (!keys.operator.length) return [];
   const out: string[] = [];
   for (const t of keys.targets) {
     const r = await reader.readFile(targetKeyPath(t), MAX_SECRET_FILE_BYTES).catch(() => undefined);
     if (!r?.ok) continue;
-    const plain = await decryptWith([keys.operator], r.bytes).catch(() => undefined);
+    const plain = await decryptWith(keys.operator, r.bytes).catch(() => undefined);
     const id = plain && parseAgeIdentityFile(new TextDecoder().decode(plain));
     if (id && !('problem' in id)) out.push(id.identity);
   }

@@ -8,13 +8,14 @@ import type { ProbeResult } from './probe.js';
 import type { InstanceRef } from './runtime.js';
 import { SecretFiles, type Placement, type PlacedSecrets } from './secret-files.js';
 import { fillSecretEnv, scrubSecrets, secretTextsOf } from './secret-env.js';
+import type { SecretsDir } from './secrets-root.js';
 
 export interface ComponentSecretsOptions {
   kind: 'process' | 'container';
   /** The values, by digest (the agent's SecretVault); without it a component that reads a secret cannot start. */
   values?: SecretValues;
   /** Where secret files go (secrets-root.ts); without it a component with [[lifecycle.run.secrets]] cannot start. */
-  root?: string;
+  root?: string | SecretsDir;
   /** Whether an instance recorded earlier still runs: the files of those that do not are removed. */
   alive: (ref: InstanceRef) => boolean | Promise<boolean>;
 }

@@ -23,6 +23,8 @@ import { prepareWorkDir } from './work-dir.js';
 import type { SecretValues } from '../secrets/secret-vault.js';
 import { ComponentSecrets } from './component-secrets.js';
 import { secretMounts } from './secret-mounts.js';
+import type { SecretsDir } from './secrets-root.js';
+import { withoutSecretEnv } from './secret-env.js';
 
 export interface ContainerRuntimeOptions {
   /** The agent's identity (as ProcessRuntime's ownerTag): the `io.keystone.owner` label of every container it creates. */
@@ -56,8 +58,8 @@ export interface ContainerRuntimeOptions {
   exitPollMs?: number;
   /** Secret values by digest (SPEC §16): into the container's Env and read-only files, only where it is created. */
   secrets?: SecretValues;
-  /** Where the files mounted into containers are written (secrets-root.ts). */
-  secretsRoot?: string;
+  /** Where the files mounted into containers are written (secrets-root.ts; a plain path is taken as it is). */
+  secretsRoot?: string | SecretsDir;
 }
 
 /** A container carrying this agent's owner label, as the engine lists it. */
@@ -259,16 +261,19 @@ export class ContainerRuntime implements Runtime {
 
   /**
    * The component's health check as a probe, run from the host as for processes: http(s):// and tcp:// against
-   * published ports or the host network, cmd: by sh in the work directory as the agent's user, with the
-   * container's env over a minimal base. Undefined when the recipe has none.
+   * published ports or the host network, cmd: by sh in the work directory as the device's default user, with the
+   * container's env over a minimal base — but for the variables that read a secret, which it does not get. Undefined
+   * when the recipe has none.
    */
   async healthProbe(c: DesiredComponent, paths: ComponentPaths): Promise<BoundProbe | undefined> {
     const health = c.recipe.lifecycle.run.health;
     if (!health) return undefined;
     // A `cmd:` check runs on the host: as the device's unprivileged default user, never as the agent's root (a
-    // container recipe's check would otherwise be root code on the host).
+    // container recipe's check would otherwise be root code on the host). That user is shared (other components, and
+    // other checks, run as it and could read the check's /proc/PID/environ): no secret value goes into its
+    // environment, the variables that read one are left out.
     const priv = await this.probePrivileges();
-    const base = { PATH: DEFAULT_PATH, HOME: priv?.identity.home ?? process.env.HOME ?? '/', LANG: process.env.LANG ?? 'C.UTF-8', ...(c.recipe.lifecycle.run.container?.env ?? {}) };
+    const base = withoutSecretEnv({ PATH: DEFAULT_PATH, HOME: priv?.identity.home ?? process.env.HOME ?? '/', LANG: process.env.LANG ?? 'C.UTF-8', ...(c.recipe.lifecycle.run.container?.env ?? {}) });
     const privilegesArgv = priv ? [this.opts.setprivPath ?? '/usr/bin/setpriv', ...priv.setprivArgs, '--'] : undefined;
     return (signal) => this.secrets.probe(c, base, (env) => probe(health.check, { timeoutMs: health.timeout, cwd: paths.workDir, env, signal, ...(privilegesArgv && { privilegesArgv }) }));
   }

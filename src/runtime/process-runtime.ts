@@ -21,6 +21,8 @@ import { blockingAncestor } from './work-dir-reach.js';
 import type { SecretValues } from '../secrets/secret-vault.js';
 import { ComponentSecrets } from './component-secrets.js';
 import type { PlacedSecrets } from './secret-files.js';
+import type { SecretsDir } from './secrets-root.js';
+import type { RunUser } from '../core/shared-run-users.js';
 
 export interface ProcessRuntimeOptions {
   /** Puts a component's artifacts into a directory (see artifactInstaller). */
@@ -50,8 +52,8 @@ export interface ProcessRuntimeOptions {
   ownerTag?: string;
   /** Secret values by digest (SPEC §16), put into a component's environment and files only where it starts. */
   secrets?: SecretValues;
-  /** Where secret files are written (secrets-root.ts: tmpfs where there is one). */
-  secretsRoot?: string;
+  /** Where secret files are written (secrets-root.ts: tmpfs where there is one; a plain path is taken as it is). */
+  secretsRoot?: string | SecretsDir;
 }
 
 /** The environment variables that mark a process as a component of one agent (see ownerTag). */
@@ -96,6 +98,21 @@ export class ProcessRuntime implements Runtime {
       if (home) p.identity.home = home;
     }
     return p;
+  }
+
+  /** The agent's own user: components that run as it share it with the agent (shared-run-users.ts). */
+  get agentUser(): RunUser {
+    return { uid: this.agent.uid, ...(this.agent.name !== undefined && { name: this.agent.name }) };
+  }
+
+  /** Who `c` runs as on this device (undefined when its user is unknown here: that fails it at install, with its own code). */
+  async runUserOf(c: DesiredComponent): Promise<RunUser | undefined> {
+    try {
+      const { identity } = await this.privilegesFor(c);
+      return { uid: identity.uid, ...(identity.name !== undefined && { name: identity.name }) };
+    } catch {
+      return undefined;
+    }
   }
 
   /**

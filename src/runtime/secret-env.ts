@@ -7,6 +7,8 @@ import { RuntimeError } from './runtime-error.js';
 
 /** `{{secret.NAME}}` as the core keeps it (template.ts: secretPlaceholder), spaces inside the braces tolerated. */
 const SECRET_PLACEHOLDER = /\{\{\s*secret\.([A-Za-z0-9][A-Za-z0-9_-]{0,62})\s*\}\}/g;
+/** The same, for a test (not global: no lastIndex carried from one text to the next). */
+const READS_SECRET = new RegExp(SECRET_PLACEHOLDER.source);
 
 /** Shorter values are not scrubbed from text (they would match inside ordinary words); as the vault does. */
 const MIN_SCRUB = 4;
@@ -73,6 +75,16 @@ export function fillSecretEnv(c: DesiredComponent, env: Record<string, string>, 
     (out ??= { ...env })[key] = filled;
   }
   return out ?? env;
+}
+
+/**
+ * `env` without the variables that read a secret: for a process that must not hold any value (a container's `cmd:`
+ * health check, which runs on the host as a user other processes share). The same object when none does.
+ */
+export function withoutSecretEnv(env: Record<string, string>): Record<string, string> {
+  const reads = (text: string) => text.includes('{{') && READS_SECRET.test(text);
+  if (!Object.values(env).some(reads)) return env;
+  return Object.fromEntries(Object.entries(env).filter(([, text]) => !reads(text)));
 }
 
 /** The values `c` reads that `values` holds, as text to scrub from what is said about it (MIN_SCRUB or more characters). */

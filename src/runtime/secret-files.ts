@@ -3,16 +3,18 @@
 // Each start gets its own directory, `<root>/<component>.<random>`: during a start-first roll the old and the new
 // instance run side by side, and the old one's stop must not take the new one's files. Next to it the agent keeps a
 // record, `<name>.ref` (its instance, once known, and the links it made), so that a stop, an exit or an agent started
-// later finds what to remove; nothing in a record is a value. The root is the agent's (0711: run users pass through
-// to their own directory and list nothing); it is on tmpfs where the device has one (secrets-root.ts).
+// later finds what to remove; nothing in a record is a value. The root is the agent's, on tmpfs where the device has
+// one (secrets-root.ts). A process's directory is the agent's too, 0711: its run user reaches its own file (0400, its
+// own) by the link in its work directory, and can neither list the directory nor change it (nor fill the tmpfs
+// through it). A container's is 0700: the engine's bind mounts reach its files (0444).
 import { randomBytes } from 'node:crypto';
-import { chmod, chown, lstat, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readdir, readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import { join, posix, resolve } from 'node:path';
 import type { DesiredComponent } from '../core/desired-state.js';
 import type { SecretValues } from '../secrets/secret-vault.js';
 import { RuntimeError } from './runtime-error.js';
 import type { InstanceRef } from './runtime.js';
-import { ensureSecretsRoot } from './secrets-root.js';
+import { fixedSecretsDir, type SecretsDir } from './secrets-root.js';
 import { assertLinkFree, placeLink, removeLink, removeSecretDir, writeSecretFile, type Owner } from './secret-file-ops.js';
 import { secretValue } from './secret-env.js';
 
@@ -44,17 +46,24 @@ const DIR_NAME = /^(.+)\.([0-9a-f]{16})$/;
 const componentKey = (name: string) => name.replaceAll('/', '+');
 const refKey = (ref: InstanceRef) => (ref.kind === 'process' ? `process:${ref.pid}:${ref.startTime}` : `container:${ref.id}`);
 
+/** One start's directory and record: under which root, by which name, what the record says (undefined: unreadable). */
+interface Entry {
+  root: string;
+  name: string;
+  record: Record_ | undefined;
+}
+
 export class SecretFiles {
-  /** Directories being placed by this runtime, whose record has no instance yet: a sweep leaves them alone. */
+  /** Directories (by path) being placed by this runtime, whose record has no instance yet: a sweep leaves them alone. */
   private readonly placing = new Set<string>();
   /** Releases in flight, by instance: an exit and a stop of the same instance remove once. */
   private readonly releasing = new Map<string, Promise<void>>();
 
-  private readonly opts: { root: string; kind: 'process' | 'container'; values: () => SecretValues | undefined };
+  private readonly opts: { root: SecretsDir; kind: 'process' | 'container'; values: () => SecretValues | undefined };
 
-  constructor(opts: { root: string; kind: 'process' | 'container'; values: () => SecretValues | undefined }) {
-    // Absolute: a process's link names its file by this path, and a container's mount source must be one.
-    this.opts = { ...opts, root: resolve(opts.root) };
+  /** `root`: a SecretsDir (secrets-root.ts), or a directory given as such (fixedSecretsDir). */
+  constructor(opts: { root: string | SecretsDir; kind: 'process' | 'container'; values: () => SecretValues | undefined }) {
+    this.opts = { ...opts, root: typeof opts.root === 'string' ? fixedSecretsDir(opts.root) : opts.root };
   }
 
   /**
@@ -68,19 +77,21 @@ export class SecretFiles {
     const values = entries.map((e) => secretValue(c, e.name, this.opts.values()));
     const files = entries.map((e, i) => ({ name: e.name, path: e.path, file: where.kind === 'process' ? e.path : `${i}-${posix.basename(e.path)}` }));
     if (where.kind === 'process') for (const f of files) await assertLinkFree(c, join(where.workDir, f.path), f.name);
-    const { root } = this.opts;
+    let root: string;
     try {
-      ensureSecretsRoot(root);
+      // Absolute: a process's link names its file by this path, and a container's mount source must be one.
+      root = resolve(this.opts.root.dir());
     } catch (e) {
-      throw this.failure(c, `its secrets directory ${root} cannot be used: ${(e as Error).message}`, e);
+      throw this.failure(c, knownRoot(this.opts.root), `its secrets directory cannot be used: ${(e as Error).message}`, e);
     }
     const name = `${componentKey(c.name)}.${randomBytes(8).toString('hex')}`;
     const dir = join(root, name);
     const record: Record_ = { kind: where.kind, component: c.name, links: [] };
-    this.placing.add(name);
+    const entry: Entry = { root, name, record };
+    this.placing.add(dir);
     try {
       // The record first: an agent that dies from here on leaves something a later sweep finds.
-      await this.writeRecord(name, record);
+      await this.writeRecord(entry);
       await mkdir(dir, { mode: 0o700 });
       const owner = where.kind === 'process' ? where.owner : undefined;
       const placed = [];
@@ -88,14 +99,14 @@ export class SecretFiles {
         const host = await writeSecretFile(dir, f.file, values[i]!, { mode: where.kind === 'process' ? 0o400 : 0o444, ...(owner && { owner }) });
         placed.push({ name: f.name, path: f.path, host });
       }
-      // A process's directory is its run user's, read-only; a container's stays root-only (the mounts reach the files).
+      // The agent's, its files written: a process's run user passes through (0711) to its own file, and can neither
+      // list nor change the directory; a container's stays root-only (0700: the mounts reach the files).
       if (where.kind === 'process') {
-        await chmod(dir, 0o500);
-        if (owner) await chown(dir, owner.uid, owner.gid);
+        await chmod(dir, 0o711);
         for (const p of placed) {
           const link = join(where.workDir, p.path);
           record.links.push({ link, target: p.host });
-          await this.writeRecord(name, record);
+          await this.writeRecord(entry);
           await placeLink(c, link, p.host, p.name);
         }
       }
@@ -103,29 +114,29 @@ export class SecretFiles {
         files: placed,
         bind: async (ref) => {
           record.ref = ref;
-          this.bound.set(refKey(ref), { name, record });
+          this.bound.set(refKey(ref), entry);
           // Best effort on disk: this agent removes them by its own memory of the instance either way, and a record
           // left without its instance stays "being placed", which no sweep of this agent takes for a dead start.
-          await this.writeRecord(name, record).then(
-            () => this.placing.delete(name),
+          await this.writeRecord(entry).then(
+            () => this.placing.delete(dir),
             () => {},
           );
         },
         discard: async () => {
-          this.placing.delete(name);
-          await this.remove(name, record);
+          this.placing.delete(dir);
+          await this.remove(entry);
         },
       };
     } catch (e) {
-      this.placing.delete(name);
-      await this.remove(name, record).catch(() => {});
+      this.placing.delete(dir);
+      await this.remove(entry).catch(() => {});
       if (e instanceof RuntimeError) throw e;
-      throw this.failure(c, `cannot write its secret files under ${root}: ${(e as Error).message}`, e);
+      throw this.failure(c, root, `cannot write its secret files under ${root}: ${(e as Error).message}`, e);
     }
   }
 
   /** Instances bound by this runtime, to their directory and record: found without reading the records. */
-  private readonly bound = new Map<string, { name: string; record: Record_ }>();
+  private readonly bound = new Map<string, Entry>();
   /** Removals in flight, by directory: a release and a sweep that meet remove once. */
   private readonly removing = new Map<string, Promise<void>>();
 
@@ -145,60 +156,71 @@ export class SecretFiles {
    * those of a start that never recorded an instance and is not under way here (an agent that died meanwhile).
    */
   async sweep(alive: (ref: InstanceRef) => boolean | Promise<boolean>, component?: string): Promise<void> {
-    for (const { name, record } of await this.records()) {
+    for (const entry of await this.records()) {
+      const { record } = entry;
       // An unreadable record is a start that died part way, as one without an instance.
       if (record && (record.kind !== this.opts.kind || (component !== undefined && record.component !== component))) continue;
-      if (record?.ref ? await alive(record.ref) : this.placing.has(name)) continue;
-      await this.remove(name, record);
+      if (record?.ref ? await alive(record.ref) : this.placing.has(join(entry.root, entry.name))) continue;
+      await this.remove(entry);
     }
+    // An earlier agent's directory with nothing left in it goes (the other runtime's files keep it until they go).
+    for (const root of this.opts.root.former()) await rmdir(root).catch(() => {});
   }
 
   private async releaseNow(key: string): Promise<void> {
     const known = this.bound.get(key);
     const candidates = known ? [known] : await this.records();
-    for (const { name, record } of candidates) {
+    for (const entry of candidates) {
+      const { record } = entry;
       if (!record || record.kind !== this.opts.kind || !record.ref || refKey(record.ref) !== key) continue;
-      await this.remove(name, record);
+      await this.remove(entry);
     }
     this.bound.delete(key);
   }
 
-  private remove(name: string, record: Record_ | undefined): Promise<void> {
-    let p = this.removing.get(name);
+  private remove(entry: Entry): Promise<void> {
+    const dir = join(entry.root, entry.name);
+    let p = this.removing.get(dir);
     if (!p) {
-      p = this.removeNow(name, record).finally(() => this.removing.delete(name));
-      this.removing.set(name, p);
+      p = this.removeNow(entry).finally(() => this.removing.delete(dir));
+      this.removing.set(dir, p);
     }
     return p;
   }
 
   /** Links first (while they still point into the directory), then the directory, then the record. */
-  private async removeNow(name: string, record: Record_ | undefined): Promise<void> {
+  private async removeNow({ root, name, record }: Entry): Promise<void> {
     for (const l of record?.links ?? []) await removeLink(l.link, l.target);
-    await removeSecretDir(join(this.opts.root, name));
-    await rm(join(this.opts.root, name + REF_SUFFIX), { force: true });
+    await removeSecretDir(join(root, name));
+    await rm(join(root, name + REF_SUFFIX), { force: true });
+    // The last files of an earlier agent's directory: the directory goes with them.
+    if (this.opts.root.former().includes(root)) await rmdir(root).catch(() => {});
   }
 
-  /** Every record under the root (none when it does not exist yet). */
-  private async records(): Promise<Array<{ name: string; record: Record_ | undefined }>> {
-    let entries: string[];
-    try {
-      entries = await readdir(this.opts.root);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
-      throw e;
-    }
-    const out = [];
-    for (const entry of entries) {
-      if (!entry.endsWith(REF_SUFFIX)) continue;
-      const name = entry.slice(0, -REF_SUFFIX.length);
-      if (DIR_NAME.test(name)) out.push({ name, record: await this.readRecord(name) });
+  /** Every record under the root and under earlier agents' directories (none where a directory does not exist). */
+  private async records(): Promise<Entry[]> {
+    const current = this.opts.root.known();
+    const roots = [...new Set([...(current === undefined ? [] : [resolve(current)]), ...this.opts.root.former()])];
+    const out: Entry[] = [];
+    for (const root of roots) {
+      let names: string[];
+      try {
+        names = await readdir(root);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue;
+        throw e;
+      }
+      for (const file of names) {
+        if (!file.endsWith(REF_SUFFIX)) continue;
+        const name = file.slice(0, -REF_SUFFIX.length);
+        if (DIR_NAME.test(name)) out.push({ root, name, record: await this.readRecord(root, name) });
+      }
     }
     return out;
   }
 
-  private async readRecord(name: string): Promise<Record_ | undefined> {
-    const path = join(this.opts.root, name + REF_SUFFIX);
+  private async readRecord(root: string, name: string): Promise<Record_ | undefined> {
+    const path = join(root, name + REF_SUFFIX);
     try {
       const st = await lstat(path);
       if (!st.isFile()) return undefined;
@@ -209,15 +231,24 @@ export class SecretFiles {
   }
 
   /** The record, replaced in one step (a fresh file renamed over it): a reader never sees half of one. */
-  private async writeRecord(name: string, record: Record_): Promise<void> {
-    const path = join(this.opts.root, name + REF_SUFFIX);
+  private async writeRecord({ root, name, record }: Entry): Promise<void> {
+    const path = join(root, name + REF_SUFFIX);
     const tmp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
     await writeFile(tmp, JSON.stringify(record), { mode: 0o600, flag: 'wx' });
     await rename(tmp, path);
   }
 
-  private failure(c: DesiredComponent, why: string, cause: unknown): RuntimeError {
-    return new RuntimeError('KS_SECRET_FILE_FAILED', `${c.name}: ${why}`, { component: c.name, path: this.opts.root }, { cause });
+  private failure(c: DesiredComponent, root: string | undefined, why: string, cause: unknown): RuntimeError {
+    return new RuntimeError('KS_SECRET_FILE_FAILED', `${c.name}: ${why}`, { component: c.name, ...(root !== undefined && { path: root }) }, { cause });
+  }
+}
+
+/** The directory for an error's details when it could not be made: the one known, if any. */
+function knownRoot(root: SecretsDir): string | undefined {
+  try {
+    return root.known();
+  } catch {
+    return undefined;
   }
 }
 

@@ -1,21 +1,13 @@
 // age (https://age-encryption.org/v1) through age-encryption, the TypeScript implementation by age's author: loaded on
 // first use only (several MiB a device that reads no secret never pays). Files are armored or binary, as `age` writes.
+import { ageFormat, MAX_STANZAS, stanzaCount } from './age-header.js';
 import { NodeX25519Identity } from './x25519-identity.js';
 
-const ARMOR_BEGIN = '-----BEGIN AGE ENCRYPTED FILE-----';
-const BINARY_MAGIC = 'age-encryption.org/v1\n';
+export { ageFormat } from './age-header.js';
 
 type AgeModule = typeof import('age-encryption');
 let loaded: Promise<AgeModule> | undefined;
 const age = (): Promise<AgeModule> => (loaded ??= import('age-encryption'));
-
-/** Whether `bytes` look like an age file at all: its binary header line, or the armor's first line. */
-export function ageFormat(bytes: Uint8Array): 'binary' | 'armored' | undefined {
-  const head = new TextDecoder().decode(bytes.subarray(0, 64));
-  if (head.startsWith(BINARY_MAGIC)) return 'binary';
-  if (head.trimStart().startsWith(ARMOR_BEGIN)) return 'armored';
-  return undefined;
-}
 
 /** `plaintext` encrypted to every recipient (`age1…`); armored (text, diffable in Git) unless `binary`. */
 export async function encryptTo(recipients: readonly string[], plaintext: Uint8Array, o: { binary?: boolean } = {}): Promise<Uint8Array> {
@@ -29,11 +21,15 @@ export async function encryptTo(recipients: readonly string[], plaintext: Uint8A
 
 /**
  * The plaintext of an age file, with the first identity (`AGE-SECRET-KEY-1…`) that opens it; `undefined` when none of
- * them is a recipient. Throws `Error` (message without any secret) when the file is not an age file or is damaged.
+ * them is a recipient. Throws `Error` (message without any secret) when the file is not an age file, is damaged, or has
+ * more than MAX_STANZAS recipient stanzas (refused before any is tried: a pull request's checkout may hold such a file,
+ * and `secret ls` or `apply-dry` would spend seconds on each).
  */
 export async function decryptWith(identities: readonly string[], file: Uint8Array): Promise<Uint8Array | undefined> {
   const format = ageFormat(file);
   if (!format) throw new Error('not an age file (neither "age-encryption.org/v1" nor "-----BEGIN AGE ENCRYPTED FILE-----")');
+  const stanzas = stanzaCount(file) ?? 0;
+  if (stanzas > MAX_STANZAS) throw new Error(`too many recipients: ${stanzas} stanzas in the header, more than the ${MAX_STANZAS} a file is opened with`);
   const { Decrypter, armor } = await age();
   let binary = file;
   if (format === 'armored') {

@@ -1,10 +1,12 @@
 // secrets/recipients/T.txt (SPEC §16): target T's one public recipient, in the format `age -R` reads, so that an
 // operator without Keystone encrypts a secret for T with `age -R secrets/recipients/T.txt`. The `#` lines (age skips
-// them) say who reads T's key, so that `keystonectl secret ls` can answer without opening anything:
+// them) say who reads T's key, so that `keystonectl secret ls` can answer without opening anything, and a rekey can
+// say which readers and operators it adds:
 //
 //   # keystone target edge: encrypt its secrets with age -R secrets/recipients/edge.txt
 //   # readers: edge-1 edge-2
 //   # operators: 1
+//   # operator age1…          (one line each: the operators' recipients the key is wrapped to)
 //   age1…
 import { parseRecipients } from './age-codec.js';
 import { SecretError } from './secret-error.js';
@@ -15,12 +17,14 @@ export interface RecipientsFile {
   readers?: string[];
   /** How many operator recipients T's key is wrapped to, as the file says. */
   operators?: number;
+  /** Which, as the file says (undefined: it does not; files written before the `# operator` lines). */
+  operatorRecipients?: string[];
 }
 
 /** Device names are one word each (SPEC §15), so a line of names splits on spaces; long lists wrap at this width. */
 const LINE_WIDTH = 100;
 
-export function formatRecipientsFile(target: string, f: { recipient: string; readers: readonly string[]; operators: number }): string {
+export function formatRecipientsFile(target: string, f: { recipient: string; readers: readonly string[]; operators: readonly string[] }): string {
   const lines = [`# keystone target ${target}: encrypt its secrets with age -R secrets/recipients/${target}.txt`];
   let line = '# readers:';
   for (const name of f.readers) {
@@ -30,7 +34,7 @@ export function formatRecipientsFile(target: string, f: { recipient: string; rea
     }
     line += ` ${name}`;
   }
-  lines.push(line, `# operators: ${f.operators}`, f.recipient);
+  lines.push(line, `# operators: ${f.operators.length}`, ...f.operators.map((o) => `# operator ${o}`), f.recipient);
   return lines.join('\n') + '\n';
 }
 
@@ -53,11 +57,14 @@ export function parseRecipientsFile(text: string, file: string): RecipientsFile 
     );
   let readers: string[] | undefined;
   let operators: number | undefined;
+  let operatorRecipients: string[] | undefined;
   for (const raw of text.replace(/\r\n/g, '\n').split('\n')) {
     const r = /^#\s*readers:(.*)$/.exec(raw.trim());
     if (r) readers = [...(readers ?? []), ...r[1]!.split(/\s+/).filter(Boolean)];
     const o = /^#\s*operators:\s*(\d+)\s*$/.exec(raw.trim());
     if (o) operators = Number(o[1]);
+    const op = /^#\s*operator\s+(age1[02-9ac-hj-np-z]{58})\s*$/.exec(raw.trim());
+    if (op) operatorRecipients = [...(operatorRecipients ?? []), op[1]!];
   }
-  return { recipient: recipients[0]!, ...(readers && { readers }), ...(operators !== undefined && { operators }) };
+  return { recipient: recipients[0]!, ...(readers && { readers }), ...(operators !== undefined && { operators }), ...(operatorRecipients && { operatorRecipients }) };
 }

@@ -47,7 +47,7 @@ export async function makeTargetKey(target: string, readers: readonly TargetRead
 export async function wrapTargetKey(target: string, id: { identity: string; recipient: string }, readers: readonly TargetReader[], operators: readonly string[], now: number): Promise<NewTargetKey> {
   const recipients = [...new Set([...readers.map((r) => r.ageRecipient), ...operators])];
   const keyFile = await encryptTo(recipients, new TextEncoder().encode(formatAgeIdentityFile(id, now)));
-  const recipientsFile = new TextEncoder().encode(formatRecipientsFile(target, { recipient: id.recipient, readers: readers.map((r) => r.device), operators: operators.length }));
+  const recipientsFile = new TextEncoder().encode(formatRecipientsFile(target, { recipient: id.recipient, readers: readers.map((r) => r.device), operators }));
   return { target, identity: id.identity, recipient: id.recipient, keyFile, recipientsFile, readers, operators };
 }
 

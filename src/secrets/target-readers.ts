@@ -36,8 +36,10 @@ export interface TargetReaders {
 /** Every valid certificate of the repository, once; then the readers of any target are a filter over them. */
 export async function enrolledDevices(repo: SecretsRepo, o: { enrollmentKeys: readonly PublicKey[]; now: number }): Promise<{ certificates: DeviceCertificate[]; files: Map<string, string>; refused: RefusedCertificate[] }> {
   if (!o.enrollmentKeys.length) throw new Error('enrolledDevices needs the enrolment key: readers are never computed from unverified certificates');
-  // A revocation list that is there but unreadable is not an empty one: fail closed, as devices do.
-  const revokedText = await repo.readText(REVOCATIONS_FILE);
+  // A revocation list that is there but unreadable is not an empty one: fail closed, as devices do. And it must be the
+  // signed one: a revocation taken out of it since (or the whole file removed) would hand a stolen device the key.
+  const revokedBytes = await repo.readSigned(REVOCATIONS_FILE, 'it says which devices are revoked (and so never get a key)');
+  const revokedText = revokedBytes && new TextDecoder().decode(revokedBytes);
   const revocations = revokedText === undefined ? NO_REVOCATIONS : parseRevocations(revokedText, REVOCATIONS_FILE);
   let names: string[] = [];
   try {

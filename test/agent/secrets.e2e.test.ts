@@ -155,14 +155,23 @@ describe('secrets through real agents (SPEC §16)', { timeout: 60_000 }, () => {
       expect(st.uid).toBe(uidOf(running.app!));
       expect(readFileSync(file).equals(Buffer.from(TLS))).toBe(true);
       // On tmpfs when the device has one (never then in the state directory, which is on disk).
-      expect(file.startsWith(f.secretsRoots.get(d)!.dir + '/'), `${file} is under ${f.secretsRoots.get(d)!.dir}`).toBe(true);
+      const root = f.secretsRootOf(d)!;
+      expect(file.startsWith(root + '/'), `${file} is under ${root}`).toBe(true);
       if (tmpfs) {
         expect(mountOf(file)?.fsType, `${file} is on ${JSON.stringify(mountOf(file))}`).toBe('tmpfs');
         expect(file.startsWith(h(d).stateDir + '/')).toBe(false);
       }
       pids.set(d, running);
+
+      // app and other read secrets and run as the same default user (as plain does): each is warned of, not refused.
+      const warned = f.agents.get(d)!.lines((l) => l.code === 'KS_SECRET_SHARED_USER');
+      expect([...new Set(warned.map((l) => l.component))].sort()).toEqual(['app', 'other']);
+      const app = warned.find((l) => l.component === 'app')!;
+      expect(app.msg).toMatch(/^app reads secrets \(db_password, tls_key\) and runs as /);
+      expect([...(app.others as string[])].sort()).toEqual(['other', 'plain']);
     }
     expect(h(US).pidsOf()).toEqual({ plain: expect.any(Number) });
+    expect(f.agents.get(US)!.lines((l) => l.code === 'KS_SECRET_SHARED_USER')).toEqual([]);
     pids.set(US, h(US).pidsOf());
   });
 
@@ -393,8 +402,8 @@ describe('secrets through real agents (SPEC §16)', { timeout: 60_000 }, () => {
     for (const d of DEVICES) {
       const sd = h(d).stateDir;
       // The secret files' own directory is where values belong (on tmpfs here, in the state directory without one).
-      const root = f.secretsRoots.get(d)!.dir;
-      const r = await grepTree(sd, set, (p) => p === root || p.startsWith(root + '/'));
+      const root = f.secretsRootOf(d);
+      const r = await grepTree(sd, set, (p) => root !== undefined && (p === root || p.startsWith(root + '/')));
       expect(r.files).toBeGreaterThan(10);
       // What the store keeps instead: the placeholder as written (positive control of the same grep).
       if (d !== US) expect((await grepTree(sd, new Map([['placeholder', '{{secret.db_password}}']]))).findings.length, `${d}'s store keeps the placeholder`).toBeGreaterThan(0);

@@ -64,6 +64,17 @@ describe('checkStateDir', () => {
     expect(refusal(() => checkStateDir(dir)).message).toContain(`${join(dir, 'components', 'w', '5', 'logs')} is owned by uid ${NOBODY}`);
   });
 
+  it.skipIf(root.skip)(root.title('accepts a run user’s secret file in secrets-run/<start>/ (a device without tmpfs), not a directory of its there'), () => {
+    const dir = temp();
+    lived(dir);
+    mkdirSync(join(dir, 'secrets-run', 'web.0123456789abcdef'), { recursive: true, mode: 0o711 });
+    writeFileSync(join(dir, 'secrets-run', 'web.0123456789abcdef', 'tls.key'), 'x', { mode: 0o400 });
+    chownSync(join(dir, 'secrets-run', 'web.0123456789abcdef', 'tls.key'), NOBODY, NOBODY);
+    expect(() => checkStateDir(dir)).not.toThrow();
+    chownSync(join(dir, 'secrets-run', 'web.0123456789abcdef'), NOBODY, NOBODY);
+    expect(refusal(() => checkStateDir(dir)).message).toContain(`${join(dir, 'secrets-run', 'web.0123456789abcdef')} is owned by uid ${NOBODY}`);
+  });
+
   it('creates a missing state directory 0711', () => {
     const dir = join(temp(), 'keystone');
     checkStateDir(dir);

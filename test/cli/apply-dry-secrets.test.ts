@@ -1,7 +1,7 @@
 // apply-dry and secrets (SPEC §16): a pull request's dry run cannot decrypt, and says `secret pw ciphertext changed`; an
 // operator's identity (--identity) tells a new value (`secret pw changed`) from a re-encryption (nothing to do). No value
 // is ever printed.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { formatAgeIdentityFile } from '../../src/identity/age-identity-file.js';
@@ -69,8 +69,35 @@ describe('apply-dry with secrets', () => {
     expect(r.reasons.reader).not.toMatch(/ciphertext/);
   });
 
+  it('the identity is read as secret ls reads it: a missing file or an empty variable is no stack trace, two keys are fine', async () => {
+    const missing = await dry('--identity', '/nonexistent/operator.key');
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('refused: cannot read the operator identity (--identity /nonexistent/operator.key): ENOENT [KS_SECRET_OPERATOR]');
+    expect(missing.stderr).not.toMatch(/unexpected failure|\n\s+at /);
+    const viaEnv = await runCtl(['apply-dry', PLAN, '--repo', repo.dir, '--allow-unsigned', '--base', 'HEAD', '--json'], '/', { env: { KEYSTONE_AGE_IDENTITY: '/nonexistent/operator.key' } });
+    expect(viaEnv.code).toBe(2);
+    expect(viaEnv.stderr).toContain('cannot read the operator identity (KEYSTONE_AGE_IDENTITY=/nonexistent/operator.key): ENOENT');
+    // KEYSTONE_AGE_IDENTITY="" names no identity: compared by ciphertext, as without one.
+    await writeSecret(VALUE_1);
+    const empty = await runCtl(['apply-dry', PLAN, '--repo', repo.dir, '--allow-unsigned', '--base', 'HEAD', '--json'], '/', { env: { KEYSTONE_AGE_IDENTITY: '' } });
+    expect(empty.code, empty.stderr).toBe(0);
+    expect((JSON.parse(empty.stdout) as { reasons: Record<string, string> }).reasons.reader).toMatch(/secret pw ciphertext changed/);
+    // An identity file with two keys (age-keygen output of two operators, concatenated): the second opens the target key.
+    const other = await newAgeIdentity();
+    const two = join(repo.dir, '..', `two-${process.pid}.key`);
+    writeFileSync(two, formatAgeIdentityFile(other, Date.UTC(2026, 0, 1)) + readFileSync(operatorFile, 'utf8'), { mode: 0o600 });
+    const r = await reasons('--identity', two);
+    expect(r.noTouch).toContain('reader');
+    // A file that is not an identity is named by line, never quoted.
+    writeFileSync(two, 'not-a-key-but-maybe-a-value\n', { mode: 0o600 });
+    const bad = await dry('--identity', two);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain(`the operator identity (--identity ${two}), line 1: not an age X25519 identity`);
+    expect(bad.stderr).not.toContain('not-a-key-but-maybe-a-value');
+    rmSync(two);
+  });
+
   it('a plan reading a secret whose file is missing is refused, naming it', async () => {
-    const { rmSync } = await import('node:fs');
     rmSync(join(repo.dir, 'secrets', 'pw.age'));
     const r = await dry();
     expect(r.code).toBe(2);
@@ -89,6 +116,12 @@ describe('apply-dry --fleet with secrets', () => {
   beforeEach(() => {
     writeFileSync(join(repo.dir, 'fleet.toml'), `[[targets]]\nname = "t"\nselector = {}\nplan = "${PLAN}"\n`);
     repo.commit('a fleet');
+  });
+
+  it('reads the identity as apply-dry does: a missing file is a refusal, not a stack trace', async () => {
+    const r = await runCtl(['apply-dry', '--fleet', '--repo', repo.dir, '--allow-unsigned', '--base', 'HEAD', '--json', '--identity', '/nonexistent/operator.key'], '/');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('cannot read the operator identity (--identity /nonexistent/operator.key): ENOENT [KS_SECRET_OPERATOR]');
   });
 
   it('tells a re-encryption (with the identity: unchanged) from a new value, per target', async () => {

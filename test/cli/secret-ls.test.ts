@@ -35,6 +35,8 @@ beforeEach(async () => {
   for (const [name, targets, value] of [['db_password', ['edge'], DB], ['tls_key', ['edge', 'lab'], TLS], ['lab_only', ['lab'], LAB]] as const) {
     const r = await repo.set(name, [...targets], value, name === 'tls_key' ? ['--binary'] : []);
     expect(r.code, r.stderr).toBe(0);
+    // Signed after each: a key made by one `secret set` is used by the next only once signed.
+    await repo.sign();
   }
 });
 afterEach(() => repo.cleanup());

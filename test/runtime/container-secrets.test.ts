@@ -2,7 +2,7 @@
 // /run/secrets/NAME (and at an absolute path), the host file root-only and gone once the container is removed.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { lstat, readdir, stat } from 'node:fs/promises';
+import { lstat, mkdir, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { DesiredComponent } from '../../src/core/desired-state.js';
@@ -63,6 +63,41 @@ function inContainer(id: string, script: string): { out: string; status: number 
   const r = spawnSync('docker', ['exec', id, 'sh', '-c', script], { encoding: 'utf8', timeout: 30_000 });
   return { out: r.stdout, status: r.status };
 }
+
+describe('the host-side cmd: health check of a container (no engine needed)', () => {
+  beforeEach(async () => {
+    tmp = await tempRoot();
+    password = `pw-${randomBytes(12).toString('hex')}`;
+    values = { valueOf: (d) => (d === 'digest-db' ? new TextEncoder().encode(password) : undefined) };
+  });
+  afterEach(() => tmp.cleanup());
+
+  it('runs without the variables that read a secret (it runs as a user other host processes share): the others it gets', async () => {
+    const withCheck = (check: string): DesiredComponent => {
+      const raw: RecipeInput = {
+        metadata: { name: 'com.test.checked', version: '1.0.0' },
+        lifecycle: {
+          run: {
+            type: 'container',
+            container: { image: BUSYBOX_IMAGE, env: { DB_PASSWORD: '{{secret.db_password}}', DB_URL: 'postgres://app:{{ secret.db_password }}@db/app', PLAIN: 'plain' } },
+            health: { check },
+          },
+        },
+      };
+      const recipe = recipeSchema.parse(raw) as Recipe;
+      return { ...component('checked', ['sleep', '1000']), recipe };
+    };
+    const paths = tmp.paths('checked');
+    await mkdir(paths.workDir, { recursive: true });
+    const rt = new ContainerRuntime({ ownerTag: ownerTagFor(RUN, 'agent'), secrets: values });
+    const probe = async (check: string) => (await rt.healthProbe(withCheck(check), paths))!(new AbortController().signal);
+    expect(await probe('cmd:test "${DB_PASSWORD-unset}${DB_URL-unset}" = unsetunset && test "$PLAIN" = plain')).toMatchObject({ ok: true });
+    const r = await probe('cmd:echo "[$DB_PASSWORD][$DB_URL][$PLAIN]"; exit 1');
+    expect(r).toMatchObject({ ok: false, detail: 'exit 1: [][][plain]' });
+    expect(r.detail.includes(password)).toBe(false);
+    await rt.close();
+  });
+});
 
 describe.skipIf(engine.skip)(engine.title('secrets of a container component (a real Docker engine)'), () => {
   beforeAll(async () => {

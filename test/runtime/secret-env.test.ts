@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DesiredComponent } from '../../src/core/desired-state.js';
 import { isRuntimeError } from '../../src/runtime/runtime-error.js';
-import { fillSecretEnv, scrubSecrets, secretTextsOf } from '../../src/runtime/secret-env.js';
+import { fillSecretEnv, scrubSecrets, secretTextsOf, withoutSecretEnv } from '../../src/runtime/secret-env.js';
 import type { SecretValues } from '../../src/secrets/secret-vault.js';
 import { processComponent } from './runtime-fixtures.js';
 
@@ -101,5 +101,16 @@ describe('scrubbing what is said about a component', () => {
 
   it('scrubSecrets replaces each value, a longer one whole', () => {
     expect(scrubSecrets('exit 1: hunter2 and hunter2-long', ['hunter2-long', 'hunter2'])).toBe('exit 1: [secret] and [secret]');
+  });
+});
+
+describe('withoutSecretEnv (the environment of a container’s host-side check)', () => {
+  it('leaves out every variable that reads a secret, however spaced; keeps the others; the same object when none does', () => {
+    const env = { PATH: '/bin', A: '{{secret.db}}', B: 'x:{{ secret.db }}@h', C: '{{config.port}}', D: 'secret.db', E: '{{secret.}}' };
+    expect(withoutSecretEnv(env)).toEqual({ PATH: '/bin', C: '{{config.port}}', D: 'secret.db', E: '{{secret.}}' });
+    // Twice in a row (no state carried from one test to the next).
+    expect(withoutSecretEnv({ A: '{{secret.a}}', B: '{{secret.b}}' })).toEqual({});
+    const plain = { PATH: '/bin' };
+    expect(withoutSecretEnv(plain)).toBe(plain);
   });
 });

@@ -2,7 +2,7 @@
 // reach the program and nowhere else: not its logs, its command line, an error or a health check's detail.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { lstat, mkdir, readdir, readFile, readlink, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readdir, readFile, readlink, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { DesiredComponent } from '../../src/core/desired-state.js';
@@ -11,6 +11,7 @@ import { ProcessRuntime } from '../../src/runtime/process-runtime.js';
 import { isRuntimeError, type RuntimeCode } from '../../src/runtime/runtime-error.js';
 import type { ComponentPaths, Instance } from '../../src/runtime/runtime.js';
 import { writeSecretFile } from '../../src/runtime/secret-file-ops.js';
+import { chooseSecretsRoot, recordedSecretsRoot } from '../../src/runtime/secrets-root.js';
 import type { SecretValues } from '../../src/secrets/secret-vault.js';
 import { GroupReaper, isRoot, liveGroup, readOr, tempRoot, waitFor, type RecipeInput } from './runtime-fixtures.js';
 
@@ -134,7 +135,8 @@ describe('secrets of a process component', () => {
     const i = track(await rt.start(c, paths));
     expect(await readsBack(paths)).toEqual({ env: dbPassword, file: tlsKey });
 
-    // The link, and the file it names: the run user's, read-only, in a directory of its own the run user can only read.
+    // The link, and the file it names: the run user's, read-only, in a directory of the agent's the run user can only
+    // pass through (to open its file by name): not list, not change.
     const link = join(paths.workDir, 'tls.key');
     expect((await lstat(link)).isSymbolicLink()).toBe(true);
     const target = await readlink(link);
@@ -143,8 +145,8 @@ describe('secrets of a process component', () => {
     expect(file.mode & 0o7777).toBe(0o400);
     expect(file.uid).toBe(RUN_UID);
     const dir = await stat(join(target, '..'));
-    expect(dir.mode & 0o7777).toBe(0o500);
-    expect(dir.uid).toBe(RUN_UID);
+    expect(dir.mode & 0o7777).toBe(0o711);
+    expect(dir.uid).toBe(process.geteuid!());
     expect((await stat(secretsRoot)).mode & 0o7777).toBe(isRoot ? 0o711 : 0o700);
 
     // Not on its command line (ps), not in its logs (checked after each test).
@@ -154,6 +156,27 @@ describe('secrets of a process component', () => {
     await rt.stop(i.ref, 2000);
     await expect(lstat(link)).rejects.toMatchObject({ code: 'ENOENT' });
     await expect(lstat(target)).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(await secretEntries()).toEqual([]);
+  });
+
+  it.skipIf(!isRoot)('the run user reads its file by its link, and can neither list, change nor write its directory', async () => {
+    const rt = runtime();
+    const paths = tmp.paths('confined');
+    const i = track(await rt.start(component('confined', { command: '/bin/sh', args: READER }), paths));
+    expect(await readsBack(paths)).toEqual({ env: dbPassword, file: tlsKey });
+    const target = await readlink(join(paths.workDir, 'tls.key'));
+    const dir = join(target, '..');
+    const asRunUser = (script: string) =>
+      spawnSync('/usr/bin/setpriv', [`--reuid=${RUN_UID}`, `--regid=${RUN_UID}`, '--clear-groups', '/bin/sh', '-c', script, 'sh', dir, target], { encoding: 'utf8', timeout: 10_000 });
+    expect(asRunUser('cat "$2"').stdout).toBe(tlsKey);
+    for (const attempt of ['chmod 700 "$1"', 'ls "$1"', 'touch "$1/filler"', 'mv "$2" "$1/moved"', 'rm -f "$2"', 'chown 0 "$1"']) {
+      const r = asRunUser(attempt);
+      expect(r.status, `${attempt}: ${r.stdout}${r.stderr}`).not.toBe(0);
+    }
+    expect((await stat(dir)).mode & 0o7777).toBe(0o711);
+    expect(await readdir(dir)).toEqual(['tls.key']);
+    expect(await readFile(target, 'utf8')).toBe(tlsKey);
+    await rt.stop(i.ref, 2000);
     expect(await secretEntries()).toEqual([]);
   });
 
@@ -226,6 +249,40 @@ describe('secrets of a process component', () => {
     await second.stop(adopted.ref, 2000);
     expect(await secretEntries()).toEqual([]);
     await expect(lstat(join(paths.workDir, 'tls.key'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('an agent started again whose recorded directory was changed: new starts go to a new one, the old one goes once its instances have', async () => {
+    const shm = join(tmp.root, 'shm');
+    const stateDir = join(tmp.root, 'state');
+    await mkdir(shm, { mode: 0o1777 });
+    await chmod(shm, 0o1777);
+    await mkdir(stateDir, { mode: 0o711 });
+    const rootOf = () => chooseSecretsRoot(stateDir, { mounts: `/dev/vda / ext4 rw 0 0\ntmpfs ${shm} tmpfs rw 0 0`, run: join(tmp.root, 'no-run'), shm });
+    const first = runtime({ secretsRoot: rootOf() });
+    const c = component('kept', { command: 'sleep', args: ['1000'] });
+    const i = track(await first.start(c, tmp.paths('kept')));
+    const old = recordedSecretsRoot(stateDir)!;
+    expect(old.startsWith(`${shm}/keystone-`)).toBe(true);
+    await chmod(old, 0o750); // not as the agent leaves it (root, or the agent's user, did this)
+
+    const root = rootOf();
+    const second = runtime({ secretsRoot: root });
+    const adopted = (await second.adopt(i.ref))!;
+    await second.sweepSecretFiles();
+    expect((await readdir(old)).length).toBe(2); // the running instance's directory and record
+    const j = track(await second.start({ ...c, name: 'fresh' }, tmp.paths('fresh')));
+    const now = recordedSecretsRoot(stateDir)!;
+    expect(now).not.toBe(old);
+    expect((await readlink(join(tmp.paths('fresh').workDir, 'tls.key'))).startsWith(`${now}/fresh.`)).toBe(true);
+    expect(root.former()).toEqual([old]);
+
+    await second.stop(adopted.ref, 2000);
+    await expect(lstat(old)).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(lstat(join(tmp.paths('kept').workDir, 'tls.key'))).rejects.toMatchObject({ code: 'ENOENT' });
+    await second.stop(j.ref, 2000);
+    expect(await readdir(now)).toEqual([]);
+    // The agent after that one no longer lists the old directory.
+    expect(rootOf().former()).toEqual([]);
   });
 
   it('an agent that died left files: the next one sweeps those of instances gone, keeps those of live ones', async () => {

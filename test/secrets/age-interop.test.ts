@@ -21,8 +21,9 @@ let repo: SecretRepo;
 beforeEach(async () => {
   repo = await SecretRepo.create();
   // edge's key and recipients file, made by keystonectl.
-  const r = await repo.ctl(['secret', 'rekey', '--target', 'edge', '--enrollment-key', repo.enrollPub]);
+  const r = await repo.ctl(['secret', 'rekey', '--target', 'edge', '--enrollment-key', repo.enrollPub, ...repo.trustArgs]);
   expect(r.code, r.stderr).toBe(0);
+  await repo.sign();
 });
 afterEach(() => repo?.cleanup());
 
@@ -65,11 +66,13 @@ describe.skipIf(tools.skip)(tools.title('age interoperability'), () => {
     execFileSync('age-keygen', ['-o', opKey], { stdio: 'pipe' });
     const recipient = execFileSync('age-keygen', ['-y', opKey]).toString('utf8').trim();
     repo.write('secrets/operators.txt', `${repo.operator.recipient}\n${recipient}\n`);
+    await repo.sign();
     // The listed operator rekeys: the new key is wrapped to the age-keygen operator too, who then rekeys alone.
     expect((await repo.set('db', ['edge'], 'db value')).code).toBe(0);
-    const first = await repo.ctl(['secret', 'rekey', '--target', 'edge', '--enrollment-key', repo.enrollPub, '--identity', repo.operator.keyFile]);
+    const first = await repo.ctl(['secret', 'rekey', '--target', 'edge', '--enrollment-key', repo.enrollPub, '--identity', repo.operator.keyFile, ...repo.trustArgs]);
     expect(first.code, first.stderr).toBe(0);
-    const second = await repo.ctl(['secret', 'rekey', '--target', 'edge', '--enrollment-key', repo.enrollPub, '--identity', opKey]);
+    await repo.sign();
+    const second = await repo.ctl(['secret', 'rekey', '--target', 'edge', '--enrollment-key', repo.enrollPub, '--identity', opKey, ...repo.trustArgs]);
     expect(second.code, second.stderr).toBe(0);
     expect(second.stdout).toContain('re-encrypted 1 secret: db');
     const ls = await repo.ctl(['secret', 'ls', '--identity', opKey]);

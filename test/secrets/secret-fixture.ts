@@ -1,6 +1,9 @@
 // An operator's checkout for the `keystonectl secret` tests: fleet.toml with two targets, enrolled devices (certificates
 // signed in-process with the seeded enrolment key, each device with a fresh age identity), one forged certificate,
-// an operator identity listed in secrets/operators.txt, and a signing key for `keystonectl sign`.
+// an operator identity listed in secrets/operators.txt, and a signing key for `keystonectl sign`. The checkout is
+// signed once made (fleet.toml, devices/revoked.toml, secrets/operators.txt: what `secret set|rekey|rewrap` take only
+// signed), and the secret commands are run with `--trusted-key` its public key (`trustArgs`); a test signs again
+// (`sign()`) after each change a command must then take, as an operator does.
 //
 //   edge  selector site=berlin   readers: edge-1, edge-2 (edge-3 revoked, forged-1 signed by another key)
 //   lab   devices ["lab-1"]      readers: lab-1
@@ -73,8 +76,21 @@ export class SecretRepo {
     writeFileSync(join(r.dir, 'devices/revoked.toml'), '[[revoked]]\ndevice = "edge-3"\nreason = "stolen"\n');
     r.operator = await r.identity('operator');
     r.write('secrets/operators.txt', `# the operators\n${r.operator.recipient}\n`);
+    await r.sign();
     return r;
   }
+
+  /** `keystonectl sign` with the release key: SHA256SUMS and its signature over the checkout as it is. */
+  async sign(): Promise<void> {
+    const r = await this.ctl(['sign', '--key', join(this.root, 'keys/sign.key')]);
+    if (r.code !== 0) throw new Error(`keystonectl sign: exit ${r.code}: ${r.stderr}`);
+  }
+
+  /** `--trusted-key` the release key's public key: how `secret set|rekey|rewrap` verify the checkout. */
+  get trustArgs(): string[] {
+    return ['--trusted-key', join(this.root, 'keys/sign.pub')];
+  }
+
 
   /** A device with a fresh age identity and its certificate devices/NAME.cert, signed by `key` (the enrolment key). */
   async enrol(name: string, labels: Record<string, string>, key: SecretKey = ENROLL): Promise<Device> {
@@ -86,7 +102,8 @@ export class SecretRepo {
     return d;
   }
 
-  private async identity(name: string): Promise<Device> {
+  /** A new age identity, its file under keys/ (as the devices' and the operator's). */
+  async identity(name: string): Promise<Device> {
     const { identity, recipient } = await newAgeIdentity();
     const keyFile = join(this.root, 'keys', `${name}.age.key`);
     writeFileSync(keyFile, formatAgeIdentityFile({ identity, recipient }, Date.now()), { mode: 0o600 });
@@ -117,9 +134,15 @@ export class SecretRepo {
     return runCtl(args, this.dir, { ...(stdin && { stdin }), ...extra });
   }
 
-  /** `secret set NAME --target …` with the value on stdin, the enrolment key and the operator's identity. */
+  /** `secret set NAME --target …` with the value on stdin, the enrolment key and `--trusted-key` (unless `more` says --allow-unsigned). */
   set(name: string, targets: string[], value: string, more: string[] = []): Promise<CliResult> {
-    return this.ctl(['secret', 'set', name, ...targets.flatMap((t) => ['--target', t]), '--enrollment-key', this.enrollPub, ...more], value);
+    const trust = more.includes('--allow-unsigned') ? [] : this.trustArgs;
+    return this.ctl(['secret', 'set', name, ...targets.flatMap((t) => ['--target', t]), '--enrollment-key', this.enrollPub, ...trust, ...more], value);
+  }
+
+  /** `secret rekey|rewrap --target T` with the enrolment key, the operator's identity and `--trusted-key`. */
+  rekey(target: string, more: string[] = [], mode: 'rekey' | 'rewrap' = 'rekey'): Promise<CliResult> {
+    return this.ctl(['secret', mode, '--target', target, '--enrollment-key', this.enrollPub, '--identity', this.operator.keyFile, ...this.trustArgs, ...more]);
   }
 
   get enrollPub(): string {

@@ -2,7 +2,8 @@
 // over a real Git smart-HTTP server, each with the keys it made in its state directory, enrolled by
 // `keystonectl enroll --label region=…` with the labels the operator vouches for, started with the same labels, and
 // placed by fleet.toml in target "eu" or "us". The operator's checkout is `fx.dir`: its secrets are made by the real
-// `keystonectl secret` binary (the value on stdin, as an operator pipes it), signed by `keystonectl sign`, pushed.
+// `keystonectl secret` binary (the value on stdin, as an operator pipes it; the checkout signed before each, and the
+// command given `--trusted-key`), signed by `keystonectl sign`, pushed.
 //
 // And the means to look for a value everywhere a device shows or keeps anything: its log lines, its API (every data
 // route of the dashboard, /metrics, the event stream), its state directory byte by byte (every Git object of any
@@ -11,11 +12,11 @@ import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, relative } from 'node:path';
+import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { formatAgeIdentityFile } from '../../src/identity/age-identity-file.js';
 import { identityPaths } from '../../src/identity/device-keys.js';
-import { chooseSecretsRoot } from '../../src/runtime/secrets-root.js';
+import { recordedSecretsRoot } from '../../src/runtime/secrets-root.js';
 import { newAgeIdentity } from '../../src/secrets/age-codec.js';
 import { readStatusNotes, type NotedStatusLine } from '../../src/status/status-notes-read.js';
 import { apiOf, type AgentApi } from './agent-api.js';
@@ -96,8 +97,6 @@ export class SecretFleet {
   readonly identities = new Map<string, DeviceIdentity>();
   readonly labels = new Map<string, Record<string, string>>();
   readonly ports = new Map<string, number>();
-  /** Where each device's agent writes secret files (chosen as the agent chooses it: secrets-root.ts). */
-  readonly secretsRoots = new Map<string, { dir: string; tmpfs: boolean }>();
   /** Repository files (path → text) written at every push, besides the fixture's own. */
   readonly files = new Map<string, string>();
 
@@ -142,7 +141,6 @@ export class SecretFleet {
     this.harness.set(d.name, h);
     this.labels.set(d.name, d.labels);
     this.ports.set(d.name, (await freePorts(1))[0]!);
-    this.secretsRoots.set(d.name, chooseSecretsRoot(h.stateDir));
     const id = await keystoneIdentity(h.stateDir, d.name);
     this.identities.set(d.name, id);
     const file = join(this.root, `${d.name}.identity.json`);
@@ -162,10 +160,15 @@ export class SecretFleet {
     }
   }
 
-  /** `keystonectl secret set NAME --target …` with the value on stdin (or `--file`), in the checkout; fails on a non-zero exit. */
+  /**
+   * `keystonectl secret set NAME --target …` with the value on stdin (or `--file`), in the checkout; fails on a non-zero
+   * exit. As an operator does: the checkout's files written, reviewed and signed first (`secret set` takes fleet.toml,
+   * the revocations, the operators and a target's key only signed), then the command with `--trusted-key`.
+   */
   async secretSet(name: string, targets: string[], value: string, o: { viaFile?: boolean } = {}): Promise<CliResult> {
     this.writeFiles();
-    const args = ['secret', 'set', name, ...targets.flatMap((t) => ['--target', t]), '--enrollment-key', this.enrollPub];
+    await this.fx.sign();
+    const args = ['secret', 'set', name, ...targets.flatMap((t) => ['--target', t]), '--enrollment-key', this.enrollPub, ...this.fx.trustArgs];
     let r: CliResult;
     if (o.viaFile) {
       const file = join(this.root, `value-${name}`);
@@ -177,10 +180,11 @@ export class SecretFleet {
     return r;
   }
 
-  /** `keystonectl secret rekey --target T --json` with the operator's identity; its JSON answer. */
+  /** `keystonectl secret rekey --target T --json` with the operator's identity, the checkout signed first; its JSON answer. */
   async rekey(target: string): Promise<{ recipient: string; previousRecipient: string | null; readers: string[]; removed: string[] | null; reencrypted: string[]; text: string }> {
     this.writeFiles();
-    const r = await keystonectl(['secret', 'rekey', '--target', target, '--enrollment-key', this.enrollPub, '--identity', this.operatorKey, '--json'], this.fx.dir);
+    await this.fx.sign();
+    const r = await keystonectl(['secret', 'rekey', '--target', target, '--enrollment-key', this.enrollPub, '--identity', this.operatorKey, '--json', ...this.fx.trustArgs], this.fx.dir);
     if (r.code !== 0) throw new Error(`secret rekey --target ${target}: exit ${r.code}: ${r.stderr}${r.stdout}`);
     return { ...(JSON.parse(r.stdout) as { recipient: string; previousRecipient: string | null; readers: string[]; removed: string[] | null; reencrypted: string[] }), text: r.stdout + r.stderr };
   }
@@ -266,10 +270,22 @@ export class SecretFleet {
     return (await run('git', ['-C', this.fx.dir, 'show', `${commit}:${path}`], { env: GIT_ENV, encoding: 'buffer', maxBuffer: 64 * 1024 * 1024 })).stdout;
   }
 
+  /**
+   * Where the device's agent writes secret files: the directory it made (mkdtemp, on tmpfs where there is one) and
+   * recorded in its state directory at the first of them (secrets-root.ts); undefined before.
+   */
+  secretsRootOf(device: string): string | undefined {
+    return recordedSecretsRoot(this.h(device).stateDir);
+  }
+
   async cleanup(): Promise<void> {
+    // The agents are killed, not stopped: the secret files of what they ran stay on tmpfs, outside the state directories.
+    const roots = [...this.harness.keys()].flatMap((d) => {
+      const root = this.secretsRootOf(d);
+      return root !== undefined && !root.startsWith(this.h(d).stateDir + '/') ? [root] : [];
+    });
     for (const h of this.harness.values()) await h.cleanup().catch(() => {});
-    // The agents were killed, not stopped: the secret files of what they ran are still on tmpfs, outside the state directories.
-    for (const [device, root] of this.secretsRoots) if (!root.dir.startsWith(this.h(device).stateDir + '/')) rmSync(dirname(root.dir), { recursive: true, force: true });
+    for (const root of roots) rmSync(root, { recursive: true, force: true });
     await this.server.stop();
     this.fx.cleanup();
     rmSync(this.root, { recursive: true, force: true });

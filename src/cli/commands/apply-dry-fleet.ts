@@ -5,10 +5,10 @@ import { actualFromDesired, diff, EMPTY_ACTUAL, type Reconcile } from '../../cor
 import { CODES, type Diagnostic } from '../../core/errors.js';
 import { FLEET_FILE } from '../../core/fleet.js';
 import { DirectoryReader } from '../../source/directory-reader.js';
-import { resolve } from 'node:path';
 import { loadFleet, type ResolvedTarget } from '../../source/load-fleet.js';
 import type { RepoReader } from '../../source/repo-reader.js';
 import { dryRunKeys, withDryRunDigests } from '../dry-run-secrets.js';
+import { operatorIdentity } from '../../secrets/operator-identity.js';
 import { TrustError } from '../../trust/trust-error.js';
 import { EXIT, type CliIo } from '../io.js';
 import { renderDiagnosticsText } from '../render/diagnostics-text.js';
@@ -66,8 +66,7 @@ export async function applyDryFleet(values: FleetDryValues, io: CliIo): Promise<
   const loaded = await loadFleet(head.reader);
   if (!loaded.ok) return invalid(loaded.diagnostics);
   // Secrets (SPEC §16): each target's components take the digests of what they read, by value or by ciphertext.
-  const identityFile = values.identity ?? io.env.KEYSTONE_AGE_IDENTITY;
-  const secretKeys = dryRunKeys(root, identityFile === undefined ? undefined : resolve(io.cwd, identityFile));
+  const secretKeys = dryRunKeys(root, operatorIdentity(values.identity, io.env, io.cwd));
   const withSecrets = async (reader: RepoReader, targets: ResolvedTarget[]) => {
     for (const t of targets) t.state = await withDryRunDigests(reader, t.state, secretKeys);
   };

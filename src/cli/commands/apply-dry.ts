@@ -13,6 +13,7 @@ import { TrustError } from '../../trust/trust-error.js';
 import { loadRevision } from '../../source/load-revision.js';
 import { applyDryFleet } from './apply-dry-fleet.js';
 import { dryRunKeys, withDryRunDigests } from '../dry-run-secrets.js';
+import { operatorIdentity } from '../../secrets/operator-identity.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
 import { renderDiagnosticsText } from '../render/diagnostics-text.js';
 import { renderDiagnosticsMarkdown, renderReconcileMarkdown, renderRefusalMarkdown } from '../render/reconcile-markdown.js';
@@ -126,8 +127,7 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
   const head = await policy.open(new DirectoryReader(root)).catch(refused());
   if (head.verification.unsigned) io.stderr.write(`keystonectl apply-dry: WARNING: ${describeVerification(head.verification)}\n`);
   const loaded = await loadRevision(head.reader, plan);
-  const identityFile = values.identity ?? io.env.KEYSTONE_AGE_IDENTITY;
-  const secretKeys = dryRunKeys(root, identityFile === undefined ? undefined : resolve(io.cwd, identityFile));
+  const secretKeys = dryRunKeys(root, operatorIdentity(values.identity, io.env, io.cwd));
   const desired = loaded.ok ? { ...loaded, state: await withDryRunDigests(head.reader, loaded.state, secretKeys) } : loaded;
   if (!desired.ok) {
     if (values.json) io.stdout.write(JSON.stringify({ error: { code: 'KS_INVALID_REVISION', plan, diagnostics: desired.diagnostics } }, null, 2) + '\n');
