@@ -111,5 +111,11 @@ export async function removeSecretDir(dir: string): Promise<void> {
     if (errno(e) === 'ENOENT') return;
     throw e;
   }
-  await rm(dir, { recursive: true, force: true });
+  try {
+    await rm(dir, { recursive: true, force: true });
+  } catch (e) {
+    // Emptied by another remover meanwhile (a sweep, an exit and a stop of one instance): once more finishes it.
+    if (errno(e) !== 'ENOTEMPTY' && errno(e) !== 'ENOENT') throw e;
+    await rm(dir, { recursive: true, force: true });
+  }
 }

@@ -190,11 +190,15 @@ export class SecretFiles {
 
   /** Links first (while they still point into the directory), then the directory, then the record. */
   private async removeNow({ root, name, record }: Entry): Promise<void> {
-    for (const l of record?.links ?? []) await removeLink(l.link, l.target);
-    await removeSecretDir(join(root, name));
-    await rm(join(root, name + REF_SUFFIX), { force: true });
-    // The last files of an earlier agent's directory: the directory goes with them.
-    if (this.opts.root.former().includes(root)) await rmdir(root).catch(() => {});
+    try {
+      for (const l of record?.links ?? []) await removeLink(l.link, l.target);
+      await removeSecretDir(join(root, name));
+      await rm(join(root, name + REF_SUFFIX), { force: true });
+    } finally {
+      // The last files of an earlier agent's directory: the directory goes with them — also when another remover (an
+      // earlier agent's runtime still in this process, a sweep) took some of them first and this one stumbled.
+      if (this.opts.root.former().includes(root)) await rmdir(root).catch(() => {});
+    }
   }
 
   /** Every record under the root and under earlier agents' directories (none where a directory does not exist). */
