@@ -5,11 +5,11 @@
 // dies however it dies (kill -9 included), so a lock file never outlives its agent; SQLite also sees a conflict
 // between two connections of one process, where plain POSIX locks would not. The holder's pid is in `agent.pid`,
 // only to name it: the lock, not that file, decides.
-import { closeSync, constants, fstatSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, constants, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import Sqlite from 'better-sqlite3';
 import { OperationError } from '../core/errors.js';
-import { checkOwnFile, checkOwnFileIfPresent, StateDirError } from '../runtime/safe-path.js';
+import { checkOwnFileIfPresent, readOwnFile, StateDirError } from '../runtime/safe-path.js';
 
 export const LOCK_FILE = 'agent.lock';
 export const PID_FILE = 'agent.pid';
@@ -66,22 +66,8 @@ export function lockStateDir(stateDir: string, pid: number = process.pid): State
 
 /** The pid in `agent.pid`, if it is a file of the agent's user holding one. */
 export function readPid(stateDir: string): number | undefined {
-  const path = join(stateDir, PID_FILE);
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-  } catch {
-    return undefined;
-  }
-  try {
-    checkOwnFile(path, fstatSync(fd));
-    const text = readFileSync(fd, 'utf8').trim();
-    return /^\d{1,10}$/.test(text) ? Number(text) : undefined;
-  } catch {
-    return undefined;
-  } finally {
-    closeSync(fd);
-  }
+  const text = readOwnFile(join(stateDir, PID_FILE))?.trim();
+  return text !== undefined && /^\d{1,10}$/.test(text) ? Number(text) : undefined;
 }
 
 /** Whole or not at all: a temporary file renamed over the name (rename replaces a link, never follows it). */

@@ -5,7 +5,7 @@
 // other user can swap an entry on the way between the check and the use, so the path may then be used by name (with
 // O_NOFOLLOW on the file at its end). The run users' work directories are theirs by design: nothing is ever reached
 // through one of them.
-import { lstatSync, mkdirSync, readFileSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, type Stats } from 'node:fs';
 import { join, resolve, sep } from 'node:path';
 import { CodedError } from '../core/errors.js';
 import { parsePasswd } from './user-db.js';
@@ -132,6 +132,27 @@ export function checkOwnFile(path: string, st: Stats, fix?: string): void {
   const me = self().uid;
   if (st.uid !== me) throw unsafe(path, `${path} is owned by ${describeUid(st.uid)}, not by the agent's user ${describeUid(me)} (${how()})`);
   if (writableByOthers(st)) throw unsafe(path, `${path} is writable by other users (mode ${mode(st)}) (${how()})`);
+}
+
+/**
+ * The text of a small file the agent keeps (a pid, a record), opened without following a link and read only when it
+ * is the agent's own (checkOwnFile); undefined when it is absent, a link, someone else's, or unreadable.
+ */
+export function readOwnFile(path: string): string | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch {
+    return undefined;
+  }
+  try {
+    checkOwnFile(path, fstatSync(fd));
+    return readFileSync(fd, 'utf8');
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** checkOwnFile for a path that may not exist yet: false when it does not. */

@@ -9,9 +9,9 @@
 // removed) where only root or the agent's user could have changed it. On disk (`<state-dir>/secrets-run`) only when
 // the device has no tmpfs at all, and then the agent says so.
 import { randomBytes } from 'node:crypto';
-import { accessSync, chmodSync, closeSync, constants, fstatSync, fsyncSync, lstatSync, mkdtempSync, openSync, readFileSync, realpathSync, renameSync, rmdirSync, unlinkSync, writeSync, type Stats } from 'node:fs';
+import { accessSync, chmodSync, closeSync, constants, fsyncSync, lstatSync, mkdtempSync, openSync, readFileSync, realpathSync, renameSync, rmdirSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
-import { changeableByOthers, checkOwnFile, safeDirectory } from './safe-path.js';
+import { changeableByOthers, readOwnFile, safeDirectory } from './safe-path.js';
 
 /**
  * The directory secret files go in, for the runtimes (secret-files.ts); one object shared by the process and the
@@ -207,22 +207,15 @@ class RecordedSecretsRoot implements SecretsRoot {
 
 /** The record, or undefined when there is none or it is not the agent's own well-formed file. */
 function readRecord(path: string): Record_ | undefined {
-  let fd: number;
+  const text = readOwnFile(path);
+  if (text === undefined) return undefined;
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-  } catch {
-    return undefined;
-  }
-  try {
-    checkOwnFile(path, fstatSync(fd));
-    const r = JSON.parse(readFileSync(fd, 'utf8')) as Partial<Record_>;
+    const r = JSON.parse(text) as Partial<Record_>;
     if (typeof r.dir !== 'string' || !r.dir.startsWith('/')) return undefined;
     const former = Array.isArray(r.former) ? r.former.filter((d): d is string => typeof d === 'string' && d.startsWith('/')) : [];
     return { dir: r.dir, former };
   } catch {
     return undefined;
-  } finally {
-    closeSync(fd);
   }
 }
 
