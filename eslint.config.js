@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.state/**', 'examples/**/*.mjs'] },
+  { ignores: ['dist/**', 'dist-bundle/**', 'dist-deb/**', 'node_modules/**', 'coverage/**', '.state/**', 'examples/**/*.mjs'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -155,18 +155,21 @@ export function writeProcessRepo(root, components, standIn) {
  * `node bin/keystone.js agent --dir REPO --plan PLAN --allow-unsigned --state-dir STATE --log-format json
  * --stop-on-exit [--concurrency N]`, in its own process group. Every JSON log line lands in `events` with `t`
  * (its own `time`, epoch ms) and `recv` (when the bench read it). With `gitRepo` (a URL or path) it follows Git
- * (`--repo gitRepo` instead of `--dir repo`); `trustArgs` (e.g. ['--trusted-key', FILE]) replaces `--allow-unsigned`.
+ * (`--repo gitRepo` instead of `--dir repo`); `trustArgs` (e.g. ['--trusted-key', FILE]) replaces `--allow-unsigned`;
+ * `program` is the entry run (bin/keystone.js); `launcher` (a shell script, e.g. packaging/launchers/keystone) runs it
+ * instead of node, as the package does: it execs node, so `pid` is still the agent's (the footprint bench).
  */
-export function startAgent({ repo, gitRepo, plan, stateDir, concurrency, extraArgs = [], env = process.env, nodeArgs = [], trustArgs = ['--allow-unsigned'] }) {
+export function startAgent({ repo, gitRepo, plan, stateDir, concurrency, extraArgs = [], env = process.env, nodeArgs = [], trustArgs = ['--allow-unsigned'], program = KEYSTONE_BIN, launcher }) {
   const source = gitRepo !== undefined ? ['--repo', gitRepo] : ['--dir', repo];
   // The components run as an unprivileged user, who must be able to reach their work directories: the benches keep
   // their state inside a mkdtemp directory (0700), which the agent would refuse (KS_WORK_DIR_UNREACHABLE).
   mkdirSync(dirname(stateDir), { recursive: true });
   chmodSync(dirname(stateDir), 0o755);
-  const args = [KEYSTONE_BIN, 'agent', ...source, '--plan', plan, ...trustArgs, '--state-dir', stateDir, '--log-format', 'json', '--stop-on-exit'];
+  const args = ['agent', ...source, '--plan', plan, ...trustArgs, '--state-dir', stateDir, '--log-format', 'json', '--stop-on-exit'];
   if (concurrency !== undefined) args.push('--concurrency', String(concurrency));
   args.push(...extraArgs);
-  const child = spawn(process.execPath, [...nodeArgs, ...args], { cwd: projectDir, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const [command, argv] = launcher ? ['/bin/sh', [launcher, ...args]] : [process.execPath, [...nodeArgs, program, ...args]];
+  const child = spawn(command, argv, { cwd: process.env.AGENT_CWD ?? projectDir, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const events = [];
   const listeners = new Set();
   let stderr = '';

@@ -1,20 +1,31 @@
 #!/usr/bin/env node
-// npm run package: keystone_<version>_<arch>.deb, built with dpkg-deb from dist/ (npm run build), the production
-// dependencies and the Node running this script, for this machine's architecture.
+// npm run package: keystone_<version>_<arch>.deb for amd64, arm64 or armhf, built on any of them with dpkg-deb:
+// the agent as one esbuild bundle (packaging/bundle.mjs, from dist/: npm run build), the state store's addon compiled
+// for that architecture and each Node ABI the package supports (packaging/sqlite-addon-build.mjs), the same unit,
+// configuration and maintainer scripts. For amd64 and arm64 also keystone-node_<node>_<arch>.deb: the Node.js
+// release build of packaging/node-runtime.json from the npm registry (armhf uses Debian 13's nodejs: Node's own
+// armv7 builds stopped before 20.19). Every ELF file of both is checked to be for the architecture.
 //
-//   node packaging/build-deb.mjs [--out dist-deb] [--version 0.2.0] [--compress xz|gzip|none] [--no-strip]
+//   node packaging/build-deb.mjs [--arch amd64|arm64|armhf] [--out dist-deb] [--version 0.2.0]
+//                                [--compress xz|gzip|none] [--abi 115,127,137] [--no-node] [--no-strip]
 //
-// The version defaults to package.json's (KEYSTONE_DEB_VERSION overrides it: a test builds a newer package for an
-// upgrade); xz for releases (the default), gzip (level 1) or none for speed (KEYSTONE_DEB_COMPRESS).
-import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+// --arch defaults to this machine's. The version defaults to package.json's (KEYSTONE_DEB_VERSION overrides it: a
+// test builds a newer package for an upgrade); xz for releases (the default), gzip (level 1) or none for speed
+// (KEYSTONE_DEB_COMPRESS). --abi builds the addon for fewer Node ABIs (a test that runs one Node); --no-node skips
+// keystone-node.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import process from 'node:process';
 import { parseArgs } from 'node:util';
-import { installedSizeKiB, md5sums, renderControl, sharedLibraryDepends } from './deb-control.mjs';
-import { debianArch, debianVersion } from './deb-version.mjs';
-import { checkNodeVersion, checkRuntime, installDependencies, stageCode, stageNode } from './stage-app.mjs';
+import { bundle } from './bundle.mjs';
+import { archInfo, hostArch } from './deb-arch.mjs';
+import { foreignLibraryDepends, installedSizeKiB, md5sums, normalizeModes, renderControl, sharedLibraryDepends } from './deb-control.mjs';
+import { debianVersion } from './deb-version.mjs';
+import { checkElfArch } from './elf-check.mjs';
+import { buildNodeDeb } from './node-deb.mjs';
+import { sqliteAddon, toolchain } from './sqlite-addon-build.mjs';
 
 const HERE = import.meta.dirname;
 const PROJECT = resolve(HERE, '..');
@@ -27,26 +38,38 @@ const warn = (line) => process.stderr.write(`build-deb: warning: ${line}\n`);
 function options() {
   const { values } = parseArgs({
     options: {
+      arch: { type: 'string' },
       out: { type: 'string' },
       version: { type: 'string' },
       compress: { type: 'string' },
+      abi: { type: 'string' },
+      'no-node': { type: 'boolean', default: false },
       'no-strip': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
   if (values.help) {
-    say('usage: node packaging/build-deb.mjs [--out DIR] [--version VERSION] [--compress xz|gzip|none] [--no-strip]');
+    say('usage: node packaging/build-deb.mjs [--arch amd64|arm64|armhf] [--out DIR] [--version VERSION] [--compress xz|gzip|none] [--abi 115,127,137] [--no-node] [--no-strip]');
     process.exit(0);
   }
   const compress = values.compress ?? process.env.KEYSTONE_DEB_COMPRESS ?? 'xz';
   if (!(compress in COMPRESSION)) throw new Error(`--compress takes xz, gzip or none, not "${compress}"`);
   const pkg = JSON.parse(readFileSync(join(PROJECT, 'package.json'), 'utf8'));
   const version = values.version ?? process.env.KEYSTONE_DEB_VERSION ?? pkg.version;
+  const arch = values.arch ?? hostArch();
+  archInfo(arch);
+  const runtime = JSON.parse(readFileSync(join(HERE, 'node-runtime.json'), 'utf8'));
+  const abis = values.abi ? values.abi.split(',').map((a) => a.trim()) : Object.keys(runtime.abis);
+  for (const abi of abis) if (!runtime.abis[abi]) throw new Error(`--abi: packaging/node-runtime.json builds for ${Object.keys(runtime.abis).join(', ')}, not "${abi}"`);
   return {
+    arch,
     out: resolve(values.out ?? process.env.KEYSTONE_DEB_OUT ?? join(PROJECT, 'dist-deb')),
     version,
     debVersion: debianVersion(version),
     compress,
+    abis,
+    runtime,
+    node: !values['no-node'] && Boolean(runtime.runtime.packages[arch]),
     strip: !values['no-strip'],
     maintainer: process.env.KEYSTONE_DEB_MAINTAINER ?? maintainerOf(pkg),
   };
@@ -60,40 +83,30 @@ function maintainerOf(pkg) {
   return 'Keystone maintainers <keystone@localhost>';
 }
 
-/**
- * Root-owned (dpkg-deb --root-owner-group) with modes set here, not inherited from the build machine's umask or
- * checkout: directories 0755, files 0644 or, executable, 0755 (not addons: shared objects are loaded, not run); the
- * state directory 0711, the agent's own mode for it (run users reach their work directories through it, nothing
- * more), so that neither dpkg nor the agent keeps changing it.
- */
-function normalizeModes(root) {
-  const walk = (dir) => {
-    for (const name of readdirSync(dir)) {
-      const p = join(dir, name);
-      const st = lstatSync(p);
-      if (st.isSymbolicLink()) continue;
-      if (st.isDirectory()) {
-        chmodSync(p, 0o755);
-        walk(p);
-      } else chmodSync(p, st.mode & 0o111 && !name.endsWith('.node') ? 0o755 : 0o644);
-    }
-  };
-  walk(root);
-  chmodSync(join(root, 'var', 'lib', 'keystone'), 0o711);
+/** The Depends on a Node: keystone-node first (the addon's main ABI, and what apt installs when neither is there). */
+function nodeDepends(opts) {
+  const system = 'nodejs (>= 20.19~)';
+  return opts.runtime.runtime.packages[opts.arch] ? `keystone-node (>= ${opts.runtime.runtime.version.split('.')[0]}) | ${system}` : system;
 }
 
-function nodeLicense() {
-  const prefix = dirname(dirname(process.execPath));
-  return [join(prefix, 'share', 'doc', 'nodejs', 'LICENSE'), join(prefix, 'share', 'doc', 'node', 'LICENSE'), join(prefix, 'LICENSE')].find((f) => existsSync(f));
+/** The shared libraries of the package's binaries: dpkg-shlibdeps on the build machine's, readelf for another's. */
+function libraryDepends(arch, binaries) {
+  return arch === hostArch() ? sharedLibraryDepends(binaries, warn) : foreignLibraryDepends(binaries);
 }
 
-function stage(root, opts) {
+async function stage(root, opts) {
   const lib = join(root, 'usr', 'lib', 'keystone');
-  stageCode(PROJECT, lib, opts.version);
-  installDependencies(PROJECT, lib);
-  const { stripped } = stageNode(lib, { strip: opts.strip });
-  if (opts.strip && !stripped) warn('strip (binutils) is not installed: the bundled node keeps its symbol table (~12 MiB)');
-  checkRuntime(lib, opts.version);
+  await bundle({ out: lib, version: opts.version });
+  // The bundle's addon is this machine's, from node_modules: the package carries its architecture's, one per ABI.
+  const native = join(lib, 'native');
+  rmSync(native, { recursive: true, force: true });
+  mkdirSync(native);
+  const { addonFileName } = await import(join(PROJECT, 'dist', 'store', 'sqlite-addon.js'));
+  const addons = opts.abis.map((abi) => {
+    const file = join(native, addonFileName('linux', archInfo(opts.arch).node, abi));
+    copyFileSync(sqliteAddon(opts.arch, abi, opts.runtime, say), file);
+    return file;
+  });
 
   const put = (from, to) => {
     mkdirSync(dirname(join(root, to)), { recursive: true });
@@ -105,67 +118,85 @@ function stage(root, opts) {
   put('agent.toml', 'etc/keystone/agent.toml');
   mkdirSync(join(root, 'etc', 'keystone', 'keys'), { recursive: true });
   mkdirSync(join(root, 'var', 'lib', 'keystone'), { recursive: true });
+  // The installed launchers take no KEYSTONE_LIB or KEYSTONE_NODE (test hooks of the repository's copies): what
+  // root runs is /usr/lib/keystone's, whatever environment a caller keeps.
+  for (const f of ['usr/bin/keystone', 'usr/bin/keystonectl', 'usr/lib/keystone/launch.sh']) {
+    const text = readFileSync(join(root, f), 'utf8').replaceAll('${KEYSTONE_LIB:-/usr/lib/keystone}', '/usr/lib/keystone').replaceAll('${KEYSTONE_NODE:-}', '');
+    if (/KEYSTONE_(LIB|NODE)/.test(text.replace(/^\s*#.*$/gm, ''))) throw new Error(`${f} still reads KEYSTONE_LIB or KEYSTONE_NODE: packaging/build-deb.mjs no longer matches the launchers`);
+    writeFileSync(join(root, f), text);
+  }
   put('debian/copyright', 'usr/share/doc/keystone/copyright');
+  copyFileSync(join(lib, 'THIRD-PARTY-LICENSES'), join(root, 'usr', 'share', 'doc', 'keystone', 'THIRD-PARTY-LICENSES'));
   put('README.md', 'usr/share/doc/keystone/README.Debian');
-  const license = nodeLicense();
-  if (license) copyFileSync(license, join(root, 'usr', 'share', 'doc', 'keystone', 'node-LICENSE'));
-  else warn(`no LICENSE file beside ${process.execPath}: the package points to Node's on GitHub instead`);
 
   const debian = join(root, 'DEBIAN');
   mkdirSync(debian);
   for (const f of ['postinst', 'prerm', 'postrm', 'conffiles']) copyFileSync(join(HERE, 'debian', f), join(debian, f));
   normalizeModes(root);
   for (const f of ['postinst', 'prerm', 'postrm']) chmodSync(join(debian, f), 0o755);
+  checkElfArch(root, opts.arch);
 
-  const binaries = [join(lib, 'node'), ...findAddons(join(lib, 'node_modules'))];
   const control = renderControl(readFileSync(join(HERE, 'debian', 'control'), 'utf8'), {
     VERSION: opts.debVersion,
     ARCH: opts.arch,
     MAINTAINER: opts.maintainer,
     INSTALLED_SIZE: installedSizeKiB(root),
-    SHLIBS_DEPENDS: sharedLibraryDepends(binaries, warn),
+    NODE_DEPENDS: nodeDepends(opts),
+    SHLIBS_DEPENDS: libraryDepends(opts.arch, addons),
   });
   writeFileSync(join(debian, 'control'), control);
   const conffiles = readFileSync(join(debian, 'conffiles'), 'utf8').split('\n').filter(Boolean);
   writeFileSync(join(debian, 'md5sums'), md5sums(root, conffiles));
   chmodSync(join(debian, 'control'), 0o644);
   chmodSync(join(debian, 'md5sums'), 0o644);
-  return control;
+  return { control, lib };
 }
 
-/** Native addons (*.node) in the staged dependencies: their libraries are the package's too. */
-function findAddons(dir) {
-  const out = [];
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) out.push(...findAddons(p));
-    else if (e.isFile() && e.name.endsWith('.node')) out.push(p);
+/**
+ * On the build machine's architecture, the staged bundle run as installed, by each Node it can: this one and
+ * keystone-node's. Its version must be the package's, and each addon must load in the Node of its ABI (loading is
+ * the ABI check: an addon for another modules version refuses).
+ */
+function checkRuntime(lib, opts, nodes) {
+  for (const node of nodes) {
+    // A Node of an ABI this build left out (--abi) would be refused by the bundle's preflight: not this check's.
+    const abi = spawnSync(node, ['-p', 'process.versions.modules'], { encoding: 'utf8' }).stdout.trim();
+    if (!opts.abis.includes(abi)) continue;
+    const r = spawnSync(node, [join(lib, 'keystone.mjs'), '--version'], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+    if (r.status !== 0 || r.stdout.trim() !== `keystone ${opts.version}`) throw new Error(`the staged bundle run by ${node} said "${(r.stdout + r.stderr).trim()}", not "keystone ${opts.version}"`);
+    const load = spawnSync(node, ['-e', `const {join}=require('node:path');const f=require('node:fs').readdirSync(process.argv[1]).find(f=>f.endsWith('-abi'+process.versions.modules+'.node'));if(!f)process.exit(3);process.dlopen({exports:{}},join(process.argv[1],f));`, join(lib, 'native')], { encoding: 'utf8' });
+    if (load.status !== 0) throw new Error(`the state store's addon does not load in ${node}: ${load.stderr}`);
   }
-  return out;
 }
 
-function main() {
+async function main() {
   const started = Date.now();
-  checkNodeVersion();
   const opts = options();
-  opts.arch = debianArch();
+  const built = [];
   const root = mkdtempSync(join(tmpdir(), 'keystone-deb-'));
   try {
     chmodSync(root, 0o755);
-    const control = stage(root, opts);
+    const { control, lib } = await stage(root, opts);
+    let nodeDeb;
+    if (opts.node) nodeDeb = buildNodeDeb({ arch: opts.arch, runtime: opts.runtime, out: opts.out, compress: COMPRESSION[opts.compress], maintainer: opts.maintainer, strip: opts.strip ? toolchain(opts.arch).tools.STRIP : undefined, libraryDepends });
+    if (opts.arch === hostArch()) checkRuntime(lib, opts, [process.execPath, ...(nodeDeb ? [nodeDeb.node] : [])]);
     mkdirSync(opts.out, { recursive: true });
     const deb = join(opts.out, `keystone_${opts.debVersion}_${opts.arch}.deb`);
     execFileSync('dpkg-deb', ['--root-owner-group', ...COMPRESSION[opts.compress], '--build', root, deb], { stdio: ['ignore', 'ignore', 'inherit'] });
-    const size = statSync(deb).size;
-    const depends = /^Depends: (.*)$/m.exec(control)?.[1];
-    say(`${relative(process.cwd(), deb) || deb}  ${(size / 1048576).toFixed(1)} MiB (${size} bytes, ${opts.compress}), Depends: ${depends}, built in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    built.push({ deb, depends: /^Depends: (.*)$/m.exec(control)?.[1] });
+    if (nodeDeb) built.push(nodeDeb);
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
+  for (const b of built) {
+    const size = statSync(b.deb).size;
+    say(`${relative(process.cwd(), b.deb) || b.deb}  ${(size / 1e6).toFixed(1)} MB (${size} bytes, ${opts.compress}), Depends: ${b.depends}`);
+  }
+  say(`built in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
 
 try {
-  main();
+  await main();
 } catch (e) {
   process.stderr.write(`build-deb: ${e.message}\n`);
   process.exitCode = 1;

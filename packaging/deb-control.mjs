@@ -1,7 +1,7 @@
 // DEBIAN/control's computed fields and DEBIAN/md5sums, from the staged tree.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 
@@ -102,4 +102,80 @@ export function renderControl(template, fields) {
     return String(fields[name]);
   });
   return text.endsWith('\n') ? text : `${text}\n`;
+}
+
+/** The Debian package of each shared library a Node binary or addon may need (their NEEDED entries). */
+const SONAME_PACKAGES = {
+  'libc.so.6': 'libc6',
+  'libm.so.6': 'libc6',
+  'libdl.so.2': 'libc6',
+  'libpthread.so.0': 'libc6',
+  'librt.so.1': 'libc6',
+  'ld-linux-aarch64.so.1': 'libc6',
+  'ld-linux-armhf.so.3': 'libc6',
+  'ld-linux-x86-64.so.2': 'libc6',
+  'libstdc++.so.6': 'libstdc++6',
+  'libgcc_s.so.1': 'libgcc-s1',
+};
+/** libstdc++'s GLIBCXX_3.4.N symbol versions by the GCC release that introduced them (libstdc++6's version). */
+const GLIBCXX_GCC = { 25: 8, 26: 9, 28: 10, 29: 11, 30: 12, 31: 13, 32: 13, 33: 14 };
+
+/**
+ * Depends for binaries of another architecture than the build machine's, where dpkg-shlibdeps cannot look the
+ * libraries up: their NEEDED entries (readelf reads any ELF) mapped to packages, libc6 at the newest GLIBC_ version
+ * they name, libstdc++6 at the GCC release of the newest GLIBCXX_ one. A library not in the table fails the build:
+ * the package would install and not run.
+ */
+export function foreignLibraryDepends(binaries) {
+  const packages = new Map();
+  const newest = (re, text) =>
+    [...text.matchAll(re)].map((m) => m.slice(1).map((x) => Number(x ?? 0))).sort((a, b) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2]).pop();
+  for (const bin of binaries) {
+    const r = spawnSync('readelf', ['-d', '-W', bin], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`readelf -d ${bin} failed (binutils): ${r.stderr || r.error?.message}`);
+    for (const m of r.stdout.matchAll(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/g)) {
+      const pkg = SONAME_PACKAGES[m[1]];
+      if (!pkg) throw new Error(`${bin} needs ${m[1]}, which no Depends of this package provides (packaging/deb-control.mjs)`);
+      packages.set(pkg, packages.get(pkg) ?? '');
+    }
+    const text = readFileSync(bin).toString('latin1');
+    const glibc = newest(/GLIBC_(\d+)\.(\d+)(?:\.(\d+))?\0/g, text);
+    const glibcxx = newest(/GLIBCXX_3\.4\.(\d+)()()\0/g, text);
+    if (glibc && packages.has('libc6')) packages.set('libc6', maxVersion(packages.get('libc6'), glibc[2] ? glibc.join('.') : glibc.slice(0, 2).join('.')));
+    if (glibcxx && packages.has('libstdc++6')) {
+      const gcc = Object.entries(GLIBCXX_GCC).filter(([n]) => Number(n) <= glibcxx[0]).pop()?.[1];
+      if (gcc) packages.set('libstdc++6', maxVersion(packages.get('libstdc++6'), String(gcc)));
+    }
+  }
+  return [...packages.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([p, v]) => (v ? `${p} (>= ${v})` : p)).join(', ');
+}
+
+function maxVersion(a, b) {
+  if (!a) return b;
+  const pa = a.split('.').map(Number);
+  const pb = b.split('.').map(Number);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return (pa[i] ?? 0) > (pb[i] ?? 0) ? a : b;
+  return a;
+}
+
+/**
+ * Root-owned (dpkg-deb --root-owner-group) with modes set here, not inherited from the build machine's umask or
+ * checkout: directories 0755, files 0644 or, executable, 0755 (not addons: shared objects are loaded, not run); the
+ * state directory 0711, the agent's own mode for it (run users reach their work directories through it, nothing
+ * more), so that neither dpkg nor the agent keeps changing it.
+ */
+export function normalizeModes(root) {
+  const walk = (dir) => {
+    for (const name of readdirSync(dir)) {
+      const p = join(dir, name);
+      const st = lstatSync(p);
+      if (st.isSymbolicLink()) continue;
+      if (st.isDirectory()) {
+        chmodSync(p, 0o755);
+        walk(p);
+      } else chmodSync(p, st.mode & 0o111 && !name.endsWith('.node') ? 0o755 : 0o644);
+    }
+  };
+  walk(root);
+  if (existsSync(join(root, 'var', 'lib', 'keystone'))) chmodSync(join(root, 'var', 'lib', 'keystone'), 0o711);
 }

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import Sqlite from 'better-sqlite3';
 import { OperationError } from '../core/errors.js';
 import { checkOwnFileIfPresent, readOwnFile, StateDirError } from '../runtime/safe-path.js';
+import { sqliteNativeBinding } from '../store/sqlite-addon.js';
 
 export const LOCK_FILE = 'agent.lock';
 export const PID_FILE = 'agent.pid';
@@ -33,7 +34,7 @@ export function lockStateDir(stateDir: string, pid: number = process.pid): State
   }
   checkOwnFileIfPresent(path);
   // timeout 0: a held lock is an answer now, not something to wait for.
-  const db = new Sqlite(path, { timeout: 0 });
+  const db = new Sqlite(path, { ...sqliteNativeBinding(), timeout: 0 });
   try {
     // The journal in memory: the transaction writes nothing, and no -journal file appears next to the lock.
     db.pragma('journal_mode = MEMORY');

@@ -26,6 +26,15 @@ import { registerRevisionRoutes } from './routes/revision-routes.js';
 import { registerSessionRoutes } from './routes/session-routes.js';
 import { registerSyncRoutes } from './routes/sync-routes.js';
 
+/**
+ * The API's routes declare no JSON schemas (each checks its input itself), and fastify is told so: it then never
+ * loads ajv and fast-json-stringify, its default compilers, which the package's bundle leaves out (packaging/bundle.mjs).
+ * A route that declared a schema would fail when registered, here and in the tests.
+ */
+function noSchemas(): never {
+  throw new Error('the agent API declares no JSON schemas: a route checks its input itself');
+}
+
 /** The API's bodies are small JSON objects; anything bigger is a mistake or an attack. */
 export const DEFAULT_BODY_LIMIT = 64 * 1024;
 
@@ -48,6 +57,7 @@ export function buildServer(deps: ApiDeps): FastifyInstance {
     logger: false,
     // Names are at most 63 characters; `{name}:restart` fits with room to spare.
     routerOptions: { maxParamLength: 128 },
+    schemaController: { compilersFactory: { buildValidator: noSchemas, buildSerializer: noSchemas } },
     // A path the router cannot decode (a malformed %-escape: `/v1/components/%zz`) is refused before any hook runs;
     // it gets our error shape and code, not fastify's own body (found by the api-request fuzz target).
     frameworkErrors: (e, _request, reply) => {

@@ -5,6 +5,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { bundleDir } from '../package-manifest.js';
 
 export interface DashboardFile {
   type: string;
@@ -27,10 +28,11 @@ const manifestSchema = z.object({
 });
 
 /**
- * Where the built page is: dist/web beside dist/api when running the build, or the repository's dist/web when the
- * TypeScript sources run directly (the tests).
+ * Where the built page is: web/ beside the bundle the package installs, dist/web beside dist/api when running the
+ * build, or the repository's dist/web when the TypeScript sources run directly (the tests).
  */
 export function defaultDashboardDir(): string {
+  if (bundleDir) return join(bundleDir, 'web');
   const here = import.meta.dirname;
   const candidates = [join(here, '..', 'web'), join(here, '..', '..', 'dist', 'web')];
   // Not built yet: where the build will put it (the files are looked for at each request).

@@ -1,10 +1,11 @@
-// The agent's HTTP API (SPEC §10) as keystonectl sees it: a small fetch client, the shared flags, and one place
-// that turns the API's error bodies into the exit codes of SPEC §9.
+// The agent's HTTP API (SPEC §10) as keystonectl sees it: a small client (over node:http, agent-http.ts), the shared
+// flags, and one place that turns the API's error bodies into the exit codes of SPEC §9.
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { formatDuration, parseDuration } from '../core/duration.js';
-import { componentName } from '../core/schema-rules.js';
+import { isComponentName } from '../core/component-name.js';
 import { OperationError } from '../core/errors.js';
+import { agentRequest, type AgentResponse } from './agent-http.js';
 import { EXIT, UsageError, type CliIo } from './io.js';
 
 export const DEFAULT_AGENT_URL = 'http://127.0.0.1:8080';
@@ -64,8 +65,7 @@ export function componentArg(positionals: string[], command: string): string {
   const name = positionals[0]!;
   // `app/web`: a member of composite `app` (or a replica, `workers/2`).
   const [first, ...members] = name.split('/');
-  const r = componentName.safeParse(first);
-  if (!r.success) throw new UsageError(r.error.issues[0]?.message ?? `"${name}" is not a valid component name`);
+  if (!isComponentName(first ?? '')) throw new UsageError(`"${first}" is not a valid component name`);
   if (members.some((m) => !/^[a-z0-9][a-z0-9_-]{0,62}$/i.test(m))) throw new UsageError(`"${name}" is not a valid member name: COMPONENT/MEMBER, each letters, digits, "_" and "-"`);
   return name;
 }
@@ -142,13 +142,13 @@ export class AgentClient {
   }
 
   private async *streamLines(url: URL, body: unknown, signal: AbortSignal, timeoutMs: number): AsyncGenerator<unknown> {
-    let res: Response;
+    let res: AgentResponse;
     try {
-      res = await fetch(url, { method: 'POST', headers: this.headers(true), body: JSON.stringify(body), signal, redirect: 'error' });
+      res = await agentRequest(url, { method: 'POST', headers: this.headers(true), body: JSON.stringify(body), signal });
     } catch (e) {
       throw this.unreachable(e, timeoutMs);
     }
-    if (!res.ok || !res.body) {
+    if (!res.ok) {
       let text: string;
       try {
         text = await res.text();
@@ -158,7 +158,7 @@ export class AgentClient {
       this.answer('POST', url, res, text);
       return;
     }
-    if (!(res.headers.get('content-type') ?? '').includes('ndjson')) {
+    if (!res.contentType.includes('ndjson')) {
       yield this.answer('POST', url, res, await res.text());
       return;
     }
@@ -166,7 +166,7 @@ export class AgentClient {
     let buffered = '';
     try {
       for await (const chunk of res.body) {
-        buffered += decoder.decode(chunk as Uint8Array, { stream: true });
+        buffered += decoder.decode(chunk, { stream: true });
         let nl: number;
         while ((nl = buffered.indexOf('\n')) >= 0) {
           const lineText = buffered.slice(0, nl).trim();
@@ -194,10 +194,10 @@ export class AgentClient {
     const headers = this.headers();
     const timeoutMs = opts.timeoutMs ?? READ_TIMEOUT_MS;
     const limit = deadline(timeoutMs);
-    let res: Response;
+    let res: AgentResponse;
     let text: string;
     try {
-      res = await fetch(url, { method, headers, signal: limit.signal, redirect: 'error' });
+      res = await agentRequest(url, { method, headers, signal: limit.signal });
       text = await res.text();
     } catch (e) {
       throw this.unreachable(e, timeoutMs);
@@ -208,7 +208,7 @@ export class AgentClient {
   }
 
   /** The parsed JSON of a successful answer; an error answer thrown as AgentApiError. */
-  private answer<T>(method: 'GET' | 'POST', url: URL, res: Response, text: string): T {
+  private answer<T>(method: 'GET' | 'POST', url: URL, res: AgentResponse, text: string): T {
     let body: unknown;
     let isJson = false;
     try {

@@ -1,9 +1,6 @@
-// The package's version, for `--version` and the API: read from package.json beside dist/ (one source of truth).
-import { readFileSync } from 'node:fs';
-
-let cached: string | undefined;
+// The package's version, for `--version` and the API: package.json's (one source of truth, src/package-manifest.ts).
+import { packageManifest } from '../package-manifest.js';
 
 export function packageVersion(): string {
-  cached ??= (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-  return cached;
+  return packageManifest().version;
 }

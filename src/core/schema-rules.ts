@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import semver from 'semver';
 import { parseDuration } from './duration.js';
+import { isComponentName } from './component-name.js';
 import { CODES, type ErrorCode } from './errors.js';
 
 /** The params key a custom zod issue uses to carry its Keystone code. */
@@ -65,8 +66,7 @@ export const reverseDnsName = z.string().superRefine((v, ctx) => {
   if (!isReverseDnsName(v)) issue(ctx, CODES.BAD_NAME, `"${v}" is not a reverse-DNS name`, 'e.g. "com.acme.influxdb"');
 });
 
-const COMPONENT_NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/i;
-export const isComponentName = (v: string): boolean => COMPONENT_NAME.test(v) && !v.includes('..');
+export { isComponentName };
 
 /** A component's name on a device: used in URLs (`/v1/components/{name}:restart`), file names and logs, so kept plain. `/` is reserved for composite members. */
 export const componentName = z.string().superRefine((v, ctx) => {

@@ -12,6 +12,7 @@ import { AppliedRevisionTable, type AppliedRevision } from '../store/applied-rev
 import { RowReader } from '../store/row-reader.js';
 import { STATE_DB_FILE } from '../store/state-database.js';
 import { StateStoreError } from '../store/state-store-error.js';
+import { sqliteNativeBinding } from '../store/sqlite-addon.js';
 
 export type AppliedState =
   /** No state database: nothing was ever applied here (or --state-dir is not the agent's). */
@@ -27,12 +28,12 @@ export function readAppliedState(stateDir: string): AppliedState {
   if (!existsSync(file)) return { kind: 'none', file };
   let db: Sqlite.Database | undefined;
   try {
-    if (existsSync(`${file}-wal`) && existsSync(`${file}-shm`)) db = new Sqlite(file, { readonly: true, fileMustExist: true, timeout: 1000 });
+    if (existsSync(`${file}-wal`) && existsSync(`${file}-shm`)) db = new Sqlite(file, { ...sqliteNativeBinding(), readonly: true, fileMustExist: true, timeout: 1000 });
     else {
       const bytes = readFileSync(file);
       // A copy in memory cannot use a WAL: marked as a rollback-journal database, the same pages read the same.
       if (bytes.length >= 100) for (const i of FORMAT_BYTES) if (bytes[i] === 2) bytes[i] = 1;
-      db = new Sqlite(bytes);
+      db = new Sqlite(bytes, sqliteNativeBinding());
     }
     const table = new AppliedRevisionTable({
       db,

@@ -1,14 +1,11 @@
-// Node new enough for this package: the range is package.json's `engines.node` (one source of truth), read beside dist/.
-import { readFileSync } from 'node:fs';
+// Node new enough for this package: the range is package.json's `engines.node` (one source of truth).
 import semver from 'semver';
+import { packageManifest } from '../package-manifest.js';
 import { fail, pass, type CheckResult } from './check-result.js';
-
-let cached: string | undefined;
 
 /** `>=20.19`, from package.json. */
 export function requiredNodeRange(): string {
-  cached ??= (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { engines: { node: string } }).engines.node;
-  return cached;
+  return packageManifest().engines.node;
 }
 
 export function checkNodeVersion(version: string, range: string = requiredNodeRange()): CheckResult {

@@ -1,6 +1,5 @@
 // Finding a container engine: Docker's socket or Podman's Docker-compatible one, the first that answers a ping.
 import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import type Docker from 'dockerode';
 import { ContainerError, engineMessage } from './container-error.js';
 
@@ -83,8 +82,14 @@ let dockerodeClass: typeof Docker | undefined;
  * dockerode, loaded on first use: with its SSH transport it costs a device ~25 MB of memory (modules, and a 16 MB
  * WebAssembly buffer of ssh2), which a device without containers should not pay (issue 16).
  */
+export async function loadDockerode(): Promise<typeof Docker> {
+  // A dynamic import, not require(): the package's bundler splits it into a file of its own, read only here.
+  return (dockerodeClass ??= (await import('dockerode')).default);
+}
+
 function dockerode(): typeof Docker {
-  return (dockerodeClass ??= createRequire(import.meta.url)('dockerode') as typeof Docker);
+  if (!dockerodeClass) throw new Error('internal: a Docker client was asked for before connectEngine() loaded dockerode');
+  return dockerodeClass;
 }
 
 /**
@@ -101,6 +106,7 @@ export async function connectEngine(choice: EngineChoice, opts: { env?: NodeJS.P
       continue;
     }
     try {
+      await loadDockerode();
       await clientFor(ep, PING_TIMEOUT_MS).ping();
       return { kind: ep.kind, endpoint: ep, docker: clientFor(ep) };
     } catch (e) {

@@ -10,6 +10,7 @@ import { checkContainerComponent, type ContainerIssue } from './container-check.
 import { connectEngine, type Engine, type EngineChoice, type EngineKind, type SocketPaths } from './container-engine.js';
 import { ContainerError, engineMessage, engineStatus } from './container-error.js';
 import { ensureImage, type PullProgress } from './container-image.js';
+import { answeringEndpoints, listLabelled } from './engine-http.js';
 import { pumpContainerLogs, type LogPump } from './container-log-pump.js';
 import { containerName, createOptions, LABELS } from './container-spec.js';
 import { probe } from './probe.js';
@@ -232,22 +233,38 @@ export class ContainerRuntime implements Runtime {
     return { ref: { kind: 'container', id: found.info.Id }, exited: this.watch(found.engine, found.info.Id, logDir) };
   }
 
-  /** Every container (running or not) with this agent's owner label, on every engine that answers. */
+  /**
+   * Every container (running or not) with this agent's owner label, on every engine that answers. Asked over plain
+   * HTTP (engine-http.ts): the agent's start lists its containers on every device with an engine, and most have none
+   * of ours, so dockerode is not loaded for it.
+   */
   async listOwned(): Promise<OwnedContainer[]> {
+    const endpoints = await answeringEndpoints({ env: this.opts.env, socketPaths: this.opts.socketPaths });
+    // None answered: the client's discovery, which says why for each socket (or finds an engine after all).
+    if (endpoints.length === 0) return this.listOwnedByClient();
+    const lists = [];
+    for (const ep of endpoints) lists.push(...(await listLabelled(ep, `${LABELS.owner}=${this.opts.ownerTag}`)));
+    return lists.map((c) => this.ownedOf(c, c.engine));
+  }
+
+  private async listOwnedByClient(): Promise<OwnedContainer[]> {
     const out: OwnedContainer[] = [];
     for (const engine of await this.reachableEngines()) {
       const list = await engine.docker.listContainers({ all: true, filters: { label: [`${LABELS.owner}=${this.opts.ownerTag}`] } });
-      for (const c of list)
-        out.push({
-          id: c.Id,
-          name: (c.Names[0] ?? '').replace(/^\//, ''),
-          component: c.Labels[LABELS.component] ?? '',
-          hash: c.Labels[LABELS.hash] ?? '',
-          state: c.State,
-          engine: engine.kind,
-        });
+      for (const c of list) out.push(this.ownedOf(c, engine.kind));
     }
     return out;
+  }
+
+  private ownedOf(c: { Id: string; Names: string[]; Labels: Record<string, string>; State: string }, engine: EngineKind): OwnedContainer {
+    return {
+      id: c.Id,
+      name: (c.Names[0] ?? '').replace(/^\//, ''),
+      component: c.Labels[LABELS.component] ?? '',
+      hash: c.Labels[LABELS.hash] ?? '',
+      state: c.State,
+      engine,
+    };
   }
 
   /** Removes (killing if it runs) a container of ours; one that is gone is fine; another's is KS_CONTAINER_NOT_OWNED. */

@@ -7,6 +7,7 @@ import Sqlite from 'better-sqlite3';
 import { checkOwnFileIfPresent, chownSpec, safeDirectory, StateDirError } from '../runtime/safe-path.js';
 import { migrate } from './migrations.js';
 import { StateStoreError } from './state-store-error.js';
+import { sqliteNativeBinding } from './sqlite-addon.js';
 
 export const STATE_DB_FILE = 'state.db';
 /** How long a write waits for another connection's lock before it fails with SQLITE_BUSY. */
@@ -20,7 +21,7 @@ export function openStateDatabase(stateDir: string, opts: { now: () => number; e
   try {
     // Exclusive: another connection holds its lock for as long as it is open, so waiting for it is pointless.
     const timeout = opts.exclusive ? 0 : BUSY_TIMEOUT_MS;
-    db = new Sqlite(file, { timeout });
+    db = new Sqlite(file, { ...sqliteNativeBinding(), timeout });
     db.pragma(`busy_timeout = ${timeout}`);
     if (opts.exclusive) {
       // Before the first access, so SQLite keeps the WAL index in private memory; the empty transaction takes the lock.

@@ -4,7 +4,7 @@
 // deb-systemd.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { needs } from '../support/requirements.js';
-import { buildDebs, PACKAGE_VERSION, UPGRADE_VERSION, type BuiltDebs } from './deb-builds.js';
+import { buildDebs, installArgs, installedNode, PACKAGE_VERSION, UPGRADE_VERSION, type BuiltDebs } from './deb-builds.js';
 import { ensureDebianImage } from './debian-image.js';
 import { DebianContainer, pollUntil } from './debian-container.js';
 import { allGone, EXAMPLE_CONFIG, healthyStack, identities, prepareExample, writeExampleConfig } from './example-stack.js';
@@ -37,11 +37,15 @@ describe.skipIf(r.skip)(r.title('the keystone .deb in Debian 12 without systemd'
   }
 
   it('installs with dpkg -i: the commands run the bundled Node, the configuration is a conffile, the state directory the agent\'s', async () => {
-    // Without /run/systemd/system the maintainer scripts must not call systemctl (it would fail the install).
-    await c.must(`dpkg -i /debs/${debs.files[PACKAGE_VERSION]}`);
+    // Without /run/systemd/system the maintainer scripts must not call systemctl (it would fail the install). Node is
+    // keystone-node's, installed beside it (or, from the build before keystone-node, inside the package).
+    await c.must(`dpkg -i ${installArgs(debs, PACKAGE_VERSION)}`);
     expect((await c.must('keystone --version')).trim()).toBe(`keystone ${PACKAGE_VERSION}`);
+    // The installed launchers take no test hooks from the environment: a caller's kept environment (sudo -E) does
+    // not choose the code root runs.
+    expect((await c.must('KEYSTONE_LIB=/tmp KEYSTONE_NODE=/bin/false keystone --version')).trim()).toBe(`keystone ${PACKAGE_VERSION}`);
     expect((await c.exec('keystonectl --help')).stdout).toMatch(/keystonectl/);
-    const [major, minor] = (await c.must('/usr/lib/keystone/node -p process.versions.node')).trim().split('.').map(Number);
+    const [major, minor] = (await c.must(`${installedNode(debs)} -p process.versions.node`)).trim().split('.').map(Number);
     expect(major! > 20 || (major === 20 && minor! >= 19)).toBe(true);
     // Debian 12 has no Node of its own here: the package does not rely on one.
     expect((await c.exec('command -v node')).code).not.toBe(0);
@@ -49,7 +53,7 @@ describe.skipIf(r.skip)(r.title('the keystone .deb in Debian 12 without systemd'
     expect(await c.must("dpkg-query -W -f='${Conffiles}' keystone")).toMatch(/\/etc\/keystone\/agent\.toml [0-9a-f]{32}/);
     expect(await c.must('cat /lib/systemd/system/keystone.service')).toMatch(/^ExecStart=\/usr\/bin\/keystone agent --config \/etc\/keystone\/agent\.toml$/m);
     // Every file is where md5sums says, as shipped.
-    await c.must('dpkg --verify keystone');
+    await c.must(`dpkg --verify keystone${debs.node ? ' keystone-node' : ''}`);
   }, 120_000);
 
   it('systemd-analyze verify accepts the unit (its ExecStart exists)', async () => {
@@ -82,7 +86,7 @@ describe.skipIf(r.skip)(r.title('the keystone .deb in Debian 12 without systemd'
   }, 120_000);
 
   it('keystone doctor on the example configuration passes the checks that matter here', async () => {
-    await prepareExample(c);
+    await prepareExample(c, installedNode(debs));
     await writeExampleConfig(c);
     const d = await c.exec('keystone doctor --config /etc/keystone/agent.toml --json');
     const checks = Object.fromEntries((JSON.parse(d.stdout) as Array<{ check: string; status: string }>).map((x) => [x.check, x.status]));

@@ -1,11 +1,12 @@
-// A Debian 12 container to install the package in: either with no init system (docker's tini as PID 1, which only
-// reaps), or booting systemd as PID 1. The packages and the project (read-only, for the example repository) are
-// mounted; everything else a test does is a shell command in the container.
+// A Debian container to install the package in: either with no init system (docker's tini as PID 1, which only
+// reaps), or booting systemd as PID 1; of this machine's architecture or, under qemu-user (binfmt_misc), of another
+// (debian-image.ts). The packages and the project (read-only, for the example repository) are mounted; everything
+// else a test does is a shell command in the container.
 import { execFile, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { PROJECT_ROOT } from '../support/example-repo.js';
-import { DEBIAN_IMAGE } from './debian-image.js';
+import { debianImage, type DebianArch } from './debian-image.js';
 
 const run = promisify(execFile);
 
@@ -53,15 +54,20 @@ export class DebianContainer {
   private constructor(readonly name: string) {}
 
   /**
-   * `debs` is mounted at /debs, the project at /src (read-only). Without systemd, root has CAP_SYS_PTRACE on top of
-   * docker's defaults, as root on a device does: the purge reads the components' environment to find them.
+   * `debs` (when given) is mounted at /debs, the project at /src (read-only). Without systemd, root has
+   * CAP_SYS_PTRACE on top of docker's defaults, as root on a device does: the purge reads the components' environment
+   * to find them. `arch` picks the image (debian-image.ts); another architecture than this machine's runs under qemu,
+   * systemd included, with the same options (Debian 13's systemd 257 boots on this machine's cgroup v1 as 252 does,
+   * "Tainted: cgroupsv1").
    */
-  static async start(opts: { systemd: boolean; debs: string }): Promise<DebianContainer> {
-    const name = `ks-deb-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-    const mounts = ['-v', `${opts.debs}:/debs:ro`, '-v', `${PROJECT_ROOT}:/src:ro`];
+  static async start(opts: { systemd: boolean; debs?: string; arch?: DebianArch }): Promise<DebianContainer> {
+    const image = debianImage(opts.arch);
+    const name = `ks-deb-${image.arch}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+    const common = ['run', '-d', '--name', name, '--label', 'io.keystone.test=packaging', ...(image.native ? [] : ['--platform', image.platform])];
+    const mounts = [...(opts.debs ? ['-v', `${opts.debs}:/debs:ro`] : []), '-v', `${PROJECT_ROOT}:/src:ro`];
     const args = opts.systemd
-      ? ['run', '-d', '--name', name, '--label', 'io.keystone.test=packaging', ...systemdOptions(), ...mounts, DEBIAN_IMAGE, '/lib/systemd/systemd']
-      : ['run', '-d', '--name', name, '--label', 'io.keystone.test=packaging', '--init', '--cap-add', 'SYS_PTRACE', ...mounts, DEBIAN_IMAGE, 'sleep', 'infinity'];
+      ? [...common, ...systemdOptions(), ...mounts, image.tag, '/lib/systemd/systemd']
+      : [...common, '--init', '--cap-add', 'SYS_PTRACE', ...mounts, image.tag, 'sleep', 'infinity'];
     await run('docker', args, { timeout: 60_000 });
     return new DebianContainer(name);
   }

@@ -11,10 +11,11 @@ export const EXAMPLE_CONFIG = ['dir = "/srv/example"', 'plan = "plans/edge-proce
 /**
  * The example copied out of the mounted project (a snapshot: an edit in the working tree during the test is no new
  * revision), and `node` on PATH for its recipes, which run `node fake-….mjs`: Debian 12 has no Node ≥ 20, so the
- * test links the package's own as /usr/local/bin/node (a device running Node programs installs its own Node).
+ * test links the one the agent runs on (`node`: keystone-node's, the package's own, or Debian 13's) as
+ * /usr/local/bin/node (a device running Node programs installs its own Node).
  */
-export async function prepareExample(c: DebianContainer): Promise<void> {
-  await c.must('rm -rf /srv/example && mkdir -p /srv/example && cp -r /src/recipes /src/plans /src/artifacts /srv/example/ && ln -sf /usr/lib/keystone/node /usr/local/bin/node');
+export async function prepareExample(c: DebianContainer, node = '/usr/lib/keystone/node'): Promise<void> {
+  await c.must(`rm -rf /srv/example && mkdir -p /srv/example && cp -r /src/recipes /src/plans /src/artifacts /srv/example/ && ln -sf ${node} /usr/local/bin/node`);
 }
 
 export async function writeExampleConfig(c: DebianContainer): Promise<void> {
@@ -72,5 +73,39 @@ export async function allGone(c: DebianContainer, ids: Record<string, string>, t
   await pollUntil(`the components ${Object.values(ids).join(', ')} to exit`, timeoutMs, async () => {
     const now = await identities(c, { components: Object.entries(ids).map(([name, id]) => ({ name, state: '', health: '', pid: Number(id.split('@')[0]) })) });
     return Object.keys(ids).every((n) => now[n] !== ids[n]) ? true : undefined;
+  });
+}
+
+/** The keystone unit's properties (`systemctl show`), for the tests under systemd. */
+export async function unitProperties(c: DebianContainer): Promise<Record<string, string>> {
+  const out = await c.must('systemctl show -p ActiveState -p SubState -p MainPID -p NRestarts -p ExecMainStatus -p Result keystone.service');
+  return Object.fromEntries(out.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+}
+
+/**
+ * Polls until the stack is healthy under the unit's main process (an agent other than pid `not`: a restarted one).
+ * A miss throws what it saw, so that a timeout says which component was not healthy, and how.
+ */
+export function stackUnderUnit(c: DebianContainer, what: string, not?: string, timeoutMs = 90_000): Promise<{ s: StackStatus; mainPid: string }> {
+  return pollUntil(what, timeoutMs, async () => {
+    const mainPid = (await unitProperties(c)).MainPID!;
+    if (mainPid === '0' || mainPid === not) throw new Error(`the unit's main pid is ${mainPid}`);
+    const s = await stackStatus(c);
+    if (!s) throw new Error(`no agent answered keystonectl status (main pid ${mainPid})`);
+    if (!isHealthy(s) || (s.agent !== undefined && String(s.agent.pid) !== mainPid))
+      throw new Error(`agent ${s.agent?.pid ?? '?'} (main pid ${mainPid}) shows ${s.components.map((x) => `${x.name} ${x.state}/${x.health}`).join(', ')}`);
+    return { s, mainPid };
+  });
+}
+
+/**
+ * Polls until systemd, PID 1 in the container, has finished booting: its state. `degraded` is a unit of the image
+ * failing in a container (under qemu, those that need a mount namespace: debian-image.ts); what matters is that
+ * systemd runs and starts units.
+ */
+export function systemdBooted(c: DebianContainer, timeoutMs = 60_000): Promise<string> {
+  return pollUntil('systemd to finish booting in the container', timeoutMs, async () => {
+    const state = (await c.exec('systemctl is-system-running')).stdout.trim();
+    return state === 'running' || state === 'degraded' ? state : undefined;
   });
 }

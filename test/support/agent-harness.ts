@@ -63,7 +63,11 @@ export interface StartOptions {
   env?: Record<string, string>;
 }
 
-const KEYSTONE_BIN = join(PROJECT_ROOT, 'bin', 'keystone.js');
+/**
+ * What runs: dist/ through bin/keystone.js, or with KEYSTONE_TEST_BUNDLE=1 the package's bundle (`npm run bundle`
+ * writes dist-bundle/), which .ci/run runs a set of the agent's suites against.
+ */
+const KEYSTONE_BIN = process.env.KEYSTONE_TEST_BUNDLE === '1' ? join(PROJECT_ROOT, 'dist-bundle', 'keystone.mjs') : join(PROJECT_ROOT, 'bin', 'keystone.js');
 
 /** A running agent process and what it has logged so far. */
 export class AgentProcess {

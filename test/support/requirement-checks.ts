@@ -1,7 +1,7 @@
 // What a requirement of the tests is, how to tell whether this machine has it, and the one-line fix when it does not.
 // No vitest import: the skip-summary reporter (main process) reads the same checks the tests (workers) use.
 import { spawnSync } from 'node:child_process';
-import { accessSync, closeSync, constants, openSync, readSync, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, openSync, readdirSync, readFileSync, readSync, realpathSync, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 
 export type Requirement =
@@ -17,10 +17,13 @@ export type Requirement =
   | 'dpkg-deb'
   | 'systemd-analyze'
   | 'faketime'
-  | 'chromium';
+  | 'chromium'
+  | 'qemu-arm64'
+  | 'qemu-armhf';
 
 export const REQUIREMENTS: readonly Requirement[] = [
   'docker', 'minisign', 'age', 'busybox', 'promtool', 'root', 'python3', 'openssl', 'debootstrap', 'dpkg-deb', 'systemd-analyze', 'faketime', 'chromium',
+  'qemu-arm64', 'qemu-armhf',
 ];
 
 /** Set to "1", a skip for a missing requirement fails the run instead (CI must run everything). */
@@ -133,6 +136,106 @@ export function chromiumExecutable(env: NodeJS.ProcessEnv = process.env): string
 }
 
 /**
+ * The ARM architectures the package is built for, as dpkg names them: ELF class and e_machine, qemu's name, the
+ * binfmt_misc flags and the qemu release their tests need (see emulationMissing).
+ */
+const EMULATED = {
+  arm64: { elfClass: 2, machine: 0xb7, qemu: 'qemu-aarch64', flags: 'F', minQemu: 0 },
+  armhf: { elfClass: 1, machine: 0x28, qemu: 'qemu-arm', flags: 'OF', minQemu: 10 },
+} as const;
+
+export type EmulatedArch = keyof typeof EMULATED;
+
+const BINFMT_DIR = '/proc/sys/fs/binfmt_misc';
+
+/** What .ci/run does for it: Debian's qemu, registered as systemd-binfmt registers it at boot (flags O, P, F). */
+const fixFor = (arch: EmulatedArch) =>
+  `apt-get install ${arch === 'armhf' ? '-t bookworm-backports ' : ''}qemu-user-static binfmt-support, then /lib/systemd/systemd-binfmt /usr/lib/binfmt.d/${EMULATED[arch].qemu}.conf; .ci/run does both`;
+
+/** Why a flag is needed, for the message. */
+const FLAG_NEEDS: Record<string, string> = {
+  F: 'the kernel then looks the interpreter up in the container, which has none, and no program runs there',
+  O: "Debian 13's systemd executes its units through /proc/self/fd of a close-on-exec descriptor, which the kernel then refuses, and no unit starts",
+};
+
+/** The release of the qemu at `interpreter` (its major version), or undefined when it does not say. */
+export function qemuMajorVersion(interpreter: string): number | undefined {
+  try {
+    const r = spawnSync(realpathSync(interpreter), ['--version'], { encoding: 'utf8', timeout: 10_000 });
+    const m = /version (\d+)\./.exec(r.stdout ?? '');
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Why this machine cannot run `arch`'s programs in the tests' containers (the fix included), or undefined when it
+ * can: natively, or through a binfmt_misc entry that is enabled and matches that architecture's ELF header, with:
+ * - F (fix-binary): the kernel opens qemu when it is registered. Without it, it looks qemu up when a program starts,
+ *   in the program's root: inside a container (or debootstrap's chroot) there is none, and every program fails.
+ * - armhf only, O (open-binary): the kernel hands qemu the program as an open file. Debian 13's systemd (the armhf
+ *   image) executes its executor as /proc/self/fd/N of a close-on-exec descriptor, a path no interpreter could open
+ *   after the exec: without O the kernel refuses such an exec (ENOENT), and every unit fails. Debian's
+ *   /usr/lib/binfmt.d has O; update-binfmts (binfmt-support, used where systemd is not init) registers without it.
+ * - armhf only, qemu 10 (bookworm-backports): Debian 12's 7.2 refuses clone() with CLONE_PIDFD (EINVAL), which Debian
+ *   13's glibc uses for systemd's pidfd_spawn(), and no unit starts. 10.0 was tried and works; 8 and 9 were not tried.
+ * Any registration counts (Debian's, `docker run --privileged tonistiigi/binfmt`), not only Debian's names.
+ */
+export function emulationMissing(
+  arch: EmulatedArch,
+  hostArch: string,
+  binfmtDir = BINFMT_DIR,
+  qemuVersion: (interpreter: string) => number | undefined = qemuMajorVersion,
+): string | undefined {
+  if (hostArch === arch) return undefined;
+  const want = EMULATED[arch];
+  if (!existsSync(join(binfmtDir, 'status'))) return `binfmt_misc is not mounted, so no ${arch} program runs here (mount -t binfmt_misc binfmt_misc ${binfmtDir}; ${fixFor(arch)})`;
+  let shortfall: string | undefined;
+  for (const name of readdirSync(binfmtDir)) {
+    if (name === 'status' || name === 'register') continue;
+    let text: string;
+    try {
+      text = readFileSync(join(binfmtDir, name), 'utf8');
+    } catch {
+      continue;
+    }
+    const field = (key: string) => new RegExp(`^${key}[ :]\\s*(\\S*)`, 'm').exec(text)?.[1] ?? '';
+    const magic = Buffer.from(field('magic'), 'hex');
+    const offset = Number(field('offset') || '0');
+    // ELF magic at offset 0, then EI_CLASS at 4 and e_machine (little-endian) at 18.
+    if (offset !== 0 || magic.length < 20 || magic.readUInt32BE(0) !== 0x7f454c46 || magic[4] !== want.elfClass || magic.readUInt16LE(18) !== want.machine) continue;
+    if (!/^enabled$/m.test(text)) {
+      shortfall ??= `binfmt_misc's ${name} for ${arch} programs is disabled (${fixFor(arch)})`;
+      continue;
+    }
+    const missing = [...want.flags].filter((f) => !field('flags').includes(f));
+    if (missing.length > 0) {
+      shortfall = `binfmt_misc's ${name} runs ${arch} programs without the ${missing.join(' and ')} flag${missing.length > 1 ? 's' : ''}: ${missing.map((f) => FLAG_NEEDS[f]).join('; ')} (${fixFor(arch)})`;
+      continue;
+    }
+    const interpreter = field('interpreter');
+    const version = want.minQemu > 0 ? qemuVersion(interpreter) : undefined;
+    if (want.minQemu > 0 && (version === undefined || version < want.minQemu)) {
+      shortfall = `binfmt_misc's ${name} runs ${arch} programs with qemu ${version ?? '(of no known version)'} (${interpreter}): Debian 13's systemd needs qemu ${want.minQemu}, as older ones refuse clone() with CLONE_PIDFD and no unit starts (${fixFor(arch)})`;
+      continue;
+    }
+    return undefined;
+  }
+  return shortfall ?? `no binfmt_misc entry runs ${arch} programs here (${fixFor(arch)})`;
+}
+
+let dpkgArch: string | undefined;
+/** dpkg's name for this machine's architecture (`uname -m`'s when there is no dpkg). */
+function hostDpkgArch(): string {
+  if (dpkgArch === undefined) {
+    const r = spawnSync('dpkg', ['--print-architecture'], { encoding: 'utf8' });
+    dpkgArch = r.status === 0 ? r.stdout.trim() : ({ x86_64: 'amd64', aarch64: 'arm64', armv7l: 'armhf' } as Record<string, string>)[spawnSync('uname', ['-m'], { encoding: 'utf8' }).stdout.trim()] ?? '';
+  }
+  return dpkgArch;
+}
+
+/**
  * The tests drive Docker both through the CLI (`docker import`, `docker ps`) and through dockerode on the same
  * endpoint, so the requirement is "the CLI is on PATH and its engine answers". `docker version` asks the engine that
  * DOCKER_HOST names, else /var/run/docker.sock: the same endpoint src/runtime/container-engine.ts tries first.
@@ -178,6 +281,8 @@ const CHECKS: Record<Requirement, (env: NodeJS.ProcessEnv) => string | undefined
       : findInPath('busybox', env)
         ? 'busybox on PATH is not statically linked (apt-get install busybox-static)'
         : 'no static busybox on PATH (apt-get install busybox-static)',
+  'qemu-arm64': () => emulationMissing('arm64', hostDpkgArch()),
+  'qemu-armhf': () => emulationMissing('armhf', hostDpkgArch()),
   root: () => (process.getuid?.() === 0 ? undefined : `not running as root (uid ${process.getuid?.()}; run the tests as root, e.g. sudo npm test)`),
 };
 

@@ -11,19 +11,22 @@ import { strictQuery } from '../query-params.js';
 
 /**
  * The last answer of GET /v1/components and what it was made from: the store's records (frozen, the same objects
- * until a row changes), the applied revision and the live pids. A dashboard polling the list gets the same bytes
- * without building or serialising them again until one of those moves.
+ * until a row changes), the applied revision, the live pids, and which instances are adopted but not yet checked
+ * (shown `unknown`: when the check passes on an instance already recorded running, no record changes, so without
+ * this the `unknown` of a list asked for in that window was served for good). A dashboard polling the list gets
+ * the same bytes without building or serialising them again until one of those moves.
  */
 interface ListMemo {
   records: readonly ComponentRecord[];
   desired: unknown;
   pids: Array<number | undefined>;
+  unproven: boolean[];
   body: string;
 }
 
-function sameList(memo: ListMemo, records: readonly ComponentRecord[], desired: unknown, pids: Array<number | undefined>): boolean {
+function sameList(memo: ListMemo, records: readonly ComponentRecord[], desired: unknown, pids: Array<number | undefined>, unproven: boolean[]): boolean {
   if (memo.desired !== desired || memo.records.length !== records.length) return false;
-  for (let i = 0; i < records.length; i++) if (memo.records[i] !== records[i] || memo.pids[i] !== pids[i]) return false;
+  for (let i = 0; i < records.length; i++) if (memo.records[i] !== records[i] || memo.pids[i] !== pids[i] || memo.unproven[i] !== unproven[i]) return false;
   return true;
 }
 
@@ -34,9 +37,10 @@ export function registerComponentRoutes(server: FastifyInstance, ctx: ApiContext
     const records = ctx.agent.store.components();
     const desired = ctx.agent.engine.desired;
     const pids = records.map((r) => ctx.agent.engine.pidOf(r.name));
-    if (!memo || !sameList(memo, records, desired, pids)) {
+    const unproven = records.map((r) => ctx.agent.engine.unproven?.(r.name) === true);
+    if (!memo || !sameList(memo, records, desired, pids, unproven)) {
       const views: Array<ComponentView | GroupView> = nest(records.map((rec) => componentView(ctx.agent, rec)), desired?.groups ?? []);
-      memo = { records, desired, pids, body: JSON.stringify(views) };
+      memo = { records, desired, pids, unproven, body: JSON.stringify(views) };
     }
     return reply.type('application/json; charset=utf-8').send(memo.body);
   });

@@ -1,0 +1,46 @@
+# Sourced by /usr/bin/keystone and /usr/bin/keystonectl (installed as /usr/lib/keystone/launch.sh): picks the Node,
+# refuses a CPU no Node ≥ 20 runs on, and execs the bundle. exec: under systemd the service's main pid is the agent
+# itself, so SIGTERM reaches it. KEYSTONE_LIB (the bundle's directory) and KEYSTONE_NODE (a Node to run it with) are
+# for tests and benchmarks of an uninstalled bundle: the package's build writes the installed launchers without them
+# (packaging/build-deb.mjs), so that no environment a caller keeps (sudo -E) chooses the code root runs.
+keystone_exec() {
+  program=$1
+  shift
+  lib=${KEYSTONE_LIB:-/usr/lib/keystone}
+  # Debian's armhf and Node's own builds need ARMv7; Raspberry Pi OS's armhf also runs on the ARMv6 Pi Zero and 1,
+  # where node would die of SIGILL before it could say why.
+  machine=$(uname -m 2>/dev/null || true)
+  case $machine in
+    armv6* | armv5* | armv4*)
+      echo "$program: this board's CPU ($machine) cannot run Node.js 20 or later, which needs ARMv7 or newer (a Raspberry Pi Zero or 1 is ARMv6; a Pi Zero 2, 3, 4 or 5 runs the arm64 package)" >&2
+      exit 2
+      ;;
+  esac
+  node=${KEYSTONE_NODE:-}
+  if [ -z "$node" ]; then
+    # The keystone-node package's Node when it is installed (the state store is built for it), else the system's.
+    # Then the distribution's (what the package's Depends is met by), before whatever else is first on the PATH.
+    for candidate in /usr/lib/keystone-node/bin/node /usr/bin/node /usr/bin/nodejs; do
+      if [ -x "$candidate" ]; then
+        node=$candidate
+        break
+      fi
+    done
+    [ -n "$node" ] || node=$(command -v node || command -v nodejs || true)
+  fi
+  if [ -z "$node" ]; then
+    echo "$program: no Node.js to run it with: install the keystone-node package, or nodejs 20.19 or later" >&2
+    exit 2
+  fi
+  # V8's young generation held at 1 MiB semi-spaces: a long-lived daemon on a small board trades a few more cheap
+  # scavenges for ~30 MiB of memory (docs/agent.md, Memory; the agent sets the same for itself on Node 20 when run
+  # otherwise).
+  flags=--max-semi-space-size=1
+  # The agent runs its JavaScript in V8's interpreter only (no Sparkplug, Maglev or TurboFan code): ~9 MiB less
+  # resident with 50 components, for ~15 % more CPU at its start and 2.4x the time to load a revision of 10,000
+  # components; idle and Git polls cost the same (docs/agent.md, Memory). keystonectl, short-lived, keeps V8's tiers.
+  if [ "$program" = keystone ]; then
+    flags="$flags --max-opt=0"
+  fi
+  exec "$node" $flags "$lib/$program.mjs" "$@"
+}
