@@ -36,11 +36,5 @@ keystone_exec() {
   # scavenges for ~30 MiB of memory (docs/agent.md, Memory; the agent sets the same for itself on Node 20 when run
   # otherwise).
   flags=--max-semi-space-size=1
-  # The agent runs its JavaScript in V8's interpreter only (no Sparkplug, Maglev or TurboFan code): ~9 MiB less
-  # resident with 50 components, for ~15 % more CPU at its start and 2.4x the time to load a revision of 10,000
-  # components; idle and Git polls cost the same (docs/agent.md, Memory). keystonectl, short-lived, keeps V8's tiers.
-  if [ "$program" = keystone ]; then
-    flags="$flags --max-opt=0"
-  fi
   exec "$node" $flags "$lib/$program.mjs" "$@"
 }
