@@ -2,7 +2,7 @@
 // runs it (the bundle, packaging/bundle.mjs, made here from dist/, started through packaging/launchers/keystone at its
 // default flags), beside Node's own floor measured in the same run; and the cold start of `keystonectl status`
 // through its launcher beside `node -e 0`. Run by hand (`npm run bench -- footprint`, which builds first); it asserts
-// nothing, it reports. Aims: ≤ 55 MB with 50 services in directory mode (API on), ≤ 65 MB following Git (PM2's daemon
+// nothing, it reports. Aims: ≤ 55 MiB with 50 services in directory mode (API on), ≤ 65 MiB following Git (PM2's daemon
 // holds ~59 MiB, Node's floor ~38 MiB); keystonectl status ≤ 150 ms.
 //
 // Rows (each alone on the machine, one after the other):
@@ -15,7 +15,7 @@
 //                     default --status), the API on.
 //   … V8 defaults     the same two agents with none of the launcher's flags (node run on the bundle directly) and
 //                     KEYSTONE_V8_DEFAULTS=1: what the launcher's flags save.
-//   … --node-args     (only with --node-args, e.g. "--max-opt=1"): the two agents with node run on the bundle directly
+//   … --node-args     (only with --node-args, e.g. --node-args=--max-semi-space-size=1): the two agents with node run on the bundle directly
 //                     with exactly those flags, in place of the launcher's.
 //   keystonectl status  the bundle's keystonectl through its launcher against the directory agent above (after its
 //                     measure), the median wall time of --cold runs from spawn to exit, beside `node -e 0` taking turns.
@@ -83,7 +83,7 @@ const NODE_ARGS = opts['node-args'].split(' ').filter(Boolean);
 if (NODE_ARGS.length && !only.includes('dir-args')) only.push('dir-args', 'git-args');
 const counts = [N, IDLE_S, SETTLE_S + 1, COLD_RUNS + 1];
 if (counts.some((c) => !Number.isInteger(c) || c < 1) || !Number.isFinite(PORT_BASE) || only.some((s) => !ALL.includes(s)) || !['bundle', 'dist'].includes(opts.build)) {
-  console.error(`usage: node bench/footprint.bench.mjs [--programs 50] [--idle 20] [--settle 20] [--cold 10] [--only ${ALL.join(',')}] [--port-base 26000] [--node-args "--max-opt=1"] [--build bundle|dist]`);
+  console.error(`usage: node bench/footprint.bench.mjs [--programs 50] [--idle 20] [--settle 20] [--cold 10] [--only ${ALL.join(',')}] [--port-base 26000] [--node-args=--max-semi-space-size=1] [--build bundle|dist]`);
   process.exit(2);
 }
 
@@ -118,11 +118,11 @@ async function sampleRss(pid, seconds) {
   return { samples, cpu: +cpu.toFixed(2) };
 }
 
-/** At start (the first seconds), then settled (after --settle s), as the rows report them. */
-async function footprint(pid, { settle = true } = {}) {
-  const start = await sampleRss(pid, Math.min(START_SAMPLES, IDLE_S));
-  if (settle && SETTLE_S > START_SAMPLES) await sleep((SETTLE_S - START_SAMPLES) * 1000);
-  const idle = settle ? await sampleRss(pid, IDLE_S) : start;
+/** At start (its first seconds), then settled (the idle window after --settle s), as the rows report them. */
+async function footprint(pid) {
+  const start = await sampleRss(pid, START_SAMPLES);
+  if (SETTLE_S > START_SAMPLES) await sleep((SETTLE_S - START_SAMPLES) * 1000);
+  const idle = await sampleRss(pid, IDLE_S);
   return {
     rssKiBAtStart: median(start.samples),
     rssKiB: median(idle.samples),
@@ -136,7 +136,8 @@ async function measureFloor() {
   const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1 << 30)'], { env: cleanEnv(), stdio: 'ignore' });
   try {
     await sleep(500);
-    return { key: 'floor', label: 'node floor (empty node -e, kept alive)', ...(await footprint(child.pid, { settle: false })) };
+    const { samples, cpu } = await sampleRss(child.pid, IDLE_S);
+    return { key: 'floor', label: 'node floor (empty node -e, kept alive)', rssKiB: median(samples), rssKiBMin: Math.min(...samples), rssKiBMax: Math.max(...samples), idleCpuPercent: cpu };
   } finally {
     signalPid(child.pid, 'SIGKILL');
   }
@@ -272,7 +273,7 @@ try {
   const ran = BUNDLE ? 'the bundle through packaging/launchers' : 'dist/ through bin/';
   console.log(`\nfootprint benchmark — node ${process.version}, ${machine().cpu.count} × ${machine().cpu.model ?? 'cpu'}; ${N} programs, ${ran}; RSS median over ${IDLE_S} s idle after ${SETTLE_S} s to settle`);
   console.log('');
-  console.log(`  ${'process'.padEnd(58)} ${'RSS MiB'.padStart(8)} ${'min'.padStart(7)} ${'max'.padStart(7)} ${'at start'.padStart(9)} ${'over floor'.padStart(11)} ${'idle CPU'.padStart(9)}  aim (MB)`);
+  console.log(`  ${'process'.padEnd(58)} ${'RSS MiB'.padStart(8)} ${'min'.padStart(7)} ${'max'.padStart(7)} ${'at start'.padStart(9)} ${'over floor'.padStart(11)} ${'idle CPU'.padStart(9)}  aim (MiB)`);
   for (const r of [...rows, ...others]) {
     if (r.error) {
       console.log(`  ${r.label.padEnd(58)} failed: ${r.error}`);
@@ -280,7 +281,7 @@ try {
     }
     const over = floor && r !== floor ? `+${fmt(MiB(r.rssKiB - floor.rssKiB), 1)}` : '';
     const aim = aimOf(r.key);
-    const verdict = aim === undefined ? '' : `≤ ${aim}: ${r.rssKiB * 1024 <= aim * 1e6 ? 'met' : 'not met'}`;
+    const verdict = aim === undefined ? '' : `≤ ${aim}: ${MiB(r.rssKiB) <= aim ? 'met' : 'not met'}`;
     const cell = (kib, w) => (kib !== undefined ? fmt(MiB(kib), 1) : '').padStart(w);
     console.log(`  ${r.label.padEnd(58)} ${cell(r.rssKiB, 8)} ${cell(r.rssKiBMin, 7)} ${cell(r.rssKiBMax, 7)} ${cell(r.rssKiBAtStart, 9)} ${over.padStart(11)} ${(r.idleCpuPercent !== undefined ? `${fmt(r.idleCpuPercent, 2)} %` : '').padStart(9)}  ${verdict}`);
   }

@@ -169,7 +169,7 @@ export function startAgent({ repo, gitRepo, plan, stateDir, concurrency, extraAr
   if (concurrency !== undefined) args.push('--concurrency', String(concurrency));
   args.push(...extraArgs);
   const [command, argv] = launcher ? ['/bin/sh', [launcher, ...args]] : [process.execPath, [...nodeArgs, program, ...args]];
-  const child = spawn(command, argv, { cwd: process.env.AGENT_CWD ?? projectDir, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(command, argv, { cwd: projectDir, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const events = [];
   const listeners = new Set();
   let stderr = '';

@@ -6,7 +6,7 @@
 //   AGE-SECRET-KEY-1…
 //
 // Read with node:crypto's X25519 (what OpenSSL computes is what age computes: the scalar is clamped the same way), so
-// that reading it at every start costs nothing; a new identity is made by age-encryption (device-keys.ts).
+// that reading it at every start costs nothing; a new identity is made the same way (create-identity.ts).
 import { createPrivateKey, createPublicKey } from 'node:crypto';
 import { bech32Decode, bech32Encode } from './bech32.js';
 

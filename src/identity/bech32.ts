@@ -1,7 +1,7 @@
 // Bech32 (BIP 173, the original checksum constant 1), as age encodes its X25519 keys: `age1…` recipients and
 // `AGE-SECRET-KEY-1…` identities. age sets no length limit (BIP 173's 90 characters do not apply). Here so that the
 // agent can read its own age identity at every start without loading age-encryption (about 7 MiB of resident memory
-// and 75 ms at each start on a device; it is loaded only to make a new identity, and to decrypt).
+// and 75 ms at each start on a device; it is loaded only to decrypt, and to make a target's key).
 
 const CHARSET = 'qpzry9x8gf2tvdw0s3jn54khce6mua7l';
 const GENERATOR = [0x3b6a57b2, 0x26508e6d, 0x1ea119fa, 0x3d4233dd, 0x2a1462b3];

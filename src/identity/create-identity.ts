@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import { agentUid } from '../runtime/safe-path.js';
 import { formatPublicKey, formatSecretKey, generateKey } from '../trust/minisign.js';
 import { ageRecipientOf, formatAgeIdentityFile, type AgeIdentity } from './age-identity-file.js';
+import { bech32Encode } from './bech32.js';
 import { syncDirectory, writeNew } from './durable-write.js';
 import { AGE_KEY_FILE, DIR_MODE, IDENTITY_DIR, PUBLIC_MODE, REPORT_KEY_FILE, REPORT_PUB_FILE, SECRET_MODE, type IdentityPaths } from './identity-layout.js';
 
@@ -16,9 +17,11 @@ const TEMP_PREFIX = `.${IDENTITY_DIR}.`;
 /** The three files in a directory of their own, renamed into place whole; another process's identity made first wins. */
 export async function createIdentity(paths: IdentityPaths, o: { now: () => number; randomBytes: (n: number) => Uint8Array }): Promise<void> {
   const stateDir = resolve(paths.dir, '..');
-  removeStaleTemps(stateDir, o.now());
+  // Against the clock the directories' times come from, the system's, not the injected one: a clock set years ahead
+  // would take a fresh directory that another maker is filling for one a dead process left.
+  removeStaleTemps(stateDir, Date.now());
   const report = generateKey(o.randomBytes);
-  const age = await newAgeIdentity();
+  const age = newAgeIdentity(o.randomBytes);
   const temp = join(stateDir, `${TEMP_PREFIX}${randomUUID()}.tmp`);
   mkdirSync(temp, { mode: DIR_MODE });
   try {
@@ -49,14 +52,14 @@ function removeStaleTemps(stateDir: string, nowMs: number): void {
 }
 
 /**
- * A new X25519 identity by age-encryption (loaded here only: about 7 MiB that a start reading existing keys does not
- * need). Its recipient is worked out both ways, age-encryption's and ours (age-identity-file.ts), which must agree:
- * the agent reads the file with ours at every later start.
+ * A new X25519 identity as age-keygen makes one: 32 random bytes (X25519 clamps them when they are used), bech32 in
+ * capitals; its recipient by node:crypto (age-identity-file.ts), as every later start reads it. Not by age-encryption,
+ * which a device's first start would otherwise load and hold for good (bench/footprint.bench.mjs);
+ * test/identity/device-keys.test.ts checks that age-encryption, `age-keygen -y` and `age -d` read what this makes.
  */
-async function newAgeIdentity(): Promise<AgeIdentity> {
-  const { generateX25519Identity, identityToRecipient } = await import('age-encryption');
-  const identity = await generateX25519Identity();
-  const recipient = await identityToRecipient(identity);
-  if (ageRecipientOf(identity) !== recipient) throw new Error('age identity: the recipient worked out by node:crypto differs from age-encryption\'s');
+function newAgeIdentity(randomBytes: (n: number) => Uint8Array): AgeIdentity {
+  const identity = bech32Encode('age-secret-key-', randomBytes(32)).toUpperCase();
+  const recipient = ageRecipientOf(identity);
+  if (recipient === undefined) throw new Error('age identity: a new identity did not read back');
   return { identity, recipient };
 }

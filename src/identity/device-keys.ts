@@ -53,7 +53,7 @@ export interface DevicePublicIdentity {
 export interface EnsureDeviceKeysOptions {
   /** ms since the epoch: the age file's `# created:` line and the marker's time. */
   now: () => number;
-  /** The report key's seed and key id. (The age identity's randomness is age-encryption's own, crypto.getRandomValues.) */
+  /** The report key's seed and key id, and the age identity's 32 bytes. */
   randomBytes: (n: number) => Uint8Array;
   /** Make the keys when the device has none yet (the agent's start, init, `keystone identity`); else refuse. */
   create: boolean;
