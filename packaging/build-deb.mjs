@@ -114,15 +114,20 @@ async function stage(root, opts) {
   };
   put('launchers/keystone', 'usr/bin/keystone');
   put('launchers/keystonectl', 'usr/bin/keystonectl');
+  put('launchers/agent-rollback', 'usr/lib/keystone/agent-rollback');
   put('keystone.service', 'lib/systemd/system/keystone.service');
   put('agent.toml', 'etc/keystone/agent.toml');
   mkdirSync(join(root, 'etc', 'keystone', 'keys'), { recursive: true });
   mkdirSync(join(root, 'var', 'lib', 'keystone'), { recursive: true });
-  // The installed launchers take no KEYSTONE_LIB or KEYSTONE_NODE (test hooks of the repository's copies): what
-  // root runs is /usr/lib/keystone's, whatever environment a caller keeps.
+  // The installed launchers take no KEYSTONE_LIB, KEYSTONE_NODE or KEYSTONE_AGENT_HOME (test hooks of the
+  // repository's copies): what root runs is /usr/lib/keystone's or a version the agent staged, whatever environment a
+  // caller keeps. agent-rollback keeps its KEYSTONE_AGENT_HOME: it only reads and writes the agent's own files, as root.
   for (const f of ['usr/bin/keystone', 'usr/bin/keystonectl', 'usr/lib/keystone/launch.sh']) {
-    const text = readFileSync(join(root, f), 'utf8').replaceAll('${KEYSTONE_LIB:-/usr/lib/keystone}', '/usr/lib/keystone').replaceAll('${KEYSTONE_NODE:-}', '');
-    if (/KEYSTONE_(LIB|NODE)/.test(text.replace(/^\s*#.*$/gm, ''))) throw new Error(`${f} still reads KEYSTONE_LIB or KEYSTONE_NODE: packaging/build-deb.mjs no longer matches the launchers`);
+    const text = readFileSync(join(root, f), 'utf8')
+      .replaceAll('${KEYSTONE_LIB:-/usr/lib/keystone}', '/usr/lib/keystone')
+      .replaceAll('${KEYSTONE_NODE:-}', '')
+      .replaceAll('${KEYSTONE_AGENT_HOME:-/var/lib/keystone-agent}', '/var/lib/keystone-agent');
+    if (/KEYSTONE_(LIB|NODE|AGENT_HOME)/.test(text.replace(/^\s*#.*$/gm, '').replaceAll('--setenv=KEYSTONE_AGENT_HOME=', ''))) throw new Error(`${f} still reads KEYSTONE_LIB, KEYSTONE_NODE or KEYSTONE_AGENT_HOME: packaging/build-deb.mjs no longer matches the launchers`);
     writeFileSync(join(root, f), text);
   }
   put('debian/copyright', 'usr/share/doc/keystone/copyright');

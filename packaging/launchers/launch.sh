@@ -7,6 +7,15 @@ keystone_exec() {
   program=$1
   shift
   lib=${KEYSTONE_LIB:-/usr/lib/keystone}
+  # A version the agent updated itself to (SPEC §17) runs from its home instead of the package's bundle; the launcher
+  # and agent-rollback stay the package's, so that a new version that does not work cannot keep itself running.
+  home=${KEYSTONE_AGENT_HOME:-/var/lib/keystone-agent}
+  if [ "$program" = keystone ] && [ "${1:-}" = agent ] && [ -f "$home/trial" ]; then
+    keystone_trial_start "$lib" "$home"
+  fi
+  if [ -f "$home/current/keystone.mjs" ]; then
+    lib=$home/current
+  fi
   # Debian's armhf and Node's own builds need ARMv7; Raspberry Pi OS's armhf also runs on the ARMv6 Pi Zero and 1,
   # where node would die of SIGILL before it could say why.
   machine=$(uname -m 2>/dev/null || true)
@@ -44,4 +53,27 @@ keystone_exec() {
     flags="$flags --no-opt --no-sparkplug"
   fi
   exec "$node" $flags "$lib/$program.mjs" "$@"
+}
+
+# A start of a version on probation: counted, and the deadline armed again. More than three starts without the
+# trial being committed (the new agent exits, or the device lost power thrice) put the previous version back now;
+# a new agent that runs but does not report success in time is put back by the timer (agent-rollback --restart).
+keystone_trial_start() {
+  package_lib=$1
+  trial_home=$2
+  echo start >>"$trial_home/trial-starts"
+  starts=$(wc -l <"$trial_home/trial-starts")
+  if [ "$starts" -gt 3 ]; then
+    /bin/sh "$package_lib/agent-rollback" "the new agent did not come up: $((starts - 1)) starts without reporting success"
+    return 0
+  fi
+  deadline=$(sed -n 's/^deadline=//p' "$trial_home/trial" | head -n 1)
+  case $deadline in '' | *[!0-9]*) deadline=300 ;; esac
+  if [ -d /run/systemd/system ] && command -v systemd-run >/dev/null 2>&1; then
+    systemctl stop keystone-agent-deadline.timer >/dev/null 2>&1 || true
+    systemctl reset-failed keystone-agent-deadline.timer keystone-agent-deadline.service >/dev/null 2>&1 || true
+    systemd-run --quiet --unit=keystone-agent-deadline --on-active="$deadline" --timer-property=AccuracySec=1s \
+      --setenv=KEYSTONE_AGENT_HOME="$trial_home" \
+      /bin/sh "$package_lib/agent-rollback" --restart "the new agent did not report success within ${deadline}s" || true
+  fi
 }

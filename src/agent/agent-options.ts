@@ -1,5 +1,6 @@
 // What starting an agent takes (agent.ts): the composition root (run-agent.ts) fills it from the validated
 // configuration; tests fill it directly.
+import type { AgentUpdater } from '../agent-update/agent-updater.js';
 import type { SecretSteps } from './revision-secrets.js';
 import type { PublicKey } from '../trust/minisign.js';
 import type { DesiredComponent, DesiredState } from '../core/desired-state.js';
@@ -39,6 +40,8 @@ export interface AgentOptions {
   enrollmentKeys?: readonly PublicKey[];
   /** How secrets are opened (SPEC §16): the device's opener and the vault its runtimes read values from. */
   secrets?: SecretSteps;
+  /** How this agent updates itself to the version a revision's [agent] names (SPEC §17). */
+  agentUpdate?: AgentUpdater;
   stateDir: string;
   trust: TrustSetting;
   log: Logger;

@@ -11,7 +11,7 @@ import type { ComponentPaths, Runtime } from '../runtime/runtime.js';
 import { safeDirectory } from '../runtime/safe-path.js';
 import type { Revision } from '../source/directory-source.js';
 import type { DeviceHealth } from '../status/commit-status.js';
-import { openStateStore, type StateStore } from '../store/state-store.js';
+import { openStateStore, STATE_DB_FILE, StateStoreError, type StateStore } from '../store/state-store.js';
 import { agentEvents, type AgentEventMap } from './agent-events.js';
 import type { AgentOptions } from './agent-options.js';
 import { deviceHealth } from './device-health.js';
@@ -93,6 +93,16 @@ export function componentPaths(stateDir: string, name: string): ComponentPaths {
  * and adopts what runs. Throws StateDirError (KS_STATE_DIR_UNSAFE, KS_STATE_DIR_LOCKED) before anything is read or
  * adopted; the lock is released by close(), or at once when the start fails.
  */
+/** The state store; after an agent update was put back, the copy from before it if the new version migrated past this one. */
+function openStore(opts: AgentOptions, now: () => number): StateStore {
+  try {
+    return openStateStore(opts.stateDir, { now });
+  } catch (e) {
+    if (!(e instanceof StateStoreError && e.code === 'KS_STATE_SCHEMA_TOO_NEW' && opts.agentUpdate?.restoreStore(join(opts.stateDir, STATE_DB_FILE)))) throw e;
+    return openStateStore(opts.stateDir, { now });
+  }
+}
+
 export async function startAgent(opts: AgentOptions): Promise<Agent> {
   const lock = opts.stateDirLock ?? openStateDir(opts.stateDir);
   try {
@@ -114,7 +124,7 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
   // Outcomes look for a recovery whenever a component is recorded healthy; they exist once the engine does.
   const late: { outcomes?: Outcomes } = {};
   const scrub = (text: string) => opts.secrets?.vault.scrub(text) ?? text;
-  const store = observedStore(openStateStore(opts.stateDir, { now }), emit, () => late.outcomes?.checkRecovery(), scrub);
+  const store = observedStore(openStore(opts, now), emit, () => late.outcomes?.checkRecovery(), scrub);
   // Run users must reach their own work directory inside the state directory: traverse, not list.
   chmodSync(opts.stateDir, 0o711);
   chmodSync(join(opts.stateDir, 'components'), 0o711);
@@ -212,6 +222,7 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     now,
     ...(opts.enrollmentKeys && { enrollmentKeys: opts.enrollmentKeys }),
     ...(opts.secrets && { secrets: opts.secrets }),
+    ...(opts.agentUpdate && { agentUpdate: opts.agentUpdate }),
   };
 
   const agent: Agent = {

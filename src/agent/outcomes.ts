@@ -233,6 +233,24 @@ export class Outcomes {
       for (const a of this.askFailureListeners({ revision: rev.id, summary: r.summary, failed: r.failures })) a.act?.();
   }
 
+  /**
+   * A revision that failed before anything was touched: the agent update it asks for was put back on this device
+   * (SPEC §17). A `failure`, not a refusal: the revision was valid, this device could not run it. Its row is
+   * finished at once, so standing() says `failed-before` when it is offered again.
+   */
+  failedUnapplied(rev: RevisionInfo, reason: string, began: number): void {
+    const { store, now } = this.deps;
+    const summary = this.deps.scrub?.(reason) ?? reason;
+    const event = { revision: rev.id, outcome: 'failure' as const, durationMs: now() - began, summary, failed: [], ...(rev.target !== undefined && { target: rev.target }), ...(rev.wave !== undefined && { wave: rev.wave }) };
+    store.transaction(() => {
+      const id = store.beginApply({ revision: rev.id, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), startedAt: began, reconcile: { stopOrder: [], startOrder: [], noTouch: [], reasons: {} } });
+      store.finishApply(id, { finishedAt: now(), outcome: 'failure', summary, failed: [] });
+      this.reports?.finished(event);
+    });
+    this.log.error({ revision: rev.id, reason: summary }, 'revision failed on this device; still running the previous one');
+    this.deps.emit('revision', event);
+  }
+
   /** A revision refused before anything was touched (invalid, unsigned, not for this device). */
   rejected(given: { revision: string; planFile: string; target?: string; wave?: string; reason: string; began: number; silent: boolean }): void {
     const { store, now } = this.deps;

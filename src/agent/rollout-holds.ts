@@ -3,6 +3,7 @@
 // what runs then; newer ones stay held), halted ones are dropped for good. Called only from the agent's one loop, so
 // holding, rechecking and applying never overlap. Each held commit is reported once per change of its reason's kind
 // (another wave waited for, halted), not on every look.
+import type { AgentSection } from '../core/agent-section.js';
 import type { DesiredState } from '../core/desired-state.js';
 import type { Rollout } from '../core/rollout.js';
 import type { Logger } from '../log/logger.js';
@@ -33,6 +34,8 @@ export interface Candidate {
   checkedAt?: number;
   /** Which of the fleet's reports count for it (SPEC §15). */
   admission?: ReportAdmission;
+  /** The agent version the commit asks this device to run (SPEC §17). */
+  agent?: AgentSection;
 }
 
 export interface RolloutHold {

@@ -23,12 +23,16 @@ import { openStateDir } from './state-dir.js';
 import { SecretVault } from '../secrets/secret-vault.js';
 import { SecretOpener } from '../secrets/open-secrets.js';
 import { digestKeyOf } from '../secrets/secret-digest.js';
+import { agentUpdater } from '../agent-update/agent-update-setup.js';
+import type { AgentUpdateView } from '../agent-update/agent-home.js';
 
 /** 2 GiB: artifacts are programs and images, not datasets. */
 const MAX_ARTIFACT_BYTES = 2 * 1024 ** 3;
 
 export interface RunningAgent {
   agent: Agent;
+  /** What GET /v1/revision's agent.update says (SPEC §17). */
+  agentUpdate: () => AgentUpdateView | undefined;
   /** Starts following the source (the first look, or the device's place in the poll interval). */
   start(): Promise<void>;
   /** Stops looking, then the agent (its components too with `stopComponents`), then reporting and the container runtime's watches. */
@@ -43,6 +47,8 @@ export interface RunHooks {
   beforeAdopt?: () => Promise<void>;
   /** The values of opened secrets (SPEC §16), kept in memory; the CLI's logger scrubs them from every line. */
   vault?: SecretVault;
+  /** Tests: how the agent updates itself (agent-update-setup.ts by default). */
+  agentUpdater?: typeof agentUpdater;
 }
 
 /**
@@ -130,7 +136,10 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
       ? (store: RolloutRecall) => new gitModules.RolloutGate({ refs: gitModules.refListerFor(reports.repo, { ...(reports.token !== undefined && { token: reports.token }), now: Date.now }), store, now: Date.now, random: Math.random })
       : undefined;
   const boundProbes = new Map<string, BoundProbe | undefined>();
+  // Agent updates (SPEC §17): a packaged agent under systemd switches to the version a revision's [agent] names.
+  const updater = (hooks.agentUpdater ?? agentUpdater)({ stateDir, log: logger, store: () => agentRef!.store, now: Date.now });
   const agent = (agentRef = await startAgent({
+    agentUpdate: updater,
     stateDirLock,
     ...(rolloutGate && { rolloutGate }),
     ...(!rolloutGate && { rolloutUnavailable: 'this device sends no Git notes (--status git-notes), so it cannot see the waves before it' }),
@@ -197,6 +206,7 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
   warnRootProcesses(agent, policy.allowRoot, log);
   return {
     agent,
+    agentUpdate: () => updater.view(),
     start: () => source.start(),
     async close(opts) {
       // Nothing new is taken up; the apply in flight ends (its outcome written and handed to the outbox), then the

@@ -22,6 +22,7 @@ import { IdentityError } from '../identity/identity-error.js';
 import type { PublicKey } from '../trust/minisign.js';
 import type { DeviceProblem, TrustSetting } from './agent-options.js';
 import { openRevisionSecrets, type SecretSteps } from './revision-secrets.js';
+import type { AgentUpdater } from '../agent-update/agent-updater.js';
 
 /** Refusals that depend on the device's clock (docs/signing.md, "Time"): the same revision is looked at again later. */
 const CLOCK_REFUSALS: ReadonlySet<string> = new Set(['KS_SIGNATURE_FROM_FUTURE', 'KS_SIGNATURE_TOO_OLD']);
@@ -34,7 +35,9 @@ export type RevisionOutcome =
   /** The commit the device runs, carried out in this run already. */
   | { kind: 'current' }
   | { kind: 'applied'; outcome: 'success' | 'failure' | 'interrupted' }
-  | { kind: 'resumed'; outcome: 'success' | 'failure' };
+  | { kind: 'resumed'; outcome: 'success' | 'failure' }
+  /** The agent switched to the version the revision asks for and is being restarted into it (SPEC §17). */
+  | { kind: 'handover' };
 
 export interface RevisionSteps {
   trust: TrustSetting;
@@ -56,6 +59,8 @@ export interface RevisionSteps {
   enrollmentKeys?: readonly PublicKey[];
   /** How this device opens the secrets a plan reads (SPEC §16); without it a plan that reads one is refused. */
   secrets?: SecretSteps;
+  /** How this agent updates itself to the version a revision's [agent] names (SPEC §17); without it, it does not. */
+  agentUpdate?: AgentUpdater;
 }
 
 /** The last placement logged ("this device in the fleet"), said again only when it changes. */
@@ -169,7 +174,7 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
   // The revision this device runs (offered again after a restart) is not gated again: its own report stands (a
   // failed canary must stay a failure in the rollout, not turn into `halted` by its own failure).
   const current = standing.kind === 'resume' || standing.kind === 'continue';
-  const c = { rev, state: resolution.state, planFile, ...(target !== undefined && { target }), ...(signedAt !== undefined && { signedAt }), ...(signers !== undefined && { signers }), began };
+  const c = { rev, state: resolution.state, planFile, ...(target !== undefined && { target }), ...(signedAt !== undefined && { signedAt }), ...(signers !== undefined && { signers }), ...(resolution.agent && { agent: resolution.agent }), began };
   if (resolution.rollout && resolution.wave && waveName !== undefined && !current) {
     // Staged (SPEC §14): held until its gate opens. A newer commit goes first in line; the same one offered again
     // (a restart, a rollback target become the tip) replaces its entry.
@@ -204,6 +209,29 @@ export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'wa
   const standing = s.outcomes.standing(rev, { identity: s.identity, loaded: s.engine.loaded === rev.id });
   // Decided between its hold and its gate opening (step 4 said so for a revision not held).
   if (standing.kind === 'current' || standing.kind === 'failed-before') return { kind: standing.kind };
+  // 5a. The agent version the revision asks for (SPEC §17): switched to before anything else is done, and the
+  // revision is applied by the new agent, which must adopt every component as it runs and report success.
+  const update = s.agentUpdate;
+  if (update && standing.kind !== 'resume') {
+    const d = await update.decide(c.agent, rev, rev.reader);
+    if (d.kind === 'handover') return { kind: 'handover' };
+    if (d.kind === 'refuse') {
+      s.outcomes.rejected({ revision: rev.id, planFile, ...(target !== undefined && { target }), ...(waveName !== undefined && { wave: waveName }), reason: d.reason, began, silent: rev.rollback === true });
+      s.log.error({ revision: rev.id, reason: d.reason }, 'revision refused; still running the previous one');
+      return { kind: 'rejected', reason: d.reason, byClock: false };
+    }
+    if (d.kind === 'failed') {
+      s.outcomes.failedUnapplied(info, d.reason, began);
+      return { kind: 'applied', outcome: 'failure' };
+    }
+    const missing = update.settles(c.agent) ? update.notAdopted() : [];
+    if (missing.length) {
+      const reason = `KS_AGENT_UPDATE_FAILED: agent ${packageVersionOf(c.agent)} did not adopt ${missing.join(', ')} as they ran before the switch`;
+      s.outcomes.failedUnapplied(info, reason, began);
+      await update.settle('failure', reason);
+      return { kind: 'applied', outcome: 'failure' };
+    }
+  }
   if (standing.kind === 'resume') {
     const r = await s.engine.apply(state, info);
     if (!r.interrupted) s.outcomes.resumed(info, standing.outcome, r);
@@ -219,7 +247,13 @@ export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'wa
     throw e;
   }
   s.outcomes.finish(ticket!, { ...r, stateDigest: stateDigest(state) });
+  // On probation (SPEC §17): this outcome decides whether the new agent stays.
+  if (update?.settles(c.agent) && !r.interrupted) await update.settle(r.outcome, `${r.outcome}: ${r.summary}`);
   return { kind: 'applied', outcome: r.interrupted ? 'interrupted' : r.outcome };
+}
+
+function packageVersionOf(section: { version: string } | undefined): string {
+  return section?.version ?? '?';
 }
 
 function logPlacement(s: RevisionSteps, revision: string, target: string, planFile: string, wave: string | undefined): void {

@@ -57,6 +57,12 @@ export const CODES = {
   // Secrets (SPEC §16): `{{secret.NAME}}` only in an environment variable's value; files by [[lifecycle.run.secrets]].
   SECRET_PLACEMENT: 'KS_SECRET_PLACEMENT',
   SECRET_FILE: 'KS_SECRET_FILE',
+  // Agent updates (SPEC §17): fleet.toml's [agent]; refusals of a package on the device (agent-update/).
+  AGENT_PACKAGE_DIGEST: 'KS_AGENT_PACKAGE_DIGEST',
+  AGENT_NO_PACKAGE: 'KS_AGENT_NO_PACKAGE',
+  AGENT_PACKAGE_INVALID: 'KS_AGENT_PACKAGE_INVALID',
+  AGENT_DOWNGRADE: 'KS_AGENT_DOWNGRADE',
+  AGENT_UPDATE_FAILED: 'KS_AGENT_UPDATE_FAILED',
 } as const;
 
 export type ErrorCode = (typeof CODES)[keyof typeof CODES];

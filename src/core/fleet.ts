@@ -10,6 +10,7 @@ import { configTable, escapesRepository } from './recipe.js';
 import { componentName } from './schema-rules.js';
 import { parseTomlDocument, type ParsedDocument } from './toml-document.js';
 import { checkRollout, rolloutSchema } from './rollout.js';
+import { agentSectionSchema, checkAgentSection } from './agent-section.js';
 
 export const FLEET_FILE = 'fleet.toml';
 
@@ -26,12 +27,16 @@ const target = z.strictObject({
   plan: z.string().min(1),
   // Per-component configuration overrides, laid over the plan's (SPEC §12): { api = { http = { port = 9090 } } }.
   config: z.record(z.string(), configTable).optional(),
+  // This target's agent version (SPEC §17), instead of the fleet's [agent].
+  agent: agentSectionSchema.optional(),
 });
 
 export const fleetSchema = z.strictObject({
   targets: z.array(target).default([]),
   // Staged rollouts (SPEC §14); absent: every device applies each commit at once.
   rollout: rolloutSchema.optional(),
+  // The agent version the fleet runs (SPEC §17); absent: devices keep the agent they have.
+  agent: agentSectionSchema.optional(),
 });
 
 export type Fleet = z.output<typeof fleetSchema>;
@@ -49,13 +54,14 @@ export interface ParsedFleet {
 export function parseFleet(file: string, text: string): ParsedFleet {
   const doc = parseTomlDocument(file, text, fleetSchema);
   const diagnostics = [...doc.diagnostics];
-  const raw = doc.raw as { targets?: unknown; rollout?: unknown } | undefined;
-  if (raw) diagnostics.push(...checkRollout(raw.rollout, doc));
+  const raw = doc.raw as { targets?: unknown; rollout?: unknown; agent?: unknown } | undefined;
+  if (raw) diagnostics.push(...checkRollout(raw.rollout, doc), ...checkAgentSection(raw.agent, ['agent'], doc));
   if (raw && Array.isArray(raw.targets)) {
     const firstIndex = new Map<string, number>();
     raw.targets.forEach((t: unknown, i) => {
       if (typeof t !== 'object' || t === null) return;
-      const { name, plan, selector: sel, devices } = t as Record<string, unknown>;
+      const { name, plan, selector: sel, devices, agent } = t as Record<string, unknown>;
+      diagnostics.push(...checkAgentSection(agent, ['targets', i, 'agent'], doc));
       if (typeof name === 'string') {
         const first = firstIndex.get(name);
         if (first === undefined) firstIndex.set(name, i);

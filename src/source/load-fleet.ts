@@ -6,6 +6,7 @@ import { CODES, formatDiagnostic, sortDiagnostics } from '../core/errors.js';
 import { FLEET_FILE, parseFleet, selectTarget, targetPlanPath, type FleetTarget, type ParsedFleet } from '../core/fleet.js';
 import { formatLabels, type Labels } from '../core/labels.js';
 import { rolloutOf, waveOf, type Rollout } from '../core/rollout.js';
+import { agentSectionFor, type AgentSection } from '../core/agent-section.js';
 import type { DesiredState, Resolution } from '../core/desired-state.js';
 import { loadRevision } from './load-revision.js';
 import { MAX_DOCUMENT_BYTES, type RepoReader } from './repo-reader.js';
@@ -21,7 +22,7 @@ export type LoadedFleet = { ok: true; fleet: ParsedFleet; targets: ResolvedTarge
 
 /** What a device runs from a revision: its target's resolved plan, or why there is none. */
 export type DeviceResolution =
-  | { ok: true; state: DesiredState; planFile: string; target?: string; rollout?: Rollout; wave?: { index: number; name: string } }
+  | { ok: true; state: DesiredState; planFile: string; target?: string; rollout?: Rollout; wave?: { index: number; name: string }; agent?: AgentSection }
   | { ok: false; diagnostics: Diagnostic[]; noTarget?: undefined }
   /** The revision is valid, but no target takes this device: it keeps what runs. */
   | { ok: false; diagnostics: Diagnostic[]; noTarget: { device: string; labels: Labels } };
@@ -107,11 +108,14 @@ export async function loadForDevice(reader: RepoReader, device: string, labels: 
   }
   const t = loaded.targets.find((r) => r.index === chosen.index)!;
   const section = loaded.fleet.fleet!.rollout;
-  if (!section) return { ok: true, state: t.state, planFile: t.planFile, target: t.target.name };
+  // The agent version this device's target runs (SPEC §17), staged with the rest of the commit.
+  const agentSection = agentSectionFor(loaded.fleet.fleet!, t.target);
+  const agent = agentSection && { agent: agentSection };
+  if (!section) return { ok: true, state: t.state, planFile: t.planFile, target: t.target.name, ...agent };
   // Staged (SPEC §14): the device's wave in this commit's fleet.toml, by its name and labels.
   const rollout = rolloutOf(section);
   const w = waveOf(rollout, device, labels);
-  return { ok: true, state: t.state, planFile: t.planFile, target: t.target.name, rollout, wave: { index: w.index, name: w.wave.name } };
+  return { ok: true, state: t.state, planFile: t.planFile, target: t.target.name, rollout, wave: { index: w.index, name: w.wave.name }, ...agent };
 }
 
 /** A target's plan that does not resolve: a missing plan is named at the target; an invalid one at both places. */

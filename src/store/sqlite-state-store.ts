@@ -1,5 +1,6 @@
 // The store behind the facade: the table modules composed around one connection, with one transaction and a read
 // cache of the component records (the reads that outnumber every write).
+import { rmSync } from 'node:fs';
 import type Sqlite from 'better-sqlite3';
 import type { DesiredComponent } from '../core/desired-state.js';
 import type { ActualState } from '../core/diff.js';
@@ -277,6 +278,11 @@ export class SqliteStateStore implements StateStore {
     } catch (e) {
       throw writeFailure(e, this.path);
     }
+  }
+
+  snapshotTo(file: string): void {
+    rmSync(file, { force: true });
+    this.db.prepare('VACUUM INTO ?').run(file);
   }
 
   close(): void {

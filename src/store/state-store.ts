@@ -133,6 +133,8 @@ export interface StateStore {
 
   /** Runs `fn` in one IMMEDIATE transaction (a savepoint when nested); `fn` must be synchronous. */
   transaction<T>(fn: () => T): T;
+  /** A consistent copy of the whole store in `file` (replaced): what an agent update puts back (SPEC §17). */
+  snapshotTo(file: string): void;
   close(): void;
 }
 

@@ -1,0 +1,214 @@
+// The agent's side of an agent update (SPEC §17): decide what a revision's [agent] asks of this device, stage the
+// package beside the running agent and hand over to it; on probation, say whether the new agent proved itself.
+// Putting the previous version back is not this file's: it is packaging/launchers/agent-rollback, a script of the
+// package that an update never replaces, run by the launcher (a new agent that does not start), by a systemd timer
+// (one that does not report in time) or from here (one that reported failure).
+import { execFile } from 'node:child_process';
+import { existsSync, lstatSync, readdirSync, readlinkSync, renameSync, rmSync, symlinkSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { promisify } from 'node:util';
+import semver from 'semver';
+import type { AgentSection, DebArch } from '../core/agent-section.js';
+import type { Logger } from '../log/logger.js';
+import type { RepoReader } from '../source/repo-reader.js';
+import { syncDirectory } from '../identity/durable-write.js';
+import { readFailed, readTrial, writeFailed, writeTrial, type AgentHome, type AgentUpdateView, type Trial } from './agent-home.js';
+import { AgentUpdateError } from './agent-update-error.js';
+import { stageAgentPackage } from './stage-agent-package.js';
+
+const run = promisify(execFile);
+
+/** The transient timer the launcher arms at each start of a version on probation (packaging/launchers/launch.sh). */
+export const DEADLINE_UNIT = 'keystone-agent-deadline';
+
+/** What a revision's [agent] means for this device. */
+export type UpdateDecision =
+  /** Nothing to switch: no [agent], this very version, or an agent that cannot update itself (said in its view). */
+  | { kind: 'none' }
+  /** Bad input (no package for this architecture, a wrong digest, a downgrade not allowed): refused, `error`. */
+  | { kind: 'refuse'; reason: string }
+  /** This package was put back on this device before: the revision is a `failure`, and it is not tried again. */
+  | { kind: 'failed'; reason: string }
+  /** Staged and switched to: the agent is being restarted into it, which takes the revision up again. */
+  | { kind: 'handover'; version: string };
+
+export interface AgentUpdaterDeps {
+  home: AgentHome;
+  /** This agent's version, as `keystone --version` prints it. */
+  version: string;
+  arch: DebArch | undefined;
+  /** Why this agent cannot update itself (not from the package, not under systemd); undefined: it can. */
+  unsupported?: string;
+  /** The systemd unit the agent runs as (keystone.service). */
+  unit: string;
+  /** The package's own bundle, whose agent-rollback puts a version back. */
+  packageLib: string;
+  node: string;
+  cacheDir: string;
+  /** Each live component's instance (name → a process's pid, `c-` and 12 digits of a container's id). */
+  instances: () => Record<string, string>;
+  /** A consistent copy of the state store, taken before the switch (StateStore.snapshotTo). */
+  snapshot?: (file: string) => void;
+  log: Logger;
+  now: () => number;
+  /** systemctl, and the rollback script: injected by tests. */
+  exec?: (file: string, args: string[], env?: NodeJS.ProcessEnv) => Promise<void>;
+}
+
+export class AgentUpdater {
+  private trial: Trial | undefined;
+  private handedOver: string | undefined;
+  private unsupportedSeen: { version: string; reason: string } | undefined;
+  private readonly exec: NonNullable<AgentUpdaterDeps['exec']>;
+
+  constructor(private readonly d: AgentUpdaterDeps) {
+    this.exec = d.exec ?? (async (file, args, env) => void (await run(file, args, { ...(env && { env }) })));
+    const trial = readTrial(d.home);
+    if (trial && trial.version === d.version) this.trial = trial;
+    else if (trial && !d.unsupported) {
+      // A trial of another version, and this one runs: the switch was cut short (a power loss between writing the
+      // trial and pointing `current` at it) or put back without its record. Either way that package did not work
+      // here: said, and not tried again until the fleet names another.
+      writeFailed(d.home, { version: trial.version, sha256: trial.sha256, commit: trial.commit, reason: `the switch from ${d.version} to ${trial.version} did not complete`, at: d.now() });
+      rmSync(d.home.trial, { force: true });
+      rmSync(d.home.trialStarts, { force: true });
+    }
+    if (this.trial) d.log.info({ version: d.version, commit: this.trial.commit, previous: this.trial.previousVersion }, 'agent update: this agent is on probation until it reports success for the commit');
+  }
+
+  /** GET /v1/revision's agent.update. */
+  view(): AgentUpdateView | undefined {
+    if (this.trial) return { state: 'trial', version: this.trial.version, commit: this.trial.commit, since: new Date(this.trial.since).toISOString() };
+    if (this.unsupportedSeen) return { state: 'unsupported', version: this.unsupportedSeen.version, reason: this.unsupportedSeen.reason };
+    const failed = readFailed(this.d.home);
+    if (failed) return { state: 'failed', version: failed.version, commit: failed.commit, reason: failed.reason, since: new Date(failed.at).toISOString() };
+    return undefined;
+  }
+
+  /** The state store a newer version migrated, after it was put back: the copy from before the switch goes back. */
+  restoreStore(dbFile: string): boolean {
+    return restoreStateBefore(this.d.home, dbFile, this.d.now(), this.d.log);
+  }
+
+  /** On probation: whether this revision's outcome decides it (it asks for this version). */
+  settles(section: AgentSection | undefined): boolean {
+    return this.trial !== undefined && section?.version === this.d.version;
+  }
+
+  /** The components the new agent did not adopt as they were before the switch (restarted, or gone). */
+  notAdopted(): string[] {
+    if (!this.trial) return [];
+    const now = this.d.instances();
+    return Object.entries(this.trial.pids)
+      .filter(([name, id]) => now[name] !== id)
+      .map(([name]) => name)
+      .sort();
+  }
+
+  async decide(section: AgentSection | undefined, rev: { id: string }, reader: RepoReader): Promise<UpdateDecision> {
+    // Being restarted into a new version: nothing more is applied by this one.
+    if (this.handedOver) return { kind: 'handover', version: this.handedOver };
+    if (!section || section.version === this.d.version) return { kind: 'none' };
+    const { version } = section;
+    const arch = this.d.arch;
+    const pkg = arch && section.packages[arch];
+    if (!pkg) return { kind: 'refuse', reason: `KS_AGENT_NO_PACKAGE: fleet.toml's [agent] names ${version} but no package for ${arch ?? `this architecture (${process.arch})`}` };
+    if (semver.lt(version, this.d.version) && !section.allow_downgrade)
+      return { kind: 'refuse', reason: `KS_AGENT_DOWNGRADE: fleet.toml's [agent] names ${version}, older than this agent (${this.d.version}); a downgrade needs allow_downgrade = true` };
+    const failed = readFailed(this.d.home);
+    if (failed && failed.sha256 === pkg.sha256.toLowerCase())
+      return { kind: 'failed', reason: `KS_AGENT_UPDATE_FAILED: agent ${failed.version} was put back on this device: ${failed.reason}` };
+    if (this.d.unsupported) {
+      if (this.unsupportedSeen?.version !== version) this.d.log.warn({ version, reason: this.d.unsupported }, `agent update: the fleet names ${version}; this agent cannot update itself`);
+      this.unsupportedSeen = { version, reason: this.d.unsupported };
+      return { kind: 'none' };
+    }
+    let dir: string;
+    try {
+      this.d.log.info({ version, uri: pkg.uri }, 'agent update: staging the package beside this agent');
+      dir = await stageAgentPackage({ home: this.d.home, pkg, version, arch: arch!, reader, cacheDir: this.d.cacheDir, node: this.d.node });
+    } catch (e) {
+      if (e instanceof AgentUpdateError) return { kind: 'refuse', reason: `${e.code}: ${e.message}` };
+      throw e;
+    }
+    this.switchTo(basename(dir), { version, sha256: pkg.sha256.toLowerCase(), commit: rev.id, deadline: Math.ceil(section.deadline / 1000) });
+    this.d.log.info({ version, commit: rev.id }, `agent update: switched to ${version}; restarting ${this.d.unit} into it (the components keep running)`);
+    this.handedOver = version;
+    await this.exec('systemctl', ['restart', '--no-block', this.d.unit]);
+    return { kind: 'handover', version };
+  }
+
+  /** On probation: the revision that decides it ended. Success commits the new version; anything else puts the previous back. */
+  async settle(outcome: 'success' | 'failure', reason: string): Promise<void> {
+    const trial = this.trial;
+    if (!trial) return;
+    this.trial = undefined;
+    if (outcome === 'success') {
+      rmSync(this.d.home.trial, { force: true });
+      rmSync(this.d.home.trialStarts, { force: true });
+      syncDirectory(this.d.home.dir);
+      this.d.log.info({ version: trial.version, commit: trial.commit }, `agent update: ${trial.version} reported success; it stays`);
+      await this.exec('systemctl', ['stop', `${DEADLINE_UNIT}.timer`]).catch(() => undefined);
+      this.prune(trial.previous);
+      return;
+    }
+    this.d.log.error({ version: trial.version, commit: trial.commit, reason }, `agent update: ${trial.version} did not prove itself; putting ${trial.previousVersion || 'the previous version'} back`);
+    await this.exec('/bin/sh', [join(this.d.packageLib, 'agent-rollback'), '--restart', `the new agent reported ${reason}`], { ...process.env, KEYSTONE_AGENT_HOME: this.d.home.dir });
+  }
+
+  private switchTo(dirName: string, t: Pick<Trial, 'version' | 'sha256' | 'commit' | 'deadline'>): void {
+    const { home } = this.d;
+    const previous = currentVersionDir(home) ?? 'package';
+    rmSync(home.trialStarts, { force: true });
+    // The store as this version left it: should the new one migrate it past what this one reads and then be put back,
+    // this one starts from the copy rather than not at all (restoreStateBefore).
+    this.d.snapshot?.(home.stateBefore);
+    // The trial first, then `current`: cut between the two, the launcher starts the old version, which finds a trial
+    // of another version and records the package as failed (constructor) rather than running it unproven.
+    writeTrial(home, { ...t, previous, previousVersion: this.d.version, since: this.d.now(), pids: this.d.instances() });
+    const temp = join(home.dir, `.current.${process.pid}`);
+    rmSync(temp, { force: true });
+    symlinkSync(join('versions', dirName), temp);
+    renameSync(temp, home.current);
+    syncDirectory(home.dir);
+  }
+
+  /** Versions neither current nor the one it came from (kept for an operator to go back to by hand): removed. */
+  private prune(previous: string): void {
+    const keep = new Set([currentVersionDir(this.d.home), previous]);
+    let names: string[];
+    try {
+      names = readdirSync(this.d.home.versions);
+    } catch {
+      return;
+    }
+    for (const name of names) if (!keep.has(name) && !name.startsWith('.staging-')) rmSync(join(this.d.home.versions, name), { recursive: true, force: true });
+  }
+}
+
+/**
+ * An agent put back after an update, whose state store the new version migrated past what it reads
+ * (KS_STATE_SCHEMA_TOO_NEW): the store as it was before the switch goes back in place, the newer one is kept beside
+ * it (`state.db.newer-<ms>`). Only after a failed update, and once: true when it put the copy back.
+ */
+export function restoreStateBefore(home: AgentHome, dbFile: string, now: number, log: Logger): boolean {
+  if (!readFailed(home) || !existsSync(home.stateBefore)) return false;
+  const aside = `${dbFile}.newer-${now}`;
+  renameSync(dbFile, aside);
+  for (const suffix of ['-wal', '-shm']) rmSync(`${dbFile}${suffix}`, { force: true });
+  renameSync(home.stateBefore, dbFile);
+  log.warn({ file: dbFile, kept: aside }, 'agent update: the version put back cannot read the state store the new version migrated; it starts from the copy taken before the switch');
+  return true;
+}
+
+/** The staged version `current` points at; undefined: the package's own bundle runs. */
+export function currentVersionDir(home: AgentHome): string | undefined {
+  try {
+    if (!lstatSync(home.current).isSymbolicLink()) return undefined;
+    const target = readlinkSync(home.current);
+    const name = basename(target);
+    return existsSync(join(home.versions, name, 'keystone.mjs')) ? name : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,63 @@
+// `[agent]` in fleet.toml (SPEC §17): the agent version a fleet runs and, per Debian architecture, the package that
+// carries it, signed with everything else. A target may carry its own `agent` table, which replaces the fleet's for
+// its devices (a canary target on the next version). Pure: the schema and which section a device follows; fetching,
+// checking and switching to the package is agent-update/'s.
+import { z } from 'zod';
+import { CODES, type Diagnostic } from './errors.js';
+import { escapesRepository } from './recipe.js';
+import type { ParsedDocument } from './toml-document.js';
+import { durationText, issue, semverText } from './schema-rules.js';
+import { parseDuration } from './duration.js';
+
+/** The architectures Keystone ships packages for (SPEC §18), by their Debian names. */
+export const DEB_ARCHES = ['amd64', 'arm64', 'armhf'] as const;
+export type DebArch = (typeof DEB_ARCHES)[number];
+
+const sha256 = z.string().superRefine((v, ctx) => {
+  if (!/^[0-9a-f]{64}$/i.test(v)) issue(ctx, CODES.AGENT_PACKAGE_DIGEST, `"${v}" is not a sha256 digest`, '64 hexadecimal characters: sha256sum keystone_<version>_<arch>.deb');
+});
+
+const agentPackage = z.strictObject({
+  // https, http, file:///, or a path relative to the repository root (a package committed beside fleet.toml).
+  uri: z.string().min(1),
+  sha256,
+});
+
+export const agentSectionSchema = z.strictObject({
+  // As `keystone --version` prints it (npm's form: 0.2.0, 0.3.0-rc.1); the package's Debian version must match.
+  version: semverText,
+  // How long the new agent has, from its start, to report `success` for the commit before the previous one is put back.
+  deadline: durationText.default('5m').transform((v) => parseDuration(v) as number),
+  allow_downgrade: z.boolean().default(false),
+  packages: z.strictObject({ amd64: agentPackage.optional(), arm64: agentPackage.optional(), armhf: agentPackage.optional() }),
+});
+
+export type AgentSection = z.output<typeof agentSectionSchema>;
+export type AgentPackage = z.output<typeof agentPackage>;
+
+/** The agent section a device follows: its target's own, else the fleet's; undefined: the fleet does not say. */
+export function agentSectionFor(fleet: { agent?: AgentSection | undefined }, target: { agent?: AgentSection | undefined } | undefined): AgentSection | undefined {
+  return target?.agent ?? fleet.agent;
+}
+
+/** Node's name for this machine's architecture as Debian names it; undefined where Keystone ships no package. */
+export function debArchOf(nodeArch: string): DebArch | undefined {
+  return nodeArch === 'x64' ? 'amd64' : nodeArch === 'arm64' ? 'arm64' : nodeArch === 'arm' ? 'armhf' : undefined;
+}
+
+/** What the schema cannot say about an `[agent]` table at `path` (fleet-wide or a target's): where each package is. */
+export function checkAgentSection(raw: unknown, path: readonly (string | number)[], doc: Pick<ParsedDocument<unknown>, 'diagnostic'>): Diagnostic[] {
+  const packages = (raw as { packages?: unknown } | undefined)?.packages;
+  if (typeof packages !== 'object' || packages === null) return [];
+  const out: Diagnostic[] = [];
+  for (const [arch, p] of Object.entries(packages)) {
+    const uri = (p as { uri?: unknown } | undefined)?.uri;
+    if (typeof uri !== 'string') continue;
+    const at = [...path, 'packages', arch, 'uri'];
+    const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(uri)?.[1]?.toLowerCase();
+    if (scheme !== undefined) {
+      if (!['https', 'http', 'file'].includes(scheme)) out.push(doc.diagnostic(CODES.ARTIFACT_BAD_URI, at, `unsupported package scheme "${scheme}:"`, 'https, http, file:///, or a path relative to the repository root'));
+    } else if (uri.startsWith('/') || escapesRepository(uri)) out.push(doc.diagnostic(CODES.PATH_ESCAPE, at, `"${uri}" points outside the repository`, 'a path relative to the repository root, or file:///absolute/path'));
+  }
+  return out;
+}

@@ -1,0 +1,167 @@
+// An agent update through the agent's own loop (SPEC §17), in-process: real agents on one state directory, a real
+// component adopted across them, real packages and the package's agent-rollback run by sh; only systemctl is
+// recorded (the restart it would do is done here by closing one agent and starting the next on the same state).
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { agentHome, readFailed, readTrial } from '../../src/agent-update/agent-home.js';
+import { AgentUpdater } from '../../src/agent-update/agent-updater.js';
+import { instancesOf } from '../../src/agent-update/agent-update-setup.js';
+import { startAgent, type Agent } from '../../src/agent/agent.js';
+import { debArchOf } from '../../src/core/agent-section.js';
+import { createLogger } from '../../src/log/logger.js';
+import { ProcessRuntime } from '../../src/runtime/process-runtime.js';
+import { DirectoryReader } from '../../src/source/directory-reader.js';
+import { needs } from '../support/requirements.js';
+
+const r = needs('dpkg-deb');
+const PROJECT = join(import.meta.dirname, '..', '..');
+const ARCH = debArchOf(process.arch) ?? 'amd64';
+
+const dirs: string[] = [];
+const agents: Agent[] = [];
+afterEach(async () => {
+  for (const a of agents.splice(0)) await a.close({ stopComponents: true });
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function temp(prefix: string): string {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  dirs.push(d);
+  return d;
+}
+
+function fakeDeb(dir: string, version: string): { uri: string; sha256: string } {
+  const root = mkdtempSync(join(dir, 'deb-'));
+  mkdirSync(join(root, 'DEBIAN'));
+  writeFileSync(join(root, 'DEBIAN', 'control'), `Package: keystone\nVersion: ${version}\nArchitecture: ${ARCH}\nMaintainer: t <t@example.com>\nDescription: test\n`);
+  mkdirSync(join(root, 'usr', 'lib', 'keystone'), { recursive: true });
+  writeFileSync(join(root, 'usr', 'lib', 'keystone', 'keystone.mjs'), `console.log('keystone ${version}');\n`);
+  const path = join(dir, `keystone_${version}_${ARCH}.deb`);
+  execFileSync('dpkg-deb', ['--root-owner-group', '-Zgzip', '-b', root, path], { stdio: 'ignore' });
+  return { uri: `file://${path}`, sha256: createHash('sha256').update(readFileSync(path)).digest('hex') };
+}
+
+/** A fleet repository: one component, and `[agent]` when given. */
+function repo(agent?: { version: string; uri: string; sha256: string }): DirectoryReader {
+  const dir = temp('ks-update-repo-');
+  mkdirSync(join(dir, 'recipes'));
+  mkdirSync(join(dir, 'plans'));
+  writeFileSync(join(dir, 'recipes', 'svc.toml'), `[metadata]\nname = "com.test.svc"\nversion = "1.0.0"\n\n[lifecycle.run.exec]\ncommand = "sleep"\nargs = ["1000"]\n`);
+  writeFileSync(join(dir, 'plans', 'p.toml'), `[[components]]\nname = "svc"\nrecipe = "recipes/svc.toml"\n`);
+  let fleet = `[[targets]]\nname = "all"\nselector = {}\nplan = "plans/p.toml"\n`;
+  if (agent) fleet = `[agent]\nversion = "${agent.version}"\n[agent.packages.${ARCH}]\nuri = "${agent.uri}"\nsha256 = "${agent.sha256}"\n\n${fleet}`;
+  writeFileSync(join(dir, 'fleet.toml'), fleet);
+  return new DirectoryReader(dir);
+}
+
+/** Commit ids: a commit that failed on a device stands (a directory's revision would be tried again). */
+const [R1, R2, R3, R4] = ['1', '2', '3', '4'].map((d) => d.repeat(40)) as [string, string, string, string];
+
+describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () => {
+  it('switches without touching a component, proves the new agent by its success, and a version put back fails its commits without being tried again', async () => {
+    const work = temp('ks-update-');
+    const stateDir = temp('ks-update-state-');
+    const home = agentHome(join(work, 'home'));
+    const calls: string[][] = [];
+    let current: Agent | undefined;
+    const start = async (version: string) => {
+      const log = createLogger({ pretty: false, write: () => undefined });
+      const updater = new AgentUpdater({
+        home,
+        version,
+        arch: ARCH,
+        unit: 'keystone.service',
+        packageLib: join(PROJECT, 'packaging', 'launchers'),
+        node: process.execPath,
+        cacheDir: join(stateDir, 'cache'),
+        instances: () => instancesOf(current!.store),
+        snapshot: (f) => current!.store.snapshotTo(f),
+        log,
+        now: Date.now,
+        exec: async (file, args, env) => {
+          calls.push([file, ...args]);
+          if (file === '/bin/sh') execFileSync(file, args, { env: { ...env, PATH: process.env.PATH } });
+        },
+      });
+      const a = await startAgent({
+        fleet: { device: 'd1', labels: {} },
+        stateDir,
+        trust: { unsigned: true },
+        log,
+        runtimes: { process: new ProcessRuntime({ installArtifacts: async () => undefined }) },
+        probe: async () => ({ ok: true, detail: 'no check', latencyMs: 0 }),
+        concurrency: 2,
+        graceMs: 2000,
+        agentUpdate: updater,
+      });
+      current = a;
+      agents.push(a);
+      return { a, updater };
+    };
+    const offer = async (a: Agent, id: string, reader: DirectoryReader) => {
+      a.offer({ id, source: 'test', reader });
+      await a.idle();
+    };
+    const restart = async (a: Agent, version: string) => {
+      await a.close({ stopComponents: false });
+      agents.splice(agents.indexOf(a), 1);
+      return start(version);
+    };
+
+    // 0.1.0 runs the stack.
+    let { a } = await start('0.1.0');
+    await offer(a, R1, repo());
+    const pid = instancesOf(a.store).svc;
+    expect(pid).toMatch(/^\d+$/);
+
+    // r2 names 0.2.0: staged, switched to, the unit restarted; nothing applied by 0.1.0, nothing reported yet.
+    const v2 = fakeDeb(work, '0.2.0');
+    await offer(a, R2, repo({ version: '0.2.0', ...v2 }));
+    expect(calls).toEqual([['systemctl', 'restart', '--no-block', 'keystone.service']]);
+    expect(a.store.history({ limit: 10 }).map((h) => h.revision)).toEqual([R1]);
+    expect(readTrial(home)).toMatchObject({ version: '0.2.0', previousVersion: '0.1.0', commit: R2, pids: { svc: pid } });
+    expect(existsSync(home.stateBefore)).toBe(true);
+
+    // 0.2.0 starts on probation, adopts svc as it runs, applies r2: success, the trial is committed.
+    const second = await restart(a, '0.2.0');
+    a = second.a;
+    expect(second.updater.view()).toMatchObject({ state: 'trial', version: '0.2.0', commit: R2 });
+    calls.length = 0;
+    await offer(a, R2, repo({ version: '0.2.0', ...v2 }));
+    expect(a.store.history({ limit: 1 })[0]).toMatchObject({ revision: R2, outcome: 'success' });
+    expect(instancesOf(a.store).svc).toBe(pid);
+    expect(readTrial(home)).toBeUndefined();
+    expect(calls).toEqual([['systemctl', 'stop', 'keystone-agent-deadline.timer']]);
+
+    // r3 names 0.3.0; the new agent does not find svc as it ran (it died during the switch): put back, failure.
+    const v3 = fakeDeb(work, '0.3.0');
+    await offer(a, R3, repo({ version: '0.3.0', ...v3 }));
+    expect(readTrial(home)).toMatchObject({ version: '0.3.0', commit: R3 });
+    await a.close({ stopComponents: true });
+    agents.splice(agents.indexOf(a), 1);
+    ({ a } = await start('0.3.0'));
+    calls.length = 0;
+    await offer(a, R3, repo({ version: '0.3.0', ...v3 }));
+    const failed = a.store.history({ limit: 1 })[0]!;
+    expect(failed).toMatchObject({ revision: R3, outcome: 'failure' });
+    expect(failed.summary).toMatch(/^KS_AGENT_UPDATE_FAILED: agent 0.3.0 did not adopt svc as they ran before the switch/);
+    expect(calls[0]?.slice(0, 3)).toEqual(['/bin/sh', join(PROJECT, 'packaging', 'launchers', 'agent-rollback'), '--restart']);
+    expect(readFailed(home)).toMatchObject({ version: '0.3.0', commit: R3 });
+    expect(readTrial(home)).toBeUndefined();
+
+    // 0.2.0 again: r3 stays a failure; r4, naming the same package, fails at once, and nothing is switched.
+    ({ a } = await restart(a, '0.2.0'));
+    calls.length = 0;
+    await offer(a, R3, repo({ version: '0.3.0', ...v3 }));
+    await offer(a, R4, repo({ version: '0.3.0', ...v3 }));
+    const rows = a.store.history({ limit: 10 }).map((h) => ({ revision: h.revision, outcome: h.outcome }));
+    expect(rows.filter((h) => h.revision === R3)).toEqual([{ revision: R3, outcome: 'failure' }]);
+    expect(a.store.history({ limit: 1 })[0]).toMatchObject({ revision: R4, outcome: 'failure', summary: expect.stringMatching(/^KS_AGENT_UPDATE_FAILED: agent 0.3.0 was put back on this device: /) });
+    expect(calls).toEqual([]);
+    expect(readTrial(home)).toBeUndefined();
+  });
+});

@@ -1,0 +1,236 @@
+// The agent's side of an agent update (SPEC §17) and the package's scripts that put a version back, on a real home
+// directory with real packages (dpkg-deb builds and unpacks them, Node runs the staged bundle's --version) and the
+// real launcher and agent-rollback run by sh. systemctl is the one thing recorded instead of run: restarting a unit
+// is what the walkthrough (examples/agent-update/walkthrough.sh) does for real, under systemd in a container.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { agentHome, readFailed, readTrial, writeFailed, writeTrial, type AgentHome } from '../../src/agent-update/agent-home.js';
+import { AgentUpdater, currentVersionDir, restoreStateBefore, type AgentUpdaterDeps } from '../../src/agent-update/agent-updater.js';
+import Sqlite from 'better-sqlite3';
+import { openStateStore, STATE_DB_FILE } from '../../src/store/state-store.js';
+import { agentSectionSchema, debArchOf, type AgentSection } from '../../src/core/agent-section.js';
+import { createLogger } from '../../src/log/logger.js';
+import { DirectoryReader } from '../../src/source/directory-reader.js';
+import { needs } from '../support/requirements.js';
+
+const r = needs('dpkg-deb');
+const PROJECT = join(import.meta.dirname, '..', '..');
+const ARCH = debArchOf(process.arch) ?? 'amd64';
+
+/** A package as build-deb.mjs lays it out, with a bundle that only says its version (or exits 1 for anything else). */
+function fakeDeb(dir: string, o: { version: string; arch?: string; says?: string; name?: string }): { path: string; sha256: string } {
+  const root = mkdtempSync(join(dir, 'deb-'));
+  mkdirSync(join(root, 'DEBIAN'));
+  writeFileSync(join(root, 'DEBIAN', 'control'), `Package: ${o.name ?? 'keystone'}\nVersion: ${o.version}\nArchitecture: ${o.arch ?? ARCH}\nMaintainer: test <t@example.com>\nDescription: test ${Math.random()}\n`);
+  const lib = join(root, 'usr', 'lib', 'keystone');
+  mkdirSync(lib, { recursive: true });
+  writeFileSync(join(lib, 'keystone.mjs'), `if (process.argv.includes('--version')) { console.log(${JSON.stringify(o.says ?? `keystone ${o.version}`)}); process.exit(0); }\nprocess.exit(1);\n`);
+  const path = join(dir, `keystone_${o.version}_${o.arch ?? ARCH}-${Math.random().toString(16).slice(2)}.deb`);
+  execFileSync('dpkg-deb', ['--root-owner-group', '-Zgzip', '-b', root, path], { stdio: 'ignore' });
+  return { path, sha256: createHash('sha256').update(readFileSync(path)).digest('hex') };
+}
+
+function section(version: string, pkg: { uri: string; sha256: string } | undefined, extra: Record<string, unknown> = {}): AgentSection {
+  return agentSectionSchema.parse({ version, packages: pkg ? { [ARCH]: pkg } : {}, ...extra });
+}
+
+describe.skipIf(r.skip)(r.title('agent updates: staging, switching, proving, putting back'), () => {
+  let dir: string;
+  let home: AgentHome;
+  let calls: string[][];
+  let instances: Record<string, string>;
+  const reader = () => new DirectoryReader(dir);
+  const updater = (version: string, extra: Partial<AgentUpdaterDeps> = {}) =>
+    new AgentUpdater({
+      home,
+      version,
+      arch: ARCH,
+      unit: 'keystone.service',
+      packageLib: join(PROJECT, 'packaging', 'launchers'),
+      node: process.execPath,
+      cacheDir: join(dir, 'cache'),
+      instances: () => ({ ...instances }),
+      log: createLogger({ pretty: false, write: () => undefined }),
+      now: () => 1_700_000_000_000,
+      exec: async (file, args, env) => {
+        calls.push([file, ...args]);
+        // The rollback is the package's script, run for real; systemctl only recorded.
+        if (file === '/bin/sh') execFileSync(file, args, { env: { ...env, PATH: process.env.PATH } });
+      },
+      ...extra,
+    });
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'ks-agent-update-'));
+    home = agentHome(join(dir, 'home'));
+    calls = [];
+    instances = { api: '4242', web: 'c-0123456789ab' };
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('leaves the agent alone without [agent], or when it names the running version', async () => {
+    const u = updater('0.1.0');
+    expect(await u.decide(undefined, { id: 'a'.repeat(40) }, reader())).toEqual({ kind: 'none' });
+    expect(await u.decide(section('0.1.0', undefined), { id: 'a'.repeat(40) }, reader())).toEqual({ kind: 'none' });
+    expect(existsSync(home.dir)).toBe(false);
+  });
+
+  it('refuses bad input and changes nothing: no package for this architecture, a downgrade, a wrong digest, another architecture, a package that says another version', async () => {
+    const u = updater('0.2.0');
+    const good = fakeDeb(dir, { version: '0.3.0' });
+    const refusal = async (s: AgentSection) => {
+      const d = await u.decide(s, { id: 'b'.repeat(40) }, reader());
+      expect(d.kind).toBe('refuse');
+      return d.kind === 'refuse' ? d.reason : '';
+    };
+    expect(await refusal(section('0.3.0', undefined))).toMatch(/^KS_AGENT_NO_PACKAGE: .* no package for /);
+    expect(await refusal(section('0.1.0', { uri: `file://${good.path}`, sha256: good.sha256 }))).toMatch(/^KS_AGENT_DOWNGRADE: .*allow_downgrade = true/);
+    expect(await refusal(section('0.3.0', { uri: `file://${good.path}`, sha256: 'f'.repeat(64) }))).toMatch(/^KS_AGENT_PACKAGE_DIGEST: /);
+    const other = fakeDeb(dir, { version: '0.3.0', arch: ARCH === 'arm64' ? 'amd64' : 'arm64' });
+    expect(await refusal(section('0.3.0', { uri: `file://${other.path}`, sha256: other.sha256 }))).toMatch(/^KS_AGENT_PACKAGE_INVALID: .* is built for /);
+    const liar = fakeDeb(dir, { version: '0.3.0', says: 'keystone 0.2.5' });
+    expect(await refusal(section('0.3.0', { uri: `file://${liar.path}`, sha256: liar.sha256 }))).toMatch(/says "keystone 0.2.5", not "keystone 0.3.0"/);
+    const notUs = fakeDeb(dir, { version: '0.3.0', name: 'other' });
+    expect(await refusal(section('0.3.0', { uri: `file://${notUs.path}`, sha256: notUs.sha256 }))).toMatch(/is "other", not keystone/);
+    // Nothing switched, nothing to restart.
+    expect(readTrial(home)).toBeUndefined();
+    expect(currentVersionDir(home)).toBeUndefined();
+    expect(calls).toEqual([]);
+  });
+
+  it('stages a package from the repository beside the running agent, writes the trial, points current at it and restarts the unit', async () => {
+    const pkg = fakeDeb(dir, { version: '0.2.0' });
+    mkdirSync(join(dir, 'packages'));
+    execFileSync('cp', [pkg.path, join(dir, 'packages', 'keystone.deb')]);
+    const d = await updater('0.1.0').decide(section('0.2.0', { uri: 'packages/keystone.deb', sha256: pkg.sha256 }, { deadline: '90s' }), { id: 'c'.repeat(40) }, reader());
+    expect(d).toEqual({ kind: 'handover', version: '0.2.0' });
+    expect(readFileSync(join(home.versions, '0.2.0', 'keystone.mjs'), 'utf8')).toContain('keystone 0.2.0');
+    expect(readlinkSync(home.current)).toBe(join('versions', '0.2.0'));
+    expect(readTrial(home)).toEqual({ version: '0.2.0', previous: 'package', previousVersion: '0.1.0', commit: 'c'.repeat(40), sha256: pkg.sha256, deadline: 90, since: 1_700_000_000_000, pids: instances });
+    expect(calls).toEqual([['systemctl', 'restart', '--no-block', 'keystone.service']]);
+  });
+
+  it('on probation, the new agent stays once it reports success: the trial goes, the deadline timer is stopped', async () => {
+    const pkg = fakeDeb(dir, { version: '0.2.0' });
+    const s = section('0.2.0', { uri: `file://${pkg.path}`, sha256: pkg.sha256 });
+    await updater('0.1.0').decide(s, { id: 'c'.repeat(40) }, reader());
+    calls = [];
+    const next = updater('0.2.0');
+    expect(next.view()).toMatchObject({ state: 'trial', version: '0.2.0', commit: 'c'.repeat(40) });
+    expect(next.settles(s)).toBe(true);
+    expect(next.settles(section('0.3.0', undefined))).toBe(false);
+    expect(next.notAdopted()).toEqual([]);
+    instances = { api: '5151', web: 'c-0123456789ab' };
+    expect(next.notAdopted()).toEqual(['api']);
+    await next.settle('success', 'success: 0 started');
+    expect(readTrial(home)).toBeUndefined();
+    expect(currentVersionDir(home)).toBe('0.2.0');
+    expect(calls).toEqual([['systemctl', 'stop', 'keystone-agent-deadline.timer']]);
+    expect(next.view()).toBeUndefined();
+  });
+
+  it('on probation, a failure puts the previous version back (agent-rollback), and the old agent reports failure for that package without trying it again', async () => {
+    const pkg = fakeDeb(dir, { version: '0.2.0' });
+    const s = section('0.2.0', { uri: `file://${pkg.path}`, sha256: pkg.sha256 });
+    await updater('0.1.0').decide(s, { id: 'c'.repeat(40) }, reader());
+    calls = [];
+    await updater('0.2.0').settle('failure', 'failure: api did not become healthy');
+    expect(calls[0]).toEqual(['/bin/sh', join(PROJECT, 'packaging', 'launchers', 'agent-rollback'), '--restart', 'the new agent reported failure: api did not become healthy']);
+    expect(existsSync(home.current)).toBe(false);
+    expect(readTrial(home)).toBeUndefined();
+    expect(readFailed(home)).toMatchObject({ version: '0.2.0', sha256: pkg.sha256, commit: 'c'.repeat(40), reason: 'the new agent reported failure: api did not become healthy' });
+    const old = updater('0.1.0');
+    expect(old.view()).toMatchObject({ state: 'failed', version: '0.2.0', reason: 'the new agent reported failure: api did not become healthy' });
+    const again = await old.decide(s, { id: 'd'.repeat(40) }, reader());
+    expect(again).toEqual({ kind: 'failed', reason: 'KS_AGENT_UPDATE_FAILED: agent 0.2.0 was put back on this device: the new agent reported failure: api did not become healthy' });
+    // Another package of the same version is tried.
+    const rebuilt = fakeDeb(dir, { version: '0.2.0' });
+    calls = [];
+    expect(await old.decide(section('0.2.0', { uri: `file://${rebuilt.path}`, sha256: rebuilt.sha256 }), { id: 'e'.repeat(40) }, reader())).toEqual({ kind: 'handover', version: '0.2.0' });
+  });
+
+  it('a switch cut short before `current` moved is recorded as failed by the old agent at its start, not run unproven', () => {
+    mkdirSync(home.dir, { recursive: true });
+    writeTrial(home, { version: '0.2.0', previous: 'package', previousVersion: '0.1.0', commit: 'c'.repeat(40), sha256: 'a'.repeat(64), deadline: 300, since: 1, pids: {} });
+    const old = updater('0.1.0');
+    expect(readTrial(home)).toBeUndefined();
+    expect(old.view()).toMatchObject({ state: 'failed', version: '0.2.0', reason: 'the switch from 0.1.0 to 0.2.0 did not complete' });
+  });
+
+  it('an agent that cannot update itself says so and applies the rest', async () => {
+    const pkg = fakeDeb(dir, { version: '0.2.0' });
+    const u = updater('0.1.0', { unsupported: 'not run by systemd as a service' });
+    expect(await u.decide(section('0.2.0', { uri: `file://${pkg.path}`, sha256: pkg.sha256 }), { id: 'c'.repeat(40) }, reader())).toEqual({ kind: 'none' });
+    expect(u.view()).toEqual({ state: 'unsupported', version: '0.2.0', reason: 'not run by systemd as a service' });
+    expect(existsSync(home.dir)).toBe(false);
+  });
+
+  it('the launcher counts the starts of a version on probation and puts the previous one back at the fourth', () => {
+    mkdirSync(join(home.versions, '0.1.0'), { recursive: true });
+    mkdirSync(join(home.versions, '0.2.0'), { recursive: true });
+    for (const v of ['0.1.0', '0.2.0']) writeFileSync(join(home.versions, v, 'keystone.mjs'), `console.log('keystone ${v}', process.argv.slice(2).join(' '));\n`);
+    execFileSync('ln', ['-s', 'versions/0.2.0', home.current]);
+    writeTrial(home, { version: '0.2.0', previous: '0.1.0', previousVersion: '0.1.0', commit: 'c'.repeat(40), sha256: 'a'.repeat(64), deadline: 300, since: 1, pids: {} });
+    const lib = mkdtempSync(join(dir, 'lib-'));
+    for (const f of ['launch.sh', 'agent-rollback']) execFileSync('cp', [join(PROJECT, 'packaging', 'launchers', f), join(lib, f)]);
+    writeFileSync(join(lib, 'keystone.mjs'), "console.log('keystone package');\n");
+    const launcher = join(dir, 'keystone');
+    writeFileSync(launcher, `#!/bin/sh\n. "$KEYSTONE_LIB/launch.sh"\nkeystone_exec keystone "$@"\n`);
+    chmodSync(launcher, 0o755);
+    const start = (...args: string[]) => {
+      const out = spawnSync(launcher, args, { encoding: 'utf8', env: { PATH: process.env.PATH, KEYSTONE_LIB: lib, KEYSTONE_NODE: process.execPath, KEYSTONE_AGENT_HOME: home.dir } });
+      expect(out.status, out.stderr).toBe(0);
+      return out.stdout.trim();
+    };
+    // keystonectl-like commands and `keystone --version` run the current version, and count nothing.
+    expect(start('--version')).toBe('keystone 0.2.0 --version');
+    expect(existsSync(home.trialStarts)).toBe(false);
+    expect(start('agent')).toBe('keystone 0.2.0 agent');
+    expect(start('agent')).toBe('keystone 0.2.0 agent');
+    expect(start('agent')).toBe('keystone 0.2.0 agent');
+    expect(readFileSync(home.trialStarts, 'utf8').split('\n').filter(Boolean)).toHaveLength(3);
+    // The fourth start: 0.1.0 is put back, and runs.
+    expect(start('agent')).toBe('keystone 0.1.0 agent');
+    expect(readlinkSync(home.current)).toBe('versions/0.1.0');
+    expect(readTrial(home)).toBeUndefined();
+    expect(readFailed(home)).toMatchObject({ version: '0.2.0', commit: 'c'.repeat(40), reason: 'the new agent did not come up: 3 starts without reporting success' });
+    // Without a trial nothing is counted or put back.
+    expect(start('agent')).toBe('keystone 0.1.0 agent');
+    // A previous that was the package's own bundle: `current` goes, the package runs.
+    writeTrial(home, { version: '0.1.0', previous: 'package', previousVersion: '0.0.9', commit: 'd'.repeat(40), sha256: 'b'.repeat(64), deadline: 300, since: 1, pids: {} });
+    const rollback = spawnSync('/bin/sh', [join(lib, 'agent-rollback'), 'the new agent did not report success within 300s'], { encoding: 'utf8', env: { PATH: process.env.PATH, KEYSTONE_AGENT_HOME: home.dir } });
+    expect(rollback.status).toBe(0);
+    expect(existsSync(home.current)).toBe(false);
+    expect(start('agent')).toBe('keystone package');
+  });
+
+  it('an agent put back whose store the new version migrated past starts from the copy taken before the switch', async () => {
+    const stateDir = mkdtempSync(join(dir, 'state-'));
+    const store = openStateStore(stateDir);
+    store.recordRejected({ revision: 'f'.repeat(40), planFile: 'plans/p.toml', at: 1, reason: 'before the switch' });
+    const pkg = fakeDeb(dir, { version: '0.2.0' });
+    await updater('0.1.0', { snapshot: (f) => store.snapshotTo(f) }).decide(section('0.2.0', { uri: `file://${pkg.path}`, sha256: pkg.sha256 }), { id: 'c'.repeat(40) }, reader());
+    expect(existsSync(home.stateBefore)).toBe(true);
+    store.close();
+    // The new version migrates to a schema the old one does not know.
+    const db = new Sqlite(join(stateDir, STATE_DB_FILE));
+    db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, ?, 0)').run('from the future');
+    db.close();
+    expect(() => openStateStore(stateDir)).toThrow(expect.objectContaining({ code: 'KS_STATE_SCHEMA_TOO_NEW' }));
+    const log = createLogger({ pretty: false, write: () => undefined });
+    // Not after a success (no record of a failed update): the store is not replaced.
+    expect(restoreStateBefore(home, join(stateDir, STATE_DB_FILE), 5, log)).toBe(false);
+    writeFailed(home, { version: '0.2.0', sha256: pkg.sha256, commit: 'c'.repeat(40), reason: 'put back', at: 5 });
+    expect(restoreStateBefore(home, join(stateDir, STATE_DB_FILE), 5, log)).toBe(true);
+    const back = openStateStore(stateDir);
+    expect(back.history({ limit: 10 }).map((h) => h.summary)).toEqual(['before the switch']);
+    back.close();
+    expect(existsSync(join(stateDir, `${STATE_DB_FILE}.newer-5`))).toBe(true);
+    // Once: the copy is consumed.
+    expect(restoreStateBefore(home, join(stateDir, STATE_DB_FILE), 6, log)).toBe(false);
+  });
+});
