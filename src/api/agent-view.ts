@@ -1,7 +1,9 @@
 // Which agent answers (GET /v1/revision's `agent`): its pid and version, so that an operator stops this agent, not
 // every `keystone agent` on a shared machine, and knows which release runs; and the device's health as its reports
-// carry it (SPEC §8), read at each request (a few small files and a statfs), for the dashboard's header.
+// carry it (SPEC §8), read at each request (a few small files and a statfs), for the dashboard's header; and an agent
+// update on trial, put back, or not possible here (SPEC §17), for keystonectl status and the dashboard.
 import { deviceHealth } from '../agent/device-health.js';
+import type { AgentUpdateView } from '../agent-update/agent-home.js';
 import { packageVersion } from '../cli/version.js';
 import type { DeviceHealth } from '../status/commit-status.js';
 import type { ApiContext } from './api-context.js';
@@ -16,6 +18,8 @@ export interface AgentView extends AgentSelf {
   startedAt: string;
   /** Each value only when the device has it (no thermal zone: no tempC). */
   health: DeviceHealth;
+  /** Only while there is something to say about an agent update (SPEC §17): on trial, put back, or unsupported here. */
+  update?: AgentUpdateView;
 }
 
 /** The process the API runs in: the agent's own (the API is never served from anywhere else). */
@@ -23,6 +27,7 @@ export function ownAgentSelf(): AgentSelf {
   return { pid: process.pid, version: packageVersion() };
 }
 
-export function agentView(ctx: Pick<ApiContext, 'self' | 'startedAt'> & { agent: Pick<ApiContext['agent'], 'health'> }): AgentView {
-  return { pid: ctx.self.pid, version: ctx.self.version, startedAt: new Date(ctx.startedAt).toISOString(), health: ctx.agent.health?.() ?? deviceHealth() };
+export function agentView(ctx: Pick<ApiContext, 'self' | 'startedAt'> & { agent: Pick<ApiContext['agent'], 'health' | 'agentUpdate'> }): AgentView {
+  const update = ctx.agent.agentUpdate?.();
+  return { pid: ctx.self.pid, version: ctx.self.version, startedAt: new Date(ctx.startedAt).toISOString(), health: ctx.agent.health?.() ?? deviceHealth(), ...(update && { update }) };
 }

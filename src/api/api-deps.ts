@@ -2,6 +2,7 @@
 // engine (the one writer), events for waits and metrics. The real Agent satisfies it; tests may pass less.
 import type { EventEmitter } from 'node:events';
 import type { Agent, AgentEventMap } from '../agent/agent.js';
+import type { AgentUpdateView } from '../agent-update/agent-home.js';
 import type { Engine } from '../agent/engine.js';
 import type { DevicePolicy } from '../core/device-policy.js';
 import type { Logger } from '../log/logger.js';
@@ -30,6 +31,12 @@ export interface ApiAgent {
   scrubSecrets?: Agent['scrubSecrets'];
   /** The device's health in GET /v1/revision's `agent`; absent, it is read without the state directory's disk. */
   health?: Agent['health'];
+  /**
+   * The agent update to show in GET /v1/revision's `agent.update` (SPEC §17): a version on trial, one put back, or a
+   * version the fleet names that this agent cannot update itself to; undefined: nothing to say. Read at each request.
+   * Absent (tests, an agent composed without self-update): never shown.
+   */
+  agentUpdate?: () => AgentUpdateView | undefined;
 }
 
 export interface ApiDeps {

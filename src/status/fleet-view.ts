@@ -13,6 +13,10 @@
 //     reported, say, on a commit pushed a minute ago).
 // Rollouts (SPEC §14): when the commit's fleet.toml has `[rollout]`, each device also shows its wave (its line's
 // `wave=`, else its rollout ref's); the per-wave counts are fleet-rollout-view.ts.
+// Agent versions (SPEC §17): every device counted by the agent version its newest counted report carries (what it
+// runs now, whatever the commit viewed; `unknown` when none says), and, when the commit's fleet.toml names one, per
+// wave (else per target) how many of its devices run it.
+import semver from 'semver';
 import type { ReportSignature } from '../identity/report-signature.js';
 import type { Verdict, Verification } from '../identity/report-verifier.js';
 import type { CommitState, DeviceHealth } from './commit-status.js';
@@ -68,6 +72,8 @@ export interface ViewTarget {
   name: string;
   plan: string;
   devices?: readonly string[];
+  /** The agent version the file names for its devices (SPEC §17): the target's own `[agent]`, else the fleet's. */
+  agentVersion?: string;
 }
 
 export type Ancestry = 'older' | 'newer' | 'unknown';
@@ -88,6 +94,8 @@ export interface FleetViewInput {
    * every device gets `wave`; absent, none does (and the JSON keeps its shape without a rollout).
    */
   waves?: ReadonlyMap<string, string>;
+  /** The `[rollout]`'s wave names in order: the order of `agentUpdate` per wave. */
+  waveOrder?: readonly string[];
 }
 
 export interface DeviceView {
@@ -137,6 +145,21 @@ export interface TargetView {
   members: string[];
 }
 
+/** The agent version of a device none of whose counted reports carries one (an older agent, or no report at all). */
+export const UNKNOWN_AGENT_VERSION = 'unknown';
+
+/** How far the agent version the fleet file names has come among a wave's (else a target's) devices. */
+export interface AgentUpdateProgress {
+  /** The wave counted (the commit has a `[rollout]`); else `target`. */
+  wave?: string;
+  target?: string;
+  /** The version the commit's fleet.toml names for these devices. */
+  version: string;
+  devices: number;
+  /** How many of them run it (their newest counted report says so). */
+  on: number;
+}
+
 export interface FleetView {
   commit: string;
   fleetFile: boolean;
@@ -146,6 +169,10 @@ export interface FleetView {
   silenceCounts: boolean;
   targets: TargetView[];
   devices: DeviceView[];
+  /** version → devices running it, newest version first, `unknown` last. */
+  agentVersions: Record<string, number>;
+  /** Only when the commit's fleet.toml names an agent version for some target: per wave, else per target. */
+  agentUpdate?: AgentUpdateProgress[];
 }
 
 const BUCKET: Record<DeviceState, keyof Omit<TargetView, 'name' | 'plan' | 'devices' | 'members'>> = {
@@ -186,12 +213,16 @@ export function buildFleetView(input: FleetViewInput): FleetView {
   const named = new Map<string, string>(); // device → the first target of the file that names it
   for (const t of targets ?? []) for (const d of t.devices ?? []) if (!named.has(d)) named.set(d, t.name);
 
+  const running = new Map<string, string>(); // device → the agent version it runs, as its own reports say
   const devices: DeviceView[] = [...byDevice.values()].map((r) => {
     const shown = r.onCommit ?? r.newest;
     // Where a device is placed, and whether it is alive, only its own reports say: one that is not counted (forged,
     // revoked) decides neither its target nor its wave nor that it is not silent (issue 29 review).
     const ownNewest = r.newest?.counted === false ? undefined : r.newest;
     const own = (r.onCommit?.counted === false ? undefined : r.onCommit) ?? ownNewest;
+    // The newest of its own reports that names a version: what runs now (an update since the commit viewed counts).
+    const version = ownNewest?.fields.agent ?? (r.onCommit?.counted === false ? undefined : r.onCommit?.fields.agent);
+    if (version !== undefined && version !== '') running.set(r.device, version);
     const reportedTarget = own?.fields.target;
     const target = targets === undefined ? NO_FLEET_FILE : (reportedTarget ?? (own ? undefined : named.get(r.device)) ?? NO_TARGET);
     let state: DeviceState;
@@ -241,7 +272,67 @@ export function buildFleetView(input: FleetViewInput): FleetView {
     g[BUCKET[d.state]]++;
     g.members.push(d.device);
   }
-  return { commit, fleetFile: targets !== undefined, silentSince: iso(since) ?? new Date(0).toISOString(), silenceCounts, targets: [...groups.values()], devices };
+  const agentUpdate = agentUpdateOf(devices, running, targets ?? [], input.waves && (input.waveOrder ?? []));
+  return {
+    commit,
+    fleetFile: targets !== undefined,
+    silentSince: iso(since) ?? new Date(0).toISOString(),
+    silenceCounts,
+    targets: [...groups.values()],
+    devices,
+    agentVersions: agentVersionCounts(devices, running),
+    ...(agentUpdate && { agentUpdate }),
+  };
+}
+
+/** Newest first (semver), versions that do not parse after them by name, `unknown` last. */
+function compareVersions(a: string, b: string): number {
+  if (a === UNKNOWN_AGENT_VERSION || b === UNKNOWN_AGENT_VERSION) return (a === UNKNOWN_AGENT_VERSION ? 1 : 0) - (b === UNKNOWN_AGENT_VERSION ? 1 : 0);
+  const va = semver.valid(a);
+  const vb = semver.valid(b);
+  if (va && vb) return semver.rcompare(va, vb) || (a < b ? -1 : a > b ? 1 : 0);
+  if (va || vb) return va ? -1 : 1;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function agentVersionCounts(devices: readonly DeviceView[], running: ReadonlyMap<string, string>): Record<string, number> {
+  const counts = new Map<string, number>();
+  for (const d of devices) {
+    const v = running.get(d.device) ?? UNKNOWN_AGENT_VERSION;
+    counts.set(v, (counts.get(v) ?? 0) + 1);
+  }
+  // A null-prototype object: a version is whatever a report says, `__proto__` included.
+  const out = Object.create(null) as Record<string, number>;
+  for (const v of [...counts.keys()].sort(compareVersions)) out[v] = counts.get(v)!;
+  return out;
+}
+
+/**
+ * Per wave (`waveOrder` given: the commit has a `[rollout]`; devices of no known wave are left out), else per target,
+ * the devices the file names an agent version for and how many run it; undefined when the file names none.
+ */
+function agentUpdateOf(devices: readonly DeviceView[], running: ReadonlyMap<string, string>, targets: readonly ViewTarget[], waveOrder: readonly string[] | undefined): AgentUpdateProgress[] | undefined {
+  const wanted = new Map<string, string>();
+  for (const t of targets) if (t.agentVersion !== undefined && !wanted.has(t.name)) wanted.set(t.name, t.agentVersion);
+  if (wanted.size === 0) return undefined;
+  const groups = new Map<string, AgentUpdateProgress>();
+  for (const d of devices) {
+    const version = wanted.get(d.target);
+    if (version === undefined) continue;
+    if (waveOrder && typeof d.wave !== 'string') continue;
+    const key = JSON.stringify([waveOrder ? d.wave : d.target, version]);
+    let g = groups.get(key);
+    if (!g) groups.set(key, (g = { ...(waveOrder ? { wave: d.wave! } : { target: d.target }), version, devices: 0, on: 0 }));
+    g.devices++;
+    if (running.get(d.device) === version) g.on++;
+  }
+  const list = [...groups.values()];
+  if (waveOrder) {
+    // The rollout's order; a wave the file no longer has after them. Stable: devices come in target order.
+    const rank = (w: string) => (waveOrder.includes(w) ? waveOrder.indexOf(w) : waveOrder.length);
+    list.sort((a, b) => rank(a.wave!) - rank(b.wave!));
+  }
+  return list;
 }
 
 /** The agent version, health and log lines a report carries (status-note.ts's fields), as the view shows them. */

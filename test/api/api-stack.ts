@@ -8,7 +8,7 @@ import { startAgent, type Agent } from '../../src/agent/agent.js';
 import { ownerTag } from '../../src/agent/orphan-sweep.js';
 import type { RestartLimits } from '../../src/core/restart-policy.js';
 import { ensureApiToken } from '../../src/api/api-token.js';
-import type { ApiDeps } from '../../src/api/api-deps.js';
+import type { ApiAgent, ApiDeps } from '../../src/api/api-deps.js';
 import { buildServer } from '../../src/api/build-server.js';
 import { listenApi, type ApiListeners } from '../../src/api/listen-api.js';
 import { createLogger } from '../../src/log/logger.js';
@@ -50,6 +50,8 @@ export async function apiStack(
     following?: 'git' | 'directory';
     /** The server's connection limits, clock and refusal log (tests of finding 8). */
     api?: Pick<ApiDeps, 'limits' | 'now' | 'refusalLog' | 'dashboard'>;
+    /** GET /v1/revision's `agent.update` (SPEC §17), as the agent's composition wires it. */
+    agentUpdate?: ApiAgent['agentUpdate'];
   } = {},
 ): Promise<ApiStack> {
   const fx = await stackFixture({ signed: false, ...(opts.components && { components: opts.components }) });
@@ -80,7 +82,7 @@ export async function apiStack(
     ...(opts.restartLimits && { restartLimits: opts.restartLimits }),
   });
   const { token } = ensureApiToken(stateDir);
-  const server = buildServer({ agent, token, log: logger, ...opts.api });
+  const server = buildServer({ agent: opts.agentUpdate ? { ...agent, agentUpdate: opts.agentUpdate } : agent, token, log: logger, ...opts.api });
 
   const stack: ApiStack = {
     fx,

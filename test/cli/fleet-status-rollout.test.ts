@@ -154,7 +154,7 @@ describe('keystonectl fleet status with a [rollout]', () => {
     const r = await local(['--json']);
     expect(r.code).toBe(0);
     const j = JSON.parse(r.stdout);
-    expect(Object.keys(j)).toEqual(['commit', 'ref', 'fleetFile', 'silentAfter', 'silentSince', 'silenceCounts', 'targets', 'devices', 'rollout']);
+    expect(Object.keys(j)).toEqual(['commit', 'ref', 'fleetFile', 'silentAfter', 'silentSince', 'silenceCounts', 'targets', 'devices', 'agentVersions', 'rollout']);
     expect(j.rollout).toEqual({
       commit: repo.tip,
       waves: [

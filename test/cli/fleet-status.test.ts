@@ -151,7 +151,7 @@ describe('keystonectl fleet status', () => {
     const r = await local(['--json', '--ref', 'main']);
     expect(r.code).toBe(0);
     const j = JSON.parse(r.stdout);
-    expect(Object.keys(j)).toEqual(['commit', 'ref', 'fleetFile', 'silentAfter', 'silentSince', 'silenceCounts', 'targets', 'devices']);
+    expect(Object.keys(j)).toEqual(['commit', 'ref', 'fleetFile', 'silentAfter', 'silentSince', 'silenceCounts', 'targets', 'devices', 'agentVersions']);
     expect(j).toMatchObject({ commit: c3, ref: 'main', fleetFile: true, silentAfter: '10m0s', silentSince: '2026-12-01T17:01:00.000Z', silenceCounts: true });
     expect(j.targets[0]).toEqual({ name: 'pi4-eu', plan: 'plans/edge.toml', devices: 4, success: 1, failure: 1, pending: 0, error: 0, otherCommit: 1, silent: 1, waiting: 0, forged: 0, revoked: 0, unverified: 0, members: ['edge-fail', 'edge-ok', 'edge-old', 'edge-quiet'] });
     expect(j.targets.map((t: { name: string }) => t.name)).toEqual(['pi4-eu', 'x86-us', '(no target)']);

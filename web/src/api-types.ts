@@ -72,6 +72,18 @@ export interface AgentInfo {
   startedAt?: string;
   /** The device's health as its reports carry it; each value only where the device has it. */
   health?: DeviceHealth;
+  /** An agent update to tell of (SPEC §17); absent when there is none. */
+  update?: AgentUpdate;
+}
+
+/** src/agent-update/agent-home.ts AgentUpdateView: a version on trial, one put back, or one this agent cannot update itself to. */
+export interface AgentUpdate {
+  state: 'trial' | 'failed' | 'unsupported' | string;
+  version: string;
+  commit?: string;
+  reason?: string;
+  /** ISO. */
+  since?: string;
 }
 
 export interface DeviceHealth {

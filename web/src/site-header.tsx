@@ -1,5 +1,6 @@
-// Which device and agent this is, how the device is (uptime, load, memory, disk, temperature), what revision it
-// runs, whether the page is live, and the way out.
+// Which device and agent this is, how the device is (uptime, load, memory, disk, temperature), an agent update on
+// trial, put back or not possible here, what revision it runs, whether the page is live, and the way out.
+import { AgentUpdateLine } from './agent-update-line.js';
 import type { DashboardData } from './dashboard-data.js';
 import { DeviceHealthLine } from './device-health-line.js';
 import { shortRevision } from './format.js';
@@ -40,6 +41,7 @@ export function SiteHeader({ data, route, onSignOut }: Props) {
             )}
           </p>
           {agent?.health && <DeviceHealthLine health={agent.health} />}
+          {agent?.update && <AgentUpdateLine update={agent.update} />}
         </div>
         <p class="header-revision" data-field="revision">
           {r ? (

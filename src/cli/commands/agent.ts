@@ -1,4 +1,5 @@
 // `keystone agent`: follow a desired-state source and keep this device converged on it, until SIGINT/SIGTERM.
+import type { ApiAgent } from '../../api/api-deps.js';
 import { SecretVault } from '../../secrets/secret-vault.js';
 import { hostname } from 'node:os';
 import type { Agent } from '../../agent/agent.js';
@@ -93,7 +94,8 @@ export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev
   memory.mark('agent started');
   let api: ApiListeners | undefined;
   try {
-    api = await startApi(agent, {
+    // GET /v1/revision's agent.update (SPEC §17), read at each request.
+    api = await startApi({ ...agent, agentUpdate: running.agentUpdate }, {
       stateDir: run.stateDir,
       listen,
       public: settings.listenPublic,
@@ -135,7 +137,7 @@ async function deviceIdentity(stateDir: string, enrollment: EnrollmentSettings, 
 
 /** The token file, the server and its listeners; undefined when there is nothing to listen on (`--listen none`, no socket). */
 async function startApi(
-  agent: Agent,
+  agent: Agent & Pick<ApiAgent, 'agentUpdate'>,
   opts: { stateDir: string; listen: ListenAddress | undefined; public: boolean; socketPath: string | undefined; log: Logger; webhook?: { secret: string; ref: string }; policy: DevicePolicy; dashboard: boolean },
 ): Promise<ApiListeners | undefined> {
   const log = opts.log.child({ module: 'api' });

@@ -10,6 +10,7 @@ import { parseGitRepo } from '../../source/git-repo-location.js';
 import { parseArgs } from 'node:util';
 import { OperationError } from '../../core/errors.js';
 import { formatDuration, parseDuration } from '../../core/duration.js';
+import { agentSectionFor } from '../../core/agent-section.js';
 import { FLEET_FILE, parseFleet } from '../../core/fleet.js';
 import { rolloutOf, type Rollout } from '../../core/rollout.js';
 import { buildRolloutView, refWaves } from '../../status/fleet-rollout-view.js';
@@ -68,6 +69,8 @@ The fleet's reports (each device's Git notes) for one commit, per target of the 
                         devices: [{ device, target, wave?, state, commit, relation, at, description, report?,
                                     reportReason?, claimed?, agent?, health?: { uptimeS?, load1?, memFreeBytes?,
                                     diskFreeBytes?, tempC? }, log? }],
+                        agentVersions: { <version>|unknown: devices },
+                        agentUpdate?: [{ wave?|target?, version, devices, on }],
                         rollout?: { commit, waves: [{ name, percent?, named?: { selector?, devices? }, devices,
                                     success, failed, applying, held, firstSuccessAt?, bakeLeftMs?, waitingFor?,
                                     state }], halted?: { wave, failed, of }, bake, minSuccess,
@@ -77,9 +80,15 @@ The fleet's reports (each device's Git notes) for one commit, per target of the 
                       for a report on the commit that is not counted (claimed: what it said); report: verified|
                       unverified|forged|revoked; targets also count forged, revoked, unverified; relation (of another commit):
                       older|newer|unknown, else null. rollout, and each device's wave (null: unknown), only when the
-                      commit's fleet.toml has a [rollout]
+                      commit's fleet.toml has a [rollout]. agentVersions: every device by the agent version its
+                      newest report carries (unknown: none does); agentUpdate, when fleet.toml names an [agent]
+                      version: per wave (with a [rollout]) or per target, how many of its devices run it
   --format markdown   tables for a pull-request comment or a CI summary
   --depth N           remote only: the history fetched (default 1; more tells older commits from other ones)
+
+Agent versions (SPEC §17): "agent versions: 0.2.0 ×12, 0.1.0 ×3 (wave canary: 1 of 1 on 0.2.0)", the devices by
+the agent version they run now (their newest report's), and how far the version fleet.toml names has come per wave
+(else per target); shown once a report names a version or fleet.toml names one.
 
 Rollouts: per wave of the commit's [rollout], from the devices' rollout refs (refs/keystone-rollout/...): devices
 known in the wave (a ref on any commit), applied (success), failed (failure, error), applying, held (held, halted),
@@ -211,7 +220,12 @@ async function fleetStatus(argv: string[], io: CliIo): Promise<number> {
       );
       targets = [];
     } else {
-      targets = parsed.fleet.targets.map((t) => ({ name: t.name, plan: t.plan, ...(t.devices && { devices: t.devices }) }));
+      const fleetFile = parsed.fleet;
+      // The agent version each target's devices are to run (SPEC §17): its own [agent], else the fleet's.
+      targets = fleetFile.targets.map((t) => {
+        const agent = agentSectionFor(fleetFile, t);
+        return { name: t.name, plan: t.plan, ...(t.devices && { devices: t.devices }), ...(agent && { agentVersion: agent.version }) };
+      });
       if (parsed.fleet.rollout) rollout = rolloutOf(parsed.fleet.rollout);
     }
   }
@@ -248,13 +262,14 @@ async function fleetStatus(argv: string[], io: CliIo): Promise<number> {
     silentAfterMs,
     ancestry: read.ancestry,
     ...(allRefs && { waves: refWaves(allRefs, opened.commit) }),
+    ...(rollout && { waveOrder: rollout.waves.map((w) => w.name) }),
   });
   const meta = { label: opened.label, silentAfter: values['silent-after'] };
   if (values.json) {
-    const { commit, fleetFile, silentSince, silenceCounts, targets: groups, devices } = view;
+    const { commit, fleetFile, silentSince, silenceCounts, targets: groups, devices, agentVersions, agentUpdate } = view;
     io.stdout.write(
       JSON.stringify(
-        { commit, ref: opened.label, fleetFile, ...(invalidFleet && { fleetFileErrors: invalidFleet }), silentAfter: formatDuration(silentAfterMs), silentSince, silenceCounts, targets: groups, devices, ...(rolloutView && { rollout: rolloutView }) },
+        { commit, ref: opened.label, fleetFile, ...(invalidFleet && { fleetFileErrors: invalidFleet }), silentAfter: formatDuration(silentAfterMs), silentSince, silenceCounts, targets: groups, devices, agentVersions, ...(agentUpdate && { agentUpdate }), ...(rolloutView && { rollout: rolloutView }) },
         null,
         2,
       ) + '\n',

@@ -2,7 +2,7 @@
 // commit has a `[rollout]`, then a table per target.
 import type { RolloutView } from '../../status/fleet-rollout-view.js';
 import type { FleetView } from '../../status/fleet-view.js';
-import { BAKE_ESTIMATE_NOTE, bakeText, countColumns, deviceStateText, haltedText, rolloutSettingsText, short, sinceText, waveRule, waveStateText, type FleetStatusMeta } from './fleet-status-text.js';
+import { agentVersionsText, BAKE_ESTIMATE_NOTE, bakeText, countColumns, deviceStateText, haltedText, rolloutSettingsText, short, sinceText, waveRule, waveStateText, type FleetStatusMeta } from './fleet-status-text.js';
 import { utc } from './status-table.js';
 
 // Whatever reaches a cell came from a ref, a note or fleet.toml, which anyone who can push may write: no control
@@ -28,10 +28,12 @@ function rolloutSection(r: RolloutView): string[] {
 }
 
 export function renderFleetStatusMarkdown(view: FleetView, meta: FleetStatusMeta, rollout?: RolloutView): string {
+  const agents = agentVersionsText(view);
   const out = [
     `### Keystone fleet status: ${code(short(view.commit))} (${code(meta.label)})`,
     '',
     `${view.devices.length} device${view.devices.length === 1 ? '' : 's'}${view.fleetFile ? '' : ', no `fleet.toml` at this commit'}. Silent: no report within ${cell(meta.silentAfter)} of ${sinceText(view)}${view.silenceCounts ? '' : ' (not yet)'}.`,
+    ...(agents ? ['', `Agent versions: ${cell(agents)}.`] : []),
     '',
     `| target | plan | ${countColumns(view).map(([, h]) => h).join(' | ')} |`,
     `| --- | --- | ${countColumns(view).map(() => '---').join(' | ')} |`,

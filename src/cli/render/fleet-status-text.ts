@@ -4,7 +4,7 @@
 import { formatDuration, parseDuration } from '../../core/duration.js';
 import { describeRollout } from '../../core/rollout.js';
 import type { RolloutView, WaveView } from '../../status/fleet-rollout-view.js';
-import type { DeviceView, FleetView, TargetView } from '../../status/fleet-view.js';
+import { UNKNOWN_AGENT_VERSION, type DeviceView, type FleetView, type TargetView } from '../../status/fleet-view.js';
 import { utc } from './status-table.js';
 
 export interface FleetStatusMeta {
@@ -85,6 +85,18 @@ function notes(view: FleetView, t: TargetView): string[] {
   ];
 }
 
+/**
+ * `0.2.0 ×12, 0.1.0 ×3 (wave canary: 1 of 1 on 0.2.0; wave everyone: 11 of 14 on 0.2.0)`: the devices by the agent
+ * version they run, and how far the version the commit's fleet.toml names has come per wave (else per target).
+ * Undefined when no report names a version and the file names none: a fleet of older agents keeps its output.
+ */
+export function agentVersionsText(view: FleetView): string | undefined {
+  const counts = Object.entries(view.agentVersions ?? {});
+  if (!view.agentUpdate && counts.every(([v]) => v === UNKNOWN_AGENT_VERSION)) return undefined;
+  const progress = (view.agentUpdate ?? []).map((p) => `${p.wave !== undefined ? `wave ${p.wave}` : `target ${p.target ?? '?'}`}: ${p.on} of ${p.devices} on ${p.version}`);
+  return `${counts.map(([v, n]) => `${v} ×${n}`).join(', ') || 'no devices'}${progress.length ? ` (${progress.join('; ')})` : ''}`;
+}
+
 /** `5 %`, `named: ring=canary`, `named: gw-1, gw-2, gw-3 +4`. */
 export function waveRule(w: WaveView): string {
   if (w.percent !== undefined) return `${w.percent} %`;
@@ -139,6 +151,8 @@ export function renderFleetStatusText(view: FleetView, meta: FleetStatusMeta, op
   ];
   const extra = view.targets.flatMap((t) => notes(view, t));
   if (extra.length) out.push('', ...extra);
+  const agents = agentVersionsText(view);
+  if (agents) out.push('', `agent versions: ${agents}`);
   if (opts.rollout) out.push('', ...rolloutLines(opts.rollout));
   if (opts.devices) {
     out.push('');

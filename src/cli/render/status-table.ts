@@ -181,6 +181,32 @@ export function agentLine(agent: unknown, nowMs: number): string | undefined {
 }
 
 /**
+ * The agent update GET /v1/revision's `agent.update` tells of (SPEC §17), one line; undefined when there is none:
+ *   `agent update: 0.2.0 on trial since 2026-12-05 07:30:00Z until it reports success for 3cae32fcfc87`
+ *   `agent update: 0.3.0 failed and was put back (commit 3cae32fcfc87): the new agent exited 1 at start`
+ *   `agent update: the fleet names 0.2.0; this agent cannot update itself (not run from the keystone package)`
+ */
+export function agentUpdateLine(agent: unknown): string | undefined {
+  if (!isObject(agent) || !isObject(agent.update)) return undefined;
+  const u = agent.update;
+  const version = str(u.version) ?? '?';
+  const commit = str(u.commit)?.slice(0, 12);
+  const reason = str(u.reason);
+  const since = timeMs(u.since);
+  switch (u.state) {
+    case 'trial':
+      return `agent update: ${version} on trial${since !== undefined ? ` since ${utc(since)}` : ''} until it reports success${commit ? ` for ${commit}` : ''}`;
+    case 'failed':
+      return `agent update: ${version} failed and was put back${commit ? ` (commit ${commit})` : ''}${reason ? `: ${reason}` : ''}`;
+    case 'unsupported':
+      return `agent update: the fleet names ${version}; this agent cannot update itself${reason ? ` (${reason})` : ''}`;
+    default:
+      // A state a newer agent added: said as it comes rather than hidden.
+      return `agent update: ${str(u.state) ?? '?'} ${version}${commit ? ` (commit ${commit})` : ''}${reason ? `: ${reason}` : ''}`;
+  }
+}
+
+/**
  * `newest commit 1a2b3c4d rejected: KS_SIGNATURE_REPLAYED: …` (GET /v1/revision's `rejected`): the newest revision the
  * agent refused, while nothing newer was applied; the table below is what still runs.
  */
@@ -204,8 +230,9 @@ export interface StatusExtras {
 /** The whole `status` output; the REASON column appears only when some component has a reason. */
 export function renderStatus(components: unknown[], revision: Json | undefined, nowMs: number, policy?: DevicePolicy, extras: StatusExtras = {}): string {
   const agent = agentLine(extras.agent, nowMs);
+  const update = agentUpdateLine(extras.agent);
   const rejected = rejectedLine(extras.rejected);
-  const lines = [...(agent ? [agent] : []), revisionLine(revision, nowMs), ...(rejected ? [rejected] : []), ...(policy ? [policyLine(policy)] : [])];
+  const lines = [...(agent ? [agent] : []), ...(update ? [update] : []), revisionLine(revision, nowMs), ...(rejected ? [rejected] : []), ...(policy ? [policyLine(policy)] : [])];
   if (components.length === 0) return [...lines, 'no components'].join('\n') + '\n';
   const rows = components.flatMap((c) => rowsOf(c, nowMs));
   const columns: Array<keyof StatusRow> = ['name', 'state', 'version', 'instance', 'health', 'restarts', 'since'];
