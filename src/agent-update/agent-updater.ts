@@ -4,7 +4,7 @@
 // package that an update never replaces, run by the launcher (a new agent that does not start), by a systemd timer
 // (one that does not report in time) or from here (one that reported failure).
 import { execFile } from 'node:child_process';
-import { existsSync, lstatSync, readdirSync, readlinkSync, renameSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync, readdirSync, readlinkSync, renameSync, rmSync, symlinkSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import semver from 'semver';
@@ -15,6 +15,7 @@ import { syncDirectory } from '../identity/durable-write.js';
 import { readFailed, readTrial, writeFailed, writeTrial, type AgentHome, type AgentUpdateView, type Trial } from './agent-home.js';
 import { AgentUpdateError } from './agent-update-error.js';
 import { stageAgentPackage } from './stage-agent-package.js';
+import { switchCrashPoint } from './switch-crash-point.js';
 
 const run = promisify(execFile);
 
@@ -66,10 +67,13 @@ export class AgentUpdater {
     const trial = readTrial(d.home);
     if (trial && trial.version === d.version) this.trial = trial;
     else if (trial && !d.unsupported) {
-      // A trial of another version, and this one runs: the switch was cut short (a power loss between writing the
-      // trial and pointing `current` at it) or put back without its record. Either way that package did not work
-      // here: said, and not tried again until the fleet names another.
-      writeFailed(d.home, { version: trial.version, sha256: trial.sha256, commit: trial.commit, reason: `the switch from ${d.version} to ${trial.version} did not complete`, at: d.now() });
+      // A trial of another version, and this one runs. Started once (this start, counted by the launcher): the switch
+      // was cut short before `current` moved (a power loss between the two writes), the new version never ran, and
+      // the next revision tries again. Started more: the new version ran and was put back, and the record of why was
+      // cut short; that package did not work here, and is not tried again until the fleet names another.
+      if (trialStarts(d.home) <= 1) d.log.warn({ version: trial.version, commit: trial.commit }, `agent update: the switch to ${trial.version} was cut short before it took; the next revision tries again`);
+      // (A record agent-rollback wrote already, with the reason, is kept.)
+      else if (readFailed(d.home)?.sha256 !== trial.sha256) writeFailed(d.home, { version: trial.version, sha256: trial.sha256, commit: trial.commit, reason: `${trial.version} was put back, and the switch from ${d.version} did not complete`, at: d.now() });
       rmSync(d.home.trial, { force: true });
       rmSync(d.home.trialStarts, { force: true });
     }
@@ -131,6 +135,7 @@ export class AgentUpdater {
       if (e instanceof AgentUpdateError) return { kind: 'refuse', reason: `${e.code}: ${e.message}` };
       throw e;
     }
+    switchCrashPoint('update-staged');
     this.switchTo(basename(dir), { version, sha256: pkg.sha256.toLowerCase(), commit: rev.id, deadline: Math.ceil(section.deadline / 1000) });
     this.d.log.info({ version, commit: rev.id }, `agent update: switched to ${version}; restarting ${this.d.unit} into it (the components keep running)`);
     this.handedOver = version;
@@ -144,9 +149,11 @@ export class AgentUpdater {
     if (!trial) return;
     this.trial = undefined;
     if (outcome === 'success') {
+      switchCrashPoint('update-proven');
       rmSync(this.d.home.trial, { force: true });
       rmSync(this.d.home.trialStarts, { force: true });
       syncDirectory(this.d.home.dir);
+      switchCrashPoint('update-after-commit');
       this.d.log.info({ version: trial.version, commit: trial.commit }, `agent update: ${trial.version} reported success; it stays`);
       await this.exec('systemctl', ['stop', `${DEADLINE_UNIT}.timer`]).catch(() => undefined);
       this.prune(trial.previous);
@@ -163,14 +170,17 @@ export class AgentUpdater {
     // The store as this version left it: should the new one migrate it past what this one reads and then be put back,
     // this one starts from the copy rather than not at all (restoreStateBefore).
     this.d.snapshot?.(home.stateBefore);
+    switchCrashPoint('update-after-snapshot');
     // The trial first, then `current`: cut between the two, the launcher starts the old version, which finds a trial
     // of another version and records the package as failed (constructor) rather than running it unproven.
     writeTrial(home, { ...t, previous, previousVersion: this.d.version, since: this.d.now(), pids: this.d.instances() });
+    switchCrashPoint('update-after-trial');
     const temp = join(home.dir, `.current.${process.pid}`);
     rmSync(temp, { force: true });
     symlinkSync(join('versions', dirName), temp);
     renameSync(temp, home.current);
     syncDirectory(home.dir);
+    switchCrashPoint('update-after-switch');
   }
 
   /** Versions neither current nor the one it came from (kept for an operator to go back to by hand): removed. */
@@ -199,6 +209,15 @@ export function restoreStateBefore(home: AgentHome, dbFile: string, now: number,
   renameSync(home.stateBefore, dbFile);
   log.warn({ file: dbFile, kept: aside }, 'agent update: the version put back cannot read the state store the new version migrated; it starts from the copy taken before the switch');
   return true;
+}
+
+/** How many times the launcher started the agent since the trial was written (0 without the launcher). */
+function trialStarts(home: AgentHome): number {
+  try {
+    return readFileSync(home.trialStarts, 'utf8').split('\n').filter(Boolean).length;
+  } catch {
+    return 0;
+  }
 }
 
 /** The staged version `current` points at; undefined: the package's own bundle runs. */

@@ -153,12 +153,21 @@ describe.skipIf(r.skip)(r.title('agent updates: staging, switching, proving, put
     expect(await old.decide(section('0.2.0', { uri: `file://${rebuilt.path}`, sha256: rebuilt.sha256 }), { id: 'e'.repeat(40) }, reader())).toEqual({ kind: 'handover', version: '0.2.0' });
   });
 
-  it('a switch cut short before `current` moved is recorded as failed by the old agent at its start, not run unproven', () => {
+  it('a switch cut short before `current` moved is tried again; a put-back whose record was cut short is recorded as failed', () => {
     mkdirSync(home.dir, { recursive: true });
-    writeTrial(home, { version: '0.2.0', previous: 'package', previousVersion: '0.1.0', commit: 'c'.repeat(40), sha256: 'a'.repeat(64), deadline: 300, since: 1, pids: {} });
+    const trial = { version: '0.2.0', previous: 'package', previousVersion: '0.1.0', commit: 'c'.repeat(40), sha256: 'a'.repeat(64), deadline: 300, since: 1, pids: {} };
+    // Started once since (this start): the new version never ran.
+    writeTrial(home, trial);
+    writeFileSync(home.trialStarts, 'start\n');
+    expect(updater('0.1.0').view()).toBeUndefined();
+    expect(readTrial(home)).toBeUndefined();
+    expect(existsSync(home.trialStarts)).toBe(false);
+    // Started more: it ran, and was put back.
+    writeTrial(home, trial);
+    writeFileSync(home.trialStarts, 'start\nstart\n');
     const old = updater('0.1.0');
     expect(readTrial(home)).toBeUndefined();
-    expect(old.view()).toMatchObject({ state: 'failed', version: '0.2.0', reason: 'the switch from 0.1.0 to 0.2.0 did not complete' });
+    expect(old.view()).toMatchObject({ state: 'failed', version: '0.2.0', reason: '0.2.0 was put back, and the switch from 0.1.0 did not complete' });
   });
 
   it('an agent that cannot update itself says so and applies the rest', async () => {
