@@ -14,7 +14,6 @@ import type { RepoReader } from '../source/repo-reader.js';
 import { syncDirectory } from '../identity/durable-write.js';
 import { readFailed, readTrial, writeFailed, writeTrial, type AgentHome, type AgentUpdateView, type Trial } from './agent-home.js';
 import { AgentUpdateError } from './agent-update-error.js';
-import { stageAgentPackage } from './stage-agent-package.js';
 import { switchCrashPoint } from './switch-crash-point.js';
 
 const run = promisify(execFile);
@@ -130,6 +129,8 @@ export class AgentUpdater {
     let dir: string;
     try {
       this.d.log.info({ version, uri: pkg.uri }, 'agent update: staging the package beside this agent');
+      // Loaded here only: fetching and unpacking (the artifact modules) are not what an agent needs at every start.
+      const { stageAgentPackage } = await import('./stage-agent-package.js');
       dir = await stageAgentPackage({ home: this.d.home, pkg, version, arch: arch!, reader, cacheDir: this.d.cacheDir, node: this.d.node });
     } catch (e) {
       if (e instanceof AgentUpdateError) return { kind: 'refuse', reason: `${e.code}: ${e.message}` };

@@ -1,7 +1,8 @@
 // What the agent loads (issue 16): a device pays in memory only for the features it uses. The real agent
 // (bin/keystone.js) runs with a module loader hook that writes every URL loaded to a file; the features it does not
 // use must not appear: the HTTP API (fastify, prom-client) with `--listen none`, Git (isomorphic-git) in directory
-// mode, artifacts (tar, yauzl) without a component that has some, chokidar when following Git.
+// mode, artifacts (tar, yauzl) without a component that has some (nor to stage an agent update without one), chokidar
+// when following Git.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -62,8 +63,9 @@ describe('the agent loads what a feature needs only when the feature is in use',
     const urls = await loadedBy(['--dir', fx.dir], ['--listen', 'none']);
     expect(distLoaded(urls, 'cli/commands/agent.js')).toBe(true);
     for (const name of ['fastify', 'prom-client', 'isomorphic-git', 'tar', 'yauzl']) expect(packageLoaded(urls, name), name).toBe(false);
-    for (const file of ['api/build-server.js', 'api/listen-api.js', 'agent/follow-git.js', 'source/git-source.js', 'source/ref-lister.js', 'runtime/artifact-installer.js'])
+    for (const file of ['api/build-server.js', 'api/listen-api.js', 'agent/follow-git.js', 'source/git-source.js', 'source/ref-lister.js', 'runtime/artifact-installer.js', 'agent-update/stage-agent-package.js', 'artifacts/fetch-artifact.js'])
       expect(distLoaded(urls, file), file).toBe(false);
+    expect(distLoaded(urls, 'agent-update/agent-updater.js')).toBe(true);
     expect(packageLoaded(urls, 'chokidar')).toBe(true);
   });
 
