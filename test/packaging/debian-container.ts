@@ -58,13 +58,13 @@ export class DebianContainer {
    * CAP_SYS_PTRACE on top of docker's defaults, as root on a device does: the purge reads the components' environment
    * to find them. `arch` picks the image (debian-image.ts); another architecture than this machine's runs under qemu,
    * systemd included, with the same options (Debian 13's systemd 257 boots on this machine's cgroup v1 as 252 does,
-   * "Tainted: cgroupsv1").
+   * "Tainted: cgroupsv1"). `mounts` are more host directories, read-write, each at its `container` path.
    */
-  static async start(opts: { systemd: boolean; debs?: string; arch?: DebianArch }): Promise<DebianContainer> {
+  static async start(opts: { systemd: boolean; debs?: string; arch?: DebianArch; mounts?: readonly { host: string; container: string }[] }): Promise<DebianContainer> {
     const image = debianImage(opts.arch);
     const name = `ks-deb-${image.arch}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
     const common = ['run', '-d', '--name', name, '--label', 'io.keystone.test=packaging', ...(image.native ? [] : ['--platform', image.platform])];
-    const mounts = [...(opts.debs ? ['-v', `${opts.debs}:/debs:ro`] : []), '-v', `${PROJECT_ROOT}:/src:ro`];
+    const mounts = [...(opts.debs ? ['-v', `${opts.debs}:/debs:ro`] : []), '-v', `${PROJECT_ROOT}:/src:ro`, ...(opts.mounts ?? []).flatMap((m) => ['-v', `${m.host}:${m.container}`])];
     const args = opts.systemd
       ? [...common, ...systemdOptions(), ...mounts, image.tag, '/lib/systemd/systemd']
       : [...common, '--init', '--cap-add', 'SYS_PTRACE', ...mounts, image.tag, 'sleep', 'infinity'];
