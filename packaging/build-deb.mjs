@@ -127,7 +127,8 @@ async function stage(root, opts) {
       .replaceAll('${KEYSTONE_LIB:-/usr/lib/keystone}', '/usr/lib/keystone')
       .replaceAll('${KEYSTONE_NODE:-}', '')
       .replaceAll('${KEYSTONE_AGENT_HOME:-/var/lib/keystone-agent}', '/var/lib/keystone-agent');
-    if (/KEYSTONE_(LIB|NODE|AGENT_HOME)/.test(text.replace(/^\s*#.*$/gm, '').replaceAll('--setenv=KEYSTONE_AGENT_HOME=', ''))) throw new Error(`${f} still reads KEYSTONE_LIB, KEYSTONE_NODE or KEYSTONE_AGENT_HOME: packaging/build-deb.mjs no longer matches the launchers`);
+    // (Read, that is: `${KEYSTONE_…` or `$KEYSTONE_…`; handing KEYSTONE_AGENT_HOME to agent-rollback is writing it.)
+    if (/\$\{?KEYSTONE_(LIB|NODE|AGENT_HOME)/.test(text.replace(/^\s*#.*$/gm, ''))) throw new Error(`${f} still reads KEYSTONE_LIB, KEYSTONE_NODE or KEYSTONE_AGENT_HOME: packaging/build-deb.mjs no longer matches the launchers`);
     writeFileSync(join(root, f), text);
   }
   put('debian/copyright', 'usr/share/doc/keystone/copyright');

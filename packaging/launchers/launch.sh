@@ -10,7 +10,8 @@ keystone_exec() {
   # A version the agent updated itself to (SPEC §17) runs from its home instead of the package's bundle; the launcher
   # and agent-rollback stay the package's, so that a new version that does not work cannot keep itself running.
   home=${KEYSTONE_AGENT_HOME:-/var/lib/keystone-agent}
-  if [ "$program" = keystone ] && [ "${1:-}" = agent ] && [ -f "$home/trial" ]; then
+  # Only the service's starts count (systemd sets INVOCATION_ID): not `keystone agent --help` at a shell.
+  if [ "$program" = keystone ] && [ "${1:-}" = agent ] && [ -n "${INVOCATION_ID:-}" ] && [ -f "$home/trial" ]; then
     keystone_trial_start "$lib" "$home"
   fi
   if [ -f "$home/current/keystone.mjs" ]; then
@@ -64,16 +65,18 @@ keystone_trial_start() {
   echo start >>"$trial_home/trial-starts"
   starts=$(wc -l <"$trial_home/trial-starts")
   if [ "$starts" -gt 3 ]; then
-    /bin/sh "$package_lib/agent-rollback" "the new agent did not come up: $((starts - 1)) starts without reporting success"
+    KEYSTONE_AGENT_HOME=$trial_home KEYSTONE_UNIT=keystone.service /bin/sh "$package_lib/agent-rollback" "the new agent did not come up: $((starts - 1)) starts without reporting success"
     return 0
   fi
   deadline=$(sed -n 's/^deadline=//p' "$trial_home/trial" | head -n 1)
   case $deadline in '' | *[!0-9]*) deadline=300 ;; esac
+  since=$(sed -n 's/^since=//p' "$trial_home/trial" | head -n 1)
+  case $since in '' | *[!0-9]*) since=0 ;; esac
   if [ -d /run/systemd/system ] && command -v systemd-run >/dev/null 2>&1; then
     systemctl stop keystone-agent-deadline.timer >/dev/null 2>&1 || true
     systemctl reset-failed keystone-agent-deadline.timer keystone-agent-deadline.service >/dev/null 2>&1 || true
     systemd-run --quiet --unit=keystone-agent-deadline --on-active="$deadline" --timer-property=AccuracySec=1s \
-      --setenv=KEYSTONE_AGENT_HOME="$trial_home" \
-      /bin/sh "$package_lib/agent-rollback" --restart "the new agent did not report success within ${deadline}s" || true
+      --setenv=KEYSTONE_AGENT_HOME="$trial_home" --setenv=KEYSTONE_UNIT=keystone.service \
+      /bin/sh "$package_lib/agent-rollback" --restart --only-since "$since" "the new agent did not report success within ${deadline}s" || true
   fi
 }

@@ -1,7 +1,8 @@
 // Where a packaged agent keeps the versions it updated itself to (SPEC §17), beside the package's own bundle in
 // /usr/lib/keystone, which dpkg owns and an update never touches:
 //
-//   /var/lib/keystone-agent/            root's, 0700: the launcher runs code from here as root
+//   /var/lib/keystone-agent/            root's, 0755 (its files 0600): the launcher runs code from here as root, and
+//                                       keystonectl run by anyone runs the version it holds
 //     versions/<version>/               a staged version: the usr/lib/keystone of its .deb, checked to run
 //     current -> versions/<version>     the version the launcher runs; absent: the package's /usr/lib/keystone
 //     trial                             a version on probation (key=value lines, below) until it reports success
@@ -64,7 +65,7 @@ export interface Trial {
   pids: Record<string, string>;
 }
 
-/** A package that was put back: the commits naming it report `failure` with this reason, and it is not tried again. */
+/** A package that was put back, and why. */
 export interface FailedUpdate {
   version: string;
   sha256: string;
@@ -72,6 +73,12 @@ export interface FailedUpdate {
   reason: string;
   /** ms since the epoch. */
   at: number;
+  /**
+   * The agent itself did not work (it did not start, did not adopt, did not report in time): commits naming this
+   * package report `failure` and it is not tried again. False when the new agent worked but the commit's plan failed:
+   * the next commit naming the package tries it again.
+   */
+  blocks: boolean;
 }
 
 export function readTrial(home: AgentHome): Trial | undefined {
@@ -102,11 +109,11 @@ export function writeTrial(home: AgentHome, t: Trial): void {
 export function readFailed(home: AgentHome): FailedUpdate | undefined {
   const kv = readKeyValues(home.failed);
   if (!kv) return undefined;
-  return { version: kv.version ?? '', sha256: kv.sha256 ?? '', commit: kv.commit ?? '', reason: kv.reason ?? 'the new agent did not work', at: Number(kv.at ?? 0) || 0 };
+  return { version: kv.version ?? '', sha256: kv.sha256 ?? '', commit: kv.commit ?? '', reason: kv.reason ?? 'the new agent did not work', at: Number(kv.at ?? 0) || 0, blocks: kv.blocks !== '0' };
 }
 
 export function writeFailed(home: AgentHome, f: FailedUpdate): void {
-  writeKeyValues(home.dir, home.failed, { version: f.version, sha256: f.sha256, commit: f.commit, reason: f.reason, at: String(f.at) });
+  writeKeyValues(home.dir, home.failed, { version: f.version, sha256: f.sha256, commit: f.commit, reason: f.reason, at: String(f.at), blocks: f.blocks ? '1' : '0' });
 }
 
 /** `key=value` lines; a value is one line (newlines become spaces). Undefined when the file is absent. */

@@ -30,7 +30,9 @@ export type UpdateDecision =
   /** This package was put back on this device before: the revision is a `failure`, and it is not tried again. */
   | { kind: 'failed'; reason: string }
   /** Staged and switched to: the agent is being restarted into it, which takes the revision up again. */
-  | { kind: 'handover'; version: string };
+  | { kind: 'handover'; version: string }
+  /** Another version, while this one is on probation: taken up again later (after the probation, by whichever runs). */
+  | { kind: 'deferred'; reason: string };
 
 export interface AgentUpdaterDeps {
   home: AgentHome;
@@ -72,7 +74,7 @@ export class AgentUpdater {
       // cut short; that package did not work here, and is not tried again until the fleet names another.
       if (trialStarts(d.home) <= 1) d.log.warn({ version: trial.version, commit: trial.commit }, `agent update: the switch to ${trial.version} was cut short before it took; the next revision tries again`);
       // (A record agent-rollback wrote already, with the reason, is kept.)
-      else if (readFailed(d.home)?.sha256 !== trial.sha256) writeFailed(d.home, { version: trial.version, sha256: trial.sha256, commit: trial.commit, reason: `${trial.version} was put back, and the switch from ${d.version} did not complete`, at: d.now() });
+      else if (readFailed(d.home)?.sha256 !== trial.sha256) writeFailed(d.home, { version: trial.version, sha256: trial.sha256, commit: trial.commit, reason: `${trial.version} was put back, and the switch from ${d.version} did not complete`, at: d.now(), blocks: true });
       rmSync(d.home.trial, { force: true });
       rmSync(d.home.trialStarts, { force: true });
     }
@@ -93,9 +95,22 @@ export class AgentUpdater {
     return restoreStateBefore(this.d.home, dbFile, this.d.now(), this.d.log);
   }
 
-  /** On probation: whether this revision's outcome decides it (it asks for this version). */
+  /**
+   * On probation: whether this revision's outcome decides it: it asks for this version, or for none (the fleet took
+   * [agent] out: what runs is what it wants).
+   */
   settles(section: AgentSection | undefined): boolean {
-    return this.trial !== undefined && section?.version === this.d.version;
+    return this.trial !== undefined && (section === undefined || section.version === this.d.version);
+  }
+
+  /** The commit a version on probation was switched to for: taken up at its start without waiting for a look or a gate. */
+  trialCommit(): string | undefined {
+    return this.trial?.commit;
+  }
+
+  /** After the store opened: the copy taken before a switch is only for the version it would put back. */
+  discardSnapshot(): void {
+    if (!this.trial) rmSync(this.d.home.stateBefore, { force: true });
   }
 
   /** The components the new agent did not adopt as they were before the switch (restarted, or gone). */
@@ -113,19 +128,22 @@ export class AgentUpdater {
     if (this.handedOver) return { kind: 'handover', version: this.handedOver };
     if (!section || section.version === this.d.version) return { kind: 'none' };
     const { version } = section;
+    // An agent that cannot update itself applies the rest, and says so (in its status), whatever the section says.
+    if (this.d.unsupported) {
+      if (this.unsupportedSeen?.version !== version) this.d.log.warn({ version, reason: this.d.unsupported }, `agent update: the fleet names ${version}; this agent cannot update itself`);
+      this.unsupportedSeen = { version, reason: this.d.unsupported };
+      return { kind: 'none' };
+    }
+    // Never from an unproven version: the one to go back to stays the last that worked.
+    if (this.trial) return { kind: 'deferred', reason: `agent ${this.d.version} is on probation: ${version} waits until it has proven itself or was put back` };
     const arch = this.d.arch;
     const pkg = arch && section.packages[arch];
     if (!pkg) return { kind: 'refuse', reason: `KS_AGENT_NO_PACKAGE: fleet.toml's [agent] names ${version} but no package for ${arch ?? `this architecture (${process.arch})`}` };
     if (semver.lt(version, this.d.version) && !section.allow_downgrade)
       return { kind: 'refuse', reason: `KS_AGENT_DOWNGRADE: fleet.toml's [agent] names ${version}, older than this agent (${this.d.version}); a downgrade needs allow_downgrade = true` };
     const failed = readFailed(this.d.home);
-    if (failed && failed.sha256 === pkg.sha256.toLowerCase())
+    if (failed?.blocks && failed.sha256 === pkg.sha256.toLowerCase())
       return { kind: 'failed', reason: `KS_AGENT_UPDATE_FAILED: agent ${failed.version} was put back on this device: ${failed.reason}` };
-    if (this.d.unsupported) {
-      if (this.unsupportedSeen?.version !== version) this.d.log.warn({ version, reason: this.d.unsupported }, `agent update: the fleet names ${version}; this agent cannot update itself`);
-      this.unsupportedSeen = { version, reason: this.d.unsupported };
-      return { kind: 'none' };
-    }
     let dir: string;
     try {
       this.d.log.info({ version, uri: pkg.uri }, 'agent update: staging the package beside this agent');
@@ -144,8 +162,12 @@ export class AgentUpdater {
     return { kind: 'handover', version };
   }
 
-  /** On probation: the revision that decides it ended. Success commits the new version; anything else puts the previous back. */
-  async settle(outcome: 'success' | 'failure', reason: string): Promise<void> {
+  /**
+   * On probation: the revision that decides it ended. Success commits the new version. Anything else puts the previous
+   * one back; `blocks` when the agent itself did not work (the package is not tried again), not when the new agent
+   * worked and the commit's plan failed (the next commit naming it tries again).
+   */
+  async settle(outcome: 'success' | 'failure', reason: string, o: { blocks: boolean } = { blocks: true }): Promise<void> {
     const trial = this.trial;
     if (!trial) return;
     this.trial = undefined;
@@ -155,13 +177,17 @@ export class AgentUpdater {
       rmSync(this.d.home.trialStarts, { force: true });
       syncDirectory(this.d.home.dir);
       switchCrashPoint('update-after-commit');
+      // A proven version: an earlier failure, and the copy of the store taken for going back, say nothing any more.
+      rmSync(this.d.home.failed, { force: true });
+      rmSync(this.d.home.stateBefore, { force: true });
       this.d.log.info({ version: trial.version, commit: trial.commit }, `agent update: ${trial.version} reported success; it stays`);
       await this.exec('systemctl', ['stop', `${DEADLINE_UNIT}.timer`]).catch(() => undefined);
       this.prune(trial.previous);
       return;
     }
     this.d.log.error({ version: trial.version, commit: trial.commit, reason }, `agent update: ${trial.version} did not prove itself; putting ${trial.previousVersion || 'the previous version'} back`);
-    await this.exec('/bin/sh', [join(this.d.packageLib, 'agent-rollback'), '--restart', `the new agent reported ${reason}`], { ...process.env, KEYSTONE_AGENT_HOME: this.d.home.dir });
+    const args = [join(this.d.packageLib, 'agent-rollback'), '--restart', ...(o.blocks ? [] : ['--retry']), `the new agent reported ${reason}`];
+    await this.exec('/bin/sh', args, { ...process.env, KEYSTONE_AGENT_HOME: this.d.home.dir, KEYSTONE_UNIT: this.d.unit });
   }
 
   private switchTo(dirName: string, t: Pick<Trial, 'version' | 'sha256' | 'commit' | 'deadline'>): void {

@@ -3,7 +3,7 @@
 // extracted into the agent's home, and the staged bundle run once (`--version`) with the Node this agent runs on:
 // a package that cannot even say its version is refused here, before anything is switched.
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { AgentPackage, DebArch } from '../core/agent-section.js';
@@ -50,7 +50,8 @@ export async function stageAgentPackage(o: StageOptions): Promise<string> {
   if (fields.Package !== 'keystone') throw new AgentUpdateError('KS_AGENT_PACKAGE_INVALID', `the package for ${o.arch} is "${fields.Package ?? '?'}", not keystone`);
   if (fields.Architecture !== o.arch) throw new AgentUpdateError('KS_AGENT_PACKAGE_INVALID', `the package for ${o.arch} is built for ${fields.Architecture ?? '?'}`);
 
-  mkdirSync(o.home.versions, { recursive: true, mode: 0o700 });
+  // Readable by all (keystonectl, run by anyone, runs the version in use), writable by root only.
+  mkdirSync(o.home.versions, { recursive: true, mode: 0o755 });
   // Beside its final name, in the same directory: renamed into place whole once it ran, or removed.
   const temp = mkdtempSync(join(o.home.versions, '.staging-'));
   try {
@@ -60,6 +61,9 @@ export async function stageAgentPackage(o: StageOptions): Promise<string> {
       throw new AgentUpdateError('KS_AGENT_PACKAGE_INVALID', `the package for ${o.arch} does not unpack: ${firstLine(e)}`);
     }
     const lib = join(temp, 'usr', 'lib', 'keystone');
+    // Plain directories and files only, none writable by others, no set-id bits: root runs this tree, and a link in
+    // it (usr/lib/keystone -> /tmp/x) would make it run what was never checked.
+    checkTree(temp, o.arch);
     if (!existsSync(join(lib, 'keystone.mjs'))) throw new AgentUpdateError('KS_AGENT_PACKAGE_INVALID', `the package for ${o.arch} holds no usr/lib/keystone/keystone.mjs`);
     let said: string;
     try {
@@ -74,6 +78,17 @@ export async function stageAgentPackage(o: StageOptions): Promise<string> {
     return dest;
   } finally {
     rmSync(temp, { recursive: true, force: true });
+  }
+}
+
+/** Every entry of the unpacked package: a directory or a regular file; modes made at most 0755 (no set-id, no write by others). */
+function checkTree(dir: string, arch: string, root = dir): void {
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    const st = lstatSync(path);
+    if (!st.isDirectory() && !st.isFile()) throw new AgentUpdateError('KS_AGENT_PACKAGE_INVALID', `the package for ${arch} holds ${path.slice(root.length)}, which is not a plain file or directory`);
+    chmodSync(path, st.mode & 0o755);
+    if (st.isDirectory()) checkTree(path, arch, root);
   }
 }
 

@@ -252,6 +252,16 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
           await queue.idle();
         }
       }
+      // A new agent version on probation (SPEC §17) takes up the commit it was switched to for now, from the clone:
+      // its deadline runs from its start, not from its first look.
+      const proving = opts.agentUpdate?.trialCommit();
+      if (proving !== undefined && isCommitId(proving) && proving !== applied) {
+        const rev = await load(proving).catch(() => undefined);
+        if (rev) {
+          queue.enqueue(rev);
+          await queue.idle();
+        }
+      }
       // Oldest first: each is verified, resolved and held again as when it came; the newest ends first in line.
       for (const id of store.heldCommits().reverse()) {
         const rev = await load(id).catch(() => undefined);

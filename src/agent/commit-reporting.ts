@@ -78,7 +78,8 @@ export function commitReports(opts: CommitReportingOptions): OutcomeReports {
       if (e.outcome === 'success') return send(e.revision, 'success', describeSuccess(e.reconcile ?? emptyPlan), e.target, wave(e.wave, 'success'));
       // The suffix must survive the 140-character cut: it says what the device runs now.
       const extra = e.then === undefined ? '' : `; ${e.then}`;
-      const base = describeFailure(e.failed ?? []);
+      // A failure of no component (an agent update put back, SPEC §17) says its coded reason instead.
+      const base = !e.failed?.length && e.summary.startsWith('KS_') ? describe(`failed: ${e.summary}`) : describeFailure(e.failed ?? []);
       const log = opts.failureLog && (() => opts.failureLog!((e.failed ?? []).map((f) => f.name), e.components ?? []));
       send(e.revision, 'failure', extra ? describe(base.slice(0, Math.max(20, 140 - extra.length)).replace(/…?$/, '') + extra) : base, e.target, wave(e.wave, 'failure'), log);
     },

@@ -243,6 +243,10 @@ export class Outcomes {
     const summary = this.deps.scrub?.(reason) ?? reason;
     const event = { revision: rev.id, outcome: 'failure' as const, durationMs: now() - began, summary, failed: [], ...(rev.target !== undefined && { target: rev.target }), ...(rev.wave !== undefined && { wave: rev.wave }) };
     store.transaction(() => {
+      // An apply cut short before it (this revision's own, or another's) ends here: rule 4, as begin() does.
+      const open = this.interrupted ?? store.unfinishedApply();
+      if (open) store.finishApply(open.id, { finishedAt: now(), outcome: 'failure', summary: `interrupted: the agent stopped during this apply, and ${short(rev.id)} failed next` });
+      this.interrupted = undefined;
       const id = store.beginApply({ revision: rev.id, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), startedAt: began, reconcile: { stopOrder: [], startOrder: [], noTouch: [], reasons: {} } });
       store.finishApply(id, { finishedAt: now(), outcome: 'failure', summary, failed: [] });
       this.reports?.finished(event);

@@ -98,6 +98,7 @@ export class RevisionQueue {
           if (o.byClock && !this.pendingRev) this.retryLater(rev);
           this.opts.afterRefusal?.(rev);
         }
+        if (o.kind === 'deferred' && !this.pendingRev) this.retryLater(rev);
         if (this.unfinished !== rev) this.retries = 0;
       } catch (e) {
         this.opts.log.error({ revision: rev.id, err: e as Error }, 'revision failed unexpectedly');

@@ -79,7 +79,7 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
   const installArtifacts = () => lazyArtifactInstaller({ reader: () => artifactReader!, cacheDir: join(stateDir, 'cache'), maxBytes: MAX_ARTIFACT_BYTES });
   const tag = ownerTag(stateDir);
   // The state directory is guarded too: a container that mounts it holds the API token.
-  const policyHost = hostPolicyFacts({ stateDir, env: hooks.env });
+  const policyHost = hostPolicyFacts({ stateDir, env: hooks.env, ...(s.engineSockets && { sockets: s.engineSockets }) });
   // Secret files (SPEC §16) on tmpfs where the device has one, in a directory made at the first of them (both runtimes
   // share it); said once when they would be on disk.
   const secretsRoot = chooseSecretsRoot(stateDir);
@@ -93,6 +93,9 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
     ownerTag: tag,
     policy,
     policyHost,
+    // --docker-socket (or DOCKER_HOST's), --podman-socket: checked at start (cli/engine-args.ts); else the defaults.
+    env: hooks.env,
+    ...(s.engineSockets && { socketPaths: s.engineSockets }),
     installArtifacts: installArtifacts(),
     secretsRoot,
     secrets: vault,
@@ -183,6 +186,8 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
     logMaxBytes: s.logMaxBytes,
     logKeep: s.logKeep,
   }));
+  // The store opened: a copy of it taken before an earlier switch is kept only while a new version is on probation.
+  updater.discardSnapshot();
   // Adopted, the orphans swept: the secret files of instances that ended while no agent ran go now (SPEC §16).
   await Promise.all([processRuntime.sweepSecretFiles(), containerRuntime.sweepSecretFiles()]).catch((e: Error) => log.warn({ err: e }, 'cannot sweep the secret files of ended components'));
   // The source offers revisions (and POST /v1/sync asks it to look now); it never offers the same content twice.

@@ -4,6 +4,7 @@ import type { DevicePolicy } from '../core/device-policy.js';
 import type { Labels } from '../core/labels.js';
 import type { RestartLimits } from '../core/restart-policy.js';
 import type { DeviceKeys } from '../identity/device-keys.js';
+import type { SocketPaths } from '../runtime/container-engine.js';
 import { sameRepository } from '../source/git-repo-location.js';
 import type { PublicKey } from '../trust/minisign.js';
 import type { TrustSetting } from './agent-options.js';
@@ -72,6 +73,11 @@ export interface RunSettings {
   stateDir: string;
   trust: TrustSetting;
   policy: DevicePolicy;
+  /**
+   * `--docker-socket` (or DOCKER_HOST's unix:// path) and `--podman-socket`: where each engine is looked for instead of
+   * its default places (runtime/container-engine.ts); absent or empty, the defaults.
+   */
+  engineSockets?: SocketPaths;
   concurrency: number;
   graceMs: number;
   restartLimits: RestartLimits;

@@ -37,7 +37,9 @@ export type RevisionOutcome =
   | { kind: 'applied'; outcome: 'success' | 'failure' | 'interrupted' }
   | { kind: 'resumed'; outcome: 'success' | 'failure' }
   /** The agent switched to the version the revision asks for and is being restarted into it (SPEC §17). */
-  | { kind: 'handover' };
+  | { kind: 'handover' }
+  /** Not taken up now (another agent version while this one is on probation): the loop offers it again later. */
+  | { kind: 'deferred'; reason: string };
 
 export interface RevisionSteps {
   trust: TrustSetting;
@@ -175,7 +177,10 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
   // failed canary must stay a failure in the rollout, not turn into `halted` by its own failure).
   const current = standing.kind === 'resume' || standing.kind === 'continue';
   const c = { rev, state: resolution.state, planFile, ...(target !== undefined && { target }), ...(signedAt !== undefined && { signedAt }), ...(signers !== undefined && { signers }), ...(resolution.agent && { agent: resolution.agent }), began };
-  if (resolution.rollout && resolution.wave && waveName !== undefined && !current) {
+  // The commit a new agent version was switched to for (SPEC §17) passed its gate before the switch: not gated again,
+  // its deadline runs.
+  const proving = s.agentUpdate?.trialCommit() === rev.id;
+  if (resolution.rollout && resolution.wave && waveName !== undefined && !current && !proving) {
     // Staged (SPEC §14): held until its gate opens. A newer commit goes first in line; the same one offered again
     // (a restart, a rollback target become the tip) replaces its entry.
     let admission;
@@ -212,29 +217,35 @@ export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'wa
   // 5a. The agent version the revision asks for (SPEC §17): switched to before anything else is done, and the
   // revision is applied by the new agent, which must adopt every component as it runs and report success.
   const update = s.agentUpdate;
+  /** The agent update this revision asks for was put back here: its plan is applied (what runs stays supervised), its outcome is `failure`. */
+  let updateFailed: string | undefined;
   if (update && standing.kind !== 'resume') {
     const d = await update.decide(c.agent, rev, rev.reader);
     if (d.kind === 'handover') return { kind: 'handover' };
+    if (d.kind === 'deferred') {
+      s.log.info({ revision: rev.id, reason: d.reason }, 'agent update: not taken up yet');
+      return { kind: 'deferred', reason: d.reason };
+    }
     if (d.kind === 'refuse') {
       s.outcomes.rejected({ revision: rev.id, planFile, ...(target !== undefined && { target }), ...(waveName !== undefined && { wave: waveName }), reason: d.reason, began, silent: rev.rollback === true });
       s.log.error({ revision: rev.id, reason: d.reason }, 'revision refused; still running the previous one');
       return { kind: 'rejected', reason: d.reason, byClock: false };
     }
-    if (d.kind === 'failed') {
-      s.outcomes.failedUnapplied(info, d.reason, began);
-      return { kind: 'applied', outcome: 'failure' };
-    }
+    if (d.kind === 'failed') updateFailed = d.reason;
     const missing = update.settles(c.agent) ? update.notAdopted() : [];
     if (missing.length) {
+      // Not applied by this version: the one put back takes what runs up again, and finds this commit failed.
       const reason = `KS_AGENT_UPDATE_FAILED: agent ${packageVersionOf(c.agent)} did not adopt ${missing.join(', ')} as they ran before the switch`;
       s.outcomes.failedUnapplied(info, reason, began);
-      await update.settle('failure', reason);
+      await update.settle('failure', reason, { blocks: true });
       return { kind: 'applied', outcome: 'failure' };
     }
   }
   if (standing.kind === 'resume') {
     const r = await s.engine.apply(state, info);
     if (!r.interrupted) s.outcomes.resumed(info, standing.outcome, r);
+    // Proven before a power loss cut its probation short (its success is written): it settles now.
+    if (update?.settles(c.agent) && !r.interrupted) await update.settle(standing.outcome, `${standing.outcome}: ${r.summary}`, { blocks: false });
     return { kind: 'resumed', outcome: standing.outcome };
   }
   let ticket: ReturnType<Outcomes['begin']> | undefined;
@@ -246,9 +257,11 @@ export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'wa
     if (ticket) s.outcomes.abandoned(ticket);
     throw e;
   }
+  if (updateFailed !== undefined && !r.interrupted) r = { ...r, outcome: 'failure' as const, summary: `${updateFailed}; ${r.summary}` };
   s.outcomes.finish(ticket!, { ...r, stateDigest: stateDigest(state) });
-  // On probation (SPEC §17): this outcome decides whether the new agent stays.
-  if (update?.settles(c.agent) && !r.interrupted) await update.settle(r.outcome, `${r.outcome}: ${r.summary}`);
+  // On probation (SPEC §17): this outcome decides whether the new agent stays. A failure of the plan puts it back
+  // (the commit did not report success) without barring the package: the next commit may try it again.
+  if (update?.settles(c.agent) && !r.interrupted) await update.settle(r.outcome, `${r.outcome}: ${r.summary}`, { blocks: false });
   return { kind: 'applied', outcome: r.interrupted ? 'interrupted' : r.outcome };
 }
 

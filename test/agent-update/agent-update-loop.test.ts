@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { agentHome, readFailed, readTrial } from '../../src/agent-update/agent-home.js';
+import { agentHome, readFailed, readTrial, writeTrial } from '../../src/agent-update/agent-home.js';
 import { AgentUpdater } from '../../src/agent-update/agent-updater.js';
 import { instancesOf } from '../../src/agent-update/agent-update-setup.js';
 import { startAgent, type Agent } from '../../src/agent/agent.js';
@@ -123,7 +123,8 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
     await offer(a, R2, repo({ version: '0.2.0', ...v2 }));
     expect(calls).toEqual([['systemctl', 'restart', '--no-block', 'keystone.service']]);
     expect(a.store.history({ limit: 10 }).map((h) => h.revision)).toEqual([R1]);
-    expect(readTrial(home)).toMatchObject({ version: '0.2.0', previousVersion: '0.1.0', commit: R2, pids: { svc: pid } });
+    const trial = readTrial(home)!;
+    expect(trial).toMatchObject({ version: '0.2.0', previousVersion: '0.1.0', commit: R2, pids: { svc: pid } });
     expect(existsSync(home.stateBefore)).toBe(true);
 
     // 0.2.0 starts on probation, adopts svc as it runs, applies r2: success, the trial is committed.
@@ -136,6 +137,16 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
     expect(instancesOf(a.store).svc).toBe(pid);
     expect(readTrial(home)).toBeUndefined();
     expect(calls).toEqual([['systemctl', 'stop', 'keystone-agent-deadline.timer']]);
+
+    // A power loss right after the success was written, before the trial went: the next start resumes R2, whose
+    // success stands, and that settles the probation (no deadline puts the proven agent back).
+    writeTrial(home, trial);
+    ({ a } = await restart(a, '0.2.0'));
+    calls.length = 0;
+    await offer(a, R2, repo({ version: '0.2.0', ...v2 }));
+    expect(readTrial(home)).toBeUndefined();
+    expect(calls).toEqual([['systemctl', 'stop', 'keystone-agent-deadline.timer']]);
+    expect(a.store.history({ limit: 10 }).filter((h) => h.revision === R2).map((h) => h.outcome)).toEqual(['success']);
 
     // r3 names 0.3.0; the new agent does not find svc as it ran (it died during the switch): put back, failure.
     const v3 = fakeDeb(work, '0.3.0');

@@ -4,7 +4,7 @@
 // is what the walkthrough (examples/agent-update/walkthrough.sh) does for real, under systemd in a container.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -22,13 +22,14 @@ const PROJECT = join(import.meta.dirname, '..', '..');
 const ARCH = debArchOf(process.arch) ?? 'amd64';
 
 /** A package as build-deb.mjs lays it out, with a bundle that only says its version (or exits 1 for anything else). */
-function fakeDeb(dir: string, o: { version: string; arch?: string; says?: string; name?: string }): { path: string; sha256: string } {
+function fakeDeb(dir: string, o: { version: string; arch?: string; says?: string; name?: string; mode?: number }): { path: string; sha256: string } {
   const root = mkdtempSync(join(dir, 'deb-'));
   mkdirSync(join(root, 'DEBIAN'));
   writeFileSync(join(root, 'DEBIAN', 'control'), `Package: ${o.name ?? 'keystone'}\nVersion: ${o.version}\nArchitecture: ${o.arch ?? ARCH}\nMaintainer: test <t@example.com>\nDescription: test ${Math.random()}\n`);
   const lib = join(root, 'usr', 'lib', 'keystone');
   mkdirSync(lib, { recursive: true });
   writeFileSync(join(lib, 'keystone.mjs'), `if (process.argv.includes('--version')) { console.log(${JSON.stringify(o.says ?? `keystone ${o.version}`)}); process.exit(0); }\nprocess.exit(1);\n`);
+  if (o.mode !== undefined) chmodSync(join(lib, 'keystone.mjs'), o.mode);
   const path = join(dir, `keystone_${o.version}_${o.arch ?? ARCH}-${Math.random().toString(16).slice(2)}.deb`);
   execFileSync('dpkg-deb', ['--root-owner-group', '-Zgzip', '-b', root, path], { stdio: 'ignore' });
   return { path, sha256: createHash('sha256').update(readFileSync(path)).digest('hex') };
@@ -190,14 +191,20 @@ describe.skipIf(r.skip)(r.title('agent updates: staging, switching, proving, put
     const launcher = join(dir, 'keystone');
     writeFileSync(launcher, `#!/bin/sh\n. "$KEYSTONE_LIB/launch.sh"\nkeystone_exec keystone "$@"\n`);
     chmodSync(launcher, 0o755);
+    let service = true;
     const start = (...args: string[]) => {
-      const out = spawnSync(launcher, args, { encoding: 'utf8', env: { PATH: process.env.PATH, KEYSTONE_LIB: lib, KEYSTONE_NODE: process.execPath, KEYSTONE_AGENT_HOME: home.dir } });
+      const out = spawnSync(launcher, args, { encoding: 'utf8', env: { PATH: process.env.PATH, KEYSTONE_LIB: lib, KEYSTONE_NODE: process.execPath, KEYSTONE_AGENT_HOME: home.dir, ...(service && { INVOCATION_ID: 'unit' }) } });
       expect(out.status, out.stderr).toBe(0);
       return out.stdout.trim();
     };
     // keystonectl-like commands and `keystone --version` run the current version, and count nothing.
     expect(start('--version')).toBe('keystone 0.2.0 --version');
     expect(existsSync(home.trialStarts)).toBe(false);
+    // `keystone agent` at a shell (no systemd unit) is not one of the service's starts.
+    service = false;
+    expect(start('agent', '--help')).toBe('keystone 0.2.0 agent --help');
+    expect(existsSync(home.trialStarts)).toBe(false);
+    service = true;
     expect(start('agent')).toBe('keystone 0.2.0 agent');
     expect(start('agent')).toBe('keystone 0.2.0 agent');
     expect(start('agent')).toBe('keystone 0.2.0 agent');
@@ -233,7 +240,7 @@ describe.skipIf(r.skip)(r.title('agent updates: staging, switching, proving, put
     const log = createLogger({ pretty: false, write: () => undefined });
     // Not after a success (no record of a failed update): the store is not replaced.
     expect(restoreStateBefore(home, join(stateDir, STATE_DB_FILE), 5, log)).toBe(false);
-    writeFailed(home, { version: '0.2.0', sha256: pkg.sha256, commit: 'c'.repeat(40), reason: 'put back', at: 5 });
+    writeFailed(home, { version: '0.2.0', sha256: pkg.sha256, commit: 'c'.repeat(40), reason: 'put back', at: 5, blocks: true });
     expect(restoreStateBefore(home, join(stateDir, STATE_DB_FILE), 5, log)).toBe(true);
     const back = openStateStore(stateDir);
     expect(back.history({ limit: 10 }).map((h) => h.summary)).toEqual(['before the switch']);
@@ -241,5 +248,52 @@ describe.skipIf(r.skip)(r.title('agent updates: staging, switching, proving, put
     expect(existsSync(join(stateDir, `${STATE_DB_FILE}.newer-5`))).toBe(true);
     // Once: the copy is consumed.
     expect(restoreStateBefore(home, join(stateDir, STATE_DB_FILE), 6, log)).toBe(false);
+  });
+
+  it('refuses a package whose tree holds a link (or anything but plain files and directories), and strips set-id and write-by-others bits', async () => {
+    const root = mkdtempSync(join(dir, 'deb-'));
+    mkdirSync(join(root, 'DEBIAN'));
+    writeFileSync(join(root, 'DEBIAN', 'control'), `Package: keystone\nVersion: 0.2.0\nArchitecture: ${ARCH}\nMaintainer: t <t@example.com>\nDescription: test\n`);
+    const elsewhere = mkdtempSync(join(dir, 'elsewhere-'));
+    writeFileSync(join(elsewhere, 'keystone.mjs'), "console.log('keystone 0.2.0');\n");
+    mkdirSync(join(root, 'usr', 'lib'), { recursive: true });
+    execFileSync('ln', ['-s', elsewhere, join(root, 'usr', 'lib', 'keystone')]);
+    const linked = join(dir, 'linked.deb');
+    execFileSync('dpkg-deb', ['--root-owner-group', '-Zgzip', '-b', root, linked], { stdio: 'ignore' });
+    const sha = createHash('sha256').update(readFileSync(linked)).digest('hex');
+    const d = await updater('0.1.0').decide(section('0.2.0', { uri: `file://${linked}`, sha256: sha }), { id: 'c'.repeat(40) }, reader());
+    expect(d).toEqual({ kind: 'refuse', reason: expect.stringMatching(/^KS_AGENT_PACKAGE_INVALID: .* holds \/usr\/lib\/keystone, which is not a plain file or directory/) });
+    expect(currentVersionDir(home)).toBeUndefined();
+    // Modes: a group-writable set-uid file in a package arrives 0755.
+    const pkg = fakeDeb(dir, { version: '0.2.0', mode: 0o4775 });
+    await updater('0.1.0').decide(section('0.2.0', { uri: `file://${pkg.path}`, sha256: pkg.sha256 }), { id: 'c'.repeat(40) }, reader());
+    expect(statSync(join(home.versions, '0.2.0', 'keystone.mjs')).mode & 0o7777).toBe(0o755);
+    expect(statSync(home.versions).mode & 0o777).toBe(0o755);
+  });
+
+  it('on probation, another version waits, and a commit that takes [agent] out proves it too', async () => {
+    const pkg = fakeDeb(dir, { version: '0.2.0' });
+    await updater('0.1.0').decide(section('0.2.0', { uri: `file://${pkg.path}`, sha256: pkg.sha256 }), { id: 'c'.repeat(40) }, reader());
+    calls = [];
+    const next = updater('0.2.0');
+    const other = fakeDeb(dir, { version: '0.3.0' });
+    expect(await next.decide(section('0.3.0', { uri: `file://${other.path}`, sha256: other.sha256 }), { id: 'd'.repeat(40) }, reader())).toEqual({ kind: 'deferred', reason: 'agent 0.2.0 is on probation: 0.3.0 waits until it has proven itself or was put back' });
+    expect(readTrial(home)?.version).toBe('0.2.0');
+    expect(existsSync(join(home.versions, '0.3.0'))).toBe(false);
+    expect(calls).toEqual([]);
+    expect(next.settles(undefined)).toBe(true);
+  });
+
+  it('on probation, a plan that fails puts the new agent back without barring its package: the next commit tries it again', async () => {
+    const pkg = fakeDeb(dir, { version: '0.2.0' });
+    const s = section('0.2.0', { uri: `file://${pkg.path}`, sha256: pkg.sha256 });
+    await updater('0.1.0').decide(s, { id: 'c'.repeat(40) }, reader());
+    calls = [];
+    await updater('0.2.0').settle('failure', 'failure: api did not become healthy', { blocks: false });
+    expect(calls[0]).toEqual(['/bin/sh', join(PROJECT, 'packaging', 'launchers', 'agent-rollback'), '--restart', '--retry', 'the new agent reported failure: api did not become healthy']);
+    expect(readFailed(home)).toMatchObject({ version: '0.2.0', blocks: false });
+    const old = updater('0.1.0');
+    expect(old.view()).toMatchObject({ state: 'failed', version: '0.2.0' });
+    expect(await old.decide(s, { id: 'd'.repeat(40) }, reader())).toEqual({ kind: 'handover', version: '0.2.0' });
   });
 });

@@ -57,7 +57,7 @@ describe.skipIf(r.skip)(r.title('power loss at every step of an agent update'), 
 
   /** A boot: the launcher starts whatever it picks; that must be a working agent. */
   const boot = (): string => {
-    const out = spawnSync(join(dir, 'keystone'), ['agent'], { encoding: 'utf8', env: { PATH: process.env.PATH, KEYSTONE_LIB: lib, KEYSTONE_NODE: process.execPath, KEYSTONE_AGENT_HOME: home.dir } });
+    const out = spawnSync(join(dir, 'keystone'), ['agent'], { encoding: 'utf8', env: { PATH: process.env.PATH, KEYSTONE_LIB: lib, KEYSTONE_NODE: process.execPath, KEYSTONE_AGENT_HOME: home.dir, INVOCATION_ID: 'boot' } });
     expect(out.status, out.stderr).toBe(0);
     const m = /^keystone (\d+\.\d+\.\d+) agent$/.exec(out.stdout.trim());
     expect(m, `the launcher started no working agent: ${out.stdout}${out.stderr}`).not.toBeNull();

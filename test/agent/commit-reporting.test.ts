@@ -37,6 +37,16 @@ describe('commit statuses from outcomes', () => {
     expect(sent[2]!.description).toMatch(/^rejected: KS_HISTORY_REWRITE/);
   });
 
+  it('a failure of no component (an agent update put back) says its coded reason; one without a code says the apply failed', () => {
+    const { sent, r } = setup();
+    r.finished({ revision: C1, outcome: 'failure', durationMs: 5, summary: 'KS_AGENT_UPDATE_FAILED: agent 0.3.0 was put back on this device: the new agent did not come up', failed: [] });
+    r.finished({ revision: C2, outcome: 'failure', durationMs: 5, summary: 'interrupted', failed: [] });
+    expect(sent.map((s) => [s.state, s.description])).toEqual([
+      ['failure', 'failed: KS_AGENT_UPDATE_FAILED: agent 0.3.0 was put back on this device: the new agent did not come up'],
+      ['failure', 'apply failed'],
+    ]);
+  });
+
   it('nothing for revisions that are not commits', () => {
     const { sent, r } = setup();
     r.finished({ revision: 'manual:0123456789ab', outcome: 'failure', durationMs: 1, summary: 'x', failed: [] });

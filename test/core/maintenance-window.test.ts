@@ -6,7 +6,7 @@ import { isTimezone, parseClockTime, windowState, WEEKDAYS, type MaintenanceWind
 
 const at = (iso: string) => Date.parse(iso);
 const iso = (ms: number) => new Date(ms).toISOString();
-const win = (w: Partial<MaintenanceWindow> & { from: string; to: string }): MaintenanceWindow => ({ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], timezone: 'UTC', ...w, from: parseClockTime(w.from)!, to: parseClockTime(w.to)! });
+const win = (w: Omit<Partial<MaintenanceWindow>, 'from' | 'to'> & { from: string; to: string }): MaintenanceWindow => ({ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], timezone: 'UTC', ...w, from: parseClockTime(w.from)!, to: parseClockTime(w.to)! });
 
 describe('maintenance windows', () => {
   it('parses wall-clock times and knows zones', () => {
