@@ -4,7 +4,7 @@
 // package that an update never replaces, run by the launcher (a new agent that does not start), by a systemd timer
 // (one that does not report in time) or from here (one that reported failure).
 import { execFile } from 'node:child_process';
-import { existsSync, lstatSync, readFileSync, readdirSync, readlinkSync, renameSync, rmSync, symlinkSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, readFileSync, readdirSync, readlinkSync, renameSync, rmSync, symlinkSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import semver from 'semver';
@@ -15,8 +15,12 @@ import { syncDirectory } from '../identity/durable-write.js';
 import { readFailed, readTrial, writeFailed, writeTrial, type AgentHome, type AgentUpdateView, type Trial } from './agent-home.js';
 import { AgentUpdateError } from './agent-update-error.js';
 import { switchCrashPoint } from './switch-crash-point.js';
+import { waitUpdateLock } from '../runtime/update-lock.js';
 
 const run = promisify(execFile);
+
+/** The lock a success and agent-rollback take, so that only one of them ends a trial (agent-rollback takes it with flock). */
+export const SWITCH_LOCK = '.switch.lock';
 
 /** The transient timer the launcher arms at each start of a version on probation (packaging/launchers/launch.sh). */
 export const DEADLINE_UNIT = 'keystone-agent-deadline';
@@ -96,11 +100,14 @@ export class AgentUpdater {
   }
 
   /**
-   * On probation: whether this revision's outcome decides it: it asks for this version, or for none (the fleet took
-   * [agent] out: what runs is what it wants).
+   * On probation: whether this revision's outcome decides it. The commit it was switched for does; so does a newer
+   * commit asking for this very version (the tip moved on). The commit that ran before the switch, resumed at the
+   * start, does not: its outcome is the previous agent's.
    */
-  settles(section: AgentSection | undefined): boolean {
-    return this.trial !== undefined && (section === undefined || section.version === this.d.version);
+  settles(revision: string, section: AgentSection | undefined, o: { resumed?: boolean } = {}): boolean {
+    if (!this.trial) return false;
+    if (revision === this.trial.commit) return true;
+    return !o.resumed && section?.version === this.d.version;
   }
 
   /** The commit a version on probation was switched to for: taken up at its start without waiting for a look or a gate. */
@@ -173,18 +180,32 @@ export class AgentUpdater {
     this.trial = undefined;
     if (outcome === 'success') {
       switchCrashPoint('update-proven');
-      rmSync(this.d.home.trial, { force: true });
-      rmSync(this.d.home.trialStarts, { force: true });
-      syncDirectory(this.d.home.dir);
-      switchCrashPoint('update-after-commit');
-      // A proven version: an earlier failure, and the copy of the store taken for going back, say nothing any more.
-      rmSync(this.d.home.failed, { force: true });
-      rmSync(this.d.home.stateBefore, { force: true });
+      // Against agent-rollback (the deadline's timer may be running it now): one of the two, under the same lock.
+      const lock = await waitUpdateLock(join(this.d.home.dir, SWITCH_LOCK));
+      try {
+        if (readTrial(this.d.home)?.since !== trial.since) {
+          // Put back already: this agent is being restarted into the previous one.
+          this.handedOver = trial.previousVersion;
+          this.d.log.warn({ version: trial.version, commit: trial.commit }, 'agent update: the deadline put the previous version back before this success was recorded');
+          return;
+        }
+        rmSync(this.d.home.trial, { force: true });
+        rmSync(this.d.home.trialStarts, { force: true });
+        syncDirectory(this.d.home.dir);
+        switchCrashPoint('update-after-commit');
+        // A proven version: an earlier failure, and the copy of the store taken for going back, say nothing any more.
+        rmSync(this.d.home.failed, { force: true });
+        rmSync(this.d.home.stateBefore, { force: true });
+      } finally {
+        await lock.release();
+      }
       this.d.log.info({ version: trial.version, commit: trial.commit }, `agent update: ${trial.version} reported success; it stays`);
       await this.exec('systemctl', ['stop', `${DEADLINE_UNIT}.timer`]).catch(() => undefined);
       this.prune(trial.previous);
       return;
     }
+    // Being put back: nothing more is applied by this version.
+    this.handedOver = trial.previousVersion;
     this.d.log.error({ version: trial.version, commit: trial.commit, reason }, `agent update: ${trial.version} did not prove itself; putting ${trial.previousVersion || 'the previous version'} back`);
     const args = [join(this.d.packageLib, 'agent-rollback'), '--restart', ...(o.blocks ? [] : ['--retry']), `the new agent reported ${reason}`];
     await this.exec('/bin/sh', args, { ...process.env, KEYSTONE_AGENT_HOME: this.d.home.dir, KEYSTONE_UNIT: this.d.unit });
@@ -234,6 +255,7 @@ export function restoreStateBefore(home: AgentHome, dbFile: string, now: number,
   renameSync(dbFile, aside);
   for (const suffix of ['-wal', '-shm']) rmSync(`${dbFile}${suffix}`, { force: true });
   renameSync(home.stateBefore, dbFile);
+  chmodSync(dbFile, 0o600);
   log.warn({ file: dbFile, kept: aside }, 'agent update: the version put back cannot read the state store the new version migrated; it starts from the copy taken before the switch');
   return true;
 }

@@ -199,7 +199,10 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     now,
     log,
     onHeld: (e) => out.held(e),
-    apply: async (c) => void (await applyCandidate(c, steps)),
+    apply: async (c) => {
+      // Deferred (another agent version while this one is on probation): offered again later, not lost.
+      if ((await applyCandidate(c, steps)).kind === 'deferred') queue.later(c.rev);
+    },
     wantRecheck: () => queue.requestRecheck(),
     // A forced manual apply holds the Git sync: no held commit may replace it before `keystonectl resume`.
     paused: () => controls.paused(),

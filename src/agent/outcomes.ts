@@ -187,7 +187,9 @@ export class Outcomes {
     }
     crashPoint('before-finish-apply');
     const failed = r.failures;
-    const answers = r.outcome === 'failure' && !t.silent ? this.askFailureListeners({ revision: rev.id, summary: r.summary, failed }) : [];
+    // A failure that is the agent update's, not a component's (SPEC §17): nothing to roll back, nothing to recover.
+    const agentOnly = r.outcome === 'failure' && failed.length === 0 && r.summary.startsWith('KS_AGENT_UPDATE_FAILED');
+    const answers = r.outcome === 'failure' && !t.silent && !agentOnly ? this.askFailureListeners({ revision: rev.id, summary: r.summary, failed }) : [];
     const then = answers.length ? answers.map((a) => a.then).join('; ') : undefined;
     const summary = then === undefined ? r.summary : `${r.summary}; ${then}`;
     const event = { revision: rev.id, outcome: r.outcome, durationMs: now() - t.began, summary, failed, reconcile: r.reconcile, ...(rev.target !== undefined && { target: rev.target }), ...(rev.wave !== undefined && { wave: rev.wave }) };
@@ -207,7 +209,7 @@ export class Outcomes {
     // Said once the row is written: whoever reads the log line finds the history agreeing with it.
     if (r.outcome === 'success') this.supLog.info(this.deps.store.components().every((c) => c.state === 'running') ? 'all components running' : 'apply finished');
     else this.log.error({ revision: rev.id, failed: failed.map((f) => f.name) }, `apply ${summary}`);
-    this.standingFailure = r.outcome === 'failure' ? { revision: rev.id, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), failed: failed.map((f) => f.name) } : undefined;
+    this.standingFailure = r.outcome === 'failure' && !agentOnly ? { revision: rev.id, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), failed: failed.map((f) => f.name) } : undefined;
     this.deps.emit('revision', event);
     for (const a of answers) a.act?.();
   }

@@ -117,6 +117,11 @@ export class RevisionQueue {
     }
   }
 
+  /** A revision not taken up now (deferred, from a held commit's gate): offered again after the retry delay. */
+  later(r: Revision): void {
+    if (!this.pendingRev) this.retryLater(r);
+  }
+
   private retryLater(r: Revision): void {
     this.unfinished = r;
     const delayMs = this.opts.retryMs * 2 ** Math.min(this.retries++, 4);

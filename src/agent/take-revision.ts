@@ -199,7 +199,7 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
     return { kind: 'held' };
   }
   // A newer commit applied without the gate: what is held is behind it (a rollback is older, and keeps them).
-  if (isCommitId(rev.id) && !rev.rollback && !current) s.holds.drop();
+  if (isCommitId(rev.id) && !rev.rollback && !current && !proving) s.holds.drop();
 
   // 5. Apply.
   return applyCandidate({ ...c, ...(waveName !== undefined && { waveName }) }, s);
@@ -232,7 +232,7 @@ export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'wa
       return { kind: 'rejected', reason: d.reason, byClock: false };
     }
     if (d.kind === 'failed') updateFailed = d.reason;
-    const missing = update.settles(c.agent) ? update.notAdopted() : [];
+    const missing = update.settles(rev.id, c.agent) ? update.notAdopted() : [];
     if (missing.length) {
       // Not applied by this version: the one put back takes what runs up again, and finds this commit failed.
       const reason = `KS_AGENT_UPDATE_FAILED: agent ${packageVersionOf(c.agent)} did not adopt ${missing.join(', ')} as they ran before the switch`;
@@ -245,7 +245,7 @@ export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'wa
     const r = await s.engine.apply(state, info);
     if (!r.interrupted) s.outcomes.resumed(info, standing.outcome, r);
     // Proven before a power loss cut its probation short (its success is written): it settles now.
-    if (update?.settles(c.agent) && !r.interrupted) await update.settle(standing.outcome, `${standing.outcome}: ${r.summary}`, { blocks: false });
+    if (update?.settles(rev.id, c.agent, { resumed: true }) && !r.interrupted) await update.settle(standing.outcome, `${standing.outcome}: ${r.summary}`, { blocks: false });
     return { kind: 'resumed', outcome: standing.outcome };
   }
   let ticket: ReturnType<Outcomes['begin']> | undefined;
@@ -261,7 +261,7 @@ export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'wa
   s.outcomes.finish(ticket!, { ...r, stateDigest: stateDigest(state) });
   // On probation (SPEC §17): this outcome decides whether the new agent stays. A failure of the plan puts it back
   // (the commit did not report success) without barring the package: the next commit may try it again.
-  if (update?.settles(c.agent) && !r.interrupted) await update.settle(r.outcome, `${r.outcome}: ${r.summary}`, { blocks: false });
+  if (update?.settles(rev.id, c.agent) && !r.interrupted) await update.settle(r.outcome, `${r.outcome}: ${r.summary}`, { blocks: false });
   return { kind: 'applied', outcome: r.interrupted ? 'interrupted' : r.outcome };
 }
 

@@ -1,6 +1,6 @@
 // The store behind the facade: the table modules composed around one connection, with one transaction and a read
 // cache of the component records (the reads that outnumber every write).
-import { rmSync } from 'node:fs';
+import { closeSync, openSync, rmSync } from 'node:fs';
 import type Sqlite from 'better-sqlite3';
 import type { DesiredComponent } from '../core/desired-state.js';
 import type { ActualState } from '../core/diff.js';
@@ -282,6 +282,8 @@ export class SqliteStateStore implements StateStore {
 
   snapshotTo(file: string): void {
     rmSync(file, { force: true });
+    // Made empty with the store's own mode first: VACUUM INTO would create it 0644 (and accepts an empty file).
+    closeSync(openSync(file, 'wx', 0o600));
     this.db.prepare('VACUUM INTO ?').run(file);
   }
 

@@ -132,6 +132,10 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
     a = second.a;
     expect(second.updater.view()).toMatchObject({ state: 'trial', version: '0.2.0', commit: R2 });
     calls.length = 0;
+    // What ran before the switch, resumed first at the start (as restoreHolds does): its old success proves nothing.
+    await offer(a, R1, repo());
+    expect(readTrial(home)?.commit).toBe(R2);
+    expect(calls).toEqual([]);
     await offer(a, R2, repo({ version: '0.2.0', ...v2 }));
     expect(a.store.history({ limit: 1 })[0]).toMatchObject({ revision: R2, outcome: 'success' });
     expect(instancesOf(a.store).svc).toBe(pid);
