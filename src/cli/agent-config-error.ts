@@ -21,6 +21,10 @@ export const CONFIG_CODES = {
   /** A trusted key file that is not a minisign public key (the trust layer's own codes: KS_KEY_MALFORMED, KS_WEAK_KEY). */
   KEY_MALFORMED: 'KS_KEY_MALFORMED',
   WEAK_KEY: 'KS_WEAK_KEY',
+  /** `docker-socket` / `podman-socket` naming a path that is not there or is not a socket (cli/engine-args.ts). */
+  ENGINE_SOCKET_MISSING: 'KS_ENGINE_SOCKET_MISSING',
+  /** `docker-socket` / `podman-socket` that is not an absolute path (a tcp:// or ssh:// URL, a relative path). */
+  ENGINE_SOCKET_INVALID: 'KS_ENGINE_SOCKET_INVALID',
 } as const;
 
 export type ConfigCode = ErrorCode | (typeof CONFIG_CODES)[keyof typeof CONFIG_CODES];

@@ -16,6 +16,7 @@ import type { TomlPath } from '../core/toml-locate.js';
 import { parseGitRepo } from '../source/git-repo-location.js';
 import { parsePublicKey } from '../trust/minisign.js';
 import { CONFIG_CODES, type ConfigCode } from './agent-config-error.js';
+import { socketProblem } from './engine-args.js';
 import type { AgentOptionName } from './agent-options.js';
 
 /** Where a value is, and how to report a problem with it (always returns undefined, so a check can `return at.problem(…)`). */
@@ -233,6 +234,15 @@ const hostPath =
     return text;
   };
 
+/** `docker-socket`, `podman-socket`: an engine's socket, there when the agent starts (an absolute path, or unix://PATH). */
+const engineSocket: Check = (text, at) => {
+  const bare = text.startsWith('unix://') ? text.slice('unix://'.length) : text;
+  if (!isAbsolute(bare)) return at.problem(CONFIG_CODES.ENGINE_SOCKET_INVALID, `"${text}" is not an absolute path to a local socket`, 'e.g. "/run/podman/podman.sock"; tcp:// and ssh:// engines are not spoken');
+  const problem = socketProblem(bare);
+  if (problem) return at.problem(CONFIG_CODES.ENGINE_SOCKET_MISSING, `${bare} ${problem}`, 'start the engine (its socket unit: systemctl enable --now docker.socket or podman.socket), or correct the path');
+  return bare;
+};
+
 const capability: Check = (text, at) =>
   canonicalCapability(text) !== undefined ? text : at.problem(CODES.BAD_CAPABILITY, `"${text}" is not a Linux capability`, 'e.g. "CAP_NET_ADMIN"');
 
@@ -277,6 +287,8 @@ export const CONFIG_RULES: Record<AgentOptionName, Rule> = {
   'allow-capability': many(capability),
   'allow-device': many(hostPath('/dev/')),
   'allow-root': boolean,
+  'docker-socket': one(engineSocket),
+  'podman-socket': one(engineSocket),
   'trusted-key': many(publicKeyFile('trusted key', 'trusted-key = ["/etc/keystone/keys/release.pub"]')),
   threshold: wholeNumber,
   'max-age': duration(true),

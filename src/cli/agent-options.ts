@@ -5,6 +5,7 @@ import { resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { AgentConfigError } from './agent-config-error.js';
 import { readAgentConfig } from './agent-config.js';
+import { ENGINE_OPTIONS } from './engine-args.js';
 import { POLICY_OPTIONS } from './policy-args.js';
 import { TRUST_OPTIONS } from './trust-args.js';
 import { UsageError, type CliIo } from './io.js';
@@ -46,6 +47,8 @@ export const AGENT_OPTIONS = {
   'enrollment-key': { type: 'string', multiple: true },
   certificate: { type: 'string' },
   ...POLICY_OPTIONS,
+  // Where the container engines listen (SPEC §18).
+  ...ENGINE_OPTIONS,
   ...TRUST_OPTIONS,
 } as const;
 

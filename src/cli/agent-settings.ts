@@ -13,6 +13,7 @@ import { ownerRepoFromUrl } from '../status/github-status-reporter.js';
 import { isLoopbackAddress, parseListenAddress, type ListenAddress } from '../api/listen-address.js';
 import type { AgentOptionValues } from './agent-options.js';
 import { UsageError, type CliIo } from './io.js';
+import { engineSocketsFrom } from './engine-args.js';
 import { devicePolicyFrom } from './policy-args.js';
 import { planPathIn } from './repository-args.js';
 import { secretFrom } from './secret-file.js';
@@ -91,6 +92,7 @@ export function agentSettings(values: AgentOptionValues, positionals: string[], 
     stateDir: resolve(io.cwd, values['state-dir']),
     trust: trustSetting(values, io),
     policy: devicePolicyFrom(values),
+    engineSockets: engineSocketsFrom(values, io.env, io.cwd),
     concurrency,
     graceMs,
     restartLimits: { ...DEFAULT_RESTART_LIMITS, maxBackoffMs, healthySpellMs, crashLoopLimit },

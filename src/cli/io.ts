@@ -19,7 +19,11 @@ export const random = (io: CliIo) => io.randomBytes ?? ((n: number) => new Uint8
 /** Exit codes of SPEC §9. */
 export const EXIT = { OK: 0, FAILED: 1, BAD_INPUT: 2 } as const;
 
-/** A wrong flag or argument: exit code 2 with the usage line. */
+/** A wrong flag or argument: exit code 2 with the usage line. `code`: a stable code of its own, printed after the message. */
 export class UsageError extends Error {
-  readonly code = 'KS_USAGE';
+  readonly code: string;
+  constructor(message: string, code = 'KS_USAGE') {
+    super(message);
+    this.code = code;
+  }
 }

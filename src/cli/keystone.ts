@@ -85,7 +85,8 @@ export async function main(argv: string[], io: CliIo, signals: { once(ev: 'stop'
   } catch (e) {
     const err = e as Error & { code?: string };
     if (err instanceof UsageError || err.code?.startsWith('ERR_PARSE_ARGS')) {
-      io.stderr.write(`keystone ${name}: ${err.message}\nusage: ${await usageOf(name)}\n`);
+      const code = err instanceof UsageError && err.code !== 'KS_USAGE' ? ` [${err.code}]` : '';
+      io.stderr.write(`keystone ${name}: ${err.message}${code}\nusage: ${await usageOf(name)}\n`);
       return EXIT.BAD_INPUT;
     }
     // A configuration file that does not validate is bad input, told like a bad recipe: every problem with its line.

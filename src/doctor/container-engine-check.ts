@@ -33,8 +33,8 @@ export async function checkContainerEngine(plan: CurrentPlan, facts: Pick<Doctor
         'container-engine',
         `the plan runs ${names} as container${cs.length === 1 ? '' : 's'}, and ${(e as Error).message}`,
         choice === 'podman'
-          ? 'start Podman\'s API socket (systemctl enable --now podman.socket)'
-          : 'start the engine (systemctl start docker), or point DOCKER_HOST at its socket (unix:///path or tcp://host:port)',
+          ? 'start Podman\'s API socket (systemctl enable --now podman.socket), or name it (--podman-socket PATH)'
+          : 'start the engine (systemctl start docker), or name its socket (--docker-socket PATH, or DOCKER_HOST=unix:///PATH)',
         (e as { code?: string }).code,
       );
     }

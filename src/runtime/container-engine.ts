@@ -7,7 +7,7 @@ export type EngineKind = 'docker' | 'podman';
 /** The recipe's `runtime`. */
 export type EngineChoice = 'auto' | EngineKind;
 
-/** One place an engine may listen: a unix socket, or DOCKER_HOST's tcp://host:port. */
+/** One place an engine may listen: a unix socket (host and port: a plain-HTTP endpoint, which only tests make). */
 export type Endpoint = { kind: EngineKind; label: string } & ({ socketPath: string } | { host: string; port: number });
 
 /** A connected engine: the client for ordinary calls (no timeout: wait and log follows are long). */
@@ -27,9 +27,11 @@ export interface SocketPaths {
 export const PING_TIMEOUT_MS = 2000;
 
 /**
- * The endpoints of `choice`, in order: DOCKER_HOST, /var/run/docker.sock, then Podman's user socket
- * ($XDG_RUNTIME_DIR/podman/podman.sock) and system socket (/run/podman/podman.sock). `auto` is Docker's then Podman's.
- * Endpoints that cannot be used (a DOCKER_HOST of another scheme) come back as strings in `unusable`.
+ * The endpoints of `choice`, in order: DOCKER_HOST (unix:// only), /var/run/docker.sock, then Podman's user socket
+ * ($XDG_RUNTIME_DIR/podman/podman.sock) and system socket (/run/podman/podman.sock). `auto` is Docker's then Podman's:
+ * when both answer, Docker is used. An engine given in `sockets` (the agent's --docker-socket, --podman-socket) is
+ * looked for there only. Endpoints that cannot be used (a DOCKER_HOST of another scheme) come back as strings in
+ * `unusable` (the agent refuses them at start: cli/engine-args.ts).
  */
 export function engineEndpoints(choice: EngineChoice, env: NodeJS.ProcessEnv, sockets: SocketPaths = {}): { endpoints: Endpoint[]; unusable: string[] } {
   const endpoints: Endpoint[] = [];
@@ -42,7 +44,7 @@ export function engineEndpoints(choice: EngineChoice, env: NodeJS.ProcessEnv, so
       if (dockerHost) {
         const ep = parseDockerHost(dockerHost);
         if (ep) endpoints.push(ep);
-        else unusable.push(`DOCKER_HOST=${dockerHost} (only unix:// and tcp:// are supported)`);
+        else unusable.push(`DOCKER_HOST=${dockerHost} (only unix:// is spoken)`);
       }
       endpoints.push(unix('docker', '/var/run/docker.sock'));
     }
@@ -60,15 +62,13 @@ export function engineEndpoints(choice: EngineChoice, env: NodeJS.ProcessEnv, so
   return { endpoints: endpoints.filter((e) => !seen.has(e.label) && seen.add(e.label)), unusable };
 }
 
+/**
+ * DOCKER_HOST's socket: unix:// only. A tcp:// engine is reached without TLS (root on the device for whoever reaches
+ * its port) and ssh://, fd:// and npipe:// are not spoken; those are unusable, and refused at the agent's start.
+ */
 function parseDockerHost(value: string): Endpoint | undefined {
-  if (value.startsWith('unix://')) return { kind: 'docker', label: value.slice('unix://'.length), socketPath: value.slice('unix://'.length) };
-  if (value.startsWith('tcp://')) {
-    const u = new URL(value);
-    const port = Number(u.port || 2375);
-    return { kind: 'docker', label: value, host: u.hostname, port };
-  }
-  if (value.startsWith('/')) return { kind: 'docker', label: value, socketPath: value };
-  return undefined;
+  const path = value.startsWith('unix://') ? value.slice('unix://'.length) : undefined;
+  return path?.startsWith('/') ? { kind: 'docker', label: path, socketPath: path } : undefined;
 }
 
 /** A dockerode client for one endpoint; every modem default that DOCKER_HOST or DOCKER_CLIENT_TIMEOUT would set is overridden. */

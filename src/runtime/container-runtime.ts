@@ -106,7 +106,11 @@ export class ContainerRuntime implements Runtime {
     if (!p) {
       p = connectEngine(choice, { env: this.opts.env, socketPaths: this.opts.socketPaths });
       this.engines.set(choice, p);
-      p.catch(() => this.engines.delete(choice));
+      // Said once per recipe `runtime`: which engine, on which socket (auto takes Docker's when both answer).
+      p.then(
+        (e) => this.opts.log?.info({ runtime: choice, engine: e.kind, socket: e.endpoint.label }, 'container engine'),
+        () => this.engines.delete(choice),
+      );
     }
     return p;
   }
@@ -155,7 +159,7 @@ export class ContainerRuntime implements Runtime {
     // Secret values only here, in the create request; their files are written for this container alone.
     const env = this.secrets.env(c, spec.env);
     const placed = await this.secrets.place(c, { kind: 'container' });
-    const request = createOptions(c, { name, ownerTag: this.opts.ownerTag, logDir: paths.logDir, mountSources, env, secretMounts: secretMounts(placed) });
+    const request = createOptions(c, { name, ownerTag: this.opts.ownerTag, logDir: paths.logDir, mountSources, env, secretMounts: secretMounts(placed), engine: engine.kind });
     const container = await this.createStarted(engine, c, request).catch(async (e: unknown) => {
       await placed?.discard();
       throw e;

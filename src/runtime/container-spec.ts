@@ -1,6 +1,7 @@
 // A container component as the engine's create request: labels that say whose it is, and the default confinement.
 import type Docker from 'dockerode';
 import type { DesiredComponent } from '../core/desired-state.js';
+import type { EngineKind } from './container-engine.js';
 import type { SecretMount } from './secret-mounts.js';
 
 /** The labels every Keystone container carries: adoption and clean-up go by these, never by name. */
@@ -35,7 +36,7 @@ export function containerName(c: DesiredComponent, random: () => number): string
  */
 export function createOptions(
   c: DesiredComponent,
-  o: { name: string; ownerTag: string; logDir: string; mountSources?: readonly string[]; env?: Record<string, string>; secretMounts?: readonly SecretMount[] },
+  o: { name: string; ownerTag: string; logDir: string; mountSources?: readonly string[]; env?: Record<string, string>; secretMounts?: readonly SecretMount[]; engine?: EngineKind },
 ): Docker.ContainerCreateOptions {
   const spec = c.recipe.lifecycle.run.container;
   if (!spec) throw new Error(`${c.name} has no [lifecycle.run.container]`);
@@ -83,6 +84,7 @@ export function createOptions(
       // The memory limit is the limit: no swap on top of it (ignored, with the engine's warning, without swap accounting).
       ...(memory !== undefined && { Memory: memory, MemorySwap: memory }),
       ...(res?.pids_limit !== undefined && { PidsLimit: res.pids_limit }),
+      ...(o.engine === 'podman' && ownNetwork(spec.network_mode) && { Sysctls: { ...DOCKER_NETWORK_SYSCTLS } }),
       RestartPolicy: { Name: 'no' },
       // A small init as PID 1 (the engine's docker-init / catatonit): a program run as PID 1 has no default signal
       // handlers, so SIGTERM would be ignored and every stop would wait out the grace period for SIGKILL.
@@ -90,6 +92,18 @@ export function createOptions(
       LogConfig: { Type: 'json-file', Config: { ...ENGINE_LOG_MAX } },
     },
   };
+}
+
+/**
+ * What Docker sets in a container's own network namespace, and Podman does not: any user binds ports below 1024 (the
+ * namespace is the container's; its ports reach the host only as published). Sent to Podman so that a recipe binds the
+ * same ports on both engines (docs/containers.md, Podman).
+ */
+export const DOCKER_NETWORK_SYSCTLS = { 'net.ipv4.ip_unprivileged_port_start': '0' } as const;
+
+/** Does a container of this network_mode get a network namespace of its own (not the host's, not another container's)? */
+function ownNetwork(mode: string): boolean {
+  return mode !== 'host' && !mode.startsWith('container:');
 }
 
 /** A namespace mode for the create request: absent when private (the engine's default). */

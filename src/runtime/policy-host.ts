@@ -2,7 +2,7 @@
 // may reach without --allow-privileged.
 import { lstatSync, realpathSync, statSync } from 'node:fs';
 import type { PolicyHost } from '../core/policy-check.js';
-import { engineEndpoints } from './container-engine.js';
+import { engineEndpoints, type SocketPaths } from './container-engine.js';
 import { findGroup, findUser, groupsOf, readUserDbSync } from './user-db.js';
 
 /** Groups that are root in all but name: the engine's (its socket), raw disks. */
@@ -26,9 +26,13 @@ const ALWAYS_GUARDED = [
 ];
 
 /** A PolicyHost over this machine: `realpath(3)`, /etc/passwd and /etc/group read at each check, the guarded paths. */
-export function hostPolicyFacts(opts: { stateDir?: string; env?: NodeJS.ProcessEnv } = {}): PolicyHost {
+export function hostPolicyFacts(opts: { stateDir?: string; env?: NodeJS.ProcessEnv; sockets?: SocketPaths } = {}): PolicyHost {
   const me = process.geteuid?.() ?? 0;
-  const sockets = engineEndpoints('auto', opts.env ?? process.env).endpoints.flatMap((e) => ('socketPath' in e ? [e.socketPath] : []));
+  // The sockets the agent was pointed at (--docker-socket, --podman-socket, DOCKER_HOST) and the default ones alike.
+  const sockets = [
+    ...engineEndpoints('auto', opts.env ?? process.env).endpoints,
+    ...(opts.sockets ? engineEndpoints('auto', opts.env ?? process.env, opts.sockets).endpoints : []),
+  ].flatMap((e) => ('socketPath' in e ? [e.socketPath] : []));
   const guarded = [...new Set([...ALWAYS_GUARDED, ...sockets, ...(opts.stateDir !== undefined ? [opts.stateDir] : [])])];
   return {
     realpath(path) {

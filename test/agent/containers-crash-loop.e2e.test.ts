@@ -6,11 +6,12 @@ import { ContainerHarness } from '../support/container-harness.js';
 import { is, type AgentProcess, type LogLine } from '../support/agent-harness.js';
 import { BUSYBOX_IMAGE, containersLabelled, ensureBusyboxImage } from '../support/busybox-image.js';
 import { needs } from '../support/requirements.js';
+import { engineRequirement, engineName } from '../support/test-engine.js';
 import { asContainer, freePorts, sleeper, stackFixture, type ComponentSpec, type StackFixture } from '../support/stack-fixture.js';
 import { docker, inspectOrUndefined } from '../runtime/container-fixtures.js';
 
-/** The busybox test image is `docker import`ed from the host's static busybox. */
-const engine = needs('docker', 'busybox');
+/** The busybox test image is `docker import`ed (`podman import`ed) from the host's static busybox; the engine: KEYSTONE_TEST_ENGINE. */
+const engine = needs(engineRequirement(), 'busybox');
 const LIMIT = 3;
 
 /**
@@ -26,7 +27,7 @@ function crasher(version: string, closedPort: number): ComponentSpec {
   );
 }
 
-describe.skipIf(engine.skip)(engine.title('a container that exits at once (a real Docker engine)'), { timeout: 60_000 }, () => {
+describe.skipIf(engine.skip)(engine.title(`a container that exits at once (a real ${engineName()} engine)`), { timeout: 60_000 }, () => {
   let fx: StackFixture;
   let h: ContainerHarness;
   let agent: AgentProcess;

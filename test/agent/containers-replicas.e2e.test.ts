@@ -7,13 +7,14 @@ import { ContainerHarness } from '../support/container-harness.js';
 import { is, type AgentProcess } from '../support/agent-harness.js';
 import { BUSYBOX_IMAGE, containersLabelled, ensureBusyboxImage } from '../support/busybox-image.js';
 import { needs } from '../support/requirements.js';
+import { engineRequirement, engineName } from '../support/test-engine.js';
 import { asContainer, stackFixture, type StackFixture } from '../support/stack-fixture.js';
 import { inspectOrUndefined } from '../runtime/container-fixtures.js';
 
-/** The busybox test image is `docker import`ed from the host's static busybox. */
-const engine = needs('docker', 'busybox');
+/** The busybox test image is `docker import`ed (`podman import`ed) from the host's static busybox; the engine: KEYSTONE_TEST_ENGINE. */
+const engine = needs(engineRequirement(), 'busybox');
 
-describe.skipIf(engine.skip)(engine.title('container replicas (a real Docker engine)'), { timeout: 60_000 }, () => {
+describe.skipIf(engine.skip)(engine.title(`container replicas (a real ${engineName()} engine)`), { timeout: 60_000 }, () => {
   let fx: StackFixture;
   let h: ContainerHarness;
   let agent: AgentProcess;

@@ -13,11 +13,12 @@ import { ContainerHarness } from '../support/container-harness.js';
 import { is, type AgentProcess, type LogLine } from '../support/agent-harness.js';
 import { ensureReuseportImage, hostPerlAvailable, REUSEPORT_IMAGE, REUSEPORT_USR_MOUNT, reuseportCommand } from '../support/reuseport-image.js';
 import { needs } from '../support/requirements.js';
+import { engineCli, engineRequirement, engineName } from '../support/test-engine.js';
 import { asContainer, stackFixture, type ComponentSpec, type StackFixture } from '../support/stack-fixture.js';
 import { freeLowPort, inspectOrUndefined } from '../runtime/container-fixtures.js';
 
 /** The image is `docker import`ed from the host's static busybox; its server is the host's perl (perl-base, essential on Debian). */
-const engine = needs('docker', 'busybox');
+const engine = needs(engineRequirement(), 'busybox');
 const canRun = !engine.skip && hostPerlAvailable();
 
 /** One request of the loop: when it started (ms since the epoch) and which version answered, or why it failed. */
@@ -80,7 +81,7 @@ async function until(cond: () => boolean | Promise<boolean>, deadlineMs: number,
   }
 }
 
-describe.skipIf(!canRun)(engine.title('start-first rolls of a container under a loop of requests (a real Docker engine)'), { timeout: 60_000 }, () => {
+describe.skipIf(!canRun)(engine.title(`start-first rolls of a container under a loop of requests (a real ${engineName()} engine)`), { timeout: 60_000 }, () => {
   let fx: StackFixture;
   let h: ContainerHarness;
   let agent: AgentProcess;
@@ -122,8 +123,9 @@ describe.skipIf(!canRun)(engine.title('start-first rolls of a container under a 
   };
   /** `docker ps -a` of web's containers of this agent, by the io.keystone labels (running or not). */
   const webContainers = () => {
-    const r = spawnSync('docker', ['ps', '-aq', '--no-trunc', '--filter', `label=${LABELS.owner}=${tag}`, '--filter', `label=${LABELS.component}=web`], { encoding: 'utf8' });
-    if (r.status !== 0) throw new Error(`docker ps failed: ${r.stderr}`);
+    const { cmd, args } = engineCli();
+    const r = spawnSync(cmd, [...args, 'ps', '-aq', '--no-trunc', '--filter', `label=${LABELS.owner}=${tag}`, '--filter', `label=${LABELS.component}=web`], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`${cmd} ps failed: ${r.stderr}`);
     return r.stdout.split('\n').filter(Boolean);
   };
   const startLoop = () => {

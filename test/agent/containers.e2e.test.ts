@@ -14,15 +14,17 @@ import { ContainerHarness } from '../support/container-harness.js';
 import { is, type AgentProcess, type LogLine } from '../support/agent-harness.js';
 import { BUSYBOX_IMAGE, containersLabelled, ensureBusyboxImage } from '../support/busybox-image.js';
 import { needs } from '../support/requirements.js';
+import { engineCli, engineRequirement, engineName } from '../support/test-engine.js';
 import { containerStack, freePorts, stackFixture, type StackFixture } from '../support/stack-fixture.js';
 import { docker, inspectOrUndefined } from '../runtime/container-fixtures.js';
 
 const STACK = ['influxdb', 'api', 'telemetry', 'web'];
 const PROCESSES = ['influxdb', 'api', 'telemetry'];
-/** The busybox test image is `docker import`ed from the host's static busybox. */
-const engine = needs('docker', 'busybox');
+/** The busybox test image is `docker import`ed (`podman import`ed) from the host's static busybox; the engine: KEYSTONE_TEST_ENGINE. */
+const engine = needs(engineRequirement(), 'busybox');
+const cli = engineCli();
 
-describe.skipIf(engine.skip)(engine.title('the worked example with web as a container (a real Docker engine)'), { timeout: 60_000 }, () => {
+describe.skipIf(engine.skip)(engine.title(`the worked example with web as a container (a real ${engineName()} engine)`), { timeout: 60_000 }, () => {
   let fx: StackFixture;
   let h: ContainerHarness;
   let agent: AgentProcess;
@@ -39,14 +41,14 @@ describe.skipIf(engine.skip)(engine.title('the worked example with web as a cont
     tag = h.tag;
     [apiPort] = (await freePorts(1)) as [number];
     // Someone else's container on the same engine, there before the agent: no Keystone label at all.
-    const run = spawnSync('docker', ['run', '-d', '--name', foreignName, BUSYBOX_IMAGE, 'sleep', '1000'], { encoding: 'utf8' });
-    if (run.status !== 0) throw new Error(`docker run of the foreign container failed: ${run.stderr}`);
+    const run = spawnSync(cli.cmd, [...cli.args, 'run', '-d', '--name', foreignName, BUSYBOX_IMAGE, 'sleep', '1000'], { encoding: 'utf8' });
+    if (run.status !== 0) throw new Error(`${cli.cmd} run of the foreign container failed: ${run.stderr}`);
     foreignId = run.stdout.trim();
   }, 90_000);
   afterAll(async () => {
     // The agents first (they would restart what is removed), then their containers by owner label, then the foreign one.
     await h?.cleanup();
-    spawnSync('docker', ['rm', '-f', foreignName], { stdio: 'ignore' });
+    spawnSync(cli.cmd, [...cli.args, 'rm', '-f', foreignName], { stdio: 'ignore' });
     fx?.cleanup();
   });
 

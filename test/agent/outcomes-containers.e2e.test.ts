@@ -11,11 +11,12 @@ import { BUSYBOX_IMAGE, containersLabelled, ensureBusyboxImage } from '../suppor
 import { until } from '../support/composite-fixture.js';
 import { ContainerHarness } from '../support/container-harness.js';
 import { needs } from '../support/requirements.js';
+import { engineRequirement, engineName } from '../support/test-engine.js';
 import { asContainer, freePorts, stackFixture, type StackFixture } from '../support/stack-fixture.js';
 import { inspectOrUndefined } from '../runtime/container-fixtures.js';
 
-/** The busybox test image is `docker import`ed from the host's static busybox. */
-const engine = needs('docker', 'busybox');
+/** The busybox test image is `docker import`ed (`podman import`ed) from the host's static busybox; the engine: KEYSTONE_TEST_ENGINE. */
+const engine = needs(engineRequirement(), 'busybox');
 
 const RESUMED = 'resumed the revision applied last';
 const CHECKING = 'checking the health of adopted instances';
@@ -27,7 +28,7 @@ const settledLine = (l: LogLine): boolean => is.applyEnd(l) || startsWith(RESUME
 const listField = (l: LogLine | undefined, key: string): string[] => (Array.isArray(l?.[key]) ? (l[key] as string[]).slice().sort() : []);
 const rowsText = (rows: readonly HistoryEntry[]) => rows.map((e) => `#${e.id} ${e.revision} ${e.outcome ?? 'unfinished'} ${e.summary ?? ''}`);
 
-describe.skipIf(engine.skip)(engine.title('outcomes of container components across agent restarts (a real Docker engine)'), { timeout: 120_000 }, () => {
+describe.skipIf(engine.skip)(engine.title(`outcomes of container components across agent restarts (a real ${engineName()} engine)`), { timeout: 120_000 }, () => {
   let fx: StackFixture | undefined;
   let h: ContainerHarness | undefined;
 

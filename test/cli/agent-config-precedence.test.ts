@@ -2,6 +2,7 @@
 // paths of the file taken from its directory, and a complete file with every key. parseAgentOptions is what
 // `keystone agent` and `keystone doctor` call; real files in a temp directory.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,8 +32,18 @@ beforeAll(async () => {
   }
   for (const f of ['git-token', 'github-token', 'webhook-secret']) writeFileSync(join(etc, f), `${f}-value\n`, { mode: 0o600 });
   writeFileSync(join(etc, 'device.cert'), 'keystone-certificate = 1\n');
+  // Stand-ins for the engines' sockets (docker-socket, podman-socket must name a socket that is there).
+  for (const name of ['docker.sock', 'podman.sock']) {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(join(etc, name), resolve));
+    sockets.push(server);
+  }
 });
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const sockets: Server[] = [];
+afterAll(async () => {
+  await Promise.all(sockets.map((s) => new Promise((resolve) => s.close(resolve))));
+  rmSync(root, { recursive: true, force: true });
+});
 
 const io = (env: Record<string, string> = {}): CliIo => ({ stdout: { write: () => true }, stderr: { write: () => true }, cwd, env });
 
@@ -86,6 +97,8 @@ allow-root = false
 allow-mount = ["/srv/data"]
 allow-capability = ["CAP_NET_BIND_SERVICE"]
 allow-device = ["/dev/ttyUSB0"]
+docker-socket = "ETC/docker.sock"
+podman-socket = "ETC/podman.sock"
 dashboard = true
 enrollment-key = ["ETC/keys/ops.pub"]
 certificate = "ETC/device.cert"

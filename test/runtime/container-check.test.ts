@@ -117,11 +117,24 @@ describe('engine endpoints', () => {
     ]);
   });
 
-  it('docker and podman pick their own; tcp:// is supported, other schemes are reported unusable', () => {
+  it('docker and podman pick their own; DOCKER_HOST is unix:// only, tcp:// and other schemes are reported unusable', () => {
     expect(engineEndpoints('podman', { XDG_RUNTIME_DIR: '/x' }).endpoints.map((e) => e.label)).toEqual(['/x/podman/podman.sock', '/run/podman/podman.sock']);
-    const tcp = engineEndpoints('docker', { DOCKER_HOST: 'tcp://10.0.0.2:2375' }).endpoints[0];
-    expect(tcp).toMatchObject({ kind: 'docker', host: '10.0.0.2', port: 2375 });
-    expect(engineEndpoints('docker', { DOCKER_HOST: 'ssh://me@box' }).unusable).toEqual(['DOCKER_HOST=ssh://me@box (only unix:// and tcp:// are supported)']);
+    for (const value of ['tcp://10.0.0.2:2375', 'ssh://me@box', 'unix://relative.sock']) {
+      const { endpoints, unusable } = engineEndpoints('docker', { DOCKER_HOST: value });
+      expect(unusable).toEqual([`DOCKER_HOST=${value} (only unix:// is spoken)`]);
+      expect(endpoints.map((e) => e.label)).toEqual(['/var/run/docker.sock']);
+    }
+  });
+
+  it('sockets given (--docker-socket, --podman-socket) replace that engine\'s places, DOCKER_HOST included; the other keeps its own', () => {
+    const env = { DOCKER_HOST: 'unix:///custom/docker.sock', XDG_RUNTIME_DIR: '/run/user/1000' };
+    expect(engineEndpoints('auto', env, { podman: ['/srv/podman.sock'] }).endpoints.map((e) => [e.kind, e.label])).toEqual([
+      ['docker', '/custom/docker.sock'],
+      ['docker', '/var/run/docker.sock'],
+      ['podman', '/srv/podman.sock'],
+    ]);
+    expect(engineEndpoints('auto', env, { docker: ['/srv/docker.sock'] }).endpoints.map((e) => e.label)).toEqual(['/srv/docker.sock', '/run/user/1000/podman/podman.sock', '/run/podman/podman.sock']);
+    expect(engineEndpoints('podman', env, { docker: ['/srv/docker.sock'], podman: ['/srv/podman.sock'] }).endpoints.map((e) => e.label)).toEqual(['/srv/podman.sock']);
   });
 });
 
@@ -143,6 +156,16 @@ describe('the create request', () => {
       RestartPolicy: { Name: 'no' },
     });
     expect(o.HostConfig).not.toHaveProperty('Memory');
+    expect(o.HostConfig).not.toHaveProperty('Sysctls');
+  });
+
+  it("on Podman, a container with a network of its own binds low ports as Docker's do; the host's or another container's network is left alone", () => {
+    const web = (network_mode?: string) => containerComponent('web', { image: 'img:1', ...(network_mode && { network_mode }) });
+    const request = (network_mode: string | undefined, engine: 'docker' | 'podman') => createOptions(web(network_mode), { name: 'n', ownerTag: 't', logDir: '/l', engine }).HostConfig!;
+    for (const mode of [undefined, 'none', 'keystone-net']) expect(request(mode, 'podman').Sysctls, mode).toEqual({ 'net.ipv4.ip_unprivileged_port_start': '0' });
+    for (const mode of ['host', 'container:other']) expect(request(mode, 'podman'), mode).not.toHaveProperty('Sysctls');
+    // Docker sets it itself: its request is unchanged.
+    for (const mode of [undefined, 'host']) expect(request(mode, 'docker'), mode).not.toHaveProperty('Sysctls');
   });
 });
 

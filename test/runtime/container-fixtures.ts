@@ -6,11 +6,13 @@ import type { DesiredComponent } from '../../src/core/desired-state.js';
 import { recipeSchema, type Recipe } from '../../src/core/recipe.js';
 import { LABELS } from '../../src/runtime/container-spec.js';
 import type { RecipeInput } from './runtime-fixtures.js';
+import { engineSocket } from '../support/test-engine.js';
 
 type RunInput = NonNullable<NonNullable<RecipeInput['lifecycle']>['run']>;
 export type ContainerInput = NonNullable<RunInput['container']>;
 
-export const docker = new Docker({ socketPath: '/var/run/docker.sock' });
+/** The engine the suites run against (KEYSTONE_TEST_ENGINE: Docker's socket, or Podman's Docker-compatible one). */
+export const docker = new Docker({ socketPath: engineSocket() });
 
 /** A label on containers the tests create by hand (foreign ones), so that clean-up finds them too. */
 export const FOREIGN_LABEL = 'io.keystone.test-foreign';

@@ -13,11 +13,13 @@ import type { Instance } from '../../src/runtime/runtime.js';
 import type { SecretValues } from '../../src/secrets/secret-vault.js';
 import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../support/busybox-image.js';
 import { needs } from '../support/requirements.js';
+import { engineCli, engineName, engineRequirement, runtimeSocketPaths } from '../support/test-engine.js';
 import { inspectOrUndefined, newRunId, ownerTagFor, removeTestContainers } from './container-fixtures.js';
 import { isRoot, readOr, tempRoot, type RecipeInput } from './runtime-fixtures.js';
 
 const RUN = newRunId();
-const engine = needs('docker', 'busybox');
+const engine = needs(engineRequirement(), 'busybox');
+const sockets = runtimeSocketPaths();
 const never = new AbortController().signal;
 let tmp: Awaited<ReturnType<typeof tempRoot>>;
 let secretsRoot: string;
@@ -29,7 +31,7 @@ const runtimes: ContainerRuntime[] = [];
 
 function runtime(more: Partial<ConstructorParameters<typeof ContainerRuntime>[0]> = {}): ContainerRuntime {
   const line = (obj: unknown, msg?: string) => said.push(JSON.stringify(obj) + (msg ?? ''));
-  const r = new ContainerRuntime({ ownerTag: ownerTagFor(RUN, 'agent'), secrets: values, secretsRoot, log: { info: line, warn: line } as never, ...more });
+  const r = new ContainerRuntime({ ownerTag: ownerTagFor(RUN, 'agent'), secrets: values, secretsRoot, log: { info: line, warn: line } as never, ...(sockets && { socketPaths: sockets }), ...more });
   runtimes.push(r);
   return r;
 }
@@ -60,7 +62,8 @@ const idOf = (i: Instance): string => {
 
 /** `docker exec` of a command line in the container: its stdout, its exit status. */
 function inContainer(id: string, script: string): { out: string; status: number | null } {
-  const r = spawnSync('docker', ['exec', id, 'sh', '-c', script], { encoding: 'utf8', timeout: 30_000 });
+  const { cmd, args } = engineCli();
+  const r = spawnSync(cmd, [...args, 'exec', id, 'sh', '-c', script], { encoding: 'utf8', timeout: 30_000 });
   return { out: r.stdout, status: r.status };
 }
 
@@ -89,7 +92,7 @@ describe('the host-side cmd: health check of a container (no engine needed)', ()
     };
     const paths = tmp.paths('checked');
     await mkdir(paths.workDir, { recursive: true });
-    const rt = new ContainerRuntime({ ownerTag: ownerTagFor(RUN, 'agent'), secrets: values });
+    const rt = new ContainerRuntime({ ownerTag: ownerTagFor(RUN, 'agent'), secrets: values, ...(sockets && { socketPaths: sockets }) });
     const probe = async (check: string) => (await rt.healthProbe(withCheck(check), paths))!(new AbortController().signal);
     expect(await probe('cmd:test "${DB_PASSWORD-unset}${DB_URL-unset}" = unsetunset && test "$PLAIN" = plain')).toMatchObject({ ok: true });
     const r = await probe('cmd:echo "[$DB_PASSWORD][$DB_URL][$PLAIN]"; exit 1');
@@ -99,7 +102,7 @@ describe('the host-side cmd: health check of a container (no engine needed)', ()
   });
 });
 
-describe.skipIf(engine.skip)(engine.title('secrets of a container component (a real Docker engine)'), () => {
+describe.skipIf(engine.skip)(engine.title(`secrets of a container component (a real ${engineName()} engine)`), () => {
   beforeAll(async () => {
     await ensureBusyboxImage();
   }, 90_000);

@@ -3,9 +3,11 @@
 import { spawnSync } from 'node:child_process';
 import { accessSync, closeSync, constants, existsSync, openSync, readdirSync, readFileSync, readSync, realpathSync, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
+import { podmanSocket } from './test-engine.js';
 
 export type Requirement =
   | 'docker'
+  | 'podman'
   | 'minisign'
   | 'age'
   | 'busybox'
@@ -22,7 +24,7 @@ export type Requirement =
   | 'qemu-armhf';
 
 export const REQUIREMENTS: readonly Requirement[] = [
-  'docker', 'minisign', 'age', 'busybox', 'promtool', 'root', 'python3', 'openssl', 'debootstrap', 'dpkg-deb', 'systemd-analyze', 'faketime', 'chromium',
+  'docker', 'podman', 'minisign', 'age', 'busybox', 'promtool', 'root', 'python3', 'openssl', 'debootstrap', 'dpkg-deb', 'systemd-analyze', 'faketime', 'chromium',
   'qemu-arm64', 'qemu-armhf',
 ];
 
@@ -251,6 +253,22 @@ function dockerMissing(env: NodeJS.ProcessEnv): string | undefined {
   return `no Docker engine answered on ${where} (apt-get install docker.io, start dockerd)`;
 }
 
+/**
+ * Rootful Podman's Docker-compatible API, which the agent and the tests talk to (test-engine.ts): the podman CLI on
+ * PATH (the tests import images and list containers with it) and `podman --remote` answered on the socket.
+ */
+function podmanMissing(env: NodeJS.ProcessEnv): string | undefined {
+  const socket = podmanSocket(env);
+  const fix = `.ci/podman-setup.sh, or apt-get install podman catatonit and podman system service --time=0 unix://${socket} &`;
+  const cli = findInPath('podman', env);
+  if (!cli) return `no Podman engine answered: podman is not installed (${fix})`;
+  if (!existsSync(socket)) return `no Podman engine answered: ${socket} does not exist (${fix})`;
+  const r = spawnSync(cli, ['--remote', '--url', `unix://${socket}`, 'version', '--format', '{{.Server.Version}}'], { env, encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'], timeout: 10_000 });
+  if (r.status === 0) return undefined;
+  if (/permission denied/i.test(r.stderr ?? '')) return `Podman's socket ${socket} refused this user (permission denied: the suites run rootful Podman, as root)`;
+  return `no Podman engine answered on ${socket} (${fix})`;
+}
+
 /** The sbin directories a user's PATH often lacks (Debian puts them only in root's). */
 const SBIN = ['/usr/local/sbin', '/usr/sbin', '/sbin'].join(delimiter);
 
@@ -263,6 +281,7 @@ const tool = (name: string, pkg: string) => (env: NodeJS.ProcessEnv) => {
 /** Per requirement: undefined when this machine has it, else why not and how to get it (one line). */
 const CHECKS: Record<Requirement, (env: NodeJS.ProcessEnv) => string | undefined> = {
   docker: dockerMissing,
+  podman: podmanMissing,
   minisign: tool('minisign', 'minisign'),
   // age and age-keygen come together (Debian's age package).
   age: tool('age-keygen', 'age'),
@@ -294,7 +313,7 @@ const cache: Cache = ((globalThis as Record<symbol, Cache | undefined>)[CACHE_KE
 
 /** Why `req` is missing here (the fix included), or undefined when it is met. */
 export function missingReason(req: Requirement, env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const key = `${req}\0${env.PATH ?? ''}\0${req === 'docker' ? (env.DOCKER_HOST ?? '') : ''}\0${process.getuid?.()}`;
+  const key = `${req}\0${env.PATH ?? ''}\0${req === 'docker' ? (env.DOCKER_HOST ?? '') : req === 'podman' ? podmanSocket(env) : ''}\0${process.getuid?.()}`;
   if (!cache.has(key)) cache.set(key, CHECKS[req](env));
   return cache.get(key);
 }

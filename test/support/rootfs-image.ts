@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { withFileLock } from './file-lock.js';
 import { staticBusybox } from './requirement-checks.js';
+import { engineCli, testEngine, type TestEngine } from './test-engine.js';
 
 const RECIPE_LABEL = 'io.keystone.test-image';
 /** A lock older than this was left by a killed run. */
@@ -33,8 +34,9 @@ function recipeId(image: RootfsImage): string {
     .slice(0, 16);
 }
 
-function imageIsCurrent(image: RootfsImage): boolean {
-  const r = spawnSync('docker', ['image', 'inspect', image.tag, '--format', `{{index .Config.Labels "${RECIPE_LABEL}"}}`], { encoding: 'utf8' });
+function imageIsCurrent(image: RootfsImage, engine: TestEngine): boolean {
+  const { cmd, args } = engineCli(engine);
+  const r = spawnSync(cmd, [...args, 'image', 'inspect', image.tag, '--format', `{{index .Config.Labels "${RECIPE_LABEL}"}}`], { encoding: 'utf8' });
   return r.status === 0 && r.stdout.trim() === recipeId(image);
 }
 
@@ -42,13 +44,13 @@ function imageIsCurrent(image: RootfsImage): boolean {
  * Builds `image` unless the engine has it already (from this recipe). Safe to call from every test file at once: one
  * builds under an exclusive lock file, the others poll (with a deadline) until it is there.
  */
-export async function ensureRootfsImage(image: RootfsImage, timeoutMs = 60_000): Promise<string> {
-  const lockPath = join(tmpdir(), `keystone-test-${image.tag.replace(/[^a-z0-9]+/gi, '-')}.lock`);
-  await withFileLock(lockPath, { staleMs: STALE_LOCK_MS, timeoutMs }, () => imageIsCurrent(image), () => build(image));
+export async function ensureRootfsImage(image: RootfsImage, timeoutMs = 60_000, engine: TestEngine = testEngine()): Promise<string> {
+  const lockPath = join(tmpdir(), `keystone-test-${engine === 'docker' ? '' : `${engine}-`}${image.tag.replace(/[^a-z0-9]+/gi, '-')}.lock`);
+  await withFileLock(lockPath, { staleMs: STALE_LOCK_MS, timeoutMs }, () => imageIsCurrent(image, engine), () => build(image, engine));
   return image.tag;
 }
 
-async function build(image: RootfsImage): Promise<void> {
+async function build(image: RootfsImage, engine: TestEngine): Promise<void> {
   const root = await mkdtemp(join(tmpdir(), 'ks-rootfs-'));
   try {
     for (const d of ['bin', 'etc', 'tmp', ...(image.dirs ?? [])]) await mkdir(join(root, d), { recursive: true });
@@ -58,12 +60,14 @@ async function build(image: RootfsImage): Promise<void> {
     await writeFile(join(root, 'etc', 'passwd'), 'root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n');
     await writeFile(join(root, 'etc', 'group'), 'root:x:0:\nnogroup:x:65534:\n');
     await image.fill?.(root);
+    // `podman import` takes the same --change instructions (through the API service, as the agent sees images).
+    const { cmd, args } = engineCli(engine);
     const r = spawnSync(
       'sh',
-      ['-c', `tar -C "$1" -c . | docker import --change "ENV PATH=$3" --change 'CMD ["sh"]' --change "LABEL ${RECIPE_LABEL}=$4" - "$2"`, 'sh', root, image.tag, image.path ?? '/bin', recipeId(image)],
+      ['-c', `root=$1 tag=$2 path=$3 id=$4; shift 4; tar -C "$root" -c . | "$@" import --change "ENV PATH=$path" --change 'CMD ["sh"]' --change "LABEL ${RECIPE_LABEL}=$id" - "$tag"`, 'sh', root, image.tag, image.path ?? '/bin', recipeId(image), cmd, ...args],
       { encoding: 'utf8', timeout: 60_000 },
     );
-    if (r.status !== 0) throw new Error(`docker import of ${image.tag} failed: ${r.stderr || r.error?.message}`);
+    if (r.status !== 0) throw new Error(`${cmd} import of ${image.tag} failed: ${r.stderr || r.error?.message}`);
   } finally {
     await rm(root, { recursive: true, force: true });
   }

@@ -9,6 +9,7 @@ import { directoryRevisionId } from '../../src/source/directory-source.js';
 import { runCtl } from './cli-run.js';
 import { freePorts } from './free-ports.js';
 import { PROJECT_ROOT } from './example-repo.js';
+import { recipeRuntime } from './test-engine.js';
 
 export interface HealthSpec {
   check: string;
@@ -265,7 +266,9 @@ function renderContainer(c: ComponentSpec): string[] {
   if (c.updateStrategy) lines.push(`update_strategy = ${q(c.updateStrategy)}`);
   if (c.replicas !== undefined) lines.push(`replicas = ${c.replicas}`);
   lines.push('', '[lifecycle.run.container]', `image = ${q(k.image)}`, `pull_policy = ${q(k.pull_policy ?? 'never')}`);
-  if (k.runtime) lines.push(`runtime = ${q(k.runtime)}`);
+  // The engine the suites run against (KEYSTONE_TEST_ENGINE, test-engine.ts): on Podman, `runtime = "podman"`.
+  const runtime = k.runtime ?? recipeRuntime();
+  if (runtime) lines.push(`runtime = ${q(runtime)}`);
   if (k.network_mode) lines.push(`network_mode = ${q(k.network_mode)}`);
   if (k.user) lines.push(`user = ${q(k.user)}`);
   if (k.privileged !== undefined) lines.push(`privileged = ${k.privileged}`);

@@ -17,6 +17,7 @@ import { createLogger, type Logger } from '../../log/logger.js';
 import { parseAgentOptions } from '../agent-options.js';
 import { agentSettings } from '../agent-settings.js';
 import { EXIT, nowMs, random, type CliIo } from '../io.js';
+import { ENGINE_USAGE } from '../engine-args.js';
 import { POLICY_USAGE } from '../policy-args.js';
 import { checkAgentFiles, trustedFilesOf } from '../trusted-files.js';
 
@@ -32,6 +33,7 @@ export const AGENT_USAGE =
   '               [--status git-notes,github|none] [--status-repo URL|PATH] [--status-token-file F] [--github-repo OWNER/REPO] [--github-token-file F] [--github-api URL]\n' +
   '               [--webhook-secret-file F] [--allow-history-rewrite] [--on-failure none|rollback]\n' +
   `               ${POLICY_USAGE}\n` +
+  `               ${ENGINE_USAGE}\n` +
   '               [--state-dir /var/lib/keystone] [--concurrency N] [--grace 10s] [--log-format pretty|json] [--stop-on-exit]\n' +
   '               [--listen 127.0.0.1:8080|none] [--listen-public] [--socket PATH] [--no-dashboard]\n' +
   '               [--max-backoff 60s] [--crash-loop-limit 10] [--healthy-spell 10m] [--settle 300ms]\n' +

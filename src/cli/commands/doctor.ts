@@ -9,6 +9,7 @@ import { allPassed } from '../../doctor/check-result.js';
 import { runDoctor } from '../../doctor/run-doctor.js';
 import { parseOptionsBesideAgent, type AgentOptionValues } from '../agent-options.js';
 import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';
+import { engineSocketsFrom } from '../engine-args.js';
 import { devicePolicyFrom } from '../policy-args.js';
 import { doctorJson, doctorText } from '../render/doctor-text.js';
 import { planPathIn } from '../repository-args.js';
@@ -30,7 +31,9 @@ export async function doctorCommand(argv: string[], io: CliIo): Promise<number> 
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const setup = { ...doctorSetup(values, io), trustedFiles: trustedFilesOf(values, io, configFile) };
   // The clock is io's, so that an in-process run can set it (the clock check).
-  const results = await runDoctor(setup, systemFacts({ env: io.env, now: () => nowMs(io) }));
+  // The engines where the agent would look for them: a socket it would refuse is refused here too (exit 2).
+  const engineSockets = engineSocketsFrom(values, io.env, io.cwd);
+  const results = await runDoctor(setup, { ...systemFacts({ env: io.env, now: () => nowMs(io) }), engineSockets });
   io.stdout.write(json ? doctorJson(results) : doctorText(results));
   return allPassed(results) ? EXIT.OK : EXIT.FAILED;
 }
