@@ -165,6 +165,8 @@ poll = "2s"
 device = "$DEVICE"
 trusted-key = ["/etc/keystone/keys/release.pub"]
 require-ref = true
+# SPEC §17: this device installs the agent version the signed fleet.toml names.
+allow-agent-update = true
 log-format = "json"
 EOF
 in_device "chmod 0640 /etc/keystone/agent.toml && systemctl enable --now keystone 2>/dev/null"

@@ -15,6 +15,8 @@ export interface AgentUpdateSetup {
   log: Logger;
   store: () => StateStore;
   now: () => number;
+  /** `--allow-agent-update`: without it, the agent says it may not update itself and applies the rest. */
+  allowed: boolean;
   /** Tests: another home, unit and package directory, and whether to pretend to be packaged. */
   home?: string;
   unit?: string;
@@ -25,7 +27,7 @@ export interface AgentUpdateSetup {
 export function agentUpdater(o: AgentUpdateSetup): AgentUpdater {
   const home = agentHome(o.home ?? DEFAULT_AGENT_HOME);
   const unit = o.unit ?? systemdUnit();
-  const unsupported = whyNot(home.versions, unit, o.home !== undefined);
+  const unsupported = o.allowed ? whyNot(home.versions, unit, o.home !== undefined) : 'this device does not allow agent updates (--allow-agent-update, allow-agent-update = true)';
   return new AgentUpdater({
     home,
     version: packageManifest().version,

@@ -140,7 +140,7 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
       : undefined;
   const boundProbes = new Map<string, BoundProbe | undefined>();
   // Agent updates (SPEC §17): a packaged agent under systemd switches to the version a revision's [agent] names.
-  const updater = (hooks.agentUpdater ?? agentUpdater)({ stateDir, log: logger, store: () => agentRef!.store, now: Date.now });
+  const updater = (hooks.agentUpdater ?? agentUpdater)({ stateDir, log: logger, store: () => agentRef!.store, now: Date.now, allowed: s.allowAgentUpdate === true });
   const agent = (agentRef = await startAgent({
     agentUpdate: updater,
     stateDirLock,

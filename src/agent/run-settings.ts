@@ -78,6 +78,11 @@ export interface RunSettings {
    * its default places (runtime/container-engine.ts); absent or empty, the defaults.
    */
   engineSockets?: SocketPaths;
+  /**
+   * `--allow-agent-update`: this agent installs the version a revision's [agent] names (SPEC §17). Root on the device
+   * for whoever can sign the repository, so the device allows it, as it allows --allow-root.
+   */
+  allowAgentUpdate?: boolean;
   concurrency: number;
   graceMs: number;
   restartLimits: RestartLimits;

@@ -263,6 +263,7 @@ export const CONFIG_RULES: Record<AgentOptionName, Rule> = {
   grace: duration(false),
   'log-format': oneOf('pretty', 'json'),
   'stop-on-exit': boolean,
+  'allow-agent-update': boolean,
   settle: duration(false),
   'max-backoff': duration(false),
   'crash-loop-limit': wholeNumber,

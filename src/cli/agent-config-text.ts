@@ -139,6 +139,7 @@ export function agentConfigText(c: InitialConfig): string {
     line('allow-mount', undefined, '["/srv/data"]', 'host paths containers may bind-mount (absolute)'),
     line('allow-capability', undefined, '["CAP_NET_BIND_SERVICE"]'),
     line('allow-device', undefined, '["/dev/ttyUSB0"]'),
+    line('allow-agent-update', undefined, 'true', 'install the agent version fleet.toml [agent] names'),
   );
   return out.join('\n') + '\n';
 }

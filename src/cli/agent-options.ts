@@ -27,6 +27,8 @@ export const AGENT_OPTIONS = {
   grace: { type: 'string', default: '10s' },
   'log-format': { type: 'string' },
   'stop-on-exit': { type: 'boolean', default: false },
+  // SPEC §17: install the agent version a signed fleet.toml names; root on this device for whoever signs the repository.
+  'allow-agent-update': { type: 'boolean', default: false },
   settle: { type: 'string', default: '300ms' },
   'max-backoff': { type: 'string', default: '60s' },
   'crash-loop-limit': { type: 'string', default: '10' },

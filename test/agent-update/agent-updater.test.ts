@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { agentHome, readFailed, readTrial, writeFailed, writeTrial, type AgentHome } from '../../src/agent-update/agent-home.js';
 import { AgentUpdater, currentVersionDir, restoreStateBefore, type AgentUpdaterDeps } from '../../src/agent-update/agent-updater.js';
+import { agentUpdater } from '../../src/agent-update/agent-update-setup.js';
 import Sqlite from 'better-sqlite3';
 import { openStateStore, STATE_DB_FILE } from '../../src/store/state-store.js';
 import { agentSectionSchema, debArchOf, type AgentSection } from '../../src/core/agent-section.js';
@@ -323,5 +324,14 @@ describe.skipIf(r.skip)(r.title('agent updates: staging, switching, proving, put
     expect(currentVersionDir(home)).toBeUndefined();
     expect(calls).toEqual([]);
     expect(await next.decide(section('0.3.0', undefined), { id: 'd'.repeat(40) }, reader())).toEqual({ kind: 'handover', version: '0.1.0' });
+  });
+
+  it('a device that does not allow agent updates (no --allow-agent-update) says so and stages nothing', async () => {
+    const pkg = fakeDeb(dir, { version: '0.2.0' });
+    const stateDir = mkdtempSync(join(dir, 'state-'));
+    const u = agentUpdater({ stateDir, log: createLogger({ pretty: false, write: () => undefined }), store: () => openStateStore(stateDir), now: () => 1, allowed: false, home: home.dir, unit: 'keystone.service' });
+    expect(await u.decide(section('9.9.9', { uri: `file://${pkg.path}`, sha256: pkg.sha256 }), { id: 'c'.repeat(40) }, reader())).toEqual({ kind: 'none' });
+    expect(u.view()).toEqual({ state: 'unsupported', version: '9.9.9', reason: 'this device does not allow agent updates (--allow-agent-update, allow-agent-update = true)' });
+    expect(existsSync(home.dir)).toBe(false);
   });
 });

@@ -97,6 +97,7 @@ allow-root = false
 allow-mount = ["/srv/data"]
 allow-capability = ["CAP_NET_BIND_SERVICE"]
 allow-device = ["/dev/ttyUSB0"]
+allow-agent-update = true
 docker-socket = "ETC/docker.sock"
 podman-socket = "ETC/podman.sock"
 dashboard = true

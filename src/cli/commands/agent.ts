@@ -32,7 +32,7 @@ export const AGENT_USAGE =
   "               [--enrollment-key FILE…] [--certificate FILE]   (the device's own keys: <state-dir>/identity, keystone identity)\n" +
   '               [--status git-notes,github|none] [--status-repo URL|PATH] [--status-token-file F] [--github-repo OWNER/REPO] [--github-token-file F] [--github-api URL]\n' +
   '               [--webhook-secret-file F] [--allow-history-rewrite] [--on-failure none|rollback]\n' +
-  `               ${POLICY_USAGE}\n` +
+  `               ${POLICY_USAGE} [--allow-agent-update]\n` +
   `               ${ENGINE_USAGE}\n` +
   '               [--state-dir /var/lib/keystone] [--concurrency N] [--grace 10s] [--log-format pretty|json] [--stop-on-exit]\n' +
   '               [--listen 127.0.0.1:8080|none] [--listen-public] [--socket PATH] [--no-dashboard]\n' +
