@@ -336,9 +336,21 @@ export class GitSource {
     if (this.opts.allowHistoryRewrite || last === undefined || !COMMIT_ID.test(last) || last === tip) return undefined;
     const max = this.opts.maxHistoryCommits ?? DEFAULTS.maxHistoryCommits;
     let deepened = 0;
+    let frontier: string | undefined;
     for (let step = FIRST_DEEPEN; ; step *= 2) {
       const r = await searchAncestor({ gitdir, tip, ancestor: last, maxCommits: max, cache });
       if (r.kind === 'found') return undefined;
+      if (r.kind === 'incomplete') {
+        const now = [...r.frontier].sort().join(' ');
+        // A deepening that brought none of the missing commits: the cache's shallow boundary names commits it does not
+        // hold (a fetch cut short by a kill, between its writes), and the server, told they are here, never sends
+        // them. Not a history that cannot be verified: the next look fetches afresh.
+        if (now === frontier && this.remote) {
+          this.remote.distrust();
+          throw new OperationError('KS_GIT_FETCH_FAILED', `the local copy of ${this.branch} lacks ${r.frontier.map((c) => c.slice(0, 12)).join(', ')}, which it counts as fetched (a fetch cut short?): fetching afresh`);
+        }
+        frontier = now;
+      }
       if (r.kind === 'absent')
         return {
           code: 'KS_HISTORY_REWRITE',

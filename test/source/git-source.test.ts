@@ -1,9 +1,9 @@
 // GitSource against a real Git smart-HTTP server (git http-backend) and real local repositories; commits are made
 // and pushed with the git CLI (asynchronously: the server answers from this very process).
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -375,6 +375,27 @@ describe('GitSource over HTTP', () => {
     expect(again.revisions.map((r) => r.id)).toEqual([first]);
     expect(reqs.every((q) => q.protocol === 'version=2')).toBe(true);
     expect(await read(again.last)).toBe('# revision 1\n');
+  });
+
+  it('a cache whose shallow boundary names a commit it lacks (a fetch cut short by a kill) is fetched afresh, not taken for a history it cannot verify', async () => {
+    const { ws, first, rec } = await remoteFixture();
+    await rec.source.start();
+    await rec.source.close();
+    const mid = await ws.commitAndPush({ 'plans/plan.toml': '# mid\n' });
+    const tip = await ws.commitAndPush({ 'plans/plan.toml': '# tip\n' });
+    // The `shallow` file says `mid` is here (as a boundary), and its objects are not: what a kill between the two
+    // writes of a fetch leaves. A deepening then never brings `mid` (the server takes the client at its word).
+    const shallow = execFileSync('find', [join(root, 'cache'), '-name', 'shallow', '-path', '*gen-*'], { encoding: 'utf8' }).trim().split('\n')[0]!;
+    appendFileSync(shallow, `${mid}\n`);
+    const again = follow({ repo: server.url('fleet'), lastAppliedCommit: () => first });
+    await again.source.start();
+    expect(again.rejections).toEqual([]);
+    expect(again.errors.map((e) => e.code)).toEqual(['KS_GIT_FETCH_FAILED']);
+    expect(again.errors[0]!.message).toMatch(/lacks .* fetching afresh/);
+    // The next look fetches afresh, deepens, finds the commit applied last, and offers the tip.
+    await again.source.syncNow();
+    expect(again.rejections).toEqual([]);
+    expect(again.revisions.map((r) => r.id)).toEqual([tip]);
   });
 
   it('reports a branch the remote does not have (KS_GIT_REF_NOT_FOUND)', async () => {
