@@ -15,9 +15,9 @@
 // (packaging/launchers/agent-rollback), shell scripts from the package that an update does not replace, read them
 // too: they are what puts the previous version back when the new one does not work.
 import { randomUUID } from 'node:crypto';
-import { closeSync, constants, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { syncDirectory } from '../identity/durable-write.js';
+import { syncDirectory, writeNew } from '../identity/durable-write.js';
 
 /** The packaged agent's home; tests give their own. */
 export const DEFAULT_AGENT_HOME = '/var/lib/keystone-agent';
@@ -137,15 +137,7 @@ export function readKeyValues(file: string): Record<string, string> | undefined 
 export function writeKeyValues(dir: string, file: string, kv: Record<string, string>): void {
   const text = Object.entries(kv).map(([k, v]) => `${k}=${v.replace(/[\r\n]+/g, ' ')}\n`).join('');
   const temp = join(dir, `.${randomUUID()}.tmp`);
-  const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-  try {
-    const bytes = Buffer.from(text, 'utf8');
-    let at = 0;
-    while (at < bytes.length) at += writeSync(fd, bytes, at, bytes.length - at);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+  writeNew(temp, text, 0o600);
   try {
     renameSync(temp, file);
   } catch (e) {

@@ -2,8 +2,7 @@
 // component adopted across them, real packages and the package's agent-rollback run by sh; only systemctl is
 // recorded (the restart it would do is done here by closing one agent and starting the next on the same state).
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -11,15 +10,14 @@ import { agentHome, readFailed, readTrial, writeTrial } from '../../src/agent-up
 import { AgentUpdater } from '../../src/agent-update/agent-updater.js';
 import { instancesOf } from '../../src/agent-update/agent-update-setup.js';
 import { startAgent, type Agent } from '../../src/agent/agent.js';
-import { debArchOf } from '../../src/core/agent-section.js';
 import { createLogger } from '../../src/log/logger.js';
 import { ProcessRuntime } from '../../src/runtime/process-runtime.js';
 import { DirectoryReader } from '../../src/source/directory-reader.js';
 import { needs } from '../support/requirements.js';
+import { ARCH, fakeDeb } from './fake-deb.js';
 
 const r = needs('dpkg-deb');
 const PROJECT = join(import.meta.dirname, '..', '..');
-const ARCH = debArchOf(process.arch) ?? 'amd64';
 
 const dirs: string[] = [];
 const agents: Agent[] = [];
@@ -32,17 +30,6 @@ function temp(prefix: string): string {
   const d = mkdtempSync(join(tmpdir(), prefix));
   dirs.push(d);
   return d;
-}
-
-function fakeDeb(dir: string, version: string): { uri: string; sha256: string } {
-  const root = mkdtempSync(join(dir, 'deb-'));
-  mkdirSync(join(root, 'DEBIAN'));
-  writeFileSync(join(root, 'DEBIAN', 'control'), `Package: keystone\nVersion: ${version}\nArchitecture: ${ARCH}\nMaintainer: t <t@example.com>\nDescription: test\n`);
-  mkdirSync(join(root, 'usr', 'lib', 'keystone'), { recursive: true });
-  writeFileSync(join(root, 'usr', 'lib', 'keystone', 'keystone.mjs'), `console.log('keystone ${version}');\n`);
-  const path = join(dir, `keystone_${version}_${ARCH}.deb`);
-  execFileSync('dpkg-deb', ['--root-owner-group', '-Zgzip', '-b', root, path], { stdio: 'ignore' });
-  return { uri: `file://${path}`, sha256: createHash('sha256').update(readFileSync(path)).digest('hex') };
 }
 
 /** A fleet repository: one component, and `[agent]` when given. */
@@ -119,7 +106,7 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
     expect(pid).toMatch(/^\d+$/);
 
     // r2 names 0.2.0: staged, switched to, the unit restarted; nothing applied by 0.1.0, nothing reported yet.
-    const v2 = fakeDeb(work, '0.2.0');
+    const v2 = fakeDeb(work, { version: '0.2.0' });
     await offer(a, R2, repo({ version: '0.2.0', ...v2 }));
     expect(calls).toEqual([['systemctl', 'restart', '--no-block', 'keystone.service']]);
     expect(a.store.history({ limit: 10 }).map((h) => h.revision)).toEqual([R1]);
@@ -153,7 +140,7 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
     expect(a.store.history({ limit: 10 }).filter((h) => h.revision === R2).map((h) => h.outcome)).toEqual(['success']);
 
     // r3 names 0.3.0; the new agent does not find svc as it ran (it died during the switch): put back, failure.
-    const v3 = fakeDeb(work, '0.3.0');
+    const v3 = fakeDeb(work, { version: '0.3.0' });
     await offer(a, R3, repo({ version: '0.3.0', ...v3 }));
     expect(readTrial(home)).toMatchObject({ version: '0.3.0', commit: R3 });
     await a.close({ stopComponents: true });

@@ -13,28 +13,14 @@ import { AgentUpdater, currentVersionDir, restoreStateBefore, type AgentUpdaterD
 import { agentUpdater } from '../../src/agent-update/agent-update-setup.js';
 import Sqlite from 'better-sqlite3';
 import { openStateStore, STATE_DB_FILE } from '../../src/store/state-store.js';
-import { agentSectionSchema, debArchOf, type AgentSection } from '../../src/core/agent-section.js';
+import { agentSectionSchema, type AgentSection } from '../../src/core/agent-section.js';
 import { createLogger } from '../../src/log/logger.js';
 import { DirectoryReader } from '../../src/source/directory-reader.js';
 import { needs } from '../support/requirements.js';
+import { ARCH, fakeDeb } from './fake-deb.js';
 
 const r = needs('dpkg-deb');
 const PROJECT = join(import.meta.dirname, '..', '..');
-const ARCH = debArchOf(process.arch) ?? 'amd64';
-
-/** A package as build-deb.mjs lays it out, with a bundle that only says its version (or exits 1 for anything else). */
-function fakeDeb(dir: string, o: { version: string; arch?: string; says?: string; name?: string; mode?: number }): { path: string; sha256: string } {
-  const root = mkdtempSync(join(dir, 'deb-'));
-  mkdirSync(join(root, 'DEBIAN'));
-  writeFileSync(join(root, 'DEBIAN', 'control'), `Package: ${o.name ?? 'keystone'}\nVersion: ${o.version}\nArchitecture: ${o.arch ?? ARCH}\nMaintainer: test <t@example.com>\nDescription: test ${Math.random()}\n`);
-  const lib = join(root, 'usr', 'lib', 'keystone');
-  mkdirSync(lib, { recursive: true });
-  writeFileSync(join(lib, 'keystone.mjs'), `if (process.argv.includes('--version')) { console.log(${JSON.stringify(o.says ?? `keystone ${o.version}`)}); process.exit(0); }\nprocess.exit(1);\n`);
-  if (o.mode !== undefined) chmodSync(join(lib, 'keystone.mjs'), o.mode);
-  const path = join(dir, `keystone_${o.version}_${o.arch ?? ARCH}-${Math.random().toString(16).slice(2)}.deb`);
-  execFileSync('dpkg-deb', ['--root-owner-group', '-Zgzip', '-b', root, path], { stdio: 'ignore' });
-  return { path, sha256: createHash('sha256').update(readFileSync(path)).digest('hex') };
-}
 
 function section(version: string, pkg: { uri: string; sha256: string } | undefined, extra: Record<string, unknown> = {}): AgentSection {
   return agentSectionSchema.parse({ version, packages: pkg ? { [ARCH]: pkg } : {}, ...extra });

@@ -3,21 +3,19 @@
 // unit: each boot must start a working agent (the real launcher picks it), and the device must settle on the new
 // version when it works, on the previous one when it does not, with no trial left over.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { agentHome, readFailed, readTrial } from '../../src/agent-update/agent-home.js';
 import { currentVersionDir } from '../../src/agent-update/agent-updater.js';
 import { SWITCH_CRASH_POINTS } from '../../src/agent-update/switch-crash-point.js';
-import { debArchOf } from '../../src/core/agent-section.js';
 import { needs } from '../support/requirements.js';
+import { fakeDeb } from './fake-deb.js';
 
 const r = needs('dpkg-deb');
 const PROJECT = join(import.meta.dirname, '..', '..');
 const RUNNER = join(import.meta.dirname, 'fixtures', 'update-runner.mjs');
-const ARCH = debArchOf(process.arch) ?? 'amd64';
 /** A program that says which version it is: the bundle of a package. */
 const bundle = (version: string) => `if (process.argv.includes('--version')) console.log('keystone ${version}'); else console.log('keystone ${version} ' + process.argv.slice(2).join(' '));\n`;
 
@@ -40,14 +38,7 @@ describe.skipIf(r.skip)(r.title('power loss at every step of an agent update'), 
     writeFileSync(join(dir, 'keystone'), `#!/bin/sh\n. "$KEYSTONE_LIB/launch.sh"\nkeystone_exec keystone "$@"\n`);
     chmodSync(join(dir, 'keystone'), 0o755);
     // The package of 0.2.0.
-    const root = join(dir, 'deb');
-    mkdirSync(join(root, 'DEBIAN'), { recursive: true });
-    writeFileSync(join(root, 'DEBIAN', 'control'), `Package: keystone\nVersion: 0.2.0\nArchitecture: ${ARCH}\nMaintainer: t <t@example.com>\nDescription: test\n`);
-    mkdirSync(join(root, 'usr', 'lib', 'keystone'), { recursive: true });
-    writeFileSync(join(root, 'usr', 'lib', 'keystone', 'keystone.mjs'), bundle('0.2.0'));
-    const path = join(dir, 'keystone_0.2.0.deb');
-    execFileSync('dpkg-deb', ['--root-owner-group', '-Zgzip', '-b', root, path], { stdio: 'ignore' });
-    deb = { path, sha256: createHash('sha256').update(readFileSync(path)).digest('hex') };
+    deb = fakeDeb(dir, { version: '0.2.0', bundle: bundle('0.2.0') });
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
