@@ -89,7 +89,10 @@ export function watchRunning(w: RunningWatch): () => void {
   const refreshBudgetAfterSpell = (r: Pick<ComponentRecord, 'restarts' | 'healthySince'> | undefined) => {
     if (!r || r.restarts <= 0 || r.healthySince === undefined) return;
     const armedAt = now();
-    const wait = Math.max(0, r.healthySince + w.healthySpellMs - armedAt);
+    // A healthy-since ahead of the clock: the clock was stepped back after it was written (between a restart and this
+    // timer). The spell then ends a spell from now, on the monotonic clock, not a day and a spell from now.
+    const ahead = r.healthySince > armedAt;
+    const wait = Math.min(w.healthySpellMs, Math.max(0, r.healthySince + w.healthySpellMs - armedAt));
     timers.get('budget')?.();
     timers.set(
       'budget',
@@ -100,7 +103,7 @@ export function watchRunning(w: RunningWatch): () => void {
         // is over all the same (by the wall clock alone, a day's step back would keep the restarts for a day).
         const at = now();
         const steppedBack = at < armedAt + wait;
-        if (cur?.healthySince !== undefined && (steppedBack || at - cur.healthySince >= w.healthySpellMs) && cur.restarts > 0) store.resetRestarts(name);
+        if (cur?.healthySince !== undefined && (steppedBack || ahead || at - cur.healthySince >= w.healthySpellMs) && cur.restarts > 0) store.resetRestarts(name);
       }),
     );
   };

@@ -137,6 +137,17 @@ describe('ComponentWorker supervision', () => {
     w.detach();
   });
 
+  it('gives the budget back after one spell when its healthy-since is ahead of the clock (stepped back a day before the timer was armed)', async () => {
+    const h = harness({ restarts: 1, healthySince: Date.now() + 86_400_000 });
+    const w = new ComponentWorker('web', h.deps);
+    w.adopt(instance(44), plain, 'rev');
+    await vi.advanceTimersByTimeAsync(59_000);
+    expect(h.calls).not.toContain('resetRestarts');
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(h.record.restarts).toBe(0);
+    w.detach();
+  });
+
   it('a crash is seen by the exit event; the restart is prepared at once and run when the 100 ms delay ends', async () => {
     const h = harness();
     const w = new ComponentWorker('web', h.deps);
