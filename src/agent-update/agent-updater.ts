@@ -15,7 +15,7 @@ import { syncDirectory } from '../identity/durable-write.js';
 import { readFailed, readTrial, writeFailed, writeTrial, type AgentHome, type AgentUpdateView, type Trial } from './agent-home.js';
 import { AgentUpdateError } from './agent-update-error.js';
 import { switchCrashPoint } from './switch-crash-point.js';
-import { waitUpdateLock } from '../runtime/update-lock.js';
+import { waitOwnLock } from '../runtime/update-lock.js';
 
 const run = promisify(execFile);
 
@@ -181,7 +181,7 @@ export class AgentUpdater {
     if (outcome === 'success') {
       switchCrashPoint('update-proven');
       // Against agent-rollback (the deadline's timer may be running it now): one of the two, under the same lock.
-      const lock = await waitUpdateLock(join(this.d.home.dir, SWITCH_LOCK));
+      const lock = await waitOwnLock(join(this.d.home.dir, SWITCH_LOCK));
       try {
         if (readTrial(this.d.home)?.since !== trial.since) {
           // Put back already: this agent is being restarted into the previous one.

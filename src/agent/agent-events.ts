@@ -7,7 +7,7 @@ import type { ComponentState } from '../store/state-store.js';
 
 /**
  * Emitted synchronously from inside the writer, so listeners must be cheap; one that throws is logged and does not
- * disturb the agent. Outcomes (revision, resumed, recovered, applying, held) come from outcomes.ts alone.
+ * disturb the agent. Outcomes (revision, resumed, recovered, applying, held, waiting) come from outcomes.ts alone.
  */
 export interface AgentEventMap {
   /** A state recorded for a component (the store's record is already written). */
@@ -49,6 +49,11 @@ export interface AgentEventMap {
    * Emitted when the reason's kind changes (another wave waited for, halted), not on every look.
    */
   held: [{ revision: string; target?: string; wave: string; reason: string; halted: boolean }];
+  /**
+   * A revision that would stop a component holding its update lock (SPEC §19): nothing of it is applied until the
+   * lock is let go (or its lock_timeout passes). Emitted when the reason changes, not on every look.
+   */
+  waiting: [{ revision: string; target?: string; wave?: string; reason: string }];
   /** A revision waiting to be applied was replaced by a newer one before its turn. */
   superseded: [{ revision: string; by: string }];
   /** An image pull for a container component, at most once a second while bytes flow (emitted by the runtime's owner). */

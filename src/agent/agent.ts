@@ -26,6 +26,7 @@ import { openStateDir } from './state-dir.js';
 import type { StateDirLock } from './state-dir-lock.js';
 import { SyncControls, type ManualApplyAccepted, type SyncState } from './sync-controls.js';
 import { applyCandidate, takeRevision, type RevisionSteps } from './take-revision.js';
+import { UpdateLockWait, type DeviceHold } from './update-lock-wait.js';
 
 export type { AgentEventMap } from './agent-events.js';
 export type { AgentOptions, DeviceProblem, TrustSetting } from './agent-options.js';
@@ -63,6 +64,8 @@ export interface Agent {
   syncState(): SyncState;
   /** Commits held at the rollout gate, newest first, with why (SPEC §14). */
   rolloutHolds(): RolloutHold[];
+  /** The revision waiting for update locks (SPEC §19), with why and since when; undefined when none waits. */
+  waiting(): DeviceHold | undefined;
   /** The directory of a component's stdout.log and stderr.log (GET /v1/logs/{name}). */
   logDirOf(name: string): string;
   /** `text` without the secret values this agent holds (SPEC §16): for what leaves the device, such as a log tail. */
@@ -190,6 +193,15 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     retryMs: opts.retryMs ?? 60_000,
   });
   const controls = new SyncControls({ following, store, queue, log, now });
+  /** The revision waiting for update locks (SPEC §19): taken up again the moment a lock is let go. */
+  const lockWait = new UpdateLockWait({
+    now,
+    log,
+    // Unless something newer came meanwhile: it goes first, and replaces this one.
+    retake: (rev) => {
+      if (!queue.pending) queue.enqueue(rev);
+    },
+  });
   /** Commits held at the rollout gate (SPEC §14). */
   const holds = new RolloutHolds({
     ...(opts.rolloutGate && { gate: opts.rolloutGate(store) }),
@@ -226,6 +238,7 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     ...(opts.enrollmentKeys && { enrollmentKeys: opts.enrollmentKeys }),
     ...(opts.secrets && { secrets: opts.secrets }),
     ...(opts.agentUpdate && { agentUpdate: opts.agentUpdate }),
+    lockWait,
   };
 
   const agent: Agent = {
@@ -241,6 +254,7 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     syncSettled: () => controls.syncSettled(),
     onSync: (fn) => controls.onSync(fn),
     rolloutHolds: () => holds.holds(),
+    waiting: () => lockWait.hold(),
     logDirOf: (name) => componentPaths(opts.stateDir, name).logDir,
     scrubSecrets: scrub,
     health: () => deviceHealth({ stateDir: opts.stateDir }),
@@ -284,6 +298,7 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     async close(closeOpts = {}) {
       stopRotation();
       holds.close();
+      lockWait.cancel();
       // Revisions not yet begun are dropped, and the one being applied ends now: a stop must not wait out start budgets.
       queue.close();
       engine.interrupt();

@@ -43,6 +43,8 @@ export type FinishedReport = AgentEventMap['revision'][0] & {
 export interface OutcomeReports {
   applying(e: AgentEventMap['applying'][0]): void;
   held(e: AgentEventMap['held'][0]): void;
+  /** Waiting for update locks (SPEC §19): `pending` with the reason; in a rollout, `held` (not failed) for the gate. */
+  waiting(e: AgentEventMap['waiting'][0]): void;
   finished(e: FinishedReport): void;
   /** A commit the source refused before the agent saw it (a force-push): an `error` status. */
   refused(commit: string, reason: string): void;
@@ -73,6 +75,7 @@ export function commitReports(opts: CommitReportingOptions): OutcomeReports {
     applying: (e) => send(e.revision, 'pending', describePending(e.reconcile), e.target, wave(e.wave, 'applying')),
     // Held at the gate: `pending` with the reason; halted: `error`, since this device will never apply it.
     held: (e) => send(e.revision, e.halted ? 'error' : 'pending', describe(e.reason), e.target, wave(e.wave, e.halted ? 'halted' : 'held')),
+    waiting: (e) => send(e.revision, 'pending', describe(e.reason), e.target, wave(e.wave, 'held')),
     finished(e) {
       if (e.outcome === 'rejected') return send(e.revision, 'error', describeRejected(e.summary), e.target, wave(e.wave, 'error'));
       if (e.outcome === 'success') return send(e.revision, 'success', describeSuccess(e.reconcile ?? emptyPlan), e.target, wave(e.wave, 'success'));

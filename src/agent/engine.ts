@@ -11,6 +11,18 @@ import { downMembers, holdBackGroups, keepSpecs, rollBackGroups } from './compos
 import { execute, stopAll, type ExecutionResult, type ExecutorDeps } from './executor.js';
 import { applyOutcome, type ApplyResult } from './apply-outcome.js';
 import { hardDependents, startPlan } from './operator-orders.js';
+import { checkUpdateLocks, releaseAll, type LockHolder } from './update-locks.js';
+import type { HeldUpdateLock } from '../runtime/update-lock.js';
+
+/** An apply that did not begin: components it would stop hold their update locks (SPEC §19). Nothing was touched. */
+export interface LocksHeld {
+  holders: LockHolder[];
+}
+
+export interface ApplyOptions {
+  /** Honour update locks (a new revision); `ignore` says which locks are no longer waited for (lock_timeout). */
+  locks?: { ignore: (name: string, timeoutMs: number | undefined) => boolean };
+}
 
 export interface EngineDeps extends Omit<WorkerDeps, 'onRecovered' | 'log' | 'startSlot'> {
   log: Logger;
@@ -95,31 +107,47 @@ export class Engine {
    * one the device runs, offered again after a restart): the same steps, nothing recorded. Returns what happened;
    * outcomes.ts alone turns it into rows and reports.
    */
-  apply(revision: DesiredState, rev: RevisionInfo, begin?: (r: Reconcile) => void): Promise<ApplyResult> {
+  apply(revision: DesiredState, rev: RevisionInfo, begin?: (r: Reconcile) => void): Promise<ApplyResult>;
+  apply(revision: DesiredState, rev: RevisionInfo, begin: (r: Reconcile) => void, o: ApplyOptions): Promise<ApplyResult | LocksHeld>;
+  apply(revision: DesiredState, rev: RevisionInfo, begin?: (r: Reconcile) => void, o: ApplyOptions = {}): Promise<ApplyResult | LocksHeld> {
     return this.run(async () => {
       this.busy = true;
+      const locks = new Map<string, HeldUpdateLock>();
       try {
-        return await this.applySteps(revision, rev, begin);
+        return await this.applySteps(revision, rev, begin, o, locks);
       } finally {
+        await releaseAll(locks);
         this.busy = false;
       }
     });
   }
 
-  private async applySteps(revision: DesiredState, rev: RevisionInfo, begin?: (r: Reconcile) => void): Promise<ApplyResult> {
+  private async applySteps(revision: DesiredState, rev: RevisionInfo, begin: ((r: Reconcile) => void) | undefined, o: ApplyOptions, locks: Map<string, HeldUpdateLock>): Promise<ApplyResult | LocksHeld> {
     const { store } = this.deps;
     // 1. Composites this revision could not update stay at what they last ran healthy (kept even across a crash).
     const previous = store.specs();
     const { state: desired, held } = holdBackGroups(store, this.agentLog, revision, rev.id, previous);
-    // 2. The reconcile, told before anything is touched.
+    // 2. The reconcile; then the update locks of what it would stop (SPEC §19): one held, and nothing is touched.
     const reconcile = diff(desired, store.actualState());
+    if (o.locks && reconcile.stopOrder.length) {
+      const ignore = o.locks.ignore;
+      const running = new Map(previous.map((c) => [c.name, c]));
+      const check = await checkUpdateLocks(reconcile.stopOrder, {
+        running: (n) => this.workers.get(n)?.desired ?? running.get(n),
+        workDir: (n) => this.deps.paths(n).workDir,
+        ignore,
+        unusable: (n, why) => this.agentLog.warn({ component: n, revision: rev.id, code: 'KS_UPDATE_LOCK' }, `update lock not usable, not waited for: ${why}`),
+      });
+      if (check.kind === 'held') return { holders: check.holders };
+      for (const [n, l] of check.taken) locks.set(n, l);
+    }
     begin?.(reconcile);
     this.agentLog.info({ revision: rev.id, stop_order: reconcile.stopOrder, start_order: reconcile.startOrder, no_touch: reconcile.noTouch }, 'reconcile plan');
     // 3. Untouched components keep their instance and take the new description (position, dependencies).
     refreshUntouched(desired, reconcile.noTouch, previous, rev.id, this.adoptionDeps());
     // 4. Stops, then starts, each the moment its dependencies are healthy.
     const removed = new Set(Object.entries(reconcile.reasonCodes).filter(([, r]) => r.kind === 'removed').map(([n]) => n));
-    const deps = this.executorDeps(rev.id);
+    const deps = { ...this.executorDeps(rev.id), locks };
     const execution = await execute({ stopOrder: reconcile.stopOrder, startOrder: reconcile.startOrder, removed }, desired, deps);
     for (const name of removed) if (store.component(name)) store.removeComponent(name);
     this.desired = desired;

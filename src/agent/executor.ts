@@ -5,6 +5,8 @@ import type { Logger } from '../log/logger.js';
 import type { StateStore } from '../store/state-store.js';
 import type { ComponentWorker, StartOutcome } from './component-worker.js';
 import { crashPoint } from './crash-point.js';
+import type { HeldUpdateLock } from '../runtime/update-lock.js';
+import { releaseAll } from './update-locks.js';
 
 export interface ExecutionPlan {
   stopOrder: readonly string[];
@@ -28,6 +30,11 @@ export interface ExecutorDeps {
   revision: string;
   /** True once the agent is stopping: nothing more is started. */
   stopping?: () => boolean;
+  /**
+   * Update locks the agent holds for the components it stops (SPEC §19): each is let go once its component has
+   * stopped, and any left before the first start (a program may take its lock as it starts).
+   */
+  locks?: Map<string, HeldUpdateLock>;
 }
 
 /**
@@ -49,6 +56,7 @@ export async function execute(plan: ExecutionPlan, desired: DesiredState, deps: 
     plan.startOrder.filter((n) => !plan.removed.has(n) && byName.get(n)?.recipe.lifecycle.run.update_strategy === 'start-first' && deps.workers.get(n)?.instanceRef !== undefined),
   );
   await stopAll(plan.stopOrder.filter((n) => !rolling.has(n)), plan.removed, deps, result);
+  if (deps.locks) await releaseAll(deps.locks);
 
   const position = new Map(desired.startOrder.map((n, i) => [n, i]));
   const layerOf = new Map<string, number>();
@@ -127,6 +135,11 @@ export async function stopAll(order: readonly string[], removed: ReadonlySet<str
   const stopOne = async (name: string): Promise<void> => {
     const w = deps.workers.get(name);
     if (w) await w.stop();
+    const lock = deps.locks?.get(name);
+    if (lock) {
+      deps.locks!.delete(name);
+      await lock.release();
+    }
     if (removed.has(name)) {
       store.removeComponent(name);
       deps.workers.delete(name);

@@ -23,7 +23,7 @@
 import { isCommitId } from '../core/commit-id.js';
 import type { Logger } from '../log/logger.js';
 import type { ApplyFailure, HistoryEntry, StateStore } from '../store/state-store.js';
-import type { Emit } from './agent-events.js';
+import type { AgentEventMap, Emit } from './agent-events.js';
 import type { OutcomeReports } from './commit-reporting.js';
 import { crashPoint } from './crash-point.js';
 import type { ApplyResult, RevisionInfo } from './engine.js';
@@ -85,6 +85,8 @@ export class Outcomes {
   private interrupted?: HistoryEntry;
   /** The applied revision while its last outcome is a failure nothing has recovered yet. */
   private standingFailure?: { revision: string; planFile: string; target?: string; failed: string[] };
+  /** The last revision and reason `waiting` said (update locks): said again only when either changes. */
+  private lastWaiting?: string;
   private readonly log: Logger;
   private readonly supLog: Logger;
 
@@ -282,6 +284,19 @@ export class Outcomes {
   held(e: HeldEvent): void {
     this.reports?.held(e);
     this.deps.emit('held', e);
+  }
+
+  /**
+   * A revision waiting for update locks (SPEC §19): `pending` with the reason, once per revision and reason (a retake
+   * that finds the same locks held says nothing new). No row: nothing of it was applied.
+   */
+  waiting(e: AgentEventMap['waiting'][0]): void {
+    const key = `${e.revision}\n${e.reason}`;
+    if (this.lastWaiting === key) return;
+    this.lastWaiting = key;
+    this.log.info({ revision: e.revision, ...(e.wave !== undefined && { wave: e.wave }) }, `${e.reason}: the revision waits; what runs keeps running`);
+    this.reports?.waiting(e);
+    this.deps.emit('waiting', e);
   }
 
   /** Rule 5: called whenever a component becomes healthy; records a recovery once everything the revision asked runs. */

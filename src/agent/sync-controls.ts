@@ -72,7 +72,8 @@ export class SyncControls {
       }
     }
     log.info({ revision: r.id, plan: r.planFile, source: r.source }, 'manual apply requested');
-    this.o.queue.enqueue(r);
+    // Forced: the components' update locks are not waited for either (SPEC §19).
+    this.o.queue.enqueue(opts.force ? { ...r, overrideLocks: true } : r);
     return { revision: r.id, planFile: r.planFile, suspendedSync };
   }
 

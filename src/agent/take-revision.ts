@@ -3,6 +3,7 @@
 // writes what the outcome means (rows, events, reports), so this file decides and never records.
 import { isCommitId } from '../core/commit-id.js';
 import type { DesiredState } from '../core/desired-state.js';
+import type { Reconcile } from '../core/diff.js';
 import { formatDiagnostic } from '../core/errors.js';
 import { FLEET_FILE } from '../core/fleet.js';
 import type { Labels } from '../core/labels.js';
@@ -23,6 +24,7 @@ import type { PublicKey } from '../trust/minisign.js';
 import type { DeviceProblem, TrustSetting } from './agent-options.js';
 import { openRevisionSecrets, type SecretSteps } from './revision-secrets.js';
 import type { AgentUpdater } from '../agent-update/agent-updater.js';
+import type { UpdateLockWait } from './update-lock-wait.js';
 
 /** Refusals that depend on the device's clock (docs/signing.md, "Time"): the same revision is looked at again later. */
 const CLOCK_REFUSALS: ReadonlySet<string> = new Set(['KS_SIGNATURE_FROM_FUTURE', 'KS_SIGNATURE_TOO_OLD']);
@@ -39,7 +41,9 @@ export type RevisionOutcome =
   /** The agent switched to the version the revision asks for and is being restarted into it (SPEC §17). */
   | { kind: 'handover' }
   /** Not taken up now (another agent version while this one is on probation): the loop offers it again later. */
-  | { kind: 'deferred'; reason: string };
+  | { kind: 'deferred'; reason: string }
+  /** A component it would stop holds its update lock (SPEC §19): nothing applied; taken up again at the release. */
+  | { kind: 'waiting'; reason: string };
 
 export interface RevisionSteps {
   trust: TrustSetting;
@@ -63,6 +67,8 @@ export interface RevisionSteps {
   secrets?: SecretSteps;
   /** How this agent updates itself to the version a revision's [agent] names (SPEC §17); without it, it does not. */
   agentUpdate?: AgentUpdater;
+  /** Where a revision waits for update locks (SPEC §19); without it, locks are not looked at. */
+  lockWait?: UpdateLockWait;
 }
 
 /** The last placement logged ("this device in the fleet"), said again only when it changes. */
@@ -250,8 +256,21 @@ export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'wa
   }
   let ticket: ReturnType<Outcomes['begin']> | undefined;
   let r;
+  // Update locks (SPEC §19): a new revision does not stop a component that holds its lock, unless the lock's
+  // lock_timeout passed or an operator forced this apply. Nothing else (a crash restart, an operator restart) looks.
+  const wait = s.lockWait;
+  wait?.forget(rev.id);
+  const locks = wait && !rev.overrideLocks ? { ignore: (_n: string, timeoutMs: number | undefined) => wait.timedOut(rev.id, timeoutMs) } : undefined;
   try {
-    r = await s.engine.apply(state, info, (reconcile) => (ticket = s.outcomes.begin(info, reconcile, standing, rev.rollback === true, began)));
+    const begin = (reconcile: Reconcile) => (ticket = s.outcomes.begin(info, reconcile, standing, rev.rollback === true, began));
+    const done = locks ? await s.engine.apply(state, info, begin, { locks }) : await s.engine.apply(state, info, begin);
+    if ('holders' in done) {
+      const hold = wait!.wait(rev, done.holders);
+      s.outcomes.waiting({ revision: rev.id, ...(target !== undefined && { target }), ...(waveName !== undefined && { wave: waveName }), reason: hold.reason });
+      return { kind: 'waiting', reason: hold.reason };
+    }
+    wait?.done(rev.id);
+    r = done;
   } catch (e) {
     // Cut short by an error (the store could not write): the row stays open for the retry to finish.
     if (ticket) s.outcomes.abandoned(ticket);

@@ -25,6 +25,8 @@ export interface ApiAgent {
   syncState: Agent['syncState'];
   /** Commits held at the rollout gate (SPEC §14), in GET /v1/revision. */
   rolloutHolds?: Agent['rolloutHolds'];
+  /** The revision waiting for update locks (SPEC §19), in GET /v1/revision and /v1/history as `waiting`. */
+  waiting?: Agent['waiting'];
   /** Where a component's stdout.log and stderr.log are (GET /v1/logs/{name}); absent, the route answers 404. */
   logDirOf?: Agent['logDirOf'];
   /** Cleans text of the secret values the agent holds (SPEC §16): a component's log may print one. */

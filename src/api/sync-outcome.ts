@@ -9,7 +9,7 @@ export interface SyncOutcome {
   sync: 'done';
   /**
    * `applied` (success), `failed` (an apply that did not converge), `rejected` (refused before anything was touched),
-   * `held` (waiting at the rollout gate), `unchanged` (the source had nothing new for this device).
+   * `held` (waiting at the rollout gate, or for a component's update lock), `unchanged` (the source had nothing new for this device).
    */
   outcome: SyncOutcomeKind;
   /** The revision the outcome is about; for `unchanged`, the one the device runs (null when none yet). */
@@ -58,7 +58,7 @@ export function historyMark(agent: Pick<ApiAgent, 'store'>): HistoryMark {
 }
 
 /** undefined when the look failed and found nothing: the caller answers with the failure. */
-export function syncOutcome(agent: Pick<ApiAgent, 'store' | 'rolloutHolds'>, mark: HistoryMark, lookFailed: string | undefined): SyncOutcome | undefined {
+export function syncOutcome(agent: Pick<ApiAgent, 'store' | 'rolloutHolds' | 'waiting'>, mark: HistoryMark, lookFailed: string | undefined): SyncOutcome | undefined {
   const newest = newestTaken(agent);
   const applied = agent.store.appliedRevision()?.id ?? null;
   const rollout = (agent.rolloutHolds?.() ?? []).map((h) => ({ revision: h.revision, wave: h.wave, reason: h.reason }));
@@ -69,6 +69,9 @@ export function syncOutcome(agent: Pick<ApiAgent, 'store' | 'rolloutHolds'>, mar
     return { ...base, outcome, revision: newest.revision, summary, code: outcome === 'rejected' ? (rejectionCode(summary) ?? null) : null };
   }
   if (lookFailed !== undefined) return undefined;
+  // Waiting for a component's update lock (SPEC §19): held on the device, not at the gate.
+  const waiting = agent.waiting?.();
+  if (waiting) return { ...base, outcome: 'held', revision: waiting.revision, summary: waiting.reason, code: null };
   const held = rollout[0];
   if (held) return { ...base, outcome: 'held', revision: held.revision, summary: held.reason, code: null };
   return {

@@ -144,6 +144,18 @@ const runShape = {
 };
 const run = z.strictObject(runShape);
 
+/**
+ * An update lock (SPEC §19): a file in the component's work directory that, while a process holds a flock on it,
+ * keeps a new revision from stopping the component. Relative and inside the work directory; no default timeout.
+ */
+const updateLock = z.strictObject({
+  lock: z
+    .string()
+    .min(1)
+    .refine((p) => !p.startsWith('/') && !p.split('/').some((s) => s === '..' || s === '.' || s === ''), 'a path inside the component\'s work directory, like "run/update.lock": relative, without "..", "." or empty parts'),
+  lock_timeout: durationText.transform((v) => parseDuration(v) as number).optional(),
+});
+
 /** A configuration value: a scalar, or a table of them (`[config.http]`). Interpolated into strings by `{{config.…}}`. */
 type ConfigValue = string | number | boolean | { [key: string]: ConfigValue };
 const configValue: z.ZodType<ConfigValue> = z.lazy(() => z.union([z.string(), z.number(), z.boolean(), z.record(z.string(), configValue)]));
@@ -188,6 +200,7 @@ export const recipeSchema = z.strictObject({
       install: z.strictObject({ script: z.string().min(1), timeout: duration('5m') }).optional(),
       run: run.optional(),
       services: z.record(z.string(), service).optional(),
+      update: updateLock.optional(),
     })
     .optional(),
   // A sidecar composite: member recipes installed, updated and operated as one (SPEC §12).
@@ -198,12 +211,14 @@ export const recipeSchema = z.strictObject({
 /** A recipe file as parsed: defaults applied, durations in milliseconds. One run, several services, or members. */
 export type RecipeFile = z.output<typeof recipeSchema>;
 export type RunSpec = z.output<typeof run>;
+/** `[lifecycle.update]`: the lock file (relative to the work directory) and the timeout in ms, if any. */
+export type UpdateLockSpec = z.output<typeof updateLock>;
 export type ServiceSpec = z.output<typeof service>;
 export type RecipeMember = z.output<typeof member>;
 export type RecipeDependency = RecipeFile['dependencies'][number];
 /** What one runnable unit runs: a recipe with exactly one resolved run (a plain recipe, a service, a member, a replica). */
 export type Recipe = Omit<RecipeFile, 'lifecycle' | 'members' | 'config' | 'exports'> & {
-  lifecycle: { install?: NonNullable<RecipeFile['lifecycle']>['install']; run: RunSpec };
+  lifecycle: { install?: NonNullable<RecipeFile['lifecycle']>['install']; run: RunSpec; update?: UpdateLockSpec };
   config?: ConfigTable;
   exports?: RecipeFile['exports'];
 };

@@ -21,6 +21,8 @@ export interface Revision {
    * again; the replay floor does not refuse it. Never set from outside the agent.
    */
   rollback?: boolean;
+  /** An operator's forced manual apply (`keystonectl apply --force`): update locks are not waited for (SPEC §19). */
+  overrideLocks?: boolean;
 }
 
 /** Files whose change makes a new revision: what is signed and the signature itself. */

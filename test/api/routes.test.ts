@@ -200,10 +200,11 @@ describe('API routes', { timeout: 30_000 }, () => {
     expect(entries.map((e) => e.revision)).toEqual(['dir:rejected3', 'dir:rejected2']);
     expect(entries[0]).toMatchObject({ outcome: 'rejected', summary: 'test 3', reconcile: null, failed: [] });
     expect(first.body.nextBefore).toBe(entries[1]!.id);
+    expect(first.body.waiting).toBeNull();
     const second = await get(`/v1/history?limit=2&before=${first.body.nextBefore as number}`);
     expect((second.body.entries as Json[]).map((e) => e.revision)).toEqual(['dir:rejected1', await s.fx.revisionId()]);
     const last = await get(`/v1/history?limit=2&before=${second.body.nextBefore as number}`);
-    expect(last.body).toEqual({ entries: [], nextBefore: null });
+    expect(last.body).toEqual({ entries: [], nextBefore: null, waiting: null });
     const applied = (second.body.entries as Json[])[1]!;
     expect(applied).toMatchObject({ outcome: 'success', reconcile: expect.objectContaining({ startOrder: ['db', 'slow', 'gate', DOTTED, 'side'] }) });
     for (const q of ['limit=0', 'limit=101', 'limit=x', 'before=abc', 'before=-1', 'page=2']) expect((await get(`/v1/history?${q}`)).status, q).toBe(400);

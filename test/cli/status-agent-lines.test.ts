@@ -57,7 +57,7 @@ describe('keystonectl sync: the outcome in one line', () => {
       `bbbbbbbbbbbb rejected: ${replayed.reason}; still running 1a2b3c4d1a2b\n`,
     );
     const held = { revision: 'c'.repeat(40), wave: 'early', reason: 'held: waiting for wave canary (0 of 1 successes)' };
-    expect(renderSyncOutcome({ ...base, outcome: 'held', revision: held.revision, summary: held.reason, rollout: [held] })).toBe(`cccccccccccc held: ${held.reason}\n`);
+    expect(renderSyncOutcome({ ...base, outcome: 'held', revision: held.revision, summary: held.reason, rollout: [held] })).toBe(`cccccccccccc ${held.reason}\n`);
     expect(renderSyncOutcome({ ...base, outcome: 'applied', revision: C, summary: 's', rollout: [held] })).toBe(`applied 1a2b3c4d1a2b: s\ncommit cccccccccccc (wave early): ${held.reason}\n`);
     expect(renderSyncOutcome({ ...base, outcome: 'unchanged', revision: 'dir:0123456789ab', summary: 'nothing new: the device runs the newest revision of its source' })).toBe(
       'nothing new: the device runs the newest revision of its source (dir:0123456789ab)\n',

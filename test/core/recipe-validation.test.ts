@@ -227,7 +227,7 @@ describe('unknown keys, at every level', () => {
     { name: 'top level', toml: edit(PROCESS, { 1: 'colour = "blue"' }), expected: [d(CODES.UNKNOWN_KEY, 'colour', 1, { message: /unknown key "colour"/, hint: 'known keys: metadata, artifacts, config, exports, lifecycle, members, dependencies' })] },
     { name: 'metadata', toml: edit(PROCESS, { 6: 'descripton = "x"' }), expected: [d(CODES.UNKNOWN_KEY, 'metadata.descripton', 6, { hint: 'did you mean "description"?' })] },
     { name: 'artifacts[0]', toml: edit(PROCESS, { 11: 'unpak = false' }), expected: [d(CODES.UNKNOWN_KEY, 'artifacts[0].unpak', 11, { hint: 'did you mean "unpack"?' })] },
-    { name: 'lifecycle (a table)', toml: edit(PROCESS, {}, '[lifecycle.stop]', 'script = "x"'), expected: [d(CODES.UNKNOWN_KEY, 'lifecycle.stop', 41, { hint: 'known keys: install, run, services' })] },
+    { name: 'lifecycle (a table)', toml: edit(PROCESS, {}, '[lifecycle.stop]', 'script = "x"'), expected: [d(CODES.UNKNOWN_KEY, 'lifecycle.stop', 41, { hint: 'known keys: install, run, services, update' })] },
     { name: 'lifecycle.install', toml: edit(PROCESS, { 15: 'timout = "1m"' }), expected: [d(CODES.UNKNOWN_KEY, 'lifecycle.install.timout', 15, { hint: 'did you mean "timeout"?' })] },
     { name: 'lifecycle.run: a typo gets "did you mean"', toml: edit(PROCESS, { 19: 'restart_polcy = "never"' }), expected: [d(CODES.UNKNOWN_KEY, 'lifecycle.run.restart_polcy', 19, { message: /unknown key "restart_polcy"/, hint: 'did you mean "restart_policy"?' })] },
     { name: 'lifecycle.run.exec', toml: edit(PROCESS, { 24: 'workdir = "/tmp"' }), expected: [d(CODES.UNKNOWN_KEY, 'lifecycle.run.exec.workdir', 24, { hint: 'known keys: command, args, env' })] },
@@ -604,4 +604,25 @@ describe('several errors in one file', () => {
     const r = parseRecipe(FILE, toml);
     expect(r.diagnostics.map((x) => [x.line, x.path])).toEqual(expected.map((e) => [e.line, e.path]));
   });
+});
+
+describe('update locks ([lifecycle.update], SPEC §19)', () => {
+  it('a lock in the work directory and a lock_timeout parse (the timeout in ms); absent, nothing is added', () => {
+    const r = parseRecipe(FILE, edit(PROCESS, {}, '[lifecycle.update]', 'lock = "run/update.lock"', 'lock_timeout = "6h"'));
+    expect(r.diagnostics).toEqual([]);
+    expect(r.recipe?.lifecycle?.update).toEqual({ lock: 'run/update.lock', lock_timeout: 21_600_000 });
+    expect(parseRecipe(FILE, edit(PROCESS, {}, '[lifecycle.update]', 'lock = "update.lock"')).recipe?.lifecycle?.update).toEqual({ lock: 'update.lock' });
+    expect(parseRecipe(FILE, edit(PROCESS, {})).recipe?.lifecycle).not.toHaveProperty('update');
+  });
+
+  runRows([
+    ...['/run/update.lock', '../update.lock', 'run/../../x', 'run//update.lock', './update.lock', 'run/'].map((lock) => ({
+      name: `lock = ${JSON.stringify(lock)}: not a path inside the work directory`,
+      toml: edit(PROCESS, {}, '[lifecycle.update]', `lock = ${JSON.stringify(lock)}`),
+      expected: [d(CODES.INVALID_VALUE, 'lifecycle.update.lock', 42, { message: /a path inside the component's work directory/ })],
+    })),
+    { name: 'lock_timeout that is not a duration', toml: edit(PROCESS, {}, '[lifecycle.update]', 'lock = "run/update.lock"', 'lock_timeout = "soon"'), expected: [d(CODES.BAD_DURATION, 'lifecycle.update.lock_timeout', 43)] },
+    { name: 'a typo in [lifecycle.update]', toml: edit(PROCESS, {}, '[lifecycle.update]', 'lock = "run/update.lock"', 'lock_timout = "1h"'), expected: [d(CODES.UNKNOWN_KEY, 'lifecycle.update.lock_timout', 43, { hint: 'did you mean "lock_timeout"?' })] },
+    { name: '[lifecycle.update] without a lock', toml: edit(PROCESS, {}, '[lifecycle.update]', 'lock_timeout = "1h"'), expected: [d(CODES.MISSING_FIELD, 'lifecycle.update.lock', 41)] },
+  ]);
 });

@@ -51,6 +51,8 @@ export interface ComponentSpec {
   user?: string;
   /** The recipe's `[config]` (values for `{{config.KEY}}` in the install script, args, env …). */
   config?: Record<string, string>;
+  /** `[lifecycle.update]`: the update lock (relative to the work directory) and its `lock_timeout` (SPEC §19). */
+  updateLock?: { lock: string; timeout?: string };
 }
 
 /** The fields of `[lifecycle.run.container]`, spelled as in the recipe. `pull_policy` defaults to "never" here (no registry in tests). */
@@ -235,6 +237,7 @@ function renderRecipe(c: ComponentSpec, byName: Map<string, ComponentSpec>, arti
   const lines = ['[metadata]', `name = ${q(`com.acme.${c.name}`)}`, `version = ${q(c.version)}`, ''];
   if (c.artifact) lines.push('[[artifacts]]', `uri = ${q(`../artifacts/${c.artifact}`)}`, `sha256 = ${q(artifactSha(c.artifact))}`, 'unpack = false', '');
   if (c.install) lines.push('[lifecycle.install]', `script = ${q(c.install)}`, 'timeout = "30s"', '');
+  if (c.updateLock) lines.push('[lifecycle.update]', `lock = ${q(c.updateLock.lock)}`, ...(c.updateLock.timeout !== undefined ? [`lock_timeout = ${q(c.updateLock.timeout)}`] : []), '');
   if (c.config) lines.push('[config]', ...Object.entries(c.config).map(([k, v]) => `${k} = ${q(v)}`), '');
   if (c.container) lines.push(...renderContainer(c));
   else {

@@ -109,6 +109,13 @@ export interface RolloutHold {
   checkedAt: string | null;
 }
 
+export interface DeviceHold {
+  revision: string;
+  reason: string;
+  since: string | null;
+  holders: Array<{ component: string; lock: string; timeoutAt: string | null }>;
+}
+
 export interface Revision {
   id: string;
   source: string;
@@ -125,6 +132,8 @@ export interface Revision {
     held?: string | null;
   };
   rollout?: RolloutHold[];
+  /** A newer revision waiting on this device for a component's update lock (SPEC §19). */
+  waiting?: DeviceHold | null;
   rolledBack?: Array<{ group: string; [k: string]: unknown }>;
   warning?: string;
   agent?: AgentInfo;

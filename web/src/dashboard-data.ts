@@ -213,6 +213,7 @@ export function useDashboardData(): DashboardData {
             refreshers.history.request();
             break;
           case 'held':
+          case 'waiting':
           case 'superseded':
             refreshers.revision.request();
             refreshers.history.request();

@@ -120,6 +120,21 @@ export function RevisionPanel({ revision, rejected }: { revision: Loaded<Revisio
               </p>
             </div>
           )}
+          {r.waiting && (
+            <div class="callout tone-warn" data-field="waiting">
+              <p>
+                Commit <code title={r.waiting.revision}>{shortRevision(r.waiting.revision)}</code> waits: {r.waiting.reason}
+                {r.waiting.since && (
+                  <>
+                    {' '}
+                    (since <TimeAgo iso={r.waiting.since} />)
+                  </>
+                )}
+                . What runs keeps running; it is applied the moment the lock is let go
+                {r.waiting.holders.some((h) => h.timeoutAt) ? ', or when its lock_timeout passes' : ''}.
+              </p>
+            </div>
+          )}
           {(r.rollout?.length ?? 0) > 0 && (
             <div class="holds" data-field="rollout">
               <h3>Held at the rollout gate</h3>

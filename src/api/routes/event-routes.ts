@@ -7,7 +7,7 @@ import { openEventStream, StreamSlots, type EventStream } from '../event-stream.
 import { strictQuery } from '../query-params.js';
 
 /** Every event but `probe`: one per health check of every component would drown what matters (and /metrics counts them). */
-export const STREAMED_EVENTS = ['state', 'started', 'restart', 'applying', 'revision', 'resumed', 'recovered', 'held', 'superseded', 'pull'] as const satisfies ReadonlyArray<keyof AgentEventMap>;
+export const STREAMED_EVENTS = ['state', 'started', 'restart', 'applying', 'revision', 'resumed', 'recovered', 'held', 'waiting', 'superseded', 'pull'] as const satisfies ReadonlyArray<keyof AgentEventMap>;
 
 /** A few browser tabs and scripts; each stream is a connection the agent holds open. */
 export const MAX_EVENT_STREAMS = 16;

@@ -46,6 +46,17 @@ function outcomeView(entries: readonly HistoryEntry[]) {
   };
 }
 
+function waitingView(ctx: ApiContext) {
+  const w = ctx.agent.waiting?.();
+  if (!w) return null;
+  return {
+    revision: w.revision,
+    reason: w.reason,
+    since: iso(w.since),
+    holders: w.holders.map((h) => ({ component: h.component, lock: h.lock, timeoutAt: iso(h.timeoutAt) })),
+  };
+}
+
 function syncView(ctx: ApiContext) {
   const s = ctx.agent.syncState();
   return {
@@ -82,6 +93,8 @@ export function registerRevisionRoutes(server: FastifyInstance, ctx: ApiContext)
       sync: syncView(ctx),
       // Newer commits held at the rollout gate (SPEC §14), newest first, each with why: `held: waiting for wave …`.
       rollout: (ctx.agent.rolloutHolds?.() ?? []).map((h) => ({ revision: h.revision, target: h.target ?? null, wave: h.wave, reason: h.reason, checkedAt: iso(h.checkedAt) })),
+      // A newer revision waiting on this device for a component's update lock (SPEC §19), else null.
+      waiting: waitingView(ctx),
       // Composites this revision could not update: rolled back, and held at their previous members until another revision.
       rolledBack: ctx.agent.store.groupRollbacks?.() ?? [],
       // What this device allows any recipe (SPEC §5 device policy): what a revision was checked against.
@@ -108,6 +121,7 @@ export function registerRevisionRoutes(server: FastifyInstance, ctx: ApiContext)
     const entries = ctx.agent.store.history({ limit, ...(before !== undefined && { before }) });
     const last = entries.at(-1);
     // The cursor of the next (older) page; null on the last page.
-    return { entries: entries.map(historyView), nextBefore: entries.length === limit && last ? last.id : null };
+    // What waits has no row yet (nothing of it was applied): said beside the rows, on the first page.
+    return { entries: entries.map(historyView), nextBefore: entries.length === limit && last ? last.id : null, waiting: before === undefined ? waitingView(ctx) : null };
   });
 }

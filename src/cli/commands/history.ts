@@ -1,8 +1,8 @@
 // `keystonectl history`: the agent's applies, newest first, one line each, paged with --before.
 import { parseArgs } from 'node:util';
 import { AGENT_OPTIONS, AGENT_USAGE, agentClient, withAgentErrors } from '../agent-client.js';
-import { EXIT, UsageError, type CliIo } from '../io.js';
-import { timeMs, utc } from '../render/status-table.js';
+import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';
+import { timeMs, utc, waitingLine } from '../render/status-table.js';
 
 export const HISTORY_USAGE = `keystonectl history [--limit N] [--before ID] [--json] ${AGENT_USAGE}`;
 
@@ -57,6 +57,9 @@ export async function history(argv: string[], io: CliIo): Promise<number> {
       return EXIT.OK;
     }
     const entries = historyEntries(body);
+    // A revision waiting for update locks has no row yet: said first (SPEC §19).
+    const waiting = isObject(body) ? waitingLine(body.waiting, nowMs(io)).slice(1) : '';
+    if (waiting) io.stdout.write(waiting + '\n');
     io.stdout.write(renderHistory(entries));
     // The cursor of the next, older page (the API's `nextBefore`; a full page's last id otherwise).
     const last = entries[entries.length - 1]?.id;

@@ -34,7 +34,8 @@ export function renderSyncOutcome(r: Json): string {
       line = `${rev} rejected: ${summary}; still running ${r.applied === null ? 'nothing' : short(r.applied)}`;
       break;
     case 'held':
-      line = `${rev} held: ${summary}`;
+      // The reason says `held: …` itself (the rollout gate's, an update lock's): not twice.
+      line = summary.startsWith('held: ') ? `${rev} ${summary}` : `${rev} held: ${summary}`;
       break;
     case 'applying':
       line = `${rev} is being applied`;

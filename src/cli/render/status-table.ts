@@ -143,7 +143,7 @@ export function revisionLine(rev: Json | undefined, nowMs: number): string {
     : '';
   // Newer commits waiting at the rollout gate (SPEC §14): what this device will run next, and why not yet.
   const holds = Array.isArray(rev.rollout) ? rev.rollout.filter(isObject) : [];
-  const gate = holds.map((h) => `\ncommit ${(str(h.revision) ?? '?').slice(0, 12)} (wave ${str(h.wave) ?? '?'}): ${str(h.reason) ?? 'held'}`).join('');
+  const gate = holds.map((h) => `\ncommit ${(str(h.revision) ?? '?').slice(0, 12)} (wave ${str(h.wave) ?? '?'}): ${str(h.reason) ?? 'held'}`).join('') + waitingLine(rev.waiting, nowMs);
   // A suspended sync is the one thing an operator must not miss: the device no longer follows its commits.
   const sync = isObject(rev.sync) ? rev.sync : undefined;
   const suspended = sync && isObject(sync.suspended) ? sync.suspended : undefined;
@@ -151,6 +151,14 @@ export function revisionLine(rev: Json | undefined, nowMs: number): string {
   const since = timeMs(suspended.since);
   const held = str(sync?.held);
   return `${line}${heldBack}${gate}\n*** Git sync suspended by the manual apply ${str(suspended.revision) ?? '?'}${since !== undefined ? ` ${ago(since, nowMs)}` : ''}${held ? `; commit ${held.slice(0, 12)} is waiting` : ''}: run \`keystonectl resume\` ***`;
+}
+
+/** A revision waiting on this device for update locks (SPEC §19): `pending 3f2a1c0d9e8b: held: api holds its update lock (since 4m ago)`. */
+export function waitingLine(w: unknown, nowMs: number): string {
+  if (!isObject(w)) return '';
+  const since = timeMs(w.since);
+  const rev = str(w.revision) ?? '?';
+  return `\npending ${/^[0-9a-f]{40,64}$/.test(rev) ? rev.slice(0, 12) : rev}: ${str(w.reason) ?? 'held'}${since !== undefined ? ` (since ${ago(since, nowMs)})` : ''}; what runs keeps running`;
 }
 
 const HEADERS: Record<keyof StatusRow, string> = {

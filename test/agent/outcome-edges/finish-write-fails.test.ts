@@ -60,6 +60,7 @@ describe('a failure the store cannot write (a full disk)', { timeout: 60_000 }, 
       a.outcomes.reportTo({
         applying: (e) => void reports.push(`pending ${short(e.revision)}`),
         held: () => undefined,
+        waiting: () => undefined,
         finished: (e) => void reports.push(`${e.outcome} ${short(e.revision)}`),
         refused: () => undefined,
       });

@@ -1,0 +1,118 @@
+// The revision that waits for update locks (SPEC §19): at most one (the newest taken up; a newer one replaces it).
+// Each lock it waits for is watched (a blocking flock of its own, so the release is seen the moment it happens, not
+// at a poll); a release, or the first lock_timeout to pass, hands the revision back to the agent's loop, which tries
+// its locks again. How long it has waited counts from when this agent first found it held.
+import type { Logger } from '../log/logger.js';
+import { waitUpdateLock } from '../runtime/update-lock.js';
+import type { Revision } from '../source/directory-source.js';
+import { describeHolders, type LockHolder } from './update-locks.js';
+
+/** What GET /v1/revision shows as `waiting`. */
+export interface DeviceHold {
+  revision: string;
+  /** `held: api holds its update lock`. */
+  reason: string;
+  /** ms: when this agent first found the revision held. */
+  since: number;
+  holders: Array<{ component: string; lock: string; timeoutAt?: number }>;
+}
+
+export interface UpdateLockWaitOptions {
+  now: () => number;
+  log: Logger;
+  /** A lock was let go or a lock_timeout passed: the revision is taken up again. */
+  retake: (rev: Revision) => void;
+}
+
+interface Waiting {
+  rev: Revision;
+  since: number;
+  holders: LockHolder[];
+  stop: AbortController;
+  timer?: NodeJS.Timeout;
+}
+
+export class UpdateLockWait {
+  private w?: Waiting;
+  /** The revision waited for and since when: kept through its retakes, until it is applied or replaced. */
+  private started?: { revision: string; since: number };
+
+  constructor(private readonly o: UpdateLockWaitOptions) {}
+
+  /** Whether `name`'s lock is no longer waited for by `revision`: its lock_timeout passed since the wait began. */
+  timedOut(revision: string, timeoutMs: number | undefined): boolean {
+    if (timeoutMs === undefined || this.started?.revision !== revision) return false;
+    return this.o.now() - this.started.since >= timeoutMs;
+  }
+
+  /** `rev` found these locks held: wait for the first release (or timeout). The same revision keeps its start time. */
+  wait(rev: Revision, holders: LockHolder[]): DeviceHold {
+    const since = this.started?.revision === rev.id ? this.started.since : this.o.now();
+    this.started = { revision: rev.id, since };
+    this.cancel();
+    const stop = new AbortController();
+    const w: Waiting = { rev, since, holders, stop };
+    this.w = w;
+    const again = (why: string) => {
+      if (this.w !== w) return;
+      this.o.log.info({ revision: rev.id, why }, 'update lock: trying the revision again');
+      this.cancel();
+      this.o.retake(rev);
+    };
+    for (const h of holders) {
+      waitUpdateLock(h.workDir, h.lock, stop.signal).then(
+        async (lock) => {
+          await lock?.release();
+          again(`${h.component} let go of its update lock`);
+        },
+        (e: Error) => {
+          if (!stop.signal.aborted) {
+            this.o.log.warn({ revision: rev.id, component: h.component, err: e.message }, 'update lock: cannot watch it; trying the revision again');
+            again(`${h.component}'s lock could not be watched`);
+          }
+        },
+      );
+    }
+    const timeouts = holders.flatMap((h) => (h.timeoutMs === undefined ? [] : [since + h.timeoutMs - this.o.now()]));
+    if (timeouts.length) {
+      w.timer = setTimeout(() => again('a lock_timeout passed'), Math.max(0, Math.min(...timeouts)));
+      w.timer.unref();
+    }
+    return this.hold()!;
+  }
+
+  /** What waits, for status and the dashboard; undefined when nothing does. */
+  hold(): DeviceHold | undefined {
+    const w = this.w;
+    if (!w) return undefined;
+    return {
+      revision: w.rev.id,
+      reason: describeHolders(w.holders),
+      since: w.since,
+      holders: w.holders.map((h) => ({ component: h.component, lock: h.lock, ...(h.timeoutMs !== undefined && { timeoutAt: w.since + h.timeoutMs }) })),
+    };
+  }
+
+  /** Stops waiting: the revision is being taken up again, another replaced it, or the agent stops. */
+  cancel(): void {
+    const w = this.w;
+    this.w = undefined;
+    if (!w) return;
+    w.stop.abort();
+    clearTimeout(w.timer);
+  }
+
+  /** `revision` is being applied: a wait for another one ends (it is behind what runs from now on). */
+  forget(revision: string): void {
+    if (this.started?.revision === revision) return;
+    this.cancel();
+    this.started = undefined;
+  }
+
+  /** `revision` went through (its locks let go or not waited for): its wait is over. */
+  done(revision: string): void {
+    if (this.started?.revision !== revision) return;
+    this.cancel();
+    this.started = undefined;
+  }
+}
