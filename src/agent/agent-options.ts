@@ -1,5 +1,7 @@
 // What starting an agent takes (agent.ts): the composition root (run-agent.ts) fills it from the validated
 // configuration; tests fill it directly.
+import type { MaintenanceWindow } from '../core/maintenance-window.js';
+import type { RevisionSteps } from './take-revision.js';
 import type { AgentUpdater } from '../agent-update/agent-updater.js';
 import type { SecretSteps } from './revision-secrets.js';
 import type { PublicKey } from '../trust/minisign.js';
@@ -85,6 +87,10 @@ export interface AgentOptions {
   retryMs?: number;
   /** Called with the revision's own reader just before it is applied: relative artifacts are read from it. */
   useReader?: (reader: RepoReader) => void;
+  /** `--window`: when this device applies a new revision; a fleet target's window wins (SPEC §19). */
+  window?: MaintenanceWindow;
+  /** Downloads a revision's artifacts (and, for one held for its window, images) before anything stops (prefetch.ts). */
+  prefetch?: RevisionSteps['prefetch'];
   now?: () => number;
   random?: () => number;
 }

@@ -27,6 +27,7 @@ import type { StateDirLock } from './state-dir-lock.js';
 import { SyncControls, type ManualApplyAccepted, type SyncState } from './sync-controls.js';
 import { applyCandidate, takeRevision, type RevisionSteps } from './take-revision.js';
 import { UpdateLockWait, type DeviceHold } from './update-lock-wait.js';
+import { WindowWait } from './window-wait.js';
 
 export type { AgentEventMap } from './agent-events.js';
 export type { AgentOptions, DeviceProblem, TrustSetting } from './agent-options.js';
@@ -58,7 +59,7 @@ export interface Agent {
    * An operator's apply of a revision sent to the agent (`keystonectl apply`): verified and applied like any other.
    * An agent following Git refuses it (KS_FOLLOWING_GIT) unless `force`, which suspends the Git sync until resume().
    */
-  applyManual(r: Revision & { planFile: string }, opts: { force: boolean }): ManualApplyAccepted;
+  applyManual(r: Revision & { planFile: string }, opts: { force: boolean; now?: boolean }): ManualApplyAccepted;
   /** Ends a suspension: the newest revision the source found meanwhile is applied, or the source looks now. */
   resume(): { resumed: boolean; revision?: string };
   syncState(): SyncState;
@@ -193,6 +194,14 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     retryMs: opts.retryMs ?? 60_000,
   });
   const controls = new SyncControls({ following, store, queue, log, now });
+  /** The revision waiting for its maintenance window (SPEC §19): taken up again when it opens. */
+  const windowWait = new WindowWait({
+    now,
+    log,
+    retake: (rev) => {
+      if (!queue.pending) queue.enqueue(rev);
+    },
+  });
   /** The revision waiting for update locks (SPEC §19): taken up again the moment a lock is let go. */
   const lockWait = new UpdateLockWait({
     now,
@@ -239,6 +248,9 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     ...(opts.secrets && { secrets: opts.secrets }),
     ...(opts.agentUpdate && { agentUpdate: opts.agentUpdate }),
     lockWait,
+    windowWait,
+    ...(opts.window && { window: opts.window }),
+    ...(opts.prefetch && { prefetch: opts.prefetch }),
   };
 
   const agent: Agent = {
@@ -254,7 +266,10 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     syncSettled: () => controls.syncSettled(),
     onSync: (fn) => controls.onSync(fn),
     rolloutHolds: () => holds.holds(),
-    waiting: () => lockWait.hold(),
+    waiting: () => {
+      const w = windowWait.hold();
+      return lockWait.hold() ?? (w && { revision: w.revision, reason: w.reason, since: w.since, holders: [], opensAt: w.opensAt });
+    },
     logDirOf: (name) => componentPaths(opts.stateDir, name).logDir,
     scrubSecrets: scrub,
     health: () => deviceHealth({ stateDir: opts.stateDir }),
@@ -299,6 +314,7 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
       stopRotation();
       holds.close();
       lockWait.cancel();
+      windowWait.cancel();
       // Revisions not yet begun are dropped, and the one being applied ends now: a stop must not wait out start budgets.
       queue.close();
       engine.interrupt();

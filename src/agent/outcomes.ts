@@ -290,8 +290,8 @@ export class Outcomes {
    * A revision waiting for update locks (SPEC §19): `pending` with the reason, once per revision and reason (a retake
    * that finds the same locks held says nothing new). No row: nothing of it was applied.
    */
-  waiting(e: AgentEventMap['waiting'][0]): void {
-    const key = `${e.revision}\n${e.reason}`;
+  waiting(e: AgentEventMap['waiting'][0], stable = e.reason): void {
+    const key = `${e.revision}\n${stable}`;
     if (this.lastWaiting === key) return;
     this.lastWaiting = key;
     this.log.info({ revision: e.revision, ...(e.wave !== undefined && { wave: e.wave }) }, `${e.reason}: the revision waits; what runs keeps running`);

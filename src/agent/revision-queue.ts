@@ -95,7 +95,7 @@ export class RevisionQueue {
       try {
         const o = await this.opts.take(rev);
         if (o.kind === 'rejected') {
-          if (o.byClock && !this.pendingRev) this.retryLater(rev);
+          if (o.passing && !this.pendingRev) this.retryLater(rev);
           this.opts.afterRefusal?.(rev);
         }
         if (o.kind === 'deferred' && !this.pendingRev) this.retryLater(rev);

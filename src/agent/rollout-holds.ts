@@ -4,6 +4,7 @@
 // holding, rechecking and applying never overlap. Each held commit is reported once per change of its reason's kind
 // (another wave waited for, halted), not on every look.
 import type { AgentSection } from '../core/agent-section.js';
+import type { MaintenanceWindow } from '../core/maintenance-window.js';
 import type { DesiredState } from '../core/desired-state.js';
 import type { Rollout } from '../core/rollout.js';
 import type { Logger } from '../log/logger.js';
@@ -36,6 +37,8 @@ export interface Candidate {
   admission?: ReportAdmission;
   /** The agent version the commit asks this device to run (SPEC §17). */
   agent?: AgentSection;
+  /** The device's target's maintenance window (SPEC §19). */
+  window?: MaintenanceWindow;
 }
 
 export interface RolloutHold {

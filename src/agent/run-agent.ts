@@ -2,6 +2,9 @@
 // runtimes, the health probes, the state directory's lock, the rollout gate, the agent itself, and its source (Git,
 // with its reports and rollback policy, or a watched directory). The CLI parses and validates (cli/agent-settings.ts),
 // serves the API and waits for a stop; nothing here parses a flag.
+import { safeDirectory } from '../runtime/safe-path.js';
+import { statfs } from 'node:fs/promises';
+import { prefetch } from './prefetch.js';
 import { reportSigner, type ReportSigner } from '../identity/report-signature.js';
 import { join } from 'node:path';
 import { isSameProcess, processUid } from '../runtime/proc-identity.js';
@@ -183,6 +186,26 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
     ownerTag: tag,
     following: git ? 'git' : 'directory',
     useReader: (r) => (artifactReader = r),
+    ...(s.window && { window: s.window }),
+    // SPEC §19: a revision's artifacts (and, held for its window, its images) come before anything of it stops.
+    prefetch: (components, o) =>
+      prefetch(components, o, {
+        fetchArtifacts: async (c) => {
+          const { fetchArtifact } = await import('../artifacts/fetch-artifact.js');
+          // The cache is the agent's alone, as the installer checks it (artifact-installer.ts).
+          safeDirectory(join(stateDir, 'cache'), { mode: 0o700 });
+          let bytes = 0;
+          for (const a of c.recipe.artifacts) bytes += (await fetchArtifact({ uri: a.uri, sha256: a.sha256, recipeFile: c.recipePath, reader: artifactReader!, cacheDir: join(stateDir, 'cache'), maxBytes: MAX_ARTIFACT_BYTES })).bytes;
+          return bytes;
+        },
+        pullImage: (c) => containerRuntime.prefetchImage(c),
+        freeBytes: async () => {
+          const f = await statfs(stateDir);
+          return f.bavail * f.bsize;
+        },
+        where: stateDir,
+        log,
+      }),
     logMaxBytes: s.logMaxBytes,
     logKeep: s.logKeep,
   }));

@@ -1,5 +1,6 @@
 // Everything the composition root (run-agent.ts) needs, validated once by the caller (the CLI's agent-settings.ts:
 // flags and the configuration file, with their messages): typed values, no strings left to parse here.
+import type { MaintenanceWindow } from '../core/maintenance-window.js';
 import type { DevicePolicy } from '../core/device-policy.js';
 import type { Labels } from '../core/labels.js';
 import type { RestartLimits } from '../core/restart-policy.js';
@@ -88,6 +89,8 @@ export interface RunSettings {
   restartLimits: RestartLimits;
   logMaxBytes: number;
   logKeep: number;
+  /** `--window`: when this device applies a new revision (SPEC §19); a fleet target's window wins. */
+  window?: MaintenanceWindow;
   /**
    * Set by `keystone agent` once the state directory is locked and before anything in it is read (runAgent's
    * beforeAdopt hook: the keys live in the state directory, and a device whose keys are unsafe or gone must not start);

@@ -55,7 +55,7 @@ export class SyncControls {
     this.o.queue.enqueue(r);
   }
 
-  applyManual(r: Revision & { planFile: string }, opts: { force: boolean }): ManualApplyAccepted {
+  applyManual(r: Revision & { planFile: string }, opts: { force: boolean; now?: boolean }): ManualApplyAccepted {
     const { store, log } = this.o;
     this.o.queue.forgetRetry();
     let suspendedSync = false;
@@ -73,7 +73,8 @@ export class SyncControls {
     }
     log.info({ revision: r.id, plan: r.planFile, source: r.source }, 'manual apply requested');
     // Forced: the components' update locks are not waited for either (SPEC §19).
-    this.o.queue.enqueue(opts.force ? { ...r, overrideLocks: true } : r);
+    // --now: nor the maintenance window (a lock still holds: SPEC §19).
+    this.o.queue.enqueue({ ...r, ...(opts.force && { overrideLocks: true }), ...((opts.force || opts.now) && { overrideWindow: true }) });
     return { revision: r.id, planFile: r.planFile, suspendedSync };
   }
 

@@ -2,7 +2,7 @@
 // gate → 5 apply (or resume). Each step either passes the revision on or ends it with an outcome value; outcomes.ts
 // writes what the outcome means (rows, events, reports), so this file decides and never records.
 import { isCommitId } from '../core/commit-id.js';
-import type { DesiredState } from '../core/desired-state.js';
+import type { DesiredComponent, DesiredState } from '../core/desired-state.js';
 import type { Reconcile } from '../core/diff.js';
 import { formatDiagnostic } from '../core/errors.js';
 import { FLEET_FILE } from '../core/fleet.js';
@@ -25,13 +25,18 @@ import type { DeviceProblem, TrustSetting } from './agent-options.js';
 import { openRevisionSecrets, type SecretSteps } from './revision-secrets.js';
 import type { AgentUpdater } from '../agent-update/agent-updater.js';
 import type { UpdateLockWait } from './update-lock-wait.js';
+import type { WindowWait } from './window-wait.js';
+import type { Prefetched } from './prefetch.js';
+import { windowState, type MaintenanceWindow } from '../core/maintenance-window.js';
+import { diff } from '../core/diff.js';
 
 /** Refusals that depend on the device's clock (docs/signing.md, "Time"): the same revision is looked at again later. */
 const CLOCK_REFUSALS: ReadonlySet<string> = new Set(['KS_SIGNATURE_FROM_FUTURE', 'KS_SIGNATURE_TOO_OLD']);
 
 /** What became of a revision the loop took up. */
 export type RevisionOutcome =
-  | { kind: 'rejected'; reason: string; byClock: boolean }
+  /** `passing`: refused for a reason that passes (the clock, the disk): the loop tries it again later. */
+  | { kind: 'rejected'; reason: string; passing: boolean }
   | { kind: 'held' }
   | { kind: 'failed-before' }
   /** The commit the device runs, carried out in this run already. */
@@ -69,6 +74,12 @@ export interface RevisionSteps {
   agentUpdate?: AgentUpdater;
   /** Where a revision waits for update locks (SPEC §19); without it, locks are not looked at. */
   lockWait?: UpdateLockWait;
+  /** The device's own maintenance window (`--window`); a fleet target's wins (SPEC §19). */
+  window?: MaintenanceWindow;
+  /** Where a revision waits for its window; without it, windows are not looked at. */
+  windowWait?: WindowWait;
+  /** Downloads ahead of the apply and the disk check (prefetch.ts); without it, nothing is fetched early. */
+  prefetch?: (components: DesiredComponent[], o: { images: boolean; revision: string }) => Promise<Prefetched>;
 }
 
 /** The last placement logged ("this device in the fleet"), said again only when it changes. */
@@ -84,11 +95,11 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
   let target: string | undefined;
   /** The device's rollout wave, once the plan is resolved: a refusal on the device then counts towards a halt. */
   let waveName: string | undefined;
-  const reject = (reason: string, byClock = false): RevisionOutcome => {
+  const reject = (reason: string, passing = false): RevisionOutcome => {
     // Written, then said: whoever reads the log line finds the history agreeing with it.
     s.outcomes.rejected({ revision: rev.id, planFile, ...(target !== undefined && { target }), ...(waveName !== undefined && { wave: waveName }), reason, began, silent: rev.rollback === true });
     log.error({ revision: rev.id, reason }, 'revision refused; still running the previous one');
-    return { kind: 'rejected', reason, byClock };
+    return { kind: 'rejected', reason, passing };
   };
 
   // 1. Verify: the signatures over SHA256SUMS, before any TOML is parsed.
@@ -182,7 +193,7 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
   // The revision this device runs (offered again after a restart) is not gated again: its own report stands (a
   // failed canary must stay a failure in the rollout, not turn into `halted` by its own failure).
   const current = standing.kind === 'resume' || standing.kind === 'continue';
-  const c = { rev, state: resolution.state, planFile, ...(target !== undefined && { target }), ...(signedAt !== undefined && { signedAt }), ...(signers !== undefined && { signers }), ...(resolution.agent && { agent: resolution.agent }), began };
+  const c = { rev, state: resolution.state, planFile, ...(target !== undefined && { target }), ...(signedAt !== undefined && { signedAt }), ...(signers !== undefined && { signers }), ...(resolution.agent && { agent: resolution.agent }), ...(resolution.window && { window: resolution.window }), began };
   // The commit a new agent version was switched to for (SPEC §17) passed its gate before the switch: not gated again,
   // its deadline runs.
   const proving = s.agentUpdate?.trialCommit() === rev.id;
@@ -220,6 +231,13 @@ export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'wa
   const standing = s.outcomes.standing(rev, { identity: s.identity, loaded: s.engine.loaded === rev.id });
   // Decided between its hold and its gate opening (step 4 said so for a revision not held).
   if (standing.kind === 'current' || standing.kind === 'failed-before') return { kind: standing.kind };
+  // 5'. What the revision downloads, at once, and when this device may apply it (SPEC §19). What runs (resumed) and
+  // an apply cut short (finished) are not new; a rollback repairs a failure now; `apply --now` overrides the window;
+  // the commit a new agent version is on trial for was switched to inside its window.
+  if (standing.kind !== 'resume') {
+    const held = await downloadsAndWindow(c, standing.kind === 'continue' || s.agentUpdate?.trialCommit() === rev.id, s);
+    if (held) return held;
+  }
   // 5a. The agent version the revision asks for (SPEC §17): switched to before anything else is done, and the
   // revision is applied by the new agent, which must adopt every component as it runs and report success.
   const update = s.agentUpdate;
@@ -235,7 +253,7 @@ export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'wa
     if (d.kind === 'refuse') {
       s.outcomes.rejected({ revision: rev.id, planFile, ...(target !== undefined && { target }), ...(waveName !== undefined && { wave: waveName }), reason: d.reason, began, silent: rev.rollback === true });
       s.log.error({ revision: rev.id, reason: d.reason }, 'revision refused; still running the previous one');
-      return { kind: 'rejected', reason: d.reason, byClock: false };
+      return { kind: 'rejected', reason: d.reason, passing: false };
     }
     if (d.kind === 'failed') updateFailed = d.reason;
     const missing = update.settles(rev.id, c.agent) ? update.notAdopted() : [];
@@ -282,6 +300,34 @@ export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'wa
   // (the commit did not report success) without barring the package: the next commit may try it again.
   if (update?.settles(rev.id, c.agent) && !r.interrupted) await update.settle(r.outcome, `${r.outcome}: ${r.summary}`, { blocks: false });
   return { kind: 'applied', outcome: r.interrupted ? 'interrupted' : r.outcome };
+}
+
+/** Downloads ahead (refusing a revision that does not fit), then the window: a waiting outcome when it is closed. */
+async function downloadsAndWindow(c: Pick<Candidate, 'rev' | 'state' | 'planFile' | 'target' | 'began' | 'window'> & { waveName?: string }, inProgress: boolean, s: RevisionSteps): Promise<RevisionOutcome | undefined> {
+  const { rev, state, planFile, target, waveName, began } = c;
+  const window = c.window ?? s.window;
+  // A device that runs nothing yet has nothing to disturb: its first revision goes at once.
+  const exempt = inProgress || rev.rollback === true || rev.overrideWindow === true || s.store.components().length === 0;
+  const now = s.now();
+  const closed = window && !exempt && s.windowWait ? windowState(window, now) : undefined;
+  const changing = new Set(diff(state, s.store.actualState()).startOrder);
+  if (s.prefetch && changing.size) {
+    const got = await s.prefetch(state.components.filter((x) => changing.has(x.name)), { images: closed?.open === false, revision: rev.id });
+    if (!got.ok) {
+      s.outcomes.rejected({ revision: rev.id, planFile, ...(target !== undefined && { target }), ...(waveName !== undefined && { wave: waveName }), reason: got.reason, began, silent: rev.rollback === true });
+      s.log.error({ revision: rev.id, reason: got.reason }, 'revision refused; still running the previous one');
+      return { kind: 'rejected', reason: got.reason, passing: true };
+    }
+  }
+  if (closed && !closed.open) {
+    const hold = s.windowWait!.wait(rev, window!, closed.opensAt);
+    s.lockWait?.forget(rev.id);
+    s.outcomes.waiting({ revision: rev.id, ...(target !== undefined && { target }), ...(waveName !== undefined && { wave: waveName }), reason: hold.reason }, hold.stable);
+    return { kind: 'waiting', reason: hold.reason };
+  }
+  s.windowWait?.done(rev.id);
+  s.windowWait?.forget(rev.id);
+  return undefined;
 }
 
 function packageVersionOf(section: { version: string } | undefined): string {

@@ -5,6 +5,7 @@
 import type { Logger } from '../log/logger.js';
 import { waitUpdateLock } from '../runtime/update-lock.js';
 import type { Revision } from '../source/directory-source.js';
+import { RevisionWait } from './revision-wait.js';
 import { describeHolders, type LockHolder } from './update-locks.js';
 
 /** What GET /v1/revision shows as `waiting`. */
@@ -15,6 +16,8 @@ export interface DeviceHold {
   /** ms: when this agent first found the revision held. */
   since: number;
   holders: Array<{ component: string; lock: string; timeoutAt?: number }>;
+  /** Held for the maintenance window: when it opens (ms). */
+  opensAt?: number;
 }
 
 export interface UpdateLockWaitOptions {
@@ -32,12 +35,12 @@ interface Waiting {
   timer?: NodeJS.Timeout;
 }
 
-export class UpdateLockWait {
+export class UpdateLockWait extends RevisionWait {
   private w?: Waiting;
-  /** The revision waited for and since when: kept through its retakes, until it is applied or replaced. */
-  private started?: { revision: string; since: number };
 
-  constructor(private readonly o: UpdateLockWaitOptions) {}
+  constructor(private readonly o: UpdateLockWaitOptions) {
+    super(o.now);
+  }
 
   /** Whether `name`'s lock is no longer waited for by `revision`: its lock_timeout passed since the wait began. */
   timedOut(revision: string, timeoutMs: number | undefined): boolean {
@@ -47,8 +50,7 @@ export class UpdateLockWait {
 
   /** `rev` found these locks held: wait for the first release (or timeout). The same revision keeps its start time. */
   wait(rev: Revision, holders: LockHolder[]): DeviceHold {
-    const since = this.started?.revision === rev.id ? this.started.since : this.o.now();
-    this.started = { revision: rev.id, since };
+    const since = this.begin(rev.id);
     this.cancel();
     const stop = new AbortController();
     const w: Waiting = { rev, since, holders, stop };
@@ -100,19 +102,5 @@ export class UpdateLockWait {
     if (!w) return;
     w.stop.abort();
     clearTimeout(w.timer);
-  }
-
-  /** `revision` is being applied: a wait for another one ends (it is behind what runs from now on). */
-  forget(revision: string): void {
-    if (this.started?.revision === revision) return;
-    this.cancel();
-    this.started = undefined;
-  }
-
-  /** `revision` went through (its locks let go or not waited for): its wait is over. */
-  done(revision: string): void {
-    if (this.started?.revision !== revision) return;
-    this.cancel();
-    this.started = undefined;
   }
 }

@@ -9,6 +9,7 @@ import { MAX_CERTIFICATE_FILE_BYTES } from '../agent/run-settings.js';
 import { parseListenAddress } from '../api/listen-address.js';
 import { canonicalCapability, canonicalHostPath } from '../core/device-policy.js';
 import { parseDuration } from '../core/duration.js';
+import { parseWindowText } from '../core/maintenance-window.js';
 import { CODES } from '../core/errors.js';
 import { deviceNameProblem, LABEL_KEY_HINT, LABEL_VALUE_HINT, labelKeyProblem, labelValueProblem } from '../core/labels.js';
 import { describe } from '../core/toml-document.js';
@@ -264,6 +265,10 @@ export const CONFIG_RULES: Record<AgentOptionName, Rule> = {
   'log-format': oneOf('pretty', 'json'),
   'stop-on-exit': boolean,
   'allow-agent-update': boolean,
+  window: one((text, at) => {
+    const w = parseWindowText(text);
+    return typeof w === 'string' ? at.problem(CODES.INVALID_VALUE, w, 'window = "mon,tue 02:00-04:00 Europe/Berlin"') : text;
+  }),
   settle: duration(false),
   'max-backoff': duration(false),
   'crash-loop-limit': wholeNumber,

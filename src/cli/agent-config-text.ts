@@ -127,6 +127,7 @@ export function agentConfigText(c: InitialConfig): string {
     line('grace', undefined, '"10s"', 'between SIGTERM and SIGKILL'),
     line('log-format', undefined, '"json"', 'default: pretty on a terminal, else json'),
     line('stop-on-exit', undefined, 'false', 'true: stop the components when the agent stops'),
+    line('window', undefined, '"sat,sun 02:00-04:00 Europe/Berlin"', 'apply new revisions only then (a fleet target\'s window wins)'),
     line('max-backoff', undefined, '"60s"', 'the cap of restart backoff'),
     line('crash-loop-limit', undefined, '10', 'restarts without a healthy spell before crash-looping'),
     line('healthy-spell', undefined, '"10m"', 'healthy this long gives the restart budget back'),

@@ -29,6 +29,8 @@ export const AGENT_OPTIONS = {
   'stop-on-exit': { type: 'boolean', default: false },
   // SPEC §17: install the agent version a signed fleet.toml names; root on this device for whoever signs the repository.
   'allow-agent-update': { type: 'boolean', default: false },
+  // SPEC §19: when this device applies a new revision ("mon,tue 02:00-04:00 Europe/Berlin"); a fleet target's wins.
+  window: { type: 'string' },
   settle: { type: 'string', default: '300ms' },
   'max-backoff': { type: 'string', default: '60s' },
   'crash-loop-limit': { type: 'string', default: '10' },

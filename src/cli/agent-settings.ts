@@ -1,6 +1,7 @@
 // `keystone agent`'s flags (over the configuration file, over the defaults: agent-options.ts) checked once and turned
 // into the typed settings the composition root takes (agent/run-agent.ts). Each problem is a UsageError naming the
 // flag: exit code 2, and nothing on the device touched.
+import { parseWindowText, type MaintenanceWindow } from '../core/maintenance-window.js';
 import { readFileSync, statSync } from 'node:fs';
 import { availableParallelism, hostname } from 'node:os';
 import { resolve } from 'node:path';
@@ -99,6 +100,7 @@ export function agentSettings(values: AgentOptionValues, positionals: string[], 
     restartLimits: { ...DEFAULT_RESTART_LIMITS, maxBackoffMs, healthySpellMs, crashLoopLimit },
     logMaxBytes: positiveInt(values['log-max-bytes'], '--log-max-bytes'),
     logKeep: positiveInt(values['log-keep'], '--log-keep'),
+    ...(values.window !== undefined && { window: windowFrom(values.window) }),
   };
   return {
     run,
@@ -216,6 +218,12 @@ function gitSettings(values: AgentOptionValues, io: CliIo, token: string | undef
     status,
     ...(github && { github }),
   };
+}
+
+function windowFrom(text: string): MaintenanceWindow {
+  const w = parseWindowText(text);
+  if (typeof w === 'string') throw new UsageError(`--window: ${w}`);
+  return w;
 }
 
 function parseOwnerRepo(text: string): { owner: string; repo: string } {

@@ -11,6 +11,7 @@ import { componentName } from './schema-rules.js';
 import { parseTomlDocument, type ParsedDocument } from './toml-document.js';
 import { checkRollout, rolloutSchema } from './rollout.js';
 import { agentSectionSchema, checkAgentSection } from './agent-section.js';
+import { windowSchema } from './window-schema.js';
 
 export const FLEET_FILE = 'fleet.toml';
 
@@ -29,6 +30,8 @@ const target = z.strictObject({
   config: z.record(z.string(), configTable).optional(),
   // This target's agent version (SPEC §17), instead of the fleet's [agent].
   agent: agentSectionSchema.optional(),
+  // When its devices apply a new revision (SPEC §19): { days = ["mon"], from = "02:00", to = "04:00", timezone = "…" }.
+  window: windowSchema.optional(),
 });
 
 export const fleetSchema = z.strictObject({

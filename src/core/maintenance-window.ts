@@ -118,3 +118,58 @@ function instantOf(day: LocalDate, minutes: number, zone: string): number {
   }
   return hi - (hi % 1000);
 }
+
+/** `Tue 02:00 Europe/Berlin`: when a closed window next opens, on its own wall clock. */
+export function describeOpening(w: MaintenanceWindow, opensAt: number): string {
+  if (!Number.isFinite(opensAt)) return 'never';
+  const wall = new Date(wallClock(opensAt, w.timezone));
+  const day = WEEKDAYS[wall.getUTCDay()]!;
+  const hh = String(wall.getUTCHours()).padStart(2, '0');
+  const mm = String(wall.getUTCMinutes()).padStart(2, '0');
+  return `${day[0]!.toUpperCase()}${day.slice(1)} ${hh}:${mm} ${w.timezone}`;
+}
+
+/** `3h12m`, `45m`, `20s`: how long until `at`, to the minute past a minute. */
+export function describeWait(ms: number): string {
+  const s = Math.max(0, Math.ceil(ms / 1000));
+  if (s < 60) return `${s}s`;
+  const m = Math.ceil(s / 60);
+  if (m < 60) return `${m}m`;
+  const h = Math.floor(m / 60);
+  if (h < 48) return `${h}h${m % 60 ? `${m % 60}m` : ''}`;
+  return `${Math.floor(h / 24)}d${h % 24 ? `${h % 24}h` : ''}`;
+}
+
+/** `mon,tue 02:00-04:00 Europe/Berlin`: a window in one line (the agent's --window, and how it is shown). */
+export function formatWindow(w: MaintenanceWindow): string {
+  const t = (m: number) => `${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}`;
+  return `${w.days.join(',')} ${t(w.from)}-${t(w.to)} ${w.timezone}`;
+}
+
+/** What is wrong with a window's parts, or undefined: the one check of the fleet file's and the agent's. */
+export function windowProblem(w: { days: readonly string[]; from: string; to: string; timezone: string }): { key: 'days' | 'from' | 'to' | 'timezone'; message: string } | undefined {
+  if (w.days.length === 0) return { key: 'days', message: 'names no day: a window that never opens holds every revision for ever' };
+  const bad = w.days.find((d) => !(WEEKDAYS as readonly string[]).includes(d));
+  if (bad !== undefined) return { key: 'days', message: `"${bad}" is not a day: use ${WEEKDAYS.join(', ')}` };
+  const from = parseClockTime(w.from);
+  if (from === undefined || from === 24 * 60) return { key: 'from', message: `"${w.from}" is not a time of day: use "HH:MM", 00:00 to 23:59` };
+  const to = parseClockTime(w.to);
+  if (to === undefined) return { key: 'to', message: `"${w.to}" is not a time of day: use "HH:MM", 00:00 to 24:00` };
+  if (to === from) return { key: 'to', message: 'the window ends when it begins: for a whole day write from = "00:00", to = "24:00" (one whose to is before its from runs past midnight into the next day)' };
+  if (!isTimezone(w.timezone)) return { key: 'timezone', message: `"${w.timezone}" is not a timezone this device knows: use an IANA name such as "Europe/Berlin" or "UTC"` };
+  return undefined;
+}
+
+/** The window of checked parts. */
+export function toWindow(w: { days: readonly string[]; from: string; to: string; timezone: string }): MaintenanceWindow {
+  return { days: [...new Set(w.days)] as Weekday[], from: parseClockTime(w.from)!, to: parseClockTime(w.to)!, timezone: w.timezone };
+}
+
+/** `mon,tue 02:00-04:00 Europe/Berlin` as given to --window; a problem's text when it is not one. */
+export function parseWindowText(text: string): MaintenanceWindow | string {
+  const m = /^\s*([a-z,]+)\s+(\d\d:\d\d)-(\d\d:\d\d)\s+(\S+)\s*$/.exec(text);
+  if (!m) return `"${text}" is not a window: write "mon,tue 02:00-04:00 Europe/Berlin" (days, from-to, timezone)`;
+  const parts = { days: m[1]!.split(',').filter(Boolean), from: m[2]!, to: m[3]!, timezone: m[4]! };
+  const p = windowProblem(parts);
+  return p ? `${p.key}: ${p.message}` : toWindow(parts);
+}

@@ -143,6 +143,16 @@ export class ContainerRuntime implements Runtime {
   }
 
   /**
+   * The image ahead of time (SPEC §19: a revision held for its maintenance window is downloaded at once): pulled as
+   * install would (`always` and `if-not-present` when missing), `never` left as it is. Nothing else is touched.
+   */
+  async prefetchImage(c: DesiredComponent, signal?: AbortSignal): Promise<void> {
+    const spec = this.assertAllowed(c);
+    const policy = spec.pull_policy === 'always' ? 'if-not-present' : spec.pull_policy;
+    await this.ensureImage(await this.engine(spec.runtime), c, policy, signal);
+  }
+
+  /**
    * Creates and starts the component's container, labelled as ours, and follows its exit and output. The image must
    * be there (install pulled it; a pullable image that has gone since is pulled again). Throws ContainerError:
    * what check() refuses, KS_CONTAINER_ENGINE_UNAVAILABLE, KS_IMAGE_MISSING, KS_START_FAILED.

@@ -23,6 +23,8 @@ export interface Revision {
   rollback?: boolean;
   /** An operator's forced manual apply (`keystonectl apply --force`): update locks are not waited for (SPEC §19). */
   overrideLocks?: boolean;
+  /** An operator's `keystonectl apply --now`: the maintenance window is not waited for (SPEC §19); locks are. */
+  overrideWindow?: boolean;
 }
 
 /** Files whose change makes a new revision: what is signed and the signature itself. */

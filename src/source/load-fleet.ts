@@ -7,6 +7,7 @@ import { FLEET_FILE, parseFleet, selectTarget, targetPlanPath, type FleetTarget,
 import { formatLabels, type Labels } from '../core/labels.js';
 import { rolloutOf, waveOf, type Rollout } from '../core/rollout.js';
 import { agentSectionFor, type AgentSection } from '../core/agent-section.js';
+import type { MaintenanceWindow } from '../core/maintenance-window.js';
 import type { DesiredState, Resolution } from '../core/desired-state.js';
 import { loadRevision } from './load-revision.js';
 import { MAX_DOCUMENT_BYTES, type RepoReader } from './repo-reader.js';
@@ -22,7 +23,7 @@ export type LoadedFleet = { ok: true; fleet: ParsedFleet; targets: ResolvedTarge
 
 /** What a device runs from a revision: its target's resolved plan, or why there is none. */
 export type DeviceResolution =
-  | { ok: true; state: DesiredState; planFile: string; target?: string; rollout?: Rollout; wave?: { index: number; name: string }; agent?: AgentSection }
+  | { ok: true; state: DesiredState; planFile: string; target?: string; rollout?: Rollout; wave?: { index: number; name: string }; agent?: AgentSection; window?: MaintenanceWindow }
   | { ok: false; diagnostics: Diagnostic[]; noTarget?: undefined }
   /** The revision is valid, but no target takes this device: it keeps what runs. */
   | { ok: false; diagnostics: Diagnostic[]; noTarget: { device: string; labels: Labels } };
@@ -110,7 +111,8 @@ export async function loadForDevice(reader: RepoReader, device: string, labels: 
   const section = loaded.fleet.fleet!.rollout;
   // The agent version this device's target runs (SPEC §17), staged with the rest of the commit.
   const agentSection = agentSectionFor(loaded.fleet.fleet!, t.target);
-  const agent = agentSection && { agent: agentSection };
+  // The target's maintenance window (SPEC §19) goes with it: when this device applies the commit.
+  const agent = { ...(agentSection && { agent: agentSection }), ...(t.target.window && { window: t.target.window }) };
   if (!section) return { ok: true, state: t.state, planFile: t.planFile, target: t.target.name, ...agent };
   // Staged (SPEC §14): the device's wave in this commit's fleet.toml, by its name and labels.
   const rollout = rolloutOf(section);

@@ -65,4 +65,15 @@ describe('commit statuses from outcomes', () => {
       ['error', { wave: 'early', state: 'halted', keep: [C2] }],
     ]);
   });
+
+  it('waiting for an update lock or a maintenance window: pending with the reason; in a wave, held (the gate counts it as neither a success nor a failure)', () => {
+    const { sent, r } = setup({ rolloutKeep: () => [C2] });
+    r.waiting({ revision: C1, reason: 'held: api holds its update lock' });
+    r.waiting({ revision: C2, wave: 'early', reason: 'held: outside the maintenance window (opens Tue 02:00 Europe/Berlin, in 3h12m)' });
+    expect(sent.map((s) => [s.state, s.description, s.rollout])).toEqual([
+      ['pending', 'held: api holds its update lock', undefined],
+      ['pending', 'held: outside the maintenance window (opens Tue 02:00 Europe/Berlin, in 3h12m)', { wave: 'early', state: 'held', keep: [] }],
+    ]);
+  });
 });
+

@@ -5,12 +5,15 @@ import type { ComponentSpec } from '../support/stack-fixture.js';
 import { apiStack, until, type ApiStack } from './api-stack.js';
 import { rawRequest } from './http-request.js';
 
-/** Healthy about a second after each start. */
+/**
+ * Healthy about a second after each start. The instance that stops takes its `ready` away: left behind, the next
+ * instance's first probe could find it before its own `rm` ran, and pass at once (a flake under load).
+ */
 const slow: ComponentSpec = {
   name: 'slow',
   version: '1.0.0',
   command: 'sh',
-  args: ['-c', 'rm -f ready; sleep 1; touch ready; exec sleep 1000'],
+  args: ['-c', "trap 'rm -f ready; exit 0' TERM; rm -f ready; sleep 1; touch ready; sleep 1000 & wait"],
   health: { check: 'cmd:test -f ready', interval: '100ms', timeout: '1s', failureThreshold: 100 },
 };
 

@@ -98,6 +98,7 @@ allow-mount = ["/srv/data"]
 allow-capability = ["CAP_NET_BIND_SERVICE"]
 allow-device = ["/dev/ttyUSB0"]
 allow-agent-update = true
+window = "sat,sun 02:00-04:00 Europe/Berlin"
 docker-socket = "ETC/docker.sock"
 podman-socket = "ETC/podman.sock"
 dashboard = true

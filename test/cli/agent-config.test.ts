@@ -74,6 +74,8 @@ const CASES: Case[] = [
   { what: 'a bad healthy-spell', text: () => DIR_BASE() + 'healthy-spell = "ten minutes"\n', code: 'KS_BAD_DURATION', path: 'healthy-spell', line: 4 },
   { what: 'a bad max-age', text: () => REPO_BASE() + 'max-age = "30d"\n', code: 'KS_BAD_DURATION', path: 'max-age', line: 4 },
   { what: 'a bad max-clock-skew', text: () => REPO_BASE() + 'max-clock-skew = "5 m"\n', code: 'KS_BAD_DURATION', path: 'max-clock-skew', line: 4 },
+  { what: 'a window without its timezone', text: () => DIR_BASE() + 'window = "mon 02:00-04:00"\n', code: 'KS_INVALID_VALUE', path: 'window', line: 4, says: 'is not a window' },
+  { what: 'a window in a zone the device does not know', text: () => DIR_BASE() + 'window = "mon 02:00-04:00 Mars/Base"\n', code: 'KS_INVALID_VALUE', path: 'window', line: 4, says: 'not a timezone' },
   { what: 'a bad integer', text: () => DIR_BASE() + 'concurrency = "two"\n', code: 'KS_INVALID_VALUE', path: 'concurrency', line: 4, says: 'not a whole number' },
   { what: 'an integer below 1', text: () => DIR_BASE() + 'crash-loop-limit = 0\n', code: 'KS_INVALID_VALUE', path: 'crash-loop-limit', line: 4, says: 'at least 1' },
   { what: 'a fraction', text: () => DIR_BASE() + 'log-keep = 2.5\n', code: 'KS_INVALID_VALUE', path: 'log-keep', line: 4 },

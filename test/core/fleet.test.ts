@@ -135,3 +135,29 @@ describe('device labels from the command line', () => {
     for (const bad of ['', 'edge 7', 'edge\u001b7', 'x'.repeat(254)]) expect(deviceNameProblem(bad), bad).toBeDefined();
   });
 });
+
+describe('a target\'s maintenance window (SPEC §19)', () => {
+  const withWindow = (w: string) => `[[targets]]\nname = "tills"\nselector = {}\nplan = "plans/a.toml"\nwindow = ${w}\n`;
+
+  it('parses into minutes, days and a zone; one that runs past midnight is kept as given; a whole day', () => {
+    const f = fleetOf(withWindow('{ days = ["sat", "sun"], from = "22:00", to = "04:00", timezone = "Europe/Berlin" }'));
+    expect(f.targets[0]!.window).toEqual({ days: ['sat', 'sun'], from: 22 * 60, to: 4 * 60, timezone: 'Europe/Berlin' });
+    // A whole day: 00:00 to 24:00.
+    expect(fleetOf(withWindow('{ days = ["mon"], from = "00:00", to = "24:00", timezone = "UTC" }')).targets[0]!.window).toEqual({ days: ['mon'], from: 0, to: 24 * 60, timezone: 'UTC' });
+  });
+
+  it.each([
+    ['{ days = [], from = "02:00", to = "04:00", timezone = "UTC" }', 'targets[0].window.days', /names no day/],
+    ['{ days = ["monday"], from = "02:00", to = "04:00", timezone = "UTC" }', 'targets[0].window.days', /"monday" is not a day: use sun, mon/],
+    ['{ days = ["mon"], from = "2:00", to = "04:00", timezone = "UTC" }', 'targets[0].window.from', /"2:00" is not a time of day/],
+    ['{ days = ["mon"], from = "02:00", to = "25:00", timezone = "UTC" }', 'targets[0].window.to', /"25:00" is not a time of day/],
+    ['{ days = ["mon"], from = "02:00", to = "02:00", timezone = "UTC" }', 'targets[0].window.to', /ends when it begins/],
+    ['{ days = ["mon"], from = "02:00", to = "04:00", timezone = "Mars/Olympus" }', 'targets[0].window.timezone', /"Mars\/Olympus" is not a timezone/],
+  ])('refuses %s, naming the key and the line', (w, path, message) => {
+    const p = parsed(withWindow(w));
+    expect(p.fleet).toBeUndefined();
+    expect(p.diagnostics).toHaveLength(1);
+    expect(p.diagnostics[0]).toMatchObject({ file: 'fleet.toml', path, line: 5 });
+    expect(p.diagnostics[0]!.message).toMatch(message);
+  });
+});

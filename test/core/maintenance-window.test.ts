@@ -2,7 +2,7 @@
 // across daylight saving changes, in several zones; properties over random instants and windows.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isTimezone, parseClockTime, windowState, WEEKDAYS, type MaintenanceWindow } from '../../src/core/maintenance-window.js';
+import { WEEKDAYS, describeOpening, describeWait, formatWindow, isTimezone, parseClockTime, parseWindowText, type MaintenanceWindow, windowState } from '../../src/core/maintenance-window.js';
 
 const at = (iso: string) => Date.parse(iso);
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -70,5 +70,29 @@ describe('maintenance windows', () => {
       }),
       { numRuns: 400 },
     );
+  });
+});
+
+describe('a window in words', () => {
+  const berlin = { days: ['tue'] as const, from: 2 * 60, to: 4 * 60, timezone: 'Europe/Berlin' };
+
+  it('--window text: days, from-to, zone; each mistake named', () => {
+    expect(parseWindowText('mon,tue 02:00-04:00 Europe/Berlin')).toEqual({ days: ['mon', 'tue'], from: 120, to: 240, timezone: 'Europe/Berlin' });
+    expect(parseWindowText('sat 22:00-04:00 UTC')).toEqual({ days: ['sat'], from: 22 * 60, to: 240, timezone: 'UTC' });
+    expect(parseWindowText('02:00-04:00 UTC')).toMatch(/is not a window: write "mon,tue 02:00-04:00 Europe\/Berlin"/);
+    expect(parseWindowText('mon 02:00-04:00 Europe/Nowhere')).toMatch(/^timezone: "Europe\/Nowhere" is not a timezone/);
+    expect(parseWindowText('mon,xyz 02:00-04:00 UTC')).toMatch(/^days: "xyz" is not a day/);
+    expect(parseWindowText('mon 24:00-04:00 UTC')).toMatch(/^from: "24:00" is not a time of day/);
+    expect(formatWindow(parseWindowText('mon,tue 02:00-04:00 Europe/Berlin') as never)).toBe('mon,tue 02:00-04:00 Europe/Berlin');
+  });
+
+  it('when it opens, on its own wall clock, and how long until then', () => {
+    // Tuesday 2026-12-08 02:00 in Berlin (CET, UTC+1) is 01:00 UTC.
+    const opens = Date.UTC(2026, 11, 8, 1, 0);
+    const s = windowState(berlin, Date.UTC(2026, 11, 7, 21, 48));
+    expect(s).toEqual({ open: false, opensAt: opens });
+    expect(describeOpening(berlin, opens)).toBe('Tue 02:00 Europe/Berlin');
+    expect(describeWait(opens - Date.UTC(2026, 11, 7, 21, 48))).toBe('3h12m');
+    expect([describeWait(20_000), describeWait(45 * 60_000), describeWait(3 * 3_600_000), describeWait(50 * 3_600_000)]).toEqual(['20s', '45m', '3h', '2d2h']);
   });
 });

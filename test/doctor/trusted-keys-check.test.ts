@@ -24,7 +24,8 @@ describe('trusted-keys', () => {
   it('passes keys that parse, with their ids and the threshold', async () => {
     const r = await checkTrustedKeys({ unsigned: false, keyFiles: [pub1, pub2], threshold: '2' });
     expect(r).toMatchObject({ check: 'trusted-keys', status: 'pass' });
-    expect(r.detail).toMatch(/^2 trusted keys \([0-9A-F]{16}, [0-9A-F]{16}\), 2 signatures required$/);
+    // minisign prints a key id as a number (PRIX64): a leading zero is not printed, so an id may be shorter than 16.
+    expect(r.detail).toMatch(/^2 trusted keys \([0-9A-F]{1,16}, [0-9A-F]{1,16}\), 2 signatures required$/);
   });
 
   it('fails a file that is no public key, naming it', async () => {

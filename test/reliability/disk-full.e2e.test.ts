@@ -33,8 +33,8 @@ interface World {
 }
 
 /** A stack on a tmpfs state directory of `size`, applied and running; always unmounted and removed. */
-async function withFullDiskWorld(size: number, components: typeof steady, body: (w: World) => Promise<void>, args: string[] = []): Promise<void> {
-  const fx = await stackFixture({ signed: false, components });
+async function withFullDiskWorld(size: number, components: typeof steady, body: (w: World) => Promise<void>, args: string[] = [], artifacts: Record<string, Uint8Array> = {}): Promise<void> {
+  const fx = await stackFixture({ signed: false, components, artifacts });
   const h = new AgentHarness();
   let disk: SmallFilesystem | undefined;
   try {
@@ -125,6 +125,35 @@ describe.skipIf(root.skip)(root.title('a full disk under a running agent'), { ti
       await w.agent.stop();
       expectStoreIntact(w.h);
     });
+  });
+
+  it('fault: a revision whose artifacts do not fit: refused before anything stops (KS_DISK_SPACE, what it needs and what is free), applied on sync once space returns', async () => {
+    // 2 MiB of artifact, 1 MiB of slack: the store can record, the download cannot be had.
+    const big: ComponentSpec = { name: 'big', version: '1.0.0', command: 'sleep', args: ['1000'], artifact: 'big.bin' };
+    await withFullDiskWorld(16 * MiB, steady, async (w) => {
+      w.disk.fill(MiB);
+      const mark = w.agent.mark();
+      w.fx.add(big);
+      const rev = await w.fx.revisionId();
+      const refused = await w.agent.waitForLog(is.revision(rev, 'revision refused; still running the previous one'), 30_000, mark, 'the refusal');
+      expect(refused.reason).toMatch(/^KS_DISK_SPACE: this revision's downloads do not fit on the disk: big's artifacts ran out of space in .* \(\d+\.\d MiB free\).*nothing was stopped/);
+      expect(w.h.history()[0]).toMatchObject({ revision: rev, outcome: 'rejected' });
+      expect(w.agent.lines(is.msg('reconcile plan'), mark)).toEqual([]);
+      expect(w.h.component('big')).toBeUndefined();
+      expectSamePids(w);
+
+      // Space returns; keystonectl sync tries the same revision again (a refusal for space passes, as one for the clock).
+      w.disk.drain();
+      const again = w.agent.mark();
+      const outcome = await w.api.post('/v1/sync?wait=done');
+      expect(outcome.status, JSON.stringify(outcome.body)).toBe(200);
+      await w.agent.waitForLog(is.applyEnd, 20_000, again, 'the apply after the space returned');
+      expect(w.h.appliedRevision()?.id).toBe(rev);
+      expect(w.h.component('big')?.state).toBe('running');
+      expectSamePids(w);
+      await w.agent.stop();
+      expectStoreIntact(w.h);
+    }, [], { 'big.bin': new Uint8Array(2 * MiB).fill(7) });
   });
 
   it('fault: the disk fills during an install: the apply is recorded failed, the rest keeps running, a restart of the component succeeds once space returns', async () => {

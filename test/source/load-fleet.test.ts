@@ -54,6 +54,16 @@ describe('loadFleet and loadForDevice', () => {
     expect(rest.ok && rest.state.components.map((c) => c.name)).toEqual(['b']);
   });
 
+  it("a target's maintenance window goes with its devices' resolution (SPEC §19), and changes no component's hash", async () => {
+    const fleet = FLEET.replace('config = { a = { title = "gw" } }\n', 'config = { a = { title = "gw" } }\nwindow = { days = ["sat"], from = "22:00", to = "04:00", timezone = "Europe/Berlin" }\n');
+    const gw = await loadForDevice(repo({ 'fleet.toml': fleet }), 'edge-1', { role: 'gateway' });
+    expect(gw).toMatchObject({ ok: true, target: 'gw', window: { days: ['sat'], from: 22 * 60, to: 4 * 60, timezone: 'Europe/Berlin' } });
+    const rest = await loadForDevice(repo({ 'fleet.toml': fleet }), 'edge-2', { role: 'sensor' });
+    expect(rest.ok && 'window' in rest).toBe(false);
+    const plain = await loadForDevice(repo({ 'fleet.toml': FLEET }), 'edge-1', { role: 'gateway' });
+    expect(gw.ok && plain.ok && gw.state.components[0]!.hash === plain.state.components[0]!.hash).toBe(true);
+  });
+
   it('the target config changes the component hash (a config change is a restart), and nothing else does', async () => {
     const withTitle = await loadForDevice(repo({ 'fleet.toml': FLEET }), 'x', { role: 'gateway' });
     const without = await loadForDevice(repo({ 'fleet.toml': FLEET.replace('config = { a = { title = "gw" } }\n', '') }), 'x', { role: 'gateway' });

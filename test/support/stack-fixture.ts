@@ -299,7 +299,7 @@ function renderContainer(c: ComponentSpec): string[] {
 /** Signing times only move forward (the agent refuses a signature older than the last applied one). */
 let lastSignedMs = 0;
 
-export async function stackFixture(opts: { signed?: boolean; components?: (ports: StackPorts) => ComponentSpec[] } = {}): Promise<StackFixture> {
+export async function stackFixture(opts: { signed?: boolean; components?: (ports: StackPorts) => ComponentSpec[]; /** More files for `artifacts/`, by name. */ artifacts?: Record<string, Uint8Array> } = {}): Promise<StackFixture> {
   const signed = opts.signed ?? false;
   const dir = mkdtempSync(join(tmpdir(), 'keystone-stack-'));
   const keyDir = mkdtempSync(join(tmpdir(), 'keystone-stack-key-'));
@@ -315,6 +315,10 @@ export async function stackFixture(opts: { signed?: boolean; components?: (ports
     if (!f.endsWith('.mjs')) continue;
     copyFileSync(join(PROJECT_ROOT, 'artifacts', f), join(dir, 'artifacts', f));
     shas.set(f, createHash('sha256').update(readFileSync(join(dir, 'artifacts', f))).digest('hex'));
+  }
+  for (const [f, bytes] of Object.entries(opts.artifacts ?? {})) {
+    writeFileSync(join(dir, 'artifacts', f), bytes);
+    shas.set(f, createHash('sha256').update(bytes).digest('hex'));
   }
   const artifactSha = (f: string) => {
     const s = shas.get(f);

@@ -29,6 +29,8 @@ export const applyBody = z.strictObject({
   files: z.record(repoPath, z.base64()).refine((f) => Object.keys(f).length <= MAX_FILES, `at most ${MAX_FILES} files`),
   /** Apply even though the agent follows Git; suspends the Git sync until POST /v1/resume. */
   force: z.boolean().default(false),
+  /** Apply now, inside or outside the device's maintenance window (SPEC §19); update locks still hold unless force. */
+  now: z.boolean().default(false),
 });
 
 /** One line of the stream. */
@@ -109,14 +111,14 @@ export function registerApplyRoutes(server: FastifyInstance, ctx: ApiContext): v
     }
     let accepted;
     try {
-      accepted = agent.applyManual({ id: revision, source: `manual apply (${files.size} files)`, reader, planFile: body.plan }, { force: body.force });
+      accepted = agent.applyManual({ id: revision, source: `manual apply (${files.size} files)`, reader, planFile: body.plan }, { force: body.force, now: body.now });
     } catch (e) {
       unsubscribe();
       const err = e as Error & { code?: string };
       if (err.code === 'KS_FOLLOWING_GIT') throw new ApiError(409, 'KS_FOLLOWING_GIT', err.message, { sync: agent.syncState() });
       throw e;
     }
-    ctx.log?.info({ revision, plan: body.plan, files: files.size, force: body.force }, 'manual apply accepted');
+    ctx.log?.info({ revision, plan: body.plan, files: files.size, force: body.force, now: body.now }, 'manual apply accepted');
     if (wait === 'none') return reply.code(202).send(accepted);
     line({ event: 'accepted', ...accepted });
     return reply.code(200).type('application/x-ndjson').send(out);

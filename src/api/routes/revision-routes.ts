@@ -54,6 +54,8 @@ function waitingView(ctx: ApiContext) {
     reason: w.reason,
     since: iso(w.since),
     holders: w.holders.map((h) => ({ component: h.component, lock: h.lock, timeoutAt: iso(h.timeoutAt) })),
+    // Held for the maintenance window: when it opens; null for update locks.
+    opensAt: iso(w.opensAt),
   };
 }
 

@@ -37,6 +37,7 @@ export const AGENT_USAGE =
   '               [--state-dir /var/lib/keystone] [--concurrency N] [--grace 10s] [--log-format pretty|json] [--stop-on-exit]\n' +
   '               [--listen 127.0.0.1:8080|none] [--listen-public] [--socket PATH] [--no-dashboard]\n' +
   '               [--max-backoff 60s] [--crash-loop-limit 10] [--healthy-spell 10m] [--settle 300ms]\n' +
+  '               [--window "mon,tue 02:00-04:00 Europe/Berlin"]\n' +
   '               [--log-max-bytes 10485760] [--log-keep 5]';
 
 const MiB = (bytes: number) => Math.round((bytes / 1048576) * 10) / 10;

@@ -12,7 +12,7 @@ import { renderDiagnosticsText } from '../render/diagnostics-text.js';
 import { planPathIn, repoRoot } from '../repository-args.js';
 import { describeVerification, TRUST_OPTIONS, TRUST_USAGE, trustPolicy } from '../trust-args.js';
 
-export const APPLY_USAGE = `keystonectl apply PLAN [--repo DIR] ${TRUST_USAGE} [--force] [--wait converged|none] [--timeout 10m] [--json] ${AGENT_USAGE}`;
+export const APPLY_USAGE = `keystonectl apply PLAN [--repo DIR] ${TRUST_USAGE} [--force] [--now] [--wait converged|none] [--timeout 10m] [--json] ${AGENT_USAGE}`;
 
 type Json = Record<string, unknown>;
 
@@ -23,6 +23,7 @@ export async function apply(argv: string[], io: CliIo): Promise<number> {
     options: {
       repo: { type: 'string' },
       force: { type: 'boolean', default: false },
+      now: { type: 'boolean', default: false },
       wait: { type: 'string', default: 'converged' },
       timeout: { type: 'string', default: '10m' },
       json: { type: 'boolean', default: false },
@@ -50,7 +51,7 @@ export async function apply(argv: string[], io: CliIo): Promise<number> {
     return EXIT.BAD_INPUT;
   }
   const files = await collectApplyFiles(raw, plan, desired.state, head.verification);
-  const body = { plan, files: Object.fromEntries([...files].map(([p, b]) => [p, Buffer.from(b).toString('base64')])), force: values.force };
+  const body = { plan, files: Object.fromEntries([...files].map(([p, b]) => [p, Buffer.from(b).toString('base64')])), force: values.force, ...(values.now && { now: true }) };
 
   // 2. Handed over, then followed line by line until the agent says how it ended.
   const client = agentClient(values, io);
