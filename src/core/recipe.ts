@@ -19,6 +19,7 @@ import {
   withFastPath,
 } from './schema-rules.js';
 import { fastRecipe } from './recipe-fast-path.js';
+import { updateLockRules } from './update-lock-rules.js';
 import { parseTomlDocument, type ParsedDocument } from './toml-document.js';
 import type { TomlPath } from './toml-locate.js';
 import { hasPlaceholder, mapStrings, parseTemplate, placeholderContext, placementProblems, SECRET_NAME, someString } from './template.js';
@@ -291,6 +292,7 @@ function shapeRules(doc: ParsedDocument<unknown>, file: string): Diagnostic[] {
       ),
     );
 
+  out.push(...updateLockRules(doc, table(lifecycle?.update), [runRaw, ...Object.values(services ?? {}).map(table)]));
   if (runRaw)
     out.push(...runKindRules(doc, runRaw, ['lifecycle', 'run']), ...replicaRules(doc, runRaw, ['lifecycle', 'run']), ...templateRules(doc, runRaw, ['lifecycle', 'run']), ...secretFileRules(doc, runRaw, ['lifecycle', 'run']));
   if (services) {

@@ -24,6 +24,7 @@ import { prepareWorkDir } from './work-dir.js';
 import type { SecretValues } from '../secrets/secret-vault.js';
 import { ComponentSecrets } from './component-secrets.js';
 import { secretMounts } from './secret-mounts.js';
+import { updateLockMount } from './update-lock-mount.js';
 import type { SecretsDir } from './secrets-root.js';
 import { withoutSecretEnv } from './secret-env.js';
 
@@ -169,7 +170,8 @@ export class ContainerRuntime implements Runtime {
     // Secret values only here, in the create request; their files are written for this container alone.
     const env = this.secrets.env(c, spec.env);
     const placed = await this.secrets.place(c, { kind: 'container' });
-    const request = createOptions(c, { name, ownerTag: this.opts.ownerTag, logDir: paths.logDir, mountSources, env, secretMounts: secretMounts(placed), engine: engine.kind });
+    const lockMount = updateLockMount(c, paths.workDir);
+    const request = createOptions(c, { name, ownerTag: this.opts.ownerTag, logDir: paths.logDir, mountSources, env, secretMounts: secretMounts(placed), engine: engine.kind, ...(lockMount && { lockMount }) });
     const container = await this.createStarted(engine, c, request).catch(async (e: unknown) => {
       await placed?.discard();
       throw e;

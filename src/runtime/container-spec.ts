@@ -36,7 +36,17 @@ export function containerName(c: DesiredComponent, random: () => number): string
  */
 export function createOptions(
   c: DesiredComponent,
-  o: { name: string; ownerTag: string; logDir: string; mountSources?: readonly string[]; env?: Record<string, string>; secretMounts?: readonly SecretMount[]; engine?: EngineKind },
+  o: {
+    name: string;
+    ownerTag: string;
+    logDir: string;
+    mountSources?: readonly string[];
+    env?: Record<string, string>;
+    secretMounts?: readonly SecretMount[];
+    engine?: EngineKind;
+    /** The update lock's directory (SPEC §19), read-write: the container and the agent lock the same file. */
+    lockMount?: { source: string; target: string };
+  },
 ): Docker.ContainerCreateOptions {
   const spec = c.recipe.lifecycle.run.container;
   if (!spec) throw new Error(`${c.name} has no [lifecycle.run.container]`);
@@ -80,6 +90,7 @@ export function createOptions(
       Mounts: [
         ...spec.mounts.map((m, i) => ({ Type: 'bind' as const, Source: o.mountSources?.[i] ?? m.source, Target: m.target, ReadOnly: m.read_only })),
         ...(o.secretMounts ?? []).map((m) => ({ Type: 'bind' as const, Source: m.source, Target: m.target, ReadOnly: true })),
+        ...(o.lockMount ? [{ Type: 'bind' as const, Source: o.lockMount.source, Target: o.lockMount.target, ReadOnly: false }] : []),
       ],
       // The memory limit is the limit: no swap on top of it (ignored, with the engine's warning, without swap accounting).
       ...(memory !== undefined && { Memory: memory, MemorySwap: memory }),

@@ -607,6 +607,10 @@ describe('several errors in one file', () => {
 });
 
 describe('update locks ([lifecycle.update], SPEC §19)', () => {
+  it("a container's lock in a directory of its own parses", () => {
+    expect(parseRecipe(FILE, edit(CONTAINER, {}, '[lifecycle.update]', 'lock = "tmp/balena/updates.lock"')).diagnostics).toEqual([]);
+  });
+
   it('a lock in the work directory and a lock_timeout parse (the timeout in ms); absent, nothing is added', () => {
     const r = parseRecipe(FILE, edit(PROCESS, {}, '[lifecycle.update]', 'lock = "run/update.lock"', 'lock_timeout = "6h"'));
     expect(r.diagnostics).toEqual([]);
@@ -623,6 +627,11 @@ describe('update locks ([lifecycle.update], SPEC §19)', () => {
     })),
     { name: 'lock_timeout that is not a duration', toml: edit(PROCESS, {}, '[lifecycle.update]', 'lock = "run/update.lock"', 'lock_timeout = "soon"'), expected: [d(CODES.BAD_DURATION, 'lifecycle.update.lock_timeout', 43)] },
     { name: 'a typo in [lifecycle.update]', toml: edit(PROCESS, {}, '[lifecycle.update]', 'lock = "run/update.lock"', 'lock_timout = "1h"'), expected: [d(CODES.UNKNOWN_KEY, 'lifecycle.update.lock_timout', 43, { hint: 'did you mean "lock_timeout"?' })] },
+    ...['update.lock', 'run/update.lock', 'tmp/update.lock', 'etc/keystone/update.lock', 'usr/lock/x'].map((lock) => ({
+      name: `a container's lock = ${JSON.stringify(lock)}: no directory of its own to mount`,
+      toml: edit(CONTAINER, {}, '[lifecycle.update]', `lock = ${JSON.stringify(lock)}`),
+      expected: [d(CODES.INVALID_VALUE, 'lifecycle.update.lock', 46, { message: /has no directory|would mount over/ })],
+    })),
     { name: '[lifecycle.update] without a lock', toml: edit(PROCESS, {}, '[lifecycle.update]', 'lock_timeout = "1h"'), expected: [d(CODES.MISSING_FIELD, 'lifecycle.update.lock', 41)] },
   ]);
 });
