@@ -67,6 +67,11 @@ export interface Agent {
   rolloutHolds(): RolloutHold[];
   /** The revision waiting for update locks (SPEC §19), with why and since when; undefined when none waits. */
   waiting(): DeviceHold | undefined;
+  /**
+   * The revision waiting for its maintenance window goes now (`keystonectl sync --now`, an operator's word): the id
+   * of the one taken up, or undefined when none waits for a window. Update locks still hold.
+   */
+  goNow(): string | undefined;
   /** The directory of a component's stdout.log and stderr.log (GET /v1/logs/{name}). */
   logDirOf(name: string): string;
   /** `text` without the secret values this agent holds (SPEC §16): for what leaves the device, such as a log tail. */
@@ -221,8 +226,10 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     log,
     onHeld: (e) => out.held(e),
     apply: async (c) => {
-      // Deferred (another agent version while this one is on probation): offered again later, not lost.
-      if ((await applyCandidate(c, steps)).kind === 'deferred') queue.later(c.rev);
+      // Deferred (another agent version while this one is on probation), or refused for a reason that passes (a full
+      // disk): offered again later and at the next look, not lost with the hold it left.
+      const o = await applyCandidate(c, steps);
+      if (o.kind === 'deferred' || (o.kind === 'rejected' && o.passing)) queue.later(c.rev);
     },
     wantRecheck: () => queue.requestRecheck(),
     // A forced manual apply holds the Git sync: no held commit may replace it before `keystonectl resume`.
@@ -266,6 +273,11 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     syncSettled: () => controls.syncSettled(),
     onSync: (fn) => controls.onSync(fn),
     rolloutHolds: () => holds.holds(),
+    goNow: () => {
+      const rev = windowWait.takeNow();
+      if (rev) queue.enqueue({ ...rev, overrideWindow: true });
+      return rev?.id;
+    },
     waiting: () => {
       const w = windowWait.hold();
       return lockWait.hold() ?? (w && { revision: w.revision, reason: w.reason, since: w.since, holders: [], opensAt: w.opensAt });

@@ -1,5 +1,5 @@
 // The one writer: every change to what runs (a revision, a crash cascade, an operator's action) runs here, one at a time.
-import type { DesiredState } from '../core/desired-state.js';
+import type { DesiredComponent, DesiredState } from '../core/desired-state.js';
 import { diff, type Reconcile } from '../core/diff.js';
 import { restartCascade, unitsOf, type RestartOrders } from '../core/restart-cascade.js';
 import pLimit from 'p-limit';
@@ -20,8 +20,11 @@ export interface LocksHeld {
 }
 
 export interface ApplyOptions {
-  /** Honour update locks (a new revision); `ignore` says which locks are no longer waited for (lock_timeout). */
-  locks?: { ignore: (name: string, timeoutMs: number | undefined) => boolean };
+  /**
+   * Honour update locks (a new revision); `ignore` says which locks are no longer waited for (lock_timeout);
+   * `preheld` hands over a lock a watcher got just before (update-lock-wait.ts).
+   */
+  locks?: { ignore: (name: string, timeoutMs: number | undefined) => boolean; preheld?: (name: string) => HeldUpdateLock | undefined };
 }
 
 export interface EngineDeps extends Omit<WorkerDeps, 'onRecovered' | 'log' | 'startSlot'> {
@@ -130,14 +133,7 @@ export class Engine {
     // 2. The reconcile; then the update locks of what it would stop (SPEC §19): one held, and nothing is touched.
     const reconcile = diff(desired, store.actualState());
     if (o.locks && reconcile.stopOrder.length) {
-      const ignore = o.locks.ignore;
-      const running = new Map(previous.map((c) => [c.name, c]));
-      const check = await checkUpdateLocks(reconcile.stopOrder, {
-        running: (n) => this.workers.get(n)?.desired ?? running.get(n),
-        workDir: (n) => this.deps.paths(n).workDir,
-        ignore,
-        unusable: (n, why) => this.agentLog.warn({ component: n, revision: rev.id, code: 'KS_UPDATE_LOCK' }, `update lock not usable, not waited for: ${why}`),
-      });
+      const check = await this.checkLocks(reconcile.stopOrder, desired, previous, o.locks, rev.id);
       if (check.kind === 'held') return { holders: check.holders };
       for (const [n, l] of check.taken) locks.set(n, l);
     }
@@ -165,6 +161,36 @@ export class Engine {
       return r && r.state !== 'running' ? [{ name: n, reason: `${r.state} before the apply ended${r.reason ? `: ${r.reason}` : ''}` }] : [];
     });
     return applyOutcome({ desired, reconcile, execution, untouched, down, rolledBack: rolledBack.groups, held, stopping: this.stopping, crashedSince });
+  }
+
+  /** The update locks of what `desired` would stop (SPEC §19), as the running recipes name them (update-locks.ts). */
+  private checkLocks(stopOrder: readonly string[], desired: DesiredState, previous: readonly DesiredComponent[], o: NonNullable<ApplyOptions['locks']>, revision: string) {
+    const running = new Map(previous.map((c) => [c.name, c]));
+    const next = new Map(desired.components.map((c) => [c.name, c]));
+    return checkUpdateLocks(stopOrder, {
+      running: (n) => this.workers.get(n)?.desired ?? running.get(n),
+      next: (n) => (next.has(n) ? next.get(n)!.recipe.lifecycle.update : 'gone'),
+      workDir: (n) => this.deps.paths(n).workDir,
+      ignore: o.ignore,
+      ...(o.preheld && { preheld: o.preheld }),
+      unusable: (n, why) => this.agentLog.warn({ component: n, revision, code: 'KS_UPDATE_LOCK' }, `update lock not usable, not waited for: ${why}`),
+    });
+  }
+
+  /**
+   * Who holds an update lock that applying `revision` would wait for, tried and let go at once: nothing is touched.
+   * An agent update asks before it switches (SPEC §17, §19): a device busy with a job must not fail its trial.
+   */
+  lockHolders(revision: DesiredState, o: NonNullable<ApplyOptions['locks']>, revisionId: string): Promise<LockHolder[]> {
+    return this.run(async () => {
+      const { store } = this.deps;
+      const reconcile = diff(revision, store.actualState());
+      if (!reconcile.stopOrder.length) return [];
+      const check = await this.checkLocks(reconcile.stopOrder, revision, store.specs(), { ignore: o.ignore }, revisionId);
+      if (check.kind === 'held') return check.holders;
+      await releaseAll(check.taken);
+      return [];
+    });
   }
 
   /**

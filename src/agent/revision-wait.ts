@@ -13,6 +13,11 @@ export abstract class RevisionWait {
     return since;
   }
 
+  /** The revision waiting (or being taken up again after its wait), if any. */
+  waitingFor(): string | undefined {
+    return this.started?.revision;
+  }
+
   /** Stops the timers and watches of the wait in progress, if any. */
   abstract cancel(): void;
 

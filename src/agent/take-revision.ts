@@ -14,7 +14,8 @@ import type { RepoReader } from '../source/repo-reader.js';
 import type { StateStore } from '../store/state-store.js';
 import { TrustError } from '../trust/trust-error.js';
 import { VerifiedReader, verifyRevision } from '../trust/verify-revision.js';
-import type { Engine } from './engine.js';
+import type { ApplyOptions, Engine } from './engine.js';
+import type { LockHolder } from './update-locks.js';
 import type { Outcomes } from './outcomes.js';
 import { stateDigest } from './rollout-gate.js';
 import type { Candidate, RolloutHolds } from './rollout-holds.js';
@@ -124,7 +125,9 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
         // A rollback re-applies a revision this device already applied and saw succeed: the floor it raised since
         // is its own doing, not a replay by someone else.
         ...(floor !== undefined && !rev.rollback && { notBefore: floor }),
-        ...(maxAgeSeconds !== undefined && !runs && { maxAgeSeconds }),
+        // A revision that passed --max-age when taken up and has waited since (a lock, a window) is not refused for
+        // the wait: it is the same signed revision, taken up again.
+        ...(maxAgeSeconds !== undefined && !runs && !waitedFor(s, rev.id) && { maxAgeSeconds }),
         ...(maxClockSkewSeconds !== undefined && { maxClockSkewSeconds }),
         ...(rev.ref !== undefined && { ref: rev.ref }),
         ...(requireRef === true && !runs && { requireRef }),
@@ -212,6 +215,10 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
       log.warn({ revision: rev.id, code: 'KS_NO_DEVICES_DIR' }, 'this commit has no devices/ directory: no device is enrolled in it, so no report verifies and the commit stays held (unless its signed fleet.toml sets require_enrolled = false)');
     if (admission.requireEnrolled && !s.enrollmentKeys?.length)
       log.warn({ revision: rev.id, code: 'KS_NO_ENROLLMENT_KEY' }, 'this fleet counts only reports of enrolled devices, and this device has no --enrollment-key to verify them with: the commit stays held');
+    // A newer commit in line at the gate: an older one waiting for a lock or its window is behind it now (retaken, it
+    // would go before it in the holds and drop it).
+    s.lockWait?.forget(rev.id);
+    s.windowWait?.forget(rev.id);
     await s.holds.hold({ ...c, rollout: resolution.rollout, wave: resolution.wave.index, waveName: resolution.wave.name, admission });
     return { kind: 'held' };
   }
@@ -244,6 +251,12 @@ export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'wa
   /** The agent update this revision asks for was put back here: its plan is applied (what runs stays supervised), its outcome is `failure`. */
   let updateFailed: string | undefined;
   if (update && standing.kind !== 'resume') {
+    // Not while a component holds its update lock (SPEC §19): switched now, the new agent would wait out its trial
+    // deadline on the lock and be put back, and barred, for a device that was merely busy.
+    if (c.agent && s.lockWait && !rev.overrideLocks && update.trialCommit() !== rev.id) {
+      const holders = await s.engine.lockHolders(state, lockOptions(rev, s)!, rev.id);
+      if (holders.length) return waitForLocks(c, holders, s);
+    }
     const d = await update.decide(c.agent, rev, rev.reader);
     if (d.kind === 'handover') return { kind: 'handover' };
     if (d.kind === 'deferred') {
@@ -278,21 +291,20 @@ export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'wa
   // lock_timeout passed or an operator forced this apply. Nothing else (a crash restart, an operator restart) looks.
   const wait = s.lockWait;
   wait?.forget(rev.id);
-  const locks = wait && !rev.overrideLocks ? { ignore: (_n: string, timeoutMs: number | undefined) => wait.timedOut(rev.id, timeoutMs) } : undefined;
+  const locks = lockOptions(rev, s);
   try {
     const begin = (reconcile: Reconcile) => (ticket = s.outcomes.begin(info, reconcile, standing, rev.rollback === true, began));
     const done = locks ? await s.engine.apply(state, info, begin, { locks }) : await s.engine.apply(state, info, begin);
-    if ('holders' in done) {
-      const hold = wait!.wait(rev, done.holders);
-      s.outcomes.waiting({ revision: rev.id, ...(target !== undefined && { target }), ...(waveName !== undefined && { wave: waveName }), reason: hold.reason });
-      return { kind: 'waiting', reason: hold.reason };
-    }
+    if ('holders' in done) return waitForLocks(c, done.holders, s);
     wait?.done(rev.id);
     r = done;
   } catch (e) {
     // Cut short by an error (the store could not write): the row stays open for the retry to finish.
     if (ticket) s.outcomes.abandoned(ticket);
     throw e;
+  } finally {
+    // A lock a watcher got for this retake and the engine did not take over (the component is not stopped after all).
+    await wait?.releaseKept();
   }
   if (updateFailed !== undefined && !r.interrupted) r = { ...r, outcome: 'failure' as const, summary: `${updateFailed}; ${r.summary}` };
   s.outcomes.finish(ticket!, { ...r, stateDigest: stateDigest(state) });
@@ -300,6 +312,28 @@ export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'wa
   // (the commit did not report success) without barring the package: the next commit may try it again.
   if (update?.settles(rev.id, c.agent) && !r.interrupted) await update.settle(r.outcome, `${r.outcome}: ${r.summary}`, { blocks: false });
   return { kind: 'applied', outcome: r.interrupted ? 'interrupted' : r.outcome };
+}
+
+/** How this revision honours update locks (SPEC §19); undefined: it does not (no lock wait, or an operator's --force). */
+function lockOptions(rev: Revision, s: RevisionSteps): ApplyOptions['locks'] {
+  const wait = s.lockWait;
+  if (!wait || rev.overrideLocks) return undefined;
+  return { ignore: (_n, timeoutMs) => wait.timedOut(rev.id, timeoutMs), preheld: (n) => wait.takeKept(n) };
+}
+
+/** The revision waits for these locks: watched, reported once (an agent rollback's target silently). */
+function waitForLocks(c: Pick<Candidate, 'rev' | 'target'> & { waveName?: string }, holders: LockHolder[], s: RevisionSteps): RevisionOutcome {
+  const { rev, target, waveName } = c;
+  const hold = s.lockWait!.wait(rev, holders);
+  s.windowWait?.forget(rev.id);
+  if (rev.rollback !== true) s.outcomes.waiting({ revision: rev.id, ...(target !== undefined && { target }), ...(waveName !== undefined && { wave: waveName }), reason: hold.reason });
+  else s.log.info({ revision: rev.id, reason: hold.reason }, 'the rollback waits for an update lock');
+  return { kind: 'waiting', reason: hold.reason };
+}
+
+/** Whether `revision` is the one waiting for a lock or its window (taken up again now). */
+function waitedFor(s: RevisionSteps, revision: string): boolean {
+  return s.lockWait?.waitingFor() === revision || s.windowWait?.waitingFor() === revision;
 }
 
 /** Downloads ahead (refusing a revision that does not fit), then the window: a waiting outcome when it is closed. */

@@ -3,7 +3,7 @@
 // at a poll); a release, or the first lock_timeout to pass, hands the revision back to the agent's loop, which tries
 // its locks again. How long it has waited counts from when this agent first found it held.
 import type { Logger } from '../log/logger.js';
-import { waitUpdateLock } from '../runtime/update-lock.js';
+import { waitUpdateLock, type HeldUpdateLock } from '../runtime/update-lock.js';
 import type { Revision } from '../source/directory-source.js';
 import { RevisionWait } from './revision-wait.js';
 import { describeHolders, type LockHolder } from './update-locks.js';
@@ -35,8 +35,17 @@ interface Waiting {
   timer?: NodeJS.Timeout;
 }
 
+/** How long a lock the watcher got is kept for the retake before it is let go anyway (the retake never came). */
+const KEEP_MS = 30_000;
+
 export class UpdateLockWait extends RevisionWait {
   private w?: Waiting;
+  /**
+   * Locks the watchers got, kept for the retake: let go at once, a component that takes its lock again in a loop
+   * would have it back before the retake tries (and the revision would wait for ever). The engine takes them over.
+   */
+  private readonly kept = new Map<string, HeldUpdateLock>();
+  private keptTimer?: NodeJS.Timeout;
 
   constructor(private readonly o: UpdateLockWaitOptions) {
     super(o.now);
@@ -64,7 +73,8 @@ export class UpdateLockWait extends RevisionWait {
     for (const h of holders) {
       waitUpdateLock(h.workDir, h.lock, stop.signal).then(
         async (lock) => {
-          await lock?.release();
+          if (this.w !== w) return void (await lock?.release());
+          if (lock) this.keep(h.component, lock);
           again(`${h.component} let go of its update lock`);
         },
         (e: Error) => {
@@ -93,6 +103,29 @@ export class UpdateLockWait extends RevisionWait {
       since: w.since,
       holders: w.holders.map((h) => ({ component: h.component, lock: h.lock, ...(h.timeoutMs !== undefined && { timeoutAt: w.since + h.timeoutMs }) })),
     };
+  }
+
+  private keep(component: string, lock: HeldUpdateLock): void {
+    void this.kept.get(component)?.release();
+    this.kept.set(component, lock);
+    clearTimeout(this.keptTimer);
+    this.keptTimer = setTimeout(() => void this.releaseKept(), KEEP_MS);
+    this.keptTimer.unref();
+  }
+
+  /** The lock a watcher got for `component`, handed over (the caller lets go of it). */
+  takeKept(component: string): HeldUpdateLock | undefined {
+    const l = this.kept.get(component);
+    this.kept.delete(component);
+    return l;
+  }
+
+  /** Lets go of what the watchers got and nobody took over (the retake ended without stopping them). */
+  async releaseKept(): Promise<void> {
+    clearTimeout(this.keptTimer);
+    const locks = [...this.kept.values()];
+    this.kept.clear();
+    await Promise.all(locks.map((l) => l.release()));
   }
 
   /** Stops waiting: the revision is being taken up again, another replaced it, or the agent stops. */

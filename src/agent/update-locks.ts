@@ -4,6 +4,7 @@
 // not wait for the agent). One held: it lets go of the ones it took and the whole revision waits — what depends on a
 // held component is not restarted either, because nothing of the revision is carried out.
 import type { DesiredComponent } from '../core/desired-state.js';
+import type { UpdateLockSpec } from '../core/recipe.js';
 import { tryUpdateLock, type HeldUpdateLock } from '../runtime/update-lock.js';
 
 /** A component whose update lock another process holds. */
@@ -26,6 +27,14 @@ export interface LockCheckDeps {
   ignore: (name: string, timeoutMs: number | undefined) => boolean;
   /** The lock file cannot be a lock (a link, a FIFO, not a regular file): said, and not waited for. */
   unusable: (name: string, why: string) => void;
+  /**
+   * What the new revision says of `name`'s lock: `undefined` when the component stays and its new recipe has no
+   * lock (the operator dropped it: not waited for), its spec when it has one (the shorter lock_timeout counts), and
+   * 'gone' when the revision removes the component (its running recipe's lock holds).
+   */
+  next: (name: string) => UpdateLockSpec | undefined | 'gone';
+  /** A lock already held for `name` (a watcher got it just before this retake): taken over, not tried again. */
+  preheld?: (name: string) => HeldUpdateLock | undefined;
 }
 
 /** Tries every lock of `names` (the components the apply would stop); all or none are kept. */
@@ -34,7 +43,17 @@ export async function checkUpdateLocks(names: readonly string[], deps: LockCheck
   const holders: LockHolder[] = [];
   for (const name of names) {
     const spec = deps.running(name)?.recipe.lifecycle.update;
-    if (spec === undefined || deps.ignore(name, spec.lock_timeout)) continue;
+    const next = deps.next(name);
+    const kept = deps.preheld?.(name);
+    const timeoutMs = next === 'gone' || next?.lock_timeout === undefined ? spec?.lock_timeout : spec?.lock_timeout === undefined ? next.lock_timeout : Math.min(spec.lock_timeout, next.lock_timeout);
+    if (spec === undefined || next === undefined || deps.ignore(name, timeoutMs)) {
+      await kept?.release();
+      continue;
+    }
+    if (kept) {
+      taken.set(name, kept);
+      continue;
+    }
     const workDir = deps.workDir(name);
     let lock;
     try {
@@ -44,7 +63,7 @@ export async function checkUpdateLocks(names: readonly string[], deps: LockCheck
       deps.unusable(name, (e as Error).message);
       continue;
     }
-    if (lock === 'held') holders.push({ component: name, lock: spec.lock, workDir, ...(spec.lock_timeout !== undefined && { timeoutMs: spec.lock_timeout }) });
+    if (lock === 'held') holders.push({ component: name, lock: spec.lock, workDir, ...(timeoutMs !== undefined && { timeoutMs }) });
     else if (lock) taken.set(name, lock);
   }
   if (holders.length === 0) return { kind: 'free', taken };

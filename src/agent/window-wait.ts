@@ -63,6 +63,13 @@ export class WindowWait extends RevisionWait {
     };
   }
 
+  /** The revision waiting, handed back now (an operator said go: `keystonectl sync --now`); its wait ends. */
+  takeNow(): Revision | undefined {
+    const rev = this.w?.rev;
+    this.cancel();
+    return rev;
+  }
+
   cancel(): void {
     if (this.w) clearTimeout(this.w.timer);
     this.w = undefined;

@@ -27,6 +27,8 @@ export interface ApiAgent {
   rolloutHolds?: Agent['rolloutHolds'];
   /** The revision waiting for update locks (SPEC §19), in GET /v1/revision and /v1/history as `waiting`. */
   waiting?: Agent['waiting'];
+  /** POST /v1/sync?now=true: the revision waiting for its maintenance window goes now. */
+  goNow?: Agent['goNow'];
   /** Where a component's stdout.log and stderr.log are (GET /v1/logs/{name}); absent, the route answers 404. */
   logDirOf?: Agent['logDirOf'];
   /** Cleans text of the secret values the agent holds (SPEC §16): a component's log may print one. */

@@ -44,7 +44,8 @@ export function isTimezone(zone: string): boolean {
 
 /** Whether the window is open at `nowMs`, and when it closes or next opens (ms since the epoch). */
 export function windowState(w: MaintenanceWindow, nowMs: number): WindowState {
-  const length = (w.to > w.from ? w.to - w.from : w.to + 24 * 60 - w.from) * MINUTE;
+  // `to` on the wall clock of the day it falls on: a window over a daylight saving change is as long as the clock says.
+  const overnight = w.to <= w.from;
   const today = localDate(nowMs, w.timezone);
   let next: number | undefined;
   // From yesterday (a window that opened yesterday evening may still be open) to a week ahead.
@@ -52,7 +53,7 @@ export function windowState(w: MaintenanceWindow, nowMs: number): WindowState {
     const day = addDays(today, d);
     if (!w.days.includes(WEEKDAYS[weekday(day)]!)) continue;
     const opens = instantOf(day, w.from, w.timezone);
-    const closes = opens + length;
+    const closes = instantOf(overnight ? addDays(day, 1) : day, w.to, w.timezone);
     if (opens <= nowMs && nowMs < closes) return { open: true, closesAt: closes };
     if (opens > nowMs && (next === undefined || opens < next)) next = opens;
   }

@@ -26,7 +26,16 @@ export class UpdateLockError extends Error {
 export async function tryUpdateLock(workDir: string, lock: string): Promise<HeldUpdateLock | 'held' | undefined> {
   const fd = openLockFile(workDir, lock);
   if (fd === undefined) return undefined;
-  return (await flockFd(fd, { wait: false })) ? held(fd, `${workDir}/${lock}`) : (closeSync(fd), 'held');
+  let got: boolean;
+  try {
+    got = await flockFd(fd, { wait: false });
+  } catch (e) {
+    closeSync(fd);
+    throw e;
+  }
+  if (got) return held(fd, `${workDir}/${lock}`);
+  closeSync(fd);
+  return 'held';
 }
 
 /** The lock as soon as it is free (the moment its holder lets go, not at a poll); rejects when `signal` aborts. */
@@ -68,10 +77,15 @@ function held(fd: number, file: string): HeldUpdateLock {
   };
 }
 
+/** O_PATH (Linux; not in Node's constants): a descriptor that names a file without opening it. */
+const O_PATH = 0o10000000;
+
 /**
  * Opens `lock` under `workDir` (which the agent trusts) one part at a time through /proc/self/fd, never following a
  * link and never opening anything but directories on the way and a regular file at the end: the component's user
- * owns the work directory and could otherwise point the agent (root) at a device or a FIFO. Undefined when absent.
+ * owns the work directory (a container may even make device nodes in its lock's directory) and could otherwise point
+ * the agent (root) at a device, whose mere opening can act (a watchdog, a tape), or at a FIFO. The last part is named
+ * with O_PATH first and opened only once fstat says it is a regular file. Undefined when absent.
  */
 function openLockFile(workDir: string, lock: string): number | undefined {
   const parts = lock.split('/');
@@ -90,7 +104,7 @@ function openLockFile(workDir: string, lock: string): number | undefined {
       if (part === '' || part === '.' || part === '..') throw new UpdateLockError(`${lock}: not a path inside the work directory`);
       let next: number;
       try {
-        next = openSync(`/proc/self/fd/${dir}/${part}`, O_RDONLY | O_NOFOLLOW | O_NOCTTY | (last ? O_NONBLOCK : O_DIRECTORY));
+        next = openSync(`/proc/self/fd/${dir}/${part}`, last ? O_PATH | O_NOFOLLOW : O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_DIRECTORY);
       } catch (e) {
         if (isAbsent(e)) return undefined;
         const why = (e as NodeJS.ErrnoException).code === 'ELOOP' ? 'is a symbolic link' : (e as NodeJS.ErrnoException).code === 'ENOTDIR' ? 'is not a directory' : (e as Error).message;
@@ -99,10 +113,11 @@ function openLockFile(workDir: string, lock: string): number | undefined {
       closeSync(dir);
       dir = next;
     }
-    if (!fstatSync(dir).isFile()) throw new UpdateLockError(`${workDir}/${lock} is not a regular file: an update lock is one`);
-    const fd = dir;
-    dir = -1;
-    return fd;
+    const st = fstatSync(dir);
+    if (st.isSymbolicLink()) throw new UpdateLockError(`${workDir}/${lock} is a symbolic link: an update lock is a regular file in the work directory`);
+    if (!st.isFile()) throw new UpdateLockError(`${workDir}/${lock} is not a regular file (a device, a FIFO, a socket or a directory): an update lock is one`);
+    // The same inode, now opened for real (the O_PATH descriptor holds it: no name to swap in between).
+    return openSync(`/proc/self/fd/${dir}`, O_RDONLY | O_NOCTTY | O_NONBLOCK);
   } finally {
     if (dir >= 0) closeSync(dir);
   }

@@ -92,4 +92,23 @@ describe.skipIf(faketime.skip)(faketime.title('maintenance windows: a revision i
     expect(h.component('api')?.version).toBe('1.2.0');
     expect(await waiting()).toBeNull();
   });
+
+  it('keystonectl sync --now: the revision waiting for its window goes now (the way on a device that follows Git)', async () => {
+    setClock(todayAt(5, 0, 0));
+    const mark = agent.mark();
+    fx.spec('api').version = '1.3.0';
+    fx.write();
+    await agent.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('held: outside the maintenance window'), 20_000, mark, 'the revision to wait');
+    const waitingRev = (await waiting())!.revision as string;
+    const token = readFileSync(join(h.stateDir, API_TOKEN_FILE), 'utf8').trim();
+    const now = await runCtl(['sync', '--now', '--agent', `http://127.0.0.1:${port}`, '--token', token], fx.dir);
+    expect(now.code, now.stderr + now.stdout).toBe(0);
+    await agent.waitForLog(is.applyEnd, 20_000, mark, 'the apply of the waiting revision');
+    expect(h.appliedRevision()?.id).toBe(waitingRev);
+    expect(h.component('api')?.version).toBe('1.3.0');
+    expect(await waiting()).toBeNull();
+    const bad = await api.post('/v1/sync?now=yes');
+    expect(bad.status).toBe(400);
+  });
 });
+

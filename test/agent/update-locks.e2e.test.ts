@@ -12,21 +12,8 @@ import { apiOf, type AgentApi } from '../support/agent-api.js';
 import { AgentHarness, is, type AgentProcess } from '../support/agent-harness.js';
 import { runCtl } from '../support/cli-run.js';
 import { until } from '../support/composite-fixture.js';
-import { holdLock, letGo } from '../support/lock-holder.js';
-import { freePorts, stackFixture, type ComponentSpec, type StackFixture } from '../support/stack-fixture.js';
-
-/**
- * A component with an update lock: it makes its lock file, and on SIGTERM writes to `run/at-stop` whether it could
- * take its own lock then (`busy`: the agent holds it while it stops the component).
- */
-function locked(name: string, timeout?: string, dependencies: ComponentSpec['dependencies'] = []): ComponentSpec {
-  const script = [
-    'mkdir -p run && : >> run/update.lock',
-    `trap 'if flock -n run/update.lock true; then echo free > run/at-stop; else echo busy > run/at-stop; fi; exit 0' TERM`,
-    'while :; do sleep 0.1; done',
-  ].join('\n');
-  return { name, version: '1.0.0', command: 'sh', args: ['-c', script], updateLock: { lock: 'run/update.lock', ...(timeout !== undefined && { timeout }) }, dependencies };
-}
+import { holdLock, letGo, lockedComponent as locked } from '../support/lock-holder.js';
+import { freePorts, stackFixture, type StackFixture } from '../support/stack-fixture.js';
 
 type Json = Record<string, unknown>;
 
@@ -148,4 +135,48 @@ describe('update locks: the device decides when a component is stopped for a new
     expect(h.component('api')?.version).toBe('1.3.0');
     expect(await waiting()).toBeNull();
   });
+
+  it('a new recipe that drops the lock is not held by the old one (the operator\'s way out)', async () => {
+    // batch's lock is still held from the lock_timeout case: let go, and held again here.
+    for (const c of holders.splice(0)) letGo(c);
+    const holder = await holdLock(lockOf('batch'));
+    holders.push(holder);
+    const mark = agent.mark();
+    delete fx.spec('batch').updateLock;
+    fx.spec('batch').version = '1.2.0';
+    fx.write();
+    const end = await agent.waitForLog(is.applyEnd, 30_000, mark, 'the apply of the recipe without a lock');
+    expect(end.msg).toBe('all components running');
+    expect(agent.lines((l) => typeof l.msg === 'string' && l.msg.startsWith('held:'), mark)).toEqual([]);
+    expect(h.component('batch')?.version).toBe('1.2.0');
+  });
 });
+
+describe('update locks: a component that takes its lock again and again', { timeout: 120_000 }, () => {
+  let fx: StackFixture;
+  let h: AgentHarness;
+  let agent: AgentProcess;
+
+  beforeAll(async () => {
+    // Its job holds the lock 300 ms, then takes it again at once: a release the agent did not keep would be lost.
+    const script = ['mkdir -p run && : >> run/update.lock', 'while :; do flock run/update.lock sleep 0.3; done'].join('\n');
+    fx = await stackFixture({ signed: false, components: () => [{ name: 'looper', version: '1.0.0', command: 'sh', args: ['-c', script], updateLock: { lock: 'run/update.lock' } }] });
+    h = new AgentHarness();
+    agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs });
+    expect((await agent.waitForLog(is.applyEnd, 30_000, 0, 'the first apply')).msg).toBe('all components running');
+  }, 60_000);
+  afterAll(async () => {
+    await h?.cleanup();
+    fx?.cleanup();
+  });
+
+  it('is updated at the end of a job: the lock the watcher got is the one the agent stops it with', async () => {
+    const mark = agent.mark();
+    fx.spec('looper').version = '1.1.0';
+    fx.write();
+    const end = await agent.waitForLog(is.applyEnd, 30_000, mark, 'the apply between two jobs');
+    expect(end.msg).toBe('all components running');
+    expect(h.component('looper')?.version).toBe('1.1.0');
+  });
+});
+

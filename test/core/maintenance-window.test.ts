@@ -96,3 +96,17 @@ describe('a window in words', () => {
     expect([describeWait(20_000), describeWait(45 * 60_000), describeWait(3 * 3_600_000), describeWait(50 * 3_600_000)]).toEqual(['20s', '45m', '3h', '2d2h']);
   });
 });
+
+describe('a window over a daylight saving change ends when the wall clock says', () => {
+  const berlin = (from: number, to: number) => ({ days: ['sun'] as const, from: from * 60, to: to * 60, timezone: 'Europe/Berlin' });
+
+  it('the night the clocks skip an hour: 01:00–04:00 closes at 04:00 CEST, after two hours', () => {
+    // 2024-03-31: 02:00 CET becomes 03:00 CEST. 01:00 CET is 00:00Z; 04:00 CEST is 02:00Z.
+    expect(windowState(berlin(1, 4), Date.UTC(2024, 2, 31, 0, 30))).toEqual({ open: true, closesAt: Date.UTC(2024, 2, 31, 2, 0) });
+  });
+
+  it('the night the clocks repeat an hour: 01:00–03:00 closes at 03:00 CET, after three hours', () => {
+    // 2024-10-27: 03:00 CEST becomes 02:00 CET. 01:00 CEST is 23:00Z the day before; 03:00 CET is 02:00Z.
+    expect(windowState(berlin(1, 3), Date.UTC(2024, 9, 26, 23, 30))).toEqual({ open: true, closesAt: Date.UTC(2024, 9, 27, 2, 0) });
+  });
+});

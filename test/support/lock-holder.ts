@@ -1,5 +1,6 @@
 // Someone holding an update lock (SPEC §19) with util-linux's flock, as a component's job or an operator's shell does.
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { ComponentSpec } from './stack-fixture.js';
 
 /** Holds `file`'s lock until let go; resolves once it holds it. Its own process group: the lock goes with all of it. */
 export async function holdLock(file: string): Promise<ChildProcess> {
@@ -15,4 +16,17 @@ export function letGo(c: ChildProcess): void {
   } catch {
     c.kill('SIGKILL');
   }
+}
+
+/**
+ * A process component with an update lock (`run/update.lock`): it makes its lock file, and on SIGTERM writes to
+ * `run/at-stop` whether it could take its own lock then (`busy`: the agent holds it while it stops the component).
+ */
+export function lockedComponent(name: string, timeout?: string, dependencies: ComponentSpec['dependencies'] = []): ComponentSpec {
+  const script = [
+    'mkdir -p run && : >> run/update.lock',
+    `trap 'if flock -n run/update.lock true; then echo free > run/at-stop; else echo busy > run/at-stop; fi; exit 0' TERM`,
+    'while :; do sleep 0.1; done',
+  ].join('\n');
+  return { name, version: '1.0.0', command: 'sh', args: ['-c', script], updateLock: { lock: 'run/update.lock', ...(timeout !== undefined && { timeout }) }, dependencies };
 }

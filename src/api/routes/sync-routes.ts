@@ -12,8 +12,12 @@ const UNAVAILABLE = 'this agent has no source that can look for a revision on de
 
 export function registerSyncRoutes(server: FastifyInstance, ctx: ApiContext): void {
   server.post('/v1/sync', async (request, reply) => {
-    const q = strictQuery(request.query, ['wait', 'timeout']);
+    const q = strictQuery(request.query, ['wait', 'timeout', 'now']);
     if (q.wait !== undefined && q.wait !== 'none' && q.wait !== 'done') throw new ApiError(400, 'KS_BAD_QUERY', `wait must be done or none, not ${JSON.stringify(q.wait)}`);
+    if (q.now !== undefined && q.now !== 'true') throw new ApiError(400, 'KS_BAD_QUERY', `now must be true, not ${JSON.stringify(q.now)}`);
+    // SPEC §19: the revision waiting for its maintenance window goes now (an operator's word; update locks still hold).
+    const now = q.now === 'true' ? ctx.agent.goNow?.() : undefined;
+    if (now !== undefined) ctx.log?.info({ revision: now }, 'sync --now: the revision waiting for its maintenance window goes now');
     const timeout = parseTimeout(q.timeout);
     if (q.wait !== 'done') {
       if (!ctx.agent.sync()) throw new ApiError(503, 'KS_SYNC_UNAVAILABLE', UNAVAILABLE);

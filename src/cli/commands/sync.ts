@@ -5,7 +5,7 @@ import { ANSWER_MARGIN_MS, AGENT_OPTIONS, AGENT_USAGE, agentClient, withAgentErr
 import { formatDuration, parseDuration } from '../../core/duration.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
 
-export const SYNC_USAGE = `keystonectl sync [--no-wait] [--timeout 10m] [--json] ${AGENT_USAGE}`;
+export const SYNC_USAGE = `keystonectl sync [--no-wait] [--now] [--timeout 10m] [--json] ${AGENT_USAGE}`;
 
 /** Long enough for a fetch and an apply that starts slow components (each has its own start budget). */
 const DEFAULT_TIMEOUT = '10m';
@@ -61,6 +61,8 @@ export async function sync(argv: string[], io: CliIo): Promise<number> {
       wait: { type: 'boolean', default: true },
       timeout: { type: 'string', default: DEFAULT_TIMEOUT },
       json: { type: 'boolean', default: false },
+      // SPEC §19: the revision waiting for its maintenance window goes now (update locks still hold).
+      now: { type: 'boolean', default: false },
       ...AGENT_OPTIONS,
     },
   });
@@ -70,11 +72,11 @@ export async function sync(argv: string[], io: CliIo): Promise<number> {
   const client = agentClient(values, io);
   return withAgentErrors('sync', io, values.json, async () => {
     if (!values.wait) {
-      const r = await client.post<Json>('/v1/sync');
+      const r = await client.post<Json>('/v1/sync', { ...(values.now && { query: { now: 'true' } }) });
       io.stdout.write(values.json ? JSON.stringify(r, null, 2) + '\n' : 'sync requested: the agent looks at its source now (not waited for)\n');
       return EXIT.OK;
     }
-    const r = await client.post<Json>('/v1/sync', { query: { wait: 'done', timeout: formatDuration(timeoutMs) }, timeoutMs: timeoutMs + ANSWER_MARGIN_MS });
+    const r = await client.post<Json>('/v1/sync', { query: { wait: 'done', timeout: formatDuration(timeoutMs), ...(values.now && { now: 'true' }) }, timeoutMs: timeoutMs + ANSWER_MARGIN_MS });
     io.stdout.write(values.json ? JSON.stringify(r, null, 2) + '\n' : renderSyncOutcome(r));
     if (r.outcome === 'unchanged' && r.appliedOutcome === 'failure') return EXIT.FAILED;
     return EXIT_OF[String(r.outcome)] ?? EXIT.OK;
