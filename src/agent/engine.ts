@@ -24,7 +24,12 @@ export interface ApplyOptions {
    * Honour update locks (a new revision); `ignore` says which locks are no longer waited for (lock_timeout);
    * `preheld` hands over a lock a watcher got just before (update-lock-wait.ts).
    */
-  locks?: { ignore: (name: string, timeoutMs: number | undefined) => boolean; preheld?: (name: string) => HeldUpdateLock | undefined };
+  locks?: {
+    ignore: (name: string, timeoutMs: number | undefined) => boolean;
+    preheld?: (name: string) => HeldUpdateLock | undefined;
+    /** The same lock, looked at without taking it over (lockHolders: the apply that follows takes it). */
+    peek?: (name: string) => HeldUpdateLock | undefined;
+  };
 }
 
 export interface EngineDeps extends Omit<WorkerDeps, 'onRecovered' | 'log' | 'startSlot'> {
@@ -186,9 +191,10 @@ export class Engine {
       const { store } = this.deps;
       const reconcile = diff(revision, store.actualState());
       if (!reconcile.stopOrder.length) return [];
-      const check = await this.checkLocks(reconcile.stopOrder, revision, store.specs(), { ignore: o.ignore }, revisionId);
+      const check = await this.checkLocks(reconcile.stopOrder, revision, store.specs(), { ignore: o.ignore, ...(o.peek && { preheld: o.peek }) }, revisionId);
       if (check.kind === 'held') return check.holders;
-      await releaseAll(check.taken);
+      // Let go of what was tried here, not of a lock a watcher holds for the apply.
+      await Promise.all([...check.taken].filter(([n, l]) => o.peek?.(n) !== l).map(([, l]) => l.release()));
       return [];
     });
   }

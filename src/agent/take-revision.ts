@@ -318,7 +318,7 @@ export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'wa
 function lockOptions(rev: Revision, s: RevisionSteps): ApplyOptions['locks'] {
   const wait = s.lockWait;
   if (!wait || rev.overrideLocks) return undefined;
-  return { ignore: (_n, timeoutMs) => wait.timedOut(rev.id, timeoutMs), preheld: (n) => wait.takeKept(n) };
+  return { ignore: (_n, timeoutMs) => wait.timedOut(rev.id, timeoutMs), preheld: (n) => wait.takeKept(n), peek: (n) => wait.peekKept(n) };
 }
 
 /** The revision waits for these locks: watched, reported once (an agent rollback's target silently). */

@@ -120,6 +120,11 @@ export class UpdateLockWait extends RevisionWait {
     return l;
   }
 
+  /** The lock a watcher got for `component`, still kept. */
+  peekKept(component: string): HeldUpdateLock | undefined {
+    return this.kept.get(component);
+  }
+
   /** Lets go of what the watchers got and nobody took over (the retake ended without stopping them). */
   async releaseKept(): Promise<void> {
     clearTimeout(this.keptTimer);

@@ -44,12 +44,10 @@ export async function checkUpdateLocks(names: readonly string[], deps: LockCheck
   for (const name of names) {
     const spec = deps.running(name)?.recipe.lifecycle.update;
     const next = deps.next(name);
-    const kept = deps.preheld?.(name);
     const timeoutMs = next === 'gone' || next?.lock_timeout === undefined ? spec?.lock_timeout : spec?.lock_timeout === undefined ? next.lock_timeout : Math.min(spec.lock_timeout, next.lock_timeout);
-    if (spec === undefined || next === undefined || deps.ignore(name, timeoutMs)) {
-      await kept?.release();
-      continue;
-    }
+    // Not waited for: a lock a watcher kept for it stays with the watcher, which lets it go after the retake.
+    if (spec === undefined || next === undefined || deps.ignore(name, timeoutMs)) continue;
+    const kept = deps.preheld?.(name);
     if (kept) {
       taken.set(name, kept);
       continue;

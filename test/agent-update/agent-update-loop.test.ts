@@ -9,7 +9,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { agentHome, readFailed, readTrial, writeTrial } from '../../src/agent-update/agent-home.js';
 import { AgentUpdater } from '../../src/agent-update/agent-updater.js';
 import { instancesOf } from '../../src/agent-update/agent-update-setup.js';
-import { startAgent, type Agent } from '../../src/agent/agent.js';
+import { componentPaths, startAgent, type Agent } from '../../src/agent/agent.js';
+import { holdLock, letGo } from '../support/lock-holder.js';
 import { createLogger } from '../../src/log/logger.js';
 import { ProcessRuntime } from '../../src/runtime/process-runtime.js';
 import { DirectoryReader } from '../../src/source/directory-reader.js';
@@ -166,4 +167,68 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
     expect(calls).toEqual([]);
     expect(readTrial(home)).toBeUndefined();
   });
+
+  it('does not switch while a component of the revision holds its update lock (SPEC §19): the trial would run out on it', async () => {
+    const work = temp('ks-update-');
+    const stateDir = temp('ks-update-state-');
+    const home = agentHome(join(work, 'home'));
+    const calls: string[][] = [];
+    const log = createLogger({ pretty: false, write: () => undefined });
+    let a: Agent | undefined;
+    const updater = new AgentUpdater({
+      home,
+      version: '0.1.0',
+      arch: ARCH,
+      unit: 'keystone.service',
+      packageLib: join(PROJECT, 'packaging', 'launchers'),
+      node: process.execPath,
+      cacheDir: join(stateDir, 'cache'),
+      instances: () => instancesOf(a!.store),
+      snapshot: (f) => a!.store.snapshotTo(f),
+      log,
+      now: Date.now,
+      exec: async (file, args) => void calls.push([file, ...args]),
+    });
+    a = await startAgent({
+      fleet: { device: 'd1', labels: {} },
+      stateDir,
+      trust: { unsigned: true },
+      log,
+      runtimes: { process: new ProcessRuntime({ installArtifacts: async () => undefined }) },
+      probe: async () => ({ ok: true, detail: 'no check', latencyMs: 0 }),
+      concurrency: 2,
+      graceMs: 2000,
+      agentUpdate: updater,
+    });
+    agents.push(a);
+    // svc with an update lock; r2 changes svc and names agent 0.2.0.
+    const locked = (version: string, agent?: { version: string; uri: string; sha256: string }) => {
+      const reader = repo(agent);
+      writeFileSync(join(reader.root, 'recipes', 'svc.toml'), `[metadata]\nname = "com.test.svc"\nversion = "${version}"\n\n[lifecycle.update]\nlock = "run/update.lock"\n\n[lifecycle.run.exec]\ncommand = "sh"\nargs = ["-c", "mkdir -p run && : >> run/update.lock && exec sleep 1000"]\n`);
+      return reader;
+    };
+    a.offer({ id: R1, source: 'test', reader: locked('1.0.0') });
+    await a.idle();
+    const lockFile = join(componentPaths(stateDir, 'svc').workDir, 'run', 'update.lock');
+    const deadline = Date.now() + 10_000;
+    // Polled with a deadline: the component makes its lock file as it starts.
+    while (!existsSync(lockFile) && Date.now() < deadline) await new Promise((res) => setTimeout(res, 20));
+    const holder = await holdLock(lockFile);
+    try {
+      const v2 = fakeDeb(work, { version: '0.2.0' });
+      a.offer({ id: R2, source: 'test', reader: locked('1.1.0', { version: '0.2.0', ...v2 }) });
+      await a.idle();
+      expect(a.waiting()).toMatchObject({ revision: R2, reason: 'held: svc holds its update lock' });
+      expect(calls).toEqual([]);
+      expect(readTrial(home)).toBeUndefined();
+    } finally {
+      letGo(holder);
+    }
+    // Let go: taken up again, and now switched to (the unit restarted into 0.2.0).
+    const until = Date.now() + 10_000;
+    while (!calls.length && Date.now() < until) await new Promise((res) => setTimeout(res, 20));
+    expect(calls).toEqual([['systemctl', 'restart', '--no-block', 'keystone.service']]);
+    expect(readTrial(home)).toMatchObject({ version: '0.2.0', commit: R2 });
+  });
 });
+

@@ -2,11 +2,12 @@
 // held at the gate is never applied over a newer commit the device runs, nor during a forced manual apply's
 // suspension of the Git sync; the newest commit whose gate opens is applied, also after a restart; a refusal on the
 // device is an `error` in the rollout. (Found by review; each failed before its fix.)
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startAgent, type Agent, type DeviceProblem } from '../../src/agent/agent.js';
+import { componentPaths, startAgent, type Agent, type DeviceProblem } from '../../src/agent/agent.js';
+import { holdLock, letGo } from '../support/lock-holder.js';
 import { RolloutGate } from '../../src/agent/rollout-gate.js';
 import { createLogger } from '../../src/log/logger.js';
 import { ProcessRuntime } from '../../src/runtime/process-runtime.js';
@@ -189,4 +190,39 @@ describe('held commits in the agent', () => {
     expect(held).toEqual([]);
     expect(a.store.appliedRevision()?.id).toBe(C1);
   });
+
+  it('a commit waiting for an update lock is behind a newer commit held at the gate: its wait ends, the newer one stays held', async () => {
+    // one runs with an update lock; its lock is held; C1 (gate open) waits for it; C2 (gate closed) comes.
+    const locked = (version: string, staged: boolean) => {
+      const r = repo('one', staged);
+      writeFileSync(join(r.root, 'recipes', 'one.toml'), `[metadata]\nname = "com.test.one"\nversion = "${version}"\n\n[lifecycle.update]\nlock = "run/update.lock"\n\n[lifecycle.run.exec]\ncommand = "sh"\nargs = ["-c", "mkdir -p run && : >> run/update.lock && exec sleep 100"]\n`);
+      return r;
+    };
+    const stateDir = temp('ks-holds-state-');
+    const { a, lines, canarySucceeds } = await agent({ stateDir });
+    a.offer({ id: 'dir:000000000000', source: 'dir', reader: locked('1.0.0', false) });
+    await a.idle();
+    const lockFile = join(componentPaths(stateDir, 'one').workDir, 'run', 'update.lock');
+    const deadline = Date.now() + 10_000;
+    // Polled with a deadline: the component makes its lock file as it starts.
+    while (!existsSync(lockFile) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const holder = await holdLock(lockFile);
+    try {
+      a.offer({ id: C1, source: 'git', reader: locked('1.1.0', true) });
+      await a.idle();
+      canarySucceeds();
+      // The gate is read again on its timer (every 100 ms here): then C1 goes, and waits for the lock.
+      const until = Date.now() + 10_000;
+      while (a.waiting() === undefined && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      expect(a.waiting(), JSON.stringify({ holds: a.rolloutHolds(), applied: a.store.appliedRevision()?.id, lines: lines.map((l) => l.msg).slice(-12) })).toMatchObject({ revision: C1, reason: 'held: one holds its update lock' });
+      a.offer({ id: C2, source: 'git', reader: locked('1.2.0', true) });
+      await a.idle();
+      expect(a.rolloutHolds().map((h) => h.revision)).toEqual([C2]);
+      // Retaken at the release, C1 would go back into the holds first and drop C2 when its gate opened.
+      expect(a.waiting()).toBeUndefined();
+    } finally {
+      letGo(holder);
+    }
+  });
 });
+
