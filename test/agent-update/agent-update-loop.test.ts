@@ -174,7 +174,7 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
     const home = agentHome(join(work, 'home'));
     const calls: string[][] = [];
     const log = createLogger({ pretty: false, write: () => undefined });
-    let a: Agent | undefined;
+    let current: Agent | undefined;
     const updater = new AgentUpdater({
       home,
       version: '0.1.0',
@@ -183,13 +183,13 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
       packageLib: join(PROJECT, 'packaging', 'launchers'),
       node: process.execPath,
       cacheDir: join(stateDir, 'cache'),
-      instances: () => instancesOf(a!.store),
-      snapshot: (f) => a!.store.snapshotTo(f),
+      instances: () => instancesOf(current!.store),
+      snapshot: (f) => current!.store.snapshotTo(f),
       log,
       now: Date.now,
       exec: async (file, args) => void calls.push([file, ...args]),
     });
-    a = await startAgent({
+    const a = await startAgent({
       fleet: { device: 'd1', labels: {} },
       stateDir,
       trust: { unsigned: true },
@@ -200,6 +200,7 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
       graceMs: 2000,
       agentUpdate: updater,
     });
+    current = a;
     agents.push(a);
     // svc with an update lock; r2 changes svc and names agent 0.2.0.
     const locked = (version: string, agent?: { version: string; uri: string; sha256: string }) => {
