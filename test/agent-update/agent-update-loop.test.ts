@@ -174,7 +174,7 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
     const home = agentHome(join(work, 'home'));
     const calls: string[][] = [];
     const log = createLogger({ pretty: false, write: () => undefined });
-    let current: Agent | undefined;
+    const started: { agent?: Agent } = {};
     const updater = new AgentUpdater({
       home,
       version: '0.1.0',
@@ -183,8 +183,8 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
       packageLib: join(PROJECT, 'packaging', 'launchers'),
       node: process.execPath,
       cacheDir: join(stateDir, 'cache'),
-      instances: () => instancesOf(current!.store),
-      snapshot: (f) => current!.store.snapshotTo(f),
+      instances: () => instancesOf(started.agent!.store),
+      snapshot: (f) => started.agent!.store.snapshotTo(f),
       log,
       now: Date.now,
       exec: async (file, args) => void calls.push([file, ...args]),
@@ -200,7 +200,7 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
       graceMs: 2000,
       agentUpdate: updater,
     });
-    current = a;
+    started.agent = a;
     agents.push(a);
     // svc with an update lock; r2 changes svc and names agent 0.2.0.
     const locked = (version: string, agent?: { version: string; uri: string; sha256: string }) => {
