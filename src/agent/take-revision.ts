@@ -2,7 +2,7 @@
 // gate → 5 apply (or resume). Each step either passes the revision on or ends it with an outcome value; outcomes.ts
 // writes what the outcome means (rows, events, reports), so this file decides and never records.
 import { isCommitId } from '../core/commit-id.js';
-import type { DesiredComponent, DesiredState } from '../core/desired-state.js';
+import type { DesiredState } from '../core/desired-state.js';
 import type { Reconcile } from '../core/diff.js';
 import { formatDiagnostic } from '../core/errors.js';
 import { FLEET_FILE } from '../core/fleet.js';
@@ -14,8 +14,7 @@ import type { RepoReader } from '../source/repo-reader.js';
 import type { StateStore } from '../store/state-store.js';
 import { TrustError } from '../trust/trust-error.js';
 import { VerifiedReader, verifyRevision } from '../trust/verify-revision.js';
-import type { ApplyOptions, Engine } from './engine.js';
-import type { LockHolder } from './update-locks.js';
+import type { Engine } from './engine.js';
 import type { Outcomes } from './outcomes.js';
 import { stateDigest } from './rollout-gate.js';
 import type { Candidate, RolloutHolds } from './rollout-holds.js';
@@ -25,11 +24,7 @@ import type { PublicKey } from '../trust/minisign.js';
 import type { DeviceProblem, TrustSetting } from './agent-options.js';
 import { openRevisionSecrets, type SecretSteps } from './revision-secrets.js';
 import type { AgentUpdater } from '../agent-update/agent-updater.js';
-import type { UpdateLockWait } from './update-lock-wait.js';
-import type { WindowWait } from './window-wait.js';
-import type { Prefetched } from './prefetch.js';
-import { windowState, type MaintenanceWindow } from '../core/maintenance-window.js';
-import { diff } from '../core/diff.js';
+import { downloadsAndWindow, lockOptions, waitedFor, waitForLocks, type WaitSteps } from './device-waits.js';
 
 /** Refusals that depend on the device's clock (docs/signing.md, "Time"): the same revision is looked at again later. */
 const CLOCK_REFUSALS: ReadonlySet<string> = new Set(['KS_SIGNATURE_FROM_FUTURE', 'KS_SIGNATURE_TOO_OLD']);
@@ -51,7 +46,7 @@ export type RevisionOutcome =
   /** A component it would stop holds its update lock (SPEC §19): nothing applied; taken up again at the release. */
   | { kind: 'waiting'; reason: string };
 
-export interface RevisionSteps {
+export interface RevisionSteps extends WaitSteps {
   trust: TrustSetting;
   /** `--plan`; without it fleet.toml picks the plan by the device's name and labels. */
   planFile?: string;
@@ -73,14 +68,6 @@ export interface RevisionSteps {
   secrets?: SecretSteps;
   /** How this agent updates itself to the version a revision's [agent] names (SPEC §17); without it, it does not. */
   agentUpdate?: AgentUpdater;
-  /** Where a revision waits for update locks (SPEC §19); without it, locks are not looked at. */
-  lockWait?: UpdateLockWait;
-  /** The device's own maintenance window (`--window`); a fleet target's wins (SPEC §19). */
-  window?: MaintenanceWindow;
-  /** Where a revision waits for its window; without it, windows are not looked at. */
-  windowWait?: WindowWait;
-  /** Downloads ahead of the apply and the disk check (prefetch.ts); without it, nothing is fetched early. */
-  prefetch?: (components: DesiredComponent[], o: { images: boolean; revision: string }) => Promise<Prefetched>;
 }
 
 /** The last placement logged ("this device in the fleet"), said again only when it changes. */
@@ -312,56 +299,6 @@ export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'wa
   // (the commit did not report success) without barring the package: the next commit may try it again.
   if (update?.settles(rev.id, c.agent) && !r.interrupted) await update.settle(r.outcome, `${r.outcome}: ${r.summary}`, { blocks: false });
   return { kind: 'applied', outcome: r.interrupted ? 'interrupted' : r.outcome };
-}
-
-/** How this revision honours update locks (SPEC §19); undefined: it does not (no lock wait, or an operator's --force). */
-function lockOptions(rev: Revision, s: RevisionSteps): ApplyOptions['locks'] {
-  const wait = s.lockWait;
-  if (!wait || rev.overrideLocks) return undefined;
-  return { ignore: (_n, timeoutMs) => wait.timedOut(rev.id, timeoutMs), preheld: (n) => wait.takeKept(n), peek: (n) => wait.peekKept(n) };
-}
-
-/** The revision waits for these locks: watched, reported once (an agent rollback's target silently). */
-function waitForLocks(c: Pick<Candidate, 'rev' | 'target'> & { waveName?: string }, holders: LockHolder[], s: RevisionSteps): RevisionOutcome {
-  const { rev, target, waveName } = c;
-  const hold = s.lockWait!.wait(rev, holders);
-  s.windowWait?.forget(rev.id);
-  if (rev.rollback !== true) s.outcomes.waiting({ revision: rev.id, ...(target !== undefined && { target }), ...(waveName !== undefined && { wave: waveName }), reason: hold.reason });
-  else s.log.info({ revision: rev.id, reason: hold.reason }, 'the rollback waits for an update lock');
-  return { kind: 'waiting', reason: hold.reason };
-}
-
-/** Whether `revision` is the one waiting for a lock or its window (taken up again now). */
-function waitedFor(s: RevisionSteps, revision: string): boolean {
-  return s.lockWait?.waitingFor() === revision || s.windowWait?.waitingFor() === revision;
-}
-
-/** Downloads ahead (refusing a revision that does not fit), then the window: a waiting outcome when it is closed. */
-async function downloadsAndWindow(c: Pick<Candidate, 'rev' | 'state' | 'planFile' | 'target' | 'began' | 'window'> & { waveName?: string }, inProgress: boolean, s: RevisionSteps): Promise<RevisionOutcome | undefined> {
-  const { rev, state, planFile, target, waveName, began } = c;
-  const window = c.window ?? s.window;
-  // A device that runs nothing yet has nothing to disturb: its first revision goes at once.
-  const exempt = inProgress || rev.rollback === true || rev.overrideWindow === true || s.store.components().length === 0;
-  const now = s.now();
-  const closed = window && !exempt && s.windowWait ? windowState(window, now) : undefined;
-  const changing = new Set(diff(state, s.store.actualState()).startOrder);
-  if (s.prefetch && changing.size) {
-    const got = await s.prefetch(state.components.filter((x) => changing.has(x.name)), { images: closed?.open === false, revision: rev.id });
-    if (!got.ok) {
-      s.outcomes.rejected({ revision: rev.id, planFile, ...(target !== undefined && { target }), ...(waveName !== undefined && { wave: waveName }), reason: got.reason, began, silent: rev.rollback === true });
-      s.log.error({ revision: rev.id, reason: got.reason }, 'revision refused; still running the previous one');
-      return { kind: 'rejected', reason: got.reason, passing: true };
-    }
-  }
-  if (closed && !closed.open) {
-    const hold = s.windowWait!.wait(rev, window!, closed.opensAt);
-    s.lockWait?.forget(rev.id);
-    s.outcomes.waiting({ revision: rev.id, ...(target !== undefined && { target }), ...(waveName !== undefined && { wave: waveName }), reason: hold.reason }, hold.stable);
-    return { kind: 'waiting', reason: hold.reason };
-  }
-  s.windowWait?.done(rev.id);
-  s.windowWait?.forget(rev.id);
-  return undefined;
 }
 
 function packageVersionOf(section: { version: string } | undefined): string {
