@@ -4,11 +4,11 @@
 // container killed, so the supervisor restarts it) and an operator's restart through the API. Each returns at once
 // (a push once it is on the server): the agent is then killed at a random moment of what the action set off.
 import type { ChaosAgent } from './chaos-agent.js';
-import type { ChaosRepo, PushedCommit } from './chaos-repo.js';
+import { GAUGE as GAUGE_NAME, type ChaosRepo, type PushedCommit } from './chaos-repo.js';
 import { killContainer } from './device-view.js';
 import type { SeededRandom } from './seeded-random.js';
 
-export type ActionKind = 'bump' | 'revert' | 'composite-break' | 'sick' | 'replay' | 'crash' | 'operator-restart' | 'idle';
+export type ActionKind = 'bump' | 'revert' | 'composite-break' | 'sick' | 'replay' | 'crash' | 'operator-restart' | 'locked-bump' | 'idle';
 export type PushKind = 'bump' | 'revert' | 'composite-break' | 'sick' | 'replay';
 
 /** How often each comes up. Pushes dominate: they are what makes the agent stop, install, start and report. */
@@ -21,6 +21,8 @@ export const ACTION_WEIGHTS: Readonly<Record<ActionKind, number>> = {
   replay: 6,
   crash: 16,
   'operator-restart': 12,
+  // SPEC §19: gauge holds its update lock, then a bump of gauge comes; released once the kills are over (run-chaos.ts).
+  'locked-bump': 6,
   idle: 6,
 };
 
@@ -34,6 +36,7 @@ export const KILL_WITHIN_MS: Readonly<Record<ActionKind, number>> = {
   replay: 1_000,
   crash: 1_500,
   'operator-restart': 1_500,
+  'locked-bump': 2_500,
   idle: 300,
 };
 
@@ -44,11 +47,11 @@ export interface ActionDone {
 }
 
 /** A push of the given kind (the actions that push, also used while the agent is down). */
-export async function push(kind: PushKind, repo: ChaosRepo, rng: SeededRandom): Promise<ActionDone> {
+export async function push(kind: PushKind, repo: ChaosRepo, rng: SeededRandom, only?: string): Promise<ActionDone> {
   let pushed: PushedCommit;
   let what: string = kind;
   if (kind === 'bump') {
-    const name = rng.pick([...repo.fx.components.map((c) => c.name), 'app']);
+    const name = only ?? rng.pick([...repo.fx.components.map((c) => c.name), 'app']);
     pushed = await repo.pushBump(name);
     what = `bump ${name}`;
   } else if (kind === 'revert') pushed = await repo.pushRevert();
@@ -88,6 +91,13 @@ export async function act(kind: ActionKind, repo: ChaosRepo, ca: ChaosAgent, rng
       // Not awaited: the kill is meant to land while the restart is under way (the request then fails; fine).
       void ca.api('POST', `/v1/components/${encodeURIComponent(name)}:restart`, 60_000);
       return { kind, what: `operator restart of ${name}` };
+    }
+    case 'locked-bump': {
+      // The lock held by someone (a job of gauge's, an operator's shell) before the push: the revision must wait.
+      await ca.holdGaugeLock();
+      const done = await push('bump', repo, rng, GAUGE_NAME);
+      await ca.nudge();
+      return { kind, what: `locked: ${done.what}`, ...(done.pushed && { pushed: done.pushed }) };
     }
     case 'idle':
       return { kind, what: 'idle' };

@@ -4,14 +4,16 @@
 // through POST /v1/sync after each push), a 1 s grace, short backoffs, and a healthy spell of 1 s so that the many
 // crashes of a long run never add up to a crash loop.
 import { once } from 'node:events';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { ownerTag } from '../../src/agent/orphan-sweep.js';
 import { callAgentApi } from '../../test/support/agent-api.js';
 import { AgentHarness, is, type AgentProcess } from '../../test/support/agent-harness.js';
 import { ContainerHarness } from '../../test/support/container-harness.js';
 import { freePorts } from '../../test/support/stack-fixture.js';
-import type { ChaosRepo } from './chaos-repo.js';
+import { holdLock, letGo } from '../../test/support/lock-holder.js';
+import { GAUGE, GAUGE_LOCK, type ChaosRepo } from './chaos-repo.js';
 
 export const DEVICE = 'chaos-01';
 
@@ -126,12 +128,34 @@ export class ChaosAgent {
     }
   }
 
+  /** Someone holding gauge's update lock (SPEC §19), made if missing; undefined until released. */
+  private gaugeLock: ChildProcess | undefined;
+
+  /** Holds gauge's update lock (its work directory is made at its first start, before any cycle). */
+  async holdGaugeLock(): Promise<void> {
+    if (this.gaugeLock) return;
+    const file = join(this.h.workDir(GAUGE), GAUGE_LOCK);
+    mkdirSync(dirname(file), { recursive: true });
+    if (!existsSync(file)) writeFileSync(file, '');
+    this.gaugeLock = await holdLock(file);
+  }
+
+  get holdsGaugeLock(): boolean {
+    return this.gaugeLock !== undefined;
+  }
+
+  releaseGaugeLock(): void {
+    if (this.gaugeLock) letGo(this.gaugeLock);
+    this.gaugeLock = undefined;
+  }
+
   /** Look at the branch now (the poll would, within a second). */
   async nudge(): Promise<void> {
     await this.api('POST', '/v1/sync', 2_000);
   }
 
   async close(): Promise<void> {
+    this.releaseGaugeLock();
     await this.h.cleanup();
   }
 }

@@ -35,6 +35,8 @@ export interface Model {
 /** The standalone component that a sick commit breaks; `sleep 200000` (the argument marks its process). */
 export const GAUGE = 'gauge';
 export const GAUGE_MARKER = '200000';
+/** gauge's update lock, in its work directory. */
+export const GAUGE_LOCK = 'run/update.lock';
 
 /**
  * gauge: healthy, a plain sleep without a check (healthy once it stayed up a moment: the adopted-instance check settles
@@ -47,6 +49,8 @@ function gauge(version: string, sick: boolean, closedPort: number): ComponentSpe
     version,
     command: 'sleep',
     args: [GAUGE_MARKER],
+    // SPEC §19: the chaos run holds it (run-chaos.ts, the `locked-bump` action) across kills of the agent.
+    updateLock: { lock: GAUGE_LOCK },
     ...(sick && { health: { check: `tcp://127.0.0.1:${closedPort}`, interval: '200ms', timeout: '150ms', failureThreshold: 10 } }),
   };
 }

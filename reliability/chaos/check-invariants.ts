@@ -18,7 +18,7 @@ import { integrityCheck, outboxRows, recentHistory, replayFloor } from './store-
 export { OutcomeLedger } from './outcome-invariants.js';
 
 export interface InvariantResult {
-  name: 'converged' | 'no duplicates' | 'no orphans' | 'store integrity' | 'no status lost' | 'replay floor' | OutcomeResult['name'] | typeof REPORTS_SIGNED;
+  name: 'converged' | 'no duplicates' | 'a held update lock keeps the revision waiting' | 'nothing of a waiting revision applied' | 'no orphans' | 'store integrity' | 'no status lost' | 'replay floor' | OutcomeResult['name'] | typeof REPORTS_SIGNED;
   ok: boolean;
   detail?: string;
 }

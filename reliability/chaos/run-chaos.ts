@@ -16,6 +16,29 @@ import { ChaosRepo, type PushedCommit } from './chaos-repo.js';
 import { checkSettled, checkStore, OutcomeLedger, STATUS_WAIT, waitSettled, type InvariantResult } from './check-invariants.js';
 import { SeededRandom } from './seeded-random.js';
 import { applyInProgress } from './store-probe.js';
+import { GAUGE } from './chaos-repo.js';
+
+/**
+ * While gauge's lock is held (SPEC §19): the restarted agent says the tip waits for it (`waiting`, within 30 s), has
+ * written no apply row for it, and runs gauge as it ran before the push.
+ */
+async function checkLockWait(ca: ChaosAgent, gaugeBefore: string | undefined): Promise<InvariantResult[]> {
+  const deadline = Date.now() + 30_000;
+  let waiting: { revision?: string; reason?: string } | undefined;
+  while (Date.now() < deadline) {
+    const r = await ca.api('GET', '/v1/revision');
+    waiting = ((r?.body ?? {}) as { waiting?: { revision?: string; reason?: string } | null }).waiting ?? undefined;
+    if (waiting?.reason?.includes('gauge holds its update lock')) break;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  const held = waiting?.reason?.includes('gauge holds its update lock') === true;
+  const rows = held ? ca.h.history().filter((e) => e.revision === waiting!.revision) : [];
+  const now = ca.h.component(GAUGE)?.version;
+  return [
+    { name: 'a held update lock keeps the revision waiting', ok: held, ...(!held && { detail: `GET /v1/revision's waiting: ${JSON.stringify(waiting ?? null)}` }) },
+    { name: 'nothing of a waiting revision applied', ok: held && rows.length === 0 && now === gaugeBefore, ...(!(held && rows.length === 0 && now === gaugeBefore) && { detail: `rows for it: ${JSON.stringify(rows)}; gauge ran ${gaugeBefore}, runs ${now}` }) },
+  ];
+}
 
 export interface ChaosOptions {
   kills: number;
@@ -144,6 +167,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       log = [];
       const kind: ActionKind = rng.weighted(ACTION_WEIGHTS);
       const delay = rng.int(0, KILL_WITHIN_MS[kind]);
+      /** gauge's version as the device runs it before a locked bump: it must still run it while the lock is held. */
+      const gaugeBefore = ca.h.component(GAUGE)?.version;
       const t0 = Date.now();
       const done = await act(kind, repo, ca, rng);
       r.actions[kind] = (r.actions[kind] ?? 0) + 1;
@@ -152,7 +177,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       await sleep(Math.max(0, t0 + delay - Date.now()));
       await kill();
       // A push that lands while the agent is down: the restart must take it up (and the cut-short apply's commit is superseded).
-      if (rng.chance(0.12)) {
+      // (Not while gauge's lock is held: a revert while down would undo the bump that is to wait.)
+      if (!ca.holdsGaugeLock && rng.chance(0.12)) {
         const p = await push(rng.weighted({ bump: 6, revert: 2, 'composite-break': 1, sick: 1, replay: 1 }), repo, rng);
         unchecked.push(p.pushed!);
         r.pushesWhileDown++;
@@ -182,6 +208,13 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
         await kill();
         r.killsDuringRecovery++;
         restart();
+      }
+      // SPEC §19: across the kills, the bump of gauge waits for its lock: nothing of it applied, gauge as it ran; let
+      // go, the settle below finds it applied and reported as any commit.
+      if (ca.holdsGaugeLock) {
+        record(await checkLockWait(ca, gaugeBefore));
+        ca.releaseGaugeLock();
+        log.push('gauge\'s lock let go');
       }
       const ok = await settleAndCheck();
       opts.onProgress?.(`kill ${r.kills}/${opts.kills}, cycle ${cycle} (${done.what}): ${r.held}/${r.checks} held, ${Math.round((Date.now() - began) / 1000)} s`);
