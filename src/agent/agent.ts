@@ -274,6 +274,8 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     onSync: (fn) => controls.onSync(fn),
     rolloutHolds: () => holds.holds(),
     goNow: () => {
+      // Something newer in line goes first, and replaces it: nothing to send through then.
+      if (queue.pending) return undefined;
       const rev = windowWait.takeNow();
       if (rev) queue.enqueue({ ...rev, overrideWindow: true });
       return rev?.id;

@@ -35,10 +35,11 @@ export interface WaitSteps {
 export type WaitOutcome = { kind: 'rejected'; reason: string; passing: boolean } | { kind: 'waiting'; reason: string };
 
 /** How this revision honours update locks (SPEC §19); undefined: it does not (no lock wait, or an operator's --force). */
-export function lockOptions(rev: Revision, s: WaitSteps): ApplyOptions['locks'] {
+export function lockOptions(rev: Revision, s: WaitSteps, capMs?: number): ApplyOptions['locks'] {
   const wait = s.lockWait;
   if (!wait || rev.overrideLocks) return undefined;
-  return { ignore: (_n, timeoutMs) => wait.timedOut(rev.id, timeoutMs), preheld: (n) => wait.takeKept(n), peek: (n) => wait.peekKept(n) };
+  // `capMs`: the longest any lock is waited for (a new agent's trial commit: within half its deadline, SPEC §17).
+  return { ignore: (_n, timeoutMs) => wait.timedOut(rev.id, timeoutMs), preheld: (n) => wait.peekKept(n), claim: (n) => void wait.takeKept(n), ...(capMs !== undefined && { capMs }) };
 }
 
 /** The revision waits for these locks: watched, reported once (an agent rollback's target silently). */

@@ -27,8 +27,10 @@ export interface ApplyOptions {
   locks?: {
     ignore: (name: string, timeoutMs: number | undefined) => boolean;
     preheld?: (name: string) => HeldUpdateLock | undefined;
-    /** The same lock, looked at without taking it over (lockHolders: the apply that follows takes it). */
-    peek?: (name: string) => HeldUpdateLock | undefined;
+    /** Takes over a lock `preheld` lent once the apply goes ahead (it lets go of it after the component's stop). */
+    claim?: (name: string) => void;
+    /** The longest any lock is waited for, whatever its lock_timeout. */
+    capMs?: number;
   };
 }
 
@@ -140,6 +142,7 @@ export class Engine {
     if (o.locks && reconcile.stopOrder.length) {
       const check = await this.checkLocks(reconcile.stopOrder, desired, previous, o.locks, rev.id);
       if (check.kind === 'held') return { holders: check.holders };
+      for (const n of check.borrowed) o.locks.claim?.(n);
       for (const [n, l] of check.taken) locks.set(n, l);
     }
     begin?.(reconcile);
@@ -178,6 +181,7 @@ export class Engine {
       workDir: (n) => this.deps.paths(n).workDir,
       ignore: o.ignore,
       ...(o.preheld && { preheld: o.preheld }),
+      ...(o.capMs !== undefined && { capMs: o.capMs }),
       unusable: (n, why) => this.agentLog.warn({ component: n, revision, code: 'KS_UPDATE_LOCK' }, `update lock not usable, not waited for: ${why}`),
     });
   }
@@ -191,10 +195,10 @@ export class Engine {
       const { store } = this.deps;
       const reconcile = diff(revision, store.actualState());
       if (!reconcile.stopOrder.length) return [];
-      const check = await this.checkLocks(reconcile.stopOrder, revision, store.specs(), { ignore: o.ignore, ...(o.peek && { preheld: o.peek }) }, revisionId);
+      const check = await this.checkLocks(reconcile.stopOrder, revision, store.specs(), { ignore: o.ignore, ...(o.preheld && { preheld: o.preheld }), ...(o.capMs !== undefined && { capMs: o.capMs }) }, revisionId);
       if (check.kind === 'held') return check.holders;
       // Let go of what was tried here, not of a lock a watcher holds for the apply.
-      await Promise.all([...check.taken].filter(([n, l]) => o.peek?.(n) !== l).map(([, l]) => l.release()));
+      await Promise.all([...check.taken].filter(([n]) => !check.borrowed.has(n)).map(([, l]) => l.release()));
       return [];
     });
   }

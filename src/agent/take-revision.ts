@@ -278,7 +278,10 @@ export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'wa
   // lock_timeout passed or an operator forced this apply. Nothing else (a crash restart, an operator restart) looks.
   const wait = s.lockWait;
   wait?.forget(rev.id);
-  const locks = lockOptions(rev, s);
+  // A new agent's trial commit (SPEC §17) waits for a lock at most half its deadline: the locks were free at the
+  // switch, and a device merely busy must not put back, and bar, a version that works.
+  const proving = update?.trialCommit() === rev.id && c.agent !== undefined;
+  const locks = lockOptions(rev, s, proving ? c.agent!.deadline / 2 : undefined);
   try {
     const begin = (reconcile: Reconcile) => (ticket = s.outcomes.begin(info, reconcile, standing, rev.rollback === true, began));
     const done = locks ? await s.engine.apply(state, info, begin, { locks }) : await s.engine.apply(state, info, begin);

@@ -122,7 +122,8 @@ export class UpdateLockWait extends RevisionWait {
 
   /** The lock a watcher got for `component`, still kept. */
   peekKept(component: string): HeldUpdateLock | undefined {
-    return this.kept.get(component);
+    const l = this.kept.get(component);
+    return l?.held ? l : undefined;
   }
 
   /** Lets go of what the watchers got and nobody took over (the retake ended without stopping them). */

@@ -17,7 +17,11 @@ export interface LockHolder {
   timeoutMs?: number;
 }
 
-export type LockCheck = { kind: 'free'; taken: Map<string, HeldUpdateLock> } | { kind: 'held'; holders: LockHolder[] };
+/**
+ * `free`: every lock is the agent's now — `taken` holds them all, `borrowed` names those a watcher kept (still its to
+ * hand over or let go: update-lock-wait.ts), the rest were opened here. `held`: the ones opened here are let go again.
+ */
+export type LockCheck = { kind: 'free'; taken: Map<string, HeldUpdateLock>; borrowed: ReadonlySet<string> } | { kind: 'held'; holders: LockHolder[] };
 
 export interface LockCheckDeps {
   /** What runs now for a name (its lock is the one its program knows), or undefined. */
@@ -33,23 +37,28 @@ export interface LockCheckDeps {
    * 'gone' when the revision removes the component (its running recipe's lock holds).
    */
   next: (name: string) => UpdateLockSpec | undefined | 'gone';
-  /** A lock already held for `name` (a watcher got it just before this retake): taken over, not tried again. */
+  /** A lock already held for `name` (a watcher got it just before this retake): counted as the agent's, not tried again, never let go here. */
   preheld?: (name: string) => HeldUpdateLock | undefined;
+  /** The longest any lock is waited for, whatever its lock_timeout (a new agent's trial commit). */
+  capMs?: number;
 }
 
 /** Tries every lock of `names` (the components the apply would stop); all or none are kept. */
 export async function checkUpdateLocks(names: readonly string[], deps: LockCheckDeps): Promise<LockCheck> {
   const taken = new Map<string, HeldUpdateLock>();
+  const borrowed = new Set<string>();
   const holders: LockHolder[] = [];
   for (const name of names) {
     const spec = deps.running(name)?.recipe.lifecycle.update;
     const next = deps.next(name);
-    const timeoutMs = next === 'gone' || next?.lock_timeout === undefined ? spec?.lock_timeout : spec?.lock_timeout === undefined ? next.lock_timeout : Math.min(spec.lock_timeout, next.lock_timeout);
+    const own = next === 'gone' || next?.lock_timeout === undefined ? spec?.lock_timeout : spec?.lock_timeout === undefined ? next.lock_timeout : Math.min(spec.lock_timeout, next.lock_timeout);
+    const timeoutMs = deps.capMs === undefined ? own : Math.min(own ?? deps.capMs, deps.capMs);
     // Not waited for: a lock a watcher kept for it stays with the watcher, which lets it go after the retake.
     if (spec === undefined || next === undefined || deps.ignore(name, timeoutMs)) continue;
     const kept = deps.preheld?.(name);
     if (kept) {
       taken.set(name, kept);
+      borrowed.add(name);
       continue;
     }
     const workDir = deps.workDir(name);
@@ -64,8 +73,8 @@ export async function checkUpdateLocks(names: readonly string[], deps: LockCheck
     if (lock === 'held') holders.push({ component: name, lock: spec.lock, workDir, ...(timeoutMs !== undefined && { timeoutMs }) });
     else if (lock) taken.set(name, lock);
   }
-  if (holders.length === 0) return { kind: 'free', taken };
-  await releaseAll(taken);
+  if (holders.length === 0) return { kind: 'free', taken, borrowed };
+  await Promise.all([...taken].filter(([n]) => !borrowed.has(n)).map(([, l]) => l.release()));
   return { kind: 'held', holders };
 }
 

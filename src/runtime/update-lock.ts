@@ -11,8 +11,10 @@ const CONFLICT = 75;
 
 export interface HeldUpdateLock {
   readonly file: string;
-  /** Lets go of the lock (closes the agent's descriptor). */
+  /** Lets go of the lock (closes the agent's descriptor); a second call does nothing. */
   release(): Promise<void>;
+  /** False once released. */
+  readonly held: boolean;
 }
 
 export class UpdateLockError extends Error {
@@ -70,6 +72,9 @@ function held(fd: number, file: string): HeldUpdateLock {
   let open = true;
   return {
     file,
+    get held() {
+      return open;
+    },
     release: async () => {
       if (open) closeSync(fd);
       open = false;

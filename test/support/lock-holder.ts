@@ -3,9 +3,17 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { ComponentSpec } from './stack-fixture.js';
 
 /** Holds `file`'s lock until let go; resolves once it holds it. Its own process group: the lock goes with all of it. */
-export async function holdLock(file: string): Promise<ChildProcess> {
+export async function holdLock(file: string, timeoutMs = 30_000): Promise<ChildProcess> {
   const child = spawn('flock', ['-x', file, '-c', 'echo held; exec sleep 600'], { stdio: ['ignore', 'pipe', 'ignore'], detached: true });
-  await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
+  // A flock that fails or never gets the lock must fail the test, not hold it (and CI) for ever.
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      letGo(child);
+      reject(new Error(`could not take the lock of ${file} within ${timeoutMs} ms`));
+    }, timeoutMs);
+    child.stdout!.once('data', () => (clearTimeout(timer), resolve()));
+    child.once('exit', (code) => (clearTimeout(timer), reject(new Error(`flock ${file} exited ${code} before holding it`))));
+  });
   return child;
 }
 

@@ -15,12 +15,16 @@ export function registerSyncRoutes(server: FastifyInstance, ctx: ApiContext): vo
     const q = strictQuery(request.query, ['wait', 'timeout', 'now']);
     if (q.wait !== undefined && q.wait !== 'none' && q.wait !== 'done') throw new ApiError(400, 'KS_BAD_QUERY', `wait must be done or none, not ${JSON.stringify(q.wait)}`);
     if (q.now !== undefined && q.now !== 'true') throw new ApiError(400, 'KS_BAD_QUERY', `now must be true, not ${JSON.stringify(q.now)}`);
-    // SPEC §19: the revision waiting for its maintenance window goes now (an operator's word; update locks still hold).
-    const now = q.now === 'true' ? ctx.agent.goNow?.() : undefined;
-    if (now !== undefined) ctx.log?.info({ revision: now }, 'sync --now: the revision waiting for its maintenance window goes now');
+    // SPEC §19: the revision waiting for its maintenance window goes now (an operator's word; update locks still hold),
+    // once the look is under way (a 503 must not follow a change already made).
+    const goNow = () => {
+      const now = q.now === 'true' ? ctx.agent.goNow?.() : undefined;
+      if (now !== undefined) ctx.log?.info({ revision: now }, 'sync --now: the revision waiting for its maintenance window goes now');
+    };
     const timeout = parseTimeout(q.timeout);
     if (q.wait !== 'done') {
       if (!ctx.agent.sync()) throw new ApiError(503, 'KS_SYNC_UNAVAILABLE', UNAVAILABLE);
+      goNow();
       // Accepted, not done: the look runs in the background and a new revision goes through the agent's loop.
       return reply.code(202).send({ sync: 'requested' });
     }
@@ -28,6 +32,7 @@ export function registerSyncRoutes(server: FastifyInstance, ctx: ApiContext): vo
     const mark = historyMark(ctx.agent);
     const settled = ctx.agent.syncSettled();
     if (!settled) throw new ApiError(503, 'KS_SYNC_UNAVAILABLE', UNAVAILABLE);
+    goNow();
     // Waiting never cancels: the look and what it found carry on whatever happens to this call.
     const w = await ctx.waits.wait(settled, timeout.ms);
     if (w.kind === 'closing') throw new ApiError(503, 'KS_SHUTTING_DOWN', 'the agent is shutting down: the look was asked for, its outcome was not waited for');
