@@ -190,7 +190,8 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     );
   };
   const queue: RevisionQueue = new RevisionQueue({
-    take: (rev) => takeRevision(rev, steps),
+    // A lock a watcher kept for this retake and nothing took over goes when the take ends, whatever became of it.
+    take: (rev) => takeRevision(rev, steps).finally(() => lockWait.releaseKept()),
     recheck: () => holds.recheck(),
     hasHolds: () => holds.size > 0,
     afterRefusal: reloadApplied,
@@ -214,6 +215,7 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     // Unless something newer came meanwhile: it goes first, and replaces this one.
     retake: (rev) => {
       if (!queue.pending) queue.enqueue(rev);
+      else void lockWait.releaseKept();
     },
   });
   /** Commits held at the rollout gate (SPEC §14). */

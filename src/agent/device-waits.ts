@@ -69,7 +69,8 @@ export async function downloadsAndWindow(c: Pick<Candidate, 'rev' | 'state' | 'p
   if (s.prefetch && changing.size) {
     const got = await s.prefetch(state.components.filter((x) => changing.has(x.name)), { images: closed?.open === false, revision: rev.id });
     if (!got.ok) {
-      s.outcomes.rejected({ revision: rev.id, planFile, ...(target !== undefined && { target }), ...(waveName !== undefined && { wave: waveName }), reason: got.reason, began, silent: rev.rollback === true });
+      // Without its wave: a full disk is this device's, not the commit's, and must not count towards a halt.
+      s.outcomes.rejected({ revision: rev.id, planFile, ...(target !== undefined && { target }), reason: got.reason, began, silent: rev.rollback === true });
       s.log.error({ revision: rev.id, reason: got.reason }, 'revision refused; still running the previous one');
       return { kind: 'rejected', reason: got.reason, passing: true };
     }

@@ -53,7 +53,9 @@ export function windowState(w: MaintenanceWindow, nowMs: number): WindowState {
     const day = addDays(today, d);
     if (!w.days.includes(WEEKDAYS[weekday(day)]!)) continue;
     const opens = instantOf(day, w.from, w.timezone);
-    const closes = instantOf(overnight ? addDays(day, 1) : day, w.to, w.timezone);
+    // A window wholly inside the hour the clocks skip would be empty that night: it keeps its length instead.
+    const wallEnd = instantOf(overnight ? addDays(day, 1) : day, w.to, w.timezone);
+    const closes = wallEnd > opens ? wallEnd : opens + ((overnight ? w.to + 24 * 60 : w.to) - w.from) * MINUTE;
     if (opens <= nowMs && nowMs < closes) return { open: true, closesAt: closes };
     if (opens > nowMs && (next === undefined || opens < next)) next = opens;
   }

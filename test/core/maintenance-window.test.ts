@@ -110,3 +110,11 @@ describe('a window over a daylight saving change ends when the wall clock says',
     expect(windowState(berlin(1, 3), Date.UTC(2024, 9, 26, 23, 30))).toEqual({ open: true, closesAt: Date.UTC(2024, 9, 27, 2, 0) });
   });
 });
+
+describe('a window wholly inside the hour the clocks skip', () => {
+  it('is not empty that night: it opens when the clocks land and keeps its length', () => {
+    // 2024-03-31, Europe/Berlin: 02:00–03:00 does not exist; the window opens at 03:00 CEST (01:00Z) for an hour.
+    const w = { days: ['sun'] as const, from: 2 * 60, to: 3 * 60, timezone: 'Europe/Berlin' };
+    expect(windowState(w, Date.UTC(2024, 2, 31, 1, 30))).toEqual({ open: true, closesAt: Date.UTC(2024, 2, 31, 2, 0) });
+  });
+});

@@ -4,7 +4,7 @@ import type { ComponentSpec } from './stack-fixture.js';
 
 /** Holds `file`'s lock until let go; resolves once it holds it. Its own process group: the lock goes with all of it. */
 export async function holdLock(file: string, timeoutMs = 30_000): Promise<ChildProcess> {
-  const child = spawn('flock', ['-x', file, '-c', 'echo held; exec sleep 600'], { stdio: ['ignore', 'pipe', 'ignore'], detached: true });
+  const child = spawn('flock', ['-x', file, '-c', 'echo held; exec sleep 3600'], { stdio: ['ignore', 'pipe', 'ignore'], detached: true });
   // A flock that fails or never gets the lock must fail the test, not hold it (and CI) for ever.
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => {
