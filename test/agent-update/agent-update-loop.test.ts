@@ -10,6 +10,7 @@ import { agentHome, readFailed, readTrial, writeTrial } from '../../src/agent-up
 import { AgentUpdater } from '../../src/agent-update/agent-updater.js';
 import { instancesOf } from '../../src/agent-update/agent-update-setup.js';
 import { componentPaths, startAgent, type Agent } from '../../src/agent/agent.js';
+import { until } from '../support/composite-fixture.js';
 import { holdLock, letGo } from '../support/lock-holder.js';
 import { createLogger } from '../../src/log/logger.js';
 import { ProcessRuntime } from '../../src/runtime/process-runtime.js';
@@ -46,6 +47,24 @@ function repo(agent?: { version: string; uri: string; sha256: string }): Directo
   return new DirectoryReader(dir);
 }
 
+/** The agent's updater as the package wires it, but for `exec` (systemctl recorded; agent-rollback run by sh or not). */
+function updaterFor(o: { home: ReturnType<typeof agentHome>; version: string; stateDir: string; log: ReturnType<typeof createLogger>; agent: () => Agent; exec: ConstructorParameters<typeof AgentUpdater>[0]['exec'] }): AgentUpdater {
+  return new AgentUpdater({
+    home: o.home,
+    version: o.version,
+    arch: ARCH,
+    unit: 'keystone.service',
+    packageLib: join(PROJECT, 'packaging', 'launchers'),
+    node: process.execPath,
+    cacheDir: join(o.stateDir, 'cache'),
+    instances: () => instancesOf(o.agent().store),
+    snapshot: (f) => o.agent().store.snapshotTo(f),
+    log: o.log,
+    now: Date.now,
+    exec: o.exec,
+  });
+}
+
 /** Commit ids: a commit that failed on a device stands (a directory's revision would be tried again). */
 const [R1, R2, R3, R4] = ['1', '2', '3', '4'].map((d) => d.repeat(40)) as [string, string, string, string];
 
@@ -58,23 +77,11 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
     let current: Agent | undefined;
     const start = async (version: string) => {
       const log = createLogger({ pretty: false, write: () => undefined });
-      const updater = new AgentUpdater({
-        home,
-        version,
-        arch: ARCH,
-        unit: 'keystone.service',
-        packageLib: join(PROJECT, 'packaging', 'launchers'),
-        node: process.execPath,
-        cacheDir: join(stateDir, 'cache'),
-        instances: () => instancesOf(current!.store),
-        snapshot: (f) => current!.store.snapshotTo(f),
-        log,
-        now: Date.now,
-        exec: async (file, args, env) => {
-          calls.push([file, ...args]);
-          if (file === '/bin/sh') execFileSync(file, args, { env: { ...env, PATH: process.env.PATH } });
-        },
-      });
+      const exec: Parameters<typeof updaterFor>[0]['exec'] = async (file, args, env) => {
+        calls.push([file, ...args]);
+        if (file === '/bin/sh') execFileSync(file, args, { env: { ...env, PATH: process.env.PATH } });
+      };
+      const updater = updaterFor({ home, version, stateDir, log, agent: () => current!, exec });
       const a = await startAgent({
         fleet: { device: 'd1', labels: {} },
         stateDir,
@@ -175,20 +182,7 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
     const calls: string[][] = [];
     const log = createLogger({ pretty: false, write: () => undefined });
     const started: { agent?: Agent } = {};
-    const updater = new AgentUpdater({
-      home,
-      version: '0.1.0',
-      arch: ARCH,
-      unit: 'keystone.service',
-      packageLib: join(PROJECT, 'packaging', 'launchers'),
-      node: process.execPath,
-      cacheDir: join(stateDir, 'cache'),
-      instances: () => instancesOf(started.agent!.store),
-      snapshot: (f) => started.agent!.store.snapshotTo(f),
-      log,
-      now: Date.now,
-      exec: async (file, args) => void calls.push([file, ...args]),
-    });
+    const updater = updaterFor({ home, version: '0.1.0', stateDir, log, agent: () => started.agent!, exec: async (file, args) => void calls.push([file, ...args]) });
     const a = await startAgent({
       fleet: { device: 'd1', labels: {} },
       stateDir,
@@ -211,9 +205,7 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
     a.offer({ id: R1, source: 'test', reader: locked('1.0.0') });
     await a.idle();
     const lockFile = join(componentPaths(stateDir, 'svc').workDir, 'run', 'update.lock');
-    const deadline = Date.now() + 10_000;
-    // Polled with a deadline: the component makes its lock file as it starts.
-    while (!existsSync(lockFile) && Date.now() < deadline) await new Promise((res) => setTimeout(res, 20));
+    await until(() => existsSync(lockFile), 10_000, 'svc to make its lock file');
     const holder = await holdLock(lockFile);
     try {
       const v2 = fakeDeb(work, { version: '0.2.0' });
@@ -226,8 +218,7 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
       letGo(holder);
     }
     // Let go: taken up again, and now switched to (the unit restarted into 0.2.0).
-    const until = Date.now() + 10_000;
-    while (!calls.length && Date.now() < until) await new Promise((res) => setTimeout(res, 20));
+    await until(() => calls.length > 0, 10_000, 'the switch once the lock is let go');
     expect(calls).toEqual([['systemctl', 'restart', '--no-block', 'keystone.service']]);
     expect(readTrial(home)).toMatchObject({ version: '0.2.0', commit: R2 });
   });

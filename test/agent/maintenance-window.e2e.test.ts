@@ -70,10 +70,10 @@ describe.skipIf(faketime.skip)(faketime.title('maintenance windows: a revision i
 
     const end = await agent.waitForLog(is.applyEnd, 40_000, mark, 'the apply once the window opens');
     expect(end.msg).toBe('all components running');
-    // On the agent's clock: the apply began once the window was open, and the wait was the window's, not a retry's.
+    // On the agent's clock: the apply began once the window was open, after the wait was announced.
     const began = agent.lines(is.msg('reconcile plan'), mark)[0]!;
     expect(began.t).toBeGreaterThanOrEqual(opensAt);
-    expect(began.t - held.t).toBeGreaterThan(5_000);
+    expect(held.t).toBeLessThan(opensAt);
     expect(h.component('api')?.version).toBe('1.1.0');
     expect(await waiting()).toBeNull();
   });

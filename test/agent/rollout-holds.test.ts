@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { componentPaths, startAgent, type Agent, type DeviceProblem } from '../../src/agent/agent.js';
+import { until } from '../support/composite-fixture.js';
 import { holdLock, letGo } from '../support/lock-holder.js';
 import { RolloutGate } from '../../src/agent/rollout-gate.js';
 import { createLogger } from '../../src/log/logger.js';
@@ -203,17 +204,14 @@ describe('held commits in the agent', () => {
     a.offer({ id: 'dir:000000000000', source: 'dir', reader: locked('1.0.0', false) });
     await a.idle();
     const lockFile = join(componentPaths(stateDir, 'one').workDir, 'run', 'update.lock');
-    const deadline = Date.now() + 10_000;
-    // Polled with a deadline: the component makes its lock file as it starts.
-    while (!existsSync(lockFile) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await until(() => existsSync(lockFile), 10_000, 'one to make its lock file');
     const holder = await holdLock(lockFile);
     try {
       a.offer({ id: C1, source: 'git', reader: locked('1.1.0', true) });
       await a.idle();
       canarySucceeds();
       // The gate is read again on its timer (every 100 ms here): then C1 goes, and waits for the lock.
-      const until = Date.now() + 10_000;
-      while (a.waiting() === undefined && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      await until(() => a.waiting() !== undefined, 10_000, 'C1 to wait for the lock');
       expect(a.waiting(), JSON.stringify({ holds: a.rolloutHolds(), applied: a.store.appliedRevision()?.id, lines: lines.map((l) => l.msg).slice(-12) })).toMatchObject({ revision: C1, reason: 'held: one holds its update lock' });
       a.offer({ id: C2, source: 'git', reader: locked('1.2.0', true) });
       await a.idle();
