@@ -70,6 +70,8 @@ export interface ChaosResult {
   settles: number;
   checks: number;
   held: number;
+  /** Checks made after a locked bump's kills (SPEC §19: two each), beside the settles' and the kills'. */
+  lockChecks: number;
   failures: InvariantFailure[];
   /** Kills that found an apply under way (begun in the store, not finished). */
   killsInsideApply: number;
@@ -107,7 +109,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
   const ca = new ChaosAgent(repo, opts.container);
   await ca.init();
   const r: ChaosResult = {
-    seed: opts.seed, kills: 0, restarts: 0, settles: 0, checks: 0, held: 0, failures: [], killsInsideApply: 0,
+    seed: opts.seed, kills: 0, restarts: 0, settles: 0, checks: 0, held: 0, lockChecks: 0, failures: [], killsInsideApply: 0,
     actions: {}, pushesWhileDown: 0, killsDuringRecovery: 0, killsInAdoptedHealthWait: 0, adoptedWaitAims: 0, adoptedWaitMissed: 0,
     container: opts.container, outOfTime: false, stalledPushes: 0, seconds: 0, meanSettleSeconds: 0,
   };
@@ -212,7 +214,9 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       // SPEC §19: across the kills, the bump of gauge waits for its lock: nothing of it applied, gauge as it ran; let
       // go, the settle below finds it applied and reported as any commit.
       if (ca.holdsGaugeLock) {
-        record(await checkLockWait(ca, gaugeBefore));
+        const lockResults = await checkLockWait(ca, gaugeBefore);
+        r.lockChecks += lockResults.length;
+        record(lockResults);
         ca.releaseGaugeLock();
         log.push('gauge\'s lock let go');
       }

@@ -19,8 +19,8 @@ function expectAllHeld(r: ChaosResult): void {
   expect(r.failures, `invariants failed (replay: ${replay})\n${failed}`).toEqual([]);
   expect(r.kills, `every kill was made (replay: ${replay})`).toBe(KILLS);
   expect(r.restarts).toBeGreaterThanOrEqual(KILLS);
-  // Every settle checks eight invariants, every kill two more (the store as the kill left it).
-  expect(r.checks).toBe(r.settles * SETTLED_CHECKS + r.kills * KILL_CHECKS);
+  // Every settle checks its invariants, every kill two more (the store as the kill left it), every locked bump two.
+  expect(r.checks).toBe(r.settles * SETTLED_CHECKS + r.kills * KILL_CHECKS + r.lockChecks);
   expect(r.held).toBe(r.checks);
 }
 
