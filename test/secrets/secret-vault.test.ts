@@ -67,4 +67,37 @@ describe('the agent logger with a vault', () => {
       expect(lines.join('')).toContain('[secret]');
     }
   });
+
+  // SPEC §16: "not in a log line (also not at debug level)". The agent has no flag for its level today; the scrub must
+  // not depend on one, so this runs the logger at pino's most verbose level, set at creation and later on a child.
+  it('scrubs at the most verbose levels too: every line at trace and debug (and above) is written, none with a value', () => {
+    for (const pretty of [false, true]) {
+      const lines: string[] = [];
+      const vault = vaultWith(VALUE);
+      const log = createLogger({ pretty, level: 'trace', write: (l) => lines.push(l), scrub: (l) => vault.scrub(l), scrubbing: () => vault.holdsAny });
+      const child = log.child({ module: 'runtime' });
+      const levels = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
+      for (const level of levels) child[level]({ component: 'api', env: { DB_PASSWORD: VALUE }, err: new Error(`exec with ${VALUE}`) }, `${level}: argv sh -c ${JSON.stringify(VALUE)}`);
+      expect(lines, 'a line for every level, trace and debug included').toHaveLength(levels.length);
+      for (const [i, level] of levels.entries()) {
+        if (pretty) expect(lines[i]).toContain(`${level}:`);
+        else expect(JSON.parse(lines[i]!)).toMatchObject({ level: log.levels.values[level], msg: expect.stringContaining(`${level}:`) });
+      }
+      for (const line of lines) for (const f of forms(VALUE)) expect(line, line).not.toContain(f);
+      for (const line of lines) expect(line).toContain('[secret]');
+
+      // A level lowered after the logger was made (as a future --log-level or a SIGUSR toggle would): the same.
+      const later = createLogger({ pretty, write: (l) => lines.push(l), scrub: (l) => vault.scrub(l), scrubbing: () => vault.holdsAny }).child({ module: 'agent' });
+      later.debug(`hidden at info ${VALUE}`);
+      expect(lines).toHaveLength(levels.length);
+      later.level = 'trace';
+      later.trace({ reason: VALUE }, `now shown ${VALUE}`);
+      later.debug({ nested: { deep: [VALUE] } }, 'debug line');
+      expect(lines).toHaveLength(levels.length + 2);
+      for (const line of lines.slice(levels.length)) {
+        for (const f of forms(VALUE)) expect(line, line).not.toContain(f);
+        expect(line).toContain('[secret]');
+      }
+    }
+  });
 });

@@ -283,8 +283,8 @@ const CHECKS: Record<Requirement, (env: NodeJS.ProcessEnv) => string | undefined
   docker: dockerMissing,
   podman: podmanMissing,
   minisign: tool('minisign', 'minisign'),
-  // age and age-keygen come together (Debian's age package).
-  age: tool('age-keygen', 'age'),
+  // age and age-keygen come together (Debian's age package), but the tests run both: a PATH may hold one without the other.
+  age: (env) => tool('age', 'age')(env) ?? tool('age-keygen', 'age')(env),
   promtool: tool('promtool', 'prometheus'),
   python3: tool('python3', 'python3'),
   openssl: tool('openssl', 'openssl'),
