@@ -138,15 +138,15 @@ describe.concurrent('failures, end to end', { timeout: 90_000 }, () => {
       expect(failed).toMatchObject({ revision: rev });
       expect([...(failed.failed as string[])].sort()).toEqual(['dependent', 'never-healthy']);
 
-      // Within its budget (interval × failure_threshold), measured on the agent's own clock.
+      // Given its whole budget (interval × failure_threshold), measured on the agent's own clock, then given up: the
+      // order of the lines, not an upper bound in milliseconds (a loaded machine stretches it; timings are bench/'s).
       const started = agent.lines(is.state('never-healthy', 'starting'));
       expect(started).toHaveLength(1);
       const unhealthy = await agent.waitForLog(is.state('never-healthy', 'unhealthy'), 1_000, 0, 'never-healthy unhealthy');
       expect(unhealthy.reason).toBe('not healthy within its start budget of 1s');
       const took = unhealthy.t - started[0]!.t;
       expect(took, `gave up after ${took} ms`).toBeGreaterThanOrEqual(budgetMs - 200);
-      expect(took, `gave up after ${took} ms`).toBeLessThanOrEqual(budgetMs + 600);
-      expect(failed.t - started[0]!.t).toBeLessThanOrEqual(budgetMs + 800);
+      expect(failed.t, 'the apply failed once the component was given up').toBeGreaterThanOrEqual(unhealthy.t);
 
       // Its dependent never started; the independent component did.
       expect(stateLines(agent, 'dependent').map((l) => l.state)).toEqual(['stopped']);

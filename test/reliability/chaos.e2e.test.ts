@@ -22,6 +22,8 @@ function expectAllHeld(r: ChaosResult): void {
   // Every settle checks its invariants, every kill two more (the store as the kill left it), every locked bump two.
   expect(r.checks).toBe(r.settles * SETTLED_CHECKS + r.kills * KILL_CHECKS + r.lockChecks);
   expect(r.held).toBe(r.checks);
+  // Issue 27: every run, however short, has a failed revision for the kills after it to keep a failure.
+  expect(r.actions.sick, 'the run began with a sick commit').toBeGreaterThanOrEqual(1);
 }
 
 describe('kill -9 of the agent at random moments (issue 18)', () => {
