@@ -1,7 +1,8 @@
 // What starting an agent takes (agent.ts): the composition root (run-agent.ts) fills it from the validated
 // configuration; tests fill it directly.
 import type { MaintenanceWindow } from '../core/maintenance-window.js';
-import type { RevisionSteps } from './take-revision.js';
+import type { DeviceProblem, TrustSetting } from './agent-types.js';
+import type { WaitSteps } from './device-waits.js';
 import type { AgentUpdater } from '../agent-update/agent-updater.js';
 import type { SecretSteps } from './revision-secrets.js';
 import type { PublicKey } from '../trust/minisign.js';
@@ -13,25 +14,11 @@ import type { ProbeResult } from '../runtime/probe.js';
 import type { ComponentPaths, Runtime } from '../runtime/runtime.js';
 import type { RepoReader } from '../source/repo-reader.js';
 import type { StateStore } from '../store/state-store.js';
-import type { Keyring } from '../trust/keyring.js';
 import type { RolloutGate } from './rollout-gate.js';
 import type { StateDirLock } from './state-dir-lock.js';
 
-export type TrustSetting =
-  | { unsigned: true }
-  /** `requireRef`: only signatures bound to a ref count (SPEC §6, `--require-ref`). */
-  | { unsigned: false; keyring: Keyring; maxAgeSeconds?: number; maxClockSkewSeconds?: number; requireRef?: boolean };
-
-/** A component this device cannot run as its recipe asks. */
-export interface DeviceProblem {
-  component: string;
-  /** The recipe file. */
-  file: string;
-  /** TOML path, e.g. `lifecycle.run.container.mounts[0].source`. */
-  path: string;
-  code: string;
-  message: string;
-}
+// Defined in agent-types.ts (a leaf, so the spine and the settings can name them without an import circle).
+export type { DeviceProblem, TrustSetting } from './agent-types.js';
 
 export interface AgentOptions {
   /** The plan to run (`--plan`); without it the plan comes from fleet.toml, by `fleet`'s name and labels (SPEC §13). */
@@ -90,7 +77,7 @@ export interface AgentOptions {
   /** `--window`: when this device applies a new revision; a fleet target's window wins (SPEC §19). */
   window?: MaintenanceWindow;
   /** Downloads a revision's artifacts (and, for one held for its window, images) before anything stops (prefetch.ts). */
-  prefetch?: RevisionSteps['prefetch'];
+  prefetch?: WaitSteps['prefetch'];
   now?: () => number;
   random?: () => number;
 }

@@ -19,7 +19,9 @@ import { deviceIdentity } from './device-identity.js';
 import { Engine } from './engine.js';
 import { rotateLogsEvery } from './log-rotation.js';
 import { observedStore } from './observed-store.js';
+import { recentFailures } from './outcome-reads.js';
 import { Outcomes } from './outcomes.js';
+import { RestartResume } from './restart-resume.js';
 import { RevisionQueue } from './revision-queue.js';
 import { RolloutHolds, type RolloutHold } from './rollout-holds.js';
 import { openStateDir } from './state-dir.js';
@@ -30,7 +32,8 @@ import { UpdateLockWait, type DeviceHold } from './update-lock-wait.js';
 import { WindowWait } from './window-wait.js';
 
 export type { AgentEventMap } from './agent-events.js';
-export type { AgentOptions, DeviceProblem, TrustSetting } from './agent-options.js';
+export type { AgentOptions } from './agent-options.js';
+export type { DeviceProblem, TrustSetting } from './agent-types.js';
 export type { RolloutHold } from './rollout-holds.js';
 export type { ManualApplyAccepted, SyncState } from './sync-controls.js';
 
@@ -163,42 +166,18 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
   await engine.adoptAll((kind) => opts.runtimes[kind], opts.ownerTag);
   const stopRotation = rotateLogsEvery({ store, logDirOf: (n) => componentPaths(opts.stateDir, n).logDir, maxBytes: opts.logMaxBytes ?? 10 * 1024 * 1024, keep: opts.logKeep ?? 5, everyMs: opts.logCheckMs ?? 30_000, log });
 
-  /**
-   * How to read a commit back from the local clone (the Git source hands it over in restoreHolds); undefined for a
-   * directory, whose earlier content is gone.
-   */
-  let loadCommit: ((commit: string) => Promise<Revision | undefined>) | undefined;
-  let reloadedApplied = false;
-  /**
-   * After a restart the engine has no revision loaded until one is applied: an adopted component that exits cannot be
-   * restarted, and an apply a kill cut short stays half done. When the first revision offered is refused, nothing
-   * else would be applied until the next valid commit, however long that takes: the commit applied last is read back
-   * from the clone and applied again instead (once per run), as it would have been had it still been the tip.
-   */
-  const reloadApplied = (refused: Revision) => {
-    const applied = store.appliedRevision()?.id;
-    if (reloadedApplied || engine.desired || !loadCommit || applied === undefined || !isCommitId(applied) || applied === refused.id) return;
-    reloadedApplied = true;
-    void loadCommit(applied).then(
-      (r) => {
-        if (!r) return log.warn({ revision: applied, refused: refused.id }, 'the revision applied last is no longer in the local clone: what was adopted runs on as it is until a valid revision comes');
-        if (queue.pending || engine.desired) return;
-        log.info({ revision: applied, refused: refused.id }, 'applying again the revision applied last: nothing valid is loaded since the restart');
-        queue.enqueue(r);
-      },
-      (e: Error) => log.error({ revision: applied, err: e }, 'cannot read back the revision applied last'),
-    );
-  };
   const queue: RevisionQueue = new RevisionQueue({
     // A lock a watcher kept for this retake and nothing took over goes when the take ends, whatever became of it.
     take: (rev) => takeRevision(rev, steps).finally(() => lockWait.releaseKept()),
     recheck: () => holds.recheck(),
     hasHolds: () => holds.size > 0,
-    afterRefusal: reloadApplied,
+    afterRefusal: (refused) => resume.reloadApplied(refused),
     emit,
     log,
     retryMs: opts.retryMs ?? 60_000,
   });
+  /** What a restart takes up again from the local clone, and the reload after a first refusal (restart-resume.ts). */
+  const resume = new RestartResume({ store, engine, queue, log, ...(opts.agentUpdate && { agentUpdate: opts.agentUpdate }) });
   const controls = new SyncControls({ following, store, queue, log, now });
   /** The revision waiting for its maintenance window (SPEC §19): taken up again when it opens. */
   const windowWait = new WindowWait({
@@ -289,41 +268,10 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     logDirOf: (name) => componentPaths(opts.stateDir, name).logDir,
     scrubSecrets: scrub,
     health: () => deviceHealth({ stateDir: opts.stateDir }),
-    async restoreHolds(load) {
-      loadCommit = load;
-      // What runs is taken up before the first look (which may wait for the device's place in the poll interval).
-      const applied = store.appliedRevision()?.id;
-      if (applied !== undefined && isCommitId(applied) && !engine.desired) {
-        const rev = await load(applied).catch(() => undefined);
-        if (rev) {
-          queue.enqueue(rev);
-          await queue.idle();
-        }
-      }
-      // A new agent version on probation (SPEC §17) takes up the commit it was switched to for now, from the clone:
-      // its deadline runs from its start, not from its first look.
-      const proving = opts.agentUpdate?.trialCommit();
-      if (proving !== undefined && isCommitId(proving) && proving !== applied) {
-        const rev = await load(proving).catch(() => undefined);
-        if (rev) {
-          queue.enqueue(rev);
-          await queue.idle();
-        }
-      }
-      // Oldest first: each is verified, resolved and held again as when it came; the newest ends first in line.
-      for (const id of store.heldCommits().reverse()) {
-        const rev = await load(id).catch(() => undefined);
-        if (!rev) {
-          log.warn({ revision: id }, 'a commit held before the restart is no longer in the local clone: not held again');
-          continue;
-        }
-        queue.enqueue(rev);
-        await queue.idle();
-      }
-    },
+    restoreHolds: (load) => resume.restoreHolds(load),
     rolloutKeep() {
       const applied = store.appliedRevision()?.id;
-      return [...new Set([...(applied !== undefined && isCommitId(applied) ? [applied] : []), ...holds.ids(), ...out.recentFailures()])];
+      return [...new Set([...(applied !== undefined && isCommitId(applied) ? [applied] : []), ...holds.ids(), ...recentFailures(store)])];
     },
     idle: () => queue.idle(),
     async close(closeOpts = {}) {

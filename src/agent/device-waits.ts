@@ -7,7 +7,7 @@ import { windowState, type MaintenanceWindow } from '../core/maintenance-window.
 import type { Logger } from '../log/logger.js';
 import type { Revision } from '../source/directory-source.js';
 import type { StateStore } from '../store/state-store.js';
-import type { ApplyOptions } from './engine.js';
+import type { ApplyOptions } from './engine-locks.js';
 import type { Outcomes } from './outcomes.js';
 import type { Prefetched } from './prefetch.js';
 import type { Candidate } from './rollout-holds.js';

@@ -1,7 +1,8 @@
 // The one writer: every change to what runs (a revision, a crash cascade, an operator's action) runs here, one at a time.
-import type { DesiredComponent, DesiredState } from '../core/desired-state.js';
+// An apply's update-lock step is engine-locks.ts, the operator's actions operator-actions.ts; both run in this queue.
+import type { DesiredState } from '../core/desired-state.js';
 import { diff, type Reconcile } from '../core/diff.js';
-import { restartCascade, unitsOf, type RestartOrders } from '../core/restart-cascade.js';
+import { unitsOf, type RestartOrders } from '../core/restart-cascade.js';
 import pLimit from 'p-limit';
 import type { Logger } from '../log/logger.js';
 import type { Runtime } from '../runtime/runtime.js';
@@ -10,29 +11,11 @@ import { ComponentWorker, type WorkerDeps } from './component-worker.js';
 import { downMembers, holdBackGroups, keepSpecs, rollBackGroups } from './composite-steps.js';
 import { execute, stopAll, type ExecutionResult, type ExecutorDeps } from './executor.js';
 import { applyOutcome, type ApplyResult } from './apply-outcome.js';
-import { hardDependents, startPlan } from './operator-orders.js';
-import { checkUpdateLocks, releaseAll, type LockHolder } from './update-locks.js';
+import { hardDependents } from './operator-orders.js';
+import { restartNow, restartOrders, startNow, startOrders, stopNow, type OperatorContext, type OperatorResult } from './operator-actions.js';
+import { releaseAll, type LockHolder } from './update-locks.js';
+import { checkLocks, tryLocks, type ApplyOptions, type LocksHeld, type LockLookup } from './engine-locks.js';
 import type { HeldUpdateLock } from '../runtime/update-lock.js';
-
-/** An apply that did not begin: components it would stop hold their update locks (SPEC §19). Nothing was touched. */
-export interface LocksHeld {
-  holders: LockHolder[];
-}
-
-export interface ApplyOptions {
-  /**
-   * Honour update locks (a new revision); `ignore` says which locks are no longer waited for (lock_timeout);
-   * `preheld` hands over a lock a watcher got just before (update-lock-wait.ts).
-   */
-  locks?: {
-    ignore: (name: string, timeoutMs: number | undefined) => boolean;
-    preheld?: (name: string) => HeldUpdateLock | undefined;
-    /** Takes over a lock `preheld` lent once the apply goes ahead (it lets go of it after the component's stop). */
-    claim?: (name: string) => void;
-    /** The longest any lock is waited for, whatever its lock_timeout. */
-    capMs?: number;
-  };
-}
 
 export interface EngineDeps extends Omit<WorkerDeps, 'onRecovered' | 'log' | 'startSlot'> {
   log: Logger;
@@ -57,11 +40,9 @@ export interface RevisionInfo {
 }
 
 export type { ApplyResult } from './apply-outcome.js';
+export type { ApplyOptions, LocksHeld } from './engine-locks.js';
 
-/** What an operator action did: the orders of SPEC §10 and how the execution went. */
-export interface OperatorResult extends RestartOrders {
-  execution: ExecutionResult;
-}
+export type { OperatorResult } from './operator-actions.js';
 
 export class Engine {
   private queue: Promise<unknown> = Promise.resolve();
@@ -140,7 +121,7 @@ export class Engine {
     // 2. The reconcile; then the update locks of what it would stop (SPEC §19): one held, and nothing is touched.
     const reconcile = diff(desired, store.actualState());
     if (o.locks && reconcile.stopOrder.length) {
-      const check = await this.checkLocks(reconcile.stopOrder, desired, previous, o.locks, rev.id);
+      const check = await checkLocks(reconcile.stopOrder, desired, previous, o.locks, rev.id, this.lockLookup());
       if (check.kind === 'held') return { holders: check.holders };
       for (const n of check.borrowed) o.locks.claim?.(n);
       for (const [n, l] of check.taken) locks.set(n, l);
@@ -171,36 +152,12 @@ export class Engine {
     return applyOutcome({ desired, reconcile, execution, untouched, down, rolledBack: rolledBack.groups, held, stopping: this.stopping, crashedSince });
   }
 
-  /** The update locks of what `desired` would stop (SPEC §19), as the running recipes name them (update-locks.ts). */
-  private checkLocks(stopOrder: readonly string[], desired: DesiredState, previous: readonly DesiredComponent[], o: NonNullable<ApplyOptions['locks']>, revision: string) {
-    const running = new Map(previous.map((c) => [c.name, c]));
-    const next = new Map(desired.components.map((c) => [c.name, c]));
-    return checkUpdateLocks(stopOrder, {
-      running: (n) => this.workers.get(n)?.desired ?? running.get(n),
-      next: (n) => (next.has(n) ? next.get(n)!.recipe.lifecycle.update : 'gone'),
-      workDir: (n) => this.deps.paths(n).workDir,
-      ignore: o.ignore,
-      ...(o.preheld && { preheld: o.preheld }),
-      ...(o.capMs !== undefined && { capMs: o.capMs }),
-      unusable: (n, why) => this.agentLog.warn({ component: n, revision, code: 'KS_UPDATE_LOCK' }, `update lock not usable, not waited for: ${why}`),
-    });
-  }
-
   /**
    * Who holds an update lock that applying `revision` would wait for, tried and let go at once: nothing is touched.
    * An agent update asks before it switches (SPEC §17, §19): a device busy with a job must not fail its trial.
    */
   lockHolders(revision: DesiredState, o: NonNullable<ApplyOptions['locks']>, revisionId: string): Promise<LockHolder[]> {
-    return this.run(async () => {
-      const { store } = this.deps;
-      const reconcile = diff(revision, store.actualState());
-      if (!reconcile.stopOrder.length) return [];
-      const check = await this.checkLocks(reconcile.stopOrder, revision, store.specs(), { ignore: o.ignore, ...(o.preheld && { preheld: o.preheld }), ...(o.capMs !== undefined && { capMs: o.capMs }) }, revisionId);
-      if (check.kind === 'held') return check.holders;
-      // Let go of what was tried here, not of a lock a watcher holds for the apply.
-      await Promise.all([...check.taken].filter(([n]) => !check.borrowed.has(n)).map(([, l]) => l.release()));
-      return [];
-    });
+    return this.run(() => tryLocks(revision, this.deps.store, o, revisionId, this.lockLookup()));
   }
 
   /**
@@ -224,14 +181,17 @@ export class Engine {
     return { store: this.deps.store, workers: this.workers, worker: (n) => this.worker(n), log: this.supLog, concurrency: this.deps.concurrency, revision, stopping: () => this.stopping };
   }
 
+  private lockLookup(): LockLookup {
+    return { workers: this.workers, workDir: (n) => this.deps.paths(n).workDir, log: this.agentLog };
+  }
+
   private adoptionDeps(): AdoptionDeps {
     return { store: this.deps.store, log: this.agentLog, graceMs: this.deps.graceMs, worker: (n) => this.worker(n), workers: this.workers };
   }
 
   /** The orders an operator restart of `name` would carry out (the API's `?dry=true`); undefined for an unknown name. */
   restartOrders(name: string): RestartOrders | undefined {
-    const units = this.desired && unitsOf(this.desired, name);
-    return units && restartCascade(this.desired!, units);
+    return restartOrders(this.desired, name);
   }
 
   /** The units `name` stands for in the applied revision (a group's members), or undefined for an unknown name. */
@@ -239,74 +199,29 @@ export class Engine {
     return this.desired && unitsOf(this.desired, name);
   }
 
-  /**
-   * An operator restart: `name` and its transitive hard dependents, stopped dependents-first and
-   * started once their dependencies are healthy. Clears a crash-loop hold (SPEC §5).
-   */
+  /** An operator restart of `name` and its hard dependents (operator-actions.ts); clears a crash-loop hold (SPEC §5). */
   restart(name: string): Promise<OperatorResult> {
-    return this.run(async () => {
-      const { desired, units } = this.requireDesired(name);
-      const orders = restartCascade(desired, units);
-      this.agentLog.info({ component: name, stop_order: orders.stopOrder, start_order: orders.startOrder, revision: this.deps.store.appliedRevision()?.id }, 'restart requested');
-      const execution = await this.executeOrders(desired, orders.stopOrder, orders.startOrder);
-      return { ...orders, execution };
-    });
+    return this.run(() => restartNow(name, this.operatorContext()));
   }
 
   /** Stops `name` after its hard dependents, and holds them all stopped until started again (or changed by a revision). */
   stop(name: string): Promise<OperatorResult> {
-    return this.run(async () => {
-      const { desired, units } = this.requireDesired(name);
-      const { stopOrder } = restartCascade(desired, units);
-      const own = new Set(units);
-      this.agentLog.info({ component: name, stop_order: stopOrder, revision: this.deps.store.appliedRevision()?.id }, 'stop requested');
-      const execution = await this.executeOrders(desired, stopOrder, []);
-      for (const n of stopOrder) {
-        if (!this.deps.store.component(n)) continue;
-        this.deps.store.recordHeld(n, true);
-        this.deps.store.recordState(n, 'stopped', own.has(n) ? 'stopped by an operator' : `stopped by an operator with its hard dependency ${name}`);
-      }
-      return { stopOrder, startOrder: [], execution };
-    });
+    return this.run(() => stopNow(name, this.operatorContext()));
   }
 
-  /**
-   * Starts `name` once its dependencies are healthy, releasing an operator's or a crash loop's hold. Dependencies
-   * that are down (stopped, failed, crash-looping) are started first, in dependency order; ones that are on their
-   * way up (a crash restart in progress) are waited for, up to `dependencyWaitMs`.
-   */
+  /** Starts `name` once its dependencies are healthy, waiting up to `dependencyWaitMs` for those on their way up (operator-actions.ts). */
   start(name: string, dependencyWaitMs = 120_000): Promise<OperatorResult> {
-    return this.run(async () => {
-      const { store } = this.deps;
-      const { desired, startOrder, waitingFor: coming, running, up } = this.startPlan(name);
-      this.agentLog.info({ component: name, start_order: startOrder, waiting_for: coming, revision: this.deps.store.appliedRevision()?.id }, running ? 'start requested: already running' : 'start requested');
-      // A dependency in a crash restart belongs to its worker: wait for it rather than start it a second time.
-      const deadline = this.deps.now() + dependencyWaitMs;
-      while (coming.some((n) => store.component(n)?.state !== 'running' && up(n)) && this.deps.now() < deadline)
-        await new Promise((r) => setTimeout(r, 50));
-      const execution = await this.executeOrders(desired, [], startOrder);
-      return { stopOrder: [], startOrder, execution };
-    });
+    return this.run(() => startNow(name, dependencyWaitMs, this.operatorContext()));
   }
 
   /** What an operator start of `name` would start now, and which dependencies on their way up it would wait for (`?dry=true`). */
   startOrders(name: string): { startOrder: string[]; waitingFor: string[] } | undefined {
-    if (!this.desired || !unitsOf(this.desired, name)) return undefined;
-    const { startOrder, waitingFor } = this.startPlan(name);
-    return { startOrder, waitingFor };
+    return startOrders(name, { desired: this.desired, store: this.deps.store });
   }
 
-  /** The start of `name` as the store stands (operator-orders.ts). */
-  private startPlan(name: string) {
-    const { desired, units } = this.requireDesired(name);
-    return { desired, ...startPlan(desired, units, (n) => this.deps.store.component(n)?.state) };
-  }
-
-  private requireDesired(name: string): { desired: DesiredState; units: string[] } {
-    const desired = this.desired;
-    const units = desired && unitsOf(desired, name);
-    if (!desired || !units) throw Object.assign(new Error(`no component "${name}" in the applied revision`), { code: 'KS_COMPONENT_NOT_FOUND' });
-    return { desired, units };
+  /** Read when the action's turn comes: the desired state then, not when it was asked for. */
+  private operatorContext(): OperatorContext {
+    return { desired: this.desired, store: this.deps.store, log: this.agentLog, now: () => this.deps.now(), executeOrders: (d, stop, start) => this.executeOrders(d, stop, start) };
   }
 
   private executeOrders(desired: DesiredState, stopOrder: string[], startOrder: string[]): Promise<ExecutionResult> {

@@ -28,22 +28,9 @@ import type { OutcomeReports } from './commit-reporting.js';
 import { crashPoint } from './crash-point.js';
 import type { ApplyResult, RevisionInfo } from './engine.js';
 import type { HeldEvent } from './rollout-holds.js';
+import { rowsOf, standingOf, type Standing } from './outcome-reads.js';
 
-/** A revision's own rows read for its standing (its failures are never pruned; store/apply-history.ts). */
-const STANDING_LOOKBACK = 200;
-
-/** What taking a revision up means on this device now (the spine's step 4 asks before anything is touched). */
-export type Standing =
-  /** Never decided here: an apply, with its own row. */
-  | { kind: 'new' }
-  /** The agent died during this revision's apply: this apply finishes that row. */
-  | { kind: 'continue'; historyId: number }
-  /** What the device runs, offered again (a restart): resumed, its outcome stands. */
-  | { kind: 'resume'; outcome: 'success' | 'failure' }
-  /** The commit the device runs, carried out in this run already: nothing to do. */
-  | { kind: 'current' }
-  /** A commit that failed here and is not what runs: not applied again. */
-  | { kind: 'failed-before'; summary: string };
+export type { Standing } from './outcome-reads.js';
 
 /** A revision on its way through an apply: what its row and its reports need. */
 export interface ApplyTicket {
@@ -121,31 +108,9 @@ export class Outcomes {
     return () => this.failureListeners.splice(this.failureListeners.indexOf(listener), 1);
   }
 
-  /**
-   * Rules 2–4: what applying `rev` means now. `identity` is what the plan is chosen with (a device whose name, labels
-   * or --plan changed has a new desired state); `loaded` whether the engine carried it out in this run already.
-   */
+  /** Rules 2–4: what applying `rev` means now (outcome-reads.ts); `loaded`: the engine carried it out in this run already. */
   standing(rev: { id: string; rollback?: boolean; planFile?: string }, o: { identity: string; loaded: boolean }): Standing {
-    const { store } = this.deps;
-    const { id } = rev;
-    if (this.interrupted?.revision === id) return { kind: 'continue', historyId: this.interrupted.id };
-    // An operator's apply is an operator action: a new attempt, whatever came before.
-    if (rev.planFile !== undefined) return { kind: 'new' };
-    const applied = store.appliedRevision();
-    // Another name, other labels, another --plan: another desired state, even from the same commit.
-    if (applied?.identity !== undefined && applied.identity !== o.identity) return { kind: 'new' };
-    if (applied?.id === id && o.loaded) {
-      // A commit offered again in the same run (resumed from the local clone, then found by the first look) is
-      // running; a directory changed back to what runs is a new attempt, the developer's.
-      return isCommitId(id) ? { kind: 'current' } : { kind: 'new' };
-    }
-    const rows = this.rowsOf(id);
-    const last = rows.find((r) => r.outcome === 'success' || r.outcome === 'failure' || r.outcome === 'recovered');
-    if (last && applied?.id === id) return { kind: 'resume', outcome: last.outcome === 'success' ? 'success' : 'failure' };
-    const failed = rows.find(isFailure);
-    // Not even as a rollback's target (rollback-on-failure.ts picks commits whose last outcome here is a success).
-    if (failed && isCommitId(id)) return { kind: 'failed-before', summary: failed.summary ?? 'failed' };
-    return { kind: 'new' };
+    return standingOf(this.deps.store, this.interrupted, rev, o);
   }
 
   /** An apply begins: its row (or the interrupted one it finishes), the applied revision, `pending`. */
@@ -227,7 +192,7 @@ export class Outcomes {
       `resumed the revision applied last: its outcome stands (${outcome}); ${all ? 'all components running' : 'not every component is healthy: see keystonectl status'}`,
     );
     if (outcome === 'failure') {
-      const last = this.rowsOf(rev.id).find((e) => e.outcome === 'failure' || e.outcome === 'recovered' || e.outcome === 'success');
+      const last = rowsOf(this.deps.store, rev.id).find((e) => e.outcome === 'failure' || e.outcome === 'recovered' || e.outcome === 'success');
       this.standingFailure = last?.outcome === 'failure' ? { revision: rev.id, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), failed: last.failed.map((f) => f.name) } : undefined;
     }
     this.deps.emit('resumed', { revision: rev.id, outcome, summary: r.summary });
@@ -313,17 +278,6 @@ export class Outcomes {
     this.deps.emit('recovered', { revision: f.revision, summary });
   }
 
-  /** Commits that failed here lately, newest first: their rollout refs are kept, so a halt stays visible (SPEC §14). */
-  recentFailures(limit = 4): string[] {
-    const out: string[] = [];
-    for (const e of this.deps.store.history({ limit: 50 })) if (isFailure(e) && isCommitId(e.revision) && !out.includes(e.revision) && out.length < limit) out.push(e.revision);
-    return out;
-  }
-
-  private rowsOf(id: string): HistoryEntry[] {
-    return this.deps.store.historyOf(id, STANDING_LOOKBACK);
-  }
-
   private askFailureListeners(o: FailedOutcome): Array<{ then: string; act?: () => void }> {
     const answers: Array<{ then: string; act?: () => void }> = [];
     for (const l of this.failureListeners) {
@@ -336,11 +290,6 @@ export class Outcomes {
     }
     return answers;
   }
-}
-
-/** A failure the device saw: not an apply that a stop cut short and a newer revision superseded. */
-function isFailure(e: HistoryEntry): boolean {
-  return e.outcome === 'failure' && e.summary?.startsWith('interrupted') !== true;
 }
 
 const short = (id: string) => (isCommitId(id) ? id.slice(0, 12) : id);

@@ -8,7 +8,7 @@ import type { DeviceKeys } from '../identity/device-keys.js';
 import type { SocketPaths } from '../runtime/container-engine.js';
 import { sameRepository } from '../source/git-repo-location.js';
 import type { PublicKey } from '../trust/minisign.js';
-import type { TrustSetting } from './agent-options.js';
+import type { TrustSetting } from './agent-types.js';
 
 export interface GitSettings {
   kind: 'git';

@@ -21,10 +21,11 @@ import type { Candidate, RolloutHolds } from './rollout-holds.js';
 import { reportAdmission } from './report-admission.js';
 import { IdentityError } from '../identity/identity-error.js';
 import type { PublicKey } from '../trust/minisign.js';
-import type { DeviceProblem, TrustSetting } from './agent-options.js';
+import type { DeviceProblem, TrustSetting } from './agent-types.js';
 import { openRevisionSecrets, type SecretSteps } from './revision-secrets.js';
 import type { AgentUpdater } from '../agent-update/agent-updater.js';
-import { downloadsAndWindow, lockOptions, waitedFor, waitForLocks, type WaitSteps } from './device-waits.js';
+import { downloadsAndWindow, lockOptions, waitedFor, waitForLocks } from './device-waits.js';
+import { agentUpdateStep, type UpdateSteps } from './agent-update-step.js';
 
 /** Refusals that depend on the device's clock (docs/signing.md, "Time"): the same revision is looked at again later. */
 const CLOCK_REFUSALS: ReadonlySet<string> = new Set(['KS_SIGNATURE_FROM_FUTURE', 'KS_SIGNATURE_TOO_OLD']);
@@ -46,7 +47,7 @@ export type RevisionOutcome =
   /** A component it would stop holds its update lock (SPEC §19): nothing applied; taken up again at the release. */
   | { kind: 'waiting'; reason: string };
 
-export interface RevisionSteps extends WaitSteps {
+export interface RevisionSteps extends UpdateSteps {
   trust: TrustSetting;
   /** `--plan`; without it fleet.toml picks the plan by the device's name and labels. */
   planFile?: string;
@@ -233,37 +234,14 @@ export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'wa
     if (held) return held;
   }
   // 5a. The agent version the revision asks for (SPEC §17): switched to before anything else is done, and the
-  // revision is applied by the new agent, which must adopt every component as it runs and report success.
+  // revision is applied by the new agent, which must adopt every component as it runs and report success
+  // (agent-update-step.ts). Put back here, its plan is still applied, and the outcome is `failure` (`updateFailed`).
   const update = s.agentUpdate;
-  /** The agent update this revision asks for was put back here: its plan is applied (what runs stays supervised), its outcome is `failure`. */
   let updateFailed: string | undefined;
   if (update && standing.kind !== 'resume') {
-    // Not while a component holds its update lock (SPEC §19): switched now, the new agent would wait out its trial
-    // deadline on the lock and be put back, and barred, for a device that was merely busy.
-    if (c.agent && s.lockWait && !rev.overrideLocks && update.trialCommit() !== rev.id) {
-      const holders = await s.engine.lockHolders(state, lockOptions(rev, s)!, rev.id);
-      if (holders.length) return waitForLocks(c, holders, s);
-    }
-    const d = await update.decide(c.agent, rev, rev.reader);
-    if (d.kind === 'handover') return { kind: 'handover' };
-    if (d.kind === 'deferred') {
-      s.log.info({ revision: rev.id, reason: d.reason }, 'agent update: not taken up yet');
-      return { kind: 'deferred', reason: d.reason };
-    }
-    if (d.kind === 'refuse') {
-      s.outcomes.rejected({ revision: rev.id, planFile, ...(target !== undefined && { target }), ...(waveName !== undefined && { wave: waveName }), reason: d.reason, began, silent: rev.rollback === true });
-      s.log.error({ revision: rev.id, reason: d.reason }, 'revision refused; still running the previous one');
-      return { kind: 'rejected', reason: d.reason, passing: false };
-    }
-    if (d.kind === 'failed') updateFailed = d.reason;
-    const missing = update.settles(rev.id, c.agent) ? update.notAdopted() : [];
-    if (missing.length) {
-      // Not applied by this version: the one put back takes what runs up again, and finds this commit failed.
-      const reason = `KS_AGENT_UPDATE_FAILED: agent ${packageVersionOf(c.agent)} did not adopt ${missing.join(', ')} as they ran before the switch`;
-      s.outcomes.failedUnapplied(info, reason, began);
-      await update.settle('failure', reason, { blocks: true });
-      return { kind: 'applied', outcome: 'failure' };
-    }
+    const step = await agentUpdateStep(c, info, update, s);
+    if (step.kind !== 'proceed') return step;
+    updateFailed = step.updateFailed;
   }
   if (standing.kind === 'resume') {
     const r = await s.engine.apply(state, info);
@@ -302,10 +280,6 @@ export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'wa
   // (the commit did not report success) without barring the package: the next commit may try it again.
   if (update?.settles(rev.id, c.agent) && !r.interrupted) await update.settle(r.outcome, `${r.outcome}: ${r.summary}`, { blocks: false });
   return { kind: 'applied', outcome: r.interrupted ? 'interrupted' : r.outcome };
-}
-
-function packageVersionOf(section: { version: string } | undefined): string {
-  return section?.version ?? '?';
 }
 
 function logPlacement(s: RevisionSteps, revision: string, target: string, planFile: string, wave: string | undefined): void {
