@@ -5,11 +5,11 @@
 import { readFileSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { z } from 'zod';
-import { isLoopbackAddress, parseListenAddress } from '../api/listen-address.js';
 import { CODES, type ErrorCode } from '../core/errors.js';
 import { parseTomlDocument } from '../core/toml-document.js';
 import { trustedFileProblem } from '../runtime/trusted-file.js';
 import { formatTomlPath, type TomlPath } from '../core/toml-locate.js';
+import { COMBINATIONS } from './agent-config-combinations.js';
 import { CONFIG_CODES, type ConfigCode, type ConfigDiagnostic } from './agent-config-error.js';
 import { CONFIG_RULES, inlineSecretHint, type At, type ConfigValue } from './agent-config-rules.js';
 import type { AgentOptionName } from './agent-options.js';
@@ -26,9 +26,6 @@ export interface AgentConfig {
   /** Every problem found, not just the first; empty when the file is valid. */
   diagnostics: ConfigDiagnostic[];
 }
-
-/** Keys that only make sense when following Git (`repo`): the agent refuses their flags with `--dir`, and so does the file. */
-const GIT_ONLY = ['ref', 'poll', 'git-token-file', 'status', 'status-repo', 'status-token-file', 'github-repo', 'github-token-file', 'github-api', 'webhook-secret-file'] as const;
 
 const RULE_KEYS = Object.keys(CONFIG_RULES) as AgentOptionName[];
 
@@ -94,40 +91,11 @@ export function parseAgentConfig(file: string, bytes: Uint8Array | string): Agen
     const value = CONFIG_RULES[key](raw[key], at);
     if (value !== undefined) values[key] = value;
   }
-  crossChecks(raw, values, report);
-  return { file, values, diagnostics };
-}
-
-type Report = (path: TomlPath, code: ConfigCode, message: string, hint?: string) => undefined;
-
-/** What the agent would refuse about keys together, said here with the line (a refusal at start-up has none). */
-function crossChecks(raw: Record<string, unknown>, values: AgentConfigValues, report: Report): void {
+  // What the agent refuses about keys together, said here with the line (a refusal at start-up has none).
   const has = (key: AgentOptionName) => Object.hasOwn(raw, key);
-  if (has('repo') && has('dir')) report(['dir'], CONFIG_CODES.SOURCE, 'repo and dir exclude each other: the agent follows one source', 'keep repo (Git) or dir (a development directory)');
-  if (!has('repo') && !has('dir'))
-    report([], CONFIG_CODES.SOURCE, 'no source: the file names neither repo nor dir', 'add repo = "https://…" (a Git repository, or its path) or dir = "/srv/…" (a development directory)');
-  if (has('dir') && !has('repo')) {
-    for (const key of GIT_ONLY) if (has(key)) report([key], CONFIG_CODES.CONFLICT, `${key} is for a Git source (repo), not dir`);
-    if (values['allow-history-rewrite'] === true) report(['allow-history-rewrite'], CONFIG_CODES.CONFLICT, 'allow-history-rewrite is for a Git source (repo), not dir');
-    if (values['on-failure'] === 'rollback') report(['on-failure'], CONFIG_CODES.CONFLICT, 'on-failure = "rollback" is for a Git source (repo), not dir');
-  }
-  // Each of these was reported already when its own rule failed.
-  const bad = (key: AgentOptionName) => has(key) && values[key] === undefined;
-  const keys = values['trusted-key'] as string[] | undefined;
-  if (!bad('allow-unsigned') && !bad('trusted-key')) {
-    const unsigned = values['allow-unsigned'] === true;
-    if (unsigned && keys?.length) report(['allow-unsigned'], CONFIG_CODES.CONFLICT, 'allow-unsigned and trusted-key exclude each other', 'a device verifies every revision, or (in development only) none');
-    if (!unsigned && !keys?.length) report(['trusted-key'], CODES.MISSING_FIELD, 'no trusted key', 'add trusted-key = ["/etc/keystone/keys/release.pub"], or allow-unsigned = true for development');
-  }
-  const threshold = values.threshold === undefined ? undefined : Number(values.threshold);
-  if (threshold !== undefined && keys !== undefined && new Set(keys).size < threshold)
-    report(['threshold'], CODES.INVALID_VALUE, `a threshold of ${threshold} needs at least ${threshold} distinct trusted keys; ${new Set(keys).size} named`);
-  const listen = values.listen as string | undefined;
-  if (listen !== undefined && values['listen-public'] !== true) {
-    const address = parseListenAddress(listen);
-    if (address && !isLoopbackAddress(address))
-      report(['listen'], CONFIG_CODES.CONFLICT, `${listen} is not a loopback address`, 'add listen-public = true to expose the API beyond this machine');
-  }
+  const settings = { value: (key: AgentOptionName) => values[key], has, bad: (key: AgentOptionName) => has(key) && values[key] === undefined };
+  for (const combination of COMBINATIONS) combination.check(settings, (path, code, message, hint) => report(path, code, message, hint));
+  return { file, values, diagnostics };
 }
 
 /** The text, or the line of the first byte that is not UTF-8. */

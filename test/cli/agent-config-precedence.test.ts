@@ -26,7 +26,7 @@ beforeAll(async () => {
   mkdirSync(join(etc, 'keys'), { recursive: true });
   mkdirSync(cwd);
   mkdirSync(join(root, 'repo'));
-  for (const name of ['release', 'ops']) {
+  for (const name of ['release', 'ops', 'enroll']) {
     const r = await runCtl(['keygen', '--out', join(etc, 'keys', name), '--no-password'], root);
     expect(r.code, r.stderr).toBe(0);
   }
@@ -102,7 +102,7 @@ window = "sat,sun 02:00-04:00 Europe/Berlin"
 docker-socket = "ETC/docker.sock"
 podman-socket = "ETC/podman.sock"
 dashboard = true
-enrollment-key = ["ETC/keys/ops.pub"]
+enrollment-key = ["ETC/keys/enroll.pub"]
 certificate = "ETC/device.cert"
 `;
 

@@ -7,6 +7,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkAgentFlags } from '../../src/cli/agent-flags.js';
 import { agentSettings } from '../../src/cli/agent-settings.js';
 import { parseAgentOptions } from '../../src/cli/agent-options.js';
 import { engineSocketsFrom } from '../../src/cli/engine-args.js';
@@ -125,8 +126,8 @@ describe('where each engine is looked for', () => {
   /** What the agent's container runtime connects to for `choice`, given these flags and this environment. */
   const connectedWith = async (choice: 'auto' | 'docker' | 'podman', args: string[], env: Record<string, string> = {}) => {
     const io = { stdout: { write: () => true }, stderr: { write: () => true }, cwd: root, env };
-    const { values, positionals } = parseAgentOptions(['--dir', repoDir, '--allow-unsigned', '--listen', 'none', ...args], io);
-    const { run } = agentSettings(values, positionals, io);
+    const argv = ['--dir', repoDir, '--allow-unsigned', '--listen', 'none', ...args];
+    const { run } = agentSettings(checkAgentFlags(argv, parseAgentOptions(argv, io), io), io);
     const engine = await connectEngine(choice, { env, ...(run.engineSockets && { socketPaths: run.engineSockets }) });
     return `${engine.kind} ${engine.endpoint.label}`;
   };

@@ -6,6 +6,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkAgentFlags } from '../../src/cli/agent-flags.js';
 import { parseAgentOptions } from '../../src/cli/agent-options.js';
 import { agentSettings } from '../../src/cli/agent-settings.js';
 import type { CliIo } from '../../src/cli/io.js';
@@ -92,8 +93,9 @@ describe('keystone identity', () => {
 describe("the agent's --enrollment-key and --certificate", () => {
   const io = (): CliIo => ({ stdout: { write: () => true }, stderr: { write: () => true }, cwd: root, env: {} });
   const settingsOf = (args: string[]) => {
-    const { values, positionals } = parseAgentOptions(['--dir', root, '--allow-unsigned', ...args], io());
-    return { values, settings: agentSettings(values, positionals, io()) };
+    const argv = ['--dir', root, '--allow-unsigned', ...args];
+    const parsed = parseAgentOptions(argv, io());
+    return { values: parsed.values, settings: agentSettings(checkAgentFlags(argv, parsed, io()), io()) };
   };
 
   it('reads the enrolment keys (parsed) and the certificate (its text) for run.identity; the keys are trusted files', () => {
@@ -121,8 +123,8 @@ describe("the agent's --enrollment-key and --certificate", () => {
     const key = generateKey((n) => new Uint8Array(n).fill(5));
     writeFileSync(join(root, 'both.pub'), formatPublicKey(key));
     const parse = (args: string[]) => {
-      const { values, positionals } = parseAgentOptions(['--dir', root, ...args], io());
-      return agentSettings(values, positionals, io());
+      const argv = ['--dir', root, ...args];
+      return agentSettings(checkAgentFlags(argv, parseAgentOptions(argv, io()), io()), io());
     };
     expect(() => parse(['--trusted-key', 'both.pub', '--enrollment-key', 'both.pub'])).toThrow(/--enrollment-key .*both\.pub is also a --trusted-key/);
     writeFileSync(join(root, 'other.pub'), formatPublicKey(generateKey((n) => new Uint8Array(n).fill(6))));

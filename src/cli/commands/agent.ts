@@ -14,6 +14,7 @@ import { OperationError } from '../../core/errors.js';
 import { formatLabels } from '../../core/labels.js';
 import { ensureDeviceKeys, identityPaths } from '../../identity/device-keys.js';
 import { createLogger, type Logger } from '../../log/logger.js';
+import { checkAgentFlags } from '../agent-flags.js';
 import { parseAgentOptions } from '../agent-options.js';
 import { agentSettings } from '../agent-settings.js';
 import { EXIT, nowMs, random, type CliIo } from '../io.js';
@@ -58,14 +59,16 @@ function memoryPhases(env: NodeJS.ProcessEnv, log: Logger): { mark(phase: string
   return { mark, close: () => clearInterval(timer) };
 }
 
-/** Parse and check (cli/agent-settings.ts), run (agent/run-agent.ts), serve the API, and wait for a stop. */
+/** Parse and check (the file as it is read, then the flags: cli/agent-flags.ts), run (agent/run-agent.ts), serve the API, and wait for a stop. */
 export async function agentCommand(argv: string[], io: CliIo, signals: { once(ev: 'stop', fn: () => void): void }): Promise<number> {
-  const { values, positionals, configFile } = parseAgentOptions(argv, io);
+  const parsed = parseAgentOptions(argv, io);
+  const { values, configFile } = parsed;
   // Listening from the start: a stop asked for while the agent is still starting must not be lost.
   const stopRequested = new Promise<void>((resolveStop) => signals.once('stop', resolveStop));
   // Before any key or secret is read: a key another user could change is refused (exit 2); a secret, warned about.
   const exposedSecrets = checkAgentFiles(trustedFilesOf(values, io, configFile));
-  const settings = agentSettings(values, positionals, io);
+  // Each flag through its key's rule, once (the file's values went through theirs as it was read); then only converted.
+  const settings = agentSettings(checkAgentFlags(argv, parsed, io), io);
   const { run, listen } = settings;
   // Secret values (SPEC §16) live in the vault, in memory; every log line is scrubbed of them, whatever quoted one.
   const vault = new SecretVault();
