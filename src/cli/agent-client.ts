@@ -54,9 +54,35 @@ export interface RequestOptions {
   timeoutMs?: number;
 }
 
-/** The state directory the agent and keystonectl share on a device. */
+/**
+ * `npm start`'s state directory (package.json's "start" script: `--state-dir "${KEYSTONE_STATE_DIR:-.state}"`), relative
+ * to where keystonectl runs: in a checkout with the example agent running, its token is here, not in /var/lib/keystone.
+ */
+export const CHECKOUT_STATE_DIR = '.state';
+
+/**
+ * The state directory the agent and keystonectl share: --state-dir when given; else the device's (/var/lib/keystone)
+ * when its token is readable, else `./.state` when its token is (the agent `npm start` runs, seen from its checkout),
+ * else the device's.
+ */
 export function stateDirOf(args: AgentArgs, io: CliIo): string {
-  return resolve(io.cwd, args['state-dir'] ?? DEFAULT_STATE_DIR);
+  if (args['state-dir'] !== undefined) return resolve(io.cwd, args['state-dir']);
+  return stateDirCandidates(io).find((dir) => 'token' in readTokenFile(join(dir, TOKEN_FILE))) ?? DEFAULT_STATE_DIR;
+}
+
+/** Where a token is looked for without --state-dir, in order. */
+function stateDirCandidates(io: CliIo): string[] {
+  return [DEFAULT_STATE_DIR, resolve(io.cwd, CHECKOUT_STATE_DIR)];
+}
+
+/** The token in `file`, or why there is none (`ENOENT`, `EACCES`, `empty`). */
+function readTokenFile(file: string): { token: string } | { why: string } {
+  try {
+    const token = readFileSync(file, 'utf8').trim();
+    return token ? { token } : { why: 'empty' };
+  } catch (e) {
+    return { why: (e as NodeJS.ErrnoException).code ?? (e as Error).message };
+  }
 }
 
 /** A component name from the command line: the plan's rule, checked before it goes into a URL or a path. */
@@ -70,24 +96,38 @@ export function componentArg(positionals: string[], command: string): string {
   return name;
 }
 
-/** Where the token comes from, in order: --token, KEYSTONE_TOKEN, then `<state-dir>/api-token` when readable. */
+/**
+ * Where the token comes from, in order: --token, KEYSTONE_TOKEN, then `<state-dir>/api-token` when readable (without
+ * --state-dir: /var/lib/keystone's, else `./.state`'s, as stateDirOf() picks).
+ */
 export interface TokenSource {
   token?: string;
-  /** Why there is none, for the message when the agent asks for one. */
+  /** The file the token was read from. */
+  file?: string;
+  /** Why there is none, for the message when the agent asks for one: every file looked in, and why it gave nothing. */
   missing?: string;
+  /** No --state-dir was given: the message then names it, the way to the token of an agent with another state directory. */
+  searched?: boolean;
 }
 
 export function resolveToken(args: AgentArgs, io: CliIo): TokenSource {
   if (args.token) return { token: args.token };
   const env = io.env.KEYSTONE_TOKEN;
   if (env) return { token: env };
-  const file = join(stateDirOf(args, io), TOKEN_FILE);
-  try {
-    const token = readFileSync(file, 'utf8').trim();
-    return token ? { token } : { missing: `${file} is empty` };
-  } catch (e) {
-    return { missing: `${file} is not readable (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})` };
+  if (args['state-dir'] !== undefined) {
+    const file = join(stateDirOf(args, io), TOKEN_FILE);
+    const read = readTokenFile(file);
+    if ('token' in read) return { token: read.token, file };
+    return { missing: read.why === 'empty' ? `${file} is empty` : `${file} is not readable (${read.why})` };
   }
+  const looked: string[] = [];
+  for (const dir of stateDirCandidates(io)) {
+    const file = join(dir, TOKEN_FILE);
+    const read = readTokenFile(file);
+    if ('token' in read) return { token: read.token, file };
+    looked.push(`${file} (${read.why})`);
+  }
+  return { missing: `looked in ${looked.join(' and ')}`, searched: true };
 }
 
 function agentUrl(text: string | undefined): URL {
@@ -225,8 +265,13 @@ export class AgentClient {
     const err = (isJson && typeof body === 'object' && body !== null ? (body as { error?: unknown }).error : undefined) as { code?: unknown; message?: unknown } | undefined;
     const code = typeof err?.code === 'string' ? err.code : `HTTP_${res.status}`;
     let message = typeof err?.message === 'string' ? err.message : `${method} ${url.pathname} failed: HTTP ${res.status} ${res.statusText}`.trim();
-    if (res.status === 401 && !this.tokenSource?.token)
+    if (res.status === 401 && !this.tokenSource?.token) {
       message += `; no token was sent: pass --token, set KEYSTONE_TOKEN, or run as a user who can read the token file (${this.tokenSource?.missing ?? 'none found'})`;
+      if (this.tokenSource?.searched) message += `; an agent with another state directory: pass its --state-dir DIR (\`npm start\` keeps it in ${CHECKOUT_STATE_DIR}/ of its checkout, or in $KEYSTONE_STATE_DIR)`;
+    } else if (res.status === 401 && this.tokenSource?.file) {
+      // A token found is not always the token of the agent at --agent: two agents on one machine, say.
+      message += `; the token sent was read from ${this.tokenSource.file}: is the agent at ${this.baseUrl.origin} the one with that state directory? (--state-dir DIR, --agent URL)`;
+    }
     throw new AgentApiError(res.status, code, message, body);
   }
 

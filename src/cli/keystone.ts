@@ -11,6 +11,7 @@ import { TrustedFileError } from '../runtime/trusted-file.js';
 import { StateStoreError } from '../store/state-store-error.js';
 import { TrustError } from '../trust/trust-error.js';
 import { AgentConfigError } from './agent-config-error.js';
+import { asksForHelp } from './help-flag.js';
 import { EXIT, UsageError, type CliIo } from './io.js';
 
 /**
@@ -24,11 +25,11 @@ function processSignals(): EventEmitter {
   return e;
 }
 
-const COMMANDS = ['agent', 'init', 'doctor', 'identity', 'floor'] as const;
+export const COMMANDS = ['agent', 'init', 'doctor', 'identity', 'floor'] as const;
 type CommandName = (typeof COMMANDS)[number];
 const isCommand = (name: string): name is CommandName => (COMMANDS as readonly string[]).includes(name);
 
-async function usageOf(name: CommandName): Promise<string> {
+export async function usageOf(name: CommandName): Promise<string> {
   switch (name) {
     case 'agent':
       return (await import('./commands/agent.js')).AGENT_USAGE;
@@ -72,6 +73,11 @@ export async function main(argv: string[], io: CliIo, signals: { once(ev: 'stop'
   if (!isCommand(name)) {
     io.stderr.write(`keystone: unknown command "${name}"\nusage: ${await allUsage()}\n`);
     return EXIT.BAD_INPUT;
+  }
+  // `keystone agent --help`: that command's usage, asked for, so on stdout and exit 0 (no agent started, no file read).
+  if (asksForHelp(rest)) {
+    io.stdout.write(`usage: ${await usageOf(name)}\n`);
+    return EXIT.OK;
   }
   try {
     if (name === 'agent') {

@@ -4,25 +4,27 @@ import { InvalidRevisionError, OperationError } from '../core/errors.js';
 import { TrustError } from '../trust/trust-error.js';
 import { IdentityError } from '../identity/identity-error.js';
 import { SecretError } from '../secrets/secret-error.js';
+import { asksForHelp } from './help-flag.js';
 import { EXIT, UsageError, type CliIo } from './io.js';
 import { packageVersion } from './version.js';
 
 type Command = (argv: string[], io: CliIo) => Promise<number>;
-type Loaded = { run: Command; usage: string };
+/** `help`: a command's longer text for `--help` (it starts with the usage), where it has one. */
+type Loaded = { run: Command; usage: string; help?: string };
 
 /**
  * Each command's module is loaded when it runs (`import()`), not all of them at every start: `keystonectl status`
  * reads the agent client and its table, not the planner, the signer, Git and age (its cold start, bench/footprint.bench.mjs).
  * The usage text loads them all.
  */
-const COMMANDS: Record<string, { load: () => Promise<Loaded>; summary: string }> = {
+export const COMMANDS: Readonly<Record<string, { load: () => Promise<Loaded>; summary: string }>> = {
   'apply-dry': { load: () => import('./commands/apply-dry.js').then((m) => ({ run: m.applyDry, usage: m.APPLY_DRY_USAGE })), summary: 'validate a plan (or, with --fleet, every fleet target) and print what applying it would stop and start' },
   apply: { load: () => import('./commands/apply.js').then((m) => ({ run: m.apply, usage: m.APPLY_USAGE })), summary: 'hand a verified plan to the local agent and follow it until the device converged' },
   graph: { load: () => import('./commands/graph.js').then((m) => ({ run: m.graph, usage: m.GRAPH_USAGE })), summary: 'print the resolved dependency layers and orders' },
   keygen: { load: () => import('./commands/keygen.js').then((m) => ({ run: m.keygen, usage: m.KEYGEN_USAGE })), summary: 'make a minisign-compatible key pair' },
   sign: { load: () => import('./commands/sign.js').then((m) => ({ run: m.sign, usage: m.SIGN_USAGE })), summary: 'write SHA256SUMS over every recipe, plan, fleet.toml and secrets/ file, and sign it' },
   enroll: { load: () => import('./commands/enroll.js').then((m) => ({ run: m.enroll, usage: m.ENROLL_USAGE })), summary: "sign a device's certificate (devices/NAME.cert) with the enrolment key; --check verifies one" },
-  secret: { load: () => import('./commands/secret.js').then((m) => ({ run: m.secret, usage: m.SECRET_USAGE })), summary: 'set, list, remove and rekey the secrets a fleet target reads (secrets/NAME.age)' },
+  secret: { load: () => import('./commands/secret.js').then((m) => ({ run: m.secret, usage: m.SECRET_USAGE, help: m.SECRET_HELP })), summary: 'set, list, remove and rekey the secrets a fleet target reads (secrets/NAME.age)' },
   verify: { load: () => import('./commands/verify.js').then((m) => ({ run: m.verify, usage: m.VERIFY_USAGE })), summary: "check the repository's signature and digests" },
   status: { load: () => import('./commands/status.js').then((m) => ({ run: m.status, usage: m.STATUS_USAGE })), summary: 'the applied revision and every component, from the running agent' },
   restart: { load: () => import('./commands/restart.js').then((m) => ({ run: m.restart, usage: m.RESTART_USAGE })), summary: 'restart a component and its hard dependents, and wait for them' },
@@ -30,7 +32,7 @@ const COMMANDS: Record<string, { load: () => Promise<Loaded>; summary: string }>
   start: { load: () => import('./commands/start.js').then((m) => ({ run: m.start, usage: m.START_USAGE })), summary: 'start a component once its dependencies are healthy' },
   logs: { load: () => import('./commands/logs.js').then((m) => ({ run: m.logs, usage: m.LOGS_USAGE })), summary: "print (and follow) a component's stdout or stderr" },
   history: { load: () => import('./commands/history.js').then((m) => ({ run: m.history, usage: m.HISTORY_USAGE })), summary: "the agent's applies, newest first" },
-  fleet: { load: () => import('./commands/fleet.js').then((m) => ({ run: m.fleet, usage: m.FLEET_USAGE })), summary: "the fleet's reports for a commit, per target (needs git for a remote)" },
+  fleet: { load: () => import('./commands/fleet.js').then((m) => ({ run: m.fleet, usage: m.FLEET_USAGE, help: m.FLEET_HELP })), summary: "the fleet's reports for a commit, per target (needs git for a remote)" },
   resume: { load: () => import('./commands/resume.js').then((m) => ({ run: m.resume, usage: m.RESUME_USAGE })), summary: 'follow Git again after a forced manual apply suspended the sync' },
   sync: { load: () => import('./commands/sync.js').then((m) => ({ run: m.sync, usage: m.SYNC_USAGE })), summary: 'the agent looks at its source now; waits for what became of it (applied, held, rejected)' },
 };
@@ -59,6 +61,11 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
   let loaded: Loaded | undefined;
   try {
     loaded = await command.load();
+    // `keystonectl status --help`, `fleet status -h`: the command's usage, asked for, so on stdout and exit 0.
+    if (asksForHelp(rest)) {
+      io.stdout.write(loaded.help !== undefined ? `${loaded.help}\n` : `usage: ${loaded.usage}\n`);
+      return EXIT.OK;
+    }
     return await loaded.run(rest, io);
   } catch (e) {
     const err = e as Error & { code?: string };
