@@ -14,6 +14,7 @@ export const CHECK_IDS = [
   'git-remote',
   'push-access',
   'plan',
+  'first-revision',
   'run-users',
   'work-dir-reach',
   'container-engine',

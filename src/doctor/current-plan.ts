@@ -2,7 +2,6 @@
 // it when there is no --plan); for --repo, from the commit it applied last, out of its own Git cache (or the local
 // repository), never fetched. A Git device that applied nothing yet has no known plan, which is not a fault.
 import type { DesiredState } from '../core/desired-state.js';
-import { formatDiagnostic } from '../core/errors.js';
 import { DirectoryReader } from '../source/directory-reader.js';
 import { fullBranchRef, shortBranchRef } from '../source/git-repo-location.js';
 import { loadDeviceRevision } from '../source/load-fleet.js';
@@ -10,6 +9,7 @@ import type { RepoReader } from '../source/repo-reader.js';
 import type { AppliedState } from './applied-state.js';
 import { fail, pass, skip, type CheckResult } from './check-result.js';
 import type { DoctorSetup } from './doctor-setup.js';
+import { directoryPlans, refusalOf } from './first-revision-check.js';
 
 export type CurrentPlan =
   | { kind: 'known'; state: DesiredState; planFile: string; target?: string; from: string }
@@ -53,17 +53,10 @@ export async function currentPlan(setup: DoctorSetup, applied: AppliedState): Pr
     return { kind: 'invalid', why: `cannot read the plan from ${from}: ${(e as Error).message}`, fix: 'check that the source is readable by the agent', code: (e as { code?: string }).code };
   }
   if (r.ok) return { kind: 'known', state: r.state, planFile: r.planFile, ...(r.target !== undefined && { target: r.target }), from };
-  const first = r.diagnostics[0];
-  const more = r.diagnostics.length > 1 ? ` (and ${r.diagnostics.length - 1} more)` : '';
-  const what = r.planFile ?? 'fleet.toml';
-  if (r.noTarget)
-    return { kind: 'invalid', why: `${from}: ${first ? first.message : 'no target matches this device'}`, fix: `give --device or --label values a target of fleet.toml selects (${first?.hint ?? 'see fleet.toml'}), or --plan PLAN`, code: first?.code };
-  return {
-    kind: 'invalid',
-    why: `${what} from ${from} does not load: ${first ? formatDiagnostic(first) : 'invalid'}${more}`,
-    fix: 'correct the files named (keystonectl apply-dry shows every error of a plan, --fleet of every target)',
-    code: first?.code,
-  };
+  // The same refusal, and fix, as the first-revision check gives a Git tip: a directory is its own first revision.
+  const plans = setup.source.kind === 'dir' ? directoryPlans(setup.source.root) : async () => [];
+  const refusal = await refusalOf(r, setup, { from, plans });
+  return { kind: 'invalid', why: refusal.why, fix: refusal.fix, ...(refusal.code !== undefined && { code: refusal.code }) };
 }
 
 /** The `plan` line. */

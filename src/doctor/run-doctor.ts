@@ -9,6 +9,7 @@ import { checkDiskSpace } from './disk-space-check.js';
 import type { DoctorFacts } from './doctor-facts.js';
 import type { DoctorSetup } from './doctor-setup.js';
 import { checkEnrollment } from './enrollment-check.js';
+import { checkFirstRevision } from './first-revision-check.js';
 import { checkGitRemote } from './git-remote-check.js';
 import { checkIdentity } from './identity-check.js';
 import { checkNodeVersion } from './node-version-check.js';
@@ -42,6 +43,7 @@ export async function runDoctor(setup: DoctorSetup, facts: DoctorFacts): Promise
     source.status === 'fail' ? skip('git-remote', 'no usable source (see source)') : checkGitRemote(setup.source, facts.gitTimeoutMs),
     source.status === 'fail' ? skip('push-access', 'no usable source (see source)') : checkPushAccess(setup.source, facts.gitTimeoutMs),
     checkPlan(plan, setup),
+    checkFirstRevision(setup, applied, source.status !== 'fail'),
     checkRunUsers(plan, users, facts.agent),
     checkWorkDirReach({ plan, users, stateDir: setup.stateDir, agent: facts.agent, db }),
     checkContainerEngine(plan, facts),

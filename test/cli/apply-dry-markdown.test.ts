@@ -97,6 +97,12 @@ describe('apply-dry --format markdown for a pull request', () => {
         '',
         '</details>',
         '',
+        '#### Device permissions',
+        '',
+        'A device refuses this revision unless its agent runs with these flags (beyond the safe defaults):',
+        '',
+        '- needs `--allow-host-namespaces` for `web`: `recipes/com.acme.web.toml` `lifecycle.run.container.network_mode` `KS_CONTAINER_NOT_PERMITTED`',
+        '',
       ].join('\n'),
     );
   });

@@ -37,6 +37,8 @@ describe('apply-dry: the worked example (SPEC §4) as golden output', () => {
         '  api        start    new',
         '  telemetry  start    new',
         '  web        start    new',
+        'device permissions beyond the safe defaults (a device without them refuses this revision):',
+        '  needs --allow-host-namespaces for web (recipes/com.acme.web.toml: lifecycle.run.container.network_mode) [KS_CONTAINER_NOT_PERMITTED]',
         '',
       ].join('\n'),
     );
@@ -58,6 +60,8 @@ describe('apply-dry: the worked example (SPEC §4) as golden output', () => {
         '  api        restart  version 1.4.0 → 1.5.0',
         '  telemetry  keep     unchanged',
         '  web        restart  hard dependency api restarts',
+        'device permissions beyond the safe defaults (a device without them refuses this revision):',
+        '  needs --allow-host-namespaces for web (recipes/com.acme.web.toml: lifecycle.run.container.network_mode) [KS_CONTAINER_NOT_PERMITTED]',
         '',
       ].join('\n'),
     );

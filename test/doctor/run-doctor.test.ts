@@ -53,6 +53,7 @@ describe('runDoctor on the example repository', () => {
       'git-remote': 'skip',
       'push-access': 'skip',
       plan: 'pass',
+      'first-revision': 'skip',
       'run-users': process.getuid?.() === 0 ? 'pass' : 'warn',
       'work-dir-reach': 'pass',
       clock: 'pass',

@@ -15,6 +15,12 @@ import { renderDiagnosticsText } from '../render/diagnostics-text.js';
 import { renderFleetDryMarkdown, renderFleetDryText, type FleetDry } from '../render/fleet-reconcile.js';
 import { renderDiagnosticsMarkdown, renderRefusalMarkdown } from '../render/reconcile-markdown.js';
 import { repoRoot } from '../repository-args.js';
+import { DEFAULT_STATE_DIR } from '../agent-client.js';
+import type { DevicePolicy } from '../../core/device-policy.js';
+import { hostPolicyFacts } from '../../runtime/policy-host.js';
+import { renderPolicyRefusalMarkdown, renderPolicyRefusalText } from '../render/policy-refusal.js';
+import { renderPermissionsMarkdown, renderPermissionsText } from '../render/device-permissions.js';
+import { describePolicyFlags, memoizedHost, permissionsOf, refusedByPolicy } from './apply-dry-permissions.js';
 import { describeVerification, trustPolicy, type TrustValues } from '../trust-args.js';
 
 export interface FleetDryValues extends TrustValues {
@@ -42,8 +48,11 @@ function sameDevices(a: ResolvedTarget, b: ResolvedTarget): boolean {
   return sel(a) === sel(b) && devs(a) === devs(b);
 }
 
-/** Flags were checked by apply-dry (no PLAN, no --agent, one of --empty and --base at most). */
-export async function applyDryFleet(values: FleetDryValues, io: CliIo): Promise<number> {
+/**
+ * Flags were checked by apply-dry (no PLAN, no --agent, one of --empty and --base at most). `devicePolicy`: the
+ * device every target is refused as (--device-policy), when given.
+ */
+export async function applyDryFleet(values: FleetDryValues, io: CliIo, devicePolicy?: DevicePolicy): Promise<number> {
   const root = repoRoot(io.cwd, values.repo);
   const markdown = values.format === 'markdown';
   const policy = trustPolicy(values, io);
@@ -71,6 +80,20 @@ export async function applyDryFleet(values: FleetDryValues, io: CliIo): Promise<
     for (const t of targets) t.state = await withDryRunDigests(reader, t.state, secretKeys);
   };
   await withSecrets(head.reader, loaded.targets);
+  // What each target's plan asks of its devices beyond the safe defaults, by the agent's own check (the devices'
+  // state directory guarded where a packaged agent keeps it); --device-policy refuses as such a device would.
+  const policyHost = memoizedHost(hostPolicyFacts({ stateDir: DEFAULT_STATE_DIR }));
+  if (devicePolicy) {
+    const problems = loaded.targets.flatMap((t) => refusedByPolicy(t.state.components, devicePolicy, policyHost).map((p) => ({ ...p, target: t.target.name })));
+    if (problems.length) {
+      const flags = describePolicyFlags(devicePolicy);
+      if (values.json) io.stdout.write(JSON.stringify({ error: { code: 'KS_NOT_PERMITTED', plan: FLEET_FILE, devicePolicy: flags, problems } }, null, 2) + '\n');
+      else if (markdown) io.stdout.write(renderPolicyRefusalMarkdown(FLEET_FILE, { flags }, problems));
+      else io.stderr.write(renderPolicyRefusalText(FLEET_FILE, { flags }, problems));
+      return EXIT.BAD_INPUT;
+    }
+  }
+  const permissions = loaded.targets.flatMap((t) => permissionsOf(t.state.components, policyHost, t.target.name));
 
   // 2. The base: its fleet.toml's targets by name. A base without fleet.toml (the fleet starts in this change) makes
   // every target new; a base whose fleet.toml is invalid leaves nothing sound to compare with.
@@ -135,11 +158,11 @@ export async function applyDryFleet(values: FleetDryValues, io: CliIo): Promise<
         reconcile: plainReconcile(t.result),
       };
     });
-    io.stdout.write(JSON.stringify({ fleet: true, repo: root, signature: head.verification, comparedWith, targets, removed: dry.removed.map((t) => t.name) }, null, 2) + '\n');
-  } else if (markdown) io.stdout.write(renderFleetDryMarkdown(dry, comparedMd, describeVerification(head.verification)));
+    io.stdout.write(JSON.stringify({ fleet: true, repo: root, signature: head.verification, comparedWith, targets, removed: dry.removed.map((t) => t.name), permissions }, null, 2) + '\n');
+  } else if (markdown) io.stdout.write(renderFleetDryMarkdown(dry, comparedMd, describeVerification(head.verification)) + renderPermissionsMarkdown(permissions, '###'));
   else {
     const count = `${dry.targets.length} target${dry.targets.length === 1 ? '' : 's'}`;
-    io.stdout.write(renderFleetDryText(dry, `apply-dry --fleet: ${count} of ${FLEET_FILE} against ${comparedText}; nothing was changed\n${describeVerification(head.verification)}`));
+    io.stdout.write(renderFleetDryText(dry, `apply-dry --fleet: ${count} of ${FLEET_FILE} against ${comparedText}; nothing was changed\n${describeVerification(head.verification)}`) + renderPermissionsText(permissions));
   }
   return EXIT.OK;
 }

@@ -19,12 +19,14 @@ import { renderDiagnosticsText } from '../render/diagnostics-text.js';
 import { renderDiagnosticsMarkdown, renderReconcileMarkdown, renderRefusalMarkdown } from '../render/reconcile-markdown.js';
 import { renderReconcileText } from '../render/reconcile-text.js';
 import { renderPolicyRefusalMarkdown, renderPolicyRefusalText, type PolicyProblem } from '../render/policy-refusal.js';
+import { renderPermissionsMarkdown, renderPermissionsText } from '../render/device-permissions.js';
+import { describePolicyFlags, devicePolicyArg, memoizedHost, PERMISSION_OPTIONS, PERMISSION_USAGE, permissionsOf, refusedByPolicy } from './apply-dry-permissions.js';
 import { planPathIn, repoRoot } from '../repository-args.js';
 import { describeVerification, TRUST_OPTIONS, TRUST_USAGE, trustPolicy } from '../trust-args.js';
 
 export const APPLY_DRY_USAGE =
-  `keystonectl apply-dry PLAN [--repo DIR] ${TRUST_USAGE} [--empty | --base REF | --agent URL] [--token TOKEN] [--state-dir DIR] [--identity FILE] [--json] [--format text|markdown]\n` +
-  `      keystonectl apply-dry --fleet [--repo DIR] ${TRUST_USAGE} [--empty | --base REF] [--identity FILE] [--json] [--format text|markdown]`;
+  `keystonectl apply-dry PLAN [--repo DIR] ${TRUST_USAGE} [--empty | --base REF | --agent URL] [--token TOKEN] [--state-dir DIR] [--identity FILE] ${PERMISSION_USAGE} [--json] [--format text|markdown]\n` +
+  `      keystonectl apply-dry --fleet [--repo DIR] ${TRUST_USAGE} [--empty | --base REF] [--identity FILE] ${PERMISSION_USAGE} [--json] [--format text|markdown]`;
 
 type ComparedWith =
   | { kind: 'empty'; note?: string }
@@ -99,16 +101,19 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
       identity: { type: 'string' },
       ...AGENT_OPTIONS,
       ...TRUST_OPTIONS,
+      // The device to refuse as (--device-policy with the agent's --allow-* flags): apply-dry-permissions.ts.
+      ...PERMISSION_OPTIONS,
     },
   });
   if (values.format !== 'text' && values.format !== 'markdown') throw new UsageError(`--format must be text or markdown, not "${values.format}"`);
+  const devicePolicy = devicePolicyArg(values);
   if (values.fleet) {
     if (positionals.length) throw new UsageError('--fleet dry-runs every target of fleet.toml: give no PLAN');
     // A device's agent runs one target's plan: comparing every target with it would be wrong for all but one.
     const agentFlag = (['agent', 'token', 'state-dir'] as const).find((k) => values[k] !== undefined);
     if (agentFlag) throw new UsageError(`--${agentFlag} excludes --fleet (a device's agent is one target): compare the fleet with --base REF or --empty`);
     if (values.empty && values.base !== undefined) throw new UsageError('--empty and --base exclude each other');
-    return applyDryFleet(values, io);
+    return applyDryFleet(values, io, devicePolicy);
   }
   if (positionals.length !== 1) throw new UsageError('apply-dry takes exactly one PLAN (or --fleet)');
   if ([values.empty, values.base !== undefined, values.agent !== undefined].filter(Boolean).length > 1)
@@ -136,6 +141,21 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
     return EXIT.BAD_INPUT;
   }
 
+  // 1b. What the change asks of a device beyond the safe defaults, by the agent's own check; with --device-policy, a
+  // device with those flags refuses it here as its agent would (the same codes and messages), before any comparison.
+  const policyHost = memoizedHost(hostPolicyFacts({ stateDir: resolve(io.cwd, values['state-dir'] ?? DEFAULT_STATE_DIR) }));
+  if (devicePolicy) {
+    const problems = refusedByPolicy(desired.state.components, devicePolicy, policyHost);
+    if (problems.length) {
+      const flags = describePolicyFlags(devicePolicy);
+      if (values.json) io.stdout.write(JSON.stringify({ error: { code: 'KS_NOT_PERMITTED', plan, devicePolicy: flags, problems } }, null, 2) + '\n');
+      else if (markdown) io.stdout.write(renderPolicyRefusalMarkdown(plan, { flags }, problems));
+      else io.stderr.write(renderPolicyRefusalText(plan, { flags }, problems));
+      return EXIT.BAD_INPUT;
+    }
+  }
+  const permissions = permissionsOf(desired.state.components, policyHost);
+
   // 2. The side it is compared with: a Git ref, the empty state, or (the default) the local agent when one answers.
   let actual: ActualState = EMPTY_ACTUAL;
   let comparedWith: ComparedWith = { kind: 'empty' };
@@ -150,8 +170,8 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
       const problems = await refusedByAgentPolicy(client, desired.state, resolve(io.cwd, values['state-dir'] ?? DEFAULT_STATE_DIR));
       if (problems.length) {
         if (values.json) io.stdout.write(JSON.stringify({ error: { code: 'KS_NOT_PERMITTED', plan, agent: url, problems } }, null, 2) + '\n');
-        else if (markdown) io.stdout.write(renderPolicyRefusalMarkdown(plan, url, problems));
-        else io.stderr.write(renderPolicyRefusalText(plan, url, problems));
+        else if (markdown) io.stdout.write(renderPolicyRefusalMarkdown(plan, { agentUrl: url }, problems));
+        else io.stderr.write(renderPolicyRefusalText(plan, { agentUrl: url }, problems));
         return EXIT.BAD_INPUT;
       }
       actual = running;
@@ -194,8 +214,8 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
   if (secretsNote && !values.json) io.stderr.write(`${secretsNote}\n`);
   if (values.json) {
     const { reasonCodes: _codes, ...plain } = result;
-    io.stdout.write(JSON.stringify({ plan, repo: root, signature: head.verification, comparedWith, ...plain, ...(secretsNote && { notes: [secretsNote] }) }, null, 2) + '\n');
-  } else if (markdown) io.stdout.write(renderReconcileMarkdown(result, plan, comparedMd, describeVerification(head.verification)));
-  else io.stdout.write(renderReconcileText(result, `apply-dry ${plan} against ${comparedText}; nothing was changed\n${describeVerification(head.verification)}`));
+    io.stdout.write(JSON.stringify({ plan, repo: root, signature: head.verification, comparedWith, ...plain, permissions, ...(secretsNote && { notes: [secretsNote] }) }, null, 2) + '\n');
+  } else if (markdown) io.stdout.write(renderReconcileMarkdown(result, plan, comparedMd, describeVerification(head.verification)) + renderPermissionsMarkdown(permissions));
+  else io.stdout.write(renderReconcileText(result, `apply-dry ${plan} against ${comparedText}; nothing was changed\n${describeVerification(head.verification)}`) + renderPermissionsText(permissions));
   return EXIT.OK;
 }

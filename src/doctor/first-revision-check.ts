@@ -1,0 +1,143 @@
+// Would the agent take the first revision it is offered? A Git device that applied nothing yet has no plan the `plan`
+// check can read, yet its agent refuses the branch's tip at once when there is no --plan and no fleet.toml, when no
+// target of fleet.toml takes the device, or when --plan names a plan the repository does not have: doctor must not
+// say ready then. The tip is read where doctor already reads Git (a local repository, from its files); a remote one is
+// not fetched (doctor writes no cache), so there the check is skipped and says why. For --dir the revision is the
+// directory as it is now, which the `plan` check reads: the fix for a refusal is worked out here for both.
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { CODES, formatDiagnostic, type Diagnostic } from '../core/errors.js';
+import { FLEET_FILE } from '../core/fleet.js';
+import { formatLabels } from '../core/labels.js';
+import { fullBranchRef, parseGitRepo, shortBranchRef } from '../source/git-repo-location.js';
+import { loadDeviceRevision, type DeviceResolution } from '../source/load-fleet.js';
+import type { AppliedState } from './applied-state.js';
+import { fail, pass, skip, warn, type CheckResult } from './check-result.js';
+import type { DoctorSetup } from './doctor-setup.js';
+
+/** Why the agent refuses a revision, as a doctor line says it: what was seen, its code, and what to do. */
+export interface Refusal {
+  why: string;
+  fix: string;
+  code?: string;
+}
+
+/** Where the revision was read and how to list its plans (for the fix of a missing plan). */
+export interface RevisionPlace {
+  /** `directory /srv/fleet`, `commit 3f2a1c0e9b12 (the tip of main)`. */
+  from: string;
+  /** The repository's `plans/*.toml`, repository-relative, sorted; [] when it has none. */
+  plans: () => Promise<string[]>;
+}
+
+/**
+ * The refusal of a revision that does not load for this device, with the fix for the cases a new user meets first:
+ * no --plan and no fleet.toml, no target for this device, a --plan that does not exist. Other problems name their file
+ * and TOML path and point at apply-dry.
+ */
+export async function refusalOf(r: Extract<DeviceResolution, { ok: false }> & { planFile?: string }, setup: Pick<DoctorSetup, 'planFile' | 'device' | 'labels'>, place: RevisionPlace): Promise<Refusal> {
+  const first: Diagnostic | undefined = r.diagnostics[0];
+  const more = r.diagnostics.length > 1 ? ` (and ${r.diagnostics.length - 1} more)` : '';
+  const plansText = async () => {
+    const plans = await place.plans();
+    return plans.length ? `its plans: ${plans.join(', ')}` : 'it has no plans/*.toml yet';
+  };
+  if (first?.code === CODES.FLEET_MISSING)
+    return {
+      why: `${place.from} has no ${FLEET_FILE} and no --plan is given: the agent refuses every revision until one picks the plan`,
+      fix: `give --plan PLAN (${await plansText()}), or add ${FLEET_FILE} with [[targets]] that select this device (docs/fleets.md)`,
+      code: first.code,
+    };
+  if (r.noTarget)
+    return {
+      why: `no target of ${FLEET_FILE} in ${place.from} takes device ${setup.device} (${formatLabels(setup.labels)})`,
+      fix: `give --device NAME or --label KEY=VALUE values a target selects (${first?.hint ?? `see ${FLEET_FILE}`}), add a target for this device to ${FLEET_FILE}, or give --plan PLAN`,
+      ...(first && { code: first.code }),
+    };
+  const plan = setup.planFile;
+  if (plan !== undefined && first?.code === CODES.FILE_NOT_FOUND && first.file === plan && first.path === '')
+    return {
+      why: `--plan ${plan} does not exist in ${place.from}`,
+      fix: `give --plan one of the repository's plans (${await plansText()}), or leave --plan out to take the plan from ${FLEET_FILE}`,
+      code: first.code,
+    };
+  return {
+    why: `${r.planFile ?? FLEET_FILE} from ${place.from} does not load: ${first ? formatDiagnostic(first) : 'invalid'}${more}`,
+    fix: 'correct the files named (keystonectl apply-dry shows every error of a plan, --fleet of every target)',
+    ...(first && { code: first.code }),
+  };
+}
+
+/** The `plans/*.toml` of a directory, repository-relative. */
+export function directoryPlans(root: string): () => Promise<string[]> {
+  return async () => {
+    try {
+      return readdirSync(join(root, 'plans'), { withFileTypes: true })
+        .filter((e) => e.isFile() && e.name.endsWith('.toml'))
+        .map((e) => `plans/${e.name}`)
+        .sort();
+    } catch {
+      return [];
+    }
+  };
+}
+
+/** The `first-revision` line. `applied`: what the state store says was applied last (doctor reads it once). */
+export async function checkFirstRevision(setup: DoctorSetup, applied: AppliedState, sourceUsable: boolean): Promise<CheckResult> {
+  const source = setup.source;
+  if (!sourceUsable || source.kind === 'none') return skip('first-revision', 'no usable source (see source)');
+  if (source.kind === 'dir') return skip('first-revision', `--dir: the revision the agent takes first is the directory as it is now, which the plan check reads (see plan)`);
+  let location;
+  try {
+    location = parseGitRepo(source.repo);
+  } catch {
+    return skip('first-revision', 'no usable source (see source)');
+  }
+  const branch = shortBranchRef(fullBranchRef(source.ref));
+  if (location.kind !== 'local')
+    return skip(
+      'first-revision',
+      `not read: doctor does not fetch from ${source.repo} (it writes no Git cache), so the tip of ${branch} is first read by the agent; in a checkout of it, keystonectl apply-dry --fleet shows what each target would run`,
+    );
+  // isomorphic-git only for a Git source, as in the agent.
+  const { GitTreeReader } = await import('../source/git-tree-reader.js');
+  let reader: InstanceType<typeof GitTreeReader>;
+  try {
+    reader = await GitTreeReader.open(location.path, fullBranchRef(source.ref));
+  } catch (e) {
+    return skip('first-revision', `not read: ${(e as Error).message} (see git-remote)`);
+  }
+  const tip = reader.commit;
+  const from = `commit ${tip.slice(0, 12)} (the tip of ${branch})`;
+  const appliedId = applied.kind === 'read' ? applied.revision?.id : undefined;
+  if (appliedId === tip) return skip('first-revision', `${from} is the commit applied last: see plan`);
+  let r: Awaited<ReturnType<typeof loadDeviceRevision>>;
+  try {
+    r = await loadDeviceRevision(reader, { ...(setup.planFile !== undefined && { plan: setup.planFile }), device: setup.device, labels: setup.labels });
+  } catch (e) {
+    return fail('first-revision', `cannot read ${from}: ${(e as Error).message}`, `check that ${location.path} is readable by the agent's user`, (e as { code?: string }).code);
+  }
+  if (r.ok) {
+    const chosen = setup.planFile !== undefined ? '--plan' : `${FLEET_FILE} target ${r.target ?? '?'}`;
+    return pass('first-revision', `${from} loads for device ${setup.device}: ${r.planFile} (${chosen}), ${r.state.components.length} component${r.state.components.length === 1 ? '' : 's'}`);
+  }
+  const refusal = await refusalOf(r, setup, { from, plans: gitPlans(location.path, tip) });
+  // A device that runs something keeps running it when the next revision is refused: worth knowing, not a failure.
+  if (appliedId !== undefined) return warn('first-revision', `the agent would refuse the next revision and keep running ${appliedId.slice(0, 12)}: ${refusal.why}${refusal.code ? ` [${refusal.code}]` : ''}`, refusal.fix);
+  return fail('first-revision', refusal.why, refusal.fix, refusal.code);
+}
+
+/** The `plans/*.toml` of a commit: its plans/ tree, read from the repository's files. */
+function gitPlans(repoPath: string, commit: string): () => Promise<string[]> {
+  return async () => {
+    try {
+      const fs = await import('node:fs');
+      const { default: git } = await import('isomorphic-git');
+      const { locateGitRepository } = await import('../source/git-tree-reader.js');
+      const { tree } = await git.readTree({ fs, gitdir: locateGitRepository(repoPath).gitdir, oid: commit, filepath: 'plans' });
+      return tree.filter((e) => e.type === 'blob' && e.path.endsWith('.toml')).map((e) => `plans/${e.path}`).sort();
+    } catch {
+      return [];
+    }
+  };
+}
