@@ -6,6 +6,7 @@ import { formatDuration, parseDuration } from '../core/duration.js';
 import { isComponentName } from '../core/component-name.js';
 import { OperationError } from '../core/errors.js';
 import { agentRequest, type AgentResponse } from './agent-http.js';
+import { CHECKOUT_STATE_DIR, checkoutStateDir, isLoopbackHost } from './checkout-state-dir.js';
 import { EXIT, UsageError, type CliIo } from './io.js';
 
 export const DEFAULT_AGENT_URL = 'http://127.0.0.1:8080';
@@ -55,24 +56,18 @@ export interface RequestOptions {
 }
 
 /**
- * `npm start`'s state directory (package.json's "start" script: `--state-dir "${KEYSTONE_STATE_DIR:-.state}"`), relative
- * to where keystonectl runs: in a checkout with the example agent running, its token is here, not in /var/lib/keystone.
- */
-export const CHECKOUT_STATE_DIR = '.state';
-
-/**
  * The state directory the agent and keystonectl share: --state-dir when given; else the device's (/var/lib/keystone)
- * when its token is readable, else `./.state` when its token is (the agent `npm start` runs, seen from its checkout),
- * else the device's.
+ * when its token is readable, else `./.state` when it is the one an agent of this user's made (the agent `npm start`
+ * runs, seen from its checkout: checkout-state-dir.ts), else the device's.
  */
 export function stateDirOf(args: AgentArgs, io: CliIo): string {
   if (args['state-dir'] !== undefined) return resolve(io.cwd, args['state-dir']);
-  return stateDirCandidates(io).find((dir) => 'token' in readTokenFile(join(dir, TOKEN_FILE))) ?? DEFAULT_STATE_DIR;
+  return stateDirCandidates(io, true).find((c) => !('why' in c) && 'token' in readTokenFile(join(c.dir, TOKEN_FILE)))?.dir ?? DEFAULT_STATE_DIR;
 }
 
-/** Where a token is looked for without --state-dir, in order. */
-function stateDirCandidates(io: CliIo): string[] {
-  return [DEFAULT_STATE_DIR, resolve(io.cwd, CHECKOUT_STATE_DIR)];
+/** Where a token is looked for without --state-dir, in order; the checkout's only for an agent on this machine. */
+function stateDirCandidates(io: CliIo, local: boolean): ({ dir: string } | { dir: string; why: string })[] {
+  return local ? [{ dir: DEFAULT_STATE_DIR }, checkoutStateDir(io.cwd, TOKEN_FILE)] : [{ dir: DEFAULT_STATE_DIR }];
 }
 
 /** The token in `file`, or why there is none (`ENOENT`, `EACCES`, `empty`). */
@@ -121,8 +116,12 @@ export function resolveToken(args: AgentArgs, io: CliIo): TokenSource {
     return { missing: read.why === 'empty' ? `${file} is empty` : `${file} is not readable (${read.why})` };
   }
   const looked: string[] = [];
-  for (const dir of stateDirCandidates(io)) {
-    const file = join(dir, TOKEN_FILE);
+  for (const candidate of stateDirCandidates(io, isLoopbackHost(agentUrl(args.agent).hostname))) {
+    const file = join(candidate.dir, TOKEN_FILE);
+    if ('why' in candidate) {
+      looked.push(`${file} (${candidate.why})`);
+      continue;
+    }
     const read = readTokenFile(file);
     if ('token' in read) return { token: read.token, file };
     looked.push(`${file} (${read.why})`);

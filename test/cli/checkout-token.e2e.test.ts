@@ -4,12 +4,12 @@
 // every file it looked in and names --state-dir. Against the real agent (bin/keystone.js from dist/), started with
 // --state-dir <dir>/.state, and keystonectl run with <dir> as its working directory.
 import { execFile } from 'node:child_process';
-import { accessSync, chmodSync, constants, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, chmodSync, constants, linkSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_STATE_DIR } from '../../src/cli/agent-client.js';
+import { DEFAULT_STATE_DIR, resolveToken } from '../../src/cli/agent-client.js';
 import { AgentHarness, is } from '../support/agent-harness.js';
 import { runCtl } from '../support/cli-run.js';
 import { PROJECT_ROOT } from '../support/example-repo.js';
@@ -99,11 +99,71 @@ describe.skipIf(deviceTokenReadable)('keystonectl in a checkout finds the token 
 
   it("a ./.state/api-token that is not this agent's: exit 1, naming the file the token came from", async () => {
     const dir = emptyDir();
-    mkdirSync(join(dir, '.state'));
+    mkdirSync(join(dir, '.state'), { mode: 0o700 });
     writeFileSync(join(dir, '.state', 'api-token'), 'not-the-token\n', { mode: 0o600 });
     const r = await ctlIn(dir, 'status');
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`the token sent was read from ${join(dir, '.state', 'api-token')}`);
     expect(r.stderr).toContain('--state-dir DIR');
+  });
+
+  // The review: a directory someone else prepared (a cloned repository, an unpacked archive) must not make keystonectl
+  // send a file of this user's as its token. Only a `.state` as the agent makes it is used: this user's, not readable or writable by others (the agent's is 0711), not a
+  // link, its token a file of one link, 0600.
+  it('a ./.state/api-token that is a link to another file is not read, nor sent: the refusal says why', async () => {
+    const dir = emptyDir();
+    mkdirSync(join(dir, '.state'), { mode: 0o700 });
+    const secret = join(dir, 'private-file');
+    writeFileSync(secret, 'a-secret-of-this-user\n', { mode: 0o600 });
+    symlinkSync(secret, join(dir, '.state', 'api-token'));
+    const r = await ctlIn(dir, 'status');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`${join(dir, '.state', 'api-token')} (a symbolic link, not used)`);
+    expect(r.stderr).not.toContain('the token sent was read from');
+  });
+
+  it('a ./.state or token file others can read or write, or a linked .state, is not used', async () => {
+    const cases: [string, (d: string) => void, string][] = [
+      ['a token of mode 0644 (as a clone would make it)', (d) => {
+        mkdirSync(join(d, '.state'), { mode: 0o700 });
+        writeFileSync(join(d, '.state', 'api-token'), 'x\n', { mode: 0o644 });
+      }, 'mode 644, not the agent\'s 0600, not used'],
+      ['a .state of mode 0755', (d) => {
+        mkdirSync(join(d, '.state'), { mode: 0o755 });
+        chmodSync(join(d, '.state'), 0o755);
+        writeFileSync(join(d, '.state', 'api-token'), 'x\n', { mode: 0o600 });
+      }, 'mode 755, not the agent\'s 0711, not used'],
+      ['a .state that is a link to the real one', (d) => symlinkSync(join(checkout, '.state'), join(d, '.state')), 'a symbolic link, not used'],
+      ['a token file with a second link', (d) => {
+        mkdirSync(join(d, '.state'), { mode: 0o700 });
+        writeFileSync(join(d, 'other'), 'x\n', { mode: 0o600 });
+        linkSync(join(d, 'other'), join(d, '.state', 'api-token'));
+      }, 'a file with other links, not used'],
+    ];
+    for (const [what, make, why] of cases) {
+      const dir = emptyDir();
+      make(dir);
+      const r = await ctlIn(dir, 'status');
+      expect(r.code, what).toBe(1);
+      expect(r.stderr, what).toContain(why);
+      expect(r.stderr, what).not.toContain('the token sent was read from');
+    }
+  });
+
+  it("the checkout's token is only for an agent on this machine: --agent elsewhere does not look in ./.state", () => {
+    const io = { cwd: checkout, env: {}, stdout: process.stdout, stderr: process.stderr };
+    expect(resolveToken({ agent: 'http://127.0.0.1:1' }, io)).toMatchObject({ file: join(checkout, '.state', 'api-token') });
+    const far = resolveToken({ agent: 'http://192.0.2.7:8080' }, io);
+    expect(far.token).toBeUndefined();
+    expect(far.missing).not.toContain('.state');
+  });
+
+  it('logs from a hostile directory: a fake .state of the wrong mode is not read as the device\'s logs', async () => {
+    const dir = emptyDir();
+    mkdirSync(join(dir, '.state', 'components', 'db', 'logs'), { recursive: true, mode: 0o755 });
+    writeFileSync(join(dir, '.state', 'api-token'), 'x\n', { mode: 0o644 });
+    writeFileSync(join(dir, '.state', 'components', 'db', 'logs', 'stdout.log'), 'FAKE LINE\n');
+    const r = await runCtl(['logs', 'db'], dir);
+    expect(r.stdout).not.toContain('FAKE LINE');
   });
 });
