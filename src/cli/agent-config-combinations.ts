@@ -88,8 +88,9 @@ export const COMBINATIONS: readonly Combination[] = [
     check(s, say) {
       const threshold = s.value('threshold') === undefined ? undefined : Number(s.value('threshold'));
       const keys = s.value('trusted-key') as string[] | undefined;
-      if (threshold === undefined || keys === undefined || s.value('allow-unsigned') === true) return;
-      const distinct = new Set(keys).size;
+      if (threshold === undefined || keys === undefined || s.bad('trusted-key') || s.value('allow-unsigned') === true) return;
+      // Distinct keys, not distinct file names: two copies of one key are one signer (as the agent counts them at start).
+      const distinct = new Set(keys.map((file) => Buffer.from(parsePublicKey(readFileSync(file, 'utf8')).publicKey).toString('hex'))).size;
       if (distinct < threshold)
         say(
           ['threshold'],

@@ -1,7 +1,7 @@
 // `keystone agent --config FILE`: every way a configuration file can be wrong is told like a bad recipe (the file, the
 // TOML path, the line, a stable code) and ends the command with exit code 2 before anything starts. Real files in a
 // temp directory, the real `keystone` entry point in-process.
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +19,7 @@ beforeAll(async () => {
   const r = await runCtl(['keygen', '--out', join(root, 'release'), '--no-password'], root);
   expect(r.code, r.stderr).toBe(0);
   keyPub = join(root, 'release.pub');
+  copyFileSync(keyPub, join(root, 'release-copy.pub'));
   writeFileSync(join(root, 'token'), 'ghp_0123456789abcdef\n', { mode: 0o600 });
   writeFileSync(join(root, 'empty-token'), '\n');
   writeFileSync(join(root, 'not-a-key.pub'), 'untrusted comment: nothing\nbm90IGEga2V5\n');
@@ -98,6 +99,8 @@ const CASES: Case[] = [
   { what: 'allow-unsigned with trusted keys', text: () => REPO_BASE() + 'allow-unsigned = true\n', code: 'KS_CONFIG_CONFLICT', path: 'allow-unsigned', line: 4 },
   { what: 'no trust at all', text: () => 'repo = "https://git.example.com/acme/edge.git"\n', code: 'KS_MISSING_FIELD', path: 'trusted-key', says: 'no trusted key' },
   { what: 'a threshold above the keys', text: () => REPO_BASE() + 'threshold = 2\n', code: 'KS_INVALID_VALUE', path: 'threshold', line: 4, says: 'distinct trusted keys' },
+  // Two files holding one key are one signer: the file is refused, not the agent's start.
+  { what: 'a threshold met only by two copies of one key', text: () => `repo = "https://git.example.com/acme/edge.git"\ntrusted-key = [${JSON.stringify(keyPub)}, ${JSON.stringify(join(root, 'release-copy.pub'))}]\nthreshold = 2\n`, code: 'KS_INVALID_VALUE', path: 'threshold', line: 3, says: '1 named' },
   { what: 'a public listen address without listen-public', text: () => `dir = ${JSON.stringify(repoDir)}\nallow-unsigned = true\nlisten = "0.0.0.0:8080"\n`, code: 'KS_CONFIG_CONFLICT', path: 'listen', line: 3, says: 'listen-public = true' },
   { what: 'a bad listen address', text: () => `dir = ${JSON.stringify(repoDir)}\nallow-unsigned = true\nlisten = "8080"\n`, code: 'KS_INVALID_VALUE', path: 'listen', line: 3 },
   { what: 'a bad status reporter', text: () => REPO_BASE() + 'status = "git-notes,email"\n', code: 'KS_INVALID_VALUE', path: 'status', line: 4, says: '"email"' },
