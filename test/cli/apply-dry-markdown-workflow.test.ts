@@ -89,7 +89,13 @@ describe('the example workflow, as text', () => {
     expect(WORKFLOW).toMatch(/^permissions:\n {2}contents: read\n {2}pull-requests: write\n/m);
     expect(step('actions/checkout@v4').text).toMatch(/fetch-depth: 0/);
     expect(step('actions/setup-node@v4').text).toMatch(/node-version: 20/);
-    expect(step('Install keystonectl').run).toBe('npm install -g "$KEYSTONE_PACKAGE"\n');
+    // keystonectl from a pinned tarball whose sha256 is checked before it is installed, without install scripts; never
+    // a package name (the review of issue 34: `keystone` on npm is another project).
+    const install = step('Install keystonectl').run;
+    expect(install).toContain('sha256sum -c -');
+    expect(install).toContain('npm install --ignore-scripts --global ./keystone-edge.tgz');
+    expect(install.indexOf('sha256sum -c -')).toBeLessThan(install.indexOf('npm install'));
+    expect(WORKFLOW).not.toMatch(/npm install -g "?\$KEYSTONE_PACKAGE|npm install (-g )?keystone\b/);
     // The trusted key comes from the repository's settings, never from the pull request.
     expect(step('Write the trusted key').env).toEqual({ KEYSTONE_TRUSTED_KEY: '${{ vars.KEYSTONE_TRUSTED_KEY }}' });
     // The base ref reaches the script through the environment, not pasted into shell code.
@@ -147,7 +153,7 @@ describe('the example workflow, run', () => {
     repo.git('fetch', '-q', 'origin');
     repo.git('checkout', '-q', '-b', 'change');
     runner = mkdtempSync(join(tmpdir(), 'keystone-runner-'));
-    // `npm install -g` stands in as a keystonectl on PATH: this checkout's build.
+    // The installed tarball stands in as a keystonectl on PATH: this checkout's build.
     mkdirSync(join(runner, 'bin'));
     writeFileSync(join(runner, 'bin/keystonectl'), `#!/bin/sh\nexec "${process.execPath}" "${join(PROJECT_ROOT, 'bin/keystonectl.js')}" "$@"\n`);
     chmodSync(join(runner, 'bin/keystonectl'), 0o755);
