@@ -72,11 +72,18 @@ keystone_trial_start() {
   case $deadline in '' | *[!0-9]*) deadline=300 ;; esac
   since=$(sed -n 's/^since=//p' "$trial_home/trial" | head -n 1)
   case $since in '' | *[!0-9]*) since=0 ;; esac
-  if [ -d /run/systemd/system ] && command -v systemd-run >/dev/null 2>&1; then
+  if [ -d /run/systemd/system ]; then
+    # Not arming the timer must not stop this start (the start count above still puts a version back that does not
+    # come up), but it is said, in the journal: such a version that runs without reporting success stays.
+    if ! command -v systemd-run >/dev/null 2>&1; then
+      echo "keystone: no systemd-run to arm the deadline timer keystone-agent-deadline: a new agent that runs but does not report success within ${deadline}s will not be put back" >&2
+      return 0
+    fi
     systemctl stop keystone-agent-deadline.timer >/dev/null 2>&1 || true
     systemctl reset-failed keystone-agent-deadline.timer keystone-agent-deadline.service >/dev/null 2>&1 || true
     systemd-run --quiet --unit=keystone-agent-deadline --on-active="$deadline" --timer-property=AccuracySec=1s \
       --setenv=KEYSTONE_AGENT_HOME="$trial_home" --setenv=KEYSTONE_UNIT=keystone.service \
-      /bin/sh "$package_lib/agent-rollback" --restart --only-since "$since" "the new agent did not report success within ${deadline}s" || true
+      /bin/sh "$package_lib/agent-rollback" --restart --only-since "$since" "the new agent did not report success within ${deadline}s" ||
+      echo "keystone: systemd-run failed (exit $?) to arm the deadline timer keystone-agent-deadline: a new agent that runs but does not report success within ${deadline}s will not be put back (its message is above)" >&2
   fi
 }

@@ -29,7 +29,7 @@ export const DEADLINE_UNIT = 'keystone-agent-deadline';
 export type UpdateDecision =
   /** Nothing to switch: no [agent], this very version, or an agent that cannot update itself (said in its view). */
   | { kind: 'none' }
-  /** Bad input (no package for this architecture, a wrong digest, a downgrade not allowed): refused, `error`. */
+  /** Bad input (no package for this architecture, a wrong digest, a downgrade not allowed, unsigned): refused, `error`. */
   | { kind: 'refuse'; reason: string }
   /** This package was put back on this device before: the revision is a `failure`, and it is not tried again. */
   | { kind: 'failed'; reason: string }
@@ -130,7 +130,8 @@ export class AgentUpdater {
       .sort();
   }
 
-  async decide(section: AgentSection | undefined, rev: { id: string }, reader: RepoReader): Promise<UpdateDecision> {
+  /** `unsigned`: the revision was taken without its signatures checked (--allow-unsigned): its [agent] is refused. */
+  async decide(section: AgentSection | undefined, rev: { id: string }, reader: RepoReader, o: { unsigned?: boolean } = {}): Promise<UpdateDecision> {
     // Being restarted into a new version: nothing more is applied by this one.
     if (this.handedOver) return { kind: 'handover', version: this.handedOver };
     if (!section || section.version === this.d.version) return { kind: 'none' };
@@ -141,6 +142,10 @@ export class AgentUpdater {
       this.unsupportedSeen = { version, reason: this.d.unsupported };
       return { kind: 'none' };
     }
+    // The package is pinned by the signed sha256 only: from a revision whose signatures were not checked, anyone able
+    // to push could have root run their agent. Refused as bad input (`error`), like a wrong digest.
+    if (o.unsigned)
+      return { kind: 'refuse', reason: `KS_AGENT_UNSIGNED: fleet.toml's [agent] names ${version}, in a revision whose signatures were not checked (--allow-unsigned); an agent update is followed only from a signed revision` };
     // Never from an unproven version: the one to go back to stays the last that worked.
     if (this.trial) return { kind: 'deferred', reason: `agent ${this.d.version} is on probation: ${version} waits until it has proven itself or was put back` };
     const arch = this.d.arch;
@@ -240,7 +245,8 @@ export class AgentUpdater {
     } catch {
       return;
     }
-    for (const name of names) if (!keep.has(name) && !name.startsWith('.staging-')) rmSync(join(this.d.home.versions, name), { recursive: true, force: true });
+    // A .staging-* directory is a staging cut short (a kill during the unpacking): nothing runs from it.
+    for (const name of names) if (!keep.has(name)) rmSync(join(this.d.home.versions, name), { recursive: true, force: true });
   }
 }
 

@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { AgentPackage, DebArch } from '../core/agent-section.js';
+import { debianVersionOf, type AgentPackage, type DebArch } from '../core/agent-section.js';
 import { FLEET_FILE } from '../core/fleet.js';
 import { fetchArtifact } from '../artifacts/fetch-artifact.js';
 import { isArtifactError } from '../artifacts/artifact-error.js';
@@ -20,6 +20,8 @@ const run = promisify(execFile);
 const MAX_PACKAGE_BYTES = 256 * 1024 ** 2;
 /** The file in a staged version that says which package it came from. */
 const PACKAGE_MARK = '.package-sha256';
+/** A package being unpacked, beside the versions (agent-updater.ts's prune removes these too). */
+const STAGING_PREFIX = '.staging-';
 
 export interface StageOptions {
   home: AgentHome;
@@ -49,11 +51,15 @@ export async function stageAgentPackage(o: StageOptions): Promise<string> {
   const fields = await control(path);
   if (fields.Package !== 'keystone') throw new AgentUpdateError('KS_AGENT_PACKAGE_INVALID', `the package for ${o.arch} is "${fields.Package ?? '?'}", not keystone`);
   if (fields.Architecture !== o.arch) throw new AgentUpdateError('KS_AGENT_PACKAGE_INVALID', `the package for ${o.arch} is built for ${fields.Architecture ?? '?'}`);
+  // The package's own version, as dpkg and apt would see it, is the one [agent] names (in Debian's form).
+  const debVersion = debianVersionOf(o.version);
+  if (fields.Version !== debVersion) throw new AgentUpdateError('KS_AGENT_PACKAGE_VERSION', `the package for ${o.arch} is version ${fields.Version ?? '?'}, not ${debVersion} as [agent] version = "${o.version}" says`);
 
   // Readable by all (keystonectl, run by anyone, runs the version in use), writable by root only.
   mkdirSync(o.home.versions, { recursive: true, mode: 0o755 });
+  removeStaleStaging(o.home.versions);
   // Beside its final name, in the same directory: renamed into place whole once it ran, or removed.
-  const temp = mkdtempSync(join(o.home.versions, '.staging-'));
+  const temp = mkdtempSync(join(o.home.versions, STAGING_PREFIX));
   try {
     try {
       await run('dpkg-deb', ['-x', path, temp]);
@@ -79,6 +85,22 @@ export async function stageAgentPackage(o: StageOptions): Promise<string> {
   } finally {
     rmSync(temp, { recursive: true, force: true });
   }
+}
+
+/**
+ * The .staging-* directories a staging cut short left (the agent killed, or the power lost, while dpkg-deb unpacked):
+ * nothing runs from them, and only one agent stages at a time, so any found before a staging starts is removed.
+ */
+export function removeStaleStaging(versions: string): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(versions);
+  } catch {
+    return [];
+  }
+  const stale = names.filter((n) => n.startsWith(STAGING_PREFIX));
+  for (const name of stale) rmSync(join(versions, name), { recursive: true, force: true });
+  return stale;
 }
 
 /** Every entry of the unpacked package: a directory or a regular file; modes made at most 0755 (no set-id, no write by others). */

@@ -30,7 +30,7 @@ export async function agentUpdateStep(c: Pick<Candidate, 'rev' | 'state' | 'plan
     const holders = await s.engine.lockHolders(state, lockOptions(rev, s)!, rev.id);
     if (holders.length) return waitForLocks(c, holders, s);
   }
-  const d = await update.decide(c.agent, rev, rev.reader);
+  const d = await update.decide(c.agent, rev, rev.reader, { unsigned: info.unsigned });
   if (d.kind === 'handover') return { kind: 'handover' };
   if (d.kind === 'deferred') {
     s.log.info({ revision: rev.id, reason: d.reason }, 'agent update: not taken up yet');

@@ -275,7 +275,7 @@ export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'wa
     await wait?.releaseKept();
   }
   if (updateFailed !== undefined && !r.interrupted) r = { ...r, outcome: 'failure' as const, summary: `${updateFailed}; ${r.summary}` };
-  s.outcomes.finish(ticket!, { ...r, stateDigest: stateDigest(state) });
+  s.outcomes.finish(ticket!, { ...r, stateDigest: stateDigest(state, c.agent?.version) });
   // On probation (SPEC §17): this outcome decides whether the new agent stays. A failure of the plan puts it back
   // (the commit did not report success) without barring the package: the next commit may try it again.
   if (update?.settles(rev.id, c.agent) && !r.interrupted) await update.settle(r.outcome, `${r.outcome}: ${r.summary}`, { blocks: false });

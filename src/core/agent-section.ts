@@ -24,7 +24,8 @@ const agentPackage = z.strictObject({
 });
 
 export const agentSectionSchema = z.strictObject({
-  // As `keystone --version` prints it (npm's form: 0.2.0, 0.3.0-rc.1); the package's Debian version must match.
+  // As `keystone --version` prints it (npm's form: 0.2.0, 0.3.0-rc.1); the package's Debian Version must be its Debian
+  // form (debianVersionOf: 0.3.0~rc.1), checked when the package is staged (agent-update/stage-agent-package.ts).
   version: semverText,
   // How long the new agent has, from its start, to report `success` for the commit before the previous one is put back.
   deadline: durationText.default('5m').transform((v) => parseDuration(v) as number),
@@ -38,6 +39,15 @@ export type AgentPackage = z.output<typeof agentPackage>;
 /** The agent section a device follows: its target's own, else the fleet's; undefined: the fleet does not say. */
 export function agentSectionFor(fleet: { agent?: AgentSection | undefined }, target: { agent?: AgentSection | undefined } | undefined): AgentSection | undefined {
   return target?.agent ?? fleet.agent;
+}
+
+/**
+ * An npm version in Debian's form, as packaging/deb-version.mjs builds the package's Version: a pre-release sorts before
+ * its release with a tilde (`0.3.0-rc.1` → `0.3.0~rc.1`, its hyphens become dots), build metadata stays (`+b7`).
+ */
+export function debianVersionOf(version: string): string {
+  const m = /^(\d+\.\d+\.\d+)(?:-([0-9A-Za-z.-]+))?(\+[0-9A-Za-z.+]+)?$/.exec(version.trim());
+  return m ? `${m[1]}${m[2] ? `~${m[2].replaceAll('-', '.')}` : ''}${m[3] ?? ''}` : version.trim();
 }
 
 /** Node's name for this machine's architecture as Debian names it; undefined where Keystone ships no package. */

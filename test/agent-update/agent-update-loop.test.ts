@@ -1,6 +1,7 @@
 // An agent update through the agent's own loop (SPEC §17), in-process: real agents on one state directory, a real
 // component adopted across them, real packages and the package's agent-rollback run by sh; only systemctl is
 // recorded (the restart it would do is done here by closing one agent and starting the next on the same state).
+// The fleet repositories are signed: an [agent] in an unsigned revision is refused (agent-update-refusals.test.ts).
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,16 +18,33 @@ import { ProcessRuntime } from '../../src/runtime/process-runtime.js';
 import { DirectoryReader } from '../../src/source/directory-reader.js';
 import { needs } from '../support/requirements.js';
 import { ARCH, fakeDeb } from './fake-deb.js';
+import { signer, type Signer } from './signing.js';
 
 const r = needs('dpkg-deb');
 const PROJECT = join(import.meta.dirname, '..', '..');
 
 const dirs: string[] = [];
 const agents: Agent[] = [];
+const keys: Signer[] = [];
 afterEach(async () => {
   for (const a of agents.splice(0)) await a.close({ stopComponents: true });
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  for (const k of keys.splice(0)) k.cleanup();
 });
+
+/** A throwaway release key this test's device trusts. */
+async function releaseKey(): Promise<Signer> {
+  const k = await signer();
+  keys.push(k);
+  return k;
+}
+
+/** `repo(agent)`, signed by `key`: one reader per commit, offered again as it is (a signature made again would be another). */
+async function signedRepo(key: Signer, agent?: { version: string; uri: string; sha256: string }): Promise<DirectoryReader> {
+  const reader = repo(agent);
+  await key.sign(reader.root);
+  return reader;
+}
 
 function temp(prefix: string): string {
   const d = mkdtempSync(join(tmpdir(), prefix));
@@ -73,6 +91,7 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
     const work = temp('ks-update-');
     const stateDir = temp('ks-update-state-');
     const home = agentHome(join(work, 'home'));
+    const key = await releaseKey();
     const calls: string[][] = [];
     let current: Agent | undefined;
     const start = async (version: string) => {
@@ -85,7 +104,7 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
       const a = await startAgent({
         fleet: { device: 'd1', labels: {} },
         stateDir,
-        trust: { unsigned: true },
+        trust: key.trust,
         log,
         runtimes: { process: new ProcessRuntime({ installArtifacts: async () => undefined }) },
         probe: async () => ({ ok: true, detail: 'no check', latencyMs: 0 }),
@@ -109,13 +128,15 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
 
     // 0.1.0 runs the stack.
     let { a } = await start('0.1.0');
-    await offer(a, R1, repo());
+    const r1 = await signedRepo(key);
+    await offer(a, R1, r1);
     const pid = instancesOf(a.store).svc;
     expect(pid).toMatch(/^\d+$/);
 
     // r2 names 0.2.0: staged, switched to, the unit restarted; nothing applied by 0.1.0, nothing reported yet.
     const v2 = fakeDeb(work, { version: '0.2.0' });
-    await offer(a, R2, repo({ version: '0.2.0', ...v2 }));
+    const r2 = await signedRepo(key, { version: '0.2.0', ...v2 });
+    await offer(a, R2, r2);
     expect(calls).toEqual([['systemctl', 'restart', '--no-block', 'keystone.service']]);
     expect(a.store.history({ limit: 10 }).map((h) => h.revision)).toEqual([R1]);
     const trial = readTrial(home)!;
@@ -128,10 +149,10 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
     expect(second.updater.view()).toMatchObject({ state: 'trial', version: '0.2.0', commit: R2 });
     calls.length = 0;
     // What ran before the switch, resumed first at the start (as restoreHolds does): its old success proves nothing.
-    await offer(a, R1, repo());
+    await offer(a, R1, r1);
     expect(readTrial(home)?.commit).toBe(R2);
     expect(calls).toEqual([]);
-    await offer(a, R2, repo({ version: '0.2.0', ...v2 }));
+    await offer(a, R2, r2);
     expect(a.store.history({ limit: 1 })[0]).toMatchObject({ revision: R2, outcome: 'success' });
     expect(instancesOf(a.store).svc).toBe(pid);
     expect(readTrial(home)).toBeUndefined();
@@ -142,20 +163,21 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
     writeTrial(home, trial);
     ({ a } = await restart(a, '0.2.0'));
     calls.length = 0;
-    await offer(a, R2, repo({ version: '0.2.0', ...v2 }));
+    await offer(a, R2, r2);
     expect(readTrial(home)).toBeUndefined();
     expect(calls).toEqual([['systemctl', 'stop', 'keystone-agent-deadline.timer']]);
     expect(a.store.history({ limit: 10 }).filter((h) => h.revision === R2).map((h) => h.outcome)).toEqual(['success']);
 
     // r3 names 0.3.0; the new agent does not find svc as it ran (it died during the switch): put back, failure.
     const v3 = fakeDeb(work, { version: '0.3.0' });
-    await offer(a, R3, repo({ version: '0.3.0', ...v3 }));
+    const r3 = await signedRepo(key, { version: '0.3.0', ...v3 });
+    await offer(a, R3, r3);
     expect(readTrial(home)).toMatchObject({ version: '0.3.0', commit: R3 });
     await a.close({ stopComponents: true });
     agents.splice(agents.indexOf(a), 1);
     ({ a } = await start('0.3.0'));
     calls.length = 0;
-    await offer(a, R3, repo({ version: '0.3.0', ...v3 }));
+    await offer(a, R3, r3);
     const failed = a.store.history({ limit: 1 })[0]!;
     expect(failed).toMatchObject({ revision: R3, outcome: 'failure' });
     expect(failed.summary).toMatch(/^KS_AGENT_UPDATE_FAILED: agent 0.3.0 did not adopt svc as they ran before the switch/);
@@ -166,8 +188,8 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
     // 0.2.0 again: r3 stays a failure; r4, naming the same package, fails at once, and nothing is switched.
     ({ a } = await restart(a, '0.2.0'));
     calls.length = 0;
-    await offer(a, R3, repo({ version: '0.3.0', ...v3 }));
-    await offer(a, R4, repo({ version: '0.3.0', ...v3 }));
+    await offer(a, R3, r3);
+    await offer(a, R4, await signedRepo(key, { version: '0.3.0', ...v3 }));
     const rows = a.store.history({ limit: 10 }).map((h) => ({ revision: h.revision, outcome: h.outcome }));
     expect(rows.filter((h) => h.revision === R3)).toEqual([{ revision: R3, outcome: 'failure' }]);
     expect(a.store.history({ limit: 1 })[0]).toMatchObject({ revision: R4, outcome: 'failure', summary: expect.stringMatching(/^KS_AGENT_UPDATE_FAILED: agent 0.3.0 was put back on this device: /) });
@@ -179,6 +201,7 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
     const work = temp('ks-update-');
     const stateDir = temp('ks-update-state-');
     const home = agentHome(join(work, 'home'));
+    const key = await releaseKey();
     const calls: string[][] = [];
     const log = createLogger({ pretty: false, write: () => undefined });
     const started: { agent?: Agent } = {};
@@ -186,7 +209,7 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
     const a = await startAgent({
       fleet: { device: 'd1', labels: {} },
       stateDir,
-      trust: { unsigned: true },
+      trust: key.trust,
       log,
       runtimes: { process: new ProcessRuntime({ installArtifacts: async () => undefined }) },
       probe: async () => ({ ok: true, detail: 'no check', latencyMs: 0 }),
@@ -197,19 +220,20 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
     started.agent = a;
     agents.push(a);
     // svc with an update lock; r2 changes svc and names agent 0.2.0.
-    const locked = (version: string, agent?: { version: string; uri: string; sha256: string }) => {
+    const locked = async (version: string, agent?: { version: string; uri: string; sha256: string }) => {
       const reader = repo(agent);
       writeFileSync(join(reader.root, 'recipes', 'svc.toml'), `[metadata]\nname = "com.test.svc"\nversion = "${version}"\n\n[lifecycle.update]\nlock = "run/update.lock"\n\n[lifecycle.run.exec]\ncommand = "sh"\nargs = ["-c", "mkdir -p run && : >> run/update.lock && exec sleep 1000"]\n`);
+      await key.sign(reader.root);
       return reader;
     };
-    a.offer({ id: R1, source: 'test', reader: locked('1.0.0') });
+    a.offer({ id: R1, source: 'test', reader: await locked('1.0.0') });
     await a.idle();
     const lockFile = join(componentPaths(stateDir, 'svc').workDir, 'run', 'update.lock');
     await until(() => existsSync(lockFile), 10_000, 'svc to make its lock file');
     const holder = await holdLock(lockFile);
     try {
       const v2 = fakeDeb(work, { version: '0.2.0' });
-      a.offer({ id: R2, source: 'test', reader: locked('1.1.0', { version: '0.2.0', ...v2 }) });
+      a.offer({ id: R2, source: 'test', reader: await locked('1.1.0', { version: '0.2.0', ...v2 }) });
       await a.idle();
       expect(a.waiting()).toMatchObject({ revision: R2, reason: 'held: svc holds its update lock' });
       expect(calls).toEqual([]);

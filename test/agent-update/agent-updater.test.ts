@@ -4,7 +4,7 @@
 // is what the walkthrough (examples/agent-update/walkthrough.sh) does for real, under systemd in a container.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -13,7 +13,8 @@ import { AgentUpdater, currentVersionDir, restoreStateBefore, type AgentUpdaterD
 import { agentUpdater } from '../../src/agent-update/agent-update-setup.js';
 import Sqlite from 'better-sqlite3';
 import { openStateStore, STATE_DB_FILE } from '../../src/store/state-store.js';
-import { agentSectionSchema, type AgentSection } from '../../src/core/agent-section.js';
+import { agentSectionSchema, debianVersionOf, type AgentSection } from '../../src/core/agent-section.js';
+import { removeStaleStaging } from '../../src/agent-update/stage-agent-package.js';
 import { createLogger } from '../../src/log/logger.js';
 import { DirectoryReader } from '../../src/source/directory-reader.js';
 import { needs } from '../support/requirements.js';
@@ -319,5 +320,66 @@ describe.skipIf(r.skip)(r.title('agent updates: staging, switching, proving, put
     expect(await u.decide(section('9.9.9', { uri: `file://${pkg.path}`, sha256: pkg.sha256 }), { id: 'c'.repeat(40) }, reader())).toEqual({ kind: 'none' });
     expect(u.view()).toEqual({ state: 'unsupported', version: '9.9.9', reason: 'this device does not allow agent updates (--allow-agent-update, allow-agent-update = true)' });
     expect(existsSync(home.dir)).toBe(false);
+  });
+
+  it('allow_downgrade = true lets an older version through: staged, switched to, handed over; without it, KS_AGENT_DOWNGRADE', async () => {
+    const older = fakeDeb(dir, { version: '0.1.0' });
+    const pkg = { uri: `file://${older.path}`, sha256: older.sha256 };
+    const refused = await updater('0.2.0').decide(section('0.1.0', pkg), { id: 'b'.repeat(40) }, reader());
+    expect(refused).toEqual({ kind: 'refuse', reason: expect.stringMatching(/^KS_AGENT_DOWNGRADE: fleet.toml's \[agent\] names 0.1.0, older than this agent \(0.2.0\)/) });
+    expect(existsSync(home.dir)).toBe(false);
+    const d = await updater('0.2.0').decide(section('0.1.0', pkg, { allow_downgrade: true }), { id: 'c'.repeat(40) }, reader());
+    expect(d).toEqual({ kind: 'handover', version: '0.1.0' });
+    expect(currentVersionDir(home)).toBe('0.1.0');
+    expect(readTrial(home)).toMatchObject({ version: '0.1.0', previousVersion: '0.2.0', previous: 'package', commit: 'c'.repeat(40) });
+    expect(calls).toEqual([['systemctl', 'restart', '--no-block', 'keystone.service']]);
+  });
+
+  it('refuses [agent] from an unsigned revision (KS_AGENT_UNSIGNED) and stages nothing; naming the running version, or on an agent that cannot update itself, it asks nothing', async () => {
+    const pkg = fakeDeb(dir, { version: '0.2.0' });
+    const s = section('0.2.0', { uri: `file://${pkg.path}`, sha256: pkg.sha256 });
+    expect(await updater('0.1.0').decide(s, { id: 'c'.repeat(40) }, reader(), { unsigned: true })).toEqual({ kind: 'refuse', reason: expect.stringMatching(/^KS_AGENT_UNSIGNED: fleet.toml's \[agent\] names 0.2.0, in a revision whose signatures were not checked/) });
+    expect(existsSync(home.dir)).toBe(false);
+    expect(calls).toEqual([]);
+    expect(await updater('0.2.0').decide(s, { id: 'c'.repeat(40) }, reader(), { unsigned: true })).toEqual({ kind: 'none' });
+    expect(await updater('0.1.0', { unsupported: 'not run by systemd as a service' }).decide(s, { id: 'c'.repeat(40) }, reader(), { unsigned: true })).toEqual({ kind: 'none' });
+    // Signed (the default), the same section switches.
+    expect(await updater('0.1.0').decide(s, { id: 'c'.repeat(40) }, reader())).toEqual({ kind: 'handover', version: '0.2.0' });
+  });
+
+  it("compares the package's Debian Version with [agent] version: a mismatch is KS_AGENT_PACKAGE_VERSION; a pre-release matches in Debian's form", async () => {
+    expect(debianVersionOf('0.3.0')).toBe('0.3.0');
+    expect(debianVersionOf('0.3.0-rc.1')).toBe('0.3.0~rc.1');
+    expect(debianVersionOf('0.3.0-beta-2+b7')).toBe('0.3.0~beta.2+b7');
+    const relabelled = fakeDeb(dir, { version: '0.3.0', debVersion: '0.2.9' });
+    const d = await updater('0.2.0').decide(section('0.3.0', { uri: `file://${relabelled.path}`, sha256: relabelled.sha256 }), { id: 'b'.repeat(40) }, reader());
+    expect(d).toEqual({ kind: 'refuse', reason: 'KS_AGENT_PACKAGE_VERSION: the package for ' + ARCH + ' is version 0.2.9, not 0.3.0 as [agent] version = "0.3.0" says' });
+    // npm's form in the control file is not Debian's: refused too (dpkg would sort 0.3.0-rc.1 after 0.3.0).
+    const npmForm = fakeDeb(dir, { version: '0.3.0-rc.1', debVersion: '0.3.0-rc.1' });
+    expect(await updater('0.2.0').decide(section('0.3.0-rc.1', { uri: `file://${npmForm.path}`, sha256: npmForm.sha256 }), { id: 'b'.repeat(40) }, reader())).toMatchObject({ kind: 'refuse', reason: expect.stringMatching(/^KS_AGENT_PACKAGE_VERSION: .* is version 0.3.0-rc.1, not 0.3.0~rc.1 /) });
+    expect(readTrial(home)).toBeUndefined();
+    expect(currentVersionDir(home)).toBeUndefined();
+    const rc = fakeDeb(dir, { version: '0.3.0-rc.1' });
+    expect(await updater('0.2.0').decide(section('0.3.0-rc.1', { uri: `file://${rc.path}`, sha256: rc.sha256 }), { id: 'c'.repeat(40) }, reader())).toEqual({ kind: 'handover', version: '0.3.0-rc.1' });
+  });
+
+  it('a .staging-* directory left by a kill during the unpacking is removed at the next staging, and by the prune after a success', async () => {
+    // Cut short during dpkg-deb -x: a half-unpacked tree beside the versions.
+    const leftover = join(home.versions, '.staging-AbC123');
+    mkdirSync(join(leftover, 'usr', 'lib', 'keystone'), { recursive: true });
+    writeFileSync(join(leftover, 'usr', 'lib', 'keystone', 'keystone.mjs'), 'half');
+    const pkg = fakeDeb(dir, { version: '0.2.0' });
+    const s = section('0.2.0', { uri: `file://${pkg.path}`, sha256: pkg.sha256 });
+    expect(await updater('0.1.0').decide(s, { id: 'c'.repeat(40) }, reader())).toEqual({ kind: 'handover', version: '0.2.0' });
+    expect(readdirSync(home.versions)).toEqual(['0.2.0']);
+    // Another kill during the next staging's unpacking; the new agent proves itself: the prune removes it too.
+    mkdirSync(join(home.versions, '.staging-XyZ789'));
+    await updater('0.2.0').settle('success', 'success: 0 started');
+    expect(readdirSync(home.versions)).toEqual(['0.2.0']);
+    // The helper on its own: only .staging-* names, none of the versions; a missing directory is nothing to do.
+    mkdirSync(join(home.versions, '.staging-1'));
+    expect(removeStaleStaging(home.versions)).toEqual(['.staging-1']);
+    expect(readdirSync(home.versions)).toEqual(['0.2.0']);
+    expect(removeStaleStaging(join(dir, 'nowhere'))).toEqual([]);
   });
 });

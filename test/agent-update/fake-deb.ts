@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { debArchOf } from '../../src/core/agent-section.js';
+import { debArchOf, debianVersionOf } from '../../src/core/agent-section.js';
 
 export const ARCH = debArchOf(process.arch) ?? 'amd64';
 
@@ -19,6 +19,8 @@ export interface FakeDebOptions {
   arch?: string;
   /** What `--version` prints (default `keystone VERSION`). */
   says?: string;
+  /** The control file's Version (default: `version` in Debian's form, as packaging/build-deb.mjs writes it). */
+  debVersion?: string;
   /** The control file's Package (default keystone). */
   name?: string;
   /** keystone.mjs's mode. */
@@ -31,7 +33,7 @@ export function fakeDeb(dir: string, o: FakeDebOptions): FakeDeb {
   const root = mkdtempSync(join(dir, 'deb-'));
   mkdirSync(join(root, 'DEBIAN'));
   // A random description: two builds of one version are two packages (two sha256), as a rebuild is.
-  writeFileSync(join(root, 'DEBIAN', 'control'), `Package: ${o.name ?? 'keystone'}\nVersion: ${o.version}\nArchitecture: ${o.arch ?? ARCH}\nMaintainer: test <t@example.com>\nDescription: test ${Math.random()}\n`);
+  writeFileSync(join(root, 'DEBIAN', 'control'), `Package: ${o.name ?? 'keystone'}\nVersion: ${o.debVersion ?? debianVersionOf(o.version)}\nArchitecture: ${o.arch ?? ARCH}\nMaintainer: test <t@example.com>\nDescription: test ${Math.random()}\n`);
   const lib = join(root, 'usr', 'lib', 'keystone');
   mkdirSync(lib, { recursive: true });
   const says = o.says ?? `keystone ${o.version}`;
