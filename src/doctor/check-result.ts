@@ -2,6 +2,7 @@
 
 /** The checks, in the order they are shown. Stable: scripts read `--json` by these ids. */
 export const CHECK_IDS = [
+  'settings',
   'node-version',
   'setpriv',
   'source',

@@ -1,7 +1,9 @@
 // What `keystone doctor` checks: what `keystone agent` would run with, given the same arguments (the CLI builds it
 // from them, so this room never reads a command line).
+import type { TrustSetting } from '../agent/agent-types.js';
 import type { Labels } from '../core/labels.js';
 import type { TrustedFileRef } from '../runtime/trusted-file.js';
+import type { SettingsVerdict } from './settings-check.js';
 
 /** The agent's source, or why the arguments name none it could follow. */
 export type DoctorSource =
@@ -12,6 +14,8 @@ export type DoctorSource =
   | { kind: 'none'; problem: string };
 
 export interface DoctorSetup {
+  /** What the agent's own checks of its flags and configuration said (settings-check.ts). */
+  settings: SettingsVerdict;
   /** Absolute. */
   stateDir: string;
   source: DoctorSource;
@@ -21,6 +25,11 @@ export interface DoctorSetup {
   labels: Labels;
   /** `--trusted-key` files (absolute), `--threshold` as given, `--allow-unsigned`. */
   trust: { unsigned: boolean; keyFiles: string[]; threshold?: string };
+  /**
+   * The keyring and limits (--threshold, --max-age, --max-clock-skew, --require-ref) the agent verifies each revision
+   * with, as it builds them; absent with --allow-unsigned, and when they cannot be built (trusted-keys says why).
+   */
+  verification?: Extract<TrustSetting, { unsigned: false }>;
   /** The configuration file, trusted keys and secret files the agent would read (cli/trusted-files.ts); none when absent. */
   trustedFiles?: TrustedFileRef[];
   /** The device policy's --allow-root: root process users are allowed. */

@@ -1,16 +1,22 @@
 // Would the agent take the first revision it is offered? A Git device that applied nothing yet has no plan the `plan`
-// check can read, yet its agent refuses the branch's tip at once when there is no --plan and no fleet.toml, when no
-// target of fleet.toml takes the device, or when --plan names a plan the repository does not have: doctor must not
-// say ready then. The tip is read where doctor already reads Git (a local repository, from its files); a remote one is
-// not fetched (doctor writes no cache), so there the check is skipped and says why. For --dir the revision is the
-// directory as it is now, which the `plan` check reads: the fix for a refusal is worked out here for both.
+// check can read, yet its agent refuses the branch's tip at once when the tip does not verify with the device's trusted
+// keys (unsigned, signed by a key it does not trust, older than --max-age: step 1 of agent/take-revision.ts, with the
+// same verifyRevision and the same options), when there is no --plan and no fleet.toml, when no target of fleet.toml
+// takes the device, or when --plan names a plan the repository does not have: doctor must not say ready then. The tip
+// is read where doctor already reads Git (a local repository, from its files); a remote one is not fetched (doctor
+// writes no cache), so there the check is skipped and says why. For --dir the revision is the directory as it is now:
+// its signature is verified here, its plan is read by the `plan` check; the fix for a refusal is worked out here for both.
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { CODES, formatDiagnostic, type Diagnostic } from '../core/errors.js';
 import { FLEET_FILE } from '../core/fleet.js';
 import { formatLabels } from '../core/labels.js';
+import { DirectoryReader } from '../source/directory-reader.js';
 import { fullBranchRef, parseGitRepo, shortBranchRef } from '../source/git-repo-location.js';
 import { loadDeviceRevision, type DeviceResolution } from '../source/load-fleet.js';
+import type { RepoReader } from '../source/repo-reader.js';
+import { TrustError } from '../trust/trust-error.js';
+import { VerifiedReader, verifyRevision } from '../trust/verify-revision.js';
 import type { AppliedState } from './applied-state.js';
 import { fail, pass, skip, warn, type CheckResult } from './check-result.js';
 import type { DoctorSetup } from './doctor-setup.js';
@@ -82,18 +88,23 @@ export function directoryPlans(root: string): () => Promise<string[]> {
   };
 }
 
-/** The `first-revision` line. `applied`: what the state store says was applied last (doctor reads it once). */
-export async function checkFirstRevision(setup: DoctorSetup, applied: AppliedState, sourceUsable: boolean): Promise<CheckResult> {
+/**
+ * The `first-revision` line. `applied`: what the state store says was applied last (doctor reads it once); `now`: the
+ * device's clock (ms), which the signature's age and time are judged by, as the agent judges them.
+ */
+export async function checkFirstRevision(setup: DoctorSetup, applied: AppliedState, sourceUsable: boolean, now: number): Promise<CheckResult> {
   const source = setup.source;
   if (!sourceUsable || source.kind === 'none') return skip('first-revision', 'no usable source (see source)');
-  if (source.kind === 'dir') return skip('first-revision', `--dir: the revision the agent takes first is the directory as it is now, which the plan check reads (see plan)`);
+  const appliedId = applied.kind === 'read' ? applied.revision?.id : undefined;
+  if (source.kind === 'dir') return checkDirectory(setup, source.root, applied, now);
   let location;
   try {
     location = parseGitRepo(source.repo);
   } catch {
     return skip('first-revision', 'no usable source (see source)');
   }
-  const branch = shortBranchRef(fullBranchRef(source.ref));
+  const ref = fullBranchRef(source.ref);
+  const branch = shortBranchRef(ref);
   if (location.kind !== 'local')
     return skip(
       'first-revision',
@@ -101,30 +112,139 @@ export async function checkFirstRevision(setup: DoctorSetup, applied: AppliedSta
     );
   // isomorphic-git only for a Git source, as in the agent.
   const { GitTreeReader } = await import('../source/git-tree-reader.js');
-  let reader: InstanceType<typeof GitTreeReader>;
+  let tipReader: InstanceType<typeof GitTreeReader>;
   try {
-    reader = await GitTreeReader.open(location.path, fullBranchRef(source.ref));
+    tipReader = await GitTreeReader.open(location.path, ref);
   } catch (e) {
     return skip('first-revision', `not read: ${(e as Error).message} (see git-remote)`);
   }
-  const tip = reader.commit;
+  const tip = tipReader.commit;
   const from = `commit ${tip.slice(0, 12)} (the tip of ${branch})`;
-  const appliedId = applied.kind === 'read' ? applied.revision?.id : undefined;
   if (appliedId === tip) return skip('first-revision', `${from} is the commit applied last: see plan`);
+  const sign = `keystonectl sign --key KEY --ref ${branch} in a checkout of ${branch}, then commit and push`;
+  const refused = (e: TrustError) => trustRefusal(e, from, appliedId, sign);
+  // 1. Verify, as the agent does before any TOML is parsed.
+  const verified = await verifyAsAgent(setup, tipReader, { id: tip, ref }, applied, now);
+  if (verified.kind === 'refused') return refused(verified.error);
+  if (verified.kind === 'no-keyring') return skip('first-revision', `${from} not verified: the agent has no trusted keys it could verify it with (see trusted-keys)`);
+  // 2. Target and load, through the verified reader: a file the signature does not cover is refused there.
   let r: Awaited<ReturnType<typeof loadDeviceRevision>>;
   try {
-    r = await loadDeviceRevision(reader, { ...(setup.planFile !== undefined && { plan: setup.planFile }), device: setup.device, labels: setup.labels });
+    r = await loadDeviceRevision(verified.reader, { ...(setup.planFile !== undefined && { plan: setup.planFile }), device: setup.device, labels: setup.labels });
   } catch (e) {
+    if (e instanceof TrustError) return refused(e);
     return fail('first-revision', `cannot read ${from}: ${(e as Error).message}`, `check that ${location.path} is readable by the agent's user`, (e as { code?: string }).code);
   }
   if (r.ok) {
     const chosen = setup.planFile !== undefined ? '--plan' : `${FLEET_FILE} target ${r.target ?? '?'}`;
-    return pass('first-revision', `${from} loads for device ${setup.device}: ${r.planFile} (${chosen}), ${r.state.components.length} component${r.state.components.length === 1 ? '' : 's'}`);
+    const named = verified.said ? `${from}, ${verified.said},` : from;
+    return pass('first-revision', `${named} loads for device ${setup.device}: ${r.planFile} (${chosen}), ${r.state.components.length} component${r.state.components.length === 1 ? '' : 's'}`);
   }
   const refusal = await refusalOf(r, setup, { from, plans: gitPlans(location.path, tip) });
+  return refusedWith(refusal, appliedId);
+}
+
+/** --dir: the directory as it is now is the revision the agent takes first; its plan is the `plan` check's. */
+async function checkDirectory(setup: DoctorSetup, root: string, applied: AppliedState, now: number): Promise<CheckResult> {
+  const seePlan = 'the revision the agent takes first is the directory as it is now, which the plan check reads (see plan)';
+  if (setup.trust.unsigned) return skip('first-revision', `--dir: ${seePlan}`);
+  const from = `directory ${root}`;
+  const appliedId = applied.kind === 'read' ? applied.revision?.id : undefined;
+  const { directoryRevisionId } = await import('../source/directory-source.js');
+  const reader = new DirectoryReader(root);
+  const verified = await verifyAsAgent(setup, reader, { id: await directoryRevisionId(root) }, applied, now);
+  const refused = (e: TrustError) => trustRefusal(e, from, appliedId, `keystonectl sign --key KEY --repo ${root}`);
+  if (verified.kind === 'refused') return refused(verified.error);
+  if (verified.kind === 'no-keyring') return skip('first-revision', `${from} not verified: the agent has no trusted keys it could verify it with (see trusted-keys)`);
+  // A plan or recipe the signature does not cover is refused while loading; any other problem is the plan check's.
+  try {
+    await loadDeviceRevision(verified.reader, { ...(setup.planFile !== undefined && { plan: setup.planFile }), device: setup.device, labels: setup.labels });
+  } catch (e) {
+    if (e instanceof TrustError) return refused(e);
+  }
+  return pass('first-revision', `${from}: ${verified.said}; ${seePlan}`);
+}
+
+/** `said`: who signed and when, for the line; empty when nothing was verified (--allow-unsigned). */
+type Verified = { kind: 'verified'; reader: RepoReader; said: string } | { kind: 'refused'; error: TrustError } | { kind: 'no-keyring' };
+
+/**
+ * Step 1 of agent/take-revision.ts for a revision new to the device: verifyRevision with the device's keyring, its
+ * clock, the replay floor of the state store, --max-age, --max-clock-skew, and --require-ref with the ref the revision
+ * is read from. The revision the device runs (the directory unchanged since it was applied) is verified as the agent
+ * verifies it again: its own signing time as the floor, no --max-age, and the very same signature.
+ * --allow-unsigned: nothing is verified, as in the agent.
+ */
+async function verifyAsAgent(setup: DoctorSetup, reader: RepoReader, rev: { id: string; ref?: string }, applied: AppliedState, now: number): Promise<Verified> {
+  if (setup.trust.unsigned) return { kind: 'verified', reader, said: '' };
+  const trust = setup.verification;
+  if (trust === undefined) return { kind: 'no-keyring' };
+  const last = applied.kind === 'read' ? applied.revision : undefined;
+  const runs = last !== undefined && last.id === rev.id && last.signedAt !== undefined;
+  const floor = runs ? last.signedAt : applied.kind === 'read' ? applied.floor : undefined;
+  try {
+    const v = await verifyRevision(reader, {
+      keyring: trust.keyring,
+      now: Math.floor(now / 1000),
+      ...(floor !== undefined && { notBefore: floor }),
+      ...(trust.maxAgeSeconds !== undefined && !runs && { maxAgeSeconds: trust.maxAgeSeconds }),
+      ...(trust.maxClockSkewSeconds !== undefined && { maxClockSkewSeconds: trust.maxClockSkewSeconds }),
+      ...(rev.ref !== undefined && { ref: rev.ref }),
+      ...(trust.requireRef === true && !runs && { requireRef: true }),
+    });
+    if (runs && v.signedAt !== last.signedAt)
+      return {
+        kind: 'refused',
+        error: new TrustError(
+          'KS_SIGNATURE_REPLAYED',
+          `signed at ${new Date(v.signedAt * 1000).toISOString()}, not the signature of the revision this device runs under the same id (signed at ${new Date(last.signedAt! * 1000).toISOString()})`,
+        ),
+      };
+    return { kind: 'verified', reader: new VerifiedReader(reader, v), said: `signed by ${v.signers.join(', ')} at ${new Date(v.signedAt * 1000).toISOString()}` };
+  } catch (e) {
+    if (e instanceof TrustError) return { kind: 'refused', error: e };
+    throw e;
+  }
+}
+
+/** The agent refuses the revision for its signature: what it says, and what to do (`sign`: how to sign it there). */
+function trustRefusal(e: TrustError, from: string, appliedId: string | undefined, sign: string): CheckResult {
+  return refusedWith({ why: `${from} is refused for its signature: ${e.message}`, fix: trustFix(e, sign), code: e.code }, appliedId);
+}
+
+/** A refusal fails a device that runs nothing yet; one that runs something keeps running it (a warning). */
+function refusedWith(refusal: Refusal, appliedId: string | undefined): CheckResult {
   // A device that runs something keeps running it when the next revision is refused: worth knowing, not a failure.
   if (appliedId !== undefined) return warn('first-revision', `the agent would refuse the next revision and keep running ${appliedId.slice(0, 12)}: ${refusal.why}${refusal.code ? ` [${refusal.code}]` : ''}`, refusal.fix);
   return fail('first-revision', refusal.why, refusal.fix, refusal.code);
+}
+
+/** What to do about each refusal of the signature check (docs/signing.md has the table of codes). */
+function trustFix(e: TrustError, sign: string): string {
+  const verify = 'keystonectl verify --trusted-key FILE… in a checkout shows the same refusal';
+  switch (e.code) {
+    case 'KS_UNSIGNED':
+      return `sign it: ${sign} (docs/signing.md); or, for development only, --allow-unsigned`;
+    case 'KS_UNTRUSTED_KEY':
+      return `the key is not trusted: give its public key with --trusted-key FILE (trusted-key in the configuration), or sign with a key the device trusts: ${sign}`;
+    case 'KS_THRESHOLD_NOT_MET':
+      return `have more of the trusted keys sign it (keystonectl sign --append), or lower --threshold; ${verify}`;
+    case 'KS_SIGNATURE_TOO_OLD':
+      return `sign it again: ${sign}; or give --max-age a longer duration (and check this device's clock: see clock)`;
+    case 'KS_SIGNATURE_FROM_FUTURE':
+      return "set this device's clock (NTP, or date -s) if it is behind; else sign again with a correct clock";
+    case 'KS_SIGNATURE_REPLAYED':
+      return `it is signed earlier than the revision this device applied last: sign it again (${sign}); if this device's floor is wrong, keystone floor shows it`;
+    case 'KS_SIGNATURE_NO_REF':
+    case 'KS_SIGNATURE_WRONG_REF':
+      return `sign it for the ref the device follows: ${sign}`;
+    case 'KS_DIGEST_MISMATCH':
+    case 'KS_SIGNED_FILE_MISSING':
+    case 'KS_FILE_NOT_SIGNED':
+      return `a file changed after signing: review the change and sign again: ${sign}; ${verify}`;
+    default:
+      return `sign it again with a trusted key: ${sign}; ${verify}`;
+  }
 }
 
 /** The `plans/*.toml` of a commit: its plans/ tree, read from the repository's files. */

@@ -16,6 +16,7 @@ import { checkNodeVersion } from './node-version-check.js';
 import { checkPushAccess } from './push-access-check.js';
 import { checkRunUsers, processComponents, runUsersOf } from './run-users-check.js';
 import { checkSetpriv } from './setpriv-check.js';
+import { checkSettings } from './settings-check.js';
 import { checkSource } from './source-check.js';
 import { checkStateDirectory } from './state-dir-check.js';
 import { checkTrustedFiles } from './trusted-files-check.js';
@@ -31,6 +32,7 @@ export async function runDoctor(setup: DoctorSetup, facts: DoctorFacts): Promise
   const users = runUsersOf(processComponents(plan), facts.agent, db, setup.allowRoot);
   // The slow ones (a remote, an engine's ping, setpriv's start) run side by side.
   const results = await Promise.all([
+    checkSettings(setup.settings),
     checkNodeVersion(facts.nodeVersion),
     checkSetpriv(facts.setprivPath),
     source,
@@ -43,7 +45,7 @@ export async function runDoctor(setup: DoctorSetup, facts: DoctorFacts): Promise
     source.status === 'fail' ? skip('git-remote', 'no usable source (see source)') : checkGitRemote(setup.source, facts.gitTimeoutMs),
     source.status === 'fail' ? skip('push-access', 'no usable source (see source)') : checkPushAccess(setup.source, facts.gitTimeoutMs),
     checkPlan(plan, setup),
-    checkFirstRevision(setup, applied, source.status !== 'fail'),
+    checkFirstRevision(setup, applied, source.status !== 'fail', facts.now()),
     checkRunUsers(plan, users, facts.agent),
     checkWorkDirReach({ plan, users, stateDir: setup.stateDir, agent: facts.agent, db }),
     checkContainerEngine(plan, facts),

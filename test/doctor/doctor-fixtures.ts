@@ -3,6 +3,8 @@
 import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { CliIo } from '../../src/cli/io.js';
+import { trustSetting, type TrustValues } from '../../src/cli/trust-args.js';
 import { systemFacts, type DoctorFacts } from '../../src/doctor/doctor-facts.js';
 import type { DoctorSetup } from '../../src/doctor/doctor-setup.js';
 import { openStateStore } from '../../src/store/state-store.js';
@@ -14,6 +16,7 @@ export function facts(overrides: Partial<DoctorFacts> = {}): DoctorFacts {
 
 export function setup(overrides: Partial<DoctorSetup> & Pick<DoctorSetup, 'stateDir'>): DoctorSetup {
   return {
+    settings: { ok: true },
     source: { kind: 'none', problem: 'no source given' },
     device: 'doctor-test',
     labels: {},
@@ -21,6 +24,17 @@ export function setup(overrides: Partial<DoctorSetup> & Pick<DoctorSetup, 'state
     allowRoot: false,
     ...overrides,
   };
+}
+
+/**
+ * A device that trusts `keyFiles` (and the other trust flags), as the CLI hands it to the checks: the files for the
+ * trusted-keys check, the keyring and limits the first-revision check verifies with (the same flags' reading).
+ */
+export function trusting(keyFiles: string[], more: Omit<TrustValues, 'trusted-key' | 'allow-unsigned'> = {}): Pick<DoctorSetup, 'trust' | 'verification'> {
+  const io = { cwd: '/', env: {} } as unknown as CliIo;
+  const verification = trustSetting({ 'trusted-key': keyFiles, ...more }, io);
+  if (verification.unsigned) throw new Error('a keyring was asked for');
+  return { trust: { unsigned: false, keyFiles, ...(more.threshold !== undefined && { threshold: more.threshold }) }, verification };
 }
 
 export interface Scratch {

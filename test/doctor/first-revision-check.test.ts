@@ -2,7 +2,9 @@
 // that applied nothing yet fails doctor when its agent would refuse the branch's tip (no --plan and no fleet.toml, no
 // target for the device, a --plan that does not exist), each with its fix in the line; passes when the tip loads;
 // warns when a device already runs a commit; skips a remote (not fetched) and says why. For --dir, the plan line
-// carries the same fix.
+// carries the same fix. The tip (or the directory) is verified first with the device's trusted keys, as the agent
+// verifies it: unsigned, signed by a key it does not trust, older than --max-age, a file added after signing each
+// fail with the agent's code; --allow-unsigned verifies nothing.
 import { cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,25 +16,37 @@ import { runDoctor } from '../../src/doctor/run-doctor.js';
 import type { CliIo } from '../../src/cli/io.js';
 import { main } from '../../src/cli/keystone.js';
 import { doctorText } from '../../src/cli/render/doctor-text.js';
+import { runCtl } from '../support/cli-run.js';
 import { exampleRepo, type ExampleRepo } from '../support/example-repo.js';
-import { facts, scratch, setup, stateWithApplied, type Scratch } from './doctor-fixtures.js';
+import { facts, scratch, setup, stateWithApplied, trusting, type Scratch } from './doctor-fixtures.js';
 
 let repo: ExampleRepo;
+/** The example signed with its own throwaway key (example-repo.ts: keystonectl keygen and sign, a day in the past). */
+let signed: ExampleRepo;
 let s: Scratch;
+/** A public key that signed neither repository. */
+let otherKey: string;
 let n = 0;
 beforeAll(async () => {
   repo = await exampleRepo({ signed: false });
+  signed = await exampleRepo({ signed: true });
   s = scratch();
+  const r = await runCtl(['keygen', '--out', join(s.dir, 'other'), '--no-password'], s.dir);
+  if (r.code !== 0) throw new Error(r.stderr);
+  otherKey = join(s.dir, 'other.pub');
 });
 afterAll(() => {
   repo.cleanup();
+  signed?.cleanup();
   s.cleanup();
 });
 
 const byId = (results: CheckResult[], id: string) => results.find((r) => r.check === id)!;
 const gitSetup = (over: Partial<DoctorSetup> = {}): DoctorSetup =>
   setup({ stateDir: join(s.dir, `state-${++n}`), source: { kind: 'git', repo: repo.dir, ref: 'main', gitNotes: false }, ...over });
-const first = (st: DoctorSetup) => checkFirstRevision(st, readAppliedState(st.stateDir), true);
+const first = (st: DoctorSetup, now = Date.now()) => checkFirstRevision(st, readAppliedState(st.stateDir), true, now);
+/** The signed repository's own public key. */
+const trustedKey = () => signed.trust[1]!;
 const PLANS = 'plans/edge-gateway.toml, plans/edge-processes.toml, plans/edge.toml';
 
 describe('first-revision: a Git device that applied nothing yet', () => {
@@ -134,5 +148,88 @@ describe('first-revision: otherwise', () => {
     expect(byId(results, 'first-revision').status).toBe('skip');
     const missing = await runDoctor({ ...st, planFile: 'plans/nope.toml' }, facts());
     expect(byId(missing, 'plan')).toMatchObject({ status: 'fail', code: 'KS_FILE_NOT_FOUND', detail: `--plan plans/nope.toml does not exist in directory ${dir}` });
+  });
+});
+
+describe('first-revision: the signature, verified as the agent verifies it', () => {
+  const signedSetup = (over: Partial<DoctorSetup> = {}): DoctorSetup =>
+    setup({ stateDir: join(s.dir, `state-${++n}`), source: { kind: 'git', repo: signed.dir, ref: 'main', gitNotes: false }, planFile: 'plans/edge-processes.toml', ...trusting([trustedKey()]), ...over });
+
+  it('fails an unsigned tip on a device with --trusted-key: KS_UNSIGNED, and how to sign it', async () => {
+    const r = await first(gitSetup({ planFile: 'plans/edge-processes.toml', ...trusting([trustedKey()]) }));
+    expect(r).toMatchObject({ status: 'fail', code: 'KS_UNSIGNED' });
+    expect(r.detail).toMatch(/^commit [0-9a-f]{12} \(the tip of main\) is refused for its signature: the revision is not signed: SHA256SUMS\.minisig is missing/);
+    expect(r.fix).toBe('sign it: keystonectl sign --key KEY --ref main in a checkout of main, then commit and push (docs/signing.md); or, for development only, --allow-unsigned');
+    // The same tip with --allow-unsigned: nothing is verified, as in the agent; it loads.
+    expect(await first(gitSetup({ planFile: 'plans/edge-processes.toml' }))).toMatchObject({ status: 'pass' });
+  });
+
+  it('passes a tip signed by a trusted key, naming the signer', async () => {
+    const r = await first(signedSetup());
+    expect(r.status, r.detail).toBe('pass');
+    expect(r.detail).toMatch(/^commit [0-9a-f]{12} \(the tip of main\), signed by [0-9A-F]+ at \S+Z, loads for device doctor-test: plans\/edge-processes\.toml \(--plan\), 4 components$/);
+  });
+
+  it('fails a tip signed only by a key the device does not trust: KS_UNTRUSTED_KEY', async () => {
+    const r = await first(signedSetup(trusting([otherKey])));
+    expect(r).toMatchObject({ status: 'fail', code: 'KS_UNTRUSTED_KEY' });
+    expect(r.detail).toMatch(/is refused for its signature: SHA256SUMS\.minisig is signed only by untrusted key [0-9A-F]+ \(trusted: [0-9A-F]+\)$/);
+    expect(r.fix).toMatch(/^the key is not trusted: give its public key with --trusted-key FILE/);
+  });
+
+  it('fails a tip older than --max-age (KS_SIGNATURE_TOO_OLD), judged by the device clock', async () => {
+    // example-repo signs a day in the past.
+    const r = await first(signedSetup(trusting([trustedKey()], { 'max-age': '1h' })));
+    expect(r).toMatchObject({ status: 'fail', code: 'KS_SIGNATURE_TOO_OLD' });
+    expect(r.fix).toMatch(/^sign it again: keystonectl sign --key KEY --ref main .*; or give --max-age a longer duration/);
+    expect((await first(signedSetup(trusting([trustedKey()], { 'max-age': '720h' })))).status).toBe('pass');
+    // A clock three days behind sees a signature from the future.
+    expect(await first(signedSetup(), Date.now() - 3 * 86_400_000)).toMatchObject({ status: 'fail', code: 'KS_SIGNATURE_FROM_FUTURE' });
+  });
+
+  it('fails a tip signed earlier than what the device applied last (the replay floor), and only warns a device that runs it', async () => {
+    const st = signedSetup();
+    stateWithApplied(st.stateDir, { id: '0'.repeat(40), source: `git ${signed.dir} main`, signedAt: Math.floor(Date.now() / 1000) - 60 });
+    const r = await first(st);
+    expect(r.status).toBe('warn');
+    expect(r.detail).toMatch(/^the agent would refuse the next revision and keep running 000000000000: .* is refused for its signature: signed at .*, earlier than the revision applied last .*\[KS_SIGNATURE_REPLAYED\]$/);
+  });
+
+  it('fails a plan added after signing: the agent loads only what the signature covers (KS_FILE_NOT_SIGNED)', async () => {
+    cpSync(join(signed.dir, 'plans', 'edge-processes.toml'), join(signed.dir, 'plans', 'extra.toml'));
+    signed.commit('a plan nobody signed');
+    try {
+      const r = await first(signedSetup({ planFile: 'plans/extra.toml' }));
+      expect(r).toMatchObject({ status: 'fail', code: 'KS_FILE_NOT_SIGNED' });
+      expect(r.fix).toMatch(/^a file changed after signing: review the change and sign again/);
+    } finally {
+      rmSync(join(signed.dir, 'plans', 'extra.toml'));
+      signed.commit('gone again');
+    }
+  });
+
+  it('--dir: the directory is verified too (unsigned: KS_UNSIGNED, signed: passes)', async () => {
+    const dirSetup = (root: string) => setup({ stateDir: join(s.dir, `state-${++n}`), source: { kind: 'dir', root }, planFile: 'plans/edge-processes.toml', ...trusting([trustedKey()]) });
+    const unsigned = await first(dirSetup(repo.dir));
+    expect(unsigned).toMatchObject({ status: 'fail', code: 'KS_UNSIGNED' });
+    expect(unsigned.fix).toBe(`sign it: keystonectl sign --key KEY --repo ${repo.dir} (docs/signing.md); or, for development only, --allow-unsigned`);
+    const ok = await first(dirSetup(signed.dir));
+    expect(ok.status, ok.detail).toBe('pass');
+    expect(ok.detail).toMatch(new RegExp(`^directory ${signed.dir}: signed by [0-9A-F]+ at \\S+Z; the revision the agent takes first`));
+  });
+
+  it('as people run it: `keystone doctor --repo PATH --trusted-key KEY` on an unsigned tip exits 1 with the agent’s code', async () => {
+    let stdout = '';
+    const io: CliIo = { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: () => true }, cwd: s.dir, env: process.env, now: Date.now };
+    const args = ['doctor', '--repo', repo.dir, '--plan', 'plans/edge-processes.toml', '--status', 'none', '--state-dir', join(s.dir, 'cli-signed-state')];
+    const code = await main([...args, '--trusted-key', trustedKey()], io, { once: () => undefined });
+    expect(code, stdout).toBe(1);
+    expect(stdout).toMatch(/^✗ first-revision +commit [0-9a-f]{12} \(the tip of main\) is refused for its signature: .*\[KS_UNSIGNED\] — fix: sign it: keystonectl sign --key KEY/m);
+    expect(stdout).toMatch(/^✓ settings /m);
+    // The signed repository's tip with its key: ready.
+    stdout = '';
+    const ready = await main(['doctor', '--repo', signed.dir, '--plan', 'plans/edge-processes.toml', '--status', 'none', '--state-dir', join(s.dir, 'cli-signed-state-2'), '--trusted-key', trustedKey()], io, { once: () => undefined });
+    expect(stdout).toMatch(/^✓ first-revision +commit [0-9a-f]{12} \(the tip of main\), signed by /m);
+    expect(ready, stdout).toBe(0);
   });
 });

@@ -9,12 +9,13 @@ import type { DoctorSetup } from '../../src/doctor/doctor-setup.js';
 import { runDoctor } from '../../src/doctor/run-doctor.js';
 import { ensureDeviceKeys } from '../../src/identity/device-keys.js';
 import { exampleRepo, PROJECT_ROOT, type ExampleRepo } from '../support/example-repo.js';
-import { facts, scratch, setup, snapshot, stateWithApplied, type Scratch } from './doctor-fixtures.js';
+import { facts, scratch, setup, snapshot, stateWithApplied, trusting, type Scratch } from './doctor-fixtures.js';
 
 let repo: ExampleRepo;
 let s: Scratch;
 let head: string;
 const HOUR = 3600;
+const DAY = 24 * HOUR;
 
 beforeAll(async () => {
   repo = await exampleRepo({ signed: true });
@@ -29,18 +30,20 @@ afterAll(() => {
 const statuses = (results: CheckResult[]) => Object.fromEntries(results.map((r) => [r.check, r.status])) as Record<string, CheckStatus>;
 const byId = (results: CheckResult[], id: string) => results.find((r) => r.check === id)!;
 const signedSetup = (stateDir: string, over: Partial<DoctorSetup>): DoctorSetup =>
-  setup({ stateDir, trust: { unsigned: false, keyFiles: [repo.trust[1]!] }, planFile: 'plans/edge-processes.toml', ...over });
+  setup({ stateDir, ...trusting([repo.trust[1]!]), planFile: 'plans/edge-processes.toml', ...over });
 
 describe('runDoctor on the example repository', () => {
   it('--dir with a state directory the agent applied a signed revision in: every check passes', async () => {
     const stateDir = join(s.dir, 'dir-state');
     const now = Date.now();
-    stateWithApplied(stateDir, { id: 'dir:f41ef900a015', source: repo.dir, planFile: 'plans/edge-processes.toml', signedAt: Math.floor(now / 1000) - HOUR });
+    // Applied before the directory was signed (example-repo signs a day in the past): its signature is no replay.
+    stateWithApplied(stateDir, { id: 'dir:f41ef900a015', source: repo.dir, planFile: 'plans/edge-processes.toml', signedAt: Math.floor(now / 1000) - 2 * DAY });
     await ensureDeviceKeys(stateDir, { now: () => now, randomBytes: (n) => new Uint8Array(n).fill(7), create: true });
     const results = await runDoctor(signedSetup(stateDir, { source: { kind: 'dir', root: repo.dir } }), facts({ now: () => now }));
     expect(results.map((r) => r.check)).toEqual([...CHECK_IDS]);
     const { 'container-engine': engine, ...rest } = statuses(results);
     expect(rest).toEqual({
+      settings: 'pass',
       'node-version': 'pass',
       setpriv: 'pass',
       source: 'pass',
@@ -53,7 +56,7 @@ describe('runDoctor on the example repository', () => {
       'git-remote': 'skip',
       'push-access': 'skip',
       plan: 'pass',
-      'first-revision': 'skip',
+      'first-revision': 'pass',
       'run-users': process.getuid?.() === 0 ? 'pass' : 'warn',
       'work-dir-reach': 'pass',
       clock: 'pass',
@@ -61,6 +64,9 @@ describe('runDoctor on the example repository', () => {
     // Informational for a plan of processes: an engine here or not, it is no failure.
     expect(['pass', 'skip']).toContain(engine);
     expect(byId(results, 'plan').detail).toBe(`plans/edge-processes.toml (--plan) from directory ${repo.dir}: 4 components (4 processes)`);
+    // The directory is the revision the agent takes first: its signature is verified with the device's keys.
+    expect(byId(results, 'first-revision').detail).toMatch(new RegExp(`^directory ${repo.dir}: signed by [0-9A-F]+ at \\S+Z; the revision the agent takes first is the directory as it is now`));
+    expect(byId(results, 'settings').detail).toMatch(/^keystone agent takes every setting given/);
     expect(allPassed(results)).toBe(true);
   });
 
@@ -82,6 +88,8 @@ describe('runDoctor on the example repository', () => {
     expect(byId(results, 'plan')).toMatchObject({ status: 'skip', detail: `not known yet: nothing was applied from Git with the state directory ${join(s.dir, 'fresh')}` });
     expect(byId(results, 'run-users').status).toBe('skip');
     expect(byId(results, 'clock').status).toBe('skip');
+    // The tip is verified as the agent verifies it at its first poll, then loaded.
+    expect(byId(results, 'first-revision')).toMatchObject({ status: 'pass', detail: expect.stringMatching(/^commit [0-9a-f]{12} \(the tip of main\), signed by [0-9A-F]+ at \S+Z, loads for device doctor-test: plans\/edge-processes\.toml \(--plan\), 4 components$/) });
     expect(allPassed(results)).toBe(true);
   });
 
