@@ -4,7 +4,7 @@
 // approval, and `keystone doctor` reads them with it.
 import { readFileSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { z } from 'zod';
+import { strictObject, v } from '../core/valid.js';
 import { isLoopbackAddress, parseListenAddress } from '../api/listen-address.js';
 import { CODES, type ErrorCode } from '../core/errors.js';
 import { parseTomlDocument } from '../core/toml-document.js';
@@ -33,7 +33,7 @@ const GIT_ONLY = ['ref', 'poll', 'git-token-file', 'status', 'status-repo', 'sta
 const RULE_KEYS = Object.keys(CONFIG_RULES) as AgentOptionName[];
 
 /** Strict, so that an unknown key is reported with a "did you mean" the way recipes do; the values are the rules' business. */
-const SCHEMA = z.strictObject(Object.fromEntries(RULE_KEYS.map((k) => [k, z.unknown().optional()])));
+const SCHEMA = strictObject(Object.fromEntries(RULE_KEYS.map((k) => [k, v.optional(v.unknown())])));
 
 /**
  * Reads and validates a configuration file. Never throws: every problem, the file's own included, is a diagnostic.
