@@ -1,4 +1,4 @@
-// The zod rules for what fleet.toml says about devices — a device name, a label selector — shared by its targets
+// The schema rules for what fleet.toml says about devices — a device name, a label selector — shared by its targets
 // and its rollout waves, so both refuse the same things with the same codes.
 import { record, refine, v } from './valid.js';
 import { CODES } from './errors.js';

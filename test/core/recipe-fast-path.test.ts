@@ -1,5 +1,5 @@
-// The validators' fast paths against the schemas (valibot, through valid.ts): whatever the fast path accepts, zod accepts too and builds the very same
-// value (same keys, same key order, same types); whatever zod refuses, the fast path leaves to zod.
+// The validators' fast paths against the schemas (valibot, through valid.ts): whatever the fast path accepts, the schema accepts too and builds the very same
+// value (same keys, same key order, same types); whatever the schema refuses, the fast path leaves to the schema.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
