@@ -4,7 +4,8 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { object, parse, record, v } from '../core/valid.js';
+import * as v from 'valibot';
+import { object, parse, record } from '../core/valid.js';
 import { bundleDir } from '../package-manifest.js';
 
 export interface DashboardFile {

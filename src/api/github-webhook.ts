@@ -1,7 +1,8 @@
 // GitHub's webhook, as pure functions: the `X-Hub-Signature-256` check over the raw body and what an event asks of
 // the agent. No fastify here, so the HTTP route stays a thin shell and these are tested on bytes alone.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { minLength, object, safeParse, v } from '../core/valid.js';
+import * as v from 'valibot';
+import { minLength, object, safeParse } from '../core/valid.js';
 
 /** The one route that authenticates by HMAC instead of the bearer token (the request guard exempts it by this path). */
 export const GITHUB_WEBHOOK_PATH = '/v1/webhooks/github';

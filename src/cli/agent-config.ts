@@ -4,7 +4,8 @@
 // approval, and `keystone doctor` reads them with it.
 import { readFileSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { strictObject, v } from '../core/valid.js';
+import * as v from 'valibot';
+import { strictObject } from '../core/valid.js';
 import { isLoopbackAddress, parseListenAddress } from '../api/listen-address.js';
 import { CODES, type ErrorCode } from '../core/errors.js';
 import { parseTomlDocument } from '../core/toml-document.js';

@@ -2,7 +2,8 @@
 // carries it, signed with everything else. A target may carry its own `agent` table, which replaces the fleet's for
 // its devices (a canary target on the next version). Pure: the schema and which section a device follows; fetching,
 // checking and switching to the package is agent-update/'s.
-import { minLength, refine, strictObject, v } from './valid.js';
+import * as v from 'valibot';
+import { minLength, refine, strictObject } from './valid.js';
 import { CODES, type Diagnostic } from './errors.js';
 import { escapesRepository } from './recipe.js';
 import type { ParsedDocument } from './toml-document.js';

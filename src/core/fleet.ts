@@ -2,7 +2,8 @@
 // lives in Git, signed like every recipe and plan. Pure: parsing, what the file alone can tell, and which target a
 // device (its name and its own labels) falls in. Reading the plans each target names is load-fleet.ts's job.
 import { posix } from 'node:path';
-import { minLength, record, strictObject, v } from './valid.js';
+import * as v from 'valibot';
+import { minLength, record, strictObject } from './valid.js';
 import { CODES, sortDiagnostics, type Diagnostic } from './errors.js';
 import type { Labels } from './labels.js';
 import { deviceNameField, labelSelector } from './label-schemas.js';

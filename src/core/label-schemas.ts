@@ -1,6 +1,7 @@
 // The schema rules for what fleet.toml says about devices — a device name, a label selector — shared by its targets
 // and its rollout waves, so both refuse the same things with the same codes.
-import { record, refine, v } from './valid.js';
+import * as v from 'valibot';
+import { record, refine } from './valid.js';
 import { CODES } from './errors.js';
 import { deviceNameProblem, labelKeyProblem, labelValueProblem, LABEL_KEY_HINT, LABEL_VALUE_HINT } from './labels.js';
 import { KS_CODE } from './schema-rules.js';

@@ -1,6 +1,7 @@
 // The plan format of SPEC §3: which components a device runs, and from which recipe.
 import { posix } from 'node:path';
-import { minLength, strictObject, v } from './valid.js';
+import * as v from 'valibot';
+import { minLength, strictObject } from './valid.js';
 import { CODES, sortDiagnostics, type Diagnostic } from './errors.js';
 import { configTable, escapesRepository } from './recipe.js';
 import { componentName, withFastPath } from './schema-rules.js';

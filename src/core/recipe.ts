@@ -20,7 +20,8 @@ import {
 import { fastRecipe } from './recipe-fast-path.js';
 import { updateLockRules } from './update-lock-rules.js';
 import { parseTomlDocument, type ParsedDocument } from './toml-document.js';
-import { check, int, minLength, number, record, refine, strictObject, type RefinementCtx, v } from './valid.js';
+import * as v from 'valibot';
+import { check, int, minLength, number, record, refine, strictObject, type RefinementCtx } from './valid.js';
 import type { TomlPath } from './toml-locate.js';
 import { hasPlaceholder, mapStrings, parseTemplate, placeholderContext, placementProblems, SECRET_NAME, someString } from './template.js';
 import { SECRET_PLACEMENT_HINT, secretPlacementProblem } from './secret-placement.js';

@@ -2,7 +2,8 @@
 // only once wave k−1 has shown it works. Pure: the schema, what the section alone can tell (percents, names), and
 // which wave a device falls in. The gate itself is rollout-gate.ts; reading the fleet's reports is the agent's I/O.
 import { createHash } from 'node:crypto';
-import { int, minLength, number, refine, strictObject, v } from './valid.js';
+import * as v from 'valibot';
+import { int, minLength, number, refine, strictObject } from './valid.js';
 import { parseDuration, formatDuration } from './duration.js';
 import { CODES, type Diagnostic } from './errors.js';
 import type { Labels } from './labels.js';

@@ -1,5 +1,6 @@
 // Reusable schema field rules (valibot, through valid.ts) that attach Keystone error codes, so schema failures map to stable codes.
-import { int, number, refine, v, type RefinementCtx } from './valid.js';
+import * as v from 'valibot';
+import { int, number, refine, type RefinementCtx } from './valid.js';
 import semver from 'semver';
 import { parseDuration } from './duration.js';
 import { isComponentName } from './component-name.js';

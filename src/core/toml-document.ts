@@ -2,7 +2,8 @@
 import { parse, TomlError } from 'smol-toml';
 import { CODES, type Diagnostic, type ErrorCode } from './errors.js';
 import { KS_CODE } from './schema-rules.js';
-import { safeParse, type v } from './valid.js';
+import type * as v from 'valibot';
+import { safeParse } from './valid.js';
 import { formatTomlPath, locateToml, type TomlLocator, type TomlPath } from './toml-locate.js';
 
 export interface ParsedDocument<T> {

@@ -11,8 +11,6 @@
 // `safeParse` returns issues in one flat form (path of keys, code, message) that the formatters read.
 import * as v from 'valibot';
 
-export { v };
-
 /** An issue as Keystone's formatters read it: where (keys), what (code and its details), and a message. */
 export interface Issue {
   code: 'invalid_type' | 'invalid_value' | 'too_small' | 'too_big' | 'invalid_format' | 'unrecognized_keys' | 'invalid_union' | 'invalid_key' | 'custom';

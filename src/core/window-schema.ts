@@ -1,5 +1,6 @@
 // A fleet target's maintenance window (SPEC §19) as the fleet file spells it, checked and turned into minutes.
-import { refine, strictObject, v } from './valid.js';
+import * as v from 'valibot';
+import { refine, strictObject } from './valid.js';
 import { toWindow, windowProblem } from './maintenance-window.js';
 
 const windowTable = strictObject({

@@ -34,7 +34,8 @@
 // Verification is the hot path of every rollout gate read (one certificate per device whose report counts): no
 // scrypt, no cache, two Ed25519 checks by Node's crypto and a TOML parse of at most 8 KiB.
 import { TomlDate } from 'smol-toml';
-import { number, refine, strictObject, v } from '../core/valid.js';
+import * as v from 'valibot';
+import { number, refine, strictObject } from '../core/valid.js';
 import { formatDiagnostic, sortDiagnostics, CODES } from '../core/errors.js';
 import { labelSelector, deviceNameField } from '../core/label-schemas.js';
 import { deviceNameProblem, labelKeyProblem, labelValueProblem } from '../core/labels.js';

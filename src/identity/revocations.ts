@@ -11,7 +11,8 @@
 // Parsed like fleet.toml: every problem is a diagnostic naming the file, the TOML path and the line
 // (checkRevocations), or, for callers that want a value or an error, one IdentityError carrying them all
 // (parseRevocations). Looking a certificate up costs one map lookup, whatever the length of the list.
-import { refine, strictObject, v } from '../core/valid.js';
+import * as v from 'valibot';
+import { refine, strictObject } from '../core/valid.js';
 import { CODES, formatDiagnostic, sortDiagnostics, type Diagnostic } from '../core/errors.js';
 import { deviceNameField } from '../core/label-schemas.js';
 import { issue } from '../core/schema-rules.js';

@@ -1,6 +1,7 @@
 // The applied revision and the replay floor (SPEC §6): what the agent last applied, and the greatest signed time
 // ever applied, which only the device owner's repair may lower.
-import { int, number, object, refine, v } from '../core/valid.js';
+import * as v from 'valibot';
+import { int, number, object, refine } from '../core/valid.js';
 import { bool, checked, orNull, textSchema as text, timeSchema, type Row, type RowReader } from './row-reader.js';
 import { StateStoreError } from './state-store-error.js';
 import type { TableContext } from './table-context.js';

@@ -1,7 +1,8 @@
 // The apply history (SPEC §5): one entry per apply or rejected revision, written before the apply acts, finished
 // after it, and pruned to a retention (unfinished entries never are: they say the agent died during an apply; nor are
 // failures, which say a revision failed on this device for good).
-import { int, integer, number, object, record, v } from '../core/valid.js';
+import * as v from 'valibot';
+import { int, integer, number, object, record } from '../core/valid.js';
 import { cutLine } from '../core/line-bound.js';
 import { checked, textSchema as text, timeSchema, type Row, type RowReader } from './row-reader.js';
 import { StateStoreError } from './state-store-error.js';

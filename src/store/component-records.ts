@@ -1,7 +1,8 @@
 // The components table (SPEC §5): one record per component the agent runs, with its restart budget and
 // instance, and the supervisor's small writes, one statement each.
 import type Sqlite from 'better-sqlite3';
-import { int, integer, number, object, record, refine, v } from '../core/valid.js';
+import * as v from 'valibot';
+import { int, integer, number, object, record, refine } from '../core/valid.js';
 import type { DependencyType } from '../core/desired-state.js';
 import { cutLine } from '../core/line-bound.js';
 import type { ActualState } from '../core/diff.js';

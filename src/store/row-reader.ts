@@ -1,6 +1,7 @@
 // What every table module of the store shares: values are checked on their way in (KS_STATE_INVALID) and rows
 // decoded on their way back out (KS_STATE_CORRUPT naming the file, the table row and the column).
-import { describeIssues, int, minLength, number, safeParse, v } from '../core/valid.js';
+import * as v from 'valibot';
+import { describeIssues, int, minLength, number, safeParse } from '../core/valid.js';
 import { StateStoreError } from './state-store-error.js';
 
 export type Row = Record<string, unknown>;

@@ -1,7 +1,8 @@
 // The status_outbox table (SPEC §5, §8): a status is written here, one row per reporter, before any delivery is
 // tried; a row is open until delivered or given up, and finished rows are pruned to a retention.
 import type Sqlite from 'better-sqlite3';
-import { describeIssues, int, minLength, number, object, record, safeParse, v } from '../core/valid.js';
+import * as v from 'valibot';
+import { describeIssues, int, minLength, number, object, record, safeParse } from '../core/valid.js';
 import type { ReportDetails } from '../status/commit-status.js';
 import { checked, orNull, timeSchema, type Row } from './row-reader.js';
 import type { TableContext } from './table-context.js';

@@ -2,7 +2,7 @@
 import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { v } from '../../src/core/valid.js';
+import type * as v from 'valibot';
 import type { DesiredComponent } from '../../src/core/desired-state.js';
 import { recipeSchema, type Recipe } from '../../src/core/recipe.js';
 import { listProcesses } from '../../src/runtime/proc-identity.js';

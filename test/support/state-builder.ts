@@ -3,7 +3,7 @@
 // plan through parsePlan on generated TOML text, and both through resolveDesiredState.
 import { createHash } from 'node:crypto';
 import { stringify } from 'smol-toml';
-import type { v } from '../../src/core/valid.js';
+import type * as v from 'valibot';
 import { actualFromDesired, type ActualComponent, type ActualState } from '../../src/core/diff.js';
 import { resolveDesiredState, type DependencyType, type DesiredState, type Resolution } from '../../src/core/desired-state.js';
 import { parsePlan, type PlanEntry } from '../../src/core/plan.js';

@@ -3,7 +3,8 @@
 // until the device converged or the apply ended otherwise. POST /v1/resume ends a suspension of the Git sync.
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { check, maxLength, minLength, record, safeParse, strictObject, v } from '../../core/valid.js';
+import * as v from 'valibot';
+import { check, maxLength, minLength, record, safeParse, strictObject } from '../../core/valid.js';
 import type { AgentEventMap } from '../../agent/agent.js';
 import { escapesRepository } from '../../core/recipe.js';
 import { MemoryReader } from '../../source/memory-reader.js';
