@@ -1,5 +1,5 @@
 // An in-memory builder of desired and actual states for the pure core: no fs, no TOML files on disk.
-// Recipes go through recipeSchema.parse (so defaults and durations are applied as in production), the
+// Recipes go through parse(recipeSchema, …) (so defaults and durations are applied as in production), the
 // plan through parsePlan on generated TOML text, and both through resolveDesiredState.
 import { createHash } from 'node:crypto';
 import { stringify } from 'smol-toml';
