@@ -31,6 +31,8 @@ export interface Issue {
   /** invalid_format */
   format?: string;
   pattern?: RegExp;
+  /** invalid_union of a discriminated union: the discriminator's values. */
+  options?: unknown[];
   /** custom: what `refine`'s ctx.addIssue was given. */
   params?: Record<string, unknown>;
 }
@@ -157,6 +159,17 @@ export function record<K extends v.GenericSchema<string, string | number | symbo
       }
       dataset.value = out;
       return dataset;
+    },
+  });
+}
+
+/** A discriminated union (zod's `discriminatedUnion`): an array is not an object here either. */
+export function variant<const K extends string, const O extends v.VariantOptions<K>>(key: K, options: O): v.VariantSchema<K, O, undefined> {
+  const base = v.variant(key, options);
+  const runVariant = (base as unknown as { '~run': (d: Dataset, c: Config) => Dataset })['~run'].bind(base);
+  return Object.assign(base, {
+    '~run'(this: typeof base, dataset: Dataset, config: Config): Dataset {
+      return Array.isArray(dataset.value) ? typeIssue(this, dataset, config) : runVariant(dataset, config);
     },
   });
 }
@@ -291,7 +304,10 @@ function flatIssue(raw: RawIssue): Issue {
       issue = { ...base, code: 'invalid_value', values: (raw.expected as string).replace(/^\((.*)\)$/, '$1').split(' | ').map((s) => JSON.parse(s) as unknown) };
       break;
     case 'variant':
-      issue = raw.expected === 'Object' ? { ...base, code: 'invalid_type', expected: 'object' } : { ...base, code: 'invalid_union' };
+      issue =
+        raw.expected === 'Object'
+          ? { ...base, code: 'invalid_type', expected: 'object' }
+          : { ...base, code: 'invalid_union', options: (raw.expected as string).replace(/^\((.*)\)$/, '$1').split(' | ').map((o) => JSON.parse(o) as unknown) };
       break;
     case 'union':
       issue = { ...base, code: 'invalid_union' };
@@ -356,6 +372,8 @@ function zodMessage(i: Issue): string {
       return `Unrecognized key${i.keys!.length > 1 ? 's' : ''}: ${joinValues(i.keys!, ', ')}`;
     case 'invalid_key':
       return 'Invalid key in record';
+    case 'invalid_union':
+      return i.options?.length ? `Invalid discriminator value. Expected ${i.options.map((o) => `'${String(o)}'`).join(' | ')}` : 'Invalid input';
     default:
       return 'Invalid input';
   }

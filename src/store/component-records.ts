@@ -2,7 +2,7 @@
 // instance, and the supervisor's small writes, one statement each.
 import type Sqlite from 'better-sqlite3';
 import * as v from 'valibot';
-import { int, integer, number, object, record, refine } from '../core/valid.js';
+import { int, integer, number, object, record, refine, variant } from '../core/valid.js';
 import type { DependencyType } from '../core/desired-state.js';
 import { cutLine } from '../core/line-bound.js';
 import type { ActualState } from '../core/diff.js';
@@ -55,7 +55,7 @@ export interface LastExit {
 }
 
 const dependencySchema = object({ component: text, type: v.picklist(['hard', 'ordering']) });
-const instanceSchema = v.variant('kind', [
+const instanceSchema = variant('kind', [
   object({ kind: v.literal('process'), pid: v.pipe(number(), int(), v.gtValue(0)), startTime: text }),
   object({ kind: v.literal('container'), id: text }),
 ]);
