@@ -37,11 +37,12 @@ ensureImage();
 
 const { ContainerRuntime } = await import(join(projectDir, 'dist', 'runtime', 'container-runtime.js'));
 const { recipeSchema } = await import(join(projectDir, 'dist', 'core', 'recipe.js'));
+const { parse } = await import(join(projectDir, 'dist', 'core', 'valid.js'));
 const { LABELS } = await import(join(projectDir, 'dist', 'runtime', 'container-spec.js'));
 
 const work = mkdtempSync(join(tmpdir(), 'ks-bench-container-'));
 const runtime = new ContainerRuntime({ ownerTag: OWNER });
-const recipe = recipeSchema.parse({
+const recipe = parse(recipeSchema, {
   metadata: { name: 'com.bench.sleeper', version: '1.0.0' },
   lifecycle: { run: { type: 'container', container: { image: IMAGE, pull_policy: 'never', command: ['sleep', '1000'] } } },
 });

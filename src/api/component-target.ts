@@ -1,6 +1,7 @@
 // `{name}:action` of SPEC §10 (`com.acme-x.y:restart`). Parsed here rather than by the router: find-my-way treats
 // `.` and `-` as separators between parameters of one segment, which would split names like `com.acme-x.y`.
 import { componentName } from '../core/schema-rules.js';
+import { safeParse } from '../core/valid.js';
 import { ApiError } from './api-error.js';
 
 export const COMPONENT_ACTIONS = ['restart', 'stop', 'start'] as const;
@@ -18,7 +19,7 @@ export function parseComponentTarget(segment: string): ComponentTarget {
   const action = colon < 0 ? undefined : segment.slice(colon + 1);
   // `app/web`, `workers/2`: a composite's member or a replica, under its plan component's name.
   const [first, ...rest] = name.split('/');
-  if (!componentName.safeParse(first).success || rest.some((m) => !/^[a-z0-9][a-z0-9_-]{0,62}$/i.test(m)))
+  if (!safeParse(componentName, first).success || rest.some((m) => !/^[a-z0-9][a-z0-9_-]{0,62}$/i.test(m)))
     throw new ApiError(400, 'KS_BAD_NAME', `${JSON.stringify(name)} is not a component name (letters, digits, ".", "_" and "-", at most 63 characters; "/" before a member)`);
   if (action === undefined) return { name };
   if (!(COMPONENT_ACTIONS as readonly string[]).includes(action))

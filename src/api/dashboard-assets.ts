@@ -4,7 +4,8 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { z } from 'zod';
+import * as v from 'valibot';
+import { object, parse, record } from '../core/valid.js';
 import { bundleDir } from '../package-manifest.js';
 
 export interface DashboardFile {
@@ -22,9 +23,9 @@ export interface DashboardAssets {
   file(path: string): DashboardFile | undefined;
 }
 
-const manifestSchema = z.object({
-  public: z.array(z.string()),
-  files: z.record(z.string().regex(/^\/assets\/[A-Za-z0-9._-]+$/), z.object({ type: z.string() })),
+const manifestSchema = object({
+  public: v.array(v.string()),
+  files: record(v.pipe(v.string(), v.regex(/^\/assets\/[A-Za-z0-9._-]+$/)), object({ type: v.string() })),
 });
 
 /**
@@ -41,7 +42,7 @@ export function defaultDashboardDir(): string {
 
 export function loadDashboardAssets(dir: string): DashboardAssets {
   const manifestPath = join(dir, 'manifest.json');
-  let loaded: { mtimeMs: number; open: Set<string>; files: z.infer<typeof manifestSchema>['files']; cache: Map<string, DashboardFile | undefined> } | undefined;
+  let loaded: { mtimeMs: number; open: Set<string>; files: v.InferOutput<typeof manifestSchema>['files']; cache: Map<string, DashboardFile | undefined> } | undefined;
   /**
    * The manifest as it is now: read again when the build rewrote it (npm run build beside a running agent, a package
    * upgrade before the restart), so that a new page is never served with the old list of its files.
@@ -55,7 +56,7 @@ export function loadDashboardAssets(dir: string): DashboardAssets {
     }
     if (loaded?.mtimeMs !== mtimeMs) {
       try {
-        const m = manifestSchema.parse(JSON.parse(readFileSync(manifestPath, 'utf8')));
+        const m = parse(manifestSchema, JSON.parse(readFileSync(manifestPath, 'utf8')));
         loaded = { mtimeMs, open: new Set(m.public), files: m.files, cache: new Map() };
       } catch {
         // Half written (the build is writing it now): nothing is served until it is whole.
@@ -65,7 +66,7 @@ export function loadDashboardAssets(dir: string): DashboardAssets {
     return loaded;
   };
   const read = (file: string) => (existsSync(file) ? readFileSync(file) : undefined);
-  const load = (files: z.infer<typeof manifestSchema>['files'], path: string): DashboardFile | undefined => {
+  const load = (files: v.InferOutput<typeof manifestSchema>['files'], path: string): DashboardFile | undefined => {
     const entry = path === '/' ? { type: 'text/html; charset=utf-8', file: join(dir, 'index.html') } : files[path] && { type: files[path].type, file: join(dir, path.slice(1)) };
     if (!entry) return undefined;
     const body = read(entry.file);

@@ -1,7 +1,8 @@
 // GitHub's webhook, as pure functions: the `X-Hub-Signature-256` check over the raw body and what an event asks of
 // the agent. No fastify here, so the HTTP route stays a thin shell and these are tested on bytes alone.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { z } from 'zod';
+import * as v from 'valibot';
+import { minLength, object, safeParse } from '../core/valid.js';
 
 /** The one route that authenticates by HMAC instead of the bearer token (the request guard exempts it by this path). */
 export const GITHUB_WEBHOOK_PATH = '/v1/webhooks/github';
@@ -39,7 +40,7 @@ export type WebhookAction =
   | { kind: 'bad-payload'; code: 'KS_BAD_REQUEST' | 'KS_BAD_JSON' | 'KS_BAD_BODY'; message: string };
 
 /** Only the fields we act on; GitHub adds fields freely, so the rest is not our business. */
-const PushPayload = z.object({ ref: z.string().min(1), after: z.string(), deleted: z.boolean().optional() });
+const PushPayload = object({ ref: v.pipe(v.string(), minLength(1)), after: v.string(), deleted: v.optional(v.boolean()) });
 
 /** `main` → `refs/heads/main`; a full ref (`refs/heads/x`, `refs/tags/v1`) stays as it is. */
 export function fullRef(ref: string): string {
@@ -75,7 +76,7 @@ export function githubWebhookAction(event: string | undefined, body: Uint8Array,
   }
   if (event === 'ping') return { kind: 'pong' };
   if (event !== 'push') return { kind: 'ignored', reason: 'other event', event };
-  const push = PushPayload.safeParse(json);
+  const push = safeParse(PushPayload, json);
   if (!push.success) return { kind: 'bad-payload', code: 'KS_BAD_BODY', message: 'a push payload must have the string fields ref and after' };
   const { ref, after, deleted } = push.data;
   if (ref !== fullRef(followedRef)) return { kind: 'ignored', reason: 'other ref', event, ref };

@@ -4,7 +4,8 @@
 // approval, and `keystone doctor` reads them with it.
 import { readFileSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { z } from 'zod';
+import * as v from 'valibot';
+import { strictObject } from '../core/valid.js';
 import { CODES, type ErrorCode } from '../core/errors.js';
 import { parseTomlDocument } from '../core/toml-document.js';
 import { trustedFileProblem } from '../runtime/trusted-file.js';
@@ -30,7 +31,7 @@ export interface AgentConfig {
 const RULE_KEYS = Object.keys(CONFIG_RULES) as AgentOptionName[];
 
 /** Strict, so that an unknown key is reported with a "did you mean" the way recipes do; the values are the rules' business. */
-const SCHEMA = z.strictObject(Object.fromEntries(RULE_KEYS.map((k) => [k, z.unknown().optional()])));
+const SCHEMA = strictObject(Object.fromEntries(RULE_KEYS.map((k) => [k, v.optional(v.unknown())])));
 
 /**
  * Reads and validates a configuration file. Never throws: every problem, the file's own included, is a diagnostic.

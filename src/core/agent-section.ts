@@ -2,7 +2,8 @@
 // carries it, signed with everything else. A target may carry its own `agent` table, which replaces the fleet's for
 // its devices (a canary target on the next version). Pure: the schema and which section a device follows; fetching,
 // checking and switching to the package is agent-update/'s.
-import { z } from 'zod';
+import * as v from 'valibot';
+import { minLength, refine, strictObject } from './valid.js';
 import { CODES, type Diagnostic } from './errors.js';
 import { escapesRepository } from './recipe.js';
 import type { ParsedDocument } from './toml-document.js';
@@ -13,28 +14,34 @@ import { parseDuration } from './duration.js';
 export const DEB_ARCHES = ['amd64', 'arm64', 'armhf'] as const;
 export type DebArch = (typeof DEB_ARCHES)[number];
 
-const sha256 = z.string().superRefine((v, ctx) => {
-  if (!/^[0-9a-f]{64}$/i.test(v)) issue(ctx, CODES.AGENT_PACKAGE_DIGEST, `"${v}" is not a sha256 digest`, '64 hexadecimal characters: sha256sum keystone_<version>_<arch>.deb');
-});
+const sha256 = v.pipe(
+  v.string(),
+  refine<string>((t, ctx) => {
+    if (!/^[0-9a-f]{64}$/i.test(t)) issue(ctx, CODES.AGENT_PACKAGE_DIGEST, `"${t}" is not a sha256 digest`, '64 hexadecimal characters: sha256sum keystone_<version>_<arch>.deb');
+  }),
+);
 
-const agentPackage = z.strictObject({
+const agentPackage = strictObject({
   // https, http, file:///, or a path relative to the repository root (a package committed beside fleet.toml).
-  uri: z.string().min(1),
+  uri: v.pipe(v.string(), minLength(1)),
   sha256,
 });
 
-export const agentSectionSchema = z.strictObject({
+export const agentSectionSchema = strictObject({
   // As `keystone --version` prints it (npm's form: 0.2.0, 0.3.0-rc.1); the package's Debian Version must be its Debian
   // form (debianVersionOf: 0.3.0~rc.1), checked when the package is staged (agent-update/stage-agent-package.ts).
   version: semverText,
   // How long the new agent has, from its start, to report `success` for the commit before the previous one is put back.
-  deadline: durationText.default('5m').transform((v) => parseDuration(v) as number),
-  allow_downgrade: z.boolean().default(false),
-  packages: z.strictObject({ amd64: agentPackage.optional(), arm64: agentPackage.optional(), armhf: agentPackage.optional() }),
+  deadline: v.pipe(
+    v.optional(durationText, '5m'),
+    v.transform((t) => parseDuration(t) as number),
+  ),
+  allow_downgrade: v.optional(v.boolean(), false),
+  packages: strictObject({ amd64: v.optional(agentPackage), arm64: v.optional(agentPackage), armhf: v.optional(agentPackage) }),
 });
 
-export type AgentSection = z.output<typeof agentSectionSchema>;
-export type AgentPackage = z.output<typeof agentPackage>;
+export type AgentSection = v.InferOutput<typeof agentSectionSchema>;
+export type AgentPackage = v.InferOutput<typeof agentPackage>;
 
 /** The agent section a device follows: its target's own, else the fleet's; undefined: the fleet does not say. */
 export function agentSectionFor(fleet: { agent?: AgentSection | undefined }, target: { agent?: AgentSection | undefined } | undefined): AgentSection | undefined {

@@ -1,5 +1,5 @@
 // The rule of a component's name, apart from the schemas (schema-rules.ts) so that what checks a name on the command
-// line (keystonectl restart NAME) does not load zod: `keystonectl status` starts in a fraction of the time.
+// line (keystonectl restart NAME) does not load the schema library: `keystonectl status` starts in a fraction of the time.
 
 const COMPONENT_NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/i;
 

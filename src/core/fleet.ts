@@ -2,7 +2,8 @@
 // lives in Git, signed like every recipe and plan. Pure: parsing, what the file alone can tell, and which target a
 // device (its name and its own labels) falls in. Reading the plans each target names is load-fleet.ts's job.
 import { posix } from 'node:path';
-import { z } from 'zod';
+import * as v from 'valibot';
+import { minLength, record, strictObject } from './valid.js';
 import { CODES, sortDiagnostics, type Diagnostic } from './errors.js';
 import type { Labels } from './labels.js';
 import { deviceNameField, labelSelector } from './label-schemas.js';
@@ -18,31 +19,31 @@ export const FLEET_FILE = 'fleet.toml';
 const deviceName = deviceNameField;
 const selector = labelSelector;
 
-const target = z.strictObject({
+const target = strictObject({
   // Named in reports and the fleet view, so kept as plain as a component name.
   name: componentName,
   // Every label must match; {} matches every device. Absent: only `devices` match.
-  selector: selector.optional(),
+  selector: v.optional(selector),
   // These devices match too, whatever their labels.
-  devices: z.array(deviceName).optional(),
-  plan: z.string().min(1),
+  devices: v.optional(v.array(deviceName)),
+  plan: v.pipe(v.string(), minLength(1)),
   // Per-component configuration overrides, laid over the plan's (SPEC §12): { api = { http = { port = 9090 } } }.
-  config: z.record(z.string(), configTable).optional(),
+  config: v.optional(record(v.string(), configTable)),
   // This target's agent version (SPEC §17), instead of the fleet's [agent].
-  agent: agentSectionSchema.optional(),
+  agent: v.optional(agentSectionSchema),
   // When its devices apply a new revision (SPEC §19): { days = ["mon"], from = "02:00", to = "04:00", timezone = "…" }.
-  window: windowSchema.optional(),
+  window: v.optional(windowSchema),
 });
 
-export const fleetSchema = z.strictObject({
-  targets: z.array(target).default([]),
+export const fleetSchema = strictObject({
+  targets: v.optional(v.array(target), []),
   // Staged rollouts (SPEC §14); absent: every device applies each commit at once.
-  rollout: rolloutSchema.optional(),
+  rollout: v.optional(rolloutSchema),
   // The agent version the fleet runs (SPEC §17); absent: devices keep the agent they have.
-  agent: agentSectionSchema.optional(),
+  agent: v.optional(agentSectionSchema),
 });
 
-export type Fleet = z.output<typeof fleetSchema>;
+export type Fleet = v.InferOutput<typeof fleetSchema>;
 export type FleetTarget = Fleet['targets'][number];
 
 export interface ParsedFleet {

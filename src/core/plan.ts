@@ -1,24 +1,25 @@
 // The plan format of SPEC §3: which components a device runs, and from which recipe.
 import { posix } from 'node:path';
-import { z } from 'zod';
+import * as v from 'valibot';
+import { minLength, strictObject } from './valid.js';
 import { CODES, sortDiagnostics, type Diagnostic } from './errors.js';
 import { configTable, escapesRepository } from './recipe.js';
 import { componentName, withFastPath } from './schema-rules.js';
 import { fastPlan } from './recipe-fast-path.js';
 import { parseTomlDocument, type ParsedDocument } from './toml-document.js';
 
-const planEntry = z.strictObject({
+const planEntry = strictObject({
   name: componentName,
-  recipe: z.string().min(1),
+  recipe: v.pipe(v.string(), minLength(1)),
   // Overrides of the recipe's [config] defaults (for a composite, one section per member). No default: see identity.
-  config: configTable.optional(),
+  config: v.optional(configTable),
 });
 
-export const planSchema = z.strictObject({
-  components: z.array(planEntry).default([]),
+export const planSchema = strictObject({
+  components: v.optional(v.array(planEntry), []),
 });
 
-export type Plan = z.output<typeof planSchema>;
+export type Plan = v.InferOutput<typeof planSchema>;
 export type PlanEntry = Plan['components'][number];
 
 export interface ParsedPlan {

@@ -1,8 +1,8 @@
-// Fast paths of the recipe and plan schemas: plain code that builds exactly what zod would for a document it is sure
-// is valid, and gives up (undefined) on anything else, which zod then validates and explains. So errors, their
-// codes, paths and lines come from zod as before; the fast path only skips zod's cost on the documents that pass
-// (~60% of parsing a recipe). What it builds must equal zod's output key for key and in key order: hashes and
-// printed plans depend on it, and test/core/recipe-fast-path.test.ts checks it against zod on generated documents.
+// Fast paths of the recipe and plan schemas: plain code that builds exactly what the schema would for a document it is sure
+// is valid, and gives up (undefined) on anything else, which the schema (valibot, valid.ts) then validates and explains. So errors, their
+// codes, paths and lines come from the schema as before; the fast path only skips its cost on the documents that pass
+// (~60% of parsing a recipe). What it builds must equal the schema's output key for key and in key order: hashes and
+// printed plans depend on it, and test/core/recipe-fast-path.test.ts checks it against the schema on generated documents.
 import { LINUX_CAPABILITIES } from './capabilities.js';
 import type { Plan } from './plan.js';
 import type { RecipeFile } from './recipe.js';
@@ -36,7 +36,7 @@ function attempt<T>(fn: () => T): T | undefined {
   }
 }
 
-/** A TOML table as smol-toml builds it (or a plain object): anything else is left to zod. */
+/** A TOML table as smol-toml builds it (or a plain object): anything else is left to the schema. */
 function table(v: unknown): Raw {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) fail();
   const proto = Object.getPrototypeOf(v);
@@ -83,7 +83,7 @@ function array<T>(v: unknown, item: (x: unknown) => T): T[] {
   }
   return out;
 }
-/** A record: a new object with the same keys in the same order. Odd keys are left to zod. */
+/** A record: a new object with the same keys in the same order. Odd keys are left to the schema. */
 function record<T>(v: unknown, value: (x: unknown, depth: number) => T, depth = 0): Record<string, T> {
   const t = table(v);
   const out: Record<string, T> = {};
@@ -100,7 +100,7 @@ function duration(v: unknown, fallback: number): number {
   return ms;
 }
 
-/** A configuration value: a scalar or a table of them, as deep as zod would go (a hostile depth is left to zod). */
+/** A configuration value: a scalar or a table of them, as deep as the schema would go (a hostile depth is left to it). */
 function configValue(v: unknown, depth: number): unknown {
   if (typeof v === 'string' || typeof v === 'boolean') return v;
   if (typeof v === 'number') return finite(v);
@@ -321,8 +321,8 @@ function plan(raw: unknown): Plan {
   };
 }
 
-/** The recipe zod would make of `raw`, when it is sure `raw` is valid; undefined to let zod decide (and explain). */
+/** The recipe the schema would make of `raw`, when it is sure `raw` is valid; undefined to let the schema decide (and explain). */
 export const fastRecipe = (raw: unknown): RecipeFile | undefined => attempt(() => recipe(raw));
 
-/** The plan zod would make of `raw`, when it is sure `raw` is valid; undefined to let zod decide (and explain). */
+/** The plan the schema would make of `raw`, when it is sure `raw` is valid; undefined to let the schema decide (and explain). */
 export const fastPlan = (raw: unknown): Plan | undefined => attempt(() => plan(raw));

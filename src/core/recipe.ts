@@ -1,6 +1,5 @@
-// The recipe format of SPEC §2 as a zod schema over smol-toml, plus the cross-field rules a schema cannot say.
+// The recipe format of SPEC §2 as a schema (valibot, through valid.ts) over smol-toml, plus the cross-field rules a schema cannot say.
 import { posix } from 'node:path';
-import { z } from 'zod';
 import { CODES, sortDiagnostics, type Diagnostic } from './errors.js';
 import { parseDuration } from './duration.js';
 import { LINUX_CAPABILITIES } from './capabilities.js';
@@ -21,201 +20,218 @@ import {
 import { fastRecipe } from './recipe-fast-path.js';
 import { updateLockRules } from './update-lock-rules.js';
 import { parseTomlDocument, type ParsedDocument } from './toml-document.js';
+import * as v from 'valibot';
+import { check, int, minLength, number, record, refine, strictObject, type RefinementCtx } from './valid.js';
 import type { TomlPath } from './toml-locate.js';
 import { hasPlaceholder, mapStrings, parseTemplate, placeholderContext, placementProblems, SECRET_NAME, someString } from './template.js';
 import { SECRET_PLACEMENT_HINT, secretPlacementProblem } from './secret-placement.js';
 
 const duration = (fallback: string) =>
-  durationText.default(fallback).transform((v) => parseDuration(v) as number);
+  v.pipe(
+    v.optional(durationText, fallback),
+    v.transform((t) => parseDuration(t) as number),
+  );
 
-const stringMap = z.record(z.string(), z.string());
+const stringMap = record(v.string(), v.string());
 
-const artifact = z.strictObject({
-  uri: z.string().min(1),
-  sha256: z.string().superRefine((v, ctx) => {
-    if (!/^[0-9a-f]{64}$/i.test(v))
-      issue(ctx, CODES.ARTIFACT_UNSIGNED, `"${v}" is not a sha256 digest`, '64 hexadecimal characters');
-  }),
-  unpack: z.boolean().default(false),
+const artifact = strictObject({
+  uri: v.pipe(v.string(), minLength(1)),
+  sha256: v.pipe(
+    v.string(),
+    refine<string>((t, ctx) => {
+      if (!/^[0-9a-f]{64}$/i.test(t))
+        issue(ctx, CODES.ARTIFACT_UNSIGNED, `"${t}" is not a sha256 digest`, '64 hexadecimal characters');
+    }),
+  ),
+  unpack: v.optional(v.boolean(), false),
 });
 
-const exec = z.strictObject({
-  command: z.string().min(1),
-  args: z.array(z.string()).default([]),
-  env: stringMap.default({}),
+const exec = strictObject({
+  command: v.pipe(v.string(), minLength(1)),
+  args: v.optional(v.array(v.string()), []),
+  env: v.optional(stringMap, {}),
 });
 
 /** Capabilities granted to a process or a container: exactly these, none when empty. */
-const capabilityList = z.array(
-  z.string().superRefine((v, ctx) => {
-    if (!LINUX_CAPABILITIES.has(v))
-      issue(ctx, CODES.BAD_CAPABILITY, `"${v}" is not a Linux capability`, 'e.g. "CAP_NET_BIND_SERVICE"');
-  }),
+const capabilityList = v.array(
+  v.pipe(
+    v.string(),
+    refine<string>((t, ctx) => {
+      if (!LINUX_CAPABILITIES.has(t))
+        issue(ctx, CODES.BAD_CAPABILITY, `"${t}" is not a Linux capability`, 'e.g. "CAP_NET_BIND_SERVICE"');
+    }),
+  ),
 );
 
-const security = z.strictObject({
-  user: z
-    .string()
-    .regex(USER_SPEC, 'expected "user" or "user:group"')
-    .refine(inIdRange, 'a numeric uid or gid is at most 2147483646')
-    .optional(),
-  no_new_privileges: z.boolean().default(true),
-  capabilities: capabilityList.default([]),
+const nonEmpty = () => v.pipe(v.string(), minLength(1));
+
+const security = strictObject({
+  user: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(USER_SPEC, 'expected "user" or "user:group"'),
+      check(inIdRange, 'a numeric uid or gid is at most 2147483646'),
+    ),
+  ),
+  no_new_privileges: v.optional(v.boolean(), true),
+  capabilities: v.optional(capabilityList, []),
 });
 
-const container = z.strictObject({
-  image: z.string().min(1),
-  runtime: z.enum(['auto', 'docker', 'podman']).default('auto'),
-  pull_policy: z.enum(['always', 'if-not-present', 'never']).default('if-not-present'),
-  network_mode: z.string().min(1).default('bridge'),
-  user: z.string().min(1).refine(inIdRange, 'a numeric uid or gid is at most 2147483646').optional(),
-  privileged: z.boolean().default(false),
-  command: z.array(z.string()).optional(),
-  env: stringMap.default({}),
-  ports: z.array(z.strictObject({ host_port: portNumber, container_port: portNumber })).default([]),
-  mounts: z
-    .array(z.strictObject({ source: z.string().min(1), target: z.string().min(1), read_only: z.boolean().default(false) }))
-    .default([]),
-  resources: z.strictObject({ memory_mb: positiveInt.optional(), pids_limit: positiveInt.optional() }).optional(),
+const container = strictObject({
+  image: nonEmpty(),
+  runtime: v.optional(v.picklist(['auto', 'docker', 'podman']), 'auto'),
+  pull_policy: v.optional(v.picklist(['always', 'if-not-present', 'never']), 'if-not-present'),
+  network_mode: v.optional(nonEmpty(), 'bridge'),
+  user: v.optional(v.pipe(v.string(), minLength(1), check(inIdRange, 'a numeric uid or gid is at most 2147483646'))),
+  privileged: v.optional(v.boolean(), false),
+  command: v.optional(v.array(v.string())),
+  env: v.optional(stringMap, {}),
+  ports: v.optional(v.array(strictObject({ host_port: portNumber, container_port: portNumber })), []),
+  mounts: v.optional(v.array(strictObject({ source: nonEmpty(), target: nonEmpty(), read_only: v.optional(v.boolean(), false) })), []),
+  resources: v.optional(strictObject({ memory_mb: v.optional(positiveInt), pids_limit: v.optional(positiveInt) })),
   // Every capability is dropped (CapDrop ALL) unless listed here. Optional without a default (read it as `?? []`):
   // a default would enter every parsed recipe and so change the hash of components that never set it.
-  capabilities: capabilityList.optional(),
+  capabilities: v.optional(capabilityList),
   // The other namespaces, private unless set (no defaults, for the same reason). Anything but a private one is a host
   // namespace or another container's, which the device policy allows only with --allow-host-namespaces.
-  pid_mode: z.string().min(1).optional(),
-  ipc_mode: z.string().min(1).optional(),
-  uts_mode: z.string().min(1).optional(),
-  userns_mode: z.string().min(1).optional(),
+  pid_mode: v.optional(nonEmpty()),
+  ipc_mode: v.optional(nonEmpty()),
+  uts_mode: v.optional(nonEmpty()),
+  userns_mode: v.optional(nonEmpty()),
   // Host devices given to the container at the same path (`/dev/ttyUSB0`); each needs --allow-device.
-  devices: z.array(z.string().regex(/^\/dev\//, 'expected a device path under /dev/')).optional(),
+  devices: v.optional(v.array(v.pipe(v.string(), v.regex(/^\/dev\//, 'expected a device path under /dev/')))),
 });
 
 /** A health check as it runs: `http(s)://…`, `tcp://host:port` or `cmd:<command line>`. */
-function checkHealthCheck(v: string, ctx: z.RefinementCtx): void {
-  const why = healthCheckProblem(v);
-  if (why !== undefined) issue(ctx, CODES.BAD_HEALTH_CHECK, `"${v}" is not a health check: ${why}`, 'http(s)://…, tcp://host:port or cmd:<command line>');
+function checkHealthCheck(t: string, ctx: RefinementCtx): void {
+  const why = healthCheckProblem(t);
+  if (why !== undefined) issue(ctx, CODES.BAD_HEALTH_CHECK, `"${t}" is not a health check: ${why}`, 'http(s)://…, tcp://host:port or cmd:<command line>');
 }
 
-const healthCheck = z.string().superRefine((v, ctx) => {
-  // A check with placeholders is checked again once resolved; here only its kind, which no value may choose.
-  if (hasPlaceholder(v)) {
-    if (!LITERAL_CHECK_KIND.test(v))
-      issue(
-        ctx,
-        CODES.BAD_HEALTH_CHECK,
-        `"${v}" does not begin with its kind: a configuration value cannot choose between a URL and a command`,
-        'begin the check with http://, https://, tcp:// or cmd: and put placeholders after it (http://127.0.0.1:{{config.port}}/health)',
-      );
-    return;
-  }
-  checkHealthCheck(v, ctx);
-});
+const healthCheck = v.pipe(
+  v.string(),
+  refine<string>((t, ctx) => {
+    // A check with placeholders is checked again once resolved; here only its kind, which no value may choose.
+    if (hasPlaceholder(t)) {
+      if (!LITERAL_CHECK_KIND.test(t))
+        issue(
+          ctx,
+          CODES.BAD_HEALTH_CHECK,
+          `"${t}" does not begin with its kind: a configuration value cannot choose between a URL and a command`,
+          'begin the check with http://, https://, tcp:// or cmd: and put placeholders after it (http://127.0.0.1:{{config.port}}/health)',
+        );
+      return;
+    }
+    checkHealthCheck(t, ctx);
+  }),
+);
 
-const health = z.strictObject({
+const health = strictObject({
   check: healthCheck,
   interval: duration('10s'),
   timeout: duration('3s'),
-  failure_threshold: positiveInt.default(3),
+  failure_threshold: v.optional(positiveInt, 3),
 });
 
 /**
  * A secret given as a file (SPEC §16): `name` is secrets/NAME.age, `path` a file name in the component's own run
  * directory (a process), or where the container sees it (a name: under /run/secrets; or an absolute path).
  */
-const secretFile = z.strictObject({
-  name: z.string().regex(SECRET_NAME, 'a secret\'s name is letters, digits, "_" and "-" (at most 63), as its file secrets/NAME.age'),
-  path: z.string().min(1),
+const secretFile = strictObject({
+  name: v.pipe(v.string(), v.regex(SECRET_NAME, 'a secret\'s name is letters, digits, "_" and "-" (at most 63), as its file secrets/NAME.age')),
+  path: nonEmpty(),
 });
 
 const runShape = {
-  type: z.enum(['process', 'container']).default('process'),
-  restart_policy: z.enum(['always', 'on-failure', 'never']).default('always'),
-  exec: exec.optional(),
-  security: security.optional(),
-  container: container.optional(),
-  health: health.optional(),
-  // The next two have no zod default on purpose (read them as `?? 'stop-first'` and `?? 1`): a default would enter
+  type: v.optional(v.picklist(['process', 'container']), 'process'),
+  restart_policy: v.optional(v.picklist(['always', 'on-failure', 'never']), 'always'),
+  exec: v.optional(exec),
+  security: v.optional(security),
+  container: v.optional(container),
+  health: v.optional(health),
+  // The next two have no schema default on purpose (read them as `?? 'stop-first'` and `?? 1`): a default would enter
   // every parsed recipe and change the hash of every existing component, restarting a whole device on upgrade.
   // How a new hash replaces a running instance: stop the old first, or start the new and stop the old once healthy.
-  update_strategy: z.enum(['stop-first', 'start-first']).optional(),
+  update_strategy: v.optional(v.picklist(['stop-first', 'start-first'])),
   // Instances of the component; 0 keeps it in the plan with nothing running. More than one cannot share host ports.
-  replicas: z.number().int().min(0).optional(),
+  replicas: v.optional(v.pipe(number(), int(), v.minValue(0))),
   // Secrets given as files; optional without a default, so that recipes without any keep their hashes.
-  secrets: z.array(secretFile).optional(),
+  secrets: v.optional(v.array(secretFile)),
 };
-const run = z.strictObject(runShape);
+const run = strictObject(runShape);
 
 /**
  * An update lock (SPEC §19): a file in the component's work directory that, while a process holds a flock on it,
  * keeps a new revision from stopping the component. Relative and inside the work directory; no default timeout.
  */
-const updateLock = z.strictObject({
-  lock: z
-    .string()
-    .min(1)
-    .refine((p) => !p.startsWith('/') && !p.split('/').some((s) => s === '..' || s === '.' || s === ''), 'a path inside the component\'s work directory, like "run/update.lock": relative, without "..", "." or empty parts'),
-  lock_timeout: durationText.transform((v) => parseDuration(v) as number).optional(),
+const updateLock = strictObject({
+  lock: v.pipe(
+    v.string(),
+    minLength(1),
+    check<string>((p) => !p.startsWith('/') && !p.split('/').some((seg) => seg === '..' || seg === '.' || seg === ''), 'a path inside the component\'s work directory, like "run/update.lock": relative, without "..", "." or empty parts'),
+  ),
+  lock_timeout: v.optional(v.pipe(durationText, v.transform((t) => parseDuration(t) as number))),
 });
 
 /** A configuration value: a scalar, or a table of them (`[config.http]`). Interpolated into strings by `{{config.…}}`. */
 type ConfigValue = string | number | boolean | { [key: string]: ConfigValue };
-const configValue: z.ZodType<ConfigValue> = z.lazy(() => z.union([z.string(), z.number(), z.boolean(), z.record(z.string(), configValue)]));
-export const configTable = z.record(z.string(), configValue);
-export type ConfigTable = z.output<typeof configTable>;
+const configValue: v.GenericSchema<ConfigValue> = v.lazy(() => v.union([v.string(), number(), v.boolean(), record(v.string(), configValue)]));
+export const configTable = record(v.string(), configValue);
+export type ConfigTable = v.InferOutput<typeof configTable>;
 
 /** Values a component offers its dependents (`{{deps.NAME.exports.KEY}}`); they may interpolate `{{config.…}}`. */
-const exportsTable = z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]));
+const exportsTable = record(v.string(), v.union([v.string(), number(), v.boolean()]));
 
 /** One of several services run from one recipe: a run of its own, plus its order among its siblings. */
-const service = z.strictObject({
+const service = strictObject({
   ...runShape,
   // Siblings this service needs: `requires` restarts it with them (hard), `after` only orders its start.
-  requires: z.array(z.string()).optional(),
-  after: z.array(z.string()).optional(),
-  exports: exportsTable.optional(),
+  requires: v.optional(v.array(v.string())),
+  after: v.optional(v.array(v.string())),
+  exports: v.optional(exportsTable),
 });
 
-const member = z.strictObject({
-  name: z.string(),
-  recipe: z.string().min(1),
+const member = strictObject({
+  name: v.string(),
+  recipe: nonEmpty(),
 });
 
-const dependency = z.strictObject({
+const dependency = strictObject({
   name: reverseDnsName,
-  version: semverRangeText.optional(),
-  type: z.enum(['hard', 'ordering']).default('hard'),
+  version: v.optional(semverRangeText),
+  type: v.optional(v.picklist(['hard', 'ordering']), 'hard'),
 });
 
-export const recipeSchema = z.strictObject({
-  metadata: z.strictObject({
+export const recipeSchema = strictObject({
+  metadata: strictObject({
     name: reverseDnsName,
     version: semverText,
-    description: z.string().optional(),
+    description: v.optional(v.string()),
   }),
-  artifacts: z.array(artifact).default([]),
+  artifacts: v.optional(v.array(artifact), []),
   // Optional, with no defaults, like every key added after the first release: absent keys keep hashes stable.
-  config: configTable.optional(),
-  exports: exportsTable.optional(),
-  lifecycle: z
-    .strictObject({
-      install: z.strictObject({ script: z.string().min(1), timeout: duration('5m') }).optional(),
-      run: run.optional(),
-      services: z.record(z.string(), service).optional(),
-      update: updateLock.optional(),
-    })
-    .optional(),
+  config: v.optional(configTable),
+  exports: v.optional(exportsTable),
+  lifecycle: v.optional(
+    strictObject({
+      install: v.optional(strictObject({ script: nonEmpty(), timeout: duration('5m') })),
+      run: v.optional(run),
+      services: v.optional(record(v.string(), service)),
+      update: v.optional(updateLock),
+    }),
+  ),
   // A sidecar composite: member recipes installed, updated and operated as one (SPEC §12).
-  members: z.array(member).optional(),
-  dependencies: z.array(dependency).default([]),
+  members: v.optional(v.array(member)),
+  dependencies: v.optional(v.array(dependency), []),
 });
 
 /** A recipe file as parsed: defaults applied, durations in milliseconds. One run, several services, or members. */
-export type RecipeFile = z.output<typeof recipeSchema>;
-export type RunSpec = z.output<typeof run>;
+export type RecipeFile = v.InferOutput<typeof recipeSchema>;
+export type RunSpec = v.InferOutput<typeof run>;
 /** `[lifecycle.update]`: the lock file (relative to the work directory) and the timeout in ms, if any. */
-export type UpdateLockSpec = z.output<typeof updateLock>;
-export type ServiceSpec = z.output<typeof service>;
-export type RecipeMember = z.output<typeof member>;
+export type UpdateLockSpec = v.InferOutput<typeof updateLock>;
+export type ServiceSpec = v.InferOutput<typeof service>;
+export type RecipeMember = v.InferOutput<typeof member>;
 export type RecipeDependency = RecipeFile['dependencies'][number];
 /** What one runnable unit runs: a recipe with exactly one resolved run (a plain recipe, a service, a member, a replica). */
 export type Recipe = Omit<RecipeFile, 'lifecycle' | 'members' | 'config' | 'exports'> & {
@@ -225,7 +241,7 @@ export type Recipe = Omit<RecipeFile, 'lifecycle' | 'members' | 'config' | 'expo
 };
 
 /** The health-check rule for a check whose placeholders are resolved: checked in full, whatever the values hold. */
-export const healthCheckRule = z.string().superRefine(checkHealthCheck);
+export const healthCheckRule = v.pipe(v.string(), refine<string>(checkHealthCheck));
 
 
 export interface ParsedRecipe {

@@ -2,6 +2,7 @@
 // dependencies' exports; values enter as data (SPEC §6), and a resolved health check is checked again.
 import { CODES, type Diagnostic } from './errors.js';
 import { configKeys, configValue } from './merge-config.js';
+import { safeParse } from './valid.js';
 import { healthCheckRule, type ConfigTable, type ParsedRecipe, type RunSpec } from './recipe.js';
 import type { Aliases, At, ExportValue, Located, Unit } from './resolution-types.js';
 import { hasPlaceholder, mapStrings, parseTemplate, placeholderContext, secretNamesIn, secretPlaceholder, someString, substitute } from './template.js';
@@ -142,9 +143,9 @@ export function resolveRun(
     diagnostics.push(at({ parsed: u.parsed, path: ['lifecycle', 'install', 'script'] }, CODES.SECRET_PLACEMENT, 'a secret cannot stand in the install script: shell code is logged and shown by ps', SECRET_PLACEMENT_HINT));
   const check = run.health?.check;
   if (check !== undefined && check !== u.run.health?.check) {
-    const result = healthCheckRule.safeParse(check);
+    const result = safeParse(healthCheckRule, check);
     if (!result.success)
-      diagnostics.push(at({ parsed: u.parsed, path: [...u.runPath, 'health', 'check'] }, CODES.BAD_HEALTH_CHECK, `resolved to ${result.error.issues[0]?.message ?? `"${check}", which is not a health check`}`));
+      diagnostics.push(at({ parsed: u.parsed, path: [...u.runPath, 'health', 'check'] }, CODES.BAD_HEALTH_CHECK, `resolved to ${result.issues[0]?.message ?? `"${check}", which is not a health check`}`));
   }
   // A secret's "input" is its name, never its value: inputs are shown by apply-dry and kept in the state store.
   for (const k of Object.keys(inputs)) if (k.startsWith('secret.')) delete inputs[k];

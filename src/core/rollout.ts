@@ -2,7 +2,8 @@
 // only once wave k−1 has shown it works. Pure: the schema, what the section alone can tell (percents, names), and
 // which wave a device falls in. The gate itself is rollout-gate.ts; reading the fleet's reports is the agent's I/O.
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
+import * as v from 'valibot';
+import { int, minLength, number, refine, strictObject } from './valid.js';
 import { parseDuration, formatDuration } from './duration.js';
 import { CODES, type Diagnostic } from './errors.js';
 import type { Labels } from './labels.js';
@@ -13,32 +14,35 @@ import { describe, type ParsedDocument } from './toml-document.js';
 const deviceName = deviceNameField;
 
 /** A bake: a Go duration, `0s` (no bake) up to a week. */
-const bakeText = z.string().superRefine((v, ctx) => {
-  const ms = parseDuration(v);
-  if (ms === undefined) issue(ctx, CODES.BAD_DURATION, `"${v}" is not a duration`, 'use Go style: "30s", "10m", "1h30m"');
-  else if (ms > MAX_DURATION_MS) issue(ctx, CODES.BAD_DURATION, `"${v}" is out of range`, 'between 0s and 168h');
-});
+const bakeText = v.pipe(
+  v.string(),
+  refine<string>((t, ctx) => {
+    const ms = parseDuration(t);
+    if (ms === undefined) issue(ctx, CODES.BAD_DURATION, `"${t}" is not a duration`, 'use Go style: "30s", "10m", "1h30m"');
+    else if (ms > MAX_DURATION_MS) issue(ctx, CODES.BAD_DURATION, `"${t}" is out of range`, 'between 0s and 168h');
+  }),
+);
 
-const waveSchema = z.strictObject({
+const waveSchema = strictObject({
   // Named in reports, ref names and the fleet view: as plain as a component name.
   name: componentName,
   // Cumulative: the waves' percents rise to 100, and a device whose name hashes below a wave's percent (and above
   // the previous wave's) is in it.
-  percent: z.number().int().min(1).max(100).optional(),
-  selector: labelSelector.optional(),
-  devices: z.array(deviceName).optional(),
+  percent: v.optional(v.pipe(number(), int(), v.minValue(1), v.maxValue(100))),
+  selector: v.optional(labelSelector),
+  devices: v.optional(v.array(deviceName)),
 });
 
-export const rolloutSchema = z.strictObject({
-  waves: z.array(waveSchema).min(1),
-  bake: bakeText.default('10m'),
-  min_success: z.number().int().min(1).max(1_000_000).default(1),
-  abort_failure_percent: z.number().min(0).max(100).default(0),
+export const rolloutSchema = strictObject({
+  waves: v.pipe(v.array(waveSchema), minLength(1)),
+  bake: v.optional(bakeText, '10m'),
+  min_success: v.optional(v.pipe(number(), int(), v.minValue(1), v.maxValue(1_000_000)), 1),
+  abort_failure_percent: v.optional(v.pipe(number(), v.minValue(0), v.maxValue(100)), 0),
   // Absent: true once the repository holds a device certificate (SPEC §15); decided where devices/ can be seen.
-  require_enrolled: z.boolean().optional(),
+  require_enrolled: v.optional(v.boolean()),
 });
 
-export type RolloutSection = z.output<typeof rolloutSchema>;
+export type RolloutSection = v.InferOutput<typeof rolloutSchema>;
 export type Wave = RolloutSection['waves'][number];
 
 /** The section with its bake in milliseconds, as the gate uses it. */

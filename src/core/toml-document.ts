@@ -1,8 +1,9 @@
-// TOML text → zod-validated value, with every problem turned into a Diagnostic that names file, TOML path and line.
+// TOML text → schema-validated value (valibot, through valid.ts), with every problem turned into a Diagnostic that names file, TOML path and line.
 import { parse, TomlError } from 'smol-toml';
-import type { z } from 'zod';
 import { CODES, type Diagnostic, type ErrorCode } from './errors.js';
 import { KS_CODE } from './schema-rules.js';
+import type * as v from 'valibot';
+import { safeParse } from './valid.js';
 import { formatTomlPath, locateToml, type TomlLocator, type TomlPath } from './toml-locate.js';
 
 export interface ParsedDocument<T> {
@@ -17,12 +18,12 @@ export interface ParsedDocument<T> {
 
 export type MissingFieldOverride = (path: TomlPath) => { code: ErrorCode; message: string; hint?: string } | undefined;
 
-export function parseTomlDocument<S extends z.ZodType>(
+export function parseTomlDocument<S extends v.GenericSchema>(
   file: string,
   text: string,
   schema: S,
   missingOverride?: MissingFieldOverride,
-): ParsedDocument<z.output<S>> {
+): ParsedDocument<v.InferOutput<S>> {
   let locator: TomlLocator | undefined;
   const diagnostic = (code: ErrorCode, path: TomlPath, message: string, hint?: string): Diagnostic => {
     locator ??= locateToml(text);
@@ -48,14 +49,14 @@ export function parseTomlDocument<S extends z.ZodType>(
       diagnostic,
     };
   }
-  const result = schema.safeParse(raw);
+  const result = safeParse(schema, raw);
   if (result.success) return { raw, value: result.data, diagnostics: [], diagnostic };
   const diagnostics: Diagnostic[] = [];
-  for (const iss of result.error.issues) {
-    const path = iss.path as (string | number)[];
+  for (const iss of result.issues) {
+    const path = iss.path;
     switch (iss.code) {
       case 'unrecognized_keys':
-        for (const key of iss.keys) {
+        for (const key of iss.keys!) {
           const known = knownKeys(schema, path);
           const near = closest(key, known);
           diagnostics.push(
@@ -68,12 +69,12 @@ export function parseTomlDocument<S extends z.ZodType>(
         if (value === undefined) {
           const o = missingOverride?.(path);
           diagnostics.push(o ? diagnostic(o.code, path, o.message, o.hint) : diagnostic(CODES.MISSING_FIELD, path, `missing required key "${String(path[path.length - 1])}"`));
-        } else diagnostics.push(diagnostic(CODES.INVALID_TYPE, path, `expected ${typeName(iss.expected)}, got ${describe(value)}`));
+        } else diagnostics.push(diagnostic(CODES.INVALID_TYPE, path, `expected ${typeName(iss.expected!)}, got ${describe(value)}`));
         break;
       }
       case 'invalid_value':
         diagnostics.push(
-          diagnostic(CODES.INVALID_VALUE, path, `${describe(valueAt(raw, path))} is not allowed`, `one of ${iss.values.map((v) => JSON.stringify(v)).join(', ')}`),
+          diagnostic(CODES.INVALID_VALUE, path, `${describe(valueAt(raw, path))} is not allowed`, `one of ${iss.values!.map((v) => JSON.stringify(v)).join(', ')}`),
         );
         break;
       case 'too_small':
@@ -121,28 +122,26 @@ export function describe(v: unknown): string {
   return 'a table';
 }
 
-/** The keys a strict object schema accepts at a path, for "did you mean" hints. Walks zod's definitions. */
-function knownKeys(schema: z.ZodType, path: TomlPath): string[] {
-  let node: unknown = schema;
+/** The keys a strict object schema accepts at a path, for "did you mean" hints. Walks valibot's schema objects. */
+function knownKeys(schema: v.GenericSchema, path: TomlPath): string[] {
+  type Node = { type?: string; wrapped?: Node; getter?: (x: unknown) => Node; item?: Node; entries?: Record<string, Node> } | undefined;
+  let node = schema as Node;
   const unwrap = () => {
-    for (let i = 0; i < 10; i++) {
-      const def = (node as { _zod?: { def?: Record<string, unknown> } })?._zod?.def;
-      if (!def) return;
-      if (def.type === 'optional' || def.type === 'default' || def.type === 'nullable') node = def.innerType;
-      else if (def.type === 'pipe') node = def.in;
+    for (let i = 0; i < 10 && node; i++) {
+      if (node.type === 'optional' || node.type === 'nullable' || node.type === 'exact_optional' || node.type === 'nullish') node = node.wrapped;
+      else if (node.type === 'lazy') node = node.getter!(undefined);
       else return;
     }
   };
+  const isTable = (n: Node) => n?.type === 'object' || n?.type === 'strict_object' || n?.type === 'loose_object';
   for (const seg of path) {
     unwrap();
-    const def = (node as { _zod: { def: Record<string, unknown> } })._zod.def;
-    if (def.type === 'array' && typeof seg === 'number') node = def.element;
-    else if (def.type === 'object' && typeof seg === 'string') node = (def.shape as Record<string, unknown>)[seg];
+    if (node?.type === 'array' && typeof seg === 'number') node = node.item;
+    else if (isTable(node) && typeof seg === 'string') node = Object.hasOwn(node!.entries!, seg) ? node!.entries![seg] : undefined;
     else return [];
   }
   unwrap();
-  const def = (node as { _zod?: { def?: Record<string, unknown> } })?._zod?.def;
-  return def?.type === 'object' ? Object.keys(def.shape as object) : [];
+  return isTable(node) ? Object.keys(node!.entries!) : [];
 }
 
 function closest(key: string, known: string[]): string | undefined {

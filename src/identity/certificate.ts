@@ -34,7 +34,8 @@
 // Verification is the hot path of every rollout gate read (one certificate per device whose report counts): no
 // scrypt, no cache, two Ed25519 checks by Node's crypto and a TOML parse of at most 8 KiB.
 import { TomlDate } from 'smol-toml';
-import { z } from 'zod';
+import * as v from 'valibot';
+import { number, refine, strictObject } from '../core/valid.js';
 import { formatDiagnostic, sortDiagnostics, CODES } from '../core/errors.js';
 import { labelSelector, deviceNameField } from '../core/label-schemas.js';
 import { deviceNameProblem, labelKeyProblem, labelValueProblem } from '../core/labels.js';
@@ -101,27 +102,39 @@ const untrustedCommentFor = (keyId: Uint8Array) => `signature from keystone enro
 // ---------------------------------------------------------------------------------------------------------------
 // The body's schema: strict (an unknown key is refused, not ignored: a newer format must not be half-read as this one).
 
-const offsetDateTime = z.date().superRefine((v, ctx) => {
-  if (!(v instanceof TomlDate) || !v.isDateTime() || v.isLocal() || Number.isNaN(v.getTime()))
-    issue(ctx, CODES.INVALID_VALUE, 'must be a date and time with its offset', 'e.g. 2026-12-04T10:00:00Z');
-});
+const offsetDateTime = v.pipe(
+  v.date(),
+  refine<Date>((d, ctx) => {
+    if (!(d instanceof TomlDate) || !d.isDateTime() || d.isLocal() || Number.isNaN(d.getTime()))
+      issue(ctx, CODES.INVALID_VALUE, 'must be a date and time with its offset', 'e.g. 2026-12-04T10:00:00Z');
+  }),
+);
 
-const certificateSchema = z.strictObject({
-  'keystone-certificate': z.number().superRefine((v, ctx) => {
-    if (v !== FORMAT_VERSION) issue(ctx, CODES.INVALID_VALUE, `format ${v} is not one this Keystone reads`, `keystone-certificate = ${FORMAT_VERSION}`);
-  }),
+const certificateSchema = strictObject({
+  'keystone-certificate': v.pipe(
+    number(),
+    refine<number>((n, ctx) => {
+      if (n !== FORMAT_VERSION) issue(ctx, CODES.INVALID_VALUE, `format ${n} is not one this Keystone reads`, `keystone-certificate = ${FORMAT_VERSION}`);
+    }),
+  ),
   device: deviceNameField,
-  report_key: z.string().superRefine((v, ctx) => {
-    const p = reportKeyProblem(v);
-    if (p) issue(ctx, CODES.INVALID_VALUE, p, "the base64 line of the device's minisign public key, as `keystone identity` prints it");
-  }),
-  age_recipient: z.string().superRefine((v, ctx) => {
-    const p = ageRecipientProblem(v);
-    if (p) issue(ctx, CODES.INVALID_VALUE, p, 'age1 and the bech32 of an X25519 key, as `keystone identity` prints it');
-  }),
+  report_key: v.pipe(
+    v.string(),
+    refine<string>((t, ctx) => {
+      const p = reportKeyProblem(t);
+      if (p) issue(ctx, CODES.INVALID_VALUE, p, "the base64 line of the device's minisign public key, as `keystone identity` prints it");
+    }),
+  ),
+  age_recipient: v.pipe(
+    v.string(),
+    refine<string>((t, ctx) => {
+      const p = ageRecipientProblem(t);
+      if (p) issue(ctx, CODES.INVALID_VALUE, p, 'age1 and the bech32 of an X25519 key, as `keystone identity` prints it');
+    }),
+  ),
   issued: offsetDateTime,
-  expires: offsetDateTime.optional(),
-  labels: labelSelector.optional(),
+  expires: v.optional(offsetDateTime),
+  labels: v.optional(labelSelector),
 });
 
 const malformed = (file: string, detail: string) => new IdentityError('KS_CERT_MALFORMED', `${file}: not a keystone certificate: ${detail}`, file);

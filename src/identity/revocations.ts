@@ -11,7 +11,8 @@
 // Parsed like fleet.toml: every problem is a diagnostic naming the file, the TOML path and the line
 // (checkRevocations), or, for callers that want a value or an error, one IdentityError carrying them all
 // (parseRevocations). Looking a certificate up costs one map lookup, whatever the length of the list.
-import { z } from 'zod';
+import * as v from 'valibot';
+import { refine, strictObject } from '../core/valid.js';
 import { CODES, formatDiagnostic, sortDiagnostics, type Diagnostic } from '../core/errors.js';
 import { deviceNameField } from '../core/label-schemas.js';
 import { issue } from '../core/schema-rules.js';
@@ -44,25 +45,31 @@ export interface Revocations {
 /** No devices/revoked.toml: nothing is revoked. */
 export const NO_REVOCATIONS: Revocations = { file: REVOCATIONS_FILE, entries: [], byDevice: new Map() };
 
-const revokedSchema = z.strictObject({
-  revoked: z
-    .array(
-      z.strictObject({
+const revokedSchema = strictObject({
+  revoked: v.optional(
+    v.array(
+      strictObject({
         device: deviceNameField,
-        report_key: z
-          .string()
-          .superRefine((v, ctx) => {
-            const p = reportKeyProblem(v);
-            if (p) issue(ctx, CODES.INVALID_VALUE, p, "the base64 line of the device's minisign public key, as its certificate's report_key spells it");
-          })
-          .optional(),
-        reason: z.string().superRefine((v, ctx) => {
-          if (!v.trim()) issue(ctx, CODES.INVALID_VALUE, 'must not be empty', 'say why, e.g. "stolen 2026-12-01": it is shown wherever the device\'s reports are');
-          else if (v.length > MAX_REASON_CHARS || /\p{Cc}/u.test(v)) issue(ctx, CODES.INVALID_VALUE, `must be one line of at most ${MAX_REASON_CHARS} characters`);
-        }),
+        report_key: v.optional(
+          v.pipe(
+            v.string(),
+            refine<string>((t, ctx) => {
+              const p = reportKeyProblem(t);
+              if (p) issue(ctx, CODES.INVALID_VALUE, p, "the base64 line of the device's minisign public key, as its certificate's report_key spells it");
+            }),
+          ),
+        ),
+        reason: v.pipe(
+          v.string(),
+          refine<string>((t, ctx) => {
+            if (!t.trim()) issue(ctx, CODES.INVALID_VALUE, 'must not be empty', 'say why, e.g. "stolen 2026-12-01": it is shown wherever the device\'s reports are');
+            else if (t.length > MAX_REASON_CHARS || /\p{Cc}/u.test(t)) issue(ctx, CODES.INVALID_VALUE, `must be one line of at most ${MAX_REASON_CHARS} characters`);
+          }),
+        ),
       }),
-    )
-    .default([]),
+    ),
+    [],
+  ),
 });
 
 /** Refuses devices/revoked.toml: every diagnostic, each with the file, the TOML path and the line. */

@@ -1,6 +1,7 @@
 // The applied revision and the replay floor (SPEC §6): what the agent last applied, and the greatest signed time
 // ever applied, which only the device owner's repair may lower.
-import { z } from 'zod';
+import * as v from 'valibot';
+import { int, number, object, refine } from '../core/valid.js';
 import { bool, checked, orNull, textSchema as text, timeSchema, type Row, type RowReader } from './row-reader.js';
 import { StateStoreError } from './state-store-error.js';
 import type { TableContext } from './table-context.js';
@@ -24,9 +25,13 @@ export interface AppliedRevision {
   appliedAt: number;
 }
 
-const revisionSchema: z.ZodType<AppliedRevision> = z
-  .object({ id: text, source: text, planFile: z.string(), target: text.optional(), identity: z.string().optional(), signedAt: z.int().nonnegative().optional(), signers: z.array(text).optional(), wave: text.optional(), unsigned: z.boolean(), appliedAt: timeSchema })
-  .refine((r) => r.unsigned === (r.signedAt === undefined), { message: 'signedAt must be given exactly when the revision is signed', path: ['signedAt'] });
+const revisionTable = object({ id: text, source: text, planFile: v.string(), target: v.optional(text), identity: v.optional(v.string()), signedAt: v.optional(v.pipe(number(), int(), v.minValue(0))), signers: v.optional(v.array(text)), wave: v.optional(text), unsigned: v.boolean(), appliedAt: timeSchema });
+const revisionSchema: v.GenericSchema<unknown, AppliedRevision> = v.pipe(
+  revisionTable,
+  refine<v.InferOutput<typeof revisionTable>>((r, ctx) => {
+    if (r.unsigned !== (r.signedAt === undefined)) ctx.addIssue({ message: 'signedAt must be given exactly when the revision is signed', path: ['signedAt'] });
+  }),
+);
 
 /** The applied_revision row as a record, or KS_STATE_CORRUPT naming the column. */
 export function revisionFromRow(read: RowReader, row: Row): AppliedRevision {

@@ -1,7 +1,8 @@
 // The apply history (SPEC §5): one entry per apply or rejected revision, written before the apply acts, finished
 // after it, and pruned to a retention (unfinished entries never are: they say the agent died during an apply; nor are
 // failures, which say a revision failed on this device for good).
-import { z } from 'zod';
+import * as v from 'valibot';
+import { int, integer, number, object, record } from '../core/valid.js';
 import { cutLine } from '../core/line-bound.js';
 import { checked, textSchema as text, timeSchema, type Row, type RowReader } from './row-reader.js';
 import { StateStoreError } from './state-store-error.js';
@@ -47,35 +48,39 @@ export interface HistoryEntry {
   failed: ApplyFailure[];
 }
 
-const outcomeSchema = z.enum(['success', 'failure', 'rejected', 'recovered']);
-const reconcileSchema: z.ZodType<ApplyReconcile> = z.object({
-  stopOrder: z.array(z.string()),
-  startOrder: z.array(z.string()),
-  noTouch: z.array(z.string()),
-  reasons: z.record(z.string(), z.string()),
+const outcomeSchema = v.picklist(['success', 'failure', 'rejected', 'recovered']);
+const reconcileSchema: v.GenericSchema<unknown, ApplyReconcile> = object({
+  stopOrder: v.array(v.string()),
+  startOrder: v.array(v.string()),
+  noTouch: v.array(v.string()),
+  reasons: record(v.string(), v.string()),
 });
-const failedSchema: z.ZodType<ApplyFailure[]> = z.array(z.object({ name: text, reason: z.string() }));
+const failedSchema: v.GenericSchema<unknown, ApplyFailure[]> = v.array(object({ name: text, reason: v.string() }));
+const positive = v.pipe(number(), int(), v.gtValue(0));
 
-const historySchema: z.ZodType<HistoryEntry> = z.object({
-  id: z.int().positive(),
-  revision: z.string(),
-  planFile: z.string(),
-  target: text.optional(),
+const historySchema: v.GenericSchema<unknown, HistoryEntry> = object({
+  id: positive,
+  revision: v.string(),
+  planFile: v.string(),
+  target: v.optional(text),
   startedAt: timeSchema,
-  reconcile: reconcileSchema.optional(),
-  finishedAt: timeSchema.optional(),
-  outcome: outcomeSchema.optional(),
-  summary: z.string().optional(),
+  reconcile: v.optional(reconcileSchema),
+  finishedAt: v.optional(timeSchema),
+  outcome: v.optional(outcomeSchema),
+  summary: v.optional(v.string()),
   failed: failedSchema,
 });
 
 // What is written is held to one line's bound (a reason may quote a component's output): never megabytes per row.
-const keptText = z.string().transform((t) => cutLine(t));
-const applyStartSchema = z.object({ revision: z.string(), planFile: z.string(), target: text.optional(), startedAt: timeSchema, reconcile: reconcileSchema });
-const applyFinishSchema = z.object({ finishedAt: timeSchema, outcome: outcomeSchema, summary: keptText, failed: z.array(z.object({ name: text, reason: keptText })).optional() });
-const rejectedSchema = z.object({ revision: z.string(), planFile: z.string(), target: text.optional(), at: timeSchema, reason: keptText });
-const recoveredSchema = z.object({ revision: z.string(), planFile: z.string(), target: text.optional(), at: timeSchema, summary: keptText });
-const historyQuerySchema = z.object({ limit: z.int().positive(), before: z.int().optional() });
+const keptText = v.pipe(
+  v.string(),
+  v.transform((t) => cutLine(t)),
+);
+const applyStartSchema = object({ revision: v.string(), planFile: v.string(), target: v.optional(text), startedAt: timeSchema, reconcile: reconcileSchema });
+const applyFinishSchema = object({ finishedAt: timeSchema, outcome: outcomeSchema, summary: keptText, failed: v.optional(v.array(object({ name: text, reason: keptText }))) });
+const rejectedSchema = object({ revision: v.string(), planFile: v.string(), target: v.optional(text), at: timeSchema, reason: keptText });
+const recoveredSchema = object({ revision: v.string(), planFile: v.string(), target: v.optional(text), at: timeSchema, summary: keptText });
+const historyQuerySchema = object({ limit: positive, before: v.optional(integer()) });
 
 /** An applies row as an entry, or KS_STATE_CORRUPT naming the row and the column. */
 export function historyFromRow(read: RowReader, row: Row): HistoryEntry {

@@ -1,7 +1,8 @@
 // The components table (SPEC §5): one record per component the agent runs, with its restart budget and
 // instance, and the supervisor's small writes, one statement each.
 import type Sqlite from 'better-sqlite3';
-import { z } from 'zod';
+import * as v from 'valibot';
+import { int, integer, number, object, record, refine, variant } from '../core/valid.js';
 import type { DependencyType } from '../core/desired-state.js';
 import { cutLine } from '../core/line-bound.js';
 import type { ActualState } from '../core/diff.js';
@@ -53,34 +54,38 @@ export interface LastExit {
   at: number;
 }
 
-const dependencySchema = z.object({ component: text, type: z.enum(['hard', 'ordering']) });
-const instanceSchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('process'), pid: z.int().positive(), startTime: text }),
-  z.object({ kind: z.literal('container'), id: text }),
+const dependencySchema = object({ component: text, type: v.picklist(['hard', 'ordering']) });
+const instanceSchema = variant('kind', [
+  object({ kind: v.literal('process'), pid: v.pipe(number(), int(), v.gtValue(0)), startTime: text }),
+  object({ kind: v.literal('container'), id: text }),
 ]);
-const stateSchema = z.enum(COMPONENT_STATES);
-const lastExitSchema = z.object({ code: z.int().nullable(), signal: z.string().nullable(), at: timeSchema });
+const stateSchema = v.picklist(COMPONENT_STATES);
+const lastExitSchema = object({ code: v.nullable(integer()), signal: v.nullable(v.string()), at: timeSchema });
 
-const componentSchema: z.ZodType<ComponentRecord> = z
-  .object({
-    name: text,
-    hash: text,
-    version: text,
-    runtime: z.enum(['process', 'container']),
-    position: z.int(),
-    dependencies: z.array(dependencySchema),
-    instance: instanceSchema.optional(),
-    state: stateSchema,
-    restarts: z.int().nonnegative(),
-    healthySince: timeSchema.optional(),
-    held: z.boolean(),
-    reason: z.string().optional(),
-    since: timeSchema,
-    revision: z.string().optional(),
-    inputs: z.record(z.string(), z.string()).optional(),
-    lastExit: lastExitSchema.optional(),
-  })
-  .refine((c) => !c.instance || c.instance.kind === c.runtime, { message: 'the instance kind differs from the runtime', path: ['instance', 'kind'] });
+const componentTable = object({
+  name: text,
+  hash: text,
+  version: text,
+  runtime: v.picklist(['process', 'container']),
+  position: integer(),
+  dependencies: v.array(dependencySchema),
+  instance: v.optional(instanceSchema),
+  state: stateSchema,
+  restarts: v.pipe(number(), int(), v.minValue(0)),
+  healthySince: v.optional(timeSchema),
+  held: v.boolean(),
+  reason: v.optional(v.string()),
+  since: timeSchema,
+  revision: v.optional(v.string()),
+  inputs: v.optional(record(v.string(), v.string())),
+  lastExit: v.optional(lastExitSchema),
+});
+const componentSchema: v.GenericSchema<unknown, ComponentRecord> = v.pipe(
+  componentTable,
+  refine<v.InferOutput<typeof componentTable>>((c, ctx) => {
+    if (c.instance && c.instance.kind !== c.runtime) ctx.addIssue({ message: 'the instance kind differs from the runtime', path: ['instance', 'kind'] });
+  }),
+);
 
 /** A components row as a record, or KS_STATE_CORRUPT naming the row and the column. */
 export function componentFromRow(read: RowReader, row: Row): ComponentRecord {

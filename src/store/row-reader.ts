@@ -1,22 +1,20 @@
 // What every table module of the store shares: values are checked on their way in (KS_STATE_INVALID) and rows
 // decoded on their way back out (KS_STATE_CORRUPT naming the file, the table row and the column).
-import { z } from 'zod';
+import * as v from 'valibot';
+import { describeIssues, int, minLength, number, safeParse } from '../core/valid.js';
 import { StateStoreError } from './state-store-error.js';
 
 export type Row = Record<string, unknown>;
 
 /** ms since the epoch. */
-export const timeSchema = z.int().nonnegative();
-export const textSchema = z.string().min(1);
+export const timeSchema = v.pipe(number(), int(), v.minValue(0));
+export const textSchema = v.pipe(v.string(), minLength(1));
 
-function describe(err: z.ZodError): string {
-  return err.issues.map((i) => `${i.path.length ? i.path.join('.') : 'value'}: ${i.message}`).join('; ');
-}
 
 /** Validates a value before it is written: KS_STATE_INVALID naming `what` and the offending field. */
-export function checked<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
-  const r = schema.safeParse(value);
-  if (!r.success) throw new StateStoreError('KS_STATE_INVALID', `${what}: ${describe(r.error)}`);
+export function checked<T>(schema: v.GenericSchema<unknown, T>, value: unknown, what: string): T {
+  const r = safeParse(schema, value);
+  if (!r.success) throw new StateStoreError('KS_STATE_INVALID', `${what}: ${describeIssues(r.issues)}`);
   return r.data;
 }
 
@@ -53,9 +51,9 @@ export class RowReader {
     }
   }
 
-  decode<T extends object>(schema: z.ZodType<T>, what: string, value: object): T {
-    const r = schema.safeParse(defined(value));
-    if (!r.success) throw this.corrupt(what, describe(r.error));
+  decode<T extends object>(schema: v.GenericSchema<unknown, T>, what: string, value: object): T {
+    const r = safeParse(schema, defined(value));
+    if (!r.success) throw this.corrupt(what, describeIssues(r.issues));
     return defined(r.data);
   }
 }

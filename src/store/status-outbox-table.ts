@@ -1,7 +1,8 @@
 // The status_outbox table (SPEC §5, §8): a status is written here, one row per reporter, before any delivery is
 // tried; a row is open until delivered or given up, and finished rows are pruned to a retention.
 import type Sqlite from 'better-sqlite3';
-import { z } from 'zod';
+import * as v from 'valibot';
+import { describeIssues, int, minLength, number, object, record, safeParse } from '../core/valid.js';
 import type { ReportDetails } from '../status/commit-status.js';
 import { checked, orNull, timeSchema, type Row } from './row-reader.js';
 import type { TableContext } from './table-context.js';
@@ -41,35 +42,38 @@ export interface OutboxCounts {
   failed: number;
 }
 
-const outboxStateSchema = z.enum(['pending', 'success', 'failure', 'error']);
-/** zod's numbers are finite: no NaN or Infinity reaches a note. */
-const finite = z.number().optional();
-const detailsSchema = z.object({
-  agent: z.string().optional(),
-  health: z.object({ uptimeS: finite, load1: finite, memFreeBytes: finite, diskFreeBytes: finite, tempC: finite }).optional(),
-  log: z.array(z.string()).optional(),
+const outboxStateSchema = v.picklist(['pending', 'success', 'failure', 'error']);
+/** Finite numbers (valid.ts): no NaN or Infinity reaches a note. */
+const finite = v.optional(number());
+const detailsSchema = object({
+  agent: v.optional(v.string()),
+  health: v.optional(object({ uptimeS: finite, load1: finite, memFreeBytes: finite, diskFreeBytes: finite, tempC: finite })),
+  log: v.optional(v.array(v.string())),
 });
-const outboxInputSchema = z.object({
-  reporter: z.string().min(1),
-  commit: z.string().regex(/^[0-9a-f]{40}$/, 'must be 40 lowercase hex'),
+const nonEmpty = v.pipe(v.string(), minLength(1));
+const count = v.pipe(number(), int(), v.minValue(0));
+const outboxInputSchema = object({
+  reporter: nonEmpty,
+  commit: v.pipe(v.string(), v.regex(/^[0-9a-f]{40}$/, 'must be 40 lowercase hex')),
   state: outboxStateSchema,
-  description: z.string(),
-  context: z.string().min(1),
-  targetUrl: z.string().min(1).optional(),
-  fields: z.record(z.string(), z.string()).optional(),
-  rollout: z.object({ wave: z.string().min(1), state: z.enum(['held', 'applying', 'success', 'failure', 'error', 'halted']), keep: z.array(z.string().regex(/^[0-9a-f]{40}$/)) }).optional(),
-  details: detailsSchema.optional(),
+  description: v.string(),
+  context: nonEmpty,
+  targetUrl: v.optional(nonEmpty),
+  fields: v.optional(record(v.string(), v.string())),
+  rollout: v.optional(object({ wave: nonEmpty, state: v.picklist(['held', 'applying', 'success', 'failure', 'error', 'halted']), keep: v.array(v.pipe(v.string(), v.regex(/^[0-9a-f]{40}$/))) })),
+  details: v.optional(detailsSchema),
   createdAt: timeSchema,
 });
-const outboxEntrySchema = outboxInputSchema.extend({
-  id: z.int().positive(),
-  attempts: z.int().nonnegative(),
-  nextAttemptAt: timeSchema.optional(),
-  lastError: z.string().optional(),
-  deliveredAt: timeSchema.optional(),
+const outboxEntrySchema = object({
+  ...outboxInputSchema.entries,
+  id: v.pipe(number(), int(), v.gtValue(0)),
+  attempts: count,
+  nextAttemptAt: v.optional(timeSchema),
+  lastError: v.optional(v.string()),
+  deliveredAt: v.optional(timeSchema),
 });
-const outboxRetrySchema = z.object({ attempts: z.int().nonnegative(), nextAttemptAt: timeSchema, lastError: z.string() });
-const outboxGiveUpSchema = z.object({ attempts: z.int().nonnegative(), lastError: z.string().min(1) });
+const outboxRetrySchema = object({ attempts: count, nextAttemptAt: timeSchema, lastError: v.string() });
+const outboxGiveUpSchema = object({ attempts: count, lastError: nonEmpty });
 
 const OUTBOX_COLUMNS = 'id, reporter, "commit", state, description, context, target_url, fields, rollout, details, created_at, attempts, next_attempt_at, last_error, delivered_at';
 
@@ -127,7 +131,7 @@ export class StatusOutboxTable {
   }
 
   entries(q: { limit: number }): OutboxEntry[] {
-    const limit = checked(z.int().positive(), q.limit, 'outbox limit');
+    const limit = checked(v.pipe(number(), int(), v.gtValue(0)), q.limit, 'outbox limit');
     return (this.o.entries.all(limit) as Row[]).map((row) => this.outboxRow(row));
   }
 
@@ -152,7 +156,7 @@ export class StatusOutboxTable {
   }
 
   prune(keep: number): number {
-    const n = checked(z.int().nonnegative(), keep, 'outbox retention');
+    const n = checked(count, keep, 'outbox retention');
     return this.o.prune.run(n).changes;
   }
 
@@ -181,8 +185,8 @@ export class StatusOutboxTable {
         deliveredAt: row.delivered_at,
       }).filter(([, v]) => v !== null && v !== undefined),
     );
-    const r = outboxEntrySchema.safeParse(value);
-    if (!r.success) throw this.ctx.read.corrupt(`status_outbox row ${String(row.id)}`, r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+    const r = safeParse(outboxEntrySchema, value);
+    if (!r.success) throw this.ctx.read.corrupt(`status_outbox row ${String(row.id)}`, describeIssues(r.issues, ''));
     return r.data as OutboxEntry;
   }
 }
@@ -202,6 +206,6 @@ function parseFields(text: string): unknown {
  * row after it). Keys a newer agent added are dropped the same way (the schema keeps what it knows).
  */
 function parseDetails(text: string): ReportDetails | undefined {
-  const r = detailsSchema.safeParse(parseFields(text));
+  const r = safeParse(detailsSchema, parseFields(text));
   return r.success ? (r.data as ReportDetails) : undefined;
 }

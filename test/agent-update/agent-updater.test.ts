@@ -19,12 +19,13 @@ import { createLogger } from '../../src/log/logger.js';
 import { DirectoryReader } from '../../src/source/directory-reader.js';
 import { needs } from '../support/requirements.js';
 import { ARCH, fakeDeb } from './fake-deb.js';
+import { parse as parseSchema } from '../../src/core/valid.js';
 
 const r = needs('dpkg-deb');
 const PROJECT = join(import.meta.dirname, '..', '..');
 
 function section(version: string, pkg: { uri: string; sha256: string } | undefined, extra: Record<string, unknown> = {}): AgentSection {
-  return agentSectionSchema.parse({ version, packages: pkg ? { [ARCH]: pkg } : {}, ...extra });
+  return parseSchema(agentSectionSchema, { version, packages: pkg ? { [ARCH]: pkg } : {}, ...extra });
 }
 
 describe.skipIf(r.skip)(r.title('agent updates: staging, switching, proving, putting back'), () => {

@@ -12,6 +12,7 @@ import { recipeSchema, type Recipe } from '../../src/core/recipe.js';
 import { restartCascade, unitsOf } from '../../src/core/restart-cascade.js';
 import { loadRevision } from '../../src/source/load-revision.js';
 import { MemoryReader } from '../../src/source/memory-reader.js';
+import { parse as parseSchema } from '../../src/core/valid.js';
 
 type Files = Readonly<Record<string, string>>;
 
@@ -383,7 +384,7 @@ describe('the hash of a recipe without any new field', () => {
     expect(s.components.map((c) => c.name)).toEqual(['plain']);
     expect(s.groups).toBeUndefined();
     expect(s.components[0]!.inputs).toBeUndefined();
-    const old = componentHash({ recipe: recipeSchema.parse(parse(PLAIN)) as Recipe, entry: { name: 'plain', recipe: 'recipes/com.acme.plain.toml' } });
+    const old = componentHash({ recipe: parseSchema(recipeSchema, parse(PLAIN)) as Recipe, entry: { name: 'plain', recipe: 'recipes/com.acme.plain.toml' } });
     expect(s.components[0]!.hash).toBe(old);
     // Computed by the resolver of the last commit before composites (HEAD 54e56d9) from this same text.
     expect(s.components[0]!.hash).toBe('v1:04e0f2f114e18a75b9e5acea2618f9fb48a797e25b2968e3609748b556baf8b0');

@@ -7,6 +7,7 @@ import { recipeSchema, type Recipe } from '../../src/core/recipe.js';
 import { LABELS } from '../../src/runtime/container-spec.js';
 import type { RecipeInput } from './runtime-fixtures.js';
 import { engineSocket } from '../support/test-engine.js';
+import { parse as parseSchema } from '../../src/core/valid.js';
 
 type RunInput = NonNullable<NonNullable<RecipeInput['lifecycle']>['run']>;
 export type ContainerInput = NonNullable<RunInput['container']>;
@@ -30,7 +31,7 @@ export function containerComponent(name: string, container: ContainerInput, more
     metadata: { name: `com.test.${name}`, version: '1.0.0' },
     lifecycle: { run: { type: 'container', container, ...(more.health && { health: more.health }) } },
   };
-  const recipe = recipeSchema.parse(raw) as Recipe;
+  const recipe = parseSchema(recipeSchema, raw) as Recipe;
   const hash = `v1:${randomBytes(32).toString('hex')}`;
   return { name, index: 0, recipePath: `recipes/${name}.toml`, entry: { name, recipe: `recipes/${name}.toml` }, recipe, dependencies: [], hash };
 }

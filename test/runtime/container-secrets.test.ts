@@ -16,6 +16,7 @@ import { needs } from '../support/requirements.js';
 import { engineCli, engineName, engineRequirement, runtimeSocketPaths } from '../support/test-engine.js';
 import { inspectOrUndefined, newRunId, ownerTagFor, removeTestContainers } from './container-fixtures.js';
 import { isRoot, readOr, tempRoot, type RecipeInput } from './runtime-fixtures.js';
+import { parse as parseSchema } from '../../src/core/valid.js';
 
 const RUN = newRunId();
 const engine = needs(engineRequirement(), 'busybox');
@@ -50,7 +51,7 @@ function component(name: string, command: string[]): DesiredComponent {
       },
     },
   };
-  const recipe = recipeSchema.parse(raw) as Recipe;
+  const recipe = parseSchema(recipeSchema, raw) as Recipe;
   const hash = `v1:${randomBytes(32).toString('hex')}`;
   return { name, index: 0, recipePath: `recipes/${name}.toml`, entry: { name, recipe: `recipes/${name}.toml` }, recipe, dependencies: [], hash, secrets: ['db_password'], secretDigests: { db_password: 'digest-db' } };
 }
@@ -87,7 +88,7 @@ describe('the host-side cmd: health check of a container (no engine needed)', ()
           },
         },
       };
-      const recipe = recipeSchema.parse(raw) as Recipe;
+      const recipe = parseSchema(recipeSchema, raw) as Recipe;
       return { ...component('checked', ['sleep', '1000']), recipe };
     };
     const paths = tmp.paths('checked');

@@ -2,13 +2,14 @@
 import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { z } from 'zod';
+import type * as v from 'valibot';
 import type { DesiredComponent } from '../../src/core/desired-state.js';
 import { recipeSchema, type Recipe } from '../../src/core/recipe.js';
 import { listProcesses } from '../../src/runtime/proc-identity.js';
 import type { ComponentPaths } from '../../src/runtime/runtime.js';
+import { parse as parseSchema } from '../../src/core/valid.js';
 
-export type RecipeInput = z.input<typeof recipeSchema>;
+export type RecipeInput = v.InferInput<typeof recipeSchema>;
 type RunInput = NonNullable<NonNullable<RecipeInput['lifecycle']>['run']>;
 
 export const isRoot = process.getuid?.() === 0;
@@ -26,7 +27,7 @@ export function processComponent(
       ...(more.install && { install: more.install }),
     },
   };
-  const recipe = recipeSchema.parse(raw) as Recipe;
+  const recipe = parseSchema(recipeSchema, raw) as Recipe;
   return { name, index: 0, recipePath: `recipes/${name}.toml`, entry: { name, recipe: `recipes/${name}.toml` }, recipe, dependencies: [], hash: 'test' };
 }
 

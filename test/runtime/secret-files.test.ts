@@ -14,6 +14,7 @@ import { writeSecretFile } from '../../src/runtime/secret-file-ops.js';
 import { chooseSecretsRoot, recordedSecretsRoot } from '../../src/runtime/secrets-root.js';
 import type { SecretValues } from '../../src/secrets/secret-vault.js';
 import { GroupReaper, isRoot, liveGroup, readOr, tempRoot, waitFor, type RecipeInput } from './runtime-fixtures.js';
+import { parse as parseSchema } from '../../src/core/valid.js';
 
 type RunInput = NonNullable<NonNullable<RecipeInput['lifecycle']>['run']>;
 
@@ -70,7 +71,7 @@ function component(name: string, exec: { command: string; args?: string[] }, mor
       ...(more.install && { install: { script: more.install } }),
     },
   };
-  const recipe = recipeSchema.parse(raw) as Recipe;
+  const recipe = parseSchema(recipeSchema, raw) as Recipe;
   return {
     name,
     index: 0,

@@ -1,16 +1,17 @@
 // An in-memory builder of desired and actual states for the pure core: no fs, no TOML files on disk.
-// Recipes go through recipeSchema.parse (so defaults and durations are applied as in production), the
+// Recipes go through parse(recipeSchema, …) (so defaults and durations are applied as in production), the
 // plan through parsePlan on generated TOML text, and both through resolveDesiredState.
 import { createHash } from 'node:crypto';
 import { stringify } from 'smol-toml';
-import type { z } from 'zod';
+import type * as v from 'valibot';
 import { actualFromDesired, type ActualComponent, type ActualState } from '../../src/core/diff.js';
 import { resolveDesiredState, type DependencyType, type DesiredState, type Resolution } from '../../src/core/desired-state.js';
 import { parsePlan, type PlanEntry } from '../../src/core/plan.js';
 import { recipeSchema, type ParsedRecipe, type Recipe } from '../../src/core/recipe.js';
+import { parse as parseSchema } from '../../src/core/valid.js';
 
 /** A recipe as TOML would give it, before the schema. */
-export type RecipeInput = z.input<typeof recipeSchema>;
+export type RecipeInput = v.InferInput<typeof recipeSchema>;
 type RunInput = NonNullable<NonNullable<RecipeInput['lifecycle']>['run']>;
 
 /** A dependency by component name (`on`); a name that is no component of the list is taken as a recipe id. */
@@ -70,7 +71,7 @@ export function rawRecipe(spec: ComponentSpec, specs: readonly ComponentSpec[] =
 
 /** The parsed recipe of one spec (throws on a schema error: a builder misuse, not a test subject). */
 export function recipe(spec: ComponentSpec, specs: readonly ComponentSpec[] = [spec]): Recipe {
-  return recipeSchema.parse(rawRecipe(spec, specs)) as Recipe;
+  return parseSchema(recipeSchema, rawRecipe(spec, specs)) as Recipe;
 }
 
 /** The plan entry of one spec, as parsePlan gives it. */

@@ -3,7 +3,8 @@
 // until the device converged or the apply ended otherwise. POST /v1/resume ends a suspension of the Git sync.
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
+import * as v from 'valibot';
+import { check, maxLength, minLength, record, safeParse, strictObject } from '../../core/valid.js';
 import type { AgentEventMap } from '../../agent/agent.js';
 import { escapesRepository } from '../../core/recipe.js';
 import { MemoryReader } from '../../source/memory-reader.js';
@@ -16,21 +17,25 @@ import { strictQuery } from '../query-params.js';
 export const APPLY_BODY_LIMIT = 48 * 1024 * 1024;
 const MAX_FILES = 20_000;
 
-const repoPath = z
-  .string()
-  .min(1)
-  .max(1024)
-  .refine((p) => !p.startsWith('/') && !p.includes('\\') && !p.includes('\0') && !escapesRepository(p), 'must be a relative path inside the repository');
+const repoPath = v.pipe(
+  v.string(),
+  minLength(1),
+  maxLength(1024),
+  check<string>((p) => !p.startsWith('/') && !p.includes('\\') && !p.includes('\0') && !escapesRepository(p), 'must be a relative path inside the repository'),
+);
 
-export const applyBody = z.strictObject({
+export const applyBody = strictObject({
   /** The plan, as a path inside the sent files. */
   plan: repoPath,
   /** Repository path → base64 of its exact bytes (signatures are checked on raw bytes). */
-  files: z.record(repoPath, z.base64()).refine((f) => Object.keys(f).length <= MAX_FILES, `at most ${MAX_FILES} files`),
+  files: v.pipe(
+    record(repoPath, v.pipe(v.string(), v.base64())),
+    check<Record<string, string>>((f) => Object.keys(f).length <= MAX_FILES, `at most ${MAX_FILES} files`),
+  ),
   /** Apply even though the agent follows Git; suspends the Git sync until POST /v1/resume. */
-  force: z.boolean().default(false),
+  force: v.optional(v.boolean(), false),
   /** Apply now, inside or outside the device's maintenance window (SPEC §19); update locks still hold unless force. */
-  now: z.boolean().default(false),
+  now: v.optional(v.boolean(), false),
 });
 
 /** One line of the stream. */
@@ -56,9 +61,9 @@ export function registerApplyRoutes(server: FastifyInstance, ctx: ApiContext): v
     const q = strictQuery(request.query, ['wait']);
     const wait = q.wait ?? 'converged';
     if (wait !== 'converged' && wait !== 'none') throw new ApiError(400, 'KS_BAD_QUERY', `wait must be converged or none, not ${JSON.stringify(wait)}`);
-    const parsed = applyBody.safeParse(request.body);
+    const parsed = safeParse(applyBody, request.body);
     if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
+      const issue = parsed.issues[0]!;
       throw new ApiError(400, 'KS_BAD_BODY', `${issue.path.join('.') || 'body'}: ${issue.message}`);
     }
     const body = parsed.data;

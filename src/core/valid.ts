@@ -1,0 +1,380 @@
+// Keystone's schema toolkit over valibot (issue 31: zod's code and schema objects were ~2.4 MiB of the agent's
+// resident memory). valibot's modular functions and plain-object schemas are used as they are, except where its
+// behaviour differs from what Keystone's messages, paths and parsed values were built on:
+//   - tables (`object`, `strictObject`, `looseObject`): an array is not a table; every schema key is parsed from
+//     `input[key]` (a missing required key is the key's own "expected X" issue); all unknown keys of a strict table are
+//     one issue naming them, after the table's own; `__proto__` is neither read nor copied.
+//   - `record`: only a plain object (not an array nor a Date); own enumerable keys in order, "constructor" included.
+//   - `number`: finite only; `int()`: an integer, which stops the checks after it when it is not one.
+//   - `minLength`/`maxLength`: as zod's, checked on anything with a length even when its type was wrong.
+//   - `refine`: a check that adds any number of issues, each with a Keystone code and hint (`params`), at sub-paths.
+// `safeParse` returns issues in one flat form (path of keys, code, message) that the formatters read.
+import * as v from 'valibot';
+
+/** An issue as Keystone's formatters read it: where (keys), what (code and its details), and a message. */
+export interface Issue {
+  code: 'invalid_type' | 'invalid_value' | 'too_small' | 'too_big' | 'invalid_format' | 'unrecognized_keys' | 'invalid_union' | 'invalid_key' | 'custom';
+  path: (string | number)[];
+  message: string;
+  input: unknown;
+  /** invalid_type: string, number, int, boolean, array, object, record, date, … */
+  expected?: string;
+  /** invalid_value: the values allowed. */
+  values?: unknown[];
+  /** too_small / too_big: string, array, number. */
+  origin?: string;
+  minimum?: number;
+  maximum?: number;
+  inclusive?: boolean;
+  /** unrecognized_keys */
+  keys?: string[];
+  /** invalid_format */
+  format?: string;
+  pattern?: RegExp;
+  /** invalid_union of a discriminated union: the discriminator's values. */
+  options?: unknown[];
+  /** custom: what `refine`'s ctx.addIssue was given. */
+  params?: Record<string, unknown>;
+}
+
+export type SafeParseResult<T> = { success: true; data: T } | { success: false; issues: Issue[] };
+
+type AnySchema = v.GenericSchema;
+type Dataset = { typed?: boolean; value: unknown; issues?: RawIssue[] };
+type RawIssue = v.BaseIssue<unknown> & Record<string, unknown>;
+type Config = v.Config<v.BaseIssue<unknown>>;
+type PathItem = { type: string; origin: 'value' | 'key'; input: unknown; key: unknown; value: unknown };
+
+/** The message valibot gives an issue that no schema named one for: replaced by zod's words in `safeParse`. */
+const DEFAULT_MESSAGE = '\u0000default';
+const PARSE_CONFIG: Config = { message: () => DEFAULT_MESSAGE };
+
+const run = (schema: AnySchema, value: unknown, config: Config): Dataset => (schema as unknown as { '~run': (d: Dataset, c: Config) => Dataset })['~run']({ value }, config);
+
+function pushIssue(dataset: Dataset, issue: Record<string, unknown>, config: Config): void {
+  const full = { lang: config.lang, abortEarly: config.abortEarly, abortPipeEarly: config.abortPipeEarly, requirement: undefined, path: undefined, issues: undefined, ...issue } as RawIssue;
+  (dataset.issues ??= []).push(full);
+}
+
+function typeIssue(schema: { kind: string; type: string; expects: string | null; message?: unknown }, dataset: Dataset, config: Config): Dataset {
+  pushIssue(dataset, { kind: 'schema', type: schema.type, input: dataset.value, expected: schema.expects, received: String(typeof dataset.value), message: typeof schema.message === 'string' ? schema.message : DEFAULT_MESSAGE }, config);
+  dataset.typed = false;
+  return dataset;
+}
+
+function prefix(issues: RawIssue[], item: PathItem, into: Dataset): void {
+  for (const issue of issues) {
+    const path = issue.path as PathItem[] | undefined;
+    if (path) path.unshift(item);
+    else (issue as { path?: PathItem[] }).path = [item];
+    (into.issues ??= []).push(issue);
+  }
+}
+
+/** An object that is not an array: what zod (and a TOML table) calls an object. */
+const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+
+function isPlainObject(o: unknown): o is Record<string, unknown> {
+  if (!isObject(o)) return false;
+  const ctor = (o as { constructor?: unknown }).constructor;
+  if (ctor === undefined || typeof ctor !== 'function') return true;
+  const prot = (ctor as { prototype?: unknown }).prototype;
+  return isObject(prot) && Object.prototype.hasOwnProperty.call(prot, 'isPrototypeOf');
+}
+
+/** An optional entry with no default: an absent key is left out, whatever it holds. */
+const isBareOptional = (s: AnySchema): boolean => (s.type === 'optional' || s.type === 'exact_optional') && (s as { default?: unknown }).default === undefined;
+
+function objectRun(mode: 'strip' | 'strict' | 'loose') {
+  return function (this: { entries: Record<string, AnySchema>; type: string; kind: string; expects: string; message?: unknown }, dataset: Dataset, config: Config): Dataset {
+    const input = dataset.value;
+    if (!isObject(input)) return typeIssue(this, dataset, config);
+    const out: Record<string, unknown> = {};
+    dataset.typed = true;
+    for (const key in this.entries) {
+      if (key === '__proto__') continue;
+      const schema = this.entries[key]!;
+      const present = key in input;
+      if (!present && isBareOptional(schema)) continue;
+      const value = input[key];
+      const r = run(schema, value, config);
+      if (r.issues) prefix(r.issues, { type: 'object', origin: 'value', input, key, value }, dataset);
+      if (!r.typed) dataset.typed = false;
+      if (r.value === undefined) {
+        if (present) out[key] = undefined;
+      } else out[key] = r.value;
+    }
+    if (mode !== 'strip') {
+      const unknown: string[] = [];
+      for (const key in input) {
+        if (Object.prototype.hasOwnProperty.call(this.entries, key)) continue;
+        if (mode === 'strict') unknown.push(key);
+        else if (key !== '__proto__') out[key] = input[key];
+      }
+      // Describes the input, not the value: the parse fails, but the table's own checks still run (not a type issue).
+      if (unknown.length)
+        pushIssue(dataset, { kind: 'validation', type: 'unrecognized_keys', input, expected: null, received: unknown.join(', '), keys: unknown, message: DEFAULT_MESSAGE }, config);
+    }
+    dataset.value = out;
+    return dataset;
+  };
+}
+
+/** A table that drops keys it does not know. */
+export function object<const E extends v.ObjectEntries>(entries: E): v.ObjectSchema<E, undefined> {
+  return Object.assign(v.object(entries), { '~run': objectRun('strip') });
+}
+
+/** A table that refuses keys it does not know (one issue naming all of them). */
+export function strictObject<const E extends v.ObjectEntries>(entries: E): v.StrictObjectSchema<E, undefined> {
+  return Object.assign(v.strictObject(entries), { '~run': objectRun('strict') });
+}
+
+/** A table that keeps keys it does not know, as they are. */
+export function looseObject<const E extends v.ObjectEntries>(entries: E): v.LooseObjectSchema<E, undefined> {
+  return Object.assign(v.looseObject(entries), { '~run': objectRun('loose') });
+}
+
+/** A plain object whose own keys and values each pass their schema; the keys keep their order. */
+export function record<K extends v.GenericSchema<string, string | number | symbol>, T extends AnySchema>(key: K, value: T): v.RecordSchema<K, T, undefined> {
+  const base = v.record(key, value);
+  return Object.assign(base, {
+    '~run'(this: typeof base, dataset: Dataset, config: Config): Dataset {
+      const input = dataset.value;
+      if (!isPlainObject(input)) return typeIssue(this, dataset, config);
+      const out: Record<string, unknown> = {};
+      dataset.typed = true;
+      for (const k of Object.keys(input)) {
+        if (k === '__proto__') continue;
+        const kr = run(this.key, k, config);
+        if (kr.issues) {
+          pushIssue(dataset, { kind: 'schema', type: 'invalid_key', input: k, expected: null, received: k, message: DEFAULT_MESSAGE, path: [{ type: 'object', origin: 'key', input, key: k, value: input[k] }] }, config);
+          dataset.typed = false;
+          continue;
+        }
+        const r = run(this.value, input[k], config);
+        if (r.issues) prefix(r.issues, { type: 'object', origin: 'value', input, key: k, value: input[k] }, dataset);
+        if (!r.typed) dataset.typed = false;
+        out[kr.value as string] = r.value;
+      }
+      dataset.value = out;
+      return dataset;
+    },
+  });
+}
+
+/** A discriminated union (zod's `discriminatedUnion`): an array is not an object here either. */
+export function variant<const K extends string, const O extends v.VariantOptions<K>>(key: K, options: O): v.VariantSchema<K, O, undefined> {
+  const base = v.variant(key, options);
+  const runVariant = (base as unknown as { '~run': (d: Dataset, c: Config) => Dataset })['~run'].bind(base);
+  return Object.assign(base, {
+    '~run'(this: typeof base, dataset: Dataset, config: Config): Dataset {
+      return Array.isArray(dataset.value) ? typeIssue(this, dataset, config) : runVariant(dataset, config);
+    },
+  });
+}
+
+/** A finite number (not NaN, not ±Infinity). */
+export function number(): v.NumberSchema<undefined> {
+  const base = v.number();
+  return Object.assign(base, {
+    '~run'(this: typeof base, dataset: Dataset, config: Config): Dataset {
+      if (typeof dataset.value === 'number' && Number.isFinite(dataset.value)) {
+        dataset.typed = true;
+        return dataset;
+      }
+      return typeIssue(this, dataset, config);
+    },
+  });
+}
+
+/** `.int()` of a number: a safe integer; when it is not, the checks after it do not run (nor the table's). */
+export function int(): v.IntegerAction<number, undefined> {
+  const base = v.integer();
+  return Object.assign(base, {
+    '~run'(this: typeof base, dataset: Dataset, config: Config): Dataset {
+      if (!dataset.typed) return dataset;
+      const n = dataset.value as number;
+      if (!Number.isInteger(n)) {
+        pushIssue(dataset, { kind: 'validation', type: 'integer', input: n, expected: 'int', received: String(n), message: DEFAULT_MESSAGE }, config);
+        dataset.typed = false;
+      } else if (!Number.isSafeInteger(n)) {
+        // As zod: out of the safe range is a bound's issue, after which the other checks still run.
+        const big = n > 0;
+        pushIssue(dataset, { kind: 'validation', type: big ? 'max_value' : 'min_value', origin: 'int', input: n, expected: null, received: String(n), requirement: big ? Number.MAX_SAFE_INTEGER : Number.MIN_SAFE_INTEGER, message: DEFAULT_MESSAGE }, config);
+      }
+      return dataset;
+    },
+  });
+}
+
+function lengthCheck<A extends { type: string; requirement: number; message?: unknown }>(action: A, fails: (length: number) => boolean): A {
+  return Object.assign(action, {
+    '~run'(dataset: Dataset, config: Config): Dataset {
+      const x = dataset.value as { length?: unknown } | null | undefined;
+      if (x !== null && x !== undefined && typeof x.length === 'number' && fails(x.length))
+        pushIssue(dataset, { kind: 'validation', type: action.type, input: x, expected: null, received: String(x.length), requirement: action.requirement, message: typeof action.message === 'string' ? action.message : DEFAULT_MESSAGE }, config);
+      return dataset;
+    },
+  });
+}
+
+/** zod's `.min(n)` of a string or an array: run on whatever has a length, even when its type was wrong (as zod does). */
+export const minLength = <T extends string | unknown[]>(n: number) => lengthCheck(v.minLength<T, number>(n), (l) => l < n);
+/** zod's `.max(n)` of a string or an array, the same way. */
+export const maxLength = <T extends string | unknown[]>(n: number) => lengthCheck(v.maxLength<T, number>(n), (l) => l > n);
+
+/** zod's `z.int()`: a finite number that is a safe integer. */
+export const integer = () => v.pipe(number(), int());
+
+/** What a refinement is given to report with: zod's ctx, as far as Keystone used it. */
+export interface RefinementCtx {
+  addIssue(issue: { code?: 'custom'; message: string; path?: (string | number)[]; params?: Record<string, unknown> }): void;
+}
+
+/** A check that may add several issues, each with params (a Keystone code, a hint) and a path below the value. */
+export function refine<T>(fn: (value: T, ctx: RefinementCtx) => void): v.CheckAction<T, undefined> {
+  const base = v.check<T>(() => true);
+  return Object.assign(base, {
+    '~run'(dataset: Dataset, config: Config): Dataset {
+      if (!dataset.typed) return dataset;
+      const input = dataset.value;
+      fn(input as T, {
+        addIssue(i) {
+          let path: PathItem[] | undefined;
+          let at = input;
+          for (const key of i.path ?? []) {
+            const value = isObject(at) || Array.isArray(at) ? (at as Record<string | number, unknown>)[key] : undefined;
+            (path ??= []).push({ type: 'unknown', origin: 'value', input: at, key, value });
+            at = value;
+          }
+          pushIssue(dataset, { kind: 'validation', type: 'custom', input, expected: null, received: 'input', message: i.message, params: i.params, path }, config);
+        },
+      });
+      return dataset;
+    },
+  });
+}
+
+/** zod's `.refine(ok, message)`. */
+export const check = <T>(ok: (value: T) => boolean, message: string) =>
+  refine<T>((value, ctx) => {
+    if (!ok(value)) ctx.addIssue({ message });
+  });
+
+/** Runs a schema: its value, or its issues in Keystone's flat form. */
+export function safeParse<S extends AnySchema>(schema: S, value: unknown): SafeParseResult<v.InferOutput<S>> {
+  const r = run(schema, value, PARSE_CONFIG);
+  if (!r.issues) return { success: true, data: r.value as v.InferOutput<S> };
+  return { success: false, issues: r.issues.map(flatIssue) };
+}
+
+/** Runs a schema and throws on failure (zod's `.parse`), the error naming the issues. */
+export function parse<S extends AnySchema>(schema: S, value: unknown): v.InferOutput<S> {
+  const r = safeParse(schema, value);
+  if (r.success) return r.data;
+  throw new Error(describeIssues(r.issues));
+}
+
+/** `path: message; …`, the path `value` when it is empty. */
+export function describeIssues(issues: Issue[], empty = 'value'): string {
+  return issues.map((i) => `${i.path.length ? i.path.join('.') : empty}: ${i.message}`).join('; ');
+}
+
+function flatIssue(raw: RawIssue): Issue {
+  const path = ((raw.path as PathItem[] | undefined) ?? []).map((p) => p.key as string | number);
+  const input = raw.input;
+  const base = { path, input, message: raw.message };
+  let issue: Issue;
+  switch (raw.type) {
+    case 'custom':
+      issue = { ...base, code: 'custom', ...(raw.params !== undefined && { params: raw.params as Record<string, unknown> }) };
+      break;
+    case 'unrecognized_keys':
+      issue = { ...base, code: 'unrecognized_keys', keys: raw.keys as string[] };
+      break;
+    case 'invalid_key':
+      issue = { ...base, code: 'invalid_key', origin: 'record' };
+      break;
+    case 'integer':
+      issue = { ...base, code: 'invalid_type', expected: 'int' };
+      break;
+    case 'picklist':
+    case 'literal':
+      issue = { ...base, code: 'invalid_value', values: (raw.expected as string).replace(/^\((.*)\)$/, '$1').split(' | ').map((s) => JSON.parse(s) as unknown) };
+      break;
+    case 'variant':
+      issue =
+        raw.expected === 'Object'
+          ? { ...base, code: 'invalid_type', expected: 'object' }
+          : { ...base, code: 'invalid_union', options: (raw.expected as string).replace(/^\((.*)\)$/, '$1').split(' | ').map((o) => JSON.parse(o) as unknown) };
+      break;
+    case 'union':
+      issue = { ...base, code: 'invalid_union' };
+      break;
+    case 'min_length':
+    case 'min_value':
+    case 'gt_value':
+      issue = { ...base, code: 'too_small', origin: (raw.origin as string | undefined) ?? originOf(raw.type, input), minimum: raw.requirement as number, inclusive: raw.type !== 'gt_value' };
+      break;
+    case 'max_length':
+    case 'max_value':
+    case 'lt_value':
+      issue = { ...base, code: 'too_big', origin: (raw.origin as string | undefined) ?? originOf(raw.type, input), maximum: raw.requirement as number, inclusive: raw.type !== 'lt_value' };
+      break;
+    case 'regex':
+      issue = { ...base, code: 'invalid_format', format: 'regex', pattern: raw.requirement as RegExp };
+      break;
+    case 'base64':
+      issue = { ...base, code: 'invalid_format', format: 'base64' };
+      break;
+    default:
+      issue = { ...base, code: 'invalid_type', expected: EXPECTED[raw.type] ?? raw.type };
+  }
+  if (issue.message === DEFAULT_MESSAGE) issue.message = zodMessage(issue);
+  return issue;
+}
+
+const EXPECTED: Record<string, string> = { strict_object: 'object', loose_object: 'object', object: 'object' };
+
+const originOf = (type: string, input: unknown): string =>
+  type.endsWith('_length') ? (typeof input === 'string' ? 'string' : Array.isArray(input) ? 'array' : 'unknown') : typeof input === 'bigint' ? 'bigint' : 'number';
+
+/** zod's type name of a value (util.parsedType). */
+function parsedType(x: unknown): string {
+  if (typeof x === 'number') return Number.isNaN(x) ? 'NaN' : Number.isFinite(x) ? 'number' : String(x);
+  if (typeof x !== 'object') return typeof x;
+  if (x === null) return 'null';
+  if (Array.isArray(x)) return 'array';
+  if (x instanceof Date) return 'date';
+  if (x instanceof Map) return 'map';
+  if (x instanceof Set) return 'set';
+  return 'object';
+}
+
+const joinValues = (values: unknown[], sep: string) => values.map((x) => (typeof x === 'string' ? `"${x}"` : String(x))).join(sep);
+
+/** zod's English message for an issue that no schema named one for (zod/v4/locales/en.js). */
+function zodMessage(i: Issue): string {
+  const unit = i.origin === 'string' ? 'characters' : i.origin === 'array' ? 'items' : undefined;
+  switch (i.code) {
+    case 'invalid_type':
+      return `Invalid input: expected ${i.expected}, received ${parsedType(i.input)}`;
+    case 'invalid_value':
+      return i.values!.length === 1 ? `Invalid input: expected ${joinValues(i.values!, '')}` : `Invalid option: expected one of ${joinValues(i.values!, '|')}`;
+    case 'too_big':
+      return unit ? `Too big: expected ${i.origin} to have ${i.inclusive ? '<=' : '<'}${i.maximum} ${unit}` : `Too big: expected ${i.origin} to be ${i.inclusive ? '<=' : '<'}${i.maximum}`;
+    case 'too_small':
+      return unit ? `Too small: expected ${i.origin} to have ${i.inclusive ? '>=' : '>'}${i.minimum} ${unit}` : `Too small: expected ${i.origin} to be ${i.inclusive ? '>=' : '>'}${i.minimum}`;
+    case 'invalid_format':
+      return i.format === 'regex' ? `Invalid string: must match pattern ${String(i.pattern)}` : i.format === 'base64' ? 'Invalid base64-encoded string' : `Invalid ${i.format}`;
+    case 'unrecognized_keys':
+      return `Unrecognized key${i.keys!.length > 1 ? 's' : ''}: ${joinValues(i.keys!, ', ')}`;
+    case 'invalid_key':
+      return 'Invalid key in record';
+    case 'invalid_union':
+      return i.options?.length ? `Invalid discriminator value. Expected ${i.options.map((o) => `'${String(o)}'`).join(' | ')}` : 'Invalid input';
+    default:
+      return 'Invalid input';
+  }
+}
