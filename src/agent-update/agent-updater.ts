@@ -131,6 +131,11 @@ export class AgentUpdater {
   }
 
   /** `unsigned`: the revision was taken without its signatures checked (--allow-unsigned): its [agent] is refused. */
+  /** Whether `section` asks this agent for another version it can install: a package would be staged for it. */
+  installs(section: AgentSection | undefined): boolean {
+    return section !== undefined && section.version !== this.d.version && !this.d.unsupported;
+  }
+
   async decide(section: AgentSection | undefined, rev: { id: string }, reader: RepoReader, o: { unsigned?: boolean } = {}): Promise<UpdateDecision> {
     // Being restarted into a new version: nothing more is applied by this one.
     if (this.handedOver) return { kind: 'handover', version: this.handedOver };

@@ -40,8 +40,12 @@ export interface GateCandidate {
   /** This device's wave in that commit's fleet.toml. */
   wave: number;
   state: DesiredState;
-  /** The agent version its `[agent]` names, when it names one: part of the state a known-good revert is (stateDigest). */
-  agentVersion?: string;
+  /**
+   * Its `[agent]` names a version other than the one this device runs (SPEC §17): it would install a package, so it is
+   * never a known-good revert, whatever its components — an agent update goes through the waves, an upgrade or a
+   * downgrade to a version this device once ran alike (a commit that changed only `[agent]` passed every gate at once).
+   */
+  installsAgent?: boolean;
   /** Which reports count for this commit (report-admission.ts); absent: every report read (no enrolment here). */
   admission?: ReportAdmission;
 }
@@ -64,14 +68,9 @@ export const DEFAULT_BUDGET_REFS = 700;
  */
 const MAX_REF_PREFIXES = 4096;
 
-/**
- * The desired state's identity for "ran this before": each unit and its hash, in a stable order, and the agent version
- * its `[agent]` names (SPEC §17). Without the version, a commit that changes only `[agent]` looked like the state the
- * device already ran well and passed every wave's gate at once: an agent update rolled out to the whole fleet together.
- */
-export function stateDigest(state: DesiredState, agentVersion?: string): string {
+/** The desired state's identity for "ran this before": each unit and its hash, in a stable order. */
+export function stateDigest(state: DesiredState): string {
   const lines = state.components.map((c) => `${c.name}\0${c.hash}`).sort();
-  if (agentVersion !== undefined) lines.push(`\0agent\0${agentVersion}`);
   return createHash('sha256').update(lines.join('\n')).digest('hex');
 }
 
@@ -101,7 +100,7 @@ export class RolloutGate {
     const decisions = new Map<string, GateDecision>();
     // A revert to a known-good state reads nothing.
     const pending = candidates.filter((c) => {
-      if (this.opts.store.goodState(stateDigest(c.state, c.agentVersion)) === undefined) return true;
+      if (c.installsAgent || this.opts.store.goodState(stateDigest(c.state)) === undefined) return true;
       decisions.set(c.commit, decideGate({ rollout: c.rollout, wave: c.wave, commit: c.commit, reports: [], seen: () => undefined, now: 0, knownGood: true }));
       return false;
     });

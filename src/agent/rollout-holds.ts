@@ -19,6 +19,8 @@ export const MAX_HELD = 8;
 export interface Candidate {
   rev: Revision;
   state: DesiredState;
+  /** Its `[agent]` would install another agent version here (rollout-gate.ts: never a known-good revert). */
+  installsAgent?: boolean;
   planFile: string;
   target?: string;
   signedAt?: number;
@@ -110,7 +112,7 @@ export class RolloutHolds {
       for (const c of this.candidates) this.note(c, `held: ${this.opts.unavailable ?? "this device cannot read the fleet's rollout reports"}`, 'unavailable', false);
       return;
     }
-    const result = await gate.decide(this.candidates.map((c) => ({ commit: c.rev.id, rollout: c.rollout, wave: c.wave, state: c.state, ...(c.agent && { agentVersion: c.agent.version }), ...(c.admission && { admission: c.admission }) })));
+    const result = await gate.decide(this.candidates.map((c) => ({ commit: c.rev.id, rollout: c.rollout, wave: c.wave, state: c.state, ...(c.installsAgent && { installsAgent: true }), ...(c.admission && { admission: c.admission }) })));
     if ('error' in result) {
       log.warn({ err: result.error.message, held: this.candidates.map((c) => c.rev.id) }, "cannot read the fleet's rollout reports: holding, and keeping what runs");
       this.schedule();

@@ -207,7 +207,8 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
     // would go before it in the holds and drop it).
     s.lockWait?.forget(rev.id);
     s.windowWait?.forget(rev.id);
-    await s.holds.hold({ ...c, rollout: resolution.rollout, wave: resolution.wave.index, waveName: resolution.wave.name, admission });
+    const installsAgent = s.agentUpdate?.installs(c.agent) === true;
+    await s.holds.hold({ ...c, ...(installsAgent && { installsAgent }), rollout: resolution.rollout, wave: resolution.wave.index, waveName: resolution.wave.name, admission });
     return { kind: 'held' };
   }
   // A newer commit applied without the gate: what is held is behind it (a rollback is older, and keeps them).
@@ -275,7 +276,7 @@ export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'wa
     await wait?.releaseKept();
   }
   if (updateFailed !== undefined && !r.interrupted) r = { ...r, outcome: 'failure' as const, summary: `${updateFailed}; ${r.summary}` };
-  s.outcomes.finish(ticket!, { ...r, stateDigest: stateDigest(state, c.agent?.version) });
+  s.outcomes.finish(ticket!, { ...r, stateDigest: stateDigest(state) });
   // On probation (SPEC §17): this outcome decides whether the new agent stays. A failure of the plan puts it back
   // (the commit did not report success) without barring the package: the next commit may try it again.
   if (update?.settles(rev.id, c.agent) && !r.interrupted) await update.settle(r.outcome, `${r.outcome}: ${r.summary}`, { blocks: false });

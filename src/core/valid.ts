@@ -43,8 +43,8 @@ function prefix(issues: RawIssue[], item: PathItem, into: Dataset): void {
   }
 }
 
-/** An object that is not an array: what zod (and a TOML table) calls an object. */
-const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+/** An object that is not an array nor a date (a TOML datetime is a Date): what a TOML table is. */
+const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x) && !(x instanceof Date);
 
 function isPlainObject(o: unknown): o is Record<string, unknown> {
   if (!isObject(o)) return false;
@@ -117,8 +117,8 @@ export function record<K extends v.GenericSchema<string, string | number | symbo
       const out: Record<string, unknown> = {};
       dataset.typed = true;
       for (const k of Object.keys(input)) {
-        if (k === '__proto__') continue;
-        const kr = run(this.key, k, config);
+        // `__proto__` is refused, not dropped: a selector `{ __proto__ = "prod" }` read as `{}` would take every device.
+        const kr: Dataset = k === '__proto__' ? { value: k, issues: [] } : run(this.key, k, config);
         if (kr.issues) {
           pushIssue(dataset, { kind: 'schema', type: 'invalid_key', input: k, expected: null, received: k, message: DEFAULT_MESSAGE, path: [{ type: 'object', origin: 'key', input, key: k, value: input[k] }] }, config);
           dataset.typed = false;

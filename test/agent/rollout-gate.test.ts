@@ -74,6 +74,23 @@ describe('RolloutGate', () => {
     expect(reads).toBe(0);
   });
 
+  // SPEC §17: a commit whose [agent] would install another version is no revert, whatever its components: an agent
+  // update (or a downgrade to a version this device once ran, with allow_downgrade) goes through the waves. The review
+  // of issue 32 found an [agent]-only commit opened on every wave at once; a digest holding the version would have
+  // gated every plain revert made after an agent update instead.
+  it('a known-good state that would install another agent version is read like any commit; with the running version, not', async () => {
+    const store = memory();
+    store.good.add(stateDigest(state('good')));
+    let reads = 0;
+    const gate = new RolloutGate({ refs: { list: async () => (reads++, { refs: [], serverTime: 1_000 }) }, store, now: () => 0, random: () => 0 });
+    const installs = await gate.decide([{ commit: C, rollout, wave: 1, state: state('good'), installsAgent: true }]);
+    expect('decisions' in installs && installs.decisions.get(C)?.kind).toBe('held');
+    expect(reads).toBe(1);
+    const same = await gate.decide([{ commit: C, rollout, wave: 1, state: state('good'), installsAgent: false }]);
+    expect('decisions' in same && same.decisions.get(C)?.kind).toBe('open');
+    expect(reads).toBe(1);
+  });
+
   it('samples from the first read on, sizes the sample per wave, and stays near the budget', async () => {
     const all = refs(Array.from({ length: 4000 }, (_, i) => ['rest', `d${i}`, 'held'] as [string, string, RolloutState]));
     const sizes: number[] = [];

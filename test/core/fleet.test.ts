@@ -98,6 +98,14 @@ describe('fleet.toml validation', () => {
     expect(only('[[targets]]\nname = "a"\nselector = { rev = 3 }\nplan = "plans/a.toml"\n')).toEqual([{ code: 'KS_INVALID_TYPE', path: 'targets[0].selector.rev', line: 3 }]);
   });
 
+  it('a datetime where a table goes is refused, not read as an empty table with its defaults', () => {
+    expect(only('rollout = 1979-05-27T07:32:00Z\n[[targets]]\nname = "a"\nselector = {}\nplan = "plans/a.toml"\n')).toEqual([{ code: 'KS_INVALID_TYPE', path: 'rollout', line: 1 }]);
+  });
+
+  it('a selector key __proto__ is refused, not dropped (an empty selector read from it would take every device)', () => {
+    expect(only('[[targets]]\nname = "a"\nselector = { __proto__ = "prod" }\nplan = "plans/a.toml"\n')).toEqual([{ code: 'KS_INVALID_VALUE', path: 'targets[0].selector.__proto__', line: 3 }]);
+  });
+
   it('a target that matches nothing, a plan outside the repository, bad names', () => {
     expect(only('[[targets]]\nname = "a"\nplan = "plans/a.toml"\n')).toEqual([{ code: 'KS_FLEET_TARGET_EMPTY', path: 'targets[0]', line: 1 }]);
     expect(only('[[targets]]\nname = "a"\nselector = {}\nplan = "../etc/a.toml"\n')).toEqual([{ code: 'KS_PATH_ESCAPE', path: 'targets[0].plan', line: 4 }]);
