@@ -6,7 +6,7 @@
 # Waits until the socket answers a ping (deadline: PODMAN_SETUP_TIMEOUT seconds, default 60); exit 1 if it does not.
 #
 #   .ci/podman-setup.sh
-#   KEYSTONE_TEST_ENGINE=podman npx vitest run test/agent/containers-podman.e2e.test.ts …
+#   KEYSTONE_TEST_ENGINE=podman npx vitest run test/e2e/containers-podman.e2e.test.ts …
 #
 # Idempotent: a socket that already answers is left as it is. The service's log: /tmp/podman-service.log.
 set -eu

@@ -37,7 +37,7 @@ import { actualFromDesired, diff, EMPTY_ACTUAL } from '../dist/core/diff.js';
 import { parsePlan } from '../dist/core/plan.js';
 import { parseRecipe } from '../dist/core/recipe.js';
 import { DirectoryReader } from '../dist/source/directory-reader.js';
-import { loadRevision } from '../dist/source/load-revision.js';
+import { loadRevision } from '../dist/load/load-revision.js';
 import { MAX_DOCUMENT_BYTES } from '../dist/source/repo-reader.js';
 import { generateRepo } from './generate-repo.mjs';
 

@@ -40,7 +40,7 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../dist/core/duration.js';
 import { criticalPath, layeredMakespan, nextSteps } from '../dist/core/schedule.js';
-import { loadRevision } from '../dist/source/load-revision.js';
+import { loadRevision } from '../dist/load/load-revision.js';
 import { DirectoryReader } from '../dist/source/directory-reader.js';
 import { modelRepo } from './generate-repo.mjs';
 import {

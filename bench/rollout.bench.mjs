@@ -78,8 +78,8 @@ async function main() {
   const { parseDuration } = await import('../dist/core/duration.js');
   const { waveOf, waveHash } = await import('../dist/core/rollout.js');
   const { waveCounts, waveHalted } = await import('../dist/core/rollout-gate.js');
-  const { failuresPrefix, parseRolloutRef, rolloutRef, rolloutPrefixes } = await import('../dist/status/rollout-refs.js');
-  const { lsRefsRequest } = await import('../dist/source/git-ls-refs.js');
+  const { failuresPrefix, parseRolloutRef, rolloutRef, rolloutPrefixes } = await import('../dist/report/rollout-refs.js');
+  const { lsRefsRequest } = await import('../dist/git/git-ls-refs.js');
   const { RolloutGate } = await import('../dist/agent/rollout-gate.js');
   const { refListerFor } = await import('../dist/source/ref-lister.js');
   const { reportAdmission } = await import('../dist/agent/report-admission.js');

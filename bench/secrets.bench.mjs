@@ -26,7 +26,7 @@ const { formatAgeIdentityFile } = await import('../dist/identity/age-identity-fi
 const { SecretOpener } = await import('../dist/secrets/open-secrets.js');
 const { digestKeyOf } = await import('../dist/secrets/secret-digest.js');
 const { MemoryReader } = await import('../dist/source/memory-reader.js');
-const { MAX_SECRET_FILE_BYTES } = await import('../dist/secrets/secret-paths.js');
+const { MAX_SECRET_FILE_BYTES } = await import('../dist/core/secret-paths.js');
 
 const hasAge = spawnSync('age', ['--version']).status === 0;
 const dir = mkdtempSync(join(tmpdir(), 'keystone-bench-secrets-'));

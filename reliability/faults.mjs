@@ -18,9 +18,9 @@ const projectDir = join(here, '..');
 
 /** The fault suites, in the order they are printed. */
 const SUITES = [
-  { key: 'faulty-git-server', title: 'a faulty Git server', file: 'test/reliability/faulty-git-server.e2e.test.ts' },
-  { key: 'disk-full', title: 'disk full', file: 'test/reliability/disk-full.e2e.test.ts' },
-  { key: 'clock-jumps', title: 'clock jumps', file: 'test/reliability/clock-jumps.e2e.test.ts' },
+  { key: 'faulty-git-server', title: 'a faulty Git server', file: 'test/e2e/faulty-git-server.e2e.test.ts' },
+  { key: 'disk-full', title: 'disk full', file: 'test/e2e/disk-full.e2e.test.ts' },
+  { key: 'clock-jumps', title: 'clock jumps', file: 'test/e2e/clock-jumps.e2e.test.ts' },
   { key: 'webhook-examples', title: "GitHub's example webhook payloads", file: 'test/reliability/webhook-examples.test.ts' },
 ];
 

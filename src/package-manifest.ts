@@ -29,3 +29,8 @@ export function packageManifest(): PackageManifest {
   cached ??= JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as PackageManifest;
   return cached;
 }
+
+/** The package's version, for `--version`, the API and reports: package.json's. */
+export function packageVersion(): string {
+  return packageManifest().version;
+}

@@ -4,8 +4,8 @@
 // back. And issue 27's two (outcome-invariants.ts): no success reported for a revision whose components were not all
 // healthy, and no revision that failed reported success later. Each returns a result rather than throwing, so a run
 // counts what held and reports everything that did not.
-import { statusContext } from '../../src/status/commit-status.js';
-import { readStatusNotes } from '../../src/status/status-notes-read.js';
+import { statusContext } from '../../src/report/commit-status.js';
+import { readStatusNotes } from '../../src/fleet-view/status-notes-read.js';
 import type { HistoryEntry } from '../../src/store/state-store.js';
 import { is } from '../../test/support/agent-harness.js';
 import { CANNOT_RELOAD, DEVICE, type ChaosAgent } from './chaos-agent.js';

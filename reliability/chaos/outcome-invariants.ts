@@ -18,9 +18,9 @@
 // counts), and each history row and outbox row is looked at once, in the order they were written.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { statusContext } from '../../src/status/commit-status.js';
-import { parseRolloutRef, ROLLOUT_PREFIX } from '../../src/status/rollout-refs.js';
-import { readStatusNotes } from '../../src/status/status-notes-read.js';
+import { statusContext } from '../../src/report/commit-status.js';
+import { parseRolloutRef, ROLLOUT_PREFIX } from '../../src/report/rollout-refs.js';
+import { readStatusNotes } from '../../src/fleet-view/status-notes-read.js';
 import type { ComponentRecord, HistoryEntry } from '../../src/store/state-store.js';
 import { GIT_ENV } from '../../test/support/git-env.js';
 import { DEVICE, type ChaosAgent } from './chaos-agent.js';

@@ -4,7 +4,7 @@
 // kill left it, sometimes a push while the agent is down, a restart, sometimes a kill aimed inside the restarted agent's
 // health check of the instances it adopted (issue 27), sometimes another kill during that restart's own recovery; then
 // the device is allowed to settle and every invariant is checked. Used by reliability/chaos.mjs
-// (`npm run chaos`) and by test/reliability/chaos.e2e.test.ts (a small N).
+// (`npm run chaos`) and by test/e2e/chaos.e2e.test.ts (a small N).
 import type { IdentityLedger } from './report-invariants.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

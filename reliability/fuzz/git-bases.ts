@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { BaseObject, GitObjectType, ReadBase } from '../../src/source/thin-pack.js';
+import type { BaseObject, GitObjectType, ReadBase } from '../../src/git/thin-pack.js';
 
 const dir = fileURLToPath(new URL('./fixtures/git-bases/', import.meta.url));
 const bases = new Map<string, BaseObject>(
@@ -12,7 +12,7 @@ const bases = new Map<string, BaseObject>(
     return [oid, { type, object: new Uint8Array(readFileSync(dir + f)) }];
   }),
 );
-/** "hello world\n", the base test/source/thin-pack.fuzz.test.ts builds its pack on. */
+/** "hello world\n", the base test/git/thin-pack.fuzz.test.ts builds its pack on. */
 export const HELLO = Buffer.from('hello world\n');
 bases.set(createHash('sha1').update(`blob ${HELLO.length}\0`).update(HELLO).digest('hex'), { type: 'blob', object: new Uint8Array(HELLO) });
 

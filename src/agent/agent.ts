@@ -5,12 +5,12 @@
 import type { EventEmitter } from 'node:events';
 import { chmodSync } from 'node:fs';
 import { join } from 'node:path';
-import { isCommitId } from '../core/commit-id.js';
+import { isCommitId } from '../git/commit-id.js';
 import { DEFAULT_RESTART_LIMITS } from '../core/restart-policy.js';
 import type { ComponentPaths, Runtime } from '../runtime/runtime.js';
-import { safeDirectory } from '../runtime/safe-path.js';
+import { safeDirectory } from '../state-dir/safe-path.js';
 import type { Revision } from '../source/directory-source.js';
-import type { DeviceHealth } from '../status/commit-status.js';
+import type { DeviceHealth } from '../report/commit-status.js';
 import { openStateStore, STATE_DB_FILE, StateStoreError, type StateStore } from '../store/state-store.js';
 import { agentEvents, type AgentEventMap } from './agent-events.js';
 import type { AgentOptions } from './agent-options.js';

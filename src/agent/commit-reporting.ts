@@ -6,10 +6,10 @@
 // lines, read when the status is decided: so they are synchronous and cheap, and never stop the outcome's write.
 import type { DesiredComponent } from '../core/desired-state.js';
 import type { Reconcile } from '../core/diff.js';
-import { isCommitId } from '../core/commit-id.js';
+import { isCommitId } from '../git/commit-id.js';
 import type { RolloutState } from '../core/rollout-gate.js';
-import { describeFailure, describePending, describeRejected, describeSuccess, describe, type CommitState, type DeviceHealth, type ReportDetails } from '../status/commit-status.js';
-import type { StatusOutbox } from '../status/status-outbox.js';
+import { describeFailure, describePending, describeRejected, describeSuccess, describe, type CommitState, type DeviceHealth, type ReportDetails } from '../report/commit-status.js';
+import type { StatusOutbox } from '../report/status-outbox.js';
 import type { AgentEventMap } from './agent-events.js';
 
 export interface CommitReportingOptions {

@@ -4,7 +4,7 @@
 // It never throws: a value the device cannot give (another kernel, a container without /sys, garbage) is left out.
 import { closeSync, constants, openSync, readdirSync, readSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { DeviceHealth } from '../status/commit-status.js';
+import type { DeviceHealth } from '../report/commit-status.js';
 
 export interface DeviceHealthOptions {
   /** Whose file system's free space is reported: the state directory's (where a full disk hurts the agent). */

@@ -14,8 +14,8 @@ import { join } from 'node:path';
 import type { DesiredComponent } from '../core/desired-state.js';
 import { cutLine } from '../core/line-bound.js';
 import { STDERR_LOG, STDOUT_LOG } from '../runtime/log-files.js';
-import { MAX_LOG_TAIL_BYTES, MAX_LOG_TAIL_LINES } from '../status/commit-status.js';
-import { MIN_SCRUB_LENGTH, scrubValues, type GivenValue } from '../status/scrub-values.js';
+import { MAX_LOG_TAIL_BYTES, MAX_LOG_TAIL_LINES } from '../report/commit-status.js';
+import { MIN_SCRUB_LENGTH, scrubValues, type GivenValue } from '../secrets/scrub-values.js';
 import { givenValues } from './given-values.js';
 
 /** One unit whose log tells a failure: its name (`api`, `app/web`), its log directory, what it was given. */

@@ -1,17 +1,17 @@
 // An agent that follows Git (`keystone agent --repo`): the Git source, the commit statuses it reports (outbox → Git
 // notes and/or the GitHub API) registered with outcomes.ts, and the `--on-failure rollback` listener.
 import { join } from 'node:path';
-import { packageVersion } from '../cli/version.js';
-import { isCommitId } from '../core/commit-id.js';
+import { packageVersion } from '../package-manifest.js';
+import { isCommitId } from '../git/commit-id.js';
 import { FLEET_FILE } from '../core/fleet.js';
 import { formatLabels, type Labels } from '../core/labels.js';
 import type { ReportSigner } from '../identity/report-signature.js';
 import type { Logger } from '../log/logger.js';
 import { GitSource } from '../source/git-source.js';
-import { statusContext, type StatusReporter } from '../status/commit-status.js';
-import { GitNotesReporter } from '../status/git-notes-reporter.js';
-import { GitHubStatusReporter } from '../status/github-status-reporter.js';
-import { StatusOutbox } from '../status/status-outbox.js';
+import { statusContext, type StatusReporter } from '../report/commit-status.js';
+import { GitNotesReporter } from '../report/git-notes-reporter.js';
+import { GitHubStatusReporter } from '../report/github-status-reporter.js';
+import { StatusOutbox } from '../report/status-outbox.js';
 import type { StateStore } from '../store/state-store.js';
 import type { Agent } from './agent.js';
 import { commitReports } from './commit-reporting.js';

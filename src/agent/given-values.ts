@@ -2,7 +2,7 @@
 // configuration and binds (`{{config.…}}`, `{{deps.….exports.…}}`, recorded as the unit's inputs) and the
 // environment its recipe sets. Secrets, when a component can be given some, join this list.
 import type { DesiredComponent } from '../core/desired-state.js';
-import { scrubValues, type GivenValue } from '../status/scrub-values.js';
+import { scrubValues, type GivenValue } from '../secrets/scrub-values.js';
 
 /** `config.http.port` → `[config:http.port]`; `deps.db.exports.url` → `[deps:db.exports.url]`. */
 function inputLabel(key: string): string {

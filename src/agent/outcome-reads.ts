@@ -1,6 +1,6 @@
 // What the history says of a revision on this device, read for outcomes.ts (rules 2–4) and for the rollout refs a
 // device keeps. Reads only: outcomes.ts stays the one writer of outcomes, and asks here before it writes.
-import { isCommitId } from '../core/commit-id.js';
+import { isCommitId } from '../git/commit-id.js';
 import type { HistoryEntry, StateStore } from '../store/state-store.js';
 
 /** A revision's own rows read for its standing (its failures are never pruned; store/apply-history.ts). */

@@ -20,7 +20,7 @@
 //     action, or the health check after a restart) is its own row, `recovered`, and its own event. It is never
 //     reported to the Git host and never rewrites the failure, so no rollout gate counts it.
 //  6. A success is written only for an apply whose components were all healthy when it ended (engine.ts step 7).
-import { isCommitId } from '../core/commit-id.js';
+import { isCommitId } from '../git/commit-id.js';
 import type { Logger } from '../log/logger.js';
 import type { ApplyFailure, HistoryEntry, StateStore } from '../store/state-store.js';
 import type { AgentEventMap, Emit } from './agent-events.js';

@@ -19,7 +19,7 @@ import { CERTIFICATE_DIR, certificatePath } from '../identity/certificate.js';
 import { rolloutMessage } from '../identity/report-signature.js';
 import { vouched } from '../identity/vouched-wave.js';
 import type { RepoReader } from '../source/repo-reader.js';
-import type { RolloutRef } from '../status/rollout-refs.js';
+import type { RolloutRef } from '../report/rollout-refs.js';
 import type { PublicKey } from '../trust/minisign.js';
 import { MAX_CERTIFICATE_FILE_BYTES } from './run-settings.js';
 

@@ -1,7 +1,7 @@
 // After an agent restart (SPEC §5, §14, §17): what the device takes up again from its local clone before the source's
 // first look, and what it does when the first revision offered after the restart is refused. Apart from agent.ts,
 // which assembles the agent and wires these to its loop.
-import { isCommitId } from '../core/commit-id.js';
+import { isCommitId } from '../git/commit-id.js';
 import type { Logger } from '../log/logger.js';
 import type { Revision } from '../source/directory-source.js';
 import type { StateStore } from '../store/state-store.js';

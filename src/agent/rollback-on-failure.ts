@@ -1,7 +1,7 @@
 // `--on-failure rollback` (SPEC §7): a listener on outcomes. When a commit's apply fails, the device goes back to the
 // newest commit that succeeded here, applied as the agent's own rollback (no report of its own; the replay floor
 // does not refuse it). The failed commit's report says so ("; rolling back to 3f2a1c0").
-import { isCommitId } from '../core/commit-id.js';
+import { isCommitId } from '../git/commit-id.js';
 import type { Logger } from '../log/logger.js';
 import type { Revision } from '../source/directory-source.js';
 import type { StateStore } from '../store/state-store.js';

@@ -8,7 +8,7 @@ import type { DesiredState } from '../core/desired-state.js';
 import { decideGate, type GateDecision, type RolloutReport } from '../core/rollout-gate.js';
 import type { Verification } from '../identity/report-verifier.js';
 import type { Rollout } from '../core/rollout.js';
-import { BUCKETS, failuresPrefix, parseRolloutRef, rolloutPrefixes, type RolloutRef } from '../status/rollout-refs.js';
+import { BUCKETS, failuresPrefix, parseRolloutRef, rolloutPrefixes, type RolloutRef } from '../report/rollout-refs.js';
 import type { ReportAdmission } from './report-admission.js';
 
 /**

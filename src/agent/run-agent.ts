@@ -2,7 +2,7 @@
 // runtimes, the health probes, the state directory's lock, the rollout gate, the agent itself, and its source (Git,
 // with its reports and rollback policy, or a watched directory). The CLI parses and validates (cli/agent-settings.ts),
 // serves the API and waits for a stop; nothing here parses a flag.
-import { safeDirectory } from '../runtime/safe-path.js';
+import { safeDirectory } from '../state-dir/safe-path.js';
 import { statfs } from 'node:fs/promises';
 import { prefetch } from './prefetch.js';
 import { reportSigner, type ReportSigner } from '../identity/report-signature.js';

@@ -6,7 +6,7 @@ import type { Labels } from '../core/labels.js';
 import type { RestartLimits } from '../core/restart-policy.js';
 import type { DeviceKeys } from '../identity/device-keys.js';
 import type { SocketPaths } from '../runtime/container-engine.js';
-import { sameRepository } from '../source/git-repo-location.js';
+import { sameRepository } from '../git/git-repo-location.js';
 import type { PublicKey } from '../trust/minisign.js';
 import type { TrustSetting } from './agent-types.js';
 

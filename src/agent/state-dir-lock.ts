@@ -9,7 +9,7 @@ import { closeSync, constants, openSync, renameSync, rmSync, writeSync } from 'n
 import { join } from 'node:path';
 import Sqlite from 'better-sqlite3';
 import { OperationError } from '../core/errors.js';
-import { checkOwnFileIfPresent, readOwnFile, StateDirError } from '../runtime/safe-path.js';
+import { checkOwnFileIfPresent, readOwnFile, StateDirError } from '../state-dir/safe-path.js';
 import { sqliteNativeBinding } from '../store/sqlite-addon.js';
 
 export const LOCK_FILE = 'agent.lock';

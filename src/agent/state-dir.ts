@@ -1,9 +1,9 @@
 // The state directory is the agent's alone: checked whole before the agent trusts anything in it (SPEC §5).
 import { lstatSync, mkdirSync, readdirSync, realpathSync } from 'node:fs';
 import { dirname, join, resolve, sep } from 'node:path';
-import { chownSpec, describeUid, safeDirectory, unsafe, writableByOthers } from '../runtime/safe-path.js';
+import { chownSpec, describeUid, safeDirectory, unsafe, writableByOthers } from '../state-dir/safe-path.js';
 import { SECRETS_ON_DISK } from '../runtime/secrets-root.js';
-import { makePrivate } from '../source/private-fs.js';
+import { makePrivate } from '../state-dir/private-fs.js';
 import { lockStateDir, type StateDirLock } from './state-dir-lock.js';
 
 /**

@@ -1,7 +1,7 @@
 // What happens to a new revision, in order (SPEC §7): 1 verify → 2 target and load → 3 device check → 4 standing and
 // gate → 5 apply (or resume). Each step either passes the revision on or ends it with an outcome value; outcomes.ts
 // writes what the outcome means (rows, events, reports), so this file decides and never records.
-import { isCommitId } from '../core/commit-id.js';
+import { isCommitId } from '../git/commit-id.js';
 import type { DesiredState } from '../core/desired-state.js';
 import type { Reconcile } from '../core/diff.js';
 import { formatDiagnostic } from '../core/errors.js';
@@ -9,7 +9,7 @@ import { FLEET_FILE } from '../core/fleet.js';
 import type { Labels } from '../core/labels.js';
 import type { Logger } from '../log/logger.js';
 import type { Revision } from '../source/directory-source.js';
-import { loadDeviceRevision } from '../source/load-fleet.js';
+import { loadDeviceRevision } from '../load/load-fleet.js';
 import type { RepoReader } from '../source/repo-reader.js';
 import type { StateStore } from '../store/state-store.js';
 import { TrustError } from '../trust/trust-error.js';

@@ -4,14 +4,9 @@
 // update on trial, put back, or not possible here (SPEC §17), for keystonectl status and the dashboard.
 import { deviceHealth } from '../agent/device-health.js';
 import type { AgentUpdateView } from '../agent-update/agent-home.js';
-import { packageVersion } from '../cli/version.js';
-import type { DeviceHealth } from '../status/commit-status.js';
+import type { DeviceHealth } from '../report/commit-status.js';
+import type { AgentSelf } from './agent-self.js';
 import type { ApiContext } from './api-context.js';
-
-export interface AgentSelf {
-  pid: number;
-  version: string;
-}
 
 export interface AgentView extends AgentSelf {
   /** ISO; when the API was built, which is when the agent finished starting, near enough. */
@@ -20,11 +15,6 @@ export interface AgentView extends AgentSelf {
   health: DeviceHealth;
   /** Only while there is something to say about an agent update (SPEC §17): on trial, put back, or unsupported here. */
   update?: AgentUpdateView;
-}
-
-/** The process the API runs in: the agent's own (the API is never served from anywhere else). */
-export function ownAgentSelf(): AgentSelf {
-  return { pid: process.pid, version: packageVersion() };
 }
 
 export function agentView(ctx: Pick<ApiContext, 'self' | 'startedAt'> & { agent: Pick<ApiContext['agent'], 'health' | 'agentUpdate'> }): AgentView {

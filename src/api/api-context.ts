@@ -1,7 +1,7 @@
 // What every route group gets from buildServer: the agent, the waits, the log, the refusal log and the device policy.
 import type { DevicePolicy } from '../core/device-policy.js';
 import type { Logger } from '../log/logger.js';
-import type { AgentSelf } from './agent-view.js';
+import type { AgentSelf } from './agent-self.js';
 import type { ApiAgent } from './api-deps.js';
 import type { OperatorWaits } from './operator-waits.js';
 import type { RefusalLog } from './refusal-log.js';

@@ -7,7 +7,7 @@ import type { Engine } from '../agent/engine.js';
 import type { DevicePolicy } from '../core/device-policy.js';
 import type { Logger } from '../log/logger.js';
 import type { StateStore } from '../store/state-store.js';
-import type { AgentSelf } from './agent-view.js';
+import type { AgentSelf } from './agent-self.js';
 import type { ConnectionLimits } from './connection-limits.js';
 import type { RefusalLogOptions } from './refusal-log.js';
 

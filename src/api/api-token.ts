@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, existsSync, fstatSync, fsyncSync, linkSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { checkOwnFile, safeDirectory } from '../runtime/safe-path.js';
+import { checkOwnFile, safeDirectory } from '../state-dir/safe-path.js';
 
 export const API_TOKEN_FILE = 'api-token';
 /** Shorter than this (an operator's own token) is too easy to guess to guard a device. */

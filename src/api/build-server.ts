@@ -2,7 +2,7 @@
 // requests into the very server the agent runs.
 import { setMaxListeners } from 'node:events';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
-import { ownAgentSelf } from './agent-view.js';
+import { ownAgentSelf } from './agent-self.js';
 import type { ApiDeps } from './api-deps.js';
 import type { ApiContext } from './api-context.js';
 import { ApiError, fromFastifyError } from './api-error.js';

@@ -7,12 +7,12 @@ import { isAbsolute, relative } from 'node:path';
 import { isLoopbackAddress, parseListenAddress } from '../api/listen-address.js';
 import { CODES } from '../core/errors.js';
 import type { TomlPath } from '../core/toml-locate.js';
-import { ownerRepoFromUrl } from '../status/github-status-reporter.js';
+import { ownerRepoFromUrl } from '../report/github-status-reporter.js';
 import { parsePublicKey } from '../trust/minisign.js';
 import { TrustError } from '../trust/trust-error.js';
 import { CONFIG_CODES, type ConfigCode } from './agent-config-error.js';
 import type { ConfigValue, FlagWords } from './agent-config-rules.js';
-import type { AgentOptionName } from './agent-options.js';
+import type { AgentOptionName } from './agent-option-table.js';
 
 /** The settings a combination looks at. */
 export interface Settings {

@@ -12,12 +12,12 @@ import { parseWindowText } from '../core/maintenance-window.js';
 import { CODES } from '../core/errors.js';
 import { deviceNameProblem, LABEL_KEY_HINT, LABEL_VALUE_HINT, labelKeyProblem, labelValueProblem } from '../core/labels.js';
 import { describe } from '../core/toml-document.js';
-import { parseGitRepo } from '../source/git-repo-location.js';
+import { parseGitRepo } from '../git/git-repo-location.js';
 import { TrustError } from '../trust/trust-error.js';
 import { CONFIG_CODES, type ConfigCode } from './agent-config-error.js';
 import type { At, Check, FlagWords } from './config-at.js';
 import { ENGINE_ARG_CODES, socketProblem } from './engine-args.js';
-import type { AgentOptionName } from './agent-options.js';
+import type { AgentOptionName } from './agent-option-table.js';
 import { UsageError } from './io.js';
 import { certificateFile, publicKeyFile, secretFile } from './named-file-checks.js';
 

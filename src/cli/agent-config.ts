@@ -13,7 +13,7 @@ import { formatTomlPath, type TomlPath } from '../core/toml-locate.js';
 import { COMBINATIONS } from './agent-config-combinations.js';
 import { CONFIG_CODES, type ConfigCode, type ConfigDiagnostic } from './agent-config-error.js';
 import { CONFIG_RULES, inlineSecretHint, type At, type ConfigValue } from './agent-config-rules.js';
-import type { AgentOptionName } from './agent-options.js';
+import type { AgentOptionName } from './agent-option-table.js';
 
 /** A configuration file is a screenful of keys; anything near this size is the wrong file. */
 export const MAX_CONFIG_BYTES = 1024 * 1024;

@@ -12,7 +12,7 @@ import { parseAgeIdentityFile } from '../identity/age-identity-file.js';
 import { decryptWith } from '../secrets/age-codec.js';
 import type { OperatorIdentity } from '../secrets/operator-identity.js';
 import { SecretError } from '../secrets/secret-error.js';
-import { MAX_SECRET_FILE_BYTES, secretPath, targetKeyPath } from '../secrets/secret-paths.js';
+import { MAX_SECRET_FILE_BYTES, secretPath, targetKeyPath } from '../core/secret-paths.js';
 import type { RepoReader } from '../source/repo-reader.js';
 
 export interface DryRunKeys {

@@ -6,7 +6,7 @@ import { setFlagsFromString } from 'node:v8';
 import { ArtifactError } from '../artifacts/artifact-error.js';
 import { OperationError } from '../core/errors.js';
 import { IdentityError } from '../identity/identity-error.js';
-import { StateDirError } from '../runtime/safe-path.js';
+import { StateDirError } from '../state-dir/safe-path.js';
 import { TrustedFileError } from '../runtime/trusted-file.js';
 import { StateStoreError } from '../store/state-store-error.js';
 import { TrustError } from '../trust/trust-error.js';
@@ -67,7 +67,7 @@ export async function main(argv: string[], io: CliIo, signals: { once(ev: 'stop'
     return name === undefined ? EXIT.BAD_INPUT : EXIT.OK;
   }
   if (name === '--version' || name === '-V') {
-    io.stdout.write(`keystone ${(await import('./version.js')).packageVersion()}\n`);
+    io.stdout.write(`keystone ${(await import('../package-manifest.js')).packageVersion()}\n`);
     return EXIT.OK;
   }
   if (!isCommand(name)) {

@@ -6,7 +6,7 @@ import { IdentityError } from '../identity/identity-error.js';
 import { SecretError } from '../secrets/secret-error.js';
 import { asksForHelp } from './help-flag.js';
 import { EXIT, UsageError, type CliIo } from './io.js';
-import { packageVersion } from './version.js';
+import { packageVersion } from '../package-manifest.js';
 
 type Command = (argv: string[], io: CliIo) => Promise<number>;
 /** `help`: a command's longer text for `--help` (it starts with the usage), where it has one. */

@@ -5,7 +5,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Fleet } from '../core/fleet.js';
 import { SecretError } from '../secrets/secret-error.js';
-import { MAX_SECRET_FILE_BYTES } from '../secrets/secret-paths.js';
+import { MAX_SECRET_FILE_BYTES } from '../core/secret-paths.js';
 import { targetNameProblem } from '../secrets/target-key.js';
 import { parsePublicKey, type PublicKey } from '../trust/minisign.js';
 import { UsageError, type CliIo } from './io.js';

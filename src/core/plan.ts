@@ -1,26 +1,13 @@
 // The plan format of SPEC §3: which components a device runs, and from which recipe.
 import { posix } from 'node:path';
-import * as v from 'valibot';
-import { minLength, strictObject } from './valid.js';
 import { CODES, sortDiagnostics, type Diagnostic } from './errors.js';
-import { configTable, escapesRepository } from './recipe.js';
-import { componentName, withFastPath } from './schema-rules.js';
+import { escapesRepository } from './recipe.js';
+import { withFastPath } from './schema-rules.js';
 import { fastPlan } from './recipe-fast-path.js';
 import { parseTomlDocument, type ParsedDocument } from './toml-document.js';
 
-const planEntry = strictObject({
-  name: componentName,
-  recipe: v.pipe(v.string(), minLength(1)),
-  // Overrides of the recipe's [config] defaults (for a composite, one section per member). No default: see identity.
-  config: v.optional(configTable),
-});
-
-export const planSchema = strictObject({
-  components: v.optional(v.array(planEntry), []),
-});
-
-export type Plan = v.InferOutput<typeof planSchema>;
-export type PlanEntry = Plan['components'][number];
+export { planSchema, type Plan, type PlanEntry } from './plan-schema.js';
+import { planSchema, type Plan, type PlanEntry } from './plan-schema.js';
 
 export interface ParsedPlan {
   file: string;

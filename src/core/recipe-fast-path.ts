@@ -4,8 +4,8 @@
 // (~60% of parsing a recipe). What it builds must equal the schema's output key for key and in key order: hashes and
 // printed plans depend on it, and test/core/recipe-fast-path.test.ts checks it against the schema on generated documents.
 import { LINUX_CAPABILITIES } from './capabilities.js';
-import type { Plan } from './plan.js';
-import type { RecipeFile } from './recipe.js';
+import type { Plan } from './plan-schema.js';
+import type { RecipeFile } from './recipe-schema.js';
 import {
   durationInRange,
   healthCheckProblem,

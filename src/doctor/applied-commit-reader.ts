@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import git from 'isomorphic-git';
-import { parseGitRepo } from '../source/git-repo-location.js';
+import { parseGitRepo } from '../git/git-repo-location.js';
 import { GitTreeReader, locateGitRepository, type GitLocation } from '../source/git-tree-reader.js';
 import type { RepoReader } from '../source/repo-reader.js';
 

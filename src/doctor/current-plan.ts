@@ -3,8 +3,8 @@
 // repository), never fetched. A Git device that applied nothing yet has no known plan, which is not a fault.
 import type { DesiredState } from '../core/desired-state.js';
 import { DirectoryReader } from '../source/directory-reader.js';
-import { fullBranchRef, shortBranchRef } from '../source/git-repo-location.js';
-import { loadDeviceRevision } from '../source/load-fleet.js';
+import { fullBranchRef, shortBranchRef } from '../git/git-repo-location.js';
+import { loadDeviceRevision } from '../load/load-fleet.js';
 import type { RepoReader } from '../source/repo-reader.js';
 import type { AppliedState } from './applied-state.js';
 import { fail, pass, skip, type CheckResult } from './check-result.js';

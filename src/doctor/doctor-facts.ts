@@ -3,7 +3,7 @@
 import { statfs } from 'node:fs/promises';
 import type { SocketPaths } from '../runtime/container-engine.js';
 import { currentAgentIdentity, type AgentIdentity } from '../runtime/privileges.js';
-import { readUserDb, type UserDb } from '../runtime/user-db.js';
+import { readUserDb, type UserDb } from '../state-dir/user-db.js';
 
 export interface DoctorFacts {
   /** ms since the epoch. */

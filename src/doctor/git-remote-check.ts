@@ -1,7 +1,7 @@
 // The Git source answers and has the branch: the agent's own cheap look (one protocol v2 ls-refs POST, falling back
 // to the discovery; a local repository read from its files), bounded in time.
 import { OperationError } from '../core/errors.js';
-import { fullBranchRef, shortBranchRef } from '../source/git-repo-location.js';
+import { fullBranchRef, shortBranchRef } from '../git/git-repo-location.js';
 import { fail, pass, skip, type CheckResult } from './check-result.js';
 import type { DoctorSource } from './doctor-setup.js';
 

@@ -1,7 +1,7 @@
 // The device's own keys (identity/ in the state directory, SPEC §15) as the agent will judge them at its start
 // (identity/device-keys.ts: the same reader, which writes nothing): there, parsing, 0700/0600 and the agent's user's.
 // No keys yet is no fault: the agent makes them at its first start.
-import { agentUid, describeUid } from '../runtime/safe-path.js';
+import { agentUid, describeUid } from '../state-dir/safe-path.js';
 import { IdentityError } from '../identity/identity-error.js';
 import { identityPaths, readDevicePublicIdentity } from '../identity/device-keys.js';
 import { fail, pass, skip, type CheckResult } from './check-result.js';

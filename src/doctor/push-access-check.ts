@@ -7,8 +7,8 @@ import { accessSync, constants } from 'node:fs';
 import { request } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
-import { gitHttpAgent } from '../source/git-http-agent.js';
-import { sameRepository } from '../source/git-repo-location.js';
+import { gitHttpAgent } from '../git/git-http-agent.js';
+import { sameRepository } from '../git/git-repo-location.js';
 import { pass, skip, warn, type CheckResult } from './check-result.js';
 import type { DoctorSource } from './doctor-setup.js';
 

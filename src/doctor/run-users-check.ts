@@ -3,7 +3,7 @@
 import type { DesiredComponent } from '../core/desired-state.js';
 import { buildPrivileges, type AgentIdentity, type RunIdentity } from '../runtime/privileges.js';
 import { RuntimeError } from '../runtime/runtime-error.js';
-import type { UserDb } from '../runtime/user-db.js';
+import type { UserDb } from '../state-dir/user-db.js';
 import { fail, pass, skip, warn, type CheckResult } from './check-result.js';
 import type { CurrentPlan } from './current-plan.js';
 

@@ -1,7 +1,7 @@
 // The source the agent would follow: one of --dir and --repo, usable as given.
 import { statSync } from 'node:fs';
 import { OperationError } from '../core/errors.js';
-import { parseGitRepo, shortBranchRef, fullBranchRef } from '../source/git-repo-location.js';
+import { parseGitRepo, shortBranchRef, fullBranchRef } from '../git/git-repo-location.js';
 import { fail, pass, type CheckResult } from './check-result.js';
 import type { DoctorSource } from './doctor-setup.js';
 

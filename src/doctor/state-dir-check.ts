@@ -5,7 +5,7 @@ import { constants, lstatSync } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { checkStateDir, lstatIfPresent } from '../agent/state-dir.js';
-import { describeUid, safeDirectory, StateDirError } from '../runtime/safe-path.js';
+import { describeUid, safeDirectory, StateDirError } from '../state-dir/safe-path.js';
 import { fail, pass, type CheckResult } from './check-result.js';
 
 const FALLBACK_FIX = "make it a real directory of the agent's user that no other user can write (chmod 711), or give --state-dir another path";

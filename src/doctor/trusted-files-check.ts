@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { API_TOKEN_FILE } from '../api/api-token.js';
-import { agentUid, describeUid } from '../runtime/safe-path.js';
+import { agentUid, describeUid } from '../state-dir/safe-path.js';
 import { trustedFileProblems, type TrustedFileRef } from '../runtime/trusted-file.js';
 import { fail, pass, skip, type CheckResult } from './check-result.js';
 import type { DoctorSetup } from './doctor-setup.js';

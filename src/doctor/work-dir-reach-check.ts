@@ -3,7 +3,7 @@
 // Without a known plan the device's default run user stands in for the recipes' users.
 import { componentPaths } from '../agent/agent.js';
 import { buildPrivileges, type AgentIdentity, type RunIdentity } from '../runtime/privileges.js';
-import type { UserDb } from '../runtime/user-db.js';
+import type { UserDb } from '../state-dir/user-db.js';
 import { blockingAncestor } from '../runtime/work-dir-reach.js';
 import { fail, pass, skip, type CheckResult } from './check-result.js';
 import type { CurrentPlan } from './current-plan.js';

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { lstatSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { agentUid } from '../runtime/safe-path.js';
+import { agentUid } from '../state-dir/safe-path.js';
 import { formatPublicKey, formatSecretKey, generateKey } from '../trust/minisign.js';
 import { ageRecipientOf, formatAgeIdentityFile, type AgeIdentity } from './age-identity-file.js';
 import { bech32Encode } from './bech32.js';

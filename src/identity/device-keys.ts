@@ -16,7 +16,7 @@
 // would not be the device its certificate names, and the fleet would read its reports as forged).
 import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { resolve } from 'node:path';
-import { agentUid, chownSpec, describeUid } from '../runtime/safe-path.js';
+import { agentUid, chownSpec, describeUid } from '../state-dir/safe-path.js';
 import { formatPublicKey, parsePublicKey, parseSecretKey, secretKeyIsEncrypted, type SecretKey } from '../trust/minisign.js';
 import { parseAgeIdentityFile, type AgeIdentity } from './age-identity-file.js';
 import { createIdentity } from './create-identity.js';

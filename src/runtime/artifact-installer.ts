@@ -2,7 +2,7 @@
 import { installArtifacts, type InstallArtifactsOptions } from '../artifacts/install-artifacts.js';
 import type { DesiredComponent } from '../core/desired-state.js';
 import type { RepoReader } from '../source/repo-reader.js';
-import { safeDirectory } from './safe-path.js';
+import { safeDirectory } from '../state-dir/safe-path.js';
 
 /** What ProcessRuntime calls to put a component's artifacts into a directory (throws ArtifactError). */
 export type InstallArtifactsFn = (c: DesiredComponent, workDir: string) => Promise<void>;

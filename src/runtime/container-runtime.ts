@@ -19,7 +19,7 @@ import { DEFAULT_PATH } from './resolve-command.js';
 import type { ComponentPaths, ExitStatus, Instance, InstanceRef, Runtime } from './runtime.js';
 import { hostPolicyFacts } from './policy-host.js';
 import { buildPrivileges, currentAgentIdentity, type AgentIdentity, type Privileges } from './privileges.js';
-import { readUserDb, type UserDb } from './user-db.js';
+import { readUserDb, type UserDb } from '../state-dir/user-db.js';
 import { prepareWorkDir } from './work-dir.js';
 import type { SecretValues } from '../secrets/secret-vault.js';
 import { ComponentSecrets } from './component-secrets.js';

@@ -4,7 +4,7 @@ import { constants } from 'node:fs';
 import { copyFile, lstat, open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { keepEnd, MAX_LINE_BYTES } from '../core/line-bound.js';
-import { checkOwnFile, safeDirectory } from './safe-path.js';
+import { checkOwnFile, safeDirectory } from '../state-dir/safe-path.js';
 
 export const STDOUT_LOG = 'stdout.log';
 export const STDERR_LOG = 'stderr.log';

@@ -3,7 +3,7 @@
 import { lstatSync, realpathSync, statSync } from 'node:fs';
 import type { PolicyHost } from '../core/policy-check.js';
 import { engineEndpoints, type SocketPaths } from './container-engine.js';
-import { findGroup, findUser, groupsOf, readUserDbSync } from './user-db.js';
+import { findGroup, findUser, groupsOf, readUserDbSync } from '../state-dir/user-db.js';
 
 /** Groups that are root in all but name: the engine's (its socket), raw disks. */
 const ROOT_GROUP_NAMES = ['docker', 'disk'];

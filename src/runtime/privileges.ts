@@ -3,7 +3,7 @@ import { userInfo } from 'node:os';
 import { MAX_ID } from '../core/policy-check.js';
 import type { RunSpec } from '../core/recipe.js';
 import { RuntimeError } from './runtime-error.js';
-import { findGroup, findUser, groupsOf, type UserDb } from './user-db.js';
+import { findGroup, findUser, groupsOf, type UserDb } from '../state-dir/user-db.js';
 
 export type SecuritySpec = NonNullable<RunSpec['security']>;
 

@@ -14,7 +14,7 @@ import { killGroup, stopGroup, systemClock, type PollClock } from './process-gro
 import { DEFAULT_PATH, resolveCommand } from './resolve-command.js';
 import { runInGroup } from './run-in-group.js';
 import { RuntimeError } from './runtime-error.js';
-import { findUser, readUserDb, type UserDb } from './user-db.js';
+import { findUser, readUserDb, type UserDb } from '../state-dir/user-db.js';
 import { prepareWorkDir } from './work-dir.js';
 import { installArtifactsAs } from './install-artifacts-as.js';
 import { blockingAncestor } from './work-dir-reach.js';

@@ -11,7 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { accessSync, chmodSync, closeSync, constants, fsyncSync, lstatSync, mkdtempSync, openSync, readFileSync, realpathSync, renameSync, rmdirSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
-import { changeableByOthers, readOwnFile, safeDirectory } from './safe-path.js';
+import { changeableByOthers, readOwnFile, safeDirectory } from '../state-dir/safe-path.js';
 
 /**
  * The directory secret files go in, for the runtimes (secret-files.ts); one object shared by the process and the

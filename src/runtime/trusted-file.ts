@@ -9,7 +9,7 @@
 import { lstatSync, readlinkSync, type Stats } from 'node:fs';
 import { isAbsolute, join, resolve, sep } from 'node:path';
 import { CodedError } from '../core/errors.js';
-import { agentUid, changeableByOthers, chownSpec, describeUid } from './safe-path.js';
+import { agentUid, changeableByOthers, chownSpec, describeUid } from '../state-dir/safe-path.js';
 
 /** What the agent does with a file decides the rule: a secret must also stay unread by others. */
 export type TrustedFileRole = 'config' | 'trusted-key' | 'secret';

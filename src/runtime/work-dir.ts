@@ -2,7 +2,7 @@
 import { lchown, lstat, mkdir, readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { RuntimeError } from './runtime-error.js';
-import { safeDirectory } from './safe-path.js';
+import { safeDirectory } from '../state-dir/safe-path.js';
 
 /**
  * Creates `workDir` (mode 0750; missing parents 0755 so the run user can reach it) and, when `owner` is given

@@ -7,7 +7,7 @@ import type { RepoReader } from '../source/repo-reader.js';
 import { decryptWith } from './age-codec.js';
 import { secretDigest } from './secret-digest.js';
 import { SecretError } from './secret-error.js';
-import { MAX_SECRET_FILE_BYTES, secretPath, targetKeyPath } from './secret-paths.js';
+import { MAX_SECRET_FILE_BYTES, secretPath, targetKeyPath } from '../core/secret-paths.js';
 
 export interface OpenedSecrets {
   /** name → keyed digest. */

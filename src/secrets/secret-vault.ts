@@ -3,7 +3,7 @@
 // runtime asks the vault for the values when it starts one. Values of the last few revisions stay, so that an instance
 // of the previous revision restarted during a roll still finds its own.
 
-import { scrubber } from '../status/scrub-values.js';
+import { scrubber } from './scrub-values.js';
 
 /** What a runtime needs: a value by its digest. */
 export interface SecretValues {

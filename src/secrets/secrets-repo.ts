@@ -12,7 +12,7 @@ import { sha256Hex } from '../trust/sha256sums.js';
 import { SUMS_FILE } from '../trust/verify-revision.js';
 import { parseRecipients } from './age-codec.js';
 import { SecretError } from './secret-error.js';
-import { isSecretName, MAX_SECRET_FILE_BYTES, OPERATORS_FILE, SECRETS_DIR } from './secret-paths.js';
+import { isSecretName, MAX_SECRET_FILE_BYTES, OPERATORS_FILE, SECRETS_DIR } from '../core/secret-paths.js';
 
 /** What an operator does about a file that is not the signed one: nothing is taken from it until it is signed. */
 export function reviewAndSign(path: string): string {

@@ -6,7 +6,7 @@ import { formatAgeIdentityFile, parseAgeIdentityFile } from '../identity/age-ide
 import { decryptWith, encryptTo, newAgeIdentity } from './age-codec.js';
 import { formatRecipientsFile } from './recipients-file.js';
 import { SecretError } from './secret-error.js';
-import { isSecretName, recipientsPath, targetKeyPath } from './secret-paths.js';
+import { isSecretName, recipientsPath, targetKeyPath } from '../core/secret-paths.js';
 import type { SecretsRepo } from './secrets-repo.js';
 import type { TargetReader } from './target-readers.js';
 

@@ -2,7 +2,7 @@
 import { closeSync, constants, fstatSync, openSync, readSync, realpathSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { escapesRepository } from '../core/recipe.js';
-import { isSecretsPath, SECRETS_DIR } from '../secrets/secret-paths.js';
+import { isSecretsPath, SECRETS_DIR } from '../core/secret-paths.js';
 import type { ReadResult, RepoReader } from './repo-reader.js';
 
 export class DirectoryReader implements RepoReader {

@@ -5,10 +5,10 @@ import fs from 'node:fs';
 import git from 'isomorphic-git';
 import { OperationError } from '../core/errors.js';
 import type { Revision } from './directory-source.js';
-import { searchAncestor } from './git-ancestry.js';
-import { busyWaitMs, firstLookDelayMs, pollDelayMs, retryAfterMs } from './git-poll-delay.js';
-import { GitRemoteCache, GitServerBusyError, type TransferTotals } from './git-remote-cache.js';
-import { fullBranchRef, parseGitRepo, shortBranchRef, type GitRepoLocation } from './git-repo-location.js';
+import { searchAncestor } from '../git/git-ancestry.js';
+import { busyWaitMs, firstLookDelayMs, pollDelayMs, retryAfterMs } from '../git/git-poll-delay.js';
+import { GitRemoteCache, GitServerBusyError, type TransferTotals } from '../git/git-remote-cache.js';
+import { fullBranchRef, parseGitRepo, shortBranchRef, type GitRepoLocation } from '../git/git-repo-location.js';
 import { GitTreeReader, locateGitRepository, type GitLocation } from './git-tree-reader.js';
 import { GLOBAL_TIMERS, type SourceTimers } from './source-timers.js';
 

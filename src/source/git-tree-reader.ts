@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import git from 'isomorphic-git';
 import { OperationError } from '../core/errors.js';
 import { escapesRepository } from '../core/recipe.js';
-import { GitObjectSizes } from './git-object-size.js';
+import { GitObjectSizes } from '../git/git-object-size.js';
 import type { ReadResult, RepoReader } from './repo-reader.js';
 
 interface TreeEntry {

@@ -6,10 +6,10 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import git, { type GitHttpResponse, type HttpClient } from 'isomorphic-git';
 import { OperationError } from '../core/errors.js';
-import { budgetedHttpClient, TransferBudget } from './git-http-client.js';
-import { checkPrefixes, httpDate, isValidRefName, LS_REFS_DEFAULTS, lsRefsV2, statusError, transportError, type RefEntry } from './git-ls-refs.js';
-import { parseGitRepo } from './git-repo-location.js';
-import { keptAdvertisement } from './kept-refs-answer.js';
+import { budgetedHttpClient, TransferBudget } from '../git/git-http-client.js';
+import { checkPrefixes, httpDate, isValidRefName, LS_REFS_DEFAULTS, lsRefsV2, statusError, transportError, type RefEntry } from '../git/git-ls-refs.js';
+import { parseGitRepo } from '../git/git-repo-location.js';
+import { keptAdvertisement } from '../git/kept-refs-answer.js';
 import { locateGitRepository } from './git-tree-reader.js';
 
 export type { RefEntry };

@@ -10,14 +10,15 @@ import { ApplyHistory, type ApplyFailure, type ApplyOutcome, type ApplyReconcile
 import { actualStateOf, ComponentRecords, type ComponentRecord, type ComponentState, type LastExit } from './component-records.js';
 import { GroupRollbacks } from './group-rollbacks.js';
 import { RowReader } from './row-reader.js';
-import type { StateStore } from './state-store.js';
 import { StateStoreError, writeFailure } from './state-store-error.js';
 import { StatusOutboxTable, type OutboxCounts, type OutboxEntry, type OutboxInput } from './status-outbox-table.js';
 import { SyncSuspensionTable, type SyncSuspension } from './sync-suspension.js';
 import { RolloutMemory } from './rollout-memory.js';
 import { UnitSpecs } from './unit-specs.js';
 
-export class SqliteStateStore implements StateStore {
+// It implements StateStore (state-store.ts): checked where openStateStore returns it, so the facade and this class
+// do not import each other.
+export class SqliteStateStore {
   private readonly revisions;
   private readonly records;
   private readonly applies;

@@ -4,7 +4,7 @@
 import { closeSync, constants as fsConstants, existsSync, fsyncSync, openSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Sqlite from 'better-sqlite3';
-import { checkOwnFileIfPresent, chownSpec, safeDirectory, StateDirError } from '../runtime/safe-path.js';
+import { checkOwnFileIfPresent, chownSpec, safeDirectory, StateDirError } from '../state-dir/safe-path.js';
 import { migrate } from './migrations.js';
 import { StateStoreError } from './state-store-error.js';
 import { sqliteNativeBinding } from './sqlite-addon.js';

@@ -3,7 +3,7 @@
 import type Sqlite from 'better-sqlite3';
 import * as v from 'valibot';
 import { describeIssues, int, minLength, number, object, record, safeParse } from '../core/valid.js';
-import type { ReportDetails } from '../status/commit-status.js';
+import type { ReportDetails } from '../core/commit-report.js';
 import { checked, orNull, timeSchema, type Row } from './row-reader.js';
 import type { TableContext } from './table-context.js';
 

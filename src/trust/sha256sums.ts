@@ -1,6 +1,6 @@
 // SHA256SUMS in `sha256sum` format: one "<hex>  <path>" line per recipe and plan file, signed as one set.
 import { createHash } from 'node:crypto';
-import { isSecretsPath } from '../secrets/secret-paths.js';
+import { isSecretsPath } from '../core/secret-paths.js';
 import { TrustError } from './trust-error.js';
 
 /** Parses strictly: a line that is not `<64 hex>  <path>` (or ` *<path>`), or a path listed twice, refuses the whole file. */

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { agentHome, readTrial, type AgentHome } from '../../src/agent-update/agent-home.js';
 import { instancesOf } from '../../src/agent-update/agent-update-setup.js';
 import type { Agent } from '../../src/agent/agent.js';
-import type { CommitStatus } from '../../src/status/commit-status.js';
+import type { CommitStatus } from '../../src/report/commit-status.js';
 import { needs } from '../support/requirements.js';
 import { ARCH, fakeDeb } from './fake-deb.js';
 import { LoopHarness } from './loop-harness.js';

@@ -14,7 +14,7 @@ import type { Agent } from '../../src/agent/agent.js';
 import { RolloutGate } from '../../src/agent/rollout-gate.js';
 import type { Revision } from '../../src/source/directory-source.js';
 import type { RolloutState } from '../../src/core/rollout-gate.js';
-import { rolloutRef } from '../../src/status/rollout-refs.js';
+import { rolloutRef } from '../../src/report/rollout-refs.js';
 import { needs } from '../support/requirements.js';
 import { fakeDeb } from './fake-deb.js';
 import { LoopHarness } from './loop-harness.js';

@@ -14,7 +14,7 @@ import { commitReports } from '../../src/agent/commit-reporting.js';
 import { createLogger } from '../../src/log/logger.js';
 import { ProcessRuntime } from '../../src/runtime/process-runtime.js';
 import { DirectoryReader } from '../../src/source/directory-reader.js';
-import type { CommitStatus } from '../../src/status/commit-status.js';
+import type { CommitStatus } from '../../src/report/commit-status.js';
 import { ARCH } from './fake-deb.js';
 
 export const PROJECT = join(import.meta.dirname, '..', '..');

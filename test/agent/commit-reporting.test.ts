@@ -1,7 +1,7 @@
 // The statuses outcomes.ts hands to the outbox for each moment of a commit (SPEC §8).
 import { describe, expect, it } from 'vitest';
 import { commitReports, type CommitReportingOptions } from '../../src/agent/commit-reporting.js';
-import type { CommitStatus } from '../../src/status/commit-status.js';
+import type { CommitStatus } from '../../src/report/commit-status.js';
 
 const C1 = 'a'.repeat(40);
 const C2 = 'b'.repeat(40);

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { componentPaths } from '../../src/agent/agent.js';
 import { DEFAULT_READ_BYTES, failedUnits, failureLogTail, MAX_LOG_LINE_BYTES, type LogTailUnit } from '../../src/agent/failure-log-tail.js';
 import type { DesiredComponent } from '../../src/core/desired-state.js';
-import { MAX_LOG_TAIL_BYTES, MAX_LOG_TAIL_LINES } from '../../src/status/commit-status.js';
+import { MAX_LOG_TAIL_BYTES, MAX_LOG_TAIL_LINES } from '../../src/report/commit-status.js';
 import { desired } from '../support/state-builder.js';
 
 const stateDirs: string[] = [];

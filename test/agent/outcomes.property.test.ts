@@ -12,7 +12,7 @@ import type { ApplyResult } from '../../src/agent/apply-outcome.js';
 import { commitReports } from '../../src/agent/commit-reporting.js';
 import { Outcomes } from '../../src/agent/outcomes.js';
 import { createLogger } from '../../src/log/logger.js';
-import type { CommitStatus } from '../../src/status/commit-status.js';
+import type { CommitStatus } from '../../src/report/commit-status.js';
 import { openStateStore, type StateStore } from '../../src/store/state-store.js';
 
 const COMMITS = ['a', 'b', 'c'].map((x) => x.repeat(40));

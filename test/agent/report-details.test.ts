@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { commitReports, type CommitReportingOptions } from '../../src/agent/commit-reporting.js';
 import type { DesiredComponent } from '../../src/core/desired-state.js';
-import type { CommitStatus } from '../../src/status/commit-status.js';
+import type { CommitStatus } from '../../src/report/commit-status.js';
 import { desired } from '../support/state-builder.js';
 
 const C1 = 'a'.repeat(40);

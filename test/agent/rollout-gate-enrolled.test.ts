@@ -1,7 +1,7 @@
 // The gate with enrolled devices (SPEC §15): it counts a rollout ref only when the ref's signature verifies against
 // its device's certificate in the held commit's devices/, minus devices/revoked.toml; a forged success opens nothing,
 // a forged failure halts nothing. The ref source and the commit's files are in memory here (the real ones: the e2e
-// suite test/identity/device-identity.e2e.test.ts).
+// suite test/e2e/device-identity.e2e.test.ts).
 import { describe, expect, it } from 'vitest';
 import { reportAdmission } from '../../src/agent/report-admission.js';
 import { RolloutGate, type RolloutRecall } from '../../src/agent/rollout-gate.js';
@@ -11,7 +11,7 @@ import type { RolloutState } from '../../src/core/rollout-gate.js';
 import { reportKeyLine, signCertificate } from '../../src/identity/certificate.js';
 import { reportSigner } from '../../src/identity/report-signature.js';
 import type { ReadResult, RepoReader } from '../../src/source/repo-reader.js';
-import { rolloutRef } from '../../src/status/rollout-refs.js';
+import { rolloutRef } from '../../src/report/rollout-refs.js';
 import type { SecretKey } from '../../src/trust/minisign.js';
 import { AGE, ENROLL, keyNamed, NOW } from '../identity/identity-fixture.js';
 

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RolloutGate, type RolloutRecall } from '../../src/agent/rollout-gate.js';
 import { rolloutOf } from '../../src/core/rollout.js';
 import { refListerFor } from '../../src/source/ref-lister.js';
-import { BUCKETS, bucketOf, failuresPrefix, rolloutRef } from '../../src/status/rollout-refs.js';
+import { BUCKETS, bucketOf, failuresPrefix, rolloutRef } from '../../src/report/rollout-refs.js';
 import { codedFailure } from '../support/coded-failure.js';
 import { GIT_ENV } from '../support/git-env.js';
 import { startGitHttpServer, type GitHttpServer } from '../support/git-http-server.js';

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { RolloutGate, stateDigest, type RolloutRecall } from '../../src/agent/rollout-gate.js';
 import { rolloutOf } from '../../src/core/rollout.js';
-import { bucketOf, failuresPrefix, rolloutPrefixes, rolloutRef } from '../../src/status/rollout-refs.js';
+import { bucketOf, failuresPrefix, rolloutPrefixes, rolloutRef } from '../../src/report/rollout-refs.js';
 import type { DesiredState } from '../../src/core/desired-state.js';
 import type { RolloutState } from '../../src/core/rollout-gate.js';
 

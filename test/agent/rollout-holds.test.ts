@@ -13,9 +13,9 @@ import { RolloutGate } from '../../src/agent/rollout-gate.js';
 import { createLogger } from '../../src/log/logger.js';
 import { ProcessRuntime } from '../../src/runtime/process-runtime.js';
 import { DirectoryReader } from '../../src/source/directory-reader.js';
-import { rolloutRef } from '../../src/status/rollout-refs.js';
+import { rolloutRef } from '../../src/report/rollout-refs.js';
 import { commitReports } from '../../src/agent/commit-reporting.js';
-import type { CommitStatus } from '../../src/status/commit-status.js';
+import type { CommitStatus } from '../../src/report/commit-status.js';
 
 const dirs: string[] = [];
 const agents: Agent[] = [];

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { checkStateDir, openStateDir } from '../../src/agent/state-dir.js';
 import { LOCK_FILE, lockStateDir, PID_FILE } from '../../src/agent/state-dir-lock.js';
-import { StateDirError } from '../../src/runtime/safe-path.js';
+import { StateDirError } from '../../src/state-dir/safe-path.js';
 import { needs } from '../support/requirements.js';
 
 const NOBODY = 65534;

@@ -11,7 +11,7 @@ import { checkContainerComponent } from '../../src/runtime/container-check.js';
 import { checkDevice } from '../../src/runtime/device-check.js';
 import { hostPolicyFacts } from '../../src/runtime/policy-host.js';
 import { DirectoryReader } from '../../src/source/directory-reader.js';
-import { loadRevision } from '../../src/source/load-revision.js';
+import { loadRevision } from '../../src/load/load-revision.js';
 import { runCtl } from '../support/cli-run.js';
 import { exampleRepo, PROJECT_ROOT, type ExampleRepo } from '../support/example-repo.js';
 

@@ -6,8 +6,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { statusContext, type CommitState } from '../../src/status/commit-status.js';
-import { GitNotesReporter } from '../../src/status/git-notes-reporter.js';
+import { statusContext, type CommitState } from '../../src/report/commit-status.js';
+import { GitNotesReporter } from '../../src/report/git-notes-reporter.js';
 import { runCtl } from '../support/cli-run.js';
 import { gitIn } from '../support/git-env.js';
 

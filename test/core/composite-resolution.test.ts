@@ -10,7 +10,7 @@ import { withGroupReplaced } from '../../src/core/group-rollback.js';
 import { componentHash } from '../../src/core/identity.js';
 import { recipeSchema, type Recipe } from '../../src/core/recipe.js';
 import { restartCascade, unitsOf } from '../../src/core/restart-cascade.js';
-import { loadRevision } from '../../src/source/load-revision.js';
+import { loadRevision } from '../../src/load/load-revision.js';
 import { MemoryReader } from '../../src/source/memory-reader.js';
 import { parse as parseSchema } from '../../src/core/valid.js';
 

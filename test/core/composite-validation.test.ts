@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { CODES, type Diagnostic, type ErrorCode } from '../../src/core/errors.js';
 import type { Resolution } from '../../src/core/desired-state.js';
 import { parseRecipe } from '../../src/core/recipe.js';
-import { loadRevision } from '../../src/source/load-revision.js';
+import { loadRevision } from '../../src/load/load-revision.js';
 import { MemoryReader } from '../../src/source/memory-reader.js';
 
 type Files = Readonly<Record<string, string>>;

@@ -9,7 +9,7 @@ import { canonicalJson, canonicalJsonByReplacer, componentHash } from '../../src
 import { parsePlan } from '../../src/core/plan.js';
 import { parseRecipe, recipeSchema, type ParsedRecipe } from '../../src/core/recipe.js';
 import { DirectoryReader } from '../../src/source/directory-reader.js';
-import { loadRevision } from '../../src/source/load-revision.js';
+import { loadRevision } from '../../src/load/load-revision.js';
 import { parse as parseSchema } from '../../src/core/valid.js';
 
 /** The hash as version 1 was first written: the key-sorting replacer over the zod-built recipe. */

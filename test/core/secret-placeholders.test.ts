@@ -7,7 +7,7 @@ import { CODES } from '../../src/core/errors.js';
 import type { Resolution } from '../../src/core/desired-state.js';
 import { secretsRead, withSecretDigests } from '../../src/core/secret-digests.js';
 import { parseTemplate } from '../../src/core/template.js';
-import { loadRevision } from '../../src/source/load-revision.js';
+import { loadRevision } from '../../src/load/load-revision.js';
 import { MemoryReader } from '../../src/source/memory-reader.js';
 
 const PLAN = 'plans/p.toml';

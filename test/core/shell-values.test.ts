@@ -11,7 +11,7 @@ import { CODES, type Diagnostic } from '../../src/core/errors.js';
 import type { Resolution } from '../../src/core/desired-state.js';
 import { parseRecipe } from '../../src/core/recipe.js';
 import { shellPlacementProblems, shellQuote } from '../../src/core/shell-word.js';
-import { loadRevision } from '../../src/source/load-revision.js';
+import { loadRevision } from '../../src/load/load-revision.js';
 import { MemoryReader } from '../../src/source/memory-reader.js';
 
 const PLAN = 'plans/p.toml';

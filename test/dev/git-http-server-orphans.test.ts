@@ -1,6 +1,6 @@
 // The development Git server must leave no `git http-backend` behind, whatever its client or its own process does.
 // A backend reading a push body by its Content-Length loops on read() for ever at an early end of input (git's
-// pipe_fixed_length). One was found orphaned after test/source/git-http-agent.test.ts (slow server, a push whose
+// pipe_fixed_length). One was found orphaned after test/git/git-http-agent.test.ts (slow server, a push whose
 // client has a deadline); reproduced here: a process that exits while a push body is still arriving leaves its
 // backend reparented to init and spinning. The server now takes the whole body before it starts a backend, and kills
 // its backends if its process exits.

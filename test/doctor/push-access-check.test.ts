@@ -6,7 +6,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkPushAccess } from '../../src/doctor/push-access-check.js';
-import { sameRepository } from '../../src/source/git-repo-location.js';
+import { sameRepository } from '../../src/git/git-repo-location.js';
 import { execFile } from 'node:child_process';
 import { PROJECT_ROOT } from '../support/example-repo.js';
 import { gitIn } from '../support/git-env.js';

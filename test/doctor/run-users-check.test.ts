@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { CurrentPlan } from '../../src/doctor/current-plan.js';
 import { checkRunUsers, processComponents, runUsersOf } from '../../src/doctor/run-users-check.js';
 import type { AgentIdentity } from '../../src/runtime/privileges.js';
-import { readUserDb } from '../../src/runtime/user-db.js';
+import { readUserDb } from '../../src/state-dir/user-db.js';
 import { desired, type ComponentSpec } from '../support/state-builder.js';
 
 const ROOT: AgentIdentity = { uid: 0, gid: 0, name: 'root', home: '/root' };

@@ -7,7 +7,7 @@ import type { CurrentPlan } from '../../src/doctor/current-plan.js';
 import { processComponents, runUsersOf } from '../../src/doctor/run-users-check.js';
 import { checkWorkDirReach } from '../../src/doctor/work-dir-reach-check.js';
 import { currentAgentIdentity } from '../../src/runtime/privileges.js';
-import { readUserDb } from '../../src/runtime/user-db.js';
+import { readUserDb } from '../../src/state-dir/user-db.js';
 import { needs } from '../support/requirements.js';
 import { desired, type ComponentSpec } from '../support/state-builder.js';
 import { scratch, type Scratch } from './doctor-fixtures.js';

@@ -2,7 +2,7 @@
 // components (the root example, which `npm start` runs with --plan, and the walkthrough's fleet in examples/fleet).
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadFleet, loadForDevice } from '../../src/source/load-fleet.js';
+import { loadFleet, loadForDevice } from '../../src/load/load-fleet.js';
 import { DirectoryReader } from '../../src/source/directory-reader.js';
 import { PROJECT_ROOT } from '../support/example-repo.js';
 

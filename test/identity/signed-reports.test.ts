@@ -6,9 +6,9 @@ import { signCertificate, reportKeyLine } from '../../src/identity/certificate.j
 import { noteMessage, parseRefSignature, formatRefSignature, reportSigner, rolloutMessage } from '../../src/identity/report-signature.js';
 import { CERT_CACHE_ENTRIES, counts, ReportVerifier } from '../../src/identity/report-verifier.js';
 import { parseRevocations, revokedReason } from '../../src/identity/revocations.js';
-import type { CommitStatus } from '../../src/status/commit-status.js';
-import { formatStatusEntry, mergeStatusNote, parseStatusNote } from '../../src/status/status-note.js';
-import { parseRolloutRef, rolloutRef } from '../../src/status/rollout-refs.js';
+import type { CommitStatus } from '../../src/report/commit-status.js';
+import { formatStatusEntry, mergeStatusNote, parseStatusNote } from '../../src/report/status-note.js';
+import { parseRolloutRef, rolloutRef } from '../../src/report/rollout-refs.js';
 import { AGE, ENROLL, GW1, GW1_NEW, keyNamed, NOW, OTHER } from './identity-fixture.js';
 
 const C = 'a'.repeat(40);

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundle } from '../../packaging/bundle.mjs';
 import { npmPackage } from '../../packaging/npm-tarball.mjs';
-import { packageVersion } from '../../src/cli/version.js';
+import { packageVersion } from '../../src/package-manifest.js';
 import { PROJECT_ROOT } from '../support/example-repo.js';
 
 const LAUNCHERS = join(PROJECT_ROOT, 'packaging', 'launchers');

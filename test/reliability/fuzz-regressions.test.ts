@@ -26,7 +26,7 @@ import { scratch as zipScratch } from '../../reliability/fuzz/targets/zip-unpack
  *   hooks with fastify's own body (`{"code":"FST_ERR_BAD_URL"}`), not our error shape (fixed in src/api/build-server.ts:
  *   frameworkErrors answers 400 KS_BAD_PATH).
  * - thin-pack: bytes between the last object and the trailer (a count below the objects sent, or junk) were kept in
- *   the completed pack, which git refuses as "junk at the end" (fixed in src/source/thin-pack.ts: refused).
+ *   the completed pack, which git refuses as "junk at the end" (fixed in src/git/thin-pack.ts: refused).
  */
 const EXPECTED: Record<string, 'accepted' | 'refused'> = {
   'junk-after-last-object.pack': 'refused',

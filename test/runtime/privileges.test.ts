@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { buildPrivileges, capabilitySetArg, defaultRunUser, type SecuritySpec } from '../../src/runtime/privileges.js';
 import { isRuntimeError } from '../../src/runtime/runtime-error.js';
-import { parseGroup, parsePasswd, type UserDb } from '../../src/runtime/user-db.js';
+import { parseGroup, parsePasswd, type UserDb } from '../../src/state-dir/user-db.js';
 
 const db: UserDb = {
   passwd: parsePasswd(

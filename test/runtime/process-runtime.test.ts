@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ProcessRuntime } from '../../src/runtime/process-runtime.js';
 import { defaultRunUser } from '../../src/runtime/privileges.js';
-import { findUser, readUserDb } from '../../src/runtime/user-db.js';
+import { findUser, readUserDb } from '../../src/state-dir/user-db.js';
 import { readProcStat } from '../../src/runtime/proc-identity.js';
 import { isRuntimeError } from '../../src/runtime/runtime-error.js';
 import type { Instance } from '../../src/runtime/runtime.js';

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { DesiredComponent } from '../../src/core/desired-state.js';
 import { ProcessRuntime } from '../../src/runtime/process-runtime.js';
-import { loadRevision } from '../../src/source/load-revision.js';
+import { loadRevision } from '../../src/load/load-revision.js';
 import { MemoryReader } from '../../src/source/memory-reader.js';
 import { tempRoot } from './runtime-fixtures.js';
 

@@ -7,7 +7,7 @@ import { armor } from 'age-encryption';
 import { describe, expect, it, vi } from 'vitest';
 import { MAX_STANZAS, recipientStanzas, stanzaCount } from '../../src/secrets/age-header.js';
 import { decryptWith, encryptTo, newAgeIdentity } from '../../src/secrets/age-codec.js';
-import { MAX_SECRET_FILE_BYTES } from '../../src/secrets/secret-paths.js';
+import { MAX_SECRET_FILE_BYTES } from '../../src/core/secret-paths.js';
 import { NodeX25519Identity } from '../../src/secrets/x25519-identity.js';
 
 const b64 = (n: number) => randomBytes(n).toString('base64').replace(/=+$/, '');

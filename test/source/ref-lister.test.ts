@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { GitServerBusyError } from '../../src/source/git-ls-refs.js';
+import { GitServerBusyError } from '../../src/git/git-ls-refs.js';
 import { refListerFor } from '../../src/source/ref-lister.js';
 import { codedFailure } from '../support/coded-failure.js';
 import { servedDuring, startGitHttpServer, type GitHttpServer } from '../support/git-http-server.js';

@@ -3,7 +3,7 @@
 // sqlite), the note of the commit on the server, and the notes ref's own log (one notes commit per delivered status,
 // subject `keystone/<device>: <state> <commit>`): everything the device ever said, not only its last word.
 //
-// Shared by the tests of "outcomes across restarts" (issue 27, SPEC §5): test/agent/outcomes-restart.e2e.test.ts and
+// Shared by the tests of "outcomes across restarts" (issue 27, SPEC §5): test/e2e/outcomes-restart.e2e.test.ts and
 // test/agent/outcome-edges/. Each world has its own fixture, state directory, agent and server, so tests using it run
 // concurrently.
 import { execFile } from 'node:child_process';
@@ -13,8 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Sqlite from 'better-sqlite3';
-import { DEVICE_NOTES_PREFIX } from '../../src/status/device-notes-ref.js';
-import { readStatusNotes } from '../../src/status/status-notes-read.js';
+import { DEVICE_NOTES_PREFIX } from '../../src/report/device-notes-ref.js';
+import { readStatusNotes } from '../../src/fleet-view/status-notes-read.js';
 import { STATE_DB_FILE } from '../../src/store/state-store.js';
 import { AgentHarness, type AgentProcess, type LogLine } from './agent-harness.js';
 import { until } from './composite-fixture.js';

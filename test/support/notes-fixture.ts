@@ -6,9 +6,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { statusContext, type CommitStatus } from '../../src/status/commit-status.js';
-import { deviceNotesRef } from '../../src/status/device-notes-ref.js';
-import { GitNotesReporter, type GitNotesReporterOptions } from '../../src/status/git-notes-reporter.js';
+import { statusContext, type CommitStatus } from '../../src/report/commit-status.js';
+import { deviceNotesRef } from '../../src/report/device-notes-ref.js';
+import { GitNotesReporter, type GitNotesReporterOptions } from '../../src/report/git-notes-reporter.js';
 import { startGitHttpServer, type GitHttpServer, type ServedRequest } from './git-http-server.js';
 
 export const run = promisify(execFile);

@@ -18,7 +18,7 @@ import { formatAgeIdentityFile } from '../../src/identity/age-identity-file.js';
 import { identityPaths } from '../../src/identity/device-keys.js';
 import { recordedSecretsRoot } from '../../src/runtime/secrets-root.js';
 import { newAgeIdentity } from '../../src/secrets/age-codec.js';
-import { readStatusNotes, type NotedStatusLine } from '../../src/status/status-notes-read.js';
+import { readStatusNotes, type NotedStatusLine } from '../../src/fleet-view/status-notes-read.js';
 import { apiOf, type AgentApi } from './agent-api.js';
 import { AgentHarness, type AgentProcess } from './agent-harness.js';
 import { runCtl, type CliResult } from './cli-run.js';

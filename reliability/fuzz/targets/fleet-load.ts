@@ -1,7 +1,7 @@
-// A fleet repository as a device loads it (src/source/load-fleet.ts): fleet.toml, every target's plan and recipes
+// A fleet repository as a device loads it (src/load/load-fleet.ts): fleet.toml, every target's plan and recipes
 // resolved with the target's config overlay, then this device's target chosen by name and labels.
 import fc from 'fast-check';
-import { loadForDevice } from '../../../src/source/load-fleet.js';
+import { loadForDevice } from '../../../src/load/load-fleet.js';
 import { MemoryReader } from '../../../src/source/memory-reader.js';
 import { checkDiagnostics } from '../diagnostics-contract.js';
 import { decodeBundle, encodeBundle } from '../file-bundle.js';
@@ -19,7 +19,7 @@ const structured = fc.tuple(fleetToml.structured!, generatedRevision).map(([flee
 
 export const fleetLoad: FuzzTarget = {
   name: 'fleet-load',
-  parses: 'loadForDevice (src/source/load-fleet.ts): fleet.toml, every target resolved, the device\'s target chosen',
+  parses: 'loadForDevice (src/load/load-fleet.ts): fleet.toml, every target resolved, the device\'s target chosen',
   maxBytes: 48 * 1024,
   testRuns: 300,
   dictionary: ['=== fleet.toml\n', '[[targets]]', 'selector = {}', 'devices = ["gw-1"]', 'config = { ', 'plan = "plans/', '[rollout]', 'waves = [', '{{config.'],

@@ -1,8 +1,8 @@
 // A protocol v1 ref advertisement (`GET info/refs?service=git-upload-pack`) from a Git host: completed with HEAD
-// (src/source/git-head-advertisement.ts withAdvertisedHead) and read for the capabilities a fetch may ask for
-// (src/source/thin-pack-http.ts requestable). Both must return, never throw. Seeds captured from `git http-backend`.
-import { withAdvertisedHead } from '../../../src/source/git-head-advertisement.js';
-import { requestable } from '../../../src/source/thin-pack-http.js';
+// (src/git/git-head-advertisement.ts withAdvertisedHead) and read for the capabilities a fetch may ask for
+// (src/git/thin-pack-http.ts requestable). Both must return, never throw. Seeds captured from `git http-backend`.
+import { withAdvertisedHead } from '../../../src/git/git-head-advertisement.js';
+import { requestable } from '../../../src/git/thin-pack-http.js';
 import { holds, type FuzzTarget } from '../fuzz-target.js';
 import { refLines } from '../pkt-line.js';
 
@@ -10,7 +10,7 @@ const BRANCH = 'refs/heads/main';
 
 export const gitRefAdvertisement: FuzzTarget = {
   name: 'git-ref-advertisement',
-  parses: 'withAdvertisedHead, requestable (src/source/git-head-advertisement.ts, thin-pack-http.ts): info/refs',
+  parses: 'withAdvertisedHead, requestable (src/git/git-head-advertisement.ts, thin-pack-http.ts): info/refs',
   maxBytes: 8 * 1024,
   testRuns: 2_000,
   dictionary: ['0000', '# service=git-upload-pack\n', ' HEAD', ' refs/heads/main', '\0', 'thin-pack', 'side-band-64k', 'no-progress', 'symref=HEAD:'],

@@ -1,10 +1,10 @@
-// `Retry-After` and `Date` headers of a Git host's answers (src/source/git-poll-delay.ts retryAfterMs, busyWaitMs;
-// src/source/git-ls-refs.ts httpDate, statusError): a busy or hostile server must not silence a device for long,
+// `Retry-After` and `Date` headers of a Git host's answers (src/git/git-poll-delay.ts retryAfterMs, busyWaitMs;
+// src/git/git-ls-refs.ts httpDate, statusError): a busy or hostile server must not silence a device for long,
 // nor make a wait that is not a number.
 import fc from 'fast-check';
 import { OperationError } from '../../../src/core/errors.js';
-import { busyWaitMs, MAX_RETRY_AFTER_MS, retryAfterMs } from '../../../src/source/git-poll-delay.js';
-import { httpDate, statusError } from '../../../src/source/git-ls-refs.js';
+import { busyWaitMs, MAX_RETRY_AFTER_MS, retryAfterMs } from '../../../src/git/git-poll-delay.js';
+import { httpDate, statusError } from '../../../src/git/git-ls-refs.js';
 import { holds, text, utf8, type FuzzTarget } from '../fuzz-target.js';
 
 const NOW = Date.UTC(2026, 11, 2);
@@ -18,7 +18,7 @@ const structured = fc
 
 export const httpRetryAfter: FuzzTarget = {
   name: 'http-retry-after',
-  parses: 'retryAfterMs, busyWaitMs, httpDate, statusError (src/source/git-poll-delay.ts, git-ls-refs.ts): Retry-After and Date headers',
+  parses: 'retryAfterMs, busyWaitMs, httpDate, statusError (src/git/git-poll-delay.ts, git-ls-refs.ts): Retry-After and Date headers',
   maxBytes: 512,
   testRuns: 2_000,
   dictionary: ['GMT', ', ', ':', 'Mon', 'Jan', '9999', '-', '+'],

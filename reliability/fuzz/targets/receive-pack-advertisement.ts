@@ -1,10 +1,10 @@
-// The receive-pack ref advertisement a Git host serves (src/status/receive-pack-push.ts receivePackRefs, its pkt-line
+// The receive-pack ref advertisement a Git host serves (src/report/receive-pack-push.ts receivePackRefs, its pkt-line
 // reader included), read over real HTTP from a loopback server that answers the fuzz input. Seed captured from
 // `git http-backend`.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { StatusDeliveryError } from '../../../src/status/commit-status.js';
-import { receivePackRefs } from '../../../src/status/receive-pack-push.js';
+import { StatusDeliveryError } from '../../../src/report/commit-status.js';
+import { receivePackRefs } from '../../../src/report/receive-pack-push.js';
 import { holds, refusedWith, type FuzzTarget } from '../fuzz-target.js';
 import { refLines } from '../pkt-line.js';
 
@@ -23,7 +23,7 @@ async function setup(): Promise<void> {
 
 export const receivePackAdvertisement: FuzzTarget = {
   name: 'receive-pack-advertisement',
-  parses: 'receivePackRefs (src/status/receive-pack-push.ts): info/refs?service=git-receive-pack over HTTP',
+  parses: 'receivePackRefs (src/report/receive-pack-push.ts): info/refs?service=git-receive-pack over HTTP',
   maxBytes: 8 * 1024,
   testRuns: 500,
   dictionary: ['0000', '# service=git-receive-pack\n', 'ERR ', ' capabilities^{}\u0000', ' refs/heads/main', 'report-status'],

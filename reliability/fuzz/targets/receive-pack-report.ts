@@ -1,8 +1,8 @@
-// The report-status a Git host answers a push with (src/status/receive-pack-push.ts readReport): `unpack ok`, then
+// The report-status a Git host answers a push with (src/report/receive-pack-push.ts readReport): `unpack ok`, then
 // `ok <ref>` / `ng <ref> <reason>` per update. Input lines are the pkt-line payloads, one per line of the input.
 import fc from 'fast-check';
-import { StatusDeliveryError } from '../../../src/status/commit-status.js';
-import { readReport, ZERO_OID } from '../../../src/status/receive-pack-push.js';
+import { StatusDeliveryError } from '../../../src/report/commit-status.js';
+import { readReport, ZERO_OID } from '../../../src/report/receive-pack-push.js';
 import { holds, refusedWith, text, utf8, type FuzzTarget } from '../fuzz-target.js';
 
 const OID = 'a'.repeat(40);
@@ -17,7 +17,7 @@ const line = fc.oneof(
 
 export const receivePackReport: FuzzTarget = {
   name: 'receive-pack-report',
-  parses: 'readReport (src/status/receive-pack-push.ts): the report-status of a push',
+  parses: 'readReport (src/report/receive-pack-push.ts): the report-status of a push',
   maxBytes: 4 * 1024,
   testRuns: 2_000,
   dictionary: ['unpack ok\n', 'ok ', 'ng ', ' stale info', ' failed to lock', UPDATES[0]!.ref, UPDATES[1]!.ref, '\n'],

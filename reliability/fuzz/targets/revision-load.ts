@@ -1,7 +1,7 @@
-// A whole revision as the agent loads it (src/source/load-revision.ts): the plan, the recipes it names, composites'
+// A whole revision as the agent loads it (src/load/load-revision.ts): the plan, the recipes it names, composites'
 // member recipes, then resolution (placeholders, dependencies, the graph). Files come from a MemoryReader, as with
 // `keystonectl apply`; inputs are file bundles (file-bundle.ts).
-import { loadRevision } from '../../../src/source/load-revision.js';
+import { loadRevision } from '../../../src/load/load-revision.js';
 import { MemoryReader } from '../../../src/source/memory-reader.js';
 import fc from 'fast-check';
 import { checkDiagnostics } from '../diagnostics-contract.js';
@@ -21,7 +21,7 @@ export const generatedRevision = fc
 
 export const revisionLoad: FuzzTarget = {
   name: 'revision-load',
-  parses: 'loadRevision + resolveDesiredState (src/source/load-revision.ts, src/core/resolve-desired-state.ts): a plan and its recipes',
+  parses: 'loadRevision + resolveDesiredState (src/load/load-revision.ts, src/core/resolve-desired-state.ts): a plan and its recipes',
   maxBytes: 32 * 1024,
   testRuns: 500,
   dictionary: ['=== recipes/a.toml\n', '=== plans/fuzz.toml\n', '{{config.', '{{deps.', '.exports.', '}}', '[[components]]', '[[members]]', '[[dependencies]]', 'type = "ordering"', 'requires = [', 'replicas = ', '[lifecycle.services.', 'recipe = "recipes/'],

@@ -1,8 +1,8 @@
-// Rollout ref names listed by a Git host (src/status/rollout-refs.ts parseRolloutRef): anyone who can push can push
-// any ref, so only the canonical form counts. Folds in test/status/wire-parsers.fuzz.test.ts.
+// Rollout ref names listed by a Git host (src/report/rollout-refs.ts parseRolloutRef): anyone who can push can push
+// any ref, so only the canonical form counts. Folds in test/report/wire-parsers.fuzz.test.ts.
 import fc from 'fast-check';
 import { ROLLOUT_STATES } from '../../../src/core/rollout-gate.js';
-import { bucketOf, parseRolloutRef, ROLLOUT_PREFIX, rolloutRef } from '../../../src/status/rollout-refs.js';
+import { bucketOf, parseRolloutRef, ROLLOUT_PREFIX, rolloutRef } from '../../../src/report/rollout-refs.js';
 import { holds, text, utf8, type FuzzTarget } from '../fuzz-target.js';
 
 const OID = 'a'.repeat(40);
@@ -11,7 +11,7 @@ const structured = fc.array(part, { minLength: 1, maxLength: 6 }).map((parts) =>
 
 export const rolloutRefs: FuzzTarget = {
   name: 'rollout-refs',
-  parses: 'parseRolloutRef (src/status/rollout-refs.ts): rollout ref names from ls-refs',
+  parses: 'parseRolloutRef (src/report/rollout-refs.ts): rollout ref names from ls-refs',
   maxBytes: 512,
   testRuns: 2_000,
   dictionary: [ROLLOUT_PREFIX, '/failed/', '-success', '-failure', '-held', '-error', '%2', '.lock', OID],

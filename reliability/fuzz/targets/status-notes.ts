@@ -1,7 +1,7 @@
-// Status notes written by other devices (src/status/status-note.ts parseStatusNote, read by status-notes-read.ts and
+// Status notes written by other devices (src/report/status-note.ts parseStatusNote, read by status-notes-read.ts and
 // the fleet views): a note is anyone's to push, so nothing from it may reach a terminal as a control character.
 import fc from 'fast-check';
-import { parseStatusNote } from '../../../src/status/status-note.js';
+import { parseStatusNote } from '../../../src/report/status-note.js';
 import { holds, text, utf8, type FuzzTarget } from '../fuzz-target.js';
 
 const word = fc.oneof(
@@ -19,7 +19,7 @@ const CONTROL = /\p{Cc}/u;
 
 export const statusNotes: FuzzTarget = {
   name: 'status-notes',
-  parses: 'parseStatusNote (src/status/status-note.ts): Git notes other devices pushed',
+  parses: 'parseStatusNote (src/report/status-note.ts): Git notes other devices pushed',
   maxBytes: 4 * 1024,
   testRuns: 2_000,
   dictionary: ['keystone/', ' success ', ' failure ', 'target=', 'wave=', 'agent=', '\n', '\u001b', '\n  | ', '\n  ~ '],

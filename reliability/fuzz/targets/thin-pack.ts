@@ -1,9 +1,9 @@
-// Completing a thin pack a Git host sent (src/source/thin-pack.ts completeThinPack): entries, zlib streams, ofs- and
+// Completing a thin pack a Git host sent (src/git/thin-pack.ts completeThinPack): entries, zlib streams, ofs- and
 // ref-deltas against objects outside the pack. Seeds: a pack from `git pack-objects --thin` and the hand-built one of
-// test/source/thin-pack.fuzz.test.ts; half the mutations get a right trailing checksum again, to reach the deltas.
+// test/git/thin-pack.fuzz.test.ts; half the mutations get a right trailing checksum again, to reach the deltas.
 import { createHash } from 'node:crypto';
 import { OperationError } from '../../../src/core/errors.js';
-import { completeThinPack } from '../../../src/source/thin-pack.js';
+import { completeThinPack } from '../../../src/git/thin-pack.js';
 import { holds, refusedWith, type FuzzTarget } from '../fuzz-target.js';
 import { readBase } from '../git-bases.js';
 import { loadCorpus } from '../corpus.js';
@@ -18,7 +18,7 @@ const rechecksummed = mutatedSeeds(bodies, ['\u0078\u009c', '\u0000\u0000\u0000\
 
 export const thinPack: FuzzTarget = {
   name: 'thin-pack',
-  parses: 'completeThinPack (src/source/thin-pack.ts): a thin pack from a Git host',
+  parses: 'completeThinPack (src/git/thin-pack.ts): a thin pack from a Git host',
   maxBytes: 8 * 1024,
   testRuns: 1_500,
   dictionary: ['PACK', '\u0000\u0000\u0000\u0002', '\u0078\u009c', '\u0090', '\u00ff\u00ff\u00ff\u00ff'],

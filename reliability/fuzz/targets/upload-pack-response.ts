@@ -1,10 +1,10 @@
-// The upload-pack response of a fetch (src/source/thin-pack-http.ts): pkt-lines, then side-band 1/2/3 with a thin
+// The upload-pack response of a fetch (src/git/thin-pack-http.ts): pkt-lines, then side-band 1/2/3 with a thin
 // pack to complete. Driven through thinPackHttp with a stand-in server that offers thin packs and answers the fuzz
 // input. Seed captured from `git http-backend` (a thin pack, side-band-64k).
 import fc from 'fast-check';
 import type { GitHttpRequest, GitHttpResponse } from 'isomorphic-git';
 import { OperationError } from '../../../src/core/errors.js';
-import { thinPackHttp } from '../../../src/source/thin-pack-http.js';
+import { thinPackHttp } from '../../../src/git/thin-pack-http.js';
 import { loadCorpus } from '../corpus.js';
 import { refusedWith, type FuzzTarget } from '../fuzz-target.js';
 import { readBase } from '../git-bases.js';
@@ -39,7 +39,7 @@ const structured = fc.constant(null).chain(() => {
 
 export const uploadPackResponse: FuzzTarget = {
   name: 'upload-pack-response',
-  parses: 'thinPackHttp\'s response reader (src/source/thin-pack-http.ts): side-band pkt-lines with a thin pack',
+  parses: 'thinPackHttp\'s response reader (src/git/thin-pack-http.ts): side-band pkt-lines with a thin pack',
   maxBytes: 8 * 1024,
   testRuns: 1_000,
   dictionary: ['0000', '\u0001PACK', '\u0002', '\u0003', 'NAK\n', 'ACK ', '0008NAK\n'],

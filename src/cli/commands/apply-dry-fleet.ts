@@ -5,7 +5,7 @@ import { actualFromDesired, diff, EMPTY_ACTUAL, type Reconcile } from '../../cor
 import { CODES, type Diagnostic } from '../../core/errors.js';
 import { FLEET_FILE } from '../../core/fleet.js';
 import { DirectoryReader } from '../../source/directory-reader.js';
-import { loadFleet, type ResolvedTarget } from '../../source/load-fleet.js';
+import { loadFleet, type ResolvedTarget } from '../../load/load-fleet.js';
 import type { RepoReader } from '../../source/repo-reader.js';
 import { dryRunKeys, withDryRunDigests } from '../dry-run-secrets.js';
 import { operatorIdentity } from '../../secrets/operator-identity.js';

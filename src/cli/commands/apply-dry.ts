@@ -10,7 +10,7 @@ import { hostPolicyFacts } from '../../runtime/policy-host.js';
 import { AGENT_OPTIONS, AgentApiError, agentClient, AgentUnreachableError, DEFAULT_AGENT_URL, DEFAULT_STATE_DIR, type AgentClient } from '../agent-client.js';
 import { DirectoryReader } from '../../source/directory-reader.js';
 import { TrustError } from '../../trust/trust-error.js';
-import { loadRevision } from '../../source/load-revision.js';
+import { loadRevision } from '../../load/load-revision.js';
 import { applyDryFleet } from './apply-dry-fleet.js';
 import { dryRunKeys, withDryRunDigests } from '../dry-run-secrets.js';
 import { operatorIdentity } from '../../secrets/operator-identity.js';

@@ -3,7 +3,7 @@
 import { parseArgs } from 'node:util';
 import { formatDuration, parseDuration } from '../../core/duration.js';
 import { DirectoryReader } from '../../source/directory-reader.js';
-import { loadRevision } from '../../source/load-revision.js';
+import { loadRevision } from '../../load/load-revision.js';
 import { AGENT_OPTIONS, AGENT_USAGE, agentClient, withAgentErrors } from '../agent-client.js';
 import { collectApplyFiles } from '../apply-payload.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';

@@ -4,17 +4,17 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { IdentityError } from '../../identity/identity-error.js';
-import { verifyFleetReports } from '../../status/fleet-verify.js';
+import { verifyFleetReports } from '../../fleet-view/fleet-verify.js';
 import { parsePublicKey, type PublicKey } from '../../trust/minisign.js';
-import { parseGitRepo } from '../../source/git-repo-location.js';
+import { parseGitRepo } from '../../git/git-repo-location.js';
 import { parseArgs } from 'node:util';
 import { OperationError } from '../../core/errors.js';
 import { formatDuration, parseDuration } from '../../core/duration.js';
 import { agentSectionFor } from '../../core/agent-section.js';
 import { FLEET_FILE, parseFleet } from '../../core/fleet.js';
 import { rolloutOf, type Rollout } from '../../core/rollout.js';
-import { buildRolloutView, refWaves } from '../../status/fleet-rollout-view.js';
-import { buildFleetView, type ViewTarget } from '../../status/fleet-view.js';
+import { buildRolloutView, refWaves } from '../../fleet-view/fleet-rollout-view.js';
+import { buildFleetView, type ViewTarget } from '../../fleet-view/fleet-view.js';
 import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';
 import { renderDiagnosticsText } from '../render/diagnostics-text.js';
 import { renderFleetStatusMarkdown } from '../render/fleet-status-markdown.js';
@@ -116,8 +116,8 @@ export async function fleet(argv: string[], io: CliIo): Promise<number> {
 async function fleetStatus(argv: string[], io: CliIo): Promise<number> {
   // isomorphic-git and the agent's Git wiring cost ~100 ms to load: only for this command, not every keystonectl run.
   const [{ openFleetRepository, openReportsRepository, readFleetReports, UnknownRefError }, { readRolloutRefs }, { secretFrom }] = await Promise.all([
-    import('../../status/fleet-reports-read.js'),
-    import('../../status/fleet-rollout-read.js'),
+    import('../../fleet-view/fleet-reports-read.js'),
+    import('../../fleet-view/fleet-rollout-read.js'),
     import('../secret-file.js'),
   ]);
   const { values, positionals } = parseArgs({

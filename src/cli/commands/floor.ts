@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { lockStateDir, type StateDirLock } from '../../agent/state-dir-lock.js';
-import { StateDirError } from '../../runtime/safe-path.js';
+import { StateDirError } from '../../state-dir/safe-path.js';
 import { openStateStore, STATE_DB_FILE, StateStoreError, type StateStore } from '../../store/state-store.js';
 import { DEFAULT_MAX_CLOCK_SKEW_SECONDS } from '../../trust/verify-revision.js';
 import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';

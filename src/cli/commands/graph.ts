@@ -1,7 +1,7 @@
 // `keystonectl graph [PLAN]`: the resolved layers, orders and edges.
 import { parseArgs } from 'node:util';
 import { DirectoryReader } from '../../source/directory-reader.js';
-import { loadRevision } from '../../source/load-revision.js';
+import { loadRevision } from '../../load/load-revision.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
 import { renderDiagnosticsText } from '../render/diagnostics-text.js';
 import { GRAPH_FORMATS, renderGraph, type GraphFormat } from '../render/graph-formats.js';

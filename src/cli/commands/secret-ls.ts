@@ -9,7 +9,7 @@ import { ageFormat, decryptWith } from '../../secrets/age-codec.js';
 import { IDENTITY_HINT, operatorIdentity } from '../../secrets/operator-identity.js';
 import { parseRecipientsFile, type RecipientsFile } from '../../secrets/recipients-file.js';
 import { secretReferences } from '../../secrets/secret-references.js';
-import { recipientsPath, secretPath, targetKeyPath } from '../../secrets/secret-paths.js';
+import { recipientsPath, secretPath, targetKeyPath } from '../../core/secret-paths.js';
 import { SecretsRepo } from '../../secrets/secrets-repo.js';
 import { openTargetKeys } from '../../secrets/target-key.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';

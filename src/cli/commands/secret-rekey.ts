@@ -11,7 +11,7 @@ import { ageFormat, decryptWith, encryptTo } from '../../secrets/age-codec.js';
 import { IDENTITY_HINT, operatorIdentity } from '../../secrets/operator-identity.js';
 import { parseRecipientsFile, type RecipientsFile } from '../../secrets/recipients-file.js';
 import { SecretError } from '../../secrets/secret-error.js';
-import { OPERATORS_FILE, recipientsPath, secretPath, targetKeyPath } from '../../secrets/secret-paths.js';
+import { OPERATORS_FILE, recipientsPath, secretPath, targetKeyPath } from '../../core/secret-paths.js';
 import { reviewAndSign, SecretsRepo } from '../../secrets/secrets-repo.js';
 import { openTargetKey, openTargetKeys, writeTargetKey } from '../../secrets/target-key.js';
 import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';

@@ -3,7 +3,7 @@
 // secret it does not hold, so nothing runs without it.
 import { parseArgs } from 'node:util';
 import { SecretError } from '../../secrets/secret-error.js';
-import { isSecretName, secretPath } from '../../secrets/secret-paths.js';
+import { isSecretName, secretPath } from '../../core/secret-paths.js';
 import { secretReferences } from '../../secrets/secret-references.js';
 import { SecretsRepo } from '../../secrets/secrets-repo.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';

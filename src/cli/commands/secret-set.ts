@@ -8,7 +8,7 @@ import { ageFormat, encryptTo } from '../../secrets/age-codec.js';
 import { operatorIdentity } from '../../secrets/operator-identity.js';
 import { parseRecipientsFile } from '../../secrets/recipients-file.js';
 import { SecretError } from '../../secrets/secret-error.js';
-import { isSecretName, MAX_SECRET_FILE_BYTES, OPERATORS_FILE, recipientsPath, secretPath, targetKeyPath } from '../../secrets/secret-paths.js';
+import { isSecretName, MAX_SECRET_FILE_BYTES, OPERATORS_FILE, recipientsPath, secretPath, targetKeyPath } from '../../core/secret-paths.js';
 import { SecretsRepo } from '../../secrets/secrets-repo.js';
 import { openTargetKey, writeTargetKey, type NewTargetKey } from '../../secrets/target-key.js';
 import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';

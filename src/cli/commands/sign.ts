@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { DirectoryReader, listDocuments } from '../../source/directory-reader.js';
 import { MAX_DOCUMENT_BYTES } from '../../source/repo-reader.js';
 import { formatSignature, keyIdHex, parseSecretKey, parseSignatures, secretKeyIsEncrypted, sign as signMessage, signedRef } from '../../trust/minisign.js';
-import { fullBranchRef } from '../../source/git-repo-location.js';
+import { fullBranchRef } from '../../git/git-repo-location.js';
 import { formatSha256Sums, sha256Hex } from '../../trust/sha256sums.js';
 import { SIG_FILE, SUMS_FILE } from '../../trust/verify-revision.js';
 import { OperationError } from '../../core/errors.js';

@@ -11,7 +11,7 @@ import { DirectoryReader, listDocuments } from '../../source/directory-reader.js
 import { TrustError } from '../../trust/trust-error.js';
 import { SUMS_FILE } from '../../trust/verify-revision.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
-import { fullBranchRef } from '../../source/git-repo-location.js';
+import { fullBranchRef } from '../../git/git-repo-location.js';
 import { repoRoot } from '../repository-args.js';
 import { describeVerification, TRUST_OPTIONS, TRUST_USAGE, trustPolicy } from '../trust-args.js';
 

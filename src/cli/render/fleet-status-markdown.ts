@@ -1,7 +1,7 @@
 // The fleet view for a pull-request comment or a CI job summary: a summary table, the rollout's waves when the
 // commit has a `[rollout]`, then a table per target.
-import type { RolloutView } from '../../status/fleet-rollout-view.js';
-import type { FleetView } from '../../status/fleet-view.js';
+import type { RolloutView } from '../../fleet-view/fleet-rollout-view.js';
+import type { FleetView } from '../../fleet-view/fleet-view.js';
 import { agentVersionsText, BAKE_ESTIMATE_NOTE, bakeText, countColumns, deviceStateText, haltedText, rolloutSettingsText, short, sinceText, waveRule, waveStateText, type FleetStatusMeta } from './fleet-status-text.js';
 import { utc } from './status-table.js';
 

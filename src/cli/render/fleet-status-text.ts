@@ -3,8 +3,8 @@
 // so the table reads in a terminal and a CI log.
 import { formatDuration, parseDuration } from '../../core/duration.js';
 import { describeRollout } from '../../core/rollout.js';
-import type { RolloutView, WaveView } from '../../status/fleet-rollout-view.js';
-import { UNKNOWN_AGENT_VERSION, type DeviceView, type FleetView, type TargetView } from '../../status/fleet-view.js';
+import type { RolloutView, WaveView } from '../../fleet-view/fleet-rollout-view.js';
+import { UNKNOWN_AGENT_VERSION, type DeviceView, type FleetView, type TargetView } from '../../fleet-view/fleet-view.js';
 import { utc } from './status-table.js';
 
 export interface FleetStatusMeta {

@@ -1,0 +1,360 @@
+// The fleet view of SPEC §13: every device's reports, grouped into the fleet file's targets, for one commit. Pure
+// (the time is passed in, the reports are read elsewhere: fleet-reports-read.ts), so the grouping rules are testable
+// on their own. Each device lands in exactly one target and exactly one bucket:
+//   - success / failure / pending / error: it reported on this commit (its newest line for it);
+//   - otherCommit: no report on this commit, but its newest report is on another commit, and it made that report
+//     after the commit's reports began (it is alive, just not on this commit: held, pinned), or that commit is newer
+//     (it moved on), or --silent-after has not passed yet (it may still be catching up);
+//   - silent: no report on this commit and nothing at all from it since the reports on this commit began, once
+//     --silent-after has passed since then (since the first report on the commit, or the commit's committer time
+//     when nobody has reported yet; a note keeps each device's newest line only, so "first" is the earliest line
+//     the notes still hold for the commit);
+//   - waiting: the same as silent, before --silent-after has passed (a device named in fleet.toml that never
+//     reported, say, on a commit pushed a minute ago).
+// Rollouts (SPEC §14): when the commit's fleet.toml has `[rollout]`, each device also shows its wave (its line's
+// `wave=`, else its rollout ref's); the per-wave counts are fleet-rollout-view.ts.
+// Agent versions (SPEC §17): every device counted by the agent version its newest counted report carries (what it
+// runs now, whatever the commit viewed; `unknown` when none says), and, when the commit's fleet.toml names one, per
+// wave (else per target) how many of its devices run it.
+import semver from 'semver';
+import type { ReportSignature } from '../identity/report-signature.js';
+import type { Verdict, Verification } from '../identity/report-verifier.js';
+import type { CommitState, DeviceHealth } from '../report/commit-status.js';
+
+/** The group of devices whose reports carry no target (rejected devices, agents run with --plan). */
+export const NO_TARGET = '(no target)';
+/** The one group when the commit has no fleet.toml. */
+export const NO_FLEET_FILE = '(no fleet.toml)';
+
+/**
+ * forged, revoked, unverified: its report on the commit is not counted (SPEC §15): not its own, or not checkable where
+ * the fleet requires enrolment. `claimed` says what that report said.
+ */
+export const DEVICE_STATES = ['success', 'failure', 'pending', 'error', 'other-commit', 'silent', 'waiting', 'forged', 'revoked', 'unverified'] as const;
+export type DeviceState = (typeof DEVICE_STATES)[number];
+
+/** One report line of a device, on some commit. */
+export interface DeviceReport {
+  commit: string;
+  state: string;
+  /** ms since the epoch; NaN when the line's time does not parse. */
+  at: number;
+  /** `target`, `wave` when the line carries them. */
+  fields: Readonly<Record<string, string>>;
+  description: string;
+  /** The failing component's last lines, when the report carries them. */
+  log?: readonly string[];
+  /** The device's signature, and what it covers (status-note.ts); absent on an unsigned line. */
+  signature?: ReportSignature;
+  signed?: readonly string[];
+  /** Whether it is the device's own (identity/report-verifier.ts); absent: not checked. */
+  verification?: Verification;
+  /** Whether the view counts it: a verified report, or an unverified one where enrolment is not required. */
+  counted?: boolean;
+}
+
+/** What the repository tells about one device. */
+export interface DeviceReports {
+  device: string;
+  /** Its line on the commit viewed, if any. */
+  onCommit?: DeviceReport;
+  /** Its newest report on any commit (its notes ref's tip), if it ever reported. */
+  newest?: DeviceReport;
+  /**
+   * The certificate it publishes beside its reports (note-commit.ts CERTIFICATE_ENTRY), if any: read when asked, only for
+   * a device devices/ has none for (one tree read per device of the fleet otherwise).
+   */
+  publishedCertificate?: () => Promise<string | undefined>;
+}
+
+/** A target as the fleet file gives it; only what the view needs. */
+export interface ViewTarget {
+  name: string;
+  plan: string;
+  devices?: readonly string[];
+  /** The agent version the file names for its devices (SPEC §17): the target's own `[agent]`, else the fleet's. */
+  agentVersion?: string;
+}
+
+export type Ancestry = 'older' | 'newer' | 'unknown';
+
+export interface FleetViewInput {
+  commit: string;
+  /** The commit's committer time, ms. */
+  commitTime: number;
+  /** The targets of the commit's fleet.toml in file order; undefined when the commit has none. */
+  targets?: readonly ViewTarget[];
+  reports: readonly DeviceReports[];
+  now: number;
+  silentAfterMs: number;
+  /** How another commit relates to the one viewed (an ancestor is older); absent means unknown. */
+  ancestry?: Readonly<Record<string, Ancestry>>;
+  /**
+   * The commit has a `[rollout]`: each device's wave as its rollout refs say (fleet-rollout-view.ts refWaves). Given,
+   * every device gets `wave`; absent, none does (and the JSON keeps its shape without a rollout).
+   */
+  waves?: ReadonlyMap<string, string>;
+  /** The `[rollout]`'s wave names in order: the order of `agentUpdate` per wave. */
+  waveOrder?: readonly string[];
+}
+
+export interface DeviceView {
+  device: string;
+  /** The target group it is counted in. */
+  target: string;
+  /** Its rollout wave, only when the commit has a `[rollout]`: null when neither a report nor a rollout ref tells. */
+  wave?: string | null;
+  state: DeviceState;
+  /** The commit of the report shown: this commit, another one, or null when the device never reported. */
+  commit: string | null;
+  /** For a report on another commit: whether that commit is older (an ancestor of this one), newer, or unknown. */
+  relation: Ancestry | null;
+  /** ISO time of the report shown, or null. */
+  at: string | null;
+  description: string;
+  /** The verdict on the report shown (SPEC §15), when reports were checked. */
+  report?: Verdict;
+  /** Why it is not verified. */
+  reportReason?: string;
+  /** What a report that is not counted said (its state). */
+  claimed?: string;
+  /** What the report shown carries beside its state (issue 29): the agent's version, the device's health, log lines. */
+  agent?: string;
+  health?: DeviceHealth;
+  log?: readonly string[];
+}
+
+export interface TargetView {
+  name: string;
+  /** The plan the fleet file gives it; null for the groups that are not targets of the file. */
+  plan: string | null;
+  /** How many devices are counted in this target (the length of members). */
+  devices: number;
+  success: number;
+  failure: number;
+  pending: number;
+  error: number;
+  otherCommit: number;
+  silent: number;
+  waiting: number;
+  /** Devices whose report on the commit is not counted (SPEC §15). */
+  forged: number;
+  revoked: number;
+  unverified: number;
+  /** Device names, sorted. */
+  members: string[];
+}
+
+/** The agent version of a device none of whose counted reports carries one (an older agent, or no report at all). */
+export const UNKNOWN_AGENT_VERSION = 'unknown';
+
+/** How far the agent version the fleet file names has come among a wave's (else a target's) devices. */
+export interface AgentUpdateProgress {
+  /** The wave counted (the commit has a `[rollout]`); else `target`. */
+  wave?: string;
+  target?: string;
+  /** The version the commit's fleet.toml names for these devices. */
+  version: string;
+  devices: number;
+  /** How many of them run it (their newest counted report says so). */
+  on: number;
+}
+
+export interface FleetView {
+  commit: string;
+  fleetFile: boolean;
+  /** ISO time silence is counted from: the first report on this commit, or the commit's time. */
+  silentSince: string;
+  /** Whether --silent-after has passed since silentSince. */
+  silenceCounts: boolean;
+  targets: TargetView[];
+  devices: DeviceView[];
+  /** version → devices running it, newest version first, `unknown` last. */
+  agentVersions: Record<string, number>;
+  /** Only when the commit's fleet.toml names an agent version for some target: per wave, else per target. */
+  agentUpdate?: AgentUpdateProgress[];
+}
+
+const BUCKET: Record<DeviceState, keyof Omit<TargetView, 'name' | 'plan' | 'devices' | 'members'>> = {
+  success: 'success',
+  failure: 'failure',
+  pending: 'pending',
+  error: 'error',
+  'other-commit': 'otherCommit',
+  silent: 'silent',
+  waiting: 'waiting',
+  forged: 'forged',
+  revoked: 'revoked',
+  unverified: 'unverified',
+};
+
+const REPORTED: readonly string[] = ['success', 'failure', 'pending', 'error'] satisfies CommitState[];
+
+const iso = (ms: number): string | null => (Number.isFinite(ms) ? new Date(ms).toISOString() : null);
+
+export function buildFleetView(input: FleetViewInput): FleetView {
+  const { commit, targets, now, silentAfterMs } = input;
+  // A device listed twice (it cannot be, from refs; a caller's slip) counts once: its first entry.
+  const byDevice = new Map<string, DeviceReports>();
+  for (const r of input.reports) if (!byDevice.has(r.device)) byDevice.set(r.device, r);
+  for (const t of targets ?? []) for (const d of t.devices ?? []) if (!byDevice.has(d)) byDevice.set(d, { device: d });
+
+  // A loop, not Math.min(...spread): that throws past ~100,000 arguments, and fleets get that large.
+  let firstReport = Infinity;
+  for (const r of byDevice.values()) {
+    const at = r.onCommit?.counted === false ? undefined : r.onCommit?.at;
+    if (at !== undefined && Number.isFinite(at) && at < firstReport) firstReport = at;
+  }
+  // Never before the commit itself: one board with an unset clock (reports stamped 1970) must not make the whole
+  // fleet silent at once.
+  const since = Number.isFinite(firstReport) ? Math.max(firstReport, input.commitTime) : input.commitTime;
+  const silenceCounts = now - since >= silentAfterMs;
+
+  const named = new Map<string, string>(); // device → the first target of the file that names it
+  for (const t of targets ?? []) for (const d of t.devices ?? []) if (!named.has(d)) named.set(d, t.name);
+
+  const running = new Map<string, string>(); // device → the agent version it runs, as its own reports say
+  const devices: DeviceView[] = [...byDevice.values()].map((r) => {
+    const shown = r.onCommit ?? r.newest;
+    // Where a device is placed, and whether it is alive, only its own reports say: one that is not counted (forged,
+    // revoked) decides neither its target nor its wave nor that it is not silent (issue 29 review).
+    const ownNewest = r.newest?.counted === false ? undefined : r.newest;
+    const own = (r.onCommit?.counted === false ? undefined : r.onCommit) ?? ownNewest;
+    // The newest of its own reports that names a version: what runs now (an update since the commit viewed counts).
+    const version = ownNewest?.fields.agent ?? (r.onCommit?.counted === false ? undefined : r.onCommit?.fields.agent);
+    if (version !== undefined && version !== '') running.set(r.device, version);
+    const reportedTarget = own?.fields.target;
+    const target = targets === undefined ? NO_FLEET_FILE : (reportedTarget ?? (own ? undefined : named.get(r.device)) ?? NO_TARGET);
+    let state: DeviceState;
+    if (r.onCommit && r.onCommit.counted === false) state = r.onCommit.verification!.verdict as DeviceState;
+    else if (r.onCommit) state = REPORTED.includes(r.onCommit.state) ? (r.onCommit.state as DeviceState) : 'error';
+    // On a newer commit it has moved on; it is not silent about this one.
+    else if (ownNewest && (ownNewest.at >= since || !silenceCounts || input.ancestry?.[ownNewest.commit] === 'newer')) state = 'other-commit';
+    else state = silenceCounts ? 'silent' : 'waiting';
+    const other = !r.onCommit && r.newest && r.newest.commit !== commit;
+    // What it reported this commit with, else its rollout ref, else what it reported another commit with.
+    const wave = input.waves && ((r.onCommit?.counted === false ? undefined : r.onCommit)?.fields.wave ?? input.waves.get(r.device) ?? own?.fields.wave ?? null);
+    return {
+      device: r.device,
+      target,
+      ...(wave !== undefined && { wave }),
+      state,
+      commit: shown?.commit ?? null,
+      relation: other ? (input.ancestry?.[r.newest!.commit] ?? 'unknown') : null,
+      at: shown ? iso(shown.at) : null,
+      description: shown?.description ?? '',
+      ...(shown?.verification && { report: shown.verification.verdict }),
+      ...(shown?.verification?.reason !== undefined && { reportReason: shown.verification.reason }),
+      ...(shown?.counted === false && { claimed: shown.state }),
+      ...(shown && detailsOf(shown)),
+    };
+  });
+
+  // Groups: the file's targets in file order, then targets reports name that the file does not (renamed, removed),
+  // by name, then the devices with no target.
+  const groups = new Map<string, TargetView>();
+  const group = (name: string, plan: string | null) => {
+    let g = groups.get(name);
+    if (!g) groups.set(name, (g = { name, plan, devices: 0, success: 0, failure: 0, pending: 0, error: 0, otherCommit: 0, silent: 0, waiting: 0, forged: 0, revoked: 0, unverified: 0, members: [] }));
+    return g;
+  };
+  if (targets === undefined) group(NO_FLEET_FILE, null);
+  for (const t of targets ?? []) group(t.name, t.plan);
+  const unknown = [...new Set(devices.map((d) => d.target))].filter((n) => !groups.has(n) && n !== NO_TARGET).sort();
+  for (const n of unknown) group(n, null);
+  if (devices.some((d) => d.target === NO_TARGET)) group(NO_TARGET, null);
+
+  const order = [...groups.keys()];
+  devices.sort((a, b) => order.indexOf(a.target) - order.indexOf(b.target) || (a.device < b.device ? -1 : a.device > b.device ? 1 : 0));
+  for (const d of devices) {
+    const g = groups.get(d.target)!;
+    g.devices++;
+    g[BUCKET[d.state]]++;
+    g.members.push(d.device);
+  }
+  const agentUpdate = agentUpdateOf(devices, running, targets ?? [], input.waves && (input.waveOrder ?? []));
+  return {
+    commit,
+    fleetFile: targets !== undefined,
+    silentSince: iso(since) ?? new Date(0).toISOString(),
+    silenceCounts,
+    targets: [...groups.values()],
+    devices,
+    agentVersions: agentVersionCounts(devices, running),
+    ...(agentUpdate && { agentUpdate }),
+  };
+}
+
+/** Newest first (semver), versions that do not parse after them by name, `unknown` last. */
+function compareVersions(a: string, b: string): number {
+  if (a === UNKNOWN_AGENT_VERSION || b === UNKNOWN_AGENT_VERSION) return (a === UNKNOWN_AGENT_VERSION ? 1 : 0) - (b === UNKNOWN_AGENT_VERSION ? 1 : 0);
+  const va = semver.valid(a);
+  const vb = semver.valid(b);
+  if (va && vb) return semver.rcompare(va, vb) || (a < b ? -1 : a > b ? 1 : 0);
+  if (va || vb) return va ? -1 : 1;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function agentVersionCounts(devices: readonly DeviceView[], running: ReadonlyMap<string, string>): Record<string, number> {
+  const counts = new Map<string, number>();
+  for (const d of devices) {
+    const v = running.get(d.device) ?? UNKNOWN_AGENT_VERSION;
+    counts.set(v, (counts.get(v) ?? 0) + 1);
+  }
+  // A null-prototype object: a version is whatever a report says, `__proto__` included.
+  const out = Object.create(null) as Record<string, number>;
+  for (const v of [...counts.keys()].sort(compareVersions)) out[v] = counts.get(v)!;
+  return out;
+}
+
+/**
+ * Per wave (`waveOrder` given: the commit has a `[rollout]`; devices of no known wave are left out), else per target,
+ * the devices the file names an agent version for and how many run it; undefined when the file names none.
+ */
+function agentUpdateOf(devices: readonly DeviceView[], running: ReadonlyMap<string, string>, targets: readonly ViewTarget[], waveOrder: readonly string[] | undefined): AgentUpdateProgress[] | undefined {
+  const wanted = new Map<string, string>();
+  for (const t of targets) if (t.agentVersion !== undefined && !wanted.has(t.name)) wanted.set(t.name, t.agentVersion);
+  if (wanted.size === 0) return undefined;
+  const groups = new Map<string, AgentUpdateProgress>();
+  for (const d of devices) {
+    const version = wanted.get(d.target);
+    if (version === undefined) continue;
+    if (waveOrder && typeof d.wave !== 'string') continue;
+    const key = JSON.stringify([waveOrder ? d.wave : d.target, version]);
+    let g = groups.get(key);
+    if (!g) groups.set(key, (g = { ...(waveOrder ? { wave: d.wave! } : { target: d.target }), version, devices: 0, on: 0 }));
+    g.devices++;
+    if (running.get(d.device) === version) g.on++;
+  }
+  const list = [...groups.values()];
+  if (waveOrder) {
+    // The rollout's order; a wave the file no longer has after them. Stable: devices come in target order.
+    const rank = (w: string) => (waveOrder.includes(w) ? waveOrder.indexOf(w) : waveOrder.length);
+    list.sort((a, b) => rank(a.wave!) - rank(b.wave!));
+  }
+  return list;
+}
+
+/** The agent version, health and log lines a report carries (status-note.ts's fields), as the view shows them. */
+function detailsOf(r: DeviceReport): Pick<DeviceView, 'agent' | 'health' | 'log'> {
+  const f = r.fields;
+  const num = (k: string) => {
+    const v = f[k] === undefined ? NaN : Number(f[k]);
+    return Number.isFinite(v) ? v : undefined;
+  };
+  const health: DeviceHealth = {};
+  const put = (key: keyof DeviceHealth, field: string) => {
+    const v = num(field);
+    if (v !== undefined) health[key] = v;
+  };
+  put('uptimeS', 'uptime');
+  put('load1', 'load');
+  put('memFreeBytes', 'mem');
+  put('diskFreeBytes', 'disk');
+  put('tempC', 'temp');
+  return {
+    ...(f.agent !== undefined && { agent: f.agent }),
+    ...(Object.keys(health).length > 0 && { health }),
+    ...(r.log?.length && { log: r.log }),
+  };
+}

@@ -1,0 +1,354 @@
+// A push of several refs in one request, without the ref advertisement (docs/fleet-scale.md).
+//
+// A Git push normally starts with `GET info/refs?service=git-receive-pack`, which lists every ref of the repository:
+// on a reports repository that is every device's refs, ~81 B each, before the push sends a byte of its own. A device
+// that alone writes its refs already knows their values on the server (it set them), so it can skip that: smart HTTP
+// runs receive-pack stateless, and a `POST git-receive-pack` carrying the commands and the pack is a whole push. Each
+// command names the value the ref must have on the server (`old`): the server updates the ref only if it does, so a
+// wrong guess costs a refusal of that ref ("stale"), never a lost update; the caller then learns the server's values
+// (receivePackRefs, the advertisement, in that fallback only) and pushes again.
+//
+// The pack holds what the new tips need that the server lacks: the objects reachable from them and not from any
+// `old` of the push (all on the server when every `old` is right; when one is not, that ref is refused). For a notes
+// commit built on our previous tip that is the commit, its changed trees and the new blob.
+import * as fs from 'node:fs';
+import { request as httpRequest, type Agent, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import git, { Errors } from 'isomorphic-git';
+import { StatusDeliveryError, httpDeliveryError } from './commit-status.js';
+import { gitHttpAgent } from '../git/git-http-agent.js';
+import { MAX_RETRY_AFTER_MS, retryAfterMs } from '../git/git-poll-delay.js';
+import { redactUrl } from '../git/git-repo-location.js';
+
+/** The all-zero object id: as `old`, the ref must not exist yet; as `new`, delete the ref. */
+export const ZERO_OID = '0'.repeat(40);
+
+export interface RefUpdate {
+  ref: string;
+  /** The value the ref has on the server (40 hex), or ZERO_OID when it must not exist yet. */
+  old: string;
+  /** The value to set (40 hex), or ZERO_OID to delete the ref. */
+  new: string;
+}
+
+/**
+ * How the server took one update. `stale`: refused because the ref on the server was not at `old` (or cannot be told
+ * apart from that: "failed to update ref", "failed to lock", "stale info", objects missing because `old` was wrong);
+ * learn the server's value and push again. `rejected`: refused for another reason (a hook, a forbidden deletion, a
+ * ref name the server will not take), which pushing again will not change.
+ */
+export type RefUpdateResult = { ref: string; status: 'ok' } | { ref: string; status: 'stale' | 'rejected'; reason: string };
+
+export interface ReceivePackOptions {
+  /** The repository URL, e.g. https://git.example.com/fleet.git (the service path is appended). */
+  url: string;
+  /** Sent with every request, e.g. `authorization`; dropped on a redirect to another host. */
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+  /** The connection pool; default the Git client's own (git-http-agent.ts). */
+  agent?: Agent;
+}
+
+export interface PushRefsOptions extends ReceivePackOptions {
+  /** The local repository holding every object the new values need. */
+  gitdir: string;
+  updates: readonly RefUpdate[];
+}
+
+const OID = /^[0-9a-f]{40}$/;
+const CAPABILITIES = 'report-status delete-refs ofs-delta agent=keystone';
+/** A report-status answer is a few lines per ref; anything far larger is not one. */
+const MAX_REPORT_BYTES = 1 << 20;
+const MAX_REDIRECTS = 5;
+const STALE_REASON = /\bstale\b|\block\b|failed to (update|delete)|missing necessary objects|fetch first|non-fast-forward|already exists/i;
+
+/**
+ * Applies `updates` on the server in one `POST <url>/git-receive-pack` and says, per ref and in the order given, how
+ * it went. Throws StatusDeliveryError: coded by HTTP status (httpDeliveryError; a server with receive-pack off says
+ * 403), KS_STATUS_UNREACHABLE when the server cannot be reached, KS_STATUS_SERVER_ERROR when it could not unpack or
+ * its answer is not a report, KS_STATUS_INVALID for updates that are no push, KS_STATUS_GIT_FAILED when the local
+ * objects cannot be read.
+ */
+export async function pushRefs(opts: PushRefsOptions): Promise<RefUpdateResult[]> {
+  const what = `push to ${redactUrl(opts.url)}`;
+  checkUpdates(opts.updates);
+  if (opts.updates.length === 0) return [];
+  const commands = opts.updates.map((u, i) => pktLine(i === 0 ? `${u.old} ${u.new} ${u.ref}\0${CAPABILITIES}` : `${u.old} ${u.new} ${u.ref}`));
+  // Git reads no pack when every command is a deletion, and needs one (even empty) otherwise.
+  const onlyDeletes = opts.updates.every((u) => u.new === ZERO_OID);
+  const pack = onlyDeletes ? [] : [await packFor(opts.gitdir, opts.updates, what)];
+  const body = Buffer.concat([...commands, FLUSH, ...pack]);
+  const res = await send(
+    opts,
+    `${trimSlash(opts.url)}/git-receive-pack`,
+    'POST',
+    { 'content-type': 'application/x-git-receive-pack-request', accept: 'application/x-git-receive-pack-result' },
+    body,
+    what,
+  );
+  expectType(res, 'application/x-git-receive-pack-result', what);
+  const lines: string[] = [];
+  let size = 0;
+  for await (const pkt of pktLines(res, what, opts.signal)) {
+    if (pkt === null) break;
+    size += pkt.length;
+    if (size > MAX_REPORT_BYTES) throw new StatusDeliveryError('KS_STATUS_SERVER_ERROR', `${what}: the report-status answer is over ${MAX_REPORT_BYTES} bytes`);
+    lines.push(pkt.toString('utf8').replace(/\n$/, ''));
+  }
+  res.resume();
+  return readReport(lines, opts.updates, what);
+}
+
+/**
+ * The server's refs as its receive-pack advertisement lists them (`GET <url>/info/refs?service=git-receive-pack`),
+ * those `wanted` accepts. Every ref of the repository comes over the wire, so this is for a fallback only. Throws
+ * StatusDeliveryError like pushRefs.
+ */
+export async function receivePackRefs(opts: ReceivePackOptions & { wanted?: (ref: string) => boolean }): Promise<Map<string, string>> {
+  const what = `ref advertisement of ${redactUrl(opts.url)}`;
+  const res = await send(opts, `${trimSlash(opts.url)}/info/refs?service=git-receive-pack`, 'GET', {}, undefined, what);
+  expectType(res, 'application/x-git-receive-pack-advertisement', what);
+  const refs = new Map<string, string>();
+  let first = true;
+  for await (const pkt of pktLines(res, what, opts.signal)) {
+    const line = pkt?.toString('utf8').replace(/\n$/, '');
+    // Smart HTTP starts with `# service=…` and a flush; the refs follow, up to the next flush.
+    if (first && line?.startsWith('# service=')) continue;
+    if (first && line === undefined) {
+      first = false;
+      continue;
+    }
+    first = false;
+    if (line === undefined) break;
+    const m = /^([0-9a-f]{40}) ([^\0 ]+)/.exec(line);
+    if (!m) throw new StatusDeliveryError('KS_STATUS_SERVER_ERROR', `${what}: not a ref line: ${JSON.stringify(line.slice(0, 80))}`);
+    const [, oid, ref] = m as unknown as [string, string, string];
+    if (ref !== 'capabilities^{}' && (opts.wanted?.(ref) ?? true)) refs.set(ref, oid);
+  }
+  res.resume();
+  return refs;
+}
+
+// ---- the commands and the report ----
+
+function checkUpdates(updates: readonly RefUpdate[]): void {
+  const bad = (why: string) => new StatusDeliveryError('KS_STATUS_INVALID', `push: ${why}`);
+  const seen = new Set<string>();
+  for (const u of updates) {
+    if (!/^refs\/[^\0\s]+$/.test(u.ref)) throw bad(`${JSON.stringify(u.ref)} is not a ref name`);
+    if (seen.has(u.ref)) throw bad(`${u.ref} is updated twice`);
+    seen.add(u.ref);
+    if (!OID.test(u.old) || !OID.test(u.new)) throw bad(`${u.ref}: old and new must be 40 lowercase hex`);
+    if (u.old === ZERO_OID && u.new === ZERO_OID) throw bad(`${u.ref}: deleting a ref that must not exist`);
+  }
+}
+
+/** The report-status lines of a receive-pack answer, per update in order; coded errors for anything else. */
+export function readReport(lines: string[], updates: readonly RefUpdate[], what: string): RefUpdateResult[] {
+  const [unpack, ...rest] = lines;
+  if (unpack === undefined || !unpack.startsWith('unpack ')) throw new StatusDeliveryError('KS_STATUS_SERVER_ERROR', `${what}: the answer is not a report-status (${JSON.stringify((unpack ?? '').slice(0, 80))})`);
+  if (unpack !== 'unpack ok') throw new StatusDeliveryError('KS_STATUS_SERVER_ERROR', `${what}: the server could not unpack the pack: ${unpack.slice('unpack '.length)}`);
+  const byRef = new Map<string, RefUpdateResult>();
+  for (const line of rest) {
+    const ok = /^ok (\S+)$/.exec(line);
+    if (ok) {
+      byRef.set(ok[1]!, { ref: ok[1]!, status: 'ok' });
+      continue;
+    }
+    const ng = /^ng (\S+)(?: (.*))?$/.exec(line);
+    if (ng) {
+      const reason = ng[2] ?? 'refused';
+      byRef.set(ng[1]!, { ref: ng[1]!, status: STALE_REASON.test(reason) ? 'stale' : 'rejected', reason });
+    }
+    // Anything else (a later protocol's option lines) says nothing about a ref.
+  }
+  return updates.map((u) => {
+    const r = byRef.get(u.ref);
+    if (!r) throw new StatusDeliveryError('KS_STATUS_SERVER_ERROR', `${what}: the server did not report on ${u.ref}`);
+    return r;
+  });
+}
+
+// ---- the pack ----
+
+/** A pack of the objects reachable from the new values and not from any old one. */
+async function packFor(gitdir: string, updates: readonly RefUpdate[], what: string): Promise<Buffer> {
+  const haves = new Set(updates.map((u) => u.old).filter((o) => o !== ZERO_OID));
+  const wants = updates.map((u) => u.new).filter((o) => o !== ZERO_OID);
+  try {
+    const cache = {};
+    const oids = await objectsToSend(gitdir, wants, haves, cache);
+    const { packfile } = await git.packObjects({ fs, gitdir, oids, cache });
+    return Buffer.from(packfile as Uint8Array);
+  } catch (e) {
+    const detail = e instanceof Errors.NotFoundError ? `an object is missing from ${gitdir}` : e instanceof Error ? e.message : String(e);
+    throw new StatusDeliveryError('KS_STATUS_GIT_FAILED', `${what}: building the pack: ${detail}`, {}, { cause: e });
+  }
+}
+
+/**
+ * The commits from `wants` back to (not including) any of `haves`, each with its tree's objects that differ from its
+ * first parent's tree. The server has every object reachable from a `have`, and each commit's unchanged subtrees are
+ * its parent's, so this is all it lacks. A `want` with no `have` among its ancestors (a ref created, or a guess that
+ * was wrong) gets its whole history as far as the repository has it: a commit it lists as shallow (a fetch of depth 1,
+ * a compacted notes cache) ends the walk. Past one, the server lacks what it needs only when the guess was wrong, and
+ * then refuses the ref as it would anyway.
+ */
+async function objectsToSend(gitdir: string, wants: readonly string[], haves: ReadonlySet<string>, cache: object): Promise<string[]> {
+  const out = new Set<string>();
+  const visited = new Set<string>();
+  const shallow = await shallowCommits(gitdir);
+  const queue = [...wants];
+  while (queue.length) {
+    const oid = queue.pop() as string;
+    if (visited.has(oid) || haves.has(oid)) continue;
+    visited.add(oid);
+    const { commit } = await git.readCommit({ fs, gitdir, oid, cache });
+    out.add(oid);
+    if (!shallow.has(oid)) queue.push(...commit.parent);
+    const parent = commit.parent[0];
+    const parentTree = parent === undefined ? undefined : await treeOfIfAny(gitdir, parent, cache);
+    await treeObjects(gitdir, commit.tree, parentTree, out, cache);
+  }
+  return [...out];
+}
+
+/** The commits `<gitdir>/shallow` lists: their parents are not in the repository, on purpose. */
+async function shallowCommits(gitdir: string): Promise<Set<string>> {
+  const text = await fs.promises.readFile(`${gitdir}/shallow`, 'utf8').catch(() => '');
+  return new Set(text.split('\n').filter((l) => OID.test(l)));
+}
+
+/** A `have` need not be in the local repository (only its id was learnt): then its tree is not compared against. */
+async function treeOfIfAny(gitdir: string, oid: string, cache: object): Promise<string | undefined> {
+  try {
+    return (await git.readCommit({ fs, gitdir, oid, cache })).commit.tree;
+  } catch (e) {
+    if (e instanceof Errors.NotFoundError) return undefined;
+    throw e;
+  }
+}
+
+async function treeObjects(gitdir: string, tree: string, base: string | undefined, out: Set<string>, cache: object): Promise<void> {
+  if (tree === base || out.has(tree)) return;
+  out.add(tree);
+  const entries = (await git.readTree({ fs, gitdir, oid: tree, cache })).tree;
+  const before = new Map(base === undefined ? [] : (await git.readTree({ fs, gitdir, oid: base, cache })).tree.map((e) => [e.path, e] as const));
+  for (const e of entries) {
+    if (e.type === 'commit') continue; // a submodule's commit lives in another repository
+    const old = before.get(e.path);
+    if (old?.oid === e.oid) continue;
+    if (e.type === 'tree') await treeObjects(gitdir, e.oid, old?.type === 'tree' ? old.oid : undefined, out, cache);
+    else out.add(e.oid);
+  }
+}
+
+// ---- pkt-lines ----
+
+const FLUSH = Buffer.from('0000');
+
+function pktLine(text: string): Buffer {
+  const payload = Buffer.from(text, 'utf8');
+  return Buffer.concat([Buffer.from((payload.length + 4).toString(16).padStart(4, '0')), payload]);
+}
+
+/** The pkt-lines of a body: each payload, or null for a flush. An `ERR` line from the server is thrown. */
+async function* pktLines(body: IncomingMessage, what: string, signal: AbortSignal | undefined): AsyncGenerator<Buffer | null> {
+  let buf: Buffer = Buffer.alloc(0);
+  for await (const chunk of chunks(body, what, signal)) {
+    buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
+    while (buf.length >= 4) {
+      const head = buf.subarray(0, 4).toString('latin1');
+      const len = /^[0-9a-f]{4}$/.test(head) ? parseInt(head, 16) : NaN;
+      if (Number.isNaN(len) || (len > 0 && len < 4)) throw new StatusDeliveryError('KS_STATUS_SERVER_ERROR', `${what}: the answer is not pkt-lines`);
+      if (len === 0) {
+        buf = buf.subarray(4);
+        yield null;
+        continue;
+      }
+      if (buf.length < len) break;
+      const payload = buf.subarray(4, len);
+      buf = buf.subarray(len);
+      if (payload.subarray(0, 4).toString('latin1') === 'ERR ')
+        throw new StatusDeliveryError('KS_STATUS_REJECTED', `${what}: the server said: ${payload.subarray(4).toString('utf8').trim()}`);
+      yield payload;
+    }
+  }
+  if (buf.length) throw new StatusDeliveryError('KS_STATUS_SERVER_ERROR', `${what}: the answer ended in the middle of a line`);
+}
+
+/** The body's chunks; a connection lost or aborted on the way is coded like one lost before the answer. */
+async function* chunks(body: IncomingMessage, what: string, signal: AbortSignal | undefined): AsyncGenerator<Buffer> {
+  try {
+    for await (const chunk of body) yield chunk as Buffer;
+  } catch (e) {
+    if (signal?.aborted) throw aborted(signal, what);
+    const code = (e as { code?: string }).code;
+    throw new StatusDeliveryError('KS_STATUS_UNREACHABLE', `${what}: the answer broke off (${code ?? (e instanceof Error ? e.message : String(e))})`, {}, { cause: e });
+  }
+}
+
+// ---- HTTP ----
+
+/**
+ * One request, following redirects (a renamed repository) with the same method and body: a push has no advertisement
+ * GET to take the redirect for it. The credentials go only to the host they were given for.
+ */
+async function send(opts: ReceivePackOptions, url: string, method: 'GET' | 'POST', extra: Record<string, string>, body: Buffer | undefined, what: string): Promise<IncomingMessage> {
+  let target = new URL(url);
+  const origin = target.host;
+  for (let hop = 0; ; hop++) {
+    const headers: OutgoingHttpHeaders = { 'user-agent': 'git/keystone', ...(target.host === origin ? opts.headers : {}), ...extra };
+    if (body) headers['content-length'] = body.length;
+    const res = await requestOnce(target, method, headers, body, opts, what);
+    const status = res.statusCode ?? 0;
+    const location = res.headers.location;
+    if ([301, 302, 303, 307, 308].includes(status) && location && hop < MAX_REDIRECTS) {
+      res.resume();
+      target = new URL(location, target);
+      if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new StatusDeliveryError('KS_STATUS_REJECTED', `${what}: redirected to a ${target.protocol} URL`);
+      continue;
+    }
+    if (status < 200 || status > 299) {
+      res.resume();
+      const after = status === 429 || status === 503 ? retryAfterMs(header(res, 'retry-after'), Date.now()) : undefined;
+      throw httpDeliveryError(what, status, res.statusMessage ?? '', after === undefined ? undefined : Math.min(after, MAX_RETRY_AFTER_MS));
+    }
+    return res;
+  }
+}
+
+function requestOnce(target: URL, method: string, headers: OutgoingHttpHeaders, body: Buffer | undefined, opts: ReceivePackOptions, what: string): Promise<IncomingMessage> {
+  const signal = opts.signal;
+  if (signal?.aborted) return Promise.reject(aborted(signal, what));
+  return new Promise((resolve, reject) => {
+    const request = target.protocol === 'https:' ? httpsRequest : httpRequest;
+    const req = request(target, { method, headers, agent: opts.agent ?? gitHttpAgent(target.href), ...(signal && { signal }) }, resolve);
+    req.on('error', (e: Error & { code?: string }) => {
+      if (signal?.aborted) reject(aborted(signal, what));
+      else reject(new StatusDeliveryError('KS_STATUS_UNREACHABLE', `${what}: ${e.code ?? e.message}`, {}, { cause: e }));
+    });
+    req.end(body);
+  });
+}
+
+function aborted(signal: AbortSignal, what: string): Error {
+  return signal.reason instanceof StatusDeliveryError ? signal.reason : new StatusDeliveryError('KS_STATUS_UNREACHABLE', `${what}: aborted`);
+}
+
+function header(res: IncomingMessage, name: string): string | undefined {
+  const v = res.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** A server that does not speak smart HTTP (a dumb server, a login page) answers 200 with something else. */
+function expectType(res: IncomingMessage, type: string, what: string): void {
+  const got = (header(res, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+  if (got === type) return;
+  res.resume();
+  throw new StatusDeliveryError('KS_STATUS_REJECTED', `${what}: the server answered ${got || 'without a content type'}, not ${type} (not a Git smart-HTTP server?)`);
+}
+
+function trimSlash(url: string): string {
+  return url.replace(/\/+$/, '');
+}
