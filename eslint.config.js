@@ -13,7 +13,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['bin/**/*.js', 'bench/**/*.mjs', 'reliability/**/*.mjs', 'examples/**/*.mjs', 'web/**/*.mjs'],
+    files: ['bin/**/*.js', 'reliability/**/*.mjs', 'examples/**/*.mjs', 'web/**/*.mjs'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly' } },
   },
 );
