@@ -37,7 +37,7 @@ const UNUSED_STAND_IN = (name) =>
 /**
  * isomorphic-git deflates the objects it writes (the Git notes reporter's) with the web CompressionStream when Node has
  * one, read back through `new Response(…)`: that loads Node's fetch implementation (undici) and its web streams, ~5 MiB
- * of resident memory for good in an agent that follows Git (bench/footprint.bench.mjs), to compress notes of a few
+ * of resident memory for good in an agent that follows Git (bench/footprint.bench.ts), to compress notes of a few
  * hundred bytes. The bundle takes its other deflate, pako's (already bundled for inflating), as it already does for
  * inflating: the objects and their ids are the same.
  */

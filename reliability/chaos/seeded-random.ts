@@ -1,4 +1,4 @@
-// The chaos run's only source of randomness: a seeded PRNG (mulberry32, as bench/generate-repo.mjs), so a seed names
+// The chaos run's only source of randomness: a seeded PRNG (mulberry32, as bench/generate-repo.ts), so a seed names
 // one schedule of actions, delays and kills. (The timing of the machine still varies: a seed replays the schedule,
 // not the exact instruction a kill lands on.)
 

@@ -1,7 +1,7 @@
 // keystonectl's requests to the agent over node:http (node:https for an https --agent), as fetch() made them: no
 // redirect followed, a timeout that covers the body, the connection closed after each answer. Not fetch(): its first
 // call loads Node's undici and compiles its WebAssembly HTTP parser, ~130 ms of every `keystonectl status` on a
-// device's CPU (bench/footprint.bench.mjs measures the cold start).
+// device's CPU (bench/footprint.bench.ts measures the cold start).
 import type { IncomingMessage, RequestOptions } from 'node:http';
 
 /** The statuses fetch() counts as redirects: with redirect "error" each is a network error, never followed. */

@@ -47,7 +47,7 @@ const allUsage = async () => (await Promise.all(COMMANDS.map(usageOf))).join('\n
 
 /**
  * The agent is a long-lived daemon on small devices: V8's young generation (1 MiB semi-spaces at start) is kept from
- * growing towards its 16 MiB default, which saved ~20-30 MiB of RSS with 50 components (bench/footprint.bench.mjs) for
+ * growing towards its 16 MiB default, which saved ~20-30 MiB of RSS with 50 components (bench/footprint.bench.ts) for
  * a few more, cheap, scavenges. `--semi-space-growth-factor` is read at each scavenge, so it works when set at run time
  * (--max-semi-space-size is read only at start). Newer V8 versions hold the factor at 2 or more (a minimum implied
  * on the flag), so there it changes nothing: docs/agent.md (Memory) tells Node 22/24 users to pass --max-semi-space-size=1 in

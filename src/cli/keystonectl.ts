@@ -14,7 +14,7 @@ type Loaded = { run: Command; usage: string; help?: string };
 
 /**
  * Each command's module is loaded when it runs (`import()`), not all of them at every start: `keystonectl status`
- * reads the agent client and its table, not the planner, the signer, Git and age (its cold start, bench/footprint.bench.mjs).
+ * reads the agent client and its table, not the planner, the signer, Git and age (its cold start, bench/footprint.bench.ts).
  * The usage text loads them all.
  */
 export const COMMANDS: Readonly<Record<string, { load: () => Promise<Loaded>; summary: string }>> = {

@@ -54,7 +54,7 @@ function removeStaleTemps(stateDir: string, nowMs: number): void {
 /**
  * A new X25519 identity as age-keygen makes one: 32 random bytes (X25519 clamps them when they are used), bech32 in
  * capitals; its recipient by node:crypto (age-identity-file.ts), as every later start reads it. Not by age-encryption,
- * which a device's first start would otherwise load and hold for good (bench/footprint.bench.mjs);
+ * which a device's first start would otherwise load and hold for good (bench/footprint.bench.ts);
  * test/identity/device-keys.test.ts checks that age-encryption, `age-keygen -y` and `age -d` read what this makes.
  */
 function newAgeIdentity(randomBytes: (n: number) => Uint8Array): AgeIdentity {

@@ -1,6 +1,6 @@
 // The container engine's API over plain HTTP on its socket (node:http), for the agent's start: which engines answer,
 // and the containers that carry a label. dockerode (and its gRPC and protobuf modules: ~5 MiB of resident memory for
-// good, bench/footprint.bench.mjs) is loaded only once there is a container to run, stop or remove.
+// good, bench/footprint.bench.ts) is loaded only once there is a container to run, stop or remove.
 import { existsSync } from 'node:fs';
 import { request } from 'node:http';
 import { engineEndpoints, PING_TIMEOUT_MS, type Endpoint, type EngineKind, type SocketPaths } from './container-engine.js';

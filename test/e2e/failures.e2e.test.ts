@@ -84,7 +84,7 @@ describe.concurrent('failures, end to end', { timeout: 90_000 }, () => {
       // "counts from the exit", component-worker.ts), and the delays grow. Measured from the instances' own stamps: one
       // taken before each exit, one after each start, so a measured gap can only be longer than the real one, never
       // shorter (2 ms: the stamps' and the timer's millisecond rounding). Only this lower bound is asserted: how much
-      // longer a gap is depends on the machine's load (restart timings are bench/supervision.bench.mjs's). Not the
+      // longer a gap is depends on the machine's load (restart timings are bench/supervision.bench.ts's). Not the
       // agent's log lines either: its backoff line is written once the exit is recorded (a few store writes, up to
       // ~80 ms on a loaded machine), so from that line the next start comes sooner than the delay by as much (this
       // test failed so, with gaps 84, 158, 314, 641 ms for delays 100, 168, 374, 645 ms; issue 27).
