@@ -147,17 +147,4 @@ export function writeKeyValues(dir: string, file: string, kv: Record<string, str
   syncDirectory(dir);
 }
 
-/** What GET /v1/revision's `agent.update` says (keystonectl status, the dashboard). */
-export interface AgentUpdateView {
-  /**
-   * `trial`: this agent is a new version on probation until it reports success for `commit`; `failed`: `version` was
-   * put back (`reason`), and commits naming its package report failure; `unsupported`: the fleet names another version
-   * and this agent cannot update itself (not run from the keystone package under systemd: `reason`).
-   */
-  state: 'trial' | 'failed' | 'unsupported';
-  version: string;
-  commit?: string;
-  reason?: string;
-  /** ISO. */
-  since?: string;
-}
+export type { AgentUpdateView } from './agent-update-view.js';

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { debArchOf } from '../core/agent-section.js';
 import type { Logger } from '../log/logger.js';
 import { bundleDir, packageManifest } from '../package-manifest.js';
+import { ARTIFACT_CACHE_DIR } from '../state-dir/layout.js';
 import { LIVE_STATES, type StateStore } from '../store/state-store.js';
 import { agentHome, DEFAULT_AGENT_HOME, PACKAGE_LIB } from './agent-home.js';
 import { AgentUpdater } from './agent-updater.js';
@@ -36,7 +37,7 @@ export function agentUpdater(o: AgentUpdateSetup): AgentUpdater {
     unit: unit ?? 'keystone.service',
     packageLib: o.packageLib ?? PACKAGE_LIB,
     node: process.execPath,
-    cacheDir: join(o.stateDir, 'cache'),
+    cacheDir: join(o.stateDir, ARTIFACT_CACHE_DIR),
     instances: () => instancesOf(o.store()),
     snapshot: (file) => o.store().snapshotTo(file),
     log: o.log.child({ module: 'agent-update' }),

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { isCommitId } from '../git/commit-id.js';
 import { DEFAULT_RESTART_LIMITS } from '../core/restart-policy.js';
 import type { ComponentPaths, Runtime } from '../runtime/runtime.js';
+import { COMPONENTS_DIR, componentPaths as layoutPaths } from '../state-dir/layout.js';
 import { safeDirectory } from '../state-dir/safe-path.js';
 import type { Revision } from '../source/directory-source.js';
 import type { DeviceHealth } from '../report/commit-status.js';
@@ -97,7 +98,7 @@ export interface Agent {
 
 /** Where a component lives: `<state>/components/<name>/{work,logs}`. */
 export function componentPaths(stateDir: string, name: string): ComponentPaths {
-  return { workDir: join(stateDir, 'components', name, 'work'), logDir: join(stateDir, 'components', name, 'logs') };
+  return layoutPaths(stateDir, name);
 }
 
 /**
@@ -131,7 +132,7 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
   const log = opts.log.child({ module: 'agent' });
   if (opts.planFile === undefined && !opts.fleet) throw new Error('startAgent: give planFile, or fleet (the device name and labels fleet.toml picks a plan by)');
   const following = opts.following ?? 'directory';
-  safeDirectory(join(opts.stateDir, 'components'), { mode: 0o711 });
+  safeDirectory(join(opts.stateDir, COMPONENTS_DIR), { mode: 0o711 });
   const { events, emit } = agentEvents(log);
   // Outcomes look for a recovery whenever a component is recorded healthy; they exist once the engine does.
   const late: { outcomes?: Outcomes } = {};
@@ -139,7 +140,7 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
   const store = observedStore(openStore(opts, now), emit, () => late.outcomes?.checkRecovery(), scrub);
   // Run users must reach their own work directory inside the state directory: traverse, not list.
   chmodSync(opts.stateDir, 0o711);
-  chmodSync(join(opts.stateDir, 'components'), 0o711);
+  chmodSync(join(opts.stateDir, COMPONENTS_DIR), 0o711);
 
   const runtime = (kind: 'process' | 'container'): Runtime => {
     const r = opts.runtimes[kind];

@@ -3,6 +3,7 @@
 import { join } from 'node:path';
 import { packageVersion } from '../package-manifest.js';
 import { isCommitId } from '../git/commit-id.js';
+import { GIT_CACHE_DIR, NOTES_CACHE_DIR } from '../state-dir/layout.js';
 import { FLEET_FILE } from '../core/fleet.js';
 import { formatLabels, type Labels } from '../core/labels.js';
 import type { ReportSigner } from '../identity/report-signature.js';
@@ -65,7 +66,7 @@ export function followGit(agent: Agent, opts: GitFollowOptions): GitFollowing {
     // The followed repository's credential then has to push: a device holding it could change what every device runs.
     if (!reports.separate)
       log.warn({ repo: reports.repo }, 'reports go to the followed repository, so its credential on this device can push to it: give reports a repository of their own (--status-repo, --status-token-file; docs/security.md)');
-    reporters.push(new GitNotesReporter({ repository: reports.repo, cacheDir: join(opts.stateDir, 'notes.git'), ...(reports.token !== undefined && { token: reports.token }), now: opts.now, ...(opts.reportSigner && { signer: opts.reportSigner }), ...(opts.certificate !== undefined && { certificate: opts.certificate }) }));
+    reporters.push(new GitNotesReporter({ repository: reports.repo, cacheDir: join(opts.stateDir, NOTES_CACHE_DIR), ...(reports.token !== undefined && { token: reports.token }), now: opts.now, ...(opts.reportSigner && { signer: opts.reportSigner }), ...(opts.certificate !== undefined && { certificate: opts.certificate }) }));
   }
   if (opts.status.includes('github') && opts.github) reporters.push(new GitHubStatusReporter(opts.github));
   const outbox = new StatusOutbox({ store: agent.store, reporters, now: opts.now, random: opts.random, log: opts.log.child({ module: 'status' }) });
@@ -93,7 +94,7 @@ export function followGit(agent: Agent, opts: GitFollowOptions): GitFollowing {
   const source = new GitSource({
     repo: opts.repo,
     ref: opts.ref,
-    cacheDir: join(opts.stateDir, 'git'),
+    cacheDir: join(opts.stateDir, GIT_CACHE_DIR),
     ...(opts.token !== undefined && { token: opts.token }),
     pollMs: opts.pollMs,
     random: opts.random,

@@ -2,6 +2,7 @@
 // runtimes, the health probes, the state directory's lock, the rollout gate, the agent itself, and its source (Git,
 // with its reports and rollback policy, or a watched directory). The CLI parses and validates (cli/agent-settings.ts),
 // serves the API and waits for a stop; nothing here parses a flag.
+import { ARTIFACT_CACHE_DIR } from '../state-dir/layout.js';
 import { safeDirectory } from '../state-dir/safe-path.js';
 import { statfs } from 'node:fs/promises';
 import { prefetch } from './prefetch.js';
@@ -79,7 +80,7 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
   const vault = hooks.vault ?? new SecretVault();
   // Relative artifacts are read from the revision being applied (they are pinned by digest, not listed in SHA256SUMS).
   let artifactReader: RepoReader | undefined;
-  const installArtifacts = () => lazyArtifactInstaller({ reader: () => artifactReader!, cacheDir: join(stateDir, 'cache'), maxBytes: MAX_ARTIFACT_BYTES });
+  const installArtifacts = () => lazyArtifactInstaller({ reader: () => artifactReader!, cacheDir: join(stateDir, ARTIFACT_CACHE_DIR), maxBytes: MAX_ARTIFACT_BYTES });
   const tag = ownerTag(stateDir);
   // The state directory is guarded too: a container that mounts it holds the API token.
   const policyHost = hostPolicyFacts({ stateDir, env: hooks.env, ...(s.engineSockets && { sockets: s.engineSockets }) });
@@ -193,9 +194,9 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
         fetchArtifacts: async (c) => {
           const { fetchArtifact } = await import('../artifacts/fetch-artifact.js');
           // The cache is the agent's alone, as the installer checks it (artifact-installer.ts).
-          safeDirectory(join(stateDir, 'cache'), { mode: 0o700 });
+          safeDirectory(join(stateDir, ARTIFACT_CACHE_DIR), { mode: 0o700 });
           let bytes = 0;
-          for (const a of c.recipe.artifacts) bytes += (await fetchArtifact({ uri: a.uri, sha256: a.sha256, recipeFile: c.recipePath, reader: artifactReader!, cacheDir: join(stateDir, 'cache'), maxBytes: MAX_ARTIFACT_BYTES })).bytes;
+          for (const a of c.recipe.artifacts) bytes += (await fetchArtifact({ uri: a.uri, sha256: a.sha256, recipeFile: c.recipePath, reader: artifactReader!, cacheDir: join(stateDir, ARTIFACT_CACHE_DIR), maxBytes: MAX_ARTIFACT_BYTES })).bytes;
           return bytes;
         },
         pullImage: (c) => containerRuntime.prefetchImage(c),

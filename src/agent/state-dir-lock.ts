@@ -9,11 +9,11 @@ import { closeSync, constants, openSync, renameSync, rmSync, writeSync } from 'n
 import { join } from 'node:path';
 import Sqlite from 'better-sqlite3';
 import { OperationError } from '../core/errors.js';
+import { LOCK_FILE, PID_FILE } from '../state-dir/layout.js';
 import { checkOwnFileIfPresent, readOwnFile, StateDirError } from '../state-dir/safe-path.js';
 import { sqliteNativeBinding } from '../store/sqlite-addon.js';
 
-export const LOCK_FILE = 'agent.lock';
-export const PID_FILE = 'agent.pid';
+export { LOCK_FILE, PID_FILE };
 
 export interface StateDirLock {
   readonly stateDir: string;

@@ -2,7 +2,7 @@
 import { lstatSync, mkdirSync, readdirSync, realpathSync } from 'node:fs';
 import { dirname, join, resolve, sep } from 'node:path';
 import { chownSpec, describeUid, safeDirectory, unsafe, writableByOthers } from '../state-dir/safe-path.js';
-import { SECRETS_ON_DISK } from '../runtime/secrets-root.js';
+import { COMPONENTS_DIR, REPOSITORY_CONTENT, SECRETS_ON_DISK, WORK_DIR } from '../state-dir/layout.js';
 import { makePrivate } from '../state-dir/private-fs.js';
 import { lockStateDir, type StateDirLock } from './state-dir-lock.js';
 
@@ -10,7 +10,7 @@ import { lockStateDir, type StateDirLock } from './state-dir-lock.js';
  * What under the state directory holds repository content: the followed repository's cache (every plan's
  * configuration values, other components' too) and the reports' notes cache. The agent's user's alone.
  */
-export const REPOSITORY_CONTENT: readonly string[] = ['git', 'notes.git'];
+export { REPOSITORY_CONTENT };
 
 /**
  * `components/<name>/work` belongs to the component's run user, and so may what a crashed install left next to it; so
@@ -21,7 +21,7 @@ function isRunUsersTree(rel: string[]): boolean {
   // `components/NAME/work`, and for units of a group `components/app/web/work`, `components/w/5/work`… ('work' is
   // a reserved member name, so no group directory is called that).
   const last = rel[rel.length - 1]!;
-  return rel.length >= 3 && rel[0] === 'components' && (last === 'work' || last.startsWith('.work.'));
+  return rel.length >= 3 && rel[0] === COMPONENTS_DIR && (last === WORK_DIR || last.startsWith(`.${WORK_DIR}.`));
 }
 
 /**

@@ -3,9 +3,10 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, existsSync, fstatSync, fsyncSync, linkSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { API_TOKEN_FILE } from '../state-dir/layout.js';
 import { checkOwnFile, safeDirectory } from '../state-dir/safe-path.js';
 
-export const API_TOKEN_FILE = 'api-token';
+export { API_TOKEN_FILE };
 /** Shorter than this (an operator's own token) is too easy to guess to guard a device. */
 const MIN_TOKEN_LENGTH = 32;
 

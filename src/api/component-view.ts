@@ -1,36 +1,10 @@
 // One component as the API shows it (GET /v1/components): the store's record, the live pid from the engine, the
 // health check from the applied revision. Times are ISO 8601 so that people and `jq` read them without arithmetic.
-import type { ComponentDependency, ComponentRecord, ComponentState } from '../store/state-store.js';
+import type { ComponentRecord, ComponentState } from '../store/state-store.js';
 import type { ApiAgent } from './api-deps.js';
+import type { ComponentView } from './views.js';
 
-export interface ComponentView {
-  name: string;
-  state: ComponentState;
-  /** The live process's pid; null for a container or while nothing runs. */
-  pid: number | null;
-  /** The container's id; null for a process or while nothing runs. */
-  containerId: string | null;
-  version: string;
-  hash: string;
-  runtime: 'process' | 'container';
-  /** `healthy` (state running), `unhealthy`, or `unknown` while it is not running, still starting, or adopted unchecked. */
-  health: 'healthy' | 'unhealthy' | 'unknown';
-  healthCheck: string | null;
-  /** Restarts since its last healthy spell (the crash-loop budget of SPEC §5). */
-  restarts: number;
-  /** When it entered its state. */
-  since: string;
-  healthySince: string | null;
-  reason: string | null;
-  /** Held stopped by an operator (`:stop`) or by a crash loop, until started or changed by a revision. */
-  held: boolean;
-  revision: string | null;
-  dependencies: ComponentDependency[];
-  /** The configuration and bound values it runs with (`config.port` → `18090`); null when its recipe has none. */
-  inputs: Record<string, string> | null;
-  /** How its last instance ended: `{code, signal, at}`; null when none has ended since it was first recorded. */
-  lastExit: { code: number | null; signal: string | null; at: string } | null;
-}
+export type { ComponentView };
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const LIVE: ReadonlySet<ComponentState> = new Set(['starting', 'running', 'unhealthy', 'stopping']);

@@ -1,22 +1,11 @@
 // A plan component made of several units (a composite, a recipe's services, replicas) as the API shows it: one entry
 // whose state is derived from its members', with the members' own views nested under it.
-import type { DesiredGroup, GroupKind } from '../core/desired-state.js';
+import type { DesiredGroup } from '../core/desired-state.js';
 import type { ComponentState } from '../store/state-store.js';
 import type { ComponentView } from './component-view.js';
+import type { GroupView } from './views.js';
 
-export interface GroupView {
-  name: string;
-  kind: GroupKind;
-  state: ComponentState;
-  pid: null;
-  containerId: null;
-  version: string;
-  health: 'healthy' | 'unhealthy' | 'unknown';
-  /** Restarts of all members since their last healthy spells. */
-  restarts: number;
-  held: boolean;
-  members: ComponentView[];
-}
+export type { GroupView };
 
 /** Worst first: a composite is as well as its least well member. */
 const SEVERITY: readonly ComponentState[] = ['failed', 'crash-looping', 'backoff', 'unhealthy', 'stopping', 'installing', 'starting', 'stopped', 'running'];

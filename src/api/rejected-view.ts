@@ -1,16 +1,9 @@
 // The newest revision the agent refused (GET /v1/revision's `rejected`): while it is the last thing the agent looked
 // at, the device runs an older revision than its source offers, and `keystonectl status` must say so with the code.
 import type { HistoryEntry, StateStore } from '../store/state-store.js';
+import type { RejectedView } from './views.js';
 
-export interface RejectedView {
-  revision: string;
-  /** ISO */
-  at: string;
-  /** The stable code of the refusal (`KS_SIGNATURE_REPLAYED`); null when the reason carries none. */
-  code: string | null;
-  /** The reason as recorded in the history (and reported on the commit). */
-  reason: string;
-}
+export type { RejectedView };
 
 /**
  * The code in a refusal's reason. Reasons are written as `KS_CODE: message` (trust and Git refusals) or end their

@@ -6,13 +6,14 @@ import { formatDuration, parseDuration } from '../core/duration.js';
 import { isComponentName } from '../core/component-name.js';
 import { OperationError } from '../core/errors.js';
 import { agentRequest, type AgentResponse } from './agent-http.js';
+import { API_TOKEN_FILE } from '../state-dir/layout.js';
 import { CHECKOUT_STATE_DIR, checkoutStateDir, isLoopbackHost } from './checkout-state-dir.js';
 import { EXIT, UsageError, type CliIo } from './io.js';
 
 export const DEFAULT_AGENT_URL = 'http://127.0.0.1:8080';
 export const DEFAULT_STATE_DIR = '/var/lib/keystone';
 /** The bearer token the agent writes at first start (mode 0600). */
-export const TOKEN_FILE = 'api-token';
+export const TOKEN_FILE = API_TOKEN_FILE;
 /** A read that takes longer than this means the agent is stuck, not slow. */
 export const READ_TIMEOUT_MS = 10_000;
 

@@ -1,6 +1,9 @@
 // What a device reports on a commit (SPEC §8): the status, its state, its bounded details. Data only: the store keeps
 // it (the outbox) below the reporters that deliver it (src/report/), so it lives in core.
+import type { DeviceHealth } from './device-health.js';
 import type { RolloutState } from './rollout-gate.js';
+
+export type { DeviceHealth };
 
 export type CommitState = 'pending' | 'success' | 'failure' | 'error';
 export const COMMIT_STATES: readonly CommitState[] = ['pending', 'success', 'failure', 'error'];
@@ -43,20 +46,6 @@ export interface CommitStatus {
    * carry them (signed with the rest); GitHub has no place for them.
    */
   details?: ReportDetails;
-}
-
-/** A device's health as the agent saw it when it decided a status; every field optional (a board may lack one). */
-export interface DeviceHealth {
-  /** Seconds since the device booted. */
-  uptimeS?: number;
-  /** The 1-minute load average. */
-  load1?: number;
-  /** Bytes of memory available (MemAvailable). */
-  memFreeBytes?: number;
-  /** Bytes free on the file system of the state directory. */
-  diskFreeBytes?: number;
-  /** Degrees Celsius of the first thermal zone, where /sys/class/thermal has one. */
-  tempC?: number;
 }
 
 export interface ReportDetails {

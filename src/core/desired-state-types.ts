@@ -3,8 +3,9 @@ import type { Diagnostic } from './errors.js';
 import type { PlanEntry } from './plan.js';
 import type { ConfigTable, Recipe } from './recipe.js';
 import type { TomlPath } from './toml-locate.js';
+import type { DependencyType, GroupKind } from './unit-kinds.js';
 
-export type DependencyType = 'hard' | 'ordering';
+export type { DependencyType, GroupKind };
 
 export interface ResolvedDependency {
   /** The unit that provides the dependency. */
@@ -41,8 +42,6 @@ export interface DesiredComponent {
    */
   secretDigests?: Record<string, string>;
 }
-
-export type GroupKind = 'services' | 'composite' | 'replicas';
 
 /** A plan component made of several units (or of none: `replicas = 0`). */
 export interface DesiredGroup {

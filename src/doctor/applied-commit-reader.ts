@@ -8,6 +8,7 @@ import git from 'isomorphic-git';
 import { parseGitRepo } from '../git/git-repo-location.js';
 import { GitTreeReader, locateGitRepository, type GitLocation } from '../source/git-tree-reader.js';
 import type { RepoReader } from '../source/repo-reader.js';
+import { GIT_CACHE_DIR } from '../state-dir/layout.js';
 
 /** Undefined when the commit is in none of the places the agent keeps it. */
 export async function appliedCommitReader(opts: { repo: string; commit: string; branch: string; stateDir: string }): Promise<RepoReader | undefined> {
@@ -16,7 +17,7 @@ export async function appliedCommitReader(opts: { repo: string; commit: string; 
   if (location.kind === 'local') candidates.push(locateGitRepository(location.path));
   else {
     // Every generation of every cached remote, newest first: the cache's key is not worked out again here.
-    const cache = join(opts.stateDir, 'git');
+    const cache = join(opts.stateDir, GIT_CACHE_DIR);
     for (const key of await readdir(cache).catch(() => [] as string[])) {
       const gens = (await readdir(join(cache, key)).catch(() => [] as string[]))
         .map((n) => /^gen-(\d+)$/.exec(n))

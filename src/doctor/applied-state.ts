@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import Sqlite from 'better-sqlite3';
 import { AppliedRevisionTable, type AppliedRevision } from '../store/applied-revision.js';
 import { RowReader } from '../store/row-reader.js';
-import { STATE_DB_FILE } from '../store/state-database.js';
+import { STATE_DB_FILE } from '../state-dir/layout.js';
 import { StateStoreError } from '../store/state-store-error.js';
 import { sqliteNativeBinding } from '../store/sqlite-addon.js';
 

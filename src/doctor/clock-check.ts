@@ -1,5 +1,6 @@
 // The device's clock against the newest signature it applied (SPEC §6): a clock behind it is wrong (the signature
 // was made before it was applied), and the agent judges every new signature's age and "from the future" by it.
+import { isCommitId } from '../git/commit-id.js';
 import { fail, pass, skip, type CheckResult } from './check-result.js';
 import type { AppliedState } from './applied-state.js';
 
@@ -22,7 +23,7 @@ export function checkClock(applied: AppliedState, nowMs: number, stateDir: strin
   );
 }
 
-const short = (id: string) => (/^[0-9a-f]{40}$/.test(id) ? id.slice(0, 12) : id);
+const short = (id: string) => (isCommitId(id) ? id.slice(0, 12) : id);
 
 function describeGap(s: number): string {
   if (s < 120) return `${s} s`;

@@ -6,6 +6,7 @@ import { DirectoryReader } from '../source/directory-reader.js';
 import { fullBranchRef, shortBranchRef } from '../git/git-repo-location.js';
 import { loadDeviceRevision } from '../load/load-fleet.js';
 import type { RepoReader } from '../source/repo-reader.js';
+import { isCommitId } from '../git/commit-id.js';
 import type { AppliedState } from './applied-state.js';
 import { fail, pass, skip, type CheckResult } from './check-result.js';
 import type { DoctorSetup } from './doctor-setup.js';
@@ -18,7 +19,6 @@ export type CurrentPlan =
   /** The agent would refuse it. */
   | { kind: 'invalid'; why: string; fix: string; code?: string };
 
-const COMMIT_ID = /^[0-9a-f]{40}$/;
 
 /**
  * What the agent reads its revision from, as the plan is read: the directory now, or the commit applied last out of
@@ -30,7 +30,7 @@ export async function currentReader(setup: Pick<DoctorSetup, 'source' | 'stateDi
   if (source.kind === 'dir') return { reader: new DirectoryReader(source.root), from: `directory ${source.root}` };
   const rev = applied.kind === 'read' ? applied.revision : undefined;
   if (!rev) return { why: `not known yet: nothing was applied from Git with the state directory ${setup.stateDir}` };
-  if (!COMMIT_ID.test(rev.id)) return { why: `not known: the revision applied last (${rev.id}) is no commit (a manual apply)` };
+  if (!isCommitId(rev.id)) return { why: `not known: the revision applied last (${rev.id}) is no commit (a manual apply)` };
   let found: RepoReader | undefined;
   try {
     const { appliedCommitReader } = await import('./applied-commit-reader.js');

@@ -5,7 +5,7 @@
 // not ready either.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { API_TOKEN_FILE } from '../api/api-token.js';
+import { API_TOKEN_FILE } from '../state-dir/layout.js';
 import { agentUid, describeUid } from '../state-dir/safe-path.js';
 import { trustedFileProblems, type TrustedFileRef } from '../runtime/trusted-file.js';
 import { fail, pass, skip, type CheckResult } from './check-result.js';

@@ -1,7 +1,7 @@
 // Every process's run user can get through the directories above its work directory (runtime/work-dir-reach.ts, the
 // check the agent makes before it applies): else the program is not even found ("Cannot find module", crash-looping).
 // Without a known plan the device's default run user stands in for the recipes' users.
-import { componentPaths } from '../agent/agent.js';
+import { componentPaths } from '../state-dir/layout.js';
 import { buildPrivileges, type AgentIdentity, type RunIdentity } from '../runtime/privileges.js';
 import type { UserDb } from '../state-dir/user-db.js';
 import { blockingAncestor } from '../runtime/work-dir-reach.js';

@@ -31,6 +31,7 @@ import { ROLLOUT_REFSPEC } from './fleet-rollout-read.js';
 import type { Ancestry, DeviceReport, DeviceReports } from './fleet-view.js';
 import { CERTIFICATE_ENTRY } from '../report/note-commit.js';
 import { noteAt, resolveRefIfAny } from '../report/notes-tree.js';
+import { isCommitId } from '../git/commit-id.js';
 import { redactUrl } from '../git/git-repo-location.js';
 import { parseStatusNote, type StatusLine } from '../report/status-note.js';
 
@@ -84,7 +85,7 @@ export async function openFleetRepository(o: OpenFleetRepositoryOptions): Promis
     return { gitdir, commit: await resolveOrThrow(gitdir, want), label: want };
   } catch (e) {
     // An older commit than the shallow fetch brought: one more fetch, of that commit alone (not per device).
-    if (!(e instanceof UnknownRefError) || !/^[0-9a-f]{40}$/i.test(want)) throw e;
+    if (!(e instanceof UnknownRefError) || !isCommitId(want.toLowerCase())) throw e;
     await fetchRemote(gitdir, o.repo, [want.toLowerCase()], o, want);
     return { gitdir, commit: await resolveOrThrow(gitdir, want), label: want };
   }
@@ -278,7 +279,7 @@ async function newestInTree(gitdir: string, tip: string, context: string): Promi
     for (const e of (await git.readTree({ fs, gitdir, oid: tree })).tree) {
       const name = prefix + e.path;
       if (e.type === 'tree' && /^[0-9a-f]{2,38}$/.test(name)) await walk(e.oid, name);
-      else if (e.type === 'blob' && /^[0-9a-f]{40}$/.test(name)) {
+      else if (e.type === 'blob' && isCommitId(name)) {
         const r = lineOf(Buffer.from((await git.readBlob({ fs, gitdir, oid: e.oid })).blob).toString('utf8'), context, name);
         if (r && (best === undefined || r.at > best.at || Number.isNaN(best.at))) best = r;
       }

@@ -1,12 +1,10 @@
 // Where a device's identity lives in its state directory, and the modes its files have (device-keys.ts says why).
 import { join, resolve } from 'node:path';
+import { AGE_KEY_FILE, DEVICE_FILE, IDENTITY_DIR, REPORT_KEY_FILE, REPORT_PUB_FILE } from '../state-dir/layout.js';
 
-export const IDENTITY_DIR = 'identity';
-export const REPORT_KEY_FILE = 'report.key';
-export const REPORT_PUB_FILE = 'report.pub';
-export const AGE_KEY_FILE = 'age.key';
-/** The marker, beside identity/ rather than in it: a wiped or uncopied identity/ leaves it behind. */
-export const DEVICE_FILE = 'device.json';
+// The names are state-dir/layout.ts's. The marker (DEVICE_FILE) is beside identity/ rather than in it: a wiped or
+// uncopied identity/ leaves it behind.
+export { AGE_KEY_FILE, DEVICE_FILE, IDENTITY_DIR, REPORT_KEY_FILE, REPORT_PUB_FILE };
 
 export const DIR_MODE = 0o700;
 export const SECRET_MODE = 0o600;

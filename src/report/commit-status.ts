@@ -4,6 +4,7 @@
 export * from '../core/commit-report.js';
 import { COMMIT_STATES, MAX_DESCRIPTION, REPORT_FIELD_KEYS, type CommitStatus } from '../core/commit-report.js';
 import { ROLLOUT_STATES } from '../core/rollout-gate.js';
+import { isCommitId } from '../git/commit-id.js';
 
 /** One destination for statuses (Git notes, the GitHub API …). */
 export interface StatusReporter {
@@ -79,12 +80,11 @@ export function httpDeliveryError(what: string, status: number, detail: string, 
   return new StatusDeliveryError('KS_STATUS_REJECTED', msg, data);
 }
 
-const COMMIT_RE = /^[0-9a-f]{40}$/;
 
 /** Throws KS_STATUS_INVALID unless the status can be sent anywhere as it is. */
 export function checkStatus(s: CommitStatus): void {
   const bad = (why: string) => new StatusDeliveryError('KS_STATUS_INVALID', `commit status: ${why}`);
-  if (!COMMIT_RE.test(s.commit)) throw bad(`commit must be 40 lowercase hex, got ${JSON.stringify(s.commit)}`);
+  if (!isCommitId(s.commit)) throw bad(`commit must be 40 lowercase hex, got ${JSON.stringify(s.commit)}`);
   if (!COMMIT_STATES.includes(s.state)) throw bad(`unknown state ${JSON.stringify(s.state)}`);
   if (!/^\S+$/.test(s.context)) throw bad(`context must be one word, got ${JSON.stringify(s.context)}`);
   if (/[\r\n]/.test(s.description) || [...s.description].length > MAX_DESCRIPTION) throw bad('description must be one line of at most 140 characters (use describe())');
@@ -95,7 +95,7 @@ export function checkStatus(s: CommitStatus): void {
     const { wave, state, keep } = s.rollout;
     if (!/^[a-z0-9][a-z0-9._-]{0,62}$/i.test(wave) || wave.includes('..')) throw bad(`rollout wave ${JSON.stringify(wave)} is not a wave name`);
     if (!ROLLOUT_STATES.includes(state)) throw bad(`unknown rollout state ${JSON.stringify(state)}`);
-    if (keep.length > 16 || keep.some((c) => !COMMIT_RE.test(c))) throw bad('rollout keep: at most 16 commit ids of 40 lowercase hex');
+    if (keep.length > 16 || keep.some((c) => !isCommitId(c))) throw bad('rollout keep: at most 16 commit ids of 40 lowercase hex');
   }
 }
 

@@ -23,6 +23,7 @@
 // - The ref points at the device's notes commit (pushed with it): names alone carry what the gate needs, so a
 //   reader fetches no objects.
 import { createHash } from 'node:crypto';
+import { isCommitId } from '../git/commit-id.js';
 import { ROLLOUT_STATES, type RolloutReport, type RolloutState } from '../core/rollout-gate.js';
 import { formatRefSignature, parseRefSignature, rolloutMessage, signWith, type ReportSignature, type ReportSigner } from '../identity/report-signature.js';
 import { encodeDeviceName } from './device-notes-ref.js';
@@ -32,7 +33,6 @@ export const ROLLOUT_PREFIX = 'refs/keystone-rollout/';
 export const BUCKETS: readonly string[] = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 
 const WAVE = /^[a-z0-9][a-z0-9._-]{0,62}$/i;
-const COMMIT = /^[0-9a-f]{40}$/;
 
 /** Two hex digits from the device's name: which sample a reader meets it in. */
 export function bucketOf(device: string): string {
@@ -103,14 +103,14 @@ export function parseRolloutRef(ref: string): RolloutRef | undefined {
     commit = parts[2]!;
     encoded = leaf.slice(0, dash);
     state = leaf.slice(dash + 1) as RolloutState;
-    if (dash < 1 || !COMMIT.test(commit) || !isFailure(state)) return undefined;
+    if (dash < 1 || !isCommitId(commit) || !isFailure(state)) return undefined;
   } else {
     const dash = leaf.indexOf('-');
     bucket = parts[1]!;
     encoded = parts[2]!;
     commit = leaf.slice(0, dash);
     state = leaf.slice(dash + 1) as RolloutState;
-    if (dash !== 40 || !COMMIT.test(commit) || !ROLLOUT_STATES.includes(state) || isFailure(state)) return undefined;
+    if (dash !== 40 || !isCommitId(commit) || !ROLLOUT_STATES.includes(state) || isFailure(state)) return undefined;
   }
   let device: string;
   try {

@@ -11,6 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { accessSync, chmodSync, closeSync, constants, fsyncSync, lstatSync, mkdtempSync, openSync, readFileSync, realpathSync, renameSync, rmdirSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
+import { SECRETS_ON_DISK, SECRETS_ROOT_RECORD } from '../state-dir/layout.js';
 import { changeableByOthers, readOwnFile, safeDirectory } from '../state-dir/safe-path.js';
 
 /**
@@ -45,10 +46,8 @@ export interface SecretsRootOptions {
   shm?: string;
 }
 
-/** The record of the directory in the state directory. */
-export const SECRETS_ROOT_RECORD = 'secrets-root';
-/** The directory on disk, when the device has no tmpfs (or its state directory is on one). */
-export const SECRETS_ON_DISK = 'secrets-run';
+/** The record of the directory in the state directory, and the directory on disk when the device has no tmpfs (state-dir/layout.ts). */
+export { SECRETS_ON_DISK, SECRETS_ROOT_RECORD };
 
 /** 0711 for a root agent, whose run users pass through to their own file and list nothing; 0700 otherwise. */
 export const secretsRootMode = (uid: number): number => (uid === 0 ? 0o711 : 0o700);

@@ -7,6 +7,7 @@ import { OperationError } from '../core/errors.js';
 import type { Revision } from './directory-source.js';
 import { searchAncestor } from '../git/git-ancestry.js';
 import { busyWaitMs, firstLookDelayMs, pollDelayMs, retryAfterMs } from '../git/git-poll-delay.js';
+import { isCommitId } from '../git/commit-id.js';
 import { GitRemoteCache, GitServerBusyError, type TransferTotals } from '../git/git-remote-cache.js';
 import { fullBranchRef, parseGitRepo, shortBranchRef, type GitRepoLocation } from '../git/git-repo-location.js';
 import { GitTreeReader, locateGitRepository, type GitLocation } from './git-tree-reader.js';
@@ -84,7 +85,6 @@ const DEFAULTS = {
   maxCacheBytes: 64 * 1024 * 1024,
 };
 const FIRST_DEEPEN = 16;
-const COMMIT_ID = /^[0-9a-f]{40}$/;
 // A branch name git would accept, restricted to what is safe in a refspec and a label.
 const BRANCH = /^(?!.*\.\.)(?!.*\/\/)(?!.*\.lock$)(?!.*\/$)[A-Za-z0-9_][A-Za-z0-9._/-]*$/;
 
@@ -161,7 +161,7 @@ export class GitSource {
     const delay =
       this.opts.device === undefined || this.opts.lookAtOnce
         ? 0
-        : firstLookDelayMs({ device: this.opts.device, pollMs: this.opts.pollMs, running: last !== undefined && COMMIT_ID.test(last) }, this.opts.random);
+        : firstLookDelayMs({ device: this.opts.device, pollMs: this.opts.pollMs, running: last !== undefined && isCommitId(last) }, this.opts.random);
     if (delay > 0) this.arm(delay);
     else await this.syncNow();
   }
@@ -205,7 +205,7 @@ export class GitSource {
    * (a re-fetched cache keeps only recent history). Never fetches: a rollback must not wait on a server.
    */
   async revisionAt(commit: string): Promise<Revision | undefined> {
-    if (!COMMIT_ID.test(commit)) return undefined;
+    if (!isCommitId(commit)) return undefined;
     let loc: GitLocation;
     if (this.remote) {
       const gitdir = await this.remote.locate(commit);
@@ -333,7 +333,7 @@ export class GitSource {
    */
   private async checkHistory(tip: string, gitdir: string, cache: object): Promise<{ code: string; reason: string } | undefined> {
     const last = this.opts.lastAppliedCommit();
-    if (this.opts.allowHistoryRewrite || last === undefined || !COMMIT_ID.test(last) || last === tip) return undefined;
+    if (this.opts.allowHistoryRewrite || last === undefined || !isCommitId(last) || last === tip) return undefined;
     const max = this.opts.maxHistoryCommits ?? DEFAULTS.maxHistoryCommits;
     let deepened = 0;
     let frontier: string | undefined;

@@ -3,24 +3,18 @@
 import type Sqlite from 'better-sqlite3';
 import * as v from 'valibot';
 import { int, integer, number, object, record, refine, variant } from '../core/valid.js';
-import type { DependencyType } from '../core/desired-state.js';
 import { cutLine } from '../core/line-bound.js';
 import type { ActualState } from '../core/diff.js';
 import type { RestartBudget } from '../core/restart-policy.js';
 import type { InstanceRef } from '../runtime/runtime.js';
+import { COMPONENT_STATES, type ComponentDependency, type ComponentState } from './component-state.js';
 import { bool, checked, orNull, textSchema as text, timeSchema, type Row, type RowReader } from './row-reader.js';
 import { StateStoreError } from './state-store-error.js';
 import type { TableContext } from './table-context.js';
 
-export const COMPONENT_STATES = ['installing', 'starting', 'running', 'unhealthy', 'backoff', 'crash-looping', 'failed', 'stopping', 'stopped'] as const;
-export type ComponentState = (typeof COMPONENT_STATES)[number];
+export { COMPONENT_STATES, type ComponentDependency, type ComponentState };
 /** The states in which a component counts as running for the diff: it has (or is getting) a live instance. */
 export const LIVE_STATES: ReadonlySet<ComponentState> = new Set(['installing', 'starting', 'running', 'unhealthy', 'backoff']);
-
-export interface ComponentDependency {
-  component: string;
-  type: DependencyType;
-}
 
 /** One component as the agent last recorded it; `restarts` and `healthySince` are its RestartBudget. */
 export interface ComponentRecord extends RestartBudget {

@@ -4,12 +4,13 @@
 import { closeSync, constants as fsConstants, existsSync, fsyncSync, openSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Sqlite from 'better-sqlite3';
+import { STATE_DB_FILE } from '../state-dir/layout.js';
 import { checkOwnFileIfPresent, chownSpec, safeDirectory, StateDirError } from '../state-dir/safe-path.js';
 import { migrate } from './migrations.js';
 import { StateStoreError } from './state-store-error.js';
 import { sqliteNativeBinding } from './sqlite-addon.js';
 
-export const STATE_DB_FILE = 'state.db';
+export { STATE_DB_FILE };
 /** How long a write waits for another connection's lock before it fails with SQLITE_BUSY. */
 export const BUSY_TIMEOUT_MS = 5_000;
 

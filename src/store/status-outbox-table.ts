@@ -4,6 +4,7 @@ import type Sqlite from 'better-sqlite3';
 import * as v from 'valibot';
 import { describeIssues, int, minLength, number, object, record, safeParse } from '../core/valid.js';
 import type { ReportDetails } from '../core/commit-report.js';
+import { COMMIT_ID } from '../git/commit-id.js';
 import { checked, orNull, timeSchema, type Row } from './row-reader.js';
 import type { TableContext } from './table-context.js';
 
@@ -54,13 +55,13 @@ const nonEmpty = v.pipe(v.string(), minLength(1));
 const count = v.pipe(number(), int(), v.minValue(0));
 const outboxInputSchema = object({
   reporter: nonEmpty,
-  commit: v.pipe(v.string(), v.regex(/^[0-9a-f]{40}$/, 'must be 40 lowercase hex')),
+  commit: v.pipe(v.string(), v.regex(COMMIT_ID, 'must be 40 lowercase hex')),
   state: outboxStateSchema,
   description: v.string(),
   context: nonEmpty,
   targetUrl: v.optional(nonEmpty),
   fields: v.optional(record(v.string(), v.string())),
-  rollout: v.optional(object({ wave: nonEmpty, state: v.picklist(['held', 'applying', 'success', 'failure', 'error', 'halted']), keep: v.array(v.pipe(v.string(), v.regex(/^[0-9a-f]{40}$/))) })),
+  rollout: v.optional(object({ wave: nonEmpty, state: v.picklist(['held', 'applying', 'success', 'failure', 'error', 'halted']), keep: v.array(v.pipe(v.string(), v.regex(COMMIT_ID))) })),
   details: v.optional(detailsSchema),
   createdAt: timeSchema,
 });

@@ -1,7 +1,7 @@
 // An agent update (SPEC §17) in the header, under the device's health: the new version on trial until it reports
 // success, one that failed and was put back (and why), or a version the fleet names that this agent cannot update
 // itself to. The word in a badge, the rest in a sentence; nothing when there is no update to tell of.
-import type { AgentUpdate } from './api-types.js';
+import type { AgentUpdateView as AgentUpdate } from '../../src/api/views.js';
 import type { Tone } from './badge.js';
 import { shortRevision } from './format.js';
 import { TimeAgo } from './time-ago.js';

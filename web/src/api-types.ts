@@ -1,105 +1,10 @@
-// The shapes the agent's API answers with (docs: the dashboard contract). The page reads them tolerantly: a state
-// or outcome it does not know is still shown as its word, so these stay `string` where the server may grow values.
-
-export type Runtime = 'process' | 'container';
-export type Health = 'healthy' | 'unhealthy' | 'unknown';
-
-export interface Dependency {
-  component: string;
-  type: 'hard' | 'ordering';
-}
-
-export interface LastExit {
-  code: number | null;
-  signal: string | null;
-  at: string;
-}
-
-export interface ComponentView {
-  name: string;
-  state: string;
-  pid: number | null;
-  containerId: string | null;
-  version: string;
-  hash: string;
-  runtime: Runtime;
-  health: Health | string;
-  healthCheck: string | null;
-  restarts: number;
-  since: string;
-  healthySince: string | null;
-  reason: string | null;
-  held: boolean;
-  revision: string | null;
-  dependencies: Dependency[];
-  inputs: Record<string, string> | null;
-  lastExit?: LastExit | null;
-  members?: undefined;
-}
-
-export interface GroupView {
-  name: string;
-  kind: 'composite' | 'services' | 'replicas' | string;
-  state: string;
-  pid: null;
-  containerId: null;
-  version: string;
-  health: Health | string;
-  restarts: number;
-  held: boolean;
-  members: ComponentView[];
-}
+// The shapes the agent's API answers with that the server names no type for (GET /v1/revision, /v1/history, an
+// action's dry run); the rest are the server's own (src/api/views.ts, imported as types: esbuild drops them).
+import type { AgentView, ComponentView, GroupView, RejectedView } from '../../src/api/views.js';
 
 export type ListItem = ComponentView | GroupView;
 
-export const isGroup = (c: ListItem): c is GroupView => Array.isArray(c.members);
-
-export interface GraphEdge {
-  from: string;
-  to: string;
-  type: 'hard' | 'ordering' | string;
-}
-
-export interface Graph {
-  layers: string[][];
-  edges: GraphEdge[];
-  groups?: Array<{ name: string; kind: string; members: string[] }>;
-}
-
-export interface AgentInfo {
-  pid: number;
-  version: string;
-  startedAt?: string;
-  /** The device's health as its reports carry it; each value only where the device has it. */
-  health?: DeviceHealth;
-  /** An agent update to tell of (SPEC §17); absent when there is none. */
-  update?: AgentUpdate;
-}
-
-/** src/agent-update/agent-home.ts AgentUpdateView: a version on trial, one put back, or one this agent cannot update itself to. */
-export interface AgentUpdate {
-  state: 'trial' | 'failed' | 'unsupported' | string;
-  version: string;
-  commit?: string;
-  reason?: string;
-  /** ISO. */
-  since?: string;
-}
-
-export interface DeviceHealth {
-  uptimeS?: number;
-  load1?: number;
-  memFreeBytes?: number;
-  diskFreeBytes?: number;
-  tempC?: number;
-}
-
-export interface Rejected {
-  revision: string;
-  at: string;
-  code: string | null;
-  reason: string;
-}
+export const isGroup = (c: ListItem): c is GroupView => Array.isArray((c as Partial<GroupView>).members);
 
 export interface RolloutHold {
   revision: string;
@@ -116,6 +21,7 @@ export interface DeviceHold {
   holders: Array<{ component: string; lock: string; timeoutAt: string | null }>;
 }
 
+/** GET /v1/revision (src/api/routes/revision-routes.ts), the parts the page reads. */
 export interface Revision {
   id: string;
   source: string;
@@ -136,8 +42,8 @@ export interface Revision {
   waiting?: DeviceHold | null;
   rolledBack?: Array<{ group: string; [k: string]: unknown }>;
   warning?: string;
-  agent?: AgentInfo;
-  rejected?: Rejected | null;
+  agent?: AgentView;
+  rejected?: RejectedView | null;
 }
 
 export interface Reconcile {
@@ -147,6 +53,7 @@ export interface Reconcile {
   reasons?: Record<string, string>;
 }
 
+/** One entry of GET /v1/history (revision-routes.ts historyView). */
 export interface HistoryEntry {
   id: number;
   revision: string;

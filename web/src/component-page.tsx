@@ -3,7 +3,8 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ActionButtons } from './action-buttons.js';
 import { api, ApiError, componentPath, messageOf } from './api-client.js';
-import { isGroup, type ComponentView, type GroupView, type LastExit, type ListItem } from './api-types.js';
+import type { ComponentView, GroupView } from '../../src/api/views.js';
+import { isGroup, type ListItem } from './api-types.js';
 import { Badge, toneOf } from './badge.js';
 import { ComponentsTable } from './components-table.js';
 import type { PullProgress } from './dashboard-data.js';
@@ -31,7 +32,7 @@ export function findComponent(items: ListItem[], name: string): ComponentView | 
   return undefined;
 }
 
-function exitText(e: LastExit): string {
+function exitText(e: NonNullable<ComponentView['lastExit']>): string {
   if (e.signal) return `signal ${e.signal}`;
   if (e.code !== null) return `code ${e.code}`;
   return 'unknown';

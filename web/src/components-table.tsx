@@ -1,7 +1,8 @@
 // One row per component, and a group's members as rows nested under the group's own. At phone width the rows become
 // stacked cards (styles.css); each cell's data-label names it there.
 import { ActionButtons } from './action-buttons.js';
-import { isGroup, type ComponentView, type GroupView, type ListItem } from './api-types.js';
+import type { ComponentView, GroupView } from '../../src/api/views.js';
+import { isGroup, type ListItem } from './api-types.js';
 import { Badge, toneOf } from './badge.js';
 import type { PullProgress } from './dashboard-data.js';
 import { bytes, instanceText } from './format.js';

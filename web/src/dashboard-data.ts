@@ -2,7 +2,8 @@
 // changed. Refetches of one resource are coalesced: never two at once, never more than ~4 a second.
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, ApiError, messageOf } from './api-client.js';
-import { isGroup, type AgentInfo, type ComponentView, type Graph, type GroupView, type HistoryPage, type ListItem, type Rejected, type Revision } from './api-types.js';
+import type { AgentView as AgentInfo, ComponentState, ComponentView, GraphView as Graph, GroupView, RejectedView as Rejected } from '../../src/api/views.js';
+import { isGroup, type HistoryPage, type ListItem, type Revision } from './api-types.js';
 import { followEventStream } from './event-stream.js';
 
 export interface Loaded<T> {
@@ -91,7 +92,7 @@ interface Patch {
   at: number;
   /** Date.now() then: the row's new "since". */
   wall: number;
-  state?: string;
+  state?: ComponentState;
   reason?: string | null;
   pid?: number | null;
   restarts?: number;
@@ -249,7 +250,7 @@ export function useDashboardData(): DashboardData {
 
 interface EventData {
   component?: string;
-  state?: string;
+  state?: ComponentState;
   reason?: string;
   restarts?: number;
   instance?: { kind?: string; pid?: number };

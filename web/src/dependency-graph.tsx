@@ -1,7 +1,7 @@
 // The start layers as a picture: what depends on what, and each component's state at a glance. The table holds the
 // same components as links; the picture is for the eye, so it is one image to assistive technology, described in words.
 import { useMemo } from 'preact/hooks';
-import type { Graph } from './api-types.js';
+import type { GraphView as Graph } from '../../src/api/views.js';
 import { toneOf } from './badge.js';
 import { layoutGraph } from './graph-layout.js';
 import { useMediaQuery } from './media-query.js';

@@ -1,6 +1,6 @@
 // The device's health in the header, as its reports carry it (SPEC §8): uptime, load, memory and disk free, the
 // board's temperature. A value the device does not have (no thermal zone) is simply not shown.
-import type { DeviceHealth } from './api-types.js';
+import type { DeviceHealth } from '../../src/api/views.js';
 import { bytes } from './format.js';
 
 /** `3 d 4 h`, `2 h 5 min`, `7 min`: how long the device has been up, to the unit that matters. */

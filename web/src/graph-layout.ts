@@ -1,6 +1,6 @@
 // Places the dependency graph by its start layers: one column (or, on a narrow screen, one row) per layer, layer 0
 // first, nodes ordered in each layer near what they depend on so that edges cross less.
-import type { Graph } from './api-types.js';
+import type { GraphView as Graph } from '../../src/api/views.js';
 
 export interface Box {
   x: number;

@@ -1,7 +1,8 @@
 // What the device runs and on whose authority: the commit, its signature (or, loudly, the lack of one), and what is
 // waiting or was refused.
 import type { ApiError } from './api-client.js';
-import type { Rejected, Revision } from './api-types.js';
+import type { RejectedView as Rejected } from '../../src/api/views.js';
+import type { Revision } from './api-types.js';
 import type { Loaded } from './dashboard-data.js';
 import { shortRevision } from './format.js';
 import { localTime } from './relative-time.js';

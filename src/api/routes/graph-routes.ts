@@ -4,12 +4,9 @@ import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../api-error.js';
 import type { ApiContext } from '../api-context.js';
 import { strictQuery } from '../query-params.js';
+import type { GraphView } from '../views.js';
 
-export interface GraphView {
-  layers: string[][];
-  edges: Array<{ from: string; to: string; type: 'hard' | 'ordering' }>;
-  groups: Array<{ name: string; kind: string; members: string[] }>;
-}
+export type { GraphView };
 
 /** Built once per desired state: it changes only when a revision is applied. */
 const views = new WeakMap<object, GraphView>();

@@ -8,7 +8,8 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { lockStateDir, type StateDirLock } from '../../agent/state-dir-lock.js';
 import { StateDirError } from '../../state-dir/safe-path.js';
-import { openStateStore, STATE_DB_FILE, StateStoreError, type StateStore } from '../../store/state-store.js';
+import { STATE_DB_FILE } from '../../state-dir/layout.js';
+import { openStateStore, StateStoreError, type StateStore } from '../../store/state-store.js';
 import { DEFAULT_MAX_CLOCK_SKEW_SECONDS } from '../../trust/verify-revision.js';
 import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';
 

@@ -4,6 +4,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { STDERR_LOG, STDOUT_LOG, tailLines } from '../../runtime/log-files.js';
+import { componentDir, componentPaths, LOGS_DIR, WORK_DIR } from '../../state-dir/layout.js';
 import { followLog, lastCompleteLines, unreadable, type FollowOptions } from '../../runtime/log-follow.js';
 import { componentArg, stateDirOf } from '../agent-client.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
@@ -35,8 +36,8 @@ export async function logs(argv: string[], io: LogsIo): Promise<number> {
   const lines = Number(values.lines);
   if (!Number.isInteger(lines) || lines < 0) throw new UsageError(`--lines must be a whole number ≥ 0, not "${values.lines}"`);
   const stateDir = stateDirOf(values, io);
-  // componentPaths() of the agent, without loading the agent (and SQLite) into the CLI.
-  const logDir = join(stateDir, 'components', name, 'logs');
+  // componentPaths() of state-dir/layout.ts, without loading the agent (and SQLite) into the CLI.
+  const { logDir } = componentPaths(stateDir, name);
   const path = join(logDir, values.stderr ? STDERR_LOG : STDOUT_LOG);
 
   // 1. A component this device has never run has no directory: bad input, not an empty log.
@@ -45,8 +46,8 @@ export async function logs(argv: string[], io: LogsIo): Promise<number> {
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw unreadable(logDir, e);
     // A composite (or replicas) has no log of its own: its members do, one directory each under its name.
-    const members = await readdir(join(stateDir, 'components', name), { withFileTypes: true }).catch(() => []);
-    const named = members.filter((d) => d.isDirectory() && d.name !== 'work' && d.name !== 'logs').map((d) => `${name}/${d.name}`);
+    const members = await readdir(componentDir(stateDir, name), { withFileTypes: true }).catch(() => []);
+    const named = members.filter((d) => d.isDirectory() && d.name !== WORK_DIR && d.name !== LOGS_DIR).map((d) => `${name}/${d.name}`);
     if (named.length) io.stderr.write(`keystonectl logs: ${name} has no log of its own: its members do (${named.sort().join(', ')}); e.g. keystonectl logs ${named[0]}\n`);
     else io.stderr.write(`keystonectl logs: no component "${name}" on this device (no ${logDir}; --state-dir is ${stateDir})\n`);
     return EXIT.BAD_INPUT;

@@ -3,6 +3,7 @@
 import { parseArgs } from 'node:util';
 import { ANSWER_MARGIN_MS, AGENT_OPTIONS, AGENT_USAGE, agentClient, withAgentErrors } from '../agent-client.js';
 import { formatDuration, parseDuration } from '../../core/duration.js';
+import { isCommitId } from '../../git/commit-id.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
 
 export const SYNC_USAGE = `keystonectl sync [--no-wait] [--now] [--timeout 10m] [--json] ${AGENT_USAGE}`;
@@ -13,7 +14,7 @@ const DEFAULT_TIMEOUT = '10m';
 type Json = Record<string, unknown>;
 const text = (v: unknown, fallback = '?'): string => (typeof v === 'string' && v !== '' ? v : fallback);
 /** A commit by its first 12 hex digits, as status shows held commits; other revisions (dir:…, manual:…) whole. */
-const short = (id: unknown): string => (typeof id === 'string' && /^[0-9a-f]{40}$/.test(id) ? id.slice(0, 12) : text(id));
+const short = (id: unknown): string => (typeof id === 'string' && isCommitId(id) ? id.slice(0, 12) : text(id));
 
 /** SPEC §9's exit codes for what the look led to: refused is bad input (2), an apply that failed is 1. */
 const EXIT_OF: Record<string, number> = { applied: EXIT.OK, unchanged: EXIT.OK, held: EXIT.OK, applying: EXIT.OK, failed: EXIT.FAILED, rejected: EXIT.BAD_INPUT };

@@ -1,6 +1,7 @@
 // The human form of `keystonectl status`: the applied revision on top, then one row per component. Pure: the
 // API's JSON and the time in, text out. Tolerant of the shapes it reads (a field it does not find prints as "-").
 import { describeDevicePolicy, type DevicePolicy } from '../../core/device-policy.js';
+import { isCommitId } from '../../git/commit-id.js';
 
 type Json = Record<string, unknown>;
 
@@ -221,7 +222,7 @@ export function agentUpdateLine(agent: unknown): string | undefined {
 export function rejectedLine(rejected: unknown): string | undefined {
   if (!isObject(rejected)) return undefined;
   const id = str(rejected.revision) ?? '?';
-  const what = /^[0-9a-f]{40}$/.test(id) ? `commit ${id.slice(0, 8)}` : `revision ${id}`;
+  const what = isCommitId(id) ? `commit ${id.slice(0, 8)}` : `revision ${id}`;
   const code = str(rejected.code);
   let reason = str(rejected.reason) ?? '';
   // The code once, in front: reasons carry it either as a prefix or as a trailing `[KS_…]`.
