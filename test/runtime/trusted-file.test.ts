@@ -152,7 +152,7 @@ describe('a file the agent trusts', () => {
       // The real module (dist/), judged by a process whose user is nobody: the rule reads the process's own uid. A copy
       // nobody can reach: the checkout may sit below a directory only root may enter (CI clones into a mktemp -d).
       const built = temp();
-      for (const room of ['runtime', 'core']) cpSync(join(PROJECT_ROOT, 'dist', room), join(built, room), { recursive: true });
+      for (const room of ['runtime', 'core', 'state-dir']) cpSync(join(PROJECT_ROOT, 'dist', room), join(built, room), { recursive: true });
       const script = `import('${join(built, 'runtime', 'trusted-file.js')}').then((m) => console.log(JSON.stringify(${JSON.stringify([
         [config, 'config'],
         [token, 'secret'],
