@@ -2,8 +2,8 @@
 // concurrent connections, first against the idle agent (the reference, same run, same process), then while the agent
 // reconciles 50 components (a manual apply handed over with POST /v1/apply?wait=none, so the reconcile starts at a
 // known moment under the load); and the agent's event-loop delay p99 over that reconcile, from its own /metrics
-// (prom-client's monitorEventLoopDelay histogram, which every scrape resets: one scrape just before the apply, one at
-// convergence). Aims (issue 5): p99 under 10 ms, event-loop delay p99 under 20 ms.
+// (the API's monitorEventLoopDelay histogram, src/api/process-metrics.ts, which every scrape resets: one scrape just
+// before the apply, one at convergence). Aims (issue 5): p99 under 10 ms, event-loop delay p99 under 20 ms.
 // Run by hand (`npm run bench -- api-latency`, which builds first); it asserts no timing, it reports.
 // Options: --components 50  --connections 10  --idle 5s  --interval 1s (health checks)  --runs 3 (the median run is reported)  --profile DIR (a
 // .cpuprofile of the agent per run)  --port-base 23000 (below Linux's ephemeral range, where autocannon's own client ports land)

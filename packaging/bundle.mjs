@@ -26,15 +26,6 @@ const SSH2_STAND_IN = `export class Client { constructor() { throw new Error('ke
 export default { Client };`;
 
 /**
- * What fastify loads only when asked for, and the agent never asks: its default schema compilers (ajv and
- * fast-json-stringify: the API declares no schemas and says so, src/api/build-server.ts) and light-my-request (inject(),
- * for tests, which run dist/). Left out: half of the API's chunk, read at every start of an agent with the API on.
- */
-const FASTIFY_UNUSED = ['@fastify/ajv-compiler', '@fastify/fast-json-stringify-compiler', 'light-my-request'];
-const UNUSED_STAND_IN = (name) =>
-  `module.exports = function () { throw new Error(${JSON.stringify(`keystone: ${name} is not in the package's bundle (packaging/bundle.mjs)`)}); };`;
-
-/**
  * isomorphic-git deflates the objects it writes (the Git notes reporter's) with the web CompressionStream when Node has
  * one, read back through `new Response(…)`: that loads Node's fetch implementation (undici) and its web streams, ~5 MiB
  * of resident memory for good in an agent that follows Git (bench/footprint.bench.ts), to compress notes of a few
@@ -85,14 +76,6 @@ export async function bundle({ out, version }) {
             if (text.split(ISOMORPHIC_GIT_DEFLATE.from).length !== 2) throw new Error(`${path}: no single "${ISOMORPHIC_GIT_DEFLATE.from}" to turn off its CompressionStream`);
             return { contents: text.replace(ISOMORPHIC_GIT_DEFLATE.from, ISOMORPHIC_GIT_DEFLATE.to), loader: 'js' };
           });
-        },
-      },
-      {
-        name: 'fastify-unused',
-        setup(b) {
-          const filter = new RegExp(`^(${FASTIFY_UNUSED.map((n) => n.replace(/[/.]/g, '\\$&')).join('|')})$`);
-          b.onResolve({ filter }, ({ path }) => ({ path, namespace: 'keystone-unused' }));
-          b.onLoad({ filter: /.*/, namespace: 'keystone-unused' }, ({ path }) => ({ contents: UNUSED_STAND_IN(path), loader: 'js' }));
         },
       },
       {

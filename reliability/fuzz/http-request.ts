@@ -1,17 +1,18 @@
 // An HTTP request as one input: `METHOD URL` on the first line, `name: value` header lines, an empty line, the body.
 // Decoded leniently (anything decodes to some request), and sanitised only as far as an HTTP parser in front of
-// fastify would be: a request line and headers that no client could put on the wire are dropped, not sent.
+// the API's server would be: a request line and headers that no client could put on the wire are dropped, not sent.
 import { EventEmitter } from 'node:events';
 import { validateHeaderName, validateHeaderValue } from 'node:http';
-import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import type { ApiServer } from '../../src/api/build-server.js';
 import type { AgentEventMap } from '../../src/agent/agent.js';
 import type { ApiAgent } from '../../src/api/api-deps.js';
+import { inject as httpInject, type InjectResponse } from '../../test/support/http-inject.js';
 import { holds } from './fuzz-target.js';
 
 const METHODS = new Set(['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS']);
 
 export interface DecodedRequest {
-  method: InjectOptions['method'];
+  method: string;
   url: string;
   headers: Record<string, string>;
   body: Buffer;
@@ -24,12 +25,12 @@ export function decodeRequest(input: Uint8Array): DecodedRequest {
   const body = split < 0 ? Buffer.alloc(0) : raw.subarray(split + 2);
   const [first = '', ...headerLines] = head;
   const [m = '', ...rest] = first.split(' ');
-  const method = (METHODS.has(m.toUpperCase()) ? m.toUpperCase() : 'GET') as InjectOptions['method'];
+  const method = (METHODS.has(m.toUpperCase()) ? m.toUpperCase() : 'GET') as string;
   let url = (METHODS.has(m.toUpperCase()) ? rest.join(' ') : first) || '/';
   if (!url.startsWith('/')) url = `/${url}`;
   // What a client can send in a request line: printable ASCII without spaces (the rest percent-encoded).
   url = url.replace(/[^\x21-\x7e]/g, (c) => encodeURIComponent(c).replace(/%25/g, '%'));
-  // inject resolves the URL as WHATWG does, where `/\x` starts a host; the guard refuses `\` and `%5C` alike.
+  // A client resolves the URL as WHATWG does, where `/\x` starts a host; the guard refuses `\` and `%5C` alike.
   url = url.replace(/\\/g, '%5C');
   const headers: Record<string, string> = {};
   for (const line of headerLines) {
@@ -43,14 +44,14 @@ export function decodeRequest(input: Uint8Array): DecodedRequest {
     } catch {
       continue;
     }
-    if (name === 'content-length' || name === 'transfer-encoding') continue; // inject frames the body itself
+    if (name === 'content-length' || name === 'transfer-encoding') continue; // the client frames the body itself
     headers[name] = value;
   }
   return { method, url, headers, body };
 }
 
 /** Any status but a 5xx the API did not mean, and every refusal a JSON error with a KS_ code. */
-export function checkResponse(res: LightMyRequestResponse, req: DecodedRequest, allowed5xx: readonly number[] = []): 'accepted' | 'refused' {
+export function checkResponse(res: InjectResponse, req: DecodedRequest, allowed5xx: readonly number[] = []): 'accepted' | 'refused' {
   const what = `${req.method} ${req.url} → ${res.statusCode}`;
   holds(res.statusCode < 500 || allowed5xx.includes(res.statusCode), `${what}: ${res.body.slice(0, 300)}`);
   if (res.statusCode < 400) return 'accepted';
@@ -66,8 +67,9 @@ export function checkResponse(res: LightMyRequestResponse, req: DecodedRequest, 
   return 'refused';
 }
 
-export async function inject(server: FastifyInstance, req: DecodedRequest): Promise<LightMyRequestResponse> {
-  return server.inject({ method: req.method, url: req.url, headers: req.headers, ...(req.body.length > 0 && { payload: req.body }) });
+/** Sent over real HTTP to the server's own loopback listener (test/support/http-inject.ts). */
+export async function inject(server: ApiServer, req: DecodedRequest): Promise<InjectResponse> {
+  return httpInject(server, { method: req.method, url: req.url, headers: req.headers, ...(req.body.length > 0 && { payload: req.body }) });
 }
 
 /**

@@ -62,21 +62,8 @@ export class ApiError extends Error {
   }
 }
 
-/** The fastify errors a client can cause, mapped to ours; anything else is ours to fix (500). */
-export function fromFastifyError(err: Error & { code?: string; statusCode?: number; validation?: unknown }): ApiError {
+/** An ApiError as it is; anything else is ours to fix (500), its details for the log, never for the client. */
+export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
-  switch (err.code) {
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new ApiError(415, 'KS_UNSUPPORTED_MEDIA_TYPE', 'request bodies must be application/json');
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new ApiError(413, 'KS_BODY_TOO_LARGE', 'the request body is larger than the API accepts');
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return new ApiError(400, 'KS_BAD_JSON', err.message);
-  }
-  if (err.validation) return new ApiError(400, 'KS_BAD_BODY', err.message);
-  // Fastify's own 4xx (a malformed request line or header): the client's fault, with fastify's words.
-  if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) return new ApiError(err.statusCode, 'KS_BAD_REQUEST', err.message);
   return new ApiError(500, 'KS_INTERNAL', 'internal error (see the agent log)');
 }

@@ -1,5 +1,5 @@
-// `{name}:action` of SPEC §10 (`com.acme-x.y:restart`). Parsed here rather than by the router: find-my-way treats
-// `.` and `-` as separators between parameters of one segment, which would split names like `com.acme-x.y`.
+// `{name}:action` of SPEC §10 (`com.acme-x.y:restart`). Parsed here rather than by the router: the route is the
+// prefix `/v1/components/*`, and a name may hold `.`, `-` and `/` (`com.acme-x.y`, `app/web`).
 import { componentName } from '../core/schema-rules.js';
 import { safeParse } from '../core/valid.js';
 import { ApiError } from './api-error.js';

@@ -1,8 +1,9 @@
 // How many connections the API holds and for how long (issue 13, finding 8): a local user could hold thousands of
 // half-open connections for over a minute each, and every one is a file descriptor of the agent, which also needs
-// descriptors to supervise its components. Applied to every listener the API has: fastify's TCP servers (one per
-// address a name resolves to) and the Unix socket.
-import { createServer, type RequestListener, type Server } from 'node:http';
+// descriptors to supervise its components. Applied to every listener the API has: its TCP servers (one per address
+// a name resolves to) and the Unix socket.
+import { createServer, STATUS_CODES, type RequestListener, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 
 export interface ConnectionLimits {
   /** Open connections per listener; further ones are closed as soon as they are accepted. */
@@ -42,7 +43,7 @@ function checkingIntervalMs(limits: ConnectionLimits): number {
   return Math.max(10, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 4)));
 }
 
-/** An HTTP/1 server with the limits: fastify's serverFactory for its TCP listeners, and the Unix socket's. */
+/** An HTTP/1 server with the limits: each TCP listener and the Unix socket's. */
 export function limitedHttpServer(limits: ConnectionLimits, handler: RequestListener): Server {
   const server = createServer(
     {
@@ -57,7 +58,22 @@ export function limitedHttpServer(limits: ConnectionLimits, handler: RequestList
   // timeouts above stop counting once a request has arrived).
   server.setTimeout(0);
   server.maxConnections = limits.maxConnections;
+  server.on('clientError', answerClientError);
   return server;
+}
+
+/**
+ * A request node's parser refused (malformed, headers too large, or overdue: the header and request timeouts above)
+ * is answered in the API's error shape before the connection is closed, when nothing was written on it yet.
+ */
+function answerClientError(err: Error & { code?: string }, socket: Duplex & { bytesWritten?: number }): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const status = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+  const message = status === 408 ? 'the request did not arrive in time' : status === 431 ? 'the request headers are too large' : 'the request is not valid HTTP';
+  const body = JSON.stringify({ error: { code: 'KS_BAD_REQUEST', message } });
+  if (socket.writable && !socket.bytesWritten)
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`);
+  socket.destroy(err);
 }
 
 /** The limits with the caller's overrides, each checked (a zero would mean "none" to node). */

@@ -1,6 +1,6 @@
-// A Server-Sent Events answer (GET /v1/events, GET /v1/logs/{name}?follow=true): the response is taken from fastify
-// and written frame by frame until the client goes, the server closes, or the client reads too slowly.
-import type { FastifyReply } from 'fastify';
+// A Server-Sent Events answer (GET /v1/events, GET /v1/logs/{name}?follow=true): the response is taken over from the
+// router and written frame by frame until the client goes, the server closes, or the client reads too slowly.
+import type { ApiReply } from './api-reply.js';
 import { ApiError } from './api-error.js';
 
 /** A comment line this often keeps proxies and tunnels from closing a quiet stream, and tells the page it is alive. */
@@ -36,9 +36,9 @@ export class StreamSlots {
 
 /**
  * Starts the stream. `closing` is the server's shutdown signal: streams end then instead of holding the close.
- * The caller has already checked the request; what it sends goes out at once (no buffering by fastify).
+ * The caller has already checked the request; what it sends goes out at once (nothing is buffered on its way).
  */
-export function openEventStream(reply: FastifyReply, opts: { closing: AbortSignal; release: () => void; keepAliveMs?: number }): EventStream {
+export function openEventStream(reply: ApiReply, opts: { closing: AbortSignal; release: () => void; keepAliveMs?: number }): EventStream {
   const raw = reply.raw;
   reply.hijack();
   raw.writeHead(200, {

@@ -1,5 +1,5 @@
 // GitHub's webhook, as pure functions: the `X-Hub-Signature-256` check over the raw body and what an event asks of
-// the agent. No fastify here, so the HTTP route stays a thin shell and these are tested on bytes alone.
+// the agent. No HTTP here, so the route stays a thin shell and these are tested on bytes alone.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import * as v from 'valibot';
 import { minLength, object, safeParse } from '../core/valid.js';

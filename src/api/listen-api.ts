@@ -1,13 +1,11 @@
 // Puts a built server on its listeners: TCP (the agent's --listen) and optionally a Unix socket (--socket), which
 // serves the same routes but is authenticated by its file mode (0600: the agent's user only) instead of the token.
 import { chmodSync, lstatSync, rmSync, statSync } from 'node:fs';
+import { lookup } from 'node:dns/promises';
 import type { Server } from 'node:http';
-import { connect } from 'node:net';
-import type { FastifyInstance } from 'fastify';
-import { connectionLimitsOf } from './build-server.js';
-import { limitedHttpServer } from './connection-limits.js';
+import { connect, isIP, type AddressInfo } from 'node:net';
+import type { ApiServer } from './build-server.js';
 import type { ListenAddress } from './listen-address.js';
-import { markSocketRequest } from './socket-request.js';
 
 export interface ApiListeners {
   /** What listens: `http://127.0.0.1:8080`, `unix:/run/keystone.sock`. */
@@ -23,51 +21,60 @@ export interface ListenOptions {
   socketPath?: string;
 }
 
-export async function listenApi(server: FastifyInstance, opts: ListenOptions): Promise<ApiListeners> {
+export async function listenApi(server: ApiServer, opts: ListenOptions): Promise<ApiListeners> {
   const addresses: string[] = [];
   let port: number | undefined;
-  if (opts.tcp) {
-    await server.listen({ host: opts.tcp.host, port: opts.tcp.port });
-    for (const a of server.addresses()) {
-      if (typeof a === 'string') continue;
-      addresses.push(`http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`);
-      port = a.port;
+  try {
+    if (opts.tcp) {
+      // A name (`localhost`) is every address it resolves to, on one port: the first bound picks it when asked for 0.
+      const hosts = isIP(opts.tcp.host) !== 0 ? [opts.tcp.host] : (await lookup(opts.tcp.host, { all: true })).map((a) => a.address);
+      for (const [i, host] of hosts.entries()) {
+        const tcp = server.createListener(false);
+        try {
+          await listenOn(tcp, (l) => l.listen({ host, port: port ?? opts.tcp!.port }));
+        } catch (e) {
+          // The name's other addresses are extras (a machine without IPv6 still resolves localhost to ::1).
+          if (i === 0) throw e;
+          continue;
+        }
+        const a = tcp.address() as AddressInfo;
+        addresses.push(`http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`);
+        port = a.port;
+      }
     }
-  }
-  let socket: Server | undefined;
-  const socketPath = opts.socketPath;
-  if (socketPath !== undefined) {
-    await server.ready();
-    try {
+    const socketPath = opts.socketPath;
+    if (socketPath !== undefined) {
       await removeStaleSocket(socketPath);
       // The TCP listeners' limits: a process of the agent's user could otherwise hold descriptors without bound.
-      socket = limitedHttpServer(connectionLimitsOf(server), (req, res) => {
-        markSocketRequest(req);
-        server.routing(req, res);
-      });
-      await listenPrivately(socket, socketPath);
-    } catch (e) {
-      await server.close();
-      throw e;
+      await listenPrivately(server.createListener(true), socketPath);
+      addresses.push(`unix:${socketPath}`);
     }
-    addresses.push(`unix:${socketPath}`);
+  } catch (e) {
+    await server.close();
+    throw e;
   }
 
   return {
     addresses,
     ...(port !== undefined && { port }),
     async close() {
-      const socketClosed = socket && new Promise<void>((resolve) => socket.close(() => resolve()));
-      socket?.closeIdleConnections();
-      // fastify's close runs preClose first: waiting calls on either listener answer, then TCP stops.
+      // Waiting calls on every listener answer first, then the listeners stop.
       await server.close();
-      if (socket) {
-        socket.closeAllConnections();
-        await socketClosed;
-        rmSync(socketPath!, { force: true });
-      }
+      if (opts.socketPath !== undefined) rmSync(opts.socketPath, { force: true });
     },
   };
+}
+
+/** Listens as `start` says, resolving once bound and rejecting with the bind's error (EADDRINUSE …). */
+function listenOn(listener: Server, start: (l: Server) => void): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    listener.once('error', reject);
+    start(listener);
+    listener.once('listening', () => {
+      listener.off('error', reject);
+      resolve();
+    });
+  });
 }
 
 /**
@@ -83,13 +90,7 @@ async function listenPrivately(server: Server, path: string): Promise<void> {
     /* worker thread: rely on the chmod below */
   }
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(path, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
+    await listenOn(server, (l) => l.listen(path));
   } finally {
     if (oldMask !== undefined) process.umask(oldMask);
   }

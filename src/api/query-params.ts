@@ -10,7 +10,7 @@ export const DEFAULT_TIMEOUT_MS = 120_000;
 /** A wait longer than this is a mistake (and would hold a connection open for it). */
 export const MAX_TIMEOUT_MS = 3_600_000;
 
-/** The query as fastify parsed it: a value, or an array when the key repeats. */
+/** The query as the router parsed it (api-router.ts): a value, or an array when the key repeats. */
 export type RawQuery = Record<string, string | string[] | undefined>;
 
 /** Refuses keys outside `allowed` and repeated keys; returns the single values. */

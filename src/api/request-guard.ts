@@ -4,8 +4,9 @@
 // through the Unix socket, whose file mode already says who may connect. Refusals are logged through a RefusalLog,
 // which bounds the lines a client that keeps being refused can cause. The dashboard's session cookie stands in for the
 // token only with its CSRF header and from the page's own origin (dashboard-sessions.ts).
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from './api-error.js';
+import type { ApiReply } from './api-reply.js';
+import type { ApiRequest } from './api-router.js';
 import { checkBearer } from './bearer-token.js';
 import { CSRF_HEADER, sessionIdsOf, type DashboardSession, type DashboardSessions } from './dashboard-sessions.js';
 import { GITHUB_WEBHOOK_PATH } from './github-webhook.js';
@@ -31,9 +32,9 @@ const ASSET_ROUTES = new Set(['/', '/index.html', '/assets/*']);
 export const SESSION_PATH = '/v1/session';
 
 /** The dashboard session a request was let in with (GET /v1/session answers its expiry; DELETE ends that one). */
-const sessionsOfRequests = new WeakMap<FastifyRequest, { session: DashboardSession; id: string }>();
-export const dashboardSessionOf = (request: FastifyRequest): DashboardSession | undefined => sessionsOfRequests.get(request)?.session;
-export const dashboardSessionIdOf = (request: FastifyRequest): string | undefined => sessionsOfRequests.get(request)?.id;
+const sessionsOfRequests = new WeakMap<ApiRequest, { session: DashboardSession; id: string }>();
+export const dashboardSessionOf = (request: ApiRequest): DashboardSession | undefined => sessionsOfRequests.get(request)?.session;
+export const dashboardSessionIdOf = (request: ApiRequest): string | undefined => sessionsOfRequests.get(request)?.id;
 
 /** The page's own origin: the scheme-less `host:port` of Origin is exactly the request's Host (already checked as ours). */
 function isSameOrigin(origin: string, host: string | undefined): boolean {
@@ -48,13 +49,13 @@ function isSameOrigin(origin: string, host: string | undefined): boolean {
 
 /**
  * The only routes open without the token (SPEC §10): a supervisor's liveness probe and the Prometheus scrape, which
- * carry no configuration values. Matched on the route fastify found, so that no query or odd path can widen them.
+ * carry no configuration values. Matched on the route the router found, so that no query or odd path can widen them.
  */
 const OPEN_ROUTES = new Set(['/healthz', '/metrics']);
 const READ_METHODS = new Set(['GET', 'HEAD']);
 
 /** Where a request came from, as the refusal log counts it. */
-export function sourceOf(request: FastifyRequest): string {
+export function sourceOf(request: ApiRequest): string {
   return isSocketRequest(request.raw) ? 'unix socket' : (request.raw.socket.remoteAddress ?? 'unknown');
 }
 
@@ -66,7 +67,7 @@ function isSuspiciousPath(rawUrl: string): boolean {
 }
 
 export function requestGuard(opts: RequestGuardOptions) {
-  return async function guard(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  return async function guard(request: ApiRequest, reply: ApiReply): Promise<void> {
     const refuse = (err: ApiError): never => {
       opts.refusals.refused(sourceOf(request), err.code, { method: request.method, path: request.url.split('?', 1)[0], host: request.headers.host, origin: request.headers.origin }, 'API request refused');
       throw err;
@@ -78,8 +79,8 @@ export function requestGuard(opts: RequestGuardOptions) {
     // GitHub, which cannot send our bearer token. It arrives through whatever public name, proxy or tunnel points at
     // the device, so its Host is not one of ours either. Both checks can be waived for it alone: a rebound page or a
     // forged request cannot compute the HMAC without the secret. Origin is still checked below: GitHub sends none, and
-    // no browser page has any business here. Matched on the route fastify found, so a query or odd path cannot widen it.
-    const hmacAuthenticated = request.method === 'POST' && request.routeOptions.url === GITHUB_WEBHOOK_PATH;
+    // no browser page has any business here. Matched on the route the router found, so a query or odd path cannot widen it.
+    const hmacAuthenticated = request.method === 'POST' && request.route === GITHUB_WEBHOOK_PATH;
     // A page on evil.example whose name was rebound to 127.0.0.1 still sends `Host: evil.example`.
     if (!viaSocket && !hmacAuthenticated) {
       const header = request.headers.host;
@@ -94,7 +95,7 @@ export function requestGuard(opts: RequestGuardOptions) {
     if (origin !== undefined && !isLoopbackOrigin(origin) && !(!viaSocket && !hmacAuthenticated && isSameOrigin(origin, request.headers.host))) refuse(new ApiError(403, 'KS_FOREIGN_ORIGIN', `requests from web pages of other origins are refused (Origin ${JSON.stringify(origin)})`));
     if (request.headers['sec-fetch-site'] === 'cross-site') refuse(new ApiError(403, 'KS_FOREIGN_ORIGIN', 'requests from web pages of other sites are refused'));
 
-    const route = request.routeOptions.url ?? '';
+    const route = request.route ?? '';
     const open = READ_METHODS.has(request.method) && OPEN_ROUTES.has(route);
     if (open || viaSocket || hmacAuthenticated) return;
 

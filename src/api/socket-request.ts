@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 
 const viaSocket = new WeakSet<IncomingMessage>();
 
-/** Called by the socket listener on every request before fastify routes it. */
+/** Called by the socket listener on every request before it is routed. */
 export function markSocketRequest(req: IncomingMessage): void {
   viaSocket.add(req);
 }

@@ -121,7 +121,8 @@ export async function connectEngine(choice: EngineChoice, opts: { env?: NodeJS.P
   );
 }
 
-function describeConnectError(e: unknown): string {
+/** Why an endpoint did not answer, in the words of KS_CONTAINER_ENGINE_UNAVAILABLE (engine-http.ts says it the same way). */
+export function describeConnectError(e: unknown): string {
   const code = (e as NodeJS.ErrnoException | null)?.code;
   if (code === 'ENOENT') return 'no such socket';
   if (code === 'ECONNREFUSED') return 'connection refused';

@@ -10,7 +10,7 @@ import { checkContainerComponent, type ContainerIssue } from './container-check.
 import { connectEngine, type Engine, type EngineChoice, type EngineKind, type SocketPaths } from './container-engine.js';
 import { ContainerError, engineMessage, engineStatus } from './container-error.js';
 import { ensureImage, type PullProgress } from './container-image.js';
-import { answeringEndpoints, listLabelled } from './engine-http.js';
+import { answeringEndpoints, engineUnavailable, listLabelled } from './engine-http.js';
 import { pumpContainerLogs, type LogPump } from './container-log-pump.js';
 import { containerName, createOptions, LABELS } from './container-spec.js';
 import { probe } from './probe.js';
@@ -256,20 +256,11 @@ export class ContainerRuntime implements Runtime {
    */
   async listOwned(): Promise<OwnedContainer[]> {
     const endpoints = await answeringEndpoints({ env: this.opts.env, socketPaths: this.opts.socketPaths });
-    // None answered: the client's discovery, which says why for each socket (or finds an engine after all).
-    if (endpoints.length === 0) return this.listOwnedByClient();
+    // None answered: said as the client's discovery says it (why for each socket), without loading the client.
+    if (endpoints.length === 0) throw await engineUnavailable({ env: this.opts.env, socketPaths: this.opts.socketPaths });
     const lists = [];
     for (const ep of endpoints) lists.push(...(await listLabelled(ep, `${LABELS.owner}=${this.opts.ownerTag}`)));
     return lists.map((c) => this.ownedOf(c, c.engine));
-  }
-
-  private async listOwnedByClient(): Promise<OwnedContainer[]> {
-    const out: OwnedContainer[] = [];
-    for (const engine of await this.reachableEngines()) {
-      const list = await engine.docker.listContainers({ all: true, filters: { label: [`${LABELS.owner}=${this.opts.ownerTag}`] } });
-      for (const c of list) out.push(this.ownedOf(c, engine.kind));
-    }
-    return out;
   }
 
   private ownedOf(c: { Id: string; Names: string[]; Labels: Record<string, string>; State: string }, engine: EngineKind): OwnedContainer {

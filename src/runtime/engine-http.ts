@@ -3,7 +3,8 @@
 // good, bench/footprint.bench.ts) is loaded only once there is a container to run, stop or remove.
 import { existsSync } from 'node:fs';
 import { request } from 'node:http';
-import { engineEndpoints, PING_TIMEOUT_MS, type Endpoint, type EngineKind, type SocketPaths } from './container-engine.js';
+import { describeConnectError, engineEndpoints, PING_TIMEOUT_MS, type Endpoint, type EngineKind, type SocketPaths } from './container-engine.js';
+import { ContainerError } from './container-error.js';
 
 /** An answer this big from a list of one agent's containers is not one. */
 const MAX_BODY_BYTES = 16 * 1024 * 1024;
@@ -47,6 +48,29 @@ async function answers(ep: Endpoint): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/**
+ * KS_CONTAINER_ENGINE_UNAVAILABLE as connectEngine('auto') words it, each endpoint with why it did not answer: for a
+ * start on a device whose engine sockets are there but nothing answers on them (the engine stopped, a stale file),
+ * which would otherwise load dockerode (~4 MiB resident for good, bench/footprint.bench.mjs) only to say so.
+ */
+export async function engineUnavailable(opts: { env?: NodeJS.ProcessEnv; socketPaths?: SocketPaths }): Promise<ContainerError> {
+  const { endpoints, unusable } = engineEndpoints('auto', opts.env ?? process.env, opts.socketPaths);
+  const tried = [...unusable];
+  for (const ep of endpoints) {
+    if ('socketPath' in ep && !existsSync(ep.socketPath)) {
+      tried.push(`${ep.label} (no such socket)`);
+      continue;
+    }
+    try {
+      const { status } = await engineGet(ep, '/_ping', PING_TIMEOUT_MS);
+      tried.push(`${ep.label} (${status === 200 ? 'answered only now' : `HTTP ${status}`})`);
+    } catch (e) {
+      tried.push(`${ep.label} (${describeConnectError(e)})`);
+    }
+  }
+  return new ContainerError('KS_CONTAINER_ENGINE_UNAVAILABLE', `no Docker or Podman engine answered; tried ${tried.join(', ')}`, { tried });
 }
 
 /**

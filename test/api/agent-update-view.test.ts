@@ -1,15 +1,15 @@
-// Issue 32 in the API (fastify.inject against an in-process agent with a real process): GET /v1/revision's `agent`
+// Issue 32 in the API (HTTP requests to an in-process agent with a real process): GET /v1/revision's `agent`
 // carries `update` (SPEC §17) when the agent's `agentUpdate` hook has something to say, read at each request; in the
 // 404 before any apply too; never when the hook says nothing or the agent has none.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inject } from '../support/http-inject.js';
 import { startAgent, type Agent } from '../../src/agent/agent.js';
 import type { AgentUpdateView } from '../../src/agent-update/agent-home.js';
 import { agentView } from '../../src/api/agent-view.js';
-import { buildServer } from '../../src/api/build-server.js';
+import { buildServer, type ApiServer } from '../../src/api/build-server.js';
 import { createLogger } from '../../src/log/logger.js';
 import { ProcessRuntime } from '../../src/runtime/process-runtime.js';
 import { DirectoryReader } from '../../src/source/directory-reader.js';
@@ -35,12 +35,12 @@ describe('GET /v1/revision: agent.update', { timeout: 30_000 }, () => {
   let fx: StackFixture;
   let stateDir: string;
   let agent: Agent;
-  let server: FastifyInstance;
-  let plain: FastifyInstance;
+  let server: ApiServer;
+  let plain: ApiServer;
   let update: AgentUpdateView | undefined;
   let reads = 0;
-  const get = async (s: FastifyInstance) => {
-    const r = await s.inject({ method: 'GET', url: '/v1/revision', headers: { authorization: 'Bearer t' } });
+  const get = async (s: ApiServer) => {
+    const r = await inject(s, { method: 'GET', url: '/v1/revision', headers: { authorization: 'Bearer t' } });
     return { status: r.statusCode, agent: r.json<Json>().agent as Json };
   };
 

@@ -3,13 +3,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { startAgent, type Agent } from '../../src/agent/agent.js';
 import { ownerTag } from '../../src/agent/orphan-sweep.js';
 import type { RestartLimits } from '../../src/core/restart-policy.js';
 import { ensureApiToken } from '../../src/api/api-token.js';
 import type { ApiAgent, ApiDeps } from '../../src/api/api-deps.js';
-import { buildServer } from '../../src/api/build-server.js';
+import { buildServer, type ApiServer } from '../../src/api/build-server.js';
 import { listenApi, type ApiListeners } from '../../src/api/listen-api.js';
 import { createLogger } from '../../src/log/logger.js';
 import { artifactInstaller } from '../../src/runtime/artifact-installer.js';
@@ -19,16 +18,17 @@ import { DirectoryReader } from '../../src/source/directory-reader.js';
 import type { RepoReader } from '../../src/source/repo-reader.js';
 import { processesUnder } from '../support/agent-harness.js';
 import { stackFixture, type ComponentSpec, type StackFixture, type StackPorts } from '../support/stack-fixture.js';
+import { inject, type InjectResponse } from '../support/http-inject.js';
 
 export interface ApiStack {
   fx: StackFixture;
   agent: Agent;
-  server: FastifyInstance;
+  server: ApiServer;
   token: string;
   /** `{ authorization: 'Bearer <token>' }`: every /v1 route needs it, reads too. */
   auth(): { authorization: string };
-  /** GET with the token, through fastify.inject. */
-  get(url: string): Promise<LightMyRequestResponse>;
+  /** GET with the token, over HTTP (test/support/http-inject.ts). */
+  get(url: string): Promise<InjectResponse>;
   stateDir: string;
   /** The agent's JSON log lines so far. */
   lines: Array<Record<string, unknown>>;
@@ -90,7 +90,7 @@ export async function apiStack(
     server,
     token,
     auth: () => ({ authorization: `Bearer ${token}` }),
-    get: (url) => server.inject({ method: 'GET', url, headers: { authorization: `Bearer ${token}` } }),
+    get: (url) => inject(server, { method: 'GET', url, headers: { authorization: `Bearer ${token}` } }),
     stateDir,
     lines,
     async listen(socketPath) {

@@ -6,9 +6,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildServer } from '../../src/api/build-server.js';
+import { inject } from '../support/http-inject.js';
+import { buildServer, type ApiServer } from '../../src/api/build-server.js';
 import { listenApi } from '../../src/api/listen-api.js';
 import { runCtl } from '../support/cli-run.js';
 import { sleeper, type ComponentSpec } from '../support/stack-fixture.js';
@@ -75,7 +75,7 @@ describe('API connection limits and refusal logs', { timeout: 60_000 }, () => {
     open.push(c);
     return c;
   };
-  const connectionsOf = (server: FastifyInstance) => new Promise<number>((resolve, reject) => server.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
+  const connectionsOf = (server: ApiServer) => server.connections();
   const statusLine = (text: string) => text.split('\r\n', 1)[0];
   /** A normal request on a connection of its own, and its status line ('' when the server closed it unanswered). */
   const request = async (path = '/healthz', headers = '', target: { port: number } = { port }) => statusLine(await (await connect(whole(path, headers), target)).ended);
@@ -154,7 +154,7 @@ describe('API connection limits and refusal logs', { timeout: 60_000 }, () => {
   it('hundreds of refused requests from one client: the first logged at once, the rest in one line with the count', async () => {
     const refusedLines = () => s.lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('API request refused'));
     const before = refusedLines().length;
-    for (let i = 0; i < 300; i++) expect((await s.server.inject({ method: 'GET', url: '/v1/components' })).statusCode).toBe(401);
+    for (let i = 0; i < 300; i++) expect((await inject(s.server, { method: 'GET', url: '/v1/components' })).statusCode).toBe(401);
     // Over a real connection too: the same source.
     expect(await request('/v1/components')).toBe('HTTP/1.1 401 Unauthorized');
     expect(refusedLines().slice(before)).toEqual([expect.objectContaining({ msg: 'API request refused', source: '127.0.0.1', code: 'KS_TOKEN_MISSING', path: '/v1/components' })]);

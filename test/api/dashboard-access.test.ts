@@ -1,4 +1,4 @@
-// The dashboard's access (SPEC §10, issue 19), against a running agent through fastify.inject: the token exchanged for
+// The dashboard's access (SPEC §10, issue 19), against a running agent over HTTP: the token exchanged for
 // a session cookie (HttpOnly, SameSite=Strict, Path=/, expiring) and a CSRF token in the answer's body, the session
 // accepted only with its CSRF header and from the page's own origin; the login page open, the rest of the page's code only with a session; compressed, cached and
 // framed as the page needs; no dashboard at all with --no-dashboard.
@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { brotliCompressSync, brotliDecompressSync, gzipSync } from 'node:zlib';
 import { parse as parseSetCookie } from 'cookie';
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildServer } from '../../src/api/build-server.js';
+import { inject as httpInject, type InjectResponse } from '../support/http-inject.js';
+import { buildServer, type ApiServer } from '../../src/api/build-server.js';
 import { DashboardSessions } from '../../src/api/dashboard-sessions.js';
 import { sleeper } from '../support/stack-fixture.js';
 import { apiStack, type ApiStack } from './api-stack.js';
@@ -61,9 +61,9 @@ describe('dashboard access', { timeout: 30_000 }, () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  const inject = (server: FastifyInstance, method: 'GET' | 'POST' | 'DELETE', url: string, headers: Record<string, string> = {}, body?: unknown) =>
-    server.inject({ method, url, headers: { host: HOST, ...headers }, ...(body !== undefined && { payload: JSON.stringify(body), headers: { host: HOST, 'content-type': 'application/json', ...headers } }) });
-  const code = (r: LightMyRequestResponse) => (r.json() as { error: { code: string } }).error.code;
+  const inject = (server: ApiServer, method: 'GET' | 'POST' | 'DELETE', url: string, headers: Record<string, string> = {}, body?: unknown) =>
+    httpInject(server, { method, url, headers: { host: HOST, ...headers }, ...(body !== undefined && { payload: JSON.stringify(body), headers: { host: HOST, 'content-type': 'application/json', ...headers } }) });
+  const code = (r: InjectResponse) => (r.json() as { error: { code: string } }).error.code;
 
   async function signIn(server = s.server, token = s.token): Promise<Cookies> {
     const r = await inject(server, 'POST', '/v1/session', { origin: ORIGIN }, { token });
@@ -105,7 +105,7 @@ describe('dashboard access', { timeout: 30_000 }, () => {
     expect(wrong.statusCode).toBe(401);
     expect(code(wrong)).toBe('KS_TOKEN_INVALID');
     expect(wrong.headers['set-cookie']).toBeUndefined();
-    const form = await s.server.inject({ method: 'POST', url: '/v1/session', headers: { host: HOST, 'content-type': 'text/plain' }, payload: `{"token":"${s.token}"}` });
+    const form = await httpInject(s.server, { method: 'POST', url: '/v1/session', headers: { host: HOST, 'content-type': 'text/plain' }, payload: `{"token":"${s.token}"}` });
     expect(form.statusCode).toBe(415);
     expect(form.headers['set-cookie']).toBeUndefined();
   });
@@ -168,17 +168,17 @@ describe('dashboard access', { timeout: 30_000 }, () => {
     expect(signedIn.body).toBe('export const app = "the whole app";');
     expect((await inject(s.server, 'GET', '/assets/nothing.js', { cookie: `keystone_session=${c.session}` })).statusCode).toBe(404);
     // The API's own checks stay in front of the page: a rebound name gets nothing.
-    const rebound = await s.server.inject({ method: 'GET', url: '/', headers: { host: 'evil.example' } });
+    const rebound = await httpInject(s.server, { method: 'GET', url: '/', headers: { host: 'evil.example' } });
     expect([rebound.statusCode, code(rebound)]).toEqual([403, 'KS_FOREIGN_HOST']);
   });
 
   it('sends the files compressed when the browser takes it, cached for good, and answers 304 to a known page', async () => {
-    const br = await s.server.inject({ method: 'GET', url: '/assets/main-AAAA.js', headers: { host: HOST, 'accept-encoding': 'gzip, deflate, br' } });
+    const br = await httpInject(s.server, { method: 'GET', url: '/assets/main-AAAA.js', headers: { host: HOST, 'accept-encoding': 'gzip, deflate, br' } });
     expect(br.headers['content-encoding']).toBe('br');
     expect(brotliDecompressSync(br.rawPayload).toString()).toBe('import("./app-BBBB.js")');
     expect(br.headers['cache-control']).toBe('public, max-age=31536000, immutable');
     expect(br.headers.vary).toBe('accept-encoding');
-    const gz = await s.server.inject({ method: 'GET', url: '/assets/main-CCCC.css', headers: { host: HOST, 'accept-encoding': 'gzip;q=1, br;q=0' } });
+    const gz = await httpInject(s.server, { method: 'GET', url: '/assets/main-CCCC.css', headers: { host: HOST, 'accept-encoding': 'gzip;q=1, br;q=0' } });
     expect(gz.headers['content-encoding']).toBe('gzip');
     expect(gz.headers['content-type']).toBe('text/css; charset=utf-8');
     const plain = await inject(s.server, 'GET', '/assets/main-CCCC.css');
@@ -201,7 +201,7 @@ describe('dashboard access', { timeout: 30_000 }, () => {
       const c = await signIn();
       const cookie = await inject(off, 'GET', '/v1/components', withSession(c));
       expect([cookie.statusCode, code(cookie)]).toEqual([401, 'KS_TOKEN_MISSING']);
-      expect((await off.inject({ method: 'GET', url: '/v1/components', headers: { host: HOST, authorization: `Bearer ${s.token}` } })).statusCode).toBe(200);
+      expect((await httpInject(off, { method: 'GET', url: '/v1/components', headers: { host: HOST, authorization: `Bearer ${s.token}` } })).statusCode).toBe(200);
     } finally {
       await off.close();
     }
@@ -228,16 +228,16 @@ describe('dashboard access', { timeout: 30_000 }, () => {
     const server = buildServer({ agent: s.agent, token: s.token, isAllowedHost: (h) => h === 'device.local', dashboard: { dir } });
     try {
       const host = 'device.local:8080';
-      const login = await server.inject({ method: 'POST', url: '/v1/session', headers: { host, origin: `http://${host}`, 'content-type': 'application/json' }, payload: JSON.stringify({ token: s.token }) });
+      const login = await httpInject(server, { method: 'POST', url: '/v1/session', headers: { host, origin: `http://${host}`, 'content-type': 'application/json' }, payload: JSON.stringify({ token: s.token }) });
       expect(login.statusCode).toBe(200);
       const cookies = ([] as string[]).concat(login.headers['set-cookie'] ?? []).map((c) => c.split(';', 1)[0]!);
       const { csrf } = login.json() as { csrf: string };
-      const asPage = (origin: string) => server.inject({ method: 'POST', url: '/v1/components/db:restart?dry=true', headers: { host, origin, cookie: cookies.join('; '), 'x-keystone-csrf': csrf } });
+      const asPage = (origin: string) => httpInject(server, { method: 'POST', url: '/v1/components/db:restart?dry=true', headers: { host, origin, cookie: cookies.join('; '), 'x-keystone-csrf': csrf } });
       expect((await asPage(`http://${host}`)).statusCode).toBe(200);
       const other = await asPage('http://other.local:8080');
       expect([other.statusCode, code(other)]).toEqual([403, 'KS_FOREIGN_ORIGIN']);
       // The webhook's Host is not checked (it comes through any public name): an Origin equal to it proves nothing.
-      const hook = await server.inject({ method: 'POST', url: '/v1/webhooks/github', headers: { host: 'evil.example', origin: 'http://evil.example', 'content-type': 'application/json' }, payload: '{}' });
+      const hook = await httpInject(server, { method: 'POST', url: '/v1/webhooks/github', headers: { host: 'evil.example', origin: 'http://evil.example', 'content-type': 'application/json' }, payload: '{}' });
       expect([hook.statusCode, code(hook)]).toEqual([403, 'KS_FOREIGN_ORIGIN']);
     } finally {
       await server.close();

@@ -5,8 +5,8 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inject, type InjectResponse } from '../support/http-inject.js';
 import { sessionIdsOf } from '../../src/api/dashboard-sessions.js';
 import { sleeper } from '../support/stack-fixture.js';
 import { apiStack, type ApiStack } from './api-stack.js';
@@ -30,11 +30,11 @@ describe('dashboard session cookies beside planted ones', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  const code = (r: LightMyRequestResponse) => (r.json() as { error: { code: string } }).error.code;
-  const get = (url: string, headers: Record<string, string>) => s.server.inject({ method: 'GET', url, headers: { host: HOST, ...headers } });
+  const code = (r: InjectResponse) => (r.json() as { error: { code: string } }).error.code;
+  const get = (url: string, headers: Record<string, string>) => inject(s.server, { method: 'GET', url, headers: { host: HOST, ...headers } });
 
   async function signIn(headers: Record<string, string> = {}): Promise<{ id: string; csrf: string; setCookie: string[] }> {
-    const r = await s.server.inject({ method: 'POST', url: '/v1/session', headers: { host: HOST, 'content-type': 'application/json', ...headers }, payload: JSON.stringify({ token: s.token }) });
+    const r = await inject(s.server, { method: 'POST', url: '/v1/session', headers: { host: HOST, 'content-type': 'application/json', ...headers }, payload: JSON.stringify({ token: s.token }) });
     expect(r.statusCode, r.body).toBe(200);
     const setCookie = ([] as string[]).concat(r.headers['set-cookie'] ?? []);
     return { id: /=([^;]*)/.exec(setCookie[0]!)![1]!, csrf: (r.json() as { csrf: string }).csrf, setCookie };
@@ -67,7 +67,7 @@ describe('dashboard session cookies beside planted ones', () => {
     const a = await signIn();
     const b = await signIn();
     const cookie = `keystone_session=${a.id}; keystone_session=${b.id}`;
-    const out = await s.server.inject({ method: 'DELETE', url: '/v1/session', headers: { host: HOST, cookie, 'x-keystone-csrf': b.csrf } });
+    const out = await inject(s.server, { method: 'DELETE', url: '/v1/session', headers: { host: HOST, cookie, 'x-keystone-csrf': b.csrf } });
     expect(out.statusCode, out.body).toBe(204);
     const afterB = await get('/v1/components', { cookie, 'x-keystone-csrf': b.csrf });
     // B is gone; A is still a session, just not this header's.
@@ -82,7 +82,7 @@ describe('dashboard session cookies beside planted ones', () => {
     expect(me.setCookie).toHaveLength(1);
     expect(me.setCookie[0]).toMatch(/^__Host-keystone_session=[A-Za-z0-9_-]{43}; Max-Age=\d+; Path=\/; HttpOnly; Secure; SameSite=Strict$/);
     expect((await get('/v1/components', { cookie: `keystone_session=planted; __Host-keystone_session=${me.id}`, 'x-keystone-csrf': me.csrf })).statusCode).toBe(200);
-    const out = await s.server.inject({ method: 'DELETE', url: '/v1/session', headers: { host: HOST, 'x-forwarded-proto': 'https', cookie: `__Host-keystone_session=${me.id}`, 'x-keystone-csrf': me.csrf } });
+    const out = await inject(s.server, { method: 'DELETE', url: '/v1/session', headers: { host: HOST, 'x-forwarded-proto': 'https', cookie: `__Host-keystone_session=${me.id}`, 'x-keystone-csrf': me.csrf } });
     expect(([] as string[]).concat(out.headers['set-cookie'] ?? [])).toEqual([expect.stringMatching(/^__Host-keystone_session=; Max-Age=0; Path=\/; Expires=[^;]+; HttpOnly; Secure; SameSite=Strict$/)]);
   });
 });

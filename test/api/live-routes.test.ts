@@ -5,6 +5,7 @@ import { copyFileSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inject } from '../support/http-inject.js';
 import { MAX_EVENT_STREAMS } from '../../src/api/routes/event-routes.js';
 import { sleeper, type ComponentSpec } from '../support/stack-fixture.js';
 import { apiStack, until, type ApiStack } from './api-stack.js';
@@ -72,7 +73,7 @@ describe('the live routes', { timeout: 60_000 }, () => {
   }
   const data = (m: EventSourceMessage) => JSON.parse(m.data) as Record<string, unknown>;
   const post = async (url: string) => {
-    const r = await s.server.inject({ method: 'POST', url, headers: s.auth() });
+    const r = await inject(s.server, { method: 'POST', url, headers: s.auth() });
     return { status: r.statusCode, body: r.json<Record<string, unknown>>() };
   };
 

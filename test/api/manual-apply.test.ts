@@ -1,6 +1,7 @@
 // `keystonectl apply PLAN` and POST /v1/apply against a running in-process agent with real processes: the files go over
 // real HTTP on loopback, the agent verifies and applies them through its own loop, and the progress streams back.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inject } from '../support/http-inject.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DirectoryReader } from '../../src/source/directory-reader.js';
@@ -113,7 +114,7 @@ describe('keystonectl apply against an agent that follows a directory', { timeou
   it('the agent verifies what it is sent: a revision it cannot load is rejected in the stream, nothing restarted', async () => {
     const before = s.livePids();
     const plan = `[[components]]\nname = "ghost"\nrecipe = "recipes/ghost.toml"\n`;
-    const res = await s.server.inject({
+    const res = await inject(s.server, {
       method: 'POST',
       url: '/v1/apply',
       headers: { authorization: `Bearer ${s.token}`, 'content-type': 'application/json' },
@@ -135,7 +136,7 @@ describe('keystonectl apply against an agent that follows a directory', { timeou
     const files = Object.fromEntries(
       ['plans/stack.toml', ...['influxdb', 'api', 'telemetry', 'web'].map((n) => s.fx.recipePath(n))].map((f) => [f, readFileSync(join(s.fx.dir, f)).toString('base64')]),
     );
-    const res = await s.server.inject({
+    const res = await inject(s.server, {
       method: 'POST',
       url: '/v1/apply',
       headers: { authorization: `Bearer ${s.token}`, 'content-type': 'application/json' },
@@ -149,7 +150,7 @@ describe('keystonectl apply against an agent that follows a directory', { timeou
   it('refuses bad requests before anything is applied', async () => {
     const historyBefore = s.agent.store.history({ limit: 100 }).length;
     const send = (payload: unknown, headers: Record<string, string> = { authorization: `Bearer ${s.token}` }) =>
-      s.server.inject({ method: 'POST', url: '/v1/apply', headers: { 'content-type': 'application/json', ...headers }, payload: payload as Json });
+      inject(s.server, { method: 'POST', url: '/v1/apply', headers: { 'content-type': 'application/json', ...headers }, payload: payload as Json });
     const b64 = (t: string) => Buffer.from(t).toString('base64');
     const noToken = await send({ plan: 'plans/a.toml', files: { 'plans/a.toml': b64('') } }, {});
     expect(noToken.statusCode).toBe(401);
@@ -164,7 +165,7 @@ describe('keystonectl apply against an agent that follows a directory', { timeou
     expect(notBase64.statusCode).toBe(400);
     const extraKey = await send({ plan: 'plans/a.toml', files: { 'plans/a.toml': b64('') }, run: 'rm -rf /' });
     expect(extraKey.statusCode).toBe(400);
-    const badWait = await s.server.inject({ method: 'POST', url: '/v1/apply?wait=forever', headers: { authorization: `Bearer ${s.token}`, 'content-type': 'application/json' }, payload: {} });
+    const badWait = await inject(s.server, { method: 'POST', url: '/v1/apply?wait=forever', headers: { authorization: `Bearer ${s.token}`, 'content-type': 'application/json' }, payload: {} });
     expect(badWait.statusCode).toBe(400);
     expect(s.agent.store.history({ limit: 100 }).length).toBe(historyBefore);
   });

@@ -2,6 +2,7 @@
 // latency), read after a crash loop, and accepted by `promtool check metrics` (Debian's `prometheus` package).
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inject } from '../support/http-inject.js';
 import { needs } from '../support/requirements.js';
 import { crasher, sleeper } from '../support/stack-fixture.js';
 import { apiStack, until, type ApiStack } from './api-stack.js';
@@ -19,7 +20,7 @@ describe('GET /metrics', { timeout: 30_000 }, () => {
       restartLimits: { firstRestartMs: 10, maxBackoffMs: 40, crashLoopLimit: 3, healthySpellMs: 600_000 },
     });
     await until(() => s.agent.store.component('crasher')?.state === 'crash-looping', 'the crasher to be held as crash-looping');
-    const r = await s.server.inject({ method: 'GET', url: '/metrics' });
+    const r = await inject(s.server, { method: 'GET', url: '/metrics' });
     expect(r.statusCode).toBe(200);
     expect(r.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
     text = r.body;

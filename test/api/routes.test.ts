@@ -1,10 +1,11 @@
-// The routes of SPEC §10 against a running agent (fastify.inject): shapes, the `{name}:action` path with dots and
+// The routes of SPEC §10 against a running agent (HTTP requests, test/support/http-inject.ts): shapes, the `{name}:action` path with dots and
 // dashes, strict query values, every wait mode (health, started, none, a timeout's 504, a failure's 502), stop and
 // start with their dependents, the revision, paged history, sync and the webhook when it is off.
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inject } from '../support/http-inject.js';
 import type { AgentEventMap } from '../../src/agent/agent.js';
 import { sleeper, type ComponentSpec } from '../support/stack-fixture.js';
 import { apiStack, until, type ApiStack } from './api-stack.js';
@@ -60,7 +61,7 @@ describe('API routes', { timeout: 30_000 }, () => {
     return { status: r.statusCode, body: r.json<Json>(), headers: r.headers };
   };
   const post = async (url: string) => {
-    const r = await s.server.inject({ method: 'POST', url, headers: { authorization: `Bearer ${s.token}` } });
+    const r = await inject(s.server, { method: 'POST', url, headers: { authorization: `Bearer ${s.token}` } });
     return { status: r.statusCode, body: r.json<Json>() };
   };
   const code = (body: Json) => (body.error as { code: string }).code;
@@ -223,7 +224,7 @@ describe('API routes', { timeout: 30_000 }, () => {
     expect(r.status).toBe(503);
     expect(code(r.body)).toBe('KS_WEBHOOK_DISABLED');
     // Its own door (an HMAC, not the token): without the token it is the same answer, and nothing was asked of the agent.
-    expect((await s.server.inject({ method: 'POST', url: '/v1/webhooks/github' })).statusCode).toBe(503);
+    expect((await inject(s.server, { method: 'POST', url: '/v1/webhooks/github' })).statusCode).toBe(503);
   });
 
   it('GET /healthz is cheap liveness; unknown routes are JSON 404s', async () => {

@@ -5,6 +5,7 @@ import { lstatSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inject } from '../support/http-inject.js';
 import type { AgentEventMap } from '../../src/agent/agent.js';
 import { sleeper } from '../support/stack-fixture.js';
 import { apiStack, type ApiStack } from './api-stack.js';
@@ -36,8 +37,8 @@ describe('API security', { timeout: 30_000 }, () => {
 
   const auth = () => ({ authorization: `Bearer ${s.token}` });
   const restart = '/v1/components/db:restart?wait=health';
-  const inject = (o: { method?: 'GET' | 'POST'; url: string; headers?: Record<string, string>; payload?: string | Buffer }) =>
-    s.server.inject({ method: o.method ?? 'POST', url: o.url, headers: o.headers ?? {}, ...(o.payload !== undefined && { payload: o.payload }) });
+  const post = (o: { method?: 'GET' | 'POST'; url: string; headers?: Record<string, string>; payload?: string | Buffer }) =>
+    inject(s.server, { method: o.method ?? 'POST', url: o.url, headers: o.headers ?? {}, ...(o.payload !== undefined && { payload: o.payload }) });
   const errorOf = (body: string) => (JSON.parse(body) as { error: { code: string; message: string } }).error;
 
   it('the token file is 64 hex digits, mode 0600, and is never rewritten', async () => {
@@ -51,7 +52,7 @@ describe('API security', { timeout: 30_000 }, () => {
   });
 
   it('a POST without a token: 401 KS_TOKEN_MISSING', async () => {
-    const r = await inject({ url: restart });
+    const r = await post({ url: restart });
     expect(r.statusCode).toBe(401);
     expect(r.headers['www-authenticate']).toBe('Bearer realm="keystone"');
     expect(errorOf(r.body).code).toBe('KS_TOKEN_MISSING');
@@ -59,21 +60,21 @@ describe('API security', { timeout: 30_000 }, () => {
 
   it('a POST with a wrong token (or another scheme): 401 KS_TOKEN_INVALID', async () => {
     for (const authorization of [`Bearer ${'0'.repeat(64)}`, `Bearer ${s.token}x`, `Bearer ${s.token.slice(0, 32)}`, `Basic ${s.token}`, s.token]) {
-      const r = await inject({ url: restart, headers: { authorization } });
+      const r = await post({ url: restart, headers: { authorization } });
       expect(r.statusCode, authorization).toBe(401);
       expect(errorOf(r.body).code).toBe('KS_TOKEN_INVALID');
     }
     // Sync is behind the same door; the GitHub webhook has its own (an HMAC of the body, see webhook.test.ts).
-    expect((await inject({ url: '/v1/sync' })).statusCode).toBe(401);
+    expect((await post({ url: '/v1/sync' })).statusCode).toBe(401);
   });
 
   it('a foreign Host is refused with 403 KS_FOREIGN_HOST, even with the token, even for reads', async () => {
     for (const host of ['evil.example', 'evil.example:8080', 'localhost.evil.example', '127.0.0.1.nip.io', '10.0.0.1:8080', 'localhost:99999', 'local host']) {
-      const r = await inject({ url: restart, headers: { ...auth(), host } });
+      const r = await post({ url: restart, headers: { ...auth(), host } });
       expect(r.statusCode, host).toBe(403);
       expect(errorOf(r.body).code).toBe('KS_FOREIGN_HOST');
     }
-    expect((await inject({ method: 'GET', url: '/v1/components', headers: { host: 'evil.example' } })).statusCode).toBe(403);
+    expect((await post({ method: 'GET', url: '/v1/components', headers: { host: 'evil.example' } })).statusCode).toBe(403);
     // Over real HTTP too, and without any Host (HTTP/1.0).
     expect((await rawRequest({ port, path: '/v1/components', headers: { host: 'evil.example' } })).status).toBe(403);
     expect(await handWritten(port, 'GET /v1/components HTTP/1.0\r\n\r\n')).toMatch(/^HTTP\/1\.1 403 /);
@@ -81,41 +82,41 @@ describe('API security', { timeout: 30_000 }, () => {
 
   it('loopback names and addresses with any port are accepted as Host', async () => {
     for (const host of ['localhost', 'localhost:8080', '127.0.0.1:1', '127.1.2.3', '[::1]:8080', '[::1]', 'LOCALHOST:80'])
-      expect((await inject({ method: 'GET', url: '/healthz', headers: { host } })).statusCode, host).toBe(200);
+      expect((await post({ method: 'GET', url: '/healthz', headers: { host } })).statusCode, host).toBe(200);
   });
 
   it('a foreign Origin is refused with 403 KS_FOREIGN_ORIGIN, even with the token', async () => {
     for (const origin of ['http://evil.example', 'https://localhost.evil.example', 'null', 'file://', 'http://127.0.0.1.evil.example:8080', 'chrome-extension://abc']) {
-      const r = await inject({ url: restart, headers: { ...auth(), origin } });
+      const r = await post({ url: restart, headers: { ...auth(), origin } });
       expect(r.statusCode, origin).toBe(403);
       expect(errorOf(r.body).code).toBe('KS_FOREIGN_ORIGIN');
     }
-    const r = await inject({ url: restart, headers: { ...auth(), 'sec-fetch-site': 'cross-site' } });
+    const r = await post({ url: restart, headers: { ...auth(), 'sec-fetch-site': 'cross-site' } });
     expect(r.statusCode).toBe(403);
     // A page on this machine may (with the token); the dry run changes nothing.
     for (const origin of ['http://localhost:3000', 'https://127.0.0.1', 'http://[::1]:8080'])
-      expect((await inject({ url: '/v1/components/db:restart?dry=true', headers: { ...auth(), origin } })).statusCode, origin).toBe(200);
+      expect((await post({ url: '/v1/components/db:restart?dry=true', headers: { ...auth(), origin } })).statusCode, origin).toBe(200);
   });
 
   it('a text/plain body is refused with 415 (a form can send it cross-origin without a preflight)', async () => {
-    const r = await inject({ url: restart, headers: { ...auth(), 'content-type': 'text/plain' }, payload: '{}' });
+    const r = await post({ url: restart, headers: { ...auth(), 'content-type': 'text/plain' }, payload: '{}' });
     expect(r.statusCode).toBe(415);
     expect(errorOf(r.body).code).toBe('KS_UNSUPPORTED_MEDIA_TYPE');
     for (const type of ['application/x-www-form-urlencoded', 'multipart/form-data; boundary=x'])
-      expect((await inject({ url: restart, headers: { ...auth(), 'content-type': type }, payload: 'a=b' })).statusCode, type).toBe(415);
+      expect((await post({ url: restart, headers: { ...auth(), 'content-type': type }, payload: 'a=b' })).statusCode, type).toBe(415);
   });
 
   it('an oversized body is refused with 413, and a body that is not {} with 400', async () => {
     const big = JSON.stringify({ pad: 'x'.repeat(70 * 1024) });
-    const r = await inject({ url: restart, headers: { ...auth(), 'content-type': 'application/json' }, payload: big });
+    const r = await post({ url: restart, headers: { ...auth(), 'content-type': 'application/json' }, payload: big });
     expect(r.statusCode).toBe(413);
     expect(errorOf(r.body).code).toBe('KS_BODY_TOO_LARGE');
     // Over a real connection, announced by Content-Length.
     expect((await rawRequest({ port, method: 'POST', path: restart, headers: { ...auth(), 'content-type': 'application/json' }, body: big })).status).toBe(413);
-    const bad = await inject({ url: restart, headers: { ...auth(), 'content-type': 'application/json' }, payload: '{"wait":"none"}' });
+    const bad = await post({ url: restart, headers: { ...auth(), 'content-type': 'application/json' }, payload: '{"wait":"none"}' });
     expect(bad.statusCode).toBe(400);
     expect(errorOf(bad.body).code).toBe('KS_BAD_BODY');
-    expect((await inject({ url: restart, headers: { ...auth(), 'content-type': 'application/json' }, payload: '{"a":' })).statusCode).toBe(400);
+    expect((await post({ url: restart, headers: { ...auth(), 'content-type': 'application/json' }, payload: '{"a":' })).statusCode).toBe(400);
   });
 
   it('paths with .. or encoded traversal are refused with 400 before any routing', async () => {

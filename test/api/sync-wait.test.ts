@@ -1,14 +1,14 @@
-// Issue 17 in the API (fastify.inject against an in-process agent with real processes): GET /v1/revision names the
+// Issue 17 in the API (HTTP requests to an in-process agent with real processes): GET /v1/revision names the
 // agent (pid, version) and the newest refused revision, in its 404 too (a device whose first revision is refused);
 // POST /v1/sync?wait=done answers with what became of the look (applied, rejected, unchanged), a look that failed
 // (502), one that outlives its timeout (504), bad query values (400); without wait it is the 202 it always was.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { inject } from '../support/http-inject.js';
 import { startAgent, type Agent } from '../../src/agent/agent.js';
-import { buildServer } from '../../src/api/build-server.js';
+import { buildServer, type ApiServer } from '../../src/api/build-server.js';
 import { createLogger } from '../../src/log/logger.js';
 import { ProcessRuntime } from '../../src/runtime/process-runtime.js';
 import { DirectoryReader } from '../../src/source/directory-reader.js';
@@ -24,9 +24,9 @@ describe('GET /v1/revision: the agent and the newest refused revision', { timeou
   let fx: StackFixture;
   let stateDir: string;
   let agent: Agent;
-  let server: FastifyInstance;
+  let server: ApiServer;
   const get = async (url: string) => {
-    const r = await server.inject({ method: 'GET', url, headers: { authorization: 'Bearer t' } });
+    const r = await inject(server, { method: 'GET', url, headers: { authorization: 'Bearer t' } });
     return { status: r.statusCode, body: r.json<Json>() };
   };
 
@@ -87,7 +87,7 @@ describe('GET /v1/revision: the agent and the newest refused revision', { timeou
   it("a server built without `self` names its own process and the package's version", async () => {
     const own = buildServer({ agent, token: 't' });
     try {
-      const r = await own.inject({ method: 'GET', url: '/v1/revision', headers: { authorization: 'Bearer t' } });
+      const r = await inject(own, { method: 'GET', url: '/v1/revision', headers: { authorization: 'Bearer t' } });
       expect(r.json<Json>().agent).toMatchObject({ pid: process.pid, version: VERSION });
     } finally {
       await own.close();
@@ -99,7 +99,7 @@ describe('POST /v1/sync?wait=done', { timeout: 60_000 }, () => {
   let s: ApiStack;
   let dir: DirectorySource;
   const sync = async (query = '') => {
-    const r = await s.server.inject({ method: 'POST', url: `/v1/sync${query}`, headers: s.auth() });
+    const r = await inject(s.server, { method: 'POST', url: `/v1/sync${query}`, headers: s.auth() });
     return { status: r.statusCode, body: r.json<Json>() };
   };
   const follow = () => s.agent.onSync(() => dir.syncNow());
@@ -190,9 +190,8 @@ describe('POST /v1/sync?wait=done', { timeout: 60_000 }, () => {
     expect(await sync('?wait=none')).toEqual({ status: 202, body: { sync: 'requested' } });
   });
 
-  it("fastify.inject's cookies work with the cookie package Node 20 can run (package.json overrides)", async () => {
-    const r = await s.server.inject({ method: 'GET', url: '/healthz', cookies: { session: 'abc' } });
+  it('a cookie that is no session leaves the open routes open', async () => {
+    const r = await inject(s.server, { method: 'GET', url: '/healthz', cookies: { session: 'abc' } });
     expect(r.statusCode).toBe(200);
-    expect(r.raw.req.headers.cookie).toBe('session=abc');
   });
 });

@@ -4,6 +4,7 @@
 // do to an agent is ask it to look.
 import { EventEmitter } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
+import { inject } from '../support/http-inject.js';
 import type { AgentEventMap } from '../../src/agent/agent.js';
 import type { ApiAgent, ApiDeps } from '../../src/api/api-deps.js';
 import { buildServer } from '../../src/api/build-server.js';
@@ -117,7 +118,7 @@ describe('POST /v1/webhooks/github', () => {
     const { agent, app } = server();
     tracked(app);
     const after = '0123456789abcdef0123456789abcdef01234567';
-    const r = await app.inject(delivery('push', push('refs/heads/main', after)));
+    const r = await inject(app, delivery('push', push('refs/heads/main', after)));
     expect(r.statusCode).toBe(202);
     expect(r.json<Json>()).toEqual({ sync: 'requested', ref: 'refs/heads/main', after });
     expect(agent.syncs).toBe(1);
@@ -126,7 +127,7 @@ describe('POST /v1/webhooks/github', () => {
   it('without a bearer token, which GitHub cannot send (and a wrong one does not matter either)', async () => {
     const { agent, app } = server();
     tracked(app);
-    const r = await app.inject(delivery('push', push('refs/heads/main'), { headers: { authorization: 'Bearer nonsense' } }));
+    const r = await inject(app, delivery('push', push('refs/heads/main'), { headers: { authorization: 'Bearer nonsense' } }));
     expect(r.statusCode).toBe(202);
     expect(agent.syncs).toBe(1);
   });
@@ -144,13 +145,13 @@ describe('POST /v1/webhooks/github', () => {
       ['our bearer token instead', delivery('push', body, { signature: null, headers: { authorization: `Bearer ${TOKEN}` } })],
     ];
     for (const [what, req] of cases) {
-      const r = await app.inject(req);
+      const r = await inject(app, req);
       expect(r.statusCode, what).toBe(401);
       expect(codeOf(r.body), what).toBe('KS_WEBHOOK_SIGNATURE');
     }
     // The body is checked byte for byte: the same JSON re-serialised (one space more) no longer matches.
     const spaced = body.replace('{', '{ ');
-    const r = await app.inject({ ...delivery('push', body), payload: spaced });
+    const r = await inject(app, { ...delivery('push', body), payload: spaced });
     expect(JSON.parse(spaced)).toEqual(JSON.parse(body));
     expect(r.statusCode).toBe(401);
     expect(agent.syncs).toBe(0);
@@ -160,11 +161,11 @@ describe('POST /v1/webhooks/github', () => {
     const { agent, app } = server();
     tracked(app);
     for (const ref of ['refs/heads/feature', 'refs/heads/main-old', 'refs/tags/main']) {
-      const r = await app.inject(delivery('push', push(ref)));
+      const r = await inject(app, delivery('push', push(ref)));
       expect(r.statusCode, ref).toBe(202);
       expect(r.json<Json>(), ref).toEqual({ ignored: 'other ref', event: 'push', ref });
     }
-    const other = await app.inject(delivery('pull_request', JSON.stringify({ action: 'opened' })));
+    const other = await inject(app, delivery('pull_request', JSON.stringify({ action: 'opened' })));
     expect(other.statusCode).toBe(202);
     expect(other.json<Json>()).toEqual({ ignored: 'other event', event: 'pull_request' });
     expect(agent.syncs).toBe(0);
@@ -173,15 +174,15 @@ describe('POST /v1/webhooks/github', () => {
   it('follows the configured ref, short or full', async () => {
     const { agent, app } = server({ webhook: { secret: SECRET, ref: 'refs/heads/release' } });
     tracked(app);
-    expect((await app.inject(delivery('push', push('refs/heads/main')))).json<Json>()).toMatchObject({ ignored: 'other ref' });
-    expect((await app.inject(delivery('push', push('refs/heads/release')))).json<Json>()).toMatchObject({ sync: 'requested', ref: 'refs/heads/release' });
+    expect((await inject(app, delivery('push', push('refs/heads/main')))).json<Json>()).toMatchObject({ ignored: 'other ref' });
+    expect((await inject(app, delivery('push', push('refs/heads/release')))).json<Json>()).toMatchObject({ sync: 'requested', ref: 'refs/heads/release' });
     expect(agent.syncs).toBe(1);
   });
 
   it('ping answers 200 {pong} and syncs nothing', async () => {
     const { agent, app } = server();
     tracked(app);
-    const r = await app.inject(delivery('ping', JSON.stringify({ zen: 'Keep it logically awesome.', hook_id: 1 })));
+    const r = await inject(app, delivery('ping', JSON.stringify({ zen: 'Keep it logically awesome.', hook_id: 1 })));
     expect(r.statusCode).toBe(200);
     expect(r.json<Json>()).toEqual({ pong: true });
     expect(agent.syncs).toBe(0);
@@ -191,7 +192,7 @@ describe('POST /v1/webhooks/github', () => {
     const { agent, app } = server();
     tracked(app);
     const form = new URLSearchParams({ payload: push('refs/heads/main') }).toString();
-    const r = await app.inject(delivery('push', form, { contentType: 'application/x-www-form-urlencoded' }));
+    const r = await inject(app, delivery('push', form, { contentType: 'application/x-www-form-urlencoded' }));
     expect(r.statusCode).toBe(202);
     expect(agent.syncs).toBe(1);
   });
@@ -199,15 +200,15 @@ describe('POST /v1/webhooks/github', () => {
   it('bad JSON or a push without its fields, validly signed, is 400; without an event name too', async () => {
     const { agent, app } = server();
     tracked(app);
-    const bad = await app.inject(delivery('push', '{"ref": "refs/heads/main",'));
+    const bad = await inject(app, delivery('push', '{"ref": "refs/heads/main",'));
     expect(bad.statusCode).toBe(400);
     expect(codeOf(bad.body)).toBe('KS_BAD_JSON');
-    const shape = await app.inject(delivery('push', JSON.stringify({ ref: 'refs/heads/main' })));
+    const shape = await inject(app, delivery('push', JSON.stringify({ ref: 'refs/heads/main' })));
     expect(shape.statusCode).toBe(400);
     expect(codeOf(shape.body)).toBe('KS_BAD_BODY');
     const noEvent = delivery('push', push('refs/heads/main'));
     delete (noEvent.headers as Record<string, string>)['x-github-event'];
-    expect((await app.inject(noEvent)).statusCode).toBe(400);
+    expect((await inject(app, noEvent)).statusCode).toBe(400);
     expect(agent.syncs).toBe(0);
   });
 
@@ -216,7 +217,7 @@ describe('POST /v1/webhooks/github', () => {
     tracked(app);
     // A signed delivery, and an empty POST with our bearer token: the route is there, webhooks are off.
     for (const req of [delivery('push', push('refs/heads/main')), { method: 'POST' as const, url: URL_, headers: { authorization: `Bearer ${TOKEN}` } }]) {
-      const r = await app.inject(req);
+      const r = await inject(app, req);
       expect(r.statusCode).toBe(503);
       expect(codeOf(r.body)).toBe('KS_WEBHOOK_DISABLED');
     }
@@ -226,7 +227,7 @@ describe('POST /v1/webhooks/github', () => {
   it('an agent that cannot look on demand answers 503 KS_SYNC_UNAVAILABLE, as POST /v1/sync does', async () => {
     const { app } = server({ canSync: false });
     tracked(app);
-    const r = await app.inject(delivery('push', push('refs/heads/main')));
+    const r = await inject(app, delivery('push', push('refs/heads/main')));
     expect(r.statusCode).toBe(503);
     expect(codeOf(r.body)).toBe('KS_SYNC_UNAVAILABLE');
   });
@@ -235,7 +236,7 @@ describe('POST /v1/webhooks/github', () => {
     const { agent, app } = server();
     tracked(app);
     for (const headers of [{ origin: 'https://evil.example' }, { origin: 'null' }, { 'sec-fetch-site': 'cross-site' }] as Array<Record<string, string>>) {
-      const r = await app.inject(delivery('push', push('refs/heads/main'), { headers }));
+      const r = await inject(app, delivery('push', push('refs/heads/main'), { headers }));
       expect(r.statusCode, JSON.stringify(headers)).toBe(403);
       expect(codeOf(r.body)).toBe('KS_FOREIGN_ORIGIN');
     }
@@ -246,17 +247,17 @@ describe('POST /v1/webhooks/github', () => {
     const { agent, app } = server();
     tracked(app);
     const host = 'device-17.fleet.example.com';
-    const r = await app.inject(delivery('push', push('refs/heads/main'), { headers: { host } }));
+    const r = await inject(app, delivery('push', push('refs/heads/main'), { headers: { host } }));
     expect(r.statusCode).toBe(202);
     expect(agent.syncs).toBe(1);
     // Not a way around the token or the Host check for its neighbours, or for other methods on the same path.
-    const sync = await app.inject({ method: 'POST', url: '/v1/sync', headers: { host, authorization: `Bearer ${TOKEN}` } });
+    const sync = await inject(app, { method: 'POST', url: '/v1/sync', headers: { host, authorization: `Bearer ${TOKEN}` } });
     expect(sync.statusCode).toBe(403);
     expect(codeOf(sync.body)).toBe('KS_FOREIGN_HOST');
     for (const [method, url] of [['GET', URL_], ['GET', '/v1/components'], ['POST', '/v1/webhooks/github/'], ['POST', '/v1/webhooks/gitlab']] as const)
-      expect((await app.inject({ method, url, headers: { host } })).statusCode, `${method} ${url}`).toBe(403);
+      expect((await inject(app, { method, url, headers: { host } })).statusCode, `${method} ${url}`).toBe(403);
     // And without the token, the other POSTs are still 401 on a loopback Host.
-    expect((await app.inject({ method: 'POST', url: '/v1/sync' })).statusCode).toBe(401);
+    expect((await inject(app, { method: 'POST', url: '/v1/sync' })).statusCode).toBe(401);
     expect(agent.syncs).toBe(1);
   });
 
@@ -276,10 +277,10 @@ describe('POST /v1/webhooks/github', () => {
     const large = push('refs/heads/main', 'b'.repeat(40), { commits: commits(500) });
     expect(large.length).toBeGreaterThan(64 * 1024);
     expect(large.length).toBeLessThan(GITHUB_WEBHOOK_BODY_LIMIT);
-    expect((await app.inject(delivery('push', large))).statusCode).toBe(202);
+    expect((await inject(app, delivery('push', large))).statusCode).toBe(202);
     const huge = push('refs/heads/main', 'b'.repeat(40), { commits: commits(1100) });
     expect(huge.length).toBeGreaterThan(GITHUB_WEBHOOK_BODY_LIMIT);
-    const r = await app.inject(delivery('push', huge));
+    const r = await inject(app, delivery('push', huge));
     expect(r.statusCode).toBe(413);
     expect(codeOf(r.body)).toBe('KS_BODY_TOO_LARGE');
     expect(agent.syncs).toBe(1);
@@ -289,11 +290,11 @@ describe('POST /v1/webhooks/github', () => {
     const { app } = server();
     tracked(app);
     const auth = { authorization: `Bearer ${TOKEN}` };
-    const form = await app.inject({ method: 'POST', url: '/v1/sync', headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' }, payload: 'a=b' });
+    const form = await inject(app, { method: 'POST', url: '/v1/sync', headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' }, payload: 'a=b' });
     expect(form.statusCode).toBe(415);
-    const big = await app.inject({ method: 'POST', url: '/v1/sync', headers: { ...auth, 'content-type': 'application/json' }, payload: JSON.stringify({ pad: 'x'.repeat(70 * 1024) }) });
+    const big = await inject(app, { method: 'POST', url: '/v1/sync', headers: { ...auth, 'content-type': 'application/json' }, payload: JSON.stringify({ pad: 'x'.repeat(70 * 1024) }) });
     expect(big.statusCode).toBe(413);
     // The webhook itself takes only JSON or GitHub's form encoding.
-    expect((await app.inject(delivery('push', push('refs/heads/main'), { contentType: 'text/plain' }))).statusCode).toBe(415);
+    expect((await inject(app, delivery('push', push('refs/heads/main'), { contentType: 'text/plain' }))).statusCode).toBe(415);
   });
 });

@@ -24,9 +24,8 @@ afterAll(async () => {
 });
 
 function portOf(s: ApiStack): number {
-  const addr = s.server.server.address();
-  if (!addr || typeof addr === 'string') throw new Error('the API is not listening on TCP');
-  return addr.port;
+  if (s.listeners?.port === undefined) throw new Error('the API is not listening on TCP');
+  return s.listeners.port;
 }
 
 describe('apply-dry against the running agent', () => {

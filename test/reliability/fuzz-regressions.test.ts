@@ -22,9 +22,9 @@ import { scratch as zipScratch } from '../../reliability/fuzz/targets/zip-unpack
  *   src/trust/sha256sums.ts: every leading `./` removed, the empty path and control characters KS_SUMS_MALFORMED).
  * - fleet-toml: a last rollout wave whose percent is a table (`percent = {}`) threw TypeError ("Cannot convert object
  *   to primitive value") out of parseFleet while its message was written (fixed in src/core/rollout.ts).
- * - api-request: a path with a malformed %-escape (`/v1/components/%zz`) was refused by fastify's router before our
- *   hooks with fastify's own body (`{"code":"FST_ERR_BAD_URL"}`), not our error shape (fixed in src/api/build-server.ts:
- *   frameworkErrors answers 400 KS_BAD_PATH).
+ * - api-request: a path with a malformed %-escape (`/v1/components/%zz`) was refused by the router (fastify's, then)
+ *   before our hooks with its own body (`{"code":"FST_ERR_BAD_URL"}`), not our error shape (fixed in
+ *   src/api/build-server.ts: a path that does not decode is 400 KS_BAD_PATH).
  * - thin-pack: bytes between the last object and the trailer (a count below the objects sent, or junk) were kept in
  *   the completed pack, which git refuses as "junk at the end" (fixed in src/git/thin-pack.ts: refused).
  */

@@ -10,6 +10,7 @@
 // to the server for anything else.
 import { EventEmitter } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inject } from '../support/http-inject.js';
 import type { AgentEventMap } from '../../src/agent/agent.js';
 import type { ApiAgent } from '../../src/api/api-deps.js';
 import { buildServer } from '../../src/api/build-server.js';
@@ -43,7 +44,7 @@ async function deliver(ref: string, event: string, payload: Payload, o: { signat
   const app = buildServer({ agent, token: 'f'.repeat(64), webhook: { secret: SECRET, ref } });
   try {
     const d = delivery(event, payload, { secret: SECRET, ...o });
-    const r = await app.inject({ method: 'POST', url: '/v1/webhooks/github', headers: d.headers, payload: d.body });
+    const r = await inject(app, { method: 'POST', url: '/v1/webhooks/github', headers: d.headers, payload: d.body });
     return { status: r.statusCode, json: r.json<Record<string, unknown>>(), syncs: agent.syncs };
   } finally {
     await app.close();

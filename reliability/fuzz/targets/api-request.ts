@@ -1,15 +1,14 @@
 // The agent's HTTP API (src/api/: build-server.ts, request-guard.ts, routes/, query-params.ts, component-target.ts):
 // request lines, path segments, query strings, headers and JSON bodies from whoever can reach the port. The real
-// server from buildServer on a stand-in agent, through fastify's inject; the bearer token is added unless the input
+// server from buildServer on a stand-in agent, over real HTTP on loopback; the bearer token is added unless the input
 // sets an Authorization header itself.
 import fc from 'fast-check';
-import type { FastifyInstance } from 'fastify';
-import { buildServer } from '../../../src/api/build-server.js';
+import { buildServer, type ApiServer } from '../../../src/api/build-server.js';
 import { text, type FuzzTarget } from '../fuzz-target.js';
 import { checkResponse, decodeRequest, inject, standInAgent } from '../http-request.js';
 
 const TOKEN = 'f'.repeat(64);
-let server: FastifyInstance | undefined;
+let server: ApiServer | undefined;
 
 const path = fc.constantFrom('/v1/components', '/v1/components/web', '/v1/components/web:restart', '/v1/components/app/web:stop', '/v1/components/a:b:c', '/v1/revision', '/v1/history', '/v1/sync', '/v1/apply', '/v1/resume', '/v1/policy', '/healthz', '/metrics', '/v1/webhooks/github', '/v1/components/%2e%2e', '/v1//components', '/v1/components/' + 'x'.repeat(200));
 const query = fc.array(fc.tuple(fc.constantFrom('dry', 'wait', 'timeout', 'limit', 'x', 'wait', '__proto__', 'constructor'), fc.constantFrom('true', 'false', 'none', 'health', 'started', 'converged', 'done', '90s', '0s', '2h', '-1s', '10', '99999999999999999', '', '%00', '%ZZ')), { maxLength: 3 });
@@ -29,7 +28,6 @@ export const apiRequest: FuzzTarget = {
   structured: request,
   async setup() {
     server = buildServer({ agent: standInAgent(), token: TOKEN });
-    await server.ready();
   },
   async teardown() {
     await server?.close();

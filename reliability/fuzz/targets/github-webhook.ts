@@ -3,14 +3,13 @@
 // signs each body with the shared secret (so that the payload parser is reached) unless the input brings its own
 // X-Hub-Signature-256, and checks the pure parser and the route alike.
 import fc from 'fast-check';
-import type { FastifyInstance } from 'fastify';
-import { buildServer } from '../../../src/api/build-server.js';
+import { buildServer, type ApiServer } from '../../../src/api/build-server.js';
 import { checkGithubSignature, githubSignature, githubWebhookAction } from '../../../src/api/github-webhook.js';
 import { holds, text, type FuzzTarget } from '../fuzz-target.js';
 import { checkResponse, decodeRequest, inject, standInAgent } from '../http-request.js';
 
 const SECRET = 'webhook-secret-for-fuzzing';
-let server: FastifyInstance | undefined;
+let server: ApiServer | undefined;
 
 /** Deliveries of push-like payloads: every event, ref shapes, `after` of any type, JSON or form-encoded, signed or not. */
 const structured = fc
@@ -36,7 +35,6 @@ export const githubWebhook: FuzzTarget = {
   structured,
   async setup() {
     server = buildServer({ agent: standInAgent(), token: 'f'.repeat(64), webhook: { secret: SECRET, ref: 'main' } });
-    await server.ready();
   },
   async teardown() {
     await server?.close();

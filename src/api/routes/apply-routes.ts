@@ -2,7 +2,7 @@
 // (verified with the device's keyring, whatever the sender checked), and its progress streamed back as NDJSON lines
 // until the device converged or the apply ended otherwise. POST /v1/resume ends a suspension of the Git sync.
 import { PassThrough } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
+import type { ApiRouter } from '../api-router.js';
 import * as v from 'valibot';
 import { check, maxLength, minLength, record, safeParse, strictObject } from '../../core/valid.js';
 import type { AgentEventMap } from '../../agent/agent.js';
@@ -54,10 +54,10 @@ export type ApplyProgress =
       components: Array<{ name: string; state: string; pid: number | null; containerId?: string; reason: string | null }>;
     };
 
-export function registerApplyRoutes(server: FastifyInstance, ctx: ApiContext): void {
+export function registerApplyRoutes(server: ApiRouter, ctx: ApiContext): void {
   const { agent } = ctx;
 
-  server.post('/v1/apply', { bodyLimit: APPLY_BODY_LIMIT }, async (request, reply) => {
+  server.post('/v1/apply', { limit: APPLY_BODY_LIMIT }, async (request, reply) => {
     const q = strictQuery(request.query, ['wait']);
     const wait = q.wait ?? 'converged';
     if (wait !== 'converged' && wait !== 'none') throw new ApiError(400, 'KS_BAD_QUERY', `wait must be converged or none, not ${JSON.stringify(wait)}`);

@@ -1,6 +1,7 @@
 // POST /v1/components/{name}:restart|:stop|:start (SPEC §10). The engine does the work, one operation at a time; these
 // handlers only check the request, hand the operation over, and wait for it as the caller asked.
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { ApiReply } from '../api-reply.js';
+import type { ApiRouter } from '../api-router.js';
 import type { OperatorResult } from '../../agent/engine.js';
 import type { RestartOrders } from '../../core/restart-cascade.js';
 import { ApiError } from '../api-error.js';
@@ -35,7 +36,7 @@ function fromEngineError(e: unknown): never {
   throw e;
 }
 
-export function registerComponentActions(server: FastifyInstance, ctx: ApiContext): void {
+export function registerComponentActions(server: ApiRouter, ctx: ApiContext): void {
   const { engine, store } = ctx.agent;
 
   /** Waits for an operation as the caller asked (for it, or for its new instances, or until the timeout). */
@@ -102,7 +103,7 @@ export function registerComponentActions(server: FastifyInstance, ctx: ApiContex
   const detached = (op: Promise<unknown>, name: string, action: string) =>
     void op.catch((e: Error) => ctx.log?.error({ component: name, action, err: e }, 'operator action failed'));
 
-  async function restart(name: string, query: unknown, reply: FastifyReply) {
+  async function restart(name: string, query: unknown, reply: ApiReply) {
     const q = strictQuery(query, ['dry', 'wait', 'timeout']);
     const dry = parseBool('dry', q.dry, false);
     const wait = parseWait(q.wait);
@@ -142,7 +143,7 @@ export function registerComponentActions(server: FastifyInstance, ctx: ApiContex
     return { component: name, stopOrder, stoppedDependents: stopOrder.filter((n) => !units.includes(n)), held: true };
   }
 
-  async function start(name: string, query: unknown, reply: FastifyReply) {
+  async function start(name: string, query: unknown, reply: ApiReply) {
     const q = strictQuery(query, ['dry', 'wait', 'timeout']);
     const dry = parseBool('dry', q.dry, false);
     const wait: WaitFor = parseWait(q.wait);
@@ -165,7 +166,7 @@ export function registerComponentActions(server: FastifyInstance, ctx: ApiContex
     return { component: name, ...instanceFields(name), ...membersOf(name, units), started, wait, timeout: timeout.text };
   }
 
-  server.post<{ Params: { '*': string } }>('/v1/components/*', async (request, reply) => {
+  server.post('/v1/components/*', async (request, reply) => {
     const { name, action } = parseComponentTarget(request.params['*']);
     if (!action) throw new ApiError(404, 'KS_NOT_FOUND', `POST /v1/components/${name} needs an action: :restart, :stop or :start`);
     requireEmptyBody(request.body);

@@ -1,5 +1,5 @@
 // GET /v1/components and GET /v1/components/{name}: what runs, from the store (reads never wait for the writer).
-import type { FastifyInstance } from 'fastify';
+import type { ApiRouter } from '../api-router.js';
 import type { ComponentRecord } from '../../store/state-store.js';
 import { ApiError } from '../api-error.js';
 import type { ApiContext } from '../api-context.js';
@@ -30,7 +30,7 @@ function sameList(memo: ListMemo, records: readonly ComponentRecord[], desired: 
   return true;
 }
 
-export function registerComponentRoutes(server: FastifyInstance, ctx: ApiContext): void {
+export function registerComponentRoutes(server: ApiRouter, ctx: ApiContext): void {
   let memo: ListMemo | undefined;
   server.get('/v1/components', async (request, reply) => {
     strictQuery(request.query, []);
@@ -45,7 +45,7 @@ export function registerComponentRoutes(server: FastifyInstance, ctx: ApiContext
     return reply.type('application/json; charset=utf-8').send(memo.body);
   });
 
-  server.get<{ Params: { '*': string } }>('/v1/components/*', async (request): Promise<ComponentView | GroupView> => {
+  server.get('/v1/components/*', async (request): Promise<ComponentView | GroupView> => {
     strictQuery(request.query, []);
     const { name, action } = parseComponentTarget(request.params['*']);
     if (action) throw new ApiError(404, 'KS_NOT_FOUND', `:${action} is an action: POST it`);

@@ -1,6 +1,6 @@
 // GET /v1/events: what happens on the device as it happens, as Server-Sent Events (SPEC §10): component states, apply
 // progress, rollout holds, image pulls. The dashboard's live view and any script (`curl -N`) read the same stream.
-import type { FastifyInstance } from 'fastify';
+import type { ApiRouter } from '../api-router.js';
 import type { AgentEventMap } from '../../agent/agent.js';
 import type { ApiContext } from '../api-context.js';
 import { openEventStream, StreamSlots, type EventStream } from '../event-stream.js';
@@ -12,7 +12,7 @@ export const STREAMED_EVENTS = ['state', 'started', 'restart', 'applying', 'revi
 /** A few browser tabs and scripts; each stream is a connection the agent holds open. */
 export const MAX_EVENT_STREAMS = 16;
 
-export function registerEventRoutes(server: FastifyInstance, ctx: ApiContext): void {
+export function registerEventRoutes(server: ApiRouter, ctx: ApiContext): void {
   const slots = new StreamSlots(MAX_EVENT_STREAMS);
   // One listener per event type for all streams, attached while any stream is open (as OperatorWaits does).
   const streams = new Set<EventStream>();

@@ -1,6 +1,6 @@
 // GET /v1/graph: the applied revision's dependency graph as the agent runs it (SPEC §4): the layers it starts in, one
 // edge per dependency (`from` depends on `to`, hard or ordering) and the groups that run as one plan component.
-import type { FastifyInstance } from 'fastify';
+import type { ApiRouter } from '../api-router.js';
 import { ApiError } from '../api-error.js';
 import type { ApiContext } from '../api-context.js';
 import { strictQuery } from '../query-params.js';
@@ -11,7 +11,7 @@ export type { GraphView };
 /** Built once per desired state: it changes only when a revision is applied. */
 const views = new WeakMap<object, GraphView>();
 
-export function registerGraphRoutes(server: FastifyInstance, ctx: ApiContext): void {
+export function registerGraphRoutes(server: ApiRouter, ctx: ApiContext): void {
   server.get('/v1/graph', async (request) => {
     strictQuery(request.query, []);
     const desired = ctx.agent.engine.desired;

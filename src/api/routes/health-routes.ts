@@ -1,7 +1,7 @@
 // GET /healthz: the agent's own liveness. Cheap on purpose (no store query): a supervisor may probe it every second.
-import type { FastifyInstance } from 'fastify';
+import type { ApiRouter } from '../api-router.js';
 import type { ApiContext } from '../api-context.js';
 
-export function registerHealthRoutes(server: FastifyInstance, ctx: ApiContext): void {
+export function registerHealthRoutes(server: ApiRouter, ctx: ApiContext): void {
   server.get('/healthz', async () => ({ status: 'ok', uptimeSeconds: Math.round((ctx.now() - ctx.startedAt) / 1000) }));
 }

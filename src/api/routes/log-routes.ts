@@ -1,7 +1,7 @@
 // GET /v1/logs/{name}?lines=200&stderr=false&follow=false: a component's output as `keystonectl logs` reads it, through
 // the agent (a dashboard on a tunnel has no shell on the device). With follow=true, Server-Sent Events: one `line` per
 // line, the last `lines` first, then each new one, across rotations.
-import type { FastifyInstance } from 'fastify';
+import type { ApiRouter } from '../api-router.js';
 import { join } from 'node:path';
 import { OperationError } from '../../core/errors.js';
 import { STDERR_LOG, STDOUT_LOG } from '../../runtime/log-files.js';
@@ -20,9 +20,9 @@ const FOLLOW_POLL_MS = 500;
 
 const unreadable = (e: unknown) => (e instanceof OperationError && e.code === 'KS_LOG_UNREADABLE' ? new ApiError(500, 'KS_LOG_UNREADABLE', e.message) : e);
 
-export function registerLogRoutes(server: FastifyInstance, ctx: ApiContext): void {
+export function registerLogRoutes(server: ApiRouter, ctx: ApiContext): void {
   const slots = new StreamSlots(MAX_LOG_STREAMS);
-  server.get<{ Params: { '*': string } }>('/v1/logs/*', async (request, reply) => {
+  server.get('/v1/logs/*', async (request, reply) => {
     const q = strictQuery(request.query, ['lines', 'stderr', 'follow']);
     const { name, action } = parseComponentTarget(request.params['*']);
     if (action) throw new ApiError(400, 'KS_BAD_NAME', `${JSON.stringify(request.params['*'])} is not a component name`);

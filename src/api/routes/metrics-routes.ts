@@ -1,10 +1,7 @@
 // GET /metrics: Prometheus text format.
-import type { FastifyInstance } from 'fastify';
 import type { ApiMetrics } from '../api-metrics.js';
+import type { ApiRouter } from '../api-router.js';
 
-export function registerMetricsRoutes(server: FastifyInstance, metrics: ApiMetrics): void {
-  server.get('/metrics', async (_request, reply) => {
-    const text = await metrics.registry.metrics();
-    return reply.type(metrics.registry.contentType).send(text);
-  });
+export function registerMetricsRoutes(server: ApiRouter, metrics: ApiMetrics): void {
+  server.get('/metrics', async (_request, reply) => reply.type(metrics.contentType).send(metrics.text()));
 }

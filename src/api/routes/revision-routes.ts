@@ -1,5 +1,5 @@
 // GET /v1/revision and GET /v1/history: what the device applied, newest first, paged by id.
-import type { FastifyInstance } from 'fastify';
+import type { ApiRouter } from '../api-router.js';
 import { DEFAULT_DEVICE_POLICY, devicePolicyView } from '../../core/device-policy.js';
 import type { HistoryEntry } from '../../store/state-store.js';
 import { agentView } from '../agent-view.js';
@@ -68,7 +68,7 @@ function syncView(ctx: ApiContext) {
   };
 }
 
-export function registerRevisionRoutes(server: FastifyInstance, ctx: ApiContext): void {
+export function registerRevisionRoutes(server: ApiRouter, ctx: ApiContext): void {
   server.get('/v1/revision', async (request) => {
     strictQuery(request.query, []);
     const r = ctx.agent.store.appliedRevision();

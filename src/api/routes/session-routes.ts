@@ -1,6 +1,6 @@
 // POST /v1/session (the token for a session cookie), GET /v1/session (is this browser signed in), DELETE /v1/session
 // (sign out): the dashboard's access (SPEC §10). The token is checked here, in the body, never kept by the browser.
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ApiRouter, ApiRequest } from '../api-router.js';
 import { ApiError } from '../api-error.js';
 import type { ApiContext } from '../api-context.js';
 import { sameSecret } from '../bearer-token.js';
@@ -8,11 +8,11 @@ import { clearedCookies, sessionCookies, type DashboardSessions } from '../dashb
 import { dashboardSessionIdOf, dashboardSessionOf, SESSION_PATH, sourceOf } from '../request-guard.js';
 import { strictQuery } from '../query-params.js';
 
-/** Secure cookies when the page came over https (a TLS proxy in front of the agent says so in X-Forwarded-Proto). */
-const overHttps = (request: FastifyRequest) => request.protocol === 'https' || request.headers['x-forwarded-proto'] === 'https';
+/** Secure cookies when the page came over https: the agent serves plain http, so a TLS proxy in front of it says so in X-Forwarded-Proto. */
+const overHttps = (request: ApiRequest) => request.headers['x-forwarded-proto'] === 'https';
 
-export function registerSessionRoutes(server: FastifyInstance, ctx: ApiContext, sessions: DashboardSessions, token: string): void {
-  server.post<{ Body: unknown }>(SESSION_PATH, async (request, reply) => {
+export function registerSessionRoutes(server: ApiRouter, ctx: ApiContext, sessions: DashboardSessions, token: string): void {
+  server.post(SESSION_PATH, async (request, reply) => {
     strictQuery(request.query, []);
     const body = request.body;
     const sent = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>).token : undefined;

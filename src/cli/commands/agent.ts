@@ -155,7 +155,7 @@ async function startApi(
   // Where the token is, never what it is.
   log.info({ path: token.path }, token.created ? 'created the API token' : 'using the existing API token');
   if (token.readableByOthers) log.warn({ path: token.path, code: 'KS_SECRET_FILE_UNSAFE', fix: `chmod 600 ${token.path}` }, 'the API token file is readable by other users: chmod 600 it');
-  // The HTTP server (fastify, prom-client) is loaded only when the API listens somewhere.
+  // The HTTP server and its metrics are loaded only when the API listens somewhere.
   const [{ buildServer }, { listenApi }] = await Promise.all([import('../../api/build-server.js'), import('../../api/listen-api.js')]);
   const server = buildServer({
     agent,
