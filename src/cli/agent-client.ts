@@ -1,19 +1,14 @@
 // The agent's HTTP API (SPEC §10) as keystonectl sees it: a small client (over node:http, agent-http.ts), the shared
 // flags, and one place that turns the API's error bodies into the exit codes of SPEC §9.
-import { readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
 import { formatDuration, parseDuration } from '../core/duration.js';
 import { isComponentName } from '../core/component-name.js';
 import { OperationError } from '../core/errors.js';
 import { agentRequest, type AgentResponse } from './agent-http.js';
-import { API_TOKEN_FILE } from '../state-dir/layout.js';
-import { CHECKOUT_STATE_DIR, checkoutStateDir, isLoopbackHost } from './checkout-state-dir.js';
+import { agentUrl, resolveToken, type AgentArgs, type TokenSource } from './agent-token.js';
+import { CHECKOUT_STATE_DIR } from './checkout-state-dir.js';
+import { progressOf, renderProgress } from './component-progress.js';
 import { EXIT, UsageError, type CliIo } from './io.js';
 
-export const DEFAULT_AGENT_URL = 'http://127.0.0.1:8080';
-export const DEFAULT_STATE_DIR = '/var/lib/keystone';
-/** The bearer token the agent writes at first start (mode 0600). */
-export const TOKEN_FILE = API_TOKEN_FILE;
 /** A read that takes longer than this means the agent is stuck, not slow. */
 export const READ_TIMEOUT_MS = 10_000;
 
@@ -25,12 +20,6 @@ export const AGENT_OPTIONS = {
 } as const;
 
 export const AGENT_USAGE = '[--agent URL] [--token TOKEN] [--state-dir DIR]';
-
-export interface AgentArgs {
-  agent?: string | undefined;
-  token?: string | undefined;
-  'state-dir'?: string | undefined;
-}
 
 /** Nothing answered at the URL (refused, no route, timed out): exit code 1. */
 export class AgentUnreachableError extends OperationError {}
@@ -56,31 +45,6 @@ export interface RequestOptions {
   timeoutMs?: number;
 }
 
-/**
- * The state directory the agent and keystonectl share: --state-dir when given; else the device's (/var/lib/keystone)
- * when its token is readable, else `./.state` when it is the one an agent of this user's made (the agent `npm start`
- * runs, seen from its checkout: checkout-state-dir.ts), else the device's.
- */
-export function stateDirOf(args: AgentArgs, io: CliIo): string {
-  if (args['state-dir'] !== undefined) return resolve(io.cwd, args['state-dir']);
-  return stateDirCandidates(io, true).find((c) => !('why' in c) && 'token' in readTokenFile(join(c.dir, TOKEN_FILE)))?.dir ?? DEFAULT_STATE_DIR;
-}
-
-/** Where a token is looked for without --state-dir, in order; the checkout's only for an agent on this machine. */
-function stateDirCandidates(io: CliIo, local: boolean): ({ dir: string } | { dir: string; why: string })[] {
-  return local ? [{ dir: DEFAULT_STATE_DIR }, checkoutStateDir(io.cwd, TOKEN_FILE)] : [{ dir: DEFAULT_STATE_DIR }];
-}
-
-/** The token in `file`, or why there is none (`ENOENT`, `EACCES`, `empty`). */
-function readTokenFile(file: string): { token: string } | { why: string } {
-  try {
-    const token = readFileSync(file, 'utf8').trim();
-    return token ? { token } : { why: 'empty' };
-  } catch (e) {
-    return { why: (e as NodeJS.ErrnoException).code ?? (e as Error).message };
-  }
-}
-
 /** A component name from the command line: the plan's rule, checked before it goes into a URL or a path. */
 export function componentArg(positionals: string[], command: string): string {
   if (positionals.length !== 1) throw new UsageError(`${command} takes exactly one component NAME`);
@@ -90,56 +54,6 @@ export function componentArg(positionals: string[], command: string): string {
   if (!isComponentName(first ?? '')) throw new UsageError(`"${first}" is not a valid component name`);
   if (members.some((m) => !/^[a-z0-9][a-z0-9_-]{0,62}$/i.test(m))) throw new UsageError(`"${name}" is not a valid member name: COMPONENT/MEMBER, each letters, digits, "_" and "-"`);
   return name;
-}
-
-/**
- * Where the token comes from, in order: --token, KEYSTONE_TOKEN, then `<state-dir>/api-token` when readable (without
- * --state-dir: /var/lib/keystone's, else `./.state`'s, as stateDirOf() picks).
- */
-export interface TokenSource {
-  token?: string;
-  /** The file the token was read from. */
-  file?: string;
-  /** Why there is none, for the message when the agent asks for one: every file looked in, and why it gave nothing. */
-  missing?: string;
-  /** No --state-dir was given: the message then names it, the way to the token of an agent with another state directory. */
-  searched?: boolean;
-}
-
-export function resolveToken(args: AgentArgs, io: CliIo): TokenSource {
-  if (args.token) return { token: args.token };
-  const env = io.env.KEYSTONE_TOKEN;
-  if (env) return { token: env };
-  if (args['state-dir'] !== undefined) {
-    const file = join(stateDirOf(args, io), TOKEN_FILE);
-    const read = readTokenFile(file);
-    if ('token' in read) return { token: read.token, file };
-    return { missing: read.why === 'empty' ? `${file} is empty` : `${file} is not readable (${read.why})` };
-  }
-  const looked: string[] = [];
-  for (const candidate of stateDirCandidates(io, isLoopbackHost(agentUrl(args.agent).hostname))) {
-    const file = join(candidate.dir, TOKEN_FILE);
-    if ('why' in candidate) {
-      looked.push(`${file} (${candidate.why})`);
-      continue;
-    }
-    const read = readTokenFile(file);
-    if ('token' in read) return { token: read.token, file };
-    looked.push(`${file} (${read.why})`);
-  }
-  return { missing: `looked in ${looked.join(' and ')}`, searched: true };
-}
-
-function agentUrl(text: string | undefined): URL {
-  const raw = text ?? DEFAULT_AGENT_URL;
-  let url: URL;
-  try {
-    url = new URL(raw.includes('://') ? raw : `http://${raw}`);
-  } catch {
-    throw new UsageError(`--agent must be a URL such as ${DEFAULT_AGENT_URL}, not "${raw}"`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--agent must be an http or https URL, not "${raw}"`);
-  return url;
 }
 
 export class AgentClient {
@@ -296,50 +210,6 @@ export function agentClient(args: AgentArgs, io: CliIo): AgentClient {
 /** `{"error":{…}}` of an API error, for `--json` output. */
 export function errorBody(e: AgentApiError): unknown {
   return typeof e.body === 'object' && e.body !== null ? e.body : { error: { code: e.code, message: e.message } };
-}
-
-type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** One component as an action's error reports it (the 504 of a wait that ran out, a 502 of a failed restart). */
-export interface ComponentProgress {
-  name: string;
-  state: string;
-  pid?: number | string;
-  reason?: string;
-}
-
-/**
- * The state of each component an error body carries: `components` beside `error` (or inside it), as a list of
- * `{name, state, pid, reason}` or a map of name → state.
- */
-export function progressOf(body: unknown): ComponentProgress[] {
-  const root = isObject(body) ? body : {};
-  const err = isObject(root.error) ? root.error : {};
-  const found = root.components ?? err.components ?? root.states ?? err.states;
-  const one = (name: string, v: unknown): ComponentProgress => {
-    if (typeof v === 'string') return { name, state: v };
-    const o = isObject(v) ? v : {};
-    const id = typeof o.pid === 'number' ? o.pid : typeof o.containerId === 'string' ? o.containerId.slice(0, 12) : undefined;
-    return { name, state: typeof o.state === 'string' ? o.state : '?', ...(id !== undefined && { pid: id }), ...(typeof o.reason === 'string' && { reason: o.reason }) };
-  };
-  if (Array.isArray(found)) return found.filter(isObject).map((o) => one(String(o.name ?? '?'), o));
-  if (isObject(found)) return Object.entries(found).map(([n, v]) => one(n, v));
-  return [];
-}
-
-/** `  api  unhealthy  pid 41088  (probe …: 503)`, one line per component. */
-export function renderProgress(rows: ComponentProgress[]): string {
-  if (rows.length === 0) return '';
-  const nameW = Math.max(...rows.map((r) => r.name.length));
-  const stateW = Math.max(...rows.map((r) => r.state.length));
-  const id = (r: ComponentProgress) => (r.pid === undefined ? '' : typeof r.pid === 'number' ? `pid ${r.pid}` : r.pid);
-  const idW = Math.max(...rows.map((r) => id(r).length));
-  const line = (r: ComponentProgress) => {
-    const cells = [r.name.padEnd(nameW), r.state.padEnd(stateW), ...(idW > 0 ? [id(r).padEnd(idW)] : []), r.reason ? `(${r.reason})` : ''];
-    return `  ${cells.join('  ')}`.trimEnd();
-  };
-  return rows.map(line).join('\n') + '\n';
 }
 
 /**

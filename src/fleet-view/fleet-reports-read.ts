@@ -28,7 +28,7 @@ import { locateGitRepository, resolveCommit } from '../source/git-tree-reader.js
 import { statusContext } from '../report/commit-status.js';
 import { DEVICE_NOTES_PREFIX, deviceOfNotesRef, LEGACY_NOTES_REF } from '../report/device-notes-ref.js';
 import { ROLLOUT_REFSPEC } from './fleet-rollout-read.js';
-import type { Ancestry, DeviceReport, DeviceReports } from './fleet-view.js';
+import type { Ancestry, DeviceReport, DeviceReports } from './fleet-view-input.js';
 import { CERTIFICATE_ENTRY } from '../report/note-commit.js';
 import { noteAt, resolveRefIfAny } from '../report/notes-tree.js';
 import { isCommitId } from '../git/commit-id.js';

@@ -10,7 +10,7 @@
 import { formatDuration } from '../core/duration.js';
 import { waveCounts, waveHalted, type RolloutReport, type WaveCount } from '../core/rollout-gate.js';
 import type { Rollout, Wave } from '../core/rollout.js';
-import type { DeviceReports } from './fleet-view.js';
+import type { DeviceReports } from './fleet-view-input.js';
 
 /**
  * - done: the wave has the successes the next wave needs, baked (the last wave: every device known in it succeeded;

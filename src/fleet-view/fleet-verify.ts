@@ -13,7 +13,7 @@ import { vouched } from '../identity/vouched-wave.js';
 import type { Rollout } from '../core/rollout.js';
 import { IdentityError } from '../identity/identity-error.js';
 import type { PublicKey } from '../trust/minisign.js';
-import type { DeviceReport, DeviceReports } from './fleet-view.js';
+import type { DeviceReport, DeviceReports } from './fleet-view-input.js';
 import type { RolloutRef } from '../report/rollout-refs.js';
 
 /** How a certificate found only in a device's notes is named: the gates never read those. */

@@ -12,48 +12,16 @@ import { join } from 'node:path';
 import git from 'isomorphic-git';
 import { OperationError } from '../core/errors.js';
 import { discoveryHttp } from './discovery-http.js';
-import { oneRefAdvertisedHttp } from './fetch-advertisement.js';
-import { headCompletingHttp } from './git-head-advertisement.js';
-import { budgetedHttpClient, TransferBudget } from './git-http-client.js';
-import { GitServerBusyError, LS_REFS_DEFAULTS, lsRefsV2, NETWORK_ERRNOS, type RefEntry } from './git-ls-refs.js';
+import { GitServerBusyError, LS_REFS_DEFAULTS, lsRefsV2, type RefEntry } from './git-ls-refs.js';
+import type { GitRemoteCacheOptions } from './git-remote-cache-options.js';
 import { shortBranchRef } from './git-repo-location.js';
-import { PACK_INFLATION_LIMITS, type PackInflationLimits } from './pack-inflation.js';
+import { TRANSFER_CODES, transfer, type TransferTotals } from './git-transfer.js';
+import { PACK_INFLATION_LIMITS } from './pack-inflation.js';
 import { PRIVATE_FS as fs } from '../state-dir/private-fs.js';
 import { storeBases, thinPackHttp } from './thin-pack-http.js';
 
-export interface GitRemoteCacheOptions {
-  /** The remote, without credentials. */
-  url: string;
-  /** The full branch ref followed, `refs/heads/main`. */
-  branchRef: string;
-  /** The directory holding every remote's cache (`<state-dir>/git`); this remote uses a subdirectory of it. */
-  cacheDir: string;
-  /** The Authorization header, when the remote needs a token. */
-  headers: Record<string, string>;
-  maxFetchBytes: number;
-  fetchTimeoutMs: number;
-  /** A fetch into a cache holding this many packs or more goes to a fresh generation instead. */
-  maxPacks: number;
-  /** Likewise for the total size of the cache's packs. */
-  maxCacheBytes: number;
-  /** Removes secrets from a message. */
-  redact: (text: string) => string;
-  /** What one fetched pack may inflate to (tests lower it). Default PACK_INFLATION_LIMITS. */
-  inflation?: PackInflationLimits;
-}
-
-/** What every remote operation has moved so far (for the benchmark and the status page). */
-export interface TransferTotals {
-  requests: number;
-  bytesSent: number;
-  bytesReceived: number;
-}
-
 /** Looks after which a server that refused the ls-refs POST alone is asked that way again. */
 const DIRECT_RETRY_LOOKS = 100;
-
-/** The failures of the transfer itself: the cache is not to blame for them. */
-const TRANSFER_CODES = new Set(['KS_GIT_SERVER_BUSY', 'KS_GIT_TIMEOUT', 'KS_GIT_FETCH_TOO_LARGE', 'KS_GIT_PACK_TOO_LARGE', 'KS_GIT_UNREACHABLE', 'KS_GIT_AUTH_FAILED', 'KS_GIT_HTTP_ERROR', 'KS_GIT_REPO_NOT_FOUND']);
 
 // Defined beside lsRefsV2, which raises it too; importers of this module keep finding it here.
 export { GitServerBusyError };
@@ -98,7 +66,9 @@ export class GitRemoteCache {
     if (direct) {
       try {
         const what = 'looking up the branch';
-        const listed = await this.transfer(
+        const listed = await transfer(
+          this.opts,
+          this.totals,
           what,
           (_http, budget) => lsRefsV2({ url: this.opts.url, prefixes: [this.opts.branchRef], exact: this.opts.branchRef, headers: this.opts.headers, budget, what }),
           undefined,
@@ -111,7 +81,7 @@ export class GitRemoteCache {
     }
     if (!refs) {
       let v2 = false;
-      refs = await this.transfer('looking up the branch', (http, budget) =>
+      refs = await transfer(this.opts, this.totals, 'looking up the branch', (http, budget) =>
         git.listServerRefs({
           http: discoveryHttp(http, { onPost: () => (v2 = true), budget, maxBytes: this.listingCap, what: `looking up the branch from ${this.opts.url}`, exact: this.opts.branchRef, url: this.opts.url }),
           url: this.opts.url,
@@ -290,7 +260,9 @@ export class GitRemoteCache {
   }
 
   private async fetchInto(gitdir: string, depth: { depth: number; relative?: boolean }): Promise<string> {
-    const res = await this.transfer(
+    const res = await transfer(
+      this.opts,
+      this.totals,
       'fetching',
       (http) =>
       git.fetch({
@@ -311,57 +283,5 @@ export class GitRemoteCache {
     );
     if (!res.fetchHead) throw new OperationError('KS_GIT_REF_NOT_FOUND', `${this.opts.url} has no branch ${shortBranchRef(this.opts.branchRef)}`);
     return res.fetchHead;
-  }
-
-  /**
-   * Runs one remote operation under a fresh budget and turns whatever fails into a coded, redacted error. `headFor`:
-   * a fetch of that ref, whose advertisement may need a HEAD (git-head-advertisement.ts). `maxBytes`: its cap, if
-   * not the fetch's.
-   */
-  private async transfer<T>(
-    what: string,
-    op: (http: ReturnType<typeof budgetedHttpClient>, budget: TransferBudget) => Promise<T>,
-    headFor?: string,
-    maxBytes = this.opts.maxFetchBytes,
-  ): Promise<T> {
-    const budget = new TransferBudget(maxBytes, this.opts.fetchTimeoutMs, `${what} from ${this.opts.url}`);
-    try {
-      const http = budgetedHttpClient(budget, this.opts.headers);
-      // A fetch of one ref reads its advertisement only as far as that ref (fetch-advertisement.ts), then completes it.
-      return await budget.run(() => op(headFor === undefined ? http : headCompletingHttp(oneRefAdvertisedHttp(http, headFor), headFor), budget));
-    } catch (e) {
-      const err = e as Error & { code?: string; data?: { statusCode?: number } };
-      if (budget.busy && err.code === 'HttpError' && err.data?.statusCode === budget.busy.status)
-        throw new GitServerBusyError(budget.busy.status, budget.busy.retryAfter, `${this.opts.url} answered HTTP ${budget.busy.status} (${budget.busy.status === 429 ? 'too many requests' : 'unavailable'}) while ${what}`);
-      throw this.classify(err, what);
-    } finally {
-      this.totals.requests += budget.requests;
-      this.totals.bytesSent += budget.sent;
-      this.totals.bytesReceived += budget.received;
-    }
-  }
-
-  private classify(e: Error & { code?: string; data?: { statusCode?: number }; cause?: unknown }, what: string): OperationError {
-    const r = this.opts.redact;
-    const url = this.opts.url;
-    // lsRefsV2's errors come coded; a busy server's keeps its Retry-After.
-    if (e instanceof GitServerBusyError) return new GitServerBusyError(e.status, e.retryAfter, r(e.message));
-    if (e instanceof OperationError) return new OperationError(e.code, r(e.message));
-    if (e.code === 'HttpError') {
-      const status = e.data?.statusCode ?? 0;
-      if (status === 401 || status === 403)
-        return new OperationError(
-          'KS_GIT_AUTH_FAILED',
-          this.opts.headers.authorization
-            ? `${url} refused the token (HTTP ${status}): check that it is current and may read the repository`
-            : `${url} needs credentials (HTTP ${status}): give a token`,
-        );
-      if (status === 404) return new OperationError('KS_GIT_REPO_NOT_FOUND', `${url} answered HTTP 404: no such repository`);
-      return new OperationError('KS_GIT_HTTP_ERROR', r(`${what} from ${url} failed: ${e.message}`));
-    }
-    const errno = e.code ?? (e.cause as { code?: string } | undefined)?.code;
-    if (errno && NETWORK_ERRNOS.has(errno)) return new OperationError('KS_GIT_UNREACHABLE', `cannot reach ${url} (${errno})`);
-    if (e.code === 'RemoteCapabilityError') return new OperationError('KS_GIT_SERVER_UNSUPPORTED', r(`${url}: ${e.message}`));
-    return new OperationError('KS_GIT_FETCH_FAILED', r(`${what} from ${url} failed: ${e.message}`));
   }
 }

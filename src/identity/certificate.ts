@@ -44,6 +44,7 @@ import { parseTomlDocument } from '../core/toml-document.js';
 import { formatSignature, keyIdHex, parsePublicKey, parseSignatures, sign, signedTimestamp, verifySignature, type PublicKey, type SecretKey, type Signature } from '../trust/minisign.js';
 import { TrustError } from '../trust/trust-error.js';
 import { ageRecipientProblem } from './age-recipient-syntax.js';
+import { reportKeyProblem } from './report-key.js';
 import { IdentityError } from './identity-error.js';
 
 export interface DeviceCertificate {
@@ -80,22 +81,8 @@ export function certificatePath(device: string): string | undefined {
   return CERT_FILE_NAME.test(device) && device !== '.' && device !== '..' && !deviceNameProblem(device) ? `${CERTIFICATE_DIR}/${device}.cert` : undefined;
 }
 
-/** The base64 line of a minisign public key, as a certificate and `keystone identity` spell a report key. */
-export function reportKeyLine(key: PublicKey): string {
-  return Buffer.concat([Buffer.from('Ed', 'latin1'), key.keyId, key.publicKey]).toString('base64');
-}
-
-/** Why `text` is not a report key as a certificate spells it (one base64 line of a strong minisign key), or undefined. */
-export function reportKeyProblem(text: string): string | undefined {
-  if (!/^[A-Za-z0-9+/]{56}$/.test(text)) return `${JSON.stringify(text.length > 80 ? text.slice(0, 80) + '…' : text)} is not a minisign public key's base64 line (RW…, 56 characters)`;
-  try {
-    parsePublicKey(text);
-    return undefined;
-  } catch (e) {
-    if (e instanceof TrustError) return `not a usable minisign public key: ${e.message}`;
-    throw e;
-  }
-}
+// reportKeyLine has many importers that know it from here.
+export { reportKeyLine } from './report-key.js';
 
 const untrustedCommentFor = (keyId: Uint8Array) => `signature from keystone enrolment key ${keyIdHex(keyId)}`;
 

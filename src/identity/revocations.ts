@@ -18,7 +18,8 @@ import { deviceNameField } from '../core/label-schemas.js';
 import { issue } from '../core/schema-rules.js';
 import { parseTomlDocument } from '../core/toml-document.js';
 import { parsePublicKey, type PublicKey } from '../trust/minisign.js';
-import { reportKeyProblem, type DeviceCertificate } from './certificate.js';
+import type { DeviceCertificate } from './certificate.js';
+import { reportKeyProblem } from './report-key.js';
 import { IdentityError } from './identity-error.js';
 
 export const REVOCATIONS_FILE = 'devices/revoked.toml';

@@ -31,54 +31,23 @@ import { checkStatus, isStatusDeliveryError, StatusDeliveryError, type CommitSta
 import { deliveryError, redact } from './delivery-error.js';
 import { damagedCache, Deadline } from './delivery-deadline.js';
 import { DEVICE_NOTES_PREFIX, deviceNotesRef, deviceOfContext } from './device-notes-ref.js';
-import { NotesCacheBound, type NotesCacheBoundOptions } from './notes-cache-bound.js';
+import type { GitNotesReporterOptions } from './git-notes-reporter-options.js';
+import { NotesCacheBound } from './notes-cache-bound.js';
 import { DEFAULT_NOTES_FETCH_LIMITS, fetchNotesTip, type NotesFetchLimits } from './notes-fetch.js';
 import { isAncestor, localGitdir, noteCommit, type NoteCommitOptions } from './note-commit.js';
 import { resolveRefIfAny } from './notes-tree.js';
 import { pushRefs, receivePackRefs, ZERO_OID, type RefUpdate, type RefUpdateResult } from './receive-pack-push.js';
 import { parseRolloutRef } from './rollout-refs.js';
+import { RolloutSeq } from './rollout-seq.js';
 import { rolloutRefsOf, rolloutUpdates } from './rollout-updates.js';
-import type { ReportSigner } from '../identity/report-signature.js';
 import { redactUrl } from '../git/git-repo-location.js';
 import { makePrivate } from '../state-dir/private-fs.js';
-
-export interface GitNotesReporterOptions {
-  /** An http(s) URL of the remote, or the path of a local repository (work tree or bare). */
-  repository: string;
-  /** Remote only: the bare cache repository notes commits are built in (created when missing), e.g. `<state-dir>/notes.git`. */
-  cacheDir?: string;
-  /** Remote only: sent as Basic auth with the token as the password. */
-  token?: string;
-  /** Basic-auth user name sent with the token; default `x-access-token` (GitHub's; others ignore it). */
-  username?: string;
-  /** The outbox key; default `git-notes`. */
-  name?: string;
-  /** Per delivery (all its fetches and pushes); default 30 s. */
-  timeoutMs?: number;
-  /** Push attempts when the server holds other values of this device's refs than the cache says; default 5. */
-  pushAttempts?: number;
-  /** Author and committer of the notes commits; default `Keystone <keystone@localhost>`. */
-  author?: { name: string; email: string };
-  /** ms clock for the notes commit time; default Date.now. */
-  now?: () => number;
-  /** Remote: the limits of a fetch of this device's notes ref from the server; default DEFAULT_NOTES_FETCH_LIMITS. */
-  fetchLimits?: Partial<NotesFetchLimits>;
-  /** Remote: when the notes cache is compacted (notes-cache-bound.ts). */
-  cacheBound?: NotesCacheBoundOptions;
-  /** Signs every entry and rollout ref with the device's report key (SPEC §15); absent: unsigned, as earlier agents. */
-  signer?: ReportSigner;
-  /** The device's certificate text, published in its notes tree (note-commit.ts CERTIFICATE_ENTRY). */
-  certificate?: string;
-}
 
 /**
  * The server's value of a device's notes ref as last seen (pushed, fetched or advertised): the `old` of the next push.
  * Kept apart from the ref we build on, which runs ahead of the server while a push fails. fetch() writes it too.
  */
 const TRACKING_PREFIX = 'refs/remotes/origin/keystone-devices/';
-
-/** In the notes cache: the seq of the newest status whose rollout refs were pushed (see current()). */
-const ROLLOUT_SEQ_FILE = 'keystone-rollout-seq';
 
 export class GitNotesReporter implements StatusReporter {
   readonly name: string;
@@ -90,8 +59,8 @@ export class GitNotesReporter implements StatusReporter {
   /** One delivery at a time: each rewrites the same ref of the same cache. */
   private chain: Promise<unknown> = Promise.resolve();
   private cacheReady = false;
-  /** The seq of the newest status whose rollout refs were written (persisted in the cache for a remote). */
-  private rolloutSeq?: number;
+  /** Which status last wrote the rollout refs (rollout-seq.ts). */
+  private readonly rollouts = new RolloutSeq();
   private readonly fetchLimits: NotesFetchLimits;
   private readonly bound: NotesCacheBound;
   /** The server's tip of our notes ref last refused as too large, and why: not fetched again while it stays. */
@@ -127,14 +96,14 @@ export class GitNotesReporter implements StatusReporter {
       const tip = await resolveRefIfAny(gitdir, ref);
       const next = await noteCommit(gitdir, tip, s, this.signature());
       await git.writeRef({ fs, gitdir, ref, value: next, force: true });
-      const staged = await this.current(s, undefined);
+      const staged = await this.rollouts.current(s, undefined);
       if (!staged.rollout) return;
       const own = await rolloutRefsOf(gitdir, device);
       for (const u of rolloutUpdates(staged, device, next, own, this.opts.signer)) {
         if (u.new === ZERO_OID) await git.deleteRef({ fs, gitdir, ref: u.ref });
         else await git.writeRef({ fs, gitdir, ref: u.ref, value: u.new, force: true });
       }
-      await this.wroteRollout(staged, undefined);
+      await this.rollouts.wroteRollout(staged, undefined);
     } catch (e) {
       throw deliveryError(`writing the note for ${s.commit.slice(0, 12)} in ${this.opts.repository}`, e, this.opts.token);
     }
@@ -176,7 +145,7 @@ export class GitNotesReporter implements StatusReporter {
   private async pushNote(s: CommitStatus, c: { gitdir: string; device: string; ref: string; tracking: string; what: string; signal: AbortSignal }): Promise<DeliveryNotice | undefined> {
     const { gitdir, device, ref, tracking, what } = c;
     await this.prepareCache(gitdir);
-    s = await this.current(s, gitdir);
+    s = await this.rollouts.current(s, gitdir);
     const remote = { url: this.opts.repository, headers: this.authHeaders(), signal: c.signal };
     // Our own last notes commit, and what the server holds of our refs: in the steady state the server has exactly
     // that, so the push needs nothing else. A cache of an earlier agent has no tracking ref: its pushes left the server
@@ -191,7 +160,7 @@ export class GitNotesReporter implements StatusReporter {
     let afresh = false;
     let replacing: StatusDeliveryError | undefined;
     const done = async () => {
-      await this.wroteRollout(s, gitdir);
+      await this.rollouts.wroteRollout(s, gitdir);
       if (!replacing) return undefined;
       return { code: replacing.code, message: `${what}: this device's notes ref on the server was replaced by its own line, started afresh from the notes it keeps: ${replacing.message}` };
     };
@@ -268,28 +237,6 @@ export class GitNotesReporter implements StatusReporter {
       }
     }
     throw new StatusDeliveryError('KS_STATUS_CONFLICT', `${what}: ${moved.join(', ')} moved under us ${this.pushAttempts} times (another agent with this device name?); will try again later`);
-  }
-
-  /**
-   * The status as far as this reporter acts on it: without its rollout part when a newer status (a higher seq) has
-   * written this device's rollout refs already. The outbox retries per commit, so a `held` of an older commit can
-   * arrive after the newer commit's `success`: written then, it would bring back a ref the device has moved past
-   * and delete the success other devices' gates count.
-   */
-  private async current(s: CommitStatus, cacheDir: string | undefined): Promise<CommitStatus> {
-    if (!s.rollout || s.seq === undefined) return s;
-    if (this.rolloutSeq === undefined && cacheDir !== undefined) {
-      const text = await fs.promises.readFile(join(cacheDir, ROLLOUT_SEQ_FILE), 'utf8').catch(() => '');
-      if (/^\d+\n?$/.test(text)) this.rolloutSeq = Number(text);
-    }
-    if (this.rolloutSeq !== undefined && s.seq < this.rolloutSeq) return { ...s, rollout: undefined };
-    return s;
-  }
-
-  private async wroteRollout(s: CommitStatus, cacheDir: string | undefined): Promise<void> {
-    if (!s.rollout || s.seq === undefined) return;
-    this.rolloutSeq = Math.max(this.rolloutSeq ?? 0, s.seq);
-    if (cacheDir !== undefined) await fs.promises.writeFile(join(cacheDir, ROLLOUT_SEQ_FILE), `${this.rolloutSeq}\n`);
   }
 
   /** Records the server's value of one of our rollout refs in the cache (undefined: it has none); returns the new map. */

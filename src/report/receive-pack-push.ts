@@ -12,12 +12,10 @@
 // `old` of the push (all on the server when every `old` is right; when one is not, that ref is refused). For a notes
 // commit built on our previous tip that is the commit, its changed trees and the new blob.
 import * as fs from 'node:fs';
-import { request as httpRequest, type Agent, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import type { IncomingMessage } from 'node:http';
 import git, { Errors } from 'isomorphic-git';
-import { StatusDeliveryError, httpDeliveryError } from './commit-status.js';
-import { gitHttpAgent } from '../git/git-http-agent.js';
-import { MAX_RETRY_AFTER_MS, retryAfterMs } from '../git/git-poll-delay.js';
+import { StatusDeliveryError } from './commit-status.js';
+import { aborted, expectType, send, trimSlash, type ReceivePackOptions } from './receive-pack-http.js';
 import { redactUrl } from '../git/git-repo-location.js';
 
 /** The all-zero object id: as `old`, the ref must not exist yet; as `new`, delete the ref. */
@@ -39,16 +37,6 @@ export interface RefUpdate {
  */
 export type RefUpdateResult = { ref: string; status: 'ok' } | { ref: string; status: 'stale' | 'rejected'; reason: string };
 
-export interface ReceivePackOptions {
-  /** The repository URL, e.g. https://git.example.com/fleet.git (the service path is appended). */
-  url: string;
-  /** Sent with every request, e.g. `authorization`; dropped on a redirect to another host. */
-  headers?: Record<string, string>;
-  signal?: AbortSignal;
-  /** The connection pool; default the Git client's own (git-http-agent.ts). */
-  agent?: Agent;
-}
-
 export interface PushRefsOptions extends ReceivePackOptions {
   /** The local repository holding every object the new values need. */
   gitdir: string;
@@ -59,7 +47,6 @@ const OID = /^[0-9a-f]{40}$/;
 const CAPABILITIES = 'report-status delete-refs ofs-delta agent=keystone';
 /** A report-status answer is a few lines per ref; anything far larger is not one. */
 const MAX_REPORT_BYTES = 1 << 20;
-const MAX_REDIRECTS = 5;
 const STALE_REASON = /\bstale\b|\block\b|failed to (update|delete)|missing necessary objects|fetch first|non-fast-forward|already exists/i;
 
 /**
@@ -286,69 +273,4 @@ async function* chunks(body: IncomingMessage, what: string, signal: AbortSignal 
     const code = (e as { code?: string }).code;
     throw new StatusDeliveryError('KS_STATUS_UNREACHABLE', `${what}: the answer broke off (${code ?? (e instanceof Error ? e.message : String(e))})`, {}, { cause: e });
   }
-}
-
-// ---- HTTP ----
-
-/**
- * One request, following redirects (a renamed repository) with the same method and body: a push has no advertisement
- * GET to take the redirect for it. The credentials go only to the host they were given for.
- */
-async function send(opts: ReceivePackOptions, url: string, method: 'GET' | 'POST', extra: Record<string, string>, body: Buffer | undefined, what: string): Promise<IncomingMessage> {
-  let target = new URL(url);
-  const origin = target.host;
-  for (let hop = 0; ; hop++) {
-    const headers: OutgoingHttpHeaders = { 'user-agent': 'git/keystone', ...(target.host === origin ? opts.headers : {}), ...extra };
-    if (body) headers['content-length'] = body.length;
-    const res = await requestOnce(target, method, headers, body, opts, what);
-    const status = res.statusCode ?? 0;
-    const location = res.headers.location;
-    if ([301, 302, 303, 307, 308].includes(status) && location && hop < MAX_REDIRECTS) {
-      res.resume();
-      target = new URL(location, target);
-      if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new StatusDeliveryError('KS_STATUS_REJECTED', `${what}: redirected to a ${target.protocol} URL`);
-      continue;
-    }
-    if (status < 200 || status > 299) {
-      res.resume();
-      const after = status === 429 || status === 503 ? retryAfterMs(header(res, 'retry-after'), Date.now()) : undefined;
-      throw httpDeliveryError(what, status, res.statusMessage ?? '', after === undefined ? undefined : Math.min(after, MAX_RETRY_AFTER_MS));
-    }
-    return res;
-  }
-}
-
-function requestOnce(target: URL, method: string, headers: OutgoingHttpHeaders, body: Buffer | undefined, opts: ReceivePackOptions, what: string): Promise<IncomingMessage> {
-  const signal = opts.signal;
-  if (signal?.aborted) return Promise.reject(aborted(signal, what));
-  return new Promise((resolve, reject) => {
-    const request = target.protocol === 'https:' ? httpsRequest : httpRequest;
-    const req = request(target, { method, headers, agent: opts.agent ?? gitHttpAgent(target.href), ...(signal && { signal }) }, resolve);
-    req.on('error', (e: Error & { code?: string }) => {
-      if (signal?.aborted) reject(aborted(signal, what));
-      else reject(new StatusDeliveryError('KS_STATUS_UNREACHABLE', `${what}: ${e.code ?? e.message}`, {}, { cause: e }));
-    });
-    req.end(body);
-  });
-}
-
-function aborted(signal: AbortSignal, what: string): Error {
-  return signal.reason instanceof StatusDeliveryError ? signal.reason : new StatusDeliveryError('KS_STATUS_UNREACHABLE', `${what}: aborted`);
-}
-
-function header(res: IncomingMessage, name: string): string | undefined {
-  const v = res.headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
-
-/** A server that does not speak smart HTTP (a dumb server, a login page) answers 200 with something else. */
-function expectType(res: IncomingMessage, type: string, what: string): void {
-  const got = (header(res, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
-  if (got === type) return;
-  res.resume();
-  throw new StatusDeliveryError('KS_STATUS_REJECTED', `${what}: the server answered ${got || 'without a content type'}, not ${type} (not a Git smart-HTTP server?)`);
-}
-
-function trimSlash(url: string): string {
-  return url.replace(/\/+$/, '');
 }

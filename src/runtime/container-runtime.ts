@@ -1,119 +1,50 @@
 // The container runtime (SPEC §5): components as containers of a Docker or Podman engine, owned by label, confined.
 import { existsSync } from 'node:fs';
 import type Docker from 'dockerode';
-import type { DevicePolicy } from '../core/device-policy.js';
 import type { DesiredComponent } from '../core/desired-state.js';
 import type { PolicyHost } from '../core/policy-check.js';
-import type { Logger } from '../log/logger.js';
-import type { InstallArtifactsFn } from './artifact-installer.js';
 import { checkContainerComponent, type ContainerIssue } from './container-check.js';
-import { connectEngine, type Engine, type EngineChoice, type EngineKind, type SocketPaths } from './container-engine.js';
+import type { Engine, EngineChoice } from './container-engine.js';
+import { ContainerEngines, short, type OwnedContainer } from './container-engines.js';
 import { ContainerError, engineMessage, engineStatus } from './container-error.js';
-import { ensureImage, type PullProgress } from './container-image.js';
-import { answeringEndpoints, engineUnavailable, listLabelled } from './engine-http.js';
-import { pumpContainerLogs, type LogPump } from './container-log-pump.js';
+import type { ContainerRuntimeOptions } from './container-runtime-options.js';
+import { ContainerWatches } from './container-watches.js';
 import { containerName, createOptions, LABELS } from './container-spec.js';
+import { ensureImageLogged } from './ensure-image-logged.js';
 import { probe } from './probe.js';
 import type { BoundProbe } from './process-runtime.js';
 import { DEFAULT_PATH } from './resolve-command.js';
-import type { ComponentPaths, ExitStatus, Instance, InstanceRef, Runtime } from './runtime.js';
+import type { ComponentPaths, Instance, InstanceRef, Runtime } from './runtime.js';
 import { hostPolicyFacts } from './policy-host.js';
-import { buildPrivileges, currentAgentIdentity, type AgentIdentity, type Privileges } from './privileges.js';
-import { readUserDb, type UserDb } from '../state-dir/user-db.js';
+import { buildPrivileges, currentAgentIdentity, type Privileges } from './privileges.js';
+import { readUserDb } from '../state-dir/user-db.js';
 import { prepareWorkDir } from './work-dir.js';
-import type { SecretValues } from '../secrets/secret-vault.js';
 import { ComponentSecrets } from './component-secrets.js';
 import { secretMounts } from './secret-mounts.js';
 import { updateLockMount } from './update-lock-mount.js';
-import type { SecretsDir } from './secrets-root.js';
 import { withoutSecretEnv } from './secret-env.js';
-
-export interface ContainerRuntimeOptions {
-  /** The agent's identity (as ProcessRuntime's ownerTag): the `io.keystone.owner` label of every container it creates. */
-  ownerTag: string;
-  /** What this device allows (SPEC §5 device policy); default: nothing beyond the safe defaults. */
-  policy?: DevicePolicy;
-  /** The host facts the policy is checked against; default: this machine's (hostPolicyFacts). */
-  policyHost?: PolicyHost;
-  /** Puts a component's artifacts into its work directory (as for processes); without it, artifacts are refused. */
-  installArtifacts?: InstallArtifactsFn;
-  /** Pull progress, failures of log copying, foreign containers left alone. */
-  log?: Pick<Logger, 'info' | 'warn'>;
-  /** Pull progress events, e.g. for a terminal's progress line. */
-  onPullProgress?: (component: string, p: PullProgress) => void;
-  now?: () => number;
-  /** For the random part of container names. */
-  random?: () => number;
-  /** Where to look for engines instead of the defaults (tests). */
-  socketPaths?: SocketPaths;
-  /** DOCKER_HOST and XDG_RUNTIME_DIR come from here; default process.env. */
-  env?: NodeJS.ProcessEnv;
-  /** Who the agent is (default: this process), the user database and setpriv, for host-side `cmd:` checks. */
-  agent?: AgentIdentity;
-  userDb?: () => Promise<UserDb>;
-  setprivPath?: string;
-  /** Does a host path exist (mount sources)? Default existsSync. */
-  exists?: (path: string) => boolean;
-  /** How long an exit (or a stop) waits for the container's last output to reach the log files. Default 2000 ms. */
-  logDrainMs?: number;
-  /** How often an exit is polled when the engine's wait fails (an engine restart). Default 1000 ms. */
-  exitPollMs?: number;
-  /** Secret values by digest (SPEC §16): into the container's Env and read-only files, only where it is created. */
-  secrets?: SecretValues;
-  /** Where the files mounted into containers are written (secrets-root.ts; a plain path is taken as it is). */
-  secretsRoot?: string | SecretsDir;
-}
-
-/** A container carrying this agent's owner label, as the engine lists it. */
-export interface OwnedContainer {
-  id: string;
-  name: string;
-  component: string;
-  hash: string;
-  /** The engine's state: `created`, `running`, `exited`, … */
-  state: string;
-  engine: EngineKind;
-}
-
-interface Watch {
-  exited: Promise<ExitStatus>;
-  pump: LogPump;
-  abort: AbortController;
-}
-
-const PULL_LOG_EVERY_MS = 1000;
 
 /** Runs components as containers: install (pull), start, stop (then remove), adopt by id and owner label. */
 export class ContainerRuntime implements Runtime {
   readonly kind = 'container' as const;
-  private readonly engines = new Map<EngineChoice, Promise<Engine>>();
-  /** Which engine holds a container this runtime created or adopted. */
-  private readonly located = new Map<string, Engine>();
-  private readonly watches = new Map<string, Watch>();
+  private readonly engines: ContainerEngines;
+  private readonly watches: ContainerWatches;
   private readonly now: () => number;
   private policyHost: PolicyHost | undefined;
   private readonly secrets: ComponentSecrets;
 
   constructor(private readonly opts: ContainerRuntimeOptions) {
     this.now = opts.now ?? Date.now;
+    this.engines = new ContainerEngines(opts);
+    this.watches = new ContainerWatches(opts, this.now);
     // A container the engine cannot be asked about counts as there: its files stay until it is known to be gone.
-    const alive = (r: InstanceRef) => r.kind === 'container' && this.locate(r.id).then((f) => f !== undefined, () => true);
+    const alive = (r: InstanceRef) => r.kind === 'container' && this.engines.locate(r.id).then((f) => f !== undefined, () => true);
     this.secrets = new ComponentSecrets({ kind: 'container', values: opts.secrets, root: opts.secretsRoot, alive });
   }
 
-  /** The engine a recipe's `runtime` names, found once and remembered; a failed discovery is retried next time. */
+  /** The engine a recipe's `runtime` names (container-engines.ts): found once and remembered. */
   engine(choice: EngineChoice = 'auto'): Promise<Engine> {
-    let p = this.engines.get(choice);
-    if (!p) {
-      p = connectEngine(choice, { env: this.opts.env, socketPaths: this.opts.socketPaths });
-      this.engines.set(choice, p);
-      // Said once per recipe `runtime`: which engine, on which socket (auto takes Docker's when both answer).
-      p.then(
-        (e) => this.opts.log?.info({ runtime: choice, engine: e.kind, socket: e.endpoint.label }, 'container engine'),
-        () => this.engines.delete(choice),
-      );
-    }
-    return p;
+    return this.engines.engine(choice);
   }
 
   /** Every reason `c` cannot run here (see checkContainerComponent), with this runtime's permissions. */
@@ -140,7 +71,7 @@ export class ContainerRuntime implements Runtime {
     }
     if (signal.aborted) throw new ContainerError('KS_INSTALL_ABORTED', `install of ${c.name} was aborted`, { component: c.name });
     const engine = await this.engine(spec.runtime);
-    await this.ensureImage(engine, c, spec.pull_policy, signal);
+    await ensureImageLogged(engine, c, spec.pull_policy, this.opts, this.now, signal);
   }
 
   /**
@@ -150,7 +81,7 @@ export class ContainerRuntime implements Runtime {
   async prefetchImage(c: DesiredComponent, signal?: AbortSignal): Promise<void> {
     const spec = this.assertAllowed(c);
     const policy = spec.pull_policy === 'always' ? 'if-not-present' : spec.pull_policy;
-    await this.ensureImage(await this.engine(spec.runtime), c, policy, signal);
+    await ensureImageLogged(await this.engine(spec.runtime), c, policy, this.opts, this.now, signal);
   }
 
   /**
@@ -177,8 +108,8 @@ export class ContainerRuntime implements Runtime {
       throw e;
     });
     await placed?.bind({ kind: 'container', id: container.id });
-    this.located.set(container.id, engine);
-    return { ref: { kind: 'container', id: container.id }, exited: this.watch(engine, container.id, paths.logDir) };
+    this.engines.located.set(container.id, engine);
+    return { ref: { kind: 'container', id: container.id }, exited: this.watches.watch(engine, container.id, paths.logDir) };
   }
 
   /** The container created and started; one that cannot start is removed again. */
@@ -190,7 +121,7 @@ export class ContainerRuntime implements Runtime {
     } catch (e) {
       if (engineStatus(e) !== 404 || policy === 'never') throw this.createError(c, e);
       // No such image: pulled at install, removed since (a prune). The policy allows pulling it again.
-      await this.ensureImage(engine, c, policy);
+      await ensureImageLogged(engine, c, policy, this.opts, this.now);
       container = await engine.docker.createContainer(request).catch((e2: unknown) => Promise.reject(this.createError(c, e2)));
     }
     try {
@@ -209,7 +140,7 @@ export class ContainerRuntime implements Runtime {
    */
   async stop(ref: InstanceRef, graceMs: number): Promise<void> {
     if (ref.kind !== 'container') throw new ContainerError('KS_WRONG_RUNTIME', `the container runtime cannot stop a ${ref.kind}`);
-    const found = await this.locate(ref.id);
+    const found = await this.engines.locate(ref.id);
     if (!found) return this.secrets.release(ref);
     if (!this.owns(found.info)) {
       this.opts.log?.warn({ container: ref.id, owner: found.info.Config.Labels?.[LABELS.owner] ?? null }, 'not stopping a container this agent does not own');
@@ -223,7 +154,7 @@ export class ContainerRuntime implements Runtime {
       if (status === 404) return this.forgetRemoved(ref.id);
       if (status !== 304) throw new ContainerError('KS_STOP_FAILED', `cannot stop container ${short(ref.id)}: ${engineMessage(e)}`, { containerId: ref.id }, { cause: e });
     }
-    await this.drain(ref.id);
+    await this.watches.drain(ref.id);
     await this.remove(found.engine, ref.id);
   }
 
@@ -243,40 +174,20 @@ export class ContainerRuntime implements Runtime {
     if (ref.kind !== 'container') return undefined;
     const existing = this.watches.get(ref.id);
     if (existing) return { ref, exited: existing.exited };
-    const found = await this.locate(ref.id);
+    const found = await this.engines.locate(ref.id);
     if (!found || !this.owns(found.info) || !found.info.State.Running) return undefined;
     const logDir = found.info.Config.Labels?.[LABELS.logDir];
-    return { ref: { kind: 'container', id: found.info.Id }, exited: this.watch(found.engine, found.info.Id, logDir) };
+    return { ref: { kind: 'container', id: found.info.Id }, exited: this.watches.watch(found.engine, found.info.Id, logDir) };
   }
 
-  /**
-   * Every container (running or not) with this agent's owner label, on every engine that answers. Asked over plain
-   * HTTP (engine-http.ts): the agent's start lists its containers on every device with an engine, and most have none
-   * of ours, so dockerode is not loaded for it.
-   */
-  async listOwned(): Promise<OwnedContainer[]> {
-    const endpoints = await answeringEndpoints({ env: this.opts.env, socketPaths: this.opts.socketPaths });
-    // None answered: said as the client's discovery says it (why for each socket), without loading the client.
-    if (endpoints.length === 0) throw await engineUnavailable({ env: this.opts.env, socketPaths: this.opts.socketPaths });
-    const lists = [];
-    for (const ep of endpoints) lists.push(...(await listLabelled(ep, `${LABELS.owner}=${this.opts.ownerTag}`)));
-    return lists.map((c) => this.ownedOf(c, c.engine));
-  }
-
-  private ownedOf(c: { Id: string; Names: string[]; Labels: Record<string, string>; State: string }, engine: EngineKind): OwnedContainer {
-    return {
-      id: c.Id,
-      name: (c.Names[0] ?? '').replace(/^\//, ''),
-      component: c.Labels[LABELS.component] ?? '',
-      hash: c.Labels[LABELS.hash] ?? '',
-      state: c.State,
-      engine,
-    };
+  /** Every container (running or not) with this agent's owner label, on every engine that answers (container-engines.ts). */
+  listOwned(): Promise<OwnedContainer[]> {
+    return this.engines.listOwned();
   }
 
   /** Removes (killing if it runs) a container of ours; one that is gone is fine; another's is KS_CONTAINER_NOT_OWNED. */
   async removeOwned(id: string): Promise<void> {
-    const found = await this.locate(id);
+    const found = await this.engines.locate(id);
     if (!found) return this.secrets.release({ kind: 'container', id });
     if (!this.owns(found.info))
       throw new ContainerError('KS_CONTAINER_NOT_OWNED', `container ${short(id)} does not carry this agent's owner label; it is left alone`, { containerId: id });
@@ -329,13 +240,7 @@ export class ContainerRuntime implements Runtime {
    * each copy has saved its cursor, so that the next agent resumes after the last line copied.
    */
   async close(): Promise<void> {
-    const pumps = [...this.watches.values()].map((w) => {
-      w.abort.abort();
-      w.pump.stop();
-      return w.pump.done;
-    });
-    this.watches.clear();
-    await Promise.all(pumps);
+    await this.watches.close();
   }
 
   private assertAllowed(c: DesiredComponent): NonNullable<DesiredComponent['recipe']['lifecycle']['run']['container']> {
@@ -348,83 +253,12 @@ export class ContainerRuntime implements Runtime {
     return c.recipe.lifecycle.run.container!;
   }
 
-  private async ensureImage(engine: Engine, c: DesiredComponent, policy: 'always' | 'if-not-present' | 'never', signal?: AbortSignal): Promise<void> {
-    const image = c.recipe.lifecycle.run.container!.image;
-    let lastLog = -Infinity;
-    let lastStatus = '';
-    const pulled = await ensureImage(engine.docker, image, policy, {
-      component: c.name,
-      signal,
-      onProgress: (p) => {
-        this.opts.onPullProgress?.(c.name, p);
-        // The log gets one line a second while bytes flow, and every other status change (per image, not per layer).
-        const t = this.now();
-        const downloading = p.status === 'Downloading' || p.status === 'Extracting';
-        if (downloading ? t - lastLog < PULL_LOG_EVERY_MS : p.status === lastStatus) return;
-        lastLog = t;
-        lastStatus = p.status;
-        this.opts.log?.info(
-          { component: c.name, image, status: p.status, ...(p.totalBytes > 0 && { mb: `${mb(p.currentBytes)}/${mb(p.totalBytes)}` }) },
-          'pulling image',
-        );
-      },
-    });
-    if (pulled) this.opts.log?.info({ component: c.name, image, policy }, 'image pulled');
-  }
-
   private createError(c: DesiredComponent, e: unknown): ContainerError {
     const image = c.recipe.lifecycle.run.container!.image;
     if (engineStatus(e) === 404)
       return new ContainerError('KS_IMAGE_MISSING', `image ${image} of ${c.name} is not on this device: ${engineMessage(e)}`, { component: c.name, image }, { cause: e });
     // The engine's refusal of a create request may quote it (an env entry): said without the values, no cause kept.
     return new ContainerError('KS_START_FAILED', `cannot create container of ${c.name}: ${this.secrets.scrub(c, engineMessage(e))}`, { component: c.name, image });
-  }
-
-  /** Exit from the engine's wait (its status code), after the container's last output has reached the log files. */
-  private watch(engine: Engine, id: string, logDir: string | undefined): Promise<ExitStatus> {
-    const abort = new AbortController();
-    const container = engine.docker.getContainer(id);
-    const pump: LogPump = logDir
-      ? pumpContainerLogs(container, logDir, { now: this.now, onError: (e) => this.opts.log?.warn({ container: short(id), err: e.message }, 'copying container output failed') })
-      : { done: Promise.resolve(), stop: () => {} };
-    const exited = (async (): Promise<ExitStatus> => {
-      let code: number | null;
-      try {
-        code = ((await container.wait({ abortSignal: abort.signal })) as { StatusCode: number }).StatusCode;
-      } catch (e) {
-        if (abort.signal.aborted) return new Promise<ExitStatus>(() => {}); // the agent is leaving: no exit to report
-        code = engineStatus(e) === 404 ? null : await this.pollExit(container, abort.signal);
-      }
-      await this.drain(id);
-      this.watches.delete(id);
-      return { code, signal: null };
-    })();
-    this.watches.set(id, { exited, pump, abort });
-    return exited;
-  }
-
-  /** When the engine's wait fails (its connection dropped): inspect until the container is no longer running. */
-  private async pollExit(container: Docker.Container, signal: AbortSignal): Promise<number | null> {
-    for (;;) {
-      await new Promise((r) => setTimeout(r, this.opts.exitPollMs ?? 1000).unref());
-      if (signal.aborted) return new Promise<number | null>(() => {});
-      try {
-        const s = (await container.inspect()).State;
-        if (!s.Running) return s.ExitCode;
-      } catch (e) {
-        if (engineStatus(e) === 404) return null;
-      }
-    }
-  }
-
-  /** Waits (boundedly) for a container's output to be copied. */
-  private async drain(id: string): Promise<void> {
-    const w = this.watches.get(id);
-    if (!w) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([w.pump.done, new Promise<void>((r) => (timer = setTimeout(r, this.opts.logDrainMs ?? 2000)))]);
-    clearTimeout(timer);
-    w.pump.stop();
   }
 
   private async remove(engine: Engine, id: string): Promise<void> {
@@ -441,42 +275,10 @@ export class ContainerRuntime implements Runtime {
   private forget(id: string): void {
     const w = this.watches.get(id);
     w?.pump.stop();
-    this.located.delete(id);
+    this.engines.located.delete(id);
   }
 
   private owns(info: Docker.ContainerInspectInfo): boolean {
     return info.Config.Labels?.[LABELS.owner] === this.opts.ownerTag;
   }
-
-  /** The container and its engine: the one that created or adopted it, else every engine that answers. */
-  private async locate(id: string): Promise<{ engine: Engine; info: Docker.ContainerInspectInfo } | undefined> {
-    const known = this.located.get(id);
-    const candidates = known ? [known] : await this.reachableEngines();
-    for (const engine of candidates) {
-      try {
-        return { engine, info: await engine.docker.getContainer(id).inspect() };
-      } catch (e) {
-        if (engineStatus(e) !== 404) throw new ContainerError('KS_CONTAINER_ENGINE_UNAVAILABLE', `cannot inspect container ${short(id)}: ${engineMessage(e)}`, { containerId: id }, { cause: e });
-      }
-    }
-    return undefined;
-  }
-
-  /** Docker's and Podman's engines, those that answer, each once (a Podman socket may serve both names). */
-  private async reachableEngines(): Promise<Engine[]> {
-    const out: Engine[] = [];
-    for (const choice of ['docker', 'podman'] as const) {
-      try {
-        const e = await this.engine(choice);
-        if (!out.some((o) => o.endpoint.label === e.endpoint.label)) out.push(e);
-      } catch {
-        // not on this device
-      }
-    }
-    if (out.length === 0) await this.engine('auto'); // throws, naming every socket tried
-    return out;
-  }
 }
-
-const short = (id: string) => id.slice(0, 12);
-const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);

@@ -1,62 +1,26 @@
 // The process runtime (SPEC §5): components as detached process groups, dropped to the recipe's user with setpriv.
-import { spawn, type ChildProcess } from 'node:child_process';
 import type { DesiredComponent } from '../core/desired-state.js';
 import type { ComponentPaths, ExitStatus, Instance, InstanceRef, PreparedStart, Runtime } from './runtime.js';
-import type { Writable } from 'node:stream';
-import type { InstallArtifactsFn } from './artifact-installer.js';
 import { openComponentLogs, tailLines } from './log-files.js';
 import { cutLine, MAX_REASON_BYTES } from '../core/line-bound.js';
 import { buildPrivileges, currentAgentIdentity, type AgentIdentity, type Privileges, type RunIdentity } from './privileges.js';
-import { isAlive, isSameProcess, processStartTime } from './proc-identity.js';
+import { isAlive, isSameProcess } from './proc-identity.js';
 import { AdoptedExits } from './adopted-exits.js';
 import { probe, type ProbeResult } from './probe.js';
 import { killGroup, stopGroup, systemClock, type PollClock } from './process-group.js';
+import type { ProcessRuntimeOptions } from './process-runtime-options.js';
+import { spawnPrepared, type PreparedSpawn, type SpawnWith } from './process-spawn.js';
 import { DEFAULT_PATH, resolveCommand } from './resolve-command.js';
 import { runInGroup } from './run-in-group.js';
 import { RuntimeError } from './runtime-error.js';
-import { findUser, readUserDb, type UserDb } from '../state-dir/user-db.js';
+import { findUser, readUserDb } from '../state-dir/user-db.js';
 import { prepareWorkDir } from './work-dir.js';
 import { installArtifactsAs } from './install-artifacts-as.js';
 import { blockingAncestor } from './work-dir-reach.js';
-import type { SecretValues } from '../secrets/secret-vault.js';
 import { ComponentSecrets } from './component-secrets.js';
-import type { PlacedSecrets } from './secret-files.js';
-import type { SecretsDir } from './secrets-root.js';
 import type { RunUser } from '../core/shared-run-users.js';
 
-export interface ProcessRuntimeOptions {
-  /** Puts a component's artifacts into a directory (see artifactInstaller). */
-  installArtifacts: InstallArtifactsFn;
-  /** Default /usr/bin/setpriv. */
-  setprivPath?: string;
-  /** Who the agent is; default: the current process. */
-  agent?: AgentIdentity;
-  /** The device allows root process users (--allow-root); default false. */
-  allowRoot?: boolean;
-  /** The user database; default: /etc/passwd and /etc/group, read on every install and start. */
-  userDb?: () => Promise<UserDb>;
-  /** LANG of components; default the agent's LANG or C.UTF-8. */
-  lang?: string;
-  clock?: PollClock;
-  /**
-   * How often the instances adopted after an agent restart are checked for exit (one timer and one /proc read each
-   * for all of them: they are not the agent's children, so no exit event tells). Default 1000 ms.
-   */
-  adoptPollMs?: number;
-  /** How long to wait for the kernel after SIGKILL before KS_STOP_FAILED. Default 5000 ms. */
-  killWaitMs?: number;
-  /**
-   * Marks every component process (KEYSTONE_OWNER in its environment) so that an agent that died
-   * between a spawn and its record can find and remove what it owns, and nothing else.
-   */
-  ownerTag?: string;
-  /** Secret values by digest (SPEC §16), put into a component's environment and files only where it starts. */
-  secrets?: SecretValues;
-  /** Where secret files are written (secrets-root.ts: tmpfs where there is one; a plain path is taken as it is). */
-  secretsRoot?: string | SecretsDir;
-}
-
-/** The environment variables that mark a process as a component of one agent (see ownerTag). */
+/** The environment variables that mark a process as a component of one agent (see ProcessRuntimeOptions.ownerTag). */
 export const OWNER_ENV = 'KEYSTONE_OWNER';
 export const COMPONENT_ENV = 'KEYSTONE_COMPONENT';
 
@@ -73,6 +37,8 @@ export class ProcessRuntime implements Runtime {
   private readonly clock: PollClock;
   private readonly secrets: ComponentSecrets;
   private readonly adoptedExits: AdoptedExits;
+  /** What a spawn needs of this runtime (process-spawn.ts). */
+  private readonly spawning: SpawnWith;
 
   constructor(private readonly opts: ProcessRuntimeOptions) {
     const alive = (r: InstanceRef) => r.kind === 'process' && isSameProcess(r.pid, r.startTime) && isAlive(r.pid);
@@ -81,6 +47,7 @@ export class ProcessRuntime implements Runtime {
     this.setprivPath = opts.setprivPath ?? '/usr/bin/setpriv';
     this.agent = opts.agent ?? currentAgentIdentity();
     this.clock = opts.clock ?? systemClock;
+    this.spawning = { setprivPath: this.setprivPath, secrets: this.secrets, releaseSecretsOnExit: (ref, exited) => this.releaseSecretsOnExit(ref, exited) };
     this.privilegeNote =
       this.agent.uid === 0
         ? undefined
@@ -207,7 +174,7 @@ export class ProcessRuntime implements Runtime {
    */
   async start(c: DesiredComponent, paths: ComponentPaths): Promise<Instance> {
     const p = await this.prepareSpawn(c, paths);
-    return (await this.spawnPrepared(c, p, false)).instance;
+    return (await spawnPrepared(c, p, false, this.spawning)).instance;
   }
 
   /**
@@ -220,7 +187,7 @@ export class ProcessRuntime implements Runtime {
    */
   async prepareStart(c: DesiredComponent, paths: ComponentPaths): Promise<PreparedStart> {
     const p = await this.prepareSpawn(c, paths);
-    const { instance, gate } = await this.spawnPrepared(c, p, true);
+    const { instance, gate } = await spawnPrepared(c, p, true, this.spawning);
     let open = false;
     return {
       instance,
@@ -261,55 +228,6 @@ export class ProcessRuntime implements Runtime {
       throw e;
     });
     return { priv, env, file, args: exec.args, command: exec.command, workDir: paths.workDir, logs, ...(secrets && { secrets }) };
-  }
-
-  /** Spawns what `prepareSpawn` prepared; `gated`: behind a shell that execs the program once its fd 3 has a line. */
-  private async spawnPrepared(c: DesiredComponent, p: PreparedSpawn, gated: boolean): Promise<{ instance: Instance; gate?: Writable }> {
-    const { priv, env, file, logs, command: exec } = p;
-    const argv = gated ? [...priv.setprivArgs, '--', '/bin/sh', '-c', gateScript(env), 'sh', file, ...p.args] : [...priv.setprivArgs, '--', file, ...p.args];
-    let child: ChildProcess;
-    try {
-      child = spawn(this.setprivPath, argv, {
-        cwd: p.workDir,
-        env,
-        stdio: gated ? ['ignore', logs.stdoutFd, logs.stderrFd, 'pipe'] : ['ignore', logs.stdoutFd, logs.stderrFd],
-        detached: true,
-      });
-    } catch (e) {
-      await logs.close();
-      await p.secrets?.discard();
-      // Node's checks of the options quote the offending value: said without any secret, and not kept as a cause.
-      throw new RuntimeError('KS_START_FAILED', `cannot start ${c.name}: ${this.secrets.scrub(c, (e as Error).message)}`, { component: c.name, command: exec });
-    }
-    // Listen before the first await: a spawn failure is emitted on the next tick.
-    const spawnError = new Promise<Error>((r) => child.once('error', r));
-    child.on('error', () => {}); // later errors (a failed kill) are not crashes of the agent
-    const exited = new Promise<ExitStatus>((r) => child.once('exit', (code, sig) => r({ code, signal: sig })));
-    const pid = child.pid;
-    // Read before the event loop can reap the child: until then /proc/<pid> exists even if it has exited.
-    const startTime = pid === undefined ? undefined : processStartTime(pid);
-    child.unref(); // the agent may exit (or be killed) while its components run on
-    const gate = gated ? (child.stdio[3] as (Writable & { unref?: () => void }) | null) ?? undefined : undefined;
-    gate?.on('error', () => {}); // a gate whose shell died: the exit says so
-    gate?.unref?.();
-    await logs.close(); // the child has its own copies of the descriptors now
-    if (pid === undefined) {
-      gate?.destroy();
-      await p.secrets?.discard();
-      const err = await spawnError;
-      throw new RuntimeError('KS_START_FAILED', `cannot start ${c.name}: ${this.secrets.scrub(c, err.message)}`, { component: c.name, command: exec }, { cause: err });
-    }
-    if (startTime === undefined) {
-      gate?.destroy();
-      await p.secrets?.discard();
-      throw new RuntimeError('KS_START_FAILED', `${c.name} (pid ${pid}) vanished before it could be identified`, { component: c.name, pid });
-    }
-    const ref: InstanceRef = { kind: 'process', pid, startTime };
-    if (p.secrets) {
-      await p.secrets.bind(ref);
-      this.releaseSecretsOnExit(ref, exited);
-    }
-    return { instance: { ref, exited }, ...(gate && { gate }) };
   }
 
   /**
@@ -357,27 +275,6 @@ export class ProcessRuntime implements Runtime {
     if (c.recipe.lifecycle.run.type !== 'process')
       throw new RuntimeError('KS_WRONG_RUNTIME', `${c.name} runs a ${c.recipe.lifecycle.run.type}, not a process`, { component: c.name });
   }
-}
-
-interface PreparedSpawn {
-  priv: Privileges;
-  env: Record<string, string>;
-  file: string;
-  args: string[];
-  command: string;
-  workDir: string;
-  logs: Awaited<ReturnType<typeof openComponentLogs>>;
-  secrets?: PlacedSecrets;
-}
-
-/**
- * The shell of a prepared start: waits for a line on fd 3, then execs the program ("$@") with fd 3 closed. A shell
- * exports PWD (and some SHLVL) of its own: unset again unless the component's environment has them, so that the
- * program sees exactly the environment a direct start gives it. EOF (the agent died) runs nothing.
- */
-function gateScript(env: Record<string, string>): string {
-  const own = ['PWD', 'SHLVL', 'OLDPWD'].filter((v) => !(v in env));
-  return `read -r _ <&3 || exit 125; ${own.length ? `unset ${own.join(' ')}; ` : ''}exec "$@" 3<&-`;
 }
 
 function aborted(c: DesiredComponent): RuntimeError {

@@ -9,10 +9,11 @@
 // removed) where only root or the agent's user could have changed it. On disk (`<state-dir>/secrets-run`) only when
 // the device has no tmpfs at all, and then the agent says so.
 import { randomBytes } from 'node:crypto';
-import { accessSync, chmodSync, closeSync, constants, fsyncSync, lstatSync, mkdtempSync, openSync, readFileSync, realpathSync, renameSync, rmdirSync, unlinkSync, writeSync, type Stats } from 'node:fs';
+import { accessSync, chmodSync, closeSync, constants, fsyncSync, lstatSync, mkdtempSync, openSync, renameSync, rmdirSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { SECRETS_ON_DISK, SECRETS_ROOT_RECORD } from '../state-dir/layout.js';
 import { changeableByOthers, readOwnFile, safeDirectory } from '../state-dir/safe-path.js';
+import { mountOf, parseMounts, readMounts, realOrSame, type Mount } from './mount-table.js';
 
 /**
  * The directory secret files go in, for the runtimes (secret-files.ts); one object shared by the process and the
@@ -256,50 +257,6 @@ export function fixedSecretsDir(path: string, uid = process.geteuid?.() ?? 0): S
     known: () => dir,
     former: () => [],
   };
-}
-
-export interface Mount {
-  mountPoint: string;
-  fstype: string;
-  options: string[];
-}
-
-/** The entries of /proc/self/mounts, in order; spaces and other characters in paths are octal escapes there (\040). */
-export function parseMounts(text: string): Mount[] {
-  const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)));
-  const out: Mount[] = [];
-  for (const line of text.split('\n')) {
-    const f = line.split(' ');
-    if (f.length < 4) continue;
-    out.push({ mountPoint: unescape(f[1]!), fstype: f[2]!, options: f[3]!.split(',') });
-  }
-  return out;
-}
-
-/** The mount `path` is on: the longest mount point that contains it (the last one mounted, where several are stacked). */
-export function mountOf(mounts: readonly Mount[], path: string): Mount | undefined {
-  let best: Mount | undefined;
-  for (const m of mounts) {
-    const inside = m.mountPoint === '/' || path === m.mountPoint || path.startsWith(`${m.mountPoint}/`);
-    if (inside && (!best || m.mountPoint.length >= best.mountPoint.length)) best = m;
-  }
-  return best;
-}
-
-function readMounts(): string {
-  try {
-    return readFileSync('/proc/self/mounts', 'utf8');
-  } catch {
-    return '';
-  }
-}
-
-function realOrSame(path: string): string {
-  try {
-    return realpathSync(path);
-  } catch {
-    return path; // not created yet: the path itself
-  }
 }
 
 function writable(dir: string): boolean {

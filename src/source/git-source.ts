@@ -5,86 +5,17 @@ import fs from 'node:fs';
 import git from 'isomorphic-git';
 import { OperationError } from '../core/errors.js';
 import type { Revision } from './directory-source.js';
-import { searchAncestor } from '../git/git-ancestry.js';
 import { busyWaitMs, firstLookDelayMs, pollDelayMs, retryAfterMs } from '../git/git-poll-delay.js';
 import { isCommitId } from '../git/commit-id.js';
-import { GitRemoteCache, GitServerBusyError, type TransferTotals } from '../git/git-remote-cache.js';
+import { GitRemoteCache, GitServerBusyError } from '../git/git-remote-cache.js';
 import { fullBranchRef, parseGitRepo, shortBranchRef, type GitRepoLocation } from '../git/git-repo-location.js';
+import { checkHistory } from './git-history-check.js';
+import { GIT_SOURCE_DEFAULTS as DEFAULTS, type GitSourceOptions, type GitSourceStatus } from './git-source-options.js';
 import { GitTreeReader, locateGitRepository, type GitLocation } from './git-tree-reader.js';
 import { GLOBAL_TIMERS, type SourceTimers } from './source-timers.js';
 
 export type { SourceTimers } from './source-timers.js';
 
-export interface GitSourceOptions {
-  /** An http(s) URL (without credentials: see parseGitRepo) or a local path, bare or a working tree. */
-  repo: string;
-  /** The branch followed: `main` or `refs/heads/main`. */
-  ref: string;
-  /** Where a remote is fetched to (`<state-dir>/git`); unused for a local path. */
-  cacheDir: string;
-  /** HTTP token, sent as Basic auth with the user `x-access-token` (GitHub, Gitea, Forgejo, GitLab). Never logged. */
-  token?: string;
-  /** Time between looks (jittered ±10%), and the cap of the retry backoff. */
-  pollMs: number;
-  /** First retry after a failed look; doubles per failure up to pollMs. Default 1 s. */
-  retryBaseMs?: number;
-  /** In [0, 1): the jitter. */
-  random: () => number;
-  /** Epoch milliseconds, for the status timestamps and Retry-After dates. Default Date.now. */
-  now?: () => number;
-  /** Schedules the looks. Default the global setTimeout/clearTimeout. */
-  timers?: SourceTimers;
-  /**
-   * The device's name: when set, the first look after start() waits for the device's offset in the poll interval
-   * (SPEC §13, see firstLookDelayMs), unless nothing from Git was applied yet. Unset: start() looks at once.
-   */
-  device?: string;
-  /** Look at once at start() even with `device` (what the device's plan is chosen by changed since the last apply). */
-  lookAtOnce?: boolean;
-  /** Cap on the bytes one remote operation (ls-refs, a fetch, one deepening) may receive. Default 128 MiB. */
-  maxFetchBytes?: number;
-  /** Cap on the time one remote operation may take. Default 60 s. */
-  fetchTimeoutMs?: number;
-  /**
-   * How far back the last applied commit is looked for: commits read, and generations a shallow cache is deepened
-   * by (deepening goes 16, 32, 64… at a time, so ~7 round trips for 1,000). Past it the commit is refused with
-   * KS_HISTORY_UNVERIFIED. Default 1,000.
-   */
-  maxHistoryCommits?: number;
-  /** A remote cache holding this many packs (one per fetch) is re-fetched into a fresh directory. Default 50. */
-  maxCachePacks?: number;
-  /** Likewise for the cache's size in bytes. Default 64 MiB. */
-  maxCacheBytes?: number;
-  /** The commit of the last revision applied from Git; anything that is not a 40-hex commit id sets no constraint. */
-  lastAppliedCommit: () => string | undefined;
-  /** Accept commits that do not descend from the last applied one (force-pushes). */
-  allowHistoryRewrite: boolean;
-  onRevision: (r: Revision) => void;
-  onRejected: (r: { commit: string; code: string; reason: string }) => void;
-  onError: (e: Error & { code?: string }) => void;
-}
-
-export interface GitSourceStatus {
-  /** The commit last offered or refused. */
-  tip?: string;
-  /** Looks failed in a row. */
-  failures: number;
-  lastLookAt?: number;
-  lastSuccessAt?: number;
-  /** When the next scheduled look is due (a webhook may come first). */
-  nextLookAt?: number;
-  /** Totals over the wire for a remote (zeros for a local repository). */
-  transfer: TransferTotals;
-}
-
-const DEFAULTS = {
-  maxFetchBytes: 128 * 1024 * 1024,
-  fetchTimeoutMs: 60_000,
-  maxHistoryCommits: 1000,
-  maxCachePacks: 50,
-  maxCacheBytes: 64 * 1024 * 1024,
-};
-const FIRST_DEEPEN = 16;
 // A branch name git would accept, restricted to what is safe in a refspec and a label.
 const BRANCH = /^(?!.*\.\.)(?!.*\/\/)(?!.*\.lock$)(?!.*\/$)[A-Za-z0-9_][A-Za-z0-9._/-]*$/;
 
@@ -314,7 +245,7 @@ export class GitSource {
     }
     let rejection: { code: string; reason: string } | undefined;
     try {
-      rejection = await this.checkHistory(tip, loc.gitdir, cache);
+      rejection = await checkHistory(tip, loc.gitdir, cache, this.opts, this.remote, this.branch);
     } catch (e) {
       // Not a coded failure of a transfer but a read of the cache that failed (a damaged pack): fetch afresh next time.
       if (!(e instanceof OperationError)) this.remote?.distrust();
@@ -324,47 +255,6 @@ export class GitSource {
     this.lastSeen = tip;
     if (rejection) return { kind: 'rejected', rejection: { commit: tip, ...rejection } };
     return { kind: 'revision', revision: { id: tip, source: this.label, ref: this.branchRef, reader: new GitTreeReader(loc, tip, this.branch) } };
-  }
-
-  /**
-   * Refuses a tip that does not descend from the last applied commit. A shallow cache is deepened 16, 32, 64…
-   * generations at a time until the commit is found, the whole history is present without it (a rewrite, proven),
-   * or maxHistoryCommits is reached (unverified: refused too, since it cannot be told from a rewrite).
-   */
-  private async checkHistory(tip: string, gitdir: string, cache: object): Promise<{ code: string; reason: string } | undefined> {
-    const last = this.opts.lastAppliedCommit();
-    if (this.opts.allowHistoryRewrite || last === undefined || !isCommitId(last) || last === tip) return undefined;
-    const max = this.opts.maxHistoryCommits ?? DEFAULTS.maxHistoryCommits;
-    let deepened = 0;
-    let frontier: string | undefined;
-    for (let step = FIRST_DEEPEN; ; step *= 2) {
-      const r = await searchAncestor({ gitdir, tip, ancestor: last, maxCommits: max, cache });
-      if (r.kind === 'found') return undefined;
-      if (r.kind === 'incomplete') {
-        const now = [...r.frontier].sort().join(' ');
-        // A deepening that brought none of the missing commits: the cache's shallow boundary names commits it does not
-        // hold (a fetch cut short by a kill, between its writes), and the server, told they are here, never sends
-        // them. Not a history that cannot be verified: the next look fetches afresh.
-        if (now === frontier && this.remote) {
-          this.remote.distrust();
-          throw new OperationError('KS_GIT_FETCH_FAILED', `the local copy of ${this.branch} lacks ${r.frontier.map((c) => c.slice(0, 12)).join(', ')}, which it counts as fetched (a fetch cut short?): fetching afresh`);
-        }
-        frontier = now;
-      }
-      if (r.kind === 'absent')
-        return {
-          code: 'KS_HISTORY_REWRITE',
-          reason: `${tip.slice(0, 12)} does not descend from the last applied commit ${last.slice(0, 12)}: the history of ${this.branch} was rewritten (force-push); refused unless history rewrites are allowed`,
-        };
-      if (r.kind === 'too-deep' || !this.remote || deepened >= max)
-        return {
-          code: 'KS_HISTORY_UNVERIFIED',
-          reason: `cannot tell whether ${tip.slice(0, 12)} descends from the last applied commit ${last.slice(0, 12)}: not found within ${max} commits of ${this.branch}'s history; refused as a possible rewrite unless history rewrites are allowed`,
-        };
-      const by = Math.min(step, max - deepened);
-      await this.remote.deepen(by);
-      deepened += by;
-    }
   }
 
   /**

@@ -5,6 +5,7 @@ import type Sqlite from 'better-sqlite3';
 import type { DesiredComponent } from '../core/desired-state.js';
 import type { ActualState } from '../core/diff.js';
 import type { InstanceRef } from '../runtime/runtime.js';
+import { deepFreeze } from './deep-freeze.js';
 import { AppliedRevisionTable, type AppliedRevision } from './applied-revision.js';
 import { ApplyHistory, type ApplyFailure, type ApplyOutcome, type ApplyReconcile, type HistoryEntry } from './apply-history.js';
 import { actualStateOf, ComponentRecords, type ComponentRecord, type ComponentState, type LastExit } from './component-records.js';
@@ -291,13 +292,4 @@ export class SqliteStateStore {
   close(): void {
     if (this.db.open) this.db.close();
   }
-}
-
-/** Freezes a record and the arrays and objects inside it. */
-function deepFreeze<T>(v: T): T {
-  if (typeof v === 'object' && v !== null && !Object.isFrozen(v)) {
-    Object.freeze(v);
-    for (const inner of Object.values(v)) deepFreeze(inner);
-  }
-  return v;
 }

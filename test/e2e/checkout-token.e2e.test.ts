@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_STATE_DIR, resolveToken } from '../../src/cli/agent-client.js';
+import { DEFAULT_STATE_DIR, resolveToken } from '../../src/cli/agent-token.js';
 import { AgentHarness, is } from '../support/agent-harness.js';
 import { runCtl } from '../support/cli-run.js';
 import { PROJECT_ROOT } from '../support/example-repo.js';

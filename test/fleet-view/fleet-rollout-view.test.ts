@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import type { RolloutReport, RolloutState } from '../../src/core/rollout-gate.js';
 import type { Rollout } from '../../src/core/rollout.js';
 import { buildRolloutView, refWaves, type RolloutViewInput } from '../../src/fleet-view/fleet-rollout-view.js';
-import { buildFleetView, type DeviceReports } from '../../src/fleet-view/fleet-view.js';
+import { buildFleetView } from '../../src/fleet-view/fleet-view.js';
+import type { DeviceReports } from '../../src/fleet-view/fleet-view-input.js';
 
 const C = 'c'.repeat(40);
 const OLD = 'a'.repeat(40);

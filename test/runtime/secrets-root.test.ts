@@ -5,7 +5,8 @@ import { chmod, chown, lstat, mkdir, readdir, readFile, rename, stat, symlink, w
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { chooseSecretsRoot, fixedSecretsDir, mountOf, parseMounts, recordedSecretsRoot, SECRETS_ROOT_RECORD } from '../../src/runtime/secrets-root.js';
+import { mountOf, parseMounts } from '../../src/runtime/mount-table.js';
+import { chooseSecretsRoot, fixedSecretsDir, recordedSecretsRoot, SECRETS_ROOT_RECORD } from '../../src/runtime/secrets-root.js';
 import { isRoot, tempRoot } from './runtime-fixtures.js';
 
 let tmp: Awaited<ReturnType<typeof tempRoot>>;

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Revision } from '../../src/source/directory-source.js';
 import { firstLookDelayMs } from '../../src/git/git-poll-delay.js';
-import { GitSource, type GitSourceOptions, type SourceTimers } from '../../src/source/git-source.js';
+import { GitSource, type SourceTimers } from '../../src/source/git-source.js';
+import type { GitSourceOptions } from '../../src/source/git-source-options.js';
 import { startGitHttpServer, type GitHttpServer } from '../support/git-http-server.js';
 import { GIT_ENV } from '../support/git-env.js';
 

@@ -9,7 +9,8 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { OperationError } from '../../src/core/errors.js';
 import type { Revision } from '../../src/source/directory-source.js';
-import { GitSource, type GitSourceOptions } from '../../src/source/git-source.js';
+import { GitSource } from '../../src/source/git-source.js';
+import type { GitSourceOptions } from '../../src/source/git-source-options.js';
 import { startGitHttpServer, type GitHttpServer } from '../support/git-http-server.js';
 import { GIT_ENV } from '../support/git-env.js';
 

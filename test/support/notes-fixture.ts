@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { statusContext, type CommitStatus } from '../../src/report/commit-status.js';
 import { deviceNotesRef } from '../../src/report/device-notes-ref.js';
-import { GitNotesReporter, type GitNotesReporterOptions } from '../../src/report/git-notes-reporter.js';
+import { GitNotesReporter } from '../../src/report/git-notes-reporter.js';
+import type { GitNotesReporterOptions } from '../../src/report/git-notes-reporter-options.js';
 import { startGitHttpServer, type GitHttpServer, type ServedRequest } from './git-http-server.js';
 
 export const run = promisify(execFile);

@@ -15,7 +15,7 @@ import { renderDiagnosticsText } from '../render/diagnostics-text.js';
 import { renderFleetDryMarkdown, renderFleetDryText, type FleetDry } from '../render/fleet-reconcile.js';
 import { renderDiagnosticsMarkdown, renderRefusalMarkdown } from '../render/reconcile-markdown.js';
 import { repoRoot } from '../repository-args.js';
-import { DEFAULT_STATE_DIR } from '../agent-client.js';
+import { DEFAULT_STATE_DIR } from '../agent-token.js';
 import type { DevicePolicy } from '../../core/device-policy.js';
 import { hostPolicyFacts } from '../../runtime/policy-host.js';
 import { renderPolicyRefusalMarkdown, renderPolicyRefusalText } from '../render/policy-refusal.js';

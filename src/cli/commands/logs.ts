@@ -6,7 +6,8 @@ import { parseArgs } from 'node:util';
 import { STDERR_LOG, STDOUT_LOG, tailLines } from '../../runtime/log-files.js';
 import { componentDir, componentPaths, LOGS_DIR, WORK_DIR } from '../../state-dir/layout.js';
 import { followLog, lastCompleteLines, unreadable, type FollowOptions } from '../../runtime/log-follow.js';
-import { componentArg, stateDirOf } from '../agent-client.js';
+import { componentArg } from '../agent-client.js';
+import { stateDirOf } from '../agent-token.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
 
 export const LOGS_USAGE = 'keystonectl logs NAME [--follow] [--lines 50] [--stderr] [--state-dir /var/lib/keystone]';
