@@ -63,7 +63,7 @@ export interface Agent {
    * An operator's apply of a revision sent to the agent (`keystonectl apply`): verified and applied like any other.
    * An agent following Git refuses it (KS_FOLLOWING_GIT) unless `force`, which suspends the Git sync until resume().
    */
-  applyManual(r: Revision & { planFile: string }, opts: { force: boolean; now?: boolean }): ManualApplyAccepted;
+  applyManual(r: Revision & { origin: 'manual'; planFile: string }, opts: { force: boolean; now?: boolean }): ManualApplyAccepted;
   /** Ends a suspension: the newest revision the source found meanwhile is applied, or the source looks now. */
   resume(): { resumed: boolean; revision?: string };
   syncState(): SyncState;

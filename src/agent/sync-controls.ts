@@ -55,7 +55,7 @@ export class SyncControls {
     this.o.queue.enqueue(r);
   }
 
-  applyManual(r: Revision & { planFile: string }, opts: { force: boolean; now?: boolean }): ManualApplyAccepted {
+  applyManual(r: Revision & { origin: 'manual'; planFile: string }, opts: { force: boolean; now?: boolean }): ManualApplyAccepted {
     const { store, log } = this.o;
     this.o.queue.forgetRetry();
     let suspendedSync = false;

@@ -1,7 +1,6 @@
 // What happens to a new revision, in order (SPEC §7): 1 verify → 2 target and load → 3 device check → 4 standing and
 // gate → 5 apply (or resume). Each step either passes the revision on or ends it with an outcome value; outcomes.ts
 // writes what the outcome means (rows, events, reports), so this file decides and never records.
-import { isCommitId } from '../git/commit-id.js';
 import type { DesiredState } from '../core/desired-state.js';
 import type { Reconcile } from '../core/diff.js';
 import { formatDiagnostic } from '../core/errors.js';
@@ -146,7 +145,7 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
   if (resolution.ok) {
     ({ planFile, target } = resolution);
     // Only a staged commit followed from Git has a wave: its refusal here is this device's `error` in the rollout.
-    if (resolution.rollout && isCommitId(rev.id) && !rev.rollback && s.following === 'git') waveName = resolution.wave?.name;
+    if (resolution.rollout && rev.origin === 'commit' && !rev.rollback && s.following === 'git') waveName = resolution.wave?.name;
     if (target !== undefined) logPlacement(s, rev.id, target, planFile, resolution.wave?.name);
   } else if (resolution.noTarget) {
     // A valid revision with no place for this device: it keeps what runs, and says so with its labels.
@@ -212,7 +211,7 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
     return { kind: 'held' };
   }
   // A newer commit applied without the gate: what is held is behind it (a rollback is older, and keeps them).
-  if (isCommitId(rev.id) && !rev.rollback && !current && !proving) s.holds.drop();
+  if (rev.origin === 'commit' && !rev.rollback && !current && !proving) s.holds.drop();
 
   // 5. Apply.
   return applyCandidate({ ...c, ...(waveName !== undefined && { waveName }) }, s);

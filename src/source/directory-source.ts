@@ -4,28 +4,9 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import { DirectoryReader, listDocuments } from './directory-reader.js';
-import type { RepoReader } from './repo-reader.js';
 
-export interface Revision {
-  /** `dir:<12 hex>` for a directory; a commit id for Git. */
-  id: string;
-  /** Where it came from, for people and the state store. */
-  source: string;
-  /** The full Git ref it was read from (`refs/heads/main`); absent for a directory or a manual apply. */
-  ref?: string;
-  reader: RepoReader;
-  /** The plan to apply, when the revision names its own (a manual apply); otherwise the agent's `--plan`. */
-  planFile?: string;
-  /**
-   * Set only by the agent's own `--on-failure rollback`: a revision this device applied successfully before, applied
-   * again; the replay floor does not refuse it. Never set from outside the agent.
-   */
-  rollback?: boolean;
-  /** An operator's forced manual apply (`keystonectl apply --force`): update locks are not waited for (SPEC §19). */
-  overrideLocks?: boolean;
-  /** An operator's `keystonectl apply --now`: the maintenance window is not waited for (SPEC §19); locks are. */
-  overrideWindow?: boolean;
-}
+export type { Revision, RevisionOrigin } from './revision.js';
+import type { Revision } from './revision.js';
 
 /** Files whose change makes a new revision: what is signed and the signature itself. */
 const WATCHED = ['recipes', 'plans', 'fleet.toml', 'devices', 'secrets', 'SHA256SUMS', 'SHA256SUMS.minisig'];
@@ -92,7 +73,7 @@ export class DirectorySource {
     const id = await directoryRevisionId(this.root);
     if (this.closed || id === this.lastId) return;
     this.lastId = id;
-    this.opts.onRevision({ id, source: `directory ${this.root}`, reader: new DirectoryReader(this.root) });
+    this.opts.onRevision({ id, origin: 'directory', source: `directory ${this.root}`, reader: new DirectoryReader(this.root) });
   }
 
   async close(): Promise<void> {

@@ -150,7 +150,7 @@ export class GitSource {
         return undefined;
       }
     }
-    return { id: commit, source: this.label, ref: this.branchRef, reader: new GitTreeReader(loc, commit, this.branch) };
+    return { id: commit, origin: 'commit', source: this.label, ref: this.branchRef, reader: new GitTreeReader(loc, commit, this.branch) };
   }
 
   /** The bare cache repository of a remote (undefined for a local repository or before the first fetch). */
@@ -254,7 +254,7 @@ export class GitSource {
     if (this.closed) return undefined;
     this.lastSeen = tip;
     if (rejection) return { kind: 'rejected', rejection: { commit: tip, ...rejection } };
-    return { kind: 'revision', revision: { id: tip, source: this.label, ref: this.branchRef, reader: new GitTreeReader(loc, tip, this.branch) } };
+    return { kind: 'revision', revision: { id: tip, origin: 'commit', source: this.label, ref: this.branchRef, reader: new GitTreeReader(loc, tip, this.branch) } };
   }
 
   /**

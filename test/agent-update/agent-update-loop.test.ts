@@ -117,7 +117,7 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
       return { a, updater };
     };
     const offer = async (a: Agent, id: string, reader: DirectoryReader) => {
-      a.offer({ id, source: 'test', reader });
+      a.offer({ id, origin: 'commit', source: 'test', reader });
       await a.idle();
     };
     const restart = async (a: Agent, version: string) => {
@@ -226,14 +226,14 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
       await key.sign(reader.root);
       return reader;
     };
-    a.offer({ id: R1, source: 'test', reader: await locked('1.0.0') });
+    a.offer({ id: R1, origin: 'commit', source: 'test', reader: await locked('1.0.0') });
     await a.idle();
     const lockFile = join(componentPaths(stateDir, 'svc').workDir, 'run', 'update.lock');
     await until(() => existsSync(lockFile), 10_000, 'svc to make its lock file');
     const holder = await holdLock(lockFile);
     try {
       const v2 = fakeDeb(work, { version: '0.2.0' });
-      a.offer({ id: R2, source: 'test', reader: await locked('1.1.0', { version: '0.2.0', ...v2 }) });
+      a.offer({ id: R2, origin: 'commit', source: 'test', reader: await locked('1.1.0', { version: '0.2.0', ...v2 }) });
       await a.idle();
       expect(a.waiting()).toMatchObject({ revision: R2, reason: 'held: svc holds its update lock' });
       expect(calls).toEqual([]);

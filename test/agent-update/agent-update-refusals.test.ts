@@ -53,7 +53,7 @@ describe.skipIf(r.skip)(r.title('[agent] refusals through the agent loop'), () =
     const { a, sent } = await h.start({ version: '0.2.0', stateDir, home, trust: key.trust, calls });
     const r1 = h.repo();
     await key.sign(r1.root);
-    a.offer({ id: R1, source: 'test', reader: r1 });
+    a.offer({ id: R1, origin: 'commit', source: 'test', reader: r1 });
     await a.idle();
     const pid = instancesOf(a.store).svc!;
     expect(pid).toMatch(/^\d+$/);
@@ -63,7 +63,7 @@ describe.skipIf(r.skip)(r.title('[agent] refusals through the agent loop'), () =
     const offer = async (id: string, agent: { version: string; uri: string; sha256: string }) => {
       const reader = h.repo({ agent, svcVersion: '1.1.0' });
       await key.sign(reader.root);
-      a.offer({ id, source: 'test', reader });
+      a.offer({ id, origin: 'commit', source: 'test', reader });
       await a.idle();
     };
     const v3 = fakeDeb(work, { version: '0.3.0' });
@@ -93,20 +93,20 @@ describe.skipIf(r.skip)(r.title('[agent] refusals through the agent loop'), () =
     const home = agentHome(join(work, 'home'));
     const calls: string[][] = [];
     const { a, sent } = await h.start({ version: '0.1.0', stateDir, home, trust: { unsigned: true }, calls });
-    a.offer({ id: R1, source: 'test', reader: h.repo() });
+    a.offer({ id: R1, origin: 'commit', source: 'test', reader: h.repo() });
     await a.idle();
     const pid = instancesOf(a.store).svc!;
     expect(pid).toMatch(/^\d+$/);
 
     // A good package with its right sha256: what is refused is the revision's lack of a checked signature.
     const v2 = fakeDeb(work, { version: '0.2.0' });
-    a.offer({ id: R2, source: 'test', reader: h.repo({ agent: { version: '0.2.0', ...v2 }, svcVersion: '1.1.0' }) });
+    a.offer({ id: R2, origin: 'commit', source: 'test', reader: h.repo({ agent: { version: '0.2.0', ...v2 }, svcVersion: '1.1.0' }) });
     await a.idle();
     expectRefused({ a, sent, home, calls, commit: R2, code: 'KS_AGENT_UNSIGNED', pid, runs: R1 });
     expect(existsSync(home.versions)).toBe(false);
 
     // [agent] naming the version that runs asks nothing of the agent: the revision is applied (svc goes to 1.1.0).
-    a.offer({ id: R3, source: 'test', reader: h.repo({ agent: { version: '0.1.0', ...v2 }, svcVersion: '1.1.0' }) });
+    a.offer({ id: R3, origin: 'commit', source: 'test', reader: h.repo({ agent: { version: '0.1.0', ...v2 }, svcVersion: '1.1.0' }) });
     await a.idle();
     expect(a.store.history({ limit: 1 })[0]).toMatchObject({ revision: R3, outcome: 'success' });
     expect(sent.filter((s) => s.commit === R3).map((s) => s.state)).toEqual(['pending', 'success']);

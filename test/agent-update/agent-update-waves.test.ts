@@ -60,7 +60,7 @@ describe.skipIf(r.skip)(r.title('an agent update staged by rollout waves'), () =
     // C1, without [rollout]: applied at once; svc runs.
     const r1 = h.repo();
     await key.sign(r1.root);
-    a.offer({ id: C1, source: 'git', reader: r1 });
+    a.offer({ id: C1, origin: 'commit', source: 'git', reader: r1 });
     await a.idle();
     expect(a.store.appliedRevision()?.id).toBe(C1);
     const pid = instancesOf(a.store).svc!;
@@ -73,7 +73,7 @@ describe.skipIf(r.skip)(r.title('an agent update staged by rollout waves'), () =
     await key.sign(r2.root);
     const held: Array<{ revision: string; halted: boolean }> = [];
     a.events.on('held', (e) => held.push(e));
-    a.offer({ id: C2, source: 'git', reader: r2 });
+    a.offer({ id: C2, origin: 'commit', source: 'git', reader: r2 });
     await a.idle();
     expect(a.rolloutHolds().map((x) => x.revision), JSON.stringify({ calls, log: first.lines.map((l) => l.msg).slice(-8) })).toEqual([C2]);
     expect(held.map((e) => [e.revision, e.halted])).toEqual([[C2, false]]);
@@ -111,9 +111,9 @@ describe.skipIf(r.skip)(r.title('an agent update staged by rollout waves'), () =
     const held2: Array<{ revision: string; halted: boolean }> = [];
     a.events.on('held', (e) => held2.push(e));
     // As agent-git does at its start: what was held, from the local clone; then the Git source's tip, C2.
-    const readers = new Map<string, Revision>([[C1, { id: C1, source: 'git', reader: r1 }], [C2, { id: C2, source: 'git', reader: r2 }]]);
+    const readers = new Map<string, Revision>([[C1, { id: C1, origin: 'commit', source: 'git', reader: r1 }], [C2, { id: C2, origin: 'commit', source: 'git', reader: r2 }]]);
     await a.restoreHolds(async (commit) => readers.get(commit));
-    a.offer({ id: C2, source: 'git', reader: r2 });
+    a.offer({ id: C2, origin: 'commit', source: 'git', reader: r2 });
     await a.idle();
     expect(held2).toEqual([]);
     expect(a.rolloutHolds()).toEqual([]);
@@ -158,12 +158,12 @@ describe.skipIf(r.skip)(r.title('an agent update staged by rollout waves'), () =
     });
     const r1 = h.repo();
     await key.sign(r1.root);
-    a.offer({ id: C1, source: 'git', reader: r1 });
+    a.offer({ id: C1, origin: 'commit', source: 'git', reader: r1 });
     await a.idle();
     const v2 = fakeDeb(work, { version: '0.2.0' });
     const r2 = h.repo({ agent: { version: '0.2.0', ...v2 }, fleetTail: ROLLOUT });
     await key.sign(r2.root);
-    a.offer({ id: C2, source: 'git', reader: r2 });
+    a.offer({ id: C2, origin: 'commit', source: 'git', reader: r2 });
     await a.idle();
     expect(calls).toEqual([]);
     expect(a.rolloutHolds().map((x) => x.revision)).toEqual([C2]);

@@ -76,10 +76,10 @@ async function agent(over: { stateDir?: string; refs?: () => Array<{ ref: string
 describe('held commits in the agent', () => {
   it('a newer commit applied without the gate (fleet.toml dropped [rollout]) is not undone by the older held commit once its gate opens', async () => {
     const { a, canarySucceeds } = await agent();
-    a.offer({ id: C1, source: 'git', reader: repo('one', true) });
+    a.offer({ id: C1, origin: 'commit', source: 'git', reader: repo('one', true) });
     await a.idle();
     expect(a.rolloutHolds().map((h) => h.revision)).toEqual([C1]);
-    a.offer({ id: C2, source: 'git', reader: repo('two', false) });
+    a.offer({ id: C2, origin: 'commit', source: 'git', reader: repo('two', false) });
     await a.idle();
     expect(a.store.appliedRevision()?.id).toBe(C2);
     // SPEC §7/§14: a device never goes back to an older commit than the newest it took up: C1 is dropped.
@@ -92,10 +92,10 @@ describe('held commits in the agent', () => {
 
   it('a forced manual apply suspends the Git sync: a held commit whose gate opens meanwhile is not applied over it', async () => {
     const { a, canarySucceeds } = await agent();
-    a.offer({ id: C1, source: 'git', reader: repo('one', true) });
+    a.offer({ id: C1, origin: 'commit', source: 'git', reader: repo('one', true) });
     await a.idle();
     expect(a.rolloutHolds().map((h) => h.revision)).toEqual([C1]);
-    a.applyManual({ id: 'manual:x', source: 'manual', reader: repo('manual', false), planFile: 'plans/p.toml' }, { force: true });
+    a.applyManual({ id: 'manual:x', origin: 'manual', source: 'manual', reader: repo('manual', false), planFile: 'plans/p.toml' }, { force: true });
     await a.idle();
     expect(a.syncState().suspended).toBeDefined();
     expect(a.store.appliedRevision()?.id).toBe('manual:x');
@@ -120,8 +120,8 @@ describe('held commits in the agent', () => {
     ];
     const stateDir = temp('ks-holds-state-');
     const first = await agent({ stateDir, refs: () => refs });
-    first.a.offer({ id: C1, source: 'git', reader: repo('one', true) });
-    first.a.offer({ id: C2, source: 'git', reader: repo('two', true) });
+    first.a.offer({ id: C1, origin: 'commit', source: 'git', reader: repo('one', true) });
+    first.a.offer({ id: C2, origin: 'commit', source: 'git', reader: repo('two', true) });
     await first.a.idle();
     expect(first.a.rolloutHolds().map((h) => h.revision)).toEqual([C2, C1]);
     await first.a.close();
@@ -130,9 +130,9 @@ describe('held commits in the agent', () => {
     // revisionAt before its first look), oldest first; then the Git source offers its tip, C2, once more.
     const second = await agent({ stateDir, refs: () => refs });
     const readers = new Map([[C1, repo('one', true)], [C2, repo('two', true)]]);
-    await second.a.restoreHolds(async (commit) => (readers.has(commit) ? { id: commit, source: 'git', reader: readers.get(commit)! } : undefined));
+    await second.a.restoreHolds(async (commit) => (readers.has(commit) ? { id: commit, origin: 'commit', source: 'git', reader: readers.get(commit)! } : undefined));
     expect(second.a.rolloutHolds().map((h) => h.revision)).toEqual([C2, C1]);
-    second.a.offer({ id: C2, source: 'git', reader: repo('two', true) });
+    second.a.offer({ id: C2, origin: 'commit', source: 'git', reader: repo('two', true) });
     await second.a.idle();
     // The canary: C1 succeeded, C2 failed (halted, abort 0 %).
     refs = [
@@ -152,8 +152,8 @@ describe('held commits in the agent', () => {
       { ref: rolloutRef({ wave: 'canary', device: 'k2', commit: C2, state: 'applying' }), oid: F },
     ];
     const { a } = await agent({ refs: () => refs });
-    a.offer({ id: C1, source: 'git', reader: repo('one', true) });
-    a.offer({ id: C2, source: 'git', reader: repo('two', true) });
+    a.offer({ id: C1, origin: 'commit', source: 'git', reader: repo('one', true) });
+    a.offer({ id: C2, origin: 'commit', source: 'git', reader: repo('two', true) });
     await a.idle();
     refs = [
       { ref: rolloutRef({ wave: 'canary', device: 'k1', commit: C1, state: 'success' }), oid: F },
@@ -168,7 +168,7 @@ describe('held commits in the agent', () => {
     const { a } = await agent({ device: 'k1', check: () => [{ component: 'one', file: 'recipes/one.toml', path: 'lifecycle.run', code: 'KS_DEVICE_CHECK', message: 'not possible on this device' }] });
     const sent: CommitStatus[] = [];
     a.outcomes.reportTo(commitReports({ outbox: { enqueue: (s) => (sent.push(s), [sent.length]) }, context: 'keystone/k1', now: Date.now, rolloutKeep: () => a.rolloutKeep() }));
-    a.offer({ id: C1, source: 'git', reader: repo('one', true) });
+    a.offer({ id: C1, origin: 'commit', source: 'git', reader: repo('one', true) });
     await a.idle();
     expect(sent.map((s) => s.state)).toEqual(['error']);
     // docs/rollouts.md: halts count `failure`, or `error`: refused on the device.
@@ -181,12 +181,12 @@ describe('held commits in the agent', () => {
     const { a } = await agent({ device: 'k1', refs: () => refs });
     const held: Array<{ revision: string; halted: boolean }> = [];
     a.events.on('held', (e) => held.push(e));
-    a.offer({ id: C1, source: 'git', reader: repo('one', true) });
+    a.offer({ id: C1, origin: 'commit', source: 'git', reader: repo('one', true) });
     await a.idle();
     expect(a.store.appliedRevision()?.id).toBe(C1);
     // Its canary peer failed C1: a device that has not applied it would find it halted; this one runs it already.
     refs = [rolloutRef({ wave: 'canary', device: 'k2', commit: C1, state: 'failure' })].map((ref) => ({ ref, oid: F }));
-    a.offer({ id: C1, source: 'git', reader: repo('one', true) });
+    a.offer({ id: C1, origin: 'commit', source: 'git', reader: repo('one', true) });
     await a.idle();
     expect(held).toEqual([]);
     expect(a.store.appliedRevision()?.id).toBe(C1);
@@ -201,19 +201,19 @@ describe('held commits in the agent', () => {
     };
     const stateDir = temp('ks-holds-state-');
     const { a, lines, canarySucceeds } = await agent({ stateDir });
-    a.offer({ id: 'dir:000000000000', source: 'dir', reader: locked('1.0.0', false) });
+    a.offer({ id: 'dir:000000000000', origin: 'directory', source: 'dir', reader: locked('1.0.0', false) });
     await a.idle();
     const lockFile = join(componentPaths(stateDir, 'one').workDir, 'run', 'update.lock');
     await until(() => existsSync(lockFile), 10_000, 'one to make its lock file');
     const holder = await holdLock(lockFile);
     try {
-      a.offer({ id: C1, source: 'git', reader: locked('1.1.0', true) });
+      a.offer({ id: C1, origin: 'commit', source: 'git', reader: locked('1.1.0', true) });
       await a.idle();
       canarySucceeds();
       // The gate is read again on its timer (every 100 ms here): then C1 goes, and waits for the lock.
       await until(() => a.waiting() !== undefined, 10_000, 'C1 to wait for the lock');
       expect(a.waiting(), JSON.stringify({ holds: a.rolloutHolds(), applied: a.store.appliedRevision()?.id, lines: lines.map((l) => l.msg).slice(-12) })).toMatchObject({ revision: C1, reason: 'held: one holds its update lock' });
-      a.offer({ id: C2, source: 'git', reader: locked('1.2.0', true) });
+      a.offer({ id: C2, origin: 'commit', source: 'git', reader: locked('1.2.0', true) });
       await a.idle();
       expect(a.rolloutHolds().map((h) => h.revision)).toEqual([C2]);
       // Retaken at the release, C1 would go back into the holds first and drop C2 when its gate opened.

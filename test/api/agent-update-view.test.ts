@@ -80,7 +80,7 @@ describe('GET /v1/revision: agent.update', { timeout: 30_000 }, () => {
   });
 
   it('read at each request: a trial, then nothing once it reported success', async () => {
-    agent.offer({ id: 'dir:good', source: 'test', reader: new DirectoryReader(fx.dir) });
+    agent.offer({ id: 'dir:good', origin: 'directory', source: 'test', reader: new DirectoryReader(fx.dir) });
     await agent.idle();
     update = TRIAL;
     const before = reads;

@@ -106,7 +106,7 @@ export async function apiStack(
       return out;
     },
     async apply() {
-      agent.offer({ id: await fx.revisionId(), source: `directory ${fx.dir}`, reader: new DirectoryReader(fx.dir) });
+      agent.offer({ id: await fx.revisionId(), origin: 'directory', source: `directory ${fx.dir}`, reader: new DirectoryReader(fx.dir) });
       await agent.idle();
     },
     async close() {

@@ -215,7 +215,7 @@ describe('keystonectl apply against an agent that follows Git', { timeout: 90_00
     // A new "commit" from the source: held, not applied.
     s.fx.bumpVersion('web', '1.29.0');
     const offered = await s.fx.revisionId();
-    s.agent.offer({ id: offered, source: 'test source', reader: new DirectoryReader(s.fx.dir) });
+    s.agent.offer({ id: offered, origin: 'directory', source: 'test source', reader: new DirectoryReader(s.fx.dir) });
     await s.agent.idle();
     expect(s.agent.store.appliedRevision()!.id).toBe(manual);
     expect(s.agent.syncState().held).toBe(offered);

@@ -65,7 +65,7 @@ describe('GET /v1/revision: the agent and the newest refused revision', { timeou
 
   it('a first revision refused is in the 404, with its code', async () => {
     fx.edit(fx.recipePath('db'), 'restart_policy', 'restart_polcy');
-    agent.offer({ id: 'dir:bad', source: 'test', reader: new DirectoryReader(fx.dir) });
+    agent.offer({ id: 'dir:bad', origin: 'directory', source: 'test', reader: new DirectoryReader(fx.dir) });
     await agent.idle();
     const r = await get('/v1/revision');
     expect(r.status).toBe(404);
@@ -77,7 +77,7 @@ describe('GET /v1/revision: the agent and the newest refused revision', { timeou
 
   it('once a revision is applied it carries both; the refusal is cleared by the apply after it', async () => {
     fx.edit(fx.recipePath('db'), 'restart_polcy', 'restart_policy');
-    agent.offer({ id: 'dir:good', source: 'test', reader: new DirectoryReader(fx.dir) });
+    agent.offer({ id: 'dir:good', origin: 'directory', source: 'test', reader: new DirectoryReader(fx.dir) });
     await agent.idle();
     const r = await get('/v1/revision');
     expect(r.status).toBe(200);

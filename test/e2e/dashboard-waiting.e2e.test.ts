@@ -41,7 +41,7 @@ describe.skipIf(browserNeeded.skip)(browserNeeded.title('the dashboard: a revisi
     s.fx.spec('api').version = '1.1.0';
     s.fx.write();
     const revision = await s.fx.revisionId();
-    s.agent.offer({ id: revision, source: `directory ${s.fx.dir}`, reader: new DirectoryReader(s.fx.dir) });
+    s.agent.offer({ id: revision, origin: 'directory', source: `directory ${s.fx.dir}`, reader: new DirectoryReader(s.fx.dir) });
     await until(() => s.agent.waiting()?.revision === revision, 20_000, 'the revision to wait for the lock');
 
     const context = await browser.newContext({ colorScheme: 'light' });

@@ -198,6 +198,7 @@ describe('GitSource over HTTP', () => {
     await rec.source.syncNow();
     expect(rec.revisions.map((r) => r.id)).toHaveLength(2);
     expect(rec.last!.id).toBe(newest);
+    expect(rec.last!.origin).toBe('commit');
     expect(await read(rec.last)).toBe('# burst 19\n');
     expect(rec.errors).toEqual([]);
   });
@@ -358,6 +359,7 @@ describe('GitSource over HTTP', () => {
     const { applied } = swapped;
     const again = await rec.source.revisionAt(applied.id);
     expect(again?.id).toBe(applied.id);
+    expect(again?.origin).toBe('commit');
     expect(await read(again)).toBe(await read(applied));
     await rec.source.close();
     const restarted = follow({ repo: server.url('fleet'), maxCachePacks: 2 });

@@ -116,7 +116,7 @@ export function registerApplyRoutes(server: ApiRouter, ctx: ApiContext): void {
     }
     let accepted;
     try {
-      accepted = agent.applyManual({ id: revision, source: `manual apply (${files.size} files)`, reader, planFile: body.plan }, { force: body.force, now: body.now });
+      accepted = agent.applyManual({ id: revision, origin: 'manual', source: `manual apply (${files.size} files)`, reader, planFile: body.plan }, { force: body.force, now: body.now });
     } catch (e) {
       unsubscribe();
       const err = e as Error & { code?: string };

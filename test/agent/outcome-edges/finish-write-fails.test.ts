@@ -43,7 +43,7 @@ describe('a failure the store cannot write (a full disk)', { timeout: 60_000 }, 
     const stateDir = join(root, 'state');
     const lines: Array<Record<string, unknown>> = [];
     const reports: string[] = [];
-    const rev = (id: string) => ({ id, source: 'test', reader: new DirectoryReader(repo(join(root, id.slice(0, 1)), id)) });
+    const rev = (id: string) => ({ id, origin: 'commit' as const, source: 'test', reader: new DirectoryReader(repo(join(root, id.slice(0, 1)), id)) });
     const start = async () => {
       const a = await startAgent({
         planFile: 'plans/p.toml',

@@ -62,16 +62,16 @@ describe('the revision a device runs, offered again under its id', () => {
     agents.push(a);
     const now = Math.floor(Date.now() / 1000);
     const id = 'manual:0123456789ab';
-    a.applyManual({ id, source: 'test', reader: signedSet('2.0.0', now - 60), planFile: 'plans/p.toml' }, { force: false });
+    a.applyManual({ id, origin: 'manual', source: 'test', reader: signedSet('2.0.0', now - 60), planFile: 'plans/p.toml' }, { force: false });
     await a.idle();
     expect(a.store.component('svc')).toMatchObject({ version: '2.0.0', state: 'running' });
     // The same id, an older signed set (what a 48-bit collision would bring): refused, nothing touched.
-    a.offer({ id, source: 'test', reader: signedSet('1.0.0', now - 3600) });
+    a.offer({ id, origin: 'manual', source: 'test', reader: signedSet('1.0.0', now - 3600) });
     await a.idle();
     expect(a.store.history({ limit: 1 })[0]).toMatchObject({ revision: id, outcome: 'rejected', summary: expect.stringMatching(/^KS_SIGNATURE_REPLAYED: /) });
     expect(a.store.component('svc')).toMatchObject({ version: '2.0.0', state: 'running' });
     // The set that runs, under its id: taken up (not refused by the floor it set itself).
-    a.offer({ id, source: 'test', reader: signedSet('2.0.0', now - 60) });
+    a.offer({ id, origin: 'manual', source: 'test', reader: signedSet('2.0.0', now - 60) });
     await a.idle();
     expect(a.store.history({ limit: 1 })[0]!.outcome).not.toBe('rejected');
     expect(a.store.component('svc')).toMatchObject({ version: '2.0.0', state: 'running' });
