@@ -117,7 +117,7 @@ export function buildServer(deps: ApiDeps): ApiServer {
       path = decodeURIComponent(rawPath);
     } catch {
       // A malformed %-escape (`/v1/components/%zz`) is refused before the guard, in our error shape (fuzz target api-request).
-      return fail(new ApiError(400, 'KS_BAD_PATH', `the path is not a valid URL: '${rawPath}' is not a valid url component`), req, reply);
+      return fail(new ApiError(400, 'KS_BAD_PATH', `the path is not a valid URL: '${rawPath.slice(0, 200)}' is not a valid url component`), req, reply);
     }
     const found = router.find(method, path);
     const request: ApiRequest = { method, url, headers: req.headers, query: {}, params: { '*': found?.rest ?? '' }, body: undefined, raw: req, route: found?.route.pattern };

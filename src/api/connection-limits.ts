@@ -47,6 +47,8 @@ function checkingIntervalMs(limits: ConnectionLimits): number {
 export function limitedHttpServer(limits: ConnectionLimits, handler: RequestListener): Server {
   const server = createServer(
     {
+      // A request without Host reaches the guard, which refuses it in the API's error shape (not Node's bare 400).
+      requireHostHeader: false,
       headersTimeout: limits.headersTimeoutMs,
       requestTimeout: limits.requestTimeoutMs,
       connectionsCheckingInterval: checkingIntervalMs(limits),

@@ -79,7 +79,8 @@ export function openEventStream(reply: ApiReply, opts: { closing: AbortSignal; r
   opts.closing.addEventListener('abort', close, { once: true });
   // The response's close, not the request's: a request's 'close' comes once its (empty) body has been read.
   raw.on('close', close);
-  if (opts.closing.aborted) close();
+  // HEAD asks for the headers alone: a stream would hold a slot with nothing ever sent (Node sends no body for HEAD).
+  if (opts.closing.aborted || raw.req?.method === 'HEAD') close();
   return {
     // One data line: JSON never holds a raw newline, so no frame can be split or forged by what a component logs.
     send: (type, data) => write(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`),

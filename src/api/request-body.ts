@@ -77,17 +77,24 @@ function readAll(req: IncomingMessage, limit: number): Promise<Buffer> {
       if (declared !== undefined && size !== declared) reject(new ApiError(400, 'KS_BAD_JSON', 'Request body size did not match Content-Length'));
       else resolve(Buffer.concat(chunks));
     };
-    const onError = (e: Error) => {
+    // A client that sends part of a body and goes away is a bad request, not the agent's failure: a 400 (logged
+    // nowhere), where an error would put a stack trace in the log for every such request, token or not.
+    const onError = () => {
       cleanup();
-      reject(e);
+      reject(new ApiError(400, 'KS_BAD_REQUEST', 'the request body ended before it was complete'));
+    };
+    const onClose = () => {
+      if (!req.complete) onError();
     };
     const cleanup = () => {
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
+      req.off('close', onClose);
     };
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);
+    req.on('close', onClose);
   });
 }
