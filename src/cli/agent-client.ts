@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { formatDuration, parseDuration } from '../core/duration.js';
 import { isComponentName } from '../core/component-name.js';
-import { OperationError } from '../core/errors.js';
+import { CodedError, OperationError } from '../core/errors.js';
 import { agentRequest, type AgentResponse } from './agent-http.js';
 import { CHECKOUT_STATE_DIR, checkoutStateDir, isLoopbackHost } from './checkout-state-dir.js';
 import { EXIT, UsageError, type CliIo } from './io.js';
@@ -35,15 +35,20 @@ export interface AgentArgs {
 export class AgentUnreachableError extends OperationError {}
 
 /** The agent answered with an HTTP error and (usually) its `{"error":{"code","message"}}` body. */
-export class AgentApiError extends Error {
+export class AgentApiError extends CodedError<string, object> {
   constructor(
     readonly status: number,
-    readonly code: string,
+    code: string,
     message: string,
     /** The parsed body, when it was JSON. */
     readonly body: unknown,
   ) {
-    super(message);
+    super(code, message);
+  }
+
+  /** An answer that reached the error boundary no command expected (withAgentErrors judges the expected ones). */
+  override get exitCode(): 1 {
+    return 1;
   }
 }
 

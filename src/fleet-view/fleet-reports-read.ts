@@ -21,7 +21,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import git, { Errors } from 'isomorphic-git';
-import { OperationError } from '../core/errors.js';
+import { CodedError, OperationError } from '../core/errors.js';
 import { FLEET_FILE } from '../core/fleet.js';
 import { searchAncestor } from '../git/git-ancestry.js';
 import { locateGitRepository, resolveCommit } from '../source/git-tree-reader.js';
@@ -37,8 +37,10 @@ import { parseStatusNote, type StatusLine } from '../report/status-note.js';
 const exec = promisify(execFile);
 
 /** A ref or commit the repository does not have: bad input (exit 2), not a failed operation. */
-export class UnknownRefError extends Error {
-  readonly code = 'KS_GIT_REF_NOT_FOUND';
+export class UnknownRefError extends CodedError<'KS_GIT_REF_NOT_FOUND', object> {
+  constructor(message: string) {
+    super('KS_GIT_REF_NOT_FOUND', message);
+  }
 }
 
 export interface FleetRepository {
