@@ -28,7 +28,7 @@ export default tseslint.config(
   },
   ...[...ROOMS, ...APART].map(roomRule),
   {
-    files: ['bin/**/*.js', 'reliability/**/*.mjs', 'examples/**/*.mjs', 'web/**/*.mjs'],
+    files: ['bin/**/*.js', 'lint/**/*.mjs', 'reliability/**/*.mjs', 'examples/**/*.mjs', 'web/**/*.mjs'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly' } },
   },
 );

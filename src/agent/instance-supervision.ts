@@ -1,6 +1,7 @@
 // A component's running instance under supervision, the half of a worker (component-worker.ts) that acts on what runs:
 // the generation that makes late events harmless, the state writes, the exit watcher and the restart policy's
 // decision, the crash restart and its prepared start, the health watch. ComponentWorker adds how instances start.
+import { backoffMs } from '../core/backoff.js';
 import type { DesiredComponent } from '../core/desired-state.js';
 import { formatDuration } from '../core/duration.js';
 import { decideRestart, refreshBudget, type ExitStatus } from '../core/restart-policy.js';
@@ -128,7 +129,7 @@ export abstract class InstanceSupervision {
         } catch (e) {
           // The restart is counted in the store before it happens. A store that cannot write (a full disk) delays it
           // until it can: given up, the component would stay down for good, recorded as running.
-          const delayMs = Math.min(this.deps.restartLimits.maxBackoffMs, 1000 * 2 ** Math.min(attempt, 3));
+          const delayMs = backoffMs(attempt, { baseMs: 1000, capMs: this.deps.restartLimits.maxBackoffMs, maxDoublings: 3 });
           this.deps.log.error({ component: this.name, err: e as Error, retry_in_ms: delayMs, ...(this.revision && { revision: this.revision }) }, 'cannot record the exit: the restart waits until the state store can write');
           this.restartTimer = setTimeout(() => decideAndRestart(attempt + 1), delayMs);
           return;

@@ -1,6 +1,7 @@
 // The agent's one loop: a queue that keeps only the newest revision (a burst collapses to it, SPEC §7), takes one at a
 // time through the spine (take-revision.ts), rechecks commits held at the rollout gate between revisions, and tries
 // again a revision that failed for a passing reason.
+import { backoffMs } from '../core/backoff.js';
 import type { Logger } from '../log/logger.js';
 import type { Revision } from '../source/directory-source.js';
 import type { Emit } from './agent-events.js';
@@ -124,7 +125,7 @@ export class RevisionQueue {
 
   private retryLater(r: Revision): void {
     this.unfinished = r;
-    const delayMs = this.opts.retryMs * 2 ** Math.min(this.retries++, 4);
+    const delayMs = backoffMs(this.retries++, { baseMs: this.opts.retryMs, maxDoublings: 4 });
     clearTimeout(this.retryTimer);
     this.retryTimer = setTimeout(() => this.retryUnfinished(), delayMs);
     this.retryTimer.unref();

@@ -1,4 +1,5 @@
 // Every API failure as one JSON shape, `{"error":{"code":"KS_…","message":"…"}}`, with codes clients may branch on.
+import { CodedError } from '../core/errors.js';
 
 /** Stable: keystonectl and scripts branch on these, never on messages. */
 export type ApiErrorCode =
@@ -45,15 +46,15 @@ export interface ErrorBody {
 }
 
 /** Thrown by handlers and hooks; the server's error handler turns it into its status and body. */
-export class ApiError extends Error {
+export class ApiError extends CodedError<ApiErrorCode, object> {
   constructor(
     readonly statusCode: number,
-    readonly code: ApiErrorCode,
+    code: ApiErrorCode,
     message: string,
     /** Top-level fields beside `error` in the body. */
     readonly extra: Record<string, unknown> = {},
   ) {
-    super(message);
+    super(code, message);
     this.name = 'ApiError';
   }
 

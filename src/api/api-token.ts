@@ -1,5 +1,6 @@
 // The API's bearer token (SPEC §10): `<state-dir>/api-token`, made once with 32 random bytes, mode 0600, and never
 // rewritten, so that keystonectl and scripts that read it keep working across agent restarts.
+import { CodedError } from '../core/errors.js';
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, existsSync, fstatSync, fsyncSync, linkSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,8 +11,10 @@ export { API_TOKEN_FILE };
 /** Shorter than this (an operator's own token) is too easy to guess to guard a device. */
 const MIN_TOKEN_LENGTH = 32;
 
-export class ApiTokenError extends Error {
-  readonly code = 'KS_API_TOKEN_INVALID';
+export class ApiTokenError extends CodedError<'KS_API_TOKEN_INVALID', object> {
+  constructor(message: string) {
+    super('KS_API_TOKEN_INVALID', message);
+  }
 }
 
 export interface ApiToken {

@@ -2,7 +2,7 @@
 // flags, and one place that turns the API's error bodies into the exit codes of SPEC §9.
 import { formatDuration, parseDuration } from '../core/duration.js';
 import { isComponentName } from '../core/component-name.js';
-import { OperationError } from '../core/errors.js';
+import { CodedError, OperationError } from '../core/errors.js';
 import { agentRequest, type AgentResponse } from './agent-http.js';
 import { agentUrl, resolveToken, type AgentArgs, type TokenSource } from './agent-token.js';
 import { CHECKOUT_STATE_DIR } from './checkout-state-dir.js';
@@ -25,15 +25,20 @@ export const AGENT_USAGE = '[--agent URL] [--token TOKEN] [--state-dir DIR]';
 export class AgentUnreachableError extends OperationError {}
 
 /** The agent answered with an HTTP error and (usually) its `{"error":{"code","message"}}` body. */
-export class AgentApiError extends Error {
+export class AgentApiError extends CodedError<string, object> {
   constructor(
     readonly status: number,
-    readonly code: string,
+    code: string,
     message: string,
     /** The parsed body, when it was JSON. */
     readonly body: unknown,
   ) {
-    super(message);
+    super(code, message);
+  }
+
+  /** An answer that reached the error boundary no command expected (withAgentErrors judges the expected ones). */
+  override get exitCode(): 1 {
+    return 1;
   }
 }
 

@@ -1,7 +1,7 @@
 // Problems of the agent's configuration file (`keystone agent --config FILE`), told the way recipe problems are:
 // file, TOML path and line, with a stable code. The codes the recipe vocabulary (core/errors.ts CODES) has no word for
 // are the configuration's own, below.
-import { formatDiagnostic, sortDiagnostics, type Diagnostic, type ErrorCode } from '../core/errors.js';
+import { CodedError, formatDiagnostic, sortDiagnostics, type Diagnostic, type ErrorCode } from '../core/errors.js';
 
 export const CONFIG_CODES = {
   /** A token, password or secret written in the file itself (a key of its own, or in a URL): it belongs in a file the configuration names. */
@@ -39,8 +39,7 @@ export function formatConfigDiagnostic(d: ConfigDiagnostic): string {
 }
 
 /** Every problem of one configuration file; the CLI's error boundary prints them and exits 2. */
-export class AgentConfigError extends Error {
-  readonly code = 'KS_INVALID_CONFIG';
+export class AgentConfigError extends CodedError<'KS_INVALID_CONFIG', object> {
   readonly diagnostics: ConfigDiagnostic[];
 
   /** `outcome`: what did not happen because of it ("nothing was started", "nothing was written"). */
@@ -51,6 +50,7 @@ export class AgentConfigError extends Error {
   ) {
     const sorted = sortDiagnostics(diagnostics as Diagnostic[]) as ConfigDiagnostic[];
     super(
+      'KS_INVALID_CONFIG',
       `the configuration file ${file} is invalid (${sorted.length} error${sorted.length === 1 ? '' : 's'}); ${outcome}\n` +
         sorted.map((d) => `  ${formatConfigDiagnostic(d)}`).join('\n'),
     );

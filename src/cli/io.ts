@@ -1,4 +1,5 @@
 // What a command may touch of the outside world, passed in so tests run commands in-process.
+import { CodedError, type ErrorCode } from '../core/errors.js';
 import { randomBytes } from 'node:crypto';
 
 export interface CliIo {
@@ -20,10 +21,13 @@ export const random = (io: CliIo) => io.randomBytes ?? ((n: number) => new Uint8
 export const EXIT = { OK: 0, FAILED: 1, BAD_INPUT: 2 } as const;
 
 /** A wrong flag or argument: exit code 2 with the usage line. `code`: a stable code of its own, printed after the message. */
-export class UsageError extends Error {
-  readonly code: string;
-  constructor(message: string, code = 'KS_USAGE') {
-    super(message);
-    this.code = code;
+export class UsageError extends CodedError<ErrorCode, object> {
+  constructor(message: string, code: ErrorCode = 'KS_USAGE') {
+    super(code, message);
+  }
+
+  /** A command line the program does not take, whatever the code that says why. */
+  override get exitCode(): 2 {
+    return 2;
   }
 }

@@ -1,10 +1,10 @@
-// keystone: the agent's program. One error boundary maps failures to the exit codes of SPEC §9.
+// keystone: the agent's program. One error boundary maps failures to the exit codes of SPEC §9 (exitCodeOf).
 // The commands are loaded when run (`import()`), so that the agent's start-up can set what V8 reads at run time before
 // the bulk of its modules is compiled.
 import { EventEmitter } from 'node:events';
 import { setFlagsFromString } from 'node:v8';
 import { ArtifactError } from '../artifacts/artifact-error.js';
-import { OperationError } from '../core/errors.js';
+import { exitCodeOf, OperationError } from '../core/errors.js';
 import { IdentityError } from '../identity/identity-error.js';
 import { StateDirError } from '../state-dir/safe-path.js';
 import { TrustedFileError } from '../runtime/trusted-file.js';
@@ -89,30 +89,25 @@ export async function main(argv: string[], io: CliIo, signals: { once(ev: 'stop'
     if (name === 'identity') return await (await import('./commands/identity.js')).identityCommand(rest, io);
     return await (await import('./commands/floor.js')).floorCommand(rest, io);
   } catch (e) {
+    // The exit code is the error's (exitCodeOf: the error catalogue's); what is written depends on what it is.
     const err = e as Error & { code?: string };
+    const exit = exitCodeOf(err);
     if (err instanceof UsageError || err.code?.startsWith('ERR_PARSE_ARGS')) {
       const code = err instanceof UsageError && err.code !== 'KS_USAGE' ? ` [${err.code}]` : '';
       io.stderr.write(`keystone ${name}: ${err.message}${code}\nusage: ${await usageOf(name)}\n`);
-      return EXIT.BAD_INPUT;
-    }
-    // A configuration file that does not validate is bad input, told like a bad recipe: every problem with its line.
-    if (err instanceof AgentConfigError) {
+    } else if (err instanceof AgentConfigError) {
+      // A configuration file that does not validate is bad input, told like a bad recipe: every problem with its line.
       io.stderr.write(`keystone ${name}: ${err.message}\n`);
-      return EXIT.BAD_INPUT;
-    }
-    // A state directory another user could have written to is bad input (2); one another agent holds is a failed start (1).
-    if (err instanceof StateDirError) {
-      const unsafe = err.code === 'KS_STATE_DIR_UNSAFE';
-      io.stderr.write(`keystone ${name}: ${unsafe ? 'refused: ' : ''}${err.message} [${err.code}]\n`);
-      return unsafe ? EXIT.BAD_INPUT : EXIT.FAILED;
-    }
-    // The device's keys unsafe, unreadable or gone: the agent does not start, and says which file and the fix.
-    if (err instanceof TrustError || err instanceof TrustedFileError || err instanceof IdentityError || (err instanceof ArtifactError && err.code !== 'KS_ARTIFACT_FETCH_FAILED')) {
+    } else if (err instanceof StateDirError) {
+      // A state directory another user could have written to is bad input (2); one another agent holds is a failed start (1).
+      io.stderr.write(`keystone ${name}: ${exit === EXIT.BAD_INPUT ? 'refused: ' : ''}${err.message} [${err.code}]\n`);
+    } else if (err instanceof TrustError || err instanceof TrustedFileError || err instanceof IdentityError || (err instanceof ArtifactError && exit === EXIT.BAD_INPUT)) {
+      // The device's keys unsafe, unreadable or gone: the agent does not start, and says which file and the fix.
       io.stderr.write(`keystone ${name}: refused: ${err.message} [${err.code}]\n`);
-      return EXIT.BAD_INPUT;
+    } else {
+      const coded = err instanceof OperationError || err instanceof StateStoreError;
+      io.stderr.write(`keystone ${name}: ${coded ? `${err.message} [${err.code}]` : (err.stack ?? err.message)}\n`);
     }
-    const coded = err instanceof OperationError || err instanceof StateStoreError;
-    io.stderr.write(`keystone ${name}: ${coded ? `${err.message} [${err.code}]` : (err.stack ?? err.message)}\n`);
-    return EXIT.FAILED;
+    return exit;
   }
 }

@@ -1,6 +1,6 @@
-// keystonectl: the operator's command line. One error boundary maps every failure to the exit codes of SPEC §9.
+// keystonectl: the operator's command line. One error boundary maps every failure to the exit codes of SPEC §9 (exitCodeOf).
 import { ArtifactError } from '../artifacts/artifact-error.js';
-import { InvalidRevisionError, OperationError } from '../core/errors.js';
+import { exitCodeOf, InvalidRevisionError, OperationError } from '../core/errors.js';
 import { TrustError } from '../trust/trust-error.js';
 import { IdentityError } from '../identity/identity-error.js';
 import { SecretError } from '../secrets/secret-error.js';
@@ -68,44 +68,32 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
     }
     return await loaded.run(rest, io);
   } catch (e) {
+    // The exit code is the error's (exitCodeOf: the error catalogue's); what is written depends on what it is.
     const err = e as Error & { code?: string };
+    const exit = exitCodeOf(err);
     if (err instanceof UsageError || err.code?.startsWith('ERR_PARSE_ARGS')) {
       io.stderr.write(`keystonectl ${name}: ${err.message}\nusage: ${(loaded ?? (await command.load())).usage}\n`);
-      return EXIT.BAD_INPUT;
-    }
-    if (err instanceof TrustError) {
+    } else if (err instanceof TrustError) {
       // Refused as a whole: say which file, which key, which check, as data too when --json was asked for.
       const where = [err.file && `file ${err.file}`, err.keyId && `key ${err.keyId}`].filter(Boolean).join(', ');
       if (rest.includes('--json')) io.stdout.write(JSON.stringify({ error: { code: err.code, message: err.message, file: err.file, keyId: err.keyId } }, null, 2) + '\n');
       io.stderr.write(`keystonectl ${name}: refused: ${err.message}${where ? ` (${where})` : ''} [${err.code}]\n`);
-      return EXIT.BAD_INPUT;
-    }
-    if (err instanceof IdentityError) {
+    } else if (err instanceof IdentityError) {
       // A certificate, a key or devices/revoked.toml refused: bad input, named with its file and code.
       if (rest.includes('--json')) io.stdout.write(JSON.stringify({ error: { code: err.code, message: err.message, file: err.file } }, null, 2) + '\n');
       io.stderr.write(`keystonectl ${name}: refused: ${err.message} [${err.code}]\n`);
-      return EXIT.BAD_INPUT;
-    }
-    if (err instanceof SecretError) {
+    } else if (err instanceof SecretError) {
       // A secret refused (a swapped recipient, no identity that opens the key): bad input, never with a value in it.
       if (rest.includes('--json')) io.stdout.write(JSON.stringify({ error: { code: err.code, message: err.message, file: err.file ?? null, secret: err.secret ?? null } }, null, 2) + '\n');
       io.stderr.write(`keystonectl ${name}: refused: ${err.message} [${err.code}]\n`);
-      return EXIT.BAD_INPUT;
-    }
-    if (err instanceof ArtifactError) {
+    } else if (err instanceof ArtifactError || err instanceof OperationError) {
       // A bad digest or archive is untrusted input (2); a server that does not answer is a failed operation (1).
       io.stderr.write(`keystonectl ${name}: ${err.message} [${err.code}]\n`);
-      return err.code === 'KS_ARTIFACT_FETCH_FAILED' ? EXIT.FAILED : EXIT.BAD_INPUT;
-    }
-    if (err instanceof InvalidRevisionError) {
+    } else if (err instanceof InvalidRevisionError) {
       io.stderr.write(`keystonectl ${name}: ${err.message}\n`);
-      return EXIT.BAD_INPUT;
+    } else {
+      io.stderr.write(`keystonectl ${name}: unexpected failure: ${err.stack ?? err.message}\n`);
     }
-    if (err instanceof OperationError) {
-      io.stderr.write(`keystonectl ${name}: ${err.message} [${err.code}]\n`);
-      return EXIT.FAILED;
-    }
-    io.stderr.write(`keystonectl ${name}: unexpected failure: ${err.stack ?? err.message}\n`);
-    return EXIT.FAILED;
+    return exit;
   }
 }

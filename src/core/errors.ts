@@ -1,6 +1,12 @@
 // Diagnostics and errors with stable codes: callers branch on `code`, never on message text.
+import { catalogued, type ErrorCode } from './error-catalogue.js';
 
-/** Every validation and load error code Keystone emits. Stable: scripts and tests depend on them. */
+export type { ErrorCode } from './error-catalogue.js';
+
+/**
+ * The validation and load codes by short name: a view of the catalogue (error-catalogue.ts), which lists every code
+ * with its kind, exit code and meaning. Stable: scripts and tests depend on them.
+ */
 export const CODES = {
   TOML_SYNTAX: 'KS_TOML_SYNTAX',
   UNKNOWN_KEY: 'KS_UNKNOWN_KEY',
@@ -65,9 +71,7 @@ export const CODES = {
   AGENT_UNSIGNED: 'KS_AGENT_UNSIGNED',
   AGENT_PACKAGE_VERSION: 'KS_AGENT_PACKAGE_VERSION',
   AGENT_UPDATE_FAILED: 'KS_AGENT_UPDATE_FAILED',
-} as const;
-
-export type ErrorCode = (typeof CODES)[keyof typeof CODES];
+} as const satisfies Record<string, ErrorCode>;
 
 /** One problem found in a revision: where it is (file, TOML path, line) and what to do about it. */
 export interface Diagnostic {
@@ -105,30 +109,10 @@ export function formatDiagnostic(d: Diagnostic): string {
   return `${where}:${path} ${d.message}${hint} [${d.code}]`;
 }
 
-/** Thrown by the edges when a revision cannot be used; carries every diagnostic, not just the first. */
-export class InvalidRevisionError extends Error {
-  readonly code = 'KS_INVALID_REVISION';
-  constructor(readonly diagnostics: Diagnostic[]) {
-    super(
-      `the revision is invalid (${diagnostics.length} error${diagnostics.length === 1 ? '' : 's'}):\n` +
-        diagnostics.map((d) => '  ' + formatDiagnostic(d)).join('\n'),
-    );
-  }
-}
-
-/** An operation failed for a reason outside the input (I/O, Git): exit code 1, not 2. */
-export class OperationError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
 /**
- * An error of an edge (artifacts, runtimes): callers branch on `code` and read `data`, never parse the message. Each
- * edge names its own subclass, codes and data.
+ * The base of every error that carries a code (the catalogue, error-catalogue.ts, lists them all): callers branch on
+ * `code` and read `data`, never parse the message. Each edge names its own subclass, codes and data; exitCodeOf
+ * (below) turns one into the exit code of a program.
  */
 export class CodedError<C extends string, D extends object> extends Error {
   constructor(
@@ -139,4 +123,43 @@ export class CodedError<C extends string, D extends object> extends Error {
   ) {
     super(message, options);
   }
+
+  /** What a program exits with when this error ends it: the catalogue's exit code for the code, 1 for a code it lacks. */
+  get exitCode(): 1 | 2 {
+    return catalogued(this.code)?.exit ?? 1;
+  }
+}
+
+/** Thrown by the edges when a revision cannot be used; carries every diagnostic, not just the first. */
+export class InvalidRevisionError extends CodedError<'KS_INVALID_REVISION', object> {
+  constructor(readonly diagnostics: Diagnostic[]) {
+    super(
+      'KS_INVALID_REVISION',
+      `the revision is invalid (${diagnostics.length} error${diagnostics.length === 1 ? '' : 's'}):\n` +
+        diagnostics.map((d) => '  ' + formatDiagnostic(d)).join('\n'),
+    );
+  }
+}
+
+/** An operation failed for a reason outside the input (I/O, Git): exit code 1, not 2. */
+export class OperationError extends CodedError<ErrorCode, object> {
+  constructor(code: ErrorCode, message: string) {
+    super(code, message);
+  }
+
+  /** Whatever its code (KS_USAGE from a Git setting, KS_FILE_NOT_FOUND from sign): the operation failed. */
+  override get exitCode(): 1 {
+    return 1;
+  }
+}
+
+/**
+ * The exit code of a failure that ends keystone or keystonectl (SPEC §9: 1 the operation failed, 2 bad input): a
+ * coded error's (the catalogue's, error-catalogue.ts, unless its class says otherwise); node:util parseArgs's refusal
+ * of a command line is bad input; anything else failed.
+ */
+export function exitCodeOf(err: unknown): 1 | 2 {
+  if (err instanceof CodedError) return err.exitCode;
+  const code = (err as { code?: unknown } | null | undefined)?.code;
+  return typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS') ? 2 : 1;
 }

@@ -1,4 +1,5 @@
 // Supervision decisions of SPEC §5 as pure functions of data: time and randomness are passed in.
+import { backoffMs } from './backoff.js';
 
 export type RestartPolicy = 'always' | 'on-failure' | 'never';
 
@@ -54,8 +55,8 @@ export function isFailure(exit: ExitStatus): boolean {
  */
 export function backoffDelay(attempt: number, random: () => number, limits: RestartLimits = DEFAULT_RESTART_LIMITS): number {
   if (attempt <= 1) return limits.firstRestartMs;
-  const base = Math.min(limits.maxBackoffMs, limits.firstRestartMs * 2 ** (attempt - 1));
-  return Math.min(limits.maxBackoffMs, Math.round(base * (0.8 + 0.4 * random())));
+  const jittered = backoffMs(attempt - 1, { baseMs: limits.firstRestartMs, capMs: limits.maxBackoffMs, jitter: { kind: 'scale', min: 0.8, spread: 0.4, random: random() } });
+  return Math.min(limits.maxBackoffMs, jittered);
 }
 
 /** The budget after a healthy spell: ten healthy minutes give every restart back. */

@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import git, { Errors } from 'isomorphic-git';
 import { OperationError } from '../core/errors.js';
+import { UnknownRefError } from './unknown-ref-error.js';
 import { FLEET_FILE } from '../core/fleet.js';
 import { searchAncestor } from '../git/git-ancestry.js';
 import { locateGitRepository, resolveCommit } from '../source/git-tree-reader.js';
@@ -35,12 +36,9 @@ import { isCommitId } from '../git/commit-id.js';
 import { redactUrl } from '../git/git-repo-location.js';
 import { parseStatusNote, type StatusLine } from '../report/status-note.js';
 
-const exec = promisify(execFile);
+export { UnknownRefError } from './unknown-ref-error.js';
 
-/** A ref or commit the repository does not have: bad input (exit 2), not a failed operation. */
-export class UnknownRefError extends Error {
-  readonly code = 'KS_GIT_REF_NOT_FOUND';
-}
+const exec = promisify(execFile);
 
 export interface FleetRepository {
   gitdir: string;

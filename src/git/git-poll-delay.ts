@@ -1,6 +1,7 @@
 // When a Git source looks next: the poll interval with jitter after a good look, exponential backoff after failures,
 // the first look spread by the device's name, and a server's Retry-After honoured.
 import { createHash } from 'node:crypto';
+import { backoffMs } from '../core/backoff.js';
 export interface PollDelayOptions {
   /** The poll interval; also the cap of the backoff, so a device catches up within one poll of the server's return. */
   pollMs: number;
@@ -22,8 +23,7 @@ export function pollDelayMs(failures: number, opts: PollDelayOptions, random: ()
   if (failures <= 0) return Math.round(pollMs * (0.9 + 0.2 * r));
   const base = Math.max(1, opts.retryBaseMs ?? 1000);
   // 2^52 is already beyond any cap; clamping the exponent keeps the arithmetic finite.
-  const raw = Math.min(pollMs, base * 2 ** Math.min(failures - 1, 52));
-  return Math.round(raw * (0.8 + 0.2 * r));
+  return backoffMs(failures - 1, { baseMs: base, capMs: pollMs, maxDoublings: 52, jitter: { kind: 'scale', min: 0.8, spread: 0.2, random: r } });
 }
 
 /**

@@ -1,5 +1,6 @@
 // Device identity failures (SPEC §15): the device's own keys, the certificates that enrol it, the revocations that
 // end them. Each check has its own stable code, so operators (and tests) tell a stolen device from a typo.
+import { CodedError } from '../core/errors.js';
 
 export type IdentityCode =
   /** A key file of the device is gone while the state directory says the device had one (a copy, a wipe). */
@@ -26,13 +27,13 @@ export type IdentityCode =
   | 'KS_REVOCATIONS_INVALID';
 
 /** Refuses a key, a certificate or a revocation list: which file, which check. Exit code 2 at the CLI. */
-export class IdentityError extends Error {
+export class IdentityError extends CodedError<IdentityCode, object> {
   override readonly name = 'IdentityError';
   constructor(
-    readonly code: IdentityCode,
+    code: IdentityCode,
     message: string,
     readonly file?: string,
   ) {
-    super(message);
+    super(code, message);
   }
 }

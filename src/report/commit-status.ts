@@ -2,6 +2,7 @@
 // coded error a reporter throws. The outbox decides from `retryable` alone whether to try again, so every
 // reporter must classify its failures here rather than leak library errors.
 export * from '../core/commit-report.js';
+import { CodedError } from '../core/errors.js';
 import { COMMIT_STATES, MAX_DESCRIPTION, REPORT_FIELD_KEYS, type CommitStatus } from '../core/commit-report.js';
 import { ROLLOUT_STATES } from '../core/rollout-gate.js';
 import { isCommitId } from '../git/commit-id.js';
@@ -53,16 +54,16 @@ export type StatusDeliveryCode =
 
 const RETRYABLE: ReadonlySet<StatusDeliveryCode> = new Set(['KS_STATUS_UNREACHABLE', 'KS_STATUS_SERVER_ERROR', 'KS_STATUS_RATE_LIMITED', 'KS_STATUS_CONFLICT', 'KS_STATUS_GIT_FAILED', 'KS_STATUS_NOTES_TOO_LARGE']);
 
-export class StatusDeliveryError extends Error {
+export class StatusDeliveryError extends CodedError<StatusDeliveryCode, { httpStatus?: number; retryAfterMs?: number }> {
   override readonly name = 'StatusDeliveryError';
   readonly retryable: boolean;
   constructor(
-    readonly code: StatusDeliveryCode,
+    code: StatusDeliveryCode,
     message: string,
-    readonly data: { httpStatus?: number; retryAfterMs?: number } = {},
+    data: { httpStatus?: number; retryAfterMs?: number } = {},
     options?: { cause?: unknown },
   ) {
-    super(message, options);
+    super(code, message, data, options);
     this.retryable = RETRYABLE.has(code);
   }
 }

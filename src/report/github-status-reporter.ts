@@ -3,6 +3,7 @@
 // Failures are classified by HTTP status for the outbox: 5xx, 408 and network errors are retried; rate limits
 // (429, and GitHub's 403 flavours of it) are retried after the wait the server asked for; other 4xx are permanent
 // (sending the same request again gets the same 422 or 404). At fleet scale see docs/fleet-reports.md.
+import { backoffMs } from '../core/backoff.js';
 import { setTimeout as sleepMs } from 'node:timers/promises';
 import { retryAfterMs } from '../git/git-poll-delay.js';
 import { checkStatus, httpDeliveryError, StatusDeliveryError, type CommitStatus, type StatusReporter } from './commit-status.js';
@@ -133,7 +134,7 @@ export class GitHubStatusReporter implements StatusReporter {
     if (after !== undefined) return after;
     const reset = Number(h.get('x-ratelimit-reset'));
     if (primary && Number.isFinite(reset) && reset > 0) return Math.max(0, reset * 1000 - this.now());
-    const wait = Math.min(MAX_RATE_LIMIT_FALLBACK_MS, RATE_LIMIT_FALLBACK_MS * 2 ** this.untimedLimits);
+    const wait = backoffMs(this.untimedLimits, { baseMs: RATE_LIMIT_FALLBACK_MS, capMs: MAX_RATE_LIMIT_FALLBACK_MS });
     this.untimedLimits++;
     return wait;
   }

@@ -7,6 +7,7 @@
 // come back (Retry-After, a rate limit) holds every row of that reporter until then, not only the one it refused:
 // sending the next commit's status to a server that just said "wait" only earns a longer wait. The hold is kept in
 // memory; after a restart the first request finds it out again (one request, then held again).
+import { backoffMs } from '../core/backoff.js';
 import type { OutboxCounts, OutboxEntry, StateStore } from '../store/state-store.js';
 import { checkStatus, isStatusDeliveryError, type CommitStatus, type DeliveryNotice, type StatusReporter } from './commit-status.js';
 
@@ -56,8 +57,7 @@ const GLOBAL_TIMERS: OutboxTimers = {
  * the same server does not come back in lockstep, yet no retry is ever immediate. Pure; exported for tests.
  */
 export function backoffDelay(attempts: number, random: number, initialMs: number, maxMs: number): number {
-  const base = Math.min(maxMs, initialMs * 2 ** Math.max(0, attempts - 1));
-  return Math.round(base / 2 + (random * base) / 2);
+  return backoffMs(attempts - 1, { baseMs: initialMs, capMs: maxMs, jitter: { kind: 'equal', random } });
 }
 
 export class StatusOutbox {

@@ -3,6 +3,7 @@
 // component, so that the component cannot grab it mid-stop. Node has no flock(2): the agent opens the file itself and
 // util-linux's `flock` locks that open file (its descriptor handed to it), so the lock belongs to the agent's
 // descriptor and goes when the agent closes it, or dies.
+import { CodedError } from '../core/errors.js';
 import { spawn } from 'node:child_process';
 import { closeSync, constants, fstatSync, openSync } from 'node:fs';
 
@@ -17,8 +18,10 @@ export interface HeldUpdateLock {
   readonly held: boolean;
 }
 
-export class UpdateLockError extends Error {
-  readonly code = 'KS_UPDATE_LOCK';
+export class UpdateLockError extends CodedError<'KS_UPDATE_LOCK', object> {
+  constructor(message: string) {
+    super('KS_UPDATE_LOCK', message);
+  }
 }
 
 /**

@@ -1,4 +1,5 @@
 // Secret failures (SPEC §16): each names the secret (or the target key) and why, never a value.
+import { CodedError } from '../core/errors.js';
 
 export type SecretCode =
   /** secrets/NAME.age, or the target's key file, is not in the revision. */
@@ -14,16 +15,16 @@ export type SecretCode =
   /** An operator's command that cannot go on: no operator identity, a recipients file that is not the signed one. */
   | 'KS_SECRET_OPERATOR';
 
-export class SecretError extends Error {
+export class SecretError extends CodedError<SecretCode, object> {
   override readonly name = 'SecretError';
   constructor(
-    readonly code: SecretCode,
+    code: SecretCode,
     message: string,
     /** The repository file concerned, when there is one. */
     readonly file?: string,
     /** The secret concerned, when there is one. */
     readonly secret?: string,
   ) {
-    super(message);
+    super(code, message);
   }
 }

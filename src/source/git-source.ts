@@ -3,6 +3,7 @@
 // ls-refs exchange for a remote, a ref file for a local repository); only when it moved is anything fetched.
 import fs from 'node:fs';
 import git from 'isomorphic-git';
+import { isErrorCode } from '../core/error-catalogue.js';
 import { OperationError } from '../core/errors.js';
 import type { Revision } from './directory-source.js';
 import { busyWaitMs, firstLookDelayMs, pollDelayMs, retryAfterMs } from '../git/git-poll-delay.js';
@@ -276,7 +277,7 @@ export class GitSource {
   private coded(e: unknown): Error & { code?: string } {
     const err = e as Error & { code?: string };
     if (err instanceof OperationError) return new OperationError(err.code, this.redact(err.message));
-    return new OperationError(typeof err.code === 'string' && err.code.startsWith('KS_') ? err.code : 'KS_GIT_FAILED', this.redact(`${this.label}: ${err.message}`));
+    return new OperationError(isErrorCode(err.code) ? err.code : 'KS_GIT_FAILED', this.redact(`${this.label}: ${err.message}`));
   }
 
   private redact(text: string): string {

@@ -1,4 +1,5 @@
 // The one error type of the state store, with its stable codes: the agent, the CLI and tests branch on them.
+import { CodedError } from '../core/errors.js';
 
 /** Every code the state store throws. Stable: the agent and tests branch on them. */
 export type StateStoreCode =
@@ -20,13 +21,13 @@ export type StateStoreCode =
    */
   | 'KS_STATE_DISK_FULL';
 
-export class StateStoreError extends Error {
+export class StateStoreError extends CodedError<StateStoreCode, object> {
   constructor(
-    readonly code: StateStoreCode,
+    code: StateStoreCode,
     message: string,
     options?: { cause?: unknown },
   ) {
-    super(message, options);
+    super(code, message, {}, options);
     this.name = 'StateStoreError';
   }
 }

@@ -1,4 +1,5 @@
 // Trust failures: each threat has its own stable code so operators (and tests) can tell them apart.
+import { CodedError } from '../core/errors.js';
 
 export type TrustCode =
   | 'KS_UNSIGNED'
@@ -25,13 +26,13 @@ export type TrustCode =
   | 'KS_SIGNATURE_FROM_FUTURE';
 
 /** Refuses a revision or a key: which file, which key, which check. Exit code 2 at the CLI. */
-export class TrustError extends Error {
+export class TrustError extends CodedError<TrustCode, object> {
   constructor(
-    readonly code: TrustCode,
+    code: TrustCode,
     message: string,
     readonly file?: string,
     readonly keyId?: string,
   ) {
-    super(message);
+    super(code, message);
   }
 }

@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { actualFromDesired, diff, EMPTY_ACTUAL, type ActualComponent, type ActualState } from '../../core/diff.js';
 import type { DesiredState } from '../../core/desired-state.js';
 import { devicePolicyFromView } from '../../core/device-policy.js';
-import { OperationError } from '../../core/errors.js';
+import { OperationError, type ErrorCode } from '../../core/errors.js';
 import { checkDevicePolicy, withFlagHint } from '../../core/policy-check.js';
 import { hostPolicyFacts } from '../../runtime/policy-host.js';
 import { AGENT_OPTIONS, AgentApiError, agentClient, AgentUnreachableError, type AgentClient } from '../agent-client.js';
@@ -51,7 +51,8 @@ async function agentActualState(client: AgentClient, url: string, required: bool
     if (!Array.isArray(views)) throw new Error('not a component list');
   } catch (e) {
     if (e instanceof AgentApiError && e.status === 401)
-      throw new OperationError(e.code, `the agent at ${url} answered but needs its API token to show what it runs (or pass --empty or --base REF): ${e.message}`);
+      // The agent's own code for a 401 (KS_TOKEN_MISSING, KS_TOKEN_INVALID), relayed as it came.
+      throw new OperationError(e.code as ErrorCode, `the agent at ${url} answered but needs its API token to show what it runs (or pass --empty or --base REF): ${e.message}`);
     if (required) throw new OperationError('KS_AGENT_UNREACHABLE', e instanceof AgentUnreachableError ? e.message : `no agent answers at ${url}: ${(e as Error).message}`);
     return undefined;
   }
