@@ -1,5 +1,5 @@
 // The rooms of src/, lowest first: a room may import from the rooms listed before it and from nowhere else (type
-// imports and dynamic import() included). One table for ESLint's import rule (eslint.config.mjs) and for the test that
+// imports and dynamic import() included). One table for ESLint's import rule (rooms-plugin.mjs) and for the test that
 // also walks dynamic imports and forbids every import circle (test/architecture/rooms.test.ts). Why this order: a phase
 // only reads what earlier phases produced — Git bytes, then a revision, then its loaded state, then what runs, then the
 // reports of it, then the programs that drive it all (docs/architecture.md).
