@@ -4,7 +4,17 @@ import tseslint from 'typescript-eslint';
 import rooms from './lint/rooms-plugin.mjs';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'dist-bundle/**', 'dist-deb/**', 'node_modules/**', 'coverage/**', '.state/**', 'examples/**/*.mjs'] },
+  {
+    ignores: [
+      'dist/**',
+      'dist-bundle/**',
+      'dist-deb/**',
+      'node_modules/**',
+      'coverage/**',
+      '.state/**',
+      'examples/**/*.mjs',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -14,9 +24,22 @@ export default tseslint.config(
     },
   },
   // Each room of src/ imports only the rooms below it (lint/rooms.mjs; the rule: lint/rooms-plugin.mjs).
-  { files: ['src/**/*.ts', 'src/**/*.tsx', 'src/**/*.mts', 'src/**/*.cts'], plugins: { rooms }, rules: { 'rooms/import-boundary': 'error' } },
+  {
+    files: ['src/**/*.ts', 'src/**/*.tsx', 'src/**/*.mts', 'src/**/*.cts'],
+    plugins: { rooms },
+    rules: { 'rooms/import-boundary': 'error' },
+  },
   {
     files: ['bin/**/*.js', 'lint/**/*.mjs', 'reliability/**/*.mjs', 'examples/**/*.mjs', 'web/**/*.mjs'],
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly' } },
+    languageOptions: {
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        URL: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        setInterval: 'readonly',
+      },
+    },
   },
 );

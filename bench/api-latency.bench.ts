@@ -75,10 +75,22 @@ function applyBody(root: string, plan: string): { plan: string; files: Record<st
 }
 
 /** GET `url` under load, with the API token (every /v1 route needs it, reads too). */
-function runCannon(url: string, durationSec: number, token: string): { instance: autocannon.Instance; done: Promise<autocannon.Result> } {
+function runCannon(
+  url: string,
+  durationSec: number,
+  token: string,
+): { instance: autocannon.Instance; done: Promise<autocannon.Result> } {
   // Without a callback autocannon returns its instance, an event emitter that is also a promise of the result.
-  const instance = autocannon({ url, connections, duration: durationSec, pipelining: 1, headers: { authorization: `Bearer ${token}` } }) as unknown as autocannon.Instance;
-  const done = new Promise<autocannon.Result>((resolve, reject) => instance.once('done', resolve).once('error', reject));
+  const instance = autocannon({
+    url,
+    connections,
+    duration: durationSec,
+    pipelining: 1,
+    headers: { authorization: `Bearer ${token}` },
+  }) as unknown as autocannon.Instance;
+  const done = new Promise<autocannon.Result>((resolve, reject) =>
+    instance.once('done', resolve).once('error', reject),
+  );
   return { instance, done };
 }
 
@@ -101,7 +113,11 @@ async function oneRun(run: number) {
   const apiPort = portBase + run;
   await assertPortsFree([apiPort, ...all.map((c) => c.port)]);
   const base = `http://127.0.0.1:${apiPort}`;
-  const agent = startAgent({ repo, plan: 'plans/one.toml', stateDir: join(work, 'state'), extraArgs: ['--listen', `127.0.0.1:${apiPort}`],
+  const agent = startAgent({
+    repo,
+    plan: 'plans/one.toml',
+    stateDir: join(work, 'state'),
+    extraArgs: ['--listen', `127.0.0.1:${apiPort}`],
     ...(opts.profile && { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', opts.profile] }),
   });
   try {
@@ -125,13 +141,27 @@ async function oneRun(run: number) {
     const { revision } = (await res.json()) as { revision: string };
     await agent.waitFor((e) => e.msg === 'all components running' && e.t > t0, 120_000, `all ${n} components running`);
     const convergedMs = epochNow() - t0;
-    const [eldP99, eldMax] = await Promise.all([metric(base, 'nodejs_eventloop_lag_p99_seconds'), metric(base, 'nodejs_eventloop_lag_max_seconds')]);
+    const [eldP99, eldMax] = await Promise.all([
+      metric(base, 'nodejs_eventloop_lag_p99_seconds'),
+      metric(base, 'nodejs_eventloop_lag_max_seconds'),
+    ]);
     loaded.instance.stop();
     const busy = await loaded.done;
     if (!String(revision).startsWith('manual:')) throw new Error(`unexpected revision ${revision}`);
     return {
-      idle: { p50: idle.latency.p50, p99: idle.latency.p99, rps: idle.requests.average, errors: idle.errors + idle.non2xx },
-      loaded: { p50: busy.latency.p50, p99: busy.latency.p99, rps: busy.requests.average, errors: busy.errors + busy.non2xx, requests: busy.requests.total },
+      idle: {
+        p50: idle.latency.p50,
+        p99: idle.latency.p99,
+        rps: idle.requests.average,
+        errors: idle.errors + idle.non2xx,
+      },
+      loaded: {
+        p50: busy.latency.p50,
+        p99: busy.latency.p99,
+        rps: busy.requests.average,
+        errors: busy.errors + busy.non2xx,
+        requests: busy.requests.total,
+      },
       // Node's histogram records each sampling interval whole: what is over it is the delay.
       eldP99Ms: Math.max(0, eldP99 * 1000 - EVENT_LOOP_SAMPLE_MS),
       eldMaxMs: Math.max(0, eldMax * 1000 - EVENT_LOOP_SAMPLE_MS),
@@ -168,13 +198,33 @@ const summary = {
 };
 console.log(`\nGET /v1/components, ${connections} connections, ${n} components reconciling (median of ${runs} runs)`);
 console.log('                     idle agent (reference)   while reconciling   ratio     aim');
-console.log(`  latency p50        ${fmt(summary.idleP50, 1).padStart(8)} ms              ${fmt(summary.loadedP50, 1).padStart(8)} ms       ${ratio(summary.loadedP50, summary.idleP50).padEnd(8)}`);
-console.log(`  latency p99        ${fmt(summary.idleP99, 1).padStart(8)} ms              ${fmt(summary.loadedP99, 1).padStart(8)} ms       ${ratio(summary.loadedP99, summary.idleP99).padEnd(8)}  < 10 ms ${summary.loadedP99 < 10 ? 'met' : 'NOT met'}`);
-console.log(`  event-loop delay p99 (over the ${EVENT_LOOP_SAMPLE_MS} ms sampling)  ${fmt(summary.eldP99Ms, 1).padStart(8)} ms                 < 20 ms ${summary.eldP99Ms < 20 ? 'met' : 'NOT met'}`);
+console.log(
+  `  latency p50        ${fmt(summary.idleP50, 1).padStart(8)} ms              ${fmt(summary.loadedP50, 1).padStart(8)} ms       ${ratio(summary.loadedP50, summary.idleP50).padEnd(8)}`,
+);
+console.log(
+  `  latency p99        ${fmt(summary.idleP99, 1).padStart(8)} ms              ${fmt(summary.loadedP99, 1).padStart(8)} ms       ${ratio(summary.loadedP99, summary.idleP99).padEnd(8)}  < 10 ms ${summary.loadedP99 < 10 ? 'met' : 'NOT met'}`,
+);
+console.log(
+  `  event-loop delay p99 (over the ${EVENT_LOOP_SAMPLE_MS} ms sampling)  ${fmt(summary.eldP99Ms, 1).padStart(8)} ms                 < 20 ms ${summary.eldP99Ms < 20 ? 'met' : 'NOT met'}`,
+);
 console.log(`  errors: ${summary.errors}; converged in ${fmt(summary.convergedMs)} ms`);
 // The bench process itself (autocannon) counts among the others here: the load generator shares the two cores.
 const note = busyNote(others.percent(), loadBefore, load1());
 if (note) console.log(note);
 ensureDir(join(benchDir, 'results'));
-writeFileSync(resultsFile, JSON.stringify({ machine: machine(), at: new Date().toISOString(), components: n, connections, runs: results.map((x) => ({ ...x, eldP99Ms: round(x.eldP99Ms, 2), eldMaxMs: round(x.eldMaxMs, 2) })), summary }, null, 2) + '\n');
+writeFileSync(
+  resultsFile,
+  JSON.stringify(
+    {
+      machine: machine(),
+      at: new Date().toISOString(),
+      components: n,
+      connections,
+      runs: results.map((x) => ({ ...x, eldP99Ms: round(x.eldP99Ms, 2), eldMaxMs: round(x.eldMaxMs, 2) })),
+      summary,
+    },
+    null,
+    2,
+  ) + '\n',
+);
 console.log(`results: ${relative(process.cwd(), resultsFile)}`);

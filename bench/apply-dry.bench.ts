@@ -73,15 +73,20 @@ try {
     const [a, b] = [ran[0]!, ran[ran.length - 1]!];
     growth[key] = +(b.measures[key]!.usPerComponent / a.measures[key]!.usPerComponent).toFixed(3);
     growthSpan[key] = { from: a.n, to: b.n };
-    if (b.measures[key]!.cpuUsPerComponent) cpuGrowth[key] = +(b.measures[key]!.cpuUsPerComponent! / a.measures[key]!.cpuUsPerComponent!).toFixed(3);
+    if (b.measures[key]!.cpuUsPerComponent)
+      cpuGrowth[key] = +(b.measures[key]!.cpuUsPerComponent! / a.measures[key]!.cpuUsPerComponent!).toFixed(3);
   }
   const linearKey: MeasureKey = growth.pipeline !== undefined ? 'pipeline' : 'applyDry';
   const linear = growth[linearKey] !== undefined ? growth[linearKey]! <= LINEAR_LIMIT : undefined;
-  const at10k = summary.find((s) => s.n === 10000 && s.measures.applyDry) ?? [...summary].reverse().find((s) => s.measures.applyDry);
+  const at10k =
+    summary.find((s) => s.n === 10000 && s.measures.applyDry) ??
+    [...summary].reverse().find((s) => s.measures.applyDry);
   const under = at10k ? at10k.measures.applyDry!.medianMs <= BUDGET_MS : undefined;
   const loadAfter = loadavg()[0]!;
 
-  console.log(`\napply-dry benchmark — node ${process.version}, ${cpus().length} × ${cpus()[0]?.model.trim() ?? 'cpu'}, seed ${seed}`);
+  console.log(
+    `\napply-dry benchmark — node ${process.version}, ${cpus().length} × ${cpus()[0]?.model.trim() ?? 'cpu'}, seed ${seed}`,
+  );
   for (const s of summary)
     console.log(
       `  N=${count(s.n)}: ${s.layers} layers, ${count(s.edges)} edges (${count(s.hardEdges)} hard); ${s.bumped} bumped → diff restarts ${count(s.diffRestarts)}; ` +
@@ -102,7 +107,12 @@ try {
   if (linear !== undefined)
     console.log(
       `aim: linear to ${count(growthSpan[linearKey]!.to)}: ${linear ? 'met' : 'not met'} — ${linearKey} per component ×${fmt(growth[linearKey]!, 2)} from ${count(growthSpan[linearKey]!.from)} to ${count(growthSpan[linearKey]!.to)} (limit ${LINEAR_LIMIT}); ` +
-        summary.map((s) => `${count(s.n)}: ${fmt(s.measures[linearKey]!.usPerComponent, 1)} µs/comp ×${fmt(s.measures[linearKey]!.ratioToFloor, 2)} floor`).join(', '),
+        summary
+          .map(
+            (s) =>
+              `${count(s.n)}: ${fmt(s.measures[linearKey]!.usPerComponent, 1)} µs/comp ×${fmt(s.measures[linearKey]!.ratioToFloor, 2)} floor`,
+          )
+          .join(', '),
     );
   console.log(
     `cpu time per component, largest/smallest N each measure ran at (steadier than wall time when the machine is busy): ` +
@@ -111,7 +121,9 @@ try {
         .join(', '),
   );
   if (Math.max(loadBefore, loadAfter) > cpus().length / 2)
-    console.log(`note: load average ${fmt(loadBefore, 2)} before, ${fmt(loadAfter, 2)} after, on ${cpus().length} CPUs: other processes competed for the CPU, so the figures are noisy`);
+    console.log(
+      `note: load average ${fmt(loadBefore, 2)} before, ${fmt(loadAfter, 2)} after, on ${cpus().length} CPUs: other processes competed for the CPU, so the figures are noisy`,
+    );
 
   mkdirSync(dirname(resultsFile), { recursive: true });
   writeFileSync(
@@ -130,7 +142,13 @@ try {
         sizes: summary,
         perComponentGrowth: { ...growth, span: growthSpan },
         perComponentCpuGrowth: cpuGrowth,
-        verdict: { linear, linearMeasure: linearKey, linearLimit: LINEAR_LIMIT, under1sAt10000: under, budgetMs: BUDGET_MS },
+        verdict: {
+          linear,
+          linearMeasure: linearKey,
+          linearLimit: LINEAR_LIMIT,
+          under1sAt10000: under,
+          budgetMs: BUDGET_MS,
+        },
         benchSeconds: +((performance.now() - t0) / 1000).toFixed(1),
       },
       null,

@@ -38,19 +38,37 @@ if (docker('info', '--format', '{{.ServerVersion}}').status !== 0) {
 }
 ensureImage();
 
-const { ContainerRuntime } = (await import(join(projectDir, 'dist', 'runtime', 'container-runtime.js'))) as typeof import('../dist/runtime/container-runtime.js');
-const { recipeSchema } = (await import(join(projectDir, 'dist', 'core', 'recipe.js'))) as typeof import('../dist/core/recipe.js');
-const { parse } = (await import(join(projectDir, 'dist', 'core', 'valid.js'))) as typeof import('../dist/core/valid.js');
-const { LABELS } = (await import(join(projectDir, 'dist', 'runtime', 'container-spec.js'))) as typeof import('../dist/runtime/container-spec.js');
+const { ContainerRuntime } = (await import(
+  join(projectDir, 'dist', 'runtime', 'container-runtime.js')
+)) as typeof import('../dist/runtime/container-runtime.js');
+const { recipeSchema } = (await import(
+  join(projectDir, 'dist', 'core', 'recipe.js')
+)) as typeof import('../dist/core/recipe.js');
+const { parse } = (await import(
+  join(projectDir, 'dist', 'core', 'valid.js')
+)) as typeof import('../dist/core/valid.js');
+const { LABELS } = (await import(
+  join(projectDir, 'dist', 'runtime', 'container-spec.js')
+)) as typeof import('../dist/runtime/container-spec.js');
 
 const work = mkdtempSync(join(tmpdir(), 'ks-bench-container-'));
 const runtime = new ContainerRuntime({ ownerTag: OWNER });
 const recipe = parse(recipeSchema, {
   metadata: { name: 'com.bench.sleeper', version: '1.0.0' },
-  lifecycle: { run: { type: 'container', container: { image: IMAGE, pull_policy: 'never', command: ['sleep', '1000'] } } },
+  lifecycle: {
+    run: { type: 'container', container: { image: IMAGE, pull_policy: 'never', command: ['sleep', '1000'] } },
+  },
 });
 // The recipe has a run (a container): the DesiredComponent's Recipe, a resolved unit's.
-const component = (i: number): DesiredComponent => ({ name: 'sleeper', index: 0, recipePath: 'recipes/sleeper.toml', entry: { name: 'sleeper', recipe: 'recipes/sleeper.toml' }, recipe: recipe as DesiredComponent['recipe'], dependencies: [], hash: `v1:${String(i).padStart(64, '0')}` });
+const component = (i: number): DesiredComponent => ({
+  name: 'sleeper',
+  index: 0,
+  recipePath: 'recipes/sleeper.toml',
+  entry: { name: 'sleeper', recipe: 'recipes/sleeper.toml' },
+  recipe: recipe as DesiredComponent['recipe'],
+  dependencies: [],
+  hash: `v1:${String(i).padStart(64, '0')}`,
+});
 const paths = { workDir: join(work, 'work'), logDir: join(work, 'logs') };
 
 type Row = 'keystone' | 'dockerRun' | 'dockerRunSameOptions';
@@ -65,13 +83,31 @@ const rows: Record<Row, (i: number) => Promise<number>> = {
   dockerRun: async () => timedRun(['run', '-d', '--label', `${BENCH_LABEL}=${OWNER}`, IMAGE, 'sleep', '1000']),
   dockerRunSameOptions: async (i) =>
     timedRun([
-      'run', '-d',
-      '--label', `${BENCH_LABEL}=${OWNER}`,
-      '--label', `${LABELS.component}=sleeper`, '--label', `${LABELS.hash}=v1:${i}`, '--label', `${LABELS.owner}=${OWNER}-cli`,
-      '--security-opt', 'no-new-privileges', '--cap-drop', 'ALL',
-      '--log-driver', 'json-file', '--log-opt', 'max-size=10m', '--log-opt', 'max-file=2',
-      '--restart', 'no',
-      IMAGE, 'sleep', '1000',
+      'run',
+      '-d',
+      '--label',
+      `${BENCH_LABEL}=${OWNER}`,
+      '--label',
+      `${LABELS.component}=sleeper`,
+      '--label',
+      `${LABELS.hash}=v1:${i}`,
+      '--label',
+      `${LABELS.owner}=${OWNER}-cli`,
+      '--security-opt',
+      'no-new-privileges',
+      '--cap-drop',
+      'ALL',
+      '--log-driver',
+      'json-file',
+      '--log-opt',
+      'max-size=10m',
+      '--log-opt',
+      'max-file=2',
+      '--restart',
+      'no',
+      IMAGE,
+      'sleep',
+      '1000',
     ]),
 };
 
@@ -82,7 +118,9 @@ async function timedRun(args: string[]): Promise<number> {
     const p = spawn('docker', args, { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     p.stdout.on('data', (d) => (out += d));
-    p.on('exit', (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`docker ${args.join(' ')} exited ${code}`))));
+    p.on('exit', (code) =>
+      code === 0 ? resolve(out.trim()) : reject(new Error(`docker ${args.join(' ')} exited ${code}`)),
+    );
   });
   const ms = performance.now() - t0;
   docker('rm', '-f', id);
@@ -97,15 +135,29 @@ try {
   for (let i = 0; i < RUNS; i++) for (const k of rowNames) samples[k].push(await rows[k](i));
 } finally {
   await runtime.close();
-  const left = docker('ps', '-aq', '--filter', `label=${BENCH_LABEL}=${OWNER}`).stdout.trim().split('\n').filter(Boolean);
-  const owned = docker('ps', '-aq', '--filter', `label=${LABELS.owner}=${OWNER}`).stdout.trim().split('\n').filter(Boolean);
+  const left = docker('ps', '-aq', '--filter', `label=${BENCH_LABEL}=${OWNER}`)
+    .stdout.trim()
+    .split('\n')
+    .filter(Boolean);
+  const owned = docker('ps', '-aq', '--filter', `label=${LABELS.owner}=${OWNER}`)
+    .stdout.trim()
+    .split('\n')
+    .filter(Boolean);
   if (left.length + owned.length) docker('rm', '-f', ...left, ...owned);
   rmSync(work, { recursive: true, force: true });
 }
 const loadAfter = load1();
 
-const stats = (xs: number[]) => ({ medianMs: round(median(xs), 2), p90Ms: round(quantile(xs, 0.9), 2), minMs: round(Math.min(...xs), 2), runsMs: xs.map((x) => round(x, 2)) });
-const results = Object.fromEntries(Object.entries(samples).map(([k, xs]) => [k, stats(xs)])) as Record<Row, ReturnType<typeof stats>>;
+const stats = (xs: number[]) => ({
+  medianMs: round(median(xs), 2),
+  p90Ms: round(quantile(xs, 0.9), 2),
+  minMs: round(Math.min(...xs), 2),
+  runsMs: xs.map((x) => round(x, 2)),
+});
+const results = Object.fromEntries(Object.entries(samples).map(([k, xs]) => [k, stats(xs)])) as Record<
+  Row,
+  ReturnType<typeof stats>
+>;
 const ks = results.keystone.medianMs!;
 const ref = results.dockerRun.medianMs!;
 const comparison = {
@@ -116,9 +168,16 @@ const comparison = {
 };
 
 console.log(`container create-and-start, median of ${RUNS} (p90, min), ms`);
-const label: Record<string, string> = { keystone: 'keystone ContainerRuntime.start', dockerRun: 'docker run -d', dockerRunSameOptions: 'docker run -d (Keystone options)' };
-for (const [k, r] of Object.entries(results)) console.log(`  ${label[k]!.padEnd(34)} ${fmt(r.medianMs, 1).padStart(7)}  (${fmt(r.p90Ms, 1)}, ${fmt(r.minMs, 1)})`);
-console.log(`  difference ${fmt(comparison.differenceMs, 1)} ms, ratio ×${fmt(comparison.ratio, 2)} against docker run -d: aim ${comparison.met ? 'met' : 'NOT met'}`);
+const label: Record<string, string> = {
+  keystone: 'keystone ContainerRuntime.start',
+  dockerRun: 'docker run -d',
+  dockerRunSameOptions: 'docker run -d (Keystone options)',
+};
+for (const [k, r] of Object.entries(results))
+  console.log(`  ${label[k]!.padEnd(34)} ${fmt(r.medianMs, 1).padStart(7)}  (${fmt(r.p90Ms, 1)}, ${fmt(r.minMs, 1)})`);
+console.log(
+  `  difference ${fmt(comparison.differenceMs, 1)} ms, ratio ×${fmt(comparison.ratio, 2)} against docker run -d: aim ${comparison.met ? 'met' : 'NOT met'}`,
+);
 
 ensureDir(join(benchDir, 'results'));
 const engine = docker('version', '--format', '{{.Server.Version}}').stdout.trim();
@@ -134,9 +193,11 @@ writeFileSync(
       runs: RUNS,
       image: IMAGE,
       measures: {
-        keystone: 'ContainerRuntime.start() from call to return: create + start over the engine socket (container running)',
+        keystone:
+          'ContainerRuntime.start() from call to return: create + start over the engine socket (container running)',
         dockerRun: '`docker run -d IMAGE sleep 1000` from spawn to exit',
-        dockerRunSameOptions: '`docker run -d` with the labels, no-new-privileges, --cap-drop ALL and json-file options Keystone sets',
+        dockerRunSameOptions:
+          '`docker run -d` with the labels, no-new-privileges, --cap-drop ALL and json-file options Keystone sets',
       },
       results,
       comparison,
@@ -155,7 +216,11 @@ function ensureImage() {
     mkdirSync(join(root, 'bin'));
     copyFileSync('/bin/busybox', join(root, 'bin', 'busybox'));
     for (const a of ['sh', 'sleep', 'true']) symlinkSync('busybox', join(root, 'bin', a));
-    const r = spawnSync('sh', ['-c', `tar -C "$1" -c . | docker import --change 'ENV PATH=/bin' - "$2"`, 'sh', root, IMAGE], { encoding: 'utf8' });
+    const r = spawnSync(
+      'sh',
+      ['-c', `tar -C "$1" -c . | docker import --change 'ENV PATH=/bin' - "$2"`, 'sh', root, IMAGE],
+      { encoding: 'utf8' },
+    );
     if (r.status !== 0) throw new Error(`docker import failed: ${r.stderr}`);
   } finally {
     rmSync(root, { recursive: true, force: true });

@@ -40,7 +40,19 @@ import { criticalPath, layeredMakespan } from '../dist/core/schedule.js';
 import { loadRevision } from '../dist/load/load-revision.js';
 import { DirectoryReader } from '../dist/source/directory-reader.js';
 import { makeChains, makeGraph, simulateEager, soloBootMs, FAST_MS, SLOW_MS } from './convergence/graphs.js';
-import { concurrencies, cores, CHECK_INTERVAL, effective, label, portBase, runs, runsLimited, seed, sizes, type Spec } from './convergence/options.js';
+import {
+  concurrencies,
+  cores,
+  CHECK_INTERVAL,
+  effective,
+  label,
+  portBase,
+  runs,
+  runsLimited,
+  seed,
+  sizes,
+  type Spec,
+} from './convergence/options.js';
 import { runOnce, type RunResult } from './convergence/run-once.js';
 import { gapTable, table, type SizeResult, type SizeRow } from './convergence/tables.js';
 import { busyNote, load1, machine, othersCpu, resultsHead } from './lib/machine.js';
@@ -60,10 +72,16 @@ async function benchSize(spec: Spec, work: string): Promise<SizeResult> {
   const standIn = writeStandIn(join(repo, 'bin'));
   const plan = writeProcessRepo(repo, graph, standIn);
   const resolution = await loadRevision(new DirectoryReader(repo), plan);
-  if (!resolution.ok) throw new Error(`the generated repository does not load: ${JSON.stringify(resolution.diagnostics.slice(0, 3))}`);
+  if (!resolution.ok)
+    throw new Error(`the generated repository does not load: ${JSON.stringify(resolution.diagnostics.slice(0, 3))}`);
   const desired = resolution.state;
   const delay = new Map(graph.map((c) => [c.name, c.delay]));
-  const deps = new Map(desired.startOrder.map((n) => [n, desired.components.find((c) => c.name === n)!.dependencies.map((d) => d.component)]));
+  const deps = new Map(
+    desired.startOrder.map((n) => [
+      n,
+      desired.components.find((c) => c.name === n)!.dependencies.map((d) => d.component),
+    ]),
+  );
   const cp = criticalPath(desired.startOrder, deps, (x) => delay.get(x)!);
   const bootMs = round(await soloBootMs(standIn, portBase + n));
   const ownCp = criticalPath(desired.startOrder, deps, (x) => delay.get(x)! + bootMs!);
@@ -84,7 +102,22 @@ async function benchSize(spec: Spec, work: string): Promise<SizeResult> {
     const sim = simulateEager(desired.startOrder, deps, (x) => delay.get(x)!, pick.concurrency);
     rows.push({ ...pick, requested: c, wallRunsMs: all.map((r) => r.wallMs), simEagerMs: sim });
   }
-  return { n, shape, layers: desired.layers.length, edges, soloBootMs: bootMs, ownCriticalPathMs: round(ownCp), delaysMs: { min: Math.min(...delay.values()), max: Math.max(...delay.values()), sum: [...delay.values()].reduce((a, b) => a + b, 0) }, criticalPathMs: cp, layeredMs: layered, rows };
+  return {
+    n,
+    shape,
+    layers: desired.layers.length,
+    edges,
+    soloBootMs: bootMs,
+    ownCriticalPathMs: round(ownCp),
+    delaysMs: {
+      min: Math.min(...delay.values()),
+      max: Math.max(...delay.values()),
+      sum: [...delay.values()].reduce((a, b) => a + b, 0),
+    },
+    criticalPathMs: cp,
+    layeredMs: layered,
+    rows,
+  };
 }
 
 const work = mkdtempSync(join(tmpdir(), 'keystone-bench-convergence-'));
@@ -98,7 +131,9 @@ try {
   const loadAfter = load1();
   const othersPercent = others.percent();
 
-  console.log(`\nconvergence benchmark — node ${process.version}, ${cores} × ${machine().cpu.model ?? 'cpu'}, seed ${seed}; checks every ${CHECK_INTERVAL}; start delays 100–1500 ms (chains: ${SLOW_MS} ms slow, ${FAST_MS} ms others)`);
+  console.log(
+    `\nconvergence benchmark — node ${process.version}, ${cores} × ${machine().cpu.model ?? 'cpu'}, seed ${seed}; checks every ${CHECK_INTERVAL}; start delays 100–1500 ms (chains: ${SLOW_MS} ms slow, ${FAST_MS} ms others)`,
+  );
   for (const s of results)
     console.log(
       `  ${s.shape}: ${s.layers} layers, ${s.edges} edges; delays ${s.delaysMs.min}–${s.delaysMs.max} ms (sum ${fmt(s.delaysMs.sum)} ms); a stand-in boots alone in ${fmt(s.soloBootMs)} ms; ` +
@@ -107,11 +142,21 @@ try {
   console.log('');
   console.log(table(results));
   console.log('');
-  console.log('where the wall time goes, along the chain that finished last (ms; the columns add up to the wall time):');
-  console.log('  delays: the components\' own start delays (the critical-path share); dispatch: dependencies healthy → installing');
-  console.log('  (scheduler + waiting for a concurrency slot); prepare: installing → node process exists (work dir, logs, spawn,');
-  console.log('  setpriv exec); boot: node\'s own start-up to the first line of JavaScript; late: timers firing after the delay;');
-  console.log('  detect: listening → state=running (probe interval, probe, log); finish: last running → "all components running".');
+  console.log(
+    'where the wall time goes, along the chain that finished last (ms; the columns add up to the wall time):',
+  );
+  console.log(
+    "  delays: the components' own start delays (the critical-path share); dispatch: dependencies healthy → installing",
+  );
+  console.log(
+    '  (scheduler + waiting for a concurrency slot); prepare: installing → node process exists (work dir, logs, spawn,',
+  );
+  console.log(
+    "  setpriv exec); boot: node's own start-up to the first line of JavaScript; late: timers firing after the delay;",
+  );
+  console.log(
+    '  detect: listening → state=running (probe interval, probe, log); finish: last running → "all components running".',
+  );
   console.log('');
   console.log(gapTable(results));
   console.log('');
@@ -131,17 +176,28 @@ try {
           `${fmt(chainMs.dispatch)} ms waiting for dispatch${unlimited ? '' : ' (mostly for a free slot)'}. ` +
           `Same references over this run's measured durations (installing → running): ${unlimited ? `critical path ${fmt(r.measuredCriticalPathMs)} ms (wall ${ratio(r.wallMs, r.measuredCriticalPathMs)}), ` : ''}` +
           `eager sim@${r.concurrency} ${fmt(r.measuredSimEagerMs)} ms (wall ${ratio(r.wallMs, r.measuredSimEagerMs)})` +
-          (unlimited ? `, layered ${fmt(r.measuredLayeredMs)} ms (wall ${ratio(r.wallMs, r.measuredLayeredMs)}).` : '.'),
+          (unlimited
+            ? `, layered ${fmt(r.measuredLayeredMs)} ms (wall ${ratio(r.wallMs, r.measuredLayeredMs)}).`
+            : '.'),
       );
     }
   console.log('');
-  console.log('aim (issue 16): converge within 1.10× the own start path at the default concurrency (the number of cores)');
+  console.log(
+    'aim (issue 16): converge within 1.10× the own start path at the default concurrency (the number of cores)',
+  );
   for (const s of results)
     for (const r of s.rows.filter((x) => x.requested === 'default'))
       console.log(
         `  ${s.shape.padStart(3)} @${r.concurrency} (default): ${r.failure ? `failed: ${r.failure}` : `${ratio(r.wallMs, s.ownCriticalPathMs)} of the own start path (${r.wallMs / s.ownCriticalPathMs! <= 1.1 ? 'met' : 'NOT met'}); ${ratio(r.wallMs, s.criticalPathMs)} of the delays alone`}`,
       );
-  const odd = results.flatMap((s) => s.rows.filter((r) => r.stragglers || r.restartsDuringStart?.length).map((r) => `${s.shape} @${r.concurrency}: ${r.stragglers} stragglers killed; restarted while starting: ${r.restartsDuringStart?.join(' ') || 'none'}`));
+  const odd = results.flatMap((s) =>
+    s.rows
+      .filter((r) => r.stragglers || r.restartsDuringStart?.length)
+      .map(
+        (r) =>
+          `${s.shape} @${r.concurrency}: ${r.stragglers} stragglers killed; restarted while starting: ${r.restartsDuringStart?.join(' ') || 'none'}`,
+      ),
+  );
   for (const o of odd) console.log(`warning: ${o}`);
   const note = busyNote(othersPercent, loadBefore, loadAfter);
   if (note) console.log(note);
@@ -156,8 +212,10 @@ try {
         runs,
         runsLimited,
         checkInterval: CHECK_INTERVAL,
-        command: 'keystone agent --dir REPO --plan plans/plan.toml --allow-unsigned --state-dir FRESH --log-format json --stop-on-exit [--concurrency C]',
-        measure: 'wall time from the "reconcile plan" log line to "all components running" (the agent\'s own timestamps)',
+        command:
+          'keystone agent --dir REPO --plan plans/plan.toml --allow-unsigned --state-dir FRESH --log-format json --stop-on-exit [--concurrency C]',
+        measure:
+          'wall time from the "reconcile plan" log line to "all components running" (the agent\'s own timestamps)',
         sizes: results,
         benchSeconds: +((performance.now() - t0) / 1000).toFixed(1),
       },

@@ -41,7 +41,21 @@ import { performance } from 'node:perf_hooks';
 import { chromium, type Browser } from 'playwright-core';
 import { API_TOKEN_FILE } from '../dist/api/api-token.js';
 import { oddNotes } from './dashboard/notes.js';
-import { AIM_BYTES, AIM_FCP_MS, CHROMIUM_ARGS, EXAMPLE, FLOOR_HTML, KB, MiB, N_GENERATED, opts, PAUSE_MS, PORT_BASE, resultsFile, RUNS } from './dashboard/options.js';
+import {
+  AIM_BYTES,
+  AIM_FCP_MS,
+  CHROMIUM_ARGS,
+  EXAMPLE,
+  FLOOR_HTML,
+  KB,
+  MiB,
+  N_GENERATED,
+  opts,
+  PAUSE_MS,
+  PORT_BASE,
+  resultsFile,
+  RUNS,
+} from './dashboard/options.js';
 import { copyExample, expectedView, generatedComponents, rssOver, signIn } from './dashboard/stack.js';
 import { visitFloor, visitLogin, visitOverview, type Run } from './dashboard/visits.js';
 import { busyNote, load1, machine, othersCpu, resultsHead } from './lib/machine.js';
@@ -87,12 +101,16 @@ try {
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache' });
     res.end(FLOOR_HTML);
   });
-  await new Promise<void>((resolve, reject) => floorServer!.once('error', reject).listen(floorPort, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) =>
+    floorServer!.once('error', reject).listen(floorPort, '127.0.0.1', resolve),
+  );
   const floorUrl = `http://127.0.0.1:${floorPort}/`;
 
   const stateDir = join(work, 'state');
   agent = startAgent({ repo, plan, stateDir, concurrency: 64, extraArgs: ['--listen', `127.0.0.1:${apiPort}`] });
-  process.stderr.write(`starting the agent on ${EXAMPLE ? "the example's 4 components" : `${N_GENERATED} stand-ins`}… `);
+  process.stderr.write(
+    `starting the agent on ${EXAMPLE ? "the example's 4 components" : `${N_GENERATED} stand-ins`}… `,
+  );
   await agent.waitFor((e) => e.msg === 'all components running', 120_000, '"all components running"');
   const origin = `http://127.0.0.1:${apiPort}`;
   const token = readFileSync(join(stateDir, API_TOKEN_FILE), 'utf8').trim();
@@ -102,7 +120,12 @@ try {
   const rssBefore = await rssOver(agent.pid, 2000);
   process.stderr.write(`RSS ${fmt(MiB(rssBefore), 1)} MiB\n`);
 
-  browser = await chromium.launch({ executablePath: opts.chromium, headless: true, args: CHROMIUM_ARGS, timeout: 60_000 });
+  browser = await chromium.launch({
+    executablePath: opts.chromium,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    timeout: 60_000,
+  });
   const browserVersion = browser.version();
   // One unrecorded visit of the floor page: the browser's own first-context start-up (it never touches the agent).
   await visitFloor(browser, floorUrl);
@@ -118,7 +141,13 @@ try {
     if (login.fileRequests < 2) throw new Error(`the login page loaded ${login.fileRequests} file(s)`);
     const session = await signIn(origin, token);
     await pause();
-    const overview = await visitOverview(browser, origin, session, expected, r === RUNS - 1 ? opts.screenshot : undefined);
+    const overview = await visitOverview(
+      browser,
+      origin,
+      session,
+      expected,
+      r === RUNS - 1 ? opts.screenshot : undefined,
+    );
     runs.push({ floor, login, overview });
     console.log(
       `run ${r + 1}: floor FCP ${fmt(floor.fcpMs, 1)} ms | login ${fmt(KB(login.totalBytes), 1)} KB, FCP ${fmt(login.fcpMs, 1)} ms | ` +
@@ -154,11 +183,19 @@ try {
     },
   };
   const range = (f: (x: Run) => number) => `${fmt(Math.min(...runs.map(f)), 1)}–${fmt(Math.max(...runs.map(f)), 1)}`;
-  const stack = EXAMPLE ? `the example stack (plans/edge-processes.toml: ${expected.rows.join(', ')})` : `${N_GENERATED} generated stand-ins (${expected.rows.length} rows)`;
+  const stack = EXAMPLE
+    ? `the example stack (plans/edge-processes.toml: ${expected.rows.join(', ')})`
+    : `${N_GENERATED} generated stand-ins (${expected.rows.length} rows)`;
 
-  console.log(`\ndashboard benchmark — node ${process.version}, ${machine().cpu.count} × ${machine().cpu.model ?? 'cpu'}, Chromium ${browserVersion}; ${stack}; median of ${RUNS} runs, a fresh context (cold cache) each`);
-  console.log('\ntransferred on a first visit (KB = 1,000 bytes on the wire: headers + compressed bodies, as Chromium counts them)');
-  console.log(`  ${''.padEnd(30)} ${'page files (HTML/JS/CSS)'.padStart(26)} ${'API data (JSON, events)'.padStart(25)} ${'total'.padStart(10)}   vs 150 KB aim`);
+  console.log(
+    `\ndashboard benchmark — node ${process.version}, ${machine().cpu.count} × ${machine().cpu.model ?? 'cpu'}, Chromium ${browserVersion}; ${stack}; median of ${RUNS} runs, a fresh context (cold cache) each`,
+  );
+  console.log(
+    '\ntransferred on a first visit (KB = 1,000 bytes on the wire: headers + compressed bodies, as Chromium counts them)',
+  );
+  console.log(
+    `  ${''.padEnd(30)} ${'page files (HTML/JS/CSS)'.padStart(26)} ${'API data (JSON, events)'.padStart(25)} ${'total'.padStart(10)}   vs 150 KB aim`,
+  );
   const bytesRow = (label: string, key: 'login' | 'overview') => {
     const x = s[key];
     const l = last[key];
@@ -169,27 +206,74 @@ try {
   };
   bytesRow('login page (no session)', 'login');
   bytesRow('signed-in overview', 'overview');
-  console.log(`  overview API data: JSON ${fmt(KB(s.overview.jsonBytes), 1)} KB, event stream ${fmt(KB(s.overview.streamBytes), 1)} KB so far (open)`);
-  console.log('  overview requests (last run): ' + last.overview.requests.map((r) => `${r.method === 'GET' ? '' : `${r.method} `}${r.path} ${r.status ?? '—'}${r.encoding ? ` ${r.encoding}` : ''} ${fmt(r.bytes)} B`).join(', '));
+  console.log(
+    `  overview API data: JSON ${fmt(KB(s.overview.jsonBytes), 1)} KB, event stream ${fmt(KB(s.overview.streamBytes), 1)} KB so far (open)`,
+  );
+  console.log(
+    '  overview requests (last run): ' +
+      last.overview.requests
+        .map(
+          (r) =>
+            `${r.method === 'GET' ? '' : `${r.method} `}${r.path} ${r.status ?? '—'}${r.encoding ? ` ${r.encoding}` : ''} ${fmt(r.bytes)} B`,
+        )
+        .join(', '),
+  );
 
   console.log('\ntime, ms since navigation start            median     min–max     vs the floor   aim');
-  const timeRow = (label: string, x: number, f: (x: Run) => number, aim?: string) => console.log(`  ${label.padEnd(40)} ${fmt(x, 1).padStart(7)}   ${range(f).padStart(13)}   ${ratio(x, s.floorFcpMs).padStart(10)}     ${aim ?? ''}`);
+  const timeRow = (label: string, x: number, f: (x: Run) => number, aim?: string) =>
+    console.log(
+      `  ${label.padEnd(40)} ${fmt(x, 1).padStart(7)}   ${range(f).padStart(13)}   ${ratio(x, s.floorFcpMs).padStart(10)}     ${aim ?? ''}`,
+    );
   timeRow('floor: static page, first paint (ref.)', s.floorFcpMs, (x) => x.floor.fcpMs);
-  timeRow('login page, first contentful paint', s.login.fcpMs, (x) => x.login.fcpMs, `< ${AIM_FCP_MS} ms ${s.login.fcpMs < AIM_FCP_MS ? 'met' : 'NOT met'}`);
-  timeRow('overview, first contentful paint', s.overview.fcpMs, (x) => x.overview.fcpMs, `< ${AIM_FCP_MS} ms ${s.overview.fcpMs < AIM_FCP_MS ? 'met' : 'NOT met'}`);
-  timeRow('overview, components table filled', s.overview.tableMs, (x) => x.overview.tableMs, `(${ratio(s.overview.tableMs, AIM_FCP_MS)} of ${AIM_FCP_MS} ms)`);
+  timeRow(
+    'login page, first contentful paint',
+    s.login.fcpMs,
+    (x) => x.login.fcpMs,
+    `< ${AIM_FCP_MS} ms ${s.login.fcpMs < AIM_FCP_MS ? 'met' : 'NOT met'}`,
+  );
+  timeRow(
+    'overview, first contentful paint',
+    s.overview.fcpMs,
+    (x) => x.overview.fcpMs,
+    `< ${AIM_FCP_MS} ms ${s.overview.fcpMs < AIM_FCP_MS ? 'met' : 'NOT met'}`,
+  );
+  timeRow(
+    'overview, components table filled',
+    s.overview.tableMs,
+    (x) => x.overview.tableMs,
+    `(${ratio(s.overview.tableMs, AIM_FCP_MS)} of ${AIM_FCP_MS} ms)`,
+  );
   timeRow('overview, dependency graph drawn', s.overview.graphMs, (x) => x.overview.graphMs);
 
   const timelineLine = (key: 'login' | 'overview', extra: [string, number][]) => {
     const keys = Object.keys(last[key].timeline).filter((k) => runs.every((x) => Number.isFinite(x[key].timeline[k])));
-    const points = [...keys.map((k): [string, number] => [k.replace(/^\/assets\/([a-z]+)-[A-Z0-9]+(\.[a-z]+)$/, '$1$2'), med((x) => x[key].timeline[k]!)]), ...extra].sort((a, b) => a[1] - b[1]);
+    const points = [
+      ...keys.map((k): [string, number] => [
+        k.replace(/^\/assets\/([a-z]+)-[A-Z0-9]+(\.[a-z]+)$/, '$1$2'),
+        med((x) => x[key].timeline[k]!),
+      ]),
+      ...extra,
+    ].sort((a, b) => a[1] - b[1]);
     return points.map(([k, v]) => `${k} ${fmt(v)}`).join(', ');
   };
   console.log(`  where the time goes (median ms at which each response ended):`);
-  console.log(`    login:    ${timelineLine('login', [['FCP', s.login.fcpMs], ['form', s.login.formMs]])}`);
-  console.log(`    overview: ${timelineLine('overview', [['FCP', s.overview.fcpMs], ['table', s.overview.tableMs], ['graph', s.overview.graphMs]])}`);
+  console.log(
+    `    login:    ${timelineLine('login', [
+      ['FCP', s.login.fcpMs],
+      ['form', s.login.formMs],
+    ])}`,
+  );
+  console.log(
+    `    overview: ${timelineLine('overview', [
+      ['FCP', s.overview.fcpMs],
+      ['table', s.overview.tableMs],
+      ['graph', s.overview.graphMs],
+    ])}`,
+  );
 
-  console.log(`\nagent RSS: ${fmt(MiB(rssBefore), 1)} MiB before any page, ${fmt(MiB(rssAfter), 1)} MiB after ${RUNS} runs (${RUNS * 2} page loads, ${RUNS} sessions): ${rssAfter >= rssBefore ? '+' : ''}${fmt(MiB(rssAfter - rssBefore), 1)} MiB, ${ratio(rssAfter, rssBefore)}`);
+  console.log(
+    `\nagent RSS: ${fmt(MiB(rssBefore), 1)} MiB before any page, ${fmt(MiB(rssAfter), 1)} MiB after ${RUNS} runs (${RUNS * 2} page loads, ${RUNS} sessions): ${rssAfter >= rssBefore ? '+' : ''}${fmt(MiB(rssAfter - rssBefore), 1)} MiB, ${ratio(rssAfter, rssBefore)}`,
+  );
 
   const odd = oddNotes(runs, last);
   for (const o of odd) console.log(`note: ${o}`);
@@ -197,10 +281,19 @@ try {
   if (note) console.log(note);
   if (opts.screenshot) console.log(`screenshot of the last overview: ${opts.screenshot}`);
   // A page whose own files did not all load does not work, whatever it managed to draw.
-  const brokenFiles = [...new Set(runs.flatMap((x) => [...x.login.requests, ...x.overview.requests]).filter((r) => !r.path.startsWith('/v1/') && (r.failed || !(r.status! < 400))).map((r) => `${r.path} ${r.status ?? r.failed}`))];
+  const brokenFiles = [
+    ...new Set(
+      runs
+        .flatMap((x) => [...x.login.requests, ...x.overview.requests])
+        .filter((r) => !r.path.startsWith('/v1/') && (r.failed || !(r.status! < 400)))
+        .map((r) => `${r.path} ${r.status ?? r.failed}`),
+    ),
+  ];
   if (brokenFiles.length) {
     failed = true;
-    console.error(`dashboard bench failed: the page's own files did not all load: ${brokenFiles.join(', ')}${brokenFiles.some((b) => / 40[14]$/.test(b)) ? ' (was dist/web rebuilt after the agent started? it reads manifest.json at its start)' : ''}`);
+    console.error(
+      `dashboard bench failed: the page's own files did not all load: ${brokenFiles.join(', ')}${brokenFiles.some((b) => / 40[14]$/.test(b)) ? ' (was dist/web rebuilt after the agent started? it reads manifest.json at its start)' : ''}`,
+    );
   }
 
   ensureDir(join(benchDir, 'results'));
@@ -217,13 +310,16 @@ try {
         runs: RUNS,
         aims: { transferredBytes: AIM_BYTES, firstPaintMs: AIM_FCP_MS },
         measures: {
-          bytes: 'DevTools Network.loadingFinished encodedDataLength per request (headers + compressed body); the open event stream: its headers + the chunks received so far',
+          bytes:
+            'DevTools Network.loadingFinished encodedDataLength per request (headers + compressed body); the open event stream: its headers + the chunks received so far',
           fileBytes: 'GET / and /assets/* (HTML, JS, CSS)',
           apiBytes: '/v1/* (JSON and the event stream)',
           fcpMs: "performance.getEntriesByName('first-contentful-paint')[0].startTime",
-          tableMs: "performance.now() at the first animation frame where every component has its '#components tr[data-component]' row",
+          tableMs:
+            "performance.now() at the first animation frame where every component has its '#components tr[data-component]' row",
           graphMs: "performance.now() at the first animation frame where '#graph g.node' has every node",
-          floorFcpMs: 'the first contentful paint of a minimal static HTML page from a plain node:http server on loopback, same browser, a fresh context',
+          floorFcpMs:
+            'the first contentful paint of a minimal static HTML page from a plain node:http server on loopback, same browser, a fresh context',
           rssKiB: "the agent's VmRSS, the median of samples every 250 ms over 2 s",
         },
         summary: {
@@ -234,7 +330,14 @@ try {
         },
         perRun: runs.map((x) => ({
           floorFcpMs: r1(x.floor.fcpMs),
-          login: { fcpMs: r1(x.login.fcpMs), formMs: r1(x.login.formMs), totalBytes: x.login.totalBytes, fileBytes: x.login.fileBytes, apiBytes: x.login.apiBytes, responseEndMs: x.login.timeline },
+          login: {
+            fcpMs: r1(x.login.fcpMs),
+            formMs: r1(x.login.formMs),
+            totalBytes: x.login.totalBytes,
+            fileBytes: x.login.fileBytes,
+            apiBytes: x.login.apiBytes,
+            responseEndMs: x.login.timeline,
+          },
           overview: {
             fcpMs: r1(x.overview.fcpMs),
             tableMs: r1(x.overview.tableMs),
@@ -256,7 +359,9 @@ try {
       2,
     ) + '\n',
   );
-  console.log(`\nresults: ${relative(process.cwd(), resultsFile)} (bench took ${fmt((performance.now() - t0) / 1000)} s)`);
+  console.log(
+    `\nresults: ${relative(process.cwd(), resultsFile)} (bench took ${fmt((performance.now() - t0) / 1000)} s)`,
+  );
 } catch (err) {
   failed = true;
   console.error(`dashboard bench failed: ${(err as Error).stack ?? (err as Error).message}`);

@@ -79,10 +79,13 @@ let ctx: FleetContext | undefined;
 try {
   ctx = await prepareFleet(bench);
   // The variants: reports mode × enrolment, in this order (a variant's key is `mode/enrolment`).
-  const variants: Variant[] = modes.flatMap((mode) => enrolments.map((enrolment) => ({ key: `${mode}/${enrolment}`, mode, enrolment })));
+  const variants: Variant[] = modes.flatMap((mode) =>
+    enrolments.map((enrolment) => ({ key: `${mode}/${enrolment}`, mode, enrolment })),
+  );
   const byMode: Record<string, SizeResult[]> = Object.fromEntries(variants.map((v) => [v.key, []]));
   // Each N in each variant, the variants of one N back to back (so that a change in the machine's load falls on all).
-  for (const [n, variant] of sizes.flatMap((size) => variants.map((v): [number, Variant] => [size, v]))) byMode[variant.key]!.push(await runSize(ctx, n, variant));
+  for (const [n, variant] of sizes.flatMap((size) => variants.map((v): [number, Variant] => [size, v])))
+    byMode[variant.key]!.push(await runSize(ctx, n, variant));
   const loadAfter = load1();
   const othersPercent = others.percent();
 
@@ -90,7 +93,10 @@ try {
   printFleet(variants, byMode, summaries, onOff);
   const note = busyNote(othersPercent, loadBefore, loadAfter);
   if (note) console.log(note);
-  const resultsFile = writeFleetResults({ variants, byMode, summaries, onOff }, { loadBefore, loadAfter, othersPercent, tStart });
+  const resultsFile = writeFleetResults(
+    { variants, byMode, summaries, onOff },
+    { loadBefore, loadAfter, othersPercent, tStart },
+  );
   console.log(`\nwrote ${resultsFile} (bench took ${fmt((performance.now() - tStart) / 1000)} s)`);
 } finally {
   // Every agent in its own process group: SIGKILL the groups that are left (a failure midway), then anything

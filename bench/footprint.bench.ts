@@ -35,8 +35,36 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { bundle } from '../packaging/bundle.mjs';
-import { AIM_COLD_MS, AIM_DIR_MIB, AIM_GIT_MIB, aimOf, BUNDLE, COLD_RUNS, IDLE_S, LAUNCH_ENV, LAUNCHERS, MiB, N, names, NODE_ARGS, only, opts, ports, resultsFile, SETTLE_S, START_SAMPLES } from './footprint/options.js';
-import { coldStatus, footprint, gitServer, measureFloor, type AgentPlan, type Phase, type Row } from './footprint/samples.js';
+import {
+  AIM_COLD_MS,
+  AIM_DIR_MIB,
+  AIM_GIT_MIB,
+  aimOf,
+  BUNDLE,
+  COLD_RUNS,
+  IDLE_S,
+  LAUNCH_ENV,
+  LAUNCHERS,
+  MiB,
+  N,
+  names,
+  NODE_ARGS,
+  only,
+  opts,
+  ports,
+  resultsFile,
+  SETTLE_S,
+  START_SAMPLES,
+} from './footprint/options.js';
+import {
+  coldStatus,
+  footprint,
+  gitServer,
+  measureFloor,
+  type AgentPlan,
+  type Phase,
+  type Row,
+} from './footprint/samples.js';
 import { machine } from './lib/machine.js';
 import { benchDir, ensureDir } from './lib/paths.js';
 import { assertPortsFree } from './lib/ports.js';
@@ -48,12 +76,20 @@ import { fmt } from './lib/stats.js';
 
 if (BUNDLE) await bundle({ out: BUNDLE });
 
-async function measureAgent(work: string, standIn: string, { key, label, git, api, nodeArgs, env = {}, launcher = true, cold = false }: AgentPlan): Promise<Row> {
+async function measureAgent(
+  work: string,
+  standIn: string,
+  { key, label, git, api, nodeArgs, env = {}, launcher = true, cold = false }: AgentPlan,
+): Promise<Row> {
   await assertPortsFree(ports);
   const dir = join(work, key);
   const repo = join(dir, 'repo');
   const stateDir = join(dir, 'state');
-  const plan = writeProcessRepo(repo, names.map((name, i) => ({ name, port: ports[i]!, delay: 0, dependencies: [] })), standIn);
+  const plan = writeProcessRepo(
+    repo,
+    names.map((name, i) => ({ name, port: ports[i]!, delay: 0, dependencies: [] })),
+    standIn,
+  );
   const server = git ? await gitServer(dir, repo) : undefined;
   const agent = startAgent({
     repo,
@@ -68,15 +104,30 @@ async function measureAgent(work: string, standIn: string, { key, label, git, ap
   });
   process.stderr.write(`${label}: starting ${N} programs… `);
   try {
-    await agent.waitFor((e) => e.msg === 'all components running' || e.msg?.startsWith('apply failed'), 120_000, '"all components running"');
-    if (!agent.events.some((e) => e.msg === 'all components running')) throw new Error('the agent did not bring every program up');
+    await agent.waitFor(
+      (e) => e.msg === 'all components running' || e.msg?.startsWith('apply failed'),
+      120_000,
+      '"all components running"',
+    );
+    if (!agent.events.some((e) => e.msg === 'all components running'))
+      throw new Error('the agent did not bring every program up');
     process.stderr.write(`up; ${SETTLE_S} s to settle, ${IDLE_S} s idle… `);
     const measured = await footprint(agent.pid);
     process.stderr.write(`${fmt(MiB(measured.rssKiB), 1)} MiB\n`);
-    const phases: Phase[] = agent.events.filter((e) => e.msg === 'memory').map(({ phase, rss_mib, heap_used_mib, heap_total_mib, external_mib }) => ({ phase, rss_mib, heap_used_mib, heap_total_mib, external_mib }));
-    const row: Row = { key, label, nodeArgs: launcher ? 'the launcher\'s' : nodeArgs, env, ...measured, phases };
+    const phases: Phase[] = agent.events
+      .filter((e) => e.msg === 'memory')
+      .map(({ phase, rss_mib, heap_used_mib, heap_total_mib, external_mib }) => ({
+        phase,
+        rss_mib,
+        heap_used_mib,
+        heap_total_mib,
+        external_mib,
+      }));
+    const row: Row = { key, label, nodeArgs: launcher ? "the launcher's" : nodeArgs, env, ...measured, phases };
     if (cold && COLD_RUNS > 0) {
-      const url = agent.events.find((e) => e.msg === 'HTTP API listening')?.addresses?.find((a: string) => a.startsWith('http://')) as string | undefined;
+      const url = agent.events
+        .find((e) => e.msg === 'HTTP API listening')
+        ?.addresses?.find((a: string) => a.startsWith('http://')) as string | undefined;
       if (!url) throw new Error('the agent logged no API address');
       process.stderr.write(`keystonectl status, ${COLD_RUNS} cold starts… `);
       row.cold = coldStatus(url, stateDir);
@@ -102,10 +153,40 @@ try {
     { key: 'dir', label: 'keystone --dir, API on', git: false, api: true, nodeArgs: [], cold: true },
     { key: 'dir-noapi', label: 'keystone --dir, --listen none', git: false, api: false, nodeArgs: [] },
     { key: 'git', label: 'keystone --repo (Git), API on', git: true, api: true, nodeArgs: [] },
-    { key: 'dir-v8', label: 'keystone --dir, API on, V8 defaults', git: false, api: true, nodeArgs: [], env: V8_DEFAULTS, launcher: false },
-    { key: 'git-v8', label: 'keystone --repo (Git), API on, V8 defaults', git: true, api: true, nodeArgs: [], env: V8_DEFAULTS, launcher: false },
-    { key: 'dir-args', label: `keystone --dir, API on, node ${extra}`, git: false, api: true, nodeArgs: NODE_ARGS, launcher: false },
-    { key: 'git-args', label: `keystone --repo (Git), API on, node ${extra}`, git: true, api: true, nodeArgs: NODE_ARGS, launcher: false },
+    {
+      key: 'dir-v8',
+      label: 'keystone --dir, API on, V8 defaults',
+      git: false,
+      api: true,
+      nodeArgs: [],
+      env: V8_DEFAULTS,
+      launcher: false,
+    },
+    {
+      key: 'git-v8',
+      label: 'keystone --repo (Git), API on, V8 defaults',
+      git: true,
+      api: true,
+      nodeArgs: [],
+      env: V8_DEFAULTS,
+      launcher: false,
+    },
+    {
+      key: 'dir-args',
+      label: `keystone --dir, API on, node ${extra}`,
+      git: false,
+      api: true,
+      nodeArgs: NODE_ARGS,
+      launcher: false,
+    },
+    {
+      key: 'git-args',
+      label: `keystone --repo (Git), API on, node ${extra}`,
+      git: true,
+      api: true,
+      nodeArgs: NODE_ARGS,
+      launcher: false,
+    },
   ];
   const rows: Row[] = [];
   if (only.includes('floor')) rows.push(await measureFloor());
@@ -123,13 +204,23 @@ try {
   const sup = join(benchDir, 'results', 'supervision.json');
   if (existsSync(sup)) {
     const s = JSON.parse(readFileSync(sup, 'utf8'));
-    others = ((s.rows ?? []) as { key: string; label: string; version: string; rssKiB: number }[]).filter((r) => r.key === 'pm2' || r.key === 'supervisord').map((r) => ({ key: r.key, label: `${r.label} ${r.version} (supervision.json, ${s.date.slice(0, 10)})`, rssKiB: r.rssKiB }));
+    others = ((s.rows ?? []) as { key: string; label: string; version: string; rssKiB: number }[])
+      .filter((r) => r.key === 'pm2' || r.key === 'supervisord')
+      .map((r) => ({
+        key: r.key,
+        label: `${r.label} ${r.version} (supervision.json, ${s.date.slice(0, 10)})`,
+        rssKiB: r.rssKiB,
+      }));
   }
   const floor = rows.find((r) => r.key === 'floor');
   const ran = BUNDLE ? 'the bundle through packaging/launchers' : 'dist/ through bin/';
-  console.log(`\nfootprint benchmark — node ${process.version}, ${machine().cpu.count} × ${machine().cpu.model ?? 'cpu'}; ${N} programs, ${ran}; RSS median over ${IDLE_S} s idle after ${SETTLE_S} s to settle`);
+  console.log(
+    `\nfootprint benchmark — node ${process.version}, ${machine().cpu.count} × ${machine().cpu.model ?? 'cpu'}; ${N} programs, ${ran}; RSS median over ${IDLE_S} s idle after ${SETTLE_S} s to settle`,
+  );
   console.log('');
-  console.log(`  ${'process'.padEnd(58)} ${'RSS MiB'.padStart(8)} ${'min'.padStart(7)} ${'max'.padStart(7)} ${'at start'.padStart(9)} ${'over floor'.padStart(11)} ${'idle CPU'.padStart(9)}  aim (MiB)`);
+  console.log(
+    `  ${'process'.padEnd(58)} ${'RSS MiB'.padStart(8)} ${'min'.padStart(7)} ${'max'.padStart(7)} ${'at start'.padStart(9)} ${'over floor'.padStart(11)} ${'idle CPU'.padStart(9)}  aim (MiB)`,
+  );
   for (const r of [...rows, ...others]) {
     if (r.error) {
       console.log(`  ${r.label.padEnd(58)} failed: ${r.error}`);
@@ -139,19 +230,27 @@ try {
     const aim = aimOf(r.key);
     const verdict = aim === undefined ? '' : `≤ ${aim}: ${MiB(r.rssKiB!) <= aim ? 'met' : 'not met'}`;
     const cell = (kib: number | undefined, w: number) => (kib !== undefined ? fmt(MiB(kib), 1) : '').padStart(w);
-    console.log(`  ${r.label.padEnd(58)} ${cell(r.rssKiB, 8)} ${cell(r.rssKiBMin, 7)} ${cell(r.rssKiBMax, 7)} ${cell(r.rssKiBAtStart, 9)} ${over.padStart(11)} ${(r.idleCpuPercent !== undefined ? `${fmt(r.idleCpuPercent, 2)} %` : '').padStart(9)}  ${verdict}`);
+    console.log(
+      `  ${r.label.padEnd(58)} ${cell(r.rssKiB, 8)} ${cell(r.rssKiBMin, 7)} ${cell(r.rssKiBMax, 7)} ${cell(r.rssKiBAtStart, 9)} ${over.padStart(11)} ${(r.idleCpuPercent !== undefined ? `${fmt(r.idleCpuPercent, 2)} %` : '').padStart(9)}  ${verdict}`,
+    );
   }
-  if (!others.some((o) => o.key === 'pm2')) console.log('  (PM2: not in bench/results/supervision.json; `npm run bench -- supervision` measures it)');
+  if (!others.some((o) => o.key === 'pm2'))
+    console.log('  (PM2: not in bench/results/supervision.json; `npm run bench -- supervision` measures it)');
   const cold = rows.find((r) => r.cold)?.cold;
   if (cold) {
     console.log(`\n  cold start, median of ${COLD_RUNS} (wall ms, spawn to exit)`);
-    console.log(`  ${'keystonectl status (through its launcher, against the agent above)'.padEnd(70)} ${fmt(cold.statusMs, 1).padStart(7)}  ×${fmt(cold.statusMs / cold.nodeMs, 1)} node -e 0  aim ≤ ${AIM_COLD_MS}: ${cold.statusMs <= AIM_COLD_MS ? 'met' : 'not met'}`);
+    console.log(
+      `  ${'keystonectl status (through its launcher, against the agent above)'.padEnd(70)} ${fmt(cold.statusMs, 1).padStart(7)}  ×${fmt(cold.statusMs / cold.nodeMs, 1)} node -e 0  aim ≤ ${AIM_COLD_MS}: ${cold.statusMs <= AIM_COLD_MS ? 'met' : 'not met'}`,
+    );
     console.log(`  ${'node -e 0'.padEnd(70)} ${fmt(cold.nodeMs, 1).padStart(7)}`);
   }
   const phased = rows.filter((r) => r.phases?.length);
   if (phased.length) {
-    console.log('\n  the agent\'s own phases (process.memoryUsage(), MiB: rss / heap used / heap total / external)');
-    for (const r of phased) console.log(`  ${r.label.padEnd(58)} ${r.phases!.map((p) => `${p.phase}: ${p.rss_mib}/${p.heap_used_mib}/${p.heap_total_mib}/${p.external_mib}`).join('; ')}`);
+    console.log("\n  the agent's own phases (process.memoryUsage(), MiB: rss / heap used / heap total / external)");
+    for (const r of phased)
+      console.log(
+        `  ${r.label.padEnd(58)} ${r.phases!.map((p) => `${p.phase}: ${p.rss_mib}/${p.heap_used_mib}/${p.heap_total_mib}/${p.external_mib}`).join('; ')}`,
+      );
   }
   ensureDir(join(benchDir, 'results'));
   writeFileSync(

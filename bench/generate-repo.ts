@@ -139,7 +139,13 @@ export function recipeToml(c: ModelComponent, version = c.version): string {
     '',
   ];
   if (c.withArtifact) {
-    lines.push('[[artifacts]]', `uri = "https://artifacts.bench.example/${name}/${version}/bundle.tar.gz"`, `sha256 = "${c.artifactDigest}"`, 'unpack = true', '');
+    lines.push(
+      '[[artifacts]]',
+      `uri = "https://artifacts.bench.example/${name}/${version}/bundle.tar.gz"`,
+      `sha256 = "${c.artifactDigest}"`,
+      'unpack = true',
+      '',
+    );
   }
   if (c.withInstall) lines.push('[lifecycle.install]', 'script = "mkdir -p data"', 'timeout = "1m"', '');
   lines.push(
@@ -173,7 +179,8 @@ export function recipeToml(c: ModelComponent, version = c.version): string {
 
 export function planToml(model: Model): string {
   const parts = [`# Synthetic plan: ${model.n} components in ${model.layerCount} layers (seed ${model.seed}).\n`];
-  for (const c of model.components) parts.push(`\n[[components]]\nname = "${componentName(c.index)}"\nrecipe = "${recipePath(c.index)}"\n`);
+  for (const c of model.components)
+    parts.push(`\n[[components]]\nname = "${componentName(c.index)}"\nrecipe = "${recipePath(c.index)}"\n`);
   return parts.join('');
 }
 
@@ -181,7 +188,10 @@ export function planToml(model: Model): string {
  * Writes the repository into `dir` (emptied first): recipes/, plans/plan.toml. With `changed`, ~1% of
  * the recipes carry a bumped patch version. Returns what a benchmark needs to check its results.
  */
-export function generateRepo(dir: string, { n, seed = 1, changed = false }: { n: number; seed?: number; changed?: boolean }) {
+export function generateRepo(
+  dir: string,
+  { n, seed = 1, changed = false }: { n: number; seed?: number; changed?: boolean },
+) {
   if (!Number.isInteger(n) || n < 1) throw new Error(`n must be a positive integer, not ${n}`);
   const root = resolve(dir);
   rmSync(root, { recursive: true, force: true });
@@ -217,6 +227,12 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
     process.exit(2);
   }
   const seedAt = rest.indexOf('--seed');
-  const info = generateRepo(dir, { n: Number(nText), changed: rest.includes('--changed'), seed: seedAt >= 0 ? Number(rest[seedAt + 1]) : 1 });
-  console.log(`${info.root}: ${info.n} components, ${info.layerCount} layers, ${info.edges} edges (${info.hardEdges} hard)${info.changed.length ? `, bumped ${info.changed.length}` : ''}`);
+  const info = generateRepo(dir, {
+    n: Number(nText),
+    changed: rest.includes('--changed'),
+    seed: seedAt >= 0 ? Number(rest[seedAt + 1]) : 1,
+  });
+  console.log(
+    `${info.root}: ${info.n} components, ${info.layerCount} layers, ${info.edges} edges (${info.hardEdges} hard)${info.changed.length ? `, bumped ${info.changed.length}` : ''}`,
+  );
 }

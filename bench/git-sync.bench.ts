@@ -60,7 +60,6 @@ async function main() {
   const hz = clockTicksPerSecond();
   const env = BENCH_GIT_ENV;
 
-
   /** Runs git to completion; wall ms and the CPU ms it used (children's ticks of /proc/self/stat). */
   const runGit = (args: string[], input?: string) =>
     new Promise<Measure>((resolve, reject) => {
@@ -134,13 +133,26 @@ async function main() {
     // Native: a shallow bare clone kept in step the same way.
     const native = join(work, 'native.git');
     await runGit(['clone', '--quiet', '--bare', '--depth=1', '--single-branch', '--branch', 'main', url, native]);
-    const nativeFetch = ['-C', native, 'fetch', '--quiet', '--depth=1', '--no-tags', 'origin', '+refs/heads/main:refs/heads/main'];
+    const nativeFetch = [
+      '-C',
+      native,
+      'fetch',
+      '--quiet',
+      '--depth=1',
+      '--no-tags',
+      'origin',
+      '+refs/heads/main:refs/heads/main',
+    ];
 
     const measure = async (fn: () => Promise<Measure>): Promise<Measure> => {
       const s0 = await stats();
       const r = await fn();
       const s1 = await stats();
-      return { ...r, bytes: s1.bytesIn - s0.bytesIn + (s1.bytesOut - s0.bytesOut), requests: s1.requests - s0.requests };
+      return {
+        ...r,
+        bytes: s1.bytesIn - s0.bytesIn + (s1.bytesOut - s0.bytesOut),
+        requests: s1.requests - s0.requests,
+      };
     };
     const viaSource = async () => {
       const c0 = process.cpuUsage();
@@ -178,7 +190,8 @@ async function main() {
         if (k === 'keystone') one.keystone.push(await measure(viaSource));
         else one.native.push(await measure(() => runGit(nativeFetch)));
       }
-      if (offered !== before + 1) throw new Error(`GitSource did not offer commit ${next}: ${errors.map((e) => e.message).join('; ')}`);
+      if (offered !== before + 1)
+        throw new Error(`GitSource did not offer commit ${next}: ${errors.map((e) => e.message).join('; ')}`);
     }
     if (errors.length) throw new Error(`GitSource reported: ${errors.map((e) => e.message).join('; ')}`);
     await src.close();
@@ -202,8 +215,12 @@ async function main() {
       ['one commit: GitSource.syncNow', results.oneCommit.keystone, results.oneCommit.nativeFetch],
       ['one commit: git fetch --depth=1', results.oneCommit.nativeFetch, results.oneCommit.nativeFetch],
     ];
-    console.log(`\ngit-sync benchmark — node ${process.version}, ${cpus().length} × ${cpus()[0]?.model.trim() ?? 'cpu'}, ${commits} commits, ${runs} no-op polls, ${fetches} one-commit fetches`);
-    console.log(`${'measure'.padEnd(34)} ${'wall ms'.padStart(8)} ${'ratio'.padStart(6)} │ ${'CPU ms'.padStart(7)} ${'ratio'.padStart(6)} │ ${'bytes'.padStart(7)} ${'ratio'.padStart(6)} │ requests`);
+    console.log(
+      `\ngit-sync benchmark — node ${process.version}, ${cpus().length} × ${cpus()[0]?.model.trim() ?? 'cpu'}, ${commits} commits, ${runs} no-op polls, ${fetches} one-commit fetches`,
+    );
+    console.log(
+      `${'measure'.padEnd(34)} ${'wall ms'.padStart(8)} ${'ratio'.padStart(6)} │ ${'CPU ms'.padStart(7)} ${'ratio'.padStart(6)} │ ${'bytes'.padStart(7)} ${'ratio'.padStart(6)} │ requests`,
+    );
     for (const [label, m, ref] of rows)
       console.log(
         `${label.padEnd(34)} ${fmt(m.wallMs, 1).padStart(8)} ${ratio(m.wallMs, ref.wallMs).padStart(6)} │ ${fmt(m.cpuMs, 1).padStart(7)} ${ratio(m.cpuMs, ref.cpuMs).padStart(6)} │ ` +
@@ -214,7 +231,8 @@ async function main() {
       noopWithin1_5xNativeFetch: results.noop.keystone.wallMs <= 1.5 * results.noop.nativeFetch.wallMs,
       oneCommitWithin1_5xNativeFetch: results.oneCommit.keystone.wallMs <= 1.5 * results.oneCommit.nativeFetch.wallMs,
       // Issue 16: thin packs (completed against the cache before they are stored) bring only what changed.
-      oneCommitBytesWithin1_5xNativeFetch: results.oneCommit.keystone.bytes <= 1.5 * results.oneCommit.nativeFetch.bytes,
+      oneCommitBytesWithin1_5xNativeFetch:
+        results.oneCommit.keystone.bytes <= 1.5 * results.oneCommit.nativeFetch.bytes,
     };
     console.log(
       `\naims: no-op poll < 50 ms ${aims.noopUnder50ms ? 'met' : 'MISSED'}; no-op within 1.5× of native fetch ${aims.noopWithin1_5xNativeFetch ? 'met' : 'MISSED'}; ` +
@@ -222,7 +240,9 @@ async function main() {
         `in bytes ${aims.oneCommitBytesWithin1_5xNativeFetch ? 'met' : 'MISSED'}`,
     );
     if (loadBefore > cpus().length / 2 || loadAfter > cpus().length / 2)
-      console.log(`note: load average ${fmt(loadBefore, 2)} before, ${fmt(loadAfter, 2)} after, on ${cpus().length} CPUs: other processes competed, the figures are noisy`);
+      console.log(
+        `note: load average ${fmt(loadBefore, 2)} before, ${fmt(loadAfter, 2)} after, on ${cpus().length} CPUs: other processes competed, the figures are noisy`,
+      );
 
     ensureDir(join(benchDir, 'results'));
     writeFileSync(
@@ -237,8 +257,14 @@ async function main() {
           commits,
           runs,
           fetches,
-          units: { wallMs: 'median ms', cpuMs: 'mean ms (user + system)', bytes: 'mean request + response body bytes', requests: 'mean HTTP requests' },
-          reference: 'native git fetch --depth=1 --no-tags origin +refs/heads/main:refs/heads/main in a shallow bare clone',
+          units: {
+            wallMs: 'median ms',
+            cpuMs: 'mean ms (user + system)',
+            bytes: 'mean request + response body bytes',
+            requests: 'mean HTTP requests',
+          },
+          reference:
+            'native git fetch --depth=1 --no-tags origin +refs/heads/main:refs/heads/main in a shallow bare clone',
           results,
           aims,
         },

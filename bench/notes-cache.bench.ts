@@ -35,7 +35,10 @@ const { values: opts } = parseArgs({
   strict: false,
 });
 const REPORTS = Number(opts.reports);
-const CHECKPOINTS = String(opts.checkpoints).split(',').map(Number).filter((n) => n > 0 && n <= REPORTS);
+const CHECKPOINTS = String(opts.checkpoints)
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0 && n <= REPORTS);
 if (!CHECKPOINTS.includes(REPORTS)) CHECKPOINTS.push(REPORTS);
 const BOUND = Number(opts['bound-mib']) * 1024 * 1024;
 const MiB = (b: number | undefined): string => fmt(b! / 1024 / 1024, 2);
@@ -71,11 +74,20 @@ interface Row {
 }
 
 /** `n` reports through the reporter of `dist`, against a fresh server; a row per checkpoint. */
-async function soak(dist: string, n: number, checkpoints: number[], label: string): Promise<{ rows: Row[]; bare: string }> {
-  const { startGitHttpServer } = (await import(join(projectDir, 'dist', 'dev', 'git-http-server.js'))) as typeof import('../dist/dev/git-http-server.js');
+async function soak(
+  dist: string,
+  n: number,
+  checkpoints: number[],
+  label: string,
+): Promise<{ rows: Row[]; bare: string }> {
+  const { startGitHttpServer } = (await import(
+    join(projectDir, 'dist', 'dev', 'git-http-server.js')
+  )) as typeof import('../dist/dev/git-http-server.js');
   // `dist` may be another revision's (--before-rev): its types are today's.
   // The reporter moved from status/ to report/ (issue 34): an older revision's build has it in status/.
-  const reporterFile = ['report', 'status'].map((room) => join(dist, room, 'git-notes-reporter.js')).find((f) => existsSync(f)) ?? join(dist, 'report', 'git-notes-reporter.js');
+  const reporterFile =
+    ['report', 'status'].map((room) => join(dist, room, 'git-notes-reporter.js')).find((f) => existsSync(f)) ??
+    join(dist, 'report', 'git-notes-reporter.js');
   const { GitNotesReporter } = (await import(reporterFile)) as typeof import('../dist/report/git-notes-reporter.js');
   const work = mkdtempSync(join(tmpdir(), 'keystone-notes-bench-'));
   const server = await startGitHttpServer({ root: join(work, 'srv') });
@@ -88,12 +100,22 @@ async function soak(dist: string, n: number, checkpoints: number[], label: strin
     let from = 0;
     let t0 = performance.now();
     console.log(`\n${label}: ${n} reports, one note each`);
-    console.log(`  ${'reports'.padStart(7)} ${'notes.git MiB'.padStart(13)} ${'files'.padStart(6)} ${'peak MiB'.padStart(9)} ${'ms/report'.padStart(9)} ${'push B/report'.padStart(13)} ${'server MiB'.padStart(10)}`);
+    console.log(
+      `  ${'reports'.padStart(7)} ${'notes.git MiB'.padStart(13)} ${'files'.padStart(6)} ${'peak MiB'.padStart(9)} ${'ms/report'.padStart(9)} ${'push B/report'.padStart(13)} ${'server MiB'.padStart(10)}`,
+    );
     for (let i = 1; i <= n; i++) {
-      await reporter.deliver({ commit: commitOf(i), state: 'error', description: 'rejected: unsigned', context: 'keystone/bench-1', at: Date.now() });
+      await reporter.deliver({
+        commit: commitOf(i),
+        state: 'error',
+        description: 'rejected: unsigned',
+        context: 'keystone/bench-1',
+        at: Date.now(),
+      });
       peak = Math.max(peak, du(cacheDir).bytes);
       if (!checkpoints.includes(i)) continue;
-      const pushes = server.requests.slice(from).filter((r) => r.method === 'POST' && r.path.endsWith('/git-receive-pack'));
+      const pushes = server.requests
+        .slice(from)
+        .filter((r) => r.method === 'POST' && r.path.endsWith('/git-receive-pack'));
       const row = {
         reports: i,
         cacheBytes: du(cacheDir).bytes,
@@ -104,7 +126,9 @@ async function soak(dist: string, n: number, checkpoints: number[], label: strin
         serverBytes: du(bare).bytes,
       };
       rows.push(row);
-      console.log(`  ${String(i).padStart(7)} ${MiB(row.cacheBytes).padStart(13)} ${String(row.cacheFiles).padStart(6)} ${MiB(peak).padStart(9)} ${fmt(row.msPerReport, 1).padStart(9)} ${String(row.pushBytesPerReport).padStart(13)} ${MiB(row.serverBytes).padStart(10)}`);
+      console.log(
+        `  ${String(i).padStart(7)} ${MiB(row.cacheBytes).padStart(13)} ${String(row.cacheFiles).padStart(6)} ${MiB(peak).padStart(9)} ${fmt(row.msPerReport, 1).padStart(9)} ${String(row.pushBytesPerReport).padStart(13)} ${MiB(row.serverBytes).padStart(10)}`,
+      );
       [peak, from, t0] = [0, server.requests.length, performance.now()];
     }
     return { rows, bare };
@@ -118,7 +142,8 @@ async function soak(dist: string, n: number, checkpoints: number[], label: strin
 /** The server's notes ref read back with git: how many notes its tip holds, the widest tree level, a note shown. */
 function readBack(bare: string, n: number) {
   const ref = 'refs/notes/keystone-devices/bench-1';
-  const g = (...args: string[]) => execFileSync('git', ['--git-dir', bare, ...args], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  const g = (...args: string[]) =>
+    execFileSync('git', ['--git-dir', bare, ...args], { encoding: 'utf8', maxBuffer: 64 << 20 });
   const notes = g('ls-tree', '-r', '--name-only', ref).trim().split('\n').length;
   const top = g('ls-tree', ref).trim().split('\n').length;
   const last = g('notes', '--ref', ref, 'show', commitOf(n)).trim();
@@ -130,7 +155,10 @@ function buildRev(rev: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'keystone-before-'));
   execFileSync('sh', ['-c', `git -C ${JSON.stringify(projectDir)} archive ${rev} | tar -x -C ${JSON.stringify(dir)}`]);
   symlinkSync(join(projectDir, 'node_modules'), join(dir, 'node_modules'));
-  const r = spawnSync(join(projectDir, 'node_modules', '.bin', 'tsc'), ['-b', 'tsconfig.build.json'], { cwd: dir, encoding: 'utf8' });
+  const r = spawnSync(join(projectDir, 'node_modules', '.bin', 'tsc'), ['-b', 'tsconfig.build.json'], {
+    cwd: dir,
+    encoding: 'utf8',
+  });
   if (r.status !== 0) throw new Error(`building ${rev}: ${r.stdout}${r.stderr}`);
   process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
   return join(dir, 'dist');
@@ -154,15 +182,24 @@ if (beforeRev) {
   const points = [Math.round(n / 4), Math.round(n / 2), n];
   const { rows } = await soak(buildRev(beforeRev), n, points, `before (${beforeRev})`);
   before = { rev: beforeRev, rows, extrapolatedBytes: { [REPORTS]: extrapolate(rows, REPORTS) } };
-  console.log(`  fit a·n² + b·n through ${points.slice(-2).join(' and ')}: ${MiB(before.extrapolatedBytes[REPORTS])} MiB at ${REPORTS} reports`);
+  console.log(
+    `  fit a·n² + b·n through ${points.slice(-2).join(' and ')}: ${MiB(before.extrapolatedBytes[REPORTS])} MiB at ${REPORTS} reports`,
+  );
 }
 const { rows, bare } = await soak(join(projectDir, 'dist'), REPORTS, CHECKPOINTS, 'keystone');
 const back = readBack(bare, REPORTS);
 const worst = Math.max(...rows.map((r) => r.peakBytes));
 const aims = { peakUnderBound: worst <= BOUND, everyNoteOnTheServer: back.notes === REPORTS };
-console.log(`\nthe server's notes ref: ${back.notes} notes (of ${REPORTS}), ${back.topLevelEntries} entries at its top level; the last one: ${back.lastNote}`);
-console.log(`aims: the cache under ${MiB(BOUND)} MiB at every report (peak ${MiB(worst)} MiB) ${aims.peakUnderBound ? 'met' : 'MISSED'}; every note on the server ${aims.everyNoteOnTheServer ? 'met' : 'MISSED'}`);
-if (loadBefore > 1 || load1() > 1) console.log(`note: load average ${fmt(loadBefore, 2)} before, ${fmt(load1(), 2)} after: ms per report is noisy, bytes are not`);
+console.log(
+  `\nthe server's notes ref: ${back.notes} notes (of ${REPORTS}), ${back.topLevelEntries} entries at its top level; the last one: ${back.lastNote}`,
+);
+console.log(
+  `aims: the cache under ${MiB(BOUND)} MiB at every report (peak ${MiB(worst)} MiB) ${aims.peakUnderBound ? 'met' : 'MISSED'}; every note on the server ${aims.everyNoteOnTheServer ? 'met' : 'MISSED'}`,
+);
+if (loadBefore > 1 || load1() > 1)
+  console.log(
+    `note: load average ${fmt(loadBefore, 2)} before, ${fmt(load1(), 2)} after: ms per report is noisy, bytes are not`,
+  );
 
 const resultsFile = join(benchDir, 'results', 'notes-cache.json');
 ensureDir(join(benchDir, 'results'));
@@ -176,7 +213,11 @@ writeFileSync(
       loadAverage1m: { before: loadBefore, after: load1() },
       reports: REPORTS,
       boundBytes: BOUND,
-      units: { cacheBytes: 'bytes on disk (allocated blocks) of notes.git at the checkpoint', peakBytes: 'the largest after any report since the previous checkpoint', pushBytesPerReport: 'mean body of the receive-pack POSTs' },
+      units: {
+        cacheBytes: 'bytes on disk (allocated blocks) of notes.git at the checkpoint',
+        peakBytes: 'the largest after any report since the previous checkpoint',
+        pushBytesPerReport: 'mean body of the receive-pack POSTs',
+      },
       rows,
       readBack: back,
       before,

@@ -83,15 +83,17 @@ async function main() {
     portBase < 1024 ||
     apiPort >= 32768
   ) {
-    console.error('usage: node --import tsx bench/push-to-apply.bench.ts [--pushes 10] [--poll 2s] [--components 4] [--modes webhook,polling] [--port-base 31500] [--unsigned]');
+    console.error(
+      'usage: node --import tsx bench/push-to-apply.bench.ts [--pushes 10] [--poll 2s] [--components 4] [--modes webhook,polling] [--port-base 31500] [--unsigned]',
+    );
     process.exit(2);
   }
   const signed = !opts.unsigned;
   const resultsFile = join(benchDir, 'results', 'push-to-apply.json');
 
-
   const git = (...args: string[]) => run('git', args);
-  const keystonectl = (...args: string[]) => run(process.execPath, [join(projectDir, 'bin', 'keystonectl.js'), ...args], process.env);
+  const keystonectl = (...args: string[]) =>
+    run(process.execPath, [join(projectDir, 'bin', 'keystonectl.js'), ...args], process.env);
 
   const work = mkdtempSync(join(tmpdir(), 'keystone-bench-push-to-apply-'));
   const rmWork = () => rmSync(work, { recursive: true, force: true });
@@ -104,7 +106,15 @@ async function main() {
   try {
     // The repository: a work tree that commits and pushes to the bare repository the server serves.
     const standIn = writeStandIn(join(work, 'bin'));
-    const components = Array.from({ length: n }, (_, i) => ({ name: `c${i}`, port: portBase + i, delay: 0, check: 'http' as const, interval: '50ms', timeout: '1s', threshold: 200 }));
+    const components = Array.from({ length: n }, (_, i) => ({
+      name: `c${i}`,
+      port: portBase + i,
+      delay: 0,
+      check: 'http' as const,
+      interval: '50ms',
+      timeout: '1s',
+      threshold: 200,
+    }));
     const ws = join(work, 'ws');
     const bare = join(work, 'srv', 'fleet.git');
     await git('init', '--quiet', '--bare', '--initial-branch=main', bare);
@@ -122,7 +132,10 @@ async function main() {
     const pushOne = async (i: number) => {
       version++;
       const recipeFile = join(ws, 'recipes', `${recipeNameOf(`c${i}`)}.toml`);
-      writeFileSync(recipeFile, readFileSync(recipeFile, 'utf8').replace(/^version = ".*"$/m, `version = "1.0.${version}"`));
+      writeFileSync(
+        recipeFile,
+        readFileSync(recipeFile, 'utf8').replace(/^version = ".*"$/m, `version = "1.0.${version}"`),
+      );
       if (signed) await keystonectl('sign', '--key', `${keyPrefix}.key`, '--repo', ws);
       await git('-C', ws, 'add', '-A');
       await git('-C', ws, 'commit', '--quiet', '-m', `c${i} 1.0.${version}`);
@@ -139,13 +152,15 @@ async function main() {
     // Native git's floor: a shallow bare clone kept in step after each apply.
     const native = join(work, 'native.git');
     await git('clone', '--quiet', '--bare', '--depth=1', '--single-branch', '--branch', 'main', url, native);
-    const nativeFetch = () => git('-C', native, 'fetch', '--quiet', '--depth=1', '--no-tags', 'origin', '+refs/heads/main:refs/heads/main');
+    const nativeFetch = () =>
+      git('-C', native, 'fetch', '--quiet', '--depth=1', '--no-tags', 'origin', '+refs/heads/main:refs/heads/main');
     await nativeFetch(); // warm-up
 
     const secretFile = join(work, 'webhook-secret');
     const secret = randomBytes(32).toString('hex');
     writeFileSync(secretFile, secret + '\n', { mode: 0o600 });
-    const isDone = (e: AgentEvent) => e.msg === 'all components running' || e.msg === 'apply finished' || e.msg?.startsWith?.('apply failed');
+    const isDone = (e: AgentEvent) =>
+      e.msg === 'all components running' || e.msg === 'apply finished' || e.msg?.startsWith?.('apply failed');
 
     const byMode: Record<string, ModeRun> = {};
     let k = 0;
@@ -158,7 +173,17 @@ async function main() {
         plan,
         stateDir,
         trustArgs,
-        extraArgs: ['--ref', 'main', '--listen', `127.0.0.1:${apiPort}`, '--status', 'none', '--poll', poll, ...(mode === 'webhook' ? ['--webhook-secret-file', secretFile] : [])],
+        extraArgs: [
+          '--ref',
+          'main',
+          '--listen',
+          `127.0.0.1:${apiPort}`,
+          '--status',
+          'none',
+          '--poll',
+          poll,
+          ...(mode === 'webhook' ? ['--webhook-secret-file', secretFile] : []),
+        ],
       });
       const samples: Sample[] = [];
       try {
@@ -175,9 +200,17 @@ async function main() {
             if (hook.status !== 202) throw new Error(`the webhook answered ${hook.status}: ${hook.text}`);
             Object.assign(s, { hookSentAt: hook.sentAt, hookAckAt: hook.ackAt });
           }
-          const planLine = await agent.waitFor((e) => e.msg === 'reconcile plan' && e.revision === pushed.sha, mode === 'polling' ? 3 * pollMs + 30_000 : 30_000, `"reconcile plan" for ${pushed.sha.slice(0, 7)}`);
+          const planLine = await agent.waitFor(
+            (e) => e.msg === 'reconcile plan' && e.revision === pushed.sha,
+            mode === 'polling' ? 3 * pollMs + 30_000 : 30_000,
+            `"reconcile plan" for ${pushed.sha.slice(0, 7)}`,
+          );
           const planIdx = agent.events.indexOf(planLine);
-          const doneLine = await agent.waitFor((e, i) => i > planIdx && isDone(e), 60_000, `the end of the apply of ${pushed.sha.slice(0, 7)}`);
+          const doneLine = await agent.waitFor(
+            (e, i) => i > planIdx && isDone(e),
+            60_000,
+            `the end of the apply of ${pushed.sha.slice(0, 7)}`,
+          );
           const newRev = agent.events.find((e) => e.msg === 'new revision' && e.revision === pushed.sha);
           const hookLine = agent.events.find((e) => e.msg?.startsWith?.('webhook:') && e.after === pushed.sha);
           Object.assign(s, {
@@ -204,7 +237,9 @@ async function main() {
         await agent.stop();
         await killStragglers(agent.componentPids(), join(work, 'bin'));
       }
-      const stragglerLogs = agent.events.filter((e) => e.level >= 40 && !/UNSIGNED|unsigned/.test(e.msg ?? '')).map((e) => e.msg!);
+      const stragglerLogs = agent.events
+        .filter((e) => e.level >= 40 && !/UNSIGNED|unsigned/.test(e.msg ?? ''))
+        .map((e) => e.msg!);
       byMode[mode] = { poll, samples, warnings: [...new Set(stragglerLogs)] };
     }
     const loadAfter = load1();
@@ -227,7 +262,10 @@ async function main() {
       ['push → reconcile plan (apply starts)', 'startMs'],
       ['push → all components running (done)', 'doneMs'],
     ];
-    for (const [label, key] of rows) console.log(`${label.padEnd(40)} ${modes.map((m) => `${col(summary[m]![key].p50)} ${col(summary[m]![key].p95)}`).join(' │ ')}`);
+    for (const [label, key] of rows)
+      console.log(
+        `${label.padEnd(40)} ${modes.map((m) => `${col(summary[m]![key].p50)} ${col(summary[m]![key].p95)}`).join(' │ ')}`,
+      );
     console.log('');
     if (W) {
       console.log(
@@ -246,13 +284,21 @@ async function main() {
           `the expected mean wait for the next poll (P/2 = ${fmt(pollMs / 2)} ms); verify + load + diff ${fmt(P.stagesMs.verifyLoadDiff)}, restart ${fmt(P.stagesMs.restartOne)} ms`,
       );
     }
-    if (W) console.log(`aim: a webhook push starts applying in under a second: p50 ${aims.webhookStartUnder1s!.p50 ? 'met' : 'MISSED'}, p95 ${aims.webhookStartUnder1s!.p95 ? 'met' : 'MISSED'}`);
+    if (W)
+      console.log(
+        `aim: a webhook push starts applying in under a second: p50 ${aims.webhookStartUnder1s!.p50 ? 'met' : 'MISSED'}, p95 ${aims.webhookStartUnder1s!.p95 ? 'met' : 'MISSED'}`,
+      );
     for (const [mode, s] of Object.entries(summary)) {
-      if (!s.restartedOnlyTheBumped) console.log(`warning: ${mode}: some apply restarted more than the bumped component`);
-      if (s.outcomes.some((o) => o !== 'all components running')) console.log(`warning: ${mode}: outcomes ${s.outcomes.join(', ')}`);
+      if (!s.restartedOnlyTheBumped)
+        console.log(`warning: ${mode}: some apply restarted more than the bumped component`);
+      if (s.outcomes.some((o) => o !== 'all components running'))
+        console.log(`warning: ${mode}: outcomes ${s.outcomes.join(', ')}`);
       for (const w of byMode[mode]!.warnings) console.log(`warning: ${mode}: the agent logged "${w}"`);
     }
-    if (pushes < 20) console.log(`note: ${pushes} pushes per mode: p95 is the ${pushes <= 10 ? 'slowest or next-slowest' : 'second-slowest'} sample (nearest rank)`);
+    if (pushes < 20)
+      console.log(
+        `note: ${pushes} pushes per mode: p95 is the ${pushes <= 10 ? 'slowest or next-slowest' : 'second-slowest'} sample (nearest rank)`,
+      );
     const note = busyNote(othersPercent, loadBefore, loadAfter);
     if (note) console.log(note);
 
@@ -273,14 +319,21 @@ async function main() {
             'from `git push` (to the bare repository served by git http-backend) returning to the agent\'s "reconcile plan" line for that commit (startMs) ' +
             'and to the "all components running" line after it (doneMs), by the agent\'s log timestamps; one component restarts per push',
           references: {
-            webhook: 'native `git fetch --depth=1 --no-tags` of the same push in a shallow bare clone, run after each apply',
+            webhook:
+              'native `git fetch --depth=1 --no-tags` of the same push in a shallow bare clone, run after each apply',
             polling: 'P/2, the expected mean wait for the next poll when pushes land uniformly across the cycle',
           },
           summary,
           ratios: references,
           aims,
           samples: Object.values(byMode).flatMap((m) =>
-            m.samples.map((s) => Object.fromEntries(Object.entries(s).filter(([key]) => !key.endsWith('At')).map(([key, v]) => [key, typeof v === 'number' ? round(v, 1) : v]))),
+            m.samples.map((s) =>
+              Object.fromEntries(
+                Object.entries(s)
+                  .filter(([key]) => !key.endsWith('At'))
+                  .map(([key, v]) => [key, typeof v === 'number' ? round(v, 1) : v]),
+              ),
+            ),
           ),
           benchSeconds: round((performance.now() - tStart) / 1000, 1),
         },
@@ -291,7 +344,8 @@ async function main() {
     console.log(`\nwrote ${resultsFile} (bench took ${fmt((performance.now() - tStart) / 1000)} s)`);
   } finally {
     if (server.connected) server.send('exit');
-    if (server.exitCode === null && server.signalCode === null) await Promise.race([new Promise((r) => server.once('exit', r)), sleep(5000)]);
+    if (server.exitCode === null && server.signalCode === null)
+      await Promise.race([new Promise((r) => server.once('exit', r)), sleep(5000)]);
     await killStragglers([], work);
     rmWork();
   }

@@ -113,14 +113,21 @@ try {
         devices: n,
         pollMs,
         bakeMs,
-        rollout: { waves: WAVES, bake: opts.bake, minSuccess, abortFailurePercent: abortPercent, members: Object.fromEntries(Object.entries(members).map(([w, ds]) => [w, ds.length])) },
+        rollout: {
+          waves: WAVES,
+          bake: opts.bake,
+          minSuccess,
+          abortFailurePercent: abortPercent,
+          members: Object.fromEntries(Object.entries(members).map(([w, ds]) => [w, ds.length])),
+        },
         command: `keystone agent --repo http://127.0.0.1:PORT/fleet-KIND.git --ref main --device dev-NNN --poll ${opts.poll} --trusted-key K.pub --status git-notes --listen none --state-dir FRESH --log-format json --stop-on-exit`,
         references: {
           good: 'with [rollout]: poll + slowest apply + 2 × bake (the floor); without: poll + slowest apply; and the two fleets against each other',
           bad: 'with [rollout]: the canary only applies it; halt reported by every other device within poll + failed apply + poll',
           held: 'requests per held device per poll ≤ 2 (a look and a gate read)',
           synthetic: '~100 KB per gate read, not growing with the fleet beyond the sample',
-          syntheticSigned: 'signed refs + verification against devices/ certificates ÷ unsigned refs without devices/, same sample: the decision within ×2',
+          syntheticSigned:
+            'signed refs + verification against devices/ certificates ÷ unsigned refs without devices/, same sample: the decision within ×2',
         },
         fleets: results.fleets,
         synthetic,

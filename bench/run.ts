@@ -70,7 +70,9 @@ if (benches.length === 0) {
 let failed = 0;
 for (const file of benches) {
   console.log(`\n=== ${file}`);
-  const r = spawnSync(process.execPath, ['--import', 'tsx', '--expose-gc', join(here, file), ...options], { stdio: 'inherit' });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--expose-gc', join(here, file), ...options], {
+    stdio: 'inherit',
+  });
   if (r.status !== 0) {
     failed++;
     console.error(`${file} failed (${r.signal ?? `exit ${r.status}`})`);

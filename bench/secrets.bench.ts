@@ -16,7 +16,10 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 
-const { values: opts } = parseArgs({ args: process.argv.slice(2), options: { sizes: { type: 'string', default: '1,100,1000,5000' }, runs: { type: 'string', default: '7' } } });
+const { values: opts } = parseArgs({
+  args: process.argv.slice(2),
+  options: { sizes: { type: 'string', default: '1,100,1000,5000' }, runs: { type: 'string', default: '7' } },
+});
 const sizes = opts.sizes.split(',').map(Number);
 const runs = Number(opts.runs);
 
@@ -65,14 +68,35 @@ try {
   const devices: Awaited<ReturnType<typeof newAgeIdentity>>[] = [];
   for (const n of sizes) {
     while (devices.length < n) devices.push(await newAgeIdentity());
-    const keyFile = await encryptTo(devices.slice(0, n).map((d) => d.recipient), enc.encode(formatAgeIdentityFile(target, Date.UTC(2026, 0, 1))));
+    const keyFile = await encryptTo(
+      devices.slice(0, n).map((d) => d.recipient),
+      enc.encode(formatAgeIdentityFile(target, Date.UTC(2026, 0, 1))),
+    );
     const keyPath = join(dir, `key-${n}.age`);
     writeFileSync(keyPath, keyFile);
-    const row: Row = { devices: n, keyFileBytes: keyFile.length, bytesPerDevice: round(keyFile.length / n, 1), secretBytes: secret.length, fitsLimit: keyFile.length <= MAX_SECRET_FILE_BYTES };
-    for (const [which, d] of [['last', devices[n - 1]!], ['first', devices[0]!]] as const) {
-      const files = new Map([['secrets/keys/t.age', keyFile], ['secrets/s.age', secret]]);
+    const row: Row = {
+      devices: n,
+      keyFileBytes: keyFile.length,
+      bytesPerDevice: round(keyFile.length / n, 1),
+      secretBytes: secret.length,
+      fitsLimit: keyFile.length <= MAX_SECRET_FILE_BYTES,
+    };
+    for (const [which, d] of [
+      ['last', devices[n - 1]!],
+      ['first', devices[0]!],
+    ] as const) {
+      const files = new Map([
+        ['secrets/keys/t.age', keyFile],
+        ['secrets/s.age', secret],
+      ]);
       // A fresh opener each run: its cache would otherwise answer from memory after the first.
-      const ms = await timed(() => new SecretOpener({ ageIdentity: d.identity, digestKey: digestKeyOf(d.identity) }).open(new MemoryReader(files, 'bench'), ['s'], 't'));
+      const ms = await timed(() =>
+        new SecretOpener({ ageIdentity: d.identity, digestKey: digestKeyOf(d.identity) }).open(
+          new MemoryReader(files, 'bench'),
+          ['s'],
+          't',
+        ),
+      );
       row[`keystoneMs_${which}`] = round(ms, 2);
       if (hasAge) {
         const idPath = join(dir, `id-${n}-${which}.key`);
@@ -93,8 +117,12 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 
-console.log(`secrets: opening a target's key file and one secret, by the last (worst) and first recipient; median of ${runs} runs`);
-console.log(`${'devices'.padStart(8)} ${'key file'.padStart(10)} ${'B/device'.padStart(9)} ${'secret'.padStart(7)} ${'keystone last'.padStart(14)} ${'age last'.padStart(9)} ${'ratio'.padStart(7)} ${'keystone first'.padStart(15)} ${'age first'.padStart(10)}`);
+console.log(
+  `secrets: opening a target's key file and one secret, by the last (worst) and first recipient; median of ${runs} runs`,
+);
+console.log(
+  `${'devices'.padStart(8)} ${'key file'.padStart(10)} ${'B/device'.padStart(9)} ${'secret'.padStart(7)} ${'keystone last'.padStart(14)} ${'age last'.padStart(9)} ${'ratio'.padStart(7)} ${'keystone first'.padStart(15)} ${'age first'.padStart(10)}`,
+);
 for (const r of rows)
   console.log(
     `${String(r.devices).padStart(8)} ${fmt(r.keyFileBytes).padStart(10)} ${fmt(r.bytesPerDevice, 1).padStart(9)} ${fmt(r.secretBytes).padStart(7)} ${`${fmt(r.keystoneMs_last, 2)} ms`.padStart(14)} ${(r.ageMs_last !== undefined ? `${fmt(r.ageMs_last, 2)} ms` : '—').padStart(9)} ${ratio(r.keystoneMs_last, r.ageMs_last).padStart(7)} ${`${fmt(r.keystoneMs_first, 2)} ms`.padStart(15)} ${(r.ageMs_first !== undefined ? `${fmt(r.ageMs_first, 2)} ms` : '—').padStart(10)}${r.fitsLimit ? '' : '  (over the 1 MiB limit: refused by devices)'}`,
@@ -108,4 +136,7 @@ console.log(
 );
 
 ensureDir(join(benchDir, 'results'));
-writeFileSync(join(benchDir, 'results', 'secrets.json'), `${JSON.stringify({ ...resultsHead('secrets', { loadBefore, loadAfter: loadavg()[0]!, othersPercent: NaN }), runs, rows, ageFloorMs: floor ?? null }, null, 2)}\n`);
+writeFileSync(
+  join(benchDir, 'results', 'secrets.json'),
+  `${JSON.stringify({ ...resultsHead('secrets', { loadBefore, loadAfter: loadavg()[0]!, othersPercent: NaN }), runs, rows, ageFloorMs: floor ?? null }, null, 2)}\n`,
+);

@@ -68,11 +68,25 @@ const SETTLE_S = Number(opts.settle);
 const WINDOW_S = Number(opts.window);
 const PORT_BASE = Number(opts['port-base']);
 const NODE_ARGS = opts['node-args'].split(' ').filter(Boolean);
-if (![N, INTERVAL_MS, RESTARTS, PROBES, WARM, KILL_EVERY_MS, SETTLE_S, WINDOW_S, PORT_BASE].every((x) => Number.isFinite(x) && x >= 0) || N < 1 || WARM >= RESTARTS || WINDOW_S < 1) {
-  console.error('usage: node --import tsx bench/soak.ts [--programs 50] [--interval 100] [--restarts 1000] [--probes 10000] [--warm 100] [--kill-every 150] [--settle 5] [--window 15] [--port-base 27000] [--node-args "…"]');
+if (
+  ![N, INTERVAL_MS, RESTARTS, PROBES, WARM, KILL_EVERY_MS, SETTLE_S, WINDOW_S, PORT_BASE].every(
+    (x) => Number.isFinite(x) && x >= 0,
+  ) ||
+  N < 1 ||
+  WARM >= RESTARTS ||
+  WINDOW_S < 1
+) {
+  console.error(
+    'usage: node --import tsx bench/soak.ts [--programs 50] [--interval 100] [--restarts 1000] [--probes 10000] [--warm 100] [--kill-every 150] [--settle 5] [--window 15] [--port-base 27000] [--node-args "…"]',
+  );
   process.exit(2);
 }
-const AIMS = new Set(opts.aims.split(',').map((a) => a.trim()).filter(Boolean));
+const AIMS = new Set(
+  opts.aims
+    .split(',')
+    .map((a) => a.trim())
+    .filter(Boolean),
+);
 if ([...AIMS].some((a) => !['rss', 'fds', 'store'].includes(a))) {
   console.error(`--aims: a comma list of rss, fds, store (got ${opts.aims})`);
   process.exit(2);
@@ -103,10 +117,20 @@ try {
   const standIn = writeStandIn(join(work, 'bin'));
   const repo = join(work, 'repo');
   const stateDir = join(work, 'state');
-  const storeBytes = () => ['', '-wal', '-shm'].reduce((n, suffix) => n + fileBytes(join(stateDir, `state.db${suffix}`)), 0);
+  const storeBytes = () =>
+    ['', '-wal', '-shm'].reduce((n, suffix) => n + fileBytes(join(stateDir, `state.db${suffix}`)), 0);
   const plan = writeProcessRepo(
     repo,
-    names.map((name, i) => ({ name, port: ports[i]!, delay: 0, check: 'tcp' as const, interval: `${INTERVAL_MS}ms`, timeout: '1s', threshold: Math.max(3, Math.ceil(5000 / INTERVAL_MS)), dependencies: [] })),
+    names.map((name, i) => ({
+      name,
+      port: ports[i]!,
+      delay: 0,
+      check: 'tcp' as const,
+      interval: `${INTERVAL_MS}ms`,
+      timeout: '1s',
+      threshold: Math.max(3, Math.ceil(5000 / INTERVAL_MS)),
+      dependencies: [],
+    })),
     standIn,
   );
   agent = startAgent({
@@ -116,11 +140,27 @@ try {
     concurrency: 64,
     env: cleanEnv(),
     nodeArgs: NODE_ARGS,
-    extraArgs: ['--listen', '127.0.0.1:0', '--healthy-spell', '1s', '--crash-loop-limit', '1000000', '--max-backoff', '1s'],
+    extraArgs: [
+      '--listen',
+      '127.0.0.1:0',
+      '--healthy-spell',
+      '1s',
+      '--crash-loop-limit',
+      '1000000',
+      '--max-backoff',
+      '1s',
+    ],
   });
   process.stderr.write(`soak: starting ${N} programs (tcp check every ${INTERVAL_MS} ms)… `);
-  await agent.waitFor((e) => e.msg === 'all components running' || e.msg?.startsWith('apply failed'), 120_000, '"all components running"');
-  if (!agent.events.some((e) => e.msg === 'all components running')) throw new Error(`the agent did not bring every program up: ${JSON.stringify(agent.events.find((e) => e.msg?.startsWith('apply failed')))} ${JSON.stringify(agent.events.filter((e) => e.level >= 40).slice(-3))}`);
+  await agent.waitFor(
+    (e) => e.msg === 'all components running' || e.msg?.startsWith('apply failed'),
+    120_000,
+    '"all components running"',
+  );
+  if (!agent.events.some((e) => e.msg === 'all components running'))
+    throw new Error(
+      `the agent did not bring every program up: ${JSON.stringify(agent.events.find((e) => e.msg?.startsWith('apply failed')))} ${JSON.stringify(agent.events.filter((e) => e.level >= 40).slice(-3))}`,
+    );
   const listening = agent.events.find((e) => e.msg === 'HTTP API listening');
   const apiPort = Number(/:(\d+)$/.exec(String(listening?.addresses?.[0] ?? ''))?.[1]);
   if (!apiPort) throw new Error(`no API address in the agent's log (${JSON.stringify(listening)})`);
@@ -193,8 +233,26 @@ try {
     }
     follow();
     const probes = await probesSoFar();
-    const rec = { label, restarts, probes, rssKiB: median(samples), rssKiBMin: Math.min(...samples), rssKiBMax: Math.max(...samples), samples, fdsMin: Math.min(...fds), fdsMax: Math.max(...fds), storeBytes: storeBytes(), storeFiles: Object.fromEntries(['', '-wal', '-shm'].map((x) => [`state.db${x}`, fileBytes(join(stateDir, `state.db${x}`))])) as Record<'state.db' | 'state.db-wal' | 'state.db-shm', number>, stateDirBytes: dirBytes(stateDir), atSeconds: +((performance.now() - started) / 1000).toFixed(1) };
-    process.stderr.write(`  ${label}: ${restarts} restarts, ${probes} probes, RSS ${fmt(MiB(rec.rssKiB), 1)} MiB (min ${fmt(MiB(rec.rssKiBMin), 1)}, max ${fmt(MiB(rec.rssKiBMax), 1)}), ${rec.fdsMin}–${rec.fdsMax} fds, store ${fmt(rec.storeBytes / 1024)} KiB, state dir ${fmt(rec.stateDirBytes / 1024)} KiB\n`);
+    const rec = {
+      label,
+      restarts,
+      probes,
+      rssKiB: median(samples),
+      rssKiBMin: Math.min(...samples),
+      rssKiBMax: Math.max(...samples),
+      samples,
+      fdsMin: Math.min(...fds),
+      fdsMax: Math.max(...fds),
+      storeBytes: storeBytes(),
+      storeFiles: Object.fromEntries(
+        ['', '-wal', '-shm'].map((x) => [`state.db${x}`, fileBytes(join(stateDir, `state.db${x}`))]),
+      ) as Record<'state.db' | 'state.db-wal' | 'state.db-shm', number>,
+      stateDirBytes: dirBytes(stateDir),
+      atSeconds: +((performance.now() - started) / 1000).toFixed(1),
+    };
+    process.stderr.write(
+      `  ${label}: ${restarts} restarts, ${probes} probes, RSS ${fmt(MiB(rec.rssKiB), 1)} MiB (min ${fmt(MiB(rec.rssKiBMin), 1)}, max ${fmt(MiB(rec.rssKiBMax), 1)}), ${rec.fdsMin}–${rec.fdsMax} fds, store ${fmt(rec.storeBytes / 1024)} KiB, state dir ${fmt(rec.stateDirBytes / 1024)} KiB\n`,
+    );
     return rec;
   };
 
@@ -230,7 +288,9 @@ try {
       `kill -9 every ${KILL_EVERY_MS} ms${NODE_ARGS.length ? `; agent node ${NODE_ARGS.join(' ')}` : ''}`,
   );
   console.log('');
-  console.log('                      restarts     probes   RSS MiB (median)   min     max    fds   store KiB   state dir KiB');
+  console.log(
+    '                      restarts     probes   RSS MiB (median)   min     max    fds   store KiB   state dir KiB',
+  );
   for (const r of [warm, end])
     console.log(
       `  ${r.label.padEnd(18)} ${String(r.restarts).padStart(9)} ${String(r.probes).padStart(10)}   ${fmt(MiB(r.rssKiB), 1).padStart(16)} ${fmt(MiB(r.rssKiBMin), 1).padStart(7)} ${fmt(MiB(r.rssKiBMax), 1).padStart(7)} ${String(r.fdsMin).padStart(6)} ${fmt(r.storeBytes / 1024).padStart(11)} ${fmt(r.stateDirBytes / 1024).padStart(15)}`,
@@ -240,13 +300,17 @@ try {
     `growth: ${growthKiB >= 0 ? '+' : ''}${fmt(MiB(growthKiB), 2)} MiB over ${end.restarts - warm.restarts} restarts and ${end.probes - warm.probes} probes ` +
       `(${fmt(soakSeconds)} s; of the lowest samples: ${growthOfMinKiB >= 0 ? '+' : ''}${fmt(MiB(growthOfMinKiB), 2)} MiB); aim ≤ 1 MiB: ${rssMet ? 'met' : 'NOT met'}`,
   );
-  console.log(`file descriptors: ${warm.fdsMin} → ${end.fdsMin} (lowest sample of each window); aim no growth: ${fdsMet ? 'met' : 'NOT met'}`);
+  console.log(
+    `file descriptors: ${warm.fdsMin} → ${end.fdsMin} (lowest sample of each window); aim no growth: ${fdsMet ? 'met' : 'NOT met'}`,
+  );
   console.log(
     `store: ${fmt(warm.storeBytes / 1024)} → ${fmt(end.storeBytes / 1024)} KiB (state.db ${fmt(warm.storeFiles['state.db'] / 1024)} → ${fmt(end.storeFiles['state.db'] / 1024)}, WAL ${fmt(warm.storeFiles['state.db-wal'] / 1024)} → ${fmt(end.storeFiles['state.db-wal'] / 1024)}); state directory ${fmt(warm.stateDirBytes / 1024)} → ${fmt(end.stateDirBytes / 1024)} KiB; aim state.db growth < 1 MiB and WAL ≤ ${fmt(WAL_BOUND_BYTES / 1024)} KiB: ${storeMet ? 'met' : 'NOT met'}`,
   );
   if (stillRunning !== N) {
     const others = names.filter((n) => stateOf.get(n)?.state !== 'running').map((n) => `${n} ${stateOf.get(n)?.state}`);
-    console.log(`note: ${stillRunning} of ${N} programs running when the soak ended (${crashLooping} crash-looping; the others: ${others.join(', ')})`);
+    console.log(
+      `note: ${stillRunning} of ${N} programs running when the soak ended (${crashLooping} crash-looping; the others: ${others.join(', ')})`,
+    );
   }
 
   ensureDir(join(benchDir, 'results'));
@@ -264,9 +328,10 @@ try {
         settleSeconds: SETTLE_S,
         windowSeconds: WINDOW_S,
         measures: {
-          rssKiB: "VmRSS of the agent: kills paused, settleSeconds to settle, then the median of one sample a second over windowSeconds (probes running)",
-          probes: 'sum of keystone_probe_latency_seconds_count on the agent\'s GET /metrics',
-          restarts: 'an `exited` log line followed by the program\'s `starting`',
+          rssKiB:
+            'VmRSS of the agent: kills paused, settleSeconds to settle, then the median of one sample a second over windowSeconds (probes running)',
+          probes: "sum of keystone_probe_latency_seconds_count on the agent's GET /metrics",
+          restarts: "an `exited` log line followed by the program's `starting`",
         },
         rssKiBWhenUp: upRss,
         warm,

@@ -104,17 +104,28 @@ try {
     console.log('');
     console.log(
       `verdict: faster restart than ${rivals.map((o) => o.key).join(' and ')}: ${faster ? 'yes' : 'no'} (${rivals.map((o) => `${o.key} ${fmt(o.restart?.medianMs)} ms`).join(', ')}, keystone ${fmt(ks.restart?.medianMs)} ms)` +
-        (pm ? `; less memory than PM2: ${ks.rssKiB! < pm.rssKiB! ? 'yes' : 'no'} (${fmt(MiB(ks.rssKiB!), 1)} vs ${fmt(MiB(pm.rssKiB!), 1)} MiB)` : ''),
+        (pm
+          ? `; less memory than PM2: ${ks.rssKiB! < pm.rssKiB! ? 'yes' : 'no'} (${fmt(MiB(ks.rssKiB!), 1)} vs ${fmt(MiB(pm.rssKiB!), 1)} MiB)`
+          : ''),
     );
     if (ks.burst)
       console.log(
         `burst: ${BURST} programs killed at once are all back after ${fmt(ks.burst.lastMs)} ms under keystone (first ${fmt(ks.burst.firstMs)} ms), ` +
-          rivals.filter((o) => o.burst).map((o) => `${fmt(o.burst!.lastMs)} ms under ${o.key} (first ${fmt(o.burst!.firstMs)})`).join(', '),
+          rivals
+            .filter((o) => o.burst)
+            .map((o) => `${fmt(o.burst!.lastMs)} ms under ${o.key} (first ${fmt(o.burst!.firstMs)})`)
+            .join(', '),
       );
   }
   for (const r of rows) {
-    if (r.stillSupervised !== N) console.log(`warning: ${r.label}: only ${r.stillSupervised} of ${N} programs were the same processes at the end of the idle window`);
-    if (r.stragglersKilled) console.log(`warning: ${r.label}: ${r.stragglersKilled} process(es) outlived the supervisor's stop and were killed`);
+    if (r.stillSupervised !== N)
+      console.log(
+        `warning: ${r.label}: only ${r.stillSupervised} of ${N} programs were the same processes at the end of the idle window`,
+      );
+    if (r.stragglersKilled)
+      console.log(
+        `warning: ${r.label}: ${r.stragglersKilled} process(es) outlived the supervisor's stop and were killed`,
+      );
     if (r.restart?.failed) console.log(`warning: ${r.label}: ${r.restart.failed} kill(s) never came back`);
   }
   const note = busyNote(othersPercent, loadBefore, loadAfter);
@@ -132,13 +143,15 @@ try {
         gapMs: GAP_MS,
         idleSeconds: IDLE_S,
         measures: {
-          restart: 'kill -9 of a program → a new pid answers on its port (bench polls every 2 ms); median over the kills',
+          restart:
+            'kill -9 of a program → a new pid answers on its port (bench polls every 2 ms); median over the kills',
           burst: 'kill -9 of several programs at the same moment → each answers again (first and last)',
-          rssKiB: 'VmRSS of the supervisor process (agent / supervisord / PM2 God daemon): the median of one sample a second over the idle window',
+          rssKiB:
+            'VmRSS of the supervisor process (agent / supervisord / PM2 God daemon): the median of one sample a second over the idle window',
           idleCpuPercent: 'utime+stime of the supervisor process over the idle window, % of one core',
-          programsRssKiB: 'the supervised programs\' VmRSS added up',
+          programsRssKiB: "the supervised programs' VmRSS added up",
           programsIdleCpuPercent:
-            'the programs\' own CPU over the idle window, % of one core: not printed, because it mostly shows how recently they started (node does a few GCs some 10-20 s after start-up), not the supervisor',
+            "the programs' own CPU over the idle window, % of one core: not printed, because it mostly shows how recently they started (node does a few GCs some 10-20 s after start-up), not the supervisor",
         },
         rows,
         skipped: skips,

@@ -43,7 +43,9 @@ export function renderErrorsDoc(catalogue) {
       const e = catalogue[code];
       const see = e.see ? ` ([${e.see}](${e.see}))` : '';
       const unused = e.unused ? ` Not emitted: ${e.unused}.` : '';
-      out.push(`| <a id="${code.toLowerCase()}"></a>\`${code}\` | ${e.exit} | ${e.http ?? ''} | ${cell(e.meaning)}${see}${cell(unused)} |`);
+      out.push(
+        `| <a id="${code.toLowerCase()}"></a>\`${code}\` | ${e.exit} | ${e.http ?? ''} | ${cell(e.meaning)}${see}${cell(unused)} |`,
+      );
     }
   }
   return out.join('\n') + '\n';

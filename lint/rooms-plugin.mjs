@@ -17,7 +17,11 @@ function roomOf(path) {
 }
 
 const importBoundary = {
-  meta: { type: 'problem', docs: { description: "a room of src/ imports only from the rooms below it (lint/rooms.mjs)" }, schema: [] },
+  meta: {
+    type: 'problem',
+    docs: { description: 'a room of src/ imports only from the rooms below it (lint/rooms.mjs)' },
+    schema: [],
+  },
   create(context) {
     const file = context.filename;
     const from = roomOf(file);
@@ -31,10 +35,20 @@ const importBoundary = {
         return;
       }
       if (to === from) return;
-      if (![...ROOMS, ...APART].includes(to)) context.report({ node, message: `'${spec}' is in ${to}, which lint/rooms.mjs does not list` });
-      else if (!allowedFrom(from).includes(to)) context.report({ node, message: `${from} may not import from ${to} ('${spec}'); ${from} may import only from: ${allowedFrom(from).join(', ') || 'no other room'} (lint/rooms.mjs)` });
+      if (![...ROOMS, ...APART].includes(to))
+        context.report({ node, message: `'${spec}' is in ${to}, which lint/rooms.mjs does not list` });
+      else if (!allowedFrom(from).includes(to))
+        context.report({
+          node,
+          message: `${from} may not import from ${to} ('${spec}'); ${from} may import only from: ${allowedFrom(from).join(', ') || 'no other room'} (lint/rooms.mjs)`,
+        });
     };
-    const literal = (node) => (node?.type === 'Literal' && typeof node.value === 'string' ? node.value : node?.type === 'TemplateLiteral' && node.expressions.length === 0 ? node.quasis[0].value.cooked : undefined);
+    const literal = (node) =>
+      node?.type === 'Literal' && typeof node.value === 'string'
+        ? node.value
+        : node?.type === 'TemplateLiteral' && node.expressions.length === 0
+          ? node.quasis[0].value.cooked
+          : undefined;
     const fromSource = (node) => {
       if (node.source) check(node, node.source.value);
     };
@@ -44,7 +58,11 @@ const importBoundary = {
       ExportAllDeclaration: fromSource,
       ImportExpression(node) {
         const spec = literal(node.source);
-        if (spec === undefined) context.report({ node, message: 'a computed import() in src/: name the module, so that the rooms can be checked' });
+        if (spec === undefined)
+          context.report({
+            node,
+            message: 'a computed import() in src/: name the module, so that the rooms can be checked',
+          });
         else check(node, spec);
       },
       TSImportType(node) {

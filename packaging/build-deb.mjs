@@ -14,14 +14,30 @@
 // (KEYSTONE_DEB_COMPRESS). --abi builds the addon for fewer Node ABIs (a test that runs one Node); --no-node skips
 // keystone-node.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import process from 'node:process';
 import { parseArgs } from 'node:util';
 import { bundle } from './bundle.mjs';
 import { archInfo, hostArch } from './deb-arch.mjs';
-import { foreignLibraryDepends, installedSizeKiB, md5sums, normalizeModes, renderControl, sharedLibraryDepends } from './deb-control.mjs';
+import {
+  foreignLibraryDepends,
+  installedSizeKiB,
+  md5sums,
+  normalizeModes,
+  renderControl,
+  sharedLibraryDepends,
+} from './deb-control.mjs';
 import { debianVersion } from './deb-version.mjs';
 import { checkElfArch } from './elf-check.mjs';
 import { buildNodeDeb } from './node-deb.mjs';
@@ -49,7 +65,9 @@ function options() {
     },
   });
   if (values.help) {
-    say('usage: node packaging/build-deb.mjs [--arch amd64|arm64|armhf] [--out DIR] [--version VERSION] [--compress xz|gzip|none] [--abi 115,127,137] [--no-node] [--no-strip]');
+    say(
+      'usage: node packaging/build-deb.mjs [--arch amd64|arm64|armhf] [--out DIR] [--version VERSION] [--compress xz|gzip|none] [--abi 115,127,137] [--no-node] [--no-strip]',
+    );
     process.exit(0);
   }
   const compress = values.compress ?? process.env.KEYSTONE_DEB_COMPRESS ?? 'xz';
@@ -60,7 +78,11 @@ function options() {
   archInfo(arch);
   const runtime = JSON.parse(readFileSync(join(HERE, 'node-runtime.json'), 'utf8'));
   const abis = values.abi ? values.abi.split(',').map((a) => a.trim()) : Object.keys(runtime.abis);
-  for (const abi of abis) if (!runtime.abis[abi]) throw new Error(`--abi: packaging/node-runtime.json builds for ${Object.keys(runtime.abis).join(', ')}, not "${abi}"`);
+  for (const abi of abis)
+    if (!runtime.abis[abi])
+      throw new Error(
+        `--abi: packaging/node-runtime.json builds for ${Object.keys(runtime.abis).join(', ')}, not "${abi}"`,
+      );
   return {
     arch,
     out: resolve(values.out ?? process.env.KEYSTONE_DEB_OUT ?? join(PROJECT, 'dist-deb')),
@@ -86,7 +108,9 @@ function maintainerOf(pkg) {
 /** The Depends on a Node: keystone-node first (the addon's main ABI, and what apt installs when neither is there). */
 function nodeDepends(opts) {
   const system = 'nodejs (>= 20.19~)';
-  return opts.runtime.runtime.packages[opts.arch] ? `keystone-node (>= ${opts.runtime.runtime.version.split('.')[0]}) | ${system}` : system;
+  return opts.runtime.runtime.packages[opts.arch]
+    ? `keystone-node (>= ${opts.runtime.runtime.version.split('.')[0]}) | ${system}`
+    : system;
 }
 
 /** The shared libraries of the package's binaries: dpkg-shlibdeps on the build machine's, readelf for another's. */
@@ -128,11 +152,17 @@ async function stage(root, opts) {
       .replaceAll('${KEYSTONE_NODE:-}', '')
       .replaceAll('${KEYSTONE_AGENT_HOME:-/var/lib/keystone-agent}', '/var/lib/keystone-agent');
     // (Read, that is: `${KEYSTONE_…` or `$KEYSTONE_…`; handing KEYSTONE_AGENT_HOME to agent-rollback is writing it.)
-    if (/\$\{?KEYSTONE_(LIB|NODE|AGENT_HOME)/.test(text.replace(/^\s*#.*$/gm, ''))) throw new Error(`${f} still reads KEYSTONE_LIB, KEYSTONE_NODE or KEYSTONE_AGENT_HOME: packaging/build-deb.mjs no longer matches the launchers`);
+    if (/\$\{?KEYSTONE_(LIB|NODE|AGENT_HOME)/.test(text.replace(/^\s*#.*$/gm, '')))
+      throw new Error(
+        `${f} still reads KEYSTONE_LIB, KEYSTONE_NODE or KEYSTONE_AGENT_HOME: packaging/build-deb.mjs no longer matches the launchers`,
+      );
     writeFileSync(join(root, f), text);
   }
   put('debian/copyright', 'usr/share/doc/keystone/copyright');
-  copyFileSync(join(lib, 'THIRD-PARTY-LICENSES'), join(root, 'usr', 'share', 'doc', 'keystone', 'THIRD-PARTY-LICENSES'));
+  copyFileSync(
+    join(lib, 'THIRD-PARTY-LICENSES'),
+    join(root, 'usr', 'share', 'doc', 'keystone', 'THIRD-PARTY-LICENSES'),
+  );
   put('README.md', 'usr/share/doc/keystone/README.Debian');
 
   const debian = join(root, 'DEBIAN');
@@ -168,9 +198,23 @@ function checkRuntime(lib, opts, nodes) {
     // A Node of an ABI this build left out (--abi) would be refused by the bundle's preflight: not this check's.
     const abi = spawnSync(node, ['-p', 'process.versions.modules'], { encoding: 'utf8' }).stdout.trim();
     if (!opts.abis.includes(abi)) continue;
-    const r = spawnSync(node, [join(lib, 'keystone.mjs'), '--version'], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
-    if (r.status !== 0 || r.stdout.trim() !== `keystone ${opts.version}`) throw new Error(`the staged bundle run by ${node} said "${(r.stdout + r.stderr).trim()}", not "keystone ${opts.version}"`);
-    const load = spawnSync(node, ['-e', `const {join}=require('node:path');const f=require('node:fs').readdirSync(process.argv[1]).find(f=>f.endsWith('-abi'+process.versions.modules+'.node'));if(!f)process.exit(3);process.dlopen({exports:{}},join(process.argv[1],f));`, join(lib, 'native')], { encoding: 'utf8' });
+    const r = spawnSync(node, [join(lib, 'keystone.mjs'), '--version'], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    });
+    if (r.status !== 0 || r.stdout.trim() !== `keystone ${opts.version}`)
+      throw new Error(
+        `the staged bundle run by ${node} said "${(r.stdout + r.stderr).trim()}", not "keystone ${opts.version}"`,
+      );
+    const load = spawnSync(
+      node,
+      [
+        '-e',
+        `const {join}=require('node:path');const f=require('node:fs').readdirSync(process.argv[1]).find(f=>f.endsWith('-abi'+process.versions.modules+'.node'));if(!f)process.exit(3);process.dlopen({exports:{}},join(process.argv[1],f));`,
+        join(lib, 'native'),
+      ],
+      { encoding: 'utf8' },
+    );
     if (load.status !== 0) throw new Error(`the state store's addon does not load in ${node}: ${load.stderr}`);
   }
 }
@@ -184,11 +228,22 @@ async function main() {
     chmodSync(root, 0o755);
     const { control, lib } = await stage(root, opts);
     let nodeDeb;
-    if (opts.node) nodeDeb = buildNodeDeb({ arch: opts.arch, runtime: opts.runtime, out: opts.out, compress: COMPRESSION[opts.compress], maintainer: opts.maintainer, strip: opts.strip ? toolchain(opts.arch).tools.STRIP : undefined, libraryDepends });
+    if (opts.node)
+      nodeDeb = buildNodeDeb({
+        arch: opts.arch,
+        runtime: opts.runtime,
+        out: opts.out,
+        compress: COMPRESSION[opts.compress],
+        maintainer: opts.maintainer,
+        strip: opts.strip ? toolchain(opts.arch).tools.STRIP : undefined,
+        libraryDepends,
+      });
     if (opts.arch === hostArch()) checkRuntime(lib, opts, [process.execPath, ...(nodeDeb ? [nodeDeb.node] : [])]);
     mkdirSync(opts.out, { recursive: true });
     const deb = join(opts.out, `keystone_${opts.debVersion}_${opts.arch}.deb`);
-    execFileSync('dpkg-deb', ['--root-owner-group', ...COMPRESSION[opts.compress], '--build', root, deb], { stdio: ['ignore', 'ignore', 'inherit'] });
+    execFileSync('dpkg-deb', ['--root-owner-group', ...COMPRESSION[opts.compress], '--build', root, deb], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     built.push({ deb, depends: /^Depends: (.*)$/m.exec(control)?.[1] });
     if (nodeDeb) built.push(nodeDeb);
   } finally {
@@ -196,7 +251,9 @@ async function main() {
   }
   for (const b of built) {
     const size = statSync(b.deb).size;
-    say(`${relative(process.cwd(), b.deb) || b.deb}  ${(size / 1e6).toFixed(1)} MB (${size} bytes, ${opts.compress}), Depends: ${b.depends}`);
+    say(
+      `${relative(process.cwd(), b.deb) || b.deb}  ${(size / 1e6).toFixed(1)} MB (${size} bytes, ${opts.compress}), Depends: ${b.depends}`,
+    );
   }
   say(`built in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }

@@ -32,7 +32,10 @@ export default { Client };`;
  * hundred bytes. The bundle takes its other deflate, pako's (already bundled for inflating), as it already does for
  * inflating: the objects and their ids are the same.
  */
-const ISOMORPHIC_GIT_DEFLATE = { from: 'let supportsCompressionStream = null;', to: 'let supportsCompressionStream = false;' };
+const ISOMORPHIC_GIT_DEFLATE = {
+  from: 'let supportsCompressionStream = null;',
+  to: 'let supportsCompressionStream = false;',
+};
 
 /** The addon file name for this machine's Node: the same rule as src/store/sqlite-addon.ts. */
 export async function hostAddonName() {
@@ -42,7 +45,8 @@ export async function hostAddonName() {
 
 /** Builds the bundle into `out` (emptied first). Returns the files written and the packages bundled. */
 export async function bundle({ out, version }) {
-  if (!existsSync(join(PROJECT, 'dist', 'cli', 'keystone.js'))) throw new Error(`${PROJECT}/dist is not built: run npm run build first`);
+  if (!existsSync(join(PROJECT, 'dist', 'cli', 'keystone.js')))
+    throw new Error(`${PROJECT}/dist is not built: run npm run build first`);
   rmSync(out, { recursive: true, force: true });
   mkdirSync(out, { recursive: true });
   const result = await build({
@@ -73,7 +77,8 @@ export async function bundle({ out, version }) {
           b.onLoad({ filter: /[\\/]node_modules[\\/]isomorphic-git[\\/]index\.c?js$/ }, ({ path }) => {
             const text = readFileSync(path, 'utf8');
             // Loudly, should a new isomorphic-git word it otherwise: the bundle would quietly carry the 5 MiB again.
-            if (text.split(ISOMORPHIC_GIT_DEFLATE.from).length !== 2) throw new Error(`${path}: no single "${ISOMORPHIC_GIT_DEFLATE.from}" to turn off its CompressionStream`);
+            if (text.split(ISOMORPHIC_GIT_DEFLATE.from).length !== 2)
+              throw new Error(`${path}: no single "${ISOMORPHIC_GIT_DEFLATE.from}" to turn off its CompressionStream`);
             return { contents: text.replace(ISOMORPHIC_GIT_DEFLATE.from, ISOMORPHIC_GIT_DEFLATE.to), loader: 'js' };
           });
         },
@@ -91,13 +96,25 @@ export async function bundle({ out, version }) {
   // What /usr/bin/keystone and keystonectl source: the same launcher runs an uninstalled bundle (KEYSTONE_LIB).
   copyFileSync(join(PROJECT, 'packaging', 'launchers', 'launch.sh'), join(out, 'launch.sh'));
   const pkg = JSON.parse(readFileSync(join(PROJECT, 'package.json'), 'utf8'));
-  const manifest = { name: pkg.name, version: version ?? pkg.version, description: pkg.description, license: pkg.license, type: 'module', engines: pkg.engines };
+  const manifest = {
+    name: pkg.name,
+    version: version ?? pkg.version,
+    description: pkg.description,
+    license: pkg.license,
+    type: 'module',
+    engines: pkg.engines,
+  };
   writeFileSync(join(out, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   const packages = bundledPackages(result.metafile);
   writeFileSync(join(out, 'THIRD-PARTY-LICENSES'), licenceText(packages));
   mkdirSync(join(out, 'native'));
   const require = createRequire(join(PROJECT, 'package.json'));
-  const addon = join(dirname(require.resolve('better-sqlite3/package.json')), 'build', 'Release', 'better_sqlite3.node');
+  const addon = join(
+    dirname(require.resolve('better-sqlite3/package.json')),
+    'build',
+    'Release',
+    'better_sqlite3.node',
+  );
   if (existsSync(addon)) copyFileSync(addon, join(out, 'native', await hostAddonName()));
   return { files: readdirSync(out), packages };
 }
@@ -111,7 +128,12 @@ function bundledPackages(metafile) {
   }
   return [...dirs].sort().map((dir) => {
     const pkg = JSON.parse(readFileSync(join(PROJECT, dir, 'package.json'), 'utf8'));
-    return { name: pkg.name, version: pkg.version, license: typeof pkg.license === 'string' ? pkg.license : 'see below', dir: join(PROJECT, dir) };
+    return {
+      name: pkg.name,
+      version: pkg.version,
+      license: typeof pkg.license === 'string' ? pkg.license : 'see below',
+      dir: join(PROJECT, dir),
+    };
   });
 }
 
@@ -120,7 +142,9 @@ function licenceText(packages) {
   const parts = ['Keystone bundles the following packages (npm), each under its own licence, reproduced below.\n'];
   for (const p of packages) {
     const file = readdirSync(p.dir).find((f) => /^(licen[cs]e|copying)(\.|$)/i.test(f));
-    parts.push(`\n==== ${p.name} ${p.version} (${p.license})\n\n${file ? readFileSync(join(p.dir, file), 'utf8').trim() : `(no licence file in the package; its package.json says ${p.license})`}\n`);
+    parts.push(
+      `\n==== ${p.name} ${p.version} (${p.license})\n\n${file ? readFileSync(join(p.dir, file), 'utf8').trim() : `(no licence file in the package; its package.json says ${p.license})`}\n`,
+    );
   }
   return parts.join('');
 }
@@ -130,7 +154,9 @@ async function main() {
   const out = resolve(values.out ?? join(PROJECT, 'dist-bundle'));
   const started = Date.now();
   const { files, packages } = await bundle({ out, version: values.version });
-  process.stdout.write(`${relative(process.cwd(), out) || out}: ${files.length} entries, ${packages.length} packages bundled, in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  process.stdout.write(
+    `${relative(process.cwd(), out) || out}: ${files.length} entries, ${packages.length} packages bundled, in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
+  );
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === import.meta.filename) {

@@ -1,7 +1,19 @@
 // DEBIAN/control's computed fields and DEBIAN/md5sums, from the staged tree.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 
@@ -56,7 +68,11 @@ export function sharedLibraryDepends(binaries, warn) {
     }
   }
   const glibc = binaries
-    .flatMap((b) => [...readFileSync(b).toString('latin1').matchAll(/GLIBC_(\d+)\.(\d+)(?:\.(\d+))?\0/g)])
+    .flatMap((b) => [
+      ...readFileSync(b)
+        .toString('latin1')
+        .matchAll(/GLIBC_(\d+)\.(\d+)(?:\.(\d+))?\0/g),
+    ])
     .map((m) => [Number(m[1]), Number(m[2]), Number(m[3] ?? 0)])
     .sort((a, b) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2])
     .pop();
@@ -87,7 +103,10 @@ function shlibdeps(binaries) {
     mkdirSync(join(dir, 'debian'));
     writeFileSync(join(dir, 'debian', 'control'), 'Source: keystone\n\nPackage: keystone\nArchitecture: any\n');
     // -e for each binary; the addon's V8/Node symbols come from the node binary, not a library: not a dependency.
-    const r = spawnSync('dpkg-shlibdeps', ['-O', '--warnings=0', ...binaries.map((b) => `-e${b}`)], { cwd: dir, encoding: 'utf8' });
+    const r = spawnSync('dpkg-shlibdeps', ['-O', '--warnings=0', ...binaries.map((b) => `-e${b}`)], {
+      cwd: dir,
+      encoding: 'utf8',
+    });
     const m = /^shlibs:Depends=(.*)$/m.exec(r.stdout);
     return r.status === 0 && m ? m[1].trim() : undefined;
   } finally {
@@ -129,32 +148,46 @@ const GLIBCXX_GCC = { 25: 8, 26: 9, 28: 10, 29: 11, 30: 12, 31: 13, 32: 13, 33: 
 export function foreignLibraryDepends(binaries) {
   const packages = new Map();
   const newest = (re, text) =>
-    [...text.matchAll(re)].map((m) => m.slice(1).map((x) => Number(x ?? 0))).sort((a, b) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2]).pop();
+    [...text.matchAll(re)]
+      .map((m) => m.slice(1).map((x) => Number(x ?? 0)))
+      .sort((a, b) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2])
+      .pop();
   for (const bin of binaries) {
     const r = spawnSync('readelf', ['-d', '-W', bin], { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`readelf -d ${bin} failed (binutils): ${r.stderr || r.error?.message}`);
     for (const m of r.stdout.matchAll(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/g)) {
       const pkg = SONAME_PACKAGES[m[1]];
-      if (!pkg) throw new Error(`${bin} needs ${m[1]}, which no Depends of this package provides (packaging/deb-control.mjs)`);
+      if (!pkg)
+        throw new Error(`${bin} needs ${m[1]}, which no Depends of this package provides (packaging/deb-control.mjs)`);
       packages.set(pkg, packages.get(pkg) ?? '');
     }
     const text = readFileSync(bin).toString('latin1');
     const glibc = newest(/GLIBC_(\d+)\.(\d+)(?:\.(\d+))?\0/g, text);
     const glibcxx = newest(/GLIBCXX_3\.4\.(\d+)()()\0/g, text);
-    if (glibc && packages.has('libc6')) packages.set('libc6', maxVersion(packages.get('libc6'), glibc[2] ? glibc.join('.') : glibc.slice(0, 2).join('.')));
+    if (glibc && packages.has('libc6'))
+      packages.set(
+        'libc6',
+        maxVersion(packages.get('libc6'), glibc[2] ? glibc.join('.') : glibc.slice(0, 2).join('.')),
+      );
     if (glibcxx && packages.has('libstdc++6')) {
-      const gcc = Object.entries(GLIBCXX_GCC).filter(([n]) => Number(n) <= glibcxx[0]).pop()?.[1];
+      const gcc = Object.entries(GLIBCXX_GCC)
+        .filter(([n]) => Number(n) <= glibcxx[0])
+        .pop()?.[1];
       if (gcc) packages.set('libstdc++6', maxVersion(packages.get('libstdc++6'), String(gcc)));
     }
   }
-  return [...packages.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([p, v]) => (v ? `${p} (>= ${v})` : p)).join(', ');
+  return [...packages.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([p, v]) => (v ? `${p} (>= ${v})` : p))
+    .join(', ');
 }
 
 function maxVersion(a, b) {
   if (!a) return b;
   const pa = a.split('.').map(Number);
   const pb = b.split('.').map(Number);
-  for (let i = 0; i < Math.max(pa.length, pb.length); i++) if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return (pa[i] ?? 0) > (pb[i] ?? 0) ? a : b;
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++)
+    if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return (pa[i] ?? 0) > (pb[i] ?? 0) ? a : b;
   return a;
 }
 

@@ -9,6 +9,9 @@ export function debianVersion(version) {
   const text = String(version).trim();
   const m = /^(\d+\.\d+\.\d+)(?:-([0-9A-Za-z.-]+))?(\+[0-9A-Za-z.+]+)?$/.exec(text);
   const deb = m ? `${m[1]}${m[2] ? `~${m[2].replaceAll('-', '.')}` : ''}${m[3] ?? ''}` : text;
-  if (!/^[0-9][0-9A-Za-z.+~]*$/.test(deb)) throw new Error(`"${text}" cannot be a Debian version: use digits, letters, ".", "+" and "~" (e.g. 0.2.0, 0.2.0~rc.1, 0.2.0+build.7)`);
+  if (!/^[0-9][0-9A-Za-z.+~]*$/.test(deb))
+    throw new Error(
+      `"${text}" cannot be a Debian version: use digits, letters, ".", "+" and "~" (e.g. 0.2.0, 0.2.0~rc.1, 0.2.0+build.7)`,
+    );
   return deb;
 }

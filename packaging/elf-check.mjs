@@ -37,9 +37,15 @@ export function checkElfArch(root, arch) {
     if (!h) continue;
     const rel = relative(root, file);
     found.push(rel);
-    const ok = h.elfClass === want.elfClass && h.machine === want.machine && (!want.hardFloat || (h.flags & EF_ARM_ABI_FLOAT_HARD) !== 0);
+    const ok =
+      h.elfClass === want.elfClass &&
+      h.machine === want.machine &&
+      (!want.hardFloat || (h.flags & EF_ARM_ABI_FLOAT_HARD) !== 0);
     if (!ok) wrong.push(`${rel} (ELF class ${h.elfClass}, machine ${h.machine}, flags 0x${h.flags.toString(16)})`);
   }
-  if (wrong.length) throw new Error(`not ${arch} (ELF class ${want.elfClass}, machine ${want.machine}${want.hardFloat ? ', hard-float' : ''}): ${wrong.join(', ')}`);
+  if (wrong.length)
+    throw new Error(
+      `not ${arch} (ELF class ${want.elfClass}, machine ${want.machine}${want.hardFloat ? ', hard-float' : ''}): ${wrong.join(', ')}`,
+    );
   return found;
 }

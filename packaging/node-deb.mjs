@@ -48,7 +48,9 @@ export function buildNodeDeb({ arch, runtime, out, compress, maintainer, strip, 
     writeFileSync(join(debian, 'md5sums'), md5sums(root));
     mkdirSync(out, { recursive: true });
     const deb = join(out, `keystone-node_${version}_${arch}.deb`);
-    execFileSync('dpkg-deb', ['--root-owner-group', ...compress, '--build', root, deb], { stdio: ['ignore', 'ignore', 'inherit'] });
+    execFileSync('dpkg-deb', ['--root-owner-group', ...compress, '--build', root, deb], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     // The staged binary, kept for checkRuntime (the root is removed).
     const kept = join(tmpdir(), `keystone-node-${version}-${arch}-${process.pid}`);
     copyFileSync(node, kept);

@@ -10,7 +10,9 @@ import process from 'node:process';
 
 /** Where packages, Node builds and built addons are kept between builds (KEYSTONE_PACKAGE_CACHE moves it). */
 export function buildCache() {
-  const dir = process.env.KEYSTONE_PACKAGE_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'keystone-package');
+  const dir =
+    process.env.KEYSTONE_PACKAGE_CACHE ??
+    join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'keystone-package');
   mkdirSync(dir, { recursive: true });
   return dir;
 }
@@ -18,7 +20,8 @@ export function buildCache() {
 function verify(tgz, { name, version, integrity }) {
   const [algorithm, expected] = integrity.split('-', 2);
   const got = createHash(algorithm).update(readFileSync(tgz)).digest('base64');
-  if (got !== expected) throw new Error(`${name}@${version} is not the pinned one: ${algorithm}-${got}, expected ${integrity} (${tgz})`);
+  if (got !== expected)
+    throw new Error(`${name}@${version} is not the pinned one: ${algorithm}-${got}, expected ${integrity} (${tgz})`);
 }
 
 /** `name@version` unpacked (its `package/` directory), its tarball fetched once, verified and unpacked each call. */
@@ -32,7 +35,11 @@ export function npmPackage(spec) {
     rmSync(work, { recursive: true, force: true });
     mkdirSync(work, { recursive: true });
     try {
-      const r = spawnSync('npm', ['pack', `${name}@${version}`, '--pack-destination', work, '--silent', '--prefer-offline'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      const r = spawnSync(
+        'npm',
+        ['pack', `${name}@${version}`, '--pack-destination', work, '--silent', '--prefer-offline'],
+        { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+      );
       if (r.status !== 0) throw new Error(`npm pack ${name}@${version} failed: ${r.stderr || r.error?.message}`);
       const packed = join(work, r.stdout.trim().split('\n').pop());
       verify(packed, spec);

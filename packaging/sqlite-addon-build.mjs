@@ -19,9 +19,18 @@ const require = createRequire(join(PROJECT, 'package.json'));
 export function toolchain(arch) {
   const { triplet } = archInfo(arch);
   const prefix = arch === hostArch() ? '' : `${triplet}-`;
-  const tools = { CC: `${prefix}gcc`, CXX: `${prefix}g++`, LINK: `${prefix}g++`, AR: `${prefix}ar`, STRIP: `${prefix}strip` };
+  const tools = {
+    CC: `${prefix}gcc`,
+    CXX: `${prefix}g++`,
+    LINK: `${prefix}g++`,
+    AR: `${prefix}ar`,
+    STRIP: `${prefix}strip`,
+  };
   const version = spawnSync(tools.CXX, ['--version'], { encoding: 'utf8' });
-  if (version.status !== 0) throw new Error(`${tools.CXX} is not installed: apt-get install g++${prefix ? `-${triplet}` : ''} binutils${prefix ? `-${triplet}` : ''} (Debian's cross toolchain for ${arch})`);
+  if (version.status !== 0)
+    throw new Error(
+      `${tools.CXX} is not installed: apt-get install g++${prefix ? `-${triplet}` : ''} binutils${prefix ? `-${triplet}` : ''} (Debian's cross toolchain for ${arch})`,
+    );
   return { tools, version: version.stdout.split('\n')[0] };
 }
 
@@ -33,8 +42,13 @@ export function sqliteAddon(arch, abi, runtime, log = () => {}) {
   const sqliteVersion = JSON.parse(readFileSync(join(sqliteDir, 'package.json'), 'utf8')).version;
   const { tools, version: compiler } = toolchain(arch);
   // Everything that goes into it, the locked package's integrity included (a changed lock builds anew).
-  const locked = JSON.parse(readFileSync(join(PROJECT, 'package-lock.json'), 'utf8')).packages?.['node_modules/better-sqlite3']?.integrity ?? sqliteVersion;
-  const key = createHash('sha256').update(JSON.stringify({ arch, abi, headers: spec.headers, locked, compiler, v: 2 })).digest('hex').slice(0, 16);
+  const locked =
+    JSON.parse(readFileSync(join(PROJECT, 'package-lock.json'), 'utf8')).packages?.['node_modules/better-sqlite3']
+      ?.integrity ?? sqliteVersion;
+  const key = createHash('sha256')
+    .update(JSON.stringify({ arch, abi, headers: spec.headers, locked, compiler, v: 2 }))
+    .digest('hex')
+    .slice(0, 16);
   const out = join(buildCache(), 'addons', `better_sqlite3-${sqliteVersion}-${arch}-abi${abi}-${key}.node`);
   if (existsSync(out)) return out;
 
@@ -45,13 +59,20 @@ export function sqliteAddon(arch, abi, runtime, log = () => {}) {
   try {
     log(`building better-sqlite3 ${sqliteVersion} for ${arch}, Node ABI ${abi} (${spec.node}) with ${tools.CXX}…`);
     const gyp = require.resolve('node-gyp/bin/node-gyp.js');
-    const r = spawnSync(process.execPath, [gyp, 'rebuild', `--arch=${archInfo(arch).gyp}`, `--nodedir=${headers}`, '--jobs=max', '--release'], {
-      cwd: work,
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...tools, npm_config_nodedir: headers },
-    });
-    if (r.status !== 0) throw new Error(`node-gyp for better-sqlite3 (${arch}, ABI ${abi}) failed:\n${(r.stderr || r.stdout || r.error?.message || '').slice(-4000)}`);
+    const r = spawnSync(
+      process.execPath,
+      [gyp, 'rebuild', `--arch=${archInfo(arch).gyp}`, `--nodedir=${headers}`, '--jobs=max', '--release'],
+      {
+        cwd: work,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, ...tools, npm_config_nodedir: headers },
+      },
+    );
+    if (r.status !== 0)
+      throw new Error(
+        `node-gyp for better-sqlite3 (${arch}, ABI ${abi}) failed:\n${(r.stderr || r.stdout || r.error?.message || '').slice(-4000)}`,
+      );
     const built = join(work, 'build', 'Release', 'better_sqlite3.node');
     // Only what linking does not use: it is a shared object, loaded by its dynamic symbols.
     const s = spawnSync(tools.STRIP, ['--strip-unneeded', built], { encoding: 'utf8' });

@@ -39,7 +39,13 @@ if (values.help) {
 const kills = Number(values.kills);
 const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
 const maxMinutes = values['max-minutes'] === undefined ? undefined : Number(values['max-minutes']);
-if (!Number.isInteger(kills) || kills < 1 || !Number.isInteger(seed) || seed < 0 || (maxMinutes !== undefined && !(maxMinutes > 0))) {
+if (
+  !Number.isInteger(kills) ||
+  kills < 1 ||
+  !Number.isInteger(seed) ||
+  seed < 0 ||
+  (maxMinutes !== undefined && !(maxMinutes > 0))
+) {
   console.error(`--kills takes a whole number ≥ 1, --seed one ≥ 0, --max-minutes a number > 0\n${USAGE}`);
   process.exit(2);
 }
@@ -53,27 +59,46 @@ if (container && spawnSync('docker', ['info'], { stdio: 'ignore', timeout: 20_00
 
 // A dev server in middleware mode (no port) whose module runner stays open for the whole run: the sources import
 // modules lazily (runnerImport closes its runner once the import returns, and a later dynamic import fails).
-const vite = await createServer({ configFile: false, root: projectRoot, logLevel: 'error', appType: 'custom', server: { middlewareMode: true, hmr: false, ws: false } });
+const vite = await createServer({
+  configFile: false,
+  root: projectRoot,
+  logLevel: 'error',
+  appType: 'custom',
+  server: { middlewareMode: true, hmr: false, ws: false },
+});
 const module = await vite.ssrLoadModule(join(here, 'chaos', 'run-chaos.ts'));
 const replay = `npm run chaos -- --kills ${kills} --seed ${seed}${container ? '' : ' --no-container'}`;
 console.log(`chaos: seed ${seed}, ${kills} kills, ${container ? 'with' : 'without'} the container (replay: ${replay})`);
 
-const result = await module.runChaos({ kills, seed, container, ...(maxMinutes !== undefined && { budgetMs: maxMinutes * 60_000 }), onProgress: values.quiet ? undefined : (line) => console.log(line) });
+const result = await module.runChaos({
+  kills,
+  seed,
+  container,
+  ...(maxMinutes !== undefined && { budgetMs: maxMinutes * 60_000 }),
+  onProgress: values.quiet ? undefined : (line) => console.log(line),
+});
 const figure = module.figure(result);
 await vite.close();
 
 mkdirSync(join(here, 'results'), { recursive: true });
-writeFileSync(join(here, 'results', 'chaos.json'), `${JSON.stringify({ figure, at: new Date().toISOString(), replay, ...result }, null, 2)}\n`);
+writeFileSync(
+  join(here, 'results', 'chaos.json'),
+  `${JSON.stringify({ figure, at: new Date().toISOString(), replay, ...result }, null, 2)}\n`,
+);
 
 console.log(
   `chaos: ${result.settles} settled restarts checked; ${result.killsInsideApply} kills landed inside an apply, ${result.killsDuringRecovery} during a restart's recovery, ` +
     `${result.killsInAdoptedHealthWait} inside the health check of adopted instances (${result.adoptedWaitAims - result.adoptedWaitMissed} of ${result.adoptedWaitAims} aimed there); ` +
     `${result.pushesWhileDown} pushes while the agent was down, ${result.stalledPushes} made again after a stall; mean settle ${result.meanSettleSeconds.toFixed(1)} s; actions ${JSON.stringify(result.actions)}`,
 );
-if (result.outOfTime) console.log(`chaos: stopped at the time budget (--max-minutes ${maxMinutes}) after ${result.kills} of the ${kills} kills asked for (${(result.seconds / Math.max(1, result.kills)).toFixed(1)} s a kill)`);
+if (result.outOfTime)
+  console.log(
+    `chaos: stopped at the time budget (--max-minutes ${maxMinutes}) after ${result.kills} of the ${kills} kills asked for (${(result.seconds / Math.max(1, result.kills)).toFixed(1)} s a kill)`,
+  );
 console.log(figure);
 if (result.failures.length || (result.kills < kills && !result.outOfTime)) {
-  for (const f of result.failures.slice(0, 10)) console.error(`\nFAILED at kill ${f.kill} (cycle ${f.cycle}): ${f.invariant}: ${f.detail}\n${f.context}`);
+  for (const f of result.failures.slice(0, 10))
+    console.error(`\nFAILED at kill ${f.kill} (cycle ${f.cycle}): ${f.invariant}: ${f.detail}\n${f.context}`);
   console.error(`\nchaos: invariants failed; replay with: ${replay}`);
   process.exit(1);
 }

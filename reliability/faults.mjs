@@ -21,7 +21,11 @@ const SUITES = [
   { key: 'faulty-git-server', title: 'a faulty Git server', file: 'test/e2e/faulty-git-server.e2e.test.ts' },
   { key: 'disk-full', title: 'disk full', file: 'test/e2e/disk-full.e2e.test.ts' },
   { key: 'clock-jumps', title: 'clock jumps', file: 'test/e2e/clock-jumps.e2e.test.ts' },
-  { key: 'webhook-examples', title: "GitHub's example webhook payloads", file: 'test/reliability/webhook-examples.test.ts' },
+  {
+    key: 'webhook-examples',
+    title: "GitHub's example webhook payloads",
+    file: 'test/reliability/webhook-examples.test.ts',
+  },
 ];
 
 const { values: opts } = parseArgs({
@@ -40,11 +44,21 @@ const work = mkdtempSync(join(tmpdir(), 'keystone-faults-'));
 const out = join(work, 'results.json');
 const started = Date.now();
 // One vitest run for every chosen suite: the files run in parallel as in npm test.
-const run = spawnSync(process.execPath, [join(projectDir, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...chosen.map((s) => s.file), '--reporter=json', `--outputFile=${out}`], {
-  cwd: projectDir,
-  stdio: ['ignore', 'ignore', 'inherit'],
-  env: process.env,
-});
+const run = spawnSync(
+  process.execPath,
+  [
+    join(projectDir, 'node_modules', 'vitest', 'vitest.mjs'),
+    'run',
+    ...chosen.map((s) => s.file),
+    '--reporter=json',
+    `--outputFile=${out}`,
+  ],
+  {
+    cwd: projectDir,
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: process.env,
+  },
+);
 let report;
 try {
   report = JSON.parse(readFileSync(out, 'utf8'));
@@ -73,22 +87,47 @@ for (const suite of chosen) {
 const seconds = (Date.now() - started) / 1000;
 console.log(`\nfaults — node ${process.version}; ${chosen.length} suites (${seconds.toFixed(0)} s)\n`);
 for (const r of rows) {
-  const extra = [r.failed.length ? `${r.failed.length} FAILED` : '', r.skipped ? `${r.skipped} skipped` : '', r.found ? '' : 'file not found'].filter(Boolean).join(', ');
-  console.log(`  ${r.title.padEnd(36)} ${String(r.passed).padStart(3)} survived of ${String(r.total).padStart(3)}${extra ? `  (${extra})` : ''}`);
+  const extra = [
+    r.failed.length ? `${r.failed.length} FAILED` : '',
+    r.skipped ? `${r.skipped} skipped` : '',
+    r.found ? '' : 'file not found',
+  ]
+    .filter(Boolean)
+    .join(', ');
+  console.log(
+    `  ${r.title.padEnd(36)} ${String(r.passed).padStart(3)} survived of ${String(r.total).padStart(3)}${extra ? `  (${extra})` : ''}`,
+  );
   for (const name of r.failed) console.log(`      failed: ${name}`);
 }
 const passed = rows.reduce((n, r) => n + r.passed, 0);
 const total = rows.reduce((n, r) => n + r.total, 0);
 const skipped = rows.reduce((n, r) => n + r.skipped, 0);
 const failed = rows.reduce((n, r) => n + r.failed.length, 0);
-console.log(`\nfaults: ${passed} survived of ${total}${skipped ? ` (${skipped} skipped: see vitest's summary above for the missing requirement)` : ''}`);
+console.log(
+  `\nfaults: ${passed} survived of ${total}${skipped ? ` (${skipped} skipped: see vitest's summary above for the missing requirement)` : ''}`,
+);
 
 const resultsDir = join(here, 'results');
 mkdirSync(resultsDir, { recursive: true });
 const resultsFile = join(resultsDir, 'faults.json');
 writeFileSync(
   resultsFile,
-  JSON.stringify({ script: basename(fileURLToPath(import.meta.url)), date: new Date().toISOString(), node: process.version, seconds: +seconds.toFixed(1), passed, total, skipped, failed, suites: rows }, null, 2) + '\n',
+  JSON.stringify(
+    {
+      script: basename(fileURLToPath(import.meta.url)),
+      date: new Date().toISOString(),
+      node: process.version,
+      seconds: +seconds.toFixed(1),
+      passed,
+      total,
+      skipped,
+      failed,
+      suites: rows,
+    },
+    null,
+    2,
+  ) + '\n',
 );
 console.log(`wrote ${resultsFile}`);
-if (failed > 0 || rows.some((r) => !r.found || r.total === 0) || (opts.strict && skipped > 0) || run.status !== 0) process.exitCode = 1;
+if (failed > 0 || rows.some((r) => !r.found || r.total === 0) || (opts.strict && skipped > 0) || run.status !== 0)
+  process.exitCode = 1;

@@ -39,11 +39,15 @@ if (!Number.isSafeInteger(seed)) {
   process.exit(2);
 }
 
-const load = async (file) => (await runnerImport(join(here, 'fuzz', file), { configFile: false, root: projectRoot, logLevel: 'error' })).module;
+const load = async (file) =>
+  (await runnerImport(join(here, 'fuzz', file), { configFile: false, root: projectRoot, logLevel: 'error' })).module;
 const { TARGETS } = await load('targets.ts');
 const { fuzzTarget, checkOnce, preview } = await load('run-fuzz.ts');
 
-const wanted = values.target.flatMap((t) => t.split(',')).map((t) => t.trim()).filter(Boolean);
+const wanted = values.target
+  .flatMap((t) => t.split(','))
+  .map((t) => t.trim())
+  .filter(Boolean);
 const unknown = wanted.filter((w) => !TARGETS.some((t) => t.name === w));
 if (unknown.length) {
   console.error(`fuzz: no target ${unknown.join(', ')}; targets: ${TARGETS.map((t) => t.name).join(', ')}`);
@@ -74,7 +78,8 @@ if (values.replay !== undefined) {
 /** --runs for every target; without it 100,000 each, fewer for the slow ones (their defaultRuns). */
 const runsOf = (t) => runs ?? t.defaultRuns ?? FULL_RUNS;
 const fewer = selected.filter((t) => runsOf(t) < FULL_RUNS).map((t) => `${t.name} ${runsOf(t)}`);
-const inputsText = runs !== undefined ? `${runs} inputs` : `${FULL_RUNS} inputs${fewer.length ? ` (${fewer.join(', ')})` : ''}`;
+const inputsText =
+  runs !== undefined ? `${runs} inputs` : `${FULL_RUNS} inputs${fewer.length ? ` (${fewer.join(', ')})` : ''}`;
 const findingsDir = join(here, 'results', 'findings');
 const width = Math.max(...selected.map((t) => t.name.length));
 const reports = [];
@@ -82,25 +87,37 @@ const started = Date.now();
 console.log(`fuzz: ${selected.length} targets × ${inputsText}, seed ${seed}`);
 for (const t of selected) {
   const onProgress = (n, s) => process.stderr.write(`  ${t.name}: ${n} inputs, ${Math.round(s)} s\n`);
-  const r = await fuzzTarget(t, { runs: runsOf(t), seed, findingsDir, onProgress, ...(values.path !== undefined && { path: values.path }) });
+  const r = await fuzzTarget(t, {
+    runs: runsOf(t),
+    seed,
+    findingsDir,
+    onProgress,
+    ...(values.path !== undefined && { path: values.path }),
+  });
   reports.push(r);
   const rate = Math.round(r.inputs / Math.max(r.seconds, 0.001));
   console.log(
     `${t.name.padEnd(width)}  ${String(r.inputs).padStart(7)} inputs (${r.accepted} accepted, ${r.refused} refused)  uncaught ${r.uncaught}  over 1 s ${r.overDeadline}  slowest ${r.slowestMs} ms  heap ${r.heap.growthMb < 0 ? '' : '+'}${r.heap.growthMb} MB (peak ${r.heap.peakMb} MB)  ${r.seconds} s (${rate}/s)`,
   );
-  if (r.retriedOverDeadline) console.log(`  ${r.retriedOverDeadline} inputs over 1 s once, under it when run again (machine load), not hangs`);
-  for (const [id, n] of Object.entries(r.knownOpen)) console.log(`  known open finding ${id}: ${n} inputs (see the target's knownOpen)`);
+  if (r.retriedOverDeadline)
+    console.log(`  ${r.retriedOverDeadline} inputs over 1 s once, under it when run again (machine load), not hangs`);
+  for (const [id, n] of Object.entries(r.knownOpen))
+    console.log(`  known open finding ${id}: ${n} inputs (see the target's knownOpen)`);
   if (r.finding) {
     const f = r.finding;
     console.log(`  FINDING (${f.kind}): ${f.message}`);
     console.log(`  input: ${f.preview}`);
     if (f.file) console.log(`  saved: ${f.file}  (replay: npm run fuzz -- --target ${t.name} --replay ${f.file})`);
-    console.log(`  replay the run: npm run fuzz -- --target ${t.name} --runs ${runsOf(t)} --seed ${f.seed} --path ${f.path}`);
+    console.log(
+      `  replay the run: npm run fuzz -- --target ${t.name} --runs ${runsOf(t)} --seed ${f.seed} --path ${f.path}`,
+    );
   }
 }
 const uncaught = reports.reduce((n, r) => n + r.uncaught, 0);
 const over = reports.reduce((n, r) => n + r.overDeadline, 0);
-console.log(`fuzz: ${reports.length} targets × ${inputsText}, ${uncaught} uncaught, ${over} over 1 s (${Math.round((Date.now() - started) / 1000)} s)`);
+console.log(
+  `fuzz: ${reports.length} targets × ${inputsText}, ${uncaught} uncaught, ${over} over 1 s (${Math.round((Date.now() - started) / 1000)} s)`,
+);
 
 // The latest run of each target: a run of some targets keeps the others' figures (each says when and how it ran).
 const out = join(here, 'results', 'fuzz.json');

@@ -28,7 +28,8 @@ const br = promisify(brotliCompress);
 const urlOf = (path) => `/${relative(out, join(root, path)).split('\\').join('/')}`;
 
 // A small keystone as a public asset, so that the browser does not ask the agent for /favicon.ico (a 401 in its log).
-const ICON = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><path d="M3 1h10l3 14H0z" fill="#0a58b5"/></svg>\n';
+const ICON =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><path d="M3 1h10l3 14H0z" fill="#0a58b5"/></svg>\n';
 
 function shell({ script, css, preload, icon }) {
   return `<!doctype html>
@@ -107,7 +108,12 @@ async function main() {
     files[urlOf(path)] = { type };
   }
 
-  const html = shell({ script: urlOf(entryOut), css: css.map(urlOf), preload: [...staticImports].map(urlOf), icon: urlOf(iconPath) });
+  const html = shell({
+    script: urlOf(entryOut),
+    css: css.map(urlOf),
+    preload: [...staticImports].map(urlOf),
+    icon: urlOf(iconPath),
+  });
   const manifest = { public: publicUrls, files };
 
   await Promise.all([
@@ -127,7 +133,10 @@ async function main() {
         }),
       ]);
       // A sibling no smaller than the file itself (a tiny icon) would only cost bytes: the agent sends the file.
-      await Promise.all([g.length < body.length && writeFile(`${abs}.gz`, g), b.length < body.length && writeFile(`${abs}.br`, b)]);
+      await Promise.all([
+        g.length < body.length && writeFile(`${abs}.gz`, g),
+        b.length < body.length && writeFile(`${abs}.br`, b),
+      ]);
     }),
   ]);
 }

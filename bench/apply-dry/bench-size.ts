@@ -12,7 +12,12 @@ import { coldRun, keystonectl, load, mustRun, parseFloor, pipeline } from './in-
 import type { RawSize } from './summary.js';
 import { cpuMs, gc, timeInTurns, timeOnce } from './timing.js';
 
-export async function benchSize(n: number, workDir: string, publicKey: string, { sizes, baseRuns, seed }: { sizes: number[]; baseRuns: number; seed: number }): Promise<RawSize> {
+export async function benchSize(
+  n: number,
+  workDir: string,
+  publicKey: string,
+  { sizes, baseRuns, seed }: { sizes: number[]; baseRuns: number; seed: number },
+): Promise<RawSize> {
   for (const k of Object.keys(cpuMs)) delete cpuMs[k];
   const runs = n === Math.max(...sizes) ? baseRuns : 2 * baseRuns + 1; // smaller sizes are cheap: a few more runs
   const trust = ['--trusted-key', publicKey];
@@ -30,7 +35,8 @@ export async function benchSize(n: number, workDir: string, publicKey: string, {
     // Correctness first (untimed, and the warm-up of both apply-dry measures): they succeed and print the whole plan.
     const first = await mustRun(signed, base.root);
     const printed = JSON.parse(first.stdout);
-    if (printed.startOrder?.length !== n) throw new Error(`apply-dry printed ${printed.startOrder?.length} components to start, expected ${n}`);
+    if (printed.startOrder?.length !== n)
+      throw new Error(`apply-dry printed ${printed.startOrder?.length} components to start, expected ${n}`);
     outputBytes = first.stdout.length;
     await mustRun(unsigned, base.root);
   }
@@ -70,7 +76,10 @@ export async function benchSize(n: number, workDir: string, publicKey: string, {
   const actual = actualFromDesired(await load(changed.root));
   const reconcile = diff(desired, actual);
   const restarting = reconcile.startOrder.length;
-  if (!(restarting >= changed.changed.length && restarting < n)) throw new Error(`diff restarts ${restarting} of ${n}; expected at least the ${changed.changed.length} bumped and not everything`);
+  if (!(restarting >= changed.changed.length && restarting < n))
+    throw new Error(
+      `diff restarts ${restarting} of ${n}; expected at least the ${changed.changed.length} bumped and not everything`,
+    );
   for (let k = 0; k < 3; k++) diff(desired, actual);
   const coreMs: number[] = [];
   for (let k = 0; k < 25; k++) coreMs.push(await timeOnce(() => diff(desired, actual), 'core'));

@@ -14,7 +14,10 @@ import { projectDir } from '../lib/paths.js';
 const bin = join(projectDir, 'bin', 'keystonectl.js');
 
 /** Runs keystonectl in-process, stdout and stderr into strings. */
-export async function keystonectl(args: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
+export async function keystonectl(
+  args: string[],
+  cwd: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
   const io = {
@@ -29,7 +32,10 @@ export async function keystonectl(args: string[], cwd: string): Promise<{ code: 
 
 export async function mustRun(args: string[], cwd: string) {
   const r = await keystonectl(args, cwd);
-  if (r.code !== 0) throw new Error(`keystonectl ${args.join(' ')} exited ${r.code} in ${cwd}:\n${r.stderr.slice(0, 2000)}${r.stdout.slice(0, 2000)}`);
+  if (r.code !== 0)
+    throw new Error(
+      `keystonectl ${args.join(' ')} exited ${r.code} in ${cwd}:\n${r.stderr.slice(0, 2000)}${r.stdout.slice(0, 2000)}`,
+    );
   return r;
 }
 
@@ -61,7 +67,11 @@ export async function load(repo: string) {
 
 export function coldRun(repo: string, trust: string[]): number {
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, [bin, 'apply-dry', 'plans/plan.toml', '--json', '--empty', ...trust], { cwd: repo, maxBuffer: 1 << 30, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [bin, 'apply-dry', 'plans/plan.toml', '--json', '--empty', ...trust], {
+    cwd: repo,
+    maxBuffer: 1 << 30,
+    encoding: 'utf8',
+  });
   const ms = performance.now() - t0;
   if (r.status !== 0) throw new Error(`cold apply-dry exited ${r.status}: ${r.stderr.slice(0, 2000)}`);
   return ms;

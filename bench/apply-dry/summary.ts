@@ -39,7 +39,9 @@ export interface MeasureSummary {
   cpuUsPerComponent?: number;
 }
 
-export type SizeSummary = Omit<RawSize, 'measures' | 'cpuMs'> & { measures: Partial<Record<MeasureKey, MeasureSummary>> };
+export type SizeSummary = Omit<RawSize, 'measures' | 'cpuMs'> & {
+  measures: Partial<Record<MeasureKey, MeasureSummary>>;
+};
 
 export function summarise(raw: RawSize[]): SizeSummary[] {
   return raw.map((s) => {
@@ -54,7 +56,10 @@ export function summarise(raw: RawSize[]): SizeSummary[] {
         medianMs: +ms.toFixed(3),
         usPerComponent: +((ms * 1000) / s.n).toFixed(3),
         ratioToFloor: +(ms / floor).toFixed(3),
-        ...(cpu && { cpuMedianMs: +median(cpu).toFixed(3), cpuUsPerComponent: +((median(cpu) * 1000) / s.n).toFixed(3) }),
+        ...(cpu && {
+          cpuMedianMs: +median(cpu).toFixed(3),
+          cpuUsPerComponent: +((median(cpu) * 1000) / s.n).toFixed(3),
+        }),
       };
     }
     const { measures: _raw, cpuMs: _cpu, ...rest } = s;
@@ -62,7 +67,8 @@ export function summarise(raw: RawSize[]): SizeSummary[] {
   });
 }
 
-export const fmt = (x: number, d = 1): string => x.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
+export const fmt = (x: number, d = 1): string =>
+  x.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
 export const count = (x: number): string => x.toLocaleString('en-US');
 
 /** Every size side by side (— where a measure did not run at that size), then per-component growth from the smallest to the largest N. */
@@ -71,15 +77,26 @@ export function table(summary: SizeSummary[], growth: Partial<Record<MeasureKey,
   const large = summary[summary.length - 1]!;
   const cols = summary;
   const w = 37;
-  const cell = (m: MeasureSummary | undefined) => (m ? `${fmt(m.medianMs).padStart(9)} ${fmt(m.usPerComponent).padStart(8)} ${`×${fmt(m.ratioToFloor, 2)}`.padStart(8)}` : `${'—'.padStart(9)} ${''.padStart(8)} ${''.padStart(8)}`);
+  const cell = (m: MeasureSummary | undefined) =>
+    m
+      ? `${fmt(m.medianMs).padStart(9)} ${fmt(m.usPerComponent).padStart(8)} ${`×${fmt(m.ratioToFloor, 2)}`.padStart(8)}`
+      : `${'—'.padStart(9)} ${''.padStart(8)} ${''.padStart(8)}`;
   const lines: string[] = [];
-  lines.push(`${''.padEnd(w)} ${cols.map((c) => `N = ${count(c.n)}`.padStart(17).padEnd(27)).join(' │ ')}${cols.length > 1 ? ' │ per-comp' : ''}`);
-  lines.push(`${'measure'.padEnd(w)} ${cols.map(() => `${'total ms'.padStart(9)} ${'µs/comp'.padStart(8)} ${'÷floor'.padStart(8)}`).join(' │ ')}${cols.length > 1 ? ` │ ${count(large.n)}/${count(small.n)}` : ''}`);
+  lines.push(
+    `${''.padEnd(w)} ${cols.map((c) => `N = ${count(c.n)}`.padStart(17).padEnd(27)).join(' │ ')}${cols.length > 1 ? ' │ per-comp' : ''}`,
+  );
+  lines.push(
+    `${'measure'.padEnd(w)} ${cols.map(() => `${'total ms'.padStart(9)} ${'µs/comp'.padStart(8)} ${'÷floor'.padStart(8)}`).join(' │ ')}${cols.length > 1 ? ` │ ${count(large.n)}/${count(small.n)}` : ''}`,
+  );
   lines.push('─'.repeat(w + 1 + cols.length * 30 + (cols.length > 1 ? 16 : 0)));
   for (const [key, label] of MEASURES) {
     if (!cols.some((c) => c.measures[key])) continue;
     const row = `${label.padEnd(w)} ${cols.map((c) => cell(c.measures[key])).join(' │ ')}`;
-    lines.push(cols.length > 1 ? `${row} │ ${growth[key] === undefined ? '—'.padStart(8) : fmt(growth[key]!, 2).padStart(8)}` : row);
+    lines.push(
+      cols.length > 1
+        ? `${row} │ ${growth[key] === undefined ? '—'.padStart(8) : fmt(growth[key]!, 2).padStart(8)}`
+        : row,
+    );
   }
   return lines.join('\n');
 }

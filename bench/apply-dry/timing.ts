@@ -24,9 +24,14 @@ export async function timeOnce(fn: () => unknown, key?: string): Promise<number>
 }
 
 /** Warms every measure up once (but those already `warm`), then runs them in turns `runs` times. Returns every run in ms, by measure. */
-export async function timeInTurns(measures: Record<string, () => unknown>, runs: number, warm: string[] = []): Promise<Record<string, number[]>> {
+export async function timeInTurns(
+  measures: Record<string, () => unknown>,
+  runs: number,
+  warm: string[] = [],
+): Promise<Record<string, number[]>> {
   for (const [key, fn] of Object.entries(measures)) if (!warm.includes(key)) await fn();
   const out = Object.fromEntries(Object.keys(measures).map((k) => [k, [] as number[]]));
-  for (let k = 0; k < runs; k++) for (const [key, fn] of Object.entries(measures)) out[key]!.push(await timeOnce(fn, key));
+  for (let k = 0; k < runs; k++)
+    for (const [key, fn] of Object.entries(measures)) out[key]!.push(await timeOnce(fn, key));
   return out;
 }

@@ -40,7 +40,9 @@ export async function soloBootMs(standIn: string, port: number, times = 7): Prom
   for (let k = 0; k < times; k++) {
     await assertPortsFree([port]);
     const t0 = performance.timeOrigin + performance.now();
-    const child = spawn(process.execPath, [standIn, '--port', String(port), '--delay', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [standIn, '--port', String(port), '--delay', '0'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const listening = await new Promise<number>((resolve, reject) => {
       let text = '';
       child.stdout.on('data', (d) => {
@@ -76,7 +78,12 @@ export function makeGraph(n: number): ProcessComponent[] {
 }
 
 /** The agent's scheduler with zero overhead: every component takes exactly its delay, `concurrency` at a time. */
-export function simulateEager(startOrder: readonly string[], dependencies: ReadonlyMap<string, readonly string[]>, duration: (name: string) => number, concurrency: number): number {
+export function simulateEager(
+  startOrder: readonly string[],
+  dependencies: ReadonlyMap<string, readonly string[]>,
+  duration: (name: string) => number,
+  concurrency: number,
+): number {
   const status = new Map<string, StartStatus>(startOrder.map((n) => [n, 'waiting']));
   const ends = new Map<string, number>();
   let t = 0;
@@ -88,9 +95,10 @@ export function simulateEager(startOrder: readonly string[], dependencies: Reado
     }
     if (ends.size === 0) return t;
     t = Math.min(...ends.values());
-    for (const [n, e] of [...ends]) if (e === t) {
-      ends.delete(n);
-      status.set(n, 'healthy');
-    }
+    for (const [n, e] of [...ends])
+      if (e === t) {
+        ends.delete(n);
+        status.set(n, 'healthy');
+      }
   }
 }

@@ -6,7 +6,8 @@ import { parseDuration } from '../../dist/core/duration.js';
 /** A concurrency asked for: a number, or the agent's default (the number of cores). */
 export type Concurrency = number | 'default';
 /** A graph spec: N components (a random layered DAG), or A chains of B. */
-export type Spec = { n: number; chains?: undefined; length?: undefined } | { n: number; chains: number; length: number };
+export type Spec =
+  { n: number; chains?: undefined; length?: undefined } | { n: number; chains: number; length: number };
 
 export const START_TIMEOUT_MS = 120_000;
 
@@ -28,7 +29,9 @@ export const sizes: Spec[] = opts.sizes.split(',').map((s) => {
   const m = /^(\d+)x(\d+)$/.exec(s.trim());
   return m ? { chains: Number(m[1]), length: Number(m[2]), n: Number(m[1]) * Number(m[2]) } : { n: Number(s.trim()) };
 });
-export const concurrencies: Concurrency[] = opts.concurrency.split(',').map((s) => (s.trim() === 'default' ? 'default' : Number(s.trim())));
+export const concurrencies: Concurrency[] = opts.concurrency
+  .split(',')
+  .map((s) => (s.trim() === 'default' ? 'default' : Number(s.trim())));
 export const runs = Number(opts.runs);
 export const runsLimited = Number(opts['runs-limited']);
 export const seed = Number(opts.seed);
@@ -43,7 +46,9 @@ if (
   !Number.isInteger(portBase) ||
   !(parseDuration(opts.interval)! > 0)
 ) {
-  console.error('usage: node --import tsx bench/convergence.bench.ts [--sizes 3x3,20,50] [--concurrency 64,default] [--runs 3] [--runs-limited 1] [--seed 1] [--port-base 31000] [--profile DIR] [--interval 50ms]');
+  console.error(
+    'usage: node --import tsx bench/convergence.bench.ts [--sizes 3x3,20,50] [--concurrency 64,default] [--runs 3] [--runs-limited 1] [--seed 1] [--port-base 31000] [--profile DIR] [--interval 50ms]',
+  );
   process.exit(2);
 }
 export const CHECK_INTERVAL = opts.interval;

@@ -41,14 +41,47 @@ export interface RunResult {
 }
 
 /** One fresh agent run: the log, the program stamps, and what they say. */
-export async function runOnce({ repo, plan, graph, desired, concurrency, work, k }: { repo: string; plan: string; graph: ProcessComponent[]; desired: DesiredState; concurrency: Concurrency; work: string; k: number }): Promise<RunResult> {
+export async function runOnce({
+  repo,
+  plan,
+  graph,
+  desired,
+  concurrency,
+  work,
+  k,
+}: {
+  repo: string;
+  plan: string;
+  graph: ProcessComponent[];
+  desired: DesiredState;
+  concurrency: Concurrency;
+  work: string;
+  k: number;
+}): Promise<RunResult> {
   const stateDir = join(work, `state-${graph.length}-${concurrency}-${k}`);
   await assertPortsFree(graph.map((c) => c.port));
-  const nodeArgs = opts.profile ? ['--cpu-prof', `--cpu-prof-dir=${opts.profile}`, `--cpu-prof-name=agent-${graph.length}-${concurrency}-${k}.cpuprofile`] : [];
-  const agent = startAgent({ repo, plan, stateDir, concurrency: concurrency === 'default' ? undefined : concurrency, nodeArgs, extraArgs: ['--listen', '127.0.0.1:0'] }); // the API on, as by default, on a free port
+  const nodeArgs = opts.profile
+    ? [
+        '--cpu-prof',
+        `--cpu-prof-dir=${opts.profile}`,
+        `--cpu-prof-name=agent-${graph.length}-${concurrency}-${k}.cpuprofile`,
+      ]
+    : [];
+  const agent = startAgent({
+    repo,
+    plan,
+    stateDir,
+    concurrency: concurrency === 'default' ? undefined : concurrency,
+    nodeArgs,
+    extraArgs: ['--listen', '127.0.0.1:0'],
+  }); // the API on, as by default, on a free port
   let failure: string | undefined;
   try {
-    await agent.waitFor((e) => e.msg === 'all components running' || e.msg?.startsWith?.('apply failed') || e.msg === 'apply finished', START_TIMEOUT_MS, '"all components running"');
+    await agent.waitFor(
+      (e) => e.msg === 'all components running' || e.msg?.startsWith?.('apply failed') || e.msg === 'apply finished',
+      START_TIMEOUT_MS,
+      '"all components running"',
+    );
   } catch (e) {
     failure = (e as Error).message;
   }
@@ -63,7 +96,12 @@ export async function runOnce({ repo, plan, graph, desired, concurrency, work, k
   const concurrencyLogged = ev.find((e) => e.msg === 'agent started')?.concurrency;
 
   const delay = new Map(graph.map((c) => [c.name, c.delay]));
-  const deps = new Map(desired.startOrder.map((n) => [n, desired.components.find((c) => c.name === n)!.dependencies.map((d) => d.component)]));
+  const deps = new Map(
+    desired.startOrder.map((n) => [
+      n,
+      desired.components.find((c) => c.name === n)!.dependencies.map((d) => d.component),
+    ]),
+  );
   const first = (name: string, state: string) => ev.find((e) => e.component === name && e.state === state);
   const per = new Map<string, Stamps>();
   for (const c of graph) {
@@ -91,7 +129,13 @@ export async function runOnce({ repo, plan, graph, desired, concurrency, work, k
 
   // Per-component overhead: (starting → running) − its own delay; and its parts.
   const overhead: number[] = [];
-  const parts: Record<'dispatch' | 'prepare' | 'boot' | 'delayLate' | 'detect', number[]> = { dispatch: [], prepare: [], boot: [], delayLate: [], detect: [] };
+  const parts: Record<'dispatch' | 'prepare' | 'boot' | 'delayLate' | 'detect', number[]> = {
+    dispatch: [],
+    prepare: [],
+    boot: [],
+    delayLate: [],
+    detect: [],
+  };
   // Every component ran (no failure): each has its stamps, every one a number.
   const at = (name: string) => per.get(name) as Record<keyof Stamps, number>;
   const readyAt = (name: string) => Math.max(plan0!.t, ...deps.get(name)!.map((d) => at(d).running));
@@ -129,7 +173,12 @@ export async function runOnce({ repo, plan, graph, desired, concurrency, work, k
   const measuredCp = criticalPath(desired.startOrder, deps, measured);
   return {
     ...out,
-    overheadMs: { mean: round(mean(overhead)), p50: round(median(overhead)), p90: round(quantile(overhead, 0.9)), max: round(Math.max(...overhead)) },
+    overheadMs: {
+      mean: round(mean(overhead)),
+      p50: round(median(overhead)),
+      p90: round(quantile(overhead, 0.9)),
+      max: round(Math.max(...overhead)),
+    },
     partsMeanMs: Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, round(mean(v))])),
     chain,
     chainMs: Object.fromEntries(Object.entries(along).map(([k, v]) => [k, round(v)])),

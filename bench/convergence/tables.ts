@@ -54,7 +54,10 @@ export function table(results: SizeResult[]): string {
           fmt(r.simEagerMs).padStart(11),
           ratio(r.wallMs, r.simEagerMs).padStart(6),
           '│',
-          (r.failure ? `failed: ${r.failure}`.slice(0, 26) : `${fmt(r.overheadMs!.mean)} (${fmt(r.overheadMs!.p50)} ${fmt(r.overheadMs!.p90)})`).padStart(26),
+          (r.failure
+            ? `failed: ${r.failure}`.slice(0, 26)
+            : `${fmt(r.overheadMs!.mean)} (${fmt(r.overheadMs!.p50)} ${fmt(r.overheadMs!.p90)})`
+          ).padStart(26),
         ].join(' '),
       );
     }
@@ -64,12 +67,17 @@ export function table(results: SizeResult[]): string {
 export function gapTable(results: SizeResult[]): string {
   const lines: string[] = [];
   const cols = ['delays', 'dispatch', 'prepare', 'boot', 'late', 'detect', 'finish', '= wall'];
-  lines.push(`${'N'.padStart(3)} ${'conc'.padStart(11)} ${'chain'.padStart(5)}  ${cols.map((c) => c.padStart(8)).join(' ')}   mean per component: prepare boot detect`);
+  lines.push(
+    `${'N'.padStart(3)} ${'conc'.padStart(11)} ${'chain'.padStart(5)}  ${cols.map((c) => c.padStart(8)).join(' ')}   mean per component: prepare boot detect`,
+  );
   lines.push('─'.repeat(3 + 1 + 11 + 1 + 5 + 2 + cols.length * 9 + 40));
   for (const s of results)
     for (const r of s.rows) {
       if (r.failure) continue;
-      const c = r.chainMs as Record<'delay' | 'dispatch' | 'prepare' | 'boot' | 'delayLate' | 'detect' | 'finish', number>;
+      const c = r.chainMs as Record<
+        'delay' | 'dispatch' | 'prepare' | 'boot' | 'delayLate' | 'detect' | 'finish',
+        number
+      >;
       const sum = c.delay + c.dispatch + c.prepare + c.boot + c.delayLate + c.detect + c.finish;
       const vals = [c.delay, c.dispatch, c.prepare, c.boot, c.delayLate, c.detect, c.finish, sum];
       lines.push(

@@ -50,13 +50,22 @@ export async function recordNetwork(context: BrowserContext, page: Page) {
     if (!r) requests.set(id, (r = { url: '', method: '', headerBytes: 0, chunkBytes: 0, finished: false }));
     return r;
   };
-  cdp.on('Network.requestWillBeSent', (e) => Object.assign(rec(e.requestId), { url: e.request.url, method: e.request.method, type: e.type }));
+  cdp.on('Network.requestWillBeSent', (e) =>
+    Object.assign(rec(e.requestId), { url: e.request.url, method: e.request.method, type: e.type }),
+  );
   cdp.on('Network.responseReceived', (e) => {
     const headers = Object.fromEntries(Object.entries(e.response.headers).map(([k, v]) => [k.toLowerCase(), v]));
-    Object.assign(rec(e.requestId), { status: e.response.status, mimeType: e.response.mimeType, encoding: headers['content-encoding'], headerBytes: e.response.encodedDataLength ?? 0 });
+    Object.assign(rec(e.requestId), {
+      status: e.response.status,
+      mimeType: e.response.mimeType,
+      encoding: headers['content-encoding'],
+      headerBytes: e.response.encodedDataLength ?? 0,
+    });
   });
   cdp.on('Network.dataReceived', (e) => (rec(e.requestId).chunkBytes += e.encodedDataLength ?? 0));
-  cdp.on('Network.loadingFinished', (e) => Object.assign(rec(e.requestId), { wireBytes: e.encodedDataLength, finished: true }));
+  cdp.on('Network.loadingFinished', (e) =>
+    Object.assign(rec(e.requestId), { wireBytes: e.encodedDataLength, finished: true }),
+  );
   cdp.on('Network.loadingFailed', (e) => Object.assign(rec(e.requestId), { failed: e.errorText, finished: true }));
   await cdp.send('Network.enable');
   const isStream = (r: Recorded) => r.mimeType === 'text/event-stream';
@@ -83,7 +92,16 @@ export async function recordNetwork(context: BrowserContext, page: Page) {
         const path = r.url.startsWith(origin) ? r.url.slice(origin.length).split('?', 1)[0]! : r.url;
         const stream = isStream(r);
         const bytes = r.finished ? (r.wireBytes ?? 0) : r.headerBytes + r.chunkBytes;
-        return { path, method: r.method, status: r.status, type: r.mimeType, encoding: r.encoding, bytes, ...(stream && { stream: true, open: !r.finished }), ...(r.failed && { failed: r.failed }) };
+        return {
+          path,
+          method: r.method,
+          status: r.status,
+          type: r.mimeType,
+          encoding: r.encoding,
+          bytes,
+          ...(stream && { stream: true, open: !r.finished }),
+          ...(r.failed && { failed: r.failed }),
+        };
       });
       const sum = (xs: RequestRow[]) => xs.reduce((n, r) => n + r.bytes, 0);
       const api = list.filter((r) => r.path.startsWith('/v1/'));

@@ -67,14 +67,20 @@ export async function rssOver(pid: number, ms: number): Promise<number> {
 
 /** Signs in from Node as the page would (POST /v1/session): the session cookie for context.addCookies, and the CSRF token the page keeps in localStorage. */
 export async function signIn(origin: string, token: string): Promise<Session> {
-  const res = await fetch(`${origin}/v1/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token }) });
+  const res = await fetch(`${origin}/v1/session`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ token }),
+  });
   if (res.status !== 200) throw new Error(`POST /v1/session answered ${res.status}: ${await res.text()}`);
   const cookies: Cookie[] = [];
   for (const line of res.headers.getSetCookie()) {
     const [pair, ...attrs] = line.split(';').map((s) => s.trim());
     const eq = pair!.indexOf('=');
     const name = pair!.slice(0, eq);
-    const a = new Map<string, string | true>(attrs.map((x) => [x.split('=')[0]!.toLowerCase(), x.includes('=') ? x.slice(x.indexOf('=') + 1) : true]));
+    const a = new Map<string, string | true>(
+      attrs.map((x) => [x.split('=')[0]!.toLowerCase(), x.includes('=') ? x.slice(x.indexOf('=') + 1) : true]),
+    );
     cookies.push({
       name,
       value: decodeURIComponent(pair!.slice(eq + 1)),
@@ -86,7 +92,10 @@ export async function signIn(origin: string, token: string): Promise<Session> {
       ...(a.has('max-age') && { expires: Math.floor(Date.now() / 1000) + Number(a.get('max-age')) }),
     });
   }
-  if (!cookies.some((c) => c.name === SESSION_COOKIE)) throw new Error(`POST /v1/session set no ${SESSION_COOKIE} cookie (Set-Cookie: ${res.headers.getSetCookie().join(' | ')})`);
+  if (!cookies.some((c) => c.name === SESSION_COOKIE))
+    throw new Error(
+      `POST /v1/session set no ${SESSION_COOKIE} cookie (Set-Cookie: ${res.headers.getSetCookie().join(' | ')})`,
+    );
   const { csrf } = (await res.json()) as { csrf?: unknown };
   if (typeof csrf !== 'string' || !csrf) throw new Error('POST /v1/session answered no csrf');
   return { cookies, csrf };
@@ -99,7 +108,10 @@ export async function expectedView(origin: string, token: string): Promise<Expec
     if (res.status !== 200) throw new Error(`GET ${path} answered ${res.status}: ${await res.text()}`);
     return res.json();
   };
-  const [components, graph] = (await Promise.all([get('/v1/components'), get('/v1/graph')])) as [{ name: string; members?: { name: string }[] }[], { layers: string[][] }];
+  const [components, graph] = (await Promise.all([get('/v1/components'), get('/v1/graph')])) as [
+    { name: string; members?: { name: string }[] }[],
+    { layers: string[][] },
+  ];
   const rows = components.flatMap((c) => [c.name, ...(c.members ?? []).map((m) => m.name)]);
   return { rows, nodes: graph.layers.flat().length };
 }

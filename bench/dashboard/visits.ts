@@ -26,8 +26,16 @@ interface PageTimingEntry {
   responseEnd: number;
   domContentLoadedEventEnd: number;
 }
-declare const performance: { now(): number; getEntriesByName(name: string): PageTimingEntry[]; getEntriesByType(type: string): PageTimingEntry[] };
-declare const window: { localStorage: { setItem(key: string, value: string): void }; ksTableAt?: number; ksGraphAt?: number };
+declare const performance: {
+  now(): number;
+  getEntriesByName(name: string): PageTimingEntry[];
+  getEntriesByType(type: string): PageTimingEntry[];
+};
+declare const window: {
+  localStorage: { setItem(key: string, value: string): void };
+  ksTableAt?: number;
+  ksGraphAt?: number;
+};
 
 /** A fresh context (cold cache) with one page, console errors and page errors collected. */
 async function freshPage(browser: Browser, session?: Session) {
@@ -53,14 +61,20 @@ async function freshPage(browser: Browser, session?: Session) {
 /** The page's first contentful paint (ms since navigation start), once the browser has recorded it. */
 const fcpOf = (page: Page): Promise<number> =>
   page
-    .waitForFunction(() => performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? false, undefined, { polling: 'raf', timeout: PAGE_TIMEOUT_MS })
+    .waitForFunction(() => performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? false, undefined, {
+      polling: 'raf',
+      timeout: PAGE_TIMEOUT_MS,
+    })
     .then((h) => h.jsonValue() as Promise<number>);
 
 /** When each request of the page ended (ms since navigation start, Resource Timing), by path: where the time goes. */
 const timelineOf = (page: Page, origin: string): Promise<Timeline> =>
   page.evaluate((origin) => {
     const nav = performance.getEntriesByType('navigation')[0];
-    const out: Record<string, number | null> = { document: nav ? Math.round(nav.responseEnd * 10) / 10 : null, domContentLoaded: nav ? Math.round(nav.domContentLoadedEventEnd * 10) / 10 : null };
+    const out: Record<string, number | null> = {
+      document: nav ? Math.round(nav.responseEnd * 10) / 10 : null,
+      domContentLoaded: nav ? Math.round(nav.domContentLoadedEventEnd * 10) / 10 : null,
+    };
     for (const e of performance.getEntriesByType('resource')) {
       const key = e.name.startsWith(origin) ? e.name.slice(origin.length).split('?', 1)[0]! : e.name;
       out[key in out ? `${key} (again)` : key] = Math.round(e.responseEnd * 10) / 10;
@@ -87,7 +101,11 @@ export async function visitLogin(browser: Browser, origin: string) {
     const net = await recordNetwork(context, page);
     await page.goto(`${origin}/`, { waitUntil: 'commit' });
     const formMs = await page
-      .waitForFunction(() => (document.querySelector('form#login input[name="token"]') ? performance.now() : false), undefined, { polling: 'raf', timeout: PAGE_TIMEOUT_MS })
+      .waitForFunction(
+        () => (document.querySelector('form#login input[name="token"]') ? performance.now() : false),
+        undefined,
+        { polling: 'raf', timeout: PAGE_TIMEOUT_MS },
+      )
       .then((h) => h.jsonValue() as Promise<number>)
       .catch(async (err: Error) => {
         const text = await page.evaluate(() => document.body?.innerText.slice(0, 400) ?? '').catch(() => '?');
@@ -95,8 +113,12 @@ export async function visitLogin(browser: Browser, origin: string) {
         const reqs = list.map((r) => `${r.path} ${r.status ?? r.failed ?? 'pending'}`).join(', ');
         // The agent reads manifest.json once, at its start, and index.html on the first request: a rebuild in between
         // gives a page whose entry the old manifest does not list as public (401).
-        const hint = list.some((r) => r.path.startsWith('/assets/') && r.status === 401) ? ' (an asset of the login page answered 401: was dist/web rebuilt after the agent started?)' : '';
-        throw new Error(`the login page showed no form#login within ${PAGE_TIMEOUT_MS} ms${hint} (text: ${JSON.stringify(text)}; requests: ${reqs}; errors: ${errors.join(' | ') || 'none'}): ${err.message}`);
+        const hint = list.some((r) => r.path.startsWith('/assets/') && r.status === 401)
+          ? ' (an asset of the login page answered 401: was dist/web rebuilt after the agent started?)'
+          : '';
+        throw new Error(
+          `the login page showed no form#login within ${PAGE_TIMEOUT_MS} ms${hint} (text: ${JSON.stringify(text)}; requests: ${reqs}; errors: ${errors.join(' | ') || 'none'}): ${err.message}`,
+        );
       });
     const fcpMs = await fcpOf(page);
     const settled = await net.settled();
@@ -106,7 +128,13 @@ export async function visitLogin(browser: Browser, origin: string) {
   }
 }
 
-export async function visitOverview(browser: Browser, origin: string, session: Session, expected: Expected, screenshot: string | undefined) {
+export async function visitOverview(
+  browser: Browser,
+  origin: string,
+  session: Session,
+  expected: Expected,
+  screenshot: string | undefined,
+) {
   const { context, page, errors } = await freshPage(browser, session);
   try {
     const net = await recordNetwork(context, page);
@@ -118,10 +146,17 @@ export async function visitOverview(browser: Browser, origin: string, session: S
           ({ rows, nodes }) => {
             const w = window;
             const now = performance.now();
-            const have = new Set([...document.querySelectorAll('#components tr[data-component]')].map((tr) => tr.getAttribute('data-component')));
+            const have = new Set(
+              [...document.querySelectorAll('#components tr[data-component]')].map((tr) =>
+                tr.getAttribute('data-component'),
+              ),
+            );
             if (w.ksTableAt === undefined && rows.every((r) => have.has(r))) w.ksTableAt = now;
-            if (w.ksGraphAt === undefined && document.querySelectorAll('#graph g.node').length >= nodes) w.ksGraphAt = now;
-            return w.ksTableAt !== undefined && w.ksGraphAt !== undefined && { tableMs: w.ksTableAt, graphMs: w.ksGraphAt };
+            if (w.ksGraphAt === undefined && document.querySelectorAll('#graph g.node').length >= nodes)
+              w.ksGraphAt = now;
+            return (
+              w.ksTableAt !== undefined && w.ksGraphAt !== undefined && { tableMs: w.ksTableAt, graphMs: w.ksGraphAt }
+            );
           },
           expected,
           { polling: 'raf', timeout: PAGE_TIMEOUT_MS },
@@ -133,13 +168,20 @@ export async function visitOverview(browser: Browser, origin: string, session: S
         nodes: document.querySelectorAll('#graph g.node').length,
         text: document.body.innerText.slice(0, 400),
       }));
-      throw new Error(`the overview did not show ${expected.rows.length} rows and ${expected.nodes} graph nodes within ${PAGE_TIMEOUT_MS} ms (it shows ${shown.rows} rows, ${shown.nodes} nodes; text: ${JSON.stringify(shown.text)}; errors: ${errors.join(' | ') || 'none'}): ${(err as Error).message}`);
+      throw new Error(
+        `the overview did not show ${expected.rows.length} rows and ${expected.nodes} graph nodes within ${PAGE_TIMEOUT_MS} ms (it shows ${shown.rows} rows, ${shown.nodes} nodes; text: ${JSON.stringify(shown.text)}; errors: ${errors.join(' | ') || 'none'}): ${(err as Error).message}`,
+      );
     }
     const fcpMs = await fcpOf(page);
     const settled = await net.settled();
     const view = await page.evaluate(() => {
       return {
-        states: Object.fromEntries([...document.querySelectorAll('#components tr[data-component]')].map((tr) => [tr.getAttribute('data-component'), tr.getAttribute('data-state')])),
+        states: Object.fromEntries(
+          [...document.querySelectorAll('#components tr[data-component]')].map((tr) => [
+            tr.getAttribute('data-component'),
+            tr.getAttribute('data-state'),
+          ]),
+        ),
         edges: document.querySelectorAll('#graph path.edge').length,
         live: document.querySelector('#live')?.textContent?.trim() ?? null,
       };

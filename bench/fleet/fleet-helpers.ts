@@ -34,7 +34,15 @@ export const cachePackBytes = (stateDir: string): number | undefined => {
 
 /** Every device's notes ref on the server: device → { oid, state, commit } (from the notes commit's subject). */
 const readNotes = async (git: Git, bare: string) => {
-  const out = (await git('-C', bare, 'for-each-ref', '--format=%(refname) %(objectname) %(contents:subject)', 'refs/notes/keystone-devices/')).stdout;
+  const out = (
+    await git(
+      '-C',
+      bare,
+      'for-each-ref',
+      '--format=%(refname) %(objectname) %(contents:subject)',
+      'refs/notes/keystone-devices/',
+    )
+  ).stdout;
   const notes = new Map<string, { oid: string; state: string; commit: string }>();
   for (const line of out.split('\n')) {
     const m = /^refs\/notes\/keystone-devices\/(\S+) ([0-9a-f]+) keystone\/\S+: (\S+) ([0-9a-f]{40})$/.exec(line);
@@ -46,7 +54,15 @@ const readNotes = async (git: Git, bare: string) => {
  * Polls the bare repository every ~200 ms until every device's ref says `success` for `sha` (deadline); returns
  * device → epoch ms when the bench first saw it (and the pending note, when seen before).
  */
-export const waitForSuccess = async (git: Git, agents: FleetAgent[], bare: string, devices: string[], sha: string, deadlineMs: number, what: string) => {
+export const waitForSuccess = async (
+  git: Git,
+  agents: FleetAgent[],
+  bare: string,
+  devices: string[],
+  sha: string,
+  deadlineMs: number,
+  what: string,
+) => {
   const seen = new Map<string, number>();
   const pendingSeen = new Map<string, number>();
   const until = epochNow() + deadlineMs;
@@ -58,13 +74,16 @@ export const waitForSuccess = async (git: Git, agents: FleetAgent[], bare: strin
       if (n?.commit !== sha) continue;
       if (n.state === 'pending' && !pendingSeen.has(d)) pendingSeen.set(d, t);
       if (n.state === 'success' && !seen.has(d)) seen.set(d, t);
-      if (n.state === 'failure' || n.state === 'error') throw new Error(`${d} reported ${n.state} for ${sha.slice(0, 7)}`);
+      if (n.state === 'failure' || n.state === 'error')
+        throw new Error(`${d} reported ${n.state} for ${sha.slice(0, 7)}`);
     }
     if (seen.size === devices.length) return { seen, pendingSeen };
     if (t > until) {
       const missing = devices.filter((d) => !seen.has(d));
       const exited = agents.filter((a) => a.exit).map((a) => `${a.device}: ${a.stderr.slice(-300)}`);
-      throw new Error(`${what}: ${missing.length} device(s) without a success note after ${fmt(deadlineMs)} ms (${missing.slice(0, 5).join(', ')}…)${exited.length ? `; exited: ${exited.join(' | ')}` : ''}`);
+      throw new Error(
+        `${what}: ${missing.length} device(s) without a success note after ${fmt(deadlineMs)} ms (${missing.slice(0, 5).join(', ')}…)${exited.length ? `; exited: ${exited.join(' | ')}` : ''}`,
+      );
     }
     await sleep(200);
   }
@@ -85,7 +104,10 @@ export const cpuMeter = (agents: () => FleetAgent[], serverPid: number) => {
   return () => {
     const now = read();
     const capacity = ((now.at - last.at) / 1000) * clockTicksPerSecond() * cpus().length;
-    const r = { fleetPercent: round(((now.fleet - last.fleet) / capacity) * 100, 1), serverPercent: round(((now.server - last.server) / capacity) * 100, 1) };
+    const r = {
+      fleetPercent: round(((now.fleet - last.fleet) / capacity) * 100, 1),
+      serverPercent: round(((now.server - last.server) / capacity) * 100, 1),
+    };
     last = now;
     return r;
   };
@@ -94,10 +116,18 @@ export const cpuMeter = (agents: () => FleetAgent[], serverPid: number) => {
 /** Body size of GET info/refs?service=S (with a Git-Protocol header for v2). */
 export const advertBytes = (url: string, service: string, v2: boolean) =>
   new Promise<number>((resolve, reject) => {
-    const req = get(`${url}/info/refs?service=${service}`, { headers: v2 ? { 'git-protocol': 'version=2' } : {} }, (res) => {
-      let bytes = 0;
-      res.on('data', (d) => (bytes += d.length));
-      res.on('end', () => (res.statusCode === 200 ? resolve(bytes) : reject(new Error(`GET info/refs?service=${service}: HTTP ${res.statusCode}`))));
-    });
+    const req = get(
+      `${url}/info/refs?service=${service}`,
+      { headers: v2 ? { 'git-protocol': 'version=2' } : {} },
+      (res) => {
+        let bytes = 0;
+        res.on('data', (d) => (bytes += d.length));
+        res.on('end', () =>
+          res.statusCode === 200
+            ? resolve(bytes)
+            : reject(new Error(`GET info/refs?service=${service}: HTTP ${res.statusCode}`)),
+        );
+      },
+    );
     req.on('error', reject);
   });

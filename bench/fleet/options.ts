@@ -30,6 +30,8 @@ if (
   portBase < 1024 ||
   portBase + Math.max(...sizes) >= 32768
 ) {
-  console.error('usage: node --import tsx bench/fleet.bench.ts [--sizes 10,25,50] [--reports same|separate|both] [--enrolment on|off|both] [--poll 5s] [--quiet 2] [--port-base 31700]');
+  console.error(
+    'usage: node --import tsx bench/fleet.bench.ts [--sizes 10,25,50] [--reports same|separate|both] [--enrolment on|off|both] [--poll 5s] [--quiet 2] [--port-base 31700]',
+  );
   process.exit(2);
 }

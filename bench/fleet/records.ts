@@ -44,7 +44,15 @@ export const tally = (recs: ServedRequest[]): Tally => {
   for (const r of recs) {
     t.bytesOut += r.bytes;
     t.bytesIn += r.received;
-    const k = (t.byKind[kindOf(r)] ??= { requests: 0, bytesOut: 0, bytesIn: 0, adverts: 0, advertBytes: 0, posts: 0, non200: 0 });
+    const k = (t.byKind[kindOf(r)] ??= {
+      requests: 0,
+      bytesOut: 0,
+      bytesIn: 0,
+      adverts: 0,
+      advertBytes: 0,
+      posts: 0,
+      non200: 0,
+    });
     k.requests++;
     k.bytesOut += r.bytes;
     k.bytesIn += r.received;
@@ -56,7 +64,8 @@ export const tally = (recs: ServedRequest[]): Tally => {
   }
   return t;
 };
-export const kind = (t: Tally, k: string): KindTally => t.byKind[k] ?? { requests: 0, bytesOut: 0, bytesIn: 0, adverts: 0, advertBytes: 0, posts: 0, non200: 0 };
+export const kind = (t: Tally, k: string): KindTally =>
+  t.byKind[k] ?? { requests: 0, bytesOut: 0, bytesIn: 0, adverts: 0, advertBytes: 0, posts: 0, non200: 0 };
 
 /**
  * What one commit's window cost, per device, by kind: its fetches (advertisement GET and pack POST; the pack apart)
@@ -66,14 +75,26 @@ export const windowCost = (win: Tally, n: number) => {
   const f = kind(win, 'fetch');
   const rp = kind(win, 'report');
   return {
-    fetch: { requests: round(f.requests / n, 2), bytes: round((f.bytesOut + f.bytesIn) / n), packBytes: round((f.bytesOut + f.bytesIn - f.advertBytes) / n), advertBytes: round(f.advertBytes / Math.max(1, f.adverts)) },
-    report: { requests: round(rp.requests / n, 2), bytes: round((rp.bytesOut + rp.bytesIn) / n), posts: rp.posts, non200: rp.non200 + f.non200 },
+    fetch: {
+      requests: round(f.requests / n, 2),
+      bytes: round((f.bytesOut + f.bytesIn) / n),
+      packBytes: round((f.bytesOut + f.bytesIn - f.advertBytes) / n),
+      advertBytes: round(f.advertBytes / Math.max(1, f.adverts)),
+    },
+    report: {
+      requests: round(rp.requests / n, 2),
+      bytes: round((rp.bytesOut + rp.bytesIn) / n),
+      posts: rp.posts,
+      non200: rp.non200 + f.non200,
+    },
   };
 };
 
 /** Records of `method` and kind `kind` (look: protocol v2 upload-pack). */
 export function recordsOf(recs: ServedRequest[], method: string, kind: string): ServedRequest[] {
-  return recs.filter((r) => r.method === method && /git-upload-pack$/.test(r.path) && (kind !== 'look' || r.protocol === 'version=2'));
+  return recs.filter(
+    (r) => r.method === method && /git-upload-pack$/.test(r.path) && (kind !== 'look' || r.protocol === 'version=2'),
+  );
 }
 
 /** Least squares y = intercept + slope · x, with r². */

@@ -11,8 +11,23 @@ import type { OnOff, Summary } from './summary.js';
 
 /** Writes the results file; its path. */
 export function writeFleetResults(
-  { variants, byMode, summaries, onOff }: { variants: Variant[]; byMode: Record<string, SizeResult[]>; summaries: Record<string, Summary>; onOff: Record<string, OnOff[]> },
-  { loadBefore, loadAfter, othersPercent, tStart }: { loadBefore: number; loadAfter: number; othersPercent: number; tStart: number },
+  {
+    variants,
+    byMode,
+    summaries,
+    onOff,
+  }: {
+    variants: Variant[];
+    byMode: Record<string, SizeResult[]>;
+    summaries: Record<string, Summary>;
+    onOff: Record<string, OnOff[]>;
+  },
+  {
+    loadBefore,
+    loadAfter,
+    othersPercent,
+    tStart,
+  }: { loadBefore: number; loadAfter: number; othersPercent: number; tStart: number },
 ): string {
   const resultsFile = join(benchDir, 'results', 'fleet.json');
   const s0 = summaries[variants[0]!.key]!;
@@ -42,14 +57,15 @@ export function writeFleetResults(
           'requests and bytes served by git http-backend (src/dev/git-http-server.ts records), split by kind: look = protocol v2 upload-pack ' +
           '(a poll: one ls-refs POST, counted by its POST), fetch = v1 upload-pack, report = receive-pack (one POST, no advertisement; and ' +
           'anything asked of a reports repository); a commit costs its fetches and ' +
-          'reports plus one look per device. reportedMs: from `git push` returning to the bench seeing the device\'s success note on the bare ' +
+          "reports plus one look per device. reportedMs: from `git push` returning to the bench seeing the device's success note on the bare " +
           'repository the reports go to (polled every ~200 ms). advertisementFit: bytes against the number of devices. enrolmentCommits (enrolment ' +
-          'on): bulk = the commit adding every device\'s certificate, single = one certificate more; enrolment off: two commits of a README ' +
+          "on): bulk = the commit adding every device's certificate, single = one certificate more; enrolment off: two commits of a README " +
           'line in their place (readme: true), the reference; fetch.packBytes = the fetch without its advertisement, per device. ' +
           'Enrolment off is not unsigned: this version signs every report whatever the flags.',
         references: {
           flat: `per-device cost at N = ${s0.last.n} ÷ at N = ${s0.first.n}, aim ≤ 1.1`,
-          enrolment: 'per device, enrolment on ÷ off at the same N and reports mode, same run; aim ≤ 1.1 (the enrolment commit itself apart)',
+          enrolment:
+            'per device, enrolment on ÷ off at the same N and reports mode, same run; aim ≤ 1.1 (the enrolment commit itself apart)',
           timeToAllReported: 'one poll interval + the slowest apply, aim: the last report within 10 s of it',
         },
         enrolmentOnOff: onOff,
@@ -63,7 +79,12 @@ export function writeFleetResults(
               aims: summaries[v.key]!.aims,
               advertisementFit: { receivePack: summaries[v.key]!.fit, uploadPackV1: summaries[v.key]!.fitUp },
               ...(summaries[v.key]!.enrolFit && { enrolmentFit: summaries[v.key]!.enrolFit }),
-              bySize: byMode[v.key]!.map((r) => ({ ...r, perDevice: r.perDevice.map((d) => Object.fromEntries(Object.entries(d).map(([k, x]) => [k, typeof x === 'number' ? round(x, 1) : x]))) })),
+              bySize: byMode[v.key]!.map((r) => ({
+                ...r,
+                perDevice: r.perDevice.map((d) =>
+                  Object.fromEntries(Object.entries(d).map(([k, x]) => [k, typeof x === 'number' ? round(x, 1) : x])),
+                ),
+              })),
             },
           ]),
         ),

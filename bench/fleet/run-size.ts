@@ -22,7 +22,8 @@ export interface Variant {
   enrolment: string;
 }
 
-const isDone = (e: AgentEvent) => e.msg === 'all components running' || e.msg === 'apply finished' || e.msg?.startsWith?.('apply failed');
+const isDone = (e: AgentEvent) =>
+  e.msg === 'all components running' || e.msg === 'apply finished' || e.msg?.startsWith?.('apply failed');
 
 /** A fresh fleet of `n` agents in `variant`, measured; stopped before it returns. */
 export async function runSize(ctx: FleetContext, n: number, variant: Variant) {
@@ -30,7 +31,15 @@ export async function runSize(ctx: FleetContext, n: number, variant: Variant) {
   const { mark, records } = server;
   /** Every device's `success` for `sha` delivered (its POST answered), so that nothing of it overlaps what comes next. */
   const allDelivered = (sha: string) =>
-    Promise.all(ctx.agents.map((a) => a.waitFor((e) => e.msg === 'commit status delivered' && e.commit === sha && e.state === 'success', 30_000, `${a.device}'s success delivery`)));
+    Promise.all(
+      ctx.agents.map((a) =>
+        a.waitFor(
+          (e) => e.msg === 'commit status delivered' && e.commit === sha && e.state === 'success',
+          30_000,
+          `${a.device}'s success delivery`,
+        ),
+      ),
+    );
   const { mode, enrolment } = variant;
   const separate = mode === 'separate';
   const enrolled = enrolment === 'on';
@@ -58,7 +67,8 @@ export async function runSize(ctx: FleetContext, n: number, variant: Variant) {
   await assertPortsFree(apiPorts);
 
   // 0. with enrolment: every device's keys and certificate before its agent's first start (untimed).
-  let enrolSetup: { ms: number | null; certificates: number; certificateBytes: { mean: number | null; max: number } } | undefined;
+  let enrolSetup:
+    { ms: number | null; certificates: number; certificateBytes: { mean: number | null; max: number } } | undefined;
   if (enrolled) {
     process.stderr.write(`N = ${n}, reports ${mode}, enrolment on: enrolling ${n} devices… `);
     mkdirSync(stateRoot, { recursive: true });
@@ -66,7 +76,11 @@ export async function runSize(ctx: FleetContext, n: number, variant: Variant) {
     ensureDir(join(wsF, 'devices'));
     const t0 = performance.now();
     const sizesOfCerts = await pool(devices, 3, (d) => enrol(d, join(stateRoot, d), wsF));
-    enrolSetup = { ms: round(performance.now() - t0), certificates: n, certificateBytes: { mean: round(sizesOfCerts.reduce((x, y) => x + y, 0) / n), max: Math.max(...sizesOfCerts) } };
+    enrolSetup = {
+      ms: round(performance.now() - t0),
+      certificates: n,
+      certificateBytes: { mean: round(sizesOfCerts.reduce((x, y) => x + y, 0) / n), max: Math.max(...sizesOfCerts) },
+    };
   }
   process.stderr.write(`N = ${n}, reports ${mode}, enrolment ${enrolment}: starting ${n} agents… `);
 
@@ -78,9 +92,24 @@ export async function runSize(ctx: FleetContext, n: number, variant: Variant) {
       gitRepo: url,
       plan: 'plans/idle.toml',
       stateDir: join(stateRoot, device),
-      trustArgs: ['--trusted-key', `${keyPrefix}.pub`, ...(enrolled ? ['--enrollment-key', `${enrollPrefix}.pub`] : [])],
+      trustArgs: [
+        '--trusted-key',
+        `${keyPrefix}.pub`,
+        ...(enrolled ? ['--enrollment-key', `${enrollPrefix}.pub`] : []),
+      ],
       extraArgs: [
-        ...['--ref', 'main', '--device', device, '--poll', opts.poll, '--status', 'git-notes', '--listen', `127.0.0.1:${apiPorts[i]}`],
+        ...[
+          '--ref',
+          'main',
+          '--device',
+          device,
+          '--poll',
+          opts.poll,
+          '--status',
+          'git-notes',
+          '--listen',
+          `127.0.0.1:${apiPorts[i]}`,
+        ],
         ...(separate ? ['--status-repo', notesUrl] : []),
       ],
     }) as FleetAgent;
@@ -88,11 +117,20 @@ export async function runSize(ctx: FleetContext, n: number, variant: Variant) {
     void a.exited.then((x) => (a.exit = x));
     return a;
   });
-  const up = await waitForSuccess(git, ctx.agents, notesBare, devices, sha0, 60_000 + 3_000 * n, `N = ${n} (${variant.key}), first commit`);
+  const up = await waitForSuccess(
+    git,
+    ctx.agents,
+    notesBare,
+    devices,
+    sha0,
+    60_000 + 3_000 * n,
+    `N = ${n} (${variant.key}), first commit`,
+  );
   const allUpMs = Math.max(...up.seen.values()) - startedAt;
   // The last `success` push has updated the ref; wait for every agent to have logged its delivery (its POST
   // answered) so that no report of the first commit overlaps the next window.
-  const delivered = (a: FleetAgent, sha: string, state: string) => a.events.some((e) => e.msg === 'commit status delivered' && e.commit === sha && e.state === state);
+  const delivered = (a: FleetAgent, sha: string, state: string) =>
+    a.events.some((e) => e.msg === 'commit status delivered' && e.commit === sha && e.state === state);
   await allDelivered(sha0);
   const u1 = await mark();
   const cacheAtStart = cachePackBytes(join(stateRoot, devices[0]!));
@@ -105,10 +143,20 @@ export async function runSize(ctx: FleetContext, n: number, variant: Variant) {
   // a fetch's `have` lines grow with the commits a device has reported), and as the reference for the first two.
   const measureSideCommit = async (message: string, certs: number) => {
     const sha = await commit(message, wsF, false);
-    const devicesTree = enrolled ? Number((await git('-C', wsF, 'cat-file', '-s', 'HEAD:devices')).stdout.trim()) : undefined;
+    const devicesTree = enrolled
+      ? Number((await git('-C', wsF, 'cat-file', '-s', 'HEAD:devices')).stdout.trim())
+      : undefined;
     const e0 = await mark();
     const pushedAt = (await git('-C', wsF, 'push', '--quiet', bare, 'HEAD:refs/heads/main')).endedAt;
-    const seen = await waitForSuccess(git, ctx.agents, notesBare, devices, sha, 3 * pollMs + 60_000 + 1_000 * n, `N = ${n} (${variant.key}), ${message}`);
+    const seen = await waitForSuccess(
+      git,
+      ctx.agents,
+      notesBare,
+      devices,
+      sha,
+      3 * pollMs + 60_000 + 1_000 * n,
+      `N = ${n} (${variant.key}), ${message}`,
+    );
     const e1 = await mark();
     await allDelivered(sha);
     const win = tally(await records(e0, e1));
@@ -116,7 +164,8 @@ export async function runSize(ctx: FleetContext, n: number, variant: Variant) {
       sha,
       ...(enrolled && {
         certificatesAdded: certs,
-        certificatesInTree: (await git('-C', wsF, 'ls-tree', 'HEAD', 'devices/')).stdout.split('\n').filter(Boolean).length,
+        certificatesInTree: (await git('-C', wsF, 'ls-tree', 'HEAD', 'devices/')).stdout.split('\n').filter(Boolean)
+          .length,
         devicesTreeBytes: devicesTree,
       }),
       allReportedMs: round(Math.max(...seen.seen.values()) - pushedAt),
@@ -127,7 +176,8 @@ export async function runSize(ctx: FleetContext, n: number, variant: Variant) {
     };
   };
   type SideCommit = Awaited<ReturnType<typeof measureSideCommit>>;
-  let enrolmentCommits: { bulk: SideCommit; single: SideCommit & { certificateBytes?: number }; readme?: boolean } | undefined;
+  let enrolmentCommits:
+    { bulk: SideCommit; single: SideCommit & { certificateBytes?: number }; readme?: boolean } | undefined;
   if (enrolled) {
     const bulk = await measureSideCommit(`enrol ${n} devices`, n);
     process.stderr.write(`enrolment commit: ${fmt(bulk.fetch.packBytes)} B of pack per device; `);
@@ -141,7 +191,9 @@ export async function runSize(ctx: FleetContext, n: number, variant: Variant) {
     const bulk = await measureSideCommit('README', 0);
     writeFileSync(join(wsF, 'README.md'), 'A benchmark fleet.\nOne line more.\n');
     const single = await measureSideCommit('README: one line more', 0);
-    process.stderr.write(`two README commits: ${fmt(bulk.fetch.packBytes)}, ${fmt(single.fetch.packBytes)} B of pack per device; `);
+    process.stderr.write(
+      `two README commits: ${fmt(bulk.fetch.packBytes)}, ${fmt(single.fetch.packBytes)} B of pack per device; `,
+    );
     enrolmentCommits = { bulk, single, readme: true };
   }
   process.stderr.write(`quiet ${quietPolls} × ${opts.poll}… `);
@@ -156,7 +208,8 @@ export async function runSize(ctx: FleetContext, n: number, variant: Variant) {
   const quietCpu = cpu();
 
   // 3. the ref advertisements at this N (outside both windows)
-  const refsIn = async (b: string) => (await git('-C', b, 'for-each-ref', '--format=%(refname)')).stdout.split('\n').filter(Boolean).length;
+  const refsIn = async (b: string) =>
+    (await git('-C', b, 'for-each-ref', '--format=%(refname)')).stdout.split('\n').filter(Boolean).length;
   const adverts = {
     // Refs in the followed repository, and in the repository the reports go to (the same one in mode same).
     refsOnServer: await refsIn(bare),
@@ -176,10 +229,26 @@ export async function runSize(ctx: FleetContext, n: number, variant: Variant) {
   const push = await git('-C', wsF, 'push', '--quiet', bare, 'HEAD:refs/heads/main');
   const pushedAt = push.endedAt;
   process.stderr.write(`pushed ${sha1.slice(0, 7)}… `);
-  const rep = await waitForSuccess(git, ctx.agents, notesBare, devices, sha1, 3 * pollMs + 60_000 + 1_000 * n, `N = ${n} (${variant.key}), the pushed commit`);
+  const rep = await waitForSuccess(
+    git,
+    ctx.agents,
+    notesBare,
+    devices,
+    sha1,
+    3 * pollMs + 60_000 + 1_000 * n,
+    `N = ${n} (${variant.key}), the pushed commit`,
+  );
   const p1 = await mark();
   const commitCpu = cpu();
-  await Promise.all(ctx.agents.map((a) => a.waitFor((e) => e.msg === 'commit status delivered' && e.commit === sha1 && e.state === 'success', 30_000, `${a.device}'s success delivery`)));
+  await Promise.all(
+    ctx.agents.map((a) =>
+      a.waitFor(
+        (e) => e.msg === 'commit status delivered' && e.commit === sha1 && e.state === 'success',
+        30_000,
+        `${a.device}'s success delivery`,
+      ),
+    ),
+  );
   const lastReportMs = Math.max(...rep.seen.values()) - pushedAt;
   process.stderr.write(`all reported after ${fmt(lastReportMs / 1000, 1)} s\n`);
 
@@ -242,7 +311,11 @@ export async function runSize(ctx: FleetContext, n: number, variant: Variant) {
   const applies = perDevice.map((d) => d.applyMs).filter(Number.isFinite) as number[];
   // What one device's note says about the commit (its entry: the state line, agent version and health, and the
   // signature line `  ~ <key id> <signature>`), as pushed: the blob a report adds, whatever the fleet.
-  const noteText = (await git('-C', notesBare, 'notes', `--ref=refs/notes/keystone-devices/${devices[0]}`, 'show', sha1).catch(() => ({ stdout: '' }))).stdout;
+  const noteText = (
+    await git('-C', notesBare, 'notes', `--ref=refs/notes/keystone-devices/${devices[0]}`, 'show', sha1).catch(() => ({
+      stdout: '',
+    }))
+  ).stdout;
   const r = {
     n,
     reports: mode,
@@ -252,18 +325,43 @@ export async function runSize(ctx: FleetContext, n: number, variant: Variant) {
     // The first device's Git cache (packs, bytes): after the first commit, and after the measured one.
     cachePackBytes: { start: cacheAtStart, end: cachePackBytes(join(stateRoot, devices[0]!)) },
     ...(enrolmentCommits && { enrolmentCommits }),
-    note: { device: devices[0]!, bytes: Buffer.byteLength(noteText), lines: noteText.split('\n').filter(Boolean).length, signed: /^ {2}~ [0-9a-f]{16} \S+$/m.test(noteText), text: noteText.slice(0, 2000) },
-    startup: { requests: startup.requests, bytesOut: startup.bytesOut, bytesIn: startup.bytesIn, perDevice: { requests: round(startup.requests / n, 1), bytes: round((startup.bytesOut + startup.bytesIn) / n) } },
+    note: {
+      device: devices[0]!,
+      bytes: Buffer.byteLength(noteText),
+      lines: noteText.split('\n').filter(Boolean).length,
+      signed: /^ {2}~ [0-9a-f]{16} \S+$/m.test(noteText),
+      text: noteText.slice(0, 2000),
+    },
+    startup: {
+      requests: startup.requests,
+      bytesOut: startup.bytesOut,
+      bytesIn: startup.bytesIn,
+      perDevice: { requests: round(startup.requests / n, 1), bytes: round((startup.bytesOut + startup.bytesIn) / n) },
+    },
     quiet: { ms: round(quietMs), ...quiet, noopPoll, cpu: quietCpu },
     adverts,
     commit: {
       sha: sha1,
-      reportedMs: { p50: round(median(reported)), max: round(Math.max(...reported)), min: round(Math.min(...reported)) },
-      newRevisionMs: { p50: round(median(perDevice.map((d) => d.newRevisionMs).filter(Number.isFinite) as number[])), max: round(Math.max(...(perDevice.map((d) => d.newRevisionMs).filter(Number.isFinite) as number[]))) },
+      reportedMs: {
+        p50: round(median(reported)),
+        max: round(Math.max(...reported)),
+        min: round(Math.min(...reported)),
+      },
+      newRevisionMs: {
+        p50: round(median(perDevice.map((d) => d.newRevisionMs).filter(Number.isFinite) as number[])),
+        max: round(Math.max(...(perDevice.map((d) => d.newRevisionMs).filter(Number.isFinite) as number[]))),
+      },
       applyMs: { p50: round(median(applies)), max: round(Math.max(...applies)) },
-      appliedMs: { p50: round(median(perDevice.map((d) => d.appliedMs).filter(Number.isFinite) as number[])), max: round(Math.max(...(perDevice.map((d) => d.appliedMs).filter(Number.isFinite) as number[]))) },
+      appliedMs: {
+        p50: round(median(perDevice.map((d) => d.appliedMs).filter(Number.isFinite) as number[])),
+        max: round(Math.max(...(perDevice.map((d) => d.appliedMs).filter(Number.isFinite) as number[]))),
+      },
       // Applied (the agent's log) → the success note on the server: the two report pushes, pending then success.
-      appliedToReportedMs: { p50: round(median(perDevice.filter((d) => Number.isFinite(d.appliedMs)).map((d) => d.reportedMs - d.appliedMs!))) },
+      appliedToReportedMs: {
+        p50: round(
+          median(perDevice.filter((d) => Number.isFinite(d.appliedMs)).map((d) => d.reportedMs - d.appliedMs!)),
+        ),
+      },
       cpu: commitCpu,
       window: win,
       perDevice: {
@@ -273,7 +371,12 @@ export async function runSize(ctx: FleetContext, n: number, variant: Variant) {
         bytes: round((commitOut + commitIn) / n),
         // The same without the ref advertisements of its fetch and reports (the part that grows with the refs).
         bytesWithoutAdverts: round((commitOut + commitIn - fetchK.advertBytes - reportK.advertBytes) / n),
-        fetch: { requests: round(fetchK.requests / n, 2), bytesOut: round(fetchK.bytesOut / n), bytesIn: round(fetchK.bytesIn / n), advertBytes: round(fetchK.advertBytes / Math.max(1, fetchK.adverts)) },
+        fetch: {
+          requests: round(fetchK.requests / n, 2),
+          bytesOut: round(fetchK.bytesOut / n),
+          bytesIn: round(fetchK.bytesIn / n),
+          advertBytes: round(fetchK.advertBytes / Math.max(1, fetchK.adverts)),
+        },
         report: {
           requests: round(reportK.requests / n, 2),
           bytesOut: round(reportK.bytesOut / n),
@@ -293,7 +396,11 @@ export async function runSize(ctx: FleetContext, n: number, variant: Variant) {
       receivePackPostsPerDevice: round(reportK.posts / n, 2),
       statusesDelivered: deliveries,
       // A POST beyond one per delivered status is a push the server refused and the reporter redid (a collision).
-      collisions: { extraPosts: reportK.posts - deliveries, non200: reportK.non200 + fetchK.non200, outboxRetries: perDevice.reduce((s, d) => s + d.retries, 0) },
+      collisions: {
+        extraPosts: reportK.posts - deliveries,
+        non200: reportK.non200 + fetchK.non200,
+        outboxRetries: perDevice.reduce((s, d) => s + d.retries, 0),
+      },
       outcomes: [...new Set(perDevice.map((d) => d.outcome))],
     },
     perDevice,
@@ -303,7 +410,10 @@ export async function runSize(ctx: FleetContext, n: number, variant: Variant) {
   // The fleet goes before the next N: SIGTERM (each stops its component), SIGKILL to its group after 15 s.
   // (Not killStragglers(work): the server's command line names the work directory too.)
   await Promise.all(ctx.agents.map((a) => a.stop(15_000)));
-  await killStragglers(ctx.agents.map((a) => a.pid), stateRoot);
+  await killStragglers(
+    ctx.agents.map((a) => a.pid),
+    stateRoot,
+  );
   await killStragglers([], idle);
   ctx.agents = [];
   return r;

@@ -37,12 +37,19 @@ export function summarise(variants: Variant[], byMode: Record<string, SizeResult
       to: last.n,
       perDeviceCommitRequests: round(last.commit.perDevice.requests! / first.commit.perDevice.requests!, 3),
       perDeviceCommitBytes: round(last.commit.perDevice.bytes! / first.commit.perDevice.bytes!, 3),
-      perDeviceCommitBytesWithoutAdverts: round(last.commit.perDevice.bytesWithoutAdverts! / first.commit.perDevice.bytesWithoutAdverts!, 3),
+      perDeviceCommitBytesWithoutAdverts: round(
+        last.commit.perDevice.bytesWithoutAdverts! / first.commit.perDevice.bytesWithoutAdverts!,
+        3,
+      ),
       perDeviceCommitLookBytes: round(pdb(last.commit.perDevice.look) / pdb(first.commit.perDevice.look), 3),
       perDeviceCommitFetchBytes: round(pdb(last.commit.perDevice.fetch) / pdb(first.commit.perDevice.fetch), 3),
       perDeviceCommitReportBytes: round(pdb(last.commit.perDevice.report) / pdb(first.commit.perDevice.report), 3),
       perDeviceNoopPollRequests: round(last.quiet.noopPoll.requests! / first.quiet.noopPoll.requests!, 3),
-      perDeviceNoopPollBytes: round((last.quiet.noopPoll.bytesOut! + last.quiet.noopPoll.bytesIn!) / (first.quiet.noopPoll.bytesOut! + first.quiet.noopPoll.bytesIn!), 3),
+      perDeviceNoopPollBytes: round(
+        (last.quiet.noopPoll.bytesOut! + last.quiet.noopPoll.bytesIn!) /
+          (first.quiet.noopPoll.bytesOut! + first.quiet.noopPoll.bytesIn!),
+        3,
+      ),
       noteBytes: round(last.note.bytes / first.note.bytes, 3),
     };
     const aims = {
@@ -53,15 +60,16 @@ export function summarise(variants: Variant[], byMode: Record<string, SizeResult
     };
     // The enrolment commits against the devices: bytes of pack per device (the certificates of the whole fleet once;
     // then the devices/ tree rewritten for one more).
-    const enrolFit = first.enrolmentCommits && !first.enrolmentCommits.readme
-      ? {
-          bulkPackPerDevice: linearFit(list.map((r) => [r.n, r.enrolmentCommits!.bulk.fetch.packBytes!])),
-          singlePackPerDevice: linearFit(list.map((r) => [r.n, r.enrolmentCommits!.single.fetch.packBytes!])),
-          devicesTree: linearFit(list.map((r) => [r.n, r.enrolmentCommits!.single.devicesTreeBytes!])),
-        }
-      : undefined;
+    const enrolFit =
+      first.enrolmentCommits && !first.enrolmentCommits.readme
+        ? {
+            bulkPackPerDevice: linearFit(list.map((r) => [r.n, r.enrolmentCommits!.bulk.fetch.packBytes!])),
+            singlePackPerDevice: linearFit(list.map((r) => [r.n, r.enrolmentCommits!.single.fetch.packBytes!])),
+            devicesTree: linearFit(list.map((r) => [r.n, r.enrolmentCommits!.single.devicesTreeBytes!])),
+          }
+        : undefined;
     summaries[key] = { first, last, fit, fitUp, ratios, aims, enrolFit };
-}
+  }
   // Enrolment on ÷ off, per N and reports mode (both enrolments measured).
   const onOff: Record<string, OnOff[]> = {};
   if (enrolments.length === 2)

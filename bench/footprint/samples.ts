@@ -60,7 +60,8 @@ export async function sampleRss(pid: number, seconds: number): Promise<{ samples
     const r = rssKiB(pid);
     if (r !== undefined) samples.push(r);
   }
-  const cpu = (((procStat(pid)?.ticks ?? 0) - ticks0) / clockTicksPerSecond() / ((performance.now() - t0) / 1000)) * 100;
+  const cpu =
+    (((procStat(pid)?.ticks ?? 0) - ticks0) / clockTicksPerSecond() / ((performance.now() - t0) / 1000)) * 100;
   return { samples, cpu: +cpu.toFixed(2) };
 }
 
@@ -83,7 +84,14 @@ export async function measureFloor(): Promise<Row> {
   try {
     await sleep(500);
     const { samples, cpu } = await sampleRss(child.pid!, IDLE_S);
-    return { key: 'floor', label: 'node floor (empty node -e, kept alive)', rssKiB: median(samples), rssKiBMin: Math.min(...samples), rssKiBMax: Math.max(...samples), idleCpuPercent: cpu };
+    return {
+      key: 'floor',
+      label: 'node floor (empty node -e, kept alive)',
+      rssKiB: median(samples),
+      rssKiBMin: Math.min(...samples),
+      rssKiBMax: Math.max(...samples),
+      idleCpuPercent: cpu,
+    };
   } finally {
     signalPid(child.pid!, 'SIGKILL');
   }
@@ -100,7 +108,10 @@ export async function gitServer(work: string, repo: string): Promise<{ url: stri
   git(repo, 'add', '-A');
   git(repo, 'commit', '-q', '-m', 'footprint bench');
   git(work, 'clone', '-q', '--bare', repo, join(root, 'fleet.git'));
-  const child = spawn(process.execPath, [join(projectDir, 'dist', 'dev', 'serve-git.js'), root, '--port', '0'], { env: cleanEnv(), stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [join(projectDir, 'dist', 'dev', 'serve-git.js'), root, '--port', '0'], {
+    env: cleanEnv(),
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const port = await new Promise<number>((resolve, reject) => {
     const t = setTimeout(() => reject(new Error('the Git server did not start')), 10_000);
     createInterface({ input: child.stdout }).on('line', (line) => {
@@ -127,7 +138,9 @@ export function wallMs(command: string, args: string[], env: NodeJS.ProcessEnv):
 /** `keystonectl status` through its launcher against `agentUrl`, `node -e 0` taking turns with it: median wall ms. */
 export function coldStatus(agentUrl: string, stateDir: string): ColdStatus {
   const env = cleanEnv(LAUNCH_ENV);
-  const ctl: [string, string[]] = BUNDLE ? ['/bin/sh', [join(LAUNCHERS, 'keystonectl')]] : [process.execPath, [join(projectDir, 'bin', 'keystonectl.js')]];
+  const ctl: [string, string[]] = BUNDLE
+    ? ['/bin/sh', [join(LAUNCHERS, 'keystonectl')]]
+    : [process.execPath, [join(projectDir, 'bin', 'keystonectl.js')]];
   const status: number[] = [];
   const floor: number[] = [];
   wallMs(ctl[0], [...ctl[1], 'status', '--agent', agentUrl, '--state-dir', stateDir], env); // the page cache warm, as on a device
@@ -135,5 +148,10 @@ export function coldStatus(agentUrl: string, stateDir: string): ColdStatus {
     floor.push(wallMs(process.execPath, ['-e', '0'], cleanEnv()));
     status.push(wallMs(ctl[0], [...ctl[1], 'status', '--agent', agentUrl, '--state-dir', stateDir], env));
   }
-  return { statusMs: +median(status).toFixed(1), nodeMs: +median(floor).toFixed(1), statusRunsMs: status.map((x) => +x.toFixed(1)), nodeRunsMs: floor.map((x) => +x.toFixed(1)) };
+  return {
+    statusMs: +median(status).toFixed(1),
+    nodeMs: +median(floor).toFixed(1),
+    statusRunsMs: status.map((x) => +x.toFixed(1)),
+    nodeRunsMs: floor.map((x) => +x.toFixed(1)),
+  };
 }

@@ -27,10 +27,15 @@ export function fastImportScript(n: number): string {
   const t0 = 1_700_000_000;
   for (let c = 1; c <= n; c++) {
     const msg = `commit ${c}\n`;
-    out.push(`commit refs/heads/main\nmark :${c}\ncommitter Bench <bench@keystone.invalid> ${t0 + c * 60} +0000\ndata ${Buffer.byteLength(msg)}\n${msg}`);
+    out.push(
+      `commit refs/heads/main\nmark :${c}\ncommitter Bench <bench@keystone.invalid> ${t0 + c * 60} +0000\ndata ${Buffer.byteLength(msg)}\n${msg}`,
+    );
     if (c > 1) out.push(`from :${c - 1}\n`);
     if (c === 1) {
-      const plan = Array.from({ length: 100 }, (_, i) => `[[components]]\nname = "r${i}"\nrecipe = "recipes/r-${String(i).padStart(3, '0')}.toml"\n`).join('\n');
+      const plan = Array.from(
+        { length: 100 },
+        (_, i) => `[[components]]\nname = "r${i}"\nrecipe = "recipes/r-${String(i).padStart(3, '0')}.toml"\n`,
+      ).join('\n');
       out.push(blob('plans/plan.toml', plan));
       for (let i = 0; i < 100; i++) out.push(blob(`recipes/r-${String(i).padStart(3, '0')}.toml`, recipe(i, 1)));
     } else out.push(blob(`recipes/r-${String(c % 100).padStart(3, '0')}.toml`, recipe(c % 100, c)));

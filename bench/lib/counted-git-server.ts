@@ -80,7 +80,8 @@ export function forkCountedGitServer(root: string): CountedGitServer {
     records: async (from, to) => (await ask<{ records: ServedRequest[] }>({ op: 'records', from, to })).records,
     async stop() {
       if (server.connected) server.send({ op: 'exit' });
-      if (server.exitCode === null && server.signalCode === null) await Promise.race([new Promise((r) => server.once('exit', r)), sleep(5000)]);
+      if (server.exitCode === null && server.signalCode === null)
+        await Promise.race([new Promise((r) => server.once('exit', r)), sleep(5000)]);
     },
   };
 }

@@ -25,7 +25,10 @@ export interface BackendTotals {
  * its own, so that its CPU is not counted against the client measured. `totals()` sums requests and body bytes.
  * Resolves with { server: { close(cb) }, port, totals }.
  */
-export async function serveGitHttpBackend(root: string, port = 0): Promise<{ server: { close: (cb: () => void) => void }; port: number; totals: () => BackendTotals }> {
+export async function serveGitHttpBackend(
+  root: string,
+  port = 0,
+): Promise<{ server: { close: (cb: () => void) => void }; port: number; totals: () => BackendTotals }> {
   const { GitHttpServer } = await import('../../dist/dev/git-http-server.js');
   const git: GitHttpServerType = new GitHttpServer({ root, port });
   await git.start();

@@ -9,7 +9,11 @@ import { clockTicksPerSecond, cmdlineOf } from './processes.js';
 import { fmt } from './stats.js';
 
 export function machine() {
-  return { node: process.version, platform: `${process.platform}-${process.arch}`, cpu: { count: cpus().length, model: cpus()[0]?.model.trim() } };
+  return {
+    node: process.version,
+    platform: `${process.platform}-${process.arch}`,
+    cpu: { count: cpus().length, model: cpus()[0]?.model.trim() },
+  };
 }
 
 export const load1 = (): number => loadavg()[0]!;
@@ -18,7 +22,15 @@ export const load1 = (): number => loadavg()[0]!;
  * The head every results file starts with: which bench, when, on what, and how busy the machine was (`withGit`: the
  * version of git too, for the benches that talk to a Git server).
  */
-export function resultsHead(bench: string, { loadBefore, loadAfter, othersPercent, withGit = false }: { loadBefore: number; loadAfter: number; othersPercent: number; withGit?: boolean }) {
+export function resultsHead(
+  bench: string,
+  {
+    loadBefore,
+    loadAfter,
+    othersPercent,
+    withGit = false,
+  }: { loadBefore: number; loadAfter: number; othersPercent: number; withGit?: boolean },
+) {
   return {
     bench,
     date: new Date().toISOString(),
@@ -72,7 +84,12 @@ export function othersCpu(marker: string): OthersCpu {
         continue;
       }
       const r = text.slice(text.lastIndexOf(')') + 2).split(' ');
-      procs.push({ pid: Number(entry), ppid: Number(r[1]), key: `${entry}:${r[19]}`, ticks: Number(r[11]) + Number(r[12]) });
+      procs.push({
+        pid: Number(entry),
+        ppid: Number(r[1]),
+        key: `${entry}:${r[19]}`,
+        ticks: Number(r[11]) + Number(r[12]),
+      });
     }
     const byPid = new Map(procs.map((p) => [p.pid, p]));
     const isOurs = (p: Proc, depth = 0): boolean => {

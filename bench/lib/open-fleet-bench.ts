@@ -16,7 +16,8 @@ import { runProgram } from './run-program.js';
  * machine's load and the others' CPU from now on, and the counted Git server over `work/srv`.
  */
 export async function openFleetBench(name: string) {
-  const run = (cmd: string, args: readonly string[], env: NodeJS.ProcessEnv = BENCH_GIT_ENV) => runProgram(cmd, args, env);
+  const run = (cmd: string, args: readonly string[], env: NodeJS.ProcessEnv = BENCH_GIT_ENV) =>
+    runProgram(cmd, args, env);
   const work = mkdtempSync(join(tmpdir(), `keystone-bench-${name}-`));
   // The components run as an unprivileged user, who must reach the programs under it.
   chmodSync(work, 0o755);
@@ -25,7 +26,8 @@ export async function openFleetBench(name: string) {
   return {
     run,
     git: (...args: string[]) => run('git', args),
-    keystonectl: (...args: string[]) => run(process.execPath, [join(projectDir, 'bin', 'keystonectl.js'), ...args], process.env),
+    keystonectl: (...args: string[]) =>
+      run(process.execPath, [join(projectDir, 'bin', 'keystonectl.js'), ...args], process.env),
     work,
     rmWork,
     others: othersCpu(work),

@@ -45,5 +45,8 @@ export async function portFree(port: number): Promise<boolean> {
 export async function assertPortsFree(ports: Iterable<number>): Promise<void> {
   const busy: number[] = [];
   for (const p of ports) if (!(await portFree(p))) busy.push(p);
-  if (busy.length) throw new Error(`ports already in use on 127.0.0.1: ${busy.slice(0, 10).join(', ')}${busy.length > 10 ? ' …' : ''} (pass another --port-base)`);
+  if (busy.length)
+    throw new Error(
+      `ports already in use on 127.0.0.1: ${busy.slice(0, 10).join(', ')}${busy.length > 10 ? ' …' : ''} (pass another --port-base)`,
+    );
 }

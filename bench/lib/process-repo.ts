@@ -49,7 +49,8 @@ export function writeProcessRepo(root: string, components: readonly ProcessCompo
         `failure_threshold = ${c.threshold}`,
       );
     }
-    for (const d of c.dependencies ?? []) lines.push('', '[[dependencies]]', `name = "${recipeNameOf(d.on)}"`, `type = "${d.type}"`);
+    for (const d of c.dependencies ?? [])
+      lines.push('', '[[dependencies]]', `name = "${recipeNameOf(d.on)}"`, `type = "${d.type}"`);
     writeFileSync(join(root, 'recipes', `${recipeNameOf(c.name)}.toml`), lines.join('\n') + '\n');
     plan.push('', '[[components]]', `name = "${c.name}"`, `recipe = "recipes/${recipeNameOf(c.name)}.toml"`);
   }

@@ -11,7 +11,12 @@ import { sleep } from './stats.js';
  * variable such as NODE_EXTRA_CA_CERTS (set on some machines) alone adds ~80 ms to every node start.
  */
 export function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
-  return { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: process.env.HOME ?? '/root', LANG: 'C.UTF-8', ...extra };
+  return {
+    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/root',
+    LANG: 'C.UTF-8',
+    ...extra,
+  };
 }
 
 export function signalPid(pid: number, sig: NodeJS.Signals): boolean {

@@ -16,6 +16,10 @@ export function runProgram(cmd: string, args: readonly string[], env: NodeJS.Pro
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve({ stdout, endedAt: epochNow() }) : reject(new Error(`${cmd} ${args.join(' ')} failed (${code}): ${stderr}`))));
+    child.on('close', (code) =>
+      code === 0
+        ? resolve({ stdout, endedAt: epochNow() })
+        : reject(new Error(`${cmd} ${args.join(' ')} failed (${code}): ${stderr}`)),
+    );
   });
 }

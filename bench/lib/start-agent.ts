@@ -63,16 +63,41 @@ export interface Agent {
  * `program` is the entry run (bin/keystone.js); `launcher` (a shell script, e.g. packaging/launchers/keystone) runs it
  * instead of node, as the package does: it execs node, so `pid` is still the agent's (the footprint bench).
  */
-export function startAgent({ repo, gitRepo, plan, stateDir, concurrency, extraArgs = [], env = process.env, nodeArgs = [], trustArgs = ['--allow-unsigned'], program = KEYSTONE_BIN, launcher }: StartAgentOptions): Agent {
+export function startAgent({
+  repo,
+  gitRepo,
+  plan,
+  stateDir,
+  concurrency,
+  extraArgs = [],
+  env = process.env,
+  nodeArgs = [],
+  trustArgs = ['--allow-unsigned'],
+  program = KEYSTONE_BIN,
+  launcher,
+}: StartAgentOptions): Agent {
   const source = gitRepo !== undefined ? ['--repo', gitRepo] : ['--dir', repo!];
   // The components run as an unprivileged user, who must be able to reach their work directories: the benches keep
   // their state inside a mkdtemp directory (0700), which the agent would refuse (KS_WORK_DIR_UNREACHABLE).
   mkdirSync(dirname(stateDir), { recursive: true });
   chmodSync(dirname(stateDir), 0o755);
-  const args = ['agent', ...source, '--plan', plan, ...trustArgs, '--state-dir', stateDir, '--log-format', 'json', '--stop-on-exit'];
+  const args = [
+    'agent',
+    ...source,
+    '--plan',
+    plan,
+    ...trustArgs,
+    '--state-dir',
+    stateDir,
+    '--log-format',
+    'json',
+    '--stop-on-exit',
+  ];
   if (concurrency !== undefined) args.push('--concurrency', String(concurrency));
   args.push(...extraArgs);
-  const [command, argv]: [string, string[]] = launcher ? ['/bin/sh', [launcher, ...args]] : [process.execPath, [...nodeArgs, program, ...args]];
+  const [command, argv]: [string, string[]] = launcher
+    ? ['/bin/sh', [launcher, ...args]]
+    : [process.execPath, [...nodeArgs, program, ...args]];
   const child = spawn(command, argv, { cwd: projectDir, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const events: AgentEvent[] = [];
   const listeners = new Set<() => void>();
@@ -112,15 +137,29 @@ export function startAgent({ repo, gitRepo, plan, stateDir, concurrency, extraAr
         const check = () => {
           const hit = events.find(pred);
           if (hit) return done(() => resolve(hit));
-          if (exit) done(() => reject(new Error(`the agent exited (${exit!.signal ?? exit!.code}) before ${what}; stderr: ${stderr.slice(-2000)}`)));
+          if (exit)
+            done(() =>
+              reject(
+                new Error(
+                  `the agent exited (${exit!.signal ?? exit!.code}) before ${what}; stderr: ${stderr.slice(-2000)}`,
+                ),
+              ),
+            );
         };
         const done = (fn: () => void) => {
           clearTimeout(timer);
           listeners.delete(check);
           fn();
         };
-        const last = () => events.slice(-3).map((e) => e.msg ?? `${e.component} ${e.state ?? ''}`).join(' | ');
-        const timer = setTimeout(() => done(() => reject(new Error(`no ${what} within ${timeoutMs} ms (last log lines: ${last()})`))), timeoutMs);
+        const last = () =>
+          events
+            .slice(-3)
+            .map((e) => e.msg ?? `${e.component} ${e.state ?? ''}`)
+            .join(' | ');
+        const timer = setTimeout(
+          () => done(() => reject(new Error(`no ${what} within ${timeoutMs} ms (last log lines: ${last()})`))),
+          timeoutMs,
+        );
         listeners.add(check);
         check();
       });

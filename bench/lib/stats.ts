@@ -21,4 +21,5 @@ export const fmt = (x: number | undefined | null, d = 0): string =>
   Number.isFinite(x) ? x!.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d }) : '—';
 export const ratio = (x: number | undefined | null, ref: number | undefined | null): string =>
   Number.isFinite(x) && Number.isFinite(ref) && ref! > 0 ? `×${fmt(x! / ref!, 2)}` : '—';
-export const round = (x: number | undefined | null, d = 1): number | null => (Number.isFinite(x) ? +x!.toFixed(d) : null);
+export const round = (x: number | undefined | null, d = 1): number | null =>
+  Number.isFinite(x) ? +x!.toFixed(d) : null;

@@ -36,7 +36,18 @@ export interface ModeSummary {
   doneMs: Stat;
   pushMs: Stat;
   newRevisionMs: Stat;
-  stagesMs: Partial<Record<'pushToHookSent' | 'hookSentToLogged' | 'hookLoggedToAck' | 'look' | 'waitAndLook' | 'verifyLoadDiff' | 'restartOne', number | null>>;
+  stagesMs: Partial<
+    Record<
+      | 'pushToHookSent'
+      | 'hookSentToLogged'
+      | 'hookLoggedToAck'
+      | 'look'
+      | 'waitAndLook'
+      | 'verifyLoadDiff'
+      | 'restartOne',
+      number | null
+    >
+  >;
   nativeFetchMs?: Stat;
   outcomes: (string | undefined)[];
   restartedOnlyTheBumped: boolean;
@@ -44,7 +55,13 @@ export interface ModeSummary {
 
 const stat = (xs: (number | undefined)[]) => {
   const v = xs.filter((x): x is number => Number.isFinite(x));
-  return { p50: round(median(v)), p95: round(quantile(v, 0.95)), mean: round(mean(v)), min: round(Math.min(...v)), max: round(Math.max(...v)) };
+  return {
+    p50: round(median(v)),
+    p95: round(quantile(v, 0.95)),
+    mean: round(mean(v)),
+    min: round(Math.min(...v)),
+    max: round(Math.max(...v)),
+  };
 };
 
 export function summarise(byMode: Record<string, ModeRun>, pollMs: number) {
@@ -72,13 +89,19 @@ export function summarise(byMode: Record<string, ModeRun>, pollMs: number) {
       },
       ...(mode === 'webhook' && { nativeFetchMs: stat(s.map((x) => x.nativeFetchMs)) }),
       outcomes: [...new Set(s.map((x) => x.outcome))],
-      restartedOnlyTheBumped: s.every((x) => [...x.stopOrder!, ...x.startOrder!].every((c) => c === x.component) && x.startOrder!.includes(x.component)),
+      restartedOnlyTheBumped: s.every(
+        (x) =>
+          [...x.stopOrder!, ...x.startOrder!].every((c) => c === x.component) && x.startOrder!.includes(x.component),
+      ),
     };
   }
   const W = summary.webhook;
   const P = summary.polling;
   const references = {
-    ...(W && { nativeFetchP50Ms: W.nativeFetchMs!.p50, webhookStartP50OverNativeFetch: round(W.startMs.p50! / W.nativeFetchMs!.p50!, 2) }),
+    ...(W && {
+      nativeFetchP50Ms: W.nativeFetchMs!.p50,
+      webhookStartP50OverNativeFetch: round(W.startMs.p50! / W.nativeFetchMs!.p50!, 2),
+    }),
     ...(P && {
       pollExpectedMeanWaitMs: pollMs / 2,
       pollingStartMeanOverHalfPoll: round(P.startMs.mean! / (pollMs / 2), 2),

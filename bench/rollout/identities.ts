@@ -32,11 +32,13 @@ export async function syntheticIdentities() {
     const seed = Buffer.from(secretKey.subarray(0, 32));
     const id = seed.toString('hex');
     let k = keyObjects.get(id);
-    if (!k) keyObjects.set(id, (k = createPrivateKey({ key: Buffer.concat([PKCS8, seed]), format: 'der', type: 'pkcs8' })));
+    if (!k)
+      keyObjects.set(id, (k = createPrivateKey({ key: Buffer.concat([PKCS8, seed]), format: 'der', type: 'pkcs8' })));
     return new Uint8Array(cryptoSign(null, Buffer.from(message), k));
   };
   const probe = randomBytes(97);
-  if (!Buffer.from(original(probe, enrollment.secretKey)).equals(Buffer.from(fast(probe, enrollment.secretKey)))) throw new Error("Node's Ed25519 and tweetnacl's disagree: not swapping");
+  if (!Buffer.from(original(probe, enrollment.secretKey)).equals(Buffer.from(fast(probe, enrollment.secretKey))))
+    throw new Error("Node's Ed25519 and tweetnacl's disagree: not swapping");
   nacl.sign.detached = fast as typeof nacl.sign.detached;
   const AGE = 'age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p';
   const issuedAt = Date.now() - 60_000;
@@ -50,29 +52,56 @@ export async function syntheticIdentities() {
       const pub = createPublicKey(createPrivateKey({ key: Buffer.concat([PKCS8, seed]), format: 'der', type: 'pkcs8' }))
         .export({ format: 'der', type: 'spki' })
         .subarray(-32);
-      return { keyId: new Uint8Array(randomBytes(8)), secretKey: new Uint8Array(Buffer.concat([seed, pub])), publicKey: new Uint8Array(pub) };
+      return {
+        keyId: new Uint8Array(randomBytes(8)),
+        secretKey: new Uint8Array(Buffer.concat([seed, pub])),
+        publicKey: new Uint8Array(pub),
+      };
     },
-    certificate: (device: string, key: ReturnType<typeof generateKey>) => signCertificate({ device, reportKey: reportKeyLine(key), ageRecipient: AGE, labels: {}, issuedAt }, enrollment),
+    certificate: (device: string, key: ReturnType<typeof generateKey>) =>
+      signCertificate({ device, reportKey: reportKeyLine(key), ageRecipient: AGE, labels: {}, issuedAt }, enrollment),
     /** devices/<name>.cert for every device, in a plain directory. */
     directoryOf(dir: string, devs: { d: string }[], certs: string[]) {
       mkdirSync(join(dir, 'devices'), { recursive: true });
       for (let i = 0; i < devs.length; i++) writeFileSync(join(dir, 'devices', `${devs[i]!.d}.cert`), certs[i]!);
-      return { reader: new DirectoryReader(dir), info: { files: devs.length }, remove: () => rmSync(dir, { recursive: true, force: true }) };
+      return {
+        reader: new DirectoryReader(dir),
+        info: { files: devs.length },
+        remove: () => rmSync(dir, { recursive: true, force: true }),
+      };
     },
     /** One commit whose tree is devices/<name>.cert for every device, written by `git fast-import` (one pack). */
     async gitCacheOf(gitdir: string, devs: { d: string }[], certs: string[]) {
-      const init = spawnSync('git', ['init', '--quiet', '--bare', '--initial-branch=main', gitdir], { env: BENCH_GIT_ENV });
+      const init = spawnSync('git', ['init', '--quiet', '--bare', '--initial-branch=main', gitdir], {
+        env: BENCH_GIT_ENV,
+      });
       if (init.status !== 0) throw new Error(`git init: ${init.stderr}`);
-      const parts = [Buffer.from('commit refs/heads/main\ncommitter Bench <bench@keystone.invalid> 1796378400 +0000\ndata 8\nenrolled\n')];
+      const parts = [
+        Buffer.from(
+          'commit refs/heads/main\ncommitter Bench <bench@keystone.invalid> 1796378400 +0000\ndata 8\nenrolled\n',
+        ),
+      ];
       for (let i = 0; i < devs.length; i++) {
         const b = Buffer.from(certs[i]!);
         parts.push(Buffer.from(`M 100644 inline devices/${devs[i]!.d}.cert\ndata ${b.length}\n`), b, Buffer.from('\n'));
       }
-      const r = spawnSync('git', ['-C', gitdir, 'fast-import', '--quiet'], { input: Buffer.concat(parts), env: BENCH_GIT_ENV, maxBuffer: 64 * 1024 * 1024 });
+      const r = spawnSync('git', ['-C', gitdir, 'fast-import', '--quiet'], {
+        input: Buffer.concat(parts),
+        env: BENCH_GIT_ENV,
+        maxBuffer: 64 * 1024 * 1024,
+      });
       if (r.status !== 0) throw new Error(`git fast-import: ${r.stderr}`);
-      const commit = spawnSync('git', ['-C', gitdir, 'rev-parse', 'refs/heads/main'], { env: BENCH_GIT_ENV, encoding: 'utf8' }).stdout.trim();
-      const packs = spawnSync('sh', ['-c', `du -b ${gitdir}/objects/pack/*.pack | awk '{s+=$1} END {print s}'`], { encoding: 'utf8' }).stdout.trim();
-      const tree = spawnSync('git', ['-C', gitdir, 'cat-file', '-s', 'refs/heads/main:devices'], { env: BENCH_GIT_ENV, encoding: 'utf8' }).stdout.trim();
+      const commit = spawnSync('git', ['-C', gitdir, 'rev-parse', 'refs/heads/main'], {
+        env: BENCH_GIT_ENV,
+        encoding: 'utf8',
+      }).stdout.trim();
+      const packs = spawnSync('sh', ['-c', `du -b ${gitdir}/objects/pack/*.pack | awk '{s+=$1} END {print s}'`], {
+        encoding: 'utf8',
+      }).stdout.trim();
+      const tree = spawnSync('git', ['-C', gitdir, 'cat-file', '-s', 'refs/heads/main:devices'], {
+        env: BENCH_GIT_ENV,
+        encoding: 'utf8',
+      }).stdout.trim();
       return {
         reader: new GitTreeReader({ gitdir }, commit, 'main'),
         info: { packBytes: Number(packs), devicesTreeBytes: Number(tree) },

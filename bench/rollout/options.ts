@@ -24,9 +24,11 @@ export const bakeMs = parseDuration(opts.bake)!;
 export const minSuccess = Number(opts['min-success']);
 export const abortPercent = Number(opts.abort);
 export const heldPolls = Number(opts['held-polls']);
-export const synthSizes = opts.synthetic === 'none' || opts.synthetic === '' ? [] : opts.synthetic.split(',').map((s) => Number(s.trim()));
+export const synthSizes =
+  opts.synthetic === 'none' || opts.synthetic === '' ? [] : opts.synthetic.split(',').map((s) => Number(s.trim()));
 export const fleets = opts.fleets === 'none' ? [] : opts.fleets.split(',').map((s) => s.trim());
-export const verifyReaders = opts['verify-readers'] === 'none' ? [] : opts['verify-readers'].split(',').map((s) => s.trim());
+export const verifyReaders =
+  opts['verify-readers'] === 'none' ? [] : opts['verify-readers'].split(',').map((s) => s.trim());
 export const gitReaderUpTo = Number(opts['git-reader-up-to']);
 if (
   !Number.isInteger(n) ||
@@ -67,4 +69,6 @@ export const rolloutToml = [
 export const devices = Array.from({ length: n }, (_, i) => `dev-${String(i + 1).padStart(3, '0')}`);
 export const rollout = { waves: WAVES, bakeMs, minSuccess, abortFailurePercent: abortPercent };
 export const waveOfDevice = new Map(devices.map((d) => [d, waveOf(rollout, d, {}).wave.name]));
-export const members: Record<string, string[]> = Object.fromEntries(WAVES.map((w) => [w.name, devices.filter((d) => waveOfDevice.get(d) === w.name)]));
+export const members: Record<string, string[]> = Object.fromEntries(
+  WAVES.map((w) => [w.name, devices.filter((d) => waveOfDevice.get(d) === w.name)]),
+);

@@ -27,8 +27,11 @@ export interface Tally {
 // own, and the failures of the one commit held in each), to tell them apart in the server's log: both are protocol
 // v2 ls-refs POSTs to git-upload-pack. A commit id's length is all that matters to the size.
 export const lookBody = lsRefsRequest(['refs/heads/main'], 'keystone').length;
-const completeRead = (waves: { name: string }[]) => waves.flatMap((x) => [...rolloutPrefixes([x.name]), failuresPrefix(x.name, '0'.repeat(40))]);
-export const gateBodies = new Map(WAVES.map((w, k) => [lsRefsRequest(completeRead(WAVES.slice(0, k + 1)), 'keystone').length, w.name]));
+const completeRead = (waves: { name: string }[]) =>
+  waves.flatMap((x) => [...rolloutPrefixes([x.name]), failuresPrefix(x.name, '0'.repeat(40))]);
+export const gateBodies = new Map(
+  WAVES.map((w, k) => [lsRefsRequest(completeRead(WAVES.slice(0, k + 1)), 'keystone').length, w.name]),
+);
 export const kindOf = (r: ServedRequest): string => {
   const service = /service=(git-[a-z-]+)/.exec(r.query)?.[1] ?? /\/(git-[a-z-]+)$/.exec(r.path)?.[1];
   if (service === 'git-receive-pack') return 'report';
@@ -59,13 +62,15 @@ export const advertBytes = (url: string) =>
     const req = get(`${url}/info/refs?service=git-upload-pack`, (res) => {
       let bytes = 0;
       res.on('data', (d) => (bytes += d.length));
-      res.on('end', () => (res.statusCode === 200 ? resolve(bytes) : reject(new Error(`GET info/refs: HTTP ${res.statusCode}`))));
+      res.on('end', () =>
+        res.statusCode === 200 ? resolve(bytes) : reject(new Error(`GET info/refs: HTTP ${res.statusCode}`)),
+      );
     });
     req.on('error', reject);
   });
 
-
-const isDone = (e: AgentEvent) => e.msg === 'all components running' || e.msg === 'apply finished' || e.msg?.startsWith?.('apply failed');
+const isDone = (e: AgentEvent) =>
+  e.msg === 'all components running' || e.msg === 'apply finished' || e.msg?.startsWith?.('apply failed');
 /** From an agent's log: when it found `sha`, opened its gate, began and ended applying it (epoch ms; undefined: never). */
 export const logOf = (a: RolloutAgent, sha: string) => {
   const at = (pred: (e: AgentEvent) => unknown) => a.events.find(pred)?.t;

@@ -14,10 +14,13 @@ export function printRollout(results: { fleets: Record<string, FleetResult> }, s
     `\nrollout benchmark — node ${process.version}, ${cpus().length} × ${machine().cpu.model ?? 'cpu'}; N = ${n} real agents, --poll ${opts.poll} (±10 %), ` +
       `one idle component, signed, git-notes reports to the followed repository`,
   );
-  console.log(`[rollout] waves canary 10, early 40, everyone 100 (by name hash): ${WAVES.map((w) => `${w.name} ${members[w.name]!.length}`).join(', ')} devices; bake ${opts.bake}, min_success ${minSuccess}, abort_failure_percent ${abortPercent}`);
+  console.log(
+    `[rollout] waves canary 10, early 40, everyone 100 (by name hash): ${WAVES.map((w) => `${w.name} ${members[w.name]!.length}`).join(', ')} devices; bake ${opts.bake}, min_success ${minSuccess}, abort_failure_percent ${abortPercent}`,
+  );
   const L = 52;
   const W = 18;
-  const row = (label: string, a: unknown, b: unknown, ref = '') => console.log(`${label.padEnd(L)} ${String(a).padStart(W)} ${String(b).padStart(W)}  ${ref}`);
+  const row = (label: string, a: unknown, b: unknown, ref = '') =>
+    console.log(`${label.padEnd(L)} ${String(a).padStart(W)} ${String(b).padStart(W)}  ${ref}`);
   const s = (ms: number | null | undefined) => (Number.isFinite(ms) ? `${fmt(ms! / 1000, 1)} s` : '—');
   console.log(`\n${'measure'.padEnd(L)} ${'with [rollout]'.padStart(W)} ${'without'.padStart(W)}  reference`);
   if (R || P) {
@@ -25,29 +28,97 @@ export function printRollout(results: { fleets: Record<string, FleetResult> }, s
     const floorP = P ? pollMs + P.good!.applyMs.max! : NaN;
     if (R) R.good!.floorMs = floorR;
     if (P) P.good!.floorMs = floorP;
-    row('fleet up on the first commit (untimed warm-up)', s(R?.allUpMs), s(P?.allUpMs), R ? 'with [rollout] it walks the waves too' : '');
-    row('(a) good commit: push → all reported success', s(R?.good!.allReportedMs), s(P?.good!.allReportedMs), `ratio ${ratio(R?.good!.allReportedMs, P?.good!.allReportedMs)}`);
-    row('    floor: poll + slowest apply (+ two bakes)', s(floorR), s(floorP), `÷ floor: ${ratio(R?.good!.allReportedMs, floorR)} / ${ratio(P?.good!.allReportedMs, floorP)}`);
+    row(
+      'fleet up on the first commit (untimed warm-up)',
+      s(R?.allUpMs),
+      s(P?.allUpMs),
+      R ? 'with [rollout] it walks the waves too' : '',
+    );
+    row(
+      '(a) good commit: push → all reported success',
+      s(R?.good!.allReportedMs),
+      s(P?.good!.allReportedMs),
+      `ratio ${ratio(R?.good!.allReportedMs, P?.good!.allReportedMs)}`,
+    );
+    row(
+      '    floor: poll + slowest apply (+ two bakes)',
+      s(floorR),
+      s(floorP),
+      `÷ floor: ${ratio(R?.good!.allReportedMs, floorR)} / ${ratio(P?.good!.allReportedMs, floorP)}`,
+    );
     row('    push → device reported, p50', s(R?.good!.reportedP50Ms), s(P?.good!.reportedP50Ms), '');
-    row('    apply p50 / max', R ? `${fmt(R.good!.applyMs.p50)} / ${fmt(R.good!.applyMs.max)} ms` : '—', P ? `${fmt(P.good!.applyMs.p50)} / ${fmt(P.good!.applyMs.max)} ms` : '—', '');
-    row('    requests / device, push → all reported', R ? fmt(R.good!.window.perDevice, 1) : '—', P ? fmt(P.good!.window.perDevice, 1) : '—', R && P ? `the longer window polls more: ${ratio(R.good!.window.perDevice, P.good!.window.perDevice)}` : '');
+    row(
+      '    apply p50 / max',
+      R ? `${fmt(R.good!.applyMs.p50)} / ${fmt(R.good!.applyMs.max)} ms` : '—',
+      P ? `${fmt(P.good!.applyMs.p50)} / ${fmt(P.good!.applyMs.max)} ms` : '—',
+      '',
+    );
+    row(
+      '    requests / device, push → all reported',
+      R ? fmt(R.good!.window.perDevice, 1) : '—',
+      P ? fmt(P.good!.window.perDevice, 1) : '—',
+      R && P ? `the longer window polls more: ${ratio(R.good!.window.perDevice, P.good!.window.perDevice)}` : '',
+    );
     if (R)
       for (const w of R.good!.byWave!)
-        row(`    ${w.wave} (${w.devices}): gate open / reported, max`, `${s(w.gateOpenMs.max)} / ${s(w.reportedMs.max)}`, '', w.wave === WAVES[0]!.name ? 'goes first' : `held first: ${w.heldDevices} of ${w.devices}`);
+        row(
+          `    ${w.wave} (${w.devices}): gate open / reported, max`,
+          `${s(w.gateOpenMs.max)} / ${s(w.reportedMs.max)}`,
+          '',
+          w.wave === WAVES[0]!.name ? 'goes first' : `held first: ${w.heldDevices} of ${w.devices}`,
+        );
     row(
-      '    a fetch\'s advertisement (v1), after (a)',
+      "    a fetch's advertisement (v1), after (a)",
       R ? `${fmt(R.advertisement!.uploadPackV1Bytes)} B` : '—',
       P ? `${fmt(P.advertisement!.uploadPackV1Bytes)} B` : '—',
-      R ? `refs in the followed repository: ${R.advertisement!.refs} (${R.advertisement!.notesRefs} notes, ${R.advertisement!.rolloutRefs} rollout) / ${P?.advertisement!.refs ?? '—'}` : '',
+      R
+        ? `refs in the followed repository: ${R.advertisement!.refs} (${R.advertisement!.notesRefs} notes, ${R.advertisement!.rolloutRefs} rollout) / ${P?.advertisement!.refs ?? '—'}`
+        : '',
     );
-    row('(b) bad commit: devices that applied it', R ? `${R.bad!.applied} of ${n}` : '—', P ? `${P.bad!.applied} of ${n}` : '—', R ? `aim: the canary only (${members.canary!.length}); by wave ${Object.entries(R.bad!.appliedByWave).map(([w, c]) => `${w} ${c}`).join(', ')}; gate opened after the halt was visible: ${R.bad!.appliedAfterHalt.length}` : '');
-    row('    push → halt visible (a wave past abort %)', s(R?.bad!.haltVisibleMs), '', R ? `fleet status --json rollout.halted: ${JSON.stringify(R.bad!.fleetStatusHalted)}` : '');
-    row('    push → all outside the canary reported halt', s(R?.bad!.allHaltReportedMs), '', R ? `poll + failed apply (max ${fmt(R.bad!.applyMs.max)} ms) + poll = ${s(2 * pollMs + R.bad!.applyMs.max!)}: ${ratio(R.bad!.allHaltReportedMs, 2 * pollMs + R.bad!.applyMs.max!)}` : '');
-    row('    push → all failure reports', '', s(P?.bad!.allFailureReportedMs), P ? `${P.bad!.failureReports} failure reports; poll + failed apply = ${s(pollMs + P.bad!.applyMs.max!)}` : '');
+    row(
+      '(b) bad commit: devices that applied it',
+      R ? `${R.bad!.applied} of ${n}` : '—',
+      P ? `${P.bad!.applied} of ${n}` : '—',
+      R
+        ? `aim: the canary only (${members.canary!.length}); by wave ${Object.entries(R.bad!.appliedByWave)
+            .map(([w, c]) => `${w} ${c}`)
+            .join(', ')}; gate opened after the halt was visible: ${R.bad!.appliedAfterHalt.length}`
+        : '',
+    );
+    row(
+      '    push → halt visible (a wave past abort %)',
+      s(R?.bad!.haltVisibleMs),
+      '',
+      R ? `fleet status --json rollout.halted: ${JSON.stringify(R.bad!.fleetStatusHalted)}` : '',
+    );
+    row(
+      '    push → all outside the canary reported halt',
+      s(R?.bad!.allHaltReportedMs),
+      '',
+      R
+        ? `poll + failed apply (max ${fmt(R.bad!.applyMs.max)} ms) + poll = ${s(2 * pollMs + R.bad!.applyMs.max!)}: ${ratio(R.bad!.allHaltReportedMs, 2 * pollMs + R.bad!.applyMs.max!)}`
+        : '',
+    );
+    row(
+      '    push → all failure reports',
+      '',
+      s(P?.bad!.allFailureReportedMs),
+      P ? `${P.bad!.failureReports} failure reports; poll + failed apply = ${s(pollMs + P.bad!.applyMs.max!)}` : '',
+    );
     if (R?.held) {
       const x = R.held!.perDevicePerPoll;
-      row('(c) held at a gate: requests / device / poll', fmt(x.requests, 2), '', `aim ≤ 2: ${x.requests! <= 2.05 ? 'met' : 'MISSED'}; looks ${fmt(x.looks, 2)} + gate reads ${fmt(x.gateReads, 2)}; GETs ${R.held!.gets}`);
-      row('    bytes out + in / device / poll', `${fmt(x.bytesOut)} + ${fmt(x.bytesIn)}`, '', `a look ${fmt(x.lookBytes)} B, a gate read ${fmt(x.gateReadBytes)} B (${R.held!.devices} held devices, ${fmt(R.held!.polls, 1)} polls, ${R.held!.stillHeldAtEnd} still held at the end)`);
+      row(
+        '(c) held at a gate: requests / device / poll',
+        fmt(x.requests, 2),
+        '',
+        `aim ≤ 2: ${x.requests! <= 2.05 ? 'met' : 'MISSED'}; looks ${fmt(x.looks, 2)} + gate reads ${fmt(x.gateReads, 2)}; GETs ${R.held!.gets}`,
+      );
+      row(
+        '    bytes out + in / device / poll',
+        `${fmt(x.bytesOut)} + ${fmt(x.bytesIn)}`,
+        '',
+        `a look ${fmt(x.lookBytes)} B, a gate read ${fmt(x.gateReadBytes)} B (${R.held!.devices} held devices, ${fmt(R.held!.polls, 1)} polls, ${R.held!.stillHeldAtEnd} still held at the end)`,
+      );
     }
   }
   if (synthetic.length) {
@@ -87,22 +158,24 @@ export function printRollout(results: { fleets: Record<string, FleetResult> }, s
         for (const v of x.variants.slice(1)) {
           const rd = v.reads[v.reads.length - 1]!;
           const u = x.variants[0]!.reads[rd.read - 1]!;
-          const verify = rd.verify ? `${rd.verify.counted} of ${rd.verify.counted + rd.verify.refused} reports verified${rd.verify.refused ? ` (refused: ${JSON.stringify(rd.verify.verdicts)})` : ''}, admission ${fmt(rd.verify.ms)} ms` : '';
+          const verify = rd.verify
+            ? `${rd.verify.counted} of ${rd.verify.counted + rd.verify.refused} reports verified${rd.verify.refused ? ` (refused: ${JSON.stringify(rd.verify.verdicts)})` : ''}, admission ${fmt(rd.verify.ms)} ms`
+            : '';
           console.log(
             `${fmt(x.devices).padStart(9)} ${short(v).padEnd(10)} read ${rd.read}: bytes ${fmt(rd.serverBytesOut)} / ${fmt(u.serverBytesOut)} = ${ratio(rd.serverBytesOut, u.serverBytesOut)}; ` +
               `listing ${fmt(rd.ms)} / ${fmt(u.ms)} ms = ${ratio(rd.ms, u.ms)}; decision ${fmt(rd.decideMs)} / ${fmt(u.decideMs)} ms = ${ratio(rd.decideMs, u.decideMs)} ` +
               `(aim ×2: ${rd.decideMs! <= 2 * u.decideMs! ? 'met' : 'MISSED'}); ${verify}${v.packBytes ? `; devices/ pack ${fmt(v.packBytes)} B, tree ${fmt(v.devicesTreeBytes)} B` : ''}`,
           );
         }
-      for (const x of synthetic) if (x.variants.some((v) => v.reader === 'git' && v.reads.length === 1)) console.log(`${fmt(x.devices)} devices, signed/git: one read only (--git-reader-up-to ${gitReaderUpTo})`);
+      for (const x of synthetic)
+        if (x.variants.some((v) => v.reader === 'git' && v.reads.length === 1))
+          console.log(`${fmt(x.devices)} devices, signed/git: one read only (--git-reader-up-to ${gitReaderUpTo})`);
     }
     for (const x of synthetic)
-      if (x.reads[0]!.error)
-        console.log(
-          `${fmt(x.devices)} devices: the first read failed (${x.reads[0]!.error})`,
-        );
+      if (x.reads[0]!.error) console.log(`${fmt(x.devices)} devices: the first read failed (${x.reads[0]!.error})`);
   }
   for (const [kind, f] of Object.entries(results.fleets))
     for (const [w, { count, example }] of Object.entries(f.warnings!))
-      if (!w.startsWith('cannot list this agent\'s containers')) console.log(`warning: ${kind}: agents logged "${w}" ${count} time(s)${example ? `, e.g. ${example}` : ''}`);
+      if (!w.startsWith("cannot list this agent's containers"))
+        console.log(`warning: ${kind}: agents logged "${w}" ${count} time(s)${example ? `, e.g. ${example}` : ''}`);
 }

@@ -22,13 +22,33 @@ export interface RolloutAgent {
 /** One agent: `keystone agent` with the fleet's options, its JSON log parsed as it comes (as lib/start-agent.ts startAgent). */
 export const startDevice = (url: string, device: string, stateDir: string, trustedKey: string): RolloutAgent => {
   const args = [
-    KEYSTONE_BIN, 'agent', '--repo', url, '--ref', 'main', '--device', device, '--poll', opts.poll,
-    '--trusted-key', trustedKey, '--status', 'git-notes', '--listen', 'none',
-    '--state-dir', stateDir, '--log-format', 'json', '--stop-on-exit',
+    KEYSTONE_BIN,
+    'agent',
+    '--repo',
+    url,
+    '--ref',
+    'main',
+    '--device',
+    device,
+    '--poll',
+    opts.poll,
+    '--trusted-key',
+    trustedKey,
+    '--status',
+    'git-notes',
+    '--listen',
+    'none',
+    '--state-dir',
+    stateDir,
+    '--log-format',
+    'json',
+    '--stop-on-exit',
   ];
   const child = spawn(process.execPath, args, { cwd: projectDir, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const a = { device, pid: child.pid!, events: [], stderr: '', exit: undefined } as unknown as RolloutAgent;
-  a.exited = new Promise<AgentExit>((resolve) => child.once('exit', (code, signal) => resolve((a.exit = { code, signal }))));
+  a.exited = new Promise<AgentExit>((resolve) =>
+    child.once('exit', (code, signal) => resolve((a.exit = { code, signal }))),
+  );
   child.stderr.on('data', (d) => (a.stderr = (a.stderr + d).slice(-5000)));
   createInterface({ input: child.stdout }).on('line', (line) => {
     let rec: AgentEvent;

@@ -113,7 +113,10 @@ export async function syntheticReads({ git, work, port, server }: RolloutContext
       await git('clone', '--quiet', '--bare', base, bare);
       lines.push('refs/heads/main');
       lines.sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
-      writeFileSync(join(bare, 'packed-refs'), `# pack-refs with: peeled fully-peeled sorted \n${lines.map((ref) => `${oid} ${ref}\n`).join('')}`);
+      writeFileSync(
+        join(bare, 'packed-refs'),
+        `# pack-refs with: peeled fully-peeled sorted \n${lines.map((ref) => `${oid} ${ref}\n`).join('')}`,
+      );
       rmSync(join(bare, 'refs', 'heads', 'main'), { force: true });
       return bare;
     };
@@ -131,10 +134,24 @@ export async function syntheticReads({ git, work, port, server }: RolloutContext
           const t = performance.now();
           try {
             const l = await lister.list(prefixes, o);
-            listings.push({ prefixes: prefixes.length, refs: l.refs.length, requests: l.requests, bytes: l.bytes, ms: performance.now() - t, m0, m1: await mark() });
+            listings.push({
+              prefixes: prefixes.length,
+              refs: l.refs.length,
+              requests: l.requests,
+              bytes: l.bytes,
+              ms: performance.now() - t,
+              m0,
+              m1: await mark(),
+            });
             return l;
           } catch (e) {
-            listings.push({ prefixes: prefixes.length, error: `${(e as { code?: string }).code ?? ''} ${(e as Error).message}`.trim(), ms: performance.now() - t, m0, m1: await mark() });
+            listings.push({
+              prefixes: prefixes.length,
+              error: `${(e as { code?: string }).code ?? ''} ${(e as Error).message}`.trim(),
+              ms: performance.now() - t,
+              m0,
+              m1: await mark(),
+            });
             throw e;
           }
         },
@@ -142,7 +159,8 @@ export async function syntheticReads({ git, work, port, server }: RolloutContext
       const seen = new Map<string, number>();
       const store = {
         firstSuccessSeen: (rev: string, key: string) => seen.get(`${rev}\0${key}`),
-        recordFirstSuccess: (rev: string, key: string, at: number) => seen.has(`${rev}\0${key}`) || seen.set(`${rev}\0${key}`, at),
+        recordFirstSuccess: (rev: string, key: string, at: number) =>
+          seen.has(`${rev}\0${key}`) || seen.set(`${rev}\0${key}`, at),
         goodState: () => undefined,
       };
       // What each decision's admission did: reports verified and counted, refused (with the verdicts), its time.
@@ -158,8 +176,19 @@ export async function syntheticReads({ git, work, port, server }: RolloutContext
           return a;
         },
       };
-      const gate = new RolloutGate({ refs, store, now: Date.now, random: mulberry32(seed) } as unknown as ConstructorParameters<typeof RolloutGate>[0]);
-      const candidate = { commit: NEW, rollout, wave: WAVES.length - 1, state: { components: [] }, ...(counting && { admission: counting }) };
+      const gate = new RolloutGate({
+        refs,
+        store,
+        now: Date.now,
+        random: mulberry32(seed),
+      } as unknown as ConstructorParameters<typeof RolloutGate>[0]);
+      const candidate = {
+        commit: NEW,
+        rollout,
+        wave: WAVES.length - 1,
+        state: { components: [] },
+        ...(counting && { admission: counting }),
+      };
       const reads: Read[] = [];
       for (let i = 0; i < count; i++) {
         admitted = undefined;
@@ -186,7 +215,9 @@ export async function syntheticReads({ git, work, port, server }: RolloutContext
           // parsing the refs, verifying the reports against their devices' certificates, the gate itself.
           ms: round(l.ms),
           decideMs: round(decideMs),
-          ...(got && { verify: { counted: got.counted, refused: got.refused, verdicts: got.verdicts, ms: round(got.ms) } }),
+          ...(got && {
+            verify: { counted: got.counted, refused: got.refused, verdicts: got.verdicts, ms: round(got.ms) },
+          }),
           error: l.error,
         });
       }
@@ -202,18 +233,37 @@ export async function syntheticReads({ git, work, port, server }: RolloutContext
         devs.push({ d, wave, s: stateOf(d) });
         perWave[wave]!++;
       }
-      const reportsOf = ({ d, wave, s }: SyntheticDevice) => [{ wave, device: d, commit: NEW, state: s }, ...(s !== 'success' ? [{ wave, device: d, commit: OLD, state: 'success' as const }] : [])];
+      const reportsOf = ({ d, wave, s }: SyntheticDevice) => [
+        { wave, device: d, commit: NEW, state: s },
+        ...(s !== 'success' ? [{ wave, device: d, commit: OLD, state: 'success' as const }] : []),
+      ];
       const name = `synth-${size}`;
-      const bare = await writeRefs(name, devs.flatMap((x) => reportsOf(x).map((r) => rolloutRef(r))));
+      const bare = await writeRefs(
+        name,
+        devs.flatMap((x) => reportsOf(x).map((r) => rolloutRef(r))),
+      );
       const writeMs = performance.now() - t0;
       const refsTotal = devs.reduce((n, x) => n + reportsOf(x).length, 0);
       // What a device of the last wave reads: the waves before it and its own, whole, in each read.
-      const readable = (await git('-C', bare, 'for-each-ref', '--format=%(refname)', ...WAVES.map((w) => `refs/keystone-rollout/${w.name}/`))).stdout.split('\n').filter(Boolean).length;
+      const readable = (
+        await git(
+          '-C',
+          bare,
+          'for-each-ref',
+          '--format=%(refname)',
+          ...WAVES.map((w) => `refs/keystone-rollout/${w.name}/`),
+        )
+      ).stdout
+        .split('\n')
+        .filter(Boolean).length;
       const seed = 0x5eed ^ size;
       const variants: Variant[] = [{ variant: 'unsigned', reads: await gateReads(name, seed) }];
       rmSync(bare, { recursive: true, force: true });
-      process.stderr.write(`synthetic ${fmt(size)} devices, unsigned: ${variants[0]!.reads.map((x) => (x.error ? `read ${x.read} failed` : `read ${x.read} ${fmt(x.refs)} refs ${fmt(x.serverBytesOut)} B ${fmt(x.decideMs)} ms`)).join(', ')}\n`);
-      let signedSetup: { signMs: number | null; certificateBytes: number | null; refNameChars: number | null } | undefined;
+      process.stderr.write(
+        `synthetic ${fmt(size)} devices, unsigned: ${variants[0]!.reads.map((x) => (x.error ? `read ${x.read} failed` : `read ${x.read} ${fmt(x.refs)} refs ${fmt(x.serverBytesOut)} B ${fmt(x.decideMs)} ms`)).join(', ')}\n`,
+      );
+      let signedSetup:
+        { signMs: number | null; certificateBytes: number | null; refNameChars: number | null } | undefined;
       if (identity) {
         // Every device: a key pair, its certificate (devices/<name>.cert, signed by the enrolment key) and its refs
         // signed with its key (each name ends `.<key id><signature>`).
@@ -225,21 +275,43 @@ export async function syntheticReads({ git, work, port, server }: RolloutContext
           certs.push(identity.certificate(x.d, key));
           const signer = reportSigner(key);
           for (const r of reportsOf(x)) lines.push(rolloutRef(r, signer));
-          if ((i + 1) % 10_000 === 0) process.stderr.write(`  ${fmt(i + 1)} devices enrolled and signed (${fmt((performance.now() - t1) / 1000, 1)} s)\n`);
+          if ((i + 1) % 10_000 === 0)
+            process.stderr.write(
+              `  ${fmt(i + 1)} devices enrolled and signed (${fmt((performance.now() - t1) / 1000, 1)} s)\n`,
+            );
         }
         const signMs = performance.now() - t1;
         const signedName = `${name}-signed`;
         const signedBare = await writeRefs(signedName, lines);
         const meanRef = round(lines.reduce((n, l) => n + l.length, 0) / lines.length, 1);
-        signedSetup = { signMs: round(signMs), certificateBytes: round(certs.reduce((n, c) => n + c.length, 0) / certs.length), refNameChars: meanRef };
+        signedSetup = {
+          signMs: round(signMs),
+          certificateBytes: round(certs.reduce((n, c) => n + c.length, 0) / certs.length),
+          refNameChars: meanRef,
+        };
         for (const kindOfReader of verifyReaders) {
           const t2 = performance.now();
-          const reader = kindOfReader === 'dir' ? identity.directoryOf(join(work, `synth-dir-${size}`), devs, certs) : await identity.gitCacheOf(join(work, `synth-cache-${size}.git`), devs, certs);
+          const reader =
+            kindOfReader === 'dir'
+              ? identity.directoryOf(join(work, `synth-dir-${size}`), devs, certs)
+              : await identity.gitCacheOf(join(work, `synth-cache-${size}.git`), devs, certs);
           const readerSetupMs = performance.now() - t2;
-          const admission = await reportAdmission({ raw: reader.reader, signed: reader.reader, rollout, enrollmentKeys: [identity.enrollmentPublic], now: Date.now });
+          const admission = await reportAdmission({
+            raw: reader.reader,
+            signed: reader.reader,
+            rollout,
+            enrollmentKeys: [identity.enrollmentPublic],
+            now: Date.now,
+          });
           const count = kindOfReader === 'git' && size > gitReaderUpTo ? 1 : 4;
           const reads = await gateReads(signedName, seed, admission, count);
-          variants.push({ variant: `signed, verified (${kindOfReader === 'dir' ? 'devices/ in a directory' : "devices/ in a Git cache"})`, reader: kindOfReader, readerSetupMs: round(readerSetupMs), ...reader.info, reads });
+          variants.push({
+            variant: `signed, verified (${kindOfReader === 'dir' ? 'devices/ in a directory' : 'devices/ in a Git cache'})`,
+            reader: kindOfReader,
+            readerSetupMs: round(readerSetupMs),
+            ...reader.info,
+            reads,
+          });
           reader.remove();
           process.stderr.write(
             `synthetic ${fmt(size)} devices, signed (${kindOfReader}): ${reads.map((x) => (x.error ? `read ${x.read} failed` : `read ${x.read} ${fmt(x.refs)} refs ${fmt(x.serverBytesOut)} B ${fmt(x.decideMs)} ms${x.verify ? ` (${x.verify.counted} counted, ${x.verify.refused} refused)` : ''}`)).join(', ')}\n`,

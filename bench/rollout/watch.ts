@@ -16,7 +16,9 @@ type Sample<T> = (notes: Notes, refs: RolloutRef[], t: number) => T;
 export function watcher(git: Git, agents: () => RolloutAgent[]) {
   /** device → { state, commit } from the notes refs; and the rollout refs, parsed. */
   const readNotes = async (bare: string) => {
-    const out = (await git('-C', bare, 'for-each-ref', '--format=%(refname) %(contents:subject)', 'refs/notes/keystone-devices/')).stdout;
+    const out = (
+      await git('-C', bare, 'for-each-ref', '--format=%(refname) %(contents:subject)', 'refs/notes/keystone-devices/')
+    ).stdout;
     const notes = new Map<string, { state: string; commit: string }>();
     for (const line of out.split('\n')) {
       const m = /^refs\/notes\/keystone-devices\/(\S+) keystone\/\S+: (\S+) ([0-9a-f]{40})$/.exec(line);
@@ -25,13 +27,20 @@ export function watcher(git: Git, agents: () => RolloutAgent[]) {
     return notes;
   };
   const readRolloutRefs = async (bare: string) =>
-    (await git('-C', bare, 'for-each-ref', '--format=%(refname)', 'refs/keystone-rollout/')).stdout.split('\n').filter(Boolean).map(parseRolloutRef).filter((x): x is RolloutRef => Boolean(x));
+    (await git('-C', bare, 'for-each-ref', '--format=%(refname)', 'refs/keystone-rollout/')).stdout
+      .split('\n')
+      .filter(Boolean)
+      .map(parseRolloutRef)
+      .filter((x): x is RolloutRef => Boolean(x));
 
   /**
    * Polls the bare repository every ~200 ms until `done(notes, refs, t)` says so (deadline); `each(notes, refs, t)`
    * sees every sample (to record first moments).
    */
-  const watch = async (bare: string, { done, each, deadlineMs, what }: { done: Sample<boolean>; each?: Sample<void>; deadlineMs: number; what: string }) => {
+  const watch = async (
+    bare: string,
+    { done, each, deadlineMs, what }: { done: Sample<boolean>; each?: Sample<void>; deadlineMs: number; what: string },
+  ) => {
     const until = epochNow() + deadlineMs;
     for (;;) {
       const [notes, refs] = await Promise.all([readNotes(bare), readRolloutRefs(bare)]);
@@ -39,9 +48,13 @@ export function watcher(git: Git, agents: () => RolloutAgent[]) {
       each?.(notes, refs, t);
       if (done(notes, refs, t)) return;
       if (t > until) {
-        const exited = agents().filter((a) => a.exit).map((a) => `${a.device}: ${a.stderr.slice(-300)}`);
+        const exited = agents()
+          .filter((a) => a.exit)
+          .map((a) => `${a.device}: ${a.stderr.slice(-300)}`);
         const summary = [...notes].map(([d, s]) => `${d}=${s.state}:${s.commit.slice(0, 7)}`).join(' ');
-        throw new Error(`${what}: not done after ${fmt(deadlineMs)} ms (notes: ${summary})${exited.length ? `; exited: ${exited.join(' | ')}` : ''}`);
+        throw new Error(
+          `${what}: not done after ${fmt(deadlineMs)} ms (notes: ${summary})${exited.length ? `; exited: ${exited.join(' | ')}` : ''}`,
+        );
       }
       await sleep(200);
     }
@@ -50,7 +63,8 @@ export function watcher(git: Git, agents: () => RolloutAgent[]) {
     const seen = new Map<string, number>();
     return watch(bare, {
       each: (notes, _r, t) => {
-        for (const d of list) if (!seen.has(d) && notes.get(d)?.commit === sha && notes.get(d)?.state === state) seen.set(d, t);
+        for (const d of list)
+          if (!seen.has(d) && notes.get(d)?.commit === sha && notes.get(d)?.state === state) seen.set(d, t);
       },
       done: () => seen.size === list.length,
       deadlineMs,

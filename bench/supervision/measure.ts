@@ -76,7 +76,8 @@ async function killAndTime(port: number): Promise<Omit<Kill, 'program'>> {
   const deadline = killedAt + 15_000;
   for (;;) {
     const r = await askPid(port, 250);
-    if (r && r.pid !== before.pid) return { oldPid: before.pid, newPid: r.pid, killedAt, seenAt: r.connectedAt, ms: r.connectedAt - killedAt };
+    if (r && r.pid !== before.pid)
+      return { oldPid: before.pid, newPid: r.pid, killedAt, seenAt: r.connectedAt, ms: r.connectedAt - killedAt };
     if (epochNow() > deadline) return { oldPid: before.pid, killedAt, error: 'not back within 15 s' };
     await sleep(2);
   }
@@ -113,7 +114,13 @@ export async function measure(sup: Supervisor, work: string): Promise<Row> {
       for (const r of kills) {
         if (!r.newPid) continue;
         const st = readStandInLog(readTextIfAny(sup.stdoutLog(r.program))).get(r.newPid);
-        if (st) Object.assign(r, { toNodeMs: st.origin! - r.killedAt!, bootMs: st.started! - st.origin!, toListenMs: st.listening! - st.started!, toSeenMs: r.seenAt! - st.listening! });
+        if (st)
+          Object.assign(r, {
+            toNodeMs: st.origin! - r.killedAt!,
+            bootMs: st.started! - st.origin!,
+            toListenMs: st.listening! - st.started!,
+            toSeenMs: r.seenAt! - st.listening!,
+          });
         if (sup.restartLog) {
           const a = sup.restartLog(r.program, r.newPid);
           if (a.exitedAt !== undefined) r.toExitLoggedMs = a.exitedAt - r.killedAt!;
@@ -131,7 +138,8 @@ export async function measure(sup: Supervisor, work: string): Promise<Row> {
           picks.map(async (i, k) => {
             for (;;) {
               const r = await askPid(ports[i]!, 250);
-              if (r && r.pid !== before[k]?.pid) return (seen.add(r.pid), { program: names[i]!, newPid: r.pid, ms: r.connectedAt - killedAt });
+              if (r && r.pid !== before[k]?.pid)
+                return (seen.add(r.pid), { program: names[i]!, newPid: r.pid, ms: r.connectedAt - killedAt });
               if (epochNow() > killedAt + 30_000) return { program: names[i]!, newPid: undefined, ms: NaN };
               await sleep(2);
             }
@@ -139,7 +147,12 @@ export async function measure(sup: Supervisor, work: string): Promise<Row> {
         );
         for (const b of back) if (b.newPid && sup.settled) await sup.settled(b.program, b.newPid);
         const ms = back.map((b) => b.ms).sort((a, b) => a - b);
-        result.burst = { killed: BURST, firstMs: round(ms[0]), lastMs: round(ms.at(-1)), eachMs: ms.map((x) => round(x)) };
+        result.burst = {
+          killed: BURST,
+          firstMs: round(ms[0]),
+          lastMs: round(ms.at(-1)),
+          eachMs: ms.map((x) => round(x)),
+        };
       }
       await sleep(1000);
     }
@@ -160,7 +173,9 @@ export async function measure(sup: Supervisor, work: string): Promise<Row> {
     const p1 = cpuTicks(pids);
     const wallS = (epochNow() - w0) / 1000;
     const hz = clockTicksPerSecond();
-    const stillThere = (await Promise.all(ports.map((p) => askPid(p, 500)))).filter((r) => r && pids.includes(r.pid)).length;
+    const stillThere = (await Promise.all(ports.map((p) => askPid(p, 500)))).filter(
+      (r) => r && pids.includes(r.pid),
+    ).length;
     const ok = kills.filter((r) => Number.isFinite(r.ms));
     Object.assign(result, {
       restart: ok.length
@@ -172,7 +187,10 @@ export async function measure(sup: Supervisor, work: string): Promise<Row> {
             maxMs: round(Math.max(...ok.map((r) => r.ms!))),
             restartDelayMs: sup.restartDelayMs,
             // kill → the new node process exists, beyond the supervisor's own delay: the p50 of the kills.
-            spawnOverheadMs: round(median(ok.map((r) => r.toNodeMs!).filter(Number.isFinite)) - (sup.restartDelayMs ?? 0), 2),
+            spawnOverheadMs: round(
+              median(ok.map((r) => r.toNodeMs!).filter(Number.isFinite)) - (sup.restartDelayMs ?? 0),
+              2,
+            ),
             parts: Object.fromEntries(
               (['toExitLoggedMs', 'exitToStartingMs', 'toNodeMs', 'bootMs', 'toListenMs', 'toSeenMs'] as const)
                 .map((k): [string, number[]] => [k, ok.map((r) => r[k]!).filter(Number.isFinite)])

@@ -26,8 +26,18 @@ export const IDLE_S = Number(opts.idle);
 export const GAP_MS = Number(opts.gap);
 export const PORT_BASE = Number(opts['port-base']);
 export const only = opts.only.split(',').map((s) => s.trim());
-if (![N, KILLS, BURST, IDLE_S, GAP_MS, PORT_BASE].every((x) => Number.isFinite(x) && x >= 0) || N < 1 || !Number.isInteger(IDLE_S) || IDLE_S < 1 || KILLS > N || BURST > N || only.some((s) => !ALL.includes(s))) {
-  console.error(`usage: node --import tsx bench/supervision.bench.ts [--programs 50] [--kills 20] [--burst 5] [--idle 60] [--gap 500] [--only ${ALL.join(',')}] [--port-base 32000]`);
+if (
+  ![N, KILLS, BURST, IDLE_S, GAP_MS, PORT_BASE].every((x) => Number.isFinite(x) && x >= 0) ||
+  N < 1 ||
+  !Number.isInteger(IDLE_S) ||
+  IDLE_S < 1 ||
+  KILLS > N ||
+  BURST > N ||
+  only.some((s) => !ALL.includes(s))
+) {
+  console.error(
+    `usage: node --import tsx bench/supervision.bench.ts [--programs 50] [--kills 20] [--burst 5] [--idle 60] [--gap 500] [--only ${ALL.join(',')}] [--port-base 32000]`,
+  );
   process.exit(2);
 }
 

@@ -35,7 +35,13 @@ export function keystone(work: string, standIn: string, { probed }: { probed: bo
   const stateDir = join(dir, 'state');
   const plan = writeProcessRepo(
     repo,
-    names.map((name, i) => ({ name, port: ports[i]!, delay: 0, ...(probed && { check: 'tcp' as const, interval: '10s', timeout: '1s', threshold: 3 }), dependencies: [] })),
+    names.map((name, i) => ({
+      name,
+      port: ports[i]!,
+      delay: 0,
+      ...(probed && { check: 'tcp' as const, interval: '10s', timeout: '1s', threshold: 3 }),
+      dependencies: [],
+    })),
     standIn,
   );
   let agent!: Agent;
@@ -48,9 +54,21 @@ export function keystone(work: string, standIn: string, { probed }: { probed: bo
     kills: !probed,
     async start() {
       // The API on a port of the bench's own range (with its /metrics, as on a device): 8080 may be taken on a shared machine.
-      agent = startAgent({ repo, plan, stateDir, concurrency: 64, env: cleanEnv(), extraArgs: ['--listen', `127.0.0.1:${PORT_BASE + N + (probed ? 2 : 1)}`] });
-      await agent.waitFor((e) => e.msg === 'all components running' || e.msg?.startsWith('apply failed'), 120_000, '"all components running"');
-      if (!agent.events.some((e) => e.msg === 'all components running')) throw new Error('the agent did not bring every program up');
+      agent = startAgent({
+        repo,
+        plan,
+        stateDir,
+        concurrency: 64,
+        env: cleanEnv(),
+        extraArgs: ['--listen', `127.0.0.1:${PORT_BASE + N + (probed ? 2 : 1)}`],
+      });
+      await agent.waitFor(
+        (e) => e.msg === 'all components running' || e.msg?.startsWith('apply failed'),
+        120_000,
+        '"all components running"',
+      );
+      if (!agent.events.some((e) => e.msg === 'all components running'))
+        throw new Error('the agent did not bring every program up');
       return agent.pid;
     },
     stdoutLog: (name: string) => join(stateDir, 'components', name, 'logs', 'stdout.log'),
@@ -63,7 +81,13 @@ export function keystone(work: string, standIn: string, { probed }: { probed: bo
     /** Until the agent has the new instance running again (its engine queue is free for the next restart). */
     async settled(name: string, newPid: number) {
       const i = agent.events.findIndex((e) => e.component === name && e.state === 'starting' && e.pid === newPid);
-      await agent.waitFor((e) => i >= 0 && agent.events.indexOf(e) > i && e.component === name && e.state === 'running', 10_000, `${name} running again`).catch(() => {});
+      await agent
+        .waitFor(
+          (e) => i >= 0 && agent.events.indexOf(e) > i && e.component === name && e.state === 'running',
+          10_000,
+          `${name} running again`,
+        )
+        .catch(() => {});
     },
     async stop() {
       await agent.stop();
@@ -114,7 +138,8 @@ export function supervisord(work: string, standIn: string): Supervisor {
       exited = new Promise((r) => child.once('exit', r));
       child.once('error', () => {});
       await sleep(200);
-      if (!isLive(child.pid!)) throw new Error(`supervisord exited at once: ${readTextIfAny(join(dir, 'supervisord.log')).slice(-1000)}`);
+      if (!isLive(child.pid!))
+        throw new Error(`supervisord exited at once: ${readTextIfAny(join(dir, 'supervisord.log')).slice(-1000)}`);
       return child.pid!;
     },
     stdoutLog: (name: string) => join(dir, `${name}.out`),
@@ -158,7 +183,8 @@ export function pm2(work: string, standIn: string): Supervisor {
     }),
   );
   const env = cleanEnv({ PM2_HOME: home, PM2_SILENT: 'true' });
-  const cli = (...args: string[]) => spawnSync(process.execPath, [pm2Bin, ...args], { env, encoding: 'utf8', timeout: 120_000 });
+  const cli = (...args: string[]) =>
+    spawnSync(process.execPath, [pm2Bin, ...args], { env, encoding: 'utf8', timeout: 120_000 });
   let daemon: number | undefined;
   return {
     key: 'pm2',
@@ -169,7 +195,8 @@ export function pm2(work: string, standIn: string): Supervisor {
     kills: true,
     async start() {
       const r = cli('start', eco);
-      if (r.status !== 0) throw new Error(`pm2 start exited ${r.status ?? r.signal}: ${(r.stderr || r.stdout).slice(-1500)}`);
+      if (r.status !== 0)
+        throw new Error(`pm2 start exited ${r.status ?? r.signal}: ${(r.stderr || r.stdout).slice(-1500)}`);
       daemon = Number(readTextIfAny(join(home, 'pm2.pid')).trim());
       if (!daemon || !isLive(daemon)) throw new Error(`no PM2 daemon pid in ${join(home, 'pm2.pid')}`);
       return daemon;

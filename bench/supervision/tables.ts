@@ -47,7 +47,9 @@ export function partsTable(rows: Row[]): string {
       `${r.label.padEnd(26)} ${fmt(p.toNodeMs, 1).padStart(15)} ${`(${fmt(r.restart!.restartDelayMs)} + ${fmt(r.restart!.spawnOverheadMs, 1)})`.padStart(17)} ${fmt(p.bootMs, 1).padStart(9)} ${fmt(p.toListenMs, 1).padStart(11)} ${fmt(p.toSeenMs, 1).padStart(7)} │ ${fmt(r.restart!.medianMs, 1).padStart(6)}`,
     );
     if (p.toExitLoggedMs !== undefined)
-      lines.push(`${''.padEnd(26)}   from the agent's log: kill → exit logged ${fmt(p.toExitLoggedMs, 1)}, exit logged → state=starting logged ${fmt(p.exitToStartingMs, 1)} (100 ms of it is the first-restart delay of SPEC §5)`);
+      lines.push(
+        `${''.padEnd(26)}   from the agent's log: kill → exit logged ${fmt(p.toExitLoggedMs, 1)}, exit logged → state=starting logged ${fmt(p.exitToStartingMs, 1)} (100 ms of it is the first-restart delay of SPEC §5)`,
+      );
   }
   return lines.join('\n');
 }

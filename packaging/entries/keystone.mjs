@@ -5,5 +5,10 @@ import { preflight } from './preflight.mjs';
 
 preflight('keystone');
 const { main } = await import('../../dist/cli/keystone.js');
-process.exitCode = await main(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, cwd: process.cwd(), env: process.env });
+process.exitCode = await main(process.argv.slice(2), {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  cwd: process.cwd(),
+  env: process.env,
+});
 process.exit();

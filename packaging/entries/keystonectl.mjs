@@ -4,4 +4,9 @@ import { preflight } from './preflight.mjs';
 
 preflight('keystonectl');
 const { main } = await import('../../dist/cli/keystonectl.js');
-process.exitCode = await main(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, cwd: process.cwd(), env: process.env });
+process.exitCode = await main(process.argv.slice(2), {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  cwd: process.cwd(),
+  env: process.env,
+});

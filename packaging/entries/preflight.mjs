@@ -15,7 +15,10 @@ export function preflight(program) {
   const min = /(\d+)\.(\d+)/.exec(engines.node).slice(1).map(Number);
   const have = process.versions.node.split('.').map(Number);
   if (have[0] < min[0] || (have[0] === min[0] && have[1] < min[1]))
-    fatal(program, `Node ${process.versions.node} (${process.execPath}) is older than keystone needs (${engines.node}): install the keystone-node package (amd64, arm64) or nodejs ${min.join('.')} or later`);
+    fatal(
+      program,
+      `Node ${process.versions.node} (${process.execPath}) is older than keystone needs (${engines.node}): install the keystone-node package (amd64, arm64) or nodejs ${min.join('.')} or later`,
+    );
   const dir = join(here, 'native');
   // The same name as src/store/sqlite-addon.ts's addonFileName (test/packaging/bundle.test.ts holds them together).
   const addon = `better_sqlite3-${process.platform}-${process.arch}-abi${process.versions.modules}.node`;

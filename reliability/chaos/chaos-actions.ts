@@ -8,7 +8,8 @@ import { GAUGE as GAUGE_NAME, type ChaosRepo, type PushedCommit } from './chaos-
 import { killContainer } from './device-view.js';
 import type { SeededRandom } from './seeded-random.js';
 
-export type ActionKind = 'bump' | 'revert' | 'composite-break' | 'sick' | 'replay' | 'crash' | 'operator-restart' | 'locked-bump' | 'idle';
+export type ActionKind =
+  'bump' | 'revert' | 'composite-break' | 'sick' | 'replay' | 'crash' | 'operator-restart' | 'locked-bump' | 'idle';
 export type PushKind = 'bump' | 'revert' | 'composite-break' | 'sick' | 'replay';
 
 /** How often each comes up. Pushes dominate: they are what makes the agent stop, install, start and report. */

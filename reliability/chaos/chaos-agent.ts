@@ -25,7 +25,8 @@ export const DEVICE = 'chaos-01';
 export const ADOPTED_CHECKING = 'checking the health of adopted instances';
 export const ADOPTED_CHECKED = 'adopted instances checked';
 /** What an agent says when it cannot read back the revision it applied last (then it loads nothing, and checks nothing). */
-export const CANNOT_RELOAD = 'the revision applied last is no longer in the local clone: what was adopted runs on as it is until a valid revision comes';
+export const CANNOT_RELOAD =
+  'the revision applied last is no longer in the local clone: what was adopted runs on as it is until a valid revision comes';
 
 export class ChaosAgent {
   readonly h: AgentHarness;
@@ -60,17 +61,27 @@ export class ChaosAgent {
       plan: fx.plan,
       trustArgs: fx.trustArgs,
       args: [
-        '--ref', 'main',
-        '--poll', '300ms',
-        '--device', DEVICE,
-        '--status', 'git-notes',
-        '--listen', `127.0.0.1:${this.apiPort}`,
-        '--grace', '1s',
-        '--max-backoff', '500ms',
-        '--healthy-spell', '1s',
-        '--crash-loop-limit', '1000',
+        '--ref',
+        'main',
+        '--poll',
+        '300ms',
+        '--device',
+        DEVICE,
+        '--status',
+        'git-notes',
+        '--listen',
+        `127.0.0.1:${this.apiPort}`,
+        '--grace',
+        '1s',
+        '--max-backoff',
+        '500ms',
+        '--healthy-spell',
+        '1s',
+        '--crash-loop-limit',
+        '1000',
         // stack-fixture moves every signing time a second past the last: a fast run signs ahead of the clock.
-        '--max-clock-skew', '24h',
+        '--max-clock-skew',
+        '24h',
       ],
     });
     return this.agent;
@@ -85,7 +96,9 @@ export class ChaosAgent {
     const out = a.child.stdout;
     if (out && !out.closed) {
       let deadline: NodeJS.Timeout | undefined;
-      await Promise.race([once(out, 'close'), new Promise((r) => (deadline = setTimeout(r, 2_000)))]).catch(() => undefined);
+      await Promise.race([once(out, 'close'), new Promise((r) => (deadline = setTimeout(r, 2_000)))]).catch(
+        () => undefined,
+      );
       clearTimeout(deadline);
     }
     const checking = a.logs.findIndex((l) => l.msg === ADOPTED_CHECKING);
@@ -107,7 +120,12 @@ export class ChaosAgent {
     const a = this.agent;
     if (!a) return false;
     const seen = await a
-      .waitForLog((l) => l.msg === ADOPTED_CHECKING || l.msg === ADOPTED_CHECKED || is.applyEnd(l) || l.msg === CANNOT_RELOAD, deadlineMs, 0, 'the health check of adopted instances')
+      .waitForLog(
+        (l) => l.msg === ADOPTED_CHECKING || l.msg === ADOPTED_CHECKED || is.applyEnd(l) || l.msg === CANNOT_RELOAD,
+        deadlineMs,
+        0,
+        'the health check of adopted instances',
+      )
       .catch(() => undefined);
     return seen?.msg === ADOPTED_CHECKING;
   }
@@ -118,7 +136,11 @@ export class ChaosAgent {
   }
 
   /** One API request; undefined when the agent does not answer (not up yet, or killed meanwhile). */
-  async api(method: 'GET' | 'POST', path: string, timeoutMs = 10_000): Promise<{ status: number; body: unknown } | undefined> {
+  async api(
+    method: 'GET' | 'POST',
+    path: string,
+    timeoutMs = 10_000,
+  ): Promise<{ status: number; body: unknown } | undefined> {
     const token = this.token();
     if (!token) return undefined;
     try {

@@ -12,7 +12,14 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { GIT_ENV } from '../../test/support/git-env.js';
 import { startGitHttpServer, type GitHttpServer } from '../../test/support/git-http-server.js';
-import { asContainer, fourStack, freePorts, stackFixture, type ComponentSpec, type StackFixture } from '../../test/support/stack-fixture.js';
+import {
+  asContainer,
+  fourStack,
+  freePorts,
+  stackFixture,
+  type ComponentSpec,
+  type StackFixture,
+} from '../../test/support/stack-fixture.js';
 
 const run = promisify(execFile);
 
@@ -51,7 +58,9 @@ function gauge(version: string, sick: boolean, closedPort: number): ComponentSpe
     args: [GAUGE_MARKER],
     // SPEC §19: the chaos run holds it (run-chaos.ts, the `locked-bump` action) across kills of the agent.
     updateLock: { lock: GAUGE_LOCK },
-    ...(sick && { health: { check: `tcp://127.0.0.1:${closedPort}`, interval: '200ms', timeout: '150ms', failureThreshold: 10 } }),
+    ...(sick && {
+      health: { check: `tcp://127.0.0.1:${closedPort}`, interval: '200ms', timeout: '150ms', failureThreshold: 10 },
+    }),
   };
 }
 
@@ -71,27 +80,74 @@ function compositeFiles(m: Model, sha: string, closedPort: number): Record<strin
   const q = (s: string) => JSON.stringify(s);
   const fast = ['interval = "200ms"', 'timeout = "1s"', 'failure_threshold = 50'];
   const api = [
-    '[metadata]', 'name = "com.chaos.app-api"', `version = ${q(m.appVersion)}`,
-    '[[artifacts]]', 'uri = "../artifacts/fake-reports.mjs"', `sha256 = ${q(sha)}`, 'unpack = false',
-    '[config]', 'port = 1', '[exports]', 'port = "{{config.port}}"',
-    '[lifecycle.run]', '[lifecycle.run.exec]', 'command = "node"',
+    '[metadata]',
+    'name = "com.chaos.app-api"',
+    `version = ${q(m.appVersion)}`,
+    '[[artifacts]]',
+    'uri = "../artifacts/fake-reports.mjs"',
+    `sha256 = ${q(sha)}`,
+    'unpack = false',
+    '[config]',
+    'port = 1',
+    '[exports]',
+    'port = "{{config.port}}"',
+    '[lifecycle.run]',
+    '[lifecycle.run.exec]',
+    'command = "node"',
     `args = ["fake-reports.mjs", "--port", "{{config.port}}", "--version-label", ${q(m.appVersion)}]`,
-    '[lifecycle.run.health]', 'check = "http://127.0.0.1:{{config.port}}/health"', ...fast, '',
+    '[lifecycle.run.health]',
+    'check = "http://127.0.0.1:{{config.port}}/health"',
+    ...fast,
+    '',
   ];
   // Broken: a check nothing can pass (a closed port), with a 1 s budget, so the rollback comes quickly.
   const side = [
-    '[metadata]', 'name = "com.chaos.app-side"', 'version = "1.0.0"',
-    '[lifecycle.run]', '[lifecycle.run.exec]', 'command = "sleep"', 'args = ["100000", "{{deps.api.exports.port}}"]',
-    ...(m.appBroken ? ['[lifecycle.run.health]', `check = "tcp://127.0.0.1:${closedPort}"`, 'interval = "200ms"', 'timeout = "150ms"', 'failure_threshold = 5'] : []),
-    '[[dependencies]]', 'name = "com.chaos.app-api"', '',
+    '[metadata]',
+    'name = "com.chaos.app-side"',
+    'version = "1.0.0"',
+    '[lifecycle.run]',
+    '[lifecycle.run.exec]',
+    'command = "sleep"',
+    'args = ["100000", "{{deps.api.exports.port}}"]',
+    ...(m.appBroken
+      ? [
+          '[lifecycle.run.health]',
+          `check = "tcp://127.0.0.1:${closedPort}"`,
+          'interval = "200ms"',
+          'timeout = "150ms"',
+          'failure_threshold = 5',
+        ]
+      : []),
+    '[[dependencies]]',
+    'name = "com.chaos.app-api"',
+    '',
   ];
-  const app = ['[metadata]', 'name = "com.chaos.app"', 'version = "1.0.0"', '[[members]]', 'name = "api"', 'recipe = "recipes/app-api.toml"', '[[members]]', 'name = "side"', 'recipe = "recipes/app-side.toml"', ''];
-  return { 'recipes/app-api.toml': api.join('\n'), 'recipes/app-side.toml': side.join('\n'), 'recipes/app.toml': app.join('\n') };
+  const app = [
+    '[metadata]',
+    'name = "com.chaos.app"',
+    'version = "1.0.0"',
+    '[[members]]',
+    'name = "api"',
+    'recipe = "recipes/app-api.toml"',
+    '[[members]]',
+    'name = "side"',
+    'recipe = "recipes/app-side.toml"',
+    '',
+  ];
+  return {
+    'recipes/app-api.toml': api.join('\n'),
+    'recipes/app-side.toml': side.join('\n'),
+    'recipes/app.toml': app.join('\n'),
+  };
 }
 
 /** The container component: busybox sh as PID 1 that leaves at once on SIGTERM (a plain sleep would wait out the grace). */
 function box(image: string, version: string): ComponentSpec {
-  return asContainer('box', version, { image, command: ['sh', '-c', 'trap "exit 0" TERM; while :; do sleep 1000 & wait $!; done'], resources: { memory_mb: 32, pids_limit: 16 } });
+  return asContainer('box', version, {
+    image,
+    command: ['sh', '-c', 'trap "exit 0" TERM; while :; do sleep 1000 & wait $!; done'],
+    resources: { memory_mb: 32, pids_limit: 16 },
+  });
 }
 
 export class ChaosRepo {
@@ -114,11 +170,24 @@ export class ChaosRepo {
   static async create(root: string, opts: { image?: string }): Promise<ChaosRepo> {
     const image = opts.image;
     const [p1, p2, closed] = (await freePorts(3)) as [number, number, number];
-    const fx = await stackFixture({ signed: true, components: (ports) => [...fourStack(ports), gauge('1.0.0', false, closed), ...(image ? [box(image, '1.0.0')] : [])] });
+    const fx = await stackFixture({
+      signed: true,
+      components: (ports) => [
+        ...fourStack(ports),
+        gauge('1.0.0', false, closed),
+        ...(image ? [box(image, '1.0.0')] : []),
+      ],
+    });
     const server = await startGitHttpServer({ root: join(root, 'srv') });
     const bare = server.createRepository('fleet');
     const versions = Object.fromEntries(fx.components.map((c) => [c.name, c.version]));
-    const repo = new ChaosRepo(fx, server, server.url('fleet'), bare, [p1, p2], closed, { versions, appVersion: '0.9.0', appPort: p1, appBroken: false, sick: false });
+    const repo = new ChaosRepo(fx, server, server.url('fleet'), bare, [p1, p2], closed, {
+      versions,
+      appVersion: '0.9.0',
+      appPort: p1,
+      appBroken: false,
+      sick: false,
+    });
     await repo.git('init', '--quiet', '--initial-branch=main');
     await repo.commitAndPush('initial', repo.model);
     return repo;
@@ -202,9 +271,13 @@ export class ChaosRepo {
     const g = gauge(next.versions[GAUGE]!, next.sick, this.closedPort);
     fx.components = fx.components.map((c) => (c.name === GAUGE ? g : c));
     fx.write();
-    for (const [file, text] of Object.entries(compositeFiles(next, this.sha('fake-reports.mjs'), this.closedPort))) writeFileSync(join(fx.dir, file), text);
+    for (const [file, text] of Object.entries(compositeFiles(next, this.sha('fake-reports.mjs'), this.closedPort)))
+      writeFileSync(join(fx.dir, file), text);
     const planPath = join(fx.dir, fx.plan);
-    writeFileSync(planPath, `${readFileSync(planPath, 'utf8')}\n[[components]]\nname = "app"\nrecipe = "recipes/app.toml"\n[components.config.api]\nport = ${next.appPort}\n`);
+    writeFileSync(
+      planPath,
+      `${readFileSync(planPath, 'utf8')}\n[[components]]\nname = "app"\nrecipe = "recipes/app.toml"\n[components.config.api]\nport = ${next.appPort}\n`,
+    );
     await fx.sign();
     await this.git('add', '-A');
     await this.git('commit', '--quiet', '--allow-empty', '-m', kind);
@@ -219,7 +292,9 @@ export class ChaosRepo {
 
   /** The digest of a stand-in in the repository's artifacts/ (stack-fixture copied them all). */
   private sha(artifact: string): string {
-    return createHash('sha256').update(readFileSync(join(this.fx.dir, 'artifacts', artifact))).digest('hex');
+    return createHash('sha256')
+      .update(readFileSync(join(this.fx.dir, 'artifacts', artifact)))
+      .digest('hex');
   }
 
   /** Async on purpose: the Git server answers from this very process. */
@@ -238,7 +313,16 @@ export class ChaosRepo {
   private async push(refspec: string): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.git('-c', 'http.lowSpeedLimit=1', '-c', 'http.lowSpeedTime=20', 'push', '--quiet', this.url, refspec);
+        await this.git(
+          '-c',
+          'http.lowSpeedLimit=1',
+          '-c',
+          'http.lowSpeedTime=20',
+          'push',
+          '--quiet',
+          this.url,
+          refspec,
+        );
         return;
       } catch (e) {
         if (attempt >= 3) throw e;

@@ -18,7 +18,17 @@ import { integrityCheck, outboxRows, recentHistory, replayFloor } from './store-
 export { OutcomeLedger } from './outcome-invariants.js';
 
 export interface InvariantResult {
-  name: 'converged' | 'no duplicates' | 'a held update lock keeps the revision waiting' | 'nothing of a waiting revision applied' | 'no orphans' | 'store integrity' | 'no status lost' | 'replay floor' | OutcomeResult['name'] | typeof REPORTS_SIGNED;
+  name:
+    | 'converged'
+    | 'no duplicates'
+    | 'a held update lock keeps the revision waiting'
+    | 'nothing of a waiting revision applied'
+    | 'no orphans'
+    | 'store integrity'
+    | 'no status lost'
+    | 'replay floor'
+    | OutcomeResult['name']
+    | typeof REPORTS_SIGNED;
   ok: boolean;
   detail?: string;
 }
@@ -34,7 +44,8 @@ export const STATUS_WAIT = 'status: ';
 export const RESUMED = 'resumed the revision applied last';
 const STATUS_OF: Record<string, Expected> = { success: 'success', failure: 'failure', rejected: 'error' };
 /** The newest row that is an apply (not a refusal, not a recovery: those leave the applied revision's outcome as it was). */
-const lastApply = (history: readonly HistoryEntry[]) => history.find((e) => outcomeOf(e) !== 'rejected' && outcomeOf(e) !== 'recovered');
+const lastApply = (history: readonly HistoryEntry[]) =>
+  history.find((e) => outcomeOf(e) !== 'rejected' && outcomeOf(e) !== 'recovered');
 
 /**
  * The commit the device must run: the newest accepted one, except when the tip is refused and the device never took
@@ -57,7 +68,11 @@ export function unsettled(repo: ChaosRepo, ca: ChaosAgent): string | undefined {
   // (the tip, or, when the tip is refused, the commit it applied last: see reloadApplied in src/agent/agent.ts), or
   // resumed the revision it runs (issue 27), or said that it cannot read that commit back (then what it adopted must
   // be whole: the checks below say if it is not).
-  if (!ca.agent.lines((l) => is.applyEnd(l) || l.msg === CANNOT_RELOAD || (typeof l.msg === 'string' && l.msg.startsWith(RESUMED))).length)
+  if (
+    !ca.agent.lines(
+      (l) => is.applyEnd(l) || l.msg === CANNOT_RELOAD || (typeof l.msg === 'string' && l.msg.startsWith(RESUMED)),
+    ).length
+  )
     return 'the restarted agent has not ended an apply (nor resumed the revision it runs) yet';
   const want = wanted(repo, ca);
   const applied = ca.h.appliedRevision()?.id;
@@ -65,9 +80,11 @@ export function unsettled(repo: ChaosRepo, ca: ChaosAgent): string | undefined {
   const history = recentHistory(ca.h.stateDir, 50);
   if (history.some((e) => e.finishedAt === undefined)) return 'an apply is under way';
   const last = lastApply(history);
-  if (last?.revision !== want.id || interrupted(last)) return `the last apply is of ${last?.revision.slice(0, 12)} (${last?.summary})`;
+  if (last?.revision !== want.id || interrupted(last))
+    return `the last apply is of ${last?.revision.slice(0, 12)} (${last?.summary})`;
   const tip = repo.tip();
-  const refusal = tip.expected === 'error' ? history.find((e) => e.revision === tip.id && e.outcome === 'rejected') : undefined;
+  const refusal =
+    tip.expected === 'error' ? history.find((e) => e.revision === tip.id && e.outcome === 'rejected') : undefined;
   if (tip.expected === 'error' && !refusal) return `the tip ${tip.id.slice(0, 12)} is not refused yet`;
   const records = ca.h.components();
   const names = records.map((c) => c.name).sort();
@@ -75,7 +92,8 @@ export function unsettled(repo: ChaosRepo, ca: ChaosAgent): string | undefined {
   // A sick revision leaves gauge running unhealthy (its apply failed, and nothing rolls it back): that is settled.
   const sick = want.model?.sick === true;
   const down = records.filter((c) => c.state !== 'running' && !(sick && c.name === GAUGE && c.state === 'unhealthy'));
-  if (down.length) return `not running: ${down.map((c) => `${c.name} ${c.state}${c.reason ? ` (${c.reason})` : ''}`).join(', ')}`;
+  if (down.length)
+    return `not running: ${down.map((c) => `${c.name} ${c.state}${c.reason ? ` (${c.reason})` : ''}`).join(', ')}`;
   // One read of the outbox: read apart, a status enqueued between "none open" and "the newest" passes as delivered.
   const outbox = outboxRows(ca.h.stateDir);
   const open = outbox.filter((r) => r.open).length;
@@ -113,7 +131,11 @@ export function checkStore(stateDir: string, floor: { max: number }): InvariantR
   const moved = f < floor.max;
   floor.max = Math.max(floor.max, f);
   return [
-    { name: 'store integrity', ok: integrity.join() === 'ok', ...(integrity.join() !== 'ok' && { detail: integrity.slice(0, 5).join('; ') }) },
+    {
+      name: 'store integrity',
+      ok: integrity.join() === 'ok',
+      ...(integrity.join() !== 'ok' && { detail: integrity.slice(0, 5).join('; ') }),
+    },
     { name: 'replay floor', ok: !moved, ...(moved && { detail: `the floor moved back from ${floor.max} to ${f}` }) },
   ];
 }
@@ -130,11 +152,15 @@ function converged(repo: ChaosRepo, ca: ChaosAgent, view: DeviceView): Invariant
   const want = wanted(repo, ca);
   const problems: string[] = [...view.dead];
   const last = lastApply(recentHistory(ca.h.stateDir, 50));
-  if (last && STATUS_OF[last.outcome!] !== want.expected) problems.push(`${want.kind} ${want.id.slice(0, 12)} ended as ${last.outcome} (${last.summary}), want ${want.expected}`);
+  if (last && STATUS_OF[last.outcome!] !== want.expected)
+    problems.push(
+      `${want.kind} ${want.id.slice(0, 12)} ended as ${last.outcome} (${last.summary}), want ${want.expected}`,
+    );
   for (const c of ca.h.components()) {
     // A rolled-back composite runs its previous members: only a healthy commit's member versions are its own.
     if (c.name.startsWith('app/')) {
-      if (want.expected === 'success' && c.name === 'app/api' && c.version !== want.model!.appVersion) problems.push(`app/api runs ${c.version}, want ${want.model!.appVersion}`);
+      if (want.expected === 'success' && c.name === 'app/api' && c.version !== want.model!.appVersion)
+        problems.push(`app/api runs ${c.version}, want ${want.model!.appVersion}`);
       continue;
     }
     const v = want.model!.versions[c.name];
@@ -149,7 +175,11 @@ function converged(repo: ChaosRepo, ca: ChaosAgent, view: DeviceView): Invariant
  * the outbox holds for the commit (everything was delivered, in order). The commit the device must end on shows its
  * expected state.
  */
-async function statusesKept(repo: ChaosRepo, ca: ChaosAgent, commits: readonly PushedCommit[]): Promise<InvariantResult> {
+async function statusesKept(
+  repo: ChaosRepo,
+  ca: ChaosAgent,
+  commits: readonly PushedCommit[],
+): Promise<InvariantResult> {
   const problems: string[] = [];
   const ids = new Set(commits.map((c) => c.id));
   const rows = outboxRows(ca.h.stateDir, ids);
@@ -157,19 +187,29 @@ async function statusesKept(repo: ChaosRepo, ca: ChaosAgent, commits: readonly P
   for (const c of commits) {
     const mine = rows.filter((r) => r.commit === c.id);
     // Its newest outcome (a recovery sends no status: the failure before it is what was reported).
-    const finished = history.find((e) => e.revision === c.id && e.outcome !== undefined && !interrupted(e) && outcomeOf(e) !== 'recovered');
+    const finished = history.find(
+      (e) => e.revision === c.id && e.outcome !== undefined && !interrupted(e) && outcomeOf(e) !== 'recovered',
+    );
     const note = (await readStatusNotes(repo.bare, c.id)).find((l) => l.context === CONTEXT);
     if (finished) {
       const state = STATUS_OF[finished.outcome!]!;
       if (!mine.some((r) => r.state === state && r.createdAt >= finished.finishedAt!))
-        problems.push(`${c.kind} ${c.id.slice(0, 12)}: recorded ${finished.outcome} at ${finished.finishedAt}, but no ${state} status in the outbox after it (${mine.map((r) => r.state).join(', ') || 'none'})`);
+        problems.push(
+          `${c.kind} ${c.id.slice(0, 12)}: recorded ${finished.outcome} at ${finished.finishedAt}, but no ${state} status in the outbox after it (${mine.map((r) => r.state).join(', ') || 'none'})`,
+        );
     }
     const newest = mine.at(-1);
-    if (newest && note?.state !== newest.state) problems.push(`${c.kind} ${c.id.slice(0, 12)}: the note says ${note?.state ?? 'nothing'}, the outbox's newest status is ${newest.state}`);
+    if (newest && note?.state !== newest.state)
+      problems.push(
+        `${c.kind} ${c.id.slice(0, 12)}: the note says ${note?.state ?? 'nothing'}, the outbox's newest status is ${newest.state}`,
+      );
   }
   const want = repo.tip().expected === 'error' ? repo.tip() : repo.newestAccepted();
   const note = (await readStatusNotes(repo.bare, want.id)).find((l) => l.context === CONTEXT);
-  if (note?.state !== want.expected) problems.push(`${want.kind} ${want.id.slice(0, 12)}: the note says ${note?.state ?? 'nothing'}, want ${want.expected}`);
+  if (note?.state !== want.expected)
+    problems.push(
+      `${want.kind} ${want.id.slice(0, 12)}: the note says ${note?.state ?? 'nothing'}, want ${want.expected}`,
+    );
   return { name: 'no status lost', ok: problems.length === 0, ...(problems.length && { detail: problems.join('; ') }) };
 }
 
@@ -177,16 +217,36 @@ async function statusesKept(repo: ChaosRepo, ca: ChaosAgent, commits: readonly P
  * Every invariant of a settled device (SETTLED_CHECKS of them); `commits`: those pushed since the last settled check
  * (their statuses are looked at); `ledger`: what the outcome invariants saw at the earlier settles of the run.
  */
-export async function checkSettled(repo: ChaosRepo, ca: ChaosAgent, commits: readonly PushedCommit[], floor: { max: number }, ledger = new OutcomeLedger(), identity: IdentityLedger = {}): Promise<InvariantResult[]> {
+export async function checkSettled(
+  repo: ChaosRepo,
+  ca: ChaosAgent,
+  commits: readonly PushedCommit[],
+  floor: { max: number },
+  ledger = new OutcomeLedger(),
+  identity: IdentityLedger = {},
+): Promise<InvariantResult[]> {
   const view = await persistentView(repo, ca);
   const store = checkStore(ca.h.stateDir, floor);
   const applied = ca.h.appliedRevision();
   const floorNow = replayFloor(ca.h.stateDir) ?? 0;
-  if (applied?.signedAt !== undefined && floorNow < applied.signedAt) store[1] = { name: 'replay floor', ok: false, detail: `the floor ${floorNow} is below the applied revision's signing time ${applied.signedAt}` };
+  if (applied?.signedAt !== undefined && floorNow < applied.signedAt)
+    store[1] = {
+      name: 'replay floor',
+      ok: false,
+      detail: `the floor ${floorNow} is below the applied revision's signing time ${applied.signedAt}`,
+    };
   return [
     converged(repo, ca, view),
-    { name: 'no duplicates', ok: view.duplicates.length === 0, ...(view.duplicates.length && { detail: view.duplicates.join('; ') }) },
-    { name: 'no orphans', ok: view.orphans.length === 0, ...(view.orphans.length && { detail: view.orphans.join('; ') }) },
+    {
+      name: 'no duplicates',
+      ok: view.duplicates.length === 0,
+      ...(view.duplicates.length && { detail: view.duplicates.join('; ') }),
+    },
+    {
+      name: 'no orphans',
+      ok: view.orphans.length === 0,
+      ...(view.orphans.length && { detail: view.orphans.join('; ') }),
+    },
     ...store,
     await statusesKept(repo, ca, commits),
     ...(await checkOutcomes(repo, ca, ledger)),

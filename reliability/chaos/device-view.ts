@@ -46,7 +46,11 @@ function describePid(pid: number): string {
 
 /** Children of the live agent that come and go: cmd: health probes and install scripts (setpriv, then sh -c). */
 function isHelperOf(agent: AgentProcess | undefined, p: ProcInfo): boolean {
-  return agent !== undefined && p.stat.ppid === agent.pid && (p.argv[0]?.endsWith('/setpriv') === true || p.argv[0] === '/bin/sh');
+  return (
+    agent !== undefined &&
+    p.stat.ppid === agent.pid &&
+    (p.argv[0]?.endsWith('/setpriv') === true || p.argv[0] === '/bin/sh')
+  );
 }
 
 export interface DeviceView {
@@ -67,7 +71,8 @@ export async function viewDevice(repo: ChaosRepo, ca: ChaosAgent): Promise<Devic
   for (const c of records) {
     if (c.instance?.kind === 'process') {
       recordedPids.set(c.instance.pid, c.name);
-      if (c.state === 'running' && !isSameProcess(c.instance.pid, c.instance.startTime)) view.dead.push(`${c.name}: recorded pid ${c.instance.pid} is not that process`);
+      if (c.state === 'running' && !isSameProcess(c.instance.pid, c.instance.startTime))
+        view.dead.push(`${c.name}: recorded pid ${c.instance.pid} is not that process`);
     } else if (c.instance?.kind === 'container') recordedContainers.set(c.instance.id, c.name);
   }
   for (const c of records) {
@@ -82,17 +87,27 @@ export async function viewDevice(repo: ChaosRepo, ca: ChaosAgent): Promise<Devic
   // A component's process runs in its own session, led by the recorded pid: anything else is nobody's.
   for (const p of ca.h.processes()) {
     if (recordedPids.has(p.stat.session) || isHelperOf(ca.agent, p)) continue;
-    view.orphans.push(`process ${p.pid} (session ${p.stat.session}, parent ${p.stat.ppid}) ${p.argv.join(' ')} in ${p.cwd}`);
+    view.orphans.push(
+      `process ${p.pid} (session ${p.stat.session}, parent ${p.stat.ppid}) ${p.argv.join(' ')} in ${p.cwd}`,
+    );
   }
   if (ca.withContainer) {
     const owned = await ownedContainers(ca.tag);
     for (const c of records.filter((r) => r.runtime === 'container')) {
       const mine = owned.filter((o) => o.component === c.name);
       const id = c.instance?.kind === 'container' ? c.instance.id : undefined;
-      if (mine.length !== 1 || mine[0]!.id !== id) view.duplicates.push(`${c.name}: ${mine.length} container(s) [${mine.map((o) => `${o.id.slice(0, 12)}${o.id === id ? ' (recorded)' : ''}`).join(', ')}]`);
-      if (c.state === 'running' && !owned.some((o) => o.id === id && o.running)) view.dead.push(`${c.name}: recorded container ${id?.slice(0, 12)} is not running`);
+      if (mine.length !== 1 || mine[0]!.id !== id)
+        view.duplicates.push(
+          `${c.name}: ${mine.length} container(s) [${mine.map((o) => `${o.id.slice(0, 12)}${o.id === id ? ' (recorded)' : ''}`).join(', ')}]`,
+        );
+      if (c.state === 'running' && !owned.some((o) => o.id === id && o.running))
+        view.dead.push(`${c.name}: recorded container ${id?.slice(0, 12)} is not running`);
     }
-    for (const o of owned) if (!recordedContainers.has(o.id)) view.orphans.push(`container ${o.id.slice(0, 12)} of ${o.component} (${o.running ? 'running' : 'not running'})`);
+    for (const o of owned)
+      if (!recordedContainers.has(o.id))
+        view.orphans.push(
+          `container ${o.id.slice(0, 12)} of ${o.component} (${o.running ? 'running' : 'not running'})`,
+        );
   }
   return view;
 }

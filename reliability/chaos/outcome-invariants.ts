@@ -53,18 +53,24 @@ export const outcomeOf = (e: HistoryEntry): string | undefined => e.outcome;
 /** An apply cut short by a kill or a stop (today's code finishes it `failure`, "interrupted: …"): no outcome of the revision. */
 export const interrupted = (e: HistoryEntry): boolean => e.summary?.startsWith('interrupted') === true;
 /** A row that is an apply's outcome (not a refusal, not a recovery), finished and not cut short. */
-export const isApplyOutcome = (e: HistoryEntry): boolean => (outcomeOf(e) === 'success' || outcomeOf(e) === 'failure') && !interrupted(e);
+export const isApplyOutcome = (e: HistoryEntry): boolean =>
+  (outcomeOf(e) === 'success' || outcomeOf(e) === 'failure') && !interrupted(e);
 
 const short = (id: string) => id.slice(0, 12);
 const iso = (ms: number) => new Date(ms).toISOString();
 /** SPEC §5's one exception: a component an operator holds stopped (`keystonectl stop`). */
 const operatorHeld = (c: ComponentRecord) => c.held && c.state === 'stopped';
-const describeDown = (cs: readonly ComponentRecord[]) => cs.map((c) => `${c.name} ${c.state} since ${iso(c.since)}${c.reason ? ` (${c.reason})` : ''}`).join(', ');
+const describeDown = (cs: readonly ComponentRecord[]) =>
+  cs.map((c) => `${c.name} ${c.state} since ${iso(c.since)}${c.reason ? ` (${c.reason})` : ''}`).join(', ');
 
 /** The device's rollout refs on the server: commit → states. */
 async function rolloutStates(bare: string): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>();
-  const { stdout } = await run('git', ['--git-dir', bare, 'for-each-ref', '--format=%(refname)', ROLLOUT_PREFIX.replace(/\/$/, '')], { env: GIT_ENV });
+  const { stdout } = await run(
+    'git',
+    ['--git-dir', bare, 'for-each-ref', '--format=%(refname)', ROLLOUT_PREFIX.replace(/\/$/, '')],
+    { env: GIT_ENV },
+  );
   for (const name of stdout.split('\n').filter(Boolean)) {
     const r = parseRolloutRef(name);
     if (r?.device === DEVICE) out.set(r.commit, [...(out.get(r.commit) ?? []), r.state]);
@@ -82,7 +88,9 @@ export async function checkOutcomes(repo: ChaosRepo, ca: ChaosAgent, ledger: Out
   const downAt = (at: number) => records.filter((c) => c.state !== 'running' && !operatorHeld(c) && c.since < at);
 
   // What was written since the last look, in the order it was written: a row is finished before its status is enqueued.
-  type Event = { at: number; order: number } & ({ kind: 'row'; e: HistoryEntry } | { kind: 'status'; id: number; commit: string; state: string; delivered: boolean });
+  type Event = { at: number; order: number } & (
+    { kind: 'row'; e: HistoryEntry } | { kind: 'status'; id: number; commit: string; state: string; delivered: boolean }
+  );
   const events: Event[] = [];
   const rows = historySince(stateDir, ledger.historyId);
   for (const e of rows) {
@@ -96,7 +104,15 @@ export async function checkOutcomes(repo: ChaosRepo, ca: ChaosAgent, ledger: Out
     if (r.id <= ledger.outboxId) continue;
     ledger.outboxId = r.id;
     touched.add(r.commit);
-    events.push({ at: r.createdAt, order: 1, kind: 'status', id: r.id, commit: r.commit, state: r.state, delivered: r.deliveredAt !== undefined });
+    events.push({
+      at: r.createdAt,
+      order: 1,
+      kind: 'status',
+      id: r.id,
+      commit: r.commit,
+      state: r.state,
+      delivered: r.deliveredAt !== undefined,
+    });
   }
   events.sort((a, b) => a.at - b.at || a.order - b.order);
   const reportedRows = new Set<number>();
@@ -104,17 +120,24 @@ export async function checkOutcomes(repo: ChaosRepo, ca: ChaosAgent, ledger: Out
     if (ev.kind === 'row') {
       const { e } = ev;
       const o = outcomeOf(e);
-      if (o === 'failure' && !interrupted(e) && !ledger.failed.has(e.revision)) ledger.failed.set(e.revision, `its failure in history row ${e.id} at ${iso(e.finishedAt!)} (${e.summary})`);
+      if (o === 'failure' && !interrupted(e) && !ledger.failed.has(e.revision))
+        ledger.failed.set(e.revision, `its failure in history row ${e.id} at ${iso(e.finishedAt!)} (${e.summary})`);
       if (o !== 'success') continue;
       const first = ledger.failed.get(e.revision);
-      if (first) turned.push(`${short(e.revision)}: history row ${e.id} says success at ${iso(e.finishedAt!)} (${e.summary}), after ${first}`);
+      if (first)
+        turned.push(
+          `${short(e.revision)}: history row ${e.id} says success at ${iso(e.finishedAt!)} (${e.summary}), after ${first}`,
+        );
       const down = downAt(e.finishedAt!);
       if (down.length) {
-        unhealthy.push(`${short(e.revision)}: history row ${e.id} says success at ${iso(e.finishedAt!)} (${e.summary}) while ${describeDown(down)}`);
+        unhealthy.push(
+          `${short(e.revision)}: history row ${e.id} says success at ${iso(e.finishedAt!)} (${e.summary}) while ${describeDown(down)}`,
+        );
         reportedRows.add(e.id);
       }
     } else {
-      if (ev.state === 'failure' && !ledger.failed.has(ev.commit)) ledger.failed.set(ev.commit, `its failure status ${ev.id} at ${iso(ev.at)}`);
+      if (ev.state === 'failure' && !ledger.failed.has(ev.commit))
+        ledger.failed.set(ev.commit, `its failure status ${ev.id} at ${iso(ev.at)}`);
       if (ev.state !== 'success') continue;
       const how = `status ${ev.id} in the outbox (${ev.delivered ? 'delivered' : 'not delivered yet'}) says success at ${iso(ev.at)}`;
       const first = ledger.failed.get(ev.commit);
@@ -128,23 +151,34 @@ export async function checkOutcomes(repo: ChaosRepo, ca: ChaosAgent, ledger: Out
   const last = recentHistory(stateDir, 50).find(isApplyOutcome);
   if (last && outcomeOf(last) === 'success' && !reportedRows.has(last.id)) {
     const down = records.filter((c) => c.state !== 'running' && !operatorHeld(c));
-    if (down.length) unhealthy.push(`${short(last.revision)}: the device settled on its success (history row ${last.id}, ${last.summary}) with ${describeDown(down)}`);
+    if (down.length)
+      unhealthy.push(
+        `${short(last.revision)}: the device settled on its success (history row ${last.id}, ${last.summary}) with ${describeDown(down)}`,
+      );
   }
 
   // The server's view of every failed revision whose reports moved since the last look: its note line, its rollout refs.
   for (const [commit, first] of ledger.failed) {
     if (!touched.has(commit)) continue;
     const note = (await readStatusNotes(repo.bare, commit)).find((l) => l.context === CONTEXT);
-    if (note?.state === 'success') turned.push(`${short(commit)}: the device's line of its Git note says success (${note.description}), after ${first}`);
+    if (note?.state === 'success')
+      turned.push(
+        `${short(commit)}: the device's line of its Git note says success (${note.description}), after ${first}`,
+      );
   }
   const refs = await rolloutStates(repo.bare);
   for (const [commit, states] of refs) {
     const first = ledger.failed.get(commit);
-    if (first && states.includes('success')) turned.push(`${short(commit)}: the device's rollout ref says success, after ${first}`);
+    if (first && states.includes('success'))
+      turned.push(`${short(commit)}: the device's rollout ref says success, after ${first}`);
   }
 
   return [
-    { name: SUCCESS_ONLY_WHEN_HEALTHY, ok: unhealthy.length === 0, ...(unhealthy.length && { detail: unhealthy.join('; ') }) },
+    {
+      name: SUCCESS_ONLY_WHEN_HEALTHY,
+      ok: unhealthy.length === 0,
+      ...(unhealthy.length && { detail: unhealthy.join('; ') }),
+    },
     { name: FAILURE_STAYS_FAILURE, ok: turned.length === 0, ...(turned.length && { detail: turned.join('; ') }) },
   ];
 }

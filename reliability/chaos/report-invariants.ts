@@ -27,22 +27,36 @@ export interface IdentityLedger {
   keyId?: string;
 }
 
-export async function reportsSigned(repo: ChaosRepo, ca: ChaosAgent, commits: readonly PushedCommit[], ledger: IdentityLedger): Promise<{ name: typeof REPORTS_SIGNED; ok: boolean; detail?: string }> {
+export async function reportsSigned(
+  repo: ChaosRepo,
+  ca: ChaosAgent,
+  commits: readonly PushedCommit[],
+  ledger: IdentityLedger,
+): Promise<{ name: typeof REPORTS_SIGNED; ok: boolean; detail?: string }> {
   const problems: string[] = [];
   const key = parsePublicKey(readFileSync(join(ca.h.stateDir, 'identity', 'report.pub'), 'utf8'));
   const keyId = reportKeyId(key.keyId);
   ledger.keyId ??= keyId;
   if (ledger.keyId !== keyId) problems.push(`the device's report key changed from ${ledger.keyId} to ${keyId}`);
-  const { stdout } = await run('git', ['--git-dir', repo.bare, 'for-each-ref', '--format=%(refname)', ROLLOUT_PREFIX.replace(/\/$/, '')], { env: GIT_ENV });
+  const { stdout } = await run(
+    'git',
+    ['--git-dir', repo.bare, 'for-each-ref', '--format=%(refname)', ROLLOUT_PREFIX.replace(/\/$/, '')],
+    { env: GIT_ENV },
+  );
   for (const name of stdout.split('\n').filter(Boolean)) {
     const r = parseRolloutRef(name);
     if (r?.device !== DEVICE) continue;
-    if (r.signature?.keyId !== keyId || !verifyEd25519(rolloutMessage(r), r.signature.signature, key.publicKey)) problems.push(`rollout ref ${name} is not signed by the device`);
+    if (r.signature?.keyId !== keyId || !verifyEd25519(rolloutMessage(r), r.signature.signature, key.publicKey))
+      problems.push(`rollout ref ${name} is not signed by the device`);
   }
   for (const c of commits) {
     const entry = (await readStatusNotes(repo.bare, c.id)).find((l) => l.context === statusContext(DEVICE));
     if (!entry) continue; // "no status lost" says whether it should be there
-    if (entry.signature?.keyId !== keyId || !verifyEd25519(noteMessage(c.id, entry.signed), entry.signature.signature, key.publicKey)) problems.push(`the note on ${c.id.slice(0, 12)} is not signed by the device`);
+    if (
+      entry.signature?.keyId !== keyId ||
+      !verifyEd25519(noteMessage(c.id, entry.signed), entry.signature.signature, key.publicKey)
+    )
+      problems.push(`the note on ${c.id.slice(0, 12)} is not signed by the device`);
   }
   return { name: REPORTS_SIGNED, ok: problems.length === 0, ...(problems.length && { detail: problems.join('; ') }) };
 }

@@ -13,7 +13,14 @@ import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../../test/support/busybox-im
 import { act, ACTION_WEIGHTS, KILL_WITHIN_MS, push, type ActionKind } from './chaos-actions.js';
 import { ChaosAgent } from './chaos-agent.js';
 import { ChaosRepo, type PushedCommit } from './chaos-repo.js';
-import { checkSettled, checkStore, OutcomeLedger, STATUS_WAIT, waitSettled, type InvariantResult } from './check-invariants.js';
+import {
+  checkSettled,
+  checkStore,
+  OutcomeLedger,
+  STATUS_WAIT,
+  waitSettled,
+  type InvariantResult,
+} from './check-invariants.js';
 import { SeededRandom } from './seeded-random.js';
 import { applyInProgress } from './store-probe.js';
 import { GAUGE } from './chaos-repo.js';
@@ -35,8 +42,18 @@ async function checkLockWait(ca: ChaosAgent, gaugeBefore: string | undefined): P
   const rows = held ? ca.h.history().filter((e) => e.revision === waiting!.revision) : [];
   const now = ca.h.component(GAUGE)?.version;
   return [
-    { name: 'a held update lock keeps the revision waiting', ok: held, ...(!held && { detail: `GET /v1/revision's waiting: ${JSON.stringify(waiting ?? null)}` }) },
-    { name: 'nothing of a waiting revision applied', ok: held && rows.length === 0 && now === gaugeBefore, ...(!(held && rows.length === 0 && now === gaugeBefore) && { detail: `rows for it: ${JSON.stringify(rows)}; gauge ran ${gaugeBefore}, runs ${now}` }) },
+    {
+      name: 'a held update lock keeps the revision waiting',
+      ok: held,
+      ...(!held && { detail: `GET /v1/revision's waiting: ${JSON.stringify(waiting ?? null)}` }),
+    },
+    {
+      name: 'nothing of a waiting revision applied',
+      ok: held && rows.length === 0 && now === gaugeBefore,
+      ...(!(held && rows.length === 0 && now === gaugeBefore) && {
+        detail: `rows for it: ${JSON.stringify(rows)}; gauge ran ${gaugeBefore}, runs ${now}`,
+      }),
+    },
   ];
 }
 
@@ -109,9 +126,26 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
   const ca = new ChaosAgent(repo, opts.container);
   await ca.init();
   const r: ChaosResult = {
-    seed: opts.seed, kills: 0, restarts: 0, settles: 0, checks: 0, held: 0, lockChecks: 0, failures: [], killsInsideApply: 0,
-    actions: {}, pushesWhileDown: 0, killsDuringRecovery: 0, killsInAdoptedHealthWait: 0, adoptedWaitAims: 0, adoptedWaitMissed: 0,
-    container: opts.container, outOfTime: false, stalledPushes: 0, seconds: 0, meanSettleSeconds: 0,
+    seed: opts.seed,
+    kills: 0,
+    restarts: 0,
+    settles: 0,
+    checks: 0,
+    held: 0,
+    lockChecks: 0,
+    failures: [],
+    killsInsideApply: 0,
+    actions: {},
+    pushesWhileDown: 0,
+    killsDuringRecovery: 0,
+    killsInAdoptedHealthWait: 0,
+    adoptedWaitAims: 0,
+    adoptedWaitMissed: 0,
+    container: opts.container,
+    outOfTime: false,
+    stalledPushes: 0,
+    seconds: 0,
+    meanSettleSeconds: 0,
   };
   const floor = { max: 0 };
   const ledger = new OutcomeLedger();
@@ -125,7 +159,14 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     for (const x of results) {
       r.checks++;
       if (x.ok) r.held++;
-      else r.failures.push({ kill: r.kills, cycle, invariant: x.name, detail: x.detail ?? '', context: `${log.join('\n')}\nthe last killed agent's log:\n${ca.lastTail}\nthe running agent's log (${ca.agent?.logs.length} lines, ${ca.agent?.rawLines.length} raw):\n${ca.agent?.tail(60) ?? '(none)'}` });
+      else
+        r.failures.push({
+          kill: r.kills,
+          cycle,
+          invariant: x.name,
+          detail: x.detail ?? '',
+          context: `${log.join('\n')}\nthe last killed agent's log:\n${ca.lastTail}\nthe running agent's log (${ca.agent?.logs.length} lines, ${ca.agent?.rawLines.length} raw):\n${ca.agent?.tail(60) ?? '(none)'}`,
+        });
     }
   };
   const kill = async () => {
@@ -148,7 +189,13 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     settleMs += Date.now() - t0;
     r.settles++;
     if (why !== undefined) {
-      record([{ name: why.startsWith(STATUS_WAIT) ? 'no status lost' : 'converged', ok: false, detail: `not settled after ${settleDeadline / 1000} s: ${why}\nthe running agent's log:\n${ca.agent?.tail(40) ?? '(none)'}` }]);
+      record([
+        {
+          name: why.startsWith(STATUS_WAIT) ? 'no status lost' : 'converged',
+          ok: false,
+          detail: `not settled after ${settleDeadline / 1000} s: ${why}\nthe running agent's log:\n${ca.agent?.tail(40) ?? '(none)'}`,
+        },
+      ]);
       return false;
     }
     record(await checkSettled(repo, ca, unchecked, floor, ledger, identity));
@@ -220,10 +267,12 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
         r.lockChecks += lockResults.length;
         record(lockResults);
         ca.releaseGaugeLock();
-        log.push('gauge\'s lock let go');
+        log.push("gauge's lock let go");
       }
       const ok = await settleAndCheck();
-      opts.onProgress?.(`kill ${r.kills}/${opts.kills}, cycle ${cycle} (${done.what}): ${r.held}/${r.checks} held, ${Math.round((Date.now() - began) / 1000)} s`);
+      opts.onProgress?.(
+        `kill ${r.kills}/${opts.kills}, cycle ${cycle} (${done.what}): ${r.held}/${r.checks} held, ${Math.round((Date.now() - began) / 1000)} s`,
+      );
       if (!ok || r.failures.length) break;
     }
     return r;

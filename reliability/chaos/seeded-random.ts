@@ -41,4 +41,3 @@ export class SeededRandom {
     return entries.at(-1)![0];
   }
 }
-

@@ -29,12 +29,19 @@ function withDb<T>(stateDir: string, fn: (db: Sqlite.Database) => T): T {
 
 /** `PRAGMA integrity_check`: ['ok'] for a sound database, else SQLite's findings. */
 export function integrityCheck(stateDir: string): string[] {
-  return withDb(stateDir, (db) => (db.prepare('PRAGMA integrity_check').all() as Array<{ integrity_check: string }>).map((r) => r.integrity_check));
+  return withDb(stateDir, (db) =>
+    (db.prepare('PRAGMA integrity_check').all() as Array<{ integrity_check: string }>).map((r) => r.integrity_check),
+  );
 }
 
 /** The replay floor (the greatest signing time ever applied, s); undefined before the first signed apply. */
 export function replayFloor(stateDir: string): number | undefined {
-  return withDb(stateDir, (db) => (db.prepare('SELECT signed_at FROM replay_floor WHERE slot = 1').get() as { signed_at: number } | undefined)?.signed_at);
+  return withDb(
+    stateDir,
+    (db) =>
+      (db.prepare('SELECT signed_at FROM replay_floor WHERE slot = 1').get() as { signed_at: number } | undefined)
+        ?.signed_at,
+  );
 }
 
 /** Every status_outbox row of commits in `commits` (all when undefined), oldest first. */
@@ -42,7 +49,11 @@ export function outboxRows(stateDir: string, commits?: ReadonlySet<string>): Out
   const rows = withDb(
     stateDir,
     (db) =>
-      db.prepare('SELECT id, "commit" AS c, state, created_at, next_attempt_at, delivered_at, last_error FROM status_outbox ORDER BY id').all() as Array<{
+      db
+        .prepare(
+          'SELECT id, "commit" AS c, state, created_at, next_attempt_at, delivered_at, last_error FROM status_outbox ORDER BY id',
+        )
+        .all() as Array<{
         id: number;
         c: string;
         state: string;
@@ -67,22 +78,38 @@ export function outboxRows(stateDir: string, commits?: ReadonlySet<string>): Out
 
 /** How many rows still wait for delivery. */
 export function openOutboxRows(stateDir: string): number {
-  return withDb(stateDir, (db) => (db.prepare('SELECT count(*) AS n FROM status_outbox WHERE next_attempt_at IS NOT NULL').get() as { n: number }).n);
+  return withDb(
+    stateDir,
+    (db) =>
+      (db.prepare('SELECT count(*) AS n FROM status_outbox WHERE next_attempt_at IS NOT NULL').get() as { n: number })
+        .n,
+  );
 }
 
 /** Whether an apply was under way (begun, not finished) when this is read: for a kill, "it landed inside an apply". */
 export function applyInProgress(stateDir: string): boolean {
-  return withDb(stateDir, (db) => db.prepare('SELECT 1 FROM applies WHERE finished_at IS NULL LIMIT 1').get() !== undefined);
+  return withDb(
+    stateDir,
+    (db) => db.prepare('SELECT 1 FROM applies WHERE finished_at IS NULL LIMIT 1').get() !== undefined,
+  );
 }
 
 /** The newest `limit` apply history entries, newest first (the harness's history() reads all of them: up to 1,000). */
 export function recentHistory(stateDir: string, limit: number): HistoryEntry[] {
   const rows = new RowReader(join(stateDir, STATE_DB_FILE));
-  return withDb(stateDir, (db) => (db.prepare('SELECT * FROM applies ORDER BY id DESC LIMIT ?').all(limit) as Row[]).map((r) => historyFromRow(rows, r)));
+  return withDb(stateDir, (db) =>
+    (db.prepare('SELECT * FROM applies ORDER BY id DESC LIMIT ?').all(limit) as Row[]).map((r) =>
+      historyFromRow(rows, r),
+    ),
+  );
 }
 
 /** Apply history entries with an id above `afterId`, oldest first (what was recorded since an earlier look). */
 export function historySince(stateDir: string, afterId: number): HistoryEntry[] {
   const rows = new RowReader(join(stateDir, STATE_DB_FILE));
-  return withDb(stateDir, (db) => (db.prepare('SELECT * FROM applies WHERE id > ? ORDER BY id').all(afterId) as Row[]).map((r) => historyFromRow(rows, r)));
+  return withDb(stateDir, (db) =>
+    (db.prepare('SELECT * FROM applies WHERE id > ? ORDER BY id').all(afterId) as Row[]).map((r) =>
+      historyFromRow(rows, r),
+    ),
+  );
 }

@@ -24,7 +24,10 @@ async function walk(dir: string, rel = ''): Promise<{ entries: number; bytes: nu
     const p = rel ? `${rel}/${name}` : name;
     const st = await lstat(join(dir, p));
     holds(st.isFile() || st.isDirectory(), `the unpack created ${p}, neither a file nor a directory`);
-    holds((st.mode & 0o7022) === 0, `${p} has mode ${(st.mode & 0o7777).toString(8)} (setuid, setgid, sticky or writable by others)`);
+    holds(
+      (st.mode & 0o7022) === 0,
+      `${p} has mode ${(st.mode & 0o7777).toString(8)} (setuid, setgid, sticky or writable by others)`,
+    );
     entries++;
     if (st.isFile()) bytes += st.size;
     else {
@@ -41,7 +44,12 @@ async function walk(dir: string, rel = ''): Promise<{ entries: number; bytes: nu
  * (a zip's inflate error arriving before anyone reads the entry hung the unpack: see fuzz-regressions.test.ts).
  */
 export class SlowDiskTree extends StagingTree {
-  override async writeFile(entry: PlannedEntry, data: AsyncIterable<Uint8Array>, executable: boolean, signal?: AbortSignal): Promise<number> {
+  override async writeFile(
+    entry: PlannedEntry,
+    data: AsyncIterable<Uint8Array>,
+    executable: boolean,
+    signal?: AbortSignal,
+  ): Promise<number> {
     await new Promise((resolve) => setTimeout(resolve, 5));
     return super.writeFile(entry, data, executable, signal);
   }
@@ -91,7 +99,11 @@ export class ArchiveScratch {
       const found = await walk(dest);
       holds(found.bytes === result.bytes, `the unpack reports ${result.bytes} bytes, ${found.bytes} are on disk`);
       holds(found.bytes <= FUZZ_LIMITS.maxTotalBytes, `${found.bytes} bytes on disk, over the limit`);
-      holds(result.entries <= FUZZ_LIMITS.maxEntries && found.entries <= FUZZ_LIMITS.maxEntries + FUZZ_LIMITS.maxEntries * FUZZ_LIMITS.maxDepth, `${result.entries} entries, over the limit`);
+      holds(
+        result.entries <= FUZZ_LIMITS.maxEntries &&
+          found.entries <= FUZZ_LIMITS.maxEntries + FUZZ_LIMITS.maxEntries * FUZZ_LIMITS.maxDepth,
+        `${result.entries} entries, over the limit`,
+      );
       const left = await readdir(run);
       holds(left.length === 1 && left[0] === 'dest', `the unpack left ${left.join(', ')} beside the destination`);
       return 'accepted';

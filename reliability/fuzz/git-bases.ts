@@ -14,6 +14,9 @@ const bases = new Map<string, BaseObject>(
 );
 /** "hello world\n", the base test/git/thin-pack.fuzz.test.ts builds its pack on. */
 export const HELLO = Buffer.from('hello world\n');
-bases.set(createHash('sha1').update(`blob ${HELLO.length}\0`).update(HELLO).digest('hex'), { type: 'blob', object: new Uint8Array(HELLO) });
+bases.set(createHash('sha1').update(`blob ${HELLO.length}\0`).update(HELLO).digest('hex'), {
+  type: 'blob',
+  object: new Uint8Array(HELLO),
+});
 
 export const readBase: ReadBase = async (oid) => bases.get(oid);

@@ -44,6 +44,11 @@ export class HeapSampler {
     const endMb = heapMb();
     this.peakMb = Math.max(this.peakMb, endMb);
     const round = (x: number) => Math.round(x * 10) / 10;
-    return { startMb: round(this.startMb), peakMb: round(this.peakMb), endMb: round(endMb), growthMb: round(endMb - this.startMb) };
+    return {
+      startMb: round(this.startMb),
+      peakMb: round(this.peakMb),
+      endMb: round(endMb),
+      growthMb: round(endMb - this.startMb),
+    };
   }
 }

@@ -21,7 +21,10 @@ export interface DecodedRequest {
 export function decodeRequest(input: Uint8Array): DecodedRequest {
   const raw = Buffer.from(input);
   const split = raw.indexOf('\n\n');
-  const head = raw.subarray(0, split < 0 ? raw.length : split).toString('latin1').split('\n');
+  const head = raw
+    .subarray(0, split < 0 ? raw.length : split)
+    .toString('latin1')
+    .split('\n');
   const body = split < 0 ? Buffer.alloc(0) : raw.subarray(split + 2);
   const [first = '', ...headerLines] = head;
   const [m = '', ...rest] = first.split(' ');
@@ -51,7 +54,11 @@ export function decodeRequest(input: Uint8Array): DecodedRequest {
 }
 
 /** Any status but a 5xx the API did not mean, and every refusal a JSON error with a KS_ code. */
-export function checkResponse(res: InjectResponse, req: DecodedRequest, allowed5xx: readonly number[] = []): 'accepted' | 'refused' {
+export function checkResponse(
+  res: InjectResponse,
+  req: DecodedRequest,
+  allowed5xx: readonly number[] = [],
+): 'accepted' | 'refused' {
   const what = `${req.method} ${req.url} → ${res.statusCode}`;
   holds(res.statusCode < 500 || allowed5xx.includes(res.statusCode), `${what}: ${res.body.slice(0, 300)}`);
   if (res.statusCode < 400) return 'accepted';
@@ -62,14 +69,22 @@ export function checkResponse(res: InjectResponse, req: DecodedRequest, allowed5
   } catch {
     holds(false, `${what}: the error body is not JSON: ${res.body.slice(0, 200)}`);
   }
-  holds(typeof code === 'string' && /^KS_[A-Z0-9_]+$/.test(code), `${what}: the error has no KS_ code: ${res.body.slice(0, 200)}`);
+  holds(
+    typeof code === 'string' && /^KS_[A-Z0-9_]+$/.test(code),
+    `${what}: the error has no KS_ code: ${res.body.slice(0, 200)}`,
+  );
   holds(code !== 'KS_INTERNAL', `${what}: KS_INTERNAL: ${res.body.slice(0, 300)}`);
   return 'refused';
 }
 
 /** Sent over real HTTP to the server's own loopback listener (test/support/http-inject.ts). */
 export async function inject(server: ApiServer, req: DecodedRequest): Promise<InjectResponse> {
-  return httpInject(server, { method: req.method, url: req.url, headers: req.headers, ...(req.body.length > 0 && { payload: req.body }) });
+  return httpInject(server, {
+    method: req.method,
+    url: req.url,
+    headers: req.headers,
+    ...(req.body.length > 0 && { payload: req.body }),
+  });
 }
 
 /**
@@ -79,12 +94,28 @@ export async function inject(server: ApiServer, req: DecodedRequest): Promise<In
 export function standInAgent(): ApiAgent {
   const events = new EventEmitter<AgentEventMap>();
   return {
-    store: { components: () => [], component: () => undefined, appliedRevision: () => undefined, history: () => [], historyOf: () => [] },
-    engine: { desired: undefined, restartOrders: () => undefined, restart: never, stop: never, start: never, pidOf: () => undefined, unitsOf: () => undefined },
+    store: {
+      components: () => [],
+      component: () => undefined,
+      appliedRevision: () => undefined,
+      history: () => [],
+      historyOf: () => [],
+    },
+    engine: {
+      desired: undefined,
+      restartOrders: () => undefined,
+      restart: never,
+      stop: never,
+      start: never,
+      pidOf: () => undefined,
+      unitsOf: () => undefined,
+    },
     events,
     sync: () => true,
     applyManual: (r) => {
-      setImmediate(() => events.emit('revision', { revision: r.id, outcome: 'rejected', summary: 'fuzz stand-in' } as never));
+      setImmediate(() =>
+        events.emit('revision', { revision: r.id, outcome: 'rejected', summary: 'fuzz stand-in' } as never),
+      );
       return { revision: r.id, queued: false } as never;
     },
     resume: () => ({ resumed: false }),

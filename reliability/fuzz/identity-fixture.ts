@@ -22,6 +22,12 @@ export const CERT_NOW = Date.parse('2026-12-05T10:00:00Z');
 
 /** Wraps any body in the certificate layout, signed with the fuzz enrolment key (as signCertificate lays it out). */
 export function signedCertificate(body: string, trustedComment: string, key: SecretKey = FUZZ_ENROLMENT): string {
-  const sig = sign(new TextEncoder().encode(body), key, trustedComment, 'prehashed', `signature from keystone enrolment key ${keyIdHex(key.keyId)}`);
+  const sig = sign(
+    new TextEncoder().encode(body),
+    key,
+    trustedComment,
+    'prehashed',
+    `signature from keystone enrolment key ${keyIdHex(key.keyId)}`,
+  );
   return `${body}-----BEGIN KEYSTONE SIGNATURE-----\n${formatSignature(sig)}-----END KEYSTONE SIGNATURE-----\n`;
 }

@@ -4,7 +4,30 @@
 import fc from 'fast-check';
 
 /** Bytes that end or confuse most formats, tried in every target besides its own dictionary. */
-const GENERIC_TOKENS = ['\n', '\r\n', '\0', ' ', '"', "'", '\\', '=', '[', ']', '{', '}', '/', '..', '0000', 'ffff', '\u00ff', '\uffff', '\u{1f600}', '-1', '4294967296', '9'.repeat(20)];
+const GENERIC_TOKENS = [
+  '\n',
+  '\r\n',
+  '\0',
+  ' ',
+  '"',
+  "'",
+  '\\',
+  '=',
+  '[',
+  ']',
+  '{',
+  '}',
+  '/',
+  '..',
+  '0000',
+  'ffff',
+  '\u00ff',
+  '\uffff',
+  '\u{1f600}',
+  '-1',
+  '4294967296',
+  '9'.repeat(20),
+];
 
 type Op =
   | { op: 'flip'; at: number; byte: number }
@@ -16,12 +39,39 @@ type Op =
   | { op: 'cut'; at: number };
 
 const op: fc.Arbitrary<Op> = fc.oneof(
-  { arbitrary: fc.record({ op: fc.constant('flip' as const), at: fc.nat(), byte: fc.integer({ min: 0, max: 255 }) }), weight: 4 },
-  { arbitrary: fc.record({ op: fc.constant('insert' as const), at: fc.nat(), bytes: fc.uint8Array({ minLength: 1, maxLength: 8 }) }), weight: 2 },
-  { arbitrary: fc.record({ op: fc.constant('delete' as const), at: fc.nat(), length: fc.integer({ min: 1, max: 32 }) }), weight: 2 },
-  { arbitrary: fc.record({ op: fc.constant('duplicate' as const), at: fc.nat(), length: fc.integer({ min: 1, max: 64 }), to: fc.nat() }), weight: 1 },
-  { arbitrary: fc.record({ op: fc.constant('token' as const), at: fc.nat(), token: fc.nat(), replace: fc.boolean() }), weight: 4 },
-  { arbitrary: fc.record({ op: fc.constant('splice' as const), at: fc.nat(), other: fc.nat(), from: fc.nat() }), weight: 1 },
+  {
+    arbitrary: fc.record({ op: fc.constant('flip' as const), at: fc.nat(), byte: fc.integer({ min: 0, max: 255 }) }),
+    weight: 4,
+  },
+  {
+    arbitrary: fc.record({
+      op: fc.constant('insert' as const),
+      at: fc.nat(),
+      bytes: fc.uint8Array({ minLength: 1, maxLength: 8 }),
+    }),
+    weight: 2,
+  },
+  {
+    arbitrary: fc.record({ op: fc.constant('delete' as const), at: fc.nat(), length: fc.integer({ min: 1, max: 32 }) }),
+    weight: 2,
+  },
+  {
+    arbitrary: fc.record({
+      op: fc.constant('duplicate' as const),
+      at: fc.nat(),
+      length: fc.integer({ min: 1, max: 64 }),
+      to: fc.nat(),
+    }),
+    weight: 1,
+  },
+  {
+    arbitrary: fc.record({ op: fc.constant('token' as const), at: fc.nat(), token: fc.nat(), replace: fc.boolean() }),
+    weight: 4,
+  },
+  {
+    arbitrary: fc.record({ op: fc.constant('splice' as const), at: fc.nat(), other: fc.nat(), from: fc.nat() }),
+    weight: 1,
+  },
   { arbitrary: fc.record({ op: fc.constant('cut' as const), at: fc.nat() }), weight: 1 },
 );
 
@@ -57,7 +107,11 @@ function apply(input: Buffer, o: Op, seeds: readonly Uint8Array[], tokens: reado
 }
 
 /** Seeds with 1–6 mutations each, capped at `maxBytes`; arbitrary bytes when there are no seeds. */
-export function mutatedSeeds(seeds: readonly Uint8Array[], dictionary: readonly string[], maxBytes: number): fc.Arbitrary<Uint8Array> {
+export function mutatedSeeds(
+  seeds: readonly Uint8Array[],
+  dictionary: readonly string[],
+  maxBytes: number,
+): fc.Arbitrary<Uint8Array> {
   if (seeds.length === 0) return fc.uint8Array({ maxLength: Math.min(maxBytes, 512) });
   const tokens = [...dictionary, ...GENERIC_TOKENS].map((t) => Buffer.from(t, 'utf8'));
   return fc.tuple(fc.nat({ max: seeds.length - 1 }), fc.array(op, { minLength: 1, maxLength: 6 })).map(([i, ops]) => {
@@ -68,7 +122,10 @@ export function mutatedSeeds(seeds: readonly Uint8Array[], dictionary: readonly 
 }
 
 /** Every input a target gets: arbitrary bytes, its grammar's documents, and mutated seeds (the most). */
-export function targetInputs(seeds: readonly Uint8Array[], t: { maxBytes: number; dictionary?: readonly string[]; structured?: fc.Arbitrary<Uint8Array> }): fc.Arbitrary<Uint8Array> {
+export function targetInputs(
+  seeds: readonly Uint8Array[],
+  t: { maxBytes: number; dictionary?: readonly string[]; structured?: fc.Arbitrary<Uint8Array> },
+): fc.Arbitrary<Uint8Array> {
   const bytes = fc.uint8Array({ maxLength: Math.min(t.maxBytes, 1024) });
   const mutated = mutatedSeeds(seeds, t.dictionary ?? [], t.maxBytes);
   const seedsAsIs = seeds.length ? fc.constantFrom(...seeds) : bytes;

@@ -58,7 +58,11 @@ export interface FuzzOptions {
 }
 
 /** One input through the target's oracle, against the deadline. */
-export async function checkOnce(target: FuzzTarget, input: Uint8Array, deadlineMs = DEADLINE_MS): Promise<{ outcome: Outcome; ms: number; knownOpen?: string }> {
+export async function checkOnce(
+  target: FuzzTarget,
+  input: Uint8Array,
+  deadlineMs = DEADLINE_MS,
+): Promise<{ outcome: Outcome; ms: number; knownOpen?: string }> {
   const t0 = performance.now();
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
@@ -68,7 +72,10 @@ export async function checkOnce(target: FuzzTarget, input: Uint8Array, deadlineM
   // input's finding, not the end of the run. One input runs at a time, so whatever escapes now is its doing.
   let onEscape: (e: unknown) => void = () => undefined;
   const escaped = new Promise<never>((_, reject) => {
-    onEscape = (e) => reject(new EscapedFinding(`${target.name}: an exception escaped the parser: ${(e as Error)?.stack ?? String(e)}`));
+    onEscape = (e) =>
+      reject(
+        new EscapedFinding(`${target.name}: an exception escaped the parser: ${(e as Error)?.stack ?? String(e)}`),
+      );
   });
   process.on('uncaughtException', onEscape);
   process.on('unhandledRejection', onEscape);
@@ -93,7 +100,9 @@ export async function checkOnce(target: FuzzTarget, input: Uint8Array, deadlineM
   }
 }
 
-export const preview = (b: Uint8Array): string => JSON.stringify(Buffer.from(b.subarray(0, 240)).toString('latin1')) + (b.length > 240 ? ` … (${b.length} bytes)` : ` (${b.length} bytes)`);
+export const preview = (b: Uint8Array): string =>
+  JSON.stringify(Buffer.from(b.subarray(0, 240)).toString('latin1')) +
+  (b.length > 240 ? ` … (${b.length} bytes)` : ` (${b.length} bytes)`);
 
 export async function fuzzTarget(target: FuzzTarget, opts: FuzzOptions): Promise<TargetReport> {
   const seeds = loadCorpus(target.name).map((f) => f.bytes);
@@ -108,9 +117,14 @@ export async function fuzzTarget(target: FuzzTarget, opts: FuzzOptions): Promise
       await turnEventLoop();
       heap.sample();
     }
-    if (opts.onProgress && !counts.failed && counts.calls % (opts.progressEvery ?? 10_000) === 0) opts.onProgress(counts.calls, (performance.now() - t0) / 1000);
+    if (opts.onProgress && !counts.failed && counts.calls % (opts.progressEvery ?? 10_000) === 0)
+      opts.onProgress(counts.calls, (performance.now() - t0) / 1000);
     try {
-      const { outcome, ms, knownOpen: known } = await checkOnce(target, input, deadlineMs).catch(async (e: unknown) => {
+      const {
+        outcome,
+        ms,
+        knownOpen: known,
+      } = await checkOnce(target, input, deadlineMs).catch(async (e: unknown) => {
         // Over the deadline once: run it again before calling it a hang, since on a loaded machine (other test
         // runs, two cores) a 100 ms unpack can wait a second for the CPU. A hang is over the deadline twice.
         if (!(e instanceof HangFinding)) throw e;
@@ -129,7 +143,11 @@ export async function fuzzTarget(target: FuzzTarget, opts: FuzzOptions): Promise
   });
   let result: fc.RunDetails<[Uint8Array]>;
   try {
-    result = await fc.check(property, { numRuns: opts.runs, seed: opts.seed, ...(opts.path !== undefined && { path: opts.path }) });
+    result = await fc.check(property, {
+      numRuns: opts.runs,
+      seed: opts.seed,
+      ...(opts.path !== undefined && { path: opts.path }),
+    });
   } finally {
     await target.teardown?.();
   }

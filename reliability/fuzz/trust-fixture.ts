@@ -9,7 +9,9 @@ const dir = fileURLToPath(new URL('./fixtures/trust/', import.meta.url));
 const read = (p: string) => readFileSync(dir + p);
 
 export const SUMS = new Uint8Array(read('SHA256SUMS'));
-export const SIGNED_FILES: ReadonlyMap<string, Uint8Array> = new Map(['plans/p.toml', 'recipes/a.toml'].map((p) => [p, new Uint8Array(read(p))]));
+export const SIGNED_FILES: ReadonlyMap<string, Uint8Array> = new Map(
+  ['plans/p.toml', 'recipes/a.toml'].map((p) => [p, new Uint8Array(read(p))]),
+);
 export const KEY_TEXTS = ['a.pub', 'b.pub'].map((p) => ({ source: p, text: read(p).toString('utf8') }));
 
 /** Both keys trusted; `threshold` of them must sign. */

@@ -40,7 +40,10 @@ async function releaseKey(): Promise<Signer> {
 }
 
 /** `repo(agent)`, signed by `key`: one reader per commit, offered again as it is (a signature made again would be another). */
-async function signedRepo(key: Signer, agent?: { version: string; uri: string; sha256: string }): Promise<DirectoryReader> {
+async function signedRepo(
+  key: Signer,
+  agent?: { version: string; uri: string; sha256: string },
+): Promise<DirectoryReader> {
   const reader = repo(agent);
   await key.sign(reader.root);
   return reader;
@@ -57,16 +60,27 @@ function repo(agent?: { version: string; uri: string; sha256: string }): Directo
   const dir = temp('ks-update-repo-');
   mkdirSync(join(dir, 'recipes'));
   mkdirSync(join(dir, 'plans'));
-  writeFileSync(join(dir, 'recipes', 'svc.toml'), `[metadata]\nname = "com.test.svc"\nversion = "1.0.0"\n\n[lifecycle.run.exec]\ncommand = "sleep"\nargs = ["1000"]\n`);
+  writeFileSync(
+    join(dir, 'recipes', 'svc.toml'),
+    `[metadata]\nname = "com.test.svc"\nversion = "1.0.0"\n\n[lifecycle.run.exec]\ncommand = "sleep"\nargs = ["1000"]\n`,
+  );
   writeFileSync(join(dir, 'plans', 'p.toml'), `[[components]]\nname = "svc"\nrecipe = "recipes/svc.toml"\n`);
   let fleet = `[[targets]]\nname = "all"\nselector = {}\nplan = "plans/p.toml"\n`;
-  if (agent) fleet = `[agent]\nversion = "${agent.version}"\n[agent.packages.${ARCH}]\nuri = "${agent.uri}"\nsha256 = "${agent.sha256}"\n\n${fleet}`;
+  if (agent)
+    fleet = `[agent]\nversion = "${agent.version}"\n[agent.packages.${ARCH}]\nuri = "${agent.uri}"\nsha256 = "${agent.sha256}"\n\n${fleet}`;
   writeFileSync(join(dir, 'fleet.toml'), fleet);
   return new DirectoryReader(dir);
 }
 
 /** The agent's updater as the package wires it, but for `exec` (systemctl recorded; agent-rollback run by sh or not). */
-function updaterFor(o: { home: ReturnType<typeof agentHome>; version: string; stateDir: string; log: ReturnType<typeof createLogger>; agent: () => Agent; exec: ConstructorParameters<typeof AgentUpdater>[0]['exec'] }): AgentUpdater {
+function updaterFor(o: {
+  home: ReturnType<typeof agentHome>;
+  version: string;
+  stateDir: string;
+  log: ReturnType<typeof createLogger>;
+  agent: () => Agent;
+  exec: ConstructorParameters<typeof AgentUpdater>[0]['exec'];
+}): AgentUpdater {
   return new AgentUpdater({
     home: o.home,
     version: o.version,
@@ -166,7 +180,12 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
     await offer(a, R2, r2);
     expect(readTrial(home)).toBeUndefined();
     expect(calls).toEqual([['systemctl', 'stop', 'keystone-agent-deadline.timer']]);
-    expect(a.store.history({ limit: 10 }).filter((h) => h.revision === R2).map((h) => h.outcome)).toEqual(['success']);
+    expect(
+      a.store
+        .history({ limit: 10 })
+        .filter((h) => h.revision === R2)
+        .map((h) => h.outcome),
+    ).toEqual(['success']);
 
     // r3 names 0.3.0; the new agent does not find svc as it ran (it died during the switch): put back, failure.
     const v3 = fakeDeb(work, { version: '0.3.0' });
@@ -180,8 +199,14 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
     await offer(a, R3, r3);
     const failed = a.store.history({ limit: 1 })[0]!;
     expect(failed).toMatchObject({ revision: R3, outcome: 'failure' });
-    expect(failed.summary).toMatch(/^KS_AGENT_UPDATE_FAILED: agent 0.3.0 did not adopt svc as they ran before the switch/);
-    expect(calls[0]?.slice(0, 3)).toEqual(['/bin/sh', join(PROJECT, 'packaging', 'launchers', 'agent-rollback'), '--restart']);
+    expect(failed.summary).toMatch(
+      /^KS_AGENT_UPDATE_FAILED: agent 0.3.0 did not adopt svc as they ran before the switch/,
+    );
+    expect(calls[0]?.slice(0, 3)).toEqual([
+      '/bin/sh',
+      join(PROJECT, 'packaging', 'launchers', 'agent-rollback'),
+      '--restart',
+    ]);
     expect(readFailed(home)).toMatchObject({ version: '0.3.0', commit: R3 });
     expect(readTrial(home)).toBeUndefined();
 
@@ -192,7 +217,11 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
     await offer(a, R4, await signedRepo(key, { version: '0.3.0', ...v3 }));
     const rows = a.store.history({ limit: 10 }).map((h) => ({ revision: h.revision, outcome: h.outcome }));
     expect(rows.filter((h) => h.revision === R3)).toEqual([{ revision: R3, outcome: 'failure' }]);
-    expect(a.store.history({ limit: 1 })[0]).toMatchObject({ revision: R4, outcome: 'failure', summary: expect.stringMatching(/^KS_AGENT_UPDATE_FAILED: agent 0.3.0 was put back on this device: /) });
+    expect(a.store.history({ limit: 1 })[0]).toMatchObject({
+      revision: R4,
+      outcome: 'failure',
+      summary: expect.stringMatching(/^KS_AGENT_UPDATE_FAILED: agent 0.3.0 was put back on this device: /),
+    });
     expect(calls).toEqual([]);
     expect(readTrial(home)).toBeUndefined();
   });
@@ -205,7 +234,14 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
     const calls: string[][] = [];
     const log = createLogger({ pretty: false, write: () => undefined });
     const started: { agent?: Agent } = {};
-    const updater = updaterFor({ home, version: '0.1.0', stateDir, log, agent: () => started.agent!, exec: async (file, args) => void calls.push([file, ...args]) });
+    const updater = updaterFor({
+      home,
+      version: '0.1.0',
+      stateDir,
+      log,
+      agent: () => started.agent!,
+      exec: async (file, args) => void calls.push([file, ...args]),
+    });
     const a = await startAgent({
       fleet: { device: 'd1', labels: {} },
       stateDir,
@@ -222,7 +258,10 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
     // svc with an update lock; r2 changes svc and names agent 0.2.0.
     const locked = async (version: string, agent?: { version: string; uri: string; sha256: string }) => {
       const reader = repo(agent);
-      writeFileSync(join(reader.root, 'recipes', 'svc.toml'), `[metadata]\nname = "com.test.svc"\nversion = "${version}"\n\n[lifecycle.update]\nlock = "run/update.lock"\n\n[lifecycle.run.exec]\ncommand = "sh"\nargs = ["-c", "mkdir -p run && : >> run/update.lock && exec sleep 1000"]\n`);
+      writeFileSync(
+        join(reader.root, 'recipes', 'svc.toml'),
+        `[metadata]\nname = "com.test.svc"\nversion = "${version}"\n\n[lifecycle.update]\nlock = "run/update.lock"\n\n[lifecycle.run.exec]\ncommand = "sh"\nargs = ["-c", "mkdir -p run && : >> run/update.lock && exec sleep 1000"]\n`,
+      );
       await key.sign(reader.root);
       return reader;
     };
@@ -247,4 +286,3 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
     expect(readTrial(home)).toMatchObject({ version: '0.2.0', commit: R2 });
   });
 });
-

@@ -23,10 +23,25 @@ afterEach(async () => {
   for (const k of keys.splice(0)) k.cleanup();
 });
 
-const [R1, R2, R3, R4, R5] = ['1', '2', '3', '4', '5'].map((d) => d.repeat(40)) as [string, string, string, string, string];
+const [R1, R2, R3, R4, R5] = ['1', '2', '3', '4', '5'].map((d) => d.repeat(40)) as [
+  string,
+  string,
+  string,
+  string,
+  string,
+];
 
 /** What "nothing changes" means on the device after the refusal of `commit`, and that it was reported `error`. */
-function expectRefused(o: { a: Agent; sent: CommitStatus[]; home: AgentHome; calls: string[][]; commit: string; code: string; pid: string; runs: string }): void {
+function expectRefused(o: {
+  a: Agent;
+  sent: CommitStatus[];
+  home: AgentHome;
+  calls: string[][];
+  commit: string;
+  code: string;
+  pid: string;
+  runs: string;
+}): void {
   const row = o.a.store.history({ limit: 1 })[0];
   expect(row).toMatchObject({ revision: o.commit, outcome: 'rejected' });
   expect(row?.summary).toMatch(new RegExp(`^${o.code}: `));
@@ -100,13 +115,23 @@ describe.skipIf(r.skip)(r.title('[agent] refusals through the agent loop'), () =
 
     // A good package with its right sha256: what is refused is the revision's lack of a checked signature.
     const v2 = fakeDeb(work, { version: '0.2.0' });
-    a.offer({ id: R2, origin: 'commit', source: 'test', reader: h.repo({ agent: { version: '0.2.0', ...v2 }, svcVersion: '1.1.0' }) });
+    a.offer({
+      id: R2,
+      origin: 'commit',
+      source: 'test',
+      reader: h.repo({ agent: { version: '0.2.0', ...v2 }, svcVersion: '1.1.0' }),
+    });
     await a.idle();
     expectRefused({ a, sent, home, calls, commit: R2, code: 'KS_AGENT_UNSIGNED', pid, runs: R1 });
     expect(existsSync(home.versions)).toBe(false);
 
     // [agent] naming the version that runs asks nothing of the agent: the revision is applied (svc goes to 1.1.0).
-    a.offer({ id: R3, origin: 'commit', source: 'test', reader: h.repo({ agent: { version: '0.1.0', ...v2 }, svcVersion: '1.1.0' }) });
+    a.offer({
+      id: R3,
+      origin: 'commit',
+      source: 'test',
+      reader: h.repo({ agent: { version: '0.1.0', ...v2 }, svcVersion: '1.1.0' }),
+    });
     await a.idle();
     expect(a.store.history({ limit: 1 })[0]).toMatchObject({ revision: R3, outcome: 'success' });
     expect(sent.filter((s) => s.commit === R3).map((s) => s.state)).toEqual(['pending', 'success']);

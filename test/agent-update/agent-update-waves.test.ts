@@ -48,13 +48,26 @@ describe.skipIf(r.skip)(r.title('an agent update staged by rollout waves'), () =
       gateRecheckMs: 3_600_000,
       rolloutGate: (store: Agent['store']) =>
         new RolloutGate({
-          refs: { list: async () => ({ refs: [{ ref: rolloutRef({ wave: 'canary', device: 'k1', commit: C2, state: canary }), oid: F }], serverTime: Date.now() }) },
+          refs: {
+            list: async () => ({
+              refs: [{ ref: rolloutRef({ wave: 'canary', device: 'k1', commit: C2, state: canary }), oid: F }],
+              serverTime: Date.now(),
+            }),
+          },
           store,
           now: Date.now,
           random: () => 0.5,
         }),
     });
-    const first = await h.start({ version: '0.1.0', stateDir, home, trust: key.trust, calls, device: 'd2', extra: gated() });
+    const first = await h.start({
+      version: '0.1.0',
+      stateDir,
+      home,
+      trust: key.trust,
+      calls,
+      device: 'd2',
+      extra: gated(),
+    });
     let a = first.a;
 
     // C1, without [rollout]: applied at once; svc runs.
@@ -75,7 +88,10 @@ describe.skipIf(r.skip)(r.title('an agent update staged by rollout waves'), () =
     a.events.on('held', (e) => held.push(e));
     a.offer({ id: C2, origin: 'commit', source: 'git', reader: r2 });
     await a.idle();
-    expect(a.rolloutHolds().map((x) => x.revision), JSON.stringify({ calls, log: first.lines.map((l) => l.msg).slice(-8) })).toEqual([C2]);
+    expect(
+      a.rolloutHolds().map((x) => x.revision),
+      JSON.stringify({ calls, log: first.lines.map((l) => l.msg).slice(-8) }),
+    ).toEqual([C2]);
     expect(held.map((e) => [e.revision, e.halted])).toEqual([[C2, false]]);
     expect(first.sent.filter((s) => s.commit === C2).map((s) => s.state)).toEqual(['pending']);
     expect(existsSync(home.versions)).toBe(false);
@@ -93,9 +109,15 @@ describe.skipIf(r.skip)(r.title('an agent update staged by rollout waves'), () =
     canary = 'success';
     a.sync();
     const deadline = Date.now() + 20_000;
-    while (!calls.length && Date.now() < deadline) await a.idle().then(() => new Promise<void>((done) => setImmediate(done)));
+    while (!calls.length && Date.now() < deadline)
+      await a.idle().then(() => new Promise<void>((done) => setImmediate(done)));
     expect(calls).toEqual([['systemctl', 'restart', '--no-block', 'keystone.service']]);
-    expect(readTrial(home)).toMatchObject({ version: '0.2.0', previousVersion: '0.1.0', commit: C2, pids: { svc: pid } });
+    expect(readTrial(home)).toMatchObject({
+      version: '0.2.0',
+      previousVersion: '0.1.0',
+      commit: C2,
+      pids: { svc: pid },
+    });
     expect(currentVersionDir(home)).toBe('0.2.0');
     expect(a.store.appliedRevision()?.id).toBe(C1);
     expect(a.store.history({ limit: 10 }).map((x) => x.revision)).toEqual([C1]);
@@ -104,22 +126,42 @@ describe.skipIf(r.skip)(r.title('an agent update staged by rollout waves'), () =
     // C2 for any device that has not taken it up; this one was switched for it: not gated again.
     await h.stop(a);
     canary = 'failure';
-    const second = await h.start({ version: '0.2.0', stateDir, home, trust: key.trust, calls, device: 'd2', extra: gated() });
+    const second = await h.start({
+      version: '0.2.0',
+      stateDir,
+      home,
+      trust: key.trust,
+      calls,
+      device: 'd2',
+      extra: gated(),
+    });
     a = second.a;
     expect(second.updater.view()).toMatchObject({ state: 'trial', version: '0.2.0', commit: C2 });
     calls.length = 0;
     const held2: Array<{ revision: string; halted: boolean }> = [];
     a.events.on('held', (e) => held2.push(e));
     // As agent-git does at its start: what was held, from the local clone; then the Git source's tip, C2.
-    const readers = new Map<string, Revision>([[C1, { id: C1, origin: 'commit', source: 'git', reader: r1 }], [C2, { id: C2, origin: 'commit', source: 'git', reader: r2 }]]);
+    const readers = new Map<string, Revision>([
+      [C1, { id: C1, origin: 'commit', source: 'git', reader: r1 }],
+      [C2, { id: C2, origin: 'commit', source: 'git', reader: r2 }],
+    ]);
     await a.restoreHolds(async (commit) => readers.get(commit));
     a.offer({ id: C2, origin: 'commit', source: 'git', reader: r2 });
     await a.idle();
     expect(held2).toEqual([]);
     expect(a.rolloutHolds()).toEqual([]);
-    expect(a.store.history({ limit: 10 }).map((x) => [x.revision, x.outcome]), JSON.stringify(second.lines.map((l) => `${String(l.msg)} ${String(l.reason ?? '')}`).slice(-10))).toEqual([[C2, 'success'], [C1, 'success']]);
+    expect(
+      a.store.history({ limit: 10 }).map((x) => [x.revision, x.outcome]),
+      JSON.stringify(second.lines.map((l) => `${String(l.msg)} ${String(l.reason ?? '')}`).slice(-10)),
+    ).toEqual([
+      [C2, 'success'],
+      [C1, 'success'],
+    ]);
     expect(a.store.appliedRevision()?.id).toBe(C2);
-    expect(second.sent.filter((s) => s.commit === C2).at(-1)).toMatchObject({ state: 'success', rollout: { wave: 'rest', state: 'success' } });
+    expect(second.sent.filter((s) => s.commit === C2).at(-1)).toMatchObject({
+      state: 'success',
+      rollout: { wave: 'rest', state: 'success' },
+    });
     // Proven: the trial is committed, the deadline timer stopped; svc adopted as it ran, aux started by C2's plan.
     expect(readTrial(home)).toBeUndefined();
     expect(calls).toEqual([['systemctl', 'stop', 'keystone-agent-deadline.timer']]);
@@ -149,7 +191,12 @@ describe.skipIf(r.skip)(r.title('an agent update staged by rollout waves'), () =
         gateRecheckMs: 3_600_000,
         rolloutGate: (store) =>
           new RolloutGate({
-            refs: { list: async () => ({ refs: [{ ref: rolloutRef({ wave: 'canary', device: 'k1', commit: C2, state: 'applying' }), oid: F }], serverTime: Date.now() }) },
+            refs: {
+              list: async () => ({
+                refs: [{ ref: rolloutRef({ wave: 'canary', device: 'k1', commit: C2, state: 'applying' }), oid: F }],
+                serverTime: Date.now(),
+              }),
+            },
             store,
             now: Date.now,
             random: () => 0.5,

@@ -33,11 +33,18 @@ export function fakeDeb(dir: string, o: FakeDebOptions): FakeDeb {
   const root = mkdtempSync(join(dir, 'deb-'));
   mkdirSync(join(root, 'DEBIAN'));
   // A random description: two builds of one version are two packages (two sha256), as a rebuild is.
-  writeFileSync(join(root, 'DEBIAN', 'control'), `Package: ${o.name ?? 'keystone'}\nVersion: ${o.debVersion ?? debianVersionOf(o.version)}\nArchitecture: ${o.arch ?? ARCH}\nMaintainer: test <t@example.com>\nDescription: test ${Math.random()}\n`);
+  writeFileSync(
+    join(root, 'DEBIAN', 'control'),
+    `Package: ${o.name ?? 'keystone'}\nVersion: ${o.debVersion ?? debianVersionOf(o.version)}\nArchitecture: ${o.arch ?? ARCH}\nMaintainer: test <t@example.com>\nDescription: test ${Math.random()}\n`,
+  );
   const lib = join(root, 'usr', 'lib', 'keystone');
   mkdirSync(lib, { recursive: true });
   const says = o.says ?? `keystone ${o.version}`;
-  writeFileSync(join(lib, 'keystone.mjs'), o.bundle ?? `if (process.argv.includes('--version')) { console.log(${JSON.stringify(says)}); process.exit(0); }\nprocess.exit(1);\n`);
+  writeFileSync(
+    join(lib, 'keystone.mjs'),
+    o.bundle ??
+      `if (process.argv.includes('--version')) { console.log(${JSON.stringify(says)}); process.exit(0); }\nprocess.exit(1);\n`,
+  );
   if (o.mode !== undefined) chmodSync(join(lib, 'keystone.mjs'), o.mode);
   const path = join(dir, `keystone_${o.version}_${o.arch ?? ARCH}-${Math.random().toString(16).slice(2)}.deb`);
   execFileSync('dpkg-deb', ['--root-owner-group', '-Zgzip', '-b', root, path], { stdio: 'ignore' });

@@ -50,15 +50,25 @@ export class LoopHarness {
     const dir = this.temp('ks-update-repo-');
     mkdirSync(join(dir, 'recipes'));
     mkdirSync(join(dir, 'plans'));
-    writeFileSync(join(dir, 'recipes', 'svc.toml'), `[metadata]\nname = "com.test.svc"\nversion = "${o.svcVersion ?? '1.0.0'}"\n\n[lifecycle.run.exec]\ncommand = "sleep"\nargs = ["1000"]\n`);
+    writeFileSync(
+      join(dir, 'recipes', 'svc.toml'),
+      `[metadata]\nname = "com.test.svc"\nversion = "${o.svcVersion ?? '1.0.0'}"\n\n[lifecycle.run.exec]\ncommand = "sleep"\nargs = ["1000"]\n`,
+    );
     writeFileSync(join(dir, 'plans', 'p.toml'), `[[components]]\nname = "svc"\nrecipe = "recipes/svc.toml"\n`);
     if (o.aux) {
-      writeFileSync(join(dir, 'recipes', 'aux.toml'), `[metadata]\nname = "com.test.aux"\nversion = "1.0.0"\n\n[lifecycle.run.exec]\ncommand = "sleep"\nargs = ["1000"]\n`);
-      writeFileSync(join(dir, 'plans', 'p.toml'), `[[components]]\nname = "svc"\nrecipe = "recipes/svc.toml"\n\n[[components]]\nname = "aux"\nrecipe = "recipes/aux.toml"\n`);
+      writeFileSync(
+        join(dir, 'recipes', 'aux.toml'),
+        `[metadata]\nname = "com.test.aux"\nversion = "1.0.0"\n\n[lifecycle.run.exec]\ncommand = "sleep"\nargs = ["1000"]\n`,
+      );
+      writeFileSync(
+        join(dir, 'plans', 'p.toml'),
+        `[[components]]\nname = "svc"\nrecipe = "recipes/svc.toml"\n\n[[components]]\nname = "aux"\nrecipe = "recipes/aux.toml"\n`,
+      );
     }
     let fleet = `[[targets]]\nname = "all"\nselector = {}\nplan = "plans/p.toml"\n${o.fleetTail ?? ''}`;
     const a = o.agent;
-    if (a) fleet = `[agent]\nversion = "${a.version}"\n${a.allowDowngrade ? 'allow_downgrade = true\n' : ''}[agent.packages.${ARCH}]\nuri = "${a.uri}"\nsha256 = "${a.sha256}"\n\n${fleet}`;
+    if (a)
+      fleet = `[agent]\nversion = "${a.version}"\n${a.allowDowngrade ? 'allow_downgrade = true\n' : ''}[agent.packages.${ARCH}]\nuri = "${a.uri}"\nsha256 = "${a.sha256}"\n\n${fleet}`;
     writeFileSync(join(dir, 'fleet.toml'), fleet);
     return new DirectoryReader(dir);
   }
@@ -77,7 +87,10 @@ export class LoopHarness {
     extra?: Partial<Parameters<typeof startAgent>[0]>;
   }): Promise<{ a: Agent; updater: AgentUpdater; sent: CommitStatus[]; lines: Array<Record<string, unknown>> }> {
     const lines: Array<Record<string, unknown>> = [];
-    const log = createLogger({ pretty: false, write: (l) => void lines.push(JSON.parse(l) as Record<string, unknown>) });
+    const log = createLogger({
+      pretty: false,
+      write: (l) => void lines.push(JSON.parse(l) as Record<string, unknown>),
+    });
     const box: { agent?: Agent } = {};
     const updater = new AgentUpdater({
       home: o.home,
@@ -111,7 +124,14 @@ export class LoopHarness {
     box.agent = a;
     this.agents.push(a);
     const sent: CommitStatus[] = [];
-    a.outcomes.reportTo(commitReports({ outbox: { enqueue: (s) => (sent.push(s), [sent.length]) }, context: `keystone/${o.device ?? 'd1'}`, now: Date.now, rolloutKeep: () => a.rolloutKeep() }));
+    a.outcomes.reportTo(
+      commitReports({
+        outbox: { enqueue: (s) => (sent.push(s), [sent.length]) },
+        context: `keystone/${o.device ?? 'd1'}`,
+        now: Date.now,
+        rolloutKeep: () => a.rolloutKeep(),
+      }),
+    );
     return { a, updater, sent, lines };
   }
 

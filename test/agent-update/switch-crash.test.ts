@@ -17,7 +17,8 @@ const r = needs('dpkg-deb');
 const PROJECT = join(import.meta.dirname, '..', '..');
 const RUNNER = join(import.meta.dirname, 'fixtures', 'update-runner.mjs');
 /** A program that says which version it is: the bundle of a package. */
-const bundle = (version: string) => `if (process.argv.includes('--version')) console.log('keystone ${version}'); else console.log('keystone ${version} ' + process.argv.slice(2).join(' '));\n`;
+const bundle = (version: string) =>
+  `if (process.argv.includes('--version')) console.log('keystone ${version}'); else console.log('keystone ${version} ' + process.argv.slice(2).join(' '));\n`;
 
 describe.skipIf(r.skip)(r.title('power loss at every step of an agent update'), () => {
   let dir: string;
@@ -33,7 +34,8 @@ describe.skipIf(r.skip)(r.title('power loss at every step of an agent update'), 
     // The package's own bundle (0.1.0), launcher and agent-rollback.
     lib = join(dir, 'lib');
     mkdirSync(lib);
-    for (const f of ['launch.sh', 'agent-rollback']) execFileSync('cp', [join(PROJECT, 'packaging', 'launchers', f), join(lib, f)]);
+    for (const f of ['launch.sh', 'agent-rollback'])
+      execFileSync('cp', [join(PROJECT, 'packaging', 'launchers', f), join(lib, f)]);
     writeFileSync(join(lib, 'keystone.mjs'), bundle('0.1.0'));
     writeFileSync(join(dir, 'keystone'), `#!/bin/sh\n. "$KEYSTONE_LIB/launch.sh"\nkeystone_exec keystone "$@"\n`);
     chmodSync(join(dir, 'keystone'), 0o755);
@@ -44,11 +46,23 @@ describe.skipIf(r.skip)(r.title('power loss at every step of an agent update'), 
 
   /** The agent of `version` starts and does its part; killed when `crashAt` is one of its steps. */
   const agent = (version: string, outcome: 'success' | 'failure', crashAt?: string) =>
-    spawnSync(process.execPath, [RUNNER, home.dir, lib, version, outcome, deb.path, deb.sha256, calls], { encoding: 'utf8', env: { PATH: process.env.PATH, ...(crashAt !== undefined && { KEYSTONE_CRASH_AT: crashAt }) } });
+    spawnSync(process.execPath, [RUNNER, home.dir, lib, version, outcome, deb.path, deb.sha256, calls], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH, ...(crashAt !== undefined && { KEYSTONE_CRASH_AT: crashAt }) },
+    });
 
   /** A boot: the launcher starts whatever it picks; that must be a working agent. */
   const boot = (): string => {
-    const out = spawnSync(join(dir, 'keystone'), ['agent'], { encoding: 'utf8', env: { PATH: process.env.PATH, KEYSTONE_LIB: lib, KEYSTONE_NODE: process.execPath, KEYSTONE_AGENT_HOME: home.dir, INVOCATION_ID: 'boot' } });
+    const out = spawnSync(join(dir, 'keystone'), ['agent'], {
+      encoding: 'utf8',
+      env: {
+        PATH: process.env.PATH,
+        KEYSTONE_LIB: lib,
+        KEYSTONE_NODE: process.execPath,
+        KEYSTONE_AGENT_HOME: home.dir,
+        INVOCATION_ID: 'boot',
+      },
+    });
     expect(out.status, out.stderr).toBe(0);
     const m = /^keystone (\d+\.\d+\.\d+) agent$/.exec(out.stdout.trim());
     expect(m, `the launcher started no working agent: ${out.stdout}${out.stderr}`).not.toBeNull();
@@ -100,7 +114,14 @@ describe.skipIf(r.skip)(r.title('power loss at every step of an agent update'), 
       expect(readTrial(home)).toBeUndefined();
       expect(existsSync(home.current)).toBe(false);
       // The reason agent-rollback gave, where it got as far as writing it.
-      expect(readFailed(home)).toMatchObject({ version: '0.2.0', sha256: deb.sha256, reason: point === 'rollback-after-failed' ? 'the new agent reported failure: the test says so' : '0.2.0 was put back, and the switch from 0.1.0 did not complete' });
+      expect(readFailed(home)).toMatchObject({
+        version: '0.2.0',
+        sha256: deb.sha256,
+        reason:
+          point === 'rollback-after-failed'
+            ? 'the new agent reported failure: the test says so'
+            : '0.2.0 was put back, and the switch from 0.1.0 did not complete',
+      });
     });
   }
 
@@ -109,7 +130,10 @@ describe.skipIf(r.skip)(r.title('power loss at every step of an agent update'), 
     // Three starts of 0.2.0 that exit before proving anything (systemd restarts it each time).
     for (let i = 0; i < 3; i++) expect(boot()).toBe('0.2.0');
     expect(boot()).toBe('0.1.0');
-    expect(readFailed(home)).toMatchObject({ version: '0.2.0', reason: 'the new agent did not come up: 3 starts without reporting success' });
+    expect(readFailed(home)).toMatchObject({
+      version: '0.2.0',
+      reason: 'the new agent did not come up: 3 starts without reporting success',
+    });
     expect(settle(true)).toBe('0.1.0');
   });
 });

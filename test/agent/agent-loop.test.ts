@@ -67,19 +67,36 @@ async function until(cond: () => boolean, what: string, ms = 15_000): Promise<vo
 describe('the agent loop', () => {
   it('a burst of revisions collapses to the newest: the ones in between are never applied', async () => {
     const { a, lines } = await agent();
-    const revs = ['one', 'two', 'three'].map((id, i) => ({ id, origin: 'directory' as const, source: 'test', reader: new DirectoryReader(repo({ [`c${i}`]: 'sleep 100' })) }));
+    const revs = ['one', 'two', 'three'].map((id, i) => ({
+      id,
+      origin: 'directory' as const,
+      source: 'test',
+      reader: new DirectoryReader(repo({ [`c${i}`]: 'sleep 100' })),
+    }));
     for (const r of revs) a.offer(r);
     await a.idle();
-    const applied = a.store.history({ limit: 10 }).map((h) => h.revision).reverse();
+    const applied = a.store
+      .history({ limit: 10 })
+      .map((h) => h.revision)
+      .reverse();
     expect(applied).toEqual(['one', 'three']);
-    expect(lines.some((l) => l.msg === 'superseded before it was applied' && l.revision === 'two' && l.newer === 'three')).toBe(true);
+    expect(
+      lines.some((l) => l.msg === 'superseded before it was applied' && l.revision === 'two' && l.newer === 'three'),
+    ).toBe(true);
     // The newest plan is what runs: c2 only; c0 (from "one") was removed by "three".
     expect(a.store.components().map((c) => [c.name, c.state])).toEqual([['c2', 'running']]);
   });
 
   it('rotates a component log by size while the component keeps writing to it', async () => {
     const { a } = await agent({ logMaxBytes: 4096, logCheckMs: 50 });
-    a.offer({ id: 'r1', origin: 'directory', source: 'test', reader: new DirectoryReader(repo({ chatty: 'while true; do echo 0123456789abcdef0123456789abcdef; sleep 0.005; done' })) });
+    a.offer({
+      id: 'r1',
+      origin: 'directory',
+      source: 'test',
+      reader: new DirectoryReader(
+        repo({ chatty: 'while true; do echo 0123456789abcdef0123456789abcdef; sleep 0.005; done' }),
+      ),
+    });
     await a.idle();
     const logs = componentPaths(a.store.path.replace(/\/state\.db$/, ''), 'chatty').logDir;
     await until(() => existsSync(join(logs, 'stdout.log.1')), 'a rotated stdout.log.1');

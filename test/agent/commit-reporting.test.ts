@@ -5,11 +5,23 @@ import type { CommitStatus } from '../../src/report/commit-status.js';
 
 const C1 = 'a'.repeat(40);
 const C2 = 'b'.repeat(40);
-const plan = { stopOrder: ['web', 'api'], startOrder: ['api', 'web'], noTouch: ['influxdb', 'telemetry'], layers: [], reasons: {}, reasonCodes: {} };
+const plan = {
+  stopOrder: ['web', 'api'],
+  startOrder: ['api', 'web'],
+  noTouch: ['influxdb', 'telemetry'],
+  layers: [],
+  reasons: {},
+  reasonCodes: {},
+};
 
 function setup(extra: Partial<CommitReportingOptions> = {}) {
   const sent: CommitStatus[] = [];
-  const r = commitReports({ outbox: { enqueue: (s) => (sent.push(s), [sent.length]) }, context: 'keystone/edge-1', now: () => 1000, ...extra });
+  const r = commitReports({
+    outbox: { enqueue: (s) => (sent.push(s), [sent.length]) },
+    context: 'keystone/edge-1',
+    now: () => 1000,
+    ...extra,
+  });
   return { sent, r };
 }
 
@@ -17,16 +29,42 @@ describe('commit statuses from outcomes', () => {
   it('pending with the dry run, then success, for a commit', () => {
     const { sent, r } = setup();
     r.applying({ revision: C1, reconcile: plan as never });
-    r.finished({ revision: C1, outcome: 'success', durationMs: 5, summary: '2 started', reconcile: plan as never, failed: [] });
+    r.finished({
+      revision: C1,
+      outcome: 'success',
+      durationMs: 5,
+      summary: '2 started',
+      reconcile: plan as never,
+      failed: [],
+    });
     expect(sent).toEqual([
-      { commit: C1, state: 'pending', description: 'applying: start api, web; stop web, api; 2 unchanged', context: 'keystone/edge-1', at: 1000 },
-      { commit: C1, state: 'success', description: 'applied: 4 components running', context: 'keystone/edge-1', at: 1000 },
+      {
+        commit: C1,
+        state: 'pending',
+        description: 'applying: start api, web; stop web, api; 2 unchanged',
+        context: 'keystone/edge-1',
+        at: 1000,
+      },
+      {
+        commit: C1,
+        state: 'success',
+        description: 'applied: 4 components running',
+        context: 'keystone/edge-1',
+        at: 1000,
+      },
     ]);
   });
 
   it('failure names what failed, with what the device does about it surviving the cut; error says why it was refused', () => {
     const { sent, r } = setup();
-    r.finished({ revision: C1, outcome: 'failure', durationMs: 5, summary: 'x', failed: [{ name: 'api', reason: 'not healthy within its start budget '.repeat(6) }], then: 'rolled back to bbbbbbb' });
+    r.finished({
+      revision: C1,
+      outcome: 'failure',
+      durationMs: 5,
+      summary: 'x',
+      failed: [{ name: 'api', reason: 'not healthy within its start budget '.repeat(6) }],
+      then: 'rolled back to bbbbbbb',
+    });
     r.finished({ revision: C2, outcome: 'rejected', durationMs: 5, summary: 'KS_UNSIGNED: no signature' });
     r.refused(C2, 'KS_HISTORY_REWRITE: does not descend from the last applied commit');
     expect(sent.map((s) => s.state)).toEqual(['failure', 'error', 'error']);
@@ -39,10 +77,19 @@ describe('commit statuses from outcomes', () => {
 
   it('a failure of no component (an agent update put back) says its coded reason; one without a code says the apply failed', () => {
     const { sent, r } = setup();
-    r.finished({ revision: C1, outcome: 'failure', durationMs: 5, summary: 'KS_AGENT_UPDATE_FAILED: agent 0.3.0 was put back on this device: the new agent did not come up', failed: [] });
+    r.finished({
+      revision: C1,
+      outcome: 'failure',
+      durationMs: 5,
+      summary: 'KS_AGENT_UPDATE_FAILED: agent 0.3.0 was put back on this device: the new agent did not come up',
+      failed: [],
+    });
     r.finished({ revision: C2, outcome: 'failure', durationMs: 5, summary: 'interrupted', failed: [] });
     expect(sent.map((s) => [s.state, s.description])).toEqual([
-      ['failure', 'failed: KS_AGENT_UPDATE_FAILED: agent 0.3.0 was put back on this device: the new agent did not come up'],
+      [
+        'failure',
+        'failed: KS_AGENT_UPDATE_FAILED: agent 0.3.0 was put back on this device: the new agent did not come up',
+      ],
       ['failure', 'apply failed'],
     ]);
   });
@@ -69,11 +116,18 @@ describe('commit statuses from outcomes', () => {
   it('waiting for an update lock or a maintenance window: pending with the reason; in a wave, held (the gate counts it as neither a success nor a failure)', () => {
     const { sent, r } = setup({ rolloutKeep: () => [C2] });
     r.waiting({ revision: C1, reason: 'held: api holds its update lock' });
-    r.waiting({ revision: C2, wave: 'early', reason: 'held: outside the maintenance window (opens Tue 02:00 Europe/Berlin, in 3h12m)' });
+    r.waiting({
+      revision: C2,
+      wave: 'early',
+      reason: 'held: outside the maintenance window (opens Tue 02:00 Europe/Berlin, in 3h12m)',
+    });
     expect(sent.map((s) => [s.state, s.description, s.rollout])).toEqual([
       ['pending', 'held: api holds its update lock', undefined],
-      ['pending', 'held: outside the maintenance window (opens Tue 02:00 Europe/Berlin, in 3h12m)', { wave: 'early', state: 'held', keep: [] }],
+      [
+        'pending',
+        'held: outside the maintenance window (opens Tue 02:00 Europe/Berlin, in 3h12m)',
+        { wave: 'early', state: 'held', keep: [] },
+      ],
     ]);
   });
 });
-

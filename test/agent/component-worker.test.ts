@@ -40,10 +40,20 @@ function harness(rec: Partial<ComponentRecord> = {}) {
   };
   const store = {
     component: () => (calls.push('component'), record),
-    recordState: (_n: string, state: ComponentRecord['state']) => (calls.push(`state:${state}`), (record = { ...record, state })),
+    recordState: (_n: string, state: ComponentRecord['state']) => (
+      calls.push(`state:${state}`),
+      (record = { ...record, state })
+    ),
     recordStart: () => calls.push('recordStart'),
-    recordHealthy: (_n: string, at: number) => (calls.push('recordHealthy'), (record = { ...record, healthySince: at })),
-    recordRestart: () => (calls.push('recordRestart'), (record = { ...record, restarts: record.restarts + 1 }), record.restarts),
+    recordHealthy: (_n: string, at: number) => (
+      calls.push('recordHealthy'),
+      (record = { ...record, healthySince: at })
+    ),
+    recordRestart: () => (
+      calls.push('recordRestart'),
+      (record = { ...record, restarts: record.restarts + 1 }),
+      record.restarts
+    ),
     resetRestarts: () => (calls.push('resetRestarts'), (record = { ...record, restarts: 0 })),
     recordHeld: () => calls.push('recordHeld'),
     upsertComponent: () => calls.push('upsert'),
@@ -89,13 +99,25 @@ function harness(rec: Partial<ComponentRecord> = {}) {
     onRecovered: noop,
     startSlot: (work) => work(),
   };
-  return { calls, store, deps, prepared, started, probes, get record() {
-    return record;
-  } };
+  return {
+    calls,
+    store,
+    deps,
+    prepared,
+    started,
+    probes,
+    get record() {
+      return record;
+    },
+  };
 }
 
 const plain = processComponent('web', { command: 'sleep', args: ['1000'] });
-const probed = processComponent('web', { command: 'sleep', args: ['1000'] }, { health: { check: 'tcp://127.0.0.1:1', interval: '10s', timeout: '1s', failure_threshold: 3 } });
+const probed = processComponent(
+  'web',
+  { command: 'sleep', args: ['1000'] },
+  { health: { check: 'tcp://127.0.0.1:1', interval: '10s', timeout: '1s', failure_threshold: 3 } },
+);
 
 describe('ComponentWorker supervision', () => {
   it('a running component without a check costs nothing: no timer and no store read for a minute', async () => {

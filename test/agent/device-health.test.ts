@@ -21,7 +21,8 @@ function tree(files: Record<string, string>): string {
   return root;
 }
 
-const MEMINFO = 'MemTotal:        8000000 kB\nMemFree:          100000 kB\nMemAvailable:    2500000 kB\nBuffers:           12345 kB\n';
+const MEMINFO =
+  'MemTotal:        8000000 kB\nMemFree:          100000 kB\nMemAvailable:    2500000 kB\nBuffers:           12345 kB\n';
 
 describe('device health', () => {
   it('reads uptime, load, MemAvailable and the CPU zone of a board', () => {
@@ -36,7 +37,12 @@ describe('device health', () => {
       'class/thermal/thermal_zone2/temp': '48512\n',
       'class/thermal/cooling_device0/type': 'Processor\n',
     });
-    expect(deviceHealth({ procRoot: proc, sysRoot: sys })).toEqual({ uptimeS: 93784, load1: 0.42, memFreeBytes: 2_500_000 * 1024, tempC: 48.5 });
+    expect(deviceHealth({ procRoot: proc, sysRoot: sys })).toEqual({
+      uptimeS: 93784,
+      load1: 0.42,
+      memFreeBytes: 2_500_000 * 1024,
+      tempC: 48.5,
+    });
   });
 
   it('no CPU zone: the first zone that reads; an implausible reading (an error code) is passed over', () => {
@@ -61,7 +67,7 @@ describe('device health', () => {
   });
 
   it('disk free is of the state directory', () => {
-    const dir = tree({ 'x': '' });
+    const dir = tree({ x: '' });
     const h = deviceHealth({ procRoot: tree({}), sysRoot: tree({}), stateDir: dir });
     const df = execFileSync('df', ['-B1', '--output=avail', dir], { encoding: 'utf8' }).trim().split('\n').at(-1)!;
     expect(h.diskFreeBytes).toBeGreaterThan(0);
@@ -76,6 +82,8 @@ describe('device health', () => {
     expect(h.memFreeBytes).toBeGreaterThan(16 * 1024 * 1024);
     expect(h.diskFreeBytes).toBeGreaterThan(0);
     if (h.tempC !== undefined) expect(h.tempC).toBeGreaterThan(-60);
-    expect(Object.keys(h).every((k) => ['uptimeS', 'load1', 'memFreeBytes', 'diskFreeBytes', 'tempC'].includes(k))).toBe(true);
+    expect(
+      Object.keys(h).every((k) => ['uptimeS', 'load1', 'memFreeBytes', 'diskFreeBytes', 'tempC'].includes(k)),
+    ).toBe(true);
   });
 });

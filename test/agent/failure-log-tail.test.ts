@@ -6,7 +6,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { componentPaths } from '../../src/agent/agent.js';
-import { DEFAULT_READ_BYTES, failedUnits, failureLogTail, MAX_LOG_LINE_BYTES, type LogTailUnit } from '../../src/agent/failure-log-tail.js';
+import {
+  DEFAULT_READ_BYTES,
+  failedUnits,
+  failureLogTail,
+  MAX_LOG_LINE_BYTES,
+  type LogTailUnit,
+} from '../../src/agent/failure-log-tail.js';
 import type { DesiredComponent } from '../../src/core/desired-state.js';
 import { MAX_LOG_TAIL_BYTES, MAX_LOG_TAIL_LINES } from '../../src/report/commit-status.js';
 import { desired } from '../support/state-builder.js';
@@ -67,17 +73,38 @@ describe('the failure log tail', () => {
       '   ',
     ].join('\n');
     const tail = failureLogTail([unit('web', logs(dir, 'web', { stdout: out + '\n' }))]);
-    expect(tail).toEqual(['web: ERROR listen EADDRINUSE', 'web: after the title', 'web: c1 csi bellnul', 'web: key: value', 'web: progress 100%']);
+    expect(tail).toEqual([
+      'web: ERROR listen EADDRINUSE',
+      'web: after the title',
+      'web: c1 csi bellnul',
+      'web: key: value',
+      'web: progress 100%',
+    ]);
     for (const l of tail) expect(l).not.toMatch(/\p{Cc}/u);
   });
 
   it('a value the component was given that it prints is scrubbed: plain, split by an escape sequence, across lines, and cut at the end of an unfinished line', () => {
     const dir = stateDir();
     const SECRET = 'hunter2-5f1c9e2a7d';
-    const given = [{ label: '[config:token]', value: SECRET }, { label: '[env:CERT]', value: 'MIIBkTCB+wIJAK\nZC9fHDzAeFw0y' }];
-    const out = [`using token ${SECRET}`, `colored \x1b[1mhunter2-5f1c\x1b[0m9e2a7d`, 'MIIBkTCB+wIJAK', 'ZC9fHDzAeFw0y', `cut short: ${SECRET.slice(0, 9)}`].join('\n');
+    const given = [
+      { label: '[config:token]', value: SECRET },
+      { label: '[env:CERT]', value: 'MIIBkTCB+wIJAK\nZC9fHDzAeFw0y' },
+    ];
+    const out = [
+      `using token ${SECRET}`,
+      `colored \x1b[1mhunter2-5f1c\x1b[0m9e2a7d`,
+      'MIIBkTCB+wIJAK',
+      'ZC9fHDzAeFw0y',
+      `cut short: ${SECRET.slice(0, 9)}`,
+    ].join('\n');
     const tail = failureLogTail([unit('leaky', logs(dir, 'leaky', { stderr: out }), given)]);
-    expect(tail).toEqual(['leaky: using token [config:token]', 'leaky: colored [config:token]', 'leaky: [env:CERT]', 'leaky: [env:CERT]', 'leaky: cut short: [config:token]']);
+    expect(tail).toEqual([
+      'leaky: using token [config:token]',
+      'leaky: colored [config:token]',
+      'leaky: [env:CERT]',
+      'leaky: [env:CERT]',
+      'leaky: cut short: [config:token]',
+    ]);
     expect(tail.join('\n')).not.toContain('hunter2');
   });
 

@@ -28,7 +28,12 @@ type Step =
   | { kind: 'health'; ok: boolean };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
-  fc.record({ kind: fc.constant('offer' as const), commit: fc.integer({ min: 0, max: COMMITS.length - 1 }), result: fc.constantFrom('success' as const, 'failure' as const, 'killed' as const), rollback: fc.boolean() }),
+  fc.record({
+    kind: fc.constant('offer' as const),
+    commit: fc.integer({ min: 0, max: COMMITS.length - 1 }),
+    result: fc.constantFrom('success' as const, 'failure' as const, 'killed' as const),
+    rollback: fc.boolean(),
+  }),
   fc.constant({ kind: 'restart' as const }),
   fc.record({ kind: fc.constant('health' as const), ok: fc.boolean() }),
 );
@@ -36,7 +41,11 @@ const step: fc.Arbitrary<Step> = fc.oneof(
 function result(outcome: 'success' | 'failure'): ApplyResult {
   return {
     reconcile: reconcile as never,
-    execution: { started: ['x'], stopped: [], failed: outcome === 'failure' ? [{ name: 'x', reason: 'not healthy' }] : [] },
+    execution: {
+      started: ['x'],
+      stopped: [],
+      failed: outcome === 'failure' ? [{ name: 'x', reason: 'not healthy' }] : [],
+    },
     outcome,
     summary: outcome === 'success' ? '1 started' : 'failed: x (not healthy)',
     failures: outcome === 'failure' ? [{ name: 'x', reason: 'not healthy' }] : [],
@@ -46,7 +55,10 @@ function result(outcome: 'success' | 'failure'): ApplyResult {
 }
 
 /** One device's run of `steps`: what the agent's spine asks of outcomes.ts, in the same order. */
-function play(store: StateStore, steps: Step[]): { sent: CommitStatus[]; events: Array<{ name: keyof AgentEventMap; revision: string }> } {
+function play(
+  store: StateStore,
+  steps: Step[],
+): { sent: CommitStatus[]; events: Array<{ name: keyof AgentEventMap; revision: string }> } {
   const sent: CommitStatus[] = [];
   const events: Array<{ name: keyof AgentEventMap; revision: string }> = [];
   let healthy = true;
@@ -59,7 +71,13 @@ function play(store: StateStore, steps: Step[]): { sent: CommitStatus[]; events:
       now: Date.now,
       healthy: () => (loaded === undefined ? undefined : { ok: healthy, down: healthy ? [] : ['x'] }),
     });
-    o.reportTo(commitReports({ outbox: { enqueue: (s) => (sent.push(s), [sent.length]) }, context: 'keystone/d', now: Date.now }));
+    o.reportTo(
+      commitReports({
+        outbox: { enqueue: (s) => (sent.push(s), [sent.length]) },
+        context: 'keystone/d',
+        now: Date.now,
+      }),
+    );
     loaded = undefined;
     return o;
   };
@@ -105,7 +123,9 @@ describe('outcomes under any sequence of applies, restarts, kills and recoveries
           expect(rows.filter((r) => r.outcome === undefined).length).toBeLessThanOrEqual(1);
           for (const c of COMMITS) {
             // The history: after a failure the device saw (not an apply a stop cut short), no success of it.
-            const mine = rows.filter((r) => r.revision === c && r.outcome !== undefined && !r.summary?.startsWith('interrupted'));
+            const mine = rows.filter(
+              (r) => r.revision === c && r.outcome !== undefined && !r.summary?.startsWith('interrupted'),
+            );
             const firstFailure = mine.findIndex((r) => r.outcome === 'failure');
             if (firstFailure >= 0) expect(mine.slice(firstFailure).map((r) => r.outcome)).not.toContain('success');
             // The reports: the same, and a recovery is never one.
@@ -114,8 +134,10 @@ describe('outcomes under any sequence of applies, restarts, kills and recoveries
             if (failedAt >= 0) expect(reports.slice(failedAt)).not.toContain('success');
           }
           // Every `recovered` row follows a failure of its revision, and every success report has its success row.
-          for (const r of rows.filter((x) => x.outcome === 'recovered')) expect(rows.some((f) => f.revision === r.revision && f.outcome === 'failure' && f.id < r.id)).toBe(true);
-          for (const s of sent.filter((x) => x.state === 'success')) expect(rows.some((r) => r.revision === s.commit && r.outcome === 'success')).toBe(true);
+          for (const r of rows.filter((x) => x.outcome === 'recovered'))
+            expect(rows.some((f) => f.revision === r.revision && f.outcome === 'failure' && f.id < r.id)).toBe(true);
+          for (const s of sent.filter((x) => x.state === 'success'))
+            expect(rows.some((r) => r.revision === s.commit && r.outcome === 'success')).toBe(true);
         } finally {
           store.close();
           rmSync(dir, { recursive: true, force: true });
@@ -130,7 +152,8 @@ describe('outcomes under any sequence of applies, restarts, kills and recoveries
     const store = openStateStore(dir);
     try {
       const steps: Step[] = [{ kind: 'offer', commit: 0, result: 'failure', rollback: false }];
-      for (let i = 0; i < 3; i++) steps.push({ kind: 'restart' }, { kind: 'offer', commit: 0, result: 'success', rollback: false });
+      for (let i = 0; i < 3; i++)
+        steps.push({ kind: 'restart' }, { kind: 'offer', commit: 0, result: 'success', rollback: false });
       const { sent, events } = play(store, steps);
       expect(store.history({ limit: 100 }).map((r) => r.outcome)).toEqual(['recovered', 'failure']);
       expect(sent.map((s) => s.state)).toEqual(['pending', 'failure']);
@@ -143,22 +166,27 @@ describe('outcomes under any sequence of applies, restarts, kills and recoveries
 
   it('a restart writes and reports nothing for the revision the device runs, whatever its outcome', () => {
     fc.assert(
-      fc.property(fc.constantFrom('success' as const, 'failure' as const), fc.integer({ min: 1, max: 5 }), (first, restarts) => {
-        const dir = mkdtempSync(join(tmpdir(), 'keystone-outcomes-'));
-        const store = openStateStore(dir);
-        try {
-          const steps: Step[] = [{ kind: 'offer', commit: 0, result: first, rollback: false }];
-          // After each restart the components are as they were: the resume finds the same health.
-          for (let i = 0; i < restarts; i++) steps.push({ kind: 'restart' }, { kind: 'offer', commit: 0, result: first, rollback: false });
-          const { sent, events } = play(store, steps);
-          expect(store.history({ limit: 100 }).map((r) => r.outcome)).toEqual([first]);
-          expect(sent.map((s) => s.state)).toEqual(['pending', first]);
-          expect(events.filter((e) => e.name === 'resumed')).toHaveLength(restarts);
-        } finally {
-          store.close();
-          rmSync(dir, { recursive: true, force: true });
-        }
-      }),
+      fc.property(
+        fc.constantFrom('success' as const, 'failure' as const),
+        fc.integer({ min: 1, max: 5 }),
+        (first, restarts) => {
+          const dir = mkdtempSync(join(tmpdir(), 'keystone-outcomes-'));
+          const store = openStateStore(dir);
+          try {
+            const steps: Step[] = [{ kind: 'offer', commit: 0, result: first, rollback: false }];
+            // After each restart the components are as they were: the resume finds the same health.
+            for (let i = 0; i < restarts; i++)
+              steps.push({ kind: 'restart' }, { kind: 'offer', commit: 0, result: first, rollback: false });
+            const { sent, events } = play(store, steps);
+            expect(store.history({ limit: 100 }).map((r) => r.outcome)).toEqual([first]);
+            expect(sent.map((s) => s.state)).toEqual(['pending', first]);
+            expect(events.filter((e) => e.name === 'resumed')).toHaveLength(restarts);
+          } finally {
+            store.close();
+            rmSync(dir, { recursive: true, force: true });
+          }
+        },
+      ),
       { numRuns: 20 },
     );
   });

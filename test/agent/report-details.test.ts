@@ -30,7 +30,14 @@ describe('report details', () => {
     const { sent, r, reads } = setup({ failureLog: () => ['never: asked'] });
     r.applying({ revision: C1, reconcile: plan as never });
     r.held({ revision: C1, wave: 'early', reason: 'held', halted: false });
-    r.finished({ revision: C1, outcome: 'success', durationMs: 5, summary: 'ok', reconcile: plan as never, failed: [] });
+    r.finished({
+      revision: C1,
+      outcome: 'success',
+      durationMs: 5,
+      summary: 'ok',
+      reconcile: plan as never,
+      failed: [],
+    });
     r.finished({ revision: C1, outcome: 'rejected', durationMs: 5, summary: 'KS_UNSIGNED: no signature' });
     r.refused(C1, 'KS_HISTORY_REWRITE: no');
     expect(sent.map((s) => s.details)).toEqual(Array.from({ length: 5 }, () => ({ agent: '0.1.0', health: HEALTH })));
@@ -41,12 +48,25 @@ describe('report details', () => {
     const components = desired([{ name: 'api' }]).components as DesiredComponent[];
     const asked: Array<[readonly string[], readonly DesiredComponent[]]> = [];
     const { sent, r } = setup({ failureLog: (failed, cs) => (asked.push([failed, cs]), ['api: listen EADDRINUSE']) });
-    r.finished({ revision: C1, outcome: 'failure', durationMs: 5, summary: 'x', failed: [{ name: 'api', reason: 'exited with 1' }], components });
+    r.finished({
+      revision: C1,
+      outcome: 'failure',
+      durationMs: 5,
+      summary: 'x',
+      failed: [{ name: 'api', reason: 'exited with 1' }],
+      components,
+    });
     expect(asked).toEqual([[['api'], components]]);
     expect(sent[0]!.details).toEqual({ agent: '0.1.0', health: HEALTH, log: ['api: listen EADDRINUSE'] });
     // Nothing to say: no `log` at all.
     const quiet = setup({ failureLog: () => [] });
-    quiet.r.finished({ revision: C1, outcome: 'failure', durationMs: 5, summary: 'x', failed: [{ name: 'api', reason: 'r' }] });
+    quiet.r.finished({
+      revision: C1,
+      outcome: 'failure',
+      durationMs: 5,
+      summary: 'x',
+      failed: [{ name: 'api', reason: 'r' }],
+    });
     expect(quiet.sent[0]!.details).toEqual({ agent: '0.1.0', health: HEALTH });
   });
 
@@ -61,7 +81,13 @@ describe('report details', () => {
       },
       onDetailsError: (e) => errors.push(e),
     });
-    r.finished({ revision: C1, outcome: 'failure', durationMs: 5, summary: 'x', failed: [{ name: 'api', reason: 'r' }] });
+    r.finished({
+      revision: C1,
+      outcome: 'failure',
+      durationMs: 5,
+      summary: 'x',
+      failed: [{ name: 'api', reason: 'r' }],
+    });
     expect(sent.map((s) => [s.state, s.details])).toEqual([['failure', { agent: '0.1.0' }]]);
     expect(errors.map((e) => (e as Error).message)).toEqual(['no /proc', 'EACCES']);
   });

@@ -26,14 +26,34 @@ const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
 const JUNK = 80_000;
 const HELD = 'c'.repeat(40);
 const CAP = 8 * 1024 * 1024;
-const rollout = rolloutOf({ waves: [{ name: 'canary', selector: { ring: 'canary' } }, { name: 'rest', percent: 100 }], bake: '0s', min_success: 1, abort_failure_percent: 0 });
-const candidate = [{ commit: HELD, rollout, wave: 1, state: { planFile: 'plans/a.toml', components: [], layers: [], startOrder: [] } }];
-const store: RolloutRecall = { firstSuccessSeen: () => undefined, recordFirstSuccess: () => undefined, goodState: () => undefined };
+const rollout = rolloutOf({
+  waves: [
+    { name: 'canary', selector: { ring: 'canary' } },
+    { name: 'rest', percent: 100 },
+  ],
+  bake: '0s',
+  min_success: 1,
+  abort_failure_percent: 0,
+});
+const candidate = [
+  { commit: HELD, rollout, wave: 1, state: { planFile: 'plans/a.toml', components: [], layers: [], startOrder: [] } },
+];
+const store: RolloutRecall = {
+  firstSuccessSeen: () => undefined,
+  recordFirstSuccess: () => undefined,
+  goodState: () => undefined,
+};
 // A device in bucket a3, where the bucket's junk is.
 const inA3 = Array.from({ length: 5000 }, (_, i) => `dev-${i}`).find((d) => bucketOf(d) === 'a3')!;
 const pad = 'x'.repeat(24);
-const failedJunk = Array.from({ length: JUNK }, (_, i) => `${failuresPrefix('canary', HELD)}junk-${String(i).padStart(6, '0')}-${pad}-not-a-state`);
-const bucketJunk = Array.from({ length: JUNK }, (_, i) => `refs/keystone-rollout/canary/a3/junkdevice/junk-${String(i).padStart(6, '0')}-${pad}-not-a-state`);
+const failedJunk = Array.from(
+  { length: JUNK },
+  (_, i) => `${failuresPrefix('canary', HELD)}junk-${String(i).padStart(6, '0')}-${pad}-not-a-state`,
+);
+const bucketJunk = Array.from(
+  { length: JUNK },
+  (_, i) => `refs/keystone-rollout/canary/a3/junkdevice/junk-${String(i).padStart(6, '0')}-${pad}-not-a-state`,
+);
 
 let root: string;
 let server: GitHttpServer;
@@ -41,9 +61,14 @@ let server: GitHttpServer;
 /** A bare repository on the server whose packed-refs hold `names` (sorted, as `git pack-refs` writes), at one commit. */
 async function repoWith(name: string, names: string[]): Promise<void> {
   const bare = server.createRepository(name);
-  const commit = (await run('git', ['-C', bare, 'commit-tree', EMPTY_TREE, '-m', 'reports'], { env: GIT_ENV })).stdout.trim();
+  const commit = (
+    await run('git', ['-C', bare, 'commit-tree', EMPTY_TREE, '-m', 'reports'], { env: GIT_ENV })
+  ).stdout.trim();
   const sorted = [...names].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
-  writeFileSync(join(bare, 'packed-refs'), `# pack-refs with: peeled fully-peeled sorted \n${sorted.map((n) => `${commit} ${n}\n`).join('')}`);
+  writeFileSync(
+    join(bare, 'packed-refs'),
+    `# pack-refs with: peeled fully-peeled sorted \n${sorted.map((n) => `${commit} ${n}\n`).join('')}`,
+  );
 }
 
 const listingBytes = (names: string[]) => names.reduce((n, r) => n + 4 + 41 + r.length + 1, 0);
@@ -52,9 +77,15 @@ beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'keystone-gate-junk-'));
   server = await startGitHttpServer({ root: join(root, 'srv') });
   // One canary failure of the held commit among the junk of its failures' subtree.
-  await repoWith('failed', [rolloutRef({ wave: 'canary', device: 'k1', commit: HELD, state: 'failure' }), ...failedJunk]);
+  await repoWith('failed', [
+    rolloutRef({ wave: 'canary', device: 'k1', commit: HELD, state: 'failure' }),
+    ...failedJunk,
+  ]);
   // One canary success in bucket a3 among that bucket's junk.
-  await repoWith('bucket', [rolloutRef({ wave: 'canary', device: inA3, commit: HELD, state: 'success' }), ...bucketJunk]);
+  await repoWith('bucket', [
+    rolloutRef({ wave: 'canary', device: inA3, commit: HELD, state: 'success' }),
+    ...bucketJunk,
+  ]);
   expect(listingBytes(failedJunk)).toBeGreaterThan(CAP);
   expect(listingBytes(bucketJunk)).toBeGreaterThan(CAP);
 });
@@ -75,7 +106,12 @@ describe('junk refs inside the subtrees a rollout gate reads', { timeout: 30_000
 
   it('80,000 under the one bucket sampled: the read goes through, and the real success in it is read', async () => {
     // The first read of a wave samples one bucket, from random(): a3's.
-    const gate = new RolloutGate({ refs: refListerFor(server.url('bucket')), store, now: () => 0, random: () => BUCKETS.indexOf('a3') / 256 + 1e-6 });
+    const gate = new RolloutGate({
+      refs: refListerFor(server.url('bucket')),
+      store,
+      now: () => 0,
+      random: () => BUCKETS.indexOf('a3') / 256 + 1e-6,
+    });
     const r = await gate.decide(candidate);
     if ('error' in r) throw r.error;
     expect(r.refs).toBe(1);
@@ -85,7 +121,9 @@ describe('junk refs inside the subtrees a rollout gate reads', { timeout: 30_000
     const proxy = await headerDroppingProxy(server.port);
     try {
       const url = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/failed.git`;
-      const r = await new RolloutGate({ refs: refListerFor(url), store, now: () => 0, random: () => 0 }).decide(candidate);
+      const r = await new RolloutGate({ refs: refListerFor(url), store, now: () => 0, random: () => 0 }).decide(
+        candidate,
+      );
       if ('error' in r) throw r.error;
       expect(r.refs).toBe(1);
       expect(r.decisions.get(HELD)?.kind).toBe('halted');

@@ -37,16 +37,29 @@ function repo(name: string, staged: boolean): DirectoryReader {
   const dir = temp('ks-holds-repo-');
   mkdirSync(join(dir, 'recipes'));
   mkdirSync(join(dir, 'plans'));
-  writeFileSync(join(dir, 'recipes', `${name}.toml`), `[metadata]\nname = "com.test.${name}"\nversion = "1.0.0"\n\n[lifecycle.run.exec]\ncommand = "sh"\nargs = ["-c", "sleep 100"]\n`);
+  writeFileSync(
+    join(dir, 'recipes', `${name}.toml`),
+    `[metadata]\nname = "com.test.${name}"\nversion = "1.0.0"\n\n[lifecycle.run.exec]\ncommand = "sh"\nargs = ["-c", "sleep 100"]\n`,
+  );
   writeFileSync(join(dir, 'plans', 'p.toml'), `[[components]]\nname = "${name}"\nrecipe = "recipes/${name}.toml"\n`);
-  writeFileSync(join(dir, 'fleet.toml'), `[[targets]]\nname = "all"\nselector = {}\nplan = "plans/p.toml"\n${staged ? ROLLOUT : ''}`);
+  writeFileSync(
+    join(dir, 'fleet.toml'),
+    `[[targets]]\nname = "all"\nselector = {}\nplan = "plans/p.toml"\n${staged ? ROLLOUT : ''}`,
+  );
   return new DirectoryReader(dir);
 }
 
 const C1 = '1'.repeat(40);
 const C2 = '2'.repeat(40);
 
-async function agent(over: { stateDir?: string; refs?: () => Array<{ ref: string; oid: string }>; device?: string; check?: () => DeviceProblem[] } = {}) {
+async function agent(
+  over: {
+    stateDir?: string;
+    refs?: () => Array<{ ref: string; oid: string }>;
+    device?: string;
+    check?: () => DeviceProblem[];
+  } = {},
+) {
   let canary: 'applying' | 'success' = 'applying';
   const lines: Array<Record<string, unknown>> = [];
   const a = await startAgent({
@@ -63,7 +76,14 @@ async function agent(over: { stateDir?: string; refs?: () => Array<{ ref: string
     gateRecheckMs: 100,
     rolloutGate: (store) =>
       new RolloutGate({
-        refs: { list: async () => ({ refs: over.refs?.() ?? [{ ref: rolloutRef({ wave: 'canary', device: 'k1', commit: C1, state: canary }), oid: 'f'.repeat(40) }], serverTime: Date.now() }) },
+        refs: {
+          list: async () => ({
+            refs: over.refs?.() ?? [
+              { ref: rolloutRef({ wave: 'canary', device: 'k1', commit: C1, state: canary }), oid: 'f'.repeat(40) },
+            ],
+            serverTime: Date.now(),
+          }),
+        },
         store,
         now: Date.now,
         random: () => 0.5,
@@ -95,7 +115,10 @@ describe('held commits in the agent', () => {
     a.offer({ id: C1, origin: 'commit', source: 'git', reader: repo('one', true) });
     await a.idle();
     expect(a.rolloutHolds().map((h) => h.revision)).toEqual([C1]);
-    a.applyManual({ id: 'manual:x', origin: 'manual', source: 'manual', reader: repo('manual', false), planFile: 'plans/p.toml' }, { force: true });
+    a.applyManual(
+      { id: 'manual:x', origin: 'manual', source: 'manual', reader: repo('manual', false), planFile: 'plans/p.toml' },
+      { force: true },
+    );
     await a.idle();
     expect(a.syncState().suspended).toBeDefined();
     expect(a.store.appliedRevision()?.id).toBe('manual:x');
@@ -129,8 +152,13 @@ describe('held commits in the agent', () => {
     // Restarted: the held commits are offered again from the local clone (agent-git does this with the Git source's
     // revisionAt before its first look), oldest first; then the Git source offers its tip, C2, once more.
     const second = await agent({ stateDir, refs: () => refs });
-    const readers = new Map([[C1, repo('one', true)], [C2, repo('two', true)]]);
-    await second.a.restoreHolds(async (commit) => (readers.has(commit) ? { id: commit, origin: 'commit', source: 'git', reader: readers.get(commit)! } : undefined));
+    const readers = new Map([
+      [C1, repo('one', true)],
+      [C2, repo('two', true)],
+    ]);
+    await second.a.restoreHolds(async (commit) =>
+      readers.has(commit) ? { id: commit, origin: 'commit', source: 'git', reader: readers.get(commit)! } : undefined,
+    );
     expect(second.a.rolloutHolds().map((h) => h.revision)).toEqual([C2, C1]);
     second.a.offer({ id: C2, origin: 'commit', source: 'git', reader: repo('two', true) });
     await second.a.idle();
@@ -165,9 +193,27 @@ describe('held commits in the agent', () => {
   });
 
   it('a canary device that refuses the commit (a device check fails) writes an `error` rollout ref, so the halt counts it', async () => {
-    const { a } = await agent({ device: 'k1', check: () => [{ component: 'one', file: 'recipes/one.toml', path: 'lifecycle.run', code: 'KS_DEVICE_CHECK', message: 'not possible on this device' }] });
+    const { a } = await agent({
+      device: 'k1',
+      check: () => [
+        {
+          component: 'one',
+          file: 'recipes/one.toml',
+          path: 'lifecycle.run',
+          code: 'KS_DEVICE_CHECK',
+          message: 'not possible on this device',
+        },
+      ],
+    });
     const sent: CommitStatus[] = [];
-    a.outcomes.reportTo(commitReports({ outbox: { enqueue: (s) => (sent.push(s), [sent.length]) }, context: 'keystone/k1', now: Date.now, rolloutKeep: () => a.rolloutKeep() }));
+    a.outcomes.reportTo(
+      commitReports({
+        outbox: { enqueue: (s) => (sent.push(s), [sent.length]) },
+        context: 'keystone/k1',
+        now: Date.now,
+        rolloutKeep: () => a.rolloutKeep(),
+      }),
+    );
     a.offer({ id: C1, origin: 'commit', source: 'git', reader: repo('one', true) });
     await a.idle();
     expect(sent.map((s) => s.state)).toEqual(['error']);
@@ -196,7 +242,10 @@ describe('held commits in the agent', () => {
     // one runs with an update lock; its lock is held; C1 (gate open) waits for it; C2 (gate closed) comes.
     const locked = (version: string, staged: boolean) => {
       const r = repo('one', staged);
-      writeFileSync(join(r.root, 'recipes', 'one.toml'), `[metadata]\nname = "com.test.one"\nversion = "${version}"\n\n[lifecycle.update]\nlock = "run/update.lock"\n\n[lifecycle.run.exec]\ncommand = "sh"\nargs = ["-c", "mkdir -p run && : >> run/update.lock && exec sleep 100"]\n`);
+      writeFileSync(
+        join(r.root, 'recipes', 'one.toml'),
+        `[metadata]\nname = "com.test.one"\nversion = "${version}"\n\n[lifecycle.update]\nlock = "run/update.lock"\n\n[lifecycle.run.exec]\ncommand = "sh"\nargs = ["-c", "mkdir -p run && : >> run/update.lock && exec sleep 100"]\n`,
+      );
       return r;
     };
     const stateDir = temp('ks-holds-state-');
@@ -212,7 +261,14 @@ describe('held commits in the agent', () => {
       canarySucceeds();
       // The gate is read again on its timer (every 100 ms here): then C1 goes, and waits for the lock.
       await until(() => a.waiting() !== undefined, 10_000, 'C1 to wait for the lock');
-      expect(a.waiting(), JSON.stringify({ holds: a.rolloutHolds(), applied: a.store.appliedRevision()?.id, lines: lines.map((l) => l.msg).slice(-12) })).toMatchObject({ revision: C1, reason: 'held: one holds its update lock' });
+      expect(
+        a.waiting(),
+        JSON.stringify({
+          holds: a.rolloutHolds(),
+          applied: a.store.appliedRevision()?.id,
+          lines: lines.map((l) => l.msg).slice(-12),
+        }),
+      ).toMatchObject({ revision: C1, reason: 'held: one holds its update lock' });
       a.offer({ id: C2, origin: 'commit', source: 'git', reader: locked('1.2.0', true) });
       await a.idle();
       expect(a.rolloutHolds().map((h) => h.revision)).toEqual([C2]);
@@ -223,4 +279,3 @@ describe('held commits in the agent', () => {
     }
   });
 });
-

@@ -39,8 +39,10 @@ describe('start-first updates', { timeout: 60_000 }, () => {
     s.fx.edit(recipe(), 'restart_policy = "always"', 'restart_policy = "always"\nupdate_strategy = "start-first"');
     s.fx.edit(recipe(), 'version = "1.0.0"', 'version = "1.1.0"');
     const seen: string[] = [];
-    const onStarted = (_e: AgentEventMap['started'][0]) => seen.push(`started old-alive=${alive(old.pid, old.startTime)}`);
-    const onState = (e: AgentEventMap['state'][0]) => seen.push(`${e.state} old-alive=${alive(old.pid, old.startTime)}`);
+    const onStarted = (_e: AgentEventMap['started'][0]) =>
+      seen.push(`started old-alive=${alive(old.pid, old.startTime)}`);
+    const onState = (e: AgentEventMap['state'][0]) =>
+      seen.push(`${e.state} old-alive=${alive(old.pid, old.startTime)}`);
     s.agent.events.on('started', onStarted);
     s.agent.events.on('state', onState);
     await s.apply();
@@ -67,7 +69,9 @@ describe('start-first updates', { timeout: 60_000 }, () => {
     await s.apply();
 
     expect(s.agent.store.history({ limit: 1 })[0]).toMatchObject({ outcome: 'failure' });
-    expect(s.agent.store.history({ limit: 1 })[0]!.failed).toEqual([{ name: 'svc', reason: expect.stringMatching(/not healthy within its start budget.*old instance keeps serving/) }]);
+    expect(s.agent.store.history({ limit: 1 })[0]!.failed).toEqual([
+      { name: 'svc', reason: expect.stringMatching(/not healthy within its start budget.*old instance keeps serving/) },
+    ]);
     const rec = s.agent.store.component('svc')!;
     // The record still describes the old instance: same pid, old version and hash, running.
     expect(rec).toMatchObject({ state: 'running', version: '1.1.0', hash: before.hash });

@@ -11,7 +11,11 @@ import { checkUpdateLocks, type LockCheckDeps } from '../../src/agent/update-loc
 import { tryUpdateLock, type HeldUpdateLock } from '../../src/runtime/update-lock.js';
 import { holdLock, letGo } from '../support/lock-holder.js';
 
-const withLock = (name: string, lock_timeout?: number) => ({ name, recipe: { lifecycle: { update: { lock: 'run/update.lock', ...(lock_timeout !== undefined && { lock_timeout }) } } } }) as unknown as DesiredComponent;
+const withLock = (name: string, lock_timeout?: number) =>
+  ({
+    name,
+    recipe: { lifecycle: { update: { lock: 'run/update.lock', ...(lock_timeout !== undefined && { lock_timeout }) } } },
+  }) as unknown as DesiredComponent;
 
 describe('checkUpdateLocks', () => {
   let root: string;
@@ -39,7 +43,7 @@ describe('checkUpdateLocks', () => {
     rmSync(root, { recursive: true, force: true });
   });
 
-  it('all free: every lock is the agent\'s; one held: the ones it took are let go again', async () => {
+  it("all free: every lock is the agent's; one held: the ones it took are let go again", async () => {
     const ok = await checkUpdateLocks(['a', 'b'], deps());
     expect(ok.kind).toBe('free');
     expect(free('a') || free('b')).toBe(false);
@@ -60,10 +64,13 @@ describe('checkUpdateLocks', () => {
     await lent.release();
   });
 
-  it('the new recipe\'s word: a dropped lock is not waited for, a shorter lock_timeout counts, a cap bounds it', async () => {
+  it("the new recipe's word: a dropped lock is not waited for, a shorter lock_timeout counts, a cap bounds it", async () => {
     holders.push(await holdLock(lockFile('a')));
     expect((await checkUpdateLocks(['a'], deps({ next: () => undefined }))).kind).toBe('free');
-    const shorter = await checkUpdateLocks(['a'], deps({ running: (n) => withLock(n, 60_000), next: () => ({ lock: 'run/update.lock', lock_timeout: 1_000 }) }));
+    const shorter = await checkUpdateLocks(
+      ['a'],
+      deps({ running: (n) => withLock(n, 60_000), next: () => ({ lock: 'run/update.lock', lock_timeout: 1_000 }) }),
+    );
     expect(shorter).toMatchObject({ kind: 'held', holders: [{ component: 'a', timeoutMs: 1_000 }] });
     const capped = await checkUpdateLocks(['a'], deps({ capMs: 500 }));
     expect(capped).toMatchObject({ kind: 'held', holders: [{ component: 'a', timeoutMs: 500 }] });

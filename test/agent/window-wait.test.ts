@@ -7,7 +7,12 @@ import { createLogger } from '../../src/log/logger.js';
 import type { Revision } from '../../src/source/directory-source.js';
 
 const rev = (id: string) => ({ id, source: 'test' }) as unknown as Revision;
-const window = { days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const, from: 3 * 60, to: 4 * 60, timezone: 'UTC' };
+const window = {
+  days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const,
+  from: 3 * 60,
+  to: 4 * 60,
+  timezone: 'UTC',
+};
 const T0 = Date.UTC(2026, 11, 7, 2, 0);
 
 describe('WindowWait', () => {
@@ -18,7 +23,11 @@ describe('WindowWait', () => {
     vi.useFakeTimers();
     wall = T0;
     taken = [];
-    w = new WindowWait({ now: () => wall, log: createLogger({ pretty: false, write: () => undefined }), retake: (r) => taken.push(r.id) });
+    w = new WindowWait({
+      now: () => wall,
+      log: createLogger({ pretty: false, write: () => undefined }),
+      retake: (r) => taken.push(r.id),
+    });
   });
   afterEach(() => vi.useRealTimers());
   const pass = (ms: number) => {
@@ -29,7 +38,12 @@ describe('WindowWait', () => {
   it('hands the revision back when the window opens, in steps of at most the recheck, and says when it opens', () => {
     const opensAt = T0 + 3_600_000;
     const h = w.wait(rev('a'), window, opensAt);
-    expect(h).toMatchObject({ revision: 'a', opensAt, since: T0, stable: 'held: outside the maintenance window (opens Mon 03:00 UTC)' });
+    expect(h).toMatchObject({
+      revision: 'a',
+      opensAt,
+      since: T0,
+      stable: 'held: outside the maintenance window (opens Mon 03:00 UTC)',
+    });
     expect(h.reason).toBe('held: outside the maintenance window (opens Mon 03:00 UTC, in 1h)');
     pass(RECHECK_MS - 1);
     expect(taken).toEqual([]);

@@ -27,7 +27,9 @@ afterEach(async () => {
 });
 
 async function fixture(): Promise<StackFixture> {
-  const fx = await stackFixture({ components: () => [sleeper('db'), sleeper('app', [{ component: 'db', type: 'hard' }])] });
+  const fx = await stackFixture({
+    components: () => [sleeper('db'), sleeper('app', [{ component: 'db', type: 'hard' }])],
+  });
   cleanups.push(() => fx.cleanup());
   return fx;
 }
@@ -38,12 +40,33 @@ function runAgent(fx: StackFixture, args: string[]): Running {
   let stderr = '';
   const signals = new EventEmitter();
   const io = {
-    stdout: { write: (s: string) => s.split('\n').filter(Boolean).forEach((l) => lines.push(JSON.parse(l) as Record<string, unknown>)) },
+    stdout: {
+      write: (s: string) =>
+        s
+          .split('\n')
+          .filter(Boolean)
+          .forEach((l) => lines.push(JSON.parse(l) as Record<string, unknown>)),
+    },
     stderr: { write: (s: string) => (stderr += s) },
     cwd: fx.dir,
     env: {},
   };
-  const argv = ['agent', '--dir', fx.dir, '--plan', fx.plan, '--allow-unsigned', '--state-dir', stateDir, '--log-format', 'json', '--grace', '2s', '--stop-on-exit', ...args];
+  const argv = [
+    'agent',
+    '--dir',
+    fx.dir,
+    '--plan',
+    fx.plan,
+    '--allow-unsigned',
+    '--state-dir',
+    stateDir,
+    '--log-format',
+    'json',
+    '--grace',
+    '2s',
+    '--stop-on-exit',
+    ...args,
+  ];
   const exit = main(argv, io, signals);
   let stopped = false;
   const r: Running = {
@@ -89,18 +112,29 @@ describe('keystone agent serves the API', { timeout: 30_000 }, () => {
     expect(statSync(tokenFile).mode & 0o777).toBe(0o600);
     const token = readFileSync(tokenFile, 'utf8').trim();
     expect(logged(a, 'created the API token')).toMatchObject({ module: 'api', path: tokenFile });
-    expect(logged(a, 'HTTP API listening')).toMatchObject({ addresses: [`http://127.0.0.1:${port}`, `unix:${socketPath}`] });
+    expect(logged(a, 'HTTP API listening')).toMatchObject({
+      addresses: [`http://127.0.0.1:${port}`, `unix:${socketPath}`],
+    });
     expect(JSON.stringify(a.lines)).not.toContain(token);
     expect(statSync(socketPath).mode & 0o777).toBe(0o600);
 
-    const components = await rawRequest({ port, path: '/v1/components', headers: { host: `localhost:${port}`, authorization: `Bearer ${token}` } });
+    const components = await rawRequest({
+      port,
+      path: '/v1/components',
+      headers: { host: `localhost:${port}`, authorization: `Bearer ${token}` },
+    });
     expect((components.json as Array<{ name: string; state: string }>).map((c) => [c.name, c.state])).toEqual([
       ['db', 'running'],
       ['app', 'running'],
     ]);
 
     fx.bumpVersion('app', '1.1.0');
-    const sync = await rawRequest({ port, method: 'POST', path: '/v1/sync', headers: { host: `127.0.0.1:${port}`, authorization: `Bearer ${token}` } });
+    const sync = await rawRequest({
+      port,
+      method: 'POST',
+      path: '/v1/sync',
+      headers: { host: `127.0.0.1:${port}`, authorization: `Bearer ${token}` },
+    });
     expect(sync.status).toBe(202);
     const next = await fx.revisionId();
     await until(() => a.lines.some((l) => l.msg === 'reconcile plan' && l.revision === next), 'the synced revision');
@@ -133,14 +167,30 @@ describe('keystone agent serves the API', { timeout: 30_000 }, () => {
     cleanups.push(() => rmSync(stateDir, { recursive: true, force: true }));
     const attempt = async (argv: string[]) => {
       let stderr = '';
-      const io = { stdout: { write: () => undefined }, stderr: { write: (t: string) => (stderr += t) }, cwd: fx.dir, env: {} };
-      return { code: await main(['agent', ...argv, '--allow-unsigned', '--state-dir', stateDir, '--listen', 'none'], io, new EventEmitter()), stderr };
+      const io = {
+        stdout: { write: () => undefined },
+        stderr: { write: (t: string) => (stderr += t) },
+        cwd: fx.dir,
+        env: {},
+      };
+      return {
+        code: await main(
+          ['agent', ...argv, '--allow-unsigned', '--state-dir', stateDir, '--listen', 'none'],
+          io,
+          new EventEmitter(),
+        ),
+        stderr,
+      };
     };
     const creds = await attempt(['--repo', fx.dir, '--status-repo', 'https://ops:s3cret@git.example/reports.git']);
     expect(creds.code).toBe(2);
-    expect(creds.stderr).toContain('--status-repo: the repository URL https://git.example/reports.git carries credentials');
+    expect(creds.stderr).toContain(
+      '--status-repo: the repository URL https://git.example/reports.git carries credentials',
+    );
     expect(creds.stderr).not.toContain('s3cret');
-    expect((await attempt(['--dir', fx.dir, '--status-repo', '/tmp/reports.git'])).stderr).toContain('--status-repo is for a Git source (--repo), not --dir');
+    expect((await attempt(['--dir', fx.dir, '--status-repo', '/tmp/reports.git'])).stderr).toContain(
+      '--status-repo is for a Git source (--repo), not --dir',
+    );
     const label = await attempt(['--dir', fx.dir, '--label', 'hw=pi 4']);
     expect(label.code).toBe(2);
     expect(label.stderr).toContain('--label hw=pi 4: "pi 4" is not a label value');
@@ -153,7 +203,10 @@ describe('keystone agent serves the API', { timeout: 30_000 }, () => {
     const [port] = (await freePorts(1)) as [number];
     const a = runAgent(fx, ['--listen', `0.0.0.0:${port}`, '--listen-public']);
     await until(() => logged(a, 'HTTP API listening') !== undefined, 'the API to listen');
-    expect(a.lines.find((l) => typeof l.msg === 'string' && l.msg.includes('--listen-public'))).toMatchObject({ level: 40, module: 'api' });
+    expect(a.lines.find((l) => typeof l.msg === 'string' && l.msg.includes('--listen-public'))).toMatchObject({
+      level: 40,
+      module: 'api',
+    });
     expect((await rawRequest({ port, path: '/healthz', headers: { host: `10.1.2.3:${port}` } })).status).toBe(200);
     expect((await rawRequest({ port, path: '/healthz', headers: { host: 'evil.example' } })).status).toBe(403);
     expect(await a.stop()).toBe(0);

@@ -19,13 +19,29 @@ type Json = Record<string, unknown>;
 
 const C = '3cae32fcfc872e15fd7a9c57934db48a970e6819';
 const TRIAL: AgentUpdateView = { state: 'trial', version: '0.2.0', commit: C, since: '2026-12-05T07:55:00.000Z' };
-const FAILED: AgentUpdateView = { state: 'failed', version: '0.3.0', commit: C, reason: 'the new agent exited 1 at start', since: '2026-12-05T07:58:00.000Z' };
+const FAILED: AgentUpdateView = {
+  state: 'failed',
+  version: '0.3.0',
+  commit: C,
+  reason: 'the new agent exited 1 at start',
+  since: '2026-12-05T07:58:00.000Z',
+};
 
 describe('agentView', () => {
-  const ctx = (agentUpdate?: () => AgentUpdateView | undefined) => ({ self: { pid: 7, version: '0.2.0' }, startedAt: 0, agent: { health: () => ({}), ...(agentUpdate && { agentUpdate }) } });
+  const ctx = (agentUpdate?: () => AgentUpdateView | undefined) => ({
+    self: { pid: 7, version: '0.2.0' },
+    startedAt: 0,
+    agent: { health: () => ({}), ...(agentUpdate && { agentUpdate }) },
+  });
 
   it('update only when the hook returns one', () => {
-    expect(agentView(ctx(() => TRIAL))).toEqual({ pid: 7, version: '0.2.0', startedAt: '1970-01-01T00:00:00.000Z', health: {}, update: TRIAL });
+    expect(agentView(ctx(() => TRIAL))).toEqual({
+      pid: 7,
+      version: '0.2.0',
+      startedAt: '1970-01-01T00:00:00.000Z',
+      health: {},
+      update: TRIAL,
+    });
     expect(agentView(ctx(() => undefined))).not.toHaveProperty('update');
     expect(agentView(ctx())).not.toHaveProperty('update');
   });

@@ -62,7 +62,11 @@ export async function apiStack(
   const tag = ownerTag(stateDir);
   const runtime = new ProcessRuntime({
     ownerTag: tag,
-    installArtifacts: artifactInstaller({ reader: () => reader!, cacheDir: join(stateDir, 'cache'), maxBytes: 64 * 1024 * 1024 }),
+    installArtifacts: artifactInstaller({
+      reader: () => reader!,
+      cacheDir: join(stateDir, 'cache'),
+      maxBytes: 64 * 1024 * 1024,
+    }),
   });
   const agent = await startAgent({
     planFile: fx.plan,
@@ -82,7 +86,12 @@ export async function apiStack(
     ...(opts.restartLimits && { restartLimits: opts.restartLimits }),
   });
   const { token } = ensureApiToken(stateDir);
-  const server = buildServer({ agent: opts.agentUpdate ? { ...agent, agentUpdate: opts.agentUpdate } : agent, token, log: logger, ...opts.api });
+  const server = buildServer({
+    agent: opts.agentUpdate ? { ...agent, agentUpdate: opts.agentUpdate } : agent,
+    token,
+    log: logger,
+    ...opts.api,
+  });
 
   const stack: ApiStack = {
     fx,
@@ -94,7 +103,10 @@ export async function apiStack(
     stateDir,
     lines,
     async listen(socketPath) {
-      stack.listeners = await listenApi(server, { tcp: { host: '127.0.0.1', port: 0 }, ...(socketPath !== undefined && { socketPath }) });
+      stack.listeners = await listenApi(server, {
+        tcp: { host: '127.0.0.1', port: 0 },
+        ...(socketPath !== undefined && { socketPath }),
+      });
       return stack.listeners;
     },
     livePids() {
@@ -106,7 +118,12 @@ export async function apiStack(
       return out;
     },
     async apply() {
-      agent.offer({ id: await fx.revisionId(), origin: 'directory', source: `directory ${fx.dir}`, reader: new DirectoryReader(fx.dir) });
+      agent.offer({
+        id: await fx.revisionId(),
+        origin: 'directory',
+        source: `directory ${fx.dir}`,
+        reader: new DirectoryReader(fx.dir),
+      });
       await agent.idle();
     },
     async close() {

@@ -41,11 +41,18 @@ describe('GET /v1/components', () => {
       let body = '';
       const res = { setHeader() {}, end: (b: string) => void (body = b) } as unknown as ServerResponse;
       const reply = new ApiReply(res);
-      const request = { method: 'GET', url: '/v1/components', headers: {}, query: {}, params: { '*': '' } } as unknown as ApiRequest;
+      const request = {
+        method: 'GET',
+        url: '/v1/components',
+        headers: {},
+        query: {},
+        params: { '*': '' },
+      } as unknown as ApiRequest;
       await router.find('GET', '/v1/components')!.route.handler(request, reply);
       return body;
     };
-    const health = async () => (JSON.parse(await list()) as Array<{ name: string; health: string }>).map((c) => `${c.name}:${c.health}`);
+    const health = async () =>
+      (JSON.parse(await list()) as Array<{ name: string; health: string }>).map((c) => `${c.name}:${c.health}`);
     expect(await health()).toEqual(['telemetry:unknown', 'web:healthy']);
     unproven.delete('telemetry');
     expect(await health()).toEqual(['telemetry:healthy', 'web:healthy']);

@@ -31,11 +31,17 @@ function fakeDashboard(): string {
     writeFileSync(join(dir, `${path}.br`), brotliCompressSync(text));
     writeFileSync(join(dir, `${path}.gz`), gzipSync(text));
   }
-  writeFileSync(join(dir, 'index.html'), '<!doctype html><html lang="en"><script type="module" src="/assets/main-AAAA.js"></script></html>');
+  writeFileSync(
+    join(dir, 'index.html'),
+    '<!doctype html><html lang="en"><script type="module" src="/assets/main-AAAA.js"></script></html>',
+  );
   const type = (p: string) => (p.endsWith('.css') ? 'text/css; charset=utf-8' : 'text/javascript; charset=utf-8');
   writeFileSync(
     join(dir, 'manifest.json'),
-    JSON.stringify({ public: ['/', '/assets/main-AAAA.js', '/assets/main-CCCC.css'], files: Object.fromEntries(Object.keys(files).map((p) => [p, { type: type(p) }])) }),
+    JSON.stringify({
+      public: ['/', '/assets/main-AAAA.js', '/assets/main-CCCC.css'],
+      files: Object.fromEntries(Object.keys(files).map((p) => [p, { type: type(p) }])),
+    }),
   );
   return dir;
 }
@@ -54,15 +60,32 @@ describe('dashboard access', { timeout: 30_000 }, () => {
 
   beforeAll(async () => {
     dir = fakeDashboard();
-    s = await apiStack({ components: () => [sleeper('db')], api: { now: () => clock, dashboard: { dir, ttlMs: 60_000 } } });
+    s = await apiStack({
+      components: () => [sleeper('db')],
+      api: { now: () => clock, dashboard: { dir, ttlMs: 60_000 } },
+    });
   });
   afterAll(async () => {
     await s?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  const inject = (server: ApiServer, method: 'GET' | 'POST' | 'DELETE', url: string, headers: Record<string, string> = {}, body?: unknown) =>
-    httpInject(server, { method, url, headers: { host: HOST, ...headers }, ...(body !== undefined && { payload: JSON.stringify(body), headers: { host: HOST, 'content-type': 'application/json', ...headers } }) });
+  const inject = (
+    server: ApiServer,
+    method: 'GET' | 'POST' | 'DELETE',
+    url: string,
+    headers: Record<string, string> = {},
+    body?: unknown,
+  ) =>
+    httpInject(server, {
+      method,
+      url,
+      headers: { host: HOST, ...headers },
+      ...(body !== undefined && {
+        payload: JSON.stringify(body),
+        headers: { host: HOST, 'content-type': 'application/json', ...headers },
+      }),
+    });
   const code = (r: InjectResponse) => (r.json() as { error: { code: string } }).error.code;
 
   async function signIn(server = s.server, token = s.token): Promise<Cookies> {
@@ -70,7 +93,12 @@ describe('dashboard access', { timeout: 30_000 }, () => {
     expect(r.statusCode, r.body).toBe(200);
     const setCookie = ([] as string[]).concat(r.headers['set-cookie'] ?? []);
     const raw = setCookie.map((c) => parseSetCookie(c.replace(/;\s*(HttpOnly|Secure)/gi, '; $1=1')));
-    return { session: raw.find((c) => 'keystone_session' in c)!.keystone_session!, csrf: (r.json() as { csrf: string }).csrf, raw, setCookie };
+    return {
+      session: raw.find((c) => 'keystone_session' in c)!.keystone_session!,
+      csrf: (r.json() as { csrf: string }).csrf,
+      raw,
+      setCookie,
+    };
   }
   /** The cookies, and the CSRF header unless `csrf` is null. */
   const withSession = (c: Cookies, csrf: string | null = c.csrf, more: Record<string, string> = {}) => ({
@@ -105,7 +133,12 @@ describe('dashboard access', { timeout: 30_000 }, () => {
     expect(wrong.statusCode).toBe(401);
     expect(code(wrong)).toBe('KS_TOKEN_INVALID');
     expect(wrong.headers['set-cookie']).toBeUndefined();
-    const form = await httpInject(s.server, { method: 'POST', url: '/v1/session', headers: { host: HOST, 'content-type': 'text/plain' }, payload: `{"token":"${s.token}"}` });
+    const form = await httpInject(s.server, {
+      method: 'POST',
+      url: '/v1/session',
+      headers: { host: HOST, 'content-type': 'text/plain' },
+      payload: `{"token":"${s.token}"}`,
+    });
     expect(form.statusCode).toBe(415);
     expect(form.headers['set-cookie']).toBeUndefined();
   });
@@ -115,24 +148,44 @@ describe('dashboard access', { timeout: 30_000 }, () => {
     expect((await inject(s.server, 'GET', '/v1/components', withSession(c))).statusCode).toBe(200);
     const missing = await inject(s.server, 'GET', '/v1/components', withSession(c, null));
     expect([missing.statusCode, code(missing)]).toEqual([401, 'KS_CSRF_MISSING']);
-    const other = await inject(s.server, 'POST', '/v1/components/db:restart?dry=true', withSession(c, (await signIn()).csrf));
+    const other = await inject(
+      s.server,
+      'POST',
+      '/v1/components/db:restart?dry=true',
+      withSession(c, (await signIn()).csrf),
+    );
     expect([other.statusCode, code(other)]).toEqual([401, 'KS_CSRF_INVALID']);
     const noCsrfPost = await inject(s.server, 'POST', '/v1/components/db:restart?dry=true', withSession(c, null));
     expect([noCsrfPost.statusCode, code(noCsrfPost)]).toEqual([401, 'KS_CSRF_MISSING']);
-    const unknown = await inject(s.server, 'GET', '/v1/components', { cookie: 'keystone_session=forged', 'x-keystone-csrf': c.csrf });
+    const unknown = await inject(s.server, 'GET', '/v1/components', {
+      cookie: 'keystone_session=forged',
+      'x-keystone-csrf': c.csrf,
+    });
     expect([unknown.statusCode, code(unknown)]).toEqual([401, 'KS_SESSION_INVALID']);
   });
 
   it('takes the session only from the page its own origin: not another loopback port, not another site', async () => {
     const c = await signIn();
     // A component's own web page (the example's web on 127.0.0.1:18088) shares the browser's cookie jar for 127.0.0.1.
-    for (const headers of [{ origin: 'http://127.0.0.1:18088' }, { 'sec-fetch-site': 'same-site' }] as Array<Record<string, string>>) {
+    for (const headers of [{ origin: 'http://127.0.0.1:18088' }, { 'sec-fetch-site': 'same-site' }] as Array<
+      Record<string, string>
+    >) {
       const r = await inject(s.server, 'GET', '/v1/components', withSession(c, c.csrf, headers));
       expect([r.statusCode, code(r)]).toEqual([403, 'KS_FOREIGN_ORIGIN']);
     }
-    const foreign = await inject(s.server, 'POST', '/v1/components/db:restart?dry=true', withSession(c, c.csrf, { origin: 'http://evil.example' }));
+    const foreign = await inject(
+      s.server,
+      'POST',
+      '/v1/components/db:restart?dry=true',
+      withSession(c, c.csrf, { origin: 'http://evil.example' }),
+    );
     expect([foreign.statusCode, code(foreign)]).toEqual([403, 'KS_FOREIGN_ORIGIN']);
-    const sameOrigin = await inject(s.server, 'POST', '/v1/components/db:restart?dry=true', withSession(c, c.csrf, { origin: ORIGIN, 'sec-fetch-site': 'same-origin' }));
+    const sameOrigin = await inject(
+      s.server,
+      'POST',
+      '/v1/components/db:restart?dry=true',
+      withSession(c, c.csrf, { origin: ORIGIN, 'sec-fetch-site': 'same-origin' }),
+    );
     expect(sameOrigin.statusCode).toBe(200);
     expect(sameOrigin.json()).toEqual({ stopOrder: ['db'], startOrder: ['db'] });
   });
@@ -166,19 +219,29 @@ describe('dashboard access', { timeout: 30_000 }, () => {
     const signedIn = await inject(s.server, 'GET', '/assets/app-BBBB.js', { cookie: `keystone_session=${c.session}` });
     expect(signedIn.statusCode).toBe(200);
     expect(signedIn.body).toBe('export const app = "the whole app";');
-    expect((await inject(s.server, 'GET', '/assets/nothing.js', { cookie: `keystone_session=${c.session}` })).statusCode).toBe(404);
+    expect(
+      (await inject(s.server, 'GET', '/assets/nothing.js', { cookie: `keystone_session=${c.session}` })).statusCode,
+    ).toBe(404);
     // The API's own checks stay in front of the page: a rebound name gets nothing.
     const rebound = await httpInject(s.server, { method: 'GET', url: '/', headers: { host: 'evil.example' } });
     expect([rebound.statusCode, code(rebound)]).toEqual([403, 'KS_FOREIGN_HOST']);
   });
 
   it('sends the files compressed when the browser takes it, cached for good, and answers 304 to a known page', async () => {
-    const br = await httpInject(s.server, { method: 'GET', url: '/assets/main-AAAA.js', headers: { host: HOST, 'accept-encoding': 'gzip, deflate, br' } });
+    const br = await httpInject(s.server, {
+      method: 'GET',
+      url: '/assets/main-AAAA.js',
+      headers: { host: HOST, 'accept-encoding': 'gzip, deflate, br' },
+    });
     expect(br.headers['content-encoding']).toBe('br');
     expect(brotliDecompressSync(br.rawPayload).toString()).toBe('import("./app-BBBB.js")');
     expect(br.headers['cache-control']).toBe('public, max-age=31536000, immutable');
     expect(br.headers.vary).toBe('accept-encoding');
-    const gz = await httpInject(s.server, { method: 'GET', url: '/assets/main-CCCC.css', headers: { host: HOST, 'accept-encoding': 'gzip;q=1, br;q=0' } });
+    const gz = await httpInject(s.server, {
+      method: 'GET',
+      url: '/assets/main-CCCC.css',
+      headers: { host: HOST, 'accept-encoding': 'gzip;q=1, br;q=0' },
+    });
     expect(gz.headers['content-encoding']).toBe('gzip');
     expect(gz.headers['content-type']).toBe('text/css; charset=utf-8');
     const plain = await inject(s.server, 'GET', '/assets/main-CCCC.css');
@@ -201,7 +264,15 @@ describe('dashboard access', { timeout: 30_000 }, () => {
       const c = await signIn();
       const cookie = await inject(off, 'GET', '/v1/components', withSession(c));
       expect([cookie.statusCode, code(cookie)]).toEqual([401, 'KS_TOKEN_MISSING']);
-      expect((await httpInject(off, { method: 'GET', url: '/v1/components', headers: { host: HOST, authorization: `Bearer ${s.token}` } })).statusCode).toBe(200);
+      expect(
+        (
+          await httpInject(off, {
+            method: 'GET',
+            url: '/v1/components',
+            headers: { host: HOST, authorization: `Bearer ${s.token}` },
+          })
+        ).statusCode,
+      ).toBe(200);
     } finally {
       await off.close();
     }
@@ -210,8 +281,14 @@ describe('dashboard access', { timeout: 30_000 }, () => {
   it('serves a page rebuilt under the running agent with its new files, not the old list', async () => {
     const before = await inject(s.server, 'GET', '/');
     writeFileSync(join(dir, 'assets', 'main-DDDD.js'), 'import("./app-BBBB.js") // rebuilt');
-    writeFileSync(join(dir, 'index.html'), '<!doctype html><html lang="en"><script type="module" src="/assets/main-DDDD.js"></script></html>');
-    const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as { public: string[]; files: Record<string, { type: string }> };
+    writeFileSync(
+      join(dir, 'index.html'),
+      '<!doctype html><html lang="en"><script type="module" src="/assets/main-DDDD.js"></script></html>',
+    );
+    const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as {
+      public: string[];
+      files: Record<string, { type: string }>;
+    };
     manifest.public.push('/assets/main-DDDD.js');
     manifest.files['/assets/main-DDDD.js'] = { type: 'text/javascript; charset=utf-8' };
     writeFileSync(join(dir, 'manifest.json'), JSON.stringify(manifest));
@@ -225,19 +302,39 @@ describe('dashboard access', { timeout: 30_000 }, () => {
   });
 
   it("listening publicly: the page of the device's own name is its origin; another name, or a page posting to the webhook, is not", async () => {
-    const server = buildServer({ agent: s.agent, token: s.token, isAllowedHost: (h) => h === 'device.local', dashboard: { dir } });
+    const server = buildServer({
+      agent: s.agent,
+      token: s.token,
+      isAllowedHost: (h) => h === 'device.local',
+      dashboard: { dir },
+    });
     try {
       const host = 'device.local:8080';
-      const login = await httpInject(server, { method: 'POST', url: '/v1/session', headers: { host, origin: `http://${host}`, 'content-type': 'application/json' }, payload: JSON.stringify({ token: s.token }) });
+      const login = await httpInject(server, {
+        method: 'POST',
+        url: '/v1/session',
+        headers: { host, origin: `http://${host}`, 'content-type': 'application/json' },
+        payload: JSON.stringify({ token: s.token }),
+      });
       expect(login.statusCode).toBe(200);
       const cookies = ([] as string[]).concat(login.headers['set-cookie'] ?? []).map((c) => c.split(';', 1)[0]!);
       const { csrf } = login.json() as { csrf: string };
-      const asPage = (origin: string) => httpInject(server, { method: 'POST', url: '/v1/components/db:restart?dry=true', headers: { host, origin, cookie: cookies.join('; '), 'x-keystone-csrf': csrf } });
+      const asPage = (origin: string) =>
+        httpInject(server, {
+          method: 'POST',
+          url: '/v1/components/db:restart?dry=true',
+          headers: { host, origin, cookie: cookies.join('; '), 'x-keystone-csrf': csrf },
+        });
       expect((await asPage(`http://${host}`)).statusCode).toBe(200);
       const other = await asPage('http://other.local:8080');
       expect([other.statusCode, code(other)]).toEqual([403, 'KS_FOREIGN_ORIGIN']);
       // The webhook's Host is not checked (it comes through any public name): an Origin equal to it proves nothing.
-      const hook = await httpInject(server, { method: 'POST', url: '/v1/webhooks/github', headers: { host: 'evil.example', origin: 'http://evil.example', 'content-type': 'application/json' }, payload: '{}' });
+      const hook = await httpInject(server, {
+        method: 'POST',
+        url: '/v1/webhooks/github',
+        headers: { host: 'evil.example', origin: 'http://evil.example', 'content-type': 'application/json' },
+        payload: '{}',
+      });
       expect([hook.statusCode, code(hook)]).toEqual([403, 'KS_FOREIGN_ORIGIN']);
     } finally {
       await server.close();
@@ -262,12 +359,23 @@ describe('DashboardSessions', () => {
   it('keeps at most maxSessions, dropping the oldest, and never stores the ids themselves', () => {
     let now = 1_000;
     let n = 0;
-    const sessions = new DashboardSessions({ now: () => now, maxSessions: 3, ttlMs: 100, random: (len) => Buffer.alloc(len, ++n) });
+    const sessions = new DashboardSessions({
+      now: () => now,
+      maxSessions: 3,
+      ttlMs: 100,
+      random: (len) => Buffer.alloc(len, ++n),
+    });
     const made = [sessions.create(), sessions.create(), sessions.create(), sessions.create()];
     expect(sessions.size).toBe(3);
     expect(sessions.check(made[0]!.id, made[0]!.csrf)).toMatchObject({ ok: false, code: 'KS_SESSION_INVALID' });
-    expect(sessions.check(made[3]!.id, made[3]!.csrf)).toEqual({ ok: true, session: { expiresAt: 1_100 }, id: made[3]!.id });
-    expect(JSON.stringify([...(sessions as unknown as { entries: Map<string, unknown> }).entries])).not.toContain(made[3]!.id);
+    expect(sessions.check(made[3]!.id, made[3]!.csrf)).toEqual({
+      ok: true,
+      session: { expiresAt: 1_100 },
+      id: made[3]!.id,
+    });
+    expect(JSON.stringify([...(sessions as unknown as { entries: Map<string, unknown> }).entries])).not.toContain(
+      made[3]!.id,
+    );
     now = 1_100;
     expect(sessions.current([made[3]!.id])).toBe(false);
     expect(sessions.check(made[3]!.id, made[3]!.csrf)).toMatchObject({ ok: false, code: 'KS_SESSION_EXPIRED' });

@@ -20,9 +20,15 @@ describe('dashboard session cookies beside planted ones', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'keystone-dashboard-cookies-'));
     mkdirSync(join(dir, 'assets'));
-    writeFileSync(join(dir, 'index.html'), '<!doctype html><html lang="en"><script type="module" src="/assets/app-BBBB.js"></script></html>');
+    writeFileSync(
+      join(dir, 'index.html'),
+      '<!doctype html><html lang="en"><script type="module" src="/assets/app-BBBB.js"></script></html>',
+    );
     writeFileSync(join(dir, 'assets', 'app-BBBB.js'), 'export {};');
-    writeFileSync(join(dir, 'manifest.json'), JSON.stringify({ public: ['/'], files: { '/assets/app-BBBB.js': { type: 'text/javascript; charset=utf-8' } } }));
+    writeFileSync(
+      join(dir, 'manifest.json'),
+      JSON.stringify({ public: ['/'], files: { '/assets/app-BBBB.js': { type: 'text/javascript; charset=utf-8' } } }),
+    );
     s = await apiStack({ components: () => [sleeper('db')], api: { dashboard: { dir } } });
   });
   afterAll(async () => {
@@ -31,10 +37,18 @@ describe('dashboard session cookies beside planted ones', () => {
   });
 
   const code = (r: InjectResponse) => (r.json() as { error: { code: string } }).error.code;
-  const get = (url: string, headers: Record<string, string>) => inject(s.server, { method: 'GET', url, headers: { host: HOST, ...headers } });
+  const get = (url: string, headers: Record<string, string>) =>
+    inject(s.server, { method: 'GET', url, headers: { host: HOST, ...headers } });
 
-  async function signIn(headers: Record<string, string> = {}): Promise<{ id: string; csrf: string; setCookie: string[] }> {
-    const r = await inject(s.server, { method: 'POST', url: '/v1/session', headers: { host: HOST, 'content-type': 'application/json', ...headers }, payload: JSON.stringify({ token: s.token }) });
+  async function signIn(
+    headers: Record<string, string> = {},
+  ): Promise<{ id: string; csrf: string; setCookie: string[] }> {
+    const r = await inject(s.server, {
+      method: 'POST',
+      url: '/v1/session',
+      headers: { host: HOST, 'content-type': 'application/json', ...headers },
+      payload: JSON.stringify({ token: s.token }),
+    });
     expect(r.statusCode, r.body).toBe(200);
     const setCookie = ([] as string[]).concat(r.headers['set-cookie'] ?? []);
     return { id: /=([^;]*)/.exec(setCookie[0]!)![1]!, csrf: (r.json() as { csrf: string }).csrf, setCookie };
@@ -51,14 +65,22 @@ describe('dashboard session cookies beside planted ones', () => {
       expect(r.statusCode, `${cookie}: ${r.body}`).toBe(200);
     }
     // The page's own code, which the browser asks for with cookies and no header.
-    expect((await get('/assets/app-BBBB.js', { cookie: `keystone_session=planted; keystone_session=${me.id}` })).statusCode).toBe(200);
+    expect(
+      (await get('/assets/app-BBBB.js', { cookie: `keystone_session=planted; keystone_session=${me.id}` })).statusCode,
+    ).toBe(200);
   });
 
   it('takes no planted cookie for a session, nor a planted CSRF value: the closest refusal is told', async () => {
     const me = await signIn();
-    const planted = await get('/v1/components', { cookie: 'keystone_session=planted; keystone_session=another', 'x-keystone-csrf': 'planted' });
+    const planted = await get('/v1/components', {
+      cookie: 'keystone_session=planted; keystone_session=another',
+      'x-keystone-csrf': 'planted',
+    });
     expect([planted.statusCode, code(planted)]).toEqual([401, 'KS_SESSION_INVALID']);
-    const wrongCsrf = await get('/v1/components', { cookie: `keystone_session=planted; keystone_session=${me.id}`, 'x-keystone-csrf': 'planted' });
+    const wrongCsrf = await get('/v1/components', {
+      cookie: `keystone_session=planted; keystone_session=${me.id}`,
+      'x-keystone-csrf': 'planted',
+    });
     expect([wrongCsrf.statusCode, code(wrongCsrf)]).toEqual([401, 'KS_CSRF_INVALID']);
     expect((await get('/assets/app-BBBB.js', { cookie: 'keystone_session=planted' })).statusCode).toBe(401);
   });
@@ -67,7 +89,11 @@ describe('dashboard session cookies beside planted ones', () => {
     const a = await signIn();
     const b = await signIn();
     const cookie = `keystone_session=${a.id}; keystone_session=${b.id}`;
-    const out = await inject(s.server, { method: 'DELETE', url: '/v1/session', headers: { host: HOST, cookie, 'x-keystone-csrf': b.csrf } });
+    const out = await inject(s.server, {
+      method: 'DELETE',
+      url: '/v1/session',
+      headers: { host: HOST, cookie, 'x-keystone-csrf': b.csrf },
+    });
     expect(out.statusCode, out.body).toBe(204);
     const afterB = await get('/v1/components', { cookie, 'x-keystone-csrf': b.csrf });
     // B is gone; A is still a session, just not this header's.
@@ -80,10 +106,32 @@ describe('dashboard session cookies beside planted ones', () => {
   it('over https the cookie is __Host- and Secure, which a plain-http page of the same host can neither set nor replace', async () => {
     const me = await signIn({ 'x-forwarded-proto': 'https' });
     expect(me.setCookie).toHaveLength(1);
-    expect(me.setCookie[0]).toMatch(/^__Host-keystone_session=[A-Za-z0-9_-]{43}; Max-Age=\d+; Path=\/; HttpOnly; Secure; SameSite=Strict$/);
-    expect((await get('/v1/components', { cookie: `keystone_session=planted; __Host-keystone_session=${me.id}`, 'x-keystone-csrf': me.csrf })).statusCode).toBe(200);
-    const out = await inject(s.server, { method: 'DELETE', url: '/v1/session', headers: { host: HOST, 'x-forwarded-proto': 'https', cookie: `__Host-keystone_session=${me.id}`, 'x-keystone-csrf': me.csrf } });
-    expect(([] as string[]).concat(out.headers['set-cookie'] ?? [])).toEqual([expect.stringMatching(/^__Host-keystone_session=; Max-Age=0; Path=\/; Expires=[^;]+; HttpOnly; Secure; SameSite=Strict$/)]);
+    expect(me.setCookie[0]).toMatch(
+      /^__Host-keystone_session=[A-Za-z0-9_-]{43}; Max-Age=\d+; Path=\/; HttpOnly; Secure; SameSite=Strict$/,
+    );
+    expect(
+      (
+        await get('/v1/components', {
+          cookie: `keystone_session=planted; __Host-keystone_session=${me.id}`,
+          'x-keystone-csrf': me.csrf,
+        })
+      ).statusCode,
+    ).toBe(200);
+    const out = await inject(s.server, {
+      method: 'DELETE',
+      url: '/v1/session',
+      headers: {
+        host: HOST,
+        'x-forwarded-proto': 'https',
+        cookie: `__Host-keystone_session=${me.id}`,
+        'x-keystone-csrf': me.csrf,
+      },
+    });
+    expect(([] as string[]).concat(out.headers['set-cookie'] ?? [])).toEqual([
+      expect.stringMatching(
+        /^__Host-keystone_session=; Max-Age=0; Path=\/; Expires=[^;]+; HttpOnly; Secure; SameSite=Strict$/,
+      ),
+    ]);
   });
 });
 
@@ -91,6 +139,10 @@ describe('sessionIdsOf', () => {
   it('reads every session cookie in the order sent, either name, each value once, and nothing else', () => {
     expect(sessionIdsOf(undefined)).toEqual([]);
     expect(sessionIdsOf('keystone_csrf=x; other=y; keystone_session=')).toEqual([]);
-    expect(sessionIdsOf('keystone_session=a; x=1; __Host-keystone_session=b;keystone_session=c; keystone_session=a; keystone_session=d%2Fe')).toEqual(['a', 'b', 'c', 'd/e']);
+    expect(
+      sessionIdsOf(
+        'keystone_session=a; x=1; __Host-keystone_session=b;keystone_session=c; keystone_session=a; keystone_session=d%2Fe',
+      ),
+    ).toEqual(['a', 'b', 'c', 'd/e']);
   });
 });

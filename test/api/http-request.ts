@@ -85,10 +85,12 @@ export function openConnection(target: { port?: number; socketPath?: string }, t
     socket.on('data', (d: string) => (got += d));
     // A reset is how a server may drop a connection it will not serve: the connection is closed all the same.
     socket.on('error', () => {});
-    const ended = new Promise<string>((r) => socket.once('close', () => {
-      isClosed = true;
-      r(got);
-    }));
+    const ended = new Promise<string>((r) =>
+      socket.once('close', () => {
+        isClosed = true;
+        r(got);
+      }),
+    );
     socket.once('connect', () => {
       socket.off('error', reject);
       if (text) socket.write(text);

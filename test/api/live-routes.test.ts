@@ -34,7 +34,9 @@ describe('the live routes', { timeout: 60_000 }, () => {
   const open: Sse[] = [];
 
   beforeAll(async () => {
-    s = await apiStack({ components: () => [sleeper('db'), sleeper('side', [{ component: 'db', type: 'ordering' }]), talker()] });
+    s = await apiStack({
+      components: () => [sleeper('db'), sleeper('side', [{ component: 'db', type: 'ordering' }]), talker()],
+    });
     const { addresses } = await s.listen();
     base = addresses.find((a) => a.startsWith('http://'))!;
   });
@@ -97,14 +99,29 @@ describe('the live routes', { timeout: 60_000 }, () => {
     expect(data(hello)).toEqual({ revision: s.agent.store.appliedRevision()!.id });
     const restart = await post('/v1/components/db:restart?wait=health');
     expect(restart.status).toBe(200);
-    await events.next((m) => m.event === 'state' && data(m).component === 'talker' && data(m).state === 'running', 'talker running again');
-    const states = events.messages.filter((m) => m.event === 'state').map((m) => `${String(data(m).component)} ${String(data(m).state)}`);
+    await events.next(
+      (m) => m.event === 'state' && data(m).component === 'talker' && data(m).state === 'running',
+      'talker running again',
+    );
+    const states = events.messages
+      .filter((m) => m.event === 'state')
+      .map((m) => `${String(data(m).component)} ${String(data(m).state)}`);
     // Dependents first down, the dependency first up; the ordering dependent is left alone.
     expect(states.filter((x) => x.startsWith('db ') || x.startsWith('talker '))).toEqual([
-      'talker stopping', 'talker stopped', 'db stopping', 'db stopped', 'db starting', 'db running', 'talker starting', 'talker running',
+      'talker stopping',
+      'talker stopped',
+      'db stopping',
+      'db stopped',
+      'db starting',
+      'db running',
+      'talker starting',
+      'talker running',
     ]);
     expect(states.some((x) => x.startsWith('side '))).toBe(false);
-    expect(events.messages.filter((m) => m.event === 'started').map((m) => data(m).component)).toEqual(['db', 'talker']);
+    expect(events.messages.filter((m) => m.event === 'started').map((m) => data(m).component)).toEqual([
+      'db',
+      'talker',
+    ]);
     events.close();
   });
 
@@ -132,7 +149,8 @@ describe('the live routes', { timeout: 60_000 }, () => {
   it('GET /v1/logs/{name}: the last lines, then every new one live, across a rotation', async () => {
     // The last three lines, in order (polled: the talker restarted with db above, and counts again from 1).
     let tail: { component: string; stream: string; lines: string[] } | undefined;
-    const consecutive = (lines: string[]) => lines.map((l) => Number(/^line (\d+)$/.exec(l)?.[1])).every((x, i, a) => i === 0 || x === a[i - 1]! + 1);
+    const consecutive = (lines: string[]) =>
+      lines.map((l) => Number(/^line (\d+)$/.exec(l)?.[1])).every((x, i, a) => i === 0 || x === a[i - 1]! + 1);
     const deadline = Date.now() + 10_000;
     for (;;) {
       tail = (await s.get('/v1/logs/talker?lines=3')).json();
@@ -157,7 +175,10 @@ describe('the live routes', { timeout: 60_000 }, () => {
     copyFileSync(log, `${log}.1`);
     truncateSync(log, 0);
     await follow.next((m) => m.event === 'rotated', 'the rotation');
-    const last = follow.messages.filter((m) => m.event === 'line').map(number).at(-1)!;
+    const last = follow.messages
+      .filter((m) => m.event === 'line')
+      .map(number)
+      .at(-1)!;
     await follow.next((m) => m.event === 'line' && number(m) >= last + 3, 'lines after the rotation');
     const after = follow.messages.filter((m) => m.event === 'line').map(number);
     expect(after).toEqual(after.map((_, i) => after[0]! + i));
@@ -166,7 +187,10 @@ describe('the live routes', { timeout: 60_000 }, () => {
 
   it('GET /v1/logs/{name}: an unknown component is a 404, a bad name a 400, stderr on request', async () => {
     const unknown = await s.get('/v1/logs/nobody');
-    expect([unknown.statusCode, unknown.json<{ error: { code: string } }>().error.code]).toEqual([404, 'KS_COMPONENT_NOT_FOUND']);
+    expect([unknown.statusCode, unknown.json<{ error: { code: string } }>().error.code]).toEqual([
+      404,
+      'KS_COMPONENT_NOT_FOUND',
+    ]);
     const bad = await s.get('/v1/logs/..%2f..%2fetc');
     expect(bad.statusCode).toBe(400);
     const err = await s.get('/v1/logs/db?stderr=true');
@@ -176,11 +200,20 @@ describe('the live routes', { timeout: 60_000 }, () => {
 
   it('dry runs of stop and start say what they would touch and touch nothing', async () => {
     const pids = s.livePids();
-    expect(await post('/v1/components/db:stop?dry=true')).toEqual({ status: 200, body: { stopOrder: ['talker', 'db'] } });
-    expect(await post('/v1/components/db:start?dry=true')).toEqual({ status: 200, body: { startOrder: [], waitingFor: [] } });
+    expect(await post('/v1/components/db:stop?dry=true')).toEqual({
+      status: 200,
+      body: { stopOrder: ['talker', 'db'] },
+    });
+    expect(await post('/v1/components/db:start?dry=true')).toEqual({
+      status: 200,
+      body: { startOrder: [], waitingFor: [] },
+    });
     expect(s.livePids()).toEqual(pids);
     expect((await post('/v1/components/talker:stop')).status).toBe(200);
-    expect(await post('/v1/components/talker:start?dry=true')).toEqual({ status: 200, body: { startOrder: ['talker'], waitingFor: [] } });
+    expect(await post('/v1/components/talker:start?dry=true')).toEqual({
+      status: 200,
+      body: { startOrder: ['talker'], waitingFor: [] },
+    });
     expect(s.agent.store.component('talker')?.state).toBe('stopped');
     expect((await post('/v1/components/talker:start')).status).toBe(200);
   });
@@ -188,8 +221,16 @@ describe('the live routes', { timeout: 60_000 }, () => {
   it('lastExit: how the last instance ended, kept after the crash restart', async () => {
     const before = s.livePids().talker!;
     process.kill(before, 'SIGKILL');
-    await until(() => s.livePids().talker !== undefined && s.livePids().talker !== before && s.agent.store.component('talker')?.state === 'running', 'the crash restart');
-    const view = (await s.get('/v1/components/talker')).json<{ lastExit: { code: number | null; signal: string | null; at: string } }>();
+    await until(
+      () =>
+        s.livePids().talker !== undefined &&
+        s.livePids().talker !== before &&
+        s.agent.store.component('talker')?.state === 'running',
+      'the crash restart',
+    );
+    const view = (await s.get('/v1/components/talker')).json<{
+      lastExit: { code: number | null; signal: string | null; at: string };
+    }>();
     expect(view.lastExit).toMatchObject({ code: null, signal: 'SIGKILL' });
     expect(Date.now() - Date.parse(view.lastExit.at)).toBeLessThan(60_000);
     expect((await s.get('/v1/components/side')).json<{ lastExit: unknown }>().lastExit).toBeNull();

@@ -6,20 +6,52 @@ import { checkBearer } from '../../src/api/bearer-token.js';
 
 describe('loopback names', () => {
   it('accepts localhost, 127.0.0.0/8 and ::1 only', () => {
-    for (const h of ['localhost', 'LocalHost', 'localhost.', '127.0.0.1', '127.255.0.9', '[::1]', '::1', '[0:0:0:0:0:0:0:1]']) expect(isLoopbackHostname(h), h).toBe(true);
-    for (const h of ['evil.example', 'localhost.evil.example', '128.0.0.1', '0.0.0.0', '[::]', '10.0.0.1', '127.0.0.1.nip.io', 'localhos', '']) expect(isLoopbackHostname(h), h).toBe(false);
+    for (const h of [
+      'localhost',
+      'LocalHost',
+      'localhost.',
+      '127.0.0.1',
+      '127.255.0.9',
+      '[::1]',
+      '::1',
+      '[0:0:0:0:0:0:0:1]',
+    ])
+      expect(isLoopbackHostname(h), h).toBe(true);
+    for (const h of [
+      'evil.example',
+      'localhost.evil.example',
+      '128.0.0.1',
+      '0.0.0.0',
+      '[::]',
+      '10.0.0.1',
+      '127.0.0.1.nip.io',
+      'localhos',
+      '',
+    ])
+      expect(isLoopbackHostname(h), h).toBe(false);
   });
 
   it('reads Host headers strictly', () => {
     expect(hostnameOfHostHeader('localhost:8080')).toBe('localhost');
     expect(hostnameOfHostHeader('[::1]:8080')).toBe('[::1]');
     expect(hostnameOfHostHeader('127.0.0.1')).toBe('127.0.0.1');
-    for (const h of ['localhost:99999', 'a b', 'user@localhost', 'localhost:80:80', 'localhost/x', '']) expect(hostnameOfHostHeader(h), h).toBeUndefined();
+    for (const h of ['localhost:99999', 'a b', 'user@localhost', 'localhost:80:80', 'localhost/x', ''])
+      expect(hostnameOfHostHeader(h), h).toBeUndefined();
   });
 
   it('accepts only http(s) Origins of loopback names', () => {
-    for (const o of ['http://localhost', 'http://localhost:3000', 'https://127.0.0.1:8443', 'http://[::1]:8080']) expect(isLoopbackOrigin(o), o).toBe(true);
-    for (const o of ['null', 'http://evil.example', 'ws://localhost', 'file://', 'http://localhost.evil.example', 'http://localhost/path', 'http://u:p@localhost', 'http://localhost, http://evil.example'])
+    for (const o of ['http://localhost', 'http://localhost:3000', 'https://127.0.0.1:8443', 'http://[::1]:8080'])
+      expect(isLoopbackOrigin(o), o).toBe(true);
+    for (const o of [
+      'null',
+      'http://evil.example',
+      'ws://localhost',
+      'file://',
+      'http://localhost.evil.example',
+      'http://localhost/path',
+      'http://u:p@localhost',
+      'http://localhost, http://evil.example',
+    ])
       expect(isLoopbackOrigin(o), o).toBe(false);
   });
 });
@@ -30,7 +62,8 @@ describe('--listen', () => {
     expect(parseListenAddress('[::1]:0')).toEqual({ host: '::1', port: 0 });
     expect(parseListenAddress('localhost:80')).toEqual({ host: 'localhost', port: 80 });
     expect(parseListenAddress('none')).toBeUndefined();
-    for (const t of ['8080', ':8080', 'localhost', 'localhost:99999', 'http://localhost:8080', '::1:8080', '']) expect(() => parseListenAddress(t), t).toThrow(/HOST:PORT/);
+    for (const t of ['8080', ':8080', 'localhost', 'localhost:99999', 'http://localhost:8080', '::1:8080', ''])
+      expect(() => parseListenAddress(t), t).toThrow(/HOST:PORT/);
   });
 
   it('tells loopback from public addresses', () => {
@@ -54,6 +87,14 @@ describe('bearer tokens', () => {
     expect(checkBearer(`bearer ${token}`, token)).toBe('ok');
     expect(checkBearer(undefined, token)).toBe('missing');
     expect(checkBearer('', token)).toBe('missing');
-    for (const h of [`Bearer ${token}a`, `Bearer ${token.slice(1)}`, `Basic ${token}`, token, `Bearer ${token} extra`, 'Bearer ']) expect(checkBearer(h, token), h).toBe('invalid');
+    for (const h of [
+      `Bearer ${token}a`,
+      `Bearer ${token.slice(1)}`,
+      `Basic ${token}`,
+      token,
+      `Bearer ${token} extra`,
+      'Bearer ',
+    ])
+      expect(checkBearer(h, token), h).toBe('invalid');
   });
 });

@@ -10,7 +10,11 @@ import { freePorts, neverHealthy } from '../support/stack-fixture.js';
 import { apiStack, until, type ApiStack } from './api-stack.js';
 
 type Json = Record<string, unknown>;
-const ndjson = (text: string) => text.trim().split('\n').map((l) => JSON.parse(l) as Json);
+const ndjson = (text: string) =>
+  text
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Json);
 
 describe('keystonectl apply against an agent that follows a directory', { timeout: 90_000 }, () => {
   let s: ApiStack;
@@ -36,10 +40,16 @@ describe('keystonectl apply against an agent that follows a directory', { timeou
     expect(r.code).toBe(0);
     // Plain lines (not a terminal), in the order things happened.
     const lines = r.stdout.trim().split('\n');
-    expect(lines[0]).toMatch(/^\[apply\] revision=manual:[0-9a-f]{12} plan=plans\/stack\.toml msg=accepted by the agent$/);
-    expect(lines[1]).toBe('[agent] reconcile plan stop_order=[web api] start_order=[api web] no_touch=[influxdb telemetry]');
+    expect(lines[0]).toMatch(
+      /^\[apply\] revision=manual:[0-9a-f]{12} plan=plans\/stack\.toml msg=accepted by the agent$/,
+    );
+    expect(lines[1]).toBe(
+      '[agent] reconcile plan stop_order=[web api] start_order=[api web] no_touch=[influxdb telemetry]',
+    );
     expect(lines).toContain('[supervisor] component=api state=running');
-    expect(lines.indexOf('[supervisor] component=api state=running')).toBeLessThan(lines.indexOf('[supervisor] component=web state=starting'));
+    expect(lines.indexOf('[supervisor] component=api state=running')).toBeLessThan(
+      lines.indexOf('[supervisor] component=web state=starting'),
+    );
     expect(lines.at(-1)).toBe('[apply] outcome=success converged=true msg=2 started, 2 stopped, 2 untouched');
 
     const after = s.livePids();
@@ -134,7 +144,10 @@ describe('keystonectl apply against an agent that follows a directory', { timeou
     // After the route's own listener has seen the apply begin (listeners run in order; this one was added first).
     s.agent.events.once('applying', () => queueMicrotask(() => s.agent.events.emit('pull', pull)));
     const files = Object.fromEntries(
-      ['plans/stack.toml', ...['influxdb', 'api', 'telemetry', 'web'].map((n) => s.fx.recipePath(n))].map((f) => [f, readFileSync(join(s.fx.dir, f)).toString('base64')]),
+      ['plans/stack.toml', ...['influxdb', 'api', 'telemetry', 'web'].map((n) => s.fx.recipePath(n))].map((f) => [
+        f,
+        readFileSync(join(s.fx.dir, f)).toString('base64'),
+      ]),
     );
     const res = await inject(s.server, {
       method: 'POST',
@@ -150,7 +163,12 @@ describe('keystonectl apply against an agent that follows a directory', { timeou
   it('refuses bad requests before anything is applied', async () => {
     const historyBefore = s.agent.store.history({ limit: 100 }).length;
     const send = (payload: unknown, headers: Record<string, string> = { authorization: `Bearer ${s.token}` }) =>
-      inject(s.server, { method: 'POST', url: '/v1/apply', headers: { 'content-type': 'application/json', ...headers }, payload: payload as Json });
+      inject(s.server, {
+        method: 'POST',
+        url: '/v1/apply',
+        headers: { 'content-type': 'application/json', ...headers },
+        payload: payload as Json,
+      });
     const b64 = (t: string) => Buffer.from(t).toString('base64');
     const noToken = await send({ plan: 'plans/a.toml', files: { 'plans/a.toml': b64('') } }, {});
     expect(noToken.statusCode).toBe(401);
@@ -160,12 +178,19 @@ describe('keystonectl apply against an agent that follows a directory', { timeou
     const absolute = await send({ plan: '/etc/plan.toml', files: { '/etc/plan.toml': b64('') } });
     expect(absolute.statusCode).toBe(400);
     const missingPlan = await send({ plan: 'plans/a.toml', files: {} });
-    expect(missingPlan.json()).toMatchObject({ error: { code: 'KS_BAD_BODY', message: expect.stringContaining('plans/a.toml') } });
+    expect(missingPlan.json()).toMatchObject({
+      error: { code: 'KS_BAD_BODY', message: expect.stringContaining('plans/a.toml') },
+    });
     const notBase64 = await send({ plan: 'plans/a.toml', files: { 'plans/a.toml': '%%%' } });
     expect(notBase64.statusCode).toBe(400);
     const extraKey = await send({ plan: 'plans/a.toml', files: { 'plans/a.toml': b64('') }, run: 'rm -rf /' });
     expect(extraKey.statusCode).toBe(400);
-    const badWait = await inject(s.server, { method: 'POST', url: '/v1/apply?wait=forever', headers: { authorization: `Bearer ${s.token}`, 'content-type': 'application/json' }, payload: {} });
+    const badWait = await inject(s.server, {
+      method: 'POST',
+      url: '/v1/apply?wait=forever',
+      headers: { authorization: `Bearer ${s.token}`, 'content-type': 'application/json' },
+      payload: {},
+    });
     expect(badWait.statusCode).toBe(400);
     expect(s.agent.store.history({ limit: 100 }).length).toBe(historyBefore);
   });
@@ -210,7 +235,11 @@ describe('keystonectl apply against an agent that follows Git', { timeout: 90_00
     expect(s.agent.store.component('web')?.version).toBe('1.28.0');
     const manual = s.agent.store.appliedRevision()!.id;
     const rev = (await s.get('/v1/revision')).json<Json>();
-    expect(rev.sync).toMatchObject({ following: 'git', suspended: { revision: manual, reason: 'a forced manual apply' }, held: null });
+    expect(rev.sync).toMatchObject({
+      following: 'git',
+      suspended: { revision: manual, reason: 'a forced manual apply' },
+      held: null,
+    });
 
     // A new "commit" from the source: held, not applied.
     s.fx.bumpVersion('web', '1.29.0');

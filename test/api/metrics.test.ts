@@ -15,11 +15,17 @@ describe('GET /metrics', { timeout: 30_000 }, () => {
 
   beforeAll(async () => {
     s = await apiStack({
-      components: () => [{ ...sleeper('db'), health: { check: 'cmd:true', interval: '100ms', timeout: '1s', failureThreshold: 5 } }, crasher('crasher')],
+      components: () => [
+        { ...sleeper('db'), health: { check: 'cmd:true', interval: '100ms', timeout: '1s', failureThreshold: 5 } },
+        crasher('crasher'),
+      ],
       // A crash loop in well under a second.
       restartLimits: { firstRestartMs: 10, maxBackoffMs: 40, crashLoopLimit: 3, healthySpellMs: 600_000 },
     });
-    await until(() => s.agent.store.component('crasher')?.state === 'crash-looping', 'the crasher to be held as crash-looping');
+    await until(
+      () => s.agent.store.component('crasher')?.state === 'crash-looping',
+      'the crasher to be held as crash-looping',
+    );
     const r = await inject(s.server, { method: 'GET', url: '/metrics' });
     expect(r.statusCode).toBe(200);
     expect(r.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);

@@ -13,7 +13,12 @@ import { rawRequest } from './http-request.js';
 const PASSWORD = 'hunter2-planted-in-config-7f3a';
 
 /** Runs with the password as an argument, so that the password is one of its resolved inputs. */
-const vault = (): ComponentSpec => ({ name: 'vault', version: '1.0.0', command: 'sh', args: ['-c', 'exec sleep 1000', 'vault', '{{config.password}}'] });
+const vault = (): ComponentSpec => ({
+  name: 'vault',
+  version: '1.0.0',
+  command: 'sh',
+  args: ['-c', 'exec sleep 1000', 'vault', '{{config.password}}'],
+});
 
 const READS = ['/v1/components', '/v1/components/vault', '/v1/revision', '/v1/history', '/v1/history?limit=1'];
 
@@ -26,7 +31,11 @@ describe('API reads need the token', { timeout: 30_000 }, () => {
   beforeAll(async () => {
     s = await apiStack({ components: () => [sleeper('db')] });
     s.fx.add(vault());
-    s.fx.edit(s.fx.recipePath('vault'), '[lifecycle.run]', `[config]\npassword = ${JSON.stringify(PASSWORD)}\n\n[lifecycle.run]`);
+    s.fx.edit(
+      s.fx.recipePath('vault'),
+      '[lifecycle.run]',
+      `[config]\npassword = ${JSON.stringify(PASSWORD)}\n\n[lifecycle.run]`,
+    );
     await s.apply();
     expect(s.agent.store.component('vault')?.state).toBe('running');
     socketDir = mkdtempSync(join(tmpdir(), 'keystone-api-sock-'));
@@ -55,7 +64,9 @@ describe('API reads need the token', { timeout: 30_000 }, () => {
       expect(r.text, path).not.toContain(PASSWORD);
       expect(r.text, path).not.toContain('vault');
       // The message says what to send, no longer that the request changes state.
-      expect((r.json as { error: { message: string } }).error.message, path).toMatch(/send Authorization: Bearer <token>/);
+      expect((r.json as { error: { message: string } }).error.message, path).toMatch(
+        /send Authorization: Bearer <token>/,
+      );
       expect((r.json as { error: { message: string } }).error.message, path).not.toMatch(/changes state/);
     }
     expect((await rawRequest({ port, method: 'HEAD', path: '/v1/components' })).status).toBe(401);
@@ -77,7 +88,8 @@ describe('API reads need the token', { timeout: 30_000 }, () => {
 
   it('/healthz and /metrics stay open (GET and HEAD), without a token', async () => {
     for (const path of ['/healthz', '/metrics'])
-      for (const method of ['GET', 'HEAD']) expect((await rawRequest({ port, method, path })).status, `${method} ${path}`).toBe(200);
+      for (const method of ['GET', 'HEAD'])
+        expect((await rawRequest({ port, method, path })).status, `${method} ${path}`).toBe(200);
     // Open on those exact routes only: a query or a path below them does not widen them.
     expect((await rawRequest({ port, path: '/healthz?x=1' })).status).toBe(200);
     expect((await rawRequest({ port, path: '/metrics/x' })).status).toBe(401);

@@ -43,7 +43,16 @@ describe('RefusalLog', () => {
   it('logs the first refusal of a source at once, with its details, and counts the rest', () => {
     const h = harness();
     h.refuse('127.0.0.1', 1000);
-    expect(h.lines).toEqual([expect.objectContaining({ level: 40, msg: MSG, source: '127.0.0.1', code: 'KS_TOKEN_MISSING', method: 'GET', path: '/v1/components' })]);
+    expect(h.lines).toEqual([
+      expect.objectContaining({
+        level: 40,
+        msg: MSG,
+        source: '127.0.0.1',
+        code: 'KS_TOKEN_MISSING',
+        method: 'GET',
+        path: '/v1/components',
+      }),
+    ]);
     expect(h.timer.ms).toBe(60_000);
   });
 
@@ -70,7 +79,11 @@ describe('RefusalLog', () => {
     expect(h.lines).toHaveLength(2);
     h.advance(60_000);
     h.refuse('127.0.0.1');
-    expect(h.lines.map((l) => l.msg)).toEqual([MSG, `${MSG}: 998 more from 127.0.0.1 in the last 60s`, `${MSG}: 10 more from 127.0.0.1 in the last 60s`]);
+    expect(h.lines.map((l) => l.msg)).toEqual([
+      MSG,
+      `${MSG}: 998 more from 127.0.0.1 in the last 60s`,
+      `${MSG}: 10 more from 127.0.0.1 in the last 60s`,
+    ]);
   });
 
   it('forgets a source after a quiet interval: its next refusal is logged in full again, and the timer stops', () => {
@@ -106,7 +119,11 @@ describe('RefusalLog', () => {
     h.tick();
     const summaries = h.lines.slice(4);
     expect(summaries).toHaveLength(4);
-    expect(summaries.at(-1)).toMatchObject({ source: OTHER_SOURCES, refused: 997 * 3 - 1, msg: `${MSG}: ${997 * 3 - 1} more from other sources in the last 60s` });
+    expect(summaries.at(-1)).toMatchObject({
+      source: OTHER_SOURCES,
+      refused: 997 * 3 - 1,
+      msg: `${MSG}: ${997 * 3 - 1} more from other sources in the last 60s`,
+    });
   });
 
   it('close() sums up what is pending at once, whatever is left of the interval', () => {

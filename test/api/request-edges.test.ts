@@ -24,7 +24,10 @@ describe('API request edges', { timeout: 60_000 }, () => {
   it('a body cut short by a client that leaves is no error line, however often', async () => {
     const before = errorLines().length;
     for (let i = 0; i < 5; i++) {
-      const c = await openConnection({ port }, 'POST /v1/webhooks/github HTTP/1.1\r\nHost: device.example\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"zen":');
+      const c = await openConnection(
+        { port },
+        'POST /v1/webhooks/github HTTP/1.1\r\nHost: device.example\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"zen":',
+      );
       // Headers and part of the body, then the client is gone (end() sends what was written before it closes).
       c.socket.end();
       await c.ended;
@@ -38,12 +41,20 @@ describe('API request edges', { timeout: 60_000 }, () => {
 
   it('HEAD on the event stream answers its headers and ends, holding no stream slot', async () => {
     for (let i = 0; i < 20; i++) {
-      const r = await rawRequest({ method: 'HEAD', port, path: '/v1/events', headers: { host: 'localhost', ...s.auth() } });
+      const r = await rawRequest({
+        method: 'HEAD',
+        port,
+        path: '/v1/events',
+        headers: { host: 'localhost', ...s.auth() },
+      });
       expect(r.status).toBe(200);
       expect(r.headers['content-type']).toMatch(/^text\/event-stream/);
     }
     // Twenty HEADs later (the limit is 16 streams) a stream still opens.
-    const c = await openConnection({ port }, `GET /v1/events HTTP/1.1\r\nHost: localhost\r\nAuthorization: ${s.auth().authorization}\r\n\r\n`);
+    const c = await openConnection(
+      { port },
+      `GET /v1/events HTTP/1.1\r\nHost: localhost\r\nAuthorization: ${s.auth().authorization}\r\n\r\n`,
+    );
     await until(() => c.received().includes('retry: 3000'), 'the event stream to open');
     c.socket.destroy();
   });
@@ -54,7 +65,11 @@ describe('API request edges', { timeout: 60_000 }, () => {
   });
 
   it('a malformed path is refused without echoing it at length', async () => {
-    const r = await rawRequest({ port, path: `/v1/components/%zz${'a'.repeat(5000)}`, headers: { host: 'localhost', ...s.auth() } });
+    const r = await rawRequest({
+      port,
+      path: `/v1/components/%zz${'a'.repeat(5000)}`,
+      headers: { host: 'localhost', ...s.auth() },
+    });
     expect(r.status).toBe(400);
     expect(r.text).toContain('KS_BAD_PATH');
     expect(r.text.length).toBeLessThan(600);

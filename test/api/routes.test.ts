@@ -25,7 +25,10 @@ function slow(): ComponentSpec {
 
 /** Healthy while the test's file exists; its start budget is 0.5 s. */
 function gated(file: string): ComponentSpec {
-  return { ...sleeper('gate'), health: { check: `cmd:test -f ${file}`, interval: '100ms', timeout: '1s', failureThreshold: 5 } };
+  return {
+    ...sleeper('gate'),
+    health: { check: `cmd:test -f ${file}`, interval: '100ms', timeout: '1s', failureThreshold: 5 },
+  };
 }
 
 type Json = Record<string, unknown>;
@@ -76,10 +79,39 @@ describe('API routes', { timeout: 30_000 }, () => {
     const pids = s.livePids();
     const db = list[0]!;
     expect(Object.keys(db)).toEqual([
-      'name', 'state', 'pid', 'containerId', 'version', 'hash', 'runtime', 'health', 'healthCheck',
-      'restarts', 'since', 'healthySince', 'reason', 'held', 'revision', 'dependencies', 'inputs', 'lastExit',
+      'name',
+      'state',
+      'pid',
+      'containerId',
+      'version',
+      'hash',
+      'runtime',
+      'health',
+      'healthCheck',
+      'restarts',
+      'since',
+      'healthySince',
+      'reason',
+      'held',
+      'revision',
+      'dependencies',
+      'inputs',
+      'lastExit',
     ]);
-    expect(db).toMatchObject({ name: 'db', state: 'running', pid: pids.db, containerId: null, version: '1.0.0', runtime: 'process', health: 'healthy', healthCheck: null, restarts: 0, reason: null, held: false, dependencies: [] });
+    expect(db).toMatchObject({
+      name: 'db',
+      state: 'running',
+      pid: pids.db,
+      containerId: null,
+      version: '1.0.0',
+      runtime: 'process',
+      health: 'healthy',
+      healthCheck: null,
+      restarts: 0,
+      reason: null,
+      held: false,
+      dependencies: [],
+    });
     expect(db.hash).toMatch(/^v1:[0-9a-f]{64}$/);
     expect(new Date(db.since as string).toISOString()).toBe(db.since);
     expect(list.find((c) => c.name === 'slow')).toMatchObject({ healthCheck: 'cmd:test -f ready', health: 'healthy' });
@@ -92,17 +124,28 @@ describe('API routes', { timeout: 30_000 }, () => {
     expect(r.body).toMatchObject({ name: DOTTED, state: 'running' });
     const missing = await get('/v1/components/nope');
     expect(missing.status).toBe(404);
-    expect(missing.body).toEqual({ error: { code: 'KS_COMPONENT_NOT_FOUND', message: expect.stringContaining('"nope"') } });
+    expect(missing.body).toEqual({
+      error: { code: 'KS_COMPONENT_NOT_FOUND', message: expect.stringContaining('"nope"') },
+    });
     expect(code((await get('/v1/components/bad..name')).body)).toBe('KS_BAD_NAME');
     expect((await get('/v1/components/-x')).status).toBe(400);
     expect((await get(`/v1/components/${DOTTED}:restart`)).status).toBe(404);
   });
 
   it('restart ?dry=true gives the hard cascade only, for dotted names too', async () => {
-    expect(await post('/v1/components/db:restart?dry=true')).toEqual({ status: 200, body: { stopOrder: [DOTTED, 'db'], startOrder: ['db', DOTTED] } });
-    expect(await post(`/v1/components/${DOTTED}:restart?dry=true`)).toEqual({ status: 200, body: { stopOrder: [DOTTED], startOrder: [DOTTED] } });
+    expect(await post('/v1/components/db:restart?dry=true')).toEqual({
+      status: 200,
+      body: { stopOrder: [DOTTED, 'db'], startOrder: ['db', DOTTED] },
+    });
+    expect(await post(`/v1/components/${DOTTED}:restart?dry=true`)).toEqual({
+      status: 200,
+      body: { stopOrder: [DOTTED], startOrder: [DOTTED] },
+    });
     expect(await post('/v1/components/db:restart?dry=false&wait=none')).toMatchObject({ status: 202 });
-    await until(() => stateOf('db') === 'running' && stateOf(DOTTED) === 'running', 'db and its dependent running again');
+    await until(
+      () => stateOf('db') === 'running' && stateOf(DOTTED) === 'running',
+      'db and its dependent running again',
+    );
   });
 
   it('unknown components, actions and bad query values are refused, and nothing restarts', async () => {
@@ -111,13 +154,30 @@ describe('API routes', { timeout: 30_000 }, () => {
     const onState = (e: AgentEventMap['state'][0]) => changes.push(e.component);
     s.agent.events.on('state', onState);
     try {
-      for (const url of ['/v1/components/nope:restart', '/v1/components/nope:restart?dry=true', '/v1/components/nope:stop', '/v1/components/nope:start']) {
+      for (const url of [
+        '/v1/components/nope:restart',
+        '/v1/components/nope:restart?dry=true',
+        '/v1/components/nope:stop',
+        '/v1/components/nope:start',
+      ]) {
         const r = await post(url);
         expect(r.status, url).toBe(404);
         expect(code(r.body), url).toBe('KS_COMPONENT_NOT_FOUND');
       }
-      for (const url of ['/v1/components/db:explode', '/v1/components/db', '/v1/components/db:']) expect((await post(url)).status, url).toBe(404);
-      for (const q of ['wait=soon', 'timeout=abc', 'dry=maybe', 'dry', 'timeout=0', 'timeout=-1s', 'timeout=2h', 'dryrun=true', 'dry=true&dry=false', 'wait=HEALTH']) {
+      for (const url of ['/v1/components/db:explode', '/v1/components/db', '/v1/components/db:'])
+        expect((await post(url)).status, url).toBe(404);
+      for (const q of [
+        'wait=soon',
+        'timeout=abc',
+        'dry=maybe',
+        'dry',
+        'timeout=0',
+        'timeout=-1s',
+        'timeout=2h',
+        'dryrun=true',
+        'dry=true&dry=false',
+        'wait=HEALTH',
+      ]) {
         const r = await post(`/v1/components/db:restart?${q}`);
         expect(r.status, q).toBe(400);
         expect(code(r.body), q).toBe('KS_BAD_QUERY');
@@ -136,7 +196,13 @@ describe('API routes', { timeout: 30_000 }, () => {
     const r = await post('/v1/components/slow:restart?wait=started&timeout=10s');
     const state = stateOf('slow');
     expect(r.status).toBe(200);
-    expect(r.body).toEqual({ component: 'slow', pid: s.livePids().slow, dependents: {}, wait: 'started', timeout: '10s' });
+    expect(r.body).toEqual({
+      component: 'slow',
+      pid: s.livePids().slow,
+      dependents: {},
+      wait: 'started',
+      timeout: '10s',
+    });
     expect(r.body.pid).not.toBe(before);
     expect(state).toBe('starting');
     await until(() => stateOf('slow') === 'running', 'slow healthy');
@@ -161,7 +227,9 @@ describe('API routes', { timeout: 30_000 }, () => {
     const r = await post('/v1/components/gate:restart?timeout=20s');
     expect(r.status).toBe(502);
     expect(code(r.body)).toBe('KS_RESTART_FAILED');
-    expect(r.body.failed).toEqual([{ name: 'gate', reason: expect.stringMatching(/not healthy within its start budget/) }]);
+    expect(r.body.failed).toEqual([
+      { name: 'gate', reason: expect.stringMatching(/not healthy within its start budget/) },
+    ]);
     expect(r.body.components).toEqual([expect.objectContaining({ name: 'gate', state: 'unhealthy' })]);
     writeFileSync(gateFile, '');
     await until(() => stateOf('gate') === 'running', 'gate healthy again');
@@ -170,9 +238,13 @@ describe('API routes', { timeout: 30_000 }, () => {
   it(':stop stops the hard dependents first and holds them; :start starts its stopped dependencies first', async () => {
     const sidePid = s.livePids().side;
     const stop = await post('/v1/components/db:stop');
-    expect(stop).toEqual({ status: 200, body: { component: 'db', stopOrder: [DOTTED, 'db'], stoppedDependents: [DOTTED], held: true } });
+    expect(stop).toEqual({
+      status: 200,
+      body: { component: 'db', stopOrder: [DOTTED, 'db'], stoppedDependents: [DOTTED], held: true },
+    });
     const list = (await get('/v1/components')).body as unknown as Json[];
-    for (const name of ['db', DOTTED]) expect(list.find((c) => c.name === name)).toMatchObject({ state: 'stopped', held: true, pid: null });
+    for (const name of ['db', DOTTED])
+      expect(list.find((c) => c.name === name)).toMatchObject({ state: 'stopped', held: true, pid: null });
     // The ordering dependent is left alone.
     expect(s.livePids().side).toBe(sidePid);
 
@@ -182,19 +254,34 @@ describe('API routes', { timeout: 30_000 }, () => {
     expect((await get('/v1/components/db')).body).toMatchObject({ state: 'running', held: false });
     expect(s.livePids().side).toBe(sidePid);
     // Starting what runs starts nothing.
-    expect(await post('/v1/components/db:start?wait=started')).toMatchObject({ status: 200, body: { started: [], pid: s.livePids().db } });
+    expect(await post('/v1/components/db:start?wait=started')).toMatchObject({
+      status: 200,
+      body: { started: [], pid: s.livePids().db },
+    });
     expect((await get(`/v1/components/${DOTTED}`)).body).toMatchObject({ state: 'running', held: false });
   });
 
   it('GET /v1/revision flags an unsigned revision', async () => {
     const r = await get('/v1/revision');
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ id: await s.fx.revisionId(), planFile: s.fx.plan, unsigned: true, signedAt: null, warning: expect.stringContaining('UNSIGNED') });
+    expect(r.body).toMatchObject({
+      id: await s.fx.revisionId(),
+      planFile: s.fx.plan,
+      unsigned: true,
+      signedAt: null,
+      warning: expect.stringContaining('UNSIGNED'),
+    });
     expect(new Date(r.body.appliedAt as string).getTime()).toBeGreaterThan(0);
   });
 
   it('GET /v1/history pages newest first', async () => {
-    for (const n of [1, 2, 3]) s.agent.store.recordRejected({ revision: `dir:rejected${n}`, planFile: s.fx.plan, at: Date.now(), reason: `test ${n}` });
+    for (const n of [1, 2, 3])
+      s.agent.store.recordRejected({
+        revision: `dir:rejected${n}`,
+        planFile: s.fx.plan,
+        at: Date.now(),
+        reason: `test ${n}`,
+      });
     const first = await get('/v1/history?limit=2');
     expect(first.status).toBe(200);
     const entries = first.body.entries as Json[];
@@ -207,12 +294,19 @@ describe('API routes', { timeout: 30_000 }, () => {
     const last = await get(`/v1/history?limit=2&before=${second.body.nextBefore as number}`);
     expect(last.body).toEqual({ entries: [], nextBefore: null, waiting: null });
     const applied = (second.body.entries as Json[])[1]!;
-    expect(applied).toMatchObject({ outcome: 'success', reconcile: expect.objectContaining({ startOrder: ['db', 'slow', 'gate', DOTTED, 'side'] }) });
-    for (const q of ['limit=0', 'limit=101', 'limit=x', 'before=abc', 'before=-1', 'page=2']) expect((await get(`/v1/history?${q}`)).status, q).toBe(400);
+    expect(applied).toMatchObject({
+      outcome: 'success',
+      reconcile: expect.objectContaining({ startOrder: ['db', 'slow', 'gate', DOTTED, 'side'] }),
+    });
+    for (const q of ['limit=0', 'limit=101', 'limit=x', 'before=abc', 'before=-1', 'page=2'])
+      expect((await get(`/v1/history?${q}`)).status, q).toBe(400);
   });
 
   it('POST /v1/sync asks the source to look now (202), or says no source can (503)', async () => {
-    expect(await post('/v1/sync')).toEqual({ status: 503, body: { error: { code: 'KS_SYNC_UNAVAILABLE', message: expect.any(String) } } });
+    expect(await post('/v1/sync')).toEqual({
+      status: 503,
+      body: { error: { code: 'KS_SYNC_UNAVAILABLE', message: expect.any(String) } },
+    });
     let looks = 0;
     s.agent.onSync(async () => void looks++);
     expect(await post('/v1/sync')).toEqual({ status: 202, body: { sync: 'requested' } });
@@ -228,7 +322,10 @@ describe('API routes', { timeout: 30_000 }, () => {
   });
 
   it('GET /healthz is cheap liveness; unknown routes are JSON 404s', async () => {
-    expect(await get('/healthz')).toMatchObject({ status: 200, body: { status: 'ok', uptimeSeconds: expect.any(Number) } });
+    expect(await get('/healthz')).toMatchObject({
+      status: 200,
+      body: { status: 'ok', uptimeSeconds: expect.any(Number) },
+    });
     expect(await get('/v2/nothing')).toMatchObject({ status: 404, body: { error: { code: 'KS_NOT_FOUND' } } });
   });
 });

@@ -37,8 +37,18 @@ describe('API security', { timeout: 30_000 }, () => {
 
   const auth = () => ({ authorization: `Bearer ${s.token}` });
   const restart = '/v1/components/db:restart?wait=health';
-  const post = (o: { method?: 'GET' | 'POST'; url: string; headers?: Record<string, string>; payload?: string | Buffer }) =>
-    inject(s.server, { method: o.method ?? 'POST', url: o.url, headers: o.headers ?? {}, ...(o.payload !== undefined && { payload: o.payload }) });
+  const post = (o: {
+    method?: 'GET' | 'POST';
+    url: string;
+    headers?: Record<string, string>;
+    payload?: string | Buffer;
+  }) =>
+    inject(s.server, {
+      method: o.method ?? 'POST',
+      url: o.url,
+      headers: o.headers ?? {},
+      ...(o.payload !== undefined && { payload: o.payload }),
+    });
   const errorOf = (body: string) => (JSON.parse(body) as { error: { code: string; message: string } }).error;
 
   it('the token file is 64 hex digits, mode 0600, and is never rewritten', async () => {
@@ -59,7 +69,13 @@ describe('API security', { timeout: 30_000 }, () => {
   });
 
   it('a POST with a wrong token (or another scheme): 401 KS_TOKEN_INVALID', async () => {
-    for (const authorization of [`Bearer ${'0'.repeat(64)}`, `Bearer ${s.token}x`, `Bearer ${s.token.slice(0, 32)}`, `Basic ${s.token}`, s.token]) {
+    for (const authorization of [
+      `Bearer ${'0'.repeat(64)}`,
+      `Bearer ${s.token}x`,
+      `Bearer ${s.token.slice(0, 32)}`,
+      `Basic ${s.token}`,
+      s.token,
+    ]) {
       const r = await post({ url: restart, headers: { authorization } });
       expect(r.statusCode, authorization).toBe(401);
       expect(errorOf(r.body).code).toBe('KS_TOKEN_INVALID');
@@ -69,24 +85,49 @@ describe('API security', { timeout: 30_000 }, () => {
   });
 
   it('a foreign Host is refused with 403 KS_FOREIGN_HOST, even with the token, even for reads', async () => {
-    for (const host of ['evil.example', 'evil.example:8080', 'localhost.evil.example', '127.0.0.1.nip.io', '10.0.0.1:8080', 'localhost:99999', 'local host']) {
+    for (const host of [
+      'evil.example',
+      'evil.example:8080',
+      'localhost.evil.example',
+      '127.0.0.1.nip.io',
+      '10.0.0.1:8080',
+      'localhost:99999',
+      'local host',
+    ]) {
       const r = await post({ url: restart, headers: { ...auth(), host } });
       expect(r.statusCode, host).toBe(403);
       expect(errorOf(r.body).code).toBe('KS_FOREIGN_HOST');
     }
-    expect((await post({ method: 'GET', url: '/v1/components', headers: { host: 'evil.example' } })).statusCode).toBe(403);
+    expect((await post({ method: 'GET', url: '/v1/components', headers: { host: 'evil.example' } })).statusCode).toBe(
+      403,
+    );
     // Over real HTTP too, and without any Host (HTTP/1.0).
     expect((await rawRequest({ port, path: '/v1/components', headers: { host: 'evil.example' } })).status).toBe(403);
     expect(await handWritten(port, 'GET /v1/components HTTP/1.0\r\n\r\n')).toMatch(/^HTTP\/1\.1 403 /);
   });
 
   it('loopback names and addresses with any port are accepted as Host', async () => {
-    for (const host of ['localhost', 'localhost:8080', '127.0.0.1:1', '127.1.2.3', '[::1]:8080', '[::1]', 'LOCALHOST:80'])
+    for (const host of [
+      'localhost',
+      'localhost:8080',
+      '127.0.0.1:1',
+      '127.1.2.3',
+      '[::1]:8080',
+      '[::1]',
+      'LOCALHOST:80',
+    ])
       expect((await post({ method: 'GET', url: '/healthz', headers: { host } })).statusCode, host).toBe(200);
   });
 
   it('a foreign Origin is refused with 403 KS_FOREIGN_ORIGIN, even with the token', async () => {
-    for (const origin of ['http://evil.example', 'https://localhost.evil.example', 'null', 'file://', 'http://127.0.0.1.evil.example:8080', 'chrome-extension://abc']) {
+    for (const origin of [
+      'http://evil.example',
+      'https://localhost.evil.example',
+      'null',
+      'file://',
+      'http://127.0.0.1.evil.example:8080',
+      'chrome-extension://abc',
+    ]) {
       const r = await post({ url: restart, headers: { ...auth(), origin } });
       expect(r.statusCode, origin).toBe(403);
       expect(errorOf(r.body).code).toBe('KS_FOREIGN_ORIGIN');
@@ -95,7 +136,10 @@ describe('API security', { timeout: 30_000 }, () => {
     expect(r.statusCode).toBe(403);
     // A page on this machine may (with the token); the dry run changes nothing.
     for (const origin of ['http://localhost:3000', 'https://127.0.0.1', 'http://[::1]:8080'])
-      expect((await post({ url: '/v1/components/db:restart?dry=true', headers: { ...auth(), origin } })).statusCode, origin).toBe(200);
+      expect(
+        (await post({ url: '/v1/components/db:restart?dry=true', headers: { ...auth(), origin } })).statusCode,
+        origin,
+      ).toBe(200);
   });
 
   it('a text/plain body is refused with 415 (a form can send it cross-origin without a preflight)', async () => {
@@ -103,7 +147,10 @@ describe('API security', { timeout: 30_000 }, () => {
     expect(r.statusCode).toBe(415);
     expect(errorOf(r.body).code).toBe('KS_UNSUPPORTED_MEDIA_TYPE');
     for (const type of ['application/x-www-form-urlencoded', 'multipart/form-data; boundary=x'])
-      expect((await post({ url: restart, headers: { ...auth(), 'content-type': type }, payload: 'a=b' })).statusCode, type).toBe(415);
+      expect(
+        (await post({ url: restart, headers: { ...auth(), 'content-type': type }, payload: 'a=b' })).statusCode,
+        type,
+      ).toBe(415);
   });
 
   it('an oversized body is refused with 413, and a body that is not {} with 400', async () => {
@@ -112,11 +159,28 @@ describe('API security', { timeout: 30_000 }, () => {
     expect(r.statusCode).toBe(413);
     expect(errorOf(r.body).code).toBe('KS_BODY_TOO_LARGE');
     // Over a real connection, announced by Content-Length.
-    expect((await rawRequest({ port, method: 'POST', path: restart, headers: { ...auth(), 'content-type': 'application/json' }, body: big })).status).toBe(413);
-    const bad = await post({ url: restart, headers: { ...auth(), 'content-type': 'application/json' }, payload: '{"wait":"none"}' });
+    expect(
+      (
+        await rawRequest({
+          port,
+          method: 'POST',
+          path: restart,
+          headers: { ...auth(), 'content-type': 'application/json' },
+          body: big,
+        })
+      ).status,
+    ).toBe(413);
+    const bad = await post({
+      url: restart,
+      headers: { ...auth(), 'content-type': 'application/json' },
+      payload: '{"wait":"none"}',
+    });
     expect(bad.statusCode).toBe(400);
     expect(errorOf(bad.body).code).toBe('KS_BAD_BODY');
-    expect((await post({ url: restart, headers: { ...auth(), 'content-type': 'application/json' }, payload: '{"a":' })).statusCode).toBe(400);
+    expect(
+      (await post({ url: restart, headers: { ...auth(), 'content-type': 'application/json' }, payload: '{"a":' }))
+        .statusCode,
+    ).toBe(400);
   });
 
   it('paths with .. or encoded traversal are refused with 400 before any routing', async () => {
@@ -157,11 +221,21 @@ describe('API security', { timeout: 30_000 }, () => {
     const st = statSync(socketPath);
     expect(st.isSocket()).toBe(true);
     expect(st.mode & 0o777).toBe(0o600);
-    const foreign = await rawRequest({ socketPath, method: 'POST', path: '/v1/components/app:restart?wait=health', headers: { origin: 'http://evil.example' } });
+    const foreign = await rawRequest({
+      socketPath,
+      method: 'POST',
+      path: '/v1/components/app:restart?wait=health',
+      headers: { origin: 'http://evil.example' },
+    });
     expect(foreign.status).toBe(403);
     expect(s.livePids()).toEqual(pidsBefore);
 
-    const r = await rawRequest({ socketPath, method: 'POST', path: '/v1/components/app:restart?wait=health&timeout=20s', headers: { host: 'localhost' } });
+    const r = await rawRequest({
+      socketPath,
+      method: 'POST',
+      path: '/v1/components/app:restart?wait=health&timeout=20s',
+      headers: { host: 'localhost' },
+    });
     expect(r.status, r.text).toBe(200);
     const after = s.livePids();
     expect(r.json).toEqual({ component: 'app', pid: after.app, dependents: {}, wait: 'health', timeout: '20s' });

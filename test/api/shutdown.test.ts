@@ -29,7 +29,12 @@ describe('closing the API', { timeout: 30_000 }, () => {
   it('answers a waiting restart with 503 and closes without waiting for it', async () => {
     const { port } = await s.listen();
     const before = s.livePids().slow;
-    const pending = rawRequest({ port: port!, method: 'POST', path: '/v1/components/slow:restart?wait=health', headers: { authorization: `Bearer ${s.token}` } });
+    const pending = rawRequest({
+      port: port!,
+      method: 'POST',
+      path: '/v1/components/slow:restart?wait=health',
+      headers: { authorization: `Bearer ${s.token}` },
+    });
     await until(() => s.agent.store.component('slow')?.state === 'starting', 'the restart to begin');
     const t0 = Date.now();
     await s.listeners!.close();
@@ -37,7 +42,10 @@ describe('closing the API', { timeout: 30_000 }, () => {
     const res = await pending;
     expect(Date.now() - t0).toBeLessThan(1000);
     expect(res.status).toBe(503);
-    expect(res.json).toMatchObject({ error: { code: 'KS_SHUTTING_DOWN' }, components: [{ name: 'slow', state: 'starting' }] });
+    expect(res.json).toMatchObject({
+      error: { code: 'KS_SHUTTING_DOWN' },
+      components: [{ name: 'slow', state: 'starting' }],
+    });
     await until(() => s.agent.store.component('slow')?.state === 'running', 'the engine to finish the restart');
     expect(s.livePids().slow).not.toBe(before);
   });

@@ -18,7 +18,9 @@ import { apiStack, type ApiStack } from './api-stack.js';
 
 type Json = Record<string, unknown>;
 
-const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+const VERSION = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
 
 describe('GET /v1/revision: the agent and the newest refused revision', { timeout: 30_000 }, () => {
   let fx: StackFixture;
@@ -43,7 +45,12 @@ describe('GET /v1/revision: the agent and the newest refused revision', { timeou
       concurrency: 2,
       graceMs: 2000,
     });
-    server = buildServer({ agent, token: 't', self: { pid: 4242, version: '9.9.9' }, now: () => Date.parse('2026-01-02T03:04:05Z') });
+    server = buildServer({
+      agent,
+      token: 't',
+      self: { pid: 4242, version: '9.9.9' },
+      now: () => Date.parse('2026-01-02T03:04:05Z'),
+    });
   });
   afterAll(async () => {
     await server?.close();
@@ -57,7 +64,12 @@ describe('GET /v1/revision: the agent and the newest refused revision', { timeou
       status: 404,
       body: {
         error: { code: 'KS_NO_REVISION', message: 'no revision has been applied on this device yet' },
-        agent: { pid: 4242, version: '9.9.9', startedAt: '2026-01-02T03:04:05.000Z', health: expect.objectContaining({ uptimeS: expect.any(Number) }) as unknown },
+        agent: {
+          pid: 4242,
+          version: '9.9.9',
+          startedAt: '2026-01-02T03:04:05.000Z',
+          health: expect.objectContaining({ uptimeS: expect.any(Number) }) as unknown,
+        },
         rejected: null,
       },
     });
@@ -71,7 +83,9 @@ describe('GET /v1/revision: the agent and the newest refused revision', { timeou
     expect(r.status).toBe(404);
     const rejected = r.body.rejected as Json;
     expect(rejected).toMatchObject({ revision: 'dir:bad', code: 'KS_UNKNOWN_KEY' });
-    expect(rejected.reason).toMatch(/^invalid: 1 error\(s\), first: recipes\/db\.toml:\d+: lifecycle\.run\.restart_polcy: unknown key .*\[KS_UNKNOWN_KEY\]$/);
+    expect(rejected.reason).toMatch(
+      /^invalid: 1 error\(s\), first: recipes\/db\.toml:\d+: lifecycle\.run\.restart_polcy: unknown key .*\[KS_UNKNOWN_KEY\]$/,
+    );
     expect(Date.parse(rejected.at as string)).not.toBeNaN();
   });
 
@@ -123,7 +137,16 @@ describe('POST /v1/sync?wait=done', { timeout: 60_000 }, () => {
     const applied = s.agent.store.appliedRevision()!.id;
     expect(await sync('?wait=done')).toEqual({
       status: 200,
-      body: { sync: 'done', outcome: 'unchanged', revision: applied, summary: 'nothing new: the device runs the newest revision of its source', code: null, applied, rollout: [], appliedOutcome: 'success' },
+      body: {
+        sync: 'done',
+        outcome: 'unchanged',
+        revision: applied,
+        summary: 'nothing new: the device runs the newest revision of its source',
+        code: null,
+        applied,
+        rollout: [],
+        appliedOutcome: 'success',
+      },
     });
   });
 
@@ -132,7 +155,19 @@ describe('POST /v1/sync?wait=done', { timeout: 60_000 }, () => {
     s.fx.bumpVersion('api', '1.1.0');
     const id = await s.fx.revisionId();
     const r = await sync('?wait=done&timeout=30s');
-    expect(r).toEqual({ status: 200, body: { sync: 'done', outcome: 'applied', revision: id, summary: '1 started, 1 stopped, 1 untouched', code: null, applied: id, rollout: [], appliedOutcome: 'success' } });
+    expect(r).toEqual({
+      status: 200,
+      body: {
+        sync: 'done',
+        outcome: 'applied',
+        revision: id,
+        summary: '1 started, 1 stopped, 1 untouched',
+        code: null,
+        applied: id,
+        rollout: [],
+        appliedOutcome: 'success',
+      },
+    });
     expect(s.livePids().api).not.toBe(before.api);
     expect(s.livePids().db).toBe(before.db);
   });
@@ -157,7 +192,12 @@ describe('POST /v1/sync?wait=done', { timeout: 60_000 }, () => {
     });
     expect(await sync('?wait=done')).toEqual({
       status: 502,
-      body: { error: { code: 'KS_SYNC_FAILED', message: 'looking at the source failed: the Git server is down; the device keeps what it runs' } },
+      body: {
+        error: {
+          code: 'KS_SYNC_FAILED',
+          message: 'looking at the source failed: the Git server is down; the device keeps what it runs',
+        },
+      },
     });
   });
 
@@ -174,7 +214,16 @@ describe('POST /v1/sync?wait=done', { timeout: 60_000 }, () => {
         }),
     );
     const r = await sync('?wait=done&timeout=200ms');
-    expect(r).toEqual({ status: 504, body: { error: { code: 'KS_WAIT_TIMEOUT', message: 'the look and what it found did not finish within 200ms; they go on in the agent' }, timeout: '200ms' } });
+    expect(r).toEqual({
+      status: 504,
+      body: {
+        error: {
+          code: 'KS_WAIT_TIMEOUT',
+          message: 'the look and what it found did not finish within 200ms; they go on in the agent',
+        },
+        timeout: '200ms',
+      },
+    });
     release();
     // The next look (the directory again) begins only after that one ended.
     follow();
@@ -183,7 +232,9 @@ describe('POST /v1/sync?wait=done', { timeout: 60_000 }, () => {
   });
 
   it('bad values are 400 (nothing is looked at); without wait it is the 202 of old', async () => {
-    expect((await sync('?wait=health')).body).toEqual({ error: { code: 'KS_BAD_QUERY', message: 'wait must be done or none, not "health"' } });
+    expect((await sync('?wait=health')).body).toEqual({
+      error: { code: 'KS_BAD_QUERY', message: 'wait must be done or none, not "health"' },
+    });
     expect((await sync('?wait=done&timeout=soon')).status).toBe(400);
     expect((await sync('?dry=true')).status).toBe(400);
     expect(await sync()).toEqual({ status: 202, body: { sync: 'requested' } });

@@ -8,7 +8,13 @@ import { inject } from '../support/http-inject.js';
 import type { AgentEventMap } from '../../src/agent/agent.js';
 import type { ApiAgent, ApiDeps } from '../../src/api/api-deps.js';
 import { buildServer } from '../../src/api/build-server.js';
-import { checkGithubSignature, fullRef, GITHUB_WEBHOOK_BODY_LIMIT, githubSignature, githubWebhookAction } from '../../src/api/github-webhook.js';
+import {
+  checkGithubSignature,
+  fullRef,
+  GITHUB_WEBHOOK_BODY_LIMIT,
+  githubSignature,
+  githubWebhookAction,
+} from '../../src/api/github-webhook.js';
 import { listenApi, type ApiListeners } from '../../src/api/listen-api.js';
 import { rawRequest } from './http-request.js';
 
@@ -23,8 +29,21 @@ function fakeAgent(canSync = true): ApiAgent & { syncs: number } {
   };
   const agent = {
     syncs: 0,
-    store: { components: () => [], component: () => undefined, appliedRevision: () => undefined, history: () => [], historyOf: () => [] },
-    engine: { restartOrders: () => undefined, restart: unused, stop: unused, start: unused, pidOf: () => undefined, unitsOf: () => undefined },
+    store: {
+      components: () => [],
+      component: () => undefined,
+      appliedRevision: () => undefined,
+      history: () => [],
+      historyOf: () => [],
+    },
+    engine: {
+      restartOrders: () => undefined,
+      restart: unused,
+      stop: unused,
+      start: unused,
+      pidOf: () => undefined,
+      unitsOf: () => undefined,
+    },
     events: new EventEmitter<AgentEventMap>(),
     applyManual: unused,
     resume: unused,
@@ -45,10 +64,15 @@ function server(opts: { webhook?: ApiDeps['webhook'] | null; canSync?: boolean }
   return { agent, app };
 }
 
-const push = (ref: string, after = 'a'.repeat(40), extra: Record<string, unknown> = {}) => JSON.stringify({ ref, before: '0'.repeat(40), after, ...extra });
+const push = (ref: string, after = 'a'.repeat(40), extra: Record<string, unknown> = {}) =>
+  JSON.stringify({ ref, before: '0'.repeat(40), after, ...extra });
 
 /** A delivery as GitHub sends it: event, delivery id, JSON, signed with `secret` (or a given header). */
-function delivery(event: string, body: string, o: { secret?: string; signature?: string | null; headers?: Record<string, string>; contentType?: string } = {}) {
+function delivery(
+  event: string,
+  body: string,
+  o: { secret?: string; signature?: string | null; headers?: Record<string, string>; contentType?: string } = {},
+) {
   const sig = o.signature === undefined ? githubSignature(o.secret ?? SECRET, body) : o.signature;
   return {
     method: 'POST' as const,
@@ -84,7 +108,13 @@ describe('the signature (pure)', () => {
     const want = 'sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17';
     expect(githubSignature("It's a Secret to Everybody", 'Hello, World!')).toBe(want);
     expect(checkGithubSignature(want, "It's a Secret to Everybody", Buffer.from('Hello, World!'))).toBe('ok');
-    expect(checkGithubSignature(want.toUpperCase().replace('SHA256=', 'sha256='), "It's a Secret to Everybody", Buffer.from('Hello, World!'))).toBe('ok');
+    expect(
+      checkGithubSignature(
+        want.toUpperCase().replace('SHA256=', 'sha256='),
+        "It's a Secret to Everybody",
+        Buffer.from('Hello, World!'),
+      ),
+    ).toBe('ok');
   });
 
   it('refuses another body, another secret, a truncated or malformed header, and says when none was sent', () => {
@@ -92,7 +122,14 @@ describe('the signature (pure)', () => {
     const good = githubSignature('s', body);
     expect(checkGithubSignature(good, 's', Buffer.from('Hello, World?'))).toBe('invalid');
     expect(checkGithubSignature(good, 't', body)).toBe('invalid');
-    for (const h of [good.slice(0, -2), good + '00', good.replace('sha256=', 'sha1='), good.slice(7), `sha256=${'z'.repeat(64)}`, 'sha256='])
+    for (const h of [
+      good.slice(0, -2),
+      good + '00',
+      good.replace('sha256=', 'sha1='),
+      good.slice(7),
+      `sha256=${'z'.repeat(64)}`,
+      'sha256=',
+    ])
       expect(checkGithubSignature(h, 's', body), h).toBe('invalid');
     expect(checkGithubSignature(undefined, 's', body)).toBe('missing');
     expect(checkGithubSignature('', 's', body)).toBe('missing');
@@ -102,14 +139,36 @@ describe('the signature (pure)', () => {
     const b = (s: string) => Buffer.from(s);
     expect(fullRef('main')).toBe('refs/heads/main');
     expect(fullRef('refs/tags/v1')).toBe('refs/tags/v1');
-    expect(githubWebhookAction('push', b(push('refs/heads/main', 'c'.repeat(40))), 'application/json', 'main')).toEqual({ kind: 'sync', ref: 'refs/heads/main', after: 'c'.repeat(40) });
-    expect(githubWebhookAction('push', b(push('refs/heads/main')), 'application/json', 'refs/heads/main').kind).toBe('sync');
-    expect(githubWebhookAction('push', b(push('refs/heads/mainline')), 'application/json', 'main')).toMatchObject({ kind: 'ignored', reason: 'other ref' });
-    expect(githubWebhookAction('push', b(push('refs/tags/main')), 'application/json', 'main')).toMatchObject({ kind: 'ignored', reason: 'other ref' });
-    expect(githubWebhookAction('issues', b('{}'), 'application/json', 'main')).toMatchObject({ kind: 'ignored', reason: 'other event' });
-    expect(githubWebhookAction('push', b('{"ref":1}'), 'application/json', 'main')).toMatchObject({ kind: 'bad-payload', code: 'KS_BAD_BODY' });
-    expect(githubWebhookAction('push', b('{'), 'application/json', 'main')).toMatchObject({ kind: 'bad-payload', code: 'KS_BAD_JSON' });
-    expect(githubWebhookAction(undefined, b('{}'), 'application/json', 'main')).toMatchObject({ kind: 'bad-payload', code: 'KS_BAD_REQUEST' });
+    expect(githubWebhookAction('push', b(push('refs/heads/main', 'c'.repeat(40))), 'application/json', 'main')).toEqual(
+      { kind: 'sync', ref: 'refs/heads/main', after: 'c'.repeat(40) },
+    );
+    expect(githubWebhookAction('push', b(push('refs/heads/main')), 'application/json', 'refs/heads/main').kind).toBe(
+      'sync',
+    );
+    expect(githubWebhookAction('push', b(push('refs/heads/mainline')), 'application/json', 'main')).toMatchObject({
+      kind: 'ignored',
+      reason: 'other ref',
+    });
+    expect(githubWebhookAction('push', b(push('refs/tags/main')), 'application/json', 'main')).toMatchObject({
+      kind: 'ignored',
+      reason: 'other ref',
+    });
+    expect(githubWebhookAction('issues', b('{}'), 'application/json', 'main')).toMatchObject({
+      kind: 'ignored',
+      reason: 'other event',
+    });
+    expect(githubWebhookAction('push', b('{"ref":1}'), 'application/json', 'main')).toMatchObject({
+      kind: 'bad-payload',
+      code: 'KS_BAD_BODY',
+    });
+    expect(githubWebhookAction('push', b('{'), 'application/json', 'main')).toMatchObject({
+      kind: 'bad-payload',
+      code: 'KS_BAD_JSON',
+    });
+    expect(githubWebhookAction(undefined, b('{}'), 'application/json', 'main')).toMatchObject({
+      kind: 'bad-payload',
+      code: 'KS_BAD_REQUEST',
+    });
   });
 });
 
@@ -127,7 +186,10 @@ describe('POST /v1/webhooks/github', () => {
   it('without a bearer token, which GitHub cannot send (and a wrong one does not matter either)', async () => {
     const { agent, app } = server();
     tracked(app);
-    const r = await inject(app, delivery('push', push('refs/heads/main'), { headers: { authorization: 'Bearer nonsense' } }));
+    const r = await inject(
+      app,
+      delivery('push', push('refs/heads/main'), { headers: { authorization: 'Bearer nonsense' } }),
+    );
     expect(r.statusCode).toBe(202);
     expect(agent.syncs).toBe(1);
   });
@@ -141,8 +203,14 @@ describe('POST /v1/webhooks/github', () => {
       ['garbage', delivery('push', body, { signature: 'sha256=nope' })],
       ['sha1 only', delivery('push', body, { signature: 'sha1=' + 'a'.repeat(40) })],
       ['wrong secret', delivery('push', body, { secret: 'not-the-secret' })],
-      ['over a different body', { ...delivery('push', body, { signature: githubSignature(SECRET, push('refs/heads/other')) }) }],
-      ['our bearer token instead', delivery('push', body, { signature: null, headers: { authorization: `Bearer ${TOKEN}` } })],
+      [
+        'over a different body',
+        { ...delivery('push', body, { signature: githubSignature(SECRET, push('refs/heads/other')) }) },
+      ],
+      [
+        'our bearer token instead',
+        delivery('push', body, { signature: null, headers: { authorization: `Bearer ${TOKEN}` } }),
+      ],
     ];
     for (const [what, req] of cases) {
       const r = await inject(app, req);
@@ -174,8 +242,13 @@ describe('POST /v1/webhooks/github', () => {
   it('follows the configured ref, short or full', async () => {
     const { agent, app } = server({ webhook: { secret: SECRET, ref: 'refs/heads/release' } });
     tracked(app);
-    expect((await inject(app, delivery('push', push('refs/heads/main')))).json<Json>()).toMatchObject({ ignored: 'other ref' });
-    expect((await inject(app, delivery('push', push('refs/heads/release')))).json<Json>()).toMatchObject({ sync: 'requested', ref: 'refs/heads/release' });
+    expect((await inject(app, delivery('push', push('refs/heads/main')))).json<Json>()).toMatchObject({
+      ignored: 'other ref',
+    });
+    expect((await inject(app, delivery('push', push('refs/heads/release')))).json<Json>()).toMatchObject({
+      sync: 'requested',
+      ref: 'refs/heads/release',
+    });
     expect(agent.syncs).toBe(1);
   });
 
@@ -216,7 +289,10 @@ describe('POST /v1/webhooks/github', () => {
     const { agent, app } = server({ webhook: null });
     tracked(app);
     // A signed delivery, and an empty POST with our bearer token: the route is there, webhooks are off.
-    for (const req of [delivery('push', push('refs/heads/main')), { method: 'POST' as const, url: URL_, headers: { authorization: `Bearer ${TOKEN}` } }]) {
+    for (const req of [
+      delivery('push', push('refs/heads/main')),
+      { method: 'POST' as const, url: URL_, headers: { authorization: `Bearer ${TOKEN}` } },
+    ]) {
       const r = await inject(app, req);
       expect(r.statusCode).toBe(503);
       expect(codeOf(r.body)).toBe('KS_WEBHOOK_DISABLED');
@@ -235,7 +311,11 @@ describe('POST /v1/webhooks/github', () => {
   it('a foreign Origin is refused even with a valid signature (no browser has business here)', async () => {
     const { agent, app } = server();
     tracked(app);
-    for (const headers of [{ origin: 'https://evil.example' }, { origin: 'null' }, { 'sec-fetch-site': 'cross-site' }] as Array<Record<string, string>>) {
+    for (const headers of [
+      { origin: 'https://evil.example' },
+      { origin: 'null' },
+      { 'sec-fetch-site': 'cross-site' },
+    ] as Array<Record<string, string>>) {
       const r = await inject(app, delivery('push', push('refs/heads/main'), { headers }));
       expect(r.statusCode, JSON.stringify(headers)).toBe(403);
       expect(codeOf(r.body)).toBe('KS_FOREIGN_ORIGIN');
@@ -251,10 +331,19 @@ describe('POST /v1/webhooks/github', () => {
     expect(r.statusCode).toBe(202);
     expect(agent.syncs).toBe(1);
     // Not a way around the token or the Host check for its neighbours, or for other methods on the same path.
-    const sync = await inject(app, { method: 'POST', url: '/v1/sync', headers: { host, authorization: `Bearer ${TOKEN}` } });
+    const sync = await inject(app, {
+      method: 'POST',
+      url: '/v1/sync',
+      headers: { host, authorization: `Bearer ${TOKEN}` },
+    });
     expect(sync.statusCode).toBe(403);
     expect(codeOf(sync.body)).toBe('KS_FOREIGN_HOST');
-    for (const [method, url] of [['GET', URL_], ['GET', '/v1/components'], ['POST', '/v1/webhooks/github/'], ['POST', '/v1/webhooks/gitlab']] as const)
+    for (const [method, url] of [
+      ['GET', URL_],
+      ['GET', '/v1/components'],
+      ['POST', '/v1/webhooks/github/'],
+      ['POST', '/v1/webhooks/gitlab'],
+    ] as const)
       expect((await inject(app, { method, url, headers: { host } })).statusCode, `${method} ${url}`).toBe(403);
     // And without the token, the other POSTs are still 401 on a loopback Host.
     expect((await inject(app, { method: 'POST', url: '/v1/sync' })).statusCode).toBe(401);
@@ -265,7 +354,13 @@ describe('POST /v1/webhooks/github', () => {
     const { agent, app } = server();
     const listeners = tracked<ApiListeners>(await listenApi(app, { tcp: { host: '127.0.0.1', port: 0 } }));
     const d = delivery('push', push('refs/heads/main'), { headers: { host: 'hooks.example.net:443' } });
-    const r = await rawRequest({ port: listeners.port!, method: 'POST', path: URL_, headers: d.headers, body: d.payload });
+    const r = await rawRequest({
+      port: listeners.port!,
+      method: 'POST',
+      path: URL_,
+      headers: d.headers,
+      body: d.payload,
+    });
     expect(r.status).toBe(202);
     expect(agent.syncs).toBe(1);
   });
@@ -273,7 +368,8 @@ describe('POST /v1/webhooks/github', () => {
   it('takes push-sized bodies (above the API-wide 64 KiB) and refuses more than 1 MiB with 413', async () => {
     const { agent, app } = server();
     tracked(app);
-    const commits = (n: number) => Array.from({ length: n }, (_, i) => ({ id: i.toString(16).padStart(40, '0'), message: 'x'.repeat(1000) }));
+    const commits = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({ id: i.toString(16).padStart(40, '0'), message: 'x'.repeat(1000) }));
     const large = push('refs/heads/main', 'b'.repeat(40), { commits: commits(500) });
     expect(large.length).toBeGreaterThan(64 * 1024);
     expect(large.length).toBeLessThan(GITHUB_WEBHOOK_BODY_LIMIT);
@@ -290,11 +386,23 @@ describe('POST /v1/webhooks/github', () => {
     const { app } = server();
     tracked(app);
     const auth = { authorization: `Bearer ${TOKEN}` };
-    const form = await inject(app, { method: 'POST', url: '/v1/sync', headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' }, payload: 'a=b' });
+    const form = await inject(app, {
+      method: 'POST',
+      url: '/v1/sync',
+      headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: 'a=b',
+    });
     expect(form.statusCode).toBe(415);
-    const big = await inject(app, { method: 'POST', url: '/v1/sync', headers: { ...auth, 'content-type': 'application/json' }, payload: JSON.stringify({ pad: 'x'.repeat(70 * 1024) }) });
+    const big = await inject(app, {
+      method: 'POST',
+      url: '/v1/sync',
+      headers: { ...auth, 'content-type': 'application/json' },
+      payload: JSON.stringify({ pad: 'x'.repeat(70 * 1024) }),
+    });
     expect(big.statusCode).toBe(413);
     // The webhook itself takes only JSON or GitHub's form encoding.
-    expect((await inject(app, delivery('push', push('refs/heads/main'), { contentType: 'text/plain' }))).statusCode).toBe(415);
+    expect(
+      (await inject(app, delivery('push', push('refs/heads/main'), { contentType: 'text/plain' }))).statusCode,
+    ).toBe(415);
   });
 });

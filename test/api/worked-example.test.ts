@@ -22,7 +22,8 @@ describe('the worked example through the HTTP API', { timeout: 60_000 }, () => {
     await s?.close();
   });
 
-  const post = (path: string) => fetch(`${base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${s.token}` } });
+  const post = (path: string) =>
+    fetch(`${base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${s.token}` } });
 
   it('runs the four components', () => {
     expect(s.agent.store.components().map((c) => [c.name, c.state])).toEqual([
@@ -63,7 +64,13 @@ describe('the worked example through the HTTP API', { timeout: 60_000 }, () => {
     s.agent.events.off('state', onState);
     const text = await res.text();
     expect(res.status, text).toBe(200);
-    const body = JSON.parse(text) as { component: string; pid: number; dependents: Record<string, number>; wait: string; timeout: string };
+    const body = JSON.parse(text) as {
+      component: string;
+      pid: number;
+      dependents: Record<string, number>;
+      wait: string;
+      timeout: string;
+    };
 
     // The shape of SPEC §10, key for key.
     expect(Object.keys(body)).toEqual(['component', 'pid', 'dependents', 'wait', 'timeout']);
@@ -85,9 +92,14 @@ describe('the worked example through the HTTP API', { timeout: 60_000 }, () => {
     for (const [name, pid] of Object.entries(answered)) {
       expect(pid, name).toBe(after[name]);
       expect(pid, `${name} has a new pid`).not.toBe(before[name]);
-      expect(cmdline(pid).some((a) => a.endsWith(`fake-${name}.mjs`)), `/proc/${pid} runs fake-${name}.mjs`).toBe(true);
+      expect(
+        cmdline(pid).some((a) => a.endsWith(`fake-${name}.mjs`)),
+        `/proc/${pid} runs fake-${name}.mjs`,
+      ).toBe(true);
       const old = recordsBefore.get(name);
-      expect(old?.kind === 'process' && isSameProcess(old.pid, old.startTime), `the old ${name} process is gone`).toBe(false);
+      expect(old?.kind === 'process' && isSameProcess(old.pid, old.startTime), `the old ${name} process is gone`).toBe(
+        false,
+      );
     }
     // telemetry depends on influxdb by ordering only: untouched.
     expect(after.telemetry).toBe(before.telemetry);

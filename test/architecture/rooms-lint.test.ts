@@ -27,14 +27,21 @@ describe('the rooms lint rule', { timeout: 60_000 }, () => {
     ['a re-export', "export * from '../agent/agent.js';\n"],
     ['an import()', "export const m = () => import('../agent/agent.js');\n"],
     ['an import type', "export type A = import('../agent/agent.js').Agent;\n"],
-    ['a detour through another room', "import type { Agent } from '../core/../agent/agent.js';\nexport type A = Agent;\n"],
+    [
+      'a detour through another room',
+      "import type { Agent } from '../core/../agent/agent.js';\nexport type A = Agent;\n",
+    ],
     ['a path out of src/ and back', "import type { Agent } from '../../src/agent/agent.js';\nexport type A = Agent;\n"],
   ])('refuses an upward import: %s', async (_what, code) => {
     expect(await roomErrors('core', code)).toEqual([expect.stringMatching(/^core may not import from agent/)]);
   });
 
   it('refuses a computed import() and an import from outside src/', async () => {
-    expect(await roomErrors('cli', "const m = './x.js';\nexport const y = () => import(m);\n")).toEqual([expect.stringMatching(/computed import\(\)/)]);
-    expect(await roomErrors('cli', "export * from '../../test/support/git-env.js';\n")).toEqual([expect.stringMatching(/outside it/)]);
+    expect(await roomErrors('cli', "const m = './x.js';\nexport const y = () => import(m);\n")).toEqual([
+      expect.stringMatching(/computed import\(\)/),
+    ]);
+    expect(await roomErrors('cli', "export * from '../../test/support/git-env.js';\n")).toEqual([
+      expect.stringMatching(/outside it/),
+    ]);
   });
 });

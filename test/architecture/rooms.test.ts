@@ -38,7 +38,9 @@ function importGraph(): Map<string, string[]> {
   const graph = new Map<string, string[]>();
   for (const f of files) {
     const { importedFiles } = ts.preProcessFile(readFileSync(f, 'utf8'), true, true);
-    const deps = importedFiles.map((i) => resolveSpecifier(f, i.fileName, known)).filter((p): p is string => p !== undefined);
+    const deps = importedFiles
+      .map((i) => resolveSpecifier(f, i.fileName, known))
+      .filter((p): p is string => p !== undefined);
     graph.set(f, [...new Set(deps)]);
   }
   return graph;
@@ -78,7 +80,11 @@ function circles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
 }
 
 /** One concrete circle through `start` inside its component (shortest, by breadth-first search), for the message. */
-function circleThrough(start: string, scc: ReadonlySet<string>, graph: ReadonlyMap<string, readonly string[]>): string[] {
+function circleThrough(
+  start: string,
+  scc: ReadonlySet<string>,
+  graph: ReadonlyMap<string, readonly string[]>,
+): string[] {
   const cameFrom = new Map<string, string>();
   const queue = [start];
   while (queue.length) {
@@ -117,10 +123,14 @@ describe('the rooms of src/', () => {
       const from = roomOf(file);
       for (const dep of deps) {
         const to = roomOf(dep);
-        if (to !== from && !allowedFrom(from).includes(to)) wrong.push(`${name(file)} imports ${name(dep)} (${from} may import: ${allowedFrom(from).join(', ') || 'nothing'})`);
+        if (to !== from && !allowedFrom(from).includes(to))
+          wrong.push(
+            `${name(file)} imports ${name(dep)} (${from} may import: ${allowedFrom(from).join(', ') || 'nothing'})`,
+          );
       }
     }
-    if (wrong.length) console.error(`imports across rooms that lint/rooms.mjs does not allow:\n  ${wrong.join('\n  ')}`);
+    if (wrong.length)
+      console.error(`imports across rooms that lint/rooms.mjs does not allow:\n  ${wrong.join('\n  ')}`);
     expect(wrong).toEqual([]);
   });
 });
@@ -130,7 +140,10 @@ describe('every file of src/', () => {
     const long = sourceFiles(SRC)
       .map((f) => ({ file: name(f), lines: readFileSync(f, 'utf8').split('\n').length - 1 }))
       .filter((f) => f.lines > MAX_LINES)
-      .map((f) => `${f.file}: ${f.lines} lines (split it by purpose: move a coherent part into a file of its own; see README's room map)`);
+      .map(
+        (f) =>
+          `${f.file}: ${f.lines} lines (split it by purpose: move a coherent part into a file of its own; see README's room map)`,
+      );
     if (long.length) console.error(`src/ files over ${MAX_LINES} lines:\n  ${long.join('\n  ')}`);
     expect(long).toEqual([]);
   });
@@ -139,18 +152,21 @@ describe('every file of src/', () => {
 describe('the agent spine (src/agent/)', () => {
   it('has no import circle, type-only imports included', () => {
     const graph = importGraph();
-    const found = circles(graph)
-      .map((scc) => {
-        const files = new Set(scc);
-        const start = [...scc].sort()[0]!;
-        return `${circleThrough(start, files, graph).map(name).join(' -> ')}   (tangle: ${scc.map(name).sort().join(', ')})`;
-      });
+    const found = circles(graph).map((scc) => {
+      const files = new Set(scc);
+      const start = [...scc].sort()[0]!;
+      return `${circleThrough(start, files, graph).map(name).join(' -> ')}   (tangle: ${scc.map(name).sort().join(', ')})`;
+    });
     if (found.length) console.error(`import circles through src/agent/:\n  ${found.join('\n  ')}`);
     expect(found).toEqual([]);
   });
 
   it('sees type-only imports and re-exports (the walk itself)', () => {
-    const { importedFiles } = ts.preProcessFile("import type { A } from './a.js';\nexport type { B } from './b.js';\nexport * from './c.js';\nconst d = await import('./d.js');\n", true, true);
+    const { importedFiles } = ts.preProcessFile(
+      "import type { A } from './a.js';\nexport type { B } from './b.js';\nexport * from './c.js';\nconst d = await import('./d.js');\n",
+      true,
+      true,
+    );
     expect(importedFiles.map((i) => i.fileName)).toEqual(['./a.js', './b.js', './c.js', './d.js']);
   });
 });

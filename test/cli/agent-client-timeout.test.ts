@@ -21,7 +21,9 @@ beforeAll(async () => {
     res.write('{"partial":');
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  client = new AgentClient(new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`), () => ({ token: 't' }));
+  client = new AgentClient(new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`), () => ({
+    token: 't',
+  }));
 });
 
 afterAll(async () => {
@@ -35,12 +37,18 @@ describe('the agent client gives up at its timeout, body included', () => {
     const read = (async () => {
       for await (const l of client.postStream('/v1/apply', {}, { timeoutMs: 400 })) lines.push(l);
     })();
-    await expect(read).rejects.toMatchObject({ code: 'KS_AGENT_UNREACHABLE', message: expect.stringContaining('did not answer within') });
+    await expect(read).rejects.toMatchObject({
+      code: 'KS_AGENT_UNREACHABLE',
+      message: expect.stringContaining('did not answer within'),
+    });
     // The server never closes the connection: only the timeout can end the wait.
     expect(lines).toEqual([{ event: 'accepted' }]);
   });
 
   it('a read whose body never ends', async () => {
-    await expect(client.get('/v1/revision', { timeoutMs: 400 })).rejects.toMatchObject({ code: 'KS_AGENT_UNREACHABLE', message: expect.stringContaining('did not answer within') });
+    await expect(client.get('/v1/revision', { timeoutMs: 400 })).rejects.toMatchObject({
+      code: 'KS_AGENT_UNREACHABLE',
+      message: expect.stringContaining('did not answer within'),
+    });
   });
 });

@@ -30,7 +30,8 @@ beforeAll(async () => {
     const r = await runCtl(['keygen', '--out', join(etc, 'keys', name), '--no-password'], root);
     expect(r.code, r.stderr).toBe(0);
   }
-  for (const f of ['git-token', 'github-token', 'webhook-secret']) writeFileSync(join(etc, f), `${f}-value\n`, { mode: 0o600 });
+  for (const f of ['git-token', 'github-token', 'webhook-secret'])
+    writeFileSync(join(etc, f), `${f}-value\n`, { mode: 0o600 });
   writeFileSync(join(etc, 'device.cert'), 'keystone-certificate = 1\n');
   // Stand-ins for the engines' sockets (docker-socket, podman-socket must name a socket that is there).
   for (const name of ['docker.sock', 'podman.sock']) {
@@ -45,7 +46,12 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-const io = (env: Record<string, string> = {}): CliIo => ({ stdout: { write: () => true }, stderr: { write: () => true }, cwd, env });
+const io = (env: Record<string, string> = {}): CliIo => ({
+  stdout: { write: () => true },
+  stderr: { write: () => true },
+  cwd,
+  env,
+});
 
 function writeConfig(text: string, name = 'agent.toml'): string {
   const file = join(etc, name);
@@ -118,7 +124,10 @@ describe('a complete configuration', () => {
 
   it('takes every key as the flag of the same name takes it: a list for a repeatable flag, a boolean for a switch', () => {
     expect(Object.keys(CONFIG_RULES).sort()).toEqual(Object.keys(AGENT_OPTIONS).sort());
-    for (const [name, option] of Object.entries(AGENT_OPTIONS) as [keyof typeof AGENT_OPTIONS, { type: string; multiple?: boolean }][]) {
+    for (const [name, option] of Object.entries(AGENT_OPTIONS) as [
+      keyof typeof AGENT_OPTIONS,
+      { type: string; multiple?: boolean },
+    ][]) {
       const at = () => ({ path: [name], dir: etc, problem: () => undefined });
       if (option.type === 'boolean') expect(CONFIG_RULES[name](true, at), name).toBe(true);
       else if (option.multiple) expect(CONFIG_RULES[name]('x', at), name).toBeUndefined();
@@ -127,7 +136,10 @@ describe('a complete configuration', () => {
   });
 
   it('the development form: dir instead of repo', () => {
-    const loaded = parseAgentConfig(join(etc, 'dev.toml'), 'dir = "../../repo"\nallow-unsigned = true\nsettle = "100ms"\n');
+    const loaded = parseAgentConfig(
+      join(etc, 'dev.toml'),
+      'dir = "../../repo"\nallow-unsigned = true\nsettle = "100ms"\n',
+    );
     expect(loaded.diagnostics).toEqual([]);
     expect(loaded.values.dir).toBe(join(root, 'repo'));
   });
@@ -135,15 +147,19 @@ describe('a complete configuration', () => {
 
 describe('precedence: the command line, then the file, then the defaults', () => {
   it('a flag given on the command line wins over the file', () => {
-    const file = writeConfig(`repo = "https://git.example.com/acme/edge.git"\ntrusted-key = ["keys/release.pub"]\npoll = "30s"\nconcurrency = "3"\n`);
+    const file = writeConfig(
+      `repo = "https://git.example.com/acme/edge.git"\ntrusted-key = ["keys/release.pub"]\npoll = "30s"\nconcurrency = "3"\n`,
+    );
     const { values, configFile } = parseAgentOptions(['--config', file, '--poll', '5s'], io());
     expect(configFile).toBe(file);
     expect(values.poll).toBe('5s');
     expect(values.concurrency).toBe('3');
   });
 
-  it('a repeatable flag on the command line replaces the file\'s list, it does not add to it', () => {
-    const file = writeConfig(`dir = "/srv"\nallow-unsigned = true\nlabel = ["role=gateway", "site=lab"]\nallow-mount = ["/srv/a", "/srv/b"]\n`);
+  it("a repeatable flag on the command line replaces the file's list, it does not add to it", () => {
+    const file = writeConfig(
+      `dir = "/srv"\nallow-unsigned = true\nlabel = ["role=gateway", "site=lab"]\nallow-mount = ["/srv/a", "/srv/b"]\n`,
+    );
     const { values } = parseAgentOptions(['--config', file, '--label', 'site=home'], io());
     expect(values.label).toEqual(['site=home']);
     expect(values['allow-mount']).toEqual(['/srv/a', '/srv/b']);
@@ -165,7 +181,7 @@ describe('precedence: the command line, then the file, then the defaults', () =>
     expect(parseAgentOptions(['--config', file, '--no-stop-on-exit'], io()).values['stop-on-exit']).toBe(false);
   });
 
-  it('a source or a trust choice on the command line replaces the file\'s choice', () => {
+  it("a source or a trust choice on the command line replaces the file's choice", () => {
     const file = writeConfig(`repo = "https://git.example.com/acme/edge.git"\ntrusted-key = ["keys/release.pub"]\n`);
     const { values } = parseAgentOptions(['--config', file, '--dir', 'dev', '--allow-unsigned'], io());
     expect(values.dir).toBe('dev');
@@ -173,12 +189,20 @@ describe('precedence: the command line, then the file, then the defaults', () =>
     expect(values['allow-unsigned']).toBe(true);
     expect(values['trusted-key']).toBeUndefined();
     // `--no-allow-unsigned` makes no choice: the file's keys stay.
-    expect(parseAgentOptions(['--config', file, '--no-allow-unsigned'], io()).values['trusted-key']).toEqual([join(etc, 'keys/release.pub')]);
+    expect(parseAgentOptions(['--config', file, '--no-allow-unsigned'], io()).values['trusted-key']).toEqual([
+      join(etc, 'keys/release.pub'),
+    ]);
   });
 
   it('an integer may be written as a number or as a string', () => {
-    const a = parseAgentOptions(['--config', writeConfig(`dir = "/srv"\nallow-unsigned = true\nconcurrency = 2\n`)], io()).values;
-    const b = parseAgentOptions(['--config', writeConfig(`dir = "/srv"\nallow-unsigned = true\nconcurrency = "2"\n`)], io()).values;
+    const a = parseAgentOptions(
+      ['--config', writeConfig(`dir = "/srv"\nallow-unsigned = true\nconcurrency = 2\n`)],
+      io(),
+    ).values;
+    const b = parseAgentOptions(
+      ['--config', writeConfig(`dir = "/srv"\nallow-unsigned = true\nconcurrency = "2"\n`)],
+      io(),
+    ).values;
     expect(a.concurrency).toBe('2');
     expect(b.concurrency).toBe('2');
   });
@@ -199,7 +223,9 @@ describe('precedence: the command line, then the file, then the defaults', () =>
       err = e;
     }
     expect(err).toBeInstanceOf(AgentConfigError);
-    expect((err as AgentConfigError).diagnostics).toEqual([expect.objectContaining({ code: 'KS_BAD_DURATION', file, path: 'grace', line: 3 })]);
+    expect((err as AgentConfigError).diagnostics).toEqual([
+      expect.objectContaining({ code: 'KS_BAD_DURATION', file, path: 'grace', line: 3 }),
+    ]);
   });
 });
 

@@ -55,7 +55,20 @@ function holds(text: string | Uint8Array, result: AgentConfig): void {
   expect(Object.hasOwn(result.values, 'repo') !== Object.hasOwn(result.values, 'dir')).toBe(true);
 }
 
-const KEYS = [...Object.keys(AGENT_OPTIONS), 'trusted-keys', 'pol', 'git-token', 'webhook-secret', 'password', 'config', '__proto__', 'constructor', 'toString', 'a.b', ''];
+const KEYS = [
+  ...Object.keys(AGENT_OPTIONS),
+  'trusted-keys',
+  'pol',
+  'git-token',
+  'webhook-secret',
+  'password',
+  'config',
+  '__proto__',
+  'constructor',
+  'toString',
+  'a.b',
+  '',
+];
 const quoteKey = (k: string) => (/^[A-Za-z0-9_-]+$/.test(k) ? k : JSON.stringify(k));
 const str = (s: string) => JSON.stringify(s);
 
@@ -64,10 +77,69 @@ const valueText: fc.Arbitrary<string> = fc.oneof(
   fc.string({ maxLength: 12 }).map(str),
   fc.string({ unit: 'binary', maxLength: 8 }).map(str),
   fc.integer({ min: -3, max: 20 }).map(String),
-  fc.constantFrom('true', 'false', '2.5', 'inf', 'nan', '1979-05-27', '1979-05-27T07:32:00Z', '{}', '{ a = 1 }', '[]', '[1, "x"]', '"""\nmulti\n"""', "'lit'", '', '=', '[', '"unterminated'),
-  fc.constantFrom('10s', '0s', '300ms', '1h30m', '5x', '-1s', '720h', '0', 'none', 'rollback', 'json', 'pretty', 'git-notes,github', '127.0.0.1:8080', '0.0.0.0:1', 'CAP_NET_ADMIN', '/dev/ttyUSB0', '/srv/data', 'srv').map(str),
-  fc.constantFrom('repo', '../repo', './release.pub', 'release.pub', 'token', 'missing', '/proc/self/mem', 'https://git.example.com/x.git', 'https://u:p@h/x', 'file:///tmp', 'git@h:x', 'ghp_0123456789abcdefghij').map(str),
-  fc.array(fc.constantFrom('role=gateway', 'site=lab', 'role=x', 'bad', 'release.pub', '/srv', 'CAP_CHOWN', ''), { maxLength: 3 }).map((xs) => `[${xs.map(str).join(', ')}]`),
+  fc.constantFrom(
+    'true',
+    'false',
+    '2.5',
+    'inf',
+    'nan',
+    '1979-05-27',
+    '1979-05-27T07:32:00Z',
+    '{}',
+    '{ a = 1 }',
+    '[]',
+    '[1, "x"]',
+    '"""\nmulti\n"""',
+    "'lit'",
+    '',
+    '=',
+    '[',
+    '"unterminated',
+  ),
+  fc
+    .constantFrom(
+      '10s',
+      '0s',
+      '300ms',
+      '1h30m',
+      '5x',
+      '-1s',
+      '720h',
+      '0',
+      'none',
+      'rollback',
+      'json',
+      'pretty',
+      'git-notes,github',
+      '127.0.0.1:8080',
+      '0.0.0.0:1',
+      'CAP_NET_ADMIN',
+      '/dev/ttyUSB0',
+      '/srv/data',
+      'srv',
+    )
+    .map(str),
+  fc
+    .constantFrom(
+      'repo',
+      '../repo',
+      './release.pub',
+      'release.pub',
+      'token',
+      'missing',
+      '/proc/self/mem',
+      'https://git.example.com/x.git',
+      'https://u:p@h/x',
+      'file:///tmp',
+      'git@h:x',
+      'ghp_0123456789abcdefghij',
+    )
+    .map(str),
+  fc
+    .array(fc.constantFrom('role=gateway', 'site=lab', 'role=x', 'bad', 'release.pub', '/srv', 'CAP_CHOWN', ''), {
+      maxLength: 3,
+    })
+    .map((xs) => `[${xs.map(str).join(', ')}]`),
 );
 
 /** Lines of `key = value` (each key once, as TOML wants), table headers and noise, after a valid start or none. */
@@ -76,23 +148,40 @@ const document: fc.Arbitrary<string> = fc
   .tuple(
     fc.boolean(),
     fc.uniqueArray(fc.tuple(fc.constantFrom(...KEYS), valueText), { selector: ([k]) => k, maxLength: 6 }),
-    fc.array(fc.oneof(fc.constantFrom(...KEYS).map((k) => `[${quoteKey(k)}]`), fc.constantFrom('# a comment', '', '   ')), { maxLength: 2 }),
+    fc.array(
+      fc.oneof(
+        fc.constantFrom(...KEYS).map((k) => `[${quoteKey(k)}]`),
+        fc.constantFrom('# a comment', '', '   '),
+      ),
+      { maxLength: 2 },
+    ),
   )
   .map(([base, pairs, extra]) => {
-    const lines = pairs.filter(([k]) => !base || (k !== 'dir' && k !== 'allow-unsigned')).map(([k, v]) => `${quoteKey(k)} = ${v}`);
+    const lines = pairs
+      .filter(([k]) => !base || (k !== 'dir' && k !== 'allow-unsigned'))
+      .map(([k, v]) => `${quoteKey(k)} = ${v}`);
     return (base ? BASE : '') + [...lines, ...extra].join('\n') + '\n';
   });
 
 /** A valid file with a few characters changed, dropped or added. */
-const VALID = 'dir = "repo"\ntrusted-key = ["release.pub"]\nlabel = ["role=gateway", "site=lab"]\nsettle = "100ms"\nconcurrency = 2\nstop-on-exit = true\n';
-const mutated = fc.tuple(fc.array(fc.tuple(fc.nat(), fc.constantFrom('"', '=', '[', ']', '\n', '#', ' ', 'x', '.', ',', '\\', '\u0000', '')), { maxLength: 4 }), fc.nat()).map(([edits, cut]) => {
-  let s = VALID;
-  for (const [i, c] of edits) {
-    const at = i % (s.length + 1);
-    s = s.slice(0, at) + c + s.slice(at + (c === '' ? 1 : 0));
-  }
-  return s.slice(0, s.length - (cut % 5));
-});
+const VALID =
+  'dir = "repo"\ntrusted-key = ["release.pub"]\nlabel = ["role=gateway", "site=lab"]\nsettle = "100ms"\nconcurrency = 2\nstop-on-exit = true\n';
+const mutated = fc
+  .tuple(
+    fc.array(
+      fc.tuple(fc.nat(), fc.constantFrom('"', '=', '[', ']', '\n', '#', ' ', 'x', '.', ',', '\\', '\u0000', '')),
+      { maxLength: 4 },
+    ),
+    fc.nat(),
+  )
+  .map(([edits, cut]) => {
+    let s = VALID;
+    for (const [i, c] of edits) {
+      const at = i % (s.length + 1);
+      s = s.slice(0, at) + c + s.slice(at + (c === '' ? 1 : 0));
+    }
+    return s.slice(0, s.length - (cut % 5));
+  });
 
 describe('fuzz: the agent configuration loader', () => {
   it('arbitrary bytes: coded diagnostics or valid values, never an exception', () => {

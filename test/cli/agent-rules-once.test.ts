@@ -30,7 +30,16 @@ const io = (): CliIo => ({ stdout: { write: () => true }, stderr: { write: () =>
 async function keystone(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
-  const code = await main(args, { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) }, cwd: root, env: {} }, { once: () => {} });
+  const code = await main(
+    args,
+    {
+      stdout: { write: (s: string) => (stdout += s) },
+      stderr: { write: (s: string) => (stderr += s) },
+      cwd: root,
+      env: {},
+    },
+    { once: () => {} },
+  );
   return { code, stdout, stderr };
 }
 
@@ -63,7 +72,9 @@ describe('one rule per flag', () => {
     const out = help.stdout + help.stderr;
     expect(out).toContain('usage: keystone agent');
     const usage = out.slice(out.indexOf('usage: keystone agent'));
-    const flags = [...new Set([...usage.matchAll(/--(no-)?([a-z][a-z-]*[a-z])/g)].map((m) => m[2]!))].filter((f) => f !== 'config');
+    const flags = [...new Set([...usage.matchAll(/--(no-)?([a-z][a-z-]*[a-z])/g)].map((m) => m[2]!))].filter(
+      (f) => f !== 'config',
+    );
     expect(flags.length).toBeGreaterThan(40);
     expect(flags.sort()).toEqual(Object.keys(CONFIG_RULES).sort());
     expect(Object.keys(CONFIG_RULES).sort()).toEqual(Object.keys(AGENT_OPTIONS).sort());
@@ -74,15 +85,33 @@ describe('one rule per flag', () => {
 
 describe('a value is checked once, by its rule, whichever way it came', () => {
   it('a file value by its rule as the file is read, a flag by the same rule, and agent-settings by none', () => {
-    const file = configFile(`dir = ${JSON.stringify(repoDir)}\nallow-unsigned = true\nlisten = "none"\nconcurrency = 3\nlog-format = "json"\ngrace = "5s"\n`);
+    const file = configFile(
+      `dir = ${JSON.stringify(repoDir)}\nallow-unsigned = true\nlisten = "none"\nconcurrency = 3\nlog-format = "json"\ngrace = "5s"\n`,
+    );
     countRules();
     const argv = ['--config', file, '--grace', '2s', '--on-failure', 'none', '--state-dir', join(root, 'state')];
     const parsed = parseAgentOptions(argv, io());
     // The file's six keys, each once.
-    expect(Object.fromEntries(calls)).toEqual({ dir: 1, 'allow-unsigned': 1, listen: 1, concurrency: 1, 'log-format': 1, grace: 1 });
+    expect(Object.fromEntries(calls)).toEqual({
+      dir: 1,
+      'allow-unsigned': 1,
+      listen: 1,
+      concurrency: 1,
+      'log-format': 1,
+      grace: 1,
+    });
     const checked = checkAgentFlags(argv, parsed, io());
     // The three flags, once each; the file's values are not looked at again (grace: the file's, then the flag's).
-    expect(Object.fromEntries(calls)).toEqual({ dir: 1, 'allow-unsigned': 1, listen: 1, concurrency: 1, 'log-format': 1, grace: 2, 'on-failure': 1, 'state-dir': 1 });
+    expect(Object.fromEntries(calls)).toEqual({
+      dir: 1,
+      'allow-unsigned': 1,
+      listen: 1,
+      concurrency: 1,
+      'log-format': 1,
+      grace: 2,
+      'on-failure': 1,
+      'state-dir': 1,
+    });
     const before = new Map(calls);
     const settings = agentSettings(checked, io());
     expect(calls).toEqual(before);
@@ -102,19 +131,102 @@ describe('a value is checked once, by its rule, whichever way it came', () => {
 });
 
 /** A bad value per key, refused by its rule: by the file with its line, by the flag in the flag's words. */
-const BAD: Array<{ key: AgentOptionName; value: string; base?: 'repo'; flag: string | RegExp; file: string; code: string }> = [
-  { key: 'on-failure', value: 'retry', base: 'repo', flag: '--on-failure must be none or rollback, not "retry"', file: '"retry" is not allowed', code: 'KS_INVALID_VALUE' },
-  { key: 'log-format', value: 'text', flag: '--log-format must be pretty or json, not "text"', file: '"text" is not allowed', code: 'KS_INVALID_VALUE' },
-  { key: 'concurrency', value: '0', flag: '--concurrency must be a whole number ≥ 1, not "0"', file: 'must be at least 1', code: 'KS_INVALID_VALUE' },
-  { key: 'poll', value: '0s', base: 'repo', flag: '--poll takes a duration such as 60s, not "0s"', file: '"0s" must be more than zero', code: 'KS_BAD_DURATION' },
-  { key: 'grace', value: 'long', flag: '--grace and --settle take durations such as 10s', file: '"long" is not a duration', code: 'KS_BAD_DURATION' },
-  { key: 'crash-loop-limit', value: 'ten', flag: '--max-backoff and --healthy-spell take durations, --crash-loop-limit a whole number ≥ 1', file: 'string "ten" is not a whole number', code: 'KS_INVALID_VALUE' },
-  { key: 'log-keep', value: 'many', flag: '--log-keep must be a whole number ≥ 1, not "many"', file: 'string "many" is not a whole number', code: 'KS_INVALID_VALUE' },
-  { key: 'device', value: 'edge 7', flag: /^--device: "edge 7" is not a device name \(one word/, file: '"edge 7" is not a device name', code: 'KS_BAD_NAME' },
-  { key: 'status', value: 'git-notes,email', base: 'repo', flag: '--status takes git-notes, github or none, not "email"', file: '"email" is not a status reporter', code: 'KS_INVALID_VALUE' },
-  { key: 'github-repo', value: 'acme', base: 'repo', flag: '--github-repo must be OWNER/REPO, not "acme"', file: '"acme" is not OWNER/REPO', code: 'KS_INVALID_VALUE' },
-  { key: 'window', value: 'mon 02:00-04:00', flag: /^--window: "mon 02:00-04:00" is not a window/, file: '"mon 02:00-04:00" is not a window', code: 'KS_INVALID_VALUE' },
-  { key: 'listen', value: '8080', flag: '--listen takes HOST:PORT (e.g. 127.0.0.1:8080, [::1]:8080) or none, not "8080"', file: '"8080" is not HOST:PORT or none', code: 'KS_INVALID_VALUE' },
+const BAD: Array<{
+  key: AgentOptionName;
+  value: string;
+  base?: 'repo';
+  flag: string | RegExp;
+  file: string;
+  code: string;
+}> = [
+  {
+    key: 'on-failure',
+    value: 'retry',
+    base: 'repo',
+    flag: '--on-failure must be none or rollback, not "retry"',
+    file: '"retry" is not allowed',
+    code: 'KS_INVALID_VALUE',
+  },
+  {
+    key: 'log-format',
+    value: 'text',
+    flag: '--log-format must be pretty or json, not "text"',
+    file: '"text" is not allowed',
+    code: 'KS_INVALID_VALUE',
+  },
+  {
+    key: 'concurrency',
+    value: '0',
+    flag: '--concurrency must be a whole number ≥ 1, not "0"',
+    file: 'must be at least 1',
+    code: 'KS_INVALID_VALUE',
+  },
+  {
+    key: 'poll',
+    value: '0s',
+    base: 'repo',
+    flag: '--poll takes a duration such as 60s, not "0s"',
+    file: '"0s" must be more than zero',
+    code: 'KS_BAD_DURATION',
+  },
+  {
+    key: 'grace',
+    value: 'long',
+    flag: '--grace and --settle take durations such as 10s',
+    file: '"long" is not a duration',
+    code: 'KS_BAD_DURATION',
+  },
+  {
+    key: 'crash-loop-limit',
+    value: 'ten',
+    flag: '--max-backoff and --healthy-spell take durations, --crash-loop-limit a whole number ≥ 1',
+    file: 'string "ten" is not a whole number',
+    code: 'KS_INVALID_VALUE',
+  },
+  {
+    key: 'log-keep',
+    value: 'many',
+    flag: '--log-keep must be a whole number ≥ 1, not "many"',
+    file: 'string "many" is not a whole number',
+    code: 'KS_INVALID_VALUE',
+  },
+  {
+    key: 'device',
+    value: 'edge 7',
+    flag: /^--device: "edge 7" is not a device name \(one word/,
+    file: '"edge 7" is not a device name',
+    code: 'KS_BAD_NAME',
+  },
+  {
+    key: 'status',
+    value: 'git-notes,email',
+    base: 'repo',
+    flag: '--status takes git-notes, github or none, not "email"',
+    file: '"email" is not a status reporter',
+    code: 'KS_INVALID_VALUE',
+  },
+  {
+    key: 'github-repo',
+    value: 'acme',
+    base: 'repo',
+    flag: '--github-repo must be OWNER/REPO, not "acme"',
+    file: '"acme" is not OWNER/REPO',
+    code: 'KS_INVALID_VALUE',
+  },
+  {
+    key: 'window',
+    value: 'mon 02:00-04:00',
+    flag: /^--window: "mon 02:00-04:00" is not a window/,
+    file: '"mon 02:00-04:00" is not a window',
+    code: 'KS_INVALID_VALUE',
+  },
+  {
+    key: 'listen',
+    value: '8080',
+    flag: '--listen takes HOST:PORT (e.g. 127.0.0.1:8080, [::1]:8080) or none, not "8080"',
+    file: '"8080" is not HOST:PORT or none',
+    code: 'KS_INVALID_VALUE',
+  },
 ];
 
 describe('a bad value is refused by the same rule, from the command line and from the file', () => {
@@ -123,7 +235,17 @@ describe('a bad value is refused by the same rule, from the command line and fro
       const base = c.base === 'repo' ? ['--repo', 'https://git.example.com/acme/edge.git'] : ['--dir', repoDir];
       countRules();
       // A flag given twice: the last wins (for --listen, the bad one).
-      const flag = await keystone(['agent', ...base, '--allow-unsigned', '--listen', 'none', '--state-dir', join(root, 'never'), `--${c.key}`, c.value]);
+      const flag = await keystone([
+        'agent',
+        ...base,
+        '--allow-unsigned',
+        '--listen',
+        'none',
+        '--state-dir',
+        join(root, 'never'),
+        `--${c.key}`,
+        c.value,
+      ]);
       expect(flag.code, flag.stderr).toBe(2);
       const first = flag.stderr.split('\n')[0]!;
       expect(first.startsWith('keystone agent: ')).toBe(true);
@@ -131,7 +253,8 @@ describe('a bad value is refused by the same rule, from the command line and fro
       else expect(first.slice('keystone agent: '.length)).toMatch(c.flag);
       expect(calls.get(c.key)).toBeGreaterThanOrEqual(1);
 
-      const source = c.base === 'repo' ? 'repo = "https://git.example.com/acme/edge.git"' : `dir = ${JSON.stringify(repoDir)}`;
+      const source =
+        c.base === 'repo' ? 'repo = "https://git.example.com/acme/edge.git"' : `dir = ${JSON.stringify(repoDir)}`;
       const text = `${source}\nallow-unsigned = true\n${c.key === 'listen' ? '' : 'listen = "none"\n'}${c.key} = ${JSON.stringify(c.value)}\n`;
       const file = configFile(text);
       countRules();
@@ -161,9 +284,13 @@ describe('combinations, in both voices', () => {
   });
 
   it('a flag that changes a combination of the file is checked with it: --no-listen-public under a public listen', async () => {
-    const file = configFile(`dir = ${JSON.stringify(repoDir)}\nallow-unsigned = true\nlisten = "0.0.0.0:0"\nlisten-public = true\n`);
+    const file = configFile(
+      `dir = ${JSON.stringify(repoDir)}\nallow-unsigned = true\nlisten = "0.0.0.0:0"\nlisten-public = true\n`,
+    );
     const r = await keystone(['agent', '--config', file, '--no-listen-public']);
     expect(r.code).toBe(2);
-    expect(r.stderr.split('\n')[0]).toBe('keystone agent: --listen 0.0.0.0:0 is not a loopback address: add --listen-public to expose the API beyond this machine');
+    expect(r.stderr.split('\n')[0]).toBe(
+      'keystone agent: --listen 0.0.0.0:0 is not a loopback address: add --listen-public to expose the API beyond this machine',
+    );
   });
 });

@@ -40,7 +40,13 @@ const json = async (...args: string[]) => {
   const r = await dry(...args, '--json');
   expect(r.code, r.stderr + r.stdout).toBe(0);
   return JSON.parse(r.stdout) as {
-    targets: Array<{ name: string; plan: string; new?: true; renamedFrom?: string; reconcile: { stopOrder: string[]; startOrder: string[]; noTouch: string[]; reasons: Record<string, string> } }>;
+    targets: Array<{
+      name: string;
+      plan: string;
+      new?: true;
+      renamedFrom?: string;
+      reconcile: { stopOrder: string[]; startOrder: string[]; noTouch: string[]; reasons: Record<string, string> };
+    }>;
     removed: string[];
     comparedWith: unknown;
   };
@@ -101,18 +107,39 @@ describe('apply-dry --fleet against the empty state', () => {
     const r = await dry('--empty', '--json');
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout);
-    expect(Object.keys(out)).toEqual(['fleet', 'repo', 'signature', 'comparedWith', 'targets', 'removed', 'permissions']);
+    expect(Object.keys(out)).toEqual([
+      'fleet',
+      'repo',
+      'signature',
+      'comparedWith',
+      'targets',
+      'removed',
+      'permissions',
+    ]);
     expect(out.fleet).toBe(true);
     expect(out.repo).toBe(repo.dir);
     expect(out.signature.unsigned).toBe(false);
     expect(out.signature.files).toContain('fleet.toml');
     const [pi4, gateways] = out.targets;
     expect(Object.keys(pi4)).toEqual(['name', 'plan', 'selector', 'devices', 'reconcile']);
-    expect(pi4).toMatchObject({ name: 'pi4-eu', plan: 'plans/edge.toml', selector: { hw: 'pi4', region: 'eu' }, devices: ['edge-7'] });
+    expect(pi4).toMatchObject({
+      name: 'pi4-eu',
+      plan: 'plans/edge.toml',
+      selector: { hw: 'pi4', region: 'eu' },
+      devices: ['edge-7'],
+    });
     // No selector is not {} (which matches every device); no devices list is the empty one.
-    expect(gateways).toMatchObject({ name: 'gateways', plan: 'plans/edge-gateway.toml', selector: { role: 'gateway' }, devices: [] });
+    expect(gateways).toMatchObject({
+      name: 'gateways',
+      plan: 'plans/edge-gateway.toml',
+      selector: { role: 'gateway' },
+      devices: [],
+    });
     // The same keys as one plan's dry run, and the same values: the pi4 target has no overlay.
-    const single = JSON.parse((await runCtl(['apply-dry', 'plans/edge.toml', '--empty', '--json', '--repo', repo.dir, ...repo.trust], '/')).stdout);
+    const single = JSON.parse(
+      (await runCtl(['apply-dry', 'plans/edge.toml', '--empty', '--json', '--repo', repo.dir, ...repo.trust], '/'))
+        .stdout,
+    );
     const { plan: _p, repo: _r, signature: _s, comparedWith: _c, permissions: _perm, ...reconcile } = single;
     expect(Object.keys(pi4.reconcile)).toEqual(['stopOrder', 'startOrder', 'noTouch', 'layers', 'reasons']);
     expect(pi4.reconcile).toEqual(reconcile);
@@ -122,11 +149,21 @@ describe('apply-dry --fleet against the empty state', () => {
     const r = await dry('--empty', '--format', 'markdown');
     expect(r.code).toBe(0);
     const md = r.stdout;
-    expect(md.startsWith(`## Keystone dry run: \`fleet.toml\` (2 targets)\n\nCompared with the empty state (a fresh device). 2 of 2 targets change.\n\nSignature: ${signedLine()}.\n\n### target pi4-eu — plans/edge.toml\n\n4 of 4 components change.\n\n| component | action | reason |\n`)).toBe(true);
+    expect(
+      md.startsWith(
+        `## Keystone dry run: \`fleet.toml\` (2 targets)\n\nCompared with the empty state (a fresh device). 2 of 2 targets change.\n\nSignature: ${signedLine()}.\n\n### target pi4-eu — plans/edge.toml\n\n4 of 4 components change.\n\n| component | action | reason |\n`,
+      ),
+    ).toBe(true);
     const sections = md.split(/^### /m).slice(1);
-    expect(sections.map((s) => s.split('\n')[0])).toEqual(['target pi4-eu — plans/edge.toml', 'target gateways — plans/edge-gateway.toml', 'Device permissions']);
+    expect(sections.map((s) => s.split('\n')[0])).toEqual([
+      'target pi4-eu — plans/edge.toml',
+      'target gateways — plans/edge-gateway.toml',
+      'Device permissions',
+    ]);
     expect(sections[1]).toContain('| `gateway/proxy` | start | new |');
-    expect(sections[1]).toContain('**Start order:** `influxdb` → `api` → `telemetry` → `web` → `gateway/reports` → `gateway/proxy`  \n');
+    expect(sections[1]).toContain(
+      '**Start order:** `influxdb` → `api` → `telemetry` → `web` → `gateway/reports` → `gateway/proxy`  \n',
+    );
     expect(sections[1]).toContain('- layer 3: `gateway/proxy`\n\n</details>\n');
     expect(md).not.toContain('removed targets');
   });
@@ -139,7 +176,12 @@ describe('apply-dry --fleet --base', () => {
     repo.edit('plans/edge.toml', /\[\[components\]\]\s*name = "web"[^[]*/, '');
     await repo.sign();
     const out = await json('--base', 'main');
-    expect(out.comparedWith).toEqual({ kind: 'base', ref: 'main', commit: repo.git('rev-parse', 'main'), fleetPresent: true });
+    expect(out.comparedWith).toEqual({
+      kind: 'base',
+      ref: 'main',
+      commit: repo.git('rev-parse', 'main'),
+      fleetPresent: true,
+    });
     const pi4 = byName(out.targets, 'pi4-eu');
     expect(pi4.reconcile.stopOrder).toEqual(['web']);
     expect(pi4.reconcile.reasons.web).toBe('removed');
@@ -172,7 +214,10 @@ describe('apply-dry --fleet --base', () => {
   });
 
   it('a new target is compared with the empty state and marked; a removed one is listed with what its devices do', async () => {
-    writeFleet(FLEET.replace('name = "pi4-eu"', 'name = "pi4-de"').replace('region = "eu"', 'region = "de"') + '\n[[targets]]\nname = "lab"\ndevices = ["lab-1"]\nplan = "plans/edge-processes.toml"\n');
+    writeFleet(
+      FLEET.replace('name = "pi4-eu"', 'name = "pi4-de"').replace('region = "eu"', 'region = "de"') +
+        '\n[[targets]]\nname = "lab"\ndevices = ["lab-1"]\nplan = "plans/edge-processes.toml"\n',
+    );
     await repo.sign();
     const out = await json('--base', 'main');
     expect(out.targets.map((t) => [t.name, t.new ?? false])).toEqual([
@@ -188,13 +233,21 @@ describe('apply-dry --fleet --base', () => {
     expect(text.code).toBe(0);
     expect(text.stdout).toContain('\ntarget pi4-de — plans/edge.toml (new target: compared with the empty state)\n');
     expect(text.stdout).toContain('\ntarget gateways — plans/edge-gateway.toml\n');
-    expect(text.stdout).toContain('\nremoved: target pi4-eu (plans/edge.toml): its devices go to the first other target that matches them, or keep running what they have if none does\ndevice permissions beyond the safe defaults');
+    expect(text.stdout).toContain(
+      '\nremoved: target pi4-eu (plans/edge.toml): its devices go to the first other target that matches them, or keep running what they have if none does\ndevice permissions beyond the safe defaults',
+    );
 
     const md = await dry('--base', 'main', '--format', 'markdown');
-    expect(md.stdout).toContain(`Compared with \`main\` (\`${repo.git('rev-parse', '--short=7', 'main')}\`). 2 of 3 targets change; 1 target removed.`);
-    expect(md.stdout).toContain('### target lab — plans/edge-processes.toml\n\nNew target: compared with the empty state. 4 of 4 components change.\n');
+    expect(md.stdout).toContain(
+      `Compared with \`main\` (\`${repo.git('rev-parse', '--short=7', 'main')}\`). 2 of 3 targets change; 1 target removed.`,
+    );
+    expect(md.stdout).toContain(
+      '### target lab — plans/edge-processes.toml\n\nNew target: compared with the empty state. 4 of 4 components change.\n',
+    );
     expect(md.stdout).toContain('### target gateways — plans/edge-gateway.toml\n\nNothing changes.\n');
-    expect(md.stdout).toContain('### removed targets\n\n- `pi4-eu` (`plans/edge.toml`): removed: its devices go to the first other target that matches them, or keep running what they have if none does.\n\n### Device permissions\n');
+    expect(md.stdout).toContain(
+      '### removed targets\n\n- `pi4-eu` (`plans/edge.toml`): removed: its devices go to the first other target that matches them, or keep running what they have if none does.\n\n### Device permissions\n',
+    );
   });
 
   it('a target renamed (the same selector and devices) is compared with its old self, not with the empty state, and is not listed as removed', async () => {
@@ -207,7 +260,9 @@ describe('apply-dry --fleet --base', () => {
     expect(pi4.reconcile.startOrder).toEqual([]);
     expect(out.removed).toEqual([]);
     const text = await dry('--base', 'main');
-    expect(text.stdout).toContain('\ntarget pi4-de — plans/edge.toml (renamed from pi4-eu: the same devices, compared with its plan at the base)\n');
+    expect(text.stdout).toContain(
+      '\ntarget pi4-de — plans/edge.toml (renamed from pi4-eu: the same devices, compared with its plan at the base)\n',
+    );
     expect(text.stdout).not.toContain('removed:');
   });
 
@@ -220,17 +275,26 @@ describe('apply-dry --fleet --base', () => {
     // edge-processes runs web as a process (another recipe): web alone changes.
     expect(pi4.reconcile.startOrder).toEqual(['web']);
     expect(pi4.reconcile.noTouch).toEqual(['influxdb', 'api', 'telemetry']);
-    expect((await dry('--base', 'main')).stdout).toContain('\ntarget pi4-eu — plans/edge-processes.toml (plan was plans/edge.toml at the base)\n');
+    expect((await dry('--base', 'main')).stdout).toContain(
+      '\ntarget pi4-eu — plans/edge-processes.toml (plan was plans/edge.toml at the base)\n',
+    );
   });
 
   it('a base without fleet.toml: every target is new, and the comparison says so', async () => {
     // The example's first commit, before fleet.toml.
     repo.git('tag', 'before-fleet', 'HEAD~1');
     const out = await json('--base', 'before-fleet');
-    expect(out.comparedWith).toEqual({ kind: 'base', ref: 'before-fleet', commit: repo.git('rev-parse', 'HEAD~1'), fleetPresent: false });
+    expect(out.comparedWith).toEqual({
+      kind: 'base',
+      ref: 'before-fleet',
+      commit: repo.git('rev-parse', 'HEAD~1'),
+      fleetPresent: false,
+    });
     expect(out.targets.map((t) => t.new)).toEqual([true, true]);
     expect(out.targets.map((t) => t.reconcile.startOrder.length)).toEqual([4, 6]);
-    expect((await dry('--base', 'before-fleet')).stdout).toMatch(/^apply-dry --fleet: 2 targets of fleet\.toml against git before-fleet \([0-9a-f]{7}\), where fleet\.toml does not exist yet; nothing was changed\n/);
+    expect((await dry('--base', 'before-fleet')).stdout).toMatch(
+      /^apply-dry --fleet: 2 targets of fleet\.toml against git before-fleet \([0-9a-f]{7}\), where fleet\.toml does not exist yet; nothing was changed\n/,
+    );
   });
 
   it('an invalid fleet.toml at the base exits 2 naming the base', async () => {
@@ -243,7 +307,12 @@ describe('apply-dry --fleet --base', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('keystonectl: fleet.toml at HEAD (the base) is invalid (1 error)');
     const j = await dry('--base', 'HEAD', '--json');
-    expect(JSON.parse(j.stdout).error).toMatchObject({ code: 'KS_INVALID_BASE', plan: 'fleet.toml', base: 'HEAD', diagnostics: [{ code: 'KS_FLEET_DUPLICATE_TARGET' }] });
+    expect(JSON.parse(j.stdout).error).toMatchObject({
+      code: 'KS_INVALID_BASE',
+      plan: 'fleet.toml',
+      base: 'HEAD',
+      diagnostics: [{ code: 'KS_FLEET_DUPLICATE_TARGET' }],
+    });
     const md = await dry('--base', 'HEAD', '--format', 'markdown');
     expect(md.stdout).toContain('### Keystone dry run: `fleet.toml` is invalid at the base `HEAD`');
   });
@@ -281,7 +350,14 @@ describe('apply-dry --fleet with an invalid fleet.toml (exit 2)', () => {
         code: 'KS_INVALID_REVISION',
         plan: 'fleet.toml',
         diagnostics: [
-          { code: 'KS_FLEET_DUPLICATE_TARGET', message: 'target "pi4-eu" is declared twice', file: 'fleet.toml', path: 'targets[1].name', line: 9, hint: 'first declared at targets[0] (line 3): target names are unique' },
+          {
+            code: 'KS_FLEET_DUPLICATE_TARGET',
+            message: 'target "pi4-eu" is declared twice',
+            file: 'fleet.toml',
+            path: 'targets[1].name',
+            line: 9,
+            hint: 'first declared at targets[0] (line 3): target names are unique',
+          },
         ],
       },
     });
@@ -292,9 +368,13 @@ describe('apply-dry --fleet with an invalid fleet.toml (exit 2)', () => {
     await repo.sign();
     const r = await dry('--empty');
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/^ {2}fleet\.toml:11: targets\[1\]\.plan: target "gateways": plan plans\/nowhere\.toml: .* \[KS_FILE_NOT_FOUND\]$/m);
+    expect(r.stderr).toMatch(
+      /^ {2}fleet\.toml:11: targets\[1\]\.plan: target "gateways": plan plans\/nowhere\.toml: .* \[KS_FILE_NOT_FOUND\]$/m,
+    );
     const j = JSON.parse((await dry('--empty', '--json')).stdout);
-    expect(j.error.diagnostics).toMatchObject([{ code: 'KS_FILE_NOT_FOUND', file: 'fleet.toml', path: 'targets[1].plan', line: 11 }]);
+    expect(j.error.diagnostics).toMatchObject([
+      { code: 'KS_FILE_NOT_FOUND', file: 'fleet.toml', path: 'targets[1].plan', line: 11 },
+    ]);
   });
 
   it('an unknown key in a target: its line and path', async () => {
@@ -302,11 +382,18 @@ describe('apply-dry --fleet with an invalid fleet.toml (exit 2)', () => {
     await repo.sign();
     const r = await dry('--empty', '--json');
     expect(r.code).toBe(2);
-    expect(JSON.parse(r.stdout).error.diagnostics).toMatchObject([{ code: 'KS_UNKNOWN_KEY', file: 'fleet.toml', path: 'targets[0].wave', line: 6 }]);
+    expect(JSON.parse(r.stdout).error.diagnostics).toMatchObject([
+      { code: 'KS_UNKNOWN_KEY', file: 'fleet.toml', path: 'targets[0].wave', line: 6 },
+    ]);
   });
 
   it("every target's problem at once: a missing plan in one, an override of a component its plan lacks in the other", async () => {
-    writeFleet(FLEET.replace('plan = "plans/edge.toml"', 'plan = "plans/nowhere.toml"').replace('config = { gateway', 'config = { gatewy'));
+    writeFleet(
+      FLEET.replace('plan = "plans/edge.toml"', 'plan = "plans/nowhere.toml"').replace(
+        'config = { gateway',
+        'config = { gatewy',
+      ),
+    );
     await repo.sign();
     const r = await dry('--empty');
     expect(r.code).toBe(2);
@@ -314,7 +401,9 @@ describe('apply-dry --fleet with an invalid fleet.toml (exit 2)', () => {
     expect(r.stderr).toMatch(/^keystonectl: fleet\.toml is invalid \(2 errors\); nothing was changed\n/);
     expect(r.stderr).toMatch(/^ {2}fleet\.toml:6: targets\[0\]\.plan: .*\[KS_FILE_NOT_FOUND\]$/m);
     expect(r.stderr).not.toContain('KS_FLEET_PLAN_INVALID');
-    expect(r.stderr).toMatch(/^ {2}fleet\.toml:12: targets\[1\]\.config\.gatewy: "gatewy" is not a component of plans\/edge-gateway\.toml .*\[KS_FLEET_UNKNOWN_COMPONENT\]$/m);
+    expect(r.stderr).toMatch(
+      /^ {2}fleet\.toml:12: targets\[1\]\.config\.gatewy: "gatewy" is not a component of plans\/edge-gateway\.toml .*\[KS_FLEET_UNKNOWN_COMPONENT\]$/m,
+    );
   });
 });
 
@@ -327,7 +416,9 @@ describe('apply-dry --fleet and the trust policy', () => {
     expect(r.stderr).toContain('KS_DIGEST_MISMATCH');
     const md = await dry('--empty', '--format', 'markdown');
     expect(md.code).toBe(2);
-    expect(md.stdout).toMatch(/^### Keystone dry run: `fleet\.toml` is refused\n\n> \*\*Signature check failed:\*\* .*`KS_DIGEST_MISMATCH`/);
+    expect(md.stdout).toMatch(
+      /^### Keystone dry run: `fleet\.toml` is refused\n\n> \*\*Signature check failed:\*\* .*`KS_DIGEST_MISMATCH`/,
+    );
   });
 
   it('a fleet.toml that was never signed is refused', async () => {

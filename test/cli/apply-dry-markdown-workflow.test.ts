@@ -39,7 +39,12 @@ function block(lines: string[], key: string): string {
     body.push(l);
   }
   const cut = Math.min(...body.filter((l) => l.trim()).map((l) => /^\s*/.exec(l)![0].length));
-  return body.map((l) => l.slice(cut)).join('\n').trimEnd() + '\n';
+  return (
+    body
+      .map((l) => l.slice(cut))
+      .join('\n')
+      .trimEnd() + '\n'
+  );
 }
 
 /** `env:` of a step (or the job): the `KEY: value` lines right under it. */
@@ -61,7 +66,13 @@ function steps(): Step[] {
   return starts.map((s, k) => {
     const lines = all.slice(s, starts[k + 1] ?? all.length);
     const name = /^ {6}- (?:name: (.*)|uses: (.*))$/.exec(lines[0]!)!;
-    return { name: (name[1] ?? name[2])!, text: lines.join('\n'), run: block(lines, 'run'), script: block(lines, 'script'), env: envOf(lines, 8) };
+    return {
+      name: (name[1] ?? name[2])!,
+      text: lines.join('\n'),
+      run: block(lines, 'run'),
+      script: block(lines, 'script'),
+      env: envOf(lines, 8),
+    };
   });
 }
 
@@ -79,7 +90,21 @@ function keystonectlCalls(script: string): string[][] {
     .flatMap((l) => {
       // Commands only: not the comments or the messages that mention keystonectl.
       const m = /^\s*keystonectl (.*)$/.exec(l);
-      return m ? [m[1]!.split(/\s+/).filter((w) => w && !w.startsWith('>') && !w.startsWith('2>') && w !== '||' && !/^code=/.test(w) && !w.startsWith('"$RUNNER_TEMP/dry'))] : [];
+      return m
+        ? [
+            m[1]!
+              .split(/\s+/)
+              .filter(
+                (w) =>
+                  w &&
+                  !w.startsWith('>') &&
+                  !w.startsWith('2>') &&
+                  w !== '||' &&
+                  !/^code=/.test(w) &&
+                  !w.startsWith('"$RUNNER_TEMP/dry'),
+              ),
+          ]
+        : [];
     });
 }
 
@@ -116,8 +141,26 @@ describe('the example workflow, as text', () => {
     }
     const [fleet, applyDry, graph] = calls;
     // A fleet repository: one run for every target; otherwise one per plan, each with its graph.
-    expect(fleet).toEqual(['apply-dry', '--fleet', '--base', '"origin/$BASE_REF"', '--trusted-key', '"$key"', '--format', 'markdown']);
-    expect(applyDry).toEqual(['apply-dry', '"$plan"', '--base', '"origin/$BASE_REF"', '--trusted-key', '"$key"', '--format', 'markdown']);
+    expect(fleet).toEqual([
+      'apply-dry',
+      '--fleet',
+      '--base',
+      '"origin/$BASE_REF"',
+      '--trusted-key',
+      '"$key"',
+      '--format',
+      'markdown',
+    ]);
+    expect(applyDry).toEqual([
+      'apply-dry',
+      '"$plan"',
+      '--base',
+      '"origin/$BASE_REF"',
+      '--trusted-key',
+      '"$key"',
+      '--format',
+      'markdown',
+    ]);
     expect(graph).toEqual(['graph', '"$plan"', '--trusted-key', '"$key"', '--format', 'mermaid']);
   });
 
@@ -155,7 +198,10 @@ describe('the example workflow, run', () => {
     runner = mkdtempSync(join(tmpdir(), 'keystone-runner-'));
     // The installed tarball stands in as a keystonectl on PATH: this checkout's build.
     mkdirSync(join(runner, 'bin'));
-    writeFileSync(join(runner, 'bin/keystonectl'), `#!/bin/sh\nexec "${process.execPath}" "${join(PROJECT_ROOT, 'bin/keystonectl.js')}" "$@"\n`);
+    writeFileSync(
+      join(runner, 'bin/keystonectl'),
+      `#!/bin/sh\nexec "${process.execPath}" "${join(PROJECT_ROOT, 'bin/keystonectl.js')}" "$@"\n`,
+    );
     chmodSync(join(runner, 'bin/keystonectl'), 0o755);
   });
   afterEach(() => {
@@ -183,12 +229,19 @@ describe('the example workflow, run', () => {
         ...env,
       },
     });
-    const outputs = Object.fromEntries(readFileSync(join(runner, 'output'), 'utf8').split('\n').filter(Boolean).map((l) => l.split(/=(.*)/s, 2) as [string, string]));
+    const outputs = Object.fromEntries(
+      readFileSync(join(runner, 'output'), 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split(/=(.*)/s, 2) as [string, string]),
+    );
     return { status: r.status, stderr: r.stderr, outputs };
   }
 
   const prepare = () => {
-    const key = runStep('Write the trusted key', { KEYSTONE_TRUSTED_KEY: readFileSync(repo.trust[1]!, 'utf8').trimEnd() });
+    const key = runStep('Write the trusted key', {
+      KEYSTONE_TRUSTED_KEY: readFileSync(repo.trust[1]!, 'utf8').trimEnd(),
+    });
     expect(key.status, key.stderr).toBe(0);
     expect(readFileSync(join(runner, 'keystone-trusted.pub'), 'utf8')).toBe(readFileSync(repo.trust[1]!, 'utf8'));
   };
@@ -213,7 +266,9 @@ describe('the example workflow, run', () => {
       expect(f.startsWith('flowchart TB\n')).toBe(true);
       expect(f).toContain('c0_influxdb -- "hard" --> c1_api');
     }
-    expect(report).toContain('<details><summary>Dependency graph of <code>plans/edge.toml</code></summary>\n\n```mermaid\n');
+    expect(report).toContain(
+      '<details><summary>Dependency graph of <code>plans/edge.toml</code></summary>\n\n```mermaid\n',
+    );
   });
 
   it('an invalid change: the errors are reported, no graph, and the step says 2', async () => {
@@ -247,7 +302,9 @@ describe('the example workflow, run', () => {
     prepare();
     const r = runStep('Dry run', { BASE_REF: 'no-such-branch' });
     expect(r.outputs.exit).toBe('1');
-    expect(readFileSync(r.outputs.report!, 'utf8')).toMatch(/\*\*`keystonectl apply-dry plans\/edge\.toml` exited with 1:\*\*\n\n````text\nkeystonectl apply-dry: .+\n````/);
+    expect(readFileSync(r.outputs.report!, 'utf8')).toMatch(
+      /\*\*`keystonectl apply-dry plans\/edge\.toml` exited with 1:\*\*\n\n````text\nkeystonectl apply-dry: .+\n````/,
+    );
   });
 
   describe('a fleet repository (fleet.toml at the root)', () => {
@@ -286,8 +343,15 @@ describe('the example workflow, run', () => {
       expect(r.outputs.exit).toBe('0');
       const report = readFileSync(r.outputs.report!, 'utf8');
       expect(readFileSync(join(runner, 'summary'), 'utf8')).toBe(report);
-      expect(report.startsWith(`${MARKER}\n\n## Keystone dry run: \`fleet.toml\` (2 targets)\n\nCompared with \`origin/main\``)).toBe(true);
-      expect(report.match(/^### target .*$/gm)).toEqual(['### target pi4-eu — plans/edge.toml', '### target gateways — plans/edge-gateway.toml']);
+      expect(
+        report.startsWith(
+          `${MARKER}\n\n## Keystone dry run: \`fleet.toml\` (2 targets)\n\nCompared with \`origin/main\``,
+        ),
+      ).toBe(true);
+      expect(report.match(/^### target .*$/gm)).toEqual([
+        '### target pi4-eu — plans/edge.toml',
+        '### target gateways — plans/edge-gateway.toml',
+      ]);
       expect(report.match(/\| `api` \| restart \| version 1\.4\.0 → 1\.5\.0 \|/g)).toHaveLength(2);
       expect(report).toContain('| `gateway/proxy` | restart | configuration changed: config.listen 19091 → 19092 |');
       expect(report).not.toContain('### Keystone dry run: `plans/');
@@ -316,7 +380,9 @@ describe('the example workflow, run', () => {
       expect(r.outputs.exit, r.stderr).toBe('2');
       const report = readFileSync(r.outputs.report!, 'utf8');
       expect(report).toContain('### Keystone dry run: `fleet.toml` is invalid\n');
-      expect(report).toMatch(/- `fleet\.toml:7` `targets\[1\]\.name` target "pi4-eu" is declared twice .*`KS_FLEET_DUPLICATE_TARGET`/);
+      expect(report).toMatch(
+        /- `fleet\.toml:7` `targets\[1\]\.name` target "pi4-eu" is declared twice .*`KS_FLEET_DUPLICATE_TARGET`/,
+      );
     });
 
     it('a failure reported only on stderr still reaches the report (a base that does not exist: exit 1)', async () => {
@@ -326,7 +392,9 @@ describe('the example workflow, run', () => {
       prepare();
       const r = runStep('Dry run', { BASE_REF: 'no-such-branch' });
       expect(r.outputs.exit).toBe('1');
-      expect(readFileSync(r.outputs.report!, 'utf8')).toMatch(/\*\*`keystonectl apply-dry --fleet` exited with 1:\*\*\n\n````text\nkeystonectl apply-dry: .+KS_GIT_REF_NOT_FOUND.*\n````/);
+      expect(readFileSync(r.outputs.report!, 'utf8')).toMatch(
+        /\*\*`keystonectl apply-dry --fleet` exited with 1:\*\*\n\n````text\nkeystonectl apply-dry: .+KS_GIT_REF_NOT_FOUND.*\n````/,
+      );
     });
   });
 
@@ -339,7 +407,9 @@ describe('the example workflow, run', () => {
     const body = `${MARKER}\n\nreport\n`;
     const reportFile = join(runner, 'report.md');
     writeFileSync(reportFile, body);
-    const comments: Array<{ id: number; body: string; user: { type: string } }> = [{ id: 1, body: 'LGTM', user: { type: 'User' } }];
+    const comments: Array<{ id: number; body: string; user: { type: string } }> = [
+      { id: 1, body: 'LGTM', user: { type: 'User' } },
+    ];
     const calls: string[] = [];
     const github = {
       paginate: async (fn: (o: object) => Promise<{ data: unknown[] }>, o: object) => (await fn(o)).data,
@@ -360,7 +430,9 @@ describe('the example workflow, run', () => {
     const context = { repo: { owner: 'acme', repo: 'fleet' }, issue: { number: 7 } };
     const s = step('Post or update the pull-request comment');
     expect(s.env).toEqual({ REPORT: '${{ steps.dry.outputs.report }}' });
-    const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor as new (...args: string[]) => (...a: unknown[]) => Promise<void>;
+    const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor as new (
+      ...args: string[]
+    ) => (...a: unknown[]) => Promise<void>;
     // As actions/github-script runs it: the body of an async function given require, github and context.
     const run = new AsyncFunction('require', 'github', 'context', 'process', s.script);
     const proc = { env: { REPORT: reportFile } };
@@ -374,5 +446,7 @@ describe('the example workflow, run', () => {
 
 // Keeps the helper honest: a workflow without the keystonectl shim would silently test nothing.
 it('the keystonectl build exists for the run tests (npm run build)', () => {
-  expect(execFileSync(process.execPath, [join(PROJECT_ROOT, 'bin/keystonectl.js'), 'help'], { encoding: 'utf8' })).toContain('apply-dry');
+  expect(
+    execFileSync(process.execPath, [join(PROJECT_ROOT, 'bin/keystonectl.js'), 'help'], { encoding: 'utf8' }),
+  ).toContain('apply-dry');
 });

@@ -48,7 +48,10 @@ async function headBumpsAndAdds(): Promise<void> {
   repo.edit('recipes/com.acme.api.toml', 'version = "1.4.0"', 'version = "1.5.0"');
   writeFileSync(join(repo.dir, 'recipes/com.acme.mqtt.toml'), MQTT_RECIPE);
   const plan = join(repo.dir, PLAN);
-  writeFileSync(plan, readFileSync(plan, 'utf8') + '\n[[components]]\nname = "mqtt"\nrecipe = "recipes/com.acme.mqtt.toml"\n');
+  writeFileSync(
+    plan,
+    readFileSync(plan, 'utf8') + '\n[[components]]\nname = "mqtt"\nrecipe = "recipes/com.acme.mqtt.toml"\n',
+  );
   await repo.sign();
   repo.commit('api 1.5.0, and mqtt');
 }
@@ -60,7 +63,11 @@ function signedBy(): string {
   return `signed by ${keyId} at ${new Date(at * 1000).toISOString()} (1 of 1 required)`;
 }
 
-const dry = (...extra: string[]) => runCtl(['apply-dry', PLAN, '--base', 'origin/main', '--repo', repo.dir, ...repo.trust, '--format', 'markdown', ...extra], '/');
+const dry = (...extra: string[]) =>
+  runCtl(
+    ['apply-dry', PLAN, '--base', 'origin/main', '--repo', repo.dir, ...repo.trust, '--format', 'markdown', ...extra],
+    '/',
+  );
 
 describe('apply-dry --format markdown for a pull request', () => {
   it('shows what merging does: the version change, the new component, stops and starts in order with reasons, the signer', async () => {
@@ -126,9 +133,15 @@ describe('apply-dry --format markdown for a pull request', () => {
     await repo.sign();
     const r = await dry();
     expect(r.code).toBe(2);
-    expect(r.stdout).toMatch(/^### Keystone dry run: `plans\/edge\.toml` is invalid\n\n2 errors; a device would refuse this revision and keep running what it has\.\n\n/);
-    expect(r.stdout).toMatch(/^- `recipes\/com\.acme\.mqtt\.toml:\d+` `dependencies\[0\]\.name` .*com\.acme\.nothing.* `KS_DEP_MISSING`$/m);
-    expect(r.stdout).toMatch(/^- `recipes\/com\.acme\.api\.toml:\d+` `lifecycle\.run\.restart_polcy` unknown key "restart_polcy" \(did you mean "restart_policy"\?\) `KS_UNKNOWN_KEY`$/m);
+    expect(r.stdout).toMatch(
+      /^### Keystone dry run: `plans\/edge\.toml` is invalid\n\n2 errors; a device would refuse this revision and keep running what it has\.\n\n/,
+    );
+    expect(r.stdout).toMatch(
+      /^- `recipes\/com\.acme\.mqtt\.toml:\d+` `dependencies\[0\]\.name` .*com\.acme\.nothing.* `KS_DEP_MISSING`$/m,
+    );
+    expect(r.stdout).toMatch(
+      /^- `recipes\/com\.acme\.api\.toml:\d+` `lifecycle\.run\.restart_polcy` unknown key "restart_polcy" \(did you mean "restart_policy"\?\) `KS_UNKNOWN_KEY`$/m,
+    );
   });
 
   it('a change that is not signed renders the refusal (not an empty comment) and exits 2', async () => {
@@ -137,7 +150,9 @@ describe('apply-dry --format markdown for a pull request', () => {
     const r = await dry();
     expect(r.code).toBe(2);
     expect(r.stdout).toContain('### Keystone dry run: `plans/edge.toml` is refused\n');
-    expect(r.stdout).toMatch(/^> \*\*Signature check failed:\*\* .*does not match its digest.* \(file `recipes\/com\.acme\.api\.toml`\) `KS_DIGEST_MISMATCH`$/m);
+    expect(r.stdout).toMatch(
+      /^> \*\*Signature check failed:\*\* .*does not match its digest.* \(file `recipes\/com\.acme\.api\.toml`\) `KS_DIGEST_MISMATCH`$/m,
+    );
     expect(r.stderr).toContain('[KS_DIGEST_MISMATCH]');
   });
 
@@ -145,7 +160,21 @@ describe('apply-dry --format markdown for a pull request', () => {
     await headBumpsAndAdds();
     const other = join(repo.keyDir, 'other');
     expect((await runCtl(['keygen', '--out', other, '--no-password'], '/')).code).toBe(0);
-    const r = await runCtl(['apply-dry', PLAN, '--base', 'origin/main', '--repo', repo.dir, '--trusted-key', `${other}.pub`, '--format', 'markdown'], '/');
+    const r = await runCtl(
+      [
+        'apply-dry',
+        PLAN,
+        '--base',
+        'origin/main',
+        '--repo',
+        repo.dir,
+        '--trusted-key',
+        `${other}.pub`,
+        '--format',
+        'markdown',
+      ],
+      '/',
+    );
     expect(r.code).toBe(2);
     expect(r.stdout).toMatch(/^> \*\*Signature check failed:\*\* .* `KS_UNTRUSTED_KEY`$/m);
   });

@@ -18,7 +18,10 @@ let operatorFile: string;
 let target: { identity: string; recipient: string };
 
 async function writeSecret(value: string): Promise<void> {
-  writeFileSync(join(repo.dir, 'secrets', 'pw.age'), await encryptTo([target.recipient], new TextEncoder().encode(value)));
+  writeFileSync(
+    join(repo.dir, 'secrets', 'pw.age'),
+    await encryptTo([target.recipient], new TextEncoder().encode(value)),
+  );
 }
 
 beforeEach(async () => {
@@ -28,7 +31,13 @@ beforeEach(async () => {
   operatorFile = join(repo.dir, '..', `operator-${process.pid}.key`);
   writeFileSync(operatorFile, formatAgeIdentityFile(operator, Date.UTC(2026, 0, 1)), { mode: 0o600 });
   mkdirSync(join(repo.dir, 'secrets', 'keys'), { recursive: true });
-  writeFileSync(join(repo.dir, 'secrets', 'keys', 't.age'), await encryptTo([operator.recipient], new TextEncoder().encode(formatAgeIdentityFile(target, Date.UTC(2026, 0, 1)))));
+  writeFileSync(
+    join(repo.dir, 'secrets', 'keys', 't.age'),
+    await encryptTo(
+      [operator.recipient],
+      new TextEncoder().encode(formatAgeIdentityFile(target, Date.UTC(2026, 0, 1))),
+    ),
+  );
   writeFileSync(
     join(repo.dir, 'recipes', 'secret-reader.toml'),
     '[metadata]\nname = "com.acme.secret-reader"\nversion = "1.0.0"\n\n[lifecycle.run.exec]\ncommand = "/bin/sleep"\nargs = ["1000"]\nenv = { PW = "{{secret.pw}}" }\n',
@@ -39,8 +48,11 @@ beforeEach(async () => {
 });
 afterEach(() => repo.cleanup());
 
-const dry = (...args: string[]) => runCtl(['apply-dry', PLAN, '--repo', repo.dir, '--allow-unsigned', '--base', 'HEAD', '--json', ...args], '/');
-async function reasons(...args: string[]): Promise<{ noTouch: string[]; reasons: Record<string, string>; text: string }> {
+const dry = (...args: string[]) =>
+  runCtl(['apply-dry', PLAN, '--repo', repo.dir, '--allow-unsigned', '--base', 'HEAD', '--json', ...args], '/');
+async function reasons(
+  ...args: string[]
+): Promise<{ noTouch: string[]; reasons: Record<string, string>; text: string }> {
   const r = await dry(...args);
   expect(r.code, r.stderr + r.stdout).toBe(0);
   expect(r.stdout + r.stderr).not.toContain(VALUE_1);
@@ -72,20 +84,36 @@ describe('apply-dry with secrets', () => {
   it('the identity is read as secret ls reads it: a missing file or an empty variable is no stack trace, two keys are fine', async () => {
     const missing = await dry('--identity', '/nonexistent/operator.key');
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain('refused: cannot read the operator identity (--identity /nonexistent/operator.key): ENOENT [KS_SECRET_OPERATOR]');
+    expect(missing.stderr).toContain(
+      'refused: cannot read the operator identity (--identity /nonexistent/operator.key): ENOENT [KS_SECRET_OPERATOR]',
+    );
     expect(missing.stderr).not.toMatch(/unexpected failure|\n\s+at /);
-    const viaEnv = await runCtl(['apply-dry', PLAN, '--repo', repo.dir, '--allow-unsigned', '--base', 'HEAD', '--json'], '/', { env: { KEYSTONE_AGE_IDENTITY: '/nonexistent/operator.key' } });
+    const viaEnv = await runCtl(
+      ['apply-dry', PLAN, '--repo', repo.dir, '--allow-unsigned', '--base', 'HEAD', '--json'],
+      '/',
+      { env: { KEYSTONE_AGE_IDENTITY: '/nonexistent/operator.key' } },
+    );
     expect(viaEnv.code).toBe(2);
-    expect(viaEnv.stderr).toContain('cannot read the operator identity (KEYSTONE_AGE_IDENTITY=/nonexistent/operator.key): ENOENT');
+    expect(viaEnv.stderr).toContain(
+      'cannot read the operator identity (KEYSTONE_AGE_IDENTITY=/nonexistent/operator.key): ENOENT',
+    );
     // KEYSTONE_AGE_IDENTITY="" names no identity: compared by ciphertext, as without one.
     await writeSecret(VALUE_1);
-    const empty = await runCtl(['apply-dry', PLAN, '--repo', repo.dir, '--allow-unsigned', '--base', 'HEAD', '--json'], '/', { env: { KEYSTONE_AGE_IDENTITY: '' } });
+    const empty = await runCtl(
+      ['apply-dry', PLAN, '--repo', repo.dir, '--allow-unsigned', '--base', 'HEAD', '--json'],
+      '/',
+      { env: { KEYSTONE_AGE_IDENTITY: '' } },
+    );
     expect(empty.code, empty.stderr).toBe(0);
-    expect((JSON.parse(empty.stdout) as { reasons: Record<string, string> }).reasons.reader).toMatch(/secret pw ciphertext changed/);
+    expect((JSON.parse(empty.stdout) as { reasons: Record<string, string> }).reasons.reader).toMatch(
+      /secret pw ciphertext changed/,
+    );
     // An identity file with two keys (age-keygen output of two operators, concatenated): the second opens the target key.
     const other = await newAgeIdentity();
     const two = join(repo.dir, '..', `two-${process.pid}.key`);
-    writeFileSync(two, formatAgeIdentityFile(other, Date.UTC(2026, 0, 1)) + readFileSync(operatorFile, 'utf8'), { mode: 0o600 });
+    writeFileSync(two, formatAgeIdentityFile(other, Date.UTC(2026, 0, 1)) + readFileSync(operatorFile, 'utf8'), {
+      mode: 0o600,
+    });
     const r = await reasons('--identity', two);
     expect(r.noTouch).toContain('reader');
     // A file that is not an identity is named by line, never quoted.
@@ -107,11 +135,18 @@ describe('apply-dry with secrets', () => {
 
 describe('apply-dry --fleet with secrets', () => {
   const fleetDry = async (...args: string[]) => {
-    const r = await runCtl(['apply-dry', '--fleet', '--repo', repo.dir, '--allow-unsigned', '--base', 'HEAD', '--json', ...args], '/');
+    const r = await runCtl(
+      ['apply-dry', '--fleet', '--repo', repo.dir, '--allow-unsigned', '--base', 'HEAD', '--json', ...args],
+      '/',
+    );
     expect(r.code, r.stderr + r.stdout).toBe(0);
     expect(r.stdout + r.stderr).not.toContain(VALUE_1);
     expect(r.stdout + r.stderr).not.toContain(VALUE_2);
-    return (JSON.parse(r.stdout) as { targets: Array<{ name: string; reconcile: { noTouch: string[]; reasons: Record<string, string> } }> }).targets.find((t) => t.name === 't')!.reconcile;
+    return (
+      JSON.parse(r.stdout) as {
+        targets: Array<{ name: string; reconcile: { noTouch: string[]; reasons: Record<string, string> } }>;
+      }
+    ).targets.find((t) => t.name === 't')!.reconcile;
   };
   beforeEach(() => {
     writeFileSync(join(repo.dir, 'fleet.toml'), `[[targets]]\nname = "t"\nselector = {}\nplan = "${PLAN}"\n`);
@@ -119,9 +154,25 @@ describe('apply-dry --fleet with secrets', () => {
   });
 
   it('reads the identity as apply-dry does: a missing file is a refusal, not a stack trace', async () => {
-    const r = await runCtl(['apply-dry', '--fleet', '--repo', repo.dir, '--allow-unsigned', '--base', 'HEAD', '--json', '--identity', '/nonexistent/operator.key'], '/');
+    const r = await runCtl(
+      [
+        'apply-dry',
+        '--fleet',
+        '--repo',
+        repo.dir,
+        '--allow-unsigned',
+        '--base',
+        'HEAD',
+        '--json',
+        '--identity',
+        '/nonexistent/operator.key',
+      ],
+      '/',
+    );
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('cannot read the operator identity (--identity /nonexistent/operator.key): ENOENT [KS_SECRET_OPERATOR]');
+    expect(r.stderr).toContain(
+      'cannot read the operator identity (--identity /nonexistent/operator.key): ENOENT [KS_SECRET_OPERATOR]',
+    );
   });
 
   it('tells a re-encryption (with the identity: unchanged) from a new value, per target', async () => {

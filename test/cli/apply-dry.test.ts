@@ -83,7 +83,12 @@ describe('apply-dry: the worked example (SPEC §4) as golden output', () => {
       telemetry: 'unchanged',
       web: 'hard dependency api restarts',
     });
-    expect(out.comparedWith).toEqual({ kind: 'base', ref: 'main', commit: repo.git('rev-parse', 'main'), planPresent: true });
+    expect(out.comparedWith).toEqual({
+      kind: 'base',
+      ref: 'main',
+      commit: repo.git('rev-parse', 'main'),
+      planPresent: true,
+    });
   });
 });
 
@@ -164,7 +169,10 @@ describe('apply-dry output formats and errors', () => {
   it('--format markdown renders a pull-request comment', async () => {
     repo.edit('recipes/com.acme.api.toml', 'version = "1.4.0"', 'version = "1.5.0"');
     await repo.sign();
-    const r = await runCtl(['apply-dry', PLAN, '--base', 'main', '--repo', repo.dir, ...repo.trust, '--format', 'markdown'], '/');
+    const r = await runCtl(
+      ['apply-dry', PLAN, '--base', 'main', '--repo', repo.dir, ...repo.trust, '--format', 'markdown'],
+      '/',
+    );
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('### Keystone dry run: `plans/edge.toml`');
     expect(r.stdout).toContain('| `api` | restart | version 1.4.0 → 1.5.0 |');
@@ -181,12 +189,18 @@ describe('apply-dry output formats and errors', () => {
     await repo.sign();
     const r = await runCtl(['apply-dry', PLAN, '--repo', repo.dir, ...repo.trust], '/');
     // Dependency errors between the recipes that parsed are reported in the same run as the parse errors.
-    expect(r.stderr).toMatch(/recipes\/com\.acme\.web\.toml:\d+: dependencies\[0\]\.name: .*com\.acme\.nothing.*\[KS_DEP_MISSING\]/);
+    expect(r.stderr).toMatch(
+      /recipes\/com\.acme\.web\.toml:\d+: dependencies\[0\]\.name: .*com\.acme\.nothing.*\[KS_DEP_MISSING\]/,
+    );
     expect(r.stderr).toContain('(3 errors)');
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toMatch(/recipes\/com\.acme\.api\.toml:\d+: lifecycle\.run\.restart_polcy: unknown key "restart_polcy" \(did you mean "restart_policy"\?\) \[KS_UNKNOWN_KEY\]/);
-    expect(r.stderr).toMatch(/recipes\/com\.acme\.influxdb\.toml:\d+: lifecycle\.run\.health\.interval: "soon" is not a duration .*\[KS_BAD_DURATION\]/);
+    expect(r.stderr).toMatch(
+      /recipes\/com\.acme\.api\.toml:\d+: lifecycle\.run\.restart_polcy: unknown key "restart_polcy" \(did you mean "restart_policy"\?\) \[KS_UNKNOWN_KEY\]/,
+    );
+    expect(r.stderr).toMatch(
+      /recipes\/com\.acme\.influxdb\.toml:\d+: lifecycle\.run\.health\.interval: "soon" is not a duration .*\[KS_BAD_DURATION\]/,
+    );
   });
 
   it('--json reports an invalid revision as data on stdout', async () => {
@@ -197,7 +211,11 @@ describe('apply-dry output formats and errors', () => {
     const out = JSON.parse(r.stdout);
     expect(out.error.code).toBe('KS_INVALID_REVISION');
     expect(out.error.diagnostics).toEqual([
-      expect.objectContaining({ code: 'KS_DEP_MISSING', file: 'recipes/com.acme.web.toml', path: 'dependencies[0].name' }),
+      expect.objectContaining({
+        code: 'KS_DEP_MISSING',
+        file: 'recipes/com.acme.web.toml',
+        path: 'dependencies[0].name',
+      }),
     ]);
   });
 
@@ -223,12 +241,20 @@ describe('apply-dry output formats and errors', () => {
 
   it('the installed binary runs from the repository as its working directory, with the exit codes of SPEC §9', async () => {
     const bin = join(PROJECT_ROOT, 'bin/keystonectl.js');
-    const ok = spawnSync(process.execPath, [bin, 'apply-dry', PLAN, '--empty', ...repo.trust], { cwd: repo.dir, encoding: 'utf8' });
+    const ok = spawnSync(process.execPath, [bin, 'apply-dry', PLAN, '--empty', ...repo.trust], {
+      cwd: repo.dir,
+      encoding: 'utf8',
+    });
     expect(ok.status).toBe(0);
-    expect(ok.stdout).toContain('[agent] reconcile plan stop_order=[] start_order=[influxdb api telemetry web] no_touch=[]');
+    expect(ok.stdout).toContain(
+      '[agent] reconcile plan stop_order=[] start_order=[influxdb api telemetry web] no_touch=[]',
+    );
     repo.edit('recipes/com.acme.api.toml', '[metadata]', '[metadata]\nbogus = 1');
     await repo.sign();
-    const bad = spawnSync(process.execPath, [bin, 'apply-dry', PLAN, '--empty', ...repo.trust], { cwd: repo.dir, encoding: 'utf8' });
+    const bad = spawnSync(process.execPath, [bin, 'apply-dry', PLAN, '--empty', ...repo.trust], {
+      cwd: repo.dir,
+      encoding: 'utf8',
+    });
     expect(bad.status).toBe(2);
     expect(bad.stderr).toContain('KS_UNKNOWN_KEY');
   });

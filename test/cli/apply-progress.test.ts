@@ -5,12 +5,25 @@ import { plainProgress, terminalProgress, type ProgressEvent } from '../../src/c
 const events: ProgressEvent[] = [
   { event: 'accepted', revision: 'manual:0123456789ab', planFile: 'plans/edge.toml', suspendedSync: true },
   { event: 'reconcile', stopOrder: ['web', 'api'], startOrder: ['api', 'web'], noTouch: ['influxdb', 'telemetry'] },
-  { event: 'pull', component: 'api', image: 'acme/api:1.5', status: 'Downloading', currentBytes: 3 * 1024 * 1024, totalBytes: 12 * 1024 * 1024 },
+  {
+    event: 'pull',
+    component: 'api',
+    image: 'acme/api:1.5',
+    status: 'Downloading',
+    currentBytes: 3 * 1024 * 1024,
+    totalBytes: 12 * 1024 * 1024,
+  },
   { event: 'state', component: 'api', state: 'starting' },
   { event: 'state', component: 'influxdb', state: 'running' },
   { event: 'state', component: 'api', state: 'running' },
   { event: 'state', component: 'web', state: 'failed', reason: 'not healthy' },
-  { event: 'done', outcome: 'failure', summary: 'failed: web (not healthy)', converged: false, components: [{ name: 'web', state: 'failed', pid: null, reason: 'not healthy' }] },
+  {
+    event: 'done',
+    outcome: 'failure',
+    summary: 'failed: web (not healthy)',
+    converged: false,
+    components: [{ name: 'web', state: 'failed', pid: null, reason: 'not healthy' }],
+  },
 ];
 
 describe('apply progress', () => {
@@ -34,7 +47,10 @@ describe('apply progress', () => {
   it('terminal: redraws the rows of the components it touches in place, untouched ones summed up', () => {
     let out = '';
     let t = 0;
-    const view = terminalProgress((s) => (out += s), () => (t += 100));
+    const view = terminalProgress(
+      (s) => (out += s),
+      () => (t += 100),
+    );
     for (const e of events) view.update(e);
     const frames = out.split('\x1b[5A');
     // Five lines a frame (header, two rows, untouched, clock): one after the reconcile, one per pull or state of a
@@ -42,7 +58,7 @@ describe('apply progress', () => {
     expect(frames.length).toBe(6);
     expect(frames.some((f) => f.includes('api  pulling acme/api:1.5 3.0/12.0 MB'))).toBe(true);
     const last = frames.at(-1)!.replaceAll('\x1b[2K', '');
-    expect(last.startsWith("stop [web api]  start [api web]\n")).toBe(true);
+    expect(last.startsWith('stop [web api]  start [api web]\n')).toBe(true);
     expect(last).toContain('  ✔ api  running\n');
     expect(last).toContain('  ✘ web  failed  (not healthy)\n');
     expect(last).toContain('  = 2 untouched (no restart)\n');

@@ -17,9 +17,17 @@ import { scratch, stateWithApplied, type Scratch } from '../doctor/doctor-fixtur
 const run = promisify(execFile);
 const KEYSTONE = join(PROJECT_ROOT, 'bin', 'keystone.js');
 
-async function doctor(args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; stdout: string; stderr: string }> {
+async function doctor(
+  args: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [KEYSTONE, 'doctor', ...args], { cwd, env, timeout: 60_000 });
+    const { stdout, stderr } = await run(process.execPath, [KEYSTONE, 'doctor', ...args], {
+      cwd,
+      env,
+      timeout: 60_000,
+    });
     return { code: 0, stdout, stderr };
   } catch (e) {
     const err = e as { code?: number | string; stdout?: string; stderr?: string };
@@ -54,14 +62,19 @@ afterAll(() => {
 describe('keystone doctor', { timeout: 90_000 }, () => {
   it('passes the example as `npm start` runs it: one line per check, exit 0', async () => {
     const stateDir = join(s.dir, 'start-state');
-    const r = await doctor(['--dir', '.', '--plan', 'plans/edge-processes.toml', '--allow-unsigned', '--state-dir', stateDir], repo.dir);
+    const r = await doctor(
+      ['--dir', '.', '--plan', 'plans/edge-processes.toml', '--allow-unsigned', '--state-dir', stateDir],
+      repo.dir,
+    );
     expect(r.code, r.stdout + r.stderr).toBe(0);
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines).toHaveLength(CHECK_IDS.length + 1);
     expect(lines.slice(0, -1).map((l) => l.split(/\s+/)[1])).toEqual([...CHECK_IDS]);
     for (const l of lines.slice(0, -1)) expect(l).toMatch(/^[✓!-] /);
     expect(lineOf(r.stdout, 'trusted-keys')).toMatch(/^! trusted-keys +--allow-unsigned: .* — fix: /);
-    expect(lineOf(r.stdout, 'plan')).toBe(`✓ plan              plans/edge-processes.toml (--plan) from directory ${repo.dir}: 4 components (4 processes)`);
+    expect(lineOf(r.stdout, 'plan')).toBe(
+      `✓ plan              plans/edge-processes.toml (--plan) from directory ${repo.dir}: 4 components (4 processes)`,
+    );
     expect(lines.at(-1)).toMatch(/^ready: \d+ passed, 0 failed, 1 warning/);
   });
 
@@ -73,18 +86,32 @@ describe('keystone doctor', { timeout: 90_000 }, () => {
     const text = await doctor(args, s.dir);
     expect(text.code).toBe(1);
     expect(lineOf(text.stdout, 'state-dir')).toMatch(
-      new RegExp(`^✗ state-dir +state directory ${stateDir} is writable by other users \\(mode 777\\) \\[KS_STATE_DIR_UNSAFE\\] — fix: chown \\S+ ${stateDir} && chmod 711 ${stateDir}`),
+      new RegExp(
+        `^✗ state-dir +state directory ${stateDir} is writable by other users \\(mode 777\\) \\[KS_STATE_DIR_UNSAFE\\] — fix: chown \\S+ ${stateDir} && chmod 711 ${stateDir}`,
+      ),
     );
-    expect(text.stdout.trimEnd().split('\n').at(-1)).toMatch(/^the agent would not run as it should: \d+ passed, 1 failed/);
+    expect(text.stdout.trimEnd().split('\n').at(-1)).toMatch(
+      /^the agent would not run as it should: \d+ passed, 1 failed/,
+    );
 
     const json = await doctor(['--json', ...args], s.dir);
     expect(json.code).toBe(1);
     const checks = JSON.parse(json.stdout) as JsonCheck[];
     expect(checks.map((c) => c.check)).toEqual([...CHECK_IDS]);
     for (const c of checks) expect(Object.keys(c)).toEqual(['check', 'ok', 'status', 'detail', 'fix', 'code']);
-    expect(checks.find((c) => c.check === 'state-dir')).toMatchObject({ ok: false, status: 'fail', code: 'KS_STATE_DIR_UNSAFE', fix: expect.stringContaining(`chmod 711 ${stateDir}`) });
+    expect(checks.find((c) => c.check === 'state-dir')).toMatchObject({
+      ok: false,
+      status: 'fail',
+      code: 'KS_STATE_DIR_UNSAFE',
+      fix: expect.stringContaining(`chmod 711 ${stateDir}`),
+    });
     expect(checks.filter((c) => !c.ok).map((c) => c.check)).toEqual(['state-dir']);
-    expect(checks.find((c) => c.check === 'trusted-keys')).toMatchObject({ ok: true, status: 'pass', fix: '', code: null });
+    expect(checks.find((c) => c.check === 'trusted-keys')).toMatchObject({
+      ok: true,
+      status: 'pass',
+      fix: '',
+      code: null,
+    });
   });
 
   it('refuses flags the agent does not take (exit 2), --json being doctor’s own', async () => {
@@ -96,14 +123,19 @@ describe('keystone doctor', { timeout: 90_000 }, () => {
 
   it('reads --config FILE as the agent does, command-line flags over it', async () => {
     const config = join(s.dir, 'agent.toml');
-    writeFileSync(config, `dir = ${JSON.stringify(repo.dir)}\nplan = "plans/edge-processes.toml"\nallow-unsigned = true\nstate-dir = ${JSON.stringify(join(s.dir, 'config-state'))}\n`);
+    writeFileSync(
+      config,
+      `dir = ${JSON.stringify(repo.dir)}\nplan = "plans/edge-processes.toml"\nallow-unsigned = true\nstate-dir = ${JSON.stringify(join(s.dir, 'config-state'))}\n`,
+    );
     const r = await doctor(['--config', config, '--json'], s.dir);
     expect(r.code, r.stdout + r.stderr).toBe(0);
     const checks = JSON.parse(r.stdout) as JsonCheck[];
     expect(checks.find((c) => c.check === 'plan')?.detail).toContain(`from directory ${repo.dir}`);
     expect(checks.find((c) => c.check === 'state-dir')?.detail).toContain(join(s.dir, 'config-state'));
     const over = await doctor(['--config', config, '--plan', 'plans/edge.toml', '--json'], s.dir);
-    expect((JSON.parse(over.stdout) as JsonCheck[]).find((c) => c.check === 'plan')?.detail).toMatch(/^plans\/edge\.toml \(--plan\)/);
+    expect((JSON.parse(over.stdout) as JsonCheck[]).find((c) => c.check === 'plan')?.detail).toMatch(
+      /^plans\/edge\.toml \(--plan\)/,
+    );
   });
 
   it('fails a clock earlier than the signature the device applied last (the clock set in-process)', async () => {
@@ -111,10 +143,22 @@ describe('keystone doctor', { timeout: 90_000 }, () => {
     const signedAt = Math.floor(Date.now() / 1000);
     stateWithApplied(stateDir, { id: 'dir:0123456789ab', signedAt });
     let stdout = '';
-    const io: CliIo = { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: () => true }, cwd: s.dir, env: process.env, now: () => (signedAt - 7200) * 1000 };
-    const code = await main(['doctor', '--dir', repo.dir, '--plan', 'plans/edge-processes.toml', ...repo.trust, '--state-dir', stateDir], io, { once: () => undefined });
+    const io: CliIo = {
+      stdout: { write: (t: string) => (stdout += t) },
+      stderr: { write: () => true },
+      cwd: s.dir,
+      env: process.env,
+      now: () => (signedAt - 7200) * 1000,
+    };
+    const code = await main(
+      ['doctor', '--dir', repo.dir, '--plan', 'plans/edge-processes.toml', ...repo.trust, '--state-dir', stateDir],
+      io,
+      { once: () => undefined },
+    );
     expect(code).toBe(1);
-    expect(lineOf(stdout, 'clock')).toMatch(/^✗ clock +this device's clock says .*, 2 h earlier than the signature of the revision applied last \(dir:0123456789ab\).* — fix: set the clock/);
+    expect(lineOf(stdout, 'clock')).toMatch(
+      /^✗ clock +this device's clock says .*, 2 h earlier than the signature of the revision applied last \(dir:0123456789ab\).* — fix: set the clock/,
+    );
   });
 
   const root = needs('root');
@@ -126,7 +170,10 @@ describe('keystone doctor', { timeout: 90_000 }, () => {
       chmodSync(home, 0o700);
       const clone = join(home, 'keystone');
       cpSync(repo.dir, clone, { recursive: true });
-      const r = await doctor(['--dir', '.', '--plan', 'plans/edge-processes.toml', '--allow-unsigned', '--state-dir', '.state'], clone);
+      const r = await doctor(
+        ['--dir', '.', '--plan', 'plans/edge-processes.toml', '--allow-unsigned', '--state-dir', '.state'],
+        clone,
+      );
       expect(r.code).toBe(1);
       expect(lineOf(r.stdout, 'work-dir-reach')).toBe(
         `✗ work-dir-reach    nobody (uid 65534) cannot reach the work directories of influxdb, api, telemetry, web: ${home} (mode 0700) does not let it through [KS_WORK_DIR_UNREACHABLE] — fix: use a state directory every run user can traverse (--state-dir /var/lib/keystone; for the example: KEYSTONE_STATE_DIR=/var/tmp/keystone-example npm start), or chmod o+x ${home}`,

@@ -39,8 +39,24 @@ waves = [
 `;
 
 /** As the device's agent writes it: target= and wave= in the fields, its version in the details (agent=). */
-async function report(dir: string, device: string, c: string, state: CommitState, at: number, fields: Record<string, string>, agent?: string): Promise<void> {
-  await new GitNotesReporter({ repository: dir, now: () => at }).deliver({ commit: c, state, description: `${state}`, context: statusContext(device), at, fields, ...(agent && { details: { agent } }) });
+async function report(
+  dir: string,
+  device: string,
+  c: string,
+  state: CommitState,
+  at: number,
+  fields: Record<string, string>,
+  agent?: string,
+): Promise<void> {
+  await new GitNotesReporter({ repository: dir, now: () => at }).deliver({
+    commit: c,
+    state,
+    description: `${state}`,
+    context: statusContext(device),
+    at,
+    fields,
+    ...(agent && { details: { agent } }),
+  });
 }
 
 let root: string;
@@ -75,14 +91,28 @@ describe('keystonectl fleet status: agent versions', () => {
     const r = await local([]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain('\n\nagent versions: 0.3.0-rc.1 ×1, 0.2.0 ×1, 0.1.0 ×1, unknown ×1 (wave canary: 1 of 1 on 0.2.0; wave canary: 1 of 1 on 0.3.0-rc.1; wave everyone: 0 of 2 on 0.2.0)\n\nrollout of ');
+    expect(r.stdout).toContain(
+      '\n\nagent versions: 0.3.0-rc.1 ×1, 0.2.0 ×1, 0.1.0 ×1, unknown ×1 (wave canary: 1 of 1 on 0.2.0; wave canary: 1 of 1 on 0.3.0-rc.1; wave everyone: 0 of 2 on 0.2.0)\n\nrollout of ',
+    );
   });
 
   it('--json: agentVersions and agentUpdate beside the existing keys', async () => {
     const r = await local(['--json']);
     expect(r.code).toBe(0);
     const j = JSON.parse(r.stdout) as Record<string, unknown>;
-    expect(Object.keys(j)).toEqual(['commit', 'ref', 'fleetFile', 'silentAfter', 'silentSince', 'silenceCounts', 'targets', 'devices', 'agentVersions', 'agentUpdate', 'rollout']);
+    expect(Object.keys(j)).toEqual([
+      'commit',
+      'ref',
+      'fleetFile',
+      'silentAfter',
+      'silentSince',
+      'silenceCounts',
+      'targets',
+      'devices',
+      'agentVersions',
+      'agentUpdate',
+      'rollout',
+    ]);
     expect(j.commit).toBe(tip);
     expect(j.agentVersions).toEqual({ '0.3.0-rc.1': 1, '0.2.0': 1, '0.1.0': 1, unknown: 1 });
     expect(j.agentUpdate).toEqual([
@@ -95,6 +125,8 @@ describe('keystonectl fleet status: agent versions', () => {
   it('--format markdown: one sentence under the summary', async () => {
     const r = await local(['--format', 'markdown']);
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain('\n\nAgent versions: 0.3.0-rc.1 ×1, 0.2.0 ×1, 0.1.0 ×1, unknown ×1 (wave canary: 1 of 1 on 0.2.0; wave canary: 1 of 1 on 0.3.0-rc.1; wave everyone: 0 of 2 on 0.2.0).\n\n');
+    expect(r.stdout).toContain(
+      '\n\nAgent versions: 0.3.0-rc.1 ×1, 0.2.0 ×1, 0.1.0 ×1, unknown ×1 (wave canary: 1 of 1 on 0.2.0; wave canary: 1 of 1 on 0.3.0-rc.1; wave everyone: 0 of 2 on 0.2.0).\n\n',
+    );
   });
 });

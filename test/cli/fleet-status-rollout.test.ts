@@ -45,10 +45,30 @@ async function commit(dir: string, file: string, text: string, at: number): Prom
 }
 
 /** The device's note (as its agent writes it) and its rollout ref for the commit, pointing at its notes tip. */
-async function report(dir: string, device: string, c: string, wave: string, state: RolloutState, at: number, description: string): Promise<void> {
-  const noted: CommitState = state === 'success' || state === 'failure' || state === 'error' ? state : state === 'halted' ? 'error' : 'pending';
-  await new GitNotesReporter({ repository: dir, now: () => at }).deliver({ commit: c, state: noted, description, context: statusContext(device), at, fields: { target: 'all', wave } });
-  await git(dir, ['update-ref', rolloutRef({ wave, device, commit: c, state }), `refs/notes/keystone-devices/${device}`]);
+async function report(
+  dir: string,
+  device: string,
+  c: string,
+  wave: string,
+  state: RolloutState,
+  at: number,
+  description: string,
+): Promise<void> {
+  const noted: CommitState =
+    state === 'success' || state === 'failure' || state === 'error' ? state : state === 'halted' ? 'error' : 'pending';
+  await new GitNotesReporter({ repository: dir, now: () => at }).deliver({
+    commit: c,
+    state: noted,
+    description,
+    context: statusContext(device),
+    at,
+    fields: { target: 'all', wave },
+  });
+  await git(dir, [
+    'update-ref',
+    rolloutRef({ wave, device, commit: c, state }),
+    `refs/notes/keystone-devices/${device}`,
+  ]);
 }
 
 interface Repo {
@@ -76,7 +96,16 @@ async function rolloutRepo(root: string): Promise<Repo> {
   await report(dir, 'c-1', tip, 'canary', 'success', T0, 'applied: 1 component running');
   await report(dir, 'c-2', tip, 'canary', 'success', T0 + 2 * min, 'applied: 1 component running');
   await report(dir, 'c-3', tip, 'canary', 'applying', T0 + 3 * min, 'applying: restart api');
-  for (const d of ['e-1', 'e-2']) await report(dir, d, tip, 'early', 'held', T0 + 3 * min, 'held: waiting for wave canary (2 of 2 successes, baking 7m0s left)');
+  for (const d of ['e-1', 'e-2'])
+    await report(
+      dir,
+      d,
+      tip,
+      'early',
+      'held',
+      T0 + 3 * min,
+      'held: waiting for wave canary (2 of 2 successes, baking 7m0s left)',
+    );
   await report(dir, 'x-1', tip, 'everyone', 'held', T0 + 3 * min, 'held: waiting for wave early (0 of 2 successes)');
   // Anyone who can push can push a ref: one outside the canonical form (another bucket) counts for nobody.
   const forged = `refs/keystone-rollout/canary/${bucketOf('forged') === '0' ? '1' : '0'}/forged/${tip}-success`;
@@ -154,21 +183,80 @@ describe('keystonectl fleet status with a [rollout]', () => {
     const r = await local(['--json']);
     expect(r.code).toBe(0);
     const j = JSON.parse(r.stdout);
-    expect(Object.keys(j)).toEqual(['commit', 'ref', 'fleetFile', 'silentAfter', 'silentSince', 'silenceCounts', 'targets', 'devices', 'agentVersions', 'rollout']);
+    expect(Object.keys(j)).toEqual([
+      'commit',
+      'ref',
+      'fleetFile',
+      'silentAfter',
+      'silentSince',
+      'silenceCounts',
+      'targets',
+      'devices',
+      'agentVersions',
+      'rollout',
+    ]);
     expect(j.rollout).toEqual({
       commit: repo.tip,
       waves: [
-        { name: 'canary', named: { devices: ['c-1', 'c-2', 'c-3'] }, devices: 3, success: 2, failed: 0, applying: 1, held: 0, firstSuccessAt: new Date(T0).toISOString(), bakeLeftMs: 4 * min, state: 'baking' },
-        { name: 'early', percent: 50, devices: 3, success: 0, failed: 0, applying: 0, held: 2, waitingFor: 'canary', state: 'waiting' },
-        { name: 'everyone', percent: 100, devices: 1, success: 0, failed: 0, applying: 0, held: 1, waitingFor: 'early', state: 'waiting' },
+        {
+          name: 'canary',
+          named: { devices: ['c-1', 'c-2', 'c-3'] },
+          devices: 3,
+          success: 2,
+          failed: 0,
+          applying: 1,
+          held: 0,
+          firstSuccessAt: new Date(T0).toISOString(),
+          bakeLeftMs: 4 * min,
+          state: 'baking',
+        },
+        {
+          name: 'early',
+          percent: 50,
+          devices: 3,
+          success: 0,
+          failed: 0,
+          applying: 0,
+          held: 2,
+          waitingFor: 'canary',
+          state: 'waiting',
+        },
+        {
+          name: 'everyone',
+          percent: 100,
+          devices: 1,
+          success: 0,
+          failed: 0,
+          applying: 0,
+          held: 1,
+          waitingFor: 'early',
+          state: 'waiting',
+        },
       ],
       bake: '10m0s',
       minSuccess: 2,
       abortFailurePercent: 34,
       requireEnrolled: false,
     });
-    expect(Object.fromEntries(j.devices.map((d: { device: string; wave: string }) => [d.device, d.wave]))).toEqual({ 'c-1': 'canary', 'c-2': 'canary', 'c-3': 'canary', 'e-1': 'early', 'e-2': 'early', 'e-4': 'early', 'x-1': 'everyone' });
-    expect(j.devices[0]).toEqual({ device: 'c-1', target: 'all', wave: 'canary', state: 'success', commit: repo.tip, relation: null, at: new Date(T0).toISOString(), description: 'applied: 1 component running' });
+    expect(Object.fromEntries(j.devices.map((d: { device: string; wave: string }) => [d.device, d.wave]))).toEqual({
+      'c-1': 'canary',
+      'c-2': 'canary',
+      'c-3': 'canary',
+      'e-1': 'early',
+      'e-2': 'early',
+      'e-4': 'early',
+      'x-1': 'everyone',
+    });
+    expect(j.devices[0]).toEqual({
+      device: 'c-1',
+      target: 'all',
+      wave: 'canary',
+      state: 'success',
+      commit: repo.tip,
+      relation: null,
+      at: new Date(T0).toISOString(),
+      description: 'applied: 1 component running',
+    });
 
     const halted = JSON.parse((await local(['--json', '--commit', repo.bad])).stdout);
     expect(halted.rollout.halted).toEqual({ wave: 'canary', failed: 2, of: 3 });
@@ -202,7 +290,11 @@ describe('keystonectl fleet status with a [rollout]', () => {
     const code = join(root, 'code-only.git');
     await git(root, ['clone', '--quiet', '--bare', repo.dir, code]);
     expect(await git(code, ['for-each-ref', 'refs/keystone-rollout', 'refs/notes'])).toBe('');
-    const viaLocal = await runCtl(['fleet', 'status', '--repo', code, '--ref', 'main', '--reports', repo.dir, '--json'], '/', at(NOW));
+    const viaLocal = await runCtl(
+      ['fleet', 'status', '--repo', code, '--ref', 'main', '--reports', repo.dir, '--json'],
+      '/',
+      at(NOW),
+    );
     expect(viaLocal.code, viaLocal.stderr).toBe(0);
     expect(JSON.parse(viaLocal.stdout)).toMatchObject({ rollout: expected.rollout, devices: expected.devices });
 
@@ -210,29 +302,77 @@ describe('keystonectl fleet status with a [rollout]', () => {
     server.createRepository('reports');
     const auth = ['-c', `http.extraHeader=Authorization: Bearer ${TOKEN}`];
     await git(repo.dir, [...auth, 'push', '--quiet', server.url('code'), 'main']);
-    await git(repo.dir, [...auth, 'push', '--quiet', server.url('reports'), 'refs/notes/*:refs/notes/*', 'refs/keystone-rollout/*:refs/keystone-rollout/*']);
+    await git(repo.dir, [
+      ...auth,
+      'push',
+      '--quiet',
+      server.url('reports'),
+      'refs/notes/*:refs/notes/*',
+      'refs/keystone-rollout/*:refs/keystone-rollout/*',
+    ]);
     const before = server.requests.length;
-    const viaRemote = await runCtl(['fleet', 'status', '--repo', server.url('code'), '--reports', server.url('reports'), '--depth', '5', '--cache-dir', mkdtempSync(join(root, 'cache-')), '--json'], '/', {
-      ...at(NOW),
-      env: { KEYSTONE_GIT_TOKEN: TOKEN },
-    });
+    const viaRemote = await runCtl(
+      [
+        'fleet',
+        'status',
+        '--repo',
+        server.url('code'),
+        '--reports',
+        server.url('reports'),
+        '--depth',
+        '5',
+        '--cache-dir',
+        mkdtempSync(join(root, 'cache-')),
+        '--json',
+      ],
+      '/',
+      {
+        ...at(NOW),
+        env: { KEYSTONE_GIT_TOKEN: TOKEN },
+      },
+    );
     expect(viaRemote.code, viaRemote.stderr).toBe(0);
     expect(JSON.parse(viaRemote.stdout)).toMatchObject({ rollout: expected.rollout, devices: expected.devices });
     // Still one fetch from each repository: the rollout refs came with the notes.
     const served = server.requests.slice(before);
-    expect(served.filter((q) => q.path.endsWith('/info/refs')).map((q) => q.path.split('/')[1])).toEqual(['code.git', 'reports.git']);
+    expect(served.filter((q) => q.path.endsWith('/info/refs')).map((q) => q.path.split('/')[1])).toEqual([
+      'code.git',
+      'reports.git',
+    ]);
   });
 
   it('the remote followed repository itself: its rollout refs, and a ref deleted there is gone from the cache', async () => {
     server.createRepository('fleet');
     const url = server.url('fleet');
     const auth = ['-c', `http.extraHeader=Authorization: Bearer ${TOKEN}`];
-    await git(repo.dir, [...auth, 'push', '--quiet', url, 'main', 'refs/notes/*:refs/notes/*', 'refs/keystone-rollout/*:refs/keystone-rollout/*']);
+    await git(repo.dir, [
+      ...auth,
+      'push',
+      '--quiet',
+      url,
+      'main',
+      'refs/notes/*:refs/notes/*',
+      'refs/keystone-rollout/*:refs/keystone-rollout/*',
+    ]);
     const cacheDir = mkdtempSync(join(root, 'cache-'));
-    const look = async () => JSON.parse((await runCtl(['fleet', 'status', '--repo', url, '--cache-dir', cacheDir, '--json'], '/', { ...at(NOW), env: { KEYSTONE_GIT_TOKEN: TOKEN } })).stdout);
+    const look = async () =>
+      JSON.parse(
+        (
+          await runCtl(['fleet', 'status', '--repo', url, '--cache-dir', cacheDir, '--json'], '/', {
+            ...at(NOW),
+            env: { KEYSTONE_GIT_TOKEN: TOKEN },
+          })
+        ).stdout,
+      );
     expect((await look()).rollout.waves[2]).toMatchObject({ name: 'everyone', devices: 1, held: 1 });
     // x-1 moves on and deletes its ref for the tip (as a device does once it runs a newer commit).
-    await git(repo.dir, [...auth, 'push', '--quiet', url, `:${rolloutRef({ wave: 'everyone', device: 'x-1', commit: repo.tip, state: 'held' })}`]);
+    await git(repo.dir, [
+      ...auth,
+      'push',
+      '--quiet',
+      url,
+      `:${rolloutRef({ wave: 'everyone', device: 'x-1', commit: repo.tip, state: 'held' })}`,
+    ]);
     expect((await look()).rollout.waves[2]).toMatchObject({ name: 'everyone', devices: 0, held: 0 });
   });
 

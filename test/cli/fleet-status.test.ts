@@ -43,9 +43,24 @@ async function commit(dir: string, file: string, text: string, at: number): Prom
   return git(dir, ['rev-parse', 'HEAD']);
 }
 
-async function report(dir: string, device: string, c: string, state: CommitState, at: number, description: string, target?: string): Promise<void> {
+async function report(
+  dir: string,
+  device: string,
+  c: string,
+  state: CommitState,
+  at: number,
+  description: string,
+  target?: string,
+): Promise<void> {
   const r = new GitNotesReporter({ repository: dir, now: () => at });
-  await r.deliver({ commit: c, state, description, context: statusContext(device), at, ...(target && { fields: { target } }) });
+  await r.deliver({
+    commit: c,
+    state,
+    description,
+    context: statusContext(device),
+    at,
+    ...(target && { fields: { target } }),
+  });
 }
 
 /** c1 → c2 → c3, fleet.toml from c1 on, and a fleet with every case on c3. */
@@ -67,7 +82,15 @@ async function fleetRepo(root: string): Promise<Repo> {
   // Alive since the tip's reports began, but (still) on the older c2.
   await report(dir, 'edge-old', c2, 'success', T0 + 5 * min, 'applied: 1 component running', 'pi4-eu');
   // An agent from before per-device refs, on the shared ref.
-  await git(dir, ['notes', '--ref', 'refs/notes/keystone', 'add', '-m', `keystone/edge-legacy success ${new Date(T0 + 6 * min).toISOString()} applied: 3 components running`, c3]);
+  await git(dir, [
+    'notes',
+    '--ref',
+    'refs/notes/keystone',
+    'add',
+    '-m',
+    `keystone/edge-legacy success ${new Date(T0 + 6 * min).toISOString()} applied: 3 components running`,
+    c3,
+  ]);
   return { dir, commits: [c1, c2, c3] };
 }
 
@@ -81,7 +104,15 @@ beforeAll(async () => {
   server = await startGitHttpServer({ root: join(root, 'srv'), token: TOKEN });
   server.createRepository('fleet');
   url = server.url('fleet');
-  await git(repo.dir, ['-c', `http.extraHeader=Authorization: Bearer ${TOKEN}`, 'push', '--quiet', url, 'main', 'refs/notes/*:refs/notes/*']);
+  await git(repo.dir, [
+    '-c',
+    `http.extraHeader=Authorization: Bearer ${TOKEN}`,
+    'push',
+    '--quiet',
+    url,
+    'main',
+    'refs/notes/*:refs/notes/*',
+  ]);
 });
 afterAll(async () => {
   await server.stop();
@@ -89,9 +120,13 @@ afterAll(async () => {
 });
 
 const at = (ms: number) => ({ now: () => ms });
-const local = (args: string[], now = T0 + 20 * min) => runCtl(['fleet', 'status', '--repo', repo.dir, ...args], '/', at(now));
+const local = (args: string[], now = T0 + 20 * min) =>
+  runCtl(['fleet', 'status', '--repo', repo.dir, ...args], '/', at(now));
 const remote = (args: string[], now = T0 + 20 * min, cacheDir = mkdtempSync(join(root, 'cache-'))) =>
-  runCtl(['fleet', 'status', '--repo', url, '--cache-dir', cacheDir, ...args], '/', { ...at(now), env: { KEYSTONE_GIT_TOKEN: TOKEN } });
+  runCtl(['fleet', 'status', '--repo', url, '--cache-dir', cacheDir, ...args], '/', {
+    ...at(now),
+    env: { KEYSTONE_GIT_TOKEN: TOKEN },
+  });
 
 const short = (c: string) => c.slice(0, 12);
 
@@ -143,7 +178,11 @@ describe('keystonectl fleet status', () => {
     const j = JSON.parse(r.stdout);
     expect(j.silenceCounts).toBe(false);
     expect(j.devices.find((d: { device: string }) => d.device === 'edge-never').state).toBe('waiting');
-    expect(j.devices.find((d: { device: string }) => d.device === 'edge-quiet')).toMatchObject({ state: 'other-commit', relation: 'older', commit: repo.commits[0] });
+    expect(j.devices.find((d: { device: string }) => d.device === 'edge-quiet')).toMatchObject({
+      state: 'other-commit',
+      relation: 'older',
+      commit: repo.commits[0],
+    });
   });
 
   it('--json: the stable keys', async () => {
@@ -151,13 +190,61 @@ describe('keystonectl fleet status', () => {
     const r = await local(['--json', '--ref', 'main']);
     expect(r.code).toBe(0);
     const j = JSON.parse(r.stdout);
-    expect(Object.keys(j)).toEqual(['commit', 'ref', 'fleetFile', 'silentAfter', 'silentSince', 'silenceCounts', 'targets', 'devices', 'agentVersions']);
-    expect(j).toMatchObject({ commit: c3, ref: 'main', fleetFile: true, silentAfter: '10m0s', silentSince: '2026-12-01T17:01:00.000Z', silenceCounts: true });
-    expect(j.targets[0]).toEqual({ name: 'pi4-eu', plan: 'plans/edge.toml', devices: 4, success: 1, failure: 1, pending: 0, error: 0, otherCommit: 1, silent: 1, waiting: 0, forged: 0, revoked: 0, unverified: 0, members: ['edge-fail', 'edge-ok', 'edge-old', 'edge-quiet'] });
+    expect(Object.keys(j)).toEqual([
+      'commit',
+      'ref',
+      'fleetFile',
+      'silentAfter',
+      'silentSince',
+      'silenceCounts',
+      'targets',
+      'devices',
+      'agentVersions',
+    ]);
+    expect(j).toMatchObject({
+      commit: c3,
+      ref: 'main',
+      fleetFile: true,
+      silentAfter: '10m0s',
+      silentSince: '2026-12-01T17:01:00.000Z',
+      silenceCounts: true,
+    });
+    expect(j.targets[0]).toEqual({
+      name: 'pi4-eu',
+      plan: 'plans/edge.toml',
+      devices: 4,
+      success: 1,
+      failure: 1,
+      pending: 0,
+      error: 0,
+      otherCommit: 1,
+      silent: 1,
+      waiting: 0,
+      forged: 0,
+      revoked: 0,
+      unverified: 0,
+      members: ['edge-fail', 'edge-ok', 'edge-old', 'edge-quiet'],
+    });
     expect(j.targets.map((t: { name: string }) => t.name)).toEqual(['pi4-eu', 'x86-us', '(no target)']);
     const byName = Object.fromEntries(j.devices.map((d: { device: string }) => [d.device, d]));
-    expect(byName['edge-old']).toEqual({ device: 'edge-old', target: 'pi4-eu', state: 'other-commit', commit: c2, relation: 'older', at: '2026-12-01T17:05:00.000Z', description: 'applied: 1 component running' });
-    expect(byName['edge-never']).toEqual({ device: 'edge-never', target: 'x86-us', state: 'silent', commit: null, relation: null, at: null, description: '' });
+    expect(byName['edge-old']).toEqual({
+      device: 'edge-old',
+      target: 'pi4-eu',
+      state: 'other-commit',
+      commit: c2,
+      relation: 'older',
+      at: '2026-12-01T17:05:00.000Z',
+      description: 'applied: 1 component running',
+    });
+    expect(byName['edge-never']).toEqual({
+      device: 'edge-never',
+      target: 'x86-us',
+      state: 'silent',
+      commit: null,
+      relation: null,
+      at: null,
+      description: '',
+    });
     expect(byName['edge-quiet']).toMatchObject({ state: 'silent', commit: c1, relation: 'older' });
     expect(byName['edge-legacy']).toMatchObject({ target: '(no target)', state: 'success', commit: c3 });
     expect(byName['edge-rej']).toMatchObject({ target: '(no target)', state: 'error', commit: c3 });
@@ -179,7 +266,12 @@ describe('keystonectl fleet status', () => {
     await git(repo.dir, ['worktree', 'add', '--quiet', '--detach', linked, repo.commits[1]!]);
     const r = await runCtl(['fleet', 'status', '--repo', linked, '--json'], '/', at(T0 + 20 * min));
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe((await local(['--json', '--commit', repo.commits[1]!])).stdout.replace(`"ref": "${repo.commits[1]}"`, '"ref": "HEAD"'));
+    expect(r.stdout).toBe(
+      (await local(['--json', '--commit', repo.commits[1]!])).stdout.replace(
+        `"ref": "${repo.commits[1]}"`,
+        '"ref": "HEAD"',
+      ),
+    );
     expect(JSON.parse(r.stdout).commit).toBe(repo.commits[1]);
     expect((await runCtl(['fleet', 'status', '--repo', linked, '--commit', 'nope'], '/')).code).toBe(2);
   });
@@ -190,8 +282,12 @@ describe('keystonectl fleet status', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`### Keystone fleet status: \`${short(c3)}\` (\`HEAD\`)`);
     expect(r.stdout).toContain('| pi4-eu | `plans/edge.toml` | 4 | 1 | 1 | 0 | 0 | 1 | 1 | 0 |');
-    expect(r.stdout).toContain('#### x86-us (`plans/x86.toml`)\n\n| device | state | time | description |\n| --- | --- | --- | --- |\n| `edge-never` | silent | - |  |\n| `edge-pend` | pending | 2026-12-01 17:03:00Z | applying: start web |');
-    expect(r.stdout).toContain(`| \`edge-old\` | on ${short(c2)} (older) | 2026-12-01 17:05:00Z | applied: 1 component running |`);
+    expect(r.stdout).toContain(
+      '#### x86-us (`plans/x86.toml`)\n\n| device | state | time | description |\n| --- | --- | --- | --- |\n| `edge-never` | silent | - |  |\n| `edge-pend` | pending | 2026-12-01 17:03:00Z | applying: start web |',
+    );
+    expect(r.stdout).toContain(
+      `| \`edge-old\` | on ${short(c2)} (older) | 2026-12-01 17:05:00Z | applied: 1 component running |`,
+    );
     expect(r.stdout).toContain('#### (no target)');
   });
 
@@ -201,7 +297,11 @@ describe('keystonectl fleet status', () => {
     const code = join(root, 'code-only.git');
     await git(root, ['clone', '--quiet', '--bare', repo.dir, code]);
     expect(await git(code, ['for-each-ref', 'refs/notes'])).toBe('');
-    const viaLocal = await runCtl(['fleet', 'status', '--repo', code, '--ref', 'main', '--reports', repo.dir, '--json'], '/', at(T0 + 20 * min));
+    const viaLocal = await runCtl(
+      ['fleet', 'status', '--repo', code, '--ref', 'main', '--reports', repo.dir, '--json'],
+      '/',
+      at(T0 + 20 * min),
+    );
     expect(viaLocal.code, viaLocal.stderr).toBe(0);
     const localView = JSON.parse(viaLocal.stdout) as typeof expected;
     expect([localView.targets, localView.devices]).toEqual([expected.targets, expected.devices]);
@@ -212,21 +312,43 @@ describe('keystonectl fleet status', () => {
     await git(repo.dir, [...auth, 'push', '--quiet', server.url('code'), 'main']);
     await git(repo.dir, [...auth, 'push', '--quiet', server.url('reports'), 'refs/notes/*:refs/notes/*']);
     const before = server.requests.length;
-    const viaRemote = await runCtl(['fleet', 'status', '--repo', server.url('code'), '--reports', server.url('reports'), '--depth', '5', '--cache-dir', mkdtempSync(join(root, 'cache-')), '--json'], '/', {
-      ...at(T0 + 20 * min),
-      env: { KEYSTONE_GIT_TOKEN: TOKEN },
-    });
+    const viaRemote = await runCtl(
+      [
+        'fleet',
+        'status',
+        '--repo',
+        server.url('code'),
+        '--reports',
+        server.url('reports'),
+        '--depth',
+        '5',
+        '--cache-dir',
+        mkdtempSync(join(root, 'cache-')),
+        '--json',
+      ],
+      '/',
+      {
+        ...at(T0 + 20 * min),
+        env: { KEYSTONE_GIT_TOKEN: TOKEN },
+      },
+    );
     expect(viaRemote.code, viaRemote.stderr).toBe(0);
     const remoteView = JSON.parse(viaRemote.stdout) as typeof expected;
     expect([remoteView.targets, remoteView.devices]).toEqual([expected.targets, expected.devices]);
     // One fetch from each repository, whatever the fleet's size.
     const served = server.requests.slice(before);
-    expect(served.filter((r) => r.path.endsWith('/info/refs')).map((r) => r.path.split('/')[1])).toEqual(['code.git', 'reports.git']);
+    expect(served.filter((r) => r.path.endsWith('/info/refs')).map((r) => r.path.split('/')[1])).toEqual([
+      'code.git',
+      'reports.git',
+    ]);
   });
 
   it('exit 2 for a URL with credentials in it (--repo, --reports), which never reaches git', async () => {
     const before = server.requests.length;
-    for (const args of [['--repo', url.replace('http://', 'http://ops:s3cret@')], ['--repo', repo.dir, '--reports', `${url}?token=s3cret`]]) {
+    for (const args of [
+      ['--repo', url.replace('http://', 'http://ops:s3cret@')],
+      ['--repo', repo.dir, '--reports', `${url}?token=s3cret`],
+    ]) {
       const r = await runCtl(['fleet', 'status', ...args], '/', at(T0));
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr).not.toContain('s3cret');
@@ -252,13 +374,32 @@ describe('keystonectl fleet status', () => {
     await report(dir, 'edge-a', bare, 'success', T0, 'applied: 1 component running');
     const none = await runCtl(['fleet', 'status', '--repo', dir, '--json'], '/', at(T0));
     expect(none.code).toBe(0);
-    expect(JSON.parse(none.stdout)).toMatchObject({ fleetFile: false, targets: [{ name: '(no fleet.toml)', devices: 1, success: 1 }] });
-    const broken = await commit(dir, 'fleet.toml', '[[targets]]\nname = "a"\nplan = "plans/a.toml"\nselector = {}\ncolour = "red"\n', T0);
-    await report(dir, 'edge-a', broken, 'error', T0 + 1000, 'rejected: invalid: 1 error(s), first: fleet.toml:5: colour: unknown key "colour"');
+    expect(JSON.parse(none.stdout)).toMatchObject({
+      fleetFile: false,
+      targets: [{ name: '(no fleet.toml)', devices: 1, success: 1 }],
+    });
+    const broken = await commit(
+      dir,
+      'fleet.toml',
+      '[[targets]]\nname = "a"\nplan = "plans/a.toml"\nselector = {}\ncolour = "red"\n',
+      T0,
+    );
+    await report(
+      dir,
+      'edge-a',
+      broken,
+      'error',
+      T0 + 1000,
+      'rejected: invalid: 1 error(s), first: fleet.toml:5: colour: unknown key "colour"',
+    );
     const r = await runCtl(['fleet', 'status', '--repo', dir, '--json'], '/', at(T0 + 2000));
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/fleet\.toml:5: .*colour.*\[KS_/);
-    const view = JSON.parse(r.stdout) as { fleetFile: boolean; fleetFileErrors: unknown[]; targets: Array<{ name: string; error: number; members: string[] }> };
+    const view = JSON.parse(r.stdout) as {
+      fleetFile: boolean;
+      fleetFileErrors: unknown[];
+      targets: Array<{ name: string; error: number; members: string[] }>;
+    };
     expect(view.fleetFileErrors).toHaveLength(1);
     expect(view.targets.find((t) => t.members.includes('edge-a'))).toMatchObject({ error: 1 });
   });
@@ -273,16 +414,57 @@ describe('a notes ref written by hand', () => {
     const a = await commit(dir, 'plans/x86.toml', '# a\n', T0 - 30 * min);
     const b = await commit(dir, 'plans/x86.toml', '# b\n', T0 - 20 * min);
     const ref = 'refs/notes/keystone-devices/edge-hand';
-    await git(dir, ['notes', '--ref', ref, 'add', '-m', `keystone/edge-hand failure ${new Date(T0 - 25 * min).toISOString()} target=x86-us failed: web (exited 2)`, a]);
-    await git(dir, ['notes', '--ref', ref, 'add', '-m', `keystone/edge-hand success ${new Date(T0 - 28 * min).toISOString()} target=x86-us applied`, b]);
-    await git(dir, ['notes', '--ref', ref, 'add', '-f', '-m', `keystone/edge-hand success ${new Date(T0 - 29 * min).toISOString()} target=x86-us applied`, b]);
+    await git(dir, [
+      'notes',
+      '--ref',
+      ref,
+      'add',
+      '-m',
+      `keystone/edge-hand failure ${new Date(T0 - 25 * min).toISOString()} target=x86-us failed: web (exited 2)`,
+      a,
+    ]);
+    await git(dir, [
+      'notes',
+      '--ref',
+      ref,
+      'add',
+      '-m',
+      `keystone/edge-hand success ${new Date(T0 - 28 * min).toISOString()} target=x86-us applied`,
+      b,
+    ]);
+    await git(dir, [
+      'notes',
+      '--ref',
+      ref,
+      'add',
+      '-f',
+      '-m',
+      `keystone/edge-hand success ${new Date(T0 - 29 * min).toISOString()} target=x86-us applied`,
+      b,
+    ]);
     await git(dir, ['notes', '--ref', ref, 'remove', b]);
     // Five minutes after b was committed, nobody reported on it: nobody is silent yet.
     const r = await runCtl(['fleet', 'status', '--repo', dir, '--json'], '/', at(T0 - 15 * min));
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout).devices).toEqual([
-      { device: 'edge-hand', target: 'x86-us', state: 'other-commit', commit: a, relation: 'older', at: new Date(T0 - 25 * min).toISOString(), description: 'failed: web (exited 2)' },
-      { device: 'edge-never', target: 'x86-us', state: 'waiting', commit: null, relation: null, at: null, description: '' },
+      {
+        device: 'edge-hand',
+        target: 'x86-us',
+        state: 'other-commit',
+        commit: a,
+        relation: 'older',
+        at: new Date(T0 - 25 * min).toISOString(),
+        description: 'failed: web (exited 2)',
+      },
+      {
+        device: 'edge-never',
+        target: 'x86-us',
+        state: 'waiting',
+        commit: null,
+        relation: null,
+        at: null,
+        description: '',
+      },
     ]);
   });
 });
@@ -317,8 +499,16 @@ describe('keystonectl fleet status over smart HTTP', () => {
     const c3 = repo.commits[2]!;
     const extra = join(root, 'extra');
     await git(root, ['clone', '--quiet', '--bare', repo.dir, extra]);
-    for (let i = 0; i < 12; i++) await report(extra, `edge-x${i}`, c3, 'success', T0 + 7 * min, 'applied: 1 component running', 'x86-us');
-    await git(extra, ['-c', `http.extraHeader=Authorization: Bearer ${TOKEN}`, 'push', '--quiet', url, 'refs/notes/*:refs/notes/*']);
+    for (let i = 0; i < 12; i++)
+      await report(extra, `edge-x${i}`, c3, 'success', T0 + 7 * min, 'applied: 1 component running', 'x86-us');
+    await git(extra, [
+      '-c',
+      `http.extraHeader=Authorization: Bearer ${TOKEN}`,
+      'push',
+      '--quiet',
+      url,
+      'refs/notes/*:refs/notes/*',
+    ]);
     const large = server.requests.length;
     const r = await remote(['--json']);
     expect(r.code).toBe(0);
@@ -336,16 +526,34 @@ describe('keystonectl fleet status over smart HTTP', () => {
     // A new report reaches the server; the next look fetches into the same cache and sees it.
     const c3 = repo.commits[2]!;
     const more = join(root, 'more');
-    await git(root, ['clone', '--quiet', '--mirror', url, more], { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: `Authorization: Bearer ${TOKEN}` });
+    await git(root, ['clone', '--quiet', '--mirror', url, more], {
+      GIT_CONFIG_COUNT: '1',
+      GIT_CONFIG_KEY_0: 'http.extraHeader',
+      GIT_CONFIG_VALUE_0: `Authorization: Bearer ${TOKEN}`,
+    });
     await report(more, 'edge-quiet', c3, 'success', T0 + 8 * min, 'applied: 1 component running', 'pi4-eu');
-    await git(more, ['-c', `http.extraHeader=Authorization: Bearer ${TOKEN}`, 'push', '--quiet', url, 'refs/notes/keystone-devices/edge-quiet']);
+    await git(more, [
+      '-c',
+      `http.extraHeader=Authorization: Bearer ${TOKEN}`,
+      'push',
+      '--quiet',
+      url,
+      'refs/notes/keystone-devices/edge-quiet',
+    ]);
     const again = await runCtl(['fleet', 'status', '--repo', url, '--json'], '/', { ...at(T0 + 20 * min), env });
-    expect(JSON.parse(again.stdout).devices.find((d: { device: string }) => d.device === 'edge-quiet')).toMatchObject({ state: 'success', commit: c3 });
+    expect(JSON.parse(again.stdout).devices.find((d: { device: string }) => d.device === 'edge-quiet')).toMatchObject({
+      state: 'success',
+      commit: c3,
+    });
     expect((await git(cache, ['config', '--list'])) + (await git(cache, ['for-each-ref']))).not.toContain(TOKEN);
   });
 
   it('exit 1 when the remote cannot be read, 2 for a branch it does not have', async () => {
-    const noToken = await runCtl(['fleet', 'status', '--repo', url, '--cache-dir', mkdtempSync(join(root, 'cache-'))], '/', at(T0));
+    const noToken = await runCtl(
+      ['fleet', 'status', '--repo', url, '--cache-dir', mkdtempSync(join(root, 'cache-'))],
+      '/',
+      at(T0),
+    );
     expect(noToken.code).toBe(1);
     expect(noToken.stderr).toContain('KS_FLEET_FETCH_FAILED');
     const noBranch = await remote(['--ref', 'no-such-branch']);
@@ -364,6 +572,9 @@ describe('keystonectl fleet status over smart HTTP', () => {
     expect(r.code).toBe(0);
     const j = JSON.parse(r.stdout);
     expect(j.commit).toBe(c1);
-    expect(j.devices.find((d: { device: string }) => d.device === 'edge-quiet')).toMatchObject({ state: 'success', commit: c1 });
+    expect(j.devices.find((d: { device: string }) => d.device === 'edge-quiet')).toMatchObject({
+      state: 'success',
+      commit: c1,
+    });
   });
 });

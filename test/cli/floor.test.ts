@@ -30,7 +30,13 @@ afterEach(() => {
 async function keystone(args: string[], now = Date.now()): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
-  const io: CliIo = { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) }, cwd: '/', env: {}, now: () => now };
+  const io: CliIo = {
+    stdout: { write: (s: string) => (stdout += s) },
+    stderr: { write: (s: string) => (stderr += s) },
+    cwd: '/',
+    env: {},
+    now: () => now,
+  };
   const code = await main(args, io, { once: () => {} });
   return { code, stdout, stderr };
 }
@@ -38,7 +44,14 @@ async function keystone(args: string[], now = Date.now()): Promise<{ code: numbe
 /** The state of a device whose agent applied a revision signed at `signedAt`. */
 function applied(signedAt: number): void {
   const s = openStateStore(stateDir);
-  s.setAppliedRevision({ id: 'dir:poisoned', source: 'dir', planFile: 'plans/edge.toml', signedAt, unsigned: false, appliedAt: Date.now() });
+  s.setAppliedRevision({
+    id: 'dir:poisoned',
+    source: 'dir',
+    planFile: 'plans/edge.toml',
+    signedAt,
+    unsigned: false,
+    appliedAt: Date.now(),
+  });
   s.close();
 }
 const floor = () => {
@@ -49,13 +62,18 @@ const floor = () => {
     s.close();
   }
 };
-const repoSignedAt = () => Number(/timestamp:(\d+)/.exec(readFileSync(join(repo.dir, 'SHA256SUMS.minisig'), 'utf8'))![1]);
+const repoSignedAt = () =>
+  Number(/timestamp:(\d+)/.exec(readFileSync(join(repo.dir, 'SHA256SUMS.minisig'), 'utf8'))![1]);
 
 /** What the agent does with the revision: verify it against the store's floor. */
 async function agentVerify(): Promise<unknown> {
   const keyring = buildKeyring([{ source: 'test.pub', text: readFileSync(repo.trust[1]!, 'utf8') }]);
   const notBefore = floor();
-  return verifyRevision(new DirectoryReader(repo.dir), { keyring, now: Math.floor(Date.now() / 1000), ...(notBefore !== undefined && { notBefore }) }).catch((e: unknown) => e);
+  return verifyRevision(new DirectoryReader(repo.dir), {
+    keyring,
+    now: Math.floor(Date.now() / 1000),
+    ...(notBefore !== undefined && { notBefore }),
+  }).catch((e: unknown) => e);
 }
 
 describe('keystone floor', () => {
@@ -82,7 +100,12 @@ describe('keystone floor', () => {
     const now = Date.now();
     const r = await keystone(['floor', '--state-dir', stateDir, '--reset', '--json'], now);
     expect(r.code, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ lowered: true, previousFloor: YEAR_2100, floor: Math.floor(now / 1000), inFuture: false });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      lowered: true,
+      previousFloor: YEAR_2100,
+      floor: Math.floor(now / 1000),
+      inFuture: false,
+    });
     // The example repository was signed a day ago: still older than the floor.
     expect(((await agentVerify()) as TrustError).code).toBe('KS_SIGNATURE_REPLAYED');
   });

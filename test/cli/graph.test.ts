@@ -11,7 +11,8 @@ beforeEach(async () => {
 });
 afterEach(() => repo.cleanup());
 
-const graph = (...args: string[]) => runCtl(['graph', 'plans/edge.toml', '--repo', repo.dir, ...repo.trust, ...args], '/');
+const graph = (...args: string[]) =>
+  runCtl(['graph', 'plans/edge.toml', '--repo', repo.dir, ...repo.trust, ...args], '/');
 
 describe('keystonectl graph', () => {
   it('text: layers, orders and typed edges', async () => {
@@ -40,7 +41,13 @@ describe('keystonectl graph', () => {
       expect(out.startOrder).toEqual(['influxdb', 'api', 'telemetry', 'web']);
       expect(out.stopOrder).toEqual(['web', 'telemetry', 'api', 'influxdb']);
       const web = out.components.find((c: { name: string }) => c.name === 'web');
-      expect(web).toMatchObject({ id: 'com.acme.web', version: '1.27.0', type: 'container', layer: 2, dependencies: [{ component: 'api', type: 'hard' }] });
+      expect(web).toMatchObject({
+        id: 'com.acme.web',
+        version: '1.27.0',
+        type: 'container',
+        layer: 2,
+        dependencies: [{ component: 'api', type: 'hard' }],
+      });
       expect(web.hash).toMatch(/^v1:[0-9a-f]{64}$/);
     }
   });
@@ -64,7 +71,9 @@ describe('keystonectl graph', () => {
   it('without PLAN it takes the only plan, and names the choices when there are several', async () => {
     const several = await runCtl(['graph', '--repo', repo.dir, ...repo.trust], '/');
     expect(several.code).toBe(2);
-    expect(several.stderr).toContain('choose one of: plans/edge-gateway.toml, plans/edge-processes.toml, plans/edge.toml');
+    expect(several.stderr).toContain(
+      'choose one of: plans/edge-gateway.toml, plans/edge-processes.toml, plans/edge.toml',
+    );
     rmSync(join(repo.dir, 'plans/edge-processes.toml'));
     rmSync(join(repo.dir, 'plans/edge-gateway.toml'));
     await repo.sign();

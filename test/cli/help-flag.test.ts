@@ -19,7 +19,12 @@ async function runIn(main: Main, argv: string[]): Promise<{ code: number; stdout
   let stdout = '';
   let stderr = '';
   // An empty environment and a directory with nothing in it: help reads no configuration, state or repository.
-  const code = await main(argv, { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) }, cwd: '/nonexistent', env: {} });
+  const code = await main(argv, {
+    stdout: { write: (s: string) => (stdout += s) },
+    stderr: { write: (s: string) => (stderr += s) },
+    cwd: '/nonexistent',
+    env: {},
+  });
   return { code, stdout, stderr };
 }
 
@@ -29,7 +34,8 @@ async function runIn(main: Main, argv: string[]): Promise<{ code: number; stdout
  */
 function invocations(program: string, name: string, usage: string): string[][] {
   const subs = new Set<string>();
-  for (const m of usage.matchAll(new RegExp(`(?:^|\\s)${program} ${name} ([a-z][a-z-]*)(?=\\s|$)`, 'g'))) subs.add(m[1]!);
+  for (const m of usage.matchAll(new RegExp(`(?:^|\\s)${program} ${name} ([a-z][a-z-]*)(?=\\s|$)`, 'g')))
+    subs.add(m[1]!);
   return subs.size ? [...subs].map((s) => [name, s]) : [[name]];
 }
 
@@ -39,7 +45,9 @@ const ctlCases = await Promise.all(
     return invocations('keystonectl', name, usage).map((words) => ({ words, usage }));
   }),
 ).then((l) => l.flat());
-const agentCases = await Promise.all(KEYSTONE_COMMANDS.map(async (name) => ({ words: [name], usage: await usageOf(name) })));
+const agentCases = await Promise.all(
+  KEYSTONE_COMMANDS.map(async (name) => ({ words: [name], usage: await usageOf(name) })),
+);
 
 describe('asksForHelp', () => {
   it('is --help or -h as an argument of its own, before any -- separator', () => {
@@ -55,19 +63,22 @@ describe('asksForHelp', () => {
 describe('keystonectl <command> --help', () => {
   it('covers subcommands: fleet status and every secret subcommand are among the cases', () => {
     const shown = ctlCases.map((c) => c.words.join(' '));
-    expect(shown).toEqual(expect.arrayContaining(['fleet status', 'secret set', 'secret ls', 'status', 'start', 'stop']));
+    expect(shown).toEqual(
+      expect.arrayContaining(['fleet status', 'secret set', 'secret ls', 'status', 'start', 'stop']),
+    );
     expect(shown.length).toBeGreaterThanOrEqual(Object.keys(KEYSTONECTL_COMMANDS).length);
   });
 
-  it.each(ctlCases.flatMap((c) => ['--help', '-h'].map((flag) => ({ ...c, argv: [...c.words, flag], shown: `${c.words.join(' ')} ${flag}` }))))(
-    'keystonectl $shown: its usage on stdout, exit 0, nothing on stderr',
-    async ({ argv, usage }) => {
-      const r = await runIn(keystonectl, argv);
-      expect(r.stderr).toBe('');
-      expect(r.code).toBe(0);
-      expect(r.stdout).toContain(usage);
-    },
-  );
+  it.each(
+    ctlCases.flatMap((c) =>
+      ['--help', '-h'].map((flag) => ({ ...c, argv: [...c.words, flag], shown: `${c.words.join(' ')} ${flag}` })),
+    ),
+  )('keystonectl $shown: its usage on stdout, exit 0, nothing on stderr', async ({ argv, usage }) => {
+    const r = await runIn(keystonectl, argv);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(usage);
+  });
 
   it('after other arguments too; after -- it is an argument like any other (here a component name, refused)', async () => {
     const late = await runIn(keystonectl, ['restart', 'web', '--wait', 'started', '--help']);
@@ -84,7 +95,11 @@ describe('keystone <command> --help', () => {
   const signals = new EventEmitter();
   const run: Main = (argv, io) => keystone(argv, io, signals);
 
-  it.each(agentCases.flatMap((c) => ['--help', '-h'].map((flag) => ({ ...c, argv: [...c.words, flag], shown: `${c.words.join(' ')} ${flag}` }))))(
+  it.each(
+    agentCases.flatMap((c) =>
+      ['--help', '-h'].map((flag) => ({ ...c, argv: [...c.words, flag], shown: `${c.words.join(' ')} ${flag}` })),
+    ),
+  )(
     'keystone $shown: its usage on stdout, exit 0, nothing on stderr (and nothing started)',
     async ({ argv, usage }) => {
       const r = await runIn(run, argv);
@@ -103,7 +118,10 @@ describe('the installed programs (bin/, from dist/)', () => {
     ['keystone.js', 'agent'],
     ['keystone.js', 'doctor'],
   ])('%s %s … --help exits 0 with the usage on stdout', async (bin, ...words) => {
-    const { stdout, stderr } = await exec(process.execPath, [join(PROJECT_ROOT, 'bin', bin), ...words, '--help'], { cwd: PROJECT_ROOT, timeout: 30_000 });
+    const { stdout, stderr } = await exec(process.execPath, [join(PROJECT_ROOT, 'bin', bin), ...words, '--help'], {
+      cwd: PROJECT_ROOT,
+      timeout: 30_000,
+    });
     expect(stderr).toBe('');
     expect(stdout).toContain(`${bin.replace('.js', '')} ${words.join(' ')} [`);
   });

@@ -42,7 +42,12 @@ describe('keystone identity', () => {
     const printed = JSON.parse(first.stdout) as Record<string, string>;
     expect(Object.keys(printed)).toEqual(['device', 'reportKey', 'reportKeyId', 'ageRecipient']);
     const id = (await readDevicePublicIdentity(stateDir))!;
-    expect(printed).toEqual({ device: 'gw-1', reportKey: id.reportKey, reportKeyId: id.reportKeyId, ageRecipient: id.ageRecipient });
+    expect(printed).toEqual({
+      device: 'gw-1',
+      reportKey: id.reportKey,
+      reportKeyId: id.reportKeyId,
+      ageRecipient: id.ageRecipient,
+    });
     expect(printed.reportKey).toBe(readFileSync(identityPaths(stateDir).reportPub, 'utf8').split('\n')[1]);
     expect(first.stdout).not.toMatch(/SECRET/i);
 
@@ -57,7 +62,11 @@ describe('keystone identity', () => {
   it('the text form, and the name and state directory taken from the agent configuration file', () => {
     const stateDir = freshState();
     const config = join(root, 'agent.toml');
-    writeFileSync(config, `dir = ${JSON.stringify(root)}\nallow-unsigned = true\ndevice = "edge-7"\nstate-dir = ${JSON.stringify(stateDir)}\n`, { mode: 0o600 });
+    writeFileSync(
+      config,
+      `dir = ${JSON.stringify(root)}\nallow-unsigned = true\ndevice = "edge-7"\nstate-dir = ${JSON.stringify(stateDir)}\n`,
+      { mode: 0o600 },
+    );
     const r = keystone(['identity', '--config', config]);
     expect(r.code, r.stderr).toBe(0);
     const lines = r.stdout.split('\n');
@@ -66,7 +75,10 @@ describe('keystone identity', () => {
     expect(lines[2]).toMatch(/^age recipient {2}age1[0-9a-z]{58}$/);
     expect(r.stdout).toContain('keystonectl enroll --key ENROLL.key --identity edge-7.identity.json');
     // A flag still wins over the file.
-    const json = JSON.parse(keystone(['identity', '--config', config, '--device', 'edge-8', '--json']).stdout) as { device: string; ageRecipient: string };
+    const json = JSON.parse(keystone(['identity', '--config', config, '--device', 'edge-8', '--json']).stdout) as {
+      device: string;
+      ageRecipient: string;
+    };
     expect(json.device).toBe('edge-8');
     expect(lines[2]).toContain(json.ageRecipient);
   });
@@ -103,9 +115,16 @@ describe("the agent's --enrollment-key and --certificate", () => {
     writeFileSync(join(root, 'enroll.pub'), formatPublicKey(key));
     writeFileSync(join(root, 'gw-1.cert'), 'a certificate\n');
     const { values, settings } = settingsOf(['--enrollment-key', 'enroll.pub', '--certificate', 'gw-1.cert']);
-    expect(settings.enrollment).toEqual({ enrollmentKeys: [{ file: join(root, 'enroll.pub'), key: { keyId: key.keyId, publicKey: key.publicKey } }], certificate: { file: join(root, 'gw-1.cert'), text: 'a certificate\n' } });
+    expect(settings.enrollment).toEqual({
+      enrollmentKeys: [{ file: join(root, 'enroll.pub'), key: { keyId: key.keyId, publicKey: key.publicKey } }],
+      certificate: { file: join(root, 'gw-1.cert'), text: 'a certificate\n' },
+    });
     expect(settingsOf([]).settings.enrollment).toEqual({ enrollmentKeys: [] });
-    expect(trustedFilesOf(values, io())).toContainEqual({ path: join(root, 'enroll.pub'), role: 'trusted-key', what: 'enrollment-key' });
+    expect(trustedFilesOf(values, io())).toContainEqual({
+      path: join(root, 'enroll.pub'),
+      role: 'trusted-key',
+      what: 'enrollment-key',
+    });
     // Another user could change it: refused as a trusted key is.
     chmodSync(join(root, 'enroll.pub'), 0o666);
     expect(() => checkAgentFiles(trustedFilesOf(values, io()))).toThrow(TrustedFileError);
@@ -114,9 +133,13 @@ describe("the agent's --enrollment-key and --certificate", () => {
 
   it('refuses an enrolment key that is not a key, and a certificate over 16 KiB', () => {
     writeFileSync(join(root, 'junk.pub'), 'not a key\n');
-    expect(() => settingsOf(['--enrollment-key', 'junk.pub'])).toThrow(`--enrollment-key ${join(root, 'junk.pub')} is not a minisign public key`);
+    expect(() => settingsOf(['--enrollment-key', 'junk.pub'])).toThrow(
+      `--enrollment-key ${join(root, 'junk.pub')} is not a minisign public key`,
+    );
     writeFileSync(join(root, 'big.cert'), 'x'.repeat(16 * 1024 + 1));
-    expect(() => settingsOf(['--certificate', 'big.cert'])).toThrow('is 16385 bytes, more than a certificate can be (16384)');
+    expect(() => settingsOf(['--certificate', 'big.cert'])).toThrow(
+      'is 16385 bytes, more than a certificate can be (16384)',
+    );
   });
 
   it('refuses one key as both a release key and the enrolment key', () => {
@@ -126,8 +149,12 @@ describe("the agent's --enrollment-key and --certificate", () => {
       const argv = ['--dir', root, ...args];
       return agentSettings(checkAgentFlags(argv, parseAgentOptions(argv, io()), io()), io());
     };
-    expect(() => parse(['--trusted-key', 'both.pub', '--enrollment-key', 'both.pub'])).toThrow(/--enrollment-key .*both\.pub is also a --trusted-key/);
+    expect(() => parse(['--trusted-key', 'both.pub', '--enrollment-key', 'both.pub'])).toThrow(
+      /--enrollment-key .*both\.pub is also a --trusted-key/,
+    );
     writeFileSync(join(root, 'other.pub'), formatPublicKey(generateKey((n) => new Uint8Array(n).fill(6))));
-    expect(parse(['--trusted-key', 'other.pub', '--enrollment-key', 'both.pub']).enrollment.enrollmentKeys).toHaveLength(1);
+    expect(
+      parse(['--trusted-key', 'other.pub', '--enrollment-key', 'both.pub']).enrollment.enrollmentKeys,
+    ).toHaveLength(1);
   });
 });

@@ -7,7 +7,11 @@ import { describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../support/example-repo.js';
 
 /** new_space's size in a fresh node after allocating ~100 MiB of short-lived objects, with or without the agent's setting. */
-function newSpaceMiB(apply: boolean, env: Record<string, string> = {}, nodeArgs: string[] = []): { applied: boolean; newSpaceMiB: number } {
+function newSpaceMiB(
+  apply: boolean,
+  env: Record<string, string> = {},
+  nodeArgs: string[] = [],
+): { applied: boolean; newSpaceMiB: number } {
   const url = pathToFileURL(join(PROJECT_ROOT, 'dist', 'cli', 'keystone.js')).href;
   const script = `
     import v8 from 'node:v8';
@@ -17,7 +21,10 @@ function newSpaceMiB(apply: boolean, env: Record<string, string> = {}, nodeArgs:
     for (let i = 0; i < 2e6; i++) { keep.push({ a: i, b: 'x' + i }); if (keep.length > 1000) keep = []; }
     const s = v8.getHeapSpaceStatistics().find((x) => x.space_name === 'new_space');
     console.log(JSON.stringify({ applied, newSpaceMiB: s.space_size / 1048576 }));`;
-  const r = spawnSync(process.execPath, [...nodeArgs, '--input-type=module', '-e', script], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', ...env } });
+  const r = spawnSync(process.execPath, [...nodeArgs, '--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '', ...env },
+  });
   expect(r.status, r.stderr).toBe(0);
   return JSON.parse(r.stdout.trim()) as { applied: boolean; newSpaceMiB: number };
 }

@@ -20,7 +20,8 @@ beforeEach(async () => {
 afterEach(() => repo.cleanup());
 
 const rekey = (target: string, more: string[] = []) => repo.rekey(target, more);
-const recipientOf = (target: string) => parseRecipientsFile(repo.text(`secrets/recipients/${target}.txt`), target).recipient;
+const recipientOf = (target: string) =>
+  parseRecipientsFile(repo.text(`secrets/recipients/${target}.txt`), target).recipient;
 /** `secret set`, then signed: the next command takes the key it made. */
 async function setSigned(name: string, targets: string[], value: string): Promise<void> {
   const r = await repo.set(name, targets, value);
@@ -34,19 +35,36 @@ function refused(r: { code: number; stderr: string }, code = 'KS_SECRET_OPERATOR
 
 describe('keystonectl secret rekey', () => {
   it('a new key for the current devices; every secret of the target re-encrypted, the others untouched', async () => {
-    for (const [name, targets] of [['db', ['edge']], ['both', ['edge', 'lab']], ['labonly', ['lab']]] as const) await setSigned(name, [...targets], `value of ${name}`);
-    const old = { recipient: recipientOf('edge'), db: repo.read('secrets/db.age'), both: repo.read('secrets/both.age'), labonly: repo.read('secrets/labonly.age'), key: repo.read('secrets/keys/edge.age') };
+    for (const [name, targets] of [
+      ['db', ['edge']],
+      ['both', ['edge', 'lab']],
+      ['labonly', ['lab']],
+    ] as const)
+      await setSigned(name, [...targets], `value of ${name}`);
+    const old = {
+      recipient: recipientOf('edge'),
+      db: repo.read('secrets/db.age'),
+      both: repo.read('secrets/both.age'),
+      labonly: repo.read('secrets/labonly.age'),
+      key: repo.read('secrets/keys/edge.age'),
+    };
     const oldIdentity = await repo.targetIdentity('edge');
     // A device enrolled since, and one revoked since (reviewed and signed, as the rekey takes only a signed list).
     await repo.enrol('edge-4', { site: 'berlin' });
-    repo.write('devices/revoked.toml', `${repo.text('devices/revoked.toml')}\n[[revoked]]\ndevice = "edge-2"\nreason = "sold"\n`);
+    repo.write(
+      'devices/revoked.toml',
+      `${repo.text('devices/revoked.toml')}\n[[revoked]]\ndevice = "edge-2"\nreason = "sold"\n`,
+    );
     await repo.sign();
 
     const r = await rekey('edge');
     expect(r.code, r.stderr).toBe(0);
     expect(recipientOf('edge')).not.toBe(old.recipient);
     expect(await repo.openers('secrets/keys/edge.age')).toEqual(['edge-1', 'edge-4', 'operator']);
-    expect(parseRecipientsFile(repo.text('secrets/recipients/edge.txt'), 'edge.txt')).toMatchObject({ readers: ['edge-1', 'edge-4'], operators: 1 });
+    expect(parseRecipientsFile(repo.text('secrets/recipients/edge.txt'), 'edge.txt')).toMatchObject({
+      readers: ['edge-1', 'edge-4'],
+      operators: 1,
+    });
     // Same values, new ciphertexts, for the same targets; the old key opens none of them; lab's own is untouched.
     for (const name of ['db', 'both'] as const) {
       expect(repo.read(`secrets/${name}.age`).equals(old[name])).toBe(false);
@@ -58,7 +76,9 @@ describe('keystonectl secret rekey', () => {
     expect(repo.read('secrets/labonly.age').equals(old.labonly)).toBe(true);
     // Who the key goes to, against the recipients file, first; then what was written.
     expect(r.stdout).toMatch(
-      new RegExp(`^target edge's new key \\(recipient age1\\w+\\) goes to:\\n  readers: edge-1, edge-4 \\(added: edge-4; removed: edge-2\\)\\n  operators: ${repo.operator.recipient} \\(unchanged\\)\\nrekeyed target edge`),
+      new RegExp(
+        `^target edge's new key \\(recipient age1\\w+\\) goes to:\\n  readers: edge-1, edge-4 \\(added: edge-4; removed: edge-2\\)\\n  operators: ${repo.operator.recipient} \\(unchanged\\)\\nrekeyed target edge`,
+      ),
     );
     expect(r.stdout).toContain(`rekeyed target edge: recipient ${recipientOf('edge')} (was ${old.recipient})`);
     expect(r.stdout).toContain('re-encrypted 2 secrets: both (also for lab), db');
@@ -71,45 +91,119 @@ describe('keystonectl secret rekey', () => {
     const revoked = repo.device('edge-2').identity;
     expect(await decryptWith([revoked], repo.read('secrets/keys/edge.age'))).toBeUndefined();
     const keyItHad = (await decryptWith([revoked], old.key))!;
-    const itsOldKey = new TextDecoder().decode(keyItHad).split('\n').find((l) => l.startsWith('AGE-SECRET-KEY-1'))!;
+    const itsOldKey = new TextDecoder()
+      .decode(keyItHad)
+      .split('\n')
+      .find((l) => l.startsWith('AGE-SECRET-KEY-1'))!;
     expect(itsOldKey).toBe(oldIdentity);
     expect(await decryptWith([itsOldKey], repo.read('secrets/after.age'))).toBeUndefined();
     expect(await decryptWith([itsOldKey], repo.read('secrets/db.age'))).toBeUndefined();
   });
 
   it('--json; a target without a key gets one, with no identity needed', async () => {
-    const r = await repo.ctl(['secret', 'rekey', '--target', 'lab', '--enrollment-key', repo.enrollPub, '--json', ...repo.trustArgs]);
+    const r = await repo.ctl([
+      'secret',
+      'rekey',
+      '--target',
+      'lab',
+      '--enrollment-key',
+      repo.enrollPub,
+      '--json',
+      ...repo.trustArgs,
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const json = JSON.parse(r.stdout);
-    expect(json).toMatchObject({ target: 'lab', created: true, previousRecipient: null, readers: ['lab-1'], added: null, removed: null, operators: 1, operatorRecipients: [repo.operator.recipient], reencrypted: [] });
+    expect(json).toMatchObject({
+      target: 'lab',
+      created: true,
+      previousRecipient: null,
+      readers: ['lab-1'],
+      added: null,
+      removed: null,
+      operators: 1,
+      operatorRecipients: [repo.operator.recipient],
+      reencrypted: [],
+    });
     expect(json.recipient).toBe(recipientOf('lab'));
     expect(await repo.openers('secrets/keys/lab.age')).toEqual(['lab-1', 'operator']);
     // The key it made is used only once signed.
     const unsigned = await rekey('lab', ['--json']);
     refused(unsigned);
-    expect(unsigned.stderr).toContain('secrets/keys/lab.age is not in SHA256SUMS: it was added since the last signature');
+    expect(unsigned.stderr).toContain(
+      'secrets/keys/lab.age is not in SHA256SUMS: it was added since the last signature',
+    );
     await repo.sign();
     const again = await rekey('lab', ['--json']);
-    expect(JSON.parse(again.stdout)).toMatchObject({ created: false, previousRecipient: json.recipient, added: [], removed: [], operatorsAdded: [], operatorsRemoved: [] });
+    expect(JSON.parse(again.stdout)).toMatchObject({
+      created: false,
+      previousRecipient: json.recipient,
+      added: [],
+      removed: [],
+      operatorsAdded: [],
+      operatorsRemoved: [],
+    });
   });
 
   it('needs an identity that opens the old key, and says so plainly', async () => {
     await setSigned('db', ['edge'], 'v');
     const key = repo.read('secrets/keys/edge.age');
-    const none = await repo.ctl(['secret', 'rekey', '--target', 'edge', '--enrollment-key', repo.enrollPub, ...repo.trustArgs]);
+    const none = await repo.ctl([
+      'secret',
+      'rekey',
+      '--target',
+      'edge',
+      '--enrollment-key',
+      repo.enrollPub,
+      ...repo.trustArgs,
+    ]);
     expect(none.code).toBe(2);
-    expect(none.stderr).toContain('needs its current key (secrets/keys/edge.age): give --identity FILE (or KEYSTONE_AGE_IDENTITY=FILE)');
-    const other = await repo.ctl(['secret', 'rekey', '--target', 'edge', '--enrollment-key', repo.enrollPub, '--identity', repo.device('lab-1').keyFile, ...repo.trustArgs]);
+    expect(none.stderr).toContain(
+      'needs its current key (secrets/keys/edge.age): give --identity FILE (or KEYSTONE_AGE_IDENTITY=FILE)',
+    );
+    const other = await repo.ctl([
+      'secret',
+      'rekey',
+      '--target',
+      'edge',
+      '--enrollment-key',
+      repo.enrollPub,
+      '--identity',
+      repo.device('lab-1').keyFile,
+      ...repo.trustArgs,
+    ]);
     expect(other.code).toBe(2);
-    expect(other.stderr).toContain(`your identity (--identity ${repo.device('lab-1').keyFile}, recipient ${repo.device('lab-1').recipient}) cannot open secrets/keys/edge.age`);
+    expect(other.stderr).toContain(
+      `your identity (--identity ${repo.device('lab-1').keyFile}, recipient ${repo.device('lab-1').recipient}) cannot open secrets/keys/edge.age`,
+    );
     // KEYSTONE_AGE_IDENTITY names the file when --identity does not.
-    const env = await repo.ctl(['secret', 'rekey', '--target', 'edge', '--enrollment-key', repo.enrollPub, ...repo.trustArgs], undefined, { env: { KEYSTONE_AGE_IDENTITY: repo.operator.keyFile } });
+    const env = await repo.ctl(
+      ['secret', 'rekey', '--target', 'edge', '--enrollment-key', repo.enrollPub, ...repo.trustArgs],
+      undefined,
+      { env: { KEYSTONE_AGE_IDENTITY: repo.operator.keyFile } },
+    );
     expect(env.code, env.stderr).toBe(0);
     expect(repo.read('secrets/keys/edge.age').equals(key)).toBe(false);
-    const noKey = await repo.ctl(['secret', 'rekey', '--target', 'edge', '--identity', repo.operator.keyFile, ...repo.trustArgs]);
+    const noKey = await repo.ctl([
+      'secret',
+      'rekey',
+      '--target',
+      'edge',
+      '--identity',
+      repo.operator.keyFile,
+      ...repo.trustArgs,
+    ]);
     expect(noKey.code).toBe(2);
     expect(noKey.stderr).toContain('--enrollment-key PUB is required');
-    const noTrust = await repo.ctl(['secret', 'rekey', '--target', 'edge', '--enrollment-key', repo.enrollPub, '--identity', repo.operator.keyFile]);
+    const noTrust = await repo.ctl([
+      'secret',
+      'rekey',
+      '--target',
+      'edge',
+      '--enrollment-key',
+      repo.enrollPub,
+      '--identity',
+      repo.operator.keyFile,
+    ]);
     expect(noTrust.code).toBe(2);
     expect(noTrust.stderr).toContain('no trusted key: give --trusted-key FILE');
   });
@@ -119,25 +213,52 @@ describe('keystonectl secret rekey', () => {
     const second = await repo.identity('second-operator');
     repo.write('secrets/operators.txt', `${repo.text('secrets/operators.txt')}${second.recipient}\n`);
     await repo.sign();
-    const r = await repo.ctl(['secret', 'rekey', '--target', 'edge', '--enrollment-key', repo.enrollPub, '--identity', second.keyFile, ...repo.trustArgs]);
+    const r = await repo.ctl([
+      'secret',
+      'rekey',
+      '--target',
+      'edge',
+      '--enrollment-key',
+      repo.enrollPub,
+      '--identity',
+      second.keyFile,
+      ...repo.trustArgs,
+    ]);
     refused(r);
-    expect(r.stderr).toContain('Your recipient is in secrets/operators.txt now, so the key was made before it was added: an operator who opens it runs keystonectl secret rewrap --target edge');
+    expect(r.stderr).toContain(
+      'Your recipient is in secrets/operators.txt now, so the key was made before it was added: an operator who opens it runs keystonectl secret rewrap --target edge',
+    );
     // The first operator rewraps: the second is shown added, and then opens the key.
     const rewrap = await repo.rekey('edge', [], 'rewrap');
     expect(rewrap.code, rewrap.stderr).toBe(0);
-    expect(rewrap.stdout).toContain(`  operators: ${repo.operator.recipient}, ${second.recipient} (added: ${second.recipient}; removed: none)`);
+    expect(rewrap.stdout).toContain(
+      `  operators: ${repo.operator.recipient}, ${second.recipient} (added: ${second.recipient}; removed: none)`,
+    );
     await repo.sign();
-    const now = await repo.ctl(['secret', 'rekey', '--target', 'edge', '--enrollment-key', repo.enrollPub, '--identity', second.keyFile, ...repo.trustArgs]);
+    const now = await repo.ctl([
+      'secret',
+      'rekey',
+      '--target',
+      'edge',
+      '--enrollment-key',
+      repo.enrollPub,
+      '--identity',
+      second.keyFile,
+      ...repo.trustArgs,
+    ]);
     expect(now.code, now.stderr).toBe(0);
   });
 
-  it('attack: an attacker\'s recipient appended to the operators file, its SHA256SUMS line rewritten, gets no key', async () => {
+  it("attack: an attacker's recipient appended to the operators file, its SHA256SUMS line rewritten, gets no key", async () => {
     await setSigned('db', ['edge'], 'v');
     const key = repo.read('secrets/keys/edge.age');
     const attacker = await newAgeIdentity();
     repo.write('secrets/operators.txt', `${repo.text('secrets/operators.txt')}${attacker.recipient}\n`);
     const sums = repo.text('SHA256SUMS');
-    repo.write('SHA256SUMS', sums.replace(/^[0-9a-f]{64}(?= {2}secrets\/operators\.txt$)/m, sha256Hex(repo.read('secrets/operators.txt'))));
+    repo.write(
+      'SHA256SUMS',
+      sums.replace(/^[0-9a-f]{64}(?= {2}secrets\/operators\.txt$)/m, sha256Hex(repo.read('secrets/operators.txt'))),
+    );
     expect(repo.text('SHA256SUMS')).not.toBe(sums);
     const r = await rekey('edge');
     refused(r, 'KS_SIGNATURE_INVALID');
@@ -146,7 +267,9 @@ describe('keystonectl secret rekey', () => {
     repo.write('SHA256SUMS', sums);
     const changed = await rekey('edge');
     refused(changed);
-    expect(changed.stderr).toContain('secrets/operators.txt is not the file SHA256SUMS lists: it was changed since the last signature, and every target key is wrapped to the recipients it lists');
+    expect(changed.stderr).toContain(
+      'secrets/operators.txt is not the file SHA256SUMS lists: it was changed since the last signature, and every target key is wrapped to the recipients it lists',
+    );
     expect(repo.read('secrets/keys/edge.age').equals(key)).toBe(true);
     expect(await decryptWith([attacker.identity], repo.read('secrets/keys/edge.age'))).toBeUndefined();
   });
@@ -156,11 +279,16 @@ describe('keystonectl secret rekey', () => {
     const key = repo.read('secrets/keys/edge.age');
     // A key the attacker knows, wrapped to the operator so that it opens: re-wrapped, it would stay theirs.
     const planted = await newAgeIdentity();
-    repo.write('secrets/keys/edge.age', await encryptTo([repo.operator.recipient], new TextEncoder().encode(formatAgeIdentityFile(planted, Date.now()))));
+    repo.write(
+      'secrets/keys/edge.age',
+      await encryptTo([repo.operator.recipient], new TextEncoder().encode(formatAgeIdentityFile(planted, Date.now()))),
+    );
     for (const mode of ['rekey', 'rewrap'] as const) {
       const r = await repo.rekey('edge', [], mode);
       refused(r);
-      expect(r.stderr).toContain(`secrets/keys/edge.age is not the file SHA256SUMS lists: it was changed since the last signature, and it is target edge's key, which a ${mode}`);
+      expect(r.stderr).toContain(
+        `secrets/keys/edge.age is not the file SHA256SUMS lists: it was changed since the last signature, and it is target edge's key, which a ${mode}`,
+      );
       expect(r.stderr).toContain('Review it first (git diff secrets/keys/edge.age');
       expect(r.stdout).toBe('');
     }
@@ -169,7 +297,10 @@ describe('keystonectl secret rekey', () => {
     refused(gone);
     expect(gone.stderr).toContain('secrets/keys/edge.age is listed in SHA256SUMS but is not there');
     repo.write('secrets/keys/edge.age', key);
-    repo.write('fleet.toml', repo.text('fleet.toml').replace('selector = { site = "berlin" }', 'selector = { site = "hamburg" }'));
+    repo.write(
+      'fleet.toml',
+      repo.text('fleet.toml').replace('selector = { site = "berlin" }', 'selector = { site = "hamburg" }'),
+    );
     const fleet = await rekey('edge');
     refused(fleet);
     expect(fleet.stderr).toContain('fleet.toml is not the file SHA256SUMS lists');
@@ -180,12 +311,21 @@ describe('keystonectl secret rekey', () => {
     await setSigned('db', ['edge'], 'v');
     const stranger = await newAgeIdentity();
     // As `age -R secrets/recipients/edge.txt -r age1stranger…` would make it.
-    repo.write('secrets/shared.age', await encryptTo([recipientOf('edge'), stranger.recipient], new TextEncoder().encode('shared value')));
-    const before = { key: repo.read('secrets/keys/edge.age'), db: repo.read('secrets/db.age'), rec: repo.text('secrets/recipients/edge.txt') };
+    repo.write(
+      'secrets/shared.age',
+      await encryptTo([recipientOf('edge'), stranger.recipient], new TextEncoder().encode('shared value')),
+    );
+    const before = {
+      key: repo.read('secrets/keys/edge.age'),
+      db: repo.read('secrets/db.age'),
+      rec: repo.text('secrets/recipients/edge.txt'),
+    };
     const r = await rekey('edge');
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('rekey of target edge refused, nothing was written');
-    expect(r.stderr).toContain('secret shared (secrets/shared.age) is encrypted to 2 recipients, and one is a target you can open (edge)');
+    expect(r.stderr).toContain(
+      'secret shared (secrets/shared.age) is encrypted to 2 recipients, and one is a target you can open (edge)',
+    );
     expect(r.stderr).toContain('[KS_SECRET_OPERATOR]');
     expect(r.stdout + r.stderr).not.toContain('shared value');
     expect(repo.read('secrets/keys/edge.age').equals(before.key)).toBe(true);
@@ -199,7 +339,11 @@ describe('keystonectl secret rewrap', () => {
 
   it('after an enrolment: the same key to the current devices, one file rewritten, no secret re-encrypted', async () => {
     await setSigned('db', ['edge'], 'value of db');
-    const before = { recipient: recipientOf('edge'), db: repo.read('secrets/db.age'), identity: await repo.targetIdentity('edge') };
+    const before = {
+      recipient: recipientOf('edge'),
+      db: repo.read('secrets/db.age'),
+      identity: await repo.targetIdentity('edge'),
+    };
     await repo.enrol('edge-4', { site: 'berlin' });
     const r = await rewrap('edge');
     expect(r.code, r.stderr).toBe(0);
@@ -207,7 +351,9 @@ describe('keystonectl secret rewrap', () => {
     expect(await repo.targetIdentity('edge')).toBe(before.identity);
     expect(await repo.openers('secrets/keys/edge.age')).toEqual(['edge-1', 'edge-2', 'edge-4', 'operator']);
     expect(repo.read('secrets/db.age').equals(before.db)).toBe(true);
-    expect(r.stdout).toContain(`target edge's key (recipient ${before.recipient}, unchanged) goes to:\n  readers: edge-1, edge-2, edge-4 (added: edge-4; removed: none)\n`);
+    expect(r.stdout).toContain(
+      `target edge's key (recipient ${before.recipient}, unchanged) goes to:\n  readers: edge-1, edge-2, edge-4 (added: edge-4; removed: none)\n`,
+    );
     expect(r.stdout).toContain(`rewrapped target edge's key (recipient ${before.recipient}, unchanged)`);
     expect(r.stdout).not.toContain('re-encrypted');
     expect(r.stdout + r.stderr).not.toContain('value of db');
@@ -216,7 +362,10 @@ describe('keystonectl secret rewrap', () => {
   it('refused when a device would lose the key it knows (revoked): only a rekey cuts it off; refused without a key', async () => {
     await setSigned('db', ['edge'], 'value of db');
     const key = repo.read('secrets/keys/edge.age');
-    repo.write('devices/revoked.toml', `${repo.text('devices/revoked.toml')}\n[[revoked]]\ndevice = "edge-2"\nreason = "sold"\n`);
+    repo.write(
+      'devices/revoked.toml',
+      `${repo.text('devices/revoked.toml')}\n[[revoked]]\ndevice = "edge-2"\nreason = "sold"\n`,
+    );
     await repo.sign();
     const r = await rewrap('edge');
     expect(r.code).toBe(2);
@@ -227,7 +376,9 @@ describe('keystonectl secret rewrap', () => {
     repo.write('secrets/recipients/edge.txt', repo.text('secrets/recipients/edge.txt').replace(' edge-2', ''));
     const edited = await rewrap('edge');
     refused(edited);
-    expect(edited.stderr).toContain('secrets/recipients/edge.txt is not the file SHA256SUMS lists: it was changed since the last signature, and a rewrap relies on the devices it names');
+    expect(edited.stderr).toContain(
+      'secrets/recipients/edge.txt is not the file SHA256SUMS lists: it was changed since the last signature, and a rewrap relies on the devices it names',
+    );
     expect(repo.read('secrets/keys/edge.age').equals(key)).toBe(true);
     const none = await rewrap('lab');
     expect(none.code).toBe(2);

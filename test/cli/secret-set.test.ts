@@ -45,8 +45,14 @@ describe('keystonectl secret set', () => {
     expect(await repo.openers('secrets/keys/edge.age')).toEqual(['edge-1', 'edge-2', 'operator']);
     expect(recipientStanzas(repo.read('secrets/keys/edge.age'))).toEqual(['X25519', 'X25519', 'X25519']);
     const rec = parseRecipientsFile(repo.text('secrets/recipients/edge.txt'), 'edge.txt');
-    expect(rec).toMatchObject({ readers: ['edge-1', 'edge-2'], operators: 1, operatorRecipients: [repo.operator.recipient] });
-    expect(repo.text('secrets/recipients/edge.txt')).toMatch(/^# keystone target edge: .*\n# readers: edge-1 edge-2\n# operators: 1\n# operator age1[0-9a-z]{58}\nage1[0-9a-z]{58}\n$/);
+    expect(rec).toMatchObject({
+      readers: ['edge-1', 'edge-2'],
+      operators: 1,
+      operatorRecipients: [repo.operator.recipient],
+    });
+    expect(repo.text('secrets/recipients/edge.txt')).toMatch(
+      /^# keystone target edge: .*\n# readers: edge-1 edge-2\n# operators: 1\n# operator age1[0-9a-z]{58}\nage1[0-9a-z]{58}\n$/,
+    );
     // The secret: one stanza (the target's), armored, the exact bytes piped in.
     expect(ageFormat(repo.read('secrets/db_password.age'))).toBe('armored');
     expect(recipientStanzas(repo.read('secrets/db_password.age'))).toEqual(['X25519']);
@@ -59,8 +65,12 @@ describe('keystonectl secret set', () => {
     );
     expect(r.stdout).toContain('readers: edge-1, edge-2; operators: 1');
     expect(r.stdout).toContain('next: keystonectl sign');
-    expect(r.stderr).toMatch(/warning: devices\/forged-1\.cert gives no key: signed by key [0-9A-F]+, which is not a trusted enrolment key .*\[KS_CERT_UNKNOWN_KEY\]/);
-    expect(r.stderr).toContain('warning: devices/edge-3.cert gives no key: the certificate of edge-3 is revoked: stolen [KS_CERT_REVOKED]');
+    expect(r.stderr).toMatch(
+      /warning: devices\/forged-1\.cert gives no key: signed by key [0-9A-F]+, which is not a trusted enrolment key .*\[KS_CERT_UNKNOWN_KEY\]/,
+    );
+    expect(r.stderr).toContain(
+      'warning: devices/edge-3.cert gives no key: the certificate of edge-3 is revoked: stolen [KS_CERT_REVOKED]',
+    );
     expect(r.stdout + r.stderr).not.toContain('pa55');
   });
 
@@ -73,7 +83,14 @@ describe('keystonectl secret set', () => {
     expect(await repo.valueFor('mqtt', 'lab')).toBe(VALUE);
     const json = JSON.parse(r.stdout);
     expect(json).toMatchObject({ secret: 'mqtt', file: 'secrets/mqtt.age', format: 'armored', replaced: false });
-    expect(json.targets.map((t: { target: string; readers: string[]; created: boolean; operatorRecipients: string[] }) => [t.target, t.readers, t.created, t.operatorRecipients])).toEqual([
+    expect(
+      json.targets.map((t: { target: string; readers: string[]; created: boolean; operatorRecipients: string[] }) => [
+        t.target,
+        t.readers,
+        t.created,
+        t.operatorRecipients,
+      ]),
+    ).toEqual([
       ['edge', ['edge-1', 'edge-2'], true, [repo.operator.recipient]],
       ['lab', ['lab-1'], true, [repo.operator.recipient]],
     ]);
@@ -85,7 +102,17 @@ describe('keystonectl secret set', () => {
     await repo.sign();
     const key = repo.read('secrets/keys/edge.age');
     writeFileSync(join(repo.root, 'value.bin'), Buffer.from([0, 1, 2, 255, 10]));
-    const r = await repo.ctl(['secret', 'set', 'b', '--target', 'edge', '--file', join(repo.root, 'value.bin'), '--binary', ...repo.trustArgs]);
+    const r = await repo.ctl([
+      'secret',
+      'set',
+      'b',
+      '--target',
+      'edge',
+      '--file',
+      join(repo.root, 'value.bin'),
+      '--binary',
+      ...repo.trustArgs,
+    ]);
     expect(r.code, r.stderr).toBe(0);
     expect(repo.read('secrets/keys/edge.age').equals(key)).toBe(true);
     expect(ageFormat(repo.read('secrets/b.age'))).toBe('binary');
@@ -103,7 +130,17 @@ describe('keystonectl secret set', () => {
   });
 
   it('never takes the value as an argument, nor an empty one, nor from an unknown target', async () => {
-    const arg = await repo.ctl(['secret', 'set', 'db', 'hunter2-value', '--target', 'edge', '--enrollment-key', repo.enrollPub, ...repo.trustArgs]);
+    const arg = await repo.ctl([
+      'secret',
+      'set',
+      'db',
+      'hunter2-value',
+      '--target',
+      'edge',
+      '--enrollment-key',
+      repo.enrollPub,
+      ...repo.trustArgs,
+    ]);
     expect(arg.code).toBe(2);
     expect(arg.stderr).toContain('takes no value argument');
     expect(arg.stderr).toContain('shell history and ps');
@@ -131,10 +168,15 @@ describe('keystonectl secret set', () => {
   it('fails closed: neither --trusted-key nor --allow-unsigned is a usage error; an untrusted signature is refused; --allow-unsigned warns', async () => {
     const none = await repo.ctl(['secret', 'set', 'db', '--target', 'edge', '--enrollment-key', repo.enrollPub], VALUE);
     expect(none.code).toBe(2);
-    expect(none.stderr).toContain('no trusted key: give --trusted-key FILE (repeatable), or --allow-unsigned for development');
+    expect(none.stderr).toContain(
+      'no trusted key: give --trusted-key FILE (repeatable), or --allow-unsigned for development',
+    );
     expect(none.stderr).toContain('usage: keystonectl secret set NAME');
     // Signed, but not by a key this command trusts (here the enrolment key, a minisign key too).
-    const untrusted = await repo.ctl(['secret', 'set', 'db', '--target', 'edge', '--enrollment-key', repo.enrollPub, '--trusted-key', repo.enrollPub], VALUE);
+    const untrusted = await repo.ctl(
+      ['secret', 'set', 'db', '--target', 'edge', '--enrollment-key', repo.enrollPub, '--trusted-key', repo.enrollPub],
+      VALUE,
+    );
     refused(untrusted, 'KS_UNTRUSTED_KEY');
     // Never signed: says what to sign first.
     rmSync(repo.path('SHA256SUMS.minisig'));
@@ -144,7 +186,9 @@ describe('keystonectl secret set', () => {
     expect(() => repo.read('secrets/db.age')).toThrow();
     const loose = await repo.set('db', ['edge'], VALUE, ['--allow-unsigned']);
     expect(loose.code, loose.stderr).toBe(0);
-    expect(loose.stderr).toContain("keystonectl secret set: WARNING: UNSIGNED (--allow-unsigned): SHA256SUMS's signature is not checked");
+    expect(loose.stderr).toContain(
+      "keystonectl secret set: WARNING: UNSIGNED (--allow-unsigned): SHA256SUMS's signature is not checked",
+    );
     expect(loose.stderr).toContain('whoever can push to it decides who reads your secrets');
     const both = await repo.set('db', ['edge'], VALUE, ['--allow-unsigned', ...repo.trustArgs]);
     expect(both.code).toBe(2);
@@ -155,8 +199,14 @@ describe('keystonectl secret set', () => {
     // Whoever can push plants target edge's files, of a key they hold, and lists them in SHA256SUMS.
     const attacker = await newAgeIdentity();
     const signedSums = repo.text('SHA256SUMS');
-    repo.write('secrets/keys/edge.age', await encryptTo([attacker.recipient], new TextEncoder().encode(formatAgeIdentityFile(attacker, Date.now()))));
-    repo.write('secrets/recipients/edge.txt', formatRecipientsFile('edge', { recipient: attacker.recipient, readers: ['edge-1', 'edge-2'], operators: [] }));
+    repo.write(
+      'secrets/keys/edge.age',
+      await encryptTo([attacker.recipient], new TextEncoder().encode(formatAgeIdentityFile(attacker, Date.now()))),
+    );
+    repo.write(
+      'secrets/recipients/edge.txt',
+      formatRecipientsFile('edge', { recipient: attacker.recipient, readers: ['edge-1', 'edge-2'], operators: [] }),
+    );
     forgeSum('secrets/keys/edge.age');
     forgeSum('secrets/recipients/edge.txt');
     const r = await repo.set('db_password', ['edge'], VALUE);
@@ -166,7 +216,9 @@ describe('keystonectl secret set', () => {
     repo.write('SHA256SUMS', signedSums);
     const planted = await repo.set('db_password', ['edge'], VALUE);
     refused(planted);
-    expect(planted.stderr).toContain('secrets/recipients/edge.txt is not in SHA256SUMS: it was added since the last signature');
+    expect(planted.stderr).toContain(
+      'secrets/recipients/edge.txt is not in SHA256SUMS: it was added since the last signature',
+    );
     expect(planted.stderr).toContain('Sign first');
     expect(() => repo.read('secrets/db_password.age')).toThrow();
   });
@@ -175,16 +227,22 @@ describe('keystonectl secret set', () => {
     expect((await repo.set('a', ['edge'], VALUE)).code).toBe(0);
     const b = await repo.set('b', ['edge'], VALUE);
     refused(b);
-    expect(b.stderr).toContain('secrets/recipients/edge.txt is not in SHA256SUMS: it was added since the last signature');
-    expect(b.stderr).toContain("target edge's key was made since (by a secret set or rekey of yours, or by anyone who can push)");
-    expect(b.stderr).toContain('Sign first: review git diff and git status secrets/, keystonectl sign --key KEY, then run this again: nothing was written');
+    expect(b.stderr).toContain(
+      'secrets/recipients/edge.txt is not in SHA256SUMS: it was added since the last signature',
+    );
+    expect(b.stderr).toContain(
+      "target edge's key was made since (by a secret set or rekey of yours, or by anyone who can push)",
+    );
+    expect(b.stderr).toContain(
+      'Sign first: review git diff and git status secrets/, keystonectl sign --key KEY, then run this again: nothing was written',
+    );
     expect(() => repo.read('secrets/b.age')).toThrow();
     await repo.sign();
     expect((await repo.set('b', ['edge'], VALUE)).code).toBe(0);
     expect(await repo.valueFor('b', 'edge')).toBe(VALUE);
   });
 
-  it('refuses a recipients file changed since the last signature, a second recipient, and one that is not the key\'s own', async () => {
+  it("refuses a recipients file changed since the last signature, a second recipient, and one that is not the key's own", async () => {
     expect((await repo.set('a', ['edge'], VALUE)).code).toBe(0);
     await repo.sign();
     const before = repo.read('secrets/a.age');
@@ -193,7 +251,9 @@ describe('keystonectl secret set', () => {
     repo.write('secrets/recipients/edge.txt', original.replace(/^age1.*$/m, attacker.recipient));
     const r = await repo.set('a', ['edge'], 'new value');
     refused(r);
-    expect(r.stderr).toContain('secrets/recipients/edge.txt is not the file SHA256SUMS lists: it was changed since the last signature');
+    expect(r.stderr).toContain(
+      'secrets/recipients/edge.txt is not the file SHA256SUMS lists: it was changed since the last signature',
+    );
     expect(r.stderr).toContain('git diff secrets/recipients/edge.txt');
     expect(repo.read('secrets/a.age').equals(before)).toBe(true);
     // Gone since the last signature (both files): restored or rekeyed, not quietly replaced by a new key.
@@ -202,7 +262,9 @@ describe('keystonectl secret set', () => {
     rmSync(repo.path('secrets/keys/edge.age'));
     const gone = await repo.set('b', ['edge'], VALUE);
     refused(gone);
-    expect(gone.stderr).toContain('secrets/recipients/edge.txt is listed in SHA256SUMS but is not there: it was removed since the last signature');
+    expect(gone.stderr).toContain(
+      'secrets/recipients/edge.txt is listed in SHA256SUMS but is not there: it was removed since the last signature',
+    );
     expect(gone.stderr).toContain('restore it (git checkout -- secrets/recipients/edge.txt secrets/keys/edge.age)');
     repo.write('secrets/keys/edge.age', key);
 
@@ -220,16 +282,39 @@ describe('keystonectl secret set', () => {
   it('refuses to compute readers from a fleet.toml, devices/revoked.toml or operators file that is not the signed one', async () => {
     const cases: Array<{ what: string; edit: () => void; says: string }> = [
       // Target edge takes hamburg-1 too: the attacker's device would get the key.
-      { what: 'fleet.toml changed', edit: () => repo.write('fleet.toml', repo.text('fleet.toml').replace('selector = { site = "berlin" }', 'selector = {}')), says: 'fleet.toml is not the file SHA256SUMS lists: it was changed since the last signature, and it decides which devices each target takes' },
+      {
+        what: 'fleet.toml changed',
+        edit: () =>
+          repo.write('fleet.toml', repo.text('fleet.toml').replace('selector = { site = "berlin" }', 'selector = {}')),
+        says: 'fleet.toml is not the file SHA256SUMS lists: it was changed since the last signature, and it decides which devices each target takes',
+      },
       // Un-revoking the stolen edge-3: by editing the list, or by removing it.
-      { what: 'revocation taken out', edit: () => repo.write('devices/revoked.toml', '# nothing revoked\n'), says: 'devices/revoked.toml is not the file SHA256SUMS lists: it was changed since the last signature, and it says which devices are revoked' },
-      { what: 'revocations removed', edit: () => rmSync(repo.path('devices/revoked.toml')), says: 'devices/revoked.toml is listed in SHA256SUMS but is not there: it was removed since the last signature' },
+      {
+        what: 'revocation taken out',
+        edit: () => repo.write('devices/revoked.toml', '# nothing revoked\n'),
+        says: 'devices/revoked.toml is not the file SHA256SUMS lists: it was changed since the last signature, and it says which devices are revoked',
+      },
+      {
+        what: 'revocations removed',
+        edit: () => rmSync(repo.path('devices/revoked.toml')),
+        says: 'devices/revoked.toml is listed in SHA256SUMS but is not there: it was removed since the last signature',
+      },
       // The attacker's recipient among the operators: it would open every key made from now on.
-      { what: 'operator appended', edit: () => repo.write('secrets/operators.txt', `${repo.text('secrets/operators.txt')}age1${'q'.repeat(58)}\n`), says: 'secrets/operators.txt is not the file SHA256SUMS lists: it was changed since the last signature, and every target key is wrapped to the recipients it lists' },
-      { what: 'operators removed', edit: () => rmSync(repo.path('secrets/operators.txt')), says: 'secrets/operators.txt is listed in SHA256SUMS but is not there' },
+      {
+        what: 'operator appended',
+        edit: () => repo.write('secrets/operators.txt', `${repo.text('secrets/operators.txt')}age1${'q'.repeat(58)}\n`),
+        says: 'secrets/operators.txt is not the file SHA256SUMS lists: it was changed since the last signature, and every target key is wrapped to the recipients it lists',
+      },
+      {
+        what: 'operators removed',
+        edit: () => rmSync(repo.path('secrets/operators.txt')),
+        says: 'secrets/operators.txt is listed in SHA256SUMS but is not there',
+      },
     ];
     for (const c of cases) {
-      const saved = new Map(['fleet.toml', 'devices/revoked.toml', 'secrets/operators.txt'].map((p) => [p, repo.read(p)]));
+      const saved = new Map(
+        ['fleet.toml', 'devices/revoked.toml', 'secrets/operators.txt'].map((p) => [p, repo.read(p)]),
+      );
       c.edit();
       const r = await repo.set('db_password', ['edge'], VALUE);
       refused(r);
@@ -259,7 +344,9 @@ describe('keystonectl secret set', () => {
     repo.write('secrets/operators.txt', operators);
     const addedOperators = await repo.set('db_password', ['lab'], VALUE);
     refused(addedOperators);
-    expect(addedOperators.stderr).toContain('secrets/operators.txt is not in SHA256SUMS: it was added since the last signature');
+    expect(addedOperators.stderr).toContain(
+      'secrets/operators.txt is not in SHA256SUMS: it was added since the last signature',
+    );
     await repo.sign();
     // Reviewed and signed, a changed operators file is taken, and the new operator shows before anything is written.
     await repo.sign();
@@ -278,7 +365,9 @@ describe('keystonectl secret set', () => {
     await repo.sign();
     const r = await repo.set('b', ['edge'], VALUE, ['--identity', second.keyFile]);
     refused(r);
-    expect(r.stderr).toContain(`your identity (--identity ${second.keyFile}) is an operator's (${second.recipient} is in secrets/operators.txt), yet it cannot open target edge's key (secrets/keys/edge.age)`);
+    expect(r.stderr).toContain(
+      `your identity (--identity ${second.keyFile}) is an operator's (${second.recipient} is in secrets/operators.txt), yet it cannot open target edge's key (secrets/keys/edge.age)`,
+    );
     expect(r.stderr).toContain('keystonectl secret rewrap --target edge');
     expect(() => repo.read('secrets/b.age')).toThrow();
     // An identity that is no operator's cannot tell: the signed recipient is used.

@@ -8,7 +8,9 @@ import { agentLine, rejectedLine, renderStatus } from '../../src/cli/render/stat
 import { runCtl } from '../support/cli-run.js';
 
 const NOW = Date.parse('2026-11-29T12:05:00Z');
-const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+const VERSION = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
 const C = '1a2b3c4d'.repeat(5);
 const agent = { pid: 23401, version: '0.1.0', startedAt: '2026-11-29T12:00:00Z' };
 const replayed = {
@@ -29,15 +31,31 @@ describe('keystonectl status: the agent and a refused newest revision', () => {
 
   it('the refusal with its code, once, whichever way the reason carries it', () => {
     expect(rejectedLine(replayed)).toBe(`newest commit 1a2b3c4d rejected: ${replayed.reason}`);
-    const invalid = { revision: 'dir:0123456789ab', code: 'KS_UNKNOWN_KEY', reason: 'invalid: 1 error(s), first: recipes/db.toml:7: lifecycle.run.x: unknown key "x" [KS_UNKNOWN_KEY]' };
-    expect(rejectedLine(invalid)).toBe('newest revision dir:0123456789ab rejected: KS_UNKNOWN_KEY: invalid: 1 error(s), first: recipes/db.toml:7: lifecycle.run.x: unknown key "x"');
-    expect(rejectedLine({ revision: 'manual:abc', code: null, reason: 'something' })).toBe('newest revision manual:abc rejected: something');
+    const invalid = {
+      revision: 'dir:0123456789ab',
+      code: 'KS_UNKNOWN_KEY',
+      reason: 'invalid: 1 error(s), first: recipes/db.toml:7: lifecycle.run.x: unknown key "x" [KS_UNKNOWN_KEY]',
+    };
+    expect(rejectedLine(invalid)).toBe(
+      'newest revision dir:0123456789ab rejected: KS_UNKNOWN_KEY: invalid: 1 error(s), first: recipes/db.toml:7: lifecycle.run.x: unknown key "x"',
+    );
+    expect(rejectedLine({ revision: 'manual:abc', code: null, reason: 'something' })).toBe(
+      'newest revision manual:abc rejected: something',
+    );
     expect(rejectedLine(null)).toBeUndefined();
   });
 
   it('both above the revision and policy lines; nothing new when the agent sends neither', () => {
-    const lines = renderStatus([], { id: 'a'.repeat(40), planFile: 'plans/p.toml' }, NOW, undefined, { agent, rejected: replayed }).split('\n');
-    expect(lines.slice(0, 4)).toEqual(['agent pid 23401  keystone 0.1.0  started 5m ago', `revision ${'a'.repeat(40)}  plan plans/p.toml`, `newest commit 1a2b3c4d rejected: ${replayed.reason}`, 'no components']);
+    const lines = renderStatus([], { id: 'a'.repeat(40), planFile: 'plans/p.toml' }, NOW, undefined, {
+      agent,
+      rejected: replayed,
+    }).split('\n');
+    expect(lines.slice(0, 4)).toEqual([
+      'agent pid 23401  keystone 0.1.0  started 5m ago',
+      `revision ${'a'.repeat(40)}  plan plans/p.toml`,
+      `newest commit 1a2b3c4d rejected: ${replayed.reason}`,
+      'no components',
+    ]);
     expect(renderStatus([], { id: 'dir:abc' }, NOW)).toBe('revision dir:abc\nno components\n');
   });
 
@@ -51,18 +69,49 @@ describe('keystonectl status: the agent and a refused newest revision', () => {
 describe('keystonectl sync: the outcome in one line', () => {
   const base = { sync: 'done', code: null, applied: C, rollout: [] };
   it('applied, failed, rejected, held, nothing new', () => {
-    expect(renderSyncOutcome({ ...base, outcome: 'applied', revision: C, summary: '2 started, 2 stopped, 2 untouched' })).toBe('applied 1a2b3c4d1a2b: 2 started, 2 stopped, 2 untouched\n');
-    expect(renderSyncOutcome({ ...base, outcome: 'failed', revision: C, summary: 'api: not healthy within 10s' })).toBe('apply of 1a2b3c4d1a2b failed: api: not healthy within 10s\n');
-    expect(renderSyncOutcome({ ...base, outcome: 'rejected', revision: 'b'.repeat(40), summary: replayed.reason, code: replayed.code })).toBe(
-      `bbbbbbbbbbbb rejected: ${replayed.reason}; still running 1a2b3c4d1a2b\n`,
+    expect(
+      renderSyncOutcome({ ...base, outcome: 'applied', revision: C, summary: '2 started, 2 stopped, 2 untouched' }),
+    ).toBe('applied 1a2b3c4d1a2b: 2 started, 2 stopped, 2 untouched\n');
+    expect(renderSyncOutcome({ ...base, outcome: 'failed', revision: C, summary: 'api: not healthy within 10s' })).toBe(
+      'apply of 1a2b3c4d1a2b failed: api: not healthy within 10s\n',
     );
-    const held = { revision: 'c'.repeat(40), wave: 'early', reason: 'held: waiting for wave canary (0 of 1 successes)' };
-    expect(renderSyncOutcome({ ...base, outcome: 'held', revision: held.revision, summary: held.reason, rollout: [held] })).toBe(`cccccccccccc ${held.reason}\n`);
-    expect(renderSyncOutcome({ ...base, outcome: 'applied', revision: C, summary: 's', rollout: [held] })).toBe(`applied 1a2b3c4d1a2b: s\ncommit cccccccccccc (wave early): ${held.reason}\n`);
-    expect(renderSyncOutcome({ ...base, outcome: 'unchanged', revision: 'dir:0123456789ab', summary: 'nothing new: the device runs the newest revision of its source' })).toBe(
-      'nothing new: the device runs the newest revision of its source (dir:0123456789ab)\n',
+    expect(
+      renderSyncOutcome({
+        ...base,
+        outcome: 'rejected',
+        revision: 'b'.repeat(40),
+        summary: replayed.reason,
+        code: replayed.code,
+      }),
+    ).toBe(`bbbbbbbbbbbb rejected: ${replayed.reason}; still running 1a2b3c4d1a2b\n`);
+    const held = {
+      revision: 'c'.repeat(40),
+      wave: 'early',
+      reason: 'held: waiting for wave canary (0 of 1 successes)',
+    };
+    expect(
+      renderSyncOutcome({ ...base, outcome: 'held', revision: held.revision, summary: held.reason, rollout: [held] }),
+    ).toBe(`cccccccccccc ${held.reason}\n`);
+    expect(renderSyncOutcome({ ...base, outcome: 'applied', revision: C, summary: 's', rollout: [held] })).toBe(
+      `applied 1a2b3c4d1a2b: s\ncommit cccccccccccc (wave early): ${held.reason}\n`,
     );
-    expect(renderSyncOutcome({ ...base, outcome: 'unchanged', revision: null, applied: null, summary: 'the source offers no revision this device can run yet' })).toBe('the source offers no revision this device can run yet\n');
+    expect(
+      renderSyncOutcome({
+        ...base,
+        outcome: 'unchanged',
+        revision: 'dir:0123456789ab',
+        summary: 'nothing new: the device runs the newest revision of its source',
+      }),
+    ).toBe('nothing new: the device runs the newest revision of its source (dir:0123456789ab)\n');
+    expect(
+      renderSyncOutcome({
+        ...base,
+        outcome: 'unchanged',
+        revision: null,
+        applied: null,
+        summary: 'the source offers no revision this device can run yet',
+      }),
+    ).toBe('the source offers no revision this device can run yet\n');
   });
 
   it('bad flags are usage errors (2), before any request', async () => {

@@ -20,13 +20,19 @@ afterEach(() => {
 
 describe('keystonectl verify --artifacts', () => {
   it('fetches each artifact once into the digest-addressed cache, then serves it from there', async () => {
-    const first = await runCtl(['verify', '--repo', repo.dir, ...repo.trust, '--artifacts', '--cache', cache, '--json'], '/');
+    const first = await runCtl(
+      ['verify', '--repo', repo.dir, ...repo.trust, '--artifacts', '--cache', cache, '--json'],
+      '/',
+    );
     expect(first.code, first.stderr).toBe(0);
     const out = JSON.parse(first.stdout);
     expect(out.artifacts).toHaveLength(6); // six process recipes (the gateway's two members among them); the container recipe and the composite have none
     expect(out.artifacts.every((a: { cached: boolean }) => !a.cached)).toBe(true);
     expect(readdirSync(join(cache, 'sha256'))).toHaveLength(6);
-    const second = JSON.parse((await runCtl(['verify', '--repo', repo.dir, ...repo.trust, '--artifacts', '--cache', cache, '--json'], '/')).stdout);
+    const second = JSON.parse(
+      (await runCtl(['verify', '--repo', repo.dir, ...repo.trust, '--artifacts', '--cache', cache, '--json'], '/'))
+        .stdout,
+    );
     expect(second.artifacts.every((a: { cached: boolean }) => a.cached)).toBe(true);
   });
 

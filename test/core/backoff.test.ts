@@ -13,37 +13,58 @@ const unit = fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true });
 
 describe('backoffMs', () => {
   it('doubles from its base and never passes its cap, without jitter', () => {
-    expect([0, 1, 2, 3, 4, 5].map((n) => backoffMs(n, { baseMs: 100, capMs: 1000 }))).toEqual([100, 200, 400, 800, 1000, 1000]);
-    expect([0, 1, 2, 3, 4, 5].map((n) => backoffMs(n, { baseMs: 100, maxDoublings: 2 }))).toEqual([100, 200, 400, 400, 400, 400]);
+    expect([0, 1, 2, 3, 4, 5].map((n) => backoffMs(n, { baseMs: 100, capMs: 1000 }))).toEqual([
+      100, 200, 400, 800, 1000, 1000,
+    ]);
+    expect([0, 1, 2, 3, 4, 5].map((n) => backoffMs(n, { baseMs: 100, maxDoublings: 2 }))).toEqual([
+      100, 200, 400, 400, 400, 400,
+    ]);
     expect(backoffMs(-2, { baseMs: 100 })).toBe(100);
   });
 
   it('is monotone in the attempt up to its cap', () => {
     fc.assert(
-      fc.property(attempt, ms, ms, fc.option(fc.integer({ min: 0, max: 60 }), { nil: undefined }), (n, base, cap, doublings) => {
-        const o = { baseMs: base, capMs: cap, ...(doublings !== undefined && { maxDoublings: doublings }) };
-        const d = backoffMs(n, o);
-        expect(d).toBeLessThanOrEqual(cap);
-        expect(d).toBeGreaterThanOrEqual(Math.min(base, cap));
-        expect(backoffMs(n + 1, o)).toBeGreaterThanOrEqual(d);
-      }),
+      fc.property(
+        attempt,
+        ms,
+        ms,
+        fc.option(fc.integer({ min: 0, max: 60 }), { nil: undefined }),
+        (n, base, cap, doublings) => {
+          const o = { baseMs: base, capMs: cap, ...(doublings !== undefined && { maxDoublings: doublings }) };
+          const d = backoffMs(n, o);
+          expect(d).toBeLessThanOrEqual(cap);
+          expect(d).toBeGreaterThanOrEqual(Math.min(base, cap));
+          expect(backoffMs(n + 1, o)).toBeGreaterThanOrEqual(d);
+        },
+      ),
     );
   });
 
   it('stays within its jitter bounds, and is monotone in the random number', () => {
     fc.assert(
-      fc.property(attempt, ms, ms, unit, unit, fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0, max: 1, noNaN: true }), (n, base, cap, r1, r2, min, spread) => {
-        const raw = backoffMs(n, { baseMs: base, capMs: cap });
-        const scale = (random: number) => backoffMs(n, { baseMs: base, capMs: cap, jitter: { kind: 'scale', min, spread, random } });
-        expect(scale(r1)).toBeGreaterThanOrEqual(Math.round(raw * min));
-        expect(scale(r1)).toBeLessThanOrEqual(Math.round(raw * (min + spread)));
-        const equal = (random: number) => backoffMs(n, { baseMs: base, capMs: cap, jitter: { kind: 'equal', random } });
-        expect(equal(r1)).toBeGreaterThanOrEqual(Math.round(raw / 2));
-        expect(equal(r1)).toBeLessThanOrEqual(raw);
-        const [lo, hi] = r1 <= r2 ? [r1, r2] : [r2, r1];
-        expect(scale(lo)).toBeLessThanOrEqual(scale(hi));
-        expect(equal(lo)).toBeLessThanOrEqual(equal(hi));
-      }),
+      fc.property(
+        attempt,
+        ms,
+        ms,
+        unit,
+        unit,
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (n, base, cap, r1, r2, min, spread) => {
+          const raw = backoffMs(n, { baseMs: base, capMs: cap });
+          const scale = (random: number) =>
+            backoffMs(n, { baseMs: base, capMs: cap, jitter: { kind: 'scale', min, spread, random } });
+          expect(scale(r1)).toBeGreaterThanOrEqual(Math.round(raw * min));
+          expect(scale(r1)).toBeLessThanOrEqual(Math.round(raw * (min + spread)));
+          const equal = (random: number) =>
+            backoffMs(n, { baseMs: base, capMs: cap, jitter: { kind: 'equal', random } });
+          expect(equal(r1)).toBeGreaterThanOrEqual(Math.round(raw / 2));
+          expect(equal(r1)).toBeLessThanOrEqual(raw);
+          const [lo, hi] = r1 <= r2 ? [r1, r2] : [r2, r1];
+          expect(scale(lo)).toBeLessThanOrEqual(scale(hi));
+          expect(equal(lo)).toBeLessThanOrEqual(equal(hi));
+        },
+      ),
     );
   });
 
@@ -57,10 +78,16 @@ describe('backoffMs', () => {
 describe('the schedules it replaced, kept exactly', () => {
   it("the Git poll's retries (git/git-poll-delay.ts)", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 80 }), ms, fc.integer({ min: 1, max: 120_000 }), unit, (failures, pollMs, retryBaseMs, r) => {
-        const raw = Math.min(pollMs, retryBaseMs * 2 ** Math.min(failures - 1, 52));
-        expect(pollDelayMs(failures, { pollMs, retryBaseMs }, () => r)).toBe(Math.round(raw * (0.8 + 0.2 * r)));
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 80 }),
+        ms,
+        fc.integer({ min: 1, max: 120_000 }),
+        unit,
+        (failures, pollMs, retryBaseMs, r) => {
+          const raw = Math.min(pollMs, retryBaseMs * 2 ** Math.min(failures - 1, 52));
+          expect(pollDelayMs(failures, { pollMs, retryBaseMs }, () => r)).toBe(Math.round(raw * (0.8 + 0.2 * r)));
+        },
+      ),
     );
   });
 
@@ -77,7 +104,13 @@ describe('the schedules it replaced, kept exactly', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 80 }), unit, (n, r) => {
         const limits = DEFAULT_RESTART_LIMITS;
-        const was = n <= 1 ? limits.firstRestartMs : Math.min(limits.maxBackoffMs, Math.round(Math.min(limits.maxBackoffMs, limits.firstRestartMs * 2 ** (n - 1)) * (0.8 + 0.4 * r)));
+        const was =
+          n <= 1
+            ? limits.firstRestartMs
+            : Math.min(
+                limits.maxBackoffMs,
+                Math.round(Math.min(limits.maxBackoffMs, limits.firstRestartMs * 2 ** (n - 1)) * (0.8 + 0.4 * r)),
+              );
         expect(restartDelay(n, () => r, limits)).toBe(was);
       }),
     );
@@ -89,7 +122,9 @@ describe('the schedules it replaced, kept exactly', () => {
         // report/github-status-reporter.ts
         expect(backoffMs(n, { baseMs: base, capMs: cap })).toBe(Math.min(cap, base * 2 ** n));
         // agent/instance-supervision.ts
-        expect(backoffMs(n, { baseMs: 1000, capMs: cap, maxDoublings: 3 })).toBe(Math.min(cap, 1000 * 2 ** Math.min(n, 3)));
+        expect(backoffMs(n, { baseMs: 1000, capMs: cap, maxDoublings: 3 })).toBe(
+          Math.min(cap, 1000 * 2 ** Math.min(n, 3)),
+        );
         // agent/revision-queue.ts
         expect(backoffMs(n, { baseMs: base, maxDoublings: 4 })).toBe(base * 2 ** Math.min(n, 4));
       }),

@@ -21,8 +21,14 @@ const SHA = '8546f0766d6c37256ba39c3a7d5a5de00f187f8b2880ca8bf825d733154f054e';
 const encoder = new TextEncoder();
 
 async function load(files: Files): Promise<DesiredState> {
-  const r = await loadRevision(new MemoryReader(new Map(Object.entries(files).map(([p, t]) => [p, encoder.encode(t)])), 'test'), PLAN);
-  if (!r.ok) throw new Error(`the revision does not resolve:\n${r.diagnostics.map((d) => `  ${d.code} ${d.file}:${d.line} ${d.path}: ${d.message}`).join('\n')}`);
+  const r = await loadRevision(
+    new MemoryReader(new Map(Object.entries(files).map(([p, t]) => [p, encoder.encode(t)])), 'test'),
+    PLAN,
+  );
+  if (!r.ok)
+    throw new Error(
+      `the revision does not resolve:\n${r.diagnostics.map((d) => `  ${d.code} ${d.file}:${d.line} ${d.path}: ${d.message}`).join('\n')}`,
+    );
   return r.state;
 }
 
@@ -39,7 +45,8 @@ const unit = (s: DesiredState, name: string): DesiredComponent => {
   return c;
 };
 /** The units whose hash differs between two states (present in both). */
-const changed = (a: DesiredState, b: DesiredState) => a.components.filter((c) => b.components.some((d) => d.name === c.name && d.hash !== c.hash)).map((c) => c.name);
+const changed = (a: DesiredState, b: DesiredState) =>
+  a.components.filter((c) => b.components.some((d) => d.name === c.name && d.hash !== c.hash)).map((c) => c.name);
 
 /** One plan entry: name, recipe, and its optional config overrides (for a composite, one table per member). */
 interface Entry {
@@ -47,7 +54,10 @@ interface Entry {
   recipe: string;
   config?: Record<string, unknown>;
 }
-const planText = (entries: Entry[]) => stringify({ components: entries.map((e) => ({ name: e.name, recipe: e.recipe, ...(e.config && { config: e.config }) })) });
+const planText = (entries: Entry[]) =>
+  stringify({
+    components: entries.map((e) => ({ name: e.name, recipe: e.recipe, ...(e.config && { config: e.config }) })),
+  });
 
 const APP = `[metadata]
 name = "com.acme.app"
@@ -225,7 +235,11 @@ describe('several services from one recipe', () => {
     expect(web.hash).not.toBe(jobs.hash);
     const layerOf = (n: string) => s.layers.findIndex((l) => l.includes(n));
     expect(layerOf('app/jobs')).toBe(layerOf('app/web') + 1);
-    expect(s.groups?.find((g) => g.name === 'app')).toMatchObject({ kind: 'services', members: ['app/web', 'app/jobs'], version: '1.0.0' });
+    expect(s.groups?.find((g) => g.name === 'app')).toMatchObject({
+      kind: 'services',
+      members: ['app/web', 'app/jobs'],
+      version: '1.0.0',
+    });
     expect(s.components.some((c) => c.name === 'app')).toBe(false);
   });
 
@@ -263,7 +277,10 @@ describe('several services from one recipe', () => {
     const s = await load(revision());
     const units = unitsOf(s, 'app')!;
     expect(units).toEqual(['app/web', 'app/jobs']);
-    expect(restartCascade(s, units)).toEqual({ startOrder: ['app/web', 'app/jobs'], stopOrder: ['app/jobs', 'app/web'] });
+    expect(restartCascade(s, units)).toEqual({
+      startOrder: ['app/web', 'app/jobs'],
+      stopOrder: ['app/jobs', 'app/web'],
+    });
   });
 });
 
@@ -277,9 +294,24 @@ describe('a sidecar composite with exports and binds', () => {
     expect(api.recipe.metadata.name).toBe('com.acme.api');
     expect(proxy.dependencies).toEqual([{ component: 'gw/api', type: 'hard' }]);
     expect(api.recipe.lifecycle.run.exec?.args).toEqual(['--port', '9000']);
-    expect(proxy.recipe.lifecycle.run.exec?.args).toEqual(['--listen', '9001', '--upstream', 'http://127.0.0.1:9000', '--header', 'keystone']);
-    expect(proxy.inputs).toEqual({ 'config.listen': '9001', 'deps.api.exports.port': '9000', 'config.header': 'keystone' });
-    expect(s.groups?.find((g) => g.name === 'gw')).toMatchObject({ kind: 'composite', members: ['gw/api', 'gw/proxy'], recipePath: 'recipes/gw.toml' });
+    expect(proxy.recipe.lifecycle.run.exec?.args).toEqual([
+      '--listen',
+      '9001',
+      '--upstream',
+      'http://127.0.0.1:9000',
+      '--header',
+      'keystone',
+    ]);
+    expect(proxy.inputs).toEqual({
+      'config.listen': '9001',
+      'deps.api.exports.port': '9000',
+      'config.header': 'keystone',
+    });
+    expect(s.groups?.find((g) => g.name === 'gw')).toMatchObject({
+      kind: 'composite',
+      members: ['gw/api', 'gw/proxy'],
+      recipePath: 'recipes/gw.toml',
+    });
     expect(s.startOrder.indexOf('gw/api')).toBeLessThan(s.startOrder.indexOf('gw/proxy'));
     // Dependents of the composite depend on every member.
     expect(unit(s, 'front').dependencies).toEqual([
@@ -295,7 +327,10 @@ describe('a sidecar composite with exports and binds', () => {
     expect(changed(before, after).sort()).toEqual(['client', 'gw/api', 'gw/proxy']);
     const r = diff(after, actualFromDesired(before));
     expect(r.reasonCodes['gw/api']).toEqual({ kind: 'configuration', changes: ['config.port 9000 → 9100'] });
-    expect(r.reasonCodes['gw/proxy']).toEqual({ kind: 'configuration', changes: ['deps.api.exports.port 9000 → 9100'] });
+    expect(r.reasonCodes['gw/proxy']).toEqual({
+      kind: 'configuration',
+      changes: ['deps.api.exports.port 9000 → 9100'],
+    });
     expect(r.reasons['gw/proxy']).toBe('configuration changed: deps.api.exports.port 9000 → 9100');
     expect(unit(after, 'gw/api').recipe.lifecycle.run.health?.check).toBe('http://127.0.0.1:9100/health');
   });
@@ -317,7 +352,10 @@ describe('a sidecar composite with exports and binds', () => {
     expect(port.reasonCodes.client).toEqual({ kind: 'configuration', changes: ['deps.gw.exports.port 9000 → 9100'] });
     expect(port.startOrder).toContain('client');
     // The api restarts (its command changed) but the port it exports does not: the ordering dependent stays.
-    const command = diff(await load(edit(revision(), 'recipes/api.toml', 'command = "./api"', 'command = "./api-v2"')), actualFromDesired(before));
+    const command = diff(
+      await load(edit(revision(), 'recipes/api.toml', 'command = "./api"', 'command = "./api-v2"')),
+      actualFromDesired(before),
+    );
     expect(command.startOrder).toContain('gw/api');
     expect(command.reasonCodes.client).toEqual({ kind: 'unchanged' });
     expect(command.noTouch).toContain('client');
@@ -327,7 +365,10 @@ describe('a sidecar composite with exports and binds', () => {
 
   it('a hard dependent of the composite restarts when any member changes', async () => {
     const before = await load(revision());
-    const apiOnly = diff(await load(edit(revision(), 'recipes/api.toml', 'command = "./api"', 'command = "./api-v2"')), actualFromDesired(before));
+    const apiOnly = diff(
+      await load(edit(revision(), 'recipes/api.toml', 'command = "./api"', 'command = "./api-v2"')),
+      actualFromDesired(before),
+    );
     expect(apiOnly.startOrder).toEqual(['gw/api', 'gw/proxy', 'front']);
     expect(apiOnly.reasonCodes.front).toEqual({ kind: 'cascade', dependency: 'gw/api' });
     expect(apiOnly.reasonCodes['gw/proxy']).toEqual({ kind: 'cascade', dependency: 'gw/api' });
@@ -379,12 +420,18 @@ describe('the hash of a recipe without any new field', () => {
   ].join('\n');
 
   it('is the hash it had before composites (computed the old way, and pinned)', async () => {
-    const files = { [PLAN]: planText([{ name: 'plain', recipe: 'recipes/com.acme.plain.toml' }]), 'recipes/com.acme.plain.toml': PLAIN };
+    const files = {
+      [PLAN]: planText([{ name: 'plain', recipe: 'recipes/com.acme.plain.toml' }]),
+      'recipes/com.acme.plain.toml': PLAIN,
+    };
     const s = await load(files);
     expect(s.components.map((c) => c.name)).toEqual(['plain']);
     expect(s.groups).toBeUndefined();
     expect(s.components[0]!.inputs).toBeUndefined();
-    const old = componentHash({ recipe: parseSchema(recipeSchema, parse(PLAIN)) as Recipe, entry: { name: 'plain', recipe: 'recipes/com.acme.plain.toml' } });
+    const old = componentHash({
+      recipe: parseSchema(recipeSchema, parse(PLAIN)) as Recipe,
+      entry: { name: 'plain', recipe: 'recipes/com.acme.plain.toml' },
+    });
     expect(s.components[0]!.hash).toBe(old);
     // Computed by the resolver of the last commit before composites (HEAD 54e56d9) from this same text.
     expect(s.components[0]!.hash).toBe('v1:04e0f2f114e18a75b9e5acea2618f9fb48a797e25b2968e3609748b556baf8b0');
@@ -430,8 +477,12 @@ describe('replicas', () => {
   it('scaling up restarts no hard dependent: a new replica of a group that runs is not a restart of it', async () => {
     const hardOnW = (n: number) => ({
       ...revision({ replicas: n }),
-      [PLAN]: planText([{ name: 'w', recipe: 'recipes/w.toml' }, { name: 'hard', recipe: 'recipes/hard.toml' }]),
-      'recipes/hard.toml': '[metadata]\nname = "com.acme.hard"\nversion = "1.0.0"\n[lifecycle.run.exec]\ncommand = "./hard"\n[[dependencies]]\nname = "com.acme.w"\ntype = "hard"\n',
+      [PLAN]: planText([
+        { name: 'w', recipe: 'recipes/w.toml' },
+        { name: 'hard', recipe: 'recipes/hard.toml' },
+      ]),
+      'recipes/hard.toml':
+        '[metadata]\nname = "com.acme.hard"\nversion = "1.0.0"\n[lifecycle.run.exec]\ncommand = "./hard"\n[[dependencies]]\nname = "com.acme.w"\ntype = "hard"\n',
     });
     const two = await load(hardOnW(2));
     const three = await load(hardOnW(3));
@@ -439,20 +490,34 @@ describe('replicas', () => {
     expect(r.startOrder).toEqual(['w/3']);
     expect(r.reasonCodes.hard).toEqual({ kind: 'unchanged' });
     // A brand-new group is another matter: nothing of it ran, so it cascades as a new component does.
-    const none = diff(three, actualFromDesired({ ...two, components: two.components.filter((c) => c.group !== 'w'), startOrder: ['hard'], layers: [['hard']] }));
+    const none = diff(
+      three,
+      actualFromDesired({
+        ...two,
+        components: two.components.filter((c) => c.group !== 'w'),
+        startOrder: ['hard'],
+        layers: [['hard']],
+      }),
+    );
     expect(none.reasonCodes.hard).toEqual({ kind: 'cascade', dependency: 'w/1' });
   });
 
   it('a member replaced by a new one cascades to the hard dependents of the composite (only a scale-up does not)', async () => {
-    const sl = (n: string) => `[metadata]\nname = "com.acme.${n}"\nversion = "1.0.0"\n[lifecycle.run.exec]\ncommand = "./${n}"\n`;
-    const composite = (ms: string[]) => `[metadata]\nname = "com.acme.app"\nversion = "1.0.0"\n${ms.map((m) => `[[members]]\nname = "${m}"\nrecipe = "recipes/${m}.toml"\n`).join('')}`;
+    const sl = (n: string) =>
+      `[metadata]\nname = "com.acme.${n}"\nversion = "1.0.0"\n[lifecycle.run.exec]\ncommand = "./${n}"\n`;
+    const composite = (ms: string[]) =>
+      `[metadata]\nname = "com.acme.app"\nversion = "1.0.0"\n${ms.map((m) => `[[members]]\nname = "${m}"\nrecipe = "recipes/${m}.toml"\n`).join('')}`;
     const files = (ms: string[]): Files => ({
-      [PLAN]: planText([{ name: 'app', recipe: 'recipes/app.toml' }, { name: 'd', recipe: 'recipes/d.toml' }]),
+      [PLAN]: planText([
+        { name: 'app', recipe: 'recipes/app.toml' },
+        { name: 'd', recipe: 'recipes/d.toml' },
+      ]),
       'recipes/a.toml': sl('a'),
       'recipes/b.toml': sl('b'),
       'recipes/c.toml': sl('c'),
       'recipes/app.toml': composite(ms),
-      'recipes/d.toml': '[metadata]\nname = "com.acme.d"\nversion = "1.0.0"\n[lifecycle.run.exec]\ncommand = "./d"\n[[dependencies]]\nname = "com.acme.app"\ntype = "hard"\n',
+      'recipes/d.toml':
+        '[metadata]\nname = "com.acme.d"\nversion = "1.0.0"\n[lifecycle.run.exec]\ncommand = "./d"\n[[dependencies]]\nname = "com.acme.app"\ntype = "hard"\n',
     });
     const r = diff(await load(files(['a', 'c'])), actualFromDesired(await load(files(['a', 'b']))));
     expect(r.reasonCodes['app/c']).toEqual({ kind: 'new' });
@@ -474,7 +539,9 @@ function expectValidStartOrder(s: DesiredState): void {
   expect(s.layers.flat()).toEqual(s.startOrder);
   const rank = new Map(s.startOrder.map((n, i) => [n, i]));
   for (const c of s.components)
-    for (const d of c.dependencies) if (rank.has(d.component)) expect(rank.get(d.component)!, `${d.component} before ${c.name}`).toBeLessThan(rank.get(c.name)!);
+    for (const d of c.dependencies)
+      if (rank.has(d.component))
+        expect(rank.get(d.component)!, `${d.component} before ${c.name}`).toBeLessThan(rank.get(c.name)!);
 }
 
 describe('rolling a composite back to its previous members', () => {
@@ -494,11 +561,24 @@ describe('rolling a composite back to its previous members', () => {
 
   it('withGroupReplaced gives a valid start order when the new revision added a member', async () => {
     const previous = await load(revision());
-    let files = edit(revision(), 'recipes/gw.toml', '[config.api]', '[[members]]\nname = "cache"\nrecipe = "recipes/cache.toml"\n\n[config.api]');
-    files = { ...files, 'recipes/cache.toml': '[metadata]\nname = "com.acme.cache"\nversion = "1.0.0"\n\n[lifecycle.run.exec]\ncommand = "./cache"\n' };
+    let files = edit(
+      revision(),
+      'recipes/gw.toml',
+      '[config.api]',
+      '[[members]]\nname = "cache"\nrecipe = "recipes/cache.toml"\n\n[config.api]',
+    );
+    files = {
+      ...files,
+      'recipes/cache.toml':
+        '[metadata]\nname = "com.acme.cache"\nversion = "1.0.0"\n\n[lifecycle.run.exec]\ncommand = "./cache"\n',
+    };
     const next = await load(files);
     expect(unitsOf(next, 'gw')).toEqual(['gw/api', 'gw/cache', 'gw/proxy']);
-    const back = withGroupReplaced(next, 'gw', previous.components.filter((c) => c.group === 'gw'));
+    const back = withGroupReplaced(
+      next,
+      'gw',
+      previous.components.filter((c) => c.group === 'gw'),
+    );
     expectValidStartOrder(back);
     expect(unitsOf(back, 'gw')).toEqual(['gw/api', 'gw/proxy']);
     expect(back.components.some((c) => c.name === 'gw/cache')).toBe(false);
@@ -511,21 +591,49 @@ describe('rolling a composite back to its previous members', () => {
   // front is "not started: dependency gw/cache is not healthy" after every rollback of a composite that gained a member.
   it('after withGroupReplaced no unit depends on a unit that no longer exists', async () => {
     const previous = await load(revision());
-    let files = edit(revision(), 'recipes/gw.toml', '[config.api]', '[[members]]\nname = "cache"\nrecipe = "recipes/cache.toml"\n\n[config.api]');
-    files = { ...files, 'recipes/cache.toml': '[metadata]\nname = "com.acme.cache"\nversion = "1.0.0"\n\n[lifecycle.run.exec]\ncommand = "./cache"\n' };
-    const back = withGroupReplaced(await load(files), 'gw', previous.components.filter((c) => c.group === 'gw'));
+    let files = edit(
+      revision(),
+      'recipes/gw.toml',
+      '[config.api]',
+      '[[members]]\nname = "cache"\nrecipe = "recipes/cache.toml"\n\n[config.api]',
+    );
+    files = {
+      ...files,
+      'recipes/cache.toml':
+        '[metadata]\nname = "com.acme.cache"\nversion = "1.0.0"\n\n[lifecycle.run.exec]\ncommand = "./cache"\n',
+    };
+    const back = withGroupReplaced(
+      await load(files),
+      'gw',
+      previous.components.filter((c) => c.group === 'gw'),
+    );
     const names = new Set(back.components.map((c) => c.name));
-    expect(back.components.flatMap((c) => c.dependencies.filter((d) => !names.has(d.component)).map((d) => `${c.name} → ${d.component}`))).toEqual([]);
+    expect(
+      back.components.flatMap((c) =>
+        c.dependencies.filter((d) => !names.has(d.component)).map((d) => `${c.name} → ${d.component}`),
+      ),
+    ).toEqual([]);
   });
 });
 
 describe('property: a unit’s hash follows its recorded inputs', () => {
   // Values that may reach a health check are ports; the others are any TOML scalar (strings, integers, booleans).
-  const scalar = fc.oneof(fc.string({ maxLength: 6 }), fc.integer({ min: -5, max: 5 }), fc.boolean(), fc.constantFrom('2', '9000', 'true', ''));
+  const scalar = fc.oneof(
+    fc.string({ maxLength: 6 }),
+    fc.integer({ min: -5, max: 5 }),
+    fc.boolean(),
+    fc.constantFrom('2', '9000', 'true', ''),
+  );
   const port = fc.integer({ min: 9000, max: 9003 });
   const config = fc.record({
     app: fc.record({ port, workers: scalar }, { requiredKeys: [] }),
-    gw: fc.record({ api: fc.record({ port }, { requiredKeys: [] }), proxy: fc.record({ listen: scalar, header: scalar }, { requiredKeys: [] }) }, { requiredKeys: [] }),
+    gw: fc.record(
+      {
+        api: fc.record({ port }, { requiredKeys: [] }),
+        proxy: fc.record({ listen: scalar, header: scalar }, { requiredKeys: [] }),
+      },
+      { requiredKeys: [] },
+    ),
   });
   const nonEmpty = (o: Record<string, unknown>) => (Object.keys(o).length ? o : undefined);
   const files = (c: { app: Record<string, unknown>; gw: Record<string, unknown> }, jobsCommand: boolean) => {
@@ -541,9 +649,13 @@ describe('property: a unit’s hash follows its recorded inputs', () => {
         expect(sa.startOrder).toEqual(sb.startOrder);
         for (const ua of sa.components) {
           const ub = unit(sb, ua.name);
-          const inputsDiffer = JSON.stringify(ua.inputs ?? {}, Object.keys(ua.inputs ?? {}).sort()) !== JSON.stringify(ub.inputs ?? {}, Object.keys(ub.inputs ?? {}).sort());
+          const inputsDiffer =
+            JSON.stringify(ua.inputs ?? {}, Object.keys(ua.inputs ?? {}).sort()) !==
+            JSON.stringify(ub.inputs ?? {}, Object.keys(ub.inputs ?? {}).sort());
           const fieldChanged = jobsCommand && ua.name === 'app/jobs';
-          expect(ua.hash !== ub.hash, `${ua.name}: ${JSON.stringify(ua.inputs)} vs ${JSON.stringify(ub.inputs)}`).toBe(inputsDiffer || fieldChanged);
+          expect(ua.hash !== ub.hash, `${ua.name}: ${JSON.stringify(ua.inputs)} vs ${JSON.stringify(ub.inputs)}`).toBe(
+            inputsDiffer || fieldChanged,
+          );
           // And the diff agrees: a unit restarts on its own account exactly when its hash moved.
           const r = diff(sb, actualFromDesired(sa)).reasonCodes[ua.name]!;
           if (ua.hash !== ub.hash) expect(r.kind).toBe('configuration');

@@ -222,7 +222,8 @@ function edit(files: Files, file: string, from: string, to: string): Files {
 const append = (files: Files, file: string, more: string): Files => ({ ...files, [file]: files[file]! + more });
 
 /** Without the client, whose binds to gw would otherwise fail too when gw's own recipe is refused (see BUG A). */
-const noClient = (files: Files): Files => edit(files, PLAN, '[[components]]\nname = "client"\nrecipe = "recipes/client.toml"\n\n', '');
+const noClient = (files: Files): Files =>
+  edit(files, PLAN, '[[components]]\nname = "client"\nrecipe = "recipes/client.toml"\n\n', '');
 
 /** The 1-based line of the one line of `file` that contains `snippet`. */
 function lineOf(files: Files, file: string, snippet: string): number {
@@ -247,14 +248,29 @@ interface Row {
   hint?: string[];
 }
 
-const collision = edit(BASE, 'recipes/proxy.toml', 'listen = "{{config.listen}}"\n', 'listen = "{{config.listen}}"\nport = "{{config.listen}}"\n');
+const collision = edit(
+  BASE,
+  'recipes/proxy.toml',
+  'listen = "{{config.listen}}"\n',
+  'listen = "{{config.listen}}"\nport = "{{config.listen}}"\n',
+);
 const twoServiceExports = edit(
-  edit(BASE, 'recipes/app.toml', '[lifecycle.services.jobs]\n', '[lifecycle.services.web.exports]\nqueue = "web-q"\n\n[lifecycle.services.jobs]\n'),
+  edit(
+    BASE,
+    'recipes/app.toml',
+    '[lifecycle.services.jobs]\n',
+    '[lifecycle.services.web.exports]\nqueue = "web-q"\n\n[lifecycle.services.jobs]\n',
+  ),
   'recipes/app.toml',
   '[lifecycle.services.jobs.exec]',
   '[lifecycle.services.jobs.exports]\nqueue = "jobs-q"\n\n[lifecycle.services.jobs.exec]',
 );
-const runAndServices = edit(BASE, 'recipes/app.toml', '[lifecycle.install]', '[lifecycle.run.exec]\ncommand = "./app"\n\n[lifecycle.install]');
+const runAndServices = edit(
+  BASE,
+  'recipes/app.toml',
+  '[lifecycle.install]',
+  '[lifecycle.run.exec]\ncommand = "./app"\n\n[lifecycle.install]',
+);
 
 const rows: Row[] = [
   {
@@ -275,7 +291,9 @@ const rows: Row[] = [
     path: 'lifecycle.services.jobs.exports.queue',
     line: 'queue = "jobs-q"',
     message: ['app/jobs', 'app/web', 'both export "queue"'],
-    hint: [`recipes/app.toml:${lineOf(twoServiceExports, 'recipes/app.toml', 'queue = "web-q"')} lifecycle.services.web.exports.queue`],
+    hint: [
+      `recipes/app.toml:${lineOf(twoServiceExports, 'recipes/app.toml', 'queue = "web-q"')} lifecycle.services.web.exports.queue`,
+    ],
   },
   {
     name: 'a member binds a key its sibling does not export',
@@ -319,7 +337,12 @@ const rows: Row[] = [
   },
   {
     name: 'an interpolation of an unknown config key',
-    files: edit(BASE, 'recipes/api.toml', 'args = ["--port", "{{config.port}}"]', 'args = ["--port", "{{config.prot}}"]'),
+    files: edit(
+      BASE,
+      'recipes/api.toml',
+      'args = ["--port", "{{config.port}}"]',
+      'args = ["--port", "{{config.prot}}"]',
+    ),
     code: CODES.CONFIG_UNKNOWN,
     file: 'recipes/api.toml',
     path: 'lifecycle.run.exec.args[1]',
@@ -329,7 +352,12 @@ const rows: Row[] = [
   },
   {
     name: 'an interpolation of an unknown nested config key, in a service',
-    files: edit(BASE, 'recipes/app.toml', 'check = "http://{{config.http.host}}', 'check = "http://{{config.http.hots}}'),
+    files: edit(
+      BASE,
+      'recipes/app.toml',
+      'check = "http://{{config.http.host}}',
+      'check = "http://{{config.http.hots}}',
+    ),
     code: CODES.CONFIG_UNKNOWN,
     file: 'recipes/app.toml',
     path: 'lifecycle.services.web.health.check',
@@ -427,7 +455,12 @@ const rows: Row[] = [
   },
   {
     name: 'a composite member that is itself a composite',
-    files: edit(BASE, 'recipes/gw.toml', '[config.api]', '[[members]]\nname = "inner"\nrecipe = "recipes/nested.toml"\n\n[config.api]'),
+    files: edit(
+      BASE,
+      'recipes/gw.toml',
+      '[config.api]',
+      '[[members]]\nname = "inner"\nrecipe = "recipes/nested.toml"\n\n[config.api]',
+    ),
     code: CODES.COMPOSITE_NESTED,
     file: 'recipes/gw.toml',
     path: 'members[2].recipe',
@@ -436,7 +469,12 @@ const rows: Row[] = [
   },
   {
     name: 'a composite member that has services',
-    files: edit(BASE, 'recipes/gw.toml', '[config.api]', '[[members]]\nname = "inner"\nrecipe = "recipes/app.toml"\n\n[config.api]'),
+    files: edit(
+      BASE,
+      'recipes/gw.toml',
+      '[config.api]',
+      '[[members]]\nname = "inner"\nrecipe = "recipes/app.toml"\n\n[config.api]',
+    ),
     code: CODES.COMPOSITE_NESTED,
     file: 'recipes/gw.toml',
     path: 'members[2].recipe',
@@ -463,7 +501,9 @@ const rows: Row[] = [
   },
   {
     name: 'a composite with a [lifecycle] of its own',
-    files: noClient(edit(BASE, 'recipes/gw.toml', '[config.api]', '[lifecycle.install]\nscript = "true"\n\n[config.api]')),
+    files: noClient(
+      edit(BASE, 'recipes/gw.toml', '[config.api]', '[lifecycle.install]\nscript = "true"\n\n[config.api]'),
+    ),
     code: CODES.RECIPE_KIND,
     file: 'recipes/gw.toml',
     path: 'lifecycle',
@@ -520,7 +560,9 @@ const rows: Row[] = [
   },
   {
     name: 'an export that binds another component’s export',
-    files: noClient(edit(BASE, 'recipes/proxy.toml', 'listen = "{{config.listen}}"', 'listen = "{{deps.api.exports.port}}"')),
+    files: noClient(
+      edit(BASE, 'recipes/proxy.toml', 'listen = "{{config.listen}}"', 'listen = "{{deps.api.exports.port}}"'),
+    ),
     code: CODES.TEMPLATE_SYNTAX,
     file: 'recipes/proxy.toml',
     path: 'exports.listen',
@@ -538,7 +580,12 @@ const rows: Row[] = [
   },
   {
     name: 'a cycle between two services',
-    files: edit(BASE, 'recipes/app.toml', 'restart_policy = "always"', 'restart_policy = "always"\nrequires = ["jobs"]'),
+    files: edit(
+      BASE,
+      'recipes/app.toml',
+      'restart_policy = "always"',
+      'restart_policy = "always"\nrequires = ["jobs"]',
+    ),
     code: CODES.DEP_CYCLE,
     file: 'recipes/app.toml',
     path: 'lifecycle.services.web.requires[0]',
@@ -559,7 +606,8 @@ const rows: Row[] = [
 describe('composite, configuration, export and bind validation', () => {
   it('a revision that uses every feature resolves with no diagnostic', async () => {
     const r = await load(BASE);
-    if (!r.ok) throw new Error(r.diagnostics.map((d) => `${d.code} ${d.file}:${d.line} ${d.path} ${d.message}`).join('\n'));
+    if (!r.ok)
+      throw new Error(r.diagnostics.map((d) => `${d.code} ${d.file}:${d.line} ${d.path} ${d.message}`).join('\n'));
     const s = r.state;
     expect(s.groups?.map((g) => [g.name, g.kind, g.members])).toEqual([
       ['app', 'services', ['app/web', 'app/jobs']],
@@ -568,7 +616,11 @@ describe('composite, configuration, export and bind validation', () => {
     ]);
     const c = (n: string) => s.components.find((x) => x.name === n)!;
     // Plan override (8081), export of a plain recipe, composite section (9000) overridden by the plan (9100), binds.
-    expect(c('app/web').inputs).toEqual({ 'config.port': '8081', 'config.http.host': '127.0.0.1', 'deps.db.exports.port': '5432' });
+    expect(c('app/web').inputs).toEqual({
+      'config.port': '8081',
+      'config.http.host': '127.0.0.1',
+      'deps.db.exports.port': '5432',
+    });
     expect(c('app/jobs').inputs).toEqual({ 'config.workers': '2', 'deps.web.exports.url': 'http://127.0.0.1:8081' });
     expect(c('gw/proxy').inputs).toEqual({ 'config.listen': '9001', 'deps.api.exports.port': '9100' });
     expect(c('client').inputs).toEqual({ 'deps.gw.exports.listen': '9001', 'deps.gw.exports.port': '9100' });
@@ -578,7 +630,9 @@ describe('composite, configuration, export and bind validation', () => {
 
   it.each(rows.map((r) => [r.name, r] as const))('%s', async (_name, row) => {
     const diags = await diagnosticsOf(row.files);
-    expect(where(diags)).toEqual([{ code: row.code, file: row.file, path: row.path, line: lineOf(row.files, row.file, row.line) }]);
+    expect(where(diags)).toEqual([
+      { code: row.code, file: row.file, path: row.path, line: lineOf(row.files, row.file, row.line) },
+    ]);
     for (const part of row.message) expect(diags[0]!.message).toContain(part);
     for (const part of row.hint ?? []) expect(diags[0]!.hint ?? '').toContain(part);
   });
@@ -588,7 +642,13 @@ describe('composite, configuration, export and bind validation', () => {
     files = edit(files, PLAN, 'config = { port = 8081 }', 'config = { prot = 8081 }');
     files = edit(files, 'recipes/w.toml', 'command = "./worker"', 'command = "./worker-{{config.}}"');
     const codes = (await diagnosticsOf(files)).map((d) => `${d.code} ${d.file}`);
-    expect(codes.sort()).toEqual([`${CODES.BIND_UNKNOWN} recipes/proxy.toml`, `${CODES.CONFIG_OVERRIDE_UNKNOWN} ${PLAN}`, `${CODES.TEMPLATE_SYNTAX} recipes/w.toml`].sort());
+    expect(codes.sort()).toEqual(
+      [
+        `${CODES.BIND_UNKNOWN} recipes/proxy.toml`,
+        `${CODES.CONFIG_OVERRIDE_UNKNOWN} ${PLAN}`,
+        `${CODES.TEMPLATE_SYNTAX} recipes/w.toml`,
+      ].sort(),
+    );
   });
 
   // Regression (bug A, fixed): a bind to a dependency whose own recipe is refused adds a false "db is not a dependency of this component"
@@ -596,7 +656,9 @@ describe('composite, configuration, export and bind validation', () => {
   // plan-level check takes care never to report a false "missing" for a recipe that failed; binds do not.
   it('a bind to a dependency whose recipe has errors adds no false diagnostic', async () => {
     const files = edit(BASE, 'recipes/db.toml', 'command = "./db"', 'command = "./db"\nbogus = 1');
-    expect(where(await diagnosticsOf(files))).toEqual([{ code: CODES.UNKNOWN_KEY, file: 'recipes/db.toml', path: 'lifecycle.run.exec.bogus', line: 14 }]);
+    expect(where(await diagnosticsOf(files))).toEqual([
+      { code: CODES.UNKNOWN_KEY, file: 'recipes/db.toml', path: 'lifecycle.run.exec.bogus', line: 14 },
+    ]);
   });
 
   // Regression (bug B, fixed): when one member's recipe is refused, its sibling's dependency on it falls through to the plan and is reported
@@ -605,7 +667,9 @@ describe('composite, configuration, export and bind validation', () => {
   // `memberRecipes[s]?.recipe?.metadata.name`, undefined for a recipe that failed, instead of its raw name).
   it("a member whose sibling's recipe has errors gets no false missing dependency", async () => {
     const files = noClient(edit(BASE, 'recipes/api.toml', 'command = "./api"', 'command = "./api"\nbogus = 1'));
-    expect(where(await diagnosticsOf(files))).toEqual([{ code: CODES.UNKNOWN_KEY, file: 'recipes/api.toml', path: 'lifecycle.run.exec.bogus', line: 13 }]);
+    expect(where(await diagnosticsOf(files))).toEqual([
+      { code: CODES.UNKNOWN_KEY, file: 'recipes/api.toml', path: 'lifecycle.run.exec.bogus', line: 13 },
+    ]);
   });
 
   // Regression (bug C, fixed): a plan override of a composite member's section with a plain value (`[components.config] api = 9100`) is
@@ -614,17 +678,34 @@ describe('composite, configuration, export and bind validation', () => {
   it("a plan override of a member's section with a value is refused, not ignored", async () => {
     const files = edit(BASE, PLAN, '[components.config.api]\nport = 9100', '[components.config]\napi = 9100');
     const diags = await diagnosticsOf(files);
-    expect(where(diags)).toEqual([{ code: CODES.INVALID_TYPE, file: PLAN, path: 'components[2].config.api', line: lineOf(files, PLAN, 'api = 9100') }]);
+    expect(where(diags)).toEqual([
+      {
+        code: CODES.INVALID_TYPE,
+        file: PLAN,
+        path: 'components[2].config.api',
+        line: lineOf(files, PLAN, 'api = 9100'),
+      },
+    ]);
   });
 
   // Regression (bug D, fixed): an export in [lifecycle.services.NAME.exports] that binds {{deps…}} is not refused as KS_TEMPLATE_SYNTAX like one
   // in [exports] (recipe.ts shapeRules calls templateRules on the whole service without configOnly); resolution then
   // reports the false "db is not a dependency of this component" although db is one.
   it('a service export that binds another component’s export is refused as such', async () => {
-    const files = edit(BASE, 'recipes/app.toml', '[lifecycle.services.jobs]\n', '[lifecycle.services.web.exports]\ndb_port = "{{deps.db.exports.port}}"\n\n[lifecycle.services.jobs]\n');
+    const files = edit(
+      BASE,
+      'recipes/app.toml',
+      '[lifecycle.services.jobs]\n',
+      '[lifecycle.services.web.exports]\ndb_port = "{{deps.db.exports.port}}"\n\n[lifecycle.services.jobs]\n',
+    );
     const diags = await diagnosticsOf(files);
     expect(where(diags)).toEqual([
-      { code: CODES.TEMPLATE_SYNTAX, file: 'recipes/app.toml', path: 'lifecycle.services.web.exports.db_port', line: lineOf(files, 'recipes/app.toml', 'db_port = ') },
+      {
+        code: CODES.TEMPLATE_SYNTAX,
+        file: 'recipes/app.toml',
+        path: 'lifecycle.services.web.exports.db_port',
+        line: lineOf(files, 'recipes/app.toml', 'db_port = '),
+      },
     ]);
   });
 
@@ -633,8 +714,18 @@ describe('composite, configuration, export and bind validation', () => {
   // (template.ts parseTemplate, applied to every string by recipe.ts templateRules), so an upgrade refuses revisions
   // that deployed yesterday. Placeholders should be only {{config.…}}/{{deps.…}}, or literal braces escapable.
   it('only {{config.…}} and {{deps.…}} are placeholders: other braces (Go templates, a bare {{config}}) stay literal', () => {
-    for (const literal of ['{{config}}', '{{ deps }}', '{{config-file}}', '{{config "x"}}', '{{.ID}}', '{{configx.y}}']) {
-      const text = BASE['recipes/w.toml']!.replace('command = "./worker"', `command = "./worker"\nargs = [${JSON.stringify(literal)}]`);
+    for (const literal of [
+      '{{config}}',
+      '{{ deps }}',
+      '{{config-file}}',
+      '{{config "x"}}',
+      '{{.ID}}',
+      '{{configx.y}}',
+    ]) {
+      const text = BASE['recipes/w.toml']!.replace(
+        'command = "./worker"',
+        `command = "./worker"\nargs = [${JSON.stringify(literal)}]`,
+      );
       expect(parseRecipe('recipes/w.toml', text).diagnostics, literal).toEqual([]);
     }
     const bad = BASE['recipes/w.toml']!.replace('command = "./worker"', 'command = "./worker"\nargs = ["{{config.}}"]');
@@ -652,18 +743,32 @@ describe('composite, configuration, export and bind validation', () => {
     expect(diags[0]!.message).toMatch(/names both .*api/);
   });
 
-  it('a plan component that depends on a member\'s recipe is pointed at the composite', async () => {
+  it("a plan component that depends on a member's recipe is pointed at the composite", async () => {
     const files = edit(BASE, 'recipes/client.toml', 'name = "com.acme.gw"', 'name = "com.acme.api"');
     // (Its binds to gw's exports are refused too, gw being no longer a dependency: not the subject here.)
     const diags = (await diagnosticsOf(files)).filter((d) => d.code === CODES.DEP_MISSING);
-    expect(where(diags)).toEqual([{ code: CODES.DEP_MISSING, file: 'recipes/client.toml', path: 'dependencies[0].name', line: lineOf(files, 'recipes/client.toml', 'name = "com.acme.api"') }]);
+    expect(where(diags)).toEqual([
+      {
+        code: CODES.DEP_MISSING,
+        file: 'recipes/client.toml',
+        path: 'dependencies[0].name',
+        line: lineOf(files, 'recipes/client.toml', 'name = "com.acme.api"'),
+      },
+    ]);
     expect(diags[0]!.hint).toBe('com.acme.api is a member of composite "gw": depend on the composite (com.acme.gw)');
   });
 
   it('a member or service named "work" or "logs" is refused (their directories sit beside the group\'s own)', async () => {
     const files = edit(BASE, 'recipes/gw.toml', 'name = "proxy"', 'name = "logs"');
     const diags = await diagnosticsOf(edit(files, 'recipes/gw.toml', '[config.proxy]', '[config.logs]'));
-    expect(where(diags.filter((d) => d.code === CODES.BAD_NAME))).toEqual([{ code: CODES.BAD_NAME, file: 'recipes/gw.toml', path: 'members[1].name', line: lineOf(files, 'recipes/gw.toml', 'name = "logs"') }]);
+    expect(where(diags.filter((d) => d.code === CODES.BAD_NAME))).toEqual([
+      {
+        code: CODES.BAD_NAME,
+        file: 'recipes/gw.toml',
+        path: 'members[1].name',
+        line: lineOf(files, 'recipes/gw.toml', 'name = "logs"'),
+      },
+    ]);
   });
 
   it('the install script takes placeholders too: resolved per unit, an unknown key refused', async () => {
@@ -671,24 +776,49 @@ describe('composite, configuration, export and bind validation', () => {
     const r = await load(files);
     expect(r.ok).toBe(true);
     // A value is one single-quoted shell word in the script (SPEC §6).
-    if (r.ok) expect(r.state.components.find((c) => c.name === 'app/web')!.recipe.lifecycle.install!.script).toBe("npm ci --workers '2'");
+    if (r.ok)
+      expect(r.state.components.find((c) => c.name === 'app/web')!.recipe.lifecycle.install!.script).toBe(
+        "npm ci --workers '2'",
+      );
     const bad = edit(BASE, 'recipes/app.toml', 'script = "npm ci"', 'script = "npm ci {{config.nope}}"');
-    expect(where(await diagnosticsOf(bad))).toEqual([{ code: CODES.CONFIG_UNKNOWN, file: 'recipes/app.toml', path: 'lifecycle.install.script', line: lineOf(bad, 'recipes/app.toml', 'npm ci {{config.nope}}') }]);
+    expect(where(await diagnosticsOf(bad))).toEqual([
+      {
+        code: CODES.CONFIG_UNKNOWN,
+        file: 'recipes/app.toml',
+        path: 'lifecycle.install.script',
+        line: lineOf(bad, 'recipes/app.toml', 'npm ci {{config.nope}}'),
+      },
+    ]);
   });
 
   it('a recipe that was valid before placeholders existed stays valid (JSON in env)', () => {
-    const text = BASE['recipes/w.toml']!.replace('command = "./worker"', 'command = "./worker"\nenv = { CONFIG = \'{"log":{"level":"info"}}\' }');
+    const text = BASE['recipes/w.toml']!.replace(
+      'command = "./worker"',
+      'command = "./worker"\nenv = { CONFIG = \'{"log":{"level":"info"}}\' }',
+    );
     expect(parseRecipe('recipes/w.toml', text).diagnostics).toEqual([]);
   });
 
   // Bug F asked for `check = "{{config.health}}"` to be checked once resolved instead of refused as a URL the author
   // never wrote. SPEC §6 now says more: a value cannot choose the kind of check (a plan value "cmd:…" would be a
   // command), so such a check is refused when the recipe is parsed, saying why and what to write instead.
-  it('a health check that begins with a placeholder is refused: its kind (http, https, tcp, cmd) is the recipe\'s', async () => {
-    let files = edit(BASE, 'recipes/api.toml', 'check = "http://127.0.0.1:{{config.port}}/health"', 'check = "{{config.health}}"');
+  it("a health check that begins with a placeholder is refused: its kind (http, https, tcp, cmd) is the recipe's", async () => {
+    let files = edit(
+      BASE,
+      'recipes/api.toml',
+      'check = "http://127.0.0.1:{{config.port}}/health"',
+      'check = "{{config.health}}"',
+    );
     files = edit(files, 'recipes/api.toml', 'port = 8000\n', 'port = 8000\nhealth = "http://127.0.0.1:8000/health"\n');
     const diags = await diagnosticsOf(files);
-    expect(where(diags)).toEqual([{ code: CODES.BAD_HEALTH_CHECK, file: 'recipes/api.toml', path: 'lifecycle.run.health.check', line: lineOf(files, 'recipes/api.toml', 'check = "{{config.health}}"') }]);
+    expect(where(diags)).toEqual([
+      {
+        code: CODES.BAD_HEALTH_CHECK,
+        file: 'recipes/api.toml',
+        path: 'lifecycle.run.health.check',
+        line: lineOf(files, 'recipes/api.toml', 'check = "{{config.health}}"'),
+      },
+    ]);
     expect(diags[0]!.message).toMatch(/does not begin with its kind/);
     expect(diags[0]!.hint).toMatch(/http:\/\/, https:\/\/, tcp:\/\/ or cmd:/);
   });

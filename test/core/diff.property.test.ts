@@ -45,13 +45,28 @@ interface Scenario {
   shuffleKeys: number[];
 }
 
-const RAN = new Set<Fate>(['same', 'version', 'config', 'notRunning', 'held', 'heldChanged', 'unknownHash', 'removed', 'removedStopped']);
+const RAN = new Set<Fate>([
+  'same',
+  'version',
+  'config',
+  'notRunning',
+  'held',
+  'heldChanged',
+  'unknownHash',
+  'removed',
+  'removedStopped',
+]);
 const WANTED = new Set<Fate>(['same', 'version', 'config', 'notRunning', 'held', 'heldChanged', 'unknownHash', 'new']);
 /** Changed on its own account (SPEC §4: hash differs, or not running, and not held with an equal hash). */
 const OWN_CHANGE = new Set<Fate>(['version', 'config', 'notRunning', 'heldChanged', 'unknownHash', 'new']);
 const RUNNING = new Set<Fate>(['same', 'version', 'config', 'unknownHash', 'removed']);
 
-function specsOf(nodes: Node[], order: number[], keep: (f: Fate) => boolean, side: 'before' | 'after'): ComponentSpec[] {
+function specsOf(
+  nodes: Node[],
+  order: number[],
+  keep: (f: Fate) => boolean,
+  side: 'before' | 'after',
+): ComponentSpec[] {
   return order
     .map((i) => nodes[i]!)
     .filter((n) => keep(n.fate))
@@ -83,7 +98,10 @@ const scenario = (minSize: number, maxSize: number): fc.Arbitrary<Scenario> =>
         raw: fc.array(
           fc.record({
             fate,
-            deps: fc.array(fc.record({ on: fc.nat(), type: fc.constantFrom<DependencyType>('hard', 'hard', 'ordering') }), { maxLength: 4 }),
+            deps: fc.array(
+              fc.record({ on: fc.nat(), type: fc.constantFrom<DependencyType>('hard', 'hard', 'ordering') }),
+              { maxLength: 4 },
+            ),
           }),
           { minLength: n, maxLength: n },
         ),
@@ -94,7 +112,10 @@ const scenario = (minSize: number, maxSize: number): fc.Arbitrary<Scenario> =>
       .map(({ raw, order, shuffleKeys }) => {
         const nodes: Node[] = raw.map((r, i) => {
           const seen = new Set<number>();
-          const deps = i === 0 ? [] : r.deps.map((d) => ({ on: d.on % i, type: d.type })).filter((d) => !seen.has(d.on) && seen.add(d.on));
+          const deps =
+            i === 0
+              ? []
+              : r.deps.map((d) => ({ on: d.on % i, type: d.type })).filter((d) => !seen.has(d.on) && seen.add(d.on));
           return { name: `c${i}`, fate: r.fate, deps };
         });
         const before = desired(specsOf(nodes, order, (f) => RAN.has(f), 'before'));
@@ -166,7 +187,8 @@ describe('diff (properties)', () => {
         // Components reachable from a changed one by any path, versus by an all-hard path.
         const dependents = new Map<string, Array<{ name: string; type: DependencyType }>>();
         for (const c of s.after.components)
-          for (const d of c.dependencies) dependents.set(d.component, [...(dependents.get(d.component) ?? []), { name: c.name, type: d.type }]);
+          for (const d of c.dependencies)
+            dependents.set(d.component, [...(dependents.get(d.component) ?? []), { name: c.name, type: d.type }]);
         const reach = (hardOnly: boolean) => {
           const out = new Set<string>();
           const todo = [...m.changed];
@@ -215,7 +237,8 @@ describe('diff (properties)', () => {
         for (const c of s.after.components) {
           if (!at.has(c.name)) continue;
           for (const d of c.dependencies)
-            if (at.has(d.component)) expect(at.get(d.component)!, `${d.component} before ${c.name}`).toBeLessThan(at.get(c.name)!);
+            if (at.has(d.component))
+              expect(at.get(d.component)!, `${d.component} before ${c.name}`).toBeLessThan(at.get(c.name)!);
         }
       }),
       RUNS,
@@ -273,7 +296,9 @@ describe('diff (properties)', () => {
           }
           // A cascade names the earliest restarting hard dependency in start order.
           const c = s.after.components.find((x) => x.name === n)!;
-          const hardRestarting = c.dependencies.filter((d) => d.type === 'hard' && m.restart.has(d.component)).map((d) => d.component);
+          const hardRestarting = c.dependencies
+            .filter((d) => d.type === 'hard' && m.restart.has(d.component))
+            .map((d) => d.component);
           hardRestarting.sort((a, b) => at.get(a)! - at.get(b)!);
           expect(code, `${n} (${f}) cascades`).toEqual({ kind: 'cascade', dependency: hardRestarting[0] });
         }

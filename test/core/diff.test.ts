@@ -52,7 +52,12 @@ const cases: Case[] = [
     stop: ['web', 'api'],
     start: ['api', 'web'],
     noTouch: ['influxdb', 'telemetry'],
-    reasons: { api: 'version 1.4.0 → 1.5.0', web: 'hard dependency api restarts', influxdb: 'unchanged', telemetry: 'unchanged' },
+    reasons: {
+      api: 'version 1.4.0 → 1.5.0',
+      web: 'hard dependency api restarts',
+      influxdb: 'unchanged',
+      telemetry: 'unchanged',
+    },
     codes: { api: { kind: 'version', from: '1.4.0', to: '1.5.0' }, web: { kind: 'cascade', dependency: 'api' } },
     layers: STACK_LAYERS,
   },
@@ -164,7 +169,14 @@ const cases: Case[] = [
     // The record says web ran with an ordering dependency on the (since removed) cache as well.
     tweaks: {
       add: [instance('cache')],
-      set: { web: { dependencies: [{ component: 'api', type: 'hard' }, { component: 'cache', type: 'ordering' }] } },
+      set: {
+        web: {
+          dependencies: [
+            { component: 'api', type: 'hard' },
+            { component: 'cache', type: 'ordering' },
+          ],
+        },
+      },
     },
     want: bumpApi,
     stop: ['web', 'cache', 'api'],
@@ -206,7 +218,12 @@ const cases: Case[] = [
     name: 'a new hard dependency restarts its dependent (dependencies are not in the hash, the new one is)',
     ran: stack(),
     want: [
-      ...update(stack(), 'api', { deps: [{ on: 'influxdb', type: 'hard' }, { on: 'cache', type: 'hard' }] }),
+      ...update(stack(), 'api', {
+        deps: [
+          { on: 'influxdb', type: 'hard' },
+          { on: 'cache', type: 'hard' },
+        ],
+      }),
       { name: 'cache', id: 'com.acme.cache', version: '7.2.0' },
     ],
     stop: ['web', 'api'],
@@ -301,12 +318,24 @@ const cases: Case[] = [
     ran: [
       { name: 'db' },
       { name: 'queue', deps: [{ on: 'db', type: 'ordering' }] },
-      { name: 'worker', deps: [{ on: 'queue', type: 'ordering' }, { on: 'db', type: 'hard' }] },
+      {
+        name: 'worker',
+        deps: [
+          { on: 'queue', type: 'ordering' },
+          { on: 'db', type: 'hard' },
+        ],
+      },
     ],
     want: [
       { name: 'db', env: { MODE: 'wal' } },
       { name: 'queue', deps: [{ on: 'db', type: 'ordering' }] },
-      { name: 'worker', deps: [{ on: 'queue', type: 'ordering' }, { on: 'db', type: 'hard' }] },
+      {
+        name: 'worker',
+        deps: [
+          { on: 'queue', type: 'ordering' },
+          { on: 'db', type: 'hard' },
+        ],
+      },
     ],
     stop: ['worker', 'db'],
     start: ['db', 'worker'],
@@ -316,7 +345,11 @@ const cases: Case[] = [
   {
     name: 'a cascade names the earliest restarting hard dependency in start order',
     ran: [{ name: 'a' }, { name: 'b' }, { name: 'c', deps: [{ on: 'b' }, { on: 'a' }] }],
-    want: [{ name: 'a', version: '2.0.0' }, { name: 'b', version: '2.0.0' }, { name: 'c', deps: [{ on: 'b' }, { on: 'a' }] }],
+    want: [
+      { name: 'a', version: '2.0.0' },
+      { name: 'b', version: '2.0.0' },
+      { name: 'c', deps: [{ on: 'b' }, { on: 'a' }] },
+    ],
     stop: ['c', 'b', 'a'],
     start: ['a', 'b', 'c'],
     noTouch: [],
@@ -324,7 +357,12 @@ const cases: Case[] = [
   },
   {
     name: 'within a layer plan order decides, whatever the dependency order',
-    want: [{ name: 'z', deps: [{ on: 'y' }] }, { name: 'y' }, { name: 'x' }, { name: 'w', deps: [{ on: 'x' }, { on: 'z' }] }],
+    want: [
+      { name: 'z', deps: [{ on: 'y' }] },
+      { name: 'y' },
+      { name: 'x' },
+      { name: 'w', deps: [{ on: 'x' }, { on: 'z' }] },
+    ],
     stop: [],
     start: ['y', 'x', 'z', 'w'],
     noTouch: [],
@@ -337,9 +375,14 @@ describe('diff (table)', () => {
     const state = desired(c.want);
     const act: ActualState = c.ran ? actual(desired(c.ran), c.tweaks) : actual(undefined, c.tweaks);
     const r = diff(state, act);
-    expect({ stop: r.stopOrder, start: r.startOrder, noTouch: r.noTouch }).toEqual({ stop: c.stop, start: c.start, noTouch: c.noTouch });
+    expect({ stop: r.stopOrder, start: r.startOrder, noTouch: r.noTouch }).toEqual({
+      stop: c.stop,
+      start: c.start,
+      noTouch: c.noTouch,
+    });
     for (const [name, text] of Object.entries(c.reasons ?? {})) expect(r.reasons[name], `reason of ${name}`).toBe(text);
-    for (const [name, code] of Object.entries(c.codes ?? {})) expect(r.reasonCodes[name], `reason code of ${name}`).toEqual(code);
+    for (const [name, code] of Object.entries(c.codes ?? {}))
+      expect(r.reasonCodes[name], `reason code of ${name}`).toEqual(code);
     // Layers are always those of the whole desired plan, whatever restarts.
     expect(r.layers).toEqual(state.layers);
     if (c.layers) expect(r.layers).toEqual(c.layers);
@@ -394,7 +437,11 @@ describe('diff', () => {
   it('stops whatever it can when the record holds a cycle (no valid revision makes one) instead of hanging', () => {
     const state = desired([{ name: 'keep' }]);
     const act = actual(undefined, {
-      add: [instance('p', { deps: [{ on: 'q' }] }), instance('q', { deps: [{ on: 'p' }] }), instance('r', { deps: [{ on: 'p' }] })],
+      add: [
+        instance('p', { deps: [{ on: 'q' }] }),
+        instance('q', { deps: [{ on: 'p' }] }),
+        instance('r', { deps: [{ on: 'p' }] }),
+      ],
     });
     const r = diff(state, act);
     expect(r.stopOrder[0]).toBe('r');

@@ -20,9 +20,12 @@ describe('Go-style durations', () => {
     expect(parseDuration(text)).toBeCloseTo(ms, 9);
   });
 
-  it.each(['', '10', '10x', '-1s', '+1s', 's', '1 s', '1s ', '1.2.3s', 'ten seconds', '1d', '5 m'])('%j is refused', (text) => {
-    expect(parseDuration(text)).toBeUndefined();
-  });
+  it.each(['', '10', '10x', '-1s', '+1s', 's', '1 s', '1s ', '1.2.3s', 'ten seconds', '1d', '5 m'])(
+    '%j is refused',
+    (text) => {
+      expect(parseDuration(text)).toBeUndefined();
+    },
+  );
 
   it.each([
     [0, '0s'],

@@ -58,7 +58,9 @@ const NOT_CODES: Readonly<Record<string, string>> = {
 const CODE_RE = /\bKS_[A-Z0-9_]*[A-Z0-9]\b(?![_*])/g;
 
 function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((d) => (d.isDirectory() ? sourceFiles(join(dir, d.name)) : d.name.endsWith('.ts') ? [join(dir, d.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((d) =>
+    d.isDirectory() ? sourceFiles(join(dir, d.name)) : d.name.endsWith('.ts') ? [join(dir, d.name)] : [],
+  );
 }
 
 /** Every code-like word in src/ but the catalogue itself, with the first file it is in. */
@@ -66,7 +68,8 @@ function codesInSrc(): Map<string, string> {
   const seen = new Map<string, string>();
   for (const file of sourceFiles(SRC)) {
     if (file === join(SRC, 'core', 'error-catalogue.ts')) continue;
-    for (const m of readFileSync(file, 'utf8').matchAll(CODE_RE)) if (!seen.has(m[0])) seen.set(m[0], file.slice(ROOT.length + 1));
+    for (const m of readFileSync(file, 'utf8').matchAll(CODE_RE))
+      if (!seen.has(m[0])) seen.set(m[0], file.slice(ROOT.length + 1));
   }
   return seen;
 }
@@ -86,11 +89,13 @@ describe('the error catalogue', () => {
   });
 
   it('has each of them in docs/errors.md, with its anchor', () => {
-    const missing = [...inSrc.keys()].filter((c) => isErrorCode(c) && !doc.includes(`<a id="${errorAnchor(c)}"></a>\`${c}\``));
+    const missing = [...inSrc.keys()].filter(
+      (c) => isErrorCode(c) && !doc.includes(`<a id="${errorAnchor(c)}"></a>\`${c}\``),
+    );
     expect(missing).toEqual([]);
   });
 
-  it('is what docs/errors.md says: the file is the generator\'s (npm run errors-doc writes it)', () => {
+  it("is what docs/errors.md says: the file is the generator's (npm run errors-doc writes it)", () => {
     expect(doc).toBe(renderErrorsDoc(CATALOGUE));
   });
 

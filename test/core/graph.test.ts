@@ -10,8 +10,19 @@ describe('computeLayers', () => {
     { name: 'a chain', deps: [[], [0], [1]], layers: [[0], [1], [2]] },
     { name: 'the four-component stack', deps: [[], [0], [0], [1]], layers: [[0], [1, 2], [3]] },
     { name: 'a diamond', deps: [[], [0], [0], [1, 2]], layers: [[0], [1, 2], [3]] },
-    { name: 'plan order within a layer, whatever the index of the dependency', deps: [[2], [], [], [1]], layers: [[1, 2], [0, 3]] },
-    { name: 'a layer is one past the deepest dependency, not the shallowest', deps: [[], [0], [1], [0, 2]], layers: [[0], [1], [2], [3]] },
+    {
+      name: 'plan order within a layer, whatever the index of the dependency',
+      deps: [[2], [], [], [1]],
+      layers: [
+        [1, 2],
+        [0, 3],
+      ],
+    },
+    {
+      name: 'a layer is one past the deepest dependency, not the shallowest',
+      deps: [[], [0], [1], [0, 2]],
+      layers: [[0], [1], [2], [3]],
+    },
     { name: 'a dependency listed twice counts once', deps: [[], [0, 0]], layers: [[0], [1]] },
   ])('$name', ({ deps, layers }) => {
     expect(computeLayers(deps)).toEqual(layers);
@@ -64,16 +75,23 @@ describe('findCycles', () => {
     { name: 'a 3-cycle', deps: [[1], [2], [0]], cycles: [[0, 1, 2]] },
     { name: 'a 3-cycle entered from a tail, which is not part of it', deps: [[1], [2], [3], [1]], cycles: [[1, 2, 3]] },
     { name: 'a 3-cycle listed from its lowest index', deps: [[], [3], [1], [2]], cycles: [[1, 3, 2]] },
-    { name: 'two separate cycles, ordered by their first index', deps: [[], [4], [3], [2], [1]], cycles: [[1, 4], [2, 3]] },
+    {
+      name: 'two separate cycles, ordered by their first index',
+      deps: [[], [4], [3], [2], [1]],
+      cycles: [
+        [1, 4],
+        [2, 3],
+      ],
+    },
     { name: 'the shortest cycle through the lowest index of a tangle', deps: [[1], [2, 0], [0]], cycles: [[0, 1]] },
   ])('$name', ({ deps, cycles }) => {
     expect(findCycles(deps)).toEqual(cycles);
   });
 
   it('every reported cycle is a real cycle', () => {
-    const graph = fc.integer({ min: 1, max: 40 }).chain((n) =>
-      fc.array(fc.array(fc.nat({ max: n - 1 }), { maxLength: 3 }), { minLength: n, maxLength: n }),
-    );
+    const graph = fc
+      .integer({ min: 1, max: 40 })
+      .chain((n) => fc.array(fc.array(fc.nat({ max: n - 1 }), { maxLength: 3 }), { minLength: n, maxLength: n }));
     fc.assert(
       fc.property(graph, (deps) => {
         const cycles = findCycles(deps);

@@ -16,19 +16,43 @@ import { parse as parseSchema } from '../../src/core/valid.js';
 function referenceHash(input: Parameters<typeof componentHash>[0]): string {
   const { recipe: _path, ...planEntry } = input.entry;
   const { description: _d, ...metadata } = input.recipe.metadata;
-  const json = canonicalJsonByReplacer({ metadata, artifacts: input.recipe.artifacts, lifecycle: input.recipe.lifecycle, planEntry });
+  const json = canonicalJsonByReplacer({
+    metadata,
+    artifacts: input.recipe.artifacts,
+    lifecycle: input.recipe.lifecycle,
+    planEntry,
+  });
   return `v1:${createHash('sha256').update(json).digest('hex')}`;
 }
 
-const key = fc.oneof(fc.constantFrom('a', 'b', 'B', '_', '1', '10', '2', 'constructor', '__proto__', 'toJSON', 'a"b', 'é', ''), fc.string({ maxLength: 5 }));
-const leaf = fc.oneof(fc.string({ maxLength: 6 }), fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.constant(undefined));
+const key = fc.oneof(
+  fc.constantFrom('a', 'b', 'B', '_', '1', '10', '2', 'constructor', '__proto__', 'toJSON', 'a"b', 'é', ''),
+  fc.string({ maxLength: 5 }),
+);
+const leaf = fc.oneof(
+  fc.string({ maxLength: 6 }),
+  fc.integer(),
+  fc.double(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.constant(undefined),
+);
 const value: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
-  v: fc.oneof({ depthSize: 'small' }, leaf, fc.array(tie('v'), { maxLength: 4 }), fc.dictionary(key, tie('v'), { maxKeys: 5 }), fc.dictionary(key, tie('v'), { maxKeys: 5, noNullPrototype: false })),
+  v: fc.oneof(
+    { depthSize: 'small' },
+    leaf,
+    fc.array(tie('v'), { maxLength: 4 }),
+    fc.dictionary(key, tie('v'), { maxKeys: 5 }),
+    fc.dictionary(key, tie('v'), { maxKeys: 5, noNullPrototype: false }),
+  ),
 })).v;
 
 describe('canonicalJson', () => {
   it('is the text of the key-sorting replacer, for any JSON-like value', () => {
-    fc.assert(fc.property(value, (v) => canonicalJson(v) === canonicalJsonByReplacer(v)), { numRuns: 5000 });
+    fc.assert(
+      fc.property(value, (v) => canonicalJson(v) === canonicalJsonByReplacer(v)),
+      { numRuns: 5000 },
+    );
   });
 
   it('is the text of the replacer for what the walk leaves to it: dates, toJSON, class instances, "__proto__" keys, deep nesting', () => {
@@ -41,7 +65,17 @@ describe('canonicalJson', () => {
     const proto = JSON.parse('{"b":1,"__proto__":{"d":1,"c":2},"a":[{"z":1,"y":2}]}');
     let deep: unknown = { b: 1, a: 2 };
     for (let i = 0; i < 100; i++) deep = { z: deep, y: [i] };
-    for (const v of [new Date(0), { b: new Date(1), a: 1 }, { toJSON: () => ({ b: 1, a: 2 }) }, new Point(1, 2), { p: new Point(1, 2) }, proto, deep, [undefined, () => 1], Object.assign(Object.create(null), { b: 1, a: 2 })])
+    for (const v of [
+      new Date(0),
+      { b: new Date(1), a: 1 },
+      { toJSON: () => ({ b: 1, a: 2 }) },
+      new Point(1, 2),
+      { p: new Point(1, 2) },
+      proto,
+      deep,
+      [undefined, () => 1],
+      Object.assign(Object.create(null), { b: 1, a: 2 }),
+    ])
       expect(canonicalJson(v)).toBe(canonicalJsonByReplacer(v));
   });
 });
@@ -51,27 +85,65 @@ const recipeText = fc
   .record({
     version: fc.constantFrom('1.0.0', '2.7.5', '1.0.0-rc.1'),
     description: fc.option(fc.string({ maxLength: 8 }), { nil: undefined }),
-    artifacts: fc.array(fc.record({ uri: fc.constantFrom('https://a.example/x.tgz', 'bin/x'), sha256: fc.constantFrom('a'.repeat(64), 'B'.repeat(64)), unpack: fc.option(fc.boolean(), { nil: undefined }) }), { maxLength: 2 }),
-    install: fc.option(fc.record({ script: fc.constantFrom('mkdir -p data', 'mkdir -p {{config.dir}}'), timeout: fc.option(fc.constantFrom('1m', '90s'), { nil: undefined }) }), { nil: undefined }),
+    artifacts: fc.array(
+      fc.record({
+        uri: fc.constantFrom('https://a.example/x.tgz', 'bin/x'),
+        sha256: fc.constantFrom('a'.repeat(64), 'B'.repeat(64)),
+        unpack: fc.option(fc.boolean(), { nil: undefined }),
+      }),
+      { maxLength: 2 },
+    ),
+    install: fc.option(
+      fc.record({
+        script: fc.constantFrom('mkdir -p data', 'mkdir -p {{config.dir}}'),
+        timeout: fc.option(fc.constantFrom('1m', '90s'), { nil: undefined }),
+      }),
+      { nil: undefined },
+    ),
     kind: fc.constantFrom('process', 'container', 'services'),
     args: fc.array(fc.constantFrom('--port', '{{config.port}}', 'x y', '{"a":1}'), { maxLength: 3 }),
-    env: fc.dictionary(fc.constantFrom('B', 'A', 'LOG', 'Z_1', '10', '2'), fc.constantFrom('info', '{{config.dir}}', ''), { maxKeys: 4 }),
+    env: fc.dictionary(
+      fc.constantFrom('B', 'A', 'LOG', 'Z_1', '10', '2'),
+      fc.constantFrom('info', '{{config.dir}}', ''),
+      { maxKeys: 4 },
+    ),
     replicas: fc.option(fc.integer({ min: 0, max: 3 }), { nil: undefined }),
     strategy: fc.option(fc.constantFrom('stop-first', 'start-first'), { nil: undefined }),
-    health: fc.option(fc.constantFrom('http://127.0.0.1:{{config.port}}/health', 'tcp://127.0.0.1:9000', 'cmd:test -f x'), { nil: undefined }),
-    caps: fc.option(fc.array(fc.constantFrom('CAP_CHOWN', 'CAP_NET_BIND_SERVICE'), { maxLength: 2 }), { nil: undefined }),
+    health: fc.option(
+      fc.constantFrom('http://127.0.0.1:{{config.port}}/health', 'tcp://127.0.0.1:9000', 'cmd:test -f x'),
+      { nil: undefined },
+    ),
+    caps: fc.option(fc.array(fc.constantFrom('CAP_CHOWN', 'CAP_NET_BIND_SERVICE'), { maxLength: 2 }), {
+      nil: undefined,
+    }),
     port: fc.integer({ min: 1, max: 65535 }),
   })
   .map((r) => {
-    const run: Record<string, unknown> = { ...(r.strategy && { update_strategy: r.strategy }), ...(r.replicas !== undefined && r.kind !== 'services' && { replicas: r.replicas }) };
+    const run: Record<string, unknown> = {
+      ...(r.strategy && { update_strategy: r.strategy }),
+      ...(r.replicas !== undefined && r.kind !== 'services' && { replicas: r.replicas }),
+    };
     if (r.kind === 'container') run.type = 'container';
-    if (r.kind === 'container') run.container = { image: 'busybox:1', env: r.env, command: r.args, ...(r.caps && { capabilities: r.caps }), ...(r.replicas === undefined && { ports: [{ host_port: r.port, container_port: 80 }] }) };
+    if (r.kind === 'container')
+      run.container = {
+        image: 'busybox:1',
+        env: r.env,
+        command: r.args,
+        ...(r.caps && { capabilities: r.caps }),
+        ...(r.replicas === undefined && { ports: [{ host_port: r.port, container_port: 80 }] }),
+      };
     else run.exec = { command: './bin/x', args: r.args, env: r.env };
     if (r.kind === 'process' && r.caps) run.security = { user: 'nobody', capabilities: r.caps };
     if (r.health) run.health = { check: r.health, interval: '5s' };
     const doc: Record<string, unknown> = {
-      metadata: { name: 'com.acme.x', version: r.version, ...(r.description !== undefined && { description: r.description }) },
-      artifacts: r.artifacts.map((a) => ({ ...a, ...(a.unpack === undefined && { unpack: undefined }) })).map((a) => JSON.parse(JSON.stringify(a))),
+      metadata: {
+        name: 'com.acme.x',
+        version: r.version,
+        ...(r.description !== undefined && { description: r.description }),
+      },
+      artifacts: r.artifacts
+        .map((a) => ({ ...a, ...(a.unpack === undefined && { unpack: undefined }) }))
+        .map((a) => JSON.parse(JSON.stringify(a))),
       config: { port: r.port, dir: 'data', http: { port: r.port } },
       lifecycle: {
         ...(r.install && { install: JSON.parse(JSON.stringify(r.install)) }),
@@ -85,7 +157,10 @@ describe('component hashes', () => {
   it('are those of the zod-built recipes under the replacer, for generated recipes and plan configuration', () => {
     fc.assert(
       fc.property(recipeText, fc.option(fc.integer({ min: 1, max: 65535 }), { nil: undefined }), (text, port) => {
-        const plan = parsePlan('plans/p.toml', `[[components]]\nname = "x"\nrecipe = "recipes/x.toml"\n${port === undefined ? '' : `[components.config]\nport = ${port}\n`}`);
+        const plan = parsePlan(
+          'plans/p.toml',
+          `[[components]]\nname = "x"\nrecipe = "recipes/x.toml"\n${port === undefined ? '' : `[components.config]\nport = ${port}\n`}`,
+        );
         const fast = parseRecipe('recipes/x.toml', text);
         expect(fast.diagnostics).toEqual([]);
         // The same file as zod alone builds it.

@@ -1,6 +1,12 @@
 // The versioned component hash (SPEC §4 Identity): everything that affects how a component runs, nothing else.
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, componentHash, CURRENT_HASH_VERSION, hashVersion, sameIdentity } from '../../src/core/identity.js';
+import {
+  canonicalJson,
+  componentHash,
+  CURRENT_HASH_VERSION,
+  hashVersion,
+  sameIdentity,
+} from '../../src/core/identity.js';
 import { planEntry, recipe, type ComponentSpec } from '../support/state-builder.js';
 
 const DIGEST_A = 'a'.repeat(64);
@@ -77,16 +83,25 @@ describe('componentHash', () => {
     { what: 'an environment value', patch: { env: { LOG_LEVEL: 'debug', TZ: 'UTC' } } },
     { what: 'an added environment variable', patch: { env: { LOG_LEVEL: 'info', TZ: 'UTC', EXTRA: '1' } } },
     { what: 'the artifact digest', patch: { artifacts: [{ ...base.artifacts![0]!, sha256: DIGEST_B }] } },
-    { what: 'the artifact uri', patch: { artifacts: [{ ...base.artifacts![0]!, uri: 'https://mirror.acme.com/influxdb.tar.gz' }] } },
+    {
+      what: 'the artifact uri',
+      patch: { artifacts: [{ ...base.artifacts![0]!, uri: 'https://mirror.acme.com/influxdb.tar.gz' }] },
+    },
     { what: 'unpacking', patch: { artifacts: [{ ...base.artifacts![0]!, unpack: false }] } },
-    { what: 'an added artifact', patch: { artifacts: [...base.artifacts!, { uri: 'https://a.acme.com/x', sha256: DIGEST_B }] } },
+    {
+      what: 'an added artifact',
+      patch: { artifacts: [...base.artifacts!, { uri: 'https://a.acme.com/x', sha256: DIGEST_B }] },
+    },
     { what: 'the health check', patch: { health: { ...base.health!, check: 'tcp://127.0.0.1:8086' } } },
     { what: 'the health interval', patch: { health: { ...base.health!, interval: '5s' } } },
     { what: 'the health failure threshold', patch: { health: { ...base.health!, failure_threshold: 7 } } },
     { what: 'removing the health check', patch: { health: undefined } },
     { what: 'the component name in the plan', patch: { name: 'influxdb-b' } },
     { what: 'the run user', patch: andEdit((raw) => (raw.lifecycle!.run!.security!.user = 'root')) },
-    { what: 'the capabilities', patch: andEdit((raw) => (raw.lifecycle!.run!.security!.capabilities = ['CAP_NET_BIND_SERVICE'])) },
+    {
+      what: 'the capabilities',
+      patch: andEdit((raw) => (raw.lifecycle!.run!.security!.capabilities = ['CAP_NET_BIND_SERVICE'])),
+    },
     { what: 'the restart policy', patch: andEdit((raw) => (raw.lifecycle!.run!.restart_policy = 'on-failure')) },
     { what: 'the install script', patch: andEdit((raw) => (raw.lifecycle!.install!.script = 'mkdir -p data wal')) },
   ])('changes with $what', ({ patch }) => {
@@ -96,7 +111,10 @@ describe('componentHash', () => {
   it.each<{ what: string; patch: Partial<ComponentSpec> }>([
     { what: 'the description', patch: { description: 'Another description entirely' } },
     { what: 'no description', patch: { description: undefined } },
-    { what: 'the dependencies', patch: { deps: [{ on: 'com.acme.other', type: 'ordering', version: '>=1.0.0' }, { on: 'com.acme.more' }] } },
+    {
+      what: 'the dependencies',
+      patch: { deps: [{ on: 'com.acme.other', type: 'ordering', version: '>=1.0.0' }, { on: 'com.acme.more' }] },
+    },
     { what: 'no dependencies', patch: { deps: [] } },
     { what: "the recipe's path", patch: { recipePath: 'recipes/database/influxdb-2.7.5.toml' } },
   ])('does not change with $what', ({ patch }) => {
@@ -112,7 +130,9 @@ describe('componentHash', () => {
   });
 
   it('refuses a hash version it does not know', () => {
-    expect(() => componentHash({ recipe: recipe(base), entry: planEntry(base) }, 999)).toThrow(/unknown component hash version 999/);
+    expect(() => componentHash({ recipe: recipe(base), entry: planEntry(base) }, 999)).toThrow(
+      /unknown component hash version 999/,
+    );
   });
 });
 
@@ -125,9 +145,12 @@ describe('hashVersion and sameIdentity', () => {
     expect(hashVersion(hash)).toBe(version);
   });
 
-  it.each(['', 'abc', '1:abc', 'v:abc', 'V1:abc', 'sha256:abc'])('is NaN for %j, which is no component hash', (hash) => {
-    expect(hashVersion(hash)).toBeNaN();
-  });
+  it.each(['', 'abc', '1:abc', 'v:abc', 'V1:abc', 'sha256:abc'])(
+    'is NaN for %j, which is no component hash',
+    (hash) => {
+      expect(hashVersion(hash)).toBeNaN();
+    },
+  );
 
   it('matches the hash of the same component, and no other', () => {
     const input = { recipe: recipe(base), entry: planEntry(base) };

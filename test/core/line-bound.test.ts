@@ -7,7 +7,9 @@ const cutCount = (text: string) => Number(/\[cut: (?:at least )?(\d+) bytes\]/.e
 
 describe('cutLine', () => {
   it('leaves a line within the bound as it is', () => {
-    expect(cutLine('install script of api exited with 1: no space left')).toBe('install script of api exited with 1: no space left');
+    expect(cutLine('install script of api exited with 1: no space left')).toBe(
+      'install script of api exited with 1: no space left',
+    );
     const full = 'y'.repeat(MAX_LINE_BYTES);
     expect(cutLine(full)).toBe(full);
   });

@@ -53,7 +53,8 @@ function resolve(components: Component[], recipes: Record<string, string>): Reso
   const plan = parsePlan(PLAN_FILE, planText(components));
   expect(plan.diagnostics).toEqual([]);
   const parsed = new Map<string, ParsedRecipe>();
-  for (const [stem, text] of Object.entries(recipes)) parsed.set(`recipes/${stem}.toml`, parseRecipe(`recipes/${stem}.toml`, text));
+  for (const [stem, text] of Object.entries(recipes))
+    parsed.set(`recipes/${stem}.toml`, parseRecipe(`recipes/${stem}.toml`, text));
   return resolveDesiredState(plan, parsed);
 }
 
@@ -79,57 +80,95 @@ describe('dependencies that do not resolve', () => {
     {
       name: 'a dependency no component provides',
       plan: named('db', 'api'),
-      recipes: { db: recipeText('com.acme.db', '2.7.5'), api: recipeText('com.acme.api', '1.0.0', [{ name: 'com.acme.cache' }]) },
+      recipes: {
+        db: recipeText('com.acme.db', '2.7.5'),
+        api: recipeText('com.acme.api', '1.0.0', [{ name: 'com.acme.cache' }]),
+      },
       expected: [{ code: CODES.DEP_MISSING, file: 'recipes/api.toml', path: 'dependencies[0].name', line: 10 }],
       message: /^component "api" depends on com\.acme\.cache, which no component of plans\/device\.toml provides$/,
     },
     {
       name: 'the second dependency is the missing one',
       plan: named('db', 'api'),
-      recipes: { db: recipeText('com.acme.db', '2.7.5'), api: recipeText('com.acme.api', '1.0.0', [{ name: 'com.acme.db' }, { name: 'com.acme.cache', type: 'ordering' }]) },
+      recipes: {
+        db: recipeText('com.acme.db', '2.7.5'),
+        api: recipeText('com.acme.api', '1.0.0', [
+          { name: 'com.acme.db' },
+          { name: 'com.acme.cache', type: 'ordering' },
+        ]),
+      },
       expected: [{ code: CODES.DEP_MISSING, file: 'recipes/api.toml', path: 'dependencies[1].name', line: 15 }],
       message: /com\.acme\.cache/,
     },
     {
       name: 'a dependency on a plan component name rather than a recipe name',
       plan: named('db', 'api'),
-      recipes: { db: recipeText('com.acme.db', '2.7.5'), api: recipeText('com.acme.api', '1.0.0', [{ name: 'db.local' }]) },
+      recipes: {
+        db: recipeText('com.acme.db', '2.7.5'),
+        api: recipeText('com.acme.api', '1.0.0', [{ name: 'db.local' }]),
+      },
       expected: [{ code: CODES.DEP_MISSING, file: 'recipes/api.toml', path: 'dependencies[0].name', line: 10 }],
       message: /depends on db\.local/,
     },
     {
       name: 'two components provide the dependency',
       plan: named('db1', 'db2', 'api'),
-      recipes: { db1: recipeText('com.acme.db', '2.7.5'), db2: recipeText('com.acme.db', '2.8.0'), api: recipeText('com.acme.api', '1.0.0', [{ name: 'com.acme.db' }]) },
+      recipes: {
+        db1: recipeText('com.acme.db', '2.7.5'),
+        db2: recipeText('com.acme.db', '2.8.0'),
+        api: recipeText('com.acme.api', '1.0.0', [{ name: 'com.acme.db' }]),
+      },
       expected: [{ code: CODES.DEP_AMBIGUOUS, file: 'recipes/api.toml', path: 'dependencies[0].name', line: 10 }],
       message: /^component "api" depends on com\.acme\.db, which several components provide: db1, db2$/,
     },
     {
       name: 'two components from one recipe file provide the dependency',
-      plan: [{ name: 'db-a', file: 'db' }, { name: 'db-b', file: 'db' }, { name: 'api', file: 'api' }],
-      recipes: { db: recipeText('com.acme.db', '2.7.5'), api: recipeText('com.acme.api', '1.0.0', [{ name: 'com.acme.db' }]) },
+      plan: [
+        { name: 'db-a', file: 'db' },
+        { name: 'db-b', file: 'db' },
+        { name: 'api', file: 'api' },
+      ],
+      recipes: {
+        db: recipeText('com.acme.db', '2.7.5'),
+        api: recipeText('com.acme.api', '1.0.0', [{ name: 'com.acme.db' }]),
+      },
       expected: [{ code: CODES.DEP_AMBIGUOUS, file: 'recipes/api.toml', path: 'dependencies[0].name', line: 10 }],
       message: /db-a, db-b/,
     },
     {
       name: 'a range the provider does not satisfy',
       plan: named('db', 'api'),
-      recipes: { db: recipeText('com.acme.db', '2.6.9'), api: recipeText('com.acme.api', '1.0.0', [{ name: 'com.acme.db', version: '>=2.7.0' }]) },
-      expected: [{ code: CODES.DEP_VERSION_MISMATCH, file: 'recipes/api.toml', path: 'dependencies[0].version', line: 11 }],
+      recipes: {
+        db: recipeText('com.acme.db', '2.6.9'),
+        api: recipeText('com.acme.api', '1.0.0', [{ name: 'com.acme.db', version: '>=2.7.0' }]),
+      },
+      expected: [
+        { code: CODES.DEP_VERSION_MISMATCH, file: 'recipes/api.toml', path: 'dependencies[0].version', line: 11 },
+      ],
       message: /^component "api" needs com\.acme\.db >=2\.7\.0, but "db" is 2\.6\.9$/,
     },
     {
       name: 'a caret range across a major version',
       plan: named('db', 'api'),
-      recipes: { db: recipeText('com.acme.db', '3.0.0'), api: recipeText('com.acme.api', '1.0.0', [{ name: 'com.acme.db', version: '^2.7' }]) },
-      expected: [{ code: CODES.DEP_VERSION_MISMATCH, file: 'recipes/api.toml', path: 'dependencies[0].version', line: 11 }],
+      recipes: {
+        db: recipeText('com.acme.db', '3.0.0'),
+        api: recipeText('com.acme.api', '1.0.0', [{ name: 'com.acme.db', version: '^2.7' }]),
+      },
+      expected: [
+        { code: CODES.DEP_VERSION_MISMATCH, file: 'recipes/api.toml', path: 'dependencies[0].version', line: 11 },
+      ],
       message: /\^2\.7, but "db" is 3\.0\.0/,
     },
     {
       name: 'an ordering dependency is version-checked too',
       plan: named('db', 'tel'),
-      recipes: { db: recipeText('com.acme.db', '2.7.5'), tel: recipeText('com.acme.tel', '1.0.0', [{ name: 'com.acme.db', version: '<2', type: 'ordering' }]) },
-      expected: [{ code: CODES.DEP_VERSION_MISMATCH, file: 'recipes/tel.toml', path: 'dependencies[0].version', line: 11 }],
+      recipes: {
+        db: recipeText('com.acme.db', '2.7.5'),
+        tel: recipeText('com.acme.tel', '1.0.0', [{ name: 'com.acme.db', version: '<2', type: 'ordering' }]),
+      },
+      expected: [
+        { code: CODES.DEP_VERSION_MISMATCH, file: 'recipes/tel.toml', path: 'dependencies[0].version', line: 11 },
+      ],
       message: /needs com\.acme\.db <2/,
     },
   ];
@@ -145,7 +184,10 @@ describe('dependencies that do not resolve', () => {
       resolve(named('web', 'db', 'api'), {
         web: recipeText('com.acme.web', '1.0.0', [{ name: 'com.acme.api', version: '>=2' }]),
         db: recipeText('com.acme.db', '2.7.5'),
-        api: recipeText('com.acme.api', '1.0.0', [{ name: 'com.acme.cache' }, { name: 'com.acme.db', version: '~2.6' }]),
+        api: recipeText('com.acme.api', '1.0.0', [
+          { name: 'com.acme.cache' },
+          { name: 'com.acme.db', version: '~2.6' },
+        ]),
       }),
     );
     expect(where(diags)).toEqual([
@@ -161,7 +203,10 @@ describe('dependencies that do not resolve', () => {
     ['2.x', '2.0.0'],
     ['>=2.7.0', '2.8.0-rc.1'],
   ])('range %s is satisfied by %s', (range, version) => {
-    const r = resolve(named('db', 'api'), { db: recipeText('com.acme.db', version), api: recipeText('com.acme.api', '1.0.0', [{ name: 'com.acme.db', version: range }]) });
+    const r = resolve(named('db', 'api'), {
+      db: recipeText('com.acme.db', version),
+      api: recipeText('com.acme.api', '1.0.0', [{ name: 'com.acme.db', version: range }]),
+    });
     expect(r.ok).toBe(true);
   });
 });
@@ -170,7 +215,12 @@ describe('dependency cycles', () => {
   const dep = (name: string, type: 'hard' | 'ordering' = 'hard'): Dep => ({ name: `com.acme.${name}`, type });
   const rec = (name: string, ...deps: Dep[]) => recipeText(`com.acme.${name}`, '1.0.0', deps);
 
-  const rows: Array<{ name: string; plan: Component[]; recipes: Record<string, string>; expected: Array<{ file: string; path: string; line: number; message: string }> }> = [
+  const rows: Array<{
+    name: string;
+    plan: Component[];
+    recipes: Record<string, string>;
+    expected: Array<{ file: string; path: string; line: number; message: string }>;
+  }> = [
     {
       name: 'length 1: a component that depends on itself',
       plan: named('a'),
@@ -187,13 +237,17 @@ describe('dependency cycles', () => {
       name: 'length 3, named from the first component in plan order, located at its edge into the cycle',
       plan: named('c', 'a', 'b'),
       recipes: { a: rec('a', dep('b')), b: rec('b', dep('c')), c: rec('c', dep('a')) },
-      expected: [{ file: 'recipes/c.toml', path: 'dependencies[0]', line: 9, message: 'dependency cycle: c → a → b → c' }],
+      expected: [
+        { file: 'recipes/c.toml', path: 'dependencies[0]', line: 9, message: 'dependency cycle: c → a → b → c' },
+      ],
     },
     {
       name: 'length 3, the cycle edge is the second dependency',
       plan: named('a', 'b', 'c', 'd'),
       recipes: { a: rec('a', dep('d'), dep('b')), b: rec('b', dep('c')), c: rec('c', dep('a')), d: rec('d') },
-      expected: [{ file: 'recipes/a.toml', path: 'dependencies[1]', line: 14, message: 'dependency cycle: a → b → c → a' }],
+      expected: [
+        { file: 'recipes/a.toml', path: 'dependencies[1]', line: 14, message: 'dependency cycle: a → b → c → a' },
+      ],
     },
     {
       name: 'an ordering edge closes a cycle too (it orders starts)',
@@ -204,7 +258,13 @@ describe('dependency cycles', () => {
     {
       name: 'two independent cycles are both reported',
       plan: named('a', 'b', 'free', 'c', 'd'),
-      recipes: { a: rec('a', dep('b')), b: rec('b', dep('a')), free: rec('free'), c: rec('c', dep('free'), dep('d')), d: rec('d', dep('c')) },
+      recipes: {
+        a: rec('a', dep('b')),
+        b: rec('b', dep('a')),
+        free: rec('free'),
+        c: rec('c', dep('free'), dep('d')),
+        d: rec('d', dep('c')),
+      },
       expected: [
         { file: 'recipes/a.toml', path: 'dependencies[0]', line: 9, message: 'dependency cycle: a → b → a' },
         { file: 'recipes/c.toml', path: 'dependencies[1]', line: 14, message: 'dependency cycle: c → d → c' },
@@ -222,7 +282,12 @@ describe('dependency cycles', () => {
     {
       name: 'components hanging off a cycle are not part of it',
       plan: named('top', 'a', 'b', 'base'),
-      recipes: { top: rec('top', dep('a')), a: rec('a', dep('b'), dep('base')), b: rec('b', dep('a')), base: rec('base') },
+      recipes: {
+        top: rec('top', dep('a')),
+        a: rec('a', dep('b'), dep('base')),
+        b: rec('b', dep('a')),
+        base: rec('base'),
+      },
       expected: [{ file: 'recipes/a.toml', path: 'dependencies[0]', line: 9, message: 'dependency cycle: a → b → a' }],
     },
   ];
@@ -350,7 +415,12 @@ describe('a valid revision: the four-component stack (reference/four-component-s
       ['telemetry', 2, 'recipes/com.acme.telemetry.toml', [{ component: 'influxdb', type: 'ordering' }]],
       ['web', 3, 'recipes/com.acme.web.toml', [{ component: 'api', type: 'hard' }]],
     ]);
-    expect(s.components[0]!.recipe.lifecycle.run.health).toEqual({ check: 'http://127.0.0.1:8086/health', interval: 10_000, timeout: 3_000, failure_threshold: 6 });
+    expect(s.components[0]!.recipe.lifecycle.run.health).toEqual({
+      check: 'http://127.0.0.1:8086/health',
+      interval: 10_000,
+      timeout: 3_000,
+      failure_threshold: 6,
+    });
     expect(s.components[3]!.recipe.lifecycle.run.type).toBe('container');
   });
 
@@ -358,7 +428,9 @@ describe('a valid revision: the four-component stack (reference/four-component-s
     const s = state(stack(['influxdb', 'api', 'telemetry', 'web'], { influxdb: 'tsdb', api: 'backend' }));
     expect(s.layers).toEqual([['tsdb'], ['backend', 'telemetry'], ['web']]);
     expect(s.components.find((c) => c.name === 'web')!.dependencies).toEqual([{ component: 'backend', type: 'hard' }]);
-    expect(s.components.find((c) => c.name === 'telemetry')!.dependencies).toEqual([{ component: 'tsdb', type: 'ordering' }]);
+    expect(s.components.find((c) => c.name === 'telemetry')!.dependencies).toEqual([
+      { component: 'tsdb', type: 'ordering' },
+    ]);
   });
 
   it('keeps plan order within a layer, whatever order the plan lists the layers in', () => {
@@ -384,12 +456,16 @@ describe('diagnostics of the inputs are passed through', () => {
         api: recipeText('com.acme.api', '1.0.0', [{ name: 'com.acme.db' }]),
       }),
     );
-    expect(where(diags)).toEqual([{ code: CODES.BAD_SEMVER, file: 'recipes/db.toml', path: 'metadata.version', line: 3 }]);
+    expect(where(diags)).toEqual([
+      { code: CODES.BAD_SEMVER, file: 'recipes/db.toml', path: 'metadata.version', line: 3 },
+    ]);
   });
 
   it('plan diagnostics and recipe diagnostics come back together, sorted by file then line', () => {
     const plan = parsePlan(PLAN_FILE, 'device = "x"\n' + planText(named('db', 'db')));
-    const parsed = new Map([['recipes/db.toml', parseRecipe('recipes/db.toml', recipeText('com.acme.db', 'latest', [{ name: 'DB' }]))]]);
+    const parsed = new Map([
+      ['recipes/db.toml', parseRecipe('recipes/db.toml', recipeText('com.acme.db', 'latest', [{ name: 'DB' }]))],
+    ]);
     const diags = diagnosticsOf(resolveDesiredState(plan, parsed));
     expect(where(diags)).toEqual([
       { code: CODES.UNKNOWN_KEY, file: PLAN_FILE, path: 'device', line: 1 },

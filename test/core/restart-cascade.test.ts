@@ -28,6 +28,11 @@ describe('the restart cascade of one component', () => {
 const STACK = [
   { name: 'influxdb', id: 'com.acme.influxdb', version: '2.7.5', deps: [] },
   { name: 'api', id: 'com.acme.api', version: '1.4.0', deps: [{ on: 'influxdb', type: 'hard' as const }] },
-  { name: 'telemetry', id: 'com.acme.telemetry', version: '1.29.0', deps: [{ on: 'influxdb', type: 'ordering' as const }] },
+  {
+    name: 'telemetry',
+    id: 'com.acme.telemetry',
+    version: '1.29.0',
+    deps: [{ on: 'influxdb', type: 'ordering' as const }],
+  },
   { name: 'web', id: 'com.acme.web', version: '1.27.0', deps: [{ on: 'api', type: 'hard' as const }] },
 ];

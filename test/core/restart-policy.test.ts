@@ -61,7 +61,11 @@ describe('restart decisions (SPEC §5)', () => {
   it('ten healthy minutes give the budget back; less does not', () => {
     const exhausted = { restarts: CRASH_LOOP_LIMIT, healthySince: 1_000 };
     expect(decideRestart('always', crash, exhausted, 1_000 + HEALTHY_SPELL_MS - 1, half).kind).toBe('crash-looping');
-    expect(decideRestart('always', crash, exhausted, 1_000 + HEALTHY_SPELL_MS, half)).toEqual({ kind: 'restart', delayMs: FIRST_RESTART_MS, attempt: 1 });
+    expect(decideRestart('always', crash, exhausted, 1_000 + HEALTHY_SPELL_MS, half)).toEqual({
+      kind: 'restart',
+      delayMs: FIRST_RESTART_MS,
+      attempt: 1,
+    });
     expect(refreshBudget({ restarts: 4 }, 10 * HEALTHY_SPELL_MS)).toEqual({ restarts: 4 });
   });
 });

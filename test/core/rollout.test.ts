@@ -3,11 +3,18 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseFleet } from '../../src/core/fleet.js';
 import { rolloutOf, waveHash, waveOf, type Rollout } from '../../src/core/rollout.js';
-import { decideGate, waveCounts, type GateInput, type RolloutReport, type RolloutState } from '../../src/core/rollout-gate.js';
+import {
+  decideGate,
+  waveCounts,
+  type GateInput,
+  type RolloutReport,
+  type RolloutState,
+} from '../../src/core/rollout-gate.js';
 
 const TARGET = '[[targets]]\nname = "all"\nselector = {}\nplan = "plans/a.toml"\n';
 const parsed = (rollout: string) => parseFleet('fleet.toml', `${TARGET}\n${rollout}`);
-const problems = (rollout: string) => parsed(rollout).diagnostics.map((d) => ({ code: d.code, path: d.path, line: d.line }));
+const problems = (rollout: string) =>
+  parsed(rollout).diagnostics.map((d) => ({ code: d.code, path: d.path, line: d.line }));
 const rolloutFrom = (text: string): Rollout => {
   const p = parsed(text);
   expect(p.diagnostics).toEqual([]);
@@ -33,33 +40,62 @@ describe('[rollout] validation', () => {
   });
 
   it('defaults: min_success 1, no failure tolerated, a 10m bake; a fleet file without [rollout] has none', () => {
-    expect(rolloutFrom('[rollout]\nwaves = [{ name = "all", percent = 100 }]\n')).toMatchObject({ bakeMs: 600_000, minSuccess: 1, abortFailurePercent: 0 });
+    expect(rolloutFrom('[rollout]\nwaves = [{ name = "all", percent = 100 }]\n')).toMatchObject({
+      bakeMs: 600_000,
+      minSuccess: 1,
+      abortFailurePercent: 0,
+    });
     expect(parseFleet('fleet.toml', TARGET).fleet!.rollout).toBeUndefined();
   });
 
   it('percents must rise and end at 100, with the line of the offending wave', () => {
-    expect(problems('[rollout]\nwaves = [\n  { name = "a", percent = 40 },\n  { name = "b", percent = 20 },\n  { name = "c", percent = 100 },\n]\n')).toEqual([
-      { code: 'KS_ROLLOUT_PERCENTS', path: 'rollout.waves[1].percent', line: 9 },
-    ]);
-    expect(problems('[rollout]\nwaves = [\n  { name = "a", percent = 40 },\n  { name = "b", percent = 90 },\n]\n')).toEqual([{ code: 'KS_ROLLOUT_PERCENTS', path: 'rollout.waves[1].percent', line: 9 }]);
-    expect(problems('[rollout]\nwaves = [{ name = "a", percent = 0 }, { name = "b", percent = 100 }]\n')[0]).toMatchObject({ code: 'KS_INVALID_VALUE', path: 'rollout.waves[0].percent' });
+    expect(
+      problems(
+        '[rollout]\nwaves = [\n  { name = "a", percent = 40 },\n  { name = "b", percent = 20 },\n  { name = "c", percent = 100 },\n]\n',
+      ),
+    ).toEqual([{ code: 'KS_ROLLOUT_PERCENTS', path: 'rollout.waves[1].percent', line: 9 }]);
+    expect(
+      problems('[rollout]\nwaves = [\n  { name = "a", percent = 40 },\n  { name = "b", percent = 90 },\n]\n'),
+    ).toEqual([{ code: 'KS_ROLLOUT_PERCENTS', path: 'rollout.waves[1].percent', line: 9 }]);
+    expect(
+      problems('[rollout]\nwaves = [{ name = "a", percent = 0 }, { name = "b", percent = 100 }]\n')[0],
+    ).toMatchObject({ code: 'KS_INVALID_VALUE', path: 'rollout.waves[0].percent' });
   });
 
   it('names are unique; a wave is a percent or names devices, not both, not neither', () => {
-    expect(problems('[rollout]\nwaves = [\n  { name = "a", percent = 50 },\n  { name = "a", percent = 100 },\n]\n')).toEqual([{ code: 'KS_ROLLOUT_DUPLICATE_WAVE', path: 'rollout.waves[1].name', line: 9 }]);
-    expect(problems('[rollout]\nwaves = [\n  { name = "lab", percent = 5, devices = ["x"] },\n  { name = "rest", percent = 100 },\n]\n')).toEqual([
-      { code: 'KS_ROLLOUT_WAVE_RULE', path: 'rollout.waves[0].percent', line: 8 },
+    expect(
+      problems('[rollout]\nwaves = [\n  { name = "a", percent = 50 },\n  { name = "a", percent = 100 },\n]\n'),
+    ).toEqual([{ code: 'KS_ROLLOUT_DUPLICATE_WAVE', path: 'rollout.waves[1].name', line: 9 }]);
+    expect(
+      problems(
+        '[rollout]\nwaves = [\n  { name = "lab", percent = 5, devices = ["x"] },\n  { name = "rest", percent = 100 },\n]\n',
+      ),
+    ).toEqual([{ code: 'KS_ROLLOUT_WAVE_RULE', path: 'rollout.waves[0].percent', line: 8 }]);
+    expect(problems('[rollout]\nwaves = [\n  { name = "lab" },\n  { name = "rest", percent = 100 },\n]\n')).toEqual([
+      { code: 'KS_ROLLOUT_WAVE_RULE', path: 'rollout.waves[0]', line: 8 },
     ]);
-    expect(problems('[rollout]\nwaves = [\n  { name = "lab" },\n  { name = "rest", percent = 100 },\n]\n')).toEqual([{ code: 'KS_ROLLOUT_WAVE_RULE', path: 'rollout.waves[0]', line: 8 }]);
   });
 
   it('bad durations, unknown keys, bad labels and names carry their own codes and lines', () => {
-    expect(problems('[rollout]\nwaves = [{ name = "a", percent = 100 }]\nbake = "ten minutes"\n')).toEqual([{ code: 'KS_BAD_DURATION', path: 'rollout.bake', line: 8 }]);
-    expect(problems('[rollout]\nwaves = [{ name = "a", percent = 100 }]\nbake_time = "1m"\n')).toEqual([{ code: 'KS_UNKNOWN_KEY', path: 'rollout.bake_time', line: 8 }]);
-    expect(problems('[rollout]\nwaves = [{ name = "a", selector = { "bad key" = "x" } }, { name = "b", percent = 100 }]\n')[0]).toMatchObject({ code: 'KS_BAD_LABEL' });
-    expect(problems('[rollout]\nwaves = [{ name = "no spaces", percent = 100 }]\n')[0]).toMatchObject({ code: 'KS_BAD_NAME', path: 'rollout.waves[0].name' });
+    expect(problems('[rollout]\nwaves = [{ name = "a", percent = 100 }]\nbake = "ten minutes"\n')).toEqual([
+      { code: 'KS_BAD_DURATION', path: 'rollout.bake', line: 8 },
+    ]);
+    expect(problems('[rollout]\nwaves = [{ name = "a", percent = 100 }]\nbake_time = "1m"\n')).toEqual([
+      { code: 'KS_UNKNOWN_KEY', path: 'rollout.bake_time', line: 8 },
+    ]);
+    expect(
+      problems(
+        '[rollout]\nwaves = [{ name = "a", selector = { "bad key" = "x" } }, { name = "b", percent = 100 }]\n',
+      )[0],
+    ).toMatchObject({ code: 'KS_BAD_LABEL' });
+    expect(problems('[rollout]\nwaves = [{ name = "no spaces", percent = 100 }]\n')[0]).toMatchObject({
+      code: 'KS_BAD_NAME',
+      path: 'rollout.waves[0].name',
+    });
     expect(problems('[rollout]\nwaves = []\n')[0]).toMatchObject({ path: 'rollout.waves' });
-    expect(problems('[rollout]\nwaves = [{ name = "a", percent = 100 }]\nabort_failure_percent = 101\n')[0]).toMatchObject({ code: 'KS_INVALID_VALUE', path: 'rollout.abort_failure_percent' });
+    expect(
+      problems('[rollout]\nwaves = [{ name = "a", percent = 100 }]\nabort_failure_percent = 101\n')[0],
+    ).toMatchObject({ code: 'KS_INVALID_VALUE', path: 'rollout.abort_failure_percent' });
   });
 });
 
@@ -74,14 +110,21 @@ describe('wave membership', () => {
   });
 
   it('a wave that names the device by devices or selector wins over the hash, first such wave in order', () => {
-    const named = rolloutFrom('[rollout]\nwaves = [\n  { name = "lab", devices = ["bench-1"] },\n  { name = "eu", selector = { region = "eu" } },\n  { name = "rest", percent = 100 },\n]\n');
+    const named = rolloutFrom(
+      '[rollout]\nwaves = [\n  { name = "lab", devices = ["bench-1"] },\n  { name = "eu", selector = { region = "eu" } },\n  { name = "rest", percent = 100 },\n]\n',
+    );
     expect(waveOf(named, 'bench-1', { region: 'eu' }).wave.name).toBe('lab');
     expect(waveOf(named, 'other', { region: 'eu' }).wave.name).toBe('eu');
     expect(waveOf(named, 'other', { region: 'us' }).wave.name).toBe('rest');
   });
 
   it('is stable and spreads names evenly (property)', () => {
-    fc.assert(fc.property(fc.string({ minLength: 1, maxLength: 40 }), (d) => waveHash(d) === waveHash(d) && waveHash(d) >= 0 && waveHash(d) < 100));
+    fc.assert(
+      fc.property(
+        fc.string({ minLength: 1, maxLength: 40 }),
+        (d) => waveHash(d) === waveHash(d) && waveHash(d) >= 0 && waveHash(d) < 100,
+      ),
+    );
     const counts = [0, 0, 0];
     for (let i = 0; i < 10_000; i++) counts[waveOf(r, `dev-${i}`, {}).index]!++;
     // 10 / 30 / 60 % of 10,000 within a few standard deviations.
@@ -106,9 +149,23 @@ describe('the gate', () => {
   const r = rolloutFrom(GATE);
   const C = 'c'.repeat(40);
   const OLD = 'a'.repeat(40);
-  const reports = (spec: Array<[string, string, RolloutState, string?]>): RolloutReport[] => spec.map(([wave, device, state, commit]) => ({ wave, device, state, commit: commit ?? C }));
-  const base = (over: Partial<GateInput>): GateInput => ({ rollout: r, wave: 1, commit: C, reports: [], seen: () => undefined, now: 1_000_000, knownGood: false, ...over });
-  const canary3 = reports([['canary', 'c1', 'success'], ['canary', 'c2', 'success'], ['canary', 'c3', 'applying']]);
+  const reports = (spec: Array<[string, string, RolloutState, string?]>): RolloutReport[] =>
+    spec.map(([wave, device, state, commit]) => ({ wave, device, state, commit: commit ?? C }));
+  const base = (over: Partial<GateInput>): GateInput => ({
+    rollout: r,
+    wave: 1,
+    commit: C,
+    reports: [],
+    seen: () => undefined,
+    now: 1_000_000,
+    knownGood: false,
+    ...over,
+  });
+  const canary3 = reports([
+    ['canary', 'c1', 'success'],
+    ['canary', 'c2', 'success'],
+    ['canary', 'c3', 'applying'],
+  ]);
 
   it('the first wave goes at once', () => {
     expect(decideGate(base({ wave: 0 })).kind).toBe('open');
@@ -121,25 +178,57 @@ describe('the gate', () => {
   });
 
   it('needs all of a smaller wave, counting devices known by any commit', () => {
-    const small = reports([['canary', 'c1', 'success'], ['canary', 'c2', 'success', OLD]]);
-    expect(decideGate(base({ reports: small, seen: () => 0 }))).toMatchObject({ kind: 'held', needed: 2, successes: 1 });
-    const done = reports([['canary', 'c1', 'success'], ['canary', 'c2', 'success']]);
+    const small = reports([
+      ['canary', 'c1', 'success'],
+      ['canary', 'c2', 'success', OLD],
+    ]);
+    expect(decideGate(base({ reports: small, seen: () => 0 }))).toMatchObject({
+      kind: 'held',
+      needed: 2,
+      successes: 1,
+    });
+    const done = reports([
+      ['canary', 'c1', 'success'],
+      ['canary', 'c2', 'success'],
+    ]);
     expect(decideGate(base({ reports: done, seen: () => 0 })).kind).toBe('open');
     // A sample (not every bucket read): the wave's size is unknown, so min_success itself is needed.
-    expect(decideGate(base({ reports: done, seen: () => 0, scale: { canary: 16 } }))).toMatchObject({ kind: 'held', needed: 3 });
+    expect(decideGate(base({ reports: done, seen: () => 0, scale: { canary: 16 } }))).toMatchObject({
+      kind: 'held',
+      needed: 3,
+    });
   });
 
   it('opens only once the first success seen is a bake old, on the clock it was seen by', () => {
-    const three = reports([['canary', 'c1', 'success'], ['canary', 'c2', 'success'], ['canary', 'c3', 'success']]);
+    const three = reports([
+      ['canary', 'c1', 'success'],
+      ['canary', 'c2', 'success'],
+      ['canary', 'c3', 'success'],
+    ]);
     const seen = 1_000_000 - 599_000;
-    expect(decideGate(base({ reports: three, seen: () => seen }))).toMatchObject({ kind: 'held', bakeLeftMs: 1000, reason: 'held: waiting for wave canary (3 of 3 successes, baking 1s left)' });
+    expect(decideGate(base({ reports: three, seen: () => seen }))).toMatchObject({
+      kind: 'held',
+      bakeLeftMs: 1000,
+      reason: 'held: waiting for wave canary (3 of 3 successes, baking 1s left)',
+    });
     expect(decideGate(base({ reports: three, seen: () => seen - 1000 })).kind).toBe('open');
   });
 
   it('halts when a wave fails past the threshold, and halts every later wave too', () => {
-    const failing = reports([['canary', 'c1', 'failure'], ['canary', 'c2', 'success'], ['canary', 'c3', 'success'], ['canary', 'c4', 'success']]);
+    const failing = reports([
+      ['canary', 'c1', 'failure'],
+      ['canary', 'c2', 'success'],
+      ['canary', 'c3', 'success'],
+      ['canary', 'c4', 'success'],
+    ]);
     // 1 of 4 = 25 % > 10 %.
-    expect(decideGate(base({ reports: failing, wave: 2 }))).toMatchObject({ kind: 'halted', wave: 'canary', failed: 1, of: 4, reason: 'halted at canary: 1 of 4 failed' });
+    expect(decideGate(base({ reports: failing, wave: 2 }))).toMatchObject({
+      kind: 'halted',
+      wave: 'canary',
+      failed: 1,
+      of: 4,
+      reason: 'halted at canary: 1 of 4 failed',
+    });
     // The canary itself: a device there that has not applied it yet does not.
     expect(decideGate(base({ reports: failing, wave: 0 })).kind).toBe('halted');
     // An error (refused on the device) counts as a failure.
@@ -153,8 +242,19 @@ describe('the gate', () => {
   it('an earlier wave nobody is known in passes its turn on only after staying empty for a bake', () => {
     // early has no device: wave 2 waits, first for early to stay empty a bake, then for canary.
     const first = decideGate(base({ wave: 2, reports: reports([['canary', 'c1', 'applying']]) }));
-    expect(first).toMatchObject({ kind: 'held', waitingFor: 'early', observe: ['empty:early'], reason: 'held: waiting for wave early (no device known in it yet; its turn passes in 10m0s)' });
-    const later = decideGate(base({ wave: 2, reports: reports([['canary', 'c1', 'applying']]), seen: (k) => (k === 'empty:early' ? 1_000_000 - 600_000 : undefined) }));
+    expect(first).toMatchObject({
+      kind: 'held',
+      waitingFor: 'early',
+      observe: ['empty:early'],
+      reason: 'held: waiting for wave early (no device known in it yet; its turn passes in 10m0s)',
+    });
+    const later = decideGate(
+      base({
+        wave: 2,
+        reports: reports([['canary', 'c1', 'applying']]),
+        seen: (k) => (k === 'empty:early' ? 1_000_000 - 600_000 : undefined),
+      }),
+    );
     expect(later).toMatchObject({ kind: 'held', waitingFor: 'canary', successes: 0 });
     // A fleet starting together: nobody known anywhere yet is not a reason to go.
     expect(decideGate(base({ wave: 1, reports: [] }))).toMatchObject({ kind: 'held', waitingFor: 'canary' });
@@ -163,7 +263,9 @@ describe('the gate', () => {
 
   // Invariant: adding failures never opens a gate; removing successes never opens one; time never closes it.
   const stateArb = fc.constantFrom<RolloutState>('held', 'applying', 'success', 'failure', 'error');
-  const reportArb = fc.tuple(fc.constantFrom('canary', 'early', 'everyone'), fc.integer({ min: 0, max: 15 }), stateArb).map(([wave, i, state]) => ({ wave, device: `d${i}`, commit: C, state }));
+  const reportArb = fc
+    .tuple(fc.constantFrom('canary', 'early', 'everyone'), fc.integer({ min: 0, max: 15 }), stateArb)
+    .map(([wave, i, state]) => ({ wave, device: `d${i}`, commit: C, state }));
   const inputArb = fc.record({
     wave: fc.integer({ min: 0, max: 2 }),
     reports: fc.uniqueArray(reportArb, { selector: (x) => x.device, maxLength: 16 }),
@@ -173,7 +275,12 @@ describe('the gate', () => {
   it('is monotone: a success turned failure, or less time, never opens it (property)', () => {
     fc.assert(
       fc.property(inputArb, fc.nat(), ({ wave, reports: rs, seen, sampled }, pick) => {
-        const input = base({ wave, reports: rs, ...(sampled && { scale: { canary: 16, early: 16, everyone: 16 } }), seen: () => seen });
+        const input = base({
+          wave,
+          reports: rs,
+          ...(sampled && { scale: { canary: 16, early: 16, everyone: 16 } }),
+          seen: () => seen,
+        });
         const d = decideGate(input);
         if (d.kind !== 'open') {
           const successes = rs.filter((x) => x.state === 'success');
@@ -191,34 +298,94 @@ describe('the gate', () => {
   });
 
   it('counts the devices a wave names before they report, in the first wave that names them', () => {
-    const named = rolloutFrom('[rollout]\nwaves = [\n  { name = "lab", devices = ["b1", "b2"] },\n  { name = "pilot", devices = ["b2", "p1"] },\n  { name = "rest", percent = 100 },\n]\nmin_success = 3\n');
-    expect(waveCounts(named, [], C).map((w) => [w.wave, w.devices])).toEqual([['lab', 2], ['pilot', 1], ['rest', 0]]);
-    expect(decideGate({ ...base({ rollout: named, wave: 1 }), reports: reports([['lab', 'b1', 'success']]), seen: () => 0 })).toMatchObject({ kind: 'held', needed: 2, successes: 1 });
+    const named = rolloutFrom(
+      '[rollout]\nwaves = [\n  { name = "lab", devices = ["b1", "b2"] },\n  { name = "pilot", devices = ["b2", "p1"] },\n  { name = "rest", percent = 100 },\n]\nmin_success = 3\n',
+    );
+    expect(waveCounts(named, [], C).map((w) => [w.wave, w.devices])).toEqual([
+      ['lab', 2],
+      ['pilot', 1],
+      ['rest', 0],
+    ]);
+    expect(
+      decideGate({ ...base({ rollout: named, wave: 1 }), reports: reports([['lab', 'b1', 'success']]), seen: () => 0 }),
+    ).toMatchObject({ kind: 'held', needed: 2, successes: 1 });
   });
 
   it('a sampled wave is never taken for empty, and its size is the sample scaled, its failures counted whole', () => {
-    expect(decideGate(base({ wave: 1, reports: [], scale: { canary: 16 } }))).toMatchObject({ kind: 'held', waitingFor: 'canary', reason: "held: waiting for wave canary (none of its devices in this read's sample)" });
-    const c = waveCounts(r, reports([['canary', 'a', 'success'], ['canary', 'b', 'applying'], ['canary', 'x', 'failure']]), C, { canary: 16 });
+    expect(decideGate(base({ wave: 1, reports: [], scale: { canary: 16 } }))).toMatchObject({
+      kind: 'held',
+      waitingFor: 'canary',
+      reason: "held: waiting for wave canary (none of its devices in this read's sample)",
+    });
+    const c = waveCounts(
+      r,
+      reports([
+        ['canary', 'a', 'success'],
+        ['canary', 'b', 'applying'],
+        ['canary', 'x', 'failure'],
+      ]),
+      C,
+      { canary: 16 },
+    );
     expect(c[0]).toMatchObject({ devices: 1 + 2 * 16, success: 1, failed: 1 });
   });
 
   it('counts a device once, in the wave of its report on the commit; a report a device cannot have written is not counted', () => {
-    const mixed = rolloutFrom('[rollout]\nwaves = [\n  { name = "canary", selector = { ring = "canary" } },\n  { name = "rest", percent = 100 },\n]\nabort_failure_percent = 40\n');
+    const mixed = rolloutFrom(
+      '[rollout]\nwaves = [\n  { name = "canary", selector = { ring = "canary" } },\n  { name = "rest", percent = 100 },\n]\nabort_failure_percent = 40\n',
+    );
     // k9 was in the canary for OLD; for C its labels put it in rest: it counts in rest, not in both.
-    const left = reports([['canary', 'k1', 'failure'], ['canary', 'k2', 'success'], ['canary', 'k9', 'success', OLD], ['rest', 'k9', 'held']]);
-    expect(decideGate({ ...base({ rollout: mixed, wave: 1 }), reports: left })).toMatchObject({ kind: 'halted', failed: 1, of: 2 });
+    const left = reports([
+      ['canary', 'k1', 'failure'],
+      ['canary', 'k2', 'success'],
+      ['canary', 'k9', 'success', OLD],
+      ['rest', 'k9', 'held'],
+    ]);
+    expect(decideGate({ ...base({ rollout: mixed, wave: 1 }), reports: left })).toMatchObject({
+      kind: 'halted',
+      failed: 1,
+      of: 2,
+    });
     // A ref under a wave that lists its devices, from a device it does not list (any device token can push one).
-    const listed = rolloutFrom('[rollout]\nwaves = [\n  { name = "canary", devices = ["k1"] },\n  { name = "rest", percent = 100 },\n]\n');
-    expect(waveCounts(listed, reports([['canary', 'k1', 'applying'], ['canary', 'ghost', 'success']]), C)[0]).toMatchObject({ devices: 1, success: 0 });
+    const listed = rolloutFrom(
+      '[rollout]\nwaves = [\n  { name = "canary", devices = ["k1"] },\n  { name = "rest", percent = 100 },\n]\n',
+    );
+    expect(
+      waveCounts(
+        listed,
+        reports([
+          ['canary', 'k1', 'applying'],
+          ['canary', 'ghost', 'success'],
+        ]),
+        C,
+      )[0],
+    ).toMatchObject({ devices: 1, success: 0 });
     // A percent wave takes only names that hash into it.
     const pct = rolloutFrom(THREE);
     const inCanary = Array.from({ length: 200 }, (_, i) => `n${i}`).find((d) => waveHash(d) < 10)!;
     const notCanary = Array.from({ length: 200 }, (_, i) => `n${i}`).find((d) => waveHash(d) >= 10)!;
-    expect(waveCounts(pct, reports([['canary', inCanary, 'success'], ['canary', notCanary, 'success']]), C)[0]).toMatchObject({ devices: 1, success: 1 });
+    expect(
+      waveCounts(
+        pct,
+        reports([
+          ['canary', inCanary, 'success'],
+          ['canary', notCanary, 'success'],
+        ]),
+        C,
+      )[0],
+    ).toMatchObject({ devices: 1, success: 1 });
   });
 
   it('counts each device once per wave, whatever commits it reported on', () => {
-    const c = waveCounts(r, reports([['canary', 'a', 'success'], ['canary', 'a', 'held', OLD], ['early', 'b', 'failure']]), C);
+    const c = waveCounts(
+      r,
+      reports([
+        ['canary', 'a', 'success'],
+        ['canary', 'a', 'held', OLD],
+        ['early', 'b', 'failure'],
+      ]),
+      C,
+    );
     expect(c.map((w) => [w.wave, w.devices, w.success, w.failed])).toEqual([
       ['canary', 1, 1, 0],
       ['early', 1, 0, 1],

@@ -16,15 +16,21 @@ describe('the eager start schedule', () => {
   it('starts what has no dependencies first, then each component the moment its dependencies are healthy', () => {
     const all = (s: StartStatus) => status({ influxdb: s, api: s, telemetry: s, web: s });
     expect(nextSteps(STACK, all('waiting'), 4)).toEqual({ start: ['influxdb'], skip: [] });
-    expect(nextSteps(STACK, status({ influxdb: 'healthy', api: 'waiting', telemetry: 'waiting', web: 'waiting' }), 4).start).toEqual(['api', 'telemetry']);
+    expect(
+      nextSteps(STACK, status({ influxdb: 'healthy', api: 'waiting', telemetry: 'waiting', web: 'waiting' }), 4).start,
+    ).toEqual(['api', 'telemetry']);
     // web does not wait for telemetry, which is in the same layer as api: only for api.
-    expect(nextSteps(STACK, status({ influxdb: 'healthy', api: 'healthy', telemetry: 'starting', web: 'waiting' }), 4).start).toEqual(['web']);
+    expect(
+      nextSteps(STACK, status({ influxdb: 'healthy', api: 'healthy', telemetry: 'starting', web: 'waiting' }), 4).start,
+    ).toEqual(['web']);
   });
 
   it('respects the concurrency limit, counting what is already starting, in start order', () => {
     const s = status({ influxdb: 'healthy', api: 'waiting', telemetry: 'waiting', web: 'waiting' });
     expect(nextSteps(STACK, s, 1).start).toEqual(['api']);
-    expect(nextSteps(STACK, status({ influxdb: 'healthy', api: 'starting', telemetry: 'waiting', web: 'waiting' }), 1).start).toEqual([]);
+    expect(
+      nextSteps(STACK, status({ influxdb: 'healthy', api: 'starting', telemetry: 'waiting', web: 'waiting' }), 1).start,
+    ).toEqual([]);
   });
 
   it('a failed dependency skips its dependents transitively, whatever the edge type; independent work goes on', () => {
@@ -37,30 +43,47 @@ describe('the eager start schedule', () => {
         { name: 'web', because: 'api' },
       ],
     });
-    const independent = { ...STACK, startOrder: [...STACK.startOrder, 'lone'], dependencies: deps({ ...Object.fromEntries(STACK.dependencies), lone: [] }) };
+    const independent = {
+      ...STACK,
+      startOrder: [...STACK.startOrder, 'lone'],
+      dependencies: deps({ ...Object.fromEntries(STACK.dependencies), lone: [] }),
+    };
     const s2 = status({ influxdb: 'healthy', api: 'failed', telemetry: 'waiting', web: 'waiting', lone: 'waiting' });
-    expect(nextSteps(independent, s2, 4)).toEqual({ start: ['telemetry', 'lone'], skip: [{ name: 'web', because: 'api' }] });
+    expect(nextSteps(independent, s2, 4)).toEqual({
+      start: ['telemetry', 'lone'],
+      skip: [{ name: 'web', because: 'api' }],
+    });
   });
 
   it('a dependency outside the start set counts when it runs healthy, and blocks when it does not', () => {
-    const restartWeb = { startOrder: ['web'], dependencies: deps({ web: ['api'] }), satisfiedOutside: new Set(['api']) };
+    const restartWeb = {
+      startOrder: ['web'],
+      dependencies: deps({ web: ['api'] }),
+      satisfiedOutside: new Set(['api']),
+    };
     expect(nextSteps(restartWeb, status({ web: 'waiting' }), 4).start).toEqual(['web']);
-    expect(nextSteps({ ...restartWeb, satisfiedOutside: new Set() }, status({ web: 'waiting' }), 4).skip).toEqual([{ name: 'web', because: 'api' }]);
+    expect(nextSteps({ ...restartWeb, satisfiedOutside: new Set() }, status({ web: 'waiting' }), 4).skip).toEqual([
+      { name: 'web', because: 'api' },
+    ]);
   });
 
   it('simulated to the end, every component starts after all its dependencies and no later than needed (property)', () => {
     fc.assert(
       fc.property(
-        fc.integer({ min: 1, max: 25 }).chain((n) =>
-          fc.tuple(
-            fc.constant(n),
-            fc.array(fc.array(fc.nat(n), { maxLength: 3 }), { minLength: n, maxLength: n }),
-            fc.array(fc.integer({ min: 1, max: 50 }), { minLength: n, maxLength: n }),
+        fc
+          .integer({ min: 1, max: 25 })
+          .chain((n) =>
+            fc.tuple(
+              fc.constant(n),
+              fc.array(fc.array(fc.nat(n), { maxLength: 3 }), { minLength: n, maxLength: n }),
+              fc.array(fc.integer({ min: 1, max: 50 }), { minLength: n, maxLength: n }),
+            ),
           ),
-        ),
         ([n, rawDeps, durations]) => {
           const names = Array.from({ length: n }, (_, i) => `c${i}`);
-          const dependencies = new Map(names.map((name, i) => [name, [...new Set(rawDeps[i]!.filter((d) => d < i).map((d) => `c${d}`))]]));
+          const dependencies = new Map(
+            names.map((name, i) => [name, [...new Set(rawDeps[i]!.filter((d) => d < i).map((d) => `c${d}`))]]),
+          );
           const input = { startOrder: names, dependencies, satisfiedOutside: new Set<string>() };
           const st = new Map<string, StartStatus>(names.map((x) => [x, 'waiting']));
           const finish = new Map<string, number>();

@@ -17,11 +17,19 @@ function recipe(name: string, body: string[]): string {
   return ['[metadata]', `name = "com.acme.${name}"`, 'version = "1.0.0"', '', ...body, ''].join('\n');
 }
 function plan(entries: Array<{ name: string; config?: string }>): string {
-  return entries.map((e) => `[[components]]\nname = "${e.name}"\nrecipe = "recipes/${e.name}.toml"\n${e.config ? `config = ${e.config}\n` : ''}`).join('\n');
+  return entries
+    .map(
+      (e) =>
+        `[[components]]\nname = "${e.name}"\nrecipe = "recipes/${e.name}.toml"\n${e.config ? `config = ${e.config}\n` : ''}`,
+    )
+    .join('\n');
 }
 async function load(files: Record<string, string>): Promise<Resolution> {
   const enc = new TextEncoder();
-  return loadRevision(new MemoryReader(new Map(Object.entries(files).map(([p, t]) => [p, enc.encode(t)])), 'test'), PLAN);
+  return loadRevision(
+    new MemoryReader(new Map(Object.entries(files).map(([p, t]) => [p, enc.encode(t)])), 'test'),
+    PLAN,
+  );
 }
 async function state(files: Record<string, string>) {
   const r = await load(files);
@@ -38,13 +46,18 @@ const processWith = (lines: string[]) => recipe('app', ['[lifecycle.run.exec]', 
 
 describe('{{secret.NAME}} placeholders', () => {
   it('parse as their own kind; a bad name is a syntax error naming the rule', () => {
-    expect(parseTemplate('postgres://u:{{secret.db_pw}}@db').placeholders).toEqual([{ text: 'secret.db_pw', ref: { kind: 'secret', name: 'db_pw' } }]);
+    expect(parseTemplate('postgres://u:{{secret.db_pw}}@db').placeholders).toEqual([
+      { text: 'secret.db_pw', ref: { kind: 'secret', name: 'db_pw' } },
+    ]);
     expect(parseTemplate('{{ secret.a.b }}').error).toMatch(/a secret's name is letters/);
     expect(parseTemplate('{{secret.}}').error).toMatch(/a secret's name/);
   });
 
   it('in exec.env: kept as written, the component reads it, inputs never hold it', async () => {
-    const s = await state({ [PLAN]: plan([{ name: 'app' }]), 'recipes/app.toml': processWith(['[lifecycle.run.exec.env]', 'DB_URL = "postgres://u:{{secret.db_pw}}@db"']) });
+    const s = await state({
+      [PLAN]: plan([{ name: 'app' }]),
+      'recipes/app.toml': processWith(['[lifecycle.run.exec.env]', 'DB_URL = "postgres://u:{{secret.db_pw}}@db"']),
+    });
     const c = s.components[0]!;
     expect(c.recipe.lifecycle.run.exec!.env.DB_URL).toBe('postgres://u:{{secret.db_pw}}@db');
     expect(c.secrets).toEqual(['db_pw']);
@@ -55,7 +68,13 @@ describe('{{secret.NAME}} placeholders', () => {
   it('through [config] into env: allowed, and the config input shows the placeholder, not a value', async () => {
     const s = await state({
       [PLAN]: plan([{ name: 'app', config: '{ token = "{{secret.api_token}}" }' }]),
-      'recipes/app.toml': processWith(['[lifecycle.run.exec.env]', 'TOKEN = "{{config.token}}"', '', '[config]', 'token = "none"']),
+      'recipes/app.toml': processWith([
+        '[lifecycle.run.exec.env]',
+        'TOKEN = "{{config.token}}"',
+        '',
+        '[config]',
+        'token = "none"',
+      ]),
     });
     const c = s.components[0]!;
     expect(c.recipe.lifecycle.run.exec!.env.TOKEN).toBe('{{secret.api_token}}');
@@ -82,9 +101,29 @@ describe('{{secret.NAME}} placeholders', () => {
   it.each([
     ['args', processWith([`args = [${toml('--password={{secret.pw}}')}]`])],
     ['a health check', processWith(['[lifecycle.run.health]', `check = ${toml('cmd:test {{secret.pw}}')}`])],
-    ['the install script', recipe('app', ['[lifecycle.install]', `script = ${toml('echo {{secret.pw}} > f')}`, '[lifecycle.run.exec]', 'command = "./app"'])],
-    ['a container command', recipe('app', ['[lifecycle.run]', 'type = "container"', '[lifecycle.run.container]', 'image = "busybox"', `command = ["sh", "-c", ${toml('echo {{secret.pw}}')}]`])],
-    ['an export', recipe('app', ['[exports]', `url = ${toml('{{secret.pw}}')}`, '[lifecycle.run.exec]', 'command = "./app"'])],
+    [
+      'the install script',
+      recipe('app', [
+        '[lifecycle.install]',
+        `script = ${toml('echo {{secret.pw}} > f')}`,
+        '[lifecycle.run.exec]',
+        'command = "./app"',
+      ]),
+    ],
+    [
+      'a container command',
+      recipe('app', [
+        '[lifecycle.run]',
+        'type = "container"',
+        '[lifecycle.run.container]',
+        'image = "busybox"',
+        `command = ["sh", "-c", ${toml('echo {{secret.pw}}')}]`,
+      ]),
+    ],
+    [
+      'an export',
+      recipe('app', ['[exports]', `url = ${toml('{{secret.pw}}')}`, '[lifecycle.run.exec]', 'command = "./app"']),
+    ],
   ])('is refused in %s, where the recipe writes it (KS_SECRET_PLACEMENT)', async (_where, text) => {
     const d = await refusal({ [PLAN]: plan([{ name: 'app' }]), 'recipes/app.toml': text });
     expect(d.map((x) => x.code)).toContain(CODES.SECRET_PLACEMENT);
@@ -96,31 +135,63 @@ describe('{{secret.NAME}} placeholders', () => {
     ['args', ['args = ["{{config.v}}"]']],
     ['a URL health check', ['[lifecycle.run.health]', `check = ${toml('http://127.0.0.1:8080/{{config.v}}')}`]],
   ])('is refused when a configuration value carries it into %s', async (_where, lines) => {
-    const d = await refusal({ [PLAN]: plan([{ name: 'app', config: '{ v = "{{secret.pw}}" }' }]), 'recipes/app.toml': processWith([...lines, '', '[config]', 'v = "x"']) });
+    const d = await refusal({
+      [PLAN]: plan([{ name: 'app', config: '{ v = "{{secret.pw}}" }' }]),
+      'recipes/app.toml': processWith([...lines, '', '[config]', 'v = "x"']),
+    });
     expect(d.map((x) => x.code)).toContain(CODES.SECRET_PLACEMENT);
   });
 
   it('a configuration value cannot carry a secret out through an export', async () => {
     const d = await refusal({
       [PLAN]: plan([{ name: 'app', config: '{ v = "{{secret.pw}}" }' }]),
-      'recipes/app.toml': recipe('app', ['[config]', 'v = "x"', '[exports]', 'url = "{{config.v}}"', '[lifecycle.run.exec]', 'command = "./app"']),
+      'recipes/app.toml': recipe('app', [
+        '[config]',
+        'v = "x"',
+        '[exports]',
+        'url = "{{config.v}}"',
+        '[lifecycle.run.exec]',
+        'command = "./app"',
+      ]),
     });
     expect(d.map((x) => x.code)).toContain(CODES.SECRET_PLACEMENT);
   });
 
-  it.each(['../tls.key', 'a/b', '.', ''])('a process secret file path %j is refused (KS_SECRET_FILE or a missing value)', async (path) => {
-    const d = await refusal({ [PLAN]: plan([{ name: 'app' }]), 'recipes/app.toml': processWith(['[[lifecycle.run.secrets]]', 'name = "k"', `path = ${toml(path)}`]) });
-    expect(d.some((x) => x.code === CODES.SECRET_FILE || x.code === CODES.INVALID_VALUE || x.code === CODES.INVALID_TYPE)).toBe(true);
-  });
+  it.each(['../tls.key', 'a/b', '.', ''])(
+    'a process secret file path %j is refused (KS_SECRET_FILE or a missing value)',
+    async (path) => {
+      const d = await refusal({
+        [PLAN]: plan([{ name: 'app' }]),
+        'recipes/app.toml': processWith(['[[lifecycle.run.secrets]]', 'name = "k"', `path = ${toml(path)}`]),
+      });
+      expect(
+        d.some((x) => x.code === CODES.SECRET_FILE || x.code === CODES.INVALID_VALUE || x.code === CODES.INVALID_TYPE),
+      ).toBe(true);
+    },
+  );
 
   it('two files at one path are refused', async () => {
-    const d = await refusal({ [PLAN]: plan([{ name: 'app' }]), 'recipes/app.toml': processWith(['[[lifecycle.run.secrets]]', 'name = "a"', 'path = "k"', '[[lifecycle.run.secrets]]', 'name = "b"', 'path = "k"']) });
+    const d = await refusal({
+      [PLAN]: plan([{ name: 'app' }]),
+      'recipes/app.toml': processWith([
+        '[[lifecycle.run.secrets]]',
+        'name = "a"',
+        'path = "k"',
+        '[[lifecycle.run.secrets]]',
+        'name = "b"',
+        'path = "k"',
+      ]),
+    });
     expect(d.map((x) => x.code)).toContain(CODES.SECRET_FILE);
   });
 });
 
 describe('the hash with secret digests', () => {
-  const files = (env: string) => ({ [PLAN]: plan([{ name: 'app' }, { name: 'other' }]), 'recipes/app.toml': processWith(['[lifecycle.run.exec.env]', `PW = ${toml(env)}`]), 'recipes/other.toml': recipe('other', ['[lifecycle.run.exec]', 'command = "./other"']) });
+  const files = (env: string) => ({
+    [PLAN]: plan([{ name: 'app' }, { name: 'other' }]),
+    'recipes/app.toml': processWith(['[lifecycle.run.exec.env]', `PW = ${toml(env)}`]),
+    'recipes/other.toml': recipe('other', ['[lifecycle.run.exec]', 'command = "./other"']),
+  });
 
   it('a component without secrets keeps its hash; one with: the same digest gives the same hash, another digest another', async () => {
     const s = await state(files('{{secret.pw}}'));
@@ -148,21 +219,62 @@ describe('secrets in a composite', () => {
   it('a member reads only what its own recipe (or the configuration given to it) names', async () => {
     const s = await state({
       [PLAN]: plan([{ name: 'app' }]),
-      'recipes/app.toml': recipe('app', ['[[members]]', 'name = "db"', 'recipe = "recipes/db.toml"', '[[members]]', 'name = "web"', 'recipe = "recipes/web.toml"', '[config.web]', 'greeting = "hello"']),
-      'recipes/db.toml': recipe('db', ['[lifecycle.run.exec]', 'command = "./db"', 'env = { PW = "{{secret.db_pw}}" }']),
-      'recipes/web.toml': recipe('web', ['[config]', 'greeting = "x"', '[lifecycle.run.exec]', 'command = "./web"', 'env = { G = "{{config.greeting}}" }']),
+      'recipes/app.toml': recipe('app', [
+        '[[members]]',
+        'name = "db"',
+        'recipe = "recipes/db.toml"',
+        '[[members]]',
+        'name = "web"',
+        'recipe = "recipes/web.toml"',
+        '[config.web]',
+        'greeting = "hello"',
+      ]),
+      'recipes/db.toml': recipe('db', [
+        '[lifecycle.run.exec]',
+        'command = "./db"',
+        'env = { PW = "{{secret.db_pw}}" }',
+      ]),
+      'recipes/web.toml': recipe('web', [
+        '[config]',
+        'greeting = "x"',
+        '[lifecycle.run.exec]',
+        'command = "./web"',
+        'env = { G = "{{config.greeting}}" }',
+      ]),
     });
     const byName = new Map(s.components.map((c) => [c.name, c]));
     expect(byName.get('app/db')!.secrets).toEqual(['db_pw']);
     expect(byName.get('app/web')!.secrets).toBeUndefined();
   });
 
-  it('a sibling cannot get another member\'s secret through an export', async () => {
+  it("a sibling cannot get another member's secret through an export", async () => {
     const d = await refusal({
       [PLAN]: plan([{ name: 'app' }]),
-      'recipes/app.toml': recipe('app', ['[[members]]', 'name = "db"', 'recipe = "recipes/db.toml"', '[[members]]', 'name = "web"', 'recipe = "recipes/web.toml"', '[config.db]', 'pw = "{{secret.db_pw}}"']),
-      'recipes/db.toml': recipe('db', ['[config]', 'pw = "x"', '[exports]', 'pw = "{{config.pw}}"', '[lifecycle.run.exec]', 'command = "./db"']),
-      'recipes/web.toml': recipe('web', ['[[dependencies]]', 'name = "com.acme.db"', '[lifecycle.run.exec]', 'command = "./web"', 'env = { PW = "{{deps.db.exports.pw}}" }']),
+      'recipes/app.toml': recipe('app', [
+        '[[members]]',
+        'name = "db"',
+        'recipe = "recipes/db.toml"',
+        '[[members]]',
+        'name = "web"',
+        'recipe = "recipes/web.toml"',
+        '[config.db]',
+        'pw = "{{secret.db_pw}}"',
+      ]),
+      'recipes/db.toml': recipe('db', [
+        '[config]',
+        'pw = "x"',
+        '[exports]',
+        'pw = "{{config.pw}}"',
+        '[lifecycle.run.exec]',
+        'command = "./db"',
+      ]),
+      'recipes/web.toml': recipe('web', [
+        '[[dependencies]]',
+        'name = "com.acme.db"',
+        '[lifecycle.run.exec]',
+        'command = "./web"',
+        'env = { PW = "{{deps.db.exports.pw}}" }',
+      ]),
     });
     expect(d.map((x) => x.code)).toContain(CODES.SECRET_PLACEMENT);
   });

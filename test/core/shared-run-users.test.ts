@@ -10,10 +10,16 @@ const ROOT_AGENT: RunUser = { uid: 0, name: 'root' };
 
 /** A component reading `secrets` (who it runs as: the map each test gives the resolver). */
 function comp(name: string, secrets: string[] = [], runPath?: string): DesiredComponent {
-  return { ...processComponent(name.replaceAll('/', '-'), { command: 'true' }), name, ...(secrets.length && { secrets }), ...(runPath && { runPath }) };
+  return {
+    ...processComponent(name.replaceAll('/', '-'), { command: 'true' }),
+    name,
+    ...(secrets.length && { secrets }),
+    ...(runPath && { runPath }),
+  };
 }
 
-const run = (components: DesiredComponent[], users: Record<string, RunUser | undefined>, agent = ROOT_AGENT) => sharedRunUsers(components, (c) => users[c.name], agent);
+const run = (components: DesiredComponent[], users: Record<string, RunUser | undefined>, agent = ROOT_AGENT) =>
+  sharedRunUsers(components, (c) => users[c.name], agent);
 
 describe('sharedRunUsers', () => {
   it('one warning per component that reads secrets and shares its user, naming the user and every other component of it', () => {
@@ -33,7 +39,10 @@ describe('sharedRunUsers', () => {
   });
 
   it('by uid: two names of one uid are one user; a member names its own run path', () => {
-    const ws = run([comp('stack/db', ['pw'], 'components.db.lifecycle.run'), comp('tool')], { 'stack/db': { uid: 70, name: 'db' }, tool: { uid: 70, name: 'dbalias' } });
+    const ws = run([comp('stack/db', ['pw'], 'components.db.lifecycle.run'), comp('tool')], {
+      'stack/db': { uid: 70, name: 'db' },
+      tool: { uid: 70, name: 'dbalias' },
+    });
     expect(ws).toHaveLength(1);
     expect(ws[0]!.message).toContain('runs as db (uid 70), as tool does');
     expect(ws[0]!.message).toContain('(components.db.lifecycle.run.security.user)');

@@ -63,7 +63,9 @@ async function refused(f: Record<string, string>): Promise<Diagnostic[]> {
 
 describe('install script: each value is one quoted word', () => {
   it('resolves to single-quoted words; argv and env keep values verbatim', async () => {
-    const r = await resolved(files({ script: 'mkdir -p {{config.dir}} && echo --dir={{config.dir}}', config: { dir: "it's $(here)" } }));
+    const r = await resolved(
+      files({ script: 'mkdir -p {{config.dir}} && echo --dir={{config.dir}}', config: { dir: "it's $(here)" } }),
+    );
     expect(r.lifecycle.install!.script).toBe(`mkdir -p 'it'\\''s $(here)' && echo --dir='it'\\''s $(here)'`);
     expect(r.lifecycle.run.exec!.args).toEqual(['--dir', "it's $(here)"]);
   });
@@ -90,7 +92,11 @@ describe('install script: each value is one quoted word', () => {
     const f = files({ script });
     const d = (await refused(f)).filter((x) => x.code === CODES.TEMPLATE_SHELL_CONTEXT);
     expect(d).toHaveLength(1);
-    expect(d[0]).toMatchObject({ file: RECIPE, path: 'lifecycle.install.script', line: f[RECIPE]!.split('\n').findIndex((l) => l.startsWith('script = ')) + 1 });
+    expect(d[0]).toMatchObject({
+      file: RECIPE,
+      path: 'lifecycle.install.script',
+      line: f[RECIPE]!.split('\n').findIndex((l) => l.startsWith('script = ')) + 1,
+    });
     expect(d[0]!.message).toContain('{{config.dir}}');
     expect(d[0]!.message).toContain(why);
     expect(d[0]!.hint).toBeTruthy();
@@ -115,22 +121,64 @@ describe('install script: each value is one quoted word', () => {
   it('random scripts: whatever the rules accept runs the value as data under dash and bash', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ks-shell-fuzz-'));
     const marker = join(dir, 'injected');
-    const values = [`\`;touch ${marker};\``, `'; touch ${marker}; '`, `"; touch ${marker}; "`, `$(touch ${marker})`, `a[$(touch ${marker})]`, `\n touch ${marker} #`];
-    const fragment = fc.constantFrom('echo ', ' ', "'", '"', '$(', ')', '(', '${x:-', '}', '#', '\n', ';', '\\', '$', 'a', '((', '$((', '1', '+', '`', '<<E\n', 'E\n', 'case ', ' in ', '{{config.dir}}', '{{config.dir}}');
+    const values = [
+      `\`;touch ${marker};\``,
+      `'; touch ${marker}; '`,
+      `"; touch ${marker}; "`,
+      `$(touch ${marker})`,
+      `a[$(touch ${marker})]`,
+      `\n touch ${marker} #`,
+    ];
+    const fragment = fc.constantFrom(
+      'echo ',
+      ' ',
+      "'",
+      '"',
+      '$(',
+      ')',
+      '(',
+      '${x:-',
+      '}',
+      '#',
+      '\n',
+      ';',
+      '\\',
+      '$',
+      'a',
+      '((',
+      '$((',
+      '1',
+      '+',
+      '`',
+      '<<E\n',
+      'E\n',
+      'case ',
+      ' in ',
+      '{{config.dir}}',
+      '{{config.dir}}',
+    );
     const shells = ['/bin/dash', '/bin/bash'].filter((s) => existsSync(s));
     let accepted = 0;
     try {
       fc.assert(
         fc.property(fc.array(fragment, { minLength: 1, maxLength: 10 }), (parts) => {
           const script = parts.join('');
-          const spans = [...script.matchAll(/\{\{config\.dir\}\}/g)].map((m) => ({ start: m.index, end: m.index + m[0].length }));
+          const spans = [...script.matchAll(/\{\{config\.dir\}\}/g)].map((m) => ({
+            start: m.index,
+            end: m.index + m[0].length,
+          }));
           if (spans.length === 0 || shellPlacementProblems(script, spans).length > 0) return;
           accepted++;
           for (const value of values) {
             const text = script.replaceAll('{{config.dir}}', shellQuote(value));
             for (const sh of shells) {
               rmSync(marker, { force: true });
-              spawnSync(sh, ['-c', text], { cwd: dir, stdio: 'ignore', timeout: 2000, env: { PATH: '/usr/bin:/bin', x: '' } });
+              spawnSync(sh, ['-c', text], {
+                cwd: dir,
+                stdio: 'ignore',
+                timeout: 2000,
+                env: { PATH: '/usr/bin:/bin', x: '' },
+              });
               expect(existsSync(marker), `${sh} ran ${JSON.stringify(value)} in ${JSON.stringify(script)}`).toBe(false);
             }
           }
@@ -153,14 +201,21 @@ describe('install script: each value is one quoted word', () => {
   });
 });
 
-describe('health checks: the kind is the recipe\'s, a value is one word in cmd:, never a new host', () => {
-  it.each(['{{config.v}}', 'ht{{config.v}}', ' {{config.v}}'])('check = %j is refused when the recipe is parsed (KS_BAD_HEALTH_CHECK)', (check) => {
-    const f = files({ check });
-    const { diagnostics } = parseRecipe(RECIPE, f[RECIPE]!);
-    expect(diagnostics.map((d) => ({ code: d.code, path: d.path, line: d.line }))).toEqual([
-      { code: CODES.BAD_HEALTH_CHECK, path: 'lifecycle.run.health.check', line: f[RECIPE]!.split('\n').findIndex((l) => l.startsWith('check = ')) + 1 },
-    ]);
-  });
+describe("health checks: the kind is the recipe's, a value is one word in cmd:, never a new host", () => {
+  it.each(['{{config.v}}', 'ht{{config.v}}', ' {{config.v}}'])(
+    'check = %j is refused when the recipe is parsed (KS_BAD_HEALTH_CHECK)',
+    (check) => {
+      const f = files({ check });
+      const { diagnostics } = parseRecipe(RECIPE, f[RECIPE]!);
+      expect(diagnostics.map((d) => ({ code: d.code, path: d.path, line: d.line }))).toEqual([
+        {
+          code: CODES.BAD_HEALTH_CHECK,
+          path: 'lifecycle.run.health.check',
+          line: f[RECIPE]!.split('\n').findIndex((l) => l.startsWith('check = ')) + 1,
+        },
+      ]);
+    },
+  );
 
   it('a cmd: check takes each value as one word, so a value "cmd:touch …" or "; touch …" is an argument', async () => {
     const r = await resolved(files({ check: 'cmd:test -d {{config.dir}}', config: { dir: 'x; touch /tmp/ks-never' } }));
@@ -170,10 +225,17 @@ describe('health checks: the kind is the recipe\'s, a value is one word in cmd:,
   });
 
   it('URL checks: a port or path fills in; a value that would change the host is refused at resolution', async () => {
-    expect((await resolved(files({ check: 'http://127.0.0.1:{{config.port}}/{{config.path}}', config: { path: 'a b?x=@evil#y' } }))).lifecycle.run.health!.check).toBe(
-      'http://127.0.0.1:8080/a b?x=@evil#y',
-    );
-    expect((await resolved(files({ check: 'tcp://{{config.v}}:{{config.port}}', config: { v: '[::1]' } }))).lifecycle.run.health!.check).toBe('tcp://[::1]:8080');
+    expect(
+      (
+        await resolved(
+          files({ check: 'http://127.0.0.1:{{config.port}}/{{config.path}}', config: { path: 'a b?x=@evil#y' } }),
+        )
+      ).lifecycle.run.health!.check,
+    ).toBe('http://127.0.0.1:8080/a b?x=@evil#y');
+    expect(
+      (await resolved(files({ check: 'tcp://{{config.v}}:{{config.port}}', config: { v: '[::1]' } }))).lifecycle.run
+        .health!.check,
+    ).toBe('tcp://[::1]:8080');
     for (const port of ['80@evil.example', '80/x', '80#', '80\\evil', '80?']) {
       const d = await refused(files({ check: 'http://127.0.0.1:{{config.port}}/health', config: { port } }));
       expect(d.map((x) => [x.code, x.path])).toEqual([[CODES.BAD_HEALTH_CHECK, 'lifecycle.run.health.check']]);
@@ -182,7 +244,9 @@ describe('health checks: the kind is the recipe\'s, a value is one word in cmd:,
   });
 
   it('a value that is a placeholder itself is checked in full once resolved, not skipped', async () => {
-    const d = await refused(files({ check: 'http://127.0.0.1:{{config.port}}/health', config: { port: '{{config.dir}}' } }));
+    const d = await refused(
+      files({ check: 'http://127.0.0.1:{{config.port}}/health', config: { port: '{{config.dir}}' } }),
+    );
     expect(d.map((x) => x.code)).toEqual([CODES.BAD_HEALTH_CHECK]);
   });
 });
@@ -190,16 +254,47 @@ describe('health checks: the kind is the recipe\'s, a value is one word in cmd:,
 describe('shellQuote', () => {
   // Spawns sh once per run: a modest number of runs. NUL cannot be in an argument at all.
   const shells = ['/bin/sh', '/bin/bash', '/bin/dash', '/bin/busybox'].filter((s) => existsSync(s));
-  const special = fc.constantFrom("'", '"', '\\', '$', '`', '(', ')', '{', '}', '\n', ' ', ';', '&', '|', '*', '?', '!', '#', '~', '=', '-', '%', 'a');
-  it.each(shells)('for any string, %s -c with the quoted word as printf\'s argument prints exactly the string', (sh) => {
+  const special = fc.constantFrom(
+    "'",
+    '"',
+    '\\',
+    '$',
+    '`',
+    '(',
+    ')',
+    '{',
+    '}',
+    '\n',
+    ' ',
+    ';',
+    '&',
+    '|',
+    '*',
+    '?',
+    '!',
+    '#',
+    '~',
+    '=',
+    '-',
+    '%',
+    'a',
+  );
+  it.each(shells)("for any string, %s -c with the quoted word as printf's argument prints exactly the string", (sh) => {
     const argv0 = sh.endsWith('busybox') ? ['sh', '-c'] : ['-c'];
     fc.assert(
-      fc.property(fc.oneof(fc.string({ unit: special, maxLength: 30 }), fc.string({ unit: 'grapheme', maxLength: 30 }).filter((s) => !s.includes('\0'))), (s) => {
-        const out = execFileSync(sh, [...argv0, `printf %s ${shellQuote(s)}`]);
-        expect(out.toString('utf8')).toBe(s);
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string({ unit: special, maxLength: 30 }),
+          fc.string({ unit: 'grapheme', maxLength: 30 }).filter((s) => !s.includes('\0')),
+        ),
+        (s) => {
+          const out = execFileSync(sh, [...argv0, `printf %s ${shellQuote(s)}`]);
+          expect(out.toString('utf8')).toBe(s);
+        },
+      ),
       { numRuns: 60 },
     );
-    for (const s of ["'", "''", "'\\''", '$(id)', '`id`', '\n', '-n', '%s', '"\\"']) expect(execFileSync(sh, [...argv0, `printf %s ${shellQuote(s)}`]).toString()).toBe(s);
+    for (const s of ["'", "''", "'\\''", '$(id)', '`id`', '\n', '-n', '%s', '"\\"'])
+      expect(execFileSync(sh, [...argv0, `printf %s ${shellQuote(s)}`]).toString()).toBe(s);
   });
 });

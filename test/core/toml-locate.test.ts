@@ -110,7 +110,14 @@ const cases: Case[] = [
   },
   {
     name: 'dotted keys define every prefix on their line',
-    toml: ['a.b.c = 1', '[fruit]', 'apple.color = "red"', 'apple.taste.sweet = true', '[fruit.apple.texture]', 'smooth = true'],
+    toml: [
+      'a.b.c = 1',
+      '[fruit]',
+      'apple.color = "red"',
+      'apple.taste.sweet = true',
+      '[fruit.apple.texture]',
+      'smooth = true',
+    ],
     exact: [
       [['a'], 1],
       [['a', 'b'], 1],
@@ -302,7 +309,13 @@ const cases: Case[] = [
   },
   {
     name: 'other scalars, including date-times with a space',
-    toml: ['d = 1979-05-27 07:32:00Z', 'n = [ -1_000, +inf, nan, 0x1F, 1e10, true,', '  1979-05-27 ]', '[t]', 'k = 07:32:00'],
+    toml: [
+      'd = 1979-05-27 07:32:00Z',
+      'n = [ -1_000, +inf, nan, 0x1F, 1e10, true,',
+      '  1979-05-27 ]',
+      '[t]',
+      'k = 07:32:00',
+    ],
     exact: [
       [['d'], 1],
       [['n', 5], 2],
@@ -329,7 +342,8 @@ describe('locateToml: exact()', () => {
     // Only valid TOML is ever located; make sure each fixture is.
     expect(() => parse(text)).not.toThrow();
     const loc = locateToml(text);
-    for (const [path, line] of exact) expect([formatTomlPath(path), loc.exact(path)]).toEqual([formatTomlPath(path), line]);
+    for (const [path, line] of exact)
+      expect([formatTomlPath(path), loc.exact(path)]).toEqual([formatTomlPath(path), line]);
   });
 });
 
@@ -430,20 +444,80 @@ const keyArb: fc.Arbitrary<Key> = fc.record({
   name: fc.oneof(
     fc.constantFrom('name', 'a', 'b', 'ports', '0', '1', 'x-y', '__proto__', 'constructor', ''),
     fc
-      .array(fc.constantFrom('a', 'z', '0', '_', '-', '.', '=', '#', '"', "'", ' ', '[', ']', '{', '}', '\\', 'é', '\t', '\n', '\x1b', '\u0001', '😀', '\u007f'), { maxLength: 6 })
+      .array(
+        fc.constantFrom(
+          'a',
+          'z',
+          '0',
+          '_',
+          '-',
+          '.',
+          '=',
+          '#',
+          '"',
+          "'",
+          ' ',
+          '[',
+          ']',
+          '{',
+          '}',
+          '\\',
+          'é',
+          '\t',
+          '\n',
+          '\x1b',
+          '\u0001',
+          '😀',
+          '\u007f',
+        ),
+        { maxLength: 6 },
+      )
       .map((cs) => cs.join('')),
   ),
   style: fc.constantFrom(0, 1, 2, 3),
 });
 
-const fragment = fc.constantFrom('a', ' ', '[x]', '[[y]]', '{', '}', '#', '=', '"', "'", '\\', ',', 'k = 1', '"""', "'''", '\t', 'é');
+const fragment = fc.constantFrom(
+  'a',
+  ' ',
+  '[x]',
+  '[[y]]',
+  '{',
+  '}',
+  '#',
+  '=',
+  '"',
+  "'",
+  '\\',
+  ',',
+  'k = 1',
+  '"""',
+  "'''",
+  '\t',
+  'é',
+);
 const oneLine = fc.array(fragment, { maxLength: 6 }).map((f) => f.join(''));
-const manyLines = fc.array(fc.oneof(fragment, fc.constant('\n'), fc.constant('\n[h]\n'), fc.constant('\nk = "v"\n')), { maxLength: 8 }).map((f) => f.join(''));
+const manyLines = fc
+  .array(fc.oneof(fragment, fc.constant('\n'), fc.constant('\n[h]\n'), fc.constant('\nk = "v"\n')), { maxLength: 8 })
+  .map((f) => f.join(''));
 
 const scalarArb: fc.Arbitrary<Val> = fc
   .oneof(
     fc.integer().map(String),
-    fc.constantFrom('true', 'false', '3.14', '-0.5e10', 'inf', '-nan', '0x1F', '1_000', '1979-05-27T07:32:00Z', '1979-05-27 07:32:00', '1979-05-27', '07:32:00'),
+    fc.constantFrom(
+      'true',
+      'false',
+      '3.14',
+      '-0.5e10',
+      'inf',
+      '-nan',
+      '0x1F',
+      '1_000',
+      '1979-05-27T07:32:00Z',
+      '1979-05-27 07:32:00',
+      '1979-05-27',
+      '07:32:00',
+    ),
     oneLine.map((c) => `"${escapeBasic(c, false)}"`),
     oneLine.map((c) => `'${c.replaceAll("'", '').replaceAll('\t', ' ')}'`),
     // Up to two quotes may end the content right before the closing delimiter: `"""a"""""`.
@@ -457,12 +531,22 @@ const valArb: fc.Memo<Val> = fc.memo((depth) =>
     ? scalarArb
     : fc.oneof(
         { weight: 3, arbitrary: scalarArb },
-        { weight: 1, arbitrary: fc.record({ kind: fc.constant('array' as const), items: fc.array(valArb(depth - 1), { maxLength: 4 }), multiline: fc.boolean() }) },
+        {
+          weight: 1,
+          arbitrary: fc.record({
+            kind: fc.constant('array' as const),
+            items: fc.array(valArb(depth - 1), { maxLength: 4 }),
+            multiline: fc.boolean(),
+          }),
+        },
         {
           weight: 1,
           arbitrary: fc.record({
             kind: fc.constant('inline' as const),
-            entries: fc.uniqueArray(fc.record({ key: keyArb, val: valArb(depth - 1) }), { selector: (e) => e.key.name, maxLength: 3 }),
+            entries: fc.uniqueArray(fc.record({ key: keyArb, val: valArb(depth - 1) }), {
+              selector: (e) => e.key.name,
+              maxLength: 3,
+            }),
           }),
         },
       ),
@@ -476,13 +560,28 @@ const tableArb: fc.Memo<Member[]> = fc.memo((depth) => {
     fc.record({
       kind: fc.constant('dotted' as const),
       key: keyArb,
-      entries: fc.uniqueArray(fc.record({ key: keyArb, val: valArb(2), noise: noiseArb }), { selector: (e) => e.key.name, minLength: 1, maxLength: 3 }),
+      entries: fc.uniqueArray(fc.record({ key: keyArb, val: valArb(2), noise: noiseArb }), {
+        selector: (e) => e.key.name,
+        minLength: 1,
+        maxLength: 3,
+      }),
     }),
   ];
   if (depth > 1) {
     members.push(
-      fc.record({ kind: fc.constant('table' as const), key: keyArb, body: tableArb(depth - 1), implicit: fc.boolean(), noise: noiseArb }),
-      fc.record({ kind: fc.constant('aot' as const), key: keyArb, elems: fc.array(tableArb(depth - 1), { minLength: 1, maxLength: 3 }), noise: noiseArb }),
+      fc.record({
+        kind: fc.constant('table' as const),
+        key: keyArb,
+        body: tableArb(depth - 1),
+        implicit: fc.boolean(),
+        noise: noiseArb,
+      }),
+      fc.record({
+        kind: fc.constant('aot' as const),
+        key: keyArb,
+        elems: fc.array(tableArb(depth - 1), { minLength: 1, maxLength: 3 }),
+        noise: noiseArb,
+      }),
     );
   }
   return fc.uniqueArray(fc.oneof(...members), { selector: (m) => m.key.name, maxLength: 5 });
@@ -602,11 +701,13 @@ function getIn(value: unknown, path: TomlPath): unknown {
   return cur;
 }
 
-const docArb = fc.record({ body: tableArb(4), spaced: fc.boolean(), crlf: fc.boolean() }).map(({ body, spaced, crlf }) => {
-  const out = new Writer(spaced);
-  writeTable(out, [], [], body);
-  return { text: crlf ? out.text.replaceAll('\n', '\r\n') : out.text, lines: [...out.lines.values()] };
-});
+const docArb = fc
+  .record({ body: tableArb(4), spaced: fc.boolean(), crlf: fc.boolean() })
+  .map(({ body, spaced, crlf }) => {
+    const out = new Writer(spaced);
+    writeTable(out, [], [], body);
+    return { text: crlf ? out.text.replaceAll('\n', '\r\n') : out.text, lines: [...out.lines.values()] };
+  });
 
 describe('locateToml: properties', () => {
   it('finds the recorded line of every path in generated documents', () => {
@@ -624,22 +725,28 @@ describe('locateToml: properties', () => {
     );
   });
 
-  const tomlish = fc.string({ unit: fc.constantFrom('[', ']', '{', '}', '"', "'", '=', '#', '.', ',', '\n', '\r', ' ', '\\', 'a', '1', 'u', 'x') });
+  const tomlish = fc.string({
+    unit: fc.constantFrom('[', ']', '{', '}', '"', "'", '=', '#', '.', ',', '\n', '\r', ' ', '\\', 'a', '1', 'u', 'x'),
+  });
 
   it('never throws on arbitrary or mangled input, and only reports lines that exist', () => {
     const mangled = fc
       .tuple(docArb, fc.nat(), fc.nat(), fc.string())
       .map(([{ text }, a, b, junk]) => text.slice(0, a % (text.length + 1)) + junk + text.slice(b % (text.length + 1)));
     fc.assert(
-      fc.property(fc.oneof(fc.string({ unit: 'binary' }), tomlish, mangled), fc.array(fc.array(fc.oneof(fc.string(), fc.nat(3), fc.integer()), { maxLength: 4 })), (text, paths) => {
-        const loc = locateToml(text);
-        const lineCount = text.split('\n').length;
-        for (const path of [...paths, ['a'], ['a', 0], ['x', 'a']]) {
-          for (const line of [loc.exact(path), loc.line(path)]) {
-            if (line !== undefined) expect(Number.isInteger(line) && line >= 1 && line <= lineCount).toBe(true);
+      fc.property(
+        fc.oneof(fc.string({ unit: 'binary' }), tomlish, mangled),
+        fc.array(fc.array(fc.oneof(fc.string(), fc.nat(3), fc.integer()), { maxLength: 4 })),
+        (text, paths) => {
+          const loc = locateToml(text);
+          const lineCount = text.split('\n').length;
+          for (const path of [...paths, ['a'], ['a', 0], ['x', 'a']]) {
+            for (const line of [loc.exact(path), loc.line(path)]) {
+              if (line !== undefined) expect(Number.isInteger(line) && line >= 1 && line <= lineCount).toBe(true);
+            }
           }
-        }
-      }),
+        },
+      ),
       { numRuns: 500 },
     );
   });

@@ -5,7 +5,15 @@ import { rmSync } from 'node:fs';
 import type { Browser, BrowserContext, BrowserContextOptions, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { launchChromium } from '../support/browser.js';
-import { COMPONENTS, FOREIGN_SITE_RULE, startDashboardStack, startForeignSite, type DashboardStack, type PageDocument, type PageWindow } from './dashboard-world.js';
+import {
+  COMPONENTS,
+  FOREIGN_SITE_RULE,
+  startDashboardStack,
+  startForeignSite,
+  type DashboardStack,
+  type PageDocument,
+  type PageWindow,
+} from './dashboard-world.js';
 
 // The browser's globals, for the functions that run in the page (page.evaluate, waitForFunction): see PageWindow.
 declare const window: PageWindow;
@@ -78,7 +86,10 @@ export function dashboardBrowser(opts: { plan?: string } = {}) {
       (names) =>
         names.every((n) => {
           const row = document.querySelector(`#components tr[data-component="${n}"]`);
-          return row?.getAttribute('data-state') === 'running' && row.querySelector('[data-col="state"]')?.textContent?.includes('running') === true;
+          return (
+            row?.getAttribute('data-state') === 'running' &&
+            row.querySelector('[data-col="state"]')?.textContent?.includes('running') === true
+          );
         }),
       [...COMPONENTS],
       { timeout },
@@ -98,7 +109,8 @@ export function dashboardBrowser(opts: { plan?: string } = {}) {
         if (list[list.length - 1] !== value) list.push(value);
       };
       const look = () => {
-        for (const row of document.querySelectorAll('#components tr[data-component]')) add(row.getAttribute('data-component') ?? '?', row.getAttribute('data-state') ?? '');
+        for (const row of document.querySelectorAll('#components tr[data-component]'))
+          add(row.getAttribute('data-component') ?? '?', row.getAttribute('data-state') ?? '');
         const status = document.querySelector('#action-status');
         if (status?.textContent) add('#action-status', status.textContent);
       };
@@ -115,17 +127,26 @@ export function dashboardBrowser(opts: { plan?: string } = {}) {
 
   /** The CSRF token the page echoes, where the page keeps it: its origin's localStorage (never a cookie). */
   async function csrfOf(page: Page): Promise<string> {
-    if (!page.url().startsWith(`${stack.origin}/`)) throw new Error(`csrfOf: the page is at ${page.url()}, not on the dashboard's origin`);
+    if (!page.url().startsWith(`${stack.origin}/`))
+      throw new Error(`csrfOf: the page is at ${page.url()}, not on the dashboard's origin`);
     const csrf = await page.evaluate(() => window.localStorage.getItem('keystone.csrf'));
     expect(csrf, "the page's keystone.csrf").toBeTruthy();
     return csrf!;
   }
 
   /** fetch() from inside the page (its origin, its cookies): the status and the JSON body (or null). */
-  function fetchFromPage(page: Page, path: string, init: { method?: string; csrf?: string } = {}): Promise<{ status: number; body: unknown; type: string }> {
+  function fetchFromPage(
+    page: Page,
+    path: string,
+    init: { method?: string; csrf?: string } = {},
+  ): Promise<{ status: number; body: unknown; type: string }> {
     return page.evaluate(
       async ({ path, method, csrf }) => {
-        const res = await fetch(path, { method: method ?? 'GET', credentials: 'same-origin', headers: csrf === undefined ? {} : { 'X-Keystone-CSRF': csrf } });
+        const res = await fetch(path, {
+          method: method ?? 'GET',
+          credentials: 'same-origin',
+          headers: csrf === undefined ? {} : { 'X-Keystone-CSRF': csrf },
+        });
         const text = await res.text();
         let body: unknown = null;
         try {

@@ -49,7 +49,8 @@ export interface DashboardStack {
  * over a second before the next restart (100 ms, then doubling: SPEC §5), long enough for the page to show `backoff`.
  */
 export async function startDashboardStack(opts: { plan?: string } = {}): Promise<DashboardStack> {
-  if (!existsSync(join(PROJECT_ROOT, 'dist', 'web', 'index.html'))) throw new Error('dist/web/index.html is missing: run `npm run build` first (it bundles web/ into dist/web/)');
+  if (!existsSync(join(PROJECT_ROOT, 'dist', 'web', 'index.html')))
+    throw new Error('dist/web/index.html is missing: run `npm run build` first (it bundles web/ into dist/web/)');
   const dir = mkdtempSync(join(tmpdir(), 'keystone-dashboard-'));
   // The components run as nobody when the tests run as root: they must reach the copy.
   chmodSync(dir, 0o755);
@@ -63,7 +64,12 @@ export async function startDashboardStack(opts: { plan?: string } = {}): Promise
     writeFileSync(path, text);
   }
   const h = new AgentHarness();
-  const agent = h.start({ dir, plan: opts.plan ?? 'plans/edge-processes.toml', trustArgs: ['--allow-unsigned'], args: ['--listen', `127.0.0.1:${port}`, '--max-backoff', '3s'] });
+  const agent = h.start({
+    dir,
+    plan: opts.plan ?? 'plans/edge-processes.toml',
+    trustArgs: ['--allow-unsigned'],
+    args: ['--listen', `127.0.0.1:${port}`, '--max-backoff', '3s'],
+  });
   const stop = async () => {
     await h.cleanup();
     rmSync(dir, { recursive: true, force: true });
@@ -89,12 +95,28 @@ export async function startDashboardStack(opts: { plan?: string } = {}): Promise
     for (;;) {
       const list = await components();
       const running = list.filter((c) => c.state === 'running' && c.pid !== null);
-      if (COMPONENTS.every((n) => running.some((c) => c.name === n))) return Object.fromEntries(running.map((c) => [c.name, c.pid!]));
-      if (Date.now() > deadline) throw new Error(`the stack is not all running after ${deadlineMs} ms: ${JSON.stringify(list.map((c) => [c.name, c.state]))}\n${agent.tail()}`);
+      if (COMPONENTS.every((n) => running.some((c) => c.name === n)))
+        return Object.fromEntries(running.map((c) => [c.name, c.pid!]));
+      if (Date.now() > deadline)
+        throw new Error(
+          `the stack is not all running after ${deadlineMs} ms: ${JSON.stringify(list.map((c) => [c.name, c.state]))}\n${agent.tail()}`,
+        );
       await new Promise((r) => setTimeout(r, 100));
     }
   };
-  return { dir, h, agent, origin: `http://127.0.0.1:${port}`, port, token, get, post, components, waitAllRunning, stop };
+  return {
+    dir,
+    h,
+    agent,
+    origin: `http://127.0.0.1:${port}`,
+    port,
+    token,
+    get,
+    post,
+    components,
+    waitAllRunning,
+    stop,
+  };
 }
 
 /**
@@ -131,7 +153,10 @@ export interface NetworkRecord {
 }
 
 /** Records every request of `page` by request id, from before its first navigation on. */
-export async function recordNetwork(context: BrowserContext, page: Page): Promise<{ cdp: CDPSession; requests: Map<string, NetworkRecord> }> {
+export async function recordNetwork(
+  context: BrowserContext,
+  page: Page,
+): Promise<{ cdp: CDPSession; requests: Map<string, NetworkRecord> }> {
   const cdp = await context.newCDPSession(page);
   const requests = new Map<string, NetworkRecord>();
   const rec = (id: string) => {
@@ -139,7 +164,9 @@ export async function recordNetwork(context: BrowserContext, page: Page): Promis
     if (!r) requests.set(id, (r = { url: '', method: '', type: undefined, finished: false }));
     return r;
   };
-  cdp.on('Network.requestWillBeSent', (e) => Object.assign(rec(e.requestId), { url: e.request.url, method: e.request.method, type: e.type }));
+  cdp.on('Network.requestWillBeSent', (e) =>
+    Object.assign(rec(e.requestId), { url: e.request.url, method: e.request.method, type: e.type }),
+  );
   cdp.on('Network.responseReceivedExtraInfo', (e) => (rec(e.requestId).status = e.statusCode));
   cdp.on('Network.responseReceived', (e) => {
     const r = rec(e.requestId);
@@ -147,7 +174,9 @@ export async function recordNetwork(context: BrowserContext, page: Page): Promis
     const headers = Object.fromEntries(Object.entries(e.response.headers).map(([k, v]) => [k.toLowerCase(), v]));
     r.contentEncoding = headers['content-encoding'];
   });
-  cdp.on('Network.loadingFinished', (e) => Object.assign(rec(e.requestId), { encodedBytes: e.encodedDataLength, finished: true }));
+  cdp.on('Network.loadingFinished', (e) =>
+    Object.assign(rec(e.requestId), { encodedBytes: e.encodedDataLength, finished: true }),
+  );
   cdp.on('Network.loadingFailed', (e) => Object.assign(rec(e.requestId), { failed: e.errorText, finished: true }));
   await cdp.send('Network.enable');
   return { cdp, requests };
@@ -168,7 +197,11 @@ export interface PageElement {
 }
 
 export interface PageDocument extends PageElement {
-  readonly documentElement: PageElement & { readonly scrollWidth: number; readonly clientWidth: number; readonly lang: string };
+  readonly documentElement: PageElement & {
+    readonly scrollWidth: number;
+    readonly clientWidth: number;
+    readonly lang: string;
+  };
   readonly body: PageElement;
   readonly activeElement: PageElement | null;
   readonly cookie: string;
@@ -181,7 +214,16 @@ export interface PageStorage {
 }
 
 export interface PageMutationObserver {
-  observe(target: PageElement, options: { attributes?: boolean; attributeFilter?: string[]; childList?: boolean; subtree?: boolean; characterData?: boolean }): void;
+  observe(
+    target: PageElement,
+    options: {
+      attributes?: boolean;
+      attributeFilter?: string[];
+      childList?: boolean;
+      subtree?: boolean;
+      characterData?: boolean;
+    },
+  ): void;
   disconnect(): void;
 }
 
@@ -189,7 +231,13 @@ export interface PageWindow {
   readonly innerWidth: number;
   readonly localStorage: PageStorage;
   readonly sessionStorage: PageStorage;
-  getComputedStyle(el: PageElement): { readonly stroke: string; readonly strokeDasharray: string; readonly outlineStyle: string; readonly boxShadow: string; readonly backgroundColor: string };
+  getComputedStyle(el: PageElement): {
+    readonly stroke: string;
+    readonly strokeDasharray: string;
+    readonly outlineStyle: string;
+    readonly boxShadow: string;
+    readonly backgroundColor: string;
+  };
   readonly MutationObserver: new (callback: () => void) => PageMutationObserver;
   /** What a test leaves on the page to see later that it was not reloaded. */
   ksMarker?: string;

@@ -21,7 +21,8 @@ function backendsOf(root: string): number[] {
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
       if (!readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes('git-http-backend')) continue;
-      if (readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').includes(`GIT_PROJECT_ROOT=${root}`)) out.push(Number(pid));
+      if (readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').includes(`GIT_PROJECT_ROOT=${root}`))
+        out.push(Number(pid));
     } catch {
       // gone meanwhile, or not ours to read
     }
@@ -31,7 +32,13 @@ function backendsOf(root: string): number[] {
 
 /** A receive-pack POST announcing 612 bytes and sending 100; resolves once they are written. */
 function partialPush(port: number) {
-  const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/fleet.git/git-receive-pack', headers: { 'content-type': 'application/x-git-receive-pack-request', 'content-length': '612' } });
+  const req = request({
+    host: '127.0.0.1',
+    port,
+    method: 'POST',
+    path: '/fleet.git/git-receive-pack',
+    headers: { 'content-type': 'application/x-git-receive-pack-request', 'content-length': '612' },
+  });
   req.on('error', () => undefined);
   return new Promise<typeof req>((resolve) => req.write(Buffer.alloc(100), () => resolve(req)));
 }
@@ -64,7 +71,9 @@ describe('the development Git server leaves no backend behind', () => {
     const post = server.requests.slice(from).find((r) => r.method === 'POST');
     expect(post).toMatchObject({ path: '/fleet.git/git-receive-pack', status: 200 });
     expect(post!.received).toBeGreaterThan(0);
-    expect(await gitIn(work, ['ls-remote', server.url('fleet'), 'refs/heads/main'])).toContain(await gitIn(work, ['rev-parse', 'HEAD']));
+    expect(await gitIn(work, ['ls-remote', server.url('fleet'), 'refs/heads/main'])).toContain(
+      await gitIn(work, ['rev-parse', 'HEAD']),
+    );
   });
 
   it('a client that goes away mid-body (no delay): no backend was ever started (499)', async () => {

@@ -17,7 +17,8 @@ function backendsOf(root: string): number[] {
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
       if (!readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes('git-http-backend')) continue;
-      if (readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').includes(`GIT_PROJECT_ROOT=${root}`)) out.push(Number(pid));
+      if (readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').includes(`GIT_PROJECT_ROOT=${root}`))
+        out.push(Number(pid));
     } catch {
       // gone meanwhile, or not ours to read
     }
@@ -45,7 +46,13 @@ describe('the development Git server', () => {
       const { port } = new URL(server.url('fleet'));
       // A receive-pack POST whose client goes away before the server's delay is over.
       await new Promise<void>((resolve) => {
-        const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/fleet.git/git-receive-pack', headers: { 'content-type': 'application/x-git-receive-pack-request', 'content-length': '612' } });
+        const req = request({
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: '/fleet.git/git-receive-pack',
+          headers: { 'content-type': 'application/x-git-receive-pack-request', 'content-length': '612' },
+        });
         req.on('error', () => resolve());
         req.write(Buffer.alloc(100));
         setTimeout(() => {
@@ -53,7 +60,11 @@ describe('the development Git server', () => {
           resolve();
         }, 100);
       });
-      await until(() => server.requests.length > from && server.requests[from]!.status === 499, 5_000, 'the abandoned request dropped (499)');
+      await until(
+        () => server.requests.length > from && server.requests[from]!.status === 499,
+        5_000,
+        'the abandoned request dropped (499)',
+      );
       expect(backendsOf(root)).toEqual([]);
     } finally {
       server.delayMs = 0;

@@ -56,7 +56,9 @@ afterAll(() => {
 
 describe('docs/composites.md runs as written', () => {
   it('the dry runs of an edited copy print what the doc shows', { timeout: 120_000 }, async () => {
-    const block = shellBlocks(readFileSync(DOC, 'utf8')).find((b) => b.some((l) => l.includes('keystonectl apply-dry')));
+    const block = shellBlocks(readFileSync(DOC, 'utf8')).find((b) =>
+      b.some((l) => l.includes('keystonectl apply-dry')),
+    );
     expect(block, 'a ```sh block with keystonectl apply-dry in docs/composites.md').toBeDefined();
     // The commands of the edit: every one that names the copy, from its clone to the last dry run.
     const steps = stepsOf(block!).filter((s) => s.command.includes('/tmp/edit'));

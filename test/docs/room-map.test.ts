@@ -28,7 +28,18 @@ describe("the README's room map", () => {
   });
 
   it('has a row for every top-level folder of the repository', () => {
-    const ignored = new Set(['node_modules', 'dist', 'dist-bundle', 'dist-deb', 'coverage', 'src', '.git', '.state', '.github', '.ci']);
+    const ignored = new Set([
+      'node_modules',
+      'dist',
+      'dist-bundle',
+      'dist-deb',
+      'coverage',
+      'src',
+      '.git',
+      '.state',
+      '.github',
+      '.ci',
+    ]);
     const top = folders(ROOT).filter((f) => !ignored.has(f) && !f.startsWith('.'));
     expect(top.filter((f) => !rows.includes(`${f}/`))).toEqual([]);
     expect(rows).toContain('.ci/run');

@@ -20,14 +20,18 @@ describe('clock', () => {
   it('passes a clock at or after the applied signature', () => {
     stateWithApplied(s.stateDir, { id: COMMIT, signedAt: SIGNED });
     expect(clockAt(SIGNED)).toMatchObject({ check: 'clock', status: 'pass' });
-    expect(clockAt(SIGNED + 3600).detail).toBe(`2026-05-28T21:26:40.000Z, not earlier than the signature of the revision applied last (c0ffee0c0ffe), signed at 2026-05-28T20:26:40.000Z`);
+    expect(clockAt(SIGNED + 3600).detail).toBe(
+      `2026-05-28T21:26:40.000Z, not earlier than the signature of the revision applied last (c0ffee0c0ffe), signed at 2026-05-28T20:26:40.000Z`,
+    );
   });
 
   it('fails a clock earlier than the applied signature, saying by how much, with the fix', () => {
     stateWithApplied(s.stateDir, { id: COMMIT, signedAt: SIGNED });
     const r = clockAt(SIGNED - 3 * 86_400);
     expect(r).toMatchObject({ status: 'fail' });
-    expect(r.detail).toBe(`this device's clock says 2026-05-25T20:26:40.000Z, 3 days earlier than the signature of the revision applied last (c0ffee0c0ffe), signed at 2026-05-28T20:26:40.000Z`);
+    expect(r.detail).toBe(
+      `this device's clock says 2026-05-25T20:26:40.000Z, 3 days earlier than the signature of the revision applied last (c0ffee0c0ffe), signed at 2026-05-28T20:26:40.000Z`,
+    );
     expect(r.fix).toContain('timedatectl set-ntp true');
     expect(r.fix).toContain(`keystone floor --state-dir ${s.stateDir} --reset`);
   });
@@ -35,7 +39,13 @@ describe('clock', () => {
   it('compares with the replay floor when an unsigned revision was applied after a signed one', () => {
     stateWithApplied(s.stateDir, { id: COMMIT, signedAt: SIGNED });
     const store = openStateStore(s.stateDir);
-    store.setAppliedRevision({ id: 'dir:unsigned', source: 'test', planFile: 'plans/test.toml', unsigned: true, appliedAt: Date.now() });
+    store.setAppliedRevision({
+      id: 'dir:unsigned',
+      source: 'test',
+      planFile: 'plans/test.toml',
+      unsigned: true,
+      appliedAt: Date.now(),
+    });
     store.close();
     const r = clockAt(SIGNED - 60);
     expect(r).toMatchObject({ status: 'fail' });
@@ -45,6 +55,9 @@ describe('clock', () => {
   it('skips when nothing signed was applied', () => {
     expect(clockAt(0)).toMatchObject({ status: 'skip' });
     stateWithApplied(s.stateDir, { id: 'dir:unsigned', unsigned: true, signedAt: undefined });
-    expect(clockAt(0)).toMatchObject({ status: 'skip', detail: 'the revision applied last (dir:unsigned) is unsigned: no signing time to compare with' });
+    expect(clockAt(0)).toMatchObject({
+      status: 'skip',
+      detail: 'the revision applied last (dir:unsigned) is unsigned: no signing time to compare with',
+    });
   });
 });

@@ -14,15 +14,28 @@ beforeAll(() => {
 });
 afterAll(() => s.cleanup());
 
-const withContainer: CurrentPlan = { kind: 'known', state: desired([{ name: 'api' }, { name: 'web', image: 'docker.io/library/nginx:1.27-alpine' }]), planFile: 'plans/test.toml', from: 'test' };
-const processesOnly: CurrentPlan = { kind: 'known', state: desired([{ name: 'api' }]), planFile: 'plans/test.toml', from: 'test' };
-const noEngine = () => facts({ engineSockets: { docker: [join(s.dir, 'docker.sock')], podman: [join(s.dir, 'podman.sock')] } });
+const withContainer: CurrentPlan = {
+  kind: 'known',
+  state: desired([{ name: 'api' }, { name: 'web', image: 'docker.io/library/nginx:1.27-alpine' }]),
+  planFile: 'plans/test.toml',
+  from: 'test',
+};
+const processesOnly: CurrentPlan = {
+  kind: 'known',
+  state: desired([{ name: 'api' }]),
+  planFile: 'plans/test.toml',
+  from: 'test',
+};
+const noEngine = () =>
+  facts({ engineSockets: { docker: [join(s.dir, 'docker.sock')], podman: [join(s.dir, 'podman.sock')] } });
 
 describe('container-engine', () => {
   it('fails a plan with containers when no engine answers, naming the components and every socket tried', async () => {
     const r = await checkContainerEngine(withContainer, noEngine());
     expect(r).toMatchObject({ check: 'container-engine', status: 'fail', code: 'KS_CONTAINER_ENGINE_UNAVAILABLE' });
-    expect(r.detail).toBe(`the plan runs web as container, and no Docker or Podman engine answered; tried ${join(s.dir, 'docker.sock')} (no such socket), ${join(s.dir, 'podman.sock')} (no such socket)`);
+    expect(r.detail).toBe(
+      `the plan runs web as container, and no Docker or Podman engine answered; tried ${join(s.dir, 'docker.sock')} (no such socket), ${join(s.dir, 'podman.sock')} (no such socket)`,
+    );
     expect(r.fix).toContain('DOCKER_HOST');
   });
 
@@ -39,7 +52,9 @@ describe('container-engine', () => {
       const r = await checkContainerEngine(withContainer, facts());
       expect(r).toMatchObject({ status: 'pass' });
       expect(r.detail).toMatch(/^(docker|podman) at \S+ \((Docker|Podman) \S+, API \S+\) for web$/);
-      expect((await checkContainerEngine(processesOnly, facts())).detail).toMatch(/; not needed: the plan runs no containers$/);
+      expect((await checkContainerEngine(processesOnly, facts())).detail).toMatch(
+        /; not needed: the plan runs no containers$/,
+      );
     });
   });
 });

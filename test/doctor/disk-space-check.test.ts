@@ -24,7 +24,10 @@ describe('disk-space', () => {
 
   it('fails under the minimum, saying the figure and the minimum', async () => {
     const r = await checkDiskSpace(s.stateDir, facts({ statfs: async () => ({ bavail: 100, bsize: 4096 }) }));
-    expect(r).toMatchObject({ status: 'fail', detail: `only 400 KiB free for ${s.stateDir} (on the file system of ${s.dir}), under 512.0 MiB` });
+    expect(r).toMatchObject({
+      status: 'fail',
+      detail: `only 400 KiB free for ${s.stateDir} (on the file system of ${s.dir}), under 512.0 MiB`,
+    });
     expect(r.fix).toContain(`${s.stateDir}/cache`);
   });
 
@@ -36,7 +39,12 @@ describe('disk-space', () => {
   });
 
   it('formats sizes in binary units', () => {
-    expect([formatBytes(512), formatBytes(2048), formatBytes(MIN_FREE_BYTES), formatBytes(3.5 * 1024 ** 3)]).toEqual(['512 B', '2 KiB', '512.0 MiB', '3.5 GiB']);
+    expect([formatBytes(512), formatBytes(2048), formatBytes(MIN_FREE_BYTES), formatBytes(3.5 * 1024 ** 3)]).toEqual([
+      '512 B',
+      '2 KiB',
+      '512.0 MiB',
+      '3.5 GiB',
+    ]);
   });
 
   const root = needs('root');

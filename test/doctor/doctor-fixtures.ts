@@ -30,11 +30,17 @@ export function setup(overrides: Partial<DoctorSetup> & Pick<DoctorSetup, 'state
  * A device that trusts `keyFiles` (and the other trust flags), as the CLI hands it to the checks: the files for the
  * trusted-keys check, the keyring and limits the first-revision check verifies with (the same flags' reading).
  */
-export function trusting(keyFiles: string[], more: Omit<TrustValues, 'trusted-key' | 'allow-unsigned'> = {}): Pick<DoctorSetup, 'trust' | 'verification'> {
+export function trusting(
+  keyFiles: string[],
+  more: Omit<TrustValues, 'trusted-key' | 'allow-unsigned'> = {},
+): Pick<DoctorSetup, 'trust' | 'verification'> {
   const io = { cwd: '/', env: {} } as unknown as CliIo;
   const verification = trustSetting({ 'trusted-key': keyFiles, ...more }, io);
   if (verification.unsigned) throw new Error('a keyring was asked for');
-  return { trust: { unsigned: false, keyFiles, ...(more.threshold !== undefined && { threshold: more.threshold }) }, verification };
+  return {
+    trust: { unsigned: false, keyFiles, ...(more.threshold !== undefined && { threshold: more.threshold }) },
+    verification,
+  };
 }
 
 export interface Scratch {
@@ -57,7 +63,16 @@ export function stateWithApplied(stateDir: string, revision?: Partial<AppliedRev
   chmodSync(stateDir, 0o711);
   const store = openStateStore(stateDir);
   try {
-    if (revision) store.setAppliedRevision({ id: 'dir:0123456789ab', source: 'test', planFile: 'plans/test.toml', unsigned: false, signedAt: 1_700_000_000, appliedAt: Date.now(), ...revision });
+    if (revision)
+      store.setAppliedRevision({
+        id: 'dir:0123456789ab',
+        source: 'test',
+        planFile: 'plans/test.toml',
+        unsigned: false,
+        signedAt: 1_700_000_000,
+        appliedAt: Date.now(),
+        ...revision,
+      });
   } finally {
     store.close();
   }

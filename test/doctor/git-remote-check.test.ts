@@ -29,17 +29,31 @@ afterAll(async () => {
   s.cleanup();
 });
 
-const git = (repo: string, ref = 'main', extra: { token?: string } = {}) => ({ kind: 'git' as const, repo, ref, gitNotes: true, ...extra });
+const git = (repo: string, ref = 'main', extra: { token?: string } = {}) => ({
+  kind: 'git' as const,
+  repo,
+  ref,
+  gitNotes: true,
+  ...extra,
+});
 
 describe('git-remote', () => {
   it('passes a remote that has the branch, saying where it points', async () => {
     const r = await checkGitRemote(git(server.url('fleet')), 5000);
-    expect(r).toMatchObject({ check: 'git-remote', status: 'pass', detail: `${server.url('fleet')} main is at ${tip.slice(0, 12)}` });
+    expect(r).toMatchObject({
+      check: 'git-remote',
+      status: 'pass',
+      detail: `${server.url('fleet')} main is at ${tip.slice(0, 12)}`,
+    });
   });
 
   it('fails a branch the remote does not have', async () => {
     const r = await checkGitRemote(git(server.url('fleet'), 'release'), 5000);
-    expect(r).toMatchObject({ status: 'fail', code: 'KS_GIT_REF_NOT_FOUND', detail: `${server.url('fleet')} answers, but has no branch release` });
+    expect(r).toMatchObject({
+      status: 'fail',
+      code: 'KS_GIT_REF_NOT_FOUND',
+      detail: `${server.url('fleet')} answers, but has no branch release`,
+    });
     expect(r.fix).toContain('--ref');
   });
 
@@ -83,8 +97,14 @@ describe('git-remote', () => {
   });
 
   it('reads a local repository from its files', async () => {
-    expect(await checkGitRemote(git(ws), 5000)).toMatchObject({ status: 'pass', detail: `${ws} main is at ${tip.slice(0, 12)}` });
-    expect(await checkGitRemote(git(ws, 'release'), 5000)).toMatchObject({ status: 'fail', code: 'KS_GIT_REF_NOT_FOUND' });
+    expect(await checkGitRemote(git(ws), 5000)).toMatchObject({
+      status: 'pass',
+      detail: `${ws} main is at ${tip.slice(0, 12)}`,
+    });
+    expect(await checkGitRemote(git(ws, 'release'), 5000)).toMatchObject({
+      status: 'fail',
+      code: 'KS_GIT_REF_NOT_FOUND',
+    });
     expect(await checkGitRemote(git(s.dir), 5000)).toMatchObject({ status: 'fail', code: 'KS_NOT_A_GIT_REPOSITORY' });
   });
 

@@ -32,8 +32,22 @@ beforeEach(() => {
 afterEach(() => s.cleanup());
 
 const makeKeys = async () => (await ensureDeviceKeys(s.stateDir, { now: () => NOW, randomBytes, create: true })).keys;
-const certFor = (device: string, keys: Pick<DeviceKeys, 'reportPublic' | 'ageRecipient'>, o: { key?: SecretKey; expiresAt?: number } = {}) =>
-  signCertificate({ device, reportKey: keys.reportPublic, ageRecipient: keys.ageRecipient, labels: { site: 'berlin' }, issuedAt: NOW - DAY, ...(o.expiresAt !== undefined && { expiresAt: o.expiresAt }) }, o.key ?? enrolKey);
+const certFor = (
+  device: string,
+  keys: Pick<DeviceKeys, 'reportPublic' | 'ageRecipient'>,
+  o: { key?: SecretKey; expiresAt?: number } = {},
+) =>
+  signCertificate(
+    {
+      device,
+      reportKey: keys.reportPublic,
+      ageRecipient: keys.ageRecipient,
+      labels: { site: 'berlin' },
+      issuedAt: NOW - DAY,
+      ...(o.expiresAt !== undefined && { expiresAt: o.expiresAt }),
+    },
+    o.key ?? enrolKey,
+  );
 
 describe('the identity check', () => {
   it('no keys yet: skipped, saying the first start (or keystone identity) makes them; nothing written', async () => {
@@ -49,7 +63,9 @@ describe('the identity check', () => {
     const before = snapshot(s.stateDir);
     const r = await checkIdentity(s.stateDir);
     expect(r.status).toBe('pass');
-    expect(r.detail).toContain(`report key ${keys.reportPublic} (id ${keys.reportKeyId}), age recipient ${keys.ageRecipient}`);
+    expect(r.detail).toContain(
+      `report key ${keys.reportPublic} (id ${keys.reportKeyId}), age recipient ${keys.ageRecipient}`,
+    );
     expect(r.detail).not.toContain('AGE-SECRET-KEY');
     expect(snapshot(s.stateDir)).toEqual(before);
   });
@@ -68,7 +84,11 @@ describe('the identity check', () => {
     await makeKeys();
     const paths = identityPaths(s.stateDir);
     chmodSync(paths.dir, 0o755);
-    expect(await checkIdentity(s.stateDir)).toMatchObject({ status: 'fail', code: 'KS_IDENTITY_UNSAFE', fix: `chmod 700 ${paths.dir}` });
+    expect(await checkIdentity(s.stateDir)).toMatchObject({
+      status: 'fail',
+      code: 'KS_IDENTITY_UNSAFE',
+      fix: `chmod 700 ${paths.dir}`,
+    });
     chmodSync(paths.dir, 0o700);
 
     writeFileSync(paths.reportKey, 'not a key\n');
@@ -84,12 +104,26 @@ describe('the identity check', () => {
 });
 
 describe('the enrollment check', () => {
-  const setupWith = (over: { certificateFile?: string; keyFiles?: string[]; root?: string; device?: string; labels?: Record<string, string> } = {}) => ({
+  const setupWith = (
+    over: {
+      certificateFile?: string;
+      keyFiles?: string[];
+      root?: string;
+      device?: string;
+      labels?: Record<string, string>;
+    } = {},
+  ) => ({
     stateDir: s.stateDir,
     device: over.device ?? 'gw-1',
     labels: over.labels ?? { site: 'berlin' },
-    source: over.root !== undefined ? { kind: 'dir' as const, root: over.root } : { kind: 'none' as const, problem: 'no source' },
-    enrollment: { keyFiles: over.keyFiles ?? [enrolPub], ...(over.certificateFile !== undefined && { certificateFile: over.certificateFile }) },
+    source:
+      over.root !== undefined
+        ? { kind: 'dir' as const, root: over.root }
+        : { kind: 'none' as const, problem: 'no source' },
+    enrollment: {
+      keyFiles: over.keyFiles ?? [enrolPub],
+      ...(over.certificateFile !== undefined && { certificateFile: over.certificateFile }),
+    },
   });
 
   it('skipped without --enrollment-key', async () => {
@@ -106,8 +140,16 @@ describe('the enrollment check', () => {
     expect(r.detail).toContain(`${file}: device gw-1, signed by enrolment key`);
     expect(r.detail).toContain("it names this device's own keys");
     // Labels the agent states that the certificate does not vouch for: a selector wave would not count the device.
-    const unvouched = await checkEnrollment(setupWith({ certificateFile: file, labels: { site: 'berlin', ring: 'canary' } }), NOTHING_APPLIED, NOW);
-    expect(unvouched).toMatchObject({ status: 'warn', detail: expect.stringContaining('does not vouch for its labels ring=canary'), fix: expect.stringContaining('--label ring=canary') });
+    const unvouched = await checkEnrollment(
+      setupWith({ certificateFile: file, labels: { site: 'berlin', ring: 'canary' } }),
+      NOTHING_APPLIED,
+      NOW,
+    );
+    expect(unvouched).toMatchObject({
+      status: 'warn',
+      detail: expect.stringContaining('does not vouch for its labels ring=canary'),
+      fix: expect.stringContaining('--label ring=canary'),
+    });
   });
 
   it('finds devices/<device>.cert in the directory followed, and honours devices/revoked.toml there', async () => {
@@ -119,7 +161,10 @@ describe('the enrollment check', () => {
     expect(found.status, found.detail).toBe('pass');
     expect(found.detail).toContain(`devices/gw-1.cert (directory ${repo})`);
 
-    writeFileSync(join(repo, 'devices', 'revoked.toml'), '[[revoked]]\ndevice = "gw-1"\nreason = "stolen 2029-12-31"\n');
+    writeFileSync(
+      join(repo, 'devices', 'revoked.toml'),
+      '[[revoked]]\ndevice = "gw-1"\nreason = "stolen 2029-12-31"\n',
+    );
     const revoked = await checkEnrollment(setupWith({ root: repo }), NOTHING_APPLIED, NOW);
     expect(revoked).toMatchObject({ status: 'fail', code: 'KS_CERT_REVOKED' });
     expect(revoked.detail).toContain('stolen 2029-12-31');
@@ -132,7 +177,9 @@ describe('the enrollment check', () => {
     const r = await checkEnrollment(setupWith({ root: repo }), NOTHING_APPLIED, NOW);
     expect(r.status).toBe('warn');
     expect(r.detail).toContain('no certificate for gw-1: devices/gw-1.cert is not in');
-    expect(r.fix).toContain('keystonectl enroll --key ENROLL.key --identity gw-1.identity.json --out devices/gw-1.cert');
+    expect(r.fix).toContain(
+      'keystonectl enroll --key ENROLL.key --identity gw-1.identity.json --out devices/gw-1.cert',
+    );
   });
 
   it('warns KS_CERT_OTHER_KEY for a certificate of other keys (a reinstalled device not enrolled again)', async () => {
@@ -145,7 +192,9 @@ describe('the enrollment check', () => {
     const now = await makeKeys();
     const r = await checkEnrollment(setupWith({ certificateFile: file }), NOTHING_APPLIED, NOW);
     expect(r).toMatchObject({ status: 'warn', code: 'KS_CERT_OTHER_KEY' });
-    expect(r.detail).toContain(`it names report key ${old.reportPublic} and age recipient ${old.ageRecipient}, not this device's own`);
+    expect(r.detail).toContain(
+      `it names report key ${old.reportPublic} and age recipient ${old.ageRecipient}, not this device's own`,
+    );
     expect(r.detail).toContain(`the device holds report key ${now.reportPublic}`);
     expect(r.fix).toMatch(/^re-enrol with keystonectl enroll --identity …/);
   });
@@ -154,10 +203,19 @@ describe('the enrollment check', () => {
     const keys = await makeKeys();
     const file = join(s.dir, 'gw-1.cert');
     writeFileSync(file, certFor('gw-1', keys, { key: generateKey(randomBytes) }));
-    expect(await checkEnrollment(setupWith({ certificateFile: file }), NOTHING_APPLIED, NOW)).toMatchObject({ status: 'fail', code: 'KS_CERT_UNKNOWN_KEY' });
+    expect(await checkEnrollment(setupWith({ certificateFile: file }), NOTHING_APPLIED, NOW)).toMatchObject({
+      status: 'fail',
+      code: 'KS_CERT_UNKNOWN_KEY',
+    });
     writeFileSync(file, certFor('gw-2', keys));
-    expect(await checkEnrollment(setupWith({ certificateFile: file }), NOTHING_APPLIED, NOW)).toMatchObject({ status: 'fail', code: 'KS_CERT_WRONG_DEVICE' });
+    expect(await checkEnrollment(setupWith({ certificateFile: file }), NOTHING_APPLIED, NOW)).toMatchObject({
+      status: 'fail',
+      code: 'KS_CERT_WRONG_DEVICE',
+    });
     writeFileSync(file, certFor('gw-1', keys, { expiresAt: NOW - 1000 }));
-    expect(await checkEnrollment(setupWith({ certificateFile: file }), NOTHING_APPLIED, NOW)).toMatchObject({ status: 'fail', code: 'KS_CERT_EXPIRED' });
+    expect(await checkEnrollment(setupWith({ certificateFile: file }), NOTHING_APPLIED, NOW)).toMatchObject({
+      status: 'fail',
+      code: 'KS_CERT_EXPIRED',
+    });
   });
 });

@@ -37,13 +37,18 @@ afterAll(async () => {
 /** `keystone doctor --json` as built (dist/): its checks, whatever its exit code (a failing check is not this test's). */
 function doctor(args: string[], cwd: string): Promise<Array<{ check: string; status: string }>> {
   return new Promise((resolve, reject) =>
-    execFile(process.execPath, [join(PROJECT_ROOT, 'bin', 'keystone.js'), 'doctor', ...args], { cwd, timeout: 60_000 }, (err, stdout) => {
-      try {
-        resolve(JSON.parse(stdout) as Array<{ check: string; status: string }>);
-      } catch {
-        reject(err ?? new Error(`not JSON: ${stdout}`));
-      }
-    }),
+    execFile(
+      process.execPath,
+      [join(PROJECT_ROOT, 'bin', 'keystone.js'), 'doctor', ...args],
+      { cwd, timeout: 60_000 },
+      (err, stdout) => {
+        try {
+          resolve(JSON.parse(stdout) as Array<{ check: string; status: string }>);
+        } catch {
+          reject(err ?? new Error(`not JSON: ${stdout}`));
+        }
+      },
+    ),
   );
 }
 
@@ -68,13 +73,18 @@ describe('push-access', () => {
   it('warns when the followed repository has its own reports repository but a token that can push to it', async () => {
     const r = await checkPushAccess(source(WRITE, server.url('reports')), 5000);
     expect(r).toMatchObject({ status: 'warn' });
-    expect(r.detail).toBe(`the credential of --git-token-file can push to ${server.url('fleet')}: a compromised device could change what every device runs`);
+    expect(r.detail).toBe(
+      `the credential of --git-token-file can push to ${server.url('fleet')}: a compromised device could change what every device runs`,
+    );
     expect(r.fix).toContain('read-only token');
   });
 
   it('passes a read-only token with a reports repository of its own', async () => {
     const r = await checkPushAccess(source(READ, server.url('reports')), 5000);
-    expect(r).toMatchObject({ status: 'pass', detail: `${server.url('fleet')} is read-only for this device; reports go to ${server.url('reports')}` });
+    expect(r).toMatchObject({
+      status: 'pass',
+      detail: `${server.url('fleet')} is read-only for this device; reports go to ${server.url('reports')}`,
+    });
   });
 
   it('warns when the reports token can push to the followed repository too (one token scoped to both)', async () => {
@@ -85,7 +95,10 @@ describe('push-access', () => {
   });
 
   it('the followed repository under another name for the same server is the followed repository', async () => {
-    const alias = server.url('fleet').replace('127.0.0.1', 'localhost').replace(/\.git$/, '.git/');
+    const alias = server
+      .url('fleet')
+      .replace('127.0.0.1', 'localhost')
+      .replace(/\.git$/, '.git/');
     const r = await checkPushAccess(source(READ, alias, WRITE), 5000);
     expect(r).toMatchObject({ status: 'warn' });
     expect(r.detail).toContain('reports go to the followed repository');
@@ -111,9 +124,40 @@ describe('push-access', () => {
       writeFileSync(join(dir, 'read-token'), `${READ}\n`, { mode: 0o600 });
       writeFileSync(join(dir, 'push-token'), `${WRITE}\n`, { mode: 0o600 });
       writeFileSync(join(dir, 'reports-token'), 'reports-only\n', { mode: 0o600 });
-      const common = ['--json', '--repo', server.url('fleet'), '--allow-unsigned', '--state-dir', join(dir, 'state'), '--plan', 'plans/x.toml'];
-      const readOnly = await doctor([...common, '--git-token-file', join(dir, 'read-token'), '--status-repo', reportsServer.url('reports'), '--status-token-file', join(dir, 'reports-token')], dir);
-      const reachesBoth = await doctor([...common, '--git-token-file', join(dir, 'read-token'), '--status-repo', server.url('reports'), '--status-token-file', join(dir, 'push-token')], dir);
+      const common = [
+        '--json',
+        '--repo',
+        server.url('fleet'),
+        '--allow-unsigned',
+        '--state-dir',
+        join(dir, 'state'),
+        '--plan',
+        'plans/x.toml',
+      ];
+      const readOnly = await doctor(
+        [
+          ...common,
+          '--git-token-file',
+          join(dir, 'read-token'),
+          '--status-repo',
+          reportsServer.url('reports'),
+          '--status-token-file',
+          join(dir, 'reports-token'),
+        ],
+        dir,
+      );
+      const reachesBoth = await doctor(
+        [
+          ...common,
+          '--git-token-file',
+          join(dir, 'read-token'),
+          '--status-repo',
+          server.url('reports'),
+          '--status-token-file',
+          join(dir, 'push-token'),
+        ],
+        dir,
+      );
       const sameRepo = await doctor([...common, '--git-token-file', join(dir, 'push-token')], dir);
       const find = (checks: Array<{ check: string; status: string }>) => checks.find((c) => c.check === 'push-access');
       expect(find(readOnly)).toMatchObject({ status: 'pass' });

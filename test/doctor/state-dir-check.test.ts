@@ -72,8 +72,13 @@ describe('checkStateDirectory', () => {
 
 describe('splitFix', () => {
   it('takes the fix after the colon only when it is one', () => {
-    expect(splitFix('/x is writable by other users (mode 777): chmod go-w /x')).toEqual({ problem: '/x is writable by other users (mode 777)', fix: 'chmod go-w /x' });
-    expect(splitFix('/x is a symbolic link: the agent follows no link')).toEqual({ problem: '/x is a symbolic link: the agent follows no link' });
+    expect(splitFix('/x is writable by other users (mode 777): chmod go-w /x')).toEqual({
+      problem: '/x is writable by other users (mode 777)',
+      fix: 'chmod go-w /x',
+    });
+    expect(splitFix('/x is a symbolic link: the agent follows no link')).toEqual({
+      problem: '/x is a symbolic link: the agent follows no link',
+    });
   });
 });
 
@@ -82,7 +87,11 @@ describe('readAppliedState: the store read in place, nothing left behind', () =>
     stateWithApplied(s.stateDir, { id: 'dir:aaaaaaaaaaaa', signedAt: 1_700_000_123 });
     const before = snapshot(s.dir);
     const r = readAppliedState(s.stateDir);
-    expect(r).toMatchObject({ kind: 'read', revision: { id: 'dir:aaaaaaaaaaaa', signedAt: 1_700_000_123 }, floor: 1_700_000_123 });
+    expect(r).toMatchObject({
+      kind: 'read',
+      revision: { id: 'dir:aaaaaaaaaaaa', signedAt: 1_700_000_123 },
+      floor: 1_700_000_123,
+    });
     expect(snapshot(s.dir)).toEqual(before);
   });
 
@@ -92,9 +101,20 @@ describe('readAppliedState: the store read in place, nothing left behind', () =>
     const lock = lockStateDir(s.stateDir);
     const store = openStateStore(s.stateDir);
     try {
-      store.setAppliedRevision({ id: 'dir:second', source: 'test', planFile: 'plans/test.toml', unsigned: false, signedAt: 1_700_000_500, appliedAt: Date.now() });
+      store.setAppliedRevision({
+        id: 'dir:second',
+        source: 'test',
+        planFile: 'plans/test.toml',
+        unsigned: false,
+        signedAt: 1_700_000_500,
+        appliedAt: Date.now(),
+      });
       const r = readAppliedState(s.stateDir);
-      expect(r).toMatchObject({ kind: 'read', revision: { id: 'dir:second', signedAt: 1_700_000_500 }, floor: 1_700_000_500 });
+      expect(r).toMatchObject({
+        kind: 'read',
+        revision: { id: 'dir:second', signedAt: 1_700_000_500 },
+        floor: 1_700_000_500,
+      });
     } finally {
       store.close();
       lock.release();
@@ -104,7 +124,10 @@ describe('readAppliedState: the store read in place, nothing left behind', () =>
   it('says when there is no store, and when the file is no database', () => {
     expect(readAppliedState(s.stateDir)).toMatchObject({ kind: 'none' });
     mkdirSync(s.stateDir, { mode: 0o711 });
-    writeFileSync(join(s.stateDir, 'state.db'), 'not a database, not at all, and long enough to have a header of a hundred bytes or so to look at'.repeat(2));
+    writeFileSync(
+      join(s.stateDir, 'state.db'),
+      'not a database, not at all, and long enough to have a header of a hundred bytes or so to look at'.repeat(2),
+    );
     expect(readAppliedState(s.stateDir)).toMatchObject({ kind: 'unreadable', code: 'SQLITE_NOTADB' });
   });
 });

@@ -59,7 +59,9 @@ describe('trusted-files', () => {
 
   it('without the CLI’s list, checks the setup’s trusted keys; with nothing to check, skips', () => {
     const key = file('other.pub', 0o646);
-    expect(checkTrustedFiles({ trust: { unsigned: false, keyFiles: [key] }, stateDir: join(s.dir, 'none') })).toMatchObject({ status: 'fail', code: 'KS_TRUSTED_KEY_UNSAFE', fix: `chmod go-w ${key}` });
+    expect(
+      checkTrustedFiles({ trust: { unsigned: false, keyFiles: [key] }, stateDir: join(s.dir, 'none') }),
+    ).toMatchObject({ status: 'fail', code: 'KS_TRUSTED_KEY_UNSAFE', fix: `chmod go-w ${key}` });
     expect(checkTrustedFiles({ trust: unsigned, stateDir: join(s.dir, 'none') })).toMatchObject({ status: 'skip' });
   });
 });

@@ -45,17 +45,31 @@ describe('trusted-keys', () => {
 
   it('fails a key file that is not there', async () => {
     const missing = join(s.dir, 'missing.pub');
-    expect(await checkTrustedKeys({ unsigned: false, keyFiles: [missing] })).toMatchObject({ status: 'fail', code: 'KS_USAGE', detail: `${missing} cannot be read (ENOENT)` });
+    expect(await checkTrustedKeys({ unsigned: false, keyFiles: [missing] })).toMatchObject({
+      status: 'fail',
+      code: 'KS_USAGE',
+      detail: `${missing} cannot be read (ENOENT)`,
+    });
   });
 
   it('fails a threshold the keys cannot meet, by the keyring’s own rule', async () => {
     const r = await checkTrustedKeys({ unsigned: false, keyFiles: [pub1], threshold: '2' });
-    expect(r).toMatchObject({ status: 'fail', code: 'KS_THRESHOLD_NOT_MET', detail: 'a threshold of 2 needs at least 2 distinct trusted keys; 1 given' });
+    expect(r).toMatchObject({
+      status: 'fail',
+      code: 'KS_THRESHOLD_NOT_MET',
+      detail: 'a threshold of 2 needs at least 2 distinct trusted keys; 1 given',
+    });
   });
 
   it('warns on --allow-unsigned; fails no key at all, and both at once', async () => {
     expect(await checkTrustedKeys({ unsigned: true, keyFiles: [] })).toMatchObject({ status: 'warn' });
-    expect(await checkTrustedKeys({ unsigned: false, keyFiles: [] })).toMatchObject({ status: 'fail', code: 'KS_USAGE' });
-    expect(await checkTrustedKeys({ unsigned: true, keyFiles: [pub1] })).toMatchObject({ status: 'fail', code: 'KS_USAGE' });
+    expect(await checkTrustedKeys({ unsigned: false, keyFiles: [] })).toMatchObject({
+      status: 'fail',
+      code: 'KS_USAGE',
+    });
+    expect(await checkTrustedKeys({ unsigned: true, keyFiles: [pub1] })).toMatchObject({
+      status: 'fail',
+      code: 'KS_USAGE',
+    });
   });
 });

@@ -25,7 +25,12 @@ async function reach(plan: CurrentPlan, stateDir: string) {
   return checkWorkDirReach({ plan, users: runUsersOf(processComponents(plan), agent, db, false), stateDir, agent, db });
 }
 
-const known = (...specs: ComponentSpec[]): CurrentPlan => ({ kind: 'known', state: desired(specs), planFile: 'plans/test.toml', from: 'test' });
+const known = (...specs: ComponentSpec[]): CurrentPlan => ({
+  kind: 'known',
+  state: desired(specs),
+  planFile: 'plans/test.toml',
+  from: 'test',
+});
 
 const root = needs('root');
 describe.skipIf(root.skip)(root.title('work-dir-reach, as root with nobody'), () => {
@@ -44,7 +49,9 @@ describe.skipIf(root.skip)(root.title('work-dir-reach, as root with nobody'), ()
     const stateDir = join(home, 'clone', '.state');
     const r = await reach(known(asNobody('influxdb'), asNobody('api')), stateDir);
     expect(r).toMatchObject({ check: 'work-dir-reach', status: 'fail', code: 'KS_WORK_DIR_UNREACHABLE' });
-    expect(r.detail).toBe(`nobody (uid 65534) cannot reach the work directories of influxdb, api: ${home} (mode 0700) does not let it through`);
+    expect(r.detail).toBe(
+      `nobody (uid 65534) cannot reach the work directories of influxdb, api: ${home} (mode 0700) does not let it through`,
+    );
     expect(r.fix).toContain(`chmod o+x ${home}`);
     expect(r.fix).toContain('--state-dir /var/lib/keystone');
   });
@@ -52,14 +59,21 @@ describe.skipIf(root.skip)(root.title('work-dir-reach, as root with nobody'), ()
   it('checks the default run user when the plan is not known yet', async () => {
     const r = await reach({ kind: 'unknown', why: 'not known yet' }, join(home, 'state'));
     expect(r).toMatchObject({ status: 'fail', code: 'KS_WORK_DIR_UNREACHABLE' });
-    expect(r.detail).toMatch(new RegExp(`^\\S+ \\(uid \\d+\\) cannot reach work directories under ${home}/state/components: ${home} \\(mode 0700\\)`));
+    expect(r.detail).toMatch(
+      new RegExp(
+        `^\\S+ \\(uid \\d+\\) cannot reach work directories under ${home}/state/components: ${home} \\(mode 0700\\)`,
+      ),
+    );
   });
 
   it('passes once the directory lets others through (o+x)', async () => {
     chmodSync(home, 0o701);
     const stateDir = join(home, 'clone', '.state');
     const r = await reach(known(asNobody('influxdb')), stateDir);
-    expect(r).toMatchObject({ status: 'pass', detail: `nobody (uid 65534) can reach their work directories under ${stateDir}/components` });
+    expect(r).toMatchObject({
+      status: 'pass',
+      detail: `nobody (uid 65534) can reach their work directories under ${stateDir}/components`,
+    });
   });
 
   it('passes when no process changes user (a plan of containers)', async () => {

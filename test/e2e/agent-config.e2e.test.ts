@@ -2,7 +2,16 @@
 // an operator then edited, and one written by hand with paths relative to its own directory and a flag that wins over
 // it. A file that does not validate stops the program with exit code 2 before anything is created.
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -34,7 +43,13 @@ afterAll(() => {
 });
 
 function startAgent(args: string[]): AgentProcess {
-  const agent = new AgentProcess(spawn(process.execPath, [KEYSTONE, 'agent', ...args], { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env } }));
+  const agent = new AgentProcess(
+    spawn(process.execPath, [KEYSTONE, 'agent', ...args], {
+      cwd: PROJECT_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env },
+    }),
+  );
   agents.push(agent);
   return agent;
 }
@@ -50,12 +65,32 @@ describe('keystone agent --config', () => {
   it('runs from the file keystone init wrote, once the operator has edited it', async () => {
     const file = join(base, 'init', 'etc', 'agent.toml');
     const stateDir = join(base, 'init', 'state');
-    const init = spawnSync(process.execPath, [KEYSTONE, 'init', '--config', file, '--dir', fx.dir, '--plan', fx.plan, '--trusted-key', fx.trustArgs[1]!, '--state-dir', stateDir], {
-      cwd: PROJECT_ROOT,
-      encoding: 'utf8',
-    });
+    const init = spawnSync(
+      process.execPath,
+      [
+        KEYSTONE,
+        'init',
+        '--config',
+        file,
+        '--dir',
+        fx.dir,
+        '--plan',
+        fx.plan,
+        '--trusted-key',
+        fx.trustArgs[1]!,
+        '--state-dir',
+        stateDir,
+      ],
+      {
+        cwd: PROJECT_ROOT,
+        encoding: 'utf8',
+      },
+    );
     expect(init.status, init.stderr).toBe(0);
-    appendFileSync(file, '\n# The operator\'s additions.\nlisten = "none"\nlog-format = "json"\nstop-on-exit = true\nsettle = "100ms"\ngrace = "3s"\nmax-backoff = "800ms"\n');
+    appendFileSync(
+      file,
+      '\n# The operator\'s additions.\nlisten = "none"\nlog-format = "json"\nstop-on-exit = true\nsettle = "100ms"\ngrace = "3s"\nmax-backoff = "800ms"\n',
+    );
 
     const agent = startAgent(['--config', file]);
     const started = await runUntilApplied(agent);
@@ -89,8 +124,15 @@ describe('keystone agent --config', () => {
     const etc = join(base, 'bad', 'etc');
     mkdirSync(etc, { recursive: true });
     const file = join(etc, 'agent.toml');
-    writeFileSync(file, `dir = ${JSON.stringify(fx.dir)}\nallow-unsigned = true\nsettle = "soon"\nstate-dir = "state"\n`);
-    const r = spawnSync(process.execPath, [KEYSTONE, 'agent', '--config', file], { cwd: PROJECT_ROOT, encoding: 'utf8', timeout: 20_000 });
+    writeFileSync(
+      file,
+      `dir = ${JSON.stringify(fx.dir)}\nallow-unsigned = true\nsettle = "soon"\nstate-dir = "state"\n`,
+    );
+    const r = spawnSync(process.execPath, [KEYSTONE, 'agent', '--config', file], {
+      cwd: PROJECT_ROOT,
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
     expect(r.status, r.stderr).toBe(2);
     expect(r.stderr).toContain(`${file}:3: settle: "soon" is not a duration`);
     expect(r.stderr).toContain('[KS_BAD_DURATION]');

@@ -27,7 +27,10 @@ beforeAll(async () => {
       '  return r;\n' +
       '}\n',
   );
-  writeFileSync(join(hookDir, 'register.mjs'), `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(join(hookDir, 'hooks.mjs')).href)});\n`);
+  writeFileSync(
+    join(hookDir, 'register.mjs'),
+    `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(join(hookDir, 'hooks.mjs')).href)});\n`,
+  );
   fx = await stackFixture({ components: () => [sleeper('db')] });
 });
 
@@ -41,8 +44,29 @@ async function loadedBy(source: string[], args: string[]): Promise<string[]> {
   const stateDir = mkdtempSync(join(tmpdir(), 'keystone-lazy-state-'));
   const list = join(hookDir, `loaded-${Date.now()}-${Math.random().toString(36).slice(2)}.txt`);
   writeFileSync(list, '');
-  const argv = ['--import', join(hookDir, 'register.mjs'), join(PROJECT_ROOT, 'bin', 'keystone.js'), 'agent', ...source, '--plan', fx.plan, '--allow-unsigned', '--state-dir', stateDir, '--log-format', 'json', '--stop-on-exit', ...args];
-  const agent = new AgentProcess(spawn(process.execPath, argv, { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, KEYSTONE_TEST_LOADED: list } }));
+  const argv = [
+    '--import',
+    join(hookDir, 'register.mjs'),
+    join(PROJECT_ROOT, 'bin', 'keystone.js'),
+    'agent',
+    ...source,
+    '--plan',
+    fx.plan,
+    '--allow-unsigned',
+    '--state-dir',
+    stateDir,
+    '--log-format',
+    'json',
+    '--stop-on-exit',
+    ...args,
+  ];
+  const agent = new AgentProcess(
+    spawn(process.execPath, argv, {
+      cwd: PROJECT_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, KEYSTONE_TEST_LOADED: list },
+    }),
+  );
   try {
     await agent.waitForLog(is.applyEnd, 20_000, 0, 'the first apply');
     await agent.waitForLog(is.msg('agent started'), 5_000, 0, 'agent started');
@@ -63,7 +87,16 @@ describe('the agent loads what a feature needs only when the feature is in use',
     const urls = await loadedBy(['--dir', fx.dir], ['--listen', 'none']);
     expect(distLoaded(urls, 'cli/commands/agent.js')).toBe(true);
     for (const name of ['isomorphic-git', 'tar', 'yauzl']) expect(packageLoaded(urls, name), name).toBe(false);
-    for (const file of ['api/build-server.js', 'api/listen-api.js', 'agent/follow-git.js', 'source/git-source.js', 'source/ref-lister.js', 'runtime/artifact-installer.js', 'agent-update/stage-agent-package.js', 'artifacts/fetch-artifact.js'])
+    for (const file of [
+      'api/build-server.js',
+      'api/listen-api.js',
+      'agent/follow-git.js',
+      'source/git-source.js',
+      'source/ref-lister.js',
+      'runtime/artifact-installer.js',
+      'agent-update/stage-agent-package.js',
+      'artifacts/fetch-artifact.js',
+    ])
       expect(distLoaded(urls, file), file).toBe(false);
     expect(distLoaded(urls, 'agent-update/agent-updater.js')).toBe(true);
     expect(packageLoaded(urls, 'chokidar')).toBe(true);
@@ -80,7 +113,15 @@ describe('the agent loads what a feature needs only when the feature is in use',
   it('following Git: isomorphic-git, no directory watcher', async () => {
     const repo = mkdtempSync(join(tmpdir(), 'keystone-lazy-repo-'));
     try {
-      const env = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t.invalid', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t.invalid' };
+      const env = {
+        ...process.env,
+        GIT_CONFIG_NOSYSTEM: '1',
+        GIT_CONFIG_GLOBAL: '/dev/null',
+        GIT_AUTHOR_NAME: 't',
+        GIT_AUTHOR_EMAIL: 't@t.invalid',
+        GIT_COMMITTER_NAME: 't',
+        GIT_COMMITTER_EMAIL: 't@t.invalid',
+      };
       const git = (...a: string[]) => expect(spawnSync('git', a, { cwd: repo, env, encoding: 'utf8' }).status).toBe(0);
       spawnSync('cp', ['-r', `${fx.dir}/.`, repo]);
       git('init', '-q', '-b', 'main');

@@ -13,8 +13,18 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { STATE_DB_FILE } from '../../src/store/state-store.js';
 import { ADOPTED_CHECKED, ADOPTED_CHECKING, ChaosAgent } from '../../reliability/chaos/chaos-agent.js';
 import { ChaosRepo, GAUGE, type PushedCommit } from '../../reliability/chaos/chaos-repo.js';
-import { checkSettled, checkStore, OutcomeLedger, waitSettled, type InvariantResult } from '../../reliability/chaos/check-invariants.js';
-import { checkOutcomes, FAILURE_STAYS_FAILURE, SUCCESS_ONLY_WHEN_HEALTHY } from '../../reliability/chaos/outcome-invariants.js';
+import {
+  checkSettled,
+  checkStore,
+  OutcomeLedger,
+  waitSettled,
+  type InvariantResult,
+} from '../../reliability/chaos/check-invariants.js';
+import {
+  checkOutcomes,
+  FAILURE_STAYS_FAILURE,
+  SUCCESS_ONLY_WHEN_HEALTHY,
+} from '../../reliability/chaos/outcome-invariants.js';
 import { outboxRows } from '../../reliability/chaos/store-probe.js';
 import { until } from '../support/composite-fixture.js';
 
@@ -54,7 +64,10 @@ async function failedWorld(): Promise<{ repo: ChaosRepo; ca: ChaosAgent; sick: P
   await ca.nudge();
   const ledger = new OutcomeLedger();
   await expectAllHeld(repo, ca, ledger);
-  expect(ca.h.history().find((e) => e.revision === sick.id)).toMatchObject({ outcome: 'failure', failed: [{ name: GAUGE }] });
+  expect(ca.h.history().find((e) => e.revision === sick.id)).toMatchObject({
+    outcome: 'failure',
+    failed: [{ name: GAUGE }],
+  });
   expect(ca.h.component(GAUGE)?.state).toBe('unhealthy');
   expect(ledger.failed.has(sick.id)).toBe(true);
   return { repo, ca, sick, ledger };
@@ -65,10 +78,14 @@ function plantSuccessAfterRestart(stateDir: string, revision: string): void {
   const db = new Sqlite(join(stateDir, STATE_DB_FILE), { timeout: 5_000 });
   try {
     const now = Date.now();
-    db.prepare(`INSERT INTO applies (revision, plan_file, started_at, reconcile, finished_at, outcome, summary, failed)
-                SELECT revision, plan_file, ?, reconcile, ?, 'success', '0 started, 0 stopped, 9 untouched', '[]' FROM applies WHERE revision = ? AND outcome = 'failure'`).run(now - 50, now, revision);
-    db.prepare(`INSERT INTO status_outbox (reporter, "commit", state, description, context, created_at, attempts, next_attempt_at, delivered_at)
-                SELECT reporter, "commit", 'success', 'applied: 9 components running', context, ?, 1, NULL, ? FROM status_outbox WHERE "commit" = ? AND state = 'failure'`).run(now + 1, now + 2, revision);
+    db.prepare(
+      `INSERT INTO applies (revision, plan_file, started_at, reconcile, finished_at, outcome, summary, failed)
+                SELECT revision, plan_file, ?, reconcile, ?, 'success', '0 started, 0 stopped, 9 untouched', '[]' FROM applies WHERE revision = ? AND outcome = 'failure'`,
+    ).run(now - 50, now, revision);
+    db.prepare(
+      `INSERT INTO status_outbox (reporter, "commit", state, description, context, created_at, attempts, next_attempt_at, delivered_at)
+                SELECT reporter, "commit", 'success', 'applied: 9 components running', context, ?, 1, NULL, ? FROM status_outbox WHERE "commit" = ? AND state = 'failure'`,
+    ).run(now + 1, now + 2, revision);
   } finally {
     db.close();
   }
@@ -93,7 +110,10 @@ describe('the chaos invariants', { timeout: 150_000 }, () => {
   it('fail when the floor is below one seen before', async () => {
     const { ca } = await settledWorld();
     const floor = { max: Number.MAX_SAFE_INTEGER };
-    expect(checkStore(ca.h.stateDir, floor)).toMatchObject([{ name: 'store integrity', ok: true }, { name: 'replay floor', ok: false }]);
+    expect(checkStore(ca.h.stateDir, floor)).toMatchObject([
+      { name: 'store integrity', ok: true },
+      { name: 'replay floor', ok: false },
+    ]);
   });
 
   it('fail on a success recorded and reported for a revision that failed, while its component is still unhealthy (issue 27)', async () => {
@@ -103,12 +123,22 @@ describe('the chaos invariants', { timeout: 150_000 }, () => {
     const failed = failedOnes(await checkOutcomes(repo, ca, ledger));
     expect(failed.map((r) => r.name)).toEqual([SUCCESS_ONLY_WHEN_HEALTHY, FAILURE_STAYS_FAILURE]);
     // Both the history row and the status, each against gauge's state and against the failure before it.
-    expect(failed[0]!.detail).toMatch(new RegExp(`${sick.id.slice(0, 12)}: history row \\d+ says success .* while gauge unhealthy since .*; ${sick.id.slice(0, 12)}: status \\d+ in the outbox \\(delivered\\) says success .* while gauge unhealthy`));
-    expect(failed[1]!.detail).toMatch(new RegExp(`${sick.id.slice(0, 12)}: history row \\d+ says success .*, after its failure in history row \\d+ .*; ${sick.id.slice(0, 12)}: status \\d+ in the outbox \\(delivered\\) says success .*, after its failure`));
+    expect(failed[0]!.detail).toMatch(
+      new RegExp(
+        `${sick.id.slice(0, 12)}: history row \\d+ says success .* while gauge unhealthy since .*; ${sick.id.slice(0, 12)}: status \\d+ in the outbox \\(delivered\\) says success .* while gauge unhealthy`,
+      ),
+    );
+    expect(failed[1]!.detail).toMatch(
+      new RegExp(
+        `${sick.id.slice(0, 12)}: history row \\d+ says success .*, after its failure in history row \\d+ .*; ${sick.id.slice(0, 12)}: status \\d+ in the outbox \\(delivered\\) says success .*, after its failure`,
+      ),
+    );
     // Each row and status is looked at once; what a later look still says is that the device settled on that success.
     const again = failedOnes(await checkOutcomes(repo, ca, ledger));
     expect(again.map((r) => r.name)).toEqual([SUCCESS_ONLY_WHEN_HEALTHY]);
-    expect(again[0]!.detail).toMatch(/: the device settled on its success \(history row \d+, .*\) with gauge unhealthy since/);
+    expect(again[0]!.detail).toMatch(
+      /: the device settled on its success \(history row \d+, .*\) with gauge unhealthy since/,
+    );
   });
 });
 
@@ -123,9 +153,18 @@ describe('a revision that failed, across agent restarts (issue 27, SPEC §5)', {
       const agent = ca.start();
       await expectAllHeld(repo, ca, ledger);
       // It said what it checked, and what it found.
-      expect(agent.lines((l) => l.msg === ADOPTED_CHECKING).map((l) => [...(l.components as string[])].sort()), how).toEqual([repo.componentNames()]);
-      expect(agent.lines((l) => l.msg === ADOPTED_CHECKED).map((l) => l.unhealthy), how).toEqual([[GAUGE]]);
-      expect(ca.h.component(GAUGE), how).toMatchObject({ state: 'unhealthy', reason: expect.stringContaining('after the agent restarted') });
+      expect(
+        agent.lines((l) => l.msg === ADOPTED_CHECKING).map((l) => [...(l.components as string[])].sort()),
+        how,
+      ).toEqual([repo.componentNames()]);
+      expect(
+        agent.lines((l) => l.msg === ADOPTED_CHECKED).map((l) => l.unhealthy),
+        how,
+      ).toEqual([[GAUGE]]);
+      expect(ca.h.component(GAUGE), how).toMatchObject({
+        state: 'unhealthy',
+        reason: expect.stringContaining('after the agent restarted'),
+      });
       expect(ca.h.history(), how).toHaveLength(rows);
       expect(outboxRows(ca.h.stateDir, new Set([sick.id])), how).toHaveLength(statuses);
     }
@@ -148,7 +187,12 @@ describe('a revision that failed, across agent restarts (issue 27, SPEC §5)', {
     expect(ca.lastKillInAdoptedWait, ca.lastTail).toBe(true);
     ca.start();
     await expectAllHeld(repo, ca, ledger);
-    expect(ca.h.history().filter((e) => e.revision === sick.id).map((e) => e.outcome)).toEqual(['failure']);
+    expect(
+      ca.h
+        .history()
+        .filter((e) => e.revision === sick.id)
+        .map((e) => e.outcome),
+    ).toEqual(['failure']);
     expect(ca.h.history()).toHaveLength(rows);
   });
 });
@@ -163,12 +207,22 @@ describe('kill -9 sequences the chaos run found', { timeout: 150_000 }, () => {
     expect((await doomed.waitForExit(60_000)).signal).toBe('SIGKILL');
     expect(ca.h.appliedRevision()?.id).toBe(bump.id);
     // The first stop (web, a dependent of api) was recorded, and then the agent died.
-    expect(ca.h.components().filter((c) => c.state !== 'running').map((c) => c.name)).toEqual(['web']);
+    expect(
+      ca.h
+        .components()
+        .filter((c) => c.state !== 'running')
+        .map((c) => c.name),
+    ).toEqual(['web']);
     await ca.kill9();
     // While it is down, a commit that must be refused becomes the tip (an old signature, replayed).
     const replay = await repo.pushReplay();
     ca.start();
-    await ca.agent!.waitForLog((l) => l.revision === replay.id && l.msg === 'revision refused; still running the previous one', 60_000, 0, 'the refusal');
+    await ca.agent!.waitForLog(
+      (l) => l.revision === replay.id && l.msg === 'revision refused; still running the previous one',
+      60_000,
+      0,
+      'the refusal',
+    );
     await expectAllHeld(repo, ca);
   });
 
@@ -184,7 +238,12 @@ describe('kill -9 sequences the chaos run found', { timeout: 150_000 }, () => {
     process.kill(web.pid, 'SIGKILL');
     const replay = await repo.pushReplay();
     ca.start();
-    await ca.agent!.waitForLog((l) => l.revision === replay.id && l.msg === 'revision refused; still running the previous one', 60_000, 0, 'the refusal');
+    await ca.agent!.waitForLog(
+      (l) => l.revision === replay.id && l.msg === 'revision refused; still running the previous one',
+      60_000,
+      0,
+      'the refusal',
+    );
     await expectAllHeld(repo, ca);
     expect(ca.h.component('web')?.instance).not.toEqual(web);
   });
@@ -200,7 +259,12 @@ describe('kill -9 sequences the chaos run found', { timeout: 150_000 }, () => {
     const skipped = await repo.pushBump('api');
     const replay = await repo.pushReplay();
     ca.start();
-    await ca.agent!.waitForLog((l) => l.revision === replay.id && l.msg === 'revision refused; still running the previous one', 60_000, 0, 'the refusal');
+    await ca.agent!.waitForLog(
+      (l) => l.revision === replay.id && l.msg === 'revision refused; still running the previous one',
+      60_000,
+      0,
+      'the refusal',
+    );
     // A device follows the tip alone: the refused tip leaves it on the commit it applied last, never on one it did not see.
     await expectAllHeld(repo, ca);
     expect(ca.h.appliedRevision()?.id).toBe(ran.id);

@@ -9,13 +9,18 @@ import { figure, runChaos, type ChaosResult } from '../../reliability/chaos/run-
 import { needs } from '../support/requirements.js';
 
 const KILLS = 8;
-const SEED = process.env.KEYSTONE_CHAOS_SEED !== undefined ? Number(process.env.KEYSTONE_CHAOS_SEED) : Math.floor(Math.random() * 2 ** 31);
+const SEED =
+  process.env.KEYSTONE_CHAOS_SEED !== undefined
+    ? Number(process.env.KEYSTONE_CHAOS_SEED)
+    : Math.floor(Math.random() * 2 ** 31);
 const engine = needs('docker', 'busybox');
 
 function expectAllHeld(r: ChaosResult): void {
   console.log(figure(r));
   const replay = `KEYSTONE_CHAOS_SEED=${r.seed} npx vitest run test/e2e/chaos.e2e.test.ts`;
-  const failed = r.failures.map((f) => `kill ${f.kill}, cycle ${f.cycle}: ${f.invariant}: ${f.detail}\n${f.context}`).join('\n\n');
+  const failed = r.failures
+    .map((f) => `kill ${f.kill}, cycle ${f.cycle}: ${f.invariant}: ${f.detail}\n${f.context}`)
+    .join('\n\n');
   expect(r.failures, `invariants failed (replay: ${replay})\n${failed}`).toEqual([]);
   expect(r.kills, `every kill was made (replay: ${replay})`).toBe(KILLS);
   expect(r.restarts).toBeGreaterThanOrEqual(KILLS);
@@ -28,7 +33,9 @@ function expectAllHeld(r: ChaosResult): void {
 
 describe('kill -9 of the agent at random moments (issue 18)', () => {
   it.skipIf(engine.skip)(
-    engine.title(`${KILLS} kills with the stack, a composite and a container: every invariant holds after every restart (seed ${SEED})`),
+    engine.title(
+      `${KILLS} kills with the stack, a composite and a container: every invariant holds after every restart (seed ${SEED})`,
+    ),
     async () => expectAllHeld(await runChaos({ kills: KILLS, seed: SEED, container: true })),
     240_000,
   );

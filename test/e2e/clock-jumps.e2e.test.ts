@@ -31,11 +31,27 @@ async function withClockWorld(args: string[], body: (w: World) => Promise<void>)
   const clock = steppableClock();
   try {
     const [port] = (await freePorts(1)) as [number];
-    const start = () => h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args: ['--listen', `127.0.0.1:${port}`, ...args], env: clock.env });
+    const start = () =>
+      h.start({
+        dir: fx.dir,
+        plan: fx.plan,
+        trustArgs: fx.trustArgs,
+        args: ['--listen', `127.0.0.1:${port}`, ...args],
+        env: clock.env,
+      });
     const agent = start();
     const end = await agent.waitForLog(is.applyEnd, 40_000, 0, 'the first apply');
     expect(end.msg, agent.tail()).toBe('all components running');
-    const w: World = { fx, h, clock, agent, api: apiOf(h.stateDir, port), port, pids: h.pidsOf(), restart: () => (w.agent = start()) };
+    const w: World = {
+      fx,
+      h,
+      clock,
+      agent,
+      api: apiOf(h.stateDir, port),
+      port,
+      pids: h.pidsOf(),
+      restart: () => (w.agent = start()),
+    };
     await body(w);
   } finally {
     await h.cleanup();
@@ -63,7 +79,10 @@ function expectNothingRestarted(w: World): void {
     expect(isAlive(pid), `${name} (pid ${pid}) is alive`).toBe(true);
     expect(w.h.component(name), name).toMatchObject({ state: 'running', restarts: 0, instance: { pid } });
   }
-  expect(w.agent.lines((l) => l.msg === 'exited'), 'component exits').toEqual([]);
+  expect(
+    w.agent.lines((l) => l.msg === 'exited'),
+    'component exits',
+  ).toEqual([]);
 }
 
 /** The agent's own clock, as the Date header of its API's answers gives it, minus the real one (seconds). */
@@ -79,7 +98,13 @@ async function pushSignedChange(w: World): Promise<string> {
   return w.fx.revisionId();
 }
 
-const refusalOf = (w: World, rev: string, mark: number) => w.agent.waitForLog(is.revision(rev, 'revision refused; still running the previous one'), 20_000, mark, `the refusal of ${rev}`);
+const refusalOf = (w: World, rev: string, mark: number) =>
+  w.agent.waitForLog(
+    is.revision(rev, 'revision refused; still running the previous one'),
+    20_000,
+    mark,
+    `the refusal of ${rev}`,
+  );
 
 describe.skipIf(faketime.skip)(faketime.title('clock steps under a running agent'), { timeout: 120_000 }, () => {
   it('fault: the clock steps back a day: nothing restarts, probes keep their pace, a revision signed on the real clock is refused as from the future, and applied on sync once the clock is right', async () => {
@@ -118,7 +143,8 @@ describe.skipIf(faketime.skip)(faketime.title('clock steps under a running agent
       // Within the spell: by the wall clock alone it would now end a day and 8 s from here.
       w.clock.step(-DAY_S);
       const deadline = Date.now() + 45_000;
-      while (w.h.component('lone')?.restarts !== 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+      while (w.h.component('lone')?.restarts !== 0 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 200));
       expect(w.h.component('lone')?.restarts, 'restarts after an 8 s healthy spell').toBe(0);
       expect(w.h.pidsOf().influxdb).toBe(w.pids.influxdb);
     });
@@ -150,8 +176,17 @@ describe.skipIf(faketime.skip)(faketime.title('clock steps under a running agent
       expect((await w.agent.stop()).code).toBe(0);
       w.clock.step(YEAR_S);
       const agent = w.restart();
-      for (const name of Object.keys(w.pids)) await agent.waitForLog(is.about(name, 'adopted running instance'), 20_000, 0, `${name} adopted`);
-      const stale = await agent.waitForLog(is.revision(applied, 'the revision this device runs is older than --max-age: it keeps running, supervised; only a newer signed revision replaces it (or check the clock)'), 20_000, 0, 'the warning');
+      for (const name of Object.keys(w.pids))
+        await agent.waitForLog(is.about(name, 'adopted running instance'), 20_000, 0, `${name} adopted`);
+      const stale = await agent.waitForLog(
+        is.revision(
+          applied,
+          'the revision this device runs is older than --max-age: it keeps running, supervised; only a newer signed revision replaces it (or check the clock)',
+        ),
+        20_000,
+        0,
+        'the warning',
+      );
       expect(stale.code).toBe('KS_SIGNATURE_TOO_OLD');
       await agent.waitForLog(is.applyEnd, 20_000, 0, 'the reconcile of what runs');
       // Supervised: probed at its pace, and a crash is restarted (not left down as "no valid revision loaded").

@@ -10,25 +10,64 @@ const FAST = ['interval = "200ms"', 'timeout = "1s"', 'failure_threshold = 50'];
 /** app/api: fake-reports on a configured port, exported. */
 const api = (repo: CompositeRepo, version = '0.9.0') =>
   [
-    '[metadata]', 'name = "com.test.api"', `version = ${q(version)}`,
-    '[[artifacts]]', 'uri = "../artifacts/fake-reports.mjs"', `sha256 = ${q(repo.sha('fake-reports.mjs'))}`,
-    '[config]', 'port = 1', '[exports]', 'port = "{{config.port}}"',
-    '[lifecycle.run]', '[lifecycle.run.exec]', 'command = "node"',
+    '[metadata]',
+    'name = "com.test.api"',
+    `version = ${q(version)}`,
+    '[[artifacts]]',
+    'uri = "../artifacts/fake-reports.mjs"',
+    `sha256 = ${q(repo.sha('fake-reports.mjs'))}`,
+    '[config]',
+    'port = 1',
+    '[exports]',
+    'port = "{{config.port}}"',
+    '[lifecycle.run]',
+    '[lifecycle.run.exec]',
+    'command = "node"',
     `args = ["fake-reports.mjs", "--port", "{{config.port}}", "--title", "t", "--version-label", ${q(version)}]`,
-    '[lifecycle.run.health]', 'check = "http://127.0.0.1:{{config.port}}/health"', ...FAST, '',
+    '[lifecycle.run.health]',
+    'check = "http://127.0.0.1:{{config.port}}/health"',
+    ...FAST,
+    '',
   ].join('\n');
 
 /** app/side: binds the api's port (in its args); with `broken`, a check on a closed port that never passes (2 s). */
 const side = (broken?: number) =>
   [
-    '[metadata]', 'name = "com.test.side"', 'version = "1.0.0"',
-    '[lifecycle.run]', '[lifecycle.run.exec]', 'command = "sleep"', 'args = ["1000", "{{deps.api.exports.port}}"]',
-    ...(broken ? ['[lifecycle.run.health]', `check = "tcp://127.0.0.1:${broken}"`, 'interval = "200ms"', 'timeout = "150ms"', 'failure_threshold = 10'] : []),
-    '[[dependencies]]', 'name = "com.test.api"', '',
+    '[metadata]',
+    'name = "com.test.side"',
+    'version = "1.0.0"',
+    '[lifecycle.run]',
+    '[lifecycle.run.exec]',
+    'command = "sleep"',
+    'args = ["1000", "{{deps.api.exports.port}}"]',
+    ...(broken
+      ? [
+          '[lifecycle.run.health]',
+          `check = "tcp://127.0.0.1:${broken}"`,
+          'interval = "200ms"',
+          'timeout = "150ms"',
+          'failure_threshold = 10',
+        ]
+      : []),
+    '[[dependencies]]',
+    'name = "com.test.api"',
+    '',
   ].join('\n');
 
-const APP = ['[metadata]', 'name = "com.test.app"', 'version = "2.0.0"', '[[members]]', 'name = "api"', 'recipe = "recipes/api.toml"', '[[members]]', 'name = "side"', 'recipe = "recipes/side.toml"', ''].join('\n');
-const plan = (port: number) => `[[components]]\nname = "app"\nrecipe = "recipes/app.toml"\n[components.config.api]\nport = ${port}\n`;
+const APP = [
+  '[metadata]',
+  'name = "com.test.app"',
+  'version = "2.0.0"',
+  '[[members]]',
+  'name = "api"',
+  'recipe = "recipes/api.toml"',
+  '[[members]]',
+  'name = "side"',
+  'recipe = "recipes/side.toml"',
+  '',
+].join('\n');
+const plan = (port: number) =>
+  `[[components]]\nname = "app"\nrecipe = "recipes/app.toml"\n[components.config.api]\nport = ${port}\n`;
 
 let ca: CompositeAgent | undefined;
 let repo: CompositeRepo | undefined;
@@ -42,7 +81,12 @@ afterEach(async () => {
 /** R1: api on p1, side bound to it, both healthy. */
 async function healthy(p1: number): Promise<{ ca: CompositeAgent; repo: CompositeRepo }> {
   repo = compositeRepo();
-  repo.write({ 'recipes/api.toml': api(repo), 'recipes/side.toml': side(), 'recipes/app.toml': APP, [repo.plan]: plan(p1) });
+  repo.write({
+    'recipes/api.toml': api(repo),
+    'recipes/side.toml': side(),
+    'recipes/app.toml': APP,
+    [repo.plan]: plan(p1),
+  });
   ca = new CompositeAgent(repo);
   expect((await ca.start()).msg).toBe('all components running');
   return { ca, repo };
@@ -54,14 +98,24 @@ describe('composite rollback at the edges', { timeout: 60_000 }, () => {
   it('a composite that never ran healthy as a whole is not "rolled back" to the members that happened to start', async () => {
     const [p1, closed] = (await freePorts(2)) as [number, number];
     repo = compositeRepo();
-    repo.write({ 'recipes/api.toml': api(repo), 'recipes/side.toml': side(closed), 'recipes/app.toml': APP, [repo.plan]: plan(p1) });
+    repo.write({
+      'recipes/api.toml': api(repo),
+      'recipes/side.toml': side(closed),
+      'recipes/app.toml': APP,
+      [repo.plan]: plan(p1),
+    });
     ca = new CompositeAgent(repo);
     expect((await ca.start()).msg).toMatch(/^apply failed/);
     const r2 = await ca.push({ [repo.plan]: plan(p1 + 1) });
     expect(r2.end.msg).toMatch(/^apply failed/);
     expect(ca.h.history()[0]!.summary).not.toContain('rolled back');
     // Both members stay in the plan and the store: none was removed as "undone".
-    expect(ca.h.components().map((c) => c.name).sort()).toEqual(['app/api', 'app/side']);
+    expect(
+      ca.h
+        .components()
+        .map((c) => c.name)
+        .sort(),
+    ).toEqual(['app/api', 'app/side']);
     expect((await ca.get<{ rolledBack: unknown[] }>('/v1/revision')).body.rolledBack).toEqual([]);
   });
 
@@ -87,8 +141,18 @@ describe('composite rollback at the edges', { timeout: 60_000 }, () => {
     const { ca: a, repo: r } = await healthy(p1);
     const mark = a.agent.mark();
     r.write({ 'recipes/side.toml': side(closed), [r.plan]: plan(p2) });
-    const rb = await a.agent.waitForLog((l) => /rolling the composite back/.test(l.msg ?? ''), 30_000, mark, 'the rollback');
-    await a.agent.waitForLog((l) => l.component === 'app/api' && l.state === 'starting', 30_000, a.agent.lines(() => true).indexOf(rb), 'api@R1 starting in the rollback');
+    const rb = await a.agent.waitForLog(
+      (l) => /rolling the composite back/.test(l.msg ?? ''),
+      30_000,
+      mark,
+      'the rollback',
+    );
+    await a.agent.waitForLog(
+      (l) => l.component === 'app/api' && l.state === 'starting',
+      30_000,
+      a.agent.lines(() => true).indexOf(rb),
+      'api@R1 starting in the rollback',
+    );
     await a.agent.kill9();
     expect((await a.start()).msg).toMatch(/^apply failed/);
     // Not api@R2 beside side@R1 (bound to a port nothing serves): both as R1 ran them.
@@ -107,10 +171,18 @@ describe('composite rollback at the edges', { timeout: 60_000 }, () => {
     expect(await a.agent.stop()).toEqual({ code: 0, signal: null });
     await a.start();
     // A restart re-reports nothing: no new row, and the resume says the failure stands and why the composite is held.
-    const resumed = a.agent.lines((l) => typeof l.msg === 'string' && l.msg.startsWith('resumed the revision applied last'));
+    const resumed = a.agent.lines(
+      (l) => typeof l.msg === 'string' && l.msg.startsWith('resumed the revision applied last'),
+    );
     expect(resumed).toMatchObject([{ outcome: 'failure' }]);
     expect(a.h.history()[0]).toEqual(failed);
-    expect(a.agent.lines((l) => l.msg === 'this revision could not update these composites: they stay at their previous members until another revision')).toMatchObject([{ groups: ['app'] }]);
+    expect(
+      a.agent.lines(
+        (l) =>
+          l.msg ===
+          'this revision could not update these composites: they stay at their previous members until another revision',
+      ),
+    ).toMatchObject([{ groups: ['app'] }]);
     expect(inputsOf(a, 'app/api')).toEqual({ 'config.port': String(p1) });
   });
 });

@@ -28,7 +28,8 @@ const FAST_HEALTH = ['interval = "200ms"', 'timeout = "1s"', 'failure_threshold 
 function livePids(ca: CompositeAgent): Record<string, number> {
   const out: Record<string, number> = {};
   for (const c of ca.h.components())
-    if (c.state === 'running' && c.instance?.kind === 'process' && isSameProcess(c.instance.pid, c.instance.startTime)) out[c.name] = c.instance.pid;
+    if (c.state === 'running' && c.instance?.kind === 'process' && isSameProcess(c.instance.pid, c.instance.startTime))
+      out[c.name] = c.instance.pid;
   return out;
 }
 
@@ -82,7 +83,8 @@ function servicesRecipe(repo: CompositeRepo, port: number, jobsGeneration: strin
 }
 
 const planOf = (...entries: string[]) => entries.join('\n');
-const entry = (name: string, recipe: string, ...more: string[]) => ['[[components]]', `name = ${q(name)}`, `recipe = ${q(recipe)}`, ...more, ''].join('\n');
+const entry = (name: string, recipe: string, ...more: string[]) =>
+  ['[[components]]', `name = ${q(name)}`, `recipe = ${q(recipe)}`, ...more, ''].join('\n');
 
 describe('web + jobs from one recipe ([lifecycle.services])', { timeout: 60_000 }, () => {
   let repo: CompositeRepo;
@@ -93,7 +95,10 @@ describe('web + jobs from one recipe ([lifecycle.services])', { timeout: 60_000 
   beforeAll(async () => {
     [port] = (await freePorts(1)) as [number];
     repo = compositeRepo();
-    repo.write({ 'recipes/app.toml': servicesRecipe(repo, port, 'gen1'), [repo.plan]: planOf(entry('app', 'recipes/app.toml')) });
+    repo.write({
+      'recipes/app.toml': servicesRecipe(repo, port, 'gen1'),
+      [repo.plan]: planOf(entry('app', 'recipes/app.toml')),
+    });
     ca = new CompositeAgent(repo);
   });
   afterAll(async () => {
@@ -130,9 +135,11 @@ describe('web + jobs from one recipe ([lifecycle.services])', { timeout: 60_000 
   it('POST /v1/components/app:restart restarts both, web before jobs; the answer names both new pids', async () => {
     const before = livePids(ca);
     const mark = ca.agent.mark();
-    const { status, body } = await ca.post<{ component: string; members: Record<string, number>; dependents: Record<string, unknown> }>(
-      '/v1/components/app:restart?wait=health&timeout=60s',
-    );
+    const { status, body } = await ca.post<{
+      component: string;
+      members: Record<string, number>;
+      dependents: Record<string, unknown>;
+    }>('/v1/components/app:restart?wait=health&timeout=60s');
     expect(status).toBe(200);
     expect(body.component).toBe('app');
     expect(Object.keys(body.members).sort()).toEqual(['app/jobs', 'app/web']);
@@ -142,7 +149,9 @@ describe('web + jobs from one recipe ([lifecycle.services])', { timeout: 60_000 
     expect(body.dependents).toEqual({});
 
     const requested = ca.agent.lines((l) => l.msg === 'restart requested', mark);
-    expect(requested).toMatchObject([{ component: 'app', stop_order: ['app/jobs', 'app/web'], start_order: ['app/web', 'app/jobs'] }]);
+    expect(requested).toMatchObject([
+      { component: 'app', stop_order: ['app/jobs', 'app/web'], start_order: ['app/web', 'app/jobs'] },
+    ]);
     // Stopped dependents first, started in order: web healthy before jobs starts.
     const t = (n: string, s: string) => ca.lines(n, mark, s)[0]!.t;
     expect(t('app/jobs', 'stopping')).toBeLessThanOrEqual(t('app/web', 'stopping'));
@@ -162,14 +171,21 @@ describe('web + jobs from one recipe ([lifecycle.services])', { timeout: 60_000 
     ]);
     const web = await ca.get<View>('/v1/components/app/web');
     expect(web.status).toBe(200);
-    expect(web.body).toMatchObject({ name: 'app/web', state: 'running', pid: pids['app/web'], inputs: { 'config.port': String(port), 'config.title': 'nightly' } });
+    expect(web.body).toMatchObject({
+      name: 'app/web',
+      state: 'running',
+      pid: pids['app/web'],
+      inputs: { 'config.port': String(port), 'config.title': 'nightly' },
+    });
     expect(web.body.members).toBeUndefined();
     expect((await ca.get('/v1/components/app/nope')).status).toBe(404);
   });
 
   it('POST app/web:restart restarts web alone (jobs only comes after it: an ordering edge)', async () => {
     const before = livePids(ca);
-    const { status, body } = await ca.post<Record<string, unknown>>('/v1/components/app/web:restart?wait=health&timeout=60s');
+    const { status, body } = await ca.post<Record<string, unknown>>(
+      '/v1/components/app/web:restart?wait=health&timeout=60s',
+    );
     expect(status).toBe(200);
     const after = livePids(ca);
     expect(body).toMatchObject({ component: 'app/web', pid: after['app/web'], dependents: {} });
@@ -180,17 +196,23 @@ describe('web + jobs from one recipe ([lifecycle.services])', { timeout: 60_000 
 
   it('a jobs change that never gets healthy: the apply fails and both services go back to what ran', async () => {
     const before = { web: ca.h.component('app/web')!, jobs: ca.h.component('app/jobs')!, pids: livePids(ca) };
-    const broken = servicesRecipe(repo, port, 'gen3').replace('check = "cmd:test -s heartbeat"', 'check = "cmd:test -s no-such-file"').replace(
-      /(check = "cmd:test -s no-such-file"\n)interval = "200ms"\ntimeout = "1s"\nfailure_threshold = 50/,
-      '$1interval = "200ms"\ntimeout = "500ms"\nfailure_threshold = 5',
-    );
+    const broken = servicesRecipe(repo, port, 'gen3')
+      .replace('check = "cmd:test -s heartbeat"', 'check = "cmd:test -s no-such-file"')
+      .replace(
+        /(check = "cmd:test -s no-such-file"\n)interval = "200ms"\ntimeout = "1s"\nfailure_threshold = 50/,
+        '$1interval = "200ms"\ntimeout = "500ms"\nfailure_threshold = 5',
+      );
     expect(broken).toContain('failure_threshold = 5\n');
     const { end, revision } = await ca.push({ 'recipes/app.toml': broken });
     expect(end.msg).toMatch(/^apply failed/);
     const entryOf = ca.h.history().find((e) => e.revision === revision)!;
     expect(entryOf).toMatchObject({ outcome: 'failure', failed: [{ name: 'app/jobs' }] });
     expect(entryOf.summary).toContain('app rolled back to its previous members');
-    for (const [n, rec] of [['app/web', before.web], ['app/jobs', before.jobs]] as const) expect(ca.h.component(n), n).toMatchObject({ state: 'running', hash: rec.hash });
+    for (const [n, rec] of [
+      ['app/web', before.web],
+      ['app/jobs', before.jobs],
+    ] as const)
+      expect(ca.h.component(n), n).toMatchObject({ state: 'running', hash: rec.hash });
     expect(livePids(ca)['app/web']).toBe(before.pids['app/web']);
     await until(() => /^nightly gen2 /.test(heartbeat()), 5_000, 'the previous jobs to beat again');
     expect((await ca.get<View>('/v1/components/app')).body.state).toBe('running');
@@ -241,7 +263,12 @@ function proxyRecipe(repo: CompositeRepo, o: ProxyRecipe = {}): string {
   const health =
     o.brokenCheckPort === undefined
       ? ['check = "http://127.0.0.1:{{config.listen}}/health"', ...FAST_HEALTH]
-      : [`check = "http://127.0.0.1:${o.brokenCheckPort}/never"`, 'interval = "200ms"', 'timeout = "150ms"', 'failure_threshold = 5'];
+      : [
+          `check = "http://127.0.0.1:${o.brokenCheckPort}/never"`,
+          'interval = "200ms"',
+          'timeout = "150ms"',
+          'failure_threshold = 5',
+        ];
   return [
     '[metadata]',
     'name = "com.test.proxy"',
@@ -325,7 +352,11 @@ function compositePlan(o: PlanOpts = {}): string {
   const more: string[] = [];
   if (o.apiPort !== undefined) more.push('[components.config.api]', `port = ${o.apiPort}`);
   if (o.header !== undefined) more.push('[components.config.proxy]', `header = ${q(o.header)}`);
-  return planOf(...(o.note ? [`# ${o.note}`] : []), entry('app', 'recipes/app.toml', ...more), ...(o.client ? [entry('client', 'recipes/client.toml')] : []));
+  return planOf(
+    ...(o.note ? [`# ${o.note}`] : []),
+    entry('app', 'recipes/app.toml', ...more),
+    ...(o.client ? [entry('client', 'recipes/client.toml')] : []),
+  );
 }
 
 describe('an API + proxy composite ([[members]], exports and binds)', { timeout: 60_000 }, () => {
@@ -340,7 +371,10 @@ describe('an API + proxy composite ([[members]], exports and binds)', { timeout:
   const throughProxy = async () => {
     const a = await httpGet(proxyPort);
     expect(a.status).toBe(200);
-    return { ...a.json<{ service: string; port: number; version: string; title: string }>(), proxy: a.headers.get('x-proxy') };
+    return {
+      ...a.json<{ service: string; port: number; version: string; title: string }>(),
+      proxy: a.headers.get('x-proxy'),
+    };
   };
   const view = async (name: string) => {
     const r = await ca.get<View>(`/v1/components/${name}`);
@@ -368,15 +402,29 @@ describe('an API + proxy composite ([[members]], exports and binds)', { timeout:
   it('comes up api first; the proxy forwards real requests to the API on the port it exports', async () => {
     const end = await ca.start();
     expect(end.msg).toBe('all components running');
-    expect(ca.agent.lines((l) => l.msg === 'reconcile plan')[0]).toMatchObject({ start_order: ['app/api', 'app/proxy'] });
-    expect(await throughProxy()).toMatchObject({ service: 'reports', port: apiPort, version: '0.9.0', proxy: 'keystone' });
-    expect((await view('app/proxy')).inputs).toMatchObject({ 'deps.api.exports.port': String(apiPort), 'config.listen': String(proxyPort) });
+    expect(ca.agent.lines((l) => l.msg === 'reconcile plan')[0]).toMatchObject({
+      start_order: ['app/api', 'app/proxy'],
+    });
+    expect(await throughProxy()).toMatchObject({
+      service: 'reports',
+      port: apiPort,
+      version: '0.9.0',
+      proxy: 'keystone',
+    });
+    expect((await view('app/proxy')).inputs).toMatchObject({
+      'deps.api.exports.port': String(apiPort),
+      'config.listen': String(proxyPort),
+    });
   });
 
   it("changing the API's port (plan entry config) restarts both, and requests through the proxy reach the new port", async () => {
     const before = livePids(ca);
     const { plan, end, revision } = await ca.push({ [repo.plan]: compositePlan({ apiPort: apiPort2 }) });
-    expect(plan).toMatchObject({ stop_order: ['app/proxy', 'app/api'], start_order: ['app/api', 'app/proxy'], no_touch: [] });
+    expect(plan).toMatchObject({
+      stop_order: ['app/proxy', 'app/api'],
+      start_order: ['app/api', 'app/proxy'],
+      no_touch: [],
+    });
     expect(end.msg).toBe('all components running');
     const after = livePids(ca);
     for (const n of ['app/api', 'app/proxy']) expect(after[n], n).not.toBe(before[n]);
@@ -412,16 +460,27 @@ describe('an API + proxy composite ([[members]], exports and binds)', { timeout:
     expect(entryOf.outcome).toBe('failure');
     expect(entryOf.failed.map((f) => f.name)).toEqual(['app/proxy']);
     expect(entryOf.summary).toContain('app rolled back to its previous members');
-    expect(ca.agent.lines((l) => l.msg === 'a new member never got healthy: rolling the composite back to its previous members', mark)).toHaveLength(1);
+    expect(
+      ca.agent.lines(
+        (l) => l.msg === 'a new member never got healthy: rolling the composite back to its previous members',
+        mark,
+      ),
+    ).toHaveLength(1);
     // The new api did run (0.9.1) before the rollback took it back.
     expect(ca.lines('app/api', mark, 'running').length).toBeGreaterThanOrEqual(1);
 
     // The previous members: the same hashes and versions, running, live, and serving through the proxy.
     await until(async () => (await view('app')).state === 'running', 15_000, 'the composite to be running again');
-    for (const [n, rec] of [['app/api', before.api], ['app/proxy', before.proxy]] as const) {
+    for (const [n, rec] of [
+      ['app/api', before.api],
+      ['app/proxy', before.proxy],
+    ] as const) {
       const now = record(n);
       expect(now, n).toMatchObject({ state: 'running', hash: rec.hash, version: rec.version });
-      expect(now.instance?.kind === 'process' && isSameProcess(now.instance.pid, now.instance.startTime), `${n} live`).toBe(true);
+      expect(
+        now.instance?.kind === 'process' && isSameProcess(now.instance.pid, now.instance.startTime),
+        `${n} live`,
+      ).toBe(true);
     }
     expect(await throughProxy()).toMatchObject({ port: apiPort2, version: '0.9.0', proxy: 'edge-1' });
     const app = await view('app');
@@ -432,7 +491,11 @@ describe('an API + proxy composite ([[members]], exports and binds)', { timeout:
     ]);
 
     // Putting the good recipes back is a revision with nothing to do: what runs is exactly what it describes.
-    const back = await ca.push({ 'recipes/api.toml': apiRecipe(repo), 'recipes/proxy.toml': proxyRecipe(repo), [repo.plan]: compositePlan({ apiPort: apiPort2, header: 'edge-1', note: 'revert' }) });
+    const back = await ca.push({
+      'recipes/api.toml': apiRecipe(repo),
+      'recipes/proxy.toml': proxyRecipe(repo),
+      [repo.plan]: compositePlan({ apiPort: apiPort2, header: 'edge-1', note: 'revert' }),
+    });
     expect(back.plan).toMatchObject({ stop_order: [], start_order: [], no_touch: ['app/api', 'app/proxy'] });
     expect(back.end.msg).toBe('all components running');
   });
@@ -467,7 +530,9 @@ describe('an API + proxy composite ([[members]], exports and binds)', { timeout:
     await expect(httpGet(proxyPort)).rejects.toThrow();
     expect((await httpGet(apiPort2)).status).toBe(200);
 
-    const start = await ca.post<{ members: Record<string, number>; started: string[] }>('/v1/components/app:start?wait=health&timeout=60s');
+    const start = await ca.post<{ members: Record<string, number>; started: string[] }>(
+      '/v1/components/app:start?wait=health&timeout=60s',
+    );
     expect(start.status).toBe(200);
     expect(start.body.started).toEqual(['app/proxy']);
     const pids = livePids(ca);
@@ -477,7 +542,10 @@ describe('an API + proxy composite ([[members]], exports and binds)', { timeout:
   });
 
   it('a hard dependent of the composite restarts when any member restarts through a revision', async () => {
-    const added = await ca.push({ 'recipes/client.toml': CLIENT_RECIPE, [repo.plan]: compositePlan({ apiPort: apiPort2, header: 'edge-1', client: true }) });
+    const added = await ca.push({
+      'recipes/client.toml': CLIENT_RECIPE,
+      [repo.plan]: compositePlan({ apiPort: apiPort2, header: 'edge-1', client: true }),
+    });
     expect(added.plan).toMatchObject({ start_order: ['client'], no_touch: ['app/api', 'app/proxy'] });
     expect(added.end.msg).toBe('all components running');
     expect(record('client').dependencies).toEqual([
@@ -487,8 +555,14 @@ describe('an API + proxy composite ([[members]], exports and binds)', { timeout:
 
     // Only the proxy changes (not the member the others bind to): the client restarts with it, the api does not.
     const before = livePids(ca);
-    const { plan, end } = await ca.push({ [repo.plan]: compositePlan({ apiPort: apiPort2, header: 'edge-2', client: true }) });
-    expect(plan).toMatchObject({ stop_order: ['client', 'app/proxy'], start_order: ['app/proxy', 'client'], no_touch: ['app/api'] });
+    const { plan, end } = await ca.push({
+      [repo.plan]: compositePlan({ apiPort: apiPort2, header: 'edge-2', client: true }),
+    });
+    expect(plan).toMatchObject({
+      stop_order: ['client', 'app/proxy'],
+      start_order: ['app/proxy', 'client'],
+      no_touch: ['app/api'],
+    });
     expect(end.msg).toBe('all components running');
     const after = livePids(ca);
     expect(after['app/api']).toBe(before['app/api']);
@@ -499,7 +573,11 @@ describe('an API + proxy composite ([[members]], exports and binds)', { timeout:
     // The other member (a new API version): the proxy restarts with it (hard, in the composite), and so does the client.
     const before2 = livePids(ca);
     const bump = await ca.push({ 'recipes/api.toml': apiRecipe(repo, { version: '0.9.2' }) });
-    expect(bump.plan).toMatchObject({ stop_order: ['client', 'app/proxy', 'app/api'], start_order: ['app/api', 'app/proxy', 'client'], no_touch: [] });
+    expect(bump.plan).toMatchObject({
+      stop_order: ['client', 'app/proxy', 'app/api'],
+      start_order: ['app/api', 'app/proxy', 'client'],
+      no_touch: [],
+    });
     expect(bump.end.msg).toBe('all components running');
     const after2 = livePids(ca);
     for (const n of ['app/api', 'app/proxy', 'client']) expect(after2[n], n).not.toBe(before2[n]);
@@ -512,24 +590,48 @@ describe('an API + proxy composite ([[members]], exports and binds)', { timeout:
     const before = livePids(ca);
     const mark = ca.agent.mark();
     process.kill(before['app/api']!, 'SIGKILL');
-    await ca.agent.waitForLog((l) => l.msg === 'hard dependency restarted: restarting its hard dependents' && l.component === 'app/api', 15_000, mark, 'the cascade');
-    await ca.agent.waitForLog((l) => l.component === 'client' && l.state === 'running', 15_000, mark, 'client running again');
-    const after = await until(() => {
-      const p = livePids(ca);
-      return ['app/api', 'app/proxy', 'client'].every((n) => p[n] !== undefined) && p;
-    }, 10_000, 'all three running');
+    await ca.agent.waitForLog(
+      (l) => l.msg === 'hard dependency restarted: restarting its hard dependents' && l.component === 'app/api',
+      15_000,
+      mark,
+      'the cascade',
+    );
+    await ca.agent.waitForLog(
+      (l) => l.component === 'client' && l.state === 'running',
+      15_000,
+      mark,
+      'client running again',
+    );
+    const after = await until(
+      () => {
+        const p = livePids(ca);
+        return ['app/api', 'app/proxy', 'client'].every((n) => p[n] !== undefined) && p;
+      },
+      10_000,
+      'all three running',
+    );
     for (const n of ['app/api', 'app/proxy', 'client']) expect(after[n], n).not.toBe(before[n]);
-    expect(ca.lines('app/proxy', mark, 'starting')[0]!.t).toBeGreaterThanOrEqual(ca.lines('app/api', mark, 'running')[0]!.t);
+    expect(ca.lines('app/proxy', mark, 'starting')[0]!.t).toBeGreaterThanOrEqual(
+      ca.lines('app/api', mark, 'running')[0]!.t,
+    );
     expect(await throughProxy()).toMatchObject({ port: apiPort2, version: '0.9.2' });
     expect((await view('app')).state).toBe('running');
   });
 
   it('all or nothing with a hard dependent: the rollback starts the dependent again on the previous members', async () => {
     const before = { api: record('app/api'), proxy: record('app/proxy') };
-    const { end, revision } = await ca.push({ 'recipes/proxy.toml': proxyRecipe(repo, { brokenCheckPort: closedPort }) });
+    const { end, revision } = await ca.push({
+      'recipes/proxy.toml': proxyRecipe(repo, { brokenCheckPort: closedPort }),
+    });
     expect(end.msg).toMatch(/^apply failed/);
-    expect(ca.h.history().find((e) => e.revision === revision)!.summary).toContain('app rolled back to its previous members');
-    await until(() => ['app/api', 'app/proxy', 'client'].every((n) => record(n)?.state === 'running'), 15_000, 'api, proxy and client running');
+    expect(ca.h.history().find((e) => e.revision === revision)!.summary).toContain(
+      'app rolled back to its previous members',
+    );
+    await until(
+      () => ['app/api', 'app/proxy', 'client'].every((n) => record(n)?.state === 'running'),
+      15_000,
+      'api, proxy and client running',
+    );
     expect(record('app/api').hash).toBe(before.api.hash);
     expect(record('app/proxy').hash).toBe(before.proxy.hash);
     expect(await throughProxy()).toMatchObject({ version: '0.9.2', proxy: 'edge-2' });
@@ -583,13 +685,19 @@ describe('an API + proxy composite ([[members]], exports and binds)', { timeout:
   it('all or nothing after an agent restart: a broken revision found at start still rolls back to the members that ran', async () => {
     const before = { api: record('app/api'), proxy: record('app/proxy') };
     expect(await ca.agent.stop()).toEqual({ code: 0, signal: null });
-    repo.write({ 'recipes/api.toml': apiRecipe(repo, { version: '0.9.3' }), 'recipes/proxy.toml': proxyRecipe(repo, { brokenCheckPort: closedPort }) });
+    repo.write({
+      'recipes/api.toml': apiRecipe(repo, { version: '0.9.3' }),
+      'recipes/proxy.toml': proxyRecipe(repo, { brokenCheckPort: closedPort }),
+    });
     const end = await ca.start();
     expect(end.msg).toMatch(/^apply failed/);
     const last = ca.h.history()[0]!;
     expect(last).toMatchObject({ revision: await repo.revisionId(), outcome: 'failure' });
     expect(last.summary).toContain('app rolled back to its previous members');
-    for (const [n, rec] of [['app/api', before.api], ['app/proxy', before.proxy]] as const)
+    for (const [n, rec] of [
+      ['app/api', before.api],
+      ['app/proxy', before.proxy],
+    ] as const)
       expect(record(n), n).toMatchObject({ state: 'running', hash: rec.hash, version: rec.version });
     expect(await throughProxy()).toMatchObject({ version: '0.9.2' });
   });
@@ -601,7 +709,13 @@ describe('an API + proxy composite ([[members]], exports and binds)', { timeout:
     await ca.start();
     const plan = ca.agent.lines((l) => l.msg === 'reconcile plan').at(-1)!;
     expect(plan).toMatchObject({ revision, stop_order: [], start_order: [] });
-    expect(ca.agent.lines((l) => l.msg === 'this revision could not update these composites: they stay at their previous members until another revision')).toHaveLength(1);
+    expect(
+      ca.agent.lines(
+        (l) =>
+          l.msg ===
+          'this revision could not update these composites: they stay at their previous members until another revision',
+      ),
+    ).toHaveLength(1);
     expect(livePids(ca)).toEqual(pids);
     expect(await throughProxy()).toMatchObject({ version: '0.9.2' });
     // The operator sees it: the revision names the composite it could not update.
@@ -611,25 +725,39 @@ describe('an API + proxy composite ([[members]], exports and binds)', { timeout:
 
   it('killed in the middle of a composite update, the agent rolls back on its next start to what ran healthy before', async () => {
     // First back to a good revision (a new one: the held-back record is cleared), then a broken update, killed mid-way.
-    const good = await ca.push({ 'recipes/api.toml': apiRecipe(repo, { version: '0.9.4' }), 'recipes/proxy.toml': proxyRecipe(repo) });
+    const good = await ca.push({
+      'recipes/api.toml': apiRecipe(repo, { version: '0.9.4' }),
+      'recipes/proxy.toml': proxyRecipe(repo),
+    });
     expect(good.end.msg).toBe('all components running');
     expect((await ca.get<{ rolledBack: unknown[] }>('/v1/revision')).body.rolledBack).toEqual([]);
     const before = { api: record('app/api'), proxy: record('app/proxy') };
     const mark = ca.agent.mark();
-    repo.write({ 'recipes/api.toml': apiRecipe(repo, { version: '0.9.5' }), 'recipes/proxy.toml': proxyRecipe(repo, { brokenCheckPort: closedPort }) });
-    await ca.agent.waitForLog((l) => l.component === 'app/proxy' && l.state === 'starting', 30_000, mark, 'the new proxy starting');
+    repo.write({
+      'recipes/api.toml': apiRecipe(repo, { version: '0.9.5' }),
+      'recipes/proxy.toml': proxyRecipe(repo, { brokenCheckPort: closedPort }),
+    });
+    await ca.agent.waitForLog(
+      (l) => l.component === 'app/proxy' && l.state === 'starting',
+      30_000,
+      mark,
+      'the new proxy starting',
+    );
     // By now the new api (0.9.5) is healthy and recorded; the proxy is not.
     expect(record('app/api').version).toBe('0.9.5');
     await ca.agent.kill9();
     const end = await ca.start();
     expect(end.msg).toMatch(/^apply failed/);
     expect(ca.h.history()[0]!.summary).toContain('app rolled back to its previous members');
-    for (const [n, rec] of [['app/api', before.api], ['app/proxy', before.proxy]] as const)
+    for (const [n, rec] of [
+      ['app/api', before.api],
+      ['app/proxy', before.proxy],
+    ] as const)
       expect(record(n), n).toMatchObject({ state: 'running', hash: rec.hash, version: rec.version });
     expect(await throughProxy()).toMatchObject({ version: '0.9.4' });
   });
 
-  it('a component that binds the composite\'s export goes back with it: it runs with the value of the members restored', async () => {
+  it("a component that binds the composite's export goes back with it: it runs with the value of the members restored", async () => {
     const binder = [
       '[metadata]',
       'name = "com.test.binder"',
@@ -643,13 +771,21 @@ describe('an API + proxy composite ([[members]], exports and binds)', { timeout:
       'type = "ordering"',
       '',
     ].join('\n');
-    const good = await ca.push({ 'recipes/api.toml': apiRecipe(repo, { version: '0.9.4' }), 'recipes/proxy.toml': proxyRecipe(repo), 'recipes/binder.toml': binder, [repo.plan]: planOf(entry('app', 'recipes/app.toml'), entry('binder', 'recipes/binder.toml')) });
+    const good = await ca.push({
+      'recipes/api.toml': apiRecipe(repo, { version: '0.9.4' }),
+      'recipes/proxy.toml': proxyRecipe(repo),
+      'recipes/binder.toml': binder,
+      [repo.plan]: planOf(entry('app', 'recipes/app.toml'), entry('binder', 'recipes/binder.toml')),
+    });
     expect(good.end.msg).toBe('all components running');
     expect(record('binder').inputs).toEqual({ 'deps.app.exports.port': String(apiPort) });
     // The API moves to another port and the proxy breaks: the rollback puts the API back on its port, and the binder too.
     const { end } = await ca.push({
       'recipes/proxy.toml': proxyRecipe(repo, { brokenCheckPort: closedPort }),
-      [repo.plan]: planOf(entry('app', 'recipes/app.toml', '[components.config.api]', `port = ${apiPort2}`), entry('binder', 'recipes/binder.toml')),
+      [repo.plan]: planOf(
+        entry('app', 'recipes/app.toml', '[components.config.api]', `port = ${apiPort2}`),
+        entry('binder', 'recipes/binder.toml'),
+      ),
     });
     expect(end.msg).toMatch(/^apply failed/);
     expect(ca.h.history()[0]!.summary).toContain('app rolled back to its previous members');
@@ -689,7 +825,11 @@ describe('replicas = N', { timeout: 60_000 }, () => {
   /** The pids of w's replicas that run, each checked to be the recorded process and alive under its work directory. */
   const replicaPids = () => {
     const pids = livePids(ca);
-    for (const [n, pid] of Object.entries(pids)) expect(ca.h.processesOf(n).map((p) => p.pid), n).toContain(pid);
+    for (const [n, pid] of Object.entries(pids))
+      expect(
+        ca.h.processesOf(n).map((p) => p.pid),
+        n,
+      ).toContain(pid);
     return pids;
   };
   const group = async (path = '/v1/components') => {
@@ -725,13 +865,19 @@ describe('replicas = N', { timeout: 60_000 }, () => {
     const after = replicaPids();
     expect(Object.keys(after).sort()).toEqual(names(5));
     for (const n of names(3)) expect(after[n], n).toBe(before[n]);
-    for (const n of names(3)) expect(ca.lines(n, mark).filter((l) => l.state !== undefined), n).toEqual([]);
+    for (const n of names(3))
+      expect(
+        ca.lines(n, mark).filter((l) => l.state !== undefined),
+        n,
+      ).toEqual([]);
     expect((await group()).members!.map((m) => m.name)).toEqual(names(5));
   });
 
   it('POST w:restart restarts every replica and answers with their new pids', async () => {
     const before = replicaPids();
-    const { status, body } = await ca.post<{ members: Record<string, number> }>('/v1/components/w:restart?wait=health&timeout=60s');
+    const { status, body } = await ca.post<{ members: Record<string, number> }>(
+      '/v1/components/w:restart?wait=health&timeout=60s',
+    );
     expect(status).toBe(200);
     const after = replicaPids();
     expect(body.members).toEqual(after);
@@ -745,8 +891,14 @@ describe('replicas = N', { timeout: 60_000 }, () => {
     expect(replicaPids()).toEqual(before);
     const end = await ca.start();
     expect(end.msg).toBe('resumed the revision applied last: its outcome stands (success); all components running');
-    expect(ca.agent.lines((l) => l.msg === 'reconcile plan')[0]).toMatchObject({ stop_order: [], start_order: [], no_touch: names(5) });
-    expect(ca.agent.lines((l) => l.msg === 'adopted running instance').map((l) => [l.component, l.pid])).toEqual(names(5).map((n) => [n, before[n]]));
+    expect(ca.agent.lines((l) => l.msg === 'reconcile plan')[0]).toMatchObject({
+      stop_order: [],
+      start_order: [],
+      no_touch: names(5),
+    });
+    expect(ca.agent.lines((l) => l.msg === 'adopted running instance').map((l) => [l.component, l.pid])).toEqual(
+      names(5).map((n) => [n, before[n]]),
+    );
     expect(ca.agent.lines((l) => l.state === 'starting' || l.state === 'stopping')).toEqual([]);
     expect(replicaPids()).toEqual(before);
     expect((await group()).members!.map((m) => [m.name, m.pid])).toEqual(names(5).map((n) => [n, before[n]]));
@@ -762,8 +914,14 @@ describe('replicas = N', { timeout: 60_000 }, () => {
     const after = replicaPids();
     expect(after).toEqual({ 'w/1': before['w/1'], 'w/2': before['w/2'] });
     // A health probe (`test -s heartbeat`, run in the work directory) may still be finishing there.
-    for (const n of names(5, 3)) await until(() => ca.h.processesOf(n).length === 0, 3_000, `no process left in ${n}'s work directory`);
-    expect(ca.h.components().map((c) => c.name).sort()).toEqual(names(2));
+    for (const n of names(5, 3))
+      await until(() => ca.h.processesOf(n).length === 0, 3_000, `no process left in ${n}'s work directory`);
+    expect(
+      ca.h
+        .components()
+        .map((c) => c.name)
+        .sort(),
+    ).toEqual(names(2));
   });
 
   it('replicas = 0 leaves no running member; the group shows as stopped with members: []', async () => {
@@ -773,7 +931,8 @@ describe('replicas = N', { timeout: 60_000 }, () => {
     expect(end.msg).toMatch(/^(all components running|apply finished)$/);
     await until(() => ca.h.processes().length === 0, 3_000, 'no process left under the state directory');
     expect(livePids(ca)).toEqual({});
-    for (const w of [await group(), await group('/v1/components/w')]) expect(w).toMatchObject({ name: 'w', kind: 'replicas', state: 'stopped', members: [] });
+    for (const w of [await group(), await group('/v1/components/w')])
+      expect(w).toMatchObject({ name: 'w', kind: 'replicas', state: 'stopped', members: [] });
     expect(ca.h.history()[0]).toMatchObject({ outcome: 'success' });
   });
 });

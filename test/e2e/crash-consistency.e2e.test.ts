@@ -34,7 +34,10 @@ async function assertConverged(h: AgentHarness, agent: AgentProcess, fx: StackFi
 
   // The store: no unfinished apply, the last one a success, every record running with the very process it names.
   const history = h.history();
-  expect(history.filter((e) => e.finishedAt === undefined), 'unfinished applies').toEqual([]);
+  expect(
+    history.filter((e) => e.finishedAt === undefined),
+    'unfinished applies',
+  ).toEqual([]);
   expect(history[0]).toMatchObject({ revision: rev, outcome: 'success' });
   const records = h.components();
   expect(records.map((c) => c.name)).toEqual(STACK);
@@ -44,7 +47,9 @@ async function assertConverged(h: AgentHarness, agent: AgentProcess, fx: StackFi
     expect(c.version).toBe(fx.spec(c.name).version);
     if (c.instance?.kind !== 'process') throw new Error(`${c.name} has no process instance`);
     expect(isAlive(c.instance.pid), `${c.name}'s pid ${c.instance.pid} is alive`).toBe(true);
-    expect(readProcStat(c.instance.pid)?.startTime, `${c.name}'s start time in /proc/${c.instance.pid}/stat`).toBe(c.instance.startTime);
+    expect(readProcStat(c.instance.pid)?.startTime, `${c.name}'s start time in /proc/${c.instance.pid}/stat`).toBe(
+      c.instance.startTime,
+    );
     recorded.set(c.instance.pid, c.name);
   }
 
@@ -84,7 +89,8 @@ async function runScenario({ change, point }: Scenario, opts: { refuseFirst?: bo
   // A refused first revision needs a trusted key (an unsigned edit is what is refused).
   const fx = await stackFixture({ signed: opts.refuseFirst === true });
   const h = new AgentHarness();
-  const start = (env?: Record<string, string>) => h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, ...(env && { env }) });
+  const start = (env?: Record<string, string>) =>
+    h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, ...(env && { env }) });
   try {
     if (change === 'bump of api') {
       const first = start();
@@ -105,7 +111,12 @@ async function runScenario({ change, point }: Scenario, opts: { refuseFirst?: bo
       fx.bumpVersion('telemetry', '1.29.1');
       again = start();
       const refusedRev = await fx.revisionId();
-      await again.waitForLog(is.revision(refusedRev, 'revision refused; still running the previous one'), 20_000, 0, 'the refusal');
+      await again.waitForLog(
+        is.revision(refusedRev, 'revision refused; still running the previous one'),
+        20_000,
+        0,
+        'the refusal',
+      );
       // Instances it found mid-start were stopped at adoption; their exit (noticed within a 200 ms poll) must not
       // take the agent down. A bounded wait for an exit that must not come.
       const exit = await again.waitForExit(1_500).catch(() => undefined);
@@ -120,17 +131,27 @@ async function runScenario({ change, point }: Scenario, opts: { refuseFirst?: bo
     // A crash between a spawn and its record leaves a process no record names: the restarted agent finds it by
     // its owner mark and removes it before it adopts anything. At every other point there is nothing to sweep.
     const swept = again.lines(is.msg('removed an unrecorded process this agent started before it stopped'));
-    if (point === 'after-spawn') expect(swept).toMatchObject([{ component: change === 'fresh device' ? 'influxdb' : 'api' }]);
+    if (point === 'after-spawn')
+      expect(swept).toMatchObject([{ component: change === 'fresh device' ? 'influxdb' : 'api' }]);
     else expect(swept).toEqual([]);
     // Every point lies inside an apply: the restarted agent found it open (SPEC §5: cut short is not an outcome).
-    expect(again.lines(is.msg('the previous apply was interrupted: applying that revision again finishes it with its true outcome'))).toHaveLength(1);
+    expect(
+      again.lines(
+        is.msg('the previous apply was interrupted: applying that revision again finishes it with its true outcome'),
+      ),
+    ).toHaveLength(1);
     if (opts.refuseFirst) {
       // Another revision came first: the open row is closed as interrupted, with no report, and a row of its own follows.
       expect(h.history().filter((e) => e.summary?.startsWith('interrupted'))).toMatchObject([{ outcome: 'failure' }]);
     } else {
       // The same revision: its apply finished the very row the killed agent began, with its true outcome.
       expect(h.history().filter((e) => e.summary?.startsWith('interrupted'))).toEqual([]);
-      expect(h.history().filter((e) => e.revision === rev).map((e) => e.outcome)).toEqual(['success']);
+      expect(
+        h
+          .history()
+          .filter((e) => e.revision === rev)
+          .map((e) => e.outcome),
+      ).toEqual(['success']);
     }
   } finally {
     await h.cleanup();
@@ -143,7 +164,11 @@ describe.concurrent('kill -9 of the agent at every crash point of an apply, then
     const name = `${s.change}, killed at ${s.point}: converges with no duplicate, no orphan and a consistent store`;
     // A racy point would make this test flaky: it runs in the form that makes the race certain (see RACY_POINTS).
     if (RACY_POINTS.has(s.point))
-      it(`${name}, even when the first revision after the restart is refused`, () => runScenario(s, { refuseFirst: true }), 90_000);
+      it(
+        `${name}, even when the first revision after the restart is refused`,
+        () => runScenario(s, { refuseFirst: true }),
+        90_000,
+      );
     else it(name, () => runScenario(s), 90_000);
   }
 

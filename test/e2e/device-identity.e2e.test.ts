@@ -42,7 +42,10 @@ const deviceIn = (view: FleetStatusJson, device: string) => {
   if (!d) throw new Error(`${device} is not in the fleet view: ${JSON.stringify(view.devices)}`);
   return d;
 };
-const notCountedOf = (view: FleetStatusJson) => (view.rollout?.notCounted ?? []).map((n) => `${n.device} ${n.wave} ${n.state} ${n.verdict}: ${n.reason ?? ''}`).sort();
+const notCountedOf = (view: FleetStatusJson) =>
+  (view.rollout?.notCounted ?? [])
+    .map((n) => `${n.device} ${n.wave} ${n.state} ${n.verdict}: ${n.reason ?? ''}`)
+    .sort();
 
 beforeAll(async () => {
   f = await EnrolledFleet.create([sleeper('a')]);
@@ -63,18 +66,27 @@ describe('device identity: reports only their own device can write', { timeout: 
   it('enrolled devices sign every report; they verify, and the waves open on them', async () => {
     first = await f.push('first release, three devices enrolled');
     for (const d of DEVICES) f.start(d);
-    for (const d of LATER) expect((await f.waitGateOpen(d, first)).reason).toBe('wave canary has 1 of 1 successes, baked 1s');
+    for (const d of LATER)
+      expect((await f.waitGateOpen(d, first)).reason).toBe('wave canary has 1 of 1 successes, baked 1s');
     for (const d of DEVICES) await f.waitApplied(d, first);
     // Each note entry ends with the device's signature line, and its rollout ref's name with its signature, by the
     // key `keystone identity` printed for it.
     for (const d of DEVICES) {
       const note = await f.reported(first, d, 'success');
       expect(note.signature?.keyId, `${d}'s note`).toBe(id[d]!.reportKeyId);
-      expect((await f.waitRef(d, first, 'success')).ref.signature?.keyId, `${d}'s rollout ref`).toBe(id[d]!.reportKeyId);
+      expect((await f.waitRef(d, first, 'success')).ref.signature?.keyId, `${d}'s rollout ref`).toBe(
+        id[d]!.reportKeyId,
+      );
     }
     const view = await f.fleetStatus(first);
     for (const d of DEVICES) expect(deviceIn(view, d), d).toMatchObject({ state: 'success', report: 'verified' });
-    expect(view.rollout).toMatchObject({ requireEnrolled: true, waves: [{ name: 'canary', success: 1 }, { name: 'everyone', success: 2 }] });
+    expect(view.rollout).toMatchObject({
+      requireEnrolled: true,
+      waves: [
+        { name: 'canary', success: 1 },
+        { name: 'everyone', success: 2 },
+      ],
+    });
     expect(view.rollout?.notCounted).toBeUndefined();
   });
 
@@ -103,14 +115,21 @@ describe('device identity: reports only their own device can write', { timeout: 
 
     for (const d of LATER) {
       // Every forged ref was read, and none counted: the gate says why it is not open.
-      expect((await f.waitHeld(d, b, '; 3 reports not counted (forged: c1)')).msg).toBe('held: waiting for wave canary (0 of 1 successes); 3 reports not counted (forged: c1)');
+      expect((await f.waitHeld(d, b, '; 3 reports not counted (forged: c1)')).msg).toBe(
+        'held: waiting for wave canary (0 of 1 successes); 3 reports not counted (forged: c1)',
+      );
       const hold = await f.staysHeld(d, b, since, BAKE_MS);
       expect(hold.reason, `${d}'s hold in GET /v1/revision`).toContain('not counted (forged: c1)');
       expect(f.applied(d)).toBe(first);
     }
 
     const view = await f.fleetStatus(b);
-    expect(deviceIn(view, 'c1')).toMatchObject({ state: 'forged', claimed: 'success', report: 'forged', reportReason: 'unsigned' });
+    expect(deviceIn(view, 'c1')).toMatchObject({
+      state: 'forged',
+      claimed: 'success',
+      report: 'forged',
+      reportReason: 'unsigned',
+    });
     expect(notCountedOf(view)).toEqual(
       [
         `c1 canary success forged: signed by key ${d3Key.keyId}, not c1's enrolled key ${id.c1!.reportKeyId} (a forgery, or c1 was reinstalled and not enrolled again)`,
@@ -146,7 +165,9 @@ describe('device identity: reports only their own device can write', { timeout: 
     const since = Date.now();
     for (const d of LATER) {
       const held = await f.waitHeld(d, b, '6 reports not counted');
-      expect(held.msg).toBe('held: waiting for wave canary (0 of 1 successes); 6 reports not counted (forged: c1, d2; unverified: ghost)');
+      expect(held.msg).toBe(
+        'held: waiting for wave canary (0 of 1 successes); 6 reports not counted (forged: c1, d2; unverified: ghost)',
+      );
       await f.staysHeld(d, b, since, BAKE_MS);
     }
     const view = await f.fleetStatus(b);
@@ -171,7 +192,9 @@ describe('device identity: reports only their own device can write', { timeout: 
       expect(open.t).toBeGreaterThanOrEqual(Date.parse(success.time) + BAKE_MS - 1000);
     }
     // The forged failures of devices other than the canary were there all along: they halted nothing.
-    const left = (await f.rolloutRefs()).filter((r) => r.ref.commit === b && r.ref.state === 'failure').map((r) => r.ref.device);
+    const left = (await f.rolloutRefs())
+      .filter((r) => r.ref.commit === b && r.ref.state === 'failure')
+      .map((r) => r.ref.device);
     expect(left).toEqual(expect.arrayContaining(['d2', 'ghost']));
     for (const d of DEVICES) await f.waitApplied(d, b);
     for (const d of LATER) await f.reportedBy(b, d, 'success', id[d]!.reportKeyId);
@@ -198,14 +221,20 @@ describe('device identity: reports only their own device can write', { timeout: 
       await f.staysHeld(d, c, since, BAKE_MS);
     }
     const view = await f.fleetStatus(c);
-    expect(deviceIn(view, 'c1')).toMatchObject({ state: 'forged', claimed: 'success', report: 'forged', reportReason: why });
+    expect(deviceIn(view, 'c1')).toMatchObject({
+      state: 'forged',
+      claimed: 'success',
+      report: 'forged',
+      reportReason: why,
+    });
     expect(notCountedOf(view)).toEqual([`c1 canary success forged: ${why}`]);
 
     // Enrolled again with its new identity: the next commit (the same plan, a new certificate) opens on its reports.
     await f.enrol('c1', { force: true });
     const d = await f.push('c1 enrolled again after its reinstall');
     await f.reportedBy(d, 'c1', 'success', reinstalled.reportKeyId);
-    for (const x of LATER) expect((await f.waitGateOpen(x, d)).reason).toBe('wave canary has 1 of 1 successes, baked 1s');
+    for (const x of LATER)
+      expect((await f.waitGateOpen(x, d)).reason).toBe('wave canary has 1 of 1 successes, baked 1s');
     for (const x of DEVICES) await f.waitApplied(x, d);
     const after = await f.fleetStatus(d);
     expect(deviceIn(after, 'c1')).toMatchObject({ state: 'success', report: 'verified' });
@@ -213,9 +242,14 @@ describe('device identity: reports only their own device can write', { timeout: 
   });
 
   let e: string;
-  it("revocation: once devices/revoked.toml (signed) names the canary, its honest, signed success no longer counts", async () => {
+  it('revocation: once devices/revoked.toml (signed) names the canary, its honest, signed success no longer counts', async () => {
     f.fx.components = [{ ...sleeper('a'), version: '4.0.0' }];
-    e = await f.push('4.0.0, and c1 revoked', (dir) => writeFileSync(join(dir, 'devices', 'revoked.toml'), '[[revoked]]\ndevice = "c1"\nreason = "lost in transit 2026-12-04"\n'));
+    e = await f.push('4.0.0, and c1 revoked', (dir) =>
+      writeFileSync(
+        join(dir, 'devices', 'revoked.toml'),
+        '[[revoked]]\ndevice = "c1"\nreason = "lost in transit 2026-12-04"\n',
+      ),
+    );
     expect(await gitIn(f.fx.dir, ['show', 'HEAD:SHA256SUMS'])).toContain('devices/revoked.toml');
     await f.reportedBy(e, 'c1', 'success', reinstalled.reportKeyId);
     await f.waitRef('c1', e, 'success');
@@ -235,12 +269,33 @@ describe('device identity: reports only their own device can write', { timeout: 
   it("earlier agents' unsigned reports parse and show unverified; with require_enrolled = false and no devices/, they count as before", async () => {
     // An earlier agent's line on the shared notes ref, and its rollout ref, for a device never enrolled.
     const at = new Date().toISOString();
-    await gitIn(f.fx.dir, ['notes', '--ref=refs/notes/keystone', 'add', '-f', '-m', `keystone/old-gw success ${at} applied: 1 component running`, e]);
-    await gitIn(f.fx.dir, ['push', '--quiet', f.reportsPushUrl, 'refs/notes/keystone:refs/notes/keystone'], { GIT_TERMINAL_PROMPT: '0' });
+    await gitIn(f.fx.dir, [
+      'notes',
+      '--ref=refs/notes/keystone',
+      'add',
+      '-f',
+      '-m',
+      `keystone/old-gw success ${at} applied: 1 component running`,
+      e,
+    ]);
+    await gitIn(f.fx.dir, ['push', '--quiet', f.reportsPushUrl, 'refs/notes/keystone:refs/notes/keystone'], {
+      GIT_TERMINAL_PROMPT: '0',
+    });
     await f.attackerPushRefs(e, [rolloutRef({ wave: 'everyone', device: 'old-gw', commit: e, state: 'success' })]);
     const view = await f.fleetStatus(e);
-    expect(deviceIn(view, 'old-gw')).toMatchObject({ state: 'unverified', claimed: 'success', report: 'unverified', reportReason: 'old-gw is not enrolled (no devices/old-gw.cert)' });
-    expect(view.rollout?.notCounted).toContainEqual({ device: 'old-gw', wave: 'everyone', state: 'success', verdict: 'unverified', reason: 'old-gw is not enrolled (no devices/old-gw.cert)' });
+    expect(deviceIn(view, 'old-gw')).toMatchObject({
+      state: 'unverified',
+      claimed: 'success',
+      report: 'unverified',
+      reportReason: 'old-gw is not enrolled (no devices/old-gw.cert)',
+    });
+    expect(view.rollout?.notCounted).toContainEqual({
+      device: 'old-gw',
+      wave: 'everyone',
+      state: 'success',
+      verdict: 'unverified',
+      reason: 'old-gw is not enrolled (no devices/old-gw.cert)',
+    });
 
     // A fleet that does not require enrolment and has no devices/: the canary is down, and an earlier agent's
     // report of its success (unsigned note and rollout ref, in one push) opens the gate, as before issue 29.
@@ -263,9 +318,19 @@ describe('device identity: reports only their own device can write', { timeout: 
     }
     for (const d of LATER) await f.reportedBy(g, d, 'success', id[d]!.reportKeyId);
     const open = await f.fleetStatus(g);
-    expect(open.rollout).toMatchObject({ requireEnrolled: false, waves: [{ name: 'canary', success: 1 }, { name: 'everyone', success: 2 }] });
+    expect(open.rollout).toMatchObject({
+      requireEnrolled: false,
+      waves: [
+        { name: 'canary', success: 1 },
+        { name: 'everyone', success: 2 },
+      ],
+    });
     expect(open.rollout?.notCounted).toBeUndefined();
-    expect(deviceIn(open, 'c1')).toMatchObject({ state: 'success', report: 'unverified', reportReason: 'c1 is not enrolled (no devices/c1.cert)' });
+    expect(deviceIn(open, 'c1')).toMatchObject({
+      state: 'success',
+      report: 'unverified',
+      reportReason: 'c1 is not enrolled (no devices/c1.cert)',
+    });
     expect(deviceIn(open, 'c1').claimed).toBeUndefined();
   });
 });

@@ -33,7 +33,15 @@ describe('the device policy through a running agent', { timeout: 60_000 }, () =>
       components: () => [
         sleeper('plain'),
         { ...sleeper('rooty'), user: 'root' },
-        asContainer('web', '1.0.0', { image: 'img:1', user: '65534:65534', privileged: true, mounts: [{ source: '/srv/acme/www', target: '/www', read_only: true }, { source: '/etc', target: '/etc2', read_only: true }] }),
+        asContainer('web', '1.0.0', {
+          image: 'img:1',
+          user: '65534:65534',
+          privileged: true,
+          mounts: [
+            { source: '/srv/acme/www', target: '/www', read_only: true },
+            { source: '/etc', target: '/etc2', read_only: true },
+          ],
+        }),
       ],
     });
   }, 60_000);
@@ -50,9 +58,20 @@ describe('the device policy through a running agent', { timeout: 60_000 }, () =>
     // The agent's own line first (pid, version), then the revision, then the policy under it.
     expect(lines[0]).toMatch(/^agent pid \d+ /);
     expect(lines[1]).toMatch(/^revision /);
-    expect(lines[2]).toBe('policy: allows bind mounts under /srv/acme (--allow-mount); capability CAP_NET_ADMIN (--allow-capability)');
-    const json = JSON.parse((await ctl(['status', '--json'])).stdout) as { revision: { policy: Record<string, unknown> } };
-    expect(json.revision.policy).toMatchObject({ allowPrivileged: false, allowHostNamespaces: false, allowRoot: false, allowMounts: ['/srv/acme'], allowCapabilities: ['CAP_NET_ADMIN'], allowDevices: [] });
+    expect(lines[2]).toBe(
+      'policy: allows bind mounts under /srv/acme (--allow-mount); capability CAP_NET_ADMIN (--allow-capability)',
+    );
+    const json = JSON.parse((await ctl(['status', '--json'])).stdout) as {
+      revision: { policy: Record<string, unknown> };
+    };
+    expect(json.revision.policy).toMatchObject({
+      allowPrivileged: false,
+      allowHostNamespaces: false,
+      allowRoot: false,
+      allowMounts: ['/srv/acme'],
+      allowCapabilities: ['CAP_NET_ADMIN'],
+      allowDevices: [],
+    });
   });
 
   it('apply-dry --agent refuses what the device would refuse, with the recipe, the TOML path and the flag (exit 2)', async () => {
@@ -61,11 +80,19 @@ describe('the device policy through a running agent', { timeout: 60_000 }, () =>
     expect(r.stdout).toBe('');
     const lines = r.stderr.split('\n').filter((l) => l.startsWith('  '));
     expect(lines).toEqual([
-      expect.stringMatching(/^ {2}recipes\/rooty\.toml: lifecycle\.run\.security\.user: .*allow it with --allow-root.*\[KS_ROOT_NOT_PERMITTED\]$/),
-      expect.stringMatching(/^ {2}recipes\/web\.toml: lifecycle\.run\.container\.privileged: .*allow it with --allow-privileged.*\[KS_CONTAINER_NOT_PERMITTED\]$/),
-      expect.stringMatching(/^ {2}recipes\/web\.toml: lifecycle\.run\.container\.mounts\[1\]\.source: .*\/etc.*allows mounts under \/srv\/acme.*allow it with --allow-mount \/etc.*\[KS_MOUNT_NOT_PERMITTED\]$/),
+      expect.stringMatching(
+        /^ {2}recipes\/rooty\.toml: lifecycle\.run\.security\.user: .*allow it with --allow-root.*\[KS_ROOT_NOT_PERMITTED\]$/,
+      ),
+      expect.stringMatching(
+        /^ {2}recipes\/web\.toml: lifecycle\.run\.container\.privileged: .*allow it with --allow-privileged.*\[KS_CONTAINER_NOT_PERMITTED\]$/,
+      ),
+      expect.stringMatching(
+        /^ {2}recipes\/web\.toml: lifecycle\.run\.container\.mounts\[1\]\.source: .*\/etc.*allows mounts under \/srv\/acme.*allow it with --allow-mount \/etc.*\[KS_MOUNT_NOT_PERMITTED\]$/,
+      ),
     ]);
-    const json = JSON.parse((await ctl(['apply-dry', other.plan, '--allow-unsigned', '--json'], other.dir)).stdout) as { error: { code: string; problems: Array<{ component: string; flag: string }> } };
+    const json = JSON.parse((await ctl(['apply-dry', other.plan, '--allow-unsigned', '--json'], other.dir)).stdout) as {
+      error: { code: string; problems: Array<{ component: string; flag: string }> };
+    };
     expect(json.error.code).toBe('KS_NOT_PERMITTED');
     expect(json.error.problems.map((p) => [p.component, p.flag])).toEqual([
       ['rooty', '--allow-root'],

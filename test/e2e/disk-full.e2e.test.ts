@@ -10,7 +10,14 @@ import { isAlive } from '../../src/runtime/proc-identity.js';
 import { STATE_DB_FILE } from '../../src/store/state-store.js';
 import { AgentHarness, is, type AgentProcess, type LogLine } from '../support/agent-harness.js';
 import { needs } from '../support/requirements.js';
-import { fourStack, freePorts, sleeper, stackFixture, type ComponentSpec, type StackFixture } from '../support/stack-fixture.js';
+import {
+  fourStack,
+  freePorts,
+  sleeper,
+  stackFixture,
+  type ComponentSpec,
+  type StackFixture,
+} from '../support/stack-fixture.js';
 import { mountSmallFilesystem, type SmallFilesystem } from '../reliability/small-filesystem.js';
 import { apiOf, probeCount, type AgentApi } from '../support/agent-api.js';
 
@@ -33,14 +40,25 @@ interface World {
 }
 
 /** A stack on a tmpfs state directory of `size`, applied and running; always unmounted and removed. */
-async function withFullDiskWorld(size: number, components: typeof steady, body: (w: World) => Promise<void>, args: string[] = [], artifacts: Record<string, Uint8Array> = {}): Promise<void> {
+async function withFullDiskWorld(
+  size: number,
+  components: typeof steady,
+  body: (w: World) => Promise<void>,
+  args: string[] = [],
+  artifacts: Record<string, Uint8Array> = {},
+): Promise<void> {
   const fx = await stackFixture({ signed: false, components, artifacts });
   const h = new AgentHarness();
   let disk: SmallFilesystem | undefined;
   try {
     disk = mountSmallFilesystem(h.stateDir, size);
     const [port] = (await freePorts(1)) as [number];
-    const agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args: ['--listen', `127.0.0.1:${port}`, ...args] });
+    const agent = h.start({
+      dir: fx.dir,
+      plan: fx.plan,
+      trustArgs: fx.trustArgs,
+      args: ['--listen', `127.0.0.1:${port}`, ...args],
+    });
     const end = await agent.waitForLog(is.applyEnd, 40_000, 0, 'the first apply');
     expect(end.msg, agent.tail()).toBe('all components running');
     await body({ fx, h, disk, agent, api: apiOf(h.stateDir, port), port, pids: h.pidsOf() });
@@ -69,7 +87,10 @@ function expectSamePids(w: World): void {
     expect(isAlive(pid), `${name} (pid ${pid}) is alive`).toBe(true);
     expect(w.h.pidsOf()[name], `${name}'s recorded pid`).toBe(pid);
   }
-  expect(w.agent.lines((l) => l.msg === 'exited'), 'component exits').toEqual([]);
+  expect(
+    w.agent.lines((l) => l.msg === 'exited'),
+    'component exits',
+  ).toEqual([]);
 }
 
 /** The store, opened after the agent stopped: SQLite's own check of every page and index. */
@@ -100,7 +121,12 @@ describe.skipIf(root.skip)(root.title('a full disk under a running agent'), { ti
       const mark = w.agent.mark();
       w.fx.add(fourStack(w.fx.ports)[1]!); // api: an artifact to install, rows to write
       const rev = await w.fx.revisionId();
-      const failed = await w.agent.waitForLog(is.revision(rev, 'revision failed unexpectedly'), 20_000, mark, 'the failure of the new revision');
+      const failed = await w.agent.waitForLog(
+        is.revision(rev, 'revision failed unexpectedly'),
+        20_000,
+        mark,
+        'the failure of the new revision',
+      );
       expect(errCode(failed)).toBe('KS_STATE_DISK_FULL');
       await w.agent.waitForLog(is.msgIncludes('tried again at the next look'), 5_000, mark, 'the promise of a retry');
       // Still running the previous revision, supervised: its health checks go on (influxdb's, every 200 ms) and
@@ -130,36 +156,55 @@ describe.skipIf(root.skip)(root.title('a full disk under a running agent'), { ti
   it('fault: a revision whose artifacts do not fit: refused before anything stops (KS_DISK_SPACE, what it needs and what is free), applied on sync once space returns', async () => {
     // 2 MiB of artifact, 1 MiB of slack: the store can record, the download cannot be had.
     const big: ComponentSpec = { name: 'big', version: '1.0.0', command: 'sleep', args: ['1000'], artifact: 'big.bin' };
-    await withFullDiskWorld(16 * MiB, steady, async (w) => {
-      w.disk.fill(MiB);
-      const mark = w.agent.mark();
-      w.fx.add(big);
-      const rev = await w.fx.revisionId();
-      const refused = await w.agent.waitForLog(is.revision(rev, 'revision refused; still running the previous one'), 30_000, mark, 'the refusal');
-      expect(refused.reason).toMatch(/^KS_DISK_SPACE: this revision's downloads do not fit on the disk: big's artifacts ran out of space in .* \(\d+\.\d MiB free\).*nothing was stopped/);
-      expect(w.h.history()[0]).toMatchObject({ revision: rev, outcome: 'rejected' });
-      expect(w.agent.lines(is.msg('reconcile plan'), mark)).toEqual([]);
-      expect(w.h.component('big')).toBeUndefined();
-      expectSamePids(w);
+    await withFullDiskWorld(
+      16 * MiB,
+      steady,
+      async (w) => {
+        w.disk.fill(MiB);
+        const mark = w.agent.mark();
+        w.fx.add(big);
+        const rev = await w.fx.revisionId();
+        const refused = await w.agent.waitForLog(
+          is.revision(rev, 'revision refused; still running the previous one'),
+          30_000,
+          mark,
+          'the refusal',
+        );
+        expect(refused.reason).toMatch(
+          /^KS_DISK_SPACE: this revision's downloads do not fit on the disk: big's artifacts ran out of space in .* \(\d+\.\d MiB free\).*nothing was stopped/,
+        );
+        expect(w.h.history()[0]).toMatchObject({ revision: rev, outcome: 'rejected' });
+        expect(w.agent.lines(is.msg('reconcile plan'), mark)).toEqual([]);
+        expect(w.h.component('big')).toBeUndefined();
+        expectSamePids(w);
 
-      // Space returns; keystonectl sync tries the same revision again (a refusal for space passes, as one for the clock).
-      w.disk.drain();
-      const again = w.agent.mark();
-      const outcome = await w.api.post('/v1/sync?wait=done');
-      expect(outcome.status, JSON.stringify(outcome.body)).toBe(200);
-      await w.agent.waitForLog(is.applyEnd, 20_000, again, 'the apply after the space returned');
-      expect(w.h.appliedRevision()?.id).toBe(rev);
-      expect(w.h.component('big')?.state).toBe('running');
-      expectSamePids(w);
-      await w.agent.stop();
-      expectStoreIntact(w.h);
-    }, [], { 'big.bin': new Uint8Array(2 * MiB).fill(7) });
+        // Space returns; keystonectl sync tries the same revision again (a refusal for space passes, as one for the clock).
+        w.disk.drain();
+        const again = w.agent.mark();
+        const outcome = await w.api.post('/v1/sync?wait=done');
+        expect(outcome.status, JSON.stringify(outcome.body)).toBe(200);
+        await w.agent.waitForLog(is.applyEnd, 20_000, again, 'the apply after the space returned');
+        expect(w.h.appliedRevision()?.id).toBe(rev);
+        expect(w.h.component('big')?.state).toBe('running');
+        expectSamePids(w);
+        await w.agent.stop();
+        expectStoreIntact(w.h);
+      },
+      [],
+      { 'big.bin': new Uint8Array(2 * MiB).fill(7) },
+    );
   });
 
   it('fault: the disk fills during an install: the apply is recorded failed, the rest keeps running, a restart of the component succeeds once space returns', async () => {
     // 512 KiB of slack: the store can record, the 4 MiB the install script writes cannot be had. The script cleans up
     // after itself (else its partial file would take the slack, and the store's room with it: the first scenario).
-    const filler: ComponentSpec = { name: 'filler', version: '1.0.0', command: 'sleep', args: ['1000'], install: 'head -c 4194304 /dev/zero > blob || { rm -f blob; exit 1; }' };
+    const filler: ComponentSpec = {
+      name: 'filler',
+      version: '1.0.0',
+      command: 'sleep',
+      args: ['1000'],
+      install: 'head -c 4194304 /dev/zero > blob || { rm -f blob; exit 1; }',
+    };
     await withFullDiskWorld(16 * MiB, steady, async (w) => {
       w.disk.fill(512 * 1024);
       const mark = w.agent.mark();
@@ -185,27 +230,42 @@ describe.skipIf(root.skip)(root.title('a full disk under a running agent'), { ti
     });
   });
 
-  it('fault: a component\'s own log fills the disk: the rotation truncates it without a copy (KS_LOG_NO_SPACE), space returns, every component keeps running', async () => {
+  it("fault: a component's own log fills the disk: the rotation truncates it without a copy (KS_LOG_NO_SPACE), space returns, every component keeps running", async () => {
     // About 1.3 MB/s on stdout, a rate a shell loop keeps up without taking a core; a failed write (ENOSPC) ends one
     // round, not the loop.
-    const chatty: ComponentSpec = { name: 'chatty', version: '1.0.0', command: 'sh', args: ['-c', 'while :; do head -c 65536 /dev/zero | tr "\\0" x; echo; sleep 0.05; done'] };
+    const chatty: ComponentSpec = {
+      name: 'chatty',
+      version: '1.0.0',
+      command: 'sh',
+      args: ['-c', 'while :; do head -c 65536 /dev/zero | tr "\\0" x; echo; sleep 0.05; done'],
+    };
     const components = (p: Parameters<typeof fourStack>[0]) => [...steady(p), chatty];
-    await withFullDiskWorld(16 * MiB, components, async (w) => {
-      // 3 MiB left: the log passes --log-max-bytes (2 MiB) and takes the rest; a copy of it can no longer be made.
-      w.disk.fill(3 * MiB);
-      const mark = w.agent.mark();
-      await until(() => w.disk.free() < 64 * 1024, 'the log to fill the disk', 20_000);
-      // The agent looks at log sizes every 30 s.
-      const truncated = await w.agent.waitForLog(is.about('chatty', 'the file system is full: log truncated without keeping a copy'), 60_000, mark, 'the truncation');
-      expect(truncated.code).toBe('KS_LOG_NO_SPACE');
-      await until(() => w.disk.free() > 2 * MiB, 'space to come back', 5_000);
-      expectSamePids(w);
-      // chatty writes on at the start of its truncated log.
-      const log = join(w.h.stateDir, 'components', 'chatty', 'logs', 'stdout.log');
-      await until(() => statSync(log).size > 64 * 1024, 'chatty to write again', 10_000);
-      await w.agent.stop();
-      expectStoreIntact(w.h);
-    }, ['--log-max-bytes', String(2 * MiB), '--log-keep', '1']);
+    await withFullDiskWorld(
+      16 * MiB,
+      components,
+      async (w) => {
+        // 3 MiB left: the log passes --log-max-bytes (2 MiB) and takes the rest; a copy of it can no longer be made.
+        w.disk.fill(3 * MiB);
+        const mark = w.agent.mark();
+        await until(() => w.disk.free() < 64 * 1024, 'the log to fill the disk', 20_000);
+        // The agent looks at log sizes every 30 s.
+        const truncated = await w.agent.waitForLog(
+          is.about('chatty', 'the file system is full: log truncated without keeping a copy'),
+          60_000,
+          mark,
+          'the truncation',
+        );
+        expect(truncated.code).toBe('KS_LOG_NO_SPACE');
+        await until(() => w.disk.free() > 2 * MiB, 'space to come back', 5_000);
+        expectSamePids(w);
+        // chatty writes on at the start of its truncated log.
+        const log = join(w.h.stateDir, 'components', 'chatty', 'logs', 'stdout.log');
+        await until(() => statSync(log).size > 64 * 1024, 'chatty to write again', 10_000);
+        await w.agent.stop();
+        expectStoreIntact(w.h);
+      },
+      ['--log-max-bytes', String(2 * MiB), '--log-keep', '1'],
+    );
   });
 
   it('fault: the agent restarts on a full disk: it comes up, adopts every component (same pids), and resumes the revision it runs once space returns', async () => {
@@ -214,9 +274,15 @@ describe.skipIf(root.skip)(root.title('a full disk under a running agent'), { ti
     await withFullDiskWorld(16 * MiB, steady, async (w) => {
       w.disk.fill();
       expect((await w.agent.stop()).code).toBe(0);
-      w.agent = w.h.start({ dir: w.fx.dir, plan: w.fx.plan, trustArgs: w.fx.trustArgs, args: ['--listen', `127.0.0.1:${w.port}`] });
+      w.agent = w.h.start({
+        dir: w.fx.dir,
+        plan: w.fx.plan,
+        trustArgs: w.fx.trustArgs,
+        args: ['--listen', `127.0.0.1:${w.port}`],
+      });
       await w.agent.waitForLog(is.msg('agent started'), 20_000, 0, 'the start on a full disk');
-      for (const name of Object.keys(w.pids)) await w.agent.waitForLog(is.about(name, 'adopted running instance'), 1_000, 0, `${name} adopted`);
+      for (const name of Object.keys(w.pids))
+        await w.agent.waitForLog(is.about(name, 'adopted running instance'), 1_000, 0, `${name} adopted`);
       // The directory source offers the revision at start: the store cannot record its apply; nothing is restarted.
       const failed = await w.agent.waitForLog(is.msg('revision failed unexpectedly'), 20_000, 0, 'the failed apply');
       expect(errCode(failed)).toBe('KS_STATE_DISK_FULL');
@@ -227,7 +293,11 @@ describe.skipIf(root.skip)(root.title('a full disk under a running agent'), { ti
       w.disk.drain();
       const again = w.agent.mark();
       const outcome = await w.api.post('/v1/sync?wait=done');
-      expect(outcome.body).toMatchObject({ outcome: 'unchanged', revision: w.h.appliedRevision()?.id, appliedOutcome: 'success' });
+      expect(outcome.body).toMatchObject({
+        outcome: 'unchanged',
+        revision: w.h.appliedRevision()?.id,
+        appliedOutcome: 'success',
+      });
       const end = await w.agent.waitForLog(is.applyEnd, 20_000, again, 'the resume after space returned');
       expect(end.msg).toBe('resumed the revision applied last: its outcome stands (success); all components running');
       expect(w.h.history()).toEqual(rows);
@@ -243,7 +313,12 @@ describe.skipIf(root.skip)(root.title('a full disk under a running agent'), { ti
       const mark = w.agent.mark();
       process.kill(w.pids.lone!, 'SIGKILL');
       await w.agent.waitForLog(is.about('lone', 'exited'), 10_000, mark, 'the exit');
-      const held = await w.agent.waitForLog(is.about('lone', 'cannot record the exit: the restart waits until the state store can write'), 10_000, mark, 'the delayed restart');
+      const held = await w.agent.waitForLog(
+        is.about('lone', 'cannot record the exit: the restart waits until the state store can write'),
+        10_000,
+        mark,
+        'the delayed restart',
+      );
       expect(errCode(held)).toBe('KS_STATE_DISK_FULL');
       w.disk.drain();
       const back = await w.agent.waitForLog(is.state('lone', 'running'), 20_000, mark, 'lone running again');

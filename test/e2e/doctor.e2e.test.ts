@@ -52,17 +52,47 @@ describe('keystone doctor beside a running agent that follows Git', { timeout: 1
     await gitIn(fx.dir, ['push', '--quiet', bare, 'HEAD:refs/heads/main']);
     const commit = await gitIn(fx.dir, ['rev-parse', 'HEAD']);
 
-    const args = ['--repo', server.url('fleet'), '--plan', fx.plan, ...fx.trustArgs, '--state-dir', h.stateDir, '--status', 'none', '--poll', '1h'];
-    const agent = h.start({ repo: server.url('fleet'), plan: fx.plan, trustArgs: fx.trustArgs, args: ['--status', 'none', '--poll', '1h'] });
+    const args = [
+      '--repo',
+      server.url('fleet'),
+      '--plan',
+      fx.plan,
+      ...fx.trustArgs,
+      '--state-dir',
+      h.stateDir,
+      '--status',
+      'none',
+      '--poll',
+      '1h',
+    ];
+    const agent = h.start({
+      repo: server.url('fleet'),
+      plan: fx.plan,
+      trustArgs: fx.trustArgs,
+      args: ['--status', 'none', '--poll', '1h'],
+    });
     await agent.waitForLog(is.applyEnd, 60_000, 0, 'the apply of the first commit');
     expect(h.appliedRevision()?.id).toBe(commit);
 
-    const { stdout } = await run(process.execPath, [join(PROJECT_ROOT, 'bin', 'keystone.js'), 'doctor', ...args, '--json'], { cwd: root, timeout: 60_000 });
+    const { stdout } = await run(
+      process.execPath,
+      [join(PROJECT_ROOT, 'bin', 'keystone.js'), 'doctor', ...args, '--json'],
+      { cwd: root, timeout: 60_000 },
+    );
     const checks = JSON.parse(stdout) as JsonCheck[];
     const of = (id: string) => checks.find((c) => c.check === id)!;
-    expect(checks.filter((c) => !c.ok), stdout).toEqual([]);
-    expect(of('plan')).toMatchObject({ status: 'pass', detail: `${fx.plan} (--plan) from commit ${commit.slice(0, 12)} (applied last): 2 components (2 processes)` });
-    expect(of('git-remote')).toMatchObject({ status: 'pass', detail: `${server.url('fleet')} main is at ${commit.slice(0, 12)}` });
+    expect(
+      checks.filter((c) => !c.ok),
+      stdout,
+    ).toEqual([]);
+    expect(of('plan')).toMatchObject({
+      status: 'pass',
+      detail: `${fx.plan} (--plan) from commit ${commit.slice(0, 12)} (applied last): 2 components (2 processes)`,
+    });
+    expect(of('git-remote')).toMatchObject({
+      status: 'pass',
+      detail: `${server.url('fleet')} main is at ${commit.slice(0, 12)}`,
+    });
     expect(of('state-dir').status).toBe('pass');
     expect(of('clock').status).toBe('pass');
     // As root the sleepers' default run user; as another user the agent's own (a warning, no failure).

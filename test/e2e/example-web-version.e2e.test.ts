@@ -31,7 +31,13 @@ describe("the example's web page after the README's api bump", { timeout: 120_00
     const [influxdb, api, webPort] = (await freePorts(3)) as [number, number, number];
     for (const f of readdirSync(join(dir, 'recipes'))) {
       const path = join(dir, 'recipes', f);
-      writeFileSync(path, readFileSync(path, 'utf8').replaceAll('18086', String(influxdb)).replaceAll('18087', String(api)).replaceAll('18088', String(webPort)));
+      writeFileSync(
+        path,
+        readFileSync(path, 'utf8')
+          .replaceAll('18086', String(influxdb))
+          .replaceAll('18087', String(api))
+          .replaceAll('18088', String(webPort)),
+      );
     }
     web = `http://127.0.0.1:${webPort}/`;
     h = new AgentHarness();
@@ -48,7 +54,11 @@ describe("the example's web page after the README's api bump", { timeout: 120_00
     const mark = agent.mark();
     execFileSync('sed', ['-i', BUMP, 'recipes/com.acme.api.toml'], { cwd: dir });
     const plan = await agent.waitForLog(is.msg('reconcile plan'), 30_000, mark, 'the reconcile of the bump');
-    expect({ stop: plan.stop_order, start: plan.start_order, untouched: plan.no_touch }).toEqual({ stop: ['web', 'api'], start: ['api', 'web'], untouched: ['influxdb', 'telemetry'] });
+    expect({ stop: plan.stop_order, start: plan.start_order, untouched: plan.no_touch }).toEqual({
+      stop: ['web', 'api'],
+      start: ['api', 'web'],
+      untouched: ['influxdb', 'telemetry'],
+    });
     await agent.waitForLog(is.msg('all components running'), 60_000, mark, 'the bumped stack');
     expect(h.component('api')?.version).toBe('1.5.0');
     expect(await page()).toBe('API com.acme.api 1.5.0 answers; its database is up.');

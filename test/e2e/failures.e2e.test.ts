@@ -32,11 +32,18 @@ async function applied(agent: AgentProcess, fx: StackFixture, mark: number): Pro
 /** Waits for the refusal of the fixture's current revision. */
 async function refused(agent: AgentProcess, fx: StackFixture, mark: number): Promise<LogLine> {
   const rev = await fx.revisionId();
-  return agent.waitForLog(is.revision(rev, 'revision refused; still running the previous one'), 15_000, mark, `the refusal of ${rev}`);
+  return agent.waitForLog(
+    is.revision(rev, 'revision refused; still running the previous one'),
+    15_000,
+    mark,
+    `the refusal of ${rev}`,
+  );
 }
 
-const pidsOf = (h: AgentHarness, names: string[]) => Object.fromEntries(Object.entries(h.pidsOf()).filter(([n]) => names.includes(n)));
-const stateLines = (agent: AgentProcess, name: string, after = 0) => agent.lines((l) => l.component === name && l.state !== undefined, after);
+const pidsOf = (h: AgentHarness, names: string[]) =>
+  Object.fromEntries(Object.entries(h.pidsOf()).filter(([n]) => names.includes(n)));
+const stateLines = (agent: AgentProcess, name: string, after = 0) =>
+  agent.lines((l) => l.component === name && l.state !== undefined, after);
 
 // Generous timeouts: the waits inside have their own, tighter deadlines.
 describe.concurrent('failures, end to end', { timeout: 90_000 }, () => {
@@ -63,8 +70,21 @@ describe.concurrent('failures, end to end', { timeout: 90_000 }, () => {
       const backoffs = agent.lines(is.state('crasher', 'backoff'), mark);
       expect(starts).toHaveLength(5);
       expect(backoffs).toHaveLength(4);
-      const order = stateLines(agent, 'crasher', mark).filter((l) => ['starting', 'backoff', 'crash-looping'].includes(l.state!));
-      expect(order.map((l) => l.state)).toEqual(['starting', 'backoff', 'starting', 'backoff', 'starting', 'backoff', 'starting', 'backoff', 'starting', 'crash-looping']);
+      const order = stateLines(agent, 'crasher', mark).filter((l) =>
+        ['starting', 'backoff', 'crash-looping'].includes(l.state!),
+      );
+      expect(order.map((l) => l.state)).toEqual([
+        'starting',
+        'backoff',
+        'starting',
+        'backoff',
+        'starting',
+        'backoff',
+        'starting',
+        'backoff',
+        'starting',
+        'crash-looping',
+      ]);
       expect(new Set(starts.map((l) => l.pid)).size).toBe(5);
       const announced = backoffs.map((b) => {
         const m = /restart (\d+) in (\d+)ms/.exec(b.reason ?? '');
@@ -78,7 +98,10 @@ describe.concurrent('failures, end to end', { timeout: 90_000 }, () => {
         const base = Math.min(800, 100 * 2 ** i);
         if (i > 0) expect(a.ms, `delay ${a.n}`).toBeGreaterThanOrEqual(Math.floor(0.8 * base));
         expect(a.ms, `delay ${a.n}`).toBeLessThanOrEqual(Math.min(800, Math.ceil(1.2 * base)));
-        if (i > 0) expect(a.ms, `announced delays ${announced.map((x) => x.ms).join(', ')}`).toBeGreaterThan(announced[i - 1]!.ms);
+        if (i > 0)
+          expect(a.ms, `announced delays ${announced.map((x) => x.ms).join(', ')}`).toBeGreaterThan(
+            announced[i - 1]!.ms,
+          );
       });
       // The gaps grow with the backoff: each restart waits at least its own delay, counted from the exit (the delay
       // "counts from the exit", component-worker.ts), and the delays grow. Measured from the instances' own stamps: one
@@ -88,7 +111,10 @@ describe.concurrent('failures, end to end', { timeout: 90_000 }, () => {
       // agent's log lines either: its backoff line is written once the exit is recorded (a few store writes, up to
       // ~80 ms on a loaded machine), so from that line the next start comes sooner than the delay by as much (this
       // test failed so, with gaps 84, 158, 314, 641 ms for delays 100, 168, 374, 645 ms; issue 27).
-      const stamps = readFileSync(join(h.stateDir, 'components', 'crasher', 'logs', 'stdout.log'), 'utf8').trim().split('\n').map(Number);
+      const stamps = readFileSync(join(h.stateDir, 'components', 'crasher', 'logs', 'stdout.log'), 'utf8')
+        .trim()
+        .split('\n')
+        .map(Number);
       expect(stamps).toHaveLength(5);
       const gaps = stamps.slice(1).map((s, i) => s - stamps[i]!);
       const shown = `gaps ${gaps.join(', ')} ms (from an instance's stamp to the next one's) for delays ${announced.map((a) => a.ms).join(', ')} ms`;
@@ -107,9 +133,17 @@ describe.concurrent('failures, end to end', { timeout: 90_000 }, () => {
       const mark2 = agent.mark();
       fx.edit(fx.plan, /^/, '# a comment: a new revision that changes no component\n');
       const { plan, end } = await applied(agent, fx, mark2);
-      expect(plan).toMatchObject({ stop_order: [], start_order: [], no_touch: ['influxdb', 'crasher', 'api', 'telemetry', 'web'] }); // in start order: crasher is in layer 0
+      expect(plan).toMatchObject({
+        stop_order: [],
+        start_order: [],
+        no_touch: ['influxdb', 'crasher', 'api', 'telemetry', 'web'],
+      }); // in start order: crasher is in layer 0
       expect(end.msg).toMatch(/^apply failed: crasher \(crash-looping after 4 restarts/);
-      expect(h.history()[0]).toMatchObject({ revision: plan.revision, outcome: 'failure', failed: [{ name: 'crasher' }] });
+      expect(h.history()[0]).toMatchObject({
+        revision: plan.revision,
+        outcome: 'failure',
+        failed: [{ name: 'crasher' }],
+      });
       expect(h.history()[0]?.reconcile?.reasons.crasher).toMatch(/crash-looping/);
       expect(agent.lines(is.state('crasher', 'starting'), agent.logs.indexOf(looping))).toEqual([]);
       expect(h.component('crasher')?.state).toBe('crash-looping');
@@ -131,60 +165,82 @@ describe.concurrent('failures, end to end', { timeout: 90_000 }, () => {
     const [closed] = (await freePorts(1)) as [number];
     const nh = neverHealthy('never-healthy', closed);
     const budgetMs = 200 * nh.health!.failureThreshold;
-    await withStack({ signed: false, components: () => [nh, sleeper('dependent', [{ component: 'never-healthy', type: 'hard' }]), sleeper('lone')] }, async (fx, h) => {
-      const agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs });
-      const rev = await fx.revisionId();
-      const failed = await agent.waitForLog(is.msgIncludes('apply failed'), 15_000, 0, 'the failed apply');
-      expect(failed).toMatchObject({ revision: rev });
-      expect([...(failed.failed as string[])].sort()).toEqual(['dependent', 'never-healthy']);
+    await withStack(
+      {
+        signed: false,
+        components: () => [nh, sleeper('dependent', [{ component: 'never-healthy', type: 'hard' }]), sleeper('lone')],
+      },
+      async (fx, h) => {
+        const agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs });
+        const rev = await fx.revisionId();
+        const failed = await agent.waitForLog(is.msgIncludes('apply failed'), 15_000, 0, 'the failed apply');
+        expect(failed).toMatchObject({ revision: rev });
+        expect([...(failed.failed as string[])].sort()).toEqual(['dependent', 'never-healthy']);
 
-      // Given its whole budget (interval × failure_threshold), measured on the agent's own clock, then given up: the
-      // order of the lines, not an upper bound in milliseconds (a loaded machine stretches it; timings are bench/'s).
-      const started = agent.lines(is.state('never-healthy', 'starting'));
-      expect(started).toHaveLength(1);
-      const unhealthy = await agent.waitForLog(is.state('never-healthy', 'unhealthy'), 1_000, 0, 'never-healthy unhealthy');
-      expect(unhealthy.reason).toBe('not healthy within its start budget of 1s');
-      const took = unhealthy.t - started[0]!.t;
-      expect(took, `gave up after ${took} ms`).toBeGreaterThanOrEqual(budgetMs - 200);
-      expect(failed.t, 'the apply failed once the component was given up').toBeGreaterThanOrEqual(unhealthy.t);
+        // Given its whole budget (interval × failure_threshold), measured on the agent's own clock, then given up: the
+        // order of the lines, not an upper bound in milliseconds (a loaded machine stretches it; timings are bench/'s).
+        const started = agent.lines(is.state('never-healthy', 'starting'));
+        expect(started).toHaveLength(1);
+        const unhealthy = await agent.waitForLog(
+          is.state('never-healthy', 'unhealthy'),
+          1_000,
+          0,
+          'never-healthy unhealthy',
+        );
+        expect(unhealthy.reason).toBe('not healthy within its start budget of 1s');
+        const took = unhealthy.t - started[0]!.t;
+        expect(took, `gave up after ${took} ms`).toBeGreaterThanOrEqual(budgetMs - 200);
+        expect(failed.t, 'the apply failed once the component was given up').toBeGreaterThanOrEqual(unhealthy.t);
 
-      // Its dependent never started; the independent component did.
-      expect(stateLines(agent, 'dependent').map((l) => l.state)).toEqual(['stopped']);
-      expect(h.component('dependent')).toBeUndefined();
-      expect(h.processesOf('dependent')).toEqual([]);
-      expect(h.history()[0]).toMatchObject({
-        revision: rev,
-        outcome: 'failure',
-        failed: expect.arrayContaining([
-          { name: 'never-healthy', reason: 'not healthy within its start budget of 1s' },
-          { name: 'dependent', reason: 'not started: dependency never-healthy is not healthy' },
-        ]),
-      });
-      expect(h.component('lone')?.state).toBe('running');
-      expect(agent.lines(is.state('lone', 'running'))).toHaveLength(1);
-    });
+        // Its dependent never started; the independent component did.
+        expect(stateLines(agent, 'dependent').map((l) => l.state)).toEqual(['stopped']);
+        expect(h.component('dependent')).toBeUndefined();
+        expect(h.processesOf('dependent')).toEqual([]);
+        expect(h.history()[0]).toMatchObject({
+          revision: rev,
+          outcome: 'failure',
+          failed: expect.arrayContaining([
+            { name: 'never-healthy', reason: 'not healthy within its start budget of 1s' },
+            { name: 'dependent', reason: 'not started: dependency never-healthy is not healthy' },
+          ]),
+        });
+        expect(h.component('lone')?.state).toBe('running');
+        expect(agent.lines(is.state('lone', 'running'))).toHaveLength(1);
+      },
+    );
   });
 
   it('a stop during an apply does not wait out the start budget: the apply is left unfinished, not reported as failure, and the agent exits', async () => {
     const [closed] = (await freePorts(1)) as [number];
     // A start budget of 10 minutes: an agent that waited it out would outlive the test by far.
-    const slow = { ...neverHealthy('slow', closed), health: { check: `http://127.0.0.1:${closed}/never`, interval: '1s', timeout: '500ms', failureThreshold: 600 } };
-    await withStack({ signed: false, components: () => [sleeper('lone'), slow, sleeper('after', [{ component: 'slow', type: 'hard' }])] }, async (fx, h) => {
-      const agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args: ['--stop-on-exit'] });
-      await agent.waitForLog(is.state('slow', 'starting'), 15_000, 0, 'slow starting');
-      const rev = await fx.revisionId();
-      const exit = await agent.stop(20_000);
-      expect(exit.code).toBe(0);
-      // Interrupted is no outcome (SPEC §5): the row stays unfinished until the next start finishes it with the true one.
-      expect(agent.lines(is.msgIncludes('apply failed'))).toEqual([]);
-      expect(agent.lines((l) => l.revision === rev && typeof l.msg === 'string' && l.msg.startsWith('apply interrupted'))).toHaveLength(1);
-      expect(h.history()[0]).toMatchObject({ revision: rev });
-      expect(h.history()[0]?.finishedAt).toBeUndefined();
-      expect(h.history()[0]?.outcome).toBeUndefined();
-      // Nothing was started after the stop began, and --stop-on-exit left nothing running.
-      expect(agent.lines(is.state('after', 'starting'))).toEqual([]);
-      for (const name of ['lone', 'slow', 'after']) expect(h.processesOf(name), name).toEqual([]);
-    });
+    const slow = {
+      ...neverHealthy('slow', closed),
+      health: { check: `http://127.0.0.1:${closed}/never`, interval: '1s', timeout: '500ms', failureThreshold: 600 },
+    };
+    await withStack(
+      {
+        signed: false,
+        components: () => [sleeper('lone'), slow, sleeper('after', [{ component: 'slow', type: 'hard' }])],
+      },
+      async (fx, h) => {
+        const agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args: ['--stop-on-exit'] });
+        await agent.waitForLog(is.state('slow', 'starting'), 15_000, 0, 'slow starting');
+        const rev = await fx.revisionId();
+        const exit = await agent.stop(20_000);
+        expect(exit.code).toBe(0);
+        // Interrupted is no outcome (SPEC §5): the row stays unfinished until the next start finishes it with the true one.
+        expect(agent.lines(is.msgIncludes('apply failed'))).toEqual([]);
+        expect(
+          agent.lines((l) => l.revision === rev && typeof l.msg === 'string' && l.msg.startsWith('apply interrupted')),
+        ).toHaveLength(1);
+        expect(h.history()[0]).toMatchObject({ revision: rev });
+        expect(h.history()[0]?.finishedAt).toBeUndefined();
+        expect(h.history()[0]?.outcome).toBeUndefined();
+        // Nothing was started after the stop began, and --stop-on-exit left nothing running.
+        expect(agent.lines(is.state('after', 'starting'))).toEqual([]);
+        for (const name of ['lone', 'slow', 'after']) expect(h.processesOf(name), name).toEqual([]);
+      },
+    );
   });
 
   it('with a trusted key: an unsigned edit is refused, a re-signed one applied, an invalid signed one refused; refusals stop nothing', async () => {
@@ -207,7 +263,11 @@ describe.concurrent('failures, end to end', { timeout: 90_000 }, () => {
       mark = agent.mark();
       await fx.sign();
       const bump = await applied(agent, fx, mark);
-      expect(bump.plan).toMatchObject({ stop_order: ['web', 'api'], start_order: ['api', 'web'], no_touch: ['influxdb', 'telemetry'] });
+      expect(bump.plan).toMatchObject({
+        stop_order: ['web', 'api'],
+        start_order: ['api', 'web'],
+        no_touch: ['influxdb', 'telemetry'],
+      });
       expect(bump.end.msg).toBe('all components running');
       expect(h.component('api')?.version).toBe('1.5.0');
       const second = h.pidsOf();
@@ -222,8 +282,13 @@ describe.concurrent('failures, end to end', { timeout: 90_000 }, () => {
       await fx.sign();
       const invalid = await refused(agent, fx, mark);
       expect(invalid.reason).toMatch(/^invalid: /);
-      const diagnostics = agent.lines((l) => l.revision === invalid.revision && l.level >= 50 && l.code !== undefined, mark);
-      expect(diagnostics.map((l) => l.msg).join('\n')).toMatch(/recipes\/telemetry\.toml.*lifecycle\.run\.health\.interval/);
+      const diagnostics = agent.lines(
+        (l) => l.revision === invalid.revision && l.level >= 50 && l.code !== undefined,
+        mark,
+      );
+      expect(diagnostics.map((l) => l.msg).join('\n')).toMatch(
+        /recipes\/telemetry\.toml.*lifecycle\.run\.health\.interval/,
+      );
       expect(h.history()[0]).toMatchObject({ revision: invalid.revision, outcome: 'rejected' });
       expect(agent.lines((l) => l.state !== undefined || l.msg === 'reconcile plan', mark)).toEqual([]);
       expect(h.pidsOf()).toEqual(second);
@@ -240,7 +305,8 @@ describe.concurrent('failures, end to end', { timeout: 90_000 }, () => {
     await withStack({ signed: false, components: () => [forker(), stubborn, sleeper('lone')] }, async (fx, h) => {
       const agent = await startConverged(h, fx, ['--grace', '500ms']);
       const pids = h.pidsOf();
-      const group = (leader: number) => listProcesses().filter((p) => (p.pgrp === leader || p.session === leader) && p.state !== 'Z');
+      const group = (leader: number) =>
+        listProcesses().filter((p) => (p.pgrp === leader || p.session === leader) && p.state !== 'Z');
       for (const name of ['forker', 'stubborn-forker']) {
         const members = group(pids[name]!);
         expect(members.length, `${name}'s group has its child and the background grandchild`).toBeGreaterThanOrEqual(2);
@@ -319,7 +385,12 @@ describe.concurrent('failures, end to end', { timeout: 90_000 }, () => {
       const pid = h.pidsOf().flaky!;
       const mark = agent.mark();
       process.kill(pid, 'SIGKILL');
-      const next = await agent.waitForLog((l) => l.component === 'flaky' && l.state !== undefined, 5_000, mark, 'what follows the kill');
+      const next = await agent.waitForLog(
+        (l) => l.component === 'flaky' && l.state !== undefined,
+        5_000,
+        mark,
+        'what follows the kill',
+      );
       expect(next, `${next.state}: ${next.reason}`).toMatchObject({ state: 'backoff' });
       await agent.waitForLog(is.state('flaky', 'running'), 5_000, mark, 'flaky running again');
       expect(h.pidsOf().flaky).not.toBe(pid);

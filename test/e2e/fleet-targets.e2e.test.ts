@@ -16,7 +16,8 @@ import { GIT_ENV } from '../support/git-env.js';
 import { sleeper, stackFixture, type StackFixture } from '../support/stack-fixture.js';
 
 const run = promisify(execFile);
-const git = async (cwd: string, ...args: string[]) => (await run('git', ['-C', cwd, ...args], { env: GIT_ENV })).stdout.trim();
+const git = async (cwd: string, ...args: string[]) =>
+  (await run('git', ['-C', cwd, ...args], { env: GIT_ENV })).stdout.trim();
 
 let fx: StackFixture;
 const harness = new Map<string, AgentHarness>();
@@ -44,7 +45,18 @@ function start(device: string, labels: string[], extra: string[] = []): AgentPro
     repo: fx.dir,
     plan: undefined,
     trustArgs: fx.trustArgs,
-    args: ['--ref', 'main', '--poll', '1s', '--device', device, ...labels.flatMap((l) => ['--label', l]), '--status', 'git-notes', ...extra],
+    args: [
+      '--ref',
+      'main',
+      '--poll',
+      '1s',
+      '--device',
+      device,
+      ...labels.flatMap((l) => ['--label', l]),
+      '--status',
+      'git-notes',
+      ...extra,
+    ],
   });
   agents.set(device, agent);
   return agent;
@@ -52,12 +64,17 @@ function start(device: string, labels: string[], extra: string[] = []): AgentPro
 
 const h = (device: string) => harness.get(device)!;
 const running = (device: string) => Object.keys(h(device).pidsOf()).sort();
-const lineOf = async (commitId: string, device: string) => (await readStatusNotes(join(fx.dir, '.git'), commitId)).find((l) => l.context === `keystone/${device}`);
+const lineOf = async (commitId: string, device: string) =>
+  (await readStatusNotes(join(fx.dir, '.git'), commitId)).find((l) => l.context === `keystone/${device}`);
 const reported = (commitId: string, device: string, state: string) =>
-  until(async () => {
-    const l = await lineOf(commitId, device);
-    return l?.state === state ? l : undefined;
-  }, 30_000, `${device}'s ${state} note on ${commitId.slice(0, 8)}`);
+  until(
+    async () => {
+      const l = await lineOf(commitId, device);
+      return l?.state === state ? l : undefined;
+    },
+    30_000,
+    `${device}'s ${state} note on ${commitId.slice(0, 8)}`,
+  );
 
 const fleetFile = (rest: string, gwDevices = '') => `[[targets]]
 name = "gw"
@@ -96,12 +113,19 @@ describe('a fleet of three devices on two targets', { timeout: 180_000 }, () => 
     expect(running('d3')).toEqual(['b']);
     expect(h('d1').appliedRevision()).toMatchObject({ id: first, target: 'gw', planFile: 'plans/a.toml' });
     expect(h('d3').appliedRevision()).toMatchObject({ id: first, target: 'rest', planFile: 'plans/b.toml' });
-    expect(agents.get('d1')!.lines((l) => l.msg === 'fleet target')[0]).toMatchObject({ device: 'd1', target: 'gw', plan: 'plans/a.toml' });
+    expect(agents.get('d1')!.lines((l) => l.msg === 'fleet target')[0]).toMatchObject({
+      device: 'd1',
+      target: 'gw',
+      plan: 'plans/a.toml',
+    });
     for (const d of ['d1', 'd2', 'd3']) pids.set(d, h(d).pidsOf());
   });
 
   it('the fleet file moves d2 to gw (a reconcile from b to a) and leaves d3 without a target (it keeps b, reports error)', async () => {
-    const second = await commit(fleetFile('{ role = "sensor" }', 'devices = ["d2"]\n'), 'd2 to gw; rest only for sensors');
+    const second = await commit(
+      fleetFile('{ role = "sensor" }', 'devices = ["d2"]\n'),
+      'd2 to gw; rest only for sensors',
+    );
     const d2 = await reported(second, 'd2', 'success');
     expect(d2.fields.target).toBe('gw');
     await until(() => running('d2').join() === 'a' || undefined, 20_000, 'd2 to run a only');
@@ -119,15 +143,27 @@ describe('a fleet of three devices on two targets', { timeout: 180_000 }, () => 
     const head = await git(fx.dir, 'rev-parse', 'HEAD');
     await agents.get('d1')!.stop();
     const agent = start('d1', ['role=sensor']);
-    await until(() => agent.lines((l) => l.msg === 'fleet target' && l.target === 'rest').length > 0 || undefined, 30_000, 'd1 to take target rest');
+    await until(
+      () => agent.lines((l) => l.msg === 'fleet target' && l.target === 'rest').length > 0 || undefined,
+      30_000,
+      'd1 to take target rest',
+    );
     // Its labels changed since the last apply: it looked at once, not at its place in the poll interval.
-    expect(agent.lines((l) => typeof l.msg === 'string' && l.msg.includes('labels or --plan changed since the last apply'))).toHaveLength(1);
-    expect(agent.lines((l) => typeof l.msg === 'string' && l.msg.startsWith('first look at the Git source in'))).toEqual([]);
+    expect(
+      agent.lines((l) => typeof l.msg === 'string' && l.msg.includes('labels or --plan changed since the last apply')),
+    ).toHaveLength(1);
+    expect(
+      agent.lines((l) => typeof l.msg === 'string' && l.msg.startsWith('first look at the Git source in')),
+    ).toEqual([]);
     await until(() => running('d1').join() === 'b' || undefined, 30_000, 'd1 to run b only');
-    await until(async () => {
-      const l = await lineOf(head, 'd1');
-      return (l?.state === 'success' && l.fields.target === 'rest') || undefined;
-    }, 30_000, "d1's success report with target rest");
+    await until(
+      async () => {
+        const l = await lineOf(head, 'd1');
+        return (l?.state === 'success' && l.fields.target === 'rest') || undefined;
+      },
+      30_000,
+      "d1's success report with target rest",
+    );
     for (const d of ['d1', 'd2', 'd3']) pids.set(d, h(d).pidsOf());
   });
 
@@ -135,7 +171,10 @@ describe('a fleet of three devices on two targets', { timeout: 180_000 }, () => 
     const head = await git(fx.dir, 'rev-parse', 'HEAD');
     const r = await runCtl(['fleet', 'status', '--repo', fx.dir, '--json'], fx.dir);
     expect(r.code, r.stderr).toBe(0);
-    const view = JSON.parse(r.stdout) as { commit: string; targets: Array<{ name: string; success: number; error: number; members: string[] }> };
+    const view = JSON.parse(r.stdout) as {
+      commit: string;
+      targets: Array<{ name: string; success: number; error: number; members: string[] }>;
+    };
     expect(view.commit).toBe(head);
     const t = Object.fromEntries(view.targets.map((x) => [x.name, x]));
     expect(t.gw).toMatchObject({ success: 1, members: ['d2'] });
@@ -149,14 +188,22 @@ describe('a fleet of three devices on two targets', { timeout: 180_000 }, () => 
     const reports = join(fx.dir, '..', `${basename(fx.dir)}-reports.git`);
     await run('git', ['init', '--quiet', '--bare', reports]);
     start('d4', ['role=gateway'], ['--status-repo', reports]);
-    await until(async () => (await readStatusNotes(reports, head)).find((l) => l.context === 'keystone/d4' && l.state === 'success'), 30_000, "d4's report in the reports repository");
+    await until(
+      async () =>
+        (await readStatusNotes(reports, head)).find((l) => l.context === 'keystone/d4' && l.state === 'success'),
+      30_000,
+      "d4's report in the reports repository",
+    );
     expect(await lineOf(head, 'd4')).toBeUndefined();
     await agents.get('d4')!.stop();
     rmSync(reports, { recursive: true, force: true });
   });
 
   it('an invalid fleet file is refused by every device, and nothing that runs is touched', async () => {
-    const bad = await commit(fleetFile('{ role = "sensor" }').replace('name = "rest"', 'name = "gw"'), 'two targets named gw');
+    const bad = await commit(
+      fleetFile('{ role = "sensor" }').replace('name = "rest"', 'name = "gw"'),
+      'two targets named gw',
+    );
     for (const d of ['d1', 'd2', 'd3']) {
       const l = await reported(bad, d, 'error');
       expect(l.description).toContain('fleet.toml:7: targets[1].name: target "gw" is declared twice');

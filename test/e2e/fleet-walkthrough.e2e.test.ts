@@ -28,7 +28,10 @@ describe('the fleet walkthrough', { timeout: 240_000 }, () => {
       // What the script printed, and the devices' last log lines: the failure must say where it stopped.
       const logs = ['gw-1', 'sensor-1', 'sensor-2'].map((d) => {
         try {
-          return `--- ${d}.log\n${readFileSync(join(work, 'w', `${d}.log`), 'utf8').split('\n').slice(-8).join('\n')}`;
+          return `--- ${d}.log\n${readFileSync(join(work, 'w', `${d}.log`), 'utf8')
+            .split('\n')
+            .slice(-8)
+            .join('\n')}`;
         } catch {
           return `--- ${d}.log: none`;
         }
@@ -38,7 +41,8 @@ describe('the fleet walkthrough', { timeout: 240_000 }, () => {
     const [, , , first, dry, last] = stdout.split(/^== .*$/m);
     expect(first).toMatch(/^gateways\s+plans\/gateway\.toml\s+1\s+1\s/m);
     expect(first).toMatch(/^sensors\s+plans\/sensor\.toml\s+2\s+2\s/m);
-    for (const d of ['gw-1', 'sensor-1', 'sensor-2']) expect(first).toMatch(new RegExp(`^${d}\\s+(gateways|sensors)\\s+success`, 'm'));
+    for (const d of ['gw-1', 'sensor-1', 'sensor-2'])
+      expect(first).toMatch(new RegExp(`^${d}\\s+(gateways|sensors)\\s+success`, 'm'));
     // Both targets restart the heartbeat; only the gateway's uplink is untouched.
     expect(dry).toContain('gateways');
     expect(dry).toContain('sensors');

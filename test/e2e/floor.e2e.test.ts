@@ -16,18 +16,29 @@ const YEAR_2100 = 4_102_444_800;
 async function keystone(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
-  const io: CliIo = { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) }, cwd: '/', env: {} };
+  const io: CliIo = {
+    stdout: { write: (s: string) => (stdout += s) },
+    stderr: { write: (s: string) => (stderr += s) },
+    cwd: '/',
+    env: {},
+  };
   const code = await main(args, io, { once: () => {} });
   return { code, stdout, stderr };
 }
 
 async function refusal(agent: AgentProcess, fx: StackFixture): Promise<string> {
   const rev = await fx.revisionId();
-  const line = await agent.waitForLog(is.revision(rev, 'revision refused; still running the previous one'), 20_000, 0, `the refusal of ${rev}`);
+  const line = await agent.waitForLog(
+    is.revision(rev, 'revision refused; still running the previous one'),
+    20_000,
+    0,
+    `the refusal of ${rev}`,
+  );
   return String(line.reason);
 }
 
-const signedAtOf = (fx: StackFixture) => Number(/timestamp:(\d+)/.exec(readFileSync(join(fx.dir, 'SHA256SUMS.minisig'), 'utf8'))![1]);
+const signedAtOf = (fx: StackFixture) =>
+  Number(/timestamp:(\d+)/.exec(readFileSync(join(fx.dir, 'SHA256SUMS.minisig'), 'utf8'))![1]);
 const floorOf = (stateDir: string) => {
   const s = openStateStore(stateDir);
   try {
@@ -53,7 +64,14 @@ describe('a signature from the future, end to end', { timeout: 120_000 }, () => 
 
       // 2. The state an agent without that check left behind: it applied the 2100 revision.
       const s = openStateStore(h.stateDir);
-      s.setAppliedRevision({ id: 'dir:from-2100', source: fx.dir, planFile: fx.plan, signedAt: YEAR_2100, unsigned: false, appliedAt: Date.now() });
+      s.setAppliedRevision({
+        id: 'dir:from-2100',
+        source: fx.dir,
+        planFile: fx.plan,
+        signedAt: YEAR_2100,
+        unsigned: false,
+        appliedAt: Date.now(),
+      });
       s.close();
       await fx.sign();
       agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs });

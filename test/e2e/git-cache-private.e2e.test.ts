@@ -20,7 +20,10 @@ const SECRET = 'configuration-value-only-the-agent-may-read';
 
 /** `cmd` run as nobody:nogroup with no supplementary groups: its exit code and output. */
 function asNobody(cmd: string[]): { code: number; out: string } {
-  const r = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', ...cmd], { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: '/tmp' } });
+  const r = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', ...cmd], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH, HOME: '/tmp' },
+  });
   return { code: r.status ?? -1, out: `${r.stdout}${r.stderr}` };
 }
 
@@ -40,53 +43,61 @@ function openToOthers(dir: string): string[] {
 function cacheOf(stateDir: string): { gitdir: string; pack: string } {
   const base = join(stateDir, 'git');
   const key = readdirSync(base)[0]!;
-  const gen = readdirSync(join(base, key)).filter((g) => /^gen-\d+$/.test(g)).sort().at(-1)!;
+  const gen = readdirSync(join(base, key))
+    .filter((g) => /^gen-\d+$/.test(g))
+    .sort()
+    .at(-1)!;
   const gitdir = join(base, key, gen);
   const pack = readdirSync(join(gitdir, 'objects', 'pack')).find((f) => f.endsWith('.pack'))!;
   return { gitdir, pack: join(gitdir, 'objects', 'pack', pack) };
 }
 
 describe('the Git cache under the state directory', { timeout: 120_000 }, () => {
-  it.skipIf(root.skip)(root.title("is the agent's user's alone: nobody reads a plan's configuration there, and an older agent's open cache is closed at start"), async () => {
-    await withGitWorld([{ ...sleeper('a'), config: { token: SECRET } }], async (w) => {
-      const first = await w.push('first');
-      let agent = w.start();
-      await until(() => w.h.appliedRevision()?.id === first || undefined, 60_000, 'the first commit applied');
-      await w.noteSays(first, 'success');
-      const { gitdir, pack } = cacheOf(w.h.stateDir);
-      const show = ['git', '-c', 'safe.directory=*', '--git-dir', gitdir, 'show', `${first}:recipes/a.toml`];
-      // As root the cache holds the value (what nobody must not read).
-      expect(execFileSync(show[0]!, show.slice(1), { encoding: 'utf8' })).toContain(SECRET);
+  it.skipIf(root.skip)(
+    root.title(
+      "is the agent's user's alone: nobody reads a plan's configuration there, and an older agent's open cache is closed at start",
+    ),
+    async () => {
+      await withGitWorld([{ ...sleeper('a'), config: { token: SECRET } }], async (w) => {
+        const first = await w.push('first');
+        let agent = w.start();
+        await until(() => w.h.appliedRevision()?.id === first || undefined, 60_000, 'the first commit applied');
+        await w.noteSays(first, 'success');
+        const { gitdir, pack } = cacheOf(w.h.stateDir);
+        const show = ['git', '-c', 'safe.directory=*', '--git-dir', gitdir, 'show', `${first}:recipes/a.toml`];
+        // As root the cache holds the value (what nobody must not read).
+        expect(execFileSync(show[0]!, show.slice(1), { encoding: 'utf8' })).toContain(SECRET);
 
-      expect(openToOthers(join(w.h.stateDir, 'git'))).toEqual([]);
-      expect(lstatSync(join(w.h.stateDir, 'notes.git')).mode & 0o777).toBe(0o700);
-      expect(asNobody(['ls', join(w.h.stateDir, 'notes.git')]).code).not.toBe(0);
-      // The way there is open (the state directory is 0711): what stops nobody is the cache's own modes.
-      expect(asNobody(['stat', join(w.h.stateDir, 'git')]).code).toBe(0);
-      expect(asNobody(['cat', pack]).code).not.toBe(0);
-      const refused = asNobody(show);
-      expect(refused.code).not.toBe(0);
-      expect(refused.out).not.toContain(SECRET);
+        expect(openToOthers(join(w.h.stateDir, 'git'))).toEqual([]);
+        expect(lstatSync(join(w.h.stateDir, 'notes.git')).mode & 0o777).toBe(0o700);
+        expect(asNobody(['ls', join(w.h.stateDir, 'notes.git')]).code).not.toBe(0);
+        // The way there is open (the state directory is 0711): what stops nobody is the cache's own modes.
+        expect(asNobody(['stat', join(w.h.stateDir, 'git')]).code).toBe(0);
+        expect(asNobody(['cat', pack]).code).not.toBe(0);
+        const refused = asNobody(show);
+        expect(refused.code).not.toBe(0);
+        expect(refused.out).not.toContain(SECRET);
 
-      // As an older agent left it: directories 0755, files 0644. Then nobody reads the configuration.
-      await agent.stop();
-      execFileSync('chmod', ['-R', 'go+rX', join(w.h.stateDir, 'git'), join(w.h.stateDir, 'notes.git')]);
-      expect(asNobody(show)).toMatchObject({ code: 0, out: expect.stringContaining(SECRET) });
+        // As an older agent left it: directories 0755, files 0644. Then nobody reads the configuration.
+        await agent.stop();
+        execFileSync('chmod', ['-R', 'go+rX', join(w.h.stateDir, 'git'), join(w.h.stateDir, 'notes.git')]);
+        expect(asNobody(show)).toMatchObject({ code: 0, out: expect.stringContaining(SECRET) });
 
-      // The next start closes it before it looks at anything.
-      agent = w.start();
-      await agent.waitForLog(is.msg('agent started'), 30_000);
-      for (const dir of ['git', 'notes.git']) expect(openToOthers(join(w.h.stateDir, dir))).toEqual([]);
-      expect(asNobody(['cat', pack]).code).not.toBe(0);
-      expect(asNobody(show).code).not.toBe(0);
-      // And what it writes from then on is private as it is written.
-      w.fx.bumpVersion('a', '2.0.0');
-      const second = await w.push('second');
-      await until(() => w.h.appliedRevision()?.id === second || undefined, 60_000, 'the second commit applied');
-      await w.noteSays(second, 'success');
-      expect(openToOthers(join(w.h.stateDir, 'git'))).toEqual([]);
-      expect(lstatSync(join(w.h.stateDir, 'notes.git')).mode & 0o777).toBe(0o700);
-      expect(asNobody(show).code).not.toBe(0);
-    });
-  });
+        // The next start closes it before it looks at anything.
+        agent = w.start();
+        await agent.waitForLog(is.msg('agent started'), 30_000);
+        for (const dir of ['git', 'notes.git']) expect(openToOthers(join(w.h.stateDir, dir))).toEqual([]);
+        expect(asNobody(['cat', pack]).code).not.toBe(0);
+        expect(asNobody(show).code).not.toBe(0);
+        // And what it writes from then on is private as it is written.
+        w.fx.bumpVersion('a', '2.0.0');
+        const second = await w.push('second');
+        await until(() => w.h.appliedRevision()?.id === second || undefined, 60_000, 'the second commit applied');
+        await w.noteSays(second, 'success');
+        expect(openToOthers(join(w.h.stateDir, 'git'))).toEqual([]);
+        expect(lstatSync(join(w.h.stateDir, 'notes.git')).mode & 0o777).toBe(0o700);
+        expect(asNobody(show).code).not.toBe(0);
+      });
+    },
+  );
 });

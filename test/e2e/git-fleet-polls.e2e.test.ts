@@ -15,7 +15,8 @@ import { GIT_ENV } from '../support/git-env.js';
 import { fourStack, freePorts, stackFixture, type StackFixture } from '../support/stack-fixture.js';
 
 const run = promisify(execFile);
-const git = async (cwd: string, ...args: string[]) => (await run('git', ['-C', cwd, ...args], { env: GIT_ENV })).stdout.trim();
+const git = async (cwd: string, ...args: string[]) =>
+  (await run('git', ['-C', cwd, ...args], { env: GIT_ENV })).stdout.trim();
 const DEVICE = 'edge-7';
 const POLL_MS = 3_600_000;
 
@@ -71,7 +72,12 @@ describe('an agent following main on a server whose HEAD is master', { timeout: 
     fx.spec('influxdb').version = '2.7.6';
     const second = await commitAndPush(bare, 'two');
     agent = start(port);
-    const said = await agent.waitForLog(is.msgIncludes('first look at the Git source in'), 20_000, 0, 'the first-look line');
+    const said = await agent.waitForLog(
+      is.msgIncludes('first look at the Git source in'),
+      20_000,
+      0,
+      'the first-look line',
+    );
     // random is Math.random in the agent: the delay is the device's offset plus up to 10% of the interval.
     const offset = firstLookDelayMs({ device: DEVICE, pollMs: POLL_MS, running: true }, () => 0);
     expect(said.first_look_in_ms).toBeGreaterThanOrEqual(offset - 1000);
@@ -81,7 +87,10 @@ describe('an agent following main on a server whose HEAD is master', { timeout: 
 
     const mark = agent.mark();
     const token = readFileSync(join(h.stateDir, 'api-token'), 'utf8').trim();
-    const r = await fetch(`http://127.0.0.1:${port}/v1/sync`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+    const r = await fetch(`http://127.0.0.1:${port}/v1/sync`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}` },
+    });
     expect(r.status).toBe(202);
     await agent.waitForLog(is.applyEnd, 30_000, mark, 'the apply of the second commit');
     expect(h.appliedRevision()?.id).toBe(second);

@@ -25,7 +25,13 @@ describe('a new identity in place', { timeout: 60_000 }, () => {
     fx = await stackFixture({ components: () => [sleeper('a')] });
     h = new AgentHarness();
     const before = await keystoneIdentity(h.stateDir, 'gw-1');
-    const start = () => h!.start({ dir: fx!.dir, plan: fx!.plan, trustArgs: fx!.trustArgs, args: ['--device', 'gw-1', '--stop-on-exit'] });
+    const start = () =>
+      h!.start({
+        dir: fx!.dir,
+        plan: fx!.plan,
+        trustArgs: fx!.trustArgs,
+        args: ['--device', 'gw-1', '--stop-on-exit'],
+      });
     const marker = join(h.stateDir, 'device.json');
 
     renameSync(join(h.stateDir, 'identity'), join(h.stateDir, 'identity.lost'));
@@ -36,7 +42,12 @@ describe('a new identity in place', { timeout: 60_000 }, () => {
 
     renameSync(marker, `${marker}.old`);
     const ok = start();
-    const created = await ok.waitForLog((l) => String(l.msg).startsWith('created the device identity'), 15_000, 0, 'a new identity');
+    const created = await ok.waitForLog(
+      (l) => String(l.msg).startsWith('created the device identity'),
+      15_000,
+      0,
+      'a new identity',
+    );
     expect(created.report_key).not.toBe(before.reportKey);
     expect((await keystoneIdentity(h.stateDir, 'gw-1')).reportKey).toBe(created.report_key);
     await ok.waitForLog((l) => l.msg === 'all components running', 30_000, 0, 'the stack to run');

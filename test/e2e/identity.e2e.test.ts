@@ -9,7 +9,8 @@ import { is, type AgentHarness, type AgentProcess } from '../support/agent-harne
 import { sleeper, type StackFixture } from '../support/stack-fixture.js';
 import { withStack } from '../support/with-stack.js';
 
-const withAgents = (body: (fx: StackFixture, h: AgentHarness) => Promise<void>) => withStack({ components: () => [sleeper('db')] }, body);
+const withAgents = (body: (fx: StackFixture, h: AgentHarness) => Promise<void>) =>
+  withStack({ components: () => [sleeper('db')] }, body);
 const start = (h: AgentHarness, fx: StackFixture) => h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs });
 const mode = (p: string) => (statSync(p).mode & 0o777).toString(8);
 
@@ -30,7 +31,11 @@ describe.concurrent("the device's keys at the agent's start", { timeout: 90_000 
       expect(mode(paths.dir)).toBe('700');
       expect(mode(paths.reportKey)).toBe('600');
       expect(mode(paths.ageKey)).toBe('600');
-      expect(made).toMatchObject({ path: paths.dir, report_key: readFileSync(paths.reportPub, 'utf8').split('\n')[1], age_recipient: expect.stringMatching(/^age1/) });
+      expect(made).toMatchObject({
+        path: paths.dir,
+        report_key: readFileSync(paths.reportPub, 'utf8').split('\n')[1],
+        age_recipient: expect.stringMatching(/^age1/),
+      });
       expect((await first.stop()).code).toBe(0);
       // Nothing secret in the log.
       const secret = readFileSync(paths.ageKey, 'utf8').split('\n')[2]!;
@@ -60,7 +65,9 @@ describe.concurrent("the device's keys at the agent's start", { timeout: 90_000 
       const refused = start(h, fx);
       expect((await refused.waitForExit()).code).toBe(2);
       const line = oneLine(refused);
-      expect(line).toContain(`keystone agent: refused: ${paths.reportKey} can be read or written by other users (mode 0644)`);
+      expect(line).toContain(
+        `keystone agent: refused: ${paths.reportKey} can be read or written by other users (mode 0644)`,
+      );
       expect(line).toContain(`chmod 600 ${paths.reportKey}`);
       expect(line).toContain('[KS_IDENTITY_UNSAFE]');
       // Nothing adopted, stopped or applied: the component runs on as the first agent left it.

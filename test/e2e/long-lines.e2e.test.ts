@@ -26,7 +26,8 @@ const CUT_LINE = MAX_LINE_BYTES + 64;
 const TAIL = 'tail-marker-7f3a';
 
 /** The agent's peak resident memory in MiB since the last reset. */
-const peakMiB = (pid: number) => Number(/^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+const peakMiB = (pid: number) =>
+  Number(/^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 /** Resets the peak to what is resident now (`5` to clear_refs), so the next reading is this act's peak. */
 function resetPeak(pid: number): number {
   writeFileSync(`/proc/${pid}/clear_refs`, '5');
@@ -36,7 +37,12 @@ function resetPeak(pid: number): number {
 /** Starts the agent with its API and waits for the end of its first apply. */
 async function startListening(fx: StackFixture, h: AgentHarness): Promise<{ agent: AgentProcess; port: number }> {
   const [port] = (await freePorts(1)) as [number];
-  const agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args: ['--listen', `127.0.0.1:${port}`] });
+  const agent = h.start({
+    dir: fx.dir,
+    plan: fx.plan,
+    trustArgs: fx.trustArgs,
+    args: ['--listen', `127.0.0.1:${port}`],
+  });
   const end = await agent.waitForLog(is.applyEnd, 30_000, 0, 'the first apply');
   expect(end.msg, agent.tail()).toBe('all components running');
   await agent.waitForLog(is.msg('HTTP API listening'), 15_000, 0, 'the HTTP API');
@@ -75,7 +81,13 @@ describe('lines without a newline', { timeout: 180_000 }, () => {
       const { agent, port } = await startListening(fx, h);
       const before = resetPeak(agent.pid);
       const mark = agent.mark();
-      fx.add({ name: 'bigline', version: '1.0.0', command: 'sleep', args: ['1000'], install: `head -c ${LINE} /dev/zero | tr '\\0' x >&2; echo ' ${TAIL}' >&2; exit 3` });
+      fx.add({
+        name: 'bigline',
+        version: '1.0.0',
+        command: 'sleep',
+        args: ['1000'],
+        install: `head -c ${LINE} /dev/zero | tr '\\0' x >&2; echo ' ${TAIL}' >&2; exit 3`,
+      });
       // Read from the store, not the log: a log line of the whole stderr would take this process minutes to parse.
       await until(() => h.history()[0]?.outcome === 'failure', 90_000, 'the failed apply in the history');
       // The script did write the line: the log file holds it whole.
@@ -83,10 +95,17 @@ describe('lines without a newline', { timeout: 180_000 }, () => {
       const grown = peakMiB(agent.pid) - before;
       expect(grown, `the agent's peak grew by ${grown.toFixed(0)} MiB`).toBeLessThan(GROWTH_MIB);
       await answersAtOnce(port);
-      const failed = await agent.waitForLog(is.msgIncludes('apply failed'), 10_000, mark, 'the failed apply in the log');
+      const failed = await agent.waitForLog(
+        is.msgIncludes('apply failed'),
+        10_000,
+        mark,
+        'the failed apply in the log',
+      );
 
       // What it keeps: the reason cut, ending with the line's tail, in the store and in the log.
-      const cut = new RegExp(`^install failed: install script of bigline exited with 3: … \\[cut: at least \\d+ bytes\\] x+ ${TAIL}$`);
+      const cut = new RegExp(
+        `^install failed: install script of bigline exited with 3: … \\[cut: at least \\d+ bytes\\] x+ ${TAIL}$`,
+      );
       const reason = h.component('bigline')?.reason ?? '';
       expect(Buffer.byteLength(reason)).toBeLessThanOrEqual(MAX_LINE_BYTES);
       expect(reason).toMatch(cut);
@@ -95,7 +114,8 @@ describe('lines without a newline', { timeout: 180_000 }, () => {
       expect(row.failed[0]!.reason).toMatch(cut);
       expect(Buffer.byteLength(row.summary ?? '')).toBeLessThanOrEqual(MAX_LINE_BYTES);
       expect(failed.msg!.endsWith(`${TAIL})`)).toBe(true);
-      for (const l of agent.lines(() => true, mark)) expect(JSON.stringify(l).length, `a log line of ${l.msg}`).toBeLessThan(4 * MAX_LINE_BYTES);
+      for (const l of agent.lines(() => true, mark))
+        expect(JSON.stringify(l).length, `a log line of ${l.msg}`).toBeLessThan(4 * MAX_LINE_BYTES);
       const db = [STATE_DB_FILE, `${STATE_DB_FILE}-wal`].map((f) => join(h.stateDir, f)).filter(existsSync);
       const dbBytes = db.reduce((n, f) => n + statSync(f).size, 0);
       expect(dbBytes, 'state.db and its WAL').toBeLessThan(4 * 1024 * 1024);
@@ -131,7 +151,9 @@ describe('lines without a newline', { timeout: 180_000 }, () => {
         writeFileSync(join(h.workDir('progress'), 'go'), '');
         const lines = await until(
           () => {
-            const got = follow.messages.filter((m) => m.event === 'line').map((m) => (JSON.parse(m.data) as { text: string }).text);
+            const got = follow.messages
+              .filter((m) => m.event === 'line')
+              .map((m) => (JSON.parse(m.data) as { text: string }).text);
             return got.length >= 2 ? got : undefined;
           },
           30_000,
@@ -153,12 +175,17 @@ describe('lines without a newline', { timeout: 180_000 }, () => {
  * An agent running `progress`, which writes 100 MB of a progress bar redrawn with `\r` (no newline), then waits for the
  * test's word (a file `go` in its work directory) to end the line and write one more.
  */
-async function withProgressBar(body: (w: { fx: StackFixture; h: AgentHarness; agent: AgentProcess; port: number }) => Promise<void>): Promise<void> {
+async function withProgressBar(
+  body: (w: { fx: StackFixture; h: AgentHarness; agent: AgentProcess; port: number }) => Promise<void>,
+): Promise<void> {
   const progress: ComponentSpec = {
     name: 'progress',
     version: '1.0.0',
     command: 'sh',
-    args: ['-c', `yes 'progress 42%' | tr '\\n' '\\r' | head -c ${LINE}; printf '\\rprogress 100%%'; while [ ! -e go ]; do sleep 0.1; done; printf ' done\\nafter\\n'; exec sleep 1000`],
+    args: [
+      '-c',
+      `yes 'progress 42%' | tr '\\n' '\\r' | head -c ${LINE}; printf '\\rprogress 100%%'; while [ ! -e go ]; do sleep 0.1; done; printf ' done\\nafter\\n'; exec sleep 1000`,
+    ],
   };
   await withStack({ signed: false, components: () => [progress] }, async (fx, h) => {
     const { agent, port } = await startListening(fx, h);

@@ -44,7 +44,12 @@ describe('a notes bomb on the device notes ref', { timeout: 180_000 }, () => {
       w.fx.bumpVersion('a', '1.0.1');
       const unsigned = await w.push('unsigned', { sign: false });
       await w.noteSays(unsigned, 'error', 60_000);
-      const said = await agent.waitForLog((l) => l.code === 'KS_STATUS_NOTES_TOO_LARGE', 10_000, mark, 'the warning that the notes ref was replaced');
+      const said = await agent.waitForLog(
+        (l) => l.code === 'KS_STATUS_NOTES_TOO_LARGE',
+        10_000,
+        mark,
+        'the warning that the notes ref was replaced',
+      );
       expect(said.level).toBe(40); // warn
       expect(String(said.msg)).toContain('replaced by its own line, started afresh');
       expect(String(said.msg)).toContain(`inflate to more than ${64 * MiB} bytes`);

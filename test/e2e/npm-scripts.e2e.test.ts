@@ -27,11 +27,18 @@ afterEach(() => {
 
 /** `npm ARGS` in the project, in a process group of its own (the cleanup kills the group, never the test's). */
 function npm(args: string[], env: Record<string, string> = {}): Run {
-  const child = spawn('npm', args, { cwd: PROJECT_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn('npm', args, {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   let out = '';
   child.stdout!.setEncoding('utf8').on('data', (s: string) => (out += s));
   child.stderr!.setEncoding('utf8').on('data', (s: string) => (out += s));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   cleanups.push(() => {
     try {
       process.kill(-child.pid!, 'SIGKILL');
@@ -61,7 +68,7 @@ function descendantsOf(pid: number): Array<{ pid: number; startTime: string; com
     .filter((st) => st !== undefined && st.state !== 'Z');
   const out: Array<{ pid: number; startTime: string; comm: string }> = [];
   const parents = new Set([pid]);
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false;
     for (const st of all) {
       if (!parents.has(st!.ppid) || parents.has(st!.pid)) continue;
@@ -100,7 +107,9 @@ describe('npm scripts stop with the npm process', { timeout: 180_000 }, () => {
   ] as const;
   for (const { signal, to } of cases) {
     it(`npm start: ${signal} to ${to === 'npm' ? 'the npm process alone' : "npm's whole process group (Ctrl-C)"} stops the agent cleanly, and --stop-on-exit its stack`, async () => {
-      const fx = await stackFixture({ components: () => [slowStop('a'), slowStop('b', [{ component: 'a', type: 'hard' }])] });
+      const fx = await stackFixture({
+        components: () => [slowStop('a'), slowStop('b', [{ component: 'a', type: 'hard' }])],
+      });
       const stateDir = mkdtempSync(join(tmpdir(), 'keystone-npm-start-'));
       cleanups.push(() => {
         fx.cleanup();
@@ -108,7 +117,9 @@ describe('npm scripts stop with the npm process', { timeout: 180_000 }, () => {
       });
       // The script's own flags first, then these (the last of a repeated flag wins): the fixture instead of the
       // example (whose fixed ports other tests may hold), no API port, JSON lines to read.
-      const run = npm(['start', '--', '--dir', fx.dir, '--plan', fx.plan, '--listen', 'none', '--log-format', 'json'], { KEYSTONE_STATE_DIR: stateDir });
+      const run = npm(['start', '--', '--dir', fx.dir, '--plan', fx.plan, '--listen', 'none', '--log-format', 'json'], {
+        KEYSTONE_STATE_DIR: stateDir,
+      });
       const agent = await programOf(run, (o) => o.includes('"all components running"'));
       expect(processesUnder(stateDir).length).toBeGreaterThan(0);
 
@@ -118,7 +129,11 @@ describe('npm scripts stop with the npm process', { timeout: 180_000 }, () => {
       expect(isSameProcess(agent.pid, agent.startTime)).toBe(false);
       expect(run.out()).toContain('stopping: components are stopped too (--stop-on-exit)');
       // Both stopped by the agent, dependent first: it lived through the whole stop.
-      const stops = run.out().split('\n').filter((l) => l.includes('"state":"stopping"')).map((l) => (JSON.parse(l) as { component: string }).component);
+      const stops = run
+        .out()
+        .split('\n')
+        .filter((l) => l.includes('"state":"stopping"'))
+        .map((l) => (JSON.parse(l) as { component: string }).component);
       expect(stops).toEqual(['b', 'a']);
       expect(processesUnder(stateDir)).toEqual([]);
     });

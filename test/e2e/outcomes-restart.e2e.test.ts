@@ -16,7 +16,19 @@ import { AgentHarness, is, type AgentProcess } from '../support/agent-harness.js
 import { runCtl } from '../support/cli-run.js';
 import { until } from '../support/composite-fixture.js';
 import type { ServedRequest } from '../support/git-http-server.js';
-import { appliesOf, closeServer, failing, FAILED_BEFORE, outboxDelivered, outboxOf, outcomes, RESTARTS, RESUMED, startsWith, withGitWorld } from '../support/git-world.js';
+import {
+  appliesOf,
+  closeServer,
+  failing,
+  FAILED_BEFORE,
+  outboxDelivered,
+  outboxOf,
+  outcomes,
+  RESTARTS,
+  RESUMED,
+  startsWith,
+  withGitWorld,
+} from '../support/git-world.js';
 import { freePorts, sleeper, stackFixture } from '../support/stack-fixture.js';
 
 /**
@@ -34,12 +46,17 @@ describe.concurrent('outcomes across agent restarts (SPEC §5)', { timeout: 120_
       const h = new AgentHarness();
       try {
         const [port] = (await freePorts(1)) as [number];
-        const start = () => h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args: ['--listen', `127.0.0.1:${port}`] });
+        const start = () =>
+          h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args: ['--listen', `127.0.0.1:${port}`] });
         const rev = await fx.revisionId();
         const first = start();
         await first.waitForLog(is.msgIncludes('apply failed'), 20_000, 0, 'the failed apply');
         const [failed] = appliesOf(h, rev);
-        expect(failed).toMatchObject({ revision: rev, outcome: 'failure', failed: [{ name: 'never', reason: 'not healthy within its start budget of 1s' }] });
+        expect(failed).toMatchObject({
+          revision: rev,
+          outcome: 'failure',
+          failed: [{ name: 'never', reason: 'not healthy within its start budget of 1s' }],
+        });
         expect(h.component('never')?.state).toBe('unhealthy');
         const pid = h.pidsOf().never;
 
@@ -48,28 +65,50 @@ describe.concurrent('outcomes across agent restarts (SPEC §5)', { timeout: 120_
         const settled = await resumedOrApplied(second, 'the restarted agent to resume the revision');
 
         // One finished apply for the revision, the failure it had; nothing after it says success.
-        expect(appliesOf(h, rev).map((e) => ({ id: e.id, outcome: e.outcome })), `history after the restart: ${outcomes(h).join(', ')}; the restarted agent said "${settled.msg}"`).toEqual([
-          { id: failed!.id, outcome: 'failure' },
-        ]);
-        expect(h.history().filter((e) => e.outcome === 'success'), 'no success row').toEqual([]);
+        expect(
+          appliesOf(h, rev).map((e) => ({ id: e.id, outcome: e.outcome })),
+          `history after the restart: ${outcomes(h).join(', ')}; the restarted agent said "${settled.msg}"`,
+        ).toEqual([{ id: failed!.id, outcome: 'failure' }]);
+        expect(
+          h.history().filter((e) => e.outcome === 'success'),
+          'no success row',
+        ).toEqual([]);
         expect(settled.msg).toMatch(new RegExp(`^${RESUMED}`));
 
         // The adopted instance was probed, not assumed healthy: still unhealthy, said so as of the restart, not restarted.
-        const checked = await second.waitForLog(is.msg('adopted instances checked'), 15_000, 0, 'the health check of the adopted instances');
+        const checked = await second.waitForLog(
+          is.msg('adopted instances checked'),
+          15_000,
+          0,
+          'the health check of the adopted instances',
+        );
         expect(checked).toMatchObject({ healthy: [], unhealthy: ['never'] });
-        expect(h.component('never')).toMatchObject({ state: 'unhealthy', reason: expect.stringContaining('after the agent restarted') });
+        expect(h.component('never')).toMatchObject({
+          state: 'unhealthy',
+          reason: expect.stringContaining('after the agent restarted'),
+        });
         expect(h.pidsOf().never).toBe(pid);
         expect(appliesOf(h, rev)).toHaveLength(1);
 
         // As keystonectl shows it.
         await second.waitForLog(is.msg('HTTP API listening'), 15_000, 0, 'the HTTP API');
-        const status = await runCtl(['status', '--json', '--agent', `127.0.0.1:${port}`, '--state-dir', h.stateDir], fx.dir);
+        const status = await runCtl(
+          ['status', '--json', '--agent', `127.0.0.1:${port}`, '--state-dir', h.stateDir],
+          fx.dir,
+        );
         expect(status.code, status.stderr).toBe(0);
         const view = JSON.parse(status.stdout) as { components: Array<{ name: string; state: string }> };
         expect(view.components.find((c) => c.name === 'never')?.state).toBe('unhealthy');
-        const history = await runCtl(['history', '--json', '--agent', `127.0.0.1:${port}`, '--state-dir', h.stateDir], fx.dir);
+        const history = await runCtl(
+          ['history', '--json', '--agent', `127.0.0.1:${port}`, '--state-dir', h.stateDir],
+          fx.dir,
+        );
         expect(history.code, history.stderr).toBe(0);
-        expect(historyEntries(JSON.parse(history.stdout)).filter((e) => e.revision === rev).map((e) => e.outcome)).toEqual(['failure']);
+        expect(
+          historyEntries(JSON.parse(history.stdout))
+            .filter((e) => e.revision === rev)
+            .map((e) => e.outcome),
+        ).toEqual(['failure']);
       } finally {
         await h.cleanup();
         fx.cleanup();
@@ -91,8 +130,14 @@ describe.concurrent('outcomes across agent restarts (SPEC §5)', { timeout: 120_
         const settled = await resumedOrApplied(second, `the restarted agent to resume ${c.slice(0, 12)}`);
         const rows = await outboxDelivered(w.h, c);
 
-        expect(rows.map((r) => r.state), `statuses enqueued for the commit; the restarted agent said "${settled.msg}"`).not.toContain('success');
-        expect(appliesOf(w.h, c).map((e) => e.outcome), `history: ${outcomes(w.h, c).join(', ')}`).toEqual(['failure']);
+        expect(
+          rows.map((r) => r.state),
+          `statuses enqueued for the commit; the restarted agent said "${settled.msg}"`,
+        ).not.toContain('success');
+        expect(
+          appliesOf(w.h, c).map((e) => e.outcome),
+          `history: ${outcomes(w.h, c).join(', ')}`,
+        ).toEqual(['failure']);
         expect((await w.note(c))?.state).toBe('failure');
         expect(await w.noted(c), 'every status the server received for the commit').not.toContain('success');
         // No new report either: the restart resumed, it did not apply.
@@ -139,9 +184,21 @@ describe.concurrent('outcomes across agent restarts (SPEC §5)', { timeout: 120_
         await first.stop();
         const second = w.start();
         await resumedOrApplied(second, 'the restarted agent to resume the commit');
-        await second.waitForLog(is.msg('adopted instances checked'), 15_000, 0, 'the health check of the adopted instances');
+        await second.waitForLog(
+          is.msg('adopted instances checked'),
+          15_000,
+          0,
+          'the health check of the adopted instances',
+        );
         await until(() => w.h.component('late')?.state === 'running', 10_000, 'late running after the restart');
-        expect(w.h.history().filter((e) => e.revision === c).reverse().map((e) => e.outcome), `history: ${outcomes(w.h, c).join(', ')}`).toEqual(['failure', 'recovered']);
+        expect(
+          w.h
+            .history()
+            .filter((e) => e.revision === c)
+            .reverse()
+            .map((e) => e.outcome),
+          `history: ${outcomes(w.h, c).join(', ')}`,
+        ).toEqual(['failure', 'recovered']);
         expect((await outboxDelivered(w.h, c)).map((r) => r.state)).toEqual(['pending', 'failure']);
         expect((await w.note(c))?.state).toBe('failure');
         expect(await w.noted(c)).not.toContain('success');
@@ -161,7 +218,14 @@ describe.concurrent('outcomes across agent restarts (SPEC §5)', { timeout: 120_
         w.fx.components = [failing('a', '2.0.0')];
         const b = await w.push('B: never healthy');
         await w.noteSays(b, 'failure');
-        await until(() => w.h.appliedRevision()?.id === a && w.h.component('a')?.state === 'running' && w.h.component('a')?.version === '1.0.0', 20_000, 'the rollback to A');
+        await until(
+          () =>
+            w.h.appliedRevision()?.id === a &&
+            w.h.component('a')?.state === 'running' &&
+            w.h.component('a')?.version === '1.0.0',
+          20_000,
+          'the rollback to A',
+        );
         await outboxDelivered(w.h, b);
         const pidA = w.h.pidsOf().a;
         const before = outboxOf(w.h, b).length;
@@ -179,11 +243,20 @@ describe.concurrent('outcomes across agent restarts (SPEC §5)', { timeout: 120_
         // More looks at the branch (each look is a protocol v2 ls-refs, a POST to git-upload-pack; a fetch is one more):
         // B, offered again at each, is still not applied.
         const from = w.server.requests.length;
-        const looks = () => w.server.requests.slice(from).filter((r: ServedRequest) => r.method === 'POST' && r.path.endsWith('/git-upload-pack')).length;
+        const looks = () =>
+          w.server.requests
+            .slice(from)
+            .filter((r: ServedRequest) => r.method === 'POST' && r.path.endsWith('/git-upload-pack')).length;
         await until(() => looks() >= 3 || undefined, 20_000, 'three more looks at the branch');
 
-        expect(appliesOf(w.h, b).map((e) => e.outcome), `B's applies; history: ${outcomes(w.h).join(', ')}; the restarted agent said "${seen.msg}"`).toEqual(['failure']);
-        expect(second.lines((l) => l.msg === 'reconcile plan' && l.revision === b).map((l) => l.msg), 'B reconciled after the restart').toEqual([]);
+        expect(
+          appliesOf(w.h, b).map((e) => e.outcome),
+          `B's applies; history: ${outcomes(w.h).join(', ')}; the restarted agent said "${seen.msg}"`,
+        ).toEqual(['failure']);
+        expect(
+          second.lines((l) => l.msg === 'reconcile plan' && l.revision === b).map((l) => l.msg),
+          'B reconciled after the restart',
+        ).toEqual([]);
         expect(seen.msg).toMatch(new RegExp(`^${FAILED_BEFORE}`));
         // The device runs A, the same instance.
         await until(() => w.h.component('a')?.state === 'running' || undefined, 15_000, 'a running');
@@ -191,7 +264,13 @@ describe.concurrent('outcomes across agent restarts (SPEC §5)', { timeout: 120_
         expect(w.h.component('a')?.version).toBe('1.0.0');
         expect(w.h.pidsOf().a).toBe(pidA);
         // B's report is unchanged: nothing but its failure was enqueued for it since, its note still says failure.
-        expect(outboxOf(w.h, b).slice(before).map((r) => r.state).filter((s) => s !== 'failure'), 'statuses of B enqueued after the restart').toEqual([]);
+        expect(
+          outboxOf(w.h, b)
+            .slice(before)
+            .map((r) => r.state)
+            .filter((s) => s !== 'failure'),
+          'statuses of B enqueued after the restart',
+        ).toEqual([]);
         expect((await w.note(b))?.state).toBe('failure');
         expect(await w.noted(b)).not.toContain('success');
         expect((await w.note(a))?.state).toBe('success');
@@ -214,13 +293,22 @@ describe.concurrent('outcomes across agent restarts (SPEC §5)', { timeout: 120_
 
       const second = w.start();
       await w.noteSays(refused, 'error');
-      expect(w.h.history().find((e) => e.revision === refused)).toMatchObject({ outcome: 'rejected', summary: expect.stringMatching(/^KS_DIGEST_MISMATCH/) });
+      expect(w.h.history().find((e) => e.revision === refused)).toMatchObject({
+        outcome: 'rejected',
+        summary: expect.stringMatching(/^KS_DIGEST_MISMATCH/),
+      });
       // Nothing valid came: the agent goes on with what it ran (it resumes it; today's code applies it again).
       const settled = await resumedOrApplied(second, `the restarted agent to go on with ${f.slice(0, 12)}`, 0);
       const rows = await outboxDelivered(w.h, f);
 
-      expect(rows.map((r) => r.state), `statuses enqueued for the earlier commit; the restarted agent said "${settled.msg}"`).toEqual(['pending', 'failure']);
-      expect(appliesOf(w.h, f).map((e) => e.outcome), `history: ${outcomes(w.h).join(', ')}`).toEqual(['failure']);
+      expect(
+        rows.map((r) => r.state),
+        `statuses enqueued for the earlier commit; the restarted agent said "${settled.msg}"`,
+      ).toEqual(['pending', 'failure']);
+      expect(
+        appliesOf(w.h, f).map((e) => e.outcome),
+        `history: ${outcomes(w.h).join(', ')}`,
+      ).toEqual(['failure']);
       expect((await w.note(f))?.state).toBe('failure');
       expect(await w.noted(f)).not.toContain('success');
       expect(w.h.appliedRevision()?.id).toBe(f);
@@ -233,13 +321,22 @@ describe.concurrent('outcomes across agent restarts (SPEC §5)', { timeout: 120_
     it(`the outbox replays after ${how} and a restart: the failure undelivered while the server refused pushes arrives as failure, and nothing says success`, async () => {
       await withGitWorld([failing('never')], async (w) => {
         // Every push to the server is refused (a 503) until the test clears this; fetches are served.
-        const isPush = (r: ServedRequest) => r.path.endsWith('/git-receive-pack') || r.query.includes('service=git-receive-pack');
+        const isPush = (r: ServedRequest) =>
+          r.path.endsWith('/git-receive-pack') || r.query.includes('service=git-receive-pack');
         w.server.cannedAnswers.push(...Array.from({ length: 1000 }, () => ({ status: 503, when: isPush })));
         const c = await w.push('a component that never gets healthy');
         const first = w.start();
         await first.waitForLog(is.msgIncludes('apply failed'), 30_000, 0, 'the failed apply');
-        await until(() => outboxOf(w.h, c).some((r) => r.state === 'failure' && r.nextAttemptAt !== null) || undefined, 10_000, 'the failure waiting in the outbox');
-        await until(() => w.server.requests.some((r) => isPush(r) && r.status === 503) || undefined, 15_000, 'a refused push of a status');
+        await until(
+          () => outboxOf(w.h, c).some((r) => r.state === 'failure' && r.nextAttemptAt !== null) || undefined,
+          10_000,
+          'the failure waiting in the outbox',
+        );
+        await until(
+          () => w.server.requests.some((r) => isPush(r) && r.status === 503) || undefined,
+          15_000,
+          'a refused push of a status',
+        );
         expect(await w.note(c), 'nothing delivered yet').toBeUndefined();
 
         await down(first);
@@ -248,10 +345,16 @@ describe.concurrent('outcomes across agent restarts (SPEC §5)', { timeout: 120_
         const settled = await resumedOrApplied(second, `the restarted agent to resume ${c.slice(0, 12)}`);
         const rows = await outboxDelivered(w.h, c, 45_000);
 
-        expect(rows.map((r) => r.state), `statuses enqueued for the commit; the restarted agent said "${settled.msg}"`).toEqual(['pending', 'failure']);
+        expect(
+          rows.map((r) => r.state),
+          `statuses enqueued for the commit; the restarted agent said "${settled.msg}"`,
+        ).toEqual(['pending', 'failure']);
         expect((await w.note(c))?.state).toBe('failure');
         expect(await w.noted(c), 'every status the server received for the commit').toEqual(['pending', 'failure']);
-        expect(appliesOf(w.h, c).map((e) => e.outcome), `history: ${outcomes(w.h, c).join(', ')}`).toEqual(['failure']);
+        expect(
+          appliesOf(w.h, c).map((e) => e.outcome),
+          `history: ${outcomes(w.h, c).join(', ')}`,
+        ).toEqual(['failure']);
       });
     });
   }

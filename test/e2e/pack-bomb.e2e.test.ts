@@ -34,7 +34,11 @@ describe('a pack bomb on the followed branch', { timeout: 180_000 }, () => {
       const bomb = await w.push('a new version, and 256 MiB of zeros beside it');
       const mark = agent.mark();
       // Refused at every look (the first fetch, then its retries), each time from the header alone.
-      await until(() => agent.lines((l) => l.code === 'KS_GIT_PACK_TOO_LARGE', mark).length >= 2 || undefined, 60_000, `two refused fetches (log: ${agent.tail(6)})`);
+      await until(
+        () => agent.lines((l) => l.code === 'KS_GIT_PACK_TOO_LARGE', mark).length >= 2 || undefined,
+        60_000,
+        `two refused fetches (log: ${agent.tail(6)})`,
+      );
       const refused = agent.lines((l) => l.code === 'KS_GIT_PACK_TOO_LARGE', mark)[0]!;
       expect(String(refused.err)).toContain(`inflates to ${BOMB} bytes, over the limit of ${32 * MiB} an object`);
       expect(w.h.appliedRevision()?.id).toBe(first);
@@ -46,7 +50,11 @@ describe('a pack bomb on the followed branch', { timeout: 180_000 }, () => {
       rmSync(join(w.fx.dir, 'zeros.bin'));
       w.fx.bumpVersion('a', '2.0.1');
       const fixed = await w.push('without the zeros');
-      await until(() => w.h.appliedRevision()?.id === fixed || undefined, 60_000, `the commit without the bomb applied (log: ${agent.tail(6)})`);
+      await until(
+        () => w.h.appliedRevision()?.id === fixed || undefined,
+        60_000,
+        `the commit without the bomb applied (log: ${agent.tail(6)})`,
+      );
       await w.noteSays(fixed, 'success');
       expect(peakRss(agent.pid)).toBeLessThan(BOMB);
     });

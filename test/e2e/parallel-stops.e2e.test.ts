@@ -35,8 +35,20 @@ describe('independent components stop at once; dependents still stop first', { t
     dir = mkdtempSync(join(tmpdir(), 'ks-rendezvous-'));
     // The components write here as the device's unprivileged default user.
     chmodSync(dir, 0o777);
-    const top: ComponentSpec = { name: 'top', version: '1.0.0', command: 'sleep', args: ['1000'], dependencies: [{ component: 'a', type: 'hard' }, { component: 'b', type: 'hard' }] };
-    fx = await stackFixture({ signed: false, components: () => [rendezvous('a', 'b', dir), rendezvous('b', 'a', dir), top] });
+    const top: ComponentSpec = {
+      name: 'top',
+      version: '1.0.0',
+      command: 'sleep',
+      args: ['1000'],
+      dependencies: [
+        { component: 'a', type: 'hard' },
+        { component: 'b', type: 'hard' },
+      ],
+    };
+    fx = await stackFixture({
+      signed: false,
+      components: () => [rendezvous('a', 'b', dir), rendezvous('b', 'a', dir), top],
+    });
     h = new AgentHarness();
     // A short grace: stopped one at a time, `a` would be killed after 2 s instead of meeting `b`.
     agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args: ['--grace', '2s'] });
@@ -48,7 +60,7 @@ describe('independent components stop at once; dependents still stop first', { t
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('a new version of a and b stops top first, then a and b together: each sees the other\'s SIGTERM', async () => {
+  it("a new version of a and b stops top first, then a and b together: each sees the other's SIGTERM", async () => {
     const mark = agent.mark();
     // One write: both in the same revision.
     fx.spec('a').version = '1.1.0';
@@ -61,6 +73,11 @@ describe('independent components stop at once; dependents still stop first', { t
     const stopping = agent.lines((l) => l.state === 'stopping', mark).map((l) => l.component);
     expect(stopping[0]).toBe('top');
     expect([...stopping.slice(1)].sort()).toEqual(['a', 'b']);
-    expect(agent.lines((l) => l.msg === 'killed after the grace period' || (typeof l.msg === 'string' && l.msg.includes('SIGKILL')), mark)).toEqual([]);
+    expect(
+      agent.lines(
+        (l) => l.msg === 'killed after the grace period' || (typeof l.msg === 'string' && l.msg.includes('SIGKILL')),
+        mark,
+      ),
+    ).toEqual([]);
   });
 });

@@ -22,10 +22,15 @@ describe.skipIf(root.skip)(root.title('process users through the agent (as root)
   afterAll(async () => {
     for (const c of cleanups.reverse()) await c();
   });
-  const world = async (components: () => ReturnType<typeof sleeper>[]): Promise<{ fx: StackFixture; h: AgentHarness }> => {
+  const world = async (
+    components: () => ReturnType<typeof sleeper>[],
+  ): Promise<{ fx: StackFixture; h: AgentHarness }> => {
     const fx = await stackFixture({ signed: false, components });
     const h = new AgentHarness();
-    cleanups.push(() => fx.cleanup(), () => h.cleanup());
+    cleanups.push(
+      () => fx.cleanup(),
+      () => h.cleanup(),
+    );
     return { fx, h };
   };
 
@@ -39,7 +44,12 @@ describe.skipIf(root.skip)(root.title('process users through the agent (as root)
     const mark = agent.mark();
     fx.add({ ...sleeper('rooty'), user: 'root' });
     const rev = await fx.revisionId();
-    const refusal = await agent.waitForLog(is.revision(rev, 'revision refused; still running the previous one'), 15_000, mark, 'the refusal');
+    const refusal = await agent.waitForLog(
+      is.revision(rev, 'revision refused; still running the previous one'),
+      15_000,
+      mark,
+      'the refusal',
+    );
     expect(refusal.reason).toContain(`${fx.recipePath('rooty')}: lifecycle.run.security.user`);
     expect(refusal.reason).toContain('--allow-root');
     expect(refusal.reason).toContain('[KS_ROOT_NOT_PERMITTED]');
@@ -55,13 +65,25 @@ describe.skipIf(root.skip)(root.title('process users through the agent (as root)
     if (hasDockerGroup) {
       const mark = agent.mark();
       fx.add({ ...sleeper('dockery'), user: 'nobody:docker' });
-      const refusal = await agent.waitForLog(is.revision(await fx.revisionId(), 'revision refused; still running the previous one'), 15_000, mark, 'the refusal');
-      expect(refusal.reason).toMatch(/dockery.*member of group \d+, which is root in all but name.*\[KS_ROOT_NOT_PERMITTED\]/);
+      const refusal = await agent.waitForLog(
+        is.revision(await fx.revisionId(), 'revision refused; still running the previous one'),
+        15_000,
+        mark,
+        'the refusal',
+      );
+      expect(refusal.reason).toMatch(
+        /dockery.*member of group \d+, which is root in all but name.*\[KS_ROOT_NOT_PERMITTED\]/,
+      );
       fx.remove('dockery');
     }
     const mark = agent.mark();
     fx.add({ ...sleeper('minusone'), user: '4294967295:4294967295' });
-    const refusal = await agent.waitForLog(is.revision(await fx.revisionId(), 'revision refused; still running the previous one'), 15_000, mark, 'the refusal');
+    const refusal = await agent.waitForLog(
+      is.revision(await fx.revisionId(), 'revision refused; still running the previous one'),
+      15_000,
+      mark,
+      'the refusal',
+    );
     expect(refusal.reason).toContain(`${fx.recipePath('minusone')}:`);
     expect(refusal.reason).toContain('at most 2147483646');
     expect(h.component('minusone')).toBeUndefined();
@@ -77,7 +99,12 @@ describe.skipIf(root.skip)(root.title('process users through the agent (as root)
     // The device stops allowing root: the adopted root process is named at start (and the revision is refused).
     await agent.stop();
     const next = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs });
-    const warning = await next.waitForLog((l) => l.component === 'rooty' && typeof l.msg === 'string' && l.msg.startsWith('runs as root'), 15_000, 0, 'the warning');
+    const warning = await next.waitForLog(
+      (l) => l.component === 'rooty' && typeof l.msg === 'string' && l.msg.startsWith('runs as root'),
+      15_000,
+      0,
+      'the warning',
+    );
     expect(warning.pid).toBe(pid);
     await next.waitForLog(is.msg('revision refused; still running the previous one'), 15_000, 0, 'the refusal');
   });
@@ -90,7 +117,12 @@ describe.skipIf(root.skip)(root.title('process users through the agent (as root)
     const stateDir = join(locked, 'state');
     mkdirSync(stateDir);
     const agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args: ['--state-dir', stateDir] });
-    const refusal = await agent.waitForLog(is.msg('revision refused; still running the previous one'), 30_000, 0, 'the refusal');
+    const refusal = await agent.waitForLog(
+      is.msg('revision refused; still running the previous one'),
+      30_000,
+      0,
+      'the refusal',
+    );
     expect(refusal.reason).toContain('[KS_WORK_DIR_UNREACHABLE]');
     expect(refusal.reason).toContain(`${locked} (mode 0700)`);
     expect(refusal.reason).toContain('--state-dir');

@@ -43,11 +43,17 @@ describe('what a failure report publishes', { timeout: 120_000 }, () => {
 
       // On the device: the whole reason, value included.
       const row = w.h.history().find((e) => e.revision === commit && e.outcome === 'failure');
-      expect(row?.failed).toEqual([{ name: 'leaky', reason: expect.stringContaining(`using token ${TOKEN}`) as string }]);
+      expect(row?.failed).toEqual([
+        { name: 'leaky', reason: expect.stringContaining(`using token ${TOKEN}`) as string },
+      ]);
       await agent.waitForLog(is.msg('HTTP API listening'), 15_000, 0, 'the HTTP API');
       const api = apiOf(w.h.stateDir, port);
-      const fromApi = (await api.get('/v1/history')).body as { entries: Array<{ revision: string; failed?: Array<{ name: string; reason: string }> }> };
-      expect(JSON.stringify(fromApi.entries.find((e) => e.revision === commit)?.failed)).toContain(`using token ${TOKEN}`);
+      const fromApi = (await api.get('/v1/history')).body as {
+        entries: Array<{ revision: string; failed?: Array<{ name: string; reason: string }> }>;
+      };
+      expect(JSON.stringify(fromApi.entries.find((e) => e.revision === commit)?.failed)).toContain(
+        `using token ${TOKEN}`,
+      );
       const component = (await api.get('/v1/components/leaky')).body as { reason: string | null };
       expect(component.reason).toContain(`using token ${TOKEN}`);
     });

@@ -26,7 +26,9 @@ function floodRefs(bare: string, names: string[], oid: string): void {
   const file = join(bare, 'packed-refs');
   let existing: string[] = [];
   try {
-    existing = readFileSync(file, 'utf8').split('\n').filter((l) => /^[0-9a-f]{40} /.test(l));
+    existing = readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((l) => /^[0-9a-f]{40} /.test(l));
   } catch {
     /* none packed yet */
   }
@@ -45,13 +47,20 @@ describe('a flood of refs on the Git server', { timeout: 240_000 }, () => {
       const first = await w.push('first');
       const agent = w.start();
       await until(() => w.h.appliedRevision()?.id === first || undefined, 60_000, 'the first commit applied');
-      const names = Array.from({ length: FLOOD }, (_, i) => `refs/heads/main-${'x'.repeat(40)}-${String(i).padStart(6, '0')}`);
+      const names = Array.from(
+        { length: FLOOD },
+        (_, i) => `refs/heads/main-${'x'.repeat(40)}-${String(i).padStart(6, '0')}`,
+      );
       expect(listingBytes(names)).toBeGreaterThan(8 * 1024 * 1024);
       floodRefs(w.bare, names, first);
       w.fx.bumpVersion('a', '2.0.0');
       const second = await w.push('second, pushed after the flood');
       const mark = agent.mark();
-      await until(() => w.h.appliedRevision()?.id === second || undefined, 60_000, `the commit after the flood applied (log: ${agent.tail(8)})`);
+      await until(
+        () => w.h.appliedRevision()?.id === second || undefined,
+        60_000,
+        `the commit after the flood applied (log: ${agent.tail(8)})`,
+      );
       await w.noteSays(second, 'success');
       expect(agent.lines((l) => l.code === 'KS_GIT_FETCH_TOO_LARGE', mark)).toEqual([]);
     });
@@ -96,7 +105,12 @@ abort_failure_percent = 0
     const start = (device: string): { h: AgentHarness; agent: AgentProcess } => {
       const h = new AgentHarness();
       harness.push(h);
-      const agent = h.start({ repo: server.url('fleet'), plan: undefined, trustArgs: fx.trustArgs, args: ['--ref', 'main', '--poll', '1s', '--device', device, '--status', 'git-notes'] });
+      const agent = h.start({
+        repo: server.url('fleet'),
+        plan: undefined,
+        trustArgs: fx.trustArgs,
+        args: ['--ref', 'main', '--poll', '1s', '--device', device, '--status', 'git-notes'],
+      });
       return { h, agent };
     };
 
@@ -110,17 +124,30 @@ abort_failure_percent = 0
       const commit = await git(fx.dir, 'rev-parse', 'HEAD');
       // Failures of a commit nobody holds, by names no device writes: listed by a read of the whole wave.
       const junkCommit = 'f'.repeat(40);
-      const names = Array.from({ length: FLOOD }, (_, i) => `refs/keystone-rollout/canary/failed/${junkCommit}/junk-${String(i).padStart(6, '0')}-error`);
+      const names = Array.from(
+        { length: FLOOD },
+        (_, i) => `refs/keystone-rollout/canary/failed/${junkCommit}/junk-${String(i).padStart(6, '0')}-error`,
+      );
       expect(listingBytes(names)).toBeGreaterThan(8 * 1024 * 1024);
       floodRefs(bare, names, commit);
 
       const d1 = start('d1');
       const d2 = start('d2');
-      await until(() => d1.h.appliedRevision()?.id === commit || undefined, 60_000, `the canary to apply (log: ${d1.agent.tail(8)})`);
+      await until(
+        () => d1.h.appliedRevision()?.id === commit || undefined,
+        60_000,
+        `the canary to apply (log: ${d1.agent.tail(8)})`,
+      );
       // d2 holds until it reads the canary's success (a read of the whole canary wave, which the flood sat under).
-      await until(() => d2.h.appliedRevision()?.id === commit || undefined, 90_000, `the second wave to apply after the canary (log: ${d2.agent.tail(8)})`);
+      await until(
+        () => d2.h.appliedRevision()?.id === commit || undefined,
+        90_000,
+        `the second wave to apply after the canary (log: ${d2.agent.tail(8)})`,
+      );
       expect(d2.agent.lines((l) => l.msg === 'rollout gate open' && l.revision === commit).length).toBeGreaterThan(0);
-      expect(d2.agent.lines((l) => typeof l.msg === 'string' && l.msg.startsWith("cannot read the fleet's rollout reports"))).toEqual([]);
+      expect(
+        d2.agent.lines((l) => typeof l.msg === 'string' && l.msg.startsWith("cannot read the fleet's rollout reports")),
+      ).toEqual([]);
     });
   });
 });

@@ -40,15 +40,20 @@ function noisy(closedPort: number): ComponentSpec {
 function detailsOf(stateDir: string, commit: string): Array<{ state: string; details: ReportDetails | null }> {
   const db = new Sqlite(join(stateDir, STATE_DB_FILE), { readonly: true, fileMustExist: true, timeout: 5_000 });
   try {
-    const rows = db.prepare('SELECT state, details FROM status_outbox WHERE "commit" = ? ORDER BY id').all(commit) as Array<{ state: string; details: string | null }>;
-    return rows.map((r) => ({ state: r.state, details: r.details === null ? null : (JSON.parse(r.details) as ReportDetails) }));
+    const rows = db
+      .prepare('SELECT state, details FROM status_outbox WHERE "commit" = ? ORDER BY id')
+      .all(commit) as Array<{ state: string; details: string | null }>;
+    return rows.map((r) => ({
+      state: r.state,
+      details: r.details === null ? null : (JSON.parse(r.details) as ReportDetails),
+    }));
   } finally {
     db.close();
   }
 }
 
 describe('what a report says beside its state', { timeout: 120_000 }, () => {
-  it("a process that prints and exits 3: every status has the version and health; the failure has its last lines, scrubbed and plain", async () => {
+  it('a process that prints and exits 3: every status has the version and health; the failure has its last lines, scrubbed and plain', async () => {
     const [closed] = (await freePorts(1)) as [number];
     await withGitWorld([noisy(closed)], async (w) => {
       const commit = await w.push('noisy: prints, names its token and exits 3');
@@ -68,7 +73,12 @@ describe('what a report says beside its state', { timeout: 120_000 }, () => {
       }
       expect(rows[0]!.details?.log).toBeUndefined();
       const log = rows[1]!.details?.log ?? [];
-      expect(log).toEqual(['noisy: noisy starting', 'noisy: green config read', 'noisy: cannot log in with token [config:token]', 'noisy: giving up']);
+      expect(log).toEqual([
+        'noisy: noisy starting',
+        'noisy: green config read',
+        'noisy: cannot log in with token [config:token]',
+        'noisy: giving up',
+      ]);
       expect(JSON.stringify(rows)).not.toContain(TOKEN);
 
       // On the server, as every reader of the repository sees it: the lines, and never the token.

@@ -21,7 +21,10 @@ describe('reports in a repository of their own', { timeout: 120_000 }, () => {
     const server = await startGitHttpServer({ root: join(root, 'srv'), token: 'push-token', readToken: 'read-token' });
     const fleet = server.createRepository('fleet');
     const reports = server.createRepository('reports');
-    const fx = await stackFixture({ signed: true, components: () => [{ name: 'svc', version: '1.0.0', command: 'sleep', args: ['1000'] }] });
+    const fx = await stackFixture({
+      signed: true,
+      components: () => [{ name: 'svc', version: '1.0.0', command: 'sleep', args: ['1000'] }],
+    });
     const h = new AgentHarness();
     try {
       writeFileSync(join(root, 'read-token'), 'read-token\n', { mode: 0o600 });
@@ -38,17 +41,51 @@ describe('reports in a repository of their own', { timeout: 120_000 }, () => {
         repo: server.url('fleet'),
         plan: fx.plan,
         trustArgs: [...fx.trustArgs, '--require-ref'],
-        args: ['--ref', 'main', '--poll', '1s', '--device', 'edge-1', '--status', 'git-notes', '--git-token-file', join(root, 'read-token'), '--status-repo', server.url('reports'), '--status-token-file', join(root, 'push-token')],
+        args: [
+          '--ref',
+          'main',
+          '--poll',
+          '1s',
+          '--device',
+          'edge-1',
+          '--status',
+          'git-notes',
+          '--git-token-file',
+          join(root, 'read-token'),
+          '--status-repo',
+          server.url('reports'),
+          '--status-token-file',
+          join(root, 'push-token'),
+        ],
       });
-      const note = await until(async () => (await readStatusNotes(reports, commit)).find((l) => l.context === 'keystone/edge-1' && l.state === 'success'), 60_000, 'the success note in the reports repository');
+      const note = await until(
+        async () =>
+          (await readStatusNotes(reports, commit)).find(
+            (l) => l.context === 'keystone/edge-1' && l.state === 'success',
+          ),
+        60_000,
+        'the success note in the reports repository',
+      );
       expect(note.description).toContain('applied');
       expect(h.components().find((c) => c.name === 'svc')?.state).toBe('running');
       // The followed repository is as it was: no notes, no rollout refs, nothing pushed.
       expect(execFileSync('git', ['-C', fleet, 'for-each-ref'], { encoding: 'utf8', env: GIT_ENV })).toBe(refsBefore);
-      expect(server.requests.filter((r) => r.path.startsWith('/fleet.git') && (r.path.endsWith('git-receive-pack') || r.query.includes('git-receive-pack')))).toEqual([]);
+      expect(
+        server.requests.filter(
+          (r) =>
+            r.path.startsWith('/fleet.git') &&
+            (r.path.endsWith('git-receive-pack') || r.query.includes('git-receive-pack')),
+        ),
+      ).toEqual([]);
       // And the read-only token is what the server says it is: a push with it is refused.
       // (Async: the server answers from this very process.)
-      await expect(gitIn(fx.dir, ['push', '--quiet', server.url('fleet').replace('http://', 'http://x:read-token@'), 'HEAD:refs/heads/other'], { GIT_TERMINAL_PROMPT: '0' })).rejects.toThrow(/403/);
+      await expect(
+        gitIn(
+          fx.dir,
+          ['push', '--quiet', server.url('fleet').replace('http://', 'http://x:read-token@'), 'HEAD:refs/heads/other'],
+          { GIT_TERMINAL_PROMPT: '0' },
+        ),
+      ).rejects.toThrow(/403/);
     } finally {
       await h.cleanup();
       await server.stop();

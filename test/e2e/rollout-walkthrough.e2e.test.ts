@@ -27,14 +27,21 @@ const logOf = (d: string) =>
 describe('the rollout walkthrough', { timeout: 300_000 }, () => {
   it('walks a good commit through the waves, halts a bad one at the canary, and reverts everywhere at once', async () => {
     const [port] = (await freePorts(1)) as [number];
-    const { stdout } = await run('bash', [join(PROJECT_ROOT, 'examples', 'rollout', 'walkthrough.sh'), join(work, 'w')], {
-      env: { ...process.env, KEYSTONE_WALKTHROUGH_PORT: String(port) },
-      timeout: 280_000,
-      maxBuffer: 8 * 1024 * 1024,
-    }).catch((e: { stdout?: string; stderr?: string; message: string }) => {
+    const { stdout } = await run(
+      'bash',
+      [join(PROJECT_ROOT, 'examples', 'rollout', 'walkthrough.sh'), join(work, 'w')],
+      {
+        env: { ...process.env, KEYSTONE_WALKTHROUGH_PORT: String(port) },
+        timeout: 280_000,
+        maxBuffer: 8 * 1024 * 1024,
+      },
+    ).catch((e: { stdout?: string; stderr?: string; message: string }) => {
       const logs = DEVICES.map((d) => {
         try {
-          return `--- ${d}.log\n${readFileSync(join(work, 'w', `${d}.log`), 'utf8').split('\n').slice(-6).join('\n')}`;
+          return `--- ${d}.log\n${readFileSync(join(work, 'w', `${d}.log`), 'utf8')
+            .split('\n')
+            .slice(-6)
+            .join('\n')}`;
         } catch {
           return `--- ${d}.log: none`;
         }
@@ -51,22 +58,32 @@ describe('the rollout walkthrough', { timeout: 300_000 }, () => {
     expect(steps[canaryDone]).toMatch(/^canary\s+named: gw-1\s+1\s+1\s+0\s+0\s+0\s/m);
     // Printed right after the canary's success: early waits, unless the bake ran out while the view was read.
     expect(steps[canaryDone]).toMatch(/^early\s.*\s(waiting for canary|baking|applying)$/m);
-    expect(steps['early applied it; everyone waits for early\'s bake']).toMatch(/^early\s+named: ring=early\s+2\s+2\s+0\s+0\s+0\s/m);
+    expect(steps["early applied it; everyone waits for early's bake"]).toMatch(
+      /^early\s+named: ring=early\s+2\s+2\s+0\s+0\s+0\s/m,
+    );
     expect(steps['everyone applied it']).toMatch(/^everyone\s+100 %\s+3\s+3\s+0\s+0\s+0\s/m);
     const halted = steps['halted: no device outside the canary applies it']!;
     expect(halted).toContain('halted at canary: 1 of 1 failed');
     expect(halted).toMatch(/^early\s.*\s0\s+0\s+0\s+2\s.*halted$/m);
     // The devices' own logs: gw-1 opened its gate at once; no one else ever applied 1.2.0; the revert held no one.
-    const bad = logOf('gw-1').find((l) => l.msg?.startsWith('apply failed') === true || l.msg?.startsWith('apply failed:') === true);
+    const bad = logOf('gw-1').find(
+      (l) => l.msg?.startsWith('apply failed') === true || l.msg?.startsWith('apply failed:') === true,
+    );
     expect(bad).toBeDefined();
     // The bad commit as the canary names it: whether gw-2 has also logged its halt by the time the script reverts
     // depends on where its poll falls (its report may still say it waits for the canary).
     const badRevision = bad?.revision;
     expect(badRevision).toMatch(/^[0-9a-f]{40}$/);
-    for (const d of DEVICES.slice(1)) expect(logOf(d).filter((l) => l.revision === badRevision && l.msg === 'rollout gate open')).toEqual([]);
+    for (const d of DEVICES.slice(1))
+      expect(logOf(d).filter((l) => l.revision === badRevision && l.msg === 'rollout gate open')).toEqual([]);
     const revertStep = steps['the revert, everywhere at once']!;
     expect(revertStep).toMatch(/^everyone\s+100 %\s+3\s+3\s/m);
-    expect(logOf('sensor-3').filter((l) => l.msg === 'rollout gate open' && /ran successfully before/.test(String((l as { reason?: string }).reason)))).not.toEqual([]);
+    expect(
+      logOf('sensor-3').filter(
+        (l) =>
+          l.msg === 'rollout gate open' && /ran successfully before/.test(String((l as { reason?: string }).reason)),
+      ),
+    ).not.toEqual([]);
     expect(logOf('gw-3')[0]).toBeDefined();
     expect(logOf('gw-3').find((l) => l.msg === 'this device in the fleet')).toMatchObject({ wave: 'everyone' });
     expect(processesMentioning(join(work, 'w'))).toEqual([]);

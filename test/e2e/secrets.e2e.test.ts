@@ -94,21 +94,40 @@ const shaFile = (d: string, c: string, file: string) => {
 };
 /** Waits until `component` on `device` wrote the sha256 of `value` for `file` (an env variable or a secret file). */
 const sees = (d: string, c: string, file: string, value: string) =>
-  until(() => shaFile(d, c, file) === sha256(value) || undefined, 20_000, `${d}'s ${c} to write the sha256 of the expected ${file}`);
+  until(
+    () => shaFile(d, c, file) === sha256(value) || undefined,
+    20_000,
+    `${d}'s ${c} to write the sha256 of the expected ${file}`,
+  );
 
 /** `keystonectl apply-dry … --json` of the checkout (HEAD) against `base` (the commit before), kept for the last test's grep. */
 async function applyDry(base: string, args: string[]): Promise<CliResult> {
-  const r = await runCtl(['apply-dry', ...args, '--repo', f.fx.dir, ...f.fx.trustArgs, '--base', base, '--json'], f.fx.dir);
-  published.push({ where: `keystonectl apply-dry ${args.join(' ')} --base ${base.slice(0, 8)} --json`, text: r.stdout + r.stderr });
+  const r = await runCtl(
+    ['apply-dry', ...args, '--repo', f.fx.dir, ...f.fx.trustArgs, '--base', base, '--json'],
+    f.fx.dir,
+  );
+  published.push({
+    where: `keystonectl apply-dry ${args.join(' ')} --base ${base.slice(0, 8)} --json`,
+    text: r.stdout + r.stderr,
+  });
   return r;
 }
 
 beforeAll(async () => {
   f = await SecretFleet.create();
   f.files.set('fleet.toml', FLEET);
-  f.files.set('recipes/app.toml', secretReaderRecipe('app', { env: { DB_PASSWORD: '{{secret.db_password}}' }, files: [{ secret: 'tls_key', path: 'tls.key' }] }));
+  f.files.set(
+    'recipes/app.toml',
+    secretReaderRecipe('app', {
+      env: { DB_PASSWORD: '{{secret.db_password}}' },
+      files: [{ secret: 'tls_key', path: 'tls.key' }],
+    }),
+  );
   // other reads its token through its configuration: the plan gives {{secret.api_token}} as the value of [config] token.
-  f.files.set('recipes/other.toml', secretReaderRecipe('other', { env: { API_TOKEN: '{{config.token}}' }, config: { token: 'none' } }));
+  f.files.set(
+    'recipes/other.toml',
+    secretReaderRecipe('other', { env: { API_TOKEN: '{{config.token}}' }, config: { token: 'none' } }),
+  );
   f.files.set('plans/eu.toml', planOf(['app', 'plain', { name: 'other', config: { token: '{{secret.api_token}}' } }]));
   f.files.set('plans/us.toml', planOf(['plain']));
   await f.enrol({ name: 'eu-1', labels: { region: 'eu' } });
@@ -133,7 +152,7 @@ afterAll(async () => {
 });
 
 describe('secrets through real agents (SPEC §16)', { timeout: 60_000 }, () => {
-  it('the value reaches the environment and the file (0400, the run user\'s, on tmpfs, through a link in the work directory)', async () => {
+  it("the value reaches the environment and the file (0400, the run user's, on tmpfs, through a link in the work directory)", async () => {
     const tmpfs = hasTmpfs();
     for (const d of EU) {
       const running = h(d).pidsOf();
@@ -196,14 +215,21 @@ describe('secrets through real agents (SPEC §16)', { timeout: 60_000 }, () => {
   });
 
   it('keystonectl secret rekey --target eu: a new key, every secret re-encrypted, and no component restarts', async () => {
-    const files = ['secrets/db_password.age', 'secrets/tls_key.age', 'secrets/api_token.age', 'secrets/keys/eu.age', 'secrets/recipients/eu.txt'];
+    const files = [
+      'secrets/db_password.age',
+      'secrets/tls_key.age',
+      'secrets/api_token.age',
+      'secrets/keys/eu.age',
+      'secrets/recipients/eu.txt',
+    ];
     const before = new Map(files.map((p) => [p, readFileSync(join(f.fx.dir, p))]));
     const links = new Map(EU.map((d) => [d, realpathOrUndefined(join(work(d, 'app'), 'tls.key'))]));
     const r = await f.rekey('eu');
     expect(r.readers).toEqual(['eu-1', 'eu-2']);
     expect(r.recipient).not.toBe(r.previousRecipient);
     expect([...r.reencrypted].sort()).toEqual(['api_token', 'db_password', 'tls_key']);
-    for (const p of files) expect(readFileSync(join(f.fx.dir, p)).equals(before.get(p)!), `${p} is rewritten`).toBe(false);
+    for (const p of files)
+      expect(readFileSync(join(f.fx.dir, p)).equals(before.get(p)!), `${p} is rewritten`).toBe(false);
     expect(readFileSync(join(f.fx.dir, 'secrets/recipients/eu.txt'), 'utf8')).toContain(r.recipient);
 
     const c2 = f.applied('eu-1')!;
@@ -217,7 +243,9 @@ describe('secrets through real agents (SPEC §16)', { timeout: 60_000 }, () => {
     // The operator's dry run agrees: the same values, nothing to do for their readers.
     const dry = await applyDry(c2, ['plans/eu.toml', '--identity', f.operatorKey]);
     expect(dry.code, dry.stderr).toBe(0);
-    expect((JSON.parse(dry.stdout) as { noTouch: string[] }).noTouch, dry.stdout).toEqual(expect.arrayContaining(['app', 'other', 'plain']));
+    expect((JSON.parse(dry.stdout) as { noTouch: string[] }).noTouch, dry.stdout).toEqual(
+      expect.arrayContaining(['app', 'other', 'plain']),
+    );
   });
 
   it('a new value for db_password restarts exactly app, the component reading it', async () => {
@@ -231,10 +259,14 @@ describe('secrets through real agents (SPEC §16)', { timeout: 60_000 }, () => {
     const c4 = await f.push('a new db_password');
     for (const d of DEVICES) await f.waitApplied(d, c4);
     for (const d of EU) {
-      const now = await until(() => {
-        const p = h(d).pidsOf();
-        return p.app !== undefined && p.app !== pids.get(d)!.app ? p : undefined;
-      }, 20_000, `${d}'s app to restart`);
+      const now = await until(
+        () => {
+          const p = h(d).pidsOf();
+          return p.app !== undefined && p.app !== pids.get(d)!.app ? p : undefined;
+        },
+        20_000,
+        `${d}'s app to restart`,
+      );
       expect(now.plain).toBe(pids.get(d)!.plain);
       expect(now.other).toBe(pids.get(d)!.other);
       await sees(d, 'app', 'DB_PASSWORD', V.db2);
@@ -250,7 +282,9 @@ describe('secrets through real agents (SPEC §16)', { timeout: 60_000 }, () => {
     // A pull request's dry run (no identity) cannot decrypt: "ciphertext changed"; the operator's tells the value.
     const pr = await applyDry(c3, ['plans/eu.toml']);
     expect(pr.code, pr.stderr).toBe(0);
-    expect((JSON.parse(pr.stdout) as { reasons: Record<string, string> }).reasons.app).toMatch(/secret db_password ciphertext changed/);
+    expect((JSON.parse(pr.stdout) as { reasons: Record<string, string> }).reasons.app).toMatch(
+      /secret db_password ciphertext changed/,
+    );
     const op = await applyDry(c3, ['plans/eu.toml', '--identity', f.operatorKey]);
     expect(op.code, op.stderr).toBe(0);
     const opJson = JSON.parse(op.stdout) as { noTouch: string[]; reasons: Record<string, string> };
@@ -259,15 +293,21 @@ describe('secrets through real agents (SPEC §16)', { timeout: 60_000 }, () => {
     const fleetDry = await applyDry(c3, ['--fleet']);
     expect(fleetDry.code, fleetDry.stderr).toBe(0);
     // What the dashboard's live view got while app restarted.
-    await until(() => /event: started[^\n]*\ndata: [^\n]*"app"/.test(events.text()) || undefined, 10_000, "app's restart on eu-1's event stream");
+    await until(
+      () => /event: started[^\n]*\ndata: [^\n]*"app"/.test(events.text()) || undefined,
+      10_000,
+      "app's restart on eu-1's event stream",
+    );
     published.push({ where: 'GET /v1/events on eu-1 during the restart', text: await events.stop() });
   });
 
   describe.skipIf(ageBinary.skip)(ageBinary.title('interop with the age binary'), () => {
-    it('a secret made by `age -R secrets/recipients/eu.txt` is read by eu\'s devices; `age -d -i` opens the target key with a device\'s identity', async () => {
+    it("a secret made by `age -R secrets/recipients/eu.txt` is read by eu's devices; `age -d -i` opens the target key with a device's identity", async () => {
       const out = join(f.fx.dir, 'secrets', 'api_token.age');
       await new Promise<void>((resolve, reject) => {
-        const child = execFile('age', ['-R', join(f.fx.dir, 'secrets', 'recipients', 'eu.txt'), '-o', out], (e) => (e ? reject(e) : resolve()));
+        const child = execFile('age', ['-R', join(f.fx.dir, 'secrets', 'recipients', 'eu.txt'), '-o', out], (e) =>
+          e ? reject(e) : resolve(),
+        );
         child.stdin!.end(V.tok2);
       });
       set.set('api_token v2 (age binary)', V.tok2);
@@ -284,9 +324,11 @@ describe('secrets through real agents (SPEC §16)', { timeout: 60_000 }, () => {
       // The other way: the device's own identity file opens eu's key file, whose identity opens a secret made by keystonectl.
       const tmp = mkdtempSync(join(f.root, 'age-'));
       try {
-        const target = (await run('age', ['-d', '-i', f.ageKeyOf('eu-1'), join(f.fx.dir, 'secrets/keys/eu.age')])).stdout;
+        const target = (await run('age', ['-d', '-i', f.ageKeyOf('eu-1'), join(f.fx.dir, 'secrets/keys/eu.age')]))
+          .stdout;
         writeFileSync(join(tmp, 'eu.key'), target, { mode: 0o600 });
-        const value = (await run('age', ['-d', '-i', join(tmp, 'eu.key'), join(f.fx.dir, 'secrets/db_password.age')])).stdout;
+        const value = (await run('age', ['-d', '-i', join(tmp, 'eu.key'), join(f.fx.dir, 'secrets/db_password.age')]))
+          .stdout;
         expect(value === V.db2).toBe(true);
         // us-1's identity is not a recipient of eu's key.
         await expect(run('age', ['-d', '-i', f.ageKeyOf(US), join(f.fx.dir, 'secrets/keys/eu.age')])).rejects.toThrow();
@@ -339,7 +381,9 @@ describe('secrets through real agents (SPEC §16)', { timeout: 60_000 }, () => {
     expect(oldPlain).toBeDefined();
     const oldTarget = parseAgeIdentityFile(new TextDecoder().decode(oldPlain));
     if ('problem' in oldTarget) throw new Error(oldTarget.problem);
-    expect(await decryptWith([oldTarget.identity], readFileSync(join(f.fx.dir, 'secrets/db_password.age')))).toBeUndefined();
+    expect(
+      await decryptWith([oldTarget.identity], readFileSync(join(f.fx.dir, 'secrets/db_password.age'))),
+    ).toBeUndefined();
 
     // What the operator's listing says of it, for the last test's grep: names, targets, readers, never a value.
     for (const args of [['--json'], []]) {
@@ -357,9 +401,14 @@ describe('secrets through real agents (SPEC §16)', { timeout: 60_000 }, () => {
 
     // Positive control: the grep finds a value where it is meant to be.
     const appPid = h('eu-1').pidsOf().app!;
-    expect(findIn('control', readFileSync(join(work('eu-1', 'app'), 'tls.key')), set).map((x) => x.value)).toEqual(['tls_key']);
+    expect(findIn('control', readFileSync(join(work('eu-1', 'app'), 'tls.key')), set).map((x) => x.value)).toEqual([
+      'tls_key',
+    ]);
     const environ = environOf(appPid);
-    if (environ) expect(findIn('control', readFileSync(`/proc/${appPid}/environ`), set).map((x) => x.value)).toEqual(['db_password v3 (after the revocation)']);
+    if (environ)
+      expect(findIn('control', readFileSync(`/proc/${appPid}/environ`), set).map((x) => x.value)).toEqual([
+        'db_password v3 (after the revocation)',
+      ]);
 
     // 1. Every agent's log: every line on stdout, anything not JSON, stderr.
     for (const d of DEVICES) {
@@ -381,7 +430,17 @@ describe('secrets through real agents (SPEC §16)', { timeout: 60_000 }, () => {
       };
       const list = await get('/v1/components');
       expect(list.status).toBe(200);
-      for (const path of ['/v1/revision', '/v1/history', '/v1/history?limit=100', '/v1/graph', '/v1/policy', '/healthz', '/', '/v1/session']) await get(path);
+      for (const path of [
+        '/v1/revision',
+        '/v1/history',
+        '/v1/history?limit=100',
+        '/v1/graph',
+        '/v1/policy',
+        '/healthz',
+        '/',
+        '/v1/session',
+      ])
+        await get(path);
       for (const c of list.body as Array<{ name: string }>) {
         expect((await get(`/v1/components/${c.name}`)).status).toBe(200);
         await get(`/v1/logs/${c.name}?lines=5000`);
@@ -406,22 +465,45 @@ describe('secrets through real agents (SPEC §16)', { timeout: 60_000 }, () => {
       const r = await grepTree(sd, set, (p) => root !== undefined && (p === root || p.startsWith(root + '/')));
       expect(r.files).toBeGreaterThan(10);
       // What the store keeps instead: the placeholder as written (positive control of the same grep).
-      if (d !== US) expect((await grepTree(sd, new Map([['placeholder', '{{secret.db_password}}']]))).findings.length, `${d}'s store keeps the placeholder`).toBeGreaterThan(0);
+      if (d !== US)
+        expect(
+          (await grepTree(sd, new Map([['placeholder', '{{secret.db_password}}']]))).findings.length,
+          `${d}'s store keeps the placeholder`,
+        ).toBeGreaterThan(0);
       findings.push(...r.findings.map((x) => ({ ...x, where: `${d}'s state directory: ${x.where}` })));
     }
 
     // 5. The Git server: every object of both repositories (reachable or not), and a mirror clone of every ref over HTTP.
-    for (const [name, bare] of [['fleet', f.fleetBare], ['reports', f.reportsBare]] as const) {
+    for (const [name, bare] of [
+      ['fleet', f.fleetBare],
+      ['reports', f.reportsBare],
+    ] as const) {
       look(`the server's ${name} repository (every object)`, await allGitObjects(bare));
       const mirror = join(mkdtempSync(join(f.root, 'mirror-')), `${name}.git`);
-      await run('git', ['clone', '--quiet', '--mirror', f.server.url(name).replace('http://', `http://x:${PUSH_TOKEN}@`), mirror], { env: GIT_ENV });
+      await run(
+        'git',
+        ['clone', '--quiet', '--mirror', f.server.url(name).replace('http://', `http://x:${PUSH_TOKEN}@`), mirror],
+        { env: GIT_ENV },
+      );
       const refs = (await run('git', ['--git-dir', mirror, 'for-each-ref'], { env: GIT_ENV })).stdout;
       expect(refs.split('\n').filter(Boolean).length).toBeGreaterThan(0);
       look(`${name} mirror: refs`, refs);
-      look(`${name} mirror: git log -p --all`, (await run('git', ['--git-dir', mirror, 'log', '-p', '--all', '--binary'], { env: GIT_ENV, maxBuffer: 256 * 1024 * 1024 })).stdout);
+      look(
+        `${name} mirror: git log -p --all`,
+        (
+          await run('git', ['--git-dir', mirror, 'log', '-p', '--all', '--binary'], {
+            env: GIT_ENV,
+            maxBuffer: 256 * 1024 * 1024,
+          })
+        ).stdout,
+      );
       look(`${name} mirror: every object`, await allGitObjects(mirror));
     }
-    const notesRefs = (await run('git', ['--git-dir', f.reportsBare, 'for-each-ref', '--format=%(refname)', 'refs/notes/'], { env: GIT_ENV })).stdout;
+    const notesRefs = (
+      await run('git', ['--git-dir', f.reportsBare, 'for-each-ref', '--format=%(refname)', 'refs/notes/'], {
+        env: GIT_ENV,
+      })
+    ).stdout;
     expect(notesRefs).toContain('refs/notes/');
 
     expect(findings).toEqual([]);

@@ -21,7 +21,9 @@ describe('a signature binds the ref it was made for', { timeout: 180_000 }, () =
       await w.noteSays(first, 'success');
 
       w.fx.components = [svc('2.0.0')];
-      const promoted = await w.push('svc 2.0.0, signed on the pull-request branch and pushed to main', { signArgs: ['--ref', 'pr'] });
+      const promoted = await w.push('svc 2.0.0, signed on the pull-request branch and pushed to main', {
+        signArgs: ['--ref', 'pr'],
+      });
       const refused = await w.noteSays(promoted, 'error');
       expect(refused.description).toContain('KS_SIGNATURE_WRONG_REF');
       expect(refused.description).toContain('refs/heads/pr');

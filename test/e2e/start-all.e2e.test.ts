@@ -20,11 +20,21 @@ describe('keystonectl start --all against a running agent', { timeout: 90_000 },
 
   beforeAll(async () => {
     fx = await stackFixture({
-      components: () => [sleeper('db'), sleeper('api', [{ component: 'db', type: 'hard' }]), sleeper('telemetry', [{ component: 'db', type: 'ordering' }]), sleeper('web', [{ component: 'api', type: 'hard' }])],
+      components: () => [
+        sleeper('db'),
+        sleeper('api', [{ component: 'db', type: 'hard' }]),
+        sleeper('telemetry', [{ component: 'db', type: 'ordering' }]),
+        sleeper('web', [{ component: 'api', type: 'hard' }]),
+      ],
     });
     h = new AgentHarness();
     url = `http://127.0.0.1:${(await freePorts(1))[0]}`;
-    agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args: ['--listen', url.slice('http://'.length)] });
+    agent = h.start({
+      dir: fx.dir,
+      plan: fx.plan,
+      trustArgs: fx.trustArgs,
+      args: ['--listen', url.slice('http://'.length)],
+    });
     await agent.waitForLog(is.msg('all components running'), 30_000, 0, 'the first apply');
     await agent.waitForLog(is.msg('HTTP API listening'), 15_000, 0, 'the API');
   });
@@ -59,11 +69,18 @@ describe('keystonectl start --all against a running agent', { timeout: 90_000 },
     const r = await ctl('start', '--all', '--json');
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    const json = JSON.parse(r.stdout) as { started: string[]; results: Array<{ component: string; started: string[]; wait: string }> };
+    const json = JSON.parse(r.stdout) as {
+      started: string[];
+      results: Array<{ component: string; started: string[]; wait: string }>;
+    };
     expect(json.started).toEqual([]);
     expect(json.results.map((x) => [x.component, x.started, x.wait])).toEqual(STACK.map((n) => [n, [], 'health']));
     expect(h.pidsOf()).toEqual(before);
-    expect(await ctl('start', '--all')).toEqual({ code: 0, stdout: 'every component was already running\n', stderr: '' });
+    expect(await ctl('start', '--all')).toEqual({
+      code: 0,
+      stdout: 'every component was already running\n',
+      stderr: '',
+    });
   });
 
   it('after a partial stop: starts only what is down, in order; the JSON lists each start', async () => {
@@ -71,7 +88,10 @@ describe('keystonectl start --all against a running agent', { timeout: 90_000 },
     expect((await ctl('stop', 'api')).code).toBe(0);
     const r = await ctl('start', '--all', '--json');
     expect(r.code).toBe(0);
-    const json = JSON.parse(r.stdout) as { started: string[]; results: Array<{ component: string; started: string[] }> };
+    const json = JSON.parse(r.stdout) as {
+      started: string[];
+      results: Array<{ component: string; started: string[] }>;
+    };
     expect(json.started).toEqual(['api', 'web']);
     expect(json.results.map((x) => x.component)).toEqual(STACK);
     expect(h.components().map((c) => [c.name, c.state, c.held])).toEqual(STACK.map((n) => [n, 'running', false]));

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentHarness, is, type AgentProcess } from '../support/agent-harness.js';
 import { stackFixture, type ComponentSpec, type StackFixture } from '../support/stack-fixture.js';
 
-const idle = "setInterval(() => {}, 1000)";
+const idle = 'setInterval(() => {}, 1000)';
 
 /** Installs by marking `install-<me>`, waiting up to 3 s for `install-<other>` (records `met` or `alone`), unmarking. */
 function rendezvousInstall(me: string, other: string, dir: string): ComponentSpec {
@@ -46,8 +46,16 @@ describe('the concurrency limit bounds installs and spawns, not waits for health
       args: ['-e', idle],
       health: { check: `cmd:test -e ${fastMark}`, interval: '100ms', failureThreshold: 100 },
     };
-    const fast: ComponentSpec = { name: 'fast', version: '1.0.0', command: 'sh', args: ['-c', `touch ${fastMark}; exec sleep 1000`] };
-    fx = await stackFixture({ signed: false, components: () => [slow, fast, rendezvousInstall('a', 'b', dir), rendezvousInstall('b', 'a', dir)] });
+    const fast: ComponentSpec = {
+      name: 'fast',
+      version: '1.0.0',
+      command: 'sh',
+      args: ['-c', `touch ${fastMark}; exec sleep 1000`],
+    };
+    fx = await stackFixture({
+      signed: false,
+      components: () => [slow, fast, rendezvousInstall('a', 'b', dir), rendezvousInstall('b', 'a', dir)],
+    });
     h = new AgentHarness();
     agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args: ['--concurrency', '1'] });
   }, 60_000);

@@ -3,7 +3,17 @@
 // time (a second names the first's pid and touches nothing; kill -9 frees it), and an API address in use stops the
 // start before anything is adopted.
 import { spawn } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,9 +30,11 @@ const NOBODY = 65534;
 /** Planting another user's token takes chown to nobody, which only root may do. */
 const root = needs('root');
 
-const withAgents = (body: (fx: StackFixture, h: AgentHarness) => Promise<void>) => withStack({ components: () => [sleeper('db')] }, body);
+const withAgents = (body: (fx: StackFixture, h: AgentHarness) => Promise<void>) =>
+  withStack({ components: () => [sleeper('db')] }, body);
 
-const start = (h: AgentHarness, fx: StackFixture, args: string[] = []) => h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args });
+const start = (h: AgentHarness, fx: StackFixture, args: string[] = []) =>
+  h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args });
 
 /** The one line a refused start writes to stderr. */
 function oneLine(agent: AgentProcess): string {
@@ -46,36 +58,45 @@ function listen(port: number, host = '127.0.0.1'): Promise<Server> {
 const close = (s: Server) => new Promise<void>((r) => s.close(() => r()));
 
 describe.concurrent('the state directory, end to end', { timeout: 90_000 }, () => {
-  it.skipIf(root.skip)(root.title('refuses a state directory others can write, and then a token another user planted in it (exit 2, the fix named); starts once both are fixed'), async () => {
-    await withAgents(async (fx, h) => {
-      const token = join(h.stateDir, 'api-token');
-      chmodSync(h.stateDir, 0o777);
-      writeFileSync(token, `${'a'.repeat(64)}\n`, { mode: 0o600 });
-      chownSync(token, NOBODY, NOBODY);
+  it.skipIf(root.skip)(
+    root.title(
+      'refuses a state directory others can write, and then a token another user planted in it (exit 2, the fix named); starts once both are fixed',
+    ),
+    async () => {
+      await withAgents(async (fx, h) => {
+        const token = join(h.stateDir, 'api-token');
+        chmodSync(h.stateDir, 0o777);
+        writeFileSync(token, `${'a'.repeat(64)}\n`, { mode: 0o600 });
+        chownSync(token, NOBODY, NOBODY);
 
-      const first = start(h, fx, ['--listen', '127.0.0.1:0']);
-      expect((await first.waitForExit()).code).toBe(2);
-      const line = oneLine(first);
-      expect(line).toContain('[KS_STATE_DIR_UNSAFE]');
-      expect(line).toContain(`state directory ${h.stateDir} is writable by other users (mode 777)`);
-      expect(line).toContain(`chown root: ${h.stateDir} && chmod 711 ${h.stateDir}`);
-      // Nothing was read or made: no store, no lock, and nobody's token is still just that.
-      expect(readdirSync(h.stateDir)).toEqual(['api-token']);
+        const first = start(h, fx, ['--listen', '127.0.0.1:0']);
+        expect((await first.waitForExit()).code).toBe(2);
+        const line = oneLine(first);
+        expect(line).toContain('[KS_STATE_DIR_UNSAFE]');
+        expect(line).toContain(`state directory ${h.stateDir} is writable by other users (mode 777)`);
+        expect(line).toContain(`chown root: ${h.stateDir} && chmod 711 ${h.stateDir}`);
+        // Nothing was read or made: no store, no lock, and nobody's token is still just that.
+        expect(readdirSync(h.stateDir)).toEqual(['api-token']);
 
-      // The directory fixed, the planted token is still refused: it is never used, on this start or a later one.
-      chmodSync(h.stateDir, 0o711);
-      const second = start(h, fx, ['--listen', '127.0.0.1:0']);
-      expect((await second.waitForExit()).code).toBe(2);
-      expect(oneLine(second)).toMatch(new RegExp(`${token} is owned by uid ${NOBODY} \\(nobody\\), not by the agent's user uid 0 \\(root\\).*remove it.*\\[KS_STATE_DIR_UNSAFE\\]`));
-      expect(existsSync(join(h.stateDir, 'state.db'))).toBe(false);
+        // The directory fixed, the planted token is still refused: it is never used, on this start or a later one.
+        chmodSync(h.stateDir, 0o711);
+        const second = start(h, fx, ['--listen', '127.0.0.1:0']);
+        expect((await second.waitForExit()).code).toBe(2);
+        expect(oneLine(second)).toMatch(
+          new RegExp(
+            `${token} is owned by uid ${NOBODY} \\(nobody\\), not by the agent's user uid 0 \\(root\\).*remove it.*\\[KS_STATE_DIR_UNSAFE\\]`,
+          ),
+        );
+        expect(existsSync(join(h.stateDir, 'state.db'))).toBe(false);
 
-      rmSync(token);
-      const third = start(h, fx, ['--listen', '127.0.0.1:0']);
-      await third.waitForLog(is.msg('created the API token'), 15_000, 0, 'a token of its own');
-      await third.waitForLog(is.applyEnd, 30_000, 0, 'the first apply');
-      await third.stop();
-    });
-  });
+        rmSync(token);
+        const third = start(h, fx, ['--listen', '127.0.0.1:0']);
+        await third.waitForLog(is.msg('created the API token'), 15_000, 0, 'a token of its own');
+        await third.waitForLog(is.applyEnd, 30_000, 0, 'the first apply');
+        await third.stop();
+      });
+    },
+  );
 
   it('a components/web/logs link into a root-only directory: refused at start, and when it appears later the component fails and nothing is written there', async () => {
     const secret = mkdtempSync(join(tmpdir(), 'keystone-root-only-'));
@@ -87,7 +108,9 @@ describe.concurrent('the state directory, end to end', { timeout: 90_000 }, () =
         symlinkSync(secret, join(h.stateDir, 'components', 'web', 'logs'));
         const refused = start(h, fx);
         expect((await refused.waitForExit()).code).toBe(2);
-        expect(oneLine(refused)).toMatch(new RegExp(`${h.stateDir}/components/web/logs is a symbolic link.*remove it.*\\[KS_STATE_DIR_UNSAFE\\]`));
+        expect(oneLine(refused)).toMatch(
+          new RegExp(`${h.stateDir}/components/web/logs is a symbolic link.*remove it.*\\[KS_STATE_DIR_UNSAFE\\]`),
+        );
 
         // Planted while the agent runs, before `web` first starts: the start fails clearly, the link is not followed.
         rmSync(join(h.stateDir, 'components'), { recursive: true });
@@ -110,7 +133,7 @@ describe.concurrent('the state directory, end to end', { timeout: 90_000 }, () =
     }
   });
 
-  it('a second agent on the same state directory exits naming the first one\'s pid and touches nothing; after kill -9 of the first, a new one starts and adopts', async () => {
+  it("a second agent on the same state directory exits naming the first one's pid and touches nothing; after kill -9 of the first, a new one starts and adopts", async () => {
     await withAgents(async (fx, h) => {
       const first = start(h, fx);
       await first.waitForLog(is.applyEnd, 30_000, 0, 'the first apply');
@@ -176,7 +199,19 @@ describe.concurrent('the state directory, end to end', { timeout: 90_000 }, () =
     });
     let agent: AgentProcess | undefined;
     try {
-      const argv = [join(PROJECT_ROOT, 'bin', 'keystone.js'), 'agent', '--dir', fx.dir, '--plan', fx.plan, '--allow-unsigned', '--state-dir', stateDir, '--log-format', 'json'];
+      const argv = [
+        join(PROJECT_ROOT, 'bin', 'keystone.js'),
+        'agent',
+        '--dir',
+        fx.dir,
+        '--plan',
+        fx.plan,
+        '--allow-unsigned',
+        '--state-dir',
+        stateDir,
+        '--log-format',
+        'json',
+      ];
       agent = new AgentProcess(spawn(process.execPath, argv, { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] }));
       const exit = await agent.waitForExit();
       expect(exit.code, agent.tail()).toBe(1);

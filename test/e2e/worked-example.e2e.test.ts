@@ -29,13 +29,17 @@ describe('the four-component stack in directory mode', { timeout: 60_000 }, () =
       expect(c.state, `${c.name} state`).toBe('running');
       expect(c.instance?.kind).toBe('process');
       if (c.instance?.kind !== 'process') continue;
-      expect(isSameProcess(c.instance.pid, c.instance.startTime), `${c.name}'s pid ${c.instance.pid} is the recorded process`).toBe(true);
+      expect(
+        isSameProcess(c.instance.pid, c.instance.startTime),
+        `${c.name}'s pid ${c.instance.pid} is the recorded process`,
+      ).toBe(true);
       pids[c.name] = c.instance.pid;
     }
     expect(Object.keys(pids).sort()).toEqual([...STACK].sort());
     return pids;
   };
-  const componentLines = (name: string, after: number, state?: string) => agent.lines((l: LogLine) => l.component === name && (state === undefined || l.state === state), after);
+  const componentLines = (name: string, after: number, state?: string) =>
+    agent.lines((l: LogLine) => l.component === name && (state === undefined || l.state === state), after);
 
   it('a fresh start brings all four up, layer by layer', async () => {
     agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs });
@@ -51,7 +55,13 @@ describe('the four-component stack in directory mode', { timeout: 60_000 }, () =
     expect(t('telemetry', 'starting')).toBeGreaterThanOrEqual(t('influxdb', 'running'));
     expect(t('web', 'starting')).toBeGreaterThanOrEqual(t('api', 'running'));
     const pids = livePids();
-    for (const name of STACK) expect(h.processesOf(name).filter((p) => p.argv.includes(fx.spec(name).artifact!)).map((p) => p.pid)).toEqual([pids[name]]);
+    for (const name of STACK)
+      expect(
+        h
+          .processesOf(name)
+          .filter((p) => p.argv.includes(fx.spec(name).artifact!))
+          .map((p) => p.pid),
+      ).toEqual([pids[name]]);
     expect(h.history()[0]).toMatchObject({ revision: rev, outcome: 'success' });
   });
 
@@ -61,21 +71,32 @@ describe('the four-component stack in directory mode', { timeout: 60_000 }, () =
     fx.bumpVersion('api', '1.5.0');
     const rev = await fx.revisionId();
     const plan = await agent.waitForLog(is.revision(rev, 'reconcile plan'), 10_000, mark, 'the reconcile of the bump');
-    expect(plan).toMatchObject({ stop_order: ['web', 'api'], start_order: ['api', 'web'], no_touch: ['influxdb', 'telemetry'] });
+    expect(plan).toMatchObject({
+      stop_order: ['web', 'api'],
+      start_order: ['api', 'web'],
+      no_touch: ['influxdb', 'telemetry'],
+    });
     const end = await agent.waitForLog(is.applyEnd, 20_000, mark, 'the end of the bump');
     expect(end.msg).toBe('all components running');
 
     for (const name of ['influxdb', 'telemetry']) {
       expect(agent.lines(is.about(name, 'reusing existing running instance (no restart)'), mark), name).toHaveLength(1);
-      expect(componentLines(name, mark).filter((l) => l.state !== undefined), `no state change of ${name}`).toEqual([]);
+      expect(
+        componentLines(name, mark).filter((l) => l.state !== undefined),
+        `no state change of ${name}`,
+      ).toEqual([]);
     }
     for (const name of ['api', 'web']) {
       expect(componentLines(name, mark, 'stopping'), `${name} stopped once`).toHaveLength(1);
       expect(componentLines(name, mark, 'running'), `${name} running again`).toHaveLength(1);
     }
     // Stop order: web before api; start order: api healthy before web starts.
-    expect(componentLines('web', mark, 'stopping')[0]!.t).toBeLessThanOrEqual(componentLines('api', mark, 'stopping')[0]!.t);
-    expect(componentLines('web', mark, 'starting')[0]!.t).toBeGreaterThanOrEqual(componentLines('api', mark, 'running')[0]!.t);
+    expect(componentLines('web', mark, 'stopping')[0]!.t).toBeLessThanOrEqual(
+      componentLines('api', mark, 'stopping')[0]!.t,
+    );
+    expect(componentLines('web', mark, 'starting')[0]!.t).toBeGreaterThanOrEqual(
+      componentLines('api', mark, 'running')[0]!.t,
+    );
 
     const after = livePids();
     expect(after.influxdb).toBe(before.influxdb);
@@ -91,14 +112,21 @@ describe('the four-component stack in directory mode', { timeout: 60_000 }, () =
     const mark = agent.mark();
     process.kill(before.influxdb!, 'SIGKILL');
     const back = await agent.waitForLog(is.state('influxdb', 'running'), 15_000, mark, 'influxdb running again');
-    const cascade = await agent.waitForLog(is.msg('hard dependency restarted: restarting its hard dependents'), 10_000, mark, 'the cascade');
+    const cascade = await agent.waitForLog(
+      is.msg('hard dependency restarted: restarting its hard dependents'),
+      10_000,
+      mark,
+      'the cascade',
+    );
     expect(cascade).toMatchObject({ component: 'influxdb', stop_order: ['web', 'api'], start_order: ['api', 'web'] });
     const webBack = await agent.waitForLog(is.state('web', 'running'), 20_000, mark, 'web running again');
 
     // api and web restart only once the database is healthy again, web after api.
     const apiStart = componentLines('api', mark, 'starting')[0]!;
     expect(apiStart.t).toBeGreaterThanOrEqual(back.t);
-    expect(componentLines('web', mark, 'starting')[0]!.t).toBeGreaterThanOrEqual(componentLines('api', mark, 'running')[0]!.t);
+    expect(componentLines('web', mark, 'starting')[0]!.t).toBeGreaterThanOrEqual(
+      componentLines('api', mark, 'running')[0]!.t,
+    );
     expect(webBack.t).toBeGreaterThanOrEqual(apiStart.t);
     // The ordering dependent is not touched: no state change, same process.
     expect(componentLines('telemetry', mark).filter((l) => l.state !== undefined)).toEqual([]);
@@ -118,7 +146,12 @@ describe('the four-component stack in directory mode', { timeout: 60_000 }, () =
 
     agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs });
     const rev = await fx.revisionId();
-    const plan = await agent.waitForLog(is.revision(rev, 'reconcile plan'), 15_000, 0, 'the reconcile after the restart');
+    const plan = await agent.waitForLog(
+      is.revision(rev, 'reconcile plan'),
+      15_000,
+      0,
+      'the reconcile after the restart',
+    );
     expect(plan).toMatchObject({ stop_order: [], start_order: [], no_touch: STACK });
     const end = await agent.waitForLog(is.applyEnd, 10_000, 0, 'the end of the apply after the restart');
     // A restart resumes the revision it runs (SPEC §5): its outcome stands, everything adopted and healthy.
@@ -130,7 +163,9 @@ describe('the four-component stack in directory mode', { timeout: 60_000 }, () =
       expect(adopted[0]!.pid).toBe(before[name]);
       expect(agent.lines(is.about(name, 'reusing existing running instance (no restart)')), name).toHaveLength(1);
     }
-    expect(agent.lines((l) => l.state === 'starting' || l.state === 'stopping' || l.state === 'installing')).toEqual([]);
+    expect(agent.lines((l) => l.state === 'starting' || l.state === 'stopping' || l.state === 'installing')).toEqual(
+      [],
+    );
     expect(livePids()).toEqual(before);
   });
 
@@ -141,7 +176,12 @@ describe('the four-component stack in directory mode', { timeout: 60_000 }, () =
     process.kill(before.influxdb!, 'SIGKILL');
     await agent.waitForLog(is.about('influxdb', 'exited'), 5_000, mark, 'the exit noticed');
     const back = await agent.waitForLog(is.state('influxdb', 'running'), 15_000, mark, 'influxdb running again');
-    await agent.waitForLog(is.msg('hard dependency restarted: restarting its hard dependents'), 10_000, mark, 'the cascade');
+    await agent.waitForLog(
+      is.msg('hard dependency restarted: restarting its hard dependents'),
+      10_000,
+      mark,
+      'the cascade',
+    );
     await agent.waitForLog(is.state('web', 'running'), 20_000, mark, 'web running again');
     expect(componentLines('api', mark, 'starting')[0]!.t).toBeGreaterThanOrEqual(back.t);
     expect(componentLines('telemetry', mark).filter((l) => l.state !== undefined)).toEqual([]);

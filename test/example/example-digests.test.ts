@@ -30,16 +30,19 @@ describe('example recipes', () => {
     expect(plans.length).toBeGreaterThan(0);
   });
 
-  it.each(recipes.map((f) => [f.slice(ROOT.length), f]))('%s: each relative artifact matches its sha256', (_name, file) => {
-    for (const artifact of asTables(readToml(file).artifacts)) {
-      const uri = String(artifact.uri);
-      if (!isRelative(uri)) continue;
-      const onDisk = resolve(dirname(file), uri);
-      expect(existsSync(onDisk), `${uri} exists`).toBe(true);
-      const digest = createHash('sha256').update(readFileSync(onDisk)).digest('hex');
-      expect(artifact.sha256, `sha256 of ${uri} (update the recipe after editing the program)`).toBe(digest);
-    }
-  });
+  it.each(recipes.map((f) => [f.slice(ROOT.length), f]))(
+    '%s: each relative artifact matches its sha256',
+    (_name, file) => {
+      for (const artifact of asTables(readToml(file).artifacts)) {
+        const uri = String(artifact.uri);
+        if (!isRelative(uri)) continue;
+        const onDisk = resolve(dirname(file), uri);
+        expect(existsSync(onDisk), `${uri} exists`).toBe(true);
+        const digest = createHash('sha256').update(readFileSync(onDisk)).digest('hex');
+        expect(artifact.sha256, `sha256 of ${uri} (update the recipe after editing the program)`).toBe(digest);
+      }
+    },
+  );
 
   it('ship every stand-in program as a relative artifact', () => {
     const shipped = recipes.flatMap((f) =>
@@ -58,17 +61,23 @@ describe.each(plans.map((f) => [f.slice(ROOT.length), f]))('plan %s', (_name, pl
 
   it('names recipes that exist', () => {
     expect(components.length).toBeGreaterThan(0);
-    for (const c of components) expect(existsSync(join(ROOT, String(c.recipe))), `${String(c.recipe)} exists`).toBe(true);
+    for (const c of components)
+      expect(existsSync(join(ROOT, String(c.recipe))), `${String(c.recipe)} exists`).toBe(true);
   });
 
   it("provides every recipe's dependencies at a satisfying version", () => {
-    const loaded = components.filter((c) => existsSync(join(ROOT, String(c.recipe)))).map((c) => readToml(join(ROOT, String(c.recipe))));
-    const provided = new Map(loaded.map((r) => [String(asTable(r.metadata).name), String(asTable(r.metadata).version)]));
+    const loaded = components
+      .filter((c) => existsSync(join(ROOT, String(c.recipe))))
+      .map((c) => readToml(join(ROOT, String(c.recipe))));
+    const provided = new Map(
+      loaded.map((r) => [String(asTable(r.metadata).name), String(asTable(r.metadata).version)]),
+    );
     for (const r of loaded) {
       for (const dep of asTables(r.dependencies)) {
         const version = provided.get(String(dep.name));
         expect(version, `${String(asTable(r.metadata).name)} needs ${String(dep.name)}`).toBeDefined();
-        if (typeof dep.version === 'string' && version !== undefined) expect(semver.satisfies(version, dep.version)).toBe(true);
+        if (typeof dep.version === 'string' && version !== undefined)
+          expect(semver.satisfies(version, dep.version)).toBe(true);
       }
     }
   });

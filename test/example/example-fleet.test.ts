@@ -15,8 +15,13 @@ describe('the example fleet files', () => {
       ['edge', 'plans/edge-processes.toml'],
     ]);
     const gw = await loadForDevice(r, 'edge-7', { role: 'gateway', region: 'eu' });
-    expect(gw.ok && gw.state.components.find((c) => c.name === 'gateway/reports')?.inputs?.['config.title']).toBe('daily-eu');
-    expect(await loadForDevice(r, 'edge-8', { role: 'gateway', region: 'us' })).toMatchObject({ ok: true, target: 'edge' });
+    expect(gw.ok && gw.state.components.find((c) => c.name === 'gateway/reports')?.inputs?.['config.title']).toBe(
+      'daily-eu',
+    );
+    expect(await loadForDevice(r, 'edge-8', { role: 'gateway', region: 'us' })).toMatchObject({
+      ok: true,
+      target: 'edge',
+    });
     expect(await loadForDevice(r, 'lab-bench-1', {})).toMatchObject({ ok: true, target: 'edge' });
   });
 
@@ -28,7 +33,12 @@ describe('the example fleet files', () => {
       ['uplink', undefined],
     ]);
     const sensor = await loadForDevice(r, 'sensor-1', { role: 'sensor', site: 'lab' });
-    expect(sensor.ok && sensor.state.components.map((c) => [c.name, c.inputs?.['config.every']])).toEqual([['heartbeat', '5']]);
-    expect(await loadForDevice(r, 'cam-1', { role: 'camera' })).toMatchObject({ ok: false, noTarget: { device: 'cam-1' } });
+    expect(sensor.ok && sensor.state.components.map((c) => [c.name, c.inputs?.['config.every']])).toEqual([
+      ['heartbeat', '5'],
+    ]);
+    expect(await loadForDevice(r, 'cam-1', { role: 'camera' })).toMatchObject({
+      ok: false,
+      noTarget: { device: 'cam-1' },
+    });
   });
 });

@@ -42,7 +42,10 @@ async function freePort(): Promise<number> {
 }
 
 function start(program: string, args: string[], cwd: string): Program {
-  const child = spawn(process.execPath, [join(ARTIFACTS, program), ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [join(ARTIFACTS, program), ...args], {
+    cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout?.setEncoding('utf8').on('data', (s: string) => (out += s));
   child.stderr?.resume();
@@ -55,7 +58,10 @@ function start(program: string, args: string[], cwd: string): Program {
 /** Runs a program to completion: its exit code and stderr. */
 function runToEnd(program: string, args: string[], cwd: string): Promise<{ code: number | null; stderr: string }> {
   return new Promise((ok, fail) => {
-    const child = spawn(process.execPath, [join(ARTIFACTS, program), ...args], { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [join(ARTIFACTS, program), ...args], {
+      cwd,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
     child.once('error', fail).once('close', (code) => ok({ code, stderr }));
@@ -74,7 +80,12 @@ async function statusOf(url: string): Promise<number> {
 }
 
 /** Polls until `probe` returns a value that `done` accepts, or fails at the deadline with the last value. */
-async function until<T>(probe: () => Promise<T> | T, done: (v: T) => boolean, what: string, timeoutMs = 5000): Promise<T> {
+async function until<T>(
+  probe: () => Promise<T> | T,
+  done: (v: T) => boolean,
+  what: string,
+  timeoutMs = 5000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await probe();
@@ -86,7 +97,11 @@ async function until<T>(probe: () => Promise<T> | T, done: (v: T) => boolean, wh
 
 async function startDb(cwd: string, port: number, delayMs = 0): Promise<Program> {
   const db = start('fake-influxdb.mjs', ['--port', String(port), '--start-delay', String(delayMs)], cwd);
-  await until(() => statusOf(`http://127.0.0.1:${port}/health`), (s) => s === 200, 'the db to listen');
+  await until(
+    () => statusOf(`http://127.0.0.1:${port}/health`),
+    (s) => s === 200,
+    'the db to listen',
+  );
   return db;
 }
 
@@ -97,10 +112,18 @@ describe('fake-influxdb', () => {
     const delayMs = 800;
     const startedAt = Date.now();
     const db = start('fake-influxdb.mjs', ['--port', String(port), '--start-delay', String(delayMs)], cwd);
-    await until(() => db.stdout(), (s) => s.includes('replaying'), 'the db to start replaying');
+    await until(
+      () => db.stdout(),
+      (s) => s.includes('replaying'),
+      'the db to start replaying',
+    );
     expect(await statusOf(`http://127.0.0.1:${port}/health`)).toBe(0);
 
-    await until(() => statusOf(`http://127.0.0.1:${port}/health`), (s) => s === 200, 'the db to become healthy');
+    await until(
+      () => statusOf(`http://127.0.0.1:${port}/health`),
+      (s) => s === 200,
+      'the db to become healthy',
+    );
     expect(Date.now() - startedAt).toBeGreaterThanOrEqual(delayMs);
     const body: unknown = await (await fetch(`http://127.0.0.1:${port}/health`)).json();
     expect(body).toEqual({ status: 'pass' });
@@ -126,18 +149,36 @@ describe('fake-api', () => {
   it('is 503 while the db is down and 200 while it is up', async () => {
     const cwd = workDir();
     const [dbPort, apiPort] = [await freePort(), await freePort()];
-    const api = start('fake-api.mjs', ['--port', String(apiPort), '--db', `http://127.0.0.1:${dbPort}`, '--version-label', '9.8.7'], cwd);
+    const api = start(
+      'fake-api.mjs',
+      ['--port', String(apiPort), '--db', `http://127.0.0.1:${dbPort}`, '--version-label', '9.8.7'],
+      cwd,
+    );
     const health = `http://127.0.0.1:${apiPort}/health`;
-    expect(await until(() => statusOf(health), (s) => s !== 0, 'the api to listen')).toBe(503);
+    expect(
+      await until(
+        () => statusOf(health),
+        (s) => s !== 0,
+        'the api to listen',
+      ),
+    ).toBe(503);
 
     const db = await startDb(cwd, dbPort);
-    await until(() => statusOf(health), (s) => s === 200, 'the api to become healthy');
+    await until(
+      () => statusOf(health),
+      (s) => s === 200,
+      'the api to become healthy',
+    );
     const hello: unknown = await (await fetch(`http://127.0.0.1:${apiPort}/v1/hello`)).json();
     expect(hello).toMatchObject({ version: '9.8.7', db: 'up' });
 
     db.child.kill('SIGTERM');
     expect(await db.exited).toBe(0);
-    await until(() => statusOf(health), (s) => s === 503, 'the api to notice the db is gone');
+    await until(
+      () => statusOf(health),
+      (s) => s === 503,
+      'the api to notice the db is gone',
+    );
 
     api.child.kill('SIGTERM');
     expect(await api.exited).toBe(0);
@@ -153,7 +194,11 @@ describe('fake-telemetry', () => {
     expect(before.stderr).toMatch(/telemetry\.status/);
 
     const telemetry = start('fake-telemetry.mjs', ['--db', `http://127.0.0.1:${dbPort}`, '--interval', '200'], cwd);
-    await until(() => existsSync(join(cwd, 'telemetry.status')), (v) => v, 'the first status write');
+    await until(
+      () => existsSync(join(cwd, 'telemetry.status')),
+      (v) => v,
+      'the first status write',
+    );
     expect((await runToEnd('fake-telemetry.mjs', ['--check'], cwd)).code).toBe(0);
     expect(JSON.parse(readFileSync(join(cwd, 'telemetry.status'), 'utf8'))).toMatchObject({ db: 'down' });
 
@@ -177,18 +222,32 @@ describe('fake-web', () => {
     const [dbPort, apiPort, webPort] = [await freePort(), await freePort(), await freePort()];
     const web = start('fake-web.mjs', ['--port', String(webPort), '--api', `http://127.0.0.1:${apiPort}`], cwd);
     const health = `http://127.0.0.1:${webPort}/health`;
-    expect(await until(() => statusOf(health), (s) => s !== 0, 'the web to listen')).toBe(503);
+    expect(
+      await until(
+        () => statusOf(health),
+        (s) => s !== 0,
+        'the web to listen',
+      ),
+    ).toBe(503);
 
     await startDb(cwd, dbPort);
     const api = start('fake-api.mjs', ['--port', String(apiPort), '--db', `http://127.0.0.1:${dbPort}`], cwd);
-    await until(() => statusOf(health), (s) => s === 200, 'the web to become healthy');
+    await until(
+      () => statusOf(health),
+      (s) => s === 200,
+      'the web to become healthy',
+    );
     const page = await (await fetch(`http://127.0.0.1:${webPort}/`)).text();
     expect(page).toContain('<html>');
     expect(page).toContain('1.4.0');
 
     api.child.kill('SIGTERM');
     expect(await api.exited).toBe(0);
-    await until(() => statusOf(health), (s) => s === 503, 'the web to notice the api is gone');
+    await until(
+      () => statusOf(health),
+      (s) => s === 503,
+      'the web to notice the api is gone',
+    );
 
     web.child.kill('SIGTERM');
     expect(await web.exited).toBe(0);

@@ -13,7 +13,13 @@ const NEW = 'e'.repeat(40);
 const T = Date.parse('2026-12-01T12:00:00Z');
 const min = 60_000;
 
-const rep = (commit: string, state: string, at: number, fields: Record<string, string>): DeviceReport => ({ commit, state, at, fields, description: `${state} at ${at}` });
+const rep = (commit: string, state: string, at: number, fields: Record<string, string>): DeviceReport => ({
+  commit,
+  state,
+  at,
+  fields,
+  description: `${state} at ${at}`,
+});
 /** A device whose newest report is its line on the commit. */
 const on = (device: string, fields: Record<string, string>, state = 'success'): DeviceReports => {
   const r = rep(C, state, T, fields);
@@ -24,7 +30,15 @@ const TARGETS = [
   { name: 'gateways', plan: 'plans/gw.toml' },
   { name: 'sensors', plan: 'plans/sensor.toml', devices: ['s-never'] },
 ];
-const base = (over: Partial<FleetViewInput>): FleetViewInput => ({ commit: C, commitTime: T - 30 * min, targets: TARGETS, reports: [], now: T + 5 * min, silentAfterMs: 10 * min, ...over });
+const base = (over: Partial<FleetViewInput>): FleetViewInput => ({
+  commit: C,
+  commitTime: T - 30 * min,
+  targets: TARGETS,
+  reports: [],
+  now: T + 5 * min,
+  silentAfterMs: 10 * min,
+  ...over,
+});
 
 describe('agent versions in the fleet view', () => {
   it('every device once, by the version it runs: newest version first (semver, not by name), unknown last', () => {
@@ -43,15 +57,33 @@ describe('agent versions in the fleet view', () => {
       }),
     );
     // s-never (named by the file, never reported) is unknown too.
-    expect(v.agentVersions).toEqual({ '1.0.0': 1, '0.10.0': 2, '0.10.0-rc.1': 1, '0.2.0': 1, 'custom-build': 1, [UNKNOWN_AGENT_VERSION]: 2 });
-    expect(Object.keys(v.agentVersions)).toEqual(['1.0.0', '0.10.0', '0.10.0-rc.1', '0.2.0', 'custom-build', 'unknown']);
+    expect(v.agentVersions).toEqual({
+      '1.0.0': 1,
+      '0.10.0': 2,
+      '0.10.0-rc.1': 1,
+      '0.2.0': 1,
+      'custom-build': 1,
+      [UNKNOWN_AGENT_VERSION]: 2,
+    });
+    expect(Object.keys(v.agentVersions)).toEqual([
+      '1.0.0',
+      '0.10.0',
+      '0.10.0-rc.1',
+      '0.2.0',
+      'custom-build',
+      'unknown',
+    ]);
     expect(Object.values(v.agentVersions).reduce((a, b) => a + b, 0)).toBe(v.devices.length);
     // No [agent] in the file: no progress to show.
     expect(v.agentUpdate).toBeUndefined();
   });
 
   it('what a device runs now: its newest report, also when that is on a newer commit than the one viewed', () => {
-    const moved: DeviceReports = { device: 'g-1', onCommit: rep(C, 'success', T, { target: 'gateways', agent: '0.1.0' }), newest: rep(NEW, 'success', T + 2 * min, { target: 'gateways', agent: '0.2.0' }) };
+    const moved: DeviceReports = {
+      device: 'g-1',
+      onCommit: rep(C, 'success', T, { target: 'gateways', agent: '0.1.0' }),
+      newest: rep(NEW, 'success', T + 2 * min, { target: 'gateways', agent: '0.2.0' }),
+    };
     const v = buildFleetView(base({ targets: [TARGETS[0]!], reports: [moved] }));
     expect(v.agentVersions).toEqual({ '0.2.0': 1 });
     // The device's row still says what it reported this commit with.
@@ -60,15 +92,27 @@ describe('agent versions in the fleet view', () => {
 
   it("a report that is not counted (SPEC §15) says nothing about the version: the device's own report does, else unknown", () => {
     const forged: Verification = { verdict: 'forged', reason: 'signed by another key', enrolled: true };
-    const r = (fields: Record<string, string>, counted: boolean, commit = C, at = T): DeviceReport => ({ ...rep(commit, 'success', at, fields), counted, ...(!counted && { verification: forged }) });
+    const r = (fields: Record<string, string>, counted: boolean, commit = C, at = T): DeviceReport => ({
+      ...rep(commit, 'success', at, fields),
+      counted,
+      ...(!counted && { verification: forged }),
+    });
     const v = buildFleetView(
       base({
         targets: [TARGETS[0]!],
         reports: [
           // A forged newest report claims 9.9.9; the device's own line on the commit says 0.1.0.
-          { device: 'g-1', onCommit: r({ target: 'gateways', agent: '0.1.0' }, true), newest: r({ target: 'gateways', agent: '9.9.9' }, false, NEW, T + min) },
+          {
+            device: 'g-1',
+            onCommit: r({ target: 'gateways', agent: '0.1.0' }, true),
+            newest: r({ target: 'gateways', agent: '9.9.9' }, false, NEW, T + min),
+          },
           // Nothing of its own at all.
-          { device: 'g-2', onCommit: r({ target: 'gateways', agent: '9.9.9' }, false), newest: r({ target: 'gateways', agent: '9.9.9' }, false) },
+          {
+            device: 'g-2',
+            onCommit: r({ target: 'gateways', agent: '9.9.9' }, false),
+            newest: r({ target: 'gateways', agent: '9.9.9' }, false),
+          },
         ],
       }),
     );
@@ -76,15 +120,28 @@ describe('agent versions in the fleet view', () => {
   });
 
   it('a version is only a key: one named like an Object property is counted as any other', () => {
-    const v = buildFleetView(base({ targets: [TARGETS[0]!], reports: [on('g-1', { target: 'gateways', agent: '__proto__' }), on('g-2', { target: 'gateways', agent: 'constructor' })] }));
+    const v = buildFleetView(
+      base({
+        targets: [TARGETS[0]!],
+        reports: [
+          on('g-1', { target: 'gateways', agent: '__proto__' }),
+          on('g-2', { target: 'gateways', agent: 'constructor' }),
+        ],
+      }),
+    );
     expect(JSON.stringify(v.agentVersions)).toBe('{"__proto__":1,"constructor":1}');
   });
 
-  it("per target when the file names a version and the commit has no [rollout]; a target it names none for is left out", () => {
+  it('per target when the file names a version and the commit has no [rollout]; a target it names none for is left out', () => {
     const v = buildFleetView(
       base({
         targets: [{ ...TARGETS[0]!, agentVersion: '0.2.0' }, TARGETS[1]!],
-        reports: [on('g-1', { target: 'gateways', agent: '0.2.0' }), on('g-2', { target: 'gateways', agent: '0.1.0' }), on('g-3', { target: 'gateways' }), on('s-1', { target: 'sensors', agent: '0.1.0' })],
+        reports: [
+          on('g-1', { target: 'gateways', agent: '0.2.0' }),
+          on('g-2', { target: 'gateways', agent: '0.1.0' }),
+          on('g-3', { target: 'gateways' }),
+          on('s-1', { target: 'sensors', agent: '0.1.0' }),
+        ],
       }),
     );
     expect(v.agentUpdate).toEqual([{ target: 'gateways', version: '0.2.0', devices: 3, on: 1 }]);
@@ -122,7 +179,9 @@ describe('agent versions in the fleet view', () => {
       { wave: 'everyone', version: '0.3.0', devices: 1, on: 1 },
     ]);
     expect(v.agentVersions).toEqual({ '0.3.0': 1, '0.2.0': 1, '0.1.0': 3, unknown: 1 });
-    expect(agentVersionsText(v)).toBe('0.3.0 ×1, 0.2.0 ×1, 0.1.0 ×3, unknown ×1 (wave canary: 1 of 1 on 0.2.0; wave everyone: 0 of 2 on 0.2.0; wave everyone: 1 of 1 on 0.3.0)');
+    expect(agentVersionsText(v)).toBe(
+      '0.3.0 ×1, 0.2.0 ×1, 0.1.0 ×3, unknown ×1 (wave canary: 1 of 1 on 0.2.0; wave everyone: 0 of 2 on 0.2.0; wave everyone: 1 of 1 on 0.3.0)',
+    );
   });
 });
 
@@ -130,9 +189,19 @@ describe('the agent versions line', () => {
   const meta = { label: 'main', silentAfter: '10m' };
 
   it('text: under the targets (and their notes), above the rollout; absent when no report names a version and the file names none', () => {
-    const v = buildFleetView(base({ targets: [{ ...TARGETS[0]!, agentVersion: '0.2.0' }], reports: [on('g-1', { target: 'gateways', agent: '0.2.0' }), on('g-2', { target: 'gateways', agent: '0.1.0' })] }));
+    const v = buildFleetView(
+      base({
+        targets: [{ ...TARGETS[0]!, agentVersion: '0.2.0' }],
+        reports: [on('g-1', { target: 'gateways', agent: '0.2.0' }), on('g-2', { target: 'gateways', agent: '0.1.0' })],
+      }),
+    );
     const lines = renderFleetStatusText(v, meta).split('\n');
-    expect(lines.slice(-4)).toEqual(['gateways  plans/gw.toml  2        2        0        0        0      0             0       0', '', 'agent versions: 0.2.0 ×1, 0.1.0 ×1 (target gateways: 1 of 2 on 0.2.0)', '']);
+    expect(lines.slice(-4)).toEqual([
+      'gateways  plans/gw.toml  2        2        0        0        0      0             0       0',
+      '',
+      'agent versions: 0.2.0 ×1, 0.1.0 ×1 (target gateways: 1 of 2 on 0.2.0)',
+      '',
+    ]);
 
     const older = buildFleetView(base({ reports: [on('g-1', { target: 'gateways' })] }));
     expect(agentVersionsText(older)).toBeUndefined();
@@ -141,7 +210,9 @@ describe('the agent versions line', () => {
   });
 
   it('markdown: one sentence under the summary, a `|` from a report kept out of the table syntax', () => {
-    const v = buildFleetView(base({ targets: [TARGETS[0]!], reports: [on('g-1', { target: 'gateways', agent: '0.2.0|x' })] }));
+    const v = buildFleetView(
+      base({ targets: [TARGETS[0]!], reports: [on('g-1', { target: 'gateways', agent: '0.2.0|x' })] }),
+    );
     const md = renderFleetStatusMarkdown(v, meta).split('\n');
     expect(md[3]).toBe('');
     expect(md[4]).toBe('Agent versions: 0.2.0\\|x ×1.');

@@ -19,7 +19,11 @@ afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
 
 const A = keyNamed('dev-a key');
 const B = keyNamed('dev-b key');
-const cert = (device: string, key: typeof A) => signCertificate({ device, reportKey: reportKeyLine(key), ageRecipient: AGE, labels: {}, issuedAt: Date.UTC(2025, 0, 1) }, ENROLL);
+const cert = (device: string, key: typeof A) =>
+  signCertificate(
+    { device, reportKey: reportKeyLine(key), ageRecipient: AGE, labels: {}, issuedAt: Date.UTC(2025, 0, 1) },
+    ENROLL,
+  );
 
 describe('fleet status verifies what it shows', () => {
   it('a certificate in devices/ verifies notes and refs; one a device only publishes verifies its notes, and no gate counts its refs', async () => {
@@ -32,19 +36,36 @@ describe('fleet status verifies what it shows', () => {
     await git(repo, 'commit', '--quiet', '-m', 'enrol dev-a');
     const commit = (await git(repo, 'rev-parse', 'HEAD')).trim();
     const rollout = { wave: 'canary', state: 'success' as const, keep: [] };
-    await new GitNotesReporter({ repository: repo, signer: reportSigner(A) }).deliver({ ...status(commit, 'dev-a', 'success', 'applied'), rollout });
-    await new GitNotesReporter({ repository: repo, signer: reportSigner(B), certificate: cert('dev-b', B) }).deliver({ ...status(commit, 'dev-b', 'success', 'applied'), rollout });
+    await new GitNotesReporter({ repository: repo, signer: reportSigner(A) }).deliver({
+      ...status(commit, 'dev-a', 'success', 'applied'),
+      rollout,
+    });
+    await new GitNotesReporter({ repository: repo, signer: reportSigner(B), certificate: cert('dev-b', B) }).deliver({
+      ...status(commit, 'dev-b', 'success', 'applied'),
+      rollout,
+    });
     // dev-c: an earlier agent's way, unsigned and not enrolled.
-    await new GitNotesReporter({ repository: repo }).deliver({ ...status(commit, 'dev-c', 'success', 'applied'), rollout });
+    await new GitNotesReporter({ repository: repo }).deliver({
+      ...status(commit, 'dev-c', 'success', 'applied'),
+      rollout,
+    });
 
     const gitdir = join(repo, '.git');
     const read = await readFleetReports(gitdir, commit);
     const refs = await readRolloutRefs(gitdir);
-    const v = await verifyFleetReports(read.reports, refs, { gitdir, commit, enrollmentKeys: [ENROLL], now: Date.UTC(2025, 0, 3) });
+    const v = await verifyFleetReports(read.reports, refs, {
+      gitdir,
+      commit,
+      enrollmentKeys: [ENROLL],
+      now: Date.UTC(2025, 0, 3),
+    });
     const verdict = (d: string) => read.reports.find((r) => r.device === d)!.onCommit!.verification;
     expect(v.requireEnrolled).toBe(true);
     expect(verdict('dev-a')).toMatchObject({ verdict: 'verified', certificate: 'devices/dev-a.cert' });
-    expect(verdict('dev-b')).toMatchObject({ verdict: 'verified', certificate: expect.stringContaining('dev-b publishes') });
+    expect(verdict('dev-b')).toMatchObject({
+      verdict: 'verified',
+      certificate: expect.stringContaining('dev-b publishes'),
+    });
     expect(verdict('dev-c')).toMatchObject({ verdict: 'unverified' });
     expect(v.countedRefs.map((r) => r.device)).toEqual(['dev-a']);
     expect(v.refusedRefs.map((r) => [r.ref.device, r.verification.verdict]).sort()).toEqual([

@@ -11,7 +11,16 @@ describe('isCommitId', () => {
   });
 
   it('refuses a revision that is no commit, upper case, a short or SHA-256 id, and anything around the id', () => {
-    for (const id of ['dir:f41ef900a015', 'manual:1', sha.toUpperCase(), sha.slice(0, 12), sha + sha.slice(0, 24), ` ${sha}`, `${sha}\n`, ''])
+    for (const id of [
+      'dir:f41ef900a015',
+      'manual:1',
+      sha.toUpperCase(),
+      sha.slice(0, 12),
+      sha + sha.slice(0, 24),
+      ` ${sha}`,
+      `${sha}\n`,
+      '',
+    ])
       expect(isCommitId(id), JSON.stringify(id)).toBe(false);
   });
 

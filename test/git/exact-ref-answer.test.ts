@@ -13,7 +13,10 @@ const listing = (refs: string[]) => refs.map((r) => pkt(`${OID} ${r}\n`)).join('
 function body(chunks: string[]) {
   const state = { pulled: 0, closed: false };
   const it: AsyncIterableIterator<Uint8Array> = {
-    next: async () => (state.pulled < chunks.length ? { done: false, value: Buffer.from(chunks[state.pulled++]!) } : { done: true, value: undefined }),
+    next: async () =>
+      state.pulled < chunks.length
+        ? { done: false, value: Buffer.from(chunks[state.pulled++]!) }
+        : { done: true, value: undefined },
     return: async () => {
       state.closed = true;
       return { done: true, value: undefined };
@@ -43,7 +46,9 @@ describe('exactRefAnswer', () => {
   });
 
   it('finds the ref after other lines (a listing out of order), and says none when it is not there', async () => {
-    expect(await read([listing(['refs/heads/main-old', 'refs/heads/main'])])).toBe(`${pkt(`${OID} refs/heads/main\n`)}0000`);
+    expect(await read([listing(['refs/heads/main-old', 'refs/heads/main'])])).toBe(
+      `${pkt(`${OID} refs/heads/main\n`)}0000`,
+    );
     expect(await read([listing(['refs/heads/main-old', 'refs/heads/mainline'])])).toBe('0000');
     expect(await read([listing([])])).toBe('0000');
   });
@@ -52,10 +57,13 @@ describe('exactRefAnswer', () => {
     const whole = listing(['refs/heads/ma', 'refs/heads/main-1', 'refs/heads/main', 'refs/heads/main-2']);
     const want = `${pkt(`${OID} refs/heads/main\n`)}0000`;
     await fc.assert(
-      fc.asyncProperty(fc.uniqueArray(fc.integer({ min: 1, max: whole.length - 1 }), { maxLength: 12 }), async (cuts) => {
-        const at = [0, ...cuts.sort((a, b) => a - b), whole.length];
-        expect(await read(at.slice(1).map((end, i) => whole.slice(at[i], end)))).toBe(want);
-      }),
+      fc.asyncProperty(
+        fc.uniqueArray(fc.integer({ min: 1, max: whole.length - 1 }), { maxLength: 12 }),
+        async (cuts) => {
+          const at = [0, ...cuts.sort((a, b) => a - b), whole.length];
+          expect(await read(at.slice(1).map((end, i) => whole.slice(at[i], end)))).toBe(want);
+        },
+      ),
     );
   });
 

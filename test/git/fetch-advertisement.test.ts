@@ -12,15 +12,22 @@ const HEADER = `${pkt('# service=git-upload-pack\n')}0000`;
 const CAPS = 'multi_ack thin-pack side-band side-band-64k ofs-delta shallow no-progress symref=HEAD:refs/heads/main';
 
 function advertisement(refs: Array<[string, string]>): string {
-  return HEADER + refs.map(([oid, ref], i) => pkt(i === 0 ? `${oid} ${ref}\0${CAPS}\n` : `${oid} ${ref}\n`)).join('') + '0000';
+  return (
+    HEADER +
+    refs.map(([oid, ref], i) => pkt(i === 0 ? `${oid} ${ref}\0${CAPS}\n` : `${oid} ${ref}\n`)).join('') +
+    '0000'
+  );
 }
 
 /** The body in chunks of `size`, counting how many were pulled and whether it was closed. */
 function body(text: string, size = 64) {
-  const chunks = Array.from({ length: Math.ceil(text.length / size) }, (_, i) => Buffer.from(text.slice(i * size, (i + 1) * size)));
+  const chunks = Array.from({ length: Math.ceil(text.length / size) }, (_, i) =>
+    Buffer.from(text.slice(i * size, (i + 1) * size)),
+  );
   const state = { pulled: 0, of: chunks.length, closed: false };
   const it: AsyncIterableIterator<Uint8Array> = {
-    next: async () => (state.pulled < chunks.length ? { done: false, value: chunks[state.pulled++]! } : { done: true, value: undefined }),
+    next: async () =>
+      state.pulled < chunks.length ? { done: false, value: chunks[state.pulled++]! } : { done: true, value: undefined },
     return: async () => ((state.closed = true), { done: true, value: undefined }),
     [Symbol.asyncIterator]() {
       return this;
@@ -31,8 +38,17 @@ function body(text: string, size = 64) {
 
 describe('advertisementUpTo', () => {
   it('keeps the header, the capabilities line and the branch, and never pulls what comes after the branch', async () => {
-    const flood = Array.from({ length: 2000 }, (_, i): [string, string] => [A, `refs/heads/main-${String(i).padStart(5, '0')}`]);
-    const text = advertisement([[A, 'HEAD'], [B, 'refs/heads/feature'], [A, 'refs/heads/main'], ...flood, [A, 'refs/tags/v1']]);
+    const flood = Array.from({ length: 2000 }, (_, i): [string, string] => [
+      A,
+      `refs/heads/main-${String(i).padStart(5, '0')}`,
+    ]);
+    const text = advertisement([
+      [A, 'HEAD'],
+      [B, 'refs/heads/feature'],
+      [A, 'refs/heads/main'],
+      ...flood,
+      [A, 'refs/tags/v1'],
+    ]);
     const { it, state } = body(text);
     const out = (await advertisementUpTo(it, 'refs/heads/main')).toString();
     expect(out).toBe(`${HEADER}${pkt(`${A} HEAD\0${CAPS}\n`)}${pkt(`${A} refs/heads/main\n`)}0000`);
@@ -42,23 +58,43 @@ describe('advertisementUpTo', () => {
   });
 
   it("keeps a tag's peeled line, which comes right after it", async () => {
-    const text = advertisement([[A, 'HEAD'], [B, 'refs/tags/v1'], [A, 'refs/tags/v1^{}'], [A, 'refs/tags/v2']]);
+    const text = advertisement([
+      [A, 'HEAD'],
+      [B, 'refs/tags/v1'],
+      [A, 'refs/tags/v1^{}'],
+      [A, 'refs/tags/v2'],
+    ]);
     const out = (await advertisementUpTo(body(text).it, 'refs/tags/v1')).toString();
-    expect(out).toBe(`${HEADER}${pkt(`${A} HEAD\0${CAPS}\n`)}${pkt(`${B} refs/tags/v1\n`)}${pkt(`${A} refs/tags/v1^{}\n`)}0000`);
+    expect(out).toBe(
+      `${HEADER}${pkt(`${A} HEAD\0${CAPS}\n`)}${pkt(`${B} refs/tags/v1\n`)}${pkt(`${A} refs/tags/v1^{}\n`)}0000`,
+    );
   });
 
   it('a branch not listed: read to the end, the first line kept (the library then says the branch is missing)', async () => {
-    const text = advertisement([[A, 'HEAD'], [B, 'refs/heads/feature'], [A, 'refs/heads/other']]);
+    const text = advertisement([
+      [A, 'HEAD'],
+      [B, 'refs/heads/feature'],
+      [A, 'refs/heads/other'],
+    ]);
     const { it, state } = body(text);
-    expect((await advertisementUpTo(it, 'refs/heads/main')).toString()).toBe(`${HEADER}${pkt(`${A} HEAD\0${CAPS}\n`)}0000`);
+    expect((await advertisementUpTo(it, 'refs/heads/main')).toString()).toBe(
+      `${HEADER}${pkt(`${A} HEAD\0${CAPS}\n`)}0000`,
+    );
     expect(state.pulled).toBe(state.of);
   });
 
   it('an empty repository, the branch as the first line, and a body that is no advertisement pass as they are', async () => {
     const empty = `${HEADER}${pkt(`${'0'.repeat(40)} capabilities^{}\0${CAPS}\n`)}0000`;
     expect((await advertisementUpTo(body(empty).it, 'refs/heads/main')).toString()).toBe(empty);
-    const first = advertisement([[A, 'refs/heads/main'], [B, 'refs/heads/main-2']]);
-    expect((await advertisementUpTo(body(first).it, 'refs/heads/main')).toString()).toBe(`${HEADER}${pkt(`${A} refs/heads/main\0${CAPS}\n`)}0000`);
-    expect((await advertisementUpTo(body('<html>not git</html>').it, 'refs/heads/main')).toString()).toBe('<html>not git</html>');
+    const first = advertisement([
+      [A, 'refs/heads/main'],
+      [B, 'refs/heads/main-2'],
+    ]);
+    expect((await advertisementUpTo(body(first).it, 'refs/heads/main')).toString()).toBe(
+      `${HEADER}${pkt(`${A} refs/heads/main\0${CAPS}\n`)}0000`,
+    );
+    expect((await advertisementUpTo(body('<html>not git</html>').it, 'refs/heads/main')).toString()).toBe(
+      '<html>not git</html>',
+    );
   });
 });

@@ -60,7 +60,8 @@ describe('retryAfterMs', () => {
   });
 
   it('ignores what is absent or unreadable', () => {
-    for (const v of [undefined, '', '-5', '1.5', 'soon', '2026-12-01T12:05:00Z', 'Tue, 99 Foo 2026']) expect(retryAfterMs(v, now)).toBeUndefined();
+    for (const v of [undefined, '', '-5', '1.5', 'soon', '2026-12-01T12:05:00Z', 'Tue, 99 Foo 2026'])
+      expect(retryAfterMs(v, now)).toBeUndefined();
   });
 });
 

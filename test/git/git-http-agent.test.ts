@@ -28,11 +28,25 @@ describe('a Git host slower than 5 s', { timeout: 60_000 }, () => {
   it('a look (ls-refs) waits for it within its budget, and a report is delivered', async () => {
     server.delayMs = 5_300;
     const budget = new TransferBudget(1 << 20, 30_000, 'a look');
-    const refs = await budget.run(() => git.listServerRefs({ http: budgetedHttpClient(budget, {}), url: server.url('fleet'), protocolVersion: 2 }));
+    const refs = await budget.run(() =>
+      git.listServerRefs({ http: budgetedHttpClient(budget, {}), url: server.url('fleet'), protocolVersion: 2 }),
+    );
     expect(Array.isArray(refs)).toBe(true);
 
-    const reporter = new GitNotesReporter({ repository: server.url('fleet'), cacheDir: join(root, 'notes.git'), timeoutMs: 40_000 });
-    await reporter.deliver({ commit: 'a'.repeat(40), state: 'success', description: 'applied', context: 'keystone/slow-1', at: Date.UTC(2026, 0, 1) });
-    expect(server.requests.filter((r) => r.path.endsWith('git-receive-pack') && r.method === 'POST' && r.status === 200)).toHaveLength(1);
+    const reporter = new GitNotesReporter({
+      repository: server.url('fleet'),
+      cacheDir: join(root, 'notes.git'),
+      timeoutMs: 40_000,
+    });
+    await reporter.deliver({
+      commit: 'a'.repeat(40),
+      state: 'success',
+      description: 'applied',
+      context: 'keystone/slow-1',
+      at: Date.UTC(2026, 0, 1),
+    });
+    expect(
+      server.requests.filter((r) => r.path.endsWith('git-receive-pack') && r.method === 'POST' && r.status === 200),
+    ).toHaveLength(1);
   });
 });

@@ -11,7 +11,14 @@ import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { OperationError } from '../../src/core/errors.js';
 import { TransferBudget } from '../../src/git/git-http-client.js';
-import { GitServerBusyError, httpDate, isValidRefName, lsRefsRequest, lsRefsV2, parseLsRefsAnswer } from '../../src/git/git-ls-refs.js';
+import {
+  GitServerBusyError,
+  httpDate,
+  isValidRefName,
+  lsRefsRequest,
+  lsRefsV2,
+  parseLsRefsAnswer,
+} from '../../src/git/git-ls-refs.js';
 import { GitRemoteCache, GitServerBusyError as ReExported } from '../../src/git/git-remote-cache.js';
 import { codedFailure } from '../support/coded-failure.js';
 import { servedDuring, startGitHttpServer, type GitHttpServer } from '../support/git-http-server.js';
@@ -41,7 +48,16 @@ beforeAll(async () => {
   other = await git('-C', ws, 'rev-parse', 'HEAD');
   await git('-C', ws, 'tag', '-a', '-m', 'release', 'v1', main);
   tagObject = await git('-C', ws, 'rev-parse', 'v1');
-  await git('-C', ws, 'push', '--quiet', bare, `${main}:refs/heads/main`, `${other}:refs/heads/main-old`, 'refs/tags/v1:refs/tags/v1');
+  await git(
+    '-C',
+    ws,
+    'push',
+    '--quiet',
+    bare,
+    `${main}:refs/heads/main`,
+    `${other}:refs/heads/main-old`,
+    'refs/tags/v1:refs/tags/v1',
+  );
   // A wave's refs as devices write them (names only matter here); one packed, the others loose.
   await git('-C', bare, 'update-ref', `${WAVE1}3/dev-1/${main}-success`, main);
   await git('-C', bare, 'pack-refs', '--all');
@@ -71,9 +87,13 @@ async function codeOf(p: Promise<unknown>): Promise<string> {
 describe('lsRefsV2 against git http-backend', () => {
   it('is ONE request, a protocol v2 POST with no discovery before it, answering several prefixes with only their refs', async () => {
     const before = Date.now();
-    const { value, reqs } = await served(() => lsRefsV2({ url: server.url('fleet'), prefixes: ['refs/heads/main', WAVE1, 'refs/tags/'] }));
+    const { value, reqs } = await served(() =>
+      lsRefsV2({ url: server.url('fleet'), prefixes: ['refs/heads/main', WAVE1, 'refs/tags/'] }),
+    );
     const after = Date.now();
-    expect(reqs.map((q) => `${q.method} ${q.path} ${q.protocol} ${q.status}`)).toEqual(['POST /fleet.git/git-upload-pack version=2 200']);
+    expect(reqs.map((q) => `${q.method} ${q.path} ${q.protocol} ${q.status}`)).toEqual([
+      'POST /fleet.git/git-upload-pack version=2 200',
+    ]);
     expect(value.refs).toEqual([
       { ref: 'refs/heads/main', oid: main },
       { ref: 'refs/heads/main-old', oid: other }, // a prefix is a prefix: the caller picks the exact ref
@@ -90,7 +110,13 @@ describe('lsRefsV2 against git http-backend', () => {
 
   it('lists nothing for a prefix nothing is under, and sends the Authorization header it is given', async () => {
     server.token = 'tok-123';
-    const { value, reqs } = await served(() => lsRefsV2({ url: server.url('fleet'), prefixes: ['refs/keystone-rollout/w9/'], headers: { authorization: 'Bearer tok-123' } }));
+    const { value, reqs } = await served(() =>
+      lsRefsV2({
+        url: server.url('fleet'),
+        prefixes: ['refs/keystone-rollout/w9/'],
+        headers: { authorization: 'Bearer tok-123' },
+      }),
+    );
     expect(value.refs).toEqual([]);
     expect(reqs).toHaveLength(1);
   });
@@ -100,31 +126,47 @@ describe('lsRefsV2 against git http-backend', () => {
     const none = await served(() => codeOf(lsRefsV2({ url: server.url('fleet'), prefixes: ['refs/heads/'] })));
     expect(none.value).toBe('KS_GIT_AUTH_FAILED');
     expect(none.reqs).toHaveLength(1);
-    const err = await failure(lsRefsV2({ url: server.url('fleet'), prefixes: ['refs/heads/'], headers: { Authorization: 'Bearer wrong' } }));
+    const err = await failure(
+      lsRefsV2({ url: server.url('fleet'), prefixes: ['refs/heads/'], headers: { Authorization: 'Bearer wrong' } }),
+    );
     expect(err.message).toContain('refused the token');
     expect(err.message).not.toContain('wrong');
   });
 
-  it.each([503, 429])('%i with Retry-After surfaces as GitServerBusyError (KS_GIT_SERVER_BUSY) carrying it', async (status) => {
-    server.cannedAnswers.push({ status, headers: { 'retry-after': '120' } });
-    const { value: err, reqs } = await served(() => failure(lsRefsV2({ url: server.url('fleet'), prefixes: ['refs/heads/'] })));
-    expect(err).toBeInstanceOf(GitServerBusyError);
-    expect(err).toBeInstanceOf(ReExported); // the same class the Git source checks for
-    expect(err).toMatchObject({ code: 'KS_GIT_SERVER_BUSY', status, retryAfter: '120' });
-    expect(reqs).toHaveLength(1);
-    // The connection went back to the pool in a usable state: the next listing works.
-    expect((await lsRefsV2({ url: server.url('fleet'), prefixes: ['refs/heads/main'] })).refs[0]).toEqual({ ref: 'refs/heads/main', oid: main });
-  });
+  it.each([503, 429])(
+    '%i with Retry-After surfaces as GitServerBusyError (KS_GIT_SERVER_BUSY) carrying it',
+    async (status) => {
+      server.cannedAnswers.push({ status, headers: { 'retry-after': '120' } });
+      const { value: err, reqs } = await served(() =>
+        failure(lsRefsV2({ url: server.url('fleet'), prefixes: ['refs/heads/'] })),
+      );
+      expect(err).toBeInstanceOf(GitServerBusyError);
+      expect(err).toBeInstanceOf(ReExported); // the same class the Git source checks for
+      expect(err).toMatchObject({ code: 'KS_GIT_SERVER_BUSY', status, retryAfter: '120' });
+      expect(reqs).toHaveLength(1);
+      // The connection went back to the pool in a usable state: the next listing works.
+      expect((await lsRefsV2({ url: server.url('fleet'), prefixes: ['refs/heads/main'] })).refs[0]).toEqual({
+        ref: 'refs/heads/main',
+        oid: main,
+      });
+    },
+  );
 
   it('a server answering garbage, another content type, or 4xx: KS_GIT_SERVER_UNSUPPORTED (callers fall back)', async () => {
     // 200 with the right content type and a body that is not pkt-lines ("HTTP 200 (canned)").
     server.cannedAnswers.push({ status: 200, headers: { 'content-type': 'application/x-git-upload-pack-result' } });
-    expect(await codeOf(lsRefsV2({ url: server.url('fleet'), prefixes: ['refs/heads/'] }))).toBe('KS_GIT_SERVER_UNSUPPORTED');
+    expect(await codeOf(lsRefsV2({ url: server.url('fleet'), prefixes: ['refs/heads/'] }))).toBe(
+      'KS_GIT_SERVER_UNSUPPORTED',
+    );
     server.cannedAnswers.push({ status: 200, headers: { 'content-type': 'text/html' } });
-    expect(await codeOf(lsRefsV2({ url: server.url('fleet'), prefixes: ['refs/heads/'] }))).toBe('KS_GIT_SERVER_UNSUPPORTED');
+    expect(await codeOf(lsRefsV2({ url: server.url('fleet'), prefixes: ['refs/heads/'] }))).toBe(
+      'KS_GIT_SERVER_UNSUPPORTED',
+    );
     for (const status of [400, 405, 415]) {
       server.cannedAnswers.push({ status });
-      expect(await codeOf(lsRefsV2({ url: server.url('fleet'), prefixes: ['refs/heads/'] }))).toBe('KS_GIT_SERVER_UNSUPPORTED');
+      expect(await codeOf(lsRefsV2({ url: server.url('fleet'), prefixes: ['refs/heads/'] }))).toBe(
+        'KS_GIT_SERVER_UNSUPPORTED',
+      );
     }
     server.cannedAnswers.push({ status: 500 });
     expect(await codeOf(lsRefsV2({ url: server.url('fleet'), prefixes: ['refs/heads/'] }))).toBe('KS_GIT_HTTP_ERROR');
@@ -146,17 +188,23 @@ describe('lsRefsV2 against git http-backend', () => {
   });
 
   it('is bounded: KS_GIT_FETCH_TOO_LARGE past maxBytes, KS_GIT_TIMEOUT past timeoutMs, KS_GIT_UNREACHABLE with no server', async () => {
-    expect(await codeOf(lsRefsV2({ url: server.url('fleet'), prefixes: ['refs/'], maxBytes: 100 }))).toBe('KS_GIT_FETCH_TOO_LARGE');
+    expect(await codeOf(lsRefsV2({ url: server.url('fleet'), prefixes: ['refs/'], maxBytes: 100 }))).toBe(
+      'KS_GIT_FETCH_TOO_LARGE',
+    );
     server.delayMs = 3_000;
     const t0 = Date.now();
-    expect(await codeOf(lsRefsV2({ url: server.url('fleet'), prefixes: ['refs/'], timeoutMs: 200 }))).toBe('KS_GIT_TIMEOUT');
+    expect(await codeOf(lsRefsV2({ url: server.url('fleet'), prefixes: ['refs/'], timeoutMs: 200 }))).toBe(
+      'KS_GIT_TIMEOUT',
+    );
     expect(Date.now() - t0).toBeLessThan(2_500);
     server.delayMs = 0;
     const closed = createServer();
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
     const port = (closed.address() as AddressInfo).port;
     await new Promise((r) => closed.close(r));
-    expect(await codeOf(lsRefsV2({ url: `http://127.0.0.1:${port}/fleet.git`, prefixes: ['refs/'] }))).toBe('KS_GIT_UNREACHABLE');
+    expect(await codeOf(lsRefsV2({ url: `http://127.0.0.1:${port}/fleet.git`, prefixes: ['refs/'] }))).toBe(
+      'KS_GIT_UNREACHABLE',
+    );
   });
 
   it("runs under a caller's budget and counts into it", async () => {
@@ -169,7 +217,13 @@ describe('lsRefsV2 against git http-backend', () => {
 
   it('refuses prefixes it cannot send (KS_USAGE), before any request', async () => {
     const from = server.requests.length;
-    for (const prefixes of [[], [''], ['refs/heads/a b'], ['refs/heads/\nx'], Array.from({ length: 5000 }, (_, i) => `refs/x/${i}`)])
+    for (const prefixes of [
+      [],
+      [''],
+      ['refs/heads/a b'],
+      ['refs/heads/\nx'],
+      Array.from({ length: 5000 }, (_, i) => `refs/x/${i}`),
+    ])
       expect(await codeOf(lsRefsV2({ url: server.url('fleet'), prefixes }))).toBe('KS_USAGE');
     expect(server.requests.length).toBe(from);
   });
@@ -187,7 +241,11 @@ describe('the ls-refs request and answer', () => {
   });
 
   it('reads refs with attributes and without a trailing newline', () => {
-    expect(parseLsRefsAnswer(answer(`${OID} refs/heads/main symref-target:refs/heads/x\n`, `${'b'.repeat(40)} refs/tags/v1 peeled:${OID}`))).toEqual([
+    expect(
+      parseLsRefsAnswer(
+        answer(`${OID} refs/heads/main symref-target:refs/heads/x\n`, `${'b'.repeat(40)} refs/tags/v1 peeled:${OID}`),
+      ),
+    ).toEqual([
       { ref: 'refs/heads/main', oid: OID },
       { ref: 'refs/tags/v1', oid: 'b'.repeat(40) },
     ]);
@@ -209,13 +267,22 @@ describe('the ls-refs request and answer', () => {
     ['a delimiter', Buffer.from(`0001${pkt(`${OID} refs/heads/main\n`)}0000`)],
     ['a length past the end', Buffer.from('00ff' + `${OID} refs/heads/main\n`)],
     ['not hex', Buffer.from('HTTP 200 OK\n')],
-    ['not UTF-8', Buffer.concat([Buffer.from('0036' + OID + ' refs/'), Buffer.from([0xff, 0xfe, 0xfd, 0x0a]), Buffer.from('0000')])],
+    [
+      'not UTF-8',
+      Buffer.concat([Buffer.from('0036' + OID + ' refs/'), Buffer.from([0xff, 0xfe, 0xfd, 0x0a]), Buffer.from('0000')]),
+    ],
   ])('refuses %s with KS_GIT_SERVER_UNSUPPORTED', (_what, body) => {
     expect(() => parseLsRefsAnswer(body)).toThrow(expect.objectContaining({ code: 'KS_GIT_SERVER_UNSUPPORTED' }));
   });
 
   it('never crashes on any bytes: a listing or a coded error', () => {
-    const valid = fc.constantFrom(`${OID} refs/heads/main\n`, `${OID} refs/a\n`, 'ERR x', '\u0000', `${OID} HEAD symref-target:refs/heads/main\n`);
+    const valid = fc.constantFrom(
+      `${OID} refs/heads/main\n`,
+      `${OID} refs/a\n`,
+      'ERR x',
+      '\u0000',
+      `${OID} HEAD symref-target:refs/heads/main\n`,
+    );
     const arb = fc.oneof(
       fc.uint8Array({ maxLength: 300 }),
       fc.array(fc.oneof(valid, fc.string({ maxLength: 60 })), { maxLength: 6 }).map((lines) => answer(...lines)),
@@ -223,7 +290,8 @@ describe('the ls-refs request and answer', () => {
     fc.assert(
       fc.property(arb, (body) => {
         try {
-          for (const r of parseLsRefsAnswer(body)) expect(isValidRefName(r.ref) && /^[0-9a-f]{40}$/.test(r.oid)).toBe(true);
+          for (const r of parseLsRefsAnswer(body))
+            expect(isValidRefName(r.ref) && /^[0-9a-f]{40}$/.test(r.oid)).toBe(true);
         } catch (e) {
           expect((e as OperationError).code).toBe('KS_GIT_SERVER_UNSUPPORTED');
         }
@@ -234,7 +302,15 @@ describe('the ls-refs request and answer', () => {
 
   it('reads only an IMF-fixdate as the server time', () => {
     expect(httpDate('Sun, 06 Nov 1994 08:49:37 GMT')).toBe(Date.UTC(1994, 10, 6, 8, 49, 37));
-    for (const bad of [undefined, '', '1', 'yesterday', 'Sunday, 06-Nov-94 08:49:37 GMT', 'Sun, 06 Nov 1994 08:49:37 +0200']) expect(httpDate(bad)).toBeUndefined();
+    for (const bad of [
+      undefined,
+      '',
+      '1',
+      'yesterday',
+      'Sunday, 06-Nov-94 08:49:37 GMT',
+      'Sun, 06 Nov 1994 08:49:37 +0200',
+    ])
+      expect(httpDate(bad)).toBeUndefined();
   });
 });
 
@@ -257,11 +333,16 @@ describe('the remote cache look', () => {
     const c = cache();
     const first = await served(() => c.lookRemote());
     expect(first.value).toBe(main); // not main-old, which the prefix also matches
-    expect(first.reqs.map((q) => `${q.method} ${q.path} ${q.protocol}`)).toEqual(['GET /fleet.git/info/refs version=2', 'POST /fleet.git/git-upload-pack version=2']);
+    expect(first.reqs.map((q) => `${q.method} ${q.path} ${q.protocol}`)).toEqual([
+      'GET /fleet.git/info/refs version=2',
+      'POST /fleet.git/git-upload-pack version=2',
+    ]);
     for (let i = 0; i < 3; i++) {
       const next = await served(() => c.lookRemote());
       expect(next.value).toBe(main);
-      expect(next.reqs.map((q) => `${q.method} ${q.path} ${q.protocol}`)).toEqual(['POST /fleet.git/git-upload-pack version=2']);
+      expect(next.reqs.map((q) => `${q.method} ${q.path} ${q.protocol}`)).toEqual([
+        'POST /fleet.git/git-upload-pack version=2',
+      ]);
     }
     expect(c.totals.requests).toBe(5);
     const recorded = server.requests.slice(-5);
@@ -301,7 +382,10 @@ describe('the remote cache look', () => {
     server.token = undefined;
 
     // A repository gone: the POST's 404 is not taken for "unsupported" for good; the discovery names it.
-    server.cannedAnswers.push({ status: 404, when: (q) => q.method === 'POST' }, { status: 404, when: (q) => q.method === 'GET' });
+    server.cannedAnswers.push(
+      { status: 404, when: (q) => q.method === 'POST' },
+      { status: 404, when: (q) => q.method === 'GET' },
+    );
     expect(await codeOf(c.lookRemote())).toBe('KS_GIT_REPO_NOT_FOUND');
     const back = await served(() => c.lookRemote());
     expect(back.reqs.map((q) => q.method)).toEqual(['POST']);

@@ -43,7 +43,8 @@ const varint = (n: number) => {
   return Buffer.from(out);
 };
 
-const oidOf = (type: string, content: Buffer) => createHash('sha1').update(`${type} ${content.length}\0`).update(content).digest('hex');
+const oidOf = (type: string, content: Buffer) =>
+  createHash('sha1').update(`${type} ${content.length}\0`).update(content).digest('hex');
 
 /** Entries laid out one after the other: each a function of its own offset (for ofs-deltas), giving its bytes. */
 function pack(entries: Array<(offset: number, offsets: number[]) => Buffer>): Buffer {
@@ -61,16 +62,29 @@ function pack(entries: Array<(offset: number, offsets: number[]) => Buffer>): Bu
   return Buffer.concat([body, createHash('sha1').update(body).digest()]);
 }
 
-const whole = (type: number, content: Buffer) => () => Buffer.concat([entryHeader(type, content.length), deflateSync(content)]);
+const whole = (type: number, content: Buffer) => () =>
+  Buffer.concat([entryHeader(type, content.length), deflateSync(content)]);
 /** A delta on entry `base` (by index): copy all of it, then insert `tail`. */
 const ofsDelta = (base: number, baseLength: number, tail: string) => (offset: number, offsets: number[]) => {
   const insert = Buffer.from(tail);
-  const instructions = Buffer.concat([varint(baseLength), varint(baseLength + insert.length), copyAll(baseLength), Buffer.from([insert.length]), insert]);
+  const instructions = Buffer.concat([
+    varint(baseLength),
+    varint(baseLength + insert.length),
+    copyAll(baseLength),
+    Buffer.from([insert.length]),
+    insert,
+  ]);
   return Buffer.concat([entryHeader(6, instructions.length), ofs(offset - offsets[base]!), deflateSync(instructions)]);
 };
 const refDelta = (baseOid: string, baseLength: number, tail: string) => () => {
   const insert = Buffer.from(tail);
-  const instructions = Buffer.concat([varint(baseLength), varint(baseLength + insert.length), copyAll(baseLength), Buffer.from([insert.length]), insert]);
+  const instructions = Buffer.concat([
+    varint(baseLength),
+    varint(baseLength + insert.length),
+    copyAll(baseLength),
+    Buffer.from([insert.length]),
+    insert,
+  ]);
   return Buffer.concat([entryHeader(7, instructions.length), Buffer.from(baseOid, 'hex'), deflateSync(instructions)]);
 };
 /** Copy instructions for `n` bytes from offset 0, 64 KiB at a time. */
@@ -141,7 +155,14 @@ describe('a history pack', () => {
 
   it('leaves out blobs past the total, keeping what fits', async () => {
     const mib = Buffer.alloc(MiB - 100, 1);
-    const p = pack([whole(3, mib), whole(3, Buffer.alloc(MiB - 100, 2)), whole(3, Buffer.alloc(MiB - 100, 3)), whole(3, Buffer.alloc(MiB - 100, 4)), whole(3, Buffer.alloc(MiB - 100, 5)), whole(3, small)]);
+    const p = pack([
+      whole(3, mib),
+      whole(3, Buffer.alloc(MiB - 100, 2)),
+      whole(3, Buffer.alloc(MiB - 100, 3)),
+      whole(3, Buffer.alloc(MiB - 100, 4)),
+      whole(3, Buffer.alloc(MiB - 100, 5)),
+      whole(3, small),
+    ]);
     const r = await pruneHistoryPack(p, limits);
     expect(r.dropped).toBe(1);
     expect(r.cost.inflatedBytes).toBeLessThanOrEqual(limits.maxInflatedBytes);
@@ -149,7 +170,10 @@ describe('a history pack', () => {
   });
 
   it('refuses a tree or a commit past the limits (KS_GIT_PACK_TOO_LARGE): history needs them', async () => {
-    await expect(pruneHistoryPack(pack([whole(2, Buffer.alloc(2 * MiB))]), limits)).rejects.toMatchObject({ code: 'KS_GIT_PACK_TOO_LARGE', message: expect.stringContaining('a tree') });
+    await expect(pruneHistoryPack(pack([whole(2, Buffer.alloc(2 * MiB))]), limits)).rejects.toMatchObject({
+      code: 'KS_GIT_PACK_TOO_LARGE',
+      message: expect.stringContaining('a tree'),
+    });
   });
 
   it('refuses a left-out blob whose stream inflates to another size than its header says (KS_GIT_THIN_PACK)', async () => {
@@ -161,7 +185,10 @@ describe('a history pack', () => {
   // held and compare sizes at its end, so a 128 MiB pack of zeros cost ~128 GiB of inflating at every deepening.
   it('refuses a left-out blob whose header states more than any pack may skip, without inflating it', async () => {
     const huge = () => Buffer.concat([entryHeader(3, 2 ** 40), deflateSync(Buffer.alloc(MiB))]);
-    await expect(pruneHistoryPack(pack([whole(3, small), huge]), limits)).rejects.toMatchObject({ code: 'KS_GIT_PACK_TOO_LARGE', message: expect.stringContaining('past the 4294967296') });
+    await expect(pruneHistoryPack(pack([whole(3, small), huge]), limits)).rejects.toMatchObject({
+      code: 'KS_GIT_PACK_TOO_LARGE',
+      message: expect.stringContaining('past the 4294967296'),
+    });
   });
 
   it('abandons a left-out stream as soon as it passes its stated size, not at its end', async () => {
@@ -169,12 +196,22 @@ describe('a history pack', () => {
     const data = deflateSync(Buffer.alloc(64 * MiB));
     data[data.length - 1]! ^= 0xff;
     const lying = () => Buffer.concat([entryHeader(3, 2 * MiB), data]);
-    await expect(pruneHistoryPack(pack([lying]), limits)).rejects.toMatchObject({ code: 'KS_GIT_THIN_PACK', message: expect.stringContaining(`inflates to more than the ${2 * MiB} bytes`) });
+    await expect(pruneHistoryPack(pack([lying]), limits)).rejects.toMatchObject({
+      code: 'KS_GIT_THIN_PACK',
+      message: expect.stringContaining(`inflates to more than the ${2 * MiB} bytes`),
+    });
   });
 
   it('caps what the left-out entries of one pack inflate to together (KS_GIT_PACK_TOO_LARGE)', async () => {
-    const p = pack([whole(3, Buffer.alloc(2 * MiB, 1)), whole(3, Buffer.alloc(2 * MiB, 2)), whole(3, Buffer.alloc(2 * MiB, 3))]);
+    const p = pack([
+      whole(3, Buffer.alloc(2 * MiB, 1)),
+      whole(3, Buffer.alloc(2 * MiB, 2)),
+      whole(3, Buffer.alloc(2 * MiB, 3)),
+    ]);
     expect((await pruneHistoryPack(p, limits)).dropped).toBe(3);
-    await expect(pruneHistoryPack(p, limits, 5 * MiB)).rejects.toMatchObject({ code: 'KS_GIT_PACK_TOO_LARGE', message: expect.stringContaining(`${6 * MiB} bytes, past the ${5 * MiB}`) });
+    await expect(pruneHistoryPack(p, limits, 5 * MiB)).rejects.toMatchObject({
+      code: 'KS_GIT_PACK_TOO_LARGE',
+      message: expect.stringContaining(`${6 * MiB} bytes, past the ${5 * MiB}`),
+    });
   });
 });

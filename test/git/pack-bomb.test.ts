@@ -23,7 +23,8 @@ import { GIT_ENV } from '../support/git-env.js';
 import { startGitHttpServer, type GitHttpServer } from '../support/git-http-server.js';
 
 const MiB = 1024 * 1024;
-const gitSync = (cwd: string, ...args: string[]) => execFileSync('git', ['-C', cwd, ...args], { env: GIT_ENV, encoding: 'utf8', maxBuffer: 1 << 20 }).trim();
+const gitSync = (cwd: string, ...args: string[]) =>
+  execFileSync('git', ['-C', cwd, ...args], { env: GIT_ENV, encoding: 'utf8', maxBuffer: 1 << 20 }).trim();
 
 /** A pack entry's header: type and the size it states, 4 bits then 7 per byte. */
 function entryHeader(type: number, size: number): Buffer {
@@ -55,7 +56,8 @@ function pack(entries: Buffer[]): Buffer {
   return Buffer.concat([body, createHash('sha1').update(body).digest()]);
 }
 
-const blob = (content: Buffer, stated = content.length) => Buffer.concat([entryHeader(3, stated), deflateSync(content)]);
+const blob = (content: Buffer, stated = content.length) =>
+  Buffer.concat([entryHeader(3, stated), deflateSync(content)]);
 
 describe('what a fetched pack may inflate', () => {
   const limits = { maxObjectBytes: 2 * MiB, maxInflatedBytes: 4 * MiB, maxObjects: 10 };
@@ -81,20 +83,42 @@ describe('what a fetched pack may inflate', () => {
     const base = blob(Buffer.from('abc'));
     // Copy the 3-byte base again and again: the instructions state a 1 GiB result before any copy is made.
     const instructions = Buffer.concat([varint(3), varint(1024 * MiB), Buffer.from([0x90, 3])]);
-    const delta = Buffer.concat([entryHeader(6, instructions.length), Buffer.from([base.length]), deflateSync(instructions)]);
-    expect(() => checkPackInflation(pack([base, delta]), limits)).toThrow(expect.objectContaining({ code: 'KS_GIT_PACK_TOO_LARGE', message: expect.stringContaining('a delta whose object') }));
+    const delta = Buffer.concat([
+      entryHeader(6, instructions.length),
+      Buffer.from([base.length]),
+      deflateSync(instructions),
+    ]);
+    expect(() => checkPackInflation(pack([base, delta]), limits)).toThrow(
+      expect.objectContaining({
+        code: 'KS_GIT_PACK_TOO_LARGE',
+        message: expect.stringContaining('a delta whose object'),
+      }),
+    );
   });
 
   it('refuses a pack whose objects inflate past the total together, or that holds too many objects', () => {
     const mib = blob(Buffer.alloc(MiB));
-    expect(checkPackInflation(pack([mib, mib, mib, mib]), limits)).toEqual({ objects: 4, inflatedBytes: 4 * MiB, refDeltas: 0 });
-    expect(() => checkPackInflation(pack([mib, mib, mib, mib, mib]), limits)).toThrow(expect.objectContaining({ code: 'KS_GIT_PACK_TOO_LARGE', message: expect.stringContaining('more than 4194304 bytes') }));
+    expect(checkPackInflation(pack([mib, mib, mib, mib]), limits)).toEqual({
+      objects: 4,
+      inflatedBytes: 4 * MiB,
+      refDeltas: 0,
+    });
+    expect(() => checkPackInflation(pack([mib, mib, mib, mib, mib]), limits)).toThrow(
+      expect.objectContaining({
+        code: 'KS_GIT_PACK_TOO_LARGE',
+        message: expect.stringContaining('more than 4194304 bytes'),
+      }),
+    );
     const tiny = blob(Buffer.from('x'));
-    expect(() => checkPackInflation(pack(Array.from({ length: 11 }, () => tiny)), limits)).toThrow(expect.objectContaining({ code: 'KS_GIT_PACK_TOO_LARGE', message: expect.stringContaining('11 objects') }));
+    expect(() => checkPackInflation(pack(Array.from({ length: 11 }, () => tiny)), limits)).toThrow(
+      expect.objectContaining({ code: 'KS_GIT_PACK_TOO_LARGE', message: expect.stringContaining('11 objects') }),
+    );
   });
 
   it('a header that understates its object is caught at the size it stated, not inflated further', () => {
-    expect(() => checkPackInflation(pack([blob(Buffer.alloc(MiB), 10)]), limits)).toThrow(expect.objectContaining({ code: 'KS_GIT_THIN_PACK' }));
+    expect(() => checkPackInflation(pack([blob(Buffer.alloc(MiB), 10)]), limits)).toThrow(
+      expect.objectContaining({ code: 'KS_GIT_THIN_PACK' }),
+    );
   });
 
   it('defaults well under the memory of a device with 1 GiB', () => {
@@ -154,7 +178,10 @@ describe('a fetch of a commit carrying a bomb (git http-backend)', () => {
     expect(await c.usage()).toEqual({ packs: 0, bytes: 0 });
 
     // Many objects each under the limit: past the total.
-    commit({ 'zeros.bin': null, ...Object.fromEntries(Array.from({ length: 4 }, (_, i) => [`part-${i}.bin`, Buffer.alloc(MiB - 1024, i + 1)])) });
+    commit({
+      'zeros.bin': null,
+      ...Object.fromEntries(Array.from({ length: 4 }, (_, i) => [`part-${i}.bin`, Buffer.alloc(MiB - 1024, i + 1)])),
+    });
     expect((await codedFailure(c.fetchTip())).message).toContain('inflates to more than 3145728 bytes');
 
     const fixed = commit(Object.fromEntries(Array.from({ length: 4 }, (_, i) => [`part-${i}.bin`, null])));
@@ -186,7 +213,11 @@ describe('reading a revision never inflates a file it will not use', () => {
     expect(await sizes.sizeOf(big)).toBe(64 * MiB);
     expect(await sizes.sizeOf('0'.repeat(40))).toBeUndefined();
     // Packed, with deltas: versions of a text each a line apart.
-    const text = (n: number) => Array.from({ length: 4000 }, (_, i) => `line ${i}${i === n ? ' changed' : ''} of a text long enough to delta\n`).join('');
+    const text = (n: number) =>
+      Array.from(
+        { length: 4000 },
+        (_, i) => `line ${i}${i === n ? ' changed' : ''} of a text long enough to delta\n`,
+      ).join('');
     const blobs: string[] = [];
     for (let v = 0; v < 4; v++) {
       writeFileSync(join(repo, 'text.txt'), text(v * 100));
@@ -199,15 +230,31 @@ describe('reading a revision never inflates a file it will not use', () => {
     const packDir = join(repo, '.git', 'objects', 'pack');
     const idx = readdirSync(packDir).find((f) => f.endsWith('.idx'))!;
     // At least one version is stored as a delta (verify-pack names its base).
-    expect(gitSync(repo, 'verify-pack', '-v', join(packDir, idx))).toMatch(/^[0-9a-f]{40} blob +\d+ \d+ \d+ \d+ [0-9a-f]{40}$/m);
-    for (const oid of [...blobs, big, small, gitSync(repo, 'rev-parse', 'HEAD'), gitSync(repo, 'rev-parse', 'HEAD^{tree}')])
+    expect(gitSync(repo, 'verify-pack', '-v', join(packDir, idx))).toMatch(
+      /^[0-9a-f]{40} blob +\d+ \d+ \d+ \d+ [0-9a-f]{40}$/m,
+    );
+    for (const oid of [
+      ...blobs,
+      big,
+      small,
+      gitSync(repo, 'rev-parse', 'HEAD'),
+      gitSync(repo, 'rev-parse', 'HEAD^{tree}'),
+    ])
       expect(await packed.sizeOf(oid)).toBe(Number(gitSync(repo, 'cat-file', '-s', oid)));
   });
 
   it('a file over the limit is refused from its size alone: its blob is never read', async () => {
-    const reader = new GitTreeReader({ dir: repo, gitdir: join(repo, '.git') }, gitSync(repo, 'rev-parse', 'HEAD'), 'main');
+    const reader = new GitTreeReader(
+      { dir: repo, gitdir: join(repo, '.git') },
+      gitSync(repo, 'rev-parse', 'HEAD'),
+      'main',
+    );
     const readBlob = vi.spyOn(git, 'readBlob');
-    expect(await reader.readFile('big.bin', MAX_DOCUMENT_BYTES)).toEqual({ ok: false, code: 'KS_FILE_TOO_LARGE', message: expect.stringContaining(`big.bin is ${64 * MiB} bytes`) });
+    expect(await reader.readFile('big.bin', MAX_DOCUMENT_BYTES)).toEqual({
+      ok: false,
+      code: 'KS_FILE_TOO_LARGE',
+      message: expect.stringContaining(`big.bin is ${64 * MiB} bytes`),
+    });
     expect(readBlob.mock.calls.filter(([a]) => a.oid === big)).toEqual([]);
     // The spy sees what is read: a file under the limit is.
     expect((await reader.readFile('recipe.toml', MAX_DOCUMENT_BYTES)).ok).toBe(true);
@@ -215,7 +262,11 @@ describe('reading a revision never inflates a file it will not use', () => {
   });
 
   it('a file SHA256SUMS does not list is found to be there, never read, and refused (KS_FILE_NOT_SIGNED)', async () => {
-    const reader = new GitTreeReader({ dir: repo, gitdir: join(repo, '.git') }, gitSync(repo, 'rev-parse', 'HEAD'), 'main');
+    const reader = new GitTreeReader(
+      { dir: repo, gitdir: join(repo, '.git') },
+      gitSync(repo, 'rev-parse', 'HEAD'),
+      'main',
+    );
     const verified = { files: new Map([['recipe.toml', Buffer.from('name = "a"\n')]]) } as unknown as VerifiedRevision;
     const signedOnly = new VerifiedReader(reader, verified);
     const readBlob = vi.spyOn(git, 'readBlob');
@@ -227,7 +278,10 @@ describe('reading a revision never inflates a file it will not use', () => {
       expect(e?.code, path).toBe('KS_FILE_NOT_SIGNED');
     }
     expect(readBlob).not.toHaveBeenCalled();
-    expect(await signedOnly.readFile('missing.toml', MAX_DOCUMENT_BYTES)).toMatchObject({ ok: false, code: 'KS_FILE_NOT_FOUND' });
+    expect(await signedOnly.readFile('missing.toml', MAX_DOCUMENT_BYTES)).toMatchObject({
+      ok: false,
+      code: 'KS_FILE_NOT_FOUND',
+    });
     // A listed file comes from what the verification read, once.
     expect(await signedOnly.readFile('recipe.toml', MAX_DOCUMENT_BYTES)).toMatchObject({ ok: true });
   });

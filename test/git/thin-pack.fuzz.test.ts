@@ -40,15 +40,25 @@ const valid = (() => {
   const e2 = Buffer.concat([entryHeader(7, refDelta.length), Buffer.from(BASE_OID, 'hex'), deflateSync(refDelta)]);
   const e3Offset = head.length + e1.length + e2.length;
   // The ofs-delta's distance back to the blob (offset 12), in git's offset encoding: one byte while under 128.
-  const e3 = Buffer.concat([entryHeader(6, ofsDelta.length), Buffer.from([e3Offset - head.length]), deflateSync(ofsDelta)]);
+  const e3 = Buffer.concat([
+    entryHeader(6, ofsDelta.length),
+    Buffer.from([e3Offset - head.length]),
+    deflateSync(ofsDelta),
+  ]);
   return withChecksum(Buffer.concat([head, e1, e2, e3]));
 })();
 
-const readBase = async (oid: string): Promise<BaseObject | undefined> => (oid === BASE_OID ? { type: 'blob', object: BASE } : undefined);
+const readBase = async (oid: string): Promise<BaseObject | undefined> =>
+  oid === BASE_OID ? { type: 'blob', object: BASE } : undefined;
 
 /** A valid pack with a few bytes changed, cut or grown; its checksum made right again when `fix`. */
 const mutated = fc
-  .tuple(fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 6 }), fc.nat(), fc.uint8Array({ maxLength: 16 }), fc.boolean())
+  .tuple(
+    fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 6 }),
+    fc.nat(),
+    fc.uint8Array({ maxLength: 16 }),
+    fc.boolean(),
+  )
   .map(([flips, cut, extra, fix]) => {
     const body = Buffer.from(valid.subarray(0, valid.length - 20));
     for (const [i, v] of flips) body[12 + (i % (body.length - 12))] = v; // past the header, into the entries
@@ -59,7 +69,9 @@ const mutated = fc
 /** Rejects once `ms` have passed: a loop shows as a failure, not as a run that never ends. */
 function withDeadline<T>(p: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout;
-  const deadline = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)));
+  const deadline = new Promise<never>(
+    (_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)),
+  );
   return Promise.race([p, deadline]).finally(() => clearTimeout(timer));
 }
 
@@ -67,7 +79,12 @@ describe('fuzz: completing a thin pack', () => {
   it('the valid pack completes: its base from outside added, a checksum that holds', async () => {
     const out = Buffer.from(await completeThinPack(valid, readBase));
     expect(out.readUInt32BE(8)).toBe(4);
-    expect(createHash('sha1').update(out.subarray(0, out.length - 20)).digest().equals(out.subarray(out.length - 20))).toBe(true);
+    expect(
+      createHash('sha1')
+        .update(out.subarray(0, out.length - 20))
+        .digest()
+        .equals(out.subarray(out.length - 20)),
+    ).toBe(true);
   });
 
   it('returns a checksummed pack or refuses with KS_GIT_THIN_PACK, for arbitrary and mutated bytes, never looping', async () => {
@@ -83,7 +100,12 @@ describe('fuzz: completing a thin pack', () => {
         }
         const b = Buffer.from(out);
         expect(b.subarray(0, 4).toString('latin1')).toBe('PACK');
-        expect(createHash('sha1').update(b.subarray(0, b.length - 20)).digest().equals(b.subarray(b.length - 20))).toBe(true);
+        expect(
+          createHash('sha1')
+            .update(b.subarray(0, b.length - 20))
+            .digest()
+            .equals(b.subarray(b.length - 20)),
+        ).toBe(true);
       }),
       { numRuns: RUNS },
     );
@@ -92,7 +114,9 @@ describe('fuzz: completing a thin pack', () => {
 
 describe('fuzz: the capabilities read from an advertisement', () => {
   it('never throws, and asks for nothing but thin-pack and no-progress', () => {
-    const advert = Buffer.from(`001e# service=git-upload-pack\n0000${'a'.repeat(40)} HEAD\0multi_ack thin-pack side-band-64k no-progress\n0000`);
+    const advert = Buffer.from(
+      `001e# service=git-upload-pack\n0000${'a'.repeat(40)} HEAD\0multi_ack thin-pack side-band-64k no-progress\n0000`,
+    );
     const near = fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })).map(([i, v]) => {
       const b = Buffer.from(advert);
       b[i % b.length] = v;

@@ -39,12 +39,18 @@ async function gitOk(...args: string[]): Promise<string> {
 /** Rejects once `ms` have passed: a read that loops shows as a failure, not as a test that never ends. */
 function withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
-  const deadline = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms)));
+  const deadline = new Promise<never>(
+    (_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms)),
+  );
   return Promise.race([p, deadline]).finally(() => clearTimeout(timer));
 }
 
 /** A text of `n` numbered lines, line `changed` reading differently: deltas between two such texts are small. */
-const text = (n: number, changed = -1, mark = 'x') => Array.from({ length: n }, (_, i) => `line ${i}${i === changed ? ` ${mark}` : ''} of a file long enough to delta`).join('\n') + '\n';
+const text = (n: number, changed = -1, mark = 'x') =>
+  Array.from(
+    { length: n },
+    (_, i) => `line ${i}${i === changed ? ` ${mark}` : ''} of a file long enough to delta`,
+  ).join('\n') + '\n';
 
 let root: string;
 beforeAll(() => {
@@ -84,7 +90,12 @@ describe('completeThinPack', () => {
     fs.writeFileSync(join(w, 'a.txt'), text(200, 100));
     await gitOk('-C', w, 'commit', '--quiet', '-am', 'two');
     const two = await gitOk('-C', w, 'rev-parse', 'HEAD');
-    const thin = (await gitRun(['-C', w, 'pack-objects', '--thin', '--stdout', '--revs', '--quiet'], Buffer.from(`${two}\n^${one}\n`))).out;
+    const thin = (
+      await gitRun(
+        ['-C', w, 'pack-objects', '--thin', '--stdout', '--revs', '--quiet'],
+        Buffer.from(`${two}\n^${one}\n`),
+      )
+    ).out;
     // The control: as git sent it, the pack needs the old blob and tree from elsewhere.
     expect((await standsAlone(thin)).ok).toBe(false);
 
@@ -140,13 +151,22 @@ describe('completeThinPack', () => {
   it('refuses a base the store answers with another object (the ids the stored pack names must be true)', async () => {
     const { pack } = ringPack(4);
     const reads: string[] = [];
-    const read = async (oid: string): Promise<BaseObject> => (reads.push(oid), { type: 'blob', object: Buffer.from('hello') });
-    await expect(withDeadline(completeThinPack(pack, read), 2_000, 'a ring of deltas')).rejects.toMatchObject({ code: 'KS_GIT_THIN_PACK' });
+    const read = async (oid: string): Promise<BaseObject> => (
+      reads.push(oid),
+      { type: 'blob', object: Buffer.from('hello') }
+    );
+    await expect(withDeadline(completeThinPack(pack, read), 2_000, 'a ring of deltas')).rejects.toMatchObject({
+      code: 'KS_GIT_THIN_PACK',
+    });
     expect(reads.length).toBe(1);
   });
 
   it('refuses a malformed pack (an ofs-delta pointing at itself, a truncated pack) with KS_GIT_THIN_PACK', async () => {
-    const selfRef = Buffer.concat([Buffer.from('PACK\0\0\0\x02\0\0\0\x01', 'latin1'), Buffer.from([(6 << 4) | 5, 0]), deflateSync(Buffer.from([5, 5, 0x05, ...Buffer.from('hello')]))]);
+    const selfRef = Buffer.concat([
+      Buffer.from('PACK\0\0\0\x02\0\0\0\x01', 'latin1'),
+      Buffer.from([(6 << 4) | 5, 0]),
+      deflateSync(Buffer.from([5, 5, 0x05, ...Buffer.from('hello')])),
+    ]);
     const packed = Buffer.concat([selfRef, createHash('sha1').update(selfRef).digest()]);
     for (const bad of [packed, packed.subarray(0, 20), Buffer.from('not a pack at all, not at all')])
       await expect(completeThinPack(bad, async () => undefined)).rejects.toMatchObject({ code: 'KS_GIT_THIN_PACK' });
@@ -158,7 +178,10 @@ describe('the fetch request', () => {
     Buffer.from(`001e# service=git-upload-pack\n0000${'0'.repeat(4)}${'a'.repeat(40)} HEAD\0${caps}\n0000`, 'latin1');
 
   it('asks for thin-pack (and no-progress) only of a server offering thin-pack and a side band', () => {
-    expect(requestable(adv('multi_ack thin-pack side-band side-band-64k ofs-delta shallow no-progress'))).toEqual(['thin-pack', 'no-progress']);
+    expect(requestable(adv('multi_ack thin-pack side-band side-band-64k ofs-delta shallow no-progress'))).toEqual([
+      'thin-pack',
+      'no-progress',
+    ]);
     expect(requestable(adv('multi_ack thin-pack side-band-64k ofs-delta'))).toEqual(['thin-pack']);
     expect(requestable(adv('multi_ack side-band-64k ofs-delta no-progress'))).toEqual([]);
     expect(requestable(adv('multi_ack thin-pack ofs-delta'))).toEqual([]);
@@ -167,10 +190,15 @@ describe('the fetch request', () => {
 
   it('adds the capabilities to the first want line, keeping the pkt-line framing', () => {
     const want = `want ${'b'.repeat(40)} multi_ack_detailed side-band-64k ofs-delta\n`;
-    const body = Buffer.from(`${(want.length + 4).toString(16).padStart(4, '0')}${want}0032want ${'c'.repeat(40)}\n00000009done\n`, 'latin1');
+    const body = Buffer.from(
+      `${(want.length + 4).toString(16).padStart(4, '0')}${want}0032want ${'c'.repeat(40)}\n00000009done\n`,
+      'latin1',
+    );
     const out = withCapabilities(body, ['thin-pack', 'no-progress'])!.toString('latin1');
     const line = `want ${'b'.repeat(40)} thin-pack no-progress multi_ack_detailed side-band-64k ofs-delta\n`;
-    expect(out).toBe(`${(line.length + 4).toString(16).padStart(4, '0')}${line}0032want ${'c'.repeat(40)}\n00000009done\n`);
+    expect(out).toBe(
+      `${(line.length + 4).toString(16).padStart(4, '0')}${line}0032want ${'c'.repeat(40)}\n00000009done\n`,
+    );
     expect(withCapabilities(Buffer.from(out, 'latin1'), ['thin-pack'])).toBeUndefined();
     expect(withCapabilities(Buffer.from('0009done\n', 'latin1'), ['thin-pack'])).toBeUndefined();
   });
@@ -251,11 +279,19 @@ describe('the remote cache over thin packs (git http-backend)', { timeout: 180_0
 
     // A burst, going back and forth, then the history deepened behind the shallow tip (the ancestry check's path).
     let tip = c3;
-    for (let i = 0; i < 5; i++) tip = await commitAndPush({ 'a.txt': i % 2 ? text(300) : text(300, 150, 'changed'), [`f${i}.txt`]: text(60, i, 'burst') });
+    for (let i = 0; i < 5; i++)
+      tip = await commitAndPush({
+        'a.txt': i % 2 ? text(300) : text(300, 150, 'changed'),
+        [`f${i}.txt`]: text(60, i, 'burst'),
+      });
     await fetch(tip, { 'a.txt': text(300, 150, 'changed') });
     await withDeadline(cache.deepen(16), 30_000, 'deepening');
     await packsStandAlone(cache.gitdir!);
-    for (const [c, files] of [[c1, v1], [c2, { 'a.txt': text(300, 150, 'changed') }], [c3, { 'a.txt': text(300) }]] as const)
+    for (const [c, files] of [
+      [c1, v1],
+      [c2, { 'a.txt': text(300, 150, 'changed') }],
+      [c3, { 'a.txt': text(300) }],
+    ] as const)
       expect(await withDeadline(readAll(cache.gitdir!, c), 30_000, `reading ${c}`)).toMatchObject(files);
   });
 });

@@ -26,10 +26,28 @@ import { AGE, BODY, ENROLL, GW1, GW1_NEW, identityOf, NOW, OTHER, signBody } fro
 const FILE = 'devices/gw-1.cert';
 const trusted: PublicKey[] = [ENROLL];
 
-const certFor = (device = 'gw-1', extra: { labels?: Record<string, string>; issuedAt?: number; expiresAt?: number; key?: typeof GW1; signer?: typeof ENROLL } = {}) =>
-  signCertificate({ ...identityOf(device, extra.key ?? GW1), labels: extra.labels ?? { site: 'berlin' }, issuedAt: extra.issuedAt ?? NOW, ...(extra.expiresAt !== undefined && { expiresAt: extra.expiresAt }) }, extra.signer ?? ENROLL);
+const certFor = (
+  device = 'gw-1',
+  extra: {
+    labels?: Record<string, string>;
+    issuedAt?: number;
+    expiresAt?: number;
+    key?: typeof GW1;
+    signer?: typeof ENROLL;
+  } = {},
+) =>
+  signCertificate(
+    {
+      ...identityOf(device, extra.key ?? GW1),
+      labels: extra.labels ?? { site: 'berlin' },
+      issuedAt: extra.issuedAt ?? NOW,
+      ...(extra.expiresAt !== undefined && { expiresAt: extra.expiresAt }),
+    },
+    extra.signer ?? ENROLL,
+  );
 
-const verify = (text: string, o: Partial<Parameters<typeof verifyCertificate>[1]> = {}) => verifyCertificate(text, { enrollmentKeys: trusted, now: NOW, file: FILE, ...o });
+const verify = (text: string, o: Partial<Parameters<typeof verifyCertificate>[1]> = {}) =>
+  verifyCertificate(text, { enrollmentKeys: trusted, now: NOW, file: FILE, ...o });
 
 const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
 /** The last character of 64 bytes in base64 carries 2 bits and 4 unused ones: this one decodes to the same bytes. */
@@ -51,7 +69,15 @@ function refusal(f: () => unknown, file = FILE): { code: IdentityCode; message: 
 
 describe('a certificate round trip', () => {
   it('signs, parses and verifies: the fields as given, times to the second, the signer', () => {
-    const text = signCertificate({ ...identityOf('gw-1'), labels: { site: 'berlin', 'example.com/role': 'gateway' }, issuedAt: NOW + 123, expiresAt: NOW + 365 * 86_400_000 }, ENROLL);
+    const text = signCertificate(
+      {
+        ...identityOf('gw-1'),
+        labels: { site: 'berlin', 'example.com/role': 'gateway' },
+        issuedAt: NOW + 123,
+        expiresAt: NOW + 365 * 86_400_000,
+      },
+      ENROLL,
+    );
     const cert = verify(text, { device: 'gw-1' });
     expect(cert).toEqual<DeviceCertificate>({
       device: 'gw-1',
@@ -106,14 +132,15 @@ describe('a certificate round trip', () => {
       { ...identityOf('gw-\ud800'), labels: {}, issuedAt: NOW },
     ];
     for (const body of bodies)
-      expect(() => signCertificate(body, ENROLL), JSON.stringify(body)).toThrow(expect.objectContaining({ code: 'KS_CERT_MALFORMED' }));
+      expect(() => signCertificate(body, ENROLL), JSON.stringify(body)).toThrow(
+        expect.objectContaining({ code: 'KS_CERT_MALFORMED' }),
+      );
   });
 
   it('names the file devices/NAME.cert, unless the name cannot be a file name', () => {
     expect(certificatePath('gw-1')).toBe('devices/gw-1.cert');
     for (const name of ['a/b', '..', '.', 'a\\b', 'two words']) expect(certificatePath(name), name).toBeUndefined();
   });
-
 });
 
 describe('refusals: each check its own code, each message the file', () => {
@@ -129,10 +156,14 @@ describe('refusals: each check its own code, each message the file', () => {
       'CRLF line endings': good.replace(/\n/g, '\r\n'),
       'a signature line missing': good.replace(/trusted comment: [^\n]*\n/, ''),
       'the untrusted comment changed': good.replace('signature from keystone', 'signature from minisign'),
-      'non-canonical base64': good.replace(/\n([A-Za-z0-9+/]{86})==\n-----END/, (_m, b: string) => `\n${b.slice(0, 85)}${unusedBitFlipped(b[85]!)}==\n-----END`),
+      'non-canonical base64': good.replace(
+        /\n([A-Za-z0-9+/]{86})==\n-----END/,
+        (_m, b: string) => `\n${b.slice(0, 85)}${unusedBitFlipped(b[85]!)}==\n-----END`,
+      ),
       'too long': 'x'.repeat(11_000) + good,
     };
-    for (const [what, text] of Object.entries(cases)) expect(refusal(() => verify(text)).code, what).toBe('KS_CERT_MALFORMED');
+    for (const [what, text] of Object.entries(cases))
+      expect(refusal(() => verify(text)).code, what).toBe('KS_CERT_MALFORMED');
     expect(refusal(() => verify(good.replace(/\n/g, '\r\n'))).message).toContain('CRLF');
   });
 
@@ -140,16 +171,31 @@ describe('refusals: each check its own code, each message the file', () => {
     const cases: Record<string, [string, string]> = {
       'an unknown key': [BODY.replace('[labels]', 'color = "red"\n[labels]'), ':6: color: unknown key "color"'],
       'a device name of two words': [BODY.replace('device = "gw-1"', 'device = "gw 1"'), ':2: device:'],
-      'a device name of 254 characters': [BODY.replace('device = "gw-1"', `device = "${'a'.repeat(254)}"`), ':2: device:'],
-      'a report key minisign refuses': [BODY.replace(/report_key = "[^"]*"/, `report_key = "${'A'.repeat(56)}"`), ':3: report_key:'],
-      'a report key that is a whole .pub file': [BODY.replace(/report_key = "[^"]*"/, `report_key = ${JSON.stringify(formatPublicKey(GW1))}`), ':3: report_key:'],
+      'a device name of 254 characters': [
+        BODY.replace('device = "gw-1"', `device = "${'a'.repeat(254)}"`),
+        ':2: device:',
+      ],
+      'a report key minisign refuses': [
+        BODY.replace(/report_key = "[^"]*"/, `report_key = "${'A'.repeat(56)}"`),
+        ':3: report_key:',
+      ],
+      'a report key that is a whole .pub file': [
+        BODY.replace(/report_key = "[^"]*"/, `report_key = ${JSON.stringify(formatPublicKey(GW1))}`),
+        ':3: report_key:',
+      ],
       'an age recipient with a typo': [BODY.replace(AGE, AGE.slice(0, -1) + 'q'), ':4: age_recipient:'],
       'an age recipient in upper case': [BODY.replace(AGE, AGE.toUpperCase()), ':4: age_recipient:'],
       'a local time': [BODY.replace('10:00:00Z', '10:00:00'), ':5: issued:'],
       'no issue time': [BODY.replace('issued = 2026-12-04T10:00:00Z\n', ''), 'issued'],
-      'another format version': [BODY.replace('keystone-certificate = 1', 'keystone-certificate = 2'), ':1: keystone-certificate: format 2'],
+      'another format version': [
+        BODY.replace('keystone-certificate = 1', 'keystone-certificate = 2'),
+        ':1: keystone-certificate: format 2',
+      ],
       'a bad label': [BODY.replace('site = "berlin"', 'site = "ber lin"'), ':7: labels.site:'],
-      'expires before issued': [BODY.replace('[labels]', 'expires = 2026-01-01T00:00:00Z\n[labels]'), 'is not after issued'],
+      'expires before issued': [
+        BODY.replace('[labels]', 'expires = 2026-01-01T00:00:00Z\n[labels]'),
+        'is not after issued',
+      ],
       'invalid TOML': [BODY.replace('device = "gw-1"', 'device = "gw-1'), 'invalid TOML'],
       'a body over 8 KiB': [BODY + `# ${'x'.repeat(8 * 1024)}\n`, 'more than 8192'],
     };
@@ -162,7 +208,9 @@ describe('refusals: each check its own code, each message the file', () => {
 
   it('KS_CERT_MALFORMED: a trusted comment without device= or without a timestamp', () => {
     expect(refusal(() => verify(signBody(BODY, ENROLL, 'timestamp:1796378400'))).code).toBe('KS_CERT_MALFORMED');
-    expect(refusal(() => verify(signBody(BODY, ENROLL, 'timestamp:1796378400 device=gw-1 device=gw-2'))).code).toBe('KS_CERT_MALFORMED');
+    expect(refusal(() => verify(signBody(BODY, ENROLL, 'timestamp:1796378400 device=gw-1 device=gw-2'))).code).toBe(
+      'KS_CERT_MALFORMED',
+    );
     expect(refusal(() => verify(signBody(BODY, ENROLL, 'device=gw-1'))).code).toBe('KS_CERT_MALFORMED');
   });
 
@@ -173,7 +221,9 @@ describe('refusals: each check its own code, each message the file', () => {
     expect(r.message).toContain(keyIdHex(ENROLL.keyId));
     expect(refusal(() => verify(certFor(), { enrollmentKeys: [] })).message).toContain('--enrollment-key');
     // The other operator's key, trusted too: it counts.
-    expect(verify(certFor('gw-1', { signer: OTHER }), { enrollmentKeys: [ENROLL, OTHER] }).signer).toBe(keyIdHex(OTHER.keyId));
+    expect(verify(certFor('gw-1', { signer: OTHER }), { enrollmentKeys: [ENROLL, OTHER] }).signer).toBe(
+      keyIdHex(OTHER.keyId),
+    );
   });
 
   it('KS_CERT_BAD_SIGNATURE: a tampered body byte, a swapped signature, a key id borrowed by another key', () => {
@@ -190,12 +240,17 @@ describe('refusals: each check its own code, each message the file', () => {
     expect(refusal(() => verify(good.replace('device=gw-1', 'device=gw-2'))).code).toBe('KS_CERT_BAD_SIGNATURE');
   });
 
-  it('KS_CERT_WRONG_DEVICE: devices/gw-2.cert holding gw-1\'s certificate; a signed comment naming another device', () => {
-    const r = refusal(() => verify(certFor('gw-1'), { device: 'gw-2', file: 'devices/gw-2.cert' }), 'devices/gw-2.cert');
+  it("KS_CERT_WRONG_DEVICE: devices/gw-2.cert holding gw-1's certificate; a signed comment naming another device", () => {
+    const r = refusal(
+      () => verify(certFor('gw-1'), { device: 'gw-2', file: 'devices/gw-2.cert' }),
+      'devices/gw-2.cert',
+    );
     expect(r.code).toBe('KS_CERT_WRONG_DEVICE');
     expect(r.message).toContain('gw-1');
     expect(r.message).toContain('gw-2');
-    expect(refusal(() => verify(signBody(BODY, ENROLL, 'timestamp:1796378400 device=gw-9'))).code).toBe('KS_CERT_WRONG_DEVICE');
+    expect(refusal(() => verify(signBody(BODY, ENROLL, 'timestamp:1796378400 device=gw-9'))).code).toBe(
+      'KS_CERT_WRONG_DEVICE',
+    );
   });
 
   it('KS_CERT_EXPIRED: past expires, or issued more than 5 minutes ahead of this clock', () => {
@@ -221,7 +276,10 @@ describe('refusals: each check its own code, each message the file', () => {
     expect(byKey.message).toContain('reinstalled 2026-12-02');
     // gw-1 re-enrolled with its new key: that certificate counts.
     expect(verify(certFor('gw-1', { key: GW1_NEW }), { revoked }).reportKeyText).toBe(reportKeyLine(GW1_NEW));
-    const byName = refusal(() => verify(certFor('gw-3', { key: GW1_NEW }), { revoked, file: 'devices/gw-3.cert' }), 'devices/gw-3.cert');
+    const byName = refusal(
+      () => verify(certFor('gw-3', { key: GW1_NEW }), { revoked, file: 'devices/gw-3.cert' }),
+      'devices/gw-3.cert',
+    );
     expect(byName.code).toBe('KS_CERT_REVOKED');
     expect(byName.message).toContain('stolen 2026-12-01');
     expect(verify(certFor('gw-2'), { revoked }).device).toBe('gw-2');
@@ -256,34 +314,48 @@ describe('one spelling', () => {
 describe('age recipients', () => {
   it('take age1 and the bech32 of 32 bytes, lower case, checksum and padding right', () => {
     expect(ageRecipientProblem(AGE)).toBeUndefined();
-    for (const bad of ['', 'age1', AGE.toUpperCase(), AGE.slice(0, -1) + 'q', AGE + 'q', 'agf1' + AGE.slice(4), AGE.replace('q', 'b'), 'age1' + 'q'.repeat(58)])
+    for (const bad of [
+      '',
+      'age1',
+      AGE.toUpperCase(),
+      AGE.slice(0, -1) + 'q',
+      AGE + 'q',
+      'agf1' + AGE.slice(4),
+      AGE.replace('q', 'b'),
+      'age1' + 'q'.repeat(58),
+    ])
       expect(ageRecipientProblem(bad), bad).toBeDefined();
   });
 });
 
 const minisign = needs('minisign');
-describe.skipIf(minisign.skip)(minisign.title('the real minisign checks a certificate, split as certificate.ts says'), () => {
-  const dir = mkdtempSync(join(tmpdir(), 'keystone-cert-'));
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+describe.skipIf(minisign.skip)(
+  minisign.title('the real minisign checks a certificate, split as certificate.ts says'),
+  () => {
+    const dir = mkdtempSync(join(tmpdir(), 'keystone-cert-'));
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  /** The shell lines of certificate.ts's header comment, exactly as an operator copies them. */
-  const documented = readFileSync(new URL('../../src/identity/certificate.ts', import.meta.url), 'utf8')
-    .split('\n')
-    .filter((l) => /^\/\/ {3}(awk|minisign) /.test(l))
-    .map((l) => l.slice(5));
+    /** The shell lines of certificate.ts's header comment, exactly as an operator copies them. */
+    const documented = readFileSync(new URL('../../src/identity/certificate.ts', import.meta.url), 'utf8')
+      .split('\n')
+      .filter((l) => /^\/\/ {3}(awk|minisign) /.test(l))
+      .map((l) => l.slice(5));
 
-  it('the header documents the split and the check', () => {
-    expect(documented).toHaveLength(3);
-    expect(documented[2]).toBe('minisign -V -m body -x sig -p enroll.pub');
-  });
+    it('the header documents the split and the check', () => {
+      expect(documented).toHaveLength(3);
+      expect(documented[2]).toBe('minisign -V -m body -x sig -p enroll.pub');
+    });
 
-  it('verifies a genuine one, and refuses one whose body was altered', () => {
-    writeFileSync(join(dir, 'enroll.pub'), formatPublicKey(ENROLL));
-    writeFileSync(join(dir, 'gw-1.cert'), certFor());
-    const out = execFileSync('sh', ['-ec', documented.join('\n')], { cwd: dir, encoding: 'utf8', stdio: 'pipe' });
-    expect(out).toContain('Signature and comment signature verified');
-    expect(out).toContain(`Trusted comment: timestamp:${NOW / 1000} device=gw-1`);
-    writeFileSync(join(dir, 'gw-1.cert'), certFor().replace('berlin', 'bernin'));
-    expect(() => execFileSync('sh', ['-ec', documented.join('\n')], { cwd: dir, encoding: 'utf8', stdio: 'pipe' })).toThrow(/Signature verification failed/);
-  });
-});
+    it('verifies a genuine one, and refuses one whose body was altered', () => {
+      writeFileSync(join(dir, 'enroll.pub'), formatPublicKey(ENROLL));
+      writeFileSync(join(dir, 'gw-1.cert'), certFor());
+      const out = execFileSync('sh', ['-ec', documented.join('\n')], { cwd: dir, encoding: 'utf8', stdio: 'pipe' });
+      expect(out).toContain('Signature and comment signature verified');
+      expect(out).toContain(`Trusted comment: timestamp:${NOW / 1000} device=gw-1`);
+      writeFileSync(join(dir, 'gw-1.cert'), certFor().replace('berlin', 'bernin'));
+      expect(() =>
+        execFileSync('sh', ['-ec', documented.join('\n')], { cwd: dir, encoding: 'utf8', stdio: 'pipe' }),
+      ).toThrow(/Signature verification failed/);
+    });
+  },
+);

@@ -4,13 +4,30 @@
 // and verifies with report.pub, `age-keygen -y` and `age -d` take age.key.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateX25519Identity, identityToRecipient } from 'age-encryption';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ageRecipientOf, parseAgeIdentityFile } from '../../src/identity/age-identity-file.js';
-import { ensureDeviceKeys, identityPaths, readDevicePublicIdentity, type EnsureDeviceKeysOptions } from '../../src/identity/device-keys.js';
+import {
+  ensureDeviceKeys,
+  identityPaths,
+  readDevicePublicIdentity,
+  type EnsureDeviceKeysOptions,
+} from '../../src/identity/device-keys.js';
 import { IdentityError } from '../../src/identity/identity-error.js';
 import { openStateDatabase } from '../../src/store/state-database.js';
 import { formatPublicKey, formatSecretKey, generateKey, parsePublicKey } from '../../src/trust/minisign.js';
@@ -27,7 +44,12 @@ function counter(seed: number): (n: number) => Uint8Array {
 }
 
 const NOW = Date.parse('2030-01-02T03:04:05.678Z');
-const opts = (o: Partial<EnsureDeviceKeysOptions> = {}): EnsureDeviceKeysOptions => ({ now: () => NOW, randomBytes: counter(7), create: true, ...o });
+const opts = (o: Partial<EnsureDeviceKeysOptions> = {}): EnsureDeviceKeysOptions => ({
+  now: () => NOW,
+  randomBytes: counter(7),
+  create: true,
+  ...o,
+});
 const mode = (p: string) => statSync(p).mode & 0o777;
 
 /** The IdentityError `p` rejects with. */
@@ -68,21 +90,37 @@ describe('ensureDeviceKeys', () => {
     expect(parsePublicKey(readFileSync(paths.reportPub, 'utf8')).publicKey).toEqual(keys.report.publicKey);
     expect(keys.ageRecipient).toMatch(/^age1[0-9a-z]{58}$/);
     expect(keys.ageIdentity).toMatch(/^AGE-SECRET-KEY-1[0-9A-Z]{58}$/);
-    expect(readFileSync(paths.ageKey, 'utf8')).toBe(`# created: 2030-01-02T03:04:05Z\n# public key: ${keys.ageRecipient}\n${keys.ageIdentity}\n`);
+    expect(readFileSync(paths.ageKey, 'utf8')).toBe(
+      `# created: 2030-01-02T03:04:05Z\n# public key: ${keys.ageRecipient}\n${keys.ageIdentity}\n`,
+    );
     expect(await identityToRecipient(keys.ageIdentity)).toBe(keys.ageRecipient);
     // The marker holds the public halves only.
     const marker = readFileSync(paths.marker, 'utf8');
-    expect(JSON.parse(marker)).toEqual({ identity: { reportKey: keys.reportPublic, reportKeyId: keys.reportKeyId, ageRecipient: keys.ageRecipient, created: '2030-01-02T03:04:05.678Z' } });
+    expect(JSON.parse(marker)).toEqual({
+      identity: {
+        reportKey: keys.reportPublic,
+        reportKeyId: keys.reportKeyId,
+        ageRecipient: keys.ageRecipient,
+        created: '2030-01-02T03:04:05.678Z',
+      },
+    });
     expect(marker).not.toContain('AGE-SECRET-KEY');
 
     const again = await ensureDeviceKeys(stateDir, opts({ randomBytes: counter(99) }));
     expect(again.created).toBe(false);
     expect(again.keys).toEqual(keys);
-    expect(await readDevicePublicIdentity(stateDir)).toEqual({ reportKey: keys.reportPublic, reportKeyId: keys.reportKeyId, ageRecipient: keys.ageRecipient });
+    expect(await readDevicePublicIdentity(stateDir)).toEqual({
+      reportKey: keys.reportPublic,
+      reportKeyId: keys.reportKeyId,
+      ageRecipient: keys.ageRecipient,
+    });
   });
 
   it('two processes making the keys at once end with one identity', async () => {
-    const [a, b] = await Promise.all([ensureDeviceKeys(stateDir, opts({ randomBytes: counter(1) })), ensureDeviceKeys(stateDir, opts({ randomBytes: counter(2) }))]);
+    const [a, b] = await Promise.all([
+      ensureDeviceKeys(stateDir, opts({ randomBytes: counter(1) })),
+      ensureDeviceKeys(stateDir, opts({ randomBytes: counter(2) })),
+    ]);
     expect(a.keys).toEqual(b.keys);
     expect((await ensureDeviceKeys(stateDir, opts({ create: false }))).keys).toEqual(a.keys);
     expect(readdirSync(stateDir).sort()).toEqual(['device.json', 'identity']);
@@ -142,20 +180,23 @@ describe('ensureDeviceKeys', () => {
     expect(link.message).toContain(`${paths.ageKey} is a symbolic link`);
   });
 
-  it.skipIf(root.skip)(root.title('refuses key files and a directory owned by another user, naming the chown'), async () => {
-    const paths = identityPaths(stateDir);
-    await ensureDeviceKeys(stateDir, opts());
-    chownSync(paths.reportKey, NOBODY, NOBODY);
-    const e = await refusal(ensureDeviceKeys(stateDir, opts()));
-    expect(e.code).toBe('KS_IDENTITY_UNSAFE');
-    expect(e.message).toContain(`${paths.reportKey} is owned by uid ${NOBODY}`);
-    expect(e.message).toContain(`chown root: ${paths.reportKey}`);
-    chownSync(paths.reportKey, 0, 0);
-    chownSync(paths.dir, NOBODY, NOBODY);
-    const dir = await refusal(ensureDeviceKeys(stateDir, opts()));
-    expect(dir.code).toBe('KS_IDENTITY_UNSAFE');
-    expect(dir.message).toContain(`chown root: ${paths.dir}`);
-  });
+  it.skipIf(root.skip)(
+    root.title('refuses key files and a directory owned by another user, naming the chown'),
+    async () => {
+      const paths = identityPaths(stateDir);
+      await ensureDeviceKeys(stateDir, opts());
+      chownSync(paths.reportKey, NOBODY, NOBODY);
+      const e = await refusal(ensureDeviceKeys(stateDir, opts()));
+      expect(e.code).toBe('KS_IDENTITY_UNSAFE');
+      expect(e.message).toContain(`${paths.reportKey} is owned by uid ${NOBODY}`);
+      expect(e.message).toContain(`chown root: ${paths.reportKey}`);
+      chownSync(paths.reportKey, 0, 0);
+      chownSync(paths.dir, NOBODY, NOBODY);
+      const dir = await refusal(ensureDeviceKeys(stateDir, opts()));
+      expect(dir.code).toBe('KS_IDENTITY_UNSAFE');
+      expect(dir.message).toContain(`chown root: ${paths.dir}`);
+    },
+  );
 
   it('refuses key files that do not parse (KS_IDENTITY_MALFORMED), without quoting a secret', async () => {
     const paths = identityPaths(stateDir);
@@ -186,7 +227,10 @@ describe('ensureDeviceKeys', () => {
 
     // A password-protected key cannot be the device's: the agent starts unattended. (Marked as scrypt-encrypted in
     // place: encrypting at minisign's parameters costs 1 GiB, and the refusal reads only the mark.)
-    const raw = Buffer.from((await formatSecretKey(generateKey(counter(3)), undefined, counter(4))).split('\n')[1]!, 'base64');
+    const raw = Buffer.from(
+      (await formatSecretKey(generateKey(counter(3)), undefined, counter(4))).split('\n')[1]!,
+      'base64',
+    );
     raw.write('Sc', 2, 'latin1');
     writeFileSync(paths.reportKey, `untrusted comment: minisign encrypted secret key\n${raw.toString('base64')}\n`);
     e = await refusal(ensureDeviceKeys(stateDir, opts()));
@@ -211,16 +255,19 @@ describe('ensureDeviceKeys', () => {
     expect(e.message).toContain(`${paths.reportPub} is not the public half of report.key`);
   });
 
-  it.each(['report.key', 'age.key'])('one half gone (%s): KS_IDENTITY_MISSING, nothing made in its place', async (name) => {
-    const paths = identityPaths(stateDir);
-    await ensureDeviceKeys(stateDir, opts());
-    rmSync(join(paths.dir, name));
-    const e = await refusal(ensureDeviceKeys(stateDir, opts()));
-    expect(e.code).toBe('KS_IDENTITY_MISSING');
-    expect(e.file).toBe(join(paths.dir, name));
-    expect(e.message).toContain(`${join(paths.dir, name)} is missing while`);
-    expect(existsSync(join(paths.dir, name))).toBe(false);
-  });
+  it.each(['report.key', 'age.key'])(
+    'one half gone (%s): KS_IDENTITY_MISSING, nothing made in its place',
+    async (name) => {
+      const paths = identityPaths(stateDir);
+      await ensureDeviceKeys(stateDir, opts());
+      rmSync(join(paths.dir, name));
+      const e = await refusal(ensureDeviceKeys(stateDir, opts()));
+      expect(e.code).toBe('KS_IDENTITY_MISSING');
+      expect(e.file).toBe(join(paths.dir, name));
+      expect(e.message).toContain(`${join(paths.dir, name)} is missing while`);
+      expect(existsSync(join(paths.dir, name))).toBe(false);
+    },
+  );
 
   it('the whole identity gone from a state directory that had one: KS_IDENTITY_MISSING, even with create; moving the marker aside makes new keys', async () => {
     const paths = identityPaths(stateDir);
@@ -229,7 +276,9 @@ describe('ensureDeviceKeys', () => {
     for (const p of [ensureDeviceKeys(stateDir, opts()), readDevicePublicIdentity(stateDir)]) {
       const e = await refusal(p);
       expect(e.code).toBe('KS_IDENTITY_MISSING');
-      expect(e.message).toContain(`${paths.marker} says this device had one (report key ${keys.reportPublic}, age recipient ${keys.ageRecipient})`);
+      expect(e.message).toContain(
+        `${paths.marker} says this device had one (report key ${keys.reportPublic}, age recipient ${keys.ageRecipient})`,
+      );
       expect(e.message).toContain(`move ${paths.marker} aside`);
     }
     expect(existsSync(paths.dir)).toBe(false);
@@ -252,14 +301,20 @@ describe('the age identity file', () => {
     }
     expect(ageRecipientOf('AGE-SECRET-KEY-1')).toBeUndefined();
     expect(ageRecipientOf('age1qqqq')).toBeUndefined();
-    expect(parseAgeIdentityFile('# only a comment\n')).toEqual({ problem: 'it holds no identity (no AGE-SECRET-KEY-1… line)' });
+    expect(parseAgeIdentityFile('# only a comment\n')).toEqual({
+      problem: 'it holds no identity (no AGE-SECRET-KEY-1… line)',
+    });
   });
 });
 
 describe.skipIf(tools.skip)(tools.title('the real tools read the device keys'), () => {
   it('minisign signs with report.key (no password asked) and verifies with report.pub; age-keygen -y prints ageRecipient; age -d decrypts', async () => {
     const paths = identityPaths(stateDir);
-    const { keys } = await ensureDeviceKeys(stateDir, { now: Date.now, randomBytes: (n) => new Uint8Array(randomBytes(n)), create: true });
+    const { keys } = await ensureDeviceKeys(stateDir, {
+      now: Date.now,
+      randomBytes: (n) => new Uint8Array(randomBytes(n)),
+      create: true,
+    });
     const msg = join(stateDir, 'report.txt');
     writeFileSync(msg, 'device gw-1 commit abc success\n');
     execFileSync('minisign', ['-S', '-s', paths.reportKey, '-m', msg], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -275,7 +330,9 @@ describe.skipIf(tools.skip)(tools.title('the real tools read the device keys'), 
   it('keys the tools made are the device keys too: minisign -G -W and age-keygen', async () => {
     const paths = identityPaths(stateDir);
     mkdirSync(paths.dir, { mode: 0o700 });
-    execFileSync('minisign', ['-G', '-W', '-s', paths.reportKey, '-p', paths.reportPub], { stdio: ['ignore', 'pipe', 'pipe'] });
+    execFileSync('minisign', ['-G', '-W', '-s', paths.reportKey, '-p', paths.reportPub], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     execFileSync('age-keygen', ['-o', paths.ageKey], { stdio: ['ignore', 'pipe', 'pipe'] });
     chmodSync(paths.reportKey, 0o600);
     chmodSync(paths.ageKey, 0o600);

@@ -26,14 +26,24 @@ export const AGE = 'age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac
 
 export const NOW = Date.parse('2026-12-04T10:00:00Z');
 
-export const identityOf = (device: string, key: SecretKey = GW1) => ({ device, reportKey: reportKeyLine(key), ageRecipient: AGE });
+export const identityOf = (device: string, key: SecretKey = GW1) => ({
+  device,
+  reportKey: reportKeyLine(key),
+  ageRecipient: AGE,
+});
 
 /**
  * A certificate laid out by hand around any body, signed with `key`: to reach the checks after the signature (a
  * body the schema refuses, a trusted comment that disagrees) with a signature that verifies.
  */
 export function signBody(body: string, key: SecretKey, trustedComment = 'timestamp:1796378400 device=gw-1'): string {
-  const sig = sign(new TextEncoder().encode(body), key, trustedComment, 'prehashed', `signature from keystone enrolment key ${keyIdHex(key.keyId)}`);
+  const sig = sign(
+    new TextEncoder().encode(body),
+    key,
+    trustedComment,
+    'prehashed',
+    `signature from keystone enrolment key ${keyIdHex(key.keyId)}`,
+  );
   return `${body}-----BEGIN KEYSTONE SIGNATURE-----\n${formatSignature(sig)}-----END KEYSTONE SIGNATURE-----\n`;
 }
 

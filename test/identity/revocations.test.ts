@@ -2,11 +2,22 @@
 // the file, the TOML path and the line, the fleet.toml way.
 import { describe, expect, it } from 'vitest';
 import { parseCertificate, reportKeyLine, signCertificate } from '../../src/identity/certificate.js';
-import { checkRevocations, NO_REVOCATIONS, parseRevocations, revokedReason, RevocationsError, REVOCATIONS_FILE } from '../../src/identity/revocations.js';
+import {
+  checkRevocations,
+  NO_REVOCATIONS,
+  parseRevocations,
+  revokedReason,
+  RevocationsError,
+  REVOCATIONS_FILE,
+} from '../../src/identity/revocations.js';
 import { ENROLL, GW1, GW1_NEW, identityOf, NOW } from './identity-fixture.js';
 
 const FILE = REVOCATIONS_FILE;
-const cert = (device: string, key = GW1) => parseCertificate(signCertificate({ ...identityOf(device, key), labels: {}, issuedAt: NOW }, ENROLL), `devices/${device}.cert`).cert;
+const cert = (device: string, key = GW1) =>
+  parseCertificate(
+    signCertificate({ ...identityOf(device, key), labels: {}, issuedAt: NOW }, ENROLL),
+    `devices/${device}.cert`,
+  ).cert;
 
 describe('devices/revoked.toml', () => {
   const text = `# devices that no longer count
@@ -41,7 +52,7 @@ reason = "  reinstalled 2026-12-02  "
     expect(revokedReason(r, cert('gw-2'))).toBeUndefined();
   });
 
-  it('a key id is not the key: another key under gw-1\'s old key id is not the one revoked', () => {
+  it("a key id is not the key: another key under gw-1's old key id is not the one revoked", () => {
     const r = parseRevocations(text, FILE);
     const lookalike = { ...GW1_NEW, keyId: GW1.keyId };
     expect(revokedReason(r, cert('gw-1', lookalike))).toBeUndefined();
@@ -85,8 +96,16 @@ reason = ""
     const r = checkRevocations(FILE, '[[revoked]]\ndevice = "gw-1\n');
     expect(r.revocations).toBeUndefined();
     expect(r.diagnostics).toEqual([expect.objectContaining({ file: FILE, code: 'KS_TOML_SYNTAX', line: 2 })]);
-    expect(checkRevocations(FILE, 'revoked = "all"\n').diagnostics[0]).toMatchObject({ path: 'revoked', line: 1, code: 'KS_INVALID_TYPE' });
-    expect(checkRevocations(FILE, `[[revoked]]\ndevice = "gw-1"\nreason = "${'x'.repeat(201)}"\n`).diagnostics[0]).toMatchObject({ path: 'revoked[0].reason', line: 3 });
-    expect(checkRevocations(FILE, '[[revoked]]\ndevice = "gw-1"\nreason = "two\\nlines"\n').diagnostics[0]).toMatchObject({ path: 'revoked[0].reason', line: 3 });
+    expect(checkRevocations(FILE, 'revoked = "all"\n').diagnostics[0]).toMatchObject({
+      path: 'revoked',
+      line: 1,
+      code: 'KS_INVALID_TYPE',
+    });
+    expect(
+      checkRevocations(FILE, `[[revoked]]\ndevice = "gw-1"\nreason = "${'x'.repeat(201)}"\n`).diagnostics[0],
+    ).toMatchObject({ path: 'revoked[0].reason', line: 3 });
+    expect(
+      checkRevocations(FILE, '[[revoked]]\ndevice = "gw-1"\nreason = "two\\nlines"\n').diagnostics[0],
+    ).toMatchObject({ path: 'revoked[0].reason', line: 3 });
   });
 });

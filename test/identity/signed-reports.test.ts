@@ -3,7 +3,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { signCertificate, reportKeyLine } from '../../src/identity/certificate.js';
-import { noteMessage, parseRefSignature, formatRefSignature, reportSigner, rolloutMessage } from '../../src/identity/report-signature.js';
+import {
+  noteMessage,
+  parseRefSignature,
+  formatRefSignature,
+  reportSigner,
+  rolloutMessage,
+} from '../../src/identity/report-signature.js';
 import { CERT_CACHE_ENTRIES, counts, ReportVerifier } from '../../src/identity/report-verifier.js';
 import { parseRevocations, revokedReason } from '../../src/identity/revocations.js';
 import type { CommitStatus } from '../../src/report/commit-status.js';
@@ -19,13 +25,18 @@ const status = (over: Partial<CommitStatus> = {}): CommitStatus => ({
   context: 'keystone/gw-1',
   at: NOW + 60_000,
   fields: { target: 'edge', wave: 'canary' },
-  details: { agent: '0.2.0', health: { uptimeS: 3600, load1: 0.12, memFreeBytes: 512e6, diskFreeBytes: 2.1e9, tempC: 48.5 }, log: ['api: listening', 'api: \u001b[31mfatal\u001b[0m: bad config'] },
+  details: {
+    agent: '0.2.0',
+    health: { uptimeS: 3600, load1: 0.12, memFreeBytes: 512e6, diskFreeBytes: 2.1e9, tempC: 48.5 },
+    log: ['api: listening', 'api: \u001b[31mfatal\u001b[0m: bad config'],
+  },
   ...over,
 });
 
-const certFor = (device: string, key = GW1, issuedAt = NOW) => signCertificate({ device, reportKey: reportKeyLine(key), ageRecipient: AGE, labels: {}, issuedAt }, ENROLL);
+const certFor = (device: string, key = GW1, issuedAt = NOW) =>
+  signCertificate({ device, reportKey: reportKeyLine(key), ageRecipient: AGE, labels: {}, issuedAt }, ENROLL);
 
-function verifier(certs: Record<string, string>, o: { keys?: typeof ENROLL[]; revoked?: string } = {}) {
+function verifier(certs: Record<string, string>, o: { keys?: (typeof ENROLL)[]; revoked?: string } = {}) {
   const revocations = o.revoked === undefined ? undefined : parseRevocations(o.revoked, 'devices/revoked.toml');
   return new ReportVerifier({
     enrollmentKeys: o.keys ?? [ENROLL],
@@ -44,7 +55,9 @@ const checkEntry = (v: ReportVerifier, note: string) => {
 describe('a signed note entry', () => {
   it('carries the details as fields, the log as indented lines without control characters, the signature last', () => {
     const lines = formatStatusEntry(status(), reportSigner(GW1));
-    expect(lines[0]).toBe(`keystone/gw-1 failure ${new Date(NOW + 60_000).toISOString()} target=edge wave=canary agent=0.2.0 uptime=3600 load=0.12 mem=512000000 disk=2100000000 temp=48.5 failed: api (exited 1)`);
+    expect(lines[0]).toBe(
+      `keystone/gw-1 failure ${new Date(NOW + 60_000).toISOString()} target=edge wave=canary agent=0.2.0 uptime=3600 load=0.12 mem=512000000 disk=2100000000 temp=48.5 failed: api (exited 1)`,
+    );
     expect(lines.slice(1, 3)).toEqual(['  | api: listening', '  | api:  [31mfatal [0m: bad config']);
     expect(lines[3]).toMatch(/^ {2}~ [0-9a-f]{16} [A-Za-z0-9_-]{86}$/);
     const e = entryOf(lines.join('\n'));
@@ -71,7 +84,9 @@ describe('a signed note entry', () => {
       ['temp=48.5', 'temp=20.0'],
       ['  | api: listening', '  | api: all good'],
     ])
-      expect((await checkEntry(verifier({ 'gw-1': certFor('gw-1') }), note.replace(from!, to!))).verdict).toBe('forged');
+      expect((await checkEntry(verifier({ 'gw-1': certFor('gw-1') }), note.replace(from!, to!))).verdict).toBe(
+        'forged',
+      );
     // Moved to another commit: the message names the commit.
     const e = entryOf(note);
     expect((await v.check('gw-1', noteMessage('b'.repeat(40), e.signed), e.signature)).verdict).toBe('forged');
@@ -80,9 +95,15 @@ describe('a signed note entry', () => {
   it("another device's key, or no signature, is forged once the device is enrolled; unverified before its certificate", async () => {
     const v = verifier({ 'gw-1': certFor('gw-1') });
     const byOther = mergeStatusNote(undefined, status({ state: 'success' }), reportSigner(keyNamed('gw-2 report key')));
-    expect(await checkEntry(v, byOther)).toMatchObject({ verdict: 'forged', reason: expect.stringContaining('reinstalled') });
+    expect(await checkEntry(v, byOther)).toMatchObject({
+      verdict: 'forged',
+      reason: expect.stringContaining('reinstalled'),
+    });
     const unsigned = mergeStatusNote(undefined, status({ state: 'success' }));
-    expect(await checkEntry(v, unsigned)).toMatchObject({ verdict: 'forged', reason: expect.stringMatching(/^unsigned/) });
+    expect(await checkEntry(v, unsigned)).toMatchObject({
+      verdict: 'forged',
+      reason: expect.stringMatching(/^unsigned/),
+    });
     const before = mergeStatusNote(undefined, status({ state: 'success', at: NOW - 86_400_000 }));
     const verdict = await checkEntry(v, before);
     expect(verdict).toMatchObject({ verdict: 'unverified', enrolled: true });
@@ -97,7 +118,11 @@ describe('a signed note entry', () => {
 
   it('not enrolled, no enrolment key, a certificate by an unknown key: unverified (counted only where enrolment is not required)', async () => {
     const note = mergeStatusNote(undefined, status(), reportSigner(GW1));
-    for (const v of [verifier({}), verifier({ 'gw-1': certFor('gw-1') }, { keys: [] }), verifier({ 'gw-1': certFor('gw-1') }, { keys: [OTHER] })]) {
+    for (const v of [
+      verifier({}),
+      verifier({ 'gw-1': certFor('gw-1') }, { keys: [] }),
+      verifier({ 'gw-1': certFor('gw-1') }, { keys: [OTHER] }),
+    ]) {
       const r = await checkEntry(v, note);
       expect(r).toMatchObject({ verdict: 'unverified', enrolled: false });
       expect(counts(r, false)).toBe(true);
@@ -110,14 +135,43 @@ describe('a signed note entry', () => {
   it('revoked: named in devices/revoked.toml, by device or by key', async () => {
     const note = mergeStatusNote(undefined, status(), reportSigner(GW1));
     const certs = { 'gw-1': certFor('gw-1') };
-    expect((await checkEntry(verifier(certs, { revoked: '[[revoked]]\ndevice = "gw-1"\nreason = "stolen"\n' }), note)).verdict).toBe('revoked');
-    expect((await checkEntry(verifier(certs, { revoked: `[[revoked]]\ndevice = "gw-1"\nreport_key = "${reportKeyLine(GW1)}"\nreason = "stolen"\n` }), note)).verdict).toBe('revoked');
-    expect((await checkEntry(verifier(certs, { revoked: `[[revoked]]\ndevice = "gw-1"\nreport_key = "${reportKeyLine(GW1_NEW)}"\nreason = "old key"\n` }), note)).verdict).toBe('verified');
+    expect(
+      (await checkEntry(verifier(certs, { revoked: '[[revoked]]\ndevice = "gw-1"\nreason = "stolen"\n' }), note))
+        .verdict,
+    ).toBe('revoked');
+    expect(
+      (
+        await checkEntry(
+          verifier(certs, {
+            revoked: `[[revoked]]\ndevice = "gw-1"\nreport_key = "${reportKeyLine(GW1)}"\nreason = "stolen"\n`,
+          }),
+          note,
+        )
+      ).verdict,
+    ).toBe('revoked');
+    expect(
+      (
+        await checkEntry(
+          verifier(certs, {
+            revoked: `[[revoked]]\ndevice = "gw-1"\nreport_key = "${reportKeyLine(GW1_NEW)}"\nreason = "old key"\n`,
+          }),
+          note,
+        )
+      ).verdict,
+    ).toBe('verified');
   });
 
   it("merging replaces the device's entry with its indented lines, and keeps every other line", () => {
-    const first = mergeStatusNote('keystone/gw-2 success 2026-12-01T00:00:00.000Z applied\nhuman-note here\n', status(), reportSigner(GW1));
-    const second = mergeStatusNote(first, status({ state: 'success', details: {}, description: 'applied: 1 component running' }), reportSigner(GW1));
+    const first = mergeStatusNote(
+      'keystone/gw-2 success 2026-12-01T00:00:00.000Z applied\nhuman-note here\n',
+      status(),
+      reportSigner(GW1),
+    );
+    const second = mergeStatusNote(
+      first,
+      status({ state: 'success', details: {}, description: 'applied: 1 component running' }),
+      reportSigner(GW1),
+    );
     expect(second.split('\n').filter((l) => l.startsWith('  |'))).toEqual([]);
     expect(second.split('\n').filter((l) => l.startsWith('  ~'))).toHaveLength(1);
     expect(parseStatusNote(second).map((e) => [e.context, e.state])).toEqual([
@@ -129,7 +183,12 @@ describe('a signed note entry', () => {
 
   it("an earlier agent's line (no fields, no indented lines) parses as before, unsigned", () => {
     const [e] = parseStatusNote('keystone/gw-1 success 2026-12-01T00:00:00.000Z applied: 1 component running\n');
-    expect(e).toMatchObject({ state: 'success', description: 'applied: 1 component running', log: [], signed: ['keystone/gw-1 success 2026-12-01T00:00:00.000Z applied: 1 component running'] });
+    expect(e).toMatchObject({
+      state: 'success',
+      description: 'applied: 1 component running',
+      log: [],
+      signed: ['keystone/gw-1 success 2026-12-01T00:00:00.000Z applied: 1 component running'],
+    });
     expect(e!.signature).toBeUndefined();
   });
 });
@@ -166,7 +225,9 @@ describe('a signed rollout ref', () => {
   });
 
   it('one spelling per signature (property): a name whose signature part is changed is another report or none', () => {
-    const sig = parseRefSignature(formatRefSignature({ keyId: '0123456789abcdef', signature: new Uint8Array(64).fill(7) }))!;
+    const sig = parseRefSignature(
+      formatRefSignature({ keyId: '0123456789abcdef', signature: new Uint8Array(64).fill(7) }),
+    )!;
     expect(sig.keyId).toBe('0123456789abcdef');
     fc.assert(
       fc.property(fc.uint8Array({ minLength: 64, maxLength: 64 }), (bytes) => {
@@ -180,7 +241,11 @@ describe('a signed rollout ref', () => {
 describe('the verifier keeps a bounded number of certificates', () => {
   it('looks up again the least recently used one once more than CERT_CACHE_ENTRIES devices were met', async () => {
     const looked: string[] = [];
-    const v = new ReportVerifier({ enrollmentKeys: [ENROLL], now: () => NOW, certificateOf: async (d) => (looked.push(d), undefined) });
+    const v = new ReportVerifier({
+      enrollmentKeys: [ENROLL],
+      now: () => NOW,
+      certificateOf: async (d) => (looked.push(d), undefined),
+    });
     const msg = new Uint8Array(1);
     await v.check('d-0', msg, undefined);
     for (let i = 1; i <= CERT_CACHE_ENTRIES; i++) await v.check(`d-${i}`, msg, undefined);

@@ -55,9 +55,16 @@ describe('loadFleet and loadForDevice', () => {
   });
 
   it("a target's maintenance window goes with its devices' resolution (SPEC §19), and changes no component's hash", async () => {
-    const fleet = FLEET.replace('config = { a = { title = "gw" } }\n', 'config = { a = { title = "gw" } }\nwindow = { days = ["sat"], from = "22:00", to = "04:00", timezone = "Europe/Berlin" }\n');
+    const fleet = FLEET.replace(
+      'config = { a = { title = "gw" } }\n',
+      'config = { a = { title = "gw" } }\nwindow = { days = ["sat"], from = "22:00", to = "04:00", timezone = "Europe/Berlin" }\n',
+    );
     const gw = await loadForDevice(repo({ 'fleet.toml': fleet }), 'edge-1', { role: 'gateway' });
-    expect(gw).toMatchObject({ ok: true, target: 'gw', window: { days: ['sat'], from: 22 * 60, to: 4 * 60, timezone: 'Europe/Berlin' } });
+    expect(gw).toMatchObject({
+      ok: true,
+      target: 'gw',
+      window: { days: ['sat'], from: 22 * 60, to: 4 * 60, timezone: 'Europe/Berlin' },
+    });
     const rest = await loadForDevice(repo({ 'fleet.toml': fleet }), 'edge-2', { role: 'sensor' });
     expect(rest.ok && 'window' in rest).toBe(false);
     const plain = await loadForDevice(repo({ 'fleet.toml': FLEET }), 'edge-1', { role: 'gateway' });
@@ -66,8 +73,14 @@ describe('loadFleet and loadForDevice', () => {
 
   it('the target config changes the component hash (a config change is a restart), and nothing else does', async () => {
     const withTitle = await loadForDevice(repo({ 'fleet.toml': FLEET }), 'x', { role: 'gateway' });
-    const without = await loadForDevice(repo({ 'fleet.toml': FLEET.replace('config = { a = { title = "gw" } }\n', '') }), 'x', { role: 'gateway' });
-    const same = await loadForDevice(repo({ 'fleet.toml': FLEET.replace('"gw" } }', '"plain" } }') }), 'x', { role: 'gateway' });
+    const without = await loadForDevice(
+      repo({ 'fleet.toml': FLEET.replace('config = { a = { title = "gw" } }\n', '') }),
+      'x',
+      { role: 'gateway' },
+    );
+    const same = await loadForDevice(repo({ 'fleet.toml': FLEET.replace('"gw" } }', '"plain" } }') }), 'x', {
+      role: 'gateway',
+    });
     expect(withTitle.ok && without.ok && same.ok).toBe(true);
     if (!withTitle.ok || !without.ok || !same.ok) return;
     expect(withTitle.state.components[0]!.hash).not.toBe(without.state.components[0]!.hash);
@@ -75,7 +88,11 @@ describe('loadFleet and loadForDevice', () => {
   });
 
   it('no target for the device: the revision is valid, the device is told with its labels', async () => {
-    const r = await loadForDevice(repo({ 'fleet.toml': FLEET.replace('selector = {}', 'selector = { role = "sensor" }') }), 'edge-9', { role: 'camera', hw: 'pi3' });
+    const r = await loadForDevice(
+      repo({ 'fleet.toml': FLEET.replace('selector = {}', 'selector = { role = "sensor" }') }),
+      'edge-9',
+      { role: 'camera', hw: 'pi3' },
+    );
     expect(r.ok).toBe(false);
     if (r.ok) return;
     expect(r.noTarget).toEqual({ device: 'edge-9', labels: { role: 'camera', hw: 'pi3' } });
@@ -91,29 +108,51 @@ describe('loadFleet and loadForDevice', () => {
       expect(d.ok).toBe(false);
       if (d.ok) continue;
       expect(d.noTarget).toBeUndefined();
-      expect(d.diagnostics.map((x) => ({ code: x.code, file: x.file, path: x.path, line: x.line }))).toEqual([{ code: 'KS_FILE_NOT_FOUND', file: 'fleet.toml', path: 'targets[1].plan', line: 10 }]);
+      expect(d.diagnostics.map((x) => ({ code: x.code, file: x.file, path: x.path, line: x.line }))).toEqual([
+        { code: 'KS_FILE_NOT_FOUND', file: 'fleet.toml', path: 'targets[1].plan', line: 10 },
+      ]);
     }
   });
 
   it('a plan that does not validate: named at the target, and its own errors where they are', async () => {
-    const l = await loadFleet(repo({ 'fleet.toml': FLEET, 'plans/b.toml': '[[components]]\nname = "b"\nrecipe = "recipes/b.toml"\nreplicas = 2\n' }));
+    const l = await loadFleet(
+      repo({
+        'fleet.toml': FLEET,
+        'plans/b.toml': '[[components]]\nname = "b"\nrecipe = "recipes/b.toml"\nreplicas = 2\n',
+      }),
+    );
     expect(l.ok).toBe(false);
     if (l.ok) return;
-    expect(l.diagnostics.map((x) => `${x.file}:${x.line} ${x.path} ${x.code}`)).toEqual(['fleet.toml:10 targets[1].plan KS_FLEET_PLAN_INVALID', 'plans/b.toml:4 components[0].replicas KS_UNKNOWN_KEY']);
+    expect(l.diagnostics.map((x) => `${x.file}:${x.line} ${x.path} ${x.code}`)).toEqual([
+      'fleet.toml:10 targets[1].plan KS_FLEET_PLAN_INVALID',
+      'plans/b.toml:4 components[0].replicas KS_UNKNOWN_KEY',
+    ]);
   });
 
   it("a target config naming a component the plan lacks, or a key the recipe lacks: in fleet.toml, at the target's line", async () => {
-    const l = await loadFleet(repo({ 'fleet.toml': FLEET.replace('{ a = { title = "gw" } }', '{ a = { titel = "gw" }, nope = { port = 1 } }') }));
+    const l = await loadFleet(
+      repo({
+        'fleet.toml': FLEET.replace('{ a = { title = "gw" } }', '{ a = { titel = "gw" }, nope = { port = 1 } }'),
+      }),
+    );
     expect(l.ok).toBe(false);
     if (l.ok) return;
     // Only these two: the plan itself is fine, so no KS_FLEET_PLAN_INVALID beside them.
     const own = l.diagnostics.map((x) => `${x.file}:${x.line} ${x.path} ${x.code}`);
-    expect(own).toEqual(['fleet.toml:5 targets[0].config.a.titel KS_CONFIG_OVERRIDE_UNKNOWN', 'fleet.toml:5 targets[0].config.nope KS_FLEET_UNKNOWN_COMPONENT']);
+    expect(own).toEqual([
+      'fleet.toml:5 targets[0].config.a.titel KS_CONFIG_OVERRIDE_UNKNOWN',
+      'fleet.toml:5 targets[0].config.nope KS_FLEET_UNKNOWN_COMPONENT',
+    ]);
   });
 
   it('a config key every object inherits (toString, constructor) is an unknown key like any other', async () => {
-    const l = await loadFleet(repo({ 'fleet.toml': FLEET.replace('{ a = { title = "gw" } }', '{ a = { toString = "x", constructor = 5 } }') }));
-    expect(!l.ok && l.diagnostics.map((d) => `${d.path} ${d.code}`)).toEqual(['targets[0].config.a.constructor KS_CONFIG_OVERRIDE_UNKNOWN', 'targets[0].config.a.toString KS_CONFIG_OVERRIDE_UNKNOWN']);
+    const l = await loadFleet(
+      repo({ 'fleet.toml': FLEET.replace('{ a = { title = "gw" } }', '{ a = { toString = "x", constructor = 5 } }') }),
+    );
+    expect(!l.ok && l.diagnostics.map((d) => `${d.path} ${d.code}`)).toEqual([
+      'targets[0].config.a.constructor KS_CONFIG_OVERRIDE_UNKNOWN',
+      'targets[0].config.a.toString KS_CONFIG_OVERRIDE_UNKNOWN',
+    ]);
   });
 
   it('no fleet.toml (and no --plan): KS_FLEET_MISSING, saying what to do', async () => {

@@ -77,7 +77,14 @@ describe('a valid repository', () => {
     const r = repo();
     r.write('shared/db-real.toml', recipe('db'));
     r.symlink('../shared/db-real.toml', 'recipes/db.toml.link');
-    r.write(PLAN, planText([['db', 'recipes/db.toml.link'], ['api', 'recipes/api.toml'], ['web', 'recipes/web.toml']]));
+    r.write(
+      PLAN,
+      planText([
+        ['db', 'recipes/db.toml.link'],
+        ['api', 'recipes/api.toml'],
+        ['web', 'recipes/web.toml'],
+      ]),
+    );
     const res = await load(r);
     expect(res.ok ? res.state.startOrder : res.diagnostics).toEqual(['db', 'api', 'web']);
   });
@@ -105,14 +112,34 @@ describe('recipes that cannot be read are located at the plan entry naming them'
     message: RegExp;
   }
   const rows: Row[] = [
-    { name: 'a missing file', setup: (r) => r.write(PLAN, planText([['db', 'recipes/db.toml'], ['api', 'recipes/missing.toml'], ['web', 'recipes/web.toml']])), code: CODES.FILE_NOT_FOUND, message: /recipes\/missing\.toml does not exist/ },
+    {
+      name: 'a missing file',
+      setup: (r) =>
+        r.write(
+          PLAN,
+          planText([
+            ['db', 'recipes/db.toml'],
+            ['api', 'recipes/missing.toml'],
+            ['web', 'recipes/web.toml'],
+          ]),
+        ),
+      code: CODES.FILE_NOT_FOUND,
+      message: /recipes\/missing\.toml does not exist/,
+    },
     {
       name: 'a symlink to a file outside the repository',
       setup: (r) => {
         const outside = tempRepo({ 'api.toml': recipe('api', ['db']) }, 'keystone-outside-');
         repos.push(outside);
         r.symlink(join(outside.dir, 'api.toml'), 'recipes/api.toml.link');
-        r.write(PLAN, planText([['db', 'recipes/db.toml'], ['api', 'recipes/api.toml.link'], ['web', 'recipes/web.toml']]));
+        r.write(
+          PLAN,
+          planText([
+            ['db', 'recipes/db.toml'],
+            ['api', 'recipes/api.toml.link'],
+            ['web', 'recipes/web.toml'],
+          ]),
+        );
       },
       code: CODES.PATH_ESCAPE,
       message: /outside the repository/,
@@ -123,7 +150,14 @@ describe('recipes that cannot be read are located at the plan entry naming them'
         const outside = tempRepo({ 'api.toml': recipe('api', ['db']) }, 'keystone-outside-');
         repos.push(outside);
         r.symlink(join('..', '..', outside.dir.split('/').pop()!, 'api.toml'), 'recipes/api.toml.link');
-        r.write(PLAN, planText([['db', 'recipes/db.toml'], ['api', 'recipes/api.toml.link'], ['web', 'recipes/web.toml']]));
+        r.write(
+          PLAN,
+          planText([
+            ['db', 'recipes/db.toml'],
+            ['api', 'recipes/api.toml.link'],
+            ['web', 'recipes/web.toml'],
+          ]),
+        );
       },
       code: CODES.PATH_ESCAPE,
       message: /outside the repository/,
@@ -134,7 +168,14 @@ describe('recipes that cannot be read are located at the plan entry naming them'
         const outside = tempRepo({ 'api.toml': recipe('api', ['db']) }, 'keystone-outside-');
         repos.push(outside);
         r.symlink(outside.dir, 'linked');
-        r.write(PLAN, planText([['db', 'recipes/db.toml'], ['api', 'linked/api.toml'], ['web', 'recipes/web.toml']]));
+        r.write(
+          PLAN,
+          planText([
+            ['db', 'recipes/db.toml'],
+            ['api', 'linked/api.toml'],
+            ['web', 'recipes/web.toml'],
+          ]),
+        );
       },
       code: CODES.PATH_ESCAPE,
       message: /outside the repository/,
@@ -143,7 +184,14 @@ describe('recipes that cannot be read are located at the plan entry naming them'
       name: 'a dangling symlink',
       setup: (r) => {
         r.symlink('nowhere.toml', 'recipes/api.toml.link');
-        r.write(PLAN, planText([['db', 'recipes/db.toml'], ['api', 'recipes/api.toml.link'], ['web', 'recipes/web.toml']]));
+        r.write(
+          PLAN,
+          planText([
+            ['db', 'recipes/db.toml'],
+            ['api', 'recipes/api.toml.link'],
+            ['web', 'recipes/web.toml'],
+          ]),
+        );
       },
       code: CODES.FILE_NOT_FOUND,
       message: /does not exist/,
@@ -152,7 +200,14 @@ describe('recipes that cannot be read are located at the plan entry naming them'
       name: 'a directory where the recipe should be',
       setup: (r) => {
         r.mkdir('recipes/api.dir.toml');
-        r.write(PLAN, planText([['db', 'recipes/db.toml'], ['api', 'recipes/api.dir.toml'], ['web', 'recipes/web.toml']]));
+        r.write(
+          PLAN,
+          planText([
+            ['db', 'recipes/db.toml'],
+            ['api', 'recipes/api.dir.toml'],
+            ['web', 'recipes/web.toml'],
+          ]),
+        );
       },
       code: CODES.NOT_A_FILE,
       message: /is not a regular file/,
@@ -176,20 +231,41 @@ describe('recipes that cannot be read are located at the plan entry naming them'
   it('the 1 MiB limit is exactly MAX_DOCUMENT_BYTES', () => expect(MAX_DOCUMENT_BYTES).toBe(1024 * 1024));
 
   it('a recipe named by two entries is reported once, at the first', async () => {
-    const r = repo({ [PLAN]: planText([['db', 'recipes/db.toml'], ['a', 'recipes/gone.toml'], ['b', 'recipes/gone.toml']]) });
-    expect(where(diagnosticsOf(await load(r)))).toEqual([{ code: CODES.FILE_NOT_FOUND, file: PLAN, path: 'components[1].recipe', line: 7 }]);
+    const r = repo({
+      [PLAN]: planText([
+        ['db', 'recipes/db.toml'],
+        ['a', 'recipes/gone.toml'],
+        ['b', 'recipes/gone.toml'],
+      ]),
+    });
+    expect(where(diagnosticsOf(await load(r)))).toEqual([
+      { code: CODES.FILE_NOT_FOUND, file: PLAN, path: 'components[1].recipe', line: 7 },
+    ]);
   });
 
   // Regression (was a bug): parsePlan puts an entry with `recipe = ""` in readableEntries (escapesRepository("") is false, as
   // posix.normalize("") is "."), so besides KS_INVALID_VALUE "must not be empty" the loader reads "." and adds a
   // confusing second error at the same place: ". is not a regular file" (KS_NOT_A_FILE).
   it('an empty recipe path is reported once, as empty', async () => {
-    const r = repo({ [PLAN]: planText([['db', 'recipes/db.toml'], ['api', '']]) });
-    expect(where(diagnosticsOf(await load(r)))).toEqual([{ code: CODES.INVALID_VALUE, file: PLAN, path: 'components[1].recipe', line: 7 }]);
+    const r = repo({
+      [PLAN]: planText([
+        ['db', 'recipes/db.toml'],
+        ['api', ''],
+      ]),
+    });
+    expect(where(diagnosticsOf(await load(r)))).toEqual([
+      { code: CODES.INVALID_VALUE, file: PLAN, path: 'components[1].recipe', line: 7 },
+    ]);
   });
 
   it('every unreadable recipe is reported, not just the first', async () => {
-    const r = repo({ [PLAN]: planText([['db', 'recipes/nope-1.toml'], ['api', 'recipes/api.toml'], ['web', 'recipes/nope-2.toml']]) });
+    const r = repo({
+      [PLAN]: planText([
+        ['db', 'recipes/nope-1.toml'],
+        ['api', 'recipes/api.toml'],
+        ['web', 'recipes/nope-2.toml'],
+      ]),
+    });
     expect(where(diagnosticsOf(await load(r)))).toEqual([
       { code: CODES.FILE_NOT_FOUND, file: PLAN, path: 'components[0].recipe', line: 3 },
       { code: CODES.FILE_NOT_FOUND, file: PLAN, path: 'components[2].recipe', line: 11 },
@@ -200,7 +276,14 @@ describe('recipes that cannot be read are located at the plan entry naming them'
   it('a named pipe where the recipe should be is KS_NOT_A_FILE, without hanging', async () => {
     const r = repo();
     execFileSync('mkfifo', [join(r.dir, 'recipes/api.fifo.toml')]);
-    r.write(PLAN, planText([['db', 'recipes/db.toml'], ['api', 'recipes/api.fifo.toml'], ['web', 'recipes/web.toml']]));
+    r.write(
+      PLAN,
+      planText([
+        ['db', 'recipes/db.toml'],
+        ['api', 'recipes/api.fifo.toml'],
+        ['web', 'recipes/web.toml'],
+      ]),
+    );
     const loading = load(r);
     const outcome = await Promise.race([loading, new Promise<'hung'>((res) => setTimeout(() => res('hung'), 2_000))]);
     // Unblock a reader stuck in open() (if the regression is back) so the load settles; ENXIO means nobody was waiting.
@@ -211,7 +294,9 @@ describe('recipes that cannot be read are located at the plan entry naming them'
     }
     await loading;
     expect(outcome).not.toBe('hung');
-    expect(where(diagnosticsOf(outcome as Resolution))).toEqual([{ code: CODES.NOT_A_FILE, file: PLAN, path: 'components[1].recipe', line: 7 }]);
+    expect(where(diagnosticsOf(outcome as Resolution))).toEqual([
+      { code: CODES.NOT_A_FILE, file: PLAN, path: 'components[1].recipe', line: 7 },
+    ]);
   });
 });
 
@@ -220,7 +305,12 @@ describe('the plan file itself', () => {
     ['missing', (r: TempRepo) => r.write('plans/other.toml', ''), 'plans/absent.toml', CODES.FILE_NOT_FOUND],
     ['outside the repository', () => undefined, '../edge.toml', CODES.PATH_ESCAPE],
     ['a directory', (r: TempRepo) => r.mkdir('plans/dir.toml'), 'plans/dir.toml', CODES.NOT_A_FILE],
-    ['over 1 MiB', (r: TempRepo) => r.write('plans/big.toml', '#'.repeat(MAX_DOCUMENT_BYTES + 1)), 'plans/big.toml', CODES.FILE_TOO_LARGE],
+    [
+      'over 1 MiB',
+      (r: TempRepo) => r.write('plans/big.toml', '#'.repeat(MAX_DOCUMENT_BYTES + 1)),
+      'plans/big.toml',
+      CODES.FILE_TOO_LARGE,
+    ],
   ] as const)('%s: one diagnostic for the whole file', async (_name, setup, plan, code) => {
     const r = repo();
     setup(r);
@@ -232,7 +322,9 @@ describe('the plan file itself', () => {
     repos.push(outside);
     const r = repo();
     r.symlink(join(outside.dir, 'edge.toml'), 'plans/linked.toml');
-    expect(where(diagnosticsOf(await load(r, 'plans/linked.toml')))).toEqual([{ code: CODES.PATH_ESCAPE, file: 'plans/linked.toml', path: '', line: undefined }]);
+    expect(where(diagnosticsOf(await load(r, 'plans/linked.toml')))).toEqual([
+      { code: CODES.PATH_ESCAPE, file: 'plans/linked.toml', path: '', line: undefined },
+    ]);
   });
 });
 
@@ -240,7 +332,9 @@ describe('bytes that are not UTF-8', () => {
   const latin1 = (text: string) => Buffer.from(text, 'latin1');
 
   it('in a recipe', async () => {
-    const r = repo({ 'recipes/api.toml': latin1(recipe('api', ['db']).replace('[metadata]', '# caf\u00e9\n[metadata]')) });
+    const r = repo({
+      'recipes/api.toml': latin1(recipe('api', ['db']).replace('[metadata]', '# caf\u00e9\n[metadata]')),
+    });
     const diags = diagnosticsOf(await load(r));
     expect(where(diags)).toEqual([{ code: CODES.TOML_SYNTAX, file: 'recipes/api.toml', path: '', line: undefined }]);
     expect(diags[0]!.message).toMatch(/UTF-8/);
@@ -255,14 +349,23 @@ describe('bytes that are not UTF-8', () => {
 
   it('a truncated multi-byte sequence', async () => {
     const r = repo({ 'recipes/db.toml': Buffer.concat([Buffer.from(recipe('db')), Buffer.from([0x23, 0xe2, 0x82])]) });
-    expect(where(diagnosticsOf(await load(r)))).toEqual([{ code: CODES.TOML_SYNTAX, file: 'recipes/db.toml', path: '', line: undefined }]);
+    expect(where(diagnosticsOf(await load(r)))).toEqual([
+      { code: CODES.TOML_SYNTAX, file: 'recipes/db.toml', path: '', line: undefined },
+    ]);
   });
 });
 
 describe('every error of a revision in one result', () => {
   it('a plan with errors and a recipe with errors are reported together, sorted by file and line', async () => {
     const r = repo({
-      [PLAN]: 'device = "edge-1"\n' + planText([['db', 'recipes/db.toml'], ['api', 'recipes/api.toml'], ['web', 'recipes/web.toml'], ['db', 'recipes/db.toml']]),
+      [PLAN]:
+        'device = "edge-1"\n' +
+        planText([
+          ['db', 'recipes/db.toml'],
+          ['api', 'recipes/api.toml'],
+          ['web', 'recipes/web.toml'],
+          ['db', 'recipes/db.toml'],
+        ]),
       'recipes/api.toml': recipe('api', ['db']).replace('interval = "1s"', 'interval = "1x"'),
       'recipes/web.toml': recipe('web', ['api']).replace('version = "1.0.0"', 'version = "1.0"'),
     });
@@ -277,7 +380,12 @@ describe('every error of a revision in one result', () => {
 
   it('an escaping plan entry, a missing recipe and an invalid recipe are reported together', async () => {
     const r = repo({
-      [PLAN]: planText([['db', 'recipes/db.toml'], ['api', '../api.toml'], ['web', 'recipes/web.toml'], ['x', 'recipes/x.toml']]),
+      [PLAN]: planText([
+        ['db', 'recipes/db.toml'],
+        ['api', '../api.toml'],
+        ['web', 'recipes/web.toml'],
+        ['x', 'recipes/x.toml'],
+      ]),
       'recipes/db.toml': recipe('db') + 'colour = "red"\n',
     });
     expect(where(diagnosticsOf(await load(r)))).toEqual([
@@ -289,7 +397,9 @@ describe('every error of a revision in one result', () => {
 
   it('resolution errors name the recipe line', async () => {
     const r = repo({ 'recipes/web.toml': recipe('web', ['api', 'cache']) });
-    expect(where(diagnosticsOf(await load(r)))).toEqual([{ code: CODES.DEP_MISSING, file: 'recipes/web.toml', path: 'dependencies[1].name', line: 12 }]);
+    expect(where(diagnosticsOf(await load(r)))).toEqual([
+      { code: CODES.DEP_MISSING, file: 'recipes/web.toml', path: 'dependencies[1].name', line: 12 },
+    ]);
   });
 });
 
@@ -310,8 +420,12 @@ describe('the example repository at the project root', () => {
 
   it('the two plans run web differently', async () => {
     const reader = new DirectoryReader(PROJECT_ROOT);
-    const [edge, processes] = await Promise.all([loadRevision(reader, 'plans/edge.toml'), loadRevision(reader, 'plans/edge-processes.toml')]);
-    const webType = (res: Resolution) => (res.ok ? res.state.components.find((c) => c.name === 'web')?.recipe.lifecycle.run.type : undefined);
+    const [edge, processes] = await Promise.all([
+      loadRevision(reader, 'plans/edge.toml'),
+      loadRevision(reader, 'plans/edge-processes.toml'),
+    ]);
+    const webType = (res: Resolution) =>
+      res.ok ? res.state.components.find((c) => c.name === 'web')?.recipe.lifecycle.run.type : undefined;
     expect([webType(edge), webType(processes)]).toEqual(['container', 'process']);
   });
 });

@@ -9,7 +9,9 @@ function capture(pretty: boolean) {
 describe('log lines in the form of SPEC §11', () => {
   it('renders the worked example lines on a terminal', () => {
     const { log, lines } = capture(true);
-    log.child({ module: 'agent' }).info({ stop_order: [], start_order: ['influxdb', 'api'], no_touch: [] }, 'reconcile plan');
+    log
+      .child({ module: 'agent' })
+      .info({ stop_order: [], start_order: ['influxdb', 'api'], no_touch: [] }, 'reconcile plan');
     log.child({ module: 'supervisor' }).info({ layer: 1, components: ['api', 'telemetry'] }, 'starting layer');
     log.child({ module: 'supervisor' }).info({ component: 'api', state: 'running' });
     log.child({ module: 'agent' }).info({ component: 'influxdb' }, 'reusing existing running instance (no restart)');

@@ -46,7 +46,10 @@ interface WalkthroughResult {
 /** Runs the walkthrough with --json: its last stdout line, parsed; its steps (stderr) in the error when it fails. */
 function walkthrough(): Promise<WalkthroughResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', [join(PROJECT_ROOT, 'examples', 'agent-update', 'walkthrough.sh'), '--json'], { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', [join(PROJECT_ROOT, 'examples', 'agent-update', 'walkthrough.sh'), '--json'], {
+      cwd: PROJECT_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -57,45 +60,59 @@ function walkthrough(): Promise<WalkthroughResult> {
     child.on('error', reject);
     child.on('close', (code) => {
       const last = stdout.trim().split('\n').at(-1) ?? '';
-      if (code !== 0) return reject(new Error(`examples/agent-update/walkthrough.sh --json exited ${code}:\n${stderr.slice(-12_000)}`));
+      if (code !== 0)
+        return reject(
+          new Error(`examples/agent-update/walkthrough.sh --json exited ${code}:\n${stderr.slice(-12_000)}`),
+        );
       try {
         resolve(JSON.parse(last) as WalkthroughResult);
       } catch {
-        reject(new Error(`examples/agent-update/walkthrough.sh --json printed no JSON line last (stdout: ${JSON.stringify(stdout.slice(-2000))}):\n${stderr.slice(-6000)}`));
+        reject(
+          new Error(
+            `examples/agent-update/walkthrough.sh --json printed no JSON line last (stdout: ${JSON.stringify(stdout.slice(-2000))}):\n${stderr.slice(-6000)}`,
+          ),
+        );
       }
     });
   });
 }
 
-describe.skipIf(r.skip)(r.title('examples/agent-update/walkthrough.sh: the agent updates itself under systemd, and a version that does not work is put back'), () => {
-  it(
-    '0.1.0 → 0.2.0 through the repository without restarting a component; 0.3.0, which exits at start, and 0.3.1, which hangs past its deadline, are rolled back to 0.2.0 and reported failure',
-    async () => {
-      const w = await walkthrough();
-      expect(w.systemd).toBe(true);
-      expect(w.versionBefore).toBe('0.1.0');
-      expect(w.versionAfter).toBe('0.2.0');
-      expect(w.package).toMatch(/^keystone_0\.2\.0_(amd64|arm64|armhf)\.deb$/);
-      expect(Object.keys(w.componentPidsBefore).sort()).toEqual(['api', 'influxdb', 'telemetry', 'web']);
-      // The new agent adopted every component: not one was restarted by the handover.
-      expect(w.componentPidsAfter).toEqual(w.componentPidsBefore);
-      expect(w.versionAfterBroken).toBe('0.2.0');
-      // As the device reported it (its note on the commit), by the version put back.
-      expect(w.brokenReport).toBe('failure');
-      expect(w.brokenReportAgent).toBe('0.2.0');
-      expect(w.brokenReason).toMatch(/did not come up/);
-      // Nor by the rollback.
-      expect(w.componentPidsAfterBroken).toEqual(w.componentPidsBefore);
-      // 0.3.1 started once and stayed up without reporting: the deadline's timer, not the start count, put 0.2.0 back.
-      expect(w.deadlineTrialStarts).toBe(1);
-      expect(w.deadlineRollbackBy).toBe('keystone-agent-deadline');
-      expect(w.versionAfterDeadline).toBe('0.2.0');
-      expect(w.componentPidsAfterDeadline).toEqual(w.componentPidsBefore);
-      expect(w.deadlineReason).toBe('the new agent did not report success within 20s');
-      expect(w.deadlineReport).toBe('failure');
-      expect(w.deadlineReportAgent).toBe('0.2.0');
-      expect(w.deadlineReportDescription).toMatch(/KS_AGENT_UPDATE_FAILED.*0\.3\.1.*did not report success within 20s/);
-    },
-    WALKTHROUGH_TIMEOUT_MS,
-  );
-});
+describe.skipIf(r.skip)(
+  r.title(
+    'examples/agent-update/walkthrough.sh: the agent updates itself under systemd, and a version that does not work is put back',
+  ),
+  () => {
+    it(
+      '0.1.0 → 0.2.0 through the repository without restarting a component; 0.3.0, which exits at start, and 0.3.1, which hangs past its deadline, are rolled back to 0.2.0 and reported failure',
+      async () => {
+        const w = await walkthrough();
+        expect(w.systemd).toBe(true);
+        expect(w.versionBefore).toBe('0.1.0');
+        expect(w.versionAfter).toBe('0.2.0');
+        expect(w.package).toMatch(/^keystone_0\.2\.0_(amd64|arm64|armhf)\.deb$/);
+        expect(Object.keys(w.componentPidsBefore).sort()).toEqual(['api', 'influxdb', 'telemetry', 'web']);
+        // The new agent adopted every component: not one was restarted by the handover.
+        expect(w.componentPidsAfter).toEqual(w.componentPidsBefore);
+        expect(w.versionAfterBroken).toBe('0.2.0');
+        // As the device reported it (its note on the commit), by the version put back.
+        expect(w.brokenReport).toBe('failure');
+        expect(w.brokenReportAgent).toBe('0.2.0');
+        expect(w.brokenReason).toMatch(/did not come up/);
+        // Nor by the rollback.
+        expect(w.componentPidsAfterBroken).toEqual(w.componentPidsBefore);
+        // 0.3.1 started once and stayed up without reporting: the deadline's timer, not the start count, put 0.2.0 back.
+        expect(w.deadlineTrialStarts).toBe(1);
+        expect(w.deadlineRollbackBy).toBe('keystone-agent-deadline');
+        expect(w.versionAfterDeadline).toBe('0.2.0');
+        expect(w.componentPidsAfterDeadline).toEqual(w.componentPidsBefore);
+        expect(w.deadlineReason).toBe('the new agent did not report success within 20s');
+        expect(w.deadlineReport).toBe('failure');
+        expect(w.deadlineReportAgent).toBe('0.2.0');
+        expect(w.deadlineReportDescription).toMatch(
+          /KS_AGENT_UPDATE_FAILED.*0\.3\.1.*did not report success within 20s/,
+        );
+      },
+      WALKTHROUGH_TIMEOUT_MS,
+    );
+  },
+);

@@ -23,7 +23,9 @@ const BUILD_DEB = join(PROJECT_ROOT, 'packaging', 'build-deb.mjs');
 /** Staging runs npm ci (or esbuild) and, for another architecture, fetches its Node and addon: minutes on a busy 2-core machine. */
 const BUILD_TIMEOUT_MS = 10 * 60_000;
 
-export const PACKAGE_VERSION = (JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+export const PACKAGE_VERSION = (
+  JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }
+).version;
 /** A later version than PACKAGE_VERSION for Debian (`+` sorts after the release), for the upgrade. */
 export const UPGRADE_VERSION = `${PACKAGE_VERSION}+upgrade.1`;
 
@@ -52,14 +54,23 @@ export function installArgs(debs: BuiltDebs, version: string): string {
 
 function filesIn(dir: string): string[] {
   if (!existsSync(dir)) return [];
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? filesIn(join(dir, e.name)) : e.isFile() ? [join(dir, e.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? filesIn(join(dir, e.name)) : e.isFile() ? [join(dir, e.name)] : [],
+  );
 }
 
 /** The digest of the inputs: the built code, the packaging, the lock, the addon and the Node that gets bundled. */
 function inputsDigest(): string {
   const h = createHash('sha256');
   const addon = join(PROJECT_ROOT, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node');
-  const inputs = [...filesIn(join(PROJECT_ROOT, 'dist')), ...filesIn(join(PROJECT_ROOT, 'bin')), ...filesIn(join(PROJECT_ROOT, 'packaging')), join(PROJECT_ROOT, 'package.json'), join(PROJECT_ROOT, 'package-lock.json'), addon]
+  const inputs = [
+    ...filesIn(join(PROJECT_ROOT, 'dist')),
+    ...filesIn(join(PROJECT_ROOT, 'bin')),
+    ...filesIn(join(PROJECT_ROOT, 'packaging')),
+    join(PROJECT_ROOT, 'package.json'),
+    join(PROJECT_ROOT, 'package-lock.json'),
+    addon,
+  ]
     .filter((f) => existsSync(f) && !f.endsWith('.map') && !f.endsWith('.tsbuildinfo'))
     .sort();
   for (const f of inputs) h.update(relative(PROJECT_ROOT, f)).update('\0').update(readFileSync(f)).update('\0');
@@ -81,20 +92,42 @@ export async function buildDebs(versions: readonly string[], opts: { arch?: Debi
     // The build's name for it is keystone_<Debian version>_<arch>.deb; what is in `dir` is found by a marker file
     // holding that name, written once the package is whole (a package is in `dir` only once it is whole).
     const marker = join(dir, `.built-${version}`);
-    await withFileLock(join(dir, `${version}.lock`), { staleMs: BUILD_TIMEOUT_MS, timeoutMs: 2 * BUILD_TIMEOUT_MS }, () => existsSync(marker), async () => {
-      const out = join(dir, `.building-${version}`);
-      rmSync(out, { recursive: true, force: true });
-      const args = [BUILD_DEB, '--arch', arch, '--abi', TEST_ABI[arch], '--out', out, '--version', version, '--compress', 'gzip'];
-      await run(process.execPath, args, { timeout: BUILD_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 }).catch((e: Error & { stderr?: string }) => {
-        throw new Error(`packaging/build-deb.mjs ${args.slice(1).join(' ')} failed: ${e.stderr || e.message}`);
-      });
-      const built = readdirSync(out).filter((f) => f.endsWith(`_${arch}.deb`));
-      const main = built.find((f) => f.startsWith('keystone_'));
-      if (!main) throw new Error(`packaging/build-deb.mjs ${args.slice(1).join(' ')} wrote no keystone_*_${arch}.deb (it wrote ${built.join(', ') || 'nothing'})`);
-      for (const f of built) if (!existsSync(join(dir, f))) renameSync(join(out, f), join(dir, f));
-      execFileSync('sh', ['-c', 'printf %s "$2" > "$1.tmp" && mv "$1.tmp" "$1"', 'sh', marker, built.join('\n')]);
-      rmSync(out, { recursive: true, force: true });
-    });
+    await withFileLock(
+      join(dir, `${version}.lock`),
+      { staleMs: BUILD_TIMEOUT_MS, timeoutMs: 2 * BUILD_TIMEOUT_MS },
+      () => existsSync(marker),
+      async () => {
+        const out = join(dir, `.building-${version}`);
+        rmSync(out, { recursive: true, force: true });
+        const args = [
+          BUILD_DEB,
+          '--arch',
+          arch,
+          '--abi',
+          TEST_ABI[arch],
+          '--out',
+          out,
+          '--version',
+          version,
+          '--compress',
+          'gzip',
+        ];
+        await run(process.execPath, args, { timeout: BUILD_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 }).catch(
+          (e: Error & { stderr?: string }) => {
+            throw new Error(`packaging/build-deb.mjs ${args.slice(1).join(' ')} failed: ${e.stderr || e.message}`);
+          },
+        );
+        const built = readdirSync(out).filter((f) => f.endsWith(`_${arch}.deb`));
+        const main = built.find((f) => f.startsWith('keystone_'));
+        if (!main)
+          throw new Error(
+            `packaging/build-deb.mjs ${args.slice(1).join(' ')} wrote no keystone_*_${arch}.deb (it wrote ${built.join(', ') || 'nothing'})`,
+          );
+        for (const f of built) if (!existsSync(join(dir, f))) renameSync(join(out, f), join(dir, f));
+        execFileSync('sh', ['-c', 'printf %s "$2" > "$1.tmp" && mv "$1.tmp" "$1"', 'sh', marker, built.join('\n')]);
+        rmSync(out, { recursive: true, force: true });
+      },
+    );
     const built = readFileSync(marker, 'utf8').split('\n');
     files[version] = built.find((f) => f.startsWith('keystone_'))!;
     node ??= built.find((f) => f.startsWith('keystone-node_'));
@@ -106,6 +139,7 @@ export async function buildDebs(versions: readonly string[], opts: { arch?: Debi
 function pruneOthers(keep: string): void {
   for (const name of existsSync(CACHE) ? readdirSync(CACHE) : []) {
     const p = join(CACHE, name);
-    if (!name.startsWith(`${keep}-`) && Date.now() - statSync(p).mtimeMs > 3_600_000) rmSync(p, { recursive: true, force: true });
+    if (!name.startsWith(`${keep}-`) && Date.now() - statSync(p).mtimeMs > 3_600_000)
+      rmSync(p, { recursive: true, force: true });
   }
 }

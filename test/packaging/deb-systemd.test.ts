@@ -4,10 +4,25 @@
 // process as it was.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { needs } from '../support/requirements.js';
-import { buildDebs, installArgs, installedNode, PACKAGE_VERSION, UPGRADE_VERSION, type BuiltDebs } from './deb-builds.js';
+import {
+  buildDebs,
+  installArgs,
+  installedNode,
+  PACKAGE_VERSION,
+  UPGRADE_VERSION,
+  type BuiltDebs,
+} from './deb-builds.js';
 import { ensureDebianImage } from './debian-image.js';
 import { DebianContainer, pollUntil } from './debian-container.js';
-import { allGone, identities, prepareExample, stackUnderUnit as stackOfUnit, systemdBooted, unitProperties, writeExampleConfig } from './example-stack.js';
+import {
+  allGone,
+  identities,
+  prepareExample,
+  stackUnderUnit as stackOfUnit,
+  systemdBooted,
+  unitProperties,
+  writeExampleConfig,
+} from './example-stack.js';
 
 const r = needs('docker', 'debootstrap', 'dpkg-deb', 'root');
 
@@ -98,7 +113,12 @@ describe.skipIf(r.skip)(r.title('the keystone unit under systemd (PID 1 in a con
     await c.must('test -f /etc/keystone/agent.toml && test -f /var/lib/keystone/api-token');
 
     await c.must('dpkg --purge keystone');
-    for (const path of ['/etc/keystone', '/var/lib/keystone', '/usr/lib/keystone', '/etc/systemd/system/multi-user.target.wants/keystone.service'])
+    for (const path of [
+      '/etc/keystone',
+      '/var/lib/keystone',
+      '/usr/lib/keystone',
+      '/etc/systemd/system/multi-user.target.wants/keystone.service',
+    ])
       expect((await c.exec(`test -e ${path} || test -L ${path}`)).code, path).not.toBe(0);
     await allGone(c, running);
   }, 120_000);

@@ -18,11 +18,47 @@ export interface Result {
 
 /** Capability names by number (linux/capability.h), for the ones this machine withholds. */
 const CAPABILITIES = [
-  'CHOWN', 'DAC_OVERRIDE', 'DAC_READ_SEARCH', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID', 'SETPCAP', 'LINUX_IMMUTABLE',
-  'NET_BIND_SERVICE', 'NET_BROADCAST', 'NET_ADMIN', 'NET_RAW', 'IPC_LOCK', 'IPC_OWNER', 'SYS_MODULE', 'SYS_RAWIO', 'SYS_CHROOT',
-  'SYS_PTRACE', 'SYS_PACCT', 'SYS_ADMIN', 'SYS_BOOT', 'SYS_NICE', 'SYS_RESOURCE', 'SYS_TIME', 'SYS_TTY_CONFIG', 'MKNOD', 'LEASE',
-  'AUDIT_WRITE', 'AUDIT_CONTROL', 'SETFCAP', 'MAC_OVERRIDE', 'MAC_ADMIN', 'SYSLOG', 'WAKE_ALARM', 'BLOCK_SUSPEND', 'AUDIT_READ',
-  'PERFMON', 'BPF', 'CHECKPOINT_RESTORE',
+  'CHOWN',
+  'DAC_OVERRIDE',
+  'DAC_READ_SEARCH',
+  'FOWNER',
+  'FSETID',
+  'KILL',
+  'SETGID',
+  'SETUID',
+  'SETPCAP',
+  'LINUX_IMMUTABLE',
+  'NET_BIND_SERVICE',
+  'NET_BROADCAST',
+  'NET_ADMIN',
+  'NET_RAW',
+  'IPC_LOCK',
+  'IPC_OWNER',
+  'SYS_MODULE',
+  'SYS_RAWIO',
+  'SYS_CHROOT',
+  'SYS_PTRACE',
+  'SYS_PACCT',
+  'SYS_ADMIN',
+  'SYS_BOOT',
+  'SYS_NICE',
+  'SYS_RESOURCE',
+  'SYS_TIME',
+  'SYS_TTY_CONFIG',
+  'MKNOD',
+  'LEASE',
+  'AUDIT_WRITE',
+  'AUDIT_CONTROL',
+  'SETFCAP',
+  'MAC_OVERRIDE',
+  'MAC_ADMIN',
+  'SYSLOG',
+  'WAKE_ALARM',
+  'BLOCK_SUSPEND',
+  'AUDIT_READ',
+  'PERFMON',
+  'BPF',
+  'CHECKPOINT_RESTORE',
 ];
 
 /**
@@ -33,20 +69,40 @@ const CAPABILITIES = [
  * --privileged (not tried here).
  */
 function systemdOptions(): string[] {
-  const v2 = spawnSync('docker', ['info', '--format', '{{.CgroupVersion}}'], { encoding: 'utf8' }).stdout.trim() === '2';
-  if (v2) return ['--privileged', '--cgroupns=private', '--tmpfs', '/run', '--tmpfs', '/run/lock', '--stop-signal', 'SIGRTMIN+3'];
-  const bounding = BigInt(`0x${/^CapBnd:\s*([0-9a-f]+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? '0'}`);
+  const v2 =
+    spawnSync('docker', ['info', '--format', '{{.CgroupVersion}}'], { encoding: 'utf8' }).stdout.trim() === '2';
+  if (v2)
+    return [
+      '--privileged',
+      '--cgroupns=private',
+      '--tmpfs',
+      '/run',
+      '--tmpfs',
+      '/run/lock',
+      '--stop-signal',
+      'SIGRTMIN+3',
+    ];
+  const bounding = BigInt(
+    `0x${/^CapBnd:\s*([0-9a-f]+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? '0'}`,
+  );
   const withheld = CAPABILITIES.filter((_, i) => (bounding & (1n << BigInt(i))) === 0n);
   return [
-    '--cap-add', 'ALL',
+    '--cap-add',
+    'ALL',
     ...withheld.flatMap((c) => ['--cap-drop', c]),
-    '--security-opt', 'seccomp=unconfined',
-    '--security-opt', 'apparmor=unconfined',
+    '--security-opt',
+    'seccomp=unconfined',
+    '--security-opt',
+    'apparmor=unconfined',
     '--cgroupns=host',
-    '-v', '/sys/fs/cgroup:/sys/fs/cgroup:rw',
-    '--tmpfs', '/run',
-    '--tmpfs', '/run/lock',
-    '--stop-signal', 'SIGRTMIN+3',
+    '-v',
+    '/sys/fs/cgroup:/sys/fs/cgroup:rw',
+    '--tmpfs',
+    '/run',
+    '--tmpfs',
+    '/run/lock',
+    '--stop-signal',
+    'SIGRTMIN+3',
   ];
 }
 
@@ -60,11 +116,29 @@ export class DebianContainer {
    * systemd included, with the same options (Debian 13's systemd 257 boots on this machine's cgroup v1 as 252 does,
    * "Tainted: cgroupsv1"). `mounts` are more host directories, read-write, each at its `container` path.
    */
-  static async start(opts: { systemd: boolean; debs?: string; arch?: DebianArch; mounts?: readonly { host: string; container: string }[] }): Promise<DebianContainer> {
+  static async start(opts: {
+    systemd: boolean;
+    debs?: string;
+    arch?: DebianArch;
+    mounts?: readonly { host: string; container: string }[];
+  }): Promise<DebianContainer> {
     const image = debianImage(opts.arch);
     const name = `ks-deb-${image.arch}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-    const common = ['run', '-d', '--name', name, '--label', 'io.keystone.test=packaging', ...(image.native ? [] : ['--platform', image.platform])];
-    const mounts = [...(opts.debs ? ['-v', `${opts.debs}:/debs:ro`] : []), '-v', `${PROJECT_ROOT}:/src:ro`, ...(opts.mounts ?? []).flatMap((m) => ['-v', `${m.host}:${m.container}`])];
+    const common = [
+      'run',
+      '-d',
+      '--name',
+      name,
+      '--label',
+      'io.keystone.test=packaging',
+      ...(image.native ? [] : ['--platform', image.platform]),
+    ];
+    const mounts = [
+      ...(opts.debs ? ['-v', `${opts.debs}:/debs:ro`] : []),
+      '-v',
+      `${PROJECT_ROOT}:/src:ro`,
+      ...(opts.mounts ?? []).flatMap((m) => ['-v', `${m.host}:${m.container}`]),
+    ];
     const args = opts.systemd
       ? [...common, ...systemdOptions(), ...mounts, image.tag, '/lib/systemd/systemd']
       : [...common, '--init', '--cap-add', 'SYS_PTRACE', ...mounts, image.tag, 'sleep', 'infinity'];
@@ -75,7 +149,10 @@ export class DebianContainer {
   /** `sh -c script` in the container, as root. */
   async exec(script: string, timeoutMs = 120_000): Promise<Result> {
     try {
-      const { stdout, stderr } = await run('docker', ['exec', this.name, 'sh', '-c', script], { timeout: timeoutMs, maxBuffer: 32 * 1024 * 1024 });
+      const { stdout, stderr } = await run('docker', ['exec', this.name, 'sh', '-c', script], {
+        timeout: timeoutMs,
+        maxBuffer: 32 * 1024 * 1024,
+      });
       return { code: 0, stdout, stderr };
     } catch (e) {
       const err = e as Error & { code?: number | string; stdout?: string; stderr?: string };
@@ -107,7 +184,10 @@ export async function pollUntil<T>(what: string, timeoutMs: number, probe: () =>
     } catch (e) {
       last = e;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`,
+      );
     await new Promise((r) => setTimeout(r, 250));
   }
 }

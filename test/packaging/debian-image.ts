@@ -67,9 +67,13 @@ let hostArchCache: string | undefined;
 export function hostArch(): string {
   if (hostArchCache === undefined) {
     try {
-      hostArchCache = execFileSync('dpkg', ['--print-architecture'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+      hostArchCache = execFileSync('dpkg', ['--print-architecture'], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }).trim();
     } catch {
-      hostArchCache = ({ x64: 'amd64', arm64: 'arm64', arm: 'armhf' } as Record<string, string>)[process.arch] ?? process.arch;
+      hostArchCache =
+        ({ x64: 'amd64', arm64: 'arm64', arm: 'armhf' } as Record<string, string>)[process.arch] ?? process.arch;
     }
   }
   return hostArchCache;
@@ -81,21 +85,45 @@ export function debianImage(arch: DebianArch = hostArch() as DebianArch): Debian
   const native = arch === hostArch();
   const include = [...BASE_INCLUDES, ...(EXTRA_INCLUDES[arch] ?? [])];
   // The native image's arguments are those it was first built with (no --arch): its cached image stays current.
-  const debootstrapArgs = ['--variant=minbase', ...(native ? [] : [`--arch=${arch}`]), `--include=${include.join(',')}`, suite];
+  const debootstrapArgs = [
+    '--variant=minbase',
+    ...(native ? [] : [`--arch=${arch}`]),
+    `--include=${include.join(',')}`,
+    suite,
+  ];
   const tag = native && suite === 'bookworm' ? DEBIAN_IMAGE : `keystone-test/debian:${suite}-${arch}`;
-    const p = PLATFORMS[arch];
-  return { arch, suite, platform: ['linux', p.architecture, ...(p.variant ? [p.variant] : [])].join('/'), tag, native, debootstrapArgs };
+  const p = PLATFORMS[arch];
+  return {
+    arch,
+    suite,
+    platform: ['linux', p.architecture, ...(p.variant ? [p.variant] : [])].join('/'),
+    tag,
+    native,
+    debootstrapArgs,
+  };
 }
 
 const recipeId = (image: DebianImage) =>
   createHash('sha256')
-    .update(JSON.stringify(image.native ? { v: 1, args: image.debootstrapArgs } : { v: 3, args: image.debootstrapArgs, platform: image.platform, qemu: 'no-credentials' }))
+    .update(
+      JSON.stringify(
+        image.native
+          ? { v: 1, args: image.debootstrapArgs }
+          : { v: 3, args: image.debootstrapArgs, platform: image.platform, qemu: 'no-credentials' },
+      ),
+    )
     .digest('hex')
     .slice(0, 16);
 
 async function imageIsCurrent(image: DebianImage): Promise<boolean> {
   try {
-    const { stdout } = await run('docker', ['image', 'inspect', image.tag, '--format', `{{index .Config.Labels "${RECIPE_LABEL}"}}`]);
+    const { stdout } = await run('docker', [
+      'image',
+      'inspect',
+      image.tag,
+      '--format',
+      `{{index .Config.Labels "${RECIPE_LABEL}"}}`,
+    ]);
     return stdout.trim() === recipeId(image);
   } catch {
     return false;
@@ -108,17 +136,33 @@ async function imageIsCurrent(image: DebianImage): Promise<boolean> {
  */
 export async function ensureDebianImage(arch?: DebianArch): Promise<string> {
   const image = debianImage(arch);
-  const lock = join(tmpdir(), image.native && image.suite === 'bookworm' ? 'keystone-test-debian-bookworm.lock' : `keystone-test-debian-${image.suite}-${image.arch}.lock`);
-  await withFileLock(lock, { staleMs: BUILD_TIMEOUT_MS, timeoutMs: BUILD_TIMEOUT_MS + 60_000 }, () => imageIsCurrent(image), () => build(image));
+  const lock = join(
+    tmpdir(),
+    image.native && image.suite === 'bookworm'
+      ? 'keystone-test-debian-bookworm.lock'
+      : `keystone-test-debian-${image.suite}-${image.arch}.lock`,
+  );
+  await withFileLock(
+    lock,
+    { staleMs: BUILD_TIMEOUT_MS, timeoutMs: BUILD_TIMEOUT_MS + 60_000 },
+    () => imageIsCurrent(image),
+    () => build(image),
+  );
   return image.tag;
 }
 
 async function build(image: DebianImage): Promise<void> {
   // The image of an older recipe, removed once the new one has its name (250–350 MB each).
-  const previous = await run('docker', ['image', 'inspect', image.tag, '--format', '{{.Id}}']).then((r) => r.stdout.trim(), () => undefined);
+  const previous = await run('docker', ['image', 'inspect', image.tag, '--format', '{{.Id}}']).then(
+    (r) => r.stdout.trim(),
+    () => undefined,
+  );
   const root = await mkdtemp(join(tmpdir(), 'ks-debootstrap-'));
   try {
-    await run('debootstrap', [...image.debootstrapArgs, root, MIRROR], { timeout: BUILD_TIMEOUT_MS, maxBuffer: 64 * 1024 * 1024 }).catch((e: Error & { stderr?: string; stdout?: string }) => {
+    await run('debootstrap', [...image.debootstrapArgs, root, MIRROR], {
+      timeout: BUILD_TIMEOUT_MS,
+      maxBuffer: 64 * 1024 * 1024,
+    }).catch((e: Error & { stderr?: string; stdout?: string }) => {
       const log = (() => {
         try {
           return execFileSync('tail', ['-n', '30', join(root, 'debootstrap', 'debootstrap.log')], { encoding: 'utf8' });
@@ -148,15 +192,25 @@ async function build(image: DebianImage): Promise<void> {
  */
 async function withoutCredentials(root: string): Promise<void> {
   // Both Debian 12 and 13 have merged /usr (lib is a link to usr/lib): one directory, read once.
-  const dirs = new Set(await Promise.all(['usr/lib/systemd/system', 'lib/systemd/system'].map((d) => realpath(join(root, d)).catch(() => ''))));
+  const dirs = new Set(
+    await Promise.all(
+      ['usr/lib/systemd/system', 'lib/systemd/system'].map((d) => realpath(join(root, d)).catch(() => '')),
+    ),
+  );
   dirs.delete('');
   for (const units of dirs) {
     for (const unit of await readdir(units)) {
       const text = await readFile(join(units, unit), 'utf8').catch(() => '');
-      if (!/^(ImportCredential|LoadCredential|LoadCredentialEncrypted|SetCredential|SetCredentialEncrypted)=/m.test(text)) continue;
+      if (
+        !/^(ImportCredential|LoadCredential|LoadCredentialEncrypted|SetCredential|SetCredentialEncrypted)=/m.test(text)
+      )
+        continue;
       const dropIns = join(root, 'etc/systemd/system', `${unit}.d`);
       await mkdir(dropIns, { recursive: true });
-      await writeFile(join(dropIns, 'qemu-no-credentials.conf'), '# qemu-user: no mount namespace for credentials (test/packaging/debian-image.ts)\n[Service]\nImportCredential=\nLoadCredential=\nLoadCredentialEncrypted=\nSetCredential=\nSetCredentialEncrypted=\n');
+      await writeFile(
+        join(dropIns, 'qemu-no-credentials.conf'),
+        '# qemu-user: no mount namespace for credentials (test/packaging/debian-image.ts)\n[Service]\nImportCredential=\nLoadCredential=\nLoadCredentialEncrypted=\nSetCredential=\nSetCredentialEncrypted=\n',
+      );
     }
   }
 }
@@ -182,13 +236,22 @@ async function loadImage(root: string, image: DebianImage): Promise<void> {
       ...(p.variant ? { variant: p.variant } : {}),
       os: 'linux',
       created,
-      config: { Cmd: ['/bin/bash'], Env: ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'], Labels: { [RECIPE_LABEL]: recipeId(image) } },
+      config: {
+        Cmd: ['/bin/bash'],
+        Env: ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'],
+        Labels: { [RECIPE_LABEL]: recipeId(image) },
+      },
       rootfs: { type: 'layers', diff_ids: [`sha256:${hash.digest('hex')}`] },
       history: [{ created, created_by: `debootstrap ${image.debootstrapArgs.join(' ')}` }],
     };
     await writeFile(join(dir, 'config.json'), JSON.stringify(config));
-    await writeFile(join(dir, 'manifest.json'), JSON.stringify([{ Config: 'config.json', RepoTags: [image.tag], Layers: ['layer.tar'] }]));
-    await run('sh', ['-c', 'tar -C "$1" -c manifest.json config.json layer.tar | docker load', 'sh', dir], { timeout: 5 * 60_000 });
+    await writeFile(
+      join(dir, 'manifest.json'),
+      JSON.stringify([{ Config: 'config.json', RepoTags: [image.tag], Layers: ['layer.tar'] }]),
+    );
+    await run('sh', ['-c', 'tar -C "$1" -c manifest.json config.json layer.tar | docker load', 'sh', dir], {
+      timeout: 5 * 60_000,
+    });
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

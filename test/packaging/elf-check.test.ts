@@ -29,11 +29,15 @@ describe('checkElfArch', () => {
 
   it("fails naming the file that is another architecture's, with what its header says", () => {
     const other = hostArch() === 'arm64' ? 'amd64' : 'arm64';
-    expect(() => checkElfArch(stagedRoot(), other)).toThrow(new RegExp(`^not ${other} .*: usr/lib/keystone/native/stray\\.node \\(ELF class 2, machine \\d+`));
-    expect(() => checkElfArch(stagedRoot(), 'armhf')).toThrow(/ELF class 1, machine 40, hard-float\): usr\/lib\/keystone\/native\/stray\.node/);
+    expect(() => checkElfArch(stagedRoot(), other)).toThrow(
+      new RegExp(`^not ${other} .*: usr/lib/keystone/native/stray\\.node \\(ELF class 2, machine \\d+`),
+    );
+    expect(() => checkElfArch(stagedRoot(), 'armhf')).toThrow(
+      /ELF class 1, machine 40, hard-float\): usr\/lib\/keystone\/native\/stray\.node/,
+    );
   });
 
-  it('reads the header of this machine\'s node as this machine\'s', () => {
+  it("reads the header of this machine's node as this machine's", () => {
     const h = elfHeader(process.execPath);
     expect(h?.elfClass).toBe(2);
     expect(h?.machine).toBe(process.arch === 'x64' ? 62 : process.arch === 'arm64' ? 183 : h?.machine);
@@ -53,6 +57,8 @@ describe('foreignLibraryDepends', () => {
 
   it('fails on a library no Depends provides (git needs zlib and PCRE)', () => {
     const git = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim();
-    expect(() => foreignLibraryDepends([git])).toThrow(/needs lib(pcre2-8|z)\.so\.\d, which no Depends of this package provides/);
+    expect(() => foreignLibraryDepends([git])).toThrow(
+      /needs lib(pcre2-8|z)\.so\.\d, which no Depends of this package provides/,
+    );
   });
 });

@@ -11,11 +11,17 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 describe('npm pack', () => {
   it('ships bin/ and dist/ without source maps, build info, sources or tests', () => {
     // --ignore-scripts: prepack would rebuild dist/; the test run has built it already (pretest).
-    const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     const files = (JSON.parse(out) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((f) => f.path);
     expect(files).toContain('bin/keystone.js');
     expect(files).toContain('dist/cli/keystone.js');
-    expect(files.filter((f) => !/^(bin|dist)\//.test(f) && !/^(package\.json|README\.md|LICENSE)$/.test(f))).toEqual([]);
+    expect(files.filter((f) => !/^(bin|dist)\//.test(f) && !/^(package\.json|README\.md|LICENSE)$/.test(f))).toEqual(
+      [],
+    );
     expect(files.filter((f) => f.endsWith('.map') || f.endsWith('.tsbuildinfo') || /\.tsx?$/.test(f))).toEqual([]);
   });
 });

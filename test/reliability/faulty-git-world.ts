@@ -53,7 +53,12 @@ export async function startFaultyGitWorld(server: GitHttpServer, name: string): 
       return gitIn(fx.dir, ['rev-parse', 'HEAD']);
     };
     const start = () =>
-      h.start({ repo: proxy.url(name), plan: fx.plan, trustArgs: fx.trustArgs, args: ['--ref', 'main', '--poll', '1s', '--status', 'none'] });
+      h.start({
+        repo: proxy.url(name),
+        plan: fx.plan,
+        trustArgs: fx.trustArgs,
+        args: ['--ref', 'main', '--poll', '1s', '--status', 'none'],
+      });
     const first = await commitAndPush('app and side');
     const world: FaultyGitWorld = {
       fx,
@@ -105,7 +110,8 @@ export function dropCache(w: FaultyGitWorld): void {
 export async function until(w: FaultyGitWorld, cond: () => boolean, what: string, deadlineMs: number): Promise<void> {
   const deadline = Date.now() + deadlineMs;
   while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}\n${w.agent.tail()}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}\n${w.agent.tail()}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }

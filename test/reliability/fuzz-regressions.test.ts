@@ -46,8 +46,14 @@ describe('fuzz regressions: every kept crash', () => {
 
   it('there are crashes kept, and each names a target', () => {
     expect(withCrashes.length).toBeGreaterThan(0);
-    const folders = readdirSync(CORPUS_DIR, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
-    for (const f of folders) expect(TARGETS.map((t) => t.name), `corpus folder ${f}`).toContain(f);
+    const folders = readdirSync(CORPUS_DIR, { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name);
+    for (const f of folders)
+      expect(
+        TARGETS.map((t) => t.name),
+        `corpus folder ${f}`,
+      ).toContain(f);
   });
 
   for (const target of withCrashes)
@@ -66,10 +72,17 @@ describe('fuzz regressions: every kept crash', () => {
     });
 
   it('every kept archive crash settles on a slow disk too', async () => {
-    for (const [name, scratch] of [['tar-unpack', tarScratch], ['zip-unpack', zipScratch]] as const) {
+    for (const [name, scratch] of [
+      ['tar-unpack', tarScratch],
+      ['zip-unpack', zipScratch],
+    ] as const) {
       await scratch.setup();
       try {
-        for (const crash of loadCrashes(name)) await checkOnce({ ...TARGETS.find((t) => t.name === name)!, check: (i) => scratch.check(i, true) }, crash.bytes);
+        for (const crash of loadCrashes(name))
+          await checkOnce(
+            { ...TARGETS.find((t) => t.name === name)!, check: (i) => scratch.check(i, true) },
+            crash.bytes,
+          );
       } finally {
         await scratch.teardown();
       }

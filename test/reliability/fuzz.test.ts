@@ -11,7 +11,35 @@ const SEED = Number(process.env.KEYSTONE_FUZZ_SEED ?? 18);
 describe('fuzz: every parser of outside input', () => {
   it('has a target for each parser the issue names', () => {
     const names = TARGETS.map((t) => t.name);
-    for (const n of ['recipe-toml', 'plan-toml', 'fleet-toml', 'revision-load', 'fleet-load', 'sha256sums', 'minisign-public-key', 'minisign-secret-key', 'minisign-signature', 'tar-unpack', 'zip-unpack', 'api-request', 'query-params', 'github-webhook', 'git-ls-refs', 'git-ref-advertisement', 'thin-pack', 'upload-pack-response', 'receive-pack-advertisement', 'receive-pack-report', 'rollout-refs', 'status-notes', 'http-retry-after', 'agent-config', 'device-certificate', 'revocations-toml', 'age-secret'])
+    for (const n of [
+      'recipe-toml',
+      'plan-toml',
+      'fleet-toml',
+      'revision-load',
+      'fleet-load',
+      'sha256sums',
+      'minisign-public-key',
+      'minisign-secret-key',
+      'minisign-signature',
+      'tar-unpack',
+      'zip-unpack',
+      'api-request',
+      'query-params',
+      'github-webhook',
+      'git-ls-refs',
+      'git-ref-advertisement',
+      'thin-pack',
+      'upload-pack-response',
+      'receive-pack-advertisement',
+      'receive-pack-report',
+      'rollout-refs',
+      'status-notes',
+      'http-retry-after',
+      'agent-config',
+      'device-certificate',
+      'revocations-toml',
+      'age-secret',
+    ])
       expect(names).toContain(n);
     expect(new Set(names).size).toBe(names.length);
   });
@@ -19,7 +47,11 @@ describe('fuzz: every parser of outside input', () => {
   for (const target of TARGETS) {
     it(`${target.name}: ${target.testRuns} inputs within the contract, none over 1 s, the heap bounded`, async () => {
       const r = await fuzzTarget(target, { runs: target.testRuns, seed: SEED });
-      expect(r.finding, r.finding && `${r.finding.message}\ninput: ${r.finding.preview}\nreplay: npm run fuzz -- --target ${target.name} --seed ${r.finding.seed} --path ${r.finding.path}`).toBeUndefined();
+      expect(
+        r.finding,
+        r.finding &&
+          `${r.finding.message}\ninput: ${r.finding.preview}\nreplay: npm run fuzz -- --target ${target.name} --seed ${r.finding.seed} --path ${r.finding.path}`,
+      ).toBeUndefined();
       expect(r.inputs).toBe(target.testRuns);
       // The generators reach past the first check: some inputs are accepted, some refused.
       expect(r.accepted).toBeGreaterThan(0);

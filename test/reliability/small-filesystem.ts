@@ -23,7 +23,9 @@ const FILLER = '.filler';
 
 /** Mounts a tmpfs of `sizeBytes` on `dir` (an existing, empty directory), mode 0711 as a state directory has. */
 export function mountSmallFilesystem(dir: string, sizeBytes: number): SmallFilesystem {
-  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeBytes},mode=0711`, 'keystone-test-tmpfs', dir], { stdio: 'pipe' });
+  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeBytes},mode=0711`, 'keystone-test-tmpfs', dir], {
+    stdio: 'pipe',
+  });
   let mounted = true;
   const fs: SmallFilesystem = {
     dir,

@@ -15,7 +15,14 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-const REVISION = { id: 'dir:aaaa', source: 'test', planFile: 'plans/p.toml', unsigned: false, appliedAt: 1, signedAt: 100 };
+const REVISION = {
+  id: 'dir:aaaa',
+  source: 'test',
+  planFile: 'plans/p.toml',
+  unsigned: false,
+  appliedAt: 1,
+  signedAt: 100,
+};
 const RECONCILE = { stopOrder: [], startOrder: ['api'], noTouch: [], reasons: { api: 'new' } };
 
 it('every kind of write on a full database fails with KS_STATE_DISK_FULL, writes nothing, and succeeds once there is room', () => {
@@ -30,8 +37,14 @@ it('every kind of write on a full database fails with KS_STATE_DISK_FULL, writes
     db.pragma(`max_page_count = ${pages}`);
     const big = 'x'.repeat(64 * 1024);
     const writes: Array<[string, () => unknown]> = [
-      ['beginApply (a transaction)', () => store.beginApply({ revision: big, planFile: 'plans/p.toml', startedAt: 2, reconcile: RECONCILE })],
-      ['recordRejected', () => store.recordRejected({ revision: 'dir:bbbb', planFile: 'plans/p.toml', at: 2, reason: big })],
+      [
+        'beginApply (a transaction)',
+        () => store.beginApply({ revision: big, planFile: 'plans/p.toml', startedAt: 2, reconcile: RECONCILE }),
+      ],
+      [
+        'recordRejected',
+        () => store.recordRejected({ revision: 'dir:bbbb', planFile: 'plans/p.toml', at: 2, reason: big }),
+      ],
       ['setAppliedRevision', () => store.setAppliedRevision({ ...REVISION, id: big, signedAt: 200 })],
       ['setSyncSuspension', () => store.setSyncSuspension({ since: 2, revision: big, reason: big })],
     ];
@@ -55,7 +68,9 @@ it('every kind of write on a full database fails with KS_STATE_DISK_FULL, writes
 
     // Space returns: the very same write goes through.
     db.pragma('max_page_count = 1073741823');
-    expect(store.beginApply({ revision: big, planFile: 'plans/p.toml', startedAt: 2, reconcile: RECONCILE })).toBeGreaterThan(0);
+    expect(
+      store.beginApply({ revision: big, planFile: 'plans/p.toml', startedAt: 2, reconcile: RECONCILE }),
+    ).toBeGreaterThan(0);
     expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
   } finally {
     store.close();

@@ -24,7 +24,11 @@ export interface WebhookWorld {
   /** Bumps app's version in a commit on the parent of the applied commit and force-pushes it: a rewritten main. */
   forcePushSibling(version: string): Promise<string>;
   /** POSTs the delivery to the agent's webhook; its status and JSON answer. */
-  deliver(event: string, payload: Payload, o?: { signature?: string }): Promise<{ status: number; json: Record<string, unknown> }>;
+  deliver(
+    event: string,
+    payload: Payload,
+    o?: { signature?: string },
+  ): Promise<{ status: number; json: Record<string, unknown> }>;
   /** After one more round trip through the agent's API, no request of a look (upload-pack) reached the Git server since `from`; pushes may. */
   expectNoLook(from: number): Promise<void>;
   appliedOk(commit: string, mark: number, deadlineMs: number): Promise<void>;
@@ -64,7 +68,18 @@ export async function startWebhookWorld(secret: string): Promise<WebhookWorld> {
       repo: url,
       plan: fx.plan,
       trustArgs: fx.trustArgs,
-      args: ['--ref', 'main', '--poll', '10m', '--status', 'none', '--webhook-secret-file', secretFile, '--listen', `127.0.0.1:${port}`],
+      args: [
+        '--ref',
+        'main',
+        '--poll',
+        '10m',
+        '--status',
+        'none',
+        '--webhook-secret-file',
+        secretFile,
+        '--listen',
+        `127.0.0.1:${port}`,
+      ],
     });
     const api = `http://127.0.0.1:${port}`;
     const world: WebhookWorld = {
@@ -86,11 +101,18 @@ export async function startWebhookWorld(secret: string): Promise<WebhookWorld> {
         // A look is started before the delivery is answered (sync() then the reply): one more request through the
         // agent's event loop, and a look begun would have sent its first request by then.
         expect((await fetch(`${api}/healthz`)).status).toBe(200);
-        const reads = gitServer.requests.slice(from).filter((r) => r.path.endsWith('/git-upload-pack') || r.query.includes('git-upload-pack'));
+        const reads = gitServer.requests
+          .slice(from)
+          .filter((r) => r.path.endsWith('/git-upload-pack') || r.query.includes('git-upload-pack'));
         expect(reads.map((r) => `${r.method} ${r.path}`)).toEqual([]);
       },
       async appliedOk(commit, mark, deadlineMs) {
-        const plan = await agent.waitForLog(is.revision(commit, 'reconcile plan'), deadlineMs, mark, `the apply of ${commit.slice(0, 12)}`);
+        const plan = await agent.waitForLog(
+          is.revision(commit, 'reconcile plan'),
+          deadlineMs,
+          mark,
+          `the apply of ${commit.slice(0, 12)}`,
+        );
         const end = await agent.waitForLog(is.applyEnd, deadlineMs, agent.logs.indexOf(plan), 'the end of the apply');
         expect(end.msg, agent.tail()).toMatch(/^(all components running|apply finished)$/);
         expect(world.applied()).toBe(commit);

@@ -5,7 +5,13 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { statusContext } from '../../src/report/commit-status.js';
-import { decodeDeviceName, deviceNotesRef, deviceOfNotesRef, encodeDeviceName, LEGACY_NOTES_REF } from '../../src/report/device-notes-ref.js';
+import {
+  decodeDeviceName,
+  deviceNotesRef,
+  deviceOfNotesRef,
+  encodeDeviceName,
+  LEGACY_NOTES_REF,
+} from '../../src/report/device-notes-ref.js';
 import { readStatusNotes } from '../../src/fleet-view/status-notes-read.js';
 import { parseStatusNote } from '../../src/report/status-note.js';
 import { cliAllLines, fetchNotes, git, NotesFixture, status } from '../support/notes-fixture.js';
@@ -31,7 +37,24 @@ function kinds(reqs: { method: string; path: string; query: string }[]) {
 }
 
 describe('device notes ref names', () => {
-  const names = ['dev-a', 'edge-1.example.com', 'a/b', 'a%2Fb', 'a b', '..', '.hidden', 'trailing.', 'x.lock', 'a..b', 'a@{1}', 'ü-gerät', '~^:?*[\\', '@', 'A', 'a'];
+  const names = [
+    'dev-a',
+    'edge-1.example.com',
+    'a/b',
+    'a%2Fb',
+    'a b',
+    '..',
+    '.hidden',
+    'trailing.',
+    'x.lock',
+    'a..b',
+    'a@{1}',
+    'ü-gerät',
+    '~^:?*[\\',
+    '@',
+    'A',
+    'a',
+  ];
 
   it('maps every name to a ref git accepts, never two names to one ref, and back', async () => {
     const refs = names.map(deviceNotesRef);
@@ -53,7 +76,9 @@ describe('device notes ref names', () => {
 
 describe('note lines anyone could have pushed', () => {
   it('carry no control characters into fields or descriptions, and a context with one is no line', () => {
-    const [line, ...rest] = parseStatusNote('keystone/x success 2026-12-01T00:00:00.000Z target=\u001b[2J applied\u0007 ok\nkeystone/\u001by error 2026-12-01T00:00:00.000Z bad\n');
+    const [line, ...rest] = parseStatusNote(
+      'keystone/x success 2026-12-01T00:00:00.000Z target=\u001b[2J applied\u0007 ok\nkeystone/\u001by error 2026-12-01T00:00:00.000Z bad\n',
+    );
     expect(rest).toEqual([]);
     expect(line).toMatchObject({ context: 'keystone/x', fields: {}, description: 'target= [2J applied  ok' });
   });
@@ -68,7 +93,9 @@ describe('many devices on one remote', () => {
     fx.server.delayMs = 30;
     const first = fx.server.requests.length;
     try {
-      await Promise.all(reporters.map((r, i) => r.deliver(status(commit, devices[i]!, 'pending', `applying on ${devices[i]}`))));
+      await Promise.all(
+        reporters.map((r, i) => r.deliver(status(commit, devices[i]!, 'pending', `applying on ${devices[i]}`))),
+      );
     } finally {
       fx.server.delayMs = 0;
     }
@@ -79,34 +106,68 @@ describe('many devices on one remote', () => {
 
     // The steady state: the next report of every device, at once again, costs the same one request.
     const second = fx.server.requests.length;
-    await Promise.all(reporters.map((r, i) => r.deliver(status(commit, devices[i]!, 'success', `applied on ${devices[i]}`, Date.UTC(2025, 0, 2, 3, 5, 0)))));
+    await Promise.all(
+      reporters.map((r, i) =>
+        r.deliver(status(commit, devices[i]!, 'success', `applied on ${devices[i]}`, Date.UTC(2025, 0, 2, 3, 5, 0))),
+      ),
+    );
     const steady = kinds(fx.served('fleet', second));
     expect(steady).toEqual({ total: 12, pushAdverts: 0, pushes: 12, fetches: 0 });
     expect(steady.total / devices.length).toBe(1);
 
     // Plain git shows every device's line under the commit.
-    expect(await cliAllLines(clone, commit)).toEqual(devices.map((d) => `keystone/${d} success 2025-01-02T03:05:00.000Z applied on ${d}`));
+    expect(await cliAllLines(clone, commit)).toEqual(
+      devices.map((d) => `keystone/${d} success 2025-01-02T03:05:00.000Z applied on ${d}`),
+    );
     // And so does the reader the fleet view uses, over the same one fetch.
     const lines = await readStatusNotes(`${clone}/.git`, commit);
-    expect(lines.map((l) => [l.context, l.state, l.ref])).toEqual(devices.map((d) => [statusContext(d), 'success', deviceNotesRef(d)]));
+    expect(lines.map((l) => [l.context, l.state, l.ref])).toEqual(
+      devices.map((d) => [statusContext(d), 'success', deviceNotesRef(d)]),
+    );
   });
 });
 
 describe('a repository that already has the shared refs/notes/keystone', () => {
   it('cannot hold refs under refs/notes/keystone/ (why the per-device refs are siblings)', async () => {
     const { bare, clone, commit } = await fx.remoteWithCommit('conflict');
-    await git(clone, 'notes', '--ref', 'keystone', 'add', '-m', 'keystone/old success 2024-12-31T00:00:00.000Z applied', commit);
+    await git(
+      clone,
+      'notes',
+      '--ref',
+      'keystone',
+      'add',
+      '-m',
+      'keystone/old success 2024-12-31T00:00:00.000Z applied',
+      commit,
+    );
     await git(clone, 'push', '--quiet', 'origin', 'refs/notes/keystone:refs/notes/keystone');
-    const refused = await git(clone, 'push', '--quiet', 'origin', 'refs/notes/keystone:refs/notes/keystone/dev-a').catch((e: { stderr: string }) => e.stderr);
+    const refused = await git(
+      clone,
+      'push',
+      '--quiet',
+      'origin',
+      'refs/notes/keystone:refs/notes/keystone/dev-a',
+    ).catch((e: { stderr: string }) => e.stderr);
     expect(refused).toMatch(/remote rejected|failed to update ref|cannot lock ref/);
-    await expect(exec('git', ['-C', bare, 'rev-parse', '--verify', '--quiet', 'refs/notes/keystone/dev-a'])).rejects.toThrow();
+    await expect(
+      exec('git', ['-C', bare, 'rev-parse', '--verify', '--quiet', 'refs/notes/keystone/dev-a']),
+    ).rejects.toThrow();
   });
 
   it('keeps the old lines visible, writes new ones to the per-device refs, and never moves the shared ref', async () => {
     const { url, clone, commit } = await fx.remoteWithCommit('upgrade');
     const older = (await git(clone, 'rev-parse', 'HEAD')).trim();
     // What earlier agents left: dev-a and dev-b on the shared ref, one line each.
-    await git(clone, 'notes', '--ref', 'keystone', 'add', '-m', 'keystone/dev-a pending 2024-12-31T00:00:00.000Z applying\nkeystone/dev-b success 2024-12-31T00:00:01.000Z applied', older);
+    await git(
+      clone,
+      'notes',
+      '--ref',
+      'keystone',
+      'add',
+      '-m',
+      'keystone/dev-a pending 2024-12-31T00:00:00.000Z applying\nkeystone/dev-b success 2024-12-31T00:00:01.000Z applied',
+      older,
+    );
     await git(clone, 'push', '--quiet', 'origin', 'refs/notes/keystone:refs/notes/keystone');
     const shared = (await git(clone, 'ls-remote', 'origin', LEGACY_NOTES_REF)).split('\t')[0];
 

@@ -35,15 +35,28 @@ it('a device whose notes cache was lost reports again on a server whose HEAD is 
   await git('-C', ws, 'commit', '--quiet', '--allow-empty', '-m', 'two');
   await git('-C', ws, 'push', '--quiet', bare, 'HEAD:refs/heads/main');
   const [second, first] = (await git('-C', ws, 'log', '--format=%H', '-2')).split('\n') as [string, string];
-  const device = (name: string) => new GitNotesReporter({ repository: server.url('fleet'), cacheDir: join(root, `cache-${name}`) });
+  const device = (name: string) =>
+    new GitNotesReporter({ repository: server.url('fleet'), cacheDir: join(root, `cache-${name}`) });
   const at = Date.parse('2026-12-01T12:00:00Z');
   await device('a').deliver({ commit: first, state: 'success', description: 'applied', context: 'keystone/a', at });
-  await device('b').deliver({ commit: first, state: 'failure', description: 'apply failed', context: 'keystone/b', at });
+  await device('b').deliver({
+    commit: first,
+    state: 'failure',
+    description: 'apply failed',
+    context: 'keystone/b',
+    at,
+  });
   // A wiped cache: the next push is refused (the server's ref is ahead of nothing), so the reporter fetches its own
   // ref and builds on it; that fetch failed with "Could not find HEAD." on this server.
   rmSync(join(root, 'cache-a'), { recursive: true, force: true });
   await device('a').deliver({ commit: second, state: 'success', description: 'applied', context: 'keystone/a', at });
-  expect(await git('--git-dir', bare, 'notes', '--ref', 'keystone-devices/a', 'show', first)).toMatch(/^keystone\/a success /m);
-  expect(await git('--git-dir', bare, 'notes', '--ref', 'keystone-devices/a', 'show', second)).toMatch(/^keystone\/a success /m);
-  expect(await git('--git-dir', bare, 'notes', '--ref', 'keystone-devices/b', 'show', first)).toMatch(/^keystone\/b failure /m);
+  expect(await git('--git-dir', bare, 'notes', '--ref', 'keystone-devices/a', 'show', first)).toMatch(
+    /^keystone\/a success /m,
+  );
+  expect(await git('--git-dir', bare, 'notes', '--ref', 'keystone-devices/a', 'show', second)).toMatch(
+    /^keystone\/a success /m,
+  );
+  expect(await git('--git-dir', bare, 'notes', '--ref', 'keystone-devices/b', 'show', first)).toMatch(
+    /^keystone\/b failure /m,
+  );
 });

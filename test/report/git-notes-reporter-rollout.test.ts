@@ -25,20 +25,37 @@ const C1 = '1'.repeat(40);
 const C2 = '2'.repeat(40);
 const C3 = '3'.repeat(40);
 
-function rolled(commit: string, device: string, state: RolloutState, wave: string, keep: string[], at = Date.UTC(2025, 0, 2, 3, 4, 5)): CommitStatus {
+function rolled(
+  commit: string,
+  device: string,
+  state: RolloutState,
+  wave: string,
+  keep: string[],
+  at = Date.UTC(2025, 0, 2, 3, 4, 5),
+): CommitStatus {
   const commitState = state === 'success' ? 'success' : state === 'failure' ? 'failure' : 'pending';
-  return { ...status(commit, device, commitState, `${state} ${commit.slice(0, 4)}`, at), rollout: { wave, state, keep } };
+  return {
+    ...status(commit, device, commitState, `${state} ${commit.slice(0, 4)}`, at),
+    rollout: { wave, state, keep },
+  };
 }
 
 /** The repository's refs under `prefixes`, ref → id. */
 async function refsOf(gitdir: string, ...prefixes: string[]): Promise<Record<string, string>> {
   const out = await git(gitdir, 'for-each-ref', '--format=%(refname) %(objectname)', ...prefixes);
-  return Object.fromEntries(out.split('\n').filter(Boolean).map((l) => l.split(' ') as [string, string]));
+  return Object.fromEntries(
+    out
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.split(' ') as [string, string]),
+  );
 }
 
 /** The server's requests to one repository from index `from` on, as `METHOD service`. */
 function served(name: string, from: number): string[] {
-  return fx.served(name, from).map((r) => `${r.method} ${r.path.slice(name.length + 6)}${r.query ? `?${r.query}` : ''}`);
+  return fx
+    .served(name, from)
+    .map((r) => `${r.method} ${r.path.slice(name.length + 6)}${r.query ? `?${r.query}` : ''}`);
 }
 
 const POST = 'POST git-receive-pack';
@@ -57,7 +74,10 @@ describe('GitNotesReporter rollout refs on a remote', () => {
     let from = fx.server.requests.length;
     await a.deliver(rolled(C1, 'dev-a', 'applying', 'canary', []));
     const applying = rolloutRef({ wave: 'canary', device: 'dev-a', commit: C1, state: 'applying' });
-    expect(await refsOf(bare, 'refs/keystone-rollout/')).toEqual({ [applying]: await tipA(), [bRef]: expect.any(String) });
+    expect(await refsOf(bare, 'refs/keystone-rollout/')).toEqual({
+      [applying]: await tipA(),
+      [bRef]: expect.any(String),
+    });
     expect(served('rollout', from)).toEqual([POST]);
 
     // The same commit in another state: one ref per device and commit, so the applying ref goes.
@@ -72,7 +92,11 @@ describe('GitNotesReporter rollout refs on a remote', () => {
     from = fx.server.requests.length;
     await a.deliver(rolled(C2, 'dev-a', 'held', 'canary', [C1]));
     const second = rolloutRef({ wave: 'canary', device: 'dev-a', commit: C2, state: 'held' });
-    expect(await refsOf(bare, 'refs/keystone-rollout/')).toEqual({ [first]: firstTip, [second]: await tipA(), [bRef]: expect.any(String) });
+    expect(await refsOf(bare, 'refs/keystone-rollout/')).toEqual({
+      [first]: firstTip,
+      [second]: await tipA(),
+      [bRef]: expect.any(String),
+    });
     expect(served('rollout', from)).toEqual([POST]);
 
     // A third, in another wave, keeping nothing: the device's older refs go, in any wave; dev-b's stay.
@@ -89,7 +113,9 @@ describe('GitNotesReporter rollout refs on a remote', () => {
     expect(served('rollout', from)).toEqual([POST]);
     // The notes history is linear and holds every line.
     expect((await git(bare, 'log', '--format=%s', notesA)).trim().split('\n')).toHaveLength(5);
-    expect(await git(bare, 'notes', '--ref', notesA, 'show', C1)).toBe('keystone/dev-a success 2025-01-02T03:04:05.000Z success 1111\n');
+    expect(await git(bare, 'notes', '--ref', notesA, 'show', C1)).toBe(
+      'keystone/dev-a success 2025-01-02T03:04:05.000Z success 1111\n',
+    );
   });
 
   it('falls back when someone else moved its refs on the server: asks once, rebuilds, and is back to one request', async () => {
@@ -103,7 +129,16 @@ describe('GitNotesReporter rollout refs on a remote', () => {
 
     // Another agent under the same name adds a note on its own, and an operator points the first rollout ref elsewhere.
     await git(clone, 'fetch', '--quiet', 'origin', `+${notesA}:${notesA}`);
-    await git(clone, 'notes', '--ref', notesA, 'add', '-m', 'keystone/dev-a success 2025-01-01T00:00:00.000Z by the other agent', C3);
+    await git(
+      clone,
+      'notes',
+      '--ref',
+      notesA,
+      'add',
+      '-m',
+      'keystone/dev-a success 2025-01-01T00:00:00.000Z by the other agent',
+      C3,
+    );
     await git(clone, 'push', '--quiet', 'origin', `${notesA}:${notesA}`);
     const theirs = (await refsOf(bare, notesA))[notesA]!;
     await git(bare, 'update-ref', first, theirs);
@@ -111,19 +146,31 @@ describe('GitNotesReporter rollout refs on a remote', () => {
     let from = fx.server.requests.length;
     await a.deliver(rolled(C2, 'dev-a', 'success', 'canary', []));
     // Refused as stale, the refs learnt from the advertisement, the notes tip it lacks fetched, pushed again.
-    expect(served('moved', from)).toEqual([POST, ADVERT, 'GET info/refs?service=git-upload-pack', 'POST git-upload-pack', POST]);
+    expect(served('moved', from)).toEqual([
+      POST,
+      ADVERT,
+      'GET info/refs?service=git-upload-pack',
+      'POST git-upload-pack',
+      POST,
+    ]);
     const tip = (await refsOf(bare, notesA))[notesA]!;
     const done = rolloutRef({ wave: 'canary', device: 'dev-a', commit: C2, state: 'success' });
     expect(await refsOf(bare, 'refs/keystone-rollout/')).toEqual({ [done]: tip });
     expect((await git(bare, 'rev-parse', `${tip}^`)).trim()).toBe(theirs); // built on their tip
-    expect(await git(bare, 'notes', '--ref', notesA, 'show', C3)).toBe('keystone/dev-a success 2025-01-01T00:00:00.000Z by the other agent\n');
-    expect(await git(bare, 'notes', '--ref', notesA, 'show', C2)).toBe('keystone/dev-a success 2025-01-02T03:04:05.000Z success 2222\n');
+    expect(await git(bare, 'notes', '--ref', notesA, 'show', C3)).toBe(
+      'keystone/dev-a success 2025-01-01T00:00:00.000Z by the other agent\n',
+    );
+    expect(await git(bare, 'notes', '--ref', notesA, 'show', C2)).toBe(
+      'keystone/dev-a success 2025-01-02T03:04:05.000Z success 2222\n',
+    );
     expect(second).not.toBe(done);
 
     from = fx.server.requests.length;
     await a.deliver(rolled(C3, 'dev-a', 'applying', 'canary', [C2]));
     expect(served('moved', from)).toEqual([POST]);
-    expect(Object.keys(await refsOf(bare, 'refs/keystone-rollout/'))).toEqual([done, rolloutRef({ wave: 'canary', device: 'dev-a', commit: C3, state: 'applying' })].sort());
+    expect(Object.keys(await refsOf(bare, 'refs/keystone-rollout/'))).toEqual(
+      [done, rolloutRef({ wave: 'canary', device: 'dev-a', commit: C3, state: 'applying' })].sort(),
+    );
   });
 
   it('a device whose cache was wiped learns its rollout refs from the server and deletes the ones it no longer keeps', async () => {
@@ -140,9 +187,16 @@ describe('GitNotesReporter rollout refs on a remote', () => {
     });
     // Its first push names no old values, so the server refuses the notes ref (and takes the new rollout ref); one
     // advertisement tells it the rest, its notes tip is fetched, and the second push converges.
-    expect(served('wiped', from)).toEqual([POST, ADVERT, 'GET info/refs?service=git-upload-pack', 'POST git-upload-pack', POST]);
+    expect(served('wiped', from)).toEqual([
+      POST,
+      ADVERT,
+      'GET info/refs?service=git-upload-pack',
+      'POST git-upload-pack',
+      POST,
+    ]);
     // Every line of the three reports is in the notes: the fresh cache built on the server's tip.
-    for (const c of [C1, C2, C3]) expect(await git(bare, 'notes', '--ref', deviceNotesRef('dev-a'), 'show', c)).toMatch(/^keystone\/dev-a /);
+    for (const c of [C1, C2, C3])
+      expect(await git(bare, 'notes', '--ref', deviceNotesRef('dev-a'), 'show', c)).toMatch(/^keystone\/dev-a /);
     // And the next report is one request again.
     const next = fx.server.requests.length;
     await fresh.deliver(rolled(C3, 'dev-a', 'success', 'canary', []));
@@ -164,8 +218,12 @@ describe('GitNotesReporter rollout refs on a remote', () => {
     await a.deliver(rolled(C2, 'dev-a', 'success', 'canary', []));
     expect(served('down', from)).toEqual([POST]);
     // The line of the report that failed travels with this one (the cache kept it).
-    expect(await git(bare, 'notes', '--ref', deviceNotesRef('dev-a'), 'show', C2)).toBe('keystone/dev-a success 2025-01-02T03:04:05.000Z success 2222\n');
-    expect(Object.keys(await refsOf(bare, 'refs/keystone-rollout/'))).toEqual([rolloutRef({ wave: 'canary', device: 'dev-a', commit: C2, state: 'success' })]);
+    expect(await git(bare, 'notes', '--ref', deviceNotesRef('dev-a'), 'show', C2)).toBe(
+      'keystone/dev-a success 2025-01-02T03:04:05.000Z success 2222\n',
+    );
+    expect(Object.keys(await refsOf(bare, 'refs/keystone-rollout/'))).toEqual([
+      rolloutRef({ wave: 'canary', device: 'dev-a', commit: C2, state: 'success' }),
+    ]);
     expect((await git(bare, 'log', '--format=%s', deviceNotesRef('dev-a'))).trim().split('\n')).toHaveLength(3);
   });
 
@@ -199,7 +257,11 @@ describe('GitNotesReporter rollout refs on a remote', () => {
     expect((conflict as { retryable: boolean }).retryable).toBe(true);
     expect(served('refused', from)).toEqual([POST]);
 
-    writeFileSync(join(bare, 'hooks', 'update'), '#!/bin/sh\ncase "$1" in refs/keystone-rollout/*) exit 1;; esac\nexit 0\n', { mode: 0o755 });
+    writeFileSync(
+      join(bare, 'hooks', 'update'),
+      '#!/bin/sh\ncase "$1" in refs/keystone-rollout/*) exit 1;; esac\nexit 0\n',
+      { mode: 0o755 },
+    );
     const rejected = await fx
       .reporter(url, 'dev-b')
       .deliver(rolled(C1, 'dev-b', 'success', 'canary', []))
@@ -224,7 +286,11 @@ describe('GitNotesReporter rollout refs on a local repository path', () => {
     const second = rolloutRef({ wave: 'canary', device: 'dev-a', commit: C2, state: 'applying' });
     const other = rolloutRef({ wave: 'canary', device: 'dev-b', commit: C1, state: 'failure' });
     let notes = (await refsOf(gitdir, notesA))[notesA]!;
-    expect(await refsOf(gitdir, 'refs/keystone-rollout/')).toEqual({ [first]: `${(await git(repo, 'rev-parse', `${notes}^`)).trim()}`, [second]: notes, [other]: expect.any(String) });
+    expect(await refsOf(gitdir, 'refs/keystone-rollout/')).toEqual({
+      [first]: `${(await git(repo, 'rev-parse', `${notes}^`)).trim()}`,
+      [second]: notes,
+      [other]: expect.any(String),
+    });
 
     await reporter.deliver(rolled(C3, 'dev-a', 'success', 'main', []));
     notes = (await refsOf(gitdir, notesA))[notesA]!;

@@ -22,7 +22,10 @@ afterEach(() => fx.cleanDirs());
 describe('status note text', () => {
   it('replaces only the device own line and keeps lines it does not understand', () => {
     const a = status('a'.repeat(40), 'dev-a', 'pending', 'applying: start api');
-    const note = mergeStatusNote('keystone/dev-b success 2025-01-01T00:00:00.000Z applied\nsomething a human wrote\n', a);
+    const note = mergeStatusNote(
+      'keystone/dev-b success 2025-01-01T00:00:00.000Z applied\nsomething a human wrote\n',
+      a,
+    );
     expect(note).toBe(
       'keystone/dev-b success 2025-01-01T00:00:00.000Z applied\nsomething a human wrote\nkeystone/dev-a pending 2025-01-02T03:04:05.000Z applying: start api\n',
     );
@@ -40,8 +43,13 @@ describe('GitNotesReporter against a Git smart-HTTP server', () => {
   it("pushes a note on the device's own ref that the git CLI reads, for a commit the cache never had, and never writes the shared ref", async () => {
     const { url, clone, commit } = await fx.remoteWithCommit('one');
     await fx.reporter(url, 'dev-a').deliver(status(commit, 'dev-a', 'pending', 'applying: start api, web'));
-    expect(await cliNote(clone, commit)).toBe('keystone/dev-a pending 2025-01-02T03:04:05.000Z applying: start api, web\n');
-    const refs = (await git(clone, 'ls-remote', 'origin', 'refs/notes/*')).trim().split('\n').map((l) => l.split('\t')[1]);
+    expect(await cliNote(clone, commit)).toBe(
+      'keystone/dev-a pending 2025-01-02T03:04:05.000Z applying: start api, web\n',
+    );
+    const refs = (await git(clone, 'ls-remote', 'origin', 'refs/notes/*'))
+      .trim()
+      .split('\n')
+      .map((l) => l.split('\t')[1]);
     expect(refs).toEqual(['refs/notes/keystone-devices/dev-a']);
     // Every request carried the token: the server refuses anything else.
     expect(fx.served('one').every((r) => r.status !== 401)).toBe(true);
@@ -53,14 +61,21 @@ describe('GitNotesReporter against a Git smart-HTTP server', () => {
     const b = fx.reporter(url, 'dev-b');
     await a.deliver(status(commit, 'dev-a', 'pending', 'applying'));
     await b.deliver(status(commit, 'dev-b', 'pending', 'applying'));
-    await a.deliver(status(commit, 'dev-a', 'failure', 'failed: api (health check timed out)', Date.UTC(2025, 0, 2, 3, 5, 0)));
+    await a.deliver(
+      status(commit, 'dev-a', 'failure', 'failed: api (health check timed out)', Date.UTC(2025, 0, 2, 3, 5, 0)),
+    );
     expect(await cliAllLines(clone, commit)).toEqual([
       'keystone/dev-a failure 2025-01-02T03:05:00.000Z failed: api (health check timed out)',
       'keystone/dev-b pending 2025-01-02T03:04:05.000Z applying',
     ]);
     // Each device's notes history is its own and linear: dev-a built on its own last commit.
-    expect((await git(clone, 'log', '--format=%s', deviceNotesRef('dev-a'))).trim().split('\n')).toEqual([`keystone/dev-a: failure ${commit}`, `keystone/dev-a: pending ${commit}`]);
-    expect((await git(clone, 'log', '--format=%s', deviceNotesRef('dev-b'))).trim().split('\n')).toEqual([`keystone/dev-b: pending ${commit}`]);
+    expect((await git(clone, 'log', '--format=%s', deviceNotesRef('dev-a'))).trim().split('\n')).toEqual([
+      `keystone/dev-a: failure ${commit}`,
+      `keystone/dev-a: pending ${commit}`,
+    ]);
+    expect((await git(clone, 'log', '--format=%s', deviceNotesRef('dev-b'))).trim().split('\n')).toEqual([
+      `keystone/dev-b: pending ${commit}`,
+    ]);
   });
 
   it('rebuilds on the server tip of its own ref when the cache lost it, keeping notes of other commits and a note git fanned out', async () => {
@@ -68,10 +83,29 @@ describe('GitNotesReporter against a Git smart-HTTP server', () => {
     // dev-a's ref as a wiped state directory left it on the server, written by git itself in the fanout layout
     // (ab/cdef…), as git does once a notes tree is large, with a note on another commit.
     const other = 'f'.repeat(40);
-    const blob = (await run('sh', ['-c', `printf 'keystone/dev-a success 2025-01-01T00:00:00.000Z applied\\n' | git hash-object -w --stdin`], { cwd: clone })).stdout.trim();
-    const sub = (await run('sh', ['-c', `printf '100644 blob ${blob}\\t${commit.slice(2)}\\n' | git mktree`], { cwd: clone })).stdout.trim();
-    const otherBlob = (await run('sh', ['-c', `printf 'other\\n' | git hash-object -w --stdin`], { cwd: clone })).stdout.trim();
-    const top = (await run('sh', ['-c', `printf '040000 tree ${sub}\\t${commit.slice(0, 2)}\\n100644 blob ${otherBlob}\\t${other}\\n' | git mktree`], { cwd: clone })).stdout.trim();
+    const blob = (
+      await run(
+        'sh',
+        ['-c', `printf 'keystone/dev-a success 2025-01-01T00:00:00.000Z applied\\n' | git hash-object -w --stdin`],
+        { cwd: clone },
+      )
+    ).stdout.trim();
+    const sub = (
+      await run('sh', ['-c', `printf '100644 blob ${blob}\\t${commit.slice(2)}\\n' | git mktree`], { cwd: clone })
+    ).stdout.trim();
+    const otherBlob = (
+      await run('sh', ['-c', `printf 'other\\n' | git hash-object -w --stdin`], { cwd: clone })
+    ).stdout.trim();
+    const top = (
+      await run(
+        'sh',
+        [
+          '-c',
+          `printf '040000 tree ${sub}\\t${commit.slice(0, 2)}\\n100644 blob ${otherBlob}\\t${other}\\n' | git mktree`,
+        ],
+        { cwd: clone },
+      )
+    ).stdout.trim();
     const notesCommit = (await git(clone, 'commit-tree', top, '-m', 'by git')).trim();
     await git(clone, 'push', '--quiet', 'origin', `${notesCommit}:${deviceNotesRef('dev-a')}`);
 
@@ -79,7 +113,9 @@ describe('GitNotesReporter against a Git smart-HTTP server', () => {
     expect(await cliNote(clone, commit)).toBe('keystone/dev-a failure 2025-01-02T03:04:05.000Z failed: api\n');
     // Built on the server's tip: still in its fanout place (not duplicated flat), the other note untouched.
     const ref = deviceNotesRef('dev-a');
-    expect((await git(clone, 'ls-tree', '-r', '--name-only', ref)).trim().split('\n').sort()).toEqual([`${commit.slice(0, 2)}/${commit.slice(2)}`, other].sort());
+    expect((await git(clone, 'ls-tree', '-r', '--name-only', ref)).trim().split('\n').sort()).toEqual(
+      [`${commit.slice(0, 2)}/${commit.slice(2)}`, other].sort(),
+    );
     expect((await git(clone, 'rev-parse', `${ref}^`)).trim()).toBe(notesCommit);
   });
 
@@ -113,7 +149,9 @@ describe('GitNotesReporter against a Git smart-HTTP server', () => {
     await run('git', ['-C', bare, 'update-ref', '-d', deviceNotesRef('dev-a')]); // a server restored from an old backup
     await a.deliver(status(commit, 'dev-a', 'success', 'applied'));
     expect(await cliNote(clone, commit)).toBe('keystone/dev-a success 2025-01-02T03:04:05.000Z applied\n');
-    expect(await git(clone, 'notes', '--ref', deviceNotesRef('dev-a'), 'show', other)).toBe('keystone/dev-a success 2025-01-02T03:04:05.000Z applied\n');
+    expect(await git(clone, 'notes', '--ref', deviceNotesRef('dev-a'), 'show', other)).toBe(
+      'keystone/dev-a success 2025-01-02T03:04:05.000Z applied\n',
+    );
     expect((await git(clone, 'rev-list', '--count', deviceNotesRef('dev-a'))).trim()).toBe('1');
   });
 
@@ -163,8 +201,12 @@ describe('GitNotesReporter on a local repository path', () => {
     const commit = (await git(repo, 'rev-parse', 'HEAD')).trim();
     await new GitNotesReporter({ repository: repo }).deliver(status(commit, 'dev-a', 'success', 'applied'));
     await new GitNotesReporter({ repository: repo }).deliver(status(commit, 'dev-b', 'error', 'rejected: unsigned'));
-    expect(await git(repo, 'notes', '--ref', deviceNotesRef('dev-b'), 'show', commit)).toBe('keystone/dev-b error 2025-01-02T03:04:05.000Z rejected: unsigned\n');
-    expect((await git(repo, 'log', '--no-walk', '--notes=keystone*', '--format=%N', commit)).trim().split('\n')).toEqual([
+    expect(await git(repo, 'notes', '--ref', deviceNotesRef('dev-b'), 'show', commit)).toBe(
+      'keystone/dev-b error 2025-01-02T03:04:05.000Z rejected: unsigned\n',
+    );
+    expect(
+      (await git(repo, 'log', '--no-walk', '--notes=keystone*', '--format=%N', commit)).trim().split('\n'),
+    ).toEqual([
       'keystone/dev-a success 2025-01-02T03:04:05.000Z applied',
       'keystone/dev-b error 2025-01-02T03:04:05.000Z rejected: unsigned',
     ]);
@@ -175,7 +217,9 @@ describe('GitNotesReporter on a local repository path', () => {
   });
 
   it('says so, retryably, when the path is not a repository', async () => {
-    const err = await new GitNotesReporter({ repository: fx.tempDir() }).deliver(status('a'.repeat(40), 'dev-a', 'success', 'applied')).catch((e: unknown) => e);
+    const err = await new GitNotesReporter({ repository: fx.tempDir() })
+      .deliver(status('a'.repeat(40), 'dev-a', 'success', 'applied'))
+      .catch((e: unknown) => e);
     expect(isStatusDeliveryError(err, 'KS_STATUS_GIT_FAILED')).toBe(true);
   });
 });

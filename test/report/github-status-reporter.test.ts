@@ -2,7 +2,15 @@
 // our client): request fields and headers, 401 and 422 as permanent failures, 5xx and a dead server as retryable,
 // GitHub's rate limit answers as retryable with the wait they ask for, and pacing. Clocks are injected: no sleeping.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { describe as describeText, describeFailure, describePending, isStatusDeliveryError, MAX_DESCRIPTION, statusContext, type CommitStatus } from '../../src/report/commit-status.js';
+import {
+  describe as describeText,
+  describeFailure,
+  describePending,
+  isStatusDeliveryError,
+  MAX_DESCRIPTION,
+  statusContext,
+  type CommitStatus,
+} from '../../src/report/commit-status.js';
 import { GitHubStatusReporter, ownerRepoFromUrl } from '../../src/report/github-status-reporter.js';
 import { startGitHubContractServer, type GitHubContractServer } from '../support/github-contract-server.js';
 
@@ -22,14 +30,31 @@ afterEach(() => {
 
 function reporter(over: Partial<ConstructorParameters<typeof GitHubStatusReporter>[0]> = {}): GitHubStatusReporter {
   // Pacing off unless a test is about it: with the real clock it would make back-to-back deliveries wait.
-  return new GitHubStatusReporter({ apiBase: gh.apiBase, owner: 'acme', repo: 'fleet', token: TOKEN, userAgent: 'keystone-test/1', minIntervalMs: 0, ...over });
+  return new GitHubStatusReporter({
+    apiBase: gh.apiBase,
+    owner: 'acme',
+    repo: 'fleet',
+    token: TOKEN,
+    userAgent: 'keystone-test/1',
+    minIntervalMs: 0,
+    ...over,
+  });
 }
 
 function status(over: Partial<CommitStatus> = {}): CommitStatus {
-  return { commit: SHA, state: 'pending', description: 'applying: start api', context: statusContext('dev-a'), at: 1_700_000_000_000, ...over };
+  return {
+    commit: SHA,
+    state: 'pending',
+    description: 'applying: start api',
+    context: statusContext('dev-a'),
+    at: 1_700_000_000_000,
+    ...over,
+  };
 }
 
-async function failure(p: Promise<unknown>): Promise<Error & { code: string; retryable: boolean; data: { httpStatus?: number; retryAfterMs?: number } }> {
+async function failure(
+  p: Promise<unknown>,
+): Promise<Error & { code: string; retryable: boolean; data: { httpStatus?: number; retryAfterMs?: number } }> {
   const e = await p.then(
     () => undefined,
     (err: unknown) => err,
@@ -48,17 +73,29 @@ describe('GitHubStatusReporter', () => {
     expect(req.headers.accept).toBe('application/vnd.github+json');
     expect(req.headers['x-github-api-version']).toBe('2022-11-28');
     expect(req.headers['user-agent']).toBe('keystone-test/1');
-    expect(JSON.parse(req.body)).toEqual({ state: 'pending', target_url: 'https://device.example/v1/history', description: 'applying: start api', context: 'keystone/dev-a' });
+    expect(JSON.parse(req.body)).toEqual({
+      state: 'pending',
+      target_url: 'https://device.example/v1/history',
+      description: 'applying: start api',
+      context: 'keystone/dev-a',
+    });
     expect(req.status).toBe(201);
     const [stored] = gh.list('acme', 'fleet', SHA);
-    expect(stored).toMatchObject({ state: 'pending', description: 'applying: start api', context: 'keystone/dev-a', target_url: 'https://device.example/v1/history' });
+    expect(stored).toMatchObject({
+      state: 'pending',
+      description: 'applying: start api',
+      context: 'keystone/dev-a',
+      target_url: 'https://device.example/v1/history',
+    });
   });
 
   it('leaves target_url out when there is none, and lists newest first through the API', async () => {
     await reporter().deliver(status());
     await reporter().deliver(status({ state: 'success', description: 'applied: 4 components running' }));
     expect(JSON.parse(gh.requests[0]!.body)).not.toHaveProperty('target_url');
-    const res = await fetch(`${gh.apiBase}/repos/acme/fleet/commits/${SHA}/statuses`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    const res = await fetch(`${gh.apiBase}/repos/acme/fleet/commits/${SHA}/statuses`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
     const list = (await res.json()) as { state: string }[];
     expect(list.slice(0, 2).map((s) => s.state)).toEqual(['success', 'pending']);
   });
@@ -95,9 +132,17 @@ describe('GitHubStatusReporter', () => {
     });
     expect(raw.status).toBe(422);
     expect(await raw.json()).toMatchObject({ message: 'Validation Failed', errors: [{ field: 'state' }] });
-    const shortSha = await fetch(`${gh.apiBase}/repos/acme/fleet/statuses/abc123`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: '{"state":"success"}' });
+    const shortSha = await fetch(`${gh.apiBase}/repos/acme/fleet/statuses/abc123`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}` },
+      body: '{"state":"success"}',
+    });
     expect(shortSha.status).toBe(422);
-    const long = await fetch(`${gh.apiBase}/repos/acme/fleet/statuses/${SHA}`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ state: 'success', description: 'y'.repeat(141) }) });
+    const long = await fetch(`${gh.apiBase}/repos/acme/fleet/statuses/${SHA}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}` },
+      body: JSON.stringify({ state: 'success', description: 'y'.repeat(141) }),
+    });
     expect(long.status).toBe(422);
   });
 
@@ -143,7 +188,7 @@ async function limited(r: GitHubStatusReporter): Promise<[string, boolean, numbe
   return [e.code, e.retryable, e.data.httpStatus, e.data.retryAfterMs];
 }
 
-describe('GitHubStatusReporter at GitHub\'s rate limits', () => {
+describe("GitHubStatusReporter at GitHub's rate limits", () => {
   const NOW = Date.parse('Tue, 01 Dec 2026 12:00:00 GMT');
 
   it('a 403 with Retry-After is a retryable KS_STATUS_RATE_LIMITED for that long; a 403 that is no limit stays KS_STATUS_AUTH', async () => {
@@ -165,7 +210,10 @@ describe('GitHubStatusReporter at GitHub\'s rate limits', () => {
     const first = await failure(r.deliver(status()));
     expect([first.code, first.retryable, first.data.retryAfterMs]).toEqual(['KS_STATUS_RATE_LIMITED', true, 60_000]);
     expect(first.message).toContain('secondary rate limit');
-    gh.rateLimit = { kind: 'secondary', message: 'You have triggered an ABUSE DETECTION mechanism. Please wait a few minutes before you try again.' };
+    gh.rateLimit = {
+      kind: 'secondary',
+      message: 'You have triggered an ABUSE DETECTION mechanism. Please wait a few minutes before you try again.',
+    };
     expect(await limited(r)).toEqual(['KS_STATUS_RATE_LIMITED', true, 403, 120_000]);
     expect(await limited(r)).toEqual(['KS_STATUS_RATE_LIMITED', true, 403, 240_000]);
     gh.rateLimit = undefined;
@@ -222,7 +270,12 @@ describe('GitHubStatusReporter at GitHub\'s rate limits', () => {
   it('paces on the monotonic clock: a wall clock stepped back a day holds nothing', async () => {
     let wall = NOW;
     const waits: number[] = [];
-    const r = reporter({ minIntervalMs: undefined, now: () => wall, elapsed: () => 5_000, sleep: (ms) => (waits.push(ms), Promise.resolve()) });
+    const r = reporter({
+      minIntervalMs: undefined,
+      now: () => wall,
+      elapsed: () => 5_000,
+      sleep: (ms) => (waits.push(ms), Promise.resolve()),
+    });
     await r.deliver(status());
     wall -= 86_400_000;
     await r.deliver(status({ state: 'success' }));
@@ -233,14 +286,18 @@ describe('GitHubStatusReporter at GitHub\'s rate limits', () => {
 
 describe('descriptions', () => {
   it('fit in 140 characters on one line, cut at a word with an ellipsis', () => {
-    const long = describeFailure(Array.from({ length: 20 }, (_, i) => ({ name: `component-${i}`, reason: 'health check timed out\nafter 30s' })));
+    const long = describeFailure(
+      Array.from({ length: 20 }, (_, i) => ({ name: `component-${i}`, reason: 'health check timed out\nafter 30s' })),
+    );
     expect([...long].length).toBeLessThanOrEqual(MAX_DESCRIPTION);
     expect(long).not.toMatch(/\n/);
     expect(long.endsWith('…')).toBe(true);
     expect(long.startsWith('failed: component-0 (health check timed out after 30s); component-1')).toBe(true);
     expect(describeText('short  and\nsweet')).toBe('short and sweet');
     expect([...describeText('🙂'.repeat(200))]).toHaveLength(MAX_DESCRIPTION);
-    expect(describePending({ startOrder: ['api', 'web'], stopOrder: ['old'], noTouch: ['db'] })).toBe('applying: start api, web; stop old; 1 unchanged');
+    expect(describePending({ startOrder: ['api', 'web'], stopOrder: ['old'], noTouch: ['db'] })).toBe(
+      'applying: start api, web; stop old; 1 unchanged',
+    );
   });
 
   it('owner and repo come from the followed remote URL', () => {

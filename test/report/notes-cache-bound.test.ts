@@ -51,8 +51,14 @@ describe('the notes cache of a device that reports at every poll', () => {
     expect((await git(clone, 'ls-tree', '-r', '--name-only', ref)).trim().split('\n')).toHaveLength(REPORTS);
     const top = (await git(clone, 'ls-tree', ref)).trim().split('\n');
     expect(top.length).toBeLessThanOrEqual(FANOUT_AT);
-    expect(top.every((l) => /^040000 tree [0-9a-f]{40}\t[0-9a-f]{2}$/.test(l)), top.slice(0, 3).join('\n')).toBe(true);
-    for (const i of [0, REPORTS / 2, REPORTS - 1]) expect(await cliNote(clone, commitOf(i))).toBe(`keystone/dev-a error 2025-01-02T03:04:05.000Z rejected: unsigned ${i}\n`);
+    expect(
+      top.every((l) => /^040000 tree [0-9a-f]{40}\t[0-9a-f]{2}$/.test(l)),
+      top.slice(0, 3).join('\n'),
+    ).toBe(true);
+    for (const i of [0, REPORTS / 2, REPORTS - 1])
+      expect(await cliNote(clone, commitOf(i))).toBe(
+        `keystone/dev-a error 2025-01-02T03:04:05.000Z rejected: unsigned ${i}\n`,
+      );
     // The history stays on the server, one notes commit per report, though the cache keeps only its tip.
     expect((await git(clone, 'rev-list', '--count', ref)).trim()).toBe(String(REPORTS));
   }, 180_000);
@@ -65,17 +71,41 @@ describe('the notes cache of a device that reports at every poll', () => {
     for (let i = 0; i < 3; i++) await a.deliver(status(commitOf(i), 'dev-a', 'success', 'applied'));
     // Compacted: one pack, no loose object, the tip marked shallow.
     expect(readdirSync(join(cacheDir, 'objects')).filter((d) => /^[0-9a-f]{2}$/.test(d))).toEqual([]);
-    expect(readdirSync(join(cacheDir, 'objects', 'pack')).sort()).toEqual([expect.stringMatching(/^pack-[0-9a-f]{40}\.idx$/), expect.stringMatching(/^pack-[0-9a-f]{40}\.pack$/)]);
+    expect(readdirSync(join(cacheDir, 'objects', 'pack')).sort()).toEqual([
+      expect.stringMatching(/^pack-[0-9a-f]{40}\.idx$/),
+      expect.stringMatching(/^pack-[0-9a-f]{40}\.pack$/),
+    ]);
     expect(readFileSync(join(cacheDir, 'shallow'), 'utf8')).toBe(`${(await git(bare, 'rev-parse', ref)).trim()}\n`);
     const from = fx.server.requests.length;
     await a.deliver(status(commit, 'dev-a', 'pending', 'applying'));
-    expect(fx.served('compacted', from).map((r) => `${r.method} ${r.path.split('/').pop()}`)).toEqual(['POST git-receive-pack']);
+    expect(fx.served('compacted', from).map((r) => `${r.method} ${r.path.split('/').pop()}`)).toEqual([
+      'POST git-receive-pack',
+    ]);
 
     // Someone else's notes commit on top (a second agent under this name): fetched, built on, nothing lost.
     const other = 'd'.repeat(40);
-    const blob = (await run('sh', ['-c', `printf 'keystone/dev-a success 2025-01-01T00:00:00.000Z by the other one\\n' | git hash-object -w --stdin`], { cwd: bare })).stdout.trim();
-    const tree = (await run('sh', ['-c', `(git ls-tree $(git rev-parse ${ref}); printf '100644 blob ${blob}\\t${other}\\n') | git mktree`], { cwd: bare })).stdout.trim();
-    const theirs = (await run('git', ['-c', 'user.name=x', '-c', 'user.email=x@x', 'commit-tree', tree, '-p', ref, '-m', 'other'], { cwd: bare })).stdout.trim();
+    const blob = (
+      await run(
+        'sh',
+        [
+          '-c',
+          `printf 'keystone/dev-a success 2025-01-01T00:00:00.000Z by the other one\\n' | git hash-object -w --stdin`,
+        ],
+        { cwd: bare },
+      )
+    ).stdout.trim();
+    const tree = (
+      await run(
+        'sh',
+        ['-c', `(git ls-tree $(git rev-parse ${ref}); printf '100644 blob ${blob}\\t${other}\\n') | git mktree`],
+        { cwd: bare },
+      )
+    ).stdout.trim();
+    const theirs = (
+      await run('git', ['-c', 'user.name=x', '-c', 'user.email=x@x', 'commit-tree', tree, '-p', ref, '-m', 'other'], {
+        cwd: bare,
+      })
+    ).stdout.trim();
     await run('git', ['-C', bare, 'update-ref', ref, theirs]);
     await a.deliver(status(commit, 'dev-a', 'success', 'applied'));
     expect((await git(bare, 'rev-parse', `${ref}^`)).trim()).toBe(theirs);

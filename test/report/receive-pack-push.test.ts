@@ -42,7 +42,8 @@ async function localHistory(): Promise<{ gitdir: string; a: string; b: string; c
   await git(work, 'init', '--quiet', '--initial-branch=main');
   const ids: string[] = [];
   for (const [i, name] of ['a', 'b', 'c'].entries()) {
-    for (let f = 0; f < 5; f++) writeFileSync(join(work, `file-${f}.txt`), f === i ? `changed by ${name}\n` : `file ${f}\n`);
+    for (let f = 0; f < 5; f++)
+      writeFileSync(join(work, `file-${f}.txt`), f === i ? `changed by ${name}\n` : `file ${f}\n`);
     await git(work, 'add', '.');
     await git(work, 'commit', '--quiet', '-m', name);
     ids.push(await git(work, 'rev-parse', 'HEAD'));
@@ -57,7 +58,12 @@ function repo(name: string): { url: string; bare: string } {
 
 async function serverRefs(bare: string): Promise<Record<string, string>> {
   const out = await git(bare, 'for-each-ref', '--format=%(refname) %(objectname)');
-  return Object.fromEntries(out.split('\n').filter(Boolean).map((l) => l.split(' ') as [string, string]));
+  return Object.fromEntries(
+    out
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.split(' ') as [string, string]),
+  );
 }
 
 /** The server's requests to one repository from index `from` on, as `METHOD path?query`. */
@@ -74,20 +80,24 @@ describe('pushRefs', () => {
     const { gitdir, a, b, c } = await localHistory();
     let from = server.requests.length;
     const created = await push(url, gitdir, [
-        { ref: 'refs/keystone-test/one', old: ZERO_OID, new: a },
-        { ref: 'refs/keystone-test/two', old: ZERO_OID, new: b },
-        { ref: 'refs/notes/keystone-devices/dev-a', old: ZERO_OID, new: c },
+      { ref: 'refs/keystone-test/one', old: ZERO_OID, new: a },
+      { ref: 'refs/keystone-test/two', old: ZERO_OID, new: b },
+      { ref: 'refs/notes/keystone-devices/dev-a', old: ZERO_OID, new: c },
     ]);
     expect(created.map((r) => r.status)).toEqual(['ok', 'ok', 'ok']);
     expect(served('many', from)).toEqual(['POST git-receive-pack 200']);
-    expect(await serverRefs(bare)).toEqual({ 'refs/keystone-test/one': a, 'refs/keystone-test/two': b, 'refs/notes/keystone-devices/dev-a': c });
+    expect(await serverRefs(bare)).toEqual({
+      'refs/keystone-test/one': a,
+      'refs/keystone-test/two': b,
+      'refs/notes/keystone-devices/dev-a': c,
+    });
     await git(bare, 'fsck', '--connectivity-only', '--no-dangling'); // every object the refs need arrived
 
     from = server.requests.length;
     const moved = await push(url, gitdir, [
-        { ref: 'refs/keystone-test/one', old: a, new: c },
-        { ref: 'refs/keystone-test/two', old: b, new: ZERO_OID },
-        { ref: 'refs/keystone-test/three', old: ZERO_OID, new: b },
+      { ref: 'refs/keystone-test/one', old: a, new: c },
+      { ref: 'refs/keystone-test/two', old: b, new: ZERO_OID },
+      { ref: 'refs/keystone-test/three', old: ZERO_OID, new: b },
     ]);
     expect(moved).toEqual([
       { ref: 'refs/keystone-test/one', status: 'ok' },
@@ -95,7 +105,11 @@ describe('pushRefs', () => {
       { ref: 'refs/keystone-test/three', status: 'ok' },
     ]);
     expect(served('many', from)).toEqual(['POST git-receive-pack 200']);
-    expect(await serverRefs(bare)).toEqual({ 'refs/keystone-test/one': c, 'refs/keystone-test/three': b, 'refs/notes/keystone-devices/dev-a': c });
+    expect(await serverRefs(bare)).toEqual({
+      'refs/keystone-test/one': c,
+      'refs/keystone-test/three': b,
+      'refs/notes/keystone-devices/dev-a': c,
+    });
   });
 
   it('sends only the objects the server lacks: a new commit on the old tip is the commit, its tree and the changed blob', async () => {
@@ -117,13 +131,15 @@ describe('pushRefs', () => {
     await push(url, gitdir, [{ ref: 'refs/keystone-test/x', old: ZERO_OID, new: b }]);
     // A rename: the new ref points at what the old one did, so the server lacks nothing.
     const renamed = await push(url, gitdir, [
-        { ref: 'refs/keystone-test/y', old: ZERO_OID, new: b },
-        { ref: 'refs/keystone-test/x', old: b, new: ZERO_OID },
+      { ref: 'refs/keystone-test/y', old: ZERO_OID, new: b },
+      { ref: 'refs/keystone-test/x', old: b, new: ZERO_OID },
     ]);
     expect(renamed.map((r) => r.status)).toEqual(['ok', 'ok']);
     expect(await serverRefs(bare)).toEqual({ 'refs/keystone-test/y': b });
     const from = server.requests.length;
-    expect(await push(url, gitdir, [{ ref: 'refs/keystone-test/y', old: b, new: ZERO_OID }])).toEqual([{ ref: 'refs/keystone-test/y', status: 'ok' }]);
+    expect(await push(url, gitdir, [{ ref: 'refs/keystone-test/y', old: b, new: ZERO_OID }])).toEqual([
+      { ref: 'refs/keystone-test/y', status: 'ok' },
+    ]);
     const [post] = server.requests.slice(from);
     expect(post!.received).toBeLessThan(200); // one command and a flush: no pack
     expect(await serverRefs(bare)).toEqual({});
@@ -134,10 +150,10 @@ describe('pushRefs', () => {
     const { url, bare } = repo('stale');
     const { gitdir, a, b, c } = await localHistory();
     await push(url, gitdir, [
-        { ref: 'refs/keystone-test/moved', old: ZERO_OID, new: b },
-        { ref: 'refs/keystone-test/present', old: ZERO_OID, new: a },
-        { ref: 'refs/keystone-test/gone', old: ZERO_OID, new: a },
-        { ref: 'refs/keystone-test/side', old: ZERO_OID, new: c },
+      { ref: 'refs/keystone-test/moved', old: ZERO_OID, new: b },
+      { ref: 'refs/keystone-test/present', old: ZERO_OID, new: a },
+      { ref: 'refs/keystone-test/gone', old: ZERO_OID, new: a },
+      { ref: 'refs/keystone-test/side', old: ZERO_OID, new: c },
     ]);
     await git(bare, 'update-ref', 'refs/keystone-test/moved', c); // someone else moved it
     await git(bare, 'update-ref', '-d', 'refs/keystone-test/gone');
@@ -157,7 +173,12 @@ describe('pushRefs', () => {
     ]);
     expect(results[0]).toMatchObject({ reason: expect.any(String) });
     expect(served('stale', from)).toEqual(['POST git-receive-pack 200']);
-    expect(await serverRefs(bare)).toEqual({ 'refs/keystone-test/moved': c, 'refs/keystone-test/present': a, 'refs/keystone-test/fresh': c, 'refs/keystone-test/side': c });
+    expect(await serverRefs(bare)).toEqual({
+      'refs/keystone-test/moved': c,
+      'refs/keystone-test/present': a,
+      'refs/keystone-test/fresh': c,
+      'refs/keystone-test/side': c,
+    });
   });
 
   it('refuses a deletion whose old value is stale and keeps the ref', async () => {
@@ -172,10 +193,14 @@ describe('pushRefs', () => {
   it('says rejected, not stale, when the server refuses the ref for what it is', async () => {
     const { url, bare } = repo('hook');
     const { gitdir, a } = await localHistory();
-    writeFileSync(join(bare, 'hooks', 'update'), '#!/bin/sh\ncase "$1" in refs/keystone-test/forbidden) exit 1;; esac\nexit 0\n', { mode: 0o755 });
+    writeFileSync(
+      join(bare, 'hooks', 'update'),
+      '#!/bin/sh\ncase "$1" in refs/keystone-test/forbidden) exit 1;; esac\nexit 0\n',
+      { mode: 0o755 },
+    );
     const results = await push(url, gitdir, [
-        { ref: 'refs/keystone-test/forbidden', old: ZERO_OID, new: a },
-        { ref: 'refs/keystone-test/allowed', old: ZERO_OID, new: a },
+      { ref: 'refs/keystone-test/forbidden', old: ZERO_OID, new: a },
+      { ref: 'refs/keystone-test/allowed', old: ZERO_OID, new: a },
     ]);
     expect(results).toEqual([
       { ref: 'refs/keystone-test/forbidden', status: 'rejected', reason: 'hook declined' },
@@ -192,7 +217,9 @@ describe('pushRefs', () => {
     expect(isStatusDeliveryError(off, 'KS_STATUS_AUTH')).toBe(true);
     expect((off as { data: { httpStatus?: number } }).data.httpStatus).toBe(403);
 
-    const badToken = await pushRefs({ url, headers: { authorization: 'Basic eDp3cm9uZw==' }, gitdir, updates }).catch((e: unknown) => e);
+    const badToken = await pushRefs({ url, headers: { authorization: 'Basic eDp3cm9uZw==' }, gitdir, updates }).catch(
+      (e: unknown) => e,
+    );
     expect(isStatusDeliveryError(badToken, 'KS_STATUS_AUTH')).toBe(true);
     expect((badToken as { data: { httpStatus?: number } }).data.httpStatus).toBe(401);
     expect(await serverRefs(bare)).toEqual({});
@@ -202,7 +229,9 @@ describe('pushRefs', () => {
     const { url } = repo('down');
     const { gitdir, a } = await localHistory();
     const updates = [{ ref: 'refs/keystone-test/x', old: ZERO_OID, new: a }];
-    const cancelled = await pushRefs({ url, headers: AUTH, gitdir, updates, signal: AbortSignal.abort() }).catch((e: unknown) => e);
+    const cancelled = await pushRefs({ url, headers: AUTH, gitdir, updates, signal: AbortSignal.abort() }).catch(
+      (e: unknown) => e,
+    );
     expect(isStatusDeliveryError(cancelled, 'KS_STATUS_UNREACHABLE')).toBe(true);
 
     await server.stop();
@@ -223,7 +252,12 @@ describe('pushRefs', () => {
         { ref: 'refs/x', old: a, new: ZERO_OID },
       ],
     ])
-      expect(isStatusDeliveryError(await pushRefs({ url, headers: AUTH, gitdir, updates: bad }).catch((e: unknown) => e), 'KS_STATUS_INVALID')).toBe(true);
+      expect(
+        isStatusDeliveryError(
+          await pushRefs({ url, headers: AUTH, gitdir, updates: bad }).catch((e: unknown) => e),
+          'KS_STATUS_INVALID',
+        ),
+      ).toBe(true);
   });
 });
 
@@ -244,14 +278,20 @@ describe('pushRefs through a redirect', () => {
       const { gitdir, a } = await localHistory();
       to = `http://127.0.0.1:${open.port}`;
       const updates = [{ ref: 'refs/keystone-test/x', old: ZERO_OID, new: a }];
-      expect(await pushRefs({ url: `${via()}/moved.git`, headers: AUTH, gitdir, updates })).toEqual([{ ref: 'refs/keystone-test/x', status: 'ok' }]);
-      expect(open.requests.map((r) => `${r.method} ${r.path} ${r.status}`)).toEqual(['POST /moved.git/git-receive-pack 200']);
+      expect(await pushRefs({ url: `${via()}/moved.git`, headers: AUTH, gitdir, updates })).toEqual([
+        { ref: 'refs/keystone-test/x', status: 'ok' },
+      ]);
+      expect(open.requests.map((r) => `${r.method} ${r.path} ${r.status}`)).toEqual([
+        'POST /moved.git/git-receive-pack 200',
+      ]);
       expect(await serverRefs(bare)).toEqual({ 'refs/keystone-test/x': a });
 
       // The server that wants the token is on another port: the token does not follow the redirect.
       repo('guarded');
       to = `http://127.0.0.1:${server.port}`;
-      const err = await pushRefs({ url: `${via()}/guarded.git`, headers: AUTH, gitdir, updates }).catch((e: unknown) => e);
+      const err = await pushRefs({ url: `${via()}/guarded.git`, headers: AUTH, gitdir, updates }).catch(
+        (e: unknown) => e,
+      );
       expect(isStatusDeliveryError(err, 'KS_STATUS_AUTH')).toBe(true);
     } finally {
       await open.stop();
@@ -265,9 +305,9 @@ describe('receivePackRefs', () => {
     const { gitdir, a, b } = await localHistory();
     expect(await receivePackRefs({ url, headers: AUTH })).toEqual(new Map()); // an empty repository
     await push(url, gitdir, [
-        { ref: 'refs/keystone-test/one', old: ZERO_OID, new: a },
-        { ref: 'refs/keystone-test/two', old: ZERO_OID, new: b },
-        { ref: 'refs/heads/main', old: ZERO_OID, new: b },
+      { ref: 'refs/keystone-test/one', old: ZERO_OID, new: a },
+      { ref: 'refs/keystone-test/two', old: ZERO_OID, new: b },
+      { ref: 'refs/heads/main', old: ZERO_OID, new: b },
     ]);
     const from = server.requests.length;
     const refs = await receivePackRefs({ url, headers: AUTH, wanted: (r) => r.startsWith('refs/keystone-test/') });

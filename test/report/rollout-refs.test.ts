@@ -10,12 +10,20 @@ describe('rollout refs', () => {
   it('name wave, bucket, device and commit-state, and parse back', () => {
     const ref = rolloutRef({ wave: 'canary', device: 'edge-7', commit: C, state: 'success' });
     expect(ref).toBe(`refs/keystone-rollout/canary/${bucketOf('edge-7')}/edge-7/${C}-success`);
-    expect(parseRolloutRef(ref)).toEqual({ wave: 'canary', bucket: bucketOf('edge-7'), device: 'edge-7', commit: C, state: 'success' });
+    expect(parseRolloutRef(ref)).toEqual({
+      wave: 'canary',
+      bucket: bucketOf('edge-7'),
+      device: 'edge-7',
+      commit: C,
+      state: 'success',
+    });
   });
 
   it('round-trips any device name and state (property)', () => {
     const state = fc.constantFrom('held', 'applying', 'success', 'failure', 'error', 'halted' as const);
-    const device = fc.string({ minLength: 1, maxLength: 30, unit: 'grapheme' }).filter((d) => /^[^\s\p{Cc}]+$/u.test(d));
+    const device = fc
+      .string({ minLength: 1, maxLength: 30, unit: 'grapheme' })
+      .filter((d) => /^[^\s\p{Cc}]+$/u.test(d));
     fc.assert(
       fc.property(device, state, (d, s) => {
         const ref = rolloutRef({ wave: 'w1', device: d, commit: C, state: s });
@@ -43,12 +51,20 @@ describe('rollout refs', () => {
     expect(rolloutPrefixes(['canary'], BUCKETS)).toEqual(rolloutPrefixes(['canary']));
     // A group of 16 (one hex digit) is its 16 buckets, each with its slash.
     const sample = rolloutPrefixes(['canary'], ['03', 'a']);
-    expect(sample).toEqual(['refs/keystone-rollout/canary/03/', ...BUCKETS.filter((b) => b.startsWith('a')).map((b) => `refs/keystone-rollout/canary/${b}/`)]);
+    expect(sample).toEqual([
+      'refs/keystone-rollout/canary/03/',
+      ...BUCKETS.filter((b) => b.startsWith('a')).map((b) => `refs/keystone-rollout/canary/${b}/`),
+    ]);
     // A device's ref is under its bucket's prefix; a failure, names that are no bucket, another wave are under none.
     const listed = (ref: string) => whole.some((p) => ref.startsWith(p));
     expect(listed(rolloutRef({ wave: 'canary', device: 'edge-7', commit: C, state: 'success' }))).toBe(true);
     expect(listed(rolloutRef({ wave: 'canary', device: 'edge-7', commit: C, state: 'failure' }))).toBe(false);
-    for (const junk of ['refs/keystone-rollout/canary/failed/x/y-error', 'refs/keystone-rollout/canary/a3x/y', 'refs/keystone-rollout/canary/zz/y', 'refs/keystone-rollout/canary-2/00/y'])
+    for (const junk of [
+      'refs/keystone-rollout/canary/failed/x/y-error',
+      'refs/keystone-rollout/canary/a3x/y',
+      'refs/keystone-rollout/canary/zz/y',
+      'refs/keystone-rollout/canary-2/00/y',
+    ])
       expect(listed(junk), junk).toBe(false);
   });
 

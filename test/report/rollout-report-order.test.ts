@@ -59,7 +59,13 @@ describe('rollout refs and the outbox order', () => {
     };
     const store = openStateStore(temp());
     cleanup.push(() => store.close());
-    const outbox = new StatusOutbox({ store, reporters: [flaky], initialBackoffMs: 300, maxBackoffMs: 300, random: () => 0.5 });
+    const outbox = new StatusOutbox({
+      store,
+      reporters: [flaky],
+      initialBackoffMs: 300,
+      maxBackoffMs: 300,
+      random: () => 0.5,
+    });
     cleanup.push(() => outbox.close());
     outbox.start();
     outbox.enqueue(st(C1, 'success', []));
@@ -71,7 +77,12 @@ describe('rollout refs and the outbox order', () => {
     outbox.enqueue(st(C3, 'applying', [C1]));
     outbox.enqueue(st(C3, 'success', []));
     await until(() => outbox.pending() === 0 || undefined, 10_000, 'every report delivered');
-    const refs = execFileSync('git', ['-C', bare, 'for-each-ref', '--format=%(refname)', 'refs/keystone-rollout/'], { env: GIT_ENV }).toString().split('\n').filter(Boolean);
+    const refs = execFileSync('git', ['-C', bare, 'for-each-ref', '--format=%(refname)', 'refs/keystone-rollout/'], {
+      env: GIT_ENV,
+    })
+      .toString()
+      .split('\n')
+      .filter(Boolean);
     // What the device runs is C3, successfully; it holds nothing.
     expect(refs).toEqual([rolloutRef({ wave: 'canary', device: 'dev-a', commit: C3, state: 'success' })]);
   });

@@ -51,7 +51,14 @@ describe('the outbox keeps what a status says beside its state', () => {
     const first = open(dir);
     const r = recorder();
     const o = new StatusOutbox({ store: first, reporters: [r] });
-    o.enqueue({ commit: A, state: 'failure', description: 'failed: api (exited with 1)', context: statusContext('gw-1'), at: 1_000, details });
+    o.enqueue({
+      commit: A,
+      state: 'failure',
+      description: 'failed: api (exited with 1)',
+      context: statusContext('gw-1'),
+      at: 1_000,
+      details,
+    });
     o.enqueue({ commit: B, state: 'pending', description: 'applying', context: statusContext('gw-1'), at: 1_001 });
     await o.flush();
     await o.close();
@@ -79,8 +86,19 @@ describe('the outbox keeps what a status says beside its state', () => {
     old.pragma('journal_mode = WAL');
     migrate(old, 1, MIGRATIONS.slice(0, 11));
     old
-      .prepare(`INSERT INTO status_outbox (reporter, "commit", state, description, context, fields, created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
-      .run('git-notes', A, 'success', 'applied: 4 components running', statusContext('gw-1'), '{"target":"pi4"}', 5_000, 5_000);
+      .prepare(
+        `INSERT INTO status_outbox (reporter, "commit", state, description, context, fields, created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(
+        'git-notes',
+        A,
+        'success',
+        'applied: 4 components running',
+        statusContext('gw-1'),
+        '{"target":"pi4"}',
+        5_000,
+        5_000,
+      );
     old.close();
 
     const s = open(dir);
@@ -98,7 +116,17 @@ describe('the outbox keeps what a status says beside its state', () => {
   it('details that do not parse (a foreign writer, a newer agent) are dropped, and the status still goes', async () => {
     const dir = tempDir();
     const s = open(dir);
-    s.enqueueOutbox([{ reporter: 'git-notes', commit: A, state: 'success', description: 'ok', context: statusContext('gw-1'), details, createdAt: 1_000 }]);
+    s.enqueueOutbox([
+      {
+        reporter: 'git-notes',
+        commit: A,
+        state: 'success',
+        description: 'ok',
+        context: statusContext('gw-1'),
+        details,
+        createdAt: 1_000,
+      },
+    ]);
     const db = new Sqlite(join(dir, STATE_DB_FILE));
     db.prepare('UPDATE status_outbox SET details = ?').run('{"health": {"load1": "high"}}');
     db.close();

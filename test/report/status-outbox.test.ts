@@ -11,7 +11,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { statusContext, type CommitStatus } from '../../src/report/commit-status.js';
 import { GitHubStatusReporter } from '../../src/report/github-status-reporter.js';
 import { GitNotesReporter } from '../../src/report/git-notes-reporter.js';
-import { backoffDelay, StatusOutbox, type OutboxLog, type OutboxTimers, type StatusOutboxOptions } from '../../src/report/status-outbox.js';
+import {
+  backoffDelay,
+  StatusOutbox,
+  type OutboxLog,
+  type OutboxTimers,
+  type StatusOutboxOptions,
+} from '../../src/report/status-outbox.js';
 import { openStateStore, type StateStore } from '../../src/store/state-store.js';
 import { startGitHubContractServer, type GitHubContractServer } from '../support/github-contract-server.js';
 import { startGitHttpServer, type GitHttpServer } from '../support/git-http-server.js';
@@ -89,11 +95,29 @@ function store(dir: string): StateStore {
 
 function github(over: Partial<ConstructorParameters<typeof GitHubStatusReporter>[0]> = {}): GitHubStatusReporter {
   // Pacing off: the reporter's own clock is the real one, and these tests are about the outbox's time.
-  return new GitHubStatusReporter({ apiBase: gh.apiBase, owner: 'acme', repo: 'fleet', token: TOKEN, minIntervalMs: 0, ...over });
+  return new GitHubStatusReporter({
+    apiBase: gh.apiBase,
+    owner: 'acme',
+    repo: 'fleet',
+    token: TOKEN,
+    minIntervalMs: 0,
+    ...over,
+  });
 }
 
-function outbox(opts: Partial<StatusOutboxOptions> & Pick<StatusOutboxOptions, 'store'>, time: ManualTime): StatusOutbox {
-  const o = new StatusOutbox({ reporters: [github()], now: time.now, random: () => 0, timers: time, initialBackoffMs: 1_000, maxBackoffMs: 60_000, ...opts });
+function outbox(
+  opts: Partial<StatusOutboxOptions> & Pick<StatusOutboxOptions, 'store'>,
+  time: ManualTime,
+): StatusOutbox {
+  const o = new StatusOutbox({
+    reporters: [github()],
+    now: time.now,
+    random: () => 0,
+    timers: time,
+    initialBackoffMs: 1_000,
+    maxBackoffMs: 60_000,
+    ...opts,
+  });
   cleanup.push(() => o.close());
   return o;
 }
@@ -174,7 +198,13 @@ describe('StatusOutbox', () => {
     const notesUrl = gitServer.url('restart');
     const notes = () => new GitNotesReporter({ repository: notesUrl, cacheDir: join(dir, 'notes.git'), token: TOKEN });
     const first = openStateStore(dir);
-    const o1 = new StatusOutbox({ store: first, reporters: [github(), notes()], now: time.now, random: () => 0.5, timers: time });
+    const o1 = new StatusOutbox({
+      store: first,
+      reporters: [github(), notes()],
+      now: time.now,
+      random: () => 0.5,
+      timers: time,
+    });
     await gh.stop();
     o1.enqueue(status(A, 'pending', time.t));
     o1.enqueue(status(A, 'success', time.t + 1));
@@ -195,8 +225,25 @@ describe('StatusOutbox', () => {
     // The notes reporter was not asked again: its rows were delivered by the first instance.
     const clone = tempDir();
     const run = promisify(execFile);
-    await run('git', ['-c', `http.extraHeader=Authorization: Bearer ${TOKEN}`, 'clone', '--quiet', '--bare', notesUrl, clone]);
-    await run('git', ['-C', clone, '-c', `http.extraHeader=Authorization: Bearer ${TOKEN}`, 'fetch', '--quiet', 'origin', '+refs/notes/keystone*:refs/notes/keystone*']);
+    await run('git', [
+      '-c',
+      `http.extraHeader=Authorization: Bearer ${TOKEN}`,
+      'clone',
+      '--quiet',
+      '--bare',
+      notesUrl,
+      clone,
+    ]);
+    await run('git', [
+      '-C',
+      clone,
+      '-c',
+      `http.extraHeader=Authorization: Bearer ${TOKEN}`,
+      'fetch',
+      '--quiet',
+      'origin',
+      '+refs/notes/keystone*:refs/notes/keystone*',
+    ]);
     const { stdout } = await run('git', ['-C', clone, 'log', '--format=%s', 'refs/notes/keystone-devices/dev-a']);
     expect(stdout.trim().split('\n')).toEqual([`keystone/dev-a: success ${A}`, `keystone/dev-a: pending ${A}`]);
   });
@@ -240,7 +287,10 @@ describe('StatusOutbox', () => {
     await o.flush(); // even a forced round leaves given-up rows alone
     expect(gh.requests).toHaveLength(2);
     expect(o.counts()).toEqual({ open: 0, delivered: 0, failed: 2 });
-    expect(log.lines.filter((l) => l.level === 'error').map((l) => l.msg)).toEqual(['commit status rejected; not retrying', 'commit status rejected; not retrying']);
+    expect(log.lines.filter((l) => l.level === 'error').map((l) => l.msg)).toEqual([
+      'commit status rejected; not retrying',
+      'commit status rejected; not retrying',
+    ]);
     expect(JSON.stringify(log.lines)).not.toContain('revoked-token');
   });
 
@@ -249,7 +299,14 @@ describe('StatusOutbox', () => {
     const s = store(tempDir());
     const other = await startGitHubContractServer({ token: TOKEN });
     cleanup.push(() => other.stop());
-    const o = outbox({ store: s, maxBackoffMs: 300_000, reporters: [github(), github({ name: 'github-mirror', apiBase: other.apiBase })] }, time);
+    const o = outbox(
+      {
+        store: s,
+        maxBackoffMs: 300_000,
+        reporters: [github(), github({ name: 'github-mirror', apiBase: other.apiBase })],
+      },
+      time,
+    );
     const start = time.t;
     gh.rateLimit = { kind: 'secondary', retryAfter: '120' };
     for (const c of [A, B]) o.enqueue(status(c, 'pending', time.t));
@@ -307,7 +364,8 @@ describe('StatusOutbox', () => {
     store(dir);
     const db = new Sqlite(join(dir, 'state.db'));
     cleanup.push(() => void db.close());
-    const insert = db.prepare(`INSERT INTO status_outbox (reporter, "commit", state, description, context, created_at, next_attempt_at, delivered_at, last_error)
+    const insert =
+      db.prepare(`INSERT INTO status_outbox (reporter, "commit", state, description, context, created_at, next_attempt_at, delivered_at, last_error)
                                VALUES ('github', ?, ?, 'd', 'keystone/x', 1, ?, ?, ?)`);
     expect(() => insert.run(A, 'done', 1, null, null)).toThrow(/CHECK/);
     expect(() => insert.run(A, 'success', 1, 2, null)).toThrow(/CHECK/); // delivered yet still scheduled
@@ -320,7 +378,9 @@ describe('StatusOutbox', () => {
     const time = new ManualTime();
     const s = store(tempDir());
     const o = outbox({ store: s }, time);
-    expect(() => o.enqueue(status('ABC', 'pending', time.t))).toThrow(expect.objectContaining({ code: 'KS_STATUS_INVALID' }));
+    expect(() => o.enqueue(status('ABC', 'pending', time.t))).toThrow(
+      expect.objectContaining({ code: 'KS_STATUS_INVALID' }),
+    );
     expect(s.outboxEntries({ limit: 10 })).toEqual([]);
   });
 });

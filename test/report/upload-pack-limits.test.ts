@@ -20,7 +20,8 @@ function pktLine(payload: Buffer): Buffer {
 /** An upload-pack answer as git sends it with side-band-64k: NAK, the pack on band 1 in pieces, progress on band 2. */
 function sideBand(pack: Buffer): Buffer {
   const parts = [pktLine(Buffer.from('NAK\n')), pktLine(Buffer.from('\x02Counting objects: 2\n'))];
-  for (let i = 0; i < pack.length; i += 1000) parts.push(pktLine(Buffer.concat([Buffer.from([1]), pack.subarray(i, i + 1000)])));
+  for (let i = 0; i < pack.length; i += 1000)
+    parts.push(pktLine(Buffer.concat([Buffer.from([1]), pack.subarray(i, i + 1000)])));
   return Buffer.concat([...parts, Buffer.from('0000')]);
 }
 
@@ -77,7 +78,13 @@ function deltaBomb(copies: number): { pack: Buffer; made: number } {
   const base = randomBytes(0x10000);
   const made = copies * 0x10000;
   const delta = Buffer.concat([varint(base.length), varint(made), Buffer.alloc(copies, 0x80)]);
-  return { pack: pack([{ type: 3, data: base }, { type: 6, data: delta, ofs: 0 }]), made };
+  return {
+    pack: pack([
+      { type: 3, data: base },
+      { type: 6, data: delta, ofs: 0 },
+    ]),
+    made,
+  };
 }
 
 describe('uploadPackCost', () => {
@@ -87,10 +94,17 @@ describe('uploadPackCost', () => {
       execFileSync('git', ['init', '--quiet', '--bare', dir]);
       const blobs = [randomBytes(5000), Buffer.alloc(300_000)].map((data) => {
         writeFileSync(join(dir, 'x'), data);
-        return execFileSync('git', ['--git-dir', dir, 'hash-object', '-w', join(dir, 'x')], { encoding: 'utf8' }).trim();
+        return execFileSync('git', ['--git-dir', dir, 'hash-object', '-w', join(dir, 'x')], {
+          encoding: 'utf8',
+        }).trim();
       });
-      const packed = execFileSync('git', ['--git-dir', dir, 'pack-objects', '--stdout'], { input: `${blobs.join('\n')}\n` });
-      expect(uploadPackCost(Buffer.concat([pktLine(Buffer.from('NAK\n')), packed]), AMPLE, 'w')).toEqual({ objects: 2, inflatedBytes: 305_000 });
+      const packed = execFileSync('git', ['--git-dir', dir, 'pack-objects', '--stdout'], {
+        input: `${blobs.join('\n')}\n`,
+      });
+      expect(uploadPackCost(Buffer.concat([pktLine(Buffer.from('NAK\n')), packed]), AMPLE, 'w')).toEqual({
+        objects: 2,
+        inflatedBytes: 305_000,
+      });
       expect(uploadPackCost(sideBand(packed), AMPLE, 'w')).toEqual({ objects: 2, inflatedBytes: 305_000 });
       // 300 kB of zeros are 300 bytes on the wire, and over a limit of 200 kB.
       expect(packed.length).toBeLessThan(7_000);
@@ -102,7 +116,9 @@ describe('uploadPackCost', () => {
         }
       })();
       expect(isStatusDeliveryError(refused, 'KS_STATUS_NOTES_TOO_LARGE'), String(refused)).toBe(true);
-      expect(String(refused)).toContain('fetching x: the server sent a pack of objects that inflate to more than 200000 bytes');
+      expect(String(refused)).toContain(
+        'fetching x: the server sent a pack of objects that inflate to more than 200000 bytes',
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -115,20 +131,34 @@ describe('uploadPackCost', () => {
     try {
       execFileSync('git', ['init', '--quiet', '--bare', dir]);
       execFileSync('git', ['--git-dir', dir, 'index-pack', '--stdin'], { input: bomb });
-      const listed = execFileSync('git', ['--git-dir', dir, 'cat-file', '--batch-all-objects', '--batch-check=%(objectsize)'], { encoding: 'utf8' });
-      expect(listed.trim().split('\n').map(Number).sort((a, b) => a - b)).toEqual([0x10000, made]);
+      const listed = execFileSync(
+        'git',
+        ['--git-dir', dir, 'cat-file', '--batch-all-objects', '--batch-check=%(objectsize)'],
+        { encoding: 'utf8' },
+      );
+      expect(
+        listed
+          .trim()
+          .split('\n')
+          .map(Number)
+          .sort((a, b) => a - b),
+      ).toEqual([0x10000, made]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
     expect(bomb.length).toBeLessThan(70_000);
     expect(uploadPackCost(sideBand(bomb), AMPLE, 'w')).toEqual({ objects: 2, inflatedBytes: 0x10000 + made });
-    expect(() => uploadPackCost(sideBand(bomb), { ...AMPLE, maxInflatedBytes: 4 << 20 }, 'w')).toThrow(/inflate to more than 4194304 bytes/);
+    expect(() => uploadPackCost(sideBand(bomb), { ...AMPLE, maxInflatedBytes: 4 << 20 }, 'w')).toThrow(
+      /inflate to more than 4194304 bytes/,
+    );
   });
 
   it('refuses more objects than the limit before inflating any, and a header that states less than the object holds', () => {
     const many = pack(Array.from({ length: 50 }, (_, i) => ({ type: 3, data: Buffer.from(`note ${i}\n`) })));
     expect(uploadPackCost(sideBand(many), { ...AMPLE, maxObjects: 50 }, 'w').objects).toBe(50);
-    expect(() => uploadPackCost(sideBand(many), { ...AMPLE, maxObjects: 49 }, 'w')).toThrow(/50 objects \(the limit is 49\)/);
+    expect(() => uploadPackCost(sideBand(many), { ...AMPLE, maxObjects: 49 }, 'w')).toThrow(
+      /50 objects \(the limit is 49\)/,
+    );
     const lying = pack([{ type: 3, data: Buffer.alloc(1 << 20), stated: 10 }]);
     const err = (() => {
       try {

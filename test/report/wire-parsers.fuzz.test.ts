@@ -18,14 +18,24 @@ import { ROLLOUT_STATES } from '../../src/core/rollout-gate.js';
 const RUNS = 2_000;
 const pkt = (s: string) => `${(Buffer.byteLength(s) + 4).toString(16).padStart(4, '0')}${s}`;
 const OID = 'a'.repeat(40);
-const valid = Buffer.from(pkt(`${OID} refs/heads/main\n`) + pkt(`${'b'.repeat(40)} refs/keystone-rollout/canary/0a/dev-1/${OID}-success\n`) + '0000');
+const valid = Buffer.from(
+  pkt(`${OID} refs/heads/main\n`) +
+    pkt(`${'b'.repeat(40)} refs/keystone-rollout/canary/0a/dev-1/${OID}-success\n`) +
+    '0000',
+);
 
 /** A valid answer with a few bytes changed, cut, or grown. */
-const mutated = fc.tuple(fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 6 }), fc.nat(), fc.uint8Array({ maxLength: 20 })).map(([flips, cut, extra]) => {
-  const b = Buffer.from(valid);
-  for (const [i, v] of flips) b[i % b.length] = v;
-  return Buffer.concat([b.subarray(0, b.length - (cut % 8)), Buffer.from(extra)]);
-});
+const mutated = fc
+  .tuple(
+    fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 6 }),
+    fc.nat(),
+    fc.uint8Array({ maxLength: 20 }),
+  )
+  .map(([flips, cut, extra]) => {
+    const b = Buffer.from(valid);
+    for (const [i, v] of flips) b[i % b.length] = v;
+    return Buffer.concat([b.subarray(0, b.length - (cut % 8)), Buffer.from(extra)]);
+  });
 
 describe('fuzz: the ls-refs answer', () => {
   it('returns valid refs or throws a coded error, for arbitrary and mutated bytes', () => {
@@ -57,7 +67,11 @@ describe('fuzz: the report-status of a push', () => {
   ];
   const line = fc.oneof(
     fc.string({ maxLength: 60 }),
-    fc.constantFrom('unpack ok', 'unpack index-pack abnormal exit', ...updates.flatMap((u) => [`ok ${u.ref}`, `ng ${u.ref} stale info`, `ng ${u.ref} failed to lock`, `ng ${u.ref}`])),
+    fc.constantFrom(
+      'unpack ok',
+      'unpack index-pack abnormal exit',
+      ...updates.flatMap((u) => [`ok ${u.ref}`, `ng ${u.ref} stale info`, `ng ${u.ref} failed to lock`, `ng ${u.ref}`]),
+    ),
   );
   it('gives one result per update, or a coded error', () => {
     fc.assert(
@@ -79,7 +93,10 @@ describe('fuzz: the report-status of a push', () => {
 
 describe('fuzz: rollout ref names', () => {
   it('accepts only canonical names, and what it accepts names itself again', () => {
-    const part = fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('canary', 'failed', '0a', 'f', OID, `${OID}-success`, `dev-1-failure`, 'dev%2D1'));
+    const part = fc.oneof(
+      fc.string({ maxLength: 12 }),
+      fc.constantFrom('canary', 'failed', '0a', 'f', OID, `${OID}-success`, `dev-1-failure`, 'dev%2D1'),
+    );
     fc.assert(
       fc.property(fc.array(part, { minLength: 1, maxLength: 6 }), (parts) => {
         const ref = `refs/keystone-rollout/${parts.join('/')}`;
@@ -95,31 +112,54 @@ describe('fuzz: rollout ref names', () => {
 
 describe('fuzz: the upload-pack answer walked before a notes fetch', () => {
   // NAK, then a pack of a blob and a tree on side band 1.
-  const entry = (type: number, data: Buffer) => Buffer.concat([Buffer.from([(type << 4) | data.length]), deflateSync(data)]);
-  const body = Buffer.concat([Buffer.from('PACK\0\0\0\x02\0\0\0\x02', 'latin1'), entry(3, Buffer.from('a note\n')), entry(2, Buffer.alloc(12, 1))]);
+  const entry = (type: number, data: Buffer) =>
+    Buffer.concat([Buffer.from([(type << 4) | data.length]), deflateSync(data)]);
+  const body = Buffer.concat([
+    Buffer.from('PACK\0\0\0\x02\0\0\0\x02', 'latin1'),
+    entry(3, Buffer.from('a note\n')),
+    entry(2, Buffer.alloc(12, 1)),
+  ]);
   const pack = Buffer.concat([body, createHash('sha1').update(body).digest()]);
-  const answer = Buffer.concat([Buffer.from(pkt('NAK\n')), Buffer.from((pack.length + 5).toString(16).padStart(4, '0')), Buffer.from([1]), pack, Buffer.from('0000')]);
+  const answer = Buffer.concat([
+    Buffer.from(pkt('NAK\n')),
+    Buffer.from((pack.length + 5).toString(16).padStart(4, '0')),
+    Buffer.from([1]),
+    pack,
+    Buffer.from('0000'),
+  ]);
   const limits = { maxInflatedBytes: 1 << 16, maxObjects: 100 };
-  const changed = fc.tuple(fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 6 }), fc.nat(), fc.uint8Array({ maxLength: 20 })).map(([flips, cut, extra]) => {
-    const b = Buffer.from(answer);
-    for (const [i, v] of flips) b[i % b.length] = v;
-    return Buffer.concat([b.subarray(0, b.length - (cut % 8)), Buffer.from(extra)]);
-  });
+  const changed = fc
+    .tuple(
+      fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 6 }),
+      fc.nat(),
+      fc.uint8Array({ maxLength: 20 }),
+    )
+    .map(([flips, cut, extra]) => {
+      const b = Buffer.from(answer);
+      for (const [i, v] of flips) b[i % b.length] = v;
+      return Buffer.concat([b.subarray(0, b.length - (cut % 8)), Buffer.from(extra)]);
+    });
   it('counts within the limits or throws a coded error, for arbitrary and mutated bytes', () => {
     expect(uploadPackCost(answer, limits, 'a fetch')).toEqual({ objects: 2, inflatedBytes: 19 });
     fc.assert(
-      fc.property(fc.oneof(fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b)), changed), (bytes) => {
-        let cost;
-        try {
-          cost = uploadPackCost(bytes, limits, 'a fetch');
-        } catch (e) {
-          expect(e).toBeInstanceOf(StatusDeliveryError);
-          expect(['KS_STATUS_NOTES_TOO_LARGE', 'KS_STATUS_SERVER_ERROR']).toContain((e as StatusDeliveryError).code);
-          return;
-        }
-        expect(cost.objects).toBeLessThanOrEqual(limits.maxObjects);
-        expect(cost.inflatedBytes).toBeLessThanOrEqual(limits.maxInflatedBytes);
-      }),
+      fc.property(
+        fc.oneof(
+          fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b)),
+          changed,
+        ),
+        (bytes) => {
+          let cost;
+          try {
+            cost = uploadPackCost(bytes, limits, 'a fetch');
+          } catch (e) {
+            expect(e).toBeInstanceOf(StatusDeliveryError);
+            expect(['KS_STATUS_NOTES_TOO_LARGE', 'KS_STATUS_SERVER_ERROR']).toContain((e as StatusDeliveryError).code);
+            return;
+          }
+          expect(cost.objects).toBeLessThanOrEqual(limits.maxObjects);
+          expect(cost.inflatedBytes).toBeLessThanOrEqual(limits.maxInflatedBytes);
+        },
+      ),
       { numRuns: RUNS },
     );
   });

@@ -82,9 +82,13 @@ describe('CoalescedTimers', () => {
       t.timers.schedule(10_000, loop, 1000);
     };
     t.timers.schedule(10_000, loop, 1000);
-    t.timers.schedule(10_000, () => {
-      throw new Error('boom');
-    }, 1000);
+    t.timers.schedule(
+      10_000,
+      () => {
+        throw new Error('boom');
+      },
+      1000,
+    );
     expect(t.advanceTo(60_000)).toBe(6);
     expect(ticks).toBe(6);
   });

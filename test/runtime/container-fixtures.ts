@@ -26,21 +26,40 @@ export function ownerTagFor(run: string, name: string): string {
 export const newRunId = () => `ks-test-${randomBytes(4).toString('hex')}`;
 
 /** A container component through the real schema (defaults as in production), with a fresh hash. */
-export function containerComponent(name: string, container: ContainerInput, more: { health?: RunInput['health'] } = {}): DesiredComponent {
+export function containerComponent(
+  name: string,
+  container: ContainerInput,
+  more: { health?: RunInput['health'] } = {},
+): DesiredComponent {
   const raw: RecipeInput = {
     metadata: { name: `com.test.${name}`, version: '1.0.0' },
     lifecycle: { run: { type: 'container', container, ...(more.health && { health: more.health }) } },
   };
   const recipe = parseSchema(recipeSchema, raw) as Recipe;
   const hash = `v1:${randomBytes(32).toString('hex')}`;
-  return { name, index: 0, recipePath: `recipes/${name}.toml`, entry: { name, recipe: `recipes/${name}.toml` }, recipe, dependencies: [], hash };
+  return {
+    name,
+    index: 0,
+    recipePath: `recipes/${name}.toml`,
+    entry: { name, recipe: `recipes/${name}.toml` },
+    recipe,
+    dependencies: [],
+    hash,
+  };
 }
 
 /** Force-removes every container whose owner label starts with `run`, and every foreign one labelled with it. */
 export async function removeTestContainers(run: string): Promise<void> {
   const list = await docker.listContainers({ all: true });
   const ours = list.filter((c) => (c.Labels[LABELS.owner] ?? '').startsWith(run) || c.Labels[FOREIGN_LABEL] === run);
-  await Promise.all(ours.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => {})));
+  await Promise.all(
+    ours.map((c) =>
+      docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => {}),
+    ),
+  );
 }
 
 /** The state of a container as the engine reports it, or undefined when it is gone. */

@@ -29,15 +29,26 @@ const RUN = newRunId();
 const engine = needs(engineRequirement(), 'busybox');
 const cli = engineCli();
 /** Can this engine run a privileged container at all? (Not when dockerd itself lacks capabilities, as in a sandbox.) */
-const privilegedWorks = !engine.skip && spawnSync(cli.cmd, [...cli.args, 'run', '--rm', '--privileged', '--entrypoint', 'true', 'keystone-test/busybox:1'], { stdio: 'ignore' }).status === 0;
+const privilegedWorks =
+  !engine.skip &&
+  spawnSync(cli.cmd, [...cli.args, 'run', '--rm', '--privileged', '--entrypoint', 'true', 'keystone-test/busybox:1'], {
+    stdio: 'ignore',
+  }).status === 0;
 const never = new AbortController().signal;
 let tmp: Awaited<ReturnType<typeof tempRoot>>;
 const runtimes: ContainerRuntime[] = [];
 
 /** A runtime of this test run (closed after each test, as an agent that exits). */
-function runtime(name = 'agent', more: Partial<ConstructorParameters<typeof ContainerRuntime>[0]> = {}): ContainerRuntime {
+function runtime(
+  name = 'agent',
+  more: Partial<ConstructorParameters<typeof ContainerRuntime>[0]> = {},
+): ContainerRuntime {
   const sockets = runtimeSocketPaths();
-  const r = new ContainerRuntime({ ownerTag: ownerTagFor(RUN, name), ...(sockets && { socketPaths: sockets }), ...more });
+  const r = new ContainerRuntime({
+    ownerTag: ownerTagFor(RUN, name),
+    ...(sockets && { socketPaths: sockets }),
+    ...more,
+  });
   runtimes.push(r);
   return r;
 }
@@ -88,7 +99,15 @@ describe.skipIf(engine.skip)(engine.title(`ContainerRuntime (a real ${engineName
     });
     expect(info.Name).toMatch(new RegExp(`^/keystone-labels-${c.hash.slice(3, 15)}-[0-9a-f]{6}$`));
     expect(info.HostConfig.RestartPolicy?.Name).toBe('no'); // the agent supervises, not the engine
-    expect(await rt.listOwned()).toEqual([expect.objectContaining({ id: idOf(inst), component: 'labels', hash: c.hash, state: 'running', engine: testEngine() })]);
+    expect(await rt.listOwned()).toEqual([
+      expect.objectContaining({
+        id: idOf(inst),
+        component: 'labels',
+        hash: c.hash,
+        state: 'running',
+        engine: testEngine(),
+      }),
+    ]);
     await rt.stop(inst.ref, 0);
     expect(await inspectOrUndefined(idOf(inst))).toBeUndefined();
     expect(await rt.listOwned()).toEqual([]);
@@ -137,7 +156,11 @@ describe.skipIf(engine.skip)(engine.title(`ContainerRuntime (a real ${engineName
       image: BUSYBOX_IMAGE,
       pull_policy: 'never',
       user: '65534:65534',
-      command: ['sh', '-c', 'id -u; grep -E "^(NoNewPrivs|CapBnd|CapEff)" /proc/self/status; cat /data/hello.txt; touch /data/x || echo read-only; exec sleep 1000'],
+      command: [
+        'sh',
+        '-c',
+        'id -u; grep -E "^(NoNewPrivs|CapBnd|CapEff)" /proc/self/status; cat /data/hello.txt; touch /data/x || echo read-only; exec sleep 1000',
+      ],
       mounts: [{ source: data, target: '/data', read_only: true }],
       resources: { memory_mb: 64, pids_limit: 32 },
       capabilities: ['CAP_NET_BIND_SERVICE'],
@@ -156,15 +179,23 @@ describe.skipIf(engine.skip)(engine.title(`ContainerRuntime (a real ${engineName
     } else {
       // Podman reports the difference from its default set: every default capability dropped but the one granted
       // (which is in that set, so not "added"). The program's bounding set below is the same on both engines.
-      expect(info.HostConfig.CapDrop).toEqual(expect.arrayContaining(['CHOWN', 'DAC_OVERRIDE', 'KILL', 'NET_RAW', 'SETUID', 'SETGID']));
+      expect(info.HostConfig.CapDrop).toEqual(
+        expect.arrayContaining(['CHOWN', 'DAC_OVERRIDE', 'KILL', 'NET_RAW', 'SETUID', 'SETGID']),
+      );
       expect(info.HostConfig.CapDrop).not.toContain('NET_BIND_SERVICE');
     }
-    expect(info.Mounts).toEqual([expect.objectContaining({ Type: 'bind', Source: data, Destination: '/data', RW: false })]);
+    expect(info.Mounts).toEqual([
+      expect.objectContaining({ Type: 'bind', Source: data, Destination: '/data', RW: false }),
+    ]);
     // And as the program inside sees it: uid, the flag, the one capability bit (10), and the mount.
-    const out = await waitFor(async () => {
-      const text = await readOr(join(paths.logDir, 'stdout.log'));
-      return text.includes('read-only') && text;
-    }, 'the container to report its confinement', 10_000);
+    const out = await waitFor(
+      async () => {
+        const text = await readOr(join(paths.logDir, 'stdout.log'));
+        return text.includes('read-only') && text;
+      },
+      'the container to report its confinement',
+      10_000,
+    );
     expect(out).toMatch(/^65534$/m);
     expect(out).toMatch(/^NoNewPrivs:\s+1$/m);
     expect(out).toMatch(/^CapBnd:\s+0000000000000400$/m);
@@ -177,16 +208,34 @@ describe.skipIf(engine.skip)(engine.title(`ContainerRuntime (a real ${engineName
 
   it('without capabilities the bounding set is empty', async () => {
     const rt = runtime();
-    const c = containerComponent('nocaps', { image: BUSYBOX_IMAGE, pull_policy: 'never', command: ['sh', '-c', 'grep ^CapBnd /proc/self/status; exec sleep 1000'] });
+    const c = containerComponent('nocaps', {
+      image: BUSYBOX_IMAGE,
+      pull_policy: 'never',
+      command: ['sh', '-c', 'grep ^CapBnd /proc/self/status; exec sleep 1000'],
+    });
     const paths = tmp.paths('nocaps');
     const inst = await rt.start(c, paths);
     expect((await docker.getContainer(idOf(inst)).inspect()).HostConfig.CapAdd ?? []).toEqual([]);
-    await waitFor(async () => /^CapBnd:\s+0000000000000000$/m.test(await readOr(join(paths.logDir, 'stdout.log'))), 'an empty bounding set in the log', 10_000);
+    await waitFor(
+      async () => /^CapBnd:\s+0000000000000000$/m.test(await readOr(join(paths.logDir, 'stdout.log'))),
+      'an empty bounding set in the log',
+      10_000,
+    );
   });
 
   it('refuses privileged mode and the host network without the device permission, before creating anything; allows them with it', async () => {
-    const privileged = containerComponent('priv', { image: BUSYBOX_IMAGE, pull_policy: 'never', privileged: true, command: ['sleep', '1000'] });
-    const hostNet = containerComponent('hostnet', { image: BUSYBOX_IMAGE, pull_policy: 'never', network_mode: 'host', command: ['sleep', '1000'] });
+    const privileged = containerComponent('priv', {
+      image: BUSYBOX_IMAGE,
+      pull_policy: 'never',
+      privileged: true,
+      command: ['sleep', '1000'],
+    });
+    const hostNet = containerComponent('hostnet', {
+      image: BUSYBOX_IMAGE,
+      pull_policy: 'never',
+      network_mode: 'host',
+      command: ['sleep', '1000'],
+    });
     const strict = runtime();
     for (const c of [privileged, hostNet]) {
       await expectCode(strict.install(c, tmp.paths(c.name), never), 'KS_CONTAINER_NOT_PERMITTED');
@@ -194,7 +243,9 @@ describe.skipIf(engine.skip)(engine.title(`ContainerRuntime (a real ${engineName
     }
     expect(await strict.listOwned()).toEqual([]);
 
-    const lenient = runtime('lenient', { policy: { ...DEFAULT_DEVICE_POLICY, allowPrivileged: true, allowHostNamespaces: true } });
+    const lenient = runtime('lenient', {
+      policy: { ...DEFAULT_DEVICE_POLICY, allowPrivileged: true, allowHostNamespaces: true },
+    });
     if (privilegedWorks) {
       const p = await lenient.start(privileged, tmp.paths('priv'));
       expect((await docker.getContainer(idOf(p)).inspect()).HostConfig.Privileged).toBe(true);
@@ -216,7 +267,10 @@ describe.skipIf(engine.skip)(engine.title(`ContainerRuntime (a real ${engineName
     expect(err.message).toContain(`keystone-test/absent:${RUN}`);
     await expectCode(rt.start(missing, tmp.paths('missing')), 'KS_IMAGE_MISSING');
     // Port 1 of the loopback refuses at once: a pull that cannot reach its registry fails with the engine's reason.
-    const unreachable = containerComponent('unreachable', { image: `127.0.0.1:1/absent:${RUN}`, pull_policy: 'if-not-present' });
+    const unreachable = containerComponent('unreachable', {
+      image: `127.0.0.1:1/absent:${RUN}`,
+      pull_policy: 'if-not-present',
+    });
     await expectCode(rt.install(unreachable, tmp.paths('unreachable'), never), 'KS_IMAGE_PULL_FAILED');
     expect(await rt.listOwned()).toEqual([]);
   });
@@ -224,7 +278,13 @@ describe.skipIf(engine.skip)(engine.title(`ContainerRuntime (a real ${engineName
   it('a missing mount source is refused before anything is created', async () => {
     const rt = runtime('agent', { policy: { ...DEFAULT_DEVICE_POLICY, allowMounts: [tmp.root] } });
     const gone = join(tmp.root, 'no-such-dir');
-    const c = containerComponent('nomount', { image: BUSYBOX_IMAGE, pull_policy: 'never', user: '65534:65534', command: ['sleep', '1000'], mounts: [{ source: gone, target: '/data' }] });
+    const c = containerComponent('nomount', {
+      image: BUSYBOX_IMAGE,
+      pull_policy: 'never',
+      user: '65534:65534',
+      command: ['sleep', '1000'],
+      mounts: [{ source: gone, target: '/data' }],
+    });
     const err = await expectCode(rt.install(c, tmp.paths('nomount'), never), 'KS_MOUNT_SOURCE_MISSING');
     expect(err.message).toContain(gone);
     await expectCode(rt.start(c, tmp.paths('nomount')), 'KS_MOUNT_SOURCE_MISSING');
@@ -234,11 +294,18 @@ describe.skipIf(engine.skip)(engine.title(`ContainerRuntime (a real ${engineName
 
   it('a container that exits at once: `exited` resolves with its code, and its output is in the log files', async () => {
     const rt = runtime();
-    const c = containerComponent('exits', { image: BUSYBOX_IMAGE, pull_policy: 'never', command: ['sh', '-c', 'echo to-stdout; echo to-stderr >&2; exit 3'] });
+    const c = containerComponent('exits', {
+      image: BUSYBOX_IMAGE,
+      pull_policy: 'never',
+      command: ['sh', '-c', 'echo to-stdout; echo to-stderr >&2; exit 3'],
+    });
     const paths = tmp.paths('exits');
     const inst = await rt.start(c, paths);
     expect(await inst.exited).toEqual({ code: 3, signal: null });
-    await waitFor(async () => (await readOr(join(paths.logDir, 'stdout.log'))) === 'to-stdout\n', 'stdout in stdout.log');
+    await waitFor(
+      async () => (await readOr(join(paths.logDir, 'stdout.log'))) === 'to-stdout\n',
+      'stdout in stdout.log',
+    );
     expect(await readOr(join(paths.logDir, 'stderr.log'))).toBe('to-stderr\n');
     await rt.stop(inst.ref, 0); // stopped already: removed
     expect(await inspectOrUndefined(idOf(inst))).toBeUndefined();
@@ -261,7 +328,12 @@ describe.skipIf(engine.skip)(engine.title(`ContainerRuntime (a real ${engineName
     await waitFor(async () => (await readOr(stdout)) === 'one\n', '"one" copied');
     await first.close();
     await writeFile(join(sig, 'go'), '');
-    await waitFor(async () => (await docker.getContainer(idOf(inst)).logs({ stdout: true, follow: false })).toString().includes('two'), 'the container to print "two" while no agent copies', 10_000);
+    await waitFor(
+      async () =>
+        (await docker.getContainer(idOf(inst)).logs({ stdout: true, follow: false })).toString().includes('two'),
+      'the container to print "two" while no agent copies',
+      10_000,
+    );
     expect(await readOr(stdout)).toBe('one\n');
     const adopted = await runtime('resume').adopt(inst.ref);
     expect(adopted).toBeDefined();
@@ -269,13 +341,18 @@ describe.skipIf(engine.skip)(engine.title(`ContainerRuntime (a real ${engineName
   });
 
   it('names every socket it tried when no engine answers', async () => {
-    const rt = runtime('nowhere', { socketPaths: { docker: ['/nonexistent/docker.sock'], podman: ['/nonexistent/podman.sock'] } });
+    const rt = runtime('nowhere', {
+      socketPaths: { docker: ['/nonexistent/docker.sock'], podman: ['/nonexistent/podman.sock'] },
+    });
     const c = containerComponent('nowhere', { image: BUSYBOX_IMAGE, pull_policy: 'never' });
     const err = await expectCode(rt.start(c, tmp.paths('nowhere')), 'KS_CONTAINER_ENGINE_UNAVAILABLE');
     expect(err.message).toContain('/nonexistent/docker.sock');
     expect(err.message).toContain('/nonexistent/podman.sock');
     const podmanOnly = containerComponent('podman', { image: BUSYBOX_IMAGE, runtime: 'podman', pull_policy: 'never' });
-    const err2 = await expectCode(rt.install(podmanOnly, tmp.paths('podman'), never), 'KS_CONTAINER_ENGINE_UNAVAILABLE');
+    const err2 = await expectCode(
+      rt.install(podmanOnly, tmp.paths('podman'), never),
+      'KS_CONTAINER_ENGINE_UNAVAILABLE',
+    );
     expect(err2.message).toContain('/nonexistent/podman.sock');
     expect(err2.message).not.toContain('/nonexistent/docker.sock');
   });
@@ -285,13 +362,25 @@ describe.skipIf(engine.skip)(engine.title(`ContainerRuntime (a real ${engineName
     const hostPort = await freeLowPort();
     const onHost = containerComponent(
       'httpd-host',
-      { image: BUSYBOX_IMAGE, pull_policy: 'never', network_mode: 'host', user: '65534:65534', command: ['httpd', '-f', '-p', String(hostPort), '-h', '/www'] },
+      {
+        image: BUSYBOX_IMAGE,
+        pull_policy: 'never',
+        network_mode: 'host',
+        user: '65534:65534',
+        command: ['httpd', '-f', '-p', String(hostPort), '-h', '/www'],
+      },
       { health: { check: `http://127.0.0.1:${hostPort}/`, interval: '100ms', timeout: '1s' } },
     );
     const published = await freeLowPort();
     const bridged = containerComponent(
       'httpd-bridge',
-      { image: BUSYBOX_IMAGE, pull_policy: 'never', user: '65534:65534', command: ['httpd', '-f', '-p', '8080', '-h', '/www'], ports: [{ host_port: published, container_port: 8080 }] },
+      {
+        image: BUSYBOX_IMAGE,
+        pull_policy: 'never',
+        user: '65534:65534',
+        command: ['httpd', '-f', '-p', '8080', '-h', '/www'],
+        ports: [{ host_port: published, container_port: 8080 }],
+      },
       { health: { check: `tcp://127.0.0.1:${published}`, interval: '100ms', timeout: '1s' } },
     );
     for (const c of [onHost, bridged]) {
@@ -305,7 +394,11 @@ describe.skipIf(engine.skip)(engine.title(`ContainerRuntime (a real ${engineName
     const viaBridge = await fetch(`http://127.0.0.1:${published}/`);
     expect(await viaBridge.text()).toBe('keystone test page\n');
 
-    const withCmd = containerComponent('cmdcheck', { image: BUSYBOX_IMAGE, pull_policy: 'never' }, { health: { check: 'cmd:test -f marker', timeout: '2s' } });
+    const withCmd = containerComponent(
+      'cmdcheck',
+      { image: BUSYBOX_IMAGE, pull_policy: 'never' },
+      { health: { check: 'cmd:test -f marker', timeout: '2s' } },
+    );
     const paths = tmp.paths('cmdcheck');
     await rt.install(withCmd, paths, never);
     const probe = (await rt.healthProbe(withCmd, paths))!;
@@ -316,7 +409,11 @@ describe.skipIf(engine.skip)(engine.title(`ContainerRuntime (a real ${engineName
     // A container recipe's cmd: check is host code: never the agent's root (issue 13), but the device's unprivileged
     // default user, with no capabilities.
     if (process.getuid?.() === 0) {
-      const whoami = containerComponent('whoami', { image: BUSYBOX_IMAGE, pull_policy: 'never' }, { health: { check: 'cmd:id -u > uid.txt; grep CapEff /proc/self/status > caps.txt', timeout: '2s' } });
+      const whoami = containerComponent(
+        'whoami',
+        { image: BUSYBOX_IMAGE, pull_policy: 'never' },
+        { health: { check: 'cmd:id -u > uid.txt; grep CapEff /proc/self/status > caps.txt', timeout: '2s' } },
+      );
       const wp = tmp.paths('whoami');
       await rt.install(whoami, wp, never);
       for (const f of ['uid.txt', 'caps.txt']) {

@@ -32,7 +32,14 @@ const runtimes: ContainerRuntime[] = [];
 
 function runtime(more: Partial<ConstructorParameters<typeof ContainerRuntime>[0]> = {}): ContainerRuntime {
   const line = (obj: unknown, msg?: string) => said.push(JSON.stringify(obj) + (msg ?? ''));
-  const r = new ContainerRuntime({ ownerTag: ownerTagFor(RUN, 'agent'), secrets: values, secretsRoot, log: { info: line, warn: line } as never, ...(sockets && { socketPaths: sockets }), ...more });
+  const r = new ContainerRuntime({
+    ownerTag: ownerTagFor(RUN, 'agent'),
+    secrets: values,
+    secretsRoot,
+    log: { info: line, warn: line } as never,
+    ...(sockets && { socketPaths: sockets }),
+    ...more,
+  });
   runtimes.push(r);
   return r;
 }
@@ -43,7 +50,12 @@ function component(name: string, command: string[]): DesiredComponent {
     lifecycle: {
       run: {
         type: 'container',
-        container: { image: BUSYBOX_IMAGE, pull_policy: 'never', command, env: { DB_PASSWORD: '{{secret.db_password}}' } },
+        container: {
+          image: BUSYBOX_IMAGE,
+          pull_policy: 'never',
+          command,
+          env: { DB_PASSWORD: '{{secret.db_password}}' },
+        },
         secrets: [
           { name: 'db_password', path: 'db_password' },
           { name: 'db_password', path: '/etc/app/password' },
@@ -53,7 +65,17 @@ function component(name: string, command: string[]): DesiredComponent {
   };
   const recipe = parseSchema(recipeSchema, raw) as Recipe;
   const hash = `v1:${randomBytes(32).toString('hex')}`;
-  return { name, index: 0, recipePath: `recipes/${name}.toml`, entry: { name, recipe: `recipes/${name}.toml` }, recipe, dependencies: [], hash, secrets: ['db_password'], secretDigests: { db_password: 'digest-db' } };
+  return {
+    name,
+    index: 0,
+    recipePath: `recipes/${name}.toml`,
+    entry: { name, recipe: `recipes/${name}.toml` },
+    recipe,
+    dependencies: [],
+    hash,
+    secrets: ['db_password'],
+    secretDigests: { db_password: 'digest-db' },
+  };
 }
 
 const idOf = (i: Instance): string => {
@@ -83,7 +105,14 @@ describe('the host-side cmd: health check of a container (no engine needed)', ()
         lifecycle: {
           run: {
             type: 'container',
-            container: { image: BUSYBOX_IMAGE, env: { DB_PASSWORD: '{{secret.db_password}}', DB_URL: 'postgres://app:{{ secret.db_password }}@db/app', PLAIN: 'plain' } },
+            container: {
+              image: BUSYBOX_IMAGE,
+              env: {
+                DB_PASSWORD: '{{secret.db_password}}',
+                DB_URL: 'postgres://app:{{ secret.db_password }}@db/app',
+                PLAIN: 'plain',
+              },
+            },
             health: { check },
           },
         },
@@ -93,9 +122,16 @@ describe('the host-side cmd: health check of a container (no engine needed)', ()
     };
     const paths = tmp.paths('checked');
     await mkdir(paths.workDir, { recursive: true });
-    const rt = new ContainerRuntime({ ownerTag: ownerTagFor(RUN, 'agent'), secrets: values, ...(sockets && { socketPaths: sockets }) });
-    const probe = async (check: string) => (await rt.healthProbe(withCheck(check), paths))!(new AbortController().signal);
-    expect(await probe('cmd:test "${DB_PASSWORD-unset}${DB_URL-unset}" = unsetunset && test "$PLAIN" = plain')).toMatchObject({ ok: true });
+    const rt = new ContainerRuntime({
+      ownerTag: ownerTagFor(RUN, 'agent'),
+      secrets: values,
+      ...(sockets && { socketPaths: sockets }),
+    });
+    const probe = async (check: string) =>
+      (await rt.healthProbe(withCheck(check), paths))!(new AbortController().signal);
+    expect(
+      await probe('cmd:test "${DB_PASSWORD-unset}${DB_URL-unset}" = unsetunset && test "$PLAIN" = plain'),
+    ).toMatchObject({ ok: true });
     const r = await probe('cmd:echo "[$DB_PASSWORD][$DB_URL][$PLAIN]"; exit 1');
     expect(r).toMatchObject({ ok: false, detail: 'exit 1: [][][plain]' });
     expect(r.detail.includes(password)).toBe(false);
@@ -118,7 +154,8 @@ describe.skipIf(engine.skip)(engine.title(`secrets of a container component (a r
     await Promise.all(runtimes.splice(0).map((r) => r.close()));
     await removeTestContainers(RUN);
     for (const line of said) expect(line.includes(password), `said: ${line}`).toBe(false);
-    for (const f of ['stdout.log', 'stderr.log']) expect((await readOr(join(tmp.root, 'logs', 'app', f))).includes(password)).toBe(false);
+    for (const f of ['stdout.log', 'stderr.log'])
+      expect((await readOr(join(tmp.root, 'logs', 'app', f))).includes(password)).toBe(false);
     await tmp.cleanup();
   });
   afterAll(async () => {
@@ -139,7 +176,9 @@ describe.skipIf(engine.skip)(engine.title(`secrets of a container component (a r
     // Read-only, whoever the container's user is; the container cannot change it.
     expect(inContainer(id, 'echo x > /run/secrets/db_password').status).not.toBe(0);
     const info = (await inspectOrUndefined(id))!;
-    const secretMounts = info.Mounts.filter((m) => m.Destination === '/run/secrets/db_password' || m.Destination === '/etc/app/password');
+    const secretMounts = info.Mounts.filter(
+      (m) => m.Destination === '/run/secrets/db_password' || m.Destination === '/etc/app/password',
+    );
     expect(secretMounts).toHaveLength(2);
     for (const m of secretMounts) {
       expect(m.RW).toBe(false);
@@ -166,7 +205,10 @@ describe.skipIf(engine.skip)(engine.title(`secrets of a container component (a r
 
     const err = await runtime({ secrets: { valueOf: () => undefined } })
       .start(c, paths)
-      .then(() => undefined, (e: unknown) => e);
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(isRuntimeError(err, 'KS_SECRET_UNAVAILABLE'), String(err)).toBe(true);
     said.push((err as Error).message);
     expect(await readdir(secretsRoot)).toEqual([]);

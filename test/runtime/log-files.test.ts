@@ -27,7 +27,11 @@ describe('rotateIfLarger', () => {
       expect(await rotateIfLarger(log, 10, 2)).toBe(true);
       expect((await stat(log)).size).toBe(0);
     }
-    expect((await readdir(tmp.root)).filter((f) => f.startsWith('x.log')).sort()).toEqual(['x.log', 'x.log.1', 'x.log.2']);
+    expect((await readdir(tmp.root)).filter((f) => f.startsWith('x.log')).sort()).toEqual([
+      'x.log',
+      'x.log.1',
+      'x.log.2',
+    ]);
     expect(await readOr(`${log}.1`)).toBe('fourth generation\n');
     expect(await readOr(`${log}.2`)).toBe('third generation\n');
   });
@@ -50,7 +54,10 @@ describe('rotateIfLarger', () => {
   it('a running component keeps writing at the start of the truncated file (O_APPEND, no hole)', async () => {
     const paths = tmp.paths('chatty');
     const rt = new ProcessRuntime({ installArtifacts: async () => {} });
-    const c = processComponent('chatty', { command: 'node', args: ['-e', "let n = 0; setInterval(() => console.log('line ' + n++), 5)"] });
+    const c = processComponent('chatty', {
+      command: 'node',
+      args: ['-e', "let n = 0; setInterval(() => console.log('line ' + n++), 5)"],
+    });
     const i: Instance = await rt.start(c, paths);
     if (i.ref.kind === 'process') reaper.add(i.ref.pid);
     const log = join(paths.logDir, 'stdout.log');

@@ -62,7 +62,12 @@ describe('a 100 MB line without a newline', () => {
     expect(tail.before).toEqual({ skipped: MAX_LINE_SCAN_BYTES, atLeast: true });
     const abort = new AbortController();
     const got: string[] = [];
-    const following = followLog(f, tail.end, { signal: abort.signal, pollMs: 10, before: tail.before, onText: (t) => got.push(t) });
+    const following = followLog(f, tail.end, {
+      signal: abort.signal,
+      pollMs: 10,
+      before: tail.before,
+      onText: (t) => got.push(t),
+    });
     await appendFile(f, ' done\nafter\n');
     const deadline = Date.now() + 10_000;
     while (got.join('').split('\n').length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
@@ -88,7 +93,12 @@ describe('a 100 MB line without a newline', () => {
     expect(tail.lines).toEqual([]);
     const abort = new AbortController();
     const got: string[] = [];
-    const following = followLog(f, tail.end, { signal: abort.signal, pollMs: 10, before: tail.before, onText: (t) => got.push(t) });
+    const following = followLog(f, tail.end, {
+      signal: abort.signal,
+      pollMs: 10,
+      before: tail.before,
+      onText: (t) => got.push(t),
+    });
     await appendFile(f, '!\n');
     const deadline = Date.now() + 10_000;
     while (!got.join('').includes('\n') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));

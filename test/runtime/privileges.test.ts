@@ -15,7 +15,9 @@ const db: UserDb = {
       '',
     ].join('\n'),
   ),
-  groups: parseGroup(['root:x:0:', 'influx:x:997:', 'dialout:x:20:influx,other', 'nogroup:x:65534:', 'web:x:33:'].join('\n')),
+  groups: parseGroup(
+    ['root:x:0:', 'influx:x:997:', 'dialout:x:20:influx,other', 'nogroup:x:65534:', 'web:x:33:'].join('\n'),
+  ),
 };
 const root = { uid: 0, gid: 0, name: 'root', home: '/root' };
 const agentUser = { uid: 1000, gid: 1000, name: 'dev', home: '/home/dev' };
@@ -57,24 +59,49 @@ describe('buildPrivileges as root', () => {
   });
 
   it('resolves an explicit group by name or number, and a numeric uid with a group', () => {
-    expect(buildPrivileges(sec({ user: 'influx:web' }), root, db).setprivArgs.slice(0, 3)).toEqual(['--reuid=998', '--regid=33', '--init-groups']);
-    expect(buildPrivileges(sec({ user: '998:4242' }), root, db).setprivArgs.slice(0, 3)).toEqual(['--reuid=998', '--regid=4242', '--init-groups']);
+    expect(buildPrivileges(sec({ user: 'influx:web' }), root, db).setprivArgs.slice(0, 3)).toEqual([
+      '--reuid=998',
+      '--regid=33',
+      '--init-groups',
+    ]);
+    expect(buildPrivileges(sec({ user: '998:4242' }), root, db).setprivArgs.slice(0, 3)).toEqual([
+      '--reuid=998',
+      '--regid=4242',
+      '--init-groups',
+    ]);
     const bare = buildPrivileges(sec({ user: '4321:4321' }), root, db);
     expect(bare.setprivArgs.slice(0, 3)).toEqual(['--reuid=4321', '--regid=4321', '--clear-groups']);
     expect(bare.identity.home).toBe('/');
   });
 
   it('omits --no-new-privs only when the recipe says so', () => {
-    expect(buildPrivileges(sec({ user: 'nobody', no_new_privileges: false }), root, db).setprivArgs).not.toContain('--no-new-privs');
+    expect(buildPrivileges(sec({ user: 'nobody', no_new_privileges: false }), root, db).setprivArgs).not.toContain(
+      '--no-new-privs',
+    );
   });
 
   it('without a user runs as the default unprivileged user (keystone where it exists, else nobody), never as root', () => {
     const p = buildPrivileges(undefined, root, db);
-    expect(p.setprivArgs).toEqual(['--reuid=65534', '--regid=65534', '--init-groups', '--no-new-privs', '--inh-caps=-all', '--ambient-caps=-all', '--bounding-set=-all']);
+    expect(p.setprivArgs).toEqual([
+      '--reuid=65534',
+      '--regid=65534',
+      '--init-groups',
+      '--no-new-privs',
+      '--inh-caps=-all',
+      '--ambient-caps=-all',
+      '--bounding-set=-all',
+    ]);
     expect(p.switchesUser).toBe(true);
     expect(buildPrivileges(sec({}), root, db).identity.uid).toBe(65534);
-    const withKeystone: UserDb = { ...db, passwd: [...db.passwd, ...parsePasswd('keystone:x:990:990::/var/lib/keystone:/usr/sbin/nologin')] };
-    expect(buildPrivileges(undefined, root, withKeystone).identity).toMatchObject({ uid: 990, gid: 990, name: 'keystone' });
+    const withKeystone: UserDb = {
+      ...db,
+      passwd: [...db.passwd, ...parsePasswd('keystone:x:990:990::/var/lib/keystone:/usr/sbin/nologin')],
+    };
+    expect(buildPrivileges(undefined, root, withKeystone).identity).toMatchObject({
+      uid: 990,
+      gid: 990,
+      name: 'keystone',
+    });
     expect(defaultRunUser(withKeystone)).toBe('keystone');
     // Neither: refused, with what to do, rather than falling back to root.
     const bare: UserDb = { passwd: db.passwd.filter((u) => u.name === 'root'), groups: db.groups };

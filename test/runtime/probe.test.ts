@@ -55,8 +55,14 @@ describe('http probes', () => {
     const ok = await probe(`http://127.0.0.1:${port}/200`, { timeoutMs: 2000 });
     expect(ok).toMatchObject({ ok: true, detail: 'HTTP 200' });
     expect(ok.latencyMs).toBeGreaterThanOrEqual(0);
-    expect(await probe(`http://127.0.0.1:${port}/302`, { timeoutMs: 2000 })).toMatchObject({ ok: true, detail: 'HTTP 302' });
-    expect(await probe(`http://127.0.0.1:${port}/500`, { timeoutMs: 2000 })).toMatchObject({ ok: false, detail: 'HTTP 500' });
+    expect(await probe(`http://127.0.0.1:${port}/302`, { timeoutMs: 2000 })).toMatchObject({
+      ok: true,
+      detail: 'HTTP 302',
+    });
+    expect(await probe(`http://127.0.0.1:${port}/500`, { timeoutMs: 2000 })).toMatchObject({
+      ok: false,
+      detail: 'HTTP 500',
+    });
   });
 
   it('a server that never answers times out within the timeout', async () => {
@@ -109,8 +115,14 @@ describe('tcp probes', () => {
 
 describe('cmd probes', () => {
   it('exit 0 is healthy, exit 1 is not (with the last line of output), in the given directory', async () => {
-    expect(await probe('cmd:test "$(pwd)" = ' + tmp.root, { timeoutMs: 2000, cwd: tmp.root })).toMatchObject({ ok: true, detail: 'exit 0' });
-    expect(await probe('cmd:echo not ready >&2; exit 1', { timeoutMs: 2000, cwd: tmp.root })).toMatchObject({ ok: false, detail: 'exit 1: not ready' });
+    expect(await probe('cmd:test "$(pwd)" = ' + tmp.root, { timeoutMs: 2000, cwd: tmp.root })).toMatchObject({
+      ok: true,
+      detail: 'exit 0',
+    });
+    expect(await probe('cmd:echo not ready >&2; exit 1', { timeoutMs: 2000, cwd: tmp.root })).toMatchObject({
+      ok: false,
+      detail: 'exit 1: not ready',
+    });
   });
 
   it('is killed at the timeout, with everything it started', async () => {
@@ -129,7 +141,10 @@ describe('cmd probes', () => {
     const c = processComponent(
       'probed',
       { command: 'true' },
-      { ...(isRoot && { security: { user: 'nobody' } }), health: { check: `cmd:test "$(id -u)" = ${uid} && test -f marker` } },
+      {
+        ...(isRoot && { security: { user: 'nobody' } }),
+        health: { check: `cmd:test "$(id -u)" = ${uid} && test -f marker` },
+      },
     );
     const paths = tmp.paths('probed');
     await rt.install(c, paths, new AbortController().signal);

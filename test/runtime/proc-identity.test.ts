@@ -1,7 +1,13 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isAlive, isSameProcess, parseProcStat, processStartTime, readProcStat } from '../../src/runtime/proc-identity.js';
+import {
+  isAlive,
+  isSameProcess,
+  parseProcStat,
+  processStartTime,
+  readProcStat,
+} from '../../src/runtime/proc-identity.js';
 import { GroupReaper, waitFor } from './runtime-fixtures.js';
 
 const reaper = new GroupReaper();
@@ -14,7 +20,15 @@ const statLine = (comm: string, startTime: string, state = 'S') =>
 describe('parseProcStat', () => {
   it('splits at the last ")" so a comm with spaces and parentheses cannot shift the fields', () => {
     const st = parseProcStat(statLine('evil) (name x', '987654'));
-    expect(st).toMatchObject({ pid: 4242, comm: 'evil) (name x', state: 'S', ppid: 1, pgrp: 4242, session: 4242, startTime: '987654' });
+    expect(st).toMatchObject({
+      pid: 4242,
+      comm: 'evil) (name x',
+      state: 'S',
+      ppid: 1,
+      pgrp: 4242,
+      session: 4242,
+      startTime: '987654',
+    });
   });
 
   it('refuses malformed text', () => {
@@ -38,7 +52,10 @@ describe('process identity on real processes', () => {
 
   it('parses the live stat of a process whose comm contains ") ("', async () => {
     // A shell renames itself (exec would reset comm) and stays alive.
-    const shell = spawn('sh', ['-c', 'printf "a) (b" > /proc/self/comm; sleep 30'], { detached: true, stdio: 'ignore' });
+    const shell = spawn('sh', ['-c', 'printf "a) (b" > /proc/self/comm; sleep 30'], {
+      detached: true,
+      stdio: 'ignore',
+    });
     reaper.add(shell.pid!);
     const st = await waitFor(() => {
       const s = readProcStat(shell.pid!);
@@ -58,7 +75,10 @@ describe('process identity on real processes', () => {
 
   it('treats a zombie as dead while it still has a start time', async () => {
     // The background sleep exits; its parent has become `sleep 30` by exec and never reaps it.
-    const child = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 30'], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+    const child = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 30'], {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     reaper.add(child.pid!);
     const [chunk] = (await once(child.stdout!, 'data')) as [Buffer];
     const zombie = Number(chunk.toString().trim());

@@ -52,7 +52,8 @@ describe.skipIf(root.skip)(root.title('privileges'), () => {
     expect(await procStatus(i.ref.pid, 'Uid')).toBe('65534\t65534\t65534\t65534');
     expect(await procStatus(i.ref.pid, 'Gid')).toBe('65534\t65534\t65534\t65534');
     expect(await procStatus(i.ref.pid, 'NoNewPrivs')).toBe('1');
-    for (const set of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) expect(await procStatus(i.ref.pid, set), set).toBe('0000000000000000');
+    for (const set of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb'])
+      expect(await procStatus(i.ref.pid, set), set).toBe('0000000000000000');
   });
 
   it('a component granted CAP_NET_BIND_SERVICE has exactly that bit and can bind port 80', async () => {
@@ -66,7 +67,11 @@ s.on('error', (e) => { console.error('bind failed', e.code); process.exit(1); })
 s.listen(80, '127.0.0.1', () => console.log('bound 80'));
 `,
     );
-    const c = processComponent('bind', { command: 'node', args: ['bind.mjs'] }, { security: { user: 'nobody', capabilities: ['CAP_NET_BIND_SERVICE'] } });
+    const c = processComponent(
+      'bind',
+      { command: 'node', args: ['bind.mjs'] },
+      { security: { user: 'nobody', capabilities: ['CAP_NET_BIND_SERVICE'] } },
+    );
     const i = track(await runtime.start(c, paths));
     const out = await waitFor(async () => {
       const o = await readOr(join(paths.logDir, 'stdout.log'));
@@ -75,7 +80,8 @@ s.listen(80, '127.0.0.1', () => console.log('bound 80'));
     }, 'the bind to succeed or fail');
     expect(out).toContain('bound 80');
     expect(await procStatus(i.ref.pid, 'Uid')).toMatch(/^65534\t/);
-    for (const set of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) expect(await procStatus(i.ref.pid, set), set).toBe('0000000000000400');
+    for (const set of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb'])
+      expect(await procStatus(i.ref.pid, set), set).toBe('0000000000000400');
     expect(await procStatus(i.ref.pid, 'NoNewPrivs')).toBe('1');
   });
 
@@ -86,7 +92,11 @@ s.listen(80, '127.0.0.1', () => console.log('bound 80'));
         await writeFile(join(dir, 'bin', 'tool'), 'artifact');
       },
     });
-    const c = processComponent('owned', { command: 'sleep', args: ['1'] }, { security: { user: 'nobody' }, install: { script: 'id -u > uid.txt && chmod +x bin/tool && mkdir -p data' } });
+    const c = processComponent(
+      'owned',
+      { command: 'sleep', args: ['1'] },
+      { security: { user: 'nobody' }, install: { script: 'id -u > uid.txt && chmod +x bin/tool && mkdir -p data' } },
+    );
     // A fake artifact list so the runtime calls the installer.
     c.recipe.artifacts.push({ uri: 'tool', sha256: '0'.repeat(64), unpack: false });
     const paths = tmp.paths('owned');
@@ -94,7 +104,8 @@ s.listen(80, '127.0.0.1', () => console.log('bound 80'));
     const st = await stat(paths.workDir);
     expect([st.uid, st.gid]).toEqual([65534, 65534]);
     expect((await readFile(join(paths.workDir, 'uid.txt'), 'utf8')).trim()).toBe('65534');
-    for (const f of ['bin', 'bin/tool', 'data', 'uid.txt']) expect((await lstat(join(paths.workDir, f))).uid, f).toBe(65534);
+    for (const f of ['bin', 'bin/tool', 'data', 'uid.txt'])
+      expect((await lstat(join(paths.workDir, f))).uid, f).toBe(65534);
     expect((await stat(join(paths.workDir, 'bin/tool'))).mode & 0o100).toBeTruthy();
   });
 
@@ -107,7 +118,11 @@ s.listen(80, '127.0.0.1', () => console.log('bound 80'));
 
 describe('install', () => {
   it('runs the script in the work directory and appends its output to the component logs', async () => {
-    const c = processComponent('inst', { command: 'true' }, { install: { script: 'pwd; echo to-stderr >&2; touch made' } });
+    const c = processComponent(
+      'inst',
+      { command: 'true' },
+      { install: { script: 'pwd; echo to-stderr >&2; touch made' } },
+    );
     const paths = tmp.paths('inst');
     await runtime.install(c, paths, never);
     await runtime.install(c, paths, never);
@@ -124,7 +139,11 @@ describe('install', () => {
   });
 
   it('a script that outlives its timeout is KS_INSTALL_TIMEOUT and its whole group is killed', async () => {
-    const c = processComponent('slow', { command: 'true' }, { install: { script: 'echo $$ > pid; sleep 1000 & sleep 1000', timeout: '300ms' } });
+    const c = processComponent(
+      'slow',
+      { command: 'true' },
+      { install: { script: 'echo $$ > pid; sleep 1000 & sleep 1000', timeout: '300ms' } },
+    );
     const paths = tmp.paths('slow');
     const t0 = Date.now();
     await expectCode(runtime.install(c, paths, never), 'KS_INSTALL_TIMEOUT');
@@ -185,7 +204,12 @@ describe('start', () => {
     } finally {
       delete process.env.KS_TEST_LEAK;
     }
-    const env = Object.fromEntries((await readFile(join(paths.workDir, 'env.txt'), 'utf8')).trim().split('\n').map((l) => l.split(/=(.*)/s).slice(0, 2)));
+    const env = Object.fromEntries(
+      (await readFile(join(paths.workDir, 'env.txt'), 'utf8'))
+        .trim()
+        .split('\n')
+        .map((l) => l.split(/=(.*)/s).slice(0, 2)),
+    );
     expect(env.GREETING).toBe('hi there');
     expect(env.PATH).toBe('/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin');
     // The passwd home of the run user: as root, the device's default unprivileged user (the recipe names none).
@@ -194,25 +218,40 @@ describe('start', () => {
     expect(env.HOME).toBe(home);
     expect(env.LANG).toBeDefined();
     expect(env.KS_TEST_LEAK).toBeUndefined();
-    expect(Object.keys(env).filter((k) => !['GREETING', 'PATH', 'HOME', 'LANG', 'PWD', 'SHLVL', 'OLDPWD', '_'].includes(k))).toEqual([]);
+    expect(
+      Object.keys(env).filter((k) => !['GREETING', 'PATH', 'HOME', 'LANG', 'PWD', 'SHLVL', 'OLDPWD', '_'].includes(k)),
+    ).toEqual([]);
   });
 
   it('a command that cannot be found is KS_START_FAILED at once', async () => {
-    await expectCode(runtime.start(processComponent('missing', { command: 'no-such-command-ks' }), tmp.paths('missing')), 'KS_START_FAILED');
-    await expectCode(runtime.start(processComponent('missing2', { command: './nope' }), tmp.paths('missing2')), 'KS_START_FAILED');
+    await expectCode(
+      runtime.start(processComponent('missing', { command: 'no-such-command-ks' }), tmp.paths('missing')),
+      'KS_START_FAILED',
+    );
+    await expectCode(
+      runtime.start(processComponent('missing2', { command: './nope' }), tmp.paths('missing2')),
+      'KS_START_FAILED',
+    );
     const broken = new ProcessRuntime({ installArtifacts: noArtifacts, setprivPath: '/nonexistent/setpriv' });
-    await expectCode(broken.start(processComponent('nosetpriv', { command: 'true' }), tmp.paths('nosetpriv')), 'KS_START_FAILED');
+    await expectCode(
+      broken.start(processComponent('nosetpriv', { command: 'true' }), tmp.paths('nosetpriv')),
+      'KS_START_FAILED',
+    );
   });
 
   it('exited reports the exit code', async () => {
-    const i = track(await runtime.start(processComponent('exit7', { command: 'sh', args: ['-c', 'exit 7'] }), tmp.paths('exit7')));
+    const i = track(
+      await runtime.start(processComponent('exit7', { command: 'sh', args: ['-c', 'exit 7'] }), tmp.paths('exit7')),
+    );
     expect(await i.exited).toEqual({ code: 7, signal: null });
   });
 });
 
 describe('stop', () => {
   it('SIGTERM stops a well-behaved process at once', async () => {
-    const i = track(await runtime.start(processComponent('term', { command: 'sleep', args: ['1000'] }), tmp.paths('term')));
+    const i = track(
+      await runtime.start(processComponent('term', { command: 'sleep', args: ['1000'] }), tmp.paths('term')),
+    );
     const t0 = Date.now();
     await runtime.stop(i.ref, 5000);
     expect(Date.now() - t0).toBeLessThan(2000);
@@ -221,9 +260,18 @@ describe('stop', () => {
 
   it('SIGKILL after the grace period for a process that ignores SIGTERM', async () => {
     const paths = tmp.paths('stubborn');
-    const c = processComponent('stubborn', { command: 'node', args: ['-e', "process.on('SIGTERM', () => console.log('ignored TERM')); console.log('ready'); setInterval(() => {}, 1000)"] });
+    const c = processComponent('stubborn', {
+      command: 'node',
+      args: [
+        '-e',
+        "process.on('SIGTERM', () => console.log('ignored TERM')); console.log('ready'); setInterval(() => {}, 1000)",
+      ],
+    });
     const i = track(await runtime.start(c, paths));
-    await waitFor(async () => (await readOr(join(paths.logDir, 'stdout.log'))).includes('ready'), 'the handler to be installed');
+    await waitFor(
+      async () => (await readOr(join(paths.logDir, 'stdout.log'))).includes('ready'),
+      'the handler to be installed',
+    );
     const t0 = Date.now();
     await runtime.stop(i.ref, 400);
     const took = Date.now() - t0;
@@ -235,7 +283,10 @@ describe('stop', () => {
 
   it('reaches a grandchild that ignores SIGTERM: everything is gone afterwards', async () => {
     const paths = tmp.paths('forks');
-    const c = processComponent('forks', { command: 'sh', args: ['-c', '(trap "" TERM; exec sleep 1000) & echo $! > gc.pid; sleep 1000 & wait'] });
+    const c = processComponent('forks', {
+      command: 'sh',
+      args: ['-c', '(trap "" TERM; exec sleep 1000) & echo $! > gc.pid; sleep 1000 & wait'],
+    });
     const i = track(await runtime.start(c, paths));
     const gc = Number(await waitFor(() => readOr(join(paths.workDir, 'gc.pid')), 'the grandchild'));
     await waitFor(() => liveGroup(i.ref.pid).length === 3, 'three processes in the group');
@@ -245,23 +296,31 @@ describe('stop', () => {
     expect(st === undefined || st.state === 'Z').toBe(true);
   });
 
-  it.skipIf(python3.skip)(python3.title('also reaches a descendant that moved to its own process group in the session'), async () => {
-    const paths = tmp.paths('moved');
-    const c = processComponent('moved', {
-      command: 'sh',
-      args: ['-c', 'python3 -c "import os, time; os.setpgid(0, 0); open(\'moved.pid\', \'w\').write(str(os.getpid())); time.sleep(1000)" & wait'],
-    });
-    const i = track(await runtime.start(c, paths));
-    const moved = Number(await waitFor(() => readOr(join(paths.workDir, 'moved.pid')), 'the descendant to move'));
-    reaper.add(moved);
-    expect(readProcStat(moved)).toMatchObject({ pgrp: moved, session: i.ref.pid });
-    await runtime.stop(i.ref, 1000);
-    expect(liveGroup(i.ref.pid)).toEqual([]);
-    expect(liveGroup(moved)).toEqual([]);
-  });
+  it.skipIf(python3.skip)(
+    python3.title('also reaches a descendant that moved to its own process group in the session'),
+    async () => {
+      const paths = tmp.paths('moved');
+      const c = processComponent('moved', {
+        command: 'sh',
+        args: [
+          '-c',
+          "python3 -c \"import os, time; os.setpgid(0, 0); open('moved.pid', 'w').write(str(os.getpid())); time.sleep(1000)\" & wait",
+        ],
+      });
+      const i = track(await runtime.start(c, paths));
+      const moved = Number(await waitFor(() => readOr(join(paths.workDir, 'moved.pid')), 'the descendant to move'));
+      reaper.add(moved);
+      expect(readProcStat(moved)).toMatchObject({ pgrp: moved, session: i.ref.pid });
+      await runtime.stop(i.ref, 1000);
+      expect(liveGroup(i.ref.pid)).toEqual([]);
+      expect(liveGroup(moved)).toEqual([]);
+    },
+  );
 
   it('a stale ref (same pid, another start time) stops nothing', async () => {
-    const i = track(await runtime.start(processComponent('stale', { command: 'sleep', args: ['1000'] }), tmp.paths('stale')));
+    const i = track(
+      await runtime.start(processComponent('stale', { command: 'sleep', args: ['1000'] }), tmp.paths('stale')),
+    );
     await runtime.stop({ kind: 'process', pid: i.ref.pid, startTime: String(BigInt(i.ref.startTime) - 1n) }, 100);
     expect(liveGroup(i.ref.pid)).toEqual([i.ref.pid]);
   });
@@ -269,7 +328,9 @@ describe('stop', () => {
 
 describe('adopt', () => {
   it('re-attaches to a running instance; exited resolves when it is killed from outside', async () => {
-    const i = track(await runtime.start(processComponent('adopt', { command: 'sleep', args: ['1000'] }), tmp.paths('adopt')));
+    const i = track(
+      await runtime.start(processComponent('adopt', { command: 'sleep', args: ['1000'] }), tmp.paths('adopt')),
+    );
     const adopted = await runtime.adopt(i.ref);
     expect(adopted?.ref).toEqual(i.ref);
     process.kill(-i.ref.pid, 'SIGKILL');
@@ -279,8 +340,12 @@ describe('adopt', () => {
   });
 
   it('never adopts a reused pid or a dead process', async () => {
-    const i = track(await runtime.start(processComponent('reuse', { command: 'sleep', args: ['1000'] }), tmp.paths('reuse')));
-    expect(await runtime.adopt({ kind: 'process', pid: i.ref.pid, startTime: String(BigInt(i.ref.startTime) + 7n) })).toBeUndefined();
+    const i = track(
+      await runtime.start(processComponent('reuse', { command: 'sleep', args: ['1000'] }), tmp.paths('reuse')),
+    );
+    expect(
+      await runtime.adopt({ kind: 'process', pid: i.ref.pid, startTime: String(BigInt(i.ref.startTime) + 7n) }),
+    ).toBeUndefined();
     await runtime.stop(i.ref, 1000);
     expect(await runtime.adopt(i.ref)).toBeUndefined();
     expect(await runtime.adopt({ kind: 'container', id: 'abc' })).toBeUndefined();
@@ -314,7 +379,9 @@ describe('prepareStart (a restart prepared during its delay)', () => {
     // The program's environment is exactly a direct start's: the gate shell's own PWD is not passed on.
     const envOf = async (name: string, gated: boolean) => {
       const c = processComponent(name, { command: 'env', env: { GREETING: 'hi' } });
-      const inst = track(gated ? (await runtime.prepareStart(c, tmp.paths(name))).go() : await runtime.start(c, tmp.paths(name)));
+      const inst = track(
+        gated ? (await runtime.prepareStart(c, tmp.paths(name))).go() : await runtime.start(c, tmp.paths(name)),
+      );
       expect(await inst.exited).toEqual({ code: 0, signal: null });
       return (await readOr(join(tmp.paths(name).logDir, 'stdout.log'))).trim().split('\n').sort();
     };
@@ -324,7 +391,14 @@ describe('prepareStart (a restart prepared during its delay)', () => {
   });
 
   it('exited reports the program exit code; discard() removes a prepared process that never ran its program', async () => {
-    const ran = track((await runtime.prepareStart(processComponent('exit9', { command: 'sh', args: ['-c', 'exit 9'] }), tmp.paths('exit9'))).go());
+    const ran = track(
+      (
+        await runtime.prepareStart(
+          processComponent('exit9', { command: 'sh', args: ['-c', 'exit 9'] }),
+          tmp.paths('exit9'),
+        )
+      ).go(),
+    );
     expect(await ran.exited).toEqual({ code: 9, signal: null });
 
     const paths = tmp.paths('unused');
@@ -332,20 +406,29 @@ describe('prepareStart (a restart prepared during its delay)', () => {
     const prepared = await runtime.prepareStart(processComponent('unused', { command: 'touch', args: ['ran'] }), paths);
     const i = track(prepared.instance);
     await prepared.discard();
-    expect(readProcStat(i.ref.pid)?.startTime === i.ref.startTime && readProcStat(i.ref.pid)?.state !== 'Z').toBe(false);
+    expect(readProcStat(i.ref.pid)?.startTime === i.ref.startTime && readProcStat(i.ref.pid)?.state !== 'Z').toBe(
+      false,
+    );
     expect(existsSync(join(paths.workDir, 'ran'))).toBe(false);
   });
 
   it('fails as start does: a missing command is KS_START_FAILED before anything is spawned', async () => {
-    await expectCode(runtime.prepareStart(processComponent('nope', { command: 'no-such-command-ks' }), tmp.paths('nope')), 'KS_START_FAILED');
+    await expectCode(
+      runtime.prepareStart(processComponent('nope', { command: 'no-such-command-ks' }), tmp.paths('nope')),
+      'KS_START_FAILED',
+    );
   });
 });
 
 describe('adopt: one slow check for every adopted instance', () => {
   it('each adopted instance is noticed when it dies, the others stay watched', async () => {
     const fast = new ProcessRuntime({ installArtifacts: noArtifacts, adoptPollMs: 50 });
-    const a = track(await runtime.start(processComponent('ad-a', { command: 'sleep', args: ['1000'] }), tmp.paths('ad-a')));
-    const b = track(await runtime.start(processComponent('ad-b', { command: 'sleep', args: ['1000'] }), tmp.paths('ad-b')));
+    const a = track(
+      await runtime.start(processComponent('ad-a', { command: 'sleep', args: ['1000'] }), tmp.paths('ad-a')),
+    );
+    const b = track(
+      await runtime.start(processComponent('ad-b', { command: 'sleep', args: ['1000'] }), tmp.paths('ad-b')),
+    );
     const adoptedA = (await fast.adopt(a.ref))!;
     const adoptedB = (await fast.adopt(b.ref))!;
     let bDone = false;

@@ -18,21 +18,42 @@ export const isRoot = process.getuid?.() === 0;
 export function processComponent(
   name: string,
   exec: { command: string; args?: string[]; env?: Record<string, string> },
-  more: { security?: RunInput['security']; install?: { script: string; timeout?: string }; health?: RunInput['health'] } = {},
+  more: {
+    security?: RunInput['security'];
+    install?: { script: string; timeout?: string };
+    health?: RunInput['health'];
+  } = {},
 ): DesiredComponent {
   const raw: RecipeInput = {
     metadata: { name: `com.test.${name}`, version: '1.0.0' },
     lifecycle: {
-      run: { type: 'process', exec, ...(more.security && { security: more.security }), ...(more.health && { health: more.health }) },
+      run: {
+        type: 'process',
+        exec,
+        ...(more.security && { security: more.security }),
+        ...(more.health && { health: more.health }),
+      },
       ...(more.install && { install: more.install }),
     },
   };
   const recipe = parseSchema(recipeSchema, raw) as Recipe;
-  return { name, index: 0, recipePath: `recipes/${name}.toml`, entry: { name, recipe: `recipes/${name}.toml` }, recipe, dependencies: [], hash: 'test' };
+  return {
+    name,
+    index: 0,
+    recipePath: `recipes/${name}.toml`,
+    entry: { name, recipe: `recipes/${name}.toml` },
+    recipe,
+    dependencies: [],
+    hash: 'test',
+  };
 }
 
 /** A temp root the run user (nobody) can traverse, with a work and a log directory per component. */
-export async function tempRoot(): Promise<{ root: string; paths(name: string): ComponentPaths; cleanup(): Promise<void> }> {
+export async function tempRoot(): Promise<{
+  root: string;
+  paths(name: string): ComponentPaths;
+  cleanup(): Promise<void>;
+}> {
   const root = await mkdtemp(join(tmpdir(), 'ks-runtime-'));
   await chmod(root, 0o755);
   return {
@@ -43,7 +64,12 @@ export async function tempRoot(): Promise<{ root: string; paths(name: string): C
 }
 
 /** Polls `fn` until it returns a truthy value or `timeoutMs` passes (then throws with `what`). */
-export async function waitFor<T>(fn: () => T | Promise<T>, what: string, timeoutMs = 5000, pollMs = 20): Promise<NonNullable<T>> {
+export async function waitFor<T>(
+  fn: () => T | Promise<T>,
+  what: string,
+  timeoutMs = 5000,
+  pollMs = 20,
+): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();

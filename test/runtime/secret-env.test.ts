@@ -9,8 +9,15 @@ import { processComponent } from './runtime-fixtures.js';
 const enc = (s: string) => new TextEncoder().encode(s);
 
 /** A component that reads `digests` (name → digest), and the values held by digest. */
-function setup(digests: Record<string, string>, held: Record<string, Uint8Array>): { c: DesiredComponent; values: SecretValues } {
-  const c = { ...processComponent('api', { command: 'true' }), secrets: Object.keys(digests).sort(), secretDigests: digests };
+function setup(
+  digests: Record<string, string>,
+  held: Record<string, Uint8Array>,
+): { c: DesiredComponent; values: SecretValues } {
+  const c = {
+    ...processComponent('api', { command: 'true' }),
+    secrets: Object.keys(digests).sort(),
+    secretDigests: digests,
+  };
   const map = new Map(Object.entries(held));
   return { c, values: { valueOf: (d) => map.get(d) } };
 }
@@ -95,18 +102,30 @@ describe('fillSecretEnv', () => {
 
 describe('scrubbing what is said about a component', () => {
   it('secretTextsOf gives the values it reads (and each of their lines) of 4 characters or more, longest first', () => {
-    const { c, values } = setup({ a: 'da', b: 'db', c: 'dc' }, { da: enc('abc'), db: enc('line-one\nline-two'), dc: enc('hunter2') });
+    const { c, values } = setup(
+      { a: 'da', b: 'db', c: 'dc' },
+      { da: enc('abc'), db: enc('line-one\nline-two'), dc: enc('hunter2') },
+    );
     expect(secretTextsOf(c, values)).toEqual(['line-one\nline-two', 'line-one', 'line-two', 'hunter2']);
   });
 
   it('scrubSecrets replaces each value, a longer one whole', () => {
-    expect(scrubSecrets('exit 1: hunter2 and hunter2-long', ['hunter2-long', 'hunter2'])).toBe('exit 1: [secret] and [secret]');
+    expect(scrubSecrets('exit 1: hunter2 and hunter2-long', ['hunter2-long', 'hunter2'])).toBe(
+      'exit 1: [secret] and [secret]',
+    );
   });
 });
 
 describe('withoutSecretEnv (the environment of a container’s host-side check)', () => {
   it('leaves out every variable that reads a secret, however spaced; keeps the others; the same object when none does', () => {
-    const env = { PATH: '/bin', A: '{{secret.db}}', B: 'x:{{ secret.db }}@h', C: '{{config.port}}', D: 'secret.db', E: '{{secret.}}' };
+    const env = {
+      PATH: '/bin',
+      A: '{{secret.db}}',
+      B: 'x:{{ secret.db }}@h',
+      C: '{{config.port}}',
+      D: 'secret.db',
+      E: '{{secret.}}',
+    };
     expect(withoutSecretEnv(env)).toEqual({ PATH: '/bin', C: '{{config.port}}', D: 'secret.db', E: '{{secret.}}' });
     // Twice in a row (no state carried from one test to the next).
     expect(withoutSecretEnv({ A: '{{secret.a}}', B: '{{secret.b}}' })).toEqual({});

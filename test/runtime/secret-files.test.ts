@@ -57,13 +57,20 @@ function runtime(more: Partial<ConstructorParameters<typeof ProcessRuntime>[0]> 
 }
 
 /** A process component reading db_password from its environment and tls_key as ./tls.key. */
-function component(name: string, exec: { command: string; args?: string[] }, more: { health?: RunInput['health']; install?: string; files?: boolean } = {}): DesiredComponent {
+function component(
+  name: string,
+  exec: { command: string; args?: string[] },
+  more: { health?: RunInput['health']; install?: string; files?: boolean } = {},
+): DesiredComponent {
   const raw: RecipeInput = {
     metadata: { name: `com.test.${name}`, version: '1.0.0' },
     lifecycle: {
       run: {
         type: 'process',
-        exec: { ...exec, env: { DB_PASSWORD: '{{secret.db_password}}', DB_URL: 'postgres://app:{{secret.db_password}}@db/app' } },
+        exec: {
+          ...exec,
+          env: { DB_PASSWORD: '{{secret.db_password}}', DB_URL: 'postgres://app:{{secret.db_password}}@db/app' },
+        },
         ...(more.files !== false && { secrets: [{ name: 'tls_key', path: 'tls.key' }] }),
         ...(security && { security }),
         ...(more.health && { health: more.health }),
@@ -86,7 +93,10 @@ function component(name: string, exec: { command: string; args?: string[] }, mor
 }
 
 /** What the component read, written by itself (the test's only window into it): env.out and file.out. */
-const READER = ['-c', 'printf %s "$DB_PASSWORD" > env.tmp && mv env.tmp env.out; cat ./tls.key > file.tmp && mv file.tmp file.out; exec sleep 1000'];
+const READER = [
+  '-c',
+  'printf %s "$DB_PASSWORD" > env.tmp && mv env.tmp env.out; cat ./tls.key > file.tmp && mv file.tmp file.out; exec sleep 1000',
+];
 
 const track = (i: Instance): Instance & { ref: { kind: 'process'; pid: number; startTime: string } } => {
   if (i.ref.kind !== 'process') throw new Error('not a process');
@@ -96,14 +106,17 @@ const track = (i: Instance): Instance & { ref: { kind: 'process'; pid: number; s
 
 function expectNoValue(text: string): void {
   expect(text.includes(dbPassword), 'the database password was shown').toBe(false);
-  for (const line of tlsKey.split('\n')) if (line.length > 20) expect(text.includes(line), 'the TLS key was shown').toBe(false);
+  for (const line of tlsKey.split('\n'))
+    if (line.length > 20) expect(text.includes(line), 'the TLS key was shown').toBe(false);
 }
 
 /** Every file under `root/sub` (the component logs), read and grepped. */
 async function expectNoValueUnder(root: string, sub: string): Promise<void> {
   const walk = async (dir: string): Promise<string[]> => {
     const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
-    const nested = await Promise.all(entries.map((e) => (e.isDirectory() ? walk(join(dir, e.name)) : Promise.resolve([join(dir, e.name)]))));
+    const nested = await Promise.all(
+      entries.map((e) => (e.isDirectory() ? walk(join(dir, e.name)) : Promise.resolve([join(dir, e.name)]))),
+    );
     return nested.flat();
   };
   for (const f of await walk(join(root, sub))) expectNoValue(await readOr(f));
@@ -160,26 +173,40 @@ describe('secrets of a process component', () => {
     expect(await secretEntries()).toEqual([]);
   });
 
-  it.skipIf(!isRoot)('the run user reads its file by its link, and can neither list, change nor write its directory', async () => {
-    const rt = runtime();
-    const paths = tmp.paths('confined');
-    const i = track(await rt.start(component('confined', { command: '/bin/sh', args: READER }), paths));
-    expect(await readsBack(paths)).toEqual({ env: dbPassword, file: tlsKey });
-    const target = await readlink(join(paths.workDir, 'tls.key'));
-    const dir = join(target, '..');
-    const asRunUser = (script: string) =>
-      spawnSync('/usr/bin/setpriv', [`--reuid=${RUN_UID}`, `--regid=${RUN_UID}`, '--clear-groups', '/bin/sh', '-c', script, 'sh', dir, target], { encoding: 'utf8', timeout: 10_000 });
-    expect(asRunUser('cat "$2"').stdout).toBe(tlsKey);
-    for (const attempt of ['chmod 700 "$1"', 'ls "$1"', 'touch "$1/filler"', 'mv "$2" "$1/moved"', 'rm -f "$2"', 'chown 0 "$1"']) {
-      const r = asRunUser(attempt);
-      expect(r.status, `${attempt}: ${r.stdout}${r.stderr}`).not.toBe(0);
-    }
-    expect((await stat(dir)).mode & 0o7777).toBe(0o711);
-    expect(await readdir(dir)).toEqual(['tls.key']);
-    expect(await readFile(target, 'utf8')).toBe(tlsKey);
-    await rt.stop(i.ref, 2000);
-    expect(await secretEntries()).toEqual([]);
-  });
+  it.skipIf(!isRoot)(
+    'the run user reads its file by its link, and can neither list, change nor write its directory',
+    async () => {
+      const rt = runtime();
+      const paths = tmp.paths('confined');
+      const i = track(await rt.start(component('confined', { command: '/bin/sh', args: READER }), paths));
+      expect(await readsBack(paths)).toEqual({ env: dbPassword, file: tlsKey });
+      const target = await readlink(join(paths.workDir, 'tls.key'));
+      const dir = join(target, '..');
+      const asRunUser = (script: string) =>
+        spawnSync(
+          '/usr/bin/setpriv',
+          [`--reuid=${RUN_UID}`, `--regid=${RUN_UID}`, '--clear-groups', '/bin/sh', '-c', script, 'sh', dir, target],
+          { encoding: 'utf8', timeout: 10_000 },
+        );
+      expect(asRunUser('cat "$2"').stdout).toBe(tlsKey);
+      for (const attempt of [
+        'chmod 700 "$1"',
+        'ls "$1"',
+        'touch "$1/filler"',
+        'mv "$2" "$1/moved"',
+        'rm -f "$2"',
+        'chown 0 "$1"',
+      ]) {
+        const r = asRunUser(attempt);
+        expect(r.status, `${attempt}: ${r.stdout}${r.stderr}`).not.toBe(0);
+      }
+      expect((await stat(dir)).mode & 0o7777).toBe(0o711);
+      expect(await readdir(dir)).toEqual(['tls.key']);
+      expect(await readFile(target, 'utf8')).toBe(tlsKey);
+      await rt.stop(i.ref, 2000);
+      expect(await secretEntries()).toEqual([]);
+    },
+  );
 
   it('a prepared start (restart delay) gets them too, a discarded one leaves none; a process that exits by itself leaves none behind', async () => {
     const rt = runtime();
@@ -195,7 +222,9 @@ describe('secrets of a process component', () => {
     expect(await secretEntries()).toEqual([]);
 
     const once = tmp.paths('once');
-    const j = track(await rt.start(component('once', { command: '/bin/sh', args: ['-c', 'cat ./tls.key > file.out'] }), once));
+    const j = track(
+      await rt.start(component('once', { command: '/bin/sh', args: ['-c', 'cat ./tls.key > file.out'] }), once),
+    );
     await j.exited;
     expect(await readOr(join(once.workDir, 'file.out'))).toBe(tlsKey);
     await waitFor(async () => (await secretEntries()).length === 0, 'the files of an exited process to be removed');
@@ -205,18 +234,32 @@ describe('secrets of a process component', () => {
   it('the install script and a cmd: health check see the same environment; what they print is not repeated', async () => {
     const rt = runtime();
     const paths = tmp.paths('checked');
-    await rt.install(component('checked', { command: 'sleep', args: ['1000'] }, { install: 'printf %s "$DB_PASSWORD" > install.out' }), paths, new AbortController().signal);
+    await rt.install(
+      component('checked', { command: 'sleep', args: ['1000'] }, { install: 'printf %s "$DB_PASSWORD" > install.out' }),
+      paths,
+      new AbortController().signal,
+    );
     expect(await readFile(join(paths.workDir, 'install.out'), 'utf8')).toBe(dbPassword);
 
     // A script that prints the value: its own output has it (the component's doing, kept apart from the logs grepped),
     // the error that quotes its last line does not.
-    const failing = component('checked', { command: 'sleep', args: ['1000'] }, { install: 'echo "$DB_PASSWORD" >&2; exit 3' });
-    const e = await expectCode(rt.install(failing, { ...paths, logDir: join(tmp.root, 'own-output') }, new AbortController().signal), 'KS_INSTALL_FAILED');
+    const failing = component(
+      'checked',
+      { command: 'sleep', args: ['1000'] },
+      { install: 'echo "$DB_PASSWORD" >&2; exit 3' },
+    );
+    const e = await expectCode(
+      rt.install(failing, { ...paths, logDir: join(tmp.root, 'own-output') }, new AbortController().signal),
+      'KS_INSTALL_FAILED',
+    );
     expect(e.message).toContain('[secret]');
 
     const checked = component('checked', { command: 'sleep', args: ['1000'] }, { health: { check: 'cmd:true' } });
     // The check sees the filled environment: DB_URL no longer holds the placeholder.
-    const probe = (await rt.healthProbe(withCheck(checked, 'cmd:case "$DB_URL" in *secret.*) exit 1;; esac; test -n "$DB_PASSWORD"'), paths))!;
+    const probe = (await rt.healthProbe(
+      withCheck(checked, 'cmd:case "$DB_URL" in *secret.*) exit 1;; esac; test -n "$DB_PASSWORD"'),
+      paths,
+    ))!;
     expect(await probe(new AbortController().signal)).toMatchObject({ ok: true });
     const loud = (await rt.healthProbe(withCheck(checked, 'cmd:echo "password is $DB_PASSWORD"; exit 1'), paths))!;
     const r = await loud(new AbortController().signal);
@@ -258,7 +301,12 @@ describe('secrets of a process component', () => {
     await mkdir(shm, { mode: 0o1777 });
     await chmod(shm, 0o1777);
     await mkdir(stateDir, { mode: 0o711 });
-    const rootOf = () => chooseSecretsRoot(stateDir, { mounts: `/dev/vda / ext4 rw 0 0\ntmpfs ${shm} tmpfs rw 0 0`, run: join(tmp.root, 'no-run'), shm });
+    const rootOf = () =>
+      chooseSecretsRoot(stateDir, {
+        mounts: `/dev/vda / ext4 rw 0 0\ntmpfs ${shm} tmpfs rw 0 0`,
+        run: join(tmp.root, 'no-run'),
+        shm,
+      });
     const first = runtime({ secretsRoot: rootOf() });
     const c = component('kept', { command: 'sleep', args: ['1000'] });
     const i = track(await first.start(c, tmp.paths('kept')));
@@ -301,10 +349,20 @@ describe('secrets of a process component', () => {
         console.log(JSON.stringify(i.ref));
       }
       process.exit(0);`;
-    const comps = ['doomed', 'lives'].map((n) => ({ component: component(n, { command: 'sleep', args: ['1000'] }), paths: tmp.paths(n) }));
-    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script, secretsRoot, dbPassword, ...comps.map((c) => JSON.stringify(c))], { encoding: 'utf8', timeout: 30_000 });
+    const comps = ['doomed', 'lives'].map((n) => ({
+      component: component(n, { command: 'sleep', args: ['1000'] }),
+      paths: tmp.paths(n),
+    }));
+    const r = spawnSync(
+      process.execPath,
+      ['--input-type=module', '-e', script, secretsRoot, dbPassword, ...comps.map((c) => JSON.stringify(c))],
+      { encoding: 'utf8', timeout: 30_000 },
+    );
     expect(r.status, r.stderr).toBe(0);
-    const [doomed, lives] = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { pid: number; startTime: string });
+    const [doomed, lives] = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { pid: number; startTime: string });
     reaper.add(doomed!.pid);
     reaper.add(lives!.pid);
     expect((await secretEntries()).length).toBe(4);
@@ -322,10 +380,19 @@ describe('secrets of a process component', () => {
   it('a value the agent does not hold is KS_SECRET_UNAVAILABLE before anything is spawned or written', async () => {
     const c = component('unheld', { command: 'touch', args: ['ran'] });
     const paths = tmp.paths('unheld');
-    const e = await expectCode(runtime({ secrets: { valueOf: () => undefined } }).start(c, paths), 'KS_SECRET_UNAVAILABLE');
+    const e = await expectCode(
+      runtime({ secrets: { valueOf: () => undefined } }).start(c, paths),
+      'KS_SECRET_UNAVAILABLE',
+    );
     expect(e.message).toMatch(/unheld reads secret db_password/);
     await expectCode(runtime({ secrets: undefined }).start(c, paths), 'KS_SECRET_UNAVAILABLE');
-    await expectCode(runtime({ secretsRoot: undefined }).start({ ...c, secretDigests: { db_password: 'digest-db', tls_key: 'digest-tls' } }, paths), 'KS_SECRET_UNAVAILABLE');
+    await expectCode(
+      runtime({ secretsRoot: undefined }).start(
+        { ...c, secretDigests: { db_password: 'digest-db', tls_key: 'digest-tls' } },
+        paths,
+      ),
+      'KS_SECRET_UNAVAILABLE',
+    );
     expect(await readOr(join(paths.workDir, 'ran'))).toBe('');
     expect(await secretEntries()).toEqual([]);
   });
@@ -334,7 +401,10 @@ describe('secrets of a process component', () => {
     const paths = tmp.paths('taken');
     await mkdir(paths.workDir, { recursive: true });
     await writeFile(join(paths.workDir, 'tls.key'), 'mine');
-    const e = await expectCode(runtime().start(component('taken', { command: 'touch', args: ['ran'] }), paths), 'KS_SECRET_PATH_TAKEN');
+    const e = await expectCode(
+      runtime().start(component('taken', { command: 'touch', args: ['ran'] }), paths),
+      'KS_SECRET_PATH_TAKEN',
+    );
     expect((e as { data?: { path?: string } }).data?.path).toBe(join(paths.workDir, 'tls.key'));
     expect(await readFile(join(paths.workDir, 'tls.key'), 'utf8')).toBe('mine');
     expect(await readOr(join(paths.workDir, 'ran'))).toBe('');
@@ -358,7 +428,10 @@ describe('secrets of a process component', () => {
     const decoyDir = join(tmp.root, 'decoy-dir');
     await mkdir(decoyDir);
     await symlink(decoyDir, secretsRoot);
-    const e = await expectCode(runtime().start(component('planted', { command: 'touch', args: ['ran'] }), tmp.paths('planted')), 'KS_SECRET_FILE_FAILED');
+    const e = await expectCode(
+      runtime().start(component('planted', { command: 'touch', args: ['ran'] }), tmp.paths('planted')),
+      'KS_SECRET_FILE_FAILED',
+    );
     expect(e.message).toMatch(/symbolic link/);
     expect(await readdir(decoyDir)).toEqual([]);
 
@@ -380,5 +453,8 @@ describe('secrets of a process component', () => {
 /** `c` with another health check (as a revision that changes only it). */
 function withCheck(c: DesiredComponent, check: string): DesiredComponent {
   const run = c.recipe.lifecycle.run;
-  return { ...c, recipe: { ...c.recipe, lifecycle: { ...c.recipe.lifecycle, run: { ...run, health: { ...run.health!, check } } } } };
+  return {
+    ...c,
+    recipe: { ...c.recipe, lifecycle: { ...c.recipe.lifecycle, run: { ...run, health: { ...run.health!, check } } } },
+  };
 }

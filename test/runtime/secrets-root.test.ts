@@ -6,7 +6,12 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mountOf, parseMounts } from '../../src/runtime/mount-table.js';
-import { chooseSecretsRoot, fixedSecretsDir, recordedSecretsRoot, SECRETS_ROOT_RECORD } from '../../src/runtime/secrets-root.js';
+import {
+  chooseSecretsRoot,
+  fixedSecretsDir,
+  recordedSecretsRoot,
+  SECRETS_ROOT_RECORD,
+} from '../../src/runtime/secrets-root.js';
 import { isRoot, tempRoot } from './runtime-fixtures.js';
 
 let tmp: Awaited<ReturnType<typeof tempRoot>>;
@@ -28,29 +33,37 @@ beforeEach(async () => {
 afterEach(() => tmp.cleanup());
 
 /** A mount table with `/` on ext4 and each of `tmpfs` mounted tmpfs (rw). */
-const mounts = (...tmpfs: string[]) => ['/dev/vda / ext4 rw,relatime 0 0', ...tmpfs.map((m) => `tmpfs ${m.replaceAll(' ', '\\040')} tmpfs rw,nosuid,nodev 0 0`)].join('\n');
+const mounts = (...tmpfs: string[]) =>
+  [
+    '/dev/vda / ext4 rw,relatime 0 0',
+    ...tmpfs.map((m) => `tmpfs ${m.replaceAll(' ', '\\040')} tmpfs rw,nosuid,nodev 0 0`),
+  ].join('\n');
 /** The agent as this test's process runs it, with /dev/shm on tmpfs (and /run too with `withRun`). */
-const choose = (withRun = false, dir = stateDir) => chooseSecretsRoot(dir, { uid: me, mounts: withRun ? mounts(run, shm) : mounts(shm), run, shm });
+const choose = (withRun = false, dir = stateDir) =>
+  chooseSecretsRoot(dir, { uid: me, mounts: withRun ? mounts(run, shm) : mounts(shm), run, shm });
 
 describe('chooseSecretsRoot', () => {
-  it.skipIf(!isRoot)('as root with /run on tmpfs: <run>/keystone-XXXXXX, made at first use, 0711, recorded (0600) in the state directory', async () => {
-    const r = choose(true);
-    expect(r).toMatchObject({ base: run, tmpfs: true });
-    expect(r.warning).toBeUndefined();
-    expect(r.known()).toBeUndefined();
-    expect(await readdir(run)).toEqual([]);
-    const dir = r.dir();
-    expect(dir).toMatch(new RegExp(`^${run}/keystone-[A-Za-z0-9]{6}$`));
-    const st = await stat(dir);
-    expect([st.mode & 0o7777, st.uid]).toEqual([0o711, 0]);
-    expect(r.dir()).toBe(dir);
-    const record = await stat(join(stateDir, SECRETS_ROOT_RECORD));
-    expect([record.mode & 0o7777, record.uid]).toEqual([0o600, 0]);
-    expect(recordedSecretsRoot(stateDir)).toBe(dir);
-    // Another state directory, another root.
-    await mkdir(join(tmp.root, 'other'));
-    expect(choose(true, join(tmp.root, 'other')).dir()).not.toBe(dir);
-  });
+  it.skipIf(!isRoot)(
+    'as root with /run on tmpfs: <run>/keystone-XXXXXX, made at first use, 0711, recorded (0600) in the state directory',
+    async () => {
+      const r = choose(true);
+      expect(r).toMatchObject({ base: run, tmpfs: true });
+      expect(r.warning).toBeUndefined();
+      expect(r.known()).toBeUndefined();
+      expect(await readdir(run)).toEqual([]);
+      const dir = r.dir();
+      expect(dir).toMatch(new RegExp(`^${run}/keystone-[A-Za-z0-9]{6}$`));
+      const st = await stat(dir);
+      expect([st.mode & 0o7777, st.uid]).toEqual([0o711, 0]);
+      expect(r.dir()).toBe(dir);
+      const record = await stat(join(stateDir, SECRETS_ROOT_RECORD));
+      expect([record.mode & 0o7777, record.uid]).toEqual([0o600, 0]);
+      expect(recordedSecretsRoot(stateDir)).toBe(dir);
+      // Another state directory, another root.
+      await mkdir(join(tmp.root, 'other'));
+      expect(choose(true, join(tmp.root, 'other')).dir()).not.toBe(dir);
+    },
+  );
 
   it('/dev/shm when /run is no tmpfs, or for an agent that is not root (it cannot write /run): <shm>/keystone-<uid>-XXXXXX', () => {
     const dir = choose().dir();
@@ -95,7 +108,10 @@ describe('chooseSecretsRoot', () => {
     const second = r.dir();
     expect(second).not.toBe(first);
     expect(r.former()).toEqual([first]);
-    expect(JSON.parse(await readFile(join(stateDir, SECRETS_ROOT_RECORD), 'utf8'))).toEqual({ dir: second, former: [first] });
+    expect(JSON.parse(await readFile(join(stateDir, SECRETS_ROOT_RECORD), 'utf8'))).toEqual({
+      dir: second,
+      former: [first],
+    });
     // Still listed for the agent after (the files of an instance that still runs keep it), until it is gone.
     expect(choose().former()).toEqual([first]);
 
@@ -144,7 +160,12 @@ describe('chooseSecretsRoot', () => {
     expect(r.warning).toContain(`${shm} is not a tmpfs`);
     expect(r.dir()).toBe(join(stateDir, 'secrets-run'));
     expect((await stat(r.dir())).mode & 0o7777).toBe(0o711);
-    const onTmpfs = chooseSecretsRoot(stateDir, { uid: 0, mounts: mounts(tmp.root), run: join(tmp.root, 'no-run'), shm: join(tmp.root, 'no-shm') });
+    const onTmpfs = chooseSecretsRoot(stateDir, {
+      uid: 0,
+      mounts: mounts(tmp.root),
+      run: join(tmp.root, 'no-run'),
+      shm: join(tmp.root, 'no-shm'),
+    });
     expect(onTmpfs).toMatchObject({ base: join(stateDir, 'secrets-run'), tmpfs: true });
     expect(onTmpfs.warning).toBeUndefined();
   });
@@ -170,11 +191,18 @@ describe('fixedSecretsDir', () => {
 
 describe('the mount table', () => {
   it('reads escaped mount points and finds the longest one a path is under (the last of stacked ones)', () => {
-    const m = parseMounts(['/dev/vda / ext4 rw 0 0', 'tmpfs /run tmpfs rw 0 0', 'tmpfs /srv/my\\040data tmpfs ro 0 0', 'overlay /run ext4 rw 0 0', ''].join('\n'));
+    const m = parseMounts(
+      [
+        '/dev/vda / ext4 rw 0 0',
+        'tmpfs /run tmpfs rw 0 0',
+        'tmpfs /srv/my\\040data tmpfs ro 0 0',
+        'overlay /run ext4 rw 0 0',
+        '',
+      ].join('\n'),
+    );
     expect(m.map((x) => x.mountPoint)).toEqual(['/', '/run', '/srv/my data', '/run']);
     expect(mountOf(m, '/run/keystone')?.fstype).toBe('ext4');
     expect(mountOf(m, '/runx')?.mountPoint).toBe('/');
     expect(mountOf(m, '/srv/my data/x')?.options).toContain('ro');
   });
 });
-

@@ -39,7 +39,10 @@ async function component(dir: string, script: string, check: string): Promise<De
     ].join('\n'),
   };
   const enc = new TextEncoder();
-  const r = await loadRevision(new MemoryReader(new Map(Object.entries(files).map(([p, t]) => [p, enc.encode(t)])), 'test'), PLAN);
+  const r = await loadRevision(
+    new MemoryReader(new Map(Object.entries(files).map(([p, t]) => [p, enc.encode(t)])), 'test'),
+    PLAN,
+  );
   if (!r.ok) throw new Error(r.diagnostics.map((d) => d.message).join('\n'));
   return r.state.components[0]!;
 }
@@ -63,7 +66,11 @@ describe('configuration values in the install script and a cmd: check run as dat
   });
 
   it.each(ATTACKS)('cmd: check: %j is one argument and runs nothing', async (value) => {
-    const c = await component(value, 'true', 'cmd:test $# -eq 0 && set -- {{config.dir}} && test $# -eq 1 && printf %s "$1" > probed');
+    const c = await component(
+      value,
+      'true',
+      'cmd:test $# -eq 0 && set -- {{config.dir}} && test $# -eq 1 && printf %s "$1" > probed',
+    );
     const paths = tmp.paths('app');
     await runtime.install(c, paths, never);
     const probe = await runtime.healthProbe(c, paths);

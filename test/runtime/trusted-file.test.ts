@@ -3,7 +3,17 @@
 // user and writable by no group and no other user; a secret readable by no one else. Links are followed and each hop
 // is checked. "Another user" is nobody (65534): planting one's file takes chown, which only root may do.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, cpSync, lchownSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  cpSync,
+  lchownSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -53,7 +63,12 @@ describe('a file the agent trusts', () => {
       [0o620, '0620'],
     ] as const) {
       const f = file(join(d, `agent-${text}.toml`), mode);
-      expect(judge(f)).toMatchObject({ at: f, code: 'KS_CONFIG_UNSAFE', problem: `${f} is writable by other users (mode ${text})`, fix: `chmod go-w ${f}` });
+      expect(judge(f)).toMatchObject({
+        at: f,
+        code: 'KS_CONFIG_UNSAFE',
+        problem: `${f} is writable by other users (mode ${text})`,
+        fix: `chmod go-w ${f}`,
+      });
     }
     const key = file(join(d, 'release.pub'), 0o666);
     expect(judge(key, 'trusted-key')).toMatchObject({ code: 'KS_TRUSTED_KEY_UNSAFE', fix: `chmod go-w ${key}` });
@@ -65,7 +80,11 @@ describe('a file the agent trusts', () => {
     mkdirSync(open);
     chmodSync(open, 0o777);
     const f = file(join(open, 'agent.toml'));
-    expect(judge(f)).toMatchObject({ at: open, problem: `${open}, a directory on the way to ${f}, is writable by other users (mode 0777), who could put another file in its place`, fix: `chmod go-w ${open}` });
+    expect(judge(f)).toMatchObject({
+      at: open,
+      problem: `${open}, a directory on the way to ${f}, is writable by other users (mode 0777), who could put another file in its place`,
+      fix: `chmod go-w ${open}`,
+    });
     chmodSync(open, 0o775);
     expect(judge(f)).toMatchObject({ at: open, fix: `chmod go-w ${open}` });
     // Sticky and everyone's, like /tmp: what is not theirs in it stays out of their reach.
@@ -102,7 +121,11 @@ describe('a file the agent trusts', () => {
     const d = temp();
     for (const mode of [0o644, 0o640, 0o604]) {
       const f = file(join(d, `token-${mode.toString(8)}`), mode);
-      expect(judge(f, 'secret')).toMatchObject({ code: 'KS_SECRET_FILE_UNSAFE', problem: `${f} is readable by other users (mode 0${mode.toString(8)}), and so is the secret in it`, fix: `chmod 600 ${f}` });
+      expect(judge(f, 'secret')).toMatchObject({
+        code: 'KS_SECRET_FILE_UNSAFE',
+        problem: `${f} is readable by other users (mode 0${mode.toString(8)}), and so is the secret in it`,
+        fix: `chmod 600 ${f}`,
+      });
     }
   });
 
@@ -111,14 +134,24 @@ describe('a file the agent trusts', () => {
       const d = temp();
       const f = file(join(d, 'agent.toml'));
       chownSync(f, NOBODY, NOBODY);
-      expect(judge(f)).toMatchObject({ at: f, problem: `${f} is owned by uid ${NOBODY} (nobody), who could change it`, fix: `chown root: ${f}` });
+      expect(judge(f)).toMatchObject({
+        at: f,
+        problem: `${f} is owned by uid ${NOBODY} (nobody), who could change it`,
+        fix: `chown root: ${f}`,
+      });
 
       // A directory of theirs, even 0755: they can replace what is in it.
       const theirs = join(d, 'theirs');
       mkdirSync(theirs);
       chownSync(theirs, NOBODY, NOBODY);
       const inside = file(join(theirs, 'agent.toml'));
-      expect(judge(inside)).toMatchObject({ at: theirs, problem: expect.stringContaining(`${theirs}, a directory on the way to ${inside}, is owned by uid ${NOBODY} (nobody)`), fix: expect.stringMatching(new RegExp(`^chown root: ${theirs}`)) });
+      expect(judge(inside)).toMatchObject({
+        at: theirs,
+        problem: expect.stringContaining(
+          `${theirs}, a directory on the way to ${inside}, is owned by uid ${NOBODY} (nobody)`,
+        ),
+        fix: expect.stringMatching(new RegExp(`^chown root: ${theirs}`)),
+      });
 
       // A safe link into their directory, and a link of theirs in a sticky directory pointing at a safe file.
       const etc = join(d, 'etc');
@@ -131,7 +164,10 @@ describe('a file the agent trusts', () => {
       chmodSync(sticky, 0o1777);
       symlinkSync(safe, join(sticky, 'agent.toml'));
       lchownSync(join(sticky, 'agent.toml'), NOBODY, NOBODY);
-      expect(judge(join(sticky, 'agent.toml'))).toMatchObject({ at: join(sticky, 'agent.toml'), fix: `chown -h root: ${join(sticky, 'agent.toml')}, or give the real path` });
+      expect(judge(join(sticky, 'agent.toml'))).toMatchObject({
+        at: join(sticky, 'agent.toml'),
+        fix: `chown -h root: ${join(sticky, 'agent.toml')}, or give the real path`,
+      });
       // A chain: a safe link to a link that lives in their directory.
       symlinkSync(safe, join(theirs, 'hop'));
       symlinkSync(join(theirs, 'hop'), join(etc, 'chain.toml'));
@@ -152,17 +188,30 @@ describe('a file the agent trusts', () => {
       // The real module (dist/), judged by a process whose user is nobody: the rule reads the process's own uid. A copy
       // nobody can reach: the checkout may sit below a directory only root may enter (CI clones into a mktemp -d).
       const built = temp();
-      for (const room of ['runtime', 'core', 'state-dir']) cpSync(join(PROJECT_ROOT, 'dist', room), join(built, room), { recursive: true });
-      const script = `import('${join(built, 'runtime', 'trusted-file.js')}').then((m) => console.log(JSON.stringify(${JSON.stringify([
-        [config, 'config'],
-        [token, 'secret'],
-        [rootsConfig, 'config'],
-        [rootsSecret, 'secret'],
-        [theirs, 'config'],
-      ])}.map(([path, role]) => m.trustedFileProblem({ path, role })?.fix ?? null))))`;
-      const r = spawnSync('setpriv', [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', process.execPath, '-e', script], { encoding: 'utf8' });
+      for (const room of ['runtime', 'core', 'state-dir'])
+        cpSync(join(PROJECT_ROOT, 'dist', room), join(built, room), { recursive: true });
+      const script = `import('${join(built, 'runtime', 'trusted-file.js')}').then((m) => console.log(JSON.stringify(${JSON.stringify(
+        [
+          [config, 'config'],
+          [token, 'secret'],
+          [rootsConfig, 'config'],
+          [rootsSecret, 'secret'],
+          [theirs, 'config'],
+        ],
+      )}.map(([path, role]) => m.trustedFileProblem({ path, role })?.fix ?? null))))`;
+      const r = spawnSync(
+        'setpriv',
+        [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', process.execPath, '-e', script],
+        { encoding: 'utf8' },
+      );
       expect(r.status, r.stderr).toBe(0);
-      expect(JSON.parse(r.stdout)).toEqual([null, null, null, `chown nobody: ${rootsSecret} && chmod 600 ${rootsSecret}`, `chown nobody: ${theirs}`]);
+      expect(JSON.parse(r.stdout)).toEqual([
+        null,
+        null,
+        null,
+        `chown nobody: ${rootsSecret} && chmod 600 ${rootsSecret}`,
+        `chown nobody: ${theirs}`,
+      ]);
     });
   });
 });

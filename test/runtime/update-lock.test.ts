@@ -40,7 +40,9 @@ describe('update locks (flock)', () => {
     let got = false;
     const waiting = waitUpdateLock(dir, 'run/update.lock').then((l) => ((got = true), l));
     // Still held: the wait has not ended (it ends on the release, below, not on a timer).
-    expect(await Promise.race([waiting.then(() => 'got'), new Promise((r) => setImmediate(() => r('waiting')))])).toBe('waiting');
+    expect(await Promise.race([waiting.then(() => 'got'), new Promise((r) => setImmediate(() => r('waiting')))])).toBe(
+      'waiting',
+    );
     expect(got).toBe(false);
     letGo(component);
     const lock = await waiting;
@@ -49,7 +51,7 @@ describe('update locks (flock)', () => {
     expect(free(file)).toBe(true);
   });
 
-  it('stops waiting when told to, and the lock stays the component\'s', async () => {
+  it("stops waiting when told to, and the lock stays the component's", async () => {
     children.push(await holdLock(file));
     const ac = new AbortController();
     const waiting = waitUpdateLock(dir, 'run/update.lock', ac.signal);
@@ -60,7 +62,15 @@ describe('update locks (flock)', () => {
 
   it('a lock the agent held goes with the agent (its descriptor closes with it)', async () => {
     // The built module (npm test builds dist/ first), in a process of its own that is then killed as the agent may be.
-    const agent = spawn(process.execPath, ['--input-type=module', '-e', `import { tryUpdateLock } from ${JSON.stringify(new URL('../../dist/runtime/update-lock.js', import.meta.url).href)}; await tryUpdateLock(${JSON.stringify(dir)}, 'run/update.lock'); console.log('held'); setInterval(() => {}, 1000);`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const agent = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `import { tryUpdateLock } from ${JSON.stringify(new URL('../../dist/runtime/update-lock.js', import.meta.url).href)}; await tryUpdateLock(${JSON.stringify(dir)}, 'run/update.lock'); console.log('held'); setInterval(() => {}, 1000);`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     children.push(agent);
     await new Promise<void>((resolve) => agent.stdout!.once('data', () => resolve()));
     expect(free(file)).toBe(false);
@@ -74,25 +84,41 @@ describe('update locks (flock)', () => {
     expect(await tryUpdateLock(dir, 'run/other.lock')).toBeUndefined();
     expect(await tryUpdateLock(dir, 'nothere/update.lock')).toBeUndefined();
     expect(await waitUpdateLock(dir, 'run/other.lock')).toBeUndefined();
-    expect(spawnSync('ls', [join(dir, 'run')]).stdout.toString().trim()).toBe('update.lock');
+    expect(
+      spawnSync('ls', [join(dir, 'run')])
+        .stdout.toString()
+        .trim(),
+    ).toBe('update.lock');
   });
 
   it('never follows a link or opens a FIFO the component put there (the agent is root; the work directory is not)', async () => {
     rmSync(file);
     symlinkSync('/etc/hostname', file);
-    await expect(tryUpdateLock(dir, 'run/update.lock')).rejects.toMatchObject({ code: 'KS_UPDATE_LOCK', message: expect.stringContaining('symbolic link') });
+    await expect(tryUpdateLock(dir, 'run/update.lock')).rejects.toMatchObject({
+      code: 'KS_UPDATE_LOCK',
+      message: expect.stringContaining('symbolic link'),
+    });
     rmSync(file);
     spawnSync('mkfifo', [file]);
-    await expect(tryUpdateLock(dir, 'run/update.lock')).rejects.toMatchObject({ code: 'KS_UPDATE_LOCK', message: expect.stringContaining('not a regular file') });
+    await expect(tryUpdateLock(dir, 'run/update.lock')).rejects.toMatchObject({
+      code: 'KS_UPDATE_LOCK',
+      message: expect.stringContaining('not a regular file'),
+    });
     // A device node (a container may make one where its lock goes): named, never opened (a watchdog would arm).
     // Only root makes one (the agent runs as root where this matters).
     if (process.getuid?.() === 0) {
       rmSync(file);
       expect(spawnSync('mknod', [file, 'c', '1', '3']).status).toBe(0);
-      await expect(tryUpdateLock(dir, 'run/update.lock')).rejects.toMatchObject({ code: 'KS_UPDATE_LOCK', message: expect.stringContaining('not a regular file') });
+      await expect(tryUpdateLock(dir, 'run/update.lock')).rejects.toMatchObject({
+        code: 'KS_UPDATE_LOCK',
+        message: expect.stringContaining('not a regular file'),
+      });
     }
     rmSync(join(dir, 'run'), { recursive: true });
     symlinkSync('/etc', join(dir, 'run'));
-    await expect(tryUpdateLock(dir, 'run/hostname')).rejects.toMatchObject({ code: 'KS_UPDATE_LOCK', message: expect.stringContaining('is not a directory') });
+    await expect(tryUpdateLock(dir, 'run/hostname')).rejects.toMatchObject({
+      code: 'KS_UPDATE_LOCK',
+      message: expect.stringContaining('is not a directory'),
+    });
   });
 });

@@ -30,7 +30,9 @@ describe('age files with too many recipients', () => {
     expect(stanzaCount(big)).toBe(MAX_STANZAS + 1);
     expect(big.length).toBeLessThan(MAX_SECRET_FILE_BYTES);
     const unwrap = vi.spyOn(NodeX25519Identity.prototype, 'unwrapFileKey');
-    await expect(decryptWith([me.identity], big)).rejects.toThrow(`too many recipients: ${MAX_STANZAS + 1} stanzas in the header, more than the ${MAX_STANZAS} a file is opened with`);
+    await expect(decryptWith([me.identity], big)).rejects.toThrow(
+      `too many recipients: ${MAX_STANZAS + 1} stanzas in the header, more than the ${MAX_STANZAS} a file is opened with`,
+    );
     const armored = new TextEncoder().encode(armor.encode(big));
     await expect(decryptWith([me.identity], armored)).rejects.toThrow(/^too many recipients/);
     // Refused from the header lines alone: no identity was tried on a stanza (8,192 exchanges take ~1.5 s).
@@ -57,9 +59,14 @@ describe('age files with too many recipients', () => {
 
   it('a target key file at the 1 MiB a device reads holds fewer than MAX_STANZAS stanzas, armored as keystonectl writes it', async () => {
     // An identity file (what a target key file holds) encrypted to one device, then as many stanzas as fit.
-    const key = await encryptTo([me.recipient], new TextEncoder().encode(`# created: 2026-01-01T00:00:00Z\n# public key: ${me.recipient}\n${me.identity}\n`), { binary: true });
+    const key = await encryptTo(
+      [me.recipient],
+      new TextEncoder().encode(`# created: 2026-01-01T00:00:00Z\n# public key: ${me.recipient}\n${me.identity}\n`),
+      { binary: true },
+    );
     const perStanza = x25519Stanza().length;
-    const armoredSize = (n: number) => armor.encode(padded(key, Array.from({ length: n - 1 }, x25519Stanza).join(''))).length;
+    const armoredSize = (n: number) =>
+      armor.encode(padded(key, Array.from({ length: n - 1 }, x25519Stanza).join(''))).length;
     expect(perStanza).toBe(98);
     // MAX_STANZAS stanzas, armored, are more than a device reads: such a key file could not be read anyway.
     expect(armoredSize(MAX_STANZAS)).toBeGreaterThan(MAX_SECRET_FILE_BYTES);

@@ -7,7 +7,9 @@ const token = { label: '[config:token]', value: 's3cr3t-token-value' };
 
 describe('scrubValues', () => {
   it('replaces every occurrence of a value by its name', () => {
-    expect(scrubValues('using s3cr3t-token-value, then s3cr3t-token-value again', [token])).toBe('using [config:token], then [config:token] again');
+    expect(scrubValues('using s3cr3t-token-value, then s3cr3t-token-value again', [token])).toBe(
+      'using [config:token], then [config:token] again',
+    );
     expect(scrubValues('nothing to see', [token])).toBe('nothing to see');
   });
 
@@ -26,23 +28,37 @@ describe('scrubValues', () => {
       { label: '[config:url]', value: 'postgres://db.internal:5432' },
       { label: '[config:word]', value: 'config' },
     ];
-    expect(scrubValues('cannot reach postgres://db.internal:5432 (db.internal)', given)).toBe('cannot reach [config:url] ([config:host])');
+    expect(scrubValues('cannot reach postgres://db.internal:5432 (db.internal)', given)).toBe(
+      'cannot reach [config:url] ([config:host])',
+    );
   });
 
   it('scrubs each line of a value of several lines (output lines are joined with " | ")', () => {
-    const key = { label: '[config:key]', value: '-----BEGIN KEY-----\nMIIBVgIBADANBgkqhkiG9w0BAQEFAASC\n-----END KEY-----' };
-    expect(scrubValues('bad key: -----BEGIN KEY----- | MIIBVgIBADANBgkqhkiG9w0BAQEFAASC | -----END KEY-----', [key])).toBe('bad key: [config:key] | [config:key] | [config:key]');
+    const key = {
+      label: '[config:key]',
+      value: '-----BEGIN KEY-----\nMIIBVgIBADANBgkqhkiG9w0BAQEFAASC\n-----END KEY-----',
+    };
+    expect(
+      scrubValues('bad key: -----BEGIN KEY----- | MIIBVgIBADANBgkqhkiG9w0BAQEFAASC | -----END KEY-----', [key]),
+    ).toBe('bad key: [config:key] | [config:key] | [config:key]');
   });
 
   it('scrubs the pieces of a value that a cut left either side of its marker', () => {
     // cutLine's middle cut: the start of a value before the marker (and its space), the end of one after it.
-    expect(scrubValues(`using s3cr3t-tok ${cutMarker(500)}oken-value and more`, [token])).toBe(`using [config:token] ${cutMarker(500)}[config:token] and more`);
+    expect(scrubValues(`using s3cr3t-tok ${cutMarker(500)}oken-value and more`, [token])).toBe(
+      `using [config:token] ${cutMarker(500)}[config:token] and more`,
+    );
     // A tail's cut (keepEnd): the marker first, the end of a value right after it.
-    expect(scrubValues(`${cutMarker(5, true)}en-value exited`, [token])).toBe(`${cutMarker(5, true)}[config:token] exited`);
+    expect(scrubValues(`${cutMarker(5, true)}en-value exited`, [token])).toBe(
+      `${cutMarker(5, true)}[config:token] exited`,
+    );
     // Pieces shorter than a value worth scrubbing say nothing.
     expect(scrubValues(`${cutMarker(5)}lue`, [token])).toBe(`${cutMarker(5)}lue`);
     // As the agent cuts a reason: nothing of the value is left.
-    const reason = cutLine(`install script of api exited with 1: ${'x'.repeat(3 * MAX_LINE_BYTES)}${token.value}${'y'.repeat(40)}`, 80);
+    const reason = cutLine(
+      `install script of api exited with 1: ${'x'.repeat(3 * MAX_LINE_BYTES)}${token.value}${'y'.repeat(40)}`,
+      80,
+    );
     expect(reason).toMatch(/\] ken-value/);
     expect(scrubValues(reason, [token])).toMatch(/\[cut: \d+ bytes\] \[config:token\]y{40}$/);
   });
@@ -67,7 +83,12 @@ describe('encoded forms of a value (issue 29 review)', () => {
       expect(out, printed).toContain('[config:token]');
       expect(out).not.toContain('secret-1234');
       // No run of the value's base64 (any alignment) is left.
-      for (let a = 0; a < 3; a++) expect(out).not.toContain(Buffer.from(token).subarray(a, a + 12).toString('base64'));
+      for (let a = 0; a < 3; a++)
+        expect(out).not.toContain(
+          Buffer.from(token)
+            .subarray(a, a + 12)
+            .toString('base64'),
+        );
     }
   });
 });

@@ -91,12 +91,20 @@ export class SecretRepo {
     return ['--trusted-key', join(this.root, 'keys/sign.pub')];
   }
 
-
   /** A device with a fresh age identity and its certificate devices/NAME.cert, signed by `key` (the enrolment key). */
   async enrol(name: string, labels: Record<string, string>, key: SecretKey = ENROLL): Promise<Device> {
     const d = await this.identity(name);
     mkdirSync(join(this.dir, 'devices'), { recursive: true });
-    const cert = signCertificate({ device: name, reportKey: reportKeyLine(keyNamed(`${name} report`)), ageRecipient: d.recipient, labels, issuedAt: Date.now() - 60_000 }, key);
+    const cert = signCertificate(
+      {
+        device: name,
+        reportKey: reportKeyLine(keyNamed(`${name} report`)),
+        ageRecipient: d.recipient,
+        labels,
+        issuedAt: Date.now() - 60_000,
+      },
+      key,
+    );
     writeFileSync(join(this.dir, 'devices', `${name}.cert`), cert);
     this.devices.set(name, d);
     return d;
@@ -130,19 +138,43 @@ export class SecretRepo {
 
   /** `keystonectl ARGS` in the checkout; `input`: what is piped on stdin. */
   ctl(args: string[], input?: string | Uint8Array, extra: Partial<CliIo> = {}): Promise<CliResult> {
-    const stdin = input === undefined ? undefined : (Readable.from([Buffer.from(input)]) as unknown as NodeJS.ReadStream);
+    const stdin =
+      input === undefined ? undefined : (Readable.from([Buffer.from(input)]) as unknown as NodeJS.ReadStream);
     return runCtl(args, this.dir, { ...(stdin && { stdin }), ...extra });
   }
 
   /** `secret set NAME --target …` with the value on stdin, the enrolment key and `--trusted-key` (unless `more` says --allow-unsigned). */
   set(name: string, targets: string[], value: string, more: string[] = []): Promise<CliResult> {
     const trust = more.includes('--allow-unsigned') ? [] : this.trustArgs;
-    return this.ctl(['secret', 'set', name, ...targets.flatMap((t) => ['--target', t]), '--enrollment-key', this.enrollPub, ...trust, ...more], value);
+    return this.ctl(
+      [
+        'secret',
+        'set',
+        name,
+        ...targets.flatMap((t) => ['--target', t]),
+        '--enrollment-key',
+        this.enrollPub,
+        ...trust,
+        ...more,
+      ],
+      value,
+    );
   }
 
   /** `secret rekey|rewrap --target T` with the enrolment key, the operator's identity and `--trusted-key`. */
   rekey(target: string, more: string[] = [], mode: 'rekey' | 'rewrap' = 'rekey'): Promise<CliResult> {
-    return this.ctl(['secret', mode, '--target', target, '--enrollment-key', this.enrollPub, '--identity', this.operator.keyFile, ...this.trustArgs, ...more]);
+    return this.ctl([
+      'secret',
+      mode,
+      '--target',
+      target,
+      '--enrollment-key',
+      this.enrollPub,
+      '--identity',
+      this.operator.keyFile,
+      ...this.trustArgs,
+      ...more,
+    ]);
   }
 
   get enrollPub(): string {
@@ -152,7 +184,8 @@ export class SecretRepo {
   /** The names of the devices (and "operator") whose identity opens `rel`. */
   async openers(rel: string): Promise<string[]> {
     const out: string[] = [];
-    for (const d of [...this.devices.values(), this.operator]) if (await decryptWith([d.identity], this.read(rel))) out.push(d.name);
+    for (const d of [...this.devices.values(), this.operator])
+      if (await decryptWith([d.identity], this.read(rel))) out.push(d.name);
     return out.sort();
   }
 
@@ -160,7 +193,10 @@ export class SecretRepo {
   async targetIdentity(target: string): Promise<string> {
     const plain = await decryptWith([this.operator.identity], this.read(`secrets/keys/${target}.age`));
     if (!plain) throw new Error(`the operator cannot open secrets/keys/${target}.age`);
-    return new TextDecoder().decode(plain).split('\n').find((l) => l.startsWith('AGE-SECRET-KEY-1'))!;
+    return new TextDecoder()
+      .decode(plain)
+      .split('\n')
+      .find((l) => l.startsWith('AGE-SECRET-KEY-1'))!;
   }
 
   /** The value of secrets/NAME.age opened with target T's key, as text; undefined when T cannot open it. */

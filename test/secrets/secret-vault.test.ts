@@ -18,7 +18,14 @@ function vaultWith(...values: string[]): SecretVault {
 /** Every form the tests look for: none may survive. */
 function forms(v: string): string[] {
   const json = JSON.stringify(v).slice(1, -1);
-  return [v, json, JSON.stringify(json).slice(1, -1), encodeURIComponent(v), Buffer.from(v).toString('base64').slice(0, 20), 'Sup3r"Se\\cret-pä'];
+  return [
+    v,
+    json,
+    JSON.stringify(json).slice(1, -1),
+    encodeURIComponent(v),
+    Buffer.from(v).toString('base64').slice(0, 20),
+    'Sup3r"Se\\cret-pä',
+  ];
 }
 
 describe('SecretVault.scrub', () => {
@@ -57,7 +64,12 @@ describe('the agent logger with a vault', () => {
     for (const pretty of [false, true]) {
       const lines: string[] = [];
       const vault = vaultWith(VALUE);
-      const log = createLogger({ pretty, write: (l) => lines.push(l), scrub: (l) => vault.scrub(l), scrubbing: () => vault.holdsAny });
+      const log = createLogger({
+        pretty,
+        write: (l) => lines.push(l),
+        scrub: (l) => vault.scrub(l),
+        scrubbing: () => vault.holdsAny,
+      });
       const child = log.child({ module: 'supervisor' });
       child.info({ component: 'api', reason: `check said ${JSON.stringify({ pw: VALUE })}` }, 'unhealthy');
       child.warn({ nested: { deep: [VALUE] } }, `message with ${VALUE}`);
@@ -74,20 +86,39 @@ describe('the agent logger with a vault', () => {
     for (const pretty of [false, true]) {
       const lines: string[] = [];
       const vault = vaultWith(VALUE);
-      const log = createLogger({ pretty, level: 'trace', write: (l) => lines.push(l), scrub: (l) => vault.scrub(l), scrubbing: () => vault.holdsAny });
+      const log = createLogger({
+        pretty,
+        level: 'trace',
+        write: (l) => lines.push(l),
+        scrub: (l) => vault.scrub(l),
+        scrubbing: () => vault.holdsAny,
+      });
       const child = log.child({ module: 'runtime' });
       const levels = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
-      for (const level of levels) child[level]({ component: 'api', env: { DB_PASSWORD: VALUE }, err: new Error(`exec with ${VALUE}`) }, `${level}: argv sh -c ${JSON.stringify(VALUE)}`);
+      for (const level of levels)
+        child[level](
+          { component: 'api', env: { DB_PASSWORD: VALUE }, err: new Error(`exec with ${VALUE}`) },
+          `${level}: argv sh -c ${JSON.stringify(VALUE)}`,
+        );
       expect(lines, 'a line for every level, trace and debug included').toHaveLength(levels.length);
       for (const [i, level] of levels.entries()) {
         if (pretty) expect(lines[i]).toContain(`${level}:`);
-        else expect(JSON.parse(lines[i]!)).toMatchObject({ level: log.levels.values[level], msg: expect.stringContaining(`${level}:`) });
+        else
+          expect(JSON.parse(lines[i]!)).toMatchObject({
+            level: log.levels.values[level],
+            msg: expect.stringContaining(`${level}:`),
+          });
       }
       for (const line of lines) for (const f of forms(VALUE)) expect(line, line).not.toContain(f);
       for (const line of lines) expect(line).toContain('[secret]');
 
       // A level lowered after the logger was made (as a future --log-level or a SIGUSR toggle would): the same.
-      const later = createLogger({ pretty, write: (l) => lines.push(l), scrub: (l) => vault.scrub(l), scrubbing: () => vault.holdsAny }).child({ module: 'agent' });
+      const later = createLogger({
+        pretty,
+        write: (l) => lines.push(l),
+        scrub: (l) => vault.scrub(l),
+        scrubbing: () => vault.holdsAny,
+      }).child({ module: 'agent' });
       later.debug(`hidden at info ${VALUE}`);
       expect(lines).toHaveLength(levels.length);
       later.level = 'trace';

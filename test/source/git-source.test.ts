@@ -157,7 +157,9 @@ describe('GitSource over HTTP', () => {
     const noop = await served(() => rec.source.syncNow());
     // The first look's discovery showed protocol v2: a poll is the ls-refs POST alone (git-ls-refs.ts), one request;
     // a fetch would speak protocol v1 (isomorphic-git).
-    expect(noop.map((q) => `${q.method} ${q.path} ${q.protocol}`)).toEqual(['POST /fleet.git/git-upload-pack version=2']);
+    expect(noop.map((q) => `${q.method} ${q.path} ${q.protocol}`)).toEqual([
+      'POST /fleet.git/git-upload-pack version=2',
+    ]);
     expect(noop.reduce((n, q) => n + q.bytes, 0)).toBeLessThan(1000);
     expect(rec.revisions).toHaveLength(1);
 
@@ -173,7 +175,8 @@ describe('GitSource over HTTP', () => {
   // back (a revert) two packs held the same objects as deltas of each other and reading one looped forever.
   it('reads every commit back, also when content comes back (a revert) and after a deepening', async () => {
     const files: Record<string, string> = {};
-    for (let i = 0; i < 100; i++) files[`recipes/r${i}.toml`] = `name = "r${i}"\n# ${randomBytes(48).toString('hex')}\n`;
+    for (let i = 0; i < 100; i++)
+      files[`recipes/r${i}.toml`] = `name = "r${i}"\n# ${randomBytes(48).toString('hex')}\n`;
     const { ws, rec } = await remoteFixture();
     await ws.commitAndPush(files);
     await rec.source.start();
@@ -183,11 +186,13 @@ describe('GitSource over HTTP', () => {
     // The old content again, then several commits at once (the cache deepens to find the last one it had).
     await ws.commitAndPush({ 'recipes/r7.toml': files['recipes/r7.toml']! });
     await rec.source.syncNow();
-    for (let n = 0; n < 5; n++) await ws.commitAndPush({ 'recipes/r7.toml': n % 2 ? files['recipes/r7.toml']! : 'name = "r7"\nversion = 2\n' });
+    for (let n = 0; n < 5; n++)
+      await ws.commitAndPush({ 'recipes/r7.toml': n % 2 ? files['recipes/r7.toml']! : 'name = "r7"\nversion = 2\n' });
     await rec.source.syncNow();
     expect(rec.errors).toEqual([]);
     expect(await read(rec.last, 'recipes/r7.toml')).toBe('name = "r7"\nversion = 2\n');
-    for (let i = 0; i < 100; i += 9) if (i !== 7) expect(await read(rec.last, `recipes/r${i}.toml`)).toBe(files[`recipes/r${i}.toml`]);
+    for (let i = 0; i < 100; i += 9)
+      if (i !== 7) expect(await read(rec.last, `recipes/r${i}.toml`)).toBe(files[`recipes/r${i}.toml`]);
   });
 
   it('collapses a burst of 20 pushes into one offer of the newest commit', async () => {
@@ -206,7 +211,9 @@ describe('GitSource over HTTP', () => {
   it('collapses concurrent syncNow calls into one look in flight and at most one follow-up', async () => {
     const { rec } = await remoteFixture();
     await rec.source.start();
-    const looks = await served(() => Promise.all(Array.from({ length: 10 }, () => rec.source.syncNow())).then(() => undefined));
+    const looks = await served(() =>
+      Promise.all(Array.from({ length: 10 }, () => rec.source.syncNow())).then(() => undefined),
+    );
     const lsRefs = looks.filter((q) => q.method === 'POST' && q.protocol === 'version=2');
     expect(lsRefs.length).toBeGreaterThanOrEqual(1);
     expect(lsRefs.length).toBeLessThanOrEqual(2);
@@ -235,7 +242,9 @@ describe('GitSource over HTTP', () => {
     await git('-C', ws.dir, 'reset', '--quiet', '--hard', first);
     await ws.push(true);
     await rec.source.syncNow();
-    expect(rec.rejections).toEqual([{ commit: first, code: 'KS_HISTORY_REWRITE', reason: expect.stringContaining(third.slice(0, 12)) }]);
+    expect(rec.rejections).toEqual([
+      { commit: first, code: 'KS_HISTORY_REWRITE', reason: expect.stringContaining(third.slice(0, 12)) },
+    ]);
     expect(rec.revisions.at(-1)!.id).toBe(third); // nothing offered: the device keeps what it has
     // The refused tip is not refused again at every poll.
     await rec.source.syncNow();
@@ -267,7 +276,9 @@ describe('GitSource over HTTP', () => {
     let tip = '';
     for (let i = 0; i < 8; i++) tip = await ws.commitAndPush({ 'plans/plan.toml': `# far ${i}\n` });
     await rec.source.syncNow();
-    expect(rec.rejections).toEqual([{ commit: tip, code: 'KS_HISTORY_UNVERIFIED', reason: expect.stringContaining('within 4 commits') }]);
+    expect(rec.rejections).toEqual([
+      { commit: tip, code: 'KS_HISTORY_UNVERIFIED', reason: expect.stringContaining('within 4 commits') },
+    ]);
     expect(rec.revisions).toHaveLength(1);
   });
 
@@ -388,7 +399,11 @@ describe('GitSource over HTTP', () => {
     const tip = await ws.commitAndPush({ 'plans/plan.toml': '# tip\n' });
     // The `shallow` file says `mid` is here (as a boundary), and its objects are not: what a kill between the two
     // writes of a fetch leaves. A deepening then never brings `mid` (the server takes the client at its word).
-    const shallow = execFileSync('find', [join(root, 'cache'), '-name', 'shallow', '-path', '*gen-*'], { encoding: 'utf8' }).trim().split('\n')[0]!;
+    const shallow = execFileSync('find', [join(root, 'cache'), '-name', 'shallow', '-path', '*gen-*'], {
+      encoding: 'utf8',
+    })
+      .trim()
+      .split('\n')[0]!;
     appendFileSync(shallow, `${mid}\n`);
     const again = follow({ repo: server.url('fleet'), lastAppliedCommit: () => first });
     await again.source.start();
@@ -429,7 +444,11 @@ describe('GitSource token auth', () => {
 
     const b64 = (s: string) => Buffer.from(`x-access-token:${s}`).toString('base64');
     const everything = JSON.stringify([
-      [good, wrong, none].flatMap((r) => [r.source.label, r.source.status, ...r.errors.map((e) => [e.message, e.stack, e.code])]),
+      [good, wrong, none].flatMap((r) => [
+        r.source.label,
+        r.source.status,
+        ...r.errors.map((e) => [e.message, e.stack, e.code]),
+      ]),
       good.revisions.map((r) => [r.id, r.source, r.reader.label]),
     ]);
     for (const secret of [TOKEN, b64(TOKEN), b64(`${TOKEN}-wrong`)]) expect(everything).not.toContain(secret);

@@ -39,7 +39,16 @@ beforeAll(async () => {
   [c1, c2, c3] = (await git('-C', ws, 'rev-list', '--reverse', 'HEAD')).split('\n') as [string, string, string];
   await git('-C', ws, 'tag', '-a', '-m', 'release', 'v1', c1);
   tag = await git('-C', ws, 'rev-parse', 'v1');
-  await git('-C', ws, 'push', '--quiet', bare, 'main:refs/heads/main', `${c2}:refs/heads/main-old`, 'refs/tags/v1:refs/tags/v1');
+  await git(
+    '-C',
+    ws,
+    'push',
+    '--quiet',
+    bare,
+    'main:refs/heads/main',
+    `${c2}:refs/heads/main-old`,
+    'refs/tags/v1:refs/tags/v1',
+  );
 
   // Packed refs: written, then packed (`git pack-refs` removes their loose files).
   await git('-C', bare, 'update-ref', `${W1}0/dev-a/${c1}-success`, c1);
@@ -88,7 +97,12 @@ describe('refListerFor, a remote', () => {
       const before = Date.now();
       const { value, reqs } = await served(() => lister.list(PREFIXES));
       expect(reqs.map((q) => `${q.method} ${q.protocol} ${q.status}`)).toEqual(['POST version=2 200']);
-      expect(value).toEqual({ refs: EXPECTED(), serverTime: expect.any(Number), requests: 1, bytes: reqs[0]!.received + reqs[0]!.bytes });
+      expect(value).toEqual({
+        refs: EXPECTED(),
+        serverTime: expect.any(Number),
+        requests: 1,
+        bytes: reqs[0]!.received + reqs[0]!.bytes,
+      });
       expect(value.serverTime).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000);
       expect(value.serverTime).toBeLessThanOrEqual(Date.now());
     }
@@ -132,8 +146,12 @@ describe('refListerFor, a remote', () => {
 
   it('auth, busy and a missing repository come coded, with no fallback where it could not help', async () => {
     server.token = 'tok-9';
-    expect((await refListerFor(server.url('fleet'), { token: 'tok-9' }).list(['refs/heads/main'])).refs[0]!.oid).toBe(c3);
-    const wrong = await served(() => failure(refListerFor(server.url('fleet'), { token: 'nope' }).list(['refs/heads/'])));
+    expect((await refListerFor(server.url('fleet'), { token: 'tok-9' }).list(['refs/heads/main'])).refs[0]!.oid).toBe(
+      c3,
+    );
+    const wrong = await served(() =>
+      failure(refListerFor(server.url('fleet'), { token: 'nope' }).list(['refs/heads/'])),
+    );
     expect(wrong.value).toMatchObject({ code: 'KS_GIT_AUTH_FAILED' });
     expect(wrong.reqs).toHaveLength(1);
     server.token = undefined;
@@ -149,8 +167,12 @@ describe('refListerFor, a remote', () => {
   });
 
   it('refuses a URL with credentials and a token it cannot send', () => {
-    expect(() => refListerFor('https://u:secret@example.invalid/x.git')).toThrow(expect.objectContaining({ code: 'KS_GIT_CREDENTIALS_IN_URL' }));
-    expect(() => refListerFor('https://example.invalid/x.git', { token: 'a b' })).toThrow(expect.objectContaining({ code: 'KS_USAGE' }));
+    expect(() => refListerFor('https://u:secret@example.invalid/x.git')).toThrow(
+      expect.objectContaining({ code: 'KS_GIT_CREDENTIALS_IN_URL' }),
+    );
+    expect(() => refListerFor('https://example.invalid/x.git', { token: 'a b' })).toThrow(
+      expect.objectContaining({ code: 'KS_USAGE' }),
+    );
   });
 });
 
@@ -160,7 +182,15 @@ describe('refListerFor, a local repository', () => {
     expect(local).toEqual({ refs: EXPECTED(), serverTime: 1_234, requests: 0, bytes: 0 });
     // The same repository over HTTP, for several prefix shapes (a prefix is a string prefix, not a directory).
     const remote = refListerFor(server.url('fleet'));
-    for (const prefixes of [PREFIXES, ['refs/heads/ma'], ['refs/heads/main'], [`${W1}0/`, 'refs/keystone-rollout/w2/'], ['refs/'], ['refs/nothing/'], ['r']])
+    for (const prefixes of [
+      PREFIXES,
+      ['refs/heads/ma'],
+      ['refs/heads/main'],
+      [`${W1}0/`, 'refs/keystone-rollout/w2/'],
+      ['refs/'],
+      ['refs/nothing/'],
+      ['r'],
+    ])
       expect((await refListerFor(bare).list(prefixes)).refs).toEqual((await remote.list(prefixes)).refs);
   });
 
@@ -178,7 +208,9 @@ describe('refListerFor, a local repository', () => {
   });
 
   it('not a repository: KS_NOT_A_GIT_REPOSITORY', async () => {
-    await expect(refListerFor(join(root, 'none')).list(['refs/'])).rejects.toMatchObject({ code: 'KS_NOT_A_GIT_REPOSITORY' });
+    await expect(refListerFor(join(root, 'none')).list(['refs/'])).rejects.toMatchObject({
+      code: 'KS_NOT_A_GIT_REPOSITORY',
+    });
   });
 });
 

@@ -3,7 +3,21 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { AGE_KEY_FILE, API_TOKEN_FILE, componentPaths, DEVICE_FILE, LOCK_FILE, NOTES_CACHE_DIR, PID_FILE, REPORT_KEY_FILE, REPORT_PUB_FILE, SECRETS_ON_DISK, SECRETS_ROOT_RECORD, STATE_DB_FILE, STATE_DIR_LAYOUT } from '../../src/state-dir/layout.js';
+import {
+  AGE_KEY_FILE,
+  API_TOKEN_FILE,
+  componentPaths,
+  DEVICE_FILE,
+  LOCK_FILE,
+  NOTES_CACHE_DIR,
+  PID_FILE,
+  REPORT_KEY_FILE,
+  REPORT_PUB_FILE,
+  SECRETS_ON_DISK,
+  SECRETS_ROOT_RECORD,
+  STATE_DB_FILE,
+  STATE_DIR_LAYOUT,
+} from '../../src/state-dir/layout.js';
 import { PROJECT_ROOT } from '../support/example-repo.js';
 
 /** The rows of the table under `## State directory`: path, mode, writer. */
@@ -15,7 +29,10 @@ function docsRows(): Array<{ path: string; mode: string; writer: string }> {
     .split('\n')
     .filter((l) => l.startsWith('| `'))
     .map((l) => {
-      const [path, mode, writer] = l.split('|').slice(1, 4).map((c) => c.trim());
+      const [path, mode, writer] = l
+        .split('|')
+        .slice(1, 4)
+        .map((c) => c.trim());
       return { path: path!.replace(/^`|`$/g, ''), mode: mode!, writer: writer! };
     });
 }
@@ -34,18 +51,34 @@ describe('the state directory layout', () => {
   });
 
   it('puts a component, or a group unit, under components/', () => {
-    expect(componentPaths('/s', 'api')).toEqual({ workDir: '/s/components/api/work', logDir: '/s/components/api/logs' });
+    expect(componentPaths('/s', 'api')).toEqual({
+      workDir: '/s/components/api/work',
+      logDir: '/s/components/api/logs',
+    });
     expect(componentPaths('/s', 'app/web').workDir).toBe('/s/components/app/web/work');
   });
 
   it('is the only file of src/ that spells the distinctive names (the short ones, git/ or cache/, are words elsewhere too)', () => {
-    const names = [API_TOKEN_FILE, LOCK_FILE, PID_FILE, STATE_DB_FILE, NOTES_CACHE_DIR, SECRETS_ROOT_RECORD, SECRETS_ON_DISK, DEVICE_FILE, REPORT_KEY_FILE, REPORT_PUB_FILE, AGE_KEY_FILE];
+    const names = [
+      API_TOKEN_FILE,
+      LOCK_FILE,
+      PID_FILE,
+      STATE_DB_FILE,
+      NOTES_CACHE_DIR,
+      SECRETS_ROOT_RECORD,
+      SECRETS_ON_DISK,
+      DEVICE_FILE,
+      REPORT_KEY_FILE,
+      REPORT_PUB_FILE,
+      AGE_KEY_FILE,
+    ];
     const src = join(PROJECT_ROOT, 'src');
     const found: string[] = [];
     for (const file of readdirSync(src, { recursive: true, encoding: 'utf8' })) {
       if (!file.endsWith('.ts') || file === join('state-dir', 'layout.ts')) continue;
       const text = readFileSync(join(src, file), 'utf8');
-      for (const name of names) if (text.includes(`'${name}'`) || text.includes(`"${name}"`)) found.push(`src/${file}: '${name}'`);
+      for (const name of names)
+        if (text.includes(`'${name}'`) || text.includes(`"${name}"`)) found.push(`src/${file}: '${name}'`);
     }
     expect(found).toEqual([]);
   });

@@ -1,7 +1,18 @@
 // Paths in the state directory are reached without following a link at any level, through directories no other user
 // can change: the walk itself, and the files the agent opens with it (component logs, work directories, the token,
 // the store). "Another user" is nobody (65534): the tests run as root, which may chown to it.
-import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -59,20 +70,29 @@ describe('safeDirectory', () => {
     const target = rootOnly();
     symlinkSync(target, join(root, 'components'));
     const e = await refusal(() => safeDirectory(join(root, 'components', 'web', 'logs'), { mode: 0o750 }));
-    expect(e.message).toBe(`${join(root, 'components')} is a symbolic link: the agent follows no link on the way to its files (give the real path, or remove the link)`);
+    expect(e.message).toBe(
+      `${join(root, 'components')} is a symbolic link: the agent follows no link on the way to its files (give the real path, or remove the link)`,
+    );
     expect(readdirSync(target)).toEqual([]);
   });
 
-  it.skipIf(root.skip)(root.title("refuses a directory of another user's, and one others can write that is not sticky"), async () => {
-    const root = temp();
-    mkdirSync(join(root, 'theirs'));
-    chownSync(join(root, 'theirs'), NOBODY, NOBODY);
-    expect((await refusal(() => safeDirectory(join(root, 'theirs', 'logs'), { mode: 0o750 }))).message).toContain(`${join(root, 'theirs')} is owned by uid ${NOBODY} (nobody)`);
-    expect(existsSync(join(root, 'theirs', 'logs'))).toBe(false);
-    mkdirSync(join(root, 'open'));
-    chmodSync(join(root, 'open'), 0o777);
-    expect((await refusal(() => safeDirectory(join(root, 'open', 'logs'), { mode: 0o750 }))).message).toContain('is writable by other users (mode 777)');
-  });
+  it.skipIf(root.skip)(
+    root.title("refuses a directory of another user's, and one others can write that is not sticky"),
+    async () => {
+      const root = temp();
+      mkdirSync(join(root, 'theirs'));
+      chownSync(join(root, 'theirs'), NOBODY, NOBODY);
+      expect((await refusal(() => safeDirectory(join(root, 'theirs', 'logs'), { mode: 0o750 }))).message).toContain(
+        `${join(root, 'theirs')} is owned by uid ${NOBODY} (nobody)`,
+      );
+      expect(existsSync(join(root, 'theirs', 'logs'))).toBe(false);
+      mkdirSync(join(root, 'open'));
+      chmodSync(join(root, 'open'), 0o777);
+      expect((await refusal(() => safeDirectory(join(root, 'open', 'logs'), { mode: 0o750 }))).message).toContain(
+        'is writable by other users (mode 777)',
+      );
+    },
+  );
 });
 
 describe('openComponentLogs', () => {
@@ -90,7 +110,7 @@ describe('openComponentLogs', () => {
     expect(readdirSync(target)).toEqual([]);
   });
 
-  it.skipIf(root.skip)(root.title("refuses a log file another user planted instead of appending to it"), async () => {
+  it.skipIf(root.skip)(root.title('refuses a log file another user planted instead of appending to it'), async () => {
     const logs = join(temp(), 'logs');
     mkdirSync(logs, { mode: 0o750 });
     writeFileSync(join(logs, 'stdout.log'), '');
@@ -110,32 +130,42 @@ describe('prepareWorkDir', () => {
     expect(readdirSync(target)).toEqual([]);
   });
 
-  it.skipIf(root.skip)(root.title("gives the work directory to its run user (it is theirs, under the agent's own directory)"), async () => {
-    const state = temp();
-    const work = join(state, 'components', 'web', 'work');
-    await prepareWorkDir(work, { uid: NOBODY, gid: NOBODY });
-    expect(lstatSync(work).uid).toBe(NOBODY);
-    expect(lstatSync(join(state, 'components', 'web')).uid).toBe(0);
-  });
+  it.skipIf(root.skip)(
+    root.title("gives the work directory to its run user (it is theirs, under the agent's own directory)"),
+    async () => {
+      const state = temp();
+      const work = join(state, 'components', 'web', 'work');
+      await prepareWorkDir(work, { uid: NOBODY, gid: NOBODY });
+      expect(lstatSync(work).uid).toBe(NOBODY);
+      expect(lstatSync(join(state, 'components', 'web')).uid).toBe(0);
+    },
+  );
 });
 
 describe('the token and the store', () => {
-  it.skipIf(root.skip)(root.title('refuses an API token another user planted, or that others can rewrite'), async () => {
-    const state = temp();
-    const token = join(state, 'api-token');
-    writeFileSync(token, `${'b'.repeat(64)}\n`, { mode: 0o600 });
-    chownSync(token, NOBODY, NOBODY);
-    expect((await refusal(() => ensureApiToken(state))).message).toMatch(/is owned by uid 65534 \(nobody\), not by the agent's user uid 0 \(root\) \(remove it, and the agent makes a new one\)$/);
-    chownSync(token, 0, 0);
-    chmodSync(token, 0o666);
-    expect((await refusal(() => ensureApiToken(state))).message).toContain('is writable by other users (mode 666)');
-  });
+  it.skipIf(root.skip)(
+    root.title('refuses an API token another user planted, or that others can rewrite'),
+    async () => {
+      const state = temp();
+      const token = join(state, 'api-token');
+      writeFileSync(token, `${'b'.repeat(64)}\n`, { mode: 0o600 });
+      chownSync(token, NOBODY, NOBODY);
+      expect((await refusal(() => ensureApiToken(state))).message).toMatch(
+        /is owned by uid 65534 \(nobody\), not by the agent's user uid 0 \(root\) \(remove it, and the agent makes a new one\)$/,
+      );
+      chownSync(token, 0, 0);
+      chmodSync(token, 0o666);
+      expect((await refusal(() => ensureApiToken(state))).message).toContain('is writable by other users (mode 666)');
+    },
+  );
 
   it.skipIf(root.skip)(root.title('refuses a state database that is a link, or that another user owns'), async () => {
     const state = temp();
     const elsewhere = join(rootOnly(), 'state.db');
     symlinkSync(elsewhere, join(state, 'state.db'));
-    expect((await refusal(() => openStateStore(state))).message).toContain(`${join(state, 'state.db')} is a symbolic link`);
+    expect((await refusal(() => openStateStore(state))).message).toContain(
+      `${join(state, 'state.db')} is a symbolic link`,
+    );
     expect(existsSync(elsewhere)).toBe(false);
     rmSync(join(state, 'state.db'));
     openStateStore(state).close();

@@ -79,7 +79,12 @@ function thrown(fn: () => unknown): StateStoreError {
   throw new Error('expected a StateStoreError, nothing was thrown');
 }
 
-const RECONCILE = { stopOrder: ['web', 'api'], startOrder: ['api', 'web'], noTouch: ['influxdb', 'telemetry'], reasons: { api: 'version 1.0.0 → 1.1.0', web: 'hard dependency api restarts' } };
+const RECONCILE = {
+  stopOrder: ['web', 'api'],
+  startOrder: ['api', 'web'],
+  noTouch: ['influxdb', 'telemetry'],
+  reasons: { api: 'version 1.0.0 → 1.1.0', web: 'hard dependency api restarts' },
+};
 
 describe('opening', () => {
   it('creates the directory 0700 and a 0600 database in WAL mode', () => {
@@ -108,12 +113,26 @@ describe('opening', () => {
     const dir = tempDir();
     store(dir).upsertComponent(rec('api'));
     const db = raw(dir);
-    const bad = [...MIGRATIONS, { version: SCHEMA_VERSION + 1, name: 'broken', sql: 'CREATE TABLE outbox (id INTEGER PRIMARY KEY); SELECT * FROM no_such_table;' }];
+    const bad = [
+      ...MIGRATIONS,
+      {
+        version: SCHEMA_VERSION + 1,
+        name: 'broken',
+        sql: 'CREATE TABLE outbox (id INTEGER PRIMARY KEY); SELECT * FROM no_such_table;',
+      },
+    ];
     expect(() => migrate(db, 5, bad)).toThrow(/no_such_table/);
     expect(db.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'outbox'").pluck().get()).toBe(0);
     expect(db.prepare('SELECT max(version) FROM schema_migrations').pluck().get()).toBe(SCHEMA_VERSION);
 
-    const good = [...MIGRATIONS, { version: SCHEMA_VERSION + 1, name: 'outbox', sql: 'CREATE TABLE outbox (id INTEGER PRIMARY KEY, body TEXT NOT NULL) STRICT;' }];
+    const good = [
+      ...MIGRATIONS,
+      {
+        version: SCHEMA_VERSION + 1,
+        name: 'outbox',
+        sql: 'CREATE TABLE outbox (id INTEGER PRIMARY KEY, body TEXT NOT NULL) STRICT;',
+      },
+    ];
     expect(migrate(db, 6, good)).toEqual([SCHEMA_VERSION + 1]);
     expect(migrate(db, 7, good)).toEqual([]);
     expect(db.prepare('SELECT name FROM components').pluck().all()).toEqual(['api']);
@@ -122,7 +141,9 @@ describe('opening', () => {
   it('refuses a database migrated by a newer agent', () => {
     const dir = tempDir();
     store(dir).close();
-    raw(dir).prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(SCHEMA_VERSION + 1, 'future', 1);
+    raw(dir)
+      .prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
+      .run(SCHEMA_VERSION + 1, 'future', 1);
     const e = thrown(() => openStateStore(dir));
     expect(e.code).toBe('KS_STATE_SCHEMA_TOO_NEW');
     expect(e.message).toMatch(/newer/);
@@ -130,7 +151,10 @@ describe('opening', () => {
 
   it('refuses a file that is no database, naming it', () => {
     const dir = tempDir();
-    writeFileSync(join(dir, 'state.db'), 'this is not sqlite, just some bytes that are long enough to have a header'.repeat(20));
+    writeFileSync(
+      join(dir, 'state.db'),
+      'this is not sqlite, just some bytes that are long enough to have a header'.repeat(20),
+    );
     const e = thrown(() => openStateStore(dir));
     expect(e.code).toBe('KS_STATE_CORRUPT');
     expect(e.message).toContain(join(dir, 'state.db'));
@@ -146,8 +170,21 @@ describe('opening', () => {
 });
 
 describe('applied revision and replay floor', () => {
-  const signed = (id: string, signedAt: number, appliedAt = signedAt * 1000): AppliedRevision => ({ id, source: 'git:main', planFile: 'plans/edge.toml', signedAt, unsigned: false, appliedAt });
-  const unsigned = (id: string): AppliedRevision => ({ id, source: 'dir:/srv/repo', planFile: 'plans/edge.toml', unsigned: true, appliedAt: 9_000_000 });
+  const signed = (id: string, signedAt: number, appliedAt = signedAt * 1000): AppliedRevision => ({
+    id,
+    source: 'git:main',
+    planFile: 'plans/edge.toml',
+    signedAt,
+    unsigned: false,
+    appliedAt,
+  });
+  const unsigned = (id: string): AppliedRevision => ({
+    id,
+    source: 'dir:/srv/repo',
+    planFile: 'plans/edge.toml',
+    unsigned: true,
+    appliedAt: 9_000_000,
+  });
 
   it('round-trips, signed and unsigned', () => {
     const s = store(tempDir());
@@ -176,7 +213,9 @@ describe('applied revision and replay floor', () => {
   it('refuses a signed time on an unsigned revision and a signed one without it', () => {
     const s = store(tempDir());
     expect(thrown(() => s.setAppliedRevision({ ...unsigned('u'), signedAt: 5 })).code).toBe('KS_STATE_INVALID');
-    expect(thrown(() => s.setAppliedRevision({ ...signed('s', 5), signedAt: undefined })).code).toBe('KS_STATE_INVALID');
+    expect(thrown(() => s.setAppliedRevision({ ...signed('s', 5), signedAt: undefined })).code).toBe(
+      'KS_STATE_INVALID',
+    );
     expect(s.appliedRevision()).toBeUndefined();
   });
 });
@@ -189,7 +228,11 @@ describe('sync suspension', () => {
     a.setSyncSuspension({ since: 1_700_000_000_000, revision: 'manual:0123456789ab', reason: 'a forced manual apply' });
     a.close();
     const b = store(dir);
-    expect(b.syncSuspension()).toStrictEqual({ since: 1_700_000_000_000, revision: 'manual:0123456789ab', reason: 'a forced manual apply' });
+    expect(b.syncSuspension()).toStrictEqual({
+      since: 1_700_000_000_000,
+      revision: 'manual:0123456789ab',
+      reason: 'a forced manual apply',
+    });
     b.setSyncSuspension(undefined);
     expect(b.syncSuspension()).toBeUndefined();
   });
@@ -219,7 +262,11 @@ describe('component records', () => {
       since: 1_800,
       revision: 'rev-7',
     });
-    const container = rec('cache', { runtime: 'container', position: 2, instance: { kind: 'container', id: 'c0ffee' } });
+    const container = rec('cache', {
+      runtime: 'container',
+      position: 2,
+      instance: { kind: 'container', id: 'c0ffee' },
+    });
     s.upsertComponent(full);
     s.upsertComponent(rec('web', { position: 3 }));
     s.upsertComponent(container);
@@ -242,7 +289,11 @@ describe('component records', () => {
 
   it('stores only the dependency fields it knows and refuses invalid records', () => {
     const s = store(tempDir());
-    const extra = { component: 'db', type: 'hard', version: '^1' } as unknown as ComponentRecord['dependencies'][number];
+    const extra = {
+      component: 'db',
+      type: 'hard',
+      version: '^1',
+    } as unknown as ComponentRecord['dependencies'][number];
     s.upsertComponent(rec('api', { dependencies: [extra] }));
     expect(s.component('api')?.dependencies).toStrictEqual([{ component: 'db', type: 'hard' }]);
     const bad: Array<[Partial<ComponentRecord>, RegExp]> = [
@@ -266,7 +317,14 @@ describe('component records', () => {
     s.upsertComponent(rec('api', { state: 'installing', restarts: 2, healthySince: 50, reason: 'pulling' }));
 
     s.recordStart('api', { kind: 'process', pid: 4242, startTime: '99887766' }, 9_000);
-    expect(s.component('api')).toStrictEqual(rec('api', { state: 'starting', restarts: 2, since: 9_000, instance: { kind: 'process', pid: 4242, startTime: '99887766' } }));
+    expect(s.component('api')).toStrictEqual(
+      rec('api', {
+        state: 'starting',
+        restarts: 2,
+        since: 9_000,
+        instance: { kind: 'process', pid: 4242, startTime: '99887766' },
+      }),
+    );
 
     c.set(11_000);
     s.recordState('api', 'running');
@@ -285,7 +343,11 @@ describe('component records', () => {
     s.recordHeld('api', true);
     expect(s.component('api')).toMatchObject({ restarts: 0, healthySince: 12_500, held: true });
     s.recordState('api', 'crash-looping', 'crash-looping after 10 restarts');
-    expect(s.component('api')).toMatchObject({ state: 'crash-looping', reason: 'crash-looping after 10 restarts', instance: { pid: 4242 } });
+    expect(s.component('api')).toMatchObject({
+      state: 'crash-looping',
+      reason: 'crash-looping after 10 restarts',
+      instance: { pid: 4242 },
+    });
   });
 
   it('named writes to an unknown component or with a wrong instance kind throw', () => {
@@ -305,7 +367,9 @@ describe('component records', () => {
       expect(e.message).toContain('"ghost"');
     }
     expect(thrown(() => s.recordStart('api', { kind: 'container', id: 'abc' }, 1)).code).toBe('KS_STATE_INVALID');
-    expect(thrown(() => s.recordStart('api', { kind: 'process', pid: 0, startTime: '1' }, 1)).code).toBe('KS_STATE_INVALID');
+    expect(thrown(() => s.recordStart('api', { kind: 'process', pid: 0, startTime: '1' }, 1)).code).toBe(
+      'KS_STATE_INVALID',
+    );
     expect(thrown(() => s.recordState('api', 'paused' as ComponentState)).code).toBe('KS_STATE_INVALID');
   });
 });
@@ -325,12 +389,24 @@ describe('actualState', () => {
 
   it('maps every state to running and held, in position order', () => {
     const s = store(tempDir());
-    COMPONENT_STATES.forEach((state, i) => s.upsertComponent(rec(state, { state, position: COMPONENT_STATES.length - i })));
-    s.upsertComponent(rec('held-stopped', { state: 'stopped', held: true, position: 100, dependencies: [{ component: 'running', type: 'hard' }] }));
+    COMPONENT_STATES.forEach((state, i) =>
+      s.upsertComponent(rec(state, { state, position: COMPONENT_STATES.length - i })),
+    );
+    s.upsertComponent(
+      rec('held-stopped', {
+        state: 'stopped',
+        held: true,
+        position: 100,
+        dependencies: [{ component: 'running', type: 'hard' }],
+      }),
+    );
     const actual = s.actualState();
     expect(actual.components.map((a) => a.name)).toEqual([...[...COMPONENT_STATES].reverse(), 'held-stopped']);
     for (const state of COMPONENT_STATES)
-      expect(actual.components.find((a) => a.name === state), state).toStrictEqual({
+      expect(
+        actual.components.find((a) => a.name === state),
+        state,
+      ).toStrictEqual({
         name: state,
         hash: `v1:sha256:${state}`,
         version: '1.0.0',
@@ -338,7 +414,11 @@ describe('actualState', () => {
         held: state === 'crash-looping',
         dependencies: [],
       });
-    expect(actual.components.at(-1)).toMatchObject({ running: false, held: true, dependencies: [{ component: 'running', type: 'hard' }] });
+    expect(actual.components.at(-1)).toMatchObject({
+      running: false,
+      held: true,
+      dependencies: [{ component: 'running', type: 'hard' }],
+    });
   });
 
   it('is what the diff consumes', () => {
@@ -355,7 +435,9 @@ describe('apply history', () => {
     const s = store(tempDir());
     const reconcile: Reconcile = { ...RECONCILE, layers: [['api'], ['web']], reasonCodes: {} };
     const id = s.beginApply({ revision: 'rev-2', planFile: 'plans/edge.toml', startedAt: 1_000, reconcile });
-    expect(s.history({ limit: 10 })).toStrictEqual([{ id, revision: 'rev-2', planFile: 'plans/edge.toml', startedAt: 1_000, reconcile: RECONCILE, failed: [] }]);
+    expect(s.history({ limit: 10 })).toStrictEqual([
+      { id, revision: 'rev-2', planFile: 'plans/edge.toml', startedAt: 1_000, reconcile: RECONCILE, failed: [] },
+    ]);
     const failed = [{ name: 'web', reason: 'not healthy within 30s' }];
     s.finishApply(id, { finishedAt: 2_000, outcome: 'failure', summary: '1 of 2 components failed', failed });
     expect(s.history({ limit: 10 })[0]).toStrictEqual({
@@ -372,14 +454,30 @@ describe('apply history', () => {
     expect(s.unfinishedApply()).toBeUndefined();
     const again = thrown(() => s.finishApply(id, { finishedAt: 3_000, outcome: 'success', summary: 'x' }));
     expect(again.code).toBe('KS_STATE_NOT_FOUND');
-    expect(thrown(() => s.finishApply(999, { finishedAt: 3_000, outcome: 'success', summary: 'x' })).code).toBe('KS_STATE_NOT_FOUND');
+    expect(thrown(() => s.finishApply(999, { finishedAt: 3_000, outcome: 'success', summary: 'x' })).code).toBe(
+      'KS_STATE_NOT_FOUND',
+    );
   });
 
   it('records a rejected revision with its reason', () => {
     const s = store(tempDir());
-    const id = s.recordRejected({ revision: 'rev-3', planFile: 'plans/edge.toml', at: 5_000, reason: 'KS_UNSIGNED: no signature' });
+    const id = s.recordRejected({
+      revision: 'rev-3',
+      planFile: 'plans/edge.toml',
+      at: 5_000,
+      reason: 'KS_UNSIGNED: no signature',
+    });
     expect(s.history({ limit: 1 })).toStrictEqual([
-      { id, revision: 'rev-3', planFile: 'plans/edge.toml', startedAt: 5_000, finishedAt: 5_000, outcome: 'rejected', summary: 'KS_UNSIGNED: no signature', failed: [] },
+      {
+        id,
+        revision: 'rev-3',
+        planFile: 'plans/edge.toml',
+        startedAt: 5_000,
+        finishedAt: 5_000,
+        outcome: 'rejected',
+        summary: 'KS_UNSIGNED: no signature',
+        failed: [],
+      },
     ]);
     const begun = s.beginApply({ revision: 'rev-4', planFile: 'p', startedAt: 6_000, reconcile: RECONCILE });
     s.finishApply(begun, { finishedAt: 6_001, outcome: 'rejected', summary: 'replayed' });
@@ -429,7 +527,11 @@ describe('apply history', () => {
     const s2 = store(dir);
     expect(s2.unfinishedApply()).toMatchObject({ id: newer, revision: 'rev-b', reconcile: RECONCILE });
     expect(s2.unfinishedApply()?.finishedAt).toBeUndefined();
-    s2.finishApply(newer, { finishedAt: 3, outcome: 'failure', summary: 'interrupted: the agent stopped during the apply' });
+    s2.finishApply(newer, {
+      finishedAt: 3,
+      outcome: 'failure',
+      summary: 'interrupted: the agent stopped during the apply',
+    });
     expect(s2.unfinishedApply()?.id).toBe(older);
     s2.finishApply(older, { finishedAt: 3, outcome: 'failure', summary: 'interrupted' });
     expect(s2.unfinishedApply()).toBeUndefined();
@@ -489,7 +591,7 @@ describe('two stores on one directory', () => {
 });
 
 describe('the read cache', () => {
-  it('serves repeated reads without going stale: own writes, another connection\'s writes, a rolled-back transaction', () => {
+  it("serves repeated reads without going stale: own writes, another connection's writes, a rolled-back transaction", () => {
     const dir = tempDir();
     const a = store(dir);
     const b = store(dir);
@@ -535,9 +637,18 @@ describe('corrupt rows', () => {
   }
 
   it.each([
-    ["UPDATE components SET dependencies = '[{\"component\": \"influxdb\", ' WHERE name = 'api'", /components row "api" is corrupt: dependencies: not valid JSON/],
-    ["UPDATE components SET dependencies = '{\"component\": \"influxdb\"}' WHERE name = 'api'", /components row "api" is corrupt: dependencies: /],
-    ["UPDATE components SET instance = '{\"kind\":\"process\",\"pid\":\"41088\",\"startTime\":\"1\"}' WHERE name = 'api'", /components row "api" is corrupt: instance\.pid: /],
+    [
+      'UPDATE components SET dependencies = \'[{"component": "influxdb", \' WHERE name = \'api\'',
+      /components row "api" is corrupt: dependencies: not valid JSON/,
+    ],
+    [
+      'UPDATE components SET dependencies = \'{"component": "influxdb"}\' WHERE name = \'api\'',
+      /components row "api" is corrupt: dependencies: /,
+    ],
+    [
+      'UPDATE components SET instance = \'{"kind":"process","pid":"41088","startTime":"1"}\' WHERE name = \'api\'',
+      /components row "api" is corrupt: instance\.pid: /,
+    ],
     ["UPDATE components SET state = 'zombie' WHERE name = 'api'", /components row "api" is corrupt: state: /],
     ["UPDATE components SET held = 7 WHERE name = 'api'", /components row "api" is corrupt: held: /],
   ])('%s gives a clear error naming the row', (sql, message) => {
@@ -605,11 +716,14 @@ describe('a writer killed with SIGKILL', () => {
     let err = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
     child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
-    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+      child.on('exit', (_code, signal) => resolve(signal)),
+    );
 
     const committed = () => [...out.matchAll(/^committed (\d+)$/gm)].map((m) => Number(m[1])).at(-1) ?? 0;
     const deadline = Date.now() + 20_000;
-    while (committed() < 200 && child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    while (committed() < 200 && child.exitCode === null && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 10));
     expect(err).toBe('');
     expect(committed()).toBeGreaterThanOrEqual(200);
     child.kill('SIGKILL');
@@ -622,11 +736,16 @@ describe('a writer killed with SIGKILL', () => {
     // Atomic steps: the counter bumped in the same transaction as each insert matches the inserts exactly.
     expect(s.component('api')?.restarts).toBe(steps.length);
     expect(steps.length).toBeGreaterThanOrEqual(last);
-    for (let i = 1; i <= last; i++) expect(s.component(`c${i}`)?.instance).toEqual({ kind: 'process', pid: 1000 + i, startTime: String(i) });
+    for (let i = 1; i <= last; i++)
+      expect(s.component(`c${i}`)?.instance).toEqual({ kind: 'process', pid: 1000 + i, startTime: String(i) });
     expect(s.actualState().components[0]).toMatchObject({ name: 'api', running: true });
 
     const interrupted = s.unfinishedApply();
-    expect(interrupted).toMatchObject({ id: Number(/^apply (\d+)$/m.exec(out)?.[1]), revision: 'rev-killed', startedAt: 1 });
+    expect(interrupted).toMatchObject({
+      id: Number(/^apply (\d+)$/m.exec(out)?.[1]),
+      revision: 'rev-killed',
+      startedAt: 1,
+    });
     s.finishApply(interrupted!.id, { finishedAt: 2, outcome: 'failure', summary: 'interrupted' });
     expect(s.unfinishedApply()).toBeUndefined();
     expect(raw(dir).pragma('integrity_check', { simple: true })).toBe('ok');

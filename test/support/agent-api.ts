@@ -9,8 +9,18 @@ export interface AgentApi {
 }
 
 /** One request to the agent's API on loopback with its bearer token: the status, and the body as JSON (or its text). */
-export async function callAgentApi(port: number, token: string, method: string, path: string, timeoutMs: number): Promise<{ status: number; body: unknown }> {
-  const res = await fetch(`http://127.0.0.1:${port}${path}`, { method, headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(timeoutMs) });
+export async function callAgentApi(
+  port: number,
+  token: string,
+  method: string,
+  path: string,
+  timeoutMs: number,
+): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}` },
+    signal: AbortSignal.timeout(timeoutMs),
+  });
   const text = await res.text();
   let body: unknown = text;
   try {
@@ -35,6 +45,7 @@ export function apiOf(stateDir: string, port: number): AgentApi {
 export async function probeCount(port: number, component: string): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(10_000) })).text();
   let n = 0;
-  for (const m of text.matchAll(/^keystone_probe_latency_seconds_count\{([^}]*)\} (\d+)$/gm)) if (m[1]!.includes(`component="${component}"`)) n += Number(m[2]);
+  for (const m of text.matchAll(/^keystone_probe_latency_seconds_count\{([^}]*)\} (\d+)$/gm))
+    if (m[1]!.includes(`component="${component}"`)) n += Number(m[2]);
   return n;
 }

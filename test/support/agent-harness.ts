@@ -11,7 +11,12 @@ import { revisionFromRow } from '../../src/store/applied-revision.js';
 import { historyFromRow } from '../../src/store/apply-history.js';
 import { componentFromRow } from '../../src/store/component-records.js';
 import { RowReader, type Row } from '../../src/store/row-reader.js';
-import { STATE_DB_FILE, type AppliedRevision, type ComponentRecord, type HistoryEntry } from '../../src/store/state-store.js';
+import {
+  STATE_DB_FILE,
+  type AppliedRevision,
+  type ComponentRecord,
+  type HistoryEntry,
+} from '../../src/store/state-store.js';
 import { PROJECT_ROOT } from './example-repo.js';
 
 /** One line of the agent's pino output (level, ISO time, module, msg and the structured fields). */
@@ -34,14 +39,32 @@ export type LogPredicate = (l: LogLine) => boolean;
 
 /** Predicates for the lines of SPEC §11. */
 export const is = {
-  msg: (text: string): LogPredicate => (l) => l.msg === text,
-  msgIncludes: (text: string): LogPredicate => (l) => typeof l.msg === 'string' && l.msg.includes(text),
-  state: (component: string, state: string): LogPredicate => (l) => l.component === component && l.state === state,
-  about: (component: string, msg: string): LogPredicate => (l) => l.component === component && l.msg === msg,
-  revision: (revision: string, msg: string): LogPredicate => (l) => l.revision === revision && l.msg === msg,
+  msg:
+    (text: string): LogPredicate =>
+    (l) =>
+      l.msg === text,
+  msgIncludes:
+    (text: string): LogPredicate =>
+    (l) =>
+      typeof l.msg === 'string' && l.msg.includes(text),
+  state:
+    (component: string, state: string): LogPredicate =>
+    (l) =>
+      l.component === component && l.state === state,
+  about:
+    (component: string, msg: string): LogPredicate =>
+    (l) =>
+      l.component === component && l.msg === msg,
+  revision:
+    (revision: string, msg: string): LogPredicate =>
+    (l) =>
+      l.revision === revision && l.msg === msg,
   /** The end of an apply: every way outcomes.ts reports one, and the resume of the revision a restarted agent runs. */
   applyEnd: (l: LogLine): boolean =>
-    l.msg === 'all components running' || l.msg === 'apply finished' || (typeof l.msg === 'string' && (l.msg.startsWith('apply failed') || l.msg.startsWith('resumed the revision applied last'))),
+    l.msg === 'all components running' ||
+    l.msg === 'apply finished' ||
+    (typeof l.msg === 'string' &&
+      (l.msg.startsWith('apply failed') || l.msg.startsWith('resumed the revision applied last'))),
 };
 
 export interface AgentExit {
@@ -67,7 +90,10 @@ export interface StartOptions {
  * What runs: dist/ through bin/keystone.js, or with KEYSTONE_TEST_BUNDLE=1 the package's bundle (`npm run bundle`
  * writes dist-bundle/), which .ci/run runs a set of the agent's suites against.
  */
-const KEYSTONE_BIN = process.env.KEYSTONE_TEST_BUNDLE === '1' ? join(PROJECT_ROOT, 'dist-bundle', 'keystone.mjs') : join(PROJECT_ROOT, 'bin', 'keystone.js');
+const KEYSTONE_BIN =
+  process.env.KEYSTONE_TEST_BUNDLE === '1'
+    ? join(PROJECT_ROOT, 'dist-bundle', 'keystone.mjs')
+    : join(PROJECT_ROOT, 'bin', 'keystone.js');
 
 /** A running agent process and what it has logged so far. */
 export class AgentProcess {
@@ -145,8 +171,12 @@ export class AgentProcess {
           const l = this.logs[scanned]!;
           if (pred(l)) return done(() => resolve(l));
         }
-        if (this.exit) return done(() => reject(new Error(`the agent exited (${JSON.stringify(this.exit)}) before ${what}\n${this.tail()}`)));
-        if (Date.now() >= deadline) return done(() => reject(new Error(`timed out after ${deadlineMs} ms waiting for ${what}\n${this.tail()}`)));
+        if (this.exit)
+          return done(() =>
+            reject(new Error(`the agent exited (${JSON.stringify(this.exit)}) before ${what}\n${this.tail()}`)),
+          );
+        if (Date.now() >= deadline)
+          return done(() => reject(new Error(`timed out after ${deadlineMs} ms waiting for ${what}\n${this.tail()}`)));
       };
       const timer = setInterval(check, 50);
       const done = (settle: () => void) => {
@@ -163,7 +193,10 @@ export class AgentProcess {
   async waitForExit(deadlineMs = 15_000): Promise<AgentExit> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`the agent did not exit within ${deadlineMs} ms\n${this.tail()}`)), deadlineMs);
+      timer = setTimeout(
+        () => reject(new Error(`the agent did not exit within ${deadlineMs} ms\n${this.tail()}`)),
+        deadlineMs,
+      );
     });
     try {
       return await Promise.race([this.exited, timeout]);
@@ -252,7 +285,8 @@ export class AgentHarness {
 
   /** Starts `keystone agent` on the fixture (a directory or a Git repository) with the test knobs (fast settle, short backoff cap, short grace). */
   start(opts: StartOptions): AgentProcess {
-    if ((opts.dir === undefined) === (opts.repo === undefined)) throw new Error('AgentHarness.start: give exactly one of dir and repo');
+    if ((opts.dir === undefined) === (opts.repo === undefined))
+      throw new Error('AgentHarness.start: give exactly one of dir and repo');
     // --settle is the directory watcher's; a Git source has nothing to settle.
     const source = opts.repo !== undefined ? ['--repo', opts.repo] : ['--dir', opts.dir!, '--settle', '100ms'];
     const args = [
@@ -277,7 +311,12 @@ export class AgentHarness {
     const env: NodeJS.ProcessEnv = { ...process.env, ...opts.env };
     if (!opts.env?.KEYSTONE_CRASH_AT) delete env.KEYSTONE_CRASH_AT;
     // Its own process group, so that the cleanup can reach anything the agent itself has in flight.
-    const child = spawn(process.execPath, args, { cwd: PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn(process.execPath, args, {
+      cwd: PROJECT_ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     const agent = new AgentProcess(child);
     this.agents.push(agent);
     return agent;
@@ -285,7 +324,11 @@ export class AgentHarness {
 
   /** The store's component records, read through a read-only connection (the agent may be running). */
   components(): ComponentRecord[] {
-    return this.read((db, rows) => (db.prepare('SELECT * FROM components ORDER BY position, name').all() as Row[]).map((r) => componentFromRow(rows, r)));
+    return this.read((db, rows) =>
+      (db.prepare('SELECT * FROM components ORDER BY position, name').all() as Row[]).map((r) =>
+        componentFromRow(rows, r),
+      ),
+    );
   }
 
   component(name: string): ComponentRecord | undefined {
@@ -294,7 +337,9 @@ export class AgentHarness {
 
   /** Newest first. */
   history(): HistoryEntry[] {
-    return this.read((db, rows) => (db.prepare('SELECT * FROM applies ORDER BY id DESC').all() as Row[]).map((r) => historyFromRow(rows, r)));
+    return this.read((db, rows) =>
+      (db.prepare('SELECT * FROM applies ORDER BY id DESC').all() as Row[]).map((r) => historyFromRow(rows, r)),
+    );
   }
 
   appliedRevision(): AppliedRevision | undefined {
@@ -330,7 +375,9 @@ export class AgentHarness {
     const db = new Sqlite(file, { readonly: true, fileMustExist: true, timeout: 5_000 });
     try {
       const v = fn(db, new RowReader(file));
-      if (Array.isArray(v)) for (const c of v as Array<Partial<ComponentRecord>>) if (c?.instance?.kind === 'process') this.seen.set(c.instance.pid, c.instance.startTime);
+      if (Array.isArray(v))
+        for (const c of v as Array<Partial<ComponentRecord>>)
+          if (c?.instance?.kind === 'process') this.seen.set(c.instance.pid, c.instance.startTime);
       return v;
     } finally {
       db.close();
@@ -350,12 +397,16 @@ export class AgentHarness {
     } catch {
       /* no store (the agent never got that far) */
     }
-    for (const [pid, startTime] of this.seen) if (readProcStat(pid)?.startTime === startTime) trySignal(-pid, 'SIGKILL');
+    for (const [pid, startTime] of this.seen)
+      if (readProcStat(pid)?.startTime === startTime) trySignal(-pid, 'SIGKILL');
     const deadline = Date.now() + 5_000;
     for (;;) {
       const left = this.processes();
       if (left.length === 0) break;
-      if (Date.now() > deadline) throw new Error(`processes survived the cleanup: ${left.map((p) => `${p.pid} ${p.argv.join(' ')}`).join('; ')}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `processes survived the cleanup: ${left.map((p) => `${p.pid} ${p.argv.join(' ')}`).join('; ')}`,
+        );
       for (const p of left) {
         trySignal(-p.stat.pgrp, 'SIGKILL');
         trySignal(p.pid, 'SIGKILL');

@@ -23,5 +23,10 @@ export interface LaunchOptions {
 export async function launchChromium(opts: LaunchOptions = {}): Promise<Browser> {
   const executablePath = chromiumExecutable();
   if (executablePath === undefined) throw new Error(missingReason('chromium') ?? 'chromium is not installed');
-  return chromium.launch({ executablePath, headless: true, args: [...CHROMIUM_ARGS, ...(opts.args ?? [])], timeout: 60_000 });
+  return chromium.launch({
+    executablePath,
+    headless: true,
+    args: [...CHROMIUM_ARGS, ...(opts.args ?? [])],
+    timeout: 60_000,
+  });
 }

@@ -7,12 +7,32 @@ import { ensureRootfsImage } from './rootfs-image.js';
 import { engineCli, testEngine, type TestEngine } from './test-engine.js';
 
 export const BUSYBOX_IMAGE = 'keystone-test/busybox:1';
-export const BUSYBOX_APPLETS = ['sh', 'httpd', 'sleep', 'nc', 'id', 'cat', 'echo', 'wget', 'true', 'false', 'ls', 'grep', 'touch', 'test'] as const;
+export const BUSYBOX_APPLETS = [
+  'sh',
+  'httpd',
+  'sleep',
+  'nc',
+  'id',
+  'cat',
+  'echo',
+  'wget',
+  'true',
+  'false',
+  'ls',
+  'grep',
+  'touch',
+  'test',
+] as const;
 
 /** Builds `keystone-test/busybox:1` unless the engine has it already (see ensureRootfsImage). */
 export function ensureBusyboxImage(timeoutMs = 60_000, engine: TestEngine = testEngine()): Promise<string> {
   return ensureRootfsImage(
-    { tag: BUSYBOX_IMAGE, applets: BUSYBOX_APPLETS, dirs: ['www'], fill: (root) => writeFile(join(root, 'www', 'index.html'), 'keystone test page\n') },
+    {
+      tag: BUSYBOX_IMAGE,
+      applets: BUSYBOX_APPLETS,
+      dirs: ['www'],
+      fill: (root) => writeFile(join(root, 'www', 'index.html'), 'keystone test page\n'),
+    },
     timeoutMs,
     engine,
   );
@@ -21,8 +41,12 @@ export function ensureBusyboxImage(timeoutMs = 60_000, engine: TestEngine = test
 /** Ids of every container (running or not) carrying the label `key=value`. */
 export function containersLabelled(key: string, value: string, engine: TestEngine = testEngine()): string[] {
   const { cmd, args } = engineCli(engine);
-  const r = spawnSync(cmd, [...args, 'ps', '-aq', '--no-trunc', '--filter', `label=${key}=${value}`], { encoding: 'utf8', timeout: 30_000 });
-  if (r.status !== 0) throw new Error(`${cmd} ps --filter label=${key}=${value} failed: ${r.stderr || r.error?.message}`);
+  const r = spawnSync(cmd, [...args, 'ps', '-aq', '--no-trunc', '--filter', `label=${key}=${value}`], {
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  if (r.status !== 0)
+    throw new Error(`${cmd} ps --filter label=${key}=${value} failed: ${r.stderr || r.error?.message}`);
   return r.stdout.split('\n').filter(Boolean);
 }
 
@@ -32,5 +56,6 @@ export function removeContainersLabelled(key: string, value: string, engine: Tes
   if (ids.length === 0) return;
   const { cmd, args } = engineCli(engine);
   const r = spawnSync(cmd, [...args, 'rm', '-f', '-v', ...ids], { encoding: 'utf8', timeout: 60_000 });
-  if (r.status !== 0 && containersLabelled(key, value, engine).length > 0) throw new Error(`${cmd} rm -f of ${ids.join(' ')} failed: ${r.stderr || r.error?.message}`);
+  if (r.status !== 0 && containersLabelled(key, value, engine).length > 0)
+    throw new Error(`${cmd} rm -f of ${ids.join(' ')} failed: ${r.stderr || r.error?.message}`);
 }

@@ -3,7 +3,16 @@
 // stand-in programs copied in and pinned by digest; and the real agent (`keystone agent --dir`) with its HTTP API on
 // a free loopback port, driven by requests and waited on through its log and the API, always with a deadline.
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { directoryRevisionId } from '../../src/source/directory-source.js';
@@ -15,7 +24,11 @@ import { freePorts } from './stack-fixture.js';
 export const q = (s: string): string => JSON.stringify(s);
 
 /** Polls `pred` every 50 ms until it holds; throws at the deadline, naming what it waited for. */
-export async function until<T>(pred: () => T | undefined | false | Promise<T | undefined | false>, deadlineMs: number, what: string): Promise<T> {
+export async function until<T>(
+  pred: () => T | undefined | false | Promise<T | undefined | false>,
+  deadlineMs: number,
+  what: string,
+): Promise<T> {
   const deadline = Date.now() + deadlineMs;
   let last: unknown;
   for (;;) {
@@ -25,7 +38,10 @@ export async function until<T>(pred: () => T | undefined | false | Promise<T | u
     } catch (e) {
       last = e;
     }
-    if (Date.now() >= deadline) throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+    if (Date.now() >= deadline)
+      throw new Error(
+        `timed out after ${deadlineMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`,
+      );
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -67,7 +83,12 @@ export function compositeRepo(files: Record<string, string> = {}): CompositeRepo
   for (const f of readdirSync(join(PROJECT_ROOT, 'artifacts'))) {
     if (!f.endsWith('.mjs')) continue;
     copyFileSync(join(PROJECT_ROOT, 'artifacts', f), join(dir, 'artifacts', f));
-    shas.set(f, createHash('sha256').update(readFileSync(join(dir, 'artifacts', f))).digest('hex'));
+    shas.set(
+      f,
+      createHash('sha256')
+        .update(readFileSync(join(dir, 'artifacts', f)))
+        .digest('hex'),
+    );
   }
   const repo: CompositeRepo = {
     dir,
@@ -111,10 +132,19 @@ export class CompositeAgent {
   /** Starts the agent and waits for the end of its first apply (returned). */
   async start(deadlineMs = 30_000): Promise<LogLine> {
     [this.apiPort] = (await freePorts(1)) as [number];
-    this.agent = this.h.start({ dir: this.repo.dir, plan: this.repo.plan, trustArgs: this.repo.trustArgs, args: ['--listen', `127.0.0.1:${this.apiPort}`] });
+    this.agent = this.h.start({
+      dir: this.repo.dir,
+      plan: this.repo.plan,
+      trustArgs: this.repo.trustArgs,
+      args: ['--listen', `127.0.0.1:${this.apiPort}`],
+    });
     const { end } = await this.applied(0, deadlineMs);
     const tokenFile = join(this.h.stateDir, 'api-token');
-    this.token = await until(() => existsSync(tokenFile) && readFileSync(tokenFile, 'utf8').trim(), 5_000, 'the API token file');
+    this.token = await until(
+      () => existsSync(tokenFile) && readFileSync(tokenFile, 'utf8').trim(),
+      5_000,
+      'the API token file',
+    );
     await until(() => this.get('/healthz').then((r) => r.status === 200), 5_000, 'the API to answer');
     return end;
   }
@@ -125,13 +155,26 @@ export class CompositeAgent {
    */
   async applied(after: number, deadlineMs = 30_000): Promise<{ plan: LogLine; end: LogLine; revision: string }> {
     const revision = await this.repo.revisionId();
-    const plan = await this.agent.waitForLog(is.revision(revision, 'reconcile plan'), deadlineMs, after, `the reconcile of revision ${revision}`);
-    const end = await this.agent.waitForLog(is.applyEnd, deadlineMs, this.agent.logs.indexOf(plan) + 1, `the end of the apply of ${revision}`);
+    const plan = await this.agent.waitForLog(
+      is.revision(revision, 'reconcile plan'),
+      deadlineMs,
+      after,
+      `the reconcile of revision ${revision}`,
+    );
+    const end = await this.agent.waitForLog(
+      is.applyEnd,
+      deadlineMs,
+      this.agent.logs.indexOf(plan) + 1,
+      `the end of the apply of ${revision}`,
+    );
     return { plan, end, revision };
   }
 
   /** Writes files and waits for their apply. */
-  async push(files: Record<string, string>, deadlineMs = 30_000): Promise<{ plan: LogLine; end: LogLine; revision: string; mark: number }> {
+  async push(
+    files: Record<string, string>,
+    deadlineMs = 30_000,
+  ): Promise<{ plan: LogLine; end: LogLine; revision: string; mark: number }> {
     const mark = this.agent.mark();
     this.repo.write(files);
     return { ...(await this.applied(mark, deadlineMs)), mark };

@@ -56,7 +56,15 @@ export interface HoldView {
 /** The parts of `keystonectl fleet status --json` the tests read. */
 export interface FleetStatusJson {
   commit: string;
-  devices: Array<{ device: string; state: string; wave?: string | null; report?: string; reportReason?: string; claimed?: string; commit: string | null }>;
+  devices: Array<{
+    device: string;
+    state: string;
+    wave?: string | null;
+    report?: string;
+    reportReason?: string;
+    claimed?: string;
+    commit: string | null;
+  }>;
   rollout?: {
     waves: Array<{ name: string; success: number; failed: number; state: string }>;
     halted?: { wave: string; failed: number; of: number };
@@ -67,7 +75,11 @@ export interface FleetStatusJson {
 
 /** `keystone identity --json` on a state directory: makes the device's keys when it has none, as its first start would. */
 export async function keystoneIdentity(stateDir: string, device: string): Promise<DeviceIdentity> {
-  const { stdout } = await run(process.execPath, [KEYSTONE_BIN, 'identity', '--json', '--state-dir', stateDir, '--device', device], { cwd: PROJECT_ROOT });
+  const { stdout } = await run(
+    process.execPath,
+    [KEYSTONE_BIN, 'identity', '--json', '--state-dir', stateDir, '--device', device],
+    { cwd: PROJECT_ROOT },
+  );
   return JSON.parse(stdout) as DeviceIdentity;
 }
 
@@ -142,7 +154,17 @@ export class EnrolledFleet {
   async enrol(device: string, opts: { force?: boolean } = {}): Promise<void> {
     const file = join(this.root, `${device}.identity.json`);
     writeFileSync(file, JSON.stringify(this.identities.get(device)) + '\n');
-    const r = await runCtl(['enroll', '--key', join(this.root, 'keys', 'enroll.key'), '--identity', file, ...(opts.force ? ['--force'] : [])], this.fx.dir);
+    const r = await runCtl(
+      [
+        'enroll',
+        '--key',
+        join(this.root, 'keys', 'enroll.key'),
+        '--identity',
+        file,
+        ...(opts.force ? ['--force'] : []),
+      ],
+      this.fx.dir,
+    );
     if (r.code !== 0) throw new Error(`enroll ${device}: ${r.stderr}`);
   }
 
@@ -166,11 +188,24 @@ export class EnrolledFleet {
       plan: undefined,
       trustArgs: this.fx.trustArgs,
       args: [
-        '--ref', 'main', '--poll', `${POLL_MS}ms`, '--device', device, '--status', 'git-notes',
-        '--git-token-file', this.readTokenFile,
-        '--status-repo', this.server.url('reports'), '--status-token-file', this.pushTokenFile,
-        '--enrollment-key', this.enrollPub,
-        '--listen', `127.0.0.1:${this.apiPorts.get(device)!}`,
+        '--ref',
+        'main',
+        '--poll',
+        `${POLL_MS}ms`,
+        '--device',
+        device,
+        '--status',
+        'git-notes',
+        '--git-token-file',
+        this.readTokenFile,
+        '--status-repo',
+        this.server.url('reports'),
+        '--status-token-file',
+        this.pushTokenFile,
+        '--enrollment-key',
+        this.enrollPub,
+        '--listen',
+        `127.0.0.1:${this.apiPorts.get(device)!}`,
       ],
     });
     this.agents.set(device, agent);
@@ -186,7 +221,11 @@ export class EnrolledFleet {
   }
 
   async waitApplied(device: string, commit: string, deadlineMs = 60_000): Promise<void> {
-    await until(() => this.applied(device) === commit || undefined, deadlineMs, `${device} to run ${commit.slice(0, 8)}`);
+    await until(
+      () => this.applied(device) === commit || undefined,
+      deadlineMs,
+      `${device} to run ${commit.slice(0, 8)}`,
+    );
   }
 
   gateOpen(device: string, commit: string): LogLine | undefined {
@@ -199,7 +238,12 @@ export class EnrolledFleet {
 
   /** The device's `held: …` (and halted) lines about `commit`, in order. */
   heldLines(device: string, commit: string): LogLine[] {
-    return this.agent(device).lines((l) => l.revision === commit && typeof l.msg === 'string' && (l.msg.startsWith('held: ') || l.msg.startsWith('halted ')));
+    return this.agent(device).lines(
+      (l) =>
+        l.revision === commit &&
+        typeof l.msg === 'string' &&
+        (l.msg.startsWith('held: ') || l.msg.startsWith('halted ')),
+    );
   }
 
   /** Waits for a held line of `commit` saying `text`; fails at once when the device opens its gate for the commit or halts it instead. */
@@ -209,10 +253,17 @@ export class EnrolledFleet {
       const held = this.heldLines(device, commit).find((l) => String(l.msg).includes(text));
       if (held) return held;
       const opened = this.gateOpen(device, commit);
-      if (opened) throw new Error(`${device} opened its gate for ${commit.slice(0, 8)} (${String(opened.reason)}) instead of saying "${text}"`);
+      if (opened)
+        throw new Error(
+          `${device} opened its gate for ${commit.slice(0, 8)} (${String(opened.reason)}) instead of saying "${text}"`,
+        );
       const halted = this.heldLines(device, commit).find((l) => String(l.msg).startsWith('halted'));
-      if (halted) throw new Error(`${device} halted ${commit.slice(0, 8)} (${String(halted.msg)}) instead of saying "${text}"`);
-      if (Date.now() > deadline) throw new Error(`timed out after ${deadlineMs} ms waiting for ${device} to say "${text}" of ${commit.slice(0, 8)}\n${this.agent(device).tail()}`);
+      if (halted)
+        throw new Error(`${device} halted ${commit.slice(0, 8)} (${String(halted.msg)}) instead of saying "${text}"`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `timed out after ${deadlineMs} ms waiting for ${device} to say "${text}" of ${commit.slice(0, 8)}\n${this.agent(device).tail()}`,
+        );
       await new Promise((r) => setTimeout(r, 50));
     }
   }
@@ -241,7 +292,10 @@ export class EnrolledFleet {
       if (this.applied(device) === commit) throw new Error(`${device} applied ${commit.slice(0, 8)}`);
       const h = await this.hold(device, commit);
       if (h?.checkedAt && Date.parse(h.checkedAt) >= past) return h;
-      if (Date.now() > deadline) throw new Error(`${device} did not read its gate for ${commit.slice(0, 8)} past ${new Date(past).toISOString()} (hold: ${JSON.stringify(h)})\n${this.agent(device).tail()}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `${device} did not read its gate for ${commit.slice(0, 8)} past ${new Date(past).toISOString()} (hold: ${JSON.stringify(h)})\n${this.agent(device).tail()}`,
+        );
       await new Promise((r) => setTimeout(r, 100));
     }
   }
@@ -262,7 +316,13 @@ export class EnrolledFleet {
   }
 
   /** Waits for the device's `state` note on `commit` signed by the key `keyId` (not a line someone else wrote in its name). */
-  reportedBy(commit: string, device: string, state: string, keyId: string, deadlineMs = 60_000): Promise<NotedStatusLine> {
+  reportedBy(
+    commit: string,
+    device: string,
+    state: string,
+    keyId: string,
+    deadlineMs = 60_000,
+  ): Promise<NotedStatusLine> {
     return until(
       async () => {
         const l = await this.note(commit, device);
@@ -286,16 +346,30 @@ export class EnrolledFleet {
   }
 
   async refOf(device: string, commit: string, state: string): Promise<{ name: string; ref: RolloutRef } | undefined> {
-    return (await this.rolloutRefs()).find((r) => r.ref.device === device && r.ref.commit === commit && r.ref.state === state && r.ref.signature !== undefined);
+    return (await this.rolloutRefs()).find(
+      (r) =>
+        r.ref.device === device && r.ref.commit === commit && r.ref.state === state && r.ref.signature !== undefined,
+    );
   }
 
-  waitRef(device: string, commit: string, state: string, deadlineMs = 60_000): Promise<{ name: string; ref: RolloutRef }> {
-    return until(() => this.refOf(device, commit, state), deadlineMs, `${device}'s signed ${state} rollout ref on ${commit.slice(0, 8)}`);
+  waitRef(
+    device: string,
+    commit: string,
+    state: string,
+    deadlineMs = 60_000,
+  ): Promise<{ name: string; ref: RolloutRef }> {
+    return until(
+      () => this.refOf(device, commit, state),
+      deadlineMs,
+      `${device}'s signed ${state} rollout ref on ${commit.slice(0, 8)}`,
+    );
   }
 
   /** Pushes `refs` (each pointing at `commit`) to the reports repository with the devices' token, as any device could. */
   async attackerPushRefs(commit: string, refs: string[]): Promise<void> {
-    await gitIn(this.fx.dir, ['push', '--quiet', this.reportsPushUrl, ...refs.map((r) => `${commit}:${r}`)], { GIT_TERMINAL_PROMPT: '0' });
+    await gitIn(this.fx.dir, ['push', '--quiet', this.reportsPushUrl, ...refs.map((r) => `${commit}:${r}`)], {
+      GIT_TERMINAL_PROMPT: '0',
+    });
   }
 
   /**
@@ -331,10 +405,18 @@ export class EnrolledFleet {
   async fleetStatus(commit: string, opts: { enrollmentKey?: boolean } = {}): Promise<FleetStatusJson> {
     const r = await runCtl(
       [
-        'fleet', 'status',
-        '--repo', this.server.url('fleet'), '--reports', this.server.url('reports'),
-        '--token-file', this.pushTokenFile, '--cache-dir', join(this.root, 'fleet-cache'),
-        '--commit', commit,
+        'fleet',
+        'status',
+        '--repo',
+        this.server.url('fleet'),
+        '--reports',
+        this.server.url('reports'),
+        '--token-file',
+        this.pushTokenFile,
+        '--cache-dir',
+        join(this.root, 'fleet-cache'),
+        '--commit',
+        commit,
         ...(opts.enrollmentKey === false ? [] : ['--enrollment-key', this.enrollPub]),
         '--json',
       ],

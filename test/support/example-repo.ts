@@ -33,7 +33,11 @@ export async function exampleRepo(opts: { signed?: boolean } = {}): Promise<Exam
   const keyDir = mkdtempSync(join(tmpdir(), 'keystone-key-'));
   for (const d of ['recipes', 'plans', 'artifacts']) cpSync(join(PROJECT_ROOT, d), join(dir, d), { recursive: true });
   const git = (...args: string[]) =>
-    execFileSync('git', ['-c', 'user.name=test', '-c', 'user.email=test@example.invalid', '-c', 'commit.gpgsign=false', ...args], { cwd: dir, encoding: 'utf8' }).trim();
+    execFileSync(
+      'git',
+      ['-c', 'user.name=test', '-c', 'user.email=test@example.invalid', '-c', 'commit.gpgsign=false', ...args],
+      { cwd: dir, encoding: 'utf8' },
+    ).trim();
   const must = async (args: string[]) => {
     const r = await runCtl(args, dir, { now: () => ++clock * 1000 });
     if (r.code !== 0) throw new Error(`keystonectl ${args.join(' ')}: ${r.stderr}`);

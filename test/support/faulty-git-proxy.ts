@@ -4,7 +4,13 @@
 // time (`proxy.fault = …`), and every request is counted with what was done to it, so a test can wait for a fault to
 // have been met rather than sleep. The pack faults rewrite the side band (pkt-lines) so that the framing stays valid
 // where the fault is not about framing: the client must find the damage in the pack itself.
-import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
 /** What a request to a Git server is, from its path and body. */
@@ -65,7 +71,12 @@ export class FaultyGitProxy {
 
   /** The requests of `kind` (any kind when absent) that met `fault` (any when absent), from index `from`. */
   met(opts: { kind?: GitRequestKind; fault?: GitFault['kind']; from?: number } = {}): ProxiedRequest[] {
-    return this.requests.slice(opts.from ?? 0).filter((r) => (opts.kind === undefined || r.kind === opts.kind) && (opts.fault === undefined || r.fault === opts.fault));
+    return this.requests
+      .slice(opts.from ?? 0)
+      .filter(
+        (r) =>
+          (opts.kind === undefined || r.kind === opts.kind) && (opts.fault === undefined || r.fault === opts.fault),
+      );
   }
 
   async start(): Promise<void> {
@@ -97,14 +108,24 @@ export class FaultyGitProxy {
     const kind = classify(req.method ?? 'GET', url, body);
     const fault = this.fault;
     const applies = appliesTo(fault, kind);
-    const record: ProxiedRequest = { kind, method: req.method ?? 'GET', path: url, fault: applies ? fault.kind : 'none', bytes: 0, at: Date.now() };
+    const record: ProxiedRequest = {
+      kind,
+      method: req.method ?? 'GET',
+      path: url,
+      fault: applies ? fault.kind : 'none',
+      bytes: 0,
+      at: Date.now(),
+    };
     this.requests.push(record);
     const send = (chunk: Buffer) => {
       record.bytes += chunk.length;
       return res.write(chunk);
     };
     if (applies && fault.kind === 'status') {
-      res.writeHead(fault.status, { 'content-type': 'text/plain', ...(fault.retryAfter !== undefined && { 'retry-after': fault.retryAfter }) });
+      res.writeHead(fault.status, {
+        'content-type': 'text/plain',
+        ...(fault.retryAfter !== undefined && { 'retry-after': fault.retryAfter }),
+      });
       res.end(`HTTP ${fault.status} (the faulty proxy)\n`);
       return;
     }
@@ -171,7 +192,17 @@ export class FaultyGitProxy {
             res.on('drain', done).on('close', done);
           });
         // A protocol v2 capability advertisement lists no refs: passed as it came, and not counted as met.
-        if (!(await padAdvertisement(whole, fault.refs, (b) => !res.destroyed && send(b), drained, () => res.destroyed, fault.first === true))) record.fault = 'none';
+        if (
+          !(await padAdvertisement(
+            whole,
+            fault.refs,
+            (b) => !res.destroyed && send(b),
+            drained,
+            () => res.destroyed,
+            fault.first === true,
+          ))
+        )
+          record.fault = 'none';
         res.end();
         return;
       }
@@ -186,7 +217,10 @@ export class FaultyGitProxy {
     const headers = { ...req.headers, host: `127.0.0.1:${this.upstreamPort}`, 'content-length': String(body.length) };
     delete headers['transfer-encoding'];
     return new Promise((resolve, reject) => {
-      const out = httpRequest({ host: '127.0.0.1', port: this.upstreamPort, method: req.method, path: url, headers }, resolve);
+      const out = httpRequest(
+        { host: '127.0.0.1', port: this.upstreamPort, method: req.method, path: url, headers },
+        resolve,
+      );
       out.on('error', reject);
       out.end(body);
     });
@@ -248,7 +282,10 @@ function pktLines(buf: Buffer): { lines: PktLine[]; rest: Buffer } {
 }
 
 function bandLine(band: number, data: Buffer): Buffer {
-  return Buffer.concat([Buffer.from((data.length + 5).toString(16).padStart(4, '0') + String.fromCharCode(band), 'latin1'), data]);
+  return Buffer.concat([
+    Buffer.from((data.length + 5).toString(16).padStart(4, '0') + String.fromCharCode(band), 'latin1'),
+    data,
+  ]);
 }
 
 /**
@@ -256,12 +293,20 @@ function bandLine(band: number, data: Buffer): Buffer {
  * and ended with a flush: what reaches the client looks whole, only the pack is not. The lines before the pack
  * (shallow, NAK) and the progress band pass as they came.
  */
-export function damagePack(answer: Buffer, fault: { kind: 'truncate' } | { kind: 'corrupt'; where: 'objects' | 'trailer' }): Buffer {
+export function damagePack(
+  answer: Buffer,
+  fault: { kind: 'truncate' } | { kind: 'corrupt'; where: 'objects' | 'trailer' },
+): Buffer {
   const { lines } = pktLines(answer);
   const firstBand = lines.findIndex((l) => l.band >= 1 && l.band <= 3);
   if (firstBand < 0) return answer;
   const head = lines.slice(0, firstBand).map((l) => l.raw);
-  const pack = Buffer.concat(lines.slice(firstBand).filter((l) => l.band === 1).map((l) => l.data));
+  const pack = Buffer.concat(
+    lines
+      .slice(firstBand)
+      .filter((l) => l.band === 1)
+      .map((l) => l.data),
+  );
   let damaged: Buffer;
   if (fault.kind === 'truncate') damaged = pack.subarray(0, Math.floor(pack.length / 2));
   else {
@@ -281,7 +326,14 @@ export function damagePack(answer: Buffer, fault: { kind: 'truncate' } | { kind:
  * naming the commit of its first ref line; written as it goes (with the socket's backpressure), never held whole.
  * False when it has no ref to copy (a protocol v2 capability advertisement), sent unchanged.
  */
-async function padAdvertisement(answer: Buffer, count: number, send: (b: Buffer) => boolean, drained: () => Promise<unknown>, gone: () => boolean, first = false): Promise<boolean> {
+async function padAdvertisement(
+  answer: Buffer,
+  count: number,
+  send: (b: Buffer) => boolean,
+  drained: () => Promise<unknown>,
+  gone: () => boolean,
+  first = false,
+): Promise<boolean> {
   const lastFlush = answer.length - 4;
   const oid = /([0-9a-f]{40}) refs\//.exec(answer.toString('latin1'))?.[1];
   if (oid === undefined || answer.toString('latin1', lastFlush) !== '0000') {
@@ -296,7 +348,7 @@ async function padAdvertisement(answer: Buffer, count: number, send: (b: Buffer)
     const text = `${oid} refs/pull/${i}/head\n`;
     return (text.length + 4).toString(16).padStart(4, '0') + text;
   };
-  for (let i = 0; i < count && !gone(); ) {
+  for (let i = 0; i < count && !gone();) {
     let chunk = '';
     for (let n = 0; n < 2000 && i < count; n++, i++) chunk += line(i);
     if (!send(Buffer.from(chunk, 'latin1')) && !gone()) await drained();

@@ -3,7 +3,12 @@
 import { constants } from 'node:fs';
 import { open, rm, stat } from 'node:fs/promises';
 
-export async function withFileLock(path: string, opts: { staleMs: number; timeoutMs: number }, isDone: () => boolean | Promise<boolean>, build: () => Promise<void>): Promise<void> {
+export async function withFileLock(
+  path: string,
+  opts: { staleMs: number; timeoutMs: number },
+  isDone: () => boolean | Promise<boolean>,
+  build: () => Promise<void>,
+): Promise<void> {
   const deadline = Date.now() + opts.timeoutMs;
   for (;;) {
     if (await isDone()) return;
@@ -17,7 +22,8 @@ export async function withFileLock(path: string, opts: { staleMs: number; timeou
         await rm(path, { force: true });
       }
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${opts.timeoutMs} ms waiting for another test file's build (lock ${path})`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${opts.timeoutMs} ms waiting for another test file's build (lock ${path})`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }

@@ -24,11 +24,18 @@ import { stackFixture, type ComponentSpec, type StackFixture } from './stack-fix
 
 const run = promisify(execFile);
 /** Async on purpose: the Git server answers from this very process. */
-export const git = async (cwd: string, ...args: string[]) => (await run('git', ['-C', cwd, ...args], { env: GIT_ENV })).stdout.trim();
+export const git = async (cwd: string, ...args: string[]) =>
+  (await run('git', ['-C', cwd, ...args], { env: GIT_ENV })).stdout.trim();
 
 /** Runs, but its check never passes: nothing listens on port 1. Start budget 200 ms × 5 = 1 s. */
 export function failing(name: string, version = '1.0.0', check = 'tcp://127.0.0.1:1'): ComponentSpec {
-  return { name, version, command: 'sleep', args: ['1000'], health: { check, interval: '200ms', timeout: '150ms', failureThreshold: 5 } };
+  return {
+    name,
+    version,
+    command: 'sleep',
+    args: ['1000'],
+    health: { check, interval: '200ms', timeout: '150ms', failureThreshold: 5 },
+  };
 }
 
 /** The two ways an agent goes away: a stop (systemctl restart, an upgrade) and a power cut. */
@@ -95,7 +102,10 @@ export async function outboxDelivered(h: AgentHarness, commit: string, deadlineM
       `every status of ${commit.slice(0, 12)} delivered`,
     );
   } catch (e) {
-    const rows = outboxOf(h, commit).map((r) => `${r.state}${r.deliveredAt !== null ? ' delivered' : r.nextAttemptAt !== null ? ` open (${r.lastError ?? ''})` : ` given up (${r.lastError ?? ''})`}`);
+    const rows = outboxOf(h, commit).map(
+      (r) =>
+        `${r.state}${r.deliveredAt !== null ? ' delivered' : r.nextAttemptAt !== null ? ` open (${r.lastError ?? ''})` : ` given up (${r.lastError ?? ''})`}`,
+    );
     throw new Error(`${(e as Error).message}; outbox: ${rows.join(', ')}`);
   }
 }
@@ -165,13 +175,15 @@ export async function withGitWorld(components: ComponentSpec[], body: (w: GitWor
         } catch {
           return []; // no notes ref yet
         }
-        return subjects
-          .split('\n')
-          .map((s) => /^(\S+): (\S+) ([0-9a-f]{40})$/.exec(s))
-          .filter((m) => m !== null && m[1] === context && m[3] === commit)
-          .map((m) => m![2]!)
-          // Delivery is at least once: a status sent again just after a kill is the same word twice.
-          .filter((state, i, all) => i === 0 || all[i - 1] !== state);
+        return (
+          subjects
+            .split('\n')
+            .map((s) => /^(\S+): (\S+) ([0-9a-f]{40})$/.exec(s))
+            .filter((m) => m !== null && m[1] === context && m[3] === commit)
+            .map((m) => m![2]!)
+            // Delivery is at least once: a status sent again just after a kill is the same word twice.
+            .filter((state, i, all) => i === 0 || all[i - 1] !== state)
+        );
       },
       noteSays: (commit, state, deadlineMs = 30_000) =>
         until(

@@ -94,19 +94,36 @@ export class GitHubContractServer extends LoopbackHttpServer {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    const record: ContractRequest = { method: req.method ?? 'GET', path: url.pathname, headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), status: 0 };
+    const record: ContractRequest = {
+      method: req.method ?? 'GET',
+      path: url.pathname,
+      headers: req.headers,
+      body: Buffer.concat(chunks).toString('utf8'),
+      status: 0,
+    };
     this.requests.push(record);
     const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
       record.status = status;
-      res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers }).end(JSON.stringify(body));
+      res
+        .writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers })
+        .end(JSON.stringify(body));
     };
     if (this.failNext > 0) {
       this.failNext--;
       return send(503, { message: 'Service Unavailable' });
     }
     if (req.headers.authorization === `Bearer ${this.readOnlyToken}` && req.method === 'POST')
-      return send(403, { message: 'Resource not accessible by personal access token', documentation_url: DOCS, status: '403' });
-    if (req.headers.authorization !== `Bearer ${this.token}`) return send(401, { message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest', status: '401' });
+      return send(403, {
+        message: 'Resource not accessible by personal access token',
+        documentation_url: DOCS,
+        status: '403',
+      });
+    if (req.headers.authorization !== `Bearer ${this.token}`)
+      return send(401, {
+        message: 'Bad credentials',
+        documentation_url: 'https://docs.github.com/rest',
+        status: '401',
+      });
     const limit = this.rateLimit;
     if (limit && req.method === 'POST') {
       const docs = 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api';
@@ -114,20 +131,38 @@ export class GitHubContractServer extends LoopbackHttpServer {
         return send(
           403,
           { message: 'API rate limit exceeded for user ID 1.', documentation_url: docs },
-          { 'x-ratelimit-limit': '5000', 'x-ratelimit-remaining': '0', 'x-ratelimit-used': '5000', 'x-ratelimit-reset': String(limit.resetEpochSeconds), 'x-ratelimit-resource': 'core' },
+          {
+            'x-ratelimit-limit': '5000',
+            'x-ratelimit-remaining': '0',
+            'x-ratelimit-used': '5000',
+            'x-ratelimit-reset': String(limit.resetEpochSeconds),
+            'x-ratelimit-resource': 'core',
+          },
         );
-      return send(limit.status ?? 403, { message: limit.message ?? SECONDARY_MESSAGE, documentation_url: docs }, limit.retryAfter !== undefined ? { 'retry-after': limit.retryAfter } : {});
+      return send(
+        limit.status ?? 403,
+        { message: limit.message ?? SECONDARY_MESSAGE, documentation_url: docs },
+        limit.retryAfter !== undefined ? { 'retry-after': limit.retryAfter } : {},
+      );
     }
     if (!url.pathname.startsWith(`${this.prefix}/`)) return send(404, { message: 'Not Found' });
     const path = url.pathname.slice(this.prefix.length);
     let m = /^\/repos\/([^/]+)\/([^/]+)\/statuses\/([^/]+)$/.exec(path);
-    if (m && req.method === 'POST') return this.create(decodeURIComponent(m[1]!), decodeURIComponent(m[2]!), m[3]!, record.body, send);
+    if (m && req.method === 'POST')
+      return this.create(decodeURIComponent(m[1]!), decodeURIComponent(m[2]!), m[3]!, record.body, send);
     m = /^\/repos\/([^/]+)\/([^/]+)\/commits\/([^/]+)\/statuses$/.exec(path);
-    if (m && req.method === 'GET') return send(200, this.list(decodeURIComponent(m[1]!), decodeURIComponent(m[2]!), m[3]!));
+    if (m && req.method === 'GET')
+      return send(200, this.list(decodeURIComponent(m[1]!), decodeURIComponent(m[2]!), m[3]!));
     return send(404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest' });
   }
 
-  private create(owner: string, repo: string, sha: string, raw: string, send: (status: number, body: unknown) => void): void {
+  private create(
+    owner: string,
+    repo: string,
+    sha: string,
+    raw: string,
+    send: (status: number, body: unknown) => void,
+  ): void {
     let body: Record<string, unknown>;
     try {
       const parsed = JSON.parse(raw) as unknown;
@@ -137,16 +172,36 @@ export class GitHubContractServer extends LoopbackHttpServer {
       return send(400, { message: 'Problems parsing JSON', documentation_url: DOCS });
     }
     const invalid = (field: string, message: string) =>
-      send(422, { message: 'Validation Failed', errors: [{ resource: 'Status', code: 'custom', field, message }], documentation_url: DOCS });
-    if (!/^[0-9a-f]{40}$/i.test(sha)) return send(422, { message: `No commit found for SHA: ${sha}`, documentation_url: DOCS });
-    if (typeof body.state !== 'string' || !STATES.includes(body.state)) return invalid('state', 'state is not included in the list');
-    if (body.description !== undefined && body.description !== null && (typeof body.description !== 'string' || [...body.description].length > 140))
+      send(422, {
+        message: 'Validation Failed',
+        errors: [{ resource: 'Status', code: 'custom', field, message }],
+        documentation_url: DOCS,
+      });
+    if (!/^[0-9a-f]{40}$/i.test(sha))
+      return send(422, { message: `No commit found for SHA: ${sha}`, documentation_url: DOCS });
+    if (typeof body.state !== 'string' || !STATES.includes(body.state))
+      return invalid('state', 'state is not included in the list');
+    if (
+      body.description !== undefined &&
+      body.description !== null &&
+      (typeof body.description !== 'string' || [...body.description].length > 140)
+    )
       return invalid('description', 'description is too long (maximum is 140 characters)');
     const context = typeof body.context === 'string' ? body.context : 'default';
     const key = `${owner}/${repo}@${sha.toLowerCase()}`;
     const existing = this.statuses.get(key) ?? [];
     if (existing.filter((s) => s.context === context).length >= this.maxPerContext)
-      return send(422, { message: 'Validation Failed', errors: [{ resource: 'Status', code: 'custom', message: 'This SHA and context has reached the maximum number of statuses.' }], documentation_url: DOCS });
+      return send(422, {
+        message: 'Validation Failed',
+        errors: [
+          {
+            resource: 'Status',
+            code: 'custom',
+            message: 'This SHA and context has reached the maximum number of statuses.',
+          },
+        ],
+        documentation_url: DOCS,
+      });
     const created = new Date(this.now()).toISOString().replace(/\.\d{3}Z$/, 'Z');
     const status: ContractStatus = {
       id: this.nextId++,

@@ -15,7 +15,9 @@ interface Definition {
 const require = createRequire(import.meta.url);
 
 /** event name → its examples, for github.com or one of the GitHub Enterprise Server releases the package has. */
-export function webhookExamples(host: 'api.github.com' | 'ghes-31' | 'ghes-32' | 'ghes-33' | 'ghes-34' | 'ghes-35' = 'api.github.com'): Map<string, Payload[]> {
+export function webhookExamples(
+  host: 'api.github.com' | 'ghes-31' | 'ghes-32' | 'ghes-33' | 'ghes-34' | 'ghes-35' = 'api.github.com',
+): Map<string, Payload[]> {
   const file = require.resolve(`@octokit/webhooks-examples/${host}/index.json`);
   const defs = JSON.parse(readFileSync(file, 'utf8')) as Definition[];
   return new Map(defs.map((d) => [d.name, d.examples]));
@@ -41,7 +43,11 @@ export interface Delivery {
 }
 
 /** `payload` as GitHub delivers it: JSON (or form-encoded in `payload=`), signed with `secret`, or with `signature`. */
-export function delivery(event: string, payload: Payload, o: { secret: string; signature?: string; form?: boolean }): Delivery {
+export function delivery(
+  event: string,
+  payload: Payload,
+  o: { secret: string; signature?: string; form?: boolean },
+): Delivery {
   const json = JSON.stringify(payload);
   const body = o.form ? new URLSearchParams({ payload: json }).toString() : json;
   return {

@@ -49,23 +49,38 @@ export async function inject(server: ApiServer, opts: InjectOptions | string): P
     if (typeof o.payload === 'string' || Buffer.isBuffer(o.payload)) body = Buffer.from(o.payload as string | Buffer);
     else {
       body = Buffer.from(JSON.stringify(o.payload));
-      if (!Object.keys(headers).some((k) => k.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+      if (!Object.keys(headers).some((k) => k.toLowerCase() === 'content-type'))
+        headers['content-type'] = 'application/json';
     }
-    if (!Object.keys(headers).some((k) => k.toLowerCase() === 'content-length')) headers['content-length'] = body.length;
+    if (!Object.keys(headers).some((k) => k.toLowerCase() === 'content-length'))
+      headers['content-length'] = body.length;
   }
-  if (o.cookies) headers.cookie = Object.entries(o.cookies).map(([k, v]) => `${k}=${v}`).join('; ');
+  if (o.cookies)
+    headers.cookie = Object.entries(o.cookies)
+      .map(([k, v]) => `${k}=${v}`)
+      .join('; ');
   return new Promise<InjectResponse>((resolve, reject) => {
     // A connection per request: nothing is pooled between tests, and close() never waits for an idle socket.
-    const req = httpRequest({ host: '127.0.0.1', port, method: o.method ?? 'GET', path: o.url, headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', reject);
-      res.on('end', () => {
-        const rawPayload = Buffer.concat(chunks);
-        const text = rawPayload.toString('utf8');
-        resolve({ statusCode: res.statusCode!, headers: res.headers, body: text, payload: text, rawPayload, json: <T>() => JSON.parse(text) as T });
-      });
-    });
+    const req = httpRequest(
+      { host: '127.0.0.1', port, method: o.method ?? 'GET', path: o.url, headers, agent: false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', reject);
+        res.on('end', () => {
+          const rawPayload = Buffer.concat(chunks);
+          const text = rawPayload.toString('utf8');
+          resolve({
+            statusCode: res.statusCode!,
+            headers: res.headers,
+            body: text,
+            payload: text,
+            rawPayload,
+            json: <T>() => JSON.parse(text) as T,
+          });
+        });
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });

@@ -15,7 +15,13 @@ import { startGitHttpServer, type GitHttpServer, type ServedRequest } from './gi
 export const run = promisify(execFile);
 export const TOKEN = 'notes-secret-token-4711';
 const AUTH = ['-c', `http.extraHeader=Authorization: Bearer ${TOKEN}`];
-const GIT_ENV = { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' };
+const GIT_ENV = {
+  ...process.env,
+  GIT_AUTHOR_NAME: 't',
+  GIT_AUTHOR_EMAIL: 't@t',
+  GIT_COMMITTER_NAME: 't',
+  GIT_COMMITTER_EMAIL: 't@t',
+};
 
 /** The one fetch docs/gitops.md gives an operator: the shared ref of earlier agents and every device's own ref. */
 export const NOTES_FETCH_REFSPEC = '+refs/notes/keystone*:refs/notes/keystone*';
@@ -25,7 +31,13 @@ export async function git(cwd: string, ...args: string[]): Promise<string> {
   return stdout;
 }
 
-export function status(commit: string, device: string, state: CommitStatus['state'], description: string, at = Date.UTC(2025, 0, 2, 3, 4, 5)): CommitStatus {
+export function status(
+  commit: string,
+  device: string,
+  state: CommitStatus['state'],
+  description: string,
+  at = Date.UTC(2025, 0, 2, 3, 4, 5),
+): CommitStatus {
   return { commit, state, description, context: statusContext(device), at };
 }
 
@@ -70,7 +82,13 @@ export class NotesFixture {
   }
 
   reporter(url: string, device: string, over: Partial<GitNotesReporterOptions> = {}): GitNotesReporter {
-    return new GitNotesReporter({ repository: url, cacheDir: join(this.tempDir('keystone-notes-cache-'), 'notes.git'), token: TOKEN, ...over, name: `notes-${device}` });
+    return new GitNotesReporter({
+      repository: url,
+      cacheDir: join(this.tempDir('keystone-notes-cache-'), 'notes.git'),
+      token: TOKEN,
+      ...over,
+      name: `notes-${device}`,
+    });
   }
 
   /** The server's requests to one repository, from index `from` of its log on. */

@@ -1,7 +1,18 @@
 // What a requirement of the tests is, how to tell whether this machine has it, and the one-line fix when it does not.
 // No vitest import: the skip-summary reporter (main process) reads the same checks the tests (workers) use.
 import { spawnSync } from 'node:child_process';
-import { accessSync, closeSync, constants, existsSync, openSync, readdirSync, readFileSync, readSync, realpathSync, statSync } from 'node:fs';
+import {
+  accessSync,
+  closeSync,
+  constants,
+  existsSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  realpathSync,
+  statSync,
+} from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { podmanSocket } from './test-engine.js';
 
@@ -24,8 +35,22 @@ export type Requirement =
   | 'qemu-armhf';
 
 export const REQUIREMENTS: readonly Requirement[] = [
-  'docker', 'podman', 'minisign', 'age', 'busybox', 'promtool', 'root', 'python3', 'openssl', 'debootstrap', 'dpkg-deb', 'systemd-analyze', 'faketime', 'chromium',
-  'qemu-arm64', 'qemu-armhf',
+  'docker',
+  'podman',
+  'minisign',
+  'age',
+  'busybox',
+  'promtool',
+  'root',
+  'python3',
+  'openssl',
+  'debootstrap',
+  'dpkg-deb',
+  'systemd-analyze',
+  'faketime',
+  'chromium',
+  'qemu-arm64',
+  'qemu-armhf',
 ];
 
 /** Set to "1", a skip for a missing requirement fails the run instead (CI must run everything). */
@@ -102,7 +127,12 @@ export function staticBusybox(env: NodeJS.ProcessEnv = process.env): string | un
 }
 
 /** Where Debian's `faketime` package (and a source build) put the library the tests preload into an agent. */
-const LIBFAKETIME_DIRS = ['/usr/lib/x86_64-linux-gnu/faketime', '/usr/lib/aarch64-linux-gnu/faketime', '/usr/lib/faketime', '/usr/local/lib/faketime'];
+const LIBFAKETIME_DIRS = [
+  '/usr/lib/x86_64-linux-gnu/faketime',
+  '/usr/lib/aarch64-linux-gnu/faketime',
+  '/usr/lib/faketime',
+  '/usr/local/lib/faketime',
+];
 
 /** libfaketime.so.1, if this machine has it: LD_PRELOADed, it steps a process's wall clock at run time. */
 export function libfaketime(): string | undefined {
@@ -192,7 +222,8 @@ export function emulationMissing(
 ): string | undefined {
   if (hostArch === arch) return undefined;
   const want = EMULATED[arch];
-  if (!existsSync(join(binfmtDir, 'status'))) return `binfmt_misc is not mounted, so no ${arch} program runs here (mount -t binfmt_misc binfmt_misc ${binfmtDir}; ${fixFor(arch)})`;
+  if (!existsSync(join(binfmtDir, 'status')))
+    return `binfmt_misc is not mounted, so no ${arch} program runs here (mount -t binfmt_misc binfmt_misc ${binfmtDir}; ${fixFor(arch)})`;
   let shortfall: string | undefined;
   for (const name of readdirSync(binfmtDir)) {
     if (name === 'status' || name === 'register') continue;
@@ -206,7 +237,14 @@ export function emulationMissing(
     const magic = Buffer.from(field('magic'), 'hex');
     const offset = Number(field('offset') || '0');
     // ELF magic at offset 0, then EI_CLASS at 4 and e_machine (little-endian) at 18.
-    if (offset !== 0 || magic.length < 20 || magic.readUInt32BE(0) !== 0x7f454c46 || magic[4] !== want.elfClass || magic.readUInt16LE(18) !== want.machine) continue;
+    if (
+      offset !== 0 ||
+      magic.length < 20 ||
+      magic.readUInt32BE(0) !== 0x7f454c46 ||
+      magic[4] !== want.elfClass ||
+      magic.readUInt16LE(18) !== want.machine
+    )
+      continue;
     if (!/^enabled$/m.test(text)) {
       shortfall ??= `binfmt_misc's ${name} for ${arch} programs is disabled (${fixFor(arch)})`;
       continue;
@@ -232,7 +270,12 @@ let dpkgArch: string | undefined;
 function hostDpkgArch(): string {
   if (dpkgArch === undefined) {
     const r = spawnSync('dpkg', ['--print-architecture'], { encoding: 'utf8' });
-    dpkgArch = r.status === 0 ? r.stdout.trim() : ({ x86_64: 'amd64', aarch64: 'arm64', armv7l: 'armhf' } as Record<string, string>)[spawnSync('uname', ['-m'], { encoding: 'utf8' }).stdout.trim()] ?? '';
+    dpkgArch =
+      r.status === 0
+        ? r.stdout.trim()
+        : (({ x86_64: 'amd64', aarch64: 'arm64', armv7l: 'armhf' } as Record<string, string>)[
+            spawnSync('uname', ['-m'], { encoding: 'utf8' }).stdout.trim()
+          ] ?? '');
   }
   return dpkgArch;
 }
@@ -245,11 +288,18 @@ function hostDpkgArch(): string {
 function dockerMissing(env: NodeJS.ProcessEnv): string | undefined {
   const where = env.DOCKER_HOST ? `DOCKER_HOST=${env.DOCKER_HOST}` : '/var/run/docker.sock';
   const cli = findInPath('docker', env);
-  if (!cli) return `no Docker engine answered: the docker CLI is not installed (apt-get install docker.io, start dockerd)`;
-  const r = spawnSync(cli, ['version', '--format', '{{.Server.Version}}'], { env, encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'], timeout: 10_000 });
+  if (!cli)
+    return `no Docker engine answered: the docker CLI is not installed (apt-get install docker.io, start dockerd)`;
+  const r = spawnSync(cli, ['version', '--format', '{{.Server.Version}}'], {
+    env,
+    encoding: 'utf8',
+    stdio: ['ignore', 'ignore', 'pipe'],
+    timeout: 10_000,
+  });
   if (r.status === 0) return undefined;
   // A newcomer's usual case on a machine that has an engine: not in the docker group.
-  if (/permission denied/i.test(r.stderr ?? '')) return `the Docker engine on ${where} refused this user (permission denied: usermod -aG docker $USER, then log in again)`;
+  if (/permission denied/i.test(r.stderr ?? ''))
+    return `the Docker engine on ${where} refused this user (permission denied: usermod -aG docker $USER, then log in again)`;
   return `no Docker engine answered on ${where} (apt-get install docker.io, start dockerd)`;
 }
 
@@ -263,9 +313,15 @@ function podmanMissing(env: NodeJS.ProcessEnv): string | undefined {
   const cli = findInPath('podman', env);
   if (!cli) return `no Podman engine answered: podman is not installed (${fix})`;
   if (!existsSync(socket)) return `no Podman engine answered: ${socket} does not exist (${fix})`;
-  const r = spawnSync(cli, ['--remote', '--url', `unix://${socket}`, 'version', '--format', '{{.Server.Version}}'], { env, encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'], timeout: 10_000 });
+  const r = spawnSync(cli, ['--remote', '--url', `unix://${socket}`, 'version', '--format', '{{.Server.Version}}'], {
+    env,
+    encoding: 'utf8',
+    stdio: ['ignore', 'ignore', 'pipe'],
+    timeout: 10_000,
+  });
   if (r.status === 0) return undefined;
-  if (/permission denied/i.test(r.stderr ?? '')) return `Podman's socket ${socket} refused this user (permission denied: the suites run rootful Podman, as root)`;
+  if (/permission denied/i.test(r.stderr ?? ''))
+    return `Podman's socket ${socket} refused this user (permission denied: the suites run rootful Podman, as root)`;
   return `no Podman engine answered on ${socket} (${fix})`;
 }
 
@@ -275,7 +331,9 @@ const SBIN = ['/usr/local/sbin', '/usr/sbin', '/sbin'].join(delimiter);
 const tool = (name: string, pkg: string) => (env: NodeJS.ProcessEnv) => {
   if (findInPath(name, env)) return undefined;
   const inSbin = findInPath(name, { PATH: SBIN });
-  return inSbin ? `${name} is not on PATH (it is ${inSbin}: add its directory to PATH)` : `${name} is not installed (apt-get install ${pkg})`;
+  return inSbin
+    ? `${name} is not on PATH (it is ${inSbin}: add its directory to PATH)`
+    : `${name} is not installed (apt-get install ${pkg})`;
 };
 
 /** Per requirement: undefined when this machine has it, else why not and how to get it (one line). */
@@ -302,7 +360,10 @@ const CHECKS: Record<Requirement, (env: NodeJS.ProcessEnv) => string | undefined
         : 'no static busybox on PATH (apt-get install busybox-static)',
   'qemu-arm64': () => emulationMissing('arm64', hostDpkgArch()),
   'qemu-armhf': () => emulationMissing('armhf', hostDpkgArch()),
-  root: () => (process.getuid?.() === 0 ? undefined : `not running as root (uid ${process.getuid?.()}; run the tests as root, e.g. sudo npm test)`),
+  root: () =>
+    process.getuid?.() === 0
+      ? undefined
+      : `not running as root (uid ${process.getuid?.()}; run the tests as root, e.g. sudo npm test)`,
 };
 
 // Once per process and environment: a test file that hides a tool (changes PATH) gets its own answer, and the Docker

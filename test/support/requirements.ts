@@ -7,7 +7,11 @@ import { type Requirement, isStrict, markerOf, missingReason } from './requireme
 export type { Requirement } from './requirement-checks.js';
 
 /** skip: the suite cannot run here; title(name) appends a marker the summary reads, e.g. "ContainerRuntime [needs docker]". */
-export function needs(...reqs: Requirement[]): { skip: boolean; reason: string | undefined; title(name: string): string } {
+export function needs(...reqs: Requirement[]): {
+  skip: boolean;
+  reason: string | undefined;
+  title(name: string): string;
+} {
   const reasons = reqs.map((r) => missingReason(r)).filter((r): r is string => r !== undefined);
   const skip = reasons.length > 0;
   const reason = skip ? reasons.join('; ') : undefined;

@@ -114,7 +114,12 @@ export function reuseportCommand(port: number, version: string): string[] {
 
 /** Can this host lend its perl to the image (Debian's perl-base, with SO_REUSEPORT)? */
 export function hostPerlAvailable(): boolean {
-  return spawnSync('/usr/bin/perl', ['-MSocket=SO_REUSEPORT', '-MIO::Socket::INET', '-MIO::Select', '-e', '1'], { stdio: 'ignore', timeout: 10_000 }).status === 0;
+  return (
+    spawnSync('/usr/bin/perl', ['-MSocket=SO_REUSEPORT', '-MIO::Socket::INET', '-MIO::Select', '-e', '1'], {
+      stdio: 'ignore',
+      timeout: 10_000,
+    }).status === 0
+  );
 }
 
 /** Builds `keystone-test/reuseport:1` unless the engine has it already (see ensureRootfsImage). */

@@ -29,14 +29,26 @@ export interface RootfsImage {
 /** The short digest of what `image` holds, kept as a label on the built image. */
 function recipeId(image: RootfsImage): string {
   return createHash('sha256')
-    .update(JSON.stringify({ v: 1, applets: image.applets, dirs: image.dirs ?? [], path: image.path ?? '/bin', describe: image.describe ?? null }))
+    .update(
+      JSON.stringify({
+        v: 1,
+        applets: image.applets,
+        dirs: image.dirs ?? [],
+        path: image.path ?? '/bin',
+        describe: image.describe ?? null,
+      }),
+    )
     .digest('hex')
     .slice(0, 16);
 }
 
 function imageIsCurrent(image: RootfsImage, engine: TestEngine): boolean {
   const { cmd, args } = engineCli(engine);
-  const r = spawnSync(cmd, [...args, 'image', 'inspect', image.tag, '--format', `{{index .Config.Labels "${RECIPE_LABEL}"}}`], { encoding: 'utf8' });
+  const r = spawnSync(
+    cmd,
+    [...args, 'image', 'inspect', image.tag, '--format', `{{index .Config.Labels "${RECIPE_LABEL}"}}`],
+    { encoding: 'utf8' },
+  );
   return r.status === 0 && r.stdout.trim() === recipeId(image);
 }
 
@@ -44,9 +56,21 @@ function imageIsCurrent(image: RootfsImage, engine: TestEngine): boolean {
  * Builds `image` unless the engine has it already (from this recipe). Safe to call from every test file at once: one
  * builds under an exclusive lock file, the others poll (with a deadline) until it is there.
  */
-export async function ensureRootfsImage(image: RootfsImage, timeoutMs = 60_000, engine: TestEngine = testEngine()): Promise<string> {
-  const lockPath = join(tmpdir(), `keystone-test-${engine === 'docker' ? '' : `${engine}-`}${image.tag.replace(/[^a-z0-9]+/gi, '-')}.lock`);
-  await withFileLock(lockPath, { staleMs: STALE_LOCK_MS, timeoutMs }, () => imageIsCurrent(image, engine), () => build(image, engine));
+export async function ensureRootfsImage(
+  image: RootfsImage,
+  timeoutMs = 60_000,
+  engine: TestEngine = testEngine(),
+): Promise<string> {
+  const lockPath = join(
+    tmpdir(),
+    `keystone-test-${engine === 'docker' ? '' : `${engine}-`}${image.tag.replace(/[^a-z0-9]+/gi, '-')}.lock`,
+  );
+  await withFileLock(
+    lockPath,
+    { staleMs: STALE_LOCK_MS, timeoutMs },
+    () => imageIsCurrent(image, engine),
+    () => build(image, engine),
+  );
   return image.tag;
 }
 
@@ -57,14 +81,27 @@ async function build(image: RootfsImage, engine: TestEngine): Promise<void> {
     // The one needs('busybox') found on PATH (busybox-static installs /bin/busybox).
     await copyFile(staticBusybox() ?? '/bin/busybox', join(root, 'bin', 'busybox'));
     for (const a of image.applets) await symlink('busybox', join(root, 'bin', a));
-    await writeFile(join(root, 'etc', 'passwd'), 'root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n');
+    await writeFile(
+      join(root, 'etc', 'passwd'),
+      'root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n',
+    );
     await writeFile(join(root, 'etc', 'group'), 'root:x:0:\nnogroup:x:65534:\n');
     await image.fill?.(root);
     // `podman import` takes the same --change instructions (through the API service, as the agent sees images).
     const { cmd, args } = engineCli(engine);
     const r = spawnSync(
       'sh',
-      ['-c', `root=$1 tag=$2 path=$3 id=$4; shift 4; tar -C "$root" -c . | "$@" import --change "ENV PATH=$path" --change 'CMD ["sh"]' --change "LABEL ${RECIPE_LABEL}=$id" - "$tag"`, 'sh', root, image.tag, image.path ?? '/bin', recipeId(image), cmd, ...args],
+      [
+        '-c',
+        `root=$1 tag=$2 path=$3 id=$4; shift 4; tar -C "$root" -c . | "$@" import --change "ENV PATH=$path" --change 'CMD ["sh"]' --change "LABEL ${RECIPE_LABEL}=$id" - "$tag"`,
+        'sh',
+        root,
+        image.tag,
+        image.path ?? '/bin',
+        recipeId(image),
+        cmd,
+        ...args,
+      ],
       { encoding: 'utf8', timeout: 60_000 },
     );
     if (r.status !== 0) throw new Error(`${cmd} import of ${image.tag} failed: ${r.stderr || r.error?.message}`);

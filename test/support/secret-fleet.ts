@@ -10,7 +10,18 @@
 // repository inside it decompressed), and every object and ref of the Git server's repositories.
 import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
@@ -41,7 +52,12 @@ const q = (s: string) => JSON.stringify(s);
  */
 export function secretReaderRecipe(
   name: string,
-  o: { env?: Record<string, string>; files?: Array<{ secret: string; path: string }>; config?: Record<string, string>; version?: string },
+  o: {
+    env?: Record<string, string>;
+    files?: Array<{ secret: string; path: string }>;
+    config?: Record<string, string>;
+    version?: string;
+  },
 ): string {
   const env = Object.entries(o.env ?? {});
   const files = o.files ?? [];
@@ -65,7 +81,11 @@ export const planOf = (components: Array<string | { name: string; config: Record
   components
     .map((c) => (typeof c === 'string' ? { name: c, config: undefined } : c))
     .map(({ name, config }) => {
-      const cfg = config ? `config = { ${Object.entries(config).map(([k, v]) => `${k} = ${q(v)}`).join(', ')} }\n` : '';
+      const cfg = config
+        ? `config = { ${Object.entries(config)
+            .map(([k, v]) => `${k} = ${q(v)}`)
+            .join(', ')} }\n`
+        : '';
       return `[[components]]\nname = ${q(name)}\nrecipe = ${q(`recipes/${name}.toml`)}\n${cfg}`;
     })
     .join('\n');
@@ -146,7 +166,10 @@ export class SecretFleet {
     const file = join(this.root, `${d.name}.identity.json`);
     writeFileSync(file, JSON.stringify(id) + '\n');
     const labels = Object.entries(d.labels).flatMap(([k, v]) => ['--label', `${k}=${v}`]);
-    const r = await runCtl(['enroll', '--key', join(this.root, 'keys', 'enroll.key'), '--identity', file, ...labels], this.fx.dir);
+    const r = await runCtl(
+      ['enroll', '--key', join(this.root, 'keys', 'enroll.key'), '--identity', file, ...labels],
+      this.fx.dir,
+    );
     if (r.code !== 0) throw new Error(`enroll ${d.name}: ${r.stderr}`);
     return id;
   }
@@ -168,7 +191,15 @@ export class SecretFleet {
   async secretSet(name: string, targets: string[], value: string, o: { viaFile?: boolean } = {}): Promise<CliResult> {
     this.writeFiles();
     await this.fx.sign();
-    const args = ['secret', 'set', name, ...targets.flatMap((t) => ['--target', t]), '--enrollment-key', this.enrollPub, ...this.fx.trustArgs];
+    const args = [
+      'secret',
+      'set',
+      name,
+      ...targets.flatMap((t) => ['--target', t]),
+      '--enrollment-key',
+      this.enrollPub,
+      ...this.fx.trustArgs,
+    ];
     let r: CliResult;
     if (o.viaFile) {
       const file = join(this.root, `value-${name}`);
@@ -181,12 +212,42 @@ export class SecretFleet {
   }
 
   /** `keystonectl secret rekey --target T --json` with the operator's identity, the checkout signed first; its JSON answer. */
-  async rekey(target: string): Promise<{ recipient: string; previousRecipient: string | null; readers: string[]; removed: string[] | null; reencrypted: string[]; text: string }> {
+  async rekey(target: string): Promise<{
+    recipient: string;
+    previousRecipient: string | null;
+    readers: string[];
+    removed: string[] | null;
+    reencrypted: string[];
+    text: string;
+  }> {
     this.writeFiles();
     await this.fx.sign();
-    const r = await keystonectl(['secret', 'rekey', '--target', target, '--enrollment-key', this.enrollPub, '--identity', this.operatorKey, '--json', ...this.fx.trustArgs], this.fx.dir);
+    const r = await keystonectl(
+      [
+        'secret',
+        'rekey',
+        '--target',
+        target,
+        '--enrollment-key',
+        this.enrollPub,
+        '--identity',
+        this.operatorKey,
+        '--json',
+        ...this.fx.trustArgs,
+      ],
+      this.fx.dir,
+    );
     if (r.code !== 0) throw new Error(`secret rekey --target ${target}: exit ${r.code}: ${r.stderr}${r.stdout}`);
-    return { ...(JSON.parse(r.stdout) as { recipient: string; previousRecipient: string | null; readers: string[]; removed: string[] | null; reencrypted: string[] }), text: r.stdout + r.stderr };
+    return {
+      ...(JSON.parse(r.stdout) as {
+        recipient: string;
+        previousRecipient: string | null;
+        readers: string[];
+        removed: string[] | null;
+        reencrypted: string[];
+      }),
+      text: r.stdout + r.stderr,
+    };
   }
 
   /** Writes the files (then `edit`), signs, commits and pushes to main; returns the commit. */
@@ -208,11 +269,25 @@ export class SecretFleet {
       plan: undefined,
       trustArgs: this.fx.trustArgs,
       args: [
-        '--ref', 'main', '--poll', `${POLL_MS}ms`, '--device', device, ...labels, '--status', 'git-notes',
-        '--git-token-file', join(this.root, 'read-token'),
-        '--status-repo', this.server.url('reports'), '--status-token-file', join(this.root, 'push-token'),
-        '--enrollment-key', this.enrollPub,
-        '--listen', `127.0.0.1:${this.ports.get(device)!}`,
+        '--ref',
+        'main',
+        '--poll',
+        `${POLL_MS}ms`,
+        '--device',
+        device,
+        ...labels,
+        '--status',
+        'git-notes',
+        '--git-token-file',
+        join(this.root, 'read-token'),
+        '--status-repo',
+        this.server.url('reports'),
+        '--status-token-file',
+        join(this.root, 'push-token'),
+        '--enrollment-key',
+        this.enrollPub,
+        '--listen',
+        `127.0.0.1:${this.ports.get(device)!}`,
       ],
     });
     this.agents.set(device, agent);
@@ -236,9 +311,13 @@ export class SecretFleet {
     const deadline = Date.now() + deadlineMs;
     for (;;) {
       if (this.applied(device) === commit) return;
-      const last = this.h(device).history().find((e) => e.revision === commit && (e.outcome === 'rejected' || e.outcome === 'failure'));
+      const last = this.h(device)
+        .history()
+        .find((e) => e.revision === commit && (e.outcome === 'rejected' || e.outcome === 'failure'));
       if (last || Date.now() > deadline)
-        throw new Error(`${last ? `${device} ${last.outcome === 'rejected' ? 'refused' : 'failed to apply'} ${commit.slice(0, 8)}: ${last.summary}` : `timed out after ${deadlineMs} ms waiting for ${device} to run ${commit.slice(0, 8)}`}\n${this.agents.get(device)?.tail()}`);
+        throw new Error(
+          `${last ? `${device} ${last.outcome === 'rejected' ? 'refused' : 'failed to apply'} ${commit.slice(0, 8)}: ${last.summary}` : `timed out after ${deadlineMs} ms waiting for ${device} to run ${commit.slice(0, 8)}`}\n${this.agents.get(device)?.tail()}`,
+        );
       await new Promise((r) => setTimeout(r, 50));
     }
   }
@@ -255,7 +334,9 @@ export class SecretFleet {
       if (l?.state === state) return l;
       const other = l && l.state !== 'pending';
       if (other || Date.now() > deadline)
-        throw new Error(`${other ? `${device} reported ${l.state}` : `timed out after ${deadlineMs} ms waiting for ${device}'s ${state} note`} on ${commit.slice(0, 8)} (its note: ${JSON.stringify(l?.description)})\n${this.agents.get(device)?.tail()}`);
+        throw new Error(
+          `${other ? `${device} reported ${l.state}` : `timed out after ${deadlineMs} ms waiting for ${device}'s ${state} note`} on ${commit.slice(0, 8)} (its note: ${JSON.stringify(l?.description)})\n${this.agents.get(device)?.tail()}`,
+        );
       await new Promise((r) => setTimeout(r, 100));
     }
   }
@@ -267,7 +348,13 @@ export class SecretFleet {
 
   /** A file of the checkout at a commit (Git keeps every old ciphertext). */
   async fileAt(commit: string, path: string): Promise<Buffer> {
-    return (await run('git', ['-C', this.fx.dir, 'show', `${commit}:${path}`], { env: GIT_ENV, encoding: 'buffer', maxBuffer: 64 * 1024 * 1024 })).stdout;
+    return (
+      await run('git', ['-C', this.fx.dir, 'show', `${commit}:${path}`], {
+        env: GIT_ENV,
+        encoding: 'buffer',
+        maxBuffer: 64 * 1024 * 1024,
+      })
+    ).stdout;
   }
 
   /**
@@ -305,7 +392,10 @@ export interface Finding {
 export type Needles = ReadonlyMap<string, string>;
 
 export function findIn(where: string, haystack: string | Uint8Array, needles: Needles): Finding[] {
-  const buf = typeof haystack === 'string' ? Buffer.from(haystack) : Buffer.from(haystack.buffer, haystack.byteOffset, haystack.byteLength);
+  const buf =
+    typeof haystack === 'string'
+      ? Buffer.from(haystack)
+      : Buffer.from(haystack.buffer, haystack.byteOffset, haystack.byteLength);
   const out: Finding[] = [];
   for (const [label, value] of needles) if (buf.includes(Buffer.from(value))) out.push({ where, value: label });
   return out;
@@ -313,7 +403,11 @@ export function findIn(where: string, haystack: string | Uint8Array, needles: Ne
 
 /** Every Git object of the repository at `gitDir` (a bare one or a `.git`), decompressed, reachable or not. */
 export async function allGitObjects(gitDir: string): Promise<Buffer> {
-  const r = await run('git', ['--git-dir', gitDir, 'cat-file', '--batch-all-objects', '--batch'], { env: GIT_ENV, encoding: 'buffer', maxBuffer: 512 * 1024 * 1024 });
+  const r = await run('git', ['--git-dir', gitDir, 'cat-file', '--batch-all-objects', '--batch'], {
+    env: GIT_ENV,
+    encoding: 'buffer',
+    maxBuffer: 512 * 1024 * 1024,
+  });
   return r.stdout;
 }
 
@@ -330,7 +424,11 @@ const isGitDir = (dir: string): boolean => {
  * the secret itself, which is where it belongs), minus the paths `skip` accepts; every Git repository found inside is
  * also read object by object (packed objects are compressed: a raw grep would not see into them).
  */
-export async function grepTree(dir: string, needles: Needles, skip: (path: string) => boolean = () => false): Promise<{ findings: Finding[]; files: number; bytes: number }> {
+export async function grepTree(
+  dir: string,
+  needles: Needles,
+  skip: (path: string) => boolean = () => false,
+): Promise<{ findings: Finding[]; files: number; bytes: number }> {
   const findings: Finding[] = [];
   let files = 0;
   let bytes = 0;
@@ -343,7 +441,8 @@ export async function grepTree(dir: string, needles: Needles, skip: (path: strin
       return;
     }
     if (st.isDirectory()) {
-      if (isGitDir(at)) findings.push(...findIn(`${relative(dir, at) || '.'} (every Git object)`, await allGitObjects(at), needles));
+      if (isGitDir(at))
+        findings.push(...findIn(`${relative(dir, at) || '.'} (every Git object)`, await allGitObjects(at), needles));
       for (const name of readdirSync(at)) await walk(join(at, name));
       return;
     }
@@ -370,7 +469,11 @@ export function mountOf(path: string): { mountPoint: string; fsType: string } | 
     const [, mp, fsType] = line.split(' ');
     if (!mp || !fsType) continue;
     const mountPoint = mp.replace(/\\040/g, ' ');
-    if ((path === mountPoint || path.startsWith(mountPoint === '/' ? '/' : `${mountPoint}/`)) && (!best || mountPoint.length >= best.mountPoint.length)) best = { mountPoint, fsType };
+    if (
+      (path === mountPoint || path.startsWith(mountPoint === '/' ? '/' : `${mountPoint}/`)) &&
+      (!best || mountPoint.length >= best.mountPoint.length)
+    )
+      best = { mountPoint, fsType };
   }
   return best;
 }
@@ -418,7 +521,10 @@ export function collectEvents(port: number, token: string): { text(): string; st
   let text = '';
   const done = (async () => {
     try {
-      const res = await fetch(`http://127.0.0.1:${port}/v1/events`, { headers: { authorization: `Bearer ${token}` }, signal: ctrl.signal });
+      const res = await fetch(`http://127.0.0.1:${port}/v1/events`, {
+        headers: { authorization: `Bearer ${token}` },
+        signal: ctrl.signal,
+      });
       const reader = res.body!.getReader();
       const dec = new TextDecoder();
       for (;;) {

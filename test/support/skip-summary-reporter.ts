@@ -4,7 +4,14 @@
 // newcomer sees at the end of `npm test` what did not run and why, instead of a green run that quietly tested less.
 // Strictness (KEYSTONE_TEST_STRICT=1) does not depend on this reporter: needs() adds a failing test there.
 import type { Reporter, TestModule, Vitest } from 'vitest/node';
-import { type Requirement, REQUIREMENTS, STRICT_ENV, isStrict, missingReason, requirementsInTitle } from './requirement-checks.js';
+import {
+  type Requirement,
+  REQUIREMENTS,
+  STRICT_ENV,
+  isStrict,
+  missingReason,
+  requirementsInTitle,
+} from './requirement-checks.js';
 
 /** The summary lines for these counts, in REQUIREMENTS order; the reason is asked of this machine (the same checks). */
 export function summaryLines(skipped: ReadonlyMap<Requirement, number>, strict = isStrict()): string[] {
@@ -14,7 +21,8 @@ export function summaryLines(skipped: ReadonlyMap<Requirement, number>, strict =
     if (!n) continue;
     lines.push(`skipped ${n} ${n === 1 ? 'test' : 'tests'}: ${missingReason(req) ?? `needs ${req}`}`);
   }
-  if (strict && lines.length > 0) lines.push(`${STRICT_ENV}=1: these skips fail the run (each needs() that skipped added a failing test)`);
+  if (strict && lines.length > 0)
+    lines.push(`${STRICT_ENV}=1: these skips fail the run (each needs() that skipped added a failing test)`);
   return lines;
 }
 

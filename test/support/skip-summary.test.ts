@@ -33,14 +33,23 @@ function pathWith(links: Record<string, string> = {}): string {
  * or make it strict (CI runs this file under KEYSTONE_TEST_STRICT=1); `extra` decides those.
  */
 function childEnv(path: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const inherited = Object.entries(process.env).filter(([k]) => !/^(VITEST|TEST$|NODE_ENV$|FORCE_COLOR$)/.test(k) && k !== STRICT_ENV);
+  const inherited = Object.entries(process.env).filter(
+    ([k]) => !/^(VITEST|TEST$|NODE_ENV$|FORCE_COLOR$)/.test(k) && k !== STRICT_ENV,
+  );
   return { ...Object.fromEntries(inherited), PATH: path, NO_COLOR: '1', ...extra };
 }
 
 /** `vitest run` on the fixture; resolves with its exit code and output (never rejects on a non-zero exit). */
-function runFixture(env: NodeJS.ProcessEnv, args: string[] = []): Promise<{ code: number | null; out: string; stdout: string }> {
+function runFixture(
+  env: NodeJS.ProcessEnv,
+  args: string[] = [],
+): Promise<{ code: number | null; out: string; stdout: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [VITEST, 'run', '--config', CONFIG, ...args], { cwd: FIXTURE, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [VITEST, 'run', '--config', CONFIG, ...args], {
+      cwd: FIXTURE,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let out = '';
     child.stdout.on('data', (b: Buffer) => {
@@ -68,27 +77,44 @@ describe('a run on a machine without minisign and promtool', { timeout: 60_000 }
     expect(r.out).toContain(MINISIGN_LINE);
     expect(r.out).toContain(PROMTOOL_LINE);
     expect(r.out).toContain('[needs minisign] KEYSTONE_TEST_STRICT=1 forbids skipping');
-    expect(r.out).toContain('KEYSTONE_TEST_STRICT=1 and this machine cannot run the suite: minisign is not installed (apt-get install minisign)');
+    expect(r.out).toContain(
+      'KEYSTONE_TEST_STRICT=1 and this machine cannot run the suite: minisign is not installed (apt-get install minisign)',
+    );
     expect(r.out).toMatch(/Tests\s+2 failed \| 1 passed \| 3 skipped \(6\)/);
   });
 
   it(`${STRICT_ENV}=1 fails the run without the summary reporter too (a command line --reporter replaces it)`, async () => {
     const r = await runFixture(childEnv(pathWith(), { [STRICT_ENV]: '1' }), ['--reporter=json']);
     expect(r.code, r.out).toBe(1);
-    const json = JSON.parse(r.stdout) as { numFailedTests: number; testResults: Array<{ assertionResults: Array<{ status: string; failureMessages: string[] }> }> };
+    const json = JSON.parse(r.stdout) as {
+      numFailedTests: number;
+      testResults: Array<{ assertionResults: Array<{ status: string; failureMessages: string[] }> }>;
+    };
     expect(json.numFailedTests).toBe(2);
-    const failures = json.testResults.flatMap((f) => f.assertionResults).filter((a) => a.status === 'failed').flatMap((a) => a.failureMessages);
+    const failures = json.testResults
+      .flatMap((f) => f.assertionResults)
+      .filter((a) => a.status === 'failed')
+      .flatMap((a) => a.failureMessages);
     expect(failures.join('\n')).toContain('promtool is not installed (apt-get install prometheus)');
     expect(r.out).not.toContain('skipped 2 tests');
   });
 
   it(".ci/run's command line (its own --reporter list, the summary reporter named again) keeps the summary and the exit", async () => {
     const json = join(pathWith(), 'results.json');
-    const reporters = ['--reporter=default', '--reporter=../skip-summary-reporter.ts', '--reporter=json', `--outputFile=${json}`];
+    const reporters = [
+      '--reporter=default',
+      '--reporter=../skip-summary-reporter.ts',
+      '--reporter=json',
+      `--outputFile=${json}`,
+    ];
     const r = await runFixture(childEnv(pathWith(), { [STRICT_ENV]: '1' }), reporters);
     expect(r.code, r.out).toBe(1);
     expect(r.out).toContain(`${MINISIGN_LINE}\n${PROMTOOL_LINE}\n`);
-    expect(JSON.parse(readFileSync(json, 'utf8'))).toMatchObject({ numPassedTests: 1, numFailedTests: 2, numPendingTests: 3 });
+    expect(JSON.parse(readFileSync(json, 'utf8'))).toMatchObject({
+      numPassedTests: 1,
+      numFailedTests: 2,
+      numPendingTests: 3,
+    });
   });
 
   it('with the tools on PATH nothing is skipped and there is no summary line (detection looks only at PATH)', async () => {
@@ -121,7 +147,11 @@ describe('requirement checks', () => {
   });
 
   it('markers are read back from a full test name, parents included', () => {
-    expect(requirementsInTitle('ContainerRuntime [needs docker, busybox] > starts [needs root]')).toEqual(['docker', 'busybox', 'root']);
+    expect(requirementsInTitle('ContainerRuntime [needs docker, busybox] > starts [needs root]')).toEqual([
+      'docker',
+      'busybox',
+      'root',
+    ]);
     expect(requirementsInTitle('no marker [needs nothing-known]')).toEqual([]);
   });
 });

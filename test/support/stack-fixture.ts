@@ -160,7 +160,12 @@ export function fourStack(ports: StackPorts): ComponentSpec[] {
 }
 
 /** A container component (no artifact): `container` becomes its `[lifecycle.run.container]`. */
-export function asContainer(name: string, version: string, container: ContainerFields, more: Partial<Omit<ComponentSpec, 'name' | 'version' | 'container'>> = {}): ComponentSpec {
+export function asContainer(
+  name: string,
+  version: string,
+  container: ContainerFields,
+  more: Partial<Omit<ComponentSpec, 'name' | 'version' | 'container'>> = {},
+): ComponentSpec {
   return { command: '', args: [], ...more, name, version, container };
 }
 
@@ -180,7 +185,10 @@ export function webContainer(ports: StackPorts, image: string): ComponentSpec {
       command: ['httpd', '-f', '-p', String(ports.web), '-h', '/www'],
       resources: { memory_mb: 64, pids_limit: 32 },
     },
-    { health: { ...FAST, check: `http://127.0.0.1:${ports.web}/` }, dependencies: [{ component: 'api', type: 'hard' }] },
+    {
+      health: { ...FAST, check: `http://127.0.0.1:${ports.web}/` },
+      dependencies: [{ component: 'api', type: 'hard' }],
+    },
   );
 }
 
@@ -202,7 +210,14 @@ export function crasher(name = 'crasher', closedPort?: number): ComponentSpec {
     command: 'node',
     args: ['-e', 'process.exit(3)'],
     restartPolicy: 'always',
-    ...(closedPort !== undefined && { health: { check: `http://127.0.0.1:${closedPort}/never`, interval: '200ms', timeout: '150ms', failureThreshold: 25 } }),
+    ...(closedPort !== undefined && {
+      health: {
+        check: `http://127.0.0.1:${closedPort}/never`,
+        interval: '200ms',
+        timeout: '150ms',
+        failureThreshold: 25,
+      },
+    }),
   };
 }
 
@@ -233,11 +248,28 @@ export function forker(name = 'forker'): ComponentSpec {
 
 const q = (s: string) => JSON.stringify(s);
 
-function renderRecipe(c: ComponentSpec, byName: Map<string, ComponentSpec>, artifactSha: (file: string) => string): string {
+function renderRecipe(
+  c: ComponentSpec,
+  byName: Map<string, ComponentSpec>,
+  artifactSha: (file: string) => string,
+): string {
   const lines = ['[metadata]', `name = ${q(`com.acme.${c.name}`)}`, `version = ${q(c.version)}`, ''];
-  if (c.artifact) lines.push('[[artifacts]]', `uri = ${q(`../artifacts/${c.artifact}`)}`, `sha256 = ${q(artifactSha(c.artifact))}`, 'unpack = false', '');
+  if (c.artifact)
+    lines.push(
+      '[[artifacts]]',
+      `uri = ${q(`../artifacts/${c.artifact}`)}`,
+      `sha256 = ${q(artifactSha(c.artifact))}`,
+      'unpack = false',
+      '',
+    );
   if (c.install) lines.push('[lifecycle.install]', `script = ${q(c.install)}`, 'timeout = "30s"', '');
-  if (c.updateLock) lines.push('[lifecycle.update]', `lock = ${q(c.updateLock.lock)}`, ...(c.updateLock.timeout !== undefined ? [`lock_timeout = ${q(c.updateLock.timeout)}`] : []), '');
+  if (c.updateLock)
+    lines.push(
+      '[lifecycle.update]',
+      `lock = ${q(c.updateLock.lock)}`,
+      ...(c.updateLock.timeout !== undefined ? [`lock_timeout = ${q(c.updateLock.timeout)}`] : []),
+      '',
+    );
   if (c.config) lines.push('[config]', ...Object.entries(c.config).map(([k, v]) => `${k} = ${q(v)}`), '');
   if (c.container) lines.push(...renderContainer(c));
   else {
@@ -245,7 +277,13 @@ function renderRecipe(c: ComponentSpec, byName: Map<string, ComponentSpec>, arti
     lines.push('[lifecycle.run.exec]', `command = ${q(c.command)}`, `args = [${c.args.map(q).join(', ')}]`, '');
     // No user: as root the component runs as the device's default unprivileged user (nobody here) with no
     // capabilities; not root, as the agent's user.
-    lines.push('[lifecycle.run.security]', ...(c.user !== undefined ? [`user = ${q(c.user)}`] : []), 'no_new_privileges = true', 'capabilities = []', '');
+    lines.push(
+      '[lifecycle.run.security]',
+      ...(c.user !== undefined ? [`user = ${q(c.user)}`] : []),
+      'no_new_privileges = true',
+      'capabilities = []',
+      '',
+    );
   }
   if (c.health) {
     lines.push('[lifecycle.run.health]', `check = ${q(c.health.check)}`, `interval = ${q(c.health.interval)}`);
@@ -253,7 +291,8 @@ function renderRecipe(c: ComponentSpec, byName: Map<string, ComponentSpec>, arti
     lines.push(`failure_threshold = ${c.health.failureThreshold}`, '');
   }
   for (const d of c.dependencies ?? []) {
-    if (!byName.has(d.component)) throw new Error(`${c.name} depends on ${d.component}, which the fixture does not have`);
+    if (!byName.has(d.component))
+      throw new Error(`${c.name} depends on ${d.component}, which the fixture does not have`);
     lines.push('[[dependencies]]', `name = ${q(`com.acme.${d.component}`)}`);
     if (d.version) lines.push(`version = ${q(d.version)}`);
     lines.push(`type = ${q(d.type)}`, '');
@@ -280,14 +319,21 @@ function renderContainer(c: ComponentSpec): string[] {
   if (k.pid_mode) lines.push(`pid_mode = ${q(k.pid_mode)}`);
   if (k.devices) lines.push(`devices = ${list(k.devices)}`);
   lines.push('');
-  if (k.env) lines.push('[lifecycle.run.container.env]', ...Object.entries(k.env).map(([n, v]) => `${n} = ${q(v)}`), '');
+  if (k.env)
+    lines.push('[lifecycle.run.container.env]', ...Object.entries(k.env).map(([n, v]) => `${n} = ${q(v)}`), '');
   if (k.resources) {
     lines.push('[lifecycle.run.container.resources]');
     if (k.resources.memory_mb !== undefined) lines.push(`memory_mb = ${k.resources.memory_mb}`);
     if (k.resources.pids_limit !== undefined) lines.push(`pids_limit = ${k.resources.pids_limit}`);
     lines.push('');
   }
-  for (const p of k.ports ?? []) lines.push('[[lifecycle.run.container.ports]]', `host_port = ${p.host_port}`, `container_port = ${p.container_port}`, '');
+  for (const p of k.ports ?? [])
+    lines.push(
+      '[[lifecycle.run.container.ports]]',
+      `host_port = ${p.host_port}`,
+      `container_port = ${p.container_port}`,
+      '',
+    );
   for (const m of k.mounts ?? []) {
     lines.push('[[lifecycle.run.container.mounts]]', `source = ${q(m.source)}`, `target = ${q(m.target)}`);
     if (m.read_only !== undefined) lines.push(`read_only = ${m.read_only}`);
@@ -299,7 +345,13 @@ function renderContainer(c: ComponentSpec): string[] {
 /** Signing times only move forward (the agent refuses a signature older than the last applied one). */
 let lastSignedMs = 0;
 
-export async function stackFixture(opts: { signed?: boolean; components?: (ports: StackPorts) => ComponentSpec[]; /** More files for `artifacts/`, by name. */ artifacts?: Record<string, Uint8Array> } = {}): Promise<StackFixture> {
+export async function stackFixture(
+  opts: {
+    signed?: boolean;
+    components?: (ports: StackPorts) => ComponentSpec[];
+    /** More files for `artifacts/`, by name. */ artifacts?: Record<string, Uint8Array>;
+  } = {},
+): Promise<StackFixture> {
   const signed = opts.signed ?? false;
   const dir = mkdtempSync(join(tmpdir(), 'keystone-stack-'));
   const keyDir = mkdtempSync(join(tmpdir(), 'keystone-stack-key-'));
@@ -314,7 +366,12 @@ export async function stackFixture(opts: { signed?: boolean; components?: (ports
   for (const f of readdirSync(join(PROJECT_ROOT, 'artifacts'))) {
     if (!f.endsWith('.mjs')) continue;
     copyFileSync(join(PROJECT_ROOT, 'artifacts', f), join(dir, 'artifacts', f));
-    shas.set(f, createHash('sha256').update(readFileSync(join(dir, 'artifacts', f))).digest('hex'));
+    shas.set(
+      f,
+      createHash('sha256')
+        .update(readFileSync(join(dir, 'artifacts', f)))
+        .digest('hex'),
+    );
   }
   for (const [f, bytes] of Object.entries(opts.artifacts ?? {})) {
     writeFileSync(join(dir, 'artifacts', f), bytes);
@@ -374,7 +431,9 @@ export async function stackFixture(opts: { signed?: boolean; components?: (ports
         writeIfChanged(join(dir, file), renderRecipe(c, byName, artifactSha));
         written.add(file);
       }
-      const planText = fx.components.map((c) => `[[components]]\nname = ${q(c.name)}\nrecipe = ${q(fx.recipePath(c.name))}\n`).join('\n');
+      const planText = fx.components
+        .map((c) => `[[components]]\nname = ${q(c.name)}\nrecipe = ${q(fx.recipePath(c.name))}\n`)
+        .join('\n');
       writeIfChanged(join(dir, plan), planText);
     },
     edit(file, from, to) {

@@ -5,7 +5,12 @@ import { createHash } from 'node:crypto';
 import { stringify } from 'smol-toml';
 import type * as v from 'valibot';
 import { actualFromDesired, type ActualComponent, type ActualState } from '../../src/core/diff.js';
-import { resolveDesiredState, type DependencyType, type DesiredState, type Resolution } from '../../src/core/desired-state.js';
+import {
+  resolveDesiredState,
+  type DependencyType,
+  type DesiredState,
+  type Resolution,
+} from '../../src/core/desired-state.js';
 import { parsePlan, type PlanEntry } from '../../src/core/plan.js';
 import { recipeSchema, type ParsedRecipe, type Recipe } from '../../src/core/recipe.js';
 import { parse as parseSchema } from '../../src/core/valid.js';
@@ -54,15 +59,26 @@ export function rawRecipe(spec: ComponentSpec, specs: readonly ComponentSpec[] =
   const byName = new Map(specs.map((s) => [s.name, s]));
   const run: RunInput = spec.image
     ? { type: 'container', container: { image: spec.image, env: { ...spec.env } } }
-    : { type: 'process', exec: { command: spec.command ?? `./${spec.name}`, args: [...(spec.args ?? [])], env: { ...spec.env } } };
+    : {
+        type: 'process',
+        exec: { command: spec.command ?? `./${spec.name}`, args: [...(spec.args ?? [])], env: { ...spec.env } },
+      };
   if (spec.health) run.health = { ...spec.health };
   const raw: RecipeInput = {
-    metadata: { name: idOf(spec), version: spec.version ?? '1.0.0', ...(spec.description !== undefined && { description: spec.description }) },
+    metadata: {
+      name: idOf(spec),
+      version: spec.version ?? '1.0.0',
+      ...(spec.description !== undefined && { description: spec.description }),
+    },
     artifacts: (spec.artifacts ?? []).map((a) => ({ ...a })),
     lifecycle: { run },
     dependencies: (spec.deps ?? []).map((d) => {
       const target = byName.get(d.on);
-      return { name: target ? idOf(target) : d.on, type: d.type ?? 'hard', ...(d.version !== undefined && { version: d.version }) };
+      return {
+        name: target ? idOf(target) : d.on,
+        type: d.type ?? 'hard',
+        ...(d.version !== undefined && { version: d.version }),
+      };
     }),
   };
   spec.edit?.(raw);
@@ -98,7 +114,10 @@ export function resolve(specs: readonly ComponentSpec[], planFile = 'plans/test.
 /** The desired state of the specs; throws with every diagnostic when they do not resolve. */
 export function desired(specs: readonly ComponentSpec[], planFile?: string): DesiredState {
   const r = resolve(specs, planFile);
-  if (!r.ok) throw new Error(`specs do not resolve:\n${r.diagnostics.map((d) => `  ${d.code} ${d.file} ${d.path}: ${d.message}`).join('\n')}`);
+  if (!r.ok)
+    throw new Error(
+      `specs do not resolve:\n${r.diagnostics.map((d) => `  ${d.code} ${d.file} ${d.path}: ${d.message}`).join('\n')}`,
+    );
   return r.state;
 }
 
@@ -111,7 +130,9 @@ export function update(specs: readonly ComponentSpec[], name: string, patch: Par
 /** A copy of `specs` without the named components (and without dependencies on them). */
 export function without(specs: readonly ComponentSpec[], ...names: string[]): ComponentSpec[] {
   const gone = new Set(names);
-  return specs.filter((s) => !gone.has(s.name)).map((s) => ({ ...s, deps: (s.deps ?? []).filter((d) => !gone.has(d.on)) }));
+  return specs
+    .filter((s) => !gone.has(s.name))
+    .map((s) => ({ ...s, deps: (s.deps ?? []).filter((d) => !gone.has(d.on)) }));
 }
 
 /** The four-component stack of reference/four-component-stack.md, in its plan order. */
@@ -120,7 +141,13 @@ export function stack(): ComponentSpec[] {
     { name: 'influxdb', id: 'com.acme.influxdb', version: '2.7.5', deps: [] },
     { name: 'api', id: 'com.acme.api', version: '1.4.0', deps: [{ on: 'influxdb', type: 'hard', version: '>=2.7.0' }] },
     { name: 'telemetry', id: 'com.acme.telemetry', version: '1.29.0', deps: [{ on: 'influxdb', type: 'ordering' }] },
-    { name: 'web', id: 'com.acme.web', version: '1.27.0', image: 'docker.io/library/nginx:1.27-alpine', deps: [{ on: 'api', type: 'hard' }] },
+    {
+      name: 'web',
+      id: 'com.acme.web',
+      version: '1.27.0',
+      image: 'docker.io/library/nginx:1.27-alpine',
+      deps: [{ on: 'api', type: 'hard' }],
+    },
   ];
 }
 
@@ -152,7 +179,13 @@ export function actual(from?: DesiredState, tweaks: ActualTweaks = {}): ActualSt
 /** One recorded instance that is in no desired state (an extra, or a component since removed). */
 export function instance(
   name: string,
-  opts: { version?: string; running?: boolean; held?: boolean; hash?: string; deps?: Array<{ on: string; type?: DependencyType }> } = {},
+  opts: {
+    version?: string;
+    running?: boolean;
+    held?: boolean;
+    hash?: string;
+    deps?: Array<{ on: string; type?: DependencyType }>;
+  } = {},
 ): ActualComponent {
   return {
     name,

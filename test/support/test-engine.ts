@@ -22,7 +22,8 @@ export function testEngine(env: NodeJS.ProcessEnv = process.env): TestEngine {
 }
 
 /** Rootful Podman's API socket. */
-export const podmanSocket = (env: NodeJS.ProcessEnv = process.env): string => env.KEYSTONE_TEST_PODMAN_SOCKET || '/run/podman/podman.sock';
+export const podmanSocket = (env: NodeJS.ProcessEnv = process.env): string =>
+  env.KEYSTONE_TEST_PODMAN_SOCKET || '/run/podman/podman.sock';
 
 /** The engine's API socket the tests' own dockerode client talks to. */
 export function engineSocket(engine: TestEngine = testEngine()): string {
@@ -34,7 +35,9 @@ export function engineSocket(engine: TestEngine = testEngine()): string {
  * podman's own process on the storage). Both take the subcommands the tests use: import, image inspect, ps, rm, run.
  */
 export function engineCli(engine: TestEngine = testEngine()): { cmd: string; args: string[] } {
-  return engine === 'podman' ? { cmd: 'podman', args: ['--remote', '--url', `unix://${podmanSocket()}`] } : { cmd: 'docker', args: [] };
+  return engine === 'podman'
+    ? { cmd: 'podman', args: ['--remote', '--url', `unix://${podmanSocket()}`] }
+    : { cmd: 'docker', args: [] };
 }
 
 /** The requirement a container suite names for its engine (requirement-checks.ts). */
@@ -59,6 +62,8 @@ export function recipeRuntime(engine: TestEngine = testEngine()): 'podman' | und
  * A ContainerRuntime's `socketPaths` for the engine (the runtime tests build runtimes without an agent): on Podman,
  * Docker's places left out (an empty list) so that `auto` finds Podman even where Docker answers too.
  */
-export function runtimeSocketPaths(engine: TestEngine = testEngine()): { docker: string[]; podman: string[] } | undefined {
+export function runtimeSocketPaths(
+  engine: TestEngine = testEngine(),
+): { docker: string[]; podman: string[] } | undefined {
   return engine === 'podman' ? { docker: [], podman: [podmanSocket()] } : undefined;
 }

@@ -110,7 +110,9 @@ async function keygen(name: string): Promise<string> {
 }
 
 async function signWith(name: string, seconds: number, ...args: string[]): Promise<void> {
-  const r = await runCtl(['sign', '--key', keyPath(name, 'key'), '--repo', repo.dir, ...args], '/', { now: () => seconds * 1000 });
+  const r = await runCtl(['sign', '--key', keyPath(name, 'key'), '--repo', repo.dir, ...args], '/', {
+    now: () => seconds * 1000,
+  });
   expect(r.code, r.stderr).toBe(0);
 }
 
@@ -119,7 +121,12 @@ describe('the signed example repository is accepted as it is', () => {
     const r = await applyDry();
     expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout);
-    expect(out.signature).toMatchObject({ unsigned: false, signers: [testKeyId()], threshold: 1, signedAt: signedAt() });
+    expect(out.signature).toMatchObject({
+      unsigned: false,
+      signers: [testKeyId()],
+      threshold: 1,
+      signedAt: signedAt(),
+    });
     expect(out.startOrder).toEqual(['influxdb', 'api', 'telemetry', 'web']);
   });
 });
@@ -163,7 +170,11 @@ describe('attack suite: tampering with signed files', () => {
 describe('attack suite: files added, removed, mixed', () => {
   it('a plan added but not listed, used by apply-dry: KS_FILE_NOT_SIGNED', async () => {
     copyFileSync(path(PLAN), path('plans/added.toml'));
-    const e = expectRefused(await applyDry(repo.trust, {}, 'plans/added.toml'), 'KS_FILE_NOT_SIGNED', 'plans/added.toml');
+    const e = expectRefused(
+      await applyDry(repo.trust, {}, 'plans/added.toml'),
+      'KS_FILE_NOT_SIGNED',
+      'plans/added.toml',
+    );
     expect(e.message).toContain('plans/added.toml');
   });
 
@@ -196,7 +207,14 @@ describe('attack suite: keys and thresholds', () => {
 
   it('a threshold not met (2 of 2 trusted keys required, one signature): KS_THRESHOLD_NOT_MET', async () => {
     await keygen('second');
-    const trust = ['--trusted-key', keyPath('test', 'pub'), '--trusted-key', keyPath('second', 'pub'), '--threshold', '2'];
+    const trust = [
+      '--trusted-key',
+      keyPath('test', 'pub'),
+      '--trusted-key',
+      keyPath('second', 'pub'),
+      '--threshold',
+      '2',
+    ];
     const e = expectRefused(await applyDry(trust), 'KS_THRESHOLD_NOT_MET', SIG);
     expect(e.message).toContain(testKeyId());
     expect(e.message).toMatch(/1 of the 2/);
@@ -207,7 +225,14 @@ describe('attack suite: keys and thresholds', () => {
     // A second after the first signature: a signature dated after the verifier's clock would be refused.
     await signWith('second', signedAt() + 1, '--append');
     expect(sigLines().filter((l) => l.startsWith('untrusted comment:'))).toHaveLength(2);
-    const trust = ['--trusted-key', keyPath('test', 'pub'), '--trusted-key', keyPath('second', 'pub'), '--threshold', '2'];
+    const trust = [
+      '--trusted-key',
+      keyPath('test', 'pub'),
+      '--trusted-key',
+      keyPath('second', 'pub'),
+      '--threshold',
+      '2',
+    ];
     const r = await applyDry(trust);
     expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout);
@@ -243,7 +268,11 @@ describe('attack suite: keys and thresholds', () => {
     ['y = p, a non-canonical encoding', `ed${'ff'.repeat(30)}7f`],
   ])('a weak trusted key (%s): KS_WEAK_KEY at key loading, naming the key file and id', async (_what, pointHex) => {
     const weak = join(repo.keyDir, 'weak.pub');
-    const raw = Buffer.concat([Buffer.from('Ed'), Buffer.from('0102030405060708', 'hex'), Buffer.from(pointHex, 'hex')]);
+    const raw = Buffer.concat([
+      Buffer.from('Ed'),
+      Buffer.from('0102030405060708', 'hex'),
+      Buffer.from(pointHex, 'hex'),
+    ]);
     // minisign prints key ids without leading zeros (%PRIX64), and so does Keystone.
     writeFileSync(weak, `untrusted comment: minisign public key 807060504030201\n${raw.toString('base64')}\n`);
     const e = expectRefused(await applyDry(['--trusted-key', weak]), 'KS_WEAK_KEY', weak, '807060504030201');
@@ -278,16 +307,19 @@ describe('attack suite: signature files and missing signatures', () => {
     expect(r.stderr).toContain('usage:');
   });
 
-  it.skipIf(minisign.skip)(minisign.title('a signature whose trusted comment has no timestamp (minisign -t): KS_SIGNATURE_NO_TIMESTAMP'), async () => {
-    const sk = join(repo.keyDir, 'ms.key');
-    const pk = join(repo.keyDir, 'ms.pub');
-    execFileSync('minisign', ['-G', '-W', '-p', pk, '-s', sk], { stdio: 'pipe' });
-    execFileSync('minisign', ['-S', '-s', sk, '-m', SUMS, '-t', 'no time here'], { cwd: repo.dir, stdio: 'pipe' });
-    expect(sigLines()[2]).toBe('trusted comment: no time here');
-    const id = keyIdOf(pk);
-    const e = expectRefused(await applyDry(['--trusted-key', pk]), 'KS_SIGNATURE_NO_TIMESTAMP', SIG, id);
-    expect(e.message).toContain(id);
-  });
+  it.skipIf(minisign.skip)(
+    minisign.title('a signature whose trusted comment has no timestamp (minisign -t): KS_SIGNATURE_NO_TIMESTAMP'),
+    async () => {
+      const sk = join(repo.keyDir, 'ms.key');
+      const pk = join(repo.keyDir, 'ms.pub');
+      execFileSync('minisign', ['-G', '-W', '-p', pk, '-s', sk], { stdio: 'pipe' });
+      execFileSync('minisign', ['-S', '-s', sk, '-m', SUMS, '-t', 'no time here'], { cwd: repo.dir, stdio: 'pipe' });
+      expect(sigLines()[2]).toBe('trusted comment: no time here');
+      const id = keyIdOf(pk);
+      const e = expectRefused(await applyDry(['--trusted-key', pk]), 'KS_SIGNATURE_NO_TIMESTAMP', SIG, id);
+      expect(e.message).toContain(id);
+    },
+  );
 
   it('--max-age 1h with a signature made two hours earlier: KS_SIGNATURE_TOO_OLD; half an hour is fine', async () => {
     const now = 1_900_000_000;
@@ -305,7 +337,9 @@ describe('replay protection (verifyRevision with notBefore)', () => {
   it('a revision signed earlier than the one applied last: KS_SIGNATURE_REPLAYED; signed at the same time: accepted', async () => {
     const at = signedAt();
     const reader = new DirectoryReader(repo.dir);
-    const err = await verifyRevision(reader, { keyring: keyring(), now: at + 10, notBefore: at + 1 }).catch((e: unknown) => e);
+    const err = await verifyRevision(reader, { keyring: keyring(), now: at + 10, notBefore: at + 1 }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(TrustError);
     expect((err as TrustError).code).toBe('KS_SIGNATURE_REPLAYED');
     expect((err as TrustError).file).toBe(SIG);
@@ -329,7 +363,11 @@ describe('replay protection (verifyRevision with notBefore)', () => {
       ['test', 'second'].map((k) => ({ source: `${k}.pub`, text: readFileSync(keyPath(k, 'pub'), 'utf8') })),
       2,
     );
-    const err = await verifyRevision(new DirectoryReader(repo.dir), { keyring: keyring2, now: t1 + 3700, notBefore: t1 + 3600 }).catch((e: unknown) => e);
+    const err = await verifyRevision(new DirectoryReader(repo.dir), {
+      keyring: keyring2,
+      now: t1 + 3700,
+      notBefore: t1 + 3600,
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TrustError);
     expect((err as TrustError).code).toBe('KS_SIGNATURE_REPLAYED');
   });
@@ -361,7 +399,11 @@ describe('replay protection (verifyRevision with notBefore)', () => {
       ['test', 'second'].map((k) => ({ source: `${k}.pub`, text: readFileSync(keyPath(k, 'pub'), 'utf8') })),
       2,
     );
-    const err = await verifyRevision(new DirectoryReader(repo.dir), { keyring: keyring2, now: t2 + 3700, notBefore: t2 }).catch((e: unknown) => e);
+    const err = await verifyRevision(new DirectoryReader(repo.dir), {
+      keyring: keyring2,
+      now: t2 + 3700,
+      notBefore: t2,
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TrustError);
     expect((err as TrustError).code).toBe('KS_SIGNATURE_REPLAYED');
   });

@@ -27,10 +27,13 @@ beforeEach(async () => {
 afterEach(() => repo.cleanup());
 
 const keyPath = (name: string, ext: 'key' | 'pub') => join(repo.keyDir, `${name}.${ext}`);
-const keyring = (...names: string[]) => buildKeyring(names.map((k) => ({ source: `${k}.pub`, text: readFileSync(keyPath(k, 'pub'), 'utf8') })));
+const keyring = (...names: string[]) =>
+  buildKeyring(names.map((k) => ({ source: `${k}.pub`, text: readFileSync(keyPath(k, 'pub'), 'utf8') })));
 
 async function signAt(name: string, seconds: number, ...args: string[]): Promise<void> {
-  const r = await runCtl(['sign', '--key', keyPath(name, 'key'), '--repo', repo.dir, ...args], '/', { now: () => seconds * 1000 });
+  const r = await runCtl(['sign', '--key', keyPath(name, 'key'), '--repo', repo.dir, ...args], '/', {
+    now: () => seconds * 1000,
+  });
   expect(r.code, r.stderr).toBe(0);
 }
 
@@ -45,7 +48,9 @@ async function verifyAt(now: number, more: { maxClockSkewSeconds?: number; names
 describe('a signature from the future', () => {
   it('keystonectl-signed at 2100: apply-dry refuses it with KS_SIGNATURE_FROM_FUTURE, naming both clocks and the fix', async () => {
     await signAt('test', YEAR_2100);
-    const r = await runCtl(['apply-dry', PLAN, '--json', '--repo', repo.dir, ...repo.trust], '/', { now: () => NOW * 1000 });
+    const r = await runCtl(['apply-dry', PLAN, '--json', '--repo', repo.dir, ...repo.trust], '/', {
+      now: () => NOW * 1000,
+    });
     expect(r.code, r.stderr).toBe(2);
     const { error } = JSON.parse(r.stdout) as { error: { code: string; message: string; file: string } };
     expect(error.code).toBe('KS_SIGNATURE_FROM_FUTURE');
@@ -56,15 +61,22 @@ describe('a signature from the future', () => {
     expect(r.stderr).toMatch(/refused: .*\[KS_SIGNATURE_FROM_FUTURE\]/);
   });
 
-  it.skipIf(minisign.skip)(minisign.title('minisign-signed with a trusted comment dated 2100: refused by verifyRevision'), async () => {
-    const pk = join(repo.keyDir, 'm.pub');
-    const sk = join(repo.keyDir, 'm.key');
-    execFileSync('minisign', ['-G', '-W', '-p', pk, '-s', sk], { stdio: 'pipe' });
-    execFileSync('minisign', ['-S', '-s', sk, '-m', 'SHA256SUMS', '-t', `timestamp:${YEAR_2100}\tfile:SHA256SUMS\thashed`], { cwd: repo.dir, stdio: 'pipe' });
-    const err = await verifyAt(NOW, { names: ['m'] });
-    expect(err).toBeInstanceOf(TrustError);
-    expect((err as TrustError).code).toBe('KS_SIGNATURE_FROM_FUTURE');
-  });
+  it.skipIf(minisign.skip)(
+    minisign.title('minisign-signed with a trusted comment dated 2100: refused by verifyRevision'),
+    async () => {
+      const pk = join(repo.keyDir, 'm.pub');
+      const sk = join(repo.keyDir, 'm.key');
+      execFileSync('minisign', ['-G', '-W', '-p', pk, '-s', sk], { stdio: 'pipe' });
+      execFileSync(
+        'minisign',
+        ['-S', '-s', sk, '-m', 'SHA256SUMS', '-t', `timestamp:${YEAR_2100}\tfile:SHA256SUMS\thashed`],
+        { cwd: repo.dir, stdio: 'pipe' },
+      );
+      const err = await verifyAt(NOW, { names: ['m'] });
+      expect(err).toBeInstanceOf(TrustError);
+      expect((err as TrustError).code).toBe('KS_SIGNATURE_FROM_FUTURE');
+    },
+  );
 
   it('within the allowed skew (default 5 minutes) it is accepted; beyond it, or with --max-clock-skew 0, refused', async () => {
     await signAt('test', NOW + 240);
@@ -73,7 +85,8 @@ describe('a signature from the future', () => {
     await signAt('test', NOW + 301);
     expect(((await verifyAt(NOW)) as TrustError).code).toBe('KS_SIGNATURE_FROM_FUTURE');
     // The flag, through keystonectl verify: an hour of skew allowed accepts it; a malformed value is a usage error.
-    const at = (args: string[]) => runCtl(['verify', '--repo', repo.dir, ...repo.trust, ...args], '/', { now: () => NOW * 1000 });
+    const at = (args: string[]) =>
+      runCtl(['verify', '--repo', repo.dir, ...repo.trust, ...args], '/', { now: () => NOW * 1000 });
     expect((await at([])).code).toBe(2);
     const ok = await at(['--max-clock-skew', '1h']);
     expect(ok.code, ok.stderr).toBe(0);
@@ -82,7 +95,7 @@ describe('a signature from the future', () => {
     expect(bad.stderr).toMatch(/--max-clock-skew must be a duration/);
   });
 
-  it("a device whose clock was never set (1970) refuses an honest signature, and says that its clock looks unset", async () => {
+  it('a device whose clock was never set (1970) refuses an honest signature, and says that its clock looks unset', async () => {
     await signAt('test', NOW);
     const err = (await verifyAt(120)) as TrustError;
     expect(err.code).toBe('KS_SIGNATURE_FROM_FUTURE');
@@ -100,15 +113,22 @@ describe('a signature from the future', () => {
     expect((ok as { signers: string[] }).signers).toHaveLength(1);
   });
 
-  it.skipIf(minisign.skip)(minisign.title('a timestamp past what a Date can hold is refused with the code, not a crash'), async () => {
-    await signAt('test', NOW);
-    const sig = join(repo.dir, 'SHA256SUMS.minisig');
-    const pk = join(repo.keyDir, 'm.pub');
-    const sk = join(repo.keyDir, 'm.key');
-    execFileSync('minisign', ['-G', '-W', '-p', pk, '-s', sk], { stdio: 'pipe' });
-    execFileSync('minisign', ['-S', '-s', sk, '-x', sig, '-m', 'SHA256SUMS', '-t', 'timestamp:999999999999999\tfile:SHA256SUMS\thashed'], { cwd: repo.dir, stdio: 'pipe' });
-    const err = (await verifyAt(NOW, { names: ['m'] })) as TrustError;
-    expect(err.code).toBe('KS_SIGNATURE_FROM_FUTURE');
-    expect(err.message).toContain('999999999999999 s after 1970');
-  });
+  it.skipIf(minisign.skip)(
+    minisign.title('a timestamp past what a Date can hold is refused with the code, not a crash'),
+    async () => {
+      await signAt('test', NOW);
+      const sig = join(repo.dir, 'SHA256SUMS.minisig');
+      const pk = join(repo.keyDir, 'm.pub');
+      const sk = join(repo.keyDir, 'm.key');
+      execFileSync('minisign', ['-G', '-W', '-p', pk, '-s', sk], { stdio: 'pipe' });
+      execFileSync(
+        'minisign',
+        ['-S', '-s', sk, '-x', sig, '-m', 'SHA256SUMS', '-t', 'timestamp:999999999999999\tfile:SHA256SUMS\thashed'],
+        { cwd: repo.dir, stdio: 'pipe' },
+      );
+      const err = (await verifyAt(NOW, { names: ['m'] })) as TrustError;
+      expect(err.code).toBe('KS_SIGNATURE_FROM_FUTURE');
+      expect(err.message).toContain('999999999999999 s after 1970');
+    },
+  );
 });

@@ -3,7 +3,12 @@ import { ED25519_TORSION_SUBGROUP, ed25519 } from '@noble/curves/ed25519.js';
 import fc from 'fast-check';
 import nacl from 'tweetnacl';
 import { describe, expect, it } from 'vitest';
-import { hasSmallOrder, isCanonicalPoint, isCanonicalScalar, isStrongPublicKey } from '../../src/trust/ed25519-checks.js';
+import {
+  hasSmallOrder,
+  isCanonicalPoint,
+  isCanonicalScalar,
+  isStrongPublicKey,
+} from '../../src/trust/ed25519-checks.js';
 
 const Point = ed25519.Point;
 /** The field prime p = 2^255 − 19 and the group order L, from noble, not from the code under test. */

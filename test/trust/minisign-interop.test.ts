@@ -8,7 +8,17 @@
 // both programs read the parameters from the file, and minisign itself decrypts that key below.
 import { execFileSync } from 'node:child_process';
 import { scryptSync } from 'node:crypto';
-import { chmodSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { blake2b } from '@noble/hashes/blake2.js';
@@ -40,7 +50,12 @@ const b64Line = (file: string, line: number) => Buffer.from(readFileSync(file, '
 
 function minisign(args: string[], opts: { input?: string; cwd?: string } = {}): string {
   // stderr is captured (minisign prints its prompts there); a failure throws with minisign's own message.
-  return execFileSync('minisign', args, { cwd: opts.cwd ?? dir, input: opts.input ?? '', encoding: 'utf8', stdio: 'pipe' });
+  return execFileSync('minisign', args, {
+    cwd: opts.cwd ?? dir,
+    input: opts.input ?? '',
+    encoding: 'utf8',
+    stdio: 'pipe',
+  });
 }
 
 /** `minisign -Vm SHA256SUMS -p PUB` in the repository; throws when minisign refuses. */
@@ -88,7 +103,9 @@ function encryptCheaply(plainKeyFile: string, password: string, outFile: string)
   params.writeBigUInt64LE(32_768n, 0);
   params.writeBigUInt64LE(16n * 1024n * 1024n, 8);
   const out = Buffer.concat([Buffer.from('EdScB2', 'latin1'), salt, params, body]);
-  writeFileSync(outFile, `untrusted comment: minisign encrypted secret key\n${out.toString('base64')}\n`, { mode: 0o600 });
+  writeFileSync(outFile, `untrusted comment: minisign encrypted secret key\n${out.toString('base64')}\n`, {
+    mode: 0o600,
+  });
 }
 
 describe.skipIf(minisignCli.skip)(minisignCli.title('minisign signs, Keystone verifies'), () => {
@@ -110,7 +127,10 @@ describe.skipIf(minisignCli.skip)(minisignCli.title('minisign signs, Keystone ve
     expect((await ksVerify(k('ms.pub'))).signers).toEqual([id]);
 
     // And the whole way through: apply-dry loads the minisign-signed repository.
-    const r = await runCtl(['apply-dry', 'plans/edge.toml', '--repo', dir, '--trusted-key', k('ms.pub'), '--json'], '/');
+    const r = await runCtl(
+      ['apply-dry', 'plans/edge.toml', '--repo', dir, '--trusted-key', k('ms.pub'), '--json'],
+      '/',
+    );
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout).signature.signers).toEqual([id]);
   });
@@ -122,7 +142,9 @@ describe.skipIf(minisignCli.skip)(minisignCli.title('Keystone signs with minisig
     const r = await runCtl(['sign', '--key', k('ms.key'), '--repo', dir], '/');
     expect(r.code, r.stderr).toBe(0);
     expect(sigAlgorithm()).toBe('ED');
-    expect(minisignVerifies(k('ms.pub'), '-H')).toContain(`Trusted comment: ${trustedComment().slice('trusted comment: '.length)}`);
+    expect(minisignVerifies(k('ms.pub'), '-H')).toContain(
+      `Trusted comment: ${trustedComment().slice('trusted comment: '.length)}`,
+    );
 
     const legacy = await runCtl(['sign', '--key', k('ms.key'), '--repo', dir, '--legacy'], '/');
     expect(legacy.code, legacy.stderr).toBe(0);
@@ -139,7 +161,10 @@ describe.skipIf(minisignCli.skip)(minisignCli.title('Keystone signs with minisig
       expect(b64Line(k('enc.key'), 1).subarray(2, 4).toString('latin1')).toBe('Sc');
       // A password file as an operator writes it, with a final newline that is not part of the password.
       writeFileSync(k('pw.txt'), `${PW}\n`, { mode: 0o600 });
-      const r = await runCtl(['sign', '--key', k('enc.key'), '--repo', dir, '--password-file', k('pw.txt'), '--json'], '/'); // scrypt 2 of 4
+      const r = await runCtl(
+        ['sign', '--key', k('enc.key'), '--repo', dir, '--password-file', k('pw.txt'), '--json'],
+        '/',
+      ); // scrypt 2 of 4
       expect(r.code, r.stderr).toBe(0);
       expect(JSON.parse(r.stdout)).toMatchObject({ keyId: keyIdOf(k('enc.pub')), algorithm: 'prehashed' });
       minisignVerifies(k('enc.pub'), '-H');
@@ -157,7 +182,9 @@ describe.skipIf(minisignCli.skip)(minisignCli.title('Keystone signs with minisig
     minisignVerifies(k('ms.pub'));
     await ksVerify(k('ms.pub'));
     // So does Keystone, with the password from the environment, legacy this time.
-    const r = await runCtl(['sign', '--key', k('ms.key'), '--repo', dir, '--legacy'], '/', { env: { KEYSTONE_KEY_PASSWORD: PW } });
+    const r = await runCtl(['sign', '--key', k('ms.key'), '--repo', dir, '--legacy'], '/', {
+      env: { KEYSTONE_KEY_PASSWORD: PW },
+    });
     expect(r.code, r.stderr).toBe(0);
     expect(sigAlgorithm()).toBe('Ed');
     minisignVerifies(k('ms.pub'));
@@ -168,7 +195,11 @@ describe.skipIf(minisignCli.skip)(minisignCli.title('Keystone signs with minisig
     minisign(['-G', '-W', '-p', k('ms.pub'), '-s', k('plain.key')]);
     encryptCheaply(k('plain.key'), PW, k('ms.key'));
     // minisign agrees that it is the wrong password.
-    expect(() => minisign(['-S', '-s', k('ms.key'), '-m', join(dir, 'plans/edge.toml'), '-x', k('x.minisig')], { input: 'wrong\n' })).toThrow(/Wrong password/);
+    expect(() =>
+      minisign(['-S', '-s', k('ms.key'), '-m', join(dir, 'plans/edge.toml'), '-x', k('x.minisig')], {
+        input: 'wrong\n',
+      }),
+    ).toThrow(/Wrong password/);
     writeFileSync(k('wrong.txt'), 'wrong\n');
     const attempts: Array<{ args: string[]; env: Record<string, string> }> = [
       { args: [], env: { KEYSTONE_KEY_PASSWORD: 'wrong' } },

@@ -82,9 +82,13 @@ describe('deriveKeyStream', () => {
   it('refuses parameters that would need more than 4 GiB, without trying', async () => {
     const t0 = Date.now();
     // opslimit = memlimit = 2^40 → memory-bound, N = 2^30, 128·N·r = 1 TiB.
-    await expect(deriveKeyStream(new Uint8Array(1), new Uint8Array(32), 2n ** 40n, 2n ** 40n, 104)).rejects.toThrow(/out of bounds/);
+    await expect(deriveKeyStream(new Uint8Array(1), new Uint8Array(32), 2n ** 40n, 2n ** 40n, 104)).rejects.toThrow(
+      /out of bounds/,
+    );
     // case h): N=1024 but p = 134217727 → 128·1024·8·p ≈ 128 TiB.
-    await expect(deriveKeyStream(new Uint8Array(1), new Uint8Array(32), 2n ** 62n, 1_048_576n, 104)).rejects.toThrow(/out of bounds/);
+    await expect(deriveKeyStream(new Uint8Array(1), new Uint8Array(32), 2n ** 62n, 1_048_576n, 104)).rejects.toThrow(
+      /out of bounds/,
+    );
     expect(Date.now() - t0).toBeLessThan(1000);
   });
 

@@ -54,9 +54,7 @@ describe('parseSha256Sums / formatSha256Sums', () => {
   });
 
   it('round trips any set of paths (property)', () => {
-    const path = fc
-      .string({ minLength: 1, maxLength: 40 })
-      .filter((p) => !p.includes('\n') && !p.startsWith('./'));
+    const path = fc.string({ minLength: 1, maxLength: 40 }).filter((p) => !p.includes('\n') && !p.startsWith('./'));
     const digest = fc.uint8Array({ minLength: 32, maxLength: 32 }).map((b) => Buffer.from(b).toString('hex'));
     fc.assert(
       fc.property(fc.dictionary(path, digest, { maxKeys: 20 }), (dict) => {
@@ -94,9 +92,15 @@ describe('parseSha256Sums / formatSha256Sums', () => {
     try {
       mkdirSync(join(dir, 'recipes'));
       mkdirSync(join(dir, 'plans'));
-      const files = { 'recipes/a.toml': 'name = "a"\n', 'recipes/b c.toml': 'name = "b"\n', 'plans/edge.toml': '[[components]]\n' };
+      const files = {
+        'recipes/a.toml': 'name = "a"\n',
+        'recipes/b c.toml': 'name = "b"\n',
+        'plans/edge.toml': '[[components]]\n',
+      };
       for (const [p, text] of Object.entries(files)) writeFileSync(join(dir, p), text);
-      const expected = new Map(Object.entries(files).map(([p, text]) => [p, sha256Hex(new TextEncoder().encode(text))]));
+      const expected = new Map(
+        Object.entries(files).map(([p, text]) => [p, sha256Hex(new TextEncoder().encode(text))]),
+      );
       const paths = Object.keys(files);
       for (const args of [paths, ['-b', ...paths], paths.map((p) => `./${p}`), ['-b', ...paths.map((p) => `./${p}`)]]) {
         const out = execFileSync('sha256sum', args, { cwd: dir, encoding: 'utf8' });
@@ -130,14 +134,19 @@ describe('parseSha256Sums / formatSha256Sums', () => {
   });
 
   it('refuses a path listed twice, even with the same digest', () => {
-    const err = trustErrorOf(() => parseSha256Sums(`${A}  recipes/a.toml\n${B}  plans/edge.toml\n${A}  recipes/a.toml\n`, 'SHA256SUMS'));
+    const err = trustErrorOf(() =>
+      parseSha256Sums(`${A}  recipes/a.toml\n${B}  plans/edge.toml\n${A}  recipes/a.toml\n`, 'SHA256SUMS'),
+    );
     expect(err.code).toBe('KS_SUMS_MALFORMED');
     expect(err.message).toContain('SHA256SUMS:3:');
     expect(err.message).toContain('recipes/a.toml');
   });
 
   it('refuses a path listed twice under two spellings (./x and x, or text and binary mode)', () => {
-    for (const text of [`${A}  recipes/a.toml\n${B}  ./recipes/a.toml\n`, `${A} *recipes/a.toml\n${B}  recipes/a.toml\n`]) {
+    for (const text of [
+      `${A}  recipes/a.toml\n${B}  ./recipes/a.toml\n`,
+      `${A} *recipes/a.toml\n${B}  recipes/a.toml\n`,
+    ]) {
       const err = trustErrorOf(() => parseSha256Sums(text, 'SUMS'));
       expect(err.code).toBe('KS_SUMS_MALFORMED');
       expect(err.file).toBe('SUMS');
@@ -148,15 +157,37 @@ describe('parseSha256Sums / formatSha256Sums', () => {
 
 describe('isSignedDocument', () => {
   it('covers every .toml under recipes/ and plans/, nothing else', () => {
-    for (const p of ['recipes/a.toml', 'plans/edge.toml', 'recipes/sub/dir/x.toml']) expect(isSignedDocument(p)).toBe(true);
-    for (const p of ['README.md', 'recipes/a.txt', 'artifacts/x.toml', 'SHA256SUMS', 'x/recipes/a.toml', 'recipes/.toml'])
+    for (const p of ['recipes/a.toml', 'plans/edge.toml', 'recipes/sub/dir/x.toml'])
+      expect(isSignedDocument(p)).toBe(true);
+    for (const p of [
+      'README.md',
+      'recipes/a.txt',
+      'artifacts/x.toml',
+      'SHA256SUMS',
+      'x/recipes/a.toml',
+      'recipes/.toml',
+    ])
       expect(isSignedDocument(p)).toBe(false);
   });
 
   it('covers the files of secrets/ (SPEC §16) and the revocations, nothing else there', () => {
-    for (const p of ['secrets/db.age', 'secrets/keys/edge.age', 'secrets/recipients/edge.txt', 'secrets/operators.txt', 'devices/revoked.toml', 'fleet.toml'])
+    for (const p of [
+      'secrets/db.age',
+      'secrets/keys/edge.age',
+      'secrets/recipients/edge.txt',
+      'secrets/operators.txt',
+      'devices/revoked.toml',
+      'fleet.toml',
+    ])
       expect(isSignedDocument(p)).toBe(true);
-    for (const p of ['secrets/db.txt', 'secrets/keys/edge.txt', 'secrets/recipients/edge.age', 'secrets/sub/db.age', 'secrets/.age', 'devices/gw-1.cert'])
+    for (const p of [
+      'secrets/db.txt',
+      'secrets/keys/edge.txt',
+      'secrets/recipients/edge.age',
+      'secrets/sub/db.age',
+      'secrets/.age',
+      'devices/gw-1.cert',
+    ])
       expect(isSignedDocument(p)).toBe(false);
   });
 });

@@ -23,7 +23,10 @@ beforeEach(async () => {
 afterEach(() => repo.cleanup());
 
 const keyPath = (name: string, ext: 'key' | 'pub') => join(repo.keyDir, `${name}.${ext}`);
-const trustedComments = () => [...readFileSync(join(repo.dir, 'SHA256SUMS.minisig'), 'utf8').matchAll(/^trusted comment: (.*)$/gm)].map((m) => m[1]!);
+const trustedComments = () =>
+  [...readFileSync(join(repo.dir, 'SHA256SUMS.minisig'), 'utf8').matchAll(/^trusted comment: (.*)$/gm)].map(
+    (m) => m[1]!,
+  );
 let clock = Math.floor(Date.now() / 1000) - 3_600;
 const ctl = (args: string[]) => runCtl(args, '/', { now: () => ++clock * 1000 });
 const sign = (...args: string[]) => ctl(['sign', '--key', keyPath('test', 'key'), '--repo', repo.dir, ...args]);
@@ -48,7 +51,9 @@ async function verifyIn(opts: { ref?: string; requireRef?: boolean }): Promise<u
 describe('keystonectl sign --ref', () => {
   it('puts ref=refs/heads/<branch> in the signed trusted comment; a full ref is kept as it is', async () => {
     expect((await sign('--ref', 'main')).code).toBe(0);
-    expect(trustedComments()).toEqual([expect.stringMatching(/^timestamp:\d+\tfile:SHA256SUMS\thashed\tref=refs\/heads\/main$/)]);
+    expect(trustedComments()).toEqual([
+      expect.stringMatching(/^timestamp:\d+\tfile:SHA256SUMS\thashed\tref=refs\/heads\/main$/),
+    ]);
     expect((await sign('--ref', 'refs/heads/release/2026')).code).toBe(0);
     expect(signedRef(trustedComments()[0]!)).toBe('refs/heads/release/2026');
   });
@@ -70,7 +75,16 @@ describe('keystonectl sign --ref', () => {
     const other = await ctl(['sign', '--key', keyPath('second', 'key'), '--repo', repo.dir, '--append', '--ref', 'pr']);
     expect(other.code).toBe(2);
     expect(other.stderr).toContain('refs/heads/main');
-    const same = await ctl(['sign', '--key', keyPath('second', 'key'), '--repo', repo.dir, '--append', '--ref', 'main']);
+    const same = await ctl([
+      'sign',
+      '--key',
+      keyPath('second', 'key'),
+      '--repo',
+      repo.dir,
+      '--append',
+      '--ref',
+      'main',
+    ]);
     expect(same.code, same.stderr).toBe(0);
     expect(trustedComments().map((c) => signedRef(c))).toEqual(['refs/heads/main', 'refs/heads/main']);
   });
@@ -112,8 +126,17 @@ describe('verification binds the ref', () => {
     await sign('--ref', 'pr');
     // Each key alone signed for pr; a signature for main by the second key would not combine with it (sign refuses
     // to --append across refs), so the set is two signatures for pr.
-    expect((await ctl(['sign', '--key', keyPath('second', 'key'), '--repo', repo.dir, '--append', '--ref', 'pr'])).code).toBe(0);
-    const trust = ['--trusted-key', keyPath('test', 'pub'), '--trusted-key', keyPath('second', 'pub'), '--threshold', '2'];
+    expect(
+      (await ctl(['sign', '--key', keyPath('second', 'key'), '--repo', repo.dir, '--append', '--ref', 'pr'])).code,
+    ).toBe(0);
+    const trust = [
+      '--trusted-key',
+      keyPath('test', 'pub'),
+      '--trusted-key',
+      keyPath('second', 'pub'),
+      '--threshold',
+      '2',
+    ];
     expect((await ctl(['verify', '--repo', repo.dir, ...trust, '--ref', 'pr'])).code).toBe(0);
     refusedWith(await ctl(['verify', '--repo', repo.dir, ...trust, '--ref', 'main']), 'KS_SIGNATURE_WRONG_REF');
   });
@@ -124,10 +147,24 @@ describe.skipIf(minisign.skip)(minisign.title('the real minisign binary signs a 
     await sign(); // SHA256SUMS over the files; its signature is replaced below.
     const secret = keyPath('test', 'key');
     const comment = `timestamp:${clock}\tfile:SHA256SUMS\tref=refs/heads/main`;
-    execFileSync('minisign', ['-S', '-s', secret, '-m', join(repo.dir, 'SHA256SUMS'), '-x', join(repo.dir, 'SHA256SUMS.minisig'), '-t', comment], {
-      // The key has no password, so minisign never reads stdin: writing to it raced minisign's exit (EPIPE).
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    execFileSync(
+      'minisign',
+      [
+        '-S',
+        '-s',
+        secret,
+        '-m',
+        join(repo.dir, 'SHA256SUMS'),
+        '-x',
+        join(repo.dir, 'SHA256SUMS.minisig'),
+        '-t',
+        comment,
+      ],
+      {
+        // The key has no password, so minisign never reads stdin: writing to it raced minisign's exit (EPIPE).
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     expect(trustedComments()).toEqual([comment]);
     expect((await verify('--ref', 'main', '--require-ref')).code).toBe(0);
     refusedWith(await verify('--ref', 'pr'), 'KS_SIGNATURE_WRONG_REF');

@@ -4,7 +4,8 @@ import { useEffect, useRef } from 'preact/hooks';
 import { ACTION_LABELS, type ActionStatus, type PendingAction } from './action-runner.js';
 
 const EXPLAIN = {
-  restart: 'Its hard dependents restart with it. Each list runs in this order; each start waits until the component is healthy.',
+  restart:
+    'Its hard dependents restart with it. Each list runs in this order; each start waits until the component is healthy.',
   stop: 'Its hard dependents stop first. What stops stays stopped until it is started again or a revision changes it.',
   start: 'The start waits until it is healthy.',
 };
@@ -48,14 +49,21 @@ export function ActionDialog({ pending, onConfirm, onCancel }: Props) {
           <div class="lists">
             <NameList list="stopOrder" label="Stops, in order" names={pending.plan.stopOrder ?? []} />
             <NameList list="startOrder" label="Starts, in order" names={pending.plan.startOrder ?? []} />
-            {pending.plan.waitingFor && <NameList list="waitingFor" label="Waits for" names={pending.plan.waitingFor} />}
+            {pending.plan.waitingFor && (
+              <NameList list="waitingFor" label="Waits for" names={pending.plan.waitingFor} />
+            )}
             <NameList list="untouched" label="Not touched" names={pending.untouched} />
           </div>
           <div class="dialog-buttons">
             <button type="button" onClick={onCancel}>
               Cancel
             </button>
-            <button type="button" class={pending.action === 'restart' ? 'primary' : 'primary danger'} data-confirm onClick={onConfirm}>
+            <button
+              type="button"
+              class={pending.action === 'restart' ? 'primary' : 'primary danger'}
+              data-confirm
+              onClick={onConfirm}
+            >
               {label}
             </button>
           </div>

@@ -113,7 +113,10 @@ export function useActionRunner(units: string[], afterAction: () => void) {
       const result = await api<unknown>(`${componentPath(p.name)}:${p.action}?${query}`, { method: 'POST' });
       setStatus({ text: successText(p.action, p.name, result), error: false });
     } catch (e) {
-      const components = e instanceof ApiError && Array.isArray(e.body.components) ? (e.body.components as ActionStatus['details']) : undefined;
+      const components =
+        e instanceof ApiError && Array.isArray(e.body.components)
+          ? (e.body.components as ActionStatus['details'])
+          : undefined;
       setStatus({ text: messageOf(e), error: true, ...(components && { details: components }) });
     } finally {
       setBusyBoth(false);

@@ -19,7 +19,8 @@ export function AgentUpdateLine({ update }: { update: AgentUpdate }) {
   if (update.state === 'trial')
     text = (
       <>
-        v{update.version} since {update.since ? <TimeAgo iso={update.since} /> : '—'}, until it reports success{commit && <> for {commit}</>}
+        v{update.version} since {update.since ? <TimeAgo iso={update.since} /> : '—'}, until it reports success
+        {commit && <> for {commit}</>}
       </>
     );
   else if (update.state === 'failed')
@@ -29,8 +30,19 @@ export function AgentUpdateLine({ update }: { update: AgentUpdate }) {
         {update.reason && `: ${update.reason}`}
       </>
     );
-  else if (update.state === 'unsupported') text = <>the fleet names v{update.version}; this agent cannot update itself{update.reason && ` (${update.reason})`}</>;
-  else text = <>v{update.version}{update.reason && `: ${update.reason}`}</>;
+  else if (update.state === 'unsupported')
+    text = (
+      <>
+        the fleet names v{update.version}; this agent cannot update itself{update.reason && ` (${update.reason})`}
+      </>
+    );
+  else
+    text = (
+      <>
+        v{update.version}
+        {update.reason && `: ${update.reason}`}
+      </>
+    );
   return (
     <p class="agent-update" data-field="agent-update" data-state={update.state}>
       <span class={`badge tone-${tone}`}>{word}</span> {text}

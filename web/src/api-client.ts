@@ -48,7 +48,8 @@ export function setCsrfToken(token: string): void {
 }
 
 /** `gateway/reports` stays a path (the API's routes take the slash); each segment is escaped on its own. */
-export const componentPath = (name: string): string => `/v1/components/${name.split('/').map(encodeURIComponent).join('/')}`;
+export const componentPath = (name: string): string =>
+  `/v1/components/${name.split('/').map(encodeURIComponent).join('/')}`;
 
 async function errorOf(res: Response): Promise<ApiError> {
   let body: Record<string, unknown> = {};
@@ -58,7 +59,12 @@ async function errorOf(res: Response): Promise<ApiError> {
     // A proxy's HTML page or an empty body: the status line is all there is to show.
   }
   const err = body.error as { code?: string; message?: string } | undefined;
-  return new ApiError(res.status, err?.code ?? `HTTP_${res.status}`, err?.message ?? `${res.status} ${res.statusText || 'error'}`, body);
+  return new ApiError(
+    res.status,
+    err?.code ?? `HTTP_${res.status}`,
+    err?.message ?? `${res.status} ${res.statusText || 'error'}`,
+    body,
+  );
 }
 
 export interface RequestOptions extends RequestInit {

@@ -16,7 +16,8 @@ export interface AppProps {
   onSignedOut(): void;
 }
 
-const unitsOf = (items: ListItem[] | undefined): string[] => (items ?? []).flatMap((c) => (isGroup(c) ? c.members.map((m) => m.name) : [c.name]));
+const unitsOf = (items: ListItem[] | undefined): string[] =>
+  (items ?? []).flatMap((c) => (isGroup(c) ? c.members.map((m) => m.name) : [c.name]));
 
 export function App({ onSignedOut }: AppProps) {
   const route = useRoute();
@@ -49,7 +50,8 @@ export function App({ onSignedOut }: AppProps) {
   let view;
   if (route.view === 'overview') view = <Overview data={data} />;
   else if (route.view === 'history') view = <HistoryPage first={data.history} />;
-  else if (route.view === 'component') view = <ComponentPage key={route.name} name={route.name} items={data.components.value} pulls={data.pulls} />;
+  else if (route.view === 'component')
+    view = <ComponentPage key={route.name} name={route.name} items={data.components.value} pulls={data.pulls} />;
   else
     view = (
       <section>

@@ -109,7 +109,9 @@ function Details({ c }: { c: ComponentView }) {
 
 function Dependencies({ c, items }: { c: ComponentView; items: ListItem[] }) {
   const all = items.flatMap((x) => (isGroup(x) ? x.members : [x]));
-  const dependents = all.flatMap((x) => x.dependencies.filter((d) => d.component === c.name).map((d) => ({ component: x.name, type: d.type })));
+  const dependents = all.flatMap((x) =>
+    x.dependencies.filter((d) => d.component === c.name).map((d) => ({ component: x.name, type: d.type })),
+  );
   const list = (deps: Array<{ component: string; type: string }>) =>
     deps.length === 0 ? (
       <p class="muted">none</p>
@@ -169,7 +171,11 @@ function Inputs({ inputs }: { inputs: Record<string, string> | null }) {
 export function ComponentPage({ name, items, pulls }: Props) {
   const listed = items && findComponent(items, name);
   // Not in the list (replicas of one member, `app/jobs`, or a list not read yet): ask for it by name.
-  const [fetched, setFetched] = useState<{ name: string; value?: ComponentView | GroupView; error?: ApiError | Error }>();
+  const [fetched, setFetched] = useState<{
+    name: string;
+    value?: ComponentView | GroupView;
+    error?: ApiError | Error;
+  }>();
   const needFetch = items !== undefined && !listed;
   useEffect(() => {
     if (!needFetch) return;
@@ -201,11 +207,18 @@ export function ComponentPage({ name, items, pulls }: Props) {
         {c && <ActionButtons name={name} />}
       </div>
       {!c && !error && <p class="muted">Loading…</p>}
-      {error && <p class="error">{error instanceof ApiError && error.code === 'KS_COMPONENT_NOT_FOUND' ? `There is no component ${name} on this device.` : error.message}</p>}
+      {error && (
+        <p class="error">
+          {error instanceof ApiError && error.code === 'KS_COMPONENT_NOT_FOUND'
+            ? `There is no component ${name} on this device.`
+            : error.message}
+        </p>
+      )}
       {c && isGroup(c) && (
         <>
           <p>
-            A {c.kind} of {c.members.length} {c.members.length === 1 ? 'unit' : 'units'}, version {c.version || '—'}; its state is its least well member's.
+            A {c.kind} of {c.members.length} {c.members.length === 1 ? 'unit' : 'units'}, version {c.version || '—'};
+            its state is its least well member's.
           </p>
           <section aria-labelledby="members-title">
             <h2 id="members-title">Members</h2>

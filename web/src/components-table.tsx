@@ -31,11 +31,24 @@ function note(c: ComponentView | GroupView, pull: PullProgress | undefined): str
   return parts.join(' · ');
 }
 
-function Row({ c, memberOf, pull }: { c: ComponentView | GroupView; memberOf?: string; pull: PullProgress | undefined }) {
+function Row({
+  c,
+  memberOf,
+  pull,
+}: {
+  c: ComponentView | GroupView;
+  memberOf?: string;
+  pull: PullProgress | undefined;
+}) {
   const group = isGroup(c);
   const since = group ? null : c.since;
   return (
-    <tr data-component={c.name} data-state={c.state} data-member-of={memberOf} class={group ? 'group-row' : memberOf ? 'member-row' : undefined}>
+    <tr
+      data-component={c.name}
+      data-state={c.state}
+      data-member-of={memberOf}
+      class={group ? 'group-row' : memberOf ? 'member-row' : undefined}
+    >
       <td data-col="name" data-label="Component">
         <a href={componentHref(c.name)}>{c.name}</a>
       </td>
@@ -48,7 +61,11 @@ function Row({ c, memberOf, pull }: { c: ComponentView | GroupView; memberOf?: s
       <td data-col="instance" data-label="Instance" class="mono">
         {instanceText(c)}
       </td>
-      <td data-col="health" data-label="Health" title={!group && c.healthCheck ? `health check: ${c.healthCheck}` : undefined}>
+      <td
+        data-col="health"
+        data-label="Health"
+        title={!group && c.healthCheck ? `health check: ${c.healthCheck}` : undefined}
+      >
         <span class={`health tone-${toneOf(c.health)}`}>{c.health}</span>
       </td>
       <td data-col="restarts" data-label="Restarts" class={c.restarts > 0 ? 'num warn-text' : 'num'}>
@@ -93,7 +110,10 @@ export function ComponentsTable({ items, pulls, id, caption }: Props) {
         <tbody>
           {items.flatMap((c) =>
             isGroup(c)
-              ? [<Row key={c.name} c={c} pull={pulls[c.name]} />, ...c.members.map((m) => <Row key={m.name} c={m} memberOf={c.name} pull={pulls[m.name]} />)]
+              ? [
+                  <Row key={c.name} c={c} pull={pulls[c.name]} />,
+                  ...c.members.map((m) => <Row key={m.name} c={m} memberOf={c.name} pull={pulls[m.name]} />),
+                ]
               : [<Row key={c.name} c={c} pull={pulls[c.name]} />],
           )}
         </tbody>

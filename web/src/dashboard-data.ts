@@ -2,7 +2,14 @@
 // changed. Refetches of one resource are coalesced: never two at once, never more than ~4 a second.
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, ApiError, messageOf } from './api-client.js';
-import type { AgentView as AgentInfo, ComponentState, ComponentView, GraphView as Graph, GroupView, RejectedView as Rejected } from '../../src/api/views.js';
+import type {
+  AgentView as AgentInfo,
+  ComponentState,
+  ComponentView,
+  GraphView as Graph,
+  GroupView,
+  RejectedView as Rejected,
+} from '../../src/api/views.js';
 import { isGroup, type HistoryPage, type ListItem, type Revision } from './api-types.js';
 import { followEventStream } from './event-stream.js';
 
@@ -120,7 +127,11 @@ function patched<T extends ComponentView | GroupView>(c: T, patch: Patch | undef
 /** The list as last read, with what events said since laid over it. */
 function overlaid(items: ListItem[] | undefined, patches: ReadonlyMap<string, Patch>): ListItem[] | undefined {
   if (!items || patches.size === 0) return items;
-  return items.map((c) => (isGroup(c) ? { ...patched(c, patches.get(c.name)), members: c.members.map((m) => patched(m, patches.get(m.name))) } : patched(c, patches.get(c.name))));
+  return items.map((c) =>
+    isGroup(c)
+      ? { ...patched(c, patches.get(c.name)), members: c.members.map((m) => patched(m, patches.get(m.name))) }
+      : patched(c, patches.get(c.name)),
+  );
 }
 
 export function useDashboardData(): DashboardData {
@@ -135,7 +146,11 @@ export function useDashboardData(): DashboardData {
   const [patches, setPatches] = useState<ReadonlyMap<string, Patch>>(new Map());
 
   const refreshers = useMemo(() => {
-    function loader<T>(resource: Resource, set: (f: (old: Loaded<T>) => Loaded<T>) => void, seen?: (value: T | undefined, error?: ApiError, began?: number) => void) {
+    function loader<T>(
+      resource: Resource,
+      set: (f: (old: Loaded<T>) => Loaded<T>) => void,
+      seen?: (value: T | undefined, error?: ApiError, began?: number) => void,
+    ) {
       return coalesced(async () => {
         const began = performance.now();
         try {
@@ -221,7 +236,15 @@ export function useDashboardData(): DashboardData {
             break;
           case 'pull':
             if (d.component)
-              setPulls((p) => ({ ...p, [d.component!]: { image: d.image ?? '', status: d.status ?? '', currentBytes: d.currentBytes ?? null, totalBytes: d.totalBytes ?? null } }));
+              setPulls((p) => ({
+                ...p,
+                [d.component!]: {
+                  image: d.image ?? '',
+                  status: d.status ?? '',
+                  currentBytes: d.currentBytes ?? null,
+                  totalBytes: d.totalBytes ?? null,
+                },
+              }));
             break;
         }
       },

@@ -39,7 +39,16 @@ export function DependencyGraph({ graph, states }: Props) {
         >
           <defs>
             {['hard', 'ordering'].map((kind) => (
-              <marker key={kind} id={`arrow-${kind}`} viewBox="0 0 10 10" refX="9.5" refY="5" markerWidth="7" markerHeight="7" orient="auto">
+              <marker
+                key={kind}
+                id={`arrow-${kind}`}
+                viewBox="0 0 10 10"
+                refX="9.5"
+                refY="5"
+                markerWidth="7"
+                markerHeight="7"
+                orient="auto"
+              >
                 <path d="M0 0L10 5L0 10z" class={`arrowhead arrowhead-${kind}`} />
               </marker>
             ))}
@@ -102,7 +111,9 @@ export function DependencyGraph({ graph, states }: Props) {
           </svg>
           ordering (starts after it)
         </span>
-        <span class="legend-item muted">Arrows point to the dependency; {narrow ? 'rows start top to bottom' : 'columns start left to right'}.</span>
+        <span class="legend-item muted">
+          Arrows point to the dependency; {narrow ? 'rows start top to bottom' : 'columns start left to right'}.
+        </span>
       </figcaption>
     </figure>
   );

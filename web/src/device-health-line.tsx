@@ -15,10 +15,14 @@ export function uptimeText(s: number): string {
 
 export function DeviceHealthLine({ health }: { health: DeviceHealth }) {
   const parts: Array<[field: string, text: string, title: string]> = [];
-  if (health.uptimeS !== undefined) parts.push(['uptime', `up ${uptimeText(health.uptimeS)}`, 'Since the device booted']);
-  if (health.load1 !== undefined) parts.push(['load', `load ${health.load1.toFixed(2)}`, 'Load average over the last minute']);
-  if (health.memFreeBytes !== undefined) parts.push(['mem', `${bytes(health.memFreeBytes)} memory free`, 'Memory available (MemAvailable)']);
-  if (health.diskFreeBytes !== undefined) parts.push(['disk', `${bytes(health.diskFreeBytes)} disk free`, "Free on the state directory's file system"]);
+  if (health.uptimeS !== undefined)
+    parts.push(['uptime', `up ${uptimeText(health.uptimeS)}`, 'Since the device booted']);
+  if (health.load1 !== undefined)
+    parts.push(['load', `load ${health.load1.toFixed(2)}`, 'Load average over the last minute']);
+  if (health.memFreeBytes !== undefined)
+    parts.push(['mem', `${bytes(health.memFreeBytes)} memory free`, 'Memory available (MemAvailable)']);
+  if (health.diskFreeBytes !== undefined)
+    parts.push(['disk', `${bytes(health.diskFreeBytes)} disk free`, "Free on the state directory's file system"]);
   if (health.tempC !== undefined) parts.push(['temp', `${health.tempC.toFixed(1)} °C`, "The board's temperature"]);
   if (parts.length === 0) return null;
   return (

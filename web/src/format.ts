@@ -2,7 +2,8 @@
 import { isGroup, type ListItem } from './api-types.js';
 
 /** A Git commit as people quote it (the CLI's 12); other revision ids (`dir:…`) are short already. */
-export const shortRevision = (id: string | null | undefined): string => (!id ? '—' : /^[0-9a-f]{40,64}$/.test(id) ? id.slice(0, 12) : id);
+export const shortRevision = (id: string | null | undefined): string =>
+  !id ? '—' : /^[0-9a-f]{40,64}$/.test(id) ? id.slice(0, 12) : id;
 
 export function instanceText(c: ListItem): string {
   if (isGroup(c)) {

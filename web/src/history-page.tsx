@@ -16,7 +16,9 @@ export function HistoryPage({ first }: { first: Loaded<Page> }) {
   // The first page is kept fresh by the events; older pages are appended below it and do not change.
   const firstEntries = first.value?.entries ?? [];
   const seen = new Set(firstEntries.map((e) => e.id));
-  const entries = [...firstEntries, ...(older?.entries.filter((e) => !seen.has(e.id)) ?? [])].sort((a, b) => b.id - a.id);
+  const entries = [...firstEntries, ...(older?.entries.filter((e) => !seen.has(e.id)) ?? [])].sort(
+    (a, b) => b.id - a.id,
+  );
   const next = older ? older.nextBefore : (first.value?.nextBefore ?? null);
 
   async function more() {

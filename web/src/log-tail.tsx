@@ -46,7 +46,11 @@ export function LogTail({ name }: { name: string }) {
         schedule();
       },
       onLive: (live) => setStatus({ kind: live ? 'live' : 'reconnecting' }),
-      onFatal: (e) => setStatus({ kind: 'error', message: e.code === 'KS_COMPONENT_NOT_FOUND' ? `No log for ${name}: ${e.message}` : e.message }),
+      onFatal: (e) =>
+        setStatus({
+          kind: 'error',
+          message: e.code === 'KS_COMPONENT_NOT_FOUND' ? `No log for ${name}: ${e.message}` : e.message,
+        }),
       onEvent(type, data) {
         if (type === 'line') push(typeof data === 'string' ? data : String((data as { text?: unknown }).text ?? ''));
         else if (type === 'rotated') push('── log rotated ──');
@@ -76,7 +80,15 @@ export function LogTail({ name }: { name: string }) {
   };
 
   const statusText =
-    status.kind === 'error' ? status.message : status.kind === 'live' ? (following ? 'following' : 'paused while you read back') : status.kind === 'connecting' ? 'connecting…' : 'reconnecting…';
+    status.kind === 'error'
+      ? status.message
+      : status.kind === 'live'
+        ? following
+          ? 'following'
+          : 'paused while you read back'
+        : status.kind === 'connecting'
+          ? 'connecting…'
+          : 'reconnecting…';
   return (
     <section class="log-section" aria-labelledby="log-title">
       <div class="log-head">
@@ -96,7 +108,14 @@ export function LogTail({ name }: { name: string }) {
           </button>
         )}
       </div>
-      <pre id="log" ref={pre} aria-live="polite" tabIndex={0} aria-label={`${name} ${stderr ? 'stderr' : 'stdout'}, last ${MAX_LINES} lines at most`} onScroll={onScroll} />
+      <pre
+        id="log"
+        ref={pre}
+        aria-live="polite"
+        tabIndex={0}
+        aria-label={`${name} ${stderr ? 'stderr' : 'stdout'}, last ${MAX_LINES} lines at most`}
+        onScroll={onScroll}
+      />
     </section>
   );
 }

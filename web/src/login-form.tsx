@@ -54,7 +54,17 @@ export function LoginForm({ onSignedIn, notice, error: initialError }: Props) {
         {notice && <p class="notice">{notice}</p>}
         <form id="login" onSubmit={submit}>
           <label for="token">API token</label>
-          <input ref={input} id="token" name="token" type="password" autocomplete="off" aria-label="API token" spellcheck={false} required aria-describedby="token-help" />
+          <input
+            ref={input}
+            id="token"
+            name="token"
+            type="password"
+            autocomplete="off"
+            aria-label="API token"
+            spellcheck={false}
+            required
+            aria-describedby="token-help"
+          />
           <button type="submit" class="primary" aria-busy={busy}>
             Sign in
           </button>
@@ -65,8 +75,9 @@ export function LoginForm({ onSignedIn, notice, error: initialError }: Props) {
           )}
         </form>
         <p id="token-help" class="help">
-          The token is in <code>&lt;state-dir&gt;/api-token</code> on the device: <code>/var/lib/keystone/api-token</code> on an installed device,{' '}
-          <code>.state/api-token</code> under <code>npm start</code> (<code>cat .state/api-token</code>).
+          The token is in <code>&lt;state-dir&gt;/api-token</code> on the device:{' '}
+          <code>/var/lib/keystone/api-token</code> on an installed device, <code>.state/api-token</code> under{' '}
+          <code>npm start</code> (<code>cat .state/api-token</code>).
         </p>
       </div>
     </main>

@@ -8,7 +8,10 @@ import { LoginForm } from './login-form.js';
 import { currentSession, type Session } from './session.js';
 import type { AppProps } from './app.js';
 
-type Phase = { kind: 'checking' } | { kind: 'signed-out'; notice?: string; error?: string } | { kind: 'signed-in'; session: Session };
+type Phase =
+  | { kind: 'checking' }
+  | { kind: 'signed-out'; notice?: string; error?: string }
+  | { kind: 'signed-in'; session: Session };
 
 /** setTimeout's longest delay; a session lasts 8 hours, but a clock can say anything. */
 const MAX_DELAY = 2 ** 31 - 1;
@@ -41,7 +44,10 @@ function Root() {
     const delay = Math.min(MAX_DELAY, Math.max(0, Date.parse(expiresAt) - Date.now()) + 1000);
     const timer = setTimeout(() => {
       currentSession().then(
-        (session) => session ? setPhase({ kind: 'signed-in', session }) : setPhase({ kind: 'signed-out', notice: 'Your session expired. Sign in again.' }),
+        (session) =>
+          session
+            ? setPhase({ kind: 'signed-in', session })
+            : setPhase({ kind: 'signed-out', notice: 'Your session expired. Sign in again.' }),
         () => undefined,
       );
     }, delay);
@@ -50,7 +56,14 @@ function Root() {
 
   if (phase.kind === 'checking') return <main class="boot" aria-busy="true" />;
   if (phase.kind === 'signed-out')
-    return <LoginForm key={phase.notice ?? phase.error ?? ''} notice={phase.notice} error={phase.error} onSignedIn={(session) => setPhase({ kind: 'signed-in', session })} />;
+    return (
+      <LoginForm
+        key={phase.notice ?? phase.error ?? ''}
+        notice={phase.notice}
+        error={phase.error}
+        onSignedIn={(session) => setPhase({ kind: 'signed-in', session })}
+      />
+    );
   if (app && 'error' in app)
     return (
       <main class="boot">

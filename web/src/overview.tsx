@@ -57,7 +57,12 @@ export function Overview({ data }: { data: DashboardData }) {
         {components.error && <p class="error">Could not read the components: {components.error.message}</p>}
         {components.value &&
           (components.value.length ? (
-            <ComponentsTable id="components" items={components.value} pulls={data.pulls} caption="Components of this device" />
+            <ComponentsTable
+              id="components"
+              items={components.value}
+              pulls={data.pulls}
+              caption="Components of this device"
+            />
           ) : (
             <>
               <p class="muted">No components run on this device yet.</p>

@@ -12,25 +12,37 @@ function When({ iso }: { iso: string | null | undefined }) {
   if (!iso) return <>—</>;
   return (
     <>
-      {localTime(iso)} <span class="muted">(<TimeAgo iso={iso} />)</span>
+      {localTime(iso)}{' '}
+      <span class="muted">
+        (<TimeAgo iso={iso} />)
+      </span>
     </>
   );
 }
 
 function RejectedNote({ rejected }: { rejected: Rejected }) {
-  const reason = rejected.code && !rejected.reason.startsWith(rejected.code) ? `${rejected.code}: ${rejected.reason}` : rejected.reason;
+  const reason =
+    rejected.code && !rejected.reason.startsWith(rejected.code)
+      ? `${rejected.code}: ${rejected.reason}`
+      : rejected.reason;
   return (
     <div class="callout tone-bad" data-field="rejected">
       <p>
-        <strong>Refused</strong> <code title={rejected.revision}>{shortRevision(rejected.revision)}</code> <TimeAgo iso={rejected.at} />; the device still runs the revision
-        above.
+        <strong>Refused</strong> <code title={rejected.revision}>{shortRevision(rejected.revision)}</code>{' '}
+        <TimeAgo iso={rejected.at} />; the device still runs the revision above.
       </p>
       <p class="wrap">{reason}</p>
     </div>
   );
 }
 
-export function RevisionPanel({ revision, rejected }: { revision: Loaded<Revision>; rejected: Rejected | null | undefined }) {
+export function RevisionPanel({
+  revision,
+  rejected,
+}: {
+  revision: Loaded<Revision>;
+  rejected: Rejected | null | undefined;
+}) {
   const r = revision.value;
   const noRevision = (revision.error as ApiError | undefined)?.code === 'KS_NO_REVISION';
   return (
@@ -44,7 +56,10 @@ export function RevisionPanel({ revision, rejected }: { revision: Loaded<Revisio
           {r.unsigned && (
             <div class="callout tone-warn" data-field="unsigned">
               <p>
-                <strong>{r.warning ?? 'UNSIGNED: this revision was applied without a signature check (--allow-unsigned, development only)'}</strong>
+                <strong>
+                  {r.warning ??
+                    'UNSIGNED: this revision was applied without a signature check (--allow-unsigned, development only)'}
+                </strong>
               </p>
             </div>
           )}
@@ -54,11 +69,21 @@ export function RevisionPanel({ revision, rejected }: { revision: Loaded<Revisio
               <code title={r.id}>{shortRevision(r.id)}</code>
             </dd>
             <dt>Signature</dt>
-            <dd>{r.unsigned ? <span class="badge tone-warn">UNSIGNED</span> : <span class="badge tone-ok">signed</span>}</dd>
+            <dd>
+              {r.unsigned ? <span class="badge tone-warn">UNSIGNED</span> : <span class="badge tone-ok">signed</span>}
+            </dd>
             {!r.unsigned && (
               <>
                 <dt>Signers</dt>
-                <dd>{r.signers?.length ? r.signers.map((s) => <code key={s} class="signer">{s}</code>) : '—'}</dd>
+                <dd>
+                  {r.signers?.length
+                    ? r.signers.map((s) => (
+                        <code key={s} class="signer">
+                          {s}
+                        </code>
+                      ))
+                    : '—'}
+                </dd>
                 <dt>Signed at</dt>
                 <dd>
                   <When iso={r.signedAt} />
@@ -97,7 +122,8 @@ export function RevisionPanel({ revision, rejected }: { revision: Loaded<Revisio
           {r.sync?.suspended && (
             <div class="callout tone-warn" data-field="suspended">
               <p>
-                <strong>Git sync suspended</strong> by the manual apply <code>{shortRevision(r.sync.suspended.revision)}</code>
+                <strong>Git sync suspended</strong> by the manual apply{' '}
+                <code>{shortRevision(r.sync.suspended.revision)}</code>
                 {r.sync.suspended.since && (
                   <>
                     {' '}
@@ -116,15 +142,17 @@ export function RevisionPanel({ revision, rejected }: { revision: Loaded<Revisio
           {(r.rolledBack?.length ?? 0) > 0 && (
             <div class="callout tone-bad" data-field="rolled-back">
               <p>
-                <strong>{r.rolledBack!.map((g) => g.group).join(', ')}</strong>: this revision could not update {r.rolledBack!.length === 1 ? 'it' : 'them'}; rolled
-                back to the previous members until another revision.
+                <strong>{r.rolledBack!.map((g) => g.group).join(', ')}</strong>: this revision could not update{' '}
+                {r.rolledBack!.length === 1 ? 'it' : 'them'}; rolled back to the previous members until another
+                revision.
               </p>
             </div>
           )}
           {r.waiting && (
             <div class="callout tone-warn" data-field="waiting">
               <p>
-                Commit <code title={r.waiting.revision}>{shortRevision(r.waiting.revision)}</code> waits: {r.waiting.reason}
+                Commit <code title={r.waiting.revision}>{shortRevision(r.waiting.revision)}</code> waits:{' '}
+                {r.waiting.reason}
                 {r.waiting.since && (
                   <>
                     {' '}
@@ -142,7 +170,8 @@ export function RevisionPanel({ revision, rejected }: { revision: Loaded<Revisio
               <ul>
                 {r.rollout!.map((h) => (
                   <li key={h.revision}>
-                    <code title={h.revision}>{shortRevision(h.revision)}</code> wave <strong>{h.wave}</strong>: {h.reason}
+                    <code title={h.revision}>{shortRevision(h.revision)}</code> wave <strong>{h.wave}</strong>:{' '}
+                    {h.reason}
                     {h.checkedAt && (
                       <span class="muted">
                         {' '}

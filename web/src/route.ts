@@ -1,7 +1,8 @@
 // Hash routes, so that the agent serves one page for every view and a reload keeps the view.
 import { useEffect, useState } from 'preact/hooks';
 
-export type Route = { view: 'overview' } | { view: 'component'; name: string } | { view: 'history' } | { view: 'missing'; hash: string };
+export type Route =
+  { view: 'overview' } | { view: 'component'; name: string } | { view: 'history' } | { view: 'missing'; hash: string };
 
 export function parseRoute(hash: string): Route {
   const path = hash.replace(/^#/, '') || '/';

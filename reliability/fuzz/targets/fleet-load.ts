@@ -13,16 +13,28 @@ const LABELS = { role: 'gateway', region: 'eu' };
 
 /** fleet.toml from its grammar beside a generated revision whose plan is the one the grammar's values name. */
 const structured = fc.tuple(fleetToml.structured!, generatedRevision).map(([fleet, revision]) => {
-  const files = new Map([...decodeBundle(revision)].map(([p, b]) => [p === 'plans/fuzz.toml' ? 'plans/edge.toml' : p, utf8(b)]));
+  const files = new Map(
+    [...decodeBundle(revision)].map(([p, b]) => [p === 'plans/fuzz.toml' ? 'plans/edge.toml' : p, utf8(b)]),
+  );
   return encodeBundle(new Map([['fleet.toml', utf8(fleet)], ...files]));
 });
 
 export const fleetLoad: FuzzTarget = {
   name: 'fleet-load',
-  parses: 'loadForDevice (src/load/load-fleet.ts): fleet.toml, every target resolved, the device\'s target chosen',
+  parses: "loadForDevice (src/load/load-fleet.ts): fleet.toml, every target resolved, the device's target chosen",
   maxBytes: 48 * 1024,
   testRuns: 300,
-  dictionary: ['=== fleet.toml\n', '[[targets]]', 'selector = {}', 'devices = ["gw-1"]', 'config = { ', 'plan = "plans/', '[rollout]', 'waves = [', '{{config.'],
+  dictionary: [
+    '=== fleet.toml\n',
+    '[[targets]]',
+    'selector = {}',
+    'devices = ["gw-1"]',
+    'config = { ',
+    'plan = "plans/',
+    '[rollout]',
+    'waves = [',
+    '{{config.',
+  ],
   structured,
   async check(input) {
     const files = decodeBundle(input);

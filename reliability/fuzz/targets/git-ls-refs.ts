@@ -10,7 +10,20 @@ export const gitLsRefs: FuzzTarget = {
   parses: 'parseLsRefsAnswer (src/git/git-ls-refs.ts): the ls-refs answer of a Git host',
   maxBytes: 8 * 1024,
   testRuns: 2_000,
-  dictionary: ['0000', '0001', '0004', '0005', 'ERR ', ' peeled:', ' symref-target:', 'refs/heads/', '..', '.lock', '@{', '\n'],
+  dictionary: [
+    '0000',
+    '0001',
+    '0004',
+    '0005',
+    'ERR ',
+    ' peeled:',
+    ' symref-target:',
+    'refs/heads/',
+    '..',
+    '.lock',
+    '@{',
+    '\n',
+  ],
   structured: refLines,
   check(input) {
     let refs;

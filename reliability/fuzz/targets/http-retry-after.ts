@@ -11,14 +11,31 @@ const NOW = Date.UTC(2026, 11, 2);
 const structured = fc
   .oneof(
     fc.nat().map(String),
-    fc.constantFrom('0', '120', '-1', '1.5', '+5', ' 60 ', '9'.repeat(400), 'Wed, 21 Oct 2015 07:28:00 GMT', 'Sun, 06 Nov 1994 08:49:37 GMT', 'Wed, 31 Dec 9999 23:59:59 GMT', 'Mon, 32 Jan 2026 00:00:00 GMT', 'Wed, 21 Oct 2015 07:28:00 +0100', 'Wed,', 'Tuesday, 01-Jan-30 00:00:00 GMT', ''),
+    fc.constantFrom(
+      '0',
+      '120',
+      '-1',
+      '1.5',
+      '+5',
+      ' 60 ',
+      '9'.repeat(400),
+      'Wed, 21 Oct 2015 07:28:00 GMT',
+      'Sun, 06 Nov 1994 08:49:37 GMT',
+      'Wed, 31 Dec 9999 23:59:59 GMT',
+      'Mon, 32 Jan 2026 00:00:00 GMT',
+      'Wed, 21 Oct 2015 07:28:00 +0100',
+      'Wed,',
+      'Tuesday, 01-Jan-30 00:00:00 GMT',
+      '',
+    ),
     fc.date({ min: new Date(0), max: new Date(8.64e15), noInvalidDate: true }).map((d) => d.toUTCString()),
   )
   .map(text);
 
 export const httpRetryAfter: FuzzTarget = {
   name: 'http-retry-after',
-  parses: 'retryAfterMs, busyWaitMs, httpDate, statusError (src/git/git-poll-delay.ts, git-ls-refs.ts): Retry-After and Date headers',
+  parses:
+    'retryAfterMs, busyWaitMs, httpDate, statusError (src/git/git-poll-delay.ts, git-ls-refs.ts): Retry-After and Date headers',
   maxBytes: 512,
   testRuns: 2_000,
   dictionary: ['GMT', ', ', ':', 'Mon', 'Jan', '9999', '-', '+'],

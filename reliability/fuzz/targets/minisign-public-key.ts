@@ -12,7 +12,18 @@ const isKeyError = (e: unknown) => e instanceof TrustError && KEY_CODES.has(e.co
 
 /** "Ed" + 8-byte id + 32 arbitrary key bytes: well-formed files whose point may be anything, weak ones included. */
 const anyPoint = fc
-  .tuple(fc.uint8Array({ minLength: 8, maxLength: 8 }), fc.oneof(fc.uint8Array({ minLength: 32, maxLength: 32 }), fc.constantFrom(new Uint8Array(32), new Uint8Array(32).fill(0xff), Uint8Array.from([1, ...new Array<number>(31).fill(0)]))), fc.boolean())
+  .tuple(
+    fc.uint8Array({ minLength: 8, maxLength: 8 }),
+    fc.oneof(
+      fc.uint8Array({ minLength: 32, maxLength: 32 }),
+      fc.constantFrom(
+        new Uint8Array(32),
+        new Uint8Array(32).fill(0xff),
+        Uint8Array.from([1, ...new Array<number>(31).fill(0)]),
+      ),
+    ),
+    fc.boolean(),
+  )
   .map(([id, pk, comment]) => {
     const b64 = Buffer.concat([Buffer.from('Ed'), id, pk]).toString('base64');
     return text(comment ? `untrusted comment: minisign public key\n${b64}\n` : b64);
@@ -35,7 +46,10 @@ export const minisignPublicKey: FuzzTarget = {
       try {
         buildKeyring([{ source: 'fuzz.pub', text: source }]);
       } catch (k) {
-        holds(k instanceof TrustError && k.code === (e as TrustError).code, `buildKeyring refused with ${(k as TrustError).code}, parsePublicKey with ${(e as TrustError).code}`);
+        holds(
+          k instanceof TrustError && k.code === (e as TrustError).code,
+          `buildKeyring refused with ${(k as TrustError).code}, parsePublicKey with ${(e as TrustError).code}`,
+        );
       }
       return refusedWith(e, isKeyError);
     }

@@ -62,10 +62,19 @@ export const minisignSecretKey: FuzzTarget = {
     try {
       key = await parseSecretKey(source, password);
     } catch (e) {
-      return refusedWith(e, (x) => x instanceof TrustError && (x.code === 'KS_KEY_MALFORMED' || x.code === 'KS_KEY_PASSWORD'));
+      return refusedWith(
+        e,
+        (x) => x instanceof TrustError && (x.code === 'KS_KEY_MALFORMED' || x.code === 'KS_KEY_PASSWORD'),
+      );
     }
-    holds(key.keyId.length === 8 && key.secretKey.length === 64 && key.publicKey.length === 32, 'a key of the wrong size');
-    holds(Buffer.from(nacl.sign.keyPair.fromSeed(key.secretKey.slice(0, 32)).publicKey).equals(Buffer.from(key.publicKey)), 'the halves of the key do not belong together');
+    holds(
+      key.keyId.length === 8 && key.secretKey.length === 64 && key.publicKey.length === 32,
+      'a key of the wrong size',
+    );
+    holds(
+      Buffer.from(nacl.sign.keyPair.fromSeed(key.secretKey.slice(0, 32)).publicKey).equals(Buffer.from(key.publicKey)),
+      'the halves of the key do not belong together',
+    );
     return 'accepted';
   },
 };

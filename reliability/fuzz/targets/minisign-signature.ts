@@ -11,7 +11,10 @@ import { KEY_TEXTS, keyring, NOW, signedRevision, SUMS } from '../trust-fixture.
 const isTrustError = (e: unknown) => e instanceof TrustError && /^KS_[A-Z_]+$/.test(e.code);
 
 /** The key ids of the trusted keys a and b, and another. */
-const KEY_IDS = [...KEY_TEXTS.map((k) => Buffer.from(k.text.split('\n')[1]!, 'base64').subarray(2, 10)), Buffer.alloc(8, 7)];
+const KEY_IDS = [
+  ...KEY_TEXTS.map((k) => Buffer.from(k.text.split('\n')[1]!, 'base64').subarray(2, 10)),
+  Buffer.alloc(8, 7),
+];
 
 /** Blocks of four well-formed lines: an algorithm, a key id, any signature bytes, trusted comments of every shape. */
 const block = fc
@@ -19,7 +22,16 @@ const block = fc
     fc.constantFrom('ED', 'Ed', 'EX'),
     fc.constantFrom(...KEY_IDS),
     fc.uint8Array({ minLength: 64, maxLength: 64 }),
-    fc.constantFrom('timestamp:1764633600\tfile:SHA256SUMS\tprehashed', 'timestamp:99999999999999', 'timestamp:', 'timestamp:-1', 'file:SHA256SUMS', '', 'timestamp:1764633600 timestamp:1', '\u0000'),
+    fc.constantFrom(
+      'timestamp:1764633600\tfile:SHA256SUMS\tprehashed',
+      'timestamp:99999999999999',
+      'timestamp:',
+      'timestamp:-1',
+      'file:SHA256SUMS',
+      '',
+      'timestamp:1764633600 timestamp:1',
+      '\u0000',
+    ),
     fc.uint8Array({ minLength: 64, maxLength: 64 }),
   )
   .map(([alg, id, sig, comment, global]) => {
@@ -32,7 +44,17 @@ export const minisignSignature: FuzzTarget = {
   parses: 'parseSignatures, verifySignature, signedTimestamp, verifyRevision (src/trust/): SHA256SUMS.minisig',
   maxBytes: 4 * 1024,
   testRuns: 1_500,
-  dictionary: ['untrusted comment: ', 'trusted comment: ', 'timestamp:', '\tfile:SHA256SUMS', '\tprehashed', 'RUQ', 'RWQ', '99999999999999999', '\r\n'],
+  dictionary: [
+    'untrusted comment: ',
+    'trusted comment: ',
+    'timestamp:',
+    '\tfile:SHA256SUMS',
+    '\tprehashed',
+    'RUQ',
+    'RWQ',
+    '99999999999999999',
+    '\r\n',
+  ],
   structured: fc.array(block, { minLength: 1, maxLength: 3 }).map((bs) => text(bs.join(''))),
   async check(input) {
     const source = utf8(input);
@@ -45,7 +67,10 @@ export const minisignSignature: FuzzTarget = {
     }
     const ring = keyring(1);
     for (const sig of signatures) {
-      holds(sig.keyId.length === 8 && sig.signature.length === 64 && sig.globalSignature.length === 64, 'a signature of the wrong size');
+      holds(
+        sig.keyId.length === 8 && sig.signature.length === 64 && sig.globalSignature.length === 64,
+        'a signature of the wrong size',
+      );
       holds(!sig.trustedComment.includes('\n'), 'a trusted comment spans lines');
       const at = signedTimestamp(sig.trustedComment);
       holds(at === undefined || (Number.isSafeInteger(at) && at >= 0), `timestamp ${at} is not a time`);

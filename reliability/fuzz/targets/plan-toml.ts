@@ -21,9 +21,13 @@ export const planToml: FuzzTarget = {
     const source = utf8(input);
     const r = parsePlan(FILE, source);
     checkDiagnostics(r.diagnostics, new Map([[FILE, source]]));
-    holds((r.plan === undefined) === r.diagnostics.length > 0, 'a plan must be returned exactly when there is no diagnostic');
+    holds(
+      (r.plan === undefined) === r.diagnostics.length > 0,
+      'a plan must be returned exactly when there is no diagnostic',
+    );
     // Entries handed on to be read must not lead outside the repository, whatever else is wrong with the plan.
-    for (const { entry } of r.readableEntries) holds(!escapesRepository(entry.recipe), `a readable entry escapes: ${entry.recipe}`);
+    for (const { entry } of r.readableEntries)
+      holds(!escapesRepository(entry.recipe), `a readable entry escapes: ${entry.recipe}`);
     return r.plan ? 'accepted' : 'refused';
   },
 };

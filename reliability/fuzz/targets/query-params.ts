@@ -5,14 +5,66 @@ import { parse } from 'node:querystring';
 import fc from 'fast-check';
 import { ApiError } from '../../../src/api/api-error.js';
 import { parseComponentTarget } from '../../../src/api/component-target.js';
-import { MAX_TIMEOUT_MS, parseBool, parseIntParam, parseTimeout, parseWait, strictQuery, WAIT_VALUES } from '../../../src/api/query-params.js';
+import {
+  MAX_TIMEOUT_MS,
+  parseBool,
+  parseIntParam,
+  parseTimeout,
+  parseWait,
+  strictQuery,
+  WAIT_VALUES,
+} from '../../../src/api/query-params.js';
 import { holds, refusedWith, text, utf8, type FuzzTarget } from '../fuzz-target.js';
 
-const isClientError = (e: unknown) => e instanceof ApiError && e.statusCode >= 400 && e.statusCode < 500 && /^KS_[A-Z0-9_]+$/.test(e.code);
+const isClientError = (e: unknown) =>
+  e instanceof ApiError && e.statusCode >= 400 && e.statusCode < 500 && /^KS_[A-Z0-9_]+$/.test(e.code);
 
-const pair = fc.tuple(fc.constantFrom('dry', 'wait', 'timeout', 'limit', 'x', '__proto__', 'constructor', 'hasOwnProperty'), fc.oneof(fc.constantFrom('true', 'false', 'health', 'none', 'started', '90s', '0s', '1h', '1h0m1s', '-1s', '1e3', '10', '0', '99999999999999999', '0x10', ' 1', '', '%00', '%E2%82%AC'), fc.string({ maxLength: 6 })));
+const pair = fc.tuple(
+  fc.constantFrom('dry', 'wait', 'timeout', 'limit', 'x', '__proto__', 'constructor', 'hasOwnProperty'),
+  fc.oneof(
+    fc.constantFrom(
+      'true',
+      'false',
+      'health',
+      'none',
+      'started',
+      '90s',
+      '0s',
+      '1h',
+      '1h0m1s',
+      '-1s',
+      '1e3',
+      '10',
+      '0',
+      '99999999999999999',
+      '0x10',
+      ' 1',
+      '',
+      '%00',
+      '%E2%82%AC',
+    ),
+    fc.string({ maxLength: 6 }),
+  ),
+);
 const structured = fc
-  .tuple(fc.array(pair, { maxLength: 4 }), fc.oneof(fc.constantFrom('web', 'web:restart', 'app/web:stop', 'a:b:c', 'com.acme-x.y:start', 'workers/2', '', ':', 'x'.repeat(64), '.hidden'), fc.string({ maxLength: 12 })))
+  .tuple(
+    fc.array(pair, { maxLength: 4 }),
+    fc.oneof(
+      fc.constantFrom(
+        'web',
+        'web:restart',
+        'app/web:stop',
+        'a:b:c',
+        'com.acme-x.y:start',
+        'workers/2',
+        '',
+        ':',
+        'x'.repeat(64),
+        '.hidden',
+      ),
+      fc.string({ maxLength: 12 }),
+    ),
+  )
   .map(([q, seg]) => text(`${q.map(([k, v]) => `${k}=${v}`).join('&')}#${seg}`));
 
 export const queryParams: FuzzTarget = {

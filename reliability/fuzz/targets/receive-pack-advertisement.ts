@@ -14,7 +14,10 @@ let body: Uint8Array = new Uint8Array();
 
 async function setup(): Promise<void> {
   server = createServer((_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/x-git-receive-pack-advertisement', 'content-length': body.length });
+    res.writeHead(200, {
+      'content-type': 'application/x-git-receive-pack-advertisement',
+      'content-length': body.length,
+    });
     res.end(body);
   });
   await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
@@ -26,7 +29,14 @@ export const receivePackAdvertisement: FuzzTarget = {
   parses: 'receivePackRefs (src/report/receive-pack-push.ts): info/refs?service=git-receive-pack over HTTP',
   maxBytes: 8 * 1024,
   testRuns: 500,
-  dictionary: ['0000', '# service=git-receive-pack\n', 'ERR ', ' capabilities^{}\u0000', ' refs/heads/main', 'report-status'],
+  dictionary: [
+    '0000',
+    '# service=git-receive-pack\n',
+    'ERR ',
+    ' capabilities^{}\u0000',
+    ' refs/heads/main',
+    'report-status',
+  ],
   structured: refLines,
   setup,
   async teardown() {
@@ -40,7 +50,11 @@ export const receivePackAdvertisement: FuzzTarget = {
     try {
       refs = await receivePackRefs({ url });
     } catch (e) {
-      return refusedWith(e, (x) => x instanceof StatusDeliveryError && (x.code === 'KS_STATUS_SERVER_ERROR' || x.code === 'KS_STATUS_REJECTED'));
+      return refusedWith(
+        e,
+        (x) =>
+          x instanceof StatusDeliveryError && (x.code === 'KS_STATUS_SERVER_ERROR' || x.code === 'KS_STATUS_REJECTED'),
+      );
     }
     for (const [ref, oid] of refs) {
       holds(/^[0-9a-f]{40}$/.test(oid), `oid ${oid}`);

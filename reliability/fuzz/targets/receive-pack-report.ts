@@ -12,7 +12,19 @@ const UPDATES = [
 ];
 const line = fc.oneof(
   fc.string({ maxLength: 60 }),
-  fc.constantFrom('unpack ok', 'unpack index-pack abnormal exit', 'option refname refs/x', ...UPDATES.flatMap((u) => [`ok ${u.ref}`, `ng ${u.ref} stale info`, `ng ${u.ref} failed to lock`, `ng ${u.ref}`, `ng ${u.ref} `, `ok ${u.ref} `])),
+  fc.constantFrom(
+    'unpack ok',
+    'unpack index-pack abnormal exit',
+    'option refname refs/x',
+    ...UPDATES.flatMap((u) => [
+      `ok ${u.ref}`,
+      `ng ${u.ref} stale info`,
+      `ng ${u.ref} failed to lock`,
+      `ng ${u.ref}`,
+      `ng ${u.ref} `,
+      `ok ${u.ref} `,
+    ]),
+  ),
 );
 
 export const receivePackReport: FuzzTarget = {
@@ -29,7 +41,10 @@ export const receivePackReport: FuzzTarget = {
     } catch (e) {
       return refusedWith(e, (x) => x instanceof StatusDeliveryError && x.code === 'KS_STATUS_SERVER_ERROR');
     }
-    holds(results.length === UPDATES.length && results.every((r, i) => r.ref === UPDATES[i]!.ref), 'not one result per update, in order');
+    holds(
+      results.length === UPDATES.length && results.every((r, i) => r.ref === UPDATES[i]!.ref),
+      'not one result per update, in order',
+    );
     for (const r of results) holds(['ok', 'stale', 'rejected'].includes(r.status), `status ${r.status}`);
     return 'accepted';
   },

@@ -12,19 +12,44 @@ import { recipeToml } from './recipe-toml.js';
 
 export const PLAN = 'plans/fuzz.toml';
 
-export const fileTexts = (files: ReadonlyMap<string, Uint8Array>) => new Map([...files].map(([p, b]) => [p, Buffer.from(b).toString('utf8')]));
+export const fileTexts = (files: ReadonlyMap<string, Uint8Array>) =>
+  new Map([...files].map(([p, b]) => [p, Buffer.from(b).toString('utf8')]));
 
 /** A plan and two recipes from their grammars, at the paths the grammar's values name. */
 export const generatedRevision = fc
   .tuple(planToml.structured!, recipeToml.structured!, recipeToml.structured!)
-  .map(([plan, api, web]) => encodeBundle(new Map([[PLAN, utf8(plan)], ['recipes/com.acme.api.toml', utf8(api)], ['recipes/com.acme.web.toml', utf8(web)]])));
+  .map(([plan, api, web]) =>
+    encodeBundle(
+      new Map([
+        [PLAN, utf8(plan)],
+        ['recipes/com.acme.api.toml', utf8(api)],
+        ['recipes/com.acme.web.toml', utf8(web)],
+      ]),
+    ),
+  );
 
 export const revisionLoad: FuzzTarget = {
   name: 'revision-load',
-  parses: 'loadRevision + resolveDesiredState (src/load/load-revision.ts, src/core/resolve-desired-state.ts): a plan and its recipes',
+  parses:
+    'loadRevision + resolveDesiredState (src/load/load-revision.ts, src/core/resolve-desired-state.ts): a plan and its recipes',
   maxBytes: 32 * 1024,
   testRuns: 500,
-  dictionary: ['=== recipes/a.toml\n', '=== plans/fuzz.toml\n', '{{config.', '{{deps.', '.exports.', '}}', '[[components]]', '[[members]]', '[[dependencies]]', 'type = "ordering"', 'requires = [', 'replicas = ', '[lifecycle.services.', 'recipe = "recipes/'],
+  dictionary: [
+    '=== recipes/a.toml\n',
+    '=== plans/fuzz.toml\n',
+    '{{config.',
+    '{{deps.',
+    '.exports.',
+    '}}',
+    '[[components]]',
+    '[[members]]',
+    '[[dependencies]]',
+    'type = "ordering"',
+    'requires = [',
+    'replicas = ',
+    '[lifecycle.services.',
+    'recipe = "recipes/',
+  ],
   structured: generatedRevision,
   async check(input) {
     const files = decodeBundle(input);

@@ -6,8 +6,28 @@ import { bucketOf, parseRolloutRef, ROLLOUT_PREFIX, rolloutRef } from '../../../
 import { holds, text, utf8, type FuzzTarget } from '../fuzz-target.js';
 
 const OID = 'a'.repeat(40);
-const part = fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('canary', 'failed', '0a', 'f', bucketOf('dev-1'), OID, `${OID}-success`, `${OID}-held`, 'dev-1-failure', 'dev%2D1', 'dev-1', 'd%C3%A9v', '%', '..'));
-const structured = fc.array(part, { minLength: 1, maxLength: 6 }).map((parts) => text(`${ROLLOUT_PREFIX}${parts.join('/')}`));
+const part = fc.oneof(
+  fc.string({ maxLength: 12 }),
+  fc.constantFrom(
+    'canary',
+    'failed',
+    '0a',
+    'f',
+    bucketOf('dev-1'),
+    OID,
+    `${OID}-success`,
+    `${OID}-held`,
+    'dev-1-failure',
+    'dev%2D1',
+    'dev-1',
+    'd%C3%A9v',
+    '%',
+    '..',
+  ),
+);
+const structured = fc
+  .array(part, { minLength: 1, maxLength: 6 })
+  .map((parts) => text(`${ROLLOUT_PREFIX}${parts.join('/')}`));
 
 export const rolloutRefs: FuzzTarget = {
   name: 'rollout-refs',
@@ -21,7 +41,7 @@ export const rolloutRefs: FuzzTarget = {
     const r = parseRolloutRef(ref);
     if (r === undefined) return 'refused';
     holds(ROLLOUT_STATES.includes(r.state), `state ${r.state}`);
-    holds(r.bucket === bucketOf(r.device), 'the bucket is not the device\'s');
+    holds(r.bucket === bucketOf(r.device), "the bucket is not the device's");
     holds(rolloutRef(r) === ref, `${ref} is not the canonical name of what it parses to (${rolloutRef(r)})`);
     return 'accepted';
   },

@@ -5,7 +5,10 @@ import { TrustError } from '../../../src/trust/trust-error.js';
 import { holds, refusedWith, text, utf8, type FuzzTarget } from '../fuzz-target.js';
 
 const hex = fc.uint8Array({ minLength: 32, maxLength: 32 }).map((b) => Buffer.from(b).toString('hex'));
-const path = fc.oneof(fc.constantFrom('fleet.toml', 'plans/a.toml', 'recipes/b.toml', './plans/a.toml', '../x', 'a b', ' lead'), fc.string({ minLength: 1, maxLength: 20 }));
+const path = fc.oneof(
+  fc.constantFrom('fleet.toml', 'plans/a.toml', 'recipes/b.toml', './plans/a.toml', '../x', 'a b', ' lead'),
+  fc.string({ minLength: 1, maxLength: 20 }),
+);
 const line = fc.tuple(hex, fc.constantFrom('  ', ' *', ' ', '\t'), path).map(([h, sep, p]) => `${h}${sep}${p}`);
 
 export const sha256sums: FuzzTarget = {
@@ -29,7 +32,10 @@ export const sha256sums: FuzzTarget = {
     }
     // What it accepts, it writes back in a form it reads as the same map.
     const again = parseSha256Sums(formatSha256Sums(sums));
-    holds(again.size === sums.size && [...sums].every(([p, d]) => again.get(p) === d), 'formatSha256Sums does not read back as the same sums');
+    holds(
+      again.size === sums.size && [...sums].every(([p, d]) => again.get(p) === d),
+      'formatSha256Sums does not read back as the same sums',
+    );
     return 'accepted';
   },
 };

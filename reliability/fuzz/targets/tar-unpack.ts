@@ -9,7 +9,24 @@ import type { FuzzTarget } from '../fuzz-target.js';
 /** Exported for the regression tests, which unpack every kept crash onto the slow disk too. */
 export const scratch = new ArchiveScratch();
 
-const name = fc.oneof(fc.constantFrom('a', 'a/b', 'dir/', './', '.', '../x', '/abs', 'a/../b', 'a\\b', 'x'.repeat(120), 'a/b/c/d/e/f/g/h', 'ü', 'a\0b'), fc.string({ minLength: 1, maxLength: 16 }));
+const name = fc.oneof(
+  fc.constantFrom(
+    'a',
+    'a/b',
+    'dir/',
+    './',
+    '.',
+    '../x',
+    '/abs',
+    'a/../b',
+    'a\\b',
+    'x'.repeat(120),
+    'a/b/c/d/e/f/g/h',
+    'ü',
+    'a\0b',
+  ),
+  fc.string({ minLength: 1, maxLength: 16 }),
+);
 const entry: fc.Arbitrary<TarEntry> = fc.record(
   {
     name,
@@ -22,10 +39,12 @@ const entry: fc.Arbitrary<TarEntry> = fc.record(
   },
   { requiredKeys: ['name', 'type'] },
 );
-const archive = fc.tuple(fc.array(entry, { maxLength: 6 }), fc.boolean(), fc.boolean()).map(([entries, trailer, gz]) => {
-  const tar = buildTar(entries, { trailer });
-  return new Uint8Array(gz ? gzipSync(tar) : tar);
-});
+const archive = fc
+  .tuple(fc.array(entry, { maxLength: 6 }), fc.boolean(), fc.boolean())
+  .map(([entries, trailer, gz]) => {
+    const tar = buildTar(entries, { trailer });
+    return new Uint8Array(gz ? gzipSync(tar) : tar);
+  });
 
 export const tarUnpack: FuzzTarget = {
   name: 'tar-unpack',

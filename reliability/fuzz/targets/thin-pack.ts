@@ -14,7 +14,9 @@ const withChecksum = (body: Uint8Array) => new Uint8Array(Buffer.concat([body, s
 
 /** Mutations of the seed packs' bodies, with the trailer recomputed. */
 const bodies = loadCorpus('thin-pack').map((f) => f.bytes.subarray(0, Math.max(12, f.bytes.length - 20)));
-const rechecksummed = mutatedSeeds(bodies, ['\u0078\u009c', '\u0000\u0000\u0000\u0003', '\u0090', '\u0080'], 4096).map(withChecksum);
+const rechecksummed = mutatedSeeds(bodies, ['\u0078\u009c', '\u0000\u0000\u0000\u0003', '\u0090', '\u0080'], 4096).map(
+  withChecksum,
+);
 
 export const thinPack: FuzzTarget = {
   name: 'thin-pack',
@@ -33,7 +35,10 @@ export const thinPack: FuzzTarget = {
     // Unchanged when no base came from outside: its trailer is then the caller's to check (checkedPack), as it was.
     if (out.equals(Buffer.from(input))) return 'accepted';
     holds(out.subarray(0, 4).toString('latin1') === 'PACK', 'the completed pack does not start with PACK');
-    holds(sha1(out.subarray(0, out.length - 20)).equals(out.subarray(out.length - 20)), 'the completed pack has a bad checksum');
+    holds(
+      sha1(out.subarray(0, out.length - 20)).equals(out.subarray(out.length - 20)),
+      'the completed pack has a bad checksum',
+    );
     // Complete now: a second pass finds nothing to add and parses it to the end.
     holds(Buffer.from(await completeThinPack(out, readBase)).equals(out), 'the completed pack is not complete');
     return 'accepted';

@@ -8,7 +8,10 @@ import type { FuzzTarget } from '../fuzz-target.js';
 /** Exported for the regression tests, which unpack every kept crash onto the slow disk too. */
 export const scratch = new ArchiveScratch();
 
-const name = fc.oneof(fc.constantFrom('a', 'a/b', 'dir/', './', '../x', '/abs', 'C:/x', 'a\\b', 'x'.repeat(120), 'a/b/c/d/e/f/g/h', 'ü'), fc.string({ minLength: 1, maxLength: 16 }));
+const name = fc.oneof(
+  fc.constantFrom('a', 'a/b', 'dir/', './', '../x', '/abs', 'C:/x', 'a\\b', 'x'.repeat(120), 'a/b/c/d/e/f/g/h', 'ü'),
+  fc.string({ minLength: 1, maxLength: 16 }),
+);
 const entry: fc.Arbitrary<ZipEntry> = fc.record(
   {
     name,
@@ -19,7 +22,9 @@ const entry: fc.Arbitrary<ZipEntry> = fc.record(
   },
   { requiredKeys: ['name'] },
 );
-const archive = fc.tuple(fc.array(entry, { maxLength: 6 }), fc.option(fc.nat({ max: 65_535 }), { nil: undefined })).map(([entries, entryCount]) => new Uint8Array(buildZip(entries, entryCount === undefined ? {} : { entryCount })));
+const archive = fc
+  .tuple(fc.array(entry, { maxLength: 6 }), fc.option(fc.nat({ max: 65_535 }), { nil: undefined }))
+  .map(([entries, entryCount]) => new Uint8Array(buildZip(entries, entryCount === undefined ? {} : { entryCount })));
 
 export const zipUnpack: FuzzTarget = {
   name: 'zip-unpack',
@@ -28,7 +33,15 @@ export const zipUnpack: FuzzTarget = {
   testRuns: 300,
   // 100,000 take 10–15 minutes on two cores (scrypt / the disk): the default keeps `npm run fuzz` near half an hour.
   defaultRuns: 40_000,
-  dictionary: ['PK\u0003\u0004', 'PK\u0001\u0002', 'PK\u0005\u0006', 'PK\u0006\u0006', 'PK\u0006\u0007', '\u00ff\u00ff\u00ff\u00ff', '\u0001\u0000'],
+  dictionary: [
+    'PK\u0003\u0004',
+    'PK\u0001\u0002',
+    'PK\u0005\u0006',
+    'PK\u0006\u0006',
+    'PK\u0006\u0007',
+    '\u00ff\u00ff\u00ff\u00ff',
+    '\u0001\u0000',
+  ],
   structured: archive,
   setup: () => scratch.setup(),
   teardown: () => scratch.teardown(),

@@ -43,7 +43,12 @@ describe('a failure the store cannot write (a full disk)', { timeout: 60_000 }, 
     const stateDir = join(root, 'state');
     const lines: Array<Record<string, unknown>> = [];
     const reports: string[] = [];
-    const rev = (id: string) => ({ id, origin: 'commit' as const, source: 'test', reader: new DirectoryReader(repo(join(root, id.slice(0, 1)), id)) });
+    const rev = (id: string) => ({
+      id,
+      origin: 'commit' as const,
+      source: 'test',
+      reader: new DirectoryReader(repo(join(root, id.slice(0, 1)), id)),
+    });
     const start = async () => {
       const a = await startAgent({
         planFile: 'plans/p.toml',
@@ -64,10 +69,17 @@ describe('a failure the store cannot write (a full disk)', { timeout: 60_000 }, 
         finished: (e) => void reports.push(`${e.outcome} ${short(e.revision)}`),
         refused: () => undefined,
       });
-      rollBackOnFailure({ outcomes: a.outcomes, store: a.store, offer: (r) => a.offer(r), revisionAt: async (c) => (c === G ? rev(G) : undefined), log: createLogger({ pretty: false, write: () => undefined }) });
+      rollBackOnFailure({
+        outcomes: a.outcomes,
+        store: a.store,
+        offer: (r) => a.offer(r),
+        revisionAt: async (c) => (c === G ? rev(G) : undefined),
+        log: createLogger({ pretty: false, write: () => undefined }),
+      });
       return a;
     };
-    const decided = (a: Agent, id: string) => a.store.history({ limit: 50 }).filter((e) => e.revision === id && e.outcome !== undefined);
+    const decided = (a: Agent, id: string) =>
+      a.store.history({ limit: 50 }).filter((e) => e.revision === id && e.outcome !== undefined);
     let a: Agent | undefined = await start();
     try {
       a.offer(rev(G));
@@ -87,13 +99,20 @@ describe('a failure the store cannot write (a full disk)', { timeout: 60_000 }, 
         a.offer(rev(X));
         // The retry writes X's failure; the rollback to G comes after it.
         const agent = a;
-        await until(() => decided(agent, X).length > 0 && agent.store.appliedRevision()?.id === G && decided(agent, G).length === 2, 20_000, "X's failure written and the rollback to G applied");
+        await until(
+          () =>
+            decided(agent, X).length > 0 && agent.store.appliedRevision()?.id === G && decided(agent, G).length === 2,
+          20_000,
+          "X's failure written and the rollback to G applied",
+        );
         await a.idle();
       } finally {
         ApplyHistory.prototype.finish = write;
       }
       expect(full, 'the first write of the failure failed').toBe(false);
-      expect(decided(a, X)).toMatchObject([{ outcome: 'failure', summary: expect.stringContaining('rolling back to') }]);
+      expect(decided(a, X)).toMatchObject([
+        { outcome: 'failure', summary: expect.stringContaining('rolling back to') },
+      ]);
       expect(a.store.unfinishedApply(), 'no row left open').toBeUndefined();
       // The rollback is the agent's own: no report of its own.
       expect(reports).toEqual(['pending G', 'success G', 'pending X', 'failure X']);
@@ -108,8 +127,15 @@ describe('a failure the store cannot write (a full disk)', { timeout: 60_000 }, 
       a.offer(rev(X));
       await a.idle();
       const after = lines.slice(restarted);
-      expect(after.filter((l) => l.msg === 'reconcile plan' && l.revision === X), 'X applied after the restart').toEqual([]);
-      expect(after.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('failed on this device before') && l.revision === X)).toHaveLength(1);
+      expect(
+        after.filter((l) => l.msg === 'reconcile plan' && l.revision === X),
+        'X applied after the restart',
+      ).toEqual([]);
+      expect(
+        after.filter(
+          (l) => typeof l.msg === 'string' && l.msg.startsWith('failed on this device before') && l.revision === X,
+        ),
+      ).toHaveLength(1);
       expect(decided(a, X).map((e) => e.outcome)).toEqual(['failure']);
       expect(a.store.appliedRevision()?.id).toBe(G);
       expect(reports).toEqual(['pending G', 'success G', 'pending X', 'failure X']);

@@ -40,9 +40,14 @@ function signedSet(version: string, seconds: number): DirectoryReader {
     'plans/p.toml': '[[components]]\nname = "svc"\nrecipe = "recipes/svc.toml"\n',
   };
   for (const [path, text] of Object.entries(files)) writeFileSync(join(dir, path), text);
-  const sums = Object.entries(files).map(([path, text]) => `${createHash('sha256').update(text).digest('hex')}  ${path}\n`).join('');
+  const sums = Object.entries(files)
+    .map(([path, text]) => `${createHash('sha256').update(text).digest('hex')}  ${path}\n`)
+    .join('');
   writeFileSync(join(dir, 'SHA256SUMS'), sums);
-  writeFileSync(join(dir, 'SHA256SUMS.minisig'), formatSignature(sign(new TextEncoder().encode(sums), key, `timestamp:${seconds}\tfile:SHA256SUMS\thashed`)));
+  writeFileSync(
+    join(dir, 'SHA256SUMS.minisig'),
+    formatSignature(sign(new TextEncoder().encode(sums), key, `timestamp:${seconds}\tfile:SHA256SUMS\thashed`)),
+  );
   return new DirectoryReader(dir);
 }
 
@@ -62,13 +67,20 @@ describe('the revision a device runs, offered again under its id', () => {
     agents.push(a);
     const now = Math.floor(Date.now() / 1000);
     const id = 'manual:0123456789ab';
-    a.applyManual({ id, origin: 'manual', source: 'test', reader: signedSet('2.0.0', now - 60), planFile: 'plans/p.toml' }, { force: false });
+    a.applyManual(
+      { id, origin: 'manual', source: 'test', reader: signedSet('2.0.0', now - 60), planFile: 'plans/p.toml' },
+      { force: false },
+    );
     await a.idle();
     expect(a.store.component('svc')).toMatchObject({ version: '2.0.0', state: 'running' });
     // The same id, an older signed set (what a 48-bit collision would bring): refused, nothing touched.
     a.offer({ id, origin: 'manual', source: 'test', reader: signedSet('1.0.0', now - 3600) });
     await a.idle();
-    expect(a.store.history({ limit: 1 })[0]).toMatchObject({ revision: id, outcome: 'rejected', summary: expect.stringMatching(/^KS_SIGNATURE_REPLAYED: /) });
+    expect(a.store.history({ limit: 1 })[0]).toMatchObject({
+      revision: id,
+      outcome: 'rejected',
+      summary: expect.stringMatching(/^KS_SIGNATURE_REPLAYED: /),
+    });
     expect(a.store.component('svc')).toMatchObject({ version: '2.0.0', state: 'running' });
     // The set that runs, under its id: taken up (not refused by the floor it set itself).
     a.offer({ id, origin: 'manual', source: 'test', reader: signedSet('2.0.0', now - 60) });

@@ -32,11 +32,13 @@ export class CannedAgent {
   }
 
   async listen(): Promise<this> {
-    this.server = createServer((req, res) => this.handle(req).then(({ status, body }) => {
-      const text = typeof body === 'string' ? body : JSON.stringify(body);
-      res.writeHead(status, { 'content-type': typeof body === 'string' ? 'text/plain' : 'application/json' });
-      res.end(text);
-    }));
+    this.server = createServer((req, res) =>
+      this.handle(req).then(({ status, body }) => {
+        const text = typeof body === 'string' ? body : JSON.stringify(body);
+        res.writeHead(status, { 'content-type': typeof body === 'string' ? 'text/plain' : 'application/json' });
+        res.end(text);
+      }),
+    );
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
     return this;
@@ -52,7 +54,11 @@ export class CannedAgent {
       ...(req.headers.host !== undefined && { host: req.headers.host }),
     });
     const answer = this.routes.get(`${req.method} ${decodeURIComponent(u.pathname)}`);
-    if (!answer) return { status: 599, body: { error: { code: 'TEST_UNEXPECTED', message: `unexpected ${req.method} ${u.pathname}` } } };
+    if (!answer)
+      return {
+        status: 599,
+        body: { error: { code: 'TEST_UNEXPECTED', message: `unexpected ${req.method} ${u.pathname}` } },
+      };
     if (answer.delayMs) await new Promise((r) => setTimeout(r, answer.delayMs));
     return { status: answer.status ?? 200, body: answer.body };
   }
@@ -65,11 +71,21 @@ export class CannedAgent {
 }
 
 function isAnswer(v: unknown): v is CannedAnswer {
-  return typeof v === 'object' && v !== null && 'body' in v && Object.keys(v).every((k) => ['status', 'body', 'delayMs'].includes(k));
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    'body' in v &&
+    Object.keys(v).every((k) => ['status', 'body', 'delayMs'].includes(k))
+  );
 }
 
 /** The `{"error":{"code","message"}}` body of SPEC §10, with the API's extra fields beside `error` (a 504's states). */
-export const apiError = (status: number, code: string, message: string, extra: Record<string, unknown> = {}): CannedAnswer => ({
+export const apiError = (
+  status: number,
+  code: string,
+  message: string,
+  extra: Record<string, unknown> = {},
+): CannedAnswer => ({
   status,
   body: { error: { code, message }, ...extra },
 });

@@ -33,7 +33,8 @@ export function startCtl(args: string[], extra: Partial<LogsIo> = {}): LiveRun {
     async until(cond, what, ms = 10_000) {
       const deadline = Date.now() + ms;
       while (!cond(out)) {
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; stdout so far:\n${out}\nstderr:\n${err}`);
+        if (Date.now() > deadline)
+          throw new Error(`timed out waiting for ${what}; stdout so far:\n${out}\nstderr:\n${err}`);
         await new Promise((r) => setTimeout(r, 10));
       }
     },

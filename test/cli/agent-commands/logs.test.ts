@@ -1,6 +1,15 @@
 // keystonectl logs on real files in a state directory: the last lines, stderr, unknown components, and --follow
 // through appends, partial lines, copy-then-truncate rotation (the agent's) and replacement.
-import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, renameSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  renameSync,
+  rmSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -17,7 +26,8 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(stateDir, { recursive: true, force: true }));
 
-const numbered = (from: number, to: number, prefix = 'line') => Array.from({ length: to - from + 1 }, (_, i) => `${prefix} ${from + i}\n`).join('');
+const numbered = (from: number, to: number, prefix = 'line') =>
+  Array.from({ length: to - from + 1 }, (_, i) => `${prefix} ${from + i}\n`).join('');
 const logs = (...args: string[]) => runCtl(['logs', ...args, '--state-dir', stateDir], '/');
 
 describe('keystonectl logs', () => {
@@ -38,7 +48,9 @@ describe('keystonectl logs', () => {
   it('an unknown component is exit 2, naming the state directory; bad names and values are usage errors', async () => {
     const r = await logs('nope');
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`no component "nope" on this device (no ${join(stateDir, 'components', 'nope', 'logs')}; --state-dir is ${stateDir})`);
+    expect(r.stderr).toContain(
+      `no component "nope" on this device (no ${join(stateDir, 'components', 'nope', 'logs')}; --state-dir is ${stateDir})`,
+    );
     for (const args of [['../web'], ['web', '--lines', '-1'], ['web', '--lines', 'all'], []]) {
       const bad = await logs(...args);
       expect(bad.code, args.join(' ')).toBe(2);
@@ -78,7 +90,9 @@ describe('keystonectl logs', () => {
     const file = join(logDir, 'stdout.log');
     writeFileSync(file, numbered(1, 5));
     // One look, then a long sleep: everything below happens between two looks, and stopping makes the last one.
-    const run = startCtl(['logs', 'web', '--follow', '--lines', '2', '--state-dir', stateDir], { followPollMs: 60_000 });
+    const run = startCtl(['logs', 'web', '--follow', '--lines', '2', '--state-dir', stateDir], {
+      followPollMs: 60_000,
+    });
     await run.until((o) => o === numbered(4, 5), 'the tail');
     appendFileSync(file, numbered(6, 8));
     expect(await rotateIfLarger(file, 10, 3)).toBe(true);
@@ -86,11 +100,13 @@ describe('keystonectl logs', () => {
     expect((await run.stop()).stdout).toBe(numbered(4, 8) + 'x\n');
   });
 
-  it('an older stdout.log.1 that is not this file\'s past is not mistaken for it', async () => {
+  it("an older stdout.log.1 that is not this file's past is not mistaken for it", async () => {
     const file = join(logDir, 'stdout.log');
     writeFileSync(`${file}.1`, numbered(100, 120, 'old'));
     writeFileSync(file, numbered(1, 5));
-    const run = startCtl(['logs', 'web', '--follow', '--lines', '1', '--state-dir', stateDir], { followPollMs: 60_000 });
+    const run = startCtl(['logs', 'web', '--follow', '--lines', '1', '--state-dir', stateDir], {
+      followPollMs: 60_000,
+    });
     await run.until((o) => o === numbered(5, 5), 'the tail');
     truncateSync(file, 0);
     appendFileSync(file, 'y\n');

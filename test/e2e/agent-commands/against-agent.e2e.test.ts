@@ -9,7 +9,12 @@ import { startCtl } from '../../cli/agent-commands/live-run.js';
 
 /** db writes a numbered line every 20 ms to stdout (and one to stderr); api and web are hard on it in a chain. */
 const components = (): ComponentSpec[] => [
-  { name: 'db', version: '2.7.5', command: 'sh', args: ['-c', 'echo "db ready" >&2; i=0; while true; i=$((i+1)); do echo "db tick $i"; sleep 0.02; done'] },
+  {
+    name: 'db',
+    version: '2.7.5',
+    command: 'sh',
+    args: ['-c', 'echo "db ready" >&2; i=0; while true; i=$((i+1)); do echo "db tick $i"; sleep 0.02; done'],
+  },
   sleeper('api', [{ component: 'db', type: 'hard' }]),
   sleeper('telemetry', [{ component: 'db', type: 'ordering' }]),
   sleeper('web', [{ component: 'api', type: 'hard' }]),
@@ -42,7 +47,10 @@ describe('keystonectl against a running agent', { timeout: 60_000 }, () => {
   it('status --json lists the running components with their live pids; the unsigned revision is flagged', async () => {
     const r = await ctl('status', '--json');
     expect(r.code).toBe(0);
-    const out = JSON.parse(r.stdout) as { revision: { id: string; unsigned: boolean }; components: Array<{ name: string; state: string; pid: number; version: string }> };
+    const out = JSON.parse(r.stdout) as {
+      revision: { id: string; unsigned: boolean };
+      components: Array<{ name: string; state: string; pid: number; version: string }>;
+    };
     expect(out.components.map((c) => [c.name, c.state])).toEqual([
       ['db', 'running'],
       ['api', 'running'],
@@ -59,8 +67,12 @@ describe('keystonectl against a running agent', { timeout: 60_000 }, () => {
     expect(r.code).toBe(0);
     const [agent, head, policy, header, ...rows] = r.stdout.trimEnd().split('\n');
     // Which agent answers (issue 17): this test's agent runs in this very process.
-    expect(agent).toMatch(new RegExp(`^agent pid ${process.pid} {2}keystone \\d+\\.\\d+\\.\\d+\\S* {2}started \\d+s ago$`));
-    expect(head).toMatch(/^revision dir:[0-9a-f]+ {2}plan plans\/\S+ {2}applied \d+s ago {2}outcome success {2}\*\*\* UNSIGNED/);
+    expect(agent).toMatch(
+      new RegExp(`^agent pid ${process.pid} {2}keystone \\d+\\.\\d+\\.\\d+\\S* {2}started \\d+s ago$`),
+    );
+    expect(head).toMatch(
+      /^revision dir:[0-9a-f]+ {2}plan plans\/\S+ {2}applied \d+s ago {2}outcome success {2}\*\*\* UNSIGNED/,
+    );
     // The device policy (SPEC §5) under it: this agent was given no --allow-* flag.
     expect(policy).toBe('policy: safe defaults only (no --allow-* flag)');
     expect(header).toMatch(/^COMPONENT +STATE +VERSION +PID\/CONTAINER +HEALTH +RESTARTS +SINCE$/);
@@ -91,7 +103,9 @@ describe('keystonectl against a running agent', { timeout: 60_000 }, () => {
     expect(after.api).not.toBe(before.api);
     expect(after.web).not.toBe(before.web);
     expect({ db: after.db, telemetry: after.telemetry }).toEqual({ db: before.db, telemetry: before.telemetry });
-    expect(r.stdout).toBe(`restarted api and 1 hard dependent: healthy again (timeout 30s)\n  api  pid ${after.api}\n  web  pid ${after.web}\n`);
+    expect(r.stdout).toBe(
+      `restarted api and 1 hard dependent: healthy again (timeout 30s)\n  api  pid ${after.api}\n  web  pid ${after.web}\n`,
+    );
   });
 
   it('the agent refusing: an unknown component is exit 2, a wrong token exit 1', async () => {
@@ -107,7 +121,11 @@ describe('keystonectl against a running agent', { timeout: 60_000 }, () => {
   it('history lists the apply', async () => {
     const r = await ctl('history');
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(new RegExp(`^1 +\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\dZ +${await s.fx.revisionId()} +success +4 started, 0 stopped, 0 untouched\\n$`));
+    expect(r.stdout).toMatch(
+      new RegExp(
+        `^1 +\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\dZ +${await s.fx.revisionId()} +success +4 started, 0 stopped, 0 untouched\\n$`,
+      ),
+    );
   });
 
   it('logs db --lines 5: the last five lines of its stdout; --stderr its stderr', async () => {

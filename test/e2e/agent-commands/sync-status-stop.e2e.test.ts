@@ -27,12 +27,23 @@ describe('keystonectl sync, status and stop --all against an agent following Git
     await gitIn(fx.dir, ['commit', '--quiet', '-m', message]);
     return gitIn(fx.dir, ['rev-parse', 'HEAD']);
   };
-  const start = () => h.start({ repo: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args: ['--ref', 'main', '--poll', '10m', '--status', 'none', '--listen', url.slice('http://'.length)] });
+  const start = () =>
+    h.start({
+      repo: fx.dir,
+      plan: fx.plan,
+      trustArgs: fx.trustArgs,
+      args: ['--ref', 'main', '--poll', '10m', '--status', 'none', '--listen', url.slice('http://'.length)],
+    });
 
   beforeAll(async () => {
     fx = await stackFixture({
       signed: true,
-      components: () => [sleeper('db'), sleeper('api', [{ component: 'db', type: 'hard' }]), sleeper('telemetry', [{ component: 'db', type: 'ordering' }]), sleeper('web', [{ component: 'api', type: 'hard' }])],
+      components: () => [
+        sleeper('db'),
+        sleeper('api', [{ component: 'db', type: 'hard' }]),
+        sleeper('telemetry', [{ component: 'db', type: 'ordering' }]),
+        sleeper('web', [{ component: 'api', type: 'hard' }]),
+      ],
     });
     await gitIn(fx.dir, ['init', '--quiet', '--initial-branch=main']);
     await commit('stack v1');
@@ -52,9 +63,15 @@ describe('keystonectl sync, status and stop --all against an agent following Git
     const r = await ctl('status');
     expect(r.code).toBe(0);
     const [first, second] = r.stdout.split('\n');
-    expect(first).toMatch(new RegExp(`^agent pid ${agent.pid} {2}keystone ${packageVersion().replace(/\./g, '\\.')} {2}started \\d+s ago$`));
+    expect(first).toMatch(
+      new RegExp(`^agent pid ${agent.pid} {2}keystone ${packageVersion().replace(/\./g, '\\.')} {2}started \\d+s ago$`),
+    );
     expect(second).toMatch(/^revision [0-9a-f]{40} {2}plan plans\/stack\.toml {2}applied /);
-    const json = JSON.parse((await ctl('status', '--json')).stdout) as { agent: { pid: number; version: string }; revision: { agent: { pid: number } }; rejected: unknown };
+    const json = JSON.parse((await ctl('status', '--json')).stdout) as {
+      agent: { pid: number; version: string };
+      revision: { agent: { pid: number } };
+      rejected: unknown;
+    };
     expect(json.agent).toMatchObject({ pid: agent.pid, version: packageVersion() });
     expect(json.revision.agent.pid).toBe(agent.pid);
     expect(json.rejected).toBeNull();
@@ -76,11 +93,26 @@ describe('keystonectl sync, status and stop --all against an agent following Git
     expect({ db: after.db, telemetry: after.telemetry }).toEqual({ db: before.db, telemetry: before.telemetry });
 
     const again = await ctl('sync');
-    expect(again).toEqual({ code: 0, stdout: `nothing new: the device runs the newest revision of its source (${c2.slice(0, 12)})\n`, stderr: '' });
+    expect(again).toEqual({
+      code: 0,
+      stdout: `nothing new: the device runs the newest revision of its source (${c2.slice(0, 12)})\n`,
+      stderr: '',
+    });
     const json = JSON.parse((await ctl('sync', '--json')).stdout) as Record<string, unknown>;
-    expect(json).toMatchObject({ sync: 'done', outcome: 'unchanged', revision: c2, applied: c2, code: null, rollout: [] });
+    expect(json).toMatchObject({
+      sync: 'done',
+      outcome: 'unchanged',
+      revision: c2,
+      applied: c2,
+      code: null,
+      rollout: [],
+    });
     const noWait = await ctl('sync', '--no-wait');
-    expect(noWait).toEqual({ code: 0, stdout: 'sync requested: the agent looks at its source now (not waited for)\n', stderr: '' });
+    expect(noWait).toEqual({
+      code: 0,
+      stdout: 'sync requested: the agent looks at its source now (not waited for)\n',
+      stderr: '',
+    });
   });
 
   it('a revert without a fresh signature: sync exits 2 naming KS_SIGNATURE_REPLAYED, and status shows the refused commit above the table', async () => {
@@ -89,16 +121,24 @@ describe('keystonectl sync, status and stop --all against an agent following Git
     const c3 = await gitIn(fx.dir, ['rev-parse', 'HEAD']);
     const r = await ctl('sync');
     expect(r.code).toBe(2);
-    expect(r.stdout).toMatch(new RegExp(`^${c3.slice(0, 12)} rejected: KS_SIGNATURE_REPLAYED: signed at .*; still running ${applied.slice(0, 12)}\\n$`));
+    expect(r.stdout).toMatch(
+      new RegExp(
+        `^${c3.slice(0, 12)} rejected: KS_SIGNATURE_REPLAYED: signed at .*; still running ${applied.slice(0, 12)}\\n$`,
+      ),
+    );
     expect(h.appliedRevision()?.id).toBe(applied);
 
     const status = await ctl('status');
     expect(status.code).toBe(0);
     const lines = status.stdout.split('\n');
     expect(lines[1]).toMatch(new RegExp(`^revision ${applied} `));
-    expect(lines[2]).toMatch(new RegExp(`^newest commit ${c3.slice(0, 8)} rejected: KS_SIGNATURE_REPLAYED: signed at `));
+    expect(lines[2]).toMatch(
+      new RegExp(`^newest commit ${c3.slice(0, 8)} rejected: KS_SIGNATURE_REPLAYED: signed at `),
+    );
     expect(lines[3]).toMatch(/^policy: /);
-    const json = JSON.parse((await ctl('status', '--json')).stdout) as { rejected: { revision: string; code: string; reason: string } };
+    const json = JSON.parse((await ctl('status', '--json')).stdout) as {
+      rejected: { revision: string; code: string; reason: string };
+    };
     expect(json.rejected).toMatchObject({ revision: c3, code: 'KS_SIGNATURE_REPLAYED' });
     expect(json.rejected.reason).toMatch(/^KS_SIGNATURE_REPLAYED: /);
 
@@ -116,12 +156,16 @@ describe('keystonectl sync, status and stop --all against an agent following Git
     const r = await ctl('stop', '--all');
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe('stopped: web telemetry api db\n(all held stopped until `keystonectl start`; the agent keeps running)\n');
+    expect(r.stdout).toBe(
+      'stopped: web telemetry api db\n(all held stopped until `keystonectl start`; the agent keeps running)\n',
+    );
     const records = h.components();
     expect(records.map((c) => [c.name, c.state, c.held])).toEqual(STACK.map((n) => [n, 'stopped', true]));
     // Gone, or a zombie the agent's event loop has not reaped yet: the stop waits for the process group to be dead
     // (its /proc state), not for the agent to collect the exit status.
-    for (const i of running) if (i?.kind === 'process') expect(isSameProcess(i.pid, i.startTime) && isAlive(i.pid), `pid ${i.pid} still runs`).toBe(false);
+    for (const i of running)
+      if (i?.kind === 'process')
+        expect(isSameProcess(i.pid, i.startTime) && isAlive(i.pid), `pid ${i.pid} still runs`).toBe(false);
     expect(h.processes()).toEqual([]);
     expect(agent.exit).toBeUndefined();
     // Nothing left to stop is not an error.

@@ -14,15 +14,31 @@ describe('an adopted instance before its health check', { timeout: 90_000 }, () 
   it('shows health unknown while no revision has been loaded since the restart (the first one refused)', async () => {
     const [port, api] = (await freePorts(2)) as [number, number];
     const listener = createServer((s) => s.destroy()).listen(port, '127.0.0.1');
-    const fx = await stackFixture({ signed: false, components: () => [{ name: 'a', version: '1.0.0', command: 'sleep', args: ['1000'], health: { check: `tcp://127.0.0.1:${port}`, interval: '200ms', timeout: '150ms', failureThreshold: 5 } }] });
+    const fx = await stackFixture({
+      signed: false,
+      components: () => [
+        {
+          name: 'a',
+          version: '1.0.0',
+          command: 'sleep',
+          args: ['1000'],
+          health: { check: `tcp://127.0.0.1:${port}`, interval: '200ms', timeout: '150ms', failureThreshold: 5 },
+        },
+      ],
+    });
     const h = new AgentHarness();
     try {
-      const start = () => h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args: ['--listen', `127.0.0.1:${api}`] });
+      const start = () =>
+        h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs, args: ['--listen', `127.0.0.1:${api}`] });
       const first = start();
       await first.waitForLog(is.applyEnd, 20_000);
       const health = async () => {
         const r = await runCtl(['status', '--json', '--agent', `127.0.0.1:${api}`, '--state-dir', h.stateDir], fx.dir);
-        return ((JSON.parse(r.stdout) as { components: Array<{ name: string; health: string }> }).components.find((c) => c.name === 'a') ?? {}).health;
+        return (
+          (JSON.parse(r.stdout) as { components: Array<{ name: string; health: string }> }).components.find(
+            (c) => c.name === 'a',
+          ) ?? {}
+        ).health;
       };
       expect(await health()).toBe('healthy');
       await first.stop();

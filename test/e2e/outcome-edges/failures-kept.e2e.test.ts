@@ -17,7 +17,17 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { is } from '../../support/agent-harness.js';
 import { until } from '../../support/composite-fixture.js';
-import { appliesOf, closeServer, failing, git, outboxDelivered, outcomes, RESUMED, withGitWorld, type GitWorld } from '../../support/git-world.js';
+import {
+  appliesOf,
+  closeServer,
+  failing,
+  git,
+  outboxDelivered,
+  outcomes,
+  RESUMED,
+  withGitWorld,
+  type GitWorld,
+} from '../../support/git-world.js';
 import { GIT_ENV } from '../../support/git-env.js';
 import { freePorts } from '../../support/stack-fixture.js';
 
@@ -44,7 +54,12 @@ function unsignedEdits(w: GitWorld, base: string, n: number): string[] {
     stream += `M 100644 inline ${w.fx.plan}\n${data(`${plan}# unsigned edit ${i}\n`)}`;
   }
   execFileSync('git', ['-C', w.bare, 'fast-import', '--quiet'], { input: stream, env: GIT_ENV });
-  return execFileSync('git', ['-C', w.bare, 'rev-list', '--reverse', `${base}..${EDITS_REF}`], { encoding: 'utf8', env: GIT_ENV }).trim().split('\n');
+  return execFileSync('git', ['-C', w.bare, 'rev-list', '--reverse', `${base}..${EDITS_REF}`], {
+    encoding: 'utf8',
+    env: GIT_ENV,
+  })
+    .trim()
+    .split('\n');
 }
 
 describe('a failed commit, then more refused commits than the standing used to read', { timeout: 300_000 }, () => {
@@ -61,24 +76,49 @@ describe('a failed commit, then more refused commits than the standing used to r
         // The component recovers by itself: a `recovered` row, no report.
         listener = createServer((s) => s.destroy());
         await new Promise<void>((r) => listener!.listen(port, '127.0.0.1', r));
-        await until(() => w.h.history().some((e) => e.revision === x && e.outcome === 'recovered'), 20_000, 'the recovery row');
+        await until(
+          () => w.h.history().some((e) => e.revision === x && e.outcome === 'recovered'),
+          20_000,
+          'the recovery row',
+        );
 
         await first.waitForLog(is.msg('HTTP API listening'), 15_000, 0, 'the HTTP API');
         const token = readFileSync(join(w.h.stateDir, 'api-token'), 'utf8').trim();
         for (const c of edits) {
           await git(w.bare, 'update-ref', 'refs/heads/main', c);
-          const r = await fetch(`http://127.0.0.1:${api}/v1/sync?wait=done`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+          const r = await fetch(`http://127.0.0.1:${api}/v1/sync?wait=done`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${token}` },
+          });
           expect(r.status, await r.text()).toBe(200);
         }
         // Each edit was refused, so the commit's own rows are older than the newest OLD_WINDOW rows.
-        expect(w.h.history().slice(0, OLD_WINDOW).map((e) => `${e.revision} ${e.outcome}`)).toEqual(edits.map((c) => `${c} rejected`).reverse());
+        expect(
+          w.h
+            .history()
+            .slice(0, OLD_WINDOW)
+            .map((e) => `${e.revision} ${e.outcome}`),
+        ).toEqual(edits.map((c) => `${c} rejected`).reverse());
 
         await first.stop();
         const second = w.start();
-        const settled = await second.waitForLog(is.applyEnd, 30_000, 0, `the restarted agent to take up ${x.slice(0, 12)} again`);
-        expect(settled.msg, 'resumed, its outcome standing').toMatch(new RegExp(`^${RESUMED}: its outcome stands \\(failure\\)`));
-        expect(appliesOf(w.h, x).map((e) => e.outcome), `history of the commit: ${outcomes(w.h, x).join(', ')}`).toEqual(['failure']);
-        expect((await outboxDelivered(w.h, x)).map((r) => r.state), 'every status enqueued for the commit').toEqual(['pending', 'failure']);
+        const settled = await second.waitForLog(
+          is.applyEnd,
+          30_000,
+          0,
+          `the restarted agent to take up ${x.slice(0, 12)} again`,
+        );
+        expect(settled.msg, 'resumed, its outcome standing').toMatch(
+          new RegExp(`^${RESUMED}: its outcome stands \\(failure\\)`),
+        );
+        expect(
+          appliesOf(w.h, x).map((e) => e.outcome),
+          `history of the commit: ${outcomes(w.h, x).join(', ')}`,
+        ).toEqual(['failure']);
+        expect(
+          (await outboxDelivered(w.h, x)).map((r) => r.state),
+          'every status enqueued for the commit',
+        ).toEqual(['pending', 'failure']);
         expect(await w.noted(x), 'every status the server received for the commit').toEqual(['pending', 'failure']);
       } finally {
         await closeServer(listener);

@@ -14,7 +14,12 @@ import { is } from '../../support/agent-harness.js';
 import { outboxDelivered, RESUMED, withGitWorld } from '../../support/git-world.js';
 import { sleeper, type ComponentSpec } from '../../support/stack-fixture.js';
 
-const slowStopper: ComponentSpec = { name: 'r', version: '1.0.0', command: 'sh', args: ['-c', 'trap "sleep 4; exit 0" TERM; while :; do sleep 0.2; done'] };
+const slowStopper: ComponentSpec = {
+  name: 'r',
+  version: '1.0.0',
+  command: 'sh',
+  args: ['-c', 'trap "sleep 4; exit 0" TERM; while :; do sleep 0.2; done'],
+};
 
 describe('a commit whose apply the agent stops during', { timeout: 180_000 }, () => {
   it('is reported with its true outcome once the next start finishes it: the note says success, not pending for good', async () => {
@@ -25,13 +30,23 @@ describe('a commit whose apply the agent stops during', { timeout: 180_000 }, ()
       const mark = first.mark();
       w.fx.remove('r');
       const x2 = await w.push('r removed');
-      await first.waitForLog(is.state('r', 'stopping'), 30_000, mark, 'the apply of the commit that removes r to stop r');
+      await first.waitForLog(
+        is.state('r', 'stopping'),
+        30_000,
+        mark,
+        'the apply of the commit that removes r to stop r',
+      );
       await first.stop(30_000);
       const [open] = w.h.history().filter((e) => e.revision === x2);
       expect(open?.outcome, 'no outcome for the apply the stop cut short').toBeUndefined();
 
       const second = w.start(['--grace', '10s']);
-      const end = await second.waitForLog(is.applyEnd, 30_000, 0, `the restarted agent to finish the apply of ${x2.slice(0, 12)}`);
+      const end = await second.waitForLog(
+        is.applyEnd,
+        30_000,
+        0,
+        `the restarted agent to finish the apply of ${x2.slice(0, 12)}`,
+      );
       expect(end.msg, 'the open apply is finished, not resumed').not.toMatch(new RegExp(`^${RESUMED}`));
       await w.noteSays(x2, 'success');
       expect(w.h.history().filter((e) => e.revision === x2)).toMatchObject([{ id: open!.id, outcome: 'success' }]);

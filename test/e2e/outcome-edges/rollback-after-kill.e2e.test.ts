@@ -11,28 +11,38 @@ import { until } from '../../support/composite-fixture.js';
 import { appliesOf, failing, outcomes, RESTARTS, startsWith, withGitWorld } from '../../support/git-world.js';
 import { sleeper } from '../../support/stack-fixture.js';
 
-describe.concurrent('--on-failure rollback, the agent stopped or killed just after the failure', { timeout: 180_000 }, () => {
-  for (const { how, down } of RESTARTS) {
-    it(`after ${how} the restarted agent still rolls back to the last good commit, and the failed one stays failure`, async () => {
-      await withGitWorld([sleeper('a')], async (w) => {
-        const a = await w.push('A: good');
-        const first = w.start(['--on-failure', 'rollback']);
-        await w.noteSays(a, 'success');
-        w.fx.components = [failing('a', '2.0.0')];
-        const b = await w.push('B: never healthy');
-        // Gone the moment B's failure is said: most likely before the rollback's apply has begun (the window the review found).
-        await first.waitForLog((l) => l.revision === b && startsWith('apply failed')(l), 30_000, 0, 'B to fail');
-        await down(first);
+describe.concurrent(
+  '--on-failure rollback, the agent stopped or killed just after the failure',
+  { timeout: 180_000 },
+  () => {
+    for (const { how, down } of RESTARTS) {
+      it(`after ${how} the restarted agent still rolls back to the last good commit, and the failed one stays failure`, async () => {
+        await withGitWorld([sleeper('a')], async (w) => {
+          const a = await w.push('A: good');
+          const first = w.start(['--on-failure', 'rollback']);
+          await w.noteSays(a, 'success');
+          w.fx.components = [failing('a', '2.0.0')];
+          const b = await w.push('B: never healthy');
+          // Gone the moment B's failure is said: most likely before the rollback's apply has begun (the window the review found).
+          await first.waitForLog((l) => l.revision === b && startsWith('apply failed')(l), 30_000, 0, 'B to fail');
+          await down(first);
 
-        const second = w.start(['--on-failure', 'rollback']);
-        const backOnA = () => w.h.appliedRevision()?.id === a && w.h.component('a')?.state === 'running' && w.h.component('a')?.version === '1.0.0';
-        await until(backOnA, 30_000, 'the device back on A, a 1.0.0 running').catch((e: Error) => {
-          throw new Error(`${e.message}\nhistory: ${outcomes(w.h).join(', ')}\n${second.tail(20)}`);
+          const second = w.start(['--on-failure', 'rollback']);
+          const backOnA = () =>
+            w.h.appliedRevision()?.id === a &&
+            w.h.component('a')?.state === 'running' &&
+            w.h.component('a')?.version === '1.0.0';
+          await until(backOnA, 30_000, 'the device back on A, a 1.0.0 running').catch((e: Error) => {
+            throw new Error(`${e.message}\nhistory: ${outcomes(w.h).join(', ')}\n${second.tail(20)}`);
+          });
+          expect(
+            appliesOf(w.h, b).map((e) => e.outcome),
+            `B's applies; history: ${outcomes(w.h).join(', ')}`,
+          ).toEqual(['failure']);
+          await w.noteSays(b, 'failure');
+          expect(await w.noted(b)).not.toContain('success');
         });
-        expect(appliesOf(w.h, b).map((e) => e.outcome), `B's applies; history: ${outcomes(w.h).join(', ')}`).toEqual(['failure']);
-        await w.noteSays(b, 'failure');
-        expect(await w.noted(b)).not.toContain('success');
       });
-    });
-  }
-});
+    }
+  },
+);

@@ -11,8 +11,20 @@ import { describe, expect, it } from 'vitest';
 import { AgentHarness, is } from '../../support/agent-harness.js';
 import { stackFixture, type ComponentSpec } from '../../support/stack-fixture.js';
 
-const flap: ComponentSpec = { name: 'flap', version: '1.0.0', command: 'sh', args: ['-c', 'if [ -f crashed ]; then exit 1; fi; sleep 1.5; touch crashed; exit 1'], restartPolicy: 'always' };
-const slow: ComponentSpec = { name: 'slow', version: '1.0.0', command: 'sh', args: ['-c', 'sleep 4; touch ready; exec sleep 1000'], health: { check: 'cmd:test -f ready', interval: '300ms', timeout: '250ms', failureThreshold: 40 } };
+const flap: ComponentSpec = {
+  name: 'flap',
+  version: '1.0.0',
+  command: 'sh',
+  args: ['-c', 'if [ -f crashed ]; then exit 1; fi; sleep 1.5; touch crashed; exit 1'],
+  restartPolicy: 'always',
+};
+const slow: ComponentSpec = {
+  name: 'slow',
+  version: '1.0.0',
+  command: 'sh',
+  args: ['-c', 'sleep 4; touch ready; exec sleep 1000'],
+  health: { check: 'cmd:test -f ready', interval: '300ms', timeout: '250ms', failureThreshold: 40 },
+};
 
 describe('a component that crashes after its start, before the apply ends', { timeout: 90_000 }, () => {
   it('fails the apply: it is a failure that names the component, never a success', async () => {
@@ -26,7 +38,11 @@ describe('a component that crashes after its start, before the apply ends', { ti
       const end = await a.waitForLog(is.applyEnd, 30_000, 0, 'the end of the apply');
       expect(end.msg).toMatch(/^apply failed/);
       const [row] = h.history();
-      expect(row).toMatchObject({ revision: rev, outcome: 'failure', failed: [expect.objectContaining({ name: 'flap' })] });
+      expect(row).toMatchObject({
+        revision: rev,
+        outcome: 'failure',
+        failed: [expect.objectContaining({ name: 'flap' })],
+      });
       expect(row!.failed.map((f) => f.name)).not.toContain('slow');
     } finally {
       await h.cleanup();

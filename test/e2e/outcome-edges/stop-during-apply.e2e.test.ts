@@ -12,10 +12,23 @@ import { describe, expect, it } from 'vitest';
 import { AgentHarness, is, type AgentProcess } from '../../support/agent-harness.js';
 import { freePorts, neverHealthy, stackFixture, type ComponentSpec } from '../../support/stack-fixture.js';
 
-const slowStopper: ComponentSpec = { name: 'r', version: '1.0.0', command: 'sh', args: ['-c', 'trap "sleep 4; exit 0" TERM; while :; do sleep 0.2; done'] };
+const slowStopper: ComponentSpec = {
+  name: 'r',
+  version: '1.0.0',
+  command: 'sh',
+  args: ['-c', 'trap "sleep 4; exit 0" TERM; while :; do sleep 0.2; done'],
+};
 
 /** Runs `body` on an agent whose first apply failed (a) and whose second apply, of `rev2`, is stopping r now. */
-async function whileStoppingR(body: (o: { h: AgentHarness; first: AgentProcess; rev2: string; mark: number; start: () => AgentProcess }) => Promise<void>): Promise<void> {
+async function whileStoppingR(
+  body: (o: {
+    h: AgentHarness;
+    first: AgentProcess;
+    rev2: string;
+    mark: number;
+    start: () => AgentProcess;
+  }) => Promise<void>,
+): Promise<void> {
   const [closed] = (await freePorts(1)) as [number];
   const fx = await stackFixture({ signed: false, components: () => [neverHealthy('a', closed), slowStopper] });
   const h = new AgentHarness();
@@ -34,30 +47,38 @@ async function whileStoppingR(body: (o: { h: AgentHarness; first: AgentProcess; 
   }
 }
 
-describe.concurrent('an apply that only stops components, with an untouched component unhealthy', { timeout: 90_000 }, () => {
-  it('cut short by a SIGTERM, it stays open (no outcome, never a success), and the next start finishes it as failure', async () => {
-    await whileStoppingR(async ({ h, first, rev2, mark, start }) => {
-      await first.stop(30_000);
-      await first.waitForLog(is.msgIncludes('apply interrupted'), 1_000, mark, 'the apply to be said interrupted');
-      const [open] = h.history().filter((e) => e.revision === rev2);
-      expect(open, 'the row of the apply the stop cut short').toMatchObject({ revision: rev2 });
-      expect(open!.outcome, 'no outcome while cut short').toBeUndefined();
-      expect(h.component('a')?.state).toBe('unhealthy');
+describe.concurrent(
+  'an apply that only stops components, with an untouched component unhealthy',
+  { timeout: 90_000 },
+  () => {
+    it('cut short by a SIGTERM, it stays open (no outcome, never a success), and the next start finishes it as failure', async () => {
+      await whileStoppingR(async ({ h, first, rev2, mark, start }) => {
+        await first.stop(30_000);
+        await first.waitForLog(is.msgIncludes('apply interrupted'), 1_000, mark, 'the apply to be said interrupted');
+        const [open] = h.history().filter((e) => e.revision === rev2);
+        expect(open, 'the row of the apply the stop cut short').toMatchObject({ revision: rev2 });
+        expect(open!.outcome, 'no outcome while cut short').toBeUndefined();
+        expect(h.component('a')?.state).toBe('unhealthy');
 
-      // The next start applies the same revision again: it finishes that row with the true result.
-      const second = start();
-      const end = await second.waitForLog(is.applyEnd, 30_000, 0, 'the restarted agent to finish the apply');
-      expect(end.msg).toMatch(/^apply failed/);
-      expect(h.history().filter((e) => e.revision === rev2)).toMatchObject([{ id: open!.id, outcome: 'failure', failed: [{ name: 'a' }] }]);
-      expect(h.history().filter((e) => e.outcome === 'success')).toEqual([]);
+        // The next start applies the same revision again: it finishes that row with the true result.
+        const second = start();
+        const end = await second.waitForLog(is.applyEnd, 30_000, 0, 'the restarted agent to finish the apply');
+        expect(end.msg).toMatch(/^apply failed/);
+        expect(h.history().filter((e) => e.revision === rev2)).toMatchObject([
+          { id: open!.id, outcome: 'failure', failed: [{ name: 'a' }] },
+        ]);
+        expect(h.history().filter((e) => e.outcome === 'success')).toEqual([]);
+      });
     });
-  });
 
-  it('left to end, it is a failure: the untouched unhealthy component fails it', async () => {
-    await whileStoppingR(async ({ h, first, rev2, mark }) => {
-      await first.waitForLog(is.applyEnd, 30_000, mark, 'the end of the second apply');
-      expect(h.component('a')?.state).toBe('unhealthy');
-      expect(h.history().filter((e) => e.revision === rev2)).toMatchObject([{ outcome: 'failure', failed: [{ name: 'a' }] }]);
+    it('left to end, it is a failure: the untouched unhealthy component fails it', async () => {
+      await whileStoppingR(async ({ h, first, rev2, mark }) => {
+        await first.waitForLog(is.applyEnd, 30_000, mark, 'the end of the second apply');
+        expect(h.component('a')?.state).toBe('unhealthy');
+        expect(h.history().filter((e) => e.revision === rev2)).toMatchObject([
+          { outcome: 'failure', failed: [{ name: 'a' }] },
+        ]);
+      });
     });
-  });
-});
+  },
+);
