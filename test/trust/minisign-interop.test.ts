@@ -126,9 +126,10 @@ describe.skipIf(minisignCli.skip)(minisignCli.title('minisign signs, Keystone ve
     expect(trustedComment()).not.toContain('hashed');
     expect((await ksVerify(k('ms.pub'))).signers).toEqual([id]);
 
-    // And the whole way through: apply-dry loads the minisign-signed repository.
+    // And the whole way through: apply-dry loads the minisign-signed repository (against nothing running: --empty,
+    // so that an agent another program runs on this machine's default address is not asked).
     const r = await runCtl(
-      ['apply-dry', 'plans/edge.toml', '--repo', dir, '--trusted-key', k('ms.pub'), '--json'],
+      ['apply-dry', 'plans/edge.toml', '--repo', dir, '--trusted-key', k('ms.pub'), '--empty', '--json'],
       '/',
     );
     expect(r.code, r.stderr).toBe(0);
