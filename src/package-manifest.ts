@@ -12,7 +12,8 @@ declare const __KEYSTONE_BUNDLE__: boolean | undefined;
 const here = dirname(fileURLToPath(import.meta.url));
 
 /** The bundle's directory (every output file of packaging/bundle.mjs is in it), or undefined when run from dist/. */
-export const bundleDir: string | undefined = typeof __KEYSTONE_BUNDLE__ !== 'undefined' && __KEYSTONE_BUNDLE__ ? here : undefined;
+export const bundleDir: string | undefined =
+  typeof __KEYSTONE_BUNDLE__ !== 'undefined' && __KEYSTONE_BUNDLE__ ? here : undefined;
 
 /** Where package.json and the other files of the package are: the bundle's directory, or the project above dist/. */
 export const packageRoot: string = bundleDir ?? join(here, '..');

@@ -102,18 +102,43 @@ export function readTrial(home: AgentHome): Trial | undefined {
 }
 
 export function writeTrial(home: AgentHome, t: Trial): void {
-  const pids = Object.entries(t.pids).map(([n, p]) => `${n}:${p}`).join(',');
-  writeKeyValues(home.dir, home.trial, { version: t.version, previous: t.previous, previous_version: t.previousVersion, commit: t.commit, sha256: t.sha256, deadline: String(t.deadline), since: String(t.since), pids });
+  const pids = Object.entries(t.pids)
+    .map(([n, p]) => `${n}:${p}`)
+    .join(',');
+  writeKeyValues(home.dir, home.trial, {
+    version: t.version,
+    previous: t.previous,
+    previous_version: t.previousVersion,
+    commit: t.commit,
+    sha256: t.sha256,
+    deadline: String(t.deadline),
+    since: String(t.since),
+    pids,
+  });
 }
 
 export function readFailed(home: AgentHome): FailedUpdate | undefined {
   const kv = readKeyValues(home.failed);
   if (!kv) return undefined;
-  return { version: kv.version ?? '', sha256: kv.sha256 ?? '', commit: kv.commit ?? '', reason: kv.reason ?? 'the new agent did not work', at: Number(kv.at ?? 0) || 0, blocks: kv.blocks !== '0' };
+  return {
+    version: kv.version ?? '',
+    sha256: kv.sha256 ?? '',
+    commit: kv.commit ?? '',
+    reason: kv.reason ?? 'the new agent did not work',
+    at: Number(kv.at ?? 0) || 0,
+    blocks: kv.blocks !== '0',
+  };
 }
 
 export function writeFailed(home: AgentHome, f: FailedUpdate): void {
-  writeKeyValues(home.dir, home.failed, { version: f.version, sha256: f.sha256, commit: f.commit, reason: f.reason, at: String(f.at), blocks: f.blocks ? '1' : '0' });
+  writeKeyValues(home.dir, home.failed, {
+    version: f.version,
+    sha256: f.sha256,
+    commit: f.commit,
+    reason: f.reason,
+    at: String(f.at),
+    blocks: f.blocks ? '1' : '0',
+  });
 }
 
 /** `key=value` lines; a value is one line (newlines become spaces). Undefined when the file is absent. */
@@ -135,7 +160,9 @@ export function readKeyValues(file: string): Record<string, string> | undefined 
 
 /** Written beside, made durable, renamed into place: a crash leaves the old file or the new one, whole. */
 export function writeKeyValues(dir: string, file: string, kv: Record<string, string>): void {
-  const text = Object.entries(kv).map(([k, v]) => `${k}=${v.replace(/[\r\n]+/g, ' ')}\n`).join('');
+  const text = Object.entries(kv)
+    .map(([k, v]) => `${k}=${v.replace(/[\r\n]+/g, ' ')}\n`)
+    .join('');
   const temp = join(dir, `.${randomUUID()}.tmp`);
   writeNew(temp, text, 0o600);
   try {

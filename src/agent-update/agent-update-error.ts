@@ -3,6 +3,12 @@
 // KS_AGENT_PACKAGE_VERSION: the package's Debian Version is not [agent] version's (in Debian's form).
 import { CodedError } from '../core/errors.js';
 
-export type AgentUpdateCode = 'KS_AGENT_PACKAGE_DIGEST' | 'KS_AGENT_NO_PACKAGE' | 'KS_AGENT_PACKAGE_INVALID' | 'KS_AGENT_DOWNGRADE' | 'KS_AGENT_UNSIGNED' | 'KS_AGENT_PACKAGE_VERSION';
+export type AgentUpdateCode =
+  | 'KS_AGENT_PACKAGE_DIGEST'
+  | 'KS_AGENT_NO_PACKAGE'
+  | 'KS_AGENT_PACKAGE_INVALID'
+  | 'KS_AGENT_DOWNGRADE'
+  | 'KS_AGENT_UNSIGNED'
+  | 'KS_AGENT_PACKAGE_VERSION';
 
 export class AgentUpdateError extends CodedError<AgentUpdateCode, object> {}

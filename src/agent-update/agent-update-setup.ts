@@ -28,7 +28,9 @@ export interface AgentUpdateSetup {
 export function agentUpdater(o: AgentUpdateSetup): AgentUpdater {
   const home = agentHome(o.home ?? DEFAULT_AGENT_HOME);
   const unit = o.unit ?? systemdUnit();
-  const unsupported = o.allowed ? whyNot(home.versions, unit, o.home !== undefined) : 'this device does not allow agent updates (--allow-agent-update, allow-agent-update = true)';
+  const unsupported = o.allowed
+    ? whyNot(home.versions, unit, o.home !== undefined)
+    : 'this device does not allow agent updates (--allow-agent-update, allow-agent-update = true)';
   return new AgentUpdater({
     home,
     version: packageManifest().version,
@@ -58,7 +60,8 @@ export function instancesOf(store: StateStore): Record<string, string> {
 }
 
 function whyNot(versions: string, unit: string | undefined, testing: boolean): string | undefined {
-  if (!testing && (bundleDir === undefined || !(bundleDir === PACKAGE_LIB || bundleDir.startsWith(`${versions}/`)))) return 'not run from the keystone package (/usr/lib/keystone)';
+  if (!testing && (bundleDir === undefined || !(bundleDir === PACKAGE_LIB || bundleDir.startsWith(`${versions}/`))))
+    return 'not run from the keystone package (/usr/lib/keystone)';
   if (unit === undefined) return 'not run by systemd as a service';
   if (!existsSync('/usr/bin/dpkg-deb')) return 'no dpkg-deb on this device';
   return undefined;

@@ -4,7 +4,17 @@
 // package that an update never replaces, run by the launcher (a new agent that does not start), by a systemd timer
 // (one that does not report in time) or from here (one that reported failure).
 import { execFile } from 'node:child_process';
-import { chmodSync, existsSync, lstatSync, readFileSync, readdirSync, readlinkSync, renameSync, rmSync, symlinkSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+} from 'node:fs';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import semver from 'semver';
@@ -12,7 +22,15 @@ import type { AgentSection, DebArch } from '../core/agent-section.js';
 import type { Logger } from '../log/logger.js';
 import type { RepoReader } from '../source/repo-reader.js';
 import { syncDirectory } from '../identity/durable-write.js';
-import { readFailed, readTrial, writeFailed, writeTrial, type AgentHome, type AgentUpdateView, type Trial } from './agent-home.js';
+import {
+  readFailed,
+  readTrial,
+  writeFailed,
+  writeTrial,
+  type AgentHome,
+  type AgentUpdateView,
+  type Trial,
+} from './agent-home.js';
 import { AgentUpdateError } from './agent-update-error.js';
 import { switchCrashPoint } from './switch-crash-point.js';
 import { waitOwnLock } from '../runtime/update-lock.js';
@@ -76,21 +94,51 @@ export class AgentUpdater {
       // was cut short before `current` moved (a power loss between the two writes), the new version never ran, and
       // the next revision tries again. Started more: the new version ran and was put back, and the record of why was
       // cut short; that package did not work here, and is not tried again until the fleet names another.
-      if (trialStarts(d.home) <= 1) d.log.warn({ version: trial.version, commit: trial.commit }, `agent update: the switch to ${trial.version} was cut short before it took; the next revision tries again`);
+      if (trialStarts(d.home) <= 1)
+        d.log.warn(
+          { version: trial.version, commit: trial.commit },
+          `agent update: the switch to ${trial.version} was cut short before it took; the next revision tries again`,
+        );
       // (A record agent-rollback wrote already, with the reason, is kept.)
-      else if (readFailed(d.home)?.sha256 !== trial.sha256) writeFailed(d.home, { version: trial.version, sha256: trial.sha256, commit: trial.commit, reason: `${trial.version} was put back, and the switch from ${d.version} did not complete`, at: d.now(), blocks: true });
+      else if (readFailed(d.home)?.sha256 !== trial.sha256)
+        writeFailed(d.home, {
+          version: trial.version,
+          sha256: trial.sha256,
+          commit: trial.commit,
+          reason: `${trial.version} was put back, and the switch from ${d.version} did not complete`,
+          at: d.now(),
+          blocks: true,
+        });
       rmSync(d.home.trial, { force: true });
       rmSync(d.home.trialStarts, { force: true });
     }
-    if (this.trial) d.log.info({ version: d.version, commit: this.trial.commit, previous: this.trial.previousVersion }, 'agent update: this agent is on probation until it reports success for the commit');
+    if (this.trial)
+      d.log.info(
+        { version: d.version, commit: this.trial.commit, previous: this.trial.previousVersion },
+        'agent update: this agent is on probation until it reports success for the commit',
+      );
   }
 
   /** GET /v1/revision's agent.update. */
   view(): AgentUpdateView | undefined {
-    if (this.trial) return { state: 'trial', version: this.trial.version, commit: this.trial.commit, since: new Date(this.trial.since).toISOString() };
-    if (this.unsupportedSeen) return { state: 'unsupported', version: this.unsupportedSeen.version, reason: this.unsupportedSeen.reason };
+    if (this.trial)
+      return {
+        state: 'trial',
+        version: this.trial.version,
+        commit: this.trial.commit,
+        since: new Date(this.trial.since).toISOString(),
+      };
+    if (this.unsupportedSeen)
+      return { state: 'unsupported', version: this.unsupportedSeen.version, reason: this.unsupportedSeen.reason };
     const failed = readFailed(this.d.home);
-    if (failed) return { state: 'failed', version: failed.version, commit: failed.commit, reason: failed.reason, since: new Date(failed.at).toISOString() };
+    if (failed)
+      return {
+        state: 'failed',
+        version: failed.version,
+        commit: failed.commit,
+        reason: failed.reason,
+        since: new Date(failed.at).toISOString(),
+      };
     return undefined;
   }
 
@@ -136,44 +184,86 @@ export class AgentUpdater {
     return section !== undefined && section.version !== this.d.version && !this.d.unsupported;
   }
 
-  async decide(section: AgentSection | undefined, rev: { id: string }, reader: RepoReader, o: { unsigned?: boolean } = {}): Promise<UpdateDecision> {
+  async decide(
+    section: AgentSection | undefined,
+    rev: { id: string },
+    reader: RepoReader,
+    o: { unsigned?: boolean } = {},
+  ): Promise<UpdateDecision> {
     // Being restarted into a new version: nothing more is applied by this one.
     if (this.handedOver) return { kind: 'handover', version: this.handedOver };
     if (!section || section.version === this.d.version) return { kind: 'none' };
     const { version } = section;
     // An agent that cannot update itself applies the rest, and says so (in its status), whatever the section says.
     if (this.d.unsupported) {
-      if (this.unsupportedSeen?.version !== version) this.d.log.warn({ version, reason: this.d.unsupported }, `agent update: the fleet names ${version}; this agent cannot update itself`);
+      if (this.unsupportedSeen?.version !== version)
+        this.d.log.warn(
+          { version, reason: this.d.unsupported },
+          `agent update: the fleet names ${version}; this agent cannot update itself`,
+        );
       this.unsupportedSeen = { version, reason: this.d.unsupported };
       return { kind: 'none' };
     }
     // The package is pinned by the signed sha256 only: from a revision whose signatures were not checked, anyone able
     // to push could have root run their agent. Refused as bad input (`error`), like a wrong digest.
     if (o.unsigned)
-      return { kind: 'refuse', reason: `KS_AGENT_UNSIGNED: fleet.toml's [agent] names ${version}, in a revision whose signatures were not checked (--allow-unsigned); an agent update is followed only from a signed revision` };
+      return {
+        kind: 'refuse',
+        reason: `KS_AGENT_UNSIGNED: fleet.toml's [agent] names ${version}, in a revision whose signatures were not checked (--allow-unsigned); an agent update is followed only from a signed revision`,
+      };
     // Never from an unproven version: the one to go back to stays the last that worked.
-    if (this.trial) return { kind: 'deferred', reason: `agent ${this.d.version} is on probation: ${version} waits until it has proven itself or was put back` };
+    if (this.trial)
+      return {
+        kind: 'deferred',
+        reason: `agent ${this.d.version} is on probation: ${version} waits until it has proven itself or was put back`,
+      };
     const arch = this.d.arch;
     const pkg = arch && section.packages[arch];
-    if (!pkg) return { kind: 'refuse', reason: `KS_AGENT_NO_PACKAGE: fleet.toml's [agent] names ${version} but no package for ${arch ?? `this architecture (${process.arch})`}` };
+    if (!pkg)
+      return {
+        kind: 'refuse',
+        reason: `KS_AGENT_NO_PACKAGE: fleet.toml's [agent] names ${version} but no package for ${arch ?? `this architecture (${process.arch})`}`,
+      };
     if (semver.lt(version, this.d.version) && !section.allow_downgrade)
-      return { kind: 'refuse', reason: `KS_AGENT_DOWNGRADE: fleet.toml's [agent] names ${version}, older than this agent (${this.d.version}); a downgrade needs allow_downgrade = true` };
+      return {
+        kind: 'refuse',
+        reason: `KS_AGENT_DOWNGRADE: fleet.toml's [agent] names ${version}, older than this agent (${this.d.version}); a downgrade needs allow_downgrade = true`,
+      };
     const failed = readFailed(this.d.home);
     if (failed?.blocks && failed.sha256 === pkg.sha256.toLowerCase())
-      return { kind: 'failed', reason: `KS_AGENT_UPDATE_FAILED: agent ${failed.version} was put back on this device: ${failed.reason}` };
+      return {
+        kind: 'failed',
+        reason: `KS_AGENT_UPDATE_FAILED: agent ${failed.version} was put back on this device: ${failed.reason}`,
+      };
     let dir: string;
     try {
       this.d.log.info({ version, uri: pkg.uri }, 'agent update: staging the package beside this agent');
       // Loaded here only: fetching and unpacking (the artifact modules) are not what an agent needs at every start.
       const { stageAgentPackage } = await import('./stage-agent-package.js');
-      dir = await stageAgentPackage({ home: this.d.home, pkg, version, arch: arch!, reader, cacheDir: this.d.cacheDir, node: this.d.node });
+      dir = await stageAgentPackage({
+        home: this.d.home,
+        pkg,
+        version,
+        arch: arch!,
+        reader,
+        cacheDir: this.d.cacheDir,
+        node: this.d.node,
+      });
     } catch (e) {
       if (e instanceof AgentUpdateError) return { kind: 'refuse', reason: `${e.code}: ${e.message}` };
       throw e;
     }
     switchCrashPoint('update-staged');
-    this.switchTo(basename(dir), { version, sha256: pkg.sha256.toLowerCase(), commit: rev.id, deadline: Math.ceil(section.deadline / 1000) });
-    this.d.log.info({ version, commit: rev.id }, `agent update: switched to ${version}; restarting ${this.d.unit} into it (the components keep running)`);
+    this.switchTo(basename(dir), {
+      version,
+      sha256: pkg.sha256.toLowerCase(),
+      commit: rev.id,
+      deadline: Math.ceil(section.deadline / 1000),
+    });
+    this.d.log.info(
+      { version, commit: rev.id },
+      `agent update: switched to ${version}; restarting ${this.d.unit} into it (the components keep running)`,
+    );
     this.handedOver = version;
     await this.exec('systemctl', ['restart', '--no-block', this.d.unit]);
     return { kind: 'handover', version };
@@ -184,7 +274,11 @@ export class AgentUpdater {
    * one back; `blocks` when the agent itself did not work (the package is not tried again), not when the new agent
    * worked and the commit's plan failed (the next commit naming it tries again).
    */
-  async settle(outcome: 'success' | 'failure', reason: string, o: { blocks: boolean } = { blocks: true }): Promise<void> {
+  async settle(
+    outcome: 'success' | 'failure',
+    reason: string,
+    o: { blocks: boolean } = { blocks: true },
+  ): Promise<void> {
     const trial = this.trial;
     if (!trial) return;
     this.trial = undefined;
@@ -196,7 +290,10 @@ export class AgentUpdater {
         if (readTrial(this.d.home)?.since !== trial.since) {
           // Put back already: this agent is being restarted into the previous one.
           this.handedOver = trial.previousVersion;
-          this.d.log.warn({ version: trial.version, commit: trial.commit }, 'agent update: the deadline put the previous version back before this success was recorded');
+          this.d.log.warn(
+            { version: trial.version, commit: trial.commit },
+            'agent update: the deadline put the previous version back before this success was recorded',
+          );
           return;
         }
         rmSync(this.d.home.trial, { force: true });
@@ -209,16 +306,31 @@ export class AgentUpdater {
       } finally {
         await lock.release();
       }
-      this.d.log.info({ version: trial.version, commit: trial.commit }, `agent update: ${trial.version} reported success; it stays`);
+      this.d.log.info(
+        { version: trial.version, commit: trial.commit },
+        `agent update: ${trial.version} reported success; it stays`,
+      );
       await this.exec('systemctl', ['stop', `${DEADLINE_UNIT}.timer`]).catch(() => undefined);
       this.prune(trial.previous);
       return;
     }
     // Being put back: nothing more is applied by this version.
     this.handedOver = trial.previousVersion;
-    this.d.log.error({ version: trial.version, commit: trial.commit, reason }, `agent update: ${trial.version} did not prove itself; putting ${trial.previousVersion || 'the previous version'} back`);
-    const args = [join(this.d.packageLib, 'agent-rollback'), '--restart', ...(o.blocks ? [] : ['--retry']), `the new agent reported ${reason}`];
-    await this.exec('/bin/sh', args, { ...process.env, KEYSTONE_AGENT_HOME: this.d.home.dir, KEYSTONE_UNIT: this.d.unit });
+    this.d.log.error(
+      { version: trial.version, commit: trial.commit, reason },
+      `agent update: ${trial.version} did not prove itself; putting ${trial.previousVersion || 'the previous version'} back`,
+    );
+    const args = [
+      join(this.d.packageLib, 'agent-rollback'),
+      '--restart',
+      ...(o.blocks ? [] : ['--retry']),
+      `the new agent reported ${reason}`,
+    ];
+    await this.exec('/bin/sh', args, {
+      ...process.env,
+      KEYSTONE_AGENT_HOME: this.d.home.dir,
+      KEYSTONE_UNIT: this.d.unit,
+    });
   }
 
   private switchTo(dirName: string, t: Pick<Trial, 'version' | 'sha256' | 'commit' | 'deadline'>): void {
@@ -231,7 +343,13 @@ export class AgentUpdater {
     switchCrashPoint('update-after-snapshot');
     // The trial first, then `current`: cut between the two, the launcher starts the old version, which finds a trial
     // of another version and records the package as failed (constructor) rather than running it unproven.
-    writeTrial(home, { ...t, previous, previousVersion: this.d.version, since: this.d.now(), pids: this.d.instances() });
+    writeTrial(home, {
+      ...t,
+      previous,
+      previousVersion: this.d.version,
+      since: this.d.now(),
+      pids: this.d.instances(),
+    });
     switchCrashPoint('update-after-trial');
     const temp = join(home.dir, `.current.${process.pid}`);
     rmSync(temp, { force: true });
@@ -251,7 +369,8 @@ export class AgentUpdater {
       return;
     }
     // A .staging-* directory is a staging cut short (a kill during the unpacking): nothing runs from it.
-    for (const name of names) if (!keep.has(name)) rmSync(join(this.d.home.versions, name), { recursive: true, force: true });
+    for (const name of names)
+      if (!keep.has(name)) rmSync(join(this.d.home.versions, name), { recursive: true, force: true });
   }
 }
 
@@ -267,7 +386,10 @@ export function restoreStateBefore(home: AgentHome, dbFile: string, now: number,
   for (const suffix of ['-wal', '-shm']) rmSync(`${dbFile}${suffix}`, { force: true });
   renameSync(home.stateBefore, dbFile);
   chmodSync(dbFile, 0o600);
-  log.warn({ file: dbFile, kept: aside }, 'agent update: the version put back cannot read the state store the new version migrated; it starts from the copy taken before the switch');
+  log.warn(
+    { file: dbFile, kept: aside },
+    'agent update: the version put back cannot read the state store the new version migrated; it starts from the copy taken before the switch',
+  );
   return true;
 }
 

@@ -3,7 +3,18 @@
 // extracted into the agent's home, and the staged bundle run once (`--version`) with the Node this agent runs on:
 // a package that cannot even say its version is refused here, before anything is switched.
 import { execFile } from 'node:child_process';
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { debianVersionOf, type AgentPackage, type DebArch } from '../core/agent-section.js';
@@ -39,21 +50,43 @@ export interface StageOptions {
 export async function stageAgentPackage(o: StageOptions): Promise<string> {
   const sha256 = o.pkg.sha256.toLowerCase();
   const dest = join(o.home.versions, o.version);
-  if (existsSync(join(dest, PACKAGE_MARK)) && readFileSync(join(dest, PACKAGE_MARK), 'utf8').trim() === sha256) return dest;
+  if (existsSync(join(dest, PACKAGE_MARK)) && readFileSync(join(dest, PACKAGE_MARK), 'utf8').trim() === sha256)
+    return dest;
   let path: string;
   try {
-    path = (await fetchArtifact({ uri: o.pkg.uri, sha256, recipeFile: FLEET_FILE, reader: o.reader, cacheDir: o.cacheDir, maxBytes: MAX_PACKAGE_BYTES })).path;
+    path = (
+      await fetchArtifact({
+        uri: o.pkg.uri,
+        sha256,
+        recipeFile: FLEET_FILE,
+        reader: o.reader,
+        cacheDir: o.cacheDir,
+        maxBytes: MAX_PACKAGE_BYTES,
+      })
+    ).path;
   } catch (e) {
     if (!isArtifactError(e)) throw e;
     const code = e.code === 'KS_ARTIFACT_DIGEST_MISMATCH' ? 'KS_AGENT_PACKAGE_DIGEST' : 'KS_AGENT_PACKAGE_INVALID';
     throw new AgentUpdateError(code, `the package for ${o.arch}: ${e.message}`);
   }
   const fields = await control(path);
-  if (fields.Package !== 'keystone') throw new AgentUpdateError('KS_AGENT_PACKAGE_INVALID', `the package for ${o.arch} is "${fields.Package ?? '?'}", not keystone`);
-  if (fields.Architecture !== o.arch) throw new AgentUpdateError('KS_AGENT_PACKAGE_INVALID', `the package for ${o.arch} is built for ${fields.Architecture ?? '?'}`);
+  if (fields.Package !== 'keystone')
+    throw new AgentUpdateError(
+      'KS_AGENT_PACKAGE_INVALID',
+      `the package for ${o.arch} is "${fields.Package ?? '?'}", not keystone`,
+    );
+  if (fields.Architecture !== o.arch)
+    throw new AgentUpdateError(
+      'KS_AGENT_PACKAGE_INVALID',
+      `the package for ${o.arch} is built for ${fields.Architecture ?? '?'}`,
+    );
   // The package's own version, as dpkg and apt would see it, is the one [agent] names (in Debian's form).
   const debVersion = debianVersionOf(o.version);
-  if (fields.Version !== debVersion) throw new AgentUpdateError('KS_AGENT_PACKAGE_VERSION', `the package for ${o.arch} is version ${fields.Version ?? '?'}, not ${debVersion} as [agent] version = "${o.version}" says`);
+  if (fields.Version !== debVersion)
+    throw new AgentUpdateError(
+      'KS_AGENT_PACKAGE_VERSION',
+      `the package for ${o.arch} is version ${fields.Version ?? '?'}, not ${debVersion} as [agent] version = "${o.version}" says`,
+    );
 
   // Readable by all (keystonectl, run by anyone, runs the version in use), writable by root only.
   mkdirSync(o.home.versions, { recursive: true, mode: 0o755 });
@@ -64,20 +97,39 @@ export async function stageAgentPackage(o: StageOptions): Promise<string> {
     try {
       await run('dpkg-deb', ['-x', path, temp]);
     } catch (e) {
-      throw new AgentUpdateError('KS_AGENT_PACKAGE_INVALID', `the package for ${o.arch} does not unpack: ${firstLine(e)}`);
+      throw new AgentUpdateError(
+        'KS_AGENT_PACKAGE_INVALID',
+        `the package for ${o.arch} does not unpack: ${firstLine(e)}`,
+      );
     }
     const lib = join(temp, 'usr', 'lib', 'keystone');
     // Plain directories and files only, none writable by others, no set-id bits: root runs this tree, and a link in
     // it (usr/lib/keystone -> /tmp/x) would make it run what was never checked.
     checkTree(temp, o.arch);
-    if (!existsSync(join(lib, 'keystone.mjs'))) throw new AgentUpdateError('KS_AGENT_PACKAGE_INVALID', `the package for ${o.arch} holds no usr/lib/keystone/keystone.mjs`);
+    if (!existsSync(join(lib, 'keystone.mjs')))
+      throw new AgentUpdateError(
+        'KS_AGENT_PACKAGE_INVALID',
+        `the package for ${o.arch} holds no usr/lib/keystone/keystone.mjs`,
+      );
     let said: string;
     try {
-      said = (await run(o.node, [join(lib, 'keystone.mjs'), '--version'], { timeout: 120_000, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } })).stdout.trim();
+      said = (
+        await run(o.node, [join(lib, 'keystone.mjs'), '--version'], {
+          timeout: 120_000,
+          env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+        })
+      ).stdout.trim();
     } catch (e) {
-      throw new AgentUpdateError('KS_AGENT_PACKAGE_INVALID', `the agent of the package for ${o.arch} does not run on this device: ${firstLine(e)}`);
+      throw new AgentUpdateError(
+        'KS_AGENT_PACKAGE_INVALID',
+        `the agent of the package for ${o.arch} does not run on this device: ${firstLine(e)}`,
+      );
     }
-    if (said !== `keystone ${o.version}`) throw new AgentUpdateError('KS_AGENT_PACKAGE_INVALID', `the package for ${o.arch} says "${said}", not "keystone ${o.version}" as [agent] version does`);
+    if (said !== `keystone ${o.version}`)
+      throw new AgentUpdateError(
+        'KS_AGENT_PACKAGE_INVALID',
+        `the package for ${o.arch} says "${said}", not "keystone ${o.version}" as [agent] version does`,
+      );
     writeFileSync(join(lib, PACKAGE_MARK), `${sha256}\n`, { mode: 0o600 });
     rmSync(dest, { recursive: true, force: true });
     renameSync(lib, dest);
@@ -108,7 +160,11 @@ function checkTree(dir: string, arch: string, root = dir): void {
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
     const st = lstatSync(path);
-    if (!st.isDirectory() && !st.isFile()) throw new AgentUpdateError('KS_AGENT_PACKAGE_INVALID', `the package for ${arch} holds ${path.slice(root.length)}, which is not a plain file or directory`);
+    if (!st.isDirectory() && !st.isFile())
+      throw new AgentUpdateError(
+        'KS_AGENT_PACKAGE_INVALID',
+        `the package for ${arch} holds ${path.slice(root.length)}, which is not a plain file or directory`,
+      );
     chmodSync(path, st.mode & 0o755);
     if (st.isDirectory()) checkTree(path, arch, root);
   }

@@ -3,7 +3,14 @@
 // agent-rollback has its points too (rollback-after-current, rollback-after-failed).
 
 /** The steps of a switch and of its end, in order. */
-export const SWITCH_CRASH_POINTS = ['update-staged', 'update-after-snapshot', 'update-after-trial', 'update-after-switch', 'update-proven', 'update-after-commit'] as const;
+export const SWITCH_CRASH_POINTS = [
+  'update-staged',
+  'update-after-snapshot',
+  'update-after-trial',
+  'update-after-switch',
+  'update-proven',
+  'update-after-commit',
+] as const;
 
 export type SwitchCrashPoint = (typeof SWITCH_CRASH_POINTS)[number];
 

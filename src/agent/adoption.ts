@@ -21,12 +21,24 @@ export interface AdoptionDeps {
  * Re-attaches to every recorded instance that is still the same process (pid and start time) or container, and marks
  * the rest stopped. Nothing is restarted, and nothing adopted counts as healthy until checkUntouched() probed it.
  */
-export async function adoptRecorded(runtime: (kind: 'process' | 'container') => Runtime | undefined, ownerTag: string | undefined, deps: AdoptionDeps): Promise<void> {
+export async function adoptRecorded(
+  runtime: (kind: 'process' | 'container') => Runtime | undefined,
+  ownerTag: string | undefined,
+  deps: AdoptionDeps,
+): Promise<void> {
   const { store, log } = deps;
   // First the processes no record accounts for (spawned just before a crash): they are ours, and unknown.
   if (ownerTag !== undefined) {
-    const recorded = store.components().flatMap((r) => (r.instance?.kind === 'process' ? [{ pid: r.instance.pid, startTime: r.instance.startTime }] : []));
-    for (const o of await sweepOrphans(ownerTag, recorded)) log.warn({ component: o.component, pid: o.pid }, 'removed an unrecorded process this agent started before it stopped');
+    const recorded = store
+      .components()
+      .flatMap((r) =>
+        r.instance?.kind === 'process' ? [{ pid: r.instance.pid, startTime: r.instance.startTime }] : [],
+      );
+    for (const o of await sweepOrphans(ownerTag, recorded))
+      log.warn(
+        { component: o.component, pid: o.pid },
+        'removed an unrecorded process this agent started before it stopped',
+      );
   }
   for (const rec of store.components()) {
     const rt = rec.instance ? runtime(rec.instance.kind) : undefined;
@@ -35,11 +47,23 @@ export async function adoptRecorded(runtime: (kind: 'process' | 'container') => 
     const live = proven || rec.state === 'starting' || rec.state === 'installing' || rec.state === 'stopping';
     if (inst && proven) {
       deps.worker(rec.name).adopt(inst, undefined, rec.revision);
-      log.info({ component: rec.name, pid: inst.ref.kind === 'process' ? inst.ref.pid : undefined, container: inst.ref.kind === 'container' ? inst.ref.id.slice(0, 12) : undefined, revision: rec.revision }, 'adopted running instance');
+      log.info(
+        {
+          component: rec.name,
+          pid: inst.ref.kind === 'process' ? inst.ref.pid : undefined,
+          container: inst.ref.kind === 'container' ? inst.ref.id.slice(0, 12) : undefined,
+          revision: rec.revision,
+        },
+        'adopted running instance',
+      );
     } else if (live) {
       // Caught mid-start or mid-stop: up but unproven. Stop it without adopting; the next reconcile starts it afresh.
       if (inst && rt) await rt.stop(inst.ref, deps.graceMs);
-      store.recordState(rec.name, 'stopped', inst ? 'the agent stopped while it was starting or stopping' : 'not running after the agent restarted');
+      store.recordState(
+        rec.name,
+        'stopped',
+        inst ? 'the agent stopped while it was starting or stopping' : 'not running after the agent restarted',
+      );
     }
   }
   // Containers outlive their records (an exited one stays in the engine, a crash may leave a new one unrecorded):
@@ -50,13 +74,25 @@ export async function adoptRecorded(runtime: (kind: 'process' | 'container') => 
     try {
       owned = await container.listOwned();
     } catch (e) {
-      log.warn({ err: (e as Error).message }, "cannot list this agent's containers: leftovers are removed at the next start");
+      log.warn(
+        { err: (e as Error).message },
+        "cannot list this agent's containers: leftovers are removed at the next start",
+      );
     }
-    const kept = new Set([...deps.workers.values()].flatMap((w) => (w.instanceRef?.kind === 'container' ? [w.instanceRef.id] : [])));
+    const kept = new Set(
+      [...deps.workers.values()].flatMap((w) => (w.instanceRef?.kind === 'container' ? [w.instanceRef.id] : [])),
+    );
     for (const o of owned) {
       if (kept.has(o.id)) continue;
-      await container.removeOwned(o.id).catch((e: Error) => log.warn({ component: o.component, container: o.id, err: e.message }, 'cannot remove a leftover container'));
-      log.info({ component: o.component, container: o.id.slice(0, 12) }, 'removed a container this agent owned but no longer runs');
+      await container
+        .removeOwned(o.id)
+        .catch((e: Error) =>
+          log.warn({ component: o.component, container: o.id, err: e.message }, 'cannot remove a leftover container'),
+        );
+      log.info(
+        { component: o.component, container: o.id.slice(0, 12) },
+        'removed a container this agent owned but no longer runs',
+      );
     }
   }
 }
@@ -66,7 +102,13 @@ export async function adoptRecorded(runtime: (kind: 'process' | 'container') => 
  * dependencies); a unit outside any group that binds another's exports, running unchanged with no spec kept yet,
  * gets its own (the point of return of a later rollback).
  */
-export function refreshUntouched(desired: DesiredState, noTouch: readonly string[], previous: readonly DesiredComponent[], revision: string, deps: AdoptionDeps): void {
+export function refreshUntouched(
+  desired: DesiredState,
+  noTouch: readonly string[],
+  previous: readonly DesiredComponent[],
+  revision: string,
+  deps: AdoptionDeps,
+): void {
   const { store } = deps;
   const byName = new Map(desired.components.map((c) => [c.name, c]));
   const untouched = new Set(noTouch);
@@ -76,9 +118,11 @@ export function refreshUntouched(desired: DesiredState, noTouch: readonly string
     const c = byName.get(name)!;
     const rec = store.component(name);
     if (rec) store.upsertComponent({ ...rec, position, dependencies: c.dependencies.map((d) => ({ ...d })) });
-    if (rec && !kept.has(name) && c.group === undefined && rollbackRelevant(c) && rec.state === 'running') store.recordSpec(name, c);
+    if (rec && !kept.has(name) && c.group === undefined && rollbackRelevant(c) && rec.state === 'running')
+      store.recordSpec(name, c);
     deps.workers.get(name)?.refresh(c);
-    if (rec?.state === 'running' || rec?.state === 'unhealthy') deps.log.info({ component: name, revision }, 'reusing existing running instance (no restart)');
+    if (rec?.state === 'running' || rec?.state === 'unhealthy')
+      deps.log.info({ component: name, revision }, 'reusing existing running instance (no restart)');
   });
 }
 
@@ -91,7 +135,11 @@ const RESTART_GRACE_MS = 5_000;
  * whose crash restart is under way is waited for; a crash-looping one fails the apply; one an operator holds stopped
  * is the operator's doing and does not. Returns what is not healthy, with why.
  */
-export async function checkUntouched(names: readonly string[], desired: DesiredState, deps: AdoptionDeps & { now: () => number; stopping: () => boolean }): Promise<ApplyFailure[]> {
+export async function checkUntouched(
+  names: readonly string[],
+  desired: DesiredState,
+  deps: AdoptionDeps & { now: () => number; stopping: () => boolean },
+): Promise<ApplyFailure[]> {
   const { store, log, now } = deps;
   const byName = new Map(desired.components.map((c) => [c.name, c]));
   const adopted = names.filter((n) => deps.workers.get(n)?.unproven === true);
@@ -111,16 +159,25 @@ export async function checkUntouched(names: readonly string[], desired: DesiredS
       if (rec.state === 'running') return undefined;
       // A crash restart under way belongs to its worker: its outcome is waited for, not made a second time.
       const deadline = now() + startBudgetMs(c) + RESTART_GRACE_MS;
-      for (let s: string = rec.state; (s === 'backoff' || s === 'starting' || s === 'installing') && now() < deadline && !deps.stopping(); s = store.component(name)?.state ?? 'stopped')
+      for (
+        let s: string = rec.state;
+        (s === 'backoff' || s === 'starting' || s === 'installing') && now() < deadline && !deps.stopping();
+        s = store.component(name)?.state ?? 'stopped'
+      )
         await abortableSleep(100);
       const after = store.component(name);
-      return after?.state === 'running' ? undefined : { name, reason: `${after?.state ?? 'gone'}${after?.reason ? `: ${after.reason}` : ''}` };
+      return after?.state === 'running'
+        ? undefined
+        : { name, reason: `${after?.state ?? 'gone'}${after?.reason ? `: ${after.reason}` : ''}` };
     }),
   );
   const failures = results.filter((r): r is ApplyFailure => r !== undefined);
   if (adopted.length) {
     const down = new Set(failures.map((f) => f.name));
-    log.info({ healthy: adopted.filter((n) => !down.has(n)), unhealthy: adopted.filter((n) => down.has(n)) }, 'adopted instances checked');
+    log.info(
+      { healthy: adopted.filter((n) => !down.has(n)), unhealthy: adopted.filter((n) => down.has(n)) },
+      'adopted instances checked',
+    );
   }
   return failures;
 }

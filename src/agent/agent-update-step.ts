@@ -22,7 +22,12 @@ export type UpdateStepOutcome =
   | { kind: 'applied'; outcome: 'failure' }
   | { kind: 'proceed'; updateFailed?: string };
 
-export async function agentUpdateStep(c: Pick<Candidate, 'rev' | 'state' | 'planFile' | 'target' | 'began' | 'agent'> & { waveName?: string }, info: RevisionInfo, update: AgentUpdater, s: UpdateSteps): Promise<UpdateStepOutcome> {
+export async function agentUpdateStep(
+  c: Pick<Candidate, 'rev' | 'state' | 'planFile' | 'target' | 'began' | 'agent'> & { waveName?: string },
+  info: RevisionInfo,
+  update: AgentUpdater,
+  s: UpdateSteps,
+): Promise<UpdateStepOutcome> {
   const { rev, state, planFile, target, waveName, began } = c;
   // Not while a component holds its update lock (SPEC §19): switched now, the new agent would wait out its trial
   // deadline on the lock and be put back, and barred, for a device that was merely busy.
@@ -37,7 +42,15 @@ export async function agentUpdateStep(c: Pick<Candidate, 'rev' | 'state' | 'plan
     return { kind: 'deferred', reason: d.reason };
   }
   if (d.kind === 'refuse') {
-    s.outcomes.rejected({ revision: rev.id, planFile, ...(target !== undefined && { target }), ...(waveName !== undefined && { wave: waveName }), reason: d.reason, began, silent: rev.rollback === true });
+    s.outcomes.rejected({
+      revision: rev.id,
+      planFile,
+      ...(target !== undefined && { target }),
+      ...(waveName !== undefined && { wave: waveName }),
+      reason: d.reason,
+      began,
+      silent: rev.rollback === true,
+    });
     s.log.error({ revision: rev.id, reason: d.reason }, 'revision refused; still running the previous one');
     return { kind: 'rejected', reason: d.reason, passing: false };
   }

@@ -63,7 +63,10 @@ export interface Agent {
    * An operator's apply of a revision sent to the agent (`keystonectl apply`): verified and applied like any other.
    * An agent following Git refuses it (KS_FOLLOWING_GIT) unless `force`, which suspends the Git sync until resume().
    */
-  applyManual(r: Revision & { origin: 'manual'; planFile: string }, opts: { force: boolean; now?: boolean }): ManualApplyAccepted;
+  applyManual(
+    r: Revision & { origin: 'manual'; planFile: string },
+    opts: { force: boolean; now?: boolean },
+  ): ManualApplyAccepted;
   /** Ends a suspension: the newest revision the source found meanwhile is applied, or the source looks now. */
   resume(): { resumed: boolean; revision?: string };
   syncState(): SyncState;
@@ -111,7 +114,12 @@ function openStore(opts: AgentOptions, now: () => number): StateStore {
   try {
     return openStateStore(opts.stateDir, { now });
   } catch (e) {
-    if (!(e instanceof StateStoreError && e.code === 'KS_STATE_SCHEMA_TOO_NEW' && opts.agentUpdate?.restoreStore(join(opts.stateDir, STATE_DB_FILE)))) throw e;
+    if (!(
+      e instanceof StateStoreError &&
+      e.code === 'KS_STATE_SCHEMA_TOO_NEW' &&
+      opts.agentUpdate?.restoreStore(join(opts.stateDir, STATE_DB_FILE))
+    ))
+      throw e;
     return openStateStore(opts.stateDir, { now });
   }
 }
@@ -130,7 +138,8 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
   const now = opts.now ?? Date.now;
   const random = opts.random ?? Math.random;
   const log = opts.log.child({ module: 'agent' });
-  if (opts.planFile === undefined && !opts.fleet) throw new Error('startAgent: give planFile, or fleet (the device name and labels fleet.toml picks a plan by)');
+  if (opts.planFile === undefined && !opts.fleet)
+    throw new Error('startAgent: give planFile, or fleet (the device name and labels fleet.toml picks a plan by)');
   const following = opts.following ?? 'directory';
   safeDirectory(join(opts.stateDir, COMPONENTS_DIR), { mode: 0o711 });
   const { events, emit } = agentEvents(log);
@@ -163,9 +172,23 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     restartLimits: opts.restartLimits ?? DEFAULT_RESTART_LIMITS,
     concurrency: opts.concurrency,
   });
-  const out = (late.outcomes = new Outcomes({ store, emit, log: opts.log, now, healthy: () => engine.healthy(), scrub }));
+  const out = (late.outcomes = new Outcomes({
+    store,
+    emit,
+    log: opts.log,
+    now,
+    healthy: () => engine.healthy(),
+    scrub,
+  }));
   await engine.adoptAll((kind) => opts.runtimes[kind], opts.ownerTag);
-  const stopRotation = rotateLogsEvery({ store, logDirOf: (n) => componentPaths(opts.stateDir, n).logDir, maxBytes: opts.logMaxBytes ?? 10 * 1024 * 1024, keep: opts.logKeep ?? 5, everyMs: opts.logCheckMs ?? 30_000, log });
+  const stopRotation = rotateLogsEvery({
+    store,
+    logDirOf: (n) => componentPaths(opts.stateDir, n).logDir,
+    maxBytes: opts.logMaxBytes ?? 10 * 1024 * 1024,
+    keep: opts.logKeep ?? 5,
+    everyMs: opts.logCheckMs ?? 30_000,
+    log,
+  });
 
   const queue: RevisionQueue = new RevisionQueue({
     // A lock a watcher kept for this retake and nothing took over goes when the take ends, whatever became of it.
@@ -178,7 +201,13 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     retryMs: opts.retryMs ?? 60_000,
   });
   /** What a restart takes up again from the local clone, and the reload after a first refusal (restart-resume.ts). */
-  const resume = new RestartResume({ store, engine, queue, log, ...(opts.agentUpdate && { agentUpdate: opts.agentUpdate }) });
+  const resume = new RestartResume({
+    store,
+    engine,
+    queue,
+    log,
+    ...(opts.agentUpdate && { agentUpdate: opts.agentUpdate }),
+  });
   const controls = new SyncControls({ following, store, queue, log, now });
   /** The revision waiting for its maintenance window (SPEC §19): taken up again when it opens. */
   const windowWait = new WindowWait({
@@ -264,7 +293,10 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     },
     waiting: () => {
       const w = windowWait.hold();
-      return lockWait.hold() ?? (w && { revision: w.revision, reason: w.reason, since: w.since, holders: [], opensAt: w.opensAt });
+      return (
+        lockWait.hold() ??
+        (w && { revision: w.revision, reason: w.reason, since: w.since, holders: [], opensAt: w.opensAt })
+      );
     },
     logDirOf: (name) => componentPaths(opts.stateDir, name).logDir,
     scrubSecrets: scrub,
@@ -272,7 +304,13 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     restoreHolds: (load) => resume.restoreHolds(load),
     rolloutKeep() {
       const applied = store.appliedRevision()?.id;
-      return [...new Set([...(applied !== undefined && isCommitId(applied) ? [applied] : []), ...holds.ids(), ...recentFailures(store)])];
+      return [
+        ...new Set([
+          ...(applied !== undefined && isCommitId(applied) ? [applied] : []),
+          ...holds.ids(),
+          ...recentFailures(store),
+        ]),
+      ];
     },
     idle: () => queue.idle(),
     async close(closeOpts = {}) {

@@ -48,11 +48,14 @@ export function applyOutcome(a: ApplySteps): ApplyResult {
   // A member left down by an earlier, cut-short update fails this apply only when its composite was rolled back.
   const groupOf = new Map(desired.components.map((c) => [c.name, c.group]));
   const failures = [...execution.failed, ...a.crashedSince];
-  for (const d of [...untouched, ...down.filter((d) => rolledBack.includes(groupOf.get(d.name) ?? ''))]) if (!failures.some((f) => f.name === d.name)) failures.push(d);
+  for (const d of [...untouched, ...down.filter((d) => rolledBack.includes(groupOf.get(d.name) ?? ''))])
+    if (!failures.some((f) => f.name === d.name)) failures.push(d);
   // The agent stopping cut the apply short (its checks skipped, starts given up): not an outcome, whatever it found.
   const interrupted = a.stopping;
   const outcome = failures.length === 0 && held.length === 0 ? 'success' : 'failure';
-  const heldText = held.length ? `${held.join(', ')} held at ${held.length === 1 ? 'its' : 'their'} previous members: this revision could not update ${held.length === 1 ? 'it' : 'them'}` : '';
+  const heldText = held.length
+    ? `${held.join(', ')} held at ${held.length === 1 ? 'its' : 'their'} previous members: this revision could not update ${held.length === 1 ? 'it' : 'them'}`
+    : '';
   const text = interrupted
     ? 'interrupted: the agent stopped during this apply'
     : outcome === 'success'
@@ -60,5 +63,14 @@ export function applyOutcome(a: ApplySteps): ApplyResult {
       : `failed: ${[...failures.map((f) => `${f.name} (${f.reason})`), ...rolledBack.map((g) => `${g} rolled back to its previous members`), ...(heldText ? [heldText] : [])].join('; ')}`;
   // Each reason is bounded, but a summary of many is one line too: held to the same bound (its head names the first).
   const summary = cutLine(text);
-  return { reconcile, execution, outcome, summary, failures, published: publishedFailures(failures, desired.components), desired, interrupted };
+  return {
+    reconcile,
+    execution,
+    outcome,
+    summary,
+    failures,
+    published: publishedFailures(failures, desired.components),
+    desired,
+    interrupted,
+  };
 }

@@ -8,7 +8,16 @@ import type { DesiredComponent } from '../core/desired-state.js';
 import type { Reconcile } from '../core/diff.js';
 import { isCommitId } from '../git/commit-id.js';
 import type { RolloutState } from '../core/rollout-gate.js';
-import { describeFailure, describePending, describeRejected, describeSuccess, describe, type CommitState, type DeviceHealth, type ReportDetails } from '../report/commit-status.js';
+import {
+  describeFailure,
+  describePending,
+  describeRejected,
+  describeSuccess,
+  describe,
+  type CommitState,
+  type DeviceHealth,
+  type ReportDetails,
+} from '../report/commit-status.js';
 import type { StatusOutbox } from '../report/status-outbox.js';
 import type { AgentEventMap } from './agent-events.js';
 
@@ -50,12 +59,23 @@ export interface OutcomeReports {
   refused(commit: string, reason: string): void;
 }
 
-const emptyPlan: Pick<Reconcile, 'stopOrder' | 'startOrder' | 'noTouch'> = { stopOrder: [], startOrder: [], noTouch: [] };
+const emptyPlan: Pick<Reconcile, 'stopOrder' | 'startOrder' | 'noTouch'> = {
+  stopOrder: [],
+  startOrder: [],
+  noTouch: [],
+};
 
 export function commitReports(opts: CommitReportingOptions): OutcomeReports {
   // The fleet target and wave go with every report of the device's own doing, so the fleet view can group by them
   // (SPEC §13–14); with a wave, the rollout ref goes in the same push (rollout-refs.ts).
-  const send = (commit: string, state: CommitState, description: string, target?: string, rollout?: { wave: string; state: RolloutState }, log?: () => readonly string[]) => {
+  const send = (
+    commit: string,
+    state: CommitState,
+    description: string,
+    target?: string,
+    rollout?: { wave: string; state: RolloutState },
+    log?: () => readonly string[],
+  ) => {
     if (!isCommitId(commit)) return;
     const fields = { ...(target !== undefined && { target }), ...(rollout && { wave: rollout.wave }) };
     const details = detailsOf(opts, log);
@@ -66,7 +86,9 @@ export function commitReports(opts: CommitReportingOptions): OutcomeReports {
       context: opts.context,
       at: opts.now(),
       ...(Object.keys(fields).length > 0 && { fields }),
-      ...(rollout && { rollout: { ...rollout, keep: (opts.rolloutKeep?.() ?? []).filter((c) => c !== commit).slice(0, 16) } }),
+      ...(rollout && {
+        rollout: { ...rollout, keep: (opts.rolloutKeep?.() ?? []).filter((c) => c !== commit).slice(0, 16) },
+      }),
       ...(details && { details }),
     });
   };
@@ -74,17 +96,48 @@ export function commitReports(opts: CommitReportingOptions): OutcomeReports {
   return {
     applying: (e) => send(e.revision, 'pending', describePending(e.reconcile), e.target, wave(e.wave, 'applying')),
     // Held at the gate: `pending` with the reason; halted: `error`, since this device will never apply it.
-    held: (e) => send(e.revision, e.halted ? 'error' : 'pending', describe(e.reason), e.target, wave(e.wave, e.halted ? 'halted' : 'held')),
+    held: (e) =>
+      send(
+        e.revision,
+        e.halted ? 'error' : 'pending',
+        describe(e.reason),
+        e.target,
+        wave(e.wave, e.halted ? 'halted' : 'held'),
+      ),
     waiting: (e) => send(e.revision, 'pending', describe(e.reason), e.target, wave(e.wave, 'held')),
     finished(e) {
-      if (e.outcome === 'rejected') return send(e.revision, 'error', describeRejected(e.summary), e.target, wave(e.wave, 'error'));
-      if (e.outcome === 'success') return send(e.revision, 'success', describeSuccess(e.reconcile ?? emptyPlan), e.target, wave(e.wave, 'success'));
+      if (e.outcome === 'rejected')
+        return send(e.revision, 'error', describeRejected(e.summary), e.target, wave(e.wave, 'error'));
+      if (e.outcome === 'success')
+        return send(
+          e.revision,
+          'success',
+          describeSuccess(e.reconcile ?? emptyPlan),
+          e.target,
+          wave(e.wave, 'success'),
+        );
       // The suffix must survive the 140-character cut: it says what the device runs now.
       const extra = e.then === undefined ? '' : `; ${e.then}`;
       // A failure of no component (an agent update put back, SPEC §17) says its coded reason instead.
-      const base = !e.failed?.length && e.summary.startsWith('KS_') ? describe(`failed: ${e.summary}`) : describeFailure(e.failed ?? []);
-      const log = opts.failureLog && (() => opts.failureLog!((e.failed ?? []).map((f) => f.name), e.components ?? []));
-      send(e.revision, 'failure', extra ? describe(base.slice(0, Math.max(20, 140 - extra.length)).replace(/…?$/, '') + extra) : base, e.target, wave(e.wave, 'failure'), log);
+      const base =
+        !e.failed?.length && e.summary.startsWith('KS_')
+          ? describe(`failed: ${e.summary}`)
+          : describeFailure(e.failed ?? []);
+      const log =
+        opts.failureLog &&
+        (() =>
+          opts.failureLog!(
+            (e.failed ?? []).map((f) => f.name),
+            e.components ?? [],
+          ));
+      send(
+        e.revision,
+        'failure',
+        extra ? describe(base.slice(0, Math.max(20, 140 - extra.length)).replace(/…?$/, '') + extra) : base,
+        e.target,
+        wave(e.wave, 'failure'),
+        log,
+      );
     },
     refused: (commit, reason) => send(commit, 'error', describeRejected(reason)),
   };

@@ -32,11 +32,19 @@ export class ComponentWorker extends InstanceSupervision {
     const prev = store.component(this.name);
     // The last instance stays on record until a new one replaces it, unless the component moved to another
     // runtime (a process became a container): that record would describe nothing the new runtime knows.
-    this.record(c, position, revision, 'installing', prev?.instance?.kind === c.recipe.lifecycle.run.type ? prev.instance : undefined);
+    this.record(
+      c,
+      position,
+      revision,
+      'installing',
+      prev?.instance?.kind === c.recipe.lifecycle.run.type ? prev.instance : undefined,
+    );
     this.deps.log.info({ component: this.name, state: 'installing', revision });
     const paths = this.deps.paths(this.name);
     try {
-      await this.deps.startSlot(() => this.deps.runtime(c.recipe.lifecycle.run.type).install(c, paths, new AbortController().signal));
+      await this.deps.startSlot(() =>
+        this.deps.runtime(c.recipe.lifecycle.run.type).install(c, paths, new AbortController().signal),
+      );
     } catch (e) {
       const reason = `install failed: ${(e as Error).message}`;
       this.state('failed', reason);
@@ -83,7 +91,13 @@ export class ComponentWorker extends InstanceSupervision {
   }
 
   /** The component's record for a new version: a revision that (re)starts a component gives it a fresh crash budget (SPEC §5). */
-  private record(c: DesiredComponent, position: number, revision: string, state: 'installing' | 'starting', instance: InstanceRef | undefined): void {
+  private record(
+    c: DesiredComponent,
+    position: number,
+    revision: string,
+    state: 'installing' | 'starting',
+    instance: InstanceRef | undefined,
+  ): void {
     this.deps.store.upsertComponent({
       name: c.name,
       hash: c.hash,
@@ -148,12 +162,18 @@ export class ComponentWorker extends InstanceSupervision {
       const abort = new AbortController();
       let outcome: LaunchOutcome = await Promise.race([
         inst.exited.then((exit) => ({ kind: 'exit' as const, exit })),
-        waitHealthy(c, paths, launchDeadline, AbortSignal.any([abort.signal, this.current.signal]), this.deps).then((ok): { kind: 'healthy' } | { kind: 'timeout' } => (ok ? { kind: 'healthy' } : { kind: 'timeout' })),
+        waitHealthy(c, paths, launchDeadline, AbortSignal.any([abort.signal, this.current.signal]), this.deps).then(
+          (ok): { kind: 'healthy' } | { kind: 'timeout' } => (ok ? { kind: 'healthy' } : { kind: 'timeout' }),
+        ),
       ]);
       abort.abort();
       if (gen !== this.generation) return { ok: false, reason: 'superseded' };
       // The exit event may lag the exit itself: a process that is gone (or a zombie) is not healthy.
-      if (outcome.kind === 'healthy' && inst.ref.kind === 'process' && !isSameProcess(inst.ref.pid, inst.ref.startTime)) {
+      if (
+        outcome.kind === 'healthy' &&
+        inst.ref.kind === 'process' &&
+        !isSameProcess(inst.ref.pid, inst.ref.startTime)
+      ) {
         const exit = await inst.exited;
         outcome = { kind: 'exit', exit };
       }
@@ -179,7 +199,10 @@ export class ComponentWorker extends InstanceSupervision {
       const delayMs = Math.max(0, decision.delayMs - (now() - exitAt));
       if (now() + delayMs >= deadline) {
         this.scheduleRestart(gen, delayMs);
-        return { ok: false, reason: `${describeExit(outcome.exit)} and did not become healthy within its start budget of ${formatDuration(startBudgetMs(c))}` };
+        return {
+          ok: false,
+          reason: `${describeExit(outcome.exit)} and did not become healthy within its start budget of ${formatDuration(startBudgetMs(c))}`,
+        };
       }
       next = this.prepareAhead(delayMs);
       await abortableSleep(delayMs, this.current.signal);
@@ -221,7 +244,13 @@ export class ComponentWorker extends InstanceSupervision {
     const abort = new AbortController();
     const ok = await Promise.race([
       inst.exited.then(() => false),
-      waitHealthy(c, this.deps.paths(this.name), this.deps.now() + budget, AbortSignal.any([abort.signal, this.current.signal]), this.deps),
+      waitHealthy(
+        c,
+        this.deps.paths(this.name),
+        this.deps.now() + budget,
+        AbortSignal.any([abort.signal, this.current.signal]),
+        this.deps,
+      ),
     ]);
     abort.abort();
     if (gen !== this.generation) return { ok: false, reason: 'superseded' };
@@ -246,7 +275,12 @@ export class ComponentWorker extends InstanceSupervision {
     this.instance = undefined;
     if (!inst) return;
     this.deps.store.recordState(this.name, 'stopping');
-    this.deps.log.info({ component: this.name, state: 'stopping', pid: inst.ref.kind === 'process' ? inst.ref.pid : undefined, ...(this.revision && { revision: this.revision }) });
+    this.deps.log.info({
+      component: this.name,
+      state: 'stopping',
+      pid: inst.ref.kind === 'process' ? inst.ref.pid : undefined,
+      ...(this.revision && { revision: this.revision }),
+    });
     await this.deps.runtime(inst.ref.kind).stop(inst.ref, this.deps.graceMs);
   }
 
@@ -254,5 +288,4 @@ export class ComponentWorker extends InstanceSupervision {
   detach(): void {
     this.invalidate();
   }
-
 }

@@ -3,7 +3,14 @@
 const target = process.env.KEYSTONE_CRASH_AT;
 
 /** The places an apply can be interrupted; the crash-consistency test kills the agent at each. */
-export type ApplyCrashPoint = 'after-begin-apply' | 'after-stop' | 'after-install' | 'after-spawn' | 'after-start-record' | 'after-healthy' | 'before-finish-apply';
+export type ApplyCrashPoint =
+  | 'after-begin-apply'
+  | 'after-stop'
+  | 'after-install'
+  | 'after-spawn'
+  | 'after-start-record'
+  | 'after-healthy'
+  | 'before-finish-apply';
 
 /**
  * After a restart: inside the health check of the instances the agent adopted, before anything is said about them
@@ -13,7 +20,15 @@ export type AdoptionCrashPoint = 'adopted-health-wait';
 
 export type CrashPoint = ApplyCrashPoint | AdoptionCrashPoint;
 
-export const CRASH_POINTS: readonly ApplyCrashPoint[] = ['after-begin-apply', 'after-stop', 'after-install', 'after-spawn', 'after-start-record', 'after-healthy', 'before-finish-apply'];
+export const CRASH_POINTS: readonly ApplyCrashPoint[] = [
+  'after-begin-apply',
+  'after-stop',
+  'after-install',
+  'after-spawn',
+  'after-start-record',
+  'after-healthy',
+  'before-finish-apply',
+];
 
 export const ADOPTION_CRASH_POINTS: readonly AdoptionCrashPoint[] = ['adopted-health-wait'];
 

@@ -4,7 +4,10 @@
 import type { Labels } from '../core/labels.js';
 
 /** A stable text for comparison: the labels sorted, --plan or null. */
-export function deviceIdentity(fleet: { device: string; labels: Labels } | undefined, planFile: string | undefined): string {
+export function deviceIdentity(
+  fleet: { device: string; labels: Labels } | undefined,
+  planFile: string | undefined,
+): string {
   const labels = Object.keys(fleet?.labels ?? {})
     .sort()
     .map((k) => [k, fleet!.labels[k]!]);

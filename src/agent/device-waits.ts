@@ -39,15 +39,30 @@ export function lockOptions(rev: Revision, s: WaitSteps, capMs?: number): ApplyO
   const wait = s.lockWait;
   if (!wait || rev.overrideLocks) return undefined;
   // `capMs`: the longest any lock is waited for (a new agent's trial commit: within half its deadline, SPEC §17).
-  return { ignore: (_n, timeoutMs) => wait.timedOut(rev.id, timeoutMs), preheld: (n) => wait.peekKept(n), claim: (n) => void wait.takeKept(n), ...(capMs !== undefined && { capMs }) };
+  return {
+    ignore: (_n, timeoutMs) => wait.timedOut(rev.id, timeoutMs),
+    preheld: (n) => wait.peekKept(n),
+    claim: (n) => void wait.takeKept(n),
+    ...(capMs !== undefined && { capMs }),
+  };
 }
 
 /** The revision waits for these locks: watched, reported once (an agent rollback's target silently). */
-export function waitForLocks(c: Pick<Candidate, 'rev' | 'target'> & { waveName?: string }, holders: LockHolder[], s: WaitSteps): WaitOutcome {
+export function waitForLocks(
+  c: Pick<Candidate, 'rev' | 'target'> & { waveName?: string },
+  holders: LockHolder[],
+  s: WaitSteps,
+): WaitOutcome {
   const { rev, target, waveName } = c;
   const hold = s.lockWait!.wait(rev, holders);
   s.windowWait?.forget(rev.id);
-  if (rev.rollback !== true) s.outcomes.waiting({ revision: rev.id, ...(target !== undefined && { target }), ...(waveName !== undefined && { wave: waveName }), reason: hold.reason });
+  if (rev.rollback !== true)
+    s.outcomes.waiting({
+      revision: rev.id,
+      ...(target !== undefined && { target }),
+      ...(waveName !== undefined && { wave: waveName }),
+      reason: hold.reason,
+    });
   else s.log.info({ revision: rev.id, reason: hold.reason }, 'the rollback waits for an update lock');
   return { kind: 'waiting', reason: hold.reason };
 }
@@ -58,19 +73,34 @@ export function waitedFor(s: WaitSteps, revision: string): boolean {
 }
 
 /** Downloads ahead (refusing a revision that does not fit), then the window: a waiting outcome when it is closed. */
-export async function downloadsAndWindow(c: Pick<Candidate, 'rev' | 'state' | 'planFile' | 'target' | 'began' | 'window'> & { waveName?: string }, inProgress: boolean, s: WaitSteps): Promise<WaitOutcome | undefined> {
+export async function downloadsAndWindow(
+  c: Pick<Candidate, 'rev' | 'state' | 'planFile' | 'target' | 'began' | 'window'> & { waveName?: string },
+  inProgress: boolean,
+  s: WaitSteps,
+): Promise<WaitOutcome | undefined> {
   const { rev, state, planFile, target, waveName, began } = c;
   const window = c.window ?? s.window;
   // A device that runs nothing yet has nothing to disturb: its first revision goes at once.
-  const exempt = inProgress || rev.rollback === true || rev.overrideWindow === true || s.store.components().length === 0;
+  const exempt =
+    inProgress || rev.rollback === true || rev.overrideWindow === true || s.store.components().length === 0;
   const now = s.now();
   const closed = window && !exempt && s.windowWait ? windowState(window, now) : undefined;
   const changing = new Set(diff(state, s.store.actualState()).startOrder);
   if (s.prefetch && changing.size) {
-    const got = await s.prefetch(state.components.filter((x) => changing.has(x.name)), { images: closed?.open === false, revision: rev.id });
+    const got = await s.prefetch(
+      state.components.filter((x) => changing.has(x.name)),
+      { images: closed?.open === false, revision: rev.id },
+    );
     if (!got.ok) {
       // Without its wave: a full disk is this device's, not the commit's, and must not count towards a halt.
-      s.outcomes.rejected({ revision: rev.id, planFile, ...(target !== undefined && { target }), reason: got.reason, began, silent: rev.rollback === true });
+      s.outcomes.rejected({
+        revision: rev.id,
+        planFile,
+        ...(target !== undefined && { target }),
+        reason: got.reason,
+        began,
+        silent: rev.rollback === true,
+      });
       s.log.error({ revision: rev.id, reason: got.reason }, 'revision refused; still running the previous one');
       return { kind: 'rejected', reason: got.reason, passing: true };
     }
@@ -78,11 +108,18 @@ export async function downloadsAndWindow(c: Pick<Candidate, 'rev' | 'state' | 'p
   if (closed && !closed.open) {
     const hold = s.windowWait!.wait(rev, window!, closed.opensAt);
     s.lockWait?.forget(rev.id);
-    s.outcomes.waiting({ revision: rev.id, ...(target !== undefined && { target }), ...(waveName !== undefined && { wave: waveName }), reason: hold.reason }, hold.stable);
+    s.outcomes.waiting(
+      {
+        revision: rev.id,
+        ...(target !== undefined && { target }),
+        ...(waveName !== undefined && { wave: waveName }),
+        reason: hold.reason,
+      },
+      hold.stable,
+    );
     return { kind: 'waiting', reason: hold.reason };
   }
   s.windowWait?.done(rev.id);
   s.windowWait?.forget(rev.id);
   return undefined;
 }
-

@@ -37,7 +37,14 @@ export interface LockLookup {
 }
 
 /** The update locks of what `desired` would stop (SPEC §19), as the running recipes name them (update-locks.ts). */
-export function checkLocks(stopOrder: readonly string[], desired: DesiredState, previous: readonly DesiredComponent[], o: NonNullable<ApplyOptions['locks']>, revision: string, e: LockLookup) {
+export function checkLocks(
+  stopOrder: readonly string[],
+  desired: DesiredState,
+  previous: readonly DesiredComponent[],
+  o: NonNullable<ApplyOptions['locks']>,
+  revision: string,
+  e: LockLookup,
+) {
   const running = new Map(previous.map((c) => [c.name, c]));
   const next = new Map(desired.components.map((c) => [c.name, c]));
   return checkUpdateLocks(stopOrder, {
@@ -47,7 +54,8 @@ export function checkLocks(stopOrder: readonly string[], desired: DesiredState, 
     ignore: o.ignore,
     ...(o.preheld && { preheld: o.preheld }),
     ...(o.capMs !== undefined && { capMs: o.capMs }),
-    unusable: (n, why) => e.log.warn({ component: n, revision, code: 'KS_UPDATE_LOCK' }, `update lock not usable, not waited for: ${why}`),
+    unusable: (n, why) =>
+      e.log.warn({ component: n, revision, code: 'KS_UPDATE_LOCK' }, `update lock not usable, not waited for: ${why}`),
   });
 }
 
@@ -55,10 +63,23 @@ export function checkLocks(stopOrder: readonly string[], desired: DesiredState, 
  * Who holds an update lock that applying `revision` would wait for, tried and let go at once: nothing is touched
  * (Engine.lockHolders runs it in the engine's queue).
  */
-export async function tryLocks(revision: DesiredState, store: StateStore, o: NonNullable<ApplyOptions['locks']>, revisionId: string, e: LockLookup): Promise<LockHolder[]> {
+export async function tryLocks(
+  revision: DesiredState,
+  store: StateStore,
+  o: NonNullable<ApplyOptions['locks']>,
+  revisionId: string,
+  e: LockLookup,
+): Promise<LockHolder[]> {
   const reconcile = diff(revision, store.actualState());
   if (!reconcile.stopOrder.length) return [];
-  const check = await checkLocks(reconcile.stopOrder, revision, store.specs(), { ignore: o.ignore, ...(o.preheld && { preheld: o.preheld }), ...(o.capMs !== undefined && { capMs: o.capMs }) }, revisionId, e);
+  const check = await checkLocks(
+    reconcile.stopOrder,
+    revision,
+    store.specs(),
+    { ignore: o.ignore, ...(o.preheld && { preheld: o.preheld }), ...(o.capMs !== undefined && { capMs: o.capMs }) },
+    revisionId,
+    e,
+  );
   if (check.kind === 'held') return check.holders;
   // Let go of what was tried here, not of a lock a watcher holds for the apply.
   await Promise.all([...check.taken].filter(([n]) => !check.borrowed.has(n)).map(([, l]) => l.release()));

@@ -12,7 +12,15 @@ import { downMembers, holdBackGroups, keepSpecs, rollBackGroups } from './compos
 import { execute, stopAll, type ExecutionResult, type ExecutorDeps } from './executor.js';
 import { applyOutcome, type ApplyResult } from './apply-outcome.js';
 import { hardDependents } from './operator-orders.js';
-import { restartNow, restartOrders, startNow, startOrders, stopNow, type OperatorContext, type OperatorResult } from './operator-actions.js';
+import {
+  restartNow,
+  restartOrders,
+  startNow,
+  startOrders,
+  stopNow,
+  type OperatorContext,
+  type OperatorResult,
+} from './operator-actions.js';
 import { releaseAll, type LockHolder } from './update-locks.js';
 import { checkLocks, tryLocks, type ApplyOptions, type LocksHeld, type LockLookup } from './engine-locks.js';
 import type { HeldUpdateLock } from '../runtime/update-lock.js';
@@ -99,8 +107,18 @@ export class Engine {
    * outcomes.ts alone turns it into rows and reports.
    */
   apply(revision: DesiredState, rev: RevisionInfo, begin?: (r: Reconcile) => void): Promise<ApplyResult>;
-  apply(revision: DesiredState, rev: RevisionInfo, begin: (r: Reconcile) => void, o: ApplyOptions): Promise<ApplyResult | LocksHeld>;
-  apply(revision: DesiredState, rev: RevisionInfo, begin?: (r: Reconcile) => void, o: ApplyOptions = {}): Promise<ApplyResult | LocksHeld> {
+  apply(
+    revision: DesiredState,
+    rev: RevisionInfo,
+    begin: (r: Reconcile) => void,
+    o: ApplyOptions,
+  ): Promise<ApplyResult | LocksHeld>;
+  apply(
+    revision: DesiredState,
+    rev: RevisionInfo,
+    begin?: (r: Reconcile) => void,
+    o: ApplyOptions = {},
+  ): Promise<ApplyResult | LocksHeld> {
     return this.run(async () => {
       this.busy = true;
       const locks = new Map<string, HeldUpdateLock>();
@@ -113,7 +131,13 @@ export class Engine {
     });
   }
 
-  private async applySteps(revision: DesiredState, rev: RevisionInfo, begin: ((r: Reconcile) => void) | undefined, o: ApplyOptions, locks: Map<string, HeldUpdateLock>): Promise<ApplyResult | LocksHeld> {
+  private async applySteps(
+    revision: DesiredState,
+    rev: RevisionInfo,
+    begin: ((r: Reconcile) => void) | undefined,
+    o: ApplyOptions,
+    locks: Map<string, HeldUpdateLock>,
+  ): Promise<ApplyResult | LocksHeld> {
     const { store } = this.deps;
     // 1. Composites this revision could not update stay at what they last ran healthy (kept even across a crash).
     const previous = store.specs();
@@ -127,36 +151,76 @@ export class Engine {
       for (const [n, l] of check.taken) locks.set(n, l);
     }
     begin?.(reconcile);
-    this.agentLog.info({ revision: rev.id, stop_order: reconcile.stopOrder, start_order: reconcile.startOrder, no_touch: reconcile.noTouch }, 'reconcile plan');
+    this.agentLog.info(
+      {
+        revision: rev.id,
+        stop_order: reconcile.stopOrder,
+        start_order: reconcile.startOrder,
+        no_touch: reconcile.noTouch,
+      },
+      'reconcile plan',
+    );
     // 3. Untouched components keep their instance and take the new description (position, dependencies).
     refreshUntouched(desired, reconcile.noTouch, previous, rev.id, this.adoptionDeps());
     // 4. Stops, then starts, each the moment its dependencies are healthy.
-    const removed = new Set(Object.entries(reconcile.reasonCodes).filter(([, r]) => r.kind === 'removed').map(([n]) => n));
+    const removed = new Set(
+      Object.entries(reconcile.reasonCodes)
+        .filter(([, r]) => r.kind === 'removed')
+        .map(([n]) => n),
+    );
     const deps = { ...this.executorDeps(rev.id), locks };
-    const execution = await execute({ stopOrder: reconcile.stopOrder, startOrder: reconcile.startOrder, removed }, desired, deps);
+    const execution = await execute(
+      { stopOrder: reconcile.stopOrder, startOrder: reconcile.startOrder, removed },
+      desired,
+      deps,
+    );
     for (const name of removed) if (store.component(name)) store.removeComponent(name);
     this.desired = desired;
     // 5. What was left untouched is healthy too: adopted instances are probed, unhealthy ones given their budget.
-    const untouched = this.stopping ? [] : await checkUntouched(reconcile.noTouch, desired, { ...this.adoptionDeps(), now: this.deps.now, stopping: () => this.stopping });
+    const untouched = this.stopping
+      ? []
+      : await checkUntouched(reconcile.noTouch, desired, {
+          ...this.adoptionDeps(),
+          now: this.deps.now,
+          stopping: () => this.stopping,
+        });
     // 6. A composite whose new member failed goes back to its previous members, as one unit.
     const down = this.stopping ? [] : downMembers(store, desired, execution);
-    const rolledBack = down.length ? await rollBackGroups(desired, previous, down, deps, this.agentLog) : { groups: [], state: desired };
+    const rolledBack = down.length
+      ? await rollBackGroups(desired, previous, down, deps, this.agentLog)
+      : { groups: [], state: desired };
     this.desired = rolledBack.state;
     keepSpecs(store, this.desired, execution.started);
     if (!this.stopping) this.loaded = rev.id;
     // 7. The outcome: success only when everything the revision asked runs healthy (SPEC §5).
     const crashedSince = execution.started.flatMap((n) => {
       const r = store.component(n);
-      return r && r.state !== 'running' ? [{ name: n, reason: `${r.state} before the apply ended${r.reason ? `: ${r.reason}` : ''}` }] : [];
+      return r && r.state !== 'running'
+        ? [{ name: n, reason: `${r.state} before the apply ended${r.reason ? `: ${r.reason}` : ''}` }]
+        : [];
     });
-    return applyOutcome({ desired, reconcile, execution, untouched, down, rolledBack: rolledBack.groups, held, stopping: this.stopping, crashedSince });
+    return applyOutcome({
+      desired,
+      reconcile,
+      execution,
+      untouched,
+      down,
+      rolledBack: rolledBack.groups,
+      held,
+      stopping: this.stopping,
+      crashedSince,
+    });
   }
 
   /**
    * Who holds an update lock that applying `revision` would wait for, tried and let go at once: nothing is touched.
    * An agent update asks before it switches (SPEC §17, §19): a device busy with a job must not fail its trial.
    */
-  lockHolders(revision: DesiredState, o: NonNullable<ApplyOptions['locks']>, revisionId: string): Promise<LockHolder[]> {
+  lockHolders(
+    revision: DesiredState,
+    o: NonNullable<ApplyOptions['locks']>,
+    revisionId: string,
+  ): Promise<LockHolder[]> {
     return this.run(() => tryLocks(revision, this.deps.store, o, revisionId, this.lockLookup()));
   }
 
@@ -178,7 +242,15 @@ export class Engine {
   }
 
   private executorDeps(revision: string): ExecutorDeps {
-    return { store: this.deps.store, workers: this.workers, worker: (n) => this.worker(n), log: this.supLog, concurrency: this.deps.concurrency, revision, stopping: () => this.stopping };
+    return {
+      store: this.deps.store,
+      workers: this.workers,
+      worker: (n) => this.worker(n),
+      log: this.supLog,
+      concurrency: this.deps.concurrency,
+      revision,
+      stopping: () => this.stopping,
+    };
   }
 
   private lockLookup(): LockLookup {
@@ -186,7 +258,13 @@ export class Engine {
   }
 
   private adoptionDeps(): AdoptionDeps {
-    return { store: this.deps.store, log: this.agentLog, graceMs: this.deps.graceMs, worker: (n) => this.worker(n), workers: this.workers };
+    return {
+      store: this.deps.store,
+      log: this.agentLog,
+      graceMs: this.deps.graceMs,
+      worker: (n) => this.worker(n),
+      workers: this.workers,
+    };
   }
 
   /** The orders an operator restart of `name` would carry out (the API's `?dry=true`); undefined for an unknown name. */
@@ -221,11 +299,21 @@ export class Engine {
 
   /** Read when the action's turn comes: the desired state then, not when it was asked for. */
   private operatorContext(): OperatorContext {
-    return { desired: this.desired, store: this.deps.store, log: this.agentLog, now: () => this.deps.now(), executeOrders: (d, stop, start) => this.executeOrders(d, stop, start) };
+    return {
+      desired: this.desired,
+      store: this.deps.store,
+      log: this.agentLog,
+      now: () => this.deps.now(),
+      executeOrders: (d, stop, start) => this.executeOrders(d, stop, start),
+    };
   }
 
   private executeOrders(desired: DesiredState, stopOrder: string[], startOrder: string[]): Promise<ExecutionResult> {
-    return execute({ stopOrder, startOrder, removed: new Set() }, desired, this.executorDeps(this.deps.store.appliedRevision()?.id ?? 'unknown'));
+    return execute(
+      { stopOrder, startOrder, removed: new Set() },
+      desired,
+      this.executorDeps(this.deps.store.appliedRevision()?.id ?? 'unknown'),
+    );
   }
 
   /**
@@ -253,7 +341,15 @@ export class Engine {
     if (!desired) return;
     const startOrder = hardDependents(desired, name);
     if (startOrder.length === 0) return;
-    this.agentLog.info({ component: name, stop_order: [...startOrder].reverse(), start_order: startOrder, revision: this.deps.store.appliedRevision()?.id }, 'hard dependency restarted: restarting its hard dependents');
+    this.agentLog.info(
+      {
+        component: name,
+        stop_order: [...startOrder].reverse(),
+        start_order: startOrder,
+        revision: this.deps.store.appliedRevision()?.id,
+      },
+      'hard dependency restarted: restarting its hard dependents',
+    );
     await this.executeOrders(desired, [...startOrder].reverse(), startOrder);
   }
 
@@ -278,10 +374,15 @@ export class Engine {
   async stopAll(): Promise<void> {
     await this.run(async () => {
       // Dependents first, independent components at once, as an apply stops them.
-      const order = this.deps.store.components().map((r) => r.name).reverse();
+      const order = this.deps.store
+        .components()
+        .map((r) => r.name)
+        .reverse();
       const result: ExecutionResult = { started: [], stopped: [], failed: [] };
       await stopAll(order, new Set(), this.executorDeps(this.deps.store.appliedRevision()?.id ?? 'unknown'), result);
-      for (const name of order) if (this.deps.store.component(name)) this.deps.store.recordState(name, 'stopped', 'the agent stopped everything on exit');
+      for (const name of order)
+        if (this.deps.store.component(name))
+          this.deps.store.recordState(name, 'stopped', 'the agent stopped everything on exit');
     });
   }
 }

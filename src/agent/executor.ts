@@ -46,16 +46,30 @@ export interface ExecutorDeps {
  *    so a slow start never holds back an independent one. A failure skips its dependents (transitively); independent
  *    work goes on.
  */
-export async function execute(plan: ExecutionPlan, desired: DesiredState, deps: ExecutorDeps): Promise<ExecutionResult> {
+export async function execute(
+  plan: ExecutionPlan,
+  desired: DesiredState,
+  deps: ExecutorDeps,
+): Promise<ExecutionResult> {
   const { store, log } = deps;
   const result: ExecutionResult = { started: [], stopped: [], failed: [] };
 
   const byName = new Map(desired.components.map((c) => [c.name, c]));
   // Start-first components that run now are rolled in the start phase (new beside old), not stopped here.
   const rolling = new Set(
-    plan.startOrder.filter((n) => !plan.removed.has(n) && byName.get(n)?.recipe.lifecycle.run.update_strategy === 'start-first' && deps.workers.get(n)?.instanceRef !== undefined),
+    plan.startOrder.filter(
+      (n) =>
+        !plan.removed.has(n) &&
+        byName.get(n)?.recipe.lifecycle.run.update_strategy === 'start-first' &&
+        deps.workers.get(n)?.instanceRef !== undefined,
+    ),
   );
-  await stopAll(plan.stopOrder.filter((n) => !rolling.has(n)), plan.removed, deps, result);
+  await stopAll(
+    plan.stopOrder.filter((n) => !rolling.has(n)),
+    plan.removed,
+    deps,
+    result,
+  );
   if (deps.locks) await releaseAll(deps.locks);
 
   const position = new Map(desired.startOrder.map((n, i) => [n, i]));
@@ -64,7 +78,9 @@ export async function execute(plan: ExecutionPlan, desired: DesiredState, deps: 
   const startSet = new Set(plan.startOrder);
   const dependencies = new Map(plan.startOrder.map((n) => [n, byName.get(n)!.dependencies.map((d) => d.component)]));
   const satisfiedOutside = new Set(
-    desired.components.filter((c) => !startSet.has(c.name) && store.component(c.name)?.state === 'running').map((c) => c.name),
+    desired.components
+      .filter((c) => !startSet.has(c.name) && store.component(c.name)?.state === 'running')
+      .map((c) => c.name),
   );
   const status = new Map<string, StartStatus>(plan.startOrder.map((n) => [n, 'waiting']));
   const layersAnnounced = new Set<number>();
@@ -73,7 +89,11 @@ export async function execute(plan: ExecutionPlan, desired: DesiredState, deps: 
   for (;;) {
     // Every ready component is dispatched: the workers queue for start slots in this order (start order among the
     // ready ones), so the limit still admits them as the plan reads.
-    const step = nextSteps({ startOrder: plan.startOrder, dependencies, satisfiedOutside }, status, Number.POSITIVE_INFINITY);
+    const step = nextSteps(
+      { startOrder: plan.startOrder, dependencies, satisfiedOutside },
+      status,
+      Number.POSITIVE_INFINITY,
+    );
     for (const { name, because } of step.skip) {
       status.set(name, 'skipped');
       const reason = `not started: dependency ${because} ${status.get(because) === 'skipped' ? 'was not started' : 'is not healthy'}`;
@@ -96,7 +116,10 @@ export async function execute(plan: ExecutionPlan, desired: DesiredState, deps: 
       const c = byName.get(name)!;
       inflight.set(
         name,
-        (rolling.has(name) ? deps.worker(name).startFirst(c, position.get(name)!, deps.revision) : deps.worker(name).start(c, position.get(name)!, deps.revision))
+        (rolling.has(name)
+          ? deps.worker(name).startFirst(c, position.get(name)!, deps.revision)
+          : deps.worker(name).start(c, position.get(name)!, deps.revision)
+        )
           .catch((e: Error): StartOutcome => ({ ok: false, reason: e.message }))
           .then((outcome) => {
             inflight.delete(name);
@@ -116,7 +139,12 @@ export async function execute(plan: ExecutionPlan, desired: DesiredState, deps: 
  * Stops `order` (dependents before dependencies, as the diff orders it): each component once the components being
  * stopped that depend on it, by the edges that run now (the store's records), have stopped; the rest in parallel.
  */
-export async function stopAll(order: readonly string[], removed: ReadonlySet<string>, deps: ExecutorDeps, result: ExecutionResult): Promise<void> {
+export async function stopAll(
+  order: readonly string[],
+  removed: ReadonlySet<string>,
+  deps: ExecutorDeps,
+  result: ExecutionResult,
+): Promise<void> {
   const { store, log } = deps;
   if (order.length === 0) return;
   const inSet = new Set(order);
@@ -124,7 +152,9 @@ export async function stopAll(order: readonly string[], removed: ReadonlySet<str
   const waitingOn = new Map(order.map((n) => [n, 0]));
   const dependenciesOf = new Map<string, string[]>();
   for (const n of order) {
-    const ds = [...new Set((store.component(n)?.dependencies ?? []).map((d) => d.component))].filter((d) => inSet.has(d) && d !== n);
+    const ds = [...new Set((store.component(n)?.dependencies ?? []).map((d) => d.component))].filter(
+      (d) => inSet.has(d) && d !== n,
+    );
     dependenciesOf.set(n, ds);
     for (const d of ds) waitingOn.set(d, waitingOn.get(d)! + 1);
   }
@@ -151,7 +181,7 @@ export async function stopAll(order: readonly string[], removed: ReadonlySet<str
   };
   while (pending.length || inflight.size) {
     // In stop order among the ready ones, so a chain keeps its order and the log reads as the plan does.
-    for (let i = 0; failure === undefined && i < pending.length && inflight.size < Math.max(1, deps.concurrency); ) {
+    for (let i = 0; failure === undefined && i < pending.length && inflight.size < Math.max(1, deps.concurrency);) {
       const name = pending[i]!;
       if (waitingOn.get(name)! > 0) {
         i++;

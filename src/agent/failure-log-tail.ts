@@ -47,16 +47,24 @@ export const MAX_LOG_LINE_BYTES = 256;
  * rollback): a unit's log is scrubbed of every value any of them was given. A name found nowhere is left out: with
  * nothing to scrub it against, none of its output may be published.
  */
-export function failedUnits(failed: readonly string[], components: readonly DesiredComponent[], logDirOf: (name: string) => string): LogTailUnit[] {
+export function failedUnits(
+  failed: readonly string[],
+  components: readonly DesiredComponent[],
+  logDirOf: (name: string) => string,
+): LogTailUnit[] {
   const given = new Map<string, GivenValue[]>();
   for (const c of components) given.set(c.name, [...(given.get(c.name) ?? []), ...givenValues(c)]);
   const names: string[] = [];
   for (const f of failed) {
-    const units = given.has(f) ? [f] : [...given.keys()].filter((n) => components.some((c) => c.name === n && c.group === f) || n.startsWith(`${f}/`));
+    const units = given.has(f)
+      ? [f]
+      : [...given.keys()].filter((n) => components.some((c) => c.name === n && c.group === f) || n.startsWith(`${f}/`));
     for (const u of units) if (!names.includes(u)) names.push(u);
   }
   // Every unit gets at least one line of the budget: more units than lines would only be read for nothing.
-  return names.slice(0, MAX_LOG_TAIL_LINES).map((name) => ({ name, logDir: logDirOf(name), given: given.get(name) ?? [] }));
+  return names
+    .slice(0, MAX_LOG_TAIL_LINES)
+    .map((name) => ({ name, logDir: logDirOf(name), given: given.get(name) ?? [] }));
 }
 
 /**
@@ -72,7 +80,7 @@ export function failureLogTail(units: readonly LogTailUnit[], opts: LogTailOptio
   let bytes = 0;
   // Round robin from each unit's newest line back: a unit whose next line does not fit stops there (a tail with a hole
   // in it would read as if the lines were adjacent).
-  for (let progress = true; progress && lines < MAX_LOG_TAIL_LINES; ) {
+  for (let progress = true; progress && lines < MAX_LOG_TAIL_LINES;) {
     progress = false;
     perUnit.forEach((ls, i) => {
       if (full[i] || taken[i]! >= ls.length || lines >= MAX_LOG_TAIL_LINES) return;
@@ -110,7 +118,10 @@ function unitLines(u: LogTailUnit, opts: LogTailOptions): string[] {
  * The complete lines in the last `readBytes` of a file (a line that began before them is dropped: a piece of a line
  * could be a piece of a value, which scrubbing would not recognise), and whether the last one is unfinished.
  */
-function readEnd(path: string, opts: LogTailOptions): { lines: string[]; mtimeMs: number; unfinished: boolean } | undefined {
+function readEnd(
+  path: string,
+  opts: LogTailOptions,
+): { lines: string[]; mtimeMs: number; unfinished: boolean } | undefined {
   const want = Math.max(1, opts.readBytes ?? DEFAULT_READ_BYTES);
   let fd: number;
   try {
@@ -150,8 +161,9 @@ function readEnd(path: string, opts: LogTailOptions): { lines: string[]; mtimeMs
 }
 
 /** Escape sequences whole (CSI, OSC, DCS/SOS/PM/APC strings, two-byte escapes), so no `[31m` is left behind. */
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const ESCAPES = /\x1b\[[0-?]*[ -/]*[@-~]|\u009b[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[PX^_][^\x1b]*(?:\x1b\\)?|\x1b[ -/]*[0-~]/g;
+const ESCAPES =
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
+  /\x1b\[[0-?]*[ -/]*[@-~]|\u009b[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[PX^_][^\x1b]*(?:\x1b\\)?|\x1b[ -/]*[0-~]/g;
 
 /**
  * One line as a report may carry it: scrubbed of the given values, then stripped of control characters, then
@@ -165,7 +177,10 @@ function publishable(raw: string, given: readonly GivenValue[], unfinished: bool
     .filter((s) => s.trim() !== '')
     .at(-1);
   if (drawn === undefined) return '';
-  const plain = drawn.replace(ESCAPES, '').replace(/\t/g, ' ').replace(/\p{Cc}/gu, '');
+  const plain = drawn
+    .replace(ESCAPES, '')
+    .replace(/\t/g, ' ')
+    .replace(/\p{Cc}/gu, '');
   let text = scrubValues(plain, given);
   if (unfinished) text = scrubUnfinishedEnd(text, given);
   return text.trimEnd();

@@ -55,7 +55,9 @@ export interface GitFollowing {
 export function lastAppliedCommit(store: Pick<StateStore, 'appliedRevision' | 'history'>): string | undefined {
   const applied = store.appliedRevision()?.id;
   if (applied !== undefined && isCommitId(applied)) return applied;
-  return store.history({ limit: 100 }).find((h) => isCommitId(h.revision) && h.outcome !== 'rejected' && h.outcome !== undefined)?.revision;
+  return store
+    .history({ limit: 100 })
+    .find((h) => isCommitId(h.revision) && h.outcome !== 'rejected' && h.outcome !== undefined)?.revision;
 }
 
 export function followGit(agent: Agent, opts: GitFollowOptions): GitFollowing {
@@ -65,11 +67,29 @@ export function followGit(agent: Agent, opts: GitFollowOptions): GitFollowing {
     const reports = reportsRemote(opts);
     // The followed repository's credential then has to push: a device holding it could change what every device runs.
     if (!reports.separate)
-      log.warn({ repo: reports.repo }, 'reports go to the followed repository, so its credential on this device can push to it: give reports a repository of their own (--status-repo, --status-token-file; docs/security.md)');
-    reporters.push(new GitNotesReporter({ repository: reports.repo, cacheDir: join(opts.stateDir, NOTES_CACHE_DIR), ...(reports.token !== undefined && { token: reports.token }), now: opts.now, ...(opts.reportSigner && { signer: opts.reportSigner }), ...(opts.certificate !== undefined && { certificate: opts.certificate }) }));
+      log.warn(
+        { repo: reports.repo },
+        'reports go to the followed repository, so its credential on this device can push to it: give reports a repository of their own (--status-repo, --status-token-file; docs/security.md)',
+      );
+    reporters.push(
+      new GitNotesReporter({
+        repository: reports.repo,
+        cacheDir: join(opts.stateDir, NOTES_CACHE_DIR),
+        ...(reports.token !== undefined && { token: reports.token }),
+        now: opts.now,
+        ...(opts.reportSigner && { signer: opts.reportSigner }),
+        ...(opts.certificate !== undefined && { certificate: opts.certificate }),
+      }),
+    );
   }
   if (opts.status.includes('github') && opts.github) reporters.push(new GitHubStatusReporter(opts.github));
-  const outbox = new StatusOutbox({ store: agent.store, reporters, now: opts.now, random: opts.random, log: opts.log.child({ module: 'status' }) });
+  const outbox = new StatusOutbox({
+    store: agent.store,
+    reporters,
+    now: opts.now,
+    random: opts.random,
+    log: opts.log.child({ module: 'status' }),
+  });
   agent.outcomes.reportTo(
     commitReports({
       outbox,
@@ -80,16 +100,34 @@ export function followGit(agent: Agent, opts: GitFollowOptions): GitFollowing {
       // the apply and of what runs now (a composite rolled back to its previous members writes to the same logs).
       agentVersion: packageVersion(),
       health: () => agent.health(),
-      failureLog: (failed, components) => failureLogTail(failedUnits(failed, [...components, ...(agent.engine.desired?.components ?? [])], (n) => agent.logDirOf(n))).map((l) => agent.scrubSecrets(l)),
-      onDetailsError: (e) => log.warn({ err: e as Error }, 'reading what a report says beside its state failed: it goes without'),
+      failureLog: (failed, components) =>
+        failureLogTail(
+          failedUnits(failed, [...components, ...(agent.engine.desired?.components ?? [])], (n) => agent.logDirOf(n)),
+        ).map((l) => agent.scrubSecrets(l)),
+      onDetailsError: (e) =>
+        log.warn({ err: e as Error }, 'reading what a report says beside its state failed: it goes without'),
     }),
   );
-  const stopRollbacks = opts.onFailure === 'rollback' ? rollBackOnFailure({ outcomes: agent.outcomes, store: agent.store, offer: (r) => agent.offer(r), revisionAt: (c) => source.revisionAt(c), log: opts.log }) : () => undefined;
+  const stopRollbacks =
+    opts.onFailure === 'rollback'
+      ? rollBackOnFailure({
+          outcomes: agent.outcomes,
+          store: agent.store,
+          offer: (r) => agent.offer(r),
+          revisionAt: (c) => source.revisionAt(c),
+          log: opts.log,
+        })
+      : () => undefined;
 
   // Other labels, another name or another --plan since the last apply: the plan may have changed, so no waiting.
   const recorded = agent.store.appliedRevision()?.identity;
-  const identityChanged = recorded !== undefined && recorded !== deviceIdentity({ device: opts.device, labels: opts.labels }, opts.planFile);
-  if (identityChanged) log.info({ device: opts.device, labels: formatLabels(opts.labels), plan: opts.planFile ?? 'from fleet.toml' }, "this device's name, labels or --plan changed since the last apply: looking at the Git source at once");
+  const identityChanged =
+    recorded !== undefined && recorded !== deviceIdentity({ device: opts.device, labels: opts.labels }, opts.planFile);
+  if (identityChanged)
+    log.info(
+      { device: opts.device, labels: formatLabels(opts.labels), plan: opts.planFile ?? 'from fleet.toml' },
+      "this device's name, labels or --plan changed since the last apply: looking at the Git source at once",
+    );
   let lastSourceError: string | undefined;
   const source = new GitSource({
     repo: opts.repo,
@@ -118,7 +156,8 @@ export function followGit(agent: Agent, opts: GitFollowOptions): GitFollowing {
   // for (`keystonectl sync`, a webhook) is told it failed, so that `sync` does not answer "nothing new".
   agent.onSync(async () => {
     await source.syncNow();
-    if (source.status.failures > 0) throw new Error(`the Git source could not be read: ${lastSourceError ?? 'unknown error'}`);
+    if (source.status.failures > 0)
+      throw new Error(`the Git source could not be read: ${lastSourceError ?? 'unknown error'}`);
   });
   outbox.start();
 

@@ -15,7 +15,10 @@ export function givenValues(c: DesiredComponent): GivenValue[] {
   const run = c.recipe.lifecycle.run;
   return [
     ...Object.entries(c.inputs ?? {}).map(([key, value]) => ({ label: inputLabel(key), value })),
-    ...Object.entries({ ...run.exec?.env, ...run.container?.env }).map(([key, value]) => ({ label: `[env:${key}]`, value })),
+    ...Object.entries({ ...run.exec?.env, ...run.container?.env }).map(([key, value]) => ({
+      label: `[env:${key}]`,
+      value,
+    })),
   ];
 }
 
@@ -23,7 +26,10 @@ export function givenValues(c: DesiredComponent): GivenValue[] {
  * What the commit status may say of each failure: its reason without the values that component was given. A name the
  * desired state does not have (none should reach here) is scrubbed of every component's values.
  */
-export function publishedFailures(failures: ReadonlyArray<{ name: string; reason: string }>, components: readonly DesiredComponent[]): Array<{ name: string; reason: string }> {
+export function publishedFailures(
+  failures: ReadonlyArray<{ name: string; reason: string }>,
+  components: readonly DesiredComponent[],
+): Array<{ name: string; reason: string }> {
   const byName = new Map(components.map((c) => [c.name, c]));
   let everyone: GivenValue[] | undefined;
   return failures.map((f) => {

@@ -6,7 +6,12 @@ import { coalescedTimers } from '../runtime/coalesced-timers.js';
 import type { ComponentPaths } from '../runtime/runtime.js';
 import type { ComponentRecord, ComponentState, StateStore } from '../store/state-store.js';
 
-export type Probe = (c: DesiredComponent, paths: ComponentPaths, timeoutMs: number, signal: AbortSignal) => Promise<ProbeResult>;
+export type Probe = (
+  c: DesiredComponent,
+  paths: ComponentPaths,
+  timeoutMs: number,
+  signal: AbortSignal,
+) => Promise<ProbeResult>;
 
 /** Without a health check a component is healthy once it has stayed up this long (an instant exit is a crash, not a success). */
 export const NO_CHECK_SETTLE_MS = 200;
@@ -103,7 +108,12 @@ export function watchRunning(w: RunningWatch): () => void {
         // is over all the same (by the wall clock alone, a day's step back would keep the restarts for a day).
         const at = now();
         const steppedBack = at < armedAt + wait;
-        if (cur?.healthySince !== undefined && (steppedBack || ahead || at - cur.healthySince >= w.healthySpellMs) && cur.restarts > 0) store.resetRestarts(name);
+        if (
+          cur?.healthySince !== undefined &&
+          (steppedBack || ahead || at - cur.healthySince >= w.healthySpellMs) &&
+          cur.restarts > 0
+        )
+          store.resetRestarts(name);
       }),
     );
   };
@@ -131,7 +141,11 @@ export function watchRunning(w: RunningWatch): () => void {
       next();
     };
     const next = () => {
-      if (live()) timers.set('probe', coalescedTimers.schedule(h.interval, () => void tick()));
+      if (live())
+        timers.set(
+          'probe',
+          coalescedTimers.schedule(h.interval, () => void tick()),
+        );
     };
     next();
   }

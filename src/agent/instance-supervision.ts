@@ -53,18 +53,43 @@ export abstract class InstanceSupervision {
   }
 
   /** Starts instances until one is healthy within the budget (a crash restart's launch). */
-  protected abstract launchUntilHealthy(gen: number, budgetMs: number, slot?: WorkerDeps['startSlot'], prepared?: Promise<PreparedStart | undefined>): Promise<StartOutcome>;
+  protected abstract launchUntilHealthy(
+    gen: number,
+    budgetMs: number,
+    slot?: WorkerDeps['startSlot'],
+    prepared?: Promise<PreparedStart | undefined>,
+  ): Promise<StartOutcome>;
 
   protected state(state: ComponentState, reason?: string, extra: Record<string, unknown> = {}): void {
     this.deps.store.recordState(this.name, state, reason);
-    const level = state === 'crash-looping' || state === 'failed' ? 'error' : state === 'unhealthy' || state === 'backoff' ? 'warn' : 'info';
-    this.deps.log[level]({ component: this.name, state, ...(reason && { reason }), ...(this.revision && { revision: this.revision }), ...extra });
+    const level =
+      state === 'crash-looping' || state === 'failed'
+        ? 'error'
+        : state === 'unhealthy' || state === 'backoff'
+          ? 'warn'
+          : 'info';
+    this.deps.log[level]({
+      component: this.name,
+      state,
+      ...(reason && { reason }),
+      ...(this.revision && { revision: this.revision }),
+      ...extra,
+    });
   }
 
   /** The next restart's start, prepared during its delay (prepared-restart.ts). */
   protected prepareAhead(delayMs: number): Promise<PreparedStart | undefined> | undefined {
     const c = this.desired;
-    return c && this.prepared.ahead(delayMs, c, () => this.deps.runtime(c.recipe.lifecycle.run.type), this.deps.paths(this.name), this.current.signal);
+    return (
+      c &&
+      this.prepared.ahead(
+        delayMs,
+        c,
+        () => this.deps.runtime(c.recipe.lifecycle.run.type),
+        this.deps.paths(this.name),
+        this.current.signal,
+      )
+    );
   }
 
   /** Applies the restart policy to an exit, recording the outcome. */
@@ -72,7 +97,10 @@ export abstract class InstanceSupervision {
     const { store, now, random } = this.deps;
     const rec = store.component(this.name);
     const policy = this.desired!.recipe.lifecycle.run.restart_policy;
-    const budget = { restarts: rec?.restarts ?? 0, ...(rec?.healthySince !== undefined && { healthySince: rec.healthySince }) };
+    const budget = {
+      restarts: rec?.restarts ?? 0,
+      ...(rec?.healthySince !== undefined && { healthySince: rec.healthySince }),
+    };
     // A healthy spell long enough gives the budget back in the store too, before this restart is counted.
     const limits = this.deps.restartLimits;
     if (budget.restarts > 0 && refreshBudget(budget, now(), limits).restarts === 0) store.resetRestarts(this.name);
@@ -114,11 +142,22 @@ export abstract class InstanceSupervision {
       this.instance = undefined;
       this.unproven = false;
       this.release(inst);
-      this.deps.log.warn({ component: this.name, code: exit.code, signal: exit.signal, ...(this.revision && { revision: this.revision }) }, 'exited');
+      this.deps.log.warn(
+        {
+          component: this.name,
+          code: exit.code,
+          signal: exit.signal,
+          ...(this.revision && { revision: this.revision }),
+        },
+        'exited',
+      );
       this.noteExit(exit, exitAt);
       if (!this.desired) {
         // Adopted before any revision of this run was valid: nothing to restart it from; the next apply will.
-        this.state('stopped', `${describeExit(exit)} while the agent had no valid revision loaded; the next revision starts it`);
+        this.state(
+          'stopped',
+          `${describeExit(exit)} while the agent had no valid revision loaded; the next revision starts it`,
+        );
         return;
       }
       const decideAndRestart = (attempt: number) => {
@@ -129,8 +168,20 @@ export abstract class InstanceSupervision {
         } catch (e) {
           // The restart is counted in the store before it happens. A store that cannot write (a full disk) delays it
           // until it can: given up, the component would stay down for good, recorded as running.
-          const delayMs = backoffMs(attempt, { baseMs: 1000, capMs: this.deps.restartLimits.maxBackoffMs, maxDoublings: 3 });
-          this.deps.log.error({ component: this.name, err: e as Error, retry_in_ms: delayMs, ...(this.revision && { revision: this.revision }) }, 'cannot record the exit: the restart waits until the state store can write');
+          const delayMs = backoffMs(attempt, {
+            baseMs: 1000,
+            capMs: this.deps.restartLimits.maxBackoffMs,
+            maxDoublings: 3,
+          });
+          this.deps.log.error(
+            {
+              component: this.name,
+              err: e as Error,
+              retry_in_ms: delayMs,
+              ...(this.revision && { revision: this.revision }),
+            },
+            'cannot record the exit: the restart waits until the state store can write',
+          );
           this.restartTimer = setTimeout(() => decideAndRestart(attempt + 1), delayMs);
           return;
         }
@@ -155,7 +206,12 @@ export abstract class InstanceSupervision {
         .then((outcome) => {
           if (outcome.ok) this.deps.onRecovered(this.name);
         })
-        .catch((e: Error) => this.deps.log.error({ component: this.name, err: e, ...(this.revision && { revision: this.revision }) }, 'crash restart failed'));
+        .catch((e: Error) =>
+          this.deps.log.error(
+            { component: this.name, err: e, ...(this.revision && { revision: this.revision }) },
+            'crash restart failed',
+          ),
+        );
     }, delayMs);
   }
 
@@ -190,7 +246,17 @@ export abstract class InstanceSupervision {
     void this.deps
       .runtime('container')
       .stop(inst.ref, 0)
-      .catch((e: Error) => this.deps.log.warn({ component: this.name, container: (inst.ref as { id: string }).id.slice(0, 12), err: e.message, ...(this.revision && { revision: this.revision }) }, 'cannot remove an exited container'));
+      .catch((e: Error) =>
+        this.deps.log.warn(
+          {
+            component: this.name,
+            container: (inst.ref as { id: string }).id.slice(0, 12),
+            err: e.message,
+            ...(this.revision && { revision: this.revision }),
+          },
+          'cannot remove an exited container',
+        ),
+      );
   }
 
   protected invalidate(): number {

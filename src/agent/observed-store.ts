@@ -6,7 +6,12 @@ import type { Emit } from './agent-events.js';
  * `onRunning` is told whenever a component is recorded healthy (outcomes.ts looks for a recovery then). `scrub` cleans a
  * reason of secret values before it is kept or told (a `cmd:` check's output may quote its environment).
  */
-export function observedStore(store: StateStore, emit: Emit, onRunning: () => void, scrub: (text: string) => string = (t) => t): StateStore {
+export function observedStore(
+  store: StateStore,
+  emit: Emit,
+  onRunning: () => void,
+  scrub: (text: string) => string = (t) => t,
+): StateStore {
   const hooks: Partial<StateStore> = {
     recordState(name, state, given) {
       const reason = given === undefined ? undefined : scrub(given);

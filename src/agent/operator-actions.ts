@@ -36,7 +36,15 @@ export function restartOrders(desired: DesiredState | undefined, name: string): 
 export async function restartNow(name: string, x: OperatorContext): Promise<OperatorResult> {
   const { desired, units } = requireDesired(x.desired, name);
   const orders = restartCascade(desired, units);
-  x.log.info({ component: name, stop_order: orders.stopOrder, start_order: orders.startOrder, revision: x.store.appliedRevision()?.id }, 'restart requested');
+  x.log.info(
+    {
+      component: name,
+      stop_order: orders.stopOrder,
+      start_order: orders.startOrder,
+      revision: x.store.appliedRevision()?.id,
+    },
+    'restart requested',
+  );
   const execution = await x.executeOrders(desired, orders.stopOrder, orders.startOrder);
   return { ...orders, execution };
 }
@@ -51,7 +59,11 @@ export async function stopNow(name: string, x: OperatorContext): Promise<Operato
   for (const n of stopOrder) {
     if (!x.store.component(n)) continue;
     x.store.recordHeld(n, true);
-    x.store.recordState(n, 'stopped', own.has(n) ? 'stopped by an operator' : `stopped by an operator with its hard dependency ${name}`);
+    x.store.recordState(
+      n,
+      'stopped',
+      own.has(n) ? 'stopped by an operator' : `stopped by an operator with its hard dependency ${name}`,
+    );
   }
   return { stopOrder, startOrder: [], execution };
 }
@@ -64,7 +76,10 @@ export async function stopNow(name: string, x: OperatorContext): Promise<Operato
 export async function startNow(name: string, dependencyWaitMs: number, x: OperatorContext): Promise<OperatorResult> {
   const { store } = x;
   const { desired, startOrder, waitingFor: coming, running, up } = startPlanOf(name, x);
-  x.log.info({ component: name, start_order: startOrder, waiting_for: coming, revision: x.store.appliedRevision()?.id }, running ? 'start requested: already running' : 'start requested');
+  x.log.info(
+    { component: name, start_order: startOrder, waiting_for: coming, revision: x.store.appliedRevision()?.id },
+    running ? 'start requested: already running' : 'start requested',
+  );
   // A dependency in a crash restart belongs to its worker: wait for it rather than start it a second time.
   const deadline = x.now() + dependencyWaitMs;
   while (coming.some((n) => store.component(n)?.state !== 'running' && up(n)) && x.now() < deadline)
@@ -74,7 +89,10 @@ export async function startNow(name: string, dependencyWaitMs: number, x: Operat
 }
 
 /** What an operator start of `name` would start now, and which dependencies on their way up it would wait for (`?dry=true`). */
-export function startOrders(name: string, x: Pick<OperatorContext, 'desired' | 'store'>): { startOrder: string[]; waitingFor: string[] } | undefined {
+export function startOrders(
+  name: string,
+  x: Pick<OperatorContext, 'desired' | 'store'>,
+): { startOrder: string[]; waitingFor: string[] } | undefined {
   if (!x.desired || !unitsOf(x.desired, name)) return undefined;
   const { startOrder, waitingFor } = startPlanOf(name, x);
   return { startOrder, waitingFor };
@@ -88,6 +106,9 @@ function startPlanOf(name: string, x: Pick<OperatorContext, 'desired' | 'store'>
 
 function requireDesired(desired: DesiredState | undefined, name: string): { desired: DesiredState; units: string[] } {
   const units = desired && unitsOf(desired, name);
-  if (!desired || !units) throw Object.assign(new Error(`no component "${name}" in the applied revision`), { code: 'KS_COMPONENT_NOT_FOUND' });
+  if (!desired || !units)
+    throw Object.assign(new Error(`no component "${name}" in the applied revision`), {
+      code: 'KS_COMPONENT_NOT_FOUND',
+    });
   return { desired, units };
 }

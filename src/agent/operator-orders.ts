@@ -8,7 +8,11 @@ const UP: ReadonlySet<string> = new Set(['running', 'starting', 'unhealthy', 'in
 const RUNNING: ReadonlySet<string> = new Set(['running', 'starting', 'unhealthy']);
 
 /** The start of `units`: its own units not running, and its dependencies down (transitively), in start order. */
-export function startPlan(desired: DesiredState, units: readonly string[], stateOf: (name: string) => ComponentState | undefined) {
+export function startPlan(
+  desired: DesiredState,
+  units: readonly string[],
+  stateOf: (name: string) => ComponentState | undefined,
+) {
   const own = new Set(units);
   const byName = new Map(desired.components.map((c) => [c.name, c]));
   const needed = new Set<string>();
@@ -33,7 +37,8 @@ export function hardDependents(desired: DesiredState, name: string): string[] {
   const byName = new Map(desired.components.map((c) => [c.name, c]));
   for (const n of desired.startOrder) {
     const c = byName.get(n)!;
-    if (c.dependencies.some((d) => d.type === 'hard' && (d.component === name || dependents.has(d.component)))) dependents.add(n);
+    if (c.dependencies.some((d) => d.type === 'hard' && (d.component === name || dependents.has(d.component))))
+      dependents.add(n);
   }
   return desired.startOrder.filter((n) => dependents.has(n));
 }

@@ -47,10 +47,15 @@ export function findOwnedProcesses(tag: string): OwnedProcess[] {
  * Kills the process groups of marked processes that no record accounts for: what an agent killed
  * between spawning a component and recording its pid left behind. Returns what it removed.
  */
-export async function sweepOrphans(tag: string, recorded: ReadonlyArray<{ pid: number; startTime: string }>): Promise<OwnedProcess[]> {
+export async function sweepOrphans(
+  tag: string,
+  recorded: ReadonlyArray<{ pid: number; startTime: string }>,
+): Promise<OwnedProcess[]> {
   const known = new Set(recorded.map((r) => `${r.pid}:${r.startTime}`));
   const knownGroups = new Set(recorded.map((r) => r.pid));
-  const orphans = findOwnedProcesses(tag).filter((p) => !known.has(`${p.pid}:${p.startTime}`) && !knownGroups.has(p.pgrp));
+  const orphans = findOwnedProcesses(tag).filter(
+    (p) => !known.has(`${p.pid}:${p.startTime}`) && !knownGroups.has(p.pgrp),
+  );
   for (const o of orphans) {
     if (o.pid === o.pgrp) await killGroup(o.pid, o.startTime);
     else if (!orphans.some((x) => x.pid === o.pgrp)) {

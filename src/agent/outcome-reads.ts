@@ -24,7 +24,12 @@ export type Standing =
  * is what the plan is chosen with (a device whose name, labels or --plan changed has a new desired state); `loaded`
  * whether the engine carried it out in this run already.
  */
-export function standingOf(store: StateStore, interrupted: HistoryEntry | undefined, rev: { id: string; rollback?: boolean; planFile?: string }, o: { identity: string; loaded: boolean }): Standing {
+export function standingOf(
+  store: StateStore,
+  interrupted: HistoryEntry | undefined,
+  rev: { id: string; rollback?: boolean; planFile?: string },
+  o: { identity: string; loaded: boolean },
+): Standing {
   const { id } = rev;
   if (interrupted?.revision === id) return { kind: 'continue', historyId: interrupted.id };
   // An operator's apply is an operator action: a new attempt, whatever came before.
@@ -39,7 +44,8 @@ export function standingOf(store: StateStore, interrupted: HistoryEntry | undefi
   }
   const rows = rowsOf(store, id);
   const last = rows.find((r) => r.outcome === 'success' || r.outcome === 'failure' || r.outcome === 'recovered');
-  if (last && applied?.id === id) return { kind: 'resume', outcome: last.outcome === 'success' ? 'success' : 'failure' };
+  if (last && applied?.id === id)
+    return { kind: 'resume', outcome: last.outcome === 'success' ? 'success' : 'failure' };
   const failed = rows.find(isFailure);
   // Not even as a rollback's target (rollback-on-failure.ts picks commits whose last outcome here is a success).
   if (failed && isCommitId(id)) return { kind: 'failed-before', summary: failed.summary ?? 'failed' };
@@ -54,7 +60,8 @@ export function rowsOf(store: StateStore, id: string): HistoryEntry[] {
 /** Commits that failed here lately, newest first: their rollout refs are kept, so a halt stays visible (SPEC §14). */
 export function recentFailures(store: StateStore, limit = 4): string[] {
   const out: string[] = [];
-  for (const e of store.history({ limit: 50 })) if (isFailure(e) && isCommitId(e.revision) && !out.includes(e.revision) && out.length < limit) out.push(e.revision);
+  for (const e of store.history({ limit: 50 }))
+    if (isFailure(e) && isCommitId(e.revision) && !out.includes(e.revision) && out.length < limit) out.push(e.revision);
   return out;
 }
 

@@ -82,7 +82,11 @@ export class Outcomes {
     this.supLog = deps.log.child({ module: 'supervisor' });
     // At most one apply is ever open: every begin() closes the one before it.
     this.interrupted = deps.store.unfinishedApply();
-    if (this.interrupted) this.log.warn({ revision: this.interrupted.revision }, 'the previous apply was interrupted: applying that revision again finishes it with its true outcome');
+    if (this.interrupted)
+      this.log.warn(
+        { revision: this.interrupted.revision },
+        'the previous apply was interrupted: applying that revision again finishes it with its true outcome',
+      );
   }
 
   /** `r` with its summary and every failure's reason cleaned of secret values (a component's output may quote one). */
@@ -90,7 +94,12 @@ export class Outcomes {
     const scrub = this.deps.scrub;
     if (!scrub) return r;
     const clean = (fs: ApplyResult['failures']) => fs.map((f) => ({ ...f, reason: scrub(f.reason) }));
-    return { ...r, summary: scrub(r.summary), failures: clean(r.failures), published: r.published.map((f) => ({ ...f, reason: scrub(f.reason) })) };
+    return {
+      ...r,
+      summary: scrub(r.summary),
+      failures: clean(r.failures),
+      published: r.published.map((f) => ({ ...f, reason: scrub(f.reason) })),
+    };
   }
 
   /** The commit reports (Git notes, GitHub statuses) of a Git-following agent; there is one reporter, the last wins. */
@@ -109,37 +118,84 @@ export class Outcomes {
   }
 
   /** Rules 2–4: what applying `rev` means now (outcome-reads.ts); `loaded`: the engine carried it out in this run already. */
-  standing(rev: { id: string; rollback?: boolean; planFile?: string }, o: { identity: string; loaded: boolean }): Standing {
+  standing(
+    rev: { id: string; rollback?: boolean; planFile?: string },
+    o: { identity: string; loaded: boolean },
+  ): Standing {
     return standingOf(this.deps.store, this.interrupted, rev, o);
   }
 
   /** An apply begins: its row (or the interrupted one it finishes), the applied revision, `pending`. */
-  begin(rev: RevisionInfo, reconcile: Parameters<StateStore['beginApply']>[0]['reconcile'], standing: Standing, silent: boolean, began: number): ApplyTicket {
+  begin(
+    rev: RevisionInfo,
+    reconcile: Parameters<StateStore['beginApply']>[0]['reconcile'],
+    standing: Standing,
+    silent: boolean,
+    began: number,
+  ): ApplyTicket {
     const { store, now } = this.deps;
     const historyId = store.transaction(() => {
       let id: number;
       if (standing.kind === 'continue') id = standing.historyId;
       else {
         const open = this.interrupted ?? store.unfinishedApply();
-        if (open) store.finishApply(open.id, { finishedAt: now(), outcome: 'failure', summary: `interrupted: the agent stopped during this apply, and ${short(rev.id)} was applied next` });
-        id = store.beginApply({ revision: rev.id, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), startedAt: now(), reconcile });
+        if (open)
+          store.finishApply(open.id, {
+            finishedAt: now(),
+            outcome: 'failure',
+            summary: `interrupted: the agent stopped during this apply, and ${short(rev.id)} was applied next`,
+          });
+        id = store.beginApply({
+          revision: rev.id,
+          planFile: rev.planFile,
+          ...(rev.target !== undefined && { target: rev.target }),
+          startedAt: now(),
+          reconcile,
+        });
       }
       this.interrupted = undefined;
-      store.setAppliedRevision({ id: rev.id, source: rev.source, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), ...(rev.identity !== undefined && { identity: rev.identity }), unsigned: rev.unsigned, appliedAt: now(), ...(rev.signedAt !== undefined && { signedAt: rev.signedAt }), ...(rev.signers !== undefined && { signers: rev.signers }), ...(rev.wave !== undefined && { wave: rev.wave }) });
+      store.setAppliedRevision({
+        id: rev.id,
+        source: rev.source,
+        planFile: rev.planFile,
+        ...(rev.target !== undefined && { target: rev.target }),
+        ...(rev.identity !== undefined && { identity: rev.identity }),
+        unsigned: rev.unsigned,
+        appliedAt: now(),
+        ...(rev.signedAt !== undefined && { signedAt: rev.signedAt }),
+        ...(rev.signers !== undefined && { signers: rev.signers }),
+        ...(rev.wave !== undefined && { wave: rev.wave }),
+      });
       // `pending` was said when the interrupted apply began: not again.
-      const e = { revision: rev.id, reconcile, ...(rev.target !== undefined && { target: rev.target }), ...(rev.wave !== undefined && { wave: rev.wave }) };
+      const e = {
+        revision: rev.id,
+        reconcile,
+        ...(rev.target !== undefined && { target: rev.target }),
+        ...(rev.wave !== undefined && { wave: rev.wave }),
+      };
       if (!silent && standing.kind !== 'continue') this.reports?.applying(e as never);
       return id;
     });
     this.standingFailure = undefined;
-    this.deps.emit('applying', { revision: rev.id, reconcile: reconcile as never, ...(rev.target !== undefined && { target: rev.target }), ...(rev.wave !== undefined && { wave: rev.wave }) });
+    this.deps.emit('applying', {
+      revision: rev.id,
+      reconcile: reconcile as never,
+      ...(rev.target !== undefined && { target: rev.target }),
+      ...(rev.wave !== undefined && { wave: rev.wave }),
+    });
     crashPoint('after-begin-apply');
     return { historyId, rev, began, silent };
   }
 
   /** An apply that threw after it began: its row stays open, and the same revision's next apply finishes it. */
   abandoned(t: ApplyTicket): void {
-    this.interrupted = { id: t.historyId, revision: t.rev.id, planFile: t.rev.planFile, startedAt: t.began, failed: [] };
+    this.interrupted = {
+      id: t.historyId,
+      revision: t.rev.id,
+      planFile: t.rev.planFile,
+      startedAt: t.began,
+      failed: [],
+    };
   }
 
   /** Rule 4 and 1: an apply ended; cut short, it stays open. */
@@ -149,24 +205,45 @@ export class Outcomes {
     const { rev } = t;
     if (r.interrupted) {
       this.abandoned(t);
-      this.log.warn({ revision: rev.id }, 'apply interrupted: the agent is stopping; the next start finishes it with its true outcome');
+      this.log.warn(
+        { revision: rev.id },
+        'apply interrupted: the agent is stopping; the next start finishes it with its true outcome',
+      );
       return;
     }
     crashPoint('before-finish-apply');
     const failed = r.failures;
     // A failure that is the agent update's, not a component's (SPEC §17): nothing to roll back, nothing to recover.
     const agentOnly = r.outcome === 'failure' && failed.length === 0 && r.summary.startsWith('KS_AGENT_UPDATE_FAILED');
-    const answers = r.outcome === 'failure' && !t.silent && !agentOnly ? this.askFailureListeners({ revision: rev.id, summary: r.summary, failed }) : [];
+    const answers =
+      r.outcome === 'failure' && !t.silent && !agentOnly
+        ? this.askFailureListeners({ revision: rev.id, summary: r.summary, failed })
+        : [];
     const then = answers.length ? answers.map((a) => a.then).join('; ') : undefined;
     const summary = then === undefined ? r.summary : `${r.summary}; ${then}`;
-    const event = { revision: rev.id, outcome: r.outcome, durationMs: now() - t.began, summary, failed, reconcile: r.reconcile, ...(rev.target !== undefined && { target: rev.target }), ...(rev.wave !== undefined && { wave: rev.wave }) };
+    const event = {
+      revision: rev.id,
+      outcome: r.outcome,
+      durationMs: now() - t.began,
+      summary,
+      failed,
+      reconcile: r.reconcile,
+      ...(rev.target !== undefined && { target: rev.target }),
+      ...(rev.wave !== undefined && { wave: rev.wave }),
+    };
     try {
       store.transaction(() => {
         store.finishApply(t.historyId, { finishedAt: now(), outcome: r.outcome, summary, failed });
         // What ran well here: a later commit that brings it back is a revert to a known-good state (SPEC §14).
         if (r.outcome === 'success' && r.stateDigest !== undefined) store.recordGoodState(r.stateDigest, rev.id, now());
         // The report tells the failures as published (scrubbed of the values given); the row and the event keep them whole.
-        if (!t.silent) this.reports?.finished({ ...event, failed: r.published, ...(then !== undefined && { then }), ...(r.desired && { components: r.desired.components }) });
+        if (!t.silent)
+          this.reports?.finished({
+            ...event,
+            failed: r.published,
+            ...(then !== undefined && { then }),
+            ...(r.desired && { components: r.desired.components }),
+          });
       });
     } catch (e) {
       // Not written (a full disk): no outcome yet. The row stays open, and the loop tries the revision again.
@@ -174,9 +251,20 @@ export class Outcomes {
       throw e;
     }
     // Said once the row is written: whoever reads the log line finds the history agreeing with it.
-    if (r.outcome === 'success') this.supLog.info(this.deps.store.components().every((c) => c.state === 'running') ? 'all components running' : 'apply finished');
+    if (r.outcome === 'success')
+      this.supLog.info(
+        this.deps.store.components().every((c) => c.state === 'running') ? 'all components running' : 'apply finished',
+      );
     else this.log.error({ revision: rev.id, failed: failed.map((f) => f.name) }, `apply ${summary}`);
-    this.standingFailure = r.outcome === 'failure' && !agentOnly ? { revision: rev.id, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), failed: failed.map((f) => f.name) } : undefined;
+    this.standingFailure =
+      r.outcome === 'failure' && !agentOnly
+        ? {
+            revision: rev.id,
+            planFile: rev.planFile,
+            ...(rev.target !== undefined && { target: rev.target }),
+            failed: failed.map((f) => f.name),
+          }
+        : undefined;
     this.deps.emit('revision', event);
     for (const a of answers) a.act?.();
   }
@@ -192,8 +280,18 @@ export class Outcomes {
       `resumed the revision applied last: its outcome stands (${outcome}); ${all ? 'all components running' : 'not every component is healthy: see keystonectl status'}`,
     );
     if (outcome === 'failure') {
-      const last = rowsOf(this.deps.store, rev.id).find((e) => e.outcome === 'failure' || e.outcome === 'recovered' || e.outcome === 'success');
-      this.standingFailure = last?.outcome === 'failure' ? { revision: rev.id, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), failed: last.failed.map((f) => f.name) } : undefined;
+      const last = rowsOf(this.deps.store, rev.id).find(
+        (e) => e.outcome === 'failure' || e.outcome === 'recovered' || e.outcome === 'success',
+      );
+      this.standingFailure =
+        last?.outcome === 'failure'
+          ? {
+              revision: rev.id,
+              planFile: rev.planFile,
+              ...(rev.target !== undefined && { target: rev.target }),
+              failed: last.failed.map((f) => f.name),
+            }
+          : undefined;
     }
     this.deps.emit('resumed', { revision: rev.id, outcome, summary: r.summary });
     this.checkRecovery();
@@ -210,27 +308,70 @@ export class Outcomes {
   failedUnapplied(rev: RevisionInfo, reason: string, began: number): void {
     const { store, now } = this.deps;
     const summary = this.deps.scrub?.(reason) ?? reason;
-    const event = { revision: rev.id, outcome: 'failure' as const, durationMs: now() - began, summary, failed: [], ...(rev.target !== undefined && { target: rev.target }), ...(rev.wave !== undefined && { wave: rev.wave }) };
+    const event = {
+      revision: rev.id,
+      outcome: 'failure' as const,
+      durationMs: now() - began,
+      summary,
+      failed: [],
+      ...(rev.target !== undefined && { target: rev.target }),
+      ...(rev.wave !== undefined && { wave: rev.wave }),
+    };
     store.transaction(() => {
       // An apply cut short before it (this revision's own, or another's) ends here: rule 4, as begin() does.
       const open = this.interrupted ?? store.unfinishedApply();
-      if (open) store.finishApply(open.id, { finishedAt: now(), outcome: 'failure', summary: `interrupted: the agent stopped during this apply, and ${short(rev.id)} failed next` });
+      if (open)
+        store.finishApply(open.id, {
+          finishedAt: now(),
+          outcome: 'failure',
+          summary: `interrupted: the agent stopped during this apply, and ${short(rev.id)} failed next`,
+        });
       this.interrupted = undefined;
-      const id = store.beginApply({ revision: rev.id, planFile: rev.planFile, ...(rev.target !== undefined && { target: rev.target }), startedAt: began, reconcile: { stopOrder: [], startOrder: [], noTouch: [], reasons: {} } });
+      const id = store.beginApply({
+        revision: rev.id,
+        planFile: rev.planFile,
+        ...(rev.target !== undefined && { target: rev.target }),
+        startedAt: began,
+        reconcile: { stopOrder: [], startOrder: [], noTouch: [], reasons: {} },
+      });
       store.finishApply(id, { finishedAt: now(), outcome: 'failure', summary, failed: [] });
       this.reports?.finished(event);
     });
-    this.log.error({ revision: rev.id, reason: summary }, 'revision failed on this device; still running the previous one');
+    this.log.error(
+      { revision: rev.id, reason: summary },
+      'revision failed on this device; still running the previous one',
+    );
     this.deps.emit('revision', event);
   }
 
   /** A revision refused before anything was touched (invalid, unsigned, not for this device). */
-  rejected(given: { revision: string; planFile: string; target?: string; wave?: string; reason: string; began: number; silent: boolean }): void {
+  rejected(given: {
+    revision: string;
+    planFile: string;
+    target?: string;
+    wave?: string;
+    reason: string;
+    began: number;
+    silent: boolean;
+  }): void {
     const { store, now } = this.deps;
     const r = { ...given, reason: this.deps.scrub?.(given.reason) ?? given.reason };
-    const event = { revision: r.revision, outcome: 'rejected' as const, durationMs: now() - r.began, summary: r.reason, ...(r.target !== undefined && { target: r.target }), ...(r.wave !== undefined && { wave: r.wave }) };
+    const event = {
+      revision: r.revision,
+      outcome: 'rejected' as const,
+      durationMs: now() - r.began,
+      summary: r.reason,
+      ...(r.target !== undefined && { target: r.target }),
+      ...(r.wave !== undefined && { wave: r.wave }),
+    };
     store.transaction(() => {
-      store.recordRejected({ revision: r.revision, planFile: r.planFile, ...(r.target !== undefined && { target: r.target }), at: now(), reason: r.reason });
+      store.recordRejected({
+        revision: r.revision,
+        planFile: r.planFile,
+        ...(r.target !== undefined && { target: r.target }),
+        at: now(),
+        reason: r.reason,
+      });
       if (!r.silent) this.reports?.finished(event);
     });
     this.deps.emit('revision', event);
@@ -259,7 +400,10 @@ export class Outcomes {
     const key = `${e.revision}\n${stable}`;
     if (this.lastWaiting === key) return;
     this.lastWaiting = key;
-    this.log.info({ revision: e.revision, ...(e.wave !== undefined && { wave: e.wave }) }, `${e.reason}: the revision waits; what runs keeps running`);
+    this.log.info(
+      { revision: e.revision, ...(e.wave !== undefined && { wave: e.wave }) },
+      `${e.reason}: the revision waits; what runs keeps running`,
+    );
     this.reports?.waiting(e);
     this.deps.emit('waiting', e);
   }
@@ -273,7 +417,13 @@ export class Outcomes {
     const { store, now } = this.deps;
     const summary = `recovered: every component runs healthy again after the failed apply${f.failed.length ? ` (${f.failed.join(', ')})` : ''}; the apply's outcome stays failure`;
     this.standingFailure = undefined;
-    store.recordRecovered({ revision: f.revision, planFile: f.planFile, ...(f.target !== undefined && { target: f.target }), at: now(), summary });
+    store.recordRecovered({
+      revision: f.revision,
+      planFile: f.planFile,
+      ...(f.target !== undefined && { target: f.target }),
+      at: now(),
+      summary,
+    });
     this.log.info({ revision: f.revision }, summary);
     this.deps.emit('recovered', { revision: f.revision, summary });
   }

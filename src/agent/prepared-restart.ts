@@ -15,7 +15,13 @@ export class PreparedRestart {
    * Prepares the next start so that it is ready when a delay of `delayMs` ends, when the runtime can; undefined
    * otherwise. `signal` ends with the worker's generation; discard() drops what a launch did not take.
    */
-  ahead(delayMs: number, c: DesiredComponent, runtime: () => Runtime, paths: ComponentPaths, signal: AbortSignal): Promise<PreparedStart | undefined> | undefined {
+  ahead(
+    delayMs: number,
+    c: DesiredComponent,
+    runtime: () => Runtime,
+    paths: ComponentPaths,
+    signal: AbortSignal,
+  ): Promise<PreparedStart | undefined> | undefined {
     let rt: Runtime;
     try {
       rt = runtime();

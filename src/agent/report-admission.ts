@@ -30,7 +30,9 @@ export interface ReportAdmission {
   /** The commit has a devices/ directory. */
   hasDevices: boolean;
   /** The reports that count, and the others with why not. */
-  admit(reports: readonly RolloutRef[]): Promise<{ counted: RolloutRef[]; refused: Array<{ report: RolloutRef; verification: Verification }> }>;
+  admit(
+    reports: readonly RolloutRef[],
+  ): Promise<{ counted: RolloutRef[]; refused: Array<{ report: RolloutRef; verification: Verification }> }>;
 }
 
 export interface ReportAdmissionOptions {
@@ -50,8 +52,11 @@ export async function reportAdmission(o: ReportAdmissionOptions): Promise<Report
   const revokedText = await o.signed.readFile(REVOCATIONS_FILE, MAX_REVOKED_BYTES);
   // Fails closed: a revocation list that is there but cannot be read (too large, not a file) revokes nothing we can
   // tell, so the commit is refused rather than read as revoking no one.
-  if (!revokedText.ok && revokedText.code !== 'KS_FILE_NOT_FOUND') throw new IdentityError('KS_REVOCATIONS_INVALID', `${REVOCATIONS_FILE}: ${revokedText.message}`, REVOCATIONS_FILE);
-  const revocations = revokedText.ok ? parseRevocations(new TextDecoder().decode(revokedText.bytes), REVOCATIONS_FILE) : undefined;
+  if (!revokedText.ok && revokedText.code !== 'KS_FILE_NOT_FOUND')
+    throw new IdentityError('KS_REVOCATIONS_INVALID', `${REVOCATIONS_FILE}: ${revokedText.message}`, REVOCATIONS_FILE);
+  const revocations = revokedText.ok
+    ? parseRevocations(new TextDecoder().decode(revokedText.bytes), REVOCATIONS_FILE)
+    : undefined;
   const decoder = new TextDecoder();
   // One cache for the certificate reads of one admit(): a Git reader parses its pack once for all of them, and lets it
   // go after (a pack kept for as long as a commit is held would be megabytes of a small board's memory).
@@ -84,4 +89,3 @@ export async function reportAdmission(o: ReportAdmissionOptions): Promise<Report
     },
   };
 }
-

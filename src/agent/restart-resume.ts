@@ -38,13 +38,28 @@ export class RestartResume {
     const { store, engine, queue, log } = this.d;
     const loadCommit = this.loadCommit;
     const applied = store.appliedRevision()?.id;
-    if (this.reloadedApplied || engine.desired || !loadCommit || applied === undefined || !isCommitId(applied) || applied === refused.id) return;
+    if (
+      this.reloadedApplied ||
+      engine.desired ||
+      !loadCommit ||
+      applied === undefined ||
+      !isCommitId(applied) ||
+      applied === refused.id
+    )
+      return;
     this.reloadedApplied = true;
     void loadCommit(applied).then(
       (r) => {
-        if (!r) return log.warn({ revision: applied, refused: refused.id }, 'the revision applied last is no longer in the local clone: what was adopted runs on as it is until a valid revision comes');
+        if (!r)
+          return log.warn(
+            { revision: applied, refused: refused.id },
+            'the revision applied last is no longer in the local clone: what was adopted runs on as it is until a valid revision comes',
+          );
         if (queue.pending || engine.desired) return;
-        log.info({ revision: applied, refused: refused.id }, 'applying again the revision applied last: nothing valid is loaded since the restart');
+        log.info(
+          { revision: applied, refused: refused.id },
+          'applying again the revision applied last: nothing valid is loaded since the restart',
+        );
         queue.enqueue(r);
       },
       (e: Error) => log.error({ revision: applied, err: e }, 'cannot read back the revision applied last'),

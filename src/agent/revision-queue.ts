@@ -113,7 +113,10 @@ export class RevisionQueue {
     const r = this.unfinished;
     this.unfinished = undefined;
     if (r && !this.pendingRev) {
-      this.opts.log.info({ revision: r.id, attempt: this.retries + 1 }, 'trying again a revision that could not be applied');
+      this.opts.log.info(
+        { revision: r.id, attempt: this.retries + 1 },
+        'trying again a revision that could not be applied',
+      );
       this.enqueue(r);
     }
   }
@@ -129,6 +132,9 @@ export class RevisionQueue {
     clearTimeout(this.retryTimer);
     this.retryTimer = setTimeout(() => this.retryUnfinished(), delayMs);
     this.retryTimer.unref();
-    this.opts.log.warn({ revision: r.id, retry_in_ms: delayMs }, 'still running the previous revision; this one is tried again at the next look (keystonectl sync) or after the delay');
+    this.opts.log.warn(
+      { revision: r.id, retry_in_ms: delayMs },
+      'still running the previous revision; this one is tried again at the next look (keystonectl sync) or after the delay',
+    );
   }
 }

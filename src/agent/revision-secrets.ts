@@ -27,7 +27,11 @@ export async function openRevisionSecrets(
 ): Promise<OpenedRevision> {
   const names = secretsRead(state);
   if (names.length === 0) return { ok: true, state };
-  if (!o.secrets) return { ok: false, reason: `KS_SECRET_UNAVAILABLE: the plan reads secret ${names.join(', ')}, and this agent has no device identity to open secrets with` };
+  if (!o.secrets)
+    return {
+      ok: false,
+      reason: `KS_SECRET_UNAVAILABLE: the plan reads secret ${names.join(', ')}, and this agent has no device identity to open secrets with`,
+    };
   try {
     // A device given its plan (--plan) reads the secrets of the fleet.toml target its name and labels fall in.
     const target = o.target ?? (await targetOf(reader, o.device, o.labels));

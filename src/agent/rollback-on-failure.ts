@@ -18,13 +18,22 @@ export function lastGoodCommit(store: Pick<StateStore, 'history'>, except: strin
   return undefined;
 }
 
-export function rollBackOnFailure(o: { outcomes: Outcomes; store: StateStore; offer: (r: Revision) => void; revisionAt: (commit: string) => Promise<Revision | undefined>; log: Logger }): () => void {
+export function rollBackOnFailure(o: {
+  outcomes: Outcomes;
+  store: StateStore;
+  offer: (r: Revision) => void;
+  revisionAt: (commit: string) => Promise<Revision | undefined>;
+  log: Logger;
+}): () => void {
   const log = o.log.child({ module: 'agent' });
   return o.outcomes.onFailure((failed) => {
     if (!isCommitId(failed.revision)) return undefined;
     const good = lastGoodCommit(o.store, failed.revision);
     if (!good) {
-      log.warn({ revision: failed.revision }, 'apply failed and no earlier commit succeeded on this device: nothing to roll back to');
+      log.warn(
+        { revision: failed.revision },
+        'apply failed and no earlier commit succeeded on this device: nothing to roll back to',
+      );
       return { then: 'no earlier good commit to roll back to' };
     }
     // Done once the failure is written (outcomes.ts), and asked again when a restart resumes the failed commit: a
@@ -32,8 +41,15 @@ export function rollBackOnFailure(o: { outcomes: Outcomes; store: StateStore; of
     const act = () =>
       void o.revisionAt(good).then(
         (rev) => {
-          if (!rev) return log.error({ revision: failed.revision, rollback_to: good }, 'cannot roll back: that commit is no longer in the local clone');
-          log.warn({ revision: failed.revision, rollback_to: good }, 'apply failed: rolling back to the last commit that succeeded (--on-failure rollback)');
+          if (!rev)
+            return log.error(
+              { revision: failed.revision, rollback_to: good },
+              'cannot roll back: that commit is no longer in the local clone',
+            );
+          log.warn(
+            { revision: failed.revision, rollback_to: good },
+            'apply failed: rolling back to the last commit that succeeded (--on-failure rollback)',
+          );
           o.offer({ ...rev, rollback: true });
         },
         (e: Error) => log.error({ err: e, rollback_to: good }, 'rolling back failed'),

@@ -16,7 +16,10 @@ import type { ReportAdmission } from './report-admission.js';
  * as the answer streams, so that they cost no memory and do not count against the listing's cap.
  */
 export interface RolloutRefSource {
-  list(prefixes: string[], opts?: { keep?: (ref: string) => boolean }): Promise<{ refs: Array<{ ref: string; oid: string }>; serverTime?: number }>;
+  list(
+    prefixes: string[],
+    opts?: { keep?: (ref: string) => boolean },
+  ): Promise<{ refs: Array<{ ref: string; oid: string }>; serverTime?: number }>;
 }
 
 /**
@@ -78,8 +81,12 @@ export function stateDigest(state: DesiredState): string {
 function notCounted(refused: ReadonlyArray<{ report: RolloutReport; verification: Verification }>): string {
   if (!refused.length) return '';
   const by = new Map<string, string[]>();
-  for (const { report, verification } of refused) by.set(verification.verdict, [...(by.get(verification.verdict) ?? []), report.device]);
-  const parts = [...by].map(([verdict, devices]) => `${verdict}: ${[...new Set(devices)].slice(0, 3).join(', ')}${new Set(devices).size > 3 ? ' …' : ''}`);
+  for (const { report, verification } of refused)
+    by.set(verification.verdict, [...(by.get(verification.verdict) ?? []), report.device]);
+  const parts = [...by].map(
+    ([verdict, devices]) =>
+      `${verdict}: ${[...new Set(devices)].slice(0, 3).join(', ')}${new Set(devices).size > 3 ? ' …' : ''}`,
+  );
   return `; ${refused.length} report${refused.length === 1 ? '' : 's'} not counted (${parts.join('; ')})`;
 }
 
@@ -96,12 +103,27 @@ export class RolloutGate {
    * One read (one request) for every candidate: per wave up to the device's own, the wave whole or a sample of its
    * buckets sized to a share of the budget, plus every failure of each candidate commit in it, whole.
    */
-  async decide(candidates: readonly GateCandidate[]): Promise<{ decisions: Map<string, GateDecision>; complete: boolean; refs: number; serverTime: number } | { error: Error }> {
+  async decide(
+    candidates: readonly GateCandidate[],
+  ): Promise<
+    { decisions: Map<string, GateDecision>; complete: boolean; refs: number; serverTime: number } | { error: Error }
+  > {
     const decisions = new Map<string, GateDecision>();
     // A revert to a known-good state reads nothing.
     const pending = candidates.filter((c) => {
       if (c.installsAgent || this.opts.store.goodState(stateDigest(c.state)) === undefined) return true;
-      decisions.set(c.commit, decideGate({ rollout: c.rollout, wave: c.wave, commit: c.commit, reports: [], seen: () => undefined, now: 0, knownGood: true }));
+      decisions.set(
+        c.commit,
+        decideGate({
+          rollout: c.rollout,
+          wave: c.wave,
+          commit: c.commit,
+          reports: [],
+          seen: () => undefined,
+          now: 0,
+          knownGood: true,
+        }),
+      );
       return false;
     });
     if (!pending.length) return { decisions, complete: true, refs: 0, serverTime: this.opts.now() };
@@ -110,7 +132,10 @@ export class RolloutGate {
     const share = (this.opts.budgetRefs ?? DEFAULT_BUDGET_REFS) / waves.length;
     const samples = new Map(waves.map((w) => [w, this.sample(w, share)] as const));
     // Each bucket and each held commit's failures by its exact subtree: nothing else under a wave is ever sent.
-    const prefixes = waves.flatMap((w) => [...rolloutPrefixes([w], samples.get(w)), ...commits.map((c) => failuresPrefix(w, c))]);
+    const prefixes = waves.flatMap((w) => [
+      ...rolloutPrefixes([w], samples.get(w)),
+      ...commits.map((c) => failuresPrefix(w, c)),
+    ]);
     let read;
     try {
       read = await this.read(prefixes);
@@ -119,7 +144,10 @@ export class RolloutGate {
     }
     // The host's clock or none: this device's clock against a time the host gave earlier would let its skew shorten
     // a bake (a local repository's lister gives this machine's time, the one clock there is).
-    if (read.serverTime === undefined) return { error: new Error("the Git host's answer carried no usable Date header: the bake is timed on the host's clock") };
+    if (read.serverTime === undefined)
+      return {
+        error: new Error("the Git host's answer carried no usable Date header: the bake is timed on the host's clock"),
+      };
     const reports: RolloutRef[] = [];
     const seenRefs = new Set<string>();
     const inSample = new Map<string, number>();

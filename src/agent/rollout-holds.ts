@@ -109,12 +109,30 @@ export class RolloutHolds {
       return;
     }
     if (!gate) {
-      for (const c of this.candidates) this.note(c, `held: ${this.opts.unavailable ?? "this device cannot read the fleet's rollout reports"}`, 'unavailable', false);
+      for (const c of this.candidates)
+        this.note(
+          c,
+          `held: ${this.opts.unavailable ?? "this device cannot read the fleet's rollout reports"}`,
+          'unavailable',
+          false,
+        );
       return;
     }
-    const result = await gate.decide(this.candidates.map((c) => ({ commit: c.rev.id, rollout: c.rollout, wave: c.wave, state: c.state, ...(c.installsAgent && { installsAgent: true }), ...(c.admission && { admission: c.admission }) })));
+    const result = await gate.decide(
+      this.candidates.map((c) => ({
+        commit: c.rev.id,
+        rollout: c.rollout,
+        wave: c.wave,
+        state: c.state,
+        ...(c.installsAgent && { installsAgent: true }),
+        ...(c.admission && { admission: c.admission }),
+      })),
+    );
     if ('error' in result) {
-      log.warn({ err: result.error.message, held: this.candidates.map((c) => c.rev.id) }, "cannot read the fleet's rollout reports: holding, and keeping what runs");
+      log.warn(
+        { err: result.error.message, held: this.candidates.map((c) => c.rev.id) },
+        "cannot read the fleet's rollout reports: holding, and keeping what runs",
+      );
       this.schedule();
       return;
     }
@@ -145,7 +163,13 @@ export class RolloutHolds {
   }
 
   holds(): RolloutHold[] {
-    return this.candidates.map((c) => ({ revision: c.rev.id, ...(c.target !== undefined && { target: c.target }), wave: c.waveName, reason: c.reason ?? 'held: not read yet', ...(c.checkedAt !== undefined && { checkedAt: c.checkedAt }) }));
+    return this.candidates.map((c) => ({
+      revision: c.rev.id,
+      ...(c.target !== undefined && { target: c.target }),
+      wave: c.waveName,
+      reason: c.reason ?? 'held: not read yet',
+      ...(c.checkedAt !== undefined && { checkedAt: c.checkedAt }),
+    }));
   }
 
   ids(): string[] {
@@ -157,7 +181,8 @@ export class RolloutHolds {
    * each of them is behind what runs from now on.
    */
   drop(): void {
-    if (this.candidates.length) this.opts.log.info({ dropped: this.ids() }, 'held commits dropped: a newer commit is applied');
+    if (this.candidates.length)
+      this.opts.log.info({ dropped: this.ids() }, 'held commits dropped: a newer commit is applied');
     this.close();
     this.opts.persist?.([]);
   }
@@ -179,17 +204,30 @@ export class RolloutHolds {
     this.timer = undefined;
     if (!this.candidates.length) return;
     // ±10 %: a fleet held at one gate does not read in step.
-    this.timer = setTimeout(() => this.opts.wantRecheck(), Math.round(this.opts.recheckMs * (0.9 + 0.2 * this.opts.random())));
+    this.timer = setTimeout(
+      () => this.opts.wantRecheck(),
+      Math.round(this.opts.recheckMs * (0.9 + 0.2 * this.opts.random())),
+    );
     this.timer.unref();
   }
 
   private note(c: Candidate, reason: string, kind: string, halted: boolean): void {
-    if (c.reason !== reason) this.opts.log.info({ revision: c.rev.id, wave: c.waveName, ...(c.target !== undefined && { target: c.target }) }, reason);
+    if (c.reason !== reason)
+      this.opts.log.info(
+        { revision: c.rev.id, wave: c.waveName, ...(c.target !== undefined && { target: c.target }) },
+        reason,
+      );
     c.reason = reason;
     if (this.reported.get(c.rev.id) === kind) return;
     this.reported.set(c.rev.id, kind);
     // Bounded: one entry per commit held since the agent started.
     if (this.reported.size > 64) this.reported.delete(this.reported.keys().next().value!);
-    this.opts.onHeld({ revision: c.rev.id, ...(c.target !== undefined && { target: c.target }), wave: c.waveName, reason, halted });
+    this.opts.onHeld({
+      revision: c.rev.id,
+      ...(c.target !== undefined && { target: c.target }),
+      wave: c.waveName,
+      reason,
+      halted,
+    });
   }
 }

@@ -70,7 +70,10 @@ function lazyArtifactInstaller(opts: ArtifactInstallerOptions): InstallArtifacts
 /** How this device signs its reports, and the certificate it publishes beside them (SPEC §15). */
 function identityReporting(s: RunSettings): { reportSigner?: ReportSigner; certificate?: string } {
   if (!s.identity) return {};
-  return { reportSigner: reportSigner(s.identity.keys.report), ...(s.identity.certificate && { certificate: s.identity.certificate.text }) };
+  return {
+    reportSigner: reportSigner(s.identity.keys.report),
+    ...(s.identity.certificate && { certificate: s.identity.certificate.text }),
+  };
 }
 
 export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<RunningAgent> {
@@ -80,15 +83,30 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
   const vault = hooks.vault ?? new SecretVault();
   // Relative artifacts are read from the revision being applied (they are pinned by digest, not listed in SHA256SUMS).
   let artifactReader: RepoReader | undefined;
-  const installArtifacts = () => lazyArtifactInstaller({ reader: () => artifactReader!, cacheDir: join(stateDir, ARTIFACT_CACHE_DIR), maxBytes: MAX_ARTIFACT_BYTES });
+  const installArtifacts = () =>
+    lazyArtifactInstaller({
+      reader: () => artifactReader!,
+      cacheDir: join(stateDir, ARTIFACT_CACHE_DIR),
+      maxBytes: MAX_ARTIFACT_BYTES,
+    });
   const tag = ownerTag(stateDir);
   // The state directory is guarded too: a container that mounts it holds the API token.
-  const policyHost = hostPolicyFacts({ stateDir, env: hooks.env, ...(s.engineSockets && { sockets: s.engineSockets }) });
+  const policyHost = hostPolicyFacts({
+    stateDir,
+    env: hooks.env,
+    ...(s.engineSockets && { sockets: s.engineSockets }),
+  });
   // Secret files (SPEC §16) on tmpfs where the device has one, in a directory made at the first of them (both runtimes
   // share it); said once when they would be on disk.
   const secretsRoot = chooseSecretsRoot(stateDir);
   if (secretsRoot.warning) log.warn(secretsRoot.warning);
-  const processRuntime = new ProcessRuntime({ ownerTag: tag, allowRoot: policy.allowRoot, installArtifacts: installArtifacts(), secretsRoot, secrets: vault });
+  const processRuntime = new ProcessRuntime({
+    ownerTag: tag,
+    allowRoot: policy.allowRoot,
+    installArtifacts: installArtifacts(),
+    secretsRoot,
+    secrets: vault,
+  });
   if (processRuntime.privilegeNote) log.warn(processRuntime.privilegeNote);
   let agentRef: Agent | undefined;
   const lastPull = new Map<string, { at: number; status: string }>();
@@ -112,19 +130,33 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
       if (last && (downloading ? t - last.at < 1000 : last.status === p.status)) return;
       lastPull.set(component, { at: t, status: p.status });
       try {
-        agentRef?.events.emit('pull', { component, image: p.image, status: p.status, currentBytes: p.currentBytes, totalBytes: p.totalBytes });
+        agentRef?.events.emit('pull', {
+          component,
+          image: p.image,
+          status: p.status,
+          currentBytes: p.currentBytes,
+          totalBytes: p.totalBytes,
+        });
       } catch (e) {
         log.error({ err: e as Error }, 'a pull progress listener failed');
       }
     },
   });
-  const runtimeOf = (c: DesiredComponent) => (c.recipe.lifecycle.run.type === 'container' ? containerRuntime : processRuntime);
-  if (s.trust.unsigned) log.warn('running UNSIGNED (--allow-unsigned): every revision is applied without a signature check; development only');
+  const runtimeOf = (c: DesiredComponent) =>
+    c.recipe.lifecycle.run.type === 'container' ? containerRuntime : processRuntime;
+  if (s.trust.unsigned)
+    log.warn(
+      'running UNSIGNED (--allow-unsigned): every revision is applied without a signature check; development only',
+    );
 
   // The Git modules (isomorphic-git) are loaded only when the agent follows Git.
   const git = s.source.kind === 'git' ? s.source : undefined;
   const gitModules = git
-    ? await Promise.all([import('./follow-git.js'), import('./rollout-gate.js'), import('../source/ref-lister.js')]).then(([g, r, l]) => ({ followGit: g.followGit, RolloutGate: r.RolloutGate, refListerFor: l.refListerFor }))
+    ? await Promise.all([
+        import('./follow-git.js'),
+        import('./rollout-gate.js'),
+        import('../source/ref-lister.js'),
+      ]).then(([g, r, l]) => ({ followGit: g.followGit, RolloutGate: r.RolloutGate, refListerFor: l.refListerFor }))
     : undefined;
   // Before anything in the state directory is read or adopted: it is checked and locked (one agent per state
   // directory), and the caller's checks run, so that an agent that cannot run touches nothing.
@@ -140,22 +172,47 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
   const reports = git && reportsRemote(git);
   const rolloutGate =
     gitModules && git && reports && git.status.includes('git-notes')
-      ? (store: RolloutRecall) => new gitModules.RolloutGate({ refs: gitModules.refListerFor(reports.repo, { ...(reports.token !== undefined && { token: reports.token }), now: Date.now }), store, now: Date.now, random: Math.random })
+      ? (store: RolloutRecall) =>
+          new gitModules.RolloutGate({
+            refs: gitModules.refListerFor(reports.repo, {
+              ...(reports.token !== undefined && { token: reports.token }),
+              now: Date.now,
+            }),
+            store,
+            now: Date.now,
+            random: Math.random,
+          })
       : undefined;
   const boundProbes = new Map<string, BoundProbe | undefined>();
   // Agent updates (SPEC §17): a packaged agent under systemd switches to the version a revision's [agent] names.
-  const updater = (hooks.agentUpdater ?? agentUpdater)({ stateDir, log: logger, store: () => agentRef!.store, now: Date.now, allowed: s.allowAgentUpdate === true });
+  const updater = (hooks.agentUpdater ?? agentUpdater)({
+    stateDir,
+    log: logger,
+    store: () => agentRef!.store,
+    now: Date.now,
+    allowed: s.allowAgentUpdate === true,
+  });
   const agent = (agentRef = await startAgent({
     agentUpdate: updater,
     stateDirLock,
     ...(rolloutGate && { rolloutGate }),
-    ...(!rolloutGate && { rolloutUnavailable: 'this device sends no Git notes (--status git-notes), so it cannot see the waves before it' }),
+    ...(!rolloutGate && {
+      rolloutUnavailable: 'this device sends no Git notes (--status git-notes), so it cannot see the waves before it',
+    }),
     ...(git && { gateRecheckMs: git.pollMs }),
     ...(s.planFile !== undefined && { planFile: s.planFile }),
     fleet: { device: s.device, labels: s.labels },
     ...(s.identity && { enrollmentKeys: s.identity.enrollmentKeys.map((k) => k.key) }),
     // Secrets are opened with the device's own age identity (SPEC §15–16); the values stay in the vault, in memory.
-    ...(s.identity && { secrets: { opener: new SecretOpener({ ageIdentity: s.identity.keys.ageIdentity, digestKey: digestKeyOf(s.identity.keys.ageIdentity) }), vault } }),
+    ...(s.identity && {
+      secrets: {
+        opener: new SecretOpener({
+          ageIdentity: s.identity.keys.ageIdentity,
+          digestKey: digestKeyOf(s.identity.keys.ageIdentity),
+        }),
+        vault,
+      },
+    }),
     stateDir,
     trust: s.trust,
     log: logger,
@@ -196,7 +253,17 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
           // The cache is the agent's alone, as the installer checks it (artifact-installer.ts).
           safeDirectory(join(stateDir, ARTIFACT_CACHE_DIR), { mode: 0o700 });
           let bytes = 0;
-          for (const a of c.recipe.artifacts) bytes += (await fetchArtifact({ uri: a.uri, sha256: a.sha256, recipeFile: c.recipePath, reader: artifactReader!, cacheDir: join(stateDir, ARTIFACT_CACHE_DIR), maxBytes: MAX_ARTIFACT_BYTES })).bytes;
+          for (const a of c.recipe.artifacts)
+            bytes += (
+              await fetchArtifact({
+                uri: a.uri,
+                sha256: a.sha256,
+                recipeFile: c.recipePath,
+                reader: artifactReader!,
+                cacheDir: join(stateDir, ARTIFACT_CACHE_DIR),
+                maxBytes: MAX_ARTIFACT_BYTES,
+              })
+            ).bytes;
           return bytes;
         },
         pullImage: (c) => containerRuntime.prefetchImage(c),
@@ -213,18 +280,38 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
   // The store opened: a copy of it taken before an earlier switch is kept only while a new version is on probation.
   updater.discardSnapshot();
   // Adopted, the orphans swept: the secret files of instances that ended while no agent ran go now (SPEC §16).
-  await Promise.all([processRuntime.sweepSecretFiles(), containerRuntime.sweepSecretFiles()]).catch((e: Error) => log.warn({ err: e }, 'cannot sweep the secret files of ended components'));
+  await Promise.all([processRuntime.sweepSecretFiles(), containerRuntime.sweepSecretFiles()]).catch((e: Error) =>
+    log.warn({ err: e }, 'cannot sweep the secret files of ended components'),
+  );
   // The source offers revisions (and POST /v1/sync asks it to look now); it never offers the same content twice.
   let source: { start(): Promise<void>; stopLooking(): Promise<void>; close(): Promise<void> };
   try {
     if (git && gitModules) {
       const { kind: _kind, ...gitOpts } = git;
-      const following = gitModules.followGit(agent, { ...gitOpts, stateDir, ...(s.planFile !== undefined && { planFile: s.planFile }), device: s.device, labels: s.labels, log: logger, random: Math.random, now: Date.now, ...identityReporting(s) });
-      source = { start: () => following.start(), stopLooking: () => following.stopLooking(), close: () => following.close() };
+      const following = gitModules.followGit(agent, {
+        ...gitOpts,
+        stateDir,
+        ...(s.planFile !== undefined && { planFile: s.planFile }),
+        device: s.device,
+        labels: s.labels,
+        log: logger,
+        random: Math.random,
+        now: Date.now,
+        ...identityReporting(s),
+      });
+      source = {
+        start: () => following.start(),
+        stopLooking: () => following.stopLooking(),
+        close: () => following.close(),
+      };
     } else if (s.source.kind === 'dir') {
       // chokidar only in directory mode.
       const { DirectorySource } = await import('../source/directory-source.js');
-      const dir = new DirectorySource(s.source.root, { settleMs: s.source.settleMs, onRevision: (r: Revision) => agent.offer(r), onError: (e) => log.error({ err: e }, 'watching the directory failed') });
+      const dir = new DirectorySource(s.source.root, {
+        settleMs: s.source.settleMs,
+        onRevision: (r: Revision) => agent.offer(r),
+        onError: (e) => log.error({ err: e }, 'watching the directory failed'),
+      });
       agent.onSync(() => dir.syncNow());
       source = { start: () => dir.start(), stopLooking: () => dir.close(), close: async () => undefined };
     } else throw new Error('runAgent: no source');
@@ -257,7 +344,11 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
 function warnRootProcesses(agent: Agent, allowRoot: boolean, log: Logger): void {
   if (allowRoot || (process.getuid?.() ?? 0) !== 0) return;
   for (const rec of agent.store.components())
-    if (rec.instance?.kind === 'process' && isSameProcess(rec.instance.pid, rec.instance.startTime) && processUid(rec.instance.pid) === 0)
+    if (
+      rec.instance?.kind === 'process' &&
+      isSameProcess(rec.instance.pid, rec.instance.startTime) &&
+      processUid(rec.instance.pid) === 0
+    )
       log.warn(
         { component: rec.name, pid: rec.instance.pid },
         'runs as root, started before this device refused root process users: `keystonectl restart` it (or apply a revision that changes it) to run it as its recipe user or the unprivileged default',

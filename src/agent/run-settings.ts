@@ -38,7 +38,11 @@ export interface GitSettings {
  */
 export function reportsRemote(git: Omit<GitSettings, 'kind'>): { repo: string; token?: string; separate: boolean } {
   const token = git.statusRepo !== undefined ? (git.statusToken ?? git.token) : git.token;
-  return { repo: git.statusRepo ?? git.repo, ...(token !== undefined && { token }), separate: git.statusRepo !== undefined && !sameRepository(git.statusRepo, git.repo) };
+  return {
+    repo: git.statusRepo ?? git.repo,
+    ...(token !== undefined && { token }),
+    separate: git.statusRepo !== undefined && !sameRepository(git.statusRepo, git.repo),
+  };
 }
 
 export interface DirectorySettings {

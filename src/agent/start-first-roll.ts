@@ -35,7 +35,10 @@ export async function rollStartFirst(r: Roll): Promise<StartOutcome> {
   const paths = deps.paths(r.name);
   const runtime = deps.runtime(c.recipe.lifecycle.run.type);
   const log = { component: r.name, revision: r.revision };
-  deps.log.info({ ...log, old: refText(old.ref) }, 'rolling: starting the new instance beside the old one (start-first)');
+  deps.log.info(
+    { ...log, old: refText(old.ref) },
+    'rolling: starting the new instance beside the old one (start-first)',
+  );
   const keepOld = (reason: string): StartOutcome => {
     r.keepOld();
     deps.log.error({ ...log, old: refText(old.ref) }, `roll failed: ${reason}; the old instance keeps serving`);
@@ -60,18 +63,27 @@ export async function rollStartFirst(r: Roll): Promise<StartOutcome> {
   const abort = new AbortController();
   const outcome = await Promise.race([
     inst.exited.then(() => 'exited' as const),
-    waitHealthy(c, paths, deps.now() + startBudgetMs(c), AbortSignal.any([abort.signal, r.signal]), deps).then((ok) => (ok ? ('healthy' as const) : ('timeout' as const))),
+    waitHealthy(c, paths, deps.now() + startBudgetMs(c), AbortSignal.any([abort.signal, r.signal]), deps).then((ok) =>
+      ok ? ('healthy' as const) : ('timeout' as const),
+    ),
   ]);
   abort.abort();
   if (outcome !== 'healthy' || !r.current()) {
     await runtime.stop(inst.ref, deps.graceMs);
     if (!r.current()) return { ok: false, reason: 'superseded' };
-    return keepOld(outcome === 'exited' ? 'the new instance exited before it was healthy' : `the new instance was not healthy within its start budget of ${formatDuration(startBudgetMs(c))}`);
+    return keepOld(
+      outcome === 'exited'
+        ? 'the new instance exited before it was healthy'
+        : `the new instance was not healthy within its start budget of ${formatDuration(startBudgetMs(c))}`,
+    );
   }
   // Healthy: the new one takes over the record (through the same writes as any start, so that waits and metrics see
   // it), then the old one goes.
   r.takeOver(inst);
-  deps.log.info({ ...log, new: refText(inst.ref), old: refText(old.ref) }, 'rolling: new instance healthy; stopping the old one');
+  deps.log.info(
+    { ...log, new: refText(inst.ref), old: refText(old.ref) },
+    'rolling: new instance healthy; stopping the old one',
+  );
   await deps.runtime(old.ref.kind).stop(old.ref, deps.graceMs);
   return { ok: true };
 }

@@ -42,7 +42,11 @@ export function lockStateDir(stateDir: string, pid: number = process.pid): State
     db.exec('BEGIN EXCLUSIVE');
   } catch (e) {
     db.close();
-    if ((e as { code?: string }).code !== 'SQLITE_BUSY') throw new OperationError('KS_STATE_OPEN_FAILED', `${path}: cannot take the state directory's lock: ${(e as Error).message}`);
+    if ((e as { code?: string }).code !== 'SQLITE_BUSY')
+      throw new OperationError(
+        'KS_STATE_OPEN_FAILED',
+        `${path}: cannot take the state directory's lock: ${(e as Error).message}`,
+      );
     const holder = readPid(stateDir);
     const who = holder === undefined ? 'another agent' : `another agent (pid ${holder})`;
     throw new StateDirError(

@@ -45,21 +45,32 @@ function checkStateDirItself(stateDir: string): void {
   }
   const me = process.geteuid?.() ?? 0;
   const st = lstatSync(stateDir);
-  if (st.isSymbolicLink()) throw unsafe(stateDir, `state directory ${stateDir} is a symbolic link: give --state-dir its real path${realPath(stateDir)}`);
+  if (st.isSymbolicLink())
+    throw unsafe(
+      stateDir,
+      `state directory ${stateDir} is a symbolic link: give --state-dir its real path${realPath(stateDir)}`,
+    );
   if (!st.isDirectory()) throw unsafe(stateDir, `state directory ${stateDir} is not a directory`);
   const fixDir = `chown ${chownSpec()} ${stateDir} && chmod 711 ${stateDir}`;
   // A sticky directory is not enough here: another user could still add the files the agent looks for (api-token).
   if (st.uid !== me)
-    throw unsafe(stateDir, `state directory ${stateDir} is owned by ${describeUid(st.uid)}, not by the agent's user ${describeUid(me)}: ${fixDir}, and remove anything in it you did not put there`);
+    throw unsafe(
+      stateDir,
+      `state directory ${stateDir} is owned by ${describeUid(st.uid)}, not by the agent's user ${describeUid(me)}: ${fixDir}, and remove anything in it you did not put there`,
+    );
   if (writableByOthers(st))
-    throw unsafe(stateDir, `state directory ${stateDir} is writable by other users (mode ${(st.mode & 0o7777).toString(8)}): ${fixDir}, and remove anything in it you did not put there`);
+    throw unsafe(
+      stateDir,
+      `state directory ${stateDir} is writable by other users (mode ${(st.mode & 0o7777).toString(8)}): ${fixDir}, and remove anything in it you did not put there`,
+    );
 }
 
 /** Everything in it but the run users' trees. */
 function checkStateDirContents(stateDir: string): void {
   const me = process.geteuid?.() ?? 0;
   const owner = chownSpec();
-  const fix = (path: string) => `remove it if you did not put it there, else chown ${owner} ${path} && chmod go-w ${path}`;
+  const fix = (path: string) =>
+    `remove it if you did not put it there, else chown ${owner} ${path} && chmod go-w ${path}`;
   const problems: Array<{ path: string; message: string }> = [];
   const pending: string[][] = [[]];
   while (pending.length) {
@@ -71,9 +82,21 @@ function checkStateDirContents(stateDir: string): void {
       const path = join(stateDir, ...entry);
       const e = lstatIfPresent(path);
       if (!e) continue; // removed meanwhile (a rotated log, a finished download)
-      if (e.isSymbolicLink()) problems.push({ path, message: `${path} is a symbolic link, and the agent follows none in its state directory: remove it` });
-      else if (e.uid !== me) problems.push({ path, message: `${path} is owned by ${describeUid(e.uid)}, not by the agent's user ${describeUid(me)}: ${fix(path)}` });
-      else if (writableByOthers(e)) problems.push({ path, message: `${path} is writable by other users (mode ${(e.mode & 0o7777).toString(8)}): ${fix(path)}` });
+      if (e.isSymbolicLink())
+        problems.push({
+          path,
+          message: `${path} is a symbolic link, and the agent follows none in its state directory: remove it`,
+        });
+      else if (e.uid !== me)
+        problems.push({
+          path,
+          message: `${path} is owned by ${describeUid(e.uid)}, not by the agent's user ${describeUid(me)}: ${fix(path)}`,
+        });
+      else if (writableByOthers(e))
+        problems.push({
+          path,
+          message: `${path} is writable by other users (mode ${(e.mode & 0o7777).toString(8)}): ${fix(path)}`,
+        });
       else if (e.isDirectory()) pending.push(entry);
     }
   }

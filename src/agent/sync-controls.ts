@@ -31,15 +31,27 @@ export class SyncControls {
   private lookFailed?: string;
 
   constructor(
-    private readonly o: { following: 'git' | 'directory'; store: StateStore; queue: RevisionQueue; log: Logger; now: () => number },
+    private readonly o: {
+      following: 'git' | 'directory';
+      store: StateStore;
+      queue: RevisionQueue;
+      log: Logger;
+      now: () => number;
+    },
   ) {
     const s = o.store.syncSuspension();
-    if (s) o.log.warn({ revision: s.revision, since: new Date(s.since).toISOString() }, 'the Git sync is suspended by a manual apply: run `keystonectl resume` to follow Git again');
+    if (s)
+      o.log.warn(
+        { revision: s.revision, since: new Date(s.since).toISOString() },
+        'the Git sync is suspended by a manual apply: run `keystonectl resume` to follow Git again',
+      );
   }
 
   /** Why held commits may not be applied now, or undefined. */
   paused(): string | undefined {
-    return this.o.following === 'git' && this.o.store.syncSuspension() ? 'the Git sync is suspended by a manual apply (`keystonectl resume` follows Git again)' : undefined;
+    return this.o.following === 'git' && this.o.store.syncSuspension()
+      ? 'the Git sync is suspended by a manual apply (`keystonectl resume` follows Git again)'
+      : undefined;
   }
 
   /** A revision from the source: to the loop, or kept aside while the Git sync is suspended. */
@@ -48,21 +60,30 @@ export class SyncControls {
     // Only a Git sync is suspended: a development directory (say, after switching from --repo) is always followed.
     const suspension = this.o.following === 'git' ? this.o.store.syncSuspension() : undefined;
     if (suspension) {
-      if (this.heldRev?.id !== r.id) this.o.log.info({ revision: r.id, suspended_by: suspension.revision }, 'the Git sync is suspended: holding this revision until `keystonectl resume`');
+      if (this.heldRev?.id !== r.id)
+        this.o.log.info(
+          { revision: r.id, suspended_by: suspension.revision },
+          'the Git sync is suspended: holding this revision until `keystonectl resume`',
+        );
       this.heldRev = r;
       return;
     }
     this.o.queue.enqueue(r);
   }
 
-  applyManual(r: Revision & { origin: 'manual'; planFile: string }, opts: { force: boolean; now?: boolean }): ManualApplyAccepted {
+  applyManual(
+    r: Revision & { origin: 'manual'; planFile: string },
+    opts: { force: boolean; now?: boolean },
+  ): ManualApplyAccepted {
     const { store, log } = this.o;
     this.o.queue.forgetRetry();
     let suspendedSync = false;
     if (this.o.following === 'git') {
       if (!opts.force)
         throw Object.assign(
-          new Error('this agent follows Git: push a commit to deploy instead (a manual apply would be undone by the next commit); --force applies it anyway and suspends the Git sync until `keystonectl resume`'),
+          new Error(
+            'this agent follows Git: push a commit to deploy instead (a manual apply would be undone by the next commit); --force applies it anyway and suspends the Git sync until `keystonectl resume`',
+          ),
           { code: 'KS_FOLLOWING_GIT' },
         );
       if (!store.syncSuspension()) {
@@ -74,7 +95,11 @@ export class SyncControls {
     log.info({ revision: r.id, plan: r.planFile, source: r.source }, 'manual apply requested');
     // Forced: the components' update locks are not waited for either (SPEC §19).
     // --now: nor the maintenance window (a lock still holds: SPEC §19).
-    this.o.queue.enqueue({ ...r, ...(opts.force && { overrideLocks: true }), ...((opts.force || opts.now) && { overrideWindow: true }) });
+    this.o.queue.enqueue({
+      ...r,
+      ...(opts.force && { overrideLocks: true }),
+      ...((opts.force || opts.now) && { overrideWindow: true }),
+    });
     return { revision: r.id, planFile: r.planFile, suspendedSync };
   }
 
@@ -96,7 +121,11 @@ export class SyncControls {
 
   state(): SyncState {
     const suspended = this.o.store.syncSuspension();
-    return { following: this.o.following, ...(suspended && { suspended }), ...(this.heldRev && { held: this.heldRev.id }) };
+    return {
+      following: this.o.following,
+      ...(suspended && { suspended }),
+      ...(this.heldRev && { held: this.heldRev.id }),
+    };
   }
 
   onSync(look: () => Promise<void>): void {

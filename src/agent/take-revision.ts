@@ -85,7 +85,15 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
   let waveName: string | undefined;
   const reject = (reason: string, passing = false): RevisionOutcome => {
     // Written, then said: whoever reads the log line finds the history agreeing with it.
-    s.outcomes.rejected({ revision: rev.id, planFile, ...(target !== undefined && { target }), ...(waveName !== undefined && { wave: waveName }), reason, began, silent: rev.rollback === true });
+    s.outcomes.rejected({
+      revision: rev.id,
+      planFile,
+      ...(target !== undefined && { target }),
+      ...(waveName !== undefined && { wave: waveName }),
+      reason,
+      began,
+      silent: rev.rollback === true,
+    });
     log.error({ revision: rev.id, reason }, 'revision refused; still running the previous one');
     return { kind: 'rejected', reason, passing };
   };
@@ -94,7 +102,11 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
   let reader = rev.reader;
   let signedAt: number | undefined;
   let signers: string[] | undefined;
-  if (s.trust.unsigned) log.warn({ revision: rev.id }, 'UNSIGNED revision: signatures are not checked (--allow-unsigned, development only)');
+  if (s.trust.unsigned)
+    log.warn(
+      { revision: rev.id },
+      'UNSIGNED revision: signatures are not checked (--allow-unsigned, development only)',
+    );
   else {
     // What this device already runs passed --max-age and the replay floor when it was applied. Offered again (the
     // agent restarted, its clock now a year ahead, or the state frozen; or a rollback's target, below a floor its
@@ -120,13 +132,21 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
         ...(requireRef === true && !runs && { requireRef }),
       });
       if (runs && v.signedAt !== applied.signedAt)
-        return reject(`KS_SIGNATURE_REPLAYED: signed at ${new Date(v.signedAt * 1000).toISOString()}, not the signature of the revision this device runs under the same id (signed at ${new Date(applied.signedAt! * 1000).toISOString()})`);
+        return reject(
+          `KS_SIGNATURE_REPLAYED: signed at ${new Date(v.signedAt * 1000).toISOString()}, not the signature of the revision this device runs under the same id (signed at ${new Date(applied.signedAt! * 1000).toISOString()})`,
+        );
       reader = new VerifiedReader(rev.reader, v);
       signedAt = v.signedAt;
       signers = [...v.signers];
-      log.info({ revision: rev.id, signers: v.signers, signed_at: new Date(v.signedAt * 1000).toISOString() }, 'signature verified');
+      log.info(
+        { revision: rev.id, signers: v.signers, signed_at: new Date(v.signedAt * 1000).toISOString() },
+        'signature verified',
+      );
       if (runs && maxAgeSeconds !== undefined && Math.floor(now() / 1000) - v.signedAt > maxAgeSeconds)
-        log.warn({ revision: rev.id, code: 'KS_SIGNATURE_TOO_OLD', signed_at: new Date(v.signedAt * 1000).toISOString() }, 'the revision this device runs is older than --max-age: it keeps running, supervised; only a newer signed revision replaces it (or check the clock)');
+        log.warn(
+          { revision: rev.id, code: 'KS_SIGNATURE_TOO_OLD', signed_at: new Date(v.signedAt * 1000).toISOString() },
+          'the revision this device runs is older than --max-age: it keeps running, supervised; only a newer signed revision replaces it (or check the clock)',
+        );
     } catch (e) {
       if (!(e instanceof TrustError)) throw e;
       // Refused by this device's clock rather than by the signature: once the clock is right (NTP, date -s) it may pass.
@@ -137,7 +157,10 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
   // 2. Target and load: the plan for this device (fleet.toml's target, or the named plan), validated and resolved.
   let resolution;
   try {
-    resolution = await loadDeviceRevision(reader, { ...(explicitPlan !== undefined && { plan: explicitPlan }), ...s.fleet });
+    resolution = await loadDeviceRevision(reader, {
+      ...(explicitPlan !== undefined && { plan: explicitPlan }),
+      ...s.fleet,
+    });
   } catch (e) {
     if (e instanceof TrustError) return reject(`${e.code}: ${e.message}`);
     throw e;
@@ -145,7 +168,8 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
   if (resolution.ok) {
     ({ planFile, target } = resolution);
     // Only a staged commit followed from Git has a wave: its refusal here is this device's `error` in the rollout.
-    if (resolution.rollout && rev.origin === 'commit' && !rev.rollback && s.following === 'git') waveName = resolution.wave?.name;
+    if (resolution.rollout && rev.origin === 'commit' && !rev.rollback && s.following === 'git')
+      waveName = resolution.wave?.name;
     if (target !== undefined) logPlacement(s, rev.id, target, planFile, resolution.wave?.name);
   } else if (resolution.noTarget) {
     // A valid revision with no place for this device: it keeps what runs, and says so with its labels.
@@ -154,7 +178,9 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
     return reject(`${d.message} [${d.code}]`);
   } else {
     for (const d of resolution.diagnostics) log.error({ revision: rev.id, code: d.code }, formatDiagnostic(d));
-    return reject(`invalid: ${resolution.diagnostics.length} error(s), first: ${formatDiagnostic(resolution.diagnostics[0]!)}`);
+    return reject(
+      `invalid: ${resolution.diagnostics.length} error(s), first: ${formatDiagnostic(resolution.diagnostics[0]!)}`,
+    );
   }
 
   // 2b. Secrets: opened with this device's keys, through the signed reader (a swapped ciphertext is refused there).
@@ -165,9 +191,12 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
   // 3. Device check: what only this device can tell (container permissions, mount sources on this host).
   const problems = (await s.check?.(resolution.state)) ?? [];
   if (problems.length) {
-    for (const p of problems) log.error({ revision: rev.id, component: p.component, code: p.code }, `${p.file}: ${p.path}: ${p.message}`);
+    for (const p of problems)
+      log.error({ revision: rev.id, component: p.component, code: p.code }, `${p.file}: ${p.path}: ${p.message}`);
     const first = problems[0]!;
-    return reject(`refused on this device: ${problems.length} problem(s), first: ${first.file}: ${first.path}: ${first.message} [${first.code}]`);
+    return reject(
+      `refused on this device: ${problems.length} problem(s), first: ${first.file}: ${first.path}: ${first.message} [${first.code}]`,
+    );
   }
 
   // 4. Standing and gate. A commit that failed here is not tried again by a restart (outcomes.ts, rule 2).
@@ -177,13 +206,26 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
     return { kind: 'current' };
   }
   if (standing.kind === 'failed-before') {
-    log.warn({ revision: rev.id, outcome: 'failure', summary: standing.summary }, 'failed on this device before: not applied again, its outcome stands; a new commit (a fix, or git revert) changes what runs');
+    log.warn(
+      { revision: rev.id, outcome: 'failure', summary: standing.summary },
+      'failed on this device before: not applied again, its outcome stands; a new commit (a fix, or git revert) changes what runs',
+    );
     return { kind: 'failed-before' };
   }
   // The revision this device runs (offered again after a restart) is not gated again: its own report stands (a
   // failed canary must stay a failure in the rollout, not turn into `halted` by its own failure).
   const current = standing.kind === 'resume' || standing.kind === 'continue';
-  const c = { rev, state: resolution.state, planFile, ...(target !== undefined && { target }), ...(signedAt !== undefined && { signedAt }), ...(signers !== undefined && { signers }), ...(resolution.agent && { agent: resolution.agent }), ...(resolution.window && { window: resolution.window }), began };
+  const c = {
+    rev,
+    state: resolution.state,
+    planFile,
+    ...(target !== undefined && { target }),
+    ...(signedAt !== undefined && { signedAt }),
+    ...(signers !== undefined && { signers }),
+    ...(resolution.agent && { agent: resolution.agent }),
+    ...(resolution.window && { window: resolution.window }),
+    began,
+  };
   // The commit a new agent version was switched to for (SPEC §17) passed its gate before the switch: not gated again,
   // its deadline runs.
   const proving = s.agentUpdate?.trialCommit() === rev.id;
@@ -192,22 +234,41 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
     // (a restart, a rollback target become the tip) replaces its entry.
     let admission;
     try {
-      admission = await reportAdmission({ raw: rev.reader, signed: reader, rollout: resolution.rollout, enrollmentKeys: s.enrollmentKeys ?? [], now });
+      admission = await reportAdmission({
+        raw: rev.reader,
+        signed: reader,
+        rollout: resolution.rollout,
+        enrollmentKeys: s.enrollmentKeys ?? [],
+        now,
+      });
     } catch (e) {
       // A devices/revoked.toml that does not parse revokes nothing anyone can tell: the commit is refused (fails closed).
       if (e instanceof IdentityError || e instanceof TrustError) return reject(`${e.code}: ${e.message}`);
       throw e;
     }
     if (s.enrollmentKeys?.length && !admission.hasDevices)
-      log.warn({ revision: rev.id, code: 'KS_NO_DEVICES_DIR' }, 'this commit has no devices/ directory: no device is enrolled in it, so no report verifies and the commit stays held (unless its signed fleet.toml sets require_enrolled = false)');
+      log.warn(
+        { revision: rev.id, code: 'KS_NO_DEVICES_DIR' },
+        'this commit has no devices/ directory: no device is enrolled in it, so no report verifies and the commit stays held (unless its signed fleet.toml sets require_enrolled = false)',
+      );
     if (admission.requireEnrolled && !s.enrollmentKeys?.length)
-      log.warn({ revision: rev.id, code: 'KS_NO_ENROLLMENT_KEY' }, 'this fleet counts only reports of enrolled devices, and this device has no --enrollment-key to verify them with: the commit stays held');
+      log.warn(
+        { revision: rev.id, code: 'KS_NO_ENROLLMENT_KEY' },
+        'this fleet counts only reports of enrolled devices, and this device has no --enrollment-key to verify them with: the commit stays held',
+      );
     // A newer commit in line at the gate: an older one waiting for a lock or its window is behind it now (retaken, it
     // would go before it in the holds and drop it).
     s.lockWait?.forget(rev.id);
     s.windowWait?.forget(rev.id);
     const installsAgent = s.agentUpdate?.installs(c.agent) === true;
-    await s.holds.hold({ ...c, ...(installsAgent && { installsAgent }), rollout: resolution.rollout, wave: resolution.wave.index, waveName: resolution.wave.name, admission });
+    await s.holds.hold({
+      ...c,
+      ...(installsAgent && { installsAgent }),
+      rollout: resolution.rollout,
+      wave: resolution.wave.index,
+      waveName: resolution.wave.name,
+      admission,
+    });
     return { kind: 'held' };
   }
   // A newer commit applied without the gate: what is held is behind it (a rollback is older, and keeps them).
@@ -218,11 +279,24 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
 }
 
 /** Step 5, also where a held commit goes once its gate opens: apply it, or resume the revision the device runs. */
-export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'waveName' | 'reason' | 'checkedAt'> & { waveName?: string }, s: RevisionSteps): Promise<RevisionOutcome> {
+export async function applyCandidate(
+  c: Omit<Candidate, 'rollout' | 'wave' | 'waveName' | 'reason' | 'checkedAt'> & { waveName?: string },
+  s: RevisionSteps,
+): Promise<RevisionOutcome> {
   const { rev, state, planFile, target, signedAt, signers, waveName, began } = c;
   // Artifacts are pinned by digest, not listed in SHA256SUMS: they come from the revision's own (unverified) reader.
   s.useReader?.(rev.reader);
-  const info = { id: rev.id, source: rev.source, planFile, ...(target !== undefined && { target }), identity: s.identity, unsigned: s.trust.unsigned, ...(signedAt !== undefined && { signedAt }), ...(signers !== undefined && { signers }), ...(waveName !== undefined && { wave: waveName }) };
+  const info = {
+    id: rev.id,
+    source: rev.source,
+    planFile,
+    ...(target !== undefined && { target }),
+    identity: s.identity,
+    unsigned: s.trust.unsigned,
+    ...(signedAt !== undefined && { signedAt }),
+    ...(signers !== undefined && { signers }),
+    ...(waveName !== undefined && { wave: waveName }),
+  };
   const standing = s.outcomes.standing(rev, { identity: s.identity, loaded: s.engine.loaded === rev.id });
   // Decided between its hold and its gate opening (step 4 said so for a revision not held).
   if (standing.kind === 'current' || standing.kind === 'failed-before') return { kind: standing.kind };
@@ -230,7 +304,11 @@ export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'wa
   // an apply cut short (finished) are not new; a rollback repairs a failure now; `apply --now` overrides the window;
   // the commit a new agent version is on trial for was switched to inside its window.
   if (standing.kind !== 'resume') {
-    const held = await downloadsAndWindow(c, standing.kind === 'continue' || s.agentUpdate?.trialCommit() === rev.id, s);
+    const held = await downloadsAndWindow(
+      c,
+      standing.kind === 'continue' || s.agentUpdate?.trialCommit() === rev.id,
+      s,
+    );
     if (held) return held;
   }
   // 5a. The agent version the revision asks for (SPEC §17): switched to before anything else is done, and the
@@ -247,7 +325,8 @@ export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'wa
     const r = await s.engine.apply(state, info);
     if (!r.interrupted) s.outcomes.resumed(info, standing.outcome, r);
     // Proven before a power loss cut its probation short (its success is written): it settles now.
-    if (update?.settles(rev.id, c.agent, { resumed: true }) && !r.interrupted) await update.settle(standing.outcome, `${standing.outcome}: ${r.summary}`, { blocks: false });
+    if (update?.settles(rev.id, c.agent, { resumed: true }) && !r.interrupted)
+      await update.settle(standing.outcome, `${standing.outcome}: ${r.summary}`, { blocks: false });
     return { kind: 'resumed', outcome: standing.outcome };
   }
   let ticket: ReturnType<Outcomes['begin']> | undefined;
@@ -261,7 +340,8 @@ export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'wa
   const proving = update?.trialCommit() === rev.id && c.agent !== undefined;
   const locks = lockOptions(rev, s, proving ? c.agent!.deadline / 2 : undefined);
   try {
-    const begin = (reconcile: Reconcile) => (ticket = s.outcomes.begin(info, reconcile, standing, rev.rollback === true, began));
+    const begin = (reconcile: Reconcile) =>
+      (ticket = s.outcomes.begin(info, reconcile, standing, rev.rollback === true, began));
     const done = locks ? await s.engine.apply(state, info, begin, { locks }) : await s.engine.apply(state, info, begin);
     if ('holders' in done) return waitForLocks(c, done.holders, s);
     wait?.done(rev.id);
@@ -274,19 +354,28 @@ export async function applyCandidate(c: Omit<Candidate, 'rollout' | 'wave' | 'wa
     // A lock a watcher got for this retake and the engine did not take over (the component is not stopped after all).
     await wait?.releaseKept();
   }
-  if (updateFailed !== undefined && !r.interrupted) r = { ...r, outcome: 'failure' as const, summary: `${updateFailed}; ${r.summary}` };
+  if (updateFailed !== undefined && !r.interrupted)
+    r = { ...r, outcome: 'failure' as const, summary: `${updateFailed}; ${r.summary}` };
   s.outcomes.finish(ticket!, { ...r, stateDigest: stateDigest(state) });
   // On probation (SPEC §17): this outcome decides whether the new agent stays. A failure of the plan puts it back
   // (the commit did not report success) without barring the package: the next commit may try it again.
-  if (update?.settles(rev.id, c.agent) && !r.interrupted) await update.settle(r.outcome, `${r.outcome}: ${r.summary}`, { blocks: false });
+  if (update?.settles(rev.id, c.agent) && !r.interrupted)
+    await update.settle(r.outcome, `${r.outcome}: ${r.summary}`, { blocks: false });
   return { kind: 'applied', outcome: r.interrupted ? 'interrupted' : r.outcome };
 }
 
-function logPlacement(s: RevisionSteps, revision: string, target: string, planFile: string, wave: string | undefined): void {
+function logPlacement(
+  s: RevisionSteps,
+  revision: string,
+  target: string,
+  planFile: string,
+  wave: string | undefined,
+): void {
   const { device } = s.fleet;
   const placement = `device=${device} target=${target}${wave !== undefined ? ` wave=${wave}` : ''}`;
   // Once per agent and whenever it changes: where this device stands in the fleet (SPEC §13–14).
-  if (placement !== placements.get(s)) s.log.info({ device, target, ...(wave !== undefined && { wave }) }, 'this device in the fleet');
+  if (placement !== placements.get(s))
+    s.log.info({ device, target, ...(wave !== undefined && { wave }) }, 'this device in the fleet');
   placements.set(s, placement);
   s.log.info({ revision, device, target, ...(wave !== undefined && { wave }), plan: planFile }, 'fleet target');
 }

@@ -79,7 +79,10 @@ export class UpdateLockWait extends RevisionWait {
         },
         (e: Error) => {
           if (!stop.signal.aborted) {
-            this.o.log.warn({ revision: rev.id, component: h.component, err: e.message }, 'update lock: cannot watch it; trying the revision again');
+            this.o.log.warn(
+              { revision: rev.id, component: h.component, err: e.message },
+              'update lock: cannot watch it; trying the revision again',
+            );
             again(`${h.component}'s lock could not be watched`);
           }
         },
@@ -101,7 +104,11 @@ export class UpdateLockWait extends RevisionWait {
       revision: w.rev.id,
       reason: describeHolders(w.holders),
       since: w.since,
-      holders: w.holders.map((h) => ({ component: h.component, lock: h.lock, ...(h.timeoutMs !== undefined && { timeoutAt: w.since + h.timeoutMs }) })),
+      holders: w.holders.map((h) => ({
+        component: h.component,
+        lock: h.lock,
+        ...(h.timeoutMs !== undefined && { timeoutAt: w.since + h.timeoutMs }),
+      })),
     };
   }
 

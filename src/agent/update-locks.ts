@@ -21,7 +21,9 @@ export interface LockHolder {
  * `free`: every lock is the agent's now — `taken` holds them all, `borrowed` names those a watcher kept (still its to
  * hand over or let go: update-lock-wait.ts), the rest were opened here. `held`: the ones opened here are let go again.
  */
-export type LockCheck = { kind: 'free'; taken: Map<string, HeldUpdateLock>; borrowed: ReadonlySet<string> } | { kind: 'held'; holders: LockHolder[] };
+export type LockCheck =
+  | { kind: 'free'; taken: Map<string, HeldUpdateLock>; borrowed: ReadonlySet<string> }
+  | { kind: 'held'; holders: LockHolder[] };
 
 export interface LockCheckDeps {
   /** What runs now for a name (its lock is the one its program knows), or undefined. */
@@ -51,7 +53,12 @@ export async function checkUpdateLocks(names: readonly string[], deps: LockCheck
   for (const name of names) {
     const spec = deps.running(name)?.recipe.lifecycle.update;
     const next = deps.next(name);
-    const own = next === 'gone' || next?.lock_timeout === undefined ? spec?.lock_timeout : spec?.lock_timeout === undefined ? next.lock_timeout : Math.min(spec.lock_timeout, next.lock_timeout);
+    const own =
+      next === 'gone' || next?.lock_timeout === undefined
+        ? spec?.lock_timeout
+        : spec?.lock_timeout === undefined
+          ? next.lock_timeout
+          : Math.min(spec.lock_timeout, next.lock_timeout);
     const timeoutMs = deps.capMs === undefined ? own : Math.min(own ?? deps.capMs, deps.capMs);
     // Not waited for: a lock a watcher kept for it stays with the watcher, which lets it go after the retake.
     if (spec === undefined || next === undefined || deps.ignore(name, timeoutMs)) continue;
@@ -70,7 +77,8 @@ export async function checkUpdateLocks(names: readonly string[], deps: LockCheck
       deps.unusable(name, (e as Error).message);
       continue;
     }
-    if (lock === 'held') holders.push({ component: name, lock: spec.lock, workDir, ...(timeoutMs !== undefined && { timeoutMs }) });
+    if (lock === 'held')
+      holders.push({ component: name, lock: spec.lock, workDir, ...(timeoutMs !== undefined && { timeoutMs }) });
     else if (lock) taken.set(name, lock);
   }
   if (holders.length === 0) return { kind: 'free', taken, borrowed };

@@ -29,12 +29,12 @@ export interface WorkerDeps {
 
 export type StartOutcome = { ok: true } | { ok: false; reason: string };
 
-
 export function isCleanExit(exit: ExitStatus): boolean {
   return exit.code === 0 && exit.signal === null;
 }
 
 export function describeExit(exit: ExitStatus): string {
-  if (exit.code === null && exit.signal === null) return 'exited (status unknown: the agent adopted it and is not its parent)';
+  if (exit.code === null && exit.signal === null)
+    return 'exited (status unknown: the agent adopted it and is not its parent)';
   return exit.signal ? `killed by ${exit.signal}` : `exited with code ${exit.code}`;
 }

@@ -8,7 +8,15 @@ import type { AgentView } from './views.js';
 
 export type { AgentView };
 
-export function agentView(ctx: Pick<ApiContext, 'self' | 'startedAt'> & { agent: Pick<ApiContext['agent'], 'health' | 'agentUpdate'> }): AgentView {
+export function agentView(
+  ctx: Pick<ApiContext, 'self' | 'startedAt'> & { agent: Pick<ApiContext['agent'], 'health' | 'agentUpdate'> },
+): AgentView {
   const update = ctx.agent.agentUpdate?.();
-  return { pid: ctx.self.pid, version: ctx.self.version, startedAt: new Date(ctx.startedAt).toISOString(), health: ctx.agent.health?.() ?? deviceHealth(), ...(update && { update }) };
+  return {
+    pid: ctx.self.pid,
+    version: ctx.self.version,
+    startedAt: new Date(ctx.startedAt).toISOString(),
+    health: ctx.agent.health?.() ?? deviceHealth(),
+    ...(update && { update }),
+  };
 }

@@ -12,8 +12,10 @@ import type { ConnectionLimits } from './connection-limits.js';
 import type { RefusalLogOptions } from './refusal-log.js';
 
 export interface ApiAgent {
-  store: Pick<StateStore, 'components' | 'component' | 'appliedRevision' | 'history' | 'historyOf'> & Partial<Pick<StateStore, 'groupRollbacks'>>;
-  engine: Pick<Engine, 'desired' | 'restartOrders' | 'restart' | 'stop' | 'start' | 'pidOf' | 'unitsOf'> & Partial<Pick<Engine, 'healthCheckOf' | 'startOrders' | 'unproven'>>;
+  store: Pick<StateStore, 'components' | 'component' | 'appliedRevision' | 'history' | 'historyOf'> &
+    Partial<Pick<StateStore, 'groupRollbacks'>>;
+  engine: Pick<Engine, 'desired' | 'restartOrders' | 'restart' | 'stop' | 'start' | 'pidOf' | 'unitsOf'> &
+    Partial<Pick<Engine, 'healthCheckOf' | 'startOrders' | 'unproven'>>;
   events: EventEmitter<AgentEventMap>;
   /** POST /v1/sync; false when no source can look on demand. */
   sync(): boolean;

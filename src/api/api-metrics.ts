@@ -40,7 +40,12 @@ export function createApiMetrics(agent: ApiAgent): ApiMetrics {
       buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
     }),
   );
-  const rejected = metrics.add(new Counter({ name: 'keystone_revisions_rejected_total', help: 'Revisions refused before they were applied (invalid, unsigned, untrusted or replayed).' }));
+  const rejected = metrics.add(
+    new Counter({
+      name: 'keystone_revisions_rejected_total',
+      help: 'Revisions refused before they were applied (invalid, unsigned, untrusted or replayed).',
+    }),
+  );
   const componentState: Gauge = metrics.add(
     new Gauge({
       name: 'keystone_component_state',
@@ -49,7 +54,9 @@ export function createApiMetrics(agent: ApiAgent): ApiMetrics {
       collect() {
         // Reset first: a component removed by a revision must disappear, not keep its last state.
         componentState.reset();
-        for (const rec of store.components()) for (const state of COMPONENT_STATES) componentState.set({ component: rec.name, state }, rec.state === state ? 1 : 0);
+        for (const rec of store.components())
+          for (const state of COMPONENT_STATES)
+            componentState.set({ component: rec.name, state }, rec.state === state ? 1 : 0);
       },
     }),
   );
@@ -88,7 +95,8 @@ export function createApiMetrics(agent: ApiAgent): ApiMetrics {
   const onState = (e: AgentEventMap['state'][0]) => {
     if (e.state === 'crash-looping') crashLoops.inc({ component: e.component });
   };
-  const onProbe = (e: AgentEventMap['probe'][0]) => probeLatency.observe({ component: e.component, result: e.ok ? 'ok' : 'failed' }, e.latencyMs / 1000);
+  const onProbe = (e: AgentEventMap['probe'][0]) =>
+    probeLatency.observe({ component: e.component, result: e.ok ? 'ok' : 'failed' }, e.latencyMs / 1000);
   const { events } = agent;
   events.on('revision', onRevision);
   events.on('restart', onRestart);

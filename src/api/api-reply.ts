@@ -67,7 +67,8 @@ export class ApiReply {
     // 204 and 304 have no body by definition; node would refuse to write one.
     const bodiless = this.statusCode === 204 || this.statusCode === 304;
     if (bodiless) this.headers.delete('content-length');
-    else if (!(payload instanceof Readable)) this.header('content-length', String(body === undefined ? 0 : Buffer.byteLength(body)));
+    else if (!(payload instanceof Readable))
+      this.header('content-length', String(body === undefined ? 0 : Buffer.byteLength(body)));
     for (const [k, v] of this.headers) res.setHeader(k, v);
     res.statusCode = this.statusCode;
     if (payload instanceof Readable) {

@@ -52,7 +52,10 @@ export class ApiRouter {
   }
 
   private add(method: string, pattern: string, a: RouteOptions | RouteHandler, b?: RouteHandler): void {
-    const route: Route = typeof a === 'function' ? { method, pattern, options: {}, handler: a } : { method, pattern, options: a, handler: b! };
+    const route: Route =
+      typeof a === 'function'
+        ? { method, pattern, options: {}, handler: a }
+        : { method, pattern, options: a, handler: b! };
     if (pattern.endsWith('/*')) this.prefixes.push(route);
     else {
       const key = `${method} ${pattern}`;
@@ -70,7 +73,8 @@ export class ApiRouter {
     let best: { route: Route; rest: string } | undefined;
     for (const r of this.prefixes) {
       const prefix = r.pattern.slice(0, -1);
-      if (r.method === m && path.startsWith(prefix) && (!best || prefix.length > best.route.pattern.length - 1)) best = { route: r, rest: path.slice(prefix.length) };
+      if (r.method === m && path.startsWith(prefix) && (!best || prefix.length > best.route.pattern.length - 1))
+        best = { route: r, rest: path.slice(prefix.length) };
     }
     return best;
   }

@@ -2,7 +2,18 @@
 // rewritten, so that keystonectl and scripts that read it keep working across agent restarts.
 import { CodedError } from '../core/errors.js';
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, existsSync, fstatSync, fsyncSync, linkSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  fsyncSync,
+  linkSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { API_TOKEN_FILE } from '../state-dir/layout.js';
 import { checkOwnFile, safeDirectory } from '../state-dir/safe-path.js';
@@ -61,7 +72,8 @@ function readToken(path: string): ApiToken {
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ELOOP') throw new ApiTokenError(`${path} is a symbolic link; the API token must be a regular file`);
+    if ((e as NodeJS.ErrnoException).code === 'ELOOP')
+      throw new ApiTokenError(`${path} is a symbolic link; the API token must be a regular file`);
     throw e;
   }
   try {
@@ -71,7 +83,9 @@ function readToken(path: string): ApiToken {
     checkOwnFile(path, st, `remove it, and the agent makes a new one`);
     const token = readFileSync(fd, 'utf8').trim();
     if (token.length < MIN_TOKEN_LENGTH || /\s/.test(token))
-      throw new ApiTokenError(`${path} must hold one token of at least ${MIN_TOKEN_LENGTH} characters without spaces; remove it to have a new one made`);
+      throw new ApiTokenError(
+        `${path} must hold one token of at least ${MIN_TOKEN_LENGTH} characters without spaces; remove it to have a new one made`,
+      );
     return { token, path, created: false, ...((st.mode & 0o044) !== 0 && { readableByOthers: true }) };
   } finally {
     closeSync(fd);

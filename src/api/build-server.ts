@@ -55,12 +55,25 @@ export function buildServer(deps: ApiDeps): ApiServer {
   setMaxListeners(MAX_EVENT_STREAMS + MAX_LOG_STREAMS + 16, waits.closingSignal);
   const metrics = createApiMetrics(deps.agent);
   const refusals = new RefusalLog({ now, ...(log && { log }), ...deps.refusalLog });
-  const ctx: ApiContext = { agent: deps.agent, waits, refusals, now, startedAt: now(), self: deps.self ?? ownAgentSelf(), ...(log && { log }), ...(deps.webhook && { webhook: deps.webhook }), ...(deps.policy && { policy: deps.policy }) };
+  const ctx: ApiContext = {
+    agent: deps.agent,
+    waits,
+    refusals,
+    now,
+    startedAt: now(),
+    self: deps.self ?? ownAgentSelf(),
+    ...(log && { log }),
+    ...(deps.webhook && { webhook: deps.webhook }),
+    ...(deps.policy && { policy: deps.policy }),
+  };
 
   // The dashboard (on unless --no-dashboard): its sessions, and its built files when there are any.
   const dashboardOn = deps.dashboard !== false;
-  const sessions = dashboardOn ? new DashboardSessions({ now, ...(typeof deps.dashboard === 'object' && deps.dashboard) }) : undefined;
-  const dashboardDir = typeof deps.dashboard === 'object' && deps.dashboard.dir !== undefined ? deps.dashboard.dir : defaultDashboardDir();
+  const sessions = dashboardOn
+    ? new DashboardSessions({ now, ...(typeof deps.dashboard === 'object' && deps.dashboard) })
+    : undefined;
+  const dashboardDir =
+    typeof deps.dashboard === 'object' && deps.dashboard.dir !== undefined ? deps.dashboard.dir : defaultDashboardDir();
   const assets = dashboardOn ? loadDashboardAssets(dashboardDir) : undefined;
 
   const guard = requestGuard({
@@ -91,7 +104,8 @@ export function buildServer(deps: ApiDeps): ApiServer {
 
   const fail = (err: unknown, req: IncomingMessage, reply: ApiReply) => {
     const e = toApiError(err);
-    if (e.code === 'KS_INTERNAL') log?.error({ err, method: req.method, path: (req.url ?? '').split('?', 1)[0] }, 'API request failed');
+    if (e.code === 'KS_INTERNAL')
+      log?.error({ err, method: req.method, path: (req.url ?? '').split('?', 1)[0] }, 'API request failed');
     if (reply.sent) {
       // The answer had begun (a stream): all that is left is to cut it.
       if (!reply.raw.writableEnded) reply.raw.destroy();
@@ -117,15 +131,35 @@ export function buildServer(deps: ApiDeps): ApiServer {
       path = decodeURIComponent(rawPath);
     } catch {
       // A malformed %-escape (`/v1/components/%zz`) is refused before the guard, in our error shape (fuzz target api-request).
-      return fail(new ApiError(400, 'KS_BAD_PATH', `the path is not a valid URL: '${rawPath.slice(0, 200)}' is not a valid url component`), req, reply);
+      return fail(
+        new ApiError(
+          400,
+          'KS_BAD_PATH',
+          `the path is not a valid URL: '${rawPath.slice(0, 200)}' is not a valid url component`,
+        ),
+        req,
+        reply,
+      );
     }
     const found = router.find(method, path);
-    const request: ApiRequest = { method, url, headers: req.headers, query: {}, params: { '*': found?.rest ?? '' }, body: undefined, raw: req, route: found?.route.pattern };
+    const request: ApiRequest = {
+      method,
+      url,
+      headers: req.headers,
+      query: {},
+      params: { '*': found?.rest ?? '' },
+      body: undefined,
+      raw: req,
+      route: found?.route.pattern,
+    };
     try {
       await guard(request, reply);
       if (!found) throw new ApiError(404, 'KS_NOT_FOUND', `no route ${method} ${rawPath}`);
       request.query = parseQuery(q < 0 ? '' : url.slice(q + 1));
-      request.body = await readBody(req, { limit: found.route.options.limit ?? bodyLimit, ...(found.route.options.raw && { raw: found.route.options.raw }) });
+      request.body = await readBody(req, {
+        limit: found.route.options.limit ?? bodyLimit,
+        ...(found.route.options.raw && { raw: found.route.options.raw }),
+      });
       const result = await found.route.handler(request, reply);
       if (!reply.sent && result !== undefined) reply.send(result);
     } catch (err) {
@@ -146,7 +180,12 @@ export function buildServer(deps: ApiDeps): ApiServer {
       return server;
     },
     async connections() {
-      const counts = await Promise.all([...listeners].map((l) => new Promise<number>((resolve, reject) => l.getConnections((err, n) => (err ? reject(err) : resolve(n))))));
+      const counts = await Promise.all(
+        [...listeners].map(
+          (l) =>
+            new Promise<number>((resolve, reject) => l.getConnections((err, n) => (err ? reject(err) : resolve(n)))),
+        ),
+      );
       return counts.reduce((a, b) => a + b, 0);
     },
     async close() {

@@ -20,9 +20,17 @@ export function parseComponentTarget(segment: string): ComponentTarget {
   // `app/web`, `workers/2`: a composite's member or a replica, under its plan component's name.
   const [first, ...rest] = name.split('/');
   if (!safeParse(componentName, first).success || rest.some((m) => !/^[a-z0-9][a-z0-9_-]{0,62}$/i.test(m)))
-    throw new ApiError(400, 'KS_BAD_NAME', `${JSON.stringify(name)} is not a component name (letters, digits, ".", "_" and "-", at most 63 characters; "/" before a member)`);
+    throw new ApiError(
+      400,
+      'KS_BAD_NAME',
+      `${JSON.stringify(name)} is not a component name (letters, digits, ".", "_" and "-", at most 63 characters; "/" before a member)`,
+    );
   if (action === undefined) return { name };
   if (!(COMPONENT_ACTIONS as readonly string[]).includes(action))
-    throw new ApiError(404, 'KS_NOT_FOUND', `no action ${JSON.stringify(action)} on components (actions: ${COMPONENT_ACTIONS.map((a) => `:${a}`).join(', ')})`);
+    throw new ApiError(
+      404,
+      'KS_NOT_FOUND',
+      `no action ${JSON.stringify(action)} on components (actions: ${COMPONENT_ACTIONS.map((a) => `:${a}`).join(', ')})`,
+    );
   return { name, action: action as ComponentAction };
 }

@@ -10,7 +10,11 @@ const iso = (ms: number) => new Date(ms).toISOString();
 const LIVE: ReadonlySet<ComponentState> = new Set(['starting', 'running', 'unhealthy', 'stopping']);
 
 /** The pid or container id that runs `name` now, as the engine knows it (never a stale recorded pid). */
-export function instanceOf(agent: ApiAgent, rec: ComponentRecord | undefined, name: string): { pid: number | null; containerId: string | null } {
+export function instanceOf(
+  agent: ApiAgent,
+  rec: ComponentRecord | undefined,
+  name: string,
+): { pid: number | null; containerId: string | null } {
   const pid = agent.engine.pidOf(name);
   if (pid !== undefined) return { pid, containerId: null };
   // Containers have no worker pid; their recorded id is current while the record says something runs.
@@ -46,7 +50,9 @@ function recordPart(rec: ComponentRecord): RecordPart {
       revision: rec.revision ?? null,
       dependencies: rec.dependencies,
       inputs: rec.inputs ?? null,
-      lastExit: rec.lastExit ? { code: rec.lastExit.code, signal: rec.lastExit.signal, at: iso(rec.lastExit.at) } : null,
+      lastExit: rec.lastExit
+        ? { code: rec.lastExit.code, signal: rec.lastExit.signal, at: iso(rec.lastExit.at) }
+        : null,
     };
     if (Object.isFrozen(rec)) recordParts.set(rec, part);
   }
@@ -73,5 +79,15 @@ export function componentView(agent: ApiAgent, rec: ComponentRecord): ComponentV
   // An instance adopted after a restart is not assumed healthy (SPEC §5): `unknown` until its check has run, which
   // is at the first revision loaded (and never, while every revision offered is refused).
   const shown = agent.engine.unproven?.(name) ? 'unknown' : health;
-  return { name, state, ...instanceOf(agent, rec, rec.name), version, hash, runtime, health: shown, healthCheck: healthCheckOf(agent, name), ...tail };
+  return {
+    name,
+    state,
+    ...instanceOf(agent, rec, rec.name),
+    version,
+    hash,
+    runtime,
+    health: shown,
+    healthCheck: healthCheckOf(agent, name),
+    ...tail,
+  };
 }

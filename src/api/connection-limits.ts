@@ -71,17 +71,27 @@ export function limitedHttpServer(limits: ConnectionLimits, handler: RequestList
 function answerClientError(err: Error & { code?: string }, socket: Duplex & { bytesWritten?: number }): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
   const status = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-  const message = status === 408 ? 'the request did not arrive in time' : status === 431 ? 'the request headers are too large' : 'the request is not valid HTTP';
+  const message =
+    status === 408
+      ? 'the request did not arrive in time'
+      : status === 431
+        ? 'the request headers are too large'
+        : 'the request is not valid HTTP';
   const body = JSON.stringify({ error: { code: 'KS_BAD_REQUEST', message } });
   if (socket.writable && !socket.bytesWritten)
-    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`);
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`,
+    );
   socket.destroy(err);
 }
 
 /** The limits with the caller's overrides, each checked (a zero would mean "none" to node). */
 export function connectionLimits(overrides: Partial<ConnectionLimits> = {}): ConnectionLimits {
   const limits = { ...DEFAULT_CONNECTION_LIMITS, ...overrides };
-  for (const [k, v] of Object.entries(limits)) if (!Number.isInteger(v) || v < 1) throw new RangeError(`connection limit ${k} must be a whole number ≥ 1, not ${v}`);
-  if (limits.headersTimeoutMs > limits.requestTimeoutMs) throw new RangeError('headersTimeoutMs may not exceed requestTimeoutMs');
+  for (const [k, v] of Object.entries(limits))
+    if (!Number.isInteger(v) || v < 1)
+      throw new RangeError(`connection limit ${k} must be a whole number ≥ 1, not ${v}`);
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs)
+    throw new RangeError('headersTimeoutMs may not exceed requestTimeoutMs');
   return limits;
 }

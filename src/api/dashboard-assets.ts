@@ -42,7 +42,14 @@ export function defaultDashboardDir(): string {
 
 export function loadDashboardAssets(dir: string): DashboardAssets {
   const manifestPath = join(dir, 'manifest.json');
-  let loaded: { mtimeMs: number; open: Set<string>; files: v.InferOutput<typeof manifestSchema>['files']; cache: Map<string, DashboardFile | undefined> } | undefined;
+  let loaded:
+    | {
+        mtimeMs: number;
+        open: Set<string>;
+        files: v.InferOutput<typeof manifestSchema>['files'];
+        cache: Map<string, DashboardFile | undefined>;
+      }
+    | undefined;
   /**
    * The manifest as it is now: read again when the build rewrote it (npm run build beside a running agent, a package
    * upgrade before the restart), so that a new page is never served with the old list of its files.
@@ -67,13 +74,22 @@ export function loadDashboardAssets(dir: string): DashboardAssets {
   };
   const read = (file: string) => (existsSync(file) ? readFileSync(file) : undefined);
   const load = (files: v.InferOutput<typeof manifestSchema>['files'], path: string): DashboardFile | undefined => {
-    const entry = path === '/' ? { type: 'text/html; charset=utf-8', file: join(dir, 'index.html') } : files[path] && { type: files[path].type, file: join(dir, path.slice(1)) };
+    const entry =
+      path === '/'
+        ? { type: 'text/html; charset=utf-8', file: join(dir, 'index.html') }
+        : files[path] && { type: files[path].type, file: join(dir, path.slice(1)) };
     if (!entry) return undefined;
     const body = read(entry.file);
     if (!body) return undefined;
     const br = read(`${entry.file}.br`);
     const gzip = read(`${entry.file}.gz`);
-    return { type: entry.type, body, ...(br && { br }), ...(gzip && { gzip }), etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
+    return {
+      type: entry.type,
+      body,
+      ...(br && { br }),
+      ...(gzip && { gzip }),
+      etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
+    };
   };
   return {
     isPublic: (path) => path === '/' || path === '/index.html' || (current()?.open.has(path) ?? false),

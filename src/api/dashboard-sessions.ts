@@ -36,7 +36,11 @@ interface Entry extends DashboardSession {
 
 export type SessionCheck =
   | { ok: true; session: DashboardSession; id: string }
-  | { ok: false; code: 'KS_SESSION_INVALID' | 'KS_SESSION_EXPIRED' | 'KS_CSRF_MISSING' | 'KS_CSRF_INVALID'; message: string };
+  | {
+      ok: false;
+      code: 'KS_SESSION_INVALID' | 'KS_SESSION_EXPIRED' | 'KS_CSRF_MISSING' | 'KS_CSRF_INVALID';
+      message: string;
+    };
 
 export interface DashboardSessionsOptions {
   now: () => number;
@@ -49,7 +53,12 @@ export interface DashboardSessionsOptions {
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
 /** The refusals of checkAny, from the least to the most telling. */
-const CLOSENESS: ReadonlyArray<Extract<SessionCheck, { ok: false }>['code']> = ['KS_SESSION_INVALID', 'KS_SESSION_EXPIRED', 'KS_CSRF_MISSING', 'KS_CSRF_INVALID'];
+const CLOSENESS: ReadonlyArray<Extract<SessionCheck, { ok: false }>['code']> = [
+  'KS_SESSION_INVALID',
+  'KS_SESSION_EXPIRED',
+  'KS_CSRF_MISSING',
+  'KS_CSRF_INVALID',
+];
 
 export class DashboardSessions {
   /** By the sha256 of the session id: the ids themselves are kept nowhere but in the browsers' cookies. */
@@ -79,13 +88,25 @@ export class DashboardSessions {
   check(id: string, csrf: string | undefined): SessionCheck {
     const key = digest(id).toString('hex');
     const entry = this.entries.get(key);
-    if (!entry) return { ok: false, code: 'KS_SESSION_INVALID', message: 'the dashboard session is not known to this agent (it restarted, or the session was signed out): sign in again' };
+    if (!entry)
+      return {
+        ok: false,
+        code: 'KS_SESSION_INVALID',
+        message:
+          'the dashboard session is not known to this agent (it restarted, or the session was signed out): sign in again',
+      };
     if (entry.expiresAt <= this.opts.now()) {
       this.entries.delete(key);
       return { ok: false, code: 'KS_SESSION_EXPIRED', message: 'the dashboard session has expired: sign in again' };
     }
-    if (csrf === undefined || csrf === '') return { ok: false, code: 'KS_CSRF_MISSING', message: `a dashboard session is accepted only with its ${CSRF_HEADER} header` };
-    if (!sameSecret(csrf, entry.csrf)) return { ok: false, code: 'KS_CSRF_INVALID', message: `the ${CSRF_HEADER} header is not this session's` };
+    if (csrf === undefined || csrf === '')
+      return {
+        ok: false,
+        code: 'KS_CSRF_MISSING',
+        message: `a dashboard session is accepted only with its ${CSRF_HEADER} header`,
+      };
+    if (!sameSecret(csrf, entry.csrf))
+      return { ok: false, code: 'KS_CSRF_INVALID', message: `the ${CSRF_HEADER} header is not this session's` };
     return { ok: true, session: { expiresAt: entry.expiresAt }, id };
   }
 
@@ -152,11 +173,24 @@ export function sessionIdsOf(cookieHeader: string | undefined): string[] {
  * HTTP, on loopback or behind a tunnel or proxy. The CSRF token goes in the sign-in answer's body, never in a cookie.
  */
 export function sessionCookies(s: { id: string }, maxAgeMs: number, secure: boolean): string[] {
-  const options: SerializeOptions = { path: '/', sameSite: 'strict', maxAge: Math.floor(maxAgeMs / 1000), secure, httpOnly: true };
+  const options: SerializeOptions = {
+    path: '/',
+    sameSite: 'strict',
+    maxAge: Math.floor(maxAgeMs / 1000),
+    secure,
+    httpOnly: true,
+  };
   return [serialize(secure ? SECURE_SESSION_COOKIE : SESSION_COOKIE, s.id, options)];
 }
 
 export function clearedCookies(secure: boolean): string[] {
-  const options: SerializeOptions = { path: '/', sameSite: 'strict', maxAge: 0, expires: new Date(0), secure, httpOnly: true };
+  const options: SerializeOptions = {
+    path: '/',
+    sameSite: 'strict',
+    maxAge: 0,
+    expires: new Date(0),
+    secure,
+    httpOnly: true,
+  };
   return [serialize(secure ? SECURE_SESSION_COOKIE : SESSION_COOKIE, '', options)];
 }

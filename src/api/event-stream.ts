@@ -23,7 +23,12 @@ export class StreamSlots {
   constructor(readonly max: number) {}
 
   take(what: string): () => void {
-    if (this.open >= this.max) throw new ApiError(503, 'KS_TOO_MANY_STREAMS', `${this.max} ${what} streams are open already; close one (or another browser tab) and try again`);
+    if (this.open >= this.max)
+      throw new ApiError(
+        503,
+        'KS_TOO_MANY_STREAMS',
+        `${this.max} ${what} streams are open already; close one (or another browser tab) and try again`,
+      );
     this.open++;
     let given = false;
     return () => {
@@ -38,7 +43,10 @@ export class StreamSlots {
  * Starts the stream. `closing` is the server's shutdown signal: streams end then instead of holding the close.
  * The caller has already checked the request; what it sends goes out at once (nothing is buffered on its way).
  */
-export function openEventStream(reply: ApiReply, opts: { closing: AbortSignal; release: () => void; keepAliveMs?: number }): EventStream {
+export function openEventStream(
+  reply: ApiReply,
+  opts: { closing: AbortSignal; release: () => void; keepAliveMs?: number },
+): EventStream {
   const raw = reply.raw;
   reply.hijack();
   raw.writeHead(200, {

@@ -40,7 +40,11 @@ export type WebhookAction =
   | { kind: 'bad-payload'; code: 'KS_BAD_REQUEST' | 'KS_BAD_JSON' | 'KS_BAD_BODY'; message: string };
 
 /** Only the fields we act on; GitHub adds fields freely, so the rest is not our business. */
-const PushPayload = object({ ref: v.pipe(v.string(), minLength(1)), after: v.string(), deleted: v.optional(v.boolean()) });
+const PushPayload = object({
+  ref: v.pipe(v.string(), minLength(1)),
+  after: v.string(),
+  deleted: v.optional(v.boolean()),
+});
 
 /** `main` → `refs/heads/main`; a full ref (`refs/heads/x`, `refs/tags/v1`) stays as it is. */
 export function fullRef(ref: string): string {
@@ -53,7 +57,8 @@ export function fullRef(ref: string): string {
  */
 function payloadText(body: Uint8Array, contentType: string | undefined): string | undefined {
   const text = Buffer.from(body).toString('utf8');
-  if (contentType !== undefined && /^application\/x-www-form-urlencoded\b/i.test(contentType)) return new URLSearchParams(text).get('payload') ?? undefined;
+  if (contentType !== undefined && /^application\/x-www-form-urlencoded\b/i.test(contentType))
+    return new URLSearchParams(text).get('payload') ?? undefined;
   return text;
 }
 
@@ -64,10 +69,21 @@ function payloadText(body: Uint8Array, contentType: string | undefined): string 
  * (KS_GIT_REF_NOT_FOUND) while the device keeps what it runs; it is answered as ignored, and the branch pushed again
  * is an ordinary push.
  */
-export function githubWebhookAction(event: string | undefined, body: Uint8Array, contentType: string | undefined, followedRef: string): WebhookAction {
-  if (event === undefined || event === '') return { kind: 'bad-payload', code: 'KS_BAD_REQUEST', message: 'the X-GitHub-Event header is missing' };
+export function githubWebhookAction(
+  event: string | undefined,
+  body: Uint8Array,
+  contentType: string | undefined,
+  followedRef: string,
+): WebhookAction {
+  if (event === undefined || event === '')
+    return { kind: 'bad-payload', code: 'KS_BAD_REQUEST', message: 'the X-GitHub-Event header is missing' };
   const text = payloadText(body, contentType);
-  if (text === undefined) return { kind: 'bad-payload', code: 'KS_BAD_BODY', message: 'a form-encoded delivery must carry its JSON in the payload field' };
+  if (text === undefined)
+    return {
+      kind: 'bad-payload',
+      code: 'KS_BAD_BODY',
+      message: 'a form-encoded delivery must carry its JSON in the payload field',
+    };
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -77,7 +93,12 @@ export function githubWebhookAction(event: string | undefined, body: Uint8Array,
   if (event === 'ping') return { kind: 'pong' };
   if (event !== 'push') return { kind: 'ignored', reason: 'other event', event };
   const push = safeParse(PushPayload, json);
-  if (!push.success) return { kind: 'bad-payload', code: 'KS_BAD_BODY', message: 'a push payload must have the string fields ref and after' };
+  if (!push.success)
+    return {
+      kind: 'bad-payload',
+      code: 'KS_BAD_BODY',
+      message: 'a push payload must have the string fields ref and after',
+    };
   const { ref, after, deleted } = push.data;
   if (ref !== fullRef(followedRef)) return { kind: 'ignored', reason: 'other ref', event, ref };
   if (deleted === true || /^0+$/.test(after)) return { kind: 'ignored', reason: 'branch deleted', event, ref };

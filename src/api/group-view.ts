@@ -8,7 +8,17 @@ import type { GroupView } from './views.js';
 export type { GroupView };
 
 /** Worst first: a composite is as well as its least well member. */
-const SEVERITY: readonly ComponentState[] = ['failed', 'crash-looping', 'backoff', 'unhealthy', 'stopping', 'installing', 'starting', 'stopped', 'running'];
+const SEVERITY: readonly ComponentState[] = [
+  'failed',
+  'crash-looping',
+  'backoff',
+  'unhealthy',
+  'stopping',
+  'installing',
+  'starting',
+  'stopped',
+  'running',
+];
 
 /** The composite's state: its worst member's; `stopped` when it has none (`replicas = 0`). */
 export function derivedState(states: readonly ComponentState[]): ComponentState {

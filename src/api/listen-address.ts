@@ -9,7 +9,8 @@ export function parseListenAddress(text: string): ListenAddress | undefined {
   if (text === 'none') return undefined;
   const m = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(text);
   const port = m ? Number(m[3]) : NaN;
-  if (!m || port > 65535) throw new Error(`--listen takes HOST:PORT (e.g. 127.0.0.1:8080, [::1]:8080) or none, not "${text}"`);
+  if (!m || port > 65535)
+    throw new Error(`--listen takes HOST:PORT (e.g. 127.0.0.1:8080, [::1]:8080) or none, not "${text}"`);
   return { host: m[1] ?? m[2]!, port };
 }
 
@@ -27,7 +28,10 @@ export function formatListenAddress(a: ListenAddress): string {
  * Host names a publicly listening agent answers to besides loopback ones: IP literals (a rebinding attack needs a
  * name, so an address in Host is safe), the address it listens on, and the machine's own names.
  */
-export function publicHostAllowance(listen: ListenAddress, machineNames: readonly string[]): (hostname: string) => boolean {
+export function publicHostAllowance(
+  listen: ListenAddress,
+  machineNames: readonly string[],
+): (hostname: string) => boolean {
   const names = new Set([listen.host, ...machineNames].map((n) => n.toLowerCase()));
   return (hostname) => {
     const h = hostname.toLowerCase();

@@ -27,7 +27,10 @@ export async function listenApi(server: ApiServer, opts: ListenOptions): Promise
   try {
     if (opts.tcp) {
       // A name (`localhost`) is every address it resolves to, on one port: the first bound picks it when asked for 0.
-      const hosts = isIP(opts.tcp.host) !== 0 ? [opts.tcp.host] : (await lookup(opts.tcp.host, { all: true })).map((a) => a.address);
+      const hosts =
+        isIP(opts.tcp.host) !== 0
+          ? [opts.tcp.host]
+          : (await lookup(opts.tcp.host, { all: true })).map((a) => a.address);
       for (const [i, host] of hosts.entries()) {
         const tcp = server.createListener(false);
         try {

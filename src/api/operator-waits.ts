@@ -59,7 +59,9 @@ export class OperatorWaits {
         op.then((result) => ({ kind: 'done', result })),
         ...(until ? [until.then((): WaitOutcome<T> => ({ kind: 'reached' }))] : []),
         new Promise<WaitOutcome<T>>((resolve) => (timer = setTimeout(() => resolve({ kind: 'timeout' }), timeoutMs))),
-        new Promise<WaitOutcome<T>>((resolve) => signal.addEventListener('abort', (onClose = () => resolve({ kind: 'closing' })), { once: true })),
+        new Promise<WaitOutcome<T>>((resolve) =>
+          signal.addEventListener('abort', (onClose = () => resolve({ kind: 'closing' })), { once: true }),
+        ),
       ]);
     } finally {
       clearTimeout(timer);

@@ -2,7 +2,12 @@
 // texts, types and labels, so dashboards and alerts built on them keep working), minus its *_total gauges, which
 // break the naming rules (promtool check metrics refuses them; the per-type gauges carry the same numbers).
 import { readdirSync, readFileSync } from 'node:fs';
-import { constants as perfConstants, monitorEventLoopDelay, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
+import {
+  constants as perfConstants,
+  monitorEventLoopDelay,
+  PerformanceObserver,
+  type PerformanceEntry,
+} from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 import { Counter, Gauge, Histogram, type MetricSet } from './prometheus-text.js';
 
@@ -82,12 +87,24 @@ export function addProcessMetrics(metrics: MetricSet): () => void {
       cpuTotal.inc({}, (user + system) / 1e6);
     },
   });
-  const cpuSystem = new Counter({ name: 'process_cpu_system_seconds_total', help: 'Total system CPU time spent in seconds.' });
-  const cpuTotal = new Counter({ name: 'process_cpu_seconds_total', help: 'Total user and system CPU time spent in seconds.' });
+  const cpuSystem = new Counter({
+    name: 'process_cpu_system_seconds_total',
+    help: 'Total system CPU time spent in seconds.',
+  });
+  const cpuTotal = new Counter({
+    name: 'process_cpu_seconds_total',
+    help: 'Total user and system CPU time spent in seconds.',
+  });
   metrics.add(cpuUser);
   metrics.add(cpuSystem);
   metrics.add(cpuTotal);
-  const startTime: Gauge = metrics.add(new Gauge({ name: 'process_start_time_seconds', help: 'Start time of the process since unix epoch in seconds.', collect: () => startTime.set({}, startSeconds) }));
+  const startTime: Gauge = metrics.add(
+    new Gauge({
+      name: 'process_start_time_seconds',
+      help: 'Start time of the process since unix epoch in seconds.',
+      collect: () => startTime.set({}, startSeconds),
+    }),
+  );
 
   const rss = new Gauge({
     name: 'process_resident_memory_bytes',
@@ -120,7 +137,8 @@ export function addProcessMetrics(metrics: MetricSet): () => void {
     }),
   );
   const max = maxFds();
-  if (max !== undefined) metrics.add(new Gauge({ name: 'process_max_fds', help: 'Maximum number of open file descriptors.' })).set({}, max);
+  if (max !== undefined)
+    metrics.add(new Gauge({ name: 'process_max_fds', help: 'Maximum number of open file descriptors.' })).set({}, max);
 
   // Event-loop delay: the histogram's figures since the last scrape, and one setImmediate's wait measured now and
   // shown at the next scrape (prom-client's nodejs_eventloop_lag_seconds).
@@ -130,10 +148,22 @@ export function addProcessMetrics(metrics: MetricSet): () => void {
     min: new Gauge({ name: 'nodejs_eventloop_lag_min_seconds', help: 'The minimum recorded event loop delay.' }),
     max: new Gauge({ name: 'nodejs_eventloop_lag_max_seconds', help: 'The maximum recorded event loop delay.' }),
     mean: new Gauge({ name: 'nodejs_eventloop_lag_mean_seconds', help: 'The mean of the recorded event loop delays.' }),
-    stddev: new Gauge({ name: 'nodejs_eventloop_lag_stddev_seconds', help: 'The standard deviation of the recorded event loop delays.' }),
-    p50: new Gauge({ name: 'nodejs_eventloop_lag_p50_seconds', help: 'The 50th percentile of the recorded event loop delays.' }),
-    p90: new Gauge({ name: 'nodejs_eventloop_lag_p90_seconds', help: 'The 90th percentile of the recorded event loop delays.' }),
-    p99: new Gauge({ name: 'nodejs_eventloop_lag_p99_seconds', help: 'The 99th percentile of the recorded event loop delays.' }),
+    stddev: new Gauge({
+      name: 'nodejs_eventloop_lag_stddev_seconds',
+      help: 'The standard deviation of the recorded event loop delays.',
+    }),
+    p50: new Gauge({
+      name: 'nodejs_eventloop_lag_p50_seconds',
+      help: 'The 50th percentile of the recorded event loop delays.',
+    }),
+    p90: new Gauge({
+      name: 'nodejs_eventloop_lag_p90_seconds',
+      help: 'The 90th percentile of the recorded event loop delays.',
+    }),
+    p99: new Gauge({
+      name: 'nodejs_eventloop_lag_p99_seconds',
+      help: 'The 99th percentile of the recorded event loop delays.',
+    }),
   };
   const lag: Gauge = new Gauge({
     name: 'nodejs_eventloop_lag_seconds',
@@ -155,9 +185,24 @@ export function addProcessMetrics(metrics: MetricSet): () => void {
   for (const g of Object.values(lagGauges)) metrics.add(g);
 
   const internals = process as unknown as ProcessInternals;
-  const handles: Gauge = new Gauge({ name: 'nodejs_active_handles', help: 'Number of active libuv handles grouped by handle type. Every handle type is C++ class name.', labelled: true, collect: () => setCounts(handles, classNames(internals._getActiveHandles?.())) });
-  const requests: Gauge = new Gauge({ name: 'nodejs_active_requests', help: 'Number of active libuv requests grouped by request type. Every request type is C++ class name.', labelled: true, collect: () => setCounts(requests, classNames(internals._getActiveRequests?.())) });
-  const resources: Gauge = new Gauge({ name: 'nodejs_active_resources', help: 'Number of active resources that are currently keeping the event loop alive, grouped by async resource type.', labelled: true, collect: () => setCounts(resources, process.getActiveResourcesInfo()) });
+  const handles: Gauge = new Gauge({
+    name: 'nodejs_active_handles',
+    help: 'Number of active libuv handles grouped by handle type. Every handle type is C++ class name.',
+    labelled: true,
+    collect: () => setCounts(handles, classNames(internals._getActiveHandles?.())),
+  });
+  const requests: Gauge = new Gauge({
+    name: 'nodejs_active_requests',
+    help: 'Number of active libuv requests grouped by request type. Every request type is C++ class name.',
+    labelled: true,
+    collect: () => setCounts(requests, classNames(internals._getActiveRequests?.())),
+  });
+  const resources: Gauge = new Gauge({
+    name: 'nodejs_active_resources',
+    help: 'Number of active resources that are currently keeping the event loop alive, grouped by async resource type.',
+    labelled: true,
+    collect: () => setCounts(resources, process.getActiveResourcesInfo()),
+  });
   metrics.add(handles);
   metrics.add(requests);
   metrics.add(resources);
@@ -172,16 +217,31 @@ export function addProcessMetrics(metrics: MetricSet): () => void {
       external.set({}, m.external);
     },
   });
-  const heapUsed = new Gauge({ name: 'nodejs_heap_size_used_bytes', help: 'Process heap size used from Node.js in bytes.' });
+  const heapUsed = new Gauge({
+    name: 'nodejs_heap_size_used_bytes',
+    help: 'Process heap size used from Node.js in bytes.',
+  });
   const external = new Gauge({ name: 'nodejs_external_memory_bytes', help: 'Node.js external memory size in bytes.' });
   metrics.add(heapTotal);
   metrics.add(heapUsed);
   metrics.add(external);
 
   const spaces = {
-    total: new Gauge({ name: 'nodejs_heap_space_size_total_bytes', help: 'Process heap space size total from Node.js in bytes.', labelled: true }),
-    used: new Gauge({ name: 'nodejs_heap_space_size_used_bytes', help: 'Process heap space size used from Node.js in bytes.', labelled: true }),
-    available: new Gauge({ name: 'nodejs_heap_space_size_available_bytes', help: 'Process heap space size available from Node.js in bytes.', labelled: true }),
+    total: new Gauge({
+      name: 'nodejs_heap_space_size_total_bytes',
+      help: 'Process heap space size total from Node.js in bytes.',
+      labelled: true,
+    }),
+    used: new Gauge({
+      name: 'nodejs_heap_space_size_used_bytes',
+      help: 'Process heap space size used from Node.js in bytes.',
+      labelled: true,
+    }),
+    available: new Gauge({
+      name: 'nodejs_heap_space_size_available_bytes',
+      help: 'Process heap space size available from Node.js in bytes.',
+      labelled: true,
+    }),
   };
   spaces.total.opts.collect = () => {
     for (const s of getHeapSpaceStatistics()) {
@@ -194,10 +254,21 @@ export function addProcessMetrics(metrics: MetricSet): () => void {
   for (const g of Object.values(spaces)) metrics.add(g);
 
   const [major, minor, patch] = process.version.slice(1).split('.').map(Number);
-  const version: Gauge = new Gauge({ name: 'nodejs_version_info', help: 'Node.js version info.', labelled: true, collect: () => version.set({ version: process.version, major: major!, minor: minor!, patch: patch! }, 1) });
+  const version: Gauge = new Gauge({
+    name: 'nodejs_version_info',
+    help: 'Node.js version info.',
+    labelled: true,
+    collect: () => version.set({ version: process.version, major: major!, minor: minor!, patch: patch! }, 1),
+  });
   metrics.add(version);
 
-  const gc = metrics.add(new Histogram({ name: 'nodejs_gc_duration_seconds', help: 'Garbage collection duration by kind, one of major, minor, incremental or weakcb.', buckets: [0.001, 0.01, 0.1, 1, 2, 5] }));
+  const gc = metrics.add(
+    new Histogram({
+      name: 'nodejs_gc_duration_seconds',
+      help: 'Garbage collection duration by kind, one of major, minor, incremental or weakcb.',
+      buckets: [0.001, 0.01, 0.1, 1, 2, 5],
+    }),
+  );
   const gcObserver = new PerformanceObserver((list) => {
     const entry = list.getEntries()[0] as (PerformanceEntry & { detail?: { kind?: number } }) | undefined;
     if (entry) gc.observe({ kind: GC_KINDS[entry.detail?.kind ?? -1] ?? 'undefined' }, entry.duration / 1000);

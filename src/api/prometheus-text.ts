@@ -16,7 +16,9 @@ function valueText(value: number): string {
 const escapeText = (s: string) => s.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
 
 function labelText(labels: Labels): string {
-  const parts = Object.entries(labels).map(([k, v]) => `${k}="${typeof v === 'string' ? escapeText(v).replace(/"/g, '\\"') : v}"`);
+  const parts = Object.entries(labels).map(
+    ([k, v]) => `${k}="${typeof v === 'string' ? escapeText(v).replace(/"/g, '\\"') : v}"`,
+  );
   return parts.length ? `{${parts.join(',')}}` : '';
 }
 

@@ -18,8 +18,15 @@ export function strictQuery(raw: unknown, allowed: readonly string[]): Record<st
   const out: Record<string, string> = {};
   for (const [key, value] of Object.entries((raw ?? {}) as RawQuery)) {
     if (!allowed.includes(key))
-      throw new ApiError(400, 'KS_BAD_QUERY', allowed.length ? `unknown query parameter "${key}" (this route takes ${allowed.join(', ')})` : `this route takes no query parameters, got "${key}"`);
-    if (Array.isArray(value)) throw new ApiError(400, 'KS_BAD_QUERY', `query parameter "${key}" is given more than once`);
+      throw new ApiError(
+        400,
+        'KS_BAD_QUERY',
+        allowed.length
+          ? `unknown query parameter "${key}" (this route takes ${allowed.join(', ')})`
+          : `this route takes no query parameters, got "${key}"`,
+      );
+    if (Array.isArray(value))
+      throw new ApiError(400, 'KS_BAD_QUERY', `query parameter "${key}" is given more than once`);
     if (value !== undefined) out[key] = value;
   }
   return out;
@@ -35,7 +42,11 @@ export function parseBool(key: string, value: string | undefined, fallback: bool
 export function parseWait(value: string | undefined): WaitFor {
   if (value === undefined) return 'health';
   if ((WAIT_VALUES as readonly string[]).includes(value)) return value as WaitFor;
-  throw new ApiError(400, 'KS_BAD_QUERY', `wait must be one of ${WAIT_VALUES.join(', ')}, not ${JSON.stringify(value)}`);
+  throw new ApiError(
+    400,
+    'KS_BAD_QUERY',
+    `wait must be one of ${WAIT_VALUES.join(', ')}, not ${JSON.stringify(value)}`,
+  );
 }
 
 /** A Go-style duration, positive and at most an hour; returned with its canonical form (`120s` → `2m0s`). */
@@ -43,14 +54,29 @@ export function parseTimeout(value: string | undefined): { ms: number; text: str
   if (value === undefined) return { ms: DEFAULT_TIMEOUT_MS, text: formatDuration(DEFAULT_TIMEOUT_MS) };
   const ms = parseDuration(value);
   if (ms === undefined || ms <= 0 || ms > MAX_TIMEOUT_MS)
-    throw new ApiError(400, 'KS_BAD_QUERY', `timeout must be a duration such as 90s or 2m, above 0 and at most ${formatDuration(MAX_TIMEOUT_MS)}, not ${JSON.stringify(value)}`);
+    throw new ApiError(
+      400,
+      'KS_BAD_QUERY',
+      `timeout must be a duration such as 90s or 2m, above 0 and at most ${formatDuration(MAX_TIMEOUT_MS)}, not ${JSON.stringify(value)}`,
+    );
   return { ms, text: formatDuration(ms) };
 }
 
 /** A whole number in [min, max]. */
-export function parseIntParam(key: string, value: string | undefined, fallback: number | undefined, min: number, max: number): number | undefined {
+export function parseIntParam(
+  key: string,
+  value: string | undefined,
+  fallback: number | undefined,
+  min: number,
+  max: number,
+): number | undefined {
   if (value === undefined) return fallback;
   const n = /^\d{1,16}$/.test(value) ? Number(value) : NaN;
-  if (!Number.isSafeInteger(n) || n < min || n > max) throw new ApiError(400, 'KS_BAD_QUERY', `${key} must be a whole number from ${min} to ${max}, not ${JSON.stringify(value)}`);
+  if (!Number.isSafeInteger(n) || n < min || n > max)
+    throw new ApiError(
+      400,
+      'KS_BAD_QUERY',
+      `${key} must be a whole number from ${min} to ${max}, not ${JSON.stringify(value)}`,
+    );
   return n;
 }

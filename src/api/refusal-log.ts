@@ -99,7 +99,10 @@ export class RefusalLog {
       return;
     }
     const seconds = Math.max(1, Math.round((now - w.since) / 1000));
-    this.opts.log?.warn({ source: w.source, refused: w.count, codes: w.codes, seconds }, `${w.msg}: ${w.count} more from ${w.source} in the last ${seconds}s`);
+    this.opts.log?.warn(
+      { source: w.source, refused: w.count, codes: w.codes, seconds },
+      `${w.msg}: ${w.count} more from ${w.source} in the last ${seconds}s`,
+    );
     // A source that goes on gets its next line an interval from now; one that stops is forgotten after it.
     this.windows.set(key, { ...w, since: now, count: 0, codes: {} });
   }

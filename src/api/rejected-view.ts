@@ -18,5 +18,10 @@ export function newestRejection(store: Pick<StateStore, 'history'>): RejectedVie
   const newest: HistoryEntry | undefined = store.history({ limit: 8 }).find((e) => e.outcome !== 'recovered');
   if (newest?.outcome !== 'rejected') return undefined;
   const reason = newest.summary ?? '';
-  return { revision: newest.revision, at: new Date(newest.finishedAt ?? newest.startedAt).toISOString(), code: rejectionCode(reason) ?? null, reason };
+  return {
+    revision: newest.revision,
+    at: new Date(newest.finishedAt ?? newest.startedAt).toISOString(),
+    code: rejectionCode(reason) ?? null,
+    reason,
+  };
 }

@@ -23,13 +23,19 @@ export async function readBody(req: IncomingMessage, opts: BodyOptions): Promise
   const { headers } = req;
   const contentType = headers['content-type'];
   const method = req.method ?? 'GET';
-  const announced = headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0');
+  const announced =
+    headers['transfer-encoding'] !== undefined ||
+    (headers['content-length'] !== undefined && headers['content-length'] !== '0');
   if (WITH_BODY.has(method)) {
     if (contentType === undefined) {
       if (!announced) return undefined;
       throw unsupported();
     }
-  } else if (!(MAYBE_BODY.has(method) && contentType !== undefined && (headers['transfer-encoding'] !== undefined || headers['content-length'] !== undefined))) {
+  } else if (!(
+    MAYBE_BODY.has(method) &&
+    contentType !== undefined &&
+    (headers['transfer-encoding'] !== undefined || headers['content-length'] !== undefined)
+  )) {
     return undefined;
   }
   const mediaType = contentType!.split(';', 1)[0]!.trim().toLowerCase();
@@ -37,18 +43,21 @@ export async function readBody(req: IncomingMessage, opts: BodyOptions): Promise
   if (!raw && (opts.raw !== undefined || mediaType !== 'application/json')) throw unsupported();
   const bytes = await readAll(req, opts.limit);
   if (raw) return bytes;
-  if (bytes.length === 0) throw new ApiError(400, 'KS_BAD_JSON', "Body cannot be empty when content-type is set to 'application/json'");
+  if (bytes.length === 0)
+    throw new ApiError(400, 'KS_BAD_JSON', "Body cannot be empty when content-type is set to 'application/json'");
   return parseJson(bytes.toString('utf8'));
 }
 
 function parseJson(text: string): unknown {
-  const invalid = () => new ApiError(400, 'KS_BAD_JSON', "Body is not valid JSON but content-type is set to 'application/json'");
+  const invalid = () =>
+    new ApiError(400, 'KS_BAD_JSON', "Body is not valid JSON but content-type is set to 'application/json'");
   try {
     // A `__proto__` key would become the prototype of the object if a handler ever copied it with Object.assign or a
     // spread into another; a `constructor.prototype` one reaches every object's prototype through a careless merge.
     return JSON.parse(text, (key, value: unknown) => {
       if (key === '__proto__') throw invalid();
-      if (key === 'constructor' && value !== null && typeof value === 'object' && Object.hasOwn(value, 'prototype')) throw invalid();
+      if (key === 'constructor' && value !== null && typeof value === 'object' && Object.hasOwn(value, 'prototype'))
+        throw invalid();
       return value;
     });
   } catch {
@@ -74,7 +83,8 @@ function readAll(req: IncomingMessage, limit: number): Promise<Buffer> {
     };
     const onEnd = () => {
       cleanup();
-      if (declared !== undefined && size !== declared) reject(new ApiError(400, 'KS_BAD_JSON', 'Request body size did not match Content-Length'));
+      if (declared !== undefined && size !== declared)
+        reject(new ApiError(400, 'KS_BAD_JSON', 'Request body size did not match Content-Length'));
       else resolve(Buffer.concat(chunks));
     };
     // A client that sends part of a body and goes away is a bad request, not the agent's failure: a 400 (logged

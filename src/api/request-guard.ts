@@ -33,7 +33,8 @@ export const SESSION_PATH = '/v1/session';
 
 /** The dashboard session a request was let in with (GET /v1/session answers its expiry; DELETE ends that one). */
 const sessionsOfRequests = new WeakMap<ApiRequest, { session: DashboardSession; id: string }>();
-export const dashboardSessionOf = (request: ApiRequest): DashboardSession | undefined => sessionsOfRequests.get(request)?.session;
+export const dashboardSessionOf = (request: ApiRequest): DashboardSession | undefined =>
+  sessionsOfRequests.get(request)?.session;
 export const dashboardSessionIdOf = (request: ApiRequest): string | undefined => sessionsOfRequests.get(request)?.id;
 
 /** The page's own origin: the scheme-less `host:port` of Origin is exactly the request's Host (already checked as ours). */
@@ -41,7 +42,9 @@ function isSameOrigin(origin: string, host: string | undefined): boolean {
   if (host === undefined) return false;
   try {
     const url = new URL(origin);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.host.toLowerCase() === host.trim().toLowerCase();
+    return (
+      (url.protocol === 'http:' || url.protocol === 'https:') && url.host.toLowerCase() === host.trim().toLowerCase()
+    );
   } catch {
     return false;
   }
@@ -69,10 +72,27 @@ function isSuspiciousPath(rawUrl: string): boolean {
 export function requestGuard(opts: RequestGuardOptions) {
   return async function guard(request: ApiRequest, reply: ApiReply): Promise<void> {
     const refuse = (err: ApiError): never => {
-      opts.refusals.refused(sourceOf(request), err.code, { method: request.method, path: request.url.split('?', 1)[0], host: request.headers.host, origin: request.headers.origin }, 'API request refused');
+      opts.refusals.refused(
+        sourceOf(request),
+        err.code,
+        {
+          method: request.method,
+          path: request.url.split('?', 1)[0],
+          host: request.headers.host,
+          origin: request.headers.origin,
+        },
+        'API request refused',
+      );
       throw err;
     };
-    if (isSuspiciousPath(request.raw.url ?? '')) refuse(new ApiError(400, 'KS_BAD_PATH', 'paths may not contain dot segments, backslashes or encoded dots, slashes or NULs'));
+    if (isSuspiciousPath(request.raw.url ?? ''))
+      refuse(
+        new ApiError(
+          400,
+          'KS_BAD_PATH',
+          'paths may not contain dot segments, backslashes or encoded dots, slashes or NULs',
+        ),
+      );
 
     const viaSocket = isSocketRequest(request.raw);
     // The GitHub webhook authenticates itself: its handler checks an HMAC of the body under a secret shared with
@@ -86,14 +106,32 @@ export function requestGuard(opts: RequestGuardOptions) {
       const header = request.headers.host;
       const hostname = header === undefined ? undefined : hostnameOfHostHeader(header);
       if (hostname === undefined || !(isLoopbackHostname(hostname) || opts.isAllowedHost(hostname)))
-        refuse(new ApiError(403, 'KS_FOREIGN_HOST', `requests must be addressed to this machine (Host ${JSON.stringify(header ?? '')} is not one of its names)`));
+        refuse(
+          new ApiError(
+            403,
+            'KS_FOREIGN_HOST',
+            `requests must be addressed to this machine (Host ${JSON.stringify(header ?? '')} is not one of its names)`,
+          ),
+        );
     }
     // Browsers send Origin on cross-origin requests (and on every POST); Sec-Fetch-Site covers those that do not.
     // The dashboard's own origin is allowed too when the API listens publicly (http://device:8080 is not loopback): its
     // Host passed the check above. Not for the webhook, whose Host is not checked: no page has business there.
     const origin = request.headers.origin;
-    if (origin !== undefined && !isLoopbackOrigin(origin) && !(!viaSocket && !hmacAuthenticated && isSameOrigin(origin, request.headers.host))) refuse(new ApiError(403, 'KS_FOREIGN_ORIGIN', `requests from web pages of other origins are refused (Origin ${JSON.stringify(origin)})`));
-    if (request.headers['sec-fetch-site'] === 'cross-site') refuse(new ApiError(403, 'KS_FOREIGN_ORIGIN', 'requests from web pages of other sites are refused'));
+    if (
+      origin !== undefined &&
+      !isLoopbackOrigin(origin) &&
+      !(!viaSocket && !hmacAuthenticated && isSameOrigin(origin, request.headers.host))
+    )
+      refuse(
+        new ApiError(
+          403,
+          'KS_FOREIGN_ORIGIN',
+          `requests from web pages of other origins are refused (Origin ${JSON.stringify(origin)})`,
+        ),
+      );
+    if (request.headers['sec-fetch-site'] === 'cross-site')
+      refuse(new ApiError(403, 'KS_FOREIGN_ORIGIN', 'requests from web pages of other sites are refused'));
 
     const route = request.route ?? '';
     const open = READ_METHODS.has(request.method) && OPEN_ROUTES.has(route);
@@ -111,11 +149,21 @@ export function requestGuard(opts: RequestGuardOptions) {
     // A session stands in for the token only from the page itself: its exact origin (not any loopback port: a
     // component's own web page on 127.0.0.1:18088 shares the cookie jar) and with the CSRF header. That page may have
     // planted session cookies of its own beside the operator's: the one that is a session with this header counts.
-    const sessionIds = dashboard && request.headers.authorization === undefined ? sessionIdsOf(request.headers.cookie) : [];
+    const sessionIds =
+      dashboard && request.headers.authorization === undefined ? sessionIdsOf(request.headers.cookie) : [];
     if (dashboard && sessionIds.length > 0) {
       const site = request.headers['sec-fetch-site'];
-      if ((origin !== undefined && !isSameOrigin(origin, request.headers.host)) || (site !== undefined && site !== 'same-origin' && site !== 'none'))
-        refuse(new ApiError(403, 'KS_FOREIGN_ORIGIN', 'a dashboard session is accepted only from the dashboard\'s own origin'));
+      if (
+        (origin !== undefined && !isSameOrigin(origin, request.headers.host)) ||
+        (site !== undefined && site !== 'same-origin' && site !== 'none')
+      )
+        refuse(
+          new ApiError(
+            403,
+            'KS_FOREIGN_ORIGIN',
+            "a dashboard session is accepted only from the dashboard's own origin",
+          ),
+        );
       const csrf = request.headers[CSRF_HEADER];
       const check = dashboard.sessions.checkAny(sessionIds, typeof csrf === 'string' ? csrf : undefined);
       if (check.ok) {
@@ -129,7 +177,13 @@ export function requestGuard(opts: RequestGuardOptions) {
     if (check === 'ok') return;
     reply.header('www-authenticate', 'Bearer realm="keystone"');
     if (check === 'missing')
-      refuse(new ApiError(401, 'KS_TOKEN_MISSING', 'the API needs a token (only /healthz and /metrics are open): send Authorization: Bearer <token>, the token being in <state-dir>/api-token'));
+      refuse(
+        new ApiError(
+          401,
+          'KS_TOKEN_MISSING',
+          'the API needs a token (only /healthz and /metrics are open): send Authorization: Bearer <token>, the token being in <state-dir>/api-token',
+        ),
+      );
     refuse(new ApiError(401, 'KS_TOKEN_INVALID', 'the bearer token is not the one in <state-dir>/api-token'));
   };
 }

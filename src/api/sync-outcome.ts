@@ -58,15 +58,32 @@ export function historyMark(agent: Pick<ApiAgent, 'store'>): HistoryMark {
 }
 
 /** undefined when the look failed and found nothing: the caller answers with the failure. */
-export function syncOutcome(agent: Pick<ApiAgent, 'store' | 'rolloutHolds' | 'waiting'>, mark: HistoryMark, lookFailed: string | undefined): SyncOutcome | undefined {
+export function syncOutcome(
+  agent: Pick<ApiAgent, 'store' | 'rolloutHolds' | 'waiting'>,
+  mark: HistoryMark,
+  lookFailed: string | undefined,
+): SyncOutcome | undefined {
   const newest = newestTaken(agent);
   const applied = agent.store.appliedRevision()?.id ?? null;
   const rollout = (agent.rolloutHolds?.() ?? []).map((h) => ({ revision: h.revision, wave: h.wave, reason: h.reason }));
   const base = { sync: 'done' as const, applied, rollout, appliedOutcome: appliedOutcomeOf(agent, applied) };
   if (newest && (newest.id > mark.id || (newest.id === mark.id && mark.open))) {
     const summary = newest.summary ?? '';
-    const outcome: SyncOutcomeKind = newest.outcome === 'success' ? 'applied' : newest.outcome === 'failure' ? 'failed' : newest.outcome === 'rejected' ? 'rejected' : 'applying';
-    return { ...base, outcome, revision: newest.revision, summary, code: outcome === 'rejected' ? (rejectionCode(summary) ?? null) : null };
+    const outcome: SyncOutcomeKind =
+      newest.outcome === 'success'
+        ? 'applied'
+        : newest.outcome === 'failure'
+          ? 'failed'
+          : newest.outcome === 'rejected'
+            ? 'rejected'
+            : 'applying';
+    return {
+      ...base,
+      outcome,
+      revision: newest.revision,
+      summary,
+      code: outcome === 'rejected' ? (rejectionCode(summary) ?? null) : null,
+    };
   }
   if (lookFailed !== undefined) return undefined;
   // Waiting for a component's update lock (SPEC §19): held on the device, not at the gate.
@@ -78,7 +95,10 @@ export function syncOutcome(agent: Pick<ApiAgent, 'store' | 'rolloutHolds' | 'wa
     ...base,
     outcome: 'unchanged',
     revision: applied,
-    summary: applied === null ? 'the source offers no revision this device can run yet' : 'nothing new: the device runs the newest revision of its source',
+    summary:
+      applied === null
+        ? 'the source offers no revision this device can run yet'
+        : 'nothing new: the device runs the newest revision of its source',
     code: null,
   };
 }

@@ -57,7 +57,8 @@ export function componentArg(positionals: string[], command: string): string {
   // `app/web`: a member of composite `app` (or a replica, `workers/2`).
   const [first, ...members] = name.split('/');
   if (!isComponentName(first ?? '')) throw new UsageError(`"${first}" is not a valid component name`);
-  if (members.some((m) => !/^[a-z0-9][a-z0-9_-]{0,62}$/i.test(m))) throw new UsageError(`"${name}" is not a valid member name: COMPONENT/MEMBER, each letters, digits, "_" and "-"`);
+  if (members.some((m) => !/^[a-z0-9][a-z0-9_-]{0,62}$/i.test(m)))
+    throw new UsageError(`"${name}" is not a valid member name: COMPONENT/MEMBER, each letters, digits, "_" and "-"`);
   return name;
 }
 
@@ -103,7 +104,12 @@ export class AgentClient {
   private async *streamLines(url: URL, body: unknown, signal: AbortSignal, timeoutMs: number): AsyncGenerator<unknown> {
     let res: AgentResponse;
     try {
-      res = await agentRequest(url, { method: 'POST', headers: this.headers(true), body: JSON.stringify(body), signal });
+      res = await agentRequest(url, {
+        method: 'POST',
+        headers: this.headers(true),
+        body: JSON.stringify(body),
+        signal,
+      });
     } catch (e) {
       throw this.unreachable(e, timeoutMs);
     }
@@ -134,7 +140,11 @@ export class AgentClient {
         }
       }
     } catch (e) {
-      if (e instanceof SyntaxError) throw new OperationError('KS_AGENT_BAD_RESPONSE', `${this.baseUrl.origin} sent a progress line that is not JSON: is it a Keystone agent?`);
+      if (e instanceof SyntaxError)
+        throw new OperationError(
+          'KS_AGENT_BAD_RESPONSE',
+          `${this.baseUrl.origin} sent a progress line that is not JSON: is it a Keystone agent?`,
+        );
       throw this.unreachable(e, timeoutMs);
     }
   }
@@ -178,15 +188,24 @@ export class AgentClient {
     }
     if (res.ok) {
       if (!isJson && text !== '')
-        throw new OperationError('KS_AGENT_BAD_RESPONSE', `${this.baseUrl.origin} answered ${method} ${url.pathname} with something that is not JSON: is it a Keystone agent?`);
+        throw new OperationError(
+          'KS_AGENT_BAD_RESPONSE',
+          `${this.baseUrl.origin} answered ${method} ${url.pathname} with something that is not JSON: is it a Keystone agent?`,
+        );
       return body as T;
     }
-    const err = (isJson && typeof body === 'object' && body !== null ? (body as { error?: unknown }).error : undefined) as { code?: unknown; message?: unknown } | undefined;
+    const err = (
+      isJson && typeof body === 'object' && body !== null ? (body as { error?: unknown }).error : undefined
+    ) as { code?: unknown; message?: unknown } | undefined;
     const code = typeof err?.code === 'string' ? err.code : `HTTP_${res.status}`;
-    let message = typeof err?.message === 'string' ? err.message : `${method} ${url.pathname} failed: HTTP ${res.status} ${res.statusText}`.trim();
+    let message =
+      typeof err?.message === 'string'
+        ? err.message
+        : `${method} ${url.pathname} failed: HTTP ${res.status} ${res.statusText}`.trim();
     if (res.status === 401 && !this.tokenSource?.token) {
       message += `; no token was sent: pass --token, set KEYSTONE_TOKEN, or run as a user who can read the token file (${this.tokenSource?.missing ?? 'none found'})`;
-      if (this.tokenSource?.searched) message += `; an agent with another state directory: pass its --state-dir DIR (\`npm start\` keeps it in ${CHECKOUT_STATE_DIR}/ of its checkout, or in $KEYSTONE_STATE_DIR)`;
+      if (this.tokenSource?.searched)
+        message += `; an agent with another state directory: pass its --state-dir DIR (\`npm start\` keeps it in ${CHECKOUT_STATE_DIR}/ of its checkout, or in $KEYSTONE_STATE_DIR)`;
     } else if (res.status === 401 && this.tokenSource?.file) {
       // A token found is not always the token of the agent at --agent: two agents on one machine, say.
       message += `; the token sent was read from ${this.tokenSource.file}: is the agent at ${this.baseUrl.origin} the one with that state directory? (--state-dir DIR, --agent URL)`;
@@ -198,7 +217,10 @@ export class AgentClient {
     const err = e as Error & { cause?: { code?: string; message?: string } };
     const where = this.baseUrl.origin;
     if (err.name === 'TimeoutError')
-      return new AgentUnreachableError('KS_AGENT_UNREACHABLE', `the agent at ${where} did not answer within ${Math.round(timeoutMs / 1000)}s`);
+      return new AgentUnreachableError(
+        'KS_AGENT_UNREACHABLE',
+        `the agent at ${where} did not answer within ${Math.round(timeoutMs / 1000)}s`,
+      );
     const why = err.cause?.code ?? err.cause?.message ?? err.message;
     return new AgentUnreachableError(
       'KS_AGENT_UNREACHABLE',
@@ -223,7 +245,12 @@ export function errorBody(e: AgentApiError): unknown {
  * that failed (502), a refused token). With `--json` the error body goes to stdout; otherwise the message, and the
  * state of each component when the agent sent them.
  */
-export async function withAgentErrors(command: string, io: CliIo, json: boolean, fn: () => Promise<number>): Promise<number> {
+export async function withAgentErrors(
+  command: string,
+  io: CliIo,
+  json: boolean,
+  fn: () => Promise<number>,
+): Promise<number> {
   try {
     return await fn();
   } catch (e) {
@@ -257,16 +284,24 @@ export const ANSWER_MARGIN_MS = 30_000;
 export type WaitFor = 'health' | 'started' | 'none';
 
 /** `--wait` and `--timeout` checked, the timeout Go-style as the API echoes it (`2m` → `2m0s`). */
-export function parseWaitArgs(values: { wait?: string | undefined; timeout: string }): { wait: WaitFor; timeoutMs: number; timeout: string } {
+export function parseWaitArgs(values: { wait?: string | undefined; timeout: string }): {
+  wait: WaitFor;
+  timeoutMs: number;
+  timeout: string;
+} {
   const wait = values.wait ?? 'health';
-  if (wait !== 'health' && wait !== 'started' && wait !== 'none') throw new UsageError(`--wait must be health, started or none, not "${wait}"`);
+  if (wait !== 'health' && wait !== 'started' && wait !== 'none')
+    throw new UsageError(`--wait must be health, started or none, not "${wait}"`);
   const timeoutMs = parseDuration(values.timeout);
-  if (timeoutMs === undefined || timeoutMs <= 0) throw new UsageError(`--timeout takes a duration such as 2m or 90s, not "${values.timeout}"`);
+  if (timeoutMs === undefined || timeoutMs <= 0)
+    throw new UsageError(`--timeout takes a duration such as 2m or 90s, not "${values.timeout}"`);
   return { wait, timeoutMs, timeout: formatDuration(timeoutMs) };
 }
 
 /** The names of a list in an answer (stopOrder, started …). */
-export const names = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+export const names = (v: unknown): string[] =>
+  Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
 
 /** `pid 41002`, a short container id, or `-`. */
-export const shownId = (v: unknown): string => (typeof v === 'number' ? `pid ${v}` : typeof v === 'string' ? v.slice(0, 12) : '-');
+export const shownId = (v: unknown): string =>
+  typeof v === 'number' ? `pid ${v}` : typeof v === 'string' ? v.slice(0, 12) : '-';

@@ -24,7 +24,13 @@ export interface Settings {
 }
 
 /** Reports one refusal: for the file at `path`, for the command line in the flag's words. */
-export type Say = (path: TomlPath, code: ConfigCode, message: string, hint: string | undefined, flagWords: NonNullable<FlagWords>) => void;
+export type Say = (
+  path: TomlPath,
+  code: ConfigCode,
+  message: string,
+  hint: string | undefined,
+  flagWords: NonNullable<FlagWords>,
+) => void;
 
 export interface Combination {
   /** The keys it reads: on the command line it is checked again only when a flag gives one of them. */
@@ -33,7 +39,18 @@ export interface Combination {
 }
 
 /** Keys that only make sense when following Git (`repo`): refused with `dir`. */
-export const GIT_ONLY = ['ref', 'poll', 'git-token-file', 'status', 'status-repo', 'status-token-file', 'github-repo', 'github-token-file', 'github-api', 'webhook-secret-file'] as const;
+export const GIT_ONLY = [
+  'ref',
+  'poll',
+  'git-token-file',
+  'status',
+  'status-repo',
+  'status-token-file',
+  'github-repo',
+  'github-token-file',
+  'github-api',
+  'webhook-secret-file',
+] as const;
 
 const list = (s: Settings, key: AgentOptionName) => (s.value(key) as string[] | undefined) ?? [];
 
@@ -42,20 +59,55 @@ export const COMBINATIONS: readonly Combination[] = [
     keys: ['repo', 'dir'],
     check(s, say) {
       const flag = 'give one source: --repo URL|PATH (Git) or --dir PATH (a development directory)';
-      if (s.has('repo') && s.has('dir')) say(['dir'], CONFIG_CODES.SOURCE, 'repo and dir exclude each other: the agent follows one source', 'keep repo (Git) or dir (a development directory)', flag);
+      if (s.has('repo') && s.has('dir'))
+        say(
+          ['dir'],
+          CONFIG_CODES.SOURCE,
+          'repo and dir exclude each other: the agent follows one source',
+          'keep repo (Git) or dir (a development directory)',
+          flag,
+        );
       if (!s.has('repo') && !s.has('dir'))
-        say([], CONFIG_CODES.SOURCE, 'no source: the file names neither repo nor dir', 'add repo = "https://…" (a Git repository, or its path) or dir = "/srv/…" (a development directory)', flag);
+        say(
+          [],
+          CONFIG_CODES.SOURCE,
+          'no source: the file names neither repo nor dir',
+          'add repo = "https://…" (a Git repository, or its path) or dir = "/srv/…" (a development directory)',
+          flag,
+        );
     },
   },
   {
     keys: ['repo', 'dir', ...GIT_ONLY, 'allow-history-rewrite', 'on-failure'],
     check(s, say) {
       if (!s.has('dir') || s.has('repo')) return;
-      for (const key of GIT_ONLY) if (s.has(key)) say([key], CONFIG_CODES.CONFLICT, `${key} is for a Git source (repo), not dir`, undefined, `--${key} is for a Git source (--repo), not --dir`);
+      for (const key of GIT_ONLY)
+        if (s.has(key))
+          say(
+            [key],
+            CONFIG_CODES.CONFLICT,
+            `${key} is for a Git source (repo), not dir`,
+            undefined,
+            `--${key} is for a Git source (--repo), not --dir`,
+          );
       // One flag message for both, as it always was.
       const flag = '--allow-history-rewrite or --on-failure is for a Git source (--repo), not --dir';
-      if (s.value('allow-history-rewrite') === true) say(['allow-history-rewrite'], CONFIG_CODES.CONFLICT, 'allow-history-rewrite is for a Git source (repo), not dir', undefined, flag);
-      if (s.value('on-failure') === 'rollback') say(['on-failure'], CONFIG_CODES.CONFLICT, 'on-failure = "rollback" is for a Git source (repo), not dir', undefined, flag);
+      if (s.value('allow-history-rewrite') === true)
+        say(
+          ['allow-history-rewrite'],
+          CONFIG_CODES.CONFLICT,
+          'allow-history-rewrite is for a Git source (repo), not dir',
+          undefined,
+          flag,
+        );
+      if (s.value('on-failure') === 'rollback')
+        say(
+          ['on-failure'],
+          CONFIG_CODES.CONFLICT,
+          'on-failure = "rollback" is for a Git source (repo), not dir',
+          undefined,
+          flag,
+        );
     },
   },
   {
@@ -66,7 +118,14 @@ export const COMBINATIONS: readonly Combination[] = [
       const dir = s.value('dir') as string | undefined;
       if (plan === undefined || dir === undefined || !isAbsolute(plan)) return;
       const rel = relative(dir, plan);
-      if (rel.startsWith('..') || isAbsolute(rel)) say(['plan'], CODES.INVALID_VALUE, `${plan} is not inside the repository ${dir}`, 'a plan is a path inside the repository', `${plan} is not inside the repository ${dir}`);
+      if (rel.startsWith('..') || isAbsolute(rel))
+        say(
+          ['plan'],
+          CODES.INVALID_VALUE,
+          `${plan} is not inside the repository ${dir}`,
+          'a plan is a path inside the repository',
+          `${plan} is not inside the repository ${dir}`,
+        );
     },
   },
   {
@@ -76,11 +135,29 @@ export const COMBINATIONS: readonly Combination[] = [
       const unsigned = s.value('allow-unsigned') === true;
       const keys = list(s, 'trusted-key');
       if (unsigned && keys.length)
-        say(['allow-unsigned'], CONFIG_CODES.CONFLICT, 'allow-unsigned and trusted-key exclude each other', 'a device verifies every revision, or (in development only) none', '--allow-unsigned and --trusted-key exclude each other');
+        say(
+          ['allow-unsigned'],
+          CONFIG_CODES.CONFLICT,
+          'allow-unsigned and trusted-key exclude each other',
+          'a device verifies every revision, or (in development only) none',
+          '--allow-unsigned and --trusted-key exclude each other',
+        );
       else if (unsigned && s.value('require-ref') === true)
-        say(['require-ref'], CONFIG_CODES.CONFLICT, 'require-ref checks signatures: it makes no sense with allow-unsigned', undefined, '--require-ref checks signatures: it makes no sense with --allow-unsigned');
+        say(
+          ['require-ref'],
+          CONFIG_CODES.CONFLICT,
+          'require-ref checks signatures: it makes no sense with allow-unsigned',
+          undefined,
+          '--require-ref checks signatures: it makes no sense with --allow-unsigned',
+        );
       if (!unsigned && !keys.length)
-        say(['trusted-key'], CODES.MISSING_FIELD, 'no trusted key', 'add trusted-key = ["/etc/keystone/keys/release.pub"], or allow-unsigned = true for development', 'no trusted key: give --trusted-key FILE (repeatable), or --allow-unsigned for development');
+        say(
+          ['trusted-key'],
+          CODES.MISSING_FIELD,
+          'no trusted key',
+          'add trusted-key = ["/etc/keystone/keys/release.pub"], or allow-unsigned = true for development',
+          'no trusted key: give --trusted-key FILE (repeatable), or --allow-unsigned for development',
+        );
     },
   },
   {
@@ -88,16 +165,22 @@ export const COMBINATIONS: readonly Combination[] = [
     check(s, say) {
       const threshold = s.value('threshold') === undefined ? undefined : Number(s.value('threshold'));
       const keys = s.value('trusted-key') as string[] | undefined;
-      if (threshold === undefined || keys === undefined || s.bad('trusted-key') || s.value('allow-unsigned') === true) return;
+      if (threshold === undefined || keys === undefined || s.bad('trusted-key') || s.value('allow-unsigned') === true)
+        return;
       // Distinct keys, not distinct file names: two copies of one key are one signer (as the agent counts them at start).
-      const distinct = new Set(keys.map((file) => Buffer.from(parsePublicKey(readFileSync(file, 'utf8')).publicKey).toString('hex'))).size;
+      const distinct = new Set(
+        keys.map((file) => Buffer.from(parsePublicKey(readFileSync(file, 'utf8')).publicKey).toString('hex')),
+      ).size;
       if (distinct < threshold)
         say(
           ['threshold'],
           CODES.INVALID_VALUE,
           `a threshold of ${threshold} needs at least ${threshold} distinct trusted keys; ${distinct} named`,
           undefined,
-          new TrustError('KS_THRESHOLD_NOT_MET', `a threshold of ${threshold} needs at least ${threshold} distinct trusted keys; ${distinct} given`),
+          new TrustError(
+            'KS_THRESHOLD_NOT_MET',
+            `a threshold of ${threshold} needs at least ${threshold} distinct trusted keys; ${distinct} given`,
+          ),
         );
     },
   },
@@ -109,7 +192,13 @@ export const COMBINATIONS: readonly Combination[] = [
       if (listen === undefined || s.value('listen-public') === true) return;
       const address = parseListenAddress(listen);
       if (address && !isLoopbackAddress(address))
-        say(['listen'], CONFIG_CODES.CONFLICT, `${listen} is not a loopback address`, 'add listen-public = true to expose the API beyond this machine', `--listen ${listen} is not a loopback address: add --listen-public to expose the API beyond this machine`);
+        say(
+          ['listen'],
+          CONFIG_CODES.CONFLICT,
+          `${listen} is not a loopback address`,
+          'add listen-public = true to expose the API beyond this machine',
+          `--listen ${listen} is not a loopback address: add --listen-public to expose the API beyond this machine`,
+        );
     },
   },
   {
@@ -117,7 +206,13 @@ export const COMBINATIONS: readonly Combination[] = [
     keys: ['status-token-file', 'status-repo'],
     check(s, say) {
       if (s.has('status-token-file') && !s.has('status-repo'))
-        say(['status-token-file'], CODES.MISSING_FIELD, 'status-token-file is the token of status-repo: give the reports repository too', undefined, '--status-token-file is the token of --status-repo: give the reports repository too');
+        say(
+          ['status-token-file'],
+          CODES.MISSING_FIELD,
+          'status-token-file is the token of status-repo: give the reports repository too',
+          undefined,
+          '--status-token-file is the token of --status-repo: give the reports repository too',
+        );
     },
   },
   {
@@ -125,9 +220,21 @@ export const COMBINATIONS: readonly Combination[] = [
     check(s, say) {
       const status = s.value('status') as string | undefined;
       const repo = s.value('repo') as string | undefined;
-      if (status === undefined || repo === undefined || s.has('github-repo') || !status.split(',').some((x) => x.trim() === 'github')) return;
+      if (
+        status === undefined ||
+        repo === undefined ||
+        s.has('github-repo') ||
+        !status.split(',').some((x) => x.trim() === 'github')
+      )
+        return;
       if (!ownerRepoFromUrl(repo))
-        say(['status'], CODES.MISSING_FIELD, `status "github" needs github-repo = "OWNER/REPO" (it cannot be read from ${repo})`, undefined, `--status github: give --github-repo OWNER/REPO (it cannot be read from ${repo})`);
+        say(
+          ['status'],
+          CODES.MISSING_FIELD,
+          `status "github" needs github-repo = "OWNER/REPO" (it cannot be read from ${repo})`,
+          undefined,
+          `--status github: give --github-repo OWNER/REPO (it cannot be read from ${repo})`,
+        );
     },
   },
   {

@@ -10,7 +10,19 @@ import { deviceNameProblem } from '../core/labels.js';
 import { describe } from '../core/toml-document.js';
 import { TrustError } from '../trust/trust-error.js';
 import { CONFIG_CODES, type ConfigCode } from './agent-config-error.js';
-import { capability, device, engineSocket, gitLocation, hostPath, httpUrl, label, listen, ownerRepo, path, status } from './agent-value-checks.js';
+import {
+  capability,
+  device,
+  engineSocket,
+  gitLocation,
+  hostPath,
+  httpUrl,
+  label,
+  listen,
+  ownerRepo,
+  path,
+  status,
+} from './agent-value-checks.js';
 import type { At, Check, FlagWords } from './config-at.js';
 import type { AgentOptionName } from './agent-option-table.js';
 import { certificateFile, publicKeyFile, secretFile } from './named-file-checks.js';
@@ -23,7 +35,10 @@ type KeyWords = (text: string, said: { code: ConfigCode; message: string }, at: 
 /** `at`, with `words` said for a flag's problem that has no words of its own. */
 function worded(at: At, text: string, words: KeyWords | undefined): At {
   if (words === undefined || at.flag === undefined) return at;
-  return { ...at, problem: (code, message, hint, own) => at.problem(code, message, hint, own ?? words(text, { code, message }, at)) };
+  return {
+    ...at,
+    problem: (code, message, hint, own) => at.problem(code, message, hint, own ?? words(text, { code, message }, at)),
+  };
 }
 
 export type ConfigValue = string | boolean | string[];
@@ -33,7 +48,8 @@ export type Rule = (raw: unknown, at: (index?: number) => At) => ConfigValue | u
 
 const DURATION_HINT = 'use Go style: "300ms", "10s", "2m0s", "1h30m"';
 
-const wrongType = (at: At, expected: string, raw: unknown, hint?: string) => at.problem(CODES.INVALID_TYPE, `expected ${expected}, got ${describe(raw)}`, hint);
+const wrongType = (at: At, expected: string, raw: unknown, hint?: string) =>
+  at.problem(CODES.INVALID_TYPE, `expected ${expected}, got ${describe(raw)}`, hint);
 
 function plainText(text: string, at: At): string | undefined {
   if (text === '') return at.problem(CODES.INVALID_VALUE, 'must not be empty', 'leave the key out for the default');
@@ -59,12 +75,22 @@ const many =
   (raw, at) => {
     if (!Array.isArray(raw)) {
       const key = String(at().path[0]);
-      return wrongType(at(), 'an array of strings', raw, typeof raw === 'string' ? `write ${key} = [${JSON.stringify(raw)}]` : undefined);
+      return wrongType(
+        at(),
+        'an array of strings',
+        raw,
+        typeof raw === 'string' ? `write ${key} = [${JSON.stringify(raw)}]` : undefined,
+      );
     }
     const out: string[] = [];
     raw.forEach((item: unknown, i) => {
       const here = typeof item === 'string' ? worded(at(i), item, words) : at(i);
-      const v = typeof item !== 'string' ? wrongType(here, 'a string', item) : plainText(item, here) === undefined ? undefined : check(item, here);
+      const v =
+        typeof item !== 'string'
+          ? wrongType(here, 'a string', item)
+          : plainText(item, here) === undefined
+            ? undefined
+            : check(item, here);
       if (v !== undefined) out.push(v);
     });
     return out.length === raw.length ? out : undefined;
@@ -104,14 +130,22 @@ const duration = (positive: boolean, words: KeyWords): Rule =>
 
 const oneOf = (...choices: string[]): Rule =>
   one(
-    (text, at) => (choices.includes(text) ? text : at.problem(CODES.INVALID_VALUE, `"${text}" is not allowed`, `one of ${choices.map((c) => JSON.stringify(c)).join(', ')}`)),
+    (text, at) =>
+      choices.includes(text)
+        ? text
+        : at.problem(
+            CODES.INVALID_VALUE,
+            `"${text}" is not allowed`,
+            `one of ${choices.map((c) => JSON.stringify(c)).join(', ')}`,
+          ),
     undefined,
     mustBe(choices.join(' or ')),
   );
 
 /** Labels, and one key given twice with two values (a mistake, not a choice: as with --label). */
 const labels: Rule = (raw, at) => {
-  const list = many(label, (text) => `--label takes KEY=VALUE, not ${JSON.stringify(text)}`)(raw, at) as string[] | undefined;
+  const list = many(label, (text) => `--label takes KEY=VALUE, not ${JSON.stringify(text)}`)(raw, at) as
+    string[] | undefined;
   if (!list) return undefined;
   const seen = new Map<string, string>();
   const valueOf = (text: string) => JSON.stringify(text.slice(text.indexOf('=') + 1));
@@ -119,14 +153,22 @@ const labels: Rule = (raw, at) => {
     const key = text.slice(0, text.indexOf('='));
     const before = seen.get(key);
     if (before !== undefined && before !== text)
-      return at(i).problem(CODES.BAD_LABEL, `the label ${key} is given twice, as ${JSON.stringify(before)} and ${JSON.stringify(text)}`, undefined, `--label ${key} is given twice, as ${valueOf(before)} and ${valueOf(text)}`);
+      return at(i).problem(
+        CODES.BAD_LABEL,
+        `the label ${key} is given twice, as ${JSON.stringify(before)} and ${JSON.stringify(text)}`,
+        undefined,
+        `--label ${key} is given twice, as ${valueOf(before)} and ${valueOf(text)}`,
+      );
     seen.set(key, text);
   }
   return list;
 };
 
 /** Words several flags shared: a refusal that names the flags that go together. */
-const saying = (words: string): KeyWords => () => words;
+const saying =
+  (words: string): KeyWords =>
+  () =>
+    words;
 const TIMING = saying('--max-backoff and --healthy-spell take durations, --crash-loop-limit a whole number ≥ 1');
 const STOPPING = saying('--grace and --settle take durations such as 10s');
 /** Words for the empty value only (a flag's `--x ""`), the check's own for the rest. */
@@ -138,14 +180,20 @@ const whenEmpty =
 export const CONFIG_RULES: Record<AgentOptionName, Rule> = {
   dir: one(path),
   repo: one(gitLocation),
-  plan: one(asIs, undefined, whenEmpty(() => '--plan takes a plan file; leave it out to take the plan from fleet.toml')),
+  plan: one(
+    asIs,
+    undefined,
+    whenEmpty(() => '--plan takes a plan file; leave it out to take the plan from fleet.toml'),
+  ),
   ref: one(),
   'state-dir': one(path),
   listen: one(listen),
   'listen-public': boolean,
   socket: one(path),
   dashboard: boolean,
-  device: one(device, undefined, (text, s) => (s.code === CODES.BAD_NAME ? undefined : `--device: ${deviceNameProblem(text) ?? s.message}`)),
+  device: one(device, undefined, (text, s) =>
+    s.code === CODES.BAD_NAME ? undefined : `--device: ${deviceNameProblem(text) ?? s.message}`,
+  ),
   label: labels,
   poll: duration(true, (text) => `--poll takes a duration such as 60s, not "${text}"`),
   concurrency: wholeNumber(),
@@ -155,7 +203,9 @@ export const CONFIG_RULES: Record<AgentOptionName, Rule> = {
   'allow-agent-update': boolean,
   window: one((text, at) => {
     const w = parseWindowText(text);
-    return typeof w === 'string' ? at.problem(CODES.INVALID_VALUE, w, 'window = "mon,tue 02:00-04:00 Europe/Berlin"') : text;
+    return typeof w === 'string'
+      ? at.problem(CODES.INVALID_VALUE, w, 'window = "mon,tue 02:00-04:00 Europe/Berlin"')
+      : text;
   }),
   settle: duration(false, STOPPING),
   'max-backoff': duration(false, TIMING),
@@ -179,20 +229,37 @@ export const CONFIG_RULES: Record<AgentOptionName, Rule> = {
       malformed: (file, _text, e) => `--enrollment-key ${file} is not a minisign public key: ${e.message}`,
     }),
   ),
-  certificate: one(certificateFile, undefined, whenEmpty(() => '--certificate takes the file keystonectl enroll wrote for this device')),
+  certificate: one(
+    certificateFile,
+    undefined,
+    whenEmpty(() => '--certificate takes the file keystonectl enroll wrote for this device'),
+  ),
   'allow-privileged': boolean,
   'allow-host-namespaces': boolean,
   'allow-mount': many(hostPath()),
   'allow-capability': many(capability),
   'allow-device': many(hostPath('/dev/')),
   'allow-root': boolean,
-  'docker-socket': one(engineSocket, undefined, whenEmpty((flag) => `${flag} takes the engine's socket, e.g. /var/run/docker.sock`)),
-  'podman-socket': one(engineSocket, undefined, whenEmpty((flag) => `${flag} takes the engine's socket, e.g. /run/podman/podman.sock`)),
+  'docker-socket': one(
+    engineSocket,
+    undefined,
+    whenEmpty((flag) => `${flag} takes the engine's socket, e.g. /var/run/docker.sock`),
+  ),
+  'podman-socket': one(
+    engineSocket,
+    undefined,
+    whenEmpty((flag) => `${flag} takes the engine's socket, e.g. /run/podman/podman.sock`),
+  ),
   'trusted-key': many(
     publicKeyFile('trusted key', 'trusted-key = ["/etc/keystone/keys/release.pub"]', {
       cannot: (_file, text, _reason, detail) => `cannot read the trusted key ${text}: ${detail}`,
       // As the keyring said it: refused (exit 2) with the trust layer's code.
-      malformed: (_file, text, e) => new TrustError(e.code === CONFIG_CODES.WEAK_KEY ? 'KS_WEAK_KEY' : 'KS_KEY_MALFORMED', `${text}: ${e.message}`, text),
+      malformed: (_file, text, e) =>
+        new TrustError(
+          e.code === CONFIG_CODES.WEAK_KEY ? 'KS_WEAK_KEY' : 'KS_KEY_MALFORMED',
+          `${text}: ${e.message}`,
+          text,
+        ),
     }),
   ),
   threshold: wholeNumber(),
@@ -206,6 +273,12 @@ export const CONFIG_RULES: Record<AgentOptionName, Rule> = {
 export function inlineSecretHint(key: string): string | undefined {
   if (!/token|secret|passw|credential|api-?key/i.test(key)) return undefined;
   if (/^api-?token$/i.test(key)) return "the agent's API token is <state-dir>/api-token, which the agent writes itself";
-  const file = /github/i.test(key) ? 'github-token-file' : /webhook|hmac/i.test(key) ? 'webhook-secret-file' : /git|token|passw|credential/i.test(key) ? 'git-token-file' : undefined;
+  const file = /github/i.test(key)
+    ? 'github-token-file'
+    : /webhook|hmac/i.test(key)
+      ? 'webhook-secret-file'
+      : /git|token|passw|credential/i.test(key)
+        ? 'git-token-file'
+        : undefined;
   return `put it in a file only root can read (chmod 600)${file ? ` and name that file with ${file}` : ' and name that file'}`;
 }

@@ -61,12 +61,26 @@ export function agentConfigText(c: InitialConfig): string {
       line('repo', tomlString(c.repo), '"https://git.example.com/acme/edge.git"'),
       line('ref', c.ref !== undefined ? tomlString(c.ref) : undefined, '"main"'),
       line('poll', undefined, '"60s"', 'how often to look for a new commit (with jitter)'),
-      line('git-token-file', c.gitTokenFile !== undefined ? tomlString(c.gitTokenFile) : undefined, '"/etc/keystone/git-token"', 'a token that may READ repo, on the first line'),
+      line(
+        'git-token-file',
+        c.gitTokenFile !== undefined ? tomlString(c.gitTokenFile) : undefined,
+        '"/etc/keystone/git-token"',
+        'a token that may READ repo, on the first line',
+      ),
       '',
       '# Where this device pushes its reports (Git notes, rollout refs): a repository of their own, so that the token',
       '# above only reads. A device that can push to repo could change what every device runs (docs/security.md).',
-      line('status-repo', c.statusRepo !== undefined ? tomlString(c.statusRepo) : undefined, '"https://git.example.com/acme/reports.git"'),
-      line('status-token-file', c.statusTokenFile !== undefined ? tomlString(c.statusTokenFile) : undefined, '"/etc/keystone/status-token"', 'a token that may push to status-repo'),
+      line(
+        'status-repo',
+        c.statusRepo !== undefined ? tomlString(c.statusRepo) : undefined,
+        '"https://git.example.com/acme/reports.git"',
+      ),
+      line(
+        'status-token-file',
+        c.statusTokenFile !== undefined ? tomlString(c.statusTokenFile) : undefined,
+        '"/etc/keystone/status-token"',
+        'a token that may push to status-repo',
+      ),
     );
   } else {
     out.push(
@@ -78,7 +92,12 @@ export function agentConfigText(c: InitialConfig): string {
   out.push(
     '',
     "# The plan this device runs; without it, the repository's fleet.toml chooses one by device name and labels.",
-    line('plan', c.plan !== undefined ? tomlString(c.plan) : undefined, '"plans/edge.toml"', 'a path inside the repository'),
+    line(
+      'plan',
+      c.plan !== undefined ? tomlString(c.plan) : undefined,
+      '"plans/edge.toml"',
+      'a path inside the repository',
+    ),
     section('This device'),
     `# Its name in reports (keystone/<device>) and in fleet.toml's devices; without it, the host name (${c.hostname}).`,
     line('device', c.device !== undefined ? tomlString(c.device) : undefined, tomlString(c.hostname)),
@@ -87,7 +106,10 @@ export function agentConfigText(c: InitialConfig): string {
     section('Trust'),
   );
   if (c.allowUnsigned) {
-    out.push('# DEVELOPMENT ONLY: every revision is applied without a signature check.', line('allow-unsigned', 'true', 'false'));
+    out.push(
+      '# DEVELOPMENT ONLY: every revision is applied without a signature check.',
+      line('allow-unsigned', 'true', 'false'),
+    );
   } else {
     out.push(
       '# The public keys whose signatures this device accepts (keystonectl keygen, minisign -G); never from the repository.',
@@ -95,15 +117,29 @@ export function agentConfigText(c: InitialConfig): string {
       line('threshold', undefined, '1', 'how many distinct trusted keys must have signed'),
       line('max-age', undefined, '"720h"', 'refuse a signed state older than this (a frozen mirror)'),
       line('max-clock-skew', undefined, '"5m"', 'refuse a signature dated further in the future'),
-      line('require-ref', c.requireRef ? 'true' : undefined, 'true', 'count only signatures made for the followed ref (keystonectl sign --ref main)'),
+      line(
+        'require-ref',
+        c.requireRef ? 'true' : undefined,
+        'true',
+        'count only signatures made for the followed ref (keystonectl sign --ref main)',
+      ),
     );
   }
   out.push(
     section('Device identity'),
     "# This device's own keys are made in state-dir/identity at its first start (keystone identity prints the public halves).",
-    '# The operator\'s enrolment keys, which sign device certificates (keystonectl enroll): reports are checked against them.',
-    line('enrollment-key', c.enrollmentKeys?.length ? tomlList(c.enrollmentKeys) : undefined, '["/etc/keystone/keys/enroll.pub"]'),
-    line('certificate', c.certificate !== undefined ? tomlString(c.certificate) : undefined, '"/etc/keystone/device.cert"', "this device's certificate; else devices/<device>.cert in the repository"),
+    "# The operator's enrolment keys, which sign device certificates (keystonectl enroll): reports are checked against them.",
+    line(
+      'enrollment-key',
+      c.enrollmentKeys?.length ? tomlList(c.enrollmentKeys) : undefined,
+      '["/etc/keystone/keys/enroll.pub"]',
+    ),
+    line(
+      'certificate',
+      c.certificate !== undefined ? tomlString(c.certificate) : undefined,
+      '"/etc/keystone/device.cert"',
+      "this device's certificate; else devices/<device>.cert in the repository",
+    ),
   );
   if (c.repo !== undefined)
     out.push(
@@ -127,13 +163,18 @@ export function agentConfigText(c: InitialConfig): string {
     line('grace', undefined, '"10s"', 'between SIGTERM and SIGKILL'),
     line('log-format', undefined, '"json"', 'default: pretty on a terminal, else json'),
     line('stop-on-exit', undefined, 'false', 'true: stop the components when the agent stops'),
-    line('window', undefined, '"sat,sun 02:00-04:00 Europe/Berlin"', 'apply new revisions only then (a fleet target\'s window wins)'),
+    line(
+      'window',
+      undefined,
+      '"sat,sun 02:00-04:00 Europe/Berlin"',
+      "apply new revisions only then (a fleet target's window wins)",
+    ),
     line('max-backoff', undefined, '"60s"', 'the cap of restart backoff'),
     line('crash-loop-limit', undefined, '10', 'restarts without a healthy spell before crash-looping'),
     line('healthy-spell', undefined, '"10m"', 'healthy this long gives the restart budget back'),
     line('log-max-bytes', undefined, '10485760', "a component log file's size before rotation"),
     line('log-keep', undefined, '5', 'rotated log files kept'),
-    section("Device policy: what any recipe may have (off unless allowed here)"),
+    section('Device policy: what any recipe may have (off unless allowed here)'),
     line('allow-privileged', undefined, 'false'),
     line('allow-host-namespaces', undefined, 'false'),
     line('allow-root', undefined, 'false', 'process recipes running as uid 0'),

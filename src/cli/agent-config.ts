@@ -38,20 +38,34 @@ const SCHEMA = strictObject(Object.fromEntries(RULE_KEYS.map((k) => [k, v.option
  * `checkOwner: false` reads a file another user could change (doctor, which reports that as a check of its own).
  */
 export function readAgentConfig(file: string, { checkOwner = true }: { checkOwner?: boolean } = {}): AgentConfig {
-  const fail = (code: ConfigCode, message: string, hint?: string): AgentConfig => ({ file, values: {}, diagnostics: [{ code, message, file, path: '', ...(hint && { hint }) }] });
+  const fail = (code: ConfigCode, message: string, hint?: string): AgentConfig => ({
+    file,
+    values: {},
+    diagnostics: [{ code, message, file, path: '', ...(hint && { hint }) }],
+  });
   let bytes: Buffer;
   try {
     const st = statSync(file);
     if (!st.isFile()) return fail(CODES.NOT_A_FILE, 'the configuration is not a file');
     // Whoever could change the file, or put another in its place, decides what the agent (root) allows.
     const unsafe = checkOwner ? trustedFileProblem({ path: file, role: 'config' }) : undefined;
-    if (unsafe) return fail(CONFIG_CODES.UNSAFE, `${unsafe.problem}, so they could decide what the agent allows`, unsafe.fix);
-    if (st.size > MAX_CONFIG_BYTES) return fail(CODES.FILE_TOO_LARGE, `the configuration file is ${st.size} bytes, more than ${MAX_CONFIG_BYTES}`);
+    if (unsafe)
+      return fail(CONFIG_CODES.UNSAFE, `${unsafe.problem}, so they could decide what the agent allows`, unsafe.fix);
+    if (st.size > MAX_CONFIG_BYTES)
+      return fail(CODES.FILE_TOO_LARGE, `the configuration file is ${st.size} bytes, more than ${MAX_CONFIG_BYTES}`);
     bytes = readFileSync(file);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') return fail(CODES.FILE_NOT_FOUND, 'the configuration file does not exist', 'keystone init --config FILE writes a first one');
-    return fail(CONFIG_CODES.FILE_UNREADABLE, `the configuration file cannot be read (${code ?? (e as Error).message})`);
+    if (code === 'ENOENT' || code === 'ENOTDIR')
+      return fail(
+        CODES.FILE_NOT_FOUND,
+        'the configuration file does not exist',
+        'keystone init --config FILE writes a first one',
+      );
+    return fail(
+      CONFIG_CODES.FILE_UNREADABLE,
+      `the configuration file cannot be read (${code ?? (e as Error).message})`,
+    );
   }
   return parseAgentConfig(file, bytes);
 }
@@ -59,7 +73,20 @@ export function readAgentConfig(file: string, { checkOwner = true }: { checkOwne
 /** Validates a configuration's bytes as the file `file` (whose directory relative paths are taken from). Never throws. */
 export function parseAgentConfig(file: string, bytes: Uint8Array | string): AgentConfig {
   const text = typeof bytes === 'string' ? bytes : decodeUtf8(bytes);
-  if (typeof text !== 'string') return { file, values: {}, diagnostics: [{ code: CODES.TOML_SYNTAX, message: 'invalid TOML: the file is not UTF-8 text', file, path: '', line: text.line }] };
+  if (typeof text !== 'string')
+    return {
+      file,
+      values: {},
+      diagnostics: [
+        {
+          code: CODES.TOML_SYNTAX,
+          message: 'invalid TOML: the file is not UTF-8 text',
+          file,
+          path: '',
+          line: text.line,
+        },
+      ],
+    };
   const doc = parseTomlDocument(file, text, SCHEMA);
   const raw = doc.raw as Record<string, unknown> | undefined;
   if (raw === undefined) return { file, values: {}, diagnostics: doc.diagnostics };
@@ -94,8 +121,13 @@ export function parseAgentConfig(file: string, bytes: Uint8Array | string): Agen
   }
   // What the agent refuses about keys together, said here with the line (a refusal at start-up has none).
   const has = (key: AgentOptionName) => Object.hasOwn(raw, key);
-  const settings = { value: (key: AgentOptionName) => values[key], has, bad: (key: AgentOptionName) => has(key) && values[key] === undefined };
-  for (const combination of COMBINATIONS) combination.check(settings, (path, code, message, hint) => report(path, code, message, hint));
+  const settings = {
+    value: (key: AgentOptionName) => values[key],
+    has,
+    bad: (key: AgentOptionName) => has(key) && values[key] === undefined,
+  };
+  for (const combination of COMBINATIONS)
+    combination.check(settings, (path, code, message, hint) => report(path, code, message, hint));
   return { file, values, diagnostics };
 }
 

@@ -5,7 +5,13 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { COMBINATIONS, type Settings } from './agent-config-combinations.js';
 import { CONFIG_RULES, type At, type ConfigValue, type FlagWords } from './agent-config-rules.js';
-import { AGENT_OPTIONS, CONFIG_OPTION, type AgentOptionName, type AgentOptionValues, type ParsedAgentOptions } from './agent-options.js';
+import {
+  AGENT_OPTIONS,
+  CONFIG_OPTION,
+  type AgentOptionName,
+  type AgentOptionValues,
+  type ParsedAgentOptions,
+} from './agent-options.js';
 import { UsageError, type CliIo } from './io.js';
 
 declare const checked: unique symbol;
@@ -17,7 +23,8 @@ type OptionsConfig = NonNullable<ParseArgsConfig['options']>;
 
 /** The table without its defaults: what the command line itself gave (agent-options.ts merges; this tells them apart). */
 const GIVEN_OPTIONS: OptionsConfig = { ...CONFIG_OPTION };
-for (const [name, { default: _default, ...option }] of Object.entries(AGENT_OPTIONS as OptionsConfig)) GIVEN_OPTIONS[name] = option;
+for (const [name, { default: _default, ...option }] of Object.entries(AGENT_OPTIONS as OptionsConfig))
+  GIVEN_OPTIONS[name] = option;
 
 const RULE_KEYS = Object.keys(CONFIG_RULES) as AgentOptionName[];
 
@@ -45,9 +52,18 @@ export function checkFlag(key: AgentOptionName, value: ConfigValue, io: Pick<Cli
  * combinations a flag takes part in; without a configuration file, all of them. Throws UsageError (or the error a
  * flag has always thrown, with its code) for the first problem.
  */
-export function checkAgentFlags(argv: string[], parsed: ParsedAgentOptions, io: Pick<CliIo, 'cwd'>): CheckedAgentValues {
+export function checkAgentFlags(
+  argv: string[],
+  parsed: ParsedAgentOptions,
+  io: Pick<CliIo, 'cwd'>,
+): CheckedAgentValues {
   if (parsed.positionals.length) throw new UsageError(`unexpected argument ${parsed.positionals[0]}`);
-  const { values: flags } = parseArgs({ args: argv, allowPositionals: true, allowNegative: true, options: GIVEN_OPTIONS });
+  const { values: flags } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    allowNegative: true,
+    options: GIVEN_OPTIONS,
+  });
   const given = new Set(RULE_KEYS.filter((key) => (flags as Record<string, unknown>)[key] !== undefined));
   const values: Record<string, unknown> = { ...parsed.values };
   for (const key of RULE_KEYS) if (given.has(key)) values[key] = checkFlag(key, values[key] as ConfigValue, io);

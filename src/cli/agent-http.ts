@@ -32,7 +32,10 @@ export class AgentNetworkError extends TypeError {
  * One request: a POST's `body` (JSON text) is sent with its length, none with content-length 0. Rejects with AgentNetworkError,
  * or with `signal`'s reason once it aborts, before the answer or while its body is read.
  */
-export async function agentRequest(url: URL, o: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: string; signal: AbortSignal }): Promise<AgentResponse> {
+export async function agentRequest(
+  url: URL,
+  o: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: string; signal: AbortSignal },
+): Promise<AgentResponse> {
   const { request } = url.protocol === 'https:' ? await import('node:https') : await import('node:http');
   const payload = o.body === undefined ? undefined : Buffer.from(o.body, 'utf8');
   const headers = o.method === 'POST' ? { ...o.headers, 'content-length': String(payload?.length ?? 0) } : o.headers;

@@ -14,7 +14,9 @@ import { AGENT_OPTIONS, type AgentOptionName } from './agent-option-table.js';
 export const CONFIG_OPTION = { config: { type: 'string' } } as const;
 
 /** What `parseArgs` gives for the table: the defaulted options are always set. */
-export type AgentOptionValues = ReturnType<typeof parseArgs<{ allowPositionals: true; options: typeof AGENT_OPTIONS }>>['values'];
+export type AgentOptionValues = ReturnType<
+  typeof parseArgs<{ allowPositionals: true; options: typeof AGENT_OPTIONS }>
+>['values'];
 
 export interface ParsedAgentOptions {
   values: AgentOptionValues;
@@ -53,7 +55,11 @@ export const INSTALLED_CONFIG = '/etc/keystone/agent.toml';
  * and when the command line names no configuration and no source (no --config, --repo or --dir), the installed
  * configuration file where there is one, so that the bare command on a device speaks of what the service runs.
  */
-export function parseOptionsBesideAgent(argv: string[], io: CliIo, opts: { checkConfigOwner?: boolean } = {}): ParsedAgentOptions {
+export function parseOptionsBesideAgent(
+  argv: string[],
+  io: CliIo,
+  opts: { checkConfigOwner?: boolean } = {},
+): ParsedAgentOptions {
   const bare = !argv.some((a) => ['--config', '--repo', '--dir'].includes(a.split('=')[0]!));
   const installed = bare && existsSync(INSTALLED_CONFIG) ? ['--config', INSTALLED_CONFIG] : [];
   return parseAgentOptions([...installed, ...argv], io, opts);
@@ -66,15 +72,27 @@ export function parseOptionsBesideAgent(argv: string[], io: CliIo, opts: { check
  * No environment variable names a configuration file: the agent reads the one it is told to, or none.
  * `checkConfigOwner: false` (doctor) reads a file another user could change, to report that among its checks.
  */
-export function parseAgentOptions(argv: string[], io: CliIo, opts: { checkConfigOwner?: boolean } = {}): ParsedAgentOptions {
-  const { values: parsed, positionals } = parseArgs({ args: argv, allowPositionals: true, allowNegative: true, options: GIVEN_OPTIONS });
+export function parseAgentOptions(
+  argv: string[],
+  io: CliIo,
+  opts: { checkConfigOwner?: boolean } = {},
+): ParsedAgentOptions {
+  const { values: parsed, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    allowNegative: true,
+    options: GIVEN_OPTIONS,
+  });
   const { config, ...given } = parsed as Record<string, OptionValue | undefined>;
   if (config === undefined) return { values: { ...DEFAULTS, ...given } as AgentOptionValues, positionals };
-  if (typeof config !== 'string' || config === '') throw new UsageError('--config takes the configuration file, e.g. /etc/keystone/agent.toml');
+  if (typeof config !== 'string' || config === '')
+    throw new UsageError('--config takes the configuration file, e.g. /etc/keystone/agent.toml');
   const configFile = resolve(io.cwd, config);
   const loaded = readAgentConfig(configFile, { checkOwner: opts.checkConfigOwner ?? true });
   if (loaded.diagnostics.length) throw new AgentConfigError(configFile, loaded.diagnostics);
   const fromFile: Record<string, OptionValue | undefined> = { ...loaded.values };
-  for (const choice of CHOICES) if (choice.some((name) => given[name] !== undefined && given[name] !== false)) for (const name of choice) delete fromFile[name];
+  for (const choice of CHOICES)
+    if (choice.some((name) => given[name] !== undefined && given[name] !== false))
+      for (const name of choice) delete fromFile[name];
   return { values: { ...DEFAULTS, ...fromFile, ...given } as AgentOptionValues, positionals, configFile };
 }

@@ -51,9 +51,22 @@ export function agentSettings(values: CheckedAgentValues, io: CliIo): AgentCliSe
   const root = values.dir === undefined ? undefined : at(values.dir);
   // The plan is a path inside the repository: for a Git source it is read from each commit's tree.
   const plan = values.plan;
-  const planFile = plan === undefined ? undefined : root !== undefined ? (isAbsolute(plan) ? relative(root, plan) : plan).split(sep).join('/') : plan.split('\\').join('/').replace(/^\.\//, '');
-  const gitToken = secretFrom(values['git-token-file'] && at(values['git-token-file']), io.env.KEYSTONE_GIT_TOKEN, 'Git token');
-  const webhookSecret = secretFrom(values['webhook-secret-file'] && at(values['webhook-secret-file']), io.env.KEYSTONE_WEBHOOK_SECRET, 'webhook secret');
+  const planFile =
+    plan === undefined
+      ? undefined
+      : root !== undefined
+        ? (isAbsolute(plan) ? relative(root, plan) : plan).split(sep).join('/')
+        : plan.split('\\').join('/').replace(/^\.\//, '');
+  const gitToken = secretFrom(
+    values['git-token-file'] && at(values['git-token-file']),
+    io.env.KEYSTONE_GIT_TOKEN,
+    'Git token',
+  );
+  const webhookSecret = secretFrom(
+    values['webhook-secret-file'] && at(values['webhook-secret-file']),
+    io.env.KEYSTONE_WEBHOOK_SECRET,
+    'webhook secret',
+  );
   const run: RunSettings = {
     source: root !== undefined ? { kind: 'dir', root, settleMs: ms(values.settle) } : gitSettings(values, io, gitToken),
     ...(planFile !== undefined && { planFile }),
@@ -67,7 +80,12 @@ export function agentSettings(values: CheckedAgentValues, io: CliIo): AgentCliSe
     allowAgentUpdate: values['allow-agent-update'],
     concurrency: values.concurrency === undefined ? availableParallelism() : Number(values.concurrency),
     graceMs: ms(values.grace),
-    restartLimits: { ...DEFAULT_RESTART_LIMITS, maxBackoffMs: ms(values['max-backoff']), healthySpellMs: ms(values['healthy-spell']), crashLoopLimit: Number(values['crash-loop-limit']) },
+    restartLimits: {
+      ...DEFAULT_RESTART_LIMITS,
+      maxBackoffMs: ms(values['max-backoff']),
+      healthySpellMs: ms(values['healthy-spell']),
+      crashLoopLimit: Number(values['crash-loop-limit']),
+    },
     logMaxBytes: Number(values['log-max-bytes']),
     logKeep: Number(values['log-keep']),
     ...(values.window !== undefined && { window: parseWindowText(values.window) as MaintenanceWindow }),
@@ -88,7 +106,10 @@ export function agentSettings(values: CheckedAgentValues, io: CliIo): AgentCliSe
 /** A keyring to verify every revision with, or the explicit unsigned mode. */
 function trustSetting(values: CheckedAgentValues, io: CliIo): RunSettings['trust'] {
   if (values['allow-unsigned']) return { unsigned: true };
-  const keys = (values['trusted-key'] ?? []).map((k) => ({ source: k, text: readFileSync(resolve(io.cwd, k), 'utf8') }));
+  const keys = (values['trusted-key'] ?? []).map((k) => ({
+    source: k,
+    text: readFileSync(resolve(io.cwd, k), 'utf8'),
+  }));
   return {
     unsigned: false,
     keyring: buildKeyring(keys, values.threshold === undefined ? 1 : Number(values.threshold)),
@@ -113,7 +134,8 @@ function devicePolicy(values: CheckedAgentValues): DevicePolicy {
 
 /** `--docker-socket`, else DOCKER_HOST (the environment's, checked by engine-args.ts: no rule sees it); `--podman-socket`. */
 function engineSockets(values: CheckedAgentValues, io: CliIo): RunSettings['engineSockets'] {
-  const docker = values['docker-socket'] !== undefined ? [values['docker-socket']] : engineSocketsFrom({}, io.env, io.cwd).docker;
+  const docker =
+    values['docker-socket'] !== undefined ? [values['docker-socket']] : engineSocketsFrom({}, io.env, io.cwd).docker;
   const podman = values['podman-socket'];
   return { ...(docker && { docker }), ...(podman !== undefined && { podman: [podman] }) };
 }
@@ -123,18 +145,38 @@ function gitSettings(values: CheckedAgentValues, io: CliIo, token: string | unde
   const location = values['status-repo'] === undefined ? undefined : parseGitRepo(values['status-repo']);
   const statusRepo = location && (location.kind === 'http' ? location.url : location.path);
   // The reports repository's own credential (it must push), so that the followed repository's may be read-only.
-  const statusToken = secretFrom(values['status-token-file'] && resolve(io.cwd, values['status-token-file']), io.env.KEYSTONE_STATUS_TOKEN, 'reports repository token');
+  const statusToken = secretFrom(
+    values['status-token-file'] && resolve(io.cwd, values['status-token-file']),
+    io.env.KEYSTONE_STATUS_TOKEN,
+    'reports repository token',
+  );
   // status-token-file without status-repo was refused with its combination: only KEYSTONE_STATUS_TOKEN gets here.
-  if (statusToken !== undefined && statusRepo === undefined) throw new UsageError('--status-token-file is the token of --status-repo: give the reports repository too');
-  const status = (values.status ?? 'git-notes').split(',').map((x) => x.trim()).filter((x): x is 'git-notes' | 'github' => x === 'git-notes' || x === 'github');
+  if (statusToken !== undefined && statusRepo === undefined)
+    throw new UsageError('--status-token-file is the token of --status-repo: give the reports repository too');
+  const status = (values.status ?? 'git-notes')
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x): x is 'git-notes' | 'github' => x === 'git-notes' || x === 'github');
   let github: GitSettings['github'];
   if (status.includes('github')) {
     const [owner, name] = values['github-repo']?.split('/') ?? [];
     const target = owner !== undefined && name !== undefined ? { owner, repo: name } : ownerRepoFromUrl(repo)!;
-    const githubToken = secretFrom(values['github-token-file'] && resolve(io.cwd, values['github-token-file']), io.env.KEYSTONE_GITHUB_TOKEN, 'GitHub token') ?? token;
+    const githubToken =
+      secretFrom(
+        values['github-token-file'] && resolve(io.cwd, values['github-token-file']),
+        io.env.KEYSTONE_GITHUB_TOKEN,
+        'GitHub token',
+      ) ?? token;
     // Whether a token is there is the environment's business too (KEYSTONE_GITHUB_TOKEN, KEYSTONE_GIT_TOKEN).
-    if (!githubToken) throw new UsageError('--status github needs a token: --github-token-file FILE or KEYSTONE_GITHUB_TOKEN (or the Git token)');
-    github = { ...target, token: githubToken, ...(values['github-api'] !== undefined && { apiBase: values['github-api'] }) };
+    if (!githubToken)
+      throw new UsageError(
+        '--status github needs a token: --github-token-file FILE or KEYSTONE_GITHUB_TOKEN (or the Git token)',
+      );
+    github = {
+      ...target,
+      token: githubToken,
+      ...(values['github-api'] !== undefined && { apiBase: values['github-api'] }),
+    };
   }
   return {
     kind: 'git',

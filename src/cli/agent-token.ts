@@ -25,7 +25,10 @@ export interface AgentArgs {
  */
 export function stateDirOf(args: AgentArgs, io: CliIo): string {
   if (args['state-dir'] !== undefined) return resolve(io.cwd, args['state-dir']);
-  return stateDirCandidates(io, true).find((c) => !('why' in c) && 'token' in readTokenFile(join(c.dir, TOKEN_FILE)))?.dir ?? DEFAULT_STATE_DIR;
+  return (
+    stateDirCandidates(io, true).find((c) => !('why' in c) && 'token' in readTokenFile(join(c.dir, TOKEN_FILE)))?.dir ??
+    DEFAULT_STATE_DIR
+  );
 }
 
 /** Where a token is looked for without --state-dir, in order; the checkout's only for an agent on this machine. */
@@ -89,6 +92,7 @@ export function agentUrl(text: string | undefined): URL {
   } catch {
     throw new UsageError(`--agent must be a URL such as ${DEFAULT_AGENT_URL}, not "${raw}"`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--agent must be an http or https URL, not "${raw}"`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new UsageError(`--agent must be an http or https URL, not "${raw}"`);
   return url;
 }

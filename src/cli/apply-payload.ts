@@ -11,7 +11,12 @@ import type { Verification } from './trust-args.js';
 /** The raw bytes must fit the agent's body limit (48 MiB of base64): larger artifacts belong on an https server. */
 export const MAX_PAYLOAD_BYTES = 32 * 1024 * 1024;
 
-export async function collectApplyFiles(reader: RepoReader, plan: string, desired: DesiredState, verification: Verification): Promise<Map<string, Uint8Array>> {
+export async function collectApplyFiles(
+  reader: RepoReader,
+  plan: string,
+  desired: DesiredState,
+  verification: Verification,
+): Promise<Map<string, Uint8Array>> {
   const files = new Map<string, Uint8Array>();
   let total = 0;
   const add = async (path: string, required: boolean, max = MAX_DOCUMENT_BYTES) => {
@@ -23,7 +28,10 @@ export async function collectApplyFiles(reader: RepoReader, plan: string, desire
     }
     total += r.bytes.length;
     if (total > MAX_PAYLOAD_BYTES)
-      throw new OperationError('KS_APPLY_TOO_LARGE', `the files of this apply pass ${MAX_PAYLOAD_BYTES / 1024 / 1024} MiB at ${path}: serve large artifacts over https, or deploy through Git`);
+      throw new OperationError(
+        'KS_APPLY_TOO_LARGE',
+        `the files of this apply pass ${MAX_PAYLOAD_BYTES / 1024 / 1024} MiB at ${path}: serve large artifacts over https, or deploy through Git`,
+      );
     files.set(path, r.bytes);
   };
   await add(plan, true);

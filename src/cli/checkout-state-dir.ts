@@ -10,7 +10,11 @@ import process from 'node:process';
 export const CHECKOUT_STATE_DIR = '.state';
 
 /** The checkout's state directory when keystonectl may trust it, else why not (for the message that lists where it looked). */
-export function checkoutStateDir(cwd: string, tokenFile: string, uid: number | undefined = process.geteuid?.()): { dir: string } | { dir: string; why: string } {
+export function checkoutStateDir(
+  cwd: string,
+  tokenFile: string,
+  uid: number | undefined = process.geteuid?.(),
+): { dir: string } | { dir: string; why: string } {
   const dir = resolve(cwd, CHECKOUT_STATE_DIR);
   const own = (path: string, kind: 'directory' | 'file'): string | undefined => {
     let st;
@@ -23,7 +27,8 @@ export function checkoutStateDir(cwd: string, tokenFile: string, uid: number | u
     if (kind === 'directory' ? !st.isDirectory() : !st.isFile()) return `not a ${kind}, not used`;
     if (uid !== undefined && st.uid !== uid) return `owned by uid ${st.uid}, not this user's, not used`;
     // The agent makes its state directory 0711 (its components' run users pass through it) and its token 0600.
-    if ((st.mode & (kind === 'directory' ? 0o066 : 0o077)) !== 0) return `mode ${(st.mode & 0o777).toString(8)}, not the agent's ${kind === 'directory' ? '0711' : '0600'}, not used`;
+    if ((st.mode & (kind === 'directory' ? 0o066 : 0o077)) !== 0)
+      return `mode ${(st.mode & 0o777).toString(8)}, not the agent's ${kind === 'directory' ? '0711' : '0600'}, not used`;
     if (kind === 'file' && st.nlink !== 1) return 'a file with other links, not used';
     return undefined;
   };

@@ -23,8 +23,14 @@ export function progressOf(body: unknown): ComponentProgress[] {
   const one = (name: string, v: unknown): ComponentProgress => {
     if (typeof v === 'string') return { name, state: v };
     const o = isObject(v) ? v : {};
-    const id = typeof o.pid === 'number' ? o.pid : typeof o.containerId === 'string' ? o.containerId.slice(0, 12) : undefined;
-    return { name, state: typeof o.state === 'string' ? o.state : '?', ...(id !== undefined && { pid: id }), ...(typeof o.reason === 'string' && { reason: o.reason }) };
+    const id =
+      typeof o.pid === 'number' ? o.pid : typeof o.containerId === 'string' ? o.containerId.slice(0, 12) : undefined;
+    return {
+      name,
+      state: typeof o.state === 'string' ? o.state : '?',
+      ...(id !== undefined && { pid: id }),
+      ...(typeof o.reason === 'string' && { reason: o.reason }),
+    };
   };
   if (Array.isArray(found)) return found.filter(isObject).map((o) => one(String(o.name ?? '?'), o));
   if (isObject(found)) return Object.entries(found).map(([n, v]) => one(n, v));
@@ -39,7 +45,12 @@ export function renderProgress(rows: ComponentProgress[]): string {
   const id = (r: ComponentProgress) => (r.pid === undefined ? '' : typeof r.pid === 'number' ? `pid ${r.pid}` : r.pid);
   const idW = Math.max(...rows.map((r) => id(r).length));
   const line = (r: ComponentProgress) => {
-    const cells = [r.name.padEnd(nameW), r.state.padEnd(stateW), ...(idW > 0 ? [id(r).padEnd(idW)] : []), r.reason ? `(${r.reason})` : ''];
+    const cells = [
+      r.name.padEnd(nameW),
+      r.state.padEnd(stateW),
+      ...(idW > 0 ? [id(r).padEnd(idW)] : []),
+      r.reason ? `(${r.reason})` : '',
+    ];
     return `  ${cells.join('  ')}`.trimEnd();
   };
   return rows.map(line).join('\n') + '\n';

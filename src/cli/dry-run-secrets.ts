@@ -57,7 +57,11 @@ async function targetIdentities(reader: RepoReader, keys: DryRunKeys): Promise<s
 }
 
 /** `state` with the digest of every secret it reads: of its value where `keys` open it, else of its encrypted file. */
-export async function withDryRunDigests(reader: RepoReader, state: DesiredState, keys: DryRunKeys): Promise<DesiredState> {
+export async function withDryRunDigests(
+  reader: RepoReader,
+  state: DesiredState,
+  keys: DryRunKeys,
+): Promise<DesiredState> {
   const names = secretsRead(state);
   if (names.length === 0) return state;
   const identities = await targetIdentities(reader, keys);
@@ -68,12 +72,19 @@ export async function withDryRunDigests(reader: RepoReader, state: DesiredState,
     if (!r.ok)
       throw new SecretError(
         r.code === 'KS_FILE_NOT_FOUND' ? 'KS_SECRET_MISSING' : 'KS_SECRET_CORRUPT',
-        r.code === 'KS_FILE_NOT_FOUND' ? `secret ${name}: ${file} is not in ${reader.label}: every device would refuse this revision (keystonectl secret set ${name} --target T)` : `secret ${name}: ${r.message}`,
+        r.code === 'KS_FILE_NOT_FOUND'
+          ? `secret ${name}: ${file} is not in ${reader.label}: every device would refuse this revision (keystonectl secret set ${name} --target T)`
+          : `secret ${name}: ${r.message}`,
         file,
         name,
       );
     const value = identities.length ? await decryptWith(identities, r.bytes).catch(() => undefined) : undefined;
-    digests.set(name, value ? `value:${createHmac('sha256', keys.key).update(value).digest('hex')}` : `${CIPHERTEXT_DIGEST}${createHash('sha256').update(r.bytes).digest('hex')}`);
+    digests.set(
+      name,
+      value
+        ? `value:${createHmac('sha256', keys.key).update(value).digest('hex')}`
+        : `${CIPHERTEXT_DIGEST}${createHash('sha256').update(r.bytes).digest('hex')}`,
+    );
   }
   return withSecretDigests(state, digests);
 }

@@ -12,7 +12,8 @@ export const ENGINE_OPTIONS = {
   'podman-socket': { type: 'string' },
 } as const;
 
-export const ENGINE_USAGE = '[--docker-socket PATH] [--podman-socket PATH]   (default: DOCKER_HOST=unix://…, /var/run/docker.sock; /run/podman/podman.sock)';
+export const ENGINE_USAGE =
+  '[--docker-socket PATH] [--podman-socket PATH]   (default: DOCKER_HOST=unix://…, /var/run/docker.sock; /run/podman/podman.sock)';
 
 /** Stable codes of the refusals below (exit 2). */
 export const ENGINE_ARG_CODES = {
@@ -35,7 +36,9 @@ export function socketProblem(path: string): string | undefined {
     return statSync(path).isSocket() ? undefined : 'is not a socket';
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    return code === 'ENOENT' || code === 'ENOTDIR' ? 'does not exist' : `cannot be reached (${code ?? (e as Error).message})`;
+    return code === 'ENOENT' || code === 'ENOTDIR'
+      ? 'does not exist'
+      : `cannot be reached (${code ?? (e as Error).message})`;
   }
 }
 
@@ -45,17 +48,32 @@ export function socketProblem(path: string): string | undefined {
  * UsageError (KS_ENGINE_SOCKET_MISSING, KS_DOCKER_HOST_UNSUPPORTED) for a socket that is not there or a DOCKER_HOST
  * the agent does not speak.
  */
-export function engineSocketsFrom(values: EngineValues, env: Record<string, string | undefined>, cwd: string): SocketPaths {
+export function engineSocketsFrom(
+  values: EngineValues,
+  env: Record<string, string | undefined>,
+  cwd: string,
+): SocketPaths {
   const out: { docker?: string[]; podman?: string[] } = {};
   const given = (flag: 'docker-socket' | 'podman-socket'): string | undefined => {
     const text = values[flag];
     if (text === undefined) return undefined;
-    if (text === '') throw new UsageError(`--${flag} takes the engine's socket, e.g. ${flag === 'docker-socket' ? '/var/run/docker.sock' : '/run/podman/podman.sock'}`);
+    if (text === '')
+      throw new UsageError(
+        `--${flag} takes the engine's socket, e.g. ${flag === 'docker-socket' ? '/var/run/docker.sock' : '/run/podman/podman.sock'}`,
+      );
     const bare = text.startsWith('unix://') ? text.slice('unix://'.length) : text;
-    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(bare)) throw new UsageError(`--${flag} takes a local socket's path (or unix://PATH), not "${text}"`, ENGINE_ARG_CODES.SOCKET_INVALID);
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(bare))
+      throw new UsageError(
+        `--${flag} takes a local socket's path (or unix://PATH), not "${text}"`,
+        ENGINE_ARG_CODES.SOCKET_INVALID,
+      );
     const path = resolve(cwd, bare);
     const problem = socketProblem(path);
-    if (problem) throw new UsageError(`--${flag} ${path} ${problem}: ${hint(flag === 'docker-socket' ? 'docker' : 'podman')}`, ENGINE_ARG_CODES.SOCKET_MISSING);
+    if (problem)
+      throw new UsageError(
+        `--${flag} ${path} ${problem}: ${hint(flag === 'docker-socket' ? 'docker' : 'podman')}`,
+        ENGINE_ARG_CODES.SOCKET_MISSING,
+      );
     return path;
   };
   const docker = given('docker-socket') ?? dockerHostSocket(env.DOCKER_HOST);
@@ -76,9 +94,15 @@ function dockerHostSocket(value: string | undefined): string | undefined {
     );
   const path = value.slice('unix://'.length);
   const problem = path.startsWith('/') ? socketProblem(path) : 'is not an absolute path';
-  if (problem) throw new UsageError(`DOCKER_HOST=${value}: ${path} ${problem}: ${hint('docker')}, or unset DOCKER_HOST`, ENGINE_ARG_CODES.SOCKET_MISSING);
+  if (problem)
+    throw new UsageError(
+      `DOCKER_HOST=${value}: ${path} ${problem}: ${hint('docker')}, or unset DOCKER_HOST`,
+      ENGINE_ARG_CODES.SOCKET_MISSING,
+    );
   return path;
 }
 
 const hint = (engine: 'docker' | 'podman') =>
-  engine === 'docker' ? 'start the engine (systemctl start docker) or name its socket' : "start Podman's API socket (systemctl enable --now podman.socket) or name its socket";
+  engine === 'docker'
+    ? 'start the engine (systemctl start docker) or name its socket'
+    : "start Podman's API socket (systemctl enable --now podman.socket) or name its socket";

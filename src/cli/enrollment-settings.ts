@@ -25,7 +25,9 @@ export function readEnrollment(values: EnrollmentValues, io: Pick<CliIo, 'cwd'>)
 /** The same from flags no rule has seen yet (`keystone init`'s): checked by the agent's rules, then read. */
 export function enrollmentSettings(values: EnrollmentValues, io: Pick<CliIo, 'cwd'>): EnrollmentSettings {
   const checked: EnrollmentValues = {};
-  if (values['enrollment-key'] !== undefined) checked['enrollment-key'] = checkFlag('enrollment-key', values['enrollment-key'], io) as string[];
-  if (values.certificate !== undefined) checked.certificate = checkFlag('certificate', values.certificate, io) as string;
+  if (values['enrollment-key'] !== undefined)
+    checked['enrollment-key'] = checkFlag('enrollment-key', values['enrollment-key'], io) as string[];
+  if (values.certificate !== undefined)
+    checked.certificate = checkFlag('certificate', values.certificate, io) as string;
   return readEnrollment(checked, io);
 }

@@ -43,7 +43,8 @@ export async function usageOf(name: CommandName): Promise<string> {
       return (await import('./commands/floor.js')).FLOOR_USAGE;
   }
 }
-const allUsage = async () => (await Promise.all(COMMANDS.map(usageOf))).join('\n       ') + '\n       keystone --version';
+const allUsage = async () =>
+  (await Promise.all(COMMANDS.map(usageOf))).join('\n       ') + '\n       keystone --version';
 
 /**
  * The agent is a long-lived daemon on small devices: V8's young generation (1 MiB semi-spaces at start) is kept from
@@ -53,14 +54,22 @@ const allUsage = async () => (await Promise.all(COMMANDS.map(usageOf))).join('\n
  * on the flag), so there it changes nothing: docs/agent.md (Memory) tells Node 22/24 users to pass --max-semi-space-size=1 in
  * NODE_OPTIONS. Left alone when node was given a semi-space flag of its own, or with KEYSTONE_V8_DEFAULTS=1.
  */
-export function keepYoungGenerationSmall(env: NodeJS.ProcessEnv, execArgv: readonly string[] = process.execArgv): boolean {
+export function keepYoungGenerationSmall(
+  env: NodeJS.ProcessEnv,
+  execArgv: readonly string[] = process.execArgv,
+): boolean {
   if (env.KEYSTONE_V8_DEFAULTS === '1') return false;
-  if ([...execArgv, env.NODE_OPTIONS ?? ''].some((a) => a.includes('semi-space') || a.includes('semi_space'))) return false;
+  if ([...execArgv, env.NODE_OPTIONS ?? ''].some((a) => a.includes('semi-space') || a.includes('semi_space')))
+    return false;
   setFlagsFromString('--semi-space-growth-factor=1');
   return true;
 }
 
-export async function main(argv: string[], io: CliIo, signals: { once(ev: 'stop', fn: () => void): void } = processSignals()): Promise<number> {
+export async function main(
+  argv: string[],
+  io: CliIo,
+  signals: { once(ev: 'stop', fn: () => void): void } = processSignals(),
+): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h') {
     io.stdout.write(`usage: ${await allUsage()}\n`);
@@ -101,7 +110,12 @@ export async function main(argv: string[], io: CliIo, signals: { once(ev: 'stop'
     } else if (err instanceof StateDirError) {
       // A state directory another user could have written to is bad input (2); one another agent holds is a failed start (1).
       io.stderr.write(`keystone ${name}: ${exit === EXIT.BAD_INPUT ? 'refused: ' : ''}${err.message} [${err.code}]\n`);
-    } else if (err instanceof TrustError || err instanceof TrustedFileError || err instanceof IdentityError || (err instanceof ArtifactError && exit === EXIT.BAD_INPUT)) {
+    } else if (
+      err instanceof TrustError ||
+      err instanceof TrustedFileError ||
+      err instanceof IdentityError ||
+      (err instanceof ArtifactError && exit === EXIT.BAD_INPUT)
+    ) {
       // The device's keys unsafe, unreadable or gone: the agent does not start, and says which file and the fix.
       io.stderr.write(`keystone ${name}: refused: ${err.message} [${err.code}]\n`);
     } else {

@@ -18,27 +18,83 @@ type Loaded = { run: Command; usage: string; help?: string };
  * The usage text loads them all.
  */
 export const COMMANDS: Readonly<Record<string, { load: () => Promise<Loaded>; summary: string }>> = {
-  'apply-dry': { load: () => import('./commands/apply-dry.js').then((m) => ({ run: m.applyDry, usage: m.APPLY_DRY_USAGE })), summary: 'validate a plan (or, with --fleet, every fleet target) and print what applying it would stop and start' },
-  apply: { load: () => import('./commands/apply.js').then((m) => ({ run: m.apply, usage: m.APPLY_USAGE })), summary: 'hand a verified plan to the local agent and follow it until the device converged' },
-  graph: { load: () => import('./commands/graph.js').then((m) => ({ run: m.graph, usage: m.GRAPH_USAGE })), summary: 'print the resolved dependency layers and orders' },
-  keygen: { load: () => import('./commands/keygen.js').then((m) => ({ run: m.keygen, usage: m.KEYGEN_USAGE })), summary: 'make a minisign-compatible key pair' },
-  sign: { load: () => import('./commands/sign.js').then((m) => ({ run: m.sign, usage: m.SIGN_USAGE })), summary: 'write SHA256SUMS over every recipe, plan, fleet.toml and secrets/ file, and sign it' },
-  enroll: { load: () => import('./commands/enroll.js').then((m) => ({ run: m.enroll, usage: m.ENROLL_USAGE })), summary: "sign a device's certificate (devices/NAME.cert) with the enrolment key; --check verifies one" },
-  secret: { load: () => import('./commands/secret.js').then((m) => ({ run: m.secret, usage: m.SECRET_USAGE, help: m.SECRET_HELP })), summary: 'set, list, remove and rekey the secrets a fleet target reads (secrets/NAME.age)' },
-  verify: { load: () => import('./commands/verify.js').then((m) => ({ run: m.verify, usage: m.VERIFY_USAGE })), summary: "check the repository's signature and digests" },
-  status: { load: () => import('./commands/status.js').then((m) => ({ run: m.status, usage: m.STATUS_USAGE })), summary: 'the applied revision and every component, from the running agent' },
-  restart: { load: () => import('./commands/restart.js').then((m) => ({ run: m.restart, usage: m.RESTART_USAGE })), summary: 'restart a component and its hard dependents, and wait for them' },
-  stop: { load: () => import('./commands/stop.js').then((m) => ({ run: m.stop, usage: m.STOP_USAGE })), summary: 'stop a component (its hard dependents first) and hold it stopped' },
-  start: { load: () => import('./commands/start.js').then((m) => ({ run: m.start, usage: m.START_USAGE })), summary: 'start a component once its dependencies are healthy' },
-  logs: { load: () => import('./commands/logs.js').then((m) => ({ run: m.logs, usage: m.LOGS_USAGE })), summary: "print (and follow) a component's stdout or stderr" },
-  history: { load: () => import('./commands/history.js').then((m) => ({ run: m.history, usage: m.HISTORY_USAGE })), summary: "the agent's applies, newest first" },
-  fleet: { load: () => import('./commands/fleet.js').then((m) => ({ run: m.fleet, usage: m.FLEET_USAGE, help: m.FLEET_HELP })), summary: "the fleet's reports for a commit, per target (needs git for a remote)" },
-  resume: { load: () => import('./commands/resume.js').then((m) => ({ run: m.resume, usage: m.RESUME_USAGE })), summary: 'follow Git again after a forced manual apply suspended the sync' },
-  sync: { load: () => import('./commands/sync.js').then((m) => ({ run: m.sync, usage: m.SYNC_USAGE })), summary: 'the agent looks at its source now; waits for what became of it (applied, held, rejected)' },
+  'apply-dry': {
+    load: () => import('./commands/apply-dry.js').then((m) => ({ run: m.applyDry, usage: m.APPLY_DRY_USAGE })),
+    summary: 'validate a plan (or, with --fleet, every fleet target) and print what applying it would stop and start',
+  },
+  apply: {
+    load: () => import('./commands/apply.js').then((m) => ({ run: m.apply, usage: m.APPLY_USAGE })),
+    summary: 'hand a verified plan to the local agent and follow it until the device converged',
+  },
+  graph: {
+    load: () => import('./commands/graph.js').then((m) => ({ run: m.graph, usage: m.GRAPH_USAGE })),
+    summary: 'print the resolved dependency layers and orders',
+  },
+  keygen: {
+    load: () => import('./commands/keygen.js').then((m) => ({ run: m.keygen, usage: m.KEYGEN_USAGE })),
+    summary: 'make a minisign-compatible key pair',
+  },
+  sign: {
+    load: () => import('./commands/sign.js').then((m) => ({ run: m.sign, usage: m.SIGN_USAGE })),
+    summary: 'write SHA256SUMS over every recipe, plan, fleet.toml and secrets/ file, and sign it',
+  },
+  enroll: {
+    load: () => import('./commands/enroll.js').then((m) => ({ run: m.enroll, usage: m.ENROLL_USAGE })),
+    summary: "sign a device's certificate (devices/NAME.cert) with the enrolment key; --check verifies one",
+  },
+  secret: {
+    load: () =>
+      import('./commands/secret.js').then((m) => ({ run: m.secret, usage: m.SECRET_USAGE, help: m.SECRET_HELP })),
+    summary: 'set, list, remove and rekey the secrets a fleet target reads (secrets/NAME.age)',
+  },
+  verify: {
+    load: () => import('./commands/verify.js').then((m) => ({ run: m.verify, usage: m.VERIFY_USAGE })),
+    summary: "check the repository's signature and digests",
+  },
+  status: {
+    load: () => import('./commands/status.js').then((m) => ({ run: m.status, usage: m.STATUS_USAGE })),
+    summary: 'the applied revision and every component, from the running agent',
+  },
+  restart: {
+    load: () => import('./commands/restart.js').then((m) => ({ run: m.restart, usage: m.RESTART_USAGE })),
+    summary: 'restart a component and its hard dependents, and wait for them',
+  },
+  stop: {
+    load: () => import('./commands/stop.js').then((m) => ({ run: m.stop, usage: m.STOP_USAGE })),
+    summary: 'stop a component (its hard dependents first) and hold it stopped',
+  },
+  start: {
+    load: () => import('./commands/start.js').then((m) => ({ run: m.start, usage: m.START_USAGE })),
+    summary: 'start a component once its dependencies are healthy',
+  },
+  logs: {
+    load: () => import('./commands/logs.js').then((m) => ({ run: m.logs, usage: m.LOGS_USAGE })),
+    summary: "print (and follow) a component's stdout or stderr",
+  },
+  history: {
+    load: () => import('./commands/history.js').then((m) => ({ run: m.history, usage: m.HISTORY_USAGE })),
+    summary: "the agent's applies, newest first",
+  },
+  fleet: {
+    load: () => import('./commands/fleet.js').then((m) => ({ run: m.fleet, usage: m.FLEET_USAGE, help: m.FLEET_HELP })),
+    summary: "the fleet's reports for a commit, per target (needs git for a remote)",
+  },
+  resume: {
+    load: () => import('./commands/resume.js').then((m) => ({ run: m.resume, usage: m.RESUME_USAGE })),
+    summary: 'follow Git again after a forced manual apply suspended the sync',
+  },
+  sync: {
+    load: () => import('./commands/sync.js').then((m) => ({ run: m.sync, usage: m.SYNC_USAGE })),
+    summary: 'the agent looks at its source now; waits for what became of it (applied, held, rejected)',
+  },
 };
 
 async function usage(): Promise<string> {
-  const rows = await Promise.all(Object.entries(COMMANDS).map(async ([name, c]) => `  ${name.padEnd(10)} ${c.summary}\n      ${(await c.load()).usage}`));
+  const rows = await Promise.all(
+    Object.entries(COMMANDS).map(
+      async ([name, c]) => `  ${name.padEnd(10)} ${c.summary}\n      ${(await c.load()).usage}`,
+    ),
+  );
   return `usage: keystonectl <command> [options]\n       keystonectl --version\n\ncommands:\n${rows.join('\n')}\n\nexit codes: 0 ok, 1 the operation failed, 2 bad input (invalid, unsigned, untrusted)\n`;
 }
 
@@ -76,15 +132,32 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
     } else if (err instanceof TrustError) {
       // Refused as a whole: say which file, which key, which check, as data too when --json was asked for.
       const where = [err.file && `file ${err.file}`, err.keyId && `key ${err.keyId}`].filter(Boolean).join(', ');
-      if (rest.includes('--json')) io.stdout.write(JSON.stringify({ error: { code: err.code, message: err.message, file: err.file, keyId: err.keyId } }, null, 2) + '\n');
+      if (rest.includes('--json'))
+        io.stdout.write(
+          JSON.stringify(
+            { error: { code: err.code, message: err.message, file: err.file, keyId: err.keyId } },
+            null,
+            2,
+          ) + '\n',
+        );
       io.stderr.write(`keystonectl ${name}: refused: ${err.message}${where ? ` (${where})` : ''} [${err.code}]\n`);
     } else if (err instanceof IdentityError) {
       // A certificate, a key or devices/revoked.toml refused: bad input, named with its file and code.
-      if (rest.includes('--json')) io.stdout.write(JSON.stringify({ error: { code: err.code, message: err.message, file: err.file } }, null, 2) + '\n');
+      if (rest.includes('--json'))
+        io.stdout.write(
+          JSON.stringify({ error: { code: err.code, message: err.message, file: err.file } }, null, 2) + '\n',
+        );
       io.stderr.write(`keystonectl ${name}: refused: ${err.message} [${err.code}]\n`);
     } else if (err instanceof SecretError) {
       // A secret refused (a swapped recipient, no identity that opens the key): bad input, never with a value in it.
-      if (rest.includes('--json')) io.stdout.write(JSON.stringify({ error: { code: err.code, message: err.message, file: err.file ?? null, secret: err.secret ?? null } }, null, 2) + '\n');
+      if (rest.includes('--json'))
+        io.stdout.write(
+          JSON.stringify(
+            { error: { code: err.code, message: err.message, file: err.file ?? null, secret: err.secret ?? null } },
+            null,
+            2,
+          ) + '\n',
+        );
       io.stderr.write(`keystonectl ${name}: refused: ${err.message} [${err.code}]\n`);
     } else if (err instanceof ArtifactError || err instanceof OperationError) {
       // A bad digest or archive is untrusted input (2); a server that does not answer is a failed operation (1).

@@ -26,20 +26,21 @@ export interface PolicyValues {
 
 /** The flags as a policy; a relative path, `..` games or an unknown capability is a usage error (exit 2). */
 export function devicePolicyFrom(values: PolicyValues): DevicePolicy {
-  const paths = (flag: string, list: string[] | undefined, under?: string) =>
-    [
-      ...new Set(
-        (list ?? []).map((p) => {
-          const c = canonicalHostPath(p);
-          if (c === undefined) throw new UsageError(`--${flag} takes an absolute host path, not "${p}"`);
-          if (under !== undefined && !c.startsWith(under)) throw new UsageError(`--${flag} takes a path under ${under}, not "${p}"`);
-          return c;
-        }),
-      ),
-    ];
+  const paths = (flag: string, list: string[] | undefined, under?: string) => [
+    ...new Set(
+      (list ?? []).map((p) => {
+        const c = canonicalHostPath(p);
+        if (c === undefined) throw new UsageError(`--${flag} takes an absolute host path, not "${p}"`);
+        if (under !== undefined && !c.startsWith(under))
+          throw new UsageError(`--${flag} takes a path under ${under}, not "${p}"`);
+        return c;
+      }),
+    ),
+  ];
   const capabilities = (values['allow-capability'] ?? []).map((text) => {
     const c = canonicalCapability(text);
-    if (c === undefined) throw new UsageError(`--allow-capability: "${text}" is not a Linux capability (e.g. CAP_NET_ADMIN)`);
+    if (c === undefined)
+      throw new UsageError(`--allow-capability: "${text}" is not a Linux capability (e.g. CAP_NET_ADMIN)`);
     return c;
   });
   return {

@@ -23,12 +23,16 @@ export function planPathIn(root: string, plan: string): string {
 export function defaultPlan(root: string): string {
   let plans: string[] = [];
   try {
-    plans = readdirSync(resolve(root, 'plans')).filter((f) => f.endsWith('.toml')).sort();
+    plans = readdirSync(resolve(root, 'plans'))
+      .filter((f) => f.endsWith('.toml'))
+      .sort();
   } catch {
     /* no plans directory: reported below */
   }
   if (plans.length === 1) return `plans/${plans[0]}`;
   throw new UsageError(
-    plans.length === 0 ? `no PLAN given and ${root}/plans holds no plan` : `no PLAN given; choose one of: ${plans.map((p) => `plans/${p}`).join(', ')}`,
+    plans.length === 0
+      ? `no PLAN given and ${root}/plans holds no plan`
+      : `no PLAN given; choose one of: ${plans.map((p) => `plans/${p}`).join(', ')}`,
   );
 }

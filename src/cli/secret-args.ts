@@ -17,7 +17,9 @@ export function enrollmentKeysFrom(files: readonly string[], cwd: string): Publi
     try {
       text = readFileSync(resolve(cwd, f), 'utf8');
     } catch (e) {
-      throw new UsageError(`cannot read --enrollment-key ${f}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw new UsageError(
+        `cannot read --enrollment-key ${f}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      );
     }
     try {
       return parsePublicKey(text);
@@ -32,7 +34,11 @@ export function checkTargets(names: readonly string[], fleet: Fleet): string[] {
   const known = fleet.targets.map((t) => t.name);
   for (const name of names) {
     if (!known.includes(name))
-      throw new SecretError('KS_SECRET_OPERATOR', `fleet.toml has no target ${JSON.stringify(name)} (${known.length ? `its targets: ${known.join(', ')}` : 'it has no targets'}): secrets are encrypted to fleet targets`, 'fleet.toml');
+      throw new SecretError(
+        'KS_SECRET_OPERATOR',
+        `fleet.toml has no target ${JSON.stringify(name)} (${known.length ? `its targets: ${known.join(', ')}` : 'it has no targets'}): secrets are encrypted to fleet targets`,
+        'fleet.toml',
+      );
     const problem = targetNameProblem(name);
     if (problem) throw new SecretError('KS_SECRET_OPERATOR', problem, 'fleet.toml');
   }
@@ -50,7 +56,10 @@ export async function readSecretValue(file: string | undefined, io: CliIo): Prom
     try {
       const st = statSync(path);
       if (!st.isFile()) throw new UsageError(`--file ${file} is not a file`);
-      if (st.size > MAX_SECRET_FILE_BYTES) throw new UsageError(`--file ${file} is ${st.size} bytes: a secret is at most ${MAX_SECRET_FILE_BYTES} (encrypted)`);
+      if (st.size > MAX_SECRET_FILE_BYTES)
+        throw new UsageError(
+          `--file ${file} is ${st.size} bytes: a secret is at most ${MAX_SECRET_FILE_BYTES} (encrypted)`,
+        );
       bytes = readFileSync(path);
     } catch (e) {
       if (e instanceof UsageError) throw e;
@@ -58,20 +67,28 @@ export async function readSecretValue(file: string | undefined, io: CliIo): Prom
     }
   } else {
     const stdin = io.stdin ?? process.stdin;
-    if (stdin.isTTY) throw new UsageError('the value comes from stdin, which is a terminal here: give --file FILE, or redirect a file (< FILE); it is never an argument');
+    if (stdin.isTTY)
+      throw new UsageError(
+        'the value comes from stdin, which is a terminal here: give --file FILE, or redirect a file (< FILE); it is never an argument',
+      );
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of stdin) {
       const b = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
       size += b.length;
-      if (size > MAX_SECRET_FILE_BYTES) throw new UsageError(`stdin: more than ${MAX_SECRET_FILE_BYTES} bytes: a secret is at most that (encrypted)`);
+      if (size > MAX_SECRET_FILE_BYTES)
+        throw new UsageError(`stdin: more than ${MAX_SECRET_FILE_BYTES} bytes: a secret is at most that (encrypted)`);
       chunks.push(b);
     }
     bytes = Buffer.concat(chunks);
   }
-  if (bytes.length === 0) throw new UsageError(`the value is empty (${file !== undefined && file !== '-' ? `--file ${file}` : 'nothing on stdin'}): an empty secret is refused`);
+  if (bytes.length === 0)
+    throw new UsageError(
+      `the value is empty (${file !== undefined && file !== '-' ? `--file ${file}` : 'nothing on stdin'}): an empty secret is refused`,
+    );
   return bytes;
 }
 
 /** What to do after a command changed secrets/: devices refuse a file SHA256SUMS does not list. */
-export const SIGN_REMINDER = 'next: keystonectl sign --key KEY (secrets/ is signed with the recipes: devices refuse a file SHA256SUMS does not list), then commit';
+export const SIGN_REMINDER =
+  'next: keystonectl sign --key KEY (secrets/ is signed with the recipes: devices refuse a file SHA256SUMS does not list), then commit';

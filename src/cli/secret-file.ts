@@ -10,7 +10,9 @@ export function secretFrom(file: string | undefined, envValue: string | undefine
     try {
       text = readFileSync(file, 'utf8');
     } catch (e) {
-      throw new UsageError(`cannot read the ${what} file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw new UsageError(
+        `cannot read the ${what} file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      );
     }
     const secret = text.split('\n', 1)[0]!.trim();
     if (!secret) throw new UsageError(`the ${what} file ${file} is empty`);

@@ -13,7 +13,7 @@ import { trustSetting, type TrustValues } from './trust-args.js';
 
 /** What to do when the checkout was never signed: sign what the secret commands rely on first. */
 const SIGN_FIRST =
-  'the secret commands take fleet.toml, devices/revoked.toml, secrets/operators.txt and the targets\' files only as signed: ' +
+  "the secret commands take fleet.toml, devices/revoked.toml, secrets/operators.txt and the targets' files only as signed: " +
   'review and sign them first (keystonectl sign --key KEY), then run this again, or give --allow-unsigned (development only)';
 
 /**
@@ -21,7 +21,12 @@ const SIGN_FIRST =
  * signature is verified (a refusal is a TrustError: exit 2) and `repo` checks every file the command relies on against
  * the signed sums from then on; with --allow-unsigned, nothing is checked and stderr says so loudly.
  */
-export async function verifySecretInputs(repo: SecretsRepo, values: TrustValues, io: CliIo, command: string): Promise<void> {
+export async function verifySecretInputs(
+  repo: SecretsRepo,
+  values: TrustValues,
+  io: CliIo,
+  command: string,
+): Promise<void> {
   const setting = trustSetting(values, io);
   if (setting.unsigned) {
     io.stderr.write(
@@ -42,7 +47,8 @@ export async function verifySecretInputs(repo: SecretsRepo, values: TrustValues,
       sumsOnly: true,
     }));
   } catch (e) {
-    if (e instanceof TrustError && e.code === 'KS_UNSIGNED') throw new TrustError(e.code, `${e.message}: ${SIGN_FIRST}`, e.file, e.keyId);
+    if (e instanceof TrustError && e.code === 'KS_UNSIGNED')
+      throw new TrustError(e.code, `${e.message}: ${SIGN_FIRST}`, e.file, e.keyId);
     throw e;
   }
   repo.requireSigned(sums);

@@ -39,7 +39,9 @@ export class TargetKeyMaker {
     const operators = await this.operators();
     this.enrolled ??= await enrolledDevices(this.repo, { enrollmentKeys: this.enrollmentKeys, now: this.now });
     const readers = readersOf(target, this.fleet, this.enrolled).readers;
-    return keep ? wrapTargetKey(target, keep, readers, operators, this.now) : makeTargetKey(target, readers, operators, this.now);
+    return keep
+      ? wrapTargetKey(target, keep, readers, operators, this.now)
+      : makeTargetKey(target, readers, operators, this.now);
   }
 
   /** The operators' recipients, from the signed secrets/operators.txt (none when there is none). */
@@ -55,9 +57,13 @@ export class TargetKeyMaker {
 
   /** Lines for stderr: what was left out, and a key no operator can open. */
   warnings(): string[] {
-    const out = this.refused().map((r) => `warning: ${r.file} gives no key: ${r.reason.replace(`${r.file}: `, '')} [${r.code}]`);
+    const out = this.refused().map(
+      (r) => `warning: ${r.file} gives no key: ${r.reason.replace(`${r.file}: `, '')} [${r.code}]`,
+    );
     if (this.ops && this.ops.length === 0)
-      out.push('note: secrets/operators.txt lists no operator: only the devices open the new key, so no one can rekey or list this target\'s secrets later without setting them again');
+      out.push(
+        "note: secrets/operators.txt lists no operator: only the devices open the new key, so no one can rekey or list this target's secrets later without setting them again",
+      );
     return out;
   }
 }
@@ -100,7 +106,13 @@ export function wrapChange(k: NewTargetKey, before: Before): WrapChange {
 export function wrapLines(c: WrapChange, before: Before): string[] {
   const list = (xs: readonly string[]) => xs.join(', ') || 'none';
   const change = (added: string[] | null, removed: string[] | null, unknown: string) =>
-    before === 'new' ? ' (a new key: all added)' : added === null ? unknown : added.length || removed!.length ? ` (added: ${list(added)}; removed: ${list(removed!)})` : ' (unchanged)';
+    before === 'new'
+      ? ' (a new key: all added)'
+      : added === null
+        ? unknown
+        : added.length || removed!.length
+          ? ` (added: ${list(added)}; removed: ${list(removed!)})`
+          : ' (unchanged)';
   const wasOperators = before === 'new' || before === undefined ? undefined : before.operators;
   return [
     `  readers: ${list(c.readers)}${change(c.readersAdded, c.readersRemoved, ' (who read before is not stated)')}`,

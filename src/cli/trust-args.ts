@@ -17,7 +17,8 @@ export const TRUST_OPTIONS = {
   'require-ref': { type: 'boolean', default: false },
 } as const;
 
-export const TRUST_USAGE = '(--trusted-key FILE [--trusted-key FILE…] [--threshold K] [--max-age DURATION] [--max-clock-skew 5m] [--require-ref] | --allow-unsigned)';
+export const TRUST_USAGE =
+  '(--trusted-key FILE [--trusted-key FILE…] [--threshold K] [--max-age DURATION] [--max-clock-skew 5m] [--require-ref] | --allow-unsigned)';
 
 export interface TrustValues {
   'trusted-key'?: string[];
@@ -29,8 +30,7 @@ export interface TrustValues {
 }
 
 export type Verification =
-  | { unsigned: true }
-  | ({ unsigned: false; files: string[] } & Omit<VerifiedRevision, 'files' | 'sums'>);
+  { unsigned: true } | ({ unsigned: false; files: string[] } & Omit<VerifiedRevision, 'files' | 'sums'>);
 
 export interface TrustPolicy {
   /** Verifies the revision behind `reader` and returns the reader the loader must use. */
@@ -55,7 +55,10 @@ export function trustPolicy(values: TrustValues, io: CliIo, ref?: string): Trust
         ...(setting.requireRef === true && { requireRef: true }),
       });
       const { files: _f, sums, ...summary } = verified;
-      return { reader: new VerifiedReader(reader, verified), verification: { unsigned: false, ...summary, files: [...sums.keys()].sort() } };
+      return {
+        reader: new VerifiedReader(reader, verified),
+        verification: { unsigned: false, ...summary, files: [...sums.keys()].sort() },
+      };
     },
   };
 }
@@ -65,22 +68,27 @@ export function trustSetting(values: TrustValues, io: CliIo): TrustSetting {
   const keys = values['trusted-key'] ?? [];
   if (values['allow-unsigned']) {
     if (keys.length) throw new UsageError('--allow-unsigned and --trusted-key exclude each other');
-    if (values['require-ref']) throw new UsageError('--require-ref checks signatures: it makes no sense with --allow-unsigned');
+    if (values['require-ref'])
+      throw new UsageError('--require-ref checks signatures: it makes no sense with --allow-unsigned');
     return { unsigned: true };
   }
-  if (keys.length === 0) throw new UsageError('no trusted key: give --trusted-key FILE (repeatable), or --allow-unsigned for development');
+  if (keys.length === 0)
+    throw new UsageError('no trusted key: give --trusted-key FILE (repeatable), or --allow-unsigned for development');
   const threshold = values.threshold === undefined ? 1 : Number(values.threshold);
-  if (!Number.isInteger(threshold) || threshold < 1) throw new UsageError(`--threshold must be a whole number ≥ 1, not "${values.threshold}"`);
+  if (!Number.isInteger(threshold) || threshold < 1)
+    throw new UsageError(`--threshold must be a whole number ≥ 1, not "${values.threshold}"`);
   let maxAgeSeconds: number | undefined;
   if (values['max-age'] !== undefined) {
     const ms = parseDuration(values['max-age']);
-    if (ms === undefined || ms <= 0) throw new UsageError(`--max-age must be a duration such as 720h, not "${values['max-age']}"`);
+    if (ms === undefined || ms <= 0)
+      throw new UsageError(`--max-age must be a duration such as 720h, not "${values['max-age']}"`);
     maxAgeSeconds = ms / 1000;
   }
   let maxClockSkewSeconds: number | undefined;
   if (values['max-clock-skew'] !== undefined) {
     const ms = parseDuration(values['max-clock-skew']);
-    if (ms === undefined) throw new UsageError(`--max-clock-skew must be a duration such as 5m, not "${values['max-clock-skew']}"`);
+    if (ms === undefined)
+      throw new UsageError(`--max-clock-skew must be a duration such as 5m, not "${values['max-clock-skew']}"`);
     maxClockSkewSeconds = ms / 1000;
   }
   const keyring = buildKeyring(

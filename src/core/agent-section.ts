@@ -17,7 +17,13 @@ export type DebArch = (typeof DEB_ARCHES)[number];
 const sha256 = v.pipe(
   v.string(),
   refine<string>((t, ctx) => {
-    if (!/^[0-9a-f]{64}$/i.test(t)) issue(ctx, CODES.AGENT_PACKAGE_DIGEST, `"${t}" is not a sha256 digest`, '64 hexadecimal characters: sha256sum keystone_<version>_<arch>.deb');
+    if (!/^[0-9a-f]{64}$/i.test(t))
+      issue(
+        ctx,
+        CODES.AGENT_PACKAGE_DIGEST,
+        `"${t}" is not a sha256 digest`,
+        '64 hexadecimal characters: sha256sum keystone_<version>_<arch>.deb',
+      );
   }),
 );
 
@@ -37,14 +43,21 @@ export const agentSectionSchema = strictObject({
     v.transform((t) => parseDuration(t) as number),
   ),
   allow_downgrade: v.optional(v.boolean(), false),
-  packages: strictObject({ amd64: v.optional(agentPackage), arm64: v.optional(agentPackage), armhf: v.optional(agentPackage) }),
+  packages: strictObject({
+    amd64: v.optional(agentPackage),
+    arm64: v.optional(agentPackage),
+    armhf: v.optional(agentPackage),
+  }),
 });
 
 export type AgentSection = v.InferOutput<typeof agentSectionSchema>;
 export type AgentPackage = v.InferOutput<typeof agentPackage>;
 
 /** The agent section a device follows: its target's own, else the fleet's; undefined: the fleet does not say. */
-export function agentSectionFor(fleet: { agent?: AgentSection | undefined }, target: { agent?: AgentSection | undefined } | undefined): AgentSection | undefined {
+export function agentSectionFor(
+  fleet: { agent?: AgentSection | undefined },
+  target: { agent?: AgentSection | undefined } | undefined,
+): AgentSection | undefined {
   return target?.agent ?? fleet.agent;
 }
 
@@ -63,7 +76,11 @@ export function debArchOf(nodeArch: string): DebArch | undefined {
 }
 
 /** What the schema cannot say about an `[agent]` table at `path` (fleet-wide or a target's): where each package is. */
-export function checkAgentSection(raw: unknown, path: readonly (string | number)[], doc: Pick<ParsedDocument<unknown>, 'diagnostic'>): Diagnostic[] {
+export function checkAgentSection(
+  raw: unknown,
+  path: readonly (string | number)[],
+  doc: Pick<ParsedDocument<unknown>, 'diagnostic'>,
+): Diagnostic[] {
   const packages = (raw as { packages?: unknown } | undefined)?.packages;
   if (typeof packages !== 'object' || packages === null) return [];
   const out: Diagnostic[] = [];
@@ -73,8 +90,24 @@ export function checkAgentSection(raw: unknown, path: readonly (string | number)
     const at = [...path, 'packages', arch, 'uri'];
     const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(uri)?.[1]?.toLowerCase();
     if (scheme !== undefined) {
-      if (!['https', 'http', 'file'].includes(scheme)) out.push(doc.diagnostic(CODES.ARTIFACT_BAD_URI, at, `unsupported package scheme "${scheme}:"`, 'https, http, file:///, or a path relative to the repository root'));
-    } else if (uri.startsWith('/') || escapesRepository(uri)) out.push(doc.diagnostic(CODES.PATH_ESCAPE, at, `"${uri}" points outside the repository`, 'a path relative to the repository root, or file:///absolute/path'));
+      if (!['https', 'http', 'file'].includes(scheme))
+        out.push(
+          doc.diagnostic(
+            CODES.ARTIFACT_BAD_URI,
+            at,
+            `unsupported package scheme "${scheme}:"`,
+            'https, http, file:///, or a path relative to the repository root',
+          ),
+        );
+    } else if (uri.startsWith('/') || escapesRepository(uri))
+      out.push(
+        doc.diagnostic(
+          CODES.PATH_ESCAPE,
+          at,
+          `"${uri}" points outside the repository`,
+          'a path relative to the repository root, or file:///absolute/path',
+        ),
+      );
   }
   return out;
 }

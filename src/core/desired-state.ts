@@ -6,5 +6,14 @@
 //
 // This module is the facade: the model is in desired-state-types.ts, resolution in resolve-desired-state.ts and the
 // modules it uses (units-of-entry, merge-config, resolve-placeholders, leaf-recipe, dedupe-diagnostics).
-export type { ConfigOverlay, DependencyType, DesiredComponent, DesiredGroup, DesiredState, GroupKind, ResolvedDependency, Resolution } from './desired-state-types.js';
+export type {
+  ConfigOverlay,
+  DependencyType,
+  DesiredComponent,
+  DesiredGroup,
+  DesiredState,
+  GroupKind,
+  ResolvedDependency,
+  Resolution,
+} from './desired-state-types.js';
 export { resolveDesiredState } from './resolve-desired-state.js';

@@ -33,7 +33,11 @@ export const DEFAULT_DEVICE_POLICY: DevicePolicy = Object.freeze({
  * Capabilities a process may hold on the host without any flag: none of them reaches root. (CAP_SETUID, CAP_CHOWN,
  * CAP_DAC_OVERRIDE, CAP_FOWNER… on the host each amount to root: they are not here.)
  */
-export const SAFE_PROCESS_CAPABILITIES: ReadonlySet<string> = new Set(['CAP_NET_BIND_SERVICE', 'CAP_NET_BROADCAST', 'CAP_WAKE_ALARM']);
+export const SAFE_PROCESS_CAPABILITIES: ReadonlySet<string> = new Set([
+  'CAP_NET_BIND_SERVICE',
+  'CAP_NET_BROADCAST',
+  'CAP_WAKE_ALARM',
+]);
 
 /**
  * Capabilities a container may hold without any flag: the set Docker grants every container by default, less
@@ -41,8 +45,18 @@ export const SAFE_PROCESS_CAPABILITIES: ReadonlySet<string> = new Set(['CAP_NET_
  * did not allow, none of them reaches the host.
  */
 export const SAFE_CONTAINER_CAPABILITIES: ReadonlySet<string> = new Set([
-  'CAP_AUDIT_WRITE', 'CAP_CHOWN', 'CAP_DAC_OVERRIDE', 'CAP_FOWNER', 'CAP_FSETID', 'CAP_KILL', 'CAP_NET_BIND_SERVICE',
-  'CAP_SETFCAP', 'CAP_SETGID', 'CAP_SETPCAP', 'CAP_SETUID', 'CAP_SYS_CHROOT',
+  'CAP_AUDIT_WRITE',
+  'CAP_CHOWN',
+  'CAP_DAC_OVERRIDE',
+  'CAP_FOWNER',
+  'CAP_FSETID',
+  'CAP_KILL',
+  'CAP_NET_BIND_SERVICE',
+  'CAP_SETFCAP',
+  'CAP_SETGID',
+  'CAP_SETPCAP',
+  'CAP_SETUID',
+  'CAP_SYS_CHROOT',
 ]);
 
 /** `net_admin`, `NET_ADMIN`, `cap_net_admin` → `CAP_NET_ADMIN`; undefined for what is no capability. */
@@ -85,7 +99,10 @@ export function devicePolicyView(p: DevicePolicy): DevicePolicyView {
     allowCapabilities: [...p.allowCapabilities],
     allowDevices: [...p.allowDevices],
     allowRoot: p.allowRoot,
-    safeCapabilities: { process: [...SAFE_PROCESS_CAPABILITIES].sort(), container: [...SAFE_CONTAINER_CAPABILITIES].sort() },
+    safeCapabilities: {
+      process: [...SAFE_PROCESS_CAPABILITIES].sort(),
+      container: [...SAFE_CONTAINER_CAPABILITIES].sort(),
+    },
   };
 }
 
@@ -93,12 +110,28 @@ export function devicePolicyView(p: DevicePolicy): DevicePolicyView {
 export function devicePolicyFromView(v: unknown): DevicePolicy | undefined {
   if (typeof v !== 'object' || v === null) return undefined;
   const o = v as Record<string, unknown>;
-  const strings = (x: unknown) => (Array.isArray(x) && x.every((s) => typeof s === 'string') ? (x as string[]) : undefined);
+  const strings = (x: unknown) =>
+    Array.isArray(x) && x.every((s) => typeof s === 'string') ? (x as string[]) : undefined;
   const mounts = strings(o.allowMounts);
   const caps = strings(o.allowCapabilities);
   const devices = strings(o.allowDevices);
-  if (typeof o.allowPrivileged !== 'boolean' || typeof o.allowHostNamespaces !== 'boolean' || typeof o.allowRoot !== 'boolean' || !mounts || !caps || !devices) return undefined;
-  return { allowPrivileged: o.allowPrivileged, allowHostNamespaces: o.allowHostNamespaces, allowRoot: o.allowRoot, allowMounts: mounts, allowCapabilities: caps, allowDevices: devices };
+  if (
+    typeof o.allowPrivileged !== 'boolean' ||
+    typeof o.allowHostNamespaces !== 'boolean' ||
+    typeof o.allowRoot !== 'boolean' ||
+    !mounts ||
+    !caps ||
+    !devices
+  )
+    return undefined;
+  return {
+    allowPrivileged: o.allowPrivileged,
+    allowHostNamespaces: o.allowHostNamespaces,
+    allowRoot: o.allowRoot,
+    allowMounts: mounts,
+    allowCapabilities: caps,
+    allowDevices: devices,
+  };
 }
 
 /** One line per grant, for a terminal: `privileged containers`, `mounts under /srv`…; [] for the defaults. */

@@ -84,7 +84,10 @@ function ownChange(c: DesiredComponent, a: ActualComponent | undefined): Reason 
 }
 
 /** `config.http.port 8080 → 9090` for each placeholder value that differs (one side may have none). */
-function inputChanges(from: Readonly<Record<string, string>> | undefined, to: Readonly<Record<string, string>> | undefined): string[] {
+function inputChanges(
+  from: Readonly<Record<string, string>> | undefined,
+  to: Readonly<Record<string, string>> | undefined,
+): string[] {
   if (!from && !to) return [];
   const keys = [...new Set([...Object.keys(from ?? {}), ...Object.keys(to ?? {})])].sort();
   const show = (v: string | undefined) => (v === undefined ? '(unused)' : v === '' ? '""' : v);
@@ -95,7 +98,10 @@ function inputChanges(from: Readonly<Record<string, string>> | undefined, to: Re
  * `secret db_password changed` for each secret whose digest differs; `ciphertext changed` where only the encrypted files
  * could be compared (a pull request's dry run cannot decrypt: its digests are the files', prefixed `ciphertext:`).
  */
-function secretChanges(from: Readonly<Record<string, string>> | undefined, to: Readonly<Record<string, string>> | undefined): string[] {
+function secretChanges(
+  from: Readonly<Record<string, string>> | undefined,
+  to: Readonly<Record<string, string>> | undefined,
+): string[] {
   // The running side keeps no digests it could show (an agent's are keyed by the device): nothing to say then.
   if (!from || !to) return [];
   const keys = [...new Set([...Object.keys(from ?? {}), ...Object.keys(to ?? {})])].sort();
@@ -105,7 +111,11 @@ function secretChanges(from: Readonly<Record<string, string>> | undefined, to: R
     if (a === undefined) return [`secret ${k} now read`];
     if (b === undefined) return [`secret ${k} no longer read`];
     // One side opened, the other not (a key this run cannot open): only the files can be said to differ.
-    return [a.startsWith(CIPHERTEXT_DIGEST) || b.startsWith(CIPHERTEXT_DIGEST) ? `secret ${k} ciphertext changed` : `secret ${k} changed`];
+    return [
+      a.startsWith(CIPHERTEXT_DIGEST) || b.startsWith(CIPHERTEXT_DIGEST)
+        ? `secret ${k} ciphertext changed`
+        : `secret ${k} changed`,
+    ];
   });
 }
 
@@ -153,7 +163,8 @@ export function diff(desired: DesiredState, actual: ActualState): Reconcile {
     // A new replica beside running ones (a scale-up) restarts nothing: its dependents lost nothing. A new member of a
     // composite may replace one that goes, so it cascades as any change does.
     const set = slotOf(name);
-    if (own.kind === 'new' && desiredByName.get(name)!.group !== undefined && set !== undefined && runningSets.has(set)) continue;
+    if (own.kind === 'new' && desiredByName.get(name)!.group !== undefined && set !== undefined && runningSets.has(set))
+      continue;
     for (const dependent of hardDependents.get(name) ?? []) {
       if (!reasons.has(dependent)) reasons.set(dependent, { kind: 'cascade', dependency: name });
     }
@@ -276,7 +287,15 @@ export function actualFromDesired(state: DesiredState): ActualState {
   return {
     components: state.startOrder.map((n) => {
       const c = byName.get(n)!;
-      return { name: c.name, hash: c.hash, version: c.recipe.metadata.version, running: true, dependencies: c.dependencies, ...(c.inputs && { inputs: c.inputs }), ...(c.secretDigests && { secretDigests: c.secretDigests }) };
+      return {
+        name: c.name,
+        hash: c.hash,
+        version: c.recipe.metadata.version,
+        running: true,
+        dependencies: c.dependencies,
+        ...(c.inputs && { inputs: c.inputs }),
+        ...(c.secretDigests && { secretDigests: c.secretDigests }),
+      };
     }),
   };
 }

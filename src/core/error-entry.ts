@@ -28,11 +28,20 @@ export interface CatalogueEntry {
 }
 
 export type Extra = Partial<Pick<CatalogueEntry, 'exit' | 'http' | 'see' | 'unused'>>;
-const entry = (kind: ErrorKind, exit: 1 | 2) => (meaning: string, extra: Extra = {}): CatalogueEntry => ({ kind, exit, meaning, ...extra });
+const entry =
+  (kind: ErrorKind, exit: 1 | 2) =>
+  (meaning: string, extra: Extra = {}): CatalogueEntry => ({ kind, exit, meaning, ...extra });
 export const invalid = entry('invalid', 2);
 export const refused = entry('refused', 2);
 export const stalled = entry('stalled', 1);
 export const waiting = entry('waiting', 1);
 export const transient = entry('transient', 1);
 /** An answer of the API: keystonectl exits 2 for a 400 or a 404 (what it was asked was wrong), else 1. */
-export const api = (kind: ErrorKind, http: number, meaning: string, extra: Extra = {}): CatalogueEntry => ({ kind, exit: http === 400 || http === 404 ? 2 : 1, http, meaning, see: 'api.md', ...extra });
+export const api = (kind: ErrorKind, http: number, meaning: string, extra: Extra = {}): CatalogueEntry => ({
+  kind,
+  exit: http === 400 || http === 404 ? 2 : 1,
+  http,
+  meaning,
+  see: 'api.md',
+  ...extra,
+});

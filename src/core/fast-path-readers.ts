@@ -91,4 +91,5 @@ export function configValue(v: unknown, depth: number): unknown {
   if (depth > 32) fail();
   return record(v, configValue, depth + 1);
 }
-export const scalar = (v: unknown): string | number | boolean => (typeof v === 'number' ? finite(v) : typeof v === 'string' || typeof v === 'boolean' ? v : fail());
+export const scalar = (v: unknown): string | number | boolean =>
+  typeof v === 'number' ? finite(v) : typeof v === 'string' || typeof v === 'boolean' ? v : fail();

@@ -72,21 +72,52 @@ export function parseFleet(file: string, text: string): ParsedFleet {
         else {
           const firstLine = doc.diagnostic(CODES.FLEET_DUPLICATE_TARGET, ['targets', first, 'name'], '').line;
           diagnostics.push(
-            doc.diagnostic(CODES.FLEET_DUPLICATE_TARGET, ['targets', i, 'name'], `target "${name}" is declared twice`, `first declared at targets[${first}]${firstLine ? ` (line ${firstLine})` : ''}: target names are unique`),
+            doc.diagnostic(
+              CODES.FLEET_DUPLICATE_TARGET,
+              ['targets', i, 'name'],
+              `target "${name}" is declared twice`,
+              `first declared at targets[${first}]${firstLine ? ` (line ${firstLine})` : ''}: target names are unique`,
+            ),
           );
         }
       }
       if (sel === undefined && devices === undefined)
-        diagnostics.push(doc.diagnostic(CODES.FLEET_TARGET_EMPTY, ['targets', i], `target ${typeof name === 'string' ? `"${name}"` : `targets[${i}]`} matches no device`, 'give it a selector (selector = {} matches every device) or a devices list'));
+        diagnostics.push(
+          doc.diagnostic(
+            CODES.FLEET_TARGET_EMPTY,
+            ['targets', i],
+            `target ${typeof name === 'string' ? `"${name}"` : `targets[${i}]`} matches no device`,
+            'give it a selector (selector = {} matches every device) or a devices list',
+          ),
+        );
       if (typeof plan === 'string' && escapesRepository(plan))
-        diagnostics.push(doc.diagnostic(CODES.PATH_ESCAPE, ['targets', i, 'plan'], `"${plan}" points outside the repository`, 'plan paths are relative to the repository root'));
+        diagnostics.push(
+          doc.diagnostic(
+            CODES.PATH_ESCAPE,
+            ['targets', i, 'plan'],
+            `"${plan}" points outside the repository`,
+            'plan paths are relative to the repository root',
+          ),
+        );
       // Only plans/**.toml is signed (SHA256SUMS): a plan elsewhere would pass `sign` and `verify`, then be refused
       // by every device as unsigned. Said here, where the operator looks.
       else if (typeof plan === 'string' && !/^plans\/[^\p{Cc}]+\.toml$/u.test(posix.normalize(plan)))
-        diagnostics.push(doc.diagnostic(CODES.FLEET_PLAN_PATH, ['targets', i, 'plan'], `${JSON.stringify(plan)} is not a plan under plans/`, 'a target names a .toml file under plans/, as the signed set holds'));
+        diagnostics.push(
+          doc.diagnostic(
+            CODES.FLEET_PLAN_PATH,
+            ['targets', i, 'plan'],
+            `${JSON.stringify(plan)} is not a plan under plans/`,
+            'a target names a .toml file under plans/, as the signed set holds',
+          ),
+        );
     });
   }
-  return { file, ...(diagnostics.length === 0 && { fleet: doc.value! }), diagnostics: sortDiagnostics(diagnostics), doc };
+  return {
+    file,
+    ...(diagnostics.length === 0 && { fleet: doc.value! }),
+    diagnostics: sortDiagnostics(diagnostics),
+    doc,
+  };
 }
 
 /** The normalised repository path of a target's plan. */
@@ -102,7 +133,11 @@ export function targetMatches(t: FleetTarget, device: string, labels: Labels): b
 }
 
 /** The first target, in file order, that takes this device. */
-export function selectTarget(fleet: Fleet, device: string, labels: Labels): { target: FleetTarget; index: number } | undefined {
+export function selectTarget(
+  fleet: Fleet,
+  device: string,
+  labels: Labels,
+): { target: FleetTarget; index: number } | undefined {
   const index = fleet.targets.findIndex((t) => targetMatches(t, device, labels));
   return index < 0 ? undefined : { target: fleet.targets[index]!, index };
 }

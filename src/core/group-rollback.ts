@@ -6,17 +6,30 @@ import { computeLayers } from './graph.js';
  * `state` with the units of group `group` replaced by `previous` (the units it had before), layers and start order
  * recomputed. Dependencies on units that no longer exist are dropped: they were the new members being undone.
  */
-export function withGroupReplaced(state: DesiredState, group: string, previous: readonly DesiredComponent[]): DesiredState {
+export function withGroupReplaced(
+  state: DesiredState,
+  group: string,
+  previous: readonly DesiredComponent[],
+): DesiredState {
   const kept = state.components.filter((c) => c.group !== group);
   const firstIndex = state.components.findIndex((c) => c.group === group);
-  const at = firstIndex < 0 ? kept.length : state.components.slice(0, firstIndex).filter((c) => c.group !== group).length;
+  const at =
+    firstIndex < 0 ? kept.length : state.components.slice(0, firstIndex).filter((c) => c.group !== group).length;
   const merged = [...kept.slice(0, at), ...previous, ...kept.slice(at)];
   const names = new Set(merged.map((c) => c.name));
-  const components = merged.map((c) => (c.dependencies.every((d) => names.has(d.component)) ? c : { ...c, dependencies: c.dependencies.filter((d) => names.has(d.component)) }));
+  const components = merged.map((c) =>
+    c.dependencies.every((d) => names.has(d.component))
+      ? c
+      : { ...c, dependencies: c.dependencies.filter((d) => names.has(d.component)) },
+  );
   const index = new Map(components.map((c, i) => [c.name, i]));
-  const deps = components.map((c) => c.dependencies.flatMap((d) => (index.has(d.component) ? [index.get(d.component)!] : [])));
+  const deps = components.map((c) =>
+    c.dependencies.flatMap((d) => (index.has(d.component) ? [index.get(d.component)!] : [])),
+  );
   const layers = computeLayers(deps).map((l) => l.map((i) => components[i]!.name));
-  const groups = state.groups?.map((g) => (g.name === group ? { ...g, members: layers.flat().filter((n) => previous.some((p) => p.name === n)) } : g));
+  const groups = state.groups?.map((g) =>
+    g.name === group ? { ...g, members: layers.flat().filter((n) => previous.some((p) => p.name === n)) } : g,
+  );
   return { ...state, components, layers, startOrder: layers.flat(), ...(groups && { groups }) };
 }
 
@@ -27,7 +40,9 @@ export function withUnitsReplaced(state: DesiredState, replacements: readonly De
   const components = state.components.map((c) => byName.get(c.name) ?? c);
   const names = new Set(components.map((c) => c.name));
   const index = new Map(components.map((c, i) => [c.name, i]));
-  const deps = components.map((c) => c.dependencies.flatMap((d) => (names.has(d.component) ? [index.get(d.component)!] : [])));
+  const deps = components.map((c) =>
+    c.dependencies.flatMap((d) => (names.has(d.component) ? [index.get(d.component)!] : [])),
+  );
   const layers = computeLayers(deps).map((l) => l.map((i) => components[i]!.name));
   return { ...state, components, layers, startOrder: layers.flat() };
 }
@@ -36,14 +51,29 @@ export function withUnitsReplaced(state: DesiredState, replacements: readonly De
  * `state` with groups `groups` back at their `previous` members, and every other unit that binds one of their exports
  * (`{{deps.GROUP.exports.…}}`) back at its previous spec too, so it runs with the values of the members restored.
  */
-export function withGroupsRestored(state: DesiredState, groups: readonly string[], previous: readonly DesiredComponent[]): DesiredState {
+export function withGroupsRestored(
+  state: DesiredState,
+  groups: readonly string[],
+  previous: readonly DesiredComponent[],
+): DesiredState {
   let s = state;
-  for (const g of groups) s = withGroupReplaced(s, g, previous.filter((c) => c.group === g));
+  for (const g of groups)
+    s = withGroupReplaced(
+      s,
+      g,
+      previous.filter((c) => c.group === g),
+    );
   const before = new Map(previous.map((c) => [c.name, c]));
   const binders = s.components.filter(
-    (c) => (c.group === undefined || !groups.includes(c.group)) && before.has(c.name) && Object.keys(c.inputs ?? {}).some((k) => groups.some((g) => k.startsWith(`deps.${g}.`))),
+    (c) =>
+      (c.group === undefined || !groups.includes(c.group)) &&
+      before.has(c.name) &&
+      Object.keys(c.inputs ?? {}).some((k) => groups.some((g) => k.startsWith(`deps.${g}.`))),
   );
-  return withUnitsReplaced(s, binders.map((c) => before.get(c.name)!));
+  return withUnitsReplaced(
+    s,
+    binders.map((c) => before.get(c.name)!),
+  );
 }
 
 /** Units whose spec a composite's rollback may need: members and replicas, and units that bind another's exports. */

@@ -26,7 +26,9 @@ const HASHERS: Record<number, HashFn> = {
     const { recipe: _path, ...planEntry } = entry;
     const { description: _d, ...metadata } = recipe.metadata;
     const secrets = secretDigests && Object.keys(secretDigests).length ? { secrets: secretDigests } : {};
-    return sha256(canonicalJson({ metadata, artifacts: recipe.artifacts, lifecycle: recipe.lifecycle, planEntry, ...secrets }));
+    return sha256(
+      canonicalJson({ metadata, artifacts: recipe.artifacts, lifecycle: recipe.lifecycle, planEntry, ...secrets }),
+    );
   },
 };
 
@@ -86,7 +88,8 @@ function sortedDeep(v: unknown, depth: number): unknown {
     return out ?? v;
   }
   const proto = Object.getPrototypeOf(v);
-  if ((proto !== Object.prototype && proto !== null) || typeof (v as { toJSON?: unknown }).toJSON === 'function') return UNSUPPORTED;
+  if ((proto !== Object.prototype && proto !== null) || typeof (v as { toJSON?: unknown }).toJSON === 'function')
+    return UNSUPPORTED;
   const obj = v as Record<string, unknown>;
   const keys = Object.keys(obj);
   let sorted = true;

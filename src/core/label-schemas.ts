@@ -10,7 +10,15 @@ import { KS_CODE } from './schema-rules.js';
 export const deviceNameField = v.pipe(
   v.string(),
   refine<string>((t, ctx) => {
-    if (deviceNameProblem(t)) ctx.addIssue({ code: 'custom', message: `${JSON.stringify(t)} is not a device name`, params: { [KS_CODE]: CODES.BAD_NAME, hint: 'one word of at most 253 characters, no spaces or control characters' } });
+    if (deviceNameProblem(t))
+      ctx.addIssue({
+        code: 'custom',
+        message: `${JSON.stringify(t)} is not a device name`,
+        params: {
+          [KS_CODE]: CODES.BAD_NAME,
+          hint: 'one word of at most 253 characters, no spaces or control characters',
+        },
+      });
   }),
 );
 
@@ -21,7 +29,13 @@ export const labelSelector = v.pipe(
     for (const [k, value] of Object.entries(labels)) {
       const keyProblem = labelKeyProblem(k);
       const problem = keyProblem ?? labelValueProblem(value);
-      if (problem) ctx.addIssue({ code: 'custom', path: [k], message: problem, params: { [KS_CODE]: CODES.BAD_LABEL, hint: keyProblem ? LABEL_KEY_HINT : LABEL_VALUE_HINT } });
+      if (problem)
+        ctx.addIssue({
+          code: 'custom',
+          path: [k],
+          message: problem,
+          params: { [KS_CODE]: CODES.BAD_LABEL, hint: keyProblem ? LABEL_KEY_HINT : LABEL_VALUE_HINT },
+        });
     }
   }),
 );

@@ -9,8 +9,10 @@ const KEY_NAME = /^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$/;
 const KEY_PREFIX = /^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$/;
 const VALUE = /^([A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?)?$/;
 
-export const LABEL_KEY_HINT = 'a key is letters, digits, ".", "_" and "-" (at most 63, starting and ending with a letter or digit), optionally after a "prefix/"';
-export const LABEL_VALUE_HINT = 'a value is empty, or letters, digits, ".", "_" and "-" (at most 63, starting and ending with a letter or digit)';
+export const LABEL_KEY_HINT =
+  'a key is letters, digits, ".", "_" and "-" (at most 63, starting and ending with a letter or digit), optionally after a "prefix/"';
+export const LABEL_VALUE_HINT =
+  'a value is empty, or letters, digits, ".", "_" and "-" (at most 63, starting and ending with a letter or digit)';
 
 /** Why `key` is not a label key, or undefined when it is one. */
 export function labelKeyProblem(key: string): string | undefined {
@@ -28,7 +30,9 @@ export function labelValueProblem(value: string): string | undefined {
 
 /** A device name (`--device`, a fleet file's `devices`): one printable word, as a report's context must be. */
 export function deviceNameProblem(name: string): string | undefined {
-  return /^[^\s\p{Cc}]{1,253}$/u.test(name) ? undefined : `${JSON.stringify(name)} is not a device name (one word of at most 253 characters, no spaces or control characters)`;
+  return /^[^\s\p{Cc}]{1,253}$/u.test(name)
+    ? undefined
+    : `${JSON.stringify(name)} is not a device name (one word of at most 253 characters, no spaces or control characters)`;
 }
 
 /** `KEY=VALUE` from the command line; throws with the reason when it is not one label. */
@@ -38,7 +42,8 @@ export function parseLabelArg(text: string): [string, string] {
   const key = text.slice(0, eq);
   const value = text.slice(eq + 1);
   const problem = labelKeyProblem(key) ?? labelValueProblem(value);
-  if (problem) throw new Error(`--label ${text}: ${problem} (${labelKeyProblem(key) ? LABEL_KEY_HINT : LABEL_VALUE_HINT})`);
+  if (problem)
+    throw new Error(`--label ${text}: ${problem} (${labelKeyProblem(key) ? LABEL_KEY_HINT : LABEL_VALUE_HINT})`);
   return [key, value];
 }
 
@@ -47,7 +52,8 @@ export function labelsFromArgs(args: readonly string[]): Labels {
   const out: Record<string, string> = {};
   for (const a of args) {
     const [k, v] = parseLabelArg(a);
-    if (Object.hasOwn(out, k) && out[k] !== v) throw new Error(`--label ${k} is given twice, as ${JSON.stringify(out[k])} and ${JSON.stringify(v)}`);
+    if (Object.hasOwn(out, k) && out[k] !== v)
+      throw new Error(`--label ${k} is given twice, as ${JSON.stringify(out[k])} and ${JSON.stringify(v)}`);
     out[k] = v;
   }
   return out;

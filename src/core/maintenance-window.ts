@@ -74,7 +74,16 @@ const formatters = new Map<string, Intl.DateTimeFormat>();
 function formatter(zone: string): Intl.DateTimeFormat {
   let f = formatters.get(zone);
   if (!f) {
-    f = new Intl.DateTimeFormat('en-US', { timeZone: zone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' });
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone: zone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    });
     formatters.set(zone, f);
   }
   return f;
@@ -108,7 +117,9 @@ function weekday(day: LocalDate): number {
 function instantOf(day: LocalDate, minutes: number, zone: string): number {
   const wanted = Date.UTC(day.y, day.m, day.d) + minutes * MINUTE;
   // Offsets around the wanted wall time: before and after a change, at most one of them applies.
-  const candidates = [wanted - 36 * 60 * MINUTE, wanted + 36 * 60 * MINUTE].map((probe) => wallClock(probe, zone) - probe);
+  const candidates = [wanted - 36 * 60 * MINUTE, wanted + 36 * 60 * MINUTE].map(
+    (probe) => wallClock(probe, zone) - probe,
+  );
   const exact = candidates.map((offset) => wanted - offset).filter((t) => wallClock(t, zone) === wanted);
   if (exact.length) return Math.min(...exact);
   // A time the clock skips: the moment the clock jumps, found by bisection between the two offsets' instants.
@@ -150,22 +161,48 @@ export function formatWindow(w: MaintenanceWindow): string {
 }
 
 /** What is wrong with a window's parts, or undefined: the one check of the fleet file's and the agent's. */
-export function windowProblem(w: { days: readonly string[]; from: string; to: string; timezone: string }): { key: 'days' | 'from' | 'to' | 'timezone'; message: string } | undefined {
-  if (w.days.length === 0) return { key: 'days', message: 'names no day: a window that never opens holds every revision for ever' };
+export function windowProblem(w: {
+  days: readonly string[];
+  from: string;
+  to: string;
+  timezone: string;
+}): { key: 'days' | 'from' | 'to' | 'timezone'; message: string } | undefined {
+  if (w.days.length === 0)
+    return { key: 'days', message: 'names no day: a window that never opens holds every revision for ever' };
   const bad = w.days.find((d) => !(WEEKDAYS as readonly string[]).includes(d));
   if (bad !== undefined) return { key: 'days', message: `"${bad}" is not a day: use ${WEEKDAYS.join(', ')}` };
   const from = parseClockTime(w.from);
-  if (from === undefined || from === 24 * 60) return { key: 'from', message: `"${w.from}" is not a time of day: use "HH:MM", 00:00 to 23:59` };
+  if (from === undefined || from === 24 * 60)
+    return { key: 'from', message: `"${w.from}" is not a time of day: use "HH:MM", 00:00 to 23:59` };
   const to = parseClockTime(w.to);
   if (to === undefined) return { key: 'to', message: `"${w.to}" is not a time of day: use "HH:MM", 00:00 to 24:00` };
-  if (to === from) return { key: 'to', message: 'the window ends when it begins: for a whole day write from = "00:00", to = "24:00" (one whose to is before its from runs past midnight into the next day)' };
-  if (!isTimezone(w.timezone)) return { key: 'timezone', message: `"${w.timezone}" is not a timezone this device knows: use an IANA name such as "Europe/Berlin" or "UTC"` };
+  if (to === from)
+    return {
+      key: 'to',
+      message:
+        'the window ends when it begins: for a whole day write from = "00:00", to = "24:00" (one whose to is before its from runs past midnight into the next day)',
+    };
+  if (!isTimezone(w.timezone))
+    return {
+      key: 'timezone',
+      message: `"${w.timezone}" is not a timezone this device knows: use an IANA name such as "Europe/Berlin" or "UTC"`,
+    };
   return undefined;
 }
 
 /** The window of checked parts. */
-export function toWindow(w: { days: readonly string[]; from: string; to: string; timezone: string }): MaintenanceWindow {
-  return { days: [...new Set(w.days)] as Weekday[], from: parseClockTime(w.from)!, to: parseClockTime(w.to)!, timezone: w.timezone };
+export function toWindow(w: {
+  days: readonly string[];
+  from: string;
+  to: string;
+  timezone: string;
+}): MaintenanceWindow {
+  return {
+    days: [...new Set(w.days)] as Weekday[],
+    from: parseClockTime(w.from)!,
+    to: parseClockTime(w.to)!,
+    timezone: w.timezone,
+  };
 }
 
 /** `mon,tue 02:00-04:00 Europe/Berlin` as given to --window; a problem's text when it is not one. */

@@ -49,14 +49,29 @@ export function parsePlan(file: string, text: string): ParsedPlan {
         }
       }
       if (typeof recipe !== 'string' || posix.normalize(recipe) === '.') return;
-      if (!escapesRepository(recipe)) readableEntries.push({ entry: { name: typeof name === 'string' ? name : `components[${i}]`, recipe }, index: i });
+      if (!escapesRepository(recipe))
+        readableEntries.push({
+          entry: { name: typeof name === 'string' ? name : `components[${i}]`, recipe },
+          index: i,
+        });
       else
         diagnostics.push(
-          doc.diagnostic(CODES.PATH_ESCAPE, ['components', i, 'recipe'], `"${recipe}" points outside the repository`, 'recipe paths are relative to the repository root'),
+          doc.diagnostic(
+            CODES.PATH_ESCAPE,
+            ['components', i, 'recipe'],
+            `"${recipe}" points outside the repository`,
+            'recipe paths are relative to the repository root',
+          ),
         );
     });
   }
-  return { file, plan: diagnostics.length === 0 ? doc.value : undefined, readableEntries, diagnostics: sortDiagnostics(diagnostics), doc };
+  return {
+    file,
+    plan: diagnostics.length === 0 ? doc.value : undefined,
+    readableEntries,
+    diagnostics: sortDiagnostics(diagnostics),
+    doc,
+  };
 }
 
 /** The normalised repository path of a plan entry's recipe. */

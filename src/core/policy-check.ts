@@ -1,7 +1,13 @@
 // The device policy applied to one component: every way its recipe reaches beyond what this device allows, each with
 // the TOML path that asks for it and the flag that would allow it. Pure but for the host facts it is handed.
 import type { DesiredComponent } from './desired-state.js';
-import { canonicalHostPath, isWithin, SAFE_CONTAINER_CAPABILITIES, SAFE_PROCESS_CAPABILITIES, type DevicePolicy } from './device-policy.js';
+import {
+  canonicalHostPath,
+  isWithin,
+  SAFE_CONTAINER_CAPABILITIES,
+  SAFE_PROCESS_CAPABILITIES,
+  type DevicePolicy,
+} from './device-policy.js';
 
 /** Stable codes of a policy refusal (the revision is refused before anything runs). */
 export type PolicyCode =
@@ -99,7 +105,8 @@ export function checkDevicePolicy(c: DesiredComponent, policy: DevicePolicy, hos
     const sec = run.security;
     const rootGroups = new Set([0, ...(host.rootGroups ?? [])]);
     if (sec?.user !== undefined && !policy.allowRoot) {
-      const ids: { uid: number; gid: number; gids?: readonly number[] } | undefined = host.resolveUser(sec.user) ?? numericProcessUser(sec.user);
+      const ids: { uid: number; gid: number; gids?: readonly number[] } | undefined =
+        host.resolveUser(sec.user) ?? numericProcessUser(sec.user);
       const why = !ids
         ? undefined
         : ids.uid === 0
@@ -115,7 +122,7 @@ export function checkDevicePolicy(c: DesiredComponent, policy: DevicePolicy, hos
           message: `${c.name} asks to run as user "${sec.user}" (${why}), and this device does not allow root process users`,
           path: `${base}.security.user`,
           flag: '--allow-root',
-          hint: 'name an unprivileged user (without one, the process runs as the device\'s default unprivileged user)',
+          hint: "name an unprivileged user (without one, the process runs as the device's default unprivileged user)",
         });
     }
     // Without no_new_privs a setuid program (sudo, su, pkexec) can make the process root.
@@ -243,7 +250,11 @@ export function withFlagHint(i: PolicyIssue): PolicyIssue {
 }
 
 /** The first directory from `prefix` (inclusive) down to the parent of `source` that someone else could change. */
-function changeableOnTheWay(prefix: string, source: string, host: PolicyHost): { dir: string; who: string } | undefined {
+function changeableOnTheWay(
+  prefix: string,
+  source: string,
+  host: PolicyHost,
+): { dir: string; who: string } | undefined {
   if (!host.changeableBy || source === prefix) return undefined;
   const rest = source.slice(prefix === '/' ? 1 : prefix.length + 1).split('/');
   let dir = prefix;

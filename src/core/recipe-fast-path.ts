@@ -6,7 +6,23 @@
 import { LINUX_CAPABILITIES } from './capabilities.js';
 import type { Plan } from './plan-schema.js';
 import type { RecipeFile } from './recipe-schema.js';
-import { array, attempt, bool, configValue, duration, fail, intAtLeast, keysWithin, nonEmpty, oneOf, record, scalar, str, table, type Raw } from './fast-path-readers.js';
+import {
+  array,
+  attempt,
+  bool,
+  configValue,
+  duration,
+  fail,
+  intAtLeast,
+  keysWithin,
+  nonEmpty,
+  oneOf,
+  record,
+  scalar,
+  str,
+  table,
+  type Raw,
+} from './fast-path-readers.js';
 import {
   healthCheckProblem,
   inIdRange,
@@ -36,7 +52,11 @@ const EXEC = new Set(['command', 'args', 'env']);
 function exec(v: unknown) {
   const t = table(v);
   keysWithin(t, EXEC);
-  return { command: nonEmpty(t.command), args: t.args === undefined ? [] : stringList(t.args), env: t.env === undefined ? {} : record(t.env, str) };
+  return {
+    command: nonEmpty(t.command),
+    args: t.args === undefined ? [] : stringList(t.args),
+    env: t.env === undefined ? {} : record(t.env, str),
+  };
 }
 
 const SECURITY = new Set(['user', 'no_new_privileges', 'capabilities']);
@@ -55,8 +75,23 @@ function security(v: unknown) {
 }
 
 const CONTAINER = new Set([
-  'image', 'runtime', 'pull_policy', 'network_mode', 'user', 'privileged', 'command', 'env', 'ports', 'mounts', 'resources',
-  'capabilities', 'pid_mode', 'ipc_mode', 'uts_mode', 'userns_mode', 'devices',
+  'image',
+  'runtime',
+  'pull_policy',
+  'network_mode',
+  'user',
+  'privileged',
+  'command',
+  'env',
+  'ports',
+  'mounts',
+  'resources',
+  'capabilities',
+  'pid_mode',
+  'ipc_mode',
+  'uts_mode',
+  'userns_mode',
+  'devices',
 ]);
 const PORT = new Set(['host_port', 'container_port']);
 const MOUNT = new Set(['source', 'target', 'read_only']);
@@ -68,7 +103,8 @@ function container(v: unknown) {
   const out: Raw = {
     image: nonEmpty(t.image),
     runtime: t.runtime === undefined ? 'auto' : oneOf(t.runtime, ['auto', 'docker', 'podman']),
-    pull_policy: t.pull_policy === undefined ? 'if-not-present' : oneOf(t.pull_policy, ['always', 'if-not-present', 'never']),
+    pull_policy:
+      t.pull_policy === undefined ? 'if-not-present' : oneOf(t.pull_policy, ['always', 'if-not-present', 'never']),
     network_mode: t.network_mode === undefined ? 'bridge' : nonEmpty(t.network_mode),
   };
   if (t.user !== undefined) {
@@ -93,7 +129,11 @@ function container(v: unknown) {
       : array(t.mounts, (m) => {
           const mt = table(m);
           keysWithin(mt, MOUNT);
-          return { source: nonEmpty(mt.source), target: nonEmpty(mt.target), read_only: mt.read_only === undefined ? false : bool(mt.read_only) };
+          return {
+            source: nonEmpty(mt.source),
+            target: nonEmpty(mt.target),
+            read_only: mt.read_only === undefined ? false : bool(mt.read_only),
+          };
         });
   if (t.resources !== undefined) {
     const rt = table(t.resources);
@@ -104,8 +144,10 @@ function container(v: unknown) {
     out.resources = resources;
   }
   if (t.capabilities !== undefined) out.capabilities = array(t.capabilities, capability);
-  for (const key of ['pid_mode', 'ipc_mode', 'uts_mode', 'userns_mode'] as const) if (t[key] !== undefined) out[key] = nonEmpty(t[key]);
-  if (t.devices !== undefined) out.devices = array(t.devices, (d) => (str(d).startsWith('/dev/') ? (d as string) : fail()));
+  for (const key of ['pid_mode', 'ipc_mode', 'uts_mode', 'userns_mode'] as const)
+    if (t[key] !== undefined) out[key] = nonEmpty(t[key]);
+  if (t.devices !== undefined)
+    out.devices = array(t.devices, (d) => (str(d).startsWith('/dev/') ? (d as string) : fail()));
   return out;
 }
 
@@ -132,7 +174,8 @@ function run(v: unknown, service = false): Raw {
   keysWithin(t, service ? SERVICE : RUN);
   const out: Raw = {
     type: t.type === undefined ? 'process' : oneOf(t.type, ['process', 'container']),
-    restart_policy: t.restart_policy === undefined ? 'always' : oneOf(t.restart_policy, ['always', 'on-failure', 'never']),
+    restart_policy:
+      t.restart_policy === undefined ? 'always' : oneOf(t.restart_policy, ['always', 'on-failure', 'never']),
   };
   if (t.exec !== undefined) out.exec = exec(t.exec);
   if (t.security !== undefined) out.security = security(t.security);
@@ -225,7 +268,8 @@ function plan(raw: unknown): Plan {
             const name = str(et.name);
             if (!isComponentName(name)) fail();
             const entry: Plan['components'][number] = { name, recipe: nonEmpty(et.recipe) };
-            if (et.config !== undefined) entry.config = record(et.config, configValue) as NonNullable<typeof entry.config>;
+            if (et.config !== undefined)
+              entry.config = record(et.config, configValue) as NonNullable<typeof entry.config>;
             return entry;
           }),
   };

@@ -2,7 +2,19 @@
 import { CODES } from './errors.js';
 import { parseDuration } from './duration.js';
 import { LINUX_CAPABILITIES } from './capabilities.js';
-import { durationText, healthCheckProblem, inIdRange, issue, LITERAL_CHECK_KIND, portNumber, positiveInt, reverseDnsName, semverRangeText, semverText, USER_SPEC } from './schema-rules.js';
+import {
+  durationText,
+  healthCheckProblem,
+  inIdRange,
+  issue,
+  LITERAL_CHECK_KIND,
+  portNumber,
+  positiveInt,
+  reverseDnsName,
+  semverRangeText,
+  semverText,
+  USER_SPEC,
+} from './schema-rules.js';
 import * as v from 'valibot';
 import { check, int, minLength, number, record, refine, strictObject, type RefinementCtx } from './valid.js';
 import { hasPlaceholder, SECRET_NAME } from './template.js';
@@ -68,7 +80,10 @@ const container = strictObject({
   command: v.optional(v.array(v.string())),
   env: v.optional(stringMap, {}),
   ports: v.optional(v.array(strictObject({ host_port: portNumber, container_port: portNumber })), []),
-  mounts: v.optional(v.array(strictObject({ source: nonEmpty(), target: nonEmpty(), read_only: v.optional(v.boolean(), false) })), []),
+  mounts: v.optional(
+    v.array(strictObject({ source: nonEmpty(), target: nonEmpty(), read_only: v.optional(v.boolean(), false) })),
+    [],
+  ),
   resources: v.optional(strictObject({ memory_mb: v.optional(positiveInt), pids_limit: v.optional(positiveInt) })),
   // Every capability is dropped (CapDrop ALL) unless listed here. Optional without a default (read it as `?? []`):
   // a default would enter every parsed recipe and so change the hash of components that never set it.
@@ -86,7 +101,13 @@ const container = strictObject({
 /** A health check as it runs: `http(s)://…`, `tcp://host:port` or `cmd:<command line>`. */
 function checkHealthCheck(t: string, ctx: RefinementCtx): void {
   const why = healthCheckProblem(t);
-  if (why !== undefined) issue(ctx, CODES.BAD_HEALTH_CHECK, `"${t}" is not a health check: ${why}`, 'http(s)://…, tcp://host:port or cmd:<command line>');
+  if (why !== undefined)
+    issue(
+      ctx,
+      CODES.BAD_HEALTH_CHECK,
+      `"${t}" is not a health check: ${why}`,
+      'http(s)://…, tcp://host:port or cmd:<command line>',
+    );
 }
 
 const healthCheck = v.pipe(
@@ -119,7 +140,10 @@ const health = strictObject({
  * directory (a process), or where the container sees it (a name: under /run/secrets; or an absolute path).
  */
 const secretFile = strictObject({
-  name: v.pipe(v.string(), v.regex(SECRET_NAME, 'a secret\'s name is letters, digits, "_" and "-" (at most 63), as its file secrets/NAME.age')),
+  name: v.pipe(
+    v.string(),
+    v.regex(SECRET_NAME, 'a secret\'s name is letters, digits, "_" and "-" (at most 63), as its file secrets/NAME.age'),
+  ),
   path: nonEmpty(),
 });
 
@@ -149,14 +173,24 @@ const updateLock = strictObject({
   lock: v.pipe(
     v.string(),
     minLength(1),
-    check<string>((p) => !p.startsWith('/') && !p.split('/').some((seg) => seg === '..' || seg === '.' || seg === ''), 'a path inside the component\'s work directory, like "run/update.lock": relative, without "..", "." or empty parts'),
+    check<string>(
+      (p) => !p.startsWith('/') && !p.split('/').some((seg) => seg === '..' || seg === '.' || seg === ''),
+      'a path inside the component\'s work directory, like "run/update.lock": relative, without "..", "." or empty parts',
+    ),
   ),
-  lock_timeout: v.optional(v.pipe(durationText, v.transform((t) => parseDuration(t) as number))),
+  lock_timeout: v.optional(
+    v.pipe(
+      durationText,
+      v.transform((t) => parseDuration(t) as number),
+    ),
+  ),
 });
 
 /** A configuration value: a scalar, or a table of them (`[config.http]`). Interpolated into strings by `{{config.…}}`. */
 type ConfigValue = string | number | boolean | { [key: string]: ConfigValue };
-const configValue: v.GenericSchema<ConfigValue> = v.lazy(() => v.union([v.string(), number(), v.boolean(), record(v.string(), configValue)]));
+const configValue: v.GenericSchema<ConfigValue> = v.lazy(() =>
+  v.union([v.string(), number(), v.boolean(), record(v.string(), configValue)]),
+);
 export const configTable = record(v.string(), configValue);
 export type ConfigTable = v.InferOutput<typeof configTable>;
 

@@ -31,13 +31,22 @@ export function parseRecipe(file: string, text: string): ParsedRecipe {
   if (doc.raw !== undefined) {
     diagnostics.push(...shapeRules(doc, file), ...artifactRules(doc, file));
   }
-  return { file, recipe: diagnostics.length === 0 ? doc.value : undefined, diagnostics: sortDiagnostics(diagnostics), doc };
+  return {
+    file,
+    recipe: diagnostics.length === 0 ? doc.value : undefined,
+    diagnostics: sortDiagnostics(diagnostics),
+    doc,
+  };
 }
 
 /** An artifact without a digest is a security failure, not a mere missing key: give it its own code. */
 function missingRecipeField(path: TomlPath) {
   if (path.length === 3 && path[0] === 'artifacts' && path[2] === 'sha256')
-    return { code: CODES.ARTIFACT_UNSIGNED, message: 'an artifact without a sha256 digest is unsigned and is rejected', hint: 'add sha256 = "<64 hex>"' };
+    return {
+      code: CODES.ARTIFACT_UNSIGNED,
+      message: 'an artifact without a sha256 digest is unsigned and is rejected',
+      hint: 'add sha256 = "<64 hex>"',
+    };
   return undefined;
 }
 
@@ -62,11 +71,25 @@ function shapeRules(doc: ParsedDocument<unknown>, file: string): Diagnostic[] {
   const runRaw = table(lifecycle?.run);
   const services = table(lifecycle?.services);
   const members = Array.isArray(raw.members) ? raw.members : undefined;
-  const kinds = [runRaw && 'lifecycle.run', services && 'lifecycle.services', members && 'members'].filter(Boolean) as string[];
+  const kinds = [runRaw && 'lifecycle.run', services && 'lifecycle.services', members && 'members'].filter(
+    Boolean,
+  ) as string[];
   if (kinds.length === 0 && raw.lifecycle === undefined && raw.members === undefined)
-    out.push(doc.diagnostic(CODES.MISSING_FIELD, ['lifecycle'], 'a recipe needs [lifecycle.run], [lifecycle.services.NAME] or [[members]]'));
+    out.push(
+      doc.diagnostic(
+        CODES.MISSING_FIELD,
+        ['lifecycle'],
+        'a recipe needs [lifecycle.run], [lifecycle.services.NAME] or [[members]]',
+      ),
+    );
   else if (kinds.length === 0 && lifecycle && lifecycle.run === undefined && lifecycle.services === undefined)
-    out.push(doc.diagnostic(CODES.MISSING_FIELD, ['lifecycle', 'run'], 'a recipe needs [lifecycle.run] (one program) or [lifecycle.services.NAME] (several)'));
+    out.push(
+      doc.diagnostic(
+        CODES.MISSING_FIELD,
+        ['lifecycle', 'run'],
+        'a recipe needs [lifecycle.run] (one program) or [lifecycle.services.NAME] (several)',
+      ),
+    );
   if (kinds.length > 1)
     out.push(
       doc.diagnostic(
@@ -79,18 +102,36 @@ function shapeRules(doc: ParsedDocument<unknown>, file: string): Diagnostic[] {
 
   out.push(...updateLockRules(doc, table(lifecycle?.update), [runRaw, ...Object.values(services ?? {}).map(table)]));
   if (runRaw)
-    out.push(...runKindRules(doc, runRaw, ['lifecycle', 'run']), ...replicaRules(doc, runRaw, ['lifecycle', 'run']), ...templateRules(doc, runRaw, ['lifecycle', 'run']), ...secretFileRules(doc, runRaw, ['lifecycle', 'run']));
+    out.push(
+      ...runKindRules(doc, runRaw, ['lifecycle', 'run']),
+      ...replicaRules(doc, runRaw, ['lifecycle', 'run']),
+      ...templateRules(doc, runRaw, ['lifecycle', 'run']),
+      ...secretFileRules(doc, runRaw, ['lifecycle', 'run']),
+    );
   if (services) {
     const names = Object.keys(services);
-    if (names.length === 0) out.push(doc.diagnostic(CODES.MISSING_FIELD, ['lifecycle', 'services'], '[lifecycle.services] lists no service'));
+    if (names.length === 0)
+      out.push(doc.diagnostic(CODES.MISSING_FIELD, ['lifecycle', 'services'], '[lifecycle.services] lists no service'));
     for (const name of names) {
       const at = ['lifecycle', 'services', name];
       if (!MEMBER_NAME.test(name) || RESERVED_MEMBER_NAMES.has(name))
-        out.push(doc.diagnostic(CODES.BAD_NAME, at, `"${name}" is not a valid service name`, 'letters, digits, "_" and "-", starting with a letter or digit; not "work" or "logs"'));
+        out.push(
+          doc.diagnostic(
+            CODES.BAD_NAME,
+            at,
+            `"${name}" is not a valid service name`,
+            'letters, digits, "_" and "-", starting with a letter or digit; not "work" or "logs"',
+          ),
+        );
       const svc = table(services[name]);
       if (!svc) continue;
       const { exports: svcExports, ...svcRun } = svc;
-      out.push(...runKindRules(doc, svc, at), ...replicaRules(doc, svc, at), ...templateRules(doc, svcRun, at), ...secretFileRules(doc, svc, at));
+      out.push(
+        ...runKindRules(doc, svc, at),
+        ...replicaRules(doc, svc, at),
+        ...templateRules(doc, svcRun, at),
+        ...secretFileRules(doc, svc, at),
+      );
       const exportsTableRaw = table(svcExports);
       if (exportsTableRaw) out.push(...templateRules(doc, exportsTableRaw, [...at, 'exports'], true));
       for (const key of ['requires', 'after'] as const) {
@@ -103,7 +144,9 @@ function shapeRules(doc: ParsedDocument<unknown>, file: string): Diagnostic[] {
               doc.diagnostic(
                 CODES.MEMBER_UNKNOWN,
                 [...at, key, k],
-                sibling === name ? `service ${name} cannot ${key === 'after' ? 'come after' : 'require'} itself` : `service ${name} names ${sibling}, which this recipe does not declare`,
+                sibling === name
+                  ? `service ${name} cannot ${key === 'after' ? 'come after' : 'require'} itself`
+                  : `service ${name} names ${sibling}, which this recipe does not declare`,
                 `services: ${names.join(', ')}`,
               ),
             );
@@ -112,21 +155,57 @@ function shapeRules(doc: ParsedDocument<unknown>, file: string): Diagnostic[] {
     }
   }
   if (members) {
-    if (lifecycle !== undefined) out.push(doc.diagnostic(CODES.RECIPE_KIND, ['lifecycle'], 'a composite runs its members: it has no [lifecycle] of its own'));
+    if (lifecycle !== undefined)
+      out.push(
+        doc.diagnostic(
+          CODES.RECIPE_KIND,
+          ['lifecycle'],
+          'a composite runs its members: it has no [lifecycle] of its own',
+        ),
+      );
     if (Array.isArray(raw.artifacts) && raw.artifacts.length)
-      out.push(doc.diagnostic(CODES.RECIPE_KIND, ['artifacts'], 'a composite installs its members\' artifacts: it has none of its own'));
+      out.push(
+        doc.diagnostic(
+          CODES.RECIPE_KIND,
+          ['artifacts'],
+          "a composite installs its members' artifacts: it has none of its own",
+        ),
+      );
     if (raw.exports !== undefined)
-      out.push(doc.diagnostic(CODES.RECIPE_KIND, ['exports'], 'a composite exports what its members export', 'move [exports] into the member recipe'));
-    if (members.length === 0) out.push(doc.diagnostic(CODES.MISSING_FIELD, ['members'], 'a composite lists at least one member'));
+      out.push(
+        doc.diagnostic(
+          CODES.RECIPE_KIND,
+          ['exports'],
+          'a composite exports what its members export',
+          'move [exports] into the member recipe',
+        ),
+      );
+    if (members.length === 0)
+      out.push(doc.diagnostic(CODES.MISSING_FIELD, ['members'], 'a composite lists at least one member'));
     const seen = new Map<string, number>();
     members.forEach((m, i) => {
       const t = table(m);
       if (!t) return;
       if (typeof t.name === 'string') {
         if (!MEMBER_NAME.test(t.name) || RESERVED_MEMBER_NAMES.has(t.name))
-          out.push(doc.diagnostic(CODES.BAD_NAME, ['members', i, 'name'], `"${t.name}" is not a valid member name`, 'letters, digits, "_" and "-", starting with a letter or digit; not "work" or "logs"'));
+          out.push(
+            doc.diagnostic(
+              CODES.BAD_NAME,
+              ['members', i, 'name'],
+              `"${t.name}" is not a valid member name`,
+              'letters, digits, "_" and "-", starting with a letter or digit; not "work" or "logs"',
+            ),
+          );
         const first = seen.get(t.name);
-        if (first !== undefined) out.push(doc.diagnostic(CODES.DUPLICATE_COMPONENT, ['members', i, 'name'], `member "${t.name}" is listed twice`, `first at members[${first}]`));
+        if (first !== undefined)
+          out.push(
+            doc.diagnostic(
+              CODES.DUPLICATE_COMPONENT,
+              ['members', i, 'name'],
+              `member "${t.name}" is listed twice`,
+              `first at members[${first}]`,
+            ),
+          );
         else seen.set(t.name, i);
       }
       if (typeof t.recipe === 'string' && (escapesRepository(t.recipe) || t.recipe === file))
@@ -143,14 +222,29 @@ function shapeRules(doc: ParsedDocument<unknown>, file: string): Diagnostic[] {
     const config = table(raw.config);
     for (const key of Object.keys(config ?? {})) {
       if (!seen.has(key))
-        out.push(doc.diagnostic(CODES.MEMBER_UNKNOWN, ['config', key], `[config.${key}] names no member of this composite`, `members: ${[...seen.keys()].join(', ')}`));
-      else if (!table(config![key])) out.push(doc.diagnostic(CODES.INVALID_TYPE, ['config', key], `[config.${key}] must be a table: a composite's configuration has one section per member`));
+        out.push(
+          doc.diagnostic(
+            CODES.MEMBER_UNKNOWN,
+            ['config', key],
+            `[config.${key}] names no member of this composite`,
+            `members: ${[...seen.keys()].join(', ')}`,
+          ),
+        );
+      else if (!table(config![key]))
+        out.push(
+          doc.diagnostic(
+            CODES.INVALID_TYPE,
+            ['config', key],
+            `[config.${key}] must be a table: a composite's configuration has one section per member`,
+          ),
+        );
     }
   }
   const exportsRaw = table(raw.exports);
   if (exportsRaw) out.push(...templateRules(doc, exportsRaw, ['exports'], true));
   const installRaw = table(lifecycle?.install);
-  if (installRaw && typeof installRaw.script === 'string') out.push(...templateRules(doc, { script: installRaw.script }, ['lifecycle', 'install']));
+  if (installRaw && typeof installRaw.script === 'string')
+    out.push(...templateRules(doc, { script: installRaw.script }, ['lifecycle', 'install']));
   return out;
 }
 
@@ -163,7 +257,15 @@ function templateRules(doc: ParsedDocument<unknown>, value: RawTable, at: string
     if (path.length === at.length + 1 && RUN_ENUMS.has(String(path[at.length]))) return text;
     const { placeholders, error } = parseTemplate(text);
     const secret = placeholders.find((p) => p.ref.kind === 'secret');
-    if (error) out.push(doc.diagnostic(CODES.TEMPLATE_SYNTAX, path, error, 'placeholders are {{config.KEY}}, {{deps.NAME.exports.KEY}} or {{secret.NAME}}'));
+    if (error)
+      out.push(
+        doc.diagnostic(
+          CODES.TEMPLATE_SYNTAX,
+          path,
+          error,
+          'placeholders are {{config.KEY}}, {{deps.NAME.exports.KEY}} or {{secret.NAME}}',
+        ),
+      );
     else if (secret && (configOnly || secretPlacementProblem(path.slice(at.length)) !== undefined))
       out.push(
         doc.diagnostic(
@@ -174,11 +276,25 @@ function templateRules(doc: ParsedDocument<unknown>, value: RawTable, at: string
         ),
       );
     else if (configOnly && placeholders.some((p) => p.ref.kind === 'bind'))
-      out.push(doc.diagnostic(CODES.TEMPLATE_SYNTAX, path, `an export cannot bind another component's export: "${text}"`, 'exports may use {{config.KEY}}'));
+      out.push(
+        doc.diagnostic(
+          CODES.TEMPLATE_SYNTAX,
+          path,
+          `an export cannot bind another component's export: "${text}"`,
+          'exports may use {{config.KEY}}',
+        ),
+      );
     else
       // In sh code a value is one single-quoted word (SPEC §6): only where such a word means exactly the value.
       for (const p of placementProblems(text, placeholderContext(path)))
-        out.push(doc.diagnostic(CODES.TEMPLATE_SHELL_CONTEXT, path, `${p.placeholder} cannot stand here in shell code: ${p.why}`, p.hint));
+        out.push(
+          doc.diagnostic(
+            CODES.TEMPLATE_SHELL_CONTEXT,
+            path,
+            `${p.placeholder} cannot stand here in shell code: ${p.why}`,
+            p.hint,
+          ),
+        );
     return text;
   });
   return out;
@@ -195,18 +311,32 @@ function secretFileRules(doc: ParsedDocument<unknown>, runRaw: RawTable, at: str
     const path = table(entry)?.path;
     if (typeof path !== 'string' || path === '') return;
     const plainName = /^[A-Za-z0-9._-]+$/.test(path) && path !== '.' && path !== '..';
-    const absolute = container && path.startsWith('/') && !path.split('/').some((p) => p === '..' || p === '.') && !path.includes('\0');
+    const absolute =
+      container &&
+      path.startsWith('/') &&
+      !path.split('/').some((p) => p === '..' || p === '.') &&
+      !path.includes('\0');
     if (!plainName && !absolute)
       out.push(
         doc.diagnostic(
           CODES.SECRET_FILE,
           [...at, 'secrets', i, 'path'],
           `"${path}" is not ${container ? 'a file name or an absolute path in the container' : "a file name in the component's run directory"}`,
-          container ? 'e.g. path = "db_password" (seen as /run/secrets/db_password) or "/etc/app/tls.key"' : 'e.g. path = "tls.key": letters, digits, ".", "_" and "-", no directories',
+          container
+            ? 'e.g. path = "db_password" (seen as /run/secrets/db_password) or "/etc/app/tls.key"'
+            : 'e.g. path = "tls.key": letters, digits, ".", "_" and "-", no directories',
         ),
       );
     const first = seen.get(path);
-    if (first !== undefined) out.push(doc.diagnostic(CODES.SECRET_FILE, [...at, 'secrets', i, 'path'], `"${path}" is given twice`, `first at secrets[${first}]`));
+    if (first !== undefined)
+      out.push(
+        doc.diagnostic(
+          CODES.SECRET_FILE,
+          [...at, 'secrets', i, 'path'],
+          `"${path}" is given twice`,
+          `first at secrets[${first}]`,
+        ),
+      );
     else seen.set(path, i);
   });
   return out;
@@ -226,11 +356,15 @@ function runKindRules(doc: ParsedDocument<unknown>, runRaw: RawTable | undefined
             CODES.PROCESS_FIELD_ON_CONTAINER,
             [...at, key],
             `[${where}.${key}] is for processes, but this recipe runs a container`,
-            key === 'security' ? `confine containers with [${where}.container] user, privileged and resources` : `set the command in [${where}.container] command`,
+            key === 'security'
+              ? `confine containers with [${where}.container] user, privileged and resources`
+              : `set the command in [${where}.container] command`,
           ),
         );
     if (runRaw.container === undefined)
-      out.push(doc.diagnostic(CODES.MISSING_FIELD, [...at, 'container'], `a container recipe needs [${where}.container]`));
+      out.push(
+        doc.diagnostic(CODES.MISSING_FIELD, [...at, 'container'], `a container recipe needs [${where}.container]`),
+      );
   } else if (type === 'process') {
     if (runRaw.container !== undefined)
       out.push(
@@ -242,7 +376,9 @@ function runKindRules(doc: ParsedDocument<unknown>, runRaw: RawTable | undefined
         ),
       );
     if (runRaw.exec === undefined)
-      out.push(doc.diagnostic(CODES.MISSING_FIELD, [...at, 'exec'], `a process recipe needs [${where}.exec] with a command`));
+      out.push(
+        doc.diagnostic(CODES.MISSING_FIELD, [...at, 'exec'], `a process recipe needs [${where}.exec] with a command`),
+      );
   }
   return out;
 }
@@ -275,7 +411,14 @@ function artifactRules(doc: ParsedDocument<unknown>, file: string): Diagnostic[]
     const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(t.uri)?.[1]?.toLowerCase();
     if (scheme !== undefined) {
       if (!['https', 'http', 'file'].includes(scheme))
-        out.push(doc.diagnostic(CODES.ARTIFACT_BAD_URI, ['artifacts', i, 'uri'], `unsupported artifact scheme "${scheme}:"`, 'https, http, file, or a path relative to the recipe'));
+        out.push(
+          doc.diagnostic(
+            CODES.ARTIFACT_BAD_URI,
+            ['artifacts', i, 'uri'],
+            `unsupported artifact scheme "${scheme}:"`,
+            'https, http, file, or a path relative to the recipe',
+          ),
+        );
       return;
     }
     if (escapesRepository(posix.join(posix.dirname(file), t.uri)) || t.uri.startsWith('/'))

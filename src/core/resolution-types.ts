@@ -34,7 +34,10 @@ export interface Unit {
   brokenSiblings: string[];
 }
 
-export type Aliases = Map<string, { exports: Map<string, ExportValue>; label: string; unknown?: boolean; ambiguous?: [string, string] }>;
+export type Aliases = Map<
+  string,
+  { exports: Map<string, ExportValue>; label: string; unknown?: boolean; ambiguous?: [string, string] }
+>;
 
 /** One layer of configuration overrides on a plan entry: where it is written, and what it sets. */
 export interface OverrideLayer {

@@ -5,7 +5,14 @@
 // one per replica (`workers/2`). The engine, the store and the API see units; groups remember which belong together.
 import semver from 'semver';
 import { dedupeDiagnostics } from './dedupe-diagnostics.js';
-import type { ConfigOverlay, DependencyType, DesiredComponent, DesiredGroup, GroupKind, Resolution } from './desired-state-types.js';
+import type {
+  ConfigOverlay,
+  DependencyType,
+  DesiredComponent,
+  DesiredGroup,
+  GroupKind,
+  Resolution,
+} from './desired-state-types.js';
 import { CODES, type Diagnostic } from './errors.js';
 import { computeLayers, findCycles } from './graph.js';
 import { componentHash } from './identity.js';
@@ -13,7 +20,14 @@ import { leafRecipe } from './leaf-recipe.js';
 import { recipePathOf, type ParsedPlan, type PlanEntry } from './plan.js';
 import type { ParsedRecipe } from './recipe.js';
 import { resolveRun } from './resolve-placeholders.js';
-import { where, type Aliases, type ExportValue, type Located, type OverrideLayer, type Unit } from './resolution-types.js';
+import {
+  where,
+  type Aliases,
+  type ExportValue,
+  type Located,
+  type OverrideLayer,
+  type Unit,
+} from './resolution-types.js';
 import type { TomlPath } from './toml-locate.js';
 import { recipeName, unitsOfEntry } from './units-of-entry.js';
 
@@ -22,7 +36,11 @@ import { recipeName, unitsOfEntry } from './units-of-entry.js';
  * expands services, members and replicas into units, resolves configuration, exports and binds, and computes
  * layers. Reports every problem of the revision at once.
  */
-export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<string, ParsedRecipe>, overlay?: ConfigOverlay): Resolution {
+export function resolveDesiredState(
+  plan: ParsedPlan,
+  recipes: ReadonlyMap<string, ParsedRecipe>,
+  overlay?: ConfigOverlay,
+): Resolution {
   const diagnostics: Diagnostic[] = [...plan.diagnostics];
   const seenFiles = new Set<string>();
   for (const r of recipes.values()) {
@@ -37,7 +55,14 @@ export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<strin
   const unread = entries.flatMap((_e, i) => (parsed[i]?.recipe ? [] : [i]));
   if (unread.length && diagnostics.length === 0) {
     // The loader always reports why a recipe is missing; a caller that did not gets a diagnostic, never a silent failure.
-    for (const i of unread) diagnostics.push(plan.doc.diagnostic(CODES.FILE_NOT_FOUND, ['components', i, 'recipe'], `recipe ${entries[i]!.recipe} was not loaded`));
+    for (const i of unread)
+      diagnostics.push(
+        plan.doc.diagnostic(
+          CODES.FILE_NOT_FOUND,
+          ['components', i, 'recipe'],
+          `recipe ${entries[i]!.recipe} was not loaded`,
+        ),
+      );
   }
 
   // A revision repeats a few (version, range) pairs thousands of times: each is judged once.
@@ -67,20 +92,50 @@ export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<strin
 
   const at = (where: Located, code: Diagnostic['code'], message: string, hint?: string): Diagnostic => {
     const r = where.parsed;
-    return r.doc ? r.doc.diagnostic(code, where.path, message, hint) : { code, message, file: r.file, path: where.path.join('.'), ...(hint && { hint }) };
+    return r.doc
+      ? r.doc.diagnostic(code, where.path, message, hint)
+      : { code, message, file: r.file, path: where.path.join('.'), ...(hint && { hint }) };
   };
-  const planAt = (path: TomlPath) => ({ parsed: { file: plan.file, diagnostics: [], doc: plan.doc } as unknown as ParsedRecipe, path });
-  const overlayAt = (path: TomlPath) => ({ parsed: { file: overlay!.file, diagnostics: [], doc: overlay!.doc } as unknown as ParsedRecipe, path });
+  const planAt = (path: TomlPath) => ({
+    parsed: { file: plan.file, diagnostics: [], doc: plan.doc } as unknown as ParsedRecipe,
+    path,
+  });
+  const overlayAt = (path: TomlPath) => ({
+    parsed: { file: overlay!.file, diagnostics: [], doc: overlay!.doc } as unknown as ParsedRecipe,
+    path,
+  });
   const entryNames = new Set(entries.map((e) => e.name));
   for (const name of Object.keys(overlay?.config ?? {}))
     if (!entryNames.has(name))
       diagnostics.push(
-        at(overlayAt([...overlay!.path, name]), CODES.FLEET_UNKNOWN_COMPONENT, `"${name}" is not a component of ${plan.file}`, entries.length ? `its components: ${entries.map((e) => e.name).join(', ')}` : `${plan.file} has no components`),
+        at(
+          overlayAt([...overlay!.path, name]),
+          CODES.FLEET_UNKNOWN_COMPONENT,
+          `"${name}" is not a component of ${plan.file}`,
+          entries.length
+            ? `its components: ${entries.map((e) => e.name).join(', ')}`
+            : `${plan.file} has no components`,
+        ),
       );
   const layersOf = (entry: PlanEntry, i: number): OverrideLayer[] => {
-    const own: OverrideLayer = { config: entry.config ?? {}, path: ['components', i, 'config'], label: 'components.config', loc: planAt };
+    const own: OverrideLayer = {
+      config: entry.config ?? {},
+      path: ['components', i, 'config'],
+      label: 'components.config',
+      loc: planAt,
+    };
     const over = overlay?.config[entry.name];
-    return over ? [own, { config: over, path: [...overlay!.path, entry.name], label: `${overlay!.path.filter((p) => typeof p === 'string').join('.')}.${entry.name}`, loc: overlayAt }] : [own];
+    return over
+      ? [
+          own,
+          {
+            config: over,
+            path: [...overlay!.path, entry.name],
+            label: `${overlay!.path.filter((p) => typeof p === 'string').join('.')}.${entry.name}`,
+            loc: overlayAt,
+          },
+        ]
+      : [own];
   };
 
   // 1. Units of every entry whose recipes parsed.
@@ -91,7 +146,13 @@ export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<strin
   });
 
   // An entry whose recipe (or a member's) did not parse exports what nobody can know: binds to it are not checked.
-  const complete = entries.map((_e, i) => !!parsed[i]?.recipe && (parsed[i]!.recipe!.members ?? []).every((m) => !!recipes.get(recipePathOf({ name: m.name, recipe: m.recipe }))?.recipe));
+  const complete = entries.map(
+    (_e, i) =>
+      !!parsed[i]?.recipe &&
+      (parsed[i]!.recipe!.members ?? []).every(
+        (m) => !!recipes.get(recipePathOf({ name: m.name, recipe: m.recipe }))?.recipe,
+      ),
+  );
 
   // 2. Exports: each unit's, and each entry's (the union of its units', which must not collide).
   const entryExports: Array<Map<string, ExportValue>> = unitsOf.map((units) => {
@@ -101,7 +162,12 @@ export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<strin
         const first = all.get(key);
         if (first && first !== v)
           diagnostics.push(
-            at(v, CODES.EXPORT_COLLISION, `${v.owner} and ${first.owner} both export "${key}"`, `the other is ${where(first)}: a composite's exports are one key space`),
+            at(
+              v,
+              CODES.EXPORT_COLLISION,
+              `${v.owner} and ${first.owner} both export "${key}"`,
+              `the other is ${where(first)}: a composite's exports are one key space`,
+            ),
           );
         else all.set(key, v);
       }
@@ -113,50 +179,69 @@ export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<strin
   parsed.forEach((r, i) => {
     for (const m of r?.recipe?.members ?? []) {
       const name = recipeName(recipes.get(recipePathOf({ name: m.name, recipe: m.recipe })));
-      if (name !== undefined && !memberOf.has(name)) memberOf.set(name, { composite: entries[i]!.name, name: r!.recipe!.metadata.name });
+      if (name !== undefined && !memberOf.has(name))
+        memberOf.set(name, { composite: entries[i]!.name, name: r!.recipe!.metadata.name });
     }
   });
 
   // 3. Dependencies, unit by unit: siblings by index, the rest against the plan.
-  const unitDeps: Array<Array<Array<{ entry: number; unit?: number; type: DependencyType; at: Located }>>> = unitsOf.map((units, i) =>
-    units.map((u) => {
-      const out: Array<{ entry: number; unit?: number; type: DependencyType; at: Located }> = u.siblings.map((s) => ({ entry: i, unit: s.unit, type: s.type, at: s.at }));
-      for (const { dep, at: loc } of u.external) {
-        // A dependency of the entry's own recipe is the whole group's: name the group, so the units' reports are one.
-        const who = loc.parsed === parsed[i] ? entries[i]!.name : u.name;
-        const found = providers.get(dep.name) ?? [];
-        if (found.length === 0 && unknownProvider) continue;
-        if (found.length === 0) {
-          const within = memberOf.get(dep.name);
-          diagnostics.push(
-            at(
-              loc,
-              CODES.DEP_MISSING,
-              `component "${who}" depends on ${dep.name}, which no component of ${plan.file} provides`,
-              within ? `${dep.name} is a member of composite "${within.composite}": depend on the composite (${within.name})` : 'add a component with that recipe to the plan, or remove the dependency',
-            ),
-          );
-          continue;
+  const unitDeps: Array<Array<Array<{ entry: number; unit?: number; type: DependencyType; at: Located }>>> =
+    unitsOf.map((units, i) =>
+      units.map((u) => {
+        const out: Array<{ entry: number; unit?: number; type: DependencyType; at: Located }> = u.siblings.map((s) => ({
+          entry: i,
+          unit: s.unit,
+          type: s.type,
+          at: s.at,
+        }));
+        for (const { dep, at: loc } of u.external) {
+          // A dependency of the entry's own recipe is the whole group's: name the group, so the units' reports are one.
+          const who = loc.parsed === parsed[i] ? entries[i]!.name : u.name;
+          const found = providers.get(dep.name) ?? [];
+          if (found.length === 0 && unknownProvider) continue;
+          if (found.length === 0) {
+            const within = memberOf.get(dep.name);
+            diagnostics.push(
+              at(
+                loc,
+                CODES.DEP_MISSING,
+                `component "${who}" depends on ${dep.name}, which no component of ${plan.file} provides`,
+                within
+                  ? `${dep.name} is a member of composite "${within.composite}": depend on the composite (${within.name})`
+                  : 'add a component with that recipe to the plan, or remove the dependency',
+              ),
+            );
+            continue;
+          }
+          if (found.length > 1) {
+            diagnostics.push(
+              at(
+                loc,
+                CODES.DEP_AMBIGUOUS,
+                `component "${who}" depends on ${dep.name}, which several components provide: ${found.map((j) => entries[j]!.name).join(', ')}`,
+              ),
+            );
+            continue;
+          }
+          const j = found[0]!;
+          const providerRecipe = parsed[j]!.recipe;
+          // Its own errors are reported; its version cannot be checked, but it is still a dependency (binds to it are not
+          // reported as binds to a stranger).
+          const provided = providerRecipe?.metadata.version;
+          if (provided !== undefined && dep.version !== undefined && !satisfies(provided, dep.version)) {
+            diagnostics.push(
+              at(
+                { ...loc, path: [...loc.path.slice(0, -1), 'version'] },
+                CODES.DEP_VERSION_MISMATCH,
+                `component "${who}" needs ${dep.name} ${dep.version}, but "${entries[j]!.name}" is ${provided}`,
+              ),
+            );
+          }
+          out.push({ entry: j, type: dep.type, at: loc });
         }
-        if (found.length > 1) {
-          diagnostics.push(at(loc, CODES.DEP_AMBIGUOUS, `component "${who}" depends on ${dep.name}, which several components provide: ${found.map((j) => entries[j]!.name).join(', ')}`));
-          continue;
-        }
-        const j = found[0]!;
-        const providerRecipe = parsed[j]!.recipe;
-        // Its own errors are reported; its version cannot be checked, but it is still a dependency (binds to it are not
-        // reported as binds to a stranger).
-        const provided = providerRecipe?.metadata.version;
-        if (provided !== undefined && dep.version !== undefined && !satisfies(provided, dep.version)) {
-          diagnostics.push(
-            at({ ...loc, path: [...loc.path.slice(0, -1), 'version'] }, CODES.DEP_VERSION_MISMATCH, `component "${who}" needs ${dep.name} ${dep.version}, but "${entries[j]!.name}" is ${provided}`),
-          );
-        }
-        out.push({ entry: j, type: dep.type, at: loc });
-      }
-      return out;
-    }),
-  );
+        return out;
+      }),
+    );
 
   // 4. Placeholders: configuration and binds, resolved per unit; then the resolved health check is checked again.
   const resolvedRuns = unitsOf.map((units, i) =>
@@ -169,10 +254,24 @@ export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<strin
         aliases.set(name, seen ? { exports: new Map(), label: name, ambiguous: [seen.label, target.label] } : target);
       };
       for (const d of unitDeps[i]![k]!) {
-        if (d.unit !== undefined) alias(unitsOf[i]![d.unit]!.member!, { exports: unitsOf[i]![d.unit]!.exports, label: unitsOf[i]![d.unit]!.name });
-        else alias(entries[d.entry]!.name, { exports: entryExports[d.entry]!, label: entries[d.entry]!.name, ...(!complete[d.entry] && { unknown: true }) });
+        if (d.unit !== undefined)
+          alias(unitsOf[i]![d.unit]!.member!, {
+            exports: unitsOf[i]![d.unit]!.exports,
+            label: unitsOf[i]![d.unit]!.name,
+          });
+        else
+          alias(entries[d.entry]!.name, {
+            exports: entryExports[d.entry]!,
+            label: entries[d.entry]!.name,
+            ...(!complete[d.entry] && { unknown: true }),
+          });
       }
-      for (const s of u.brokenSiblings) aliases.set(s, { exports: new Map(), label: `${u.name.slice(0, u.name.lastIndexOf('/'))}/${s}`, unknown: true });
+      for (const s of u.brokenSiblings)
+        aliases.set(s, {
+          exports: new Map(),
+          label: `${u.name.slice(0, u.name.lastIndexOf('/'))}/${s}`,
+          unknown: true,
+        });
       return resolveRun(u, aliases, diagnostics, at);
     }),
   );
@@ -184,7 +283,8 @@ export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<strin
     units.forEach((u, k) => {
       const { run, inputs, secrets } = resolvedRuns[i]![k]!;
       const { replicas, ...single } = run;
-      const names = replicas === undefined ? [u.name] : Array.from({ length: replicas }, (_x, n) => `${u.name}/${n + 1}`);
+      const names =
+        replicas === undefined ? [u.name] : Array.from({ length: replicas }, (_x, n) => `${u.name}/${n + 1}`);
       for (const name of names) {
         const recipe = leafRecipe(u.recipe, replicas === undefined ? run : single, resolvedRuns[i]![k]!.script);
         const entry = { name, recipe: recipePathOf({ name, recipe: u.parsed.file }) };
@@ -229,8 +329,13 @@ export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<strin
     const origin = edgeOrigin[cycle[0]!]![deps[cycle[0]!]!.indexOf(cycle[1 % cycle.length]!)];
     const message = `dependency cycle: ${[...names, names[0]].join(' → ')}`;
     const hint = 'break the cycle, or make one edge "ordering" in the other direction';
-    const edge = origin && origin.path[origin.path.length - 1] === 'name' ? { ...origin, path: origin.path.slice(0, -1) } : origin;
-    diagnostics.push(edge ? at(edge, CODES.DEP_CYCLE, message, hint) : { code: CODES.DEP_CYCLE, message, hint, file: plan.file, path: '' });
+    const edge =
+      origin && origin.path[origin.path.length - 1] === 'name' ? { ...origin, path: origin.path.slice(0, -1) } : origin;
+    diagnostics.push(
+      edge
+        ? at(edge, CODES.DEP_CYCLE, message, hint)
+        : { code: CODES.DEP_CYCLE, message, hint, file: plan.file, path: '' },
+    );
   }
   if (diagnostics.length) return { ok: false, diagnostics: dedupeDiagnostics(diagnostics) };
 
@@ -240,10 +345,25 @@ export function resolveDesiredState(plan: ParsedPlan, recipes: ReadonlyMap<strin
   const groups: DesiredGroup[] = [];
   unitsOf.forEach((units, i) => {
     const recipe = parsed[i]!.recipe!;
-    const kind: GroupKind | undefined = recipe.members ? 'composite' : recipe.lifecycle?.services ? 'services' : recipe.lifecycle?.run?.replicas !== undefined ? 'replicas' : undefined;
+    const kind: GroupKind | undefined = recipe.members
+      ? 'composite'
+      : recipe.lifecycle?.services
+        ? 'services'
+        : recipe.lifecycle?.run?.replicas !== undefined
+          ? 'replicas'
+          : undefined;
     if (!kind) return;
-    const members = leafIndices[i]!.flat().map((n) => components[n]!.name).sort((a, b) => rank.get(a)! - rank.get(b)!);
-    groups.push({ name: entries[i]!.name, kind, version: recipe.metadata.version, recipePath: recipePathOf(entries[i]!), members, index: i });
+    const members = leafIndices[i]!.flat()
+      .map((n) => components[n]!.name)
+      .sort((a, b) => rank.get(a)! - rank.get(b)!);
+    groups.push({
+      name: entries[i]!.name,
+      kind,
+      version: recipe.metadata.version,
+      recipePath: recipePathOf(entries[i]!),
+      members,
+      index: i,
+    });
   });
   return { ok: true, state: { planFile: plan.file, components, layers, startOrder, ...(groups.length && { groups }) } };
 }

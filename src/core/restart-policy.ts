@@ -53,15 +53,28 @@ export function isFailure(exit: ExitStatus): boolean {
  * The delay before restart number `attempt` (1-based): the first is immediate (about 100 ms), then
  * exponential with ±20 % jitter, capped at 60 s. `random` returns [0, 1).
  */
-export function backoffDelay(attempt: number, random: () => number, limits: RestartLimits = DEFAULT_RESTART_LIMITS): number {
+export function backoffDelay(
+  attempt: number,
+  random: () => number,
+  limits: RestartLimits = DEFAULT_RESTART_LIMITS,
+): number {
   if (attempt <= 1) return limits.firstRestartMs;
-  const jittered = backoffMs(attempt - 1, { baseMs: limits.firstRestartMs, capMs: limits.maxBackoffMs, jitter: { kind: 'scale', min: 0.8, spread: 0.4, random: random() } });
+  const jittered = backoffMs(attempt - 1, {
+    baseMs: limits.firstRestartMs,
+    capMs: limits.maxBackoffMs,
+    jitter: { kind: 'scale', min: 0.8, spread: 0.4, random: random() },
+  });
   return Math.min(limits.maxBackoffMs, jittered);
 }
 
 /** The budget after a healthy spell: ten healthy minutes give every restart back. */
-export function refreshBudget(budget: RestartBudget, now: number, limits: RestartLimits = DEFAULT_RESTART_LIMITS): RestartBudget {
-  if (budget.healthySince !== undefined && now - budget.healthySince >= limits.healthySpellMs) return { ...budget, restarts: 0 };
+export function refreshBudget(
+  budget: RestartBudget,
+  now: number,
+  limits: RestartLimits = DEFAULT_RESTART_LIMITS,
+): RestartBudget {
+  if (budget.healthySince !== undefined && now - budget.healthySince >= limits.healthySpellMs)
+    return { ...budget, restarts: 0 };
   return budget;
 }
 
@@ -75,7 +88,8 @@ export function decideRestart(
   limits: RestartLimits = DEFAULT_RESTART_LIMITS,
 ): RestartDecision {
   if (policy === 'never') return { kind: 'stay-stopped', why: 'restart_policy is "never"' };
-  if (policy === 'on-failure' && !isFailure(exit)) return { kind: 'stay-stopped', why: 'exited 0 and restart_policy is "on-failure"' };
+  if (policy === 'on-failure' && !isFailure(exit))
+    return { kind: 'stay-stopped', why: 'exited 0 and restart_policy is "on-failure"' };
   const { restarts } = refreshBudget(budget, now, limits);
   if (restarts >= limits.crashLoopLimit) return { kind: 'crash-looping', restarts };
   const attempt = restarts + 1;

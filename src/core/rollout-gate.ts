@@ -33,7 +33,12 @@ export interface WaveCount {
 }
 
 /** Whether a report under wave `i` can be the device's: a percent wave takes only names that hash into it. */
-function admissible(rollout: Pick<Rollout, 'waves'>, i: number, device: string, listedIn: ReadonlyMap<string, number>): boolean {
+function admissible(
+  rollout: Pick<Rollout, 'waves'>,
+  i: number,
+  device: string,
+  listedIn: ReadonlyMap<string, number>,
+): boolean {
   const w = rollout.waves[i]!;
   const listed = listedIn.get(device);
   if (listed !== undefined) return listed === i || w.selector !== undefined;
@@ -52,7 +57,12 @@ function admissible(rollout: Pick<Rollout, 'waves'>, i: number, device: string, 
  * cannot have written (a percent wave its name does not hash into, a list that does not name it) is not counted,
  * nor is a device counted in two waves.
  */
-export function waveCounts(rollout: Pick<Rollout, 'waves'>, reports: readonly RolloutReport[], commit: string, scale: Readonly<Record<string, number>> = {}): WaveCount[] {
+export function waveCounts(
+  rollout: Pick<Rollout, 'waves'>,
+  reports: readonly RolloutReport[],
+  commit: string,
+  scale: Readonly<Record<string, number>> = {},
+): WaveCount[] {
   const index = new Map(rollout.waves.map((w, i) => [w.name, i]));
   // A device a wave's list names is in the first wave that names it, before it has ever reported.
   const listedIn = new Map<string, number>();
@@ -67,7 +77,14 @@ export function waveCounts(rollout: Pick<Rollout, 'waves'>, reports: readonly Ro
     if (!list) byDevice.set(r.device, (list = []));
     list.push(r);
   }
-  const counts = rollout.waves.map((w): WaveCount => ({ wave: w.name, devices: 0, success: 0, failed: 0, applying: 0, held: 0 }));
+  const counts = rollout.waves.map((w): WaveCount => ({
+    wave: w.name,
+    devices: 0,
+    success: 0,
+    failed: 0,
+    applying: 0,
+    held: 0,
+  }));
   const sampledMembers = new Map<string, number>();
   const place = (device: string, i: number, st: RolloutState | undefined) => {
     const c = counts[i]!;
@@ -87,7 +104,11 @@ export function waveCounts(rollout: Pick<Rollout, 'waves'>, reports: readonly Ro
     // The last one read wins, should a device have two (a state moving between two reads).
     const onCommit = list.findLast((r) => r.commit === commit);
     const listed = listedIn.get(device);
-    const i = onCommit ? index.get(onCommit.wave)! : listed !== undefined ? listed : Math.min(...list.map((r) => index.get(r.wave)!));
+    const i = onCommit
+      ? index.get(onCommit.wave)!
+      : listed !== undefined
+        ? listed
+        : Math.min(...list.map((r) => index.get(r.wave)!));
     place(device, i, onCommit?.state);
   }
   for (const [device, i] of listedIn) if (!byDevice.has(device)) place(device, i, undefined);
@@ -147,13 +168,21 @@ export type GateDecision =
 const bakeText = (ms: number) => formatDuration(Math.ceil(ms / 1000) * 1000);
 
 export function decideGate(g: GateInput): GateDecision {
-  if (g.knownGood) return { kind: 'open', reason: 'a plan this device ran successfully before: not held by the waves', observe: [] };
+  if (g.knownGood)
+    return { kind: 'open', reason: 'a plan this device ran successfully before: not held by the waves', observe: [] };
   const scale = g.scale ?? {};
   const counts = waveCounts(g.rollout, g.reports, g.commit, scale);
   // Up to the device's own wave: a later wave cannot have applied it before this one.
   for (const c of counts.slice(0, g.wave + 1))
     if (waveHalted(c, g.rollout.abortFailurePercent))
-      return { kind: 'halted', wave: c.wave, failed: c.failed, of: c.devices, reason: `halted at ${c.wave}: ${c.failed} of ${c.devices} failed`, observe: [] };
+      return {
+        kind: 'halted',
+        wave: c.wave,
+        failed: c.failed,
+        of: c.devices,
+        reason: `halted at ${c.wave}: ${c.failed} of ${c.devices} failed`,
+        observe: [],
+      };
   const observe: string[] = [];
   const since = (key: string, now: boolean) => {
     const at = g.seen(key);
@@ -172,17 +201,40 @@ export function decideGate(g: GateInput): GateDecision {
       break;
     }
     if (scale[c.wave] !== undefined)
-      return { kind: 'held', waitingFor: c.wave, successes: 0, needed: g.rollout.minSuccess, reason: `held: waiting for wave ${c.wave} (none of its devices in this read's sample)`, observe };
+      return {
+        kind: 'held',
+        waitingFor: c.wave,
+        successes: 0,
+        needed: g.rollout.minSuccess,
+        reason: `held: waiting for wave ${c.wave} (none of its devices in this read's sample)`,
+        observe,
+      };
     const left = since(`empty:${c.wave}`, true)! + g.rollout.bakeMs - g.now;
     if (left > 0)
-      return { kind: 'held', waitingFor: c.wave, successes: 0, needed: 1, reason: `held: waiting for wave ${c.wave} (no device known in it yet; its turn passes in ${bakeText(left)})`, observe };
+      return {
+        kind: 'held',
+        waitingFor: c.wave,
+        successes: 0,
+        needed: 1,
+        reason: `held: waiting for wave ${c.wave} (no device known in it yet; its turn passes in ${bakeText(left)})`,
+        observe,
+      };
   }
-  if (!prev) return { kind: 'open', reason: g.wave === 0 ? `wave ${counts[0]!.wave} goes first` : 'no earlier wave has devices', observe };
+  if (!prev)
+    return {
+      kind: 'open',
+      reason: g.wave === 0 ? `wave ${counts[0]!.wave} goes first` : 'no earlier wave has devices',
+      observe,
+    };
   const needed = scale[prev.wave] === undefined ? Math.min(g.rollout.minSuccess, prev.devices) : g.rollout.minSuccess;
   const first = since(prev.wave, prev.success > 0);
   const bakeLeftMs = first === undefined ? undefined : Math.max(0, first + g.rollout.bakeMs - g.now);
   if (prev.success >= needed && bakeLeftMs === 0)
-    return { kind: 'open', reason: `wave ${prev.wave} has ${prev.success} of ${needed} successes, baked ${formatDuration(g.rollout.bakeMs)}`, observe };
+    return {
+      kind: 'open',
+      reason: `wave ${prev.wave} has ${prev.success} of ${needed} successes, baked ${formatDuration(g.rollout.bakeMs)}`,
+      observe,
+    };
   const baking = bakeLeftMs === undefined ? '' : bakeLeftMs > 0 ? `, baking ${bakeText(bakeLeftMs)} left` : ', baked';
   return {
     kind: 'held',

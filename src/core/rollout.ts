@@ -18,7 +18,8 @@ const bakeText = v.pipe(
   v.string(),
   refine<string>((t, ctx) => {
     const ms = parseDuration(t);
-    if (ms === undefined) issue(ctx, CODES.BAD_DURATION, `"${t}" is not a duration`, 'use Go style: "30s", "10m", "1h30m"');
+    if (ms === undefined)
+      issue(ctx, CODES.BAD_DURATION, `"${t}" is not a duration`, 'use Go style: "30s", "10m", "1h30m"');
     else if (ms > MAX_DURATION_MS) issue(ctx, CODES.BAD_DURATION, `"${t}" is out of range`, 'between 0s and 168h');
   }),
 );
@@ -83,16 +84,45 @@ export function checkRollout(raw: unknown, doc: Pick<ParsedDocument<unknown>, 'd
     if (typeof name === 'string') {
       const at = first.get(name);
       if (at === undefined) first.set(name, i);
-      else out.push(doc.diagnostic(CODES.ROLLOUT_DUPLICATE_WAVE, ['rollout', 'waves', i, 'name'], `${label} is declared twice`, `first declared at rollout.waves[${at}]: wave names are unique`));
+      else
+        out.push(
+          doc.diagnostic(
+            CODES.ROLLOUT_DUPLICATE_WAVE,
+            ['rollout', 'waves', i, 'name'],
+            `${label} is declared twice`,
+            `first declared at rollout.waves[${at}]: wave names are unique`,
+          ),
+        );
     }
     const names = selector !== undefined || devices !== undefined;
     if (percent !== undefined && names)
-      out.push(doc.diagnostic(CODES.ROLLOUT_WAVE_RULE, ['rollout', 'waves', i, 'percent'], `${label} has both a percent and a selector or devices`, 'a wave is a share of the fleet (percent) or the devices it names (selector, devices), not both'));
+      out.push(
+        doc.diagnostic(
+          CODES.ROLLOUT_WAVE_RULE,
+          ['rollout', 'waves', i, 'percent'],
+          `${label} has both a percent and a selector or devices`,
+          'a wave is a share of the fleet (percent) or the devices it names (selector, devices), not both',
+        ),
+      );
     else if (percent === undefined && !names)
-      out.push(doc.diagnostic(CODES.ROLLOUT_WAVE_RULE, ['rollout', 'waves', i], `${label} takes no device`, 'give it a percent (cumulative, rising to 100), or a selector or devices list'));
+      out.push(
+        doc.diagnostic(
+          CODES.ROLLOUT_WAVE_RULE,
+          ['rollout', 'waves', i],
+          `${label} takes no device`,
+          'give it a percent (cumulative, rising to 100), or a selector or devices list',
+        ),
+      );
     if (typeof percent === 'number') {
       if (lastPercent && percent <= lastPercent.value)
-        out.push(doc.diagnostic(CODES.ROLLOUT_PERCENTS, ['rollout', 'waves', i, 'percent'], `${label}: percent ${percent} does not rise above ${lastPercent.value} (waves[${lastPercent.index}])`, 'percents are cumulative: each wave covers the fleet up to its percent, so they rise, ending at 100'));
+        out.push(
+          doc.diagnostic(
+            CODES.ROLLOUT_PERCENTS,
+            ['rollout', 'waves', i, 'percent'],
+            `${label}: percent ${percent} does not rise above ${lastPercent.value} (waves[${lastPercent.index}])`,
+            'percents are cumulative: each wave covers the fleet up to its percent, so they rise, ending at 100',
+          ),
+        );
       lastPercent = { value: percent, index: i };
     }
   });
@@ -136,6 +166,8 @@ export function waveOf(r: Pick<Rollout, 'waves'>, device: string, labels: Labels
 
 /** `canary 10 %, early 40 %, everyone 100 %; bake 10m0s, min_success 3, abort above 10 % failed` */
 export function describeRollout(r: Rollout): string {
-  const waves = r.waves.map((w) => `${w.name} ${w.percent !== undefined ? `${w.percent} %` : 'named devices'}`).join(', ');
+  const waves = r.waves
+    .map((w) => `${w.name} ${w.percent !== undefined ? `${w.percent} %` : 'named devices'}`)
+    .join(', ');
   return `${waves}; bake ${formatDuration(r.bakeMs)}, min_success ${r.minSuccess}, abort above ${r.abortFailurePercent} % failed`;
 }

@@ -22,7 +22,11 @@ export interface ScheduleStep {
  * Given the status of each component, what to start now under `concurrency` (counting those
  * already starting) and what to skip. Pure: the executor calls it after every status change.
  */
-export function nextSteps(input: ScheduleInput, status: ReadonlyMap<string, StartStatus>, concurrency: number): ScheduleStep {
+export function nextSteps(
+  input: ScheduleInput,
+  status: ReadonlyMap<string, StartStatus>,
+  concurrency: number,
+): ScheduleStep {
   const inSet = new Set(input.startOrder);
   const skip: ScheduleStep['skip'] = [];
   const skipped = new Set<string>();
@@ -30,7 +34,13 @@ export function nextSteps(input: ScheduleInput, status: ReadonlyMap<string, Star
   for (const name of input.startOrder) {
     if (status.get(name) !== 'waiting') continue;
     for (const dep of input.dependencies.get(name) ?? []) {
-      const s = inSet.has(dep) ? (skipped.has(dep) ? 'skipped' : status.get(dep)) : input.satisfiedOutside.has(dep) ? 'healthy' : 'failed';
+      const s = inSet.has(dep)
+        ? skipped.has(dep)
+          ? 'skipped'
+          : status.get(dep)
+        : input.satisfiedOutside.has(dep)
+          ? 'healthy'
+          : 'failed';
       if (s === 'failed' || s === 'skipped') {
         skip.push({ name, because: dep });
         skipped.add(name);
@@ -44,7 +54,9 @@ export function nextSteps(input: ScheduleInput, status: ReadonlyMap<string, Star
   for (const name of input.startOrder) {
     if (running + start.length >= concurrency) break;
     if (status.get(name) !== 'waiting' || skipped.has(name)) continue;
-    const ready = (input.dependencies.get(name) ?? []).every((dep) => (inSet.has(dep) ? status.get(dep) === 'healthy' : input.satisfiedOutside.has(dep)));
+    const ready = (input.dependencies.get(name) ?? []).every((dep) =>
+      inSet.has(dep) ? status.get(dep) === 'healthy' : input.satisfiedOutside.has(dep),
+    );
     if (ready) start.push(name);
   }
   return { start, skip };
@@ -56,7 +68,11 @@ export function layeredMakespan(layers: readonly (readonly string[])[], duration
 }
 
 /** The critical path: the lower bound of any schedule with unlimited parallelism. */
-export function criticalPath(startOrder: readonly string[], dependencies: ReadonlyMap<string, readonly string[]>, duration: (name: string) => number): number {
+export function criticalPath(
+  startOrder: readonly string[],
+  dependencies: ReadonlyMap<string, readonly string[]>,
+  duration: (name: string) => number,
+): number {
   const finish = new Map<string, number>();
   for (const name of startOrder) {
     const ready = Math.max(0, ...(dependencies.get(name) ?? []).map((d) => finish.get(d) ?? 0));

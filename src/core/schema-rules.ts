@@ -26,11 +26,16 @@ export function durationInRange(v: string): number | undefined {
 }
 
 /** A Go-style duration string, more than zero and at most a week. */
-export const durationText = v.pipe(v.string(), refine<string>((v, ctx) => {
-  const ms = parseDuration(v);
-  if (ms === undefined) issue(ctx, CODES.BAD_DURATION, `"${v}" is not a duration`, 'use Go style: "200ms", "10s", "2m0s", "1h30m"');
-  else if (ms < 1 || ms > MAX_DURATION_MS) issue(ctx, CODES.BAD_DURATION, `"${v}" is out of range`, 'between 1ms and 168h');
-}));
+export const durationText = v.pipe(
+  v.string(),
+  refine<string>((v, ctx) => {
+    const ms = parseDuration(v);
+    if (ms === undefined)
+      issue(ctx, CODES.BAD_DURATION, `"${v}" is not a duration`, 'use Go style: "200ms", "10s", "2m0s", "1h30m"');
+    else if (ms < 1 || ms > MAX_DURATION_MS)
+      issue(ctx, CODES.BAD_DURATION, `"${v}" is out of range`, 'between 1ms and 168h');
+  }),
+);
 
 /** Strict: the text must be exactly a version (build metadata allowed), not a loose "v1.2.3" or " 1.2.3". */
 export function isSemverText(v: string): boolean {
@@ -38,9 +43,13 @@ export function isSemverText(v: string): boolean {
   return !!p && `${p.version}${p.build.length ? `+${p.build.join('.')}` : ''}` === v;
 }
 
-export const semverText = v.pipe(v.string(), refine<string>((v, ctx) => {
-  if (!isSemverText(v)) issue(ctx, CODES.BAD_SEMVER, `"${v}" is not a semantic version`, 'e.g. "2.7.5" or "1.0.0-rc.1"');
-}));
+export const semverText = v.pipe(
+  v.string(),
+  refine<string>((v, ctx) => {
+    if (!isSemverText(v))
+      issue(ctx, CODES.BAD_SEMVER, `"${v}" is not a semantic version`, 'e.g. "2.7.5" or "1.0.0-rc.1"');
+  }),
+);
 
 /** Range texts already judged, by text: a revision repeats a handful of ranges thousands of times. Bounded. */
 const rangeVerdicts = new Map<string, boolean>();
@@ -55,36 +64,48 @@ export function isSemverRangeText(v: string): boolean {
   return ok;
 }
 
-export const semverRangeText = v.pipe(v.string(), refine<string>((v, ctx) => {
-  if (!isSemverRangeText(v)) issue(ctx, CODES.BAD_SEMVER_RANGE, `"${v}" is not a semver range`, 'e.g. ">=2.7.0", "^1.4", "1.x"');
-}));
+export const semverRangeText = v.pipe(
+  v.string(),
+  refine<string>((v, ctx) => {
+    if (!isSemverRangeText(v))
+      issue(ctx, CODES.BAD_SEMVER_RANGE, `"${v}" is not a semver range`, 'e.g. ">=2.7.0", "^1.4", "1.x"');
+  }),
+);
 
 const REVERSE_DNS = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9_-]*[a-z0-9])?)+$/i;
 export const isReverseDnsName = (v: string): boolean => REVERSE_DNS.test(v) && v.length <= 253;
 
 /** Reverse-DNS identity such as com.acme.influxdb: at least two dot-separated labels. */
-export const reverseDnsName = v.pipe(v.string(), refine<string>((v, ctx) => {
-  if (!isReverseDnsName(v)) issue(ctx, CODES.BAD_NAME, `"${v}" is not a reverse-DNS name`, 'e.g. "com.acme.influxdb"');
-}));
+export const reverseDnsName = v.pipe(
+  v.string(),
+  refine<string>((v, ctx) => {
+    if (!isReverseDnsName(v))
+      issue(ctx, CODES.BAD_NAME, `"${v}" is not a reverse-DNS name`, 'e.g. "com.acme.influxdb"');
+  }),
+);
 
 export { isComponentName };
 
 /** A component's name on a device: used in URLs (`/v1/components/{name}:restart`), file names and logs, so kept plain. `/` is reserved for composite members. */
-export const componentName = v.pipe(v.string(), refine<string>((v, ctx) => {
-  if (!isComponentName(v))
-    issue(
-      ctx,
-      CODES.BAD_NAME,
-      `"${v}" is not a valid component name`,
-      'letters, digits, ".", "_" and "-", starting with a letter or digit, at most 63 characters',
-    );
-}));
+export const componentName = v.pipe(
+  v.string(),
+  refine<string>((v, ctx) => {
+    if (!isComponentName(v))
+      issue(
+        ctx,
+        CODES.BAD_NAME,
+        `"${v}" is not a valid component name`,
+        'letters, digits, ".", "_" and "-", starting with a letter or digit, at most 63 characters',
+      );
+  }),
+);
 
 export const portNumber = v.pipe(number(), int(), v.minValue(1), v.maxValue(65535));
 export const positiveInt = v.pipe(number(), int(), v.minValue(1));
 
 /** A numeric id a recipe may name: (uid_t)-1 and beyond would read as "leave unchanged" (root) to setresuid. */
-export const inIdRange = (spec: string): boolean => spec.split(':').every((part) => !/^\d+$/.test(part) || Number(part) <= 2147483646);
+export const inIdRange = (spec: string): boolean =>
+  spec.split(':').every((part) => !/^\d+$/.test(part) || Number(part) <= 2147483646);
 
 /** `user` or `user:group` of a process. */
 export const USER_SPEC = /^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?$/;
@@ -101,7 +122,10 @@ export function healthCheckProblem(v: string): string | undefined {
   } catch {
     return 'not a URL';
   }
-  if (url.protocol === 'tcp:') return !url.hostname || !url.port || url.port === '0' ? 'tcp:// needs host:port with a port from 1 to 65535' : undefined;
+  if (url.protocol === 'tcp:')
+    return !url.hostname || !url.port || url.port === '0'
+      ? 'tcp:// needs host:port with a port from 1 to 65535'
+      : undefined;
   return url.protocol !== 'http:' && url.protocol !== 'https:' ? `unsupported scheme ${url.protocol}` : undefined;
 }
 
@@ -110,7 +134,10 @@ export function healthCheckProblem(v: string): string | undefined {
  * undefined to let the schema decide (and explain). Everything else (the entries error messages walk for "did you
  * mean" hints) is the schema's own.
  */
-export function withFastPath<S extends v.GenericSchema>(schema: S, fast: (raw: unknown) => v.InferOutput<S> | undefined): S {
+export function withFastPath<S extends v.GenericSchema>(
+  schema: S,
+  fast: (raw: unknown) => v.InferOutput<S> | undefined,
+): S {
   const wrapped = Object.create(schema) as S;
   const slow = (schema as unknown as { '~run': (d: { value: unknown }, c: unknown) => unknown })['~run'].bind(schema);
   Object.defineProperty(wrapped, '~run', {

@@ -9,8 +9,10 @@ export function secretPlacementProblem(rel: readonly (string | number)[]): strin
   if (rel.length === 3 && (rel[0] === 'exec' || rel[0] === 'container') && rel[1] === 'env') return undefined;
   const where = rel.length === 0 ? 'here' : `in ${rel.join('.')}`;
   if (rel[0] === 'health') return `a secret cannot stand ${where}: a health check is shown in status, logs and reports`;
-  if (rel[1] === 'args' || rel[1] === 'command') return `a secret cannot stand ${where}: a program's arguments are visible to every user of the device (ps) and to the engine's inspect`;
+  if (rel[1] === 'args' || rel[1] === 'command')
+    return `a secret cannot stand ${where}: a program's arguments are visible to every user of the device (ps) and to the engine's inspect`;
   return `a secret cannot stand ${where}`;
 }
 
-export const SECRET_PLACEMENT_HINT = 'put it in an environment variable (exec.env / container.env), or give it as a file: [[lifecycle.run.secrets]] name = "…" path = "…"';
+export const SECRET_PLACEMENT_HINT =
+  'put it in an environment variable (exec.env / container.env), or give it as a file: [[lifecycle.run.secrets]] name = "…" path = "…"';

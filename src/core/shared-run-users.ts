@@ -23,14 +23,19 @@ export interface SharedRunUser {
   message: string;
 }
 
-export const describeRunUser = (u: RunUser): string => (u.name === undefined ? `uid ${u.uid}` : `${u.name} (uid ${u.uid})`);
+export const describeRunUser = (u: RunUser): string =>
+  u.name === undefined ? `uid ${u.uid}` : `${u.name} (uid ${u.uid})`;
 
 /**
  * One warning per component of `components` that reads secrets and runs as a user (by uid) another of them runs as,
  * or the agent does. `runUserOf` says who each component runs as on this device (undefined: not known here — a
  * container, whose user is the image's, or a user the device does not have, which fails the component on its own).
  */
-export function sharedRunUsers(components: readonly DesiredComponent[], runUserOf: (c: DesiredComponent) => RunUser | undefined, agent: RunUser): SharedRunUser[] {
+export function sharedRunUsers(
+  components: readonly DesiredComponent[],
+  runUserOf: (c: DesiredComponent) => RunUser | undefined,
+  agent: RunUser,
+): SharedRunUser[] {
   const users = new Map<string, RunUser>();
   const byUid = new Map<number, string[]>();
   for (const c of components) {
@@ -46,7 +51,9 @@ export function sharedRunUsers(components: readonly DesiredComponent[], runUserO
     const others = byUid.get(u.uid)!.filter((n) => n !== c.name);
     const withAgent = u.uid === agent.uid;
     if (!others.length && !withAgent) continue;
-    const user = describeRunUser(u.name === undefined && withAgent && agent.name !== undefined ? { ...u, name: agent.name } : u);
+    const user = describeRunUser(
+      u.name === undefined && withAgent && agent.name !== undefined ? { ...u, name: agent.name } : u,
+    );
     const who = [...others, ...(withAgent ? ['the agent itself'] : [])];
     const fix =
       withAgent && agent.uid !== 0

@@ -35,15 +35,20 @@ const WHERE: Record<Exclude<Frame['kind'], 'code'>, string> = {
   comment: 'in a comment',
 };
 const WORD_BREAK = /[\s;&|()<>]/;
-const ARITH_HINT = 'arithmetic reads its text as code in bash: check that the value is a number first (case {{config.n}} in *[!0-9]*) exit 1;; esac) and keep it out of $((…))';
-const UNQUOTE_HINT = 'write it bare, outside quotes: each value is passed as one single-quoted word (mkdir -p {{config.dir}})';
+const ARITH_HINT =
+  'arithmetic reads its text as code in bash: check that the value is a number first (case {{config.n}} in *[!0-9]*) exit 1;; esac) and keep it out of $((…))';
+const UNQUOTE_HINT =
+  'write it bare, outside quotes: each value is passed as one single-quoted word (mkdir -p {{config.dir}})';
 
 /**
  * Every placeholder of `script` (spans as given, in order, not overlapping) that is not at a bare position of shell
  * code, where a single-quoted word is exactly the value. Bare means: outside quotes, `${…}` and comments, not after a
  * backslash or `$`, in the script or in a `$(…)`.
  */
-export function shellPlacementProblems(script: string, spans: readonly { start: number; end: number }[]): ShellPlacementProblem[] {
+export function shellPlacementProblems(
+  script: string,
+  spans: readonly { start: number; end: number }[],
+): ShellPlacementProblem[] {
   const problems: ShellPlacementProblem[] = [];
   const at = new Map(spans.map((s) => [s.start, s.end]));
   const stack: Frame[] = [{ kind: 'code', top: true, depth: 0 }];
@@ -57,7 +62,15 @@ export function shellPlacementProblems(script: string, spans: readonly { start: 
     if (end !== undefined) {
       if (lost) refuse(i, lost.why, lost.hint);
       else if (frame.kind !== 'code')
-        refuse(i, `it is ${WHERE[frame.kind]}`, frame.kind === 'comment' ? 'take the placeholder out of the comment' : frame.kind === 'arith' ? ARITH_HINT : UNQUOTE_HINT);
+        refuse(
+          i,
+          `it is ${WHERE[frame.kind]}`,
+          frame.kind === 'comment'
+            ? 'take the placeholder out of the comment'
+            : frame.kind === 'arith'
+              ? ARITH_HINT
+              : UNQUOTE_HINT,
+        );
       i = end;
       continue;
     }
@@ -112,7 +125,11 @@ export function shellPlacementProblems(script: string, spans: readonly { start: 
           i++;
         } else if (frame.kind === 'brace' && c === "'") {
           // Single quotes inside "${…}" quote in bash and not in dash: no placeholder after it can be placed safely.
-          if (frame.inDouble) loseAt("it follows single quotes inside \"${…}\", which shells read differently", 'set a variable first, outside the quotes');
+          if (frame.inDouble)
+            loseAt(
+              'it follows single quotes inside "${…}", which shells read differently',
+              'set a variable first, outside the quotes',
+            );
           else {
             stack.push({ kind: 'single' });
             i++;
@@ -120,7 +137,13 @@ export function shellPlacementProblems(script: string, spans: readonly { start: 
         } else i++;
         break;
       case 'arith':
-        if (c === "'" || c === '"' || c === '`' || c === '\\' || (c === '$' && (next === '(' || next === '{' || next === '[')))
+        if (
+          c === "'" ||
+          c === '"' ||
+          c === '`' ||
+          c === '\\' ||
+          (c === '$' && (next === '(' || next === '{' || next === '['))
+        )
           loseAt('it follows quoting or a substitution inside $((…))', ARITH_HINT);
         else {
           if (c === '(') frame.depth++;
@@ -142,7 +165,11 @@ export function shellPlacementProblems(script: string, spans: readonly { start: 
           stack.push({ kind: 'double' });
           i++;
         } else if (c === '`') loseAt('it follows a `…` command substitution', 'use $(…) instead of backticks');
-        else if (c === '<' && next === '<') loseAt('it follows a here-document (<<)', "write the file with printf instead: printf 'port=%s\\n' {{config.port}} > file");
+        else if (c === '<' && next === '<')
+          loseAt(
+            'it follows a here-document (<<)',
+            "write the file with printf instead: printf 'port=%s\\n' {{config.port}} > file",
+          );
         else if (c === '#' && wordStart) {
           stack.push({ kind: 'comment' });
           i++;

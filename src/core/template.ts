@@ -2,7 +2,8 @@
 // Values are data (SPEC §6): in shell text each is one quoted word, and in a health check's URL it cannot move the host.
 import { shellPlacementProblems, shellQuote } from './shell-word.js';
 
-export type TemplateRef = { kind: 'config'; path: string[] } | { kind: 'bind'; dep: string; key: string } | { kind: 'secret'; name: string };
+export type TemplateRef =
+  { kind: 'config'; path: string[] } | { kind: 'bind'; dep: string; key: string } | { kind: 'secret'; name: string };
 
 export interface Placeholder {
   /** As written between the braces, trimmed: the key of a unit's recorded inputs (`config.http.port`). */
@@ -31,13 +32,16 @@ export function parseTemplate(text: string): { placeholders: Placeholder[]; erro
   for (const m of text.matchAll(OPENING)) {
     const close = text.indexOf('}}', m.index);
     const nextOpen = text.indexOf('{{', m.index + 2);
-    if (close < 0 || (nextOpen >= 0 && nextOpen < close)) return { placeholders, error: `"{{" without "}}" in "${text}"` };
+    if (close < 0 || (nextOpen >= 0 && nextOpen < close))
+      return { placeholders, error: `"{{" without "}}" in "${text}"` };
     const inner = text.slice(m.index + 2, close).trim();
     const ref = parseRef(inner);
     if (!ref)
       return {
         placeholders,
-        error: inner.startsWith('secret.') ? `{{${inner}}}: a secret's name is letters, digits, "_" and "-" (at most 63), as its file secrets/NAME.age` : `{{${inner}}} is neither {{config.KEY}}, {{deps.NAME.exports.KEY}} nor {{secret.NAME}}`,
+        error: inner.startsWith('secret.')
+          ? `{{${inner}}}: a secret's name is letters, digits, "_" and "-" (at most 63), as its file secrets/NAME.age`
+          : `{{${inner}}} is neither {{config.KEY}}, {{deps.NAME.exports.KEY}} nor {{secret.NAME}}`,
       };
     placeholders.push({ text: inner, ref });
   }
@@ -85,7 +89,10 @@ export function placeholderContext(path: readonly (string | number)[]): Placehol
 const CMD_CHECK = 'cmd:';
 
 /** Why each placeholder of `text` (parsed without error) cannot stand where it is in its context; [] when all can. */
-export function placementProblems(text: string, context: PlaceholderContext): { placeholder: string; why: string; hint: string }[] {
+export function placementProblems(
+  text: string,
+  context: PlaceholderContext,
+): { placeholder: string; why: string; hint: string }[] {
   const spans = placeholderSpans(text);
   if (spans.length === 0 || context === 'verbatim') return [];
   let problems;
@@ -107,9 +114,14 @@ const AUTHORITY_VALUE = /^[A-Za-z0-9._:[\]-]*$/;
  * (install script, `cmd:` check), verbatim elsewhere. In a URL check a value in the host or port that could change
  * the host is an error. Assumes `text` parsed without error and, for a check, starts with its literal scheme.
  */
-export function substitute(text: string, context: PlaceholderContext, value: (p: Placeholder) => string): { text: string } | { error: string } {
+export function substitute(
+  text: string,
+  context: PlaceholderContext,
+  value: (p: Placeholder) => string,
+): { text: string } | { error: string } {
   if (context === 'verbatim') return { text: interpolate(text, value) };
-  if (context === 'shell' || text.startsWith(CMD_CHECK)) return { text: interpolate(text, (p) => shellQuote(value(p))) };
+  if (context === 'shell' || text.startsWith(CMD_CHECK))
+    return { text: interpolate(text, (p) => shellQuote(value(p))) };
   const authorityEnd = urlAuthorityEnd(text);
   let error: string | undefined;
   const out = text.replace(PLACEHOLDER, (m, inner: string, offset: number) => {
@@ -163,7 +175,8 @@ export function someString(value: unknown, test: (text: string) => boolean): boo
     return false;
   }
   if (value !== null && typeof value === 'object') {
-    for (const k in value) if (Object.hasOwn(value, k) && someString((value as Record<string, unknown>)[k], test)) return true;
+    for (const k in value)
+      if (Object.hasOwn(value, k) && someString((value as Record<string, unknown>)[k], test)) return true;
   }
   return false;
 }
@@ -172,7 +185,11 @@ export function someString(value: unknown, test: (text: string) => boolean): boo
  * Calls `fn` on every string in `value` with its path (object keys and array indices), rebuilding only what changes.
  * Parsed recipes use the TOML keys unchanged, so the path is also the string's TOML path.
  */
-export function mapStrings<T>(value: T, path: readonly (string | number)[], fn: (text: string, path: (string | number)[]) => string): T {
+export function mapStrings<T>(
+  value: T,
+  path: readonly (string | number)[],
+  fn: (text: string, path: (string | number)[]) => string,
+): T {
   if (typeof value === 'string') return fn(value, [...path]) as T;
   if (Array.isArray(value)) {
     let changed = false;

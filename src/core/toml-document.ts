@@ -28,7 +28,14 @@ export function parseTomlDocument<S extends v.GenericSchema>(
   const diagnostic = (code: ErrorCode, path: TomlPath, message: string, hint?: string): Diagnostic => {
     locator ??= locateToml(text);
     const line = locator.line(path);
-    return { code, message, file, path: formatTomlPath(path), ...(line !== undefined && { line }), ...(hint && { hint }) };
+    return {
+      code,
+      message,
+      file,
+      path: formatTomlPath(path),
+      ...(line !== undefined && { line }),
+      ...(hint && { hint }),
+    };
   };
   let raw: unknown;
   try {
@@ -60,7 +67,12 @@ export function parseTomlDocument<S extends v.GenericSchema>(
           const known = knownKeys(schema, path);
           const near = closest(key, known);
           diagnostics.push(
-            diagnostic(CODES.UNKNOWN_KEY, [...path, key], `unknown key "${key}"`, near ? `did you mean "${near}"?` : known.length ? `known keys: ${known.join(', ')}` : undefined),
+            diagnostic(
+              CODES.UNKNOWN_KEY,
+              [...path, key],
+              `unknown key "${key}"`,
+              near ? `did you mean "${near}"?` : known.length ? `known keys: ${known.join(', ')}` : undefined,
+            ),
           );
         }
         break;
@@ -68,26 +80,57 @@ export function parseTomlDocument<S extends v.GenericSchema>(
         const value = valueAt(raw, path);
         if (value === undefined) {
           const o = missingOverride?.(path);
-          diagnostics.push(o ? diagnostic(o.code, path, o.message, o.hint) : diagnostic(CODES.MISSING_FIELD, path, `missing required key "${String(path[path.length - 1])}"`));
-        } else diagnostics.push(diagnostic(CODES.INVALID_TYPE, path, `expected ${typeName(iss.expected!)}, got ${describe(value)}`));
+          diagnostics.push(
+            o
+              ? diagnostic(o.code, path, o.message, o.hint)
+              : diagnostic(CODES.MISSING_FIELD, path, `missing required key "${String(path[path.length - 1])}"`),
+          );
+        } else
+          diagnostics.push(
+            diagnostic(CODES.INVALID_TYPE, path, `expected ${typeName(iss.expected!)}, got ${describe(value)}`),
+          );
         break;
       }
       case 'invalid_value':
         diagnostics.push(
-          diagnostic(CODES.INVALID_VALUE, path, `${describe(valueAt(raw, path))} is not allowed`, `one of ${iss.values!.map((v) => JSON.stringify(v)).join(', ')}`),
+          diagnostic(
+            CODES.INVALID_VALUE,
+            path,
+            `${describe(valueAt(raw, path))} is not allowed`,
+            `one of ${iss.values!.map((v) => JSON.stringify(v)).join(', ')}`,
+          ),
         );
         break;
       case 'too_small':
         diagnostics.push(
-          diagnostic(CODES.INVALID_VALUE, path, iss.origin === 'string' ? 'must not be empty' : `must be at least ${String(iss.minimum)}, got ${describe(valueAt(raw, path))}`),
+          diagnostic(
+            CODES.INVALID_VALUE,
+            path,
+            iss.origin === 'string'
+              ? 'must not be empty'
+              : `must be at least ${String(iss.minimum)}, got ${describe(valueAt(raw, path))}`,
+          ),
         );
         break;
       case 'too_big':
-        diagnostics.push(diagnostic(CODES.INVALID_VALUE, path, `must be at most ${String(iss.maximum)}, got ${describe(valueAt(raw, path))}`));
+        diagnostics.push(
+          diagnostic(
+            CODES.INVALID_VALUE,
+            path,
+            `must be at most ${String(iss.maximum)}, got ${describe(valueAt(raw, path))}`,
+          ),
+        );
         break;
       case 'custom': {
         const params = (iss.params ?? {}) as Record<string, unknown>;
-        diagnostics.push(diagnostic((params[KS_CODE] as ErrorCode) ?? CODES.INVALID_VALUE, path, iss.message, params.hint as string | undefined));
+        diagnostics.push(
+          diagnostic(
+            (params[KS_CODE] as ErrorCode) ?? CODES.INVALID_VALUE,
+            path,
+            iss.message,
+            params.hint as string | undefined,
+          ),
+        );
         break;
       }
       default:
@@ -107,7 +150,19 @@ function valueAt(raw: unknown, path: TomlPath): unknown {
 }
 
 function typeName(zodType: string): string {
-  return ({ string: 'a string', number: 'a number', int: 'an integer', boolean: 'a boolean', array: 'an array', object: 'a table', record: 'a table' } as Record<string, string>)[zodType] ?? zodType;
+  return (
+    (
+      {
+        string: 'a string',
+        number: 'a number',
+        int: 'an integer',
+        boolean: 'a boolean',
+        array: 'an array',
+        object: 'a table',
+        record: 'a table',
+      } as Record<string, string>
+    )[zodType] ?? zodType
+  );
 }
 
 /** Describes a TOML value in TOML's own words: `integer 8080`, `table`, `string "x"`. */
@@ -124,11 +179,19 @@ export function describe(v: unknown): string {
 
 /** The keys a strict object schema accepts at a path, for "did you mean" hints. Walks valibot's schema objects. */
 function knownKeys(schema: v.GenericSchema, path: TomlPath): string[] {
-  type Node = { type?: string; wrapped?: Node; getter?: (x: unknown) => Node; item?: Node; entries?: Record<string, Node> } | undefined;
+  type Node =
+    | { type?: string; wrapped?: Node; getter?: (x: unknown) => Node; item?: Node; entries?: Record<string, Node> }
+    | undefined;
   let node = schema as Node;
   const unwrap = () => {
     for (let i = 0; i < 10 && node; i++) {
-      if (node.type === 'optional' || node.type === 'nullable' || node.type === 'exact_optional' || node.type === 'nullish') node = node.wrapped;
+      if (
+        node.type === 'optional' ||
+        node.type === 'nullable' ||
+        node.type === 'exact_optional' ||
+        node.type === 'nullish'
+      )
+        node = node.wrapped;
       else if (node.type === 'lazy') node = node.getter!(undefined);
       else return;
     }
@@ -137,7 +200,8 @@ function knownKeys(schema: v.GenericSchema, path: TomlPath): string[] {
   for (const seg of path) {
     unwrap();
     if (node?.type === 'array' && typeof seg === 'number') node = node.item;
-    else if (isTable(node) && typeof seg === 'string') node = Object.hasOwn(node!.entries!, seg) ? node!.entries![seg] : undefined;
+    else if (isTable(node) && typeof seg === 'string')
+      node = Object.hasOwn(node!.entries!, seg) ? node!.entries![seg] : undefined;
     else return [];
   }
   unwrap();

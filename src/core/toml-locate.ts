@@ -51,8 +51,21 @@ export function formatTomlPath(path: TomlPath): string {
 }
 
 // Char codes, named so the scanner reads as TOML grammar.
-const TAB = 9, LF = 10, CR = 13, SPACE = 32, QUOTE = 34, HASH = 35, APOS = 39, COMMA = 44, DOT = 46;
-const EQUALS = 61, LBRACKET = 91, BACKSLASH = 92, RBRACKET = 93, LBRACE = 123, RBRACE = 125;
+const TAB = 9,
+  LF = 10,
+  CR = 13,
+  SPACE = 32,
+  QUOTE = 34,
+  HASH = 35,
+  APOS = 39,
+  COMMA = 44,
+  DOT = 46;
+const EQUALS = 61,
+  LBRACKET = 91,
+  BACKSLASH = 92,
+  RBRACKET = 93,
+  LBRACE = 123,
+  RBRACE = 125;
 
 function isBareChar(c: number): boolean {
   return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95 || c === 45;
@@ -64,7 +77,14 @@ function endsScalar(c: number): boolean {
 }
 
 const SIMPLE_ESCAPES: Record<string, string> = {
-  b: '\b', t: '\t', n: '\n', f: '\f', r: '\r', e: '\x1b', '"': '"', '\\': '\\',
+  b: '\b',
+  t: '\t',
+  n: '\n',
+  f: '\f',
+  r: '\r',
+  e: '\x1b',
+  '"': '"',
+  '\\': '\\',
 };
 
 /** Scans valid TOML source and returns a locator. */
@@ -154,7 +174,8 @@ export function locateToml(text: string): TomlLocator {
     }
     for (i += 3; i < n; i++) {
       const c = s.charCodeAt(i);
-      if (c === BACKSLASH && quote === QUOTE) i++; // escaped char, possibly a quote or a newline
+      if (c === BACKSLASH && quote === QUOTE)
+        i++; // escaped char, possibly a quote or a newline
       else if (c === quote && s.charCodeAt(i + 1) === quote && s.charCodeAt(i + 2) === quote) {
         i += 3;
         // `"""a"""""` ends with the last three quotes: up to two more belong to the content.

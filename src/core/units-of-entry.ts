@@ -27,7 +27,8 @@ export function unitsOfEntry(
   layers: OverrideLayer[],
 ): Unit[] {
   const recipe = r.recipe!;
-  const external = (p: ParsedRecipe) => p.recipe!.dependencies.map((dep, d) => ({ dep, at: { parsed: p, path: ['dependencies', d, 'name'] } }));
+  const external = (p: ParsedRecipe) =>
+    p.recipe!.dependencies.map((dep, d) => ({ dep, at: { parsed: p, path: ['dependencies', d, 'name'] } }));
 
   if (recipe.members) {
     const memberRecipes = recipe.members.map((m, k) => {
@@ -39,7 +40,14 @@ export function unitsOfEntry(
       }
       if (!p.recipe) return undefined; // its own errors are reported
       if (!p.recipe.lifecycle?.run) {
-        diagnostics.push(at(loc, CODES.COMPOSITE_NESTED, `member ${m.name} (${m.recipe}) is ${p.recipe.members ? 'a composite' : 'several services'}: a composite's members each run one program`, 'list its parts as members of this composite instead'));
+        diagnostics.push(
+          at(
+            loc,
+            CODES.COMPOSITE_NESTED,
+            `member ${m.name} (${m.recipe}) is ${p.recipe.members ? 'a composite' : 'several services'}: a composite's members each run one program`,
+            'list its parts as members of this composite instead',
+          ),
+        );
         return undefined;
       }
       return p;
@@ -47,17 +55,45 @@ export function unitsOfEntry(
     for (const layer of layers)
       for (const key of Object.keys(layer.config))
         if (recipe.members.some((m) => m.name === key) && !table(layer.config[key]))
-          diagnostics.push(at(layer.loc([...layer.path, key]), CODES.INVALID_TYPE, `[${layer.label}.${key}] must be a table: a composite's configuration has one section per member`));
+          diagnostics.push(
+            at(
+              layer.loc([...layer.path, key]),
+              CODES.INVALID_TYPE,
+              `[${layer.label}.${key}] must be a table: a composite's configuration has one section per member`,
+            ),
+          );
         else if (!recipe.members.some((m) => m.name === key))
-          diagnostics.push(at(layer.loc([...layer.path, key]), CODES.MEMBER_UNKNOWN, `[${layer.label}.${key}] names no member of ${entry.name}`, `members: ${recipe.members.map((m) => m.name).join(', ')}`));
+          diagnostics.push(
+            at(
+              layer.loc([...layer.path, key]),
+              CODES.MEMBER_UNKNOWN,
+              `[${layer.label}.${key}] names no member of ${entry.name}`,
+              `members: ${recipe.members.map((m) => m.name).join(', ')}`,
+            ),
+          );
     const units: Unit[] = [];
     const indexOfMember = new Map<number, number>();
     recipe.members.forEach((m, k) => {
       const p = memberRecipes[k];
       if (!p) return;
       const member = p.recipe!;
-      let config = mergeConfig(member.config ?? {}, table(recipe.config?.[m.name]), { parsed: r, path: ['config', m.name] }, p.file, diagnostics, at);
-      for (const layer of layers) config = mergeConfig(config, table(layer.config[m.name]), layer.loc([...layer.path, m.name]), p.file, diagnostics, at);
+      let config = mergeConfig(
+        member.config ?? {},
+        table(recipe.config?.[m.name]),
+        { parsed: r, path: ['config', m.name] },
+        p.file,
+        diagnostics,
+        at,
+      );
+      for (const layer of layers)
+        config = mergeConfig(
+          config,
+          table(layer.config[m.name]),
+          layer.loc([...layer.path, m.name]),
+          p.file,
+          diagnostics,
+          at,
+        );
       indexOfMember.set(k, units.length);
       units.push({
         entryIndex: i,
@@ -82,14 +118,23 @@ export function unitsOfEntry(
       u.external.push(...external(r));
       for (const e of external(u.parsed)) {
         // A sibling is found by its recipe's name even when that recipe has errors of its own (reported there).
-        const sibling = recipe.members!.findIndex((_s, s) => s !== k && recipeName(recipes.get(recipePathOf({ name: _s.name, recipe: _s.recipe }))) === e.dep.name);
+        const sibling = recipe.members!.findIndex(
+          (_s, s) =>
+            s !== k && recipeName(recipes.get(recipePathOf({ name: _s.name, recipe: _s.recipe }))) === e.dep.name,
+        );
         const si = sibling < 0 ? undefined : indexOfMember.get(sibling);
         if (sibling >= 0 && si === undefined) u.brokenSiblings.push(recipe.members![sibling]!.name);
         else if (si === undefined) u.external.push(e);
         else {
           const provided = units[si]!.recipe.metadata.version;
           if (e.dep.version !== undefined && !semver.satisfies(provided, e.dep.version, { includePrerelease: true }))
-            diagnostics.push(at({ ...e.at, path: [...e.at.path.slice(0, -1), 'version'] }, CODES.DEP_VERSION_MISMATCH, `member "${u.name}" needs ${e.dep.name} ${e.dep.version}, but "${units[si]!.name}" is ${provided}`));
+            diagnostics.push(
+              at(
+                { ...e.at, path: [...e.at.path.slice(0, -1), 'version'] },
+                CODES.DEP_VERSION_MISMATCH,
+                `member "${u.name}" needs ${e.dep.name} ${e.dep.version}, but "${units[si]!.name}" is ${provided}`,
+              ),
+            );
           u.siblings.push({ unit: si, type: e.dep.type, at: e.at });
         }
       }
@@ -98,20 +143,70 @@ export function unitsOfEntry(
     return units;
   }
 
-  const config = layers.reduce((c, layer) => mergeConfig(c, layer.config, layer.loc(layer.path), r.file, diagnostics, at), recipe.config ?? {});
+  const config = layers.reduce(
+    (c, layer) => mergeConfig(c, layer.config, layer.loc(layer.path), r.file, diagnostics, at),
+    recipe.config ?? {},
+  );
   const shared = exportsOf(r, ['exports'], recipe.exports, config, entry.name, diagnostics, at);
   const services = recipe.lifecycle?.services;
   if (services) {
     const names = Object.keys(services);
     return names.map((name) => {
       const svc = services[name]!;
-      const run = Object.fromEntries(Object.entries(svc).filter(([k]) => !(SERVICE_ONLY_KEYS as readonly string[]).includes(k))) as RunSpec;
+      const run = Object.fromEntries(
+        Object.entries(svc).filter(([k]) => !(SERVICE_ONLY_KEYS as readonly string[]).includes(k)),
+      ) as RunSpec;
       const siblings = (['requires', 'after'] as const).flatMap((key) =>
-        (svc[key] ?? []).flatMap((s, k) => (names.includes(s) && s !== name ? [{ unit: names.indexOf(s), type: (key === 'requires' ? 'hard' : 'ordering') as DependencyType, at: { parsed: r, path: ['lifecycle', 'services', name, key, k] } }] : [])),
+        (svc[key] ?? []).flatMap((s, k) =>
+          names.includes(s) && s !== name
+            ? [
+                {
+                  unit: names.indexOf(s),
+                  type: (key === 'requires' ? 'hard' : 'ordering') as DependencyType,
+                  at: { parsed: r, path: ['lifecycle', 'services', name, key, k] },
+                },
+              ]
+            : [],
+        ),
       );
-      const own = exportsOf(r, ['lifecycle', 'services', name, 'exports'], svc.exports, config, `${entry.name}/${name}`, diagnostics, at);
-      return { entryIndex: i, name: `${entry.name}/${name}`, member: name, parsed: r, recipe, runPath: ['lifecycle', 'services', name], run, config, exports: new Map([...shared, ...own]), siblings, external: external(r), brokenSiblings: [] };
+      const own = exportsOf(
+        r,
+        ['lifecycle', 'services', name, 'exports'],
+        svc.exports,
+        config,
+        `${entry.name}/${name}`,
+        diagnostics,
+        at,
+      );
+      return {
+        entryIndex: i,
+        name: `${entry.name}/${name}`,
+        member: name,
+        parsed: r,
+        recipe,
+        runPath: ['lifecycle', 'services', name],
+        run,
+        config,
+        exports: new Map([...shared, ...own]),
+        siblings,
+        external: external(r),
+        brokenSiblings: [],
+      };
     });
   }
-  return [{ entryIndex: i, name: entry.name, parsed: r, recipe, runPath: ['lifecycle', 'run'], run: recipe.lifecycle!.run!, config, exports: shared, siblings: [], external: external(r), brokenSiblings: [] }];
+  return [
+    {
+      entryIndex: i,
+      name: entry.name,
+      parsed: r,
+      recipe,
+      runPath: ['lifecycle', 'run'],
+      run: recipe.lifecycle!.run!,
+      config,
+      exports: shared,
+      siblings: [],
+      external: external(r),
+      brokenSiblings: [],
+    },
+  ];
 }

@@ -5,7 +5,16 @@ import type * as v from 'valibot';
 
 /** An issue as Keystone's formatters read it: where (keys), what (code and its details), and a message. */
 export interface Issue {
-  code: 'invalid_type' | 'invalid_value' | 'too_small' | 'too_big' | 'invalid_format' | 'unrecognized_keys' | 'invalid_union' | 'invalid_key' | 'custom';
+  code:
+    | 'invalid_type'
+    | 'invalid_value'
+    | 'too_small'
+    | 'too_big'
+    | 'invalid_format'
+    | 'unrecognized_keys'
+    | 'invalid_union'
+    | 'invalid_key'
+    | 'custom';
   path: (string | number)[];
   message: string;
   input: unknown;
@@ -48,7 +57,11 @@ export function flatIssue(raw: RawIssue): Issue {
   let issue: Issue;
   switch (raw.type) {
     case 'custom':
-      issue = { ...base, code: 'custom', ...(raw.params !== undefined && { params: raw.params as Record<string, unknown> }) };
+      issue = {
+        ...base,
+        code: 'custom',
+        ...(raw.params !== undefined && { params: raw.params as Record<string, unknown> }),
+      };
       break;
     case 'unrecognized_keys':
       issue = { ...base, code: 'unrecognized_keys', keys: raw.keys as string[] };
@@ -61,13 +74,27 @@ export function flatIssue(raw: RawIssue): Issue {
       break;
     case 'picklist':
     case 'literal':
-      issue = { ...base, code: 'invalid_value', values: (raw.expected as string).replace(/^\((.*)\)$/, '$1').split(' | ').map((s) => JSON.parse(s) as unknown) };
+      issue = {
+        ...base,
+        code: 'invalid_value',
+        values: (raw.expected as string)
+          .replace(/^\((.*)\)$/, '$1')
+          .split(' | ')
+          .map((s) => JSON.parse(s) as unknown),
+      };
       break;
     case 'variant':
       issue =
         raw.expected === 'Object'
           ? { ...base, code: 'invalid_type', expected: 'object' }
-          : { ...base, code: 'invalid_union', options: (raw.expected as string).replace(/^\((.*)\)$/, '$1').split(' | ').map((o) => JSON.parse(o) as unknown) };
+          : {
+              ...base,
+              code: 'invalid_union',
+              options: (raw.expected as string)
+                .replace(/^\((.*)\)$/, '$1')
+                .split(' | ')
+                .map((o) => JSON.parse(o) as unknown),
+            };
       break;
     case 'union':
       issue = { ...base, code: 'invalid_union' };
@@ -75,12 +102,24 @@ export function flatIssue(raw: RawIssue): Issue {
     case 'min_length':
     case 'min_value':
     case 'gt_value':
-      issue = { ...base, code: 'too_small', origin: (raw.origin as string | undefined) ?? originOf(raw.type, input), minimum: raw.requirement as number, inclusive: raw.type !== 'gt_value' };
+      issue = {
+        ...base,
+        code: 'too_small',
+        origin: (raw.origin as string | undefined) ?? originOf(raw.type, input),
+        minimum: raw.requirement as number,
+        inclusive: raw.type !== 'gt_value',
+      };
       break;
     case 'max_length':
     case 'max_value':
     case 'lt_value':
-      issue = { ...base, code: 'too_big', origin: (raw.origin as string | undefined) ?? originOf(raw.type, input), maximum: raw.requirement as number, inclusive: raw.type !== 'lt_value' };
+      issue = {
+        ...base,
+        code: 'too_big',
+        origin: (raw.origin as string | undefined) ?? originOf(raw.type, input),
+        maximum: raw.requirement as number,
+        inclusive: raw.type !== 'lt_value',
+      };
       break;
     case 'regex':
       issue = { ...base, code: 'invalid_format', format: 'regex', pattern: raw.requirement as RegExp };
@@ -98,7 +137,15 @@ export function flatIssue(raw: RawIssue): Issue {
 const EXPECTED: Record<string, string> = { strict_object: 'object', loose_object: 'object', object: 'object' };
 
 const originOf = (type: string, input: unknown): string =>
-  type.endsWith('_length') ? (typeof input === 'string' ? 'string' : Array.isArray(input) ? 'array' : 'unknown') : typeof input === 'bigint' ? 'bigint' : 'number';
+  type.endsWith('_length')
+    ? typeof input === 'string'
+      ? 'string'
+      : Array.isArray(input)
+        ? 'array'
+        : 'unknown'
+    : typeof input === 'bigint'
+      ? 'bigint'
+      : 'number';
 
 /** zod's type name of a value (util.parsedType). */
 function parsedType(x: unknown): string {
@@ -112,7 +159,8 @@ function parsedType(x: unknown): string {
   return 'object';
 }
 
-const joinValues = (values: unknown[], sep: string) => values.map((x) => (typeof x === 'string' ? `"${x}"` : String(x))).join(sep);
+const joinValues = (values: unknown[], sep: string) =>
+  values.map((x) => (typeof x === 'string' ? `"${x}"` : String(x))).join(sep);
 
 /** zod's English message for an issue that no schema named one for (zod/v4/locales/en.js). */
 function zodMessage(i: Issue): string {
@@ -121,19 +169,31 @@ function zodMessage(i: Issue): string {
     case 'invalid_type':
       return `Invalid input: expected ${i.expected}, received ${parsedType(i.input)}`;
     case 'invalid_value':
-      return i.values!.length === 1 ? `Invalid input: expected ${joinValues(i.values!, '')}` : `Invalid option: expected one of ${joinValues(i.values!, '|')}`;
+      return i.values!.length === 1
+        ? `Invalid input: expected ${joinValues(i.values!, '')}`
+        : `Invalid option: expected one of ${joinValues(i.values!, '|')}`;
     case 'too_big':
-      return unit ? `Too big: expected ${i.origin} to have ${i.inclusive ? '<=' : '<'}${i.maximum} ${unit}` : `Too big: expected ${i.origin} to be ${i.inclusive ? '<=' : '<'}${i.maximum}`;
+      return unit
+        ? `Too big: expected ${i.origin} to have ${i.inclusive ? '<=' : '<'}${i.maximum} ${unit}`
+        : `Too big: expected ${i.origin} to be ${i.inclusive ? '<=' : '<'}${i.maximum}`;
     case 'too_small':
-      return unit ? `Too small: expected ${i.origin} to have ${i.inclusive ? '>=' : '>'}${i.minimum} ${unit}` : `Too small: expected ${i.origin} to be ${i.inclusive ? '>=' : '>'}${i.minimum}`;
+      return unit
+        ? `Too small: expected ${i.origin} to have ${i.inclusive ? '>=' : '>'}${i.minimum} ${unit}`
+        : `Too small: expected ${i.origin} to be ${i.inclusive ? '>=' : '>'}${i.minimum}`;
     case 'invalid_format':
-      return i.format === 'regex' ? `Invalid string: must match pattern ${String(i.pattern)}` : i.format === 'base64' ? 'Invalid base64-encoded string' : `Invalid ${i.format}`;
+      return i.format === 'regex'
+        ? `Invalid string: must match pattern ${String(i.pattern)}`
+        : i.format === 'base64'
+          ? 'Invalid base64-encoded string'
+          : `Invalid ${i.format}`;
     case 'unrecognized_keys':
       return `Unrecognized key${i.keys!.length > 1 ? 's' : ''}: ${joinValues(i.keys!, ', ')}`;
     case 'invalid_key':
       return 'Invalid key in record';
     case 'invalid_union':
-      return i.options?.length ? `Invalid discriminator value. Expected ${i.options.map((o) => `'${String(o)}'`).join(' | ')}` : 'Invalid input';
+      return i.options?.length
+        ? `Invalid discriminator value. Expected ${i.options.map((o) => `'${String(o)}'`).join(' | ')}`
+        : 'Invalid input';
     default:
       return 'Invalid input';
   }

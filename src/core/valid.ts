@@ -10,7 +10,14 @@
 //   - `refine`: a check that adds any number of issues, each with a Keystone code and hint (`params`), at sub-paths.
 // `safeParse` returns issues in one flat form (path of keys, code, message) that the formatters read.
 import * as v from 'valibot';
-import { DEFAULT_MESSAGE, describeIssues, flatIssue, type PathItem, type RawIssue, type SafeParseResult } from './valid-issues.js';
+import {
+  DEFAULT_MESSAGE,
+  describeIssues,
+  flatIssue,
+  type PathItem,
+  type RawIssue,
+  type SafeParseResult,
+} from './valid-issues.js';
 
 export type { Issue, SafeParseResult } from './valid-issues.js';
 export { describeIssues } from './valid-issues.js';
@@ -21,15 +28,39 @@ type Config = v.Config<v.BaseIssue<unknown>>;
 
 const PARSE_CONFIG: Config = { message: () => DEFAULT_MESSAGE };
 
-const run = (schema: AnySchema, value: unknown, config: Config): Dataset => (schema as unknown as { '~run': (d: Dataset, c: Config) => Dataset })['~run']({ value }, config);
+const run = (schema: AnySchema, value: unknown, config: Config): Dataset =>
+  (schema as unknown as { '~run': (d: Dataset, c: Config) => Dataset })['~run']({ value }, config);
 
 function pushIssue(dataset: Dataset, issue: Record<string, unknown>, config: Config): void {
-  const full = { lang: config.lang, abortEarly: config.abortEarly, abortPipeEarly: config.abortPipeEarly, requirement: undefined, path: undefined, issues: undefined, ...issue } as RawIssue;
+  const full = {
+    lang: config.lang,
+    abortEarly: config.abortEarly,
+    abortPipeEarly: config.abortPipeEarly,
+    requirement: undefined,
+    path: undefined,
+    issues: undefined,
+    ...issue,
+  } as RawIssue;
   (dataset.issues ??= []).push(full);
 }
 
-function typeIssue(schema: { kind: string; type: string; expects: string | null; message?: unknown }, dataset: Dataset, config: Config): Dataset {
-  pushIssue(dataset, { kind: 'schema', type: schema.type, input: dataset.value, expected: schema.expects, received: String(typeof dataset.value), message: typeof schema.message === 'string' ? schema.message : DEFAULT_MESSAGE }, config);
+function typeIssue(
+  schema: { kind: string; type: string; expects: string | null; message?: unknown },
+  dataset: Dataset,
+  config: Config,
+): Dataset {
+  pushIssue(
+    dataset,
+    {
+      kind: 'schema',
+      type: schema.type,
+      input: dataset.value,
+      expected: schema.expects,
+      received: String(typeof dataset.value),
+      message: typeof schema.message === 'string' ? schema.message : DEFAULT_MESSAGE,
+    },
+    config,
+  );
   dataset.typed = false;
   return dataset;
 }
@@ -44,7 +75,8 @@ function prefix(issues: RawIssue[], item: PathItem, into: Dataset): void {
 }
 
 /** An object that is not an array nor a date (a TOML datetime is a Date): what a TOML table is. */
-const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x) && !(x instanceof Date);
+const isObject = (x: unknown): x is Record<string, unknown> =>
+  typeof x === 'object' && x !== null && !Array.isArray(x) && !(x instanceof Date);
 
 function isPlainObject(o: unknown): o is Record<string, unknown> {
   if (!isObject(o)) return false;
@@ -55,10 +87,15 @@ function isPlainObject(o: unknown): o is Record<string, unknown> {
 }
 
 /** An optional entry with no default: an absent key is left out, whatever it holds. */
-const isBareOptional = (s: AnySchema): boolean => (s.type === 'optional' || s.type === 'exact_optional') && (s as { default?: unknown }).default === undefined;
+const isBareOptional = (s: AnySchema): boolean =>
+  (s.type === 'optional' || s.type === 'exact_optional') && (s as { default?: unknown }).default === undefined;
 
 function objectRun(mode: 'strip' | 'strict' | 'loose') {
-  return function (this: { entries: Record<string, AnySchema>; type: string; kind: string; expects: string; message?: unknown }, dataset: Dataset, config: Config): Dataset {
+  return function (
+    this: { entries: Record<string, AnySchema>; type: string; kind: string; expects: string; message?: unknown },
+    dataset: Dataset,
+    config: Config,
+  ): Dataset {
     const input = dataset.value;
     if (!isObject(input)) return typeIssue(this, dataset, config);
     const out: Record<string, unknown> = {};
@@ -85,7 +122,19 @@ function objectRun(mode: 'strip' | 'strict' | 'loose') {
       }
       // Describes the input, not the value: the parse fails, but the table's own checks still run (not a type issue).
       if (unknown.length)
-        pushIssue(dataset, { kind: 'validation', type: 'unrecognized_keys', input, expected: null, received: unknown.join(', '), keys: unknown, message: DEFAULT_MESSAGE }, config);
+        pushIssue(
+          dataset,
+          {
+            kind: 'validation',
+            type: 'unrecognized_keys',
+            input,
+            expected: null,
+            received: unknown.join(', '),
+            keys: unknown,
+            message: DEFAULT_MESSAGE,
+          },
+          config,
+        );
     }
     dataset.value = out;
     return dataset;
@@ -108,7 +157,10 @@ export function looseObject<const E extends v.ObjectEntries>(entries: E): v.Loos
 }
 
 /** A plain object whose own keys and values each pass their schema; the keys keep their order. */
-export function record<K extends v.GenericSchema<string, string | number | symbol>, T extends AnySchema>(key: K, value: T): v.RecordSchema<K, T, undefined> {
+export function record<K extends v.GenericSchema<string, string | number | symbol>, T extends AnySchema>(
+  key: K,
+  value: T,
+): v.RecordSchema<K, T, undefined> {
   const base = v.record(key, value);
   return Object.assign(base, {
     '~run'(this: typeof base, dataset: Dataset, config: Config): Dataset {
@@ -120,7 +172,19 @@ export function record<K extends v.GenericSchema<string, string | number | symbo
         // `__proto__` is refused, not dropped: a selector `{ __proto__ = "prod" }` read as `{}` would take every device.
         const kr: Dataset = k === '__proto__' ? { value: k, issues: [] } : run(this.key, k, config);
         if (kr.issues) {
-          pushIssue(dataset, { kind: 'schema', type: 'invalid_key', input: k, expected: null, received: k, message: DEFAULT_MESSAGE, path: [{ type: 'object', origin: 'key', input, key: k, value: input[k] }] }, config);
+          pushIssue(
+            dataset,
+            {
+              kind: 'schema',
+              type: 'invalid_key',
+              input: k,
+              expected: null,
+              received: k,
+              message: DEFAULT_MESSAGE,
+              path: [{ type: 'object', origin: 'key', input, key: k, value: input[k] }],
+            },
+            config,
+          );
           dataset.typed = false;
           continue;
         }
@@ -136,7 +200,10 @@ export function record<K extends v.GenericSchema<string, string | number | symbo
 }
 
 /** A discriminated union (zod's `discriminatedUnion`): an array is not an object here either. */
-export function variant<const K extends string, const O extends v.VariantOptions<K>>(key: K, options: O): v.VariantSchema<K, O, undefined> {
+export function variant<const K extends string, const O extends v.VariantOptions<K>>(
+  key: K,
+  options: O,
+): v.VariantSchema<K, O, undefined> {
   const base = v.variant(key, options);
   const runVariant = (base as unknown as { '~run': (d: Dataset, c: Config) => Dataset })['~run'].bind(base);
   return Object.assign(base, {
@@ -168,40 +235,86 @@ export function int(): v.IntegerAction<number, undefined> {
       if (!dataset.typed) return dataset;
       const n = dataset.value as number;
       if (!Number.isInteger(n)) {
-        pushIssue(dataset, { kind: 'validation', type: 'integer', input: n, expected: 'int', received: String(n), message: DEFAULT_MESSAGE }, config);
+        pushIssue(
+          dataset,
+          {
+            kind: 'validation',
+            type: 'integer',
+            input: n,
+            expected: 'int',
+            received: String(n),
+            message: DEFAULT_MESSAGE,
+          },
+          config,
+        );
         dataset.typed = false;
       } else if (!Number.isSafeInteger(n)) {
         // As zod: out of the safe range is a bound's issue, after which the other checks still run.
         const big = n > 0;
-        pushIssue(dataset, { kind: 'validation', type: big ? 'max_value' : 'min_value', origin: 'int', input: n, expected: null, received: String(n), requirement: big ? Number.MAX_SAFE_INTEGER : Number.MIN_SAFE_INTEGER, message: DEFAULT_MESSAGE }, config);
+        pushIssue(
+          dataset,
+          {
+            kind: 'validation',
+            type: big ? 'max_value' : 'min_value',
+            origin: 'int',
+            input: n,
+            expected: null,
+            received: String(n),
+            requirement: big ? Number.MAX_SAFE_INTEGER : Number.MIN_SAFE_INTEGER,
+            message: DEFAULT_MESSAGE,
+          },
+          config,
+        );
       }
       return dataset;
     },
   });
 }
 
-function lengthCheck<A extends { type: string; requirement: number; message?: unknown }>(action: A, fails: (length: number) => boolean): A {
+function lengthCheck<A extends { type: string; requirement: number; message?: unknown }>(
+  action: A,
+  fails: (length: number) => boolean,
+): A {
   return Object.assign(action, {
     '~run'(dataset: Dataset, config: Config): Dataset {
       const x = dataset.value as { length?: unknown } | null | undefined;
       if (x !== null && x !== undefined && typeof x.length === 'number' && fails(x.length))
-        pushIssue(dataset, { kind: 'validation', type: action.type, input: x, expected: null, received: String(x.length), requirement: action.requirement, message: typeof action.message === 'string' ? action.message : DEFAULT_MESSAGE }, config);
+        pushIssue(
+          dataset,
+          {
+            kind: 'validation',
+            type: action.type,
+            input: x,
+            expected: null,
+            received: String(x.length),
+            requirement: action.requirement,
+            message: typeof action.message === 'string' ? action.message : DEFAULT_MESSAGE,
+          },
+          config,
+        );
       return dataset;
     },
   });
 }
 
 /** zod's `.min(n)` of a string or an array: run on whatever has a length, even when its type was wrong (as zod does). */
-export const minLength = <T extends string | unknown[]>(n: number) => lengthCheck(v.minLength<T, number>(n), (l) => l < n);
+export const minLength = <T extends string | unknown[]>(n: number) =>
+  lengthCheck(v.minLength<T, number>(n), (l) => l < n);
 /** zod's `.max(n)` of a string or an array, the same way. */
-export const maxLength = <T extends string | unknown[]>(n: number) => lengthCheck(v.maxLength<T, number>(n), (l) => l > n);
+export const maxLength = <T extends string | unknown[]>(n: number) =>
+  lengthCheck(v.maxLength<T, number>(n), (l) => l > n);
 
 /** zod's `z.int()`: a finite number that is a safe integer. */
 export const integer = () => v.pipe(number(), int());
 
 /** What a refinement is given to report with: zod's ctx, as far as Keystone used it. */
 export interface RefinementCtx {
-  addIssue(issue: { code?: 'custom'; message: string; path?: (string | number)[]; params?: Record<string, unknown> }): void;
+  addIssue(issue: {
+    code?: 'custom';
+    message: string;
+    path?: (string | number)[];
+    params?: Record<string, unknown>;
+  }): void;
 }
 
 /** A check that may add several issues, each with params (a Keystone code, a hint) and a path below the value. */
@@ -220,7 +333,20 @@ export function refine<T>(fn: (value: T, ctx: RefinementCtx) => void): v.CheckAc
             (path ??= []).push({ type: 'unknown', origin: 'value', input: at, key, value });
             at = value;
           }
-          pushIssue(dataset, { kind: 'validation', type: 'custom', input, expected: null, received: 'input', message: i.message, params: i.params, path }, config);
+          pushIssue(
+            dataset,
+            {
+              kind: 'validation',
+              type: 'custom',
+              input,
+              expected: null,
+              received: 'input',
+              message: i.message,
+              params: i.params,
+              path,
+            },
+            config,
+          );
         },
       });
       return dataset;

@@ -82,7 +82,11 @@ export class GitHttpServer extends LoopbackHttpServer {
   private authorized(req: IncomingMessage): 'write' | 'read' | false {
     if (this.token === undefined && this.readToken === undefined) return 'write';
     const h = req.headers.authorization ?? '';
-    const given = h.startsWith('Bearer ') ? h.slice(7) : h.startsWith('Basic ') ? Buffer.from(h.slice(6), 'base64').toString('utf8').split(':', 2)[1] : undefined;
+    const given = h.startsWith('Bearer ')
+      ? h.slice(7)
+      : h.startsWith('Basic ')
+        ? Buffer.from(h.slice(6), 'base64').toString('utf8').split(':', 2)[1]
+        : undefined;
     if (given === undefined) return false;
     if (this.token !== undefined && given === this.token) return 'write';
     if (this.readToken !== undefined && given === this.readToken) return 'read';
@@ -91,7 +95,14 @@ export class GitHttpServer extends LoopbackHttpServer {
 
   protected async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    const record: ServedRequest = { method: req.method ?? 'GET', path: url.pathname, query: url.search.slice(1), status: 0, bytes: 0, received: 0 };
+    const record: ServedRequest = {
+      method: req.method ?? 'GET',
+      path: url.pathname,
+      query: url.search.slice(1),
+      status: 0,
+      bytes: 0,
+      received: 0,
+    };
     if (typeof req.headers['git-protocol'] === 'string') record.protocol = req.headers['git-protocol'];
     this.requests.push(record);
     if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
@@ -109,7 +120,9 @@ export class GitHttpServer extends LoopbackHttpServer {
     const canned = i < 0 ? undefined : this.cannedAnswers.splice(i, 1)[0];
     if (canned) {
       record.status = canned.status;
-      res.writeHead(canned.status, { 'content-type': 'text/plain', ...canned.headers }).end(`HTTP ${canned.status} (canned)\n`);
+      res
+        .writeHead(canned.status, { 'content-type': 'text/plain', ...canned.headers })
+        .end(`HTTP ${canned.status} (canned)\n`);
       return;
     }
     const may = this.authorized(req);
@@ -118,7 +131,10 @@ export class GitHttpServer extends LoopbackHttpServer {
       res.writeHead(401, { 'www-authenticate': 'Basic realm="git"' }).end('authentication required\n');
       return;
     }
-    if (may === 'read' && (url.pathname.endsWith('/git-receive-pack') || url.searchParams.get('service') === 'git-receive-pack')) {
+    if (
+      may === 'read' &&
+      (url.pathname.endsWith('/git-receive-pack') || url.searchParams.get('service') === 'git-receive-pack')
+    ) {
       record.status = 403;
       res.writeHead(403, { 'content-type': 'text/plain' }).end('this token may read, not push\n');
       return;
@@ -133,7 +149,9 @@ export class GitHttpServer extends LoopbackHttpServer {
         QUERY_STRING: record.query,
         CONTENT_TYPE: req.headers['content-type'] ?? '',
         ...(record.method === 'POST' && { CONTENT_LENGTH: String(body.length) }),
-        ...(req.headers['content-encoding'] !== undefined && { HTTP_CONTENT_ENCODING: req.headers['content-encoding'] }),
+        ...(req.headers['content-encoding'] !== undefined && {
+          HTTP_CONTENT_ENCODING: req.headers['content-encoding'],
+        }),
         ...(record.protocol !== undefined && { GIT_PROTOCOL: record.protocol }),
         REMOTE_USER: 'keystone-test',
         REMOTE_ADDR: '127.0.0.1',

@@ -11,7 +11,12 @@ import type { RepoReader } from '../source/repo-reader.js';
 import { GIT_CACHE_DIR } from '../state-dir/layout.js';
 
 /** Undefined when the commit is in none of the places the agent keeps it. */
-export async function appliedCommitReader(opts: { repo: string; commit: string; branch: string; stateDir: string }): Promise<RepoReader | undefined> {
+export async function appliedCommitReader(opts: {
+  repo: string;
+  commit: string;
+  branch: string;
+  stateDir: string;
+}): Promise<RepoReader | undefined> {
   const location = parseGitRepo(opts.repo);
   const candidates: GitLocation[] = [];
   if (location.kind === 'local') candidates.push(locateGitRepository(location.path));

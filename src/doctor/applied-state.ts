@@ -17,7 +17,12 @@ import { sqliteNativeBinding } from '../store/sqlite-addon.js';
 export type AppliedState =
   /** No state database: nothing was ever applied here (or --state-dir is not the agent's). */
   | { kind: 'none'; file: string }
-  | { kind: 'read'; file: string; revision?: AppliedRevision; /** The replay floor: the greatest signing time applied (s). */ floor?: number }
+  | {
+      kind: 'read';
+      file: string;
+      revision?: AppliedRevision;
+      /** The replay floor: the greatest signing time applied (s). */ floor?: number;
+    }
   | { kind: 'unreadable'; file: string; message: string; code?: string };
 
 /** Bytes 18 and 19 of a SQLite file: its write and read format, 2 in WAL mode, 1 (rollback journal) otherwise. */
@@ -28,7 +33,8 @@ export function readAppliedState(stateDir: string): AppliedState {
   if (!existsSync(file)) return { kind: 'none', file };
   let db: Sqlite.Database | undefined;
   try {
-    if (existsSync(`${file}-wal`) && existsSync(`${file}-shm`)) db = new Sqlite(file, { ...sqliteNativeBinding(), readonly: true, fileMustExist: true, timeout: 1000 });
+    if (existsSync(`${file}-wal`) && existsSync(`${file}-shm`))
+      db = new Sqlite(file, { ...sqliteNativeBinding(), readonly: true, fileMustExist: true, timeout: 1000 });
     else {
       const bytes = readFileSync(file);
       // A copy in memory cannot use a WAL: marked as a rollback-journal database, the same pages read the same.

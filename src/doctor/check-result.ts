@@ -43,8 +43,19 @@ export interface CheckResult {
 
 export const pass = (check: CheckId, detail: string): CheckResult => ({ check, status: 'pass', detail });
 export const skip = (check: CheckId, detail: string): CheckResult => ({ check, status: 'skip', detail });
-export const warn = (check: CheckId, detail: string, fix?: string): CheckResult => ({ check, status: 'warn', detail, ...(fix !== undefined && { fix }) });
-export const fail = (check: CheckId, detail: string, fix: string, code?: string): CheckResult => ({ check, status: 'fail', detail, fix, ...(code !== undefined && { code }) });
+export const warn = (check: CheckId, detail: string, fix?: string): CheckResult => ({
+  check,
+  status: 'warn',
+  detail,
+  ...(fix !== undefined && { fix }),
+});
+export const fail = (check: CheckId, detail: string, fix: string, code?: string): CheckResult => ({
+  check,
+  status: 'fail',
+  detail,
+  fix,
+  ...(code !== undefined && { code }),
+});
 
 /** Whether the agent can run as checked: no check failed (warnings and skips do not count). */
 export const allPassed = (results: readonly CheckResult[]): boolean => results.every((r) => r.status !== 'fail');

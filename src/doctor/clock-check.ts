@@ -7,14 +7,30 @@ import type { AppliedState } from './applied-state.js';
 const iso = (s: number) => new Date(s * 1000).toISOString();
 
 export function checkClock(applied: AppliedState, nowMs: number, stateDir: string): CheckResult {
-  if (applied.kind === 'none') return skip('clock', `nothing applied yet (no state database in ${stateDir}): no signing time to compare with`);
-  if (applied.kind === 'unreadable') return fail('clock', `cannot read ${applied.file}: ${applied.message}`, `check the file (keystone floor --state-dir ${stateDir} reads it too); move it aside only to start from empty state`, applied.code);
+  if (applied.kind === 'none')
+    return skip('clock', `nothing applied yet (no state database in ${stateDir}): no signing time to compare with`);
+  if (applied.kind === 'unreadable')
+    return fail(
+      'clock',
+      `cannot read ${applied.file}: ${applied.message}`,
+      `check the file (keystone floor --state-dir ${stateDir} reads it too); move it aside only to start from empty state`,
+      applied.code,
+    );
   const rev = applied.revision;
   // The replay floor is the greatest signing time ever applied, the applied revision's own or an earlier one's.
   const signedAt = Math.max(rev?.signedAt ?? 0, applied.floor ?? 0);
-  if (signedAt === 0) return skip('clock', rev ? `the revision applied last (${short(rev.id)}) is unsigned: no signing time to compare with` : 'nothing signed applied yet: no signing time to compare with');
+  if (signedAt === 0)
+    return skip(
+      'clock',
+      rev
+        ? `the revision applied last (${short(rev.id)}) is unsigned: no signing time to compare with`
+        : 'nothing signed applied yet: no signing time to compare with',
+    );
   const now = Math.floor(nowMs / 1000);
-  const which = rev?.signedAt === signedAt ? `the signature of the revision applied last (${short(rev.id)})` : 'the newest signature this device applied (its replay floor)';
+  const which =
+    rev?.signedAt === signedAt
+      ? `the signature of the revision applied last (${short(rev.id)})`
+      : 'the newest signature this device applied (its replay floor)';
   if (now >= signedAt) return pass('clock', `${iso(now)}, not earlier than ${which}, signed at ${iso(signedAt)}`);
   return fail(
     'clock',

@@ -1,16 +1,27 @@
 // The container engine, found the way the container runtime finds it (runtime/container-engine.ts): a failure only
 // when the plan runs containers; otherwise what answers is said for information, and no engine is no fault.
 import type { DesiredComponent } from '../core/desired-state.js';
-import { clientFor, connectEngine, PING_TIMEOUT_MS, type Engine, type EngineChoice } from '../runtime/container-engine.js';
+import {
+  clientFor,
+  connectEngine,
+  PING_TIMEOUT_MS,
+  type Engine,
+  type EngineChoice,
+} from '../runtime/container-engine.js';
 import { fail, pass, skip, type CheckResult } from './check-result.js';
 import type { CurrentPlan } from './current-plan.js';
 import type { DoctorFacts } from './doctor-facts.js';
 
-export async function checkContainerEngine(plan: CurrentPlan, facts: Pick<DoctorFacts, 'env' | 'engineSockets'>): Promise<CheckResult> {
-  const containers = plan.kind === 'known' ? plan.state.components.filter((c) => c.recipe.lifecycle.run.type === 'container') : [];
+export async function checkContainerEngine(
+  plan: CurrentPlan,
+  facts: Pick<DoctorFacts, 'env' | 'engineSockets'>,
+): Promise<CheckResult> {
+  const containers =
+    plan.kind === 'known' ? plan.state.components.filter((c) => c.recipe.lifecycle.run.type === 'container') : [];
   const opts = { env: facts.env, ...(facts.engineSockets && { socketPaths: facts.engineSockets }) };
   if (containers.length === 0) {
-    const unneeded = plan.kind === 'known' ? 'not needed: the plan runs no containers' : 'needed only when the plan runs containers';
+    const unneeded =
+      plan.kind === 'known' ? 'not needed: the plan runs no containers' : 'needed only when the plan runs containers';
     try {
       return pass('container-engine', `${await describeEngine(await connectEngine('auto', opts))}; ${unneeded}`);
     } catch (e) {
@@ -33,7 +44,7 @@ export async function checkContainerEngine(plan: CurrentPlan, facts: Pick<Doctor
         'container-engine',
         `the plan runs ${names} as container${cs.length === 1 ? '' : 's'}, and ${(e as Error).message}`,
         choice === 'podman'
-          ? 'start Podman\'s API socket (systemctl enable --now podman.socket), or name it (--podman-socket PATH)'
+          ? "start Podman's API socket (systemctl enable --now podman.socket), or name it (--podman-socket PATH)"
           : 'start the engine (systemctl start docker), or name its socket (--docker-socket PATH, or DOCKER_HOST=unix:///PATH)',
         (e as { code?: string }).code,
       );

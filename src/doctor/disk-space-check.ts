@@ -5,7 +5,10 @@ import { fail, pass, type CheckResult } from './check-result.js';
 import type { DoctorFacts } from './doctor-facts.js';
 import { nearestExisting } from './state-dir-check.js';
 
-export async function checkDiskSpace(stateDir: string, facts: Pick<DoctorFacts, 'statfs' | 'minFreeBytes'>): Promise<CheckResult> {
+export async function checkDiskSpace(
+  stateDir: string,
+  facts: Pick<DoctorFacts, 'statfs' | 'minFreeBytes'>,
+): Promise<CheckResult> {
   // A state directory still to be created lives on its nearest existing parent's file system.
   const at = existsSync(stateDir) ? stateDir : nearestExisting(stateDir);
   let free: number;
@@ -13,7 +16,11 @@ export async function checkDiskSpace(stateDir: string, facts: Pick<DoctorFacts, 
     const s = await facts.statfs(at);
     free = s.bavail * s.bsize;
   } catch (e) {
-    return fail('disk-space', `cannot read the free space of ${at}: ${(e as Error).message}`, 'check that the state directory is on a mounted, readable file system');
+    return fail(
+      'disk-space',
+      `cannot read the free space of ${at}: ${(e as Error).message}`,
+      'check that the state directory is on a mounted, readable file system',
+    );
   }
   const where = at === stateDir ? stateDir : `${stateDir} (on the file system of ${at})`;
   if (free >= facts.minFreeBytes) return pass('disk-space', `${formatBytes(free)} free for ${where}`);

@@ -10,7 +10,16 @@ export type DoctorSource =
   | { kind: 'dir'; root: string }
   /** `repo`: an http(s) URL, or an absolute path to a local repository. */
   /** `gitNotes`: reports are pushed as Git notes, to `statusRepo` (`--status-repo`) or else to `repo` itself. */
-  | { kind: 'git'; repo: string; ref: string; token?: string; tokenProblem?: string; statusRepo?: string; statusToken?: string; gitNotes: boolean }
+  | {
+      kind: 'git';
+      repo: string;
+      ref: string;
+      token?: string;
+      tokenProblem?: string;
+      statusRepo?: string;
+      statusToken?: string;
+      gitNotes: boolean;
+    }
   | { kind: 'none'; problem: string };
 
 export interface DoctorSetup {

@@ -41,7 +41,11 @@ export interface RevisionPlace {
  * no --plan and no fleet.toml, no target for this device, a --plan that does not exist. Other problems name their file
  * and TOML path and point at apply-dry.
  */
-export async function refusalOf(r: Extract<DeviceResolution, { ok: false }> & { planFile?: string }, setup: Pick<DoctorSetup, 'planFile' | 'device' | 'labels'>, place: RevisionPlace): Promise<Refusal> {
+export async function refusalOf(
+  r: Extract<DeviceResolution, { ok: false }> & { planFile?: string },
+  setup: Pick<DoctorSetup, 'planFile' | 'device' | 'labels'>,
+  place: RevisionPlace,
+): Promise<Refusal> {
   const first: Diagnostic | undefined = r.diagnostics[0];
   const more = r.diagnostics.length > 1 ? ` (and ${r.diagnostics.length - 1} more)` : '';
   const plansText = async () => {
@@ -92,7 +96,12 @@ export function directoryPlans(root: string): () => Promise<string[]> {
  * The `first-revision` line. `applied`: what the state store says was applied last (doctor reads it once); `now`: the
  * device's clock (ms), which the signature's age and time are judged by, as the agent judges them.
  */
-export async function checkFirstRevision(setup: DoctorSetup, applied: AppliedState, sourceUsable: boolean, now: number): Promise<CheckResult> {
+export async function checkFirstRevision(
+  setup: DoctorSetup,
+  applied: AppliedState,
+  sourceUsable: boolean,
+  now: number,
+): Promise<CheckResult> {
   const source = setup.source;
   if (!sourceUsable || source.kind === 'none') return skip('first-revision', 'no usable source (see source)');
   const appliedId = applied.kind === 'read' ? applied.revision?.id : undefined;
@@ -126,27 +135,49 @@ export async function checkFirstRevision(setup: DoctorSetup, applied: AppliedSta
   // 1. Verify, as the agent does before any TOML is parsed.
   const verified = await verifyAsAgent(setup, tipReader, { id: tip, ref }, applied, now);
   if (verified.kind === 'refused') return refused(verified.error);
-  if (verified.kind === 'no-keyring') return skip('first-revision', `${from} not verified: the agent has no trusted keys it could verify it with (see trusted-keys)`);
+  if (verified.kind === 'no-keyring')
+    return skip(
+      'first-revision',
+      `${from} not verified: the agent has no trusted keys it could verify it with (see trusted-keys)`,
+    );
   // 2. Target and load, through the verified reader: a file the signature does not cover is refused there.
   let r: Awaited<ReturnType<typeof loadDeviceRevision>>;
   try {
-    r = await loadDeviceRevision(verified.reader, { ...(setup.planFile !== undefined && { plan: setup.planFile }), device: setup.device, labels: setup.labels });
+    r = await loadDeviceRevision(verified.reader, {
+      ...(setup.planFile !== undefined && { plan: setup.planFile }),
+      device: setup.device,
+      labels: setup.labels,
+    });
   } catch (e) {
     if (e instanceof TrustError) return refused(e);
-    return fail('first-revision', `cannot read ${from}: ${(e as Error).message}`, `check that ${location.path} is readable by the agent's user`, (e as { code?: string }).code);
+    return fail(
+      'first-revision',
+      `cannot read ${from}: ${(e as Error).message}`,
+      `check that ${location.path} is readable by the agent's user`,
+      (e as { code?: string }).code,
+    );
   }
   if (r.ok) {
     const chosen = setup.planFile !== undefined ? '--plan' : `${FLEET_FILE} target ${r.target ?? '?'}`;
     const named = verified.said ? `${from}, ${verified.said},` : from;
-    return pass('first-revision', `${named} loads for device ${setup.device}: ${r.planFile} (${chosen}), ${r.state.components.length} component${r.state.components.length === 1 ? '' : 's'}`);
+    return pass(
+      'first-revision',
+      `${named} loads for device ${setup.device}: ${r.planFile} (${chosen}), ${r.state.components.length} component${r.state.components.length === 1 ? '' : 's'}`,
+    );
   }
   const refusal = await refusalOf(r, setup, { from, plans: gitPlans(location.path, tip) });
   return refusedWith(refusal, appliedId);
 }
 
 /** --dir: the directory as it is now is the revision the agent takes first; its plan is the `plan` check's. */
-async function checkDirectory(setup: DoctorSetup, root: string, applied: AppliedState, now: number): Promise<CheckResult> {
-  const seePlan = 'the revision the agent takes first is the directory as it is now, which the plan check reads (see plan)';
+async function checkDirectory(
+  setup: DoctorSetup,
+  root: string,
+  applied: AppliedState,
+  now: number,
+): Promise<CheckResult> {
+  const seePlan =
+    'the revision the agent takes first is the directory as it is now, which the plan check reads (see plan)';
   if (setup.trust.unsigned) return skip('first-revision', `--dir: ${seePlan}`);
   const from = `directory ${root}`;
   const appliedId = applied.kind === 'read' ? applied.revision?.id : undefined;
@@ -155,10 +186,18 @@ async function checkDirectory(setup: DoctorSetup, root: string, applied: Applied
   const verified = await verifyAsAgent(setup, reader, { id: await directoryRevisionId(root) }, applied, now);
   const refused = (e: TrustError) => trustRefusal(e, from, appliedId, `keystonectl sign --key KEY --repo ${root}`);
   if (verified.kind === 'refused') return refused(verified.error);
-  if (verified.kind === 'no-keyring') return skip('first-revision', `${from} not verified: the agent has no trusted keys it could verify it with (see trusted-keys)`);
+  if (verified.kind === 'no-keyring')
+    return skip(
+      'first-revision',
+      `${from} not verified: the agent has no trusted keys it could verify it with (see trusted-keys)`,
+    );
   // A plan or recipe the signature does not cover is refused while loading; any other problem is the plan check's.
   try {
-    await loadDeviceRevision(verified.reader, { ...(setup.planFile !== undefined && { plan: setup.planFile }), device: setup.device, labels: setup.labels });
+    await loadDeviceRevision(verified.reader, {
+      ...(setup.planFile !== undefined && { plan: setup.planFile }),
+      device: setup.device,
+      labels: setup.labels,
+    });
   } catch (e) {
     if (e instanceof TrustError) return refused(e);
   }
@@ -166,7 +205,10 @@ async function checkDirectory(setup: DoctorSetup, root: string, applied: Applied
 }
 
 /** `said`: who signed and when, for the line; empty when nothing was verified (--allow-unsigned). */
-type Verified = { kind: 'verified'; reader: RepoReader; said: string } | { kind: 'refused'; error: TrustError } | { kind: 'no-keyring' };
+type Verified =
+  | { kind: 'verified'; reader: RepoReader; said: string }
+  | { kind: 'refused'; error: TrustError }
+  | { kind: 'no-keyring' };
 
 /**
  * Step 1 of agent/take-revision.ts for a revision new to the device: verifyRevision with the device's keyring, its
@@ -175,7 +217,13 @@ type Verified = { kind: 'verified'; reader: RepoReader; said: string } | { kind:
  * verifies it again: its own signing time as the floor, no --max-age, and the very same signature.
  * --allow-unsigned: nothing is verified, as in the agent.
  */
-async function verifyAsAgent(setup: DoctorSetup, reader: RepoReader, rev: { id: string; ref?: string }, applied: AppliedState, now: number): Promise<Verified> {
+async function verifyAsAgent(
+  setup: DoctorSetup,
+  reader: RepoReader,
+  rev: { id: string; ref?: string },
+  applied: AppliedState,
+  now: number,
+): Promise<Verified> {
   if (setup.trust.unsigned) return { kind: 'verified', reader, said: '' };
   const trust = setup.verification;
   if (trust === undefined) return { kind: 'no-keyring' };
@@ -200,7 +248,11 @@ async function verifyAsAgent(setup: DoctorSetup, reader: RepoReader, rev: { id: 
           `signed at ${new Date(v.signedAt * 1000).toISOString()}, not the signature of the revision this device runs under the same id (signed at ${new Date(last.signedAt! * 1000).toISOString()})`,
         ),
       };
-    return { kind: 'verified', reader: new VerifiedReader(reader, v), said: `signed by ${v.signers.join(', ')} at ${new Date(v.signedAt * 1000).toISOString()}` };
+    return {
+      kind: 'verified',
+      reader: new VerifiedReader(reader, v),
+      said: `signed by ${v.signers.join(', ')} at ${new Date(v.signedAt * 1000).toISOString()}`,
+    };
   } catch (e) {
     if (e instanceof TrustError) return { kind: 'refused', error: e };
     throw e;
@@ -209,13 +261,21 @@ async function verifyAsAgent(setup: DoctorSetup, reader: RepoReader, rev: { id: 
 
 /** The agent refuses the revision for its signature: what it says, and what to do (`sign`: how to sign it there). */
 function trustRefusal(e: TrustError, from: string, appliedId: string | undefined, sign: string): CheckResult {
-  return refusedWith({ why: `${from} is refused for its signature: ${e.message}`, fix: trustFix(e, sign), code: e.code }, appliedId);
+  return refusedWith(
+    { why: `${from} is refused for its signature: ${e.message}`, fix: trustFix(e, sign), code: e.code },
+    appliedId,
+  );
 }
 
 /** A refusal fails a device that runs nothing yet; one that runs something keeps running it (a warning). */
 function refusedWith(refusal: Refusal, appliedId: string | undefined): CheckResult {
   // A device that runs something keeps running it when the next revision is refused: worth knowing, not a failure.
-  if (appliedId !== undefined) return warn('first-revision', `the agent would refuse the next revision and keep running ${appliedId.slice(0, 12)}: ${refusal.why}${refusal.code ? ` [${refusal.code}]` : ''}`, refusal.fix);
+  if (appliedId !== undefined)
+    return warn(
+      'first-revision',
+      `the agent would refuse the next revision and keep running ${appliedId.slice(0, 12)}: ${refusal.why}${refusal.code ? ` [${refusal.code}]` : ''}`,
+      refusal.fix,
+    );
   return fail('first-revision', refusal.why, refusal.fix, refusal.code);
 }
 
@@ -254,8 +314,16 @@ function gitPlans(repoPath: string, commit: string): () => Promise<string[]> {
       const fs = await import('node:fs');
       const { default: git } = await import('isomorphic-git');
       const { locateGitRepository } = await import('../source/git-tree-reader.js');
-      const { tree } = await git.readTree({ fs, gitdir: locateGitRepository(repoPath).gitdir, oid: commit, filepath: 'plans' });
-      return tree.filter((e) => e.type === 'blob' && e.path.endsWith('.toml')).map((e) => `plans/${e.path}`).sort();
+      const { tree } = await git.readTree({
+        fs,
+        gitdir: locateGitRepository(repoPath).gitdir,
+        oid: commit,
+        filepath: 'plans',
+      });
+      return tree
+        .filter((e) => e.type === 'blob' && e.path.endsWith('.toml'))
+        .map((e) => `plans/${e.path}`)
+        .sort();
     } catch {
       return [];
     }

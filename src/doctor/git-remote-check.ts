@@ -8,7 +8,13 @@ import type { DoctorSource } from './doctor-setup.js';
 export async function checkGitRemote(source: DoctorSource, timeoutMs: number): Promise<CheckResult> {
   if (source.kind === 'none') return skip('git-remote', 'no source to check (see source)');
   if (source.kind === 'dir') return skip('git-remote', `not a Git source (--dir ${source.root})`);
-  if (source.tokenProblem !== undefined) return fail('git-remote', source.tokenProblem, 'give --git-token-file a readable file holding the token (or set KEYSTONE_GIT_TOKEN)', 'KS_USAGE');
+  if (source.tokenProblem !== undefined)
+    return fail(
+      'git-remote',
+      source.tokenProblem,
+      'give --git-token-file a readable file holding the token (or set KEYSTONE_GIT_TOKEN)',
+      'KS_USAGE',
+    );
   const branchRef = fullBranchRef(source.ref);
   try {
     // isomorphic-git only for a Git source, as in the agent.
@@ -17,7 +23,12 @@ export async function checkGitRemote(source: DoctorSource, timeoutMs: number): P
     const { refs } = await lister.list([branchRef]);
     const ref = refs.find((r) => r.ref === branchRef);
     if (!ref)
-      return fail('git-remote', `${source.repo} answers, but has no branch ${shortBranchRef(branchRef)}`, `push the branch, or give --ref the branch the repository has`, 'KS_GIT_REF_NOT_FOUND');
+      return fail(
+        'git-remote',
+        `${source.repo} answers, but has no branch ${shortBranchRef(branchRef)}`,
+        `push the branch, or give --ref the branch the repository has`,
+        'KS_GIT_REF_NOT_FOUND',
+      );
     return pass('git-remote', `${source.repo} ${shortBranchRef(branchRef)} is at ${ref.oid.slice(0, 12)}`);
   } catch (e) {
     const code = e instanceof OperationError ? e.code : (e as { code?: string }).code;

@@ -10,5 +10,9 @@ export function requiredNodeRange(): string {
 
 export function checkNodeVersion(version: string, range: string = requiredNodeRange()): CheckResult {
   if (semver.satisfies(version, range)) return pass('node-version', `Node ${version} (keystone needs ${range})`);
-  return fail('node-version', `Node ${version} is older than keystone needs (${range})`, `install Node ${range.replace(/^>=\s*/, '')} or later (e.g. from nodejs.org or NodeSource) and run the agent with it`);
+  return fail(
+    'node-version',
+    `Node ${version} is older than keystone needs (${range})`,
+    `install Node ${range.replace(/^>=\s*/, '')} or later (e.g. from nodejs.org or NodeSource) and run the agent with it`,
+  );
 }

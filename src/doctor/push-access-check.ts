@@ -19,10 +19,19 @@ export async function checkPushAccess(source: DoctorSource, timeoutMs: number): 
   if (source.kind !== 'git') return skip('push-access', 'not a Git source');
   if (source.tokenProblem !== undefined) return skip('push-access', 'the Git token cannot be read (see git-remote)');
   if (source.gitNotes && (source.statusRepo === undefined || sameRepository(source.statusRepo, source.repo)))
-    return warn('push-access', `reports go to the followed repository ${source.repo}, so this device's credential can push to it: a compromised device could change what every device runs`, FIX_SEPARATE);
+    return warn(
+      'push-access',
+      `reports go to the followed repository ${source.repo}, so this device's credential can push to it: a compromised device could change what every device runs`,
+      FIX_SEPARATE,
+    );
   // Every credential the device holds is asked about: the reports token may reach the followed repository too (one
   // token scoped to both, or the reports repository named by another host name for the same server).
-  const held = [{ flag: '--git-token-file', token: source.token }, ...(source.gitNotes && source.statusToken !== undefined ? [{ flag: '--status-token-file', token: source.statusToken }] : [])];
+  const held = [
+    { flag: '--git-token-file', token: source.token },
+    ...(source.gitNotes && source.statusToken !== undefined
+      ? [{ flag: '--status-token-file', token: source.statusToken }]
+      : []),
+  ];
   let unknown = false;
   for (const { flag, token } of held) {
     const can = await canPush(source.repo, token, timeoutMs);
@@ -30,16 +39,29 @@ export async function checkPushAccess(source: DoctorSource, timeoutMs: number): 
       return warn(
         'push-access',
         `the credential of ${flag} can push to ${source.repo}: a compromised device could change what every device runs`,
-        flag === '--git-token-file' ? 'give --git-token-file a read-only token (a deploy token with read access only); reports have their own (--status-token-file)' : 'scope the reports token to the reports repository alone',
+        flag === '--git-token-file'
+          ? 'give --git-token-file a read-only token (a deploy token with read access only); reports have their own (--status-token-file)'
+          : 'scope the reports token to the reports repository alone',
       );
     if (can === 'unknown') unknown = true;
   }
-  if (unknown) return skip('push-access', `cannot tell whether this device's credentials can push to ${source.repo} (the server did not answer the push discovery plainly)`);
-  return pass('push-access', `${source.repo} is read-only for this device${source.gitNotes ? `; reports go to ${source.statusRepo}` : ''}`);
+  if (unknown)
+    return skip(
+      'push-access',
+      `cannot tell whether this device's credentials can push to ${source.repo} (the server did not answer the push discovery plainly)`,
+    );
+  return pass(
+    'push-access',
+    `${source.repo} is read-only for this device${source.gitNotes ? `; reports go to ${source.statusRepo}` : ''}`,
+  );
 }
 
 /** `yes` when the server would take a push with this credential (a local repository: when it is writable here). */
-export async function canPush(repo: string, token: string | undefined, timeoutMs: number): Promise<'yes' | 'no' | 'unknown'> {
+export async function canPush(
+  repo: string,
+  token: string | undefined,
+  timeoutMs: number,
+): Promise<'yes' | 'no' | 'unknown'> {
   if (!/^https?:\/\//i.test(repo)) {
     try {
       // A bare repository's refs, or a work tree's .git/refs: whoever may write them may move the branch.

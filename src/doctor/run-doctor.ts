@@ -27,7 +27,10 @@ export async function runDoctor(setup: DoctorSetup, facts: DoctorFacts): Promise
   const source = checkSource(setup.source);
   const applied = readAppliedState(setup.stateDir);
   // A source that is not usable has no plan to speak of: said once, at `source`.
-  const plan: CurrentPlan = source.status === 'fail' ? { kind: 'unknown', why: 'not known: the source is not usable (see source)' } : await currentPlan(setup, applied);
+  const plan: CurrentPlan =
+    source.status === 'fail'
+      ? { kind: 'unknown', why: 'not known: the source is not usable (see source)' }
+      : await currentPlan(setup, applied);
   const db = await facts.userDb();
   const users = runUsersOf(processComponents(plan), facts.agent, db, setup.allowRoot);
   // The slow ones (a remote, an engine's ping, setpriv's start) run side by side.
@@ -42,8 +45,12 @@ export async function runDoctor(setup: DoctorSetup, facts: DoctorFacts): Promise
     checkTrustedFiles(setup),
     checkIdentity(setup.stateDir),
     checkEnrollment(setup, applied, facts.now()),
-    source.status === 'fail' ? skip('git-remote', 'no usable source (see source)') : checkGitRemote(setup.source, facts.gitTimeoutMs),
-    source.status === 'fail' ? skip('push-access', 'no usable source (see source)') : checkPushAccess(setup.source, facts.gitTimeoutMs),
+    source.status === 'fail'
+      ? skip('git-remote', 'no usable source (see source)')
+      : checkGitRemote(setup.source, facts.gitTimeoutMs),
+    source.status === 'fail'
+      ? skip('push-access', 'no usable source (see source)')
+      : checkPushAccess(setup.source, facts.gitTimeoutMs),
     checkPlan(plan, setup),
     checkFirstRevision(setup, applied, source.status !== 'fail', facts.now()),
     checkRunUsers(plan, users, facts.agent),

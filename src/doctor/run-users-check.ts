@@ -8,13 +8,20 @@ import { fail, pass, skip, warn, type CheckResult } from './check-result.js';
 import type { CurrentPlan } from './current-plan.js';
 
 /** A process component and who it runs as, or why that cannot be said. */
-export type RunUser = { component: DesiredComponent; identity: RunIdentity; switchesUser: boolean } | { component: DesiredComponent; error: RuntimeError };
+export type RunUser =
+  | { component: DesiredComponent; identity: RunIdentity; switchesUser: boolean }
+  | { component: DesiredComponent; error: RuntimeError };
 
 export function processComponents(plan: CurrentPlan): DesiredComponent[] {
   return plan.kind === 'known' ? plan.state.components.filter((c) => c.recipe.lifecycle.run.type !== 'container') : [];
 }
 
-export function runUsersOf(components: readonly DesiredComponent[], agent: AgentIdentity, db: UserDb, allowRoot: boolean): RunUser[] {
+export function runUsersOf(
+  components: readonly DesiredComponent[],
+  agent: AgentIdentity,
+  db: UserDb,
+  allowRoot: boolean,
+): RunUser[] {
   return components.map((c) => {
     try {
       const p = buildPrivileges(c.recipe.lifecycle.run.security, agent, db, { allowRoot });
@@ -26,7 +33,8 @@ export function runUsersOf(components: readonly DesiredComponent[], agent: Agent
   });
 }
 
-export const describeIdentity = (id: RunIdentity) => (id.name !== undefined ? `${id.name} (uid ${id.uid})` : `uid ${id.uid}`);
+export const describeIdentity = (id: RunIdentity) =>
+  id.name !== undefined ? `${id.name} (uid ${id.uid})` : `uid ${id.uid}`;
 
 export function checkRunUsers(plan: CurrentPlan, users: readonly RunUser[], agent: AgentIdentity): CheckResult {
   if (plan.kind === 'unknown') return skip('run-users', `the plan is ${plan.why}`);
@@ -39,7 +47,7 @@ export function checkRunUsers(plan: CurrentPlan, users: readonly RunUser[], agen
     const fix =
       code === 'KS_ROOT_NOT_PERMITTED'
         ? 'name a user other than root in the recipe, or allow root process users on this device (--allow-root)'
-        : 'create the user and group (adduser --system --group NAME), or name an existing user in the recipe\'s [lifecycle.run.security] user';
+        : "create the user and group (adduser --system --group NAME), or name an existing user in the recipe's [lifecycle.run.security] user";
     return fail('run-users', detail, fix, code);
   }
   const byUser = new Map<string, string[]>();
@@ -50,6 +58,10 @@ export function checkRunUsers(plan: CurrentPlan, users: readonly RunUser[], agen
   const list = [...byUser].map(([who, names]) => `${who}: ${names.join(', ')}`).join('; ');
   // The agent's own start-up warning, said here too: as another user it cannot change to the recipes' users.
   if (agent.uid !== 0)
-    return warn('run-users', `the agent is not root (uid ${agent.uid}): components run as ${list}; recipe users and capabilities are not applied`, 'run the agent as root for the recipes\' users and capabilities to apply');
+    return warn(
+      'run-users',
+      `the agent is not root (uid ${agent.uid}): components run as ${list}; recipe users and capabilities are not applied`,
+      "run the agent as root for the recipes' users and capabilities to apply",
+    );
   return pass('run-users', list);
 }

@@ -7,13 +7,17 @@ import { fail, pass, type CheckResult } from './check-result.js';
 
 const run = promisify(execFile);
 
-const FIX = 'install util-linux (Debian/Ubuntu: apt-get install util-linux; Alpine: apk add setpriv): the agent starts every component through setpriv';
+const FIX =
+  'install util-linux (Debian/Ubuntu: apt-get install util-linux; Alpine: apk add setpriv): the agent starts every component through setpriv';
 
 export async function checkSetpriv(path: string): Promise<CheckResult> {
   try {
     await access(path, constants.X_OK);
   } catch (e) {
-    const why = (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'is missing' : `cannot be run (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`;
+    const why =
+      (e as NodeJS.ErrnoException).code === 'ENOENT'
+        ? 'is missing'
+        : `cannot be run (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`;
     return fail('setpriv', `${path} ${why}`, FIX);
   }
   // Run once: a file that is there but not the real thing (a broken link target, another architecture) says so here.

@@ -28,7 +28,10 @@ export function settingsVerdict(agentChecks: () => unknown, configFile?: string)
 /** The `settings` line. */
 export function checkSettings(verdict: SettingsVerdict): CheckResult {
   if (verdict.ok)
-    return pass('settings', `keystone agent takes every setting given${verdict.configFile !== undefined ? ` (the command line and ${verdict.configFile})` : ''}: each through its rule, and their combinations`);
+    return pass(
+      'settings',
+      `keystone agent takes every setting given${verdict.configFile !== undefined ? ` (the command line and ${verdict.configFile})` : ''}: each through its rule, and their combinations`,
+    );
   return fail(
     'settings',
     `keystone agent refuses to start (exit 2): ${verdict.message}`,

@@ -8,7 +8,8 @@ import { checkStateDir, lstatIfPresent } from '../agent/state-dir.js';
 import { describeUid, safeDirectory, StateDirError } from '../state-dir/safe-path.js';
 import { fail, pass, type CheckResult } from './check-result.js';
 
-const FALLBACK_FIX = "make it a real directory of the agent's user that no other user can write (chmod 711), or give --state-dir another path";
+const FALLBACK_FIX =
+  "make it a real directory of the agent's user that no other user can write (chmod 711), or give --state-dir another path";
 
 export async function checkStateDirectory(stateDir: string): Promise<CheckResult> {
   try {
@@ -17,12 +18,16 @@ export async function checkStateDirectory(stateDir: string): Promise<CheckResult
       // It exists, and so do its parents: checkStateDir creates nothing then (its mkdir meets EEXIST).
       checkStateDir(stateDir);
       const mode = (st.mode & 0o7777).toString(8).padStart(4, '0');
-      return pass('state-dir', `${stateDir}: owned by ${describeUid(st.uid)}, mode ${mode}, nothing in it another user could have written`);
+      return pass(
+        'state-dir',
+        `${stateDir}: owned by ${describeUid(st.uid)}, mode ${mode}, nothing in it another user could have written`,
+      );
     }
     // The agent's own walk to it, without `create`: every directory that exists on the way is checked.
     safeDirectory(stateDir);
   } catch (e) {
-    if (!(e instanceof StateDirError)) return fail('state-dir', `${stateDir} cannot be checked: ${(e as Error).message}`, FALLBACK_FIX);
+    if (!(e instanceof StateDirError))
+      return fail('state-dir', `${stateDir} cannot be checked: ${(e as Error).message}`, FALLBACK_FIX);
     const { problem, fix } = splitFix(e.message);
     return fail('state-dir', problem, fix ?? FALLBACK_FIX, e.code);
   }
@@ -30,7 +35,11 @@ export async function checkStateDirectory(stateDir: string): Promise<CheckResult
   try {
     await access(parent, constants.W_OK | constants.X_OK);
   } catch {
-    return fail('state-dir', `${stateDir} does not exist, and the agent's user cannot create it in ${parent}`, `create it as root: mkdir -p -m 711 ${stateDir}, or give --state-dir a directory the agent can create`);
+    return fail(
+      'state-dir',
+      `${stateDir} does not exist, and the agent's user cannot create it in ${parent}`,
+      `create it as root: mkdir -p -m 711 ${stateDir}, or give --state-dir a directory the agent can create`,
+    );
   }
   return pass('state-dir', `${stateDir} does not exist yet: the agent creates it (mode 0711) in ${parent}`);
 }

@@ -13,7 +13,9 @@ import type { DoctorSetup } from './doctor-setup.js';
 
 /** `setup.trustedFiles` as the CLI lists them; without a list, the trusted keys alone (the setup's own). */
 export function checkTrustedFiles(setup: Pick<DoctorSetup, 'trustedFiles' | 'trust' | 'stateDir'>): CheckResult {
-  const keys = setup.trust.unsigned ? [] : setup.trust.keyFiles.map((path): TrustedFileRef => ({ path, role: 'trusted-key', what: 'trusted-key' }));
+  const keys = setup.trust.unsigned
+    ? []
+    : setup.trust.keyFiles.map((path): TrustedFileRef => ({ path, role: 'trusted-key', what: 'trusted-key' }));
   const refs = [...(setup.trustedFiles ?? keys)];
   const stateDir = setup.stateDir;
   // The agent refuses an API token another user could change (state-dir); that others can read it is this check's.
@@ -25,7 +27,13 @@ export function checkTrustedFiles(setup: Pick<DoctorSetup, 'trustedFiles' | 'tru
     const fixes = [...new Set(problems.map((p) => p.fix))];
     return fail('trusted-files', problems.map((p) => p.problem).join('; '), fixes.join('; '), problems[0]!.code);
   }
-  const names = refs.map((r) => `${r.role === 'config' ? 'the configuration file' : r.what === 'enrollment-key' ? 'enrollment key' : r.role === 'trusted-key' ? 'trusted key' : r.what} ${r.path}`);
+  const names = refs.map(
+    (r) =>
+      `${r.role === 'config' ? 'the configuration file' : r.what === 'enrollment-key' ? 'enrollment key' : r.role === 'trusted-key' ? 'trusted key' : r.what} ${r.path}`,
+  );
   const who = agentUid() === 0 ? 'root' : `root or ${describeUid(agentUid())}`;
-  return pass('trusted-files', `${names.join(', ')}: only ${who} can change them${refs.some((r) => r.role === 'secret') ? ', and no other user can read the secrets' : ''}`);
+  return pass(
+    'trusted-files',
+    `${names.join(', ')}: only ${who} can change them${refs.some((r) => r.role === 'secret') ? ', and no other user can read the secrets' : ''}`,
+  );
 }

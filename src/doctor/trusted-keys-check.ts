@@ -9,10 +9,26 @@ import type { DoctorSetup } from './doctor-setup.js';
 export async function checkTrustedKeys(trust: DoctorSetup['trust']): Promise<CheckResult> {
   const files = trust.keyFiles;
   if (trust.unsigned) {
-    if (files.length) return fail('trusted-keys', '--allow-unsigned and --trusted-key are both given: the agent refuses to start', 'keep one: --trusted-key FILE (production) or --allow-unsigned (development)', 'KS_USAGE');
-    return warn('trusted-keys', '--allow-unsigned: every revision is applied without a signature check (development only)', 'for a device in production, give --trusted-key FILE (keystonectl keygen writes one)');
+    if (files.length)
+      return fail(
+        'trusted-keys',
+        '--allow-unsigned and --trusted-key are both given: the agent refuses to start',
+        'keep one: --trusted-key FILE (production) or --allow-unsigned (development)',
+        'KS_USAGE',
+      );
+    return warn(
+      'trusted-keys',
+      '--allow-unsigned: every revision is applied without a signature check (development only)',
+      'for a device in production, give --trusted-key FILE (keystonectl keygen writes one)',
+    );
   }
-  if (files.length === 0) return fail('trusted-keys', 'no trusted key and no --allow-unsigned: the agent refuses to start', 'give --trusted-key FILE (repeatable), the public key the repository is signed with', 'KS_USAGE');
+  if (files.length === 0)
+    return fail(
+      'trusted-keys',
+      'no trusted key and no --allow-unsigned: the agent refuses to start',
+      'give --trusted-key FILE (repeatable), the public key the repository is signed with',
+      'KS_USAGE',
+    );
   const texts: Array<{ source: string; text: string }> = [];
   const problems: string[] = [];
   let code: string | undefined;
@@ -34,12 +50,25 @@ export async function checkTrustedKeys(trust: DoctorSetup['trust']): Promise<Che
     }
   }
   if (problems.length)
-    return fail('trusted-keys', problems.join('; '), 'give the public key files minisign or keystonectl keygen wrote (`untrusted comment:` line, then the key); never a secret key', code);
+    return fail(
+      'trusted-keys',
+      problems.join('; '),
+      'give the public key files minisign or keystonectl keygen wrote (`untrusted comment:` line, then the key); never a secret key',
+      code,
+    );
   try {
     // The threshold rule is the keyring's own: a whole number ≥ 1, no more than the distinct keys given.
     const keyring = buildKeyring(texts, trust.threshold === undefined ? 1 : Number(trust.threshold));
-    return pass('trusted-keys', `${keyring.keys.size} trusted key${keyring.keys.size === 1 ? '' : 's'} (${[...keyring.keys.keys()].join(', ')}), ${keyring.threshold} signature${keyring.threshold === 1 ? '' : 's'} required`);
+    return pass(
+      'trusted-keys',
+      `${keyring.keys.size} trusted key${keyring.keys.size === 1 ? '' : 's'} (${[...keyring.keys.keys()].join(', ')}), ${keyring.threshold} signature${keyring.threshold === 1 ? '' : 's'} required`,
+    );
   } catch (e) {
-    return fail('trusted-keys', (e as Error).message, 'give --threshold a whole number no larger than the number of distinct --trusted-key files', e instanceof TrustError ? e.code : undefined);
+    return fail(
+      'trusted-keys',
+      (e as Error).message,
+      'give --threshold a whole number no larger than the number of distinct --trusted-key files',
+      e instanceof TrustError ? e.code : undefined,
+    );
   }
 }

@@ -9,13 +9,25 @@ import { fail, pass, skip, type CheckResult } from './check-result.js';
 import type { CurrentPlan } from './current-plan.js';
 import { describeIdentity, type RunUser } from './run-users-check.js';
 
-export async function checkWorkDirReach(opts: { plan: CurrentPlan; users: readonly RunUser[]; stateDir: string; agent: AgentIdentity; db: UserDb }): Promise<CheckResult> {
+export async function checkWorkDirReach(opts: {
+  plan: CurrentPlan;
+  users: readonly RunUser[];
+  stateDir: string;
+  agent: AgentIdentity;
+  db: UserDb;
+}): Promise<CheckResult> {
   const { plan, stateDir } = opts;
-  if (opts.agent.uid !== 0) return pass('work-dir-reach', `components run as the agent's own user (uid ${opts.agent.uid}), who reaches its state directory`);
+  if (opts.agent.uid !== 0)
+    return pass(
+      'work-dir-reach',
+      `components run as the agent's own user (uid ${opts.agent.uid}), who reaches its state directory`,
+    );
   let who: Array<{ name: string; identity: RunIdentity }>;
   let standIn = false;
   if (plan.kind === 'known') {
-    who = opts.users.flatMap((u) => ('identity' in u && u.switchesUser ? [{ name: u.component.name, identity: u.identity }] : []));
+    who = opts.users.flatMap((u) =>
+      'identity' in u && u.switchesUser ? [{ name: u.component.name, identity: u.identity }] : [],
+    );
     if (who.length === 0) return pass('work-dir-reach', 'no process of the plan runs as another user than the agent');
   } else {
     let identity: RunIdentity;
@@ -23,7 +35,10 @@ export async function checkWorkDirReach(opts: { plan: CurrentPlan; users: readon
       const p = buildPrivileges(undefined, opts.agent, opts.db);
       identity = p.identity;
     } catch {
-      return skip('work-dir-reach', 'no plan to read the run users from, and the device has no default run user to check with');
+      return skip(
+        'work-dir-reach',
+        'no plan to read the run users from, and the device has no default run user to check with',
+      );
     }
     who = [{ name: 'component', identity }];
     standIn = true;
@@ -40,11 +55,19 @@ export async function checkWorkDirReach(opts: { plan: CurrentPlan; users: readon
   const under = `${stateDir}/components`;
   if (blocked.size === 0) {
     const users = [...new Set(who.map((w) => describeIdentity(w.identity)))].join(', ');
-    return pass('work-dir-reach', standIn ? `the default run user ${users} can reach ${under}/… (no plan to read the recipes' users from: only the default was checked)` : `${users} can reach their work directories under ${under}`);
+    return pass(
+      'work-dir-reach',
+      standIn
+        ? `the default run user ${users} can reach ${under}/… (no plan to read the recipes' users from: only the default was checked)`
+        : `${users} can reach their work directories under ${under}`,
+    );
   }
   const first = [...blocked.values()][0]!;
   const detail = [...blocked.values()]
-    .map((b) => `${[...b.users].join(', ')} cannot reach ${standIn ? `work directories under ${under}` : `the work directories of ${b.components.join(', ')}`}: ${b.dir} (mode ${b.mode.toString(8).padStart(4, '0')}) does not let ${b.users.size === 1 ? 'it' : 'them'} through`)
+    .map(
+      (b) =>
+        `${[...b.users].join(', ')} cannot reach ${standIn ? `work directories under ${under}` : `the work directories of ${b.components.join(', ')}`}: ${b.dir} (mode ${b.mode.toString(8).padStart(4, '0')}) does not let ${b.users.size === 1 ? 'it' : 'them'} through`,
+    )
     .join('; ');
   return fail(
     'work-dir-reach',

@@ -76,8 +76,15 @@ export async function openFleetRepository(o: OpenFleetRepositoryOptions): Promis
   }
   const ref = o.ref ?? 'main';
   const gitdir = join(o.cacheDir ?? defaultCacheRoot(o.env), createHash('sha256').update(o.repo).digest('hex'));
-  if (!fs.existsSync(join(gitdir, 'HEAD'))) await runGit(['init', '--quiet', '--bare', gitdir], o, 'creating the cache');
-  await fetchRemote(gitdir, o.repo, [`+refs/heads/${ref}:refs/heads/${ref}`, '+refs/notes/keystone*:refs/notes/keystone*', ROLLOUT_REFSPEC], o, ref);
+  if (!fs.existsSync(join(gitdir, 'HEAD')))
+    await runGit(['init', '--quiet', '--bare', gitdir], o, 'creating the cache');
+  await fetchRemote(
+    gitdir,
+    o.repo,
+    [`+refs/heads/${ref}:refs/heads/${ref}`, '+refs/notes/keystone*:refs/notes/keystone*', ROLLOUT_REFSPEC],
+    o,
+    ref,
+  );
   const want = o.commit ?? ref;
   try {
     return { gitdir, commit: await resolveOrThrow(gitdir, want), label: want };
@@ -90,18 +97,29 @@ export async function openFleetRepository(o: OpenFleetRepositoryOptions): Promis
 }
 
 /** A reports repository (`--reports`): a local one as it is, a remote after one fetch of every notes and rollout ref. */
-export async function openReportsRepository(o: Omit<OpenFleetRepositoryOptions, 'ref' | 'commit' | 'depth'>): Promise<string> {
+export async function openReportsRepository(
+  o: Omit<OpenFleetRepositoryOptions, 'ref' | 'commit' | 'depth'>,
+): Promise<string> {
   if (!isRemote(o.repo)) {
     const dotGit = join(o.repo, '.git');
     if (fs.existsSync(dotGit) && fs.statSync(dotGit).isFile()) {
-      const { stdout } = await exec('git', ['-C', o.repo, 'rev-parse', '--path-format=absolute', '--git-common-dir'], { env: { ...process.env, ...o.env } });
+      const { stdout } = await exec('git', ['-C', o.repo, 'rev-parse', '--path-format=absolute', '--git-common-dir'], {
+        env: { ...process.env, ...o.env },
+      });
       return stdout.trim();
     }
     return locateGitRepository(o.repo).gitdir;
   }
   const gitdir = join(o.cacheDir ?? defaultCacheRoot(o.env), createHash('sha256').update(o.repo).digest('hex'));
-  if (!fs.existsSync(join(gitdir, 'HEAD'))) await runGit(['init', '--quiet', '--bare', gitdir], o, 'creating the cache');
-  await fetchRemote(gitdir, o.repo, ['+refs/notes/keystone*:refs/notes/keystone*', ROLLOUT_REFSPEC], o, 'refs/notes/keystone*');
+  if (!fs.existsSync(join(gitdir, 'HEAD')))
+    await runGit(['init', '--quiet', '--bare', gitdir], o, 'creating the cache');
+  await fetchRemote(
+    gitdir,
+    o.repo,
+    ['+refs/notes/keystone*:refs/notes/keystone*', ROLLOUT_REFSPEC],
+    o,
+    'refs/notes/keystone*',
+  );
   return gitdir;
 }
 
@@ -111,16 +129,22 @@ export async function openReportsRepository(o: Omit<OpenFleetRepositoryOptions, 
  * every notes ref live.
  */
 async function openLinkedWorktree(o: OpenFleetRepositoryOptions, want: string): Promise<FleetRepository> {
-  const ask = async (args: string[]) => (await exec('git', ['-C', o.repo, ...args], { env: { ...process.env, ...o.env } })).stdout.trim();
+  const ask = async (args: string[]) =>
+    (await exec('git', ['-C', o.repo, ...args], { env: { ...process.env, ...o.env } })).stdout.trim();
   let common: string;
   try {
     common = await ask(['rev-parse', '--path-format=absolute', '--git-common-dir']);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new OperationError('KS_GIT_MISSING', 'a linked work tree needs the git command (not found on PATH)');
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT')
+      throw new OperationError('KS_GIT_MISSING', 'a linked work tree needs the git command (not found on PATH)');
     throw new OperationError('KS_NOT_A_GIT_REPOSITORY', `${o.repo} is not a Git repository`);
   }
   try {
-    return { gitdir: common, commit: await ask(['rev-parse', '--verify', '--quiet', '--end-of-options', `${want}^{commit}`]), label: want };
+    return {
+      gitdir: common,
+      commit: await ask(['rev-parse', '--verify', '--quiet', '--end-of-options', `${want}^{commit}`]),
+      label: want,
+    };
   } catch {
     throw new UnknownRefError(`no ref or commit "${want}" in ${o.repo}`);
   }
@@ -130,35 +154,61 @@ function defaultCacheRoot(env: Record<string, string | undefined>): string {
   return join(env.XDG_CACHE_HOME || join(env.HOME || homedir(), '.cache'), 'keystone', 'fleet');
 }
 
-async function fetchRemote(gitdir: string, url: string, refspecs: string[], o: OpenFleetRepositoryOptions, what: string): Promise<void> {
-  const args = ['--git-dir', gitdir, 'fetch', '--quiet', '--no-tags', '--prune', `--depth=${o.depth ?? 1}`, url, ...refspecs];
+async function fetchRemote(
+  gitdir: string,
+  url: string,
+  refspecs: string[],
+  o: OpenFleetRepositoryOptions,
+  what: string,
+): Promise<void> {
+  const args = [
+    '--git-dir',
+    gitdir,
+    'fetch',
+    '--quiet',
+    '--no-tags',
+    '--prune',
+    `--depth=${o.depth ?? 1}`,
+    url,
+    ...refspecs,
+  ];
   try {
     await runGit(args, o, `fetching from ${redactUrl(url)}`);
   } catch (e) {
     const stderr = (e as { stderr?: string }).stderr ?? '';
     // The server answered, and has no such branch or commit: the input is wrong, not the remote.
-    if (/couldn't find remote ref|not our ref|no such remote ref|unadvertised object/i.test(stderr)) throw new UnknownRefError(`${redactUrl(url)} has no ref or commit "${what}"`);
+    if (/couldn't find remote ref|not our ref|no such remote ref|unadvertised object/i.test(stderr))
+      throw new UnknownRefError(`${redactUrl(url)} has no ref or commit "${what}"`);
     throw e;
   }
 }
 
 async function runGit(args: string[], o: OpenFleetRepositoryOptions, what: string): Promise<void> {
   // The token goes in through the environment (GIT_CONFIG_*), never the command line other users can read.
-  const auth = o.token ? { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: `Authorization: Basic ${Buffer.from(`x-access-token:${o.token}`).toString('base64')}` } : {};
+  const auth = o.token
+    ? {
+        GIT_CONFIG_COUNT: '1',
+        GIT_CONFIG_KEY_0: 'http.extraHeader',
+        GIT_CONFIG_VALUE_0: `Authorization: Basic ${Buffer.from(`x-access-token:${o.token}`).toString('base64')}`,
+      }
+    : {};
   const env = { ...process.env, ...o.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true', ...auth };
   try {
     await exec('git', args, { env, timeout: o.timeoutMs ?? 120_000, maxBuffer: 16 << 20 });
   } catch (e) {
     const err = e as NodeJS.ErrnoException & { stderr?: string };
-    if (err.code === 'ENOENT') throw new OperationError('KS_GIT_MISSING', 'keystonectl fleet status needs the git command (not found on PATH)');
+    if (err.code === 'ENOENT')
+      throw new OperationError('KS_GIT_MISSING', 'keystonectl fleet status needs the git command (not found on PATH)');
     const stderr = redact(err.stderr ?? err.message, o.token).trim();
-    const failure = new OperationError('KS_FLEET_FETCH_FAILED', `${what}: ${stderr.split('\n').slice(-3).join(' / ') || 'git failed'}`);
+    const failure = new OperationError(
+      'KS_FLEET_FETCH_FAILED',
+      `${what}: ${stderr.split('\n').slice(-3).join(' / ') || 'git failed'}`,
+    );
     throw Object.assign(failure, { stderr });
   }
 }
 
 const redact = (text: string, token?: string) => (token ? text.split(token).join('***') : text);
-
 
 async function resolveOrThrow(gitdir: string, ref: string): Promise<string> {
   let oid: string;
@@ -169,7 +219,9 @@ async function resolveOrThrow(gitdir: string, ref: string): Promise<string> {
     throw e;
   }
   // A tag names a tag object: the commit is what it points at.
-  const { object, type } = await git.readObject({ fs, gitdir, oid }).catch(() => ({ object: undefined, type: undefined }));
+  const { object, type } = await git
+    .readObject({ fs, gitdir, oid })
+    .catch(() => ({ object: undefined, type: undefined }));
   if (type === 'tag') return (object as { object: string }).object;
   if (type !== 'commit') throw new UnknownRefError(`"${ref}" is not a commit`);
   return oid;
@@ -195,15 +247,23 @@ export async function readFleetReports(gitdir: string, commit: string, notesGitd
   const { commit: c } = await git.readCommit({ fs, gitdir, oid: commit, cache });
   const fleetText = await readFleetFile(gitdir, commit);
   const reports: DeviceReports[] = [];
-  const refs = (await git.listRefs({ fs, gitdir: notesGitdir, filepath: DEVICE_NOTES_PREFIX.replace(/\/$/, '') })).map((r) => `${DEVICE_NOTES_PREFIX}${r}`).sort();
+  const refs = (await git.listRefs({ fs, gitdir: notesGitdir, filepath: DEVICE_NOTES_PREFIX.replace(/\/$/, '') }))
+    .map((r) => `${DEVICE_NOTES_PREFIX}${r}`)
+    .sort();
   for (const ref of refs) {
     const device = deviceOfNotesRef(ref);
     const tip = await resolveRefIfAny(notesGitdir, ref);
     if (device === undefined || tip === undefined) continue;
     const context = statusContext(device);
     const onCommit = lineOf(await noteAt(notesGitdir, tip, commit), context, commit);
-    const newest = (await newestFromMessage(notesGitdir, tip, context)) ?? (await newestInTree(notesGitdir, tip, context));
-    reports.push({ device, ...(onCommit && { onCommit }), ...(newest && { newest }), publishedCertificate: () => publishedCertificate(notesGitdir, tip) });
+    const newest =
+      (await newestFromMessage(notesGitdir, tip, context)) ?? (await newestInTree(notesGitdir, tip, context));
+    reports.push({
+      device,
+      ...(onCommit && { onCommit }),
+      ...(newest && { newest }),
+      publishedCertificate: () => publishedCertificate(notesGitdir, tip),
+    });
   }
   // Earlier agents' lines on this commit, for devices whose own ref has none.
   const legacyTip = await resolveRefIfAny(notesGitdir, LEGACY_NOTES_REF);
@@ -251,7 +311,9 @@ function toReport(line: StatusLine, commit: string): DeviceReport {
 /** The certificate a device publishes in its notes tree (note-commit.ts), if any and not oversized; read only when asked. */
 async function publishedCertificate(gitdir: string, tip: string): Promise<string | undefined> {
   const { tree } = (await git.readCommit({ fs, gitdir, oid: tip })).commit;
-  const entry = (await git.readTree({ fs, gitdir, oid: tree })).tree.find((e) => e.path === CERTIFICATE_ENTRY && e.type === 'blob');
+  const entry = (await git.readTree({ fs, gitdir, oid: tree })).tree.find(
+    (e) => e.path === CERTIFICATE_ENTRY && e.type === 'blob',
+  );
   if (!entry) return undefined;
   const { blob } = await git.readBlob({ fs, gitdir, oid: entry.oid });
   return blob.length <= 16 * 1024 ? Buffer.from(blob).toString('utf8') : undefined;
@@ -278,7 +340,11 @@ async function newestInTree(gitdir: string, tip: string, context: string): Promi
       const name = prefix + e.path;
       if (e.type === 'tree' && /^[0-9a-f]{2,38}$/.test(name)) await walk(e.oid, name);
       else if (e.type === 'blob' && isCommitId(name)) {
-        const r = lineOf(Buffer.from((await git.readBlob({ fs, gitdir, oid: e.oid })).blob).toString('utf8'), context, name);
+        const r = lineOf(
+          Buffer.from((await git.readBlob({ fs, gitdir, oid: e.oid })).blob).toString('utf8'),
+          context,
+          name,
+        );
         if (r && (best === undefined || r.at > best.at || Number.isNaN(best.at))) best = r;
       }
     }
@@ -290,8 +356,9 @@ async function newestInTree(gitdir: string, tip: string, context: string): Promi
 /** `older` when `other` is an ancestor of `commit`, `newer` when a descendant; `unknown` where history is cut off. */
 async function relate(gitdir: string, commit: string, other: string, cache: object): Promise<Ancestry> {
   const maxCommits = 2000;
-  if ((await searchAncestor({ gitdir, tip: commit, ancestor: other, maxCommits, cache })).kind === 'found') return 'older';
-  if ((await searchAncestor({ gitdir, tip: other, ancestor: commit, maxCommits, cache })).kind === 'found') return 'newer';
+  if ((await searchAncestor({ gitdir, tip: commit, ancestor: other, maxCommits, cache })).kind === 'found')
+    return 'older';
+  if ((await searchAncestor({ gitdir, tip: other, ancestor: commit, maxCommits, cache })).kind === 'found')
+    return 'newer';
   return 'unknown';
 }
-

@@ -15,15 +15,28 @@ const exec = promisify(execFile);
 export const ROLLOUT_REFSPEC = `+${ROLLOUT_PREFIX}*:${ROLLOUT_PREFIX}*`;
 
 /** Every rollout ref of `gitdir` that parseRolloutRef accepts; a forged or malformed name is not counted. */
-export async function readRolloutRefs(gitdir: string, env: Record<string, string | undefined> = {}): Promise<RolloutRef[]> {
+export async function readRolloutRefs(
+  gitdir: string,
+  env: Record<string, string | undefined> = {},
+): Promise<RolloutRef[]> {
   let stdout: string;
   try {
     // A few refs per device: ~100 bytes each, so 256 MB is millions of refs.
-    ({ stdout } = await exec('git', ['--git-dir', gitdir, 'for-each-ref', '--format=%(refname)', ROLLOUT_PREFIX], { env: { ...process.env, ...env }, maxBuffer: 256 << 20 }));
+    ({ stdout } = await exec('git', ['--git-dir', gitdir, 'for-each-ref', '--format=%(refname)', ROLLOUT_PREFIX], {
+      env: { ...process.env, ...env },
+      maxBuffer: 256 << 20,
+    }));
   } catch (e) {
     const err = e as NodeJS.ErrnoException & { stderr?: string };
-    if (err.code === 'ENOENT') throw new OperationError('KS_GIT_MISSING', 'keystonectl fleet status needs the git command to read the rollout refs (not found on PATH)');
-    throw new OperationError('KS_FLEET_FETCH_FAILED', `listing the rollout refs of ${gitdir}: ${(err.stderr ?? err.message).trim().split('\n').pop()}`);
+    if (err.code === 'ENOENT')
+      throw new OperationError(
+        'KS_GIT_MISSING',
+        'keystonectl fleet status needs the git command to read the rollout refs (not found on PATH)',
+      );
+    throw new OperationError(
+      'KS_FLEET_FETCH_FAILED',
+      `listing the rollout refs of ${gitdir}: ${(err.stderr ?? err.message).trim().split('\n').pop()}`,
+    );
   }
   const out: RolloutRef[] = [];
   for (const line of stdout.split('\n')) {

@@ -150,7 +150,9 @@ export function buildRolloutView(input: RolloutViewInput): RolloutView {
 
 function rule(w: Wave): Pick<WaveView, 'percent' | 'named'> {
   if (w.percent !== undefined) return { percent: w.percent };
-  return { named: { ...(w.selector && { selector: { ...w.selector } }), ...(w.devices && { devices: [...w.devices] }) } };
+  return {
+    named: { ...(w.selector && { selector: { ...w.selector } }), ...(w.devices && { devices: [...w.devices] }) },
+  };
 }
 
 /** Per wave, the oldest success line on the commit (ms, never before the commit). */

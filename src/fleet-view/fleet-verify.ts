@@ -41,7 +41,11 @@ export interface FleetVerification {
 }
 
 /** Sets `verification` and `counted` on every report of `reports` (in place), and sorts `refs` into counted or not. */
-export async function verifyFleetReports(reports: readonly DeviceReports[], refs: readonly RolloutRef[], o: FleetVerifyOptions): Promise<FleetVerification> {
+export async function verifyFleetReports(
+  reports: readonly DeviceReports[],
+  refs: readonly RolloutRef[],
+  o: FleetVerifyOptions,
+): Promise<FleetVerification> {
   const warnings: string[] = [];
   let revocations: Revocations | undefined;
   try {
@@ -56,8 +60,11 @@ export async function verifyFleetReports(reports: readonly DeviceReports[], refs
   // As the gates decide it (report-admission.ts): a reader holding an enrolment key requires enrolment unless the
   // signed fleet.toml says otherwise; devices/ is not signed, and a commit without it must not turn checks off.
   const requireEnrolled = o.rollout?.requireEnrolled ?? (o.enrollmentKeys.length > 0 || hasDevices);
-  if (o.enrollmentKeys.length > 0 && !hasDevices) warnings.push(`no ${CERTIFICATE_DIR}/ at this commit: no device is enrolled in it, so no report verifies`);
-  const published = new Map(reports.flatMap((r) => (r.publishedCertificate !== undefined ? [[r.device, r.publishedCertificate] as const] : [])));
+  if (o.enrollmentKeys.length > 0 && !hasDevices)
+    warnings.push(`no ${CERTIFICATE_DIR}/ at this commit: no device is enrolled in it, so no report verifies`);
+  const published = new Map(
+    reports.flatMap((r) => (r.publishedCertificate !== undefined ? [[r.device, r.publishedCertificate] as const] : [])),
+  );
   const verifier = new ReportVerifier({
     enrollmentKeys: o.enrollmentKeys,
     now: () => o.now,
@@ -67,7 +74,9 @@ export async function verifyFleetReports(reports: readonly DeviceReports[], refs
       const text = file === undefined ? undefined : await readText(o.gitdir, o.commit, file);
       if (text !== undefined) return { text, file: file! };
       const own = await published.get(device)?.();
-      return own === undefined ? undefined : { text: own, file: `${PUBLISHED} ${device} publishes (not in devices/: no gate counts it)` };
+      return own === undefined
+        ? undefined
+        : { text: own, file: `${PUBLISHED} ${device} publishes (not in devices/: no gate counts it)` };
     },
   });
   const check = async (device: string, r: DeviceReport | undefined) => {

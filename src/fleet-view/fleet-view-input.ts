@@ -4,7 +4,6 @@
 import type { ReportSignature } from '../identity/report-signature.js';
 import type { Verification } from '../identity/report-verifier.js';
 
-
 /** One report line of a device, on some commit. */
 export interface DeviceReport {
   commit: string;

@@ -30,7 +30,18 @@ export const NO_FLEET_FILE = '(no fleet.toml)';
  * forged, revoked, unverified: its report on the commit is not counted (SPEC §15): not its own, or not checkable where
  * the fleet requires enrolment. `claimed` says what that report said.
  */
-export const DEVICE_STATES = ['success', 'failure', 'pending', 'error', 'other-commit', 'silent', 'waiting', 'forged', 'revoked', 'unverified'] as const;
+export const DEVICE_STATES = [
+  'success',
+  'failure',
+  'pending',
+  'error',
+  'other-commit',
+  'silent',
+  'waiting',
+  'forged',
+  'revoked',
+  'unverified',
+] as const;
 export type DeviceState = (typeof DEVICE_STATES)[number];
 
 export interface DeviceView {
@@ -159,16 +170,23 @@ export function buildFleetView(input: FleetViewInput): FleetView {
     const version = ownNewest?.fields.agent ?? (r.onCommit?.counted === false ? undefined : r.onCommit?.fields.agent);
     if (version !== undefined && version !== '') running.set(r.device, version);
     const reportedTarget = own?.fields.target;
-    const target = targets === undefined ? NO_FLEET_FILE : (reportedTarget ?? (own ? undefined : named.get(r.device)) ?? NO_TARGET);
+    const target =
+      targets === undefined ? NO_FLEET_FILE : (reportedTarget ?? (own ? undefined : named.get(r.device)) ?? NO_TARGET);
     let state: DeviceState;
     if (r.onCommit && r.onCommit.counted === false) state = r.onCommit.verification!.verdict as DeviceState;
     else if (r.onCommit) state = REPORTED.includes(r.onCommit.state) ? (r.onCommit.state as DeviceState) : 'error';
     // On a newer commit it has moved on; it is not silent about this one.
-    else if (ownNewest && (ownNewest.at >= since || !silenceCounts || input.ancestry?.[ownNewest.commit] === 'newer')) state = 'other-commit';
+    else if (ownNewest && (ownNewest.at >= since || !silenceCounts || input.ancestry?.[ownNewest.commit] === 'newer'))
+      state = 'other-commit';
     else state = silenceCounts ? 'silent' : 'waiting';
     const other = !r.onCommit && r.newest && r.newest.commit !== commit;
     // What it reported this commit with, else its rollout ref, else what it reported another commit with.
-    const wave = input.waves && ((r.onCommit?.counted === false ? undefined : r.onCommit)?.fields.wave ?? input.waves.get(r.device) ?? own?.fields.wave ?? null);
+    const wave =
+      input.waves &&
+      ((r.onCommit?.counted === false ? undefined : r.onCommit)?.fields.wave ??
+        input.waves.get(r.device) ??
+        own?.fields.wave ??
+        null);
     return {
       device: r.device,
       target,
@@ -190,7 +208,26 @@ export function buildFleetView(input: FleetViewInput): FleetView {
   const groups = new Map<string, TargetView>();
   const group = (name: string, plan: string | null) => {
     let g = groups.get(name);
-    if (!g) groups.set(name, (g = { name, plan, devices: 0, success: 0, failure: 0, pending: 0, error: 0, otherCommit: 0, silent: 0, waiting: 0, forged: 0, revoked: 0, unverified: 0, members: [] }));
+    if (!g)
+      groups.set(
+        name,
+        (g = {
+          name,
+          plan,
+          devices: 0,
+          success: 0,
+          failure: 0,
+          pending: 0,
+          error: 0,
+          otherCommit: 0,
+          silent: 0,
+          waiting: 0,
+          forged: 0,
+          revoked: 0,
+          unverified: 0,
+          members: [],
+        }),
+      );
     return g;
   };
   if (targets === undefined) group(NO_FLEET_FILE, null);
@@ -200,7 +237,10 @@ export function buildFleetView(input: FleetViewInput): FleetView {
   if (devices.some((d) => d.target === NO_TARGET)) group(NO_TARGET, null);
 
   const order = [...groups.keys()];
-  devices.sort((a, b) => order.indexOf(a.target) - order.indexOf(b.target) || (a.device < b.device ? -1 : a.device > b.device ? 1 : 0));
+  devices.sort(
+    (a, b) =>
+      order.indexOf(a.target) - order.indexOf(b.target) || (a.device < b.device ? -1 : a.device > b.device ? 1 : 0),
+  );
   for (const d of devices) {
     const g = groups.get(d.target)!;
     g.devices++;
@@ -222,7 +262,8 @@ export function buildFleetView(input: FleetViewInput): FleetView {
 
 /** Newest first (semver), versions that do not parse after them by name, `unknown` last. */
 function compareVersions(a: string, b: string): number {
-  if (a === UNKNOWN_AGENT_VERSION || b === UNKNOWN_AGENT_VERSION) return (a === UNKNOWN_AGENT_VERSION ? 1 : 0) - (b === UNKNOWN_AGENT_VERSION ? 1 : 0);
+  if (a === UNKNOWN_AGENT_VERSION || b === UNKNOWN_AGENT_VERSION)
+    return (a === UNKNOWN_AGENT_VERSION ? 1 : 0) - (b === UNKNOWN_AGENT_VERSION ? 1 : 0);
   const va = semver.valid(a);
   const vb = semver.valid(b);
   if (va && vb) return semver.rcompare(va, vb) || (a < b ? -1 : a > b ? 1 : 0);
@@ -230,7 +271,10 @@ function compareVersions(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-function agentVersionCounts(devices: readonly DeviceView[], running: ReadonlyMap<string, string>): Record<string, number> {
+function agentVersionCounts(
+  devices: readonly DeviceView[],
+  running: ReadonlyMap<string, string>,
+): Record<string, number> {
   const counts = new Map<string, number>();
   for (const d of devices) {
     const v = running.get(d.device) ?? UNKNOWN_AGENT_VERSION;
@@ -246,7 +290,12 @@ function agentVersionCounts(devices: readonly DeviceView[], running: ReadonlyMap
  * Per wave (`waveOrder` given: the commit has a `[rollout]`; devices of no known wave are left out), else per target,
  * the devices the file names an agent version for and how many run it; undefined when the file names none.
  */
-function agentUpdateOf(devices: readonly DeviceView[], running: ReadonlyMap<string, string>, targets: readonly ViewTarget[], waveOrder: readonly string[] | undefined): AgentUpdateProgress[] | undefined {
+function agentUpdateOf(
+  devices: readonly DeviceView[],
+  running: ReadonlyMap<string, string>,
+  targets: readonly ViewTarget[],
+  waveOrder: readonly string[] | undefined,
+): AgentUpdateProgress[] | undefined {
   const wanted = new Map<string, string>();
   for (const t of targets) if (t.agentVersion !== undefined && !wanted.has(t.name)) wanted.set(t.name, t.agentVersion);
   if (wanted.size === 0) return undefined;
@@ -257,7 +306,8 @@ function agentUpdateOf(devices: readonly DeviceView[], running: ReadonlyMap<stri
     if (waveOrder && typeof d.wave !== 'string') continue;
     const key = JSON.stringify([waveOrder ? d.wave : d.target, version]);
     let g = groups.get(key);
-    if (!g) groups.set(key, (g = { ...(waveOrder ? { wave: d.wave! } : { target: d.target }), version, devices: 0, on: 0 }));
+    if (!g)
+      groups.set(key, (g = { ...(waveOrder ? { wave: d.wave! } : { target: d.target }), version, devices: 0, on: 0 }));
     g.devices++;
     if (running.get(d.device) === version) g.on++;
   }

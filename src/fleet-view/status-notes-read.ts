@@ -17,7 +17,9 @@ export interface NotedStatusLine extends StatusLine {
 
 /** The status lines noted on `commit`, one per context, per-device refs first and the shared ref's remaining lines after. */
 export async function readStatusNotes(gitdir: string, commit: string): Promise<NotedStatusLine[]> {
-  const deviceRefs = (await git.listRefs({ fs, gitdir, filepath: DEVICE_NOTES_PREFIX.replace(/\/$/, '') })).map((r) => `${DEVICE_NOTES_PREFIX}${r}`).sort();
+  const deviceRefs = (await git.listRefs({ fs, gitdir, filepath: DEVICE_NOTES_PREFIX.replace(/\/$/, '') }))
+    .map((r) => `${DEVICE_NOTES_PREFIX}${r}`)
+    .sort();
   const out: NotedStatusLine[] = [];
   const seen = new Set<string>();
   for (const ref of [...deviceRefs, LEGACY_NOTES_REF]) {
@@ -31,4 +33,3 @@ export async function readStatusNotes(gitdir: string, commit: string): Promise<N
   }
   return out;
 }
-

@@ -28,12 +28,20 @@ export function discoveryHttp(
   };
 }
 
-async function* capped(source: AsyncIterableIterator<Uint8Array>, o: { budget: TransferBudget; maxBytes: number; what: string }): AsyncIterableIterator<Uint8Array> {
+async function* capped(
+  source: AsyncIterableIterator<Uint8Array>,
+  o: { budget: TransferBudget; maxBytes: number; what: string },
+): AsyncIterableIterator<Uint8Array> {
   let received = 0;
   for await (const chunk of source) {
     received += chunk.byteLength;
     if (received > o.maxBytes) {
-      o.budget.fail(new OperationError('KS_GIT_FETCH_TOO_LARGE', `${o.what}: the ref listing passed ${o.maxBytes} bytes; the transfer was abandoned`));
+      o.budget.fail(
+        new OperationError(
+          'KS_GIT_FETCH_TOO_LARGE',
+          `${o.what}: the ref listing passed ${o.maxBytes} bytes; the transfer was abandoned`,
+        ),
+      );
       throw o.budget.failure;
     }
     yield chunk;

@@ -19,7 +19,11 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true });
  * the listing is never received. Lines read on the way must be pkt-lines `<oid> <name>…`, and a listing must end
  * with a flush and nothing after it (KS_GIT_SERVER_UNSUPPORTED otherwise: not a protocol v2 listing).
  */
-export async function* exactRefAnswer(source: AsyncIterable<Uint8Array>, ref: string, url: string): AsyncGenerator<Uint8Array> {
+export async function* exactRefAnswer(
+  source: AsyncIterable<Uint8Array>,
+  ref: string,
+  url: string,
+): AsyncGenerator<Uint8Array> {
   const it = source[Symbol.asyncIterator]();
   const wanted = Buffer.from(ref, 'utf8');
   let buf = Buffer.alloc(0);
@@ -31,14 +35,16 @@ export async function* exactRefAnswer(source: AsyncIterable<Uint8Array>, ref: st
     scan: for (;;) {
       while (buf.length >= 4) {
         const head = buf.toString('latin1', 0, 4);
-        if (!/^[0-9a-f]{4}$/i.test(head)) throw unsupported(url, `sent something other than pkt-lines in answer to ls-refs ("${printable(head)}")`);
+        if (!/^[0-9a-f]{4}$/i.test(head))
+          throw unsupported(url, `sent something other than pkt-lines in answer to ls-refs ("${printable(head)}")`);
         const len = parseInt(head, 16);
         if (len === 0) {
           ended = true;
           buf = buf.subarray(4);
           break scan;
         }
-        if (len < 5 || len > MAX_PKT) throw unsupported(url, `sent a bad pkt-line (length ${head}) in answer to ls-refs`);
+        if (len < 5 || len > MAX_PKT)
+          throw unsupported(url, `sent a bad pkt-line (length ${head}) in answer to ls-refs`);
         if (buf.length < len) break;
         const line = buf.subarray(0, len);
         buf = buf.subarray(len);
@@ -49,7 +55,13 @@ export async function* exactRefAnswer(source: AsyncIterable<Uint8Array>, ref: st
         }
       }
       const next = await it.next();
-      if (next.done) throw unsupported(url, buf.length === 0 && lines === 0 ? 'sent an empty answer to ls-refs (not protocol v2)' : 'ended its ls-refs answer without a flush');
+      if (next.done)
+        throw unsupported(
+          url,
+          buf.length === 0 && lines === 0
+            ? 'sent an empty answer to ls-refs (not protocol v2)'
+            : 'ended its ls-refs answer without a flush',
+        );
       buf = buf.length === 0 ? Buffer.from(next.value) : Buffer.concat([buf, next.value]);
     }
     // A complete answer ends at its flush: anything after it is not a listing.
@@ -81,7 +93,8 @@ export function refOf(line: Buffer, url: string): Buffer {
   if (text.endsWith('\n')) text = text.slice(0, -1);
   if (text.startsWith('ERR ')) throw unsupported(url, `refused ls-refs: ${printable(text.slice(4))}`);
   const [oid = '', ref = ''] = text.split(' ', 2);
-  if (!OID.test(oid) || ref === '') throw unsupported(url, `listed "${printable(text)}", not a ref, in answer to ls-refs`);
+  if (!OID.test(oid) || ref === '')
+    throw unsupported(url, `listed "${printable(text)}", not a ref, in answer to ls-refs`);
   return Buffer.from(ref, 'utf8');
 }
 

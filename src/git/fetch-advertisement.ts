@@ -15,7 +15,12 @@ export function oneRefAdvertisedHttp(http: HttpClient, ref: string): HttpClient 
   return {
     async request(req: GitHttpRequest): Promise<GitHttpResponse> {
       const res = await http.request(req);
-      if (res.body && res.statusCode === 200 && (req.method ?? 'GET') === 'GET' && /\/info\/refs\?service=git-upload-pack$/.test(req.url))
+      if (
+        res.body &&
+        res.statusCode === 200 &&
+        (req.method ?? 'GET') === 'GET' &&
+        /\/info\/refs\?service=git-upload-pack$/.test(req.url)
+      )
         res.body = once(await advertisementUpTo(res.body, ref));
       return res;
     },

@@ -47,7 +47,12 @@ export function headCompletingHttp(http: HttpClient, ref: string): HttpClient {
   return {
     async request(req: GitHttpRequest): Promise<GitHttpResponse> {
       const res = await http.request(req);
-      if (res.body && res.statusCode === 200 && (req.method ?? 'GET') === 'GET' && /\/info\/refs\?service=git-upload-pack$/.test(req.url))
+      if (
+        res.body &&
+        res.statusCode === 200 &&
+        (req.method ?? 'GET') === 'GET' &&
+        /\/info\/refs\?service=git-upload-pack$/.test(req.url)
+      )
         res.body = completed(res.body, ref);
       return res;
     },

@@ -31,7 +31,10 @@ export class TransferBudget {
     this.failed = new Promise<never>((_, reject) => (this.rejectFailed = reject));
     this.failed.catch(() => undefined);
     this.timer = setTimeout(
-      () => this.fail(new OperationError('KS_GIT_TIMEOUT', `${what} took longer than ${timeoutMs} ms; the transfer was abandoned`)),
+      () =>
+        this.fail(
+          new OperationError('KS_GIT_TIMEOUT', `${what} took longer than ${timeoutMs} ms; the transfer was abandoned`),
+        ),
       timeoutMs,
     );
   }
@@ -50,7 +53,12 @@ export class TransferBudget {
   countReceived(n: number): void {
     this.received += n;
     if (this.received > this.maxBytes)
-      this.fail(new OperationError('KS_GIT_FETCH_TOO_LARGE', `${this.what} received more than ${this.maxBytes} bytes; the transfer was abandoned`));
+      this.fail(
+        new OperationError(
+          'KS_GIT_FETCH_TOO_LARGE',
+          `${this.what} received more than ${this.maxBytes} bytes; the transfer was abandoned`,
+        ),
+      );
   }
 
   done(): void {
@@ -81,7 +89,13 @@ export function budgetedHttpClient(budget: TransferBudget, headers: Record<strin
       let body = req.body;
       if (Array.isArray(body)) budget.sent += (body as Uint8Array[]).reduce((n, b) => n + b.byteLength, 0);
       else if (body) body = countChunks(body, (n) => (budget.sent += n));
-      const res = await nodeHttp.request({ ...req, body, headers: { ...req.headers, ...headers }, signal: budget.signal, agent: gitHttpAgent(req.url) });
+      const res = await nodeHttp.request({
+        ...req,
+        body,
+        headers: { ...req.headers, ...headers },
+        signal: budget.signal,
+        agent: gitHttpAgent(req.url),
+      });
       if (res.statusCode === 429 || res.statusCode === 503) {
         const retryAfter = res.headers?.['retry-after'];
         budget.busy = { status: res.statusCode, ...(typeof retryAfter === 'string' && { retryAfter }) };
@@ -92,14 +106,20 @@ export function budgetedHttpClient(budget: TransferBudget, headers: Record<strin
   };
 }
 
-async function* countChunks(source: AsyncIterableIterator<Uint8Array>, add: (n: number) => void): AsyncIterableIterator<Uint8Array> {
+async function* countChunks(
+  source: AsyncIterableIterator<Uint8Array>,
+  add: (n: number) => void,
+): AsyncIterableIterator<Uint8Array> {
   for await (const chunk of source) {
     add(chunk.byteLength);
     yield chunk;
   }
 }
 
-async function* limitChunks(source: AsyncIterableIterator<Uint8Array>, budget: TransferBudget): AsyncIterableIterator<Uint8Array> {
+async function* limitChunks(
+  source: AsyncIterableIterator<Uint8Array>,
+  budget: TransferBudget,
+): AsyncIterableIterator<Uint8Array> {
   for await (const chunk of source) {
     budget.countReceived(chunk.byteLength);
     // Stop reading at once: isomorphic-git gathers a whole pack in memory, so the cap is also a memory bound.

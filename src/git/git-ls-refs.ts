@@ -80,7 +80,18 @@ export const MAX_REF_PREFIXES = 4096;
 
 const OID = /^[0-9a-f]{40}$/;
 /** The errors of a request that never reached the host (or lost it): KS_GIT_UNREACHABLE, wherever they come from. */
-export const NETWORK_ERRNOS: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EAI_AGAIN', 'EPIPE', 'ECONNABORTED', 'UND_ERR_SOCKET']);
+export const NETWORK_ERRNOS: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ETIMEDOUT',
+  'EAI_AGAIN',
+  'EPIPE',
+  'ECONNABORTED',
+  'UND_ERR_SOCKET',
+]);
 /** The largest pkt-line (65,520 bytes with its length), as Git defines it. */
 const MAX_PKT = 65520;
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
@@ -92,7 +103,12 @@ export async function lsRefsV2(opts: LsRefsV2Options): Promise<LsRefsV2Result> {
   const what = opts.what ?? 'listing refs';
   const own = opts.budget === undefined;
   const budget =
-    opts.budget ?? new TransferBudget(opts.maxBytes ?? LS_REFS_DEFAULTS.maxBytes, opts.timeoutMs ?? LS_REFS_DEFAULTS.timeoutMs, `listing refs of ${url}`);
+    opts.budget ??
+    new TransferBudget(
+      opts.maxBytes ?? LS_REFS_DEFAULTS.maxBytes,
+      opts.timeoutMs ?? LS_REFS_DEFAULTS.timeoutMs,
+      `listing refs of ${url}`,
+    );
   const sent0 = budget.sent;
   const received0 = budget.received;
   const exchange = async (): Promise<LsRefsV2Result> => {
@@ -121,13 +137,22 @@ export async function lsRefsV2(opts: LsRefsV2Options): Promise<LsRefsV2Result> {
     } catch (e) {
       throw budget.failure ?? transportError(e, url, what);
     }
-    if (status !== 200) throw statusError(status, headers['retry-after'], { url, what, authorized: hasAuthorization(opts.headers) });
+    if (status !== 200)
+      throw statusError(status, headers['retry-after'], { url, what, authorized: hasAuthorization(opts.headers) });
     const type = contentType(headers);
     if (type !== 'application/x-git-upload-pack-result')
-      throw unsupported(url, `answered the ls-refs request with Content-Type "${printable(type)}", not a Git upload-pack result`);
+      throw unsupported(
+        url,
+        `answered the ls-refs request with Content-Type "${printable(type)}", not a Git upload-pack result`,
+      );
     const refs = parseLsRefsAnswer(answer, url).filter((r) => opts.prefixes.some((p) => r.ref.startsWith(p)));
     const serverTime = httpDate(headers['date']);
-    return { refs, ...(serverTime !== undefined && { serverTime }), bytesSent: budget.sent - sent0, bytesReceived: budget.received - received0 };
+    return {
+      refs,
+      ...(serverTime !== undefined && { serverTime }),
+      bytesSent: budget.sent - sent0,
+      bytesReceived: budget.received - received0,
+    };
   };
   if (own) return budget.run(exchange);
   try {
@@ -138,10 +163,19 @@ export async function lsRefsV2(opts: LsRefsV2Options): Promise<LsRefsV2Result> {
 }
 
 /** The answer as the whole-answer parser is given it: one ref's line, the kept lines, or all of it. */
-function reduced(body: AsyncIterableIterator<Uint8Array>, opts: LsRefsV2Options, url: string): AsyncIterable<Uint8Array> {
+function reduced(
+  body: AsyncIterableIterator<Uint8Array>,
+  opts: LsRefsV2Options,
+  url: string,
+): AsyncIterable<Uint8Array> {
   if (opts.exact !== undefined) return exactRefAnswer(body, opts.exact, url);
   if (opts.keep === undefined) return body;
-  return keptRefsAnswer(body, { keep: opts.keep, maxKeptBytes: opts.maxKeptBytes ?? LS_REFS_DEFAULTS.maxBytes, url, what: `listing refs of ${url}` });
+  return keptRefsAnswer(body, {
+    keep: opts.keep,
+    maxKeptBytes: opts.maxKeptBytes ?? LS_REFS_DEFAULTS.maxBytes,
+    url,
+    what: `listing refs of ${url}`,
+  });
 }
 
 /**
@@ -158,11 +192,16 @@ export function lsRefsRequest(prefixes: readonly string[], agent: string | false
 
 /** Throws KS_USAGE unless `prefixes` is one to MAX_REF_PREFIXES usable ref-name prefixes. */
 export function checkPrefixes(prefixes: readonly string[]): void {
-  if (prefixes.length === 0) throw new OperationError('KS_USAGE', 'listing refs needs at least one prefix (none would list every ref)');
-  if (prefixes.length > MAX_REF_PREFIXES) throw new OperationError('KS_USAGE', `${prefixes.length} ref prefixes; at most ${MAX_REF_PREFIXES} in one listing`);
+  if (prefixes.length === 0)
+    throw new OperationError('KS_USAGE', 'listing refs needs at least one prefix (none would list every ref)');
+  if (prefixes.length > MAX_REF_PREFIXES)
+    throw new OperationError('KS_USAGE', `${prefixes.length} ref prefixes; at most ${MAX_REF_PREFIXES} in one listing`);
   for (const p of prefixes)
     if (p === '' || hasControlOrSpace(p) || Buffer.byteLength(p) > 1024)
-      throw new OperationError('KS_USAGE', `"${printable(p)}" is not a ref prefix (empty, too long, or with a space or a control character)`);
+      throw new OperationError(
+        'KS_USAGE',
+        `"${printable(p)}" is not a ref prefix (empty, too long, or with a space or a control character)`,
+      );
 }
 
 /**
@@ -176,12 +215,20 @@ export function parseLsRefsAnswer(body: Uint8Array, url = 'the server'): RefEntr
   const seen = new Set<string>();
   let pos = 0;
   for (;;) {
-    if (pos + 4 > buf.length) throw unsupported(url, buf.length === 0 ? 'sent an empty answer to ls-refs (not protocol v2)' : 'ended its ls-refs answer without a flush');
+    if (pos + 4 > buf.length)
+      throw unsupported(
+        url,
+        buf.length === 0
+          ? 'sent an empty answer to ls-refs (not protocol v2)'
+          : 'ended its ls-refs answer without a flush',
+      );
     const head = buf.toString('latin1', pos, pos + 4);
-    if (!/^[0-9a-f]{4}$/i.test(head)) throw unsupported(url, `sent something other than pkt-lines in answer to ls-refs ("${printable(head)}")`);
+    if (!/^[0-9a-f]{4}$/i.test(head))
+      throw unsupported(url, `sent something other than pkt-lines in answer to ls-refs ("${printable(head)}")`);
     const len = parseInt(head, 16);
     if (len === 0) break;
-    if (len < 5 || len > MAX_PKT || pos + len > buf.length) throw unsupported(url, `sent a bad pkt-line (length ${head}) in answer to ls-refs`);
+    if (len < 5 || len > MAX_PKT || pos + len > buf.length)
+      throw unsupported(url, `sent a bad pkt-line (length ${head}) in answer to ls-refs`);
     let line: string;
     try {
       line = UTF8.decode(buf.subarray(pos + 4, pos + len));
@@ -193,7 +240,8 @@ export function parseLsRefsAnswer(body: Uint8Array, url = 'the server'): RefEntr
     if (line.startsWith('ERR ')) throw unsupported(url, `refused ls-refs: ${printable(line.slice(4))}`);
     const [oid = '', ref = ''] = line.split(' ', 2);
     if (!OID.test(oid)) throw unsupported(url, `listed "${printable(oid)}", not an object id, in answer to ls-refs`);
-    if (!isValidRefName(ref)) throw unsupported(url, `listed "${printable(ref)}", not a ref name, in answer to ls-refs`);
+    if (!isValidRefName(ref))
+      throw unsupported(url, `listed "${printable(ref)}", not a ref name, in answer to ls-refs`);
     if (seen.has(ref)) throw unsupported(url, `listed ${ref} twice in answer to ls-refs`);
     seen.add(ref);
     refs.push({ ref, oid });
@@ -218,7 +266,12 @@ export function isValidRefName(ref: string): boolean {
  * (`Sun, 06 Nov 1994 08:49:37 GMT`) is read: Date.parse would take almost anything (`Date: 1` is 2001).
  */
 export function httpDate(value: string | undefined): number | undefined {
-  if (typeof value !== 'string' || !/^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(value.trim()))
+  if (
+    typeof value !== 'string' ||
+    !/^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(
+      value.trim(),
+    )
+  )
     return undefined;
   const t = Date.parse(value);
   return Number.isFinite(t) ? t : undefined;
@@ -230,10 +283,18 @@ export function httpDate(value: string | undefined): number | undefined {
  * KS_GIT_SERVER_UNSUPPORTED: the request was not understood (an old server, a dumb one, a proxy in the way; a
  * missing repository is told apart by the discovery a caller falls back to).
  */
-export function statusError(status: number, retryAfter: string | undefined, ctx: { url: string; what: string; authorized: boolean }): OperationError {
+export function statusError(
+  status: number,
+  retryAfter: string | undefined,
+  ctx: { url: string; what: string; authorized: boolean },
+): OperationError {
   const { url, what } = ctx;
   if (status === 429 || status === 503)
-    return new GitServerBusyError(status, retryAfter, `${url} answered HTTP ${status} (${status === 429 ? 'too many requests' : 'unavailable'}) while ${what}`);
+    return new GitServerBusyError(
+      status,
+      retryAfter,
+      `${url} answered HTTP ${status} (${status === 429 ? 'too many requests' : 'unavailable'}) while ${what}`,
+    );
   if (status === 401 || status === 403)
     return new OperationError(
       'KS_GIT_AUTH_FAILED',
@@ -250,8 +311,12 @@ export function transportError(e: unknown, url: string, what: string): Operation
   if (e instanceof OperationError) return e;
   const err = e as Error & { code?: string; cause?: { code?: string } };
   const errno = err.code ?? err.cause?.code;
-  if (errno && NETWORK_ERRNOS.has(errno)) return new OperationError('KS_GIT_UNREACHABLE', `cannot reach ${url} (${errno})`);
-  return new OperationError('KS_GIT_FETCH_FAILED', `${what} from ${url} failed: ${printable(String(err?.message ?? e))}`);
+  if (errno && NETWORK_ERRNOS.has(errno))
+    return new OperationError('KS_GIT_UNREACHABLE', `cannot reach ${url} (${errno})`);
+  return new OperationError(
+    'KS_GIT_FETCH_FAILED',
+    `${what} from ${url} failed: ${printable(String(err?.message ?? e))}`,
+  );
 }
 
 function hasControlOrSpace(text: string): boolean {

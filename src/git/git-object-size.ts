@@ -53,7 +53,10 @@ export class GitObjectSizes {
     return Number(m[1]);
   }
 
-  private async find(oid: string, indexes: Promise<PackIndex[]>): Promise<{ pack: string; offset: number } | undefined> {
+  private async find(
+    oid: string,
+    indexes: Promise<PackIndex[]>,
+  ): Promise<{ pack: string; offset: number } | undefined> {
     for (const p of await indexes) {
       const offset = offsetIn(p.idx, oid);
       if (offset !== undefined) return { pack: p.pack, offset };
@@ -67,7 +70,8 @@ export class GitObjectSizes {
     const out: PackIndex[] = [];
     for (const name of names.filter((n) => n.endsWith('.idx')).sort()) {
       const idx = await readFile(join(dir, name)).catch(() => undefined);
-      if (idx && idx.length >= 8 + 1024 && idx.readUInt32BE(0) === IDX_MAGIC && idx.readUInt32BE(4) === 2) out.push({ idx, pack: join(dir, name.replace(/\.idx$/, '.pack')) });
+      if (idx && idx.length >= 8 + 1024 && idx.readUInt32BE(0) === IDX_MAGIC && idx.readUInt32BE(4) === 2)
+        out.push({ idx, pack: join(dir, name.replace(/\.idx$/, '.pack')) });
     }
     return out;
   }
@@ -159,5 +163,8 @@ async function readStart(path: string, offset: number, length: number): Promise<
 }
 
 function unreadable(oid: string, why: string): OperationError {
-  return new OperationError('KS_GIT_READ_FAILED', `the size of object ${oid} cannot be read without inflating it: ${why}`);
+  return new OperationError(
+    'KS_GIT_READ_FAILED',
+    `the size of object ${oid} cannot be read without inflating it: ${why}`,
+  );
 }

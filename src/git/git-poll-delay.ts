@@ -23,7 +23,12 @@ export function pollDelayMs(failures: number, opts: PollDelayOptions, random: ()
   if (failures <= 0) return Math.round(pollMs * (0.9 + 0.2 * r));
   const base = Math.max(1, opts.retryBaseMs ?? 1000);
   // 2^52 is already beyond any cap; clamping the exponent keeps the arithmetic finite.
-  return backoffMs(failures - 1, { baseMs: base, capMs: pollMs, maxDoublings: 52, jitter: { kind: 'scale', min: 0.8, spread: 0.2, random: r } });
+  return backoffMs(failures - 1, {
+    baseMs: base,
+    capMs: pollMs,
+    maxDoublings: 52,
+    jitter: { kind: 'scale', min: 0.8, spread: 0.2, random: r },
+  });
 }
 
 /**

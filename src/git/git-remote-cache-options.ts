@@ -2,7 +2,6 @@
 // that the transfer (git-transfer.ts), which needs the remote and the bounds, and the cache do not import each other.
 import type { PackInflationLimits } from './pack-inflation.js';
 
-
 export interface GitRemoteCacheOptions {
   /** The remote, without credentials. */
   url: string;

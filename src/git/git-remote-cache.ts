@@ -70,7 +70,15 @@ export class GitRemoteCache {
           this.opts,
           this.totals,
           what,
-          (_http, budget) => lsRefsV2({ url: this.opts.url, prefixes: [this.opts.branchRef], exact: this.opts.branchRef, headers: this.opts.headers, budget, what }),
+          (_http, budget) =>
+            lsRefsV2({
+              url: this.opts.url,
+              prefixes: [this.opts.branchRef],
+              exact: this.opts.branchRef,
+              headers: this.opts.headers,
+              budget,
+              what,
+            }),
           undefined,
           this.listingCap,
         );
@@ -83,7 +91,14 @@ export class GitRemoteCache {
       let v2 = false;
       refs = await transfer(this.opts, this.totals, 'looking up the branch', (http, budget) =>
         git.listServerRefs({
-          http: discoveryHttp(http, { onPost: () => (v2 = true), budget, maxBytes: this.listingCap, what: `looking up the branch from ${this.opts.url}`, exact: this.opts.branchRef, url: this.opts.url }),
+          http: discoveryHttp(http, {
+            onPost: () => (v2 = true),
+            budget,
+            maxBytes: this.listingCap,
+            what: `looking up the branch from ${this.opts.url}`,
+            exact: this.opts.branchRef,
+            url: this.opts.url,
+          }),
           url: this.opts.url,
           protocolVersion: 2,
           prefix: this.opts.branchRef,
@@ -93,12 +108,15 @@ export class GitRemoteCache {
       if (direct) {
         this.directLook = v2 ? 'never' : 'unknown';
         this.looksSinceNever = 0;
-      }
-      else if (v2 && this.directLook === 'unknown') this.directLook = 'yes';
+      } else if (v2 && this.directLook === 'unknown') this.directLook = 'yes';
     }
     // A v1 advertisement lists every ref, and the prefix also matches `main-old`: only the exact ref counts.
     const ref = refs.find((r) => r.ref === this.opts.branchRef);
-    if (!ref) throw new OperationError('KS_GIT_REF_NOT_FOUND', `${this.opts.url} has no branch ${shortBranchRef(this.opts.branchRef)}`);
+    if (!ref)
+      throw new OperationError(
+        'KS_GIT_REF_NOT_FOUND',
+        `${this.opts.url} has no branch ${shortBranchRef(this.opts.branchRef)}`,
+      );
     return ref.oid;
   }
 
@@ -204,9 +222,14 @@ export class GitRemoteCache {
     await mkdir(this.base, { recursive: true, mode: 0o700 });
     await chmod(this.opts.cacheDir, 0o700);
     const names = await readdir(this.base);
-    const gens = names.map((n) => /^gen-(\d+)$/.exec(n)).filter((m) => m !== null).map((m) => Number(m[1]));
+    const gens = names
+      .map((n) => /^gen-(\d+)$/.exec(n))
+      .filter((m) => m !== null)
+      .map((m) => Number(m[1]));
     this.generation = gens.length ? Math.max(...gens) : 0;
-    for (const n of names) if (n !== `gen-${this.generation}` && n !== `gen-${this.generation - 1}`) await rm(join(this.base, n), { recursive: true, force: true });
+    for (const n of names)
+      if (n !== `gen-${this.generation}` && n !== `gen-${this.generation - 1}`)
+        await rm(join(this.base, n), { recursive: true, force: true });
     this.opened = true;
   }
 
@@ -223,7 +246,12 @@ export class GitRemoteCache {
     await git.init({ fs, gitdir: tmp, bare: true, defaultBranch: shortBranchRef(this.opts.branchRef) });
     await git.setConfig({ fs, gitdir: tmp, path: 'remote.origin.url', value: this.opts.url });
     // Just this branch: fetching into a repository without a refspec fails (NoRefspecError), and a wider one would take more.
-    await git.setConfig({ fs, gitdir: tmp, path: 'remote.origin.fetch', value: `+${this.opts.branchRef}:${this.trackingRef}` });
+    await git.setConfig({
+      fs,
+      gitdir: tmp,
+      path: 'remote.origin.fetch',
+      value: `+${this.opts.branchRef}:${this.trackingRef}`,
+    });
     let oid: string;
     try {
       oid = await this.readBack(tmp, await this.fetchInto(tmp, { depth: 1 }));
@@ -265,23 +293,30 @@ export class GitRemoteCache {
       this.totals,
       'fetching',
       (http) =>
-      git.fetch({
-        fs,
-        // A deepening is for the ancestry check alone: its blobs past the limits are left out rather than refused.
-        http: thinPackHttp(http, storeBases(gitdir), { limits: this.opts.inflation ?? PACK_INFLATION_LIMITS, history: depth.relative === true }),
-        gitdir,
-        url: this.opts.url,
-        remote: 'origin',
-        // The local tracking ref doubles as the "have" the server starts from.
-        ref: this.trackingRef,
-        remoteRef: this.opts.branchRef,
-        singleBranch: true,
-        tags: false,
-        ...depth,
-      }),
+        git.fetch({
+          fs,
+          // A deepening is for the ancestry check alone: its blobs past the limits are left out rather than refused.
+          http: thinPackHttp(http, storeBases(gitdir), {
+            limits: this.opts.inflation ?? PACK_INFLATION_LIMITS,
+            history: depth.relative === true,
+          }),
+          gitdir,
+          url: this.opts.url,
+          remote: 'origin',
+          // The local tracking ref doubles as the "have" the server starts from.
+          ref: this.trackingRef,
+          remoteRef: this.opts.branchRef,
+          singleBranch: true,
+          tags: false,
+          ...depth,
+        }),
       this.opts.branchRef,
     );
-    if (!res.fetchHead) throw new OperationError('KS_GIT_REF_NOT_FOUND', `${this.opts.url} has no branch ${shortBranchRef(this.opts.branchRef)}`);
+    if (!res.fetchHead)
+      throw new OperationError(
+        'KS_GIT_REF_NOT_FOUND',
+        `${this.opts.url} has no branch ${shortBranchRef(this.opts.branchRef)}`,
+      );
     return res.fetchHead;
   }
 }

@@ -5,8 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { OperationError } from '../core/errors.js';
 
 export type GitRepoLocation =
-  | { kind: 'http'; url: string; label: string; cacheKey: string }
-  | { kind: 'local'; path: string; label: string };
+  { kind: 'http'; url: string; label: string; cacheKey: string } | { kind: 'local'; path: string; label: string };
 
 /**
  * Parses `--repo`: `http://…` or `https://…` is a remote, `file://…` or anything else a local path.
@@ -26,7 +25,10 @@ export function parseGitRepo(repo: string): GitRepoLocation {
     }
     if (u.protocol === 'file:') return local(fileURLToPath(u));
     if (u.protocol !== 'http:' && u.protocol !== 'https:')
-      throw new OperationError('KS_GIT_BAD_URL', `unsupported repository URL scheme ${u.protocol} (http, https or a local path)`);
+      throw new OperationError(
+        'KS_GIT_BAD_URL',
+        `unsupported repository URL scheme ${u.protocol} (http, https or a local path)`,
+      );
     const clean = `${u.protocol}//${u.host}${u.pathname}`;
     if (u.username || u.password)
       throw new OperationError(
@@ -34,10 +36,19 @@ export function parseGitRepo(repo: string): GitRepoLocation {
         `the repository URL ${clean} carries credentials; give the token separately (never in the URL, which shows in process listings and logs)`,
       );
     if (u.search || u.hash)
-      throw new OperationError('KS_GIT_BAD_URL', `the repository URL ${clean} has a query or fragment; give the plain repository URL`);
-    return { kind: 'http', url: clean, label: clean, cacheKey: createHash('sha256').update(clean).digest('hex').slice(0, 16) };
+      throw new OperationError(
+        'KS_GIT_BAD_URL',
+        `the repository URL ${clean} has a query or fragment; give the plain repository URL`,
+      );
+    return {
+      kind: 'http',
+      url: clean,
+      label: clean,
+      cacheKey: createHash('sha256').update(clean).digest('hex').slice(0, 16),
+    };
   }
-  if (/^[^/\s]+@[^/\s]+:/.test(repo)) throw new OperationError('KS_GIT_BAD_URL', 'SSH repositories are not supported (http, https or a local path)');
+  if (/^[^/\s]+@[^/\s]+:/.test(repo))
+    throw new OperationError('KS_GIT_BAD_URL', 'SSH repositories are not supported (http, https or a local path)');
   return local(repo);
 }
 
@@ -77,9 +88,15 @@ export function sameRepository(a: string, b: string): boolean {
 }
 
 function repositoryKey(location: string): string {
-  if (!/^https?:\/\//i.test(location)) return location.replace(/\/+$/, '').replace(/\/\.git$/, '').replace(/\.git$/, '');
+  if (!/^https?:\/\//i.test(location))
+    return location
+      .replace(/\/+$/, '')
+      .replace(/\/\.git$/, '')
+      .replace(/\.git$/, '');
   const u = new URL(location);
-  const host = ['localhost', '127.0.0.1', '[::1]'].includes(u.hostname.toLowerCase()) ? 'loopback' : u.hostname.toLowerCase();
+  const host = ['localhost', '127.0.0.1', '[::1]'].includes(u.hostname.toLowerCase())
+    ? 'loopback'
+    : u.hostname.toLowerCase();
   const port = u.port || (u.protocol === 'https:' ? '443' : '80');
   return `${u.protocol.toLowerCase()}//${host}:${port}${u.pathname.replace(/\/+$/, '').replace(/\.git$/, '')}`;
 }

@@ -16,7 +16,16 @@ export interface TransferTotals {
 }
 
 /** The failures of the transfer itself: the cache is not to blame for them. */
-export const TRANSFER_CODES = new Set(['KS_GIT_SERVER_BUSY', 'KS_GIT_TIMEOUT', 'KS_GIT_FETCH_TOO_LARGE', 'KS_GIT_PACK_TOO_LARGE', 'KS_GIT_UNREACHABLE', 'KS_GIT_AUTH_FAILED', 'KS_GIT_HTTP_ERROR', 'KS_GIT_REPO_NOT_FOUND']);
+export const TRANSFER_CODES = new Set([
+  'KS_GIT_SERVER_BUSY',
+  'KS_GIT_TIMEOUT',
+  'KS_GIT_FETCH_TOO_LARGE',
+  'KS_GIT_PACK_TOO_LARGE',
+  'KS_GIT_UNREACHABLE',
+  'KS_GIT_AUTH_FAILED',
+  'KS_GIT_HTTP_ERROR',
+  'KS_GIT_REPO_NOT_FOUND',
+]);
 
 /**
  * Runs one remote operation under a fresh budget and turns whatever fails into a coded, redacted error. `headFor`:
@@ -35,11 +44,17 @@ export async function transfer<T>(
   try {
     const http = budgetedHttpClient(budget, opts.headers);
     // A fetch of one ref reads its advertisement only as far as that ref (fetch-advertisement.ts), then completes it.
-    return await budget.run(() => op(headFor === undefined ? http : headCompletingHttp(oneRefAdvertisedHttp(http, headFor), headFor), budget));
+    return await budget.run(() =>
+      op(headFor === undefined ? http : headCompletingHttp(oneRefAdvertisedHttp(http, headFor), headFor), budget),
+    );
   } catch (e) {
     const err = e as Error & { code?: string; data?: { statusCode?: number } };
     if (budget.busy && err.code === 'HttpError' && err.data?.statusCode === budget.busy.status)
-      throw new GitServerBusyError(budget.busy.status, budget.busy.retryAfter, `${opts.url} answered HTTP ${budget.busy.status} (${budget.busy.status === 429 ? 'too many requests' : 'unavailable'}) while ${what}`);
+      throw new GitServerBusyError(
+        budget.busy.status,
+        budget.busy.retryAfter,
+        `${opts.url} answered HTTP ${budget.busy.status} (${budget.busy.status === 429 ? 'too many requests' : 'unavailable'}) while ${what}`,
+      );
     throw classify(opts, err, what);
   } finally {
     totals.requests += budget.requests;
@@ -48,7 +63,11 @@ export async function transfer<T>(
   }
 }
 
-function classify(opts: GitRemoteCacheOptions, e: Error & { code?: string; data?: { statusCode?: number }; cause?: unknown }, what: string): OperationError {
+function classify(
+  opts: GitRemoteCacheOptions,
+  e: Error & { code?: string; data?: { statusCode?: number }; cause?: unknown },
+  what: string,
+): OperationError {
   const r = opts.redact;
   const url = opts.url;
   // lsRefsV2's errors come coded; a busy server's keeps its Retry-After.
@@ -63,11 +82,14 @@ function classify(opts: GitRemoteCacheOptions, e: Error & { code?: string; data?
           ? `${url} refused the token (HTTP ${status}): check that it is current and may read the repository`
           : `${url} needs credentials (HTTP ${status}): give a token`,
       );
-    if (status === 404) return new OperationError('KS_GIT_REPO_NOT_FOUND', `${url} answered HTTP 404: no such repository`);
+    if (status === 404)
+      return new OperationError('KS_GIT_REPO_NOT_FOUND', `${url} answered HTTP 404: no such repository`);
     return new OperationError('KS_GIT_HTTP_ERROR', r(`${what} from ${url} failed: ${e.message}`));
   }
   const errno = e.code ?? (e.cause as { code?: string } | undefined)?.code;
-  if (errno && NETWORK_ERRNOS.has(errno)) return new OperationError('KS_GIT_UNREACHABLE', `cannot reach ${url} (${errno})`);
-  if (e.code === 'RemoteCapabilityError') return new OperationError('KS_GIT_SERVER_UNSUPPORTED', r(`${url}: ${e.message}`));
+  if (errno && NETWORK_ERRNOS.has(errno))
+    return new OperationError('KS_GIT_UNREACHABLE', `cannot reach ${url} (${errno})`);
+  if (e.code === 'RemoteCapabilityError')
+    return new OperationError('KS_GIT_SERVER_UNSUPPORTED', r(`${url}: ${e.message}`));
   return new OperationError('KS_GIT_FETCH_FAILED', r(`${what} from ${url} failed: ${e.message}`));
 }

@@ -14,7 +14,16 @@
 import { createHash } from 'node:crypto';
 import { createInflate } from 'node:zlib';
 import { OperationError } from '../core/errors.js';
-import { inflateEntry, OFS_DELTA, PACK_HEADER, PACK_TRAILER, packCount, readEntryHeader, REF_DELTA, deltaResultSize } from './pack-walk.js';
+import {
+  inflateEntry,
+  OFS_DELTA,
+  PACK_HEADER,
+  PACK_TRAILER,
+  packCount,
+  readEntryHeader,
+  REF_DELTA,
+  deltaResultSize,
+} from './pack-walk.js';
 import type { PackInflation, PackInflationLimits } from './pack-inflation.js';
 
 const BLOB = 3;
@@ -42,12 +51,17 @@ interface Kept {
  * KS_GIT_PACK_TOO_LARGE for a commit, tree or tag past the limits (or an object of unknown type: a delta on a base
  * from outside the pack), KS_GIT_THIN_PACK for a malformed pack.
  */
-export async function pruneHistoryPack(pack: Buffer, limits: PackInflationLimits, maxSkippedBytes = MAX_SKIPPED_BYTES): Promise<{ pack: Buffer; dropped: number; cost: PackInflation }> {
+export async function pruneHistoryPack(
+  pack: Buffer,
+  limits: PackInflationLimits,
+  maxSkippedBytes = MAX_SKIPPED_BYTES,
+): Promise<{ pack: Buffer; dropped: number; cost: PackInflation }> {
   const fail = (message: string): never => {
     throw new OperationError('KS_GIT_THIN_PACK', message);
   };
   const count = packCount(pack, fail);
-  if (count > limits.maxObjects) throw tooLarge(`the fetched pack holds ${count} objects, over the limit of ${limits.maxObjects}`);
+  if (count > limits.maxObjects)
+    throw tooLarge(`the fetched pack holds ${count} objects, over the limit of ${limits.maxObjects}`);
   const cost: PackInflation = { objects: 0, inflatedBytes: 0, refDeltas: 0 };
   const kept: Kept[] = [];
   /** Per kept entry's offset, the type of the object it is (or produces), when known. */
@@ -60,14 +74,26 @@ export async function pruneHistoryPack(pack: Buffer, limits: PackInflationLimits
     const { h, dataStart } = readEntryHeader(pack, pos, fail);
     const delta = h.kind === OFS_DELTA || h.kind === REF_DELTA;
     const type = !delta ? h.kind : h.kind === OFS_DELTA ? typeAt.get(h.baseOffset!) : undefined;
-    const baseGone = (h.baseOffset !== undefined && droppedAt.has(h.baseOffset)) || (h.baseOid !== undefined && droppedOids.has(h.baseOid));
-    const fits = (bytes: number) => bytes <= limits.maxObjectBytes && cost.inflatedBytes + bytes <= limits.maxInflatedBytes;
+    const baseGone =
+      (h.baseOffset !== undefined && droppedAt.has(h.baseOffset)) ||
+      (h.baseOid !== undefined && droppedOids.has(h.baseOid));
+    const fits = (bytes: number) =>
+      bytes <= limits.maxObjectBytes && cost.inflatedBytes + bytes <= limits.maxInflatedBytes;
     const leaveOut = async () => {
       // A blob left out by its header alone: skipped as a stream, and its id kept for ref-deltas that name it.
       if (h.size > maxSkippedBytes - skipped)
-        throw tooLarge(`the fetched history holds ${skipped === 0 ? 'an object' : 'objects'} left out that would inflate to ${skipped + h.size} bytes, past the ${maxSkippedBytes} one pack may`);
+        throw tooLarge(
+          `the fetched history holds ${skipped === 0 ? 'an object' : 'objects'} left out that would inflate to ${skipped + h.size} bytes, past the ${maxSkippedBytes} one pack may`,
+        );
       skipped += h.size;
-      const { dataEnd, oid } = await skipEntry(pack, h.kind === BLOB ? 'blob' : undefined, h.size, dataStart, h.offset, fail);
+      const { dataEnd, oid } = await skipEntry(
+        pack,
+        h.kind === BLOB ? 'blob' : undefined,
+        h.size,
+        dataStart,
+        h.offset,
+        fail,
+      );
       if (oid) droppedOids.add(oid);
       droppedAt.add(h.offset);
       pos = dataEnd;
@@ -92,7 +118,8 @@ export async function pruneHistoryPack(pack: Buffer, limits: PackInflationLimits
     kept.push({ start: h.offset, dataStart, dataEnd, ...(h.baseOffset !== undefined && { baseOffset: h.baseOffset }) });
     pos = dataEnd;
   }
-  if (pos !== pack.length - PACK_TRAILER) fail(`the pack has ${pack.length - PACK_TRAILER - pos} bytes after its last object`);
+  if (pos !== pack.length - PACK_TRAILER)
+    fail(`the pack has ${pack.length - PACK_TRAILER - pos} bytes after its last object`);
   const dropped = count - kept.length;
   return { pack: dropped === 0 ? pack : rewrite(pack, kept), dropped, cost };
 }
@@ -111,7 +138,11 @@ function rewrite(pack: Buffer, kept: Kept[]): Buffer {
       // The type-and-size bytes as they were, then the distance back to the base where it now is.
       let sizeEnd = e.start;
       while (pack[sizeEnd]! & 0x80) sizeEnd++;
-      entry = Buffer.concat([pack.subarray(e.start, sizeEnd + 1), ofsDistance(at - moved.get(e.baseOffset)!), pack.subarray(e.dataStart, e.dataEnd)]);
+      entry = Buffer.concat([
+        pack.subarray(e.start, sizeEnd + 1),
+        ofsDistance(at - moved.get(e.baseOffset)!),
+        pack.subarray(e.dataStart, e.dataEnd),
+      ]);
     }
     parts.push(entry);
     at += entry.length;
@@ -126,7 +157,7 @@ function ofsDistance(distance: number): Buffer {
   let n = Math.floor(distance / 128);
   while (n > 0) {
     n -= 1;
-    bytes.unshift(0x80 | n % 128);
+    bytes.unshift(0x80 | (n % 128));
     n = Math.floor(n / 128);
   }
   return Buffer.from(bytes);
@@ -136,7 +167,14 @@ function ofsDistance(distance: number): Buffer {
  * Inflates an entry's data as a stream into nothing: where it ends, and (for a whole object of a known type) its id.
  * It must inflate to exactly `size`, as every entry must; one that goes past it is abandoned there, not read on.
  */
-function skipEntry(pack: Buffer, type: string | undefined, size: number, dataStart: number, offset: number, fail: (m: string) => never): Promise<{ dataEnd: number; oid?: string }> {
+function skipEntry(
+  pack: Buffer,
+  type: string | undefined,
+  size: number,
+  dataStart: number,
+  offset: number,
+  fail: (m: string) => never,
+): Promise<{ dataEnd: number; oid?: string }> {
   return new Promise((resolve, reject) => {
     const z = createInflate({ chunkSize: 256 * 1024 });
     const hash = type ? createHash('sha1').update(`${type} ${size}\0`) : undefined;
@@ -174,9 +212,16 @@ function skipEntry(pack: Buffer, type: string | undefined, size: number, dataSta
   });
 }
 
-function objectTooLarge(offset: number, bytes: number, type: number | undefined, limits: PackInflationLimits): OperationError {
+function objectTooLarge(
+  offset: number,
+  bytes: number,
+  type: number | undefined,
+  limits: PackInflationLimits,
+): OperationError {
   const what = type === undefined ? 'an object of unknown type' : `a ${TYPE_NAMES[type] ?? 'object'}`;
-  return tooLarge(`the fetched history holds ${what} at offset ${offset} that inflates to ${bytes} bytes, past the limits (${limits.maxObjectBytes} an object, ${limits.maxInflatedBytes} in all)`);
+  return tooLarge(
+    `the fetched history holds ${what} at offset ${offset} that inflates to ${bytes} bytes, past the limits (${limits.maxObjectBytes} an object, ${limits.maxInflatedBytes} in all)`,
+  );
 }
 
 function tooLarge(message: string): OperationError {

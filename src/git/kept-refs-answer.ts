@@ -25,7 +25,10 @@ const MAX_PKT = 65520;
  * A protocol v2 ls-refs answer reduced to the lines whose ref is kept, and its flush. Lines must be pkt-lines
  * `<oid> <name>…` ending in a flush with nothing after it (KS_GIT_SERVER_UNSUPPORTED otherwise).
  */
-export async function* keptRefsAnswer(source: AsyncIterable<Uint8Array>, opts: KeptRefsOptions): AsyncGenerator<Uint8Array> {
+export async function* keptRefsAnswer(
+  source: AsyncIterable<Uint8Array>,
+  opts: KeptRefsOptions,
+): AsyncGenerator<Uint8Array> {
   const { url } = opts;
   const kept = keeper(opts);
   let flushed = false;
@@ -33,14 +36,19 @@ export async function* keptRefsAnswer(source: AsyncIterable<Uint8Array>, opts: K
   for await (const line of pktLines(source, url)) {
     if (flushed) throw unsupported(url, 'sent more after the end of its ls-refs answer');
     if (line.length === 4) {
-      if (line.toString('latin1') !== '0000') throw unsupported(url, `sent a bad pkt-line (length ${line.toString('latin1')}) in answer to ls-refs`);
+      if (line.toString('latin1') !== '0000')
+        throw unsupported(url, `sent a bad pkt-line (length ${line.toString('latin1')}) in answer to ls-refs`);
       flushed = true;
       continue;
     }
     lines++;
     if (kept(refOf(line, url).toString('utf8'), line.length)) yield line;
   }
-  if (!flushed) throw unsupported(url, lines === 0 ? 'sent an empty answer to ls-refs (not protocol v2)' : 'ended its ls-refs answer without a flush');
+  if (!flushed)
+    throw unsupported(
+      url,
+      lines === 0 ? 'sent an empty answer to ls-refs (not protocol v2)' : 'ended its ls-refs answer without a flush',
+    );
   yield Buffer.from('0000');
 }
 
@@ -50,7 +58,10 @@ export async function* keptRefsAnswer(source: AsyncIterable<Uint8Array>, opts: K
  * advertises every ref of the repository there, whatever the prefixes, so unfiltered any ref anywhere counts against
  * the cap. A protocol v2 answer (capabilities only, no refs) is passed on whole, within the kept cap.
  */
-export async function* keptAdvertisement(source: AsyncIterable<Uint8Array>, opts: KeptRefsOptions): AsyncGenerator<Uint8Array> {
+export async function* keptAdvertisement(
+  source: AsyncIterable<Uint8Array>,
+  opts: KeptRefsOptions,
+): AsyncGenerator<Uint8Array> {
   const kept = keeper(opts);
   let stage: 'header' | 'first' | 'refs' | 'all' = 'header';
   for await (const line of pktLines(source, opts.url)) {
@@ -80,7 +91,10 @@ function keeper(opts: KeptRefsOptions): (ref: string | undefined, bytes: number)
     if (ref !== undefined && !opts.keep(ref)) return false;
     total += bytes;
     if (total > opts.maxKeptBytes)
-      throw new OperationError('KS_GIT_FETCH_TOO_LARGE', `${opts.what} kept more than ${opts.maxKeptBytes} bytes of refs; the listing was abandoned`);
+      throw new OperationError(
+        'KS_GIT_FETCH_TOO_LARGE',
+        `${opts.what} kept more than ${opts.maxKeptBytes} bytes of refs; the listing was abandoned`,
+      );
     return true;
   };
 }
@@ -98,7 +112,8 @@ async function* pktLines(source: AsyncIterable<Uint8Array>, url: string): AsyncG
     for (;;) {
       while (buf.length >= 4) {
         const head = buf.toString('latin1', 0, 4);
-        if (!/^[0-9a-f]{4}$/i.test(head)) throw unsupported(url, `sent something other than pkt-lines ("${head.replace(/[^ -~]/g, '?')}")`);
+        if (!/^[0-9a-f]{4}$/i.test(head))
+          throw unsupported(url, `sent something other than pkt-lines ("${head.replace(/[^ -~]/g, '?')}")`);
         const len = parseInt(head, 16);
         if (len <= 2) {
           yield Buffer.from(buf.subarray(0, 4));

@@ -52,10 +52,14 @@ export function checkPackInflation(pack: Buffer, limits: PackInflationLimits = P
     throw tooLarge(`the fetched pack holds ${pack.readUInt32BE(8)} objects, over the limit of ${limits.maxObjects}`);
   const charge = (bytes: number, h: PackEntryHeader, what: string) => {
     if (bytes > limits.maxObjectBytes)
-      throw tooLarge(`the fetched pack holds ${what} at offset ${h.offset} that inflates to ${bytes} bytes, over the limit of ${limits.maxObjectBytes} an object`);
+      throw tooLarge(
+        `the fetched pack holds ${what} at offset ${h.offset} that inflates to ${bytes} bytes, over the limit of ${limits.maxObjectBytes} an object`,
+      );
     cost.inflatedBytes += bytes;
     if (cost.inflatedBytes > limits.maxInflatedBytes)
-      throw tooLarge(`the fetched pack inflates to more than ${limits.maxInflatedBytes} bytes (past object ${cost.objects + 1}, at offset ${h.offset})`);
+      throw tooLarge(
+        `the fetched pack inflates to more than ${limits.maxInflatedBytes} bytes (past object ${cost.objects + 1}, at offset ${h.offset})`,
+      );
   };
   walkPack(
     pack,
@@ -67,12 +71,16 @@ export function checkPackInflation(pack: Buffer, limits: PackInflationLimits = P
     },
     (h, data) => {
       cost.objects++;
-      if (h.kind === OFS_DELTA || h.kind === REF_DELTA) charge(deltaResultSize(data, malformed), h, 'a delta whose object');
+      if (h.kind === OFS_DELTA || h.kind === REF_DELTA)
+        charge(deltaResultSize(data, malformed), h, 'a delta whose object');
     },
   );
   return cost;
 }
 
 function tooLarge(message: string): OperationError {
-  return new OperationError('KS_GIT_PACK_TOO_LARGE', `${message}: refused before inflating it, and nothing of the pack kept`);
+  return new OperationError(
+    'KS_GIT_PACK_TOO_LARGE',
+    `${message}: refused before inflating it, and nothing of the pack kept`,
+  );
 }

@@ -49,14 +49,19 @@ export function walkPack(
 
 /** The pack's object count, once its signature and version are checked. */
 export function packCount(pack: Buffer, fail: (message: string) => never): number {
-  if (pack.length < PACK_HEADER + PACK_TRAILER || pack.toString('latin1', 0, 4) !== 'PACK') fail('the response holds no pack');
+  if (pack.length < PACK_HEADER + PACK_TRAILER || pack.toString('latin1', 0, 4) !== 'PACK')
+    fail('the response holds no pack');
   const version = pack.readUInt32BE(4);
   if (version !== 2 && version !== 3) fail(`pack version ${version} is not supported`);
   return pack.readUInt32BE(8);
 }
 
 /** The header of the entry at `offset`, and where its compressed data starts. */
-export function readEntryHeader(pack: Buffer, offset: number, fail: (message: string) => never): { h: PackEntryHeader; dataStart: number } {
+export function readEntryHeader(
+  pack: Buffer,
+  offset: number,
+  fail: (message: string) => never,
+): { h: PackEntryHeader; dataStart: number } {
   const end = pack.length - PACK_TRAILER;
   let pos = offset;
   if (pos >= end) fail('the pack ends before its last object');
@@ -91,14 +96,23 @@ export function readEntryHeader(pack: Buffer, offset: number, fail: (message: st
 }
 
 /** The entry's data inflated, to exactly the size its header states and no further, and where it ends. */
-export function inflateEntry(pack: Buffer, h: PackEntryHeader, dataStart: number, fail: (message: string) => never): { data: Buffer; dataEnd: number } {
+export function inflateEntry(
+  pack: Buffer,
+  h: PackEntryHeader,
+  dataStart: number,
+  fail: (message: string) => never,
+): { data: Buffer; dataEnd: number } {
   let inflated: { buffer: Buffer; engine: { bytesWritten: number } };
   try {
-    inflated = inflateSync(pack.subarray(dataStart, pack.length - PACK_TRAILER), { info: true, maxOutputLength: Math.max(h.size, 1) }) as unknown as typeof inflated;
+    inflated = inflateSync(pack.subarray(dataStart, pack.length - PACK_TRAILER), {
+      info: true,
+      maxOutputLength: Math.max(h.size, 1),
+    }) as unknown as typeof inflated;
   } catch (err) {
     fail(`object at ${h.offset} does not inflate: ${(err as Error).message}`);
   }
-  if (inflated.buffer.length !== h.size) fail(`object at ${h.offset} inflates to ${inflated.buffer.length} bytes, not ${h.size}`);
+  if (inflated.buffer.length !== h.size)
+    fail(`object at ${h.offset} inflates to ${inflated.buffer.length} bytes, not ${h.size}`);
   return { data: inflated.buffer, dataEnd: dataStart + inflated.engine.bytesWritten };
 }
 

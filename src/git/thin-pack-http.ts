@@ -49,7 +49,10 @@ export function thinPackHttp(http: HttpClient, readBase: ReadBase, opts: ThinPac
         return { ...res, body: once(body) };
       }
       if (method !== 'POST' || !/\/git-upload-pack$/.test(req.url)) return http.request(req);
-      const asked = offered.length > 0 && Array.isArray(req.body) ? withCapabilities(Buffer.concat(req.body as Uint8Array[]), offered) : undefined;
+      const asked =
+        offered.length > 0 && Array.isArray(req.body)
+          ? withCapabilities(Buffer.concat(req.body as Uint8Array[]), offered)
+          : undefined;
       // isomorphic-git sends its request as an array of buffers (its types say an iterator): kept that way.
       const res = await http.request(asked ? { ...req, body: [asked] as unknown as GitHttpRequest['body'] } : req);
       if (res.statusCode !== 200 || !res.body) return res;
@@ -100,7 +103,10 @@ export function withCapabilities(body: Buffer, caps: string[]): Buffer | undefin
   const added = caps.filter((c) => !asked.has(c));
   if (added.length === 0) return undefined;
   const next = `${m[0]} ${added.join(' ')}${line.slice(m[0].length)}`;
-  return Buffer.concat([Buffer.from((next.length + 4).toString(16).padStart(4, '0') + next, 'latin1'), body.subarray(len)]);
+  return Buffer.concat([
+    Buffer.from((next.length + 4).toString(16).padStart(4, '0') + next, 'latin1'),
+    body.subarray(len),
+  ]);
 }
 
 /**
@@ -110,7 +116,12 @@ export function withCapabilities(body: Buffer, caps: string[]): Buffer | undefin
  * handed on before the pack has passed: a refused fetch leaves the repository as it was (the library records the
  * `shallow` lines before the pack as soon as it reads them).
  */
-async function* completed(source: AsyncIterableIterator<Uint8Array>, readBase: ReadBase, limits: PackInflationLimits, history: boolean): AsyncIterableIterator<Uint8Array> {
+async function* completed(
+  source: AsyncIterableIterator<Uint8Array>,
+  readBase: ReadBase,
+  limits: PackInflationLimits,
+  history: boolean,
+): AsyncIterableIterator<Uint8Array> {
   const raw = await collect(source);
   const packParts: Buffer[] = [];
   const errors: Buffer[] = [];
@@ -143,7 +154,8 @@ async function* completed(source: AsyncIterableIterator<Uint8Array>, readBase: R
     }
     pos += len;
   }
-  const pack = packParts.length > 0 ? await bounded(checkedPack(Buffer.concat(packParts)), readBase, limits, history) : undefined;
+  const pack =
+    packParts.length > 0 ? await bounded(checkedPack(Buffer.concat(packParts)), readBase, limits, history) : undefined;
   yield raw.subarray(0, head);
   if (!inBand) return;
   for (const e of errors) yield e;
@@ -155,11 +167,20 @@ async function* completed(source: AsyncIterableIterator<Uint8Array>, readBase: R
 }
 
 /** The pack once it passed its limits (a history's without its blobs past them), completed when it is thin. */
-async function bounded(whole: Buffer, readBase: ReadBase, limits: PackInflationLimits, history: boolean): Promise<Buffer> {
-  const { pack, cost } = history ? await pruneHistoryPack(whole, limits) : { pack: whole, cost: checkPackInflation(whole, limits) };
+async function bounded(
+  whole: Buffer,
+  readBase: ReadBase,
+  limits: PackInflationLimits,
+  history: boolean,
+): Promise<Buffer> {
+  const { pack, cost } = history
+    ? await pruneHistoryPack(whole, limits)
+    : { pack: whole, cost: checkPackInflation(whole, limits) };
   // Only a pack naming bases by id can be thin; the rest is stored as it came, without inflating it a second time.
   if (cost.refDeltas === 0) return pack;
-  return Buffer.from(await completeThinPack(pack, readBase, { maxBaseBytes: limits.maxInflatedBytes - cost.inflatedBytes }));
+  return Buffer.from(
+    await completeThinPack(pack, readBase, { maxBaseBytes: limits.maxInflatedBytes - cost.inflatedBytes }),
+  );
 }
 
 /**
@@ -172,8 +193,14 @@ async function bounded(whole: Buffer, readBase: ReadBase, limits: PackInflationL
 export function checkedPack(pack: Buffer): Buffer {
   if (pack.length < 12 + 20) return pack;
   const want = pack.subarray(pack.length - 20);
-  const got = createHash('sha1').update(pack.subarray(0, pack.length - 20)).digest();
-  if (!got.equals(want)) throw new OperationError('KS_GIT_PACK_CORRUPT', `the fetched pack (${pack.length} bytes) does not match its SHA-1 checksum: truncated or corrupted on the way`);
+  const got = createHash('sha1')
+    .update(pack.subarray(0, pack.length - 20))
+    .digest();
+  if (!got.equals(want))
+    throw new OperationError(
+      'KS_GIT_PACK_CORRUPT',
+      `the fetched pack (${pack.length} bytes) does not match its SHA-1 checksum: truncated or corrupted on the way`,
+    );
   return pack;
 }
 

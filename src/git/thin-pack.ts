@@ -55,7 +55,11 @@ function fail(message: string): never {
  * KS_GIT_PACK_TOO_LARGE when the bases read from the store come to more than `maxBaseBytes` (what is left of the
  * fetch's inflation bound once the pack itself is counted: pack-inflation.ts).
  */
-export async function completeThinPack(input: Uint8Array, readBase: ReadBase, opts: { maxBaseBytes?: number } = {}): Promise<Uint8Array> {
+export async function completeThinPack(
+  input: Uint8Array,
+  readBase: ReadBase,
+  opts: { maxBaseBytes?: number } = {},
+): Promise<Uint8Array> {
   const pack = Buffer.from(input.buffer, input.byteOffset, input.byteLength);
   const entries = parsePack(pack);
   if (!entries.some((e) => e.kind === REF_DELTA)) return input;
@@ -106,7 +110,10 @@ export async function completeThinPack(input: Uint8Array, readBase: ReadBase, op
   let baseBytes = 0;
   while (waitingOnOid.size > 0) {
     const oid = [...waitingOnOid.keys()].find((k) => !absent.has(k));
-    if (oid === undefined) fail(`the pack names base ${[...absent][0]} that is neither in it nor in the local store (or its deltas form a cycle)`);
+    if (oid === undefined)
+      fail(
+        `the pack names base ${[...absent][0]} that is neither in it nor in the local store (or its deltas form a cycle)`,
+      );
     const base = await readBase(oid);
     if (!base) {
       absent.add(oid);
@@ -115,15 +122,20 @@ export async function completeThinPack(input: Uint8Array, readBase: ReadBase, op
     // Each base is kept, and stored again in the pack: they count against what the fetch may inflate.
     baseBytes += base.object.byteLength;
     if (opts.maxBaseBytes !== undefined && baseBytes > opts.maxBaseBytes)
-      throw new OperationError('KS_GIT_PACK_TOO_LARGE', `the fetched pack's deltas name bases from the local store of more than ${opts.maxBaseBytes} bytes in all, past what a fetch may inflate`);
+      throw new OperationError(
+        'KS_GIT_PACK_TOO_LARGE',
+        `the fetched pack's deltas name bases from the local store of more than ${opts.maxBaseBytes} bytes in all, past what a fetch may inflate`,
+      );
     // A base must be the object named: the pack stored is only sound if the ids its deltas name are true.
-    if (objectId(base.type, Buffer.from(base.object)) !== oid) fail(`the local store answered ${oid} with another object`);
+    if (objectId(base.type, Buffer.from(base.object)) !== oid)
+      fail(`the local store answered ${oid} with another object`);
     external.set(oid, base);
     byOid.set(oid, { type: base.type, content: Buffer.from(base.object) });
     for (const d of take(waitingOnOid, oid)) ready.push(d);
     drain();
   }
-  if (resolved !== entries.length) fail(`${entries.length - resolved} deltas of the pack never resolve (a delta cycle)`);
+  if (resolved !== entries.length)
+    fail(`${entries.length - resolved} deltas of the pack never resolve (a delta cycle)`);
   // A base read from the store that the pack turned out to hold itself is not added twice.
   for (const oid of inPack) external.delete(oid);
   if (external.size === 0) return input;
@@ -139,7 +151,12 @@ export async function completeThinPack(input: Uint8Array, readBase: ReadBase, op
 /** Every entry of a pack, inflated: bounded by the pack itself (each inflation by the size its header states). */
 function parsePack(pack: Buffer): Entry[] {
   const entries: Entry[] = [];
-  walkPack(pack, fail, () => undefined, (h, data) => entries.push({ ...h, data }));
+  walkPack(
+    pack,
+    fail,
+    () => undefined,
+    (h, data) => entries.push({ ...h, data }),
+  );
   return entries;
 }
 

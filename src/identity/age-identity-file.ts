@@ -27,7 +27,11 @@ export function ageRecipientOf(identity: string): string | undefined {
   if (!identity.startsWith('AGE-SECRET-KEY-1')) return undefined;
   const decoded = bech32Decode(identity);
   if (!decoded || decoded.hrp !== SECRET_HRP || decoded.bytes.length !== 32) return undefined;
-  const key = createPrivateKey({ key: Buffer.concat([X25519_PKCS8_PREFIX, decoded.bytes]), format: 'der', type: 'pkcs8' });
+  const key = createPrivateKey({
+    key: Buffer.concat([X25519_PKCS8_PREFIX, decoded.bytes]),
+    format: 'der',
+    type: 'pkcs8',
+  });
   const spki = createPublicKey(key).export({ format: 'der', type: 'spki' });
   return bech32Encode(RECIPIENT_HRP, new Uint8Array(spki.subarray(spki.length - 32)));
 }
@@ -47,13 +51,20 @@ export function parseAgeIdentityFile(text: string): AgeIdentity | { problem: str
       if (m) stated = m[1];
       continue;
     }
-    if (found) return { problem: `it holds more than one identity (lines ${found.line} and ${i + 1}); the device has exactly one` };
+    if (found)
+      return {
+        problem: `it holds more than one identity (lines ${found.line} and ${i + 1}); the device has exactly one`,
+      };
     found = { identity: line, line: i + 1 };
   }
   if (!found) return { problem: 'it holds no identity (no AGE-SECRET-KEY-1… line)' };
   const recipient = ageRecipientOf(found.identity);
-  if (recipient === undefined) return { problem: `line ${found.line} is not an age X25519 identity (AGE-SECRET-KEY-1 and its bech32 encoding, checksum included)` };
-  if (stated !== undefined && stated !== recipient) return { problem: `its "# public key:" comment (${stated}) is not the identity's own recipient (${recipient})` };
+  if (recipient === undefined)
+    return {
+      problem: `line ${found.line} is not an age X25519 identity (AGE-SECRET-KEY-1 and its bech32 encoding, checksum included)`,
+    };
+  if (stated !== undefined && stated !== recipient)
+    return { problem: `its "# public key:" comment (${stated}) is not the identity's own recipient (${recipient})` };
   return { identity: found.identity, recipient };
 }
 

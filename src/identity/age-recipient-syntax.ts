@@ -11,6 +11,7 @@ export function ageRecipientProblem(text: string): string | undefined {
   if (!text.startsWith('age1') || text !== text.toLowerCase()) return `${what} (age1…, in lower case)`;
   const decoded = bech32Decode(text);
   if (!decoded) return `${what} (its bech32 checksum or padding is wrong: a typo?)`;
-  if (decoded.hrp !== 'age' || decoded.bytes.length !== 32) return `${what} (it holds ${decoded.bytes.length} bytes, not an X25519 key's 32)`;
+  if (decoded.hrp !== 'age' || decoded.bytes.length !== 32)
+    return `${what} (it holds ${decoded.bytes.length} bytes, not an X25519 key's 32)`;
   return undefined;
 }

@@ -41,7 +41,18 @@ import { labelSelector, deviceNameField } from '../core/label-schemas.js';
 import { deviceNameProblem, labelKeyProblem, labelValueProblem } from '../core/labels.js';
 import { issue } from '../core/schema-rules.js';
 import { parseTomlDocument } from '../core/toml-document.js';
-import { formatSignature, keyIdHex, parsePublicKey, parseSignatures, sign, signedTimestamp, verifySignature, type PublicKey, type SecretKey, type Signature } from '../trust/minisign.js';
+import {
+  formatSignature,
+  keyIdHex,
+  parsePublicKey,
+  parseSignatures,
+  sign,
+  signedTimestamp,
+  verifySignature,
+  type PublicKey,
+  type SecretKey,
+  type Signature,
+} from '../trust/minisign.js';
 import { TrustError } from '../trust/trust-error.js';
 import { ageRecipientProblem } from './age-recipient-syntax.js';
 import { reportKeyProblem } from './report-key.js';
@@ -78,7 +89,9 @@ const CERT_FILE_NAME = /^[^/\\]+$/;
 
 /** `devices/NAME.cert`, or undefined when the device name cannot be one file name (it holds a `/` or is `.`/`..`). */
 export function certificatePath(device: string): string | undefined {
-  return CERT_FILE_NAME.test(device) && device !== '.' && device !== '..' && !deviceNameProblem(device) ? `${CERTIFICATE_DIR}/${device}.cert` : undefined;
+  return CERT_FILE_NAME.test(device) && device !== '.' && device !== '..' && !deviceNameProblem(device)
+    ? `${CERTIFICATE_DIR}/${device}.cert`
+    : undefined;
 }
 
 // reportKeyLine has many importers that know it from here.
@@ -101,7 +114,13 @@ const certificateSchema = strictObject({
   'keystone-certificate': v.pipe(
     number(),
     refine<number>((n, ctx) => {
-      if (n !== FORMAT_VERSION) issue(ctx, CODES.INVALID_VALUE, `format ${n} is not one this Keystone reads`, `keystone-certificate = ${FORMAT_VERSION}`);
+      if (n !== FORMAT_VERSION)
+        issue(
+          ctx,
+          CODES.INVALID_VALUE,
+          `format ${n} is not one this Keystone reads`,
+          `keystone-certificate = ${FORMAT_VERSION}`,
+        );
     }),
   ),
   device: deviceNameField,
@@ -109,14 +128,21 @@ const certificateSchema = strictObject({
     v.string(),
     refine<string>((t, ctx) => {
       const p = reportKeyProblem(t);
-      if (p) issue(ctx, CODES.INVALID_VALUE, p, "the base64 line of the device's minisign public key, as `keystone identity` prints it");
+      if (p)
+        issue(
+          ctx,
+          CODES.INVALID_VALUE,
+          p,
+          "the base64 line of the device's minisign public key, as `keystone identity` prints it",
+        );
     }),
   ),
   age_recipient: v.pipe(
     v.string(),
     refine<string>((t, ctx) => {
       const p = ageRecipientProblem(t);
-      if (p) issue(ctx, CODES.INVALID_VALUE, p, 'age1 and the bech32 of an X25519 key, as `keystone identity` prints it');
+      if (p)
+        issue(ctx, CODES.INVALID_VALUE, p, 'age1 and the bech32 of an X25519 key, as `keystone identity` prints it');
     }),
   ),
   issued: offsetDateTime,
@@ -124,7 +150,8 @@ const certificateSchema = strictObject({
   labels: v.optional(labelSelector),
 });
 
-const malformed = (file: string, detail: string) => new IdentityError('KS_CERT_MALFORMED', `${file}: not a keystone certificate: ${detail}`, file);
+const malformed = (file: string, detail: string) =>
+  new IdentityError('KS_CERT_MALFORMED', `${file}: not a keystone certificate: ${detail}`, file);
 
 /** A key of the body as TOML writes it: bare when it can be, else a basic string. */
 const tomlKey = (k: string) => (/^[A-Za-z0-9_-]+$/.test(k) ? k : JSON.stringify(k));
@@ -141,20 +168,31 @@ const tomlDateTime = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}
  * not carry, by reading back what it wrote: what this signs, every verifier parses.
  */
 export function signCertificate(
-  body: { device: string; reportKey: string; ageRecipient: string; labels: Record<string, string>; issuedAt: number; expiresAt?: number },
+  body: {
+    device: string;
+    reportKey: string;
+    ageRecipient: string;
+    labels: Record<string, string>;
+    issuedAt: number;
+    expiresAt?: number;
+  },
   enrollmentKey: SecretKey,
 ): string {
   const what = `the certificate of ${JSON.stringify(body.device)}`;
   const problem =
     deviceNameProblem(body.device) ??
-    (/\p{Cs}/u.test(body.device) ? `${JSON.stringify(body.device)} is not a device name (a lone surrogate)` : undefined) ??
+    (/\p{Cs}/u.test(body.device)
+      ? `${JSON.stringify(body.device)} is not a device name (a lone surrogate)`
+      : undefined) ??
     reportKeyProblem(body.reportKey) ??
     ageRecipientProblem(body.ageRecipient) ??
     Object.entries(body.labels)
       .map(([k, v]) => labelKeyProblem(k) ?? labelValueProblem(v))
       .find((p) => p !== undefined) ??
     (!Number.isSafeInteger(Math.floor(body.issuedAt)) || body.issuedAt < 0 ? 'issuedAt is not a time' : undefined) ??
-    (body.expiresAt !== undefined && !(Math.floor(body.expiresAt / 1000) > Math.floor(body.issuedAt / 1000)) ? 'it would expire before it is issued' : undefined);
+    (body.expiresAt !== undefined && !(Math.floor(body.expiresAt / 1000) > Math.floor(body.issuedAt / 1000))
+      ? 'it would expire before it is issued'
+      : undefined);
   if (problem) throw malformed(what, problem);
   const issuedAt = Math.floor(body.issuedAt / 1000) * 1000;
   const lines = [
@@ -166,13 +204,25 @@ export function signCertificate(
     ...(body.expiresAt !== undefined ? [`expires = ${tomlDateTime(Math.floor(body.expiresAt / 1000) * 1000)}`] : []),
   ];
   const labelKeys = Object.keys(body.labels).sort();
-  if (labelKeys.length) lines.push('[labels]', ...labelKeys.map((k) => `${tomlKey(k)} = ${tomlString(body.labels[k]!)}`));
+  if (labelKeys.length)
+    lines.push('[labels]', ...labelKeys.map((k) => `${tomlKey(k)} = ${tomlString(body.labels[k]!)}`));
   const text = lines.join('\n') + '\n';
-  const sig = sign(new TextEncoder().encode(text), enrollmentKey, `timestamp:${issuedAt / 1000} device=${body.device}`, 'prehashed', untrustedCommentFor(enrollmentKey.keyId));
+  const sig = sign(
+    new TextEncoder().encode(text),
+    enrollmentKey,
+    `timestamp:${issuedAt / 1000} device=${body.device}`,
+    'prehashed',
+    untrustedCommentFor(enrollmentKey.keyId),
+  );
   const out = `${text}${BEGIN}\n${formatSignature(sig)}${END}\n`;
   // The round trip: a name or label this format cannot carry exactly is refused here, not by every device later.
   const back = parseCertificate(out, what).cert;
-  if (back.device !== body.device || back.reportKeyText !== body.reportKey || back.ageRecipient !== body.ageRecipient || JSON.stringify(sortedLabels(back.labels)) !== JSON.stringify(sortedLabels(body.labels)))
+  if (
+    back.device !== body.device ||
+    back.reportKeyText !== body.reportKey ||
+    back.ageRecipient !== body.ageRecipient ||
+    JSON.stringify(sortedLabels(back.labels)) !== JSON.stringify(sortedLabels(body.labels))
+  )
     throw malformed(what, 'its fields do not read back as written');
   return out;
 }
@@ -184,18 +234,29 @@ function sortedLabels(labels: Record<string, string>): [string, string][] {
 }
 
 /** Splits and parses a certificate without trusting it: the body, the signature block, the fields. KS_CERT_MALFORMED. */
-export function parseCertificate(text: string, file: string): { cert: DeviceCertificate; signature: Signature; body: Uint8Array } {
-  if (text.length > MAX_CERTIFICATE_CHARS) throw malformed(file, `${text.length} characters, more than a certificate's ${MAX_CERTIFICATE_CHARS}`);
+export function parseCertificate(
+  text: string,
+  file: string,
+): { cert: DeviceCertificate; signature: Signature; body: Uint8Array } {
+  if (text.length > MAX_CERTIFICATE_CHARS)
+    throw malformed(file, `${text.length} characters, more than a certificate's ${MAX_CERTIFICATE_CHARS}`);
   const at = text.indexOf(`${BEGIN}\n`);
   if (at < 0 || (at > 0 && text[at - 1] !== '\n'))
-    throw malformed(file, text.includes(`${BEGIN}\r\n`) ? 'Windows line endings (CRLF): the file was changed after it was signed (git config core.autocrlf?)' : `no "${BEGIN}" line`);
+    throw malformed(
+      file,
+      text.includes(`${BEGIN}\r\n`)
+        ? 'Windows line endings (CRLF): the file was changed after it was signed (git config core.autocrlf?)'
+        : `no "${BEGIN}" line`,
+    );
   if (text.indexOf(BEGIN, at + 1) >= 0) throw malformed(file, `"${BEGIN}" appears twice`);
   const bodyText = text.slice(0, at);
   const body = new TextEncoder().encode(bodyText);
-  if (body.length > MAX_CERTIFICATE_BODY_BYTES) throw malformed(file, `its body is ${body.length} bytes, more than ${MAX_CERTIFICATE_BODY_BYTES}`);
+  if (body.length > MAX_CERTIFICATE_BODY_BYTES)
+    throw malformed(file, `its body is ${body.length} bytes, more than ${MAX_CERTIFICATE_BODY_BYTES}`);
   const block = text.slice(at + BEGIN.length + 1).split('\n');
   if (block.at(-1) === '') block.pop();
-  if (block.length !== 5 || block[4] !== END) throw malformed(file, `the signature block is 4 lines between "${BEGIN}" and "${END}", ending the file`);
+  if (block.length !== 5 || block[4] !== END)
+    throw malformed(file, `the signature block is 4 lines between "${BEGIN}" and "${END}", ending the file`);
   const [uc, sigLine, tc, globalLine] = block as [string, string, string, string, string];
   let signature: Signature;
   try {
@@ -206,25 +267,43 @@ export function parseCertificate(text: string, file: string): { cert: DeviceCert
   }
   // One spelling per signature: base64 whose unused bits vary would make a second file of the same certificate.
   for (const [line, bytes] of [
-    [sigLine, Buffer.concat([Buffer.from(signature.algorithm === 'prehashed' ? 'ED' : 'Ed', 'latin1'), signature.keyId, signature.signature])],
+    [
+      sigLine,
+      Buffer.concat([
+        Buffer.from(signature.algorithm === 'prehashed' ? 'ED' : 'Ed', 'latin1'),
+        signature.keyId,
+        signature.signature,
+      ]),
+    ],
     [globalLine, Buffer.from(signature.globalSignature)],
   ] as const)
     if (bytes.toString('base64') !== line) throw malformed(file, 'the signature block is not canonical base64');
-  if (signature.algorithm !== 'prehashed') throw malformed(file, 'a legacy (not prehashed) signature: certificates are signed as `minisign -S` signs by default');
-  if (uc !== `untrusted comment: ${untrustedCommentFor(signature.keyId)}`) throw malformed(file, `the untrusted comment is not "${untrustedCommentFor(signature.keyId)}"`);
+  if (signature.algorithm !== 'prehashed')
+    throw malformed(
+      file,
+      'a legacy (not prehashed) signature: certificates are signed as `minisign -S` signs by default',
+    );
+  if (uc !== `untrusted comment: ${untrustedCommentFor(signature.keyId)}`)
+    throw malformed(file, `the untrusted comment is not "${untrustedCommentFor(signature.keyId)}"`);
   const devices = [...signature.trustedComment.matchAll(/(?:^|\s)device=(\S*)/g)];
-  if (devices.length !== 1 || !devices[0]![1]) throw malformed(file, 'the trusted comment does not name the device once (device=NAME)');
-  if (signedTimestamp(signature.trustedComment) === undefined) throw malformed(file, 'the trusted comment has no timestamp');
+  if (devices.length !== 1 || !devices[0]![1])
+    throw malformed(file, 'the trusted comment does not name the device once (device=NAME)');
+  if (signedTimestamp(signature.trustedComment) === undefined)
+    throw malformed(file, 'the trusted comment has no timestamp');
 
   const doc = parseTomlDocument(file, bodyText, certificateSchema);
   if (doc.diagnostics.length) {
     const [first, ...more] = sortDiagnostics(doc.diagnostics);
-    throw malformed(file, `${formatDiagnostic(first!).replace(/ \[KS_[A-Z_]+\]$/, '')}${more.length ? ` (and ${more.length} more)` : ''}`);
+    throw malformed(
+      file,
+      `${formatDiagnostic(first!).replace(/ \[KS_[A-Z_]+\]$/, '')}${more.length ? ` (and ${more.length} more)` : ''}`,
+    );
   }
   const v = doc.value!;
   const issuedAt = v.issued.getTime();
   const expiresAt = v.expires?.getTime();
-  if (expiresAt !== undefined && expiresAt <= issuedAt) throw malformed(file, `expires (${v.expires!.toISOString()}) is not after issued (${v.issued.toISOString()})`);
+  if (expiresAt !== undefined && expiresAt <= issuedAt)
+    throw malformed(file, `expires (${v.expires!.toISOString()}) is not after issued (${v.issued.toISOString()})`);
   const labels: Record<string, string> = {};
   for (const [k, value] of Object.entries(v.labels ?? {})) labels[k] = value;
   const cert: DeviceCertificate = {
@@ -249,11 +328,19 @@ const iso = (ms: number) => new Date(ms).toISOString();
  */
 export function verifyCertificate(
   text: string,
-  o: { enrollmentKeys: readonly PublicKey[]; device?: string; now: number; revoked?: (c: DeviceCertificate) => string | undefined; file: string },
+  o: {
+    enrollmentKeys: readonly PublicKey[];
+    device?: string;
+    now: number;
+    revoked?: (c: DeviceCertificate) => string | undefined;
+    file: string;
+  },
 ): DeviceCertificate {
   const { file } = o;
   const { cert, signature, body } = parseCertificate(text, file);
-  const candidates = o.enrollmentKeys.filter((k) => k.keyId.length === signature.keyId.length && k.keyId.every((b, i) => b === signature.keyId[i]));
+  const candidates = o.enrollmentKeys.filter(
+    (k) => k.keyId.length === signature.keyId.length && k.keyId.every((b, i) => b === signature.keyId[i]),
+  );
   if (!candidates.length) {
     const trusted = o.enrollmentKeys.map((k) => keyIdHex(k.keyId));
     throw new IdentityError(
@@ -273,16 +360,44 @@ export function verifyCertificate(
       failure = e;
     }
   }
-  if (failure) throw new IdentityError('KS_CERT_BAD_SIGNATURE', `${file}: the signature by enrolment key ${cert.signer} does not verify: ${failure.message}`, file);
+  if (failure)
+    throw new IdentityError(
+      'KS_CERT_BAD_SIGNATURE',
+      `${file}: the signature by enrolment key ${cert.signer} does not verify: ${failure.message}`,
+      file,
+    );
   // Signed, so what the trusted comment says is the operator's word too: it must agree with the body.
   const signedDevice = /(?:^|\s)device=(\S+)/.exec(signature.trustedComment)![1]!;
-  if (signedDevice !== cert.device) throw new IdentityError('KS_CERT_WRONG_DEVICE', `${file}: the signed trusted comment names device ${signedDevice}, the body ${cert.device}`, file);
-  if (o.device !== undefined && o.device !== cert.device) throw new IdentityError('KS_CERT_WRONG_DEVICE', `${file}: a certificate of device ${cert.device}, not of ${o.device}`, file);
+  if (signedDevice !== cert.device)
+    throw new IdentityError(
+      'KS_CERT_WRONG_DEVICE',
+      `${file}: the signed trusted comment names device ${signedDevice}, the body ${cert.device}`,
+      file,
+    );
+  if (o.device !== undefined && o.device !== cert.device)
+    throw new IdentityError(
+      'KS_CERT_WRONG_DEVICE',
+      `${file}: a certificate of device ${cert.device}, not of ${o.device}`,
+      file,
+    );
   if (cert.expiresAt !== undefined && o.now > cert.expiresAt)
-    throw new IdentityError('KS_CERT_EXPIRED', `${file}: the certificate of ${cert.device} expired at ${iso(cert.expiresAt)} (now ${iso(o.now)}): enrol the device again`, file);
+    throw new IdentityError(
+      'KS_CERT_EXPIRED',
+      `${file}: the certificate of ${cert.device} expired at ${iso(cert.expiresAt)} (now ${iso(o.now)}): enrol the device again`,
+      file,
+    );
   if (cert.issuedAt > o.now + CERTIFICATE_FUTURE_SKEW_MS)
-    throw new IdentityError('KS_CERT_EXPIRED', `${file}: the certificate of ${cert.device} is issued at ${iso(cert.issuedAt)}, more than 5 minutes after this clock (${iso(o.now)}): is a clock wrong?`, file);
+    throw new IdentityError(
+      'KS_CERT_EXPIRED',
+      `${file}: the certificate of ${cert.device} is issued at ${iso(cert.issuedAt)}, more than 5 minutes after this clock (${iso(o.now)}): is a clock wrong?`,
+      file,
+    );
   const reason = o.revoked?.(cert);
-  if (reason !== undefined) throw new IdentityError('KS_CERT_REVOKED', `${file}: the certificate of ${cert.device} is revoked: ${reason}`, file);
+  if (reason !== undefined)
+    throw new IdentityError(
+      'KS_CERT_REVOKED',
+      `${file}: the certificate of ${cert.device} is revoked: ${reason}`,
+      file,
+    );
   return cert;
 }

@@ -7,7 +7,16 @@ import { formatPublicKey, formatSecretKey, generateKey } from '../trust/minisign
 import { ageRecipientOf, formatAgeIdentityFile, type AgeIdentity } from './age-identity-file.js';
 import { bech32Encode } from './bech32.js';
 import { syncDirectory, writeNew } from './durable-write.js';
-import { AGE_KEY_FILE, DIR_MODE, IDENTITY_DIR, PUBLIC_MODE, REPORT_KEY_FILE, REPORT_PUB_FILE, SECRET_MODE, type IdentityPaths } from './identity-layout.js';
+import {
+  AGE_KEY_FILE,
+  DIR_MODE,
+  IDENTITY_DIR,
+  PUBLIC_MODE,
+  REPORT_KEY_FILE,
+  REPORT_PUB_FILE,
+  SECRET_MODE,
+  type IdentityPaths,
+} from './identity-layout.js';
 
 /** A temporary identity directory this old was left by a process that died making it. */
 const STALE_TEMP_MS = 60_000;
@@ -15,7 +24,10 @@ const STALE_TEMP_MS = 60_000;
 const TEMP_PREFIX = `.${IDENTITY_DIR}.`;
 
 /** The three files in a directory of their own, renamed into place whole; another process's identity made first wins. */
-export async function createIdentity(paths: IdentityPaths, o: { now: () => number; randomBytes: (n: number) => Uint8Array }): Promise<void> {
+export async function createIdentity(
+  paths: IdentityPaths,
+  o: { now: () => number; randomBytes: (n: number) => Uint8Array },
+): Promise<void> {
   const stateDir = resolve(paths.dir, '..');
   // Against the clock the directories' times come from, the system's, not the injected one: a clock set years ahead
   // would take a fresh directory that another maker is filling for one a dead process left.
@@ -47,7 +59,8 @@ function removeStaleTemps(stateDir: string, nowMs: number): void {
   for (const name of readdirSync(stateDir)) {
     if (!name.startsWith(TEMP_PREFIX) || !name.endsWith('.tmp')) continue;
     const st = lstatSync(join(stateDir, name), { throwIfNoEntry: false });
-    if (st && st.uid === agentUid() && nowMs - st.mtimeMs > STALE_TEMP_MS) rmSync(join(stateDir, name), { recursive: true, force: true });
+    if (st && st.uid === agentUid() && nowMs - st.mtimeMs > STALE_TEMP_MS)
+      rmSync(join(stateDir, name), { recursive: true, force: true });
   }
 }
 

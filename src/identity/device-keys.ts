@@ -17,14 +17,37 @@
 import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { resolve } from 'node:path';
 import { agentUid, chownSpec, describeUid } from '../state-dir/safe-path.js';
-import { formatPublicKey, parsePublicKey, parseSecretKey, secretKeyIsEncrypted, type SecretKey } from '../trust/minisign.js';
+import {
+  formatPublicKey,
+  parsePublicKey,
+  parseSecretKey,
+  secretKeyIsEncrypted,
+  type SecretKey,
+} from '../trust/minisign.js';
 import { parseAgeIdentityFile, type AgeIdentity } from './age-identity-file.js';
 import { createIdentity } from './create-identity.js';
 import { linkNew } from './durable-write.js';
 import { IdentityError, type IdentityCode } from './identity-error.js';
-import { DEVICE_FILE, DIR_MODE, identityPaths, PUBLIC_MODE, REPORT_KEY_FILE, REPORT_PUB_FILE, SECRET_MODE, type IdentityPaths } from './identity-layout.js';
+import {
+  DEVICE_FILE,
+  DIR_MODE,
+  identityPaths,
+  PUBLIC_MODE,
+  REPORT_KEY_FILE,
+  REPORT_PUB_FILE,
+  SECRET_MODE,
+  type IdentityPaths,
+} from './identity-layout.js';
 
-export { AGE_KEY_FILE, DEVICE_FILE, IDENTITY_DIR, identityPaths, REPORT_KEY_FILE, REPORT_PUB_FILE, type IdentityPaths } from './identity-layout.js';
+export {
+  AGE_KEY_FILE,
+  DEVICE_FILE,
+  IDENTITY_DIR,
+  identityPaths,
+  REPORT_KEY_FILE,
+  REPORT_PUB_FILE,
+  type IdentityPaths,
+} from './identity-layout.js';
 
 /** A key file is a few lines; anything larger is not one (and is not read whole). */
 const MAX_KEY_FILE_BYTES = 4096;
@@ -65,7 +88,10 @@ export interface EnsureDeviceKeysOptions {
  * KS_IDENTITY_MALFORMED when a file does not parse, KS_IDENTITY_MISSING when one key file is there without the other,
  * when the marker says the device had keys that are gone, or when there are none and `create` is not set.
  */
-export async function ensureDeviceKeys(stateDir: string, o: EnsureDeviceKeysOptions): Promise<{ keys: DeviceKeys; created: boolean }> {
+export async function ensureDeviceKeys(
+  stateDir: string,
+  o: EnsureDeviceKeysOptions,
+): Promise<{ keys: DeviceKeys; created: boolean }> {
   const paths = identityPaths(stateDir);
   const found = await readIdentity(paths);
   if (found.kind === 'keys') {
@@ -77,10 +103,22 @@ export async function ensureDeviceKeys(stateDir: string, o: EnsureDeviceKeysOpti
     return { keys: found.keys, created: false };
   }
   if (found.marker !== undefined) throw gone(paths, found.marker);
-  if (!o.create) throw refuse('KS_IDENTITY_MISSING', paths.dir, `the device has no identity yet in ${paths.dir}`, 'give the agent its first start, or run keystone identity (or keystone init), which make one');
+  if (!o.create)
+    throw refuse(
+      'KS_IDENTITY_MISSING',
+      paths.dir,
+      `the device has no identity yet in ${paths.dir}`,
+      'give the agent its first start, or run keystone identity (or keystone init), which make one',
+    );
   await createIdentity(paths, o);
   const made = await readIdentity(paths);
-  if (made.kind !== 'keys') throw refuse('KS_IDENTITY_MISSING', paths.dir, `${paths.dir} holds no key files after they were made (another process emptied it?)`, `move ${paths.dir} aside and start again`);
+  if (made.kind !== 'keys')
+    throw refuse(
+      'KS_IDENTITY_MISSING',
+      paths.dir,
+      `${paths.dir} holds no key files after they were made (another process emptied it?)`,
+      `move ${paths.dir} aside and start again`,
+    );
   writeMarker(paths, made.keys, o.now());
   return { keys: made.keys, created: true };
 }
@@ -98,7 +136,11 @@ export async function readDevicePublicIdentity(stateDir: string): Promise<Device
   return undefined;
 }
 
-export const publicOf = (k: DeviceKeys): DevicePublicIdentity => ({ reportKey: k.reportPublic, reportKeyId: k.reportKeyId, ageRecipient: k.ageRecipient });
+export const publicOf = (k: DeviceKeys): DevicePublicIdentity => ({
+  reportKey: k.reportPublic,
+  reportKeyId: k.reportKeyId,
+  ageRecipient: k.ageRecipient,
+});
 
 type Found =
   | { kind: 'keys'; keys: DeviceKeys; pubMissing: boolean; marker: Marker | undefined }
@@ -141,7 +183,12 @@ function refuse(code: IdentityCode, file: string, problem: string, fix: string):
 
 /** KS_IDENTITY_MISSING for keys the marker remembers. */
 function gone(paths: IdentityPaths, marker: Marker): IdentityError {
-  const had = [marker.reportKey && `report key ${marker.reportKey}`, marker.ageRecipient && `age recipient ${marker.ageRecipient}`].filter(Boolean).join(', ');
+  const had = [
+    marker.reportKey && `report key ${marker.reportKey}`,
+    marker.ageRecipient && `age recipient ${marker.ageRecipient}`,
+  ]
+    .filter(Boolean)
+    .join(', ');
   return refuse(
     'KS_IDENTITY_MISSING',
     paths.dir,
@@ -157,7 +204,10 @@ const modeText = (st: Stats) => (st.mode & 0o7777).toString(8).padStart(4, '0');
 
 /** The fix for an owner or mode problem: the chown and chmod that apply. */
 function ownFix(path: string, st: Stats, mode: number): string {
-  const steps = [...(st.uid !== agentUid() ? [`chown ${chownSpec()} ${path}`] : []), ...((st.mode & 0o077) !== 0 ? [`chmod ${mode.toString(8)} ${path}`] : [])];
+  const steps = [
+    ...(st.uid !== agentUid() ? [`chown ${chownSpec()} ${path}`] : []),
+    ...((st.mode & 0o077) !== 0 ? [`chmod ${mode.toString(8)} ${path}`] : []),
+  ];
   return steps.join(' && ');
 }
 
@@ -165,15 +215,42 @@ function ownFix(path: string, st: Stats, mode: number): string {
 function checkDirectory(dir: string): boolean {
   const st = lstatOrUndefined(dir);
   if (!st) return false;
-  if (st.isSymbolicLink()) throw refuse('KS_IDENTITY_UNSAFE', dir, `${dir} is a symbolic link, and the device's keys are kept in a real directory`, `move the link aside and put the directory it points to in its place`);
-  if (!st.isDirectory()) throw refuse('KS_IDENTITY_MALFORMED', dir, `${dir} is not a directory`, `move it aside: the agent makes the device's keys there`);
+  if (st.isSymbolicLink())
+    throw refuse(
+      'KS_IDENTITY_UNSAFE',
+      dir,
+      `${dir} is a symbolic link, and the device's keys are kept in a real directory`,
+      `move the link aside and put the directory it points to in its place`,
+    );
+  if (!st.isDirectory())
+    throw refuse(
+      'KS_IDENTITY_MALFORMED',
+      dir,
+      `${dir} is not a directory`,
+      `move it aside: the agent makes the device's keys there`,
+    );
   // The usual cause on a device: a command run as an operator beside an agent that runs as root.
   if (st.uid === 0 && agentUid() !== 0)
-    throw refuse('KS_IDENTITY_UNSAFE', dir, `${dir} is root's, and this process runs as ${describeUid(agentUid())}`, `use the agent's user to run it (sudo), or give the agent a state directory of its own user`);
+    throw refuse(
+      'KS_IDENTITY_UNSAFE',
+      dir,
+      `${dir} is root's, and this process runs as ${describeUid(agentUid())}`,
+      `use the agent's user to run it (sudo), or give the agent a state directory of its own user`,
+    );
   if (st.uid !== agentUid())
-    throw refuse('KS_IDENTITY_UNSAFE', dir, `${dir} is owned by ${describeUid(st.uid)}, not by the agent's user ${describeUid(agentUid())}, so they hold the device's keys`, ownFix(dir, st, DIR_MODE));
+    throw refuse(
+      'KS_IDENTITY_UNSAFE',
+      dir,
+      `${dir} is owned by ${describeUid(st.uid)}, not by the agent's user ${describeUid(agentUid())}, so they hold the device's keys`,
+      ownFix(dir, st, DIR_MODE),
+    );
   if ((st.mode & 0o077) !== 0)
-    throw refuse('KS_IDENTITY_UNSAFE', dir, `${dir} can be read or written by other users (mode ${modeText(st)}), and it holds the device's secret keys`, ownFix(dir, st, DIR_MODE));
+    throw refuse(
+      'KS_IDENTITY_UNSAFE',
+      dir,
+      `${dir} can be read or written by other users (mode ${modeText(st)}), and it holds the device's secret keys`,
+      ownFix(dir, st, DIR_MODE),
+    );
   return true;
 }
 
@@ -181,10 +258,21 @@ function checkDirectory(dir: string): boolean {
 function checkKeyFile(file: string): Stats | undefined {
   const st = lstatOrUndefined(file);
   if (!st) return undefined;
-  if (st.isSymbolicLink()) throw refuse('KS_IDENTITY_UNSAFE', file, `${file} is a symbolic link, and the agent reads no key through one`, `move the link aside and put the key file itself in its place`);
+  if (st.isSymbolicLink())
+    throw refuse(
+      'KS_IDENTITY_UNSAFE',
+      file,
+      `${file} is a symbolic link, and the agent reads no key through one`,
+      `move the link aside and put the key file itself in its place`,
+    );
   if (!st.isFile()) throw refuse('KS_IDENTITY_MALFORMED', file, `${file} is not a regular file`, `move it aside`);
   if (st.uid !== agentUid())
-    throw refuse('KS_IDENTITY_UNSAFE', file, `${file} is owned by ${describeUid(st.uid)}, not by the agent's user ${describeUid(agentUid())}`, ownFix(file, st, SECRET_MODE));
+    throw refuse(
+      'KS_IDENTITY_UNSAFE',
+      file,
+      `${file} is owned by ${describeUid(st.uid)}, not by the agent's user ${describeUid(agentUid())}`,
+      ownFix(file, st, SECRET_MODE),
+    );
   // Read by another user is a key that may have been copied: the fix stops it, and says what the copy would mean.
   if ((st.mode & 0o077) !== 0)
     throw refuse(
@@ -201,7 +289,13 @@ function readSmall(file: string): string {
   const fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
   try {
     const size = fstatSync(fd).size;
-    if (size > MAX_KEY_FILE_BYTES) throw refuse('KS_IDENTITY_MALFORMED', file, `${file} is ${size} bytes, more than a key file can be (${MAX_KEY_FILE_BYTES})`, `move it aside`);
+    if (size > MAX_KEY_FILE_BYTES)
+      throw refuse(
+        'KS_IDENTITY_MALFORMED',
+        file,
+        `${file} is ${size} bytes, more than a key file can be (${MAX_KEY_FILE_BYTES})`,
+        `move it aside`,
+      );
     const buf = Buffer.alloc(size);
     let at = 0;
     while (at < size) {
@@ -218,14 +312,22 @@ function readSmall(file: string): string {
 async function parseReportKey(file: string): Promise<SecretKey> {
   const text = readSmall(file);
   const malformed = (why: string) =>
-    refuse('KS_IDENTITY_MALFORMED', file, `${file} is not the device's report key: ${why}`, `move ${file} aside and put back the device's own from a backup (or move the whole identity aside to make a new one, then enrol the device again)`);
+    refuse(
+      'KS_IDENTITY_MALFORMED',
+      file,
+      `${file} is not the device's report key: ${why}`,
+      `move ${file} aside and put back the device's own from a backup (or move the whole identity aside to make a new one, then enrol the device again)`,
+    );
   let encrypted: boolean;
   try {
     encrypted = secretKeyIsEncrypted(text);
   } catch (e) {
     throw malformed((e as Error).message);
   }
-  if (encrypted) throw malformed('it is password-protected, and the agent starts unattended (the device key is unencrypted, protected by its mode)');
+  if (encrypted)
+    throw malformed(
+      'it is password-protected, and the agent starts unattended (the device key is unencrypted, protected by its mode)',
+    );
   try {
     return await parseSecretKey(text);
   } catch (e) {
@@ -237,7 +339,12 @@ async function parseReportKey(file: string): Promise<SecretKey> {
 function parseAgeKey(file: string): AgeIdentity {
   const parsed = parseAgeIdentityFile(readSmall(file));
   if ('problem' in parsed)
-    throw refuse('KS_IDENTITY_MALFORMED', file, `${file} is not an age identity file: ${parsed.problem}`, `move ${file} aside and put back the device's own from a backup (or move the whole identity aside to make a new one, then enrol the device again)`);
+    throw refuse(
+      'KS_IDENTITY_MALFORMED',
+      file,
+      `${file} is not an age identity file: ${parsed.problem}`,
+      `move ${file} aside and put back the device's own from a backup (or move the whole identity aside to make a new one, then enrol the device again)`,
+    );
   return parsed;
 }
 
@@ -245,7 +352,13 @@ function parseAgeKey(file: string): AgeIdentity {
 function checkPublicFile(file: string, key: SecretKey): boolean {
   const st = lstatOrUndefined(file);
   if (!st) return false;
-  const wrong = (why: string) => refuse('KS_IDENTITY_MALFORMED', file, `${file} ${why}`, `remove it: the agent writes it again from ${REPORT_KEY_FILE} at its next start (or keystone identity does)`);
+  const wrong = (why: string) =>
+    refuse(
+      'KS_IDENTITY_MALFORMED',
+      file,
+      `${file} ${why}`,
+      `remove it: the agent writes it again from ${REPORT_KEY_FILE} at its next start (or keystone identity does)`,
+    );
   if (!st.isFile()) throw wrong('is not a regular file');
   let pub;
   try {
@@ -254,7 +367,9 @@ function checkPublicFile(file: string, key: SecretKey): boolean {
     if (e instanceof IdentityError) throw e;
     throw wrong(`is not a minisign public key (${(e as Error).message})`);
   }
-  const same = Buffer.from(pub.keyId).equals(Buffer.from(key.keyId)) && Buffer.from(pub.publicKey).equals(Buffer.from(key.publicKey));
+  const same =
+    Buffer.from(pub.keyId).equals(Buffer.from(key.keyId)) &&
+    Buffer.from(pub.publicKey).equals(Buffer.from(key.publicKey));
   if (!same) throw wrong(`is not the public half of ${REPORT_KEY_FILE}`);
   return true;
 }
@@ -265,7 +380,10 @@ function readMarker(file: string): Marker | undefined {
   try {
     const parsed = JSON.parse(readSmall(file)) as { identity?: Marker };
     const id = parsed.identity ?? {};
-    return { ...(typeof id.reportKey === 'string' && { reportKey: id.reportKey }), ...(typeof id.ageRecipient === 'string' && { ageRecipient: id.ageRecipient }) };
+    return {
+      ...(typeof id.reportKey === 'string' && { reportKey: id.reportKey }),
+      ...(typeof id.ageRecipient === 'string' && { ageRecipient: id.ageRecipient }),
+    };
   } catch {
     return {};
   }
@@ -273,6 +391,7 @@ function readMarker(file: string): Marker | undefined {
 
 /** The marker, written once (linked into place, so an existing one is never replaced). */
 function writeMarker(paths: IdentityPaths, keys: DeviceKeys, nowMs: number): void {
-  const text = JSON.stringify({ identity: { ...publicOf(keys), created: new Date(nowMs).toISOString() } }, null, 2) + '\n';
+  const text =
+    JSON.stringify({ identity: { ...publicOf(keys), created: new Date(nowMs).toISOString() } }, null, 2) + '\n';
   linkNew(resolve(paths.marker, '..'), DEVICE_FILE, text, PUBLIC_MODE);
 }

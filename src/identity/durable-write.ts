@@ -43,4 +43,3 @@ export function syncDirectory(dir: string): void {
     closeSync(fd);
   }
 }
-

@@ -20,6 +20,11 @@ export interface IdentityPaths {
 
 export function identityPaths(stateDir: string): IdentityPaths {
   const dir = join(resolve(stateDir), IDENTITY_DIR);
-  return { dir, reportKey: join(dir, REPORT_KEY_FILE), reportPub: join(dir, REPORT_PUB_FILE), ageKey: join(dir, AGE_KEY_FILE), marker: join(resolve(stateDir), DEVICE_FILE) };
+  return {
+    dir,
+    reportKey: join(dir, REPORT_KEY_FILE),
+    reportPub: join(dir, REPORT_PUB_FILE),
+    ageKey: join(dir, AGE_KEY_FILE),
+    marker: join(resolve(stateDir), DEVICE_FILE),
+  };
 }
-

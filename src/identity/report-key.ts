@@ -10,7 +10,8 @@ export function reportKeyLine(key: PublicKey): string {
 
 /** Why `text` is not a report key as a certificate spells it (one base64 line of a strong minisign key), or undefined. */
 export function reportKeyProblem(text: string): string | undefined {
-  if (!/^[A-Za-z0-9+/]{56}$/.test(text)) return `${JSON.stringify(text.length > 80 ? text.slice(0, 80) + '…' : text)} is not a minisign public key's base64 line (RW…, 56 characters)`;
+  if (!/^[A-Za-z0-9+/]{56}$/.test(text))
+    return `${JSON.stringify(text.length > 80 ? text.slice(0, 80) + '…' : text)} is not a minisign public key's base64 line (RW…, 56 characters)`;
   try {
     parsePublicKey(text);
     return undefined;

@@ -35,7 +35,11 @@ const ED25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'he
 
 /** A signer over the device's minisign secret key, signing with Node's Ed25519 (OpenSSL: a few µs a report). */
 export function reportSigner(key: SecretKey): ReportSigner {
-  const privateKey: KeyObject = createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_PREFIX, key.secretKey.subarray(0, 32)]), format: 'der', type: 'pkcs8' });
+  const privateKey: KeyObject = createPrivateKey({
+    key: Buffer.concat([ED25519_PKCS8_PREFIX, key.secretKey.subarray(0, 32)]),
+    format: 'der',
+    type: 'pkcs8',
+  });
   return { keyId: reportKeyId(key.keyId), sign: (message) => new Uint8Array(cryptoSign(null, message, privateKey)) };
 }
 

@@ -45,7 +45,10 @@ export interface ReportVerifierOptions {
   now: () => number;
 }
 
-type CertState = { kind: 'none'; reason: string } | { kind: 'refused'; error: IdentityError; file: string } | { kind: 'ok'; cert: DeviceCertificate; file: string };
+type CertState =
+  | { kind: 'none'; reason: string }
+  | { kind: 'refused'; error: IdentityError; file: string }
+  | { kind: 'ok'; cert: DeviceCertificate; file: string };
 
 /** A certificate looked up is looked up again after this long: one refused for a clock's sake may pass later. */
 const CERT_CACHE_MS = 5 * 60_000;
@@ -64,7 +67,12 @@ export class ReportVerifier {
    * The verdict on one report of `device`: `message` is what its signature covers (report-signature.ts), `at` when it
    * says it was made (ms; undefined for a rollout ref, which carries no time: taken as made now).
    */
-  async check(device: string, message: Uint8Array, signature: ReportSignature | undefined, at?: number): Promise<Verification> {
+  async check(
+    device: string,
+    message: Uint8Array,
+    signature: ReportSignature | undefined,
+    at?: number,
+  ): Promise<Verification> {
     const c = await this.certificate(device);
     if (c.kind === 'none') return { verdict: 'unverified', reason: c.reason, enrolled: false };
     if (c.kind === 'refused') {
@@ -73,16 +81,36 @@ export class ReportVerifier {
     }
     const { cert, file } = c;
     if (cert.expiresAt !== undefined && this.opts.now() >= cert.expiresAt)
-      return { verdict: 'unverified', reason: `${file}: the certificate expired at ${new Date(cert.expiresAt).toISOString()}`, enrolled: false, certificate: file };
+      return {
+        verdict: 'unverified',
+        reason: `${file}: the certificate expired at ${new Date(cert.expiresAt).toISOString()}`,
+        enrolled: false,
+        certificate: file,
+      };
     const enrolledKey = reportKeyId(cert.reportKey.keyId);
     if (signature?.keyId === enrolledKey) {
-      if (verifyEd25519(message, signature.signature, cert.reportKey.publicKey)) return { verdict: 'verified', enrolled: true, certificate: file, labels: cert.labels };
-      return { verdict: 'forged', reason: `the signature does not match what the report says (key ${enrolledKey} of ${file})`, enrolled: true, certificate: file };
+      if (verifyEd25519(message, signature.signature, cert.reportKey.publicKey))
+        return { verdict: 'verified', enrolled: true, certificate: file, labels: cert.labels };
+      return {
+        verdict: 'forged',
+        reason: `the signature does not match what the report says (key ${enrolledKey} of ${file})`,
+        enrolled: true,
+        certificate: file,
+      };
     }
-    const what = signature === undefined ? 'unsigned' : `signed by key ${signature.keyId}, not ${device}'s enrolled key ${enrolledKey}`;
+    const what =
+      signature === undefined
+        ? 'unsigned'
+        : `signed by key ${signature.keyId}, not ${device}'s enrolled key ${enrolledKey}`;
     if (at !== undefined && Number.isFinite(at) && at < cert.issuedAt)
-      return { verdict: 'unverified', reason: `${what}, and made before ${file} was issued`, enrolled: true, certificate: file };
-    const reinstalled = signature === undefined ? '' : ` (a forgery, or ${device} was reinstalled and not enrolled again)`;
+      return {
+        verdict: 'unverified',
+        reason: `${what}, and made before ${file} was issued`,
+        enrolled: true,
+        certificate: file,
+      };
+    const reinstalled =
+      signature === undefined ? '' : ` (a forgery, or ${device} was reinstalled and not enrolled again)`;
     return { verdict: 'forged', reason: `${what}${reinstalled}`, enrolled: true, certificate: file };
   }
 
@@ -102,11 +130,18 @@ export class ReportVerifier {
   }
 
   private async lookUp(device: string): Promise<CertState> {
-    if (this.opts.enrollmentKeys.length === 0) return { kind: 'none', reason: 'no enrolment key to check it with (--enrollment-key)' };
+    if (this.opts.enrollmentKeys.length === 0)
+      return { kind: 'none', reason: 'no enrolment key to check it with (--enrollment-key)' };
     const found = await this.opts.certificateOf(device);
     if (!found) return { kind: 'none', reason: `${device} is not enrolled (no devices/${device}.cert)` };
     try {
-      const cert = verifyCertificate(found.text, { enrollmentKeys: this.opts.enrollmentKeys, device, now: this.opts.now(), ...(this.opts.revoked && { revoked: this.opts.revoked }), file: found.file });
+      const cert = verifyCertificate(found.text, {
+        enrollmentKeys: this.opts.enrollmentKeys,
+        device,
+        now: this.opts.now(),
+        ...(this.opts.revoked && { revoked: this.opts.revoked }),
+        file: found.file,
+      });
       return { kind: 'ok', cert, file: found.file };
     } catch (e) {
       if (e instanceof IdentityError) return { kind: 'refused', error: e, file: found.file };

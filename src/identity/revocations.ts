@@ -56,15 +56,28 @@ const revokedSchema = strictObject({
             v.string(),
             refine<string>((t, ctx) => {
               const p = reportKeyProblem(t);
-              if (p) issue(ctx, CODES.INVALID_VALUE, p, "the base64 line of the device's minisign public key, as its certificate's report_key spells it");
+              if (p)
+                issue(
+                  ctx,
+                  CODES.INVALID_VALUE,
+                  p,
+                  "the base64 line of the device's minisign public key, as its certificate's report_key spells it",
+                );
             }),
           ),
         ),
         reason: v.pipe(
           v.string(),
           refine<string>((t, ctx) => {
-            if (!t.trim()) issue(ctx, CODES.INVALID_VALUE, 'must not be empty', 'say why, e.g. "stolen 2026-12-01": it is shown wherever the device\'s reports are');
-            else if (t.length > MAX_REASON_CHARS || /\p{Cc}/u.test(t)) issue(ctx, CODES.INVALID_VALUE, `must be one line of at most ${MAX_REASON_CHARS} characters`);
+            if (!t.trim())
+              issue(
+                ctx,
+                CODES.INVALID_VALUE,
+                'must not be empty',
+                'say why, e.g. "stolen 2026-12-01": it is shown wherever the device\'s reports are',
+              );
+            else if (t.length > MAX_REASON_CHARS || /\p{Cc}/u.test(t))
+              issue(ctx, CODES.INVALID_VALUE, `must be one line of at most ${MAX_REASON_CHARS} characters`);
           }),
         ),
       }),
@@ -81,7 +94,8 @@ export class RevocationsError extends IdentityError {
   ) {
     super(
       'KS_REVOCATIONS_INVALID',
-      `${file} is invalid (${diagnostics.length} error${diagnostics.length === 1 ? '' : 's'}):\n` + diagnostics.map((d) => '  ' + formatDiagnostic(d)).join('\n'),
+      `${file} is invalid (${diagnostics.length} error${diagnostics.length === 1 ? '' : 's'}):\n` +
+        diagnostics.map((d) => '  ' + formatDiagnostic(d)).join('\n'),
       file,
     );
   }
@@ -112,10 +126,13 @@ export function parseRevocations(text: string, file: string): Revocations {
   return r.revocations;
 }
 
-const sameKey = (a: PublicKey, b: PublicKey) => a.publicKey.length === b.publicKey.length && a.publicKey.every((x, i) => x === b.publicKey[i]);
+const sameKey = (a: PublicKey, b: PublicKey) =>
+  a.publicKey.length === b.publicKey.length && a.publicKey.every((x, i) => x === b.publicKey[i]);
 
 /** Why the certificate is revoked (the entry's reason), or undefined. Pass as verifyCertificate's `revoked`. */
 export function revokedReason(revocations: Revocations, cert: DeviceCertificate): string | undefined {
   // The key material decides, not its id: an id is 8 bytes anyone may reuse for a key of their own.
-  return revocations.byDevice.get(cert.device)?.find((e) => e.reportKey === undefined || sameKey(e.reportKey, cert.reportKey))?.reason;
+  return revocations.byDevice
+    .get(cert.device)
+    ?.find((e) => e.reportKey === undefined || sameKey(e.reportKey, cert.reportKey))?.reason;
 }

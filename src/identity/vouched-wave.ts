@@ -8,7 +8,11 @@ import type { Verification } from './report-verifier.js';
  * A verified report in a wave that selects by labels, of a device the wave does not name: counted only when the
  * device's certificate vouches for every label the wave selects (an enrolled device's unverified report never counts).
  */
-export function vouched(rollout: Pick<Rollout, 'waves'>, r: { wave: string; device: string }, v: Verification): Verification {
+export function vouched(
+  rollout: Pick<Rollout, 'waves'>,
+  r: { wave: string; device: string },
+  v: Verification,
+): Verification {
   if (v.verdict !== 'verified') return v;
   const wave = rollout.waves.find((w) => w.name === r.wave);
   if (!wave?.selector || wave.devices?.includes(r.device)) return v;
@@ -16,5 +20,9 @@ export function vouched(rollout: Pick<Rollout, 'waves'>, r: { wave: string; devi
   const missing = Object.entries(wave.selector).filter(([k, val]) => labels[k] !== val);
   if (missing.length === 0) return v;
   const want = missing.map(([k, val]) => `${k}=${val}`).join(', ');
-  return { ...v, verdict: 'unverified', reason: `${r.device}'s certificate does not vouch for ${want}, which wave ${r.wave} selects (enrol it with --label ${missing[0]![0]}=${missing[0]![1]})` };
+  return {
+    ...v,
+    verdict: 'unverified',
+    reason: `${r.device}'s certificate does not vouch for ${want}, which wave ${r.wave} selects (enrol it with --label ${missing[0]![0]}=${missing[0]![1]})`,
+  };
 }

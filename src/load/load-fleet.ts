@@ -3,7 +3,14 @@
 // over one bad target), then resolve the plan of the target this device falls in.
 import type { Diagnostic } from '../core/errors.js';
 import { CODES, formatDiagnostic, sortDiagnostics } from '../core/errors.js';
-import { FLEET_FILE, parseFleet, selectTarget, targetPlanPath, type FleetTarget, type ParsedFleet } from '../core/fleet.js';
+import {
+  FLEET_FILE,
+  parseFleet,
+  selectTarget,
+  targetPlanPath,
+  type FleetTarget,
+  type ParsedFleet,
+} from '../core/fleet.js';
 import { formatLabels, type Labels } from '../core/labels.js';
 import { rolloutOf, waveOf, type Rollout } from '../core/rollout.js';
 import { agentSectionFor, type AgentSection } from '../core/agent-section.js';
@@ -19,11 +26,21 @@ export interface ResolvedTarget {
   state: DesiredState;
 }
 
-export type LoadedFleet = { ok: true; fleet: ParsedFleet; targets: ResolvedTarget[] } | { ok: false; diagnostics: Diagnostic[] };
+export type LoadedFleet =
+  { ok: true; fleet: ParsedFleet; targets: ResolvedTarget[] } | { ok: false; diagnostics: Diagnostic[] };
 
 /** What a device runs from a revision: its target's resolved plan, or why there is none. */
 export type DeviceResolution =
-  | { ok: true; state: DesiredState; planFile: string; target?: string; rollout?: Rollout; wave?: { index: number; name: string }; agent?: AgentSection; window?: MaintenanceWindow }
+  | {
+      ok: true;
+      state: DesiredState;
+      planFile: string;
+      target?: string;
+      rollout?: Rollout;
+      wave?: { index: number; name: string };
+      agent?: AgentSection;
+      window?: MaintenanceWindow;
+    }
   | { ok: false; diagnostics: Diagnostic[]; noTarget?: undefined }
   /** The revision is valid, but no target takes this device: it keeps what runs. */
   | { ok: false; diagnostics: Diagnostic[]; noTarget: { device: string; labels: Labels } };
@@ -53,7 +70,12 @@ export async function loadFleet(reader: RepoReader): Promise<LoadedFleet> {
   try {
     text = decoder.decode(read.bytes);
   } catch {
-    return { ok: false, diagnostics: [{ code: CODES.TOML_SYNTAX, message: 'not valid UTF-8 (TOML files are UTF-8)', file: FLEET_FILE, path: '' }] };
+    return {
+      ok: false,
+      diagnostics: [
+        { code: CODES.TOML_SYNTAX, message: 'not valid UTF-8 (TOML files are UTF-8)', file: FLEET_FILE, path: '' },
+      ],
+    };
   }
   const fleet = parseFleet(FLEET_FILE, text);
   if (!fleet.fleet) return { ok: false, diagnostics: fleet.diagnostics };
@@ -63,7 +85,11 @@ export async function loadFleet(reader: RepoReader): Promise<LoadedFleet> {
   // Targets one after the other: each resolution reads its recipes with bounded concurrency already.
   for (const [index, target] of fleet.fleet.targets.entries()) {
     const planFile = targetPlanPath(target);
-    const resolution = await loadRevision(reader, planFile, target.config && { file: FLEET_FILE, doc: fleet.doc, path: ['targets', index, 'config'], config: target.config });
+    const resolution = await loadRevision(
+      reader,
+      planFile,
+      target.config && { file: FLEET_FILE, doc: fleet.doc, path: ['targets', index, 'config'], config: target.config },
+    );
     if (resolution.ok) {
       targets.push({ target, index, planFile, state: resolution.state });
       continue;
@@ -102,7 +128,9 @@ export async function loadForDevice(reader: RepoReader, device: string, labels: 
           message: `no target in fleet.toml matches device ${device} (${formatLabels(labels)})`,
           file: FLEET_FILE,
           path: 'targets',
-          hint: names.length ? `targets: ${names.join(', ')}; give the device labels a selector matches, or name it in a target's devices` : 'fleet.toml has no targets',
+          hint: names.length
+            ? `targets: ${names.join(', ')}; give the device labels a selector matches, or name it in a target's devices`
+            : 'fleet.toml has no targets',
         },
       ],
     };
@@ -117,19 +145,44 @@ export async function loadForDevice(reader: RepoReader, device: string, labels: 
   // Staged (SPEC §14): the device's wave in this commit's fleet.toml, by its name and labels.
   const rollout = rolloutOf(section);
   const w = waveOf(rollout, device, labels);
-  return { ok: true, state: t.state, planFile: t.planFile, target: t.target.name, rollout, wave: { index: w.index, name: w.wave.name }, ...agent };
+  return {
+    ok: true,
+    state: t.state,
+    planFile: t.planFile,
+    target: t.target.name,
+    rollout,
+    wave: { index: w.index, name: w.wave.name },
+    ...agent,
+  };
 }
 
 /** A target's plan that does not resolve: a missing plan is named at the target; an invalid one at both places. */
-function blameTarget(fleet: ParsedFleet, index: number, planFile: string, resolution: Extract<Resolution, { ok: false }>): Diagnostic[] {
+function blameTarget(
+  fleet: ParsedFleet,
+  index: number,
+  planFile: string,
+  resolution: Extract<Resolution, { ok: false }>,
+): Diagnostic[] {
   const name = fleet.fleet!.targets[index]!.name;
   const unread = resolution.diagnostics.find((d) => d.file === planFile && d.path === '' && READ_FAILURES.has(d.code));
-  if (unread) return [fleet.doc.diagnostic(unread.code, ['targets', index, 'plan'], `target "${name}": plan ${planFile}: ${unread.message}`)];
+  if (unread)
+    return [
+      fleet.doc.diagnostic(
+        unread.code,
+        ['targets', index, 'plan'],
+        `target "${name}": plan ${planFile}: ${unread.message}`,
+      ),
+    ];
   // Only the target's own config is wrong (located in fleet.toml already): the plan itself is fine, say no more.
   if (resolution.diagnostics.every((d) => d.file === FLEET_FILE)) return resolution.diagnostics;
   const first = resolution.diagnostics[0]!;
   return [
-    fleet.doc.diagnostic(CODES.FLEET_PLAN_INVALID, ['targets', index, 'plan'], `target "${name}": plan ${planFile} does not validate (${resolution.diagnostics.length} error(s))`, `first: ${formatDiagnostic(first)}`),
+    fleet.doc.diagnostic(
+      CODES.FLEET_PLAN_INVALID,
+      ['targets', index, 'plan'],
+      `target "${name}": plan ${planFile} does not validate (${resolution.diagnostics.length} error(s))`,
+      `first: ${formatDiagnostic(first)}`,
+    ),
     // The fleet file's own overlay problems are already located in fleet.toml; the rest are the plan's and recipes'.
     ...resolution.diagnostics,
   ];
@@ -137,10 +190,12 @@ function blameTarget(fleet: ParsedFleet, index: number, planFile: string, resolu
 
 function dedupe(diags: Diagnostic[]): Diagnostic[] {
   const seen = new Set<string>();
-  return sortDiagnostics(diags.filter((d) => {
-    const k = `${d.file}\0${d.line ?? ''}\0${d.path}\0${d.code}\0${d.message}`;
-    if (seen.has(k)) return false;
-    seen.add(k);
-    return true;
-  }));
+  return sortDiagnostics(
+    diags.filter((d) => {
+      const k = `${d.file}\0${d.line ?? ''}\0${d.path}\0${d.code}\0${d.message}`;
+      if (seen.has(k)) return false;
+      seen.add(k);
+      return true;
+    }),
+  );
 }

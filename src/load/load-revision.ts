@@ -14,7 +14,8 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
 export async function loadRevision(reader: RepoReader, planPath: string, overlay?: ConfigOverlay): Promise<Resolution> {
   const planFile = posix.normalize(planPath);
   const planRead = await reader.readFile(planFile, MAX_DOCUMENT_BYTES);
-  if (!planRead.ok) return { ok: false, diagnostics: [{ code: planRead.code, message: planRead.message, file: planFile, path: '' }] };
+  if (!planRead.ok)
+    return { ok: false, diagnostics: [{ code: planRead.code, message: planRead.message, file: planFile, path: '' }] };
   const planText = decode(planRead.bytes);
   if (planText === undefined) return { ok: false, diagnostics: [notUtf8(planFile)] };
   const plan = parsePlan(planFile, planText);
@@ -26,7 +27,9 @@ export async function loadRevision(reader: RepoReader, planPath: string, overlay
     if (!firstEntry.has(p)) firstEntry.set(p, index);
   }
   const recipes = new Map<string, ParsedRecipe>();
-  await readRecipes(reader, [...firstEntry.keys()], recipes, (path, code, message) => plan.doc.diagnostic(code, ['components', firstEntry.get(path)!, 'recipe'], message));
+  await readRecipes(reader, [...firstEntry.keys()], recipes, (path, code, message) =>
+    plan.doc.diagnostic(code, ['components', firstEntry.get(path)!, 'recipe'], message),
+  );
 
   // Composites name their members' recipes: one more level (a member that is itself a composite is refused later).
   const memberOf = new Map<string, { composite: ParsedRecipe; index: number }>();

@@ -34,7 +34,12 @@ export function createLogger(opts: LogOptions): Logger {
       formatters: { log: scrub ? (obj) => boundFields(scrubbing() ? scrubFields(obj, scrub) : obj) : boundFields },
       hooks: {
         logMethod(args, method) {
-          method.apply(this, args.map((a: unknown) => (typeof a === 'string' ? cutLine(scrub ? scrub(a) : a) : a)) as Parameters<typeof method>);
+          method.apply(
+            this,
+            args.map((a: unknown) => (typeof a === 'string' ? cutLine(scrub ? scrub(a) : a) : a)) as Parameters<
+              typeof method
+            >,
+          );
         },
       },
     },
@@ -47,7 +52,13 @@ function scrubFields(obj: Record<string, unknown>, scrub: (text: string) => stri
   const walk = (v: unknown, depth: number): unknown => {
     if (typeof v === 'string') return scrub(v);
     if (v === null || typeof v !== 'object' || depth > 4) return v;
-    if (v instanceof Error) return { type: v.name, message: scrub(v.message), ...(v.stack !== undefined && { stack: scrub(v.stack) }), ...((v as { code?: unknown }).code !== undefined && { code: (v as { code?: unknown }).code }) };
+    if (v instanceof Error)
+      return {
+        type: v.name,
+        message: scrub(v.message),
+        ...(v.stack !== undefined && { stack: scrub(v.stack) }),
+        ...((v as { code?: unknown }).code !== undefined && { code: (v as { code?: unknown }).code }),
+      };
     if (Array.isArray(v)) return v.map((x) => walk(x, depth + 1));
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(v)) out[k] = walk(x, depth + 1);
@@ -90,7 +101,11 @@ export function humanLine(json: string): string {
   const level = LEVELS[rec.level as number] ?? '';
   const fields = Object.entries(rec)
     .filter(([k, v]) => !HIDDEN.has(k) && v !== undefined)
-    .map(([k, v]) => (k === 'err' && v && typeof v === 'object' ? `err=${JSON.stringify((v as { message?: string }).message ?? v)}` : `${k}=${value(v)}`));
+    .map(([k, v]) =>
+      k === 'err' && v && typeof v === 'object'
+        ? `err=${JSON.stringify((v as { message?: string }).message ?? v)}`
+        : `${k}=${value(v)}`,
+    );
   const msg = typeof rec.msg === 'string' && rec.msg !== '' ? rec.msg : undefined;
   const aboutOne = 'component' in rec || 'layer' in rec;
   const parts = aboutOne ? [...fields, ...(msg ? [`msg=${msg}`] : [])] : [...(msg ? [msg] : []), ...fields];

@@ -52,9 +52,19 @@ export type StatusDeliveryCode =
    */
   | 'KS_STATUS_NOTES_TOO_LARGE';
 
-const RETRYABLE: ReadonlySet<StatusDeliveryCode> = new Set(['KS_STATUS_UNREACHABLE', 'KS_STATUS_SERVER_ERROR', 'KS_STATUS_RATE_LIMITED', 'KS_STATUS_CONFLICT', 'KS_STATUS_GIT_FAILED', 'KS_STATUS_NOTES_TOO_LARGE']);
+const RETRYABLE: ReadonlySet<StatusDeliveryCode> = new Set([
+  'KS_STATUS_UNREACHABLE',
+  'KS_STATUS_SERVER_ERROR',
+  'KS_STATUS_RATE_LIMITED',
+  'KS_STATUS_CONFLICT',
+  'KS_STATUS_GIT_FAILED',
+  'KS_STATUS_NOTES_TOO_LARGE',
+]);
 
-export class StatusDeliveryError extends CodedError<StatusDeliveryCode, { httpStatus?: number; retryAfterMs?: number }> {
+export class StatusDeliveryError extends CodedError<
+  StatusDeliveryCode,
+  { httpStatus?: number; retryAfterMs?: number }
+> {
   override readonly name = 'StatusDeliveryError';
   readonly retryable: boolean;
   constructor(
@@ -73,14 +83,19 @@ export function isStatusDeliveryError(e: unknown, code?: StatusDeliveryCode): e 
 }
 
 /** The error for an HTTP answer that is not a success: the status code alone decides retryable or permanent. */
-export function httpDeliveryError(what: string, status: number, detail: string, retryAfterMs?: number): StatusDeliveryError {
+export function httpDeliveryError(
+  what: string,
+  status: number,
+  detail: string,
+  retryAfterMs?: number,
+): StatusDeliveryError {
   const data = { httpStatus: status, ...(retryAfterMs !== undefined && { retryAfterMs }) };
   const msg = `${what}: HTTP ${status}${detail ? `: ${detail}` : ''}`;
-  if (status >= 500 || status === 429 || status === 408) return new StatusDeliveryError('KS_STATUS_SERVER_ERROR', msg, data);
+  if (status >= 500 || status === 429 || status === 408)
+    return new StatusDeliveryError('KS_STATUS_SERVER_ERROR', msg, data);
   if (status === 401 || status === 403) return new StatusDeliveryError('KS_STATUS_AUTH', msg, data);
   return new StatusDeliveryError('KS_STATUS_REJECTED', msg, data);
 }
-
 
 /** Throws KS_STATUS_INVALID unless the status can be sent anywhere as it is. */
 export function checkStatus(s: CommitStatus): void {
@@ -88,15 +103,21 @@ export function checkStatus(s: CommitStatus): void {
   if (!isCommitId(s.commit)) throw bad(`commit must be 40 lowercase hex, got ${JSON.stringify(s.commit)}`);
   if (!COMMIT_STATES.includes(s.state)) throw bad(`unknown state ${JSON.stringify(s.state)}`);
   if (!/^\S+$/.test(s.context)) throw bad(`context must be one word, got ${JSON.stringify(s.context)}`);
-  if (/[\r\n]/.test(s.description) || [...s.description].length > MAX_DESCRIPTION) throw bad('description must be one line of at most 140 characters (use describe())');
+  if (/[\r\n]/.test(s.description) || [...s.description].length > MAX_DESCRIPTION)
+    throw bad('description must be one line of at most 140 characters (use describe())');
   if (!Number.isSafeInteger(s.at) || s.at < 0) throw bad(`at must be ms since the epoch, got ${s.at}`);
   for (const [k, v] of Object.entries(s.fields ?? {}))
-    if (!(REPORT_FIELD_KEYS as readonly string[]).includes(k) || !/^[^\s=]{1,100}$/.test(v)) throw bad(`field ${JSON.stringify(k)}=${JSON.stringify(v)}: keys are ${REPORT_FIELD_KEYS.join(', ')}, values one word`);
+    if (!(REPORT_FIELD_KEYS as readonly string[]).includes(k) || !/^[^\s=]{1,100}$/.test(v))
+      throw bad(
+        `field ${JSON.stringify(k)}=${JSON.stringify(v)}: keys are ${REPORT_FIELD_KEYS.join(', ')}, values one word`,
+      );
   if (s.rollout) {
     const { wave, state, keep } = s.rollout;
-    if (!/^[a-z0-9][a-z0-9._-]{0,62}$/i.test(wave) || wave.includes('..')) throw bad(`rollout wave ${JSON.stringify(wave)} is not a wave name`);
+    if (!/^[a-z0-9][a-z0-9._-]{0,62}$/i.test(wave) || wave.includes('..'))
+      throw bad(`rollout wave ${JSON.stringify(wave)} is not a wave name`);
     if (!ROLLOUT_STATES.includes(state)) throw bad(`unknown rollout state ${JSON.stringify(state)}`);
-    if (keep.length > 16 || keep.some((c) => !isCommitId(c))) throw bad('rollout keep: at most 16 commit ids of 40 lowercase hex');
+    if (keep.length > 16 || keep.some((c) => !isCommitId(c)))
+      throw bad('rollout keep: at most 16 commit ids of 40 lowercase hex');
   }
 }
 

@@ -33,7 +33,11 @@ export class Deadline {
 /** An error that says the cache's own objects are unreadable (truncated or corrupt), not that the server refused. */
 export function damagedCache(e: unknown): boolean {
   for (let x: unknown = e, depth = 0; x instanceof Error && depth < 5; x = (x as { cause?: unknown }).cause, depth++)
-    if (/Invalid compressed buffer|incorrect header check|unexpected end of file|invalid (?:stored block lengths|distance|code)|an object is missing from|SHA check failed|Z_(?:BUF|DATA)_ERROR/i.test(x.message))
+    if (
+      /Invalid compressed buffer|incorrect header check|unexpected end of file|invalid (?:stored block lengths|distance|code)|an object is missing from|SHA check failed|Z_(?:BUF|DATA)_ERROR/i.test(
+        x.message,
+      )
+    )
       return true;
   return false;
 }

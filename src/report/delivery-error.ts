@@ -9,9 +9,13 @@ export function deliveryError(what: string, e: unknown, token: string | undefine
     return new StatusDeliveryError(e.code, redact(message, token), e.data, { cause: e.cause });
   }
   const detail = redact(e instanceof Error ? e.message : String(e), token);
-  if (e instanceof Errors.HttpError) return httpDeliveryError(what, e.data.statusCode, redact(e.data.statusMessage, token));
+  if (e instanceof Errors.HttpError)
+    return httpDeliveryError(what, e.data.statusCode, redact(e.data.statusMessage, token));
   const code = (e as { code?: unknown }).code;
-  if (typeof code === 'string' && /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|EPIPE|UND_ERR_\w+)$/.test(code))
+  if (
+    typeof code === 'string' &&
+    /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|EPIPE|UND_ERR_\w+)$/.test(code)
+  )
     return new StatusDeliveryError('KS_STATUS_UNREACHABLE', `${what}: ${code}`, {});
   if (e instanceof Errors.SmartHttpError || e instanceof Errors.UserCanceledError)
     return new StatusDeliveryError('KS_STATUS_UNREACHABLE', `${what}: ${detail}`, {});

@@ -66,6 +66,10 @@ export function deviceOfNotesRef(ref: string): string | undefined {
 /** The device of a status context `keystone/<device>`; the notes reporter files each status under it. */
 export function deviceOfContext(context: string): string {
   const device = context.startsWith(CONTEXT_PREFIX) ? context.slice(CONTEXT_PREFIX.length) : '';
-  if (device === '') throw new StatusDeliveryError('KS_STATUS_INVALID', `commit status: the Git notes reporter needs the context keystone/<device>, got ${JSON.stringify(context)}`);
+  if (device === '')
+    throw new StatusDeliveryError(
+      'KS_STATUS_INVALID',
+      `commit status: the Git notes reporter needs the context keystone/<device>, got ${JSON.stringify(context)}`,
+    );
   return device;
 }

@@ -4,7 +4,6 @@ import type { ReportSigner } from '../identity/report-signature.js';
 import type { NotesCacheBoundOptions } from './notes-cache-bound.js';
 import type { NotesFetchLimits } from './notes-fetch.js';
 
-
 export interface GitNotesReporterOptions {
   /** An http(s) URL of the remote, or the path of a local repository (work tree or bare). */
   repository: string;

@@ -27,7 +27,14 @@ import { existsSync } from 'node:fs';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import git from 'isomorphic-git';
-import { checkStatus, isStatusDeliveryError, StatusDeliveryError, type CommitStatus, type DeliveryNotice, type StatusReporter } from './commit-status.js';
+import {
+  checkStatus,
+  isStatusDeliveryError,
+  StatusDeliveryError,
+  type CommitStatus,
+  type DeliveryNotice,
+  type StatusReporter,
+} from './commit-status.js';
 import { deliveryError, redact } from './delivery-error.js';
 import { damagedCache, Deadline } from './delivery-deadline.js';
 import { DEVICE_NOTES_PREFIX, deviceNotesRef, deviceOfContext } from './device-notes-ref.js';
@@ -69,7 +76,8 @@ export class GitNotesReporter implements StatusReporter {
   constructor(private readonly opts: GitNotesReporterOptions) {
     this.name = opts.name ?? 'git-notes';
     this.remote = /^https?:\/\//i.test(opts.repository);
-    if (this.remote && !opts.cacheDir) throw new Error('GitNotesReporter: a remote repository needs a cacheDir for the notes cache');
+    if (this.remote && !opts.cacheDir)
+      throw new Error('GitNotesReporter: a remote repository needs a cacheDir for the notes cache');
     this.timeoutMs = opts.timeoutMs ?? 30_000;
     this.pushAttempts = opts.pushAttempts ?? 5;
     this.author = opts.author ?? { name: 'Keystone', email: 'keystone@localhost' };
@@ -80,7 +88,9 @@ export class GitNotesReporter implements StatusReporter {
 
   deliver(s: CommitStatus): Promise<void | DeliveryNotice> {
     checkStatus(s);
-    const run = this.chain.then((): Promise<void | DeliveryNotice> => (this.remote ? this.deliverRemote(s) : this.deliverLocal(s)));
+    const run = this.chain.then((): Promise<void | DeliveryNotice> =>
+      this.remote ? this.deliverRemote(s) : this.deliverLocal(s),
+    );
     this.chain = run.catch(() => undefined);
     return run;
   }
@@ -89,7 +99,8 @@ export class GitNotesReporter implements StatusReporter {
 
   private async deliverLocal(s: CommitStatus): Promise<void> {
     const gitdir = localGitdir(this.opts.repository);
-    if (!gitdir) throw new StatusDeliveryError('KS_STATUS_GIT_FAILED', `${this.opts.repository} is not a Git repository`);
+    if (!gitdir)
+      throw new StatusDeliveryError('KS_STATUS_GIT_FAILED', `${this.opts.repository} is not a Git repository`);
     const device = deviceOfContext(s.context);
     const ref = deviceNotesRef(device);
     try {
@@ -105,7 +116,11 @@ export class GitNotesReporter implements StatusReporter {
       }
       await this.rollouts.wroteRollout(staged, undefined);
     } catch (e) {
-      throw deliveryError(`writing the note for ${s.commit.slice(0, 12)} in ${this.opts.repository}`, e, this.opts.token);
+      throw deliveryError(
+        `writing the note for ${s.commit.slice(0, 12)} in ${this.opts.repository}`,
+        e,
+        this.opts.token,
+      );
     }
   }
 
@@ -120,7 +135,9 @@ export class GitNotesReporter implements StatusReporter {
     const deadline = new Deadline(this.timeoutMs, what);
     let notice: DeliveryNotice | undefined;
     try {
-      notice = await deadline.run(() => this.pushNote(s, { gitdir, device, ref, tracking, what, signal: deadline.signal }));
+      notice = await deadline.run(() =>
+        this.pushNote(s, { gitdir, device, ref, tracking, what, signal: deadline.signal }),
+      );
     } catch (e) {
       const err = deliveryError(what, e, this.opts.token);
       if (!damagedCache(e)) throw err;
@@ -129,20 +146,33 @@ export class GitNotesReporter implements StatusReporter {
       // server's tip again (what was pushed is there; what was not waits in the outbox). Found by `npm run chaos`.
       await fs.promises.rm(gitdir, { recursive: true, force: true });
       this.cacheReady = false;
-      throw new StatusDeliveryError(err.code, `${err.message}; the local notes cache was damaged and is rebuilt at the next attempt`, err.data, { cause: e });
+      throw new StatusDeliveryError(
+        err.code,
+        `${err.message}; the local notes cache was damaged and is rebuilt at the next attempt`,
+        err.data,
+        { cause: e },
+      );
     }
     // Outside the deadline: a compaction cut short by it would go on beside the next delivery.
     try {
       await this.bound.after(gitdir, ref, tracking);
     } catch (e) {
       const detail = redact(e instanceof Error ? e.message : String(e), this.opts.token);
-      return notice ?? { code: 'KS_STATUS_GIT_FAILED', message: `the status was delivered, but compacting the notes cache ${gitdir} failed: ${detail}` };
+      return (
+        notice ?? {
+          code: 'KS_STATUS_GIT_FAILED',
+          message: `the status was delivered, but compacting the notes cache ${gitdir} failed: ${detail}`,
+        }
+      );
     }
     return notice;
   }
 
   /** One delivery to a remote: the notes commit built, pushed with the rollout refs, and rebuilt while the push is stale. */
-  private async pushNote(s: CommitStatus, c: { gitdir: string; device: string; ref: string; tracking: string; what: string; signal: AbortSignal }): Promise<DeliveryNotice | undefined> {
+  private async pushNote(
+    s: CommitStatus,
+    c: { gitdir: string; device: string; ref: string; tracking: string; what: string; signal: AbortSignal },
+  ): Promise<DeliveryNotice | undefined> {
     const { gitdir, device, ref, tracking, what } = c;
     await this.prepareCache(gitdir);
     s = await this.rollouts.current(s, gitdir);
@@ -162,7 +192,10 @@ export class GitNotesReporter implements StatusReporter {
     const done = async () => {
       await this.rollouts.wroteRollout(s, gitdir);
       if (!replacing) return undefined;
-      return { code: replacing.code, message: `${what}: this device's notes ref on the server was replaced by its own line, started afresh from the notes it keeps: ${replacing.message}` };
+      return {
+        code: replacing.code,
+        message: `${what}: this device's notes ref on the server was replaced by its own line, started afresh from the notes it keeps: ${replacing.message}`,
+      };
     };
     for (let attempt = 1; attempt <= this.pushAttempts; attempt++) {
       if (next === undefined) {
@@ -189,15 +222,26 @@ export class GitNotesReporter implements StatusReporter {
       // With the server's words (failed to lock, stale info, missing objects): what moved, or what else refused it.
       moved = refused.map((r) => `${r.ref} (${r.reason})`);
       const rejected = refused.find((r) => r.status === 'rejected');
-      const refusal = rejected && new StatusDeliveryError('KS_STATUS_REJECTED', `${what}: the server refused ${rejected.ref}: ${rejected.reason}`);
+      const refusal =
+        rejected &&
+        new StatusDeliveryError(
+          'KS_STATUS_REJECTED',
+          `${what}: the server refused ${rejected.ref}: ${rejected.reason}`,
+        );
       // The notes ref refused for good may yet be a stale guess: a hook that refuses what does not descend from the
       // tip it holds (a rule against force pushes) answers before the server compares `old`. The server is asked.
       if (refusal && rejected?.ref !== ref) throw refusal;
       if (attempt === this.pushAttempts && !refusal) break;
       // Stale: the server holds other values than we thought. Learn them, and rebuild only what needs it.
-      const held = await receivePackRefs({ ...remote, wanted: (r) => r === ref || parseRolloutRef(r)?.device === device });
-      for (const [r, oid] of serverRollout) if (held.get(r) !== oid) serverRollout = await this.recordRollout(gitdir, serverRollout, r, held.get(r));
-      for (const [r, oid] of held) if (r !== ref && serverRollout.get(r) !== oid) serverRollout = await this.recordRollout(gitdir, serverRollout, r, oid);
+      const held = await receivePackRefs({
+        ...remote,
+        wanted: (r) => r === ref || parseRolloutRef(r)?.device === device,
+      });
+      for (const [r, oid] of serverRollout)
+        if (held.get(r) !== oid) serverRollout = await this.recordRollout(gitdir, serverRollout, r, held.get(r));
+      for (const [r, oid] of held)
+        if (r !== ref && serverRollout.get(r) !== oid)
+          serverRollout = await this.recordRollout(gitdir, serverRollout, r, oid);
       const theirs = held.get(ref);
       if (theirs === serverNotes) {
         // Refused although it named what the server holds: a server that will not replace a tip (non-fast-forward).
@@ -223,7 +267,15 @@ export class GitNotesReporter implements StatusReporter {
       // A tip we do not have, or not behind ours: take it and build on it, unless it is more than a device reads.
       try {
         if (this.refusedTip?.oid === theirs) throw this.refusedTip.error;
-        const fetched = await fetchNotesTip({ gitdir, url: this.opts.repository, ref, headers: remote.headers, signal: c.signal, limits: this.fetchLimits, what: `fetching ${ref} from ${redactUrl(this.opts.repository)}` });
+        const fetched = await fetchNotesTip({
+          gitdir,
+          url: this.opts.repository,
+          ref,
+          headers: remote.headers,
+          signal: c.signal,
+          limits: this.fetchLimits,
+          what: `fetching ${ref} from ${redactUrl(this.opts.repository)}`,
+        });
         serverNotes = fetched;
         [afresh, replacing] = [fetched === undefined, undefined];
         if (fetched !== undefined) base = fetched;
@@ -236,11 +288,19 @@ export class GitNotesReporter implements StatusReporter {
         [serverNotes, afresh, replacing, next] = [theirs, true, e, undefined];
       }
     }
-    throw new StatusDeliveryError('KS_STATUS_CONFLICT', `${what}: ${moved.join(', ')} moved under us ${this.pushAttempts} times (another agent with this device name?); will try again later`);
+    throw new StatusDeliveryError(
+      'KS_STATUS_CONFLICT',
+      `${what}: ${moved.join(', ')} moved under us ${this.pushAttempts} times (another agent with this device name?); will try again later`,
+    );
   }
 
   /** Records the server's value of one of our rollout refs in the cache (undefined: it has none); returns the new map. */
-  private async recordRollout(gitdir: string, known: ReadonlyMap<string, string>, ref: string, oid: string | undefined): Promise<Map<string, string>> {
+  private async recordRollout(
+    gitdir: string,
+    known: ReadonlyMap<string, string>,
+    ref: string,
+    oid: string | undefined,
+  ): Promise<Map<string, string>> {
     const next = new Map(known);
     if (oid === undefined || oid === ZERO_OID) {
       next.delete(ref);
@@ -260,7 +320,12 @@ export class GitNotesReporter implements StatusReporter {
     // start): a 0700 top directory keeps every other user out of whatever isomorphic-git writes below it.
     makePrivate(gitdir);
     // fetch() records the remote tip through the remote's refspec, and refuses to fetch without one.
-    await git.setConfig({ fs, gitdir, path: 'remote.origin.fetch', value: `+${DEVICE_NOTES_PREFIX}*:${TRACKING_PREFIX}*` });
+    await git.setConfig({
+      fs,
+      gitdir,
+      path: 'remote.origin.fetch',
+      value: `+${DEVICE_NOTES_PREFIX}*:${TRACKING_PREFIX}*`,
+    });
     this.cacheReady = true;
   }
 
@@ -273,7 +338,12 @@ export class GitNotesReporter implements StatusReporter {
   /** Author and committer of a notes commit made now. */
   private signature(): NoteCommitOptions {
     const { signer, certificate } = this.opts;
-    return { author: this.author, at: this.now(), ...(signer && { signer }), ...(certificate !== undefined && { certificate }) };
+    return {
+      author: this.author,
+      at: this.now(),
+      ...(signer && { signer }),
+      ...(certificate !== undefined && { certificate }),
+    };
   }
 }
 
@@ -284,5 +354,8 @@ export class GitNotesReporter implements StatusReporter {
  * since the ref is the fleet operator's to delete, and the device then reports again.
  */
 function notReplaced(why: StatusDeliveryError, ref: string, refused: string[]): StatusDeliveryError {
-  return new StatusDeliveryError('KS_STATUS_NOTES_TOO_LARGE', `${why.message}; the server refused to replace it (${refused.join(', ')}): delete ${ref} on the server (docs/fleet-reports.md)`);
+  return new StatusDeliveryError(
+    'KS_STATUS_NOTES_TOO_LARGE',
+    `${why.message}; the server refused to replace it (${refused.join(', ')}): delete ${ref} on the server (docs/fleet-reports.md)`,
+  );
 }

@@ -6,7 +6,13 @@
 import { backoffMs } from '../core/backoff.js';
 import { setTimeout as sleepMs } from 'node:timers/promises';
 import { retryAfterMs } from '../git/git-poll-delay.js';
-import { checkStatus, httpDeliveryError, StatusDeliveryError, type CommitStatus, type StatusReporter } from './commit-status.js';
+import {
+  checkStatus,
+  httpDeliveryError,
+  StatusDeliveryError,
+  type CommitStatus,
+  type StatusReporter,
+} from './commit-status.js';
 
 export interface GitHubStatusReporterOptions {
   /** The API prefix: `https://api.github.com` (default), `https://ghe.example/api/v3`, `https://gitea.example/api/v1`. */
@@ -97,7 +103,12 @@ export class GitHubStatusReporter implements StatusReporter {
           'content-type': 'application/json',
           'user-agent': this.userAgent,
         },
-        body: JSON.stringify({ state: s.state, ...(s.targetUrl !== undefined && { target_url: s.targetUrl }), description: s.description, context: s.context }),
+        body: JSON.stringify({
+          state: s.state,
+          ...(s.targetUrl !== undefined && { target_url: s.targetUrl }),
+          description: s.description,
+          context: s.context,
+        }),
         signal: AbortSignal.timeout(this.timeoutMs),
       });
     } catch (e) {
@@ -113,11 +124,20 @@ export class GitHubStatusReporter implements StatusReporter {
     const detail = this.redact(errorDetail(body));
     const limitedFor = this.rateLimitWait(res, body);
     if (limitedFor !== undefined)
-      throw new StatusDeliveryError('KS_STATUS_RATE_LIMITED', `${what}: rate limited (HTTP ${res.status})${detail ? `: ${detail}` : ''}; retry in ${Math.ceil(limitedFor / 1000)} s`, {
-        httpStatus: res.status,
-        retryAfterMs: limitedFor,
-      });
-    throw httpDeliveryError(what, res.status, detail, retryAfterMs(res.headers.get('retry-after') ?? undefined, this.now()));
+      throw new StatusDeliveryError(
+        'KS_STATUS_RATE_LIMITED',
+        `${what}: rate limited (HTTP ${res.status})${detail ? `: ${detail}` : ''}; retry in ${Math.ceil(limitedFor / 1000)} s`,
+        {
+          httpStatus: res.status,
+          retryAfterMs: limitedFor,
+        },
+      );
+    throw httpDeliveryError(
+      what,
+      res.status,
+      detail,
+      retryAfterMs(res.headers.get('retry-after') ?? undefined, this.now()),
+    );
   }
 
   /**
@@ -129,7 +149,8 @@ export class GitHubStatusReporter implements StatusReporter {
     const h = res.headers;
     const after = retryAfterMs(h.get('retry-after') ?? undefined, this.now());
     const primary = h.get('x-ratelimit-remaining') === '0';
-    const limited = res.status === 429 || (res.status === 403 && (after !== undefined || primary || SECONDARY_LIMIT_RE.test(body)));
+    const limited =
+      res.status === 429 || (res.status === 403 && (after !== undefined || primary || SECONDARY_LIMIT_RE.test(body)));
     if (!limited) return undefined;
     if (after !== undefined) return after;
     const reset = Number(h.get('x-ratelimit-reset'));

@@ -28,7 +28,12 @@ export interface NoteCommitOptions {
 export const CERTIFICATE_ENTRY = 'keystone-device.cert';
 
 /** A notes commit whose tree is `tip`'s with `s`'s line merged into the commit's note. */
-export async function noteCommit(gitdir: string, tip: string | undefined, s: CommitStatus, o: NoteCommitOptions): Promise<string> {
+export async function noteCommit(
+  gitdir: string,
+  tip: string | undefined,
+  s: CommitStatus,
+  o: NoteCommitOptions,
+): Promise<string> {
   // One cache for the reads of one commit: a compacted cache keeps its objects in a pack, read once here.
   const cache = {};
   const tree = tip ? (await git.readCommit({ fs, gitdir, oid: tip, cache })).commit.tree : undefined;
@@ -40,15 +45,27 @@ export async function noteCommit(gitdir: string, tip: string | undefined, s: Com
   return git.writeCommit({
     fs,
     gitdir,
-    commit: { message: `${s.context}: ${s.state} ${s.commit}\n`, tree: newTree, parent: tip && !o.root ? [tip] : [], author: sig, committer: sig },
+    commit: {
+      message: `${s.context}: ${s.state} ${s.commit}\n`,
+      tree: newTree,
+      parent: tip && !o.root ? [tip] : [],
+      author: sig,
+      committer: sig,
+    },
   });
 }
 
 /** `tree` with the certificate at its top (setNote keeps notes only: it is put back each time). */
 async function withCertificate(gitdir: string, tree: string, certificate: string, cache: object): Promise<string> {
   const oid = await git.writeBlob({ fs, gitdir, blob: Buffer.from(certificate, 'utf8') });
-  const entries = (await git.readTree({ fs, gitdir, oid: tree, cache })).tree.filter((e) => e.path !== CERTIFICATE_ENTRY);
-  return git.writeTree({ fs, gitdir, tree: [...entries, { mode: '100644', path: CERTIFICATE_ENTRY, oid, type: 'blob' }] });
+  const entries = (await git.readTree({ fs, gitdir, oid: tree, cache })).tree.filter(
+    (e) => e.path !== CERTIFICATE_ENTRY,
+  );
+  return git.writeTree({
+    fs,
+    gitdir,
+    tree: [...entries, { mode: '100644', path: CERTIFICATE_ENTRY, oid, type: 'blob' }],
+  });
 }
 
 /** Whether `ancestor` is behind `tip` in the cache; false when the cache lacks it (it cannot be ours then). */

@@ -22,7 +22,11 @@ export interface NotesFetchLimits extends PackLimits {
  * is a quarter of a million commits. The advertisement lists every ref of the repository (~81 B each): 32 MiB is
  * some 400,000 refs. Past these, the device starts its notes afresh (git-notes-reporter.ts) rather than read on.
  */
-export const DEFAULT_NOTES_FETCH_LIMITS: NotesFetchLimits = { maxBytes: 32 << 20, maxInflatedBytes: 64 << 20, maxObjects: 500_000 };
+export const DEFAULT_NOTES_FETCH_LIMITS: NotesFetchLimits = {
+  maxBytes: 32 << 20,
+  maxInflatedBytes: 64 << 20,
+  maxObjects: 500_000,
+};
 
 export interface NotesFetchOptions {
   gitdir: string;
@@ -44,7 +48,19 @@ export async function fetchNotesTip(o: NotesFetchOptions): Promise<string | unde
   const guard = new FetchGuard(o.limits, o.what);
   const http = headCompletingHttp(guard.client(o.signal), o.ref);
   const fetch = (depth: number | undefined) =>
-    git.fetch({ fs, http, gitdir: o.gitdir, url: o.url, remote: 'origin', ref: o.ref, remoteRef: o.ref, singleBranch: true, tags: false, headers: o.headers, ...(depth && { depth }) });
+    git.fetch({
+      fs,
+      http,
+      gitdir: o.gitdir,
+      url: o.url,
+      remote: 'origin',
+      ref: o.ref,
+      remoteRef: o.ref,
+      singleBranch: true,
+      tags: false,
+      headers: o.headers,
+      ...(depth && { depth }),
+    });
   try {
     try {
       return (await fetch(1)).fetchHead ?? undefined;
@@ -79,7 +95,8 @@ class FetchGuard {
         const res = await nodeHttp.request({ ...req, signal: both, agent: gitHttpAgent(req.url) });
         if (!res.body) return res;
         const body = this.counted(res.body);
-        if ((req.method ?? 'GET') !== 'POST' || res.statusCode !== 200 || !/\/git-upload-pack$/.test(req.url)) return { ...res, body };
+        if ((req.method ?? 'GET') !== 'POST' || res.statusCode !== 200 || !/\/git-upload-pack$/.test(req.url))
+          return { ...res, body };
         // The pack is walked whole before the library sees a byte of it: its wire bytes are capped above.
         const whole = Buffer.concat(await collect(body));
         try {
@@ -97,7 +114,12 @@ class FetchGuard {
     for await (const chunk of source) {
       this.received += chunk.byteLength;
       if (this.received > this.limits.maxBytes)
-        this.fail(new StatusDeliveryError('KS_STATUS_NOTES_TOO_LARGE', `${this.what}: the server sent more than ${this.limits.maxBytes} bytes; the fetch was abandoned`));
+        this.fail(
+          new StatusDeliveryError(
+            'KS_STATUS_NOTES_TOO_LARGE',
+            `${this.what}: the server sent more than ${this.limits.maxBytes} bytes; the fetch was abandoned`,
+          ),
+        );
       // Stop reading at once: the library gathers answers whole in memory, so the cap is a memory bound too.
       if (this.failure) throw this.failure;
       yield chunk;

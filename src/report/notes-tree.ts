@@ -16,7 +16,12 @@ export const FANOUT_AT = 256;
 const HEX = /^[0-9a-f]+$/;
 
 /** The note for `rest` under `tree`: `rest` itself, or `rest[0..2]/…` recursively (git's fanout). */
-export async function findNote(gitdir: string, tree: string, rest: string, cache?: object): Promise<string | undefined> {
+export async function findNote(
+  gitdir: string,
+  tree: string,
+  rest: string,
+  cache?: object,
+): Promise<string | undefined> {
   const entries = (await git.readTree({ fs, gitdir, oid: tree, cache })).tree;
   const flat = entries.find((e) => e.path === rest && e.type === 'blob');
   if (flat) return Buffer.from((await git.readBlob({ fs, gitdir, oid: flat.oid, cache })).blob).toString('utf8');
@@ -30,8 +35,18 @@ export async function findNote(gitdir: string, tree: string, rest: string, cache
  * nor a fanout subtree are dropped from each level rewritten: a device's notes ref is written by that device alone,
  * and anything else in it (a pusher's junk) would otherwise be written again with every report. Returns the new tree.
  */
-export async function setNote(gitdir: string, tree: string | undefined, rest: string, blob: string, cache?: object): Promise<string> {
-  const entries = tree ? (await git.readTree({ fs, gitdir, oid: tree, cache })).tree.filter((e) => isNotesEntry(e, rest.length)).map((e) => ({ ...e })) : [];
+export async function setNote(
+  gitdir: string,
+  tree: string | undefined,
+  rest: string,
+  blob: string,
+  cache?: object,
+): Promise<string> {
+  const entries = tree
+    ? (await git.readTree({ fs, gitdir, oid: tree, cache })).tree
+        .filter((e) => isNotesEntry(e, rest.length))
+        .map((e) => ({ ...e }))
+    : [];
   const flat = entries.find((e) => e.path === rest && e.type === 'blob');
   if (flat) {
     flat.oid = blob;
@@ -51,12 +66,22 @@ export async function setNote(gitdir: string, tree: string | undefined, rest: st
   }
   if (notes >= FANOUT_AT) return setNote(gitdir, await fanOut(gitdir, entries, rest.length, cache), rest, blob, cache);
   // A level fanned out already takes a new note in a subtree of its own, as git would write it.
-  entries.push({ mode: '040000', path: key, oid: await setNote(gitdir, undefined, rest.slice(2), blob, cache), type: 'tree' });
+  entries.push({
+    mode: '040000',
+    path: key,
+    oid: await setNote(gitdir, undefined, rest.slice(2), blob, cache),
+    type: 'tree',
+  });
   return git.writeTree({ fs, gitdir, tree: entries });
 }
 
 /** The level `entries` with every flat note moved into the subtree of its first two digits (merged with one there). */
-async function fanOut(gitdir: string, entries: TreeEntry[], length: number, cache: object | undefined): Promise<string> {
+async function fanOut(
+  gitdir: string,
+  entries: TreeEntry[],
+  length: number,
+  cache: object | undefined,
+): Promise<string> {
   const moved = new Map<string, TreeEntry[]>();
   for (const e of entries.filter((x) => x.type === 'blob')) {
     const key = e.path.slice(0, 2);
@@ -65,8 +90,14 @@ async function fanOut(gitdir: string, entries: TreeEntry[], length: number, cach
   const level = entries.filter((e) => e.type === 'tree');
   for (const [key, notes] of moved) {
     const sub = level.find((e) => e.path === key);
-    const below = sub ? (await git.readTree({ fs, gitdir, oid: sub.oid, cache })).tree.filter((e) => isNotesEntry(e, length - 2)) : [];
-    const oid = await git.writeTree({ fs, gitdir, tree: [...below.filter((e) => !notes.some((n) => n.path === e.path)), ...notes] });
+    const below = sub
+      ? (await git.readTree({ fs, gitdir, oid: sub.oid, cache })).tree.filter((e) => isNotesEntry(e, length - 2))
+      : [];
+    const oid = await git.writeTree({
+      fs,
+      gitdir,
+      tree: [...below.filter((e) => !notes.some((n) => n.path === e.path)), ...notes],
+    });
     if (sub) sub.oid = oid;
     else level.push({ mode: '040000', path: key, oid, type: 'tree' });
   }
@@ -81,7 +112,12 @@ function isNotesEntry(e: TreeEntry, length: number): boolean {
 }
 
 /** The note for `commit` in the notes commit `notesCommit`. */
-export async function noteAt(gitdir: string, notesCommit: string, commit: string, cache?: object): Promise<string | undefined> {
+export async function noteAt(
+  gitdir: string,
+  notesCommit: string,
+  commit: string,
+  cache?: object,
+): Promise<string | undefined> {
   const { tree } = (await git.readCommit({ fs, gitdir, oid: notesCommit, cache })).commit;
   return findNote(gitdir, tree, commit, cache);
 }

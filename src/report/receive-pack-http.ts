@@ -23,11 +23,22 @@ const MAX_REDIRECTS = 5;
  * One request, following redirects (a renamed repository) with the same method and body: a push has no advertisement
  * GET to take the redirect for it. The credentials go only to the host they were given for.
  */
-export async function send(opts: ReceivePackOptions, url: string, method: 'GET' | 'POST', extra: Record<string, string>, body: Buffer | undefined, what: string): Promise<IncomingMessage> {
+export async function send(
+  opts: ReceivePackOptions,
+  url: string,
+  method: 'GET' | 'POST',
+  extra: Record<string, string>,
+  body: Buffer | undefined,
+  what: string,
+): Promise<IncomingMessage> {
   let target = new URL(url);
   const origin = target.host;
   for (let hop = 0; ; hop++) {
-    const headers: OutgoingHttpHeaders = { 'user-agent': 'git/keystone', ...(target.host === origin ? opts.headers : {}), ...extra };
+    const headers: OutgoingHttpHeaders = {
+      'user-agent': 'git/keystone',
+      ...(target.host === origin ? opts.headers : {}),
+      ...extra,
+    };
     if (body) headers['content-length'] = body.length;
     const res = await requestOnce(target, method, headers, body, opts, what);
     const status = res.statusCode ?? 0;
@@ -35,34 +46,54 @@ export async function send(opts: ReceivePackOptions, url: string, method: 'GET' 
     if ([301, 302, 303, 307, 308].includes(status) && location && hop < MAX_REDIRECTS) {
       res.resume();
       target = new URL(location, target);
-      if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new StatusDeliveryError('KS_STATUS_REJECTED', `${what}: redirected to a ${target.protocol} URL`);
+      if (target.protocol !== 'http:' && target.protocol !== 'https:')
+        throw new StatusDeliveryError('KS_STATUS_REJECTED', `${what}: redirected to a ${target.protocol} URL`);
       continue;
     }
     if (status < 200 || status > 299) {
       res.resume();
       const after = status === 429 || status === 503 ? retryAfterMs(header(res, 'retry-after'), Date.now()) : undefined;
-      throw httpDeliveryError(what, status, res.statusMessage ?? '', after === undefined ? undefined : Math.min(after, MAX_RETRY_AFTER_MS));
+      throw httpDeliveryError(
+        what,
+        status,
+        res.statusMessage ?? '',
+        after === undefined ? undefined : Math.min(after, MAX_RETRY_AFTER_MS),
+      );
     }
     return res;
   }
 }
 
-function requestOnce(target: URL, method: string, headers: OutgoingHttpHeaders, body: Buffer | undefined, opts: ReceivePackOptions, what: string): Promise<IncomingMessage> {
+function requestOnce(
+  target: URL,
+  method: string,
+  headers: OutgoingHttpHeaders,
+  body: Buffer | undefined,
+  opts: ReceivePackOptions,
+  what: string,
+): Promise<IncomingMessage> {
   const signal = opts.signal;
   if (signal?.aborted) return Promise.reject(aborted(signal, what));
   return new Promise((resolve, reject) => {
     const request = target.protocol === 'https:' ? httpsRequest : httpRequest;
-    const req = request(target, { method, headers, agent: opts.agent ?? gitHttpAgent(target.href), ...(signal && { signal }) }, resolve);
+    const req = request(
+      target,
+      { method, headers, agent: opts.agent ?? gitHttpAgent(target.href), ...(signal && { signal }) },
+      resolve,
+    );
     req.on('error', (e: Error & { code?: string }) => {
       if (signal?.aborted) reject(aborted(signal, what));
-      else reject(new StatusDeliveryError('KS_STATUS_UNREACHABLE', `${what}: ${e.code ?? e.message}`, {}, { cause: e }));
+      else
+        reject(new StatusDeliveryError('KS_STATUS_UNREACHABLE', `${what}: ${e.code ?? e.message}`, {}, { cause: e }));
     });
     req.end(body);
   });
 }
 
 export function aborted(signal: AbortSignal, what: string): Error {
-  return signal.reason instanceof StatusDeliveryError ? signal.reason : new StatusDeliveryError('KS_STATUS_UNREACHABLE', `${what}: aborted`);
+  return signal.reason instanceof StatusDeliveryError
+    ? signal.reason
+    : new StatusDeliveryError('KS_STATUS_UNREACHABLE', `${what}: aborted`);
 }
 
 function header(res: IncomingMessage, name: string): string | undefined {
@@ -75,7 +106,10 @@ export function expectType(res: IncomingMessage, type: string, what: string): vo
   const got = (header(res, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
   if (got === type) return;
   res.resume();
-  throw new StatusDeliveryError('KS_STATUS_REJECTED', `${what}: the server answered ${got || 'without a content type'}, not ${type} (not a Git smart-HTTP server?)`);
+  throw new StatusDeliveryError(
+    'KS_STATUS_REJECTED',
+    `${what}: the server answered ${got || 'without a content type'}, not ${type} (not a Git smart-HTTP server?)`,
+  );
 }
 
 export function trimSlash(url: string): string {

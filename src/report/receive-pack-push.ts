@@ -35,7 +35,8 @@ export interface RefUpdate {
  * learn the server's value and push again. `rejected`: refused for another reason (a hook, a forbidden deletion, a
  * ref name the server will not take), which pushing again will not change.
  */
-export type RefUpdateResult = { ref: string; status: 'ok' } | { ref: string; status: 'stale' | 'rejected'; reason: string };
+export type RefUpdateResult =
+  { ref: string; status: 'ok' } | { ref: string; status: 'stale' | 'rejected'; reason: string };
 
 export interface PushRefsOptions extends ReceivePackOptions {
   /** The local repository holding every object the new values need. */
@@ -47,7 +48,8 @@ const OID = /^[0-9a-f]{40}$/;
 const CAPABILITIES = 'report-status delete-refs ofs-delta agent=keystone';
 /** A report-status answer is a few lines per ref; anything far larger is not one. */
 const MAX_REPORT_BYTES = 1 << 20;
-const STALE_REASON = /\bstale\b|\block\b|failed to (update|delete)|missing necessary objects|fetch first|non-fast-forward|already exists/i;
+const STALE_REASON =
+  /\bstale\b|\block\b|failed to (update|delete)|missing necessary objects|fetch first|non-fast-forward|already exists/i;
 
 /**
  * Applies `updates` on the server in one `POST <url>/git-receive-pack` and says, per ref and in the order given, how
@@ -60,7 +62,9 @@ export async function pushRefs(opts: PushRefsOptions): Promise<RefUpdateResult[]
   const what = `push to ${redactUrl(opts.url)}`;
   checkUpdates(opts.updates);
   if (opts.updates.length === 0) return [];
-  const commands = opts.updates.map((u, i) => pktLine(i === 0 ? `${u.old} ${u.new} ${u.ref}\0${CAPABILITIES}` : `${u.old} ${u.new} ${u.ref}`));
+  const commands = opts.updates.map((u, i) =>
+    pktLine(i === 0 ? `${u.old} ${u.new} ${u.ref}\0${CAPABILITIES}` : `${u.old} ${u.new} ${u.ref}`),
+  );
   // Git reads no pack when every command is a deletion, and needs one (even empty) otherwise.
   const onlyDeletes = opts.updates.every((u) => u.new === ZERO_OID);
   const pack = onlyDeletes ? [] : [await packFor(opts.gitdir, opts.updates, what)];
@@ -79,7 +83,11 @@ export async function pushRefs(opts: PushRefsOptions): Promise<RefUpdateResult[]
   for await (const pkt of pktLines(res, what, opts.signal)) {
     if (pkt === null) break;
     size += pkt.length;
-    if (size > MAX_REPORT_BYTES) throw new StatusDeliveryError('KS_STATUS_SERVER_ERROR', `${what}: the report-status answer is over ${MAX_REPORT_BYTES} bytes`);
+    if (size > MAX_REPORT_BYTES)
+      throw new StatusDeliveryError(
+        'KS_STATUS_SERVER_ERROR',
+        `${what}: the report-status answer is over ${MAX_REPORT_BYTES} bytes`,
+      );
     lines.push(pkt.toString('utf8').replace(/\n$/, ''));
   }
   res.resume();
@@ -91,7 +99,9 @@ export async function pushRefs(opts: PushRefsOptions): Promise<RefUpdateResult[]
  * those `wanted` accepts. Every ref of the repository comes over the wire, so this is for a fallback only. Throws
  * StatusDeliveryError like pushRefs.
  */
-export async function receivePackRefs(opts: ReceivePackOptions & { wanted?: (ref: string) => boolean }): Promise<Map<string, string>> {
+export async function receivePackRefs(
+  opts: ReceivePackOptions & { wanted?: (ref: string) => boolean },
+): Promise<Map<string, string>> {
   const what = `ref advertisement of ${redactUrl(opts.url)}`;
   const res = await send(opts, `${trimSlash(opts.url)}/info/refs?service=git-receive-pack`, 'GET', {}, undefined, what);
   expectType(res, 'application/x-git-receive-pack-advertisement', what);
@@ -108,7 +118,11 @@ export async function receivePackRefs(opts: ReceivePackOptions & { wanted?: (ref
     first = false;
     if (line === undefined) break;
     const m = /^([0-9a-f]{40}) ([^\0 ]+)/.exec(line);
-    if (!m) throw new StatusDeliveryError('KS_STATUS_SERVER_ERROR', `${what}: not a ref line: ${JSON.stringify(line.slice(0, 80))}`);
+    if (!m)
+      throw new StatusDeliveryError(
+        'KS_STATUS_SERVER_ERROR',
+        `${what}: not a ref line: ${JSON.stringify(line.slice(0, 80))}`,
+      );
     const [, oid, ref] = m as unknown as [string, string, string];
     if (ref !== 'capabilities^{}' && (opts.wanted?.(ref) ?? true)) refs.set(ref, oid);
   }
@@ -133,8 +147,16 @@ function checkUpdates(updates: readonly RefUpdate[]): void {
 /** The report-status lines of a receive-pack answer, per update in order; coded errors for anything else. */
 export function readReport(lines: string[], updates: readonly RefUpdate[], what: string): RefUpdateResult[] {
   const [unpack, ...rest] = lines;
-  if (unpack === undefined || !unpack.startsWith('unpack ')) throw new StatusDeliveryError('KS_STATUS_SERVER_ERROR', `${what}: the answer is not a report-status (${JSON.stringify((unpack ?? '').slice(0, 80))})`);
-  if (unpack !== 'unpack ok') throw new StatusDeliveryError('KS_STATUS_SERVER_ERROR', `${what}: the server could not unpack the pack: ${unpack.slice('unpack '.length)}`);
+  if (unpack === undefined || !unpack.startsWith('unpack '))
+    throw new StatusDeliveryError(
+      'KS_STATUS_SERVER_ERROR',
+      `${what}: the answer is not a report-status (${JSON.stringify((unpack ?? '').slice(0, 80))})`,
+    );
+  if (unpack !== 'unpack ok')
+    throw new StatusDeliveryError(
+      'KS_STATUS_SERVER_ERROR',
+      `${what}: the server could not unpack the pack: ${unpack.slice('unpack '.length)}`,
+    );
   const byRef = new Map<string, RefUpdateResult>();
   for (const line of rest) {
     const ok = /^ok (\S+)$/.exec(line);
@@ -168,7 +190,12 @@ async function packFor(gitdir: string, updates: readonly RefUpdate[], what: stri
     const { packfile } = await git.packObjects({ fs, gitdir, oids, cache });
     return Buffer.from(packfile as Uint8Array);
   } catch (e) {
-    const detail = e instanceof Errors.NotFoundError ? `an object is missing from ${gitdir}` : e instanceof Error ? e.message : String(e);
+    const detail =
+      e instanceof Errors.NotFoundError
+        ? `an object is missing from ${gitdir}`
+        : e instanceof Error
+          ? e.message
+          : String(e);
     throw new StatusDeliveryError('KS_STATUS_GIT_FAILED', `${what}: building the pack: ${detail}`, {}, { cause: e });
   }
 }
@@ -181,7 +208,12 @@ async function packFor(gitdir: string, updates: readonly RefUpdate[], what: stri
  * a compacted notes cache) ends the walk. Past one, the server lacks what it needs only when the guess was wrong, and
  * then refuses the ref as it would anyway.
  */
-async function objectsToSend(gitdir: string, wants: readonly string[], haves: ReadonlySet<string>, cache: object): Promise<string[]> {
+async function objectsToSend(
+  gitdir: string,
+  wants: readonly string[],
+  haves: ReadonlySet<string>,
+  cache: object,
+): Promise<string[]> {
   const out = new Set<string>();
   const visited = new Set<string>();
   const shallow = await shallowCommits(gitdir);
@@ -216,11 +248,21 @@ async function treeOfIfAny(gitdir: string, oid: string, cache: object): Promise<
   }
 }
 
-async function treeObjects(gitdir: string, tree: string, base: string | undefined, out: Set<string>, cache: object): Promise<void> {
+async function treeObjects(
+  gitdir: string,
+  tree: string,
+  base: string | undefined,
+  out: Set<string>,
+  cache: object,
+): Promise<void> {
   if (tree === base || out.has(tree)) return;
   out.add(tree);
   const entries = (await git.readTree({ fs, gitdir, oid: tree, cache })).tree;
-  const before = new Map(base === undefined ? [] : (await git.readTree({ fs, gitdir, oid: base, cache })).tree.map((e) => [e.path, e] as const));
+  const before = new Map(
+    base === undefined
+      ? []
+      : (await git.readTree({ fs, gitdir, oid: base, cache })).tree.map((e) => [e.path, e] as const),
+  );
   for (const e of entries) {
     if (e.type === 'commit') continue; // a submodule's commit lives in another repository
     const old = before.get(e.path);
@@ -240,14 +282,19 @@ function pktLine(text: string): Buffer {
 }
 
 /** The pkt-lines of a body: each payload, or null for a flush. An `ERR` line from the server is thrown. */
-async function* pktLines(body: IncomingMessage, what: string, signal: AbortSignal | undefined): AsyncGenerator<Buffer | null> {
+async function* pktLines(
+  body: IncomingMessage,
+  what: string,
+  signal: AbortSignal | undefined,
+): AsyncGenerator<Buffer | null> {
   let buf: Buffer = Buffer.alloc(0);
   for await (const chunk of chunks(body, what, signal)) {
     buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
     while (buf.length >= 4) {
       const head = buf.subarray(0, 4).toString('latin1');
       const len = /^[0-9a-f]{4}$/.test(head) ? parseInt(head, 16) : NaN;
-      if (Number.isNaN(len) || (len > 0 && len < 4)) throw new StatusDeliveryError('KS_STATUS_SERVER_ERROR', `${what}: the answer is not pkt-lines`);
+      if (Number.isNaN(len) || (len > 0 && len < 4))
+        throw new StatusDeliveryError('KS_STATUS_SERVER_ERROR', `${what}: the answer is not pkt-lines`);
       if (len === 0) {
         buf = buf.subarray(4);
         yield null;
@@ -257,11 +304,15 @@ async function* pktLines(body: IncomingMessage, what: string, signal: AbortSigna
       const payload = buf.subarray(4, len);
       buf = buf.subarray(len);
       if (payload.subarray(0, 4).toString('latin1') === 'ERR ')
-        throw new StatusDeliveryError('KS_STATUS_REJECTED', `${what}: the server said: ${payload.subarray(4).toString('utf8').trim()}`);
+        throw new StatusDeliveryError(
+          'KS_STATUS_REJECTED',
+          `${what}: the server said: ${payload.subarray(4).toString('utf8').trim()}`,
+        );
       yield payload;
     }
   }
-  if (buf.length) throw new StatusDeliveryError('KS_STATUS_SERVER_ERROR', `${what}: the answer ended in the middle of a line`);
+  if (buf.length)
+    throw new StatusDeliveryError('KS_STATUS_SERVER_ERROR', `${what}: the answer ended in the middle of a line`);
 }
 
 /** The body's chunks; a connection lost or aborted on the way is coded like one lost before the answer. */
@@ -271,6 +322,11 @@ async function* chunks(body: IncomingMessage, what: string, signal: AbortSignal 
   } catch (e) {
     if (signal?.aborted) throw aborted(signal, what);
     const code = (e as { code?: string }).code;
-    throw new StatusDeliveryError('KS_STATUS_UNREACHABLE', `${what}: the answer broke off (${code ?? (e instanceof Error ? e.message : String(e))})`, {}, { cause: e });
+    throw new StatusDeliveryError(
+      'KS_STATUS_UNREACHABLE',
+      `${what}: the answer broke off (${code ?? (e instanceof Error ? e.message : String(e))})`,
+      {},
+      { cause: e },
+    );
   }
 }

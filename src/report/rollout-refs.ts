@@ -25,7 +25,14 @@
 import { createHash } from 'node:crypto';
 import { isCommitId } from '../git/commit-id.js';
 import { ROLLOUT_STATES, type RolloutReport, type RolloutState } from '../core/rollout-gate.js';
-import { formatRefSignature, parseRefSignature, rolloutMessage, signWith, type ReportSignature, type ReportSigner } from '../identity/report-signature.js';
+import {
+  formatRefSignature,
+  parseRefSignature,
+  rolloutMessage,
+  signWith,
+  type ReportSignature,
+  type ReportSigner,
+} from '../identity/report-signature.js';
 import { encodeDeviceName } from './device-notes-ref.js';
 
 export const ROLLOUT_PREFIX = 'refs/keystone-rollout/';
@@ -49,9 +56,13 @@ const FAILED = 'failed';
 const isFailure = (state: RolloutState) => state === 'failure' || state === 'error';
 
 /** The ref of a report; signed by `signer` when given (the name then ends in the signature). */
-export function rolloutRef(r: Pick<RolloutReport, 'wave' | 'device' | 'commit' | 'state'>, signer?: ReportSigner): string {
+export function rolloutRef(
+  r: Pick<RolloutReport, 'wave' | 'device' | 'commit' | 'state'>,
+  signer?: ReportSigner,
+): string {
   const sig = signer ? `.${formatRefSignature(signWith(signer, rolloutMessage(r)))}` : '';
-  if (isFailure(r.state)) return `${ROLLOUT_PREFIX}${r.wave}/${FAILED}/${r.commit}/${encodeDeviceName(r.device)}-${r.state}${sig}`;
+  if (isFailure(r.state))
+    return `${ROLLOUT_PREFIX}${r.wave}/${FAILED}/${r.commit}/${encodeDeviceName(r.device)}-${r.state}${sig}`;
   return `${ROLLOUT_PREFIX}${r.wave}/${bucketOf(r.device)}/${encodeDeviceName(r.device)}/${r.commit}-${r.state}${sig}`;
 }
 
@@ -68,7 +79,6 @@ export function failuresPrefix(wave: string, commit: string): string {
   return `${ROLLOUT_PREFIX}${wave}/${FAILED}/${commit}/`;
 }
 
-
 /**
  * The ls-refs prefixes that list `waves`, whole or in the given buckets: a bucket (two hex digits) or a group of
  * sixteen (its first digit, `a` for a0–af). One prefix per bucket, ending in its slash: `…/early/a3/` lists that
@@ -76,7 +86,9 @@ export function failuresPrefix(wave: string, commit: string): string {
  * Not the failures: failuresPrefix, per commit held.
  */
 export function rolloutPrefixes(waves: readonly string[], buckets?: readonly string[]): string[] {
-  const chosen = new Set((buckets ?? BUCKETS).flatMap((b) => (b.length === 1 ? BUCKETS.filter((x) => x.startsWith(b)) : [b])));
+  const chosen = new Set(
+    (buckets ?? BUCKETS).flatMap((b) => (b.length === 1 ? BUCKETS.filter((x) => x.startsWith(b)) : [b])),
+  );
   return waves.flatMap((w) => BUCKETS.filter((b) => chosen.has(b)).map((b) => `${ROLLOUT_PREFIX}${w}/${b}/`));
 }
 
@@ -120,5 +132,12 @@ export function parseRolloutRef(ref: string): RolloutRef | undefined {
   }
   if (!/^[^\s\p{Cc}]{1,253}$/u.test(device) || encodeDeviceName(device) !== encoded) return undefined;
   if (bucket !== undefined && bucketOf(device) !== bucket) return undefined;
-  return { wave, bucket: bucket ?? bucketOf(device), device, commit, state, ...(split.signature && { signature: split.signature }) };
+  return {
+    wave,
+    bucket: bucket ?? bucketOf(device),
+    device,
+    commit,
+    state,
+    ...(split.signature && { signature: split.signature }),
+  };
 }

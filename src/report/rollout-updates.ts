@@ -25,7 +25,13 @@ export async function rolloutRefsOf(gitdir: string, device: string): Promise<Map
  * commit set to the notes commit `next`, and deleted every other one whose commit it does not keep. Its refs for
  * this commit in another state or wave go too: one state per device and commit, or a reader could count it twice.
  */
-export function rolloutUpdates(s: CommitStatus, device: string, next: string, own: ReadonlyMap<string, string>, signer?: ReportSigner): RefUpdate[] {
+export function rolloutUpdates(
+  s: CommitStatus,
+  device: string,
+  next: string,
+  own: ReadonlyMap<string, string>,
+  signer?: ReportSigner,
+): RefUpdate[] {
   if (!s.rollout) return [];
   const { wave, state, keep } = s.rollout;
   // Ed25519 signs deterministically: the same report by the same key has the same name, so a retry rewrites no ref.
@@ -34,7 +40,8 @@ export function rolloutUpdates(s: CommitStatus, device: string, next: string, ow
   if (own.get(target) !== next) updates.push({ ref: target, old: own.get(target) ?? ZERO_OID, new: next });
   for (const [ref, oid] of own) {
     const commit = parseRolloutRef(ref)?.commit;
-    if (ref !== target && (commit === s.commit || !keep.includes(commit as string))) updates.push({ ref, old: oid, new: ZERO_OID });
+    if (ref !== target && (commit === s.commit || !keep.includes(commit as string)))
+      updates.push({ ref, old: oid, new: ZERO_OID });
   }
   return updates;
 }

@@ -10,7 +10,13 @@
 // Pure, so the merge rule is testable on its own: a device's new report replaces its own entry and keeps every other
 // line as it was (other devices, and lines we do not understand, which a newer agent or a human may have written).
 import { noteMessage, signWith, type ReportSigner, type ReportSignature } from '../identity/report-signature.js';
-import { MAX_LOG_TAIL_BYTES, MAX_LOG_TAIL_LINES, REPORT_FIELD_KEYS, type CommitStatus, type DeviceHealth } from './commit-status.js';
+import {
+  MAX_LOG_TAIL_BYTES,
+  MAX_LOG_TAIL_LINES,
+  REPORT_FIELD_KEYS,
+  type CommitStatus,
+  type DeviceHealth,
+} from './commit-status.js';
 
 /** The fields of a line beside REPORT_FIELD_KEYS: what ReportDetails says, one word each. */
 export const DETAIL_FIELD_KEYS = ['agent', 'uptime', 'load', 'mem', 'disk', 'temp'] as const;
@@ -41,7 +47,9 @@ export function formatStatusEntry(s: CommitStatus, signer?: ReportSigner): strin
   // The description is one line already (describe()); a stray newline would forge another device's line.
   const description = s.description.replace(/[\r\n]+/g, ' ').trim();
   const fields = REPORT_FIELD_KEYS.flatMap((k) => (s.fields?.[k] !== undefined ? [`${k}=${s.fields[k]}`] : []));
-  const line = [s.context, s.state, new Date(s.at).toISOString(), ...fields, ...detailFields(s), description].filter((p) => p !== '').join(' ');
+  const line = [s.context, s.state, new Date(s.at).toISOString(), ...fields, ...detailFields(s), description]
+    .filter((p) => p !== '')
+    .join(' ');
   const lines = [line, ...logLines(s.details?.log ?? []).map((l) => `${LOG_PREFIX}${l}`)];
   if (!signer) return lines;
   const sig = signWith(signer, noteMessage(s.commit, lines));
@@ -59,7 +67,8 @@ function detailFields(s: CommitStatus): string[] {
   const d = s.details;
   if (!d) return [];
   const h: DeviceHealth = d.health ?? {};
-  const num = (v: number | undefined, digits: number) => (v !== undefined && Number.isFinite(v) && v >= -1e15 && v <= 1e15 ? v.toFixed(digits) : undefined);
+  const num = (v: number | undefined, digits: number) =>
+    v !== undefined && Number.isFinite(v) && v >= -1e15 && v <= 1e15 ? v.toFixed(digits) : undefined;
   const pairs: Array<[string, string | undefined]> = [
     ['agent', d.agent !== undefined && word(d.agent) ? d.agent : undefined],
     ['uptime', num(h.uptimeS, 0)],
@@ -120,7 +129,15 @@ export function parseStatusNote(note: string): StatusLine[] {
       if (!f || f[1]! in fields) break;
       fields[f[1]!] = f[2]!;
     }
-    open = { context: m[1]!, state: m[2]!, time: m[3]!, fields, description: clean(words.slice(k).join(' ')), log: [], signed: [raw] };
+    open = {
+      context: m[1]!,
+      state: m[2]!,
+      time: m[3]!,
+      fields,
+      description: clean(words.slice(k).join(' ')),
+      log: [],
+      signed: [raw],
+    };
     out.push(open);
   }
   return out;

@@ -9,7 +9,13 @@
 // memory; after a restart the first request finds it out again (one request, then held again).
 import { backoffMs } from '../core/backoff.js';
 import type { OutboxCounts, OutboxEntry, StateStore } from '../store/state-store.js';
-import { checkStatus, isStatusDeliveryError, type CommitStatus, type DeliveryNotice, type StatusReporter } from './commit-status.js';
+import {
+  checkStatus,
+  isStatusDeliveryError,
+  type CommitStatus,
+  type DeliveryNotice,
+  type StatusReporter,
+} from './commit-status.js';
 
 export interface OutboxTimers {
   setTimeout(fn: () => void, ms: number): unknown;
@@ -83,7 +89,8 @@ export class StatusOutbox {
   constructor(opts: StatusOutboxOptions) {
     this.store = opts.store;
     const names = opts.reporters.map((r) => r.name);
-    if (new Set(names).size !== names.length) throw new Error(`status reporters must have distinct names, got ${names.join(', ')}`);
+    if (new Set(names).size !== names.length)
+      throw new Error(`status reporters must have distinct names, got ${names.join(', ')}`);
     this.reporters = new Map(opts.reporters.map((r) => [r.name, r]));
     this.now = opts.now ?? Date.now;
     this.random = opts.random ?? Math.random;
@@ -198,7 +205,13 @@ export class StatusOutbox {
     // A row never tried is due whatever its time says: `at` comes from the caller's clock, which may run ahead.
     const due = this.store
       .outboxHeads()
-      .filter((h) => this.reporters.has(h.reporter) && !this.held(h.reporter, now) && !failed.has(h.id) && (force || h.attempts === 0 || (h.nextAttemptAt ?? 0) <= now));
+      .filter(
+        (h) =>
+          this.reporters.has(h.reporter) &&
+          !this.held(h.reporter, now) &&
+          !failed.has(h.id) &&
+          (force || h.attempts === 0 || (h.nextAttemptAt ?? 0) <= now),
+      );
     if (!due.length) return false;
     const byReporter = new Map<string, OutboxEntry[]>();
     for (const h of due) byReporter.set(h.reporter, [...(byReporter.get(h.reporter) ?? []), h]);
@@ -256,15 +269,25 @@ export class StatusOutbox {
       // A server that says when to come back (429, Retry-After) is believed, within the cap, for all its rows.
       const askedMs = isStatusDeliveryError(e) ? e.data.retryAfterMs : undefined;
       const holdMs = askedMs === undefined ? undefined : Math.min(askedMs, this.maxBackoffMs);
-      if (holdMs !== undefined) this.heldUntil.set(reporter.name, Math.max(this.heldUntil.get(reporter.name) ?? 0, this.now() + holdMs));
+      if (holdMs !== undefined)
+        this.heldUntil.set(reporter.name, Math.max(this.heldUntil.get(reporter.name) ?? 0, this.now() + holdMs));
       if (!retryable || attempts >= this.maxAttempts) {
         this.store.giveUpOutbox(entry.id, { attempts, lastError });
-        this.log.error({ ...fields, code, error: lastError }, retryable ? 'commit status given up after too many attempts' : 'commit status rejected; not retrying');
+        this.log.error(
+          { ...fields, code, error: lastError },
+          retryable ? 'commit status given up after too many attempts' : 'commit status rejected; not retrying',
+        );
         return 'given-up';
       }
-      const delay = Math.max(backoffDelay(attempts, this.random(), this.initialBackoffMs, this.maxBackoffMs), holdMs ?? 0);
+      const delay = Math.max(
+        backoffDelay(attempts, this.random(), this.initialBackoffMs, this.maxBackoffMs),
+        holdMs ?? 0,
+      );
       this.store.retryOutbox(entry.id, { attempts, nextAttemptAt: this.now() + delay, lastError });
-      this.log.warn({ ...fields, code, error: lastError, retry_in_ms: delay }, 'commit status not delivered; will retry');
+      this.log.warn(
+        { ...fields, code, error: lastError, retry_in_ms: delay },
+        'commit status not delivered; will retry',
+      );
       return 'retry';
     }
     this.store.markOutboxDelivered(entry.id, this.now());
@@ -285,10 +308,13 @@ export class StatusOutbox {
     }
     if (next === undefined) return;
     this.clearTimer();
-    this.timer = this.timers.setTimeout(() => {
-      this.timer = undefined;
-      this.schedule();
-    }, Math.max(0, next - this.now()));
+    this.timer = this.timers.setTimeout(
+      () => {
+        this.timer = undefined;
+        this.schedule();
+      },
+      Math.max(0, next - this.now()),
+    );
   }
 
   private clearTimer(): void {

@@ -20,7 +20,6 @@ export interface PackCost {
   inflatedBytes: number;
 }
 
-
 /**
  * The cost of the pack in an upload-pack answer (`body`: its pkt-lines, side band or not). Throws StatusDeliveryError
  * KS_STATUS_NOTES_TOO_LARGE past a limit, KS_STATUS_SERVER_ERROR for an answer that is not a well-formed pack (never
@@ -39,7 +38,8 @@ function packOf(body: Buffer, what: string): Buffer | undefined {
     if (body.toString('latin1', pos, pos + 4) === 'PACK') return body.subarray(pos); // no side band: the rest is the pack
     const head = body.toString('latin1', pos, pos + 4);
     const len = /^[0-9a-f]{4}$/.test(head) ? parseInt(head, 16) : NaN;
-    if (Number.isNaN(len) || (len > 0 && len < 4) || pos + Math.max(len, 4) > body.length) throw malformed(what, 'the answer is not pkt-lines');
+    if (Number.isNaN(len) || (len > 0 && len < 4) || pos + Math.max(len, 4) > body.length)
+      throw malformed(what, 'the answer is not pkt-lines');
     if (len > 4 && body[pos + 4] === 1) parts.push(body.subarray(pos + 5, pos + len));
     pos += Math.max(len, 4);
   }
@@ -56,7 +56,8 @@ function packCost(pack: Buffer, limits: PackLimits, what: string): PackCost {
   if (count > limits.maxObjects) throw tooLarge(what, `${count} objects (the limit is ${limits.maxObjects})`);
   let inflatedBytes = 0;
   const charge = (bytes: number) => {
-    if (inflatedBytes + bytes > limits.maxInflatedBytes) throw tooLarge(what, `objects that inflate to more than ${limits.maxInflatedBytes} bytes`);
+    if (inflatedBytes + bytes > limits.maxInflatedBytes)
+      throw tooLarge(what, `objects that inflate to more than ${limits.maxInflatedBytes} bytes`);
   };
   walkPack(
     pack,
@@ -74,9 +75,15 @@ function packCost(pack: Buffer, limits: PackLimits, what: string): PackCost {
 }
 
 function tooLarge(what: string, detail: string): StatusDeliveryError {
-  return new StatusDeliveryError('KS_STATUS_NOTES_TOO_LARGE', `${what}: the server sent a pack of ${detail}; the fetch was abandoned`);
+  return new StatusDeliveryError(
+    'KS_STATUS_NOTES_TOO_LARGE',
+    `${what}: the server sent a pack of ${detail}; the fetch was abandoned`,
+  );
 }
 
 function malformed(what: string, detail: string): StatusDeliveryError {
-  return new StatusDeliveryError('KS_STATUS_SERVER_ERROR', `${what}: the server's answer is not a well-formed pack: ${detail}`);
+  return new StatusDeliveryError(
+    'KS_STATUS_SERVER_ERROR',
+    `${what}: the server's answer is not a well-formed pack: ${detail}`,
+  );
 }

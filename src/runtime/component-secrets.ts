@@ -25,7 +25,10 @@ export class ComponentSecrets {
   private swept = false;
 
   constructor(private readonly opts: ComponentSecretsOptions) {
-    this.files = opts.root === undefined ? undefined : new SecretFiles({ root: opts.root, kind: opts.kind, values: () => opts.values });
+    this.files =
+      opts.root === undefined
+        ? undefined
+        : new SecretFiles({ root: opts.root, kind: opts.kind, values: () => opts.values });
   }
 
   /** `env` with its `{{secret.NAME}}` filled in (fillSecretEnv): only for the process being started, never for show. */
@@ -42,7 +45,11 @@ export class ComponentSecrets {
    * A probe run with `c`'s environment filled in (at each probe: cheap, and a value unavailable is that probe's failure
    * rather than a binding that fails for good), its detail without `c`'s values (a `cmd:` check's output).
    */
-  async probe(c: DesiredComponent, base: Record<string, string>, run: (env: Record<string, string>) => Promise<ProbeResult>): Promise<ProbeResult> {
+  async probe(
+    c: DesiredComponent,
+    base: Record<string, string>,
+    run: (env: Record<string, string>) => Promise<ProbeResult>,
+  ): Promise<ProbeResult> {
     let env: Record<string, string>;
     try {
       env = this.env(c, base);
@@ -61,7 +68,11 @@ export class ComponentSecrets {
   async place(c: DesiredComponent, where: Placement): Promise<PlacedSecrets | undefined> {
     if (!c.recipe.lifecycle.run.secrets?.length) return undefined;
     if (!this.files)
-      throw new RuntimeError('KS_SECRET_UNAVAILABLE', `${c.name} reads secrets as files, and this runtime was given no directory for them`, { component: c.name });
+      throw new RuntimeError(
+        'KS_SECRET_UNAVAILABLE',
+        `${c.name} reads secrets as files, and this runtime was given no directory for them`,
+        { component: c.name },
+      );
     await this.files.sweep(this.opts.alive, this.swept ? c.name : undefined).catch(() => {}); // leftovers do not stop a start
     this.swept = true;
     return this.files.place(c, where);

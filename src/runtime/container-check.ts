@@ -37,10 +37,20 @@ export function checkContainerComponent(c: DesiredComponent, opts: ContainerChec
   const run = c.recipe.lifecycle.run;
   const spec = run.container;
   if (run.type !== 'container' || !spec)
-    return [{ code: 'KS_WRONG_RUNTIME', message: `${c.name} runs a ${run.type}, not a container`, path: 'lifecycle.run.type' }];
+    return [
+      {
+        code: 'KS_WRONG_RUNTIME',
+        message: `${c.name} runs a ${run.type}, not a container`,
+        path: 'lifecycle.run.type',
+      },
+    ];
   const base = c.runPath ?? 'lifecycle.run';
   const at = (field: string) => `${base}.container.${field}`;
-  const out: ContainerIssue[] = checkDevicePolicy(c, opts.policy ?? DEFAULT_DEVICE_POLICY, opts.host ?? LITERAL_HOST).map(withFlagHint);
+  const out: ContainerIssue[] = checkDevicePolicy(
+    c,
+    opts.policy ?? DEFAULT_DEVICE_POLICY,
+    opts.host ?? LITERAL_HOST,
+  ).map(withFlagHint);
   spec.mounts.forEach((m, i) => {
     if (!isAbsolute(m.source))
       out.push({

@@ -33,7 +33,11 @@ export const PING_TIMEOUT_MS = 2000;
  * looked for there only. Endpoints that cannot be used (a DOCKER_HOST of another scheme) come back as strings in
  * `unusable` (the agent refuses them at start: cli/engine-args.ts).
  */
-export function engineEndpoints(choice: EngineChoice, env: NodeJS.ProcessEnv, sockets: SocketPaths = {}): { endpoints: Endpoint[]; unusable: string[] } {
+export function engineEndpoints(
+  choice: EngineChoice,
+  env: NodeJS.ProcessEnv,
+  sockets: SocketPaths = {},
+): { endpoints: Endpoint[]; unusable: string[] } {
   const endpoints: Endpoint[] = [];
   const unusable: string[] = [];
   const unix = (kind: EngineKind, path: string): Endpoint => ({ kind, label: path, socketPath: path });
@@ -73,7 +77,10 @@ function parseDockerHost(value: string): Endpoint | undefined {
 
 /** A dockerode client for one endpoint; every modem default that DOCKER_HOST or DOCKER_CLIENT_TIMEOUT would set is overridden. */
 export function clientFor(ep: Endpoint, timeoutMs?: number): Docker {
-  const where = 'socketPath' in ep ? { socketPath: ep.socketPath, host: undefined, port: undefined } : { host: ep.host, port: ep.port, protocol: 'http' as const };
+  const where =
+    'socketPath' in ep
+      ? { socketPath: ep.socketPath, host: undefined, port: undefined }
+      : { host: ep.host, port: ep.port, protocol: 'http' as const };
   return new (dockerode())({ ...where, timeout: timeoutMs });
 }
 
@@ -88,7 +95,8 @@ export async function loadDockerode(): Promise<typeof Docker> {
 }
 
 function dockerode(): typeof Docker {
-  if (!dockerodeClass) throw new Error('internal: a Docker client was asked for before connectEngine() loaded dockerode');
+  if (!dockerodeClass)
+    throw new Error('internal: a Docker client was asked for before connectEngine() loaded dockerode');
   return dockerodeClass;
 }
 
@@ -96,7 +104,10 @@ function dockerode(): typeof Docker {
  * The first endpoint of `choice` that answers a ping within PING_TIMEOUT_MS.
  * Throws KS_CONTAINER_ENGINE_UNAVAILABLE naming every endpoint tried and why each failed.
  */
-export async function connectEngine(choice: EngineChoice, opts: { env?: NodeJS.ProcessEnv; socketPaths?: SocketPaths } = {}): Promise<Engine> {
+export async function connectEngine(
+  choice: EngineChoice,
+  opts: { env?: NodeJS.ProcessEnv; socketPaths?: SocketPaths } = {},
+): Promise<Engine> {
   const { endpoints, unusable } = engineEndpoints(choice, opts.env ?? process.env, opts.socketPaths);
   const tried = [...unusable];
   for (const ep of endpoints) {

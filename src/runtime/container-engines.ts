@@ -52,7 +52,13 @@ export class ContainerEngines {
       try {
         return { engine, info: await engine.docker.getContainer(id).inspect() };
       } catch (e) {
-        if (engineStatus(e) !== 404) throw new ContainerError('KS_CONTAINER_ENGINE_UNAVAILABLE', `cannot inspect container ${short(id)}: ${engineMessage(e)}`, { containerId: id }, { cause: e });
+        if (engineStatus(e) !== 404)
+          throw new ContainerError(
+            'KS_CONTAINER_ENGINE_UNAVAILABLE',
+            `cannot inspect container ${short(id)}: ${engineMessage(e)}`,
+            { containerId: id },
+            { cause: e },
+          );
       }
     }
     return undefined;
@@ -81,13 +87,17 @@ export class ContainerEngines {
   async listOwned(): Promise<OwnedContainer[]> {
     const endpoints = await answeringEndpoints({ env: this.opts.env, socketPaths: this.opts.socketPaths });
     // None answered: said as the client's discovery says it (why for each socket), without loading the client.
-    if (endpoints.length === 0) throw await engineUnavailable({ env: this.opts.env, socketPaths: this.opts.socketPaths });
+    if (endpoints.length === 0)
+      throw await engineUnavailable({ env: this.opts.env, socketPaths: this.opts.socketPaths });
     const lists = [];
     for (const ep of endpoints) lists.push(...(await listLabelled(ep, `${LABELS.owner}=${this.opts.ownerTag}`)));
     return lists.map((c) => this.ownedOf(c, c.engine));
   }
 
-  private ownedOf(c: { Id: string; Names: string[]; Labels: Record<string, string>; State: string }, engine: EngineKind): OwnedContainer {
+  private ownedOf(
+    c: { Id: string; Names: string[]; Labels: Record<string, string>; State: string },
+    engine: EngineKind,
+  ): OwnedContainer {
     return {
       id: c.Id,
       name: (c.Names[0] ?? '').replace(/^\//, ''),

@@ -38,13 +38,22 @@ export async function hasImage(docker: Docker, image: string): Promise<boolean> 
  * missing, `always` pulls every time (and fails, as `docker run --pull=always` does, when the registry cannot be
  * reached). Returns whether it pulled. Throws KS_IMAGE_MISSING, KS_IMAGE_PULL_FAILED or KS_INSTALL_ABORTED.
  */
-export async function ensureImage(docker: Docker, image: string, policy: PullPolicy, opts: EnsureImageOptions): Promise<boolean> {
+export async function ensureImage(
+  docker: Docker,
+  image: string,
+  policy: PullPolicy,
+  opts: EnsureImageOptions,
+): Promise<boolean> {
   if (policy !== 'always' && (await hasImage(docker, image))) return false;
   if (policy === 'never')
-    throw new ContainerError('KS_IMAGE_MISSING', `image ${image} of ${opts.component} is not on this device and its pull_policy is "never"`, {
-      component: opts.component,
-      image,
-    });
+    throw new ContainerError(
+      'KS_IMAGE_MISSING',
+      `image ${image} of ${opts.component} is not on this device and its pull_policy is "never"`,
+      {
+        component: opts.component,
+        image,
+      },
+    );
   await pullImage(docker, image, opts);
   return true;
 }
@@ -53,8 +62,16 @@ export async function ensureImage(docker: Docker, image: string, policy: PullPol
 export async function pullImage(docker: Docker, image: string, opts: EnsureImageOptions): Promise<void> {
   const failed = (why: string, cause?: unknown) =>
     opts.signal?.aborted
-      ? new ContainerError('KS_INSTALL_ABORTED', `pull of ${image} for ${opts.component} was aborted`, { component: opts.component, image })
-      : new ContainerError('KS_IMAGE_PULL_FAILED', `cannot pull image ${image} for ${opts.component}: ${why}`, { component: opts.component, image }, { cause });
+      ? new ContainerError('KS_INSTALL_ABORTED', `pull of ${image} for ${opts.component} was aborted`, {
+          component: opts.component,
+          image,
+        })
+      : new ContainerError(
+          'KS_IMAGE_PULL_FAILED',
+          `cannot pull image ${image} for ${opts.component}: ${why}`,
+          { component: opts.component, image },
+          { cause },
+        );
   let stream: NodeJS.ReadableStream;
   try {
     stream = (await docker.pull(image, { abortSignal: opts.signal })) as NodeJS.ReadableStream;
@@ -66,7 +83,13 @@ export async function pullImage(docker: Docker, image: string, opts: EnsureImage
   let engineError: string | undefined;
   const onLine = (line: string) => {
     if (!line.trim()) return;
-    let ev: { status?: string; id?: string; error?: string; errorDetail?: { message?: string }; progressDetail?: { current?: number; total?: number } };
+    let ev: {
+      status?: string;
+      id?: string;
+      error?: string;
+      errorDetail?: { message?: string };
+      progressDetail?: { current?: number; total?: number };
+    };
     try {
       ev = JSON.parse(line) as typeof ev;
     } catch {

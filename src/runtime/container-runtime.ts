@@ -38,7 +38,12 @@ export class ContainerRuntime implements Runtime {
     this.engines = new ContainerEngines(opts);
     this.watches = new ContainerWatches(opts, this.now);
     // A container the engine cannot be asked about counts as there: its files stay until it is known to be gone.
-    const alive = (r: InstanceRef) => r.kind === 'container' && this.engines.locate(r.id).then((f) => f !== undefined, () => true);
+    const alive = (r: InstanceRef) =>
+      r.kind === 'container' &&
+      this.engines.locate(r.id).then(
+        (f) => f !== undefined,
+        () => true,
+      );
     this.secrets = new ComponentSecrets({ kind: 'container', values: opts.secrets, root: opts.secretsRoot, alive });
   }
 
@@ -66,10 +71,16 @@ export class ContainerRuntime implements Runtime {
     const spec = this.assertAllowed(c);
     await this.prepareWorkDir(paths);
     if (c.recipe.artifacts.length) {
-      if (!this.opts.installArtifacts) throw new ContainerError('KS_START_FAILED', `${c.name} has artifacts, but this container runtime was given no artifact installer`, { component: c.name });
+      if (!this.opts.installArtifacts)
+        throw new ContainerError(
+          'KS_START_FAILED',
+          `${c.name} has artifacts, but this container runtime was given no artifact installer`,
+          { component: c.name },
+        );
       await this.opts.installArtifacts(c, paths.workDir);
     }
-    if (signal.aborted) throw new ContainerError('KS_INSTALL_ABORTED', `install of ${c.name} was aborted`, { component: c.name });
+    if (signal.aborted)
+      throw new ContainerError('KS_INSTALL_ABORTED', `install of ${c.name} was aborted`, { component: c.name });
     const engine = await this.engine(spec.runtime);
     await ensureImageLogged(engine, c, spec.pull_policy, this.opts, this.now, signal);
   }
@@ -102,18 +113,34 @@ export class ContainerRuntime implements Runtime {
     const env = this.secrets.env(c, spec.env);
     const placed = await this.secrets.place(c, { kind: 'container' });
     const lockMount = updateLockMount(c, paths.workDir);
-    const request = createOptions(c, { name, ownerTag: this.opts.ownerTag, logDir: paths.logDir, mountSources, env, secretMounts: secretMounts(placed), engine: engine.kind, ...(lockMount && { lockMount }) });
+    const request = createOptions(c, {
+      name,
+      ownerTag: this.opts.ownerTag,
+      logDir: paths.logDir,
+      mountSources,
+      env,
+      secretMounts: secretMounts(placed),
+      engine: engine.kind,
+      ...(lockMount && { lockMount }),
+    });
     const container = await this.createStarted(engine, c, request).catch(async (e: unknown) => {
       await placed?.discard();
       throw e;
     });
     await placed?.bind({ kind: 'container', id: container.id });
     this.engines.located.set(container.id, engine);
-    return { ref: { kind: 'container', id: container.id }, exited: this.watches.watch(engine, container.id, paths.logDir) };
+    return {
+      ref: { kind: 'container', id: container.id },
+      exited: this.watches.watch(engine, container.id, paths.logDir),
+    };
   }
 
   /** The container created and started; one that cannot start is removed again. */
-  private async createStarted(engine: Engine, c: DesiredComponent, request: Docker.ContainerCreateOptions): Promise<Docker.Container> {
+  private async createStarted(
+    engine: Engine,
+    c: DesiredComponent,
+    request: Docker.ContainerCreateOptions,
+  ): Promise<Docker.Container> {
     const policy = c.recipe.lifecycle.run.container!.pull_policy;
     let container: Docker.Container;
     try {
@@ -122,13 +149,19 @@ export class ContainerRuntime implements Runtime {
       if (engineStatus(e) !== 404 || policy === 'never') throw this.createError(c, e);
       // No such image: pulled at install, removed since (a prune). The policy allows pulling it again.
       await ensureImageLogged(engine, c, policy, this.opts, this.now);
-      container = await engine.docker.createContainer(request).catch((e2: unknown) => Promise.reject(this.createError(c, e2)));
+      container = await engine.docker
+        .createContainer(request)
+        .catch((e2: unknown) => Promise.reject(this.createError(c, e2)));
     }
     try {
       await container.start();
     } catch (e) {
       await container.remove({ force: true, v: true }).catch(() => {});
-      throw new ContainerError('KS_START_FAILED', `cannot start container of ${c.name}: ${this.secrets.scrub(c, engineMessage(e))}`, { component: c.name, containerId: container.id });
+      throw new ContainerError(
+        'KS_START_FAILED',
+        `cannot start container of ${c.name}: ${this.secrets.scrub(c, engineMessage(e))}`,
+        { component: c.name, containerId: container.id },
+      );
     }
     return container;
   }
@@ -139,11 +172,15 @@ export class ContainerRuntime implements Runtime {
    * that does not carry our owner label, is left alone (as a pid that now belongs to another process is).
    */
   async stop(ref: InstanceRef, graceMs: number): Promise<void> {
-    if (ref.kind !== 'container') throw new ContainerError('KS_WRONG_RUNTIME', `the container runtime cannot stop a ${ref.kind}`);
+    if (ref.kind !== 'container')
+      throw new ContainerError('KS_WRONG_RUNTIME', `the container runtime cannot stop a ${ref.kind}`);
     const found = await this.engines.locate(ref.id);
     if (!found) return this.secrets.release(ref);
     if (!this.owns(found.info)) {
-      this.opts.log?.warn({ container: ref.id, owner: found.info.Config.Labels?.[LABELS.owner] ?? null }, 'not stopping a container this agent does not own');
+      this.opts.log?.warn(
+        { container: ref.id, owner: found.info.Config.Labels?.[LABELS.owner] ?? null },
+        'not stopping a container this agent does not own',
+      );
       return;
     }
     const container = found.engine.docker.getContainer(ref.id);
@@ -152,7 +189,13 @@ export class ContainerRuntime implements Runtime {
     } catch (e) {
       const status = engineStatus(e);
       if (status === 404) return this.forgetRemoved(ref.id);
-      if (status !== 304) throw new ContainerError('KS_STOP_FAILED', `cannot stop container ${short(ref.id)}: ${engineMessage(e)}`, { containerId: ref.id }, { cause: e });
+      if (status !== 304)
+        throw new ContainerError(
+          'KS_STOP_FAILED',
+          `cannot stop container ${short(ref.id)}: ${engineMessage(e)}`,
+          { containerId: ref.id },
+          { cause: e },
+        );
     }
     await this.watches.drain(ref.id);
     await this.remove(found.engine, ref.id);
@@ -177,7 +220,10 @@ export class ContainerRuntime implements Runtime {
     const found = await this.engines.locate(ref.id);
     if (!found || !this.owns(found.info) || !found.info.State.Running) return undefined;
     const logDir = found.info.Config.Labels?.[LABELS.logDir];
-    return { ref: { kind: 'container', id: found.info.Id }, exited: this.watches.watch(found.engine, found.info.Id, logDir) };
+    return {
+      ref: { kind: 'container', id: found.info.Id },
+      exited: this.watches.watch(found.engine, found.info.Id, logDir),
+    };
   }
 
   /** Every container (running or not) with this agent's owner label, on every engine that answers (container-engines.ts). */
@@ -190,7 +236,11 @@ export class ContainerRuntime implements Runtime {
     const found = await this.engines.locate(id);
     if (!found) return this.secrets.release({ kind: 'container', id });
     if (!this.owns(found.info))
-      throw new ContainerError('KS_CONTAINER_NOT_OWNED', `container ${short(id)} does not carry this agent's owner label; it is left alone`, { containerId: id });
+      throw new ContainerError(
+        'KS_CONTAINER_NOT_OWNED',
+        `container ${short(id)} does not carry this agent's owner label; it is left alone`,
+        { containerId: id },
+      );
     await this.remove(found.engine, found.info.Id);
   }
 
@@ -208,9 +258,23 @@ export class ContainerRuntime implements Runtime {
     // other checks, run as it and could read the check's /proc/PID/environ): no secret value goes into its
     // environment, the variables that read one are left out.
     const priv = await this.probePrivileges();
-    const base = withoutSecretEnv({ PATH: DEFAULT_PATH, HOME: priv?.identity.home ?? process.env.HOME ?? '/', LANG: process.env.LANG ?? 'C.UTF-8', ...(c.recipe.lifecycle.run.container?.env ?? {}) });
+    const base = withoutSecretEnv({
+      PATH: DEFAULT_PATH,
+      HOME: priv?.identity.home ?? process.env.HOME ?? '/',
+      LANG: process.env.LANG ?? 'C.UTF-8',
+      ...(c.recipe.lifecycle.run.container?.env ?? {}),
+    });
     const privilegesArgv = priv ? [this.opts.setprivPath ?? '/usr/bin/setpriv', ...priv.setprivArgs, '--'] : undefined;
-    return (signal) => this.secrets.probe(c, base, (env) => probe(health.check, { timeoutMs: health.timeout, cwd: paths.workDir, env, signal, ...(privilegesArgv && { privilegesArgv }) }));
+    return (signal) =>
+      this.secrets.probe(c, base, (env) =>
+        probe(health.check, {
+          timeoutMs: health.timeout,
+          cwd: paths.workDir,
+          env,
+          signal,
+          ...(privilegesArgv && { privilegesArgv }),
+        }),
+      );
   }
 
   private host(): PolicyHost {
@@ -247,7 +311,8 @@ export class ContainerRuntime implements Runtime {
     const issues = this.check(c);
     const first = issues[0];
     if (first) {
-      const message = issues.length === 1 ? first.message : `${issues.length} problems: ${issues.map((i) => i.message).join('; ')}`;
+      const message =
+        issues.length === 1 ? first.message : `${issues.length} problems: ${issues.map((i) => i.message).join('; ')}`;
       throw new ContainerError(first.code, message, { component: c.name, path: first.path });
     }
     return c.recipe.lifecycle.run.container!;
@@ -256,9 +321,18 @@ export class ContainerRuntime implements Runtime {
   private createError(c: DesiredComponent, e: unknown): ContainerError {
     const image = c.recipe.lifecycle.run.container!.image;
     if (engineStatus(e) === 404)
-      return new ContainerError('KS_IMAGE_MISSING', `image ${image} of ${c.name} is not on this device: ${engineMessage(e)}`, { component: c.name, image }, { cause: e });
+      return new ContainerError(
+        'KS_IMAGE_MISSING',
+        `image ${image} of ${c.name} is not on this device: ${engineMessage(e)}`,
+        { component: c.name, image },
+        { cause: e },
+      );
     // The engine's refusal of a create request may quote it (an env entry): said without the values, no cause kept.
-    return new ContainerError('KS_START_FAILED', `cannot create container of ${c.name}: ${this.secrets.scrub(c, engineMessage(e))}`, { component: c.name, image });
+    return new ContainerError(
+      'KS_START_FAILED',
+      `cannot create container of ${c.name}: ${this.secrets.scrub(c, engineMessage(e))}`,
+      { component: c.name, image },
+    );
   }
 
   private async remove(engine: Engine, id: string): Promise<void> {
@@ -267,7 +341,13 @@ export class ContainerRuntime implements Runtime {
     } catch (e) {
       const status = engineStatus(e);
       // 404: gone already; 409: a removal is already in progress (the engine finishes it).
-      if (status !== 404 && status !== 409) throw new ContainerError('KS_STOP_FAILED', `cannot remove container ${short(id)}: ${engineMessage(e)}`, { containerId: id }, { cause: e });
+      if (status !== 404 && status !== 409)
+        throw new ContainerError(
+          'KS_STOP_FAILED',
+          `cannot remove container ${short(id)}: ${engineMessage(e)}`,
+          { containerId: id },
+          { cause: e },
+        );
     }
     await this.forgetRemoved(id);
   }

@@ -65,7 +65,12 @@ export function createOptions(
     ...(spec.command && { Cmd: spec.command }),
     Env: Object.entries(o.env ?? spec.env).map(([k, v]) => `${k}=${v}`),
     ...(spec.user !== undefined && { User: spec.user }),
-    Labels: { [LABELS.component]: c.name, [LABELS.hash]: c.hash, [LABELS.owner]: o.ownerTag, [LABELS.logDir]: o.logDir },
+    Labels: {
+      [LABELS.component]: c.name,
+      [LABELS.hash]: c.hash,
+      [LABELS.owner]: o.ownerTag,
+      [LABELS.logDir]: o.logDir,
+    },
     ExposedPorts: exposed,
     AttachStdin: false,
     AttachStdout: false,
@@ -79,7 +84,9 @@ export function createOptions(
       ...namespaceMode('IpcMode', spec.ipc_mode),
       ...namespaceMode('UTSMode', spec.uts_mode),
       ...namespaceMode('UsernsMode', spec.userns_mode),
-      ...(spec.devices?.length && { Devices: spec.devices.map((d) => ({ PathOnHost: d, PathInContainer: d, CgroupPermissions: 'rwm' })) }),
+      ...(spec.devices?.length && {
+        Devices: spec.devices.map((d) => ({ PathOnHost: d, PathInContainer: d, CgroupPermissions: 'rwm' })),
+      }),
       PortBindings: bindings,
       Privileged: spec.privileged,
       SecurityOpt: ['no-new-privileges'],
@@ -88,9 +95,21 @@ export function createOptions(
       // `Mounts`, not `Binds`: a bind with a missing source fails instead of being created as an empty directory.
       // The source as the device policy saw it, links resolved (mountSources), when given: not a path to resolve again.
       Mounts: [
-        ...spec.mounts.map((m, i) => ({ Type: 'bind' as const, Source: o.mountSources?.[i] ?? m.source, Target: m.target, ReadOnly: m.read_only })),
-        ...(o.secretMounts ?? []).map((m) => ({ Type: 'bind' as const, Source: m.source, Target: m.target, ReadOnly: true })),
-        ...(o.lockMount ? [{ Type: 'bind' as const, Source: o.lockMount.source, Target: o.lockMount.target, ReadOnly: false }] : []),
+        ...spec.mounts.map((m, i) => ({
+          Type: 'bind' as const,
+          Source: o.mountSources?.[i] ?? m.source,
+          Target: m.target,
+          ReadOnly: m.read_only,
+        })),
+        ...(o.secretMounts ?? []).map((m) => ({
+          Type: 'bind' as const,
+          Source: m.source,
+          Target: m.target,
+          ReadOnly: true,
+        })),
+        ...(o.lockMount
+          ? [{ Type: 'bind' as const, Source: o.lockMount.source, Target: o.lockMount.target, ReadOnly: false }]
+          : []),
       ],
       // The memory limit is the limit: no swap on top of it (ignored, with the engine's warning, without swap accounting).
       ...(memory !== undefined && { Memory: memory, MemorySwap: memory }),

@@ -47,7 +47,11 @@ export class ContainerWatches {
     const abort = new AbortController();
     const container = engine.docker.getContainer(id);
     const pump: LogPump = logDir
-      ? pumpContainerLogs(container, logDir, { now: this.now, onError: (e) => this.opts.log?.warn({ container: short(id), err: e.message }, 'copying container output failed') })
+      ? pumpContainerLogs(container, logDir, {
+          now: this.now,
+          onError: (e) =>
+            this.opts.log?.warn({ container: short(id), err: e.message }, 'copying container output failed'),
+        })
       : { done: Promise.resolve(), stop: () => {} };
     const exited = (async (): Promise<ExitStatus> => {
       let code: number | null;

@@ -53,7 +53,14 @@ export async function checkDevice(state: DesiredState, o: DeviceCheckOptions): P
     }
     out.push(...checkDevicePolicy(c, o.policy, o.host).map((i) => of(withFlagHint(i))));
     const unreachable = await o.processes.unreachableWorkDir(c, o.paths(c.name));
-    if (unreachable) out.push(of({ path: `${c.runPath ?? 'lifecycle.run'}.security.user`, code: 'KS_WORK_DIR_UNREACHABLE', message: unreachable }));
+    if (unreachable)
+      out.push(
+        of({
+          path: `${c.runPath ?? 'lifecycle.run'}.security.user`,
+          code: 'KS_WORK_DIR_UNREACHABLE',
+          message: unreachable,
+        }),
+      );
   }
   if (o.warn && !out.length) for (const w of await sharedUsers(state, o.processes)) o.warn(w);
   return out;

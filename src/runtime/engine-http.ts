@@ -3,7 +3,14 @@
 // good, bench/footprint.bench.ts) is loaded only once there is a container to run, stop or remove.
 import { existsSync } from 'node:fs';
 import { request } from 'node:http';
-import { describeConnectError, engineEndpoints, PING_TIMEOUT_MS, type Endpoint, type EngineKind, type SocketPaths } from './container-engine.js';
+import {
+  describeConnectError,
+  engineEndpoints,
+  PING_TIMEOUT_MS,
+  type Endpoint,
+  type EngineKind,
+  type SocketPaths,
+} from './container-engine.js';
 import { ContainerError } from './container-error.js';
 
 /** An answer this big from a list of one agent's containers is not one. */
@@ -23,18 +30,24 @@ export class EngineHttpError extends Error {
 export function engineGet(ep: Endpoint, path: string, timeoutMs?: number): Promise<{ status: number; body: string }> {
   const where = 'socketPath' in ep ? { socketPath: ep.socketPath } : { host: ep.host, port: ep.port };
   return new Promise((resolve, reject) => {
-    const req = request({ ...where, path, method: 'GET', ...(timeoutMs !== undefined && { timeout: timeoutMs }) }, (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (c: Buffer) => {
-        size += c.length;
-        if (size > MAX_BODY_BYTES) req.destroy(new EngineHttpError(`the engine's answer to ${path} is over ${MAX_BODY_BYTES} bytes`));
-        else chunks.push(c);
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new EngineHttpError(`the engine did not answer ${path} within ${timeoutMs} ms`)));
+    const req = request(
+      { ...where, path, method: 'GET', ...(timeoutMs !== undefined && { timeout: timeoutMs }) },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (c: Buffer) => {
+          size += c.length;
+          if (size > MAX_BODY_BYTES)
+            req.destroy(new EngineHttpError(`the engine's answer to ${path} is over ${MAX_BODY_BYTES} bytes`));
+          else chunks.push(c);
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () =>
+      req.destroy(new EngineHttpError(`the engine did not answer ${path} within ${timeoutMs} ms`)),
+    );
     req.on('error', reject);
     req.end();
   });
@@ -55,7 +68,10 @@ async function answers(ep: Endpoint): Promise<boolean> {
  * start on a device whose engine sockets are there but nothing answers on them (the engine stopped, a stale file),
  * which would otherwise load dockerode (~4 MiB resident for good, bench/footprint.bench.mjs) only to say so.
  */
-export async function engineUnavailable(opts: { env?: NodeJS.ProcessEnv; socketPaths?: SocketPaths }): Promise<ContainerError> {
+export async function engineUnavailable(opts: {
+  env?: NodeJS.ProcessEnv;
+  socketPaths?: SocketPaths;
+}): Promise<ContainerError> {
   const { endpoints, unusable } = engineEndpoints('auto', opts.env ?? process.env, opts.socketPaths);
   const tried = [...unusable];
   for (const ep of endpoints) {
@@ -70,14 +86,21 @@ export async function engineUnavailable(opts: { env?: NodeJS.ProcessEnv; socketP
       tried.push(`${ep.label} (${describeConnectError(e)})`);
     }
   }
-  return new ContainerError('KS_CONTAINER_ENGINE_UNAVAILABLE', `no Docker or Podman engine answered; tried ${tried.join(', ')}`, { tried });
+  return new ContainerError(
+    'KS_CONTAINER_ENGINE_UNAVAILABLE',
+    `no Docker or Podman engine answered; tried ${tried.join(', ')}`,
+    { tried },
+  );
 }
 
 /**
  * Docker's and Podman's engines that answer, the first endpoint of each in connectEngine's order, each once (a Podman
  * socket may serve both names). Empty when none answers.
  */
-export async function answeringEndpoints(opts: { env?: NodeJS.ProcessEnv; socketPaths?: SocketPaths }): Promise<Endpoint[]> {
+export async function answeringEndpoints(opts: {
+  env?: NodeJS.ProcessEnv;
+  socketPaths?: SocketPaths;
+}): Promise<Endpoint[]> {
   const out: Endpoint[] = [];
   for (const choice of ['docker', 'podman'] as const) {
     for (const ep of engineEndpoints(choice, opts.env ?? process.env, opts.socketPaths).endpoints) {
@@ -102,10 +125,17 @@ export interface ListedContainer {
 export async function listLabelled(ep: Endpoint, label: string): Promise<ListedContainer[]> {
   const filters = encodeURIComponent(JSON.stringify({ label: [label] }));
   const { status, body } = await engineGet(ep, `/containers/json?all=true&filters=${filters}`);
-  if (status !== 200) throw new EngineHttpError(`${ep.label}: listing containers: HTTP ${status}: ${engineReason(body)}`, status);
+  if (status !== 200)
+    throw new EngineHttpError(`${ep.label}: listing containers: HTTP ${status}: ${engineReason(body)}`, status);
   const list = JSON.parse(body) as unknown;
   if (!Array.isArray(list)) throw new EngineHttpError(`${ep.label}: listing containers: the answer is not a list`);
-  return list.map((c: Partial<ListedContainer>) => ({ Id: String(c.Id ?? ''), Names: c.Names ?? [], Labels: c.Labels ?? {}, State: String(c.State ?? ''), engine: ep.kind }));
+  return list.map((c: Partial<ListedContainer>) => ({
+    Id: String(c.Id ?? ''),
+    Names: c.Names ?? [],
+    Labels: c.Labels ?? {},
+    State: String(c.State ?? ''),
+    engine: ep.kind,
+  }));
 }
 
 /** The engine's own message (`{"message": …}`), else the body's start. */

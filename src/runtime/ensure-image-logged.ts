@@ -11,7 +11,14 @@ const PULL_LOG_EVERY_MS = 1000;
 /** Where a pull is told (the runtime's options), and the clock that spaces the log lines. */
 export type ImagePullLog = Pick<ContainerRuntimeOptions, 'onPullProgress' | 'log'>;
 
-export async function ensureImageLogged(engine: Engine, c: DesiredComponent, policy: 'always' | 'if-not-present' | 'never', o: ImagePullLog, now: () => number, signal?: AbortSignal): Promise<void> {
+export async function ensureImageLogged(
+  engine: Engine,
+  c: DesiredComponent,
+  policy: 'always' | 'if-not-present' | 'never',
+  o: ImagePullLog,
+  now: () => number,
+  signal?: AbortSignal,
+): Promise<void> {
   const image = c.recipe.lifecycle.run.container!.image;
   let lastLog = -Infinity;
   let lastStatus = '';
@@ -27,7 +34,12 @@ export async function ensureImageLogged(engine: Engine, c: DesiredComponent, pol
       lastLog = t;
       lastStatus = p.status;
       o.log?.info(
-        { component: c.name, image, status: p.status, ...(p.totalBytes > 0 && { mb: `${mb(p.currentBytes)}/${mb(p.totalBytes)}` }) },
+        {
+          component: c.name,
+          image,
+          status: p.status,
+          ...(p.totalBytes > 0 && { mb: `${mb(p.currentBytes)}/${mb(p.totalBytes)}` }),
+        },
         'pulling image',
       );
     },

@@ -12,7 +12,12 @@ import { chownTree } from './work-dir.js';
  * agent's), given to the run user there, and only then merged into the work directory: chowning inside the
  * user-writable work directory itself could be redirected by a planted link. Without `owner`, straight into it.
  */
-export async function installArtifactsAs(install: InstallArtifactsFn, c: DesiredComponent, workDir: string, owner: { uid: number; gid: number } | undefined): Promise<void> {
+export async function installArtifactsAs(
+  install: InstallArtifactsFn,
+  c: DesiredComponent,
+  workDir: string,
+  owner: { uid: number; gid: number } | undefined,
+): Promise<void> {
   if (!owner) return install(c, workDir);
   const stage = await mkdtemp(join(dirname(workDir), `.${basename(workDir)}.artifacts-`));
   try {

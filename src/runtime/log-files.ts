@@ -68,7 +68,12 @@ async function openOwn(path: string): Promise<FileHandle> {
  * On a full file system the copy cannot be made: the file is truncated without it (`onNoSpace` is told), because a
  * log that can no longer be rotated would otherwise keep the disk full for good, and every component with it.
  */
-export async function rotateIfLarger(path: string, maxBytes: number, keep: number, onNoSpace?: (path: string, err: Error) => void): Promise<boolean> {
+export async function rotateIfLarger(
+  path: string,
+  maxBytes: number,
+  keep: number,
+  onNoSpace?: (path: string, err: Error) => void,
+): Promise<boolean> {
   let size: number;
   try {
     const st = await lstat(path);
@@ -167,7 +172,9 @@ async function lineStartBefore(h: FileHandle, pos: number): Promise<number | und
 
 /** Of the line a tail (or a follow) starts inside: how many of its bytes come before, and whether that is a lower bound. */
 export function partBefore(t: TailBytes): { skipped: number; atLeast: boolean } {
-  return t.lineStart === undefined ? { skipped: t.start - Math.max(0, t.start - MAX_LINE_SCAN_BYTES), atLeast: true } : { skipped: t.start - t.lineStart, atLeast: false };
+  return t.lineStart === undefined
+    ? { skipped: t.start - Math.max(0, t.start - MAX_LINE_SCAN_BYTES), atLeast: true }
+    : { skipped: t.start - t.lineStart, atLeast: false };
 }
 
 /**
@@ -217,7 +224,12 @@ export async function tailLines(path: string, n: number, maxLine = MAX_LINE_BYTE
 }
 
 /** Rotates both logs of a component (for the agent's periodic pass); returns the paths it rotated. */
-export async function rotateComponentLogs(logDir: string, maxBytes: number, keep: number, onNoSpace?: (path: string, err: Error) => void): Promise<string[]> {
+export async function rotateComponentLogs(
+  logDir: string,
+  maxBytes: number,
+  keep: number,
+  onNoSpace?: (path: string, err: Error) => void,
+): Promise<string[]> {
   // Copies and renames by name: only in a directory reached as openComponentLogs reaches it.
   if (!safeDirectory(logDir)) return [];
   const rotated: string[] = [];

@@ -24,7 +24,10 @@ export interface FollowOptions {
 /** KS_LOG_UNREADABLE: the path and why (permission, a link planted where a log should be, …). */
 export function unreadable(path: string, e: unknown): OperationError {
   const code = (e as NodeJS.ErrnoException).code;
-  const hint = code === 'EACCES' ? ': permission denied (component logs are readable by root and the agent\'s group)' : `: ${(e as Error).message}`;
+  const hint =
+    code === 'EACCES'
+      ? ": permission denied (component logs are readable by root and the agent's group)"
+      : `: ${(e as Error).message}`;
   return new OperationError('KS_LOG_UNREADABLE', `cannot read ${path}${hint}`);
 }
 
@@ -33,7 +36,10 @@ export function unreadable(path: string, e: unknown): OperationError {
  * being written is left to follow). `before`: no newline was found within what a tail reads, so following starts
  * inside a line, this many bytes of which came before `end` (its first line then says how much was cut).
  */
-export async function lastCompleteLines(path: string, n: number): Promise<{ lines: string[]; end: number; before?: { skipped: number; atLeast: boolean } }> {
+export async function lastCompleteLines(
+  path: string,
+  n: number,
+): Promise<{ lines: string[]; end: number; before?: { skipped: number; atLeast: boolean } }> {
   let h: FileHandle;
   try {
     h = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
@@ -107,7 +113,12 @@ export async function followLog(path: string, offset: number, opts: FollowOption
  * After a truncation at `pos`: the rest of the file as the rotation copied it, from `rotated`, when that copy is
  * this file's (its bytes before `pos` are the ones last read; an older `.1` is another file's past).
  */
-async function readRotatedRest(rotated: string, pos: number, recent: Buffer, onChunk: (b: Buffer) => void): Promise<void> {
+async function readRotatedRest(
+  rotated: string,
+  pos: number,
+  recent: Buffer,
+  onChunk: (b: Buffer) => void,
+): Promise<void> {
   if (recent.length === 0) return;
   let h: FileHandle;
   try {

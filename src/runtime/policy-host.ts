@@ -26,14 +26,18 @@ const ALWAYS_GUARDED = [
 ];
 
 /** A PolicyHost over this machine: `realpath(3)`, /etc/passwd and /etc/group read at each check, the guarded paths. */
-export function hostPolicyFacts(opts: { stateDir?: string; env?: NodeJS.ProcessEnv; sockets?: SocketPaths } = {}): PolicyHost {
+export function hostPolicyFacts(
+  opts: { stateDir?: string; env?: NodeJS.ProcessEnv; sockets?: SocketPaths } = {},
+): PolicyHost {
   const me = process.geteuid?.() ?? 0;
   // The sockets the agent was pointed at (--docker-socket, --podman-socket, DOCKER_HOST) and the default ones alike.
   const sockets = [
     ...engineEndpoints('auto', opts.env ?? process.env).endpoints,
     ...(opts.sockets ? engineEndpoints('auto', opts.env ?? process.env, opts.sockets).endpoints : []),
   ].flatMap((e) => ('socketPath' in e ? [e.socketPath] : []));
-  const guarded = [...new Set([...ALWAYS_GUARDED, ...sockets, ...(opts.stateDir !== undefined ? [opts.stateDir] : [])])];
+  const guarded = [
+    ...new Set([...ALWAYS_GUARDED, ...sockets, ...(opts.stateDir !== undefined ? [opts.stateDir] : [])]),
+  ];
   return {
     realpath(path) {
       try {

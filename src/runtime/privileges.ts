@@ -72,7 +72,12 @@ export interface PrivilegeOptions {
  * uid, `--no-new-privs`, and the capability sets. Not root: the agent's own user, only `--no-new-privs`. Unknown user
  * or group, or no default user: KS_USER_UNKNOWN; uid or gid 0 without `allowRoot`: KS_ROOT_NOT_PERMITTED.
  */
-export function buildPrivileges(security: SecuritySpec | undefined, agent: AgentIdentity, db: UserDb, opts: PrivilegeOptions = {}): Privileges {
+export function buildPrivileges(
+  security: SecuritySpec | undefined,
+  agent: AgentIdentity,
+  db: UserDb,
+  opts: PrivilegeOptions = {},
+): Privileges {
   const noNewPrivs = security?.no_new_privileges ?? true;
   const caps = security?.capabilities ?? [];
   const nnp = noNewPrivs ? ['--no-new-privs'] : [];
@@ -82,7 +87,13 @@ export function buildPrivileges(security: SecuritySpec | undefined, agent: Agent
     if (security?.user !== undefined) wanted.push(`user "${security.user}"`);
     if (caps.length) wanted.push(`capabilities ${caps.join(', ')}`);
     return {
-      identity: { uid: agent.uid, gid: agent.gid, name: agent.name, home: agent.home, gids: groupsOf(db, agent.name, agent.gid) },
+      identity: {
+        uid: agent.uid,
+        gid: agent.gid,
+        name: agent.name,
+        home: agent.home,
+        gids: groupsOf(db, agent.name, agent.gid),
+      },
       setprivArgs: nnp,
       switchesUser: false,
       ...(wanted.length && {
@@ -91,7 +102,11 @@ export function buildPrivileges(security: SecuritySpec | undefined, agent: Agent
     };
   }
 
-  const capArgs = [`--inh-caps=${capabilitySetArg(caps)}`, `--ambient-caps=${capabilitySetArg(caps)}`, `--bounding-set=${capabilitySetArg(caps)}`];
+  const capArgs = [
+    `--inh-caps=${capabilitySetArg(caps)}`,
+    `--ambient-caps=${capabilitySetArg(caps)}`,
+    `--bounding-set=${capabilitySetArg(caps)}`,
+  ];
   // No user named: the device's unprivileged default, never the agent's root (capabilities emptied or not, uid 0
   // still owns every root file).
   const spec = security?.user ?? defaultRunUser(db);
@@ -121,15 +136,35 @@ export function buildPrivileges(security: SecuritySpec | undefined, agent: Agent
     const g = findGroup(db, groupSpec);
     if (g) gid = g.gid;
     else if (/^\d+$/.test(groupSpec)) gid = Number(groupSpec);
-    else throw new RuntimeError('KS_USER_UNKNOWN', `group "${groupSpec}" does not exist on this device (not in /etc/group)`, { user: spec });
+    else
+      throw new RuntimeError(
+        'KS_USER_UNKNOWN',
+        `group "${groupSpec}" does not exist on this device (not in /etc/group)`,
+        { user: spec },
+      );
   }
   // (uid_t)-1 and beyond: setresuid and chown read them as "leave it as it is", so the process would stay root.
-  if (uid > MAX_ID || gid > MAX_ID) throw new RuntimeError('KS_USER_UNKNOWN', `user "${spec}" has an id beyond ${MAX_ID}, which would leave the process root`, { user: spec });
+  if (uid > MAX_ID || gid > MAX_ID)
+    throw new RuntimeError(
+      'KS_USER_UNKNOWN',
+      `user "${spec}" has an id beyond ${MAX_ID}, which would leave the process root`,
+      { user: spec },
+    );
   // The agent refuses such a revision before it runs (the device policy); this is the runtime's own last word.
   if ((uid === 0 || gid === 0) && !opts.allowRoot)
-    throw new RuntimeError('KS_ROOT_NOT_PERMITTED', `user "${spec}" is ${uid === 0 ? 'uid 0' : 'gid 0'}, and this device does not allow root process users (--allow-root)`, { user: spec });
+    throw new RuntimeError(
+      'KS_ROOT_NOT_PERMITTED',
+      `user "${spec}" is ${uid === 0 ? 'uid 0' : 'gid 0'}, and this device does not allow root process users (--allow-root)`,
+      { user: spec },
+    );
   return {
-    identity: { uid, gid, name: entry?.name, home: entry?.home || '/', gids: entry ? groupsOf(db, entry.name, gid) : [gid] },
+    identity: {
+      uid,
+      gid,
+      name: entry?.name,
+      home: entry?.home || '/',
+      gids: entry ? groupsOf(db, entry.name, gid) : [gid],
+    },
     setprivArgs: [`--reuid=${uid}`, `--regid=${gid}`, entry ? '--init-groups' : '--clear-groups', ...nnp, ...capArgs],
     switchesUser: uid !== agent.uid || gid !== agent.gid,
   };

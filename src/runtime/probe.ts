@@ -28,7 +28,11 @@ export interface ProbeOptions {
 export async function probe(check: string, opts: ProbeOptions): Promise<ProbeResult> {
   const now = opts.now ?? (() => performance.now());
   const started = now();
-  const done = (ok: boolean, detail: string): ProbeResult => ({ ok, detail, latencyMs: Math.max(0, Math.round(now() - started)) });
+  const done = (ok: boolean, detail: string): ProbeResult => ({
+    ok,
+    detail,
+    latencyMs: Math.max(0, Math.round(now() - started)),
+  });
   try {
     if (check.startsWith('cmd:')) return await cmdProbe(check.slice(4), opts, done);
     const url = new URL(check);
@@ -54,7 +58,11 @@ function httpProbe(url: URL, opts: ProbeOptions, done: Done): Promise<ProbeResul
       req.destroy();
       resolve(done(ok, detail));
     };
-    const options: https.RequestOptions = { method: 'GET', agent: false, headers: { 'user-agent': 'keystone-health', connection: 'close' } };
+    const options: https.RequestOptions = {
+      method: 'GET',
+      agent: false,
+      headers: { 'user-agent': 'keystone-health', connection: 'close' },
+    };
     if (url.protocol === 'https:') options.rejectUnauthorized = true;
     const req = (url.protocol === 'https:' ? https : http).request(url, options, (res) => {
       const status = res.statusCode ?? 0;
@@ -74,7 +82,8 @@ function httpProbe(url: URL, opts: ProbeOptions, done: Done): Promise<ProbeResul
 function tcpProbe(url: URL, opts: ProbeOptions, done: Done): Promise<ProbeResult> {
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   const port = Number(url.port);
-  if (!host || !Number.isInteger(port) || port < 1 || port > 65535) return Promise.resolve(done(false, `tcp check needs host:port, got ${url.host}`));
+  if (!host || !Number.isInteger(port) || port < 1 || port > 65535)
+    return Promise.resolve(done(false, `tcp check needs host:port, got ${url.host}`));
   return new Promise((resolve) => {
     let settled = false;
     const finish = (ok: boolean, detail: string) => {

@@ -22,10 +22,14 @@ export function parseProcStat(text: string): ProcStat | undefined {
   if (open < 0 || close < open) return undefined;
   const pid = Number(text.slice(0, open).trim());
   // After ") " come fields 3, 4, … : index i holds field i + 3.
-  const rest = text.slice(close + 1).trim().split(/\s+/);
+  const rest = text
+    .slice(close + 1)
+    .trim()
+    .split(/\s+/);
   const state = rest[0];
   const startTime = rest[19];
-  if (!Number.isInteger(pid) || state === undefined || startTime === undefined || !/^\d+$/.test(startTime)) return undefined;
+  if (!Number.isInteger(pid) || state === undefined || startTime === undefined || !/^\d+$/.test(startTime))
+    return undefined;
   return {
     pid,
     comm: text.slice(open + 1, close),
@@ -56,7 +60,9 @@ export function processStartTime(pid: number): string | undefined {
 export function processUid(pid: number): number | undefined {
   if (!Number.isInteger(pid) || pid <= 0) return undefined;
   try {
-    const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('Uid:'));
+    const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('Uid:'));
     return line === undefined ? undefined : Number(line.split(/\s+/)[1]);
   } catch {
     return undefined;

@@ -49,7 +49,13 @@ function trySignal(target: number, signal: NodeJS.Signals): void {
  * Polls `done` until it holds (true) or `deadline` (on `clock`) passes (false). The first checks are quick
  * (`pollMs`), later ones back off to `maxPollMs`: a long grace period must not rescan /proc 40 times a second.
  */
-export async function pollUntil(done: () => boolean, deadline: number, clock: PollClock = systemClock, pollMs = 10, maxPollMs = 200): Promise<boolean> {
+export async function pollUntil(
+  done: () => boolean,
+  deadline: number,
+  clock: PollClock = systemClock,
+  pollMs = 10,
+  maxPollMs = 200,
+): Promise<boolean> {
   let delay = pollMs;
   for (;;) {
     if (done()) return true;
@@ -84,14 +90,19 @@ export async function stopGroup(
   const gone = () => groupMembers(pid, startTime).length === 0;
   const found = signalGroup(pid, startTime, 'SIGTERM');
   if (found === 0) return { found, killed: false, gone: true };
-  if (await pollUntil(gone, clock.now() + Math.max(0, graceMs), clock, opts.pollMs)) return { found, killed: false, gone: true };
+  if (await pollUntil(gone, clock.now() + Math.max(0, graceMs), clock, opts.pollMs))
+    return { found, killed: false, gone: true };
   signalGroup(pid, startTime, 'SIGKILL');
   const ok = await pollUntil(gone, clock.now() + (opts.killWaitMs ?? 5000), clock, opts.pollMs);
   return { found, killed: true, gone: ok };
 }
 
 /** SIGKILL to the whole group at once (timeouts, leftovers of a finished script); waits until it is gone. */
-export async function killGroup(pid: number, startTime: string, opts: { clock?: PollClock; killWaitMs?: number } = {}): Promise<boolean> {
+export async function killGroup(
+  pid: number,
+  startTime: string,
+  opts: { clock?: PollClock; killWaitMs?: number } = {},
+): Promise<boolean> {
   const clock = opts.clock ?? systemClock;
   if (signalGroup(pid, startTime, 'SIGKILL') === 0) return true;
   return pollUntil(() => groupMembers(pid, startTime).length === 0, clock.now() + (opts.killWaitMs ?? 5000), clock);

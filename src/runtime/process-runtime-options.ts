@@ -7,7 +7,6 @@ import type { AgentIdentity } from './privileges.js';
 import type { PollClock } from './process-group.js';
 import type { SecretsDir } from './secrets-root.js';
 
-
 export interface ProcessRuntimeOptions {
   /** Puts a component's artifacts into a directory (see artifactInstaller). */
   installArtifacts: InstallArtifactsFn;

@@ -3,7 +3,13 @@ import type { DesiredComponent } from '../core/desired-state.js';
 import type { ComponentPaths, ExitStatus, Instance, InstanceRef, PreparedStart, Runtime } from './runtime.js';
 import { openComponentLogs, tailLines } from './log-files.js';
 import { cutLine, MAX_REASON_BYTES } from '../core/line-bound.js';
-import { buildPrivileges, currentAgentIdentity, type AgentIdentity, type Privileges, type RunIdentity } from './privileges.js';
+import {
+  buildPrivileges,
+  currentAgentIdentity,
+  type AgentIdentity,
+  type Privileges,
+  type RunIdentity,
+} from './privileges.js';
 import { isAlive, isSameProcess } from './proc-identity.js';
 import { AdoptedExits } from './adopted-exits.js';
 import { probe, type ProbeResult } from './probe.js';
@@ -47,7 +53,11 @@ export class ProcessRuntime implements Runtime {
     this.setprivPath = opts.setprivPath ?? '/usr/bin/setpriv';
     this.agent = opts.agent ?? currentAgentIdentity();
     this.clock = opts.clock ?? systemClock;
-    this.spawning = { setprivPath: this.setprivPath, secrets: this.secrets, releaseSecretsOnExit: (ref, exited) => this.releaseSecretsOnExit(ref, exited) };
+    this.spawning = {
+      setprivPath: this.setprivPath,
+      secrets: this.secrets,
+      releaseSecretsOnExit: (ref, exited) => this.releaseSecretsOnExit(ref, exited),
+    };
     this.privilegeNote =
       this.agent.uid === 0
         ? undefined
@@ -57,7 +67,10 @@ export class ProcessRuntime implements Runtime {
   /** The recipe's security table resolved on this device (throws KS_USER_UNKNOWN). */
   async privilegesFor(c: DesiredComponent): Promise<Privileges> {
     const db = await (this.opts.userDb ?? (() => readUserDb()))();
-    const agent = this.agent.name === undefined ? { ...this.agent, name: db.passwd.find((u) => u.uid === this.agent.uid)?.name } : this.agent;
+    const agent =
+      this.agent.name === undefined
+        ? { ...this.agent, name: db.passwd.find((u) => u.uid === this.agent.uid)?.name }
+        : this.agent;
     const p = buildPrivileges(c.recipe.lifecycle.run.security, agent, db, { allowRoot: this.opts.allowRoot ?? false });
     // A passwd entry's home wins over the process environment for the agent's own user too.
     if (!p.switchesUser && agent.name !== undefined) {
@@ -149,22 +162,38 @@ export class ProcessRuntime implements Runtime {
       await logs.close();
     }
     if (r.spawnError)
-      throw new RuntimeError('KS_INSTALL_FAILED', `install script of ${c.name} could not start: ${this.secrets.scrub(c, r.spawnError.message)}`, { component: c.name }, { cause: r.spawnError });
+      throw new RuntimeError(
+        'KS_INSTALL_FAILED',
+        `install script of ${c.name} could not start: ${this.secrets.scrub(c, r.spawnError.message)}`,
+        { component: c.name },
+        { cause: r.spawnError },
+      );
     if (r.timedOut)
-      throw new RuntimeError('KS_INSTALL_TIMEOUT', `install script of ${c.name} did not finish within ${script.timeout} ms and was killed`, {
-        component: c.name,
-        timeoutMs: script.timeout,
-      });
+      throw new RuntimeError(
+        'KS_INSTALL_TIMEOUT',
+        `install script of ${c.name} did not finish within ${script.timeout} ms and was killed`,
+        {
+          component: c.name,
+          timeoutMs: script.timeout,
+        },
+      );
     if (r.aborted) throw aborted(c);
     if (r.code !== 0) {
       // Its last words, bounded: a script may write one line of any length (a line's end says the most).
       const last = (await tailLines(logs.stderrPath, 3, MAX_REASON_BYTES / 2)).join(' | ');
       const how = r.code !== null ? `exited with ${r.code}` : `was killed by ${r.signal}`;
-      throw new RuntimeError('KS_INSTALL_FAILED', cutLine(`install script of ${c.name} ${how}${last ? `: ${this.secrets.scrub(c, last)}` : ''}`, MAX_REASON_BYTES), {
-        component: c.name,
-        exitCode: r.code,
-        signal: r.signal,
-      });
+      throw new RuntimeError(
+        'KS_INSTALL_FAILED',
+        cutLine(
+          `install script of ${c.name} ${how}${last ? `: ${this.secrets.scrub(c, last)}` : ''}`,
+          MAX_REASON_BYTES,
+        ),
+        {
+          component: c.name,
+          exitCode: r.code,
+          signal: r.signal,
+        },
+      );
     }
   }
 
@@ -212,13 +241,22 @@ export class ProcessRuntime implements Runtime {
   private async prepareSpawn(c: DesiredComponent, paths: ComponentPaths): Promise<PreparedSpawn> {
     this.assertProcess(c);
     const exec = c.recipe.lifecycle.run.exec;
-    if (!exec) throw new RuntimeError('KS_START_FAILED', `${c.name} has no [lifecycle.run.exec] command`, { component: c.name });
+    if (!exec)
+      throw new RuntimeError('KS_START_FAILED', `${c.name} has no [lifecycle.run.exec] command`, { component: c.name });
     const priv = await this.privilegesFor(c);
     const owner = priv.switchesUser ? { uid: priv.identity.uid, gid: priv.identity.gid } : undefined;
     await prepareWorkDir(paths.workDir, owner);
     const env = this.secrets.env(c, this.environmentFor(c, priv.identity));
-    const resolved = await resolveCommand(exec.command, { cwd: paths.workDir, pathVar: env.PATH, identity: priv.identity });
-    if (!resolved.ok) throw new RuntimeError('KS_START_FAILED', `cannot start ${c.name}: ${resolved.reason}`, { component: c.name, command: exec.command });
+    const resolved = await resolveCommand(exec.command, {
+      cwd: paths.workDir,
+      pathVar: env.PATH,
+      identity: priv.identity,
+    });
+    if (!resolved.ok)
+      throw new RuntimeError('KS_START_FAILED', `cannot start ${c.name}: ${resolved.reason}`, {
+        component: c.name,
+        command: exec.command,
+      });
     // A relative command (./influxd) stays relative: exec resolves it against the cwd, which needs no search
     // permission on the work directory's parents for the run user.
     const file = exec.command.includes('/') ? exec.command : resolved.path;
@@ -227,7 +265,16 @@ export class ProcessRuntime implements Runtime {
       await secrets?.discard();
       throw e;
     });
-    return { priv, env, file, args: exec.args, command: exec.command, workDir: paths.workDir, logs, ...(secrets && { secrets }) };
+    return {
+      priv,
+      env,
+      file,
+      args: exec.args,
+      command: exec.command,
+      workDir: paths.workDir,
+      logs,
+      ...(secrets && { secrets }),
+    };
   }
 
   /**
@@ -235,9 +282,13 @@ export class ProcessRuntime implements Runtime {
    * included). A ref whose pid now belongs to another process is already stopped. Throws KS_STOP_FAILED.
    */
   async stop(ref: InstanceRef, graceMs: number): Promise<void> {
-    if (ref.kind !== 'process') throw new RuntimeError('KS_WRONG_RUNTIME', `the process runtime cannot stop a ${ref.kind}`);
+    if (ref.kind !== 'process')
+      throw new RuntimeError('KS_WRONG_RUNTIME', `the process runtime cannot stop a ${ref.kind}`);
     const r = await stopGroup(ref.pid, ref.startTime, graceMs, { clock: this.clock, killWaitMs: this.opts.killWaitMs });
-    if (!r.gone) throw new RuntimeError('KS_STOP_FAILED', `process group ${ref.pid} did not disappear after SIGKILL`, { pid: ref.pid });
+    if (!r.gone)
+      throw new RuntimeError('KS_STOP_FAILED', `process group ${ref.pid} did not disappear after SIGKILL`, {
+        pid: ref.pid,
+      });
     await this.secrets.release(ref);
   }
 
@@ -268,16 +319,20 @@ export class ProcessRuntime implements Runtime {
     const priv = await this.privilegesFor(c);
     const privilegesArgv = this.privilegesArgv(priv);
     const base = this.environmentFor(c, priv.identity);
-    return (signal) => this.secrets.probe(c, base, (env) => probe(health.check, { timeoutMs: health.timeout, cwd: paths.workDir, privilegesArgv, env, signal }));
+    return (signal) =>
+      this.secrets.probe(c, base, (env) =>
+        probe(health.check, { timeoutMs: health.timeout, cwd: paths.workDir, privilegesArgv, env, signal }),
+      );
   }
 
   private assertProcess(c: DesiredComponent): void {
     if (c.recipe.lifecycle.run.type !== 'process')
-      throw new RuntimeError('KS_WRONG_RUNTIME', `${c.name} runs a ${c.recipe.lifecycle.run.type}, not a process`, { component: c.name });
+      throw new RuntimeError('KS_WRONG_RUNTIME', `${c.name} runs a ${c.recipe.lifecycle.run.type}, not a process`, {
+        component: c.name,
+      });
   }
 }
 
 function aborted(c: DesiredComponent): RuntimeError {
   return new RuntimeError('KS_INSTALL_ABORTED', `install of ${c.name} was aborted`, { component: c.name });
 }
-

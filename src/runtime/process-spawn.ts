@@ -19,7 +19,6 @@ export interface SpawnWith {
   releaseSecretsOnExit: (ref: InstanceRef, exited: Promise<ExitStatus>) => void;
 }
 
-
 export interface PreparedSpawn {
   priv: Privileges;
   env: Record<string, string>;
@@ -42,9 +41,16 @@ function gateScript(env: Record<string, string>): string {
 }
 
 /** Spawns what `prepareSpawn` prepared; `gated`: behind a shell that execs the program once its fd 3 has a line. */
-export async function spawnPrepared(c: DesiredComponent, p: PreparedSpawn, gated: boolean, o: SpawnWith): Promise<{ instance: Instance; gate?: Writable }> {
+export async function spawnPrepared(
+  c: DesiredComponent,
+  p: PreparedSpawn,
+  gated: boolean,
+  o: SpawnWith,
+): Promise<{ instance: Instance; gate?: Writable }> {
   const { priv, env, file, logs, command: exec } = p;
-  const argv = gated ? [...priv.setprivArgs, '--', '/bin/sh', '-c', gateScript(env), 'sh', file, ...p.args] : [...priv.setprivArgs, '--', file, ...p.args];
+  const argv = gated
+    ? [...priv.setprivArgs, '--', '/bin/sh', '-c', gateScript(env), 'sh', file, ...p.args]
+    : [...priv.setprivArgs, '--', file, ...p.args];
   let child: ChildProcess;
   try {
     child = spawn(o.setprivPath, argv, {
@@ -57,7 +63,10 @@ export async function spawnPrepared(c: DesiredComponent, p: PreparedSpawn, gated
     await logs.close();
     await p.secrets?.discard();
     // Node's checks of the options quote the offending value: said without any secret, and not kept as a cause.
-    throw new RuntimeError('KS_START_FAILED', `cannot start ${c.name}: ${o.secrets.scrub(c, (e as Error).message)}`, { component: c.name, command: exec });
+    throw new RuntimeError('KS_START_FAILED', `cannot start ${c.name}: ${o.secrets.scrub(c, (e as Error).message)}`, {
+      component: c.name,
+      command: exec,
+    });
   }
   // Listen before the first await: a spawn failure is emitted on the next tick.
   const spawnError = new Promise<Error>((r) => child.once('error', r));
@@ -67,7 +76,7 @@ export async function spawnPrepared(c: DesiredComponent, p: PreparedSpawn, gated
   // Read before the event loop can reap the child: until then /proc/<pid> exists even if it has exited.
   const startTime = pid === undefined ? undefined : processStartTime(pid);
   child.unref(); // the agent may exit (or be killed) while its components run on
-  const gate = gated ? (child.stdio[3] as (Writable & { unref?: () => void }) | null) ?? undefined : undefined;
+  const gate = gated ? ((child.stdio[3] as (Writable & { unref?: () => void }) | null) ?? undefined) : undefined;
   gate?.on('error', () => {}); // a gate whose shell died: the exit says so
   gate?.unref?.();
   await logs.close(); // the child has its own copies of the descriptors now
@@ -75,12 +84,20 @@ export async function spawnPrepared(c: DesiredComponent, p: PreparedSpawn, gated
     gate?.destroy();
     await p.secrets?.discard();
     const err = await spawnError;
-    throw new RuntimeError('KS_START_FAILED', `cannot start ${c.name}: ${o.secrets.scrub(c, err.message)}`, { component: c.name, command: exec }, { cause: err });
+    throw new RuntimeError(
+      'KS_START_FAILED',
+      `cannot start ${c.name}: ${o.secrets.scrub(c, err.message)}`,
+      { component: c.name, command: exec },
+      { cause: err },
+    );
   }
   if (startTime === undefined) {
     gate?.destroy();
     await p.secrets?.discard();
-    throw new RuntimeError('KS_START_FAILED', `${c.name} (pid ${pid}) vanished before it could be identified`, { component: c.name, pid });
+    throw new RuntimeError('KS_START_FAILED', `${c.name} (pid ${pid}) vanished before it could be identified`, {
+      component: c.name,
+      pid,
+    });
   }
   const ref: InstanceRef = { kind: 'process', pid, startTime };
   if (p.secrets) {

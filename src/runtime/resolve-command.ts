@@ -8,7 +8,10 @@ import type { RunIdentity } from './privileges.js';
 export const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /** True when `identity` may execute a file with this mode and owner (root: any x bit). */
-export function mayExecute(st: { mode: number; uid: number; gid: number }, identity: Pick<RunIdentity, 'uid' | 'gids'>): boolean {
+export function mayExecute(
+  st: { mode: number; uid: number; gid: number },
+  identity: Pick<RunIdentity, 'uid' | 'gids'>,
+): boolean {
   if (identity.uid === 0) return (st.mode & 0o111) !== 0;
   if (st.uid === identity.uid) return (st.mode & 0o100) !== 0;
   if (identity.gids.includes(st.gid)) return (st.mode & 0o010) !== 0;
@@ -37,12 +40,17 @@ export async function resolveCommand(
 ): Promise<ResolveResult> {
   if (command.includes('/')) {
     const path = isAbsolute(command) ? command : resolve(opts.cwd, command);
-    return (await executable(path, opts.identity)) ? { ok: true, path } : { ok: false, reason: `${path} does not exist or is not executable by the run user` };
+    return (await executable(path, opts.identity))
+      ? { ok: true, path }
+      : { ok: false, reason: `${path} does not exist or is not executable by the run user` };
   }
   const dirs = (opts.pathVar ?? DEFAULT_PATH).split(delimiter);
   for (const dir of dirs) {
     const path = resolve(opts.cwd, dir, command);
     if (await executable(path, opts.identity)) return { ok: true, path };
   }
-  return { ok: false, reason: `"${command}" was not found on PATH (${opts.pathVar ?? DEFAULT_PATH}) as an executable for the run user` };
+  return {
+    ok: false,
+    reason: `"${command}" was not found on PATH (${opts.pathVar ?? DEFAULT_PATH}) as an executable for the run user`,
+  };
 }

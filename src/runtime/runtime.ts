@@ -2,9 +2,7 @@
 import type { DesiredComponent } from '../core/desired-state.js';
 
 /** How to find a running instance again, persisted in the state store: never a bare pid. */
-export type InstanceRef =
-  | { kind: 'process'; pid: number; startTime: string }
-  | { kind: 'container'; id: string };
+export type InstanceRef = { kind: 'process'; pid: number; startTime: string } | { kind: 'container'; id: string };
 
 export interface ExitStatus {
   code: number | null;

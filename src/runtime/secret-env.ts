@@ -39,17 +39,25 @@ const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 /** A value as an environment variable's text: UTF-8 without a NUL byte (execve cannot pass one), else KS_SECRET_NOT_TEXT. */
 export function secretText(c: DesiredComponent, name: string, value: Uint8Array): string {
   if (value.includes(0))
-    throw new RuntimeError('KS_SECRET_NOT_TEXT', `secret ${name} of ${c.name} holds a NUL byte and cannot be an environment variable's value: give it as a file ([[lifecycle.run.secrets]])`, {
-      component: c.name,
-      secret: name,
-    });
+    throw new RuntimeError(
+      'KS_SECRET_NOT_TEXT',
+      `secret ${name} of ${c.name} holds a NUL byte and cannot be an environment variable's value: give it as a file ([[lifecycle.run.secrets]])`,
+      {
+        component: c.name,
+        secret: name,
+      },
+    );
   try {
     return strictUtf8.decode(value);
   } catch {
-    throw new RuntimeError('KS_SECRET_NOT_TEXT', `secret ${name} of ${c.name} is not UTF-8 text and cannot be an environment variable's value: give it as a file ([[lifecycle.run.secrets]])`, {
-      component: c.name,
-      secret: name,
-    });
+    throw new RuntimeError(
+      'KS_SECRET_NOT_TEXT',
+      `secret ${name} of ${c.name} is not UTF-8 text and cannot be an environment variable's value: give it as a file ([[lifecycle.run.secrets]])`,
+      {
+        component: c.name,
+        secret: name,
+      },
+    );
   }
 }
 
@@ -58,7 +66,11 @@ export function secretText(c: DesiredComponent, name: string, value: Uint8Array)
  * it is). The same object when no variable reads a secret, so components without secrets need no vault. Throws
  * KS_SECRET_UNAVAILABLE or KS_SECRET_NOT_TEXT, before any variable is returned.
  */
-export function fillSecretEnv(c: DesiredComponent, env: Record<string, string>, values: SecretValues | undefined): Record<string, string> {
+export function fillSecretEnv(
+  c: DesiredComponent,
+  env: Record<string, string>,
+  values: SecretValues | undefined,
+): Record<string, string> {
   let out: Record<string, string> | undefined;
   const texts = new Map<string, string>();
   for (const [key, text] of Object.entries(env)) {
@@ -71,7 +83,11 @@ export function fillSecretEnv(c: DesiredComponent, env: Record<string, string>, 
     if (filled === text) continue;
     // A NUL written around the placeholder fails the spawn, whose error quotes the whole value: refused first.
     if (filled.includes('\0'))
-      throw new RuntimeError('KS_SECRET_NOT_TEXT', `${c.name}: environment variable ${key}, which reads a secret, holds a NUL byte`, { component: c.name });
+      throw new RuntimeError(
+        'KS_SECRET_NOT_TEXT',
+        `${c.name}: environment variable ${key}, which reads a secret, holds a NUL byte`,
+        { component: c.name },
+      );
     (out ??= { ...env })[key] = filled;
   }
   return out ?? env;

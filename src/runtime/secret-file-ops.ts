@@ -21,7 +21,12 @@ const errno = (e: unknown) => (e as NodeJS.ErrnoException).code;
  * temporary file that cannot exist beforehand, then renamed over whatever stands at `name` (a planted link included:
  * the link is replaced, its target left alone).
  */
-export async function writeSecretFile(dir: string, name: string, bytes: Uint8Array, opts: { mode: number; owner?: Owner }): Promise<string> {
+export async function writeSecretFile(
+  dir: string,
+  name: string,
+  bytes: Uint8Array,
+  opts: { mode: number; owner?: Owner },
+): Promise<string> {
   const path = join(dir, name);
   for (;;) {
     const tmp = join(dir, `.${name}.${token()}.tmp`);

@@ -15,7 +15,14 @@ import type { SecretValues } from '../secrets/secret-vault.js';
 import { RuntimeError } from './runtime-error.js';
 import type { InstanceRef } from './runtime.js';
 import { fixedSecretsDir, type SecretsDir } from './secrets-root.js';
-import { assertLinkFree, placeLink, removeLink, removeSecretDir, writeSecretFile, type Owner } from './secret-file-ops.js';
+import {
+  assertLinkFree,
+  placeLink,
+  removeLink,
+  removeSecretDir,
+  writeSecretFile,
+  type Owner,
+} from './secret-file-ops.js';
 import { secretValue } from './secret-env.js';
 
 /** Where the files of one start are, for the runtime: the host file of each [[lifecycle.run.secrets]] entry, in order. */
@@ -44,7 +51,8 @@ const REF_SUFFIX = '.ref';
 /** `<component>.<16 hex>`: the component part is its name with `/` (members, replicas) as `+`, which names never hold. */
 const DIR_NAME = /^(.+)\.([0-9a-f]{16})$/;
 const componentKey = (name: string) => name.replaceAll('/', '+');
-const refKey = (ref: InstanceRef) => (ref.kind === 'process' ? `process:${ref.pid}:${ref.startTime}` : `container:${ref.id}`);
+const refKey = (ref: InstanceRef) =>
+  ref.kind === 'process' ? `process:${ref.pid}:${ref.startTime}` : `container:${ref.id}`;
 
 /** One start's directory and record: under which root, by which name, what the record says (undefined: unreadable). */
 interface Entry {
@@ -62,7 +70,11 @@ export class SecretFiles {
   private readonly opts: { root: SecretsDir; kind: 'process' | 'container'; values: () => SecretValues | undefined };
 
   /** `root`: a SecretsDir (secrets-root.ts), or a directory given as such (fixedSecretsDir). */
-  constructor(opts: { root: string | SecretsDir; kind: 'process' | 'container'; values: () => SecretValues | undefined }) {
+  constructor(opts: {
+    root: string | SecretsDir;
+    kind: 'process' | 'container';
+    values: () => SecretValues | undefined;
+  }) {
     this.opts = { ...opts, root: typeof opts.root === 'string' ? fixedSecretsDir(opts.root) : opts.root };
   }
 
@@ -75,14 +87,23 @@ export class SecretFiles {
     const entries = c.recipe.lifecycle.run.secrets ?? [];
     if (entries.length === 0) return undefined;
     const values = entries.map((e) => secretValue(c, e.name, this.opts.values()));
-    const files = entries.map((e, i) => ({ name: e.name, path: e.path, file: where.kind === 'process' ? e.path : `${i}-${posix.basename(e.path)}` }));
+    const files = entries.map((e, i) => ({
+      name: e.name,
+      path: e.path,
+      file: where.kind === 'process' ? e.path : `${i}-${posix.basename(e.path)}`,
+    }));
     if (where.kind === 'process') for (const f of files) await assertLinkFree(c, join(where.workDir, f.path), f.name);
     let root: string;
     try {
       // Absolute: a process's link names its file by this path, and a container's mount source must be one.
       root = resolve(this.opts.root.dir());
     } catch (e) {
-      throw this.failure(c, knownRoot(this.opts.root), `its secrets directory cannot be used: ${(e as Error).message}`, e);
+      throw this.failure(
+        c,
+        knownRoot(this.opts.root),
+        `its secrets directory cannot be used: ${(e as Error).message}`,
+        e,
+      );
     }
     const name = `${componentKey(c.name)}.${randomBytes(8).toString('hex')}`;
     const dir = join(root, name);
@@ -96,7 +117,10 @@ export class SecretFiles {
       const owner = where.kind === 'process' ? where.owner : undefined;
       const placed = [];
       for (const [i, f] of files.entries()) {
-        const host = await writeSecretFile(dir, f.file, values[i]!, { mode: where.kind === 'process' ? 0o400 : 0o444, ...(owner && { owner }) });
+        const host = await writeSecretFile(dir, f.file, values[i]!, {
+          mode: where.kind === 'process' ? 0o400 : 0o444,
+          ...(owner && { owner }),
+        });
         placed.push({ name: f.name, path: f.path, host });
       }
       // The agent's, its files written: a process's run user passes through (0711) to its own file, and can neither
@@ -159,7 +183,8 @@ export class SecretFiles {
     for (const entry of await this.records()) {
       const { record } = entry;
       // An unreadable record is a start that died part way, as one without an instance.
-      if (record && (record.kind !== this.opts.kind || (component !== undefined && record.component !== component))) continue;
+      if (record && (record.kind !== this.opts.kind || (component !== undefined && record.component !== component)))
+        continue;
       if (record?.ref ? await alive(record.ref) : this.placing.has(join(entry.root, entry.name))) continue;
       await this.remove(entry);
     }
@@ -243,7 +268,12 @@ export class SecretFiles {
   }
 
   private failure(c: DesiredComponent, root: string | undefined, why: string, cause: unknown): RuntimeError {
-    return new RuntimeError('KS_SECRET_FILE_FAILED', `${c.name}: ${why}`, { component: c.name, ...(root !== undefined && { path: root }) }, { cause });
+    return new RuntimeError(
+      'KS_SECRET_FILE_FAILED',
+      `${c.name}: ${why}`,
+      { component: c.name, ...(root !== undefined && { path: root }) },
+      { cause },
+    );
   }
 }
 
@@ -255,4 +285,3 @@ function knownRoot(root: SecretsDir): string | undefined {
     return undefined;
   }
 }
-

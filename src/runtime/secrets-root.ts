@@ -9,7 +9,21 @@
 // removed) where only root or the agent's user could have changed it. On disk (`<state-dir>/secrets-run`) only when
 // the device has no tmpfs at all, and then the agent says so.
 import { randomBytes } from 'node:crypto';
-import { accessSync, chmodSync, closeSync, constants, fsyncSync, lstatSync, mkdtempSync, openSync, renameSync, rmdirSync, unlinkSync, writeSync, type Stats } from 'node:fs';
+import {
+  accessSync,
+  chmodSync,
+  closeSync,
+  constants,
+  fsyncSync,
+  lstatSync,
+  mkdtempSync,
+  openSync,
+  renameSync,
+  rmdirSync,
+  unlinkSync,
+  writeSync,
+  type Stats,
+} from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { SECRETS_ON_DISK, SECRETS_ROOT_RECORD } from '../state-dir/layout.js';
 import { changeableByOthers, readOwnFile, safeDirectory } from '../state-dir/safe-path.js';
@@ -71,7 +85,10 @@ export function chooseSecretsRoot(stateDir: string, opts: SecretsRootOptions = {
   const run = opts.run ?? '/run';
   const shm = opts.shm ?? '/dev/shm';
   const why: string[] = [];
-  const candidates = [...(uid === 0 ? [{ on: run, prefix: 'keystone-' }] : []), { on: shm, prefix: `keystone-${uid}-` }];
+  const candidates = [
+    ...(uid === 0 ? [{ on: run, prefix: 'keystone-' }] : []),
+    { on: shm, prefix: `keystone-${uid}-` },
+  ];
   if (uid !== 0) why.push(`${run} is for a root agent only`);
   for (const c of candidates) {
     const m = mountOf(mounts, realOrSame(c.on));
@@ -81,7 +98,8 @@ export function chooseSecretsRoot(stateDir: string, opts: SecretsRootOptions = {
     else return new RecordedSecretsRoot(stateDir, uid, mounts, { base: c.on, prefix: c.prefix, tmpfs: true });
   }
   const onDisk = join(stateDir, SECRETS_ON_DISK);
-  if (mountOf(mounts, realOrSame(stateDir))?.fstype === 'tmpfs') return new RecordedSecretsRoot(stateDir, uid, mounts, { base: onDisk, tmpfs: true });
+  if (mountOf(mounts, realOrSame(stateDir))?.fstype === 'tmpfs')
+    return new RecordedSecretsRoot(stateDir, uid, mounts, { base: onDisk, tmpfs: true });
   return new RecordedSecretsRoot(stateDir, uid, mounts, {
     base: onDisk,
     tmpfs: false,
@@ -128,7 +146,12 @@ class RecordedSecretsRoot implements SecretsRoot {
     // The one recorded (or used until now) is gone or not as the agent left it: a new one, the old one swept.
     const before = this.current ?? this.readOnce()?.dir;
     const made = this.make();
-    const former = [...new Set([...this.former(), ...(before !== undefined && before !== made && this.sweepable(before) ? [before] : [])])];
+    const former = [
+      ...new Set([
+        ...this.former(),
+        ...(before !== undefined && before !== made && this.sweepable(before) ? [before] : []),
+      ]),
+    ];
     try {
       writeRecord(this.record, { dir: made, ...(former.length && { former }) });
     } catch (e) {
@@ -196,7 +219,11 @@ class RecordedSecretsRoot implements SecretsRoot {
    * another user could change; else undefined.
    */
   private ours(dir: string): Stats | undefined {
-    if (!(dir === join(this.stateDir, SECRETS_ON_DISK) || (basename(dir).startsWith('keystone-') && dir === resolve(dir)))) return undefined;
+    if (!(
+      dir === join(this.stateDir, SECRETS_ON_DISK) ||
+      (basename(dir).startsWith('keystone-') && dir === resolve(dir))
+    ))
+      return undefined;
     try {
       return safeDirectory(dir) ? lstatSync(dir) : undefined;
     } catch {
@@ -212,7 +239,9 @@ function readRecord(path: string): Record_ | undefined {
   try {
     const r = JSON.parse(text) as Partial<Record_>;
     if (typeof r.dir !== 'string' || !r.dir.startsWith('/')) return undefined;
-    const former = Array.isArray(r.former) ? r.former.filter((d): d is string => typeof d === 'string' && d.startsWith('/')) : [];
+    const former = Array.isArray(r.former)
+      ? r.former.filter((d): d is string => typeof d === 'string' && d.startsWith('/'))
+      : [];
     return { dir: r.dir, former };
   } catch {
     return undefined;

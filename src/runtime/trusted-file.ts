@@ -35,7 +35,11 @@ export interface TrustedFileProblem {
 
 export type TrustedFileCode = 'KS_CONFIG_UNSAFE' | 'KS_TRUSTED_KEY_UNSAFE' | 'KS_SECRET_FILE_UNSAFE';
 
-const CODE: Record<TrustedFileRole, TrustedFileCode> = { config: 'KS_CONFIG_UNSAFE', 'trusted-key': 'KS_TRUSTED_KEY_UNSAFE', secret: 'KS_SECRET_FILE_UNSAFE' };
+const CODE: Record<TrustedFileRole, TrustedFileCode> = {
+  config: 'KS_CONFIG_UNSAFE',
+  'trusted-key': 'KS_TRUSTED_KEY_UNSAFE',
+  secret: 'KS_SECRET_FILE_UNSAFE',
+};
 
 /** A trusted key or the configuration another user could change: the agent does not start (exit code 2). */
 export class TrustedFileError extends CodedError<TrustedFileCode, { problems: TrustedFileProblem[] }> {
@@ -72,7 +76,14 @@ export const describeProblem = (p: TrustedFileProblem): string => `${p.problem}:
 function walk({ path: file, role }: Omit<TrustedFileRef, 'what'>): TrustedFileProblem | undefined {
   const me = describeUid(agentUid());
   const spec = chownSpec();
-  const found = (at: string, problem: string, fix: string): TrustedFileProblem => ({ file, role, at, problem, fix, code: CODE[role] });
+  const found = (at: string, problem: string, fix: string): TrustedFileProblem => ({
+    file,
+    role,
+    at,
+    problem,
+    fix,
+    code: CODE[role],
+  });
   // The components still to resolve, from `/`; a link's target is put in front of what remains.
   const pending = resolve(file).split(sep).filter(Boolean);
   let at: string = sep;
@@ -80,9 +91,17 @@ function walk({ path: file, role }: Omit<TrustedFileRef, 'what'>): TrustedFilePr
   const dirProblem = (dir: string, st: Stats) => {
     const who = changeableByOthers(st, { strictGroup: true });
     if (who === 'owner')
-      return found(dir, `${dir}, a directory on the way to ${file}, is owned by ${describeUid(st.uid)}, who could put another file in its place`, `chown ${spec} ${dir}, or keep the file in a directory only ${me} can change`);
+      return found(
+        dir,
+        `${dir}, a directory on the way to ${file}, is owned by ${describeUid(st.uid)}, who could put another file in its place`,
+        `chown ${spec} ${dir}, or keep the file in a directory only ${me} can change`,
+      );
     if (who === 'writable')
-      return found(dir, `${dir}, a directory on the way to ${file}, is writable by other users (mode ${modeText(st)}), who could put another file in its place`, `chmod go-w ${dir}`);
+      return found(
+        dir,
+        `${dir}, a directory on the way to ${file}, is writable by other users (mode ${modeText(st)}), who could put another file in its place`,
+        `chmod go-w ${dir}`,
+      );
     return undefined;
   };
   const root = dirProblem(sep, lstatSync(sep));
@@ -101,7 +120,11 @@ function walk({ path: file, role }: Omit<TrustedFileRef, 'what'>): TrustedFilePr
       if (++links > MAX_LINKS) return undefined;
       // In a directory that passed, only root or the agent could have made the link; in a sticky one, its owner.
       if (st.uid !== 0 && st.uid !== agentUid())
-        return found(next, `${next}, a symbolic link on the way to ${file}, is owned by ${describeUid(st.uid)}, who could point it elsewhere`, `chown -h ${spec} ${next}, or give the real path`);
+        return found(
+          next,
+          `${next}, a symbolic link on the way to ${file}, is owned by ${describeUid(st.uid)}, who could point it elsewhere`,
+          `chown -h ${spec} ${next}, or give the real path`,
+        );
       const target = readlinkSync(next);
       if (isAbsolute(target)) at = sep;
       pending.unshift(...target.split(sep).filter(Boolean));
@@ -118,11 +141,17 @@ function walk({ path: file, role }: Omit<TrustedFileRef, 'what'>): TrustedFilePr
     if (!st.isFile()) return undefined;
     const who = changeableByOthers(st, { strictGroup: true });
     const name = next === resolve(file) ? file : `${file} (${next})`;
-    if (who === 'owner') return found(next, `${name} is owned by ${describeUid(st.uid)}, who could change it`, `chown ${spec} ${next}`);
-    if (who === 'writable') return found(next, `${name} is writable by other users (mode ${modeText(st)})`, `chmod go-w ${next}`);
+    if (who === 'owner')
+      return found(next, `${name} is owned by ${describeUid(st.uid)}, who could change it`, `chown ${spec} ${next}`);
+    if (who === 'writable')
+      return found(next, `${name} is writable by other users (mode ${modeText(st)})`, `chmod go-w ${next}`);
     // A secret of root's that a non-root agent reads through a group is that group's too: the fix makes it the agent's.
     if (role === 'secret' && (st.mode & 0o044) !== 0)
-      return found(next, `${name} is readable by other users (mode ${modeText(st)}), and so is the secret in it`, st.uid === agentUid() ? `chmod 600 ${next}` : `chown ${spec} ${next} && chmod 600 ${next}`);
+      return found(
+        next,
+        `${name} is readable by other users (mode ${modeText(st)}), and so is the secret in it`,
+        st.uid === agentUid() ? `chmod 600 ${next}` : `chown ${spec} ${next} && chmod 600 ${next}`,
+      );
     return undefined;
   }
   return undefined;

@@ -14,7 +14,12 @@ export function updateLockMount(c: DesiredComponent, workDir: string): { source:
   const source = join(workDir, target);
   mkdirSync(source, { recursive: true, mode: 0o755 });
   // What a container made of it before is the container's own business; the directory itself must be one.
-  if (!lstatSync(source).isDirectory()) throw new RuntimeError('KS_START_FAILED', `${source}, the directory of ${c.name}'s update lock, is not a directory`, { component: c.name });
+  if (!lstatSync(source).isDirectory())
+    throw new RuntimeError(
+      'KS_START_FAILED',
+      `${source}, the directory of ${c.name}'s update lock, is not a directory`,
+      { component: c.name },
+    );
   chmodSync(source, 0o1777);
   return { source, target };
 }

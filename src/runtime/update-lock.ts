@@ -44,7 +44,11 @@ export async function tryUpdateLock(workDir: string, lock: string): Promise<Held
 }
 
 /** The lock as soon as it is free (the moment its holder lets go, not at a poll); rejects when `signal` aborts. */
-export async function waitUpdateLock(workDir: string, lock: string, signal?: AbortSignal): Promise<HeldUpdateLock | undefined> {
+export async function waitUpdateLock(
+  workDir: string,
+  lock: string,
+  signal?: AbortSignal,
+): Promise<HeldUpdateLock | undefined> {
   const fd = openLockFile(workDir, lock);
   if (fd === undefined) return undefined;
   try {
@@ -109,21 +113,38 @@ function openLockFile(workDir: string, lock: string): number | undefined {
     for (let i = 0; i < parts.length; i++) {
       const last = i === parts.length - 1;
       const part = parts[i]!;
-      if (part === '' || part === '.' || part === '..') throw new UpdateLockError(`${lock}: not a path inside the work directory`);
+      if (part === '' || part === '.' || part === '..')
+        throw new UpdateLockError(`${lock}: not a path inside the work directory`);
       let next: number;
       try {
-        next = openSync(`/proc/self/fd/${dir}/${part}`, last ? O_PATH | O_NOFOLLOW : O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_DIRECTORY);
+        next = openSync(
+          `/proc/self/fd/${dir}/${part}`,
+          last ? O_PATH | O_NOFOLLOW : O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_DIRECTORY,
+        );
       } catch (e) {
         if (isAbsent(e)) return undefined;
-        const why = (e as NodeJS.ErrnoException).code === 'ELOOP' ? 'is a symbolic link' : (e as NodeJS.ErrnoException).code === 'ENOTDIR' ? 'is not a directory' : (e as Error).message;
-        throw new UpdateLockError(`${workDir}/${parts.slice(0, i + 1).join('/')} ${why}: an update lock is a regular file in the work directory`);
+        const why =
+          (e as NodeJS.ErrnoException).code === 'ELOOP'
+            ? 'is a symbolic link'
+            : (e as NodeJS.ErrnoException).code === 'ENOTDIR'
+              ? 'is not a directory'
+              : (e as Error).message;
+        throw new UpdateLockError(
+          `${workDir}/${parts.slice(0, i + 1).join('/')} ${why}: an update lock is a regular file in the work directory`,
+        );
       }
       closeSync(dir);
       dir = next;
     }
     const st = fstatSync(dir);
-    if (st.isSymbolicLink()) throw new UpdateLockError(`${workDir}/${lock} is a symbolic link: an update lock is a regular file in the work directory`);
-    if (!st.isFile()) throw new UpdateLockError(`${workDir}/${lock} is not a regular file (a device, a FIFO, a socket or a directory): an update lock is one`);
+    if (st.isSymbolicLink())
+      throw new UpdateLockError(
+        `${workDir}/${lock} is a symbolic link: an update lock is a regular file in the work directory`,
+      );
+    if (!st.isFile())
+      throw new UpdateLockError(
+        `${workDir}/${lock} is not a regular file (a device, a FIFO, a socket or a directory): an update lock is one`,
+      );
     // The same inode, now opened for real (the O_PATH descriptor holds it: no name to swap in between).
     return openSync(`/proc/self/fd/${dir}`, O_RDONLY | O_NOCTTY | O_NONBLOCK);
   } finally {
@@ -139,7 +160,9 @@ function isAbsent(e: unknown): boolean {
 function flockFd(fd: number, o: { wait: boolean; signal?: AbortSignal }): Promise<boolean> {
   return new Promise((resolve, reject) => {
     if (o.signal?.aborted) return reject(new UpdateLockError('stopped waiting for the lock'));
-    const child = spawn('flock', ['-x', ...(o.wait ? [] : ['-n']), '-E', String(CONFLICT), '3'], { stdio: ['ignore', 'ignore', 'pipe', fd] });
+    const child = spawn('flock', ['-x', ...(o.wait ? [] : ['-n']), '-E', String(CONFLICT), '3'], {
+      stdio: ['ignore', 'ignore', 'pipe', fd],
+    });
     let stderr = '';
     const onAbort = () => child.kill('SIGTERM');
     o.signal?.addEventListener('abort', onAbort, { once: true });

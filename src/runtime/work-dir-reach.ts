@@ -4,7 +4,10 @@ import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 /** The first directory above `workDir` (from `/` down) that `who` may not search; undefined when none blocks. */
-export async function blockingAncestor(workDir: string, who: { uid: number; gids: readonly number[] }): Promise<{ dir: string; mode: number; uid: number } | undefined> {
+export async function blockingAncestor(
+  workDir: string,
+  who: { uid: number; gids: readonly number[] },
+): Promise<{ dir: string; mode: number; uid: number } | undefined> {
   if (who.uid === 0) return undefined;
   const dirs: string[] = [];
   for (let d = dirname(workDir); ; d = dirname(d)) {

@@ -18,7 +18,8 @@ export async function prepareWorkDir(workDir: string, owner?: { uid: number; gid
     if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
   }
   const st = await lstat(workDir);
-  if (!st.isDirectory()) throw new RuntimeError('KS_WORK_DIR_INVALID', `work directory ${workDir} is not a directory`, { path: workDir });
+  if (!st.isDirectory())
+    throw new RuntimeError('KS_WORK_DIR_INVALID', `work directory ${workDir} is not a directory`, { path: workDir });
   if (owner && (st.uid !== owner.uid || st.gid !== owner.gid)) await lchown(workDir, owner.uid, owner.gid);
 }
 

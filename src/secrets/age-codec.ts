@@ -10,7 +10,11 @@ let loaded: Promise<AgeModule> | undefined;
 const age = (): Promise<AgeModule> => (loaded ??= import('age-encryption'));
 
 /** `plaintext` encrypted to every recipient (`age1…`); armored (text, diffable in Git) unless `binary`. */
-export async function encryptTo(recipients: readonly string[], plaintext: Uint8Array, o: { binary?: boolean } = {}): Promise<Uint8Array> {
+export async function encryptTo(
+  recipients: readonly string[],
+  plaintext: Uint8Array,
+  o: { binary?: boolean } = {},
+): Promise<Uint8Array> {
   if (recipients.length === 0) throw new Error('no recipient to encrypt to');
   const { Encrypter, armor } = await age();
   const e = new Encrypter();
@@ -27,9 +31,13 @@ export async function encryptTo(recipients: readonly string[], plaintext: Uint8A
  */
 export async function decryptWith(identities: readonly string[], file: Uint8Array): Promise<Uint8Array | undefined> {
   const format = ageFormat(file);
-  if (!format) throw new Error('not an age file (neither "age-encryption.org/v1" nor "-----BEGIN AGE ENCRYPTED FILE-----")');
+  if (!format)
+    throw new Error('not an age file (neither "age-encryption.org/v1" nor "-----BEGIN AGE ENCRYPTED FILE-----")');
   const stanzas = stanzaCount(file) ?? 0;
-  if (stanzas > MAX_STANZAS) throw new Error(`too many recipients: ${stanzas} stanzas in the header, more than the ${MAX_STANZAS} a file is opened with`);
+  if (stanzas > MAX_STANZAS)
+    throw new Error(
+      `too many recipients: ${stanzas} stanzas in the header, more than the ${MAX_STANZAS} a file is opened with`,
+    );
   const { Decrypter, armor } = await age();
   let binary = file;
   if (format === 'armored') {
@@ -76,7 +84,8 @@ export function parseRecipients(text: string, file: string): string[] {
   for (const [i, raw] of text.replace(/\r\n/g, '\n').split('\n').entries()) {
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) continue;
-    if (!/^age1[02-9ac-hj-np-z]{58}$/.test(line)) throw new Error(`${file}:${i + 1}: not an age X25519 recipient (age1…)`);
+    if (!/^age1[02-9ac-hj-np-z]{58}$/.test(line))
+      throw new Error(`${file}:${i + 1}: not an age X25519 recipient (age1…)`);
     out.push(line);
   }
   return out;

@@ -41,7 +41,8 @@ function stanzaTypes(file: Uint8Array): string[] | undefined {
   if (end < 0) return undefined;
   const types: string[] = [];
   // Stanza bodies are base64 lines, which never begin with "->": every such line opens a stanza.
-  for (const line of head.slice(0, end).split('\n')) if (line.startsWith('-> ')) types.push(line.slice(3).split(' ', 1)[0]!);
+  for (const line of head.slice(0, end).split('\n'))
+    if (line.startsWith('-> ')) types.push(line.slice(3).split(' ', 1)[0]!);
   return types;
 }
 

@@ -21,7 +21,11 @@ export interface OperatorIdentity {
 const MAX_IDENTITY_FILE_BYTES = 64 * 1024;
 
 /** The operator's identity, or undefined when neither the flag nor the environment names one. */
-export function operatorIdentity(flag: string | undefined, env: Record<string, string | undefined>, cwd: string): OperatorIdentity | undefined {
+export function operatorIdentity(
+  flag: string | undefined,
+  env: Record<string, string | undefined>,
+  cwd: string,
+): OperatorIdentity | undefined {
   const file = flag ?? (env[IDENTITY_ENV] || undefined);
   if (file === undefined) return undefined;
   const source = flag !== undefined ? `--identity ${flag}` : `${IDENTITY_ENV}=${file}`;
@@ -31,7 +35,10 @@ export function operatorIdentity(flag: string | undefined, env: Record<string, s
     if (bytes.length > MAX_IDENTITY_FILE_BYTES) throw new Error(`${bytes.length} bytes, not an identity file`);
     text = bytes.toString('utf8');
   } catch (e) {
-    throw new SecretError('KS_SECRET_OPERATOR', `cannot read the operator identity (${source}): ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new SecretError(
+      'KS_SECRET_OPERATOR',
+      `cannot read the operator identity (${source}): ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+    );
   }
   const identities: string[] = [];
   const recipients: string[] = [];
@@ -40,11 +47,19 @@ export function operatorIdentity(flag: string | undefined, env: Record<string, s
     if (line === '' || line.startsWith('#')) continue;
     const recipient = ageRecipientOf(line);
     // The reason names the line, never its text: it may be a key with a typo.
-    if (recipient === undefined) throw new SecretError('KS_SECRET_OPERATOR', `the operator identity (${source}), line ${i + 1}: not an age X25519 identity (AGE-SECRET-KEY-1…, as age-keygen writes)`);
+    if (recipient === undefined)
+      throw new SecretError(
+        'KS_SECRET_OPERATOR',
+        `the operator identity (${source}), line ${i + 1}: not an age X25519 identity (AGE-SECRET-KEY-1…, as age-keygen writes)`,
+      );
     identities.push(line);
     recipients.push(recipient);
   }
-  if (!identities.length) throw new SecretError('KS_SECRET_OPERATOR', `the operator identity (${source}) holds no AGE-SECRET-KEY-1… line (make one with age-keygen -o FILE)`);
+  if (!identities.length)
+    throw new SecretError(
+      'KS_SECRET_OPERATOR',
+      `the operator identity (${source}) holds no AGE-SECRET-KEY-1… line (make one with age-keygen -o FILE)`,
+    );
   return { source, identities, recipients };
 }
 

@@ -24,7 +24,10 @@ export interface RecipientsFile {
 /** Device names are one word each (SPEC §15), so a line of names splits on spaces; long lists wrap at this width. */
 const LINE_WIDTH = 100;
 
-export function formatRecipientsFile(target: string, f: { recipient: string; readers: readonly string[]; operators: readonly string[] }): string {
+export function formatRecipientsFile(
+  target: string,
+  f: { recipient: string; readers: readonly string[]; operators: readonly string[] },
+): string {
   const lines = [`# keystone target ${target}: encrypt its secrets with age -R secrets/recipients/${target}.txt`];
   let line = '# readers:';
   for (const name of f.readers) {
@@ -66,5 +69,10 @@ export function parseRecipientsFile(text: string, file: string): RecipientsFile 
     const op = /^#\s*operator\s+(age1[02-9ac-hj-np-z]{58})\s*$/.exec(raw.trim());
     if (op) operatorRecipients = [...(operatorRecipients ?? []), op[1]!];
   }
-  return { recipient: recipients[0]!, ...(readers && { readers }), ...(operators !== undefined && { operators }), ...(operatorRecipients && { operatorRecipients }) };
+  return {
+    recipient: recipients[0]!,
+    ...(readers && { readers }),
+    ...(operators !== undefined && { operators }),
+    ...(operatorRecipients && { operatorRecipients }),
+  };
 }

@@ -41,8 +41,11 @@ export function scrubber(given: readonly GivenValue[], o: { edges?: boolean } = 
 function scrubExpanded(text: string, values: readonly GivenValue[], edges: boolean): string {
   if (values.length === 0) return text;
   const hits: Array<{ start: number; end: number; label: string }> = [];
-  for (const v of values) for (let i = text.indexOf(v.value); i >= 0; i = text.indexOf(v.value, i + 1)) hits.push({ start: i, end: i + v.value.length, label: v.label });
-  for (const m of text.matchAll(CUT_MARKER_RE)) hits.push(...piecesAround(text, m.index, m.index + m[0].length, values));
+  for (const v of values)
+    for (let i = text.indexOf(v.value); i >= 0; i = text.indexOf(v.value, i + 1))
+      hits.push({ start: i, end: i + v.value.length, label: v.label });
+  for (const m of text.matchAll(CUT_MARKER_RE))
+    hits.push(...piecesAround(text, m.index, m.index + m[0].length, values));
   if (edges) hits.push(...piecesAround(text, text.length, text.length, values), ...piecesAround(text, 0, 0, values));
   // Leftmost first, the longest of those that start together; overlaps give way to what came first.
   hits.sort((a, b) => a.start - b.start || b.end - a.end);
@@ -91,15 +94,26 @@ function encodings(v: string): string[] {
 }
 
 /** The longest value end right after a marker and value start right before it (the space cutLine puts there aside). */
-function piecesAround(text: string, markerStart: number, markerEnd: number, values: readonly GivenValue[]): Array<{ start: number; end: number; label: string }> {
+function piecesAround(
+  text: string,
+  markerStart: number,
+  markerEnd: number,
+  values: readonly GivenValue[],
+): Array<{ start: number; end: number; label: string }> {
   const out: Array<{ start: number; end: number; label: string }> = [];
   const before = text[markerStart - 1] === ' ' ? markerStart - 1 : markerStart;
   let best: { start: number; end: number; label: string } | undefined;
   let bestAfter: typeof best;
   for (const v of values) {
     for (let n = v.value.length - 1; n >= MIN_SCRUB_LENGTH; n--) {
-      if ((!best || n > best.end - best.start) && before - n >= 0 && text.slice(before - n, before) === v.value.slice(0, n)) best = { start: before - n, end: before, label: v.label };
-      if ((!bestAfter || n > bestAfter.end - bestAfter.start) && text.startsWith(v.value.slice(-n), markerEnd)) bestAfter = { start: markerEnd, end: markerEnd + n, label: v.label };
+      if (
+        (!best || n > best.end - best.start) &&
+        before - n >= 0 &&
+        text.slice(before - n, before) === v.value.slice(0, n)
+      )
+        best = { start: before - n, end: before, label: v.label };
+      if ((!bestAfter || n > bestAfter.end - bestAfter.start) && text.startsWith(v.value.slice(-n), markerEnd))
+        bestAfter = { start: markerEnd, end: markerEnd + n, label: v.label };
     }
   }
   if (best) out.push(best);

@@ -12,7 +12,9 @@ const PLACEHOLDER = /\{\{\s*secret\.([A-Za-z0-9][A-Za-z0-9_-]{0,62})\s*\}\}/g;
 export async function secretReferences(repo: SecretsRepo): Promise<Map<string, string[]>> {
   const found = new Map<string, Set<string>>();
   const add = (name: string, file: string) => found.set(name, (found.get(name) ?? new Set()).add(file));
-  const files = (await listDocuments(repo.root)).filter((f) => f.endsWith('.toml') && (f === 'fleet.toml' || f.startsWith('recipes/') || f.startsWith('plans/')));
+  const files = (await listDocuments(repo.root)).filter(
+    (f) => f.endsWith('.toml') && (f === 'fleet.toml' || f.startsWith('recipes/') || f.startsWith('plans/')),
+  );
   for (const file of files) {
     let text: string | undefined;
     try {

@@ -67,7 +67,10 @@ export class SecretsRepo {
 
   /** Targets with a key file (secrets/keys/T.age) or a recipients file (secrets/recipients/T.txt). */
   targetsWithFiles(): { keys: string[]; recipients: string[] } {
-    return { keys: this.list(`${SECRETS_DIR}/keys`, '.age'), recipients: this.list(`${SECRETS_DIR}/recipients`, '.txt') };
+    return {
+      keys: this.list(`${SECRETS_DIR}/keys`, '.age'),
+      recipients: this.list(`${SECRETS_DIR}/recipients`, '.txt'),
+    };
   }
 
   /**
@@ -76,7 +79,12 @@ export class SecretsRepo {
    */
   async fleet(): Promise<Fleet> {
     const bytes = await this.read(FLEET_FILE);
-    if (bytes === undefined) throw new SecretError('KS_SECRET_OPERATOR', `${this.root} has no ${FLEET_FILE}: secrets are encrypted to its targets (SPEC §13, §16)`, FLEET_FILE);
+    if (bytes === undefined)
+      throw new SecretError(
+        'KS_SECRET_OPERATOR',
+        `${this.root} has no ${FLEET_FILE}: secrets are encrypted to its targets (SPEC §13, §16)`,
+        FLEET_FILE,
+      );
     this.fleetBytes = bytes;
     const parsed = parseFleet(FLEET_FILE, new TextDecoder().decode(bytes));
     if (!parsed.fleet) throw new InvalidRevisionError(parsed.diagnostics);
@@ -85,7 +93,11 @@ export class SecretsRepo {
 
   /** Refused unless the fleet.toml `fleet()` read is the signed one (readers are computed from it). */
   checkFleetSigned(): void {
-    this.checkSigned(FLEET_FILE, this.fleetBytes, 'it decides which devices each target takes (and so who reads its key)');
+    this.checkSigned(
+      FLEET_FILE,
+      this.fleetBytes,
+      'it decides which devices each target takes (and so who reads its key)',
+    );
   }
 
   /**
@@ -108,9 +120,12 @@ export class SecretsRepo {
   signedProblem(path: string, bytes: Uint8Array | undefined): string | undefined {
     if (!this.sums) return undefined;
     const listed = this.sums.get(path);
-    if (listed === undefined) return bytes ? `${path} is not in ${SUMS_FILE}: it was added since the last signature` : undefined;
+    if (listed === undefined)
+      return bytes ? `${path} is not in ${SUMS_FILE}: it was added since the last signature` : undefined;
     if (!bytes) return `${path} is listed in ${SUMS_FILE} but is not there: it was removed since the last signature`;
-    return sha256Hex(bytes) === listed ? undefined : `${path} is not the file ${SUMS_FILE} lists: it was changed since the last signature`;
+    return sha256Hex(bytes) === listed
+      ? undefined
+      : `${path} is not the file ${SUMS_FILE} lists: it was changed since the last signature`;
   }
 
   /**
@@ -163,7 +178,11 @@ export class SecretsRepo {
       const st = lstatSync(at, { throwIfNoEntry: false });
       if (!st) mkdirSync(at);
       else if (!st.isDirectory())
-        throw new SecretError('KS_SECRET_OPERATOR', `${at} is ${st.isSymbolicLink() ? 'a link' : 'not a directory'}: secrets are written only into the repository's own ${SECRETS_DIR}/ directory`, dir);
+        throw new SecretError(
+          'KS_SECRET_OPERATOR',
+          `${at} is ${st.isSymbolicLink() ? 'a link' : 'not a directory'}: secrets are written only into the repository's own ${SECRETS_DIR}/ directory`,
+          dir,
+        );
     }
   }
 }

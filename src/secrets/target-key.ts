@@ -25,11 +25,18 @@ export interface NewTargetKey {
 
 /** Why `target` cannot have secrets (its files would be names `sign` does not list), or undefined. */
 export function targetNameProblem(target: string): string | undefined {
-  return isSecretName(target) ? undefined : `target ${JSON.stringify(target)} cannot have secrets: its key file ${targetKeyPath(target)} needs a name of letters, digits, "_" and "-" (rename the target in fleet.toml)`;
+  return isSecretName(target)
+    ? undefined
+    : `target ${JSON.stringify(target)} cannot have secrets: its key file ${targetKeyPath(target)} needs a name of letters, digits, "_" and "-" (rename the target in fleet.toml)`;
 }
 
 /** A new key for `target`, wrapped to its readers and the operators; refused when nobody at all could open it. */
-export async function makeTargetKey(target: string, readers: readonly TargetReader[], operators: readonly string[], now: number): Promise<NewTargetKey> {
+export async function makeTargetKey(
+  target: string,
+  readers: readonly TargetReader[],
+  operators: readonly string[],
+  now: number,
+): Promise<NewTargetKey> {
   if (readers.length === 0 && operators.length === 0)
     throw new SecretError(
       'KS_SECRET_OPERATOR',
@@ -44,10 +51,18 @@ export async function makeTargetKey(target: string, readers: readonly TargetRead
  * `id`, a target's key, wrapped to its readers and the operators: a new key (above), or the same one after an enrolment
  * (`secret rewrap`: only the key file changes, no secret is re-encrypted).
  */
-export async function wrapTargetKey(target: string, id: { identity: string; recipient: string }, readers: readonly TargetReader[], operators: readonly string[], now: number): Promise<NewTargetKey> {
+export async function wrapTargetKey(
+  target: string,
+  id: { identity: string; recipient: string },
+  readers: readonly TargetReader[],
+  operators: readonly string[],
+  now: number,
+): Promise<NewTargetKey> {
   const recipients = [...new Set([...readers.map((r) => r.ageRecipient), ...operators])];
   const keyFile = await encryptTo(recipients, new TextEncoder().encode(formatAgeIdentityFile(id, now)));
-  const recipientsFile = new TextEncoder().encode(formatRecipientsFile(target, { recipient: id.recipient, readers: readers.map((r) => r.device), operators }));
+  const recipientsFile = new TextEncoder().encode(
+    formatRecipientsFile(target, { recipient: id.recipient, readers: readers.map((r) => r.device), operators }),
+  );
   return { target, identity: id.identity, recipient: id.recipient, keyFile, recipientsFile, readers, operators };
 }
 
@@ -58,7 +73,11 @@ export function writeTargetKey(repo: SecretsRepo, k: NewTargetKey): void {
 }
 
 /** The target's identity, when one of `identities` opens its key file; undefined when none does. Throws when damaged. */
-export async function openTargetKey(identities: readonly string[], keyFile: Uint8Array, file: string): Promise<{ identity: string; recipient: string } | undefined> {
+export async function openTargetKey(
+  identities: readonly string[],
+  keyFile: Uint8Array,
+  file: string,
+): Promise<{ identity: string; recipient: string } | undefined> {
   let plain: Uint8Array | undefined;
   try {
     plain = await decryptWith(identities, keyFile);
@@ -67,12 +86,16 @@ export async function openTargetKey(identities: readonly string[], keyFile: Uint
   }
   if (!plain) return undefined;
   const parsed = parseAgeIdentityFile(new TextDecoder().decode(plain));
-  if ('problem' in parsed) throw new SecretError('KS_SECRET_CORRUPT', `${file} does not hold a target key: ${parsed.problem}`, file);
+  if ('problem' in parsed)
+    throw new SecretError('KS_SECRET_CORRUPT', `${file} does not hold a target key: ${parsed.problem}`, file);
   return parsed;
 }
 
 /** Every target key in the repository the operator opens, and the targets whose key files they cannot open. */
-export async function openTargetKeys(repo: SecretsRepo, identities: readonly string[]): Promise<{ opened: Map<string, { identity: string; recipient: string }>; unopened: string[] }> {
+export async function openTargetKeys(
+  repo: SecretsRepo,
+  identities: readonly string[],
+): Promise<{ opened: Map<string, { identity: string; recipient: string }>; unopened: string[] }> {
   const opened = new Map<string, { identity: string; recipient: string }>();
   const unopened: string[] = [];
   for (const target of repo.targetsWithFiles().keys) {

@@ -34,11 +34,18 @@ export interface TargetReaders {
 }
 
 /** Every valid certificate of the repository, once; then the readers of any target are a filter over them. */
-export async function enrolledDevices(repo: SecretsRepo, o: { enrollmentKeys: readonly PublicKey[]; now: number }): Promise<{ certificates: DeviceCertificate[]; files: Map<string, string>; refused: RefusedCertificate[] }> {
-  if (!o.enrollmentKeys.length) throw new Error('enrolledDevices needs the enrolment key: readers are never computed from unverified certificates');
+export async function enrolledDevices(
+  repo: SecretsRepo,
+  o: { enrollmentKeys: readonly PublicKey[]; now: number },
+): Promise<{ certificates: DeviceCertificate[]; files: Map<string, string>; refused: RefusedCertificate[] }> {
+  if (!o.enrollmentKeys.length)
+    throw new Error('enrolledDevices needs the enrolment key: readers are never computed from unverified certificates');
   // A revocation list that is there but unreadable is not an empty one: fail closed, as devices do. And it must be the
   // signed one: a revocation taken out of it since (or the whole file removed) would hand a stolen device the key.
-  const revokedBytes = await repo.readSigned(REVOCATIONS_FILE, 'it says which devices are revoked (and so never get a key)');
+  const revokedBytes = await repo.readSigned(
+    REVOCATIONS_FILE,
+    'it says which devices are revoked (and so never get a key)',
+  );
   const revokedText = revokedBytes && new TextDecoder().decode(revokedBytes);
   const revocations = revokedText === undefined ? NO_REVOCATIONS : parseRevocations(revokedText, REVOCATIONS_FILE);
   let names: string[] = [];
@@ -67,7 +74,8 @@ export async function enrolledDevices(repo: SecretsRepo, o: { enrollmentKeys: re
       files.set(cert.device, file);
     } catch (e) {
       if (e instanceof IdentityError) refused.push({ file, code: e.code, reason: e.message });
-      else if (e instanceof Error && 'code' in e && typeof e.code === 'string') refused.push({ file, code: e.code, reason: e.message });
+      else if (e instanceof Error && 'code' in e && typeof e.code === 'string')
+        refused.push({ file, code: e.code, reason: e.message });
       else throw e;
     }
   }
@@ -75,12 +83,17 @@ export async function enrolledDevices(repo: SecretsRepo, o: { enrollmentKeys: re
 }
 
 /** The readers of `target` among the enrolled devices. */
-export function readersOf(target: string, fleet: Fleet, enrolled: Awaited<ReturnType<typeof enrolledDevices>>): TargetReaders {
+export function readersOf(
+  target: string,
+  fleet: Fleet,
+  enrolled: Awaited<ReturnType<typeof enrolledDevices>>,
+): TargetReaders {
   const readers: TargetReader[] = [];
   const elsewhere: TargetReaders['elsewhere'] = [];
   for (const cert of enrolled.certificates) {
     const chosen = selectTarget(fleet, cert.device, cert.labels);
-    if (chosen?.target.name === target) readers.push({ device: cert.device, ageRecipient: cert.ageRecipient, file: enrolled.files.get(cert.device)! });
+    if (chosen?.target.name === target)
+      readers.push({ device: cert.device, ageRecipient: cert.ageRecipient, file: enrolled.files.get(cert.device)! });
     else elsewhere.push({ device: cert.device, ...(chosen && { target: chosen.target.name }) });
   }
   return { readers, refused: enrolled.refused, elsewhere };

@@ -3,7 +3,14 @@
 // and JavaScript HKDF and ChaCha20-Poly1305 per stanza; a device opens its target's key file by trying every stanza
 // until its own (one per device of the target), so the cost per stanza is the cost of a large target: ~10× less here
 // (`npm run bench -- secrets`). The format stays age-encryption's: only the arithmetic of one stanza is done here.
-import { createDecipheriv, createPrivateKey, createPublicKey, diffieHellman, hkdfSync, type KeyObject } from 'node:crypto';
+import {
+  createDecipheriv,
+  createPrivateKey,
+  createPublicKey,
+  diffieHellman,
+  hkdfSync,
+  type KeyObject,
+} from 'node:crypto';
 import { bech32Decode } from '../identity/bech32.js';
 
 /** DER prefixes of X25519 keys (RFC 8410): the 32 key bytes follow. */
@@ -24,8 +31,13 @@ export class NodeX25519Identity {
   /** `identity`: `AGE-SECRET-KEY-1…`; throws (without quoting it) when it is not one. */
   constructor(identity: string) {
     const decoded = identity.startsWith('AGE-SECRET-KEY-1') ? bech32Decode(identity) : undefined;
-    if (!decoded || decoded.hrp !== 'age-secret-key-' || decoded.bytes.length !== 32) throw new Error('not an age X25519 identity');
-    this.privateKey = createPrivateKey({ key: Buffer.concat([PKCS8_PREFIX, decoded.bytes]), format: 'der', type: 'pkcs8' });
+    if (!decoded || decoded.hrp !== 'age-secret-key-' || decoded.bytes.length !== 32)
+      throw new Error('not an age X25519 identity');
+    this.privateKey = createPrivateKey({
+      key: Buffer.concat([PKCS8_PREFIX, decoded.bytes]),
+      format: 'der',
+      type: 'pkcs8',
+    });
     const spki = createPublicKey(this.privateKey).export({ format: 'der', type: 'spki' });
     this.recipient = spki.subarray(spki.length - 32);
   }
@@ -34,12 +46,16 @@ export class NodeX25519Identity {
   unwrapFileKey(stanzas: Stanza[]): Uint8Array | null {
     for (const s of stanzas) {
       if (s.args[0] !== 'X25519') continue;
-      if (s.args.length !== 2 || !/^[A-Za-z0-9+/]{43}$/.test(s.args[1]!) || s.body.length !== 32) throw new Error('invalid X25519 stanza');
+      if (s.args.length !== 2 || !/^[A-Za-z0-9+/]{43}$/.test(s.args[1]!) || s.body.length !== 32)
+        throw new Error('invalid X25519 stanza');
       const share = Buffer.from(s.args[1]!, 'base64');
       if (share.length !== 32) throw new Error('invalid X25519 stanza');
       let secret: Buffer;
       try {
-        secret = diffieHellman({ privateKey: this.privateKey, publicKey: createPublicKey({ key: Buffer.concat([SPKI_PREFIX, share]), format: 'der', type: 'spki' }) });
+        secret = diffieHellman({
+          privateKey: this.privateKey,
+          publicKey: createPublicKey({ key: Buffer.concat([SPKI_PREFIX, share]), format: 'der', type: 'spki' }),
+        });
       } catch {
         // OpenSSL refuses a low-order point (an all-zero shared secret), which age refuses too.
         throw new Error('invalid X25519 stanza');

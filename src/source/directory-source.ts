@@ -18,7 +18,9 @@ export async function directoryRevisionId(root: string): Promise<string> {
   for (const f of files) {
     let digest = 'absent';
     try {
-      digest = createHash('sha256').update(await readFile(join(root, f))).digest('hex');
+      digest = createHash('sha256')
+        .update(await readFile(join(root, f)))
+        .digest('hex');
     } catch {
       /* a missing file is part of the state too */
     }
@@ -66,14 +68,22 @@ export class DirectorySource {
   private changed(): void {
     if (this.closed) return;
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.emitIfNew().catch((e: Error) => this.opts.onError?.(e)), this.opts.settleMs ?? 300);
+    this.timer = setTimeout(
+      () => void this.emitIfNew().catch((e: Error) => this.opts.onError?.(e)),
+      this.opts.settleMs ?? 300,
+    );
   }
 
   private async emitIfNew(): Promise<void> {
     const id = await directoryRevisionId(this.root);
     if (this.closed || id === this.lastId) return;
     this.lastId = id;
-    this.opts.onRevision({ id, origin: 'directory', source: `directory ${this.root}`, reader: new DirectoryReader(this.root) });
+    this.opts.onRevision({
+      id,
+      origin: 'directory',
+      source: `directory ${this.root}`,
+      reader: new DirectoryReader(this.root),
+    });
   }
 
   async close(): Promise<void> {

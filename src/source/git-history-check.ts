@@ -14,7 +14,14 @@ const FIRST_DEEPEN = 16;
  * generations at a time until the commit is found, the whole history is present without it (a rewrite, proven),
  * or maxHistoryCommits is reached (unverified: refused too, since it cannot be told from a rewrite).
  */
-export async function checkHistory(tip: string, gitdir: string, cache: object, opts: GitSourceOptions, remote: GitRemoteCache | undefined, branch: string): Promise<{ code: string; reason: string } | undefined> {
+export async function checkHistory(
+  tip: string,
+  gitdir: string,
+  cache: object,
+  opts: GitSourceOptions,
+  remote: GitRemoteCache | undefined,
+  branch: string,
+): Promise<{ code: string; reason: string } | undefined> {
   const last = opts.lastAppliedCommit();
   if (opts.allowHistoryRewrite || last === undefined || !isCommitId(last) || last === tip) return undefined;
   const max = opts.maxHistoryCommits ?? DEFAULTS.maxHistoryCommits;
@@ -30,7 +37,10 @@ export async function checkHistory(tip: string, gitdir: string, cache: object, o
       // them. Not a history that cannot be verified: the next look fetches afresh.
       if (now === frontier && remote) {
         remote.distrust();
-        throw new OperationError('KS_GIT_FETCH_FAILED', `the local copy of ${branch} lacks ${r.frontier.map((c) => c.slice(0, 12)).join(', ')}, which it counts as fetched (a fetch cut short?): fetching afresh`);
+        throw new OperationError(
+          'KS_GIT_FETCH_FAILED',
+          `the local copy of ${branch} lacks ${r.frontier.map((c) => c.slice(0, 12)).join(', ')}, which it counts as fetched (a fetch cut short?): fetching afresh`,
+        );
       }
       frontier = now;
     }

@@ -4,7 +4,6 @@ import type { TransferTotals } from '../git/git-transfer.js';
 import type { Revision } from './directory-source.js';
 import type { SourceTimers } from './source-timers.js';
 
-
 export interface GitSourceOptions {
   /** An http(s) URL (without credentials: see parseGitRepo) or a local path, bare or a working tree. */
   repo: string;

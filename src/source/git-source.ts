@@ -56,10 +56,18 @@ export class GitSource {
   /** Throws OperationError KS_USAGE, KS_GIT_BAD_URL or KS_GIT_CREDENTIALS_IN_URL for options that cannot work. */
   constructor(private readonly opts: GitSourceOptions) {
     const token = opts.token;
-    this.redactions = token ? [token, Buffer.from(`x-access-token:${token}`).toString('base64'), encodeURIComponent(token)] : [];
-    if (token !== undefined && (token === '' || [...token].some((c) => c.charCodeAt(0) <= 0x20 || c.charCodeAt(0) === 0x7f)))
+    this.redactions = token
+      ? [token, Buffer.from(`x-access-token:${token}`).toString('base64'), encodeURIComponent(token)]
+      : [];
+    if (
+      token !== undefined &&
+      (token === '' || [...token].some((c) => c.charCodeAt(0) <= 0x20 || c.charCodeAt(0) === 0x7f))
+    )
       throw new OperationError('KS_USAGE', 'the Git token is empty or contains whitespace or control characters');
-    if (!BRANCH.test(opts.ref.replace(/^refs\/heads\//, '')) || (opts.ref.startsWith('refs/') && !opts.ref.startsWith('refs/heads/')))
+    if (
+      !BRANCH.test(opts.ref.replace(/^refs\/heads\//, '')) ||
+      (opts.ref.startsWith('refs/') && !opts.ref.startsWith('refs/heads/'))
+    )
       throw new OperationError('KS_USAGE', `"${opts.ref}" is not a branch name (a branch is followed, e.g. main)`);
     if (!(opts.pollMs > 0)) throw new OperationError('KS_USAGE', 'the poll interval must be positive');
     this.location = parseGitRepo(opts.repo);
@@ -93,7 +101,10 @@ export class GitSource {
     const delay =
       this.opts.device === undefined || this.opts.lookAtOnce
         ? 0
-        : firstLookDelayMs({ device: this.opts.device, pollMs: this.opts.pollMs, running: last !== undefined && isCommitId(last) }, this.opts.random);
+        : firstLookDelayMs(
+            { device: this.opts.device, pollMs: this.opts.pollMs, running: last !== undefined && isCommitId(last) },
+            this.opts.random,
+          );
     if (delay > 0) this.arm(delay);
     else await this.syncNow();
   }
@@ -151,7 +162,13 @@ export class GitSource {
         return undefined;
       }
     }
-    return { id: commit, origin: 'commit', source: this.label, ref: this.branchRef, reader: new GitTreeReader(loc, commit, this.branch) };
+    return {
+      id: commit,
+      origin: 'commit',
+      source: this.label,
+      ref: this.branchRef,
+      reader: new GitTreeReader(loc, commit, this.branch),
+    };
   }
 
   /** The bare cache repository of a remote (undefined for a local repository or before the first fetch). */
@@ -173,7 +190,11 @@ export class GitSource {
   private schedule(): void {
     // A pending follow-up looks next and schedules after itself.
     if (this.closed || !this.started || this.followUp) return;
-    let delay = pollDelayMs(this.failures, { pollMs: this.opts.pollMs, retryBaseMs: this.opts.retryBaseMs }, this.opts.random);
+    let delay = pollDelayMs(
+      this.failures,
+      { pollMs: this.opts.pollMs, retryBaseMs: this.opts.retryBaseMs },
+      this.opts.random,
+    );
     if (this.notBefore !== undefined) delay = Math.max(delay, this.notBefore - this.now());
     this.arm(delay);
   }
@@ -255,7 +276,16 @@ export class GitSource {
     if (this.closed) return undefined;
     this.lastSeen = tip;
     if (rejection) return { kind: 'rejected', rejection: { commit: tip, ...rejection } };
-    return { kind: 'revision', revision: { id: tip, origin: 'commit', source: this.label, ref: this.branchRef, reader: new GitTreeReader(loc, tip, this.branch) } };
+    return {
+      kind: 'revision',
+      revision: {
+        id: tip,
+        origin: 'commit',
+        source: this.label,
+        ref: this.branchRef,
+        reader: new GitTreeReader(loc, tip, this.branch),
+      },
+    };
   }
 
   /**
@@ -270,14 +300,23 @@ export class GitSource {
     this.notBefore = now + wait;
     const capped = wait < asked ? ` (it asked for ${Math.ceil(asked / 1000)} s; capped)` : '';
     // The header is the server's text: shown bounded and printable.
-    const said = [...(e.retryAfter ?? '')].filter((c) => c >= ' ' && c <= '~').join('').slice(0, 40);
-    return new OperationError(e.code, this.redact(`${e.message}; Retry-After ${said}: next look in ${Math.ceil(wait / 1000)} s${capped}`));
+    const said = [...(e.retryAfter ?? '')]
+      .filter((c) => c >= ' ' && c <= '~')
+      .join('')
+      .slice(0, 40);
+    return new OperationError(
+      e.code,
+      this.redact(`${e.message}; Retry-After ${said}: next look in ${Math.ceil(wait / 1000)} s${capped}`),
+    );
   }
 
   private coded(e: unknown): Error & { code?: string } {
     const err = e as Error & { code?: string };
     if (err instanceof OperationError) return new OperationError(err.code, this.redact(err.message));
-    return new OperationError(isErrorCode(err.code) ? err.code : 'KS_GIT_FAILED', this.redact(`${this.label}: ${err.message}`));
+    return new OperationError(
+      isErrorCode(err.code) ? err.code : 'KS_GIT_FAILED',
+      this.redact(`${this.label}: ${err.message}`),
+    );
   }
 
   private redact(text: string): string {

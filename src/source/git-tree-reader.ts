@@ -73,14 +73,17 @@ export class GitTreeReader implements RepoReader {
   private tree(oid: string, cache?: object): Promise<Map<string, TreeEntry>> {
     let t = this.trees.get(oid);
     if (!t) {
-      t = git.readTree({ fs, gitdir: this.loc.gitdir, oid, ...(cache && { cache }) }).then((r) => firstByName(r.tree as TreeEntry[]));
+      t = git
+        .readTree({ fs, gitdir: this.loc.gitdir, oid, ...(cache && { cache }) })
+        .then((r) => firstByName(r.tree as TreeEntry[]));
       this.trees.set(oid, t);
     }
     return t;
   }
 
   async readFile(path: string, maxBytes: number, o: { cache?: object } = {}): Promise<ReadResult> {
-    if (escapesRepository(path)) return { ok: false, code: 'KS_PATH_ESCAPE', message: `${path} points outside the repository` };
+    if (escapesRepository(path))
+      return { ok: false, code: 'KS_PATH_ESCAPE', message: `${path} points outside the repository` };
     const parts = path.split('/').filter((p) => p !== '' && p !== '.');
     try {
       let oid = this.commit;
@@ -94,13 +97,31 @@ export class GitTreeReader implements RepoReader {
             return { ok: false, code: 'KS_NOT_A_FILE', message: `${path} is not a regular file at ${this.label}` };
           const size = await this.sizes.sizeOf(entry.oid);
           if (size !== undefined && size > maxBytes)
-            return { ok: false, code: 'KS_FILE_TOO_LARGE', message: `${path} is ${size} bytes, over the limit of ${maxBytes}` };
-          const { blob } = await git.readBlob({ fs, gitdir: this.loc.gitdir, oid: entry.oid, ...(o.cache && { cache: o.cache }) });
+            return {
+              ok: false,
+              code: 'KS_FILE_TOO_LARGE',
+              message: `${path} is ${size} bytes, over the limit of ${maxBytes}`,
+            };
+          const { blob } = await git.readBlob({
+            fs,
+            gitdir: this.loc.gitdir,
+            oid: entry.oid,
+            ...(o.cache && { cache: o.cache }),
+          });
           if (blob.length > maxBytes)
-            return { ok: false, code: 'KS_FILE_TOO_LARGE', message: `${path} is ${blob.length} bytes, over the limit of ${maxBytes}` };
+            return {
+              ok: false,
+              code: 'KS_FILE_TOO_LARGE',
+              message: `${path} is ${blob.length} bytes, over the limit of ${maxBytes}`,
+            };
           return { ok: true, bytes: blob };
         }
-        if (entry.type !== 'tree') return { ok: false, code: 'KS_NOT_A_FILE', message: `${parts.slice(0, i + 1).join('/')} is not a directory at ${this.label}` };
+        if (entry.type !== 'tree')
+          return {
+            ok: false,
+            code: 'KS_NOT_A_FILE',
+            message: `${parts.slice(0, i + 1).join('/')} is not a directory at ${this.label}`,
+          };
         oid = entry.oid;
       }
       return { ok: false, code: 'KS_NOT_A_FILE', message: `${path} is not a file` };

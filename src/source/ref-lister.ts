@@ -7,7 +7,16 @@ import { join, resolve } from 'node:path';
 import git, { type GitHttpResponse, type HttpClient } from 'isomorphic-git';
 import { OperationError } from '../core/errors.js';
 import { budgetedHttpClient, TransferBudget } from '../git/git-http-client.js';
-import { checkPrefixes, httpDate, isValidRefName, LS_REFS_DEFAULTS, lsRefsV2, statusError, transportError, type RefEntry } from '../git/git-ls-refs.js';
+import {
+  checkPrefixes,
+  httpDate,
+  isValidRefName,
+  LS_REFS_DEFAULTS,
+  lsRefsV2,
+  statusError,
+  transportError,
+  type RefEntry,
+} from '../git/git-ls-refs.js';
 import { parseGitRepo } from '../git/git-repo-location.js';
 import { keptAdvertisement } from '../git/kept-refs-answer.js';
 import { locateGitRepository } from './git-tree-reader.js';
@@ -66,10 +75,20 @@ export function refListerFor(repository: string, opts: RefListerOptions = {}): R
   const location = parseGitRepo(repository);
   if (location.kind === 'local') return new LocalRefLister(location.path, opts.now ?? Date.now);
   const token = opts.token;
-  if (token !== undefined && (token === '' || [...token].some((c) => c.charCodeAt(0) <= 0x20 || c.charCodeAt(0) === 0x7f)))
+  if (
+    token !== undefined &&
+    (token === '' || [...token].some((c) => c.charCodeAt(0) <= 0x20 || c.charCodeAt(0) === 0x7f))
+  )
     throw new OperationError('KS_USAGE', 'the Git token is empty or contains whitespace or control characters');
-  const headers: Record<string, string> = token ? { authorization: `Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}` } : {};
-  return new HttpRefLister(location.url, headers, opts.maxBytes ?? LS_REFS_DEFAULTS.maxBytes, opts.timeoutMs ?? LS_REFS_DEFAULTS.timeoutMs);
+  const headers: Record<string, string> = token
+    ? { authorization: `Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}` }
+    : {};
+  return new HttpRefLister(
+    location.url,
+    headers,
+    opts.maxBytes ?? LS_REFS_DEFAULTS.maxBytes,
+    opts.timeoutMs ?? LS_REFS_DEFAULTS.timeoutMs,
+  );
 }
 
 /**
@@ -95,10 +114,19 @@ class HttpRefLister implements RefLister {
     const wire = opts.keep ? Math.max(this.maxBytes, FILTERED_LISTING_WIRE_BYTES) : this.maxBytes;
     const budget = new TransferBudget(wire, this.timeoutMs, `listing refs of ${this.url}`);
     const { refs, serverTime } = await budget.run(() => this.listWithin(budget, prefixes, opts.keep));
-    return { refs, ...(serverTime !== undefined && { serverTime }), requests: budget.requests, bytes: budget.sent + budget.received };
+    return {
+      refs,
+      ...(serverTime !== undefined && { serverTime }),
+      requests: budget.requests,
+      bytes: budget.sent + budget.received,
+    };
   }
 
-  private async listWithin(budget: TransferBudget, prefixes: string[], keep?: (ref: string) => boolean): Promise<{ refs: RefEntry[]; serverTime?: number }> {
+  private async listWithin(
+    budget: TransferBudget,
+    prefixes: string[],
+    keep?: (ref: string) => boolean,
+  ): Promise<{ refs: RefEntry[]; serverTime?: number }> {
     const filter = keep && { keep, maxKeptBytes: this.maxBytes };
     const post = () => lsRefsV2({ url: this.url, prefixes, headers: this.headers, budget, ...filter });
     if (this.mode === 'post') return post();
@@ -114,7 +142,8 @@ class HttpRefLister implements RefLister {
     }
     const found = await this.discover(budget, keep);
     if (found.info.protocolVersion === 2) {
-      if (!found.info.capabilities['ls-refs']) throw new OperationError('KS_GIT_SERVER_UNSUPPORTED', `${this.url} speaks protocol v2 without ls-refs`);
+      if (!found.info.capabilities['ls-refs'])
+        throw new OperationError('KS_GIT_SERVER_UNSUPPORTED', `${this.url} speaks protocol v2 without ls-refs`);
       const r = await post();
       this.mode = 'discover';
       return r;
@@ -128,7 +157,10 @@ class HttpRefLister implements RefLister {
    * `GET info/refs?service=git-upload-pack` asking for v2: the capabilities, or (v1) every ref of the repository,
    * which with `keep` is filtered as it streams, like an ls-refs answer (kept-refs-answer.ts).
    */
-  private async discover(budget: TransferBudget, keep?: (ref: string) => boolean): Promise<{ info: Awaited<ReturnType<typeof git.getRemoteInfo2>>; serverTime?: number }> {
+  private async discover(
+    budget: TransferBudget,
+    keep?: (ref: string) => boolean,
+  ): Promise<{ info: Awaited<ReturnType<typeof git.getRemoteInfo2>>; serverTime?: number }> {
     let last: GitHttpResponse | undefined;
     const what = `listing refs of ${this.url}`;
     const http: HttpClient = {
@@ -149,12 +181,20 @@ class HttpRefLister implements RefLister {
       if (err.code === 'HttpError') {
         const status = err.data?.statusCode ?? 0;
         // A 4xx to the discovery is not "unsupported" any more: it is the host's last word (404: no such repository).
-        if (status === 404) throw new OperationError('KS_GIT_REPO_NOT_FOUND', `${this.url} answered HTTP 404: no such repository`);
+        if (status === 404)
+          throw new OperationError('KS_GIT_REPO_NOT_FOUND', `${this.url} answered HTTP 404: no such repository`);
         const retryAfter = budget.busy?.status === status ? budget.busy.retryAfter : undefined;
-        throw statusError(status, retryAfter, { url: this.url, what: 'listing refs', authorized: 'authorization' in this.headers });
+        throw statusError(status, retryAfter, {
+          url: this.url,
+          what: 'listing refs',
+          authorized: 'authorization' in this.headers,
+        });
       }
       if (err.code === 'SmartHttpError' || err.code === 'ParseError' || err.code === 'EmptyServerResponseError')
-        throw new OperationError('KS_GIT_SERVER_UNSUPPORTED', `${this.url} is not a Git smart-HTTP server (its ref advertisement cannot be read)`);
+        throw new OperationError(
+          'KS_GIT_SERVER_UNSUPPORTED',
+          `${this.url} is not a Git smart-HTTP server (its ref advertisement cannot be read)`,
+        );
       throw transportError(e, this.url, 'listing refs');
     }
   }
@@ -166,7 +206,10 @@ function v1Refs(all: { ref: string; oid: string }[], prefixes: string[], url: st
   for (const { ref, oid } of all) {
     if (!prefixes.some((p) => ref.startsWith(p))) continue;
     if (!/^[0-9a-f]{40}$/.test(oid) || !isValidRefName(ref))
-      throw new OperationError('KS_GIT_SERVER_UNSUPPORTED', `${url} advertised a ref that is not one (a bad name or object id)`);
+      throw new OperationError(
+        'KS_GIT_SERVER_UNSUPPORTED',
+        `${url} advertised a ref that is not one (a bad name or object id)`,
+      );
     refs.push({ ref, oid });
   }
   return refs;
@@ -189,7 +232,10 @@ class LocalRefLister implements RefLister {
     checkPrefixes(prefixes);
     const common = commonGitDir(this.path);
     if (fs.existsSync(join(common, 'reftable')))
-      throw new OperationError('KS_GIT_READ_FAILED', `${this.path} keeps its refs in a reftable, which cannot be read here`);
+      throw new OperationError(
+        'KS_GIT_READ_FAILED',
+        `${this.path} keeps its refs in a reftable, which cannot be read here`,
+      );
     const loose = new Map<string, string>();
     for (const dir of new Set(prefixes.map(looseDirOf))) await readLooseRefs(common, dir, loose);
     const packed = await readPackedRefs(common);
@@ -210,7 +256,8 @@ function commonGitDir(path: string): string {
   // A linked work tree or submodule: `.git` is a file naming the git directory.
   if (fs.statSync(gitdir).isFile()) {
     const m = /^gitdir: (.+)$/m.exec(fs.readFileSync(gitdir, 'utf8'));
-    if (!m) throw new OperationError('KS_NOT_A_GIT_REPOSITORY', `${gitdir} is neither a git directory nor a gitdir: file`);
+    if (!m)
+      throw new OperationError('KS_NOT_A_GIT_REPOSITORY', `${gitdir} is neither a git directory nor a gitdir: file`);
     gitdir = resolve(path, m[1]!.trim());
   }
   const commondir = join(gitdir, 'commondir');
@@ -261,14 +308,23 @@ async function readPackedRefs(gitdir: string): Promise<Map<string, string>> {
   for (const line of text.split('\n')) {
     if (line === '' || line.startsWith('#') || line.startsWith('^')) continue;
     const m = /^([0-9a-f]{40}) (\S+)$/.exec(line);
-    if (!m) throw new OperationError('KS_GIT_READ_FAILED', `${join(gitdir, 'packed-refs')} has a line that is not a packed ref`);
+    if (!m)
+      throw new OperationError(
+        'KS_GIT_READ_FAILED',
+        `${join(gitdir, 'packed-refs')} has a line that is not a packed ref`,
+      );
     packed.set(m[2]!, m[1]!);
   }
   return packed;
 }
 
 /** The oid a ref names, following symbolic refs (`ref: refs/…`) a few levels; '' when it leads nowhere. */
-async function resolveRef(ref: string, loose: Map<string, string>, packed: Map<string, string>, gitdir: string): Promise<string> {
+async function resolveRef(
+  ref: string,
+  loose: Map<string, string>,
+  packed: Map<string, string>,
+  gitdir: string,
+): Promise<string> {
   let name = ref;
   for (let depth = 0; depth < 5; depth++) {
     let content = loose.get(name);

@@ -3,7 +3,11 @@ import type { ErrorCode } from '../core/errors.js';
 
 export type ReadResult =
   | { ok: true; bytes: Uint8Array }
-  | { ok: false; code: Extract<ErrorCode, 'KS_FILE_NOT_FOUND' | 'KS_NOT_A_FILE' | 'KS_PATH_ESCAPE' | 'KS_FILE_TOO_LARGE'>; message: string };
+  | {
+      ok: false;
+      code: Extract<ErrorCode, 'KS_FILE_NOT_FOUND' | 'KS_NOT_A_FILE' | 'KS_PATH_ESCAPE' | 'KS_FILE_TOO_LARGE'>;
+      message: string;
+    };
 
 export interface RepoReader {
   /** What was read, for people: `directory /srv/fleet` or `git main (3f2a1c0)`. */

@@ -79,5 +79,8 @@ export const componentDir = (stateDir: string, name: string): string => join(sta
 
 /** Where a component lives: `<state>/components/<name>/{work,logs}`. */
 export function componentPaths(stateDir: string, name: string): { workDir: string; logDir: string } {
-  return { workDir: join(componentDir(stateDir, name), WORK_DIR), logDir: join(componentDir(stateDir, name), LOGS_DIR) };
+  return {
+    workDir: join(componentDir(stateDir, name), WORK_DIR),
+    logDir: join(componentDir(stateDir, name), LOGS_DIR),
+  };
 }

@@ -25,7 +25,8 @@ function privately(options: WriteOptions): WriteOptions {
 export const PRIVATE_FS = {
   promises: {
     ...fs.promises,
-    writeFile: (path: string, data: Parameters<typeof fs.promises.writeFile>[1], options?: WriteOptions) => fs.promises.writeFile(path, data, privately(options)),
+    writeFile: (path: string, data: Parameters<typeof fs.promises.writeFile>[1], options?: WriteOptions) =>
+      fs.promises.writeFile(path, data, privately(options)),
     mkdir: (path: string, options?: fs.MakeDirectoryOptions | number | string) =>
       fs.promises.mkdir(path, { ...(typeof options === 'object' && options !== null ? options : {}), mode: DIR_MODE }),
   },

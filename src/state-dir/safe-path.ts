@@ -77,11 +77,23 @@ export function unsafe(path: string, message: string): StateDirError {
 
 /** One step of a walk: a directory only root or the agent's user can change (changeableByOthers). */
 function checkStep(path: string, st: Stats): void {
-  if (st.isSymbolicLink()) throw unsafe(path, `${path} is a symbolic link: the agent follows no link on the way to its files (give the real path, or remove the link)`);
+  if (st.isSymbolicLink())
+    throw unsafe(
+      path,
+      `${path} is a symbolic link: the agent follows no link on the way to its files (give the real path, or remove the link)`,
+    );
   if (!st.isDirectory()) throw unsafe(path, `${path} is not a directory`);
   const who = changeableByOthers(st, { strictGroup: false });
-  if (who === 'owner') throw unsafe(path, `${path} is owned by ${describeUid(st.uid)}, who could replace what the agent keeps under it: use a directory only ${describeUid(self().uid)} can change`);
-  if (who === 'writable') throw unsafe(path, `${path} is writable by other users (mode ${mode(st)}), who could replace what the agent keeps under it: chmod go-w ${path}`);
+  if (who === 'owner')
+    throw unsafe(
+      path,
+      `${path} is owned by ${describeUid(st.uid)}, who could replace what the agent keeps under it: use a directory only ${describeUid(self().uid)} can change`,
+    );
+  if (who === 'writable')
+    throw unsafe(
+      path,
+      `${path} is writable by other users (mode ${mode(st)}), who could replace what the agent keeps under it: chmod go-w ${path}`,
+    );
 }
 
 function lstatOrUndefined(path: string): Stats | undefined {
@@ -126,11 +138,17 @@ export function safeDirectory(path: string, create?: { mode: number }): boolean 
  */
 export function checkOwnFile(path: string, st: Stats, fix?: string): void {
   // The default fix names the agent's user from /etc/passwd: worked out only for a refusal.
-  const how = () => fix ?? `remove it if you did not put it there, else chown ${chownSpec()} ${path} && chmod go-w ${path}`;
-  if (st.isSymbolicLink()) throw unsafe(path, `${path} is a symbolic link: the agent follows no link in its state directory (${how()})`);
+  const how = () =>
+    fix ?? `remove it if you did not put it there, else chown ${chownSpec()} ${path} && chmod go-w ${path}`;
+  if (st.isSymbolicLink())
+    throw unsafe(path, `${path} is a symbolic link: the agent follows no link in its state directory (${how()})`);
   if (!st.isFile()) throw unsafe(path, `${path} is not a regular file (${how()})`);
   const me = self().uid;
-  if (st.uid !== me) throw unsafe(path, `${path} is owned by ${describeUid(st.uid)}, not by the agent's user ${describeUid(me)} (${how()})`);
+  if (st.uid !== me)
+    throw unsafe(
+      path,
+      `${path} is owned by ${describeUid(st.uid)}, not by the agent's user ${describeUid(me)} (${how()})`,
+    );
   if (writableByOthers(st)) throw unsafe(path, `${path} is writable by other users (mode ${mode(st)}) (${how()})`);
 }
 

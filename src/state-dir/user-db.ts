@@ -74,17 +74,24 @@ export function readUserDbSync(paths: { passwd?: string; group?: string } = {}):
       throw e;
     }
   };
-  return { passwd: parsePasswd(read(paths.passwd ?? '/etc/passwd')), groups: parseGroup(read(paths.group ?? '/etc/group')) };
+  return {
+    passwd: parsePasswd(read(paths.passwd ?? '/etc/passwd')),
+    groups: parseGroup(read(paths.group ?? '/etc/group')),
+  };
 }
 
 /** A user by name, or by numeric uid when `spec` is all digits and no user has that name. */
 export function findUser(db: UserDb, spec: string): PasswdEntry | undefined {
-  return db.passwd.find((u) => u.name === spec) ?? (isId(spec) ? db.passwd.find((u) => u.uid === Number(spec)) : undefined);
+  return (
+    db.passwd.find((u) => u.name === spec) ?? (isId(spec) ? db.passwd.find((u) => u.uid === Number(spec)) : undefined)
+  );
 }
 
 /** A group by name, or by numeric gid when `spec` is all digits and no group has that name. */
 export function findGroup(db: UserDb, spec: string): GroupEntry | undefined {
-  return db.groups.find((g) => g.name === spec) ?? (isId(spec) ? db.groups.find((g) => g.gid === Number(spec)) : undefined);
+  return (
+    db.groups.find((g) => g.name === spec) ?? (isId(spec) ? db.groups.find((g) => g.gid === Number(spec)) : undefined)
+  );
 }
 
 /** The supplementary groups initgroups(3) would give `user`, plus `primaryGid`. */

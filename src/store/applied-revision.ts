@@ -25,11 +25,23 @@ export interface AppliedRevision {
   appliedAt: number;
 }
 
-const revisionTable = object({ id: text, source: text, planFile: v.string(), target: v.optional(text), identity: v.optional(v.string()), signedAt: v.optional(v.pipe(number(), int(), v.minValue(0))), signers: v.optional(v.array(text)), wave: v.optional(text), unsigned: v.boolean(), appliedAt: timeSchema });
+const revisionTable = object({
+  id: text,
+  source: text,
+  planFile: v.string(),
+  target: v.optional(text),
+  identity: v.optional(v.string()),
+  signedAt: v.optional(v.pipe(number(), int(), v.minValue(0))),
+  signers: v.optional(v.array(text)),
+  wave: v.optional(text),
+  unsigned: v.boolean(),
+  appliedAt: timeSchema,
+});
 const revisionSchema: v.GenericSchema<unknown, AppliedRevision> = v.pipe(
   revisionTable,
   refine<v.InferOutput<typeof revisionTable>>((r, ctx) => {
-    if (r.unsigned !== (r.signedAt === undefined)) ctx.addIssue({ message: 'signedAt must be given exactly when the revision is signed', path: ['signedAt'] });
+    if (r.unsigned !== (r.signedAt === undefined))
+      ctx.addIssue({ message: 'signedAt must be given exactly when the revision is signed', path: ['signedAt'] });
   }),
 );
 
@@ -57,7 +69,8 @@ export class AppliedRevisionTable {
     const p = (sql: string) => ctx.db.prepare(sql);
     this.s = {
       revision: p('SELECT * FROM applied_revision WHERE slot = 1'),
-      setRevision: p(`INSERT OR REPLACE INTO applied_revision (slot, id, source, plan_file, target, identity, signed_at, signers, wave, unsigned, applied_at)
+      setRevision:
+        p(`INSERT OR REPLACE INTO applied_revision (slot, id, source, plan_file, target, identity, signed_at, signers, wave, unsigned, applied_at)
                       VALUES (1, @id, @source, @planFile, @target, @identity, @signedAt, @signers, @wave, @unsigned, @appliedAt)`),
       raiseFloor: p(`INSERT INTO replay_floor (slot, signed_at) VALUES (1, ?)
                      ON CONFLICT (slot) DO UPDATE SET signed_at = max(signed_at, excluded.signed_at)`),
@@ -75,20 +88,30 @@ export class AppliedRevisionTable {
   set(r: AppliedRevision): void {
     const v = checked(revisionSchema, r, 'applied revision');
     this.ctx.transaction(() => {
-      this.s.setRevision.run({ ...v, target: orNull(v.target), identity: orNull(v.identity), signedAt: orNull(v.signedAt), signers: v.signers ? JSON.stringify(v.signers) : null, wave: orNull(v.wave), unsigned: v.unsigned ? 1 : 0 });
+      this.s.setRevision.run({
+        ...v,
+        target: orNull(v.target),
+        identity: orNull(v.identity),
+        signedAt: orNull(v.signedAt),
+        signers: v.signers ? JSON.stringify(v.signers) : null,
+        wave: orNull(v.wave),
+        unsigned: v.unsigned ? 1 : 0,
+      });
       if (v.signedAt !== undefined) this.s.raiseFloor.run(v.signedAt);
     });
   }
 
   lowerReplayFloor(signedAt: number): boolean {
-    if (!Number.isSafeInteger(signedAt) || signedAt < 0) throw new StateStoreError('KS_STATE_INVALID', `replay floor: expected whole seconds ≥ 0, got ${signedAt}`);
+    if (!Number.isSafeInteger(signedAt) || signedAt < 0)
+      throw new StateStoreError('KS_STATE_INVALID', `replay floor: expected whole seconds ≥ 0, got ${signedAt}`);
     return this.s.lowerFloor.run(signedAt, signedAt).changes > 0;
   }
 
   lastSignedAt(): number | undefined {
     const v = this.s.floor.get() as unknown;
     if (v === undefined) return undefined;
-    if (!Number.isSafeInteger(v)) throw this.ctx.read.corrupt('replay_floor row', `signed_at: expected an integer, found ${JSON.stringify(v)}`);
+    if (!Number.isSafeInteger(v))
+      throw this.ctx.read.corrupt('replay_floor row', `signed_at: expected an integer, found ${JSON.stringify(v)}`);
     return v as number;
   }
 }

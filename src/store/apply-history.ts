@@ -76,10 +76,33 @@ const keptText = v.pipe(
   v.string(),
   v.transform((t) => cutLine(t)),
 );
-const applyStartSchema = object({ revision: v.string(), planFile: v.string(), target: v.optional(text), startedAt: timeSchema, reconcile: reconcileSchema });
-const applyFinishSchema = object({ finishedAt: timeSchema, outcome: outcomeSchema, summary: keptText, failed: v.optional(v.array(object({ name: text, reason: keptText }))) });
-const rejectedSchema = object({ revision: v.string(), planFile: v.string(), target: v.optional(text), at: timeSchema, reason: keptText });
-const recoveredSchema = object({ revision: v.string(), planFile: v.string(), target: v.optional(text), at: timeSchema, summary: keptText });
+const applyStartSchema = object({
+  revision: v.string(),
+  planFile: v.string(),
+  target: v.optional(text),
+  startedAt: timeSchema,
+  reconcile: reconcileSchema,
+});
+const applyFinishSchema = object({
+  finishedAt: timeSchema,
+  outcome: outcomeSchema,
+  summary: keptText,
+  failed: v.optional(v.array(object({ name: text, reason: keptText }))),
+});
+const rejectedSchema = object({
+  revision: v.string(),
+  planFile: v.string(),
+  target: v.optional(text),
+  at: timeSchema,
+  reason: keptText,
+});
+const recoveredSchema = object({
+  revision: v.string(),
+  planFile: v.string(),
+  target: v.optional(text),
+  at: timeSchema,
+  summary: keptText,
+});
 const historyQuerySchema = object({ limit: positive, before: v.optional(integer()) });
 
 /** An applies row as an entry, or KS_STATE_CORRUPT naming the row and the column. */
@@ -109,7 +132,9 @@ export class ApplyHistory {
   ) {
     const p = (sql: string) => ctx.db.prepare(sql);
     this.s = {
-      begin: p('INSERT INTO applies (revision, plan_file, target, started_at, reconcile) VALUES (?, ?, ?, ?, ?) RETURNING id').pluck(),
+      begin: p(
+        'INSERT INTO applies (revision, plan_file, target, started_at, reconcile) VALUES (?, ?, ?, ?, ?) RETURNING id',
+      ).pluck(),
       finish: p(`UPDATE applies SET finished_at = @finishedAt, outcome = @outcome, summary = @summary, failed = @failed
                  WHERE id = @id AND finished_at IS NULL`),
       rejected: p(`INSERT INTO applies (revision, plan_file, target, started_at, finished_at, outcome, summary)
@@ -127,10 +152,22 @@ export class ApplyHistory {
     };
   }
 
-  begin(a: { revision: string; planFile: string; target?: string; startedAt: number; reconcile: ApplyReconcile }): number {
+  begin(a: {
+    revision: string;
+    planFile: string;
+    target?: string;
+    startedAt: number;
+    reconcile: ApplyReconcile;
+  }): number {
     const v = checked(applyStartSchema, a, 'apply');
     return this.ctx.transaction(() => {
-      const id = this.s.begin.get(v.revision, v.planFile, v.target ?? null, v.startedAt, JSON.stringify(v.reconcile)) as number;
+      const id = this.s.begin.get(
+        v.revision,
+        v.planFile,
+        v.target ?? null,
+        v.startedAt,
+        JSON.stringify(v.reconcile),
+      ) as number;
       this.s.prune.run();
       return id;
     });
@@ -139,7 +176,9 @@ export class ApplyHistory {
   finish(id: number, f: { finishedAt: number; outcome: ApplyOutcome; summary: string; failed?: ApplyFailure[] }): void {
     const v = checked(applyFinishSchema, f, `finish of apply ${id}`);
     const failed = v.failed?.length ? JSON.stringify(v.failed) : null;
-    if (this.s.finish.run({ id, finishedAt: v.finishedAt, outcome: v.outcome, summary: v.summary, failed }).changes === 0)
+    if (
+      this.s.finish.run({ id, finishedAt: v.finishedAt, outcome: v.outcome, summary: v.summary, failed }).changes === 0
+    )
       throw new StateStoreError('KS_STATE_NOT_FOUND', `apply ${id} does not exist or is already finished`);
   }
 

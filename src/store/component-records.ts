@@ -14,7 +14,13 @@ import type { TableContext } from './table-context.js';
 
 export { COMPONENT_STATES, type ComponentDependency, type ComponentState };
 /** The states in which a component counts as running for the diff: it has (or is getting) a live instance. */
-export const LIVE_STATES: ReadonlySet<ComponentState> = new Set(['installing', 'starting', 'running', 'unhealthy', 'backoff']);
+export const LIVE_STATES: ReadonlySet<ComponentState> = new Set([
+  'installing',
+  'starting',
+  'running',
+  'unhealthy',
+  'backoff',
+]);
 
 /** One component as the agent last recorded it; `restarts` and `healthySince` are its RestartBudget. */
 export interface ComponentRecord extends RestartBudget {
@@ -77,7 +83,8 @@ const componentTable = object({
 const componentSchema: v.GenericSchema<unknown, ComponentRecord> = v.pipe(
   componentTable,
   refine<v.InferOutput<typeof componentTable>>((c, ctx) => {
-    if (c.instance && c.instance.kind !== c.runtime) ctx.addIssue({ message: 'the instance kind differs from the runtime', path: ['instance', 'kind'] });
+    if (c.instance && c.instance.kind !== c.runtime)
+      ctx.addIssue({ message: 'the instance kind differs from the runtime', path: ['instance', 'kind'] });
   }),
 );
 
@@ -119,7 +126,8 @@ export function actualStateOf(records: readonly ComponentRecord[]): ActualState 
   };
 }
 
-const COMPONENT_COLUMNS = 'name, hash, version, runtime, position, dependencies, instance, state, restarts, healthy_since, held, reason, since, revision, inputs';
+const COMPONENT_COLUMNS =
+  'name, hash, version, runtime, position, dependencies, instance, state, restarts, healthy_since, held, reason, since, revision, inputs';
 
 /** Read with the rest, never written by upsert: a new revision's record keeps how the last instance ended. */
 const READ_COLUMNS = `${COMPONENT_COLUMNS}, last_exit`;
@@ -136,9 +144,11 @@ function prepare(db: Sqlite.Database) {
                  restarts = excluded.restarts, healthy_since = excluded.healthy_since, held = excluded.held, reason = excluded.reason,
                  since = excluded.since, revision = excluded.revision, inputs = excluded.inputs`),
     remove: p('DELETE FROM components WHERE name = ?'),
-    start: p(`UPDATE components SET instance = @instance, state = 'starting', since = @at, reason = NULL, healthy_since = NULL
+    start:
+      p(`UPDATE components SET instance = @instance, state = 'starting', since = @at, reason = NULL, healthy_since = NULL
               WHERE name = @name AND runtime = @kind`),
-    state: p(`UPDATE components SET since = CASE WHEN state = @state THEN since ELSE @at END, state = @state, reason = @reason
+    state:
+      p(`UPDATE components SET since = CASE WHEN state = @state THEN since ELSE @at END, state = @state, reason = @reason
               WHERE name = @name`),
     restart: p('UPDATE components SET restarts = restarts + 1 WHERE name = ? RETURNING restarts').pluck(),
     healthy: p('UPDATE components SET healthy_since = ? WHERE name = ?'),
@@ -190,7 +200,11 @@ export class ComponentRecords {
     const changes = this.s.start.run({ name, instance: JSON.stringify(ref), at: startedAt, kind: ref.kind }).changes;
     if (changes === 0) {
       const rec = this.get(name);
-      if (rec) throw new StateStoreError('KS_STATE_INVALID', `component ${JSON.stringify(name)} runs as a ${rec.runtime}, not a ${ref.kind}`);
+      if (rec)
+        throw new StateStoreError(
+          'KS_STATE_INVALID',
+          `component ${JSON.stringify(name)} runs as a ${rec.runtime}, not a ${ref.kind}`,
+        );
       this.missing(name);
     }
   }
@@ -198,7 +212,15 @@ export class ComponentRecords {
   recordState(name: string, state: ComponentState, reason?: string): void {
     checked(stateSchema, state, 'state');
     // A reason may quote a component's output: held to one line's bound.
-    this.expectOne(name, this.s.state.run({ name, state, reason: orNull(reason === undefined ? undefined : cutLine(reason)), at: this.ctx.now() }).changes);
+    this.expectOne(
+      name,
+      this.s.state.run({
+        name,
+        state,
+        reason: orNull(reason === undefined ? undefined : cutLine(reason)),
+        at: this.ctx.now(),
+      }).changes,
+    );
   }
 
   recordRestart(name: string): number {

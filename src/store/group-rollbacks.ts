@@ -16,7 +16,10 @@ export class GroupRollbacks {
   }
 
   all(): Array<{ group: string; revision: string }> {
-    return (this.s.rollbacks.all() as Array<{ grp: string; revision: string }>).map((r) => ({ group: r.grp, revision: r.revision }));
+    return (this.s.rollbacks.all() as Array<{ grp: string; revision: string }>).map((r) => ({
+      group: r.grp,
+      revision: r.revision,
+    }));
   }
 
   record(group: string, revision: string): void {

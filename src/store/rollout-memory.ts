@@ -14,21 +14,30 @@ export class RolloutMemory {
     const p = (sql: string) => ctx.db.prepare(sql);
     this.s = {
       seen: p('SELECT first_success_at FROM rollout_observations WHERE revision = ? AND wave = ?').pluck(),
-      see: p('INSERT OR IGNORE INTO rollout_observations (revision, wave, first_success_at, recorded_at) VALUES (?, ?, ?, ?)'),
-      pruneSeen: p(`DELETE FROM rollout_observations WHERE rowid NOT IN (SELECT rowid FROM rollout_observations ORDER BY recorded_at DESC, rowid DESC LIMIT ${KEEP_OBSERVATIONS})`),
+      see: p(
+        'INSERT OR IGNORE INTO rollout_observations (revision, wave, first_success_at, recorded_at) VALUES (?, ?, ?, ?)',
+      ),
+      pruneSeen: p(
+        `DELETE FROM rollout_observations WHERE rowid NOT IN (SELECT rowid FROM rollout_observations ORDER BY recorded_at DESC, rowid DESC LIMIT ${KEEP_OBSERVATIONS})`,
+      ),
       good: p('SELECT revision FROM good_states WHERE digest = ?').pluck(),
-      addGood: p('INSERT INTO good_states (digest, revision, at) VALUES (?, ?, ?) ON CONFLICT (digest) DO UPDATE SET revision = excluded.revision, at = excluded.at'),
+      addGood: p(
+        'INSERT INTO good_states (digest, revision, at) VALUES (?, ?, ?) ON CONFLICT (digest) DO UPDATE SET revision = excluded.revision, at = excluded.at',
+      ),
       holds: p('SELECT revision FROM rollout_holds ORDER BY position').pluck(),
       clearHolds: p('DELETE FROM rollout_holds'),
       addHold: p('INSERT INTO rollout_holds (revision, position) VALUES (?, ?)'),
-      pruneGood: p(`DELETE FROM good_states WHERE rowid NOT IN (SELECT rowid FROM good_states ORDER BY at DESC, rowid DESC LIMIT ${KEEP_GOOD_STATES})`),
+      pruneGood: p(
+        `DELETE FROM good_states WHERE rowid NOT IN (SELECT rowid FROM good_states ORDER BY at DESC, rowid DESC LIMIT ${KEEP_GOOD_STATES})`,
+      ),
     };
   }
 
   firstSuccessSeen(revision: string, wave: string): number | undefined {
     const v = this.s.seen.get(revision, wave);
     if (v === undefined) return undefined;
-    if (!Number.isSafeInteger(v)) throw this.ctx.read.corrupt('rollout_observations row', 'first_success_at is not an integer');
+    if (!Number.isSafeInteger(v))
+      throw this.ctx.read.corrupt('rollout_observations row', 'first_success_at is not an integer');
     return v as number;
   }
 

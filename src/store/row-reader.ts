@@ -10,7 +10,6 @@ export type Row = Record<string, unknown>;
 export const timeSchema = v.pipe(number(), int(), v.minValue(0));
 export const textSchema = v.pipe(v.string(), minLength(1));
 
-
 /** Validates a value before it is written: KS_STATE_INVALID naming `what` and the offending field. */
 export function checked<T>(schema: v.GenericSchema<unknown, T>, value: unknown, what: string): T {
   const r = safeParse(schema, value);

@@ -13,5 +13,7 @@ export function addonFileName(platform: string, arch: string, modules: string): 
 /** better-sqlite3's constructor option naming the addon to load, or nothing (its own lookup) outside the bundle. */
 export function sqliteNativeBinding(): { nativeBinding?: string } {
   if (!bundleDir) return {};
-  return { nativeBinding: join(bundleDir, 'native', addonFileName(process.platform, process.arch, process.versions.modules)) };
+  return {
+    nativeBinding: join(bundleDir, 'native', addonFileName(process.platform, process.arch, process.versions.modules)),
+  };
 }

@@ -7,8 +7,20 @@ import type { ActualState } from '../core/diff.js';
 import type { InstanceRef } from '../runtime/runtime.js';
 import { deepFreeze } from './deep-freeze.js';
 import { AppliedRevisionTable, type AppliedRevision } from './applied-revision.js';
-import { ApplyHistory, type ApplyFailure, type ApplyOutcome, type ApplyReconcile, type HistoryEntry } from './apply-history.js';
-import { actualStateOf, ComponentRecords, type ComponentRecord, type ComponentState, type LastExit } from './component-records.js';
+import {
+  ApplyHistory,
+  type ApplyFailure,
+  type ApplyOutcome,
+  type ApplyReconcile,
+  type HistoryEntry,
+} from './apply-history.js';
+import {
+  actualStateOf,
+  ComponentRecords,
+  type ComponentRecord,
+  type ComponentState,
+  type LastExit,
+} from './component-records.js';
 import { GroupRollbacks } from './group-rollbacks.js';
 import { RowReader } from './row-reader.js';
 import { StateStoreError, writeFailure } from './state-store-error.js';
@@ -70,7 +82,11 @@ export class SqliteStateStore {
    * writes drop it; another connection's commit (a second store, an operator's sqlite3 shell) changes SQLite's
    * data_version, which is checked on every read (microseconds).
    */
-  private cache?: { list: readonly ComponentRecord[]; byName: ReadonlyMap<string, ComponentRecord>; dataVersion: number };
+  private cache?: {
+    list: readonly ComponentRecord[];
+    byName: ReadonlyMap<string, ComponentRecord>;
+    dataVersion: number;
+  };
 
   private cached(): { list: readonly ComponentRecord[]; byName: ReadonlyMap<string, ComponentRecord> } {
     const dataVersion = this.dataVersion.get() as number;
@@ -147,11 +163,20 @@ export class SqliteStateStore {
     this.write(() => this.records.recordExit(name, exit));
   }
 
-  beginApply(a: { revision: string; planFile: string; target?: string; startedAt: number; reconcile: ApplyReconcile }): number {
+  beginApply(a: {
+    revision: string;
+    planFile: string;
+    target?: string;
+    startedAt: number;
+    reconcile: ApplyReconcile;
+  }): number {
     return this.write(() => this.applies.begin(a));
   }
 
-  finishApply(id: number, f: { finishedAt: number; outcome: ApplyOutcome; summary: string; failed?: ApplyFailure[] }): void {
+  finishApply(
+    id: number,
+    f: { finishedAt: number; outcome: ApplyOutcome; summary: string; failed?: ApplyFailure[] },
+  ): void {
     this.write(() => this.applies.finish(id, f));
   }
 

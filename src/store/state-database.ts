@@ -15,7 +15,10 @@ export { STATE_DB_FILE };
 export const BUSY_TIMEOUT_MS = 5_000;
 
 /** Opens (creating and migrating as needed) `<stateDir>/state.db`; `exclusive` fails with KS_STATE_BUSY while another connection has it. */
-export function openStateDatabase(stateDir: string, opts: { now: () => number; exclusive?: boolean }): { db: Sqlite.Database; file: string } {
+export function openStateDatabase(
+  stateDir: string,
+  opts: { now: () => number; exclusive?: boolean },
+): { db: Sqlite.Database; file: string } {
   const file = join(stateDir, STATE_DB_FILE);
   const created = prepareFile(stateDir, file);
   let db: Sqlite.Database | undefined;
@@ -30,7 +33,11 @@ export function openStateDatabase(stateDir: string, opts: { now: () => number; e
       db.exec('BEGIN EXCLUSIVE; COMMIT');
     }
     const mode = db.pragma('journal_mode = WAL', { simple: true });
-    if (mode !== 'wal') throw new StateStoreError('KS_STATE_OPEN_FAILED', `${file}: the file system refused WAL mode (journal_mode is ${String(mode)})`);
+    if (mode !== 'wal')
+      throw new StateStoreError(
+        'KS_STATE_OPEN_FAILED',
+        `${file}: the file system refused WAL mode (journal_mode is ${String(mode)})`,
+      );
     db.pragma('synchronous = FULL');
     db.pragma('foreign_keys = ON');
     migrate(db, opts.now());
@@ -39,10 +46,22 @@ export function openStateDatabase(stateDir: string, opts: { now: () => number; e
     if (e instanceof StateStoreError) throw e;
     const code = e instanceof Sqlite.SqliteError ? e.code : undefined;
     if (code === 'SQLITE_BUSY')
-      throw new StateStoreError('KS_STATE_BUSY', `${file} is in use by another process (a running keystone agent?): stop it first`, { cause: e });
+      throw new StateStoreError(
+        'KS_STATE_BUSY',
+        `${file} is in use by another process (a running keystone agent?): stop it first`,
+        { cause: e },
+      );
     if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT')
-      throw new StateStoreError('KS_STATE_CORRUPT', `${file}: not a usable SQLite database (${(e as Error).message}); move it aside to start from empty state`, { cause: e });
-    throw new StateStoreError('KS_STATE_OPEN_FAILED', `${file}: cannot open the state database: ${(e as Error).message}`, { cause: e });
+      throw new StateStoreError(
+        'KS_STATE_CORRUPT',
+        `${file}: not a usable SQLite database (${(e as Error).message}); move it aside to start from empty state`,
+        { cause: e },
+      );
+    throw new StateStoreError(
+      'KS_STATE_OPEN_FAILED',
+      `${file}: cannot open the state database: ${(e as Error).message}`,
+      { cause: e },
+    );
   }
   // A new file's directory entry must survive a power cut too (SQLite syncs the directory for its WAL itself).
   if (created) syncDirectory(stateDir);
@@ -51,7 +70,8 @@ export function openStateDatabase(stateDir: string, opts: { now: () => number; e
 
 /** The directory (0700 when created) and an empty 0600 database file; true when the file is new. */
 function prepareFile(stateDir: string, file: string): boolean {
-  const failed = (e: unknown) => new StateStoreError('KS_STATE_OPEN_FAILED', `state directory ${stateDir}: ${(e as Error).message}`, { cause: e });
+  const failed = (e: unknown) =>
+    new StateStoreError('KS_STATE_OPEN_FAILED', `state directory ${stateDir}: ${(e as Error).message}`, { cause: e });
   if (existsSync(stateDir) && !statSync(stateDir).isDirectory()) throw failed(new Error('not a directory'));
   try {
     // Reached without following a link, through directories no other user can change (KS_STATE_DIR_UNSAFE).
@@ -63,14 +83,20 @@ function prepareFile(stateDir: string, file: string): boolean {
   let created: boolean;
   try {
     // O_EXCL: the first opener creates it with our mode; SQLite gives -wal and -shm the same mode.
-    closeSync(openSync(file, fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_WRONLY | fsConstants.O_NOFOLLOW, 0o600));
+    closeSync(
+      openSync(file, fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_WRONLY | fsConstants.O_NOFOLLOW, 0o600),
+    );
     created = true;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw failed(e);
     created = false;
   }
   // SQLite opens these by name and follows links: each must be the agent's own file, writable by no one else.
-  for (const f of [file, `${file}-wal`, `${file}-shm`]) checkOwnFileIfPresent(f, `move it aside if you did not put it there, else chown ${chownSpec()} ${f} && chmod 600 ${f}`);
+  for (const f of [file, `${file}-wal`, `${file}-shm`])
+    checkOwnFileIfPresent(
+      f,
+      `move it aside if you did not put it there, else chown ${chownSpec()} ${f} && chmod 600 ${f}`,
+    );
   return created;
 }
 

@@ -22,11 +22,7 @@ export type StateStoreCode =
   | 'KS_STATE_DISK_FULL';
 
 export class StateStoreError extends CodedError<StateStoreCode, object> {
-  constructor(
-    code: StateStoreCode,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
+  constructor(code: StateStoreCode, message: string, options?: { cause?: unknown }) {
     super(code, message, {}, options);
     this.name = 'StateStoreError';
   }
@@ -38,5 +34,9 @@ export class StateStoreError extends CodedError<StateStoreCode, object> {
  */
 export function writeFailure(e: unknown, file: string): unknown {
   if ((e as { code?: unknown } | null)?.code !== 'SQLITE_FULL') return e;
-  return new StateStoreError('KS_STATE_DISK_FULL', `${file}: the state store cannot write, the file system is full: free space there (nothing was half-written)`, { cause: e });
+  return new StateStoreError(
+    'KS_STATE_DISK_FULL',
+    `${file}: the state store cannot write, the file system is full: free space there (nothing was half-written)`,
+    { cause: e },
+  );
 }

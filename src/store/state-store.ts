@@ -5,7 +5,13 @@ import type { DesiredComponent } from '../core/desired-state.js';
 import type { ActualState } from '../core/diff.js';
 import type { InstanceRef } from '../runtime/runtime.js';
 import type { AppliedRevision } from './applied-revision.js';
-import { DEFAULT_HISTORY_RETENTION, type ApplyFailure, type ApplyOutcome, type ApplyReconcile, type HistoryEntry } from './apply-history.js';
+import {
+  DEFAULT_HISTORY_RETENTION,
+  type ApplyFailure,
+  type ApplyOutcome,
+  type ApplyReconcile,
+  type HistoryEntry,
+} from './apply-history.js';
 import type { ComponentRecord, ComponentState, LastExit } from './component-records.js';
 import { SqliteStateStore } from './sqlite-state-store.js';
 import { openStateDatabase } from './state-database.js';
@@ -14,8 +20,21 @@ import type { OutboxCounts, OutboxEntry, OutboxInput } from './status-outbox-tab
 import type { SyncSuspension } from './sync-suspension.js';
 
 export type { AppliedRevision } from './applied-revision.js';
-export { DEFAULT_HISTORY_RETENTION, type ApplyFailure, type ApplyOutcome, type ApplyReconcile, type HistoryEntry } from './apply-history.js';
-export { COMPONENT_STATES, LIVE_STATES, type ComponentDependency, type ComponentRecord, type ComponentState, type LastExit } from './component-records.js';
+export {
+  DEFAULT_HISTORY_RETENTION,
+  type ApplyFailure,
+  type ApplyOutcome,
+  type ApplyReconcile,
+  type HistoryEntry,
+} from './apply-history.js';
+export {
+  COMPONENT_STATES,
+  LIVE_STATES,
+  type ComponentDependency,
+  type ComponentRecord,
+  type ComponentState,
+  type LastExit,
+} from './component-records.js';
 export { SCHEMA_VERSION } from './migrations.js';
 export { BUSY_TIMEOUT_MS, STATE_DB_FILE } from './state-database.js';
 export { StateStoreError, type StateStoreCode } from './state-store-error.js';
@@ -72,9 +91,18 @@ export interface StateStore {
   recordExit(name: string, exit: LastExit): void;
 
   /** Returns the apply's id. */
-  beginApply(a: { revision: string; planFile: string; target?: string; startedAt: number; reconcile: ApplyReconcile }): number;
+  beginApply(a: {
+    revision: string;
+    planFile: string;
+    target?: string;
+    startedAt: number;
+    reconcile: ApplyReconcile;
+  }): number;
   /** KS_STATE_NOT_FOUND when the id is unknown or already finished. */
-  finishApply(id: number, f: { finishedAt: number; outcome: ApplyOutcome; summary: string; failed?: ApplyFailure[] }): void;
+  finishApply(
+    id: number,
+    f: { finishedAt: number; outcome: ApplyOutcome; summary: string; failed?: ApplyFailure[] },
+  ): void;
   /** A revision refused before it was applied (invalid, unsigned, replayed): one finished entry. Returns its id. */
   recordRejected(r: { revision: string; planFile: string; target?: string; at: number; reason: string }): number;
   /** The applied revision's components all became healthy after its apply failed (SPEC §5): one finished entry. */
@@ -142,7 +170,8 @@ export interface StateStore {
 export function openStateStore(stateDir: string, opts: StateStoreOptions = {}): StateStore {
   const now = opts.now ?? Date.now;
   const retention = opts.historyRetention ?? DEFAULT_HISTORY_RETENTION;
-  if (!Number.isSafeInteger(retention) || retention < 1) throw new StateStoreError('KS_STATE_INVALID', `historyRetention must be a positive integer, got ${retention}`);
+  if (!Number.isSafeInteger(retention) || retention < 1)
+    throw new StateStoreError('KS_STATE_INVALID', `historyRetention must be a positive integer, got ${retention}`);
   const { db, file } = openStateDatabase(stateDir, { now, exclusive: opts.exclusive });
   return new SqliteStateStore(db, file, now, retention);
 }

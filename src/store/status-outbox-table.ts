@@ -33,7 +33,19 @@ export interface OutboxEntry {
   deliveredAt?: number;
 }
 
-export type OutboxInput = Pick<OutboxEntry, 'reporter' | 'commit' | 'state' | 'description' | 'context' | 'targetUrl' | 'fields' | 'rollout' | 'details' | 'createdAt'>;
+export type OutboxInput = Pick<
+  OutboxEntry,
+  | 'reporter'
+  | 'commit'
+  | 'state'
+  | 'description'
+  | 'context'
+  | 'targetUrl'
+  | 'fields'
+  | 'rollout'
+  | 'details'
+  | 'createdAt'
+>;
 
 export interface OutboxCounts {
   /** Still to be delivered. */
@@ -48,7 +60,9 @@ const outboxStateSchema = v.picklist(['pending', 'success', 'failure', 'error'])
 const finite = v.optional(number());
 const detailsSchema = object({
   agent: v.optional(v.string()),
-  health: v.optional(object({ uptimeS: finite, load1: finite, memFreeBytes: finite, diskFreeBytes: finite, tempC: finite })),
+  health: v.optional(
+    object({ uptimeS: finite, load1: finite, memFreeBytes: finite, diskFreeBytes: finite, tempC: finite }),
+  ),
   log: v.optional(v.array(v.string())),
 });
 const nonEmpty = v.pipe(v.string(), minLength(1));
@@ -61,7 +75,13 @@ const outboxInputSchema = object({
   context: nonEmpty,
   targetUrl: v.optional(nonEmpty),
   fields: v.optional(record(v.string(), v.string())),
-  rollout: v.optional(object({ wave: nonEmpty, state: v.picklist(['held', 'applying', 'success', 'failure', 'error', 'halted']), keep: v.array(v.pipe(v.string(), v.regex(COMMIT_ID))) })),
+  rollout: v.optional(
+    object({
+      wave: nonEmpty,
+      state: v.picklist(['held', 'applying', 'success', 'failure', 'error', 'halted']),
+      keep: v.array(v.pipe(v.string(), v.regex(COMMIT_ID))),
+    }),
+  ),
   details: v.optional(detailsSchema),
   createdAt: timeSchema,
 });
@@ -76,19 +96,23 @@ const outboxEntrySchema = object({
 const outboxRetrySchema = object({ attempts: count, nextAttemptAt: timeSchema, lastError: v.string() });
 const outboxGiveUpSchema = object({ attempts: count, lastError: nonEmpty });
 
-const OUTBOX_COLUMNS = 'id, reporter, "commit", state, description, context, target_url, fields, rollout, details, created_at, attempts, next_attempt_at, last_error, delivered_at';
+const OUTBOX_COLUMNS =
+  'id, reporter, "commit", state, description, context, target_url, fields, rollout, details, created_at, attempts, next_attempt_at, last_error, delivered_at';
 
 function prepareOutbox(db: Sqlite.Database) {
   const p = (sql: string) => db.prepare(sql);
   return {
-    insert: p(`INSERT INTO status_outbox (reporter, "commit", state, description, context, target_url, fields, rollout, details, created_at, next_attempt_at)
+    insert:
+      p(`INSERT INTO status_outbox (reporter, "commit", state, description, context, target_url, fields, rollout, details, created_at, next_attempt_at)
                VALUES (@reporter, @commit, @state, @description, @context, @targetUrl, @fields, @rollout, @details, @createdAt, @createdAt) RETURNING id`).pluck(),
     heads: p(`SELECT ${OUTBOX_COLUMNS} FROM status_outbox o WHERE next_attempt_at IS NOT NULL
                 AND id = (SELECT min(id) FROM status_outbox h WHERE h.reporter = o.reporter AND h."commit" = o."commit" AND h.next_attempt_at IS NOT NULL)
               ORDER BY id`),
     entries: p(`SELECT ${OUTBOX_COLUMNS} FROM status_outbox ORDER BY id DESC LIMIT ?`),
     entry: p(`SELECT ${OUTBOX_COLUMNS} FROM status_outbox WHERE id = ?`),
-    delivered: p('UPDATE status_outbox SET delivered_at = ?, next_attempt_at = NULL, attempts = attempts + 1 WHERE id = ? AND next_attempt_at IS NOT NULL'),
+    delivered: p(
+      'UPDATE status_outbox SET delivered_at = ?, next_attempt_at = NULL, attempts = attempts + 1 WHERE id = ? AND next_attempt_at IS NOT NULL',
+    ),
     retry: p(`UPDATE status_outbox SET attempts = @attempts, next_attempt_at = @nextAttemptAt, last_error = @lastError
               WHERE id = @id AND next_attempt_at IS NOT NULL`),
     giveUp: p(`UPDATE status_outbox SET attempts = @attempts, next_attempt_at = NULL, last_error = @lastError

@@ -19,7 +19,9 @@ export class SyncSuspensionTable {
     const p = (sql: string) => ctx.db.prepare(sql);
     this.s = {
       suspension: p('SELECT since, revision, reason FROM sync_suspension WHERE slot = 1'),
-      suspend: p('INSERT OR REPLACE INTO sync_suspension (slot, since, revision, reason) VALUES (1, @since, @revision, @reason)'),
+      suspend: p(
+        'INSERT OR REPLACE INTO sync_suspension (slot, since, revision, reason) VALUES (1, @since, @revision, @reason)',
+      ),
       resume: p('DELETE FROM sync_suspension'),
     };
   }
@@ -35,7 +37,8 @@ export class SyncSuspensionTable {
   set(s: SyncSuspension | undefined): void {
     if (s === undefined) this.s.resume.run();
     else {
-      if (!Number.isSafeInteger(s.since) || s.revision === '' || s.reason === '') throw new StateStoreError('KS_STATE_INVALID', 'a sync suspension needs since, revision and reason');
+      if (!Number.isSafeInteger(s.since) || s.revision === '' || s.reason === '')
+        throw new StateStoreError('KS_STATE_INVALID', 'a sync suspension needs since, revision and reason');
       this.s.suspend.run(s);
     }
   }

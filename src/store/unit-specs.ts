@@ -18,7 +18,8 @@ export class UnitSpecs {
 
   recordSpec(name: string, spec: DesiredComponent): void {
     // Not part of the cached record: a spec is only read when an apply begins.
-    if (this.s.setSpec.run(JSON.stringify(spec), name).changes === 0) throw new StateStoreError('KS_STATE_NOT_FOUND', `no component ${JSON.stringify(name)}`);
+    if (this.s.setSpec.run(JSON.stringify(spec), name).changes === 0)
+      throw new StateStoreError('KS_STATE_NOT_FOUND', `no component ${JSON.stringify(name)}`);
   }
 
   specs(): DesiredComponent[] {

@@ -21,8 +21,12 @@ export function buildKeyring(keyTexts: ReadonlyArray<{ source: string; text: str
     }
     keys.set(keyIdHex(key.keyId), key);
   }
-  if (!Number.isInteger(threshold) || threshold < 1) throw new TrustError('KS_THRESHOLD_NOT_MET', `the threshold must be a whole number ≥ 1, not ${threshold}`);
+  if (!Number.isInteger(threshold) || threshold < 1)
+    throw new TrustError('KS_THRESHOLD_NOT_MET', `the threshold must be a whole number ≥ 1, not ${threshold}`);
   if (threshold > keys.size)
-    throw new TrustError('KS_THRESHOLD_NOT_MET', `a threshold of ${threshold} needs at least ${threshold} distinct trusted keys; ${keys.size} given`);
+    throw new TrustError(
+      'KS_THRESHOLD_NOT_MET',
+      `a threshold of ${threshold} needs at least ${threshold} distinct trusted keys; ${keys.size} given`,
+    );
   return { keys, threshold };
 }

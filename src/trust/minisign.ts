@@ -36,12 +36,21 @@ const CHK_BLAKE2 = Uint8Array.from([0x42, 0x32]); // "B2"
 
 /** minisign prints key ids as the little-endian 64-bit number in upper-case hex, without leading zeros (printf's %PRIX64). */
 export function keyIdHex(keyId: Uint8Array): string {
-  return Buffer.from(keyId).reverse().toString('hex').toUpperCase().replace(/^0+(?=.)/, '');
+  return Buffer.from(keyId)
+    .reverse()
+    .toString('hex')
+    .toUpperCase()
+    .replace(/^0+(?=.)/, '');
 }
 
 const equal = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((x, i) => x === b[i]);
 
-function decodeB64(line: string | undefined, length: number, what: string, code: 'KS_KEY_MALFORMED' | 'KS_SIGNATURE_MALFORMED'): Uint8Array {
+function decodeB64(
+  line: string | undefined,
+  length: number,
+  what: string,
+  code: 'KS_KEY_MALFORMED' | 'KS_SIGNATURE_MALFORMED',
+): Uint8Array {
   if (line === undefined || !/^[A-Za-z0-9+/]+={0,2}$/.test(line)) throw new TrustError(code, `${what}: not base64`);
   const bytes = new Uint8Array(Buffer.from(line, 'base64'));
   if (bytes.length !== length) throw new TrustError(code, `${what}: ${bytes.length} bytes, expected ${length}`);
@@ -57,10 +66,16 @@ export function parsePublicKey(text: string): PublicKey {
   const ls = lines(text.trim());
   const b64 = ls.length === 1 ? ls[0] : ls[0]?.startsWith('untrusted comment:') ? ls[1] : undefined;
   const raw = decodeB64(b64?.trim(), 42, 'public key', 'KS_KEY_MALFORMED');
-  if (!equal(raw.subarray(0, 2), ALG_ED)) throw new TrustError('KS_KEY_MALFORMED', 'public key: not an Ed25519 minisign key');
+  if (!equal(raw.subarray(0, 2), ALG_ED))
+    throw new TrustError('KS_KEY_MALFORMED', 'public key: not an Ed25519 minisign key');
   const key = { keyId: raw.slice(2, 10), publicKey: raw.slice(10, 42) };
   if (!isStrongPublicKey(key.publicKey))
-    throw new TrustError('KS_WEAK_KEY', `public key ${keyIdHex(key.keyId)} is a small-order or non-canonical point and can never be trusted`, undefined, keyIdHex(key.keyId));
+    throw new TrustError(
+      'KS_WEAK_KEY',
+      `public key ${keyIdHex(key.keyId)} is a small-order or non-canonical point and can never be trusted`,
+      undefined,
+      keyIdHex(key.keyId),
+    );
   return key;
 }
 
@@ -82,7 +97,8 @@ function checksum(keyId: Uint8Array, sk: Uint8Array): Uint8Array {
 /** Parses (and decrypts, with `password`) a minisign secret key file; a wrong password fails its checksum. */
 export async function parseSecretKey(text: string, password?: Uint8Array): Promise<SecretKey> {
   const ls = lines(text.trim());
-  if (!ls[0]?.startsWith('untrusted comment:')) throw new TrustError('KS_KEY_MALFORMED', 'secret key: missing the untrusted comment line');
+  if (!ls[0]?.startsWith('untrusted comment:'))
+    throw new TrustError('KS_KEY_MALFORMED', 'secret key: missing the untrusted comment line');
   const raw = decodeB64(ls[1]?.trim(), 158, 'secret key', 'KS_KEY_MALFORMED');
   if (!equal(raw.subarray(0, 2), ALG_ED) || !equal(raw.subarray(4, 6), CHK_BLAKE2))
     throw new TrustError('KS_KEY_MALFORMED', 'secret key: not an Ed25519 minisign key with a BLAKE2b checksum');
@@ -93,7 +109,8 @@ export async function parseSecretKey(text: string, password?: Uint8Array): Promi
   const memlimit = view.getBigUint64(46, true);
   const body = raw.slice(54, 158);
   if (equal(kdf, KDF_SCRYPT)) {
-    if (!password) throw new TrustError('KS_KEY_PASSWORD', 'secret key is password-protected and no password was given');
+    if (!password)
+      throw new TrustError('KS_KEY_PASSWORD', 'secret key is password-protected and no password was given');
     let stream: Buffer;
     try {
       stream = await deriveKeyStream(password, salt, opslimit, memlimit, body.length);
@@ -101,22 +118,33 @@ export async function parseSecretKey(text: string, password?: Uint8Array): Promi
       throw new TrustError('KS_KEY_MALFORMED', `secret key: ${(e as Error).message}`);
     }
     for (let i = 0; i < body.length; i++) body[i]! ^= stream[i]!;
-  } else if (kdf[0] !== 0 || kdf[1] !== 0) throw new TrustError('KS_KEY_MALFORMED', 'secret key: unknown key derivation');
+  } else if (kdf[0] !== 0 || kdf[1] !== 0)
+    throw new TrustError('KS_KEY_MALFORMED', 'secret key: unknown key derivation');
   const keyId = body.slice(0, 8);
   const secretKey = body.slice(8, 72);
   const chk = body.subarray(72, 104);
   // `minisign -G -W` leaves the checksum of an unencrypted key zeroed; the seed → public key check below still catches corruption.
   const unencryptedZeroChk = !equal(kdf, KDF_SCRYPT) && chk.every((b) => b === 0);
   if (!unencryptedZeroChk && !equal(checksum(keyId, secretKey), chk))
-    throw new TrustError('KS_KEY_PASSWORD', equal(kdf, KDF_SCRYPT) ? 'wrong password for the secret key' : 'secret key: checksum mismatch (corrupt key file)');
+    throw new TrustError(
+      'KS_KEY_PASSWORD',
+      equal(kdf, KDF_SCRYPT) ? 'wrong password for the secret key' : 'secret key: checksum mismatch (corrupt key file)',
+    );
   const publicKey = secretKey.slice(32, 64);
   if (!equal(nacl.sign.keyPair.fromSeed(secretKey.slice(0, 32)).publicKey, publicKey))
-    throw new TrustError(equal(kdf, KDF_SCRYPT) ? 'KS_KEY_PASSWORD' : 'KS_KEY_MALFORMED', 'secret key: its halves do not belong together (corrupt key file or wrong password)');
+    throw new TrustError(
+      equal(kdf, KDF_SCRYPT) ? 'KS_KEY_PASSWORD' : 'KS_KEY_MALFORMED',
+      'secret key: its halves do not belong together (corrupt key file or wrong password)',
+    );
   return { keyId, secretKey, publicKey };
 }
 
 /** Writes a secret key file minisign reads; encrypted with minisign's own scrypt parameters when a password is given. */
-export async function formatSecretKey(k: SecretKey, password: Uint8Array | undefined, randomBytes: (n: number) => Uint8Array): Promise<string> {
+export async function formatSecretKey(
+  k: SecretKey,
+  password: Uint8Array | undefined,
+  randomBytes: (n: number) => Uint8Array,
+): Promise<string> {
   const body = Buffer.concat([k.keyId, k.secretKey, checksum(k.keyId, k.secretKey)]);
   const salt = password ? randomBytes(32) : new Uint8Array(32);
   const params = Buffer.alloc(16);
@@ -139,23 +167,39 @@ export function generateKey(randomBytes: (n: number) => Uint8Array): SecretKey {
 /** Parses every signature block of a `.minisig` file: several signers may each append one (k-of-n). */
 export function parseSignatures(text: string): Signature[] {
   const ls = lines(text).filter((l) => l.trim() !== '');
-  if (ls.length === 0 || ls.length % 4 !== 0) throw new TrustError('KS_SIGNATURE_MALFORMED', `a signature file holds blocks of 4 lines; this one has ${ls.length}`);
+  if (ls.length === 0 || ls.length % 4 !== 0)
+    throw new TrustError(
+      'KS_SIGNATURE_MALFORMED',
+      `a signature file holds blocks of 4 lines; this one has ${ls.length}`,
+    );
   const out: Signature[] = [];
   for (let i = 0; i < ls.length; i += 4) {
     const [uc, sigLine, tc, globalLine] = ls.slice(i, i + 4) as [string, string, string, string];
-    if (!uc.startsWith('untrusted comment:')) throw new TrustError('KS_SIGNATURE_MALFORMED', `signature block ${i / 4 + 1}: missing the untrusted comment`);
-    if (!tc.startsWith('trusted comment: ')) throw new TrustError('KS_SIGNATURE_MALFORMED', `signature block ${i / 4 + 1}: missing the trusted comment`);
+    if (!uc.startsWith('untrusted comment:'))
+      throw new TrustError('KS_SIGNATURE_MALFORMED', `signature block ${i / 4 + 1}: missing the untrusted comment`);
+    if (!tc.startsWith('trusted comment: '))
+      throw new TrustError('KS_SIGNATURE_MALFORMED', `signature block ${i / 4 + 1}: missing the trusted comment`);
     const raw = decodeB64(sigLine.trim(), 74, `signature block ${i / 4 + 1}`, 'KS_SIGNATURE_MALFORMED');
     const alg = raw.subarray(0, 2);
-    const algorithm: SignatureAlgorithm | undefined = equal(alg, ALG_ED_HASHED) ? 'prehashed' : equal(alg, ALG_ED) ? 'legacy' : undefined;
-    if (!algorithm) throw new TrustError('KS_SIGNATURE_MALFORMED', `signature block ${i / 4 + 1}: unknown signature algorithm`);
+    const algorithm: SignatureAlgorithm | undefined = equal(alg, ALG_ED_HASHED)
+      ? 'prehashed'
+      : equal(alg, ALG_ED)
+        ? 'legacy'
+        : undefined;
+    if (!algorithm)
+      throw new TrustError('KS_SIGNATURE_MALFORMED', `signature block ${i / 4 + 1}: unknown signature algorithm`);
     out.push({
       algorithm,
       keyId: raw.slice(2, 10),
       signature: raw.slice(10, 74),
       untrustedComment: uc.slice('untrusted comment:'.length).trim(),
       trustedComment: tc.slice('trusted comment: '.length),
-      globalSignature: decodeB64(globalLine.trim(), 64, `signature block ${i / 4 + 1} (global)`, 'KS_SIGNATURE_MALFORMED'),
+      globalSignature: decodeB64(
+        globalLine.trim(),
+        64,
+        `signature block ${i / 4 + 1} (global)`,
+        'KS_SIGNATURE_MALFORMED',
+      ),
     });
   }
   return out;
@@ -167,7 +211,13 @@ export function formatSignature(s: Signature): string {
 }
 
 /** Signs like `minisign -S` (prehashed by default, `-l` legacy): the trusted comment carries the signing time. */
-export function sign(message: Uint8Array, key: SecretKey, trustedComment: string, algorithm: SignatureAlgorithm = 'prehashed', untrustedComment = 'signature from keystone secret key'): Signature {
+export function sign(
+  message: Uint8Array,
+  key: SecretKey,
+  trustedComment: string,
+  algorithm: SignatureAlgorithm = 'prehashed',
+  untrustedComment = 'signature from keystone secret key',
+): Signature {
   const signed = algorithm === 'prehashed' ? blake2b(message) : message;
   const signature = nacl.sign.detached(signed, key.secretKey);
   const globalSignature = nacl.sign.detached(Buffer.concat([signature, enc.encode(trustedComment)]), key.secretKey);
@@ -179,17 +229,38 @@ export function sign(message: Uint8Array, key: SecretKey, trustedComment: string
  * S must be canonical, R must not be of small order, then the signature and the global signature
  * over the trusted comment. Throws TrustError with the failed check; returns nothing on success.
  */
-export function verifySignature(message: Uint8Array, sig: Signature, key: PublicKey, file = 'SHA256SUMS.minisig'): void {
+export function verifySignature(
+  message: Uint8Array,
+  sig: Signature,
+  key: PublicKey,
+  file = 'SHA256SUMS.minisig',
+): void {
   const id = keyIdHex(key.keyId);
-  if (!equal(sig.keyId, key.keyId)) throw new TrustError('KS_UNTRUSTED_KEY', `signed by key ${keyIdHex(sig.keyId)}, not ${id}`, file, keyIdHex(sig.keyId));
-  for (const [s, what] of [[sig.signature, 'signature'], [sig.globalSignature, 'trusted comment signature']] as const) {
+  if (!equal(sig.keyId, key.keyId))
+    throw new TrustError(
+      'KS_UNTRUSTED_KEY',
+      `signed by key ${keyIdHex(sig.keyId)}, not ${id}`,
+      file,
+      keyIdHex(sig.keyId),
+    );
+  for (const [s, what] of [
+    [sig.signature, 'signature'],
+    [sig.globalSignature, 'trusted comment signature'],
+  ] as const) {
     if (!isCanonicalScalar(s.subarray(32)) || hasSmallOrder(s.subarray(0, 32)))
-      throw new TrustError('KS_SIGNATURE_NONCANONICAL', `the ${what} by key ${id} is non-canonical (malleated)`, file, id);
+      throw new TrustError(
+        'KS_SIGNATURE_NONCANONICAL',
+        `the ${what} by key ${id} is non-canonical (malleated)`,
+        file,
+        id,
+      );
   }
   const signed = sig.algorithm === 'prehashed' ? blake2b(message) : message;
   if (!ed25519Verify(signed, sig.signature, key.publicKey))
     throw new TrustError('KS_SIGNATURE_INVALID', `the signature by key ${id} does not match the signed file`, file, id);
-  if (!ed25519Verify(Buffer.concat([sig.signature, enc.encode(sig.trustedComment)]), sig.globalSignature, key.publicKey))
+  if (
+    !ed25519Verify(Buffer.concat([sig.signature, enc.encode(sig.trustedComment)]), sig.globalSignature, key.publicKey)
+  )
     throw new TrustError('KS_TRUSTED_COMMENT_INVALID', `the trusted comment signed by key ${id} was altered`, file, id);
 }
 
@@ -198,7 +269,8 @@ export function verifySignature(message: Uint8Array, sig: Signature, key: Public
  * canonical, R not of small order, then the signature itself.
  */
 export function verifyEd25519(message: Uint8Array, signature: Uint8Array, publicKey: Uint8Array): boolean {
-  if (signature.length !== 64 || !isCanonicalScalar(signature.subarray(32)) || hasSmallOrder(signature.subarray(0, 32))) return false;
+  if (signature.length !== 64 || !isCanonicalScalar(signature.subarray(32)) || hasSmallOrder(signature.subarray(0, 32)))
+    return false;
   return ed25519Verify(message, signature, publicKey);
 }
 
@@ -215,7 +287,11 @@ function ed25519Verify(message: Uint8Array, signature: Uint8Array, publicKey: Ui
   let keyObject = keyObjects.get(publicKey);
   if (keyObject === undefined) {
     try {
-      keyObject = createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, publicKey]), format: 'der', type: 'spki' });
+      keyObject = createPublicKey({
+        key: Buffer.concat([ED25519_SPKI_PREFIX, publicKey]),
+        format: 'der',
+        type: 'spki',
+      });
     } catch {
       keyObject = null; // not a point on the curve: nothing verifies against it
     }

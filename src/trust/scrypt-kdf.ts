@@ -34,11 +34,20 @@ export const MINISIGN_MEMLIMIT = 1_073_741_824n;
 /** Refuse parameters that would make a hostile key file eat the machine: 4 GiB of scrypt memory at most. */
 const MAX_SCRYPT_BYTES = 4 * 1024 ** 3;
 
-export function deriveKeyStream(password: Uint8Array, salt: Uint8Array, opslimit: bigint, memlimit: bigint, length: number): Promise<Buffer> {
+export function deriveKeyStream(
+  password: Uint8Array,
+  salt: Uint8Array,
+  opslimit: bigint,
+  memlimit: bigint,
+  length: number,
+): Promise<Buffer> {
   const { N, r, p } = pickScryptParams(opslimit, memlimit);
   const need = 128 * N * r * Math.max(p, 1);
-  if (p < 1 || need > MAX_SCRYPT_BYTES) return Promise.reject(new Error(`scrypt parameters N=${N} r=${r} p=${p} are out of bounds`));
+  if (p < 1 || need > MAX_SCRYPT_BYTES)
+    return Promise.reject(new Error(`scrypt parameters N=${N} r=${r} p=${p} are out of bounds`));
   return new Promise((resolve, reject) =>
-    scrypt(password, salt, length, { N, r, p, maxmem: need + 64 * 1024 * 1024 }, (err, key) => (err ? reject(err) : resolve(key))),
+    scrypt(password, salt, length, { N, r, p, maxmem: need + 64 * 1024 * 1024 }, (err, key) =>
+      err ? reject(err) : resolve(key),
+    ),
   );
 }

@@ -15,7 +15,8 @@ export function parseSha256Sums(text: string, file = 'SHA256SUMS'): Map<string, 
     // `./` alone names no file: read as the empty path, it would be a digest of nothing in particular.
     if (path === '') throw new TrustError('KS_SUMS_MALFORMED', `${file}:${i + 1}: no path after the digest`, file);
     // No file name holds a NUL, and a carriage return is a CRLF file's, not the name's: refused, not looked up.
-    if (/\p{Cc}/u.test(path)) throw new TrustError('KS_SUMS_MALFORMED', `${file}:${i + 1}: a control character in the path`, file);
+    if (/\p{Cc}/u.test(path))
+      throw new TrustError('KS_SUMS_MALFORMED', `${file}:${i + 1}: a control character in the path`, file);
     if (sums.has(path)) throw new TrustError('KS_SUMS_MALFORMED', `${file}:${i + 1}: ${path} is listed twice`, file);
     sums.set(path, m[1]!);
   });
@@ -39,5 +40,10 @@ export function sha256Hex(bytes: Uint8Array): string {
  * (SPEC §15) and the files of secrets/ (SPEC §16).
  */
 export function isSignedDocument(path: string): boolean {
-  return /^(recipes|plans)\/.+\.toml$/.test(path) || path === 'fleet.toml' || path === 'devices/revoked.toml' || isSecretsPath(path);
+  return (
+    /^(recipes|plans)\/.+\.toml$/.test(path) ||
+    path === 'fleet.toml' ||
+    path === 'devices/revoked.toml' ||
+    isSecretsPath(path)
+  );
 }

@@ -60,11 +60,17 @@ export interface VerifiedRevision {
   files: ReadonlyMap<string, Uint8Array>;
 }
 
-async function readCapped(reader: RepoReader, path: string, max: number, tooLarge: 'KS_SIGNATURE_TOO_LARGE' | 'KS_SUMS_TOO_LARGE'): Promise<Uint8Array> {
+async function readCapped(
+  reader: RepoReader,
+  path: string,
+  max: number,
+  tooLarge: 'KS_SIGNATURE_TOO_LARGE' | 'KS_SUMS_TOO_LARGE',
+): Promise<Uint8Array> {
   const r = await reader.readFile(path, max);
   if (r.ok) return r.bytes;
   if (r.code === 'KS_FILE_TOO_LARGE') throw new TrustError(tooLarge, `${path} is over the limit of ${max} bytes`, path);
-  if (r.code === 'KS_FILE_NOT_FOUND') throw new TrustError('KS_UNSIGNED', `the revision is not signed: ${path} is missing (${reader.label})`, path);
+  if (r.code === 'KS_FILE_NOT_FOUND')
+    throw new TrustError('KS_UNSIGNED', `the revision is not signed: ${path} is missing (${reader.label})`, path);
   throw new TrustError('KS_UNSIGNED', `${path}: ${r.message}`, path);
 }
 
@@ -110,7 +116,14 @@ export async function verifyRevision(reader: RepoReader, opts: VerifyOptions): P
     }
     const at = signedTimestamp(sig.trustedComment);
     if (at === undefined) {
-      failures.push(new TrustError('KS_SIGNATURE_NO_TIMESTAMP', `the trusted comment of key ${id} has no timestamp:N, so replay cannot be ruled out`, SIG_FILE, id));
+      failures.push(
+        new TrustError(
+          'KS_SIGNATURE_NO_TIMESTAMP',
+          `the trusted comment of key ${id} has no timestamp:N, so replay cannot be ruled out`,
+          SIG_FILE,
+          id,
+        ),
+      );
       continue;
     }
     const refError = checkRef(signedRef(sig.trustedComment), opts, id);
@@ -131,9 +144,18 @@ export async function verifyRevision(reader: RepoReader, opts: VerifyOptions): P
   if (valid.size < threshold) {
     if (valid.size === 0 && failures.length > 0) throw failures[0]!;
     if (valid.size === 0)
-      throw new TrustError('KS_UNTRUSTED_KEY', `${SIG_FILE} is signed only by untrusted key${untrusted.length > 1 ? 's' : ''} ${untrusted.join(', ')} (trusted: ${[...keys.keys()].join(', ')})`, SIG_FILE, untrusted[0]);
+      throw new TrustError(
+        'KS_UNTRUSTED_KEY',
+        `${SIG_FILE} is signed only by untrusted key${untrusted.length > 1 ? 's' : ''} ${untrusted.join(', ')} (trusted: ${[...keys.keys()].join(', ')})`,
+        SIG_FILE,
+        untrusted[0],
+      );
     const why = [...failures.map((f) => f.message), ...untrusted.map((u) => `key ${u} is not trusted`)];
-    throw new TrustError('KS_THRESHOLD_NOT_MET', `${valid.size} of the ${threshold} required trusted signatures (${[...valid.values()].map((v) => v.id).join(', ')})${why.length ? `; ${why.join('; ')}` : ''}`, SIG_FILE);
+    throw new TrustError(
+      'KS_THRESHOLD_NOT_MET',
+      `${valid.size} of the ${threshold} required trusted signatures (${[...valid.values()].map((v) => v.id).join(', ')})${why.length ? `; ${why.join('; ')}` : ''}`,
+      SIG_FILE,
+    );
   }
 
   // 3. Replay and staleness, on the time by which `threshold` keys had signed (the k-th latest): one
@@ -141,33 +163,75 @@ export async function verifyRevision(reader: RepoReader, opts: VerifyOptions): P
   const times = [...valid.values()].map((v) => v.at).sort((a, b) => b - a);
   const signedAt = times[threshold - 1]!;
   if (opts.notBefore !== undefined && signedAt < opts.notBefore)
-    throw new TrustError('KS_SIGNATURE_REPLAYED', `signed at ${iso(signedAt)}, earlier than the revision applied last (${iso(opts.notBefore)}): an old signed state is not applied again`, SIG_FILE);
+    throw new TrustError(
+      'KS_SIGNATURE_REPLAYED',
+      `signed at ${iso(signedAt)}, earlier than the revision applied last (${iso(opts.notBefore)}): an old signed state is not applied again`,
+      SIG_FILE,
+    );
   if (opts.maxAgeSeconds !== undefined && opts.now - signedAt > opts.maxAgeSeconds)
-    throw new TrustError('KS_SIGNATURE_TOO_OLD', `signed at ${iso(signedAt)}, more than ${opts.maxAgeSeconds} s ago: the state looks frozen`, SIG_FILE);
+    throw new TrustError(
+      'KS_SIGNATURE_TOO_OLD',
+      `signed at ${iso(signedAt)}, more than ${opts.maxAgeSeconds} s ago: the state looks frozen`,
+      SIG_FILE,
+    );
 
   // 4. Every listed file exists and matches: a removed, swapped or edited file refuses the set.
   const sums = parseSha256Sums(new TextDecoder().decode(sumsBytes), SUMS_FILE);
   const files = new Map<string, Uint8Array>();
   for (const [path, digest] of sums) {
-    if (escapesRepository(path)) throw new TrustError('KS_SUMS_MALFORMED', `${SUMS_FILE} lists ${path}, outside the repository`, SUMS_FILE);
+    if (escapesRepository(path))
+      throw new TrustError('KS_SUMS_MALFORMED', `${SUMS_FILE} lists ${path}, outside the repository`, SUMS_FILE);
     if (opts.sumsOnly) continue;
     const r = await reader.readFile(path, MAX_DOCUMENT_BYTES);
-    if (!r.ok) throw new TrustError('KS_SIGNED_FILE_MISSING', `${path} is listed in ${SUMS_FILE} but cannot be read: ${r.message}`, path);
-    if (sha256Hex(r.bytes) !== digest) throw new TrustError('KS_DIGEST_MISMATCH', `${path} does not match its digest in ${SUMS_FILE} (edited, or from another signed revision)`, path);
+    if (!r.ok)
+      throw new TrustError(
+        'KS_SIGNED_FILE_MISSING',
+        `${path} is listed in ${SUMS_FILE} but cannot be read: ${r.message}`,
+        path,
+      );
+    if (sha256Hex(r.bytes) !== digest)
+      throw new TrustError(
+        'KS_DIGEST_MISMATCH',
+        `${path} does not match its digest in ${SUMS_FILE} (edited, or from another signed revision)`,
+        path,
+      );
     files.set(path, r.bytes);
   }
-  return { signedAt, signers: [...valid.values()].map((v) => v.id).sort(), threshold, sumsDigest: sha256Hex(sumsBytes), sums, files };
+  return {
+    signedAt,
+    signers: [...valid.values()].map((v) => v.id).sort(),
+    threshold,
+    sumsDigest: sha256Hex(sumsBytes),
+    sums,
+    files,
+  };
 }
 
 /** Why a valid signature does not count for the ref this revision came from, or undefined when it does. */
 function checkRef(bound: string | null | undefined, opts: VerifyOptions, id: string): TrustError | undefined {
-  if (bound === null) return new TrustError('KS_TRUSTED_COMMENT_INVALID', `the trusted comment of key ${id} names more than one ref=`, SIG_FILE, id);
+  if (bound === null)
+    return new TrustError(
+      'KS_TRUSTED_COMMENT_INVALID',
+      `the trusted comment of key ${id} names more than one ref=`,
+      SIG_FILE,
+      id,
+    );
   if (bound === undefined) {
     if (!opts.requireRef) return undefined;
-    return new TrustError('KS_SIGNATURE_NO_REF', `key ${id} signed without a ref, and this device requires one (--require-ref): sign with keystonectl sign --ref ${opts.ref ?? 'BRANCH'}`, SIG_FILE, id);
+    return new TrustError(
+      'KS_SIGNATURE_NO_REF',
+      `key ${id} signed without a ref, and this device requires one (--require-ref): sign with keystonectl sign --ref ${opts.ref ?? 'BRANCH'}`,
+      SIG_FILE,
+      id,
+    );
   }
   if (opts.ref === undefined || bound === opts.ref) return undefined;
-  return new TrustError('KS_SIGNATURE_WRONG_REF', `key ${id} signed this set for ${bound}, and it was read from ${opts.ref}: a set signed for one ref is not applied from another`, SIG_FILE, id);
+  return new TrustError(
+    'KS_SIGNATURE_WRONG_REF',
+    `key ${id} signed this set for ${bound}, and it was read from ${opts.ref}: a set signed for one ref is not applied from another`,
+    SIG_FILE,
+    id,
+  );
 }
 
 /** A reader that serves only what the signature covers: a file not in SHA256SUMS is refused, not read. */
@@ -187,7 +251,11 @@ export class VerifiedReader implements RepoReader {
     // loaded (it may be a 1 GiB blob beside the signed ones), only found to be there.
     const r = await this.inner.readFile(path, 0);
     if (!r.ok && r.code === 'KS_FILE_NOT_FOUND') return r;
-    throw new TrustError('KS_FILE_NOT_SIGNED', `${path} is not listed in ${SUMS_FILE}: it was added after signing, or the set was not re-signed`, path);
+    throw new TrustError(
+      'KS_FILE_NOT_SIGNED',
+      `${path} is not listed in ${SUMS_FILE}: it was added after signing, or the set was not re-signed`,
+      path,
+    );
   }
 }
 

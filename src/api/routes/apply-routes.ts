@@ -21,7 +21,10 @@ const repoPath = v.pipe(
   v.string(),
   minLength(1),
   maxLength(1024),
-  check<string>((p) => !p.startsWith('/') && !p.includes('\\') && !p.includes('\0') && !escapesRepository(p), 'must be a relative path inside the repository'),
+  check<string>(
+    (p) => !p.startsWith('/') && !p.includes('\\') && !p.includes('\0') && !escapesRepository(p),
+    'must be a relative path inside the repository',
+  ),
 );
 
 export const applyBody = strictObject({
@@ -51,7 +54,13 @@ export type ApplyProgress =
       summary: string;
       /** Success, and every component of the device is running (healthy). */
       converged: boolean;
-      components: Array<{ name: string; state: string; pid: number | null; containerId?: string; reason: string | null }>;
+      components: Array<{
+        name: string;
+        state: string;
+        pid: number | null;
+        containerId?: string;
+        reason: string | null;
+      }>;
     };
 
 export function registerApplyRoutes(server: ApiRouter, ctx: ApiContext): void {
@@ -60,15 +69,19 @@ export function registerApplyRoutes(server: ApiRouter, ctx: ApiContext): void {
   server.post('/v1/apply', { limit: APPLY_BODY_LIMIT }, async (request, reply) => {
     const q = strictQuery(request.query, ['wait']);
     const wait = q.wait ?? 'converged';
-    if (wait !== 'converged' && wait !== 'none') throw new ApiError(400, 'KS_BAD_QUERY', `wait must be converged or none, not ${JSON.stringify(wait)}`);
+    if (wait !== 'converged' && wait !== 'none')
+      throw new ApiError(400, 'KS_BAD_QUERY', `wait must be converged or none, not ${JSON.stringify(wait)}`);
     const parsed = safeParse(applyBody, request.body);
     if (!parsed.success) {
       const issue = parsed.issues[0]!;
       throw new ApiError(400, 'KS_BAD_BODY', `${issue.path.join('.') || 'body'}: ${issue.message}`);
     }
     const body = parsed.data;
-    const files = new Map(Object.entries(body.files).map(([p, b64]) => [p, new Uint8Array(Buffer.from(b64, 'base64'))]));
-    if (!files.has(body.plan)) throw new ApiError(400, 'KS_BAD_BODY', `the plan ${body.plan} is not among the files sent`);
+    const files = new Map(
+      Object.entries(body.files).map(([p, b64]) => [p, new Uint8Array(Buffer.from(b64, 'base64'))]),
+    );
+    if (!files.has(body.plan))
+      throw new ApiError(400, 'KS_BAD_BODY', `the plan ${body.plan} is not among the files sent`);
     const reader = new MemoryReader(files, `manual apply of ${body.plan}`);
     const revision = reader.revisionId();
 
@@ -80,13 +93,32 @@ export function registerApplyRoutes(server: ApiRouter, ctx: ApiContext): void {
       applying: (e) => {
         if (e.revision !== revision) return;
         applying = true;
-        line({ event: 'reconcile', revision, stopOrder: e.reconcile.stopOrder, startOrder: e.reconcile.startOrder, noTouch: e.reconcile.noTouch });
+        line({
+          event: 'reconcile',
+          revision,
+          stopOrder: e.reconcile.stopOrder,
+          startOrder: e.reconcile.startOrder,
+          noTouch: e.reconcile.noTouch,
+        });
       },
       // Only while this revision applies: the states of an apply queued before it belong to that one.
-      state: (e) => void (applying && line({ event: 'state', component: e.component, state: e.state, ...(e.reason !== undefined && { reason: e.reason }) })),
+      state: (e) =>
+        void (
+          applying &&
+          line({
+            event: 'state',
+            component: e.component,
+            state: e.state,
+            ...(e.reason !== undefined && { reason: e.reason }),
+          })
+        ),
       pull: (e) => void (applying && line({ event: 'pull', ...e })),
       revision: (e) => void (e.revision === revision && finish(e.outcome, e.summary)),
-      superseded: (e) => void (e.revision === revision && finish('superseded', `replaced by the newer revision ${e.by} before it was applied`)),
+      superseded: (e) =>
+        void (
+          e.revision === revision &&
+          finish('superseded', `replaced by the newer revision ${e.by} before it was applied`)
+        ),
     };
     const unsubscribe = () => {
       for (const [k, fn] of Object.entries(listeners)) agent.events.off(k as keyof AgentEventMap, fn as never);
@@ -97,7 +129,13 @@ export function registerApplyRoutes(server: ApiRouter, ctx: ApiContext): void {
       const records = agent.store.components();
       const components = records.map((r) => {
         const { pid, containerId } = instanceOf(agent, r, r.name);
-        return { name: r.name, state: r.state, pid, ...(containerId !== null && { containerId }), reason: r.reason ?? null };
+        return {
+          name: r.name,
+          state: r.state,
+          pid,
+          ...(containerId !== null && { containerId }),
+          reason: r.reason ?? null,
+        };
       });
       const converged = outcome === 'success' && records.every((r) => r.state === 'running');
       line({ event: 'done', revision, outcome, summary, converged, components });
@@ -116,14 +154,21 @@ export function registerApplyRoutes(server: ApiRouter, ctx: ApiContext): void {
     }
     let accepted;
     try {
-      accepted = agent.applyManual({ id: revision, origin: 'manual', source: `manual apply (${files.size} files)`, reader, planFile: body.plan }, { force: body.force, now: body.now });
+      accepted = agent.applyManual(
+        { id: revision, origin: 'manual', source: `manual apply (${files.size} files)`, reader, planFile: body.plan },
+        { force: body.force, now: body.now },
+      );
     } catch (e) {
       unsubscribe();
       const err = e as Error & { code?: string };
-      if (err.code === 'KS_FOLLOWING_GIT') throw new ApiError(409, 'KS_FOLLOWING_GIT', err.message, { sync: agent.syncState() });
+      if (err.code === 'KS_FOLLOWING_GIT')
+        throw new ApiError(409, 'KS_FOLLOWING_GIT', err.message, { sync: agent.syncState() });
       throw e;
     }
-    ctx.log?.info({ revision, plan: body.plan, files: files.size, force: body.force, now: body.now }, 'manual apply accepted');
+    ctx.log?.info(
+      { revision, plan: body.plan, files: files.size, force: body.force, now: body.now },
+      'manual apply accepted',
+    );
     if (wait === 'none') return reply.code(202).send(accepted);
     line({ event: 'accepted', ...accepted });
     return reply.code(200).type('application/x-ndjson').send(out);

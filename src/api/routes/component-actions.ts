@@ -26,7 +26,11 @@ export interface ComponentProgress {
 function requireEmptyBody(body: unknown): void {
   if (body === undefined || body === null) return;
   if (typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0) return;
-  throw new ApiError(400, 'KS_BAD_BODY', 'component actions take their options in the query string; the body must be empty or {}');
+  throw new ApiError(
+    400,
+    'KS_BAD_BODY',
+    'component actions take their options in the query string; the body must be empty or {}',
+  );
 }
 
 /** Engine errors a caller can cause become API errors; anything else stays a 500. */
@@ -40,7 +44,11 @@ export function registerComponentActions(server: ApiRouter, ctx: ApiContext): vo
   const { engine, store } = ctx.agent;
 
   /** Waits for an operation as the caller asked (for it, or for its new instances, or until the timeout). */
-  const waitFor = async (op: Promise<OperatorResult>, timeoutMs: number, starts: { done: Promise<void>; cancel(): void } | undefined): Promise<WaitOutcome<OperatorResult>> => {
+  const waitFor = async (
+    op: Promise<OperatorResult>,
+    timeoutMs: number,
+    starts: { done: Promise<void>; cancel(): void } | undefined,
+  ): Promise<WaitOutcome<OperatorResult>> => {
     try {
       return await ctx.waits.wait(op, timeoutMs, starts?.done);
     } catch (e) {
@@ -53,7 +61,8 @@ export function registerComponentActions(server: ApiRouter, ctx: ApiContext): vo
   /** The cascade of `name` in the applied revision; 404 when the revision has no such component. */
   const ordersOf = (name: string): RestartOrders => {
     const orders = engine.restartOrders(name);
-    if (!orders) throw new ApiError(404, 'KS_COMPONENT_NOT_FOUND', `no component ${JSON.stringify(name)} in the applied revision`);
+    if (!orders)
+      throw new ApiError(404, 'KS_COMPONENT_NOT_FOUND', `no component ${JSON.stringify(name)} in the applied revision`);
     return orders;
   };
 
@@ -86,15 +95,36 @@ export function registerComponentActions(server: ApiRouter, ctx: ApiContext): vo
     });
 
   /** The answers every action shares when the wait did not end in success. */
-  const unfinished = (outcome: WaitOutcome<OperatorResult>, what: string, names: readonly string[], timeoutText: string, failedCode: 'KS_RESTART_FAILED' | 'KS_STOP_FAILED' | 'KS_START_FAILED'): ApiError | undefined => {
+  const unfinished = (
+    outcome: WaitOutcome<OperatorResult>,
+    what: string,
+    names: readonly string[],
+    timeoutText: string,
+    failedCode: 'KS_RESTART_FAILED' | 'KS_STOP_FAILED' | 'KS_START_FAILED',
+  ): ApiError | undefined => {
     if (outcome.kind === 'closing')
-      return new ApiError(503, 'KS_SHUTTING_DOWN', `the agent is shutting down; the ${what} was handed to it and finishes before it exits`, { components: progress(names) });
+      return new ApiError(
+        503,
+        'KS_SHUTTING_DOWN',
+        `the agent is shutting down; the ${what} was handed to it and finishes before it exits`,
+        { components: progress(names) },
+      );
     if (outcome.kind === 'timeout')
-      return new ApiError(504, 'KS_WAIT_TIMEOUT', `the ${what} did not finish within ${timeoutText}; it goes on in the agent`, { timeout: timeoutText, components: progress(names) });
+      return new ApiError(
+        504,
+        'KS_WAIT_TIMEOUT',
+        `the ${what} did not finish within ${timeoutText}; it goes on in the agent`,
+        { timeout: timeoutText, components: progress(names) },
+      );
     if (outcome.kind === 'done' && outcome.result.execution.failed.length > 0) {
       const failed = outcome.result.execution.failed;
       // 502 beside the 504 above: the components behind the agent failed, as an upstream behind a gateway would.
-      return new ApiError(502, failedCode, `the ${what} failed: ${failed.map((f) => `${f.name}: ${f.reason}`).join('; ')}`, { failed, components: progress(names) });
+      return new ApiError(
+        502,
+        failedCode,
+        `the ${what} failed: ${failed.map((f) => `${f.name}: ${f.reason}`).join('; ')}`,
+        { failed, components: progress(names) },
+      );
     }
     return undefined;
   };
@@ -116,7 +146,9 @@ export function registerComponentActions(server: ApiRouter, ctx: ApiContext): vo
     const op = engine.restart(name);
     if (wait === 'none') {
       detached(op, name, 'restart');
-      return reply.code(202).send({ component: name, stopOrder: orders.stopOrder, startOrder: orders.startOrder, wait });
+      return reply
+        .code(202)
+        .send({ component: name, stopOrder: orders.stopOrder, startOrder: orders.startOrder, wait });
     }
     const outcome = await waitFor(op, timeout.ms, starts);
     const failure = unfinished(outcome, `restart of ${name}`, orders.startOrder, timeout.text, 'KS_RESTART_FAILED');
@@ -124,7 +156,14 @@ export function registerComponentActions(server: ApiRouter, ctx: ApiContext): vo
     // The new instances: the engine's workers hold them once each is started (and, for wait=health, healthy).
     const units = unitsOf(name);
     const dependents = Object.fromEntries(orders.startOrder.filter((n) => !units.includes(n)).map((n) => [n, idOf(n)]));
-    return { component: name, ...instanceFields(name), ...membersOf(name, units), dependents, wait, timeout: timeout.text };
+    return {
+      component: name,
+      ...instanceFields(name),
+      ...membersOf(name, units),
+      dependents,
+      wait,
+      timeout: timeout.text,
+    };
   }
 
   async function stop(name: string, query: unknown) {
@@ -163,14 +202,31 @@ export function registerComponentActions(server: ApiRouter, ctx: ApiContext): vo
     if (failure) throw failure;
     // Empty when it was running already: a start never restarts anything.
     const started = outcome.kind === 'done' ? outcome.result.startOrder : units;
-    return { component: name, ...instanceFields(name), ...membersOf(name, units), started, wait, timeout: timeout.text };
+    return {
+      component: name,
+      ...instanceFields(name),
+      ...membersOf(name, units),
+      started,
+      wait,
+      timeout: timeout.text,
+    };
   }
 
   server.post('/v1/components/*', async (request, reply) => {
     const { name, action } = parseComponentTarget(request.params['*']);
-    if (!action) throw new ApiError(404, 'KS_NOT_FOUND', `POST /v1/components/${name} needs an action: :restart, :stop or :start`);
+    if (!action)
+      throw new ApiError(404, 'KS_NOT_FOUND', `POST /v1/components/${name} needs an action: :restart, :stop or :start`);
     requireEmptyBody(request.body);
-    ctx.log?.info({ component: name, action, query: request.query, via: isSocketRequest(request.raw) ? 'socket' : 'tcp', revision: store.appliedRevision()?.id ?? null }, 'operator action requested through the API');
+    ctx.log?.info(
+      {
+        component: name,
+        action,
+        query: request.query,
+        via: isSocketRequest(request.raw) ? 'socket' : 'tcp',
+        revision: store.appliedRevision()?.id ?? null,
+      },
+      'operator action requested through the API',
+    );
     if (action === 'restart') return restart(name, request.query, reply);
     if (action === 'stop') return stop(name, request.query);
     return start(name, request.query, reply);

@@ -24,9 +24,16 @@ interface ListMemo {
   body: string;
 }
 
-function sameList(memo: ListMemo, records: readonly ComponentRecord[], desired: unknown, pids: Array<number | undefined>, unproven: boolean[]): boolean {
+function sameList(
+  memo: ListMemo,
+  records: readonly ComponentRecord[],
+  desired: unknown,
+  pids: Array<number | undefined>,
+  unproven: boolean[],
+): boolean {
   if (memo.desired !== desired || memo.records.length !== records.length) return false;
-  for (let i = 0; i < records.length; i++) if (memo.records[i] !== records[i] || memo.pids[i] !== pids[i] || memo.unproven[i] !== unproven[i]) return false;
+  for (let i = 0; i < records.length; i++)
+    if (memo.records[i] !== records[i] || memo.pids[i] !== pids[i] || memo.unproven[i] !== unproven[i]) return false;
   return true;
 }
 
@@ -39,7 +46,10 @@ export function registerComponentRoutes(server: ApiRouter, ctx: ApiContext): voi
     const pids = records.map((r) => ctx.agent.engine.pidOf(r.name));
     const unproven = records.map((r) => ctx.agent.engine.unproven?.(r.name) === true);
     if (!memo || !sameList(memo, records, desired, pids, unproven)) {
-      const views: Array<ComponentView | GroupView> = nest(records.map((rec) => componentView(ctx.agent, rec)), desired?.groups ?? []);
+      const views: Array<ComponentView | GroupView> = nest(
+        records.map((rec) => componentView(ctx.agent, rec)),
+        desired?.groups ?? [],
+      );
       memo = { records, desired, pids, unproven, body: JSON.stringify(views) };
     }
     return reply.type('application/json; charset=utf-8').send(memo.body);
@@ -58,7 +68,8 @@ export function registerComponentRoutes(server: ApiRouter, ctx: ApiContext): voi
       const version = ctx.agent.store.component(units[0]!)?.version ?? '';
       group = { name, kind: 'replicas', version, recipePath: '', members: units, index: 0 };
     }
-    if (!group) throw new ApiError(404, 'KS_COMPONENT_NOT_FOUND', `no component ${JSON.stringify(name)} on this device`);
+    if (!group)
+      throw new ApiError(404, 'KS_COMPONENT_NOT_FOUND', `no component ${JSON.stringify(name)} on this device`);
     const members = group.members.flatMap((m) => {
       const r = ctx.agent.store.component(m);
       return r ? [componentView(ctx.agent, r)] : [];
@@ -80,7 +91,12 @@ function nest(views: ComponentView[], groups: readonly DesiredGroup[]): Array<Co
     if (!g) out.push(v);
     else if (!placed.has(g.name)) {
       placed.add(g.name);
-      out.push(groupView(g, g.members.flatMap((m) => (byName.has(m) ? [byName.get(m)!] : []))));
+      out.push(
+        groupView(
+          g,
+          g.members.flatMap((m) => (byName.has(m) ? [byName.get(m)!] : [])),
+        ),
+      );
     }
   }
   // A group with no running record (scaled to zero, or not started yet) is still shown.

@@ -41,7 +41,8 @@ function send(request: ApiRequest, reply: ApiReply, f: DashboardFile, page: bool
 }
 
 export function registerDashboardRoutes(server: ApiRouter, assets: DashboardAssets | undefined): void {
-  const unbuilt = () => new ApiError(503, 'KS_DASHBOARD_UNBUILT', "the dashboard's files are not built (npm run build writes dist/web)");
+  const unbuilt = () =>
+    new ApiError(503, 'KS_DASHBOARD_UNBUILT', "the dashboard's files are not built (npm run build writes dist/web)");
   const page = async (request: ApiRequest, reply: ApiReply) => {
     const f = assets?.file('/');
     if (!f) throw unbuilt();

@@ -7,7 +7,19 @@ import { openEventStream, StreamSlots, type EventStream } from '../event-stream.
 import { strictQuery } from '../query-params.js';
 
 /** Every event but `probe`: one per health check of every component would drown what matters (and /metrics counts them). */
-export const STREAMED_EVENTS = ['state', 'started', 'restart', 'applying', 'revision', 'resumed', 'recovered', 'held', 'waiting', 'superseded', 'pull'] as const satisfies ReadonlyArray<keyof AgentEventMap>;
+export const STREAMED_EVENTS = [
+  'state',
+  'started',
+  'restart',
+  'applying',
+  'revision',
+  'resumed',
+  'recovered',
+  'held',
+  'waiting',
+  'superseded',
+  'pull',
+] as const satisfies ReadonlyArray<keyof AgentEventMap>;
 
 /** A few browser tabs and scripts; each stream is a connection the agent holds open. */
 export const MAX_EVENT_STREAMS = 16;
@@ -16,7 +28,10 @@ export function registerEventRoutes(server: ApiRouter, ctx: ApiContext): void {
   const slots = new StreamSlots(MAX_EVENT_STREAMS);
   // One listener per event type for all streams, attached while any stream is open (as OperatorWaits does).
   const streams = new Set<EventStream>();
-  const listeners = STREAMED_EVENTS.map((type) => ({ type, listener: (e: unknown) => streams.forEach((s) => s.send(type, e)) }));
+  const listeners = STREAMED_EVENTS.map((type) => ({
+    type,
+    listener: (e: unknown) => streams.forEach((s) => s.send(type, e)),
+  }));
   const subscribe = (on: boolean) => {
     for (const { type, listener } of listeners) {
       if (on) ctx.agent.events.on(type, listener as never);

@@ -20,7 +20,9 @@ export function registerGraphRoutes(server: ApiRouter, ctx: ApiContext): void {
     if (!view) {
       view = {
         layers: desired.layers.map((l) => [...l]),
-        edges: desired.components.flatMap((c) => c.dependencies.map((d) => ({ from: c.name, to: d.component, type: d.type }))),
+        edges: desired.components.flatMap((c) =>
+          c.dependencies.map((d) => ({ from: c.name, to: d.component, type: d.type })),
+        ),
         groups: (desired.groups ?? []).map((g) => ({ name: g.name, kind: g.kind, members: [...g.members] })),
       };
       views.set(desired, view);

@@ -18,14 +18,16 @@ export const MAX_LOG_STREAMS = 16;
 /** The log is polled by size (log-follow.ts); a person reading a tail notices nothing under half a second. */
 const FOLLOW_POLL_MS = 500;
 
-const unreadable = (e: unknown) => (e instanceof OperationError && e.code === 'KS_LOG_UNREADABLE' ? new ApiError(500, 'KS_LOG_UNREADABLE', e.message) : e);
+const unreadable = (e: unknown) =>
+  e instanceof OperationError && e.code === 'KS_LOG_UNREADABLE' ? new ApiError(500, 'KS_LOG_UNREADABLE', e.message) : e;
 
 export function registerLogRoutes(server: ApiRouter, ctx: ApiContext): void {
   const slots = new StreamSlots(MAX_LOG_STREAMS);
   server.get('/v1/logs/*', async (request, reply) => {
     const q = strictQuery(request.query, ['lines', 'stderr', 'follow']);
     const { name, action } = parseComponentTarget(request.params['*']);
-    if (action) throw new ApiError(400, 'KS_BAD_NAME', `${JSON.stringify(request.params['*'])} is not a component name`);
+    if (action)
+      throw new ApiError(400, 'KS_BAD_NAME', `${JSON.stringify(request.params['*'])} is not a component name`);
     const lines = parseIntParam('lines', q.lines, 200, 0, MAX_LOG_LINES)!;
     const stderr = parseBool('stderr', q.stderr, false);
     const follow = parseBool('follow', q.follow, false);
@@ -33,8 +35,15 @@ export function registerLogRoutes(server: ApiRouter, ctx: ApiContext): void {
     // Only components this device runs or ran (a record in the store): never a path made from any name sent.
     if (logDir === undefined || !ctx.agent.store.component(name)) {
       const members = ctx.agent.engine.unitsOf(name);
-      const hint = members && !(members.length === 1 && members[0] === name) ? `: ${name} has no log of its own, its members do (${members.join(', ')})` : '';
-      throw new ApiError(404, 'KS_COMPONENT_NOT_FOUND', `no component ${JSON.stringify(name)} with a log on this device${hint}`);
+      const hint =
+        members && !(members.length === 1 && members[0] === name)
+          ? `: ${name} has no log of its own, its members do (${members.join(', ')})`
+          : '';
+      throw new ApiError(
+        404,
+        'KS_COMPONENT_NOT_FOUND',
+        `no component ${JSON.stringify(name)} with a log on this device${hint}`,
+      );
     }
     // A component that prints a secret it was given does not publish it through the API (SPEC §16).
     const scrub = (text: string) => ctx.agent.scrubSecrets?.(text) ?? text;

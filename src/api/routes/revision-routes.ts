@@ -37,7 +37,8 @@ function outcomeView(entries: readonly HistoryEntry[]) {
   const mine = entries.filter((e) => e.outcome !== 'rejected');
   const apply = mine.find((e) => e.outcome !== 'recovered');
   if (!apply) return null;
-  const recovery = apply.outcome === 'failure' ? mine.find((e) => e.outcome === 'recovered' && e.id > apply.id) : undefined;
+  const recovery =
+    apply.outcome === 'failure' ? mine.find((e) => e.outcome === 'recovered' && e.id > apply.id) : undefined;
   return {
     apply: apply.outcome ?? 'applying',
     summary: apply.summary ?? null,
@@ -63,7 +64,9 @@ function syncView(ctx: ApiContext) {
   const s = ctx.agent.syncState();
   return {
     following: s.following,
-    suspended: s.suspended ? { since: iso(s.suspended.since), revision: s.suspended.revision, reason: s.suspended.reason } : null,
+    suspended: s.suspended
+      ? { since: iso(s.suspended.since), revision: s.suspended.revision, reason: s.suspended.reason }
+      : null,
     held: s.held ?? null,
   };
 }
@@ -94,7 +97,13 @@ export function registerRevisionRoutes(server: ApiRouter, ctx: ApiContext): void
       // What the device follows, and whether a forced manual apply holds the Git sync (until POST /v1/resume).
       sync: syncView(ctx),
       // Newer commits held at the rollout gate (SPEC §14), newest first, each with why: `held: waiting for wave …`.
-      rollout: (ctx.agent.rolloutHolds?.() ?? []).map((h) => ({ revision: h.revision, target: h.target ?? null, wave: h.wave, reason: h.reason, checkedAt: iso(h.checkedAt) })),
+      rollout: (ctx.agent.rolloutHolds?.() ?? []).map((h) => ({
+        revision: h.revision,
+        target: h.target ?? null,
+        wave: h.wave,
+        reason: h.reason,
+        checkedAt: iso(h.checkedAt),
+      })),
       // A newer revision waiting on this device for a component's update lock (SPEC §19), else null.
       waiting: waitingView(ctx),
       // Composites this revision could not update: rolled back, and held at their previous members until another revision.
@@ -102,7 +111,9 @@ export function registerRevisionRoutes(server: ApiRouter, ctx: ApiContext): void
       // What this device allows any recipe (SPEC §5 device policy): what a revision was checked against.
       policy: devicePolicyView(ctx.policy ?? DEFAULT_DEVICE_POLICY),
       // Said in words too: a dashboard that shows only messages must not present an unsigned device as fine.
-      ...(r.unsigned && { warning: 'UNSIGNED: this revision was applied without a signature check (--allow-unsigned, development only)' }),
+      ...(r.unsigned && {
+        warning: 'UNSIGNED: this revision was applied without a signature check (--allow-unsigned, development only)',
+      }),
       // The agent's pid and version (a shared machine runs several agents: stop this one by its pid).
       agent: about.agent,
       // The newest revision refused, while nothing newer was applied: {revision, at, code, reason}, else null.
@@ -124,6 +135,10 @@ export function registerRevisionRoutes(server: ApiRouter, ctx: ApiContext): void
     const last = entries.at(-1);
     // The cursor of the next (older) page; null on the last page.
     // What waits has no row yet (nothing of it was applied): said beside the rows, on the first page.
-    return { entries: entries.map(historyView), nextBefore: entries.length === limit && last ? last.id : null, waiting: before === undefined ? waitingView(ctx) : null };
+    return {
+      entries: entries.map(historyView),
+      nextBefore: entries.length === limit && last ? last.id : null,
+      waiting: before === undefined ? waitingView(ctx) : null,
+    };
   });
 }

@@ -43,7 +43,10 @@ function plainReconcile(r: Reconcile): Omit<Reconcile, 'reasonCodes'> {
 
 /** Whether two targets take the same devices: equal selectors (or both none) and equal device lists, in any order. */
 function sameDevices(a: ResolvedTarget, b: ResolvedTarget): boolean {
-  const sel = (t: ResolvedTarget) => (t.target.selector ? JSON.stringify(Object.entries(t.target.selector).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))) : 'none');
+  const sel = (t: ResolvedTarget) =>
+    t.target.selector
+      ? JSON.stringify(Object.entries(t.target.selector).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)))
+      : 'none';
   const devs = (t: ResolvedTarget) => JSON.stringify([...(t.target.devices ?? [])].sort());
   return sel(a) === sel(b) && devs(a) === devs(b);
 }
@@ -58,20 +61,39 @@ export async function applyDryFleet(values: FleetDryValues, io: CliIo, devicePol
   const policy = trustPolicy(values, io);
   const invalid = (diagnostics: Diagnostic[], base?: string): number => {
     if (values.json)
-      io.stdout.write(JSON.stringify({ error: base === undefined ? { code: 'KS_INVALID_REVISION', plan: FLEET_FILE, diagnostics } : { code: 'KS_INVALID_BASE', plan: FLEET_FILE, base, diagnostics } }, null, 2) + '\n');
-    else if (markdown) io.stdout.write(renderDiagnosticsMarkdown(FLEET_FILE, diagnostics, base === undefined ? {} : { base }));
-    else io.stderr.write(renderDiagnosticsText(base === undefined ? FLEET_FILE : `${FLEET_FILE} at ${base} (the base)`, diagnostics));
+      io.stdout.write(
+        JSON.stringify(
+          {
+            error:
+              base === undefined
+                ? { code: 'KS_INVALID_REVISION', plan: FLEET_FILE, diagnostics }
+                : { code: 'KS_INVALID_BASE', plan: FLEET_FILE, base, diagnostics },
+          },
+          null,
+          2,
+        ) + '\n',
+      );
+    else if (markdown)
+      io.stdout.write(renderDiagnosticsMarkdown(FLEET_FILE, diagnostics, base === undefined ? {} : { base }));
+    else
+      io.stderr.write(
+        renderDiagnosticsText(base === undefined ? FLEET_FILE : `${FLEET_FILE} at ${base} (the base)`, diagnostics),
+      );
     return EXIT.BAD_INPUT;
   };
   // A refusal is still a report for a pull request: in markdown it goes to stdout too (main prints it and exits 2).
-  const refused = (base?: string) => (e: unknown): never => {
-    if (markdown && e instanceof TrustError) io.stdout.write(renderRefusalMarkdown(FLEET_FILE, e, base === undefined ? {} : { base }));
-    throw e;
-  };
+  const refused =
+    (base?: string) =>
+    (e: unknown): never => {
+      if (markdown && e instanceof TrustError)
+        io.stdout.write(renderRefusalMarkdown(FLEET_FILE, e, base === undefined ? {} : { base }));
+      throw e;
+    };
 
   // 1. The head: the repository on disk, verified once, then fleet.toml and every target's plan.
   const head = await policy.open(new DirectoryReader(root)).catch(refused());
-  if (head.verification.unsigned) io.stderr.write(`keystonectl apply-dry: WARNING: ${describeVerification(head.verification)}\n`);
+  if (head.verification.unsigned)
+    io.stderr.write(`keystonectl apply-dry: WARNING: ${describeVerification(head.verification)}\n`);
   const loaded = await loadFleet(head.reader);
   if (!loaded.ok) return invalid(loaded.diagnostics);
   // Secrets (SPEC §16): each target's components take the digests of what they read, by value or by ciphertext.
@@ -84,10 +106,19 @@ export async function applyDryFleet(values: FleetDryValues, io: CliIo, devicePol
   // state directory guarded where a packaged agent keeps it); --device-policy refuses as such a device would.
   const policyHost = memoizedHost(hostPolicyFacts({ stateDir: DEFAULT_STATE_DIR }));
   if (devicePolicy) {
-    const problems = loaded.targets.flatMap((t) => refusedByPolicy(t.state.components, devicePolicy, policyHost).map((p) => ({ ...p, target: t.target.name })));
+    const problems = loaded.targets.flatMap((t) =>
+      refusedByPolicy(t.state.components, devicePolicy, policyHost).map((p) => ({ ...p, target: t.target.name })),
+    );
     if (problems.length) {
       const flags = describePolicyFlags(devicePolicy);
-      if (values.json) io.stdout.write(JSON.stringify({ error: { code: 'KS_NOT_PERMITTED', plan: FLEET_FILE, devicePolicy: flags, problems } }, null, 2) + '\n');
+      if (values.json)
+        io.stdout.write(
+          JSON.stringify(
+            { error: { code: 'KS_NOT_PERMITTED', plan: FLEET_FILE, devicePolicy: flags, problems } },
+            null,
+            2,
+          ) + '\n',
+        );
       else if (markdown) io.stdout.write(renderPolicyRefusalMarkdown(FLEET_FILE, { flags }, problems));
       else io.stderr.write(renderPolicyRefusalText(FLEET_FILE, { flags }, problems));
       return EXIT.BAD_INPUT;
@@ -158,11 +189,34 @@ export async function applyDryFleet(values: FleetDryValues, io: CliIo, devicePol
         reconcile: plainReconcile(t.result),
       };
     });
-    io.stdout.write(JSON.stringify({ fleet: true, repo: root, signature: head.verification, comparedWith, targets, removed: dry.removed.map((t) => t.name), permissions }, null, 2) + '\n');
-  } else if (markdown) io.stdout.write(renderFleetDryMarkdown(dry, comparedMd, describeVerification(head.verification)) + renderPermissionsMarkdown(permissions, '###'));
+    io.stdout.write(
+      JSON.stringify(
+        {
+          fleet: true,
+          repo: root,
+          signature: head.verification,
+          comparedWith,
+          targets,
+          removed: dry.removed.map((t) => t.name),
+          permissions,
+        },
+        null,
+        2,
+      ) + '\n',
+    );
+  } else if (markdown)
+    io.stdout.write(
+      renderFleetDryMarkdown(dry, comparedMd, describeVerification(head.verification)) +
+        renderPermissionsMarkdown(permissions, '###'),
+    );
   else {
     const count = `${dry.targets.length} target${dry.targets.length === 1 ? '' : 's'}`;
-    io.stdout.write(renderFleetDryText(dry, `apply-dry --fleet: ${count} of ${FLEET_FILE} against ${comparedText}; nothing was changed\n${describeVerification(head.verification)}`) + renderPermissionsText(permissions));
+    io.stdout.write(
+      renderFleetDryText(
+        dry,
+        `apply-dry --fleet: ${count} of ${FLEET_FILE} against ${comparedText}; nothing was changed\n${describeVerification(head.verification)}`,
+      ) + renderPermissionsText(permissions),
+    );
   }
   return EXIT.OK;
 }

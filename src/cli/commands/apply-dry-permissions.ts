@@ -39,29 +39,49 @@ export function devicePolicyArg(values: PolicyValues & { 'device-policy'?: boole
       const v = values[k];
       return Array.isArray(v) ? v.length > 0 : v === true;
     });
-    if (given) throw new UsageError(`--${given} describes a device: give --device-policy with it to check the change against that device's policy`);
+    if (given)
+      throw new UsageError(
+        `--${given} describes a device: give --device-policy with it to check the change against that device's policy`,
+      );
     return undefined;
   }
   return devicePolicyFrom(values);
 }
 
 /** Every permission beyond the safe defaults the components need, one per component and flag, in component order. */
-export function permissionsOf(components: readonly DesiredComponent[], host: PolicyHost, target?: string): Permission[] {
+export function permissionsOf(
+  components: readonly DesiredComponent[],
+  host: PolicyHost,
+  target?: string,
+): Permission[] {
   const out: Permission[] = [];
   for (const c of components) {
     const seen = new Set<string>();
     for (const i of checkDevicePolicy(c, DEFAULT_DEVICE_POLICY, host)) {
       if (seen.has(i.flag)) continue;
       seen.add(i.flag);
-      out.push({ component: c.name, needs: i.flag, file: c.recipePath, path: i.path, code: i.code, ...(target !== undefined && { target }) });
+      out.push({
+        component: c.name,
+        needs: i.flag,
+        file: c.recipePath,
+        path: i.path,
+        code: i.code,
+        ...(target !== undefined && { target }),
+      });
     }
   }
   return out;
 }
 
 /** What a device with `policy` refuses of the components, as its agent says it (the flag in the hint). */
-export function refusedByPolicy(components: readonly DesiredComponent[], policy: DevicePolicy, host: PolicyHost): PolicyProblem[] {
-  return components.flatMap((c) => checkDevicePolicy(c, policy, host).map((i) => ({ component: c.name, file: c.recipePath, ...withFlagHint(i) })));
+export function refusedByPolicy(
+  components: readonly DesiredComponent[],
+  policy: DevicePolicy,
+  host: PolicyHost,
+): PolicyProblem[] {
+  return components.flatMap((c) =>
+    checkDevicePolicy(c, policy, host).map((i) => ({ component: c.name, file: c.recipePath, ...withFlagHint(i) })),
+  );
 }
 
 /**
@@ -101,4 +121,3 @@ export function describePolicyFlags(policy: DevicePolicy): string {
   ];
   return flags.length ? `a device with ${flags.join(' ')}` : 'a device with the safe defaults only';
 }
-

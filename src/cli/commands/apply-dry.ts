@@ -17,11 +17,23 @@ import { dryRunKeys, withDryRunDigests } from '../dry-run-secrets.js';
 import { operatorIdentity } from '../../secrets/operator-identity.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
 import { renderDiagnosticsText } from '../render/diagnostics-text.js';
-import { renderDiagnosticsMarkdown, renderReconcileMarkdown, renderRefusalMarkdown } from '../render/reconcile-markdown.js';
+import {
+  renderDiagnosticsMarkdown,
+  renderReconcileMarkdown,
+  renderRefusalMarkdown,
+} from '../render/reconcile-markdown.js';
 import { renderReconcileText } from '../render/reconcile-text.js';
 import { renderPolicyRefusalMarkdown, renderPolicyRefusalText, type PolicyProblem } from '../render/policy-refusal.js';
 import { renderPermissionsMarkdown, renderPermissionsText } from '../render/device-permissions.js';
-import { describePolicyFlags, devicePolicyArg, memoizedHost, PERMISSION_OPTIONS, PERMISSION_USAGE, permissionsOf, refusedByPolicy } from './apply-dry-permissions.js';
+import {
+  describePolicyFlags,
+  devicePolicyArg,
+  memoizedHost,
+  PERMISSION_OPTIONS,
+  PERMISSION_USAGE,
+  permissionsOf,
+  refusedByPolicy,
+} from './apply-dry-permissions.js';
 import { planPathIn, repoRoot } from '../repository-args.js';
 import { describeVerification, TRUST_OPTIONS, TRUST_USAGE, trustPolicy } from '../trust-args.js';
 
@@ -44,7 +56,16 @@ const LIVE = new Set(['installing', 'starting', 'running', 'unhealthy', 'backoff
  * would print a reconcile of a fresh device for one that runs.
  */
 async function agentActualState(client: AgentClient, url: string, required: boolean): Promise<ActualState | undefined> {
-  type View = { name: string; hash: string; version: string; state: string; held: boolean; dependencies: ActualComponent['dependencies']; inputs?: Record<string, string> | null; members?: View[] };
+  type View = {
+    name: string;
+    hash: string;
+    version: string;
+    state: string;
+    held: boolean;
+    dependencies: ActualComponent['dependencies'];
+    inputs?: Record<string, string> | null;
+    members?: View[];
+  };
   let views: View[];
   try {
     views = await client.get<View[]>('/v1/components', { timeoutMs: required ? 10_000 : 1_000 });
@@ -52,21 +73,30 @@ async function agentActualState(client: AgentClient, url: string, required: bool
   } catch (e) {
     if (e instanceof AgentApiError && e.status === 401)
       // The agent's own code for a 401 (KS_TOKEN_MISSING, KS_TOKEN_INVALID), relayed as it came.
-      throw new OperationError(e.code as ErrorCode, `the agent at ${url} answered but needs its API token to show what it runs (or pass --empty or --base REF): ${e.message}`);
-    if (required) throw new OperationError('KS_AGENT_UNREACHABLE', e instanceof AgentUnreachableError ? e.message : `no agent answers at ${url}: ${(e as Error).message}`);
+      throw new OperationError(
+        e.code as ErrorCode,
+        `the agent at ${url} answered but needs its API token to show what it runs (or pass --empty or --base REF): ${e.message}`,
+      );
+    if (required)
+      throw new OperationError(
+        'KS_AGENT_UNREACHABLE',
+        e instanceof AgentUnreachableError ? e.message : `no agent answers at ${url}: ${(e as Error).message}`,
+      );
     return undefined;
   }
   // A composite's entry carries its members: they are what runs.
   return {
-    components: views.flatMap((v) => (Array.isArray(v.members) ? v.members : [v])).map((v) => ({
-      name: v.name,
-      hash: v.hash,
-      version: v.version,
-      running: LIVE.has(v.state),
-      held: v.held || v.state === 'crash-looping',
-      dependencies: v.dependencies,
-      ...(v.inputs && { inputs: v.inputs }),
-    })),
+    components: views
+      .flatMap((v) => (Array.isArray(v.members) ? v.members : [v]))
+      .map((v) => ({
+        name: v.name,
+        hash: v.hash,
+        version: v.version,
+        running: LIVE.has(v.state),
+        held: v.held || v.state === 'crash-looping',
+        dependencies: v.dependencies,
+        ...(v.inputs && { inputs: v.inputs }),
+      })),
   };
 }
 
@@ -74,7 +104,11 @@ async function agentActualState(client: AgentClient, url: string, required: bool
  * Every component of `state` the agent's device policy refuses, checked here against this machine's paths and users
  * (apply-dry against the local agent runs on the device). [] when the agent predates GET /v1/policy.
  */
-async function refusedByAgentPolicy(client: AgentClient, state: DesiredState, stateDir: string | undefined): Promise<PolicyProblem[]> {
+async function refusedByAgentPolicy(
+  client: AgentClient,
+  state: DesiredState,
+  stateDir: string | undefined,
+): Promise<PolicyProblem[]> {
   let policy;
   try {
     policy = devicePolicyFromView(await client.get('/v1/policy'));
@@ -82,10 +116,16 @@ async function refusedByAgentPolicy(client: AgentClient, state: DesiredState, st
     if (e instanceof AgentApiError && e.status === 404) return [];
     throw e;
   }
-  if (!policy) throw new OperationError('KS_AGENT_BAD_ANSWER', 'the agent answered GET /v1/policy with something that is not a device policy');
+  if (!policy)
+    throw new OperationError(
+      'KS_AGENT_BAD_ANSWER',
+      'the agent answered GET /v1/policy with something that is not a device policy',
+    );
   // The agent's state directory is guarded too, when we know where it is.
   const host = hostPolicyFacts(stateDir !== undefined ? { stateDir } : {});
-  return state.components.flatMap((c) => checkDevicePolicy(c, policy, host).map((i) => ({ component: c.name, file: c.recipePath, ...withFlagHint(i) })));
+  return state.components.flatMap((c) =>
+    checkDevicePolicy(c, policy, host).map((i) => ({ component: c.name, file: c.recipePath, ...withFlagHint(i) })),
+  );
 }
 
 export async function applyDry(argv: string[], io: CliIo): Promise<number> {
@@ -107,13 +147,17 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
       ...PERMISSION_OPTIONS,
     },
   });
-  if (values.format !== 'text' && values.format !== 'markdown') throw new UsageError(`--format must be text or markdown, not "${values.format}"`);
+  if (values.format !== 'text' && values.format !== 'markdown')
+    throw new UsageError(`--format must be text or markdown, not "${values.format}"`);
   const devicePolicy = devicePolicyArg(values);
   if (values.fleet) {
     if (positionals.length) throw new UsageError('--fleet dry-runs every target of fleet.toml: give no PLAN');
     // A device's agent runs one target's plan: comparing every target with it would be wrong for all but one.
     const agentFlag = (['agent', 'token', 'state-dir'] as const).find((k) => values[k] !== undefined);
-    if (agentFlag) throw new UsageError(`--${agentFlag} excludes --fleet (a device's agent is one target): compare the fleet with --base REF or --empty`);
+    if (agentFlag)
+      throw new UsageError(
+        `--${agentFlag} excludes --fleet (a device's agent is one target): compare the fleet with --base REF or --empty`,
+      );
     if (values.empty && values.base !== undefined) throw new UsageError('--empty and --base exclude each other');
     return applyDryFleet(values, io, devicePolicy);
   }
@@ -127,17 +171,27 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
 
   // 1. The desired side: the repository as it is on disk, verified before any TOML is parsed.
   // A refusal is still a report for a pull request: in markdown it goes to stdout too (main prints it and exits 2).
-  const refused = (base?: string) => (e: unknown): never => {
-    if (markdown && e instanceof TrustError) io.stdout.write(renderRefusalMarkdown(plan, e, base === undefined ? {} : { base }));
-    throw e;
-  };
+  const refused =
+    (base?: string) =>
+    (e: unknown): never => {
+      if (markdown && e instanceof TrustError)
+        io.stdout.write(renderRefusalMarkdown(plan, e, base === undefined ? {} : { base }));
+      throw e;
+    };
   const head = await policy.open(new DirectoryReader(root)).catch(refused());
-  if (head.verification.unsigned) io.stderr.write(`keystonectl apply-dry: WARNING: ${describeVerification(head.verification)}\n`);
+  if (head.verification.unsigned)
+    io.stderr.write(`keystonectl apply-dry: WARNING: ${describeVerification(head.verification)}\n`);
   const loaded = await loadRevision(head.reader, plan);
   const secretKeys = dryRunKeys(root, operatorIdentity(values.identity, io.env, io.cwd));
-  const desired = loaded.ok ? { ...loaded, state: await withDryRunDigests(head.reader, loaded.state, secretKeys) } : loaded;
+  const desired = loaded.ok
+    ? { ...loaded, state: await withDryRunDigests(head.reader, loaded.state, secretKeys) }
+    : loaded;
   if (!desired.ok) {
-    if (values.json) io.stdout.write(JSON.stringify({ error: { code: 'KS_INVALID_REVISION', plan, diagnostics: desired.diagnostics } }, null, 2) + '\n');
+    if (values.json)
+      io.stdout.write(
+        JSON.stringify({ error: { code: 'KS_INVALID_REVISION', plan, diagnostics: desired.diagnostics } }, null, 2) +
+          '\n',
+      );
     else if (markdown) io.stdout.write(renderDiagnosticsMarkdown(plan, desired.diagnostics));
     else io.stderr.write(renderDiagnosticsText(plan, desired.diagnostics));
     return EXIT.BAD_INPUT;
@@ -145,12 +199,17 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
 
   // 1b. What the change asks of a device beyond the safe defaults, by the agent's own check; with --device-policy, a
   // device with those flags refuses it here as its agent would (the same codes and messages), before any comparison.
-  const policyHost = memoizedHost(hostPolicyFacts({ stateDir: resolve(io.cwd, values['state-dir'] ?? DEFAULT_STATE_DIR) }));
+  const policyHost = memoizedHost(
+    hostPolicyFacts({ stateDir: resolve(io.cwd, values['state-dir'] ?? DEFAULT_STATE_DIR) }),
+  );
   if (devicePolicy) {
     const problems = refusedByPolicy(desired.state.components, devicePolicy, policyHost);
     if (problems.length) {
       const flags = describePolicyFlags(devicePolicy);
-      if (values.json) io.stdout.write(JSON.stringify({ error: { code: 'KS_NOT_PERMITTED', plan, devicePolicy: flags, problems } }, null, 2) + '\n');
+      if (values.json)
+        io.stdout.write(
+          JSON.stringify({ error: { code: 'KS_NOT_PERMITTED', plan, devicePolicy: flags, problems } }, null, 2) + '\n',
+        );
       else if (markdown) io.stdout.write(renderPolicyRefusalMarkdown(plan, { flags }, problems));
       else io.stderr.write(renderPolicyRefusalText(plan, { flags }, problems));
       return EXIT.BAD_INPUT;
@@ -169,9 +228,16 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
     const running = await agentActualState(client, url, values.agent !== undefined);
     if (running) {
       // What this device allows (SPEC §5): a plan it would refuse is said now, before it is pushed.
-      const problems = await refusedByAgentPolicy(client, desired.state, resolve(io.cwd, values['state-dir'] ?? DEFAULT_STATE_DIR));
+      const problems = await refusedByAgentPolicy(
+        client,
+        desired.state,
+        resolve(io.cwd, values['state-dir'] ?? DEFAULT_STATE_DIR),
+      );
       if (problems.length) {
-        if (values.json) io.stdout.write(JSON.stringify({ error: { code: 'KS_NOT_PERMITTED', plan, agent: url, problems } }, null, 2) + '\n');
+        if (values.json)
+          io.stdout.write(
+            JSON.stringify({ error: { code: 'KS_NOT_PERMITTED', plan, agent: url, problems } }, null, 2) + '\n',
+          );
         else if (markdown) io.stdout.write(renderPolicyRefusalMarkdown(plan, { agentUrl: url }, problems));
         else io.stderr.write(renderPolicyRefusalText(plan, { agentUrl: url }, problems));
         return EXIT.BAD_INPUT;
@@ -190,11 +256,25 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
     const reader = await GitTreeReader.open(root, values.base);
     const baseReader = (await policy.open(reader).catch(refused(values.base))).reader;
     const baseLoaded = await loadRevision(baseReader, plan);
-    const base = baseLoaded.ok ? { ...baseLoaded, state: await withDryRunDigests(baseReader, baseLoaded.state, secretKeys) } : baseLoaded;
-    const missing = !base.ok && base.diagnostics.length === 1 && base.diagnostics[0]!.code === 'KS_FILE_NOT_FOUND' && base.diagnostics[0]!.file === plan && base.diagnostics[0]!.path === '';
+    const base = baseLoaded.ok
+      ? { ...baseLoaded, state: await withDryRunDigests(baseReader, baseLoaded.state, secretKeys) }
+      : baseLoaded;
+    const missing =
+      !base.ok &&
+      base.diagnostics.length === 1 &&
+      base.diagnostics[0]!.code === 'KS_FILE_NOT_FOUND' &&
+      base.diagnostics[0]!.file === plan &&
+      base.diagnostics[0]!.path === '';
     if (!base.ok && !missing) {
       const subject = `${plan} at ${reader.label} (the base)`;
-      if (values.json) io.stdout.write(JSON.stringify({ error: { code: 'KS_INVALID_BASE', plan, base: values.base, diagnostics: base.diagnostics } }, null, 2) + '\n');
+      if (values.json)
+        io.stdout.write(
+          JSON.stringify(
+            { error: { code: 'KS_INVALID_BASE', plan, base: values.base, diagnostics: base.diagnostics } },
+            null,
+            2,
+          ) + '\n',
+        );
       else if (markdown) io.stdout.write(renderDiagnosticsMarkdown(plan, base.diagnostics, { base: values.base }));
       else io.stderr.write(renderDiagnosticsText(subject, base.diagnostics));
       return EXIT.BAD_INPUT;
@@ -209,15 +289,40 @@ export async function applyDry(argv: string[], io: CliIo): Promise<number> {
   const result = diff(desired.state, actual);
   // A device keys its secrets' digests with its own identity: against its agent, a component reading one always looks
   // changed. Said, rather than left to look like a restart (SPEC §16).
-  const readers = comparedWith.kind === 'agent' ? desired.state.components.filter((c) => c.secrets?.length).map((c) => c.name) : [];
+  const readers =
+    comparedWith.kind === 'agent' ? desired.state.components.filter((c) => c.secrets?.length).map((c) => c.name) : [];
   const secretsNote = readers.length
     ? `note: ${readers.join(', ')} read${readers.length === 1 ? 's' : ''} secrets, whose digests the device keys with its own identity: against the agent a dry run cannot tell whether their values changed (compare with --base REF)`
     : undefined;
   if (secretsNote && !values.json) io.stderr.write(`${secretsNote}\n`);
   if (values.json) {
     const { reasonCodes: _codes, ...plain } = result;
-    io.stdout.write(JSON.stringify({ plan, repo: root, signature: head.verification, comparedWith, ...plain, permissions, ...(secretsNote && { notes: [secretsNote] }) }, null, 2) + '\n');
-  } else if (markdown) io.stdout.write(renderReconcileMarkdown(result, plan, comparedMd, describeVerification(head.verification)) + renderPermissionsMarkdown(permissions));
-  else io.stdout.write(renderReconcileText(result, `apply-dry ${plan} against ${comparedText}; nothing was changed\n${describeVerification(head.verification)}`) + renderPermissionsText(permissions));
+    io.stdout.write(
+      JSON.stringify(
+        {
+          plan,
+          repo: root,
+          signature: head.verification,
+          comparedWith,
+          ...plain,
+          permissions,
+          ...(secretsNote && { notes: [secretsNote] }),
+        },
+        null,
+        2,
+      ) + '\n',
+    );
+  } else if (markdown)
+    io.stdout.write(
+      renderReconcileMarkdown(result, plan, comparedMd, describeVerification(head.verification)) +
+        renderPermissionsMarkdown(permissions),
+    );
+  else
+    io.stdout.write(
+      renderReconcileText(
+        result,
+        `apply-dry ${plan} against ${comparedText}; nothing was changed\n${describeVerification(head.verification)}`,
+      ) + renderPermissionsText(permissions),
+    );
   return EXIT.OK;
 }

@@ -23,7 +23,8 @@ import { secretFrom } from '../secret-file.js';
 import { trustSetting } from '../trust-args.js';
 import { trustedFilesOf } from '../trusted-files.js';
 
-export const DOCTOR_USAGE = 'keystone doctor [--config FILE] [agent flags…] [--json]   (no --config, --repo or --dir: /etc/keystone/agent.toml when it exists)';
+export const DOCTOR_USAGE =
+  'keystone doctor [--config FILE] [agent flags…] [--json]   (no --config, --repo or --dir: /etc/keystone/agent.toml when it exists)';
 
 /** The file the Debian package's service runs the agent with (packaging/keystone.service). */
 export { INSTALLED_CONFIG } from '../agent-options.js';
@@ -52,7 +53,12 @@ export async function doctorCommand(argv: string[], io: CliIo): Promise<number> 
     if (settings.ok || !(e instanceof UsageError)) throw e;
     return report(onlySettings(settings), json, io);
   }
-  const setup: DoctorSetup = { ...base, settings, trustedFiles: trustedFilesOf(values, io, configFile), ...verificationOf(values, agentTrust, io) };
+  const setup: DoctorSetup = {
+    ...base,
+    settings,
+    trustedFiles: trustedFilesOf(values, io, configFile),
+    ...verificationOf(values, agentTrust, io),
+  };
   // The clock is io's, so that an in-process run can set it (the clock check).
   // The engines where the agent would look for them: a socket it would refuse is refused here too (exit 2).
   const engineSockets = engineSocketsFrom(values, io.env, io.cwd);
@@ -67,7 +73,11 @@ function report(results: CheckResult[], json: boolean, io: CliIo): number {
 
 /** The `settings` line alone, when the arguments do not even make a setup to check. */
 function onlySettings(settings: SettingsVerdict): CheckResult[] {
-  return CHECK_IDS.map((id) => (id === 'settings' ? checkSettings(settings) : skip(id, 'not checked: the agent does not start with these settings (see settings)')));
+  return CHECK_IDS.map((id) =>
+    id === 'settings'
+      ? checkSettings(settings)
+      : skip(id, 'not checked: the agent does not start with these settings (see settings)'),
+  );
 }
 
 /**
@@ -75,7 +85,11 @@ function onlySettings(settings: SettingsVerdict): CheckResult[] {
  * pass; when they are refused for something else (--window bogus), keystonectl verify's reading of the same flags
  * (trust-args.ts), so the tip is still judged; none with --allow-unsigned or keys that do not load (trusted-keys says why).
  */
-function verificationOf(values: AgentOptionValues, agentTrust: TrustSetting | undefined, io: CliIo): Pick<DoctorSetup, 'verification'> {
+function verificationOf(
+  values: AgentOptionValues,
+  agentTrust: TrustSetting | undefined,
+  io: CliIo,
+): Pick<DoctorSetup, 'verification'> {
   if (values['allow-unsigned']) return {};
   let trust = agentTrust;
   if (trust === undefined)
@@ -92,7 +106,13 @@ function doctorSetup(values: AgentOptionValues, io: CliIo): Omit<DoctorSetup, 's
   const root = values.dir === undefined ? undefined : resolve(io.cwd, values.dir);
   let source: DoctorSource;
   if ((values.repo === undefined) === (values.dir === undefined))
-    source = { kind: 'none', problem: values.repo === undefined ? 'no source: neither --repo nor --dir is given' : 'both --repo and --dir are given: the agent follows one source' };
+    source = {
+      kind: 'none',
+      problem:
+        values.repo === undefined
+          ? 'no source: neither --repo nor --dir is given'
+          : 'both --repo and --dir are given: the agent follows one source',
+    };
   else if (root !== undefined) source = { kind: 'dir', root };
   else {
     const repo = values.repo!;
@@ -100,11 +120,28 @@ function doctorSetup(values: AgentOptionValues, io: CliIo): Omit<DoctorSetup, 's
     const location = (r: string) => (/^[a-z][a-z0-9+.-]*:\/\//i.test(r) ? r : resolve(io.cwd, r));
     const gitNotes = (values.status ?? 'git-notes').split(',').some((x) => x.trim() === 'git-notes');
     const statusRepo = values['status-repo'] === undefined ? undefined : location(values['status-repo']);
-    const statusToken = secretOrNothing(values['status-token-file'] && resolve(io.cwd, values['status-token-file']), io.env.KEYSTONE_STATUS_TOKEN);
-    source = { kind: 'git', repo: location(repo), ref: values.ref ?? 'main', ...token, ...(statusRepo !== undefined && { statusRepo }), ...(statusToken !== undefined && { statusToken }), gitNotes };
+    const statusToken = secretOrNothing(
+      values['status-token-file'] && resolve(io.cwd, values['status-token-file']),
+      io.env.KEYSTONE_STATUS_TOKEN,
+    );
+    source = {
+      kind: 'git',
+      repo: location(repo),
+      ref: values.ref ?? 'main',
+      ...token,
+      ...(statusRepo !== undefined && { statusRepo }),
+      ...(statusToken !== undefined && { statusToken }),
+      gitNotes,
+    };
   }
-  if (values.plan === '') throw new UsageError('--plan takes a plan file; leave it out to take the plan from fleet.toml');
-  const planFile = values.plan === undefined ? undefined : root !== undefined ? planPathIn(root, values.plan) : values.plan.split('\\').join('/').replace(/^\.\//, '');
+  if (values.plan === '')
+    throw new UsageError('--plan takes a plan file; leave it out to take the plan from fleet.toml');
+  const planFile =
+    values.plan === undefined
+      ? undefined
+      : root !== undefined
+        ? planPathIn(root, values.plan)
+        : values.plan.split('\\').join('/').replace(/^\.\//, '');
   let labels: Labels;
   try {
     labels = labelsFromArgs(values.label ?? []);
@@ -142,7 +179,11 @@ function secretOrNothing(file: string | undefined, env: string | undefined): str
 /** The Git token as the agent reads it (--git-token-file, else KEYSTONE_GIT_TOKEN); a file it cannot read is a finding. */
 function gitToken(values: AgentOptionValues, io: CliIo): { token?: string; tokenProblem?: string } {
   try {
-    const token = secretFrom(values['git-token-file'] && resolve(io.cwd, values['git-token-file']), io.env.KEYSTONE_GIT_TOKEN, 'Git token');
+    const token = secretFrom(
+      values['git-token-file'] && resolve(io.cwd, values['git-token-file']),
+      io.env.KEYSTONE_GIT_TOKEN,
+      'Git token',
+    );
     return token === undefined ? {} : { token };
   } catch (e) {
     return { tokenProblem: (e as Error).message };

@@ -11,7 +11,13 @@ import { parseArgs } from 'node:util';
 import { parseDuration } from '../../core/duration.js';
 import { deviceNameProblem, formatLabels, labelsFromArgs } from '../../core/labels.js';
 import { ageRecipientProblem } from '../../identity/age-recipient-syntax.js';
-import { certificatePath, reportKeyLine, signCertificate, verifyCertificate, type DeviceCertificate } from '../../identity/certificate.js';
+import {
+  certificatePath,
+  reportKeyLine,
+  signCertificate,
+  verifyCertificate,
+  type DeviceCertificate,
+} from '../../identity/certificate.js';
 import { IdentityError } from '../../identity/identity-error.js';
 import { reportKeyId } from '../../identity/report-signature.js';
 import { NO_REVOCATIONS, parseRevocations, revokedReason, RevocationsError } from '../../identity/revocations.js';
@@ -53,7 +59,21 @@ export async function enroll(argv: string[], io: CliIo): Promise<number> {
   } catch (e) {
     // A certificate, an identity or a revocation list refused: which file, which check (exit 2, SPEC §9).
     if (!(e instanceof IdentityError)) throw e;
-    if (values.json) io.stdout.write(JSON.stringify({ error: { code: e.code, message: e.message, file: e.file ?? null, ...(e instanceof RevocationsError && { diagnostics: e.diagnostics }) } }, null, 2) + '\n');
+    if (values.json)
+      io.stdout.write(
+        JSON.stringify(
+          {
+            error: {
+              code: e.code,
+              message: e.message,
+              file: e.file ?? null,
+              ...(e instanceof RevocationsError && { diagnostics: e.diagnostics }),
+            },
+          },
+          null,
+          2,
+        ) + '\n',
+      );
     io.stderr.write(`keystonectl enroll: refused: ${e.message} [${e.code}]\n`);
     return EXIT.BAD_INPUT;
   }
@@ -75,13 +95,20 @@ interface EnrollValues {
 }
 
 async function write(values: EnrollValues, io: CliIo): Promise<number> {
-  for (const flag of ['enrollment-key', 'device', 'revoked'] as const) if (values[flag] !== undefined) throw new UsageError(`--${flag} goes with --check`);
+  for (const flag of ['enrollment-key', 'device', 'revoked'] as const)
+    if (values[flag] !== undefined) throw new UsageError(`--${flag} goes with --check`);
   if (!values.key) throw new UsageError('--key ENROLL.key is required (make one with keystonectl keygen --out enroll)');
-  if (!values.identity) throw new UsageError('--identity FILE is required: what `keystone identity --json` printed on the device (- reads it from stdin)');
+  if (!values.identity)
+    throw new UsageError(
+      '--identity FILE is required: what `keystone identity --json` printed on the device (- reads it from stdin)',
+    );
 
   // 1. Everything about the device first: a malformed identity must not cost a password prompt.
   const source = values.identity === '-' ? 'stdin' : values.identity;
-  const identity = parseIdentity(values.identity === '-' ? await readStdin(io) : readText(resolve(io.cwd, values.identity), '--identity'), source);
+  const identity = parseIdentity(
+    values.identity === '-' ? await readStdin(io) : readText(resolve(io.cwd, values.identity), '--identity'),
+    source,
+  );
   let labels: Record<string, string>;
   try {
     labels = { ...labelsFromArgs(values.label ?? []) };
@@ -91,22 +118,34 @@ async function write(values: EnrollValues, io: CliIo): Promise<number> {
   const now = nowMs(io);
   const expiresAt = values.expires === undefined ? undefined : parseExpires(values.expires, now);
   const defaultOut = certificatePath(identity.device);
-  if (values.out === undefined && defaultOut === undefined) throw new UsageError(`the device name ${JSON.stringify(identity.device)} cannot be a file name: give --out FILE`);
+  if (values.out === undefined && defaultOut === undefined)
+    throw new UsageError(`the device name ${JSON.stringify(identity.device)} cannot be a file name: give --out FILE`);
   const out = resolve(io.cwd, values.out ?? defaultOut!);
-  if (existsSync(out) && !values.force) throw new UsageError(`${out} exists; pass --force to replace it (a new certificate for the same device)`);
-  if (values.out !== undefined && !existsSync(dirname(out))) throw new UsageError(`the directory of --out ${values.out} does not exist: create ${dirname(out)} first`);
+  if (existsSync(out) && !values.force)
+    throw new UsageError(`${out} exists; pass --force to replace it (a new certificate for the same device)`);
+  if (values.out !== undefined && !existsSync(dirname(out)))
+    throw new UsageError(`the directory of --out ${values.out} does not exist: create ${dirname(out)} first`);
 
   // 2. The enrolment key, as `keystonectl sign` reads a signing key.
   const keyText = readText(resolve(io.cwd, values.key), '--key');
   let password: Uint8Array | undefined;
   if (secretKeyIsEncrypted(keyText)) {
-    password = await readPassword(io, { ...(values['password-file'] !== undefined && { file: values['password-file'] }), purpose: values.key });
-    if (password === undefined) throw new UsageError(`${values.key} is password-protected: give --password-file FILE or KEYSTONE_KEY_PASSWORD, or run on a terminal`);
+    password = await readPassword(io, {
+      ...(values['password-file'] !== undefined && { file: values['password-file'] }),
+      purpose: values.key,
+    });
+    if (password === undefined)
+      throw new UsageError(
+        `${values.key} is password-protected: give --password-file FILE or KEYSTONE_KEY_PASSWORD, or run on a terminal`,
+      );
   }
   const key = await parseSecretKey(keyText, password);
 
   // 3. Sign and write: 0644, the certificate is public (it holds public keys only).
-  const text = signCertificate({ ...identity, labels, issuedAt: now, ...(expiresAt !== undefined && { expiresAt }) }, key);
+  const text = signCertificate(
+    { ...identity, labels, issuedAt: now, ...(expiresAt !== undefined && { expiresAt }) },
+    key,
+  );
   const cert = verifyCertificate(text, { enrollmentKeys: [key], now, file: out });
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, text, { mode: 0o644, flag: values.force ? 'w' : 'wx' });
@@ -124,10 +163,12 @@ async function write(values: EnrollValues, io: CliIo): Promise<number> {
 }
 
 function check(file: string, values: EnrollValues, io: CliIo): number {
-  for (const flag of ['key', 'identity', 'label', 'out', 'expires', 'password-file'] as const) if (values[flag] !== undefined) throw new UsageError(`--${flag} does not go with --check`);
+  for (const flag of ['key', 'identity', 'label', 'out', 'expires', 'password-file'] as const)
+    if (values[flag] !== undefined) throw new UsageError(`--${flag} does not go with --check`);
   if (values.force) throw new UsageError('--force does not go with --check');
   const keyFiles = values['enrollment-key'] ?? [];
-  if (!keyFiles.length) throw new UsageError('--check needs --enrollment-key PUB (the public half of the enrolment key)');
+  if (!keyFiles.length)
+    throw new UsageError('--check needs --enrollment-key PUB (the public half of the enrolment key)');
   const enrollmentKeys = keyFiles.map((f) => {
     try {
       return parsePublicKey(readText(resolve(io.cwd, f), '--enrollment-key'));
@@ -136,7 +177,10 @@ function check(file: string, values: EnrollValues, io: CliIo): number {
       throw e;
     }
   });
-  const revocations = values.revoked === undefined ? NO_REVOCATIONS : parseRevocations(readText(resolve(io.cwd, values.revoked), '--revoked'), values.revoked);
+  const revocations =
+    values.revoked === undefined
+      ? NO_REVOCATIONS
+      : parseRevocations(readText(resolve(io.cwd, values.revoked), '--revoked'), values.revoked);
   const cert = verifyCertificate(readText(resolve(io.cwd, file), '--check'), {
     enrollmentKeys,
     now: nowMs(io),
@@ -177,7 +221,12 @@ const iso = (ms: number) => new Date(ms).toISOString().replace(/\.000Z$/, 'Z');
  * `device …`, `report key …`, `age recipient …` lines); the report key normalised to its base64 line.
  */
 function parseIdentity(text: string, source: string): { device: string; reportKey: string; ageRecipient: string } {
-  const bad = (why: string) => new IdentityError('KS_IDENTITY_MALFORMED', `${source}: not a device identity: ${why} (give what \`keystone identity --json\` printed on the device)`, source);
+  const bad = (why: string) =>
+    new IdentityError(
+      'KS_IDENTITY_MALFORMED',
+      `${source}: not a device identity: ${why} (give what \`keystone identity --json\` printed on the device)`,
+      source,
+    );
   let doc: unknown;
   if (text.trimStart().startsWith('{') || text.trimStart().startsWith('[')) {
     try {
@@ -189,7 +238,8 @@ function parseIdentity(text: string, source: string): { device: string; reportKe
   } else doc = identityText(text, bad);
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw bad('not a JSON object');
   const { device, reportKey, ageRecipient } = doc as Record<string, unknown>;
-  for (const [k, v] of Object.entries({ device, reportKey, ageRecipient })) if (typeof v !== 'string') throw bad(`"${k}" is ${v === undefined ? 'missing' : 'not a string'}`);
+  for (const [k, v] of Object.entries({ device, reportKey, ageRecipient }))
+    if (typeof v !== 'string') throw bad(`"${k}" is ${v === undefined ? 'missing' : 'not a string'}`);
   const name = device as string;
   const nameProblem = deviceNameProblem(name);
   if (nameProblem) throw bad(nameProblem);
@@ -215,7 +265,12 @@ function identityText(text: string, bad: (why: string) => Error): Record<string,
     ['ageRecipient', 'age recipient', /^age recipient[ \t]+(\S+)[ \t]*$/gm],
   ] as const) {
     const found = [...text.replace(/\r\n/g, '\n').matchAll(pattern)];
-    if (found.length !== 1) throw bad(found.length ? `${found.length} "${label}" lines` : `no "${label}" line: neither JSON nor the text \`keystone identity\` prints`);
+    if (found.length !== 1)
+      throw bad(
+        found.length
+          ? `${found.length} "${label}" lines`
+          : `no "${label}" line: neither JSON nor the text \`keystone identity\` prints`,
+      );
     fields[key] = found[0]![1]!;
   }
   return fields;
@@ -232,7 +287,10 @@ function parseExpires(text: string, now: number): number {
     const ms = parseDuration(text);
     if (ms !== undefined && ms > 0) at = now + ms;
   }
-  if (at === undefined || Number.isNaN(at)) throw new UsageError(`--expires takes a duration (365d, 8760h) or a date (2027-12-04, 2027-12-04T10:00:00Z), not ${JSON.stringify(text)}`);
+  if (at === undefined || Number.isNaN(at))
+    throw new UsageError(
+      `--expires takes a duration (365d, 8760h) or a date (2027-12-04, 2027-12-04T10:00:00Z), not ${JSON.stringify(text)}`,
+    );
   if (at <= now + 1000) throw new UsageError(`--expires ${text} is not in the future`);
   return at;
 }
@@ -253,7 +311,12 @@ async function readStdin(io: CliIo): Promise<string> {
   for await (const chunk of stdin) {
     const b = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
     size += b.length;
-    if (size > MAX_IDENTITY_BYTES) throw new IdentityError('KS_IDENTITY_MALFORMED', `stdin: more than ${MAX_IDENTITY_BYTES} bytes: not a device identity`, 'stdin');
+    if (size > MAX_IDENTITY_BYTES)
+      throw new IdentityError(
+        'KS_IDENTITY_MALFORMED',
+        `stdin: more than ${MAX_IDENTITY_BYTES} bytes: not a device identity`,
+        'stdin',
+      );
     chunks.push(b);
   }
   return Buffer.concat(chunks).toString('utf8');

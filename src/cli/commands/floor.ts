@@ -47,7 +47,8 @@ export async function floorCommand(argv: string[], io: CliIo): Promise<number> {
   const to = values.reset ? resetTarget(values.to, now) : undefined;
   const stateDir = resolve(io.cwd, values['state-dir']);
   // Never create a state database: a mistyped --state-dir is an error, not an empty device.
-  if (!existsSync(join(stateDir, STATE_DB_FILE))) throw new UsageError(`no state database at ${join(stateDir, STATE_DB_FILE)}: give the agent's --state-dir`);
+  if (!existsSync(join(stateDir, STATE_DB_FILE)))
+    throw new UsageError(`no state database at ${join(stateDir, STATE_DB_FILE)}: give the agent's --state-dir`);
 
   // A reset holds the agent's own lock (no agent starts meanwhile; a running one is named) and opens the store
   // exclusively as well (a store held by anything else fails at once): an agent would apply on its own floor.
@@ -57,7 +58,9 @@ export async function floorCommand(argv: string[], io: CliIo): Promise<number> {
       lock = lockStateDir(stateDir);
     } catch (e) {
       if (!(e instanceof StateDirError) || e.code !== 'KS_STATE_DIR_LOCKED') throw e;
-      io.stderr.write(`keystone floor: ${e.message}; the replay floor is changed only while no agent runs on ${stateDir} [${e.code}]\n`);
+      io.stderr.write(
+        `keystone floor: ${e.message}; the replay floor is changed only while no agent runs on ${stateDir} [${e.code}]\n`,
+      );
       return EXIT.FAILED;
     }
   }
@@ -67,7 +70,9 @@ export async function floorCommand(argv: string[], io: CliIo): Promise<number> {
   } catch (e) {
     lock?.release();
     if (e instanceof StateStoreError && e.code === 'KS_STATE_BUSY') {
-      io.stderr.write(`keystone floor: ${e.message}; the replay floor is changed only while no agent runs on ${stateDir} [${e.code}]\n`);
+      io.stderr.write(
+        `keystone floor: ${e.message}; the replay floor is changed only while no agent runs on ${stateDir} [${e.code}]\n`,
+      );
       return EXIT.FAILED;
     }
     throw e;
@@ -103,16 +108,23 @@ export async function floorCommand(argv: string[], io: CliIo): Promise<number> {
 function resetTarget(text: string | undefined, nowMsValue: number): number {
   if (text === undefined) {
     if (nowMsValue < UNSET_CLOCK_BEFORE_MS)
-      throw new UsageError(`this device's clock says ${new Date(nowMsValue).toISOString()}, which looks unset: set the clock first, or give --to ISO-TIME`);
+      throw new UsageError(
+        `this device's clock says ${new Date(nowMsValue).toISOString()}, which looks unset: set the clock first, or give --to ISO-TIME`,
+      );
     return Math.floor(nowMsValue / 1000);
   }
   // A date with a time and a zone, so that the floor does not depend on the shell's time zone.
-  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(text) || Number.isNaN(Date.parse(text)))
+  if (
+    !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(text) ||
+    Number.isNaN(Date.parse(text))
+  )
     throw new UsageError(`--to takes an ISO 8601 time with a zone, such as 2026-05-01T12:00:00Z, not "${text}"`);
   const ms = Date.parse(text);
   if (ms < 0) throw new UsageError(`--to ${text} is before 1970`);
   if (ms > nowMsValue)
-    throw new UsageError(`--to ${text} is later than this device's clock (${new Date(nowMsValue).toISOString()}): a floor in the future refuses every honest signature`);
+    throw new UsageError(
+      `--to ${text} is later than this device's clock (${new Date(nowMsValue).toISOString()}): a floor in the future refuses every honest signature`,
+    );
   return Math.floor(ms / 1000);
 }
 
@@ -142,8 +154,8 @@ function describe(v: FloorView): string {
   ];
   if (v.inFuture)
     lines.push(
-      'the floor is later than this device\'s clock: every revision signed before it is refused as a replay.',
-      'If the device\'s clock is right, stop the agent and run: keystone floor --reset [--to ISO-TIME]; if it is wrong, set the clock instead.',
+      "the floor is later than this device's clock: every revision signed before it is refused as a replay.",
+      "If the device's clock is right, stop the agent and run: keystone floor --reset [--to ISO-TIME]; if it is wrong, set the clock instead.",
     );
   return lines.join('\n') + '\n';
 }

@@ -23,14 +23,20 @@ export async function graph(argv: string[], io: CliIo): Promise<number> {
   });
   if (positionals.length > 1) throw new UsageError('graph takes at most one PLAN');
   const format = (values.json ? 'json' : values.format) as GraphFormat;
-  if (!GRAPH_FORMATS.includes(format)) throw new UsageError(`--format must be one of ${GRAPH_FORMATS.join(', ')}, not "${values.format}"`);
+  if (!GRAPH_FORMATS.includes(format))
+    throw new UsageError(`--format must be one of ${GRAPH_FORMATS.join(', ')}, not "${values.format}"`);
   const root = repoRoot(io.cwd, values.repo);
   const plan = positionals[0] !== undefined ? planPathIn(root, positionals[0]) : defaultPlan(root);
   const opened = await trustPolicy(values, io).open(new DirectoryReader(root));
-  if (opened.verification.unsigned) io.stderr.write(`keystonectl graph: WARNING: ${describeVerification(opened.verification)}\n`);
+  if (opened.verification.unsigned)
+    io.stderr.write(`keystonectl graph: WARNING: ${describeVerification(opened.verification)}\n`);
   const loaded = await loadRevision(opened.reader, plan);
   if (!loaded.ok) {
-    if (format === 'json') io.stdout.write(JSON.stringify({ error: { code: 'KS_INVALID_REVISION', plan, diagnostics: loaded.diagnostics } }, null, 2) + '\n');
+    if (format === 'json')
+      io.stdout.write(
+        JSON.stringify({ error: { code: 'KS_INVALID_REVISION', plan, diagnostics: loaded.diagnostics } }, null, 2) +
+          '\n',
+      );
     else io.stderr.write(renderDiagnosticsText(plan, loaded.diagnostics));
     return EXIT.BAD_INPUT;
   }

@@ -18,7 +18,8 @@ export function historyEntries(body: unknown): Json[] {
 function wholeNumber(text: string | undefined, flag: string): number | undefined {
   if (text === undefined) return undefined;
   const n = Number(text);
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < 1) throw new UsageError(`${flag} must be a whole number ≥ 1, not "${text}"`);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < 1)
+    throw new UsageError(`${flag} must be a whole number ≥ 1, not "${text}"`);
   return n;
 }
 
@@ -26,13 +27,23 @@ function wholeNumber(text: string | undefined, flag: string): number | undefined
 export function renderHistory(entries: Json[]): string {
   const rows = entries.map((e) => {
     const at = timeMs(e.startedAt) ?? timeMs(e.time) ?? timeMs(e.at);
-    const outcome = typeof e.outcome === 'string' ? e.outcome : e.finishedAt === undefined || e.finishedAt === null ? 'running' : '?';
+    const outcome =
+      typeof e.outcome === 'string' ? e.outcome : e.finishedAt === undefined || e.finishedAt === null ? 'running' : '?';
     const summary = typeof e.summary === 'string' ? e.summary : '';
     return [String(e.id ?? '?'), at === undefined ? '-' : utc(at), String(e.revision ?? '?'), outcome, summary];
   });
   if (rows.length === 0) return 'no applies yet\n';
   const widths = [0, 1, 2, 3].map((i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((c, i) => (i < 4 ? c.padEnd(widths[i]!) : c)).join('  ').trimEnd()).join('\n') + '\n';
+  return (
+    rows
+      .map((r) =>
+        r
+          .map((c, i) => (i < 4 ? c.padEnd(widths[i]!) : c))
+          .join('  ')
+          .trimEnd(),
+      )
+      .join('\n') + '\n'
+  );
 }
 
 export async function history(argv: string[], io: CliIo): Promise<number> {
@@ -63,8 +74,16 @@ export async function history(argv: string[], io: CliIo): Promise<number> {
     io.stdout.write(renderHistory(entries));
     // The cursor of the next, older page (the API's `nextBefore`; a full page's last id otherwise).
     const last = entries[entries.length - 1]?.id;
-    const next = isObject(body) && 'nextBefore' in body ? body.nextBefore : limit !== undefined && entries.length === limit ? last : undefined;
-    if (typeof next === 'number') io.stderr.write(`older entries: keystonectl history ${limit !== undefined ? `--limit ${limit} ` : ''}--before ${next}\n`);
+    const next =
+      isObject(body) && 'nextBefore' in body
+        ? body.nextBefore
+        : limit !== undefined && entries.length === limit
+          ? last
+          : undefined;
+    if (typeof next === 'number')
+      io.stderr.write(
+        `older entries: keystonectl history ${limit !== undefined ? `--limit ${limit} ` : ''}--before ${next}\n`,
+      );
     return EXIT.OK;
   });
 }

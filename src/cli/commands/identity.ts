@@ -8,7 +8,8 @@ import { parseOptionsBesideAgent } from '../agent-options.js';
 import { deviceName } from '../agent-settings.js';
 import { EXIT, nowMs, random, UsageError, type CliIo } from '../io.js';
 
-export const IDENTITY_USAGE = 'keystone identity [--json] [--config FILE] [--state-dir DIR] [--device NAME]   (no --config: /etc/keystone/agent.toml when it exists)';
+export const IDENTITY_USAGE =
+  'keystone identity [--json] [--config FILE] [--state-dir DIR] [--device NAME]   (no --config: /etc/keystone/agent.toml when it exists)';
 
 export async function identityCommand(argv: string[], io: CliIo): Promise<number> {
   // --json is this command's own; the rest is read as the agent reads it (its configuration file included), so that
@@ -33,7 +34,14 @@ export async function identityCommand(argv: string[], io: CliIo): Promise<number
   }
   if (created) io.stderr.write(`created the device's keys in ${identityPaths(stateDir).dir}\n`);
   if (json) {
-    io.stdout.write(JSON.stringify({ device, reportKey: identity.reportKey, reportKeyId: identity.reportKeyId, ageRecipient: identity.ageRecipient }) + '\n');
+    io.stdout.write(
+      JSON.stringify({
+        device,
+        reportKey: identity.reportKey,
+        reportKeyId: identity.reportKeyId,
+        ageRecipient: identity.ageRecipient,
+      }) + '\n',
+    );
     return EXIT.OK;
   }
   io.stdout.write(

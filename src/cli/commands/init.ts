@@ -4,7 +4,19 @@
 // the device's keys in the state directory, as the first start would (kept when there are some), and prints their
 // public halves, so that the device can be enrolled before it first runs.
 import { randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  fsyncSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -23,7 +35,7 @@ export const INIT_USAGE =
   'keystone init [--config /etc/keystone/agent.toml] (--repo URL|PATH [--ref main] --status-repo URL|PATH [--status-token-file F] | --dir PATH)\n' +
   '               [--plan PLAN] [--git-token-file F]\n' +
   '               [--device NAME] [--label KEY=VALUE…] (--trusted-key FILE… [--require-ref] | --allow-unsigned) [--enrollment-key FILE…] [--certificate FILE]\n' +
-  '               [--state-dir /var/lib/keystone] [--force]   (then makes the device\'s keys in the state directory, as its first start would)';
+  "               [--state-dir /var/lib/keystone] [--force]   (then makes the device's keys in the state directory, as its first start would)";
 
 export const DEFAULT_CONFIG_FILE = '/etc/keystone/agent.toml';
 
@@ -55,23 +67,37 @@ const OPTIONS = {
 export async function initCommand(argv: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
-  if ((values.repo === undefined) === (values.dir === undefined)) throw new UsageError('give one source: --repo URL|PATH (Git) or --dir PATH (a development directory)');
+  if ((values.repo === undefined) === (values.dir === undefined))
+    throw new UsageError('give one source: --repo URL|PATH (Git) or --dir PATH (a development directory)');
   for (const gitOnly of ['ref', 'status-repo', 'status-token-file', 'git-token-file'] as const)
-    if (values.dir !== undefined && values[gitOnly] !== undefined) throw new UsageError(`--${gitOnly} is for a Git source (--repo), not --dir`);
+    if (values.dir !== undefined && values[gitOnly] !== undefined)
+      throw new UsageError(`--${gitOnly} is for a Git source (--repo), not --dir`);
   // Reports are pushed: a device reporting into the repository it follows holds a credential that can change what
   // every device runs. So a repository of their own is asked for; naming the followed one again is a choice made.
   if (values.repo !== undefined && values['status-repo'] === undefined)
     throw new UsageError(
-      'give --status-repo URL|PATH: a repository of its own for this device\'s reports, so that its credential for --repo may only read (docs/security.md). ' +
+      "give --status-repo URL|PATH: a repository of its own for this device's reports, so that its credential for --repo may only read (docs/security.md). " +
         'To report into the followed repository anyway, give --status-repo with the same URL as --repo',
     );
   const keys = values['trusted-key'] ?? [];
-  if (values['allow-unsigned'] && keys.length) throw new UsageError('--allow-unsigned and --trusted-key exclude each other');
-  if (values['allow-unsigned'] && values['require-ref']) throw new UsageError('--require-ref checks signatures: it makes no sense with --allow-unsigned');
-  if (!values['allow-unsigned'] && !keys.length) throw new UsageError('no trusted key: give --trusted-key FILE (repeatable), or --allow-unsigned for a development device');
-  const given = [['--config', values.config], ['--repo', values.repo], ['--dir', values.dir], ['--plan', values.plan], ['--ref', values.ref], ['--status-repo', values['status-repo']], ['--state-dir', values['state-dir']]] as const;
-  for (const [flag, v] of given)
-    if (v === '') throw new UsageError(`${flag} must not be empty`);
+  if (values['allow-unsigned'] && keys.length)
+    throw new UsageError('--allow-unsigned and --trusted-key exclude each other');
+  if (values['allow-unsigned'] && values['require-ref'])
+    throw new UsageError('--require-ref checks signatures: it makes no sense with --allow-unsigned');
+  if (!values['allow-unsigned'] && !keys.length)
+    throw new UsageError(
+      'no trusted key: give --trusted-key FILE (repeatable), or --allow-unsigned for a development device',
+    );
+  const given = [
+    ['--config', values.config],
+    ['--repo', values.repo],
+    ['--dir', values.dir],
+    ['--plan', values.plan],
+    ['--ref', values.ref],
+    ['--status-repo', values['status-repo']],
+    ['--state-dir', values['state-dir']],
+  ] as const;
+  for (const [flag, v] of given) if (v === '') throw new UsageError(`${flag} must not be empty`);
   const badDevice = values.device !== undefined ? deviceNameProblem(values.device) : undefined;
   if (badDevice) throw new UsageError(`--device: ${badDevice}`);
   try {
@@ -87,7 +113,9 @@ export async function initCommand(argv: string[], io: CliIo): Promise<number> {
         try {
           return { source: file, text: readFileSync(file, 'utf8') };
         } catch (e) {
-          throw new UsageError(`cannot read the trusted key ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+          throw new UsageError(
+            `cannot read the trusted key ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+          );
         }
       }),
     );
@@ -97,14 +125,17 @@ export async function initCommand(argv: string[], io: CliIo): Promise<number> {
   const file = resolve(io.cwd, values.config ?? DEFAULT_CONFIG_FILE);
   // A file with nothing but comments (the Debian package's template) holds no setting to lose: it is replaced as if absent.
   const replace = values.force || settingsFree(file);
-  if (existsSync(file) && !replace) throw new UsageError(`${file} exists and has settings; pass --force to overwrite it`);
+  if (existsSync(file) && !replace)
+    throw new UsageError(`${file} exists and has settings; pass --force to overwrite it`);
   // Paths are written absolute: the file says where things are on this device, wherever it was run from.
   const isUrl = (s: string) => /^[a-z][a-z0-9+.-]*:\/\//i.test(s);
   const text = agentConfigText({
     file,
     ...(values.repo !== undefined && { repo: isUrl(values.repo) ? values.repo : resolve(io.cwd, values.repo) }),
     ...(values.ref !== undefined && { ref: values.ref }),
-    ...(values['status-repo'] !== undefined && { statusRepo: isUrl(values['status-repo']) ? values['status-repo'] : resolve(io.cwd, values['status-repo']) }),
+    ...(values['status-repo'] !== undefined && {
+      statusRepo: isUrl(values['status-repo']) ? values['status-repo'] : resolve(io.cwd, values['status-repo']),
+    }),
     ...(values['status-token-file'] !== undefined && { statusTokenFile: resolve(io.cwd, values['status-token-file']) }),
     ...(values['git-token-file'] !== undefined && { gitTokenFile: resolve(io.cwd, values['git-token-file']) }),
     ...(values.dir !== undefined && { dir: resolve(io.cwd, values.dir) }),
@@ -122,7 +153,9 @@ export async function initCommand(argv: string[], io: CliIo): Promise<number> {
   });
   const created = writeChecked(file, text, replace);
   if (values.repo !== undefined && values['status-repo'] === values.repo)
-    io.stderr.write(`warning: reports go to the followed repository ${values.repo}: this device's credential must push there, so a compromised device could change what every device runs (docs/security.md)\n`);
+    io.stderr.write(
+      `warning: reports go to the followed repository ${values.repo}: this device's credential must push there, so a compromised device could change what every device runs (docs/security.md)\n`,
+    );
   io.stdout.write(
     `wrote ${file} (mode ${CONFIG_FILE_MODE.toString(8).padStart(4, '0')}${created.length ? `; created ${created.join(', ')} with mode 0755` : ''})\n` +
       `  run the agent:     keystone agent --config ${file}\n` +
@@ -135,7 +168,11 @@ export async function initCommand(argv: string[], io: CliIo): Promise<number> {
 /** The device's keys, made as the agent's first start makes them (the state directory checked whole first), and their public halves. */
 async function printIdentity(stateDir: string, device: string, configFile: string, io: CliIo): Promise<void> {
   checkStateDir(stateDir);
-  const { keys, created } = await ensureDeviceKeys(stateDir, { now: () => nowMs(io), randomBytes: random(io), create: true });
+  const { keys, created } = await ensureDeviceKeys(stateDir, {
+    now: () => nowMs(io),
+    randomBytes: random(io),
+    create: true,
+  });
   io.stdout.write(
     `${created ? 'made' : 'kept'} the device's keys in ${identityPaths(stateDir).dir}:\n` +
       `  device         ${device}\n` +
@@ -184,7 +221,8 @@ function writeChecked(file: string, text: string, force: boolean): string[] {
       try {
         linkSync(temp, file);
       } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw new UsageError(`${file} exists; pass --force to overwrite it`);
+        if ((e as NodeJS.ErrnoException).code === 'EEXIST')
+          throw new UsageError(`${file} exists; pass --force to overwrite it`);
         throw e;
       }
     }

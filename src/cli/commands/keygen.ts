@@ -24,12 +24,21 @@ export async function keygen(argv: string[], io: CliIo): Promise<number> {
   if (!values.out) throw new UsageError('--out PREFIX is required');
   const secretPath = resolve(io.cwd, `${values.out}.key`);
   const publicPath = resolve(io.cwd, `${values.out}.pub`);
-  for (const p of [secretPath, publicPath]) if (existsSync(p) && !values.force) throw new UsageError(`${p} exists; pass --force to overwrite it`);
-  if (!existsSync(dirname(secretPath))) throw new UsageError(`the directory of --out ${values.out} does not exist: create ${dirname(secretPath)} first`);
+  for (const p of [secretPath, publicPath])
+    if (existsSync(p) && !values.force) throw new UsageError(`${p} exists; pass --force to overwrite it`);
+  if (!existsSync(dirname(secretPath)))
+    throw new UsageError(`the directory of --out ${values.out} does not exist: create ${dirname(secretPath)} first`);
   let password: Uint8Array | undefined;
   if (!values['no-password']) {
-    password = await readPassword(io, { ...(values['password-file'] !== undefined && { file: values['password-file'] }), confirm: true, purpose: 'the new secret key' });
-    if (password === undefined) throw new UsageError('no password: give --password-file FILE or KEYSTONE_KEY_PASSWORD, run on a terminal to be asked, or pass --no-password');
+    password = await readPassword(io, {
+      ...(values['password-file'] !== undefined && { file: values['password-file'] }),
+      confirm: true,
+      purpose: 'the new secret key',
+    });
+    if (password === undefined)
+      throw new UsageError(
+        'no password: give --password-file FILE or KEYSTONE_KEY_PASSWORD, run on a terminal to be asked, or pass --no-password',
+      );
     if (password.length === 0) password = undefined;
   }
   const key = generateKey(random(io));
@@ -40,7 +49,11 @@ export async function keygen(argv: string[], io: CliIo): Promise<number> {
   writeFileSync(secretPath, secretText, { mode: 0o600, flag: 'wx' });
   writeFileSync(publicPath, formatPublicKey(key), { mode: 0o644, flag: 'wx' });
   const id = keyIdHex(key.keyId);
-  if (values.json) io.stdout.write(JSON.stringify({ keyId: id, secretKey: secretPath, publicKey: publicPath, encrypted: password !== undefined }) + '\n');
+  if (values.json)
+    io.stdout.write(
+      JSON.stringify({ keyId: id, secretKey: secretPath, publicKey: publicPath, encrypted: password !== undefined }) +
+        '\n',
+    );
   else
     io.stdout.write(
       `key ${id}${password ? ' (password-protected)' : ' (not password-protected)'}\n  secret key: ${secretPath}\n  public key: ${publicPath}\n` +

@@ -35,7 +35,8 @@ export async function logs(argv: string[], io: LogsIo): Promise<number> {
   });
   const name = componentArg(positionals, 'logs');
   const lines = Number(values.lines);
-  if (!Number.isInteger(lines) || lines < 0) throw new UsageError(`--lines must be a whole number ≥ 0, not "${values.lines}"`);
+  if (!Number.isInteger(lines) || lines < 0)
+    throw new UsageError(`--lines must be a whole number ≥ 0, not "${values.lines}"`);
   const stateDir = stateDirOf(values, io);
   // componentPaths() of state-dir/layout.ts, without loading the agent (and SQLite) into the CLI.
   const { logDir } = componentPaths(stateDir, name);
@@ -48,9 +49,17 @@ export async function logs(argv: string[], io: LogsIo): Promise<number> {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw unreadable(logDir, e);
     // A composite (or replicas) has no log of its own: its members do, one directory each under its name.
     const members = await readdir(componentDir(stateDir, name), { withFileTypes: true }).catch(() => []);
-    const named = members.filter((d) => d.isDirectory() && d.name !== WORK_DIR && d.name !== LOGS_DIR).map((d) => `${name}/${d.name}`);
-    if (named.length) io.stderr.write(`keystonectl logs: ${name} has no log of its own: its members do (${named.sort().join(', ')}); e.g. keystonectl logs ${named[0]}\n`);
-    else io.stderr.write(`keystonectl logs: no component "${name}" on this device (no ${logDir}; --state-dir is ${stateDir})\n`);
+    const named = members
+      .filter((d) => d.isDirectory() && d.name !== WORK_DIR && d.name !== LOGS_DIR)
+      .map((d) => `${name}/${d.name}`);
+    if (named.length)
+      io.stderr.write(
+        `keystonectl logs: ${name} has no log of its own: its members do (${named.sort().join(', ')}); e.g. keystonectl logs ${named[0]}\n`,
+      );
+    else
+      io.stderr.write(
+        `keystonectl logs: no component "${name}" on this device (no ${logDir}; --state-dir is ${stateDir})\n`,
+      );
     return EXIT.BAD_INPUT;
   }
 
@@ -79,12 +88,15 @@ async function follow(path: string, offset: number, before: FollowOptions['befor
   }
   if (io.signal?.aborted) stopper.abort();
   try {
-    await followLog(path, offset, { ...(before && { before }), signal: stopper.signal, pollMs: io.followPollMs ?? DEFAULT_POLL_MS, onText: (t) => io.stdout.write(t) });
+    await followLog(path, offset, {
+      ...(before && { before }),
+      signal: stopper.signal,
+      pollMs: io.followPollMs ?? DEFAULT_POLL_MS,
+      onText: (t) => io.stdout.write(t),
+    });
   } finally {
     io.signal?.removeEventListener('abort', onSignal);
     process.removeListener('SIGINT', onSignal);
     process.removeListener('SIGTERM', onSignal);
   }
 }
-
-

@@ -1,6 +1,17 @@
 // `keystonectl restart NAME`: restart a component and its hard dependents through the agent, and wait for them.
 import { parseArgs } from 'node:util';
-import { ANSWER_MARGIN_MS, AGENT_OPTIONS, AGENT_USAGE, agentClient, componentArg, componentPath, names, parseWaitArgs, shownId, withAgentErrors } from '../agent-client.js';
+import {
+  ANSWER_MARGIN_MS,
+  AGENT_OPTIONS,
+  AGENT_USAGE,
+  agentClient,
+  componentArg,
+  componentPath,
+  names,
+  parseWaitArgs,
+  shownId,
+  withAgentErrors,
+} from '../agent-client.js';
 import { EXIT, type CliIo } from '../io.js';
 
 export const RESTART_USAGE = `keystonectl restart NAME [--dry-run] [--wait health|started|none] [--timeout 2m] [--json] ${AGENT_USAGE}`;
@@ -29,19 +40,25 @@ export async function restart(argv: string[], io: CliIo): Promise<number> {
     if (values['dry-run']) {
       const orders = await client.post<Json>(componentPath(name, 'restart'), { query: { dry: true } });
       if (values.json) io.stdout.write(JSON.stringify(orders, null, 2) + '\n');
-      else io.stdout.write(`stop: ${names(orders?.stopOrder).join(' ')}\nstart: ${names(orders?.startOrder).join(' ')}\n`);
+      else
+        io.stdout.write(`stop: ${names(orders?.stopOrder).join(' ')}\nstart: ${names(orders?.startOrder).join(' ')}\n`);
       return EXIT.OK;
     }
 
     // 2. The restart. The agent answers when the wait is over; a timeout (504) or a failure (502) comes back with the
     //    state of each component, which withAgentErrors prints (exit 1).
-    const result = await client.post<Json>(componentPath(name, 'restart'), { query: { wait, timeout }, timeoutMs: timeoutMs + ANSWER_MARGIN_MS });
+    const result = await client.post<Json>(componentPath(name, 'restart'), {
+      query: { wait, timeout },
+      timeoutMs: timeoutMs + ANSWER_MARGIN_MS,
+    });
     if (values.json) {
       io.stdout.write(JSON.stringify(result, null, 2) + '\n');
       return EXIT.OK;
     }
     if (wait === 'none') {
-      io.stdout.write(`restart of ${name} handed to the agent (not waited for)\nstop: ${names(result?.stopOrder).join(' ')}\nstart: ${names(result?.startOrder).join(' ')}\n`);
+      io.stdout.write(
+        `restart of ${name} handed to the agent (not waited for)\nstop: ${names(result?.stopOrder).join(' ')}\nstart: ${names(result?.startOrder).join(' ')}\n`,
+      );
       return EXIT.OK;
     }
 
@@ -52,11 +69,14 @@ export async function restart(argv: string[], io: CliIo): Promise<number> {
       : [[name, shownId(result?.pid ?? result?.containerId)]];
     const own = rows.length;
     if (own === 0) rows.push([name, 'no members (replicas = 0)']);
-    if (isObject(result?.dependents)) for (const [n, v] of Object.entries(result.dependents)) rows.push([n, shownId(v)]);
+    if (isObject(result?.dependents))
+      for (const [n, v] of Object.entries(result.dependents)) rows.push([n, shownId(v)]);
     const waited = wait === 'health' ? `healthy again (timeout ${timeout})` : `started (timeout ${timeout})`;
     const deps = rows.length > own ? ` and ${rows.length - own} hard dependent${rows.length - own > 1 ? 's' : ''}` : '';
     const width = Math.max(...rows.map(([n]) => n.length));
-    io.stdout.write(`restarted ${name}${deps}: ${waited}\n` + rows.map(([n, p]) => `  ${n.padEnd(width)}  ${p}`).join('\n') + '\n');
+    io.stdout.write(
+      `restarted ${name}${deps}: ${waited}\n` + rows.map(([n, p]) => `  ${n.padEnd(width)}  ${p}`).join('\n') + '\n',
+    );
     return EXIT.OK;
   });
 }

@@ -65,14 +65,26 @@ export async function secretLs(argv: string[], io: CliIo): Promise<number> {
   const targetRows: TargetRow[] = [];
   const described = new Map<string, RecipientsFile>();
   for (const name of [...new Set([...fleetTargets, ...withFiles.keys, ...withFiles.recipients])].sort()) {
-    const row: TargetRow = { name, inFleet: fleetTargets.includes(name), recipient: null, readers: null, operators: null, keyFile: withFiles.keys.includes(name), opened: null };
+    const row: TargetRow = {
+      name,
+      inFleet: fleetTargets.includes(name),
+      recipient: null,
+      readers: null,
+      operators: null,
+      keyFile: withFiles.keys.includes(name),
+      opened: null,
+    };
     if (withFiles.recipients.includes(name)) {
       try {
         const text = await repo.readText(recipientsPath(name));
         if (text !== undefined) {
           const rec = parseRecipientsFile(text, recipientsPath(name));
           described.set(name, rec);
-          Object.assign(row, { recipient: rec.recipient, readers: rec.readers ?? null, operators: rec.operators ?? null });
+          Object.assign(row, {
+            recipient: rec.recipient,
+            readers: rec.readers ?? null,
+            operators: rec.operators ?? null,
+          });
         }
       } catch (e) {
         row.problem = (e as Error).message;
@@ -87,7 +99,16 @@ export async function secretLs(argv: string[], io: CliIo): Promise<number> {
   const secretRows: SecretRow[] = [];
   for (const name of repo.secretNames()) {
     const file = secretPath(name);
-    const row: SecretRow = { name, file, format: null, bytes: 0, recipients: null, targets: null, otherRecipients: null, usedBy: refs.get(name) ?? [] };
+    const row: SecretRow = {
+      name,
+      file,
+      format: null,
+      bytes: 0,
+      recipients: null,
+      targets: null,
+      otherRecipients: null,
+      usedBy: refs.get(name) ?? [],
+    };
     secretRows.push(row);
     let bytes: Uint8Array | undefined;
     try {
@@ -147,24 +168,43 @@ export async function secretLs(argv: string[], io: CliIo): Promise<number> {
     const r = described.get(t)?.readers;
     return r === undefined ? 'readers not stated' : r.length ? r.join(', ') : 'no device';
   };
-  if (!secretRows.length) out.push(`no secrets in ${repo.root}/secrets (keystonectl secret set NAME --target T < value)`);
+  if (!secretRows.length)
+    out.push(`no secrets in ${repo.root}/secrets (keystonectl secret set NAME --target T < value)`);
   for (const s of secretRows) {
-    out.push(`${s.name}  ${s.file}  ${s.format ?? '?'}, ${s.bytes} bytes${s.recipients !== null ? `, ${s.recipients} recipient${s.recipients === 1 ? '' : 's'}` : ''}`);
+    out.push(
+      `${s.name}  ${s.file}  ${s.format ?? '?'}, ${s.bytes} bytes${s.recipients !== null ? `, ${s.recipients} recipient${s.recipients === 1 ? '' : 's'}` : ''}`,
+    );
     if (s.problem) out.push(`  problem: ${s.problem}`);
     else if (s.targets === null) out.push('  read by: unknown (no operator identity; see below)');
     else {
       const parts = s.targets.map((t) => `${t} (${readersOf(t)})`);
-      if (s.otherRecipients) parts.push(`${s.otherRecipients} other recipient${s.otherRecipients === 1 ? '' : 's'} your identity cannot tell${keys?.unopened.length ? ` (target keys it cannot open: ${keys.unopened.join(', ')})` : ''}`);
+      if (s.otherRecipients)
+        parts.push(
+          `${s.otherRecipients} other recipient${s.otherRecipients === 1 ? '' : 's'} your identity cannot tell${keys?.unopened.length ? ` (target keys it cannot open: ${keys.unopened.join(', ')})` : ''}`,
+        );
       out.push(`  read by: ${parts.length ? parts.join('; ') : 'no target whose key you can open'}`);
     }
     out.push(`  used by: ${s.usedBy.length ? s.usedBy.join(', ') : 'nothing'}`);
   }
-  for (const m of missing) out.push(`missing: secret ${m.name} (used by ${m.usedBy.join(', ')}) has no ${secretPath(m.name)}: devices refuse such a revision`);
+  for (const m of missing)
+    out.push(
+      `missing: secret ${m.name} (used by ${m.usedBy.join(', ')}) has no ${secretPath(m.name)}: devices refuse such a revision`,
+    );
   out.push('targets:');
   for (const t of targetRows) {
-    const key = !t.keyFile ? `no key yet (keystonectl secret set NAME --target ${t.name} makes one)` : t.opened === null ? `key ${targetKeyPath(t.name)}` : t.opened ? 'key opened with your identity' : 'key not opened by your identity';
-    const who = t.recipient ? `recipient ${t.recipient}; readers: ${readersOf(t.name)}; operators: ${t.operators ?? 'not stated'}; ` : '';
-    out.push(`  ${t.name}${t.inFleet ? '' : ` (not in ${FLEET_FILE})`}: ${who}${key}${t.problem ? `; problem: ${t.problem}` : ''}`);
+    const key = !t.keyFile
+      ? `no key yet (keystonectl secret set NAME --target ${t.name} makes one)`
+      : t.opened === null
+        ? `key ${targetKeyPath(t.name)}`
+        : t.opened
+          ? 'key opened with your identity'
+          : 'key not opened by your identity';
+    const who = t.recipient
+      ? `recipient ${t.recipient}; readers: ${readersOf(t.name)}; operators: ${t.operators ?? 'not stated'}; `
+      : '';
+    out.push(
+      `  ${t.name}${t.inFleet ? '' : ` (not in ${FLEET_FILE})`}: ${who}${key}${t.problem ? `; problem: ${t.problem}` : ''}`,
+    );
   }
   if (fleetProblem) out.push(`note: ${fleetProblem}`);
   if (!operator && secretRows.length) out.push(`note: which targets read each secret is unknown: ${IDENTITY_HINT}`);

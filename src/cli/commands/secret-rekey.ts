@@ -48,8 +48,12 @@ async function rekeyOrRewrap(argv: string[], io: CliIo, mode: 'rekey' | 'rewrap'
     },
   });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
-  if (values.target === undefined) throw new UsageError('--target T is required: the fleet.toml target to give a new key');
-  if (!values['enrollment-key']?.length) throw new UsageError('--enrollment-key PUB is required: the new key goes to the devices whose certificates it verifies');
+  if (values.target === undefined)
+    throw new UsageError('--target T is required: the fleet.toml target to give a new key');
+  if (!values['enrollment-key']?.length)
+    throw new UsageError(
+      '--enrollment-key PUB is required: the new key goes to the devices whose certificates it verifies',
+    );
   const repo = new SecretsRepo(repoRoot(io.cwd, values.repo));
   await verifySecretInputs(repo, values, io, mode);
   const fleet = await repo.fleet();
@@ -59,14 +63,26 @@ async function rekeyOrRewrap(argv: string[], io: CliIo, mode: 'rekey' | 'rewrap'
   const recFile = recipientsPath(target);
 
   // 1. The old key, when there is one: without it the secrets cannot be re-encrypted. Only the signed one.
-  const oldKeyBytes = await repo.readSigned(keyFile, `it is target ${target}'s key, which a ${mode} opens and ${mode === 'rekey' ? 're-encrypts the secrets of' : 'wraps to the devices again'}`);
+  const oldKeyBytes = await repo.readSigned(
+    keyFile,
+    `it is target ${target}'s key, which a ${mode} opens and ${mode === 'rekey' ? 're-encrypts the secrets of' : 'wraps to the devices again'}`,
+  );
   const operator = operatorIdentity(values.identity, io.env, io.cwd);
   const maker = new TargetKeyMaker(repo, fleet, enrollmentKeys, nowMs(io));
   let oldKey: { identity: string; recipient: string } | undefined;
-  if (mode === 'rewrap' && !oldKeyBytes) throw new SecretError('KS_SECRET_MISSING', `target ${target} has no key yet (${keyFile}) to rewrap: keystonectl secret rekey --target ${target} makes one`, keyFile);
+  if (mode === 'rewrap' && !oldKeyBytes)
+    throw new SecretError(
+      'KS_SECRET_MISSING',
+      `target ${target} has no key yet (${keyFile}) to rewrap: keystonectl secret rekey --target ${target} makes one`,
+      keyFile,
+    );
   if (oldKeyBytes) {
     if (!operator)
-      throw new SecretError('KS_SECRET_OPERATOR', `${mode === 'rekey' ? `rekeying target ${target} re-encrypts its secrets, which needs` : `rewrapping target ${target}'s key needs`} its current key (${keyFile}): ${IDENTITY_HINT}`, keyFile);
+      throw new SecretError(
+        'KS_SECRET_OPERATOR',
+        `${mode === 'rekey' ? `rekeying target ${target} re-encrypts its secrets, which needs` : `rewrapping target ${target}'s key needs`} its current key (${keyFile}): ${IDENTITY_HINT}`,
+        keyFile,
+      );
     oldKey = await openTargetKey(operator.identities, oldKeyBytes, keyFile);
     if (!oldKey) {
       // The signed operators file (an unsigned one says nothing either way: it is refused below when a key is made).
@@ -87,7 +103,11 @@ async function rekeyOrRewrap(argv: string[], io: CliIo, mode: 'rekey' | 'rewrap'
   const recBytes = await repo.read(recFile);
   const recProblem = repo.signedProblem(recFile, recBytes);
   if (mode === 'rewrap' && recProblem)
-    throw new SecretError('KS_SECRET_OPERATOR', `${recProblem}, and a rewrap relies on the devices it names (one dropped from it would keep a key it knows). ${reviewAndSign(recFile)}`, recFile);
+    throw new SecretError(
+      'KS_SECRET_OPERATOR',
+      `${recProblem}, and a rewrap relies on the devices it names (one dropped from it would keep a key it knows). ${reviewAndSign(recFile)}`,
+      recFile,
+    );
   let before: RecipientsFile | undefined;
   if (recBytes && !recProblem) {
     try {
@@ -147,18 +167,31 @@ async function rekeyOrRewrap(argv: string[], io: CliIo, mode: 'rekey' | 'rewrap'
         plain.fill(0);
         continue;
       }
-      const out = await encryptTo([newKey.recipient, ...alsoFor.map((a) => a.recipient)], plain, { binary: ageFormat(bytes) === 'binary' });
+      const out = await encryptTo([newKey.recipient, ...alsoFor.map((a) => a.recipient)], plain, {
+        binary: ageFormat(bytes) === 'binary',
+      });
       plain.fill(0);
       rewritten.push({ name, bytes: out, alsoFor: alsoFor.map((a) => a.target) });
     }
   }
-  if (problems.length) throw new SecretError('KS_SECRET_OPERATOR', `rekey of target ${target} refused, nothing was written:\n  ${problems.join('\n  ')}`, keyFile);
+  if (problems.length)
+    throw new SecretError(
+      'KS_SECRET_OPERATOR',
+      `rekey of target ${target} refused, nothing was written:\n  ${problems.join('\n  ')}`,
+      keyFile,
+    );
 
   // 3. Who the key goes to, against the recipients file, before anything is written.
   if (!values.json) {
-    const what = mode === 'rewrap' ? `target ${target}'s key (recipient ${newKey.recipient}, unchanged) goes to:` : `target ${target}'s new key (recipient ${newKey.recipient}) goes to:`;
+    const what =
+      mode === 'rewrap'
+        ? `target ${target}'s key (recipient ${newKey.recipient}, unchanged) goes to:`
+        : `target ${target}'s new key (recipient ${newKey.recipient}) goes to:`;
     io.stdout.write([what, ...wrapLines(change, was)].join('\n') + '\n');
-    if (recProblem) io.stderr.write(`warning: ${recProblem}: who read target ${target}'s key before is not known (the new ${recFile} replaces it)\n`);
+    if (recProblem)
+      io.stderr.write(
+        `warning: ${recProblem}: who read target ${target}'s key before is not known (the new ${recFile} replaces it)\n`,
+      );
   }
 
   // 4. Write: the key first, so that no secret is ever encrypted to a key the repository does not hold.
@@ -192,9 +225,16 @@ async function rekeyOrRewrap(argv: string[], io: CliIo, mode: 'rekey' | 'rewrap'
     mode === 'rewrap'
       ? `rewrapped target ${target}'s key (recipient ${newKey.recipient}, unchanged) to its current devices; ${keyFile}, ${recFile}`
       : `${oldKey ? 'rekeyed' : 'made a key for'} target ${target}: recipient ${newKey.recipient}${oldKey ? ` (was ${oldKey.recipient})` : ''}; ${keyFile}, ${recFile}`,
-    ...(mode === 'rewrap' ? [] : [`  re-encrypted ${rewritten.length} secret${rewritten.length === 1 ? '' : 's'}${rewritten.length ? `: ${rewritten.map((r) => (r.alsoFor.length ? `${r.name} (also for ${r.alsoFor.join(', ')})` : r.name)).join(', ')}` : ''}`]),
+    ...(mode === 'rewrap'
+      ? []
+      : [
+          `  re-encrypted ${rewritten.length} secret${rewritten.length === 1 ? '' : 's'}${rewritten.length ? `: ${rewritten.map((r) => (r.alsoFor.length ? `${r.name} (also for ${r.alsoFor.join(', ')})` : r.name)).join(', ')}` : ''}`,
+        ]),
   ];
-  if (removed?.length) lines.push(`note: ${removed.join(', ')} could read these values until now, and Git keeps the old files: set new values for what they must no longer know`);
+  if (removed?.length)
+    lines.push(
+      `note: ${removed.join(', ')} could read these values until now, and Git keeps the old files: set new values for what they must no longer know`,
+    );
   lines.push(SIGN_REMINDER);
   io.stdout.write(lines.join('\n') + '\n');
   return EXIT.OK;

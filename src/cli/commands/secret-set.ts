@@ -8,7 +8,14 @@ import { ageFormat, encryptTo } from '../../secrets/age-codec.js';
 import { operatorIdentity } from '../../secrets/operator-identity.js';
 import { parseRecipientsFile } from '../../secrets/recipients-file.js';
 import { SecretError } from '../../secrets/secret-error.js';
-import { isSecretName, MAX_SECRET_FILE_BYTES, OPERATORS_FILE, recipientsPath, secretPath, targetKeyPath } from '../../core/secret-paths.js';
+import {
+  isSecretName,
+  MAX_SECRET_FILE_BYTES,
+  OPERATORS_FILE,
+  recipientsPath,
+  secretPath,
+  targetKeyPath,
+} from '../../core/secret-paths.js';
 import { SecretsRepo } from '../../secrets/secrets-repo.js';
 import { openTargetKey, writeTargetKey, type NewTargetKey } from '../../secrets/target-key.js';
 import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';
@@ -46,16 +53,25 @@ export async function secretSet(argv: string[], io: CliIo): Promise<number> {
     });
   } catch (e) {
     // parseArgs names the option, never its value; say where a value does go.
-    throw new UsageError(`${(e as Error).message.split('. ')[0]}: a secret's value comes from --file FILE or stdin, never the command line`);
+    throw new UsageError(
+      `${(e as Error).message.split('. ')[0]}: a secret's value comes from --file FILE or stdin, never the command line`,
+    );
   }
   const { values, positionals } = parsed;
   const [name, ...extra] = positionals;
-  if (name === undefined) throw new UsageError('secret set needs the secret\'s NAME: keystonectl secret set NAME --target T < value');
+  if (name === undefined)
+    throw new UsageError("secret set needs the secret's NAME: keystonectl secret set NAME --target T < value");
   // Not echoed: the extra word is most likely the value itself.
   if (extra.length)
-    throw new UsageError(`secret set takes no value argument (${extra.length} word${extra.length === 1 ? '' : 's'} after ${name}, not shown): shell history and ps would keep it; pipe the value on stdin or give --file FILE`);
-  if (!isSecretName(name)) throw new UsageError(`${JSON.stringify(name)} is not a secret name: letters, digits, "_" and "-", at most 63, starting with a letter or digit (it is the file secrets/NAME.age)`);
-  if (!values.target?.length) throw new UsageError('--target T is required (repeatable): the fleet.toml targets whose devices read the secret');
+    throw new UsageError(
+      `secret set takes no value argument (${extra.length} word${extra.length === 1 ? '' : 's'} after ${name}, not shown): shell history and ps would keep it; pipe the value on stdin or give --file FILE`,
+    );
+  if (!isSecretName(name))
+    throw new UsageError(
+      `${JSON.stringify(name)} is not a secret name: letters, digits, "_" and "-", at most 63, starting with a letter or digit (it is the file secrets/NAME.age)`,
+    );
+  if (!values.target?.length)
+    throw new UsageError('--target T is required (repeatable): the fleet.toml targets whose devices read the secret');
 
   const repo = new SecretsRepo(repoRoot(io.cwd, values.repo));
   await verifySecretInputs(repo, values, io, 'set');
@@ -78,14 +94,22 @@ export async function secretSet(argv: string[], io: CliIo): Promise<number> {
       for (const f of [recFile, keyFile]) {
         const problem = repo.signedProblem(f, undefined);
         if (problem)
-          throw new SecretError('KS_SECRET_OPERATOR', `${problem}: target ${target} had a key when the repository was signed; restore it (git checkout -- ${recFile} ${keyFile}), or make a new one with keystonectl secret rekey --target ${target}: nothing was written`, f);
+          throw new SecretError(
+            'KS_SECRET_OPERATOR',
+            `${problem}: target ${target} had a key when the repository was signed; restore it (git checkout -- ${recFile} ${keyFile}), or make a new one with keystonectl secret rekey --target ${target}: nothing was written`,
+            f,
+          );
       }
       const created = await maker.make(target);
       uses.push({ target, recipient: '', created, change: wrapChange(created, 'new') });
       continue;
     }
     if (!recBytes || !keyBytes)
-      throw new SecretError('KS_SECRET_OPERATOR', `target ${target} has ${recBytes ? recFile : keyFile} but no ${recBytes ? keyFile : recFile}: make both again with keystonectl secret rekey --target ${target}`, recBytes ? keyFile : recFile);
+      throw new SecretError(
+        'KS_SECRET_OPERATOR',
+        `target ${target} has ${recBytes ? recFile : keyFile} but no ${recBytes ? keyFile : recFile}: make both again with keystonectl secret rekey --target ${target}`,
+        recBytes ? keyFile : recFile,
+      );
     // The value goes to the recipient this file names: only the signed one. A key made since the last signature (by an
     // earlier `secret set` or `rekey` of this session, or by whoever can push) is not used until it is signed.
     const problem = repo.signedProblem(recFile, recBytes);
@@ -106,7 +130,11 @@ export async function secretSet(argv: string[], io: CliIo): Promise<number> {
     if (operator) {
       const key = await openTargetKey(operator.identities, keyBytes, keyFile);
       if (key && key.recipient !== rec.recipient)
-        throw new SecretError('KS_SECRET_OPERATOR', `${recFile} names ${rec.recipient}, and target ${target}'s key (${keyFile}) is ${key.recipient}: the recipient was swapped; keystonectl secret rekey --target ${target}`, recFile);
+        throw new SecretError(
+          'KS_SECRET_OPERATOR',
+          `${recFile} names ${rec.recipient}, and target ${target}'s key (${keyFile}) is ${key.recipient}: the recipient was swapped; keystonectl secret rekey --target ${target}`,
+          recFile,
+        );
       if (!key) {
         // An operator's identity opens every key made since its recipient was in the (signed) operators file: one that
         // does not is a key file replaced since, or made before the operator was added.
@@ -121,13 +149,23 @@ export async function secretSet(argv: string[], io: CliIo): Promise<number> {
           );
       }
     }
-    uses.push({ target, recipient: rec.recipient, ...(rec.readers && { readers: rec.readers }), ...(rec.operators !== undefined && { operators: rec.operators }) });
+    uses.push({
+      target,
+      recipient: rec.recipient,
+      ...(rec.readers && { readers: rec.readers }),
+      ...(rec.operators !== undefined && { operators: rec.operators }),
+    });
   }
 
   // 2. Who each new key goes to, against the recipients file (none: a new target), before anything is written.
   if (!values.json)
     for (const u of uses)
-      if (u.created) io.stdout.write([`new key for target ${u.target} (recipient ${u.created.recipient}):`, ...wrapLines(u.change!, 'new')].join('\n') + '\n');
+      if (u.created)
+        io.stdout.write(
+          [`new key for target ${u.target} (recipient ${u.created.recipient}):`, ...wrapLines(u.change!, 'new')].join(
+            '\n',
+          ) + '\n',
+        );
 
   // 3. The value, encrypted once to every target's recipient.
   const value = await readSecretValue(values.file, io);
@@ -136,7 +174,9 @@ export async function secretSet(argv: string[], io: CliIo): Promise<number> {
   const bytes = await encryptTo([...new Set(uses.map((u) => u.recipient))], value, { binary: values.binary });
   value.fill(0);
   if (bytes.length > MAX_SECRET_FILE_BYTES)
-    throw new UsageError(`encrypted, the value is ${bytes.length} bytes, more than a secret's ${MAX_SECRET_FILE_BYTES}${values.binary ? '' : ' (--binary saves the armor\'s third)'}`);
+    throw new UsageError(
+      `encrypted, the value is ${bytes.length} bytes, more than a secret's ${MAX_SECRET_FILE_BYTES}${values.binary ? '' : " (--binary saves the armor's third)"}`,
+    );
   const replaced = (await repo.read(file)) !== undefined;
 
   // 4. Write: the new target keys first, so that no secret is ever encrypted to a key that is not in the repository.
@@ -166,15 +206,21 @@ export async function secretSet(argv: string[], io: CliIo): Promise<number> {
     );
     return EXIT.OK;
   }
-  const lines = [`${replaced ? 'replaced' : 'wrote'} ${file} (${format}, ${bytes.length} bytes): readable by target${uses.length === 1 ? '' : 's'} ${uses.map((u) => u.target).join(', ')}`];
+  const lines = [
+    `${replaced ? 'replaced' : 'wrote'} ${file} (${format}, ${bytes.length} bytes): readable by target${uses.length === 1 ? '' : 's'} ${uses.map((u) => u.target).join(', ')}`,
+  ];
   for (const u of uses) {
     const readers = u.created ? u.change!.readers : u.readers;
     const operators = u.created ? u.created.operators.length : u.operators;
     const who = `readers: ${readers === undefined ? 'not stated' : readers.length ? readers.join(', ') : 'none'}; operators: ${operators ?? 'not stated'}`;
-    if (u.created) lines.push(`  new key for target ${u.target}: ${targetKeyPath(u.target)}, ${recipientsPath(u.target)} (recipient ${u.recipient}); ${who}`);
+    if (u.created)
+      lines.push(
+        `  new key for target ${u.target}: ${targetKeyPath(u.target)}, ${recipientsPath(u.target)} (recipient ${u.recipient}); ${who}`,
+      );
     else lines.push(`  target ${u.target}: recipient ${u.recipient}; ${who}`);
   }
-  if (uses.some((u) => u.created)) lines.push(`note: a new key is used by the next secret set or rekey only once signed`);
+  if (uses.some((u) => u.created))
+    lines.push(`note: a new key is used by the next secret set or rekey only once signed`);
   lines.push(SIGN_REMINDER);
   io.stdout.write(lines.join('\n') + '\n');
   return EXIT.OK;

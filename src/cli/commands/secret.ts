@@ -49,7 +49,13 @@ Secrets are age files in the repository, signed with the recipes (keystonectl si
 Then sign (keystonectl sign) and commit: devices refuse a secrets/ file SHA256SUMS does not list.
 Exit codes: 0 done, 2 bad input or refused (a code such as KS_SECRET_OPERATOR says why), 1 another failure.`;
 
-const SUBCOMMANDS: Record<string, (argv: string[], io: CliIo) => Promise<number>> = { set: secretSet, ls: secretLs, rm: secretRm, rekey: secretRekey, rewrap: secretRewrap };
+const SUBCOMMANDS: Record<string, (argv: string[], io: CliIo) => Promise<number>> = {
+  set: secretSet,
+  ls: secretLs,
+  rm: secretRm,
+  rekey: secretRekey,
+  rewrap: secretRewrap,
+};
 
 export async function secret(argv: string[], io: CliIo): Promise<number> {
   const [sub, ...rest] = argv;
@@ -58,6 +64,11 @@ export async function secret(argv: string[], io: CliIo): Promise<number> {
     return EXIT.OK;
   }
   const run = sub !== undefined && Object.hasOwn(SUBCOMMANDS, sub) ? SUBCOMMANDS[sub]! : undefined;
-  if (!run) throw new UsageError(sub === undefined ? 'secret needs a subcommand: set, ls, rm, rekey or rewrap' : `unknown secret subcommand "${sub}" (there are: set, ls, rm, rekey, rewrap)`);
+  if (!run)
+    throw new UsageError(
+      sub === undefined
+        ? 'secret needs a subcommand: set, ls, rm, rekey or rewrap'
+        : `unknown secret subcommand "${sub}" (there are: set, ls, rm, rekey, rewrap)`,
+    );
   return run(rest, io);
 }

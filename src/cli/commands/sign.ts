@@ -5,7 +5,15 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DirectoryReader, listDocuments } from '../../source/directory-reader.js';
 import { MAX_DOCUMENT_BYTES } from '../../source/repo-reader.js';
-import { formatSignature, keyIdHex, parseSecretKey, parseSignatures, secretKeyIsEncrypted, sign as signMessage, signedRef } from '../../trust/minisign.js';
+import {
+  formatSignature,
+  keyIdHex,
+  parseSecretKey,
+  parseSignatures,
+  secretKeyIsEncrypted,
+  sign as signMessage,
+  signedRef,
+} from '../../trust/minisign.js';
 import { fullBranchRef } from '../../git/git-repo-location.js';
 import { formatSha256Sums, sha256Hex } from '../../trust/sha256sums.js';
 import { SIG_FILE, SUMS_FILE } from '../../trust/verify-revision.js';
@@ -14,7 +22,8 @@ import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';
 import { readPassword } from '../password.js';
 import { repoRoot } from '../repository-args.js';
 
-export const SIGN_USAGE = 'keystonectl sign --key FILE [--ref BRANCH] [--repo DIR] [--password-file FILE] [--append] [--legacy]';
+export const SIGN_USAGE =
+  'keystonectl sign --key FILE [--ref BRANCH] [--repo DIR] [--password-file FILE] [--append] [--legacy]';
 
 export async function sign(argv: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -34,16 +43,24 @@ export async function sign(argv: string[], io: CliIo): Promise<number> {
   if (!values.key) throw new UsageError('--key FILE is required');
   const root = repoRoot(io.cwd, values.repo);
   // The ref the set is meant for, in the signed trusted comment: a device following another ref refuses it (SPEC §6).
-  if (values.ref !== undefined && !/^(refs\/)?[A-Za-z0-9._][A-Za-z0-9._/-]*$/.test(values.ref)) throw new UsageError(`--ref must be a branch name such as main, not "${values.ref}"`);
+  if (values.ref !== undefined && !/^(refs\/)?[A-Za-z0-9._][A-Za-z0-9._/-]*$/.test(values.ref))
+    throw new UsageError(`--ref must be a branch name such as main, not "${values.ref}"`);
   const ref = values.ref === undefined ? undefined : fullBranchRef(values.ref);
-  if (ref !== undefined && (ref.includes('..') || ref.endsWith('/') || ref.endsWith('.lock'))) throw new UsageError(`--ref must be a branch name such as main, not "${values.ref}"`);
+  if (ref !== undefined && (ref.includes('..') || ref.endsWith('/') || ref.endsWith('.lock')))
+    throw new UsageError(`--ref must be a branch name such as main, not "${values.ref}"`);
 
   // 1. The key first: a wrong password must not leave a half-written SHA256SUMS behind.
   const keyText = readFileSync(resolve(io.cwd, values.key), 'utf8');
   let password: Uint8Array | undefined;
   if (secretKeyIsEncrypted(keyText)) {
-    password = await readPassword(io, { ...(values['password-file'] !== undefined && { file: values['password-file'] }), purpose: values.key });
-    if (password === undefined) throw new UsageError(`${values.key} is password-protected: give --password-file FILE or KEYSTONE_KEY_PASSWORD, or run on a terminal`);
+    password = await readPassword(io, {
+      ...(values['password-file'] !== undefined && { file: values['password-file'] }),
+      purpose: values.key,
+    });
+    if (password === undefined)
+      throw new UsageError(
+        `${values.key} is password-protected: give --password-file FILE or KEYSTONE_KEY_PASSWORD, or run on a terminal`,
+      );
   }
   const key = await parseSecretKey(keyText, password);
 
@@ -64,12 +81,20 @@ export async function sign(argv: string[], io: CliIo): Promise<number> {
   let others = '';
   if (values.append && existsSync(sigPath)) {
     if (!existsSync(sumsPath) || readFileSync(sumsPath, 'utf8') !== sumsText)
-      throw new OperationError('KS_SUMS_CHANGED', `${SUMS_FILE} changed since the others signed: sign without --append, and have them sign again`);
-    const kept = parseSignatures(readFileSync(sigPath, 'utf8')).filter((s) => keyIdHex(s.keyId) !== keyIdHex(key.keyId));
+      throw new OperationError(
+        'KS_SUMS_CHANGED',
+        `${SUMS_FILE} changed since the others signed: sign without --append, and have them sign again`,
+      );
+    const kept = parseSignatures(readFileSync(sigPath, 'utf8')).filter(
+      (s) => keyIdHex(s.keyId) !== keyIdHex(key.keyId),
+    );
     // k of n signatures count only for one ref: a signer bound elsewhere would not add up on any device.
     const theirs = new Set(kept.map((s) => signedRef(s.trustedComment) ?? 'no ref'));
     const mine = ref ?? 'no ref';
-    if ([...theirs].some((r) => r !== mine)) throw new UsageError(`the others signed for ${[...theirs].join(', ')}: sign --append with the same ${mine === 'no ref' ? '--ref' : 'ref'} (${[...theirs][0]})`);
+    if ([...theirs].some((r) => r !== mine))
+      throw new UsageError(
+        `the others signed for ${[...theirs].join(', ')}: sign --append with the same ${mine === 'no ref' ? '--ref' : 'ref'} (${[...theirs][0]})`,
+      );
     others = kept.map(formatSignature).join('');
   }
   const seconds = Math.floor(nowMs(io) / 1000);
@@ -79,10 +104,18 @@ export async function sign(argv: string[], io: CliIo): Promise<number> {
   writeFileSync(sumsPath, sumsText);
   writeFileSync(sigPath, others + formatSignature(signature));
   const id = keyIdHex(key.keyId);
-  if (values.json) io.stdout.write(JSON.stringify({ keyId: id, signedAt: seconds, files: [...sums.keys()], algorithm, ref: ref ?? null }) + '\n');
+  if (values.json)
+    io.stdout.write(
+      JSON.stringify({ keyId: id, signedAt: seconds, files: [...sums.keys()], algorithm, ref: ref ?? null }) + '\n',
+    );
   else {
-    io.stdout.write(`signed ${sums.size} files with key ${id} at ${new Date(seconds * 1000).toISOString()}${ref !== undefined ? ` for ${ref}` : ''}\n  ${sumsPath}\n  ${sigPath}\n`);
-    if (ref === undefined) io.stderr.write('note: not bound to a ref, so whoever can push may put this set on any branch a device follows: sign with --ref main (docs/signing.md)\n');
+    io.stdout.write(
+      `signed ${sums.size} files with key ${id} at ${new Date(seconds * 1000).toISOString()}${ref !== undefined ? ` for ${ref}` : ''}\n  ${sumsPath}\n  ${sigPath}\n`,
+    );
+    if (ref === undefined)
+      io.stderr.write(
+        'note: not bound to a ref, so whoever can push may put this set on any branch a device follows: sign with --ref main (docs/signing.md)\n',
+      );
   }
   return EXIT.OK;
 }

@@ -2,7 +2,20 @@
 // `keystonectl start --all`: the mirror of `stop --all`: every component, dependencies first (the agent's start order),
 // each started and its hold released: the one command that brings back a stack `stop --all` took down.
 import { parseArgs } from 'node:util';
-import { ANSWER_MARGIN_MS, AGENT_OPTIONS, AGENT_USAGE, agentClient, componentArg, componentPath, names, parseWaitArgs, shownId, withAgentErrors, type AgentClient, type WaitFor } from '../agent-client.js';
+import {
+  ANSWER_MARGIN_MS,
+  AGENT_OPTIONS,
+  AGENT_USAGE,
+  agentClient,
+  componentArg,
+  componentPath,
+  names,
+  parseWaitArgs,
+  shownId,
+  withAgentErrors,
+  type AgentClient,
+  type WaitFor,
+} from '../agent-client.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
 import { componentList } from '../render/status-table.js';
 
@@ -26,7 +39,8 @@ export async function start(argv: string[], io: CliIo): Promise<number> {
   const name = values.all ? undefined : componentArg(positionals, 'start');
   const { wait, timeoutMs, timeout } = parseWaitArgs(values);
   const client = agentClient(values, io);
-  const startOne = (n: string) => client.post<Json>(componentPath(n, 'start'), { query: { wait, timeout }, timeoutMs: timeoutMs + ANSWER_MARGIN_MS });
+  const startOne = (n: string) =>
+    client.post<Json>(componentPath(n, 'start'), { query: { wait, timeout }, timeoutMs: timeoutMs + ANSWER_MARGIN_MS });
   return withAgentErrors('start', io, values.json, async () => {
     if (name === undefined) return startAll(client, startOne, io, values.json, wait);
     const result = await startOne(name);
@@ -36,7 +50,11 @@ export async function start(argv: string[], io: CliIo): Promise<number> {
       // `started` is empty when it was running already: a start never restarts anything.
       const started = Array.isArray(result?.started) ? names(result.started) : [name];
       const id = shownId(result?.pid ?? result?.containerId);
-      io.stdout.write(started.length ? `started: ${started.join(' ')}${id === '-' ? '' : ` (${id})`}\n` : `${name} was already running${id === '-' ? '' : ` (${id})`}\n`);
+      io.stdout.write(
+        started.length
+          ? `started: ${started.join(' ')}${id === '-' ? '' : ` (${id})`}\n`
+          : `${name} was already running${id === '-' ? '' : ` (${id})`}\n`,
+      );
     }
     return EXIT.OK;
   });
@@ -47,7 +65,13 @@ export async function start(argv: string[], io: CliIo): Promise<number> {
  * on is up (and, with the default `--wait health`, healthy) before it is started. Each start waits as `start NAME`
  * does; a failure stops the walk: what is started so far is said.
  */
-async function startAll(client: AgentClient, startOne: (name: string) => Promise<Json>, io: CliIo, json: boolean, wait: WaitFor): Promise<number> {
+async function startAll(
+  client: AgentClient,
+  startOne: (name: string) => Promise<Json>,
+  io: CliIo,
+  json: boolean,
+  wait: WaitFor,
+): Promise<number> {
   const listed = componentList(await client.get('/v1/components'))
     .map((c) => (typeof c === 'object' && c !== null ? (c as Json).name : undefined))
     .filter((n): n is string => typeof n === 'string');
@@ -58,14 +82,28 @@ async function startAll(client: AgentClient, startOne: (name: string) => Promise
       const r = await startOne(n);
       results.push(r);
       // Not waited for (`--wait none`), the agent's answer has no `started`: the name stands for what was asked.
-      for (const s of Array.isArray(r?.started) ? names(r.started) : wait === 'none' ? [n] : []) if (!started.includes(s)) started.push(s);
+      for (const s of Array.isArray(r?.started) ? names(r.started) : wait === 'none' ? [n] : [])
+        if (!started.includes(s)) started.push(s);
     }
   } catch (e) {
-    if (started.length && !json) io.stderr.write(`keystonectl start: started before the failure: ${started.join(' ')}\n`);
+    if (started.length && !json)
+      io.stderr.write(`keystonectl start: started before the failure: ${started.join(' ')}\n`);
     throw e;
   }
   if (json) io.stdout.write(JSON.stringify({ started, results }, null, 2) + '\n');
-  else if (wait === 'none') io.stdout.write(listed.length ? `start of ${listed.join(' ')} handed to the agent (not waited for)\n` : 'no components to start\n');
-  else io.stdout.write(started.length ? `started: ${started.join(' ')}\n` : listed.length ? 'every component was already running\n' : 'no components to start\n');
+  else if (wait === 'none')
+    io.stdout.write(
+      listed.length
+        ? `start of ${listed.join(' ')} handed to the agent (not waited for)\n`
+        : 'no components to start\n',
+    );
+  else
+    io.stdout.write(
+      started.length
+        ? `started: ${started.join(' ')}\n`
+        : listed.length
+          ? 'every component was already running\n'
+          : 'no components to start\n',
+    );
   return EXIT.OK;
 }

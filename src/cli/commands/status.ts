@@ -1,6 +1,13 @@
 // `keystonectl status`: the applied revision and every component as the running agent sees them.
 import { parseArgs } from 'node:util';
-import { AGENT_OPTIONS, AGENT_USAGE, AgentApiError, agentClient, withAgentErrors, type AgentClient } from '../agent-client.js';
+import {
+  AGENT_OPTIONS,
+  AGENT_USAGE,
+  AgentApiError,
+  agentClient,
+  withAgentErrors,
+  type AgentClient,
+} from '../agent-client.js';
 import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';
 import { devicePolicyFromView } from '../../core/device-policy.js';
 import { componentList, renderStatus, revisionOf, type StatusExtras } from '../render/status-table.js';
@@ -14,7 +21,10 @@ export const STATUS_USAGE = `keystonectl status [--json] ${AGENT_USAGE}`;
 async function revision(client: AgentClient): Promise<{ rev?: unknown; extras: StatusExtras }> {
   const extrasOf = (body: unknown): StatusExtras => {
     const o = typeof body === 'object' && body !== null ? (body as StatusExtras) : {};
-    return { ...(o.agent !== undefined && { agent: o.agent }), ...(o.rejected !== undefined && { rejected: o.rejected }) };
+    return {
+      ...(o.agent !== undefined && { agent: o.agent }),
+      ...(o.rejected !== undefined && { rejected: o.rejected }),
+    };
   };
   try {
     const rev = await client.get('/v1/revision');
@@ -39,10 +49,14 @@ export async function status(argv: string[], io: CliIo): Promise<number> {
     const policy = devicePolicyFromView((rev as { policy?: unknown } | undefined)?.policy);
     const list = componentList(components);
     const applied = revisionOf(rev);
-    if (applied?.unsigned === true) io.stderr.write('keystonectl status: WARNING: the applied revision is UNSIGNED: signatures are not checked (development only)\n');
+    if (applied?.unsigned === true)
+      io.stderr.write(
+        'keystonectl status: WARNING: the applied revision is UNSIGNED: signatures are not checked (development only)\n',
+      );
     // The API's own JSON, both answers side by side; `agent` and `rejected` on top too when the agent sends them
     // (before the first apply there is no revision to carry them).
-    if (values.json) io.stdout.write(JSON.stringify({ revision: rev ?? null, components: list, ...extras }, null, 2) + '\n');
+    if (values.json)
+      io.stdout.write(JSON.stringify({ revision: rev ?? null, components: list, ...extras }, null, 2) + '\n');
     else io.stdout.write(renderStatus(list, applied, nowMs(io), policy, extras));
     return EXIT.OK;
   });

@@ -17,7 +17,14 @@ const text = (v: unknown, fallback = '?'): string => (typeof v === 'string' && v
 const short = (id: unknown): string => (typeof id === 'string' && isCommitId(id) ? id.slice(0, 12) : text(id));
 
 /** SPEC §9's exit codes for what the look led to: refused is bad input (2), an apply that failed is 1. */
-const EXIT_OF: Record<string, number> = { applied: EXIT.OK, unchanged: EXIT.OK, held: EXIT.OK, applying: EXIT.OK, failed: EXIT.FAILED, rejected: EXIT.BAD_INPUT };
+const EXIT_OF: Record<string, number> = {
+  applied: EXIT.OK,
+  unchanged: EXIT.OK,
+  held: EXIT.OK,
+  applying: EXIT.OK,
+  failed: EXIT.FAILED,
+  rejected: EXIT.BAD_INPUT,
+};
 
 /** One line per outcome, and the commits still held at the gate under it. */
 export function renderSyncOutcome(r: Json): string {
@@ -44,11 +51,15 @@ export function renderSyncOutcome(r: Json): string {
     default:
       line = r.revision === null ? summary : `${summary} (${rev})`;
       // What runs failed here and has not recovered: nothing new is no good news (SPEC §5).
-      if (r.appliedOutcome === 'failure') line += '; its apply failed on this device (keystonectl history): only a new revision changes that (a fix, a git revert, an edit of the directory)';
+      if (r.appliedOutcome === 'failure')
+        line +=
+          '; its apply failed on this device (keystonectl history): only a new revision changes that (a fix, a git revert, an edit of the directory)';
   }
   const held = Array.isArray(r.rollout) ? r.rollout.filter((h): h is Json => typeof h === 'object' && h !== null) : [];
   // The held commit the line is about is not repeated.
-  const more = held.filter((h) => !(r.outcome === 'held' && h.revision === r.revision)).map((h) => `\ncommit ${short(h.revision)} (wave ${text(h.wave)}): ${text(h.reason, 'held')}`);
+  const more = held
+    .filter((h) => !(r.outcome === 'held' && h.revision === r.revision))
+    .map((h) => `\ncommit ${short(h.revision)} (wave ${text(h.wave)}): ${text(h.reason, 'held')}`);
   return `${line}${more.join('')}\n`;
 }
 
@@ -69,15 +80,23 @@ export async function sync(argv: string[], io: CliIo): Promise<number> {
   });
   if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const timeoutMs = parseDuration(values.timeout);
-  if (timeoutMs === undefined || timeoutMs <= 0) throw new UsageError(`--timeout takes a duration such as 10m or 90s, not "${values.timeout}"`);
+  if (timeoutMs === undefined || timeoutMs <= 0)
+    throw new UsageError(`--timeout takes a duration such as 10m or 90s, not "${values.timeout}"`);
   const client = agentClient(values, io);
   return withAgentErrors('sync', io, values.json, async () => {
     if (!values.wait) {
       const r = await client.post<Json>('/v1/sync', { ...(values.now && { query: { now: 'true' } }) });
-      io.stdout.write(values.json ? JSON.stringify(r, null, 2) + '\n' : 'sync requested: the agent looks at its source now (not waited for)\n');
+      io.stdout.write(
+        values.json
+          ? JSON.stringify(r, null, 2) + '\n'
+          : 'sync requested: the agent looks at its source now (not waited for)\n',
+      );
       return EXIT.OK;
     }
-    const r = await client.post<Json>('/v1/sync', { query: { wait: 'done', timeout: formatDuration(timeoutMs), ...(values.now && { now: 'true' }) }, timeoutMs: timeoutMs + ANSWER_MARGIN_MS });
+    const r = await client.post<Json>('/v1/sync', {
+      query: { wait: 'done', timeout: formatDuration(timeoutMs), ...(values.now && { now: 'true' }) },
+      timeoutMs: timeoutMs + ANSWER_MARGIN_MS,
+    });
     io.stdout.write(values.json ? JSON.stringify(r, null, 2) + '\n' : renderSyncOutcome(r));
     if (r.outcome === 'unchanged' && r.appliedOutcome === 'failure') return EXIT.FAILED;
     return EXIT_OF[String(r.outcome)] ?? EXIT.OK;

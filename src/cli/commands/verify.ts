@@ -37,17 +37,29 @@ export async function verify(argv: string[], io: CliIo): Promise<number> {
   if (values['allow-unsigned']) throw new UsageError('verify checks signatures: --allow-unsigned makes no sense here');
   const root = repoRoot(io.cwd, values.repo);
   const raw = new DirectoryReader(root);
-  const { verification, reader } = await trustPolicy(values, io, values.ref === undefined ? undefined : fullBranchRef(values.ref)).open(raw);
+  const { verification, reader } = await trustPolicy(
+    values,
+    io,
+    values.ref === undefined ? undefined : fullBranchRef(values.ref),
+  ).open(raw);
   if (verification.unsigned) throw new UsageError('verify needs --trusted-key');
   const v = verification;
   // A recipe or plan that is present but not listed would be refused the moment a plan used it: say so now.
   const listed = new Set(v.files);
   const unlisted = (await listDocuments(root)).filter((p) => !listed.has(p));
-  if (unlisted.length) throw new TrustError('KS_FILE_NOT_SIGNED', `${unlisted.join(', ')} ${unlisted.length === 1 ? 'is' : 'are'} not listed in ${SUMS_FILE}: re-sign the repository`, unlisted[0]);
+  if (unlisted.length)
+    throw new TrustError(
+      'KS_FILE_NOT_SIGNED',
+      `${unlisted.join(', ')} ${unlisted.length === 1 ? 'is' : 'are'} not listed in ${SUMS_FILE}: re-sign the repository`,
+      unlisted[0],
+    );
   // --artifacts: fetch every artifact of every signed recipe through the cache and check its digest.
   const artifacts: Array<{ recipe: string; uri: string; sha256: string; cached: boolean; bytes: number }> = [];
   if (values.artifacts) {
-    const cacheDir = resolve(io.cwd, values.cache ?? join(io.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'keystone'));
+    const cacheDir = resolve(
+      io.cwd,
+      values.cache ?? join(io.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'keystone'),
+    );
     for (const file of v.files.filter((f) => f.startsWith('recipes/'))) {
       const read = await reader.readFile(file, MAX_DOCUMENT_BYTES);
       if (!read.ok) continue;
@@ -56,7 +68,15 @@ export async function verify(argv: string[], io: CliIo): Promise<number> {
       for (const a of parsed.recipe.artifacts) {
         const bar = progressBar(io, `${file}: ${a.uri}`);
         // Relative artifacts are pinned by their digest, not listed in SHA256SUMS: read them from the plain directory.
-        const got = await fetchArtifact({ uri: a.uri, sha256: a.sha256, recipeFile: file, reader: raw, cacheDir, maxBytes: MAX_ARTIFACT_BYTES, onProgress: bar.update });
+        const got = await fetchArtifact({
+          uri: a.uri,
+          sha256: a.sha256,
+          recipeFile: file,
+          reader: raw,
+          cacheDir,
+          maxBytes: MAX_ARTIFACT_BYTES,
+          onProgress: bar.update,
+        });
         bar.done();
         artifacts.push({ recipe: file, uri: a.uri, sha256: a.sha256, cached: got.cached, bytes: got.bytes });
       }
@@ -65,7 +85,10 @@ export async function verify(argv: string[], io: CliIo): Promise<number> {
   if (values.json) io.stdout.write(JSON.stringify({ ok: true, ...v, ...(values.artifacts && { artifacts }) }) + '\n');
   else {
     io.stdout.write(`OK: ${SUMS_FILE} ${describeVerification(v)}; ${listed.size} files match their digests\n`);
-    for (const a of artifacts) io.stdout.write(`OK: ${a.recipe}: ${a.uri} (${a.bytes} bytes${a.cached ? ', cached' : ''}) matches sha256 ${a.sha256.slice(0, 12)}…\n`);
+    for (const a of artifacts)
+      io.stdout.write(
+        `OK: ${a.recipe}: ${a.uri} (${a.bytes} bytes${a.cached ? ', cached' : ''}) matches sha256 ${a.sha256.slice(0, 12)}…\n`,
+      );
   }
   return EXIT.OK;
 }

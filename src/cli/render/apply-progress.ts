@@ -7,7 +7,13 @@ export type ProgressEvent =
   | { event: 'reconcile'; stopOrder: string[]; startOrder: string[]; noTouch: string[] }
   | { event: 'state'; component: string; state: string; reason?: string }
   | { event: 'pull'; component: string; image: string; status: string; currentBytes: number; totalBytes: number }
-  | { event: 'done'; outcome: string; summary: string; converged: boolean; components: Array<{ name: string; state: string; pid: number | null; reason: string | null }> };
+  | {
+      event: 'done';
+      outcome: string;
+      summary: string;
+      converged: boolean;
+      components: Array<{ name: string; state: string; pid: number | null; reason: string | null }>;
+    };
 
 export interface ProgressView {
   update(e: ProgressEvent): void;
@@ -21,16 +27,24 @@ export function plainProgress(write: (s: string) => void): ProgressView {
     update(e) {
       switch (e.event) {
         case 'accepted':
-          write(`[apply] revision=${e.revision} plan=${e.planFile} msg=accepted by the agent${e.suspendedSync ? ' (the Git sync is suspended until `keystonectl resume`)' : ''}\n`);
+          write(
+            `[apply] revision=${e.revision} plan=${e.planFile} msg=accepted by the agent${e.suspendedSync ? ' (the Git sync is suspended until `keystonectl resume`)' : ''}\n`,
+          );
           break;
         case 'reconcile':
-          write(`[agent] reconcile plan stop_order=${list(e.stopOrder)} start_order=${list(e.startOrder)} no_touch=${list(e.noTouch)}\n`);
+          write(
+            `[agent] reconcile plan stop_order=${list(e.stopOrder)} start_order=${list(e.startOrder)} no_touch=${list(e.noTouch)}\n`,
+          );
           break;
         case 'state':
-          write(`[supervisor] component=${e.component} state=${e.state}${e.reason ? ` reason=${JSON.stringify(e.reason)}` : ''}\n`);
+          write(
+            `[supervisor] component=${e.component} state=${e.state}${e.reason ? ` reason=${JSON.stringify(e.reason)}` : ''}\n`,
+          );
           break;
         case 'pull':
-          write(`[containers] component=${e.component} image=${e.image} status=${JSON.stringify(e.status)}${e.totalBytes > 0 ? ` mb=${megabytes(e.currentBytes)}/${megabytes(e.totalBytes)}` : ''} msg=pulling image\n`);
+          write(
+            `[containers] component=${e.component} image=${e.image} status=${JSON.stringify(e.status)}${e.totalBytes > 0 ? ` mb=${megabytes(e.currentBytes)}/${megabytes(e.totalBytes)}` : ''} msg=pulling image\n`,
+          );
           break;
         case 'done':
           write(`[apply] outcome=${e.outcome} converged=${e.converged} msg=${e.summary}\n`);
@@ -51,7 +65,12 @@ export function terminalProgress(write: (s: string) => void, now: () => number =
   let began = now();
   const draw = () => {
     const width = Math.max(0, ...[...rows.keys()].map((n) => n.length));
-    const lines = [header, ...[...rows].map(([n, r]) => `  ${mark(r.state)} ${n.padEnd(width)}  ${r.state}${r.reason ? `  (${r.reason})` : ''}`)];
+    const lines = [
+      header,
+      ...[...rows].map(
+        ([n, r]) => `  ${mark(r.state)} ${n.padEnd(width)}  ${r.state}${r.reason ? `  (${r.reason})` : ''}`,
+      ),
+    ];
     if (untouched) lines.push(`  = ${untouched} untouched (no restart)`);
     lines.push(`  ${((now() - began) / 1000).toFixed(1)}s`);
     // Up over what was drawn last, then each line cleared and rewritten.
@@ -63,7 +82,9 @@ export function terminalProgress(write: (s: string) => void, now: () => number =
       switch (e.event) {
         case 'accepted':
           began = now();
-          write(`applying ${e.planFile} as ${e.revision}${e.suspendedSync ? ' — the Git sync is suspended until `keystonectl resume`' : ''}\n`);
+          write(
+            `applying ${e.planFile} as ${e.revision}${e.suspendedSync ? ' — the Git sync is suspended until `keystonectl resume`' : ''}\n`,
+          );
           return;
         case 'reconcile':
           header = `stop ${list(e.stopOrder)}  start ${list(e.startOrder)}`;
@@ -77,10 +98,13 @@ export function terminalProgress(write: (s: string) => void, now: () => number =
           break;
         case 'pull':
           if (!rows.has(e.component)) return;
-          rows.set(e.component, { state: `pulling ${e.image}${e.totalBytes > 0 ? ` ${megabytes(e.currentBytes)}/${megabytes(e.totalBytes)} MB` : ` (${e.status})`}` });
+          rows.set(e.component, {
+            state: `pulling ${e.image}${e.totalBytes > 0 ? ` ${megabytes(e.currentBytes)}/${megabytes(e.totalBytes)} MB` : ` (${e.status})`}`,
+          });
           break;
         case 'done':
-          for (const c of e.components) if (rows.has(c.name)) rows.set(c.name, { state: c.state, ...(c.reason && { reason: c.reason }) });
+          for (const c of e.components)
+            if (rows.has(c.name)) rows.set(c.name, { state: c.state, ...(c.reason && { reason: c.reason }) });
           if (header) draw();
           write(`${e.converged ? '✔ converged' : `✘ ${e.outcome}`}: ${e.summary}\n`);
           return;

@@ -25,7 +25,10 @@ export function renderPermissionsMarkdown(permissions: readonly Permission[], he
       '',
       'A device refuses this revision unless its agent runs with these flags (beyond the safe defaults):',
       '',
-      ...permissions.map((p) => `- needs ${c(p.needs)} for ${c(p.component)}${p.target !== undefined ? ` (target ${c(p.target)})` : ''}: ${c(p.file)} ${c(p.path)} \`${p.code}\``),
+      ...permissions.map(
+        (p) =>
+          `- needs ${c(p.needs)} for ${c(p.component)}${p.target !== undefined ? ` (target ${c(p.target)})` : ''}: ${c(p.file)} ${c(p.path)} \`${p.code}\``,
+      ),
     ].join('\n') + '\n'
   );
 }

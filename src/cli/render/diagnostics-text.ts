@@ -2,5 +2,8 @@
 import { formatDiagnostic, type Diagnostic } from '../../core/errors.js';
 
 export function renderDiagnosticsText(subject: string, diags: Diagnostic[]): string {
-  return `keystonectl: ${subject} is invalid (${diags.length} error${diags.length === 1 ? '' : 's'}); nothing was changed\n` + diags.map((d) => `  ${formatDiagnostic(d)}\n`).join('');
+  return (
+    `keystonectl: ${subject} is invalid (${diags.length} error${diags.length === 1 ? '' : 's'}); nothing was changed\n` +
+    diags.map((d) => `  ${formatDiagnostic(d)}\n`).join('')
+  );
 }

@@ -13,7 +13,12 @@ export function doctorText(results: readonly CheckResult[]): string {
   });
   const count = (s: CheckStatus) => results.filter((r) => r.status === s).length;
   const failed = count('fail');
-  const parts = [`${count('pass')} passed`, `${failed} failed`, ...(count('warn') ? [`${count('warn')} warning${count('warn') === 1 ? '' : 's'}`] : []), ...(count('skip') ? [`${count('skip')} skipped`] : [])];
+  const parts = [
+    `${count('pass')} passed`,
+    `${failed} failed`,
+    ...(count('warn') ? [`${count('warn')} warning${count('warn') === 1 ? '' : 's'}`] : []),
+    ...(count('skip') ? [`${count('skip')} skipped`] : []),
+  ];
   lines.push(`${failed ? 'the agent would not run as it should' : 'ready'}: ${parts.join(', ')}`);
   return `${lines.join('\n')}\n`;
 }
@@ -21,7 +26,14 @@ export function doctorText(results: readonly CheckResult[]): string {
 /** `{ check, ok, status, detail, fix, code }`: `ok` is false only for a failure; `fix` is "" and `code` null when there is none. */
 export function doctorJson(results: readonly CheckResult[]): string {
   return `${JSON.stringify(
-    results.map((r) => ({ check: r.check, ok: r.status !== 'fail', status: r.status, detail: r.detail, fix: r.fix ?? '', code: r.code ?? null })),
+    results.map((r) => ({
+      check: r.check,
+      ok: r.status !== 'fail',
+      status: r.status,
+      detail: r.detail,
+      fix: r.fix ?? '',
+      code: r.code ?? null,
+    })),
     null,
     2,
   )}\n`;

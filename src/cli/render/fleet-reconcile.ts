@@ -23,12 +23,14 @@ export interface FleetDry {
   removed: Array<{ name: string; plan: string }>;
 }
 
-export const REMOVED_NOTE = 'its devices go to the first other target that matches them, or keep running what they have if none does';
+export const REMOVED_NOTE =
+  'its devices go to the first other target that matches them, or keep running what they have if none does';
 
 const changes = (r: Reconcile) => componentsInOrder(r).some((n) => actionOf(r, n) !== 'keep');
 
 function targetNote(t: FleetTargetDry): string {
-  if (t.renamedFrom !== undefined) return `renamed from ${t.renamedFrom}: the same devices, compared with its plan at the base`;
+  if (t.renamedFrom !== undefined)
+    return `renamed from ${t.renamedFrom}: the same devices, compared with its plan at the base`;
   if (t.isNew) return 'new target: compared with the empty state';
   return t.planBefore ? `plan was ${t.planBefore} at the base` : '';
 }
@@ -60,7 +62,14 @@ export function renderFleetDryMarkdown(dry: FleetDry, comparedWith: string, sign
   ];
   for (const t of dry.targets) {
     const note = targetNote(t);
-    out.push('', `### target ${t.name} — ${t.plan}`, '', `${note ? `${note[0]!.toUpperCase()}${note.slice(1)}. ` : ''}${changeSummary(t.result)}`, '', ...reconcileBodyMarkdown(t.result));
+    out.push(
+      '',
+      `### target ${t.name} — ${t.plan}`,
+      '',
+      `${note ? `${note[0]!.toUpperCase()}${note.slice(1)}. ` : ''}${changeSummary(t.result)}`,
+      '',
+      ...reconcileBodyMarkdown(t.result),
+    );
   }
   if (dry.removed.length) {
     out.push('', '### removed targets', '');

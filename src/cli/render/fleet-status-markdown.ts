@@ -2,7 +2,20 @@
 // commit has a `[rollout]`, then a table per target.
 import type { RolloutView } from '../../fleet-view/fleet-rollout-view.js';
 import type { FleetView } from '../../fleet-view/fleet-view.js';
-import { agentVersionsText, BAKE_ESTIMATE_NOTE, bakeText, countColumns, deviceStateText, haltedText, rolloutSettingsText, short, sinceText, waveRule, waveStateText, type FleetStatusMeta } from './fleet-status-text.js';
+import {
+  agentVersionsText,
+  BAKE_ESTIMATE_NOTE,
+  bakeText,
+  countColumns,
+  deviceStateText,
+  haltedText,
+  rolloutSettingsText,
+  short,
+  sinceText,
+  waveRule,
+  waveStateText,
+  type FleetStatusMeta,
+} from './fleet-status-text.js';
 import { utc } from './status-table.js';
 
 // Whatever reaches a cell came from a ref, a note or fleet.toml, which anyone who can push may write: no control
@@ -21,9 +34,20 @@ function rolloutSection(r: RolloutView): string[] {
     '',
     '| wave | rule | devices | applied | failed | applying | held | bake left | state |',
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
-    ...r.waves.map((w) => `| ${cell(w.name)} | ${cell(waveRule(w))} | ${w.devices} | ${w.success} | ${w.failed} | ${w.applying} | ${w.held} | ${bakeText(w)} | ${cell(waveStateText(w))} |`),
+    ...r.waves.map(
+      (w) =>
+        `| ${cell(w.name)} | ${cell(waveRule(w))} | ${w.devices} | ${w.success} | ${w.failed} | ${w.applying} | ${w.held} | ${bakeText(w)} | ${cell(waveStateText(w))} |`,
+    ),
     ...(r.waves.some((w) => w.bakeLeftMs !== undefined) ? ['', `_${cell(BAKE_ESTIMATE_NOTE)}._`] : []),
-    ...(r.notCounted?.length ? ['', ...r.notCounted.map((n) => `- not counted: ${code(n.device)} ${cell(n.state)} in ${cell(n.wave)} (**${cell(n.verdict)}**: ${cell(n.reason ?? '')})`)] : []),
+    ...(r.notCounted?.length
+      ? [
+          '',
+          ...r.notCounted.map(
+            (n) =>
+              `- not counted: ${code(n.device)} ${cell(n.state)} in ${cell(n.wave)} (**${cell(n.verdict)}**: ${cell(n.reason ?? '')})`,
+          ),
+        ]
+      : []),
   ];
 }
 
@@ -35,9 +59,18 @@ export function renderFleetStatusMarkdown(view: FleetView, meta: FleetStatusMeta
     `${view.devices.length} device${view.devices.length === 1 ? '' : 's'}${view.fleetFile ? '' : ', no `fleet.toml` at this commit'}. Silent: no report within ${cell(meta.silentAfter)} of ${sinceText(view)}${view.silenceCounts ? '' : ' (not yet)'}.`,
     ...(agents ? ['', `Agent versions: ${cell(agents)}.`] : []),
     '',
-    `| target | plan | ${countColumns(view).map(([, h]) => h).join(' | ')} |`,
-    `| --- | --- | ${countColumns(view).map(() => '---').join(' | ')} |`,
-    ...view.targets.map((t) => `| ${cell(t.name)} | ${t.plan ? code(t.plan) : '-'} | ${countColumns(view).map(([k]) => String(t[k])).join(' | ')} |`),
+    `| target | plan | ${countColumns(view)
+      .map(([, h]) => h)
+      .join(' | ')} |`,
+    `| --- | --- | ${countColumns(view)
+      .map(() => '---')
+      .join(' | ')} |`,
+    ...view.targets.map(
+      (t) =>
+        `| ${cell(t.name)} | ${t.plan ? code(t.plan) : '-'} | ${countColumns(view)
+          .map(([k]) => String(t[k]))
+          .join(' | ')} |`,
+    ),
     ...(rollout ? rolloutSection(rollout) : []),
   ];
   // The wave column only with a rollout: without one the tables stay as they always were.
@@ -49,10 +82,15 @@ export function renderFleetStatusMarkdown(view: FleetView, meta: FleetStatusMeta
       out.push('_no devices_');
       continue;
     }
-    out.push(waves ? '| device | wave | state | time | description |' : '| device | state | time | description |', waves ? '| --- | --- | --- | --- | --- |' : '| --- | --- | --- | --- |');
+    out.push(
+      waves ? '| device | wave | state | time | description |' : '| device | state | time | description |',
+      waves ? '| --- | --- | --- | --- | --- |' : '| --- | --- | --- | --- |',
+    );
     for (const d of members) {
       const why = d.claimed !== undefined && d.reportReason ? ` (${d.reportReason})` : '';
-      out.push(`| ${code(d.device)} |${waves ? ` ${d.wave ? cell(d.wave) : '-'} |` : ''} ${cell(deviceStateText(d))} | ${d.at ? utc(Date.parse(d.at)) : '-'} | ${cell(d.description + why)} |`);
+      out.push(
+        `| ${code(d.device)} |${waves ? ` ${d.wave ? cell(d.wave) : '-'} |` : ''} ${cell(deviceStateText(d))} | ${d.at ? utc(Date.parse(d.at)) : '-'} | ${cell(d.description + why)} |`,
+      );
     }
   }
   return out.join('\n') + '\n';

@@ -4,7 +4,12 @@
 import { formatDuration, parseDuration } from '../../core/duration.js';
 import { describeRollout } from '../../core/rollout.js';
 import type { RolloutView, WaveView } from '../../fleet-view/fleet-rollout-view.js';
-import { UNKNOWN_AGENT_VERSION, type DeviceView, type FleetView, type TargetView } from '../../fleet-view/fleet-view.js';
+import {
+  UNKNOWN_AGENT_VERSION,
+  type DeviceView,
+  type FleetView,
+  type TargetView,
+} from '../../fleet-view/fleet-view.js';
 import { utc } from './status-table.js';
 
 export interface FleetStatusMeta {
@@ -19,7 +24,8 @@ export const short = (commit: string) => commit.slice(0, 12);
 /** `success`, `on 9f8e7d6a0b1c (older)`, `silent`, `waiting`. */
 export function deviceStateText(d: DeviceView): string {
   if (d.claimed !== undefined) return `${d.state} (says ${d.claimed})`;
-  if (d.state === 'other-commit' && d.commit) return `on ${short(d.commit)}${d.relation === 'unknown' ? '' : ` (${d.relation})`}`;
+  if (d.state === 'other-commit' && d.commit)
+    return `on ${short(d.commit)}${d.relation === 'unknown' ? '' : ` (${d.relation})`}`;
   return d.state;
 }
 
@@ -31,7 +37,12 @@ export function sinceText(view: FleetView): string {
 function table(rows: string[][]): string[] {
   // reduce, not Math.max(...spread): --devices on a fleet of 100,000 is that many rows.
   const widths = rows[0]!.map((_, i) => rows.reduce((w, r) => Math.max(w, r[i]!.length), 0));
-  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
+  return rows.map((r) =>
+    r
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd(),
+  );
 }
 
 const COUNTS: [keyof TargetView, string][] = [
@@ -76,8 +87,12 @@ export function healthText(d: DeviceView): string {
 function notes(view: FleetView, t: TargetView): string[] {
   const members = view.devices.filter((d) => d.target === t.name);
   const other = members.filter((d) => d.state === 'other-commit').map((d) => `${d.device} ${deviceStateText(d)}`);
-  const silent = members.filter((d) => d.state === 'silent').map((d) => (d.commit ? `${d.device} (last on ${short(d.commit)})` : `${d.device} (never reported)`));
-  const notCounted = members.filter((d) => d.claimed !== undefined).map((d) => `${d.device} ${d.state}: ${d.reportReason ?? ''}`);
+  const silent = members
+    .filter((d) => d.state === 'silent')
+    .map((d) => (d.commit ? `${d.device} (last on ${short(d.commit)})` : `${d.device} (never reported)`));
+  const notCounted = members
+    .filter((d) => d.claimed !== undefined)
+    .map((d) => `${d.device} ${d.state}: ${d.reportReason ?? ''}`);
   return [
     ...(other.length ? [`  ${t.name}: on another commit: ${other.join(', ')}`] : []),
     ...(silent.length ? [`  ${t.name}: silent: ${silent.join(', ')}`] : []),
@@ -93,7 +108,10 @@ function notes(view: FleetView, t: TargetView): string[] {
 export function agentVersionsText(view: FleetView): string | undefined {
   const counts = Object.entries(view.agentVersions ?? {});
   if (!view.agentUpdate && counts.every(([v]) => v === UNKNOWN_AGENT_VERSION)) return undefined;
-  const progress = (view.agentUpdate ?? []).map((p) => `${p.wave !== undefined ? `wave ${p.wave}` : `target ${p.target ?? '?'}`}: ${p.on} of ${p.devices} on ${p.version}`);
+  const progress = (view.agentUpdate ?? []).map(
+    (p) =>
+      `${p.wave !== undefined ? `wave ${p.wave}` : `target ${p.target ?? '?'}`}: ${p.on} of ${p.devices} on ${p.version}`,
+  );
   return `${counts.map(([v, n]) => `${v} ×${n}`).join(', ') || 'no devices'}${progress.length ? ` (${progress.join('; ')})` : ''}`;
 }
 
@@ -118,14 +136,21 @@ export function waveStateText(w: WaveView): string {
 }
 
 /** `halted at canary: 3 of 20 failed` */
-export const haltedText = (r: RolloutView) => (r.halted ? `halted at ${r.halted.wave}: ${r.halted.failed} of ${r.halted.of} failed` : undefined);
+export const haltedText = (r: RolloutView) =>
+  r.halted ? `halted at ${r.halted.wave}: ${r.halted.failed} of ${r.halted.of} failed` : undefined;
 
-export const BAKE_ESTIMATE_NOTE = "bake left: estimated from the devices' own report times; each device times its bake on the Git host's clock";
+export const BAKE_ESTIMATE_NOTE =
+  "bake left: estimated from the devices' own report times; each device times its bake on the Git host's clock";
 
 /** `canary 5 %, early 25 %, everyone 100 %; bake 10m0s, min_success 3, abort above 10 % failed` */
 export function rolloutSettingsText(r: RolloutView): string {
   const waves = r.waves.map((w) => ({ name: w.name, ...(w.percent !== undefined && { percent: w.percent }) }));
-  return describeRollout({ waves, bakeMs: parseDuration(r.bake) ?? 0, minSuccess: r.minSuccess, abortFailurePercent: r.abortFailurePercent });
+  return describeRollout({
+    waves,
+    bakeMs: parseDuration(r.bake) ?? 0,
+    minSuccess: r.minSuccess,
+    abortFailurePercent: r.abortFailurePercent,
+  });
 }
 
 function rolloutLines(r: RolloutView): string[] {
@@ -135,19 +160,38 @@ function rolloutLines(r: RolloutView): string[] {
     ...(halted ? [halted] : []),
     ...table([
       ['wave', 'rule', 'devices', 'applied', 'failed', 'applying', 'held', 'bake left', 'state'],
-      ...r.waves.map((w) => [w.name, waveRule(w), String(w.devices), String(w.success), String(w.failed), String(w.applying), String(w.held), bakeText(w), waveStateText(w)]),
+      ...r.waves.map((w) => [
+        w.name,
+        waveRule(w),
+        String(w.devices),
+        String(w.success),
+        String(w.failed),
+        String(w.applying),
+        String(w.held),
+        bakeText(w),
+        waveStateText(w),
+      ]),
     ]),
     ...(r.waves.some((w) => w.bakeLeftMs !== undefined) ? [BAKE_ESTIMATE_NOTE] : []),
-    ...(r.notCounted ?? []).map((n) => `not counted: ${n.device} ${n.state} in ${n.wave} (${n.verdict}: ${n.reason ?? ''})`),
+    ...(r.notCounted ?? []).map(
+      (n) => `not counted: ${n.device} ${n.state} in ${n.wave} (${n.verdict}: ${n.reason ?? ''})`,
+    ),
   ];
 }
 
-export function renderFleetStatusText(view: FleetView, meta: FleetStatusMeta, opts: { devices?: boolean; rollout?: RolloutView } = {}): string {
+export function renderFleetStatusText(
+  view: FleetView,
+  meta: FleetStatusMeta,
+  opts: { devices?: boolean; rollout?: RolloutView } = {},
+): string {
   const out = [
     `fleet status of ${short(view.commit)} (${meta.label})${view.fleetFile ? '' : ', no fleet.toml at this commit'}`,
     `silent: no report within ${meta.silentAfter} of ${sinceText(view)}${view.silenceCounts ? '' : '; not yet'}`,
     '',
-    ...table([['target', 'plan', ...countColumns(view).map(([, h]) => h)], ...view.targets.map((t) => [t.name, t.plan ?? '-', ...countColumns(view).map(([k]) => String(t[k]))])]),
+    ...table([
+      ['target', 'plan', ...countColumns(view).map(([, h]) => h)],
+      ...view.targets.map((t) => [t.name, t.plan ?? '-', ...countColumns(view).map(([k]) => String(t[k]))]),
+    ]),
   ];
   const extra = view.targets.flatMap((t) => notes(view, t));
   if (extra.length) out.push('', ...extra);
@@ -164,7 +208,16 @@ export function renderFleetStatusText(view: FleetView, meta: FleetStatusMeta, op
     if (view.devices.length === 0) out.push('no devices');
     else {
       const rows = table([
-        ['device', 'target', ...(waves ? ['wave'] : []), 'state', ...(checked ? ['report'] : []), 'time', ...(detailed ? ['agent', 'health'] : []), 'description'],
+        [
+          'device',
+          'target',
+          ...(waves ? ['wave'] : []),
+          'state',
+          ...(checked ? ['report'] : []),
+          'time',
+          ...(detailed ? ['agent', 'health'] : []),
+          'description',
+        ],
         ...view.devices.map((d) => [
           d.device,
           d.target,

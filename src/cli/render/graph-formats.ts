@@ -33,7 +33,15 @@ export function graphJson(s: DesiredState): object {
       dependencies: c.dependencies,
       ...(c.group !== undefined && { group: c.group, member: c.member }),
     })),
-    ...(s.groups?.length && { groups: s.groups.map((g) => ({ name: g.name, kind: g.kind, version: g.version, recipe: g.recipePath, members: g.members })) }),
+    ...(s.groups?.length && {
+      groups: s.groups.map((g) => ({
+        name: g.name,
+        kind: g.kind,
+        version: g.version,
+        recipe: g.recipePath,
+        members: g.members,
+      })),
+    }),
   };
 }
 
@@ -55,18 +63,34 @@ export function renderGraph(s: DesiredState, format: GraphFormat): string {
       const grouped = new Set((s.groups ?? []).flatMap((g) => g.members));
       for (const c of s.components) if (!grouped.has(c.name)) lines.push(`    ${node(c.name)}`);
       // A composite's members inside one box, named after it.
-      (s.groups ?? []).forEach((g, i) => lines.push(`    subgraph group${i}["${g.name} (${g.kind})"]`, ...g.members.map((m) => `        ${node(m)}`), '    end'));
+      (s.groups ?? []).forEach((g, i) =>
+        lines.push(
+          `    subgraph group${i}["${g.name} (${g.kind})"]`,
+          ...g.members.map((m) => `        ${node(m)}`),
+          '    end',
+        ),
+      );
       for (const e of edges(s))
-        lines.push(e.type === 'hard' ? `    ${id.get(e.from)} -- "hard" --> ${id.get(e.to)}` : `    ${id.get(e.from)} -. "ordering" .-> ${id.get(e.to)}`);
+        lines.push(
+          e.type === 'hard'
+            ? `    ${id.get(e.from)} -- "hard" --> ${id.get(e.to)}`
+            : `    ${id.get(e.from)} -. "ordering" .-> ${id.get(e.to)}`,
+        );
       return lines.join('\n') + '\n';
     }
     case 'dot': {
       const q = (n: string) => JSON.stringify(n);
       const lines = ['digraph keystone {', '  rankdir=TB;', '  node [shape=box];'];
       s.layers.forEach((l) => lines.push(`  { rank=same; ${l.map(q).join('; ')}; }`));
-      (s.groups ?? []).forEach((g, i) => lines.push(`  subgraph cluster_${i} { label=${q(`${g.name} (${g.kind})`)}; ${g.members.map(q).join('; ')}${g.members.length ? ';' : ''} }`));
+      (s.groups ?? []).forEach((g, i) =>
+        lines.push(
+          `  subgraph cluster_${i} { label=${q(`${g.name} (${g.kind})`)}; ${g.members.map(q).join('; ')}${g.members.length ? ';' : ''} }`,
+        ),
+      );
       for (const e of edges(s))
-        lines.push(`  ${q(e.from)} -> ${q(e.to)} [label=${q(e.type)}${e.type === 'ordering' ? ', style=dashed' : ''}];`);
+        lines.push(
+          `  ${q(e.from)} -> ${q(e.to)} [label=${q(e.type)}${e.type === 'ordering' ? ', style=dashed' : ''}];`,
+        );
       lines.push('}');
       return lines.join('\n') + '\n';
     }

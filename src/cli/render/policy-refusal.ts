@@ -29,9 +29,14 @@ export function renderPolicyRefusalMarkdown(plan: string, device: RefusingDevice
     [
       `### Keystone dry run: ${c(plan)} is refused by the device's policy`,
       '',
-      'agentUrl' in device ? `The agent at ${c(device.agentUrl)} would refuse this revision and keep running what it has.` : `${device.flags.replace(/^a/, 'A')} would refuse this revision and keep running what it has.`,
+      'agentUrl' in device
+        ? `The agent at ${c(device.agentUrl)} would refuse this revision and keep running what it has.`
+        : `${device.flags.replace(/^a/, 'A')} would refuse this revision and keep running what it has.`,
       '',
-      ...problems.map((p) => `- ${c(p.file)} ${c(p.path)} ${p.message.replace(/\|/g, "\\|")}${p.hint ? ` (${p.hint})` : ""} \`${p.code}\``),
+      ...problems.map(
+        (p) =>
+          `- ${c(p.file)} ${c(p.path)} ${p.message.replace(/\|/g, '\\|')}${p.hint ? ` (${p.hint})` : ''} \`${p.code}\``,
+      ),
     ].join('\n') + '\n'
   );
 }

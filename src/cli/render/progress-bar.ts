@@ -19,7 +19,10 @@ export function progressLine(label: string, received: number, total: number | un
 }
 
 /** Returns a progress callback that redraws at most ten times a second on stderr when it is a terminal. */
-export function progressBar(io: CliIo, label: string): { update: (received: number, total: number | undefined) => void; done: () => void } {
+export function progressBar(
+  io: CliIo,
+  label: string,
+): { update: (received: number, total: number | undefined) => void; done: () => void } {
   if (!io.stderr.isTTY) return { update: () => undefined, done: () => undefined };
   let last = 0;
   let drawn = false;

@@ -57,13 +57,18 @@ export function renderDiagnosticsMarkdown(plan: string, diags: Diagnostic[], opt
   const count = `${diags.length} error${diags.length === 1 ? '' : 's'}`;
   return (
     [
-      opts.base === undefined ? `### Keystone dry run: ${code(plan)} is invalid` : `### Keystone dry run: ${code(plan)} is invalid at the base ${code(opts.base)}`,
+      opts.base === undefined
+        ? `### Keystone dry run: ${code(plan)} is invalid`
+        : `### Keystone dry run: ${code(plan)} is invalid at the base ${code(opts.base)}`,
       '',
       opts.base === undefined
         ? `${count}; a device would refuse this revision and keep running what it has.`
         : `${count} in the revision compared with, so there is nothing sound to compare this change with.`,
       '',
-      ...diags.map((d) => `- ${code(d.line ? `${d.file}:${d.line}` : d.file)} ${d.path ? code(d.path) + ' ' : ''}${cell(d.message)}${d.hint ? ` (${cell(d.hint)})` : ''} \`${d.code}\``),
+      ...diags.map(
+        (d) =>
+          `- ${code(d.line ? `${d.file}:${d.line}` : d.file)} ${d.path ? code(d.path) + ' ' : ''}${cell(d.message)}${d.hint ? ` (${cell(d.hint)})` : ''} \`${d.code}\``,
+      ),
     ].join('\n') + '\n'
   );
 }
@@ -72,8 +77,14 @@ export function renderDiagnosticsMarkdown(plan: string, diags: Diagnostic[], opt
  * A revision refused before anything was parsed (unsigned, untrusted, a file that does not match its digest): the
  * comment must say so, since an empty comment would read as "nothing to report". `base` as for the diagnostics.
  */
-export function renderRefusalMarkdown(plan: string, err: { code: string; message: string; file?: string | undefined; keyId?: string | undefined }, opts: { base?: string } = {}): string {
-  const where = [err.file && `file ${code(err.file)}`, err.keyId && `key ${code(err.keyId)}`].filter(Boolean).join(', ');
+export function renderRefusalMarkdown(
+  plan: string,
+  err: { code: string; message: string; file?: string | undefined; keyId?: string | undefined },
+  opts: { base?: string } = {},
+): string {
+  const where = [err.file && `file ${code(err.file)}`, err.keyId && `key ${code(err.keyId)}`]
+    .filter(Boolean)
+    .join(', ');
   return (
     [
       `### Keystone dry run: ${code(plan)} is refused${opts.base === undefined ? '' : ` at the base ${code(opts.base)}`}`,

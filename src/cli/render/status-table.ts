@@ -6,7 +6,8 @@ import { isCommitId } from '../../git/commit-id.js';
 type Json = Record<string, unknown>;
 
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
-const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : undefined);
+const str = (v: unknown): string | undefined =>
+  typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : undefined;
 
 /** The component list of `GET /v1/components`: a bare array or `{components: […]}`. */
 export function componentList(body: unknown): unknown[] {
@@ -43,7 +44,10 @@ export function ago(thenMs: number, nowMs: number): string {
 
 /** `2024-05-01 10:00:03Z`: UTC, to the second, the same on every machine. */
 export function utc(ms: number): string {
-  return new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+  return new Date(ms)
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d+Z$/, 'Z');
 }
 
 /** The pid or (short) container id of a component, from `pid`, `container`/`containerId` or an `instance` ref. */
@@ -144,7 +148,13 @@ export function revisionLine(rev: Json | undefined, nowMs: number): string {
     : '';
   // Newer commits waiting at the rollout gate (SPEC §14): what this device will run next, and why not yet.
   const holds = Array.isArray(rev.rollout) ? rev.rollout.filter(isObject) : [];
-  const gate = holds.map((h) => `\ncommit ${(str(h.revision) ?? '?').slice(0, 12)} (wave ${str(h.wave) ?? '?'}): ${str(h.reason) ?? 'held'}`).join('') + waitingLine(rev.waiting, nowMs);
+  const gate =
+    holds
+      .map(
+        (h) =>
+          `\ncommit ${(str(h.revision) ?? '?').slice(0, 12)} (wave ${str(h.wave) ?? '?'}): ${str(h.reason) ?? 'held'}`,
+      )
+      .join('') + waitingLine(rev.waiting, nowMs);
   // A suspended sync is the one thing an operator must not miss: the device no longer follows its commits.
   const sync = isObject(rev.sync) ? rev.sync : undefined;
   const suspended = sync && isObject(sync.suspended) ? sync.suspended : undefined;
@@ -186,7 +196,11 @@ export function agentLine(agent: unknown, nowMs: number): string | undefined {
   if (pid === undefined) return undefined;
   const version = str(agent.version);
   const started = timeMs(agent.startedAt);
-  return [`agent pid ${pid}`, ...(version ? [`keystone ${version}`] : []), ...(started !== undefined ? [`started ${ago(started, nowMs)}`] : [])].join('  ');
+  return [
+    `agent pid ${pid}`,
+    ...(version ? [`keystone ${version}`] : []),
+    ...(started !== undefined ? [`started ${ago(started, nowMs)}`] : []),
+  ].join('  ');
 }
 
 /**
@@ -226,7 +240,8 @@ export function rejectedLine(rejected: unknown): string | undefined {
   const code = str(rejected.code);
   let reason = str(rejected.reason) ?? '';
   // The code once, in front: reasons carry it either as a prefix or as a trailing `[KS_…]`.
-  if (code !== undefined && !reason.startsWith(`${code}:`)) reason = `${code}: ${reason.endsWith(` [${code}]`) ? reason.slice(0, -` [${code}]`.length) : reason}`;
+  if (code !== undefined && !reason.startsWith(`${code}:`))
+    reason = `${code}: ${reason.endsWith(` [${code}]`) ? reason.slice(0, -` [${code}]`.length) : reason}`;
   return `newest ${what} rejected: ${reason}`.trimEnd();
 }
 
@@ -237,18 +252,34 @@ export interface StatusExtras {
 }
 
 /** The whole `status` output; the REASON column appears only when some component has a reason. */
-export function renderStatus(components: unknown[], revision: Json | undefined, nowMs: number, policy?: DevicePolicy, extras: StatusExtras = {}): string {
+export function renderStatus(
+  components: unknown[],
+  revision: Json | undefined,
+  nowMs: number,
+  policy?: DevicePolicy,
+  extras: StatusExtras = {},
+): string {
   const agent = agentLine(extras.agent, nowMs);
   const update = agentUpdateLine(extras.agent);
   const rejected = rejectedLine(extras.rejected);
-  const lines = [...(agent ? [agent] : []), ...(update ? [update] : []), revisionLine(revision, nowMs), ...(rejected ? [rejected] : []), ...(policy ? [policyLine(policy)] : [])];
+  const lines = [
+    ...(agent ? [agent] : []),
+    ...(update ? [update] : []),
+    revisionLine(revision, nowMs),
+    ...(rejected ? [rejected] : []),
+    ...(policy ? [policyLine(policy)] : []),
+  ];
   if (components.length === 0) return [...lines, 'no components'].join('\n') + '\n';
   const rows = components.flatMap((c) => rowsOf(c, nowMs));
   const columns: Array<keyof StatusRow> = ['name', 'state', 'version', 'instance', 'health', 'restarts', 'since'];
   if (rows.some((r) => r.reason !== undefined)) columns.push('reason');
   const cell = (r: StatusRow, k: keyof StatusRow) => r[k] ?? '';
   const widths = columns.map((k) => Math.max(HEADERS[k].length, ...rows.map((r) => cell(r, k).length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   lines.push(line(columns.map((k) => HEADERS[k])));
   for (const r of rows) lines.push(line(columns.map((k) => cell(r, k))));
   return lines.join('\n') + '\n';
