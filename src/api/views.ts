@@ -4,10 +4,19 @@
 // re-export them from here.
 import type { AgentUpdateView } from '../agent-update/agent-update-view.js';
 import type { DeviceHealth } from '../core/device-health.js';
+import type { DevicePolicyView } from '../core/device-policy-view.js';
 import type { DependencyType, GroupKind } from '../core/unit-kinds.js';
 import type { ComponentDependency, ComponentState } from '../store/component-state.js';
 
-export type { AgentUpdateView, ComponentDependency, ComponentState, DependencyType, DeviceHealth, GroupKind };
+export type {
+  AgentUpdateView,
+  ComponentDependency,
+  ComponentState,
+  DependencyType,
+  DeviceHealth,
+  DevicePolicyView,
+  GroupKind,
+};
 
 /** One component (GET /v1/components, /v1/components/:name); a group's unit too. Times are ISO 8601. */
 export interface ComponentView {
@@ -86,4 +95,103 @@ export interface GraphView {
   layers: string[][];
   edges: Array<{ from: string; to: string; type: DependencyType }>;
   groups: Array<{ name: string; kind: string; members: string[] }>;
+}
+
+/** A newer commit held at the rollout gate (SPEC §14), and why: `held: waiting for wave …`. */
+export interface RolloutHoldView {
+  revision: string;
+  target: string | null;
+  wave: string;
+  reason: string;
+  checkedAt: string | null;
+}
+
+/** A newer revision waiting on this device (SPEC §19): for components' update locks, or for the maintenance window. */
+export interface DeviceHoldView {
+  revision: string;
+  reason: string;
+  since: string | null;
+  holders: Array<{ component: string; lock: string; timeoutAt: string | null }>;
+  /** Held for the maintenance window: when it opens; null for update locks. */
+  opensAt: string | null;
+}
+
+/** What the device follows, and whether a forced manual apply holds the Git sync (until POST /v1/resume). */
+export interface SyncView {
+  following: 'git' | 'directory';
+  suspended: { since: string | null; revision: string; reason: string } | null;
+  /** A revision the source found while suspended, applied on resume. */
+  held: string | null;
+}
+
+/** How the applied revision's apply ended (SPEC §5), and a later recovery: a recovery never turns it into a success. */
+export interface ApplyOutcomeView {
+  apply: 'success' | 'failure' | 'rejected' | 'recovered' | 'applying';
+  summary: string | null;
+  finishedAt: string | null;
+  recovered: { at: string | null; summary: string | null } | null;
+}
+
+/** GET /v1/revision: the applied revision, how it was applied, what waits, and which agent answers. */
+export interface RevisionView {
+  id: string;
+  source: string;
+  planFile: string;
+  /** The fleet.toml target the plan came from (SPEC §13); null for --plan or a manual apply. */
+  target: string | null;
+  unsigned: boolean;
+  signedAt: string | null;
+  /** The keys whose signatures counted; null when unsigned (or applied by an agent that did not keep them). */
+  signers: string[] | null;
+  /** This device's rollout wave for the commit (SPEC §14); null outside a staged rollout. */
+  wave: string | null;
+  appliedAt: string | null;
+  outcome: ApplyOutcomeView | null;
+  sync: SyncView;
+  rollout: RolloutHoldView[];
+  waiting: DeviceHoldView | null;
+  /** Composites this revision could not update: rolled back, and held at their previous members. */
+  rolledBack: Array<{ group: string; revision: string }>;
+  policy: DevicePolicyView;
+  /** Only on an unsigned revision: said in words, for a dashboard that shows only messages. */
+  warning?: string;
+  agent: AgentView;
+  rejected: RejectedView | null;
+}
+
+/** The reconcile as the history keeps it: what an apply stopped, started and left alone, and why. */
+export interface ReconcileView {
+  stopOrder: string[];
+  startOrder: string[];
+  noTouch: string[];
+  reasons: Record<string, string>;
+}
+
+/** One entry of GET /v1/history: an apply or a rejected revision; `applying` while unfinished. */
+export interface HistoryEntryView {
+  id: number;
+  revision: string;
+  planFile: string;
+  target: string | null;
+  startedAt: string | null;
+  finishedAt: string | null;
+  outcome: 'success' | 'failure' | 'rejected' | 'recovered' | 'applying';
+  summary: string | null;
+  failed: Array<{ name: string; reason: string }>;
+  reconcile: ReconcileView | null;
+}
+
+/** GET /v1/history: newest first; `nextBefore` the cursor of the next (older) page, null on the last. */
+export interface HistoryPageView {
+  entries: HistoryEntryView[];
+  nextBefore: number | null;
+  /** What waits has no row yet: said beside the rows, on the first page (null on later pages). */
+  waiting: DeviceHoldView | null;
+}
+
+/** An action's dry run (`POST /v1/components/:name:restart?dry=1`…): what it would stop, start, and wait for. */
+export interface ActionPlanView {
+  stopOrder?: string[];
+  startOrder?: string[];
+  waitingFor?: string[];
 }

@@ -2,6 +2,7 @@
 // the device's own configuration decides, because a careless or compromised recipe author must not own every device.
 import { isAbsolute, normalize } from 'node:path';
 import { LINUX_CAPABILITIES } from './capabilities.js';
+import type { DevicePolicyView } from './device-policy-view.js';
 
 /** What this device allows beyond the safe defaults; everything absent here is refused. */
 export interface DevicePolicy {
@@ -77,18 +78,6 @@ export function canonicalHostPath(text: string): string | undefined {
 export function isWithin(path: string, prefix: string): boolean {
   if (prefix === '/') return true;
   return path === prefix || path.startsWith(prefix + '/');
-}
-
-/** What the policy looks like to an operator: `GET /v1/revision`, `keystonectl status`. Stable JSON keys. */
-export interface DevicePolicyView {
-  allowPrivileged: boolean;
-  allowHostNamespaces: boolean;
-  allowMounts: string[];
-  allowCapabilities: string[];
-  allowDevices: string[];
-  allowRoot: boolean;
-  /** The capabilities granted without any flag, per kind. */
-  safeCapabilities: { process: string[]; container: string[] };
 }
 
 export function devicePolicyView(p: DevicePolicy): DevicePolicyView {

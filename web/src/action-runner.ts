@@ -4,7 +4,8 @@
 import { createContext } from 'preact';
 import { useCallback, useRef, useState } from 'preact/hooks';
 import { api, componentPath, messageOf, ApiError } from './api-client.js';
-import type { ActionName, ActionPlan } from './api-types.js';
+import type { ActionPlanView as ActionPlan } from '../../src/api/views.js';
+import type { ActionName } from './api-types.js';
 
 export const ACTION_LABELS: Record<ActionName, string> = { restart: 'Restart', stop: 'Stop', start: 'Start' };
 const DOING: Record<ActionName, string> = { restart: 'restarting', stop: 'stopping', start: 'starting' };

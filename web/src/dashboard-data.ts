@@ -8,9 +8,11 @@ import type {
   ComponentView,
   GraphView as Graph,
   GroupView,
+  HistoryPageView as HistoryPage,
   RejectedView as Rejected,
+  RevisionView as Revision,
 } from '../../src/api/views.js';
-import { isGroup, type HistoryPage, type ListItem, type Revision } from './api-types.js';
+import { isGroup, type ListItem } from './api-types.js';
 import { followEventStream } from './event-stream.js';
 
 export interface Loaded<T> {

@@ -1,5 +1,5 @@
 // The applies, newest first: how each ended, what it stopped and started, and what failed.
-import type { HistoryEntry } from './api-types.js';
+import type { HistoryEntryView as HistoryEntry } from '../../src/api/views.js';
 import { Badge } from './badge.js';
 import { shortRevision } from './format.js';
 import { duration, localTime } from './relative-time.js';

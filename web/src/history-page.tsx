@@ -1,7 +1,7 @@
 // #/history: every apply the store keeps, a page at a time.
 import { useEffect, useState } from 'preact/hooks';
 import { api, messageOf } from './api-client.js';
-import type { HistoryEntry, HistoryPage as Page } from './api-types.js';
+import type { HistoryEntryView as HistoryEntry, HistoryPageView as Page } from '../../src/api/views.js';
 import type { Loaded } from './dashboard-data.js';
 import { HistoryList } from './history-list.js';
 

@@ -2,7 +2,7 @@
 // waiting or was refused.
 import type { ApiError } from './api-client.js';
 import type { RejectedView as Rejected } from '../../src/api/views.js';
-import type { Revision } from './api-types.js';
+import type { RevisionView as Revision } from '../../src/api/views.js';
 import type { Loaded } from './dashboard-data.js';
 import { shortRevision } from './format.js';
 import { localTime } from './relative-time.js';

@@ -11,6 +11,7 @@ import { instanceOf } from '../component-view.js';
 import { parseBool, parseTimeout, parseWait, strictQuery, type WaitFor } from '../query-params.js';
 import { isSocketRequest } from '../socket-request.js';
 import type { WaitOutcome } from '../operator-waits.js';
+import type { ActionPlanView } from '../views.js';
 
 /** The state of each component an operation touches, for a caller whose wait ran out. */
 export interface ComponentProgress {
@@ -140,7 +141,7 @@ export function registerComponentActions(server: ApiRouter, ctx: ApiContext): vo
     const timeout = parseTimeout(q.timeout);
     const orders = ordersOf(name);
     // Exactly the two orders (SPEC §10): a pure read of the applied revision, nothing is queued.
-    if (dry) return { stopOrder: orders.stopOrder, startOrder: orders.startOrder };
+    if (dry) return { stopOrder: orders.stopOrder, startOrder: orders.startOrder } satisfies ActionPlanView;
 
     const starts = wait === 'started' ? ctx.waits.starts(orders.startOrder) : undefined;
     const op = engine.restart(name);
@@ -172,7 +173,7 @@ export function registerComponentActions(server: ApiRouter, ctx: ApiContext): vo
     const timeout = parseTimeout(q.timeout);
     const orders = ordersOf(name);
     // What a stop takes down: `name` after its hard dependents (a pure read; nothing is queued).
-    if (dry) return { stopOrder: orders.stopOrder };
+    if (dry) return { stopOrder: orders.stopOrder } satisfies ActionPlanView;
     const outcome = await waitFor(engine.stop(name), timeout.ms, undefined);
     const failure = unfinished(outcome, `stop of ${name}`, orders.stopOrder, timeout.text, 'KS_STOP_FAILED');
     if (failure) throw failure;
@@ -189,7 +190,8 @@ export function registerComponentActions(server: ApiRouter, ctx: ApiContext): vo
     const timeout = parseTimeout(q.timeout);
     ordersOf(name);
     // What a start would bring up now (its own units not running, dependencies that are down) and wait for.
-    if (dry) return engine.startOrders?.(name) ?? { startOrder: unitsOf(name), waitingFor: [] };
+    if (dry)
+      return (engine.startOrders?.(name) ?? { startOrder: unitsOf(name), waitingFor: [] }) satisfies ActionPlanView;
     const units = unitsOf(name);
     const starts = wait === 'started' ? ctx.waits.starts(units) : undefined;
     const op = engine.start(name, timeout.ms);

@@ -7,13 +7,22 @@ import { ApiError } from '../api-error.js';
 import type { ApiContext } from '../api-context.js';
 import { parseIntParam, strictQuery } from '../query-params.js';
 import { newestRejection } from '../rejected-view.js';
+import type {
+  ApplyOutcomeView,
+  DeviceHoldView,
+  HistoryEntryView,
+  HistoryPageView,
+  RevisionView,
+  RolloutHoldView,
+  SyncView,
+} from '../views.js';
 
 export const DEFAULT_HISTORY_LIMIT = 20;
 export const MAX_HISTORY_LIMIT = 100;
 
 const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
 
-function historyView(h: HistoryEntry) {
+function historyView(h: HistoryEntry): HistoryEntryView {
   return {
     id: h.id,
     revision: h.revision,
@@ -33,7 +42,7 @@ function historyView(h: HistoryEntry) {
  * How the applied revision's apply ended (SPEC §5): `success`, `failure` or `applying`, and — after a failure — the
  * recovery, if its components got healthy since. A recovery never turns the failure into a success.
  */
-function outcomeView(entries: readonly HistoryEntry[]) {
+function outcomeView(entries: readonly HistoryEntry[]): ApplyOutcomeView | null {
   const mine = entries.filter((e) => e.outcome !== 'rejected');
   const apply = mine.find((e) => e.outcome !== 'recovered');
   if (!apply) return null;
@@ -47,7 +56,7 @@ function outcomeView(entries: readonly HistoryEntry[]) {
   };
 }
 
-function waitingView(ctx: ApiContext) {
+function waitingView(ctx: ApiContext): DeviceHoldView | null {
   const w = ctx.agent.waiting?.();
   if (!w) return null;
   return {
@@ -60,7 +69,7 @@ function waitingView(ctx: ApiContext) {
   };
 }
 
-function syncView(ctx: ApiContext) {
+function syncView(ctx: ApiContext): SyncView {
   const s = ctx.agent.syncState();
   return {
     following: s.following,
@@ -72,7 +81,7 @@ function syncView(ctx: ApiContext) {
 }
 
 export function registerRevisionRoutes(server: ApiRouter, ctx: ApiContext): void {
-  server.get('/v1/revision', async (request) => {
+  server.get('/v1/revision', async (request): Promise<RevisionView> => {
     strictQuery(request.query, []);
     const r = ctx.agent.store.appliedRevision();
     // Which agent answers, and the newest revision it refused while that is the last thing it looked at: also on a
@@ -97,7 +106,7 @@ export function registerRevisionRoutes(server: ApiRouter, ctx: ApiContext): void
       // What the device follows, and whether a forced manual apply holds the Git sync (until POST /v1/resume).
       sync: syncView(ctx),
       // Newer commits held at the rollout gate (SPEC §14), newest first, each with why: `held: waiting for wave …`.
-      rollout: (ctx.agent.rolloutHolds?.() ?? []).map((h) => ({
+      rollout: (ctx.agent.rolloutHolds?.() ?? []).map((h): RolloutHoldView => ({
         revision: h.revision,
         target: h.target ?? null,
         wave: h.wave,
@@ -127,7 +136,7 @@ export function registerRevisionRoutes(server: ApiRouter, ctx: ApiContext): void
     return devicePolicyView(ctx.policy ?? DEFAULT_DEVICE_POLICY);
   });
 
-  server.get('/v1/history', async (request) => {
+  server.get('/v1/history', async (request): Promise<HistoryPageView> => {
     const q = strictQuery(request.query, ['limit', 'before']);
     const limit = parseIntParam('limit', q.limit, DEFAULT_HISTORY_LIMIT, 1, MAX_HISTORY_LIMIT)!;
     const before = parseIntParam('before', q.before, undefined, 1, Number.MAX_SAFE_INTEGER);
