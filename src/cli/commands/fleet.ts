@@ -120,10 +120,12 @@ export async function fleet(argv: string[], io: CliIo): Promise<number> {
 async function fleetStatus(argv: string[], io: CliIo): Promise<number> {
   // isomorphic-git and the agent's Git wiring cost ~100 ms to load: only for this command, not every keystonectl run.
   const [
-    { openFleetRepository, openReportsRepository, readFleetReports, UnknownRefError },
+    { openFleetRepository, openReportsRepository },
+    { readFleetReports, UnknownRefError },
     { readRolloutRefs },
     { secretFrom },
   ] = await Promise.all([
+    import('../../fleet-view/fleet-repository.js'),
     import('../../fleet-view/fleet-reports-read.js'),
     import('../../fleet-view/fleet-rollout-read.js'),
     import('../secret-file.js'),
