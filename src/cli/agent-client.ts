@@ -1,13 +1,11 @@
 // The agent's HTTP API (SPEC §10) as keystonectl sees it: a small client (over node:http, agent-http.ts), the shared
 // flags, and one place that turns the API's error bodies into the exit codes of SPEC §9.
-import { formatDuration, parseDuration } from '../core/duration.js';
-import { isComponentName } from '../core/component-name.js';
 import { CodedError, OperationError } from '../core/errors.js';
 import { agentRequest, type AgentResponse } from './agent-http.js';
 import { agentUrl, resolveToken, type AgentArgs, type TokenSource } from './agent-token.js';
 import { CHECKOUT_STATE_DIR } from './checkout-state-dir.js';
 import { progressOf, renderProgress } from './component-progress.js';
-import { EXIT, UsageError, type CliIo } from './io.js';
+import { EXIT, type CliIo } from './io.js';
 
 /** A read that takes longer than this means the agent is stuck, not slow. */
 export const READ_TIMEOUT_MS = 10_000;
@@ -48,18 +46,6 @@ export interface RequestOptions {
   query?: Query;
   /** ms before the client gives up waiting; default READ_TIMEOUT_MS. */
   timeoutMs?: number;
-}
-
-/** A component name from the command line: the plan's rule, checked before it goes into a URL or a path. */
-export function componentArg(positionals: string[], command: string): string {
-  if (positionals.length !== 1) throw new UsageError(`${command} takes exactly one component NAME`);
-  const name = positionals[0]!;
-  // `app/web`: a member of composite `app` (or a replica, `workers/2`).
-  const [first, ...members] = name.split('/');
-  if (!isComponentName(first ?? '')) throw new UsageError(`"${first}" is not a valid component name`);
-  if (members.some((m) => !/^[a-z0-9][a-z0-9_-]{0,62}$/i.test(m)))
-    throw new UsageError(`"${name}" is not a valid member name: COMPONENT/MEMBER, each letters, digits, "_" and "-"`);
-  return name;
 }
 
 export class AgentClient {
@@ -262,11 +248,6 @@ export async function withAgentErrors(
   }
 }
 
-/** The path of a component route: `/v1/components/{name}` plus an optional `:action`. */
-export function componentPath(name: string, action?: 'restart' | 'stop' | 'start'): string {
-  return `/v1/components/${name.split('/').map(encodeURIComponent).join('/')}${action ? `:${action}` : ''}`;
-}
-
 /**
  * A timeout that holds for the whole request, body included. Not AbortSignal.timeout(): its signal can be collected
  * while a long answer's body is read (nodejs/node#55428, undici#4068), and `--timeout` then silently stops holding.
@@ -276,26 +257,6 @@ function deadline(ms: number): { signal: AbortSignal; clear(): void } {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new DOMException(`no answer within ${ms} ms`, 'TimeoutError')), ms);
   return { signal: controller.signal, clear: () => clearTimeout(timer) };
-}
-
-/** Past the agent's own timeout, how long the client still waits for its answer (the 504 with the states). */
-export const ANSWER_MARGIN_MS = 30_000;
-
-export type WaitFor = 'health' | 'started' | 'none';
-
-/** `--wait` and `--timeout` checked, the timeout Go-style as the API echoes it (`2m` → `2m0s`). */
-export function parseWaitArgs(values: { wait?: string | undefined; timeout: string }): {
-  wait: WaitFor;
-  timeoutMs: number;
-  timeout: string;
-} {
-  const wait = values.wait ?? 'health';
-  if (wait !== 'health' && wait !== 'started' && wait !== 'none')
-    throw new UsageError(`--wait must be health, started or none, not "${wait}"`);
-  const timeoutMs = parseDuration(values.timeout);
-  if (timeoutMs === undefined || timeoutMs <= 0)
-    throw new UsageError(`--timeout takes a duration such as 2m or 90s, not "${values.timeout}"`);
-  return { wait, timeoutMs, timeout: formatDuration(timeoutMs) };
 }
 
 /** The names of a list in an answer (stopOrder, started …). */

@@ -76,7 +76,12 @@ export const COMMANDS: Readonly<Record<string, { load: () => Promise<Loaded>; su
     summary: "the agent's applies, newest first",
   },
   fleet: {
-    load: () => import('./commands/fleet.js').then((m) => ({ run: m.fleet, usage: m.FLEET_USAGE, help: m.FLEET_HELP })),
+    load: () =>
+      Promise.all([import('./commands/fleet.js'), import('./commands/fleet-help.js')]).then(([m, h]) => ({
+        run: m.fleet,
+        usage: h.FLEET_USAGE,
+        help: h.FLEET_HELP,
+      })),
     summary: "the fleet's reports for a commit, per target (needs git for a remote)",
   },
   resume: {

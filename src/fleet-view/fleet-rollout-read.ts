@@ -1,5 +1,5 @@
 // Reading the fleet's rollout refs (rollout-refs.ts) for `fleet status`, from the repository the notes are read from.
-// A remote's come with the notes, in the same `git fetch` (ROLLOUT_REFSPEC, fleet-reports-read.ts): one exchange
+// A remote's come with the notes, in the same `git fetch` (ROLLOUT_REFSPEC, fleet-repository.ts): one exchange
 // whose ls-refs asks for the prefix alone. `git ls-remote` would be a second exchange, and it sends no ref prefix
 // for a pattern, so the host would advertise every notes ref of the fleet once more. The fetch brings the objects
 // the refs point at too: the devices' notes commits, mostly the notes tips it fetches anyway.

@@ -15,60 +15,16 @@
 // `wave=`, else its rollout ref's); the per-wave counts are fleet-rollout-view.ts.
 // Agent versions (SPEC §17): every device counted by the agent version its newest counted report carries (what it
 // runs now, whatever the commit viewed; `unknown` when none says), and, when the commit's fleet.toml names one, per
-// wave (else per target) how many of its devices run it.
-import semver from 'semver';
-import type { Verdict } from '../identity/report-verifier.js';
-import type { CommitState, DeviceHealth } from '../report/commit-status.js';
-import type { Ancestry, DeviceReport, DeviceReports, FleetViewInput, ViewTarget } from './fleet-view-input.js';
+// wave (else per target) how many of its devices run it (agent-version-counts.ts). A device's row: device-view.ts.
+import type { CommitState } from '../report/commit-status.js';
+import { agentUpdateOf, agentVersionCounts, type AgentUpdateProgress } from './agent-version-counts.js';
+import { detailsOf, type DeviceState, type DeviceView } from './device-view.js';
+import type { DeviceReports, FleetViewInput } from './fleet-view-input.js';
 
 /** The group of devices whose reports carry no target (rejected devices, agents run with --plan). */
 export const NO_TARGET = '(no target)';
 /** The one group when the commit has no fleet.toml. */
 export const NO_FLEET_FILE = '(no fleet.toml)';
-
-/**
- * forged, revoked, unverified: its report on the commit is not counted (SPEC §15): not its own, or not checkable where
- * the fleet requires enrolment. `claimed` says what that report said.
- */
-export const DEVICE_STATES = [
-  'success',
-  'failure',
-  'pending',
-  'error',
-  'other-commit',
-  'silent',
-  'waiting',
-  'forged',
-  'revoked',
-  'unverified',
-] as const;
-export type DeviceState = (typeof DEVICE_STATES)[number];
-
-export interface DeviceView {
-  device: string;
-  /** The target group it is counted in. */
-  target: string;
-  /** Its rollout wave, only when the commit has a `[rollout]`: null when neither a report nor a rollout ref tells. */
-  wave?: string | null;
-  state: DeviceState;
-  /** The commit of the report shown: this commit, another one, or null when the device never reported. */
-  commit: string | null;
-  /** For a report on another commit: whether that commit is older (an ancestor of this one), newer, or unknown. */
-  relation: Ancestry | null;
-  /** ISO time of the report shown, or null. */
-  at: string | null;
-  description: string;
-  /** The verdict on the report shown (SPEC §15), when reports were checked. */
-  report?: Verdict;
-  /** Why it is not verified. */
-  reportReason?: string;
-  /** What a report that is not counted said (its state). */
-  claimed?: string;
-  /** What the report shown carries beside its state (issue 29): the agent's version, the device's health, log lines. */
-  agent?: string;
-  health?: DeviceHealth;
-  log?: readonly string[];
-}
 
 export interface TargetView {
   name: string;
@@ -89,21 +45,6 @@ export interface TargetView {
   unverified: number;
   /** Device names, sorted. */
   members: string[];
-}
-
-/** The agent version of a device none of whose counted reports carries one (an older agent, or no report at all). */
-export const UNKNOWN_AGENT_VERSION = 'unknown';
-
-/** How far the agent version the fleet file names has come among a wave's (else a target's) devices. */
-export interface AgentUpdateProgress {
-  /** The wave counted (the commit has a `[rollout]`); else `target`. */
-  wave?: string;
-  target?: string;
-  /** The version the commit's fleet.toml names for these devices. */
-  version: string;
-  devices: number;
-  /** How many of them run it (their newest counted report says so). */
-  on: number;
 }
 
 export interface FleetView {
@@ -257,89 +198,5 @@ export function buildFleetView(input: FleetViewInput): FleetView {
     devices,
     agentVersions: agentVersionCounts(devices, running),
     ...(agentUpdate && { agentUpdate }),
-  };
-}
-
-/** Newest first (semver), versions that do not parse after them by name, `unknown` last. */
-function compareVersions(a: string, b: string): number {
-  if (a === UNKNOWN_AGENT_VERSION || b === UNKNOWN_AGENT_VERSION)
-    return (a === UNKNOWN_AGENT_VERSION ? 1 : 0) - (b === UNKNOWN_AGENT_VERSION ? 1 : 0);
-  const va = semver.valid(a);
-  const vb = semver.valid(b);
-  if (va && vb) return semver.rcompare(va, vb) || (a < b ? -1 : a > b ? 1 : 0);
-  if (va || vb) return va ? -1 : 1;
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
-function agentVersionCounts(
-  devices: readonly DeviceView[],
-  running: ReadonlyMap<string, string>,
-): Record<string, number> {
-  const counts = new Map<string, number>();
-  for (const d of devices) {
-    const v = running.get(d.device) ?? UNKNOWN_AGENT_VERSION;
-    counts.set(v, (counts.get(v) ?? 0) + 1);
-  }
-  // A null-prototype object: a version is whatever a report says, `__proto__` included.
-  const out = Object.create(null) as Record<string, number>;
-  for (const v of [...counts.keys()].sort(compareVersions)) out[v] = counts.get(v)!;
-  return out;
-}
-
-/**
- * Per wave (`waveOrder` given: the commit has a `[rollout]`; devices of no known wave are left out), else per target,
- * the devices the file names an agent version for and how many run it; undefined when the file names none.
- */
-function agentUpdateOf(
-  devices: readonly DeviceView[],
-  running: ReadonlyMap<string, string>,
-  targets: readonly ViewTarget[],
-  waveOrder: readonly string[] | undefined,
-): AgentUpdateProgress[] | undefined {
-  const wanted = new Map<string, string>();
-  for (const t of targets) if (t.agentVersion !== undefined && !wanted.has(t.name)) wanted.set(t.name, t.agentVersion);
-  if (wanted.size === 0) return undefined;
-  const groups = new Map<string, AgentUpdateProgress>();
-  for (const d of devices) {
-    const version = wanted.get(d.target);
-    if (version === undefined) continue;
-    if (waveOrder && typeof d.wave !== 'string') continue;
-    const key = JSON.stringify([waveOrder ? d.wave : d.target, version]);
-    let g = groups.get(key);
-    if (!g)
-      groups.set(key, (g = { ...(waveOrder ? { wave: d.wave! } : { target: d.target }), version, devices: 0, on: 0 }));
-    g.devices++;
-    if (running.get(d.device) === version) g.on++;
-  }
-  const list = [...groups.values()];
-  if (waveOrder) {
-    // The rollout's order; a wave the file no longer has after them. Stable: devices come in target order.
-    const rank = (w: string) => (waveOrder.includes(w) ? waveOrder.indexOf(w) : waveOrder.length);
-    list.sort((a, b) => rank(a.wave!) - rank(b.wave!));
-  }
-  return list;
-}
-
-/** The agent version, health and log lines a report carries (status-note.ts's fields), as the view shows them. */
-function detailsOf(r: DeviceReport): Pick<DeviceView, 'agent' | 'health' | 'log'> {
-  const f = r.fields;
-  const num = (k: string) => {
-    const v = f[k] === undefined ? NaN : Number(f[k]);
-    return Number.isFinite(v) ? v : undefined;
-  };
-  const health: DeviceHealth = {};
-  const put = (key: keyof DeviceHealth, field: string) => {
-    const v = num(field);
-    if (v !== undefined) health[key] = v;
-  };
-  put('uptimeS', 'uptime');
-  put('load1', 'load');
-  put('memFreeBytes', 'mem');
-  put('diskFreeBytes', 'disk');
-  put('tempC', 'temp');
-  return {
-    ...(f.agent !== undefined && { agent: f.agent }),
-    ...(Object.keys(health).length > 0 && { health }),
-    ...(r.log?.length && { log: r.log }),
   };
 }

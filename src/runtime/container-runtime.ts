@@ -11,18 +11,16 @@ import type { ContainerRuntimeOptions } from './container-runtime-options.js';
 import { ContainerWatches } from './container-watches.js';
 import { containerName, createOptions, LABELS } from './container-spec.js';
 import { ensureImageLogged } from './ensure-image-logged.js';
-import { probe } from './probe.js';
+import { containerHealthProbe, probePrivileges } from './container-health-probe.js';
+import { createStarted } from './create-started.js';
 import type { BoundProbe } from './process-runtime.js';
-import { DEFAULT_PATH } from './resolve-command.js';
 import type { ComponentPaths, Instance, InstanceRef, Runtime } from './runtime.js';
 import { hostPolicyFacts } from './policy-host.js';
-import { buildPrivileges, currentAgentIdentity, type Privileges } from './privileges.js';
-import { readUserDb } from '../state-dir/user-db.js';
+import { currentAgentIdentity } from './privileges.js';
 import { prepareWorkDir } from './work-dir.js';
 import { ComponentSecrets } from './component-secrets.js';
 import { secretMounts } from './secret-mounts.js';
 import { updateLockMount } from './update-lock-mount.js';
-import { withoutSecretEnv } from './secret-env.js';
 
 /** Runs components as containers: install (pull), start, stop (then remove), adopt by id and owner label. */
 export class ContainerRuntime implements Runtime {
@@ -123,7 +121,11 @@ export class ContainerRuntime implements Runtime {
       engine: engine.kind,
       ...(lockMount && { lockMount }),
     });
-    const container = await this.createStarted(engine, c, request).catch(async (e: unknown) => {
+    const container = await createStarted(engine, c, request, {
+      pullLog: this.opts,
+      now: this.now,
+      scrub: (comp, text) => this.secrets.scrub(comp, text),
+    }).catch(async (e: unknown) => {
       await placed?.discard();
       throw e;
     });
@@ -133,37 +135,6 @@ export class ContainerRuntime implements Runtime {
       ref: { kind: 'container', id: container.id },
       exited: this.watches.watch(engine, container.id, paths.logDir),
     };
-  }
-
-  /** The container created and started; one that cannot start is removed again. */
-  private async createStarted(
-    engine: Engine,
-    c: DesiredComponent,
-    request: Docker.ContainerCreateOptions,
-  ): Promise<Docker.Container> {
-    const policy = c.recipe.lifecycle.run.container!.pull_policy;
-    let container: Docker.Container;
-    try {
-      container = await engine.docker.createContainer(request);
-    } catch (e) {
-      if (engineStatus(e) !== 404 || policy === 'never') throw this.createError(c, e);
-      // No such image: pulled at install, removed since (a prune). The policy allows pulling it again.
-      await ensureImageLogged(engine, c, policy, this.opts, this.now);
-      container = await engine.docker
-        .createContainer(request)
-        .catch((e2: unknown) => Promise.reject(this.createError(c, e2)));
-    }
-    try {
-      await container.start();
-    } catch (e) {
-      await container.remove({ force: true, v: true }).catch(() => {});
-      throw new ContainerError(
-        'KS_START_FAILED',
-        `cannot start container of ${c.name}: ${this.secrets.scrub(c, engineMessage(e))}`,
-        { component: c.name, containerId: container.id },
-      );
-    }
-    return container;
   }
 
   /**
@@ -248,53 +219,19 @@ export class ContainerRuntime implements Runtime {
    * The component's health check as a probe, run from the host as for processes: http(s):// and tcp:// against
    * published ports or the host network, cmd: by sh in the work directory as the device's default user, with the
    * container's env over a minimal base — but for the variables that read a secret, which it does not get. Undefined
-   * when the recipe has none.
+   * when the recipe has none (container-health-probe.ts).
    */
-  async healthProbe(c: DesiredComponent, paths: ComponentPaths): Promise<BoundProbe | undefined> {
-    const health = c.recipe.lifecycle.run.health;
-    if (!health) return undefined;
-    // A `cmd:` check runs on the host: as the device's unprivileged default user, never as the agent's root (a
-    // container recipe's check would otherwise be root code on the host). That user is shared (other components, and
-    // other checks, run as it and could read the check's /proc/PID/environ): no secret value goes into its
-    // environment, the variables that read one are left out.
-    const priv = await this.probePrivileges();
-    const base = withoutSecretEnv({
-      PATH: DEFAULT_PATH,
-      HOME: priv?.identity.home ?? process.env.HOME ?? '/',
-      LANG: process.env.LANG ?? 'C.UTF-8',
-      ...(c.recipe.lifecycle.run.container?.env ?? {}),
-    });
-    const privilegesArgv = priv ? [this.opts.setprivPath ?? '/usr/bin/setpriv', ...priv.setprivArgs, '--'] : undefined;
-    return (signal) =>
-      this.secrets.probe(c, base, (env) =>
-        probe(health.check, {
-          timeoutMs: health.timeout,
-          cwd: paths.workDir,
-          env,
-          signal,
-          ...(privilegesArgv && { privilegesArgv }),
-        }),
-      );
+  healthProbe(c: DesiredComponent, paths: ComponentPaths): Promise<BoundProbe | undefined> {
+    return containerHealthProbe(c, paths, this.opts, this.secrets);
   }
 
   private host(): PolicyHost {
     return (this.policyHost ??= this.opts.policyHost ?? hostPolicyFacts({ env: this.opts.env ?? process.env }));
   }
 
-  /**
-   * Who a container's host-side `cmd:` check runs as: the device's default unprivileged user, no capabilities,
-   * no_new_privs (undefined when the agent is not root: it runs as the agent's own user then). Throws KS_USER_UNKNOWN
-   * when the device has no such user.
-   */
-  private async probePrivileges(): Promise<Privileges | undefined> {
-    const agent = this.opts.agent ?? currentAgentIdentity();
-    if (agent.uid !== 0) return undefined;
-    return buildPrivileges(undefined, agent, await (this.opts.userDb ?? (() => readUserDb()))());
-  }
-
   /** The work directory: the agent's, with the probe user's group so that a `cmd:` check can work in it (0750). */
   private async prepareWorkDir(paths: ComponentPaths): Promise<void> {
-    const priv = await this.probePrivileges();
+    const priv = await probePrivileges(this.opts);
     const agent = this.opts.agent ?? currentAgentIdentity();
     await prepareWorkDir(paths.workDir, priv ? { uid: agent.uid, gid: priv.identity.gid } : undefined);
   }
@@ -316,23 +253,6 @@ export class ContainerRuntime implements Runtime {
       throw new ContainerError(first.code, message, { component: c.name, path: first.path });
     }
     return c.recipe.lifecycle.run.container!;
-  }
-
-  private createError(c: DesiredComponent, e: unknown): ContainerError {
-    const image = c.recipe.lifecycle.run.container!.image;
-    if (engineStatus(e) === 404)
-      return new ContainerError(
-        'KS_IMAGE_MISSING',
-        `image ${image} of ${c.name} is not on this device: ${engineMessage(e)}`,
-        { component: c.name, image },
-        { cause: e },
-      );
-    // The engine's refusal of a create request may quote it (an env entry): said without the values, no cause kept.
-    return new ContainerError(
-      'KS_START_FAILED',
-      `cannot create container of ${c.name}: ${this.secrets.scrub(c, engineMessage(e))}`,
-      { component: c.name, image },
-    );
   }
 
   private async remove(engine: Engine, id: string): Promise<void> {

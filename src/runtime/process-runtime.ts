@@ -1,8 +1,6 @@
 // The process runtime (SPEC §5): components as detached process groups, dropped to the recipe's user with setpriv.
 import type { DesiredComponent } from '../core/desired-state.js';
 import type { ComponentPaths, ExitStatus, Instance, InstanceRef, PreparedStart, Runtime } from './runtime.js';
-import { openComponentLogs, tailLines } from './log-files.js';
-import { cutLine, MAX_REASON_BYTES } from '../core/line-bound.js';
 import {
   buildPrivileges,
   currentAgentIdentity,
@@ -15,9 +13,10 @@ import { AdoptedExits } from './adopted-exits.js';
 import { probe, type ProbeResult } from './probe.js';
 import { killGroup, stopGroup, systemClock, type PollClock } from './process-group.js';
 import type { ProcessRuntimeOptions } from './process-runtime-options.js';
+import { prepareSpawn } from './prepare-spawn.js';
 import { spawnPrepared, type PreparedSpawn, type SpawnWith } from './process-spawn.js';
-import { DEFAULT_PATH, resolveCommand } from './resolve-command.js';
-import { runInGroup } from './run-in-group.js';
+import { DEFAULT_PATH } from './resolve-command.js';
+import { aborted, runInstallScript } from './run-install-script.js';
 import { RuntimeError } from './runtime-error.js';
 import { findUser, readUserDb } from '../state-dir/user-db.js';
 import { prepareWorkDir } from './work-dir.js';
@@ -132,7 +131,8 @@ export class ProcessRuntime implements Runtime {
 
   /**
    * Artifacts into the work directory (created, owned by the run user), then the install script by `sh -c` in
-   * it as the run user, output appended to the component's logs, the whole group killed at the recipe's timeout.
+   * it as the run user, output appended to the component's logs, the whole group killed at the recipe's timeout
+   * (run-install-script.ts).
    * Throws ArtifactError from the artifacts, or KS_INSTALL_FAILED / KS_INSTALL_TIMEOUT / KS_INSTALL_ABORTED / KS_USER_UNKNOWN.
    */
   async install(c: DesiredComponent, paths: ComponentPaths, signal: AbortSignal): Promise<void> {
@@ -146,55 +146,15 @@ export class ProcessRuntime implements Runtime {
     if (!script) return;
     if (signal.aborted) throw aborted(c);
     const env = this.secrets.env(c, this.environmentFor(c, priv.identity));
-    const logs = await openComponentLogs(paths.logDir);
-    let r;
-    try {
-      r = await runInGroup([...this.privilegesArgv(priv), '/bin/sh', '-c', script.script], {
-        cwd: paths.workDir,
-        env,
-        stdout: logs.stdoutFd,
-        stderr: logs.stderrFd,
-        timeoutMs: script.timeout,
-        signal,
-        clock: this.clock,
-      });
-    } finally {
-      await logs.close();
-    }
-    if (r.spawnError)
-      throw new RuntimeError(
-        'KS_INSTALL_FAILED',
-        `install script of ${c.name} could not start: ${this.secrets.scrub(c, r.spawnError.message)}`,
-        { component: c.name },
-        { cause: r.spawnError },
-      );
-    if (r.timedOut)
-      throw new RuntimeError(
-        'KS_INSTALL_TIMEOUT',
-        `install script of ${c.name} did not finish within ${script.timeout} ms and was killed`,
-        {
-          component: c.name,
-          timeoutMs: script.timeout,
-        },
-      );
-    if (r.aborted) throw aborted(c);
-    if (r.code !== 0) {
-      // Its last words, bounded: a script may write one line of any length (a line's end says the most).
-      const last = (await tailLines(logs.stderrPath, 3, MAX_REASON_BYTES / 2)).join(' | ');
-      const how = r.code !== null ? `exited with ${r.code}` : `was killed by ${r.signal}`;
-      throw new RuntimeError(
-        'KS_INSTALL_FAILED',
-        cutLine(
-          `install script of ${c.name} ${how}${last ? `: ${this.secrets.scrub(c, last)}` : ''}`,
-          MAX_REASON_BYTES,
-        ),
-        {
-          component: c.name,
-          exitCode: r.code,
-          signal: r.signal,
-        },
-      );
-    }
+    await runInstallScript(c, script, {
+      privilegesArgv: this.privilegesArgv(priv),
+      workDir: paths.workDir,
+      logDir: paths.logDir,
+      env,
+      signal,
+      clock: this.clock,
+      scrub: (text) => this.secrets.scrub(c, text),
+    });
   }
 
   /**
@@ -237,44 +197,14 @@ export class ProcessRuntime implements Runtime {
     };
   }
 
-  /** What a spawn needs, read and checked: privileges, the work directory, the environment, the command, the logs. */
+  /** What a spawn needs, read and checked (prepare-spawn.ts). */
   private async prepareSpawn(c: DesiredComponent, paths: ComponentPaths): Promise<PreparedSpawn> {
     this.assertProcess(c);
-    const exec = c.recipe.lifecycle.run.exec;
-    if (!exec)
-      throw new RuntimeError('KS_START_FAILED', `${c.name} has no [lifecycle.run.exec] command`, { component: c.name });
-    const priv = await this.privilegesFor(c);
-    const owner = priv.switchesUser ? { uid: priv.identity.uid, gid: priv.identity.gid } : undefined;
-    await prepareWorkDir(paths.workDir, owner);
-    const env = this.secrets.env(c, this.environmentFor(c, priv.identity));
-    const resolved = await resolveCommand(exec.command, {
-      cwd: paths.workDir,
-      pathVar: env.PATH,
-      identity: priv.identity,
+    return prepareSpawn(c, paths, {
+      privilegesFor: (comp) => this.privilegesFor(comp),
+      environmentFor: (comp, identity) => this.environmentFor(comp, identity),
+      secrets: this.secrets,
     });
-    if (!resolved.ok)
-      throw new RuntimeError('KS_START_FAILED', `cannot start ${c.name}: ${resolved.reason}`, {
-        component: c.name,
-        command: exec.command,
-      });
-    // A relative command (./influxd) stays relative: exec resolves it against the cwd, which needs no search
-    // permission on the work directory's parents for the run user.
-    const file = exec.command.includes('/') ? exec.command : resolved.path;
-    const secrets = await this.secrets.place(c, { kind: 'process', workDir: paths.workDir, ...(owner && { owner }) });
-    const logs = await openComponentLogs(paths.logDir).catch(async (e: unknown) => {
-      await secrets?.discard();
-      throw e;
-    });
-    return {
-      priv,
-      env,
-      file,
-      args: exec.args,
-      command: exec.command,
-      workDir: paths.workDir,
-      logs,
-      ...(secrets && { secrets }),
-    };
   }
 
   /**
@@ -331,8 +261,4 @@ export class ProcessRuntime implements Runtime {
         component: c.name,
       });
   }
-}
-
-function aborted(c: DesiredComponent): RuntimeError {
-  return new RuntimeError('KS_INSTALL_ABORTED', `install of ${c.name} was aborted`, { component: c.name });
 }

@@ -1,4 +1,4 @@
-// The spawn of a component process, once everything it needs is prepared (ProcessRuntime's prepareSpawn): setpriv
+// The spawn of a component process, once everything it needs is prepared (prepare-spawn.ts): setpriv
 // detached in its own process group, straight to the program or behind a gate that a restart opens later. Apart from
 // process-runtime.ts because it is the one place a process is forked, with its own failure paths.
 import { spawn, type ChildProcess } from 'node:child_process';

@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { renderFleetStatusMarkdown } from '../../src/cli/render/fleet-status-markdown.js';
 import { agentVersionsText, renderFleetStatusText } from '../../src/cli/render/fleet-status-text.js';
 import type { Verification } from '../../src/identity/report-verifier.js';
-import { buildFleetView, UNKNOWN_AGENT_VERSION } from '../../src/fleet-view/fleet-view.js';
+import { UNKNOWN_AGENT_VERSION } from '../../src/fleet-view/agent-version-counts.js';
+import { buildFleetView } from '../../src/fleet-view/fleet-view.js';
 import type { DeviceReport, DeviceReports, FleetViewInput } from '../../src/fleet-view/fleet-view-input.js';
 
 const C = 'c'.repeat(40);

@@ -1,7 +1,8 @@
 // The fleet view's grouping rules, pure: which target and which bucket each device lands in, and when silence counts.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { buildFleetView, DEVICE_STATES, NO_FLEET_FILE, NO_TARGET } from '../../src/fleet-view/fleet-view.js';
+import { DEVICE_STATES } from '../../src/fleet-view/device-view.js';
+import { buildFleetView, NO_FLEET_FILE, NO_TARGET } from '../../src/fleet-view/fleet-view.js';
 import type { DeviceReport, DeviceReports, FleetViewInput } from '../../src/fleet-view/fleet-view-input.js';
 
 const C = 'c'.repeat(40);

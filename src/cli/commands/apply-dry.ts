@@ -1,17 +1,14 @@
 // `keystonectl apply-dry PLAN`: load, validate and print the reconcile; changes nothing. `--fleet`: apply-dry-fleet.ts.
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { actualFromDesired, diff, EMPTY_ACTUAL, type ActualComponent, type ActualState } from '../../core/diff.js';
-import type { DesiredState } from '../../core/desired-state.js';
-import { devicePolicyFromView } from '../../core/device-policy.js';
-import { OperationError, type ErrorCode } from '../../core/errors.js';
-import { checkDevicePolicy, withFlagHint } from '../../core/policy-check.js';
+import { actualFromDesired, diff, EMPTY_ACTUAL, type ActualState } from '../../core/diff.js';
 import { hostPolicyFacts } from '../../runtime/policy-host.js';
-import { AGENT_OPTIONS, AgentApiError, agentClient, AgentUnreachableError, type AgentClient } from '../agent-client.js';
+import { AGENT_OPTIONS, agentClient } from '../agent-client.js';
 import { DEFAULT_AGENT_URL, DEFAULT_STATE_DIR } from '../agent-token.js';
 import { DirectoryReader } from '../../source/directory-reader.js';
 import { TrustError } from '../../trust/trust-error.js';
 import { loadRevision } from '../../load/load-revision.js';
+import { agentActualState, refusedByAgentPolicy } from './agent-actual-state.js';
 import { applyDryFleet } from './apply-dry-fleet.js';
 import { dryRunKeys, withDryRunDigests } from '../dry-run-secrets.js';
 import { operatorIdentity } from '../../secrets/operator-identity.js';
@@ -23,7 +20,7 @@ import {
   renderRefusalMarkdown,
 } from '../render/reconcile-markdown.js';
 import { renderReconcileText } from '../render/reconcile-text.js';
-import { renderPolicyRefusalMarkdown, renderPolicyRefusalText, type PolicyProblem } from '../render/policy-refusal.js';
+import { renderPolicyRefusalMarkdown, renderPolicyRefusalText } from '../render/policy-refusal.js';
 import { renderPermissionsMarkdown, renderPermissionsText } from '../render/device-permissions.js';
 import {
   describePolicyFlags,
@@ -45,88 +42,6 @@ type ComparedWith =
   | { kind: 'empty'; note?: string }
   | { kind: 'agent'; url: string }
   | { kind: 'base'; ref: string; commit: string; planPresent: boolean };
-
-/** States in which a component counts as running for the diff (as the agent's own store maps them). */
-const LIVE = new Set(['installing', 'starting', 'running', 'unhealthy', 'backoff']);
-
-/**
- * What the local agent runs, as the diff's actual state, from `GET /v1/components` (with the token: component views
- * carry configuration values). Undefined when nothing answers quickly; an explicit `--agent` that does not answer is
- * an error. An agent that answers but refuses the token is always an error: comparing with the empty state instead
- * would print a reconcile of a fresh device for one that runs.
- */
-async function agentActualState(client: AgentClient, url: string, required: boolean): Promise<ActualState | undefined> {
-  type View = {
-    name: string;
-    hash: string;
-    version: string;
-    state: string;
-    held: boolean;
-    dependencies: ActualComponent['dependencies'];
-    inputs?: Record<string, string> | null;
-    members?: View[];
-  };
-  let views: View[];
-  try {
-    views = await client.get<View[]>('/v1/components', { timeoutMs: required ? 10_000 : 1_000 });
-    if (!Array.isArray(views)) throw new Error('not a component list');
-  } catch (e) {
-    if (e instanceof AgentApiError && e.status === 401)
-      // The agent's own code for a 401 (KS_TOKEN_MISSING, KS_TOKEN_INVALID), relayed as it came.
-      throw new OperationError(
-        e.code as ErrorCode,
-        `the agent at ${url} answered but needs its API token to show what it runs (or pass --empty or --base REF): ${e.message}`,
-      );
-    if (required)
-      throw new OperationError(
-        'KS_AGENT_UNREACHABLE',
-        e instanceof AgentUnreachableError ? e.message : `no agent answers at ${url}: ${(e as Error).message}`,
-      );
-    return undefined;
-  }
-  // A composite's entry carries its members: they are what runs.
-  return {
-    components: views
-      .flatMap((v) => (Array.isArray(v.members) ? v.members : [v]))
-      .map((v) => ({
-        name: v.name,
-        hash: v.hash,
-        version: v.version,
-        running: LIVE.has(v.state),
-        held: v.held || v.state === 'crash-looping',
-        dependencies: v.dependencies,
-        ...(v.inputs && { inputs: v.inputs }),
-      })),
-  };
-}
-
-/**
- * Every component of `state` the agent's device policy refuses, checked here against this machine's paths and users
- * (apply-dry against the local agent runs on the device). [] when the agent predates GET /v1/policy.
- */
-async function refusedByAgentPolicy(
-  client: AgentClient,
-  state: DesiredState,
-  stateDir: string | undefined,
-): Promise<PolicyProblem[]> {
-  let policy;
-  try {
-    policy = devicePolicyFromView(await client.get('/v1/policy'));
-  } catch (e) {
-    if (e instanceof AgentApiError && e.status === 404) return [];
-    throw e;
-  }
-  if (!policy)
-    throw new OperationError(
-      'KS_AGENT_BAD_ANSWER',
-      'the agent answered GET /v1/policy with something that is not a device policy',
-    );
-  // The agent's state directory is guarded too, when we know where it is.
-  const host = hostPolicyFacts(stateDir !== undefined ? { stateDir } : {});
-  return state.components.flatMap((c) =>
-    checkDevicePolicy(c, policy, host).map((i) => ({ component: c.name, file: c.recipePath, ...withFlagHint(i) })),
-  );
-}
 
 export async function applyDry(argv: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseArgs({

@@ -9,11 +9,9 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../../core/duration.js';
-import { deviceNameProblem, formatLabels, labelsFromArgs } from '../../core/labels.js';
-import { ageRecipientProblem } from '../../identity/age-recipient-syntax.js';
+import { formatLabels, labelsFromArgs } from '../../core/labels.js';
 import {
   certificatePath,
-  reportKeyLine,
   signCertificate,
   verifyCertificate,
   type DeviceCertificate,
@@ -25,6 +23,7 @@ import { parsePublicKey, parseSecretKey, secretKeyIsEncrypted } from '../../trus
 import { TrustError } from '../../trust/trust-error.js';
 import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';
 import { readPassword } from '../password.js';
+import { parseIdentity } from './parse-identity.js';
 
 export const ENROLL_USAGE =
   'keystonectl enroll --key ENROLL.key --identity FILE|- [--label K=V …] [--out devices/NAME.cert] [--expires DURATION|DATE] [--password-file FILE] [--force] [--json]\n' +
@@ -215,66 +214,6 @@ function summary(cert: DeviceCertificate) {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString().replace(/\.000Z$/, 'Z');
-
-/**
- * The public half of a device, as `keystone identity --json` prints it (or its text form, copied from a terminal:
- * `device …`, `report key …`, `age recipient …` lines); the report key normalised to its base64 line.
- */
-function parseIdentity(text: string, source: string): { device: string; reportKey: string; ageRecipient: string } {
-  const bad = (why: string) =>
-    new IdentityError(
-      'KS_IDENTITY_MALFORMED',
-      `${source}: not a device identity: ${why} (give what \`keystone identity --json\` printed on the device)`,
-      source,
-    );
-  let doc: unknown;
-  if (text.trimStart().startsWith('{') || text.trimStart().startsWith('[')) {
-    try {
-      doc = JSON.parse(text);
-    } catch {
-      // Not JSON.parse's message: it quotes the input, which may be anything, onto the operator's terminal.
-      throw bad('not JSON');
-    }
-  } else doc = identityText(text, bad);
-  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw bad('not a JSON object');
-  const { device, reportKey, ageRecipient } = doc as Record<string, unknown>;
-  for (const [k, v] of Object.entries({ device, reportKey, ageRecipient }))
-    if (typeof v !== 'string') throw bad(`"${k}" is ${v === undefined ? 'missing' : 'not a string'}`);
-  const name = device as string;
-  const nameProblem = deviceNameProblem(name);
-  if (nameProblem) throw bad(nameProblem);
-  let key;
-  try {
-    // The base64 line, or a whole minisign.pub file: both name the same key.
-    key = parsePublicKey(reportKey as string);
-  } catch (e) {
-    if (e instanceof TrustError) throw bad(`reportKey: ${e.message}`);
-    throw e;
-  }
-  const ageProblem = ageRecipientProblem(ageRecipient as string);
-  if (ageProblem) throw bad(`ageRecipient: ${ageProblem}`);
-  return { device: name, reportKey: reportKeyLine(key), ageRecipient: ageRecipient as string };
-}
-
-/** `keystone identity`'s text form: one line each for the name and the two keys; its other lines (the hint) ignored. */
-function identityText(text: string, bad: (why: string) => Error): Record<string, string> {
-  const fields: Record<string, string> = {};
-  for (const [key, label, pattern] of [
-    ['device', 'device', /^device[ \t]+(\S+)[ \t]*$/gm],
-    ['reportKey', 'report key', /^report key[ \t]+(\S+)(?:[ \t].*)?$/gm],
-    ['ageRecipient', 'age recipient', /^age recipient[ \t]+(\S+)[ \t]*$/gm],
-  ] as const) {
-    const found = [...text.replace(/\r\n/g, '\n').matchAll(pattern)];
-    if (found.length !== 1)
-      throw bad(
-        found.length
-          ? `${found.length} "${label}" lines`
-          : `no "${label}" line: neither JSON nor the text \`keystone identity\` prints`,
-      );
-    fields[key] = found[0]![1]!;
-  }
-  return fields;
-}
 
 /** `--expires`: a duration from now (`8760h`, `365d`) or a date (`2027-12-04`, `2027-12-04T10:00:00Z`). */
 function parseExpires(text: string, now: number): number {

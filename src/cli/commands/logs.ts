@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { STDERR_LOG, STDOUT_LOG, tailLines } from '../../runtime/log-files.js';
 import { componentDir, componentPaths, LOGS_DIR, WORK_DIR } from '../../state-dir/layout.js';
 import { followLog, lastCompleteLines, unreadable, type FollowOptions } from '../../runtime/log-follow.js';
-import { componentArg } from '../agent-client.js';
+import { componentArg } from '../component-arg.js';
 import { stateDirOf } from '../agent-token.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
 

@@ -1,17 +1,8 @@
 // `keystonectl restart NAME`: restart a component and its hard dependents through the agent, and wait for them.
 import { parseArgs } from 'node:util';
-import {
-  ANSWER_MARGIN_MS,
-  AGENT_OPTIONS,
-  AGENT_USAGE,
-  agentClient,
-  componentArg,
-  componentPath,
-  names,
-  parseWaitArgs,
-  shownId,
-  withAgentErrors,
-} from '../agent-client.js';
+import { AGENT_OPTIONS, AGENT_USAGE, agentClient, names, shownId, withAgentErrors } from '../agent-client.js';
+import { componentArg, componentPath } from '../component-arg.js';
+import { ANSWER_MARGIN_MS, parseWaitArgs } from '../wait-args.js';
 import { EXIT, type CliIo } from '../io.js';
 
 export const RESTART_USAGE = `keystonectl restart NAME [--dry-run] [--wait health|started|none] [--timeout 2m] [--json] ${AGENT_USAGE}`;

@@ -3,19 +3,16 @@
 // each started and its hold released: the one command that brings back a stack `stop --all` took down.
 import { parseArgs } from 'node:util';
 import {
-  ANSWER_MARGIN_MS,
   AGENT_OPTIONS,
   AGENT_USAGE,
   agentClient,
-  componentArg,
-  componentPath,
   names,
-  parseWaitArgs,
   shownId,
   withAgentErrors,
   type AgentClient,
-  type WaitFor,
 } from '../agent-client.js';
+import { componentArg, componentPath } from '../component-arg.js';
+import { ANSWER_MARGIN_MS, parseWaitArgs, type WaitFor } from '../wait-args.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
 import { componentList } from '../render/status-table.js';
 

@@ -2,18 +2,9 @@
 // `keystonectl stop --all`: every component, dependents first (the reverse of the start order), each held stopped: the
 // one command that takes a device's whole stack down without stopping the agent (which leaves it running on exit).
 import { parseArgs } from 'node:util';
-import {
-  ANSWER_MARGIN_MS,
-  AGENT_OPTIONS,
-  AGENT_USAGE,
-  agentClient,
-  componentArg,
-  componentPath,
-  names,
-  parseWaitArgs,
-  withAgentErrors,
-  type AgentClient,
-} from '../agent-client.js';
+import { AGENT_OPTIONS, AGENT_USAGE, agentClient, names, withAgentErrors, type AgentClient } from '../agent-client.js';
+import { componentArg, componentPath } from '../component-arg.js';
+import { ANSWER_MARGIN_MS, parseWaitArgs } from '../wait-args.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';
 import { componentList } from '../render/status-table.js';
 

@@ -1,7 +1,8 @@
 // `keystonectl sync`: the agent looks at its source now (POST /v1/sync) and, unless --no-wait, says what became of
 // what it found: applied, held at the rollout gate, refused, or nothing new.
 import { parseArgs } from 'node:util';
-import { ANSWER_MARGIN_MS, AGENT_OPTIONS, AGENT_USAGE, agentClient, withAgentErrors } from '../agent-client.js';
+import { AGENT_OPTIONS, AGENT_USAGE, agentClient, withAgentErrors } from '../agent-client.js';
+import { ANSWER_MARGIN_MS } from '../wait-args.js';
 import { formatDuration, parseDuration } from '../../core/duration.js';
 import { isCommitId } from '../../git/commit-id.js';
 import { EXIT, UsageError, type CliIo } from '../io.js';

@@ -4,12 +4,9 @@
 import { formatDuration, parseDuration } from '../../core/duration.js';
 import { describeRollout } from '../../core/rollout.js';
 import type { RolloutView, WaveView } from '../../fleet-view/fleet-rollout-view.js';
-import {
-  UNKNOWN_AGENT_VERSION,
-  type DeviceView,
-  type FleetView,
-  type TargetView,
-} from '../../fleet-view/fleet-view.js';
+import { UNKNOWN_AGENT_VERSION } from '../../fleet-view/agent-version-counts.js';
+import type { DeviceView } from '../../fleet-view/device-view.js';
+import type { FleetView, TargetView } from '../../fleet-view/fleet-view.js';
 import { utc } from './status-table.js';
 
 export interface FleetStatusMeta {
