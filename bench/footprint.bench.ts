@@ -35,6 +35,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { bundle } from '../packaging/bundle.mjs';
+import { hostArch } from '../packaging/deb-arch.mjs';
+import { sqliteAddon } from '../packaging/sqlite-addon-build.mjs';
 import {
   AIM_COLD_MS,
   AIM_DIR_MIB,
@@ -66,7 +68,7 @@ import {
   type Row,
 } from './footprint/samples.js';
 import { machine } from './lib/machine.js';
-import { benchDir, ensureDir } from './lib/paths.js';
+import { benchDir, ensureDir, projectDir } from './lib/paths.js';
 import { assertPortsFree } from './lib/ports.js';
 import { writeProcessRepo } from './lib/process-repo.js';
 import { cleanEnv, cleanUpOnSignal, killStragglers } from './lib/processes.js';
@@ -74,7 +76,13 @@ import { writeStandIn } from './lib/stand-in.js';
 import { startAgent } from './lib/start-agent.js';
 import { fmt } from './lib/stats.js';
 
-if (BUNDLE) await bundle({ out: BUNDLE });
+// The package's addon (its lean SQLite, packaging/sqlite-addon-build.mjs: compiled here for this Node's ABI once, then
+// cached), as the Debian package runs it; node_modules' own build where the package has none for this Node.
+const runtime = JSON.parse(readFileSync(join(projectDir, 'packaging', 'node-runtime.json'), 'utf8'));
+const abi = process.versions.modules;
+const addon =
+  BUNDLE && runtime.abis[abi] ? sqliteAddon(hostArch(), abi, runtime, (line) => console.log(line)) : undefined;
+if (BUNDLE) await bundle({ out: BUNDLE, addon });
 
 async function measureAgent(
   work: string,
@@ -213,7 +221,9 @@ try {
       }));
   }
   const floor = rows.find((r) => r.key === 'floor');
-  const ran = BUNDLE ? 'the bundle through packaging/launchers' : 'dist/ through bin/';
+  const ran = BUNDLE
+    ? `the bundle through packaging/launchers, ${addon ? "the package's SQLite addon" : "node_modules' SQLite addon (the package has none for this Node)"}`
+    : 'dist/ through bin/';
   console.log(
     `\nfootprint benchmark — node ${process.version}, ${machine().cpu.count} × ${machine().cpu.model ?? 'cpu'}; ${N} programs, ${ran}; RSS median over ${IDLE_S} s idle after ${SETTLE_S} s to settle`,
   );

@@ -43,8 +43,11 @@ export async function hostAddonName() {
   return addonFileName(process.platform, process.arch, process.versions.modules);
 }
 
-/** Builds the bundle into `out` (emptied first). Returns the files written and the packages bundled. */
-export async function bundle({ out, version }) {
+/**
+ * Builds the bundle into `out` (emptied first). Returns the files written and the packages bundled. Its addon is
+ * `addon` when given (the package's, packaging/sqlite-addon-build.mjs), else this machine's from node_modules.
+ */
+export async function bundle({ out, version, addon }) {
   if (!existsSync(join(PROJECT, 'dist', 'cli', 'keystone.js')))
     throw new Error(`${PROJECT}/dist is not built: run npm run build first`);
   rmSync(out, { recursive: true, force: true });
@@ -109,13 +112,9 @@ export async function bundle({ out, version }) {
   writeFileSync(join(out, 'THIRD-PARTY-LICENSES'), licenceText(packages));
   mkdirSync(join(out, 'native'));
   const require = createRequire(join(PROJECT, 'package.json'));
-  const addon = join(
-    dirname(require.resolve('better-sqlite3/package.json')),
-    'build',
-    'Release',
-    'better_sqlite3.node',
-  );
-  if (existsSync(addon)) copyFileSync(addon, join(out, 'native', await hostAddonName()));
+  const native =
+    addon ?? join(dirname(require.resolve('better-sqlite3/package.json')), 'build', 'Release', 'better_sqlite3.node');
+  if (existsSync(native)) copyFileSync(native, join(out, 'native', await hostAddonName()));
   return { files: readdirSync(out), packages };
 }
 

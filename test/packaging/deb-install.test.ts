@@ -79,6 +79,14 @@ describe.skipIf(r.skip)(r.title('the keystone .deb in Debian 12 without systemd'
     );
     // Every file is where md5sums says, as shipped.
     await c.must(`dpkg --verify keystone${debs.node ? ' keystone-node' : ''}`);
+    // The state store's SQLite is the package's lean build (packaging/sqlite-addon-build.mjs; SQLite's table of
+    // compile options says which): no full-text search or R-trees, no JSON functions. The tests below run on it.
+    const addons = (await c.must('ls /usr/lib/keystone/native/*.node')).trim().split('\n');
+    expect(addons.length).toBeGreaterThan(0);
+    for (const addon of addons) {
+      expect((await c.exec(`grep -a -q -e ENABLE_FTS5 -e ENABLE_RTREE ${addon}`)).code, addon).toBe(1);
+      expect((await c.exec(`grep -a -q OMIT_JSON ${addon}`)).code, addon).toBe(0);
+    }
   }, 120_000);
 
   it('systemd-analyze verify accepts the unit (its ExecStart exists)', async () => {
