@@ -10,13 +10,12 @@ import { budgetedHttpClient, TransferBudget } from '../git/git-http-client.js';
 import {
   checkPrefixes,
   httpDate,
-  isValidRefName,
   LS_REFS_DEFAULTS,
   lsRefsV2,
   statusError,
   transportError,
-  type RefEntry,
 } from '../git/git-ls-refs.js';
+import { isValidRefName, type RefEntry } from '../git/ls-refs-answer.js';
 import { parseGitRepo } from '../git/git-repo-location.js';
 import { keptAdvertisement } from '../git/kept-refs-answer.js';
 import { locateGitRepository } from './git-tree-reader.js';

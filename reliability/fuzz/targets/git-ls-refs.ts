@@ -1,7 +1,7 @@
 // The protocol v2 ls-refs answer a Git host sends (src/git/git-ls-refs.ts parseLsRefsAnswer): the agent's poll,
 // the rollout gate's reads. Seeds were captured from `git http-backend`. Folds in test/report/wire-parsers.fuzz.test.ts.
 import { OperationError } from '../../../src/core/errors.js';
-import { isValidRefName, parseLsRefsAnswer } from '../../../src/git/git-ls-refs.js';
+import { isValidRefName, parseLsRefsAnswer } from '../../../src/git/ls-refs-answer.js';
 import { holds, refusedWith, type FuzzTarget } from '../fuzz-target.js';
 import { refLines } from '../pkt-line.js';
 
