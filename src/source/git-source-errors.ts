@@ -10,7 +10,7 @@ import type { GitSourceOptions } from './git-source-options.js';
 // A branch name git would accept, restricted to what is safe in a refspec and a label.
 const BRANCH = /^(?!.*\.\.)(?!.*\/\/)(?!.*\.lock$)(?!.*\/$)[A-Za-z0-9_][A-Za-z0-9._/-]*$/;
 
-/** Throws OperationError KS_USAGE for a token, a branch or a poll interval that cannot work (GitSource's constructor). */
+/** Throws OperationError KS_USAGE for a token, a branch or a poll interval that cannot work (GitSource's checks). */
 export function checkGitSourceOptions(opts: GitSourceOptions): void {
   const token = opts.token;
   if (
@@ -56,7 +56,7 @@ export function busyLookError(
   };
 }
 
-/** Any other failure of a look as a coded, redacted error; an uncoded one is KS_GIT_FAILED, named by the source's label. */
+/** Any other failure of a look as a coded, redacted error; an uncoded one is KS_GIT_FAILED, named by the label. */
 export function codedLookError(e: unknown, label: string, redact: (text: string) => string): Error & { code?: string } {
   const err = e as Error & { code?: string };
   if (err instanceof OperationError) return new OperationError(err.code, redact(err.message));

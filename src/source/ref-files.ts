@@ -1,6 +1,6 @@
 // A local repository's refs as Git's files backend keeps them: the common git directory, loose ref files and
-// packed-refs, and a symbolic ref followed to its oid. Apart from ref-lister.ts so that the listers stay in one file and
-// this, the reading of the files alone, in another; LocalRefLister decides the order they are read in.
+// packed-refs, and a symbolic ref followed to its oid. Apart from ref-lister.ts, which keeps the listers; the local
+// one (LocalRefLister) decides the order these are read in.
 import fs from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
