@@ -7,16 +7,12 @@
 //
 // GitServerBusyError lives here, re-exported by git-remote-cache.ts where it was first defined: the remote cache
 // looks through lsRefsV2, and both raise it, without an import cycle between the two.
+// The answer's parser and the ref-name check are in ls-refs-answer.ts.
 import { OperationError } from '../core/errors.js';
 import { exactRefAnswer } from './exact-ref-answer.js';
 import { keptRefsAnswer } from './kept-refs-answer.js';
 import { budgetedHttpClient, TransferBudget } from './git-http-client.js';
-
-/** One ref as listed: its full name and the object it points at (a tag's own object, not peeled). */
-export interface RefEntry {
-  ref: string;
-  oid: string;
-}
+import { hasControlOrSpace, parseLsRefsAnswer, printable, unsupported, type RefEntry } from './ls-refs-answer.js';
 
 export interface LsRefsV2Options {
   /** The repository, `https://host/fleet.git`, without credentials. */
@@ -78,7 +74,6 @@ export const LS_REFS_DEFAULTS = { maxBytes: 8 * 1024 * 1024, timeoutMs: 30_000 }
  */
 export const MAX_REF_PREFIXES = 4096;
 
-const OID = /^[0-9a-f]{40}$/;
 /** The errors of a request that never reached the host (or lost it): KS_GIT_UNREACHABLE, wherever they come from. */
 export const NETWORK_ERRNOS: ReadonlySet<string> = new Set([
   'ECONNREFUSED',
@@ -92,9 +87,6 @@ export const NETWORK_ERRNOS: ReadonlySet<string> = new Set([
   'ECONNABORTED',
   'UND_ERR_SOCKET',
 ]);
-/** The largest pkt-line (65,520 bytes with its length), as Git defines it. */
-const MAX_PKT = 65520;
-const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /** Lists the refs under `prefixes` with one POST. Throws OperationError with a KS_GIT_* code, never anything else. */
 export async function lsRefsV2(opts: LsRefsV2Options): Promise<LsRefsV2Result> {
@@ -205,63 +197,6 @@ export function checkPrefixes(prefixes: readonly string[]): void {
 }
 
 /**
- * The refs of an ls-refs answer: pkt-lines `<oid> <refname>[ <attribute>…]`, then a flush and nothing after it.
- * Anything else (a protocol v0 answer, an `ERR` line, a bad length, a bad oid or ref name, a duplicate, a missing
- * flush) is KS_GIT_SERVER_UNSUPPORTED: it is not a protocol v2 listing.
- */
-export function parseLsRefsAnswer(body: Uint8Array, url = 'the server'): RefEntry[] {
-  const buf = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  const refs: RefEntry[] = [];
-  const seen = new Set<string>();
-  let pos = 0;
-  for (;;) {
-    if (pos + 4 > buf.length)
-      throw unsupported(
-        url,
-        buf.length === 0
-          ? 'sent an empty answer to ls-refs (not protocol v2)'
-          : 'ended its ls-refs answer without a flush',
-      );
-    const head = buf.toString('latin1', pos, pos + 4);
-    if (!/^[0-9a-f]{4}$/i.test(head))
-      throw unsupported(url, `sent something other than pkt-lines in answer to ls-refs ("${printable(head)}")`);
-    const len = parseInt(head, 16);
-    if (len === 0) break;
-    if (len < 5 || len > MAX_PKT || pos + len > buf.length)
-      throw unsupported(url, `sent a bad pkt-line (length ${head}) in answer to ls-refs`);
-    let line: string;
-    try {
-      line = UTF8.decode(buf.subarray(pos + 4, pos + len));
-    } catch {
-      throw unsupported(url, 'sent a ref line that is not UTF-8 in answer to ls-refs');
-    }
-    pos += len;
-    if (line.endsWith('\n')) line = line.slice(0, -1);
-    if (line.startsWith('ERR ')) throw unsupported(url, `refused ls-refs: ${printable(line.slice(4))}`);
-    const [oid = '', ref = ''] = line.split(' ', 2);
-    if (!OID.test(oid)) throw unsupported(url, `listed "${printable(oid)}", not an object id, in answer to ls-refs`);
-    if (!isValidRefName(ref))
-      throw unsupported(url, `listed "${printable(ref)}", not a ref name, in answer to ls-refs`);
-    if (seen.has(ref)) throw unsupported(url, `listed ${ref} twice in answer to ls-refs`);
-    seen.add(ref);
-    refs.push({ ref, oid });
-  }
-  if (pos + 4 !== buf.length) throw unsupported(url, 'sent more after the end of its ls-refs answer');
-  return refs;
-}
-
-/**
- * A ref name Git would accept (git check-ref-format, with one or more components): no control characters, spaces,
- * `~^:?*[\`, `..`, `@{`, `//`, component starting with `.` or ending with `.lock`, and no trailing `/` or `.`.
- */
-export function isValidRefName(ref: string): boolean {
-  if (ref === '' || ref === '@' || ref.length > 4096) return false;
-  if (hasControlOrSpace(ref) || /[~^:?*[\\]/.test(ref) || ref.includes('..') || ref.includes('@{')) return false;
-  if (ref.endsWith('/') || ref.endsWith('.')) return false;
-  return ref.split('/').every((c) => c !== '' && !c.startsWith('.') && !c.endsWith('.lock'));
-}
-
-/**
  * An HTTP `Date` in ms since the epoch, or undefined. Only the IMF-fixdate every server must send
  * (`Sun, 06 Nov 1994 08:49:37 GMT`) is read: Date.parse would take almost anything (`Date: 1` is 2001).
  */
@@ -319,24 +254,12 @@ export function transportError(e: unknown, url: string, what: string): Operation
   );
 }
 
-function hasControlOrSpace(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c <= 0x20 || (c >= 0x7f && c <= 0x9f)) return true;
-  }
-  return false;
-}
-
 function contentType(headers: Record<string, string>): string {
   return (headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
 }
 
 function hasAuthorization(headers: Record<string, string> | undefined): boolean {
   return Object.keys(headers ?? {}).some((k) => k.toLowerCase() === 'authorization');
-}
-
-function unsupported(url: string, what: string): OperationError {
-  return new OperationError('KS_GIT_SERVER_UNSUPPORTED', `${url} ${what}`);
 }
 
 function pkt(line: string): Buffer {
@@ -348,10 +271,4 @@ async function collect(source: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
   for await (const chunk of source) chunks.push(chunk);
   return Buffer.concat(chunks);
-}
-
-/** The server's text as shown in a message: printable ASCII, bounded. */
-function printable(text: string): string {
-  const shown = [...text].filter((c) => c >= ' ' && c <= '~').join('');
-  return shown.length > 80 ? `${shown.slice(0, 80)}…` : shown;
 }

@@ -12,13 +12,13 @@ import { join } from 'node:path';
 import git from 'isomorphic-git';
 import { OperationError } from '../core/errors.js';
 import { discoveryHttp } from './discovery-http.js';
-import { GitServerBusyError, LS_REFS_DEFAULTS, lsRefsV2, type RefEntry } from './git-ls-refs.js';
+import { GitServerBusyError, LS_REFS_DEFAULTS, lsRefsV2 } from './git-ls-refs.js';
+import type { RefEntry } from './ls-refs-answer.js';
 import type { GitRemoteCacheOptions } from './git-remote-cache-options.js';
 import { shortBranchRef } from './git-repo-location.js';
+import { fetchInto, readBack } from './fetch-into.js';
 import { TRANSFER_CODES, transfer, type TransferTotals } from './git-transfer.js';
-import { PACK_INFLATION_LIMITS } from './pack-inflation.js';
 import { PRIVATE_FS as fs } from '../state-dir/private-fs.js';
-import { storeBases, thinPackHttp } from './thin-pack-http.js';
 
 /** Looks after which a server that refused the ls-refs POST alone is asked that way again. */
 const DIRECT_RETRY_LOOKS = 100;
@@ -180,7 +180,11 @@ export class GitRemoteCache {
     if (this.generation === 0 || this.suspect || (await this.overBounds())) return this.fetchFresh();
     const gitdir = this.gitdir!;
     try {
-      return await this.readBack(gitdir, await this.fetchInto(gitdir, { depth: 1 }));
+      return await readBack(
+        this.opts,
+        gitdir,
+        await fetchInto(this.opts, this.totals, this.trackingRef, gitdir, { depth: 1 }),
+      );
     } catch (e) {
       if (!TRANSFER_CODES.has((e as OperationError).code)) this.suspect = true;
       throw e;
@@ -191,7 +195,7 @@ export class GitRemoteCache {
   async deepen(by: number): Promise<void> {
     const gitdir = this.gitdir;
     if (!gitdir) throw new OperationError('KS_GIT_FETCH_FAILED', 'nothing fetched yet to deepen');
-    await this.fetchInto(gitdir, { depth: by, relative: true });
+    await fetchInto(this.opts, this.totals, this.trackingRef, gitdir, { depth: by, relative: true });
   }
 
   /** Packs and bytes in the current generation (for the bounds, and for tests). */
@@ -254,7 +258,11 @@ export class GitRemoteCache {
     });
     let oid: string;
     try {
-      oid = await this.readBack(tmp, await this.fetchInto(tmp, { depth: 1 }));
+      oid = await readBack(
+        this.opts,
+        tmp,
+        await fetchInto(this.opts, this.totals, this.trackingRef, tmp, { depth: 1 }),
+      );
     } catch (e) {
       await rm(tmp, { recursive: true, force: true });
       throw e;
@@ -269,54 +277,5 @@ export class GitRemoteCache {
       if (m && Number(m[1]) < previous) await rm(join(this.base, name), { recursive: true, force: true });
     }
     return oid;
-  }
-
-  /**
-   * `oid` once it reads back from `gitdir`: isomorphic-git stores a fetched pack without checking its checksum and
-   * checks it at the first read, so a pack damaged on the way would otherwise be found only by the revision's reader,
-   * after the commit had been offered (and then never looked at again). A fetch is done when its tip reads.
-   */
-  private async readBack(gitdir: string, oid: string): Promise<string> {
-    try {
-      await git.readCommit({ fs, gitdir, oid });
-      return oid;
-    } catch (e) {
-      const why = (e as Error).message.split('\n').at(-1)!.slice(0, 200);
-      const message = `the commit ${oid.slice(0, 12)} fetched from ${this.opts.url} does not read back (${why}); the next fetch starts a fresh cache`;
-      throw new OperationError('KS_GIT_PACK_CORRUPT', this.opts.redact(message));
-    }
-  }
-
-  private async fetchInto(gitdir: string, depth: { depth: number; relative?: boolean }): Promise<string> {
-    const res = await transfer(
-      this.opts,
-      this.totals,
-      'fetching',
-      (http) =>
-        git.fetch({
-          fs,
-          // A deepening is for the ancestry check alone: its blobs past the limits are left out rather than refused.
-          http: thinPackHttp(http, storeBases(gitdir), {
-            limits: this.opts.inflation ?? PACK_INFLATION_LIMITS,
-            history: depth.relative === true,
-          }),
-          gitdir,
-          url: this.opts.url,
-          remote: 'origin',
-          // The local tracking ref doubles as the "have" the server starts from.
-          ref: this.trackingRef,
-          remoteRef: this.opts.branchRef,
-          singleBranch: true,
-          tags: false,
-          ...depth,
-        }),
-      this.opts.branchRef,
-    );
-    if (!res.fetchHead)
-      throw new OperationError(
-        'KS_GIT_REF_NOT_FOUND',
-        `${this.opts.url} has no branch ${shortBranchRef(this.opts.branchRef)}`,
-      );
-    return res.fetchHead;
   }
 }

@@ -22,10 +22,8 @@
 // A server that lost the ref gets the same fresh start. The cache itself is kept small (notes-cache-bound.ts): only
 // the tip the server holds, and what was written since.
 //
-// For a local repository path the note and the rollout refs are written straight into that repository.
-import { existsSync } from 'node:fs';
+// For a local repository path the note and the rollout refs are written straight into that repository (local-note.ts).
 import * as fs from 'node:fs';
-import { join } from 'node:path';
 import git from 'isomorphic-git';
 import {
   checkStatus,
@@ -39,22 +37,17 @@ import { deliveryError, redact } from './delivery-error.js';
 import { damagedCache, Deadline } from './delivery-deadline.js';
 import { DEVICE_NOTES_PREFIX, deviceNotesRef, deviceOfContext } from './device-notes-ref.js';
 import type { GitNotesReporterOptions } from './git-notes-reporter-options.js';
+import { deliverLocalNote } from './local-note.js';
 import { NotesCacheBound } from './notes-cache-bound.js';
+import { initNotesCache, notReplaced, recordRollout, TRACKING_PREFIX } from './notes-cache-refs.js';
 import { DEFAULT_NOTES_FETCH_LIMITS, fetchNotesTip, type NotesFetchLimits } from './notes-fetch.js';
-import { isAncestor, localGitdir, noteCommit, type NoteCommitOptions } from './note-commit.js';
+import { isAncestor, noteCommit, type NoteCommitOptions } from './note-commit.js';
 import { resolveRefIfAny } from './notes-tree.js';
 import { pushRefs, receivePackRefs, ZERO_OID, type RefUpdate, type RefUpdateResult } from './receive-pack-push.js';
 import { parseRolloutRef } from './rollout-refs.js';
 import { RolloutSeq } from './rollout-seq.js';
 import { rolloutRefsOf, rolloutUpdates } from './rollout-updates.js';
 import { redactUrl } from '../git/git-repo-location.js';
-import { makePrivate } from '../state-dir/private-fs.js';
-
-/**
- * The server's value of a device's notes ref as last seen (pushed, fetched or advertised): the `old` of the next push.
- * Kept apart from the ref we build on, which runs ahead of the server while a push fails. fetch() writes it too.
- */
-const TRACKING_PREFIX = 'refs/remotes/origin/keystone-devices/';
 
 export class GitNotesReporter implements StatusReporter {
   readonly name: string;
@@ -89,39 +82,10 @@ export class GitNotesReporter implements StatusReporter {
   deliver(s: CommitStatus): Promise<void | DeliveryNotice> {
     checkStatus(s);
     const run = this.chain.then((): Promise<void | DeliveryNotice> =>
-      this.remote ? this.deliverRemote(s) : this.deliverLocal(s),
+      this.remote ? this.deliverRemote(s) : deliverLocalNote(this.opts, this.rollouts, s, () => this.signature()),
     );
     this.chain = run.catch(() => undefined);
     return run;
-  }
-
-  // ---- local repository ----
-
-  private async deliverLocal(s: CommitStatus): Promise<void> {
-    const gitdir = localGitdir(this.opts.repository);
-    if (!gitdir)
-      throw new StatusDeliveryError('KS_STATUS_GIT_FAILED', `${this.opts.repository} is not a Git repository`);
-    const device = deviceOfContext(s.context);
-    const ref = deviceNotesRef(device);
-    try {
-      const tip = await resolveRefIfAny(gitdir, ref);
-      const next = await noteCommit(gitdir, tip, s, this.signature());
-      await git.writeRef({ fs, gitdir, ref, value: next, force: true });
-      const staged = await this.rollouts.current(s, undefined);
-      if (!staged.rollout) return;
-      const own = await rolloutRefsOf(gitdir, device);
-      for (const u of rolloutUpdates(staged, device, next, own, this.opts.signer)) {
-        if (u.new === ZERO_OID) await git.deleteRef({ fs, gitdir, ref: u.ref });
-        else await git.writeRef({ fs, gitdir, ref: u.ref, value: u.new, force: true });
-      }
-      await this.rollouts.wroteRollout(staged, undefined);
-    } catch (e) {
-      throw deliveryError(
-        `writing the note for ${s.commit.slice(0, 12)} in ${this.opts.repository}`,
-        e,
-        this.opts.token,
-      );
-    }
   }
 
   // ---- remote ----
@@ -215,7 +179,7 @@ export class GitNotesReporter implements StatusReporter {
         if (u.ref === ref) {
           serverNotes = u.new;
           await git.writeRef({ fs, gitdir, ref: tracking, value: u.new, force: true });
-        } else serverRollout = await this.recordRollout(gitdir, serverRollout, u.ref, u.new);
+        } else serverRollout = await recordRollout(gitdir, serverRollout, u.ref, u.new);
       }
       const refused = results.filter((r): r is Exclude<RefUpdateResult, { status: 'ok' }> => r.status !== 'ok');
       if (refused.length === 0) return done();
@@ -238,10 +202,10 @@ export class GitNotesReporter implements StatusReporter {
         wanted: (r) => r === ref || parseRolloutRef(r)?.device === device,
       });
       for (const [r, oid] of serverRollout)
-        if (held.get(r) !== oid) serverRollout = await this.recordRollout(gitdir, serverRollout, r, held.get(r));
+        if (held.get(r) !== oid) serverRollout = await recordRollout(gitdir, serverRollout, r, held.get(r));
       for (const [r, oid] of held)
         if (r !== ref && serverRollout.get(r) !== oid)
-          serverRollout = await this.recordRollout(gitdir, serverRollout, r, oid);
+          serverRollout = await recordRollout(gitdir, serverRollout, r, oid);
       const theirs = held.get(ref);
       if (theirs === serverNotes) {
         // Refused although it named what the server holds: a server that will not replace a tip (non-fast-forward).
@@ -294,38 +258,9 @@ export class GitNotesReporter implements StatusReporter {
     );
   }
 
-  /** Records the server's value of one of our rollout refs in the cache (undefined: it has none); returns the new map. */
-  private async recordRollout(
-    gitdir: string,
-    known: ReadonlyMap<string, string>,
-    ref: string,
-    oid: string | undefined,
-  ): Promise<Map<string, string>> {
-    const next = new Map(known);
-    if (oid === undefined || oid === ZERO_OID) {
-      next.delete(ref);
-      await git.deleteRef({ fs, gitdir, ref });
-    } else {
-      next.set(ref, oid);
-      // Only an id: the object need not be in the cache, since the push uses it as an old value and nothing reads it.
-      await git.writeRef({ fs, gitdir, ref, value: oid, force: true });
-    }
-    return next;
-  }
-
   private async prepareCache(gitdir: string): Promise<void> {
     if (this.cacheReady) return;
-    if (!existsSync(join(gitdir, 'HEAD'))) await git.init({ fs, gitdir, bare: true });
-    // The agent's alone, also when a damaged cache was just rebuilt (the state directory's check tightens it only at
-    // start): a 0700 top directory keeps every other user out of whatever isomorphic-git writes below it.
-    makePrivate(gitdir);
-    // fetch() records the remote tip through the remote's refspec, and refuses to fetch without one.
-    await git.setConfig({
-      fs,
-      gitdir,
-      path: 'remote.origin.fetch',
-      value: `+${DEVICE_NOTES_PREFIX}*:${TRACKING_PREFIX}*`,
-    });
+    await initNotesCache(gitdir);
     this.cacheReady = true;
   }
 
@@ -345,17 +280,4 @@ export class GitNotesReporter implements StatusReporter {
       ...(certificate !== undefined && { certificate }),
     };
   }
-}
-
-// ---- helpers ----
-
-/**
- * The server keeps a tip past the limits, and refused to have it replaced (a hook, a rule against force pushes): retryable,
- * since the ref is the fleet operator's to delete, and the device then reports again.
- */
-function notReplaced(why: StatusDeliveryError, ref: string, refused: string[]): StatusDeliveryError {
-  return new StatusDeliveryError(
-    'KS_STATUS_NOTES_TOO_LARGE',
-    `${why.message}; the server refused to replace it (${refused.join(', ')}): delete ${ref} on the server (docs/fleet-reports.md)`,
-  );
 }

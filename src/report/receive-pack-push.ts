@@ -12,10 +12,10 @@
 // `old` of the push (all on the server when every `old` is right; when one is not, that ref is refused). For a notes
 // commit built on our previous tip that is the commit, its changed trees and the new blob.
 import * as fs from 'node:fs';
-import type { IncomingMessage } from 'node:http';
 import git, { Errors } from 'isomorphic-git';
 import { StatusDeliveryError } from './commit-status.js';
-import { aborted, expectType, send, trimSlash, type ReceivePackOptions } from './receive-pack-http.js';
+import { FLUSH, pktLine, pktLines } from './pkt-lines.js';
+import { expectType, send, trimSlash, type ReceivePackOptions } from './receive-pack-http.js';
 import { redactUrl } from '../git/git-repo-location.js';
 
 /** The all-zero object id: as `old`, the ref must not exist yet; as `new`, delete the ref. */
@@ -269,64 +269,5 @@ async function treeObjects(
     if (old?.oid === e.oid) continue;
     if (e.type === 'tree') await treeObjects(gitdir, e.oid, old?.type === 'tree' ? old.oid : undefined, out, cache);
     else out.add(e.oid);
-  }
-}
-
-// ---- pkt-lines ----
-
-const FLUSH = Buffer.from('0000');
-
-function pktLine(text: string): Buffer {
-  const payload = Buffer.from(text, 'utf8');
-  return Buffer.concat([Buffer.from((payload.length + 4).toString(16).padStart(4, '0')), payload]);
-}
-
-/** The pkt-lines of a body: each payload, or null for a flush. An `ERR` line from the server is thrown. */
-async function* pktLines(
-  body: IncomingMessage,
-  what: string,
-  signal: AbortSignal | undefined,
-): AsyncGenerator<Buffer | null> {
-  let buf: Buffer = Buffer.alloc(0);
-  for await (const chunk of chunks(body, what, signal)) {
-    buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
-    while (buf.length >= 4) {
-      const head = buf.subarray(0, 4).toString('latin1');
-      const len = /^[0-9a-f]{4}$/.test(head) ? parseInt(head, 16) : NaN;
-      if (Number.isNaN(len) || (len > 0 && len < 4))
-        throw new StatusDeliveryError('KS_STATUS_SERVER_ERROR', `${what}: the answer is not pkt-lines`);
-      if (len === 0) {
-        buf = buf.subarray(4);
-        yield null;
-        continue;
-      }
-      if (buf.length < len) break;
-      const payload = buf.subarray(4, len);
-      buf = buf.subarray(len);
-      if (payload.subarray(0, 4).toString('latin1') === 'ERR ')
-        throw new StatusDeliveryError(
-          'KS_STATUS_REJECTED',
-          `${what}: the server said: ${payload.subarray(4).toString('utf8').trim()}`,
-        );
-      yield payload;
-    }
-  }
-  if (buf.length)
-    throw new StatusDeliveryError('KS_STATUS_SERVER_ERROR', `${what}: the answer ended in the middle of a line`);
-}
-
-/** The body's chunks; a connection lost or aborted on the way is coded like one lost before the answer. */
-async function* chunks(body: IncomingMessage, what: string, signal: AbortSignal | undefined): AsyncGenerator<Buffer> {
-  try {
-    for await (const chunk of body) yield chunk as Buffer;
-  } catch (e) {
-    if (signal?.aborted) throw aborted(signal, what);
-    const code = (e as { code?: string }).code;
-    throw new StatusDeliveryError(
-      'KS_STATUS_UNREACHABLE',
-      `${what}: the answer broke off (${code ?? (e instanceof Error ? e.message : String(e))})`,
-      {},
-      { cause: e },
-    );
   }
 }

@@ -16,39 +16,14 @@ import {
   type DeliveryNotice,
   type StatusReporter,
 } from './commit-status.js';
+import { outboxRows, statusOfRow } from './outbox-rows.js';
+import {
+  DEFAULT_OUTBOX_RETENTION,
+  type OutboxLog,
+  type OutboxTimers,
+  type StatusOutboxOptions,
+} from './status-outbox-options.js';
 
-export interface OutboxTimers {
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-/** The subset of a pino logger the outbox writes to. */
-export interface OutboxLog {
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-  error(obj: object, msg: string): void;
-}
-
-export interface StatusOutboxOptions {
-  store: StateStore;
-  reporters: readonly StatusReporter[];
-  /** ms clock; default Date.now. */
-  now?: () => number;
-  /** [0, 1) for the backoff jitter; default Math.random. */
-  random?: () => number;
-  /** Default: the global timers, unref'd (a pending retry never keeps the process alive). */
-  timers?: OutboxTimers;
-  /** Delay after the first failure; doubles per attempt up to maxBackoffMs. Defaults 1 s and 5 min. */
-  initialBackoffMs?: number;
-  maxBackoffMs?: number;
-  /** Retryable failures are given up after this many attempts; default unlimited (a device may be offline for days). */
-  maxAttempts?: number;
-  /** Finished (delivered or given-up) rows kept for inspection; older ones are deleted. Default DEFAULT_OUTBOX_RETENTION. */
-  retention?: number;
-  log?: OutboxLog;
-}
-
-export const DEFAULT_OUTBOX_RETENTION = 500;
 /** last_error is for an operator to read, not an archive of response bodies. */
 const MAX_ERROR_CHARS = 1_000;
 
@@ -114,20 +89,7 @@ export class StatusOutbox {
   enqueue(status: CommitStatus): number[] {
     if (this.closed) throw new Error('status outbox is closed');
     checkStatus(status);
-    const ids = this.store.enqueueOutbox(
-      [...this.reporters.keys()].map((reporter) => ({
-        reporter,
-        commit: status.commit,
-        state: status.state,
-        description: status.description,
-        context: status.context,
-        ...(status.targetUrl !== undefined && { targetUrl: status.targetUrl }),
-        ...(status.fields !== undefined && Object.keys(status.fields).length > 0 && { fields: { ...status.fields } }),
-        ...(status.rollout !== undefined && { rollout: { ...status.rollout, keep: [...status.rollout.keep] } }),
-        ...(status.details !== undefined && { details: status.details }),
-        createdAt: status.at,
-      })),
-    );
+    const ids = this.store.enqueueOutbox(outboxRows(status, [...this.reporters.keys()]));
     this.schedule();
     return ids;
   }
@@ -243,19 +205,7 @@ export class StatusOutbox {
   }
 
   private async attempt(reporter: StatusReporter, entry: OutboxEntry): Promise<'delivered' | 'retry' | 'given-up'> {
-    const status: CommitStatus = {
-      commit: entry.commit,
-      state: entry.state,
-      description: entry.description,
-      context: entry.context,
-      ...(entry.targetUrl !== undefined && { targetUrl: entry.targetUrl }),
-      ...(entry.fields !== undefined && { fields: entry.fields }),
-      ...(entry.rollout !== undefined && { rollout: entry.rollout }),
-      // A row enqueued before details existed (an upgrade) has none: it goes as it was decided.
-      ...(entry.details !== undefined && { details: entry.details }),
-      seq: entry.id,
-      at: entry.createdAt,
-    };
+    const status = statusOfRow(entry);
     const fields = { reporter: reporter.name, commit: entry.commit, state: entry.state, attempts: entry.attempts + 1 };
     let notice: DeliveryNotice | void;
     try {

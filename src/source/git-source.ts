@@ -3,22 +3,19 @@
 // ls-refs exchange for a remote, a ref file for a local repository); only when it moved is anything fetched.
 import fs from 'node:fs';
 import git from 'isomorphic-git';
-import { isErrorCode } from '../core/error-catalogue.js';
 import { OperationError } from '../core/errors.js';
 import type { Revision } from './directory-source.js';
-import { busyWaitMs, firstLookDelayMs, pollDelayMs, retryAfterMs } from '../git/git-poll-delay.js';
+import { firstLookDelayMs, pollDelayMs } from '../git/git-poll-delay.js';
 import { isCommitId } from '../git/commit-id.js';
 import { GitRemoteCache, GitServerBusyError } from '../git/git-remote-cache.js';
 import { fullBranchRef, parseGitRepo, shortBranchRef, type GitRepoLocation } from '../git/git-repo-location.js';
 import { checkHistory } from './git-history-check.js';
+import { busyLookError, checkGitSourceOptions, codedLookError, redacted } from './git-source-errors.js';
 import { GIT_SOURCE_DEFAULTS as DEFAULTS, type GitSourceOptions, type GitSourceStatus } from './git-source-options.js';
 import { GitTreeReader, locateGitRepository, type GitLocation } from './git-tree-reader.js';
 import { GLOBAL_TIMERS, type SourceTimers } from './source-timers.js';
 
 export type { SourceTimers } from './source-timers.js';
-
-// A branch name git would accept, restricted to what is safe in a refspec and a label.
-const BRANCH = /^(?!.*\.\.)(?!.*\/\/)(?!.*\.lock$)(?!.*\/$)[A-Za-z0-9_][A-Za-z0-9._/-]*$/;
 
 /**
  * Follows a branch: `start()` looks once (or, given `device`, at the device's offset in the interval) and then every
@@ -59,17 +56,7 @@ export class GitSource {
     this.redactions = token
       ? [token, Buffer.from(`x-access-token:${token}`).toString('base64'), encodeURIComponent(token)]
       : [];
-    if (
-      token !== undefined &&
-      (token === '' || [...token].some((c) => c.charCodeAt(0) <= 0x20 || c.charCodeAt(0) === 0x7f))
-    )
-      throw new OperationError('KS_USAGE', 'the Git token is empty or contains whitespace or control characters');
-    if (
-      !BRANCH.test(opts.ref.replace(/^refs\/heads\//, '')) ||
-      (opts.ref.startsWith('refs/') && !opts.ref.startsWith('refs/heads/'))
-    )
-      throw new OperationError('KS_USAGE', `"${opts.ref}" is not a branch name (a branch is followed, e.g. main)`);
-    if (!(opts.pollMs > 0)) throw new OperationError('KS_USAGE', 'the poll interval must be positive');
+    checkGitSourceOptions(opts);
     this.location = parseGitRepo(opts.repo);
     this.branchRef = fullBranchRef(opts.ref);
     this.branch = shortBranchRef(this.branchRef);
@@ -223,7 +210,10 @@ export class GitSource {
       this.lastSuccessAt = this.now();
     } catch (e) {
       this.failures++;
-      if (!this.closed) this.report(e instanceof GitServerBusyError ? this.busy(e) : this.coded(e));
+      if (!this.closed)
+        this.report(
+          e instanceof GitServerBusyError ? this.busy(e) : codedLookError(e, this.label, (t) => this.redact(t)),
+        );
       return;
     }
     if (this.closed || !outcome) return;
@@ -288,41 +278,14 @@ export class GitSource {
     };
   }
 
-  /**
-   * A 429/503: the next scheduled look waits what its Retry-After asks (capped, see busyWaitMs), said once in the
-   * error of the look that got it. A webhook or `syncNow()` in the meantime still looks at once: someone asked.
-   */
   private busy(e: GitServerBusyError): OperationError {
-    const now = this.now();
-    const asked = retryAfterMs(e.retryAfter, now);
-    if (asked === undefined) return new OperationError(e.code, this.redact(`${e.message}; retrying with backoff`));
-    const wait = busyWaitMs(asked, this.opts.pollMs);
-    this.notBefore = now + wait;
-    const capped = wait < asked ? ` (it asked for ${Math.ceil(asked / 1000)} s; capped)` : '';
-    // The header is the server's text: shown bounded and printable.
-    const said = [...(e.retryAfter ?? '')]
-      .filter((c) => c >= ' ' && c <= '~')
-      .join('')
-      .slice(0, 40);
-    return new OperationError(
-      e.code,
-      this.redact(`${e.message}; Retry-After ${said}: next look in ${Math.ceil(wait / 1000)} s${capped}`),
-    );
-  }
-
-  private coded(e: unknown): Error & { code?: string } {
-    const err = e as Error & { code?: string };
-    if (err instanceof OperationError) return new OperationError(err.code, this.redact(err.message));
-    return new OperationError(
-      isErrorCode(err.code) ? err.code : 'KS_GIT_FAILED',
-      this.redact(`${this.label}: ${err.message}`),
-    );
+    const { error, notBefore } = busyLookError(e, this.now(), this.opts.pollMs, (t) => this.redact(t));
+    if (notBefore !== undefined) this.notBefore = notBefore;
+    return error;
   }
 
   private redact(text: string): string {
-    let out = text;
-    for (const s of this.redactions) out = out.split(s).join('***');
-    return out;
+    return redacted(text, this.redactions);
   }
 }
 

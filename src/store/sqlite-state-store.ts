@@ -5,7 +5,6 @@ import type Sqlite from 'better-sqlite3';
 import type { DesiredComponent } from '../core/desired-state.js';
 import type { ActualState } from '../core/diff.js';
 import type { InstanceRef } from '../runtime/runtime.js';
-import { deepFreeze } from './deep-freeze.js';
 import { AppliedRevisionTable, type AppliedRevision } from './applied-revision.js';
 import {
   ApplyHistory,
@@ -21,9 +20,10 @@ import {
   type ComponentState,
   type LastExit,
 } from './component-records.js';
+import { ComponentCache } from './component-cache.js';
 import { GroupRollbacks } from './group-rollbacks.js';
 import { RowReader } from './row-reader.js';
-import { StateStoreError, writeFailure } from './state-store-error.js';
+import { writeFailure } from './state-store-error.js';
 import { StatusOutboxTable, type OutboxCounts, type OutboxEntry, type OutboxInput } from './status-outbox-table.js';
 import { SyncSuspensionTable, type SyncSuspension } from './sync-suspension.js';
 import { RolloutMemory } from './rollout-memory.js';
@@ -40,7 +40,8 @@ export class SqliteStateStore {
   private readonly suspension;
   private readonly outbox;
   private readonly rollouts;
-  private readonly dataVersion;
+  /** The component rows as last read, until this store writes one (component-cache.ts). */
+  private readonly cache;
 
   constructor(
     private readonly db: Sqlite.Database,
@@ -57,7 +58,7 @@ export class SqliteStateStore {
     this.suspension = new SyncSuspensionTable(ctx);
     this.outbox = new StatusOutboxTable(ctx);
     this.rollouts = new RolloutMemory(ctx);
-    this.dataVersion = db.prepare('PRAGMA data_version').pluck();
+    this.cache = new ComponentCache(db, this.records);
   }
 
   appliedRevision(): AppliedRevision | undefined {
@@ -76,51 +77,22 @@ export class SqliteStateStore {
     return this.revisions.lastSignedAt();
   }
 
-  /**
-   * The component rows as last read, until this store writes one. Reads outnumber writes by far (every API call,
-   * every health tick) and reading 50 rows back through their checks cost most of the agent's CPU under load. Our own
-   * writes drop it; another connection's commit (a second store, an operator's sqlite3 shell) changes SQLite's
-   * data_version, which is checked on every read (microseconds).
-   */
-  private cache?: {
-    list: readonly ComponentRecord[];
-    byName: ReadonlyMap<string, ComponentRecord>;
-    dataVersion: number;
-  };
-
-  private cached(): { list: readonly ComponentRecord[]; byName: ReadonlyMap<string, ComponentRecord> } {
-    const dataVersion = this.dataVersion.get() as number;
-    if (this.cache?.dataVersion !== dataVersion) {
-      this.cache = undefined;
-      // Frozen: a caller that changed a shared record in place would change every later reader's view.
-      const list = this.records.all().map((c) => deepFreeze(c));
-      this.cache = { list, byName: new Map(list.map((c) => [c.name, c])), dataVersion };
-    }
-    return this.cache;
-  }
-
   components(): ComponentRecord[] {
-    return [...this.cached().list];
+    return [...this.cache.cached().list];
   }
 
   component(name: string): ComponentRecord | undefined {
-    try {
-      return this.cached().byName.get(name);
-    } catch (e) {
-      if (!(e instanceof StateStoreError) || e.code !== 'KS_STATE_CORRUPT') throw e;
-      // Another row is unreadable: this one may still be fine, and the agent can go on with it.
-      return this.records.get(name);
-    }
+    return this.cache.component(name);
   }
 
   // Every write to the components table drops the cache first, even one that then fails.
   upsertComponent(rec: ComponentRecord): void {
-    this.cache = undefined;
+    this.cache.drop();
     this.write(() => this.records.upsert(rec));
   }
 
   removeComponent(name: string): boolean {
-    this.cache = undefined;
+    this.cache.drop();
     return this.write(() => this.records.remove(name));
   }
 
@@ -129,37 +101,37 @@ export class SqliteStateStore {
   }
 
   recordStart(name: string, instance: InstanceRef, startedAt: number): void {
-    this.cache = undefined;
+    this.cache.drop();
     this.write(() => this.records.recordStart(name, instance, startedAt));
   }
 
   recordState(name: string, state: ComponentState, reason?: string): void {
-    this.cache = undefined;
+    this.cache.drop();
     this.write(() => this.records.recordState(name, state, reason));
   }
 
   recordRestart(name: string): number {
-    this.cache = undefined;
+    this.cache.drop();
     return this.write(() => this.records.recordRestart(name));
   }
 
   recordHealthy(name: string, at: number): void {
-    this.cache = undefined;
+    this.cache.drop();
     this.write(() => this.records.recordHealthy(name, at));
   }
 
   resetRestarts(name: string): void {
-    this.cache = undefined;
+    this.cache.drop();
     this.write(() => this.records.resetRestarts(name));
   }
 
   recordHeld(name: string, held: boolean): void {
-    this.cache = undefined;
+    this.cache.drop();
     this.write(() => this.records.recordHeld(name, held));
   }
 
   recordExit(name: string, exit: LastExit): void {
-    this.cache = undefined;
+    this.cache.drop();
     this.write(() => this.records.recordExit(name, exit));
   }
 
@@ -293,7 +265,7 @@ export class SqliteStateStore {
       return this.db.transaction(fn).immediate();
     } catch (e) {
       // Rolled back: what was read inside may have seen writes that never happened.
-      this.cache = undefined;
+      this.cache.drop();
       throw writeFailure(e, this.path);
     }
   }

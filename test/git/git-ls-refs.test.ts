@@ -11,14 +11,8 @@ import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { OperationError } from '../../src/core/errors.js';
 import { TransferBudget } from '../../src/git/git-http-client.js';
-import {
-  GitServerBusyError,
-  httpDate,
-  isValidRefName,
-  lsRefsRequest,
-  lsRefsV2,
-  parseLsRefsAnswer,
-} from '../../src/git/git-ls-refs.js';
+import { GitServerBusyError, httpDate, lsRefsRequest, lsRefsV2 } from '../../src/git/git-ls-refs.js';
+import { isValidRefName, parseLsRefsAnswer } from '../../src/git/ls-refs-answer.js';
 import { GitRemoteCache, GitServerBusyError as ReExported } from '../../src/git/git-remote-cache.js';
 import { codedFailure } from '../support/coded-failure.js';
 import { servedDuring, startGitHttpServer, type GitHttpServer } from '../support/git-http-server.js';

@@ -11,13 +11,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { statusContext, type CommitStatus } from '../../src/report/commit-status.js';
 import { GitHubStatusReporter } from '../../src/report/github-status-reporter.js';
 import { GitNotesReporter } from '../../src/report/git-notes-reporter.js';
-import {
-  backoffDelay,
-  StatusOutbox,
-  type OutboxLog,
-  type OutboxTimers,
-  type StatusOutboxOptions,
-} from '../../src/report/status-outbox.js';
+import { backoffDelay, StatusOutbox } from '../../src/report/status-outbox.js';
+import type { OutboxLog, OutboxTimers, StatusOutboxOptions } from '../../src/report/status-outbox-options.js';
 import { openStateStore, type StateStore } from '../../src/store/state-store.js';
 import { startGitHubContractServer, type GitHubContractServer } from '../support/github-contract-server.js';
 import { startGitHttpServer, type GitHttpServer } from '../support/git-http-server.js';

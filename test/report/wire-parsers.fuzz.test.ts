@@ -8,7 +8,7 @@ import { deflateSync } from 'node:zlib';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { OperationError } from '../../src/core/errors.js';
-import { isValidRefName, parseLsRefsAnswer } from '../../src/git/git-ls-refs.js';
+import { isValidRefName, parseLsRefsAnswer } from '../../src/git/ls-refs-answer.js';
 import { readReport, ZERO_OID } from '../../src/report/receive-pack-push.js';
 import { StatusDeliveryError } from '../../src/report/commit-status.js';
 import { parseRolloutRef, rolloutRef } from '../../src/report/rollout-refs.js';

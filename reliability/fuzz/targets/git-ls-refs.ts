@@ -1,13 +1,13 @@
-// The protocol v2 ls-refs answer a Git host sends (src/git/git-ls-refs.ts parseLsRefsAnswer): the agent's poll,
+// The protocol v2 ls-refs answer a Git host sends (src/git/ls-refs-answer.ts parseLsRefsAnswer): the agent's poll,
 // the rollout gate's reads. Seeds were captured from `git http-backend`. Folds in test/report/wire-parsers.fuzz.test.ts.
 import { OperationError } from '../../../src/core/errors.js';
-import { isValidRefName, parseLsRefsAnswer } from '../../../src/git/git-ls-refs.js';
+import { isValidRefName, parseLsRefsAnswer } from '../../../src/git/ls-refs-answer.js';
 import { holds, refusedWith, type FuzzTarget } from '../fuzz-target.js';
 import { refLines } from '../pkt-line.js';
 
 export const gitLsRefs: FuzzTarget = {
   name: 'git-ls-refs',
-  parses: 'parseLsRefsAnswer (src/git/git-ls-refs.ts): the ls-refs answer of a Git host',
+  parses: 'parseLsRefsAnswer (src/git/ls-refs-answer.ts): the ls-refs answer of a Git host',
   maxBytes: 8 * 1024,
   testRuns: 2_000,
   dictionary: [
