@@ -14,10 +14,10 @@ import { ageRecipientProblem } from '../../identity/age-recipient-syntax.js';
 import {
   certificatePath,
   reportKeyLine,
-  signCertificate,
   verifyCertificate,
   type DeviceCertificate,
 } from '../../identity/certificate.js';
+import { signCertificate } from '../../identity/sign-certificate.js';
 import { IdentityError } from '../../identity/identity-error.js';
 import { reportKeyId } from '../../identity/report-signature.js';
 import { NO_REVOCATIONS, parseRevocations, revokedReason, RevocationsError } from '../../identity/revocations.js';
