@@ -63,6 +63,9 @@ declare module '*/dist/identity/certificate.js' {
 declare module '*/dist/identity/report-signature.js' {
   export * from 'keystone-src/identity/report-signature.js';
 }
+declare module '*/dist/identity/sign-certificate.js' {
+  export * from 'keystone-src/identity/sign-certificate.js';
+}
 declare module '*/dist/runtime/container-runtime.js' {
   export * from 'keystone-src/runtime/container-runtime.js';
 }

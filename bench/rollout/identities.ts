@@ -6,7 +6,8 @@ import { createPrivateKey, createPublicKey, randomBytes, sign as cryptoSign, typ
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import nacl from 'tweetnacl';
-import { reportKeyLine, signCertificate } from '../../dist/identity/certificate.js';
+import { reportKeyLine } from '../../dist/identity/certificate.js';
+import { signCertificate } from '../../dist/identity/sign-certificate.js';
 import { DirectoryReader } from '../../dist/source/directory-reader.js';
 import { GitTreeReader } from '../../dist/source/git-tree-reader.js';
 import { generateKey } from '../../dist/trust/minisign.js';
@@ -14,7 +15,7 @@ import { BENCH_GIT_ENV } from '../lib/git-http-backend.js';
 
 /**
  * Device identities for the synthetic reads (SPEC §15), made in this process: an enrolment key, a key pair per device,
- * its certificate by `signCertificate` (dist/identity/certificate.js), and the devices/ directory a gate's admission
+ * its certificate by `signCertificate` (dist/identity/sign-certificate.js), and the devices/ directory a gate's admission
  * reads them from, as a plain directory (DirectoryReader) or as a commit in a bare Git repository whose objects are in
  * one pack, as an agent's cache holds a fetched commit (GitTreeReader, the reader report-admission gets on a device).
  *

@@ -7,8 +7,9 @@ import { fastRecipe } from './recipe-fast-path.js';
 import { updateLockRules } from './update-lock-rules.js';
 import { parseTomlDocument, type ParsedDocument } from './toml-document.js';
 import type { TomlPath } from './toml-locate.js';
-import { mapStrings, parseTemplate, placeholderContext, placementProblems, someString } from './template.js';
-import { SECRET_PLACEMENT_HINT, secretPlacementProblem } from './secret-placement.js';
+import { table } from './raw-table.js';
+import { templateRules } from './template-rules.js';
+import { replicaRules, runKindRules, secretFileRules } from './run-table-rules.js';
 import { recipeSchema, type RecipeFile } from './recipe-schema.js';
 
 export * from './recipe-schema.js';
@@ -50,14 +51,9 @@ function missingRecipeField(path: TomlPath) {
   return undefined;
 }
 
-type RawTable = Record<string, unknown>;
-const table = (v: unknown): RawTable | undefined =>
-  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as RawTable) : undefined;
-
 const MEMBER_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/i;
 /** A member's directory sits beside the group's own `work` and `logs` (a component that was plain before): not those. */
 const RESERVED_MEMBER_NAMES = new Set(['work', 'logs']);
-const RUN_ENUMS = new Set(['type', 'restart_policy', 'update_strategy', 'runtime', 'pull_policy']);
 
 /**
  * What a recipe is made of: exactly one of [lifecycle.run] (one program), [lifecycle.services.NAME] (several
@@ -246,157 +242,6 @@ function shapeRules(doc: ParsedDocument<unknown>, file: string): Diagnostic[] {
   if (installRaw && typeof installRaw.script === 'string')
     out.push(...templateRules(doc, { script: installRaw.script }, ['lifecycle', 'install']));
   return out;
-}
-
-/** Placeholders must parse; in exports only `{{config.…}}` (an export does not re-export another component's). */
-function templateRules(doc: ParsedDocument<unknown>, value: RawTable, at: string[], configOnly = false): Diagnostic[] {
-  const out: Diagnostic[] = [];
-  // Text without "{{" has no placeholder and no template error: most recipes have none, and need no walk with paths.
-  if (!someString(value, (s) => s.includes('{{'))) return out;
-  mapStrings(value, at, (text, path) => {
-    if (path.length === at.length + 1 && RUN_ENUMS.has(String(path[at.length]))) return text;
-    const { placeholders, error } = parseTemplate(text);
-    const secret = placeholders.find((p) => p.ref.kind === 'secret');
-    if (error)
-      out.push(
-        doc.diagnostic(
-          CODES.TEMPLATE_SYNTAX,
-          path,
-          error,
-          'placeholders are {{config.KEY}}, {{deps.NAME.exports.KEY}} or {{secret.NAME}}',
-        ),
-      );
-    else if (secret && (configOnly || secretPlacementProblem(path.slice(at.length)) !== undefined))
-      out.push(
-        doc.diagnostic(
-          CODES.SECRET_PLACEMENT,
-          path,
-          `{{${secret.text}}}: ${configOnly ? 'an export cannot carry a secret' : at[at.length - 1] === 'install' ? 'a secret cannot stand in the install script: shell code is logged and shown by ps' : secretPlacementProblem(path.slice(at.length))!}`,
-          configOnly ? 'the dependent names the secret in its own recipe or configuration' : SECRET_PLACEMENT_HINT,
-        ),
-      );
-    else if (configOnly && placeholders.some((p) => p.ref.kind === 'bind'))
-      out.push(
-        doc.diagnostic(
-          CODES.TEMPLATE_SYNTAX,
-          path,
-          `an export cannot bind another component's export: "${text}"`,
-          'exports may use {{config.KEY}}',
-        ),
-      );
-    else
-      // In sh code a value is one single-quoted word (SPEC §6): only where such a word means exactly the value.
-      for (const p of placementProblems(text, placeholderContext(path)))
-        out.push(
-          doc.diagnostic(
-            CODES.TEMPLATE_SHELL_CONTEXT,
-            path,
-            `${p.placeholder} cannot stand here in shell code: ${p.why}`,
-            p.hint,
-          ),
-        );
-    return text;
-  });
-  return out;
-}
-
-/** A secret file's path: a plain file name for a process; for a container also an absolute path; each path once. */
-function secretFileRules(doc: ParsedDocument<unknown>, runRaw: RawTable, at: string[]): Diagnostic[] {
-  const list = runRaw.secrets;
-  if (!Array.isArray(list)) return [];
-  const out: Diagnostic[] = [];
-  const container = (runRaw.type ?? 'process') === 'container';
-  const seen = new Map<string, number>();
-  list.forEach((entry, i) => {
-    const path = table(entry)?.path;
-    if (typeof path !== 'string' || path === '') return;
-    const plainName = /^[A-Za-z0-9._-]+$/.test(path) && path !== '.' && path !== '..';
-    const absolute =
-      container &&
-      path.startsWith('/') &&
-      !path.split('/').some((p) => p === '..' || p === '.') &&
-      !path.includes('\0');
-    if (!plainName && !absolute)
-      out.push(
-        doc.diagnostic(
-          CODES.SECRET_FILE,
-          [...at, 'secrets', i, 'path'],
-          `"${path}" is not ${container ? 'a file name or an absolute path in the container' : "a file name in the component's run directory"}`,
-          container
-            ? 'e.g. path = "db_password" (seen as /run/secrets/db_password) or "/etc/app/tls.key"'
-            : 'e.g. path = "tls.key": letters, digits, ".", "_" and "-", no directories',
-        ),
-      );
-    const first = seen.get(path);
-    if (first !== undefined)
-      out.push(
-        doc.diagnostic(
-          CODES.SECRET_FILE,
-          [...at, 'secrets', i, 'path'],
-          `"${path}" is given twice`,
-          `first at secrets[${first}]`,
-        ),
-      );
-    else seen.set(path, i);
-  });
-  return out;
-}
-
-/** `security`/`exec` belong to processes, `container` to containers; each kind needs its own table. */
-function runKindRules(doc: ParsedDocument<unknown>, runRaw: RawTable | undefined, at: string[]): Diagnostic[] {
-  const out: Diagnostic[] = [];
-  if (!runRaw) return out;
-  const where = at.join('.');
-  const type = runRaw.type ?? 'process';
-  if (type === 'container') {
-    for (const key of ['security', 'exec'] as const)
-      if (runRaw[key] !== undefined)
-        out.push(
-          doc.diagnostic(
-            CODES.PROCESS_FIELD_ON_CONTAINER,
-            [...at, key],
-            `[${where}.${key}] is for processes, but this recipe runs a container`,
-            key === 'security'
-              ? `confine containers with [${where}.container] user, privileged and resources`
-              : `set the command in [${where}.container] command`,
-          ),
-        );
-    if (runRaw.container === undefined)
-      out.push(
-        doc.diagnostic(CODES.MISSING_FIELD, [...at, 'container'], `a container recipe needs [${where}.container]`),
-      );
-  } else if (type === 'process') {
-    if (runRaw.container !== undefined)
-      out.push(
-        doc.diagnostic(
-          CODES.CONTAINER_FIELD_ON_PROCESS,
-          [...at, 'container'],
-          `[${where}.container] is for containers, but this recipe runs a process`,
-          'set type = "container" or remove the table',
-        ),
-      );
-    if (runRaw.exec === undefined)
-      out.push(
-        doc.diagnostic(CODES.MISSING_FIELD, [...at, 'exec'], `a process recipe needs [${where}.exec] with a command`),
-      );
-  }
-  return out;
-}
-
-/** Replicas of one component would all claim the same host ports: more than one is refused when it maps any. */
-function replicaRules(doc: ParsedDocument<unknown>, runRaw: RawTable | undefined, at: string[]): Diagnostic[] {
-  const replicas = runRaw?.replicas;
-  if (typeof replicas !== 'number' || replicas <= 1) return [];
-  const ports = table(runRaw?.container)?.ports;
-  if (!Array.isArray(ports) || ports.length === 0) return [];
-  return [
-    doc.diagnostic(
-      CODES.INVALID_VALUE,
-      [...at, 'replicas'],
-      `replicas = ${replicas} with host ports: every replica would claim the same host ports`,
-      'use replicas = 1, or remove [[lifecycle.run.container.ports]]',
-    ),
-  ];
 }
 
 /** Artifacts must name a fetchable scheme or a path that stays inside the repository. */

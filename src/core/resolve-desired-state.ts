@@ -3,16 +3,8 @@
 // A plan entry becomes one or more *units*, the things that run: the entry itself (one [lifecycle.run]), one per
 // service ([lifecycle.services.NAME] → `app/web`), one per member of a composite ([[members]] → `app/proxy`), and
 // one per replica (`workers/2`). The engine, the store and the API see units; groups remember which belong together.
-import semver from 'semver';
 import { dedupeDiagnostics } from './dedupe-diagnostics.js';
-import type {
-  ConfigOverlay,
-  DependencyType,
-  DesiredComponent,
-  DesiredGroup,
-  GroupKind,
-  Resolution,
-} from './desired-state-types.js';
+import type { ConfigOverlay, DesiredComponent, DesiredGroup, GroupKind, Resolution } from './desired-state-types.js';
 import { CODES, type Diagnostic } from './errors.js';
 import { computeLayers, findCycles } from './graph.js';
 import { componentHash } from './identity.js';
@@ -29,7 +21,8 @@ import {
   type Unit,
 } from './resolution-types.js';
 import type { TomlPath } from './toml-locate.js';
-import { recipeName, unitsOfEntry } from './units-of-entry.js';
+import { unitsOfEntry } from './units-of-entry.js';
+import { unitDependencies } from './unit-dependencies.js';
 
 /**
  * Resolves dependency names (a recipe's `metadata.name`) to plan components, checks version ranges and cycles,
@@ -64,31 +57,6 @@ export function resolveDesiredState(
         ),
       );
   }
-
-  // A revision repeats a few (version, range) pairs thousands of times: each is judged once.
-  const verdicts = new Map<string, boolean>();
-  const satisfies = (version: string, range: string): boolean => {
-    const key = `${version}\0${range}`;
-    let ok = verdicts.get(key);
-    if (ok === undefined) verdicts.set(key, (ok = semver.satisfies(version, range, { includePrerelease: true })));
-    return ok;
-  };
-
-  // Dependencies are still checked between the recipes that parsed, so one run reports every error of a
-  // revision. A recipe that failed still provides its raw metadata.name, so it causes no false "missing".
-  const providers = new Map<string, number[]>();
-  // A recipe that could not be read or named at all might provide anything: then "missing" is not reported.
-  let unknownProvider = false;
-  parsed.forEach((r, i) => {
-    const name = recipeName(r);
-    if (name === undefined) {
-      unknownProvider = true;
-      return;
-    }
-    const list = providers.get(name) ?? [];
-    list.push(i);
-    providers.set(name, list);
-  });
 
   const at = (where: Located, code: Diagnostic['code'], message: string, hint?: string): Diagnostic => {
     const r = where.parsed;
@@ -174,74 +142,8 @@ export function resolveDesiredState(
     return all;
   });
 
-  // A member's recipe provides nothing to the plan; a dependency on it is pointed at its composite.
-  const memberOf = new Map<string, { composite: string; name: string }>();
-  parsed.forEach((r, i) => {
-    for (const m of r?.recipe?.members ?? []) {
-      const name = recipeName(recipes.get(recipePathOf({ name: m.name, recipe: m.recipe })));
-      if (name !== undefined && !memberOf.has(name))
-        memberOf.set(name, { composite: entries[i]!.name, name: r!.recipe!.metadata.name });
-    }
-  });
-
   // 3. Dependencies, unit by unit: siblings by index, the rest against the plan.
-  const unitDeps: Array<Array<Array<{ entry: number; unit?: number; type: DependencyType; at: Located }>>> =
-    unitsOf.map((units, i) =>
-      units.map((u) => {
-        const out: Array<{ entry: number; unit?: number; type: DependencyType; at: Located }> = u.siblings.map((s) => ({
-          entry: i,
-          unit: s.unit,
-          type: s.type,
-          at: s.at,
-        }));
-        for (const { dep, at: loc } of u.external) {
-          // A dependency of the entry's own recipe is the whole group's: name the group, so the units' reports are one.
-          const who = loc.parsed === parsed[i] ? entries[i]!.name : u.name;
-          const found = providers.get(dep.name) ?? [];
-          if (found.length === 0 && unknownProvider) continue;
-          if (found.length === 0) {
-            const within = memberOf.get(dep.name);
-            diagnostics.push(
-              at(
-                loc,
-                CODES.DEP_MISSING,
-                `component "${who}" depends on ${dep.name}, which no component of ${plan.file} provides`,
-                within
-                  ? `${dep.name} is a member of composite "${within.composite}": depend on the composite (${within.name})`
-                  : 'add a component with that recipe to the plan, or remove the dependency',
-              ),
-            );
-            continue;
-          }
-          if (found.length > 1) {
-            diagnostics.push(
-              at(
-                loc,
-                CODES.DEP_AMBIGUOUS,
-                `component "${who}" depends on ${dep.name}, which several components provide: ${found.map((j) => entries[j]!.name).join(', ')}`,
-              ),
-            );
-            continue;
-          }
-          const j = found[0]!;
-          const providerRecipe = parsed[j]!.recipe;
-          // Its own errors are reported; its version cannot be checked, but it is still a dependency (binds to it are not
-          // reported as binds to a stranger).
-          const provided = providerRecipe?.metadata.version;
-          if (provided !== undefined && dep.version !== undefined && !satisfies(provided, dep.version)) {
-            diagnostics.push(
-              at(
-                { ...loc, path: [...loc.path.slice(0, -1), 'version'] },
-                CODES.DEP_VERSION_MISMATCH,
-                `component "${who}" needs ${dep.name} ${dep.version}, but "${entries[j]!.name}" is ${provided}`,
-              ),
-            );
-          }
-          out.push({ entry: j, type: dep.type, at: loc });
-        }
-        return out;
-      }),
-    );
+  const unitDeps = unitDependencies(plan.file, entries, parsed, recipes, unitsOf, diagnostics, at);
 
   // 4. Placeholders: configuration and binds, resolved per unit; then the resolved health check is checked again.
   const resolvedRuns = unitsOf.map((units, i) =>

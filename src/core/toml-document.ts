@@ -4,7 +4,8 @@ import { CODES, type Diagnostic, type ErrorCode } from './errors.js';
 import { KS_CODE } from './schema-rules.js';
 import type * as v from 'valibot';
 import { safeParse } from './valid.js';
-import { formatTomlPath, locateToml, type TomlLocator, type TomlPath } from './toml-locate.js';
+import { formatTomlPath } from './format-toml-path.js';
+import { locateToml, type TomlLocator, type TomlPath } from './toml-locate.js';
 
 export interface ParsedDocument<T> {
   /** The TOML as parsed, before the schema; undefined when the TOML itself is invalid. */

@@ -11,6 +11,26 @@
 // - Positions live in a trie (Map per table, array per list) rather than a map of joined path
 //   strings: recording a dotted key costs O(segments), not O(segments²), and odd keys such as
 //   `__proto__` or `a.b` need no escaping.
+import {
+  APOS,
+  BACKSLASH,
+  COMMA,
+  CR,
+  DOT,
+  EQUALS,
+  HASH,
+  LBRACE,
+  LBRACKET,
+  LF,
+  QUOTE,
+  RBRACE,
+  RBRACKET,
+  SIMPLE_ESCAPES,
+  SPACE,
+  TAB,
+  endsScalar,
+  isBareChar,
+} from './toml-chars.js';
 
 export type TomlPath = ReadonlyArray<string | number>;
 
@@ -33,59 +53,6 @@ interface Frame {
   node: Node;
   items: Node[] | undefined;
 }
-
-const BARE_KEY = /^[A-Za-z0-9_-]+$/;
-
-/** Renders a path the way errors show it: `lifecycle.run.health.interval`, `artifacts[0].sha256`, `lifecycle.run.exec.env."MY.KEY"` (quote a key with JSON quoting only when it is not a bare key [A-Za-z0-9_-]+). The empty path renders as "" . */
-export function formatTomlPath(path: TomlPath): string {
-  let out = '';
-  for (const seg of path) {
-    if (typeof seg === 'number') {
-      out += `[${seg}]`;
-    } else {
-      const key = BARE_KEY.test(seg) ? seg : JSON.stringify(seg);
-      out += out === '' ? key : `.${key}`;
-    }
-  }
-  return out;
-}
-
-// Char codes, named so the scanner reads as TOML grammar.
-const TAB = 9,
-  LF = 10,
-  CR = 13,
-  SPACE = 32,
-  QUOTE = 34,
-  HASH = 35,
-  APOS = 39,
-  COMMA = 44,
-  DOT = 46;
-const EQUALS = 61,
-  LBRACKET = 91,
-  BACKSLASH = 92,
-  RBRACKET = 93,
-  LBRACE = 123,
-  RBRACE = 125;
-
-function isBareChar(c: number): boolean {
-  return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95 || c === 45;
-}
-
-/** Where an unquoted scalar (number, bool, date-time, inf/nan) ends; date-times may contain a space. */
-function endsScalar(c: number): boolean {
-  return c === COMMA || c === RBRACKET || c === RBRACE || c === LF || c === HASH;
-}
-
-const SIMPLE_ESCAPES: Record<string, string> = {
-  b: '\b',
-  t: '\t',
-  n: '\n',
-  f: '\f',
-  r: '\r',
-  e: '\x1b',
-  '"': '"',
-  '\\': '\\',
-};
 
 /** Scans valid TOML source and returns a locator. */
 export function locateToml(text: string): TomlLocator {

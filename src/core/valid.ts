@@ -10,136 +10,24 @@
 //   - `refine`: a check that adds any number of issues, each with a Keystone code and hint (`params`), at sub-paths.
 // `safeParse` returns issues in one flat form (path of keys, code, message) that the formatters read.
 import * as v from 'valibot';
+import { DEFAULT_MESSAGE, describeIssues, flatIssue, type PathItem, type SafeParseResult } from './valid-issues.js';
 import {
-  DEFAULT_MESSAGE,
-  describeIssues,
-  flatIssue,
-  type PathItem,
-  type RawIssue,
-  type SafeParseResult,
-} from './valid-issues.js';
+  isObject,
+  isPlainObject,
+  prefix,
+  pushIssue,
+  run,
+  typeIssue,
+  type AnySchema,
+  type Config,
+  type Dataset,
+} from './valid-dataset.js';
+import { objectRun } from './object-run.js';
 
 export type { Issue, SafeParseResult } from './valid-issues.js';
 export { describeIssues } from './valid-issues.js';
 
-type AnySchema = v.GenericSchema;
-type Dataset = { typed?: boolean; value: unknown; issues?: RawIssue[] };
-type Config = v.Config<v.BaseIssue<unknown>>;
-
 const PARSE_CONFIG: Config = { message: () => DEFAULT_MESSAGE };
-
-const run = (schema: AnySchema, value: unknown, config: Config): Dataset =>
-  (schema as unknown as { '~run': (d: Dataset, c: Config) => Dataset })['~run']({ value }, config);
-
-function pushIssue(dataset: Dataset, issue: Record<string, unknown>, config: Config): void {
-  const full = {
-    lang: config.lang,
-    abortEarly: config.abortEarly,
-    abortPipeEarly: config.abortPipeEarly,
-    requirement: undefined,
-    path: undefined,
-    issues: undefined,
-    ...issue,
-  } as RawIssue;
-  (dataset.issues ??= []).push(full);
-}
-
-function typeIssue(
-  schema: { kind: string; type: string; expects: string | null; message?: unknown },
-  dataset: Dataset,
-  config: Config,
-): Dataset {
-  pushIssue(
-    dataset,
-    {
-      kind: 'schema',
-      type: schema.type,
-      input: dataset.value,
-      expected: schema.expects,
-      received: String(typeof dataset.value),
-      message: typeof schema.message === 'string' ? schema.message : DEFAULT_MESSAGE,
-    },
-    config,
-  );
-  dataset.typed = false;
-  return dataset;
-}
-
-function prefix(issues: RawIssue[], item: PathItem, into: Dataset): void {
-  for (const issue of issues) {
-    const path = issue.path as PathItem[] | undefined;
-    if (path) path.unshift(item);
-    else (issue as { path?: PathItem[] }).path = [item];
-    (into.issues ??= []).push(issue);
-  }
-}
-
-/** An object that is not an array nor a date (a TOML datetime is a Date): what a TOML table is. */
-const isObject = (x: unknown): x is Record<string, unknown> =>
-  typeof x === 'object' && x !== null && !Array.isArray(x) && !(x instanceof Date);
-
-function isPlainObject(o: unknown): o is Record<string, unknown> {
-  if (!isObject(o)) return false;
-  const ctor = (o as { constructor?: unknown }).constructor;
-  if (ctor === undefined || typeof ctor !== 'function') return true;
-  const prot = (ctor as { prototype?: unknown }).prototype;
-  return isObject(prot) && Object.prototype.hasOwnProperty.call(prot, 'isPrototypeOf');
-}
-
-/** An optional entry with no default: an absent key is left out, whatever it holds. */
-const isBareOptional = (s: AnySchema): boolean =>
-  (s.type === 'optional' || s.type === 'exact_optional') && (s as { default?: unknown }).default === undefined;
-
-function objectRun(mode: 'strip' | 'strict' | 'loose') {
-  return function (
-    this: { entries: Record<string, AnySchema>; type: string; kind: string; expects: string; message?: unknown },
-    dataset: Dataset,
-    config: Config,
-  ): Dataset {
-    const input = dataset.value;
-    if (!isObject(input)) return typeIssue(this, dataset, config);
-    const out: Record<string, unknown> = {};
-    dataset.typed = true;
-    for (const key in this.entries) {
-      if (key === '__proto__') continue;
-      const schema = this.entries[key]!;
-      const present = key in input;
-      if (!present && isBareOptional(schema)) continue;
-      const value = input[key];
-      const r = run(schema, value, config);
-      if (r.issues) prefix(r.issues, { type: 'object', origin: 'value', input, key, value }, dataset);
-      if (!r.typed) dataset.typed = false;
-      if (r.value === undefined) {
-        if (present) out[key] = undefined;
-      } else out[key] = r.value;
-    }
-    if (mode !== 'strip') {
-      const unknown: string[] = [];
-      for (const key in input) {
-        if (Object.prototype.hasOwnProperty.call(this.entries, key)) continue;
-        if (mode === 'strict') unknown.push(key);
-        else if (key !== '__proto__') out[key] = input[key];
-      }
-      // Describes the input, not the value: the parse fails, but the table's own checks still run (not a type issue).
-      if (unknown.length)
-        pushIssue(
-          dataset,
-          {
-            kind: 'validation',
-            type: 'unrecognized_keys',
-            input,
-            expected: null,
-            received: unknown.join(', '),
-            keys: unknown,
-            message: DEFAULT_MESSAGE,
-          },
-          config,
-        );
-    }
-    dataset.value = out;
-    return dataset;
-  };
-}
 
 /** A table that drops keys it does not know. */
 export function object<const E extends v.ObjectEntries>(entries: E): v.ObjectSchema<E, undefined> {

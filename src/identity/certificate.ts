@@ -33,29 +33,28 @@
 // END line, so any byte changed anywhere in the file is refused — no two files are the same certificate.
 // Verification is the hot path of every rollout gate read (one certificate per device whose report counts): no
 // scrypt, no cache, two Ed25519 checks by Node's crypto and a TOML parse of at most 8 KiB.
-import { TomlDate } from 'smol-toml';
-import * as v from 'valibot';
-import { number, refine, strictObject } from '../core/valid.js';
-import { formatDiagnostic, sortDiagnostics, CODES } from '../core/errors.js';
-import { labelSelector, deviceNameField } from '../core/label-schemas.js';
-import { deviceNameProblem, labelKeyProblem, labelValueProblem } from '../core/labels.js';
-import { issue } from '../core/schema-rules.js';
+import { formatDiagnostic, sortDiagnostics } from '../core/errors.js';
+import { deviceNameProblem } from '../core/labels.js';
 import { parseTomlDocument } from '../core/toml-document.js';
 import {
-  formatSignature,
   keyIdHex,
   parsePublicKey,
   parseSignatures,
-  sign,
   signedTimestamp,
   verifySignature,
   type PublicKey,
-  type SecretKey,
   type Signature,
 } from '../trust/minisign.js';
 import { TrustError } from '../trust/trust-error.js';
-import { ageRecipientProblem } from './age-recipient-syntax.js';
-import { reportKeyProblem } from './report-key.js';
+import {
+  BEGIN,
+  certificateSchema,
+  END,
+  malformed,
+  MAX_CERTIFICATE_BODY_BYTES,
+  MAX_CERTIFICATE_CHARS,
+  untrustedCommentFor,
+} from './certificate-format.js';
 import { IdentityError } from './identity-error.js';
 
 export interface DeviceCertificate {
@@ -75,16 +74,9 @@ export interface DeviceCertificate {
 
 /** Where a device's certificate lives in the repository. */
 export const CERTIFICATE_DIR = 'devices';
-/** The body (the signed TOML) is small: two keys, a name, a few labels. Larger is refused before any parsing. */
-export const MAX_CERTIFICATE_BODY_BYTES = 8 * 1024;
-/** A body and its signature block (about 400 bytes). */
-const MAX_CERTIFICATE_CHARS = MAX_CERTIFICATE_BODY_BYTES + 2 * 1024;
 /** How far a certificate's `issued` may lie after the verifier's clock: enrolment machines and devices disagree a little. */
 export const CERTIFICATE_FUTURE_SKEW_MS = 5 * 60_000;
 
-const BEGIN = '-----BEGIN KEYSTONE SIGNATURE-----';
-const END = '-----END KEYSTONE SIGNATURE-----';
-const FORMAT_VERSION = 1;
 const CERT_FILE_NAME = /^[^/\\]+$/;
 
 /** `devices/NAME.cert`, or undefined when the device name cannot be one file name (it holds a `/` or is `.`/`..`). */
@@ -96,142 +88,6 @@ export function certificatePath(device: string): string | undefined {
 
 // reportKeyLine has many importers that know it from here.
 export { reportKeyLine } from './report-key.js';
-
-const untrustedCommentFor = (keyId: Uint8Array) => `signature from keystone enrolment key ${keyIdHex(keyId)}`;
-
-// ---------------------------------------------------------------------------------------------------------------
-// The body's schema: strict (an unknown key is refused, not ignored: a newer format must not be half-read as this one).
-
-const offsetDateTime = v.pipe(
-  v.date(),
-  refine<Date>((d, ctx) => {
-    if (!(d instanceof TomlDate) || !d.isDateTime() || d.isLocal() || Number.isNaN(d.getTime()))
-      issue(ctx, CODES.INVALID_VALUE, 'must be a date and time with its offset', 'e.g. 2026-12-04T10:00:00Z');
-  }),
-);
-
-const certificateSchema = strictObject({
-  'keystone-certificate': v.pipe(
-    number(),
-    refine<number>((n, ctx) => {
-      if (n !== FORMAT_VERSION)
-        issue(
-          ctx,
-          CODES.INVALID_VALUE,
-          `format ${n} is not one this Keystone reads`,
-          `keystone-certificate = ${FORMAT_VERSION}`,
-        );
-    }),
-  ),
-  device: deviceNameField,
-  report_key: v.pipe(
-    v.string(),
-    refine<string>((t, ctx) => {
-      const p = reportKeyProblem(t);
-      if (p)
-        issue(
-          ctx,
-          CODES.INVALID_VALUE,
-          p,
-          "the base64 line of the device's minisign public key, as `keystone identity` prints it",
-        );
-    }),
-  ),
-  age_recipient: v.pipe(
-    v.string(),
-    refine<string>((t, ctx) => {
-      const p = ageRecipientProblem(t);
-      if (p)
-        issue(ctx, CODES.INVALID_VALUE, p, 'age1 and the bech32 of an X25519 key, as `keystone identity` prints it');
-    }),
-  ),
-  issued: offsetDateTime,
-  expires: v.optional(offsetDateTime),
-  labels: v.optional(labelSelector),
-});
-
-const malformed = (file: string, detail: string) =>
-  new IdentityError('KS_CERT_MALFORMED', `${file}: not a keystone certificate: ${detail}`, file);
-
-/** A key of the body as TOML writes it: bare when it can be, else a basic string. */
-const tomlKey = (k: string) => (/^[A-Za-z0-9_-]+$/.test(k) ? k : JSON.stringify(k));
-/** A TOML basic string. JSON's escapes are TOML's for every text a certificate can hold (the round trip proves it). */
-const tomlString = (s: string) => JSON.stringify(s);
-/** RFC 3339 to the second, as TOML writes an offset date-time. */
-const tomlDateTime = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
-
-// ---------------------------------------------------------------------------------------------------------------
-
-/**
- * Writes a certificate: the body, signed with the enrolment key (prehashed, minisign's default), in the one layout
- * parseCertificate reads. Times are floored to the second. Refuses (KS_CERT_MALFORMED) anything the certificate could
- * not carry, by reading back what it wrote: what this signs, every verifier parses.
- */
-export function signCertificate(
-  body: {
-    device: string;
-    reportKey: string;
-    ageRecipient: string;
-    labels: Record<string, string>;
-    issuedAt: number;
-    expiresAt?: number;
-  },
-  enrollmentKey: SecretKey,
-): string {
-  const what = `the certificate of ${JSON.stringify(body.device)}`;
-  const problem =
-    deviceNameProblem(body.device) ??
-    (/\p{Cs}/u.test(body.device)
-      ? `${JSON.stringify(body.device)} is not a device name (a lone surrogate)`
-      : undefined) ??
-    reportKeyProblem(body.reportKey) ??
-    ageRecipientProblem(body.ageRecipient) ??
-    Object.entries(body.labels)
-      .map(([k, v]) => labelKeyProblem(k) ?? labelValueProblem(v))
-      .find((p) => p !== undefined) ??
-    (!Number.isSafeInteger(Math.floor(body.issuedAt)) || body.issuedAt < 0 ? 'issuedAt is not a time' : undefined) ??
-    (body.expiresAt !== undefined && !(Math.floor(body.expiresAt / 1000) > Math.floor(body.issuedAt / 1000))
-      ? 'it would expire before it is issued'
-      : undefined);
-  if (problem) throw malformed(what, problem);
-  const issuedAt = Math.floor(body.issuedAt / 1000) * 1000;
-  const lines = [
-    `keystone-certificate = ${FORMAT_VERSION}`,
-    `device = ${tomlString(body.device)}`,
-    `report_key = ${tomlString(body.reportKey)}`,
-    `age_recipient = ${tomlString(body.ageRecipient)}`,
-    `issued = ${tomlDateTime(issuedAt)}`,
-    ...(body.expiresAt !== undefined ? [`expires = ${tomlDateTime(Math.floor(body.expiresAt / 1000) * 1000)}`] : []),
-  ];
-  const labelKeys = Object.keys(body.labels).sort();
-  if (labelKeys.length)
-    lines.push('[labels]', ...labelKeys.map((k) => `${tomlKey(k)} = ${tomlString(body.labels[k]!)}`));
-  const text = lines.join('\n') + '\n';
-  const sig = sign(
-    new TextEncoder().encode(text),
-    enrollmentKey,
-    `timestamp:${issuedAt / 1000} device=${body.device}`,
-    'prehashed',
-    untrustedCommentFor(enrollmentKey.keyId),
-  );
-  const out = `${text}${BEGIN}\n${formatSignature(sig)}${END}\n`;
-  // The round trip: a name or label this format cannot carry exactly is refused here, not by every device later.
-  const back = parseCertificate(out, what).cert;
-  if (
-    back.device !== body.device ||
-    back.reportKeyText !== body.reportKey ||
-    back.ageRecipient !== body.ageRecipient ||
-    JSON.stringify(sortedLabels(back.labels)) !== JSON.stringify(sortedLabels(body.labels))
-  )
-    throw malformed(what, 'its fields do not read back as written');
-  return out;
-}
-
-function sortedLabels(labels: Record<string, string>): [string, string][] {
-  return Object.keys(labels)
-    .sort()
-    .map((k) => [k, labels[k]!]);
-}
 
 /** Splits and parses a certificate without trusting it: the body, the signature block, the fields. KS_CERT_MALFORMED. */
 export function parseCertificate(

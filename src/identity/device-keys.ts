@@ -14,9 +14,7 @@
 // The marker is what tells "this device never had keys" (a fresh device, or a state directory of an earlier version:
 // keys are made) from "its keys are gone" (identity/ wiped or not copied with the rest: refused, since new keys
 // would not be the device its certificate names, and the fleet would read its reports as forged).
-import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { resolve } from 'node:path';
-import { agentUid, chownSpec, describeUid } from '../state-dir/safe-path.js';
 import {
   formatPublicKey,
   parsePublicKey,
@@ -27,17 +25,16 @@ import {
 import { parseAgeIdentityFile, type AgeIdentity } from './age-identity-file.js';
 import { createIdentity } from './create-identity.js';
 import { linkNew } from './durable-write.js';
-import { IdentityError, type IdentityCode } from './identity-error.js';
+import { IdentityError } from './identity-error.js';
 import {
   DEVICE_FILE,
-  DIR_MODE,
   identityPaths,
   PUBLIC_MODE,
   REPORT_KEY_FILE,
   REPORT_PUB_FILE,
-  SECRET_MODE,
   type IdentityPaths,
 } from './identity-layout.js';
+import { checkDirectory, checkKeyFile, lstatOrUndefined, readSmall, refuse } from './key-file-checks.js';
 
 export {
   AGE_KEY_FILE,
@@ -48,9 +45,6 @@ export {
   REPORT_PUB_FILE,
   type IdentityPaths,
 } from './identity-layout.js';
-
-/** A key file is a few lines; anything larger is not one (and is not read whole). */
-const MAX_KEY_FILE_BYTES = 4096;
 
 export interface DeviceKeys {
   /** The report key, secret half included. Never logged, printed, served or reported. */
@@ -177,10 +171,6 @@ async function readIdentity(paths: IdentityPaths): Promise<Found> {
   return { kind: 'keys', keys, pubMissing: !checkPublicFile(paths.reportPub, reportKey), marker };
 }
 
-function refuse(code: IdentityCode, file: string, problem: string, fix: string): IdentityError {
-  return new IdentityError(code, `${problem}: ${fix}`, file);
-}
-
 /** KS_IDENTITY_MISSING for keys the marker remembers. */
 function gone(paths: IdentityPaths, marker: Marker): IdentityError {
   const had = [
@@ -195,118 +185,6 @@ function gone(paths: IdentityPaths, marker: Marker): IdentityError {
     `the device's identity is gone: ${paths.marker} says this device had one${had ? ` (${had})` : ''}, and ${paths.dir} holds no key files; new keys would not be the device its certificate names`,
     `move ${paths.marker} aside to make a new identity (then enrol the device again: keystonectl enroll --identity …), or put ${paths.dir} back from a backup`,
   );
-}
-
-/** Node's own "or undefined": ENOENT gives undefined, every other error throws. */
-const lstatOrUndefined = (path: string): Stats | undefined => lstatSync(path, { throwIfNoEntry: false });
-
-const modeText = (st: Stats) => (st.mode & 0o7777).toString(8).padStart(4, '0');
-
-/** The fix for an owner or mode problem: the chown and chmod that apply. */
-function ownFix(path: string, st: Stats, mode: number): string {
-  const steps = [
-    ...(st.uid !== agentUid() ? [`chown ${chownSpec()} ${path}`] : []),
-    ...((st.mode & 0o077) !== 0 ? [`chmod ${mode.toString(8)} ${path}`] : []),
-  ];
-  return steps.join(' && ');
-}
-
-/** The directory is the agent's user's alone (0700); false when it is not there. */
-function checkDirectory(dir: string): boolean {
-  const st = lstatOrUndefined(dir);
-  if (!st) return false;
-  if (st.isSymbolicLink())
-    throw refuse(
-      'KS_IDENTITY_UNSAFE',
-      dir,
-      `${dir} is a symbolic link, and the device's keys are kept in a real directory`,
-      `move the link aside and put the directory it points to in its place`,
-    );
-  if (!st.isDirectory())
-    throw refuse(
-      'KS_IDENTITY_MALFORMED',
-      dir,
-      `${dir} is not a directory`,
-      `move it aside: the agent makes the device's keys there`,
-    );
-  // The usual cause on a device: a command run as an operator beside an agent that runs as root.
-  if (st.uid === 0 && agentUid() !== 0)
-    throw refuse(
-      'KS_IDENTITY_UNSAFE',
-      dir,
-      `${dir} is root's, and this process runs as ${describeUid(agentUid())}`,
-      `use the agent's user to run it (sudo), or give the agent a state directory of its own user`,
-    );
-  if (st.uid !== agentUid())
-    throw refuse(
-      'KS_IDENTITY_UNSAFE',
-      dir,
-      `${dir} is owned by ${describeUid(st.uid)}, not by the agent's user ${describeUid(agentUid())}, so they hold the device's keys`,
-      ownFix(dir, st, DIR_MODE),
-    );
-  if ((st.mode & 0o077) !== 0)
-    throw refuse(
-      'KS_IDENTITY_UNSAFE',
-      dir,
-      `${dir} can be read or written by other users (mode ${modeText(st)}), and it holds the device's secret keys`,
-      ownFix(dir, st, DIR_MODE),
-    );
-  return true;
-}
-
-/** A secret key file that only the agent's user can read or write (0600); undefined when it is not there. */
-function checkKeyFile(file: string): Stats | undefined {
-  const st = lstatOrUndefined(file);
-  if (!st) return undefined;
-  if (st.isSymbolicLink())
-    throw refuse(
-      'KS_IDENTITY_UNSAFE',
-      file,
-      `${file} is a symbolic link, and the agent reads no key through one`,
-      `move the link aside and put the key file itself in its place`,
-    );
-  if (!st.isFile()) throw refuse('KS_IDENTITY_MALFORMED', file, `${file} is not a regular file`, `move it aside`);
-  if (st.uid !== agentUid())
-    throw refuse(
-      'KS_IDENTITY_UNSAFE',
-      file,
-      `${file} is owned by ${describeUid(st.uid)}, not by the agent's user ${describeUid(agentUid())}`,
-      ownFix(file, st, SECRET_MODE),
-    );
-  // Read by another user is a key that may have been copied: the fix stops it, and says what the copy would mean.
-  if ((st.mode & 0o077) !== 0)
-    throw refuse(
-      'KS_IDENTITY_UNSAFE',
-      file,
-      `${file} can be read or written by other users (mode ${modeText(st)}): another user could sign this device's reports or read its secrets`,
-      `${ownFix(file, st, SECRET_MODE)} (if someone may have copied it, give the device a new identity and enrol it again)`,
-    );
-  return st;
-}
-
-/** At most MAX_KEY_FILE_BYTES of a file, never through a link. */
-function readSmall(file: string): string {
-  const fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
-  try {
-    const size = fstatSync(fd).size;
-    if (size > MAX_KEY_FILE_BYTES)
-      throw refuse(
-        'KS_IDENTITY_MALFORMED',
-        file,
-        `${file} is ${size} bytes, more than a key file can be (${MAX_KEY_FILE_BYTES})`,
-        `move it aside`,
-      );
-    const buf = Buffer.alloc(size);
-    let at = 0;
-    while (at < size) {
-      const n = readSync(fd, buf, at, size - at, at);
-      if (n === 0) break;
-      at += n;
-    }
-    return buf.subarray(0, at).toString('utf8');
-  } finally {
-    closeSync(fd);
-  }
 }
 
 async function parseReportKey(file: string): Promise<SecretKey> {

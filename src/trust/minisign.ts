@@ -1,10 +1,11 @@
 // minisign's key and signature formats (https://jedisct1.github.io/minisign/): signing with tweetnacl's Ed25519, verifying with Node's, BLAKE2b for prehashed signatures.
 import { blake2b } from '@noble/hashes/blake2.js';
-import { createPublicKey, verify as cryptoVerify, type KeyObject } from 'node:crypto';
 import nacl from 'tweetnacl';
 import { hasSmallOrder, isCanonicalScalar, isStrongPublicKey } from './ed25519-checks.js';
 import { deriveKeyStream, MINISIGN_MEMLIMIT, MINISIGN_OPSLIMIT } from './scrypt-kdf.js';
 import { TrustError } from './trust-error.js';
+import { ALG_ED, ALG_ED_HASHED, CHK_BLAKE2, KDF_SCRYPT, decodeB64, enc, equal, lines } from './minisign-bytes.js';
+import { ed25519Verify } from './ed25519-verify.js';
 
 export interface PublicKey {
   /** 8 bytes, as stored. */
@@ -28,12 +29,6 @@ export interface Signature {
   globalSignature: Uint8Array;
 }
 
-const enc = new TextEncoder();
-const ALG_ED = Uint8Array.from([0x45, 0x64]); // "Ed": legacy signatures and every key
-const ALG_ED_HASHED = Uint8Array.from([0x45, 0x44]); // "ED": signature over BLAKE2b-512 of the message
-const KDF_SCRYPT = Uint8Array.from([0x53, 0x63]); // "Sc"
-const CHK_BLAKE2 = Uint8Array.from([0x42, 0x32]); // "B2"
-
 /** minisign prints key ids as the little-endian 64-bit number in upper-case hex, without leading zeros (printf's %PRIX64). */
 export function keyIdHex(keyId: Uint8Array): string {
   return Buffer.from(keyId)
@@ -41,24 +36,6 @@ export function keyIdHex(keyId: Uint8Array): string {
     .toString('hex')
     .toUpperCase()
     .replace(/^0+(?=.)/, '');
-}
-
-const equal = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((x, i) => x === b[i]);
-
-function decodeB64(
-  line: string | undefined,
-  length: number,
-  what: string,
-  code: 'KS_KEY_MALFORMED' | 'KS_SIGNATURE_MALFORMED',
-): Uint8Array {
-  if (line === undefined || !/^[A-Za-z0-9+/]+={0,2}$/.test(line)) throw new TrustError(code, `${what}: not base64`);
-  const bytes = new Uint8Array(Buffer.from(line, 'base64'));
-  if (bytes.length !== length) throw new TrustError(code, `${what}: ${bytes.length} bytes, expected ${length}`);
-  return bytes;
-}
-
-function lines(text: string): string[] {
-  return text.replace(/\r\n/g, '\n').split('\n');
 }
 
 /** Parses a `minisign.pub` file, or a bare base64 public key (minisign -P). Weak keys are refused here. */
@@ -272,37 +249,6 @@ export function verifyEd25519(message: Uint8Array, signature: Uint8Array, public
   if (signature.length !== 64 || !isCanonicalScalar(signature.subarray(32)) || hasSmallOrder(signature.subarray(0, 32)))
     return false;
   return ed25519Verify(message, signature, publicKey);
-}
-
-/** DER prefix of an Ed25519 SubjectPublicKeyInfo (RFC 8410): the 32 key bytes follow. */
-const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
-const keyObjects = new WeakMap<Uint8Array, KeyObject | null>();
-
-/**
- * Ed25519 verification by Node's crypto (OpenSSL): ~0.2 ms against ~7 ms for tweetnacl's pure JavaScript, and a
- * revision takes two per signer. The strictness checks above (canonical S, R not of small order, a strong key) run
- * first and are ours, so the verdict does not depend on OpenSSL's own leniency.
- */
-function ed25519Verify(message: Uint8Array, signature: Uint8Array, publicKey: Uint8Array): boolean {
-  let keyObject = keyObjects.get(publicKey);
-  if (keyObject === undefined) {
-    try {
-      keyObject = createPublicKey({
-        key: Buffer.concat([ED25519_SPKI_PREFIX, publicKey]),
-        format: 'der',
-        type: 'spki',
-      });
-    } catch {
-      keyObject = null; // not a point on the curve: nothing verifies against it
-    }
-    keyObjects.set(publicKey, keyObject);
-  }
-  if (!keyObject) return false;
-  try {
-    return cryptoVerify(null, message, keyObject, signature);
-  } catch {
-    return false;
-  }
 }
 
 /** The signing time from a trusted comment (`timestamp:1700000000\tfile:…`), in seconds since the epoch. */

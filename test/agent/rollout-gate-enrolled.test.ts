@@ -8,7 +8,8 @@ import { RolloutGate, type RolloutRecall } from '../../src/agent/rollout-gate.js
 import type { DesiredState } from '../../src/core/desired-state.js';
 import { rolloutOf } from '../../src/core/rollout.js';
 import type { RolloutState } from '../../src/core/rollout-gate.js';
-import { reportKeyLine, signCertificate } from '../../src/identity/certificate.js';
+import { reportKeyLine } from '../../src/identity/certificate.js';
+import { signCertificate } from '../../src/identity/sign-certificate.js';
 import { reportSigner } from '../../src/identity/report-signature.js';
 import type { ReadResult, RepoReader } from '../../src/source/repo-reader.js';
 import { rolloutRef } from '../../src/report/rollout-refs.js';

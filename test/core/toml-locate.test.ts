@@ -1,7 +1,8 @@
 import { describe, it, expect } from 'vitest';
 import fc from 'fast-check';
 import { parse } from 'smol-toml';
-import { formatTomlPath, locateToml, type TomlPath } from '../../src/core/toml-locate.js';
+import { formatTomlPath } from '../../src/core/format-toml-path.js';
+import { locateToml, type TomlPath } from '../../src/core/toml-locate.js';
 
 // Each case is a document given line by line, so the expected line numbers can be read off the array index + 1.
 interface Case {

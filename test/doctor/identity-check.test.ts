@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { checkEnrollment } from '../../src/doctor/enrollment-check.js';
 import { checkIdentity } from '../../src/doctor/identity-check.js';
 import type { AppliedState } from '../../src/doctor/applied-state.js';
-import { signCertificate } from '../../src/identity/certificate.js';
+import { signCertificate } from '../../src/identity/sign-certificate.js';
 import { ensureDeviceKeys, identityPaths, type DeviceKeys } from '../../src/identity/device-keys.js';
 import { formatPublicKey, generateKey, type SecretKey } from '../../src/trust/minisign.js';
 import { scratch, snapshot, type Scratch } from './doctor-fixtures.js';

@@ -13,10 +13,10 @@ import {
   certificatePath,
   parseCertificate,
   reportKeyLine,
-  signCertificate,
   verifyCertificate,
   type DeviceCertificate,
 } from '../../src/identity/certificate.js';
+import { signCertificate } from '../../src/identity/sign-certificate.js';
 import { IdentityError, type IdentityCode } from '../../src/identity/identity-error.js';
 import { parseRevocations, revokedReason } from '../../src/identity/revocations.js';
 import { formatPublicKey, keyIdHex, type PublicKey } from '../../src/trust/minisign.js';

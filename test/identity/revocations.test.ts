@@ -1,7 +1,8 @@
 // devices/revoked.toml (SPEC §15): what it revokes (a device, or one report key of it), and every problem named with
 // the file, the TOML path and the line, the fleet.toml way.
 import { describe, expect, it } from 'vitest';
-import { parseCertificate, reportKeyLine, signCertificate } from '../../src/identity/certificate.js';
+import { parseCertificate, reportKeyLine } from '../../src/identity/certificate.js';
+import { signCertificate } from '../../src/identity/sign-certificate.js';
 import {
   checkRevocations,
   NO_REVOCATIONS,

@@ -2,7 +2,8 @@
 // reader's verdict follows from the device's certificate. Pure: keys are seeded, the certificate made in the test.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { signCertificate, reportKeyLine } from '../../src/identity/certificate.js';
+import { reportKeyLine } from '../../src/identity/certificate.js';
+import { signCertificate } from '../../src/identity/sign-certificate.js';
 import {
   noteMessage,
   parseRefSignature,

@@ -9,10 +9,10 @@ import {
   CERTIFICATE_FUTURE_SKEW_MS,
   parseCertificate,
   reportKeyLine,
-  signCertificate,
   verifyCertificate,
   type DeviceCertificate,
 } from '../../../src/identity/certificate.js';
+import { signCertificate } from '../../../src/identity/sign-certificate.js';
 import { IdentityError } from '../../../src/identity/identity-error.js';
 import { parseRevocations, revokedReason } from '../../../src/identity/revocations.js';
 import { keyIdHex } from '../../../src/trust/minisign.js';

@@ -12,10 +12,10 @@ import { parseDuration } from '../../core/duration.js';
 import { formatLabels, labelsFromArgs } from '../../core/labels.js';
 import {
   certificatePath,
-  signCertificate,
   verifyCertificate,
   type DeviceCertificate,
 } from '../../identity/certificate.js';
+import { signCertificate } from '../../identity/sign-certificate.js';
 import { IdentityError } from '../../identity/identity-error.js';
 import { reportKeyId } from '../../identity/report-signature.js';
 import { NO_REVOCATIONS, parseRevocations, revokedReason, RevocationsError } from '../../identity/revocations.js';
