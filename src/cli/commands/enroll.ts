@@ -10,11 +10,7 @@ import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../../core/duration.js';
 import { formatLabels, labelsFromArgs } from '../../core/labels.js';
-import {
-  certificatePath,
-  verifyCertificate,
-  type DeviceCertificate,
-} from '../../identity/certificate.js';
+import { certificatePath, verifyCertificate, type DeviceCertificate } from '../../identity/certificate.js';
 import { signCertificate } from '../../identity/sign-certificate.js';
 import { IdentityError } from '../../identity/identity-error.js';
 import { reportKeyId } from '../../identity/report-signature.js';
