@@ -2,7 +2,8 @@
 // values (and one read). Apart so the one writer of outcomes keeps its rules and its writes, and nothing else.
 import { isCommitId } from '../git/commit-id.js';
 import type { ApplyFailure, AppliedRevision, HistoryEntry, StateStore } from '../store/state-store.js';
-import type { ApplyResult, RevisionInfo } from './engine.js';
+import type { ApplyResult } from './engine.js';
+import type { RevisionInfo } from './engine-types.js';
 import { rowsOf } from './outcome-reads.js';
 import type { ApplyReconcile, ApplyTicket, RejectedRevision, StandingFailure } from './outcome-types.js';
 

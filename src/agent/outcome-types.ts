@@ -3,7 +3,7 @@
 import type { Logger } from '../log/logger.js';
 import type { StateStore } from '../store/state-store.js';
 import type { Emit } from './agent-events.js';
-import type { RevisionInfo } from './engine.js';
+import type { RevisionInfo } from './engine-types.js';
 
 /** What an apply's row says it changes (the diff's stop and start orders, what it leaves alone, and why). */
 export type ApplyReconcile = Parameters<StateStore['beginApply']>[0]['reconcile'];
