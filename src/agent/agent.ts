@@ -28,7 +28,9 @@ import { RolloutHolds, type RolloutHold } from './rollout-holds.js';
 import { openStateDir } from './state-dir.js';
 import type { StateDirLock } from './state-dir-lock.js';
 import { SyncControls, type ManualApplyAccepted, type SyncState } from './sync-controls.js';
-import { applyCandidate, takeRevision, type RevisionSteps } from './take-revision.js';
+import { takeRevision } from './take-revision.js';
+import { applyCandidate } from './apply-candidate.js';
+import type { RevisionSteps } from './revision-steps.js';
 import { UpdateLockWait, type DeviceHold } from './update-lock-wait.js';
 import { WindowWait } from './window-wait.js';
 
