@@ -1,5 +1,6 @@
-// What taking a revision up is given and what becomes of it: the types of take-revision.ts (steps 1–4) and
-// apply-candidate.ts (step 5), apart so each step's file imports them without importing the other.
+// What taking a revision up is given (and how an agent's options make it, revisionStepsOf) and what becomes of it: the
+// types of take-revision.ts (steps 1–4) and apply-candidate.ts (step 5), apart so each step's file imports them
+// without importing the other.
 import type { DesiredState } from '../core/desired-state.js';
 import type { Labels } from '../core/labels.js';
 import type { Logger } from '../log/logger.js';
@@ -7,7 +8,9 @@ import type { RepoReader } from '../source/repo-reader.js';
 import type { StateStore } from '../store/state-store.js';
 import type { PublicKey } from '../trust/minisign.js';
 import type { AgentUpdater } from '../agent-update/agent-updater.js';
+import type { AgentOptions } from './agent-options.js';
 import type { DeviceProblem, TrustSetting } from './agent-types.js';
+import { deviceIdentity } from './device-identity.js';
 import type { UpdateSteps } from './agent-update-step.js';
 import type { Engine } from './engine.js';
 import type { Outcomes } from './outcomes.js';
@@ -53,4 +56,36 @@ export interface RevisionSteps extends UpdateSteps {
   secrets?: SecretSteps;
   /** How this agent updates itself to the version a revision's [agent] names (SPEC §17); without it, it does not. */
   agentUpdate?: AgentUpdater;
+}
+
+/** The steps of an agent with `opts`, from the parts it assembled (agent.ts). */
+export function revisionStepsOf(
+  opts: AgentOptions,
+  p: Pick<RevisionSteps, 'following' | 'store' | 'engine' | 'outcomes' | 'holds' | 'log' | 'now'> &
+    Required<Pick<RevisionSteps, 'lockWait' | 'windowWait'>>,
+): RevisionSteps {
+  const { following, store, engine, outcomes, holds, log, now, lockWait, windowWait } = p;
+  return {
+    trust: opts.trust,
+    ...(opts.planFile !== undefined && { planFile: opts.planFile }),
+    // Without a fleet identity every revision names its plan (planFile, or a manual apply's).
+    fleet: opts.fleet ?? { device: '', labels: {} },
+    identity: deviceIdentity(opts.fleet, opts.planFile),
+    following,
+    ...(opts.check && { check: opts.check }),
+    ...(opts.useReader && { useReader: opts.useReader }),
+    store,
+    engine,
+    outcomes,
+    holds,
+    log,
+    now,
+    ...(opts.enrollmentKeys && { enrollmentKeys: opts.enrollmentKeys }),
+    ...(opts.secrets && { secrets: opts.secrets }),
+    ...(opts.agentUpdate && { agentUpdate: opts.agentUpdate }),
+    lockWait,
+    windowWait,
+    ...(opts.window && { window: opts.window }),
+    ...(opts.prefetch && { prefetch: opts.prefetch }),
+  };
 }
