@@ -4,17 +4,7 @@
 // package that an update never replaces, run by the launcher (a new agent that does not start), by a systemd timer
 // (one that does not report in time) or from here (one that reported failure).
 import { execFile } from 'node:child_process';
-import {
-  chmodSync,
-  existsSync,
-  lstatSync,
-  readFileSync,
-  readdirSync,
-  readlinkSync,
-  renameSync,
-  rmSync,
-  symlinkSync,
-} from 'node:fs';
+import { rmSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import semver from 'semver';
@@ -22,18 +12,13 @@ import type { AgentSection, DebArch } from '../core/agent-section.js';
 import type { Logger } from '../log/logger.js';
 import type { RepoReader } from '../source/repo-reader.js';
 import { syncDirectory } from '../identity/durable-write.js';
-import {
-  readFailed,
-  readTrial,
-  writeFailed,
-  writeTrial,
-  type AgentHome,
-  type AgentUpdateView,
-  type Trial,
-} from './agent-home.js';
+import { readFailed, readTrial, type AgentHome, type AgentUpdateView, type Trial } from './agent-home.js';
 import { AgentUpdateError } from './agent-update-error.js';
 import { switchCrashPoint } from './switch-crash-point.js';
 import { waitOwnLock } from '../runtime/update-lock.js';
+import { pruneVersions, restoreStateBefore, switchToVersion } from './agent-versions.js';
+import { trialOnStart } from './trial-on-start.js';
+import { updateViewOf } from './update-view-of.js';
 
 const run = promisify(execFile);
 
@@ -87,31 +72,7 @@ export class AgentUpdater {
 
   constructor(private readonly d: AgentUpdaterDeps) {
     this.exec = d.exec ?? (async (file, args, env) => void (await run(file, args, { ...(env && { env }) })));
-    const trial = readTrial(d.home);
-    if (trial && trial.version === d.version) this.trial = trial;
-    else if (trial && !d.unsupported) {
-      // A trial of another version, and this one runs. Started once (this start, counted by the launcher): the switch
-      // was cut short before `current` moved (a power loss between the two writes), the new version never ran, and
-      // the next revision tries again. Started more: the new version ran and was put back, and the record of why was
-      // cut short; that package did not work here, and is not tried again until the fleet names another.
-      if (trialStarts(d.home) <= 1)
-        d.log.warn(
-          { version: trial.version, commit: trial.commit },
-          `agent update: the switch to ${trial.version} was cut short before it took; the next revision tries again`,
-        );
-      // (A record agent-rollback wrote already, with the reason, is kept.)
-      else if (readFailed(d.home)?.sha256 !== trial.sha256)
-        writeFailed(d.home, {
-          version: trial.version,
-          sha256: trial.sha256,
-          commit: trial.commit,
-          reason: `${trial.version} was put back, and the switch from ${d.version} did not complete`,
-          at: d.now(),
-          blocks: true,
-        });
-      rmSync(d.home.trial, { force: true });
-      rmSync(d.home.trialStarts, { force: true });
-    }
+    this.trial = trialOnStart(d);
     if (this.trial)
       d.log.info(
         { version: d.version, commit: this.trial.commit, previous: this.trial.previousVersion },
@@ -121,25 +82,7 @@ export class AgentUpdater {
 
   /** GET /v1/revision's agent.update. */
   view(): AgentUpdateView | undefined {
-    if (this.trial)
-      return {
-        state: 'trial',
-        version: this.trial.version,
-        commit: this.trial.commit,
-        since: new Date(this.trial.since).toISOString(),
-      };
-    if (this.unsupportedSeen)
-      return { state: 'unsupported', version: this.unsupportedSeen.version, reason: this.unsupportedSeen.reason };
-    const failed = readFailed(this.d.home);
-    if (failed)
-      return {
-        state: 'failed',
-        version: failed.version,
-        commit: failed.commit,
-        reason: failed.reason,
-        since: new Date(failed.at).toISOString(),
-      };
-    return undefined;
+    return updateViewOf(this.trial, this.unsupportedSeen, this.d.home);
   }
 
   /** The state store a newer version migrated, after it was put back: the copy from before the switch goes back. */
@@ -254,7 +197,7 @@ export class AgentUpdater {
       throw e;
     }
     switchCrashPoint('update-staged');
-    this.switchTo(basename(dir), {
+    switchToVersion(this.d, basename(dir), {
       version,
       sha256: pkg.sha256.toLowerCase(),
       commit: rev.id,
@@ -311,7 +254,7 @@ export class AgentUpdater {
         `agent update: ${trial.version} reported success; it stays`,
       );
       await this.exec('systemctl', ['stop', `${DEADLINE_UNIT}.timer`]).catch(() => undefined);
-      this.prune(trial.previous);
+      pruneVersions(this.d.home, trial.previous);
       return;
     }
     // Being put back: nothing more is applied by this version.
@@ -331,85 +274,5 @@ export class AgentUpdater {
       KEYSTONE_AGENT_HOME: this.d.home.dir,
       KEYSTONE_UNIT: this.d.unit,
     });
-  }
-
-  private switchTo(dirName: string, t: Pick<Trial, 'version' | 'sha256' | 'commit' | 'deadline'>): void {
-    const { home } = this.d;
-    const previous = currentVersionDir(home) ?? 'package';
-    rmSync(home.trialStarts, { force: true });
-    // The store as this version left it: should the new one migrate it past what this one reads and then be put back,
-    // this one starts from the copy rather than not at all (restoreStateBefore).
-    this.d.snapshot?.(home.stateBefore);
-    switchCrashPoint('update-after-snapshot');
-    // The trial first, then `current`: cut between the two, the launcher starts the old version, which finds a trial
-    // of another version and records the package as failed (constructor) rather than running it unproven.
-    writeTrial(home, {
-      ...t,
-      previous,
-      previousVersion: this.d.version,
-      since: this.d.now(),
-      pids: this.d.instances(),
-    });
-    switchCrashPoint('update-after-trial');
-    const temp = join(home.dir, `.current.${process.pid}`);
-    rmSync(temp, { force: true });
-    symlinkSync(join('versions', dirName), temp);
-    renameSync(temp, home.current);
-    syncDirectory(home.dir);
-    switchCrashPoint('update-after-switch');
-  }
-
-  /** Versions neither current nor the one it came from (kept for an operator to go back to by hand): removed. */
-  private prune(previous: string): void {
-    const keep = new Set([currentVersionDir(this.d.home), previous]);
-    let names: string[];
-    try {
-      names = readdirSync(this.d.home.versions);
-    } catch {
-      return;
-    }
-    // A .staging-* directory is a staging cut short (a kill during the unpacking): nothing runs from it.
-    for (const name of names)
-      if (!keep.has(name)) rmSync(join(this.d.home.versions, name), { recursive: true, force: true });
-  }
-}
-
-/**
- * An agent put back after an update, whose state store the new version migrated past what it reads
- * (KS_STATE_SCHEMA_TOO_NEW): the store as it was before the switch goes back in place, the newer one is kept beside
- * it (`state.db.newer-<ms>`). Only after a failed update, and once: true when it put the copy back.
- */
-export function restoreStateBefore(home: AgentHome, dbFile: string, now: number, log: Logger): boolean {
-  if (!readFailed(home) || !existsSync(home.stateBefore)) return false;
-  const aside = `${dbFile}.newer-${now}`;
-  renameSync(dbFile, aside);
-  for (const suffix of ['-wal', '-shm']) rmSync(`${dbFile}${suffix}`, { force: true });
-  renameSync(home.stateBefore, dbFile);
-  chmodSync(dbFile, 0o600);
-  log.warn(
-    { file: dbFile, kept: aside },
-    'agent update: the version put back cannot read the state store the new version migrated; it starts from the copy taken before the switch',
-  );
-  return true;
-}
-
-/** How many times the launcher started the agent since the trial was written (0 without the launcher). */
-function trialStarts(home: AgentHome): number {
-  try {
-    return readFileSync(home.trialStarts, 'utf8').split('\n').filter(Boolean).length;
-  } catch {
-    return 0;
-  }
-}
-
-/** The staged version `current` points at; undefined: the package's own bundle runs. */
-export function currentVersionDir(home: AgentHome): string | undefined {
-  try {
-    if (!lstatSync(home.current).isSymbolicLink()) return undefined;
-    const target = readlinkSync(home.current);
-    const name = basename(target);
-    return existsSync(join(home.versions, name, 'keystone.mjs')) ? name : undefined;
-  } catch {
-    return undefined;
   }
 }

@@ -31,7 +31,7 @@ const run = promisify(execFile);
 const MAX_PACKAGE_BYTES = 256 * 1024 ** 2;
 /** The file in a staged version that says which package it came from. */
 const PACKAGE_MARK = '.package-sha256';
-/** A package being unpacked, beside the versions (agent-updater.ts's prune removes these too). */
+/** A package being unpacked, beside the versions (agent-versions.ts's pruneVersions removes these too). */
 const STAGING_PREFIX = '.staging-';
 
 export interface StageOptions {

@@ -3,7 +3,8 @@
 // and report success. Ends the revision (handed over, deferred, refused, waiting for a lock, failed) or lets it go on.
 import type { AgentUpdater } from '../agent-update/agent-updater.js';
 import { lockOptions, waitForLocks, type WaitOutcome, type WaitSteps } from './device-waits.js';
-import type { Engine, RevisionInfo } from './engine.js';
+import type { Engine } from './engine.js';
+import type { RevisionInfo } from './engine-types.js';
 import type { Candidate } from './rollout-holds.js';
 
 /** What this step needs of the spine's (RevisionSteps extends it). */

@@ -5,22 +5,19 @@
 import type { EventEmitter } from 'node:events';
 import { chmodSync } from 'node:fs';
 import { join } from 'node:path';
-import { isCommitId } from '../git/commit-id.js';
 import { DEFAULT_RESTART_LIMITS } from '../core/restart-policy.js';
-import type { ComponentPaths, Runtime } from '../runtime/runtime.js';
+import type { ComponentPaths } from '../runtime/runtime.js';
 import { COMPONENTS_DIR, componentPaths as layoutPaths } from '../state-dir/layout.js';
 import { safeDirectory } from '../state-dir/safe-path.js';
 import type { Revision } from '../source/directory-source.js';
 import type { DeviceHealth } from '../report/commit-status.js';
-import { openStateStore, STATE_DB_FILE, StateStoreError, type StateStore } from '../store/state-store.js';
+import type { StateStore } from '../store/state-store.js';
 import { agentEvents, type AgentEventMap } from './agent-events.js';
 import type { AgentOptions } from './agent-options.js';
 import { deviceHealth } from './device-health.js';
-import { deviceIdentity } from './device-identity.js';
 import { Engine } from './engine.js';
 import { rotateLogsEvery } from './log-rotation.js';
 import { observedStore } from './observed-store.js';
-import { recentFailures } from './outcome-reads.js';
 import { Outcomes } from './outcomes.js';
 import { RestartResume } from './restart-resume.js';
 import { RevisionQueue } from './revision-queue.js';
@@ -28,7 +25,11 @@ import { RolloutHolds, type RolloutHold } from './rollout-holds.js';
 import { openStateDir } from './state-dir.js';
 import type { StateDirLock } from './state-dir-lock.js';
 import { SyncControls, type ManualApplyAccepted, type SyncState } from './sync-controls.js';
-import { applyCandidate, takeRevision, type RevisionSteps } from './take-revision.js';
+import { takeRevision } from './take-revision.js';
+import { applyCandidate } from './apply-candidate.js';
+import { revisionStepsOf, type RevisionSteps } from './revision-steps.js';
+import { openStore } from './open-store.js';
+import { rolloutKeep, runtimeOfKind, waitingHold } from './agent-reads.js';
 import { UpdateLockWait, type DeviceHold } from './update-lock-wait.js';
 import { WindowWait } from './window-wait.js';
 
@@ -109,21 +110,6 @@ export function componentPaths(stateDir: string, name: string): ComponentPaths {
  * and adopts what runs. Throws StateDirError (KS_STATE_DIR_UNSAFE, KS_STATE_DIR_LOCKED) before anything is read or
  * adopted; the lock is released by close(), or at once when the start fails.
  */
-/** The state store; after an agent update was put back, the copy from before it if the new version migrated past this one. */
-function openStore(opts: AgentOptions, now: () => number): StateStore {
-  try {
-    return openStateStore(opts.stateDir, { now });
-  } catch (e) {
-    if (!(
-      e instanceof StateStoreError &&
-      e.code === 'KS_STATE_SCHEMA_TOO_NEW' &&
-      opts.agentUpdate?.restoreStore(join(opts.stateDir, STATE_DB_FILE))
-    ))
-      throw e;
-    return openStateStore(opts.stateDir, { now });
-  }
-}
-
 export async function startAgent(opts: AgentOptions): Promise<Agent> {
   const lock = opts.stateDirLock ?? openStateDir(opts.stateDir);
   try {
@@ -151,11 +137,7 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
   chmodSync(opts.stateDir, 0o711);
   chmodSync(join(opts.stateDir, COMPONENTS_DIR), 0o711);
 
-  const runtime = (kind: 'process' | 'container'): Runtime => {
-    const r = opts.runtimes[kind];
-    if (!r) throw Object.assign(new Error(`no ${kind} runtime on this device`), { code: 'KS_RUNTIME_UNAVAILABLE' });
-    return r;
-  };
+  const runtime = runtimeOfKind(opts.runtimes);
   const engine = new Engine({
     store,
     runtime,
@@ -247,29 +229,17 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
     paused: () => controls.paused(),
     persist: (revisions) => store.setHeldCommits(revisions),
   });
-  const steps: RevisionSteps = {
-    trust: opts.trust,
-    ...(opts.planFile !== undefined && { planFile: opts.planFile }),
-    // Without a fleet identity every revision names its plan (planFile, or a manual apply's).
-    fleet: opts.fleet ?? { device: '', labels: {} },
-    identity: deviceIdentity(opts.fleet, opts.planFile),
+  const steps: RevisionSteps = revisionStepsOf(opts, {
     following,
-    ...(opts.check && { check: opts.check }),
-    ...(opts.useReader && { useReader: opts.useReader }),
     store,
     engine,
     outcomes: out,
     holds,
     log,
     now,
-    ...(opts.enrollmentKeys && { enrollmentKeys: opts.enrollmentKeys }),
-    ...(opts.secrets && { secrets: opts.secrets }),
-    ...(opts.agentUpdate && { agentUpdate: opts.agentUpdate }),
     lockWait,
     windowWait,
-    ...(opts.window && { window: opts.window }),
-    ...(opts.prefetch && { prefetch: opts.prefetch }),
-  };
+  });
 
   const agent: Agent = {
     store,
@@ -291,27 +261,12 @@ async function startLocked(opts: AgentOptions, lock: StateDirLock): Promise<Agen
       if (rev) queue.enqueue({ ...rev, overrideWindow: true });
       return rev?.id;
     },
-    waiting: () => {
-      const w = windowWait.hold();
-      return (
-        lockWait.hold() ??
-        (w && { revision: w.revision, reason: w.reason, since: w.since, holders: [], opensAt: w.opensAt })
-      );
-    },
+    waiting: () => waitingHold(lockWait, windowWait),
     logDirOf: (name) => componentPaths(opts.stateDir, name).logDir,
     scrubSecrets: scrub,
     health: () => deviceHealth({ stateDir: opts.stateDir }),
     restoreHolds: (load) => resume.restoreHolds(load),
-    rolloutKeep() {
-      const applied = store.appliedRevision()?.id;
-      return [
-        ...new Set([
-          ...(applied !== undefined && isCommitId(applied) ? [applied] : []),
-          ...holds.ids(),
-          ...recentFailures(store),
-        ]),
-      ];
-    },
+    rolloutKeep: () => rolloutKeep(store, holds.ids()),
     idle: () => queue.idle(),
     async close(closeOpts = {}) {
       stopRotation();

@@ -31,7 +31,7 @@ export interface WaitSteps {
   prefetch?: (components: DesiredComponent[], o: { images: boolean; revision: string }) => Promise<Prefetched>;
 }
 
-/** The outcomes these steps end a revision with (a subset of take-revision.ts's RevisionOutcome). */
+/** The outcomes these steps end a revision with (a subset of revision-steps.ts's RevisionOutcome). */
 export type WaitOutcome = { kind: 'rejected'; reason: string; passing: boolean } | { kind: 'waiting'; reason: string };
 
 /** How this revision honours update locks (SPEC §19); undefined: it does not (no lock wait, or an operator's --force). */

@@ -1,17 +1,16 @@
 // The one writer: every change to what runs (a revision, a crash cascade, an operator's action) runs here, one at a time.
 // An apply's update-lock step is engine-locks.ts, the operator's actions operator-actions.ts; both run in this queue.
 import type { DesiredState } from '../core/desired-state.js';
-import { diff, type Reconcile } from '../core/diff.js';
+import { diff } from '../core/diff.js';
 import { unitsOf, type RestartOrders } from '../core/restart-cascade.js';
 import pLimit from 'p-limit';
 import type { Logger } from '../log/logger.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { adoptRecorded, checkUntouched, refreshUntouched, type AdoptionDeps } from './adoption.js';
+import { adoptRecorded, checkUntouched, refreshUntouched } from './adoption.js';
 import { ComponentWorker, type WorkerDeps } from './component-worker.js';
 import { downMembers, holdBackGroups, keepSpecs, rollBackGroups } from './composite-steps.js';
-import { execute, stopAll, type ExecutionResult, type ExecutorDeps } from './executor.js';
+import { execute, stopAll, type ExecutionResult } from './executor.js';
 import { applyOutcome, type ApplyResult } from './apply-outcome.js';
-import { hardDependents } from './operator-orders.js';
 import {
   restartNow,
   restartOrders,
@@ -22,30 +21,19 @@ import {
   type OperatorResult,
 } from './operator-actions.js';
 import { releaseAll, type LockHolder } from './update-locks.js';
-import { checkLocks, tryLocks, type ApplyOptions, type LocksHeld, type LockLookup } from './engine-locks.js';
+import { checkLocks, tryLocks, type ApplyOptions, type LocksHeld } from './engine-locks.js';
 import type { HeldUpdateLock } from '../runtime/update-lock.js';
-
-export interface EngineDeps extends Omit<WorkerDeps, 'onRecovered' | 'log' | 'startSlot'> {
-  log: Logger;
-  /** How many installs and spawns run at once; the waits for health are not counted (component-worker.ts). */
-  concurrency: number;
-}
-
-export interface RevisionInfo {
-  id: string;
-  source: string;
-  planFile: string;
-  /** The fleet.toml target the plan came from (SPEC §13). */
-  target?: string;
-  /** What the plan was chosen with (agent/device-identity.ts). */
-  identity?: string;
-  signedAt?: number;
-  /** The keys whose signatures counted. */
-  signers?: string[];
-  /** The device's rollout wave for this commit (SPEC §14). */
-  wave?: string;
-  unsigned: boolean;
-}
+import type { ApplyBegin, EngineDeps, LockOptions, RevisionInfo } from './engine-types.js';
+import {
+  adoptionDepsOf,
+  executorDepsOf,
+  lockLookupOf,
+  operatorContextOf,
+  untouchedCheckDepsOf,
+  type EngineParts,
+} from './engine-contexts.js';
+import { crashedSince, everythingInStopOrder, reconcilePlanFields, removedBy, revisionHealth } from './engine-reads.js';
+import { cascadeAfterRecovery } from './recovery-cascade.js';
 
 export type { ApplyResult } from './apply-outcome.js';
 export type { ApplyOptions, LocksHeld } from './engine-locks.js';
@@ -66,12 +54,16 @@ export class Engine {
   private readonly supLog: Logger;
   /** Shared by every worker: the limit is the device's, not a component's. */
   private readonly startSlot: WorkerDeps['startSlot'];
+  /** What the contexts of its steps' helpers are made of (engine-contexts.ts). */
+  private readonly parts: EngineParts;
 
   constructor(private readonly deps: EngineDeps) {
     this.agentLog = deps.log.child({ module: 'agent' });
     this.supLog = deps.log.child({ module: 'supervisor' });
     const limit = pLimit(Math.max(1, deps.concurrency));
     this.startSlot = (work) => limit(work);
+    const { workers, agentLog, supLog } = this;
+    this.parts = { deps, workers, worker: (n) => this.worker(n), agentLog, supLog, stopping: () => this.stopping };
   }
 
   /** Runs `op` after every operation queued before it; the engine's only way to change what runs. */
@@ -88,7 +80,7 @@ export class Engine {
         ...this.deps,
         log: this.supLog,
         startSlot: this.startSlot,
-        onRecovered: (n) => void this.run(() => this.cascadeAfterRecovery(n)),
+        onRecovered: (n) => void this.run(() => cascadeAfterRecovery(n, this.operatorContext())),
       });
       this.workers.set(name, w);
     }
@@ -97,7 +89,7 @@ export class Engine {
 
   /** At agent start: re-attach to what runs as recorded (adoption.ts). Nothing is restarted, nothing assumed healthy. */
   adoptAll(runtime: (kind: 'process' | 'container') => Runtime | undefined, ownerTag?: string): Promise<void> {
-    return adoptRecorded(runtime, ownerTag, this.adoptionDeps());
+    return adoptRecorded(runtime, ownerTag, adoptionDepsOf(this.parts));
   }
 
   /**
@@ -106,17 +98,17 @@ export class Engine {
    * one the device runs, offered again after a restart): the same steps, nothing recorded. Returns what happened;
    * outcomes.ts alone turns it into rows and reports.
    */
-  apply(revision: DesiredState, rev: RevisionInfo, begin?: (r: Reconcile) => void): Promise<ApplyResult>;
+  apply(revision: DesiredState, rev: RevisionInfo, begin?: ApplyBegin): Promise<ApplyResult>;
   apply(
     revision: DesiredState,
     rev: RevisionInfo,
-    begin: (r: Reconcile) => void,
+    begin: ApplyBegin,
     o: ApplyOptions,
   ): Promise<ApplyResult | LocksHeld>;
   apply(
     revision: DesiredState,
     rev: RevisionInfo,
-    begin?: (r: Reconcile) => void,
+    begin?: ApplyBegin,
     o: ApplyOptions = {},
   ): Promise<ApplyResult | LocksHeld> {
     return this.run(async () => {
@@ -134,7 +126,7 @@ export class Engine {
   private async applySteps(
     revision: DesiredState,
     rev: RevisionInfo,
-    begin: ((r: Reconcile) => void) | undefined,
+    begin: ApplyBegin | undefined,
     o: ApplyOptions,
     locks: Map<string, HeldUpdateLock>,
   ): Promise<ApplyResult | LocksHeld> {
@@ -145,30 +137,18 @@ export class Engine {
     // 2. The reconcile; then the update locks of what it would stop (SPEC §19): one held, and nothing is touched.
     const reconcile = diff(desired, store.actualState());
     if (o.locks && reconcile.stopOrder.length) {
-      const check = await checkLocks(reconcile.stopOrder, desired, previous, o.locks, rev.id, this.lockLookup());
+      const check = await checkLocks(reconcile.stopOrder, desired, previous, o.locks, rev.id, lockLookupOf(this.parts));
       if (check.kind === 'held') return { holders: check.holders };
       for (const n of check.borrowed) o.locks.claim?.(n);
       for (const [n, l] of check.taken) locks.set(n, l);
     }
     begin?.(reconcile);
-    this.agentLog.info(
-      {
-        revision: rev.id,
-        stop_order: reconcile.stopOrder,
-        start_order: reconcile.startOrder,
-        no_touch: reconcile.noTouch,
-      },
-      'reconcile plan',
-    );
+    this.agentLog.info(reconcilePlanFields(rev.id, reconcile), 'reconcile plan');
     // 3. Untouched components keep their instance and take the new description (position, dependencies).
-    refreshUntouched(desired, reconcile.noTouch, previous, rev.id, this.adoptionDeps());
+    refreshUntouched(desired, reconcile.noTouch, previous, rev.id, adoptionDepsOf(this.parts));
     // 4. Stops, then starts, each the moment its dependencies are healthy.
-    const removed = new Set(
-      Object.entries(reconcile.reasonCodes)
-        .filter(([, r]) => r.kind === 'removed')
-        .map(([n]) => n),
-    );
-    const deps = { ...this.executorDeps(rev.id), locks };
+    const removed = removedBy(reconcile);
+    const deps = { ...executorDepsOf(this.parts, rev.id), locks };
     const execution = await execute(
       { stopOrder: reconcile.stopOrder, startOrder: reconcile.startOrder, removed },
       desired,
@@ -179,11 +159,7 @@ export class Engine {
     // 5. What was left untouched is healthy too: adopted instances are probed, unhealthy ones given their budget.
     const untouched = this.stopping
       ? []
-      : await checkUntouched(reconcile.noTouch, desired, {
-          ...this.adoptionDeps(),
-          now: this.deps.now,
-          stopping: () => this.stopping,
-        });
+      : await checkUntouched(reconcile.noTouch, desired, untouchedCheckDepsOf(this.parts));
     // 6. A composite whose new member failed goes back to its previous members, as one unit.
     const down = this.stopping ? [] : downMembers(store, desired, execution);
     const rolledBack = down.length
@@ -193,12 +169,6 @@ export class Engine {
     keepSpecs(store, this.desired, execution.started);
     if (!this.stopping) this.loaded = rev.id;
     // 7. The outcome: success only when everything the revision asked runs healthy (SPEC §5).
-    const crashedSince = execution.started.flatMap((n) => {
-      const r = store.component(n);
-      return r && r.state !== 'running'
-        ? [{ name: n, reason: `${r.state} before the apply ended${r.reason ? `: ${r.reason}` : ''}` }]
-        : [];
-    });
     return applyOutcome({
       desired,
       reconcile,
@@ -208,7 +178,7 @@ export class Engine {
       rolledBack: rolledBack.groups,
       held,
       stopping: this.stopping,
-      crashedSince,
+      crashedSince: crashedSince(store, execution.started),
     });
   }
 
@@ -216,12 +186,8 @@ export class Engine {
    * Who holds an update lock that applying `revision` would wait for, tried and let go at once: nothing is touched.
    * An agent update asks before it switches (SPEC §17, §19): a device busy with a job must not fail its trial.
    */
-  lockHolders(
-    revision: DesiredState,
-    o: NonNullable<ApplyOptions['locks']>,
-    revisionId: string,
-  ): Promise<LockHolder[]> {
-    return this.run(() => tryLocks(revision, this.deps.store, o, revisionId, this.lockLookup()));
+  lockHolders(revision: DesiredState, o: LockOptions, revisionId: string): Promise<LockHolder[]> {
+    return this.run(() => tryLocks(revision, this.deps.store, o, revisionId, lockLookupOf(this.parts)));
   }
 
   /**
@@ -230,41 +196,7 @@ export class Engine {
    */
   healthy(): { ok: boolean; down: string[] } | undefined {
     if (this.busy || !this.desired) return undefined;
-    const { store } = this.deps;
-    const down = this.desired.components
-      .filter((c) => {
-        const r = store.component(c.name);
-        return r?.state !== 'running' || r.hash !== c.hash || this.workers.get(c.name)?.unproven === true;
-      })
-      .map((c) => c.name);
-    const heldBack = store.groupRollbacks().map((g) => g.group);
-    return { ok: down.length === 0 && heldBack.length === 0, down: [...down, ...heldBack] };
-  }
-
-  private executorDeps(revision: string): ExecutorDeps {
-    return {
-      store: this.deps.store,
-      workers: this.workers,
-      worker: (n) => this.worker(n),
-      log: this.supLog,
-      concurrency: this.deps.concurrency,
-      revision,
-      stopping: () => this.stopping,
-    };
-  }
-
-  private lockLookup(): LockLookup {
-    return { workers: this.workers, workDir: (n) => this.deps.paths(n).workDir, log: this.agentLog };
-  }
-
-  private adoptionDeps(): AdoptionDeps {
-    return {
-      store: this.deps.store,
-      log: this.agentLog,
-      graceMs: this.deps.graceMs,
-      worker: (n) => this.worker(n),
-      workers: this.workers,
-    };
+    return revisionHealth(this.desired, this.deps.store, this.workers);
   }
 
   /** The orders an operator restart of `name` would carry out (the API's `?dry=true`); undefined for an unknown name. */
@@ -299,20 +231,14 @@ export class Engine {
 
   /** Read when the action's turn comes: the desired state then, not when it was asked for. */
   private operatorContext(): OperatorContext {
-    return {
-      desired: this.desired,
-      store: this.deps.store,
-      log: this.agentLog,
-      now: () => this.deps.now(),
-      executeOrders: (d, stop, start) => this.executeOrders(d, stop, start),
-    };
+    return operatorContextOf(this.parts, this.desired, (d, stop, start) => this.executeOrders(d, stop, start));
   }
 
   private executeOrders(desired: DesiredState, stopOrder: string[], startOrder: string[]): Promise<ExecutionResult> {
     return execute(
       { stopOrder, startOrder, removed: new Set() },
       desired,
-      this.executorDeps(this.deps.store.appliedRevision()?.id ?? 'unknown'),
+      executorDepsOf(this.parts, this.deps.store.appliedRevision()?.id ?? 'unknown'),
     );
   }
 
@@ -333,24 +259,6 @@ export class Engine {
   /** The pid of a component's current process instance, if it has one. */
   pidOf(name: string): number | undefined {
     return this.workers.get(name)?.pid;
-  }
-
-  /** After a crash restart is healthy again, restart its hard dependents (transitively); ordering dependents stay. */
-  private async cascadeAfterRecovery(name: string): Promise<void> {
-    const desired = this.desired;
-    if (!desired) return;
-    const startOrder = hardDependents(desired, name);
-    if (startOrder.length === 0) return;
-    this.agentLog.info(
-      {
-        component: name,
-        stop_order: [...startOrder].reverse(),
-        start_order: startOrder,
-        revision: this.deps.store.appliedRevision()?.id,
-      },
-      'hard dependency restarted: restarting its hard dependents',
-    );
-    await this.executeOrders(desired, [...startOrder].reverse(), startOrder);
   }
 
   /**
@@ -374,12 +282,14 @@ export class Engine {
   async stopAll(): Promise<void> {
     await this.run(async () => {
       // Dependents first, independent components at once, as an apply stops them.
-      const order = this.deps.store
-        .components()
-        .map((r) => r.name)
-        .reverse();
+      const order = everythingInStopOrder(this.deps.store);
       const result: ExecutionResult = { started: [], stopped: [], failed: [] };
-      await stopAll(order, new Set(), this.executorDeps(this.deps.store.appliedRevision()?.id ?? 'unknown'), result);
+      await stopAll(
+        order,
+        new Set(),
+        executorDepsOf(this.parts, this.deps.store.appliedRevision()?.id ?? 'unknown'),
+        result,
+      );
       for (const name of order)
         if (this.deps.store.component(name))
           this.deps.store.recordState(name, 'stopped', 'the agent stopped everything on exit');

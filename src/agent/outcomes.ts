@@ -20,50 +20,35 @@
 //     action, or the health check after a restart) is its own row, `recovered`, and its own event. It is never
 //     reported to the Git host and never rewrites the failure, so no rollout gate counts it.
 //  6. A success is written only for an apply whose components were all healthy when it ended (engine.ts step 7).
-import { isCommitId } from '../git/commit-id.js';
 import type { Logger } from '../log/logger.js';
-import type { ApplyFailure, HistoryEntry, StateStore } from '../store/state-store.js';
-import type { AgentEventMap, Emit } from './agent-events.js';
+import type { HistoryEntry } from '../store/state-store.js';
+import type { AgentEventMap } from './agent-events.js';
 import type { OutcomeReports } from './commit-reporting.js';
 import { crashPoint } from './crash-point.js';
-import type { ApplyResult, RevisionInfo } from './engine.js';
+import type { ApplyResult } from './engine.js';
+import type { RevisionInfo } from './engine-types.js';
+import { askFailureListeners, type FailedOutcome, type FailureListener } from './failure-listeners.js';
 import type { HeldEvent } from './rollout-holds.js';
-import { rowsOf, standingOf, type Standing } from './outcome-reads.js';
+import { standingOf, type Standing } from './outcome-reads.js';
+import {
+  appliedRevisionRow,
+  applyingEvent,
+  lastOutcomeOf,
+  revisionEvent,
+  applyRow,
+  finishedReport,
+  interruptedEnd,
+  openEntryOf,
+  recoveredRow,
+  recoverySummary,
+  rejectedEvent,
+  rejectedRow,
+  scrubbedResult,
+  standingFailureOf,
+} from './outcome-rows.js';
+import type { ApplyReconcile, ApplyTicket, OutcomesDeps, RejectedRevision, StandingFailure } from './outcome-types.js';
 
 export type { Standing } from './outcome-reads.js';
-
-/** A revision on its way through an apply: what its row and its reports need. */
-export interface ApplyTicket {
-  historyId: number;
-  rev: RevisionInfo;
-  began: number;
-  /** The agent's own rollback: no report of its own. */
-  silent: boolean;
-}
-
-/** What a failure's listener is told; it may answer what the device does about it (`rolling back to 3f2a1c0`). */
-export interface FailedOutcome {
-  revision: string;
-  summary: string;
-  failed: ApplyFailure[];
-}
-
-/** `then` goes into the failure's report; `act` runs once the failure is written. */
-export type FailureListener = (o: FailedOutcome) => { then: string; act?: () => void } | undefined;
-
-export interface OutcomesDeps {
-  store: StateStore;
-  emit: Emit;
-  log: Logger;
-  now: () => number;
-  /**
-   * Whether every component of the applied revision runs healthy as it asked (undefined while an apply runs or before
-   * a revision is loaded): a failed revision's recovery is recorded once this says so.
-   */
-  healthy: () => { ok: boolean; down: string[] } | undefined;
-  /** Cleans text of secret values (SPEC §16) before it is recorded, told or reported; the identity without secrets. */
-  scrub?: (text: string) => string;
-}
 
 export class Outcomes {
   private reports?: OutcomeReports;
@@ -71,7 +56,7 @@ export class Outcomes {
   /** The apply the agent died during, open until its revision (or another) is applied. */
   private interrupted?: HistoryEntry;
   /** The applied revision while its last outcome is a failure nothing has recovered yet. */
-  private standingFailure?: { revision: string; planFile: string; target?: string; failed: string[] };
+  private standingFailure?: StandingFailure;
   /** The last revision and reason `waiting` said (update locks): said again only when either changes. */
   private lastWaiting?: string;
   private readonly log: Logger;
@@ -87,19 +72,6 @@ export class Outcomes {
         { revision: this.interrupted.revision },
         'the previous apply was interrupted: applying that revision again finishes it with its true outcome',
       );
-  }
-
-  /** `r` with its summary and every failure's reason cleaned of secret values (a component's output may quote one). */
-  private scrubbed<T extends ApplyResult>(r: T): T {
-    const scrub = this.deps.scrub;
-    if (!scrub) return r;
-    const clean = (fs: ApplyResult['failures']) => fs.map((f) => ({ ...f, reason: scrub(f.reason) }));
-    return {
-      ...r,
-      summary: scrub(r.summary),
-      failures: clean(r.failures),
-      published: r.published.map((f) => ({ ...f, reason: scrub(f.reason) })),
-    };
   }
 
   /** The commit reports (Git notes, GitHub statuses) of a Git-following agent; there is one reporter, the last wins. */
@@ -126,82 +98,38 @@ export class Outcomes {
   }
 
   /** An apply begins: its row (or the interrupted one it finishes), the applied revision, `pending`. */
-  begin(
-    rev: RevisionInfo,
-    reconcile: Parameters<StateStore['beginApply']>[0]['reconcile'],
-    standing: Standing,
-    silent: boolean,
-    began: number,
-  ): ApplyTicket {
+  begin(rev: RevisionInfo, reconcile: ApplyReconcile, standing: Standing, silent: boolean, began: number): ApplyTicket {
     const { store, now } = this.deps;
+    const e = applyingEvent(rev, reconcile);
     const historyId = store.transaction(() => {
       let id: number;
       if (standing.kind === 'continue') id = standing.historyId;
       else {
         const open = this.interrupted ?? store.unfinishedApply();
-        if (open)
-          store.finishApply(open.id, {
-            finishedAt: now(),
-            outcome: 'failure',
-            summary: `interrupted: the agent stopped during this apply, and ${short(rev.id)} was applied next`,
-          });
-        id = store.beginApply({
-          revision: rev.id,
-          planFile: rev.planFile,
-          ...(rev.target !== undefined && { target: rev.target }),
-          startedAt: now(),
-          reconcile,
-        });
+        if (open) store.finishApply(open.id, interruptedEnd(now(), rev.id, 'was applied next'));
+        id = store.beginApply(applyRow(rev, now(), reconcile));
       }
       this.interrupted = undefined;
-      store.setAppliedRevision({
-        id: rev.id,
-        source: rev.source,
-        planFile: rev.planFile,
-        ...(rev.target !== undefined && { target: rev.target }),
-        ...(rev.identity !== undefined && { identity: rev.identity }),
-        unsigned: rev.unsigned,
-        appliedAt: now(),
-        ...(rev.signedAt !== undefined && { signedAt: rev.signedAt }),
-        ...(rev.signers !== undefined && { signers: rev.signers }),
-        ...(rev.wave !== undefined && { wave: rev.wave }),
-      });
+      store.setAppliedRevision(appliedRevisionRow(rev, now()));
       // `pending` was said when the interrupted apply began: not again.
-      const e = {
-        revision: rev.id,
-        reconcile,
-        ...(rev.target !== undefined && { target: rev.target }),
-        ...(rev.wave !== undefined && { wave: rev.wave }),
-      };
       if (!silent && standing.kind !== 'continue') this.reports?.applying(e as never);
       return id;
     });
     this.standingFailure = undefined;
-    this.deps.emit('applying', {
-      revision: rev.id,
-      reconcile: reconcile as never,
-      ...(rev.target !== undefined && { target: rev.target }),
-      ...(rev.wave !== undefined && { wave: rev.wave }),
-    });
+    this.deps.emit('applying', { ...e, reconcile: reconcile as never });
     crashPoint('after-begin-apply');
     return { historyId, rev, began, silent };
   }
 
   /** An apply that threw after it began: its row stays open, and the same revision's next apply finishes it. */
   abandoned(t: ApplyTicket): void {
-    this.interrupted = {
-      id: t.historyId,
-      revision: t.rev.id,
-      planFile: t.rev.planFile,
-      startedAt: t.began,
-      failed: [],
-    };
+    this.interrupted = openEntryOf(t);
   }
 
   /** Rule 4 and 1: an apply ended; cut short, it stays open. */
   finish(t: ApplyTicket, given: ApplyResult & { stateDigest?: string }): void {
     const { store, now } = this.deps;
-    const r = this.scrubbed(given);
+    const r = scrubbedResult(given, this.deps.scrub);
     const { rev } = t;
     if (r.interrupted) {
       this.abandoned(t);
@@ -217,33 +145,24 @@ export class Outcomes {
     const agentOnly = r.outcome === 'failure' && failed.length === 0 && r.summary.startsWith('KS_AGENT_UPDATE_FAILED');
     const answers =
       r.outcome === 'failure' && !t.silent && !agentOnly
-        ? this.askFailureListeners({ revision: rev.id, summary: r.summary, failed })
+        ? this.ask({ revision: rev.id, summary: r.summary, failed })
         : [];
     const then = answers.length ? answers.map((a) => a.then).join('; ') : undefined;
     const summary = then === undefined ? r.summary : `${r.summary}; ${then}`;
-    const event = {
-      revision: rev.id,
+    const event = revisionEvent(rev, {
       outcome: r.outcome,
       durationMs: now() - t.began,
       summary,
       failed,
       reconcile: r.reconcile,
-      ...(rev.target !== undefined && { target: rev.target }),
-      ...(rev.wave !== undefined && { wave: rev.wave }),
-    };
+    });
     try {
       store.transaction(() => {
         store.finishApply(t.historyId, { finishedAt: now(), outcome: r.outcome, summary, failed });
         // What ran well here: a later commit that brings it back is a revert to a known-good state (SPEC §14).
         if (r.outcome === 'success' && r.stateDigest !== undefined) store.recordGoodState(r.stateDigest, rev.id, now());
         // The report tells the failures as published (scrubbed of the values given); the row and the event keep them whole.
-        if (!t.silent)
-          this.reports?.finished({
-            ...event,
-            failed: r.published,
-            ...(then !== undefined && { then }),
-            ...(r.desired && { components: r.desired.components }),
-          });
+        if (!t.silent) this.reports?.finished(finishedReport(event, r, then));
       });
     } catch (e) {
       // Not written (a full disk): no outcome yet. The row stays open, and the loop tries the revision again.
@@ -256,22 +175,14 @@ export class Outcomes {
         this.deps.store.components().every((c) => c.state === 'running') ? 'all components running' : 'apply finished',
       );
     else this.log.error({ revision: rev.id, failed: failed.map((f) => f.name) }, `apply ${summary}`);
-    this.standingFailure =
-      r.outcome === 'failure' && !agentOnly
-        ? {
-            revision: rev.id,
-            planFile: rev.planFile,
-            ...(rev.target !== undefined && { target: rev.target }),
-            failed: failed.map((f) => f.name),
-          }
-        : undefined;
+    this.standingFailure = r.outcome === 'failure' && !agentOnly ? standingFailureOf(rev, failed) : undefined;
     this.deps.emit('revision', event);
     for (const a of answers) a.act?.();
   }
 
   /** Rule 3: the revision the device runs, taken up again after a restart; nothing is written or reported for it. */
   resumed(rev: RevisionInfo, outcome: 'success' | 'failure', given: ApplyResult): void {
-    const r = this.scrubbed(given);
+    const r = scrubbedResult(given, this.deps.scrub);
     const down = r.failures.map((f) => f.name);
     // One line, the resume's end (tests and people wait for it): what runs, said beside the outcome that stands.
     const all = down.length === 0 && this.deps.store.components().every((c) => c.state === 'running');
@@ -280,24 +191,14 @@ export class Outcomes {
       `resumed the revision applied last: its outcome stands (${outcome}); ${all ? 'all components running' : 'not every component is healthy: see keystonectl status'}`,
     );
     if (outcome === 'failure') {
-      const last = rowsOf(this.deps.store, rev.id).find(
-        (e) => e.outcome === 'failure' || e.outcome === 'recovered' || e.outcome === 'success',
-      );
-      this.standingFailure =
-        last?.outcome === 'failure'
-          ? {
-              revision: rev.id,
-              planFile: rev.planFile,
-              ...(rev.target !== undefined && { target: rev.target }),
-              failed: last.failed.map((f) => f.name),
-            }
-          : undefined;
+      const last = lastOutcomeOf(this.deps.store, rev.id);
+      this.standingFailure = last?.outcome === 'failure' ? standingFailureOf(rev, last.failed) : undefined;
     }
     this.deps.emit('resumed', { revision: rev.id, outcome, summary: r.summary });
     this.checkRecovery();
     // Still failed: what was to be done about it (a rollback a kill cut short) is asked for again. Nothing is written.
     if (this.standingFailure && !r.interrupted)
-      for (const a of this.askFailureListeners({ revision: rev.id, summary: r.summary, failed: r.failures })) a.act?.();
+      for (const a of this.ask({ revision: rev.id, summary: r.summary, failed: r.failures })) a.act?.();
   }
 
   /**
@@ -308,32 +209,13 @@ export class Outcomes {
   failedUnapplied(rev: RevisionInfo, reason: string, began: number): void {
     const { store, now } = this.deps;
     const summary = this.deps.scrub?.(reason) ?? reason;
-    const event = {
-      revision: rev.id,
-      outcome: 'failure' as const,
-      durationMs: now() - began,
-      summary,
-      failed: [],
-      ...(rev.target !== undefined && { target: rev.target }),
-      ...(rev.wave !== undefined && { wave: rev.wave }),
-    };
+    const event = revisionEvent(rev, { outcome: 'failure' as const, durationMs: now() - began, summary, failed: [] });
     store.transaction(() => {
       // An apply cut short before it (this revision's own, or another's) ends here: rule 4, as begin() does.
       const open = this.interrupted ?? store.unfinishedApply();
-      if (open)
-        store.finishApply(open.id, {
-          finishedAt: now(),
-          outcome: 'failure',
-          summary: `interrupted: the agent stopped during this apply, and ${short(rev.id)} failed next`,
-        });
+      if (open) store.finishApply(open.id, interruptedEnd(now(), rev.id, 'failed next'));
       this.interrupted = undefined;
-      const id = store.beginApply({
-        revision: rev.id,
-        planFile: rev.planFile,
-        ...(rev.target !== undefined && { target: rev.target }),
-        startedAt: began,
-        reconcile: { stopOrder: [], startOrder: [], noTouch: [], reasons: {} },
-      });
+      const id = store.beginApply(applyRow(rev, began, { stopOrder: [], startOrder: [], noTouch: [], reasons: {} }));
       store.finishApply(id, { finishedAt: now(), outcome: 'failure', summary, failed: [] });
       this.reports?.finished(event);
     });
@@ -345,33 +227,12 @@ export class Outcomes {
   }
 
   /** A revision refused before anything was touched (invalid, unsigned, not for this device). */
-  rejected(given: {
-    revision: string;
-    planFile: string;
-    target?: string;
-    wave?: string;
-    reason: string;
-    began: number;
-    silent: boolean;
-  }): void {
+  rejected(given: RejectedRevision): void {
     const { store, now } = this.deps;
     const r = { ...given, reason: this.deps.scrub?.(given.reason) ?? given.reason };
-    const event = {
-      revision: r.revision,
-      outcome: 'rejected' as const,
-      durationMs: now() - r.began,
-      summary: r.reason,
-      ...(r.target !== undefined && { target: r.target }),
-      ...(r.wave !== undefined && { wave: r.wave }),
-    };
+    const event = rejectedEvent(r, now() - r.began);
     store.transaction(() => {
-      store.recordRejected({
-        revision: r.revision,
-        planFile: r.planFile,
-        ...(r.target !== undefined && { target: r.target }),
-        at: now(),
-        reason: r.reason,
-      });
+      store.recordRejected(rejectedRow(r, now()));
       if (!r.silent) this.reports?.finished(event);
     });
     this.deps.emit('revision', event);
@@ -415,31 +276,14 @@ export class Outcomes {
     const h = this.deps.healthy();
     if (!h?.ok) return;
     const { store, now } = this.deps;
-    const summary = `recovered: every component runs healthy again after the failed apply${f.failed.length ? ` (${f.failed.join(', ')})` : ''}; the apply's outcome stays failure`;
+    const summary = recoverySummary(f);
     this.standingFailure = undefined;
-    store.recordRecovered({
-      revision: f.revision,
-      planFile: f.planFile,
-      ...(f.target !== undefined && { target: f.target }),
-      at: now(),
-      summary,
-    });
+    store.recordRecovered(recoveredRow(f, now(), summary));
     this.log.info({ revision: f.revision }, summary);
     this.deps.emit('recovered', { revision: f.revision, summary });
   }
 
-  private askFailureListeners(o: FailedOutcome): Array<{ then: string; act?: () => void }> {
-    const answers: Array<{ then: string; act?: () => void }> = [];
-    for (const l of this.failureListeners) {
-      try {
-        const a = l(o);
-        if (a !== undefined) answers.push(a);
-      } catch (e) {
-        this.log.error({ err: e as Error, revision: o.revision }, 'a failure listener failed');
-      }
-    }
-    return answers;
+  private ask(o: FailedOutcome): Array<{ then: string; act?: () => void }> {
+    return askFailureListeners(this.failureListeners, o, this.log);
   }
 }
-
-const short = (id: string) => (isCommitId(id) ? id.slice(0, 12) : id);

@@ -5,7 +5,7 @@ import { backoffMs } from '../core/backoff.js';
 import type { Logger } from '../log/logger.js';
 import type { Revision } from '../source/directory-source.js';
 import type { Emit } from './agent-events.js';
-import type { RevisionOutcome } from './take-revision.js';
+import type { RevisionOutcome } from './revision-steps.js';
 
 export interface RevisionQueueOptions {
   take: (rev: Revision) => Promise<RevisionOutcome>;

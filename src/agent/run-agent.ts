@@ -3,19 +3,16 @@
 // with its reports and rollback policy, or a watched directory). The CLI parses and validates (cli/agent-settings.ts),
 // serves the API and waits for a stop; nothing here parses a flag.
 import { ARTIFACT_CACHE_DIR } from '../state-dir/layout.js';
-import { safeDirectory } from '../state-dir/safe-path.js';
 import { statfs } from 'node:fs/promises';
 import { prefetch } from './prefetch.js';
 import { reportSigner, type ReportSigner } from '../identity/report-signature.js';
 import { join } from 'node:path';
-import { isSameProcess, processUid } from '../runtime/proc-identity.js';
 import type { DesiredComponent } from '../core/desired-state.js';
 import type { Logger } from '../log/logger.js';
-import type { ArtifactInstallerOptions, InstallArtifactsFn } from '../runtime/artifact-installer.js';
 import { ContainerRuntime } from '../runtime/container-runtime.js';
 import { checkDevice } from '../runtime/device-check.js';
 import { hostPolicyFacts } from '../runtime/policy-host.js';
-import { ProcessRuntime, type BoundProbe } from '../runtime/process-runtime.js';
+import { ProcessRuntime } from '../runtime/process-runtime.js';
 import { chooseSecretsRoot } from '../runtime/secrets-root.js';
 import type { Revision } from '../source/directory-source.js';
 import type { RepoReader } from '../source/repo-reader.js';
@@ -29,9 +26,10 @@ import { SecretOpener } from '../secrets/open-secrets.js';
 import { digestKeyOf } from '../secrets/secret-digest.js';
 import { agentUpdater } from '../agent-update/agent-update-setup.js';
 import type { AgentUpdateView } from '../agent-update/agent-home.js';
-
-/** 2 GiB: artifacts are programs and images, not datasets. */
-const MAX_ARTIFACT_BYTES = 2 * 1024 ** 3;
+import { fetchArtifactsOf, lazyArtifactInstaller, MAX_ARTIFACT_BYTES } from './artifact-fetching.js';
+import { cachedProbe } from './cached-probe.js';
+import { pullProgressEvents } from './pull-progress-events.js';
+import { warnRootProcesses } from './warn-root-processes.js';
 
 export interface RunningAgent {
   agent: Agent;
@@ -53,18 +51,6 @@ export interface RunHooks {
   vault?: SecretVault;
   /** Tests: how the agent updates itself (agent-update-setup.ts by default). */
   agentUpdater?: typeof agentUpdater;
-}
-
-/**
- * Artifacts (fetch, verify, unpack: tar, yauzl) are loaded when a component first has some to install: most devices
- * run programs already on disk.
- */
-function lazyArtifactInstaller(opts: ArtifactInstallerOptions): InstallArtifactsFn {
-  let installer: Promise<InstallArtifactsFn> | undefined;
-  return async (c, workDir) => {
-    installer ??= import('../runtime/artifact-installer.js').then((m) => m.artifactInstaller(opts));
-    return (await installer)(c, workDir);
-  };
 }
 
 /** How this device signs its reports, and the certificate it publishes beside them (SPEC §15). */
@@ -109,7 +95,6 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
   });
   if (processRuntime.privilegeNote) log.warn(processRuntime.privilegeNote);
   let agentRef: Agent | undefined;
-  const lastPull = new Map<string, { at: number; status: string }>();
   // Containers: the engine is found when a container component first needs it (a device without one runs processes).
   const containerRuntime = new ContainerRuntime({
     ownerTag: tag,
@@ -122,25 +107,7 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
     secretsRoot,
     secrets: vault,
     log: logger.child({ module: 'containers' }),
-    // For `keystonectl apply`'s display: a line a second per component while bytes flow, and every other status.
-    onPullProgress: (component, p) => {
-      const t = Date.now();
-      const downloading = p.status === 'Downloading' || p.status === 'Extracting';
-      const last = lastPull.get(component);
-      if (last && (downloading ? t - last.at < 1000 : last.status === p.status)) return;
-      lastPull.set(component, { at: t, status: p.status });
-      try {
-        agentRef?.events.emit('pull', {
-          component,
-          image: p.image,
-          status: p.status,
-          currentBytes: p.currentBytes,
-          totalBytes: p.totalBytes,
-        });
-      } catch (e) {
-        log.error({ err: e as Error }, 'a pull progress listener failed');
-      }
-    },
+    onPullProgress: pullProgressEvents(() => agentRef?.events, log),
   });
   const runtimeOf = (c: DesiredComponent) =>
     c.recipe.lifecycle.run.type === 'container' ? containerRuntime : processRuntime;
@@ -183,7 +150,6 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
             random: Math.random,
           })
       : undefined;
-  const boundProbes = new Map<string, BoundProbe | undefined>();
   // Agent updates (SPEC §17): a packaged agent under systemd switches to the version a revision's [agent] names.
   const updater = (hooks.agentUpdater ?? agentUpdater)({
     stateDir,
@@ -227,17 +193,7 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
         // Components that read secrets and share their run user: said at each revision taken, refused never.
         warn: (w) => log.warn({ component: w.component, code: w.code, user: w.user, others: w.others }, w.message),
       }),
-    probe: async (c, paths, _timeoutMs, signal) => {
-      // Bind each component's probe once per hash: binding resolves the run user from /etc/passwd,
-      // which is too costly to repeat on every probe (a profile showed 13 % of the agent's CPU).
-      const key = `${c.name}\0${c.hash}`;
-      let bound = boundProbes.get(key);
-      if (!boundProbes.has(key)) {
-        bound = await runtimeOf(c).healthProbe(c, paths);
-        boundProbes.set(key, bound);
-      }
-      return bound ? bound(signal) : { ok: true, detail: 'no health check', latencyMs: 0 };
-    },
+    probe: cachedProbe(runtimeOf),
     concurrency: s.concurrency,
     graceMs: s.graceMs,
     restartLimits: s.restartLimits,
@@ -248,24 +204,7 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
     // SPEC §19: a revision's artifacts (and, held for its window, its images) come before anything of it stops.
     prefetch: (components, o) =>
       prefetch(components, o, {
-        fetchArtifacts: async (c) => {
-          const { fetchArtifact } = await import('../artifacts/fetch-artifact.js');
-          // The cache is the agent's alone, as the installer checks it (artifact-installer.ts).
-          safeDirectory(join(stateDir, ARTIFACT_CACHE_DIR), { mode: 0o700 });
-          let bytes = 0;
-          for (const a of c.recipe.artifacts)
-            bytes += (
-              await fetchArtifact({
-                uri: a.uri,
-                sha256: a.sha256,
-                recipeFile: c.recipePath,
-                reader: artifactReader!,
-                cacheDir: join(stateDir, ARTIFACT_CACHE_DIR),
-                maxBytes: MAX_ARTIFACT_BYTES,
-              })
-            ).bytes;
-          return bytes;
-        },
+        fetchArtifacts: fetchArtifactsOf(stateDir, () => artifactReader),
         pullImage: (c) => containerRuntime.prefetchImage(c),
         freeBytes: async () => {
           const f = await statfs(stateDir);
@@ -334,23 +273,4 @@ export async function runAgent(s: RunSettings, hooks: RunHooks): Promise<Running
       await containerRuntime.close();
     },
   };
-}
-
-/**
- * Adopted, not started: a process an earlier version (or an --allow-root run) started as root keeps running as root
- * until it restarts. Said loudly rather than restarted behind the operator's back (the agent's own restart never
- * restarts a healthy component).
- */
-function warnRootProcesses(agent: Agent, allowRoot: boolean, log: Logger): void {
-  if (allowRoot || (process.getuid?.() ?? 0) !== 0) return;
-  for (const rec of agent.store.components())
-    if (
-      rec.instance?.kind === 'process' &&
-      isSameProcess(rec.instance.pid, rec.instance.startTime) &&
-      processUid(rec.instance.pid) === 0
-    )
-      log.warn(
-        { component: rec.name, pid: rec.instance.pid },
-        'runs as root, started before this device refused root process users: `keystonectl restart` it (or apply a revision that changes it) to run it as its recipe user or the unprivileged default',
-      );
 }

@@ -1,74 +1,21 @@
 // What happens to a new revision, in order (SPEC §7): 1 verify → 2 target and load → 3 device check → 4 standing and
-// gate → 5 apply (or resume). Each step either passes the revision on or ends it with an outcome value; outcomes.ts
+// gate → 5 apply (or resume; apply-candidate.ts). Each step either passes the revision on or ends it with an outcome value; outcomes.ts
 // writes what the outcome means (rows, events, reports), so this file decides and never records.
-import type { DesiredState } from '../core/desired-state.js';
-import type { Reconcile } from '../core/diff.js';
 import { formatDiagnostic } from '../core/errors.js';
 import { FLEET_FILE } from '../core/fleet.js';
-import type { Labels } from '../core/labels.js';
-import type { Logger } from '../log/logger.js';
 import type { Revision } from '../source/directory-source.js';
 import { loadDeviceRevision } from '../load/load-fleet.js';
-import type { RepoReader } from '../source/repo-reader.js';
-import type { StateStore } from '../store/state-store.js';
 import { TrustError } from '../trust/trust-error.js';
 import { VerifiedReader, verifyRevision } from '../trust/verify-revision.js';
-import type { Engine } from './engine.js';
-import type { Outcomes } from './outcomes.js';
-import { stateDigest } from './rollout-gate.js';
-import type { Candidate, RolloutHolds } from './rollout-holds.js';
 import { reportAdmission } from './report-admission.js';
 import { IdentityError } from '../identity/identity-error.js';
-import type { PublicKey } from '../trust/minisign.js';
-import type { DeviceProblem, TrustSetting } from './agent-types.js';
-import { openRevisionSecrets, type SecretSteps } from './revision-secrets.js';
-import type { AgentUpdater } from '../agent-update/agent-updater.js';
-import { downloadsAndWindow, lockOptions, waitedFor, waitForLocks } from './device-waits.js';
-import { agentUpdateStep, type UpdateSteps } from './agent-update-step.js';
+import { openRevisionSecrets } from './revision-secrets.js';
+import { waitedFor } from './device-waits.js';
+import { applyCandidate } from './apply-candidate.js';
+import type { RevisionOutcome, RevisionSteps } from './revision-steps.js';
 
 /** Refusals that depend on the device's clock (docs/signing.md, "Time"): the same revision is looked at again later. */
 const CLOCK_REFUSALS: ReadonlySet<string> = new Set(['KS_SIGNATURE_FROM_FUTURE', 'KS_SIGNATURE_TOO_OLD']);
-
-/** What became of a revision the loop took up. */
-export type RevisionOutcome =
-  /** `passing`: refused for a reason that passes (the clock, the disk): the loop tries it again later. */
-  | { kind: 'rejected'; reason: string; passing: boolean }
-  | { kind: 'held' }
-  | { kind: 'failed-before' }
-  /** The commit the device runs, carried out in this run already. */
-  | { kind: 'current' }
-  | { kind: 'applied'; outcome: 'success' | 'failure' | 'interrupted' }
-  | { kind: 'resumed'; outcome: 'success' | 'failure' }
-  /** The agent switched to the version the revision asks for and is being restarted into it (SPEC §17). */
-  | { kind: 'handover' }
-  /** Not taken up now (another agent version while this one is on probation): the loop offers it again later. */
-  | { kind: 'deferred'; reason: string }
-  /** A component it would stop holds its update lock (SPEC §19): nothing applied; taken up again at the release. */
-  | { kind: 'waiting'; reason: string };
-
-export interface RevisionSteps extends UpdateSteps {
-  trust: TrustSetting;
-  /** `--plan`; without it fleet.toml picks the plan by the device's name and labels. */
-  planFile?: string;
-  fleet: { device: string; labels: Labels };
-  /** What the plan was chosen with (device-identity.ts). */
-  identity: string;
-  following: 'git' | 'directory';
-  check?: (state: DesiredState) => DeviceProblem[] | Promise<DeviceProblem[]>;
-  useReader?: (reader: RepoReader) => void;
-  store: StateStore;
-  engine: Engine;
-  outcomes: Outcomes;
-  holds: RolloutHolds;
-  log: Logger;
-  now: () => number;
-  /** The enrolment keys this device trusts (`--enrollment-key`): its gate counts only reports that verify (SPEC §15). */
-  enrollmentKeys?: readonly PublicKey[];
-  /** How this device opens the secrets a plan reads (SPEC §16); without it a plan that reads one is refused. */
-  secrets?: SecretSteps;
-  /** How this agent updates itself to the version a revision's [agent] names (SPEC §17); without it, it does not. */
-  agentUpdate?: AgentUpdater;
-}
 
 /** The last placement logged ("this device in the fleet"), said again only when it changes. */
 const placements = new WeakMap<RevisionSteps, string>();
@@ -276,92 +223,6 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
 
   // 5. Apply.
   return applyCandidate({ ...c, ...(waveName !== undefined && { waveName }) }, s);
-}
-
-/** Step 5, also where a held commit goes once its gate opens: apply it, or resume the revision the device runs. */
-export async function applyCandidate(
-  c: Omit<Candidate, 'rollout' | 'wave' | 'waveName' | 'reason' | 'checkedAt'> & { waveName?: string },
-  s: RevisionSteps,
-): Promise<RevisionOutcome> {
-  const { rev, state, planFile, target, signedAt, signers, waveName, began } = c;
-  // Artifacts are pinned by digest, not listed in SHA256SUMS: they come from the revision's own (unverified) reader.
-  s.useReader?.(rev.reader);
-  const info = {
-    id: rev.id,
-    source: rev.source,
-    planFile,
-    ...(target !== undefined && { target }),
-    identity: s.identity,
-    unsigned: s.trust.unsigned,
-    ...(signedAt !== undefined && { signedAt }),
-    ...(signers !== undefined && { signers }),
-    ...(waveName !== undefined && { wave: waveName }),
-  };
-  const standing = s.outcomes.standing(rev, { identity: s.identity, loaded: s.engine.loaded === rev.id });
-  // Decided between its hold and its gate opening (step 4 said so for a revision not held).
-  if (standing.kind === 'current' || standing.kind === 'failed-before') return { kind: standing.kind };
-  // 5'. What the revision downloads, at once, and when this device may apply it (SPEC §19). What runs (resumed) and
-  // an apply cut short (finished) are not new; a rollback repairs a failure now; `apply --now` overrides the window;
-  // the commit a new agent version is on trial for was switched to inside its window.
-  if (standing.kind !== 'resume') {
-    const held = await downloadsAndWindow(
-      c,
-      standing.kind === 'continue' || s.agentUpdate?.trialCommit() === rev.id,
-      s,
-    );
-    if (held) return held;
-  }
-  // 5a. The agent version the revision asks for (SPEC §17): switched to before anything else is done, and the
-  // revision is applied by the new agent, which must adopt every component as it runs and report success
-  // (agent-update-step.ts). Put back here, its plan is still applied, and the outcome is `failure` (`updateFailed`).
-  const update = s.agentUpdate;
-  let updateFailed: string | undefined;
-  if (update && standing.kind !== 'resume') {
-    const step = await agentUpdateStep(c, info, update, s);
-    if (step.kind !== 'proceed') return step;
-    updateFailed = step.updateFailed;
-  }
-  if (standing.kind === 'resume') {
-    const r = await s.engine.apply(state, info);
-    if (!r.interrupted) s.outcomes.resumed(info, standing.outcome, r);
-    // Proven before a power loss cut its probation short (its success is written): it settles now.
-    if (update?.settles(rev.id, c.agent, { resumed: true }) && !r.interrupted)
-      await update.settle(standing.outcome, `${standing.outcome}: ${r.summary}`, { blocks: false });
-    return { kind: 'resumed', outcome: standing.outcome };
-  }
-  let ticket: ReturnType<Outcomes['begin']> | undefined;
-  let r;
-  // Update locks (SPEC §19): a new revision does not stop a component that holds its lock, unless the lock's
-  // lock_timeout passed or an operator forced this apply. Nothing else (a crash restart, an operator restart) looks.
-  const wait = s.lockWait;
-  wait?.forget(rev.id);
-  // A new agent's trial commit (SPEC §17) waits for a lock at most half its deadline: the locks were free at the
-  // switch, and a device merely busy must not put back, and bar, a version that works.
-  const proving = update?.trialCommit() === rev.id && c.agent !== undefined;
-  const locks = lockOptions(rev, s, proving ? c.agent!.deadline / 2 : undefined);
-  try {
-    const begin = (reconcile: Reconcile) =>
-      (ticket = s.outcomes.begin(info, reconcile, standing, rev.rollback === true, began));
-    const done = locks ? await s.engine.apply(state, info, begin, { locks }) : await s.engine.apply(state, info, begin);
-    if ('holders' in done) return waitForLocks(c, done.holders, s);
-    wait?.done(rev.id);
-    r = done;
-  } catch (e) {
-    // Cut short by an error (the store could not write): the row stays open for the retry to finish.
-    if (ticket) s.outcomes.abandoned(ticket);
-    throw e;
-  } finally {
-    // A lock a watcher got for this retake and the engine did not take over (the component is not stopped after all).
-    await wait?.releaseKept();
-  }
-  if (updateFailed !== undefined && !r.interrupted)
-    r = { ...r, outcome: 'failure' as const, summary: `${updateFailed}; ${r.summary}` };
-  s.outcomes.finish(ticket!, { ...r, stateDigest: stateDigest(state) });
-  // On probation (SPEC §17): this outcome decides whether the new agent stays. A failure of the plan puts it back
-  // (the commit did not report success) without barring the package: the next commit may try it again.
-  if (update?.settles(rev.id, c.agent) && !r.interrupted)
-    await update.settle(r.outcome, `${r.outcome}: ${r.summary}`, { blocks: false });
-  return { kind: 'applied', outcome: r.interrupted ? 'interrupted' : r.outcome };
 }
 
 function logPlacement(

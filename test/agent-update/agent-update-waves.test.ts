@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { agentHome, readTrial } from '../../src/agent-update/agent-home.js';
-import { currentVersionDir } from '../../src/agent-update/agent-updater.js';
+import { currentVersionDir } from '../../src/agent-update/agent-versions.js';
 import { instancesOf } from '../../src/agent-update/agent-update-setup.js';
 import type { Agent } from '../../src/agent/agent.js';
 import { RolloutGate } from '../../src/agent/rollout-gate.js';

@@ -27,12 +27,8 @@ import {
   writeTrial,
   type AgentHome,
 } from '../../src/agent-update/agent-home.js';
-import {
-  AgentUpdater,
-  currentVersionDir,
-  restoreStateBefore,
-  type AgentUpdaterDeps,
-} from '../../src/agent-update/agent-updater.js';
+import { AgentUpdater, type AgentUpdaterDeps } from '../../src/agent-update/agent-updater.js';
+import { currentVersionDir, restoreStateBefore } from '../../src/agent-update/agent-versions.js';
 import { agentUpdater } from '../../src/agent-update/agent-update-setup.js';
 import Sqlite from 'better-sqlite3';
 import { openStateStore, STATE_DB_FILE } from '../../src/store/state-store.js';

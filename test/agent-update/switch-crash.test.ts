@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { agentHome, readFailed, readTrial } from '../../src/agent-update/agent-home.js';
-import { currentVersionDir } from '../../src/agent-update/agent-updater.js';
+import { currentVersionDir } from '../../src/agent-update/agent-versions.js';
 import { SWITCH_CRASH_POINTS } from '../../src/agent-update/switch-crash-point.js';
 import { needs } from '../support/requirements.js';
 import { fakeDeb } from './fake-deb.js';
