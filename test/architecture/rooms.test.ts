@@ -11,8 +11,7 @@ import { allowedFrom, APART, ROOMS } from '../../lint/rooms.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const SRC = join(ROOT, 'src');
-// 445 while the files Prettier grew are split (the commits after this one); back to 300 when they are.
-const MAX_LINES = 445;
+const MAX_LINES = 300;
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((f) => {
