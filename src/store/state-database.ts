@@ -17,7 +17,7 @@ export const BUSY_TIMEOUT_MS = 5_000;
 /** Opens (creating and migrating as needed) `<stateDir>/state.db`; `exclusive` fails with KS_STATE_BUSY while another connection has it. */
 export function openStateDatabase(
   stateDir: string,
-  opts: { now: () => number; exclusive?: boolean },
+  opts: { now: () => number; exclusive?: boolean; nativeBinding?: string },
 ): { db: Sqlite.Database; file: string } {
   const file = join(stateDir, STATE_DB_FILE);
   const created = prepareFile(stateDir, file);
@@ -25,7 +25,10 @@ export function openStateDatabase(
   try {
     // Exclusive: another connection holds its lock for as long as it is open, so waiting for it is pointless.
     const timeout = opts.exclusive ? 0 : BUSY_TIMEOUT_MS;
-    db = new Sqlite(file, { ...sqliteNativeBinding(), timeout });
+    db = new Sqlite(file, {
+      ...(opts.nativeBinding ? { nativeBinding: opts.nativeBinding } : sqliteNativeBinding()),
+      timeout,
+    });
     db.pragma(`busy_timeout = ${timeout}`);
     if (opts.exclusive) {
       // Before the first access, so SQLite keeps the WAL index in private memory; the empty transaction takes the lock.

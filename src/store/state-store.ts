@@ -51,6 +51,11 @@ export interface StateStoreOptions {
    * with KS_STATE_BUSY while any other connection has it open, as a running agent always does. For offline repairs.
    */
   exclusive?: boolean;
+  /**
+   * The compiled better-sqlite3 to load; default: the bundle's for this Node (sqlite-addon.ts), else node_modules'.
+   * Tests run the store on the package's lean SQLite with it (test/store/lean-sqlite.test.ts).
+   */
+  nativeBinding?: string;
 }
 
 export interface StateStore {
@@ -172,6 +177,10 @@ export function openStateStore(stateDir: string, opts: StateStoreOptions = {}): 
   const retention = opts.historyRetention ?? DEFAULT_HISTORY_RETENTION;
   if (!Number.isSafeInteger(retention) || retention < 1)
     throw new StateStoreError('KS_STATE_INVALID', `historyRetention must be a positive integer, got ${retention}`);
-  const { db, file } = openStateDatabase(stateDir, { now, exclusive: opts.exclusive });
+  const { db, file } = openStateDatabase(stateDir, {
+    now,
+    exclusive: opts.exclusive,
+    nativeBinding: opts.nativeBinding,
+  });
   return new SqliteStateStore(db, file, now, retention);
 }

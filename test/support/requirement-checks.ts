@@ -28,6 +28,7 @@ export type Requirement =
   | 'openssl'
   | 'debootstrap'
   | 'dpkg-deb'
+  | 'g++'
   | 'systemd-analyze'
   | 'faketime'
   | 'chromium'
@@ -46,6 +47,7 @@ export const REQUIREMENTS: readonly Requirement[] = [
   'openssl',
   'debootstrap',
   'dpkg-deb',
+  'g++',
   'systemd-analyze',
   'faketime',
   'chromium',
@@ -61,7 +63,7 @@ export const isStrict = (env: NodeJS.ProcessEnv = process.env): boolean => env[S
 /** The marker a suite title carries, e.g. " [needs docker, busybox]"; the reporter finds skips by it. */
 export const markerOf = (reqs: readonly Requirement[]): string => `[needs ${reqs.join(', ')}]`;
 
-const MARKER = /\[needs ([a-z0-9, -]+)\]/g;
+const MARKER = /\[needs ([a-z0-9+, -]+)\]/g;
 
 /** Every requirement named by the markers in `title` (a test's full name, parents included). */
 export function requirementsInTitle(title: string): Requirement[] {
@@ -349,6 +351,8 @@ const CHECKS: Record<Requirement, (env: NodeJS.ProcessEnv) => string | undefined
   // debootstrap lives in /usr/sbin, which a non-root PATH often lacks (the reason then says where it is).
   debootstrap: tool('debootstrap', 'debootstrap'),
   'dpkg-deb': tool('dpkg-deb', 'dpkg'),
+  // The package's lean SQLite is compiled here (packaging/sqlite-addon-build.mjs) for the tests that run the store on it.
+  'g++': tool('g++', 'g++'),
   'systemd-analyze': tool('systemd-analyze', 'systemd'),
   chromium: (env) => (chromiumExecutable(env) ? undefined : 'chromium is not installed (apt-get install chromium)'),
   faketime: () => (libfaketime() ? undefined : 'libfaketime.so.1 is not installed (apt-get install faketime)'),
