@@ -77,7 +77,8 @@ import { startAgent } from './lib/start-agent.js';
 import { fmt } from './lib/stats.js';
 
 // The package's addon (its lean SQLite, packaging/sqlite-addon-build.mjs: compiled here for this Node's ABI once, then
-// cached), as the Debian package runs it; node_modules' own build where the package has none for this Node.
+// cached: g++ and Node's headers from the npm registry), as the Debian package runs it; node_modules' own build only
+// where the package has none for this Node's ABI.
 const runtime = JSON.parse(readFileSync(join(projectDir, 'packaging', 'node-runtime.json'), 'utf8'));
 const abi = process.versions.modules;
 const addon =

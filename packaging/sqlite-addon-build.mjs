@@ -78,9 +78,7 @@ export function leanDefines(gypi) {
 /** Loud unless the compiled addon says (in SQLite's table of compile options) that it is the lean build. */
 export function checkLean(addon) {
   const bytes = readFileSync(addon).toString('latin1');
-  const kept = LEFT_OUT.filter(
-    (d) => d.startsWith('SQLITE_ENABLE_') && bytes.includes(`\0${d.slice('SQLITE_'.length)}\0`),
-  );
+  const kept = LEFT_OUT.filter((d) => bytes.includes(`\0${d.slice('SQLITE_'.length)}\0`));
   const missing = ADDED.filter((d) => !bytes.includes(`\0${d.slice('SQLITE_'.length)}\0`));
   if (kept.length || missing.length)
     throw new Error(
@@ -101,12 +99,27 @@ export function sqliteAddon(arch, abi, runtime, log = () => {}) {
       ?.integrity ?? sqliteVersion;
   const key = createHash('sha256')
     .update(
-      JSON.stringify({ arch, abi, headers: spec.headers, locked, compiler, LEFT_OUT, ADDED, SQLITE_CFLAGS, v: 3 }),
+      JSON.stringify({
+        arch,
+        abi,
+        headers: spec.headers,
+        locked,
+        compiler,
+        LEFT_OUT,
+        ADDED,
+        SQLITE_CFLAGS,
+        leanDefines: String(leanDefines),
+        v: 3,
+      }),
     )
     .digest('hex')
     .slice(0, 16);
   const out = join(buildCache(), 'addons', `better_sqlite3-${sqliteVersion}-${arch}-abi${abi}-${key}.node`);
-  if (existsSync(out)) return out;
+  if (existsSync(out)) {
+    // A cache is a directory anyone with the account can write: what is taken from it is checked like a new build.
+    checkLean(out);
+    return out;
+  }
 
   const headers = npmPackage(spec.headers);
   const work = join(tmpdir(), `keystone-addon-${arch}-${abi}-${process.pid}`);

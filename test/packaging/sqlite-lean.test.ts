@@ -41,6 +41,9 @@ describe('checkLean', () => {
     const lean = join(dir, 'lean.node');
     writeFileSync(lean, Buffer.from('\0OMIT_DEPRECATED\0OMIT_JSON\0', 'latin1'));
     expect(() => checkLean(lean)).not.toThrow();
+    const soundex = join(dir, 'soundex.node');
+    writeFileSync(soundex, Buffer.from('\0OMIT_DEPRECATED\0OMIT_JSON\0SOUNDEX\0', 'latin1'));
+    expect(() => checkLean(soundex)).toThrow(/SQLITE_SOUNDEX compiled in/);
     const built = join(sqliteDir, 'build', 'Release', 'better_sqlite3.node');
     expect(() => checkLean(built)).toThrow(/not the package's lean SQLite/);
   });
