@@ -88,6 +88,10 @@ describe('a signature from the future, end to end', { timeout: 120_000 }, () => 
 
       // 4. Stopped: lowered to the honest revision's signing time, which the agent then applies.
       const to = new Date(signedAtOf(fx) * 1000).toISOString();
+      // `floor --to` refuses a time later than this machine's clock; a VM's clock has been seen to step back a
+      // fraction of a second between the signature and here (once, under load): wait until it is there again.
+      for (const deadline = Date.now() + 5_000; Date.now() < signedAtOf(fx) * 1000 && Date.now() < deadline;)
+        await new Promise((r) => setTimeout(r, 20));
       const reset = await keystone(['floor', '--state-dir', h.stateDir, '--reset', '--to', to]);
       expect(reset.code, reset.stderr).toBe(0);
       agent = h.start({ dir: fx.dir, plan: fx.plan, trustArgs: fx.trustArgs });
