@@ -29,6 +29,26 @@ export default tseslint.config(
     plugins: { rooms },
     rules: { 'rooms/import-boundary': 'error' },
   },
+  // Times as text through src/core/iso-time.ts, not Date: Date's first conversion loads the time zone for the agent's
+  // life (~0.9 MiB, issue 31). smol-toml's own dates (a TomlDate spells itself) are the one exception, said where used.
+  {
+    files: ['src/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector:
+            "CallExpression[callee.property.name=/^(toISOString|toUTCString|toJSON)$/][callee.object.type='NewExpression']",
+          message:
+            'isoTime(ms) or httpDate(ms) from src/core/iso-time.ts: Date loads the time zone for good (issue 31).',
+        },
+        {
+          selector: "MemberExpression[object.name='stdTimeFunctions']",
+          message: "pino's time functions format through Date: use isoTime (src/log/logger.ts).",
+        },
+      ],
+    },
+  },
   {
     files: ['bin/**/*.js', 'lint/**/*.mjs', 'reliability/**/*.mjs', 'examples/**/*.mjs', 'web/**/*.mjs'],
     languageOptions: {

@@ -1,6 +1,7 @@
 // What GET /v1/revision's agent.update says, read from an updater's trial, what it saw it cannot do, and the failed
 // record in its home (agent-updater.ts's view()). A pure read, apart from the updater's decisions.
 import { readFailed, type AgentHome, type AgentUpdateView, type Trial } from './agent-home.js';
+import { isoTime } from '../core/iso-time.js';
 
 /** The trial first, then an unsupported update the fleet asked for, then the last version put back; else nothing. */
 export function updateViewOf(
@@ -13,7 +14,7 @@ export function updateViewOf(
       state: 'trial',
       version: trial.version,
       commit: trial.commit,
-      since: new Date(trial.since).toISOString(),
+      since: isoTime(trial.since),
     };
   if (unsupportedSeen)
     return { state: 'unsupported', version: unsupportedSeen.version, reason: unsupportedSeen.reason };
@@ -24,7 +25,7 @@ export function updateViewOf(
       version: failed.version,
       commit: failed.commit,
       reason: failed.reason,
-      since: new Date(failed.at).toISOString(),
+      since: isoTime(failed.at),
     };
   return undefined;
 }

@@ -4,6 +4,7 @@ import type { Logger } from '../log/logger.js';
 import type { Revision } from '../source/directory-source.js';
 import type { StateStore, SyncSuspension } from '../store/state-store.js';
 import type { RevisionQueue } from './revision-queue.js';
+import { isoTime } from '../core/iso-time.js';
 
 /** What a manual apply was told at once; its progress follows as events. */
 export interface ManualApplyAccepted {
@@ -42,7 +43,7 @@ export class SyncControls {
     const s = o.store.syncSuspension();
     if (s)
       o.log.warn(
-        { revision: s.revision, since: new Date(s.since).toISOString() },
+        { revision: s.revision, since: isoTime(s.since) },
         'the Git sync is suspended by a manual apply: run `keystonectl resume` to follow Git again',
       );
   }

@@ -13,6 +13,7 @@ import { openRevisionSecrets } from './revision-secrets.js';
 import { waitedFor } from './device-waits.js';
 import { applyCandidate } from './apply-candidate.js';
 import type { RevisionOutcome, RevisionSteps } from './revision-steps.js';
+import { isoTime } from '../core/iso-time.js';
 
 /** Refusals that depend on the device's clock (docs/signing.md, "Time"): the same revision is looked at again later. */
 const CLOCK_REFUSALS: ReadonlySet<string> = new Set(['KS_SIGNATURE_FROM_FUTURE', 'KS_SIGNATURE_TOO_OLD']);
@@ -80,18 +81,15 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
       });
       if (runs && v.signedAt !== applied.signedAt)
         return reject(
-          `KS_SIGNATURE_REPLAYED: signed at ${new Date(v.signedAt * 1000).toISOString()}, not the signature of the revision this device runs under the same id (signed at ${new Date(applied.signedAt! * 1000).toISOString()})`,
+          `KS_SIGNATURE_REPLAYED: signed at ${isoTime(v.signedAt * 1000)}, not the signature of the revision this device runs under the same id (signed at ${isoTime(applied.signedAt! * 1000)})`,
         );
       reader = new VerifiedReader(rev.reader, v);
       signedAt = v.signedAt;
       signers = [...v.signers];
-      log.info(
-        { revision: rev.id, signers: v.signers, signed_at: new Date(v.signedAt * 1000).toISOString() },
-        'signature verified',
-      );
+      log.info({ revision: rev.id, signers: v.signers, signed_at: isoTime(v.signedAt * 1000) }, 'signature verified');
       if (runs && maxAgeSeconds !== undefined && Math.floor(now() / 1000) - v.signedAt > maxAgeSeconds)
         log.warn(
-          { revision: rev.id, code: 'KS_SIGNATURE_TOO_OLD', signed_at: new Date(v.signedAt * 1000).toISOString() },
+          { revision: rev.id, code: 'KS_SIGNATURE_TOO_OLD', signed_at: isoTime(v.signedAt * 1000) },
           'the revision this device runs is older than --max-age: it keeps running, supervised; only a newer signed revision replaces it (or check the clock)',
         );
     } catch (e) {

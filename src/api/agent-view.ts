@@ -5,6 +5,7 @@
 import { deviceHealth } from '../agent/device-health.js';
 import type { ApiContext } from './api-context.js';
 import type { AgentView } from './views.js';
+import { isoTime } from '../core/iso-time.js';
 
 export type { AgentView };
 
@@ -15,7 +16,7 @@ export function agentView(
   return {
     pid: ctx.self.pid,
     version: ctx.self.version,
-    startedAt: new Date(ctx.startedAt).toISOString(),
+    startedAt: isoTime(ctx.startedAt),
     health: ctx.agent.health?.() ?? deviceHealth(),
     ...(update && { update }),
   };

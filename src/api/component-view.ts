@@ -3,10 +3,11 @@
 import type { ComponentRecord, ComponentState } from '../store/state-store.js';
 import type { ApiAgent } from './api-deps.js';
 import type { ComponentView } from './views.js';
+import { isoTime } from '../core/iso-time.js';
 
 export type { ComponentView };
 
-const iso = (ms: number) => new Date(ms).toISOString();
+const iso = (ms: number) => isoTime(ms);
 const LIVE: ReadonlySet<ComponentState> = new Set(['starting', 'running', 'unhealthy', 'stopping']);
 
 /** The pid or container id that runs `name` now, as the engine knows it (never a stale recorded pid). */

@@ -4,6 +4,7 @@
 // a name resolves to) and the Unix socket.
 import { createServer, STATUS_CODES, type RequestListener, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { httpDate } from '../core/iso-time.js';
 
 export interface ConnectionLimits {
   /** Open connections per listener; further ones are closed as soon as they are accepted. */
@@ -53,7 +54,11 @@ export function limitedHttpServer(limits: ConnectionLimits, handler: RequestList
       requestTimeout: limits.requestTimeoutMs,
       connectionsCheckingInterval: checkingIntervalMs(limits),
     },
-    handler,
+    // Node's own Date header formats through Date, which loads the time zone for good (core/iso-time.ts says why not).
+    (req, res) => {
+      res.setHeader('date', httpDate(Date.now()));
+      handler(req, res);
+    },
   );
   server.keepAliveTimeout = limits.idleTimeoutMs;
   // No inactivity timeout on the socket itself: it would cut the long waits the routes make on purpose (the

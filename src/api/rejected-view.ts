@@ -2,6 +2,7 @@
 // at, the device runs an older revision than its source offers, and `keystonectl status` must say so with the code.
 import type { HistoryEntry, StateStore } from '../store/state-store.js';
 import type { RejectedView } from './views.js';
+import { isoTime } from '../core/iso-time.js';
 
 export type { RejectedView };
 
@@ -20,7 +21,7 @@ export function newestRejection(store: Pick<StateStore, 'history'>): RejectedVie
   const reason = newest.summary ?? '';
   return {
     revision: newest.revision,
-    at: new Date(newest.finishedAt ?? newest.startedAt).toISOString(),
+    at: isoTime(newest.finishedAt ?? newest.startedAt),
     code: rejectionCode(reason) ?? null,
     reason,
   };

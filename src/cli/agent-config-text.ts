@@ -1,5 +1,6 @@
 // The text of a first configuration file (`keystone init`): the keys the operator gave, and the others commented out
 // with their defaults, grouped and explained, so that the file is where an operator learns what can be set.
+import { isoTime } from '../core/iso-time.js';
 
 export interface InitialConfig {
   /** Where the file goes (absolute): named in its header's commands. */
@@ -46,7 +47,7 @@ function section(title: string): string {
 
 export function agentConfigText(c: InitialConfig): string {
   const out = [
-    `# The configuration of this device's Keystone agent, written by keystone init at ${c.now.toISOString()}.`,
+    `# The configuration of this device's Keystone agent, written by keystone init at ${isoTime(c.now.getTime())}.`,
     `#   run the agent:     keystone agent --config ${c.file}`,
     `#   check the device:  keystone doctor --config ${c.file}`,
     '#',

@@ -7,6 +7,7 @@ import type { RepoReader } from '../source/repo-reader.js';
 import { buildKeyring } from '../trust/keyring.js';
 import { VerifiedReader, verifyRevision, type VerifiedRevision } from '../trust/verify-revision.js';
 import { nowMs, UsageError, type CliIo } from './io.js';
+import { isoTime } from '../core/iso-time.js';
 
 export const TRUST_OPTIONS = {
   'trusted-key': { type: 'string', multiple: true },
@@ -113,5 +114,5 @@ export function trustSetting(values: TrustValues, io: CliIo): TrustSetting {
 /** One line for people: who signed, when, or a loud warning that nobody did. */
 export function describeVerification(v: Verification): string {
   if (v.unsigned) return 'UNSIGNED: signatures were not checked (--allow-unsigned, development only)';
-  return `signed by ${v.signers.join(', ')} at ${new Date(v.signedAt * 1000).toISOString()} (${v.signers.length} of ${v.threshold} required)`;
+  return `signed by ${v.signers.join(', ')} at ${isoTime(v.signedAt * 1000)} (${v.signers.length} of ${v.threshold} required)`;
 }

@@ -174,6 +174,7 @@ export function describe(v: unknown): string {
   if (typeof v === 'bigint') return `integer ${v}`;
   if (typeof v === 'boolean') return `boolean ${v}`;
   if (Array.isArray(v)) return 'an array';
+  // smol-toml's TomlDate spells itself (a local date stays a date): its own toISOString, not core/iso-time.ts.
   if (v instanceof Date) return `datetime ${v.toISOString()}`;
   return 'a table';
 }

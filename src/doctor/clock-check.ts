@@ -3,8 +3,9 @@
 import { isCommitId } from '../git/commit-id.js';
 import { fail, pass, skip, type CheckResult } from './check-result.js';
 import type { AppliedState } from './applied-state.js';
+import { isoTime } from '../core/iso-time.js';
 
-const iso = (s: number) => new Date(s * 1000).toISOString();
+const iso = (s: number) => isoTime(s * 1000);
 
 export function checkClock(applied: AppliedState, nowMs: number, stateDir: string): CheckResult {
   if (applied.kind === 'none')

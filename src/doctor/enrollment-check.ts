@@ -21,6 +21,7 @@ import type { AppliedState } from './applied-state.js';
 import { fail, pass, skip, warn, type CheckResult } from './check-result.js';
 import { currentReader } from './current-plan.js';
 import type { DoctorSetup } from './doctor-setup.js';
+import { isoTime } from '../core/iso-time.js';
 
 const enrolHint = (device: string) =>
   `enrol it: keystone identity --json > ${device}.identity.json on the device, then keystonectl enroll --key ENROLL.key --identity ${device}.identity.json --out devices/${device}.cert, and commit the certificate (or give the agent --certificate FILE)`;
@@ -83,7 +84,7 @@ export async function checkEnrollment(
         : enrolHint(setup.device);
     return fail('enrollment', e.message, fix, e.code);
   }
-  const what = `${found.file}: device ${cert.device}, signed by enrolment key ${cert.signer}, issued ${new Date(cert.issuedAt).toISOString()}${cert.expiresAt !== undefined ? `, expires ${new Date(cert.expiresAt).toISOString()}` : ''}`;
+  const what = `${found.file}: device ${cert.device}, signed by enrolment key ${cert.signer}, issued ${isoTime(cert.issuedAt)}${cert.expiresAt !== undefined ? `, expires ${isoTime(cert.expiresAt)}` : ''}`;
   let own: DevicePublicIdentity | undefined;
   try {
     own = await readDevicePublicIdentity(setup.stateDir);

@@ -6,6 +6,7 @@ import { TrustError } from '../trust/trust-error.js';
 import { VerifiedReader, verifyRevision } from '../trust/verify-revision.js';
 import type { AppliedState } from './applied-state.js';
 import type { DoctorSetup } from './doctor-setup.js';
+import { isoTime } from '../core/iso-time.js';
 
 /** `said`: who signed and when, for the line; empty when nothing was verified (--allow-unsigned). */
 export type Verified =
@@ -48,13 +49,13 @@ export async function verifyAsAgent(
         kind: 'refused',
         error: new TrustError(
           'KS_SIGNATURE_REPLAYED',
-          `signed at ${new Date(v.signedAt * 1000).toISOString()}, not the signature of the revision this device runs under the same id (signed at ${new Date(last.signedAt! * 1000).toISOString()})`,
+          `signed at ${isoTime(v.signedAt * 1000)}, not the signature of the revision this device runs under the same id (signed at ${isoTime(last.signedAt! * 1000)})`,
         ),
       };
     return {
       kind: 'verified',
       reader: new VerifiedReader(reader, v),
-      said: `signed by ${v.signers.join(', ')} at ${new Date(v.signedAt * 1000).toISOString()}`,
+      said: `signed by ${v.signers.join(', ')} at ${isoTime(v.signedAt * 1000)}`,
     };
   } catch (e) {
     if (e instanceof TrustError) return { kind: 'refused', error: e };

@@ -11,6 +11,7 @@ import { formatDuration } from '../core/duration.js';
 import { waveCounts, waveHalted, type RolloutReport, type WaveCount } from '../core/rollout-gate.js';
 import type { Rollout, Wave } from '../core/rollout.js';
 import type { DeviceReports } from './fleet-view-input.js';
+import { isoTime } from '../core/iso-time.js';
 
 /**
  * - done: the wave has the successes the next wave needs, baked (the last wave: every device known in it succeeded;
@@ -130,7 +131,7 @@ export function buildRolloutView(input: RolloutViewInput): RolloutView {
       failed: c.failed,
       applying: c.applying,
       held: c.held,
-      ...(c.success > 0 && since !== undefined && { firstSuccessAt: new Date(since).toISOString() }),
+      ...(c.success > 0 && since !== undefined && { firstSuccessAt: isoTime(since) }),
       // A halted wave opens nothing: no bake to count down.
       ...(bakeLeft[i] !== undefined && state !== 'halted' && { bakeLeftMs: bakeLeft[i] }),
       ...(state === 'waiting' && { waitingFor: counts[prev]!.wave }),

@@ -20,6 +20,7 @@ import type { CommitState } from '../report/commit-status.js';
 import { agentUpdateOf, agentVersionCounts, type AgentUpdateProgress } from './agent-version-counts.js';
 import { detailsOf, type DeviceState, type DeviceView } from './device-view.js';
 import type { DeviceReports, FleetViewInput } from './fleet-view-input.js';
+import { isoTime } from '../core/iso-time.js';
 
 /** The group of devices whose reports carry no target (rejected devices, agents run with --plan). */
 export const NO_TARGET = '(no target)';
@@ -77,7 +78,7 @@ const BUCKET: Record<DeviceState, keyof Omit<TargetView, 'name' | 'plan' | 'devi
 
 const REPORTED: readonly string[] = ['success', 'failure', 'pending', 'error'] satisfies CommitState[];
 
-const iso = (ms: number): string | null => (Number.isFinite(ms) ? new Date(ms).toISOString() : null);
+const iso = (ms: number): string | null => (Number.isFinite(ms) ? isoTime(ms) : null);
 
 export function buildFleetView(input: FleetViewInput): FleetView {
   const { commit, targets, now, silentAfterMs } = input;
@@ -192,7 +193,7 @@ export function buildFleetView(input: FleetViewInput): FleetView {
   return {
     commit,
     fleetFile: targets !== undefined,
-    silentSince: iso(since) ?? new Date(0).toISOString(),
+    silentSince: iso(since) ?? isoTime(0),
     silenceCounts,
     targets: [...groups.values()],
     devices,

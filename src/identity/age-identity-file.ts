@@ -9,6 +9,7 @@
 // that reading it at every start costs nothing; a new identity is made the same way (create-identity.ts).
 import { createPrivateKey, createPublicKey } from 'node:crypto';
 import { bech32Decode, bech32Encode } from './bech32.js';
+import { isoTime } from '../core/iso-time.js';
 
 const SECRET_HRP = 'age-secret-key-';
 const RECIPIENT_HRP = 'age';
@@ -70,6 +71,6 @@ export function parseAgeIdentityFile(text: string): AgeIdentity | { problem: str
 
 /** The file as age-keygen writes it; `createdMs` is the comment's time (age-keygen's RFC 3339, to the second). */
 export function formatAgeIdentityFile(id: AgeIdentity, createdMs: number): string {
-  const created = new Date(createdMs).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const created = isoTime(createdMs).replace(/\.\d{3}Z$/, 'Z');
   return `# created: ${created}\n# public key: ${id.recipient}\n${id.identity}\n`;
 }

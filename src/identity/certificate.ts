@@ -56,6 +56,7 @@ import {
   untrustedCommentFor,
 } from './certificate-format.js';
 import { IdentityError } from './identity-error.js';
+import { isoTime } from '../core/iso-time.js';
 
 export interface DeviceCertificate {
   device: string;
@@ -175,7 +176,7 @@ export function parseCertificate(
   return { cert, signature, body };
 }
 
-const iso = (ms: number) => new Date(ms).toISOString();
+const iso = (ms: number) => isoTime(ms);
 
 /**
  * Parses and checks a certificate: signed by one of `enrollmentKeys`, for `device` when given, valid at `now`

@@ -35,6 +35,7 @@ import {
   type IdentityPaths,
 } from './identity-layout.js';
 import { checkDirectory, checkKeyFile, lstatOrUndefined, readSmall, refuse } from './key-file-checks.js';
+import { isoTime } from '../core/iso-time.js';
 
 export {
   AGE_KEY_FILE,
@@ -269,7 +270,6 @@ function readMarker(file: string): Marker | undefined {
 
 /** The marker, written once (linked into place, so an existing one is never replaced). */
 function writeMarker(paths: IdentityPaths, keys: DeviceKeys, nowMs: number): void {
-  const text =
-    JSON.stringify({ identity: { ...publicOf(keys), created: new Date(nowMs).toISOString() } }, null, 2) + '\n';
+  const text = JSON.stringify({ identity: { ...publicOf(keys), created: isoTime(nowMs) } }, null, 2) + '\n';
   linkNew(resolve(paths.marker, '..'), DEVICE_FILE, text, PUBLIC_MODE);
 }

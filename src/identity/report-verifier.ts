@@ -16,6 +16,7 @@ import { verifyEd25519, type PublicKey } from '../trust/minisign.js';
 import { verifyCertificate, type DeviceCertificate } from './certificate.js';
 import { IdentityError } from './identity-error.js';
 import { reportKeyId, type ReportSignature } from './report-signature.js';
+import { isoTime } from '../core/iso-time.js';
 
 export type Verdict = 'verified' | 'unverified' | 'forged' | 'revoked';
 export const VERDICTS: readonly Verdict[] = ['verified', 'unverified', 'forged', 'revoked'];
@@ -83,7 +84,7 @@ export class ReportVerifier {
     if (cert.expiresAt !== undefined && this.opts.now() >= cert.expiresAt)
       return {
         verdict: 'unverified',
-        reason: `${file}: the certificate expired at ${new Date(cert.expiresAt).toISOString()}`,
+        reason: `${file}: the certificate expired at ${isoTime(cert.expiresAt)}`,
         enrolled: false,
         certificate: file,
       };

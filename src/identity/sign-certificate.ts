@@ -7,13 +7,14 @@ import { ageRecipientProblem } from './age-recipient-syntax.js';
 import { parseCertificate } from './certificate.js';
 import { BEGIN, END, FORMAT_VERSION, malformed, untrustedCommentFor } from './certificate-format.js';
 import { reportKeyProblem } from './report-key.js';
+import { isoTime } from '../core/iso-time.js';
 
 /** A key of the body as TOML writes it: bare when it can be, else a basic string. */
 const tomlKey = (k: string) => (/^[A-Za-z0-9_-]+$/.test(k) ? k : JSON.stringify(k));
 /** A TOML basic string. JSON's escapes are TOML's for every text a certificate can hold (the round trip proves it). */
 const tomlString = (s: string) => JSON.stringify(s);
 /** RFC 3339 to the second, as TOML writes an offset date-time. */
-const tomlDateTime = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+const tomlDateTime = (ms: number) => isoTime(ms).replace(/\.\d{3}Z$/, 'Z');
 
 /**
  * Writes a certificate: the body, signed with the enrolment key (prehashed, minisign's default), in the one layout

@@ -1,5 +1,6 @@
 // pino for the agent: JSON lines by default, the human form of SPEC §11 on a terminal.
 import pino, { type Logger } from 'pino';
+import { isoTime } from '../core/iso-time.js';
 import { cutLine } from '../core/line-bound.js';
 
 export type { Logger } from 'pino';
@@ -26,7 +27,8 @@ export function createLogger(opts: LogOptions): Logger {
     {
       level: opts.level ?? 'info',
       base: undefined,
-      timestamp: pino.stdTimeFunctions.isoTime,
+      // pino's isoTime formatted through Date, which loads the time zone for good (core/iso-time.ts says why not).
+      timestamp: () => `,"time":"${isoTime(Date.now())}"`,
       // The last guard of "no line past the bound": a reason quoting a component's output is cut where it is made,
       // but a log line must never carry megabytes whoever forgot to.
       // Secrets are scrubbed from each field before it is serialised (a value a component printed JSON-escaped would be

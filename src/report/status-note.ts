@@ -17,6 +17,7 @@ import {
   type CommitStatus,
   type DeviceHealth,
 } from './commit-status.js';
+import { isoTime } from '../core/iso-time.js';
 
 /** The fields of a line beside REPORT_FIELD_KEYS: what ReportDetails says, one word each. */
 export const DETAIL_FIELD_KEYS = ['agent', 'uptime', 'load', 'mem', 'disk', 'temp'] as const;
@@ -47,7 +48,7 @@ export function formatStatusEntry(s: CommitStatus, signer?: ReportSigner): strin
   // The description is one line already (describe()); a stray newline would forge another device's line.
   const description = s.description.replace(/[\r\n]+/g, ' ').trim();
   const fields = REPORT_FIELD_KEYS.flatMap((k) => (s.fields?.[k] !== undefined ? [`${k}=${s.fields[k]}`] : []));
-  const line = [s.context, s.state, new Date(s.at).toISOString(), ...fields, ...detailFields(s), description]
+  const line = [s.context, s.state, isoTime(s.at), ...fields, ...detailFields(s), description]
     .filter((p) => p !== '')
     .join(' ');
   const lines = [line, ...logLines(s.details?.log ?? []).map((l) => `${LOG_PREFIX}${l}`)];

@@ -6,6 +6,7 @@ import type { Keyring } from './keyring.js';
 import { keyIdHex, parseSignatures, signedRef, signedTimestamp, verifySignature } from './minisign.js';
 import { parseSha256Sums, sha256Hex } from './sha256sums.js';
 import { TrustError } from './trust-error.js';
+import { isoTime } from '../core/iso-time.js';
 
 export const SUMS_FILE = 'SHA256SUMS';
 export const SIG_FILE = 'SHA256SUMS.minisig';
@@ -277,5 +278,5 @@ function fromTheFuture(at: number, now: number, skew: number, keyId: string): Tr
 function iso(seconds: number): string {
   const d = new Date(seconds * 1000);
   // minisign allows timestamps past what a Date can hold (year 275760): say the number rather than throw.
-  return Number.isNaN(d.getTime()) ? `${seconds} s after 1970` : d.toISOString();
+  return Number.isNaN(d.getTime()) ? `${seconds} s after 1970` : isoTime(d.getTime());
 }

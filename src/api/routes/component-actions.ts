@@ -12,6 +12,7 @@ import { parseBool, parseTimeout, parseWait, strictQuery, type WaitFor } from '.
 import { isSocketRequest } from '../socket-request.js';
 import type { WaitOutcome } from '../operator-waits.js';
 import type { ActionPlanView } from '../views.js';
+import { isoTime } from '../../core/iso-time.js';
 
 /** The state of each component an operation touches, for a caller whose wait ran out. */
 export interface ComponentProgress {
@@ -91,7 +92,7 @@ export function registerComponentActions(server: ApiRouter, ctx: ApiContext): vo
         state: rec?.state ?? 'unknown',
         ...instanceFields(name),
         reason: rec?.reason ?? null,
-        since: rec ? new Date(rec.since).toISOString() : null,
+        since: rec ? isoTime(rec.since) : null,
       };
     });
 

@@ -16,11 +16,12 @@ import type {
   RolloutHoldView,
   SyncView,
 } from '../views.js';
+import { isoTime } from '../../core/iso-time.js';
 
 export const DEFAULT_HISTORY_LIMIT = 20;
 export const MAX_HISTORY_LIMIT = 100;
 
-const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
+const iso = (ms: number | undefined) => (ms === undefined ? null : isoTime(ms));
 
 function historyView(h: HistoryEntry): HistoryEntryView {
   return {
@@ -95,7 +96,7 @@ export function registerRevisionRoutes(server: ApiRouter, ctx: ApiContext): void
       // The fleet.toml target the plan came from (SPEC §13); null for --plan or a manual apply.
       target: r.target ?? null,
       unsigned: r.unsigned,
-      signedAt: r.signedAt === undefined ? null : new Date(r.signedAt * 1000).toISOString(),
+      signedAt: r.signedAt === undefined ? null : isoTime(r.signedAt * 1000),
       // The keys whose signatures counted; null when unsigned (or applied by an agent that did not keep them).
       signers: r.signers ?? null,
       // This device's rollout wave for the commit (SPEC §14); null outside a staged rollout.

@@ -7,6 +7,7 @@ import { sameSecret } from '../bearer-token.js';
 import { clearedCookies, sessionCookies, type DashboardSessions } from '../dashboard-sessions.js';
 import { dashboardSessionIdOf, dashboardSessionOf, SESSION_PATH, sourceOf } from '../request-guard.js';
 import { strictQuery } from '../query-params.js';
+import { isoTime } from '../../core/iso-time.js';
 
 /** Secure cookies when the page came over https: the agent serves plain http, so a TLS proxy in front of it says so in X-Forwarded-Proto. */
 const overHttps = (request: ApiRequest) => request.headers['x-forwarded-proto'] === 'https';
@@ -38,20 +39,20 @@ export function registerSessionRoutes(
     }
     const s = sessions.create();
     ctx.log?.info(
-      { source: sourceOf(request), sessions: sessions.size, expires: new Date(s.expiresAt).toISOString() },
+      { source: sourceOf(request), sessions: sessions.size, expires: isoTime(s.expiresAt) },
       'dashboard session started',
     );
     // The CSRF token in the body, for the page to keep in its own origin's storage: a cookie would be every port's.
     return reply
       .header('set-cookie', sessionCookies(s, sessions.ttlMs, overHttps(request)))
-      .send({ expiresAt: new Date(s.expiresAt).toISOString(), csrf: s.csrf });
+      .send({ expiresAt: isoTime(s.expiresAt), csrf: s.csrf });
   });
 
   server.get(SESSION_PATH, async (request) => {
     strictQuery(request.query, []);
     const s = dashboardSessionOf(request);
     // A bearer-token client is signed in too, without an expiry of its own.
-    return { expiresAt: s ? new Date(s.expiresAt).toISOString() : null };
+    return { expiresAt: s ? isoTime(s.expiresAt) : null };
   });
 
   server.delete(SESSION_PATH, async (request, reply) => {

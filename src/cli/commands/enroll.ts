@@ -20,6 +20,7 @@ import { TrustError } from '../../trust/trust-error.js';
 import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';
 import { readPassword } from '../password.js';
 import { parseIdentity } from './parse-identity.js';
+import { isoTime } from '../../core/iso-time.js';
 
 export const ENROLL_USAGE =
   'keystonectl enroll --key ENROLL.key --identity FILE|- [--label K=V …] [--out devices/NAME.cert] [--expires DURATION|DATE] [--password-file FILE] [--force] [--json]\n' +
@@ -209,7 +210,7 @@ function summary(cert: DeviceCertificate) {
   };
 }
 
-const iso = (ms: number) => new Date(ms).toISOString().replace(/\.000Z$/, 'Z');
+const iso = (ms: number) => isoTime(ms).replace(/\.000Z$/, 'Z');
 
 /** `--expires`: a duration from now (`8760h`, `365d`) or a date (`2027-12-04`, `2027-12-04T10:00:00Z`). */
 function parseExpires(text: string, now: number): number {

@@ -12,6 +12,7 @@ import { STATE_DB_FILE } from '../../state-dir/layout.js';
 import { openStateStore, StateStoreError, type StateStore } from '../../store/state-store.js';
 import { DEFAULT_MAX_CLOCK_SKEW_SECONDS } from '../../trust/verify-revision.js';
 import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';
+import { isoTime } from '../../core/iso-time.js';
 
 export const FLOOR_USAGE = 'keystone floor [--state-dir /var/lib/keystone] [--reset [--to ISO-TIME]] [--json]';
 
@@ -109,7 +110,7 @@ function resetTarget(text: string | undefined, nowMsValue: number): number {
   if (text === undefined) {
     if (nowMsValue < UNSET_CLOCK_BEFORE_MS)
       throw new UsageError(
-        `this device's clock says ${new Date(nowMsValue).toISOString()}, which looks unset: set the clock first, or give --to ISO-TIME`,
+        `this device's clock says ${isoTime(nowMsValue)}, which looks unset: set the clock first, or give --to ISO-TIME`,
       );
     return Math.floor(nowMsValue / 1000);
   }
@@ -123,7 +124,7 @@ function resetTarget(text: string | undefined, nowMsValue: number): number {
   if (ms < 0) throw new UsageError(`--to ${text} is before 1970`);
   if (ms > nowMsValue)
     throw new UsageError(
-      `--to ${text} is later than this device's clock (${new Date(nowMsValue).toISOString()}): a floor in the future refuses every honest signature`,
+      `--to ${text} is later than this device's clock (${isoTime(nowMsValue)}): a floor in the future refuses every honest signature`,
     );
   return Math.floor(ms / 1000);
 }
@@ -138,10 +139,10 @@ function view(store: StateStore, stateDir: string, now: number): FloorView {
       revision: {
         id: rev.id,
         ...(rev.signedAt !== undefined && { signedAt: rev.signedAt, signedAtIso: iso(rev.signedAt) }),
-        appliedAt: new Date(rev.appliedAt).toISOString(),
+        appliedAt: isoTime(rev.appliedAt),
       },
     }),
-    deviceTime: new Date(now).toISOString(),
+    deviceTime: isoTime(now),
     inFuture: floor !== undefined && floor * 1000 > now + DEFAULT_MAX_CLOCK_SKEW_SECONDS * 1000,
   };
 }
@@ -162,5 +163,5 @@ function describe(v: FloorView): string {
 
 function iso(seconds: number): string {
   const d = new Date(seconds * 1000);
-  return Number.isNaN(d.getTime()) ? `${seconds} s after 1970` : d.toISOString();
+  return Number.isNaN(d.getTime()) ? `${seconds} s after 1970` : isoTime(d.getTime());
 }

@@ -21,6 +21,7 @@ import { OperationError } from '../../core/errors.js';
 import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';
 import { readPassword } from '../password.js';
 import { repoRoot } from '../repository-args.js';
+import { isoTime } from '../../core/iso-time.js';
 
 export const SIGN_USAGE =
   'keystonectl sign --key FILE [--ref BRANCH] [--repo DIR] [--password-file FILE] [--append] [--legacy]';
@@ -110,7 +111,7 @@ export async function sign(argv: string[], io: CliIo): Promise<number> {
     );
   else {
     io.stdout.write(
-      `signed ${sums.size} files with key ${id} at ${new Date(seconds * 1000).toISOString()}${ref !== undefined ? ` for ${ref}` : ''}\n  ${sumsPath}\n  ${sigPath}\n`,
+      `signed ${sums.size} files with key ${id} at ${isoTime(seconds * 1000)}${ref !== undefined ? ` for ${ref}` : ''}\n  ${sumsPath}\n  ${sigPath}\n`,
     );
     if (ref === undefined)
       io.stderr.write(

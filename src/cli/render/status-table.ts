@@ -2,6 +2,7 @@
 // API's JSON and the time in, text out. Tolerant of the shapes it reads (a field it does not find prints as "-").
 import { describeDevicePolicy, type DevicePolicy } from '../../core/device-policy.js';
 import { isCommitId } from '../../git/commit-id.js';
+import { isoTime } from '../../core/iso-time.js';
 
 type Json = Record<string, unknown>;
 
@@ -44,8 +45,7 @@ export function ago(thenMs: number, nowMs: number): string {
 
 /** `2024-05-01 10:00:03Z`: UTC, to the second, the same on every machine. */
 export function utc(ms: number): string {
-  return new Date(ms)
-    .toISOString()
+  return isoTime(ms)
     .replace('T', ' ')
     .replace(/\.\d+Z$/, 'Z');
 }
