@@ -74,4 +74,11 @@ describe('API request edges', { timeout: 60_000 }, () => {
     expect(r.text).toContain('KS_BAD_PATH');
     expect(r.text.length).toBeLessThan(600);
   });
+
+  it("answers with a Date header in HTTP's form, this second's (written by the API, not by Node through Date)", async () => {
+    const r = await rawRequest({ port, path: '/v1/health', headers: { host: 'localhost' } });
+    const date = String(r.headers.date);
+    expect(date).toMatch(/^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/);
+    expect(Math.abs(Date.parse(date) - Date.now())).toBeLessThan(60_000);
+  });
 });

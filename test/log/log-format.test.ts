@@ -31,5 +31,8 @@ describe('log lines in the form of SPEC §11', () => {
     const rec = JSON.parse(lines[0]!);
     expect(rec).toMatchObject({ level: 40, module: 'supervisor', component: 'api', revision: 'abc', msg: 'unhealthy' });
     expect(typeof rec.time).toBe('string');
+    // ISO 8601 in UTC, as pino's isoTime wrote it (src/core/iso-time.ts now), and now.
+    expect(rec.time).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    expect(Math.abs(Date.parse(rec.time) - Date.now())).toBeLessThan(60_000);
   });
 });
