@@ -2,7 +2,14 @@
 // half-open connections for over a minute each, and every one is a file descriptor of the agent, which also needs
 // descriptors to supervise its components. Applied to every listener the API has: its TCP servers (one per address
 // a name resolves to) and the Unix socket.
-import { createServer, STATUS_CODES, type RequestListener, type Server } from 'node:http';
+import {
+  createServer,
+  STATUS_CODES,
+  type IncomingMessage,
+  type RequestListener,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { Duplex } from 'node:stream';
 import { httpDate } from '../core/iso-time.js';
 
@@ -66,6 +73,11 @@ export function limitedHttpServer(limits: ConnectionLimits, handler: RequestList
   server.setTimeout(0);
   server.maxConnections = limits.maxConnections;
   server.on('clientError', answerClientError);
+  // An Expect other than 100-continue: Node's own 417 would write its Date header through Date.
+  server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
+    res.setHeader('date', httpDate(Date.now()));
+    res.writeHead(417).end();
+  });
   return server;
 }
 

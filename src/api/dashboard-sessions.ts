@@ -10,6 +10,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { parse, serialize, type SerializeOptions } from 'cookie';
 import { sameSecret } from './bearer-token.js';
+import { httpDate } from '../core/iso-time.js';
 
 export const SESSION_COOKIE = 'keystone_session';
 /**
@@ -183,14 +184,11 @@ export function sessionCookies(s: { id: string }, maxAgeMs: number, secure: bool
   return [serialize(secure ? SECURE_SESSION_COOKIE : SESSION_COOKIE, s.id, options)];
 }
 
+/**
+ * The Set-Cookie value that ends a session: Max-Age=0, and an Expires in the past for older clients, spelled by
+ * httpDate (the cookie library formats a Date through toUTCString, which loads the time zone: core/iso-time.ts).
+ */
 export function clearedCookies(secure: boolean): string[] {
-  const options: SerializeOptions = {
-    path: '/',
-    sameSite: 'strict',
-    maxAge: 0,
-    expires: new Date(0),
-    secure,
-    httpOnly: true,
-  };
-  return [serialize(secure ? SECURE_SESSION_COOKIE : SESSION_COOKIE, '', options)];
+  const head = serialize(secure ? SECURE_SESSION_COOKIE : SESSION_COOKIE, '', { maxAge: 0, path: '/' });
+  return [`${head}; Expires=${httpDate(0)}; HttpOnly${secure ? '; Secure' : ''}; SameSite=Strict`];
 }

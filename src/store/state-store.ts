@@ -53,7 +53,7 @@ export interface StateStoreOptions {
   exclusive?: boolean;
   /**
    * The compiled better-sqlite3 to load; default: the bundle's for this Node (sqlite-addon.ts), else node_modules'.
-   * Tests run the store on the package's lean SQLite with it (test/store/lean-sqlite.test.ts).
+   * Tests run the store on the package's lean SQLite with it (test/store/state-store.test.ts).
    */
   nativeBinding?: string;
 }

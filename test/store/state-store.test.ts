@@ -1,5 +1,6 @@
 // The durable state of SPEC §5 against real SQLite files in temporary directories (no mocks), including a
-// writer killed with SIGKILL in the middle of its write loop. Every case runs twice: on node_modules' SQLite (what
+// writer killed with SIGKILL in the middle of its write loop. Every case runs twice (the killed writer, a child
+// process, always on node_modules' build): on node_modules' SQLite (what
 // `npm ci` builds) and on the package's lean one (what devices run: packaging/sqlite-addon-build.mjs leaves out
 // full-text search, R-trees, the JSON and math functions…), so that a query or a migration reaching for something
 // the lean build lacks fails here, not on a device.
@@ -53,7 +54,8 @@ function store(dir: string, opts?: StateStoreOptions): StateStore {
 
 /** A second, plain connection to the same file: what an operator's sqlite3 shell (or a disk fault) would do. */
 function raw(dir: string): Sqlite.Database {
-  const db = new Sqlite(join(dir, 'state.db'));
+  // The same SQLite build as the store's: two builds on one open file would be two lock implementations.
+  const db = new Sqlite(join(dir, 'state.db'), binding ? { nativeBinding: binding } : {});
   open.push(db);
   return db;
 }
@@ -96,7 +98,8 @@ const RECONCILE = {
   reasons: { api: 'version 1.0.0 → 1.1.0', web: 'hard dependency api restarts' },
 };
 
-const lean = needs('g++');
+// node-gyp needs make and python3 beside g++, and the npm registry for Node's headers (not checked: npm ci needed it).
+const lean = needs('g++', 'python3');
 const SQLITES = [
   { title: "on node_modules' SQLite", skip: false, addon: (): string | undefined => undefined },
   {

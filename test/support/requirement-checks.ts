@@ -352,7 +352,7 @@ const CHECKS: Record<Requirement, (env: NodeJS.ProcessEnv) => string | undefined
   debootstrap: tool('debootstrap', 'debootstrap'),
   'dpkg-deb': tool('dpkg-deb', 'dpkg'),
   // The package's lean SQLite is compiled here (packaging/sqlite-addon-build.mjs) for the tests that run the store on it.
-  'g++': tool('g++', 'g++'),
+  'g++': (env) => tool('g++', 'g++')(env) ?? tool('make', 'make')(env),
   'systemd-analyze': tool('systemd-analyze', 'systemd'),
   chromium: (env) => (chromiumExecutable(env) ? undefined : 'chromium is not installed (apt-get install chromium)'),
   faketime: () => (libfaketime() ? undefined : 'libfaketime.so.1 is not installed (apt-get install faketime)'),
