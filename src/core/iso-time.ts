@@ -1,7 +1,8 @@
 // Times as text without Date's conversions. V8 answers the first conversion of a Date to calendar fields —
 // toISOString included, which every log line's timestamp called — by loading the host's time zone through ICU: ~0.45
-// MiB more the agent then holds for its life (0.9 in an empty node) (issue 31; docs/benchmarks.md, footprint). The arithmetic is proleptic
-// Gregorian in UTC, as Date's; test/core/iso-time.property.test.ts checks both against Date over its whole range.
+// MiB more that the agent then holds for its life (0.9 in an empty node; issue 31, docs/benchmarks.md, footprint). The
+// arithmetic is proleptic Gregorian in UTC, as Date's; test/core/iso-time.property.test.ts checks both against Date
+// over its whole range.
 
 const DAY_MS = 86_400_000;
 /** Date's range: ±100,000,000 days around 1970. */
