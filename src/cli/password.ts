@@ -1,6 +1,7 @@
 // Where a secret key's password comes from: --password-file, else KEYSTONE_KEY_PASSWORD, else a prompt on a terminal.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { secretKeyIsEncrypted } from '../trust/minisign.js';
 import { UsageError, type CliIo } from './io.js';
 
 const enc = new TextEncoder();
@@ -28,6 +29,28 @@ export async function readPassword(io: CliIo, src: PasswordSource): Promise<Uint
     if (first !== second) throw new UsageError('the passwords do not match');
   }
   return enc.encode(first);
+}
+
+/**
+ * The password of the secret key in `keyText` (read from `keyFile`) when it is encrypted, else undefined; a protected
+ * key with no source for its password is a usage error (`keystonectl sign`, `keystonectl fleet enroll`).
+ */
+export async function keyPassword(
+  io: CliIo,
+  keyText: string,
+  keyFile: string,
+  passwordFile: string | undefined,
+): Promise<Uint8Array | undefined> {
+  if (!secretKeyIsEncrypted(keyText)) return undefined;
+  const password = await readPassword(io, {
+    ...(passwordFile !== undefined && { file: passwordFile }),
+    purpose: keyFile,
+  });
+  if (password === undefined)
+    throw new UsageError(
+      `${keyFile} is password-protected: give --password-file FILE or KEYSTONE_KEY_PASSWORD, or run on a terminal`,
+    );
+  return password;
 }
 
 /** Reads one line from the terminal without echoing it. */

@@ -15,10 +15,10 @@ import { signCertificate } from '../../identity/sign-certificate.js';
 import { IdentityError } from '../../identity/identity-error.js';
 import { reportKeyId } from '../../identity/report-signature.js';
 import { NO_REVOCATIONS, parseRevocations, revokedReason, RevocationsError } from '../../identity/revocations.js';
-import { parsePublicKey, parseSecretKey, secretKeyIsEncrypted } from '../../trust/minisign.js';
+import { parsePublicKey, parseSecretKey } from '../../trust/minisign.js';
 import { TrustError } from '../../trust/trust-error.js';
 import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';
-import { readPassword } from '../password.js';
+import { keyPassword } from '../password.js';
 import { parseIdentity } from './parse-identity.js';
 import { isoTime } from '../../core/iso-time.js';
 
@@ -124,17 +124,7 @@ async function write(values: EnrollValues, io: CliIo): Promise<number> {
 
   // 2. The enrolment key, as `keystonectl sign` reads a signing key.
   const keyText = readText(resolve(io.cwd, values.key), '--key');
-  let password: Uint8Array | undefined;
-  if (secretKeyIsEncrypted(keyText)) {
-    password = await readPassword(io, {
-      ...(values['password-file'] !== undefined && { file: values['password-file'] }),
-      purpose: values.key,
-    });
-    if (password === undefined)
-      throw new UsageError(
-        `${values.key} is password-protected: give --password-file FILE or KEYSTONE_KEY_PASSWORD, or run on a terminal`,
-      );
-  }
+  const password = await keyPassword(io, keyText, values.key, values['password-file']);
   const key = await parseSecretKey(keyText, password);
 
   // 3. Sign and write: 0644, the certificate is public (it holds public keys only).

@@ -10,7 +10,6 @@ import {
   keyIdHex,
   parseSecretKey,
   parseSignatures,
-  secretKeyIsEncrypted,
   sign as signMessage,
   signedRef,
 } from '../../trust/minisign.js';
@@ -19,7 +18,7 @@ import { formatSha256Sums, sha256Hex } from '../../trust/sha256sums.js';
 import { SIG_FILE, SUMS_FILE } from '../../trust/verify-revision.js';
 import { OperationError } from '../../core/errors.js';
 import { EXIT, nowMs, UsageError, type CliIo } from '../io.js';
-import { readPassword } from '../password.js';
+import { keyPassword } from '../password.js';
 import { repoRoot } from '../repository-args.js';
 import { isoTime } from '../../core/iso-time.js';
 
@@ -52,17 +51,7 @@ export async function sign(argv: string[], io: CliIo): Promise<number> {
 
   // 1. The key first: a wrong password must not leave a half-written SHA256SUMS behind.
   const keyText = readFileSync(resolve(io.cwd, values.key), 'utf8');
-  let password: Uint8Array | undefined;
-  if (secretKeyIsEncrypted(keyText)) {
-    password = await readPassword(io, {
-      ...(values['password-file'] !== undefined && { file: values['password-file'] }),
-      purpose: values.key,
-    });
-    if (password === undefined)
-      throw new UsageError(
-        `${values.key} is password-protected: give --password-file FILE or KEYSTONE_KEY_PASSWORD, or run on a terminal`,
-      );
-  }
+  const password = await keyPassword(io, keyText, values.key, values['password-file']);
   const key = await parseSecretKey(keyText, password);
 
   // 2. SHA256SUMS over every signed document (listDocuments), read through the same safe reader the loader uses.
