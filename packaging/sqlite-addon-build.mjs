@@ -150,8 +150,11 @@ export function sqliteAddon(arch, abi, runtime, log = () => {}) {
     if (s.status !== 0) throw new Error(`${tools.STRIP} failed: ${s.stderr || s.error?.message}`);
     checkLean(built);
     mkdirSync(dirname(out), { recursive: true });
-    copyFileSync(built, `${out}.partial`);
-    renameSync(`${out}.partial`, out);
+    // A partial file of this process's own: two builds of the same key at once (the package tests and the state
+    // store's run in parallel workers) would otherwise write one partial file and the second rename would fail.
+    const partial = `${out}.partial-${process.pid}`;
+    copyFileSync(built, partial);
+    renameSync(partial, out);
     return out;
   } finally {
     rmSync(work, { recursive: true, force: true });
