@@ -13,4 +13,6 @@ export interface AgentUpdateView {
   reason?: string;
   /** ISO. */
   since?: string;
+  /** On `trial`: another version the fleet names meanwhile, which waits until this one has proven itself or was put back. */
+  next?: string;
 }

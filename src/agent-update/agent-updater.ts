@@ -68,6 +68,7 @@ export class AgentUpdater {
   private trial: Trial | undefined;
   private handedOver: string | undefined;
   private unsupportedSeen: { version: string; reason: string } | undefined;
+  private waiting: string | undefined;
   private readonly exec: NonNullable<AgentUpdaterDeps['exec']>;
 
   constructor(private readonly d: AgentUpdaterDeps) {
@@ -82,7 +83,7 @@ export class AgentUpdater {
 
   /** GET /v1/revision's agent.update. */
   view(): AgentUpdateView | undefined {
-    return updateViewOf(this.trial, this.unsupportedSeen, this.d.home);
+    return updateViewOf(this.trial, this.unsupportedSeen, this.d.home, this.waiting);
   }
 
   /** The state store a newer version migrated, after it was put back: the copy from before the switch goes back. */
@@ -132,6 +133,18 @@ export class AgentUpdater {
     rev: { id: string },
     reader: RepoReader,
     o: { unsigned?: boolean } = {},
+  ): Promise<UpdateDecision> {
+    const d = await this.decideFor(section, rev, reader, o);
+    // The version the fleet names while this one is on probation, told in the view until another decision.
+    this.waiting = d.kind === 'deferred' ? section?.version : undefined;
+    return d;
+  }
+
+  private async decideFor(
+    section: AgentSection | undefined,
+    rev: { id: string },
+    reader: RepoReader,
+    o: { unsigned?: boolean },
   ): Promise<UpdateDecision> {
     // Being restarted into a new version: nothing more is applied by this one.
     if (this.handedOver) return { kind: 'handover', version: this.handedOver };

@@ -3,11 +3,15 @@
 import { readFailed, type AgentHome, type AgentUpdateView, type Trial } from './agent-home.js';
 import { isoTime } from '../core/iso-time.js';
 
-/** The trial first, then an unsupported update the fleet asked for, then the last version put back; else nothing. */
+/**
+ * The trial first (with the version the fleet names meanwhile, `waiting`, which it defers), then an unsupported update
+ * the fleet asked for, then the last version put back; else nothing.
+ */
 export function updateViewOf(
   trial: Trial | undefined,
   unsupportedSeen: { version: string; reason: string } | undefined,
   home: AgentHome,
+  waiting?: string,
 ): AgentUpdateView | undefined {
   if (trial)
     return {
@@ -15,6 +19,7 @@ export function updateViewOf(
       version: trial.version,
       commit: trial.commit,
       since: isoTime(trial.since),
+      ...(waiting !== undefined && waiting !== trial.version && { next: waiting }),
     };
   if (unsupportedSeen)
     return { state: 'unsupported', version: unsupportedSeen.version, reason: unsupportedSeen.reason };

@@ -447,6 +447,15 @@ describe.skipIf(r.skip)(r.title('agent updates: staging, switching, proving, put
     expect(readTrial(home)?.version).toBe('0.2.0');
     expect(existsSync(join(home.versions, '0.3.0'))).toBe(false);
     expect(calls).toEqual([]);
+    // Its status says which version waits, until a decision takes it away (the tip back on the version on trial).
+    expect(next.view()).toMatchObject({ state: 'trial', version: '0.2.0', next: '0.3.0' });
+    await next.decide(
+      section('0.2.0', { uri: `file://${pkg.path}`, sha256: pkg.sha256 }),
+      { id: 'e'.repeat(40) },
+      reader(),
+    );
+    expect(next.view()).toMatchObject({ state: 'trial', version: '0.2.0' });
+    expect(next.view()).not.toHaveProperty('next');
   });
 
   it('on probation, a plan that fails puts the new agent back without barring its package: the next commit tries it again', async () => {

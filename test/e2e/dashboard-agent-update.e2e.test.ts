@@ -66,13 +66,25 @@ describe.skipIf(browserNeeded.skip)(
       expect(problems).toEqual([]);
     });
 
-    it('a trial, a failed update put back, and a fleet version this agent cannot update itself to: each its word and sentence', async () => {
+    it('a trial (and one with the version waiting for it), a failed update put back, and a fleet version this agent cannot update itself to: each its word and sentence', async () => {
       const cases: Array<[AgentUpdateView, string, string, RegExp]> = [
         [
           { state: 'trial', version: '0.2.0', commit: C, since: new Date(Date.now() - 120_000).toISOString() },
           'agent on trial',
           'tone-busy',
           /^agent on trial v0\.2\.0 since \S.*, until it reports success for 3cae32fcfc87$/,
+        ],
+        [
+          {
+            state: 'trial',
+            version: '0.2.0',
+            commit: C,
+            since: new Date(Date.now() - 60_000).toISOString(),
+            next: '0.3.0',
+          },
+          'agent on trial',
+          'tone-busy',
+          /^agent on trial v0\.2\.0 since \S.*, until it reports success for 3cae32fcfc87; v0\.3\.0, which the fleet names now, waits for it$/,
         ],
         [
           { state: 'failed', version: '0.3.0', commit: C, reason: 'the new agent exited 1 at start' },

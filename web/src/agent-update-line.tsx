@@ -21,6 +21,9 @@ export function AgentUpdateLine({ update }: { update: AgentUpdate }) {
       <>
         v{update.version} since {update.since ? <TimeAgo iso={update.since} /> : '—'}, until it reports success
         {commit && <> for {commit}</>}
+        {update.next && (
+          <span data-field="agent-update-next">; v{update.next}, which the fleet names now, waits for it</span>
+        )}
       </>
     );
   else if (update.state === 'failed')
