@@ -217,7 +217,11 @@ describe('API routes', { timeout: 30_000 }, () => {
     const components = r.body.components as Json[];
     expect(components).toHaveLength(1);
     expect(components[0]).toMatchObject({ name: 'slow' });
-    expect(['installing', 'starting', 'stopping', 'stopped']).toContain(components[0]!.state);
+    // Not yet the new healthy instance: on its way, or (a busy machine, the restart not begun within 300 ms) the old one.
+    const at504 = components[0]!;
+    if (at504.state === 'running')
+      expect(at504.pid, 'running at the 504: only the instance before the restart').toBe(before);
+    else expect(['installing', 'starting', 'stopping', 'stopped']).toContain(at504.state);
     await until(() => stateOf('slow') === 'running', 'slow healthy after the timeout');
     expect(s.livePids().slow).not.toBe(before);
   });
