@@ -8,7 +8,7 @@
 // addon's C++). Its code is 0.58 MB instead of 1.72, and the agent holds ~1 MiB less of it resident (issue 31;
 // docs/benchmarks.md, footprint). The store's queries are plain tables, indexes and transactions.
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -150,11 +150,15 @@ export function sqliteAddon(arch, abi, runtime, log = () => {}) {
     if (s.status !== 0) throw new Error(`${tools.STRIP} failed: ${s.stderr || s.error?.message}`);
     checkLean(built);
     mkdirSync(dirname(out), { recursive: true });
-    // A partial file of this process's own: two builds of the same key at once (the package tests and the state
-    // store's run in parallel workers) would otherwise write one partial file and the second rename would fail.
-    const partial = `${out}.partial-${process.pid}`;
-    copyFileSync(built, partial);
-    renameSync(partial, out);
+    // A partial file of this build's own: two builds of the same key at once (the package tests and the state store's
+    // run in parallel workers) would otherwise write one partial file, and the second rename would fail.
+    const partial = `${out}.partial-${process.pid}-${randomBytes(4).toString('hex')}`;
+    try {
+      copyFileSync(built, partial);
+      renameSync(partial, out);
+    } finally {
+      rmSync(partial, { force: true });
+    }
     return out;
   } finally {
     rmSync(work, { recursive: true, force: true });

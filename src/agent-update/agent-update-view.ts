@@ -13,6 +13,10 @@ export interface AgentUpdateView {
   reason?: string;
   /** ISO. */
   since?: string;
-  /** On `trial`: another version the fleet names meanwhile, which waits until this one has proven itself or was put back. */
+  /**
+   * On `trial`: another version the newest revision taken up names (`nextCommit`), which waits until this one has
+   * proven itself or was put back; then that revision is taken up again and its version checked like any other.
+   */
   next?: string;
+  nextCommit?: string;
 }

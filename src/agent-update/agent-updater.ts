@@ -68,7 +68,8 @@ export class AgentUpdater {
   private trial: Trial | undefined;
   private handedOver: string | undefined;
   private unsupportedSeen: { version: string; reason: string } | undefined;
-  private waiting: string | undefined;
+  /** The version a revision named while this agent was on probation (deferred), and that revision. */
+  private waiting: { version: string; commit: string } | undefined;
   private readonly exec: NonNullable<AgentUpdaterDeps['exec']>;
 
   constructor(private readonly d: AgentUpdaterDeps) {
@@ -135,9 +136,14 @@ export class AgentUpdater {
     o: { unsigned?: boolean } = {},
   ): Promise<UpdateDecision> {
     const d = await this.decideFor(section, rev, reader, o);
-    // The version the fleet names while this one is on probation, told in the view until another decision.
-    this.waiting = d.kind === 'deferred' ? section?.version : undefined;
+    // The version a revision names while this one is on probation, told in the view until another decision.
+    this.waiting = d.kind === 'deferred' && section ? { version: section.version, commit: rev.id } : undefined;
     return d;
+  }
+
+  /** A revision is taken up: one other than the deferred one supersedes it, which is then no longer told of. */
+  takenUp(revision: string): void {
+    if (this.waiting && this.waiting.commit !== revision) this.waiting = undefined;
   }
 
   private async decideFor(

@@ -4,14 +4,14 @@ import { readFailed, type AgentHome, type AgentUpdateView, type Trial } from './
 import { isoTime } from '../core/iso-time.js';
 
 /**
- * The trial first (with the version the fleet names meanwhile, `waiting`, which it defers), then an unsupported update
+ * The trial first (with the version the newest revision taken up names meanwhile, `waiting`, which it defers), then an unsupported update
  * the fleet asked for, then the last version put back; else nothing.
  */
 export function updateViewOf(
   trial: Trial | undefined,
   unsupportedSeen: { version: string; reason: string } | undefined,
   home: AgentHome,
-  waiting?: string,
+  waiting?: { version: string; commit: string },
 ): AgentUpdateView | undefined {
   if (trial)
     return {
@@ -19,7 +19,8 @@ export function updateViewOf(
       version: trial.version,
       commit: trial.commit,
       since: isoTime(trial.since),
-      ...(waiting !== undefined && waiting !== trial.version && { next: waiting }),
+      ...(waiting !== undefined &&
+        waiting.version !== trial.version && { next: waiting.version, nextCommit: waiting.commit }),
     };
   if (unsupportedSeen)
     return { state: 'unsupported', version: unsupportedSeen.version, reason: unsupportedSeen.reason };

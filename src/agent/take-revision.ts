@@ -25,6 +25,8 @@ export async function takeRevision(rev: Revision, s: RevisionSteps): Promise<Rev
   const { store, log, now } = s;
   log.info({ revision: rev.id, source: rev.source }, 'new revision');
   const began = now();
+  // A newer revision supersedes one whose agent version waits for a probation: its status no longer names that one.
+  s.agentUpdate?.takenUp(rev.id);
   // A manual apply names its plan; else --plan; else fleet.toml picks one by this device's name and labels.
   const explicitPlan = rev.planFile ?? s.planFile;
   let planFile = explicitPlan ?? FLEET_FILE;

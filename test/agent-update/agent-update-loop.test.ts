@@ -166,6 +166,16 @@ describe.skipIf(r.skip)(r.title('an agent update through the agent loop'), () =>
     await offer(a, R1, r1);
     expect(readTrial(home)?.commit).toBe(R2);
     expect(calls).toEqual([]);
+    // A commit naming yet another version waits for the probation; the status says which and for which commit
+    // (agent.update.next) until another revision is taken up.
+    const R5 = '5'.repeat(40);
+    await offer(a, R5, await signedRepo(key, { version: '0.3.0', ...v2 }));
+    expect(second.updater.view()).toMatchObject({ state: 'trial', version: '0.2.0', next: '0.3.0', nextCommit: R5 });
+    expect(readTrial(home)?.version).toBe('0.2.0');
+    expect(calls).toEqual([]);
+    await offer(a, R1, r1);
+    expect(second.updater.view()).toMatchObject({ state: 'trial', version: '0.2.0' });
+    expect(second.updater.view()).not.toHaveProperty('next');
     await offer(a, R2, r2);
     expect(a.store.history({ limit: 1 })[0]).toMatchObject({ revision: R2, outcome: 'success' });
     expect(instancesOf(a.store).svc).toBe(pid);

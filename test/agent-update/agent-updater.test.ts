@@ -447,8 +447,19 @@ describe.skipIf(r.skip)(r.title('agent updates: staging, switching, proving, put
     expect(readTrial(home)?.version).toBe('0.2.0');
     expect(existsSync(join(home.versions, '0.3.0'))).toBe(false);
     expect(calls).toEqual([]);
-    // Its status says which version waits, until a decision takes it away (the tip back on the version on trial).
-    expect(next.view()).toMatchObject({ state: 'trial', version: '0.2.0', next: '0.3.0' });
+    // Its status says which version waits and for which commit, until a decision takes it away (the tip back on the
+    // version on trial), or another revision is taken up (one held at its gate or window never reaches a decision).
+    expect(next.view()).toMatchObject({ state: 'trial', version: '0.2.0', next: '0.3.0', nextCommit: 'd'.repeat(40) });
+    next.takenUp('d'.repeat(40));
+    expect(next.view()).toMatchObject({ next: '0.3.0' });
+    next.takenUp('f'.repeat(40));
+    expect(next.view()).not.toHaveProperty('next');
+    await next.decide(
+      section('0.3.0', { uri: `file://${other.path}`, sha256: other.sha256 }),
+      { id: 'd'.repeat(40) },
+      reader(),
+    );
+    expect(next.view()).toMatchObject({ next: '0.3.0' });
     await next.decide(
       section('0.2.0', { uri: `file://${pkg.path}`, sha256: pkg.sha256 }),
       { id: 'e'.repeat(40) },

@@ -32,8 +32,8 @@ describe('the agent update line', () => {
     expect(agentUpdateLine({ ...agent, update: TRIAL })).toBe(
       'agent update: 0.2.0 on trial since 2026-12-05 07:55:00Z until it reports success for 3cae32fcfc87',
     );
-    expect(agentUpdateLine({ ...agent, update: { ...TRIAL, next: '0.3.0' } })).toBe(
-      'agent update: 0.2.0 on trial since 2026-12-05 07:55:00Z until it reports success for 3cae32fcfc87; 0.3.0, which the fleet names now, waits for it',
+    expect(agentUpdateLine({ ...agent, update: { ...TRIAL, next: '0.3.0', nextCommit: 'd'.repeat(40) } })).toBe(
+      'agent update: 0.2.0 on trial since 2026-12-05 07:55:00Z until it reports success for 3cae32fcfc87; 0.3.0 (commit dddddddddddd) waits for it',
     );
     expect(agentUpdateLine({ ...agent, update: FAILED })).toBe(
       'agent update: 0.3.0 failed and was put back (commit 3cae32fcfc87): the new agent exited 1 at start',

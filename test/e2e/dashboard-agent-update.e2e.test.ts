@@ -81,10 +81,11 @@ describe.skipIf(browserNeeded.skip)(
             commit: C,
             since: new Date(Date.now() - 60_000).toISOString(),
             next: '0.3.0',
+            nextCommit: 'd'.repeat(40),
           },
           'agent on trial',
           'tone-busy',
-          /^agent on trial v0\.2\.0 since \S.*, until it reports success for 3cae32fcfc87; v0\.3\.0, which the fleet names now, waits for it$/,
+          /^agent on trial v0\.2\.0 since \S.*, until it reports success for 3cae32fcfc87; v0\.3\.0 \(commit dddddddddddd\) waits for it$/,
         ],
         [
           { state: 'failed', version: '0.3.0', commit: C, reason: 'the new agent exited 1 at start' },

@@ -22,7 +22,16 @@ export function AgentUpdateLine({ update }: { update: AgentUpdate }) {
         v{update.version} since {update.since ? <TimeAgo iso={update.since} /> : '—'}, until it reports success
         {commit && <> for {commit}</>}
         {update.next && (
-          <span data-field="agent-update-next">; v{update.next}, which the fleet names now, waits for it</span>
+          <span data-field="agent-update-next">
+            ; v{update.next}
+            {update.nextCommit && (
+              <>
+                {' '}
+                (commit <code title={update.nextCommit}>{shortRevision(update.nextCommit)}</code>)
+              </>
+            )}{' '}
+            waits for it
+          </span>
         )}
       </>
     );

@@ -206,7 +206,7 @@ export function agentLine(agent: unknown, nowMs: number): string | undefined {
 /**
  * The agent update GET /v1/revision's `agent.update` tells of (SPEC §17), one line; undefined when there is none:
  *   `agent update: 0.2.0 on trial since 2026-12-05 07:30:00Z until it reports success for 3cae32fcfc87`
- *   `… until it reports success for 3cae32fcfc87; 0.3.0, which the fleet names now, waits for it`
+ *   `… until it reports success for 3cae32fcfc87; 0.3.0 (commit 5d1e0a9b2c3f) waits for it`
  *   `agent update: 0.3.0 failed and was put back (commit 3cae32fcfc87): the new agent exited 1 at start`
  *   `agent update: the fleet names 0.2.0; this agent cannot update itself (not run from the keystone package)`
  */
@@ -218,9 +218,10 @@ export function agentUpdateLine(agent: unknown): string | undefined {
   const reason = str(u.reason);
   const since = timeMs(u.since);
   const next = str(u.next);
+  const nextCommit = str(u.nextCommit)?.slice(0, 12);
   switch (u.state) {
     case 'trial':
-      return `agent update: ${version} on trial${since !== undefined ? ` since ${utc(since)}` : ''} until it reports success${commit ? ` for ${commit}` : ''}${next ? `; ${next}, which the fleet names now, waits for it` : ''}`;
+      return `agent update: ${version} on trial${since !== undefined ? ` since ${utc(since)}` : ''} until it reports success${commit ? ` for ${commit}` : ''}${next ? `; ${next} (commit ${nextCommit ?? '?'}) waits for it` : ''}`;
     case 'failed':
       return `agent update: ${version} failed and was put back${commit ? ` (commit ${commit})` : ''}${reason ? `: ${reason}` : ''}`;
     case 'unsupported':
