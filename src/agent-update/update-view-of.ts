@@ -4,8 +4,8 @@ import { readFailed, type AgentHome, type AgentUpdateView, type Trial } from './
 import { isoTime } from '../core/iso-time.js';
 
 /**
- * The trial first (with the version the newest revision taken up names meanwhile, `waiting`, which it defers), then an unsupported update
- * the fleet asked for, then the last version put back; else nothing.
+ * The trial first (with `waiting`: the version the newest revision taken up names meanwhile, which it defers), then an
+ * unsupported update the fleet asked for, then the last version put back; else nothing.
  */
 export function updateViewOf(
   trial: Trial | undefined,

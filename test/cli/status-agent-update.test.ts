@@ -47,6 +47,9 @@ describe('the agent update line', () => {
     expect(agentUpdateLine({ update: { state: 'trial', version: '0.2.0' } })).toBe(
       'agent update: 0.2.0 on trial until it reports success',
     );
+    expect(agentUpdateLine({ update: { state: 'trial', version: '0.2.0', next: '0.3.0' } })).toBe(
+      'agent update: 0.2.0 on trial until it reports success; 0.3.0 waits for it',
+    );
     expect(agentUpdateLine({ update: { state: 'failed', version: '0.3.0' } })).toBe(
       'agent update: 0.3.0 failed and was put back',
     );

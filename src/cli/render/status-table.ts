@@ -221,7 +221,7 @@ export function agentUpdateLine(agent: unknown): string | undefined {
   const nextCommit = str(u.nextCommit)?.slice(0, 12);
   switch (u.state) {
     case 'trial':
-      return `agent update: ${version} on trial${since !== undefined ? ` since ${utc(since)}` : ''} until it reports success${commit ? ` for ${commit}` : ''}${next ? `; ${next} (commit ${nextCommit ?? '?'}) waits for it` : ''}`;
+      return `agent update: ${version} on trial${since !== undefined ? ` since ${utc(since)}` : ''} until it reports success${commit ? ` for ${commit}` : ''}${next ? `; ${next}${nextCommit ? ` (commit ${nextCommit})` : ''} waits for it` : ''}`;
     case 'failed':
       return `agent update: ${version} failed and was put back${commit ? ` (commit ${commit})` : ''}${reason ? `: ${reason}` : ''}`;
     case 'unsupported':
