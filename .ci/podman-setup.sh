@@ -47,8 +47,10 @@ fi
 
 mkdir -p "$(dirname "$SOCKET")"
 rm -f "$SOCKET"
-# setsid: the service outlives this script and the CI step's process group.
-setsid podman system service --time=0 "unix://$SOCKET" </dev/null >/tmp/podman-service.log 2>&1 &
+# setsid: the service outlives this script and the CI step's process group. From /: every conmon it starts inherits
+# its working directory, and one in a checkout deleted later fails each container start ("Failed to get working
+# directory", the engine's "exit status 1").
+(cd / && setsid podman system service --time=0 "unix://$SOCKET" </dev/null >/tmp/podman-service.log 2>&1 &)
 
 deadline=$(( $(date +%s) + TIMEOUT ))
 until answers; do
